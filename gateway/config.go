@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"strings"
+	"time"
+)
+
+// Transport names an MCP transport.
+type Transport string
+
+const (
+	TransportStreamableHTTP Transport = "streamable-http"
+	TransportSSE            Transport = "sse"
+	TransportStdio          Transport = "stdio"
+	TransportWebSocket      Transport = "websocket"
+)
+
+// Upstream is one MCP server behind the gateway. It is served downstream at
+// /mcp/{Name}, /sse/{Name} and /ws/{Name}.
+type Upstream struct {
+	// Name is the route segment; letters, digits, '-', '_' and '.'.
+	Name string `yaml:"name"`
+	// Transport is how Sluice reaches the upstream. Zero means
+	// streamable-http when URL is set and stdio when Command is set.
+	Transport Transport `yaml:"transport"`
+	// URL of an HTTP, SSE or WebSocket upstream.
+	URL string `yaml:"url"`
+	// Headers are added to every request to an HTTP upstream.
+	Headers map[string]string `yaml:"headers"`
+	// Command, Args and Env start a stdio upstream. Env adds to the
+	// gateway's own environment.
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+}
+
+func (u *Upstream) target() string {
+	if u.URL != "" {
+		return u.URL
+	}
+	return "stdio:" + strings.Join(append([]string{u.Command}, u.Args...), " ")
+}
+
+// Options configure a Gateway. The zero value of every field means the
+// documented default.
+type Options struct {
+	Upstreams []Upstream
+	// MaxBodyBytes limits a request body. Zero means 4 MiB.
+	MaxBodyBytes int64
+	// AllowedHosts are Host header values accepted in addition to the
+	// loopback names, which are always accepted when the listener is on
+	// loopback. "*" accepts any host (DNS-rebinding protection off).
+	AllowedHosts []string
+	// AllowedOrigins are Origin header values accepted besides loopback
+	// origins. "*" accepts any origin.
+	AllowedOrigins []string
+	// SessionIdleTimeout ends sessions unused for this long. Zero means 30m.
+	SessionIdleTimeout time.Duration
+	// MaxSessions bounds the session table. Zero means 10000.
+	MaxSessions int
+	// AgentHeader, if set, names a request header whose value identifies
+	// the agent, taking precedence over the client's self-reported name.
+	AgentHeader string
+}
+
+func (o *Options) maxBody() int64 {
+	if o.MaxBodyBytes > 0 {
+		return o.MaxBodyBytes
+	}
+	return 4 << 20
+}
+
+func (o *Options) idleTimeout() time.Duration {
+	if o.SessionIdleTimeout > 0 {
+		return o.SessionIdleTimeout
+	}
+	return 30 * time.Minute
+}
+
+func (o *Options) maxSessions() int {
+	if o.MaxSessions > 0 {
+		return o.MaxSessions
+	}
+	return 10000
+}

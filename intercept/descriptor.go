@@ -1,0 +1,47 @@
+package intercept
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// ActionDescriptor is what the decision point knows about one tools/call:
+// the fields of RFC-010 §7.4 plus the gateway's own context. It carries no
+// conversation content. A descriptor is built once per call and not changed
+// afterwards, so deciders may read it concurrently.
+type ActionDescriptor struct {
+	TxnID string `json:"txn_id"`
+
+	ToolName        string `json:"tool_name"`
+	ToolDescription string `json:"tool_description,omitempty"`
+	// Declared values come from configuration; empty when not configured.
+	CapabilityClassDeclared string         `json:"capability_class_declared,omitempty"`
+	ActionTypeDeclared      string         `json:"action_type_declared,omitempty"`
+	BoundaryDeclared        string         `json:"boundary_declared,omitempty"`
+	Parameters              jsontext.Value `json:"parameters"`
+	TargetEndpoint          string         `json:"target_endpoint"`
+	ToolInventoryHash       string         `json:"tool_inventory_hash,omitempty"`
+	SessionID               string         `json:"session_id,omitempty"`
+
+	// Upstream is the configured name of the upstream the call is bound for.
+	Upstream string `json:"upstream"`
+	// Agent is the calling agent's identity as far as it is known: the
+	// client's name from initialize or _meta until authentication exists.
+	Agent string `json:"agent,omitempty"`
+	// CallID is the JSON-RPC id of the tools/call, as raw JSON.
+	CallID jsontext.Value `json:"call_id,omitempty"`
+	// ProtocolVersion is the MCP version the call was made under.
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+	// Annotations are the tool's MCP annotations from the last tools/list.
+	Annotations jsontext.Value `json:"annotations,omitempty"`
+}
+
+// NewTxnID returns a random 128-bit transaction id in hex; every event about
+// one call carries the same one.
+func NewTxnID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
+	return hex.EncodeToString(b[:])
+}

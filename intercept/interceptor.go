@@ -1,0 +1,133 @@
+package intercept
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// CallContext is what the transport knows about where a message came from
+// and where it goes.
+type CallContext struct {
+	Upstream        string // configured upstream name
+	Target          string // upstream URL or stdio command line
+	SessionID       string // the gateway's session id, if any
+	Agent           string // agent identity as far as known
+	ProtocolVersion string // negotiated or declared MCP version
+}
+
+// ToolsObserver receives every tools/list result an upstream returns, after
+// it has been passed on to the client. Implementations must not block.
+type ToolsObserver interface {
+	ObserveTools(upstream string, result jsontext.Value)
+}
+
+// Interceptor is the decision point shared by every transport. Its fields
+// are set before first use and not changed afterwards; it is safe for
+// concurrent use.
+type Interceptor struct {
+	// Decider decides every tools/call. Nil denies everything with
+	// policy_not_configured.
+	Decider Decider
+	// Observer, if not nil, also gets every tools/list result.
+	Observer ToolsObserver
+	// OnDecision, if not nil, is called after every decision.
+	OnDecision func(*ActionDescriptor, Decision)
+
+	catalog sync.Map // upstream name -> *toolSet
+}
+
+type toolInfo struct {
+	Description string         `json:"description"`
+	Annotations jsontext.Value `json:"annotations"`
+}
+
+type toolSet struct {
+	hash  string
+	tools map[string]toolInfo
+}
+
+// Check decides about one client message. It returns forward=true when the
+// message may go to the upstream unchanged; otherwise reply is the complete
+// JSON-RPC response to send to the client instead. Only tools/call requests
+// are ever held back.
+func (i *Interceptor) Check(ctx context.Context, m *Message, cc CallContext) (reply []byte, forward bool) {
+	if !m.IsCall() {
+		return nil, true
+	}
+	d := i.Descriptor(m, cc)
+	dec := Decide(ctx, i.Decider, d)
+	if i.OnDecision != nil {
+		i.OnDecision(d, dec)
+	}
+	if dec.Verdict == Allow {
+		return nil, true
+	}
+	return RenderDecision(m.ID, dec, d.TxnID), false
+}
+
+// Descriptor builds the action descriptor of a tools/call.
+func (i *Interceptor) Descriptor(m *Message, cc CallContext) *ActionDescriptor {
+	d := &ActionDescriptor{
+		TxnID:           NewTxnID(),
+		ToolName:        m.Name,
+		Parameters:      m.Arguments,
+		TargetEndpoint:  cc.Target,
+		SessionID:       cc.SessionID,
+		Upstream:        cc.Upstream,
+		Agent:           cc.Agent,
+		CallID:          m.ID,
+		ProtocolVersion: cc.ProtocolVersion,
+	}
+	if d.Parameters == nil {
+		d.Parameters = jsontext.Value("{}")
+	}
+	if v, ok := i.catalog.Load(cc.Upstream); ok {
+		ts := v.(*toolSet)
+		d.ToolInventoryHash = ts.hash
+		if t, ok := ts.tools[m.Name]; ok {
+			d.ToolDescription = t.Description
+			d.Annotations = t.Annotations
+		}
+	}
+	return d
+}
+
+// ObserveTools records a tools/list result of upstream so later descriptors
+// carry the tool's description and the inventory hash, then hands it on to
+// the Observer. A result that cannot be read is ignored: the catalog is
+// descriptive, never a reason to change what the client receives.
+func (i *Interceptor) ObserveTools(upstream string, result jsontext.Value) {
+	var page struct {
+		Tools []struct {
+			Name string `json:"name"`
+			toolInfo
+		} `json:"tools"`
+		NextCursor string `json:"nextCursor"`
+	}
+	if err := json.Unmarshal(result, &page); err == nil {
+		ts := &toolSet{tools: make(map[string]toolInfo, len(page.Tools))}
+		// Later pages of a paginated list add to the earlier ones.
+		if v, ok := i.catalog.Load(upstream); ok {
+			for k, t := range v.(*toolSet).tools {
+				ts.tools[k] = t
+			}
+		}
+		for _, t := range page.Tools {
+			ts.tools[t.Name] = t.toolInfo
+		}
+		canon := result.Clone()
+		if canon.Canonicalize() == nil {
+			sum := sha256.Sum256(canon)
+			ts.hash = hex.EncodeToString(sum[:])
+		}
+		i.catalog.Store(upstream, ts)
+	}
+	if i.Observer != nil {
+		i.Observer.ObserveTools(upstream, result)
+	}
+}

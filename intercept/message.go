@@ -1,0 +1,392 @@
+// Package intercept is Sluice's single decision point: it decodes every
+// JSON-RPC message exactly once, strictly, turns each tools/call into an
+// [ActionDescriptor], asks a [Decider] what to do with it, and renders
+// denials the way RFC-0002 prescribes.
+//
+// Transports in package gateway call [Decode] on every message a client
+// sends and never forward bytes that were not decoded here, so what policy
+// saw is exactly what the upstream receives:
+//
+//	msgs, batch, err := intercept.Decode(body)
+//	if err != nil {
+//		return intercept.ErrorResponse(nil, err) // -32700 / -32600, never forwarded
+//	}
+package intercept
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Kind tells the four JSON-RPC message shapes apart.
+type Kind uint8
+
+const (
+	// KindRequest has a method and an id.
+	KindRequest Kind = iota + 1
+	// KindNotification has a method and no id.
+	KindNotification
+	// KindResponse has an id and a result.
+	KindResponse
+	// KindError has an id (possibly null) and an error.
+	KindError
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindRequest:
+		return "request"
+	case KindNotification:
+		return "notification"
+	case KindResponse:
+		return "response"
+	case KindError:
+		return "error"
+	}
+	return "unknown"
+}
+
+// Message is one decoded JSON-RPC 2.0 message. Raw holds the exact bytes the
+// message was decoded from; the other fields are views into it. A Message is
+// immutable after Decode and safe for concurrent reads.
+type Message struct {
+	Kind   Kind
+	Raw    jsontext.Value
+	ID     jsontext.Value // nil for notifications
+	Method string         // empty for responses
+	Params jsontext.Value // nil when absent
+	Result jsontext.Value // responses only
+	Error  jsontext.Value // errors only
+
+	// Name is params.name for tools/call and prompts/get and params.uri for
+	// resources/read, the value the Mcp-Name header must agree with.
+	Name string
+	// Arguments is params.arguments of a tools/call, nil when absent.
+	Arguments jsontext.Value
+	// Meta is params._meta, nil when absent.
+	Meta jsontext.Value
+}
+
+// IsCall reports whether m is a tools/call request.
+func (m *Message) IsCall() bool { return m.Kind == KindRequest && m.Method == "tools/call" }
+
+// IDKey returns the request id as a comparable key ("" for notifications).
+// Numbers and strings never collide: string ids keep their quotes.
+func (m *Message) IDKey() string { return string(m.ID) }
+
+// JSON-RPC 2.0 error codes used by Sluice.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+	// CodeHeaderMismatch is MCP 2026-07-28's code for Mcp-Method / Mcp-Name
+	// headers that disagree with the body (SEP-2243).
+	CodeHeaderMismatch = -32020
+	// CodeUpstreamError is Sluice's code for an upstream that cannot be
+	// reached or died while a request was pending.
+	CodeUpstreamError = -32003
+	// CodePolicyDenied is Sluice's code for a throw-mode denial.
+	CodePolicyDenied = -32001
+	// CodeApprovalRequired is Sluice's code for a throw-mode hold.
+	CodeApprovalRequired = -32002
+)
+
+// WireError is an error that has a JSON-RPC code. Decode and the gateway
+// return it for everything a client did wrong; the code is chosen here, in
+// one place, and rendered by [ErrorResponse].
+type WireError struct {
+	Code    int
+	Message string
+	Data    any
+}
+
+func (e *WireError) Error() string { return fmt.Sprintf("jsonrpc %d: %s", e.Code, e.Message) }
+
+// Is matches any *WireError with the same code, so callers can write
+// errors.Is(err, &intercept.WireError{Code: intercept.CodeParseError}).
+func (e *WireError) Is(target error) bool {
+	t, ok := target.(*WireError)
+	return ok && t.Code == e.Code
+}
+
+func parseError(format string, args ...any) error {
+	return &WireError{Code: CodeParseError, Message: "parse error: " + fmt.Sprintf(format, args...)}
+}
+
+func invalidRequest(format string, args ...any) error {
+	return &WireError{Code: CodeInvalidRequest, Message: "invalid request: " + fmt.Sprintf(format, args...)}
+}
+
+// Decode decodes a JSON-RPC body: one message, or a batch array of them.
+//
+// Decoding is strict, so the gateway never forwards a message whose meaning
+// could differ between Sluice and the upstream: invalid UTF-8, duplicate
+// object keys at any depth, envelope or params keys that differ from a known
+// key only in case, and trailing data are all rejected. Malformed JSON gives
+// a -32700 [WireError]; well-formed JSON that is not JSON-RPC 2.0 gives
+// -32600.
+func Decode(body []byte) (msgs []*Message, batch bool, err error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, false, parseError("empty body")
+	}
+	// Validate the whole value first (UTF-8, duplicate names, syntax), so
+	// that a message whose meaning depends on a parser's tie-breaking is
+	// refused before any part of it is interpreted.
+	if err := validate(body); err != nil {
+		return nil, false, err
+	}
+	v := jsontext.Value(body)
+	switch body[0] {
+	case '{':
+		m, err := decodeOne(v)
+		if err != nil {
+			return nil, false, err
+		}
+		return []*Message{m}, false, nil
+	case '[':
+		dec := jsontext.NewDecoder(bytes.NewReader(body))
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, true, parseError("%s", describe(err))
+		}
+		for dec.PeekKind() != ']' {
+			raw, err := dec.ReadValue()
+			if err != nil {
+				return nil, true, parseError("%s", describe(err))
+			}
+			m, err := decodeOne(raw.Clone())
+			if err != nil {
+				return nil, true, err
+			}
+			msgs = append(msgs, m)
+		}
+		if len(msgs) == 0 {
+			return nil, true, invalidRequest("empty batch")
+		}
+		return msgs, true, nil
+	default:
+		return nil, false, invalidRequest("a JSON-RPC message must be an object or a batch array")
+	}
+}
+
+// DecodeMessage decodes exactly one message; batches are rejected.
+func DecodeMessage(body []byte) (*Message, error) {
+	msgs, batch, err := Decode(body)
+	if err != nil {
+		return nil, err
+	}
+	if batch {
+		return nil, invalidRequest("batches are not allowed here")
+	}
+	return msgs[0], nil
+}
+
+// validate checks body is exactly one JSON value under RFC 7493 (I-JSON)
+// rules: valid UTF-8 and unique member names in every object.
+func validate(body []byte) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.ReadValue(); err != nil {
+		if errors.Is(err, jsontext.ErrDuplicateName) {
+			return invalidRequest("%s", describe(err))
+		}
+		return parseError("%s", describe(err))
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return parseError("data after the JSON value")
+	}
+	return nil
+}
+
+func describe(err error) string {
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) {
+		return strings.TrimPrefix(se.Error(), "jsontext: ")
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of input"
+	}
+	return err.Error()
+}
+
+var envelopeKeys = []string{"jsonrpc", "id", "method", "params", "result", "error"}
+
+// decodeOne decodes an already validated JSON value as one message.
+func decodeOne(v jsontext.Value) (*Message, error) {
+	if v.Kind() != '{' {
+		return nil, invalidRequest("a JSON-RPC message must be an object")
+	}
+	m := &Message{Raw: v}
+	var version jsontext.Value
+	var hasID, hasMethod, hasResult, hasError bool
+	err := eachMember(v, func(key string, val jsontext.Value) error {
+		switch key {
+		case "jsonrpc":
+			version = val
+		case "id":
+			hasID = true
+			m.ID = val
+		case "method":
+			hasMethod = true
+			if val.Kind() != '"' {
+				return invalidRequest("method must be a string")
+			}
+			m.Method = unquote(val)
+		case "params":
+			m.Params = val
+		case "result":
+			hasResult = true
+			m.Result = val
+		case "error":
+			hasError = true
+			m.Error = val
+		default:
+			if k := foldedMatch(key, envelopeKeys); k != "" {
+				return invalidRequest("member %q differs from %q only in case", key, k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if string(version) != `"2.0"` {
+		return nil, invalidRequest(`"jsonrpc" must be "2.0"`)
+	}
+	if hasID {
+		switch m.ID.Kind() {
+		case '"', '0':
+		case 'n':
+			if !hasError {
+				return nil, invalidRequest("id may be null only in an error response")
+			}
+		default:
+			return nil, invalidRequest("id must be a string or a number")
+		}
+	}
+	switch {
+	case hasMethod && !hasResult && !hasError:
+		if m.Method == "" {
+			return nil, invalidRequest("method must not be empty")
+		}
+		if m.Params != nil && m.Params.Kind() != '{' && m.Params.Kind() != '[' {
+			return nil, invalidRequest("params must be an object or an array")
+		}
+		if hasID {
+			m.Kind = KindRequest
+		} else {
+			m.Kind = KindNotification
+		}
+		if err := m.decodeParams(); err != nil {
+			return nil, err
+		}
+	case hasResult && !hasMethod && !hasError && hasID:
+		m.Kind = KindResponse
+	case hasError && !hasMethod && !hasResult && hasID:
+		if m.Error.Kind() != '{' {
+			return nil, invalidRequest("error must be an object")
+		}
+		m.Kind = KindError
+	default:
+		return nil, invalidRequest("not a JSON-RPC 2.0 request, notification or response")
+	}
+	return m, nil
+}
+
+var callKeys = []string{"name", "arguments", "uri", "_meta"}
+
+// decodeParams pulls out the members the gateway governs. Case variants of
+// them are refused: a Go upstream decoding with encoding/json would match
+// "Name" to the name field and call a tool policy never saw.
+func (m *Message) decodeParams() error {
+	if m.Params == nil || m.Params.Kind() != '{' {
+		if m.IsCall() {
+			return &WireError{Code: CodeInvalidParams, Message: "invalid params: tools/call needs a params object"}
+		}
+		return nil
+	}
+	var hasName bool
+	err := eachMember(m.Params, func(key string, val jsontext.Value) error {
+		switch key {
+		case "name":
+			if m.Method == "tools/call" || m.Method == "prompts/get" {
+				if val.Kind() != '"' {
+					return &WireError{Code: CodeInvalidParams, Message: "invalid params: name must be a string"}
+				}
+				m.Name, hasName = unquote(val), true
+			}
+		case "uri":
+			if m.Method == "resources/read" && val.Kind() == '"' {
+				m.Name = unquote(val)
+			}
+		case "arguments":
+			m.Arguments = val
+		case "_meta":
+			m.Meta = val
+		default:
+			if k := foldedMatch(key, callKeys); k != "" {
+				return &WireError{Code: CodeInvalidParams, Message: fmt.Sprintf("invalid params: member %q differs from %q only in case", key, k)}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if m.IsCall() {
+		if !hasName || m.Name == "" {
+			return &WireError{Code: CodeInvalidParams, Message: "invalid params: tools/call needs a non-empty name"}
+		}
+		if m.Arguments != nil && m.Arguments.Kind() != '{' && m.Arguments.Kind() != 'n' {
+			return &WireError{Code: CodeInvalidParams, Message: "invalid params: arguments must be an object"}
+		}
+	}
+	return nil
+}
+
+// eachMember calls fn for every member of a validated JSON object, in order.
+func eachMember(obj jsontext.Value, fn func(key string, val jsontext.Value) error) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.ReadToken(); err != nil {
+		return parseError("%s", describe(err))
+	}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return parseError("%s", describe(err))
+		}
+		key := tok.String()
+		val, err := dec.ReadValue()
+		if err != nil {
+			return parseError("%s", describe(err))
+		}
+		if err := fn(key, val.Clone()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func foldedMatch(key string, known []string) string {
+	for _, k := range known {
+		if strings.EqualFold(key, k) {
+			return k
+		}
+	}
+	return ""
+}
+
+// unquote returns the Go string of a validated JSON string value.
+func unquote(v jsontext.Value) string {
+	tok, err := jsontext.NewDecoder(bytes.NewReader(v)).ReadToken()
+	if err != nil {
+		return ""
+	}
+	return tok.String()
+}

@@ -1,0 +1,82 @@
+package intercept
+
+import (
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Envelope is RFC-0002's tool result envelope.
+type Envelope struct {
+	Status       string `json:"status"` // "denied" or "approval_required"
+	Code         string `json:"code"`
+	PublicReason string `json:"publicReason"`
+	Data         any    `json:"data"`
+}
+
+type textContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type toolResult struct {
+	Content           []textContent `json:"content"`
+	IsError           bool          `json:"isError"`
+	StructuredContent Envelope      `json:"structuredContent"`
+}
+
+type errorObject struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+type throwData struct {
+	Envelope
+	TxnID string `json:"txn_id"`
+}
+
+// RenderDecision answers a call that was not allowed, per RFC-0002: in
+// tool_result mode a normal result with isError and the envelope in
+// structuredContent; in throw mode a JSON-RPC error whose data carries the
+// envelope and the txn_id.
+func RenderDecision(id jsontext.Value, d Decision, txnID string) []byte {
+	env := Envelope{Status: "denied", Code: d.Reason, PublicReason: d.PublicReason}
+	code := CodePolicyDenied
+	if d.Verdict == RequireApproval {
+		env.Status = "approval_required"
+		code = CodeApprovalRequired
+	}
+	if env.PublicReason == "" {
+		env.PublicReason = d.Reason
+	}
+	if d.Mode == ModeToolResult {
+		return marshalResponse(id, "result", toolResult{
+			Content:           []textContent{{Type: "text", Text: env.PublicReason}},
+			IsError:           true,
+			StructuredContent: env,
+		})
+	}
+	return marshalResponse(id, "error", errorObject{Code: code, Message: env.PublicReason, Data: throwData{env, txnID}})
+}
+
+// ErrorResponse renders err as a JSON-RPC error response to id (nil id
+// renders as null). A *WireError keeps its code; anything else is -32603.
+func ErrorResponse(id jsontext.Value, err error) []byte {
+	we, ok := err.(*WireError)
+	if !ok {
+		we = &WireError{Code: CodeInternalError, Message: err.Error()}
+	}
+	return marshalResponse(id, "error", errorObject{Code: we.Code, Message: we.Message, Data: we.Data})
+}
+
+func marshalResponse(id jsontext.Value, key string, v any) []byte {
+	if len(id) == 0 {
+		id = jsontext.Value("null")
+	}
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, key: v}, json.Deterministic(true))
+	if err != nil {
+		// Only our own types reach here; they always marshal.
+		panic("intercept: marshal response: " + err.Error())
+	}
+	return b
+}
