@@ -64,11 +64,12 @@ func TestStaticDecider(t *testing.T) {
 func TestRenderDecision(t *testing.T) {
 	id := jsontext.Value(`7`)
 	t.Run("tool_result", func(t *testing.T) {
-		b := RenderDecision(id, Decision{Verdict: Deny, Reason: "tool_denied", PublicReason: "no", Mode: ModeToolResult}, "tx1")
+		b := RenderDecision(id, Decision{Verdict: Deny, Reason: "tool_denied", PublicReason: "no", Mode: ModeToolResult}, "tx1", "2026-07-28")
 		var got struct {
 			ID     int `json:"id"`
 			Result struct {
-				Content []struct {
+				ResultType string `json:"resultType"`
+				Content    []struct {
 					Type string `json:"type"`
 					Text string `json:"text"`
 				} `json:"content"`
@@ -85,12 +86,12 @@ func TestRenderDecision(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := got.Result
-		if got.ID != 7 || !r.IsError || len(r.Content) != 1 || r.Content[0].Text != "no" || r.SC.Status != "denied" || r.SC.Code != "tool_denied" || r.SC.PublicReason != "no" || r.SC.Data != nil {
+		if got.ID != 7 || r.ResultType != "complete" || !r.IsError || len(r.Content) != 1 || r.Content[0].Text != "no" || r.SC.Status != "denied" || r.SC.Code != "tool_denied" || r.SC.PublicReason != "no" || r.SC.Data != nil {
 			t.Errorf("got %s", b)
 		}
 	})
 	t.Run("throw approval", func(t *testing.T) {
-		b := RenderDecision(id, Decision{Verdict: RequireApproval, Reason: "approval_required", PublicReason: "wait"}, "tx2")
+		b := RenderDecision(id, Decision{Verdict: RequireApproval, Reason: "approval_required", PublicReason: "wait"}, "tx2", "")
 		var got struct {
 			Error struct {
 				Code int `json:"code"`

@@ -67,7 +67,7 @@ func (i *Interceptor) Check(ctx context.Context, m *Message, cc CallContext) (re
 	if dec.Verdict == Allow {
 		return nil, true
 	}
-	return RenderDecision(m.ID, dec, d.TxnID), false
+	return RenderDecision(m.ID, dec, d.TxnID, cc.ProtocolVersion), false
 }
 
 // Descriptor builds the action descriptor of a tools/call.

@@ -19,6 +19,8 @@ type textContent struct {
 }
 
 type toolResult struct {
+	// ResultType is required on results from MCP 2026-07-28 on.
+	ResultType        string        `json:"resultType,omitempty"`
 	Content           []textContent `json:"content"`
 	IsError           bool          `json:"isError"`
 	StructuredContent Envelope      `json:"structuredContent"`
@@ -38,8 +40,9 @@ type throwData struct {
 // RenderDecision answers a call that was not allowed, per RFC-0002: in
 // tool_result mode a normal result with isError and the envelope in
 // structuredContent; in throw mode a JSON-RPC error whose data carries the
-// envelope and the txn_id.
-func RenderDecision(id jsontext.Value, d Decision, txnID string) []byte {
+// envelope and the txn_id. version is the MCP protocol version of the call;
+// from 2026-07-28 on a result carries resultType.
+func RenderDecision(id jsontext.Value, d Decision, txnID, version string) []byte {
 	env := Envelope{Status: "denied", Code: d.Reason, PublicReason: d.PublicReason}
 	code := CodePolicyDenied
 	if d.Verdict == RequireApproval {
@@ -50,7 +53,12 @@ func RenderDecision(id jsontext.Value, d Decision, txnID string) []byte {
 		env.PublicReason = d.Reason
 	}
 	if d.Mode == ModeToolResult {
+		var rt string
+		if version >= "2026-07-28" {
+			rt = "complete"
+		}
 		return marshalResponse(id, "result", toolResult{
+			ResultType:        rt,
 			Content:           []textContent{{Type: "text", Text: env.PublicReason}},
 			IsError:           true,
 			StructuredContent: env,

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/bench"
+)
+
+// benchPolicy is the static policy of the Sluice under test: the one tool
+// the benchmark calls is allowed, everything else denied.
+const benchPolicy = `
+policy:
+  default: deny
+  allow: [echo]
+`
+
+// benchTargets are the targets in the order they run. "bare" is the
+// baseline of the issue: httputil.ReverseProxy with the default transport.
+// "bare-pooled" is the same proxy keeping as many idle upstream
+// connections as Sluice does, so that a connection pool cannot pass for
+// a faster proxy.
+var benchTargets = []string{"direct", "bare", "bare-pooled", "sluice"}
+
+// gatewayIdleConns mirrors the per-host idle connection limit of the
+// gateway's upstream client, for bare-pooled.
+const gatewayIdleConns = 256
+
+// runBench measures tools/call round trips direct to an upstream, through
+// a bare reverse proxy and through Sluice. The upstream and each proxy run
+// as child processes of this binary (`sluice bench --role ...`), so that
+// their CPU time is theirs alone.
+func runBench(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	duration := fs.Duration("duration", 5*time.Second, "length of each measured run")
+	warmup := fs.Duration("warmup", time.Second, "warm-up before each measured run")
+	conc := fs.String("concurrency", "1,32", "comma-separated concurrency levels")
+	targets := fs.String("targets", strings.Join(benchTargets, ","), "comma-separated targets: "+strings.Join(benchTargets, ", "))
+	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	profDir := fs.String("cpuprofile-dir", "", "write a CPU profile of each child process to `dir`/<role>.pprof")
+	sluiceLog := fs.String("sluice-log", "info", "log level of the Sluice child: info logs every decision, as `sluice serve` does; warn does not")
+	// The child roles; not for people.
+	role := fs.String("role", "", "")
+	listen := fs.String("listen", "127.0.0.1:0", "")
+	target := fs.String("target", "", "")
+	cpuprofile := fs.String("cpuprofile", "", "")
+	idleConns := fs.Int("idle-conns", 0, "")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: sluice bench [flags]")
+		fs.VisitAll(func(f *flag.Flag) {
+			if f.Usage != "" {
+				fmt.Fprintf(fs.Output(), "  --%s (default %q)\n    \t%s\n", f.Name, f.DefValue, f.Usage)
+			}
+		})
+	}
+	_ = fs.Parse(args)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench: unexpected arguments %q", fs.Args())
+	}
+
+	if *role != "" {
+		return runBenchChild(ctx, benchChild{
+			role: *role, listen: *listen, target: *target, cpuprofile: *cpuprofile,
+			idleConns: *idleConns, logLevel: *sluiceLog,
+		})
+	}
+
+	levels, err := parseConcurrency(*conc)
+	if err != nil {
+		return err
+	}
+	names, err := parseTargets(*targets)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if *profDir != "" {
+		if err := os.MkdirAll(*profDir, 0o755); err != nil {
+			return err
+		}
+	}
+	childArgs := func(role string, extra ...string) []string {
+		a := []string{"bench", "--role", role, "--sluice-log", *sluiceLog}
+		if *profDir != "" {
+			a = append(a, "--cpuprofile", filepath.Join(*profDir, role+".pprof"))
+		}
+		return append(a, extra...)
+	}
+
+	// Children are stopped in reverse order on every return path; a parent
+	// killed outright takes them along through the parent-death signal.
+	var stops []error
+	var children []*bench.Child
+	defer func() {
+		for i := len(children) - 1; i >= 0; i-- {
+			if err := children[i].Stop(5 * time.Second); err != nil {
+				stops = append(stops, err)
+			}
+		}
+		for _, err := range stops {
+			fmt.Fprintf(os.Stderr, "sluice bench: %v\n", err)
+		}
+	}()
+	start := func(name string, args []string) (*bench.Child, error) {
+		c, err := bench.StartChild(ctx, name, exe, args...)
+		if err != nil {
+			return nil, err
+		}
+		children = append(children, c)
+		return c, nil
+	}
+
+	up, err := start("upstream", childArgs("upstream"))
+	if err != nil {
+		return err
+	}
+	upBase := "http://" + up.Addr
+	type endpoint struct {
+		url   string
+		proxy *bench.Child
+	}
+	endpoints := map[string]endpoint{"direct": {url: upBase + "/mcp"}}
+	for _, name := range names {
+		var args []string
+		path := "/mcp"
+		switch name {
+		case "direct":
+			continue
+		case "bare":
+			args = childArgs("bare", "--target", upBase)
+		case "bare-pooled":
+			args = childArgs("bare-pooled", "--target", upBase, "--idle-conns", strconv.Itoa(gatewayIdleConns))
+		case "sluice":
+			args = childArgs("sluice", "--target", upBase+"/mcp")
+			path = "/mcp/bench"
+		}
+		c, err := start(name, args)
+		if err != nil {
+			return err
+		}
+		endpoints[name] = endpoint{url: "http://" + c.Addr + path, proxy: c}
+	}
+
+	client := bench.NewClient(max(64, 2*levels[len(levels)-1]))
+	report := &bench.Report{}
+	for _, name := range names {
+		ep := endpoints[name]
+		call := &bench.ToolCall{Client: client, URL: ep.url, Tool: demo.ToolEcho, Arguments: `{"message":"hi"}`, Want: "Echo: hi"}
+		// One call first, so that a target that cannot answer at all fails
+		// fast with its error instead of as a table full of errors.
+		if err := call.Do(ctx); err != nil {
+			return fmt.Errorf("%s (%s): %w", name, ep.url, err)
+		}
+		for _, c := range levels {
+			p := bench.Phase{Target: name, Concurrency: c, Warmup: *warmup, Duration: *duration, Call: call.Do, UpstreamPID: up.PID()}
+			if ep.proxy != nil {
+				p.ProxyPID = ep.proxy.PID()
+			}
+			if !*jsonOut {
+				fmt.Fprintf(os.Stderr, "%s c=%d ...\n", name, c)
+			}
+			row, err := bench.Measure(ctx, p)
+			if err != nil {
+				return err
+			}
+			report.Rows = append(report.Rows, row)
+		}
+	}
+	report.AddRatios("sluice", "bare")
+	report.AddRatios("sluice", "bare-pooled")
+
+	if *jsonOut {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return err
+		}
+	} else if err := report.WriteTable(os.Stdout); err != nil {
+		return err
+	}
+	if n := report.Errors(); n > 0 {
+		return fmt.Errorf("bench: %d calls failed", n)
+	}
+	return nil
+}
+
+func parseConcurrency(s string) ([]int, error) {
+	var levels []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bench: --concurrency: %q is not a positive integer", f)
+		}
+		levels = append(levels, n)
+	}
+	return levels, nil
+}
+
+func parseTargets(s string) ([]string, error) {
+	var names []string
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		found := false
+		for _, t := range benchTargets {
+			found = found || t == f
+		}
+		if !found {
+			return nil, fmt.Errorf("bench: --targets: %q is not one of %s", f, strings.Join(benchTargets, ", "))
+		}
+		names = append(names, f)
+	}
+	return names, nil
+}
+
+// benchChild holds the flags of a child role.
+type benchChild struct {
+	role       string // upstream, bare, bare-pooled or sluice
+	listen     string
+	target     string // the upstream's URL, for the proxies
+	cpuprofile string // file to write a CPU profile to, if set
+	idleConns  int    // idle upstream connections kept by bare-pooled
+	logLevel   string // of the sluice role
+}
+
+// runBenchChild serves one role until the parent closes stdin or a signal
+// arrives, having announced its address on stdout.
+func runBenchChild(ctx context.Context, c benchChild) error {
+	ctx, cancel := bench.WithParent(ctx)
+	defer cancel()
+	if c.cpuprofile != "" {
+		f, err := os.Create(c.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	switch c.role {
+	case "upstream":
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{JSONResponse: true}))
+		return serveBenchHandler(ctx, c.listen, mux)
+	case "bare", "bare-pooled":
+		u, err := url.Parse(c.target)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("bench: --target: %q is not an absolute URL", c.target)
+		}
+		return serveBenchHandler(ctx, c.listen, bench.NewBareProxy(u, bench.BareProxyOptions{IdleConnsPerHost: c.idleConns}))
+	case "sluice":
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+			return fmt.Errorf("bench: --sluice-log: %w", err)
+		}
+		cfg, err := parseConfig("bench policy", []byte(benchPolicy))
+		if err != nil {
+			return err
+		}
+		cfg.Listen = c.listen
+		cfg.ShutdownTimeout = 2 * time.Second
+		cfg.Upstreams = []gateway.Upstream{{Name: "bench", Transport: gateway.TransportStreamableHTTP, URL: c.target}}
+		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+		var announceErr error
+		err = serve(ctx, cfg, logger, func(addr string) { announceErr = bench.Announce(addr) })
+		return errors.Join(err, announceErr)
+	default:
+		return fmt.Errorf("bench: --role: unknown role %q", c.role)
+	}
+}
+
+// serveBenchHandler serves h on listen until ctx ends.
+func serveBenchHandler(ctx context.Context, listen string, h http.Handler) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if err := bench.Announce(ln.Addr().String()); err != nil {
+		srv.Close()
+		return err
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

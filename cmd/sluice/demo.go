@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/gateway"
+)
+
+// demoPolicy allows the demo server's harmless tools and denies the one
+// that sends data out, so the first call a user tries shows governance.
+const demoPolicy = `
+policy:
+  default: deny
+  result_mode: tool_result
+  allow: [echo, add, read_document, web_search, slow_count]
+  deny: [send_email]
+`
+
+// runDemo starts the example MCP server from examples/demo-server on a
+// loopback port and the gateway in front of it, then prints how to try it.
+func runDemo(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("demo", flag.ExitOnError)
+	listen := fs.String("listen", "127.0.0.1:8080", "gateway listen address")
+	_ = fs.Parse(args)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	upSrv := &http.Server{Handler: demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})}
+	go upSrv.Serve(ln)
+	defer upSrv.Close()
+
+	cfg, err := parseConfig("demo policy", []byte(demoPolicy))
+	if err != nil {
+		return err
+	}
+	cfg.Listen = *listen
+	cfg.Upstreams = []gateway.Upstream{{Name: "demo", Transport: gateway.TransportStreamableHTTP, URL: "http://" + ln.Addr().String() + "/mcp"}}
+	return serve(ctx, cfg, newLogger(), func(addr string) {
+		url := "http://" + addr + "/mcp/demo"
+		fmt.Printf(`
+Sluice demo is running.
+  MCP endpoint (Streamable HTTP): %[1]s
+  also: http://%[2]s/sse/demo (HTTP+SSE) and ws://%[2]s/ws/demo (WebSocket)
+  policy: echo, add, read_document, web_search, slow_count allowed; send_email denied; anything else denied
+
+Try a call the policy denies (MCP 2026-07-28, one request, no session needed):
+
+curl -s %[1]s -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'Mcp-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: send_email' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_email","arguments":{"to":"x@example.com","subject":"hi","body":"secret"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"curl","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}'
+
+Then change send_email to echo (name, Mcp-Name and arguments {"message":"hi"}) to see an allowed call pass through.
+Or point any MCP client at %[1]s. Ctrl-C stops.
+`, url, addr)
+	})
+}

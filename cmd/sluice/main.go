@@ -1,0 +1,148 @@
+// Command sluice is the Sluice governance gateway for AI agents.
+//
+//	sluice serve --config sluice.yaml        run the gateway
+//	sluice wrap [--config f] -- cmd args...  govern a stdio MCP server, as a stdio server
+//	sluice wrap --url http://host/mcp        govern an HTTP MCP server, as a stdio server
+//	sluice demo                              run a governed demo with nothing else installed
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+const usage = `usage:
+  sluice serve [--config sluice.yaml] [--listen addr]
+  sluice wrap  [--config sluice.yaml] -- command [args...]
+  sluice wrap  [--config sluice.yaml] --url http://host/mcp
+  sluice demo  [--listen addr]
+  sluice bench [flags]
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = runServe(ctx, os.Args[2:])
+	case "wrap":
+		err = runWrap(ctx, os.Args[2:])
+	case "demo":
+		err = runDemo(ctx, os.Args[2:])
+	case "bench":
+		err = runBench(ctx, os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "sluice: unknown command %q\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		log.Fatalf("sluice: %v", err)
+	}
+}
+
+func newLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func runServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	cfgPath := fs.String("config", "sluice.yaml", "config file")
+	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
+	_ = fs.Parse(args)
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	return serve(ctx, cfg, newLogger(), nil)
+}
+
+// serve runs the gateway for cfg until ctx ends, then drains in-flight
+// calls for up to the shutdown timeout. ready, if not nil, gets the
+// listener's address once it accepts connections.
+func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(addr string)) error {
+	dec, err := cfg.Policy.decider()
+	if err != nil {
+		return err
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:8080"
+	}
+	opts := cfg.options()
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	if host, _, _ := net.SplitHostPort(cfg.Listen); !isLoopback(host) && len(opts.AllowedHosts) == 0 {
+		logger.Warn("listening beyond loopback with no allowed_hosts: Host header checks are off", "listen", cfg.Listen)
+		opts.AllowedHosts = []string{"*"}
+	}
+	ic := &intercept.Interceptor{Decider: dec, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
+		logger.Info("decision", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "agent", d.Agent,
+			"session", d.SessionID, "decision", dc.Verdict, "reason", dc.Reason, "rule", dc.RuleID)
+	}}
+	g, err := gateway.New(opts, ic, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer g.Close()
+	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("sluice listening", "addr", ln.Addr().String(), "upstreams", len(cfg.Upstreams))
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	timeout := cfg.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 15 * time.Second
+	}
+	logger.Info("shutting down: draining in-flight calls", "timeout", timeout)
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("drain timed out; closing remaining connections", "err", err)
+		srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

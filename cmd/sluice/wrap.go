@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// runWrap makes Sluice a stdio MCP server in front of one upstream, so a
+// desktop client's config changes only its command.
+func runWrap(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("wrap", flag.ExitOnError)
+	cfgPath := fs.String("config", "", "config file with the policy (optional; without one every tools/call is denied)")
+	rawURL := fs.String("url", "", "URL of a Streamable HTTP upstream (instead of a command)")
+	transportName := fs.String("transport", "", "upstream transport for --url: streamable-http (default), sse or websocket")
+	_ = fs.Parse(args)
+	cfg := &config{}
+	if *cfgPath != "" {
+		var err error
+		if cfg, err = loadConfig(*cfgPath); err != nil {
+			return err
+		}
+	}
+	up := gateway.Upstream{Name: "wrapped", URL: *rawURL, Transport: gateway.Transport(*transportName)}
+	switch {
+	case *rawURL != "" && fs.NArg() > 0:
+		return errors.New("wrap: give either --url or a command after --, not both")
+	case *rawURL == "" && fs.NArg() == 0:
+		return errors.New("wrap: give a command after -- or --url")
+	case fs.NArg() > 0:
+		up.Command, up.Args = fs.Arg(0), fs.Args()[1:]
+	}
+	dec, err := cfg.Policy.decider()
+	if err != nil {
+		return err
+	}
+	logger := newLogger()
+	ic := &intercept.Interceptor{Decider: dec, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
+		logger.Info("decision", "txn_id", d.TxnID, "tool", d.ToolName, "agent", d.Agent, "decision", dc.Verdict, "reason", dc.Reason)
+	}}
+	opts := cfg.options()
+	opts.Upstreams = []gateway.Upstream{up}
+	g, err := gateway.New(opts, ic, logger)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	err = g.ServeConn(ctx, up.Name, transport.NewStdioConn(os.Stdin, os.Stdout))
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, transport.ErrClosed) {
+		return nil
+	}
+	return fmt.Errorf("wrap: %w", err)
+}

@@ -1,0 +1,303 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// bridgeState serves one downstream Streamable HTTP session from an
+// upstream that is not HTTP (stdio, SSE, WebSocket): the gateway speaks
+// Streamable HTTP to the client and the upstream's own transport upstream.
+// Responses go back on the POST that carried their request; messages the
+// server starts go to the newest open POST stream, else the GET stream,
+// else wait in a bounded backlog for the next stream to open.
+type bridgeState struct {
+	up   transport.Conn
+	name string
+	done chan struct{} // closed when the upstream reader ends
+
+	mu      sync.Mutex // guards the fields below
+	waiters map[string]*stream
+	methods map[string]string // request id -> method, for observation
+	streams []*stream         // open POST streams, oldest first
+	get     *stream
+	backlog [][]byte
+	closed  bool
+}
+
+const maxBacklog = 1024
+
+// stream is one open HTTP response the bridge writes messages to.
+type stream struct {
+	ch       chan []byte
+	gone     chan struct{} // closed when the client went away
+	goneOnce sync.Once
+}
+
+func newStream() *stream { return &stream{ch: make(chan []byte, 16), gone: make(chan struct{})} }
+
+// deliver hands msg to s, waiting while its client reads, unless the
+// client has gone.
+func (s *stream) deliver(msg []byte) {
+	select {
+	case s.ch <- msg:
+	case <-s.gone:
+	}
+}
+
+func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
+	defer close(b.done)
+	ctx := context.Background()
+	for {
+		msg, err := b.up.Read(ctx)
+		if err != nil {
+			b.fail(err)
+			return
+		}
+		m, method := b.route(msg)
+		switch {
+		case m == nil || m.Kind != intercept.KindResponse:
+		case method == "tools/list":
+			g.ic.ObserveTools(rt.up.Name, m.Result)
+		case method == "initialize":
+			sess.setVersion(protocolVersionFromResult(m.Result))
+		}
+	}
+}
+
+// route delivers one upstream message to the stream that should carry it
+// and returns it decoded, with the method of the request it answers.
+func (b *bridgeState) route(msg []byte) (*intercept.Message, string) {
+	m, err := intercept.DecodeMessage(msg)
+	if err != nil {
+		m = nil
+	}
+	var target *stream
+	var method string
+	b.mu.Lock()
+	if m != nil && (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) {
+		if s := b.waiters[m.IDKey()]; s != nil {
+			target, method = s, b.methods[m.IDKey()]
+			delete(b.waiters, m.IDKey())
+			delete(b.methods, m.IDKey())
+		}
+	}
+	if target == nil {
+		switch {
+		case len(b.streams) > 0:
+			target = b.streams[len(b.streams)-1]
+		case b.get != nil:
+			target = b.get
+		default:
+			if len(b.backlog) == maxBacklog {
+				b.backlog = b.backlog[1:]
+			}
+			b.backlog = append(b.backlog, msg)
+		}
+	}
+	b.mu.Unlock()
+	if target != nil {
+		target.deliver(msg)
+	}
+	return m, method
+}
+
+// release forgets a stream: its client went away or got everything.
+func (b *bridgeState) release(s *stream, ids []string) {
+	s.goneOnce.Do(func() { close(s.gone) })
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, id := range ids {
+		if b.waiters[id] == s {
+			delete(b.waiters, id)
+			delete(b.methods, id)
+		}
+	}
+	if b.get == s {
+		b.get = nil
+	}
+	for i, o := range b.streams {
+		if o == s {
+			b.streams = append(b.streams[:i], b.streams[i+1:]...)
+			break
+		}
+	}
+}
+
+// fail answers every waiting request with an error naming the upstream.
+func (b *bridgeState) fail(cause error) {
+	err := upstreamError(b.name, cause)
+	b.mu.Lock()
+	b.closed = true
+	waiters := b.waiters
+	b.waiters = map[string]*stream{}
+	b.mu.Unlock()
+	for id, s := range waiters {
+		s.deliver(intercept.ErrorResponse([]byte(id), err))
+	}
+}
+
+func (b *bridgeState) close() {
+	_ = b.up.Close()
+	<-b.done
+}
+
+// bridgePost sends an allowed POST to a bridged upstream and answers it:
+// JSON when the first thing back is the only response owed, otherwise an
+// SSE stream that ends when every request is answered.
+func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange) {
+	if x.sess == nil {
+		if x.batch || x.msgs[0].Method != "initialize" {
+			writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+				Message: "upstream " + x.rt.up.Name + " is reached over " + string(x.rt.up.Transport) + " and needs a session: send initialize first"})
+			return
+		}
+		sess, err := g.openBridge(x)
+		if err != nil {
+			g.failExchange(w, x, err)
+			return
+		}
+		x.sess = sess
+		w.Header().Set(hdrSession, sess.id)
+	}
+	b := x.sess.bridge
+	reqs := x.requests()
+	var s *stream
+	ids := make([]string, 0, len(reqs))
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		g.failExchange(w, x, transport.ErrClosed)
+		return
+	}
+	if len(reqs) > 0 {
+		s = newStream()
+		for id, method := range reqs {
+			b.waiters[id] = s
+			b.methods[id] = method
+			ids = append(ids, id)
+		}
+		b.streams = append(b.streams, s)
+	}
+	b.mu.Unlock()
+
+	if err := b.up.Write(r.Context(), x.body); err != nil {
+		if s != nil {
+			b.release(s, ids)
+		}
+		g.failExchange(w, x, err)
+		return
+	}
+	if s == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	g.answer(w, r, b, s, ids, len(reqs) == 1 && !x.batch)
+}
+
+// answer writes what arrives on s to the client until all n responses
+// owed on it have been written.
+func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, b *bridgeState, s *stream, ids []string, single bool) {
+	defer b.release(s, ids)
+	rc := http.NewResponseController(w)
+	sse, got := false, 0
+	for {
+		var msg []byte
+		select {
+		case <-r.Context().Done():
+			return
+		case msg = <-s.ch:
+		}
+		resp := isResponse(msg)
+		if resp {
+			got++
+		}
+		if !sse {
+			if single && resp {
+				writeJSON(w, http.StatusOK, msg)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+			sse = true
+		}
+		if transport.WriteSSEEvent(w, transport.SSEEvent{Event: "message", Data: msg}) != nil || rc.Flush() != nil {
+			return
+		}
+		if got == len(ids) {
+			return
+		}
+	}
+}
+
+func isResponse(msg []byte) bool {
+	m, err := intercept.DecodeMessage(msg)
+	return err == nil && (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError)
+}
+
+// openBridge dials the upstream for a new session.
+func (g *Gateway) openBridge(x *exchange) (*session, error) {
+	up, err := x.rt.dialer.Dial(g.ctx)
+	if err != nil {
+		return nil, err
+	}
+	sess := &session{id: newSessionID(), route: x.rt.up.Name, agent: x.agent, version: x.version}
+	sess.bridge = &bridgeState{up: up, name: x.rt.up.Name, done: make(chan struct{}),
+		waiters: make(map[string]*stream), methods: make(map[string]string)}
+	if err := g.sessions.add(sess); err != nil {
+		_ = up.Close()
+		return nil, err
+	}
+	go sess.bridge.readLoop(g, x.rt, sess)
+	return sess, nil
+}
+
+// bridgeGet opens the session's GET stream on a bridged route.
+func (g *Gateway) bridgeGet(w http.ResponseWriter, r *http.Request, rt *route, sess *session) {
+	if sess == nil {
+		w.Header().Set("Allow", "POST")
+		writeJSONRPCError(w, http.StatusMethodNotAllowed, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "GET needs an " + hdrSession + " header"})
+		return
+	}
+	b := sess.bridge
+	s := newStream()
+	b.mu.Lock()
+	if b.get != nil || b.closed {
+		b.mu.Unlock()
+		writeJSONRPCError(w, http.StatusConflict, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "this session already has a GET stream"})
+		return
+	}
+	b.get = s
+	backlog := b.backlog
+	b.backlog = nil
+	b.mu.Unlock()
+	defer b.release(s, nil)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	for _, msg := range backlog {
+		if transport.WriteSSEEvent(w, transport.SSEEvent{Event: "message", Data: msg}) != nil {
+			return
+		}
+	}
+	_ = rc.Flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-b.done:
+			return
+		case msg := <-s.ch:
+			if transport.WriteSSEEvent(w, transport.SSEEvent{Event: "message", Data: msg}) != nil || rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,358 @@
+// Package gateway is Sluice's network face: listeners, MCP transports,
+// sessions and the relay between a downstream client and an upstream
+// server. Every client message passes package intercept's decision point
+// before anything reaches an upstream.
+//
+//	g, err := gateway.New(gateway.Options{Upstreams: ups}, &intercept.Interceptor{Decider: d}, logger)
+//	if err != nil { ... }
+//	defer g.Close()
+//	http.ListenAndServe("127.0.0.1:8080", g.Handler())
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// Gateway serves every configured upstream downstream over Streamable
+// HTTP, legacy HTTP+SSE and WebSocket. It is safe for concurrent use.
+type Gateway struct {
+	opts     Options
+	ic       *intercept.Interceptor
+	log      *slog.Logger
+	routes   map[string]*route
+	sessions *sessionTable
+	client   *http.Client
+	sse      map[string]*transport.SSEServer // route name -> legacy SSE server
+
+	ctx    context.Context // ends with Close; parent of every session
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // session goroutines
+}
+
+type route struct {
+	up     Upstream
+	url    *url.URL         // streamable-http upstreams: relayed at the HTTP level
+	dialer transport.Dialer // every upstream: message-level bridging
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// New checks opts and returns a gateway. ic is the decision point; log may
+// be nil to discard logs.
+func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, error) {
+	if ic == nil {
+		return nil, errors.New("gateway: nil interceptor")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{
+		opts:     opts,
+		ic:       ic,
+		log:      log,
+		routes:   make(map[string]*route),
+		sessions: newSessionTable(opts.maxSessions(), opts.idleTimeout()),
+		sse:      make(map[string]*transport.SSEServer),
+		client: &http.Client{Transport: &http.Transport{
+			Proxy:                 nil, // an MCP upstream is addressed directly
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ResponseHeaderTimeout: 0, // tool calls may run long; the client's context bounds them
+			ForceAttemptHTTP2:     true,
+		}},
+	}
+	for i := range opts.Upstreams {
+		up := opts.Upstreams[i]
+		if !validName.MatchString(up.Name) {
+			return nil, fmt.Errorf("gateway: upstreams[%d]: name %q must be letters, digits, '.', '_' or '-'", i, up.Name)
+		}
+		if _, dup := g.routes[up.Name]; dup {
+			return nil, fmt.Errorf("gateway: upstreams[%d]: name %q is used twice", i, up.Name)
+		}
+		r, err := newRoute(up)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: upstreams[%d] (%s): %w", i, up.Name, err)
+		}
+		g.routes[up.Name] = r
+	}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		g.sessions.reap(g.ctx, g.endSession)
+	}()
+	for name, r := range g.routes {
+		g.sse[name] = &transport.SSEServer{
+			MessagePath: func(id string) string { return "/sse/" + name + "/message?sessionId=" + url.QueryEscape(id) },
+			OnSession: func(ctx context.Context, id string, c transport.Conn) {
+				g.serveConn(ctx, r, c, id)
+			},
+		}
+	}
+	return g, nil
+}
+
+func newRoute(up Upstream) (*route, error) {
+	if up.Transport == "" {
+		switch {
+		case up.URL != "":
+			up.Transport = TransportStreamableHTTP
+		case up.Command != "":
+			up.Transport = TransportStdio
+		}
+	}
+	hdr := make(http.Header)
+	for k, v := range up.Headers {
+		hdr.Set(k, v)
+	}
+	r := &route{up: up}
+	switch up.Transport {
+	case TransportStreamableHTTP:
+		u, err := parseHTTPURL(up.URL)
+		if err != nil {
+			return nil, err
+		}
+		r.url = u
+		r.dialer = &transport.StreamableHTTPDialer{URL: up.URL, Header: hdr}
+	case TransportSSE:
+		if _, err := parseHTTPURL(up.URL); err != nil {
+			return nil, err
+		}
+		r.dialer = &transport.SSEDialer{URL: up.URL, Header: hdr}
+	case TransportWebSocket:
+		u, err := url.Parse(up.URL)
+		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") {
+			return nil, fmt.Errorf("url %q: a websocket upstream needs a ws:// or wss:// URL", up.URL)
+		}
+		r.dialer = &transport.WSDialer{URL: up.URL, Header: hdr}
+	case TransportStdio:
+		if up.Command == "" {
+			return nil, errors.New("a stdio upstream needs a command")
+		}
+		env := make([]string, 0, len(up.Env))
+		for k, v := range up.Env {
+			env = append(env, k+"="+v)
+		}
+		r.dialer = &transport.StdioDialer{Command: up.Command, Args: up.Args, Env: env}
+	default:
+		return nil, fmt.Errorf("transport %q: want streamable-http, sse, stdio or websocket", up.Transport)
+	}
+	return r, nil
+}
+
+func parseHTTPURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("url %q: want an absolute http:// or https:// URL", s)
+	}
+	return u, nil
+}
+
+// Handler returns the gateway's HTTP handler: /mcp/{name}, /sse/{name},
+// /ws/{name}, /healthz and /readyz.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mcp/{name}", g.handleMCP)
+	mux.HandleFunc("GET /sse/{name}", g.handleSSE)
+	mux.HandleFunc("POST /sse/{name}/message", g.handleSSEMessage)
+	mux.HandleFunc("GET /ws/{name}", g.handleWS)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", g.handleReady)
+	return g.checkHostOrigin(mux)
+}
+
+func (g *Gateway) lookupRoute(w http.ResponseWriter, r *http.Request) *route {
+	rt := g.routes[r.PathValue("name")]
+	if rt == nil {
+		writeJSONRPCError(w, http.StatusNotFound, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: fmt.Sprintf("no upstream named %q is configured", r.PathValue("name"))})
+	}
+	return rt
+}
+
+// Close ends every session and waits for their goroutines.
+func (g *Gateway) Close() error {
+	g.cancel()
+	for _, s := range g.sessions.drain() {
+		g.endSession(s)
+	}
+	g.wg.Wait()
+	return nil
+}
+
+// endSession releases what a session holds upstream.
+func (g *Gateway) endSession(s *session) {
+	if s.bridge != nil {
+		s.bridge.close()
+	}
+	if s.upstreamID != "" {
+		if rt := g.routes[s.route]; rt != nil && rt.url != nil {
+			go g.deleteUpstreamSession(rt, s.upstreamID)
+		}
+	}
+}
+
+func (g *Gateway) deleteUpstreamSession(rt *route, upstreamID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, rt.url.String(), nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Mcp-Session-Id", upstreamID)
+	for k, v := range rt.up.Headers {
+		req.Header.Set(k, v)
+	}
+	if resp, err := g.client.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+// ServeConn governs one downstream session that arrives as a Conn (the
+// stdio side of `sluice wrap`) against the named upstream, until either
+// side ends or ctx is cancelled.
+func (g *Gateway) ServeConn(ctx context.Context, upstream string, down transport.Conn) error {
+	rt := g.routes[upstream]
+	if rt == nil {
+		return fmt.Errorf("gateway: no upstream named %q", upstream)
+	}
+	return g.serveConn(ctx, rt, down, newSessionID())
+}
+
+func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn, id string) error {
+	g.wg.Add(1)
+	defer g.wg.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(g.ctx, cancel)
+	defer stop()
+	up, err := rt.dialer.Dial(ctx)
+	if err != nil {
+		g.log.Warn("upstream dial failed", "upstream", rt.up.Name, "err", err)
+		// Answer what the client sends with an error naming the upstream
+		// until it goes away, so nothing hangs.
+		failAll(ctx, down, upstreamError(rt.up.Name, err))
+		return err
+	}
+	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, session: id, down: down, upc: up}
+	err = rl.run(ctx)
+	g.log.Debug("session ended", "upstream", rt.up.Name, "session", id, "err", err)
+	return err
+}
+
+// failAll answers every request read from c with err until c ends.
+func failAll(ctx context.Context, c transport.Conn, err error) {
+	defer c.Close()
+	for {
+		b, rerr := c.Read(ctx)
+		if rerr != nil {
+			return
+		}
+		msgs, _, derr := intercept.Decode(b)
+		if derr != nil {
+			_ = c.Write(ctx, intercept.ErrorResponse(nil, derr))
+			continue
+		}
+		for _, m := range msgs {
+			if m.Kind == intercept.KindRequest {
+				_ = c.Write(ctx, intercept.ErrorResponse(m.ID, err))
+			}
+		}
+	}
+}
+
+func (g *Gateway) handleSSE(w http.ResponseWriter, r *http.Request) {
+	if rt := g.lookupRoute(w, r); rt != nil {
+		g.sse[rt.up.Name].ServeHTTP(w, r)
+	}
+}
+
+func (g *Gateway) handleSSEMessage(w http.ResponseWriter, r *http.Request) {
+	if rt := g.lookupRoute(w, r); rt != nil {
+		g.sse[rt.up.Name].HandleMessage(w, r)
+	}
+}
+
+func (g *Gateway) handleWS(w http.ResponseWriter, r *http.Request) {
+	rt := g.lookupRoute(w, r)
+	if rt == nil {
+		return
+	}
+	c, err := transport.AcceptWS(w, r, func(r *http.Request) bool { return g.originAllowed(r) })
+	if err != nil {
+		return // AcceptWS has answered
+	}
+	g.serveConn(r.Context(), rt, c, newSessionID())
+}
+
+// Ready checks that every upstream can be reached: HTTP upstreams answer
+// at all, stdio commands can be found.
+func (g *Gateway) Ready(ctx context.Context) map[string]error {
+	out := make(map[string]error, len(g.routes))
+	for name, rt := range g.routes {
+		out[name] = g.probe(ctx, rt)
+	}
+	return out
+}
+
+func (g *Gateway) probe(ctx context.Context, rt *route) error {
+	switch rt.up.Transport {
+	case TransportStdio:
+		_, err := exec.LookPath(rt.up.Command)
+		return err
+	default:
+		u, err := url.Parse(rt.up.URL)
+		if err != nil {
+			return err
+		}
+		host := u.Host
+		if u.Port() == "" {
+			host = net.JoinHostPort(u.Hostname(), map[string]string{"https": "443", "wss": "443"}[u.Scheme]+map[string]string{"http": "80", "ws": "80"}[u.Scheme])
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", host)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
+func (g *Gateway) handleReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	res := g.Ready(ctx)
+	status := http.StatusOK
+	var b strings.Builder
+	for name, err := range res {
+		if err != nil {
+			status = http.StatusServiceUnavailable
+			fmt.Fprintf(&b, "%s: %v\n", name, err)
+		} else {
+			fmt.Fprintf(&b, "%s: ok\n", name)
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	fmt.Fprint(w, b.String())
+}

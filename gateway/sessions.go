@@ -1,0 +1,145 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"sync"
+	"time"
+)
+
+// session is one downstream MCP session. The gateway mints its id; the
+// upstream's own session id never leaves the gateway, so an id is only
+// meaningful on the route that issued it.
+type session struct {
+	id    string
+	route string // upstream name the session belongs to
+
+	upstreamID string       // upstream's Mcp-Session-Id (HTTP relay)
+	bridge     *bridgeState // upstream Conn (bridged routes)
+
+	mu       sync.Mutex // guards the fields below
+	agent    string
+	version  string
+	lastUsed time.Time
+}
+
+func (s *session) info() (agent, version string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.agent, s.version
+}
+
+func (s *session) setVersion(v string) {
+	if v == "" {
+		return
+	}
+	s.mu.Lock()
+	s.version = v
+	s.mu.Unlock()
+}
+
+var errTooManySessions = errors.New("too many sessions")
+
+// sessionTable maps gateway session ids to sessions. It is bounded and ends
+// sessions idle for longer than the timeout.
+type sessionTable struct {
+	max  int
+	idle time.Duration
+	now  func() time.Time
+
+	mu sync.Mutex // guards m
+	m  map[string]*session
+}
+
+func newSessionTable(max int, idle time.Duration) *sessionTable {
+	return &sessionTable{max: max, idle: idle, now: time.Now, m: make(map[string]*session)}
+}
+
+func newSessionID() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func (t *sessionTable) add(s *session) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.m) >= t.max {
+		return errTooManySessions
+	}
+	s.lastUsed = t.now()
+	t.m[s.id] = s
+	return nil
+}
+
+// get returns the session id on route, or nil. A session is never found
+// through another route than the one that created it.
+func (t *sessionTable) get(id, route string) *session {
+	t.mu.Lock()
+	s := t.m[id]
+	t.mu.Unlock()
+	if s == nil || s.route != route {
+		return nil
+	}
+	s.mu.Lock()
+	s.lastUsed = t.now()
+	s.mu.Unlock()
+	return s
+}
+
+func (t *sessionTable) remove(id string) *session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.m[id]
+	delete(t.m, id)
+	return s
+}
+
+func (t *sessionTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// reap ends idle sessions until ctx is done.
+func (t *sessionTable) reap(ctx context.Context, end func(*session)) {
+	tick := time.NewTicker(min(t.idle/2, time.Minute))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var idle []*session
+		cutoff := t.now().Add(-t.idle)
+		t.mu.Lock()
+		for id, s := range t.m {
+			s.mu.Lock()
+			old := s.lastUsed.Before(cutoff)
+			s.mu.Unlock()
+			if old {
+				delete(t.m, id)
+				idle = append(idle, s)
+			}
+		}
+		t.mu.Unlock()
+		for _, s := range idle {
+			end(s)
+		}
+	}
+}
+
+// drain removes every session and returns them.
+func (t *sessionTable) drain() []*session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*session, 0, len(t.m))
+	for id, s := range t.m {
+		out = append(out, s)
+		delete(t.m, id)
+	}
+	return out
+}

@@ -1,0 +1,509 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/base64"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+const (
+	hdrSession  = "Mcp-Session-Id"
+	hdrVersion  = "Mcp-Protocol-Version"
+	hdrMethod   = "Mcp-Method"
+	hdrName     = "Mcp-Name"
+	hdrLastEvID = "Last-Event-ID"
+	// modernVersion is the first stateless MCP version; later versions
+	// compare greater as strings.
+	modernVersion = "2026-07-28"
+)
+
+func isModern(v string) bool { return v >= modernVersion }
+
+// handleMCP serves the Streamable HTTP endpoint /mcp/{name}.
+func (g *Gateway) handleMCP(w http.ResponseWriter, r *http.Request) {
+	rt := g.lookupRoute(w, r)
+	if rt == nil {
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		g.post(w, r, rt)
+	case http.MethodGet:
+		g.get(w, r, rt)
+	case http.MethodDelete:
+		g.delete(w, r, rt)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeJSONRPCError(w, http.StatusMethodNotAllowed, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: "method " + r.Method + " is not allowed on an MCP endpoint"})
+	}
+}
+
+// exchange is one POST on its way through the gateway.
+type exchange struct {
+	rt      *route
+	sess    *session
+	msgs    []*intercept.Message
+	batch   bool
+	body    []byte
+	version string
+	agent   string
+}
+
+// requests maps the ids of the exchange's requests to their methods.
+func (x *exchange) requests() map[string]string {
+	var out map[string]string
+	for _, m := range x.msgs {
+		if m.Kind == intercept.KindRequest {
+			if out == nil {
+				out = make(map[string]string, len(x.msgs))
+			}
+			out[m.IDKey()] = m.Method
+		}
+	}
+	return out
+}
+
+func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.maxBody()))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+				Message: fmt.Sprintf("request body exceeds the limit of %d bytes", tooBig.Limit)})
+			return
+		}
+		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeParseError, Message: "reading request body: " + err.Error()})
+		return
+	}
+	msgs, batch, err := intercept.Decode(body)
+	if err != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, nil, err)
+		return
+	}
+	x := &exchange{rt: rt, msgs: msgs, batch: batch, body: body}
+	var firstID jsontext.Value
+	if !batch {
+		firstID = msgs[0].ID
+	}
+	if sid := r.Header.Get(hdrSession); sid != "" {
+		if x.sess = g.sessions.get(sid, rt.up.Name); x.sess == nil {
+			writeJSONRPCError(w, http.StatusNotFound, firstID, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+				Message: "session not found: it ended or belongs to another route; start a new session with initialize"})
+			return
+		}
+	}
+	if err := g.classify(r, x); err != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
+		return
+	}
+	cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), Agent: x.agent, ProtocolVersion: x.version}
+	if x.sess != nil {
+		cc.SessionID = x.sess.id
+	}
+	if batch {
+		if reply := checkBatch(r.Context(), g.ic, msgs, cc); reply != nil {
+			writeJSON(w, http.StatusOK, reply)
+			return
+		}
+	} else if reply, ok := g.ic.Check(r.Context(), msgs[0], cc); !ok {
+		writeJSON(w, http.StatusOK, reply)
+		return
+	}
+	if rt.url == nil {
+		g.bridgePost(w, r, x)
+		return
+	}
+	g.forward(w, r, x)
+}
+
+// classify works out the protocol version and agent of an exchange and
+// enforces that the MCP headers agree with the body (SEP-2243): a request
+// whose headers say one thing and whose body says another is refused before
+// anything reaches the upstream.
+func (g *Gateway) classify(r *http.Request, x *exchange) error {
+	hv := r.Header.Get(hdrVersion)
+	var metaVersion, metaAgent string
+	for _, m := range x.msgs {
+		v, a := versionFromMeta(m.Meta)
+		if v != "" {
+			if metaVersion != "" && v != metaVersion {
+				return mismatch("requests in one batch declare different protocol versions")
+			}
+			metaVersion = v
+		}
+		if a != "" {
+			metaAgent = a
+		}
+	}
+	if metaVersion != "" && hv != "" && metaVersion != hv {
+		return mismatch(fmt.Sprintf("%s header %q does not match _meta protocol version %q", hdrVersion, hv, metaVersion))
+	}
+	switch {
+	case metaVersion != "":
+		x.version = metaVersion
+	case x.sess != nil:
+		x.agent, x.version = x.sess.info()
+	}
+	if x.version == "" {
+		x.version = hv
+	}
+	if x.agent == "" {
+		x.agent = metaAgent
+	}
+	if !x.batch && x.msgs[0].Method == "initialize" {
+		x.agent = clientNameFromInitialize(x.msgs[0].Params)
+	}
+	if h := g.opts.AgentHeader; h != "" && r.Header.Get(h) != "" {
+		x.agent = r.Header.Get(h)
+	}
+
+	hm, hasMethod := r.Header.Get(hdrMethod), r.Header.Get(hdrMethod) != ""
+	hn, hasName := r.Header.Get(hdrName), len(r.Header.Values(hdrName)) > 0
+	if x.batch {
+		if hasMethod || hasName {
+			return mismatch("Mcp-Method and Mcp-Name headers cannot describe a batch")
+		}
+		return nil
+	}
+	m := x.msgs[0]
+	if m.Kind != intercept.KindRequest && m.Kind != intercept.KindNotification {
+		return nil
+	}
+	modern := isModern(x.version)
+	if modern && !hasMethod {
+		return mismatch(fmt.Sprintf("%s header is required in protocol version %s", hdrMethod, x.version))
+	}
+	if hasMethod && hm != m.Method {
+		return mismatch(fmt.Sprintf("%s header %q does not match body method %q", hdrMethod, hm, m.Method))
+	}
+	if !namedMethod(m.Method) {
+		if hasName {
+			return mismatch(fmt.Sprintf("%s header is not allowed for method %q", hdrName, m.Method))
+		}
+		return nil
+	}
+	if modern && !hasName {
+		return mismatch(fmt.Sprintf("%s header is required for %s in protocol version %s", hdrName, m.Method, x.version))
+	}
+	if hasName {
+		name, ok := decodeHeaderValue(hn)
+		if !ok {
+			return mismatch(hdrName + " header has invalid base64 encoding")
+		}
+		if name != m.Name {
+			return mismatch(fmt.Sprintf("%s header %q does not match body name %q", hdrName, name, m.Name))
+		}
+	}
+	return nil
+}
+
+func mismatch(msg string) error {
+	return &intercept.WireError{Code: intercept.CodeHeaderMismatch, Message: "header mismatch: " + msg}
+}
+
+func namedMethod(method string) bool {
+	return method == "tools/call" || method == "prompts/get" || method == "resources/read"
+}
+
+// decodeHeaderValue undoes MCP's =?base64?…?= header value encoding.
+func decodeHeaderValue(v string) (string, bool) {
+	inner, ok := strings.CutPrefix(v, "=?base64?")
+	if !ok {
+		return v, true
+	}
+	inner, ok = strings.CutSuffix(inner, "?=")
+	if !ok {
+		return v, true
+	}
+	b, err := base64.StdEncoding.DecodeString(inner)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// hopHeaders are not forwarded in either direction (RFC 9110 §7.6.1), nor
+// are the headers the gateway rewrites.
+var hopHeaders = map[string]bool{
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Content-Length": true, "Host": true, hdrSession: true, "Accept-Encoding": true,
+}
+
+func copyHeaders(dst, src http.Header) {
+	for k, vv := range src {
+		if hopHeaders[k] {
+			continue
+		}
+		dst[k] = append(dst[k][:0:0], vv...)
+	}
+}
+
+func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *route, sess *session, body []byte) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	out, err := http.NewRequestWithContext(ctx, r.Method, rt.url.String(), rd)
+	if err != nil {
+		return nil, err
+	}
+	copyHeaders(out.Header, r.Header)
+	for k, v := range rt.up.Headers {
+		out.Header.Set(k, v)
+	}
+	if sess != nil && sess.upstreamID != "" {
+		out.Header.Set(hdrSession, sess.upstreamID)
+	}
+	return out, nil
+}
+
+// forward relays an allowed POST to an HTTP upstream and its answer back,
+// JSON or SSE exactly as the upstream chose, streaming event by event.
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
+	out, err := g.upstreamRequest(r.Context(), r, x.rt, x.sess, x.body)
+	if err == nil {
+		out.ContentLength = int64(len(x.body))
+	}
+	var resp *http.Response
+	if err == nil {
+		resp, err = g.client.Do(out)
+	}
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client went away; nothing to answer
+		}
+		g.log.Warn("upstream request failed", "upstream", x.rt.up.Name, "err", err)
+		g.failExchange(w, x, err)
+		return
+	}
+	defer resp.Body.Close()
+
+	sess := x.sess
+	if sid := resp.Header.Get(hdrSession); sid != "" && sess == nil {
+		sess = &session{id: newSessionID(), route: x.rt.up.Name, upstreamID: sid, agent: x.agent, version: x.version}
+		if err := g.sessions.add(sess); err != nil {
+			g.deleteUpstreamSession(x.rt, sid)
+			writeJSONRPCError(w, http.StatusServiceUnavailable, nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: "gateway session table is full; try again later"})
+			return
+		}
+	}
+	copyHeaders(w.Header(), resp.Header)
+	if sess != nil && resp.Header.Get(hdrSession) != "" {
+		w.Header().Set(hdrSession, sess.id)
+	}
+	ob := &observer{g: g, rt: x.rt, sess: sess, pending: x.requests()}
+	if isEventStream(resp.Header) {
+		w.WriteHeader(resp.StatusCode)
+		g.pipeEvents(w, resp.Body, ob)
+		return
+	}
+	if resp.ContentLength >= 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(resp.ContentLength))
+	}
+	w.WriteHeader(resp.StatusCode)
+	const observeLimit = 32 << 20
+	b, err := io.ReadAll(io.LimitReader(resp.Body, observeLimit))
+	_, _ = w.Write(b)
+	if err != nil {
+		return
+	}
+	if len(b) == observeLimit {
+		_, _ = io.Copy(w, resp.Body) // too big to look at; pass it on untouched
+		return
+	}
+	if resp.StatusCode/100 == 2 {
+		ob.message(b)
+	}
+}
+
+func isEventStream(h http.Header) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(h.Get("Content-Type"))), "text/event-stream")
+}
+
+// pipeEvents copies an SSE stream to the client one event at a time,
+// flushing each, and shows every message to ob after it is passed on.
+func (g *Gateway) pipeEvents(w http.ResponseWriter, body io.Reader, ob *observer) {
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	rd := transport.NewSSEReader(body)
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			return
+		}
+		if err := transport.WriteSSEEvent(w, ev); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		if len(ev.Data) > 0 && (ev.Event == "" || ev.Event == "message") {
+			ob.message(ev.Data)
+		}
+	}
+}
+
+// failExchange answers every request of x with an error naming the upstream.
+func (g *Gateway) failExchange(w http.ResponseWriter, x *exchange, cause error) {
+	err := upstreamError(x.rt.up.Name, cause)
+	if !x.batch {
+		writeJSONRPCError(w, http.StatusBadGateway, x.msgs[0].ID, err)
+		return
+	}
+	var out []jsontext.Value
+	for _, m := range x.msgs {
+		if m.Kind == intercept.KindRequest {
+			out = append(out, intercept.ErrorResponse(m.ID, err))
+		}
+	}
+	if len(out) == 0 {
+		writeJSONRPCError(w, http.StatusBadGateway, nil, err)
+		return
+	}
+	writeJSON(w, http.StatusBadGateway, marshalArray(out))
+}
+
+func marshalArray(vs []jsontext.Value) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(v)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+// observer looks at messages an upstream sent after they were passed on:
+// tools/list results go to the catalog, initialize results fix the
+// session's protocol version.
+type observer struct {
+	g       *Gateway
+	rt      *route
+	sess    *session
+	pending map[string]string
+}
+
+func (o *observer) message(b []byte) {
+	if len(o.pending) == 0 {
+		return
+	}
+	msgs, _, err := intercept.Decode(b)
+	if err != nil {
+		return
+	}
+	for _, m := range msgs {
+		if m.Kind != intercept.KindResponse {
+			continue
+		}
+		switch o.pending[m.IDKey()] {
+		case "tools/list":
+			o.g.ic.ObserveTools(o.rt.up.Name, m.Result)
+		case "initialize":
+			if o.sess != nil {
+				o.sess.setVersion(protocolVersionFromResult(m.Result))
+			}
+		}
+	}
+}
+
+// get opens the server's GET stream for a session, passing Last-Event-ID
+// on so the upstream can resume.
+func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
+	sess, ok := g.requireSession(w, r, rt)
+	if !ok {
+		return
+	}
+	if rt.url == nil {
+		g.bridgeGet(w, r, rt, sess)
+		return
+	}
+	out, err := g.upstreamRequest(r.Context(), r, rt, sess, nil)
+	if err != nil {
+		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
+		return
+	}
+	resp, err := g.client.Do(out)
+	if err != nil {
+		if r.Context().Err() == nil {
+			writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
+		}
+		return
+	}
+	defer resp.Body.Close()
+	copyHeaders(w.Header(), resp.Header)
+	if sess != nil && resp.Header.Get(hdrSession) != "" {
+		w.Header().Set(hdrSession, sess.id)
+	}
+	w.WriteHeader(resp.StatusCode)
+	if isEventStream(resp.Header) {
+		g.pipeEvents(w, resp.Body, &observer{g: g, rt: rt, sess: sess})
+		return
+	}
+	_, _ = io.Copy(w, resp.Body)
+}
+
+// requireSession resolves the request's session. A missing header is
+// fine (stateless servers); an unknown id is a 404.
+func (g *Gateway) requireSession(w http.ResponseWriter, r *http.Request, rt *route) (*session, bool) {
+	sid := r.Header.Get(hdrSession)
+	if sid == "" {
+		return nil, true
+	}
+	sess := g.sessions.get(sid, rt.up.Name)
+	if sess == nil {
+		writeJSONRPCError(w, http.StatusNotFound, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: "session not found: it ended or belongs to another route; start a new session with initialize"})
+		return nil, false
+	}
+	return sess, true
+}
+
+// delete ends a session here and upstream.
+func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
+	sess, ok := g.requireSession(w, r, rt)
+	if !ok {
+		return
+	}
+	if sess == nil {
+		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "DELETE needs an " + hdrSession + " header"})
+		return
+	}
+	if rt.url == nil {
+		g.sessions.remove(sess.id)
+		g.endSession(sess)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	out, err := g.upstreamRequest(r.Context(), r, rt, sess, nil)
+	if err != nil {
+		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
+		return
+	}
+	resp, err := g.client.Do(out)
+	if err != nil {
+		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		g.sessions.remove(sess.id)
+	}
+	copyHeaders(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
