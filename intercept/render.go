@@ -81,10 +81,11 @@ func marshalResponse(id jsontext.Value, key string, v any) []byte {
 	if len(id) == 0 {
 		id = jsontext.Value("null")
 	}
-	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, key: v}, json.Deterministic(true))
+	// Messages may quote client input; invalid UTF-8 in it becomes U+FFFD
+	// rather than an error.
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, key: v}, json.Deterministic(true), jsontext.AllowInvalidUTF8(true))
 	if err != nil {
-		// Only our own types reach here; they always marshal.
-		panic("intercept: marshal response: " + err.Error())
+		return []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error: cannot render response"}}`)
 	}
 	return b
 }
