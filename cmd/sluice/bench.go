@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,9 +48,17 @@ const gatewayIdleConns = 256
 // as child processes of this binary (`sluice bench --role ...`), so that
 // their CPU time is theirs alone.
 func runBench(ctx context.Context, args []string) error {
+	return benchTo(ctx, args, os.Stdout, os.Stderr)
+}
+
+// benchTo is runBench writing the report to stdout and progress and
+// problems to stderr.
+func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.SetOutput(stderr)
 	duration := fs.Duration("duration", 5*time.Second, "length of each measured run")
 	warmup := fs.Duration("warmup", time.Second, "warm-up before each measured run")
+	rounds := fs.Int("rounds", 1, "measure every target and concurrency this many times, interleaved, and report the totals")
 	conc := fs.String("concurrency", "1,32", "comma-separated concurrency levels")
 	targets := fs.String("targets", strings.Join(benchTargets, ","), "comma-separated targets: "+strings.Join(benchTargets, ", "))
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
@@ -80,6 +90,9 @@ func runBench(ctx context.Context, args []string) error {
 		})
 	}
 
+	if *rounds < 1 {
+		return fmt.Errorf("bench: --rounds: %d is less than 1", *rounds)
+	}
 	levels, err := parseConcurrency(*conc)
 	if err != nil {
 		return err
@@ -116,7 +129,7 @@ func runBench(ctx context.Context, args []string) error {
 			}
 		}
 		for _, err := range stops {
-			fmt.Fprintf(os.Stderr, "sluice bench: %v\n", err)
+			fmt.Fprintf(stderr, "sluice bench: %v\n", err)
 		}
 	}()
 	start := func(name string, args []string) (*bench.Child, error) {
@@ -159,41 +172,62 @@ func runBench(ctx context.Context, args []string) error {
 		endpoints[name] = endpoint{url: "http://" + c.Addr + path, proxy: c}
 	}
 
-	client := bench.NewClient(max(64, 2*levels[len(levels)-1]))
-	report := &bench.Report{}
+	client := bench.NewClient(max(64, 2*slices.Max(levels)))
+	calls := map[string]*bench.ToolCall{}
 	for _, name := range names {
 		ep := endpoints[name]
-		call := &bench.ToolCall{Client: client, URL: ep.url, Tool: demo.ToolEcho, Arguments: `{"message":"hi"}`, Want: "Echo: hi"}
+		calls[name] = &bench.ToolCall{Client: client, URL: ep.url, Tool: demo.ToolEcho, Arguments: `{"message":"hi"}`, Want: "Echo: hi"}
 		// One call first, so that a target that cannot answer at all fails
 		// fast with its error instead of as a table full of errors.
-		if err := call.Do(ctx); err != nil {
+		if err := calls[name].Do(ctx); err != nil {
 			return fmt.Errorf("%s (%s): %w", name, ep.url, err)
 		}
+	}
+	// Rounds interleave the targets so that a machine that gets busier or
+	// quieter during the run does not favour the targets measured first.
+	type key struct {
+		target string
+		c      int
+	}
+	totals := map[key]*bench.Measurement{}
+	for round := range *rounds {
+		for _, name := range names {
+			for _, c := range levels {
+				p := bench.Phase{Target: name, Concurrency: c, Warmup: *warmup, Duration: *duration, Call: calls[name].Do, UpstreamPID: up.PID()}
+				if proxy := endpoints[name].proxy; proxy != nil {
+					p.ProxyPID = proxy.PID()
+				}
+				if !*jsonOut {
+					fmt.Fprintf(stderr, "round %d/%d: %s c=%d\n", round+1, *rounds, name, c)
+				}
+				m, err := bench.Measure(ctx, p)
+				if err != nil {
+					return err
+				}
+				if t := totals[key{name, c}]; t != nil {
+					t.Add(m)
+				} else {
+					totals[key{name, c}] = m
+				}
+			}
+		}
+	}
+	report := &bench.Report{}
+	for _, name := range names {
 		for _, c := range levels {
-			p := bench.Phase{Target: name, Concurrency: c, Warmup: *warmup, Duration: *duration, Call: call.Do, UpstreamPID: up.PID()}
-			if ep.proxy != nil {
-				p.ProxyPID = ep.proxy.PID()
-			}
-			if !*jsonOut {
-				fmt.Fprintf(os.Stderr, "%s c=%d ...\n", name, c)
-			}
-			row, err := bench.Measure(ctx, p)
-			if err != nil {
-				return err
-			}
-			report.Rows = append(report.Rows, row)
+			report.Rows = append(report.Rows, totals[key{name, c}].Row())
 		}
 	}
 	report.AddRatios("sluice", "bare")
 	report.AddRatios("sluice", "bare-pooled")
 
 	if *jsonOut {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(report); err != nil {
 			return err
 		}
-	} else if err := report.WriteTable(os.Stdout); err != nil {
+	} else if err := report.WriteTable(stdout); err != nil {
 		return err
 	}
 	if n := report.Errors(); n > 0 {
