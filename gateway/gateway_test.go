@@ -60,7 +60,7 @@ func newFixture(t *testing.T, dec intercept.Decider, opts Options) *fixture {
 	return &fixture{gw: gw, upstream: up, rec: rec, g: g}
 }
 
-var allowEcho = &intercept.StaticDecider{Allow: []string{"echo", "add"}, Deny: []string{"send_email"}, Mode: intercept.ModeToolResult}
+var allowEcho = &intercept.StaticDecider{Allow: []string{"echo", "add", "slow_count"}, Deny: []string{"send_email"}, Mode: intercept.ModeToolResult}
 
 // post sends body to route with MCP headers and returns status and body.
 func post(t *testing.T, url string, hdr map[string]string, body string) (int, http.Header, string) {
