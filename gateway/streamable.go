@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -310,7 +311,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 	if resp.ContentLength >= 0 {
-		w.Header().Set("Content-Length", fmt.Sprint(resp.ContentLength))
+		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 	}
 	w.WriteHeader(resp.StatusCode)
 	const observeLimit = 32 << 20
@@ -399,8 +400,8 @@ type observer struct {
 }
 
 func (o *observer) message(b []byte) {
-	if len(o.pending) == 0 {
-		return
+	if !o.wants() {
+		return // nothing to learn: skip decoding the response
 	}
 	msgs, _, err := intercept.Decode(b)
 	if err != nil {
@@ -419,6 +420,16 @@ func (o *observer) message(b []byte) {
 			}
 		}
 	}
+}
+
+// wants reports whether any pending request has a result worth reading.
+func (o *observer) wants() bool {
+	for _, m := range o.pending {
+		if m == "tools/list" || m == "initialize" {
+			return true
+		}
+	}
+	return false
 }
 
 // get opens the server's GET stream for a session, passing Last-Event-ID

@@ -62,8 +62,8 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	conc := fs.String("concurrency", "1,32", "comma-separated concurrency levels")
 	targets := fs.String("targets", strings.Join(benchTargets, ","), "comma-separated targets: "+strings.Join(benchTargets, ", "))
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
-	profDir := fs.String("cpuprofile-dir", "", "write a CPU profile of each child process to `dir`/<role>.pprof")
-	sluiceLog := fs.String("sluice-log", "info", "log level of the Sluice child: info logs every decision, as `sluice serve` does; warn does not")
+	profDir := fs.String("cpuprofile-dir", "", "write a CPU profile of each child process to DIR/<role>.pprof")
+	sluiceLog := fs.String("sluice-log", "info", "log level of the Sluice child: info logs every decision, as sluice serve does; warn does not")
 	// The child roles; not for people.
 	role := fs.String("role", "", "")
 	listen := fs.String("listen", "127.0.0.1:0", "")
@@ -120,16 +120,12 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	// Children are stopped in reverse order on every return path; a parent
 	// killed outright takes them along through the parent-death signal.
-	var stops []error
 	var children []*bench.Child
 	defer func() {
 		for i := len(children) - 1; i >= 0; i-- {
 			if err := children[i].Stop(5 * time.Second); err != nil {
-				stops = append(stops, err)
+				fmt.Fprintf(stderr, "sluice bench: %v\n", err)
 			}
-		}
-		for _, err := range stops {
-			fmt.Fprintf(stderr, "sluice bench: %v\n", err)
 		}
 	}()
 	start := func(name string, args []string) (*bench.Child, error) {

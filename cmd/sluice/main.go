@@ -101,7 +101,11 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 		opts.AllowedHosts = []string{"*"}
 	}
 	ic := &intercept.Interceptor{Decider: dec, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
-		logger.Info("decision", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "agent", d.Agent,
+		level := slog.LevelDebug // allows are routine; denials and holds are news
+		if dc.Verdict != intercept.Allow {
+			level = slog.LevelInfo
+		}
+		logger.Log(context.Background(), level, "decision", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "agent", d.Agent,
 			"session", d.SessionID, "decision", dc.Verdict, "reason", dc.Reason, "rule", dc.RuleID)
 	}}
 	g, err := gateway.New(opts, ic, logger)

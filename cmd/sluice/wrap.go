@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/sluicehq/sluice/gateway"
@@ -43,7 +44,11 @@ func runWrap(ctx context.Context, args []string) error {
 	}
 	logger := newLogger()
 	ic := &intercept.Interceptor{Decider: dec, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
-		logger.Info("decision", "txn_id", d.TxnID, "tool", d.ToolName, "agent", d.Agent, "decision", dc.Verdict, "reason", dc.Reason)
+		level := slog.LevelDebug // allows are routine; denials and holds are news
+		if dc.Verdict != intercept.Allow {
+			level = slog.LevelInfo
+		}
+		logger.Log(context.Background(), level, "decision", "txn_id", d.TxnID, "tool", d.ToolName, "agent", d.Agent, "decision", dc.Verdict, "reason", dc.Reason)
 	}}
 	opts := cfg.options()
 	opts.Upstreams = []gateway.Upstream{up}

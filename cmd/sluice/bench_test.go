@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/bench"
+)
+
+// TestMain lets the test binary stand in for the sluice binary when the
+// benchmark re-executes itself (os.Executable) to start its children.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "bench" {
+		if err := runBench(context.Background(), os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestBenchEndToEnd runs a very short benchmark against real children and
+// checks that every call succeeded and that no child outlives it.
+func TestBenchEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four processes")
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"--duration", "200ms", "--warmup", "50ms", "--concurrency", "1,4", "--json"}
+	if err := benchTo(t.Context(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("bench: %v\nstderr:\n%s", err, &stderr)
+	}
+	var report bench.Report
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, &stdout)
+	}
+	if got, want := len(report.Rows), len(benchTargets)*2; got != want {
+		t.Errorf("%d rows, want %d", got, want)
+	}
+	for _, row := range report.Rows {
+		if row.Calls == 0 || row.Errors != 0 {
+			t.Errorf("%s c=%d: %d calls, %d errors (%s); want some calls and no errors",
+				row.Target, row.Concurrency, row.Calls, row.Errors, row.FirstError)
+		}
+		if row.RSSMiB <= 0 {
+			t.Errorf("%s c=%d: RSS %v MiB, want > 0", row.Target, row.Concurrency, row.RSSMiB)
+		}
+	}
+	if got, want := len(report.Ratios), 4; got != want {
+		t.Errorf("%d ratios, want %d (sluice over bare and bare-pooled at two levels)", got, want)
+	}
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("children still running after the benchmark: %v", kids)
+	}
+}
+
+// children lists the processes whose parent is this one.
+func children(t *testing.T) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := os.Getpid()
+	var kids []int
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // gone already
+		}
+		// pid (comm) state ppid ...
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(me) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			kids = append(kids, pid)
+		}
+	}
+	return kids
+}
+
+func TestParseBenchFlags(t *testing.T) {
+	if got, err := parseConcurrency("1, 32"); err != nil || len(got) != 2 || got[0] != 1 || got[1] != 32 {
+		t.Errorf("parseConcurrency(\"1, 32\") = %v, %v; want [1 32], nil", got, err)
+	}
+	for _, bad := range []string{"", "0", "x", "1,,2"} {
+		if _, err := parseConcurrency(bad); err == nil {
+			t.Errorf("parseConcurrency(%q): got no error, want one", bad)
+		}
+	}
+	if got, err := parseTargets("sluice,bare"); err != nil || len(got) != 2 {
+		t.Errorf("parseTargets(\"sluice,bare\") = %v, %v; want [sluice bare], nil", got, err)
+	}
+	if _, err := parseTargets("nginx"); err == nil {
+		t.Error("parseTargets(\"nginx\"): got no error, want one")
+	}
+}

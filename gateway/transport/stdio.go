@@ -1,0 +1,241 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// The MCP stdio transport sends one JSON-RPC message per line. stdioMaxLine
+// bounds one line (without its terminator) so a peer cannot make a reader
+// buffer without limit.
+const stdioMaxLine = 16 << 20
+
+// errStdioTooLong ends a stdio stream: after it the framing cannot be
+// trusted, so nothing more is read.
+var errStdioTooLong = fmt.Errorf("transport: stdio message longer than %d bytes", stdioMaxLine)
+
+// A stdioMessageError rejects a message that cannot be framed as one line.
+// Nothing was written, so the Conn is still usable.
+type stdioMessageError struct{ reason string }
+
+func (e *stdioMessageError) Error() string { return "transport: cannot send on stdio: " + e.reason }
+
+// NewStdioConn returns a Conn that reads newline-delimited messages from r
+// and writes them to w, as an MCP server does on its stdin and stdout.
+// Read returns io.EOF once r ends. Empty lines are skipped and a final line
+// without a newline still counts as a message.
+//
+// A goroutine reads r ahead of Read calls; it ends when r returns an error.
+// Close closes r and w if they implement io.Closer, which ends that
+// goroutine for pipes and sockets (but not for a terminal or a blocking
+// os.Stdin, where it ends with the process). Write honours ctx only if w
+// has a working SetWriteDeadline (os.Pipe ends do); otherwise ctx is only
+// checked before writing.
+func NewStdioConn(r io.Reader, w io.Writer) Conn {
+	c := &stdioStreamConn{r: r, w: w, closed: make(chan struct{})}
+	c.in = startStdioReader(r, c.closed, func(err error) error {
+		if errors.Is(err, io.EOF) {
+			return io.EOF
+		}
+		return fmt.Errorf("transport: stdio read: %w", err)
+	})
+	c.out = newStdioWriter(w, "transport: stdio write")
+	return c
+}
+
+var _ Conn = (*stdioStreamConn)(nil)
+
+type stdioStreamConn struct {
+	r      io.Reader
+	w      io.Writer
+	in     *stdioReader
+	out    *stdioWriter
+	closed chan struct{} // closed by Close
+
+	closeOnce sync.Once
+}
+
+func (c *stdioStreamConn) Read(ctx context.Context) ([]byte, error) {
+	return c.in.read(ctx, c.closed)
+}
+
+func (c *stdioStreamConn) Write(ctx context.Context, msg []byte) error {
+	select {
+	case <-c.closed:
+		return ErrClosed
+	default:
+	}
+	return c.out.write(ctx, msg)
+}
+
+func (c *stdioStreamConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		if rc, ok := c.r.(io.Closer); ok {
+			rc.Close()
+		}
+		if wc, ok := c.w.(io.Closer); ok {
+			wc.Close()
+		}
+	})
+	return nil
+}
+
+// A stdioReader splits a stream into lines in its own goroutine, so that
+// Read can honour its ctx while the stream blocks.
+type stdioReader struct {
+	lines chan []byte   // closed after the last line
+	err   error         // why reading ended; written before lines is closed
+	done  chan struct{} // closed when the goroutine has returned
+}
+
+// startStdioReader reads r until it fails or quit is closed. finish turns
+// the error that ended reading (io.EOF for a clean end, ErrClosed after
+// quit) into the one Read reports; it runs on the reading goroutine before
+// lines is closed, so it may block, for instance to reap a process.
+func startStdioReader(r io.Reader, quit <-chan struct{}, finish func(error) error) *stdioReader {
+	sr := &stdioReader{lines: make(chan []byte), done: make(chan struct{})}
+	go func() {
+		defer close(sr.done)
+		br := bufio.NewReaderSize(r, 64<<10)
+		var err error
+	loop:
+		for {
+			var line []byte
+			if line, err = stdioReadLine(br); err != nil {
+				break
+			}
+			select {
+			case sr.lines <- line:
+			case <-quit:
+				err = ErrClosed
+				break loop
+			}
+		}
+		sr.err = finish(err)
+		close(sr.lines)
+	}()
+	return sr
+}
+
+func (sr *stdioReader) read(ctx context.Context, closed <-chan struct{}) ([]byte, error) {
+	select {
+	case <-closed:
+		return nil, ErrClosed
+	default:
+	}
+	select {
+	case line, ok := <-sr.lines:
+		if !ok {
+			return nil, sr.err
+		}
+		return line, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-closed:
+		return nil, ErrClosed
+	}
+}
+
+// stdioReadLine returns the next non-blank line without its terminator
+// ("\n" or "\r\n"), in a fresh slice.
+func stdioReadLine(br *bufio.Reader) ([]byte, error) {
+	for {
+		var line []byte
+		for {
+			frag, err := br.ReadSlice('\n')
+			if len(line)+len(frag) > stdioMaxLine+len("\r\n") {
+				return nil, errStdioTooLong
+			}
+			line = append(line, frag...)
+			if err == nil || (err == io.EOF && len(line) > 0) {
+				break
+			}
+			if err != bufio.ErrBufferFull {
+				return nil, err
+			}
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) > stdioMaxLine {
+			return nil, errStdioTooLong
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			return line, nil
+		}
+	}
+}
+
+// A stdioWriter writes one message per line. After a write that may have
+// sent part of a line the stream is broken for good: the peer could not
+// find the next message boundary.
+type stdioWriter struct {
+	w        io.Writer
+	deadline interface{ SetWriteDeadline(time.Time) error } // nil if w has no working deadline
+	prefix   string                                         // starts error messages
+
+	mu     sync.Mutex // guards the fields below
+	broken error
+}
+
+func newStdioWriter(w io.Writer, prefix string) *stdioWriter {
+	sw := &stdioWriter{w: w, prefix: prefix}
+	if d, ok := w.(interface{ SetWriteDeadline(time.Time) error }); ok && d.SetWriteDeadline(time.Time{}) == nil {
+		sw.deadline = d
+	}
+	return sw
+}
+
+func (sw *stdioWriter) write(ctx context.Context, msg []byte) error {
+	switch {
+	case len(bytes.TrimSpace(msg)) == 0:
+		return &stdioMessageError{"empty message"}
+	case bytes.IndexByte(msg, '\n') >= 0:
+		return &stdioMessageError{"message contains a raw newline"}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.broken != nil {
+		return sw.broken
+	}
+	if sw.deadline != nil && ctx.Done() != nil {
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			defer close(fired)
+			sw.deadline.SetWriteDeadline(time.Unix(1, 0))
+		})
+		defer func() {
+			if !stop() {
+				<-fired
+				sw.deadline.SetWriteDeadline(time.Time{})
+			}
+		}()
+	}
+	n, err := sw.w.Write(msg)
+	if err == nil {
+		var m int
+		m, err = sw.w.Write([]byte{'\n'})
+		n += m
+	}
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = ctx.Err()
+	}
+	err = fmt.Errorf("%s: %w", sw.prefix, err)
+	if n > 0 {
+		sw.broken = fmt.Errorf("%w (stream broken: a message was cut short)", err)
+	}
+	return err
+}
