@@ -294,6 +294,8 @@ func (g *Gateway) bridgeGet(w http.ResponseWriter, r *http.Request, rt *route, s
 			return
 		case <-b.done:
 			return
+		case <-g.drain.Done():
+			return
 		case msg := <-s.ch:
 			if transport.WriteSSEEvent(w, transport.SSEEvent{Event: "message", Data: msg}) != nil || rc.Flush() != nil {
 				return

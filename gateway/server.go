@@ -40,7 +40,11 @@ type Gateway struct {
 
 	ctx    context.Context // ends with Close; parent of every session
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // session goroutines
+	// drain ends when shutdown begins: GET streams close at once (clients
+	// reconnect elsewhere) while in-flight calls finish.
+	drain    context.Context
+	drainNow context.CancelFunc
+	wg       sync.WaitGroup // session goroutines
 }
 
 type route struct {
@@ -93,6 +97,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		g.routes[up.Name] = r
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
+	g.drain, g.drainNow = context.WithCancel(g.ctx)
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
@@ -189,6 +194,10 @@ func (g *Gateway) lookupRoute(w http.ResponseWriter, r *http.Request) *route {
 	}
 	return rt
 }
+
+// Drain starts a graceful shutdown: server-to-client GET streams end now;
+// calls in flight go on. Use it with http.Server.RegisterOnShutdown.
+func (g *Gateway) Drain() { g.drainNow() }
 
 // Close ends every session and waits for their goroutines.
 func (g *Gateway) Close() error {

@@ -443,7 +443,11 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 		g.bridgeGet(w, r, rt, sess)
 		return
 	}
-	out, err := g.upstreamRequest(r.Context(), r, rt, sess, nil)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(g.drain, cancel)
+	defer stop()
+	out, err := g.upstreamRequest(ctx, r, rt, sess, nil)
 	if err != nil {
 		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
 		return

@@ -115,6 +115,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 	}
 	defer g.Close()
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(g.Drain)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("sluice listening", "addr", ln.Addr().String(), "upstreams", len(cfg.Upstreams))
