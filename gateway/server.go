@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -90,7 +91,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		if _, dup := g.routes[up.Name]; dup {
 			return nil, fmt.Errorf("gateway: upstreams[%d]: name %q is used twice", i, up.Name)
 		}
-		r, err := newRoute(up)
+		r, err := newRoute(up, log)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: upstreams[%d] (%s): %w", i, up.Name, err)
 		}
@@ -114,7 +115,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 	return g, nil
 }
 
-func newRoute(up Upstream) (*route, error) {
+func newRoute(up Upstream, log *slog.Logger) (*route, error) {
 	if up.Transport == "" {
 		switch {
 		case up.URL != "":
@@ -155,7 +156,14 @@ func newRoute(up Upstream) (*route, error) {
 		for k, v := range up.Env {
 			env = append(env, k+"="+v)
 		}
-		r.dialer = &transport.StdioDialer{Command: up.Command, Args: up.Args, Env: env}
+		// A crashed child is restarted with backoff and the session's
+		// initialize replayed; calls pending at the crash get an error.
+		r.dialer = &transport.Restarting{
+			Dialer: &transport.StdioDialer{Command: up.Command, Args: up.Args, Env: env, Stderr: os.Stderr},
+			OnRestart: func(err error) {
+				log.Warn("stdio upstream failed; restarting", "upstream", up.Name, "err", err)
+			},
+		}
 	default:
 		return nil, fmt.Errorf("transport %q: want streamable-http, sse, stdio or websocket", up.Transport)
 	}

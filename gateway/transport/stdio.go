@@ -32,12 +32,12 @@ func (e *stdioMessageError) Error() string { return "transport: cannot send on s
 // Read returns io.EOF once r ends. Empty lines are skipped and a final line
 // without a newline still counts as a message.
 //
-// A goroutine reads r ahead of Read calls; it ends when r returns an error.
-// Close closes r and w if they implement io.Closer, which ends that
-// goroutine for pipes and sockets (but not for a terminal or a blocking
-// os.Stdin, where it ends with the process). Write honours ctx only if w
-// has a working SetWriteDeadline (os.Pipe ends do); otherwise ctx is only
-// checked before writing.
+// A goroutine reads r ahead of Read calls; it ends when r returns an
+// error. Close closes r if it implements io.Closer, which ends that
+// goroutine for pipes and sockets (not for a terminal or a blocking
+// os.Stdin, where it ends with the process); w is left open. Write honours
+// ctx only if w has a working SetWriteDeadline (os.Pipe ends do);
+// otherwise ctx is only checked before writing.
 func NewStdioConn(r io.Reader, w io.Writer) Conn {
 	c := &stdioStreamConn{r: r, w: w, closed: make(chan struct{})}
 	c.in = startStdioReader(r, c.closed, func(err error) error {
@@ -80,9 +80,6 @@ func (c *stdioStreamConn) Close() error {
 		close(c.closed)
 		if rc, ok := c.r.(io.Closer); ok {
 			rc.Close()
-		}
-		if wc, ok := c.w.(io.Closer); ok {
-			wc.Close()
 		}
 	})
 	return nil

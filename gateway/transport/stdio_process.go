@@ -110,10 +110,14 @@ type ExitError struct {
 }
 
 func (e *ExitError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("transport: stdio upstream %q (pid %d) %v; process exited: %v", e.Command, e.State.Pid(), e.Err, e.State)
+	pid, state := 0, "unknown status"
+	if e.State != nil {
+		pid, state = e.State.Pid(), e.State.String()
 	}
-	return fmt.Sprintf("transport: stdio upstream %q (pid %d) exited: %v", e.Command, e.State.Pid(), e.State)
+	if e.Err != nil {
+		return fmt.Sprintf("transport: stdio upstream %q (pid %d) %v; process exited: %s", e.Command, pid, e.Err, state)
+	}
+	return fmt.Sprintf("transport: stdio upstream %q (pid %d) exited: %s", e.Command, pid, state)
 }
 
 func (e *ExitError) Unwrap() error { return e.Err }

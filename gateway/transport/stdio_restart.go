@@ -209,6 +209,10 @@ func (c *restartingConn) track(info restartInfo) []string {
 			}
 		case m.Method == "notifications/initialized" && len(m.ID) == 0:
 			c.initialized = m.raw
+		case m.Method == "notifications/cancelled" && len(m.Params.RequestID) > 0:
+			// The upstream need not answer a cancelled request, and the
+			// client no longer waits for it.
+			delete(c.pending, restartKey(m.Params.RequestID))
 		}
 	}
 	return added
@@ -392,7 +396,10 @@ type restartMsg struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Error  json.RawMessage `json:"error"`
-	raw    []byte
+	Params struct {
+		RequestID json.RawMessage `json:"requestId"` // of notifications/cancelled
+	} `json:"params"`
+	raw []byte
 }
 
 func (m *restartMsg) hasID() bool {

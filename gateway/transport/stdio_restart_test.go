@@ -203,11 +203,14 @@ func TestRestartingPendingBatch(t *testing.T) {
 	s1 := d.queue(t)
 	c := mustDial(t, &Restarting{Dialer: d, MinBackoff: time.Millisecond})
 
-	batch := `[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":3,"method":"c"}]`
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":3,"method":"c"},{"jsonrpc":"2.0","id":5,"method":"e"}]`
 	mustWrite(t, c, batch)
 	expectMessage(t, s1, batch)
 	mustWrite(t, s1, `[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"x"}}]`)
 	expectMessage(t, c, `[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"x"}}]`)
+	// A request the client cancelled is not waited for any more.
+	mustWrite(t, c, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)
+	expectMessage(t, s1, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)
 	// A response from the client to a server request is not pending.
 	mustWrite(t, c, `{"jsonrpc":"2.0","id":"s1","result":{}}`)
 	expectMessage(t, s1, `{"jsonrpc":"2.0","id":"s1","result":{}}`)

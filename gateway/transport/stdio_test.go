@@ -414,7 +414,7 @@ func stdioPipeConn(t *testing.T) (c Conn, in *io.PipeWriter, out *io.PipeReader)
 	t.Cleanup(func() {
 		c.Close()
 		inW.Close()
-		outR.Close()
+		outW.Close()
 	})
 	return c, inW, outR
 }
@@ -498,7 +498,7 @@ func TestStdioConnWrite(t *testing.T) {
 	if err := c.Write(ctx, []byte(`{}`)); !errors.Is(err, context.Canceled) {
 		t.Errorf("Write with a cancelled ctx: got %v, want context.Canceled", err)
 	}
-	c.Close() // closes out's writer, so the reading goroutine ends
+	out.Close() // ends the reading goroutine
 	for range lines {
 	}
 }
