@@ -39,6 +39,24 @@ type Decision struct {
 	PolicyVersion string `json:"policy_version,omitempty"`
 	// RuleID names the rule that decided, when one did.
 	RuleID string `json:"rule_id,omitempty"`
+	// Evidence says what the decision rested on (ADR-027).
+	Evidence Evidence `json:"evidence"`
+}
+
+// Evidence is ADR-027's evidence of a decision.
+type Evidence struct {
+	MatchedToolName    string   `json:"matched_tool_name,omitempty"`
+	MatchedToolClasses []string `json:"matched_tool_classes,omitempty"`
+	MatchedRouteRuleID string   `json:"matched_route_rule_id,omitempty"`
+	ReasonCode         string   `json:"reason_code,omitempty"`
+}
+
+// A ForwardObserver is a Decider that wants to know about every call that
+// was allowed and is being sent upstream, e.g. to remember which sources an
+// agent touched. The interceptor calls Forwarded after an allow, before the
+// call is forwarded; it must not block.
+type ForwardObserver interface {
+	Forwarded(ctx context.Context, d *ActionDescriptor, dec Decision)
 }
 
 // A Decider decides about one tools/call. It must be safe for concurrent

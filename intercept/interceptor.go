@@ -65,6 +65,9 @@ func (i *Interceptor) Check(ctx context.Context, m *Message, cc CallContext) (re
 		i.OnDecision(d, dec)
 	}
 	if dec.Verdict == Allow {
+		if fo, ok := i.Decider.(ForwardObserver); ok {
+			fo.Forwarded(ctx, d, dec)
+		}
 		return nil, true
 	}
 	return RenderDecision(m.ID, dec, d.TxnID, cc.ProtocolVersion), false
