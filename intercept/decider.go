@@ -39,6 +39,9 @@ type Decision struct {
 	PolicyVersion string `json:"policy_version,omitempty"`
 	// RuleID names the rule that decided, when one did.
 	RuleID string `json:"rule_id,omitempty"`
+	// ApprovalID names the approval request a require_approval decision
+	// opened or is waiting on, if any.
+	ApprovalID string `json:"approval_id,omitempty"`
 	// Evidence says what the decision rested on (ADR-027).
 	Evidence Evidence `json:"evidence"`
 }

@@ -11,6 +11,9 @@ type Envelope struct {
 	Code         string `json:"code"`
 	PublicReason string `json:"publicReason"`
 	Data         any    `json:"data"`
+	// Evidence extends RFC-0002's envelope with ADR-027's evidence, so a
+	// client (and its model) can see what the decision rested on.
+	Evidence *Evidence `json:"evidence,omitempty"`
 }
 
 type textContent struct {
@@ -44,6 +47,12 @@ type throwData struct {
 // from 2026-07-28 on a result carries resultType.
 func RenderDecision(id jsontext.Value, d Decision, txnID, version string) []byte {
 	env := Envelope{Status: "denied", Code: d.Reason, PublicReason: d.PublicReason}
+	if d.ApprovalID != "" {
+		env.Data = map[string]string{"approval_id": d.ApprovalID}
+	}
+	if ev := d.Evidence; ev.MatchedToolName != "" || len(ev.MatchedToolClasses) > 0 || ev.MatchedRouteRuleID != "" || ev.ReasonCode != "" {
+		env.Evidence = &ev
+	}
 	code := CodePolicyDenied
 	if d.Verdict == RequireApproval {
 		env.Status = "approval_required"

@@ -34,6 +34,15 @@ type config struct {
 	// ShutdownTimeout bounds how long in-flight calls may drain on SIGTERM
 	// (default 15s).
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// AdminListen is the admin API's address (approvals). Empty disables
+	// it. Keep it where agents cannot reach it.
+	AdminListen string `yaml:"admin_listen"`
+	// AdminToken, if set, is the bearer token the admin API requires;
+	// ${VAR} is expanded.
+	AdminToken string `yaml:"admin_token"`
+	// ApprovalTimeout is how long a held call waits for a human, and how
+	// long an approval stays usable (default 15m).
+	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
 	// SessionIdleTimeout ends idle sessions (default 30m).
 	SessionIdleTimeout time.Duration `yaml:"session_idle_timeout"`
 }
@@ -126,6 +135,7 @@ func parseConfig(path string, b []byte) (*config, error) {
 			return nil, fmt.Errorf("%s: upstreams[%d] (%s): set url (for an HTTP, SSE or WebSocket server) or command (for a stdio server)", path, i, u.Name)
 		}
 	}
+	c.AdminToken = expand(c.AdminToken)
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s: environment variables %v are referenced but not set", path, missing)
 	}

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -29,6 +30,7 @@ const usage = `usage:
   sluice wrap  [--config sluice.yaml] -- command [args...]
   sluice wrap  [--config sluice.yaml] --url http://host/mcp
   sluice demo  [--listen addr]
+  sluice approvals list|approve|decline [ID] [--admin http://127.0.0.1:8081] [--by NAME]
   sluice bench [flags]
 `
 
@@ -47,6 +49,8 @@ func main() {
 		err = runWrap(ctx, os.Args[2:])
 	case "demo":
 		err = runDemo(ctx, os.Args[2:])
+	case "approvals":
+		err = runApprovals(ctx, os.Args[2:], os.Stdout)
 	case "bench":
 		err = runBench(ctx, os.Args[2:])
 	case "-h", "--help", "help":
@@ -100,7 +104,10 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 		logger.Warn("listening beyond loopback with no allowed_hosts: Host header checks are off", "listen", cfg.Listen)
 		opts.AllowedHosts = []string{"*"}
 	}
-	ic := &intercept.Interceptor{Decider: dec, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
+	approvals := approval.NewStore(approval.Options{Timeout: cfg.ApprovalTimeout, OnChange: func(r approval.Request) {
+		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
+	}})
+	ic := &intercept.Interceptor{Decider: &approval.Gate{Next: dec, Store: approvals}, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
 		level := slog.LevelDebug // allows are routine; denials and holds are news
 		if dc.Verdict != intercept.Allow {
 			level = slog.LevelInfo
@@ -116,8 +123,23 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 	defer g.Close()
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	srv.RegisterOnShutdown(g.Drain)
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	if cfg.AdminListen != "" {
+		aln, err := net.Listen("tcp", cfg.AdminListen)
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("admin_listen: %w", err)
+		}
+		admin := &http.Server{Handler: approvals.Handler(cfg.AdminToken), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := admin.Serve(aln); !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+		defer admin.Close()
+		logger.Info("admin API listening", "addr", aln.Addr().String())
+	}
 	logger.Info("sluice listening", "addr", ln.Addr().String(), "upstreams", len(cfg.Upstreams))
 	if ready != nil {
 		ready(ln.Addr().String())

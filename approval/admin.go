@@ -1,0 +1,88 @@
+package approval
+
+import (
+	"crypto/subtle"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+)
+
+// Handler serves the approval admin API:
+//
+//	GET  /admin/approvals            every request, newest first
+//	GET  /admin/approvals/{id}       one request
+//	POST /admin/approvals/{id}       body {"action":"approve"|"decline","by":"alice"}
+//
+// If token is not empty, requests must carry "Authorization: Bearer <token>".
+// Serve it on a listener agents cannot reach: an agent that can approve
+// its own calls is not governed.
+func (s *Store) Handler(token string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/approvals", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.List())
+	})
+	mux.HandleFunc("GET /admin/approvals/{id}", func(w http.ResponseWriter, r *http.Request) {
+		req, err := s.Get(r.PathValue("id"))
+		if err != nil {
+			writeError(w, http.StatusNotFound, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, req)
+	})
+	mux.HandleFunc("POST /admin/approvals/{id}", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Action string `json:"action"`
+			By     string `json:"by"`
+		}
+		b, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+		if err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			err = json.Unmarshal(b, &body)
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		var approve bool
+		switch body.Action {
+		case "approve":
+			approve = true
+		case "decline":
+		default:
+			writeError(w, http.StatusBadRequest, ErrBadDecision)
+			return
+		}
+		req, err := s.Decide(r.PathValue("id"), approve, body.By)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			writeError(w, http.StatusNotFound, err)
+		case errors.Is(err, ErrNotPending):
+			writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "request": req})
+		default:
+			writeJSON(w, http.StatusOK, req)
+		}
+	})
+	if token == "" {
+		return mux
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			writeError(w, http.StatusUnauthorized, errors.New("approval: missing or wrong bearer token"))
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.MarshalWrite(w, v)
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicehq/sluice/approval"
+)
+
+// runApprovals is the operator's side of held calls:
+//
+//	sluice approvals list
+//	sluice approvals approve ID [--by alice]
+//	sluice approvals decline ID
+//
+// The token comes from --token or SLUICE_ADMIN_TOKEN.
+func runApprovals(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("approvals: want list, approve ID or decline ID")
+	}
+	verb := args[0]
+	fs := flag.NewFlagSet("approvals", flag.ContinueOnError)
+	admin := fs.String("admin", "http://127.0.0.1:8081", "admin API base URL (the gateway's admin_listen)")
+	token := fs.String("token", os.Getenv("SLUICE_ADMIN_TOKEN"), "admin bearer token (default $SLUICE_ADMIN_TOKEN)")
+	by := fs.String("by", os.Getenv("USER"), "who decides, recorded with the decision")
+	rest := args[1:]
+	var id string
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		id, rest = rest[0], rest[1:]
+	}
+	if err := fs.Parse(rest); err != nil {
+		return err
+	}
+	base := strings.TrimRight(*admin, "/") + "/admin/approvals"
+	switch verb {
+	case "list":
+		var reqs []approval.Request
+		if err := adminCall(ctx, http.MethodGet, base, *token, nil, &reqs); err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSTATUS\tAGENT\tUPSTREAM/TOOL\tARGUMENTS\tEXPIRES")
+		for _, r := range reqs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\n", r.ID, r.Status, r.Agent, r.Upstream, r.Tool, r.Arguments, r.Expires.Format(time.RFC3339))
+		}
+		return tw.Flush()
+	case "approve", "decline":
+		if id == "" {
+			return fmt.Errorf("approvals %s: want an approval ID", verb)
+		}
+		body, _ := json.Marshal(map[string]string{"action": verb, "by": *by})
+		var r approval.Request
+		if err := adminCall(ctx, http.MethodPost, base+"/"+id, *token, body, &r); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s %s: %s/%s by %s\n", r.ID, r.Status, r.Upstream, r.Tool, r.DecidedBy)
+		return nil
+	default:
+		return fmt.Errorf("approvals: unknown verb %q (want list, approve or decline)", verb)
+	}
+}
+
+func adminCall(ctx context.Context, method, url, token string, body []byte, into any) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(string(body)))
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin API: %w (is admin_listen set in the gateway's config?)", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("admin API: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return json.Unmarshal(b, into)
+}
