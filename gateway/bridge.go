@@ -150,6 +150,10 @@ func (b *bridgeState) close() {
 // JSON when the first thing back is the only response owed, otherwise an
 // SSE stream that ends when every request is answered.
 func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange) {
+	if x.sess == nil && !x.batch && x.msgs[0].Method != "initialize" && isModern(x.version) {
+		g.stateless[x.rt.up.Name].post(w, r, x)
+		return
+	}
 	if x.sess == nil {
 		if x.batch || x.msgs[0].Method != "initialize" {
 			writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
@@ -196,20 +200,22 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	g.answer(w, r, b, s, ids, len(reqs) == 1 && !x.batch)
+	defer b.release(s, ids)
+	g.answer(w, r, s, len(ids), len(reqs) == 1 && !x.batch)
 }
 
 // answer writes what arrives on s to the client until all n responses
-// owed on it have been written.
-func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, b *bridgeState, s *stream, ids []string, single bool) {
-	defer b.release(s, ids)
+// owed on it have been written: as one JSON body when single and the first
+// message is the response, else as an SSE stream.
+// It reports whether all of them were written (false: the client left).
+func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, s *stream, n int, single bool) bool {
 	rc := http.NewResponseController(w)
 	sse, got := false, 0
 	for {
 		var msg []byte
 		select {
 		case <-r.Context().Done():
-			return
+			return false
 		case msg = <-s.ch:
 		}
 		resp := isResponse(msg)
@@ -219,7 +225,7 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, b *bridgeState,
 		if !sse {
 			if single && resp {
 				writeJSON(w, http.StatusOK, msg)
-				return
+				return true
 			}
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("Cache-Control", "no-cache")
@@ -227,10 +233,10 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, b *bridgeState,
 			sse = true
 		}
 		if transport.WriteSSEEvent(w, transport.SSEEvent{Event: "message", Data: msg}) != nil || rc.Flush() != nil {
-			return
+			return false
 		}
-		if got == len(ids) {
-			return
+		if got == n {
+			return true
 		}
 	}
 }

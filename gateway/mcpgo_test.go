@@ -36,9 +36,9 @@ func TestMCPGoClientThroughGateway(t *testing.T) {
 		{"demo", "", mcp.ProtocolVersion20260728}, // mcp-go's default: try 2026-07-28 first
 		{"demo", mcp.ProtocolVersion20251125, mcp.ProtocolVersion20251125},
 		{"demo", mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250618},
-		// A stdio upstream needs a session: the gateway answers a stateless
-		// first request with 400 and the client falls back to initialize.
-		{"stdio", "", mcp.ProtocolVersion20251125},
+		// Stateless requests to a stdio upstream share one connection.
+		{"stdio", "", mcp.ProtocolVersion20260728},
+		{"stdio", mcp.ProtocolVersion20251125, mcp.ProtocolVersion20251125},
 	} {
 		t.Run(tc.route+"/"+tc.want, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -31,13 +31,14 @@ import (
 // Gateway serves every configured upstream downstream over Streamable
 // HTTP, legacy HTTP+SSE and WebSocket. It is safe for concurrent use.
 type Gateway struct {
-	opts     Options
-	ic       *intercept.Interceptor
-	log      *slog.Logger
-	routes   map[string]*route
-	sessions *sessionTable
-	client   *http.Client
-	sse      map[string]*transport.SSEServer // route name -> legacy SSE server
+	opts      Options
+	ic        *intercept.Interceptor
+	log       *slog.Logger
+	routes    map[string]*route
+	sessions  *sessionTable
+	client    *http.Client
+	sse       map[string]*transport.SSEServer // route name -> legacy SSE server
+	stateless map[string]*statelessBridge     // bridged route name -> shared 2026-07-28 connection
 
 	ctx    context.Context // ends with Close; parent of every session
 	cancel context.CancelFunc
@@ -66,12 +67,13 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{
-		opts:     opts,
-		ic:       ic,
-		log:      log,
-		routes:   make(map[string]*route),
-		sessions: newSessionTable(opts.maxSessions(), opts.idleTimeout()),
-		sse:      make(map[string]*transport.SSEServer),
+		opts:      opts,
+		ic:        ic,
+		log:       log,
+		routes:    make(map[string]*route),
+		sessions:  newSessionTable(opts.maxSessions(), opts.idleTimeout()),
+		sse:       make(map[string]*transport.SSEServer),
+		stateless: make(map[string]*statelessBridge),
 		client: &http.Client{Transport: &http.Transport{
 			Proxy:                 nil, // an MCP upstream is addressed directly
 			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -105,6 +107,9 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		g.sessions.reap(g.ctx, g.endSession)
 	}()
 	for name, r := range g.routes {
+		if r.url == nil {
+			g.stateless[name] = newStatelessBridge(g, r)
+		}
 		g.sse[name] = &transport.SSEServer{
 			MessagePath: func(id string) string { return "/sse/" + name + "/message?sessionId=" + url.QueryEscape(id) },
 			OnSession: func(ctx context.Context, id string, c transport.Conn) {
@@ -210,6 +215,9 @@ func (g *Gateway) Drain() { g.drainNow() }
 // Close ends every session and waits for their goroutines.
 func (g *Gateway) Close() error {
 	g.cancel()
+	for _, b := range g.stateless {
+		b.close()
+	}
 	for _, s := range g.sessions.drain() {
 		g.endSession(s)
 	}

@@ -418,8 +418,9 @@ func (c *httpStreamableConn) failRequests(ids []json.RawMessage, batch bool, mes
 // httpStreamState follows an SSE stream, and the streams that resume it,
 // through reconnections.
 type httpStreamState struct {
-	pending     map[string]json.RawMessage // requests without a response yet, by id key; nil for the GET stream
+	pending     map[string]json.RawMessage // requests without a response yet, by id key; nil without requests
 	batch       bool                       // the requests went in a batch
+	resumable   bool                       // the protocol version lets a broken stream be resumed
 	initID      string
 	lastEventID string
 	retry       time.Duration // from the server's retry field, or 0
@@ -427,7 +428,10 @@ type httpStreamState struct {
 }
 
 func httpNewStreamState(p *httpPost) *httpStreamState {
-	st := &httpStreamState{pending: map[string]json.RawMessage{}, batch: p.batch, initID: p.initID}
+	st := &httpStreamState{batch: p.batch, resumable: p.stateful, initID: p.initID}
+	if len(p.ids) > 0 {
+		st.pending = map[string]json.RawMessage{}
+	}
 	for _, id := range p.ids {
 		st.pending[httpIDKey(id)] = id
 	}
@@ -505,7 +509,7 @@ func (c *httpStreamableConn) consume(body io.Reader, st *httpStreamState) error 
 // error.
 func (c *httpStreamableConn) finishStream(st *httpStreamState, err error) {
 	failures := 0
-	for len(st.pending) > 0 && st.lastEventID != "" && c.ctx.Err() == nil {
+	for len(st.pending) > 0 && st.resumable && st.lastEventID != "" && c.ctx.Err() == nil {
 		if st.delivered {
 			failures = 0
 		}

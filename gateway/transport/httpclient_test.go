@@ -584,8 +584,16 @@ func (h *httpScripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	case http.MethodGet:
-		h.gets <- r
-		(<-h.getW)(w, r)
+		select {
+		case h.gets <- r:
+		case <-r.Context().Done():
+			return
+		}
+		select {
+		case f := <-h.getW:
+			f(w, r)
+		case <-r.Context().Done():
+		}
 		return
 	}
 	var m httpMsg
@@ -598,7 +606,11 @@ func (h *httpScripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case m.ID == nil:
 		w.WriteHeader(http.StatusAccepted)
 	default:
-		(<-h.posts)(w, r, m)
+		select {
+		case f := <-h.posts:
+			f(w, r, m)
+		case <-r.Context().Done():
+		}
 	}
 }
 

@@ -1,0 +1,212 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// statelessBridge carries MCP 2026-07-28 requests, which belong to no
+// session, to a bridged upstream (stdio, SSE, WebSocket) over one shared
+// connection per route. Request ids and progress tokens are rewritten to
+// gateway-unique values on the way up and restored on the way down, so the
+// requests of different clients never collide; nothing else in a message
+// changes. A client that goes away cancels its request upstream.
+type statelessBridge struct {
+	g  *Gateway
+	rt *route
+
+	mu     sync.Mutex // guards the fields below
+	up     transport.Conn
+	next   uint64
+	calls  map[string]*slCall // upstream id -> call
+	tokens map[string]*slCall // upstream progress token -> call
+}
+
+type slCall struct {
+	s       *stream
+	id      jsontext.Value // the client's id
+	token   jsontext.Value // the client's progress token, if any
+	upID    string
+	upToken string
+	method  string
+}
+
+func newStatelessBridge(g *Gateway, rt *route) *statelessBridge {
+	return &statelessBridge{g: g, rt: rt, calls: make(map[string]*slCall), tokens: make(map[string]*slCall)}
+}
+
+// conn returns the shared upstream connection, dialing it if needed.
+// Callers hold b.mu.
+func (b *statelessBridge) conn() (transport.Conn, error) {
+	if b.up != nil {
+		return b.up, nil
+	}
+	up, err := b.rt.dialer.Dial(b.g.ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.up = up
+	go b.readLoop(up)
+	return up, nil
+}
+
+func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchange) {
+	m := x.msgs[0]
+	if m.Kind != intercept.KindRequest {
+		// Notifications and responses carry nothing to correlate: cancellation
+		// is the client closing its request, which the gateway turns into
+		// notifications/cancelled with the upstream id.
+		if m.Method != "notifications/cancelled" {
+			b.mu.Lock()
+			up, err := b.conn()
+			b.mu.Unlock()
+			if err == nil {
+				err = up.Write(r.Context(), x.body)
+			}
+			if err != nil {
+				writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(b.rt.up.Name, err))
+				return
+			}
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	b.mu.Lock()
+	up, err := b.conn()
+	if err != nil {
+		b.mu.Unlock()
+		b.g.failExchange(w, x, err)
+		return
+	}
+	b.next++
+	n := strconv.FormatUint(b.next, 10)
+	c := &slCall{s: newStream(), id: m.ID, upID: `"sluice-` + n + `"`, method: m.Method}
+	msg, err := intercept.WithMember(m.Raw, "id", jsontext.Value(c.upID))
+	if tok := intercept.Member(m.Meta, "progressToken"); err == nil && tok != nil {
+		c.token, c.upToken = tok, `"sluice-p-`+n+`"`
+		var meta, params jsontext.Value
+		if meta, err = intercept.WithMember(m.Meta, "progressToken", jsontext.Value(c.upToken)); err == nil {
+			if params, err = intercept.WithMember(m.Params, "_meta", meta); err == nil {
+				msg, err = intercept.WithMember(msg, "params", params)
+			}
+		}
+		b.tokens[c.upToken] = c
+	}
+	b.calls[c.upID] = c
+	b.mu.Unlock()
+	if err == nil {
+		err = up.Write(r.Context(), msg)
+	}
+	if err != nil {
+		b.forget(c)
+		b.g.failExchange(w, x, err)
+		return
+	}
+	if !b.g.answer(w, r, c.s, 1, true) {
+		// The client left: tell the upstream to stop working on it.
+		if b.forget(c) {
+			cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"client disconnected"}}`, c.upID)
+			_ = up.Write(context.Background(), []byte(cancel))
+		}
+		return
+	}
+	b.forget(c)
+}
+
+// forget drops a call; it reports whether the call was still pending.
+func (b *statelessBridge) forget(c *slCall) bool {
+	c.s.goneOnce.Do(func() { close(c.s.gone) })
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, pending := b.calls[c.upID]
+	delete(b.calls, c.upID)
+	if c.upToken != "" {
+		delete(b.tokens, c.upToken)
+	}
+	return pending
+}
+
+func (b *statelessBridge) readLoop(up transport.Conn) {
+	for {
+		raw, err := up.Read(b.g.ctx)
+		if err != nil {
+			b.fail(up, err)
+			return
+		}
+		m, err := intercept.DecodeMessage(raw)
+		if err != nil {
+			b.g.log.Warn("undecodable message from upstream", "upstream", b.rt.up.Name, "err", err)
+			continue
+		}
+		b.route(m)
+	}
+}
+
+// route restores the client's id or progress token and delivers m.
+func (b *statelessBridge) route(m *intercept.Message) {
+	b.mu.Lock()
+	var c *slCall
+	var out jsontext.Value
+	var err error
+	switch m.Kind {
+	case intercept.KindResponse, intercept.KindError:
+		if c = b.calls[string(m.ID)]; c != nil {
+			delete(b.calls, c.upID)
+			out, err = intercept.WithMember(m.Raw, "id", c.id)
+		}
+	case intercept.KindNotification:
+		tok := intercept.Member(m.Params, "progressToken")
+		if c = b.tokens[string(tok)]; c != nil && tok != nil {
+			var params jsontext.Value
+			if params, err = intercept.WithMember(m.Params, "progressToken", c.token); err == nil {
+				out, err = intercept.WithMember(m.Raw, "params", params)
+			}
+		}
+	}
+	b.mu.Unlock()
+	if c == nil || err != nil {
+		// Nothing to correlate it with: no client of this shared connection
+		// asked for it.
+		b.g.log.Debug("uncorrelated message from upstream not delivered", "upstream", b.rt.up.Name, "method", m.Method, "err", err)
+		return
+	}
+	c.s.deliver(out)
+	if m.Kind == intercept.KindResponse && c.method == "tools/list" {
+		b.g.ic.ObserveTools(b.rt.up.Name, m.Result)
+	}
+}
+
+// fail answers every pending call with an error naming the upstream and
+// drops the connection so the next request redials.
+func (b *statelessBridge) fail(up transport.Conn, cause error) {
+	b.mu.Lock()
+	calls := b.calls
+	b.calls, b.tokens = make(map[string]*slCall), make(map[string]*slCall)
+	if b.up == up {
+		b.up = nil
+	}
+	b.mu.Unlock()
+	_ = up.Close()
+	err := upstreamError(b.rt.up.Name, cause)
+	for _, c := range calls {
+		c.s.deliver(intercept.ErrorResponse(c.id, err))
+	}
+}
+
+func (b *statelessBridge) close() {
+	b.mu.Lock()
+	up := b.up
+	b.up = nil
+	b.mu.Unlock()
+	if up != nil {
+		_ = up.Close()
+	}
+}

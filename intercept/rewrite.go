@@ -1,0 +1,66 @@
+package intercept
+
+import (
+	"bytes"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// WithMember returns a copy of the JSON object obj with member key set to
+// val (replacing it where it stands, or appending it), leaving every other
+// member byte for byte as it was. The gateway uses it only to change
+// correlation values (ids, progress tokens) that it maps back itself; what
+// policy saw is otherwise unchanged.
+func WithMember(obj jsontext.Value, key string, val jsontext.Value) (jsontext.Value, error) {
+	var out bytes.Buffer
+	out.Grow(len(obj) + len(val) + len(key) + 4)
+	out.WriteByte('{')
+	n, replaced := 0, false
+	err := eachMember(obj, func(k string, v jsontext.Value) error {
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		n++
+		writeKey(&out, k)
+		if k == key {
+			out.Write(val)
+			replaced = true
+		} else {
+			out.Write(v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !replaced {
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		writeKey(&out, key)
+		out.Write(val)
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
+// Member returns the value of member key of obj, or nil.
+func Member(obj jsontext.Value, key string) jsontext.Value {
+	var found jsontext.Value
+	if obj.Kind() != '{' {
+		return nil
+	}
+	_ = eachMember(obj, func(k string, v jsontext.Value) error {
+		if k == key {
+			found = v
+		}
+		return nil
+	})
+	return found
+}
+
+func writeKey(b *bytes.Buffer, k string) {
+	q, _ := jsontext.AppendQuote(nil, k)
+	b.Write(q)
+	b.WriteByte(':')
+}
