@@ -1,0 +1,49 @@
+// Package inventory keeps a signed, pinned inventory of the tools behind
+// each upstream and notices when they change.
+//
+// Every tools/list result the gateway passes on is handed to
+// Inventory.ObserveTools. The tools (name, title, description, input and
+// output schema, annotations) become a Snapshot, hashed with SHA-256 over
+// RFC 8785 canonical JSON per tool and per snapshot; the snapshot hash is
+// the tool_inventory_hash that action descriptors carry (Inventory.Hash).
+// Pages of a paginated list are merged until the page without nextCursor.
+//
+// The first complete list of an upstream is pinned (or only on Pin, with
+// PinManually). A later list whose tools differ from the pin — a changed
+// description, schema or annotations, a new tool, a removed tool — raises
+// an EventDrift per tool and, with DriftBlock (the default), makes Blocked
+// hold calls of those tools back until an operator approves the new
+// version (Approve, ApproveHash) after reading Diff. This is the defence
+// against "rug pulls": a server approved with one tool definition that
+// later serves another.
+//
+// Every tool version is also scanned for tool poisoning (Scan): hidden
+// instruction blocks, concealment, instruction overrides, references to
+// secrets and to other servers' tools, invisible Unicode, very long
+// descriptions. Findings become EventPoisoning events and are available as
+// risk factors (RiskFactors). Tools of one name on several upstreams are
+// reported as EventCollision and listed by Collisions; the inventory never
+// hides one behind the other.
+//
+// Snapshots are stored as JSON files in the data directory, signed with
+// the gateway's Ed25519 key (see Store for the format) and verified on
+// load; a file that is unsigned or badly signed is rejected with an
+// EventSnapshotRejected, and a rejected pin blocks its upstream until it
+// is pinned again. The package starts no goroutines.
+//
+// Usage:
+//
+//	inv, err := inventory.New(inventory.Options{Dir: dataDir, Events: sink})
+//	...
+//	interceptor.Observer = inv                    // tools/list results
+//	if reason, blocked := inv.Blocked(upstream, tool); blocked {
+//		// soft deny with inventory.ReasonDrift and reason
+//	}
+//	descriptor.ToolInventoryHash = inv.Hash(upstream)
+//
+// and for the operator:
+//
+//	d, _ := inv.Diff("github")   // sluice inventory diff github
+//	fmt.Print(d)
+//	inv.ApproveHash("github", "create_issue", d.Changes[0].ObservedHash)
+package inventory

@@ -1,0 +1,739 @@
+package inventory
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// ReasonDrift is the decision reason for a call that Blocked holds back.
+const ReasonDrift = "inventory_drift"
+
+// AllTools, as the tool of Approve, approves every change of an upstream.
+const AllTools = "*"
+
+// Pinning says when an upstream's inventory is pinned.
+type Pinning int
+
+const (
+	// PinFirstSeen pins the first complete tools/list of an upstream.
+	PinFirstSeen Pinning = iota
+	// PinManually pins only on Pin (sluice inventory pin). Until then,
+	// with DriftBlock, every tool of the upstream is blocked.
+	PinManually
+)
+
+// DriftAction says what happens to a tool that drifted from its pin.
+type DriftAction int
+
+const (
+	// DriftBlock blocks drifted, new, removed and unknown tools of a
+	// pinned upstream until they are approved.
+	DriftBlock DriftAction = iota
+	// DriftWarn only reports drift events; nothing is blocked.
+	DriftWarn
+)
+
+func (p Pinning) String() string {
+	if p == PinManually {
+		return "manual"
+	}
+	return "first"
+}
+
+// MarshalText writes "first" or "manual".
+func (p Pinning) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText reads "first" (or "") and "manual", for config files.
+func (p *Pinning) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "", "first":
+		*p = PinFirstSeen
+	case "manual":
+		*p = PinManually
+	default:
+		return fmt.Errorf("inventory: pinning %q: want first or manual", b)
+	}
+	return nil
+}
+
+func (a DriftAction) String() string {
+	if a == DriftWarn {
+		return "warn"
+	}
+	return "block"
+}
+
+// MarshalText writes "block" or "warn".
+func (a DriftAction) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText reads "block" (or "") and "warn", for config files.
+func (a *DriftAction) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "", "block":
+		*a = DriftBlock
+	case "warn":
+		*a = DriftWarn
+	default:
+		return fmt.Errorf("inventory: on_drift %q: want block or warn", b)
+	}
+	return nil
+}
+
+// Options configures New. The zero value of every field but Dir is a
+// documented default.
+type Options struct {
+	// Dir is the gateway's data directory. Snapshots are kept in
+	// Dir/inventory (see Store) and, unless Key or KeyFile is set, the
+	// signing key in Dir/signing-key.pem, generated on first run.
+	Dir string
+	// KeyFile, if set, is the Ed25519 signing key (PEM PKCS #8) to use
+	// instead of the one in Dir. It must exist; it is never created.
+	KeyFile string
+	// Key, if set, is the signing key, and KeyFile is ignored.
+	Key ed25519.PrivateKey
+	// Pinning: zero is PinFirstSeen.
+	Pinning Pinning
+	// OnDrift: zero is DriftBlock.
+	OnDrift DriftAction
+	// MaxDescription is passed to Scan: zero means
+	// DefaultMaxDescription, negative disables the length check.
+	MaxDescription int
+	// Events receives the inventory's events. Nil discards them.
+	Events EventSink
+	// Now is the clock for snapshot times. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Errors that Approve, Pin and Diff return.
+var (
+	ErrUnknownUpstream  = errors.New("inventory: no inventory of this upstream")
+	ErrNotObserved      = errors.New("inventory: no tools/list of this upstream seen yet")
+	ErrNotPinned        = errors.New("inventory: upstream has no valid pinned inventory; pin it as a whole")
+	ErrNothingToApprove = errors.New("inventory: tool has no change to approve")
+	// ErrStale: the version to approve is no longer the observed one.
+	ErrStale = errors.New("inventory: tool changed again since the version to approve")
+)
+
+// Inventory keeps the tool inventories of the gateway's upstreams: it
+// snapshots every tools/list, pins, detects drift, blocks drifted tools,
+// scans for poisoning and reports name collisions across upstreams.
+//
+// Blocked, Hash and RiskFactors read an immutable view published after
+// each change, without locks, so they are cheap enough for every call.
+// All methods are safe for concurrent use.
+type Inventory struct {
+	store   *Store
+	pinning Pinning
+	onDrift DriftAction
+	maxDesc int
+	events  EventSink
+	now     func() time.Time
+
+	view atomic.Pointer[view]
+
+	mu         sync.Mutex // guards the fields below
+	ups        map[string]*upstream
+	collisions map[string]bool // collision keys already reported
+}
+
+// upstream is the mutable state of one upstream, guarded by Inventory.mu.
+type upstream struct {
+	name     string
+	pinned   *Snapshot
+	pinErr   error // the stored pin failed verification; pinned is nil
+	observed *Snapshot
+	pages    pages
+	// lastList is the SHA-256 of the raw result that made observed, if it
+	// was a single page.
+	lastList [sha256.Size]byte
+
+	changes  map[string]ToolChange // tool -> drift from pinned
+	findings map[string][]Finding  // tool -> scan of its current version
+	base     map[string][]Finding  // tool hash -> Scan without foreign tools
+	reported map[string]bool       // drift and finding events already sent
+}
+
+// current is the snapshot that describes what the upstream serves now.
+func (u *upstream) current() *Snapshot {
+	if u.observed != nil {
+		return u.observed
+	}
+	return u.pinned
+}
+
+// view is what Blocked, Hash and RiskFactors read.
+type view struct {
+	ups map[string]*upstreamView
+}
+
+type upstreamView struct {
+	hash     string
+	blockAll string            // if set, every tool is blocked with it
+	blocked  map[string]string // tool -> reason
+	allowed  map[string]bool   // if not nil, tools outside it are blocked
+	findings map[string][]Finding
+}
+
+// New opens the inventory in opts.Dir, loading and verifying the stored
+// snapshots. A stored snapshot that fails verification does not make New
+// fail: it is reported as an EventSnapshotRejected, and a rejected pin
+// blocks the upstream (with DriftBlock) until it is pinned again.
+func New(opts Options) (*Inventory, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("inventory: Options.Dir is empty; set the gateway's data directory")
+	}
+	key := opts.Key
+	if key == nil {
+		var err error
+		if opts.KeyFile != "" {
+			key, err = LoadKey(opts.KeyFile)
+		} else {
+			key, err = LoadOrCreateKey(filepath.Join(opts.Dir, KeyFileName))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	inv := &Inventory{
+		store:      NewStore(filepath.Join(opts.Dir, "inventory"), key),
+		pinning:    opts.Pinning,
+		onDrift:    opts.OnDrift,
+		maxDesc:    opts.MaxDescription,
+		events:     opts.Events,
+		now:        opts.Now,
+		ups:        map[string]*upstream{},
+		collisions: map[string]bool{},
+	}
+	if inv.now == nil {
+		inv.now = time.Now
+	}
+	var evs []Event
+	for _, kind := range []Kind{Pinned, Observed} {
+		names, err := inv.store.List(kind)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names {
+			u := inv.upstream(name)
+			snap, err := inv.store.Load(kind, name)
+			if err != nil {
+				evs = append(evs, Event{Type: EventSnapshotRejected, Upstream: name, Detail: map[string]any{
+					"kind": string(kind), "path": inv.store.Path(kind, name), "error": err.Error(),
+				}})
+				if kind == Pinned {
+					u.pinErr = err
+				}
+				continue
+			}
+			if kind == Pinned {
+				u.pinned = snap
+			} else {
+				u.observed = snap
+			}
+		}
+	}
+	// A crash between saving the observed list and pinning it leaves an
+	// observed snapshot without a pin.
+	for _, name := range slices.Sorted(maps.Keys(inv.ups)) {
+		if u := inv.ups[name]; u.observed != nil && inv.autoPin(u) {
+			evs = append(evs, inv.setPin(u, u.observed)...)
+		}
+	}
+	// What the stored state implies was reported before the restart: mark
+	// it so, rather than repeat every drift and finding event.
+	inv.refresh("")
+	inv.mu.Lock()
+	inv.publish()
+	inv.mu.Unlock()
+	inv.emit(evs)
+	return inv, nil
+}
+
+// upstream returns the state of name, creating it. Callers hold mu or
+// have not yet shared inv.
+func (inv *Inventory) upstream(name string) *upstream {
+	u := inv.ups[name]
+	if u == nil {
+		u = &upstream{name: name, base: map[string][]Finding{}, reported: map[string]bool{}}
+		inv.ups[name] = u
+	}
+	return u
+}
+
+// KeyID returns the id of the key that signs the snapshots.
+func (inv *Inventory) KeyID() string { return inv.store.KeyID() }
+
+// ObserveTools takes a tools/list result of upstream (the JSON-RPC result
+// member). Pages of a paginated list are collected until the page without
+// nextCursor; the complete list becomes the observed snapshot. The work is
+// synchronous and proportional to the list; file writes happen only when
+// the inventory changed. A result that cannot be read is reported as an
+// EventInvalidList and otherwise ignored.
+func (inv *Inventory) ObserveTools(upstream string, result jsontext.Value) {
+	// Most lists repeat the previous one byte for byte; recognizing that
+	// is much cheaper than canonicalizing every schema again.
+	digest := sha256.Sum256(result)
+	if inv.repeated(upstream, digest) {
+		return
+	}
+	page, err := ParsePage(result)
+	if err != nil {
+		inv.emit([]Event{invalidList(upstream, err)})
+		return
+	}
+	inv.emit(inv.observe(upstream, page, digest))
+}
+
+// repeated reports whether result is the same single-page list that was
+// last recorded for upstream, with nothing else to do about it.
+func (inv *Inventory) repeated(upstream string, digest [sha256.Size]byte) bool {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	u := inv.ups[upstream]
+	return u != nil && u.observed != nil && u.lastList == digest && u.pages.tools == nil && !inv.autoPin(u)
+}
+
+// observe merges a page and, when the list is complete, records it.
+func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]byte) []Event {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	u := inv.upstream(upstream)
+	single := u.pages.tools == nil && page.NextCursor == ""
+	u.lastList = [sha256.Size]byte{}
+	tools, done, err := u.pages.add(page)
+	if err != nil {
+		return []Event{invalidList(upstream, err)}
+	}
+	if !done {
+		return nil
+	}
+	if single {
+		u.lastList = digest
+	}
+	snap, err := newSnapshot(upstream, tools, inv.now())
+	if err != nil {
+		return []Event{invalidList(upstream, err)}
+	}
+	if u.observed != nil && u.observed.Hash == snap.Hash && !inv.autoPin(u) {
+		return nil
+	}
+	var evs []Event
+	u.observed = snap
+	if err := inv.store.Save(Observed, snap); err != nil {
+		evs = append(evs, storeError(upstream, Observed, err))
+	}
+	if inv.autoPin(u) {
+		evs = append(evs, inv.setPin(u, snap)...)
+	}
+	evs = append(evs, inv.refresh(upstream)...)
+	inv.publish()
+	return evs
+}
+
+func invalidList(upstream string, err error) Event {
+	return Event{Type: EventInvalidList, Upstream: upstream, Detail: map[string]any{"error": err.Error()}}
+}
+
+// autoPin reports whether u is to be pinned on its next complete list.
+func (inv *Inventory) autoPin(u *upstream) bool {
+	return u.pinned == nil && u.pinErr == nil && inv.pinning == PinFirstSeen
+}
+
+// setPin pins snap as u's first pin. Callers hold mu.
+func (inv *Inventory) setPin(u *upstream, snap *Snapshot) []Event {
+	ev := Event{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
+		"hash": snap.Hash, "tools": len(snap.Tools), "first_seen": true,
+	}}
+	if err := inv.store.Save(Pinned, snap); err != nil {
+		// Pin in memory anyway: the gateway must not run unpinned because
+		// the disk is full, and the next pin or approval retries the write.
+		u.pinned, u.pinErr = snap, nil
+		return []Event{storeError(u.name, Pinned, err), ev}
+	}
+	u.pinned, u.pinErr = snap, nil
+	return []Event{ev}
+}
+
+func storeError(upstream string, kind Kind, err error) Event {
+	return Event{Type: EventStoreError, Upstream: upstream, Detail: map[string]any{"kind": string(kind), "error": err.Error()}}
+}
+
+// Pin makes the observed inventory of upstream its pinned one, as is,
+// discarding the previous pin (or a pin that failed verification).
+func (inv *Inventory) Pin(upstream string) error {
+	return inv.approve(upstream, AllTools, nil, EventPinned)
+}
+
+// Approve pins the observed version of one drifted tool of upstream (or
+// of every tool, with AllTools): a changed or added tool's new definition
+// is pinned, a removed tool is dropped from the pin.
+func (inv *Inventory) Approve(upstream, tool string) error {
+	return inv.approve(upstream, tool, nil, EventApproved)
+}
+
+// ApproveHash is Approve that only approves the version with the given
+// hash (the tool's observed_hash in the Diff, or the snapshot hash for
+// AllTools; "" for a removed tool), so that a tool that changed again
+// after an operator reviewed it is not approved unseen. It returns
+// ErrStale otherwise.
+func (inv *Inventory) ApproveHash(upstream, tool, hash string) error {
+	return inv.approve(upstream, tool, &hash, EventApproved)
+}
+
+// approve pins the observed version of tool (or all tools) of upstream. If
+// want is not nil, that version must have hash *want.
+func (inv *Inventory) approve(upstream, tool string, want *string, evType EventType) error {
+	evs, err := inv.approveLocked(upstream, tool, want, evType)
+	inv.emit(evs)
+	return err
+}
+
+func (inv *Inventory) approveLocked(upstream, tool string, want *string, evType EventType) ([]Event, error) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	u := inv.ups[upstream]
+	if u == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownUpstream, upstream)
+	}
+	if u.observed == nil {
+		return nil, fmt.Errorf("%w: %q", ErrNotObserved, upstream)
+	}
+	var (
+		snap *Snapshot
+		ev   = Event{Type: evType, Upstream: upstream}
+	)
+	if tool == AllTools {
+		if want != nil && *want != u.observed.Hash {
+			return nil, fmt.Errorf("%w: %q is at %s, not %s", ErrStale, upstream, u.observed.Hash, *want)
+		}
+		snap = u.observed
+		ev.Detail = map[string]any{"hash": snap.Hash, "tools": len(snap.Tools)}
+	} else {
+		if u.pinned == nil {
+			return nil, fmt.Errorf("%w: %q", ErrNotPinned, upstream)
+		}
+		c, ok := u.changes[tool]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q of %q", ErrNothingToApprove, tool, upstream)
+		}
+		if want != nil && *want != c.ObservedHash {
+			return nil, fmt.Errorf("%w: %q of %q is at %q, not %q", ErrStale, tool, upstream, c.ObservedHash, *want)
+		}
+		tools := slices.DeleteFunc(slices.Clone(u.pinned.Tools), func(t Tool) bool { return t.Name == tool })
+		if t, ok := u.observed.Tool(tool); ok {
+			tools = append(tools, t)
+		}
+		var err error
+		if snap, err = newSnapshot(upstream, tools, inv.now()); err != nil {
+			return nil, fmt.Errorf("inventory: approving %q of %q: %w", tool, upstream, err)
+		}
+		ev.Tool = tool
+		ev.Detail = map[string]any{"change": string(c.Kind), "tool_hash": c.ObservedHash, "pinned_hash": snap.Hash}
+	}
+	if err := inv.store.Save(Pinned, snap); err != nil {
+		return nil, err
+	}
+	u.pinned, u.pinErr = snap, nil
+	evs := append([]Event{ev}, inv.refresh(upstream)...)
+	inv.publish()
+	return evs, nil
+}
+
+// Blocked reports whether a call of tool on upstream must be held back
+// because of the inventory, with a reason for the operator and client; the
+// decision's reason code is ReasonDrift. With DriftBlock, a tool is
+// blocked when its upstream is pinned and the tool is not in the pin, or
+// differs from it, or was removed from the list; and every tool of an
+// upstream whose stored pin failed verification, or (with PinManually)
+// that has not been pinned yet. Nothing is blocked with DriftWarn, nor on
+// an upstream the inventory has not seen.
+func (inv *Inventory) Blocked(upstream, tool string) (reason string, blocked bool) {
+	u := inv.view.Load().ups[upstream]
+	if u == nil {
+		return "", false
+	}
+	if u.blockAll != "" {
+		return u.blockAll, true
+	}
+	if r, ok := u.blocked[tool]; ok {
+		return r, true
+	}
+	if u.allowed != nil && !u.allowed[tool] {
+		return fmt.Sprintf("tool %q is not in the pinned inventory of upstream %q", tool, upstream), true
+	}
+	return "", false
+}
+
+// Hash returns the tool_inventory_hash of upstream: that of its latest
+// complete tools/list, or of its pin before any list was seen, or "" if
+// the upstream is unknown.
+func (inv *Inventory) Hash(upstream string) string {
+	if u := inv.view.Load().ups[upstream]; u != nil {
+		return u.hash
+	}
+	return ""
+}
+
+// RiskFactors returns the scan findings of the current version of a tool,
+// highest severity first, or nil. The caller may modify the result.
+func (inv *Inventory) RiskFactors(upstream, tool string) []Finding {
+	if u := inv.view.Load().ups[upstream]; u != nil {
+		return slices.Clone(u.findings[tool])
+	}
+	return nil
+}
+
+// Diff compares the pinned and the observed inventory of upstream.
+func (inv *Inventory) Diff(upstream string) (*Diff, error) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	u := inv.ups[upstream]
+	if u == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownUpstream, upstream)
+	}
+	d := &Diff{Upstream: upstream, Pinned: infoOf(u.pinned), Observed: infoOf(u.observed)}
+	d.Changes = diffSnapshots(u.pinned, u.observed)
+	if d.Changes == nil {
+		d.Changes = []ToolChange{}
+	}
+	return d, nil
+}
+
+// Upstreams returns the names of the upstreams the inventory knows, sorted.
+func (inv *Inventory) Upstreams() []string {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return slices.Sorted(maps.Keys(inv.ups))
+}
+
+// Snapshot returns the pinned or observed snapshot of upstream, or nil.
+// Snapshots are immutable.
+func (inv *Inventory) Snapshot(upstream string, kind Kind) *Snapshot {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	u := inv.ups[upstream]
+	switch {
+	case u == nil:
+		return nil
+	case kind == Pinned:
+		return u.pinned
+	default:
+		return u.observed
+	}
+}
+
+// Collision is a tool name that more than one upstream offers.
+type Collision struct {
+	Tool      string   `json:"tool"`
+	Upstreams []string `json:"upstreams"` // sorted
+}
+
+// Collisions returns the tool names offered by more than one upstream
+// (by their current inventories), sorted by name.
+func (inv *Inventory) Collisions() []Collision {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.collisionList()
+}
+
+func (inv *Inventory) collisionList() []Collision {
+	by := map[string][]string{}
+	for _, name := range slices.Sorted(maps.Keys(inv.ups)) {
+		if s := inv.ups[name].current(); s != nil {
+			for _, t := range s.Tools {
+				by[t.Name] = append(by[t.Name], name)
+			}
+		}
+	}
+	var out []Collision
+	for _, tool := range slices.Sorted(maps.Keys(by)) {
+		if ups := by[tool]; len(ups) > 1 {
+			out = append(out, Collision{Tool: tool, Upstreams: ups})
+		}
+	}
+	return out
+}
+
+// refresh recomputes drift, findings and collisions of every upstream and
+// returns the events not sent before. changed names the upstream whose
+// inventory just changed ("" at load, when nothing is sent). Callers hold
+// mu, or have not yet shared inv.
+func (inv *Inventory) refresh(changed string) []Event {
+	quiet := changed == ""
+	var evs []Event
+	for _, name := range slices.Sorted(maps.Keys(inv.ups)) {
+		u := inv.ups[name]
+		reported := map[string]bool{}
+		report := func(key string, ev Event) {
+			reported[key] = true
+			if !u.reported[key] && !quiet {
+				evs = append(evs, ev)
+			}
+		}
+
+		// Drift.
+		u.changes = map[string]ToolChange{}
+		if u.pinned != nil {
+			for _, c := range diffSnapshots(u.pinned, u.observed) {
+				u.changes[c.Tool] = c
+				reason, blocked := inv.driftReason(name, c)
+				fields := make([]string, len(c.Fields))
+				for i, f := range c.Fields {
+					fields[i] = f.Field
+				}
+				var text strings.Builder
+				writeChange(&text, c)
+				detail := map[string]any{
+					"change": string(c.Kind), "fields": fields,
+					"pinned_hash": c.PinnedHash, "observed_hash": c.ObservedHash,
+					"diff": text.String(), "blocked": blocked,
+				}
+				if blocked {
+					detail["reason"] = reason
+				}
+				report("drift\x00"+c.Tool+"\x00"+c.PinnedHash+"\x00"+c.ObservedHash,
+					Event{Type: EventDrift, Upstream: name, Tool: c.Tool, Detail: detail})
+			}
+		}
+
+		// Poisoning scan of the current version of every tool.
+		var foreign []string
+		for other, ou := range inv.ups {
+			if s := ou.current(); other != name && s != nil {
+				for _, t := range s.Tools {
+					foreign = append(foreign, t.Name)
+				}
+			}
+		}
+		slices.Sort(foreign)
+		foreign = slices.Compact(foreign)
+		u.findings = map[string][]Finding{}
+		base := map[string][]Finding{}
+		if s := u.current(); s != nil {
+			for _, t := range s.Tools {
+				fs, ok := u.base[t.Hash]
+				if !ok {
+					fs = Scan(t, ScanOptions{MaxDescription: inv.maxDesc})
+				}
+				base[t.Hash] = fs
+				if cross := crossReferences(t, foreign); len(cross) > 0 {
+					fs = append(slices.Clone(fs), cross...)
+				}
+				if len(fs) > 0 {
+					u.findings[t.Name] = fs
+				}
+				for _, f := range fs {
+					report("finding\x00"+t.Name+"\x00"+t.Hash+"\x00"+f.Rule+"\x00"+f.Field,
+						Event{Type: EventPoisoning, Upstream: name, Tool: t.Name, Detail: map[string]any{
+							"rule": f.Rule, "severity": f.Severity.String(), "field": f.Field,
+							"excerpt": f.Excerpt, "tool_hash": t.Hash,
+						}})
+				}
+			}
+		}
+		u.base = base
+		u.reported = reported
+	}
+
+	// Collisions.
+	reported := map[string]bool{}
+	for _, c := range inv.collisionList() {
+		key := c.Tool + "\x00" + strings.Join(c.Upstreams, "\x00")
+		reported[key] = true
+		if !inv.collisions[key] && !quiet {
+			evs = append(evs, Event{Type: EventCollision, Upstream: changed, Tool: c.Tool, Detail: map[string]any{
+				"upstreams": slices.Clone(c.Upstreams),
+			}})
+		}
+	}
+	inv.collisions = reported
+	return evs
+}
+
+// crossReferences is the cross_server_reference part of Scan, kept apart
+// so that the rest of a tool's scan can be cached by its hash while the
+// set of other upstreams' tools changes.
+func crossReferences(t Tool, foreign []string) []Finding {
+	if len(foreign) == 0 {
+		return nil
+	}
+	s := scanner{opts: ScanOptions{ForeignTools: foreign}, seen: map[[2]string]bool{}, foreignOnly: true}
+	s.tool(t)
+	return s.found
+}
+
+// driftReason says whether a change blocks its tool, and why.
+func (inv *Inventory) driftReason(upstream string, c ToolChange) (string, bool) {
+	if inv.onDrift != DriftBlock {
+		return "", false
+	}
+	review := fmt.Sprintf("review with \"sluice inventory diff %s\", approve with \"sluice inventory approve %s %s\"", upstream, upstream, c.Tool)
+	switch c.Kind {
+	case ToolAdded:
+		return fmt.Sprintf("tool %q of upstream %q is new since the inventory was pinned; %s", c.Tool, upstream, review), true
+	case ToolRemoved:
+		return fmt.Sprintf("tool %q of upstream %q was removed from its tools/list since the inventory was pinned; %s", c.Tool, upstream, review), true
+	default:
+		fields := make([]string, len(c.Fields))
+		for i, f := range c.Fields {
+			fields[i] = f.Field
+		}
+		return fmt.Sprintf("tool %q of upstream %q changed since it was pinned (%s); %s", c.Tool, upstream, strings.Join(fields, ", "), review), true
+	}
+}
+
+// publish rebuilds the view that the lock-free readers see. Callers hold
+// mu.
+func (inv *Inventory) publish() {
+	v := &view{ups: make(map[string]*upstreamView, len(inv.ups))}
+	for name, u := range inv.ups {
+		uv := &upstreamView{findings: u.findings}
+		if s := u.current(); s != nil {
+			uv.hash = s.Hash
+		}
+		if inv.onDrift == DriftBlock {
+			switch {
+			case u.pinErr != nil:
+				uv.blockAll = fmt.Sprintf("the pinned inventory of upstream %q failed verification (%v); "+
+					"review with \"sluice inventory diff %s\" and re-pin with \"sluice inventory pin %s\"",
+					name, errors.Unwrap(u.pinErr), name, name)
+			case u.pinned == nil && inv.pinning == PinManually:
+				uv.blockAll = fmt.Sprintf("upstream %q has no pinned inventory; "+
+					"review with \"sluice inventory diff %s\" and pin with \"sluice inventory pin %s\"", name, name, name)
+			case u.pinned != nil:
+				uv.allowed = make(map[string]bool, len(u.pinned.Tools))
+				for _, t := range u.pinned.Tools {
+					uv.allowed[t.Name] = true
+				}
+				uv.blocked = map[string]string{}
+				for tool, c := range u.changes {
+					if r, ok := inv.driftReason(name, c); ok {
+						uv.blocked[tool] = r
+					}
+				}
+			}
+		}
+		v.ups[name] = uv
+	}
+	inv.view.Store(v)
+}
+
+func (inv *Inventory) emit(evs []Event) {
+	if inv.events == nil {
+		return
+	}
+	for _, e := range evs {
+		inv.events.Emit(e)
+	}
+}

@@ -1,0 +1,509 @@
+package inventory
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Severity ranks a scan finding.
+type Severity int
+
+const (
+	// SeverityLow: worth knowing, common in benign tools (a long
+	// description, a mention of another tool).
+	SeverityLow Severity = iota + 1
+	// SeverityMedium: unusual for a benign tool; a tool with a finding of
+	// this severity or above is reported as suspicious.
+	SeverityMedium
+	// SeverityHigh: the shape of a known attack.
+	SeverityHigh
+)
+
+func (s Severity) String() string {
+	switch s {
+	case SeverityLow:
+		return "low"
+	case SeverityMedium:
+		return "medium"
+	case SeverityHigh:
+		return "high"
+	}
+	return fmt.Sprintf("Severity(%d)", int(s))
+}
+
+// MarshalText writes the severity as "low", "medium" or "high".
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads what MarshalText writes.
+func (s *Severity) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "low":
+		*s = SeverityLow
+	case "medium":
+		*s = SeverityMedium
+	case "high":
+		*s = SeverityHigh
+	default:
+		return fmt.Errorf("unknown severity %q", b)
+	}
+	return nil
+}
+
+// Finding is one thing the poisoning scan noticed in a tool.
+type Finding struct {
+	// Rule names the check, e.g. "instruction_tag"; see Scan.
+	Rule     string   `json:"rule"`
+	Severity Severity `json:"severity"`
+	// Field is a JSON Pointer into the tool object: "/description",
+	// "/inputSchema/properties/sidenote/description". A finding in an
+	// object member's name points at that member and ends in "#name".
+	Field string `json:"field"`
+	// Excerpt is the text around the match, with whitespace collapsed and
+	// invisible characters written as \u{XXXX}. For Unicode tag
+	// characters it is the ASCII text they hide.
+	Excerpt string `json:"excerpt"`
+}
+
+// DefaultMaxDescription is the description length, in characters (runes),
+// above which Scan reports "long_description".
+const DefaultMaxDescription = 2000
+
+// ScanOptions tunes Scan. The zero value uses the defaults.
+type ScanOptions struct {
+	// MaxDescription is the description length in characters above which
+	// a description is reported as long. Zero means DefaultMaxDescription;
+	// negative disables the check.
+	MaxDescription int
+	// ForeignTools are the names of tools offered by other upstreams. A
+	// mention of one of them in this tool's text is reported as
+	// "cross_server_reference", the mark of tool shadowing. Only
+	// distinctive names are looked for: those with '_', '-' or '.', or
+	// camelCase, and at least 5 characters.
+	ForeignTools []string
+}
+
+// MaxSeverity returns the highest severity among fs, or 0 if fs is empty.
+func MaxSeverity(fs []Finding) Severity {
+	var m Severity
+	for _, f := range fs {
+		m = max(m, f.Severity)
+	}
+	return m
+}
+
+// Suspicious reports whether fs has a finding of SeverityMedium or above:
+// the scan's verdict that a tool looks poisoned.
+func Suspicious(fs []Finding) bool { return MaxSeverity(fs) >= SeverityMedium }
+
+// rule is a pattern over normalized text (whitespace collapsed, invisible
+// characters dropped, lower case).
+type rule struct {
+	name     string
+	severity Severity
+	// need lists substrings of which the text must contain one for re to
+	// be worth running; nil runs it always. It only saves time.
+	need []string
+	re   *regexp.Regexp
+	// skip, if set, discards a match that only looks like the pattern.
+	skip func(match string) bool
+}
+
+func re(s string) *regexp.Regexp { return regexp.MustCompile(s) }
+
+func need(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "|")
+}
+
+// rules are the text checks, from the published tool-poisoning examples
+// (Invariant Labs, Trail of Bits, CyberArk, the Damn Vulnerable MCP
+// Server) and tuned against the descriptions of popular benign servers.
+// They are compiled once and never change.
+var rules = []rule{
+	// <IMPORTANT>, <SYSTEM>, <instructions>, [SYSTEM], <|im_start|>:
+	// markup aimed at the model, not at a reader of the docs.
+	{"instruction_tag", SeverityHigh, need("<"), re(`<\s*/?\s*(important|system|instructions?|system[ _-]?prompt|hidden|secret|admin|override|critical|assistant|sys|developer|prompt)(\s[^<>]{0,40})?\s*/?>`), nil},
+	{"instruction_tag", SeverityHigh, need("["), re(`\[\s*/?\s*(system|important|instructions?|admin|hidden|inst)\s*\]`), nil},
+	{"instruction_tag", SeverityHigh, need("<|"), re(`<\|\s*(im_start|im_end|system|user|assistant|endoftext)\s*\|>`), nil},
+
+	// Keeping the user in the dark.
+	{"concealment", SeverityHigh, need("not|n't|dont|never|without|no need"), re(`\b(do not|don'?t|never|without|not to|no need to)\s+(tell|telling|mention|mentioning|inform|informing|notify|notifying|reveal|revealing|alert|alerting|disclose|disclosing)\b[^.!?]{0,80}?\b(the user|users?|humans?|anyone|them)\b`), nil},
+	{"concealment", SeverityHigh, need("not|n't|dont|never|no need"), re(`\b(do not|don'?t|never|no need to)\s+(mention|reveal|disclose)\b`), nil},
+	{"concealment", SeverityHigh, need("silently|secretly|covertly|quietly|discreetly"), re(`\b(silently|secretly|covertly|quietly|discreetly)\s+(send|post|upload|forward|copy|read|call|include|append|exfiltrate|transmit|share|add|cc|bcc|access|run|execute)\b`), nil},
+	{"concealment", SeverityHigh, need("hide|conceal"), re(`\b(hide|conceal)\s+(this|it|these|that|the)\b[^.!?]{0,40}\bfrom\b`), nil},
+	{"concealment", SeverityHigh, need("user"), re(`\b(the )?user (must|should) not (know|see|notice|be told|find out)\b`), nil},
+	{"concealment", SeverityMedium, need("as if"), re(`\bpresent (it|this|them|the \w+) as if\b`), nil},
+
+	// Overriding the model's instructions.
+	{"instruction_override", SeverityHigh, need("ignore|disregard|forget|override|bypass"), re(`\b(ignore|disregard|forget|override|bypass)\s+(all\s+|any\s+)?(of\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|preceding|other|existing|system|original)\s+(instructions?|prompts?|rules|directives|guidelines|messages|context)\b`), nil},
+	{"instruction_override", SeverityHigh, need("ignore"), re(`\bignore (all )?previous\b`), nil},
+	{"instruction_override", SeverityMedium, need("from now on|you are now|new instructions"), re(`\b(from now on|you are now|new instructions:)`), nil},
+
+	// Line jumping: demands on the model before or around a call.
+	{"precondition", SeverityMedium, need("before"), re(`\bbefore (using|calling|invoking|running|executing|you use|you call|responding|answering|searching|returning|asking|doing anything)\b`), nil},
+	{"precondition", SeverityMedium, need("must"), re(`\byou must (first|always)\b|\bmust first\b|\bmust always (call|use|read|include|send|invoke|run|consult)\b`), nil},
+	{"precondition", SeverityMedium, need("always"), re(`\balways (call|use|consult|invoke|run)\s+this tool\b`), nil},
+	{"precondition", SeverityMedium, need("when this tool"), re(`\bwhen this tool is (available|present|loaded|installed|enabled)\b`), nil},
+
+	// Steering other tools: the mark of shadowing.
+	{"tool_shadowing", SeverityMedium, need("when"), re(`\bwhen(ever)?\s+(\(?[a-z0-9_.-]+\)?\s+){1,3}(is|are)\s+(invoked|called|used|executed)\b`),
+		func(m string) bool { return strings.Contains(m, "this tool") || strings.Contains(m, "the tool") }},
+	{"tool_shadowing", SeverityMedium, need("side|also present"), re(`\bside[ -]effects? on\b|\balso present\b`), nil},
+	{"tool_shadowing", SeverityMedium, need("all|every|any"), re(`\b(send|forward|redirect|route|cc|bcc)\s+(all|every|any)\s+(e-?mails?|messages?|data|requests?|traffic)\b`), nil},
+	{"tool_shadowing", SeverityMedium, need("the recipient|the destination|the target|the address|the url|the endpoint"), re(`\b(change|replace|set)\s+the\s+(recipient|destination|target|address|url|endpoint)\b`), nil},
+
+	// Secrets and configuration that a tool has no business asking for.
+	{"secret_reference", SeverityHigh, need("ssh|id|mcp.json|cursor|claude_desktop|.aws|netrc|npmrc|pypirc|git-credentials|.docker|.kube|/etc/|~/.|wallet"), re(`~/\.ssh|\.ssh/|\bid[ _-]?(rsa|dsa|ecdsa|ed25519)\b|\bmcp\.json\b|~/\.cursor|\.cursor/|claude_desktop_config|\.aws/(credentials|config)|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials|\.docker/config\.json|\.kube/config|/etc/(passwd|shadow|sudoers)|~/\.(bashrc|zshrc|bash_history|zsh_history|profile|gnupg|config)\b|\bwallet\.dat\b`), nil},
+	{"secret_reference", SeverityHigh, need(".env"), re(`(^|[\s'"` + "`" + `(/~])\.env\b`), nil},
+	{"secret_reference", SeverityMedium, need("key|token|credential|password|secret"), re(`\b(private[ _-]?keys?|ssh[ _-]?keys?|api[ _-]?keys?|access[ _-]?tokens?|credentials|passwords?|secrets?)\b[^.!?]{0,40}\b(and|to|as|into|in) (pass|send|include|append|post|forward|upload|the (response|query|sidenote|body|message))`), nil},
+	{"secret_reference", SeverityMedium, need("key|token|credential|password|secret|variables"), re(`\b(read|cat|open|access|include|send|pass|upload|collect|gather|extract|dump)\b[^.!?]{0,30}\b(private[ _-]?keys?|ssh[ _-]?keys?|api[ _-]?keys?|credentials|passwords?|secrets|env(ironment)? variables|tokens)\b`), nil},
+	{"secret_reference", SeverityMedium, need("content from reading|read"), re(`\bcontent from reading\b|\b(read|reading) (the )?(file|contents?) (at|of|from) ~`), nil},
+
+	// Moving data somewhere it should not go.
+	{"data_exfiltration", SeverityMedium, need("content|cop"), re(`\b(pass|append|include|attach|concatenate|send|post|forward|upload|add|embed|insert)\s+(its|their|the|this|that|an identical|a full|full|entire|all)\s+(full\s+|entire\s+|complete\s+|whole\s+)?(content|contents|copy|copies)\b[^.!?]{0,60}\b(as|to|into|in)\b`), nil},
+	{"data_exfiltration", SeverityMedium, need("http"), re(`\b(post|send|upload|forward|transmit|exfiltrate)\b[^.!?]{0,80}https?://`), nil},
+	{"data_exfiltration", SeverityMedium, need("]("), re(`!\[[^\]]*\]\(https?://[^)]*[?&][^)]*\)`), nil},
+	{"data_exfiltration", SeverityMedium, need("messages|chats|conversations|emails"), re(`\b(include|list) (a|the) (full )?(list of )?(last|previous|recent|all) (messages|chats|conversations|emails)\b`), nil},
+
+	// Pressure to comply: invented consequences, urgency.
+	{"coercion", SeverityMedium, need("important"), re(`\b(very\s+){2,}important\b`), nil},
+	{"coercion", SeverityMedium, need("otherwise"), re(`\botherwise\b[^.!?]{0,30}\b(will not|won'?t|cannot|can'?t) work\b`), nil},
+	{"coercion", SeverityMedium, need("crash|lost"), re(`\b(system|application|app|server|tool|program) (will|would) crash\b|\b(all )?data will be lost\b`), nil},
+	{"coercion", SeverityMedium, need("requirement|not optional"), re(`\b(critical|mandatory) (compliance )?requirement\b|\bnot optional\b`), nil},
+	{"coercion", SeverityMedium, need("will"), re(`\bwill (cause|result in|lead to)\b[^.!?]{0,40}\b(data loss|failures?|crash(es)?)\b`), nil},
+
+	// Shell payloads in prose.
+	{"shell_command", SeverityMedium, need("chmod|rm |curl|wget|base64|/dev/tcp|nc "), re(`\bchmod\s+-r\b|\brm\s+-rf\b|\bcurl\b[^|]{0,80}\|\s*(ba|z)?sh\b|\bwget\b[^|]{0,80}\|\s*(ba|z)?sh\b|\bbase64\s+(-d|--decode)\b|/dev/tcp/|\bnc\s+-e\b`), nil},
+
+	// Text hidden from a rendered view.
+	{"hidden_markup", SeverityMedium, need("<!--"), re(`<!--[\s\S]*?-->`), nil},
+	{"encoded_blob", SeverityLow, need(""), re(`[a-z0-9+/]{120,}={0,2}`), nil},
+
+	// Addressing the model directly, common in benign tools too.
+	{"model_directive", SeverityLow, need("must|should|have to|need to|required"), re(`\b(you|the (assistant|model|ai|llm|agent))\s+(must|should|have to|need to|are required to)\b`), nil},
+	{"tool_invocation", SeverityLow, need("call|invoke|execute|run|use"), re(`\b(call|invoke|execute|run|use)\s+(the\s+)?[` + "`" + `'"]?[a-z][a-z0-9]*[_.-][a-z0-9_.-]*[a-z0-9]`), nil},
+}
+
+// Scan checks a tool for signs of poisoning: instructions hidden in its
+// description, title, schemas (every string and member name, so property
+// descriptions, defaults, enums and parameter names count) and
+// annotations. Rules, by name:
+//
+//   - instruction_tag: <IMPORTANT>, <SYSTEM>, <instructions>, [SYSTEM]… (high)
+//   - concealment: "do not tell the user", "silently send"… (high)
+//   - instruction_override: "ignore previous instructions"… (high)
+//   - secret_reference: ~/.ssh, id_rsa, .env, mcp.json, .aws/credentials…
+//     (high); asking for keys, tokens, passwords (medium)
+//   - invisible_unicode: tag characters U+E0000–E007F and bidi controls
+//     (high), zero-width characters and other format characters (medium),
+//     soft hyphens (low)
+//   - terminal_escape: ANSI escape sequences (high)
+//   - control_character: other control characters than tab and newlines
+//     (medium)
+//   - precondition: "before using this tool", "you must first"… (medium)
+//   - tool_shadowing: "when send_message is invoked", "side effect on the
+//     also present…", "send all emails to…" (medium)
+//   - cross_server_reference: a mention of a tool of another upstream
+//     (medium; see ScanOptions.ForeignTools)
+//   - data_exfiltration: "pass its content as", "post … https://…" (medium)
+//   - coercion: "VERY VERY important", "the application will crash" (medium)
+//   - shell_command, hidden_markup (HTML comments): (medium)
+//   - long_description (low; see ScanOptions.MaxDescription)
+//   - encoded_blob, model_directive ("you must"), tool_invocation
+//     ("call read_file"): (low)
+//
+// Findings are sorted by severity, highest first; each rule is reported at
+// most once per field.
+func Scan(t Tool, opts ScanOptions) []Finding {
+	s := scanner{opts: opts, seen: map[[2]string]bool{}}
+	s.tool(t)
+	maxLen := opts.MaxDescription
+	if maxLen == 0 {
+		maxLen = DefaultMaxDescription
+	}
+	if n := utf8.RuneCountInString(t.Description); maxLen > 0 && n > maxLen {
+		s.add("long_description", SeverityLow, "/description", fmt.Sprintf("%d characters, more than %d", n, maxLen))
+	}
+	slices.SortStableFunc(s.found, func(a, b Finding) int { return int(b.Severity - a.Severity) })
+	return s.found
+}
+
+type scanner struct {
+	opts ScanOptions
+	// foreignOnly limits the scan to cross_server_reference.
+	foreignOnly bool
+	seen        map[[2]string]bool // rule, field
+	found       []Finding
+}
+
+func (s *scanner) tool(t Tool) {
+	if !s.foreignOnly {
+		// Names are identifiers that benign tools fill with verbs like
+		// read and secrets, so only invisible characters count there.
+		s.invisible("/name", t.Name)
+	}
+	s.text("/title", t.Title, false)
+	s.text("/description", t.Description, false)
+	s.json("/inputSchema", t.InputSchema)
+	s.json("/outputSchema", t.OutputSchema)
+	s.json("/annotations", t.Annotations)
+}
+
+func (s *scanner) add(rule string, sev Severity, field, excerpt string) {
+	k := [2]string{rule, field}
+	if s.seen[k] {
+		return
+	}
+	s.seen[k] = true
+	s.found = append(s.found, Finding{Rule: rule, Severity: sev, Field: field, Excerpt: excerpt})
+}
+
+// json scans every string and member name of a JSON value.
+func (s *scanner) json(base string, v jsontext.Value) {
+	if len(v) == 0 {
+		return
+	}
+	d := jsontext.NewDecoder(strings.NewReader(string(v)))
+	for {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return // end of value; the value was validated when sealed
+		}
+		if tok.Kind() != '"' {
+			continue
+		}
+		ptr := string(d.StackPointer())
+		kind, n := d.StackIndex(d.StackDepth())
+		if kind == '{' && n%2 == 1 {
+			// An object member's name: ptr already names the member.
+			s.text(base+ptr+"#name", tok.String(), true)
+			continue
+		}
+		s.text(base+ptr, tok.String(), false)
+	}
+}
+
+// text runs every check on one string. ident marks a member name, whose
+// words are joined by '_', '-' or camelCase rather than spaces.
+func (s *scanner) text(field, raw string, ident bool) {
+	if raw == "" {
+		return
+	}
+	norm := normalize(raw, ident)
+	if !s.foreignOnly {
+		s.invisible(field, raw)
+		s.patterns(field, norm)
+	}
+	for _, name := range s.opts.ForeignTools {
+		if !distinctive(name) {
+			continue
+		}
+		if i := indexWord(norm, strings.ToLower(name)); i >= 0 {
+			s.add("cross_server_reference", SeverityMedium, field, excerpt(norm, i, i+len(name)))
+		}
+	}
+}
+
+// patterns runs the pattern rules over normalized text.
+func (s *scanner) patterns(field, norm string) {
+	for _, r := range rules {
+		if r.need != nil && !slices.ContainsFunc(r.need, func(n string) bool { return strings.Contains(norm, n) }) {
+			continue
+		}
+		for _, loc := range r.re.FindAllStringIndex(norm, 4) {
+			m := norm[loc[0]:loc[1]]
+			if r.skip != nil && r.skip(m) {
+				continue
+			}
+			s.add(r.name, r.severity, field, excerpt(norm, loc[0], loc[1]))
+			break
+		}
+	}
+}
+
+// invisible reports characters that a person reading the text does not
+// see but a model does.
+func (s *scanner) invisible(field, raw string) {
+	var tags strings.Builder
+	for i, r := range raw {
+		switch {
+		case r >= 0xE0000 && r <= 0xE007F:
+			if r >= 0xE0020 && r <= 0xE007E {
+				tags.WriteRune(r - 0xE0000)
+			}
+		case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+			s.add("invisible_unicode", SeverityHigh, field, fmt.Sprintf("bidi control %s", visible(string(r))))
+		case r == 0x1B:
+			s.add("terminal_escape", SeverityHigh, field, excerpt(raw, i, i+1))
+		case r == 0x200D && zwjInEmoji(raw, i):
+			// Joins an emoji sequence (👨‍👩‍👧); that is what it is for.
+		case r >= 0xE0100 && r <= 0xE01EF, r >= 0x200B && r <= 0x200F, r >= 0x2060 && r <= 0x2064,
+			r == 0xFEFF, r == 0x180E, r == 0x061C, r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0:
+			s.add("invisible_unicode", SeverityMedium, field, excerpt(raw, i, i+utf8.RuneLen(r)))
+		case r == 0x00AD:
+			s.add("invisible_unicode", SeverityLow, field, "soft hyphen")
+		case unicode.Is(unicode.Cf, r):
+			s.add("invisible_unicode", SeverityMedium, field, excerpt(raw, i, i+utf8.RuneLen(r)))
+		case unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t':
+			s.add("control_character", SeverityMedium, field, excerpt(raw, i, i+utf8.RuneLen(r)))
+		}
+	}
+	if tags.Len() > 0 {
+		s.add("invisible_unicode", SeverityHigh, field, "hidden tag text: "+clip(tags.String(), 200))
+		// The hidden text is what the model reads: check it as well.
+		s.text(field+"#tags", tags.String(), false)
+	}
+}
+
+// zwjInEmoji reports whether the zero-width joiner at byte i of s sits
+// between two pictographic characters.
+func zwjInEmoji(s string, i int) bool {
+	prev, _ := utf8.DecodeLastRuneInString(s[:i])
+	if prev == 0xFE0F {
+		prev, _ = utf8.DecodeLastRuneInString(strings.TrimSuffix(s[:i], "\uFE0F"))
+	}
+	next, _ := utf8.DecodeRuneInString(s[i+3:])
+	pict := func(r rune) bool { return r >= 0x1F000 || r >= 0x2600 && r <= 0x27BF || r == 0x2640 || r == 0x2642 }
+	return pict(prev) && pict(next)
+}
+
+// normalize prepares text for the rules: lower case, invisible and format
+// characters removed, whitespace runs collapsed to one space. A member
+// name also has its '_', '-' and camelCase boundaries turned into spaces.
+func normalize(raw string, ident bool) string {
+	var b strings.Builder
+	b.Grow(len(raw))
+	space := false
+	var prev rune
+	for _, r := range raw {
+		if unicode.Is(unicode.Cf, r) || r >= 0xE0000 && r <= 0xE01EF {
+			continue
+		}
+		if ident {
+			if r == '_' || r == '-' {
+				r = ' '
+			} else if unicode.IsUpper(r) && unicode.IsLower(prev) {
+				b.WriteByte(' ')
+			}
+		}
+		prev = r
+		if unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// excerpt returns s[i:j] with up to 40 bytes of context either side.
+func excerpt(s string, i, j int) string {
+	lo, hi := max(0, i-40), min(len(s), j+40)
+	for lo > 0 && !utf8.RuneStart(s[lo]) {
+		lo--
+	}
+	for hi < len(s) && !utf8.RuneStart(s[hi]) {
+		hi++
+	}
+	out := strings.TrimSpace(visible(s[lo:hi]))
+	if lo > 0 {
+		out = "…" + out
+	}
+	if hi < len(s) {
+		out += "…"
+	}
+	return clip(out, 300)
+}
+
+// visible writes invisible and control characters as \u{XXXX} and
+// collapses whitespace.
+func visible(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			b.WriteByte(' ')
+		case unicode.Is(unicode.Cf, r), unicode.IsControl(r), r >= 0xE0000 && r <= 0xE01EF,
+			r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0:
+			fmt.Fprintf(&b, `\u{%04X}`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	// Collapse whitespace runs, keeping a single space at either end.
+	var out strings.Builder
+	space := false
+	for _, r := range b.String() {
+		if unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if space {
+			out.WriteByte(' ')
+			space = false
+		}
+		out.WriteRune(r)
+	}
+	if space {
+		out.WriteByte(' ')
+	}
+	return out.String()
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// distinctive reports whether a tool name is unlikely to occur in prose
+// by accident: "send_message" is, "search" is not.
+func distinctive(name string) bool {
+	if len(name) < 5 {
+		return false
+	}
+	if strings.ContainsAny(name, "_-.") {
+		return true
+	}
+	for i := 1; i < len(name); i++ {
+		if name[i-1] >= 'a' && name[i-1] <= 'z' && name[i] >= 'A' && name[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// indexWord finds word in s where it is not part of a longer identifier.
+func indexWord(s, word string) int {
+	isIdent := func(c byte) bool {
+		return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	for off := 0; ; {
+		i := strings.Index(s[off:], word)
+		if i < 0 {
+			return -1
+		}
+		i += off
+		end := i + len(word)
+		if (i == 0 || !isIdent(s[i-1])) && (end == len(s) || !isIdent(s[end])) {
+			return i
+		}
+		off = i + 1
+	}
+}

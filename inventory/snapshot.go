@@ -1,0 +1,254 @@
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// MaxTools bounds the tools of one upstream that a snapshot holds, so that a
+// hostile or broken upstream cannot grow the inventory without limit. A list
+// (all pages together) with more tools is rejected.
+const MaxTools = 10_000
+
+// Tool is one tool of a snapshot: the parts of a tools/list entry that the
+// model sees and that decide what a call may do. Schemas and annotations are
+// kept in RFC 8785 canonical form; an absent or null member is nil.
+type Tool struct {
+	Name         string         `json:"name"`
+	Title        string         `json:"title,omitempty"`
+	Description  string         `json:"description,omitempty"`
+	InputSchema  jsontext.Value `json:"inputSchema,omitzero"`
+	OutputSchema jsontext.Value `json:"outputSchema,omitzero"`
+	Annotations  jsontext.Value `json:"annotations,omitzero"`
+	// Hash is the lowercase hex SHA-256 of the RFC 8785 form of the tool
+	// object above (every member except hash itself).
+	Hash string `json:"hash"`
+}
+
+// toolBody is Tool without its hash: what the hash is taken over.
+type toolBody struct {
+	Name         string         `json:"name"`
+	Title        string         `json:"title,omitempty"`
+	Description  string         `json:"description,omitempty"`
+	InputSchema  jsontext.Value `json:"inputSchema,omitzero"`
+	OutputSchema jsontext.Value `json:"outputSchema,omitzero"`
+	Annotations  jsontext.Value `json:"annotations,omitzero"`
+}
+
+func (t *Tool) body() toolBody {
+	return toolBody{t.Name, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations}
+}
+
+// canonicalBody returns the RFC 8785 form of the tool without its hash.
+func (t *Tool) canonicalBody() (jsontext.Value, error) {
+	b, err := json.Marshal(t.body())
+	if err != nil {
+		return nil, err
+	}
+	return canonical(b)
+}
+
+// seal canonicalizes the tool's JSON members and sets its hash.
+func (t *Tool) seal() error {
+	for _, v := range []*jsontext.Value{&t.InputSchema, &t.OutputSchema, &t.Annotations} {
+		if len(*v) == 0 || v.Kind() == 'n' {
+			*v = nil
+			continue
+		}
+		c, err := canonical(*v)
+		if err != nil {
+			return fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		*v = c
+	}
+	b, err := t.canonicalBody()
+	if err != nil {
+		return fmt.Errorf("tool %q: %w", t.Name, err)
+	}
+	t.Hash = sum(b)
+	return nil
+}
+
+// Snapshot is the tool inventory of one upstream at one time. A Snapshot is
+// immutable once made; it is safe for concurrent use.
+type Snapshot struct {
+	Upstream string `json:"upstream"`
+	// Hash is the tool_inventory_hash: the lowercase hex SHA-256 of the
+	// RFC 8785 form of the JSON object that maps each tool's name to its
+	// tool object (as for Tool.Hash, without the hash member).
+	Hash      string    `json:"hash"`
+	CreatedAt time.Time `json:"created_at"`
+	// Tools are sorted by name; names are unique.
+	Tools []Tool `json:"tools"`
+}
+
+// newSnapshot sorts tools (already sealed) and computes the snapshot hash.
+func newSnapshot(upstream string, tools []Tool, at time.Time) (*Snapshot, error) {
+	tools = slices.Clone(tools)
+	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	for i := 1; i < len(tools); i++ {
+		if tools[i].Name == tools[i-1].Name {
+			return nil, fmt.Errorf("duplicate tool %q", tools[i].Name)
+		}
+	}
+	h, err := inventoryHash(tools)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{Upstream: upstream, Hash: h, CreatedAt: at.UTC(), Tools: tools}, nil
+}
+
+// inventoryHash computes a snapshot hash; see Snapshot.Hash.
+func inventoryHash(tools []Tool) (string, error) {
+	m := make(map[string]toolBody, len(tools))
+	for i := range tools {
+		m[tools[i].Name] = tools[i].body()
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	c, err := canonical(b)
+	if err != nil {
+		return "", err
+	}
+	return sum(c), nil
+}
+
+// Tool returns the tool called name, if the snapshot has one.
+func (s *Snapshot) Tool(name string) (Tool, bool) {
+	i, ok := slices.BinarySearchFunc(s.Tools, name, func(t Tool, name string) int { return strings.Compare(t.Name, name) })
+	if !ok {
+		return Tool{}, false
+	}
+	return s.Tools[i], true
+}
+
+// verify recomputes every hash of a snapshot read from disk. The signature
+// already covers the contents; this catches a file written by a buggy or
+// foreign producer whose hashes do not describe its tools.
+func (s *Snapshot) verify() error {
+	for i := range s.Tools {
+		t := s.Tools[i]
+		want := t.Hash
+		if err := t.seal(); err != nil {
+			return err
+		}
+		if t.Hash != want {
+			return fmt.Errorf("tool %q: hash %s does not match its contents (%s)", t.Name, want, t.Hash)
+		}
+		if i > 0 && s.Tools[i-1].Name >= t.Name {
+			return fmt.Errorf("tools not sorted by name or not unique at %q", t.Name)
+		}
+	}
+	h, err := inventoryHash(s.Tools)
+	if err != nil {
+		return err
+	}
+	if h != s.Hash {
+		return fmt.Errorf("inventory hash %s does not match its tools (%s)", s.Hash, h)
+	}
+	return nil
+}
+
+// Page is one decoded tools/list result.
+type Page struct {
+	Tools []Tool // sealed, in the upstream's order
+	// NextCursor is not empty when the upstream has more tools to list.
+	NextCursor string
+}
+
+// ErrInvalidList is wrapped by the errors of ParsePage.
+var ErrInvalidList = errors.New("inventory: invalid tools/list result")
+
+// ParsePage decodes a tools/list result (the JSON-RPC result member, not
+// the whole response) and seals its tools. Members other than those a Tool
+// keeps are ignored. It fails on a result that is not JSON, has a tool
+// without a name, or lists one name twice.
+func ParsePage(result jsontext.Value) (Page, error) {
+	var raw struct {
+		Tools []struct {
+			Name         *string        `json:"name"`
+			Title        string         `json:"title"`
+			Description  string         `json:"description"`
+			InputSchema  jsontext.Value `json:"inputSchema"`
+			OutputSchema jsontext.Value `json:"outputSchema"`
+			Annotations  jsontext.Value `json:"annotations"`
+		} `json:"tools"`
+		NextCursor string `json:"nextCursor"`
+	}
+	if err := json.Unmarshal(result, &raw); err != nil {
+		return Page{}, fmt.Errorf("%w: %v", ErrInvalidList, err)
+	}
+	if len(raw.Tools) > MaxTools {
+		return Page{}, fmt.Errorf("%w: %d tools, more than %d", ErrInvalidList, len(raw.Tools), MaxTools)
+	}
+	p := Page{Tools: make([]Tool, 0, len(raw.Tools)), NextCursor: raw.NextCursor}
+	seen := make(map[string]bool, len(raw.Tools))
+	for i, r := range raw.Tools {
+		if r.Name == nil || *r.Name == "" {
+			return Page{}, fmt.Errorf("%w: tool %d has no name", ErrInvalidList, i)
+		}
+		if seen[*r.Name] {
+			return Page{}, fmt.Errorf("%w: tool %q listed twice", ErrInvalidList, *r.Name)
+		}
+		seen[*r.Name] = true
+		t := Tool{
+			Name:         *r.Name,
+			Title:        r.Title,
+			Description:  r.Description,
+			InputSchema:  r.InputSchema,
+			OutputSchema: r.OutputSchema,
+			Annotations:  r.Annotations,
+		}
+		if err := t.seal(); err != nil {
+			return Page{}, fmt.Errorf("%w: %v", ErrInvalidList, err)
+		}
+		p.Tools = append(p.Tools, t)
+	}
+	return p, nil
+}
+
+// pages merges the pages of one paginated tools/list into one list. The
+// observer sees results, not requests, so it cannot tell a follow-up page
+// from the first page of a new listing by the cursor; a page that repeats a
+// name already collected is taken to start a new listing.
+type pages struct {
+	tools map[string]Tool
+}
+
+// add merges p. It reports done with the complete tool list when p was the
+// last page.
+func (ps *pages) add(p Page) (tools []Tool, done bool, err error) {
+	for _, t := range p.Tools {
+		if _, dup := ps.tools[t.Name]; dup {
+			ps.tools = nil
+			break
+		}
+	}
+	if ps.tools == nil {
+		ps.tools = make(map[string]Tool, len(p.Tools))
+	}
+	for _, t := range p.Tools {
+		ps.tools[t.Name] = t
+	}
+	if len(ps.tools) > MaxTools {
+		ps.tools = nil
+		return nil, false, fmt.Errorf("%w: more than %d tools across pages", ErrInvalidList, MaxTools)
+	}
+	if p.NextCursor != "" {
+		return nil, false, nil
+	}
+	tools = make([]Tool, 0, len(ps.tools))
+	for _, t := range ps.tools {
+		tools = append(tools, t)
+	}
+	ps.tools = nil
+	return tools, true, nil
+}
