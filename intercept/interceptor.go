@@ -26,6 +26,12 @@ type ToolsObserver interface {
 	ObserveTools(upstream string, result jsontext.Value)
 }
 
+// An InventoryHasher is an Observer that keeps the authoritative inventory
+// hash of each upstream; descriptors then carry its hash.
+type InventoryHasher interface {
+	Hash(upstream string) string
+}
+
 // Interceptor is the decision point shared by every transport. Its fields
 // are set before first use and not changed afterwards; it is safe for
 // concurrent use.
@@ -92,6 +98,9 @@ func (i *Interceptor) Descriptor(m *Message, cc CallContext) *ActionDescriptor {
 	if v, ok := i.catalog.Load(cc.Upstream); ok {
 		ts := v.(*toolSet)
 		d.ToolInventoryHash = ts.hash
+		if h, ok := i.Observer.(InventoryHasher); ok {
+			d.ToolInventoryHash = h.Hash(cc.Upstream)
+		}
 		if t, ok := ts.tools[m.Name]; ok {
 			d.ToolDescription = t.Description
 			d.Annotations = t.Annotations

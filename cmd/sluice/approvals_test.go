@@ -43,6 +43,7 @@ func TestApprovalFlow(t *testing.T) {
 	}
 	cfg.Listen, cfg.AdminListen = "127.0.0.1:0", adminAddr
 	cfg.Upstreams = []gateway.Upstream{{Name: "demo", URL: "http://" + ln.Addr().String() + "/mcp"}}
+	cfg.DataDir = t.TempDir()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	addrc := make(chan string, 1)

@@ -309,6 +309,12 @@ func runBenchChild(ctx context.Context, c benchChild) error {
 		}
 		cfg.Listen = c.listen
 		cfg.ShutdownTimeout = 2 * time.Second
+		dir, err := os.MkdirTemp("", "sluice-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		cfg.DataDir = dir
 		cfg.Upstreams = []gateway.Upstream{{Name: "bench", Transport: gateway.TransportStreamableHTTP, URL: c.target}}
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 		var announceErr error

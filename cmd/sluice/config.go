@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"time"
 
@@ -34,6 +35,12 @@ type config struct {
 	// ShutdownTimeout bounds how long in-flight calls may drain on SIGTERM
 	// (default 15s).
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// DataDir holds the gateway's durable state: signing key, pinned
+	// inventories, audit events. Default $XDG_STATE_HOME/sluice (or
+	// ~/.local/state/sluice).
+	DataDir string `yaml:"data_dir"`
+	// Inventory configures pinning and drift handling.
+	Inventory inventoryConfig `yaml:"inventory"`
 	// AdminListen is the admin API's address (approvals). Empty disables
 	// it. Keep it where agents cannot reach it.
 	AdminListen string `yaml:"admin_listen"`
@@ -77,6 +84,26 @@ func (p *staticPolicy) decider() (intercept.Decider, error) {
 		return nil, fmt.Errorf("policy.result_mode: %q is not tool_result or throw", p.ResultMode)
 	}
 	return d, nil
+}
+
+// dataDir returns the data directory, creating it.
+func (c *config) dataDir() (string, error) {
+	dir := c.DataDir
+	if dir == "" {
+		base := os.Getenv("XDG_STATE_HOME")
+		if base == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("data_dir: not set and no home directory: %w", err)
+			}
+			base = filepath.Join(home, ".local", "state")
+		}
+		dir = filepath.Join(base, "sluice")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("data_dir: %w", err)
+	}
+	return dir, nil
 }
 
 func (c *config) options() gateway.Options {
@@ -136,6 +163,7 @@ func parseConfig(path string, b []byte) (*config, error) {
 		}
 	}
 	c.AdminToken = expand(c.AdminToken)
+	c.DataDir = expand(c.DataDir)
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s: environment variables %v are referenced but not set", path, missing)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/gateway"
@@ -41,6 +42,14 @@ func runDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.Listen = *listen
+	// A fresh data directory per demo run: the demo pins the example
+	// server's tools anew each time.
+	dir, err := os.MkdirTemp("", "sluice-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg.DataDir = dir
 	cfg.Upstreams = []gateway.Upstream{{Name: "demo", Transport: gateway.TransportStreamableHTTP, URL: "http://" + ln.Addr().String() + "/mcp"}}
 	return serve(ctx, cfg, newLogger(), func(addr string) {
 		url := "http://" + addr + "/mcp/demo"

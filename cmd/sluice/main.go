@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,7 +24,28 @@ import (
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/govern"
+	"github.com/sluicehq/sluice/inventory"
 )
+
+var _ intercept.ToolsObserver = (*inventory.Inventory)(nil)
+
+// bearer requires "Authorization: Bearer token" when token is set.
+func bearer(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintln(w, `{"error":"missing or wrong bearer token"}`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 const usage = `usage:
   sluice serve [--config sluice.yaml] [--listen addr]
@@ -31,6 +53,7 @@ const usage = `usage:
   sluice wrap  [--config sluice.yaml] --url http://host/mcp
   sluice demo  [--listen addr]
   sluice approvals list|approve|decline [ID] [--admin http://127.0.0.1:8081] [--by NAME]
+  sluice inventory list|diff|pin|approve [UPSTREAM [TOOL]] [--admin URL]
   sluice bench [flags]
 `
 
@@ -51,6 +74,8 @@ func main() {
 		err = runDemo(ctx, os.Args[2:])
 	case "approvals":
 		err = runApprovals(ctx, os.Args[2:], os.Stdout)
+	case "inventory":
+		err = runInventory(ctx, os.Args[2:], os.Stdout)
 	case "bench":
 		err = runBench(ctx, os.Args[2:])
 	case "-h", "--help", "help":
@@ -104,10 +129,24 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 		logger.Warn("listening beyond loopback with no allowed_hosts: Host header checks are off", "listen", cfg.Listen)
 		opts.AllowedHosts = []string{"*"}
 	}
+	dir, err := cfg.dataDir()
+	if err != nil {
+		return err
+	}
+	inv, err := inventory.New(inventory.Options{
+		Dir: dir, KeyFile: cfg.Inventory.KeyFile, Pinning: cfg.Inventory.Pinning, OnDrift: cfg.Inventory.OnDrift,
+		MaxDescription: cfg.Inventory.MaxDescription,
+		Events: inventory.EventFunc(func(e inventory.Event) {
+			logger.Warn("inventory", "event", e.Type, "upstream", e.Upstream, "tool", e.Tool)
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("inventory: %w", err)
+	}
 	approvals := approval.NewStore(approval.Options{Timeout: cfg.ApprovalTimeout, OnChange: func(r approval.Request) {
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
 	}})
-	ic := &intercept.Interceptor{Decider: &approval.Gate{Next: dec, Store: approvals}, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
+	ic := &intercept.Interceptor{Decider: &approval.Gate{Next: &govern.DriftGate{Next: dec, Inventory: inv}, Store: approvals}, Observer: inv, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
 		level := slog.LevelDebug // allows are routine; denials and holds are news
 		if dc.Verdict != intercept.Allow {
 			level = slog.LevelInfo
@@ -131,7 +170,12 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 			srv.Close()
 			return fmt.Errorf("admin_listen: %w", err)
 		}
-		admin := &http.Server{Handler: approvals.Handler(cfg.AdminToken), ReadHeaderTimeout: 10 * time.Second}
+		mux := http.NewServeMux()
+		mux.Handle("/admin/approvals", approvals.Handler(""))
+		mux.Handle("/admin/approvals/", approvals.Handler(""))
+		mux.Handle("/admin/inventory", inventoryAdmin(inv))
+		mux.Handle("/admin/inventory/", inventoryAdmin(inv))
+		admin := &http.Server{Handler: bearer(cfg.AdminToken, mux), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := admin.Serve(aln); !errors.Is(err, http.ErrServerClosed) {
 				errc <- err

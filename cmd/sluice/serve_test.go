@@ -33,6 +33,7 @@ func TestShutdownDrainsInFlightCalls(t *testing.T) {
 	}
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Upstreams = []gateway.Upstream{{Name: "demo", URL: "http://" + ln.Addr().String() + "/mcp"}}
+	cfg.DataDir = t.TempDir()
 	ctx, stop := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	served := make(chan error, 1)

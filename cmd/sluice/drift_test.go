@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/gateway"
+)
+
+// modernCall makes one MCP 2026-07-28 request and returns the body.
+func modernCall(t *testing.T, url, method, name, params string) string {
+	t.Helper()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"agent-1","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	if params == "" {
+		params = "{" + meta + "}"
+	} else {
+		params = strings.TrimSuffix(params, "}") + "," + meta + "}"
+	}
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":%s}`, method, params)
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestInventoryDriftBlocksUntilApproved: the demo server changes a tool's
+// description behind the gateway's back; the changed tool is soft-denied
+// with inventory_drift until an operator approves it.
+func TestInventoryDriftBlocksUntilApproved(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &http.Server{Handler: demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})}
+	go up.Serve(ln)
+	defer up.Close()
+	adminAddr := freeAddr(t)
+	cfg, err := parseConfig("test", []byte("policy: {default: allow, result_mode: tool_result}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen, cfg.AdminListen, cfg.DataDir = "127.0.0.1:0", adminAddr, t.TempDir()
+	cfg.Upstreams = []gateway.Upstream{{Name: "demo", URL: "http://" + ln.Addr().String() + "/mcp"}}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	addrc := make(chan string, 1)
+	go serve(ctx, cfg, slog.New(slog.DiscardHandler), func(a string) { addrc <- a })
+	url := "http://" + <-addrc + "/mcp/demo"
+	search := func() string {
+		return modernCall(t, url, "tools/call", "web_search", `{"name":"web_search","arguments":{"query":"sluice"}}`)
+	}
+
+	modernCall(t, url, "tools/list", "", "") // first sight: pinned
+	if got := search(); strings.Contains(got, "inventory_drift") {
+		t.Fatalf("before drift: got %s", got)
+	}
+	modernCall(t, url, "tools/call", "rotate_description", `{"name":"rotate_description","arguments":{}}`)
+	modernCall(t, url, "tools/list", "", "") // sees the new description
+	if got := search(); !strings.Contains(got, `"code":"inventory_drift"`) || !strings.Contains(got, `"isError":true`) {
+		t.Fatalf("after drift: got %s, want a soft deny with inventory_drift", got)
+	}
+	var out bytes.Buffer
+	admin := []string{"--admin", "http://" + adminAddr}
+	if err := runInventory(ctx, append([]string{"diff", "demo"}, admin...), &out); err != nil || !strings.Contains(out.String(), "web_search") {
+		t.Fatalf("inventory diff: %v\n%s", err, &out)
+	}
+	if err := runInventory(ctx, append([]string{"approve", "demo", "web_search"}, admin...), &out); err != nil {
+		t.Fatalf("inventory approve: %v", err)
+	}
+	if got := search(); strings.Contains(got, "inventory_drift") || !strings.Contains(got, "sluice") {
+		t.Fatalf("after approval: got %s, want search results", got)
+	}
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/sluicehq/sluice/inventory"
+)
+
+// inventoryConfig is the `inventory:` section of sluice.yaml.
+type inventoryConfig struct {
+	// Pinning is "first" (pin an upstream's first tools/list, the default)
+	// or "manual" (block until `sluice inventory pin`).
+	Pinning inventory.Pinning `yaml:"pinning"`
+	// OnDrift is "block" (changed tools are soft-denied with
+	// inventory_drift until approved, the default) or "warn".
+	OnDrift inventory.DriftAction `yaml:"on_drift"`
+	// MaxDescription flags longer tool descriptions (default 2000; -1 off).
+	MaxDescription int `yaml:"max_description"`
+	// KeyFile is an Ed25519 signing key (PEM PKCS#8); default: generated
+	// into the data directory on first run.
+	KeyFile string `yaml:"key_file"`
+}
+
+// inventoryAdmin serves the operator's side of the inventory:
+//
+//	GET  /admin/inventory                      upstreams, hashes, collisions
+//	GET  /admin/inventory/{upstream}/diff      pinned vs observed
+//	POST /admin/inventory/{upstream}/pin       pin what was last observed
+//	POST /admin/inventory/{upstream}/approve   {"tool":"name"|"*"}
+func inventoryAdmin(inv *inventory.Inventory) http.Handler {
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter, v any, err error) {
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			status := http.StatusConflict
+			if errors.Is(err, inventory.ErrUnknownUpstream) {
+				status = http.StatusNotFound
+			}
+			w.WriteHeader(status)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /admin/inventory", func(w http.ResponseWriter, r *http.Request) {
+		ups := map[string]string{}
+		for _, u := range inv.Upstreams() {
+			ups[u] = inv.Hash(u)
+		}
+		reply(w, map[string]any{"upstreams": ups, "collisions": inv.Collisions(), "key_id": inv.KeyID()}, nil)
+	})
+	mux.HandleFunc("GET /admin/inventory/{upstream}/diff", func(w http.ResponseWriter, r *http.Request) {
+		d, err := inv.Diff(r.PathValue("upstream"))
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		reply(w, map[string]any{"diff": d, "text": d.String()}, nil)
+	})
+	mux.HandleFunc("POST /admin/inventory/{upstream}/pin", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, map[string]string{"pinned": r.PathValue("upstream")}, inv.Pin(r.PathValue("upstream")))
+	})
+	mux.HandleFunc("POST /admin/inventory/{upstream}/approve", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Tool string `json:"tool"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&body); err != nil || body.Tool == "" {
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": `want {"tool":"name"} or {"tool":"*"}`})
+			return
+		}
+		reply(w, map[string]string{"approved": body.Tool}, inv.Approve(r.PathValue("upstream"), body.Tool))
+	})
+	return mux
+}
+
+// runInventory is `sluice inventory list|diff|pin|approve`, talking to a
+// running gateway's admin API.
+func runInventory(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("inventory: want list, diff UPSTREAM, pin UPSTREAM or approve UPSTREAM [TOOL|*]")
+	}
+	verb, rest := args[0], args[1:]
+	var pos []string
+	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		pos, rest = append(pos, rest[0]), rest[1:]
+	}
+	fs := flag.NewFlagSet("inventory", flag.ContinueOnError)
+	admin := fs.String("admin", "http://127.0.0.1:8081", "admin API base URL (the gateway's admin_listen)")
+	token := fs.String("token", os.Getenv("SLUICE_ADMIN_TOKEN"), "admin bearer token (default $SLUICE_ADMIN_TOKEN)")
+	if err := fs.Parse(rest); err != nil {
+		return err
+	}
+	base := strings.TrimRight(*admin, "/") + "/admin/inventory"
+	need := func(n int) error {
+		if len(pos) < n {
+			return fmt.Errorf("inventory %s: want an upstream name", verb)
+		}
+		return nil
+	}
+	var res map[string]any
+	switch verb {
+	case "list":
+		if err := adminCall(ctx, http.MethodGet, base, *token, nil, &res); err != nil {
+			return err
+		}
+	case "diff":
+		if err := need(1); err != nil {
+			return err
+		}
+		if err := adminCall(ctx, http.MethodGet, base+"/"+pos[0]+"/diff", *token, nil, &res); err != nil {
+			return err
+		}
+		fmt.Fprint(out, res["text"])
+		return nil
+	case "pin":
+		if err := need(1); err != nil {
+			return err
+		}
+		if err := adminCall(ctx, http.MethodPost, base+"/"+pos[0]+"/pin", *token, nil, &res); err != nil {
+			return err
+		}
+	case "approve":
+		if err := need(1); err != nil {
+			return err
+		}
+		tool := inventory.AllTools
+		if len(pos) > 1 {
+			tool = pos[1]
+		}
+		body, _ := json.Marshal(map[string]string{"tool": tool})
+		if err := adminCall(ctx, http.MethodPost, base+"/"+pos[0]+"/approve", *token, body, &res); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("inventory: unknown verb %q", verb)
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	fmt.Fprintln(out, string(b))
+	return nil
+}

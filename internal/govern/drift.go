@@ -1,0 +1,50 @@
+// Package govern composes Sluice's deciders into the one the decision
+// point asks: inventory drift first, then deterministic policy with the
+// classifier's advice beside it, then the approval hold. It holds no state
+// of its own; each piece keeps its own.
+package govern
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// ReasonDrift is the reason code of a call to a tool whose definition
+// changed since it was pinned.
+const ReasonDrift = "inventory_drift"
+
+// Blocker says whether a tool is blocked, e.g. by inventory drift.
+type Blocker interface {
+	Blocked(upstream, tool string) (reason string, blocked bool)
+}
+
+// DriftGate denies calls to blocked tools before Next is asked, as a soft
+// deny the model can read. Safe for concurrent use.
+type DriftGate struct {
+	Next      intercept.Decider
+	Inventory Blocker
+}
+
+func (g *DriftGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
+	if g.Inventory != nil {
+		if why, blocked := g.Inventory.Blocked(d.Upstream, d.ToolName); blocked {
+			return intercept.Decision{
+				Verdict:      intercept.Deny,
+				Reason:       ReasonDrift,
+				PublicReason: fmt.Sprintf("tool %s changed since it was approved and is blocked until an operator reviews it (%s)", d.ToolName, why),
+				Mode:         intercept.ModeToolResult,
+				Evidence:     intercept.Evidence{MatchedToolName: d.ToolName, ReasonCode: ReasonDrift},
+			}, nil
+		}
+	}
+	return intercept.Decide(ctx, g.Next, d), nil
+}
+
+// Forwarded passes route-memory updates on to Next.
+func (g *DriftGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) {
+	if fo, ok := g.Next.(intercept.ForwardObserver); ok {
+		fo.Forwarded(ctx, d, dec)
+	}
+}
