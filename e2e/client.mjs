@@ -75,6 +75,7 @@ function parseArgs(argv) {
     scenario: "full",
     tool: "echo",
     toolArgs: undefined,
+    calls: [],
     timeout: 30000,
     deadline: 120000,
     pretty: false,
@@ -120,6 +121,18 @@ function parseArgs(argv) {
         try { o.toolArgs = JSON.parse(v); } catch { usage(`bad JSON for --tool-args: ${v}`); }
         break;
       }
+      case "--call": {
+        // --call NAME=JSON, repeatable: the "calls" scenario makes them in order in one session.
+        const v = next();
+        const eq = v.indexOf("=");
+        const name = eq < 0 ? v : v.slice(0, eq);
+        let args = {};
+        if (eq >= 0) {
+          try { args = JSON.parse(v.slice(eq + 1)); } catch { usage(`bad JSON in --call ${v}`); }
+        }
+        o.calls.push({ name, args });
+        break;
+      }
       case "--timeout": o.timeout = Number(next()); break;
       case "--deadline": o.deadline = Number(next()); break;
       case "--pretty": o.pretty = true; break;
@@ -134,7 +147,7 @@ function parseArgs(argv) {
     }
   }
   if (!["streamable-http", "sse", "stdio", "websocket"].includes(o.transport)) usage("--transport is required");
-  if (!["full", "deny"].includes(o.scenario)) usage(`unknown scenario ${o.scenario}`);
+  if (!["full", "deny", "calls"].includes(o.scenario)) usage(`unknown scenario ${o.scenario}`);
   if (o.transport === "stdio" && !o.command) usage("--command is required for stdio");
   if (o.transport !== "stdio" && !o.url) usage("--url is required for " + o.transport);
   if (o.toolArgs === undefined) o.toolArgs = o.tool === "echo" ? { message: "hello" } : {};
@@ -453,6 +466,23 @@ async function runDeny(o, client, out, wire) {
   process.stderr.write(`client.mjs: step call: ${out.steps.call.ok ? "ok" : "error"} (${Date.now() - t0} ms)\n`);
 }
 
+async function runCalls(o, client, out, wire) {
+  // Make each --call in order in this one session and report each like deny.
+  out.steps.calls = [];
+  for (const c of o.calls) {
+    wire.responses.length = 0;
+    let step;
+    try {
+      const r = await client.callTool({ name: c.name, arguments: c.args }, undefined, { timeout: o.timeout });
+      step = { ok: true, tool: c.name, result: norm(r) };
+    } catch (e) {
+      step = { ok: false, tool: c.name, error: errInfo(e) };
+    }
+    step.wire = wire.responses.length ? norm(wire.responses[wire.responses.length - 1]) : null;
+    out.steps.calls.push(step);
+  }
+}
+
 // ---------------------------------------------------------------- main
 
 async function main() {
@@ -480,6 +510,7 @@ async function main() {
 
   const wire = tapWire(transport);
   if (o.scenario === "full") await runFull(o, client, transport, out, seen, wire);
+  else if (o.scenario === "calls") await runCalls(o, client, out, wire);
   else await runDeny(o, client, out, wire);
 
   await step(out, "close", async () => {

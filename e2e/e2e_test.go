@@ -24,6 +24,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/policy"
 )
 
 func requireNode(t *testing.T) {
@@ -172,5 +173,77 @@ func TestDenyRendering(t *testing.T) {
 				t.Errorf("denied tool ran: %s", s)
 			}
 		})
+	}
+}
+
+// TestRouteRuleAcrossSessions reads a sensitive file with the real
+// server-filesystem, then calls a tool classed as a network sink on
+// server-everything in new sessions of the same agent: both soft-denied,
+// with ADR-027's evidence in structuredContent. Another agent is not
+// affected.
+func TestRouteRuleAcrossSessions(t *testing.T) {
+	requireNode(t)
+	httpURL := startServer(t, "streamableHttp")
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/salaries.csv", []byte("name,salary\nalice,1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	p, err := policy.Compile([]byte(`
+policy:
+  default: allow
+  result_mode: tool_result
+  tool_classes:
+    files/read_text_file: [source:local, source:sensitive]
+    files/read_file: [source:local, source:sensitive]
+    everything/echo: [sink:network]
+  route_rules:
+    - id: no_sink_after_sensitive_source
+      after: {match_any_class: [source:sensitive]}
+      deny: {match_any_class: [sink:network, sink:external]}
+      scope: agent
+      reason: no network sink after a sensitive read
+`), "e2e policy", policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(gateway.Options{AgentHeader: "X-Agent", Upstreams: []gateway.Upstream{
+		{Name: "files", Command: "node", Args: []string{wd + "/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", dir}},
+		{Name: "everything", URL: httpURL},
+	}}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { srv.Close(); g.Close() })
+
+	as := func(agent, route string, calls ...string) string {
+		args := []string{"--transport", "streamable-http", "--url", srv.URL + "/mcp/" + route, "--header", "X-Agent: " + agent, "--scenario", "calls"}
+		for _, c := range calls {
+			args = append(args, "--call", c)
+		}
+		b, _ := json.Marshal(runClient(t, args...))
+		return string(b)
+	}
+	if got := as("bob", "everything", `echo={"message":"before"}`); !strings.Contains(got, "Echo: before") {
+		t.Fatalf("sink before any source: got %s", got)
+	}
+	if got := as("alice", "files", `read_text_file={"path":"`+dir+`/salaries.csv"}`); !strings.Contains(got, "alice,1") {
+		t.Fatalf("reading the sensitive file: got %s", got)
+	}
+	for _, session := range []string{"first new session", "second new session"} {
+		got := as("alice", "everything", `echo={"message":"exfil"}`)
+		for _, want := range []string{`"status":"denied"`, `"isError":true`, `"matched_route_rule_id":"no_sink_after_sensitive_source"`,
+			`"matched_tool_name":"echo"`, `"matched_tool_classes":["sink:network"]`, `"reason_code":"route_rule_deny"`} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: %s lacks %s", session, got, want)
+			}
+		}
+		if strings.Contains(got, "Echo: exfil") {
+			t.Errorf("%s: the sink ran: %s", session, got)
+		}
+	}
+	if got := as("bob", "everything", `echo={"message":"bob"}`); !strings.Contains(got, "Echo: bob") {
+		t.Errorf("another agent: got %s, want the echo", got)
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sluicehq/sluice/policy"
 
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/intercept"
@@ -22,8 +26,14 @@ type config struct {
 	Listen string `yaml:"listen"`
 	// Upstreams are the MCP servers behind the gateway.
 	Upstreams []gateway.Upstream `yaml:"upstreams"`
-	// Policy is the static policy used until the policy engine lands.
-	Policy *staticPolicy `yaml:"policy"`
+	// Policy is the inline policy (see package policy for its schema).
+	Policy yaml.Node `yaml:"policy"`
+	// PolicyFile names a policy file instead; it is hot-reloaded when it
+	// changes.
+	PolicyFile string `yaml:"policy_file"`
+
+	path string // where the config was read from
+	src  []byte // the config's bytes, for the policy compiler
 	// MaxBodyBytes limits request bodies (default 4 MiB).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// AllowedHosts and AllowedOrigins extend the loopback defaults of the
@@ -54,36 +64,32 @@ type config struct {
 	SessionIdleTimeout time.Duration `yaml:"session_idle_timeout"`
 }
 
-// staticPolicy is the tool-name policy of the gateway core.
-type staticPolicy struct {
-	// Default is allow or deny for tools in no list (default deny).
-	Default string `yaml:"default"`
-	// ResultMode is tool_result (soft deny) or throw (default).
-	ResultMode string   `yaml:"result_mode"`
-	Allow      []string `yaml:"allow"`
-	Deny       []string `yaml:"deny"`
-	Approval   []string `yaml:"require_approval"`
-}
-
-func (p *staticPolicy) decider() (intercept.Decider, error) {
-	if p == nil {
-		return nil, nil // the decision point denies with policy_not_configured
+// decider compiles the config's policy: the file named by policy_file
+// (watched and hot-reloaded by run), or the inline policy: section. With
+// neither, every call is denied with policy_not_configured.
+func (c *config) decider(logger *slog.Logger) (d intercept.Decider, run func(context.Context), err error) {
+	opts := policy.Options{Logger: logger}
+	switch {
+	case c.PolicyFile != "":
+		w, err := policy.NewWatcher(c.PolicyFile, policy.WatchOptions{Options: opts, OnReload: func(p *policy.Policy, err error) {
+			if err != nil {
+				logger.Error("policy reload rejected; the previous policy keeps serving", "file", c.PolicyFile, "err", err)
+				return
+			}
+			logger.Info("policy reloaded", "file", c.PolicyFile, "version", p.Version())
+		}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return w, func(ctx context.Context) { _ = w.Run(ctx) }, nil
+	case !c.Policy.IsZero():
+		p, err := policy.Compile(c.src, c.path, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p, func(context.Context) {}, nil
 	}
-	d := &intercept.StaticDecider{Allow: p.Allow, Deny: p.Deny, Approval: p.Approval, Mode: intercept.ResultMode(p.ResultMode)}
-	switch p.Default {
-	case "", "deny":
-		d.Default = intercept.Deny
-	case "allow":
-		d.Default = intercept.Allow
-	default:
-		return nil, fmt.Errorf("policy.default: %q is not allow or deny", p.Default)
-	}
-	switch d.Mode {
-	case "", intercept.ModeThrow, intercept.ModeToolResult:
-	default:
-		return nil, fmt.Errorf("policy.result_mode: %q is not tool_result or throw", p.ResultMode)
-	}
-	return d, nil
+	return nil, func(context.Context) {}, nil
 }
 
 // dataDir returns the data directory, creating it.
@@ -129,7 +135,7 @@ func loadConfig(path string) (*config, error) {
 }
 
 func parseConfig(path string, b []byte) (*config, error) {
-	var c config
+	c := config{path: path, src: b}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
@@ -167,8 +173,13 @@ func parseConfig(path string, b []byte) (*config, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s: environment variables %v are referenced but not set", path, missing)
 	}
-	if _, err := c.Policy.decider(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if c.PolicyFile != "" && !c.Policy.IsZero() {
+		return nil, fmt.Errorf("%s: set policy or policy_file, not both", path)
+	}
+	if !c.Policy.IsZero() {
+		if _, err := policy.Compile(b, path, policy.Options{}); err != nil {
+			return nil, err
+		}
 	}
 	return &c, nil
 }

@@ -113,10 +113,13 @@ func runServe(ctx context.Context, args []string) error {
 // calls for up to the shutdown timeout. ready, if not nil, gets the
 // listener's address once it accepts connections.
 func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(addr string)) error {
-	dec, err := cfg.Policy.decider()
+	dec, runPolicy, err := cfg.decider(logger)
 	if err != nil {
 		return err
 	}
+	pctx, stopPolicy := context.WithCancel(ctx)
+	defer stopPolicy()
+	go runPolicy(pctx)
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:8080"
 	}

@@ -38,11 +38,12 @@ func runWrap(ctx context.Context, args []string) error {
 	case fs.NArg() > 0:
 		up.Command, up.Args = fs.Arg(0), fs.Args()[1:]
 	}
-	dec, err := cfg.Policy.decider()
+	logger := newLogger()
+	dec, runPolicy, err := cfg.decider(logger)
 	if err != nil {
 		return err
 	}
-	logger := newLogger()
+	go runPolicy(ctx)
 	ic := &intercept.Interceptor{Decider: dec, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
 		level := slog.LevelDebug // allows are routine; denials and holds are news
 		if dc.Verdict != intercept.Allow {

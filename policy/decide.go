@@ -1,0 +1,395 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// Reason codes of the decisions a Policy makes. Decision.Reason and
+// Evidence.ReasonCode both carry one; the rule's own `reason` text becomes
+// the public reason unless `public_reason` is set.
+const (
+	ReasonRuleAllow        = "rule_allow"
+	ReasonRuleDeny         = "rule_deny"
+	ReasonApprovalRequired = "approval_required"
+	ReasonRouteDeny        = "route_rule_deny"
+	ReasonManifestClass    = "manifest_class_not_allowed"
+	ReasonManifestBoundary = "manifest_boundary_exceeded"
+	ReasonLookalike        = "tool_name_lookalike"
+	ReasonDefaultDeny      = "default_deny"
+	ReasonDefaultAllow     = "default_allow"
+)
+
+// trace collects the steps of a decision for Explain. A nil *trace
+// records nothing; every call site checks for nil first so that the
+// arguments are not even built on the Decide path.
+type trace struct{ lines []string }
+
+func (t *trace) add(format string, args ...any) {
+	t.lines = append(t.lines, fmt.Sprintf(format, args...))
+}
+
+// state is what one decision knows about its call.
+type state struct {
+	ctx     context.Context
+	d       *intercept.ActionDescriptor
+	name    string   // the tool name in NFC
+	classes []string // shared with the policy: never modified
+	now     time.Time
+	act     *activation // built when the first condition is evaluated
+	argsErr error
+	tr      *trace
+}
+
+func (st *state) clock(p *Policy) time.Time {
+	if st.now.IsZero() {
+		st.now = p.now()
+	}
+	return st.now
+}
+
+// Decide implements intercept.Decider. It never returns an error: a
+// condition that fails, a route memory that cannot be read or a panic is a
+// deny with reason policy_error, carrying the policy version.
+func (p *Policy) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
+	return p.decide(ctx, d, nil), nil
+}
+
+// Explain decides like Decide and also returns the steps that led there,
+// for `sluice policy explain`. It reads route memory but does not write
+// it.
+func (p *Policy) Explain(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, []string) {
+	tr := &trace{}
+	dec := p.decide(ctx, d, tr)
+	tr.add("decision: %s, reason %s, rule %q, result_mode %s, policy %s", dec.Verdict, dec.Reason, dec.RuleID, dec.Mode, shortVersion(dec.PolicyVersion))
+	return dec, tr.lines
+}
+
+func shortVersion(v string) string {
+	if len(v) > 12 {
+		return v[:12]
+	}
+	return v
+}
+
+var notConfigured = intercept.Decision{
+	Verdict:      intercept.Deny,
+	Reason:       intercept.ReasonPolicyNotConfigured,
+	PublicReason: "no policy is configured for this tool call",
+	Mode:         intercept.ModeThrow,
+	Evidence:     intercept.Evidence{ReasonCode: intercept.ReasonPolicyNotConfigured},
+}
+
+func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *trace) (dec intercept.Decision) {
+	if p == nil {
+		return notConfigured
+	}
+	if d == nil {
+		return p.failed(nil, "", "", p.mode)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if tr != nil {
+				tr.add("panic while deciding: %v", r)
+			}
+			dec = p.failed(nil, "", "", p.mode)
+			dec.Evidence.MatchedToolName = d.ToolName
+		}
+	}()
+	st := state{ctx: ctx, d: d, name: nfc(d.ToolName), tr: tr}
+	classes, known := p.lookup(d.Upstream, st.name)
+	st.classes = classes
+	if tr != nil {
+		tr.add("call: tool %q on upstream %q, agent %q, session %q", d.ToolName, d.Upstream, d.Agent, d.SessionID)
+		if st.name != d.ToolName {
+			tr.add("the name is %q after NFC normalisation", st.name)
+		}
+		if classes != nil {
+			tr.add("classes: %v", classes)
+		} else {
+			tr.add("classes: none (%s is not in tool_classes under %s/%s or %s)", st.name, d.Upstream, st.name, st.name)
+		}
+	}
+
+	if !known && !p.names[st.name] && len(p.looks) > 0 {
+		if like, ok := p.looks[skeleton(st.name)]; ok {
+			if tr != nil {
+				tr.add("look-alike: %q is not a configured tool name but cannot be told apart from %q; denied as a finding", st.name, like)
+			}
+			return p.decision(intercept.Deny, ReasonLookalike, "the tool name looks like a configured tool's name but is not it", "", "", p.mode, &st)
+		}
+	}
+
+	if len(p.manifests) > 0 {
+		m := p.manifests[d.Agent]
+		if m == nil {
+			m = p.manifests[anyAgent]
+		}
+		if m != nil {
+			if dec, denied := p.checkManifest(m, &st); denied {
+				return dec
+			}
+		}
+	}
+
+	var buf [12]source
+	srcs := p.sources(buf[:0], d.Upstream, st.name, st.classes)
+	if i, err := p.scanRules(slotDeny, srcs, &st); i >= 0 {
+		return p.ruleDecision(p.rules[i], err, &st)
+	}
+	if len(p.routes) > 0 {
+		if i, err := p.scanRoutes(srcs, &st); i >= 0 {
+			r := p.routes[i]
+			if err != nil {
+				return p.failed(&st, r.id, r.id, r.mode)
+			}
+			return p.decision(intercept.Deny, ReasonRouteDeny, r.public, r.id, r.id, r.mode, &st)
+		}
+	}
+	for _, slot := range [...]int{slotApproval, slotAllow} {
+		if i, err := p.scanRules(slot, srcs, &st); i >= 0 {
+			return p.ruleDecision(p.rules[i], err, &st)
+		}
+	}
+	if tr != nil {
+		tr.add("no rule applies; the default is %s", p.def)
+	}
+	if p.def == intercept.Allow {
+		return p.decision(intercept.Allow, ReasonDefaultAllow, "no rule applies; the policy allows by default", "", "", p.mode, &st)
+	}
+	return p.decision(intercept.Deny, ReasonDefaultDeny, "no rule allows this call; the policy denies by default", "", "", p.mode, &st)
+}
+
+// lookup returns a tool's classes, pinned entry first, and whether the
+// tool is in tool_classes at all.
+func (p *Policy) lookup(upstream, name string) ([]string, bool) {
+	if cs, ok := p.classes[toolKey{upstream, name}]; ok && upstream != "" {
+		return cs, true
+	}
+	cs, ok := p.classes[toolKey{tool: name}]
+	return cs, ok
+}
+
+func (p *Policy) decision(v intercept.Verdict, code, public, ruleID, routeID string, mode intercept.ResultMode, st *state) intercept.Decision {
+	return intercept.Decision{
+		Verdict:       v,
+		Reason:        code,
+		PublicReason:  public,
+		Mode:          mode,
+		PolicyVersion: p.version,
+		RuleID:        ruleID,
+		Evidence: intercept.Evidence{
+			MatchedToolName:    st.name,
+			MatchedToolClasses: st.classes,
+			MatchedRouteRuleID: routeID,
+			ReasonCode:         code,
+		},
+	}
+}
+
+// failed is the policy_error deny. st may be nil.
+func (p *Policy) failed(st *state, ruleID, routeID string, mode intercept.ResultMode) intercept.Decision {
+	if st == nil {
+		st = &state{}
+	}
+	return p.decision(intercept.Deny, intercept.ReasonPolicyError, "the policy could not be evaluated for this call", ruleID, routeID, mode, st)
+}
+
+func (p *Policy) ruleDecision(r *rule, err error, st *state) intercept.Decision {
+	if err != nil {
+		return p.failed(st, r.id, "", r.mode)
+	}
+	return p.decision(slotVerdict[r.slot], r.code, r.public, r.id, "", r.mode, st)
+}
+
+// scanRules finds the first rule of a verdict slot, in file order, whose
+// matcher matches and whose condition holds or fails. It returns -1 when
+// none does; err is the failure of the returned rule's condition.
+func (p *Policy) scanRules(slot int, srcs []source, st *state) (int32, error) {
+	best, bestErr := int32(-1), error(nil)
+	for _, src := range srcs {
+		for _, i := range src.s[slot] {
+			if best >= 0 && i >= best {
+				break
+			}
+			r := p.rules[i]
+			if src.duplicate(&r.m, st.name, st.classes) || !r.m.matches(st.d.Upstream, st.name, st.classes) {
+				continue
+			}
+			hit, err := true, error(nil)
+			if r.when != nil {
+				hit, err = p.evalWhen(r, st)
+			}
+			if st.tr != nil {
+				st.tr.add("%s", ruleTrace(r, hit, err))
+			}
+			if hit || err != nil {
+				best, bestErr = i, err
+				break
+			}
+		}
+	}
+	return best, bestErr
+}
+
+func ruleTrace(r *rule, hit bool, err error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rule %s (%s, %s line %d): matcher matches", r.id, slotVerdict[r.slot], r.at.path, r.at.line)
+	if r.when != nil {
+		switch {
+		case err != nil:
+			fmt.Fprintf(&b, "; when %q failed: %v (policy_error)", r.when.src, err)
+		case hit:
+			fmt.Fprintf(&b, "; when %q is true", r.when.src)
+		default:
+			fmt.Fprintf(&b, "; when %q is false", r.when.src)
+		}
+	}
+	if (hit || err != nil) && r.reason != "" {
+		fmt.Fprintf(&b, "; reason: %s", r.reason)
+	}
+	return b.String()
+}
+
+func (p *Policy) evalWhen(r *rule, st *state) (bool, error) {
+	if st.act == nil {
+		args, err := decodeArgs(st.d.Parameters)
+		st.act = &activation{args: args, tool: st.name, upstream: st.d.Upstream, agent: st.d.Agent, session: st.d.SessionID, classes: st.classes}
+		st.argsErr = err
+	}
+	if st.argsErr != nil {
+		return false, st.argsErr
+	}
+	return r.when.eval(st.ctx, st.act)
+}
+
+// scanRoutes finds the first route rule whose deny side matches the call
+// and whose after side is in route memory.
+func (p *Policy) scanRoutes(srcs []source, st *state) (int32, error) {
+	best, bestErr := int32(-1), error(nil)
+	for _, src := range srcs {
+		for _, i := range src.s[slotRoute] {
+			if best >= 0 && i >= best {
+				break
+			}
+			r := p.routes[i]
+			if src.duplicate(&r.deny, st.name, st.classes) || !r.deny.matches(st.d.Upstream, st.name, st.classes) {
+				continue
+			}
+			hit, err := p.remembered(r, st)
+			if hit || err != nil {
+				best, bestErr = i, err
+				break
+			}
+		}
+	}
+	return best, bestErr
+}
+
+func (p *Policy) remembered(r *routeRule, st *state) (bool, error) {
+	k := Key{Scope: r.scope, Agent: st.d.Agent}
+	if r.scope == ScopeSession {
+		k.Session = st.d.SessionID
+	}
+	var since time.Time
+	if r.window > 0 {
+		since = st.clock(p).Add(-r.window)
+	}
+	for _, g := range r.groups {
+		seen, err := p.store.Seen(st.ctx, k, g, since)
+		if err != nil {
+			if st.tr != nil {
+				st.tr.add("route rule %s: deny side matches; route memory %s cannot be read: %v (policy_error)", r.id, k, err)
+			}
+			return false, err
+		}
+		if !seen {
+			if st.tr != nil {
+				st.tr.add("route rule %s: deny side matches; none of %v is in route memory %s%s", r.id, g, k, sinceText(since))
+			}
+			return false, nil
+		}
+	}
+	if st.tr != nil {
+		st.tr.add("route rule %s: deny side matches and the after side is in route memory %s%s; reason: %s", r.id, k, sinceText(since), r.reason)
+	}
+	return true, nil
+}
+
+func sinceText(since time.Time) string {
+	if since.IsZero() {
+		return ""
+	}
+	return " since " + since.UTC().Format(time.RFC3339)
+}
+
+func (p *Policy) checkManifest(m *manifest, st *state) (intercept.Decision, bool) {
+	if m.hasList {
+		if len(st.classes) == 0 {
+			if st.tr != nil {
+				st.tr.add("manifest of %q: the tool has no class, and the manifest allows only %v", m.agent, m.allowed)
+			}
+			return p.decision(intercept.Deny, ReasonManifestClass, "this agent's manifest does not allow tools without a class", "", "", p.mode, st), true
+		}
+		for _, c := range st.classes {
+			if !containsString(m.allowed, c) {
+				if st.tr != nil {
+					st.tr.add("manifest of %q: class %s is not in allowed_classes %v", m.agent, c, m.allowed)
+				}
+				return p.decision(intercept.Deny, ReasonManifestClass, "this agent's manifest does not allow tools of class "+c, "", "", p.mode, st), true
+			}
+		}
+	}
+	if m.ceiling != boundaryUnknown && m.ceiling < boundaryExternal {
+		b := parseBoundary(st.d.BoundaryDeclared)
+		if b == boundaryUnknown || b > m.ceiling {
+			if st.tr != nil {
+				st.tr.add("manifest of %q: boundary %s (declared %q) is above the ceiling %s", m.agent, b, st.d.BoundaryDeclared, m.ceiling)
+			}
+			return p.decision(intercept.Deny, ReasonManifestBoundary, "this call crosses a boundary beyond this agent's manifest ("+m.ceiling.String()+")", "", "", p.mode, st), true
+		}
+	}
+	if st.tr != nil {
+		st.tr.add("manifest of %q: allows this call", m.agent)
+	}
+	return intercept.Decision{}, false
+}
+
+func containsString(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Forwarded implements intercept.ForwardObserver: it remembers the call's
+// classes, its tool name (bare and pinned) and its upstream under the
+// session key and the agent key, at the policy's clock. A store error is
+// logged; the call has already been allowed.
+func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) {
+	if p == nil || d == nil || dec.Verdict != intercept.Allow {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("policy: route memory panicked", "tool", d.ToolName, "panic", r)
+		}
+	}()
+	name := nfc(d.ToolName)
+	classes, _ := p.lookup(d.Upstream, name)
+	labels := make([]string, 0, len(classes)+3)
+	labels = append(labels, classes...)
+	labels = append(labels, labelTool+name, labelTool+d.Upstream+"/"+name, labelUpstream+d.Upstream)
+	now := p.now()
+	for _, k := range [...]Key{{Scope: ScopeSession, Agent: d.Agent, Session: d.SessionID}, {Scope: ScopeAgent, Agent: d.Agent}} {
+		if err := p.store.Remember(ctx, k, labels, now); err != nil {
+			p.log.Warn("policy: cannot write route memory", "key", k.String(), "tool", d.ToolName, "err", err)
+		}
+	}
+}

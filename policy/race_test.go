@@ -1,0 +1,5 @@
+//go:build race
+
+package policy
+
+const raceEnabled = true

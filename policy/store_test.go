@@ -1,0 +1,88 @@
+package policy
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestMemoryStore(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := NewMemoryStore(MemoryOptions{})
+	alice := Key{Scope: ScopeSession, Agent: "alice", Session: "s1"}
+	if err := s.Remember(ctx, alice, []string{"source:sensitive", "@tool:read"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		k      Key
+		labels []string
+		since  time.Time
+		want   bool
+	}{
+		{"same key, label, since before", alice, []string{"x", "source:sensitive"}, t0.Add(-time.Hour), true},
+		{"since equal", alice, []string{"source:sensitive"}, t0, true},
+		{"since after", alice, []string{"source:sensitive"}, t0.Add(time.Nanosecond), false},
+		{"other label", alice, []string{"sink:network"}, time.Time{}, false},
+		{"same session id, other agent", Key{Scope: ScopeSession, Agent: "bob", Session: "s1"}, []string{"source:sensitive"}, time.Time{}, false},
+		{"agent scope is another key", Key{Scope: ScopeAgent, Agent: "alice"}, []string{"source:sensitive"}, time.Time{}, false},
+	}
+	for _, tt := range tests {
+		got, err := s.Seen(ctx, tt.k, tt.labels, tt.since)
+		if err != nil || got != tt.want {
+			t.Errorf("%s: got %v, %v, want %v", tt.name, got, err, tt.want)
+		}
+	}
+	// An older write does not move a label back in time.
+	_ = s.Remember(ctx, alice, []string{"source:sensitive"}, t0.Add(-time.Hour))
+	if got, _ := s.Seen(ctx, alice, []string{"source:sensitive"}, t0); !got {
+		t.Errorf("after an older write: got false, want true")
+	}
+}
+
+func TestMemoryStoreBounds(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := NewMemoryStore(MemoryOptions{MaxKeys: 2, MaxLabelsPerKey: 2})
+	k := func(a string) Key { return Key{Scope: ScopeAgent, Agent: a} }
+	_ = s.Remember(ctx, k("a"), []string{"x"}, t0)
+	_ = s.Remember(ctx, k("b"), []string{"x"}, t0)
+	_ = s.Remember(ctx, k("a"), []string{"y"}, t0) // a is now the most recent
+	_ = s.Remember(ctx, k("c"), []string{"x"}, t0) // evicts b
+	if got := s.Evictions(); got != 1 {
+		t.Errorf("got %d evictions, want 1", got)
+	}
+	if seen, _ := s.Seen(ctx, k("b"), []string{"x"}, time.Time{}); seen {
+		t.Error("b: got seen after eviction, want not")
+	}
+	if seen, _ := s.Seen(ctx, k("a"), []string{"x"}, time.Time{}); !seen {
+		t.Error("a: got not seen, want seen")
+	}
+	// A third label evicts the oldest of a's two.
+	_ = s.Remember(ctx, k("a"), []string{"z"}, t0.Add(time.Second))
+	if got := s.Evictions(); got != 2 {
+		t.Errorf("got %d evictions, want 2", got)
+	}
+	if s.Len() != 2 {
+		t.Errorf("got %d keys, want 2", s.Len())
+	}
+}
+
+func TestKeyString(t *testing.T) {
+	tests := []struct {
+		k    Key
+		want string
+	}{
+		{Key{Scope: ScopeAgent, Agent: "alice"}, "agent:alice"},
+		{Key{Scope: ScopeSession, Agent: "alice", Session: "s-1"}, "session:5:alice/s-1"},
+		// Without the length prefix these two would both be "a/b/c".
+		{Key{Scope: ScopeSession, Agent: "a/b", Session: "c"}, "session:3:a/b/c"},
+		{Key{Scope: ScopeSession, Agent: "a", Session: "b/c"}, "session:1:a/b/c"},
+	}
+	for _, tt := range tests {
+		if got := tt.k.String(); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
+		}
+	}
+}
