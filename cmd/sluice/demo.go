@@ -18,8 +18,33 @@ const demoPolicy = `
 policy:
   default: deny
   result_mode: tool_result
-  allow: [echo, add, read_document, web_search, slow_count]
-  deny: [send_email]
+  tool_classes:
+    echo: [compute:local]
+    add: [compute:local]
+    slow_count: [compute:local]
+    read_document: [source:local, source:sensitive]
+    web_search: [sink:network]
+    send_email: [sink:external]
+  rules:
+    - id: allow-local
+      match: {match_any_class: [compute:local, source:local]}
+      decision: allow
+      reason: local tools are allowed
+    - id: allow-search
+      match: {match_tool: web_search}
+      decision: allow
+      reason: web search is allowed
+    - id: no-external-sinks
+      match: {match_any_class: [sink:external]}
+      decision: deny
+      reason: sending data outside the organisation is not allowed
+  route_rules:
+    - id: no-network-after-sensitive-read
+      after: {match_any_class: [source:sensitive]}
+      deny: {match_any_class: [sink:network, sink:external]}
+      scope: agent
+      window: 24h
+      reason: no network calls after reading a sensitive document
 `
 
 // runDemo starts the example MCP server from examples/demo-server on a
@@ -57,13 +82,14 @@ func runDemo(ctx context.Context, args []string) error {
 Sluice demo is running.
   MCP endpoint (Streamable HTTP): %[1]s
   also: http://%[2]s/sse/demo (HTTP+SSE) and ws://%[2]s/ws/demo (WebSocket)
-  policy: echo, add, read_document, web_search, slow_count allowed; send_email denied; anything else denied
+  policy: local tools and web_search allowed; send_email denied; web_search denied once an agent read a document
 
 Try a call the policy denies (MCP 2026-07-28, one request, no session needed):
 
 curl -s %[1]s -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'Mcp-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: send_email' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_email","arguments":{"to":"x@example.com","subject":"hi","body":"secret"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"curl","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}'
 
 Then change send_email to echo (name, Mcp-Name and arguments {"message":"hi"}) to see an allowed call pass through.
+Route memory: call read_document {"path":"/hr/salaries.csv"}, then web_search {"query":"x"}: the search is now denied.
 Or point any MCP client at %[1]s. Ctrl-C stops.
 `, url, addr)
 	})

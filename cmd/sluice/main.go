@@ -53,6 +53,7 @@ const usage = `usage:
   sluice wrap  [--config sluice.yaml] --url http://host/mcp
   sluice demo  [--listen addr]
   sluice approvals list|approve|decline [ID] [--admin http://127.0.0.1:8081] [--by NAME]
+  sluice policy validate FILE | test DIR | explain --policy FILE --tool NAME [--args JSON] [--history t1,t2] [--agent A]
   sluice inventory list|diff|pin|approve [UPSTREAM [TOOL]] [--admin URL]
   sluice bench [flags]
 `
@@ -74,6 +75,11 @@ func main() {
 		err = runDemo(ctx, os.Args[2:])
 	case "approvals":
 		err = runApprovals(ctx, os.Args[2:], os.Stdout)
+	case "policy":
+		err = runPolicy(ctx, os.Args[2:], os.Stdout)
+		if errors.Is(err, errFailed) {
+			os.Exit(1)
+		}
 	case "inventory":
 		err = runInventory(ctx, os.Args[2:], os.Stdout)
 	case "bench":
