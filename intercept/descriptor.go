@@ -36,6 +36,10 @@ type ActionDescriptor struct {
 	ProtocolVersion string `json:"protocol_version,omitempty"`
 	// Annotations are the tool's MCP annotations from the last tools/list.
 	Annotations jsontext.Value `json:"annotations,omitempty"`
+	// Classification is the classifier's advice, visible to policy
+	// conditions as classification.*; nil when there is none. The
+	// classifier itself never sees it.
+	Classification map[string]any `json:"-"`
 }
 
 // NewTxnID returns a random 128-bit transaction id in hex; every event about

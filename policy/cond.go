@@ -24,7 +24,7 @@ import (
 //	agent           string            the calling agent
 //	session         string            the session id
 //	classes         list(string)      the tool's classes
-//	classification  map(string, dyn)  reserved for a content classifier; empty
+//	classification  map(string, dyn)  the classifier's advice (descriptor.Classification); empty without one
 //
 // Arguments are decoded strictly: duplicate object names and invalid UTF-8
 // are errors (an upstream might read the other duplicate), escapes such as
@@ -89,6 +89,7 @@ type activation struct {
 	args                           map[string]any
 	tool, upstream, agent, session string
 	classes                        []string
+	classification                 map[string]any
 }
 
 var emptyMap = map[string]any{}
@@ -111,7 +112,10 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		}
 		return a.classes, true
 	case "classification":
-		return emptyMap, true
+		if a.classification == nil {
+			return emptyMap, true
+		}
+		return a.classification, true
 	}
 	return nil, false
 }
