@@ -1,0 +1,274 @@
+package classifier
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// target is the upstream endpoint of a call.
+type target struct {
+	// local: the upstream runs on this host (stdio, a unix socket or a
+	// loopback URL), so where its tools reach is a question about the tool.
+	local   bool
+	command string // stdio command line
+	zone    string // for a remote endpoint
+	conf    float64
+	parsed  bool
+}
+
+// parseTarget reads a descriptor's TargetEndpoint: "stdio:cmd args", a
+// URL, or a unix socket ("unix:/run/x.sock", "http+unix://…").
+func (c *compiled) parseTarget(s string) target {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return target{}
+	case strings.HasPrefix(s, "stdio:"):
+		return target{local: true, command: s[len("stdio:"):], parsed: true}
+	case strings.HasPrefix(s, "unix:"), strings.HasPrefix(s, "http+unix:"), strings.HasPrefix(s, "https+unix:"):
+		return target{local: true, parsed: true}
+	}
+	_, host, ok := splitURL(s)
+	if !ok || host == "" {
+		return target{}
+	}
+	zone, conf := c.hostZone(host)
+	if zone == Local {
+		return target{local: true, parsed: true}
+	}
+	return target{zone: zone, conf: conf, parsed: true}
+}
+
+// hostZone places a host name or address in a trust zone, with how sure
+// that placement is: configured names and ranges are certain, loopback is
+// Local, private ranges and special-use names cannot be reached from the
+// internet so they are Intra-org (less surely: nobody configured them),
+// and the rest is External.
+func (c *compiled) hostZone(host string) (string, float64) {
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "" {
+		return "", 0
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.Unmap()
+		for _, p := range c.cidrs {
+			if p.Contains(ip) {
+				return IntraOrg, 1
+			}
+		}
+	} else {
+		for _, d := range c.domains {
+			if host == d || strings.HasSuffix(host, "."+d) {
+				return IntraOrg, 1
+			}
+		}
+	}
+	return hostZoneStatic(host)
+}
+
+var specialUseSuffixes = [...]string{".internal", ".local", ".lan", ".home.arpa", ".corp", ".intranet", ".private", ".localdomain"}
+
+func hostZoneStatic(host string) (string, float64) {
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.Unmap()
+		switch {
+		case ip.IsLoopback(), ip.IsUnspecified():
+			return Local, 1
+		case ip.IsPrivate(), ip.IsLinkLocalUnicast(), cgnat.Contains(ip):
+			return IntraOrg, 0.75
+		}
+		return External, 0.95
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return Local, 1
+	}
+	for _, s := range specialUseSuffixes {
+		if strings.HasSuffix(host, s) {
+			return IntraOrg, 0.75
+		}
+	}
+	if !strings.Contains(host, ".") {
+		// A single label resolves only through local search domains.
+		return IntraOrg, 0.7
+	}
+	return External, 0.95
+}
+
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// externalServices are names of third-party services: an upstream whose
+// command line or tool description names one reaches beyond the perimeter.
+var externalServices = wordSet("github", "gitlab", "bitbucket", "slack", "discord", "notion", "google",
+	"gdrive", "gmail", "youtube", "aws", "azure", "gcp", "cloudflare", "stripe", "paypal", "twilio",
+	"sendgrid", "mailgun", "jira", "atlassian", "confluence", "linear", "asana", "trello", "hubspot",
+	"salesforce", "zendesk", "intercom", "shopify", "openai", "anthropic", "brave", "tavily", "exa",
+	"firecrawl", "perplexity", "serpapi", "bing", "duckduckgo", "wikipedia", "arxiv", "sentry", "datadog",
+	"pagerduty", "vercel", "netlify", "heroku", "supabase", "airtable", "figma", "dropbox", "twitter",
+	"reddit", "spotify", "telegram", "whatsapp", "zoom", "outlook", "onedrive", "sharepoint",
+	"huggingface", "replicate", "apify", "browserbase", "context7", "upstash", "algolia", "mapbox",
+	"openweathermap", "gemini", "mistral", "cohere", "groq", "todoist", "monday", "clickup", "miro",
+	"canva", "box", "docusign", "quickbooks", "xero", "plaid", "coinbase", "binance", "kaggle")
+
+// commonWordServices are service names that are also everyday words ("a
+// text box", "linear regression"): they count on a command line only.
+var commonWordServices = wordSet("linear", "box", "monday", "zoom", "exa", "notion", "intercom", "sentry",
+	"discord", "plaid", "replicate", "brave", "canva", "gemini")
+
+// browserWords mark browser automation: its pages come from the open web.
+var browserWords = wordSet("puppeteer", "playwright", "chrome", "chromium", "browser", "selenium",
+	"webdriver", "devtools", "firefox", "browserbase", "stagehand")
+
+// webWords in a description mean the tool reaches the internet.
+var webWords = wordSet("internet", "website", "websites", "webpage", "webpages", "online", "web")
+
+// boundary combines the upstream's zone with the call's URL-like arguments:
+// the more external of the two wins (§5.2, "crosses the organisation's
+// trust boundary").
+func (c *compiled) boundary(k *call, t target) AxisVerdict {
+	if k.tc.Boundary != "" {
+		return AxisVerdict{Classified: k.tc.Boundary, Confidence: 1, Source: SourceConfig}
+	}
+	base := c.upstreamBoundary(k, t)
+	if z := k.args.urlZone; z != "" && rank(AxisBoundary, z) >= rank(AxisBoundary, base.Classified) {
+		if z != base.Classified || k.args.urlConf > base.Confidence {
+			return AxisVerdict{Classified: z, Confidence: k.args.urlConf, Source: SourceParameters}
+		}
+	}
+	return base
+}
+
+func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
+	if z, ok := c.zones[k.d.Upstream]; ok {
+		return AxisVerdict{Classified: z, Confidence: 1, Source: SourceConfig}
+	}
+	if !t.parsed {
+		return AxisVerdict{Classified: External, Confidence: 0.3, Source: SourceNone}
+	}
+	if !t.local {
+		return AxisVerdict{Classified: t.zone, Confidence: t.conf, Source: SourceEndpoint}
+	}
+	// A local server: where do its tools reach?
+	if zone, conf := c.commandZone(t.command); zone != "" {
+		return AxisVerdict{Classified: zone, Confidence: conf, Source: SourceEndpointInference}
+	}
+	if k.args.localPath && k.args.urlZone == "" {
+		return AxisVerdict{Classified: Local, Confidence: 0.85, Source: SourceParameters}
+	}
+	switch k.hints.openWorld {
+	case isTrue:
+		return AxisVerdict{Classified: External, Confidence: 0.85, Source: SourceAnnotations}
+	case isFalse:
+		return AxisVerdict{Classified: Local, Confidence: 0.9, Source: SourceAnnotations}
+	}
+	for _, w := range k.cmd {
+		if externalServices[w] || browserWords[w] {
+			return AxisVerdict{Classified: External, Confidence: 0.8, Source: SourceEndpointInference}
+		}
+	}
+	if describesExternal(k.desc) {
+		return AxisVerdict{Classified: External, Confidence: 0.7, Source: SourceToolDescription}
+	}
+	return AxisVerdict{Classified: Local, Confidence: 0.8, Source: SourceEndpointInference}
+}
+
+// commandZone finds URLs on a command line ("… postgresql://db.corp/x")
+// and returns the most external zone among their hosts.
+func (c *compiled) commandZone(cmd string) (string, float64) {
+	zone, conf := "", 0.0
+	for rest := cmd; ; {
+		i := strings.Index(rest, "://")
+		if i < 0 {
+			break
+		}
+		start := i
+		for start > 0 && isSchemeByte(rest[start-1]) {
+			start--
+		}
+		end := i + 3
+		for end < len(rest) && rest[end] != ' ' && rest[end] != '"' && rest[end] != '\'' {
+			end++
+		}
+		if z, cf := c.urlZone(rest[start:end]); z != "" && rank(AxisBoundary, z) >= rank(AxisBoundary, zone) {
+			zone, conf = z, 0.9*cf
+		}
+		rest = rest[end:]
+	}
+	return zone, conf
+}
+
+func isSchemeByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '+' || b == '-' || b == '.'
+}
+
+// urlZone places an absolute URL; "" if s is not one with a host.
+func (c *compiled) urlZone(s string) (string, float64) {
+	scheme, host, ok := splitURL(s)
+	if !ok {
+		return "", 0
+	}
+	switch strings.ToLower(scheme) {
+	case "file", "data", "unix":
+		return Local, 0.9
+	}
+	if host == "" {
+		return "", 0
+	}
+	return c.hostZone(host)
+}
+
+// splitURL returns the scheme and host of scheme://[user@]host[:port]/…,
+// without the allocations of url.Parse.
+func splitURL(s string) (scheme, host string, ok bool) {
+	i := strings.Index(s, "://")
+	if i <= 0 {
+		if strings.HasPrefix(s, "data:") || strings.HasPrefix(s, "file:") {
+			return s[:4], "", true
+		}
+		return "", "", false
+	}
+	scheme = s[:i]
+	for j := 0; j < len(scheme); j++ {
+		if !isSchemeByte(scheme[j]) {
+			return "", "", false
+		}
+	}
+	rest := s[i+3:]
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		rest = rest[:j]
+	}
+	if j := strings.LastIndexByte(rest, '@'); j >= 0 {
+		rest = rest[j+1:]
+	}
+	if strings.HasPrefix(rest, "[") {
+		if j := strings.IndexByte(rest, ']'); j > 0 {
+			return scheme, rest[1:j], true
+		}
+		return "", "", false
+	}
+	if j := strings.IndexByte(rest, ','); j >= 0 {
+		// mongodb://h1,h2/…: the first host stands for the set.
+		rest = rest[:j]
+	}
+	if j := strings.LastIndexByte(rest, ':'); j >= 0 {
+		rest = rest[:j]
+	}
+	return scheme, rest, true
+}
+
+// describesExternal reports whether description words say the tool
+// reaches the web or a named third-party service.
+func describesExternal(ws []string) bool {
+	for i, w := range ws {
+		if externalServices[w] && !commonWordServices[w] {
+			return true
+		}
+		if webWords[w] {
+			// "web" only as in "web search", "the web", "web page".
+			if w != "web" || (i+1 < len(ws) && (ws[i+1] == "search" || ws[i+1] == "page" || ws[i+1] == "pages")) || (i > 0 && ws[i-1] == "the") {
+				return true
+			}
+		}
+	}
+	return false
+}

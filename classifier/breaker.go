@@ -1,0 +1,41 @@
+package classifier
+
+import (
+	"errors"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// Breaker defaults.
+const (
+	defaultBreakerFailures = 5
+	defaultBreakerTimeout  = 30 * time.Second
+)
+
+// errCallerGone reports that the caller's context ended before the
+// provider answered; it says nothing about the provider, so the breaker
+// ignores it.
+var errCallerGone = errors.New("caller's context ended")
+
+// newBreaker wraps one provider. It opens after failures consecutive
+// failures — transport errors, timeouts, non-2xx answers, answers not in
+// the provider's wire format — and lets one probe call through after
+// timeout. A reply that arrives but is not a valid verdict is the model's
+// failure, not the provider's, and counts as a success.
+func newBreaker(name string, failures uint32, timeout time.Duration, onChange func(from, to gobreaker.State)) *gobreaker.CircuitBreaker[string] {
+	st := gobreaker.Settings{
+		Name:        name,
+		MaxRequests: 1,
+		Timeout:     timeout,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
+		IsSuccessful: func(err error) bool {
+			return err == nil || errors.Is(err, ErrInvalidReply)
+		},
+		IsExcluded: func(err error) bool { return errors.Is(err, errCallerGone) },
+	}
+	if onChange != nil {
+		st.OnStateChange = func(_ string, from, to gobreaker.State) { onChange(from, to) }
+	}
+	return gobreaker.NewCircuitBreaker[string](st)
+}

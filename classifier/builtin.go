@@ -1,0 +1,434 @@
+package classifier
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// Sources name where an axis verdict came from.
+const (
+	SourceConfig            = "config"                  // Options.Tools or Options.Upstreams
+	SourceAnnotations       = "annotations"             // MCP tool annotations
+	SourceCapabilityClass   = "capability_class"        // the tool's classes
+	SourceToolName          = "tool_name"               // verbs in the name
+	SourceToolDescription   = "tool_description"        // verbs or cues in the description
+	SourceEndpoint          = "endpoint_config"         // the target endpoint's address
+	SourceEndpointInference = "endpoint_inference"      // what the upstream's command line reveals
+	SourceParameters        = "parameter_analysis"      // the call's arguments
+	SourceCatalog           = "catalog"                 // Options.Sensitivity
+	SourcePathInference     = "resource_path_inference" // resource names that look sensitive
+	SourceNone              = "none"                    // nothing to go on
+)
+
+// BuiltinID is the classifier_id a Builtin puts on its verdicts;
+// Lifecycle.Wrap replaces it with the session-scoped id.
+const BuiltinID = "urn:sluice:classifier:builtin"
+
+// Builtin is the default classifier: deterministic rules over the action
+// descriptor, with no network and no state between calls. It is safe for
+// concurrent use.
+type Builtin struct {
+	c *compiled
+}
+
+var _ Classifier = (*Builtin)(nil)
+
+// NewBuiltin validates opts and returns a classifier using them.
+func NewBuiltin(opts Options) (*Builtin, error) {
+	c, err := compile(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Builtin{c: c}, nil
+}
+
+// Options returns the options the classifier was built with; composite
+// scoring and routing of its verdicts should use the same.
+func (b *Builtin) Options() Options { return b.c.opts }
+
+// Classify classifies one call. It never fails: what it cannot tell gets
+// a low confidence and, below the floor, the conservative default.
+func (b *Builtin) Classify(_ context.Context, d *intercept.ActionDescriptor) (Verdict, error) {
+	return b.classify(d), nil
+}
+
+// call is the per-call working state, pooled to keep classification cheap.
+type call struct {
+	d       *intercept.ActionDescriptor
+	tc      ToolConfig
+	hasTC   bool
+	hints   hints
+	name    []string // words of the tool name
+	desc    []string // words of the description's first sentence
+	cmd     []string // words of a local upstream's command line
+	classes []string
+	args    argFacts
+	lex     lexical
+}
+
+var callPool = sync.Pool{New: func() any {
+	return &call{name: make([]string, 0, 8), desc: make([]string, 0, 32), cmd: make([]string, 0, 16)}
+}}
+
+func (b *Builtin) classify(d *intercept.ActionDescriptor) Verdict {
+	c := b.c
+	k := callPool.Get().(*call)
+	defer func() {
+		*k = call{name: k.name[:0], desc: k.desc[:0], cmd: k.cmd[:0], args: argFacts{resources: k.args.resources[:0]}}
+		callPool.Put(k)
+	}()
+	k.d = d
+	k.tc, k.hasTC = c.tool(d.Upstream, d.ToolName)
+	k.hints = parseHints(d.Annotations)
+	k.name = words(k.name, d.ToolName)
+	k.desc = words(k.desc, firstSentence(d.ToolDescription))
+	k.classes = k.tc.Classes
+	if c.classes != nil {
+		if more := c.classes(d.Upstream, d.ToolName); len(more) > 0 {
+			k.classes = append(append([]string(nil), k.tc.Classes...), more...)
+		}
+	}
+	target := c.parseTarget(d.TargetEndpoint)
+	if target.local {
+		k.cmd = words(k.cmd, target.command)
+	}
+	c.scanArgs(d.Parameters, &k.args)
+	k.lex = lexicalAction(k.name, k.desc, k.cmd)
+
+	v := Verdict{
+		SessionID:    d.SessionID,
+		ToolName:     d.ToolName,
+		Axes:         make(map[string]AxisVerdict, len(c.axes)),
+		ClassifierID: BuiltinID,
+		ClassifiedAt: c.now().Unix(),
+	}
+	at := c.actionType(k)
+	v.Axes[AxisActionType] = at
+	v.Axes[AxisBoundary] = c.boundary(k, target)
+	if c.profile == ProfileExtended {
+		v.Axes[AxisSensitivity] = c.sensitivity(k, at.Classified)
+		v.Axes[AxisScale] = c.scale(k, at.Classified)
+		v.Axes[AxisReversibility] = c.reversibility(k, at.Classified)
+	}
+	ApplyConservativeDefaults(&v, c.opts)
+	v.CapabilityClassVerdict, v.CapabilityClassConfidence = capabilityClass(k, v.Axes[AxisActionType])
+	v.ConsistentWithDeclaration = consistent(d, &v, k)
+	v.CompositeConfidence = Composite(v, c.opts)
+	return v
+}
+
+// hints are the MCP tool annotations that bear on classification.
+type hints struct {
+	readOnly, destructive, idempotent, openWorld optBool
+}
+
+// optBool is a JSON boolean that may be absent.
+type optBool uint8
+
+const (
+	unset optBool = iota
+	isFalse
+	isTrue
+)
+
+func parseHints(v jsontext.Value) hints {
+	var h hints
+	walkJSON(v, false, func(w *jsonWalker, ev walkEvent) {
+		if len(w.stack) != 1 || (ev.kind != 't' && ev.kind != 'f') {
+			return
+		}
+		b := isFalse
+		if ev.kind == 't' {
+			b = isTrue
+		}
+		switch ev.key {
+		case "readOnlyHint":
+			h.readOnly = b
+		case "destructiveHint":
+			h.destructive = b
+		case "idempotentHint":
+			h.idempotent = b
+		case "openWorldHint":
+			h.openWorld = b
+		}
+	})
+	return h
+}
+
+// lexical is what the tool's name and description say about its action.
+type lexical struct {
+	action     string
+	conf       float64
+	source     string
+	nameRead   bool // the name's own verb is a read
+	destroys   bool // the name has a destroying verb (delete, drop, purge…)
+	infra      bool // infrastructure context
+	jobObject  bool
+	financial  bool
+	admin      bool
+	nameVerb   string
+	descAction string
+}
+
+// descAmbiguous are words that are verbs in names but usually nouns or
+// prepositions past the first word of a description ("a set of", "in order
+// to", "the list of").
+var descAmbiguous = wordSet("set", "order", "type", "record", "link", "label", "tag", "mark", "star",
+	"book", "run", "call", "post", "change", "drop", "stage", "scale", "return", "format", "request",
+	"access", "comment", "check", "count", "list", "view", "show", "search", "query", "snapshot",
+	"screenshot", "scan", "watch", "monitor", "sync", "copy", "share", "store", "trade", "charge",
+	"transfer", "interact", "signal", "clean", "lock", "pin", "build", "start", "stop", "export", "import",
+	"download", "upload", "commit", "merge", "push", "diff", "cat", "tail", "echo", "test", "stat",
+	"ping", "capture", "render", "select", "fill", "press", "type", "close", "apply", "order", "reply",
+	"react", "follow", "schedule", "message", "find", "get", "read", "write", "update", "create", "add")
+
+var destroyVerbs = wordSet("delete", "remove", "drop", "destroy", "purge", "truncate", "wipe", "erase",
+	"kill", "terminate", "uninstall", "revoke", "deprovision", "undeploy", "overwrite", "cleanup", "clean")
+
+var financialWords = wordSet("payment", "payments", "pay", "payout", "payouts", "transfer", "transfers",
+	"refund", "refunds", "charge", "charges", "invoice", "invoices", "billing", "wallet", "bank",
+	"banking", "wire", "transaction", "transactions", "purchase", "buy", "sell", "trade", "stripe", "paypal",
+	"crypto", "price", "prices", "funds", "payroll")
+
+var adminWords = wordSet("admin", "administrator", "sudo", "root", "permission", "permissions", "role",
+	"roles", "policy", "policies", "acl", "iam", "grant", "revoke", "privilege", "privileges", "config",
+	"configuration", "settings", "member", "members", "collaborator", "collaborators", "firewall")
+
+// lexicalAction reads the action type from the tool's name and the first
+// sentence of its description, in the context of its upstream's command.
+func lexicalAction(name, desc, cmd []string) lexical {
+	var l lexical
+	agent, prov := false, false
+	for i, w := range name {
+		l.jobObject = l.jobObject || jobObjects[w]
+		agent = agent || agentObjects[w]
+		prov = prov || provisionObjects[w] || (w == "key" || w == "keys") && i > 0 && keyQualifiers[name[i-1]]
+		l.infra = l.infra || infraWords[w]
+		l.destroys = l.destroys || destroyVerbs[w]
+		l.financial = l.financial || financialWords[w]
+		l.admin = l.admin || adminWords[w]
+	}
+	for _, w := range desc {
+		l.jobObject = l.jobObject || jobObjects[w]
+		agent = agent || agentObjects[w]
+		l.infra = l.infra || infraWords[w]
+	}
+	for _, w := range cmd {
+		l.infra = l.infra || infraWords[w]
+	}
+	resolve := func(k verbKind, rest []string) string {
+		if k == vMethod {
+			for _, w := range rest {
+				if k2, _ := verbOf(w); k2 != vNone && k2 != vMethod {
+					k = k2
+					break
+				}
+			}
+		}
+		switch k {
+		case vControl:
+			if l.jobObject || l.infra {
+				return Execute
+			}
+			return Write
+		case vDelegate:
+			if agent {
+				return Orchestrate
+			}
+			return Write
+		}
+		a := k.action()
+		if a == Write && (prov || l.infra) {
+			return Provision
+		}
+		return a
+	}
+
+	for i, w := range name {
+		if k, _ := verbOf(w); k != vNone && !nounCompound(name, i) {
+			l.action = resolve(k, name[i+1:])
+			l.nameVerb = w
+			l.nameRead = l.action == Read
+			l.conf, l.source = 0.85, SourceToolName
+			break
+		}
+	}
+	descConf := 0.0
+	for i, w := range desc {
+		if i >= 8 {
+			break
+		}
+		k, base := verbOf(w)
+		if k == vNone || nounCompound(desc, i) || (i > 0 && descAmbiguous[base]) {
+			continue
+		}
+		l.descAction = resolve(k, desc[i+1:])
+		descConf = 0.7
+		if i > 0 {
+			descConf = 0.6
+		}
+		break
+	}
+	if readOnlyPhrase(desc) && (l.action == "" || l.action == Read) {
+		l.descAction, descConf = Read, 0.9
+	}
+	switch {
+	case l.action != "" && l.descAction == l.action:
+		l.conf = 0.95
+	case l.action != "" && l.descAction != "":
+		l.conf = 0.75
+	case l.action == "" && l.descAction != "":
+		l.action, l.conf, l.source = l.descAction, descConf, SourceToolDescription
+	}
+	return l
+}
+
+// readOnlyPhrase reports whether description words call the tool
+// read-only ("read-only", "read only", "readonly").
+func readOnlyPhrase(ws []string) bool {
+	for i, w := range ws {
+		if w == "readonly" || w == "read" && i+1 < len(ws) && ws[i+1] == "only" {
+			return true
+		}
+	}
+	return false
+}
+
+// classAction reads an action type from capability classes such as
+// "filesystem.read" or "shell.exec".
+func classAction(classes []string) string {
+	var buf [8]string
+	for _, cl := range classes {
+		for _, w := range words(buf[:0], cl) {
+			switch w {
+			case "admin", "provisioning", "iam":
+				return Provision
+			case "exec", "execution", "shell", "compute":
+				return Execute
+			case "management", "mutation", "mutate":
+				return Write
+			case "delegation", "agents":
+				return Orchestrate
+			}
+			if k, _ := verbOf(w); k != vNone && k != vControl && k != vDelegate && k != vMethod {
+				return k.action()
+			}
+		}
+	}
+	return ""
+}
+
+// actionType applies, in order: declared config, annotations (refined by
+// classes and words), the tool's classes, then its name and description.
+func (c *compiled) actionType(k *call) AxisVerdict {
+	if k.tc.ActionType != "" {
+		return AxisVerdict{Classified: k.tc.ActionType, Confidence: 1, Source: SourceConfig}
+	}
+	cls := classAction(k.classes)
+	l := k.lex
+	h := k.hints
+	if h.readOnly == isTrue {
+		return AxisVerdict{Classified: Read, Confidence: 1, Source: SourceAnnotations}
+	}
+	if h.readOnly == isFalse || h.destructive == isTrue {
+		// The server says the tool changes something; which kind of change
+		// comes from the classes or the words.
+		switch {
+		case cls != "" && cls != Read:
+			return AxisVerdict{Classified: cls, Confidence: 1, Source: SourceAnnotations}
+		case l.action != "" && l.action != Read:
+			conf := 0.9
+			if l.conf >= 0.8 {
+				conf = 1
+			}
+			return AxisVerdict{Classified: l.action, Confidence: conf, Source: SourceAnnotations}
+		case l.nameRead && h.destructive != isTrue:
+			// readOnlyHint=false is also the spec's default, and servers
+			// set it on reads that can save an artefact (a screenshot
+			// to a file). A read verb in the name against a non-
+			// destructive "may modify" is a read, but a doubtful one.
+			return AxisVerdict{Classified: Read, Confidence: 0.6, Source: SourceToolName}
+		}
+		return AxisVerdict{Classified: Write, Confidence: 0.8, Source: SourceAnnotations}
+	}
+	if cls != "" {
+		return AxisVerdict{Classified: cls, Confidence: 0.9, Source: SourceCapabilityClass}
+	}
+	if l.action != "" {
+		return AxisVerdict{Classified: l.action, Confidence: l.conf, Source: l.source}
+	}
+	return AxisVerdict{Classified: Write, Confidence: 0.3, Source: SourceNone}
+}
+
+// capabilityClass returns the declared class, the first of the tool's
+// classes, or domain.action derived from the upstream's name.
+func capabilityClass(k *call, at AxisVerdict) (string, float64) {
+	if k.tc.CapabilityClass != "" {
+		return k.tc.CapabilityClass, 1
+	}
+	if len(k.classes) > 0 {
+		return k.classes[0], 0.9
+	}
+	domain := classDomain(k.d.Upstream)
+	if domain == "" {
+		domain = "tool"
+	}
+	return domain + "." + strings.ToLower(at.Classified), unitClamp(at.Confidence * 0.9)
+}
+
+// classDomain turns an upstream name into a class segment: lower case,
+// words joined by "_".
+func classDomain(upstream string) string {
+	var buf [8]string
+	return strings.Join(words(buf[:0], upstream), "_")
+}
+
+// consistent compares the verdict with what the descriptor declares. An
+// axis that fell back to its conservative default says nothing and is not
+// compared; a boundary inside the declared one is consistent (a declared
+// boundary is a ceiling).
+func consistent(d *intercept.ActionDescriptor, v *Verdict, k *call) bool {
+	at := v.Axes[AxisActionType]
+	if d.ActionTypeDeclared != "" && !at.ConservativeDefaultApplied && !strings.EqualFold(d.ActionTypeDeclared, at.Classified) {
+		return false
+	}
+	if bd := v.Axes[AxisBoundary]; d.BoundaryDeclared != "" && !bd.ConservativeDefaultApplied {
+		if rank(AxisBoundary, bd.Classified) > rank(AxisBoundary, canonicalValue(AxisBoundary, d.BoundaryDeclared)) {
+			return false
+		}
+	}
+	if decl := d.CapabilityClassDeclared; decl != "" {
+		if k.tc.CapabilityClass != "" || len(k.classes) > 0 {
+			// Both are configured names: they must agree, one may refine
+			// the other ("finance.invoicing" and "finance.invoicing.read").
+			got := v.CapabilityClassVerdict
+			if !classRelated(decl, got) {
+				return false
+			}
+		} else if implied := classAction([]string{decl}); implied != "" && !at.ConservativeDefaultApplied && implied != at.Classified {
+			return false
+		}
+	}
+	return true
+}
+
+func classRelated(a, b string) bool {
+	a, b = strings.ToLower(a), strings.ToLower(b)
+	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
+}
+
+// canonicalValue returns the axis value spelled as in §5.1, ignoring case,
+// or s unchanged.
+func canonicalValue(axis, s string) string {
+	for _, v := range axisValues[axis] {
+		if strings.EqualFold(v, s) {
+			return v
+		}
+	}
+	return s
+}

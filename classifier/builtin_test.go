@@ -1,0 +1,324 @@
+package classifier
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// builtinCall is a compact way to write a descriptor in a table.
+type builtinCall struct {
+	upstream, target, tool, desc, ann, args string
+	declAction, declBoundary, declClass     string
+}
+
+func (c builtinCall) descriptor() *intercept.ActionDescriptor {
+	d := &intercept.ActionDescriptor{
+		TxnID:                   "t1",
+		SessionID:               "s1",
+		Upstream:                c.upstream,
+		TargetEndpoint:          c.target,
+		ToolName:                c.tool,
+		ToolDescription:         c.desc,
+		Parameters:              jsontext.Value(`{}`),
+		ActionTypeDeclared:      c.declAction,
+		BoundaryDeclared:        c.declBoundary,
+		CapabilityClassDeclared: c.declClass,
+	}
+	if c.ann != "" {
+		d.Annotations = jsontext.Value(c.ann)
+	}
+	if c.args != "" {
+		d.Parameters = jsontext.Value(c.args)
+	}
+	return d
+}
+
+func mustBuiltin(t testing.TB, opts Options) *Builtin {
+	t.Helper()
+	if opts.Now == nil {
+		opts.Now = func() time.Time { return time.Unix(1746000124, 0) }
+	}
+	b, err := NewBuiltin(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func classifyOne(t testing.TB, b *Builtin, c builtinCall) Verdict {
+	t.Helper()
+	v, err := b.Classify(context.Background(), c.descriptor())
+	if err != nil {
+		t.Fatalf("Classify: got error %v, want nil", err)
+	}
+	return v
+}
+
+const stdioFS = "stdio:npx -y @modelcontextprotocol/server-filesystem /home/u"
+
+func TestBuiltinActionType(t *testing.T) {
+	opts := Options{
+		Tools: map[string]ToolConfig{
+			"ops/rotate":  {ActionType: Provision},
+			"runner":      {Classes: []string{"shell.exec"}},
+			"fs/weird_op": {ActionType: Read},
+		},
+	}
+	b := mustBuiltin(t, opts)
+	tests := []struct {
+		name       string
+		call       builtinCall
+		want       string
+		wantSource string
+		wantConf   float64
+		wantCons   bool
+	}{
+		{"declared in config", builtinCall{upstream: "ops", target: stdioFS, tool: "rotate"}, Provision, SourceConfig, 1, false},
+		{"declared wins over annotations", builtinCall{upstream: "fs", tool: "weird_op", ann: `{"destructiveHint":true}`}, Read, SourceConfig, 1, false},
+		{"readOnlyHint", builtinCall{tool: "read_file", ann: `{"readOnlyHint":true}`}, Read, SourceAnnotations, 1, false},
+		{"destructive, verb picks the kind", builtinCall{tool: "exec_in_pod", ann: `{"destructiveHint":true}`}, Execute, SourceAnnotations, 1, false},
+		{"destructive overrides a read verb", builtinCall{tool: "browser_navigate", ann: `{"readOnlyHint":false,"destructiveHint":true}`}, Write, SourceAnnotations, 0.8, false},
+		{"may-modify read is a doubtful read", builtinCall{tool: "take_screenshot", ann: `{"readOnlyHint":false}`}, Read, SourceToolName, 0.6, false},
+		{"classes", builtinCall{tool: "runner"}, Execute, SourceCapabilityClass, 0.9, false},
+		{"snake_case", builtinCall{tool: "list_issues"}, Read, SourceToolName, 0.85, false},
+		{"camelCase", builtinCall{tool: "getUserProfile"}, Read, SourceToolName, 0.85, false},
+		{"kebab-case", builtinCall{tool: "delete-many"}, Write, SourceToolName, 0.85, false},
+		{"dotted namespace", builtinCall{tool: "github.create_issue"}, Write, SourceToolName, 0.85, false},
+		{"claude namespace", builtinCall{tool: "mcp__github__create_issue"}, Write, SourceToolName, 0.85, false},
+		{"slash namespace", builtinCall{tool: "slack/post_message"}, Write, SourceToolName, 0.85, false},
+		{"name and description agree", builtinCall{tool: "search_code", desc: "Search for code across repositories"}, Read, SourceToolName, 0.95, false},
+		{"execute", builtinCall{tool: "run_command"}, Execute, SourceToolName, 0.85, false},
+		{"eval", builtinCall{tool: "evaluate_script"}, Execute, SourceToolName, 0.85, false},
+		{"delegate", builtinCall{tool: "delegate_task"}, Orchestrate, SourceToolName, 0.85, false},
+		{"spawn agent", builtinCall{tool: "spawnSubagent"}, Orchestrate, SourceToolName, 0.85, false},
+		{"assign to an agent", builtinCall{tool: "assign_copilot_to_issue"}, Orchestrate, SourceToolName, 0.85, false},
+		{"assign to a person", builtinCall{tool: "assign_issue"}, Write, SourceToolName, 0.85, false},
+		{"create key", builtinCall{tool: "create_api_key"}, Provision, SourceToolName, 0.85, false},
+		{"press key is not a credential", builtinCall{tool: "press_key"}, Write, SourceToolName, 0.85, false},
+		{"grant", builtinCall{tool: "grant_role"}, Provision, SourceToolName, 0.85, false},
+		{"deploy", builtinCall{tool: "deploy_service"}, Provision, SourceToolName, 0.85, false},
+		{"infrastructure context", builtinCall{tool: "kubectl_scale", desc: "Scale a Kubernetes deployment"}, Provision, SourceToolName, 0.95, false},
+		{"stop a process", builtinCall{tool: "stop_process"}, Execute, SourceToolName, 0.85, false},
+		{"stop a search", builtinCall{tool: "stop_search"}, Write, SourceToolName, 0.85, false},
+		{"pull request is a noun", builtinCall{tool: "pull_request_read"}, Read, SourceToolName, 0.85, false},
+		{"HTTP method defers to a later verb", builtinCall{tool: "API-post-search"}, Read, SourceToolName, 0.85, false},
+		{"description only", builtinCall{tool: "maps_directions", desc: "Get directions between two points"}, Read, SourceToolDescription, 0.7, false},
+		{"read-only phrase", builtinCall{tool: "query", desc: "Run a read-only SQL query"}, Read, SourceToolName, 0.95, false},
+		{"nothing to go on", builtinCall{tool: "frobnicate"}, Write, SourceNone, 0.3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := classifyOne(t, b, tt.call).Axes[AxisActionType]
+			if got.Classified != tt.want || got.Source != tt.wantSource || got.Confidence != tt.wantConf || got.ConservativeDefaultApplied != tt.wantCons {
+				t.Errorf("got %+v, want %s (%.2f, %s, conservative=%v)", got, tt.want, tt.wantConf, tt.wantSource, tt.wantCons)
+			}
+		})
+	}
+}
+
+func TestBuiltinBoundary(t *testing.T) {
+	opts := Options{
+		InternalDomains: []string{"corp.example.com"},
+		InternalCIDRs:   []string{"10.0.0.0/8"},
+		Upstreams:       map[string]UpstreamConfig{"k8s": {Zone: IntraOrg}},
+		Tools:           map[string]ToolConfig{"pinned": {Boundary: IntraOrg}},
+	}
+	b := mustBuiltin(t, opts)
+	fetch := func(url string) builtinCall {
+		return builtinCall{target: "stdio:uvx mcp-server-fetch", tool: "fetch", args: `{"url":"` + url + `"}`}
+	}
+	tests := []struct {
+		name       string
+		call       builtinCall
+		want       string
+		wantSource string
+		wantConf   float64
+	}{
+		{"stdio filesystem, closed world", builtinCall{target: stdioFS, tool: "read_file", ann: `{"readOnlyHint":true,"openWorldHint":false}`}, Local, SourceAnnotations, 0.9},
+		{"stdio fetch of an external URL", fetch("https://evil.com/x"), External, SourceParameters, 0.95},
+		{"stdio fetch of localhost", fetch("http://localhost:8080/"), Local, SourceParameters, 1},
+		{"configured internal domain", fetch("https://git.corp.example.com/a"), IntraOrg, SourceParameters, 1},
+		{"configured CIDR", fetch("http://10.1.2.3/metrics"), IntraOrg, SourceParameters, 1},
+		{"unconfigured private range", fetch("http://192.168.1.10/"), IntraOrg, SourceParameters, 0.75},
+		{"special-use name", fetch("http://grafana.internal/"), IntraOrg, SourceParameters, 0.75},
+		{"host argument", builtinCall{target: "stdio:db-tool", tool: "connect", args: `{"host":"db.example.net:5432"}`}, External, SourceParameters, 0.95},
+		{"remote endpoint", builtinCall{target: "https://api.githubcopilot.com/mcp/", tool: "get_me"}, External, SourceEndpoint, 0.95},
+		{"internal remote endpoint", builtinCall{target: "https://mcp.corp.example.com/mcp", tool: "get_me"}, IntraOrg, SourceEndpoint, 1},
+		{"loopback endpoint", builtinCall{target: "http://127.0.0.1:9000/mcp", tool: "echo"}, Local, SourceEndpointInference, 0.8},
+		{"unix socket", builtinCall{target: "unix:/run/mcp.sock", tool: "echo"}, Local, SourceEndpointInference, 0.8},
+		{"URL on the command line", builtinCall{target: "stdio:npx server-postgres postgresql://db.corp.example.com/app", tool: "query"}, IntraOrg, SourceEndpointInference, 0.9},
+		{"SaaS on the command line", builtinCall{target: "stdio:npx -y @modelcontextprotocol/server-slack", tool: "slack_post_message"}, External, SourceEndpointInference, 0.8},
+		{"browser automation", builtinCall{target: "stdio:npx @playwright/mcp", tool: "browser_click"}, External, SourceEndpointInference, 0.8},
+		{"openWorldHint", builtinCall{target: "stdio:tool", tool: "lookup", ann: `{"openWorldHint":true}`}, External, SourceAnnotations, 0.85},
+		{"absolute local path beats openWorldHint", builtinCall{target: "stdio:tool", tool: "read_file", ann: `{"openWorldHint":true}`, args: `{"path":"/home/u/notes.txt"}`}, Local, SourceParameters, 0.85},
+		{"description names a service", builtinCall{target: "stdio:tool", tool: "search", desc: "Search for files in Google Drive"}, External, SourceToolDescription, 0.7},
+		{"upstream zone", builtinCall{upstream: "k8s", target: "stdio:npx mcp-server-kubernetes", tool: "kubectl_get"}, IntraOrg, SourceConfig, 1},
+		{"external argument beats upstream zone", builtinCall{upstream: "k8s", target: "stdio:x", tool: "fetch", args: `{"url":"https://evil.com"}`}, External, SourceParameters, 0.95},
+		{"declared per tool", builtinCall{target: "https://x.example.org/mcp", tool: "pinned"}, IntraOrg, SourceConfig, 1},
+		{"URL inside content is not a target", builtinCall{target: stdioFS, tool: "write_file", ann: `{"openWorldHint":false}`, args: `{"path":"/home/u/a.md","content":"see https://evil.com"}`}, Local, SourceParameters, 0.85},
+		{"no endpoint", builtinCall{tool: "echo"}, External, SourceNone, 0.3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := classifyOne(t, b, tt.call).Axes[AxisBoundary]
+			if got.Classified != tt.want || got.Source != tt.wantSource || got.Confidence != tt.wantConf {
+				t.Errorf("got %+v, want %s (%.2f, %s)", got, tt.want, tt.wantConf, tt.wantSource)
+			}
+		})
+	}
+}
+
+func TestBuiltinExtendedAxes(t *testing.T) {
+	b := mustBuiltin(t, Options{
+		Profile:     ProfileExtended,
+		Sensitivity: []SensitivityRule{{Match: "/srv/hr/**", Tier: Regulated}, {Match: "payroll_*", Tier: Restricted}},
+	})
+	tests := []struct {
+		name string
+		call builtinCall
+		axis string
+		want string
+		cons bool
+	}{
+		{"catalog path", builtinCall{target: stdioFS, tool: "read_file", args: `{"path":"/srv/hr/reviews/2025.pdf"}`}, AxisSensitivity, Regulated, false},
+		{"catalog table from SQL", builtinCall{target: stdioFS, tool: "query", args: `{"sql":"SELECT * FROM payroll_2025 LIMIT 5"}`}, AxisSensitivity, Restricted, false},
+		{"credential path", builtinCall{target: stdioFS, tool: "read_file", args: `{"path":"/home/u/.ssh/id_rsa"}`}, AxisSensitivity, Restricted, false},
+		{"credential argument", builtinCall{tool: "login", args: `{"user":"a","password":"hunter2"}`}, AxisSensitivity, Restricted, false},
+		{"token shape", builtinCall{tool: "send", args: `{"text":"use AKIAIOSFODNN7EXAMPLE please"}`}, AxisSensitivity, Restricted, false},
+		{"SSN", builtinCall{tool: "update_record", args: `{"note":"SSN 123-45-6789"}`}, AxisSensitivity, Regulated, false},
+		{"card number", builtinCall{tool: "charge", args: `{"card":"4111 1111 1111 1111"}`}, AxisSensitivity, Regulated, false},
+		{"email", builtinCall{tool: "send_email", args: `{"to":"ann@example.com"}`}, AxisSensitivity, Confidential, false},
+		{"public web read", builtinCall{target: "stdio:uvx mcp-server-fetch", tool: "fetch", args: `{"url":"https://example.com"}`}, AxisSensitivity, Public, false},
+		{"no evidence", builtinCall{target: stdioFS, tool: "list_directory", args: `{"path":"/home/u"}`}, AxisSensitivity, Restricted, true},
+
+		{"list of ids", builtinCall{tool: "delete_issues", args: `{"ids":[1,2,3]}`}, AxisScale, Bounded, false},
+		{"one id", builtinCall{tool: "get_issue", args: `{"issue_number":42}`}, AxisScale, Targeted, false},
+		{"wildcard", builtinCall{tool: "delete_keys", args: `{"pattern":"*"}`}, AxisScale, Unbounded, false},
+		{"empty filter", builtinCall{tool: "delete-many", args: `{"collection":"orders","filter":{}}`}, AxisScale, Unbounded, false},
+		{"limit", builtinCall{tool: "list_commits", args: `{"repo":"x","perPage":30}`}, AxisScale, Bounded, false},
+		{"unbounded delete statement", builtinCall{tool: "write_query", args: `{"query":"DELETE FROM users"}`}, AxisScale, Unbounded, false},
+		{"bounded statement", builtinCall{tool: "read_query", args: `{"query":"SELECT * FROM users WHERE id = 1"}`}, AxisScale, Bounded, false},
+		{"all in the name", builtinCall{tool: "mark_all_notifications_read"}, AxisScale, Unbounded, false},
+		{"read without bounds", builtinCall{tool: "list_users"}, AxisScale, Unbounded, true},
+
+		{"read is reversible", builtinCall{tool: "get_file"}, AxisReversibility, Reversible, false},
+		{"destructive hint", builtinCall{tool: "move_file", ann: `{"readOnlyHint":false,"destructiveHint":true}`}, AxisReversibility, Irreversible, false},
+		{"delete verb", builtinCall{tool: "delete_branch"}, AxisReversibility, Irreversible, false},
+		{"sent message", builtinCall{tool: "send_message"}, AxisReversibility, Irreversible, false},
+		{"additive by annotation", builtinCall{tool: "create_entities", ann: `{"readOnlyHint":false,"destructiveHint":false}`}, AxisReversibility, Reversible, false},
+		{"below the 0.7 floor", builtinCall{tool: "update_issue"}, AxisReversibility, Irreversible, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := classifyOne(t, b, tt.call).Axes[tt.axis]
+			if got.Classified != tt.want || got.ConservativeDefaultApplied != tt.cons {
+				t.Errorf("%s: got %+v, want %s (conservative=%v)", tt.axis, got, tt.want, tt.cons)
+			}
+		})
+	}
+}
+
+func TestBuiltinProfileAxes(t *testing.T) {
+	call := builtinCall{target: stdioFS, tool: "read_file", ann: `{"readOnlyHint":true,"openWorldHint":false}`}
+	for _, p := range []Profile{"", ProfileDefault, ProfileExtended} {
+		v := classifyOne(t, mustBuiltin(t, Options{Profile: p}), call)
+		if got, want := len(v.Axes), len(p.Axes()); got != want {
+			t.Errorf("profile %q: got %d axes, want %d", p, got, want)
+		}
+	}
+}
+
+func TestBuiltinVerdict(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	v := classifyOne(t, b, builtinCall{upstream: "fs", target: stdioFS, tool: "read_file", ann: `{"readOnlyHint":true,"openWorldHint":false}`})
+	if v.SessionID != "s1" || v.ToolName != "read_file" || v.ClassifierID != BuiltinID || v.ClassifiedAt != 1746000124 {
+		t.Errorf("got %+v, want session s1, tool read_file, id %s, classified_at 1746000124", v, BuiltinID)
+	}
+	if v.CapabilityClassVerdict != "fs.read" || v.CapabilityClassConfidence != 0.9 {
+		t.Errorf("class: got %q (%.2f), want fs.read (0.90)", v.CapabilityClassVerdict, v.CapabilityClassConfidence)
+	}
+	// (0.40×1.0 + 0.30×0.9) / 0.70
+	if want := (0.4*1 + 0.3*0.9) / 0.7; !near(v.CompositeConfidence, want) {
+		t.Errorf("composite: got %v, want %v", v.CompositeConfidence, want)
+	}
+	if !v.ConsistentWithDeclaration {
+		t.Error("consistent_with_declaration: got false with nothing declared, want true")
+	}
+}
+
+func TestBuiltinConsistency(t *testing.T) {
+	b := mustBuiltin(t, Options{Tools: map[string]ToolConfig{"invoice": {CapabilityClass: "finance.invoicing.management"}}})
+	readFile := builtinCall{target: stdioFS, tool: "read_file", ann: `{"readOnlyHint":true,"openWorldHint":false}`}
+	with := func(c builtinCall, f func(*builtinCall)) builtinCall { f(&c); return c }
+	tests := []struct {
+		name string
+		call builtinCall
+		want bool
+	}{
+		{"nothing declared", readFile, true},
+		{"declared action agrees", with(readFile, func(c *builtinCall) { c.declAction = Read }), true},
+		{"declared action disagrees", with(readFile, func(c *builtinCall) { c.declAction = Write }), false},
+		{"boundary inside the declared ceiling", with(readFile, func(c *builtinCall) { c.declBoundary = External }), true},
+		{"boundary beyond the declared ceiling", builtinCall{target: "stdio:f", tool: "fetch", args: `{"url":"https://evil.com"}`, declBoundary: IntraOrg}, false},
+		{"declared class implies the same action", with(readFile, func(c *builtinCall) { c.declClass = "filesystem.read" }), true},
+		{"declared class implies another action", with(readFile, func(c *builtinCall) { c.declClass = "filesystem.write" }), false},
+		{"declared class without a verb", with(readFile, func(c *builtinCall) { c.declClass = "files" }), true},
+		{"configured class matches", builtinCall{tool: "invoice", declClass: "finance.invoicing.management"}, true},
+		{"configured class refines", builtinCall{tool: "invoice", declClass: "finance.invoicing"}, true},
+		{"configured class differs", builtinCall{tool: "invoice", declClass: "hr.payroll"}, false},
+		{"unclassifiable action is not compared", builtinCall{tool: "frobnicate", declAction: Read}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := classifyOne(t, b, tt.call).ConsistentWithDeclaration; got != tt.want {
+				t.Errorf("consistent_with_declaration: got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBuiltinMalformedInput(t *testing.T) {
+	b := mustBuiltin(t, Options{Profile: ProfileExtended})
+	for _, c := range []builtinCall{
+		{tool: "", args: `not json`, ann: `[`},
+		{tool: "x", args: `{"a":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`},
+		{tool: "x", target: "::not a url::", args: `{"url":"http://[::1"}`},
+		{tool: "x", args: `"just a string"`},
+	} {
+		v := classifyOne(t, b, c)
+		if len(v.Axes) != 5 {
+			t.Errorf("%+v: got %d axes, want 5", c, len(v.Axes))
+		}
+	}
+}
+
+func TestWords(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"getURLContent", "get url content"},
+		{"list_directory_with_sizes", "list directory with sizes"},
+		{"API-post-search", "api post search"},
+		{"mcp__github__create_issue", "mcp github create issue"},
+		{"HTTPServer2Start", "http server2 start"},
+		{"slack/post_message", "slack post message"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		var got string
+		for i, w := range words(nil, tt.in) {
+			if i > 0 {
+				got += " "
+			}
+			got += w
+		}
+		if got != tt.want {
+			t.Errorf("words(%q): got %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }

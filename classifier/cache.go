@@ -1,0 +1,157 @@
+package classifier
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"hash/maphash"
+	"maps"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// cacheKey is the SHA-256 of a descriptor's canonical JSON.
+type cacheKey [sha256.Size]byte
+
+// cacheCanonical returns the descriptor as RFC 8785 canonical JSON without
+// the fields that differ between otherwise identical calls (txn_id,
+// session_id, call_id), and its hash. The same bytes are what the model is
+// shown, so a cached verdict is always the answer to exactly that input.
+func cacheCanonical(d *intercept.ActionDescriptor) (jsontext.Value, cacheKey, error) {
+	stable := *d
+	stable.TxnID, stable.SessionID, stable.CallID = "", "", nil
+	b, err := json.Marshal(&stable)
+	if err != nil {
+		return nil, cacheKey{}, err
+	}
+	v := jsontext.Value(b)
+	if err := v.Canonicalize(); err != nil {
+		return nil, cacheKey{}, err
+	}
+	return v, sha256.Sum256(v), nil
+}
+
+// cacheRaw appends the same fields as cacheCanonical as they are —
+// length-prefixed strings and raw JSON bytes, in struct order — to buf.
+// Equal raw forms mean equal canonical forms, so the raw form can stand in
+// front of the canonical key as a memo: canonicalising costs microseconds,
+// hashing the raw form with maphash tens of nanoseconds.
+// TestCacheKeysCoverDescriptor fails when a descriptor field is added and
+// not appended here.
+func cacheRaw(buf []byte, d *intercept.ActionDescriptor) []byte {
+	str := func(s string) {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	raw := func(v jsontext.Value) {
+		buf = binary.AppendUvarint(buf, uint64(len(v)))
+		buf = append(buf, v...)
+	}
+	str(d.ToolName)
+	str(d.ToolDescription)
+	str(d.CapabilityClassDeclared)
+	str(d.ActionTypeDeclared)
+	str(d.BoundaryDeclared)
+	raw(d.Parameters)
+	str(d.TargetEndpoint)
+	str(d.ToolInventoryHash)
+	str(d.Upstream)
+	str(d.Agent)
+	str(d.ProtocolVersion)
+	raw(d.Annotations)
+	return buf
+}
+
+// cacheRawMax bounds the raw forms the memo keeps; larger descriptors (a
+// file's content as an argument) go by canonical key alone.
+const cacheRawMax = 4 << 10
+
+// cacheRawEntry is a memo entry: the raw form, compared in full on a hit
+// so a maphash collision is a miss, never a wrong verdict.
+type cacheRawEntry struct {
+	raw string
+	v   Verdict
+}
+
+// verdictCache holds verdicts of valid replies only: a fallback verdict is
+// never cached, so a call classified during an outage is asked again once
+// the provider is back. It is keyed by the canonical hash, with a memo by
+// raw form in front so that a repeated call skips canonicalisation. A nil
+// *verdictCache caches nothing.
+type verdictCache struct {
+	canon *lru.Cache[cacheKey, Verdict]
+	raw   *lru.Cache[uint64, cacheRawEntry]
+	seed  maphash.Seed
+}
+
+func newVerdictCache(size int) (*verdictCache, error) {
+	if size < 0 {
+		return nil, nil
+	}
+	canon, err := lru.New[cacheKey, Verdict](size)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := lru.New[uint64, cacheRawEntry](size)
+	if err != nil {
+		return nil, err
+	}
+	return &verdictCache{canon: canon, raw: raw, seed: maphash.MakeSeed()}, nil
+}
+
+// getRaw looks a verdict up by raw form. Verdicts returned by getRaw and
+// get are copies the caller may change: the axes map is cloned.
+func (c *verdictCache) getRaw(raw []byte) (Verdict, bool) {
+	if c == nil || len(raw) > cacheRawMax {
+		return Verdict{}, false
+	}
+	e, ok := c.raw.Get(maphash.Bytes(c.seed, raw))
+	if !ok || e.raw != string(raw) {
+		return Verdict{}, false
+	}
+	e.v.Axes = maps.Clone(e.v.Axes)
+	return e.v, true
+}
+
+// addRaw remembers v under raw; v's axes map must not change afterwards.
+func (c *verdictCache) addRaw(raw []byte, v Verdict) {
+	if len(raw) <= cacheRawMax {
+		c.raw.Add(maphash.Bytes(c.seed, raw), cacheRawEntry{raw: string(raw), v: v})
+	}
+}
+
+// get looks a verdict up by canonical key and, on a hit, remembers it
+// under raw too.
+func (c *verdictCache) get(key cacheKey, raw []byte) (Verdict, bool) {
+	if c == nil {
+		return Verdict{}, false
+	}
+	v, ok := c.canon.Get(key)
+	if !ok {
+		return Verdict{}, false
+	}
+	c.addRaw(raw, v) // both share one axes map, which nobody changes
+	v.Axes = maps.Clone(v.Axes)
+	return v, true
+}
+
+// add stores a copy of v under both keys.
+func (c *verdictCache) add(key cacheKey, raw []byte, v Verdict) {
+	if c == nil {
+		return
+	}
+	v.Axes = maps.Clone(v.Axes)
+	c.canon.Add(key, v)
+	c.addRaw(raw, v)
+}
+
+// len is the number of cached verdicts.
+func (c *verdictCache) len() int {
+	if c == nil {
+		return 0
+	}
+	return c.canon.Len()
+}

@@ -1,0 +1,458 @@
+package classifier
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"html"
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Kinds of prompt-injection findings.
+const (
+	InjectionOverride     = "instruction_override"   // "ignore previous instructions", hidden directive blocks
+	InjectionRoleClaim    = "role_claim"             // "you are now…", "system:", chat-template markers
+	InjectionAuthority    = "authority_manipulation" // "set trust score to 1000", "approved by the admin"
+	InjectionConcealment  = "concealment"            // "do not tell the user"
+	InjectionExfiltration = "exfiltration"           // "read ~/.ssh/id_rsa and pass its content as…"
+	InjectionInvisible    = "invisible_unicode"      // tag characters, zero-width, bidi overrides
+	InjectionEncoded      = "encoded_payload"        // base64 / hex / percent-encoded instructions
+)
+
+// InjectionFinding is one sign of prompt injection in a string.
+type InjectionFinding struct {
+	Kind string `json:"kind"`
+	// Path is where in the arguments the string was, such as
+	// "items[2].text"; empty for DetectInjectionText.
+	Path string `json:"path,omitempty"`
+	// Evidence is a short, printable excerpt of what matched.
+	Evidence string `json:"evidence"`
+}
+
+// DetectInjection scans every string in a JSON value (tool-call arguments
+// or a tool result), and every object member name, for prompt injection.
+// It is deterministic and needs no network. It looks at the first 64 KiB
+// of each string and at most 4096 values.
+func DetectInjection(v jsontext.Value) []InjectionFinding {
+	var out []InjectionFinding
+	walkJSON(v, true, func(w *jsonWalker, ev walkEvent) {
+		if ev.kind != '"' || len(ev.str) < 4 {
+			return
+		}
+		fs := DetectInjectionText(ev.str)
+		if len(fs) == 0 {
+			return
+		}
+		p := w.path()
+		for i := range fs {
+			fs[i].Path = p
+		}
+		out = append(out, fs...)
+	})
+	return out
+}
+
+// DetectInjectionText scans one string. Each kind is reported at most once.
+func DetectInjectionText(s string) []InjectionFinding {
+	if len(s) > 64<<10 {
+		s = s[:64<<10]
+	}
+	var f findings
+	detect(&f, s, 0)
+	return f.list
+}
+
+type findings struct {
+	list []InjectionFinding
+	seen uint16
+}
+
+var kindBits = map[string]uint16{InjectionOverride: 1, InjectionRoleClaim: 2, InjectionAuthority: 4,
+	InjectionConcealment: 8, InjectionExfiltration: 16, InjectionInvisible: 32, InjectionEncoded: 64}
+
+func (f *findings) add(kind, evidence string) {
+	if f.seen&kindBits[kind] != 0 {
+		return
+	}
+	f.seen |= kindBits[kind]
+	f.list = append(f.list, InjectionFinding{Kind: kind, Evidence: excerpt(evidence)})
+}
+
+// detect scans s; depth counts decoding layers, so encoded payloads are
+// unwrapped at most twice.
+func detect(f *findings, s string, depth int) {
+	folded, hidden, invisible := fold(s)
+	if invisible != "" {
+		f.add(InjectionInvisible, invisible)
+	}
+	phrases(f, folded, s)
+	if hidden != "" {
+		// Tag characters spell ASCII that renders as nothing: scan it too.
+		phrases(f, strings.ToLower(hidden), hidden)
+	}
+	if depth < 2 {
+		decoded(f, s, depth)
+	}
+}
+
+// fold lower-cases s, maps full-width and look-alike letters to ASCII, and
+// drops invisible characters, so "ＩＧＮＯＲＥ" and "ig\u200bnore" read as
+// "ignore". It returns the text hidden in Unicode tag characters and, if s
+// has invisible characters that no legitimate text needs, a description.
+func fold(s string) (folded, hidden, invisible string) {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || c >= 'A' && c <= 'Z' || c == '\t' || c == '\n' || c == '\r' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s, "", ""
+	}
+	var b, h strings.Builder
+	b.Grow(len(s))
+	var tags, bidi, zw, vs int
+	var prev rune
+	space := false
+	rs := []rune(s)
+	for i, r := range rs {
+		switch {
+		case r >= 0xE0000 && r <= 0xE007F:
+			tags++
+			if r >= 0xE0020 && r <= 0xE007E {
+				h.WriteRune(r - 0xE0000)
+			}
+			continue
+		case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+			bidi++
+			continue
+		case r == 0x200B || r == 0x200C || r == 0x200D || r == 0x2060 || r == 0x180E || r == 0xFEFF || r == 0x00AD:
+			// Joiners are legitimate inside emoji and some scripts; count
+			// only those wedged between ASCII letters, or a BOM after
+			// the start.
+			next := rune(0)
+			if i+1 < len(rs) {
+				next = rs[i+1]
+			}
+			if (isASCIILetter(prev) && isASCIILetter(next)) || (r == 0xFEFF && i > 0) {
+				zw++
+			}
+			continue
+		case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF:
+			vs++
+			continue
+		case r >= 0xFF01 && r <= 0xFF5E:
+			r -= 0xFEE0
+		}
+		r = unicode.ToLower(r)
+		if c, ok := confusables[r]; ok {
+			r = c
+		}
+		if unicode.IsSpace(r) {
+			if !space {
+				b.WriteByte(' ')
+			}
+			space = true
+			prev = r
+			continue
+		}
+		space = false
+		b.WriteRune(r)
+		prev = r
+	}
+	var why []string
+	if tags > 0 {
+		why = append(why, fmt.Sprintf("%d Unicode tag characters", tags))
+	}
+	if bidi > 0 {
+		why = append(why, fmt.Sprintf("%d bidi override/isolate characters", bidi))
+	}
+	if zw > 0 {
+		why = append(why, fmt.Sprintf("%d zero-width characters inside words", zw))
+	}
+	if vs > 8 {
+		// Runs of variation selectors can carry bytes ("emoji smuggling");
+		// an emoji needs one.
+		why = append(why, fmt.Sprintf("%d variation selectors", vs))
+	}
+	return b.String(), h.String(), strings.Join(why, ", ")
+}
+
+func isASCIILetter(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
+
+// confusables maps Cyrillic and Greek letters that look like Latin ones.
+var confusables = map[rune]rune{
+	// Cyrillic, after lower-casing (в, к, м, н, т look like the upper-case
+	// Latin letters their capitals imitate).
+	'а': 'a', 'в': 'b', 'е': 'e', 'к': 'k', 'м': 'm', 'н': 'h', 'о': 'o', 'р': 'p', 'с': 'c', 'т': 't',
+	'у': 'y', 'х': 'x', 'і': 'i', 'ј': 'j', 'ѕ': 's', 'ԁ': 'd', 'һ': 'h', 'ԛ': 'q', 'ԝ': 'w', 'ү': 'y',
+	// Greek.
+	'α': 'a', 'β': 'b', 'ε': 'e', 'ζ': 'z', 'η': 'h', 'ι': 'i', 'κ': 'k', 'μ': 'm', 'ν': 'v', 'ο': 'o',
+	'ρ': 'p', 'τ': 't', 'υ': 'y', 'χ': 'x',
+	// Latin look-alikes.
+	'ɡ': 'g', 'ı': 'i',
+}
+
+// Phrase rules, over folded (lower-case, single-spaced) text.
+var phraseRules = []struct {
+	kind string
+	need []string // the rule runs only on text holding one of these
+	re   *regexp.Regexp
+}{
+	// Instruction override.
+	{InjectionOverride, []string{"struction", "prompt", "directive", "guardrail", "programming", "direction", "guideline"}, regexp.MustCompile(`\b(ignore|ignoring|disregard|forget|override|bypass|skip|neglect|abandon|discard|drop)\b(\s+\S+){0,5}?\s+(\w*struction\w*|prompts?|directives?|guardrails|programming|directions|guidelines)\b`)},
+	{InjectionOverride, []string{"ignor", "disregard", "forget"}, regexp.MustCompile(`\b(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+|everything\s+|that\s+|what\s+(was|is|i)\s+(said|wrote|written)\s+)?(above|previous|prior|preceding|before|earlier)(\s+(and|text|content|context|messages?|conversation|input|rules|commands)\b|\s*[.,:;!-]|\s*$)`)},
+	{InjectionOverride, []string{"forget"}, regexp.MustCompile(`\bforget\s+(everything|all|what)\b(\s+\S+){0,4}?\s+(told|said|learned|know|above|before)\b`)},
+	{InjectionOverride, []string{"instruction", "task", "objective", "directive", "system prompt", "orders"}, regexp.MustCompile(`\b(new|updated|real|actual|true|secret|hidden|additional|revised)\s+(instructions?|task|objective|directives?|system prompt|orders)\s*[:\-]`)},
+	{InjectionOverride, []string{"your "}, regexp.MustCompile(`\byour\s+(new|real|actual|true|only|primary)\s+(task|goal|objective|instructions?|purpose|mission)\s+(is|are|now)\b`)},
+	{InjectionOverride, []string{"from now on"}, regexp.MustCompile(`\bfrom now on,?\s+(you\s+(will|must|are|shall|should|only)|always|only|respond|answer|ignore|act)\b`)},
+	{InjectionOverride, []string{"do anything now", "developer mode", "jailbr", "dan mode", "ethical", "moral", "without any"}, regexp.MustCompile(`\b(do anything now|developer mode (enabled|output|on)|jailbr(eak|oken)|dan mode|no (ethical|moral) (guidelines|restrictions|constraints)|without any (restrictions|filters|limitations))\b`)},
+	{InjectionOverride, []string{"stop everything", "pwned"}, regexp.MustCompile(`\b(stop everything|i have been pwned|pwned!*)\b`)},
+	{InjectionOverride, []string{"<important", "</important", "<information", "</information", "<instruction", "</instruction", "<admin", "</admin", "<secret", "</secret"}, regexp.MustCompile(`</?(important|information|instructions?|admin|secret)>`)},
+	{InjectionOverride, []string{"before you"}, regexp.MustCompile(`\bbefore you (can )?(solve|complete|do|finish|continue|answer|proceed)( with)? (the|your|this) (task|request|question)`)},
+	{InjectionOverride, []string{"repeat", "print", "reveal", "show", "output", "display", "leak", "tell me", "write out"}, regexp.MustCompile(`\b(repeat|print|reveal|show|output|display|leak|tell me|write out)\s+(me\s+)?(all\s+|the\s+|your\s+)?(words|text|instructions|prompt|system prompt|initial (prompt|instructions)|hidden instructions|everything)\s+(above|before|verbatim|you were given|at the (start|beginning))`)},
+	{InjectionOverride, []string{"system prompt", "instructions"}, regexp.MustCompile(`\b(reveal|print|repeat|output|leak|show me|tell me)\s+(your|the)\s+(system prompt|initial instructions|original instructions|hidden instructions|secret instructions)`)},
+	{InjectionOverride, []string{"written at the"}, regexp.MustCompile(`\bwhat (was|is) written at the (beginning|start|top) of`)},
+	{InjectionOverride, []string{"ignorier", "vergiss", "missachte", "ignore", "oublie", "ignora", "olvida", "esqueça"}, regexp.MustCompile(`\b(ignoriere|vergiss|missachte)\b(\s+\S+){0,3}?\s+(anweisungen|instruktionen|befehle|vorgaben)\b|\b(ignore[rz]?|oublie[rz]?)\b(\s+\S+){0,3}?\s+(instructions|consignes)\b|\b(ignora|olvida|ignore|esqueça)\b(\s+\S+){0,3}?\s+(instrucciones|istruzioni|instruções)\b`)},
+	// Role claims.
+	{InjectionRoleClaim, []string{"you are now"}, regexp.MustCompile(`\byou are now (a|an|the|in|my|no longer|free|unrestricted|unfiltered|authori[sz]ed|allowed|permitted|operating|acting|jailbroken|dan|going to|able to)\b`)},
+	{InjectionRoleClaim, []string{"unrestricted", "unfiltered", "jailbroken", "evil", "uncensored", "different ai", "new ai"}, regexp.MustCompile(`\b(act|behave|respond)\s+as\s+(if\s+you\s+(are|were)\s+)?(a|an|the|my)?\s*(unrestricted|unfiltered|jailbroken|evil|uncensored|different ai|new ai)\b`)},
+	{InjectionRoleClaim, []string{"pretend", "imagine"}, regexp.MustCompile(`\b(pretend|imagine)\s+(that\s+)?you\s+(are|have)\s+(no|an? unrestricted|an? unfiltered|not bound)`)},
+	{InjectionRoleClaim, []string{"roleplay", "role-play", "role play", " as "}, regexp.MustCompile(`\b(role-?play|roleplay)\s+as\b|\byou (will|must) (now )?(act|role-?play) as\b`)},
+	{InjectionRoleClaim, []string{"<|", "[inst", "[/inst", "<<sys", "<system", "</system", "[system](#", "system_message", "###"}, regexp.MustCompile(`<\|(im_start|im_end|system|user|assistant|endoftext)\|>|\[/?inst\]|<<sys>>|</?system>|\[system\]\(#|\(system_message\)|###\s*(system|instruction)\b`)},
+	// Authority and score manipulation.
+	{InjectionAuthority, []string{"level to", "score to", "rating to", "rank to"}, regexp.MustCompile(`\b(set|change|raise|increase|update|make|boost)\s+(the\s+|my\s+|your\s+|its\s+|this\s+)?(trust|confidence|privilege|clearance|access|permission|authori[sz]ation|reputation|credibility)\s+(level|score|rating|rank)\s+to\s+(\d{3,}|max(imum)?|highest|unlimited|full|admin|root|100\s*%?)`)},
+	{InjectionAuthority, []string{"level to", "score to", "rating to"}, regexp.MustCompile(`\b(set|change|lower|reduce|make)\s+(the\s+|my\s+|your\s+|its\s+|this\s+)?(risk|threat|danger|severity)\s+(level|score|rating)\s+to\s+(low|none|zero|0|minimal|safe)\b`)},
+	{InjectionAuthority, []string{"you are", "you have been"}, regexp.MustCompile(`\byou (are|have been) (now )?(authori[sz]ed|permitted|allowed|cleared|granted permission) to (perform|do|execute|access|bypass|ignore|run|use) (all|any|every|anything)`)},
+	{InjectionAuthority, []string{"system", "admin", "security team", "developer", "openai", "anthropic", "creator"}, regexp.MustCompile(`\b(message|instruction|notice|order|directive|request) from (the )?(system|admin|administrator|security team|developers?|openai|anthropic|your creator)\b`)},
+	{InjectionAuthority, []string{"important message from"}, regexp.MustCompile(`\bimportant message from\b.{0,60}\bto you\b`)},
+	{InjectionAuthority, []string{" as "}, regexp.MustCompile(`\b(mark|classify|label|treat|flag|consider)\s+(this|it|the request|this request|this call|this action|this tool call)\s+as\s+(safe|benign|harmless|low[- ]risk|read-?only|trusted|approved|verified|legitimate)\b`)},
+	{InjectionAuthority, []string{"approved by", "authorized by", "authorised by", "verified by", "whitelisted by"}, regexp.MustCompile(`\bthis (tool|request|action|call|command) (has been|is) (pre-?)?(approved|authori[sz]ed|verified|whitelisted) by\b`)},
+	// Concealment.
+	{InjectionConcealment, []string{"do not", "don't", "never"}, regexp.MustCompile(`\b(do not|don't|never)\s+(tell|inform|mention|reveal|notify|alert|disclose)\s+(this\s+|it\s+|that\s+|anything\s+)?(to\s+)?(the user|the human|anyone|them|that you)\b`)},
+	{InjectionConcealment, []string{"without "}, regexp.MustCompile(`\bwithout (telling|informing|notifying|alerting|asking) (the )?(user|human)\b`)},
+	// Redirection of a side effect (tool shadowing).
+	{InjectionExfiltration, []string{"always", "make sure to", "be sure to", "remember to", "you must"}, regexp.MustCompile(`\b(always|make sure to|be sure to|remember to|you must)\s+(change|set|replace|redirect|send|forward|cc|bcc|add)\s+(the\s+|a\s+)?(recipient|destination|address|account|phone|number|email|url|endpoint|wallet|iban|bcc|cc)\b`)},
+}
+
+// Credential material and the verbs that move it: both in one text is an
+// exfiltration instruction (tool poisoning's "read ~/.ssh/id_rsa and pass
+// its content as 'sidenote'").
+var (
+	reSecretPlace = regexp.MustCompile(`~/\.ssh|\.ssh/|id_rsa|id_ed25519|mcp\.json|\.aws/credentials|\.netrc|\.env\b|api[ _-]?keys?\b|private keys?\b|credentials\b|passwords?\b|system prompt`)
+	reMoveVerb    = regexp.MustCompile(`\b(pass|send|forward|upload|post|exfiltrate|include|append|attach|copy|email|leak)\b[^.]{0,40}\b(its|their|the|this|that|your|all)?\s*(content|contents|it|them|value|values|key|keys|file)\b`)
+)
+
+// needIndex lists, per first byte, the need strings of the phrase rules;
+// ruleSecret and ruleRole stand for the two rules outside phraseRules.
+var needIndex = func() (idx [256][]struct {
+	s    string
+	rule int
+}) {
+	add := func(rule int, needs []string) {
+		for _, n := range needs {
+			idx[n[0]] = append(idx[n[0]], struct {
+				s    string
+				rule int
+			}{n, rule})
+		}
+	}
+	for i, r := range phraseRules {
+		add(i, r.need)
+	}
+	add(ruleSecret, secretPlaces)
+	add(ruleRole, roleWords)
+	return idx
+}()
+
+const (
+	ruleSecret = 62
+	ruleRole   = 63
+)
+
+// activeRules finds, in one pass over s, which rules have a need in it.
+func activeRules(s string) uint64 {
+	var set uint64
+	for i := 0; i < len(s); i++ {
+		for _, n := range needIndex[s[i]] {
+			if set&(1<<n.rule) == 0 && strings.HasPrefix(s[i:], n.s) {
+				set |= 1 << n.rule
+			}
+		}
+	}
+	return set
+}
+
+func phrases(f *findings, folded, raw string) {
+	active := activeRules(folded)
+	if active == 0 {
+		return
+	}
+	for i, r := range phraseRules {
+		if active&(1<<i) == 0 || f.seen&kindBits[r.kind] != 0 {
+			continue
+		}
+		if m := r.re.FindString(folded); m != "" {
+			f.add(r.kind, m)
+		}
+	}
+	if f.seen&kindBits[InjectionExfiltration] == 0 && active&(1<<ruleSecret) != 0 {
+		if m := reSecretPlace.FindString(folded); m != "" && reMoveVerb.MatchString(folded) {
+			f.add(InjectionExfiltration, m)
+		}
+	}
+	// A role marker at the start of a line followed by an instruction:
+	// "System: you must…", not "System: Ubuntu 22.04".
+	if f.seen&kindBits[InjectionRoleClaim] == 0 && active&(1<<ruleRole) != 0 && strings.Contains(raw, ":") {
+		for line := range strings.Lines(raw) {
+			l := strings.ToLower(strings.TrimSpace(line))
+			l = strings.TrimLeft(l, "[#<(|*> ")
+			for _, role := range [...]string{"system", "assistant", "developer"} {
+				rest, ok := strings.CutPrefix(l, role)
+				if !ok {
+					continue
+				}
+				rest = strings.TrimLeft(rest, "]>)|* ")
+				if !strings.HasPrefix(rest, ":") {
+					continue
+				}
+				if roleCue.MatchString(rest) {
+					f.add(InjectionRoleClaim, l)
+				}
+			}
+		}
+	}
+}
+
+var (
+	secretPlaces = []string{".ssh", "id_rsa", "id_ed25519", "mcp.json", ".aws", ".netrc", ".env", "api key",
+		"api_key", "api-key", "apikey", "private key", "credentials", "password", "system prompt"}
+	roleWords = []string{"system", "assistant", "developer"}
+)
+
+var roleCue = regexp.MustCompile(`\b(you|your|must|ignore|always|never|instructions?|respond|answer|do not|don't|override|new)\b`)
+
+// encodedRuns calls f with each run of at least min characters for which
+// in is true, at most limit runs.
+func encodedRuns(s string, min, limit int, in func(byte) bool, f func(string)) {
+	start := -1
+	for i := 0; i <= len(s) && limit > 0; i++ {
+		if i < len(s) && in(s[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start >= min {
+			f(s[start:i])
+			limit--
+		}
+		start = -1
+	}
+}
+
+func isBase64Byte(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
+}
+
+func isHexByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// decoded unwraps base64, hex, percent-encoding and HTML character
+// references, and scans what they decode to if it is text. A finding
+// inside counts as an encoded payload, whatever its kind: legitimate
+// arguments do not base64-encode prose telling a model what to do.
+func decoded(f *findings, s string, depth int) {
+	check := func(label, text string) {
+		if !mostlyText(text) {
+			return
+		}
+		var inner findings
+		detect(&inner, text, depth+1)
+		for _, x := range inner.list {
+			if x.Kind == InjectionInvisible {
+				continue
+			}
+			f.add(InjectionEncoded, label+": "+x.Evidence)
+			return
+		}
+	}
+	encodedRuns(s, 24, 8, isBase64Byte, func(m string) {
+		if len(m) > 8192 {
+			m = m[:8192]
+		}
+		core := strings.TrimRight(m, "=")
+		if len(core)%4 == 1 {
+			core = core[:len(core)-1]
+		}
+		enc := base64.RawStdEncoding
+		if strings.ContainsAny(core, "-_") {
+			enc = base64.RawURLEncoding
+		}
+		if b, err := enc.DecodeString(core); err == nil {
+			check("base64", string(b))
+		}
+	})
+	encodedRuns(s, 24, 8, isHexByte, func(m string) {
+		if len(m)%2 == 1 {
+			m = m[:len(m)-1]
+		}
+		if b, err := hex.DecodeString(m); err == nil {
+			check("hex", string(b))
+		}
+	})
+	if strings.Count(s, "%") >= 3 {
+		if u, err := url.QueryUnescape(s); err == nil && u != s {
+			check("percent-encoded", u)
+		}
+	}
+	if strings.Contains(s, "&#") {
+		if u := html.UnescapeString(s); u != s {
+			check("html entities", u)
+		}
+	}
+}
+
+// mostlyText reports whether b is valid UTF-8 of mostly printable
+// characters and long enough to say something: images and hashes are not.
+func mostlyText(s string) bool {
+	if len(s) < 12 || !utf8.ValidString(s) {
+		return false
+	}
+	n, printable := 0, 0
+	for _, r := range s {
+		n++
+		if unicode.IsPrint(r) || r == '\n' || r == '\t' || r == '\r' {
+			printable++
+		}
+		if n >= 512 {
+			break
+		}
+	}
+	return printable*100 >= n*90
+}
+
+// excerpt makes evidence printable and short.
+func excerpt(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= 80 {
+			b.WriteString("…")
+			break
+		}
+		if unicode.IsPrint(r) && r < 0xE0000 {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "\\u%04X", r)
+		}
+	}
+	return b.String()
+}

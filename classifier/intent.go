@@ -1,0 +1,302 @@
+package classifier
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// RiskLevel is the INTENT layer's single risk level of a call.
+type RiskLevel string
+
+const (
+	RiskLow      RiskLevel = "LOW"      // read-only, internal, reversible
+	RiskMedium   RiskLevel = "MEDIUM"   // writes, or reads from outside
+	RiskHigh     RiskLevel = "HIGH"     // writes to outside, or sensitive data
+	RiskCritical RiskLevel = "CRITICAL" // financial, admin, irreversible, provisioning
+)
+
+// Risk factors an IntentRecord may list.
+const (
+	FactorWrite               = "write_operation"
+	FactorExternalRead        = "external_read"
+	FactorExternalWrite       = "external_write"
+	FactorSensitiveData       = "sensitive_data"
+	FactorCodeExecution       = "code_execution"
+	FactorDelegation          = "delegation"
+	FactorProvisioning        = "provisioning"
+	FactorFinancial           = "financial"
+	FactorAdmin               = "admin"
+	FactorIrreversible        = "irreversible"
+	FactorDestructiveHint     = "destructive_hint"
+	FactorUnbounded           = "unbounded_scale"
+	FactorPromptInjection     = "prompt_injection"
+	FactorDeclarationMismatch = "declaration_mismatch"
+	FactorLowConfidence       = "low_confidence"
+	FactorUnclassified        = "unclassified_axis"
+)
+
+// IntentRecord is the INTENT layer's structured view of one call. Its
+// JSON field names follow the seed schema; Sluice adds txn_id, the
+// injection fields and the parsed fields it can fill from a descriptor.
+type IntentRecord struct {
+	IntentID             string             `json:"intent_id"`
+	EntityID             string             `json:"entity_id"`
+	Timestamp            time.Time          `json:"timestamp"`
+	TxnID                string             `json:"txn_id,omitempty"`
+	Parsed               ParsedIntent       `json:"parsed"`
+	CapabilitiesRequired []string           `json:"capabilities_required"`
+	RiskLevel            RiskLevel          `json:"risk_level"`
+	RiskFactors          []string           `json:"risk_factors"`
+	Confidence           float64            `json:"confidence"`
+	ClarificationNeeded  bool               `json:"clarification_needed"`
+	InjectionSuspected   bool               `json:"injection_suspected"`
+	Injection            []InjectionFinding `json:"injection_findings,omitempty"`
+}
+
+// ParsedIntent is what the call is: the seed's parsed object, filled from
+// the descriptor and the verdict.
+type ParsedIntent struct {
+	ActionType string `json:"action_type"`
+	Tool       string `json:"tool"`
+	Upstream   string `json:"upstream,omitempty"`
+	// Target is "<boundary>:<where>", such as "external:evil.example" or
+	// "local:stdio".
+	Target      string   `json:"target"`
+	Boundary    string   `json:"boundary"`
+	Sensitivity string   `json:"sensitivity,omitempty"`
+	Scale       string   `json:"scale,omitempty"`
+	Resources   []string `json:"resources,omitempty"`
+}
+
+// IntentOptions configure NewIntentRecord. The zero value scans arguments
+// for injection and uses time.Now.
+type IntentOptions struct {
+	// Now is the clock. Nil: time.Now.
+	Now func() time.Time
+	// SkipInjection turns the argument scan off, for callers that ran
+	// DetectInjection themselves and pass its findings in Findings.
+	SkipInjection bool
+	// Findings are injection findings from elsewhere, such as a scan of
+	// tool results; they count like the argument scan's.
+	Findings []InjectionFinding
+	// Options are the scoring options the verdict was made under, for the
+	// escalate threshold. Zero: defaults.
+	Options Options
+}
+
+// NewIntentRecord builds the IntentRecord of a call from its descriptor and
+// its verdict (from any classifier). It assigns exactly one risk level by
+// the seed's criteria, most severe first: provisioning, financial or admin
+// changes and destructive verbs are CRITICAL; writes that leave the
+// organisation, sensitive data, code execution, delegation and suspected
+// injection are HIGH; other writes and external reads are MEDIUM; internal
+// reads are LOW. An axis that fell back to its conservative default counts
+// as that default.
+func NewIntentRecord(d *intercept.ActionDescriptor, v Verdict, o IntentOptions) IntentRecord {
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	at, bd := v.Axes[AxisActionType], v.Axes[AxisBoundary]
+	action, boundary := at.Classified, bd.Classified
+	if !ValidValue(AxisActionType, action) {
+		action, at.ConservativeDefaultApplied = Write, true
+	}
+	if !ValidValue(AxisBoundary, boundary) {
+		boundary, bd.ConservativeDefaultApplied = External, true
+	}
+
+	var nameBuf, descBuf [32]string
+	lex := lexicalAction(words(nameBuf[:0], d.ToolName), words(descBuf[:0], firstSentence(d.ToolDescription)), nil)
+	h := parseHints(d.Annotations)
+	var facts argFacts
+	(&compiled{}).scanArgs(d.Parameters, &facts)
+
+	r := IntentRecord{
+		IntentID:   newIntentID(),
+		EntityID:   d.Agent,
+		Timestamp:  now().UTC(),
+		TxnID:      d.TxnID,
+		Confidence: v.CompositeConfidence,
+		Parsed: ParsedIntent{
+			ActionType: action,
+			Tool:       d.ToolName,
+			Upstream:   d.Upstream,
+			Boundary:   boundary,
+			Target:     intentTarget(boundary, d, &facts),
+			Resources:  append([]string(nil), facts.resources...),
+		},
+		RiskFactors: []string{},
+	}
+	if r.EntityID == "" {
+		r.EntityID = "unknown"
+	}
+	sens, sensKnown := v.Axes[AxisSensitivity]
+	if sensKnown && !sens.ConservativeDefaultApplied {
+		r.Parsed.Sensitivity = sens.Classified
+	}
+	if sc, ok := v.Axes[AxisScale]; ok {
+		r.Parsed.Scale = sc.Classified
+		if sc.Classified == Unbounded && !sc.ConservativeDefaultApplied && action != Read {
+			r.RiskFactors = append(r.RiskFactors, FactorUnbounded)
+		}
+	}
+
+	// Capabilities: the verdict's class and what crossing the boundary
+	// needs.
+	class := v.CapabilityClassVerdict
+	if class == "" {
+		class = "tool." + strings.ToLower(action)
+	}
+	r.CapabilitiesRequired = append(r.CapabilitiesRequired, class, "net:"+strings.ToLower(boundary))
+	if facts.tier == Restricted || facts.tier == Regulated {
+		r.CapabilitiesRequired = append(r.CapabilitiesRequired, "data:"+strings.ToLower(facts.tier))
+	}
+
+	// Evidence of sensitive data: a classified sensitivity axis, or what
+	// the arguments carry even when the axis is not active.
+	tier := facts.tier
+	if r.Parsed.Sensitivity != "" && rank(AxisSensitivity, r.Parsed.Sensitivity) > rank(AxisSensitivity, tier) {
+		tier = r.Parsed.Sensitivity
+	}
+	sensitive := rank(AxisSensitivity, tier) >= rank(AxisSensitivity, Confidential)
+
+	level := RiskLow
+	raise := func(l RiskLevel, factor string) {
+		if riskRank(l) > riskRank(level) {
+			level = l
+		}
+		if factor != "" && !hasWord(r.RiskFactors, factor) {
+			r.RiskFactors = append(r.RiskFactors, factor)
+		}
+	}
+	mutates := action != Read
+	external := boundary == External
+	switch action {
+	case Write:
+		raise(RiskMedium, FactorWrite)
+	case Execute:
+		raise(RiskHigh, FactorCodeExecution)
+	case Orchestrate:
+		raise(RiskHigh, FactorDelegation)
+	case Provision:
+		raise(RiskCritical, FactorProvisioning)
+	}
+	if external {
+		if mutates {
+			raise(RiskHigh, FactorExternalWrite)
+		} else {
+			raise(RiskMedium, FactorExternalRead)
+		}
+	}
+	if sensitive {
+		raise(RiskHigh, FactorSensitiveData+":"+strings.ToLower(tier))
+	}
+	if mutates && lex.financial {
+		raise(RiskCritical, FactorFinancial)
+	}
+	if mutates && lex.admin {
+		raise(RiskCritical, FactorAdmin)
+	}
+	if mutates && lex.destroys {
+		raise(RiskCritical, FactorIrreversible)
+	}
+	if rv, ok := v.Axes[AxisReversibility]; ok && mutates && rv.Classified == Irreversible && !rv.ConservativeDefaultApplied && rv.Confidence >= 0.8 && rv.Source != SourceAnnotations {
+		raise(RiskCritical, FactorIrreversible)
+	}
+	if mutates && h.destructive == isTrue {
+		raise(RiskHigh, FactorDestructiveHint)
+	}
+
+	// Injection: deterministic, so policy may act on it alone.
+	findings := o.Findings
+	if !o.SkipInjection {
+		findings = append(append([]InjectionFinding(nil), findings...), DetectInjection(d.Parameters)...)
+	}
+	if len(findings) > 0 {
+		r.InjectionSuspected = true
+		r.Injection = findings
+		raise(RiskHigh, "")
+		for _, f := range findings {
+			if factor := FactorPromptInjection + ":" + f.Kind; !hasWord(r.RiskFactors, factor) {
+				r.RiskFactors = append(r.RiskFactors, factor)
+			}
+		}
+	}
+
+	// Clarification: the classifier could not tell what this is, or it
+	// contradicts the declaration.
+	if at.ConservativeDefaultApplied || bd.ConservativeDefaultApplied {
+		r.ClarificationNeeded = true
+		r.RiskFactors = append(r.RiskFactors, FactorUnclassified)
+	}
+	if !v.ConsistentWithDeclaration {
+		r.ClarificationNeeded = true
+		r.RiskFactors = append(r.RiskFactors, FactorDeclarationMismatch)
+	}
+	if o.Options.Thresholds.Route(v.CompositeConfidence) == MandatoryEscalate {
+		r.ClarificationNeeded = true
+		r.RiskFactors = append(r.RiskFactors, FactorLowConfidence)
+	}
+	r.RiskLevel = level
+	return r
+}
+
+func riskRank(l RiskLevel) int {
+	switch l {
+	case RiskMedium:
+		return 1
+	case RiskHigh:
+		return 2
+	case RiskCritical:
+		return 3
+	}
+	return 0
+}
+
+// intentTarget names where the call goes: the host of a URL argument, or
+// the upstream's endpoint.
+func intentTarget(boundary string, d *intercept.ActionDescriptor, f *argFacts) string {
+	where := ""
+	for _, r := range f.resources {
+		if i := strings.Index(r, "://"); i > 0 {
+			host := r[i+3:]
+			if j := strings.IndexAny(host, "/?#"); j >= 0 {
+				host = host[:j]
+			}
+			if k := strings.LastIndexByte(host, '@'); k >= 0 {
+				host = host[k+1:]
+			}
+			where = host
+			break
+		}
+	}
+	if where == "" {
+		switch t := d.TargetEndpoint; {
+		case strings.HasPrefix(t, "stdio:"):
+			where = "stdio"
+		case t == "":
+			where = "unknown"
+		default:
+			where = t
+			if i := strings.Index(t, "://"); i >= 0 {
+				where = t[i+3:]
+				if j := strings.IndexAny(where, "/?#"); j >= 0 {
+					where = where[:j]
+				}
+			}
+		}
+	}
+	return strings.ToLower(boundary) + ":" + where
+}
+
+// newIntentID returns "int_" and 16 random hex digits.
+func newIntentID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
+	return "int_" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,259 @@
+package classifier
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// words splits s into lower-case words at every non-alphanumeric rune and
+// at camelCase boundaries ("getURLContent" → get, url, content), appending
+// them to dst. Words already in lower case are substrings of s.
+func words(dst []string, s string) []string {
+	start := -1
+	hasUpper := false
+	flush := func(end int) {
+		if start >= 0 && end > start {
+			w := s[start:end]
+			if hasUpper {
+				w = strings.ToLower(w)
+			}
+			dst = append(dst, w)
+		}
+		start, hasUpper = -1, false
+	}
+	var prev rune
+	for i := 0; i < len(s); {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		var letter, upper bool
+		if r < utf8.RuneSelf {
+			upper = r >= 'A' && r <= 'Z'
+			letter = upper || r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
+		} else {
+			upper = unicode.IsUpper(r)
+			letter = unicode.IsLetter(r) || unicode.IsDigit(r)
+		}
+		switch {
+		case !letter:
+			flush(i)
+		case start < 0:
+			start = i
+			hasUpper = upper
+		case upper:
+			next := rune(0)
+			if i+size < len(s) {
+				next, _ = utf8.DecodeRuneInString(s[i+size:])
+			}
+			// a|B (camel) or AB|c (end of an acronym).
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && unicode.IsLower(next)) {
+				flush(i)
+				start = i
+			}
+			hasUpper = true
+		}
+		prev = r
+		i += size
+	}
+	flush(len(s))
+	return dst
+}
+
+// verbKind is how a word bears on the action type.
+type verbKind uint8
+
+const (
+	vNone verbKind = iota
+	vRead
+	vWrite
+	vExecute
+	vOrchestrate
+	vProvision
+	// vControl verbs (start, stop, cancel…) execute when their object is a
+	// process or job and write otherwise.
+	vControl
+	// vDelegate verbs (assign, request, ask…) orchestrate when their object
+	// is an agent and write otherwise.
+	vDelegate
+	// vMethod verbs are HTTP methods (post, put): a later verb in the name
+	// says more ("API-post-search" searches).
+	vMethod
+)
+
+var kindAction = [...]string{vRead: Read, vWrite: Write, vExecute: Execute, vOrchestrate: Orchestrate, vProvision: Provision}
+
+func (k verbKind) action() string {
+	switch k {
+	case vControl, vDelegate, vMethod:
+		return Write
+	}
+	if int(k) < len(kindAction) {
+		return kindAction[k]
+	}
+	return ""
+}
+
+// verbs maps base forms to their kind. Pure computations without side
+// effects (convert, calculate, validate) count as reads: they retrieve a
+// result and change nothing.
+var verbs = map[string]verbKind{
+	// Read
+	"get": vRead, "list": vRead, "read": vRead, "search": vRead, "fetch": vRead, "query": vRead,
+	"find": vRead, "show": vRead, "view": vRead, "describe": vRead, "lookup": vRead, "retrieve": vRead,
+	"browse": vRead, "inspect": vRead, "count": vRead, "download": vRead, "export": vRead, "stat": vRead,
+	"diff": vRead, "explain": vRead, "preview": vRead, "tail": vRead, "cat": vRead, "grep": vRead, "ls": vRead,
+	"navigate": vRead, "visit": vRead, "goto": vRead, "screenshot": vRead, "snapshot": vRead, "capture": vRead,
+	"convert": vRead, "calculate": vRead, "compute": vRead, "parse": vRead, "validate": vRead, "check": vRead,
+	"verify": vRead, "compare": vRead, "analyze": vRead, "analyse": vRead, "summarize": vRead, "echo": vRead,
+	"return": vRead, "resolve": vRead, "scan": vRead, "wait": vRead, "ping": vRead, "lint": vRead,
+	"watch": vRead, "monitor": vRead, "audit": vRead, "estimate": vRead, "recommend": vRead, "suggest": vRead,
+	"geocode": vRead, "translate": vRead, "format": vRead, "render": vRead, "lookups": vRead, "peek": vRead,
+	"receive": vRead, "poll": vRead, "extract": vRead,
+	// Write
+	"create": vWrite, "update": vWrite, "write": vWrite, "send": vWrite, "delete": vWrite, "edit": vWrite,
+	"move": vWrite, "add": vWrite, "remove": vWrite, "set": vWrite, "patch": vWrite, "insert": vWrite,
+	"upsert": vWrite, "modify": vWrite, "rename": vWrite, "append": vWrite, "save": vWrite, "upload": vWrite,
+	"push": vWrite, "commit": vWrite, "merge": vWrite, "close": vWrite, "comment": vWrite, "reply": vWrite,
+	"react": vWrite, "fork": vWrite, "star": vWrite, "unstar": vWrite, "archive": vWrite, "unarchive": vWrite,
+	"publish": vWrite, "unpublish": vWrite, "mark": vWrite, "dismiss": vWrite, "approve": vWrite,
+	"reject": vWrite, "submit": vWrite, "fill": vWrite, "click": vWrite, "press": vWrite, "hover": vWrite,
+	"select": vWrite, "drag": vWrite, "drop": vWrite, "clear": vWrite, "reset": vWrite, "restore": vWrite,
+	"lock": vWrite, "unlock": vWrite, "truncate": vWrite, "purge": vWrite, "destroy": vWrite, "wipe": vWrite,
+	"erase": vWrite, "mkdir": vWrite, "copy": vWrite, "duplicate": vWrite, "link": vWrite, "unlink": vWrite,
+	"invite": vWrite, "follow": vWrite, "unfollow": vWrite, "subscribe": vWrite, "unsubscribe": vWrite,
+	"schedule": vWrite, "store": vWrite, "record": vWrite, "remember": vWrite, "forget": vWrite,
+	"toggle": vWrite, "enable": vWrite, "disable": vWrite, "resize": vWrite, "manage": vWrite,
+	"change": vWrite, "replace": vWrite, "overwrite": vWrite, "import": vWrite, "sync": vWrite,
+	"transfer": vWrite, "pay": vWrite, "refund": vWrite, "charge": vWrite, "stage": vWrite, "unstage": vWrite,
+	"checkout": vWrite, "apply": vWrite, "upgrade": vWrite, "downgrade": vWrite, "scale": vWrite, "rollback": vWrite, "revert": vWrite,
+	"clean": vWrite, "cleanup": vWrite, "generate": vWrite, "upvote": vWrite, "share": vWrite,
+	"notify": vWrite, "book": vWrite, "reserve": vWrite, "order": vWrite, "purchase": vWrite, "buy": vWrite,
+	"sell": vWrite, "trade": vWrite, "put": vMethod, "post": vMethod, "tag": vWrite, "label": vWrite,
+	"assign": vDelegate, "unassign": vWrite, "emulate": vWrite, "type": vWrite, "scroll": vWrite,
+	"reorder": vWrite, "transition": vWrite, "attach": vWrite, "detach": vWrite, "mute": vWrite,
+	"unmute": vWrite, "pin": vWrite, "unpin": vWrite, "cordon": vWrite, "drain": vWrite,
+	// Execute
+	"run": vExecute, "exec": vExecute, "execute": vExecute, "eval": vExecute, "evaluate": vExecute,
+	"invoke": vExecute, "call": vExecute, "trigger": vExecute, "launch": vExecute, "rerun": vExecute,
+	"kill": vExecute, "terminate": vExecute, "build": vExecute, "compile": vExecute, "shell": vExecute,
+	"start": vControl, "stop": vControl, "cancel": vControl, "abort": vControl, "pause": vControl,
+	"resume": vControl, "restart": vControl, "interact": vControl, "signal": vControl, "retry": vExecute,
+	// Orchestrate
+	"delegate": vOrchestrate, "spawn": vOrchestrate, "handoff": vOrchestrate, "orchestrate": vOrchestrate,
+	"request": vDelegate, "ask": vDelegate, "dispatch": vDelegate,
+	// Provision
+	"grant": vProvision, "revoke": vProvision, "provision": vProvision, "deprovision": vProvision,
+	"deploy": vProvision, "undeploy": vProvision, "install": vProvision, "uninstall": vProvision,
+	"authorize": vProvision, "rotate": vProvision,
+}
+
+// Object words that change what a verb means.
+var (
+	// jobObjects turn control verbs into Execute.
+	jobObjects = wordSet("process", "processes", "job", "jobs", "workflow", "workflows", "run", "runs",
+		"task", "tasks", "session", "sessions", "build", "builds", "pipeline", "pipelines", "container",
+		"containers", "daemon", "worker", "workers", "thread", "command", "commands", "script", "scripts",
+		"server", "service", "services", "terminal", "repl", "pod", "pods")
+	// agentObjects turn delegation verbs into Orchestrate.
+	agentObjects = wordSet("agent", "agents", "subagent", "subagents", "copilot", "assistant", "assistants",
+		"bot", "bots", "worker_agent", "crew", "swarm")
+	// provisionObjects turn any mutating verb into Provision: credentials,
+	// access and persistent configuration (§5.2).
+	provisionObjects = wordSet("apikey", "apikeys", "token", "tokens", "credential",
+		"credentials", "secret", "secrets", "password", "passwords", "certificate", "certificates", "cert",
+		"certs", "role", "roles", "permission", "permissions", "policy", "policies", "acl", "acls", "iam",
+		"webhook", "webhooks", "config", "configuration", "settings", "collaborator", "collaborators",
+		"member", "members", "membership", "oauth", "sso", "ssh", "privilege", "privileges", "access",
+		"grant", "grants", "serviceaccount", "deployment", "deployments", "cluster", "clusters",
+		"infrastructure", "instance", "instances", "vm", "vms", "dns", "domain", "domains", "firewall")
+	// keyQualifiers make "key" a credential ("api key", "ssh key") rather
+	// than a keyboard or map key.
+	keyQualifiers = wordSet("api", "access", "ssh", "deploy", "private", "secret", "signing", "encryption",
+		"license", "gpg", "pgp", "kms", "service", "account")
+	// infraWords mark an infrastructure context: mutating a resource there
+	// changes service configuration, which is Provision (§5.2).
+	infraWords = wordSet("kubernetes", "kubectl", "k8s", "helm", "terraform", "pulumi", "cloudformation",
+		"infrastructure", "ansible", "openshift", "nomad", "eks", "gke", "aks")
+	// readOnlyWords in a description assert a read.
+	readOnlyWords = wordSet("readonly")
+)
+
+func wordSet(ws ...string) map[string]bool {
+	m := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		m[w] = true
+	}
+	return m
+}
+
+// verbOf returns the kind of word w and its base form, trying simple
+// inflections ("creates", "searches", "running", "deleted").
+func verbOf(w string) (verbKind, string) {
+	if k, ok := verbs[w]; ok {
+		return k, w
+	}
+	if len(w) < 4 {
+		return vNone, ""
+	}
+	for _, suf := range [...]string{"es", "s", "ing", "ed", "d"} {
+		stem, ok := strings.CutSuffix(w, suf)
+		if !ok || len(stem) < 3 {
+			continue
+		}
+		if k, ok := verbs[stem]; ok {
+			return k, stem
+		}
+		n := len(stem)
+		// "running" → "run", "stopped" → "stop".
+		if (suf == "ing" || suf == "ed") && stem[n-1] == stem[n-2] {
+			if k, ok := verbs[stem[:n-1]]; ok {
+				return k, stem[:n-1]
+			}
+		}
+		// "executing" → "execute".
+		if suf == "ing" {
+			if k, ok := verbs[stem+"e"]; ok {
+				return k, stem + "e"
+			}
+		}
+	}
+	return vNone, ""
+}
+
+// nounCompound reports whether ws[i] is part of a noun such as "pull
+// request" or "merge request" rather than a verb.
+func nounCompound(ws []string, i int) bool {
+	w := ws[i]
+	if (w == "request" || w == "requests") && i > 0 {
+		switch ws[i-1] {
+		case "pull", "merge", "feature", "change", "http", "api":
+			return true
+		}
+	}
+	if (w == "merge" || w == "pull" || w == "feature") && i+1 < len(ws) && (ws[i+1] == "request" || ws[i+1] == "requests") {
+		return true
+	}
+	return false
+}
+
+// firstSentence returns the start of a description up to its first
+// sentence end or line break, at most 200 bytes.
+func firstSentence(s string) string {
+	s = strings.TrimSpace(s)
+	end := len(s)
+	if i := strings.IndexAny(s, "\n\r"); i >= 0 && i < end {
+		end = i
+	}
+	if i := strings.Index(s, ". "); i >= 0 && i < end {
+		end = i
+	}
+	if end > 200 {
+		end = 200
+		for end > 0 && !utf8.RuneStart(s[end]) {
+			end--
+		}
+	}
+	return s[:end]
+}
