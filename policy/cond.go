@@ -59,7 +59,15 @@ func newCELEnv() (*cel.Env, error) {
 type condition struct {
 	src string
 	prg cel.Program
+	// classification: the condition reads classification.*.
+	classification bool
 }
+
+// ClassificationWithheld, set to true in a descriptor's Classification,
+// says the classifier's attributes were withheld on purpose (RFC-010
+// §12.3's re-evaluation): conditions that read classification.* then do
+// not hold, instead of failing with policy_error.
+const ClassificationWithheld = "sluice.withheld"
 
 func compileCondition(env *cel.Env, src string, costLimit uint64) (*condition, error) {
 	ast, iss := env.Compile(src)
@@ -81,7 +89,13 @@ func compileCondition(env *cel.Env, src string, costLimit uint64) (*condition, e
 	if err != nil {
 		return nil, err
 	}
-	return &condition{src: src, prg: prg}, nil
+	c := &condition{src: src, prg: prg}
+	for _, ref := range ast.NativeRep().ReferenceMap() {
+		if ref.Name == "classification" {
+			c.classification = true
+		}
+	}
+	return c, nil
 }
 
 // activation resolves the variables of one evaluation.

@@ -264,7 +264,13 @@ func (p *Policy) evalWhen(r *rule, st *state) (bool, error) {
 	if st.argsErr != nil {
 		return false, st.argsErr
 	}
-	return r.when.eval(st.ctx, st.act)
+	hit, err := r.when.eval(st.ctx, st.act)
+	if err != nil && r.when.classification && st.d.Classification[ClassificationWithheld] == true {
+		// Re-evaluation without the classifier's attributes (RFC-010
+		// §12.3): a condition that needs them does not hold.
+		return false, nil
+	}
+	return hit, err
 }
 
 // scanRoutes finds the first route rule whose deny side matches the call

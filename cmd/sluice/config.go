@@ -49,6 +49,8 @@ type config struct {
 	// inventories, audit events. Default $XDG_STATE_HOME/sluice (or
 	// ~/.local/state/sluice).
 	DataDir string `yaml:"data_dir"`
+	// Classifier configures the five-axis classifier beside the policy.
+	Classifier classifierConfig `yaml:"classifier"`
 	// Inventory configures pinning and drift handling.
 	Inventory inventoryConfig `yaml:"inventory"`
 	// AdminListen is the admin API's address (approvals). Empty disables

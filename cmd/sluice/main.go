@@ -155,7 +155,12 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 	approvals := approval.NewStore(approval.Options{Timeout: cfg.ApprovalTimeout, OnChange: func(r approval.Request) {
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
 	}})
-	ic := &intercept.Interceptor{Decider: &approval.Gate{Next: &govern.DriftGate{Next: dec, Inventory: inv}, Store: approvals}, Observer: inv, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
+	adv, err := cfg.advisor(logger)
+	if err != nil {
+		return err
+	}
+	adv.Policy = dec
+	ic := &intercept.Interceptor{Decider: &approval.Gate{Next: &govern.DriftGate{Next: adv, Inventory: inv}, Store: approvals}, Observer: inv, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
 		level := slog.LevelDebug // allows are routine; denials and holds are news
 		if dc.Verdict != intercept.Allow {
 			level = slog.LevelInfo

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/sluicehq/sluice/classifier"
+	"github.com/sluicehq/sluice/internal/govern"
+)
+
+// classifierConfig is the `classifier:` section of sluice.yaml.
+type classifierConfig struct {
+	// Provider is builtin (the default: rules, no network), off, openai
+	// (also Ollama, vLLM, llama.cpp server), anthropic or gemini.
+	Provider string `yaml:"provider"`
+	// Model, BaseURL: for LLM providers; defaults per vendor.
+	Model   string `yaml:"model"`
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv or APIKeyFile names where the provider's key is; it is
+	// never logged.
+	APIKeyEnv  string `yaml:"api_key_env"`
+	APIKeyFile string `yaml:"api_key_file"`
+	// Timeout of one LLM classification (default 2s); a timeout yields a
+	// low-confidence verdict, never a block.
+	Timeout time.Duration `yaml:"timeout"`
+	// OnEscalate: approve (hold uncertain calls for a human, the default)
+	// or log.
+	OnEscalate govern.Action `yaml:"on_escalate"`
+	// OnInjection: approve (default), deny or log, for calls whose
+	// arguments look like a prompt injection.
+	OnInjection govern.Action `yaml:"on_injection"`
+	// Options: profile, weights, thresholds, declared tools, trust zones,
+	// sensitivity catalog.
+	classifier.Options `yaml:",inline"`
+}
+
+// advisor builds the classifier stage around the policy decider.
+func (c *config) advisor(logger *slog.Logger) (*govern.Advisor, error) {
+	cc := c.Classifier
+	if err := cc.Options.Validate(); err != nil {
+		return nil, fmt.Errorf("classifier: %w", err)
+	}
+	for _, a := range []struct {
+		name string
+		v    govern.Action
+		deny bool
+	}{{"on_escalate", cc.OnEscalate, false}, {"on_injection", cc.OnInjection, true}} {
+		switch a.v {
+		case "", govern.ActionApprove, govern.ActionLog:
+		case govern.ActionDeny:
+			if !a.deny {
+				return nil, fmt.Errorf("classifier.%s: deny is not allowed: the classifier's verdict may escalate, never deny", a.name)
+			}
+		default:
+			return nil, fmt.Errorf("classifier.%s: %q is not approve, log or deny", a.name, a.v)
+		}
+	}
+	adv := &govern.Advisor{Options: cc.Options, OnEscalate: cc.OnEscalate, OnInjection: cc.OnInjection}
+	switch cc.Provider {
+	case "off":
+		return adv, nil
+	case "", "builtin":
+		b, err := classifier.NewBuiltin(cc.Options)
+		if err != nil {
+			return nil, fmt.Errorf("classifier: %w", err)
+		}
+		adv.Classifier = b
+	case "openai", "anthropic", "gemini":
+		key, err := classifier.LoadKey(cc.APIKeyEnv, cc.APIKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("classifier: %w", err)
+		}
+		llm, err := classifier.NewLLM(classifier.LLMOptions{
+			Provider: classifier.Provider(cc.Provider), Model: cc.Model, BaseURL: cc.BaseURL, APIKey: key,
+			Timeout: cc.Timeout, Profile: cc.Profile, Weights: cc.Weights, Floors: cc.Floors,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("classifier: %w", err)
+		}
+		adv.Classifier = llm
+	default:
+		return nil, fmt.Errorf("classifier.provider: %q is not builtin, off, openai, anthropic or gemini", cc.Provider)
+	}
+	adv.OnAdvice = func(a *govern.Advice) {
+		level := slog.LevelDebug
+		if a.Escalated || a.SoleDenyViolation || len(a.Assessment.Mismatch) > 0 || a.Err != nil {
+			level = slog.LevelInfo
+		}
+		attrs := []any{"txn_id", a.Descriptor.TxnID, "tool", a.Descriptor.ToolName, "agent", a.Descriptor.Agent,
+			"composite", a.Assessment.Composite, "disposition", a.Assessment.Disposition.String(),
+			"risk", a.Intent.RiskLevel, "injection", a.Intent.InjectionSuspected, "latency", a.Latency}
+		if len(a.Assessment.Mismatch) > 0 {
+			attrs = append(attrs, "event", classifier.EventIntentClassificationMismatch, "mismatch", a.Assessment.Mismatch)
+		}
+		if a.SoleDenyViolation {
+			attrs = append(attrs, "event", govern.EventSoleDenyViolation)
+		}
+		if a.Err != nil {
+			attrs = append(attrs, "err", a.Err)
+		}
+		logger.Log(context.Background(), level, "intent_classified", attrs...)
+	}
+	return adv, nil
+}

@@ -1,0 +1,163 @@
+package govern
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/classifier"
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/policy"
+)
+
+// Reason codes of decisions the classifier's advice leads to.
+const (
+	ReasonEscalation = "classifier_escalation"
+	ReasonInjection  = "injection_suspected"
+	// EventSoleDenyViolation is RFC-010 §12.3's event: a deny resting only
+	// on classification.* attributes, overridden.
+	EventSoleDenyViolation = "CLASSIFIER_SOLE_DENY_VIOLATION"
+)
+
+// Action is what to do with an allowed call the advice flags.
+type Action string
+
+const (
+	// ActionApprove holds the call for a human (the default).
+	ActionApprove Action = "approve"
+	// ActionLog only records the advice.
+	ActionLog Action = "log"
+	// ActionDeny denies; allowed only for deterministic findings
+	// (injection), never for the classifier's verdict.
+	ActionDeny Action = "deny"
+)
+
+// Advice is everything the classifier said about one call.
+type Advice struct {
+	Descriptor *intercept.ActionDescriptor
+	Verdict    classifier.Verdict
+	Assessment classifier.Assessment
+	Intent     classifier.IntentRecord
+	// Err is the classifier's error, if any; the verdict is then its
+	// low-confidence fallback.
+	Err error
+	// SoleDenyViolation is set when a deny rested only on classification.*
+	// and was replaced by the decision without it.
+	SoleDenyViolation bool
+	// Escalated is set when the advice turned an allow into a hold (or,
+	// for injection with ActionDeny, a deny).
+	Escalated bool
+	Latency   time.Duration
+	Decision  intercept.Decision
+}
+
+// Advisor runs a classifier beside the deterministic policy and applies
+// RFC-010's rules to its verdict: the verdict is visible to policy
+// conditions as classification.*, an uncertain verdict sends an allowed
+// call to a human instead of through, and a deny that rests only on the
+// classification is overridden (CLASSIFIER_SOLE_DENY_VIOLATION). The
+// classifier can never deny a call by itself nor allow one. Safe for
+// concurrent use.
+type Advisor struct {
+	Policy     intercept.Decider
+	Classifier classifier.Classifier // nil: the policy alone decides
+	Options    classifier.Options    // scoring: profile, weights, thresholds
+	// OnEscalate applies to allowed calls whose disposition is escalate or
+	// mandatory escalate: ActionApprove (default) or ActionLog.
+	OnEscalate Action
+	// OnInjection applies to allowed calls whose arguments look like a
+	// prompt injection: ActionApprove (default), ActionDeny or ActionLog.
+	OnInjection Action
+	// OnAdvice, if set, gets every advice after the decision. It must not
+	// block.
+	OnAdvice func(*Advice)
+}
+
+type classified struct {
+	v   classifier.Verdict
+	err error
+}
+
+func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
+	if a.Classifier == nil {
+		return intercept.Decide(ctx, a.Policy, d), nil
+	}
+	start := time.Now()
+	ch := make(chan classified, 1)
+	go func() {
+		v, err := a.Classifier.Classify(ctx, d)
+		ch <- classified{v, err}
+	}()
+	// The deterministic decision needs no classifier: compute it while the
+	// classifier works, so the slower of the two sets the latency.
+	// Injection findings are deterministic, so policy may use them here.
+	findings := classifier.DetectInjection(d.Parameters)
+	d0 := *d
+	d0.Classification = map[string]any{"injection_suspected": len(findings) > 0, policy.ClassificationWithheld: true}
+	base := intercept.Decide(ctx, a.Policy, &d0)
+	r := <-ch
+
+	adv := &Advice{Descriptor: d, Verdict: r.v, Err: r.err}
+	adv.Assessment = classifier.Assess(r.v, a.Options)
+	adv.Intent = classifier.NewIntentRecord(d, r.v, classifier.IntentOptions{Options: a.Options, SkipInjection: true, Findings: findings})
+	adv.Intent.TxnID = d.TxnID
+
+	d1 := *d
+	d1.Classification = classificationAttrs(r.v, adv)
+	final := intercept.Decide(ctx, a.Policy, &d1)
+	if final.Verdict == intercept.Deny && base.Verdict != intercept.Deny {
+		// The deny rests only on classification.*: RFC-010 §12.3.
+		adv.SoleDenyViolation = true
+		final = base
+	}
+	if final.Verdict == intercept.Allow {
+		switch {
+		case adv.Intent.InjectionSuspected && a.OnInjection != ActionLog:
+			adv.Escalated = true
+			final = flag(final, a.OnInjection == ActionDeny, ReasonInjection,
+				"the arguments of this call look like a prompt injection")
+		case adv.Assessment.Disposition <= classifier.Escalate && a.OnEscalate != ActionLog:
+			adv.Escalated = true
+			final = flag(final, false, ReasonEscalation,
+				fmt.Sprintf("this call needs a human's review: the classifier is not confident about it (composite %.2f)", adv.Assessment.Composite))
+		}
+	}
+	adv.Decision, adv.Latency = final, time.Since(start)
+	if a.OnAdvice != nil {
+		a.OnAdvice(adv)
+	}
+	return final, nil
+}
+
+func flag(d intercept.Decision, deny bool, reason, public string) intercept.Decision {
+	d.Verdict, d.Reason, d.PublicReason = intercept.RequireApproval, reason, public
+	if deny {
+		d.Verdict = intercept.Deny
+	}
+	d.Evidence.ReasonCode = reason
+	return d
+}
+
+// classificationAttrs is what policy conditions see as classification.*.
+func classificationAttrs(v classifier.Verdict, adv *Advice) map[string]any {
+	m := map[string]any{
+		"composite_confidence":        adv.Assessment.Composite,
+		"disposition":                 adv.Assessment.Disposition.String(),
+		"consistent_with_declaration": v.ConsistentWithDeclaration,
+		"capability_class":            v.CapabilityClassVerdict,
+		"risk_level":                  string(adv.Intent.RiskLevel),
+		"injection_suspected":         adv.Intent.InjectionSuspected,
+	}
+	for axis, av := range v.Axes {
+		m[axis] = av.Classified
+		m[axis+"_confidence"] = av.Confidence
+	}
+	return m
+}
+
+// Forwarded passes route-memory updates on to the policy.
+func (a *Advisor) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) {
+	if fo, ok := a.Policy.(intercept.ForwardObserver); ok {
+		fo.Forwarded(ctx, d, dec)
+	}
+}
