@@ -1,0 +1,458 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/telemetry"
+)
+
+// FileName is the event database's name in the data directory.
+const FileName = "events.db"
+
+// Defaults of [Options].
+const (
+	DefaultQueueSize    = 10_000
+	DefaultBatchSize    = 1_000
+	DefaultPollInterval = 250 * time.Millisecond
+)
+
+var (
+	// ErrClosed is returned by a Store's methods after Close.
+	ErrClosed = errors.New("audit: store is closed")
+	// ErrReadOnly is returned by Append and Flush on a store opened with
+	// Options.ReadOnly.
+	ErrReadOnly = errors.New("audit: store is read-only")
+)
+
+// A DepthRecorder is told the queue depth after every batch;
+// telemetry.Metrics is one.
+type DepthRecorder interface {
+	QueueDepth(n int)
+}
+
+// Options configures a [Store]. The zero value is a writable store with
+// the defaults below, acknowledging appends on enqueue.
+type Options struct {
+	// QueueSize bounds the events waiting to be written; zero means
+	// DefaultQueueSize. When the queue is full, Append waits.
+	QueueSize int
+	// BatchSize is the most events committed in one transaction; zero
+	// means DefaultBatchSize.
+	BatchSize int
+	// Sync makes Append return only after the event is committed and
+	// fsynced (see the package documentation).
+	Sync bool
+	// ReadOnly opens an existing database for reading only, for the CLI
+	// and replay while a gateway may be writing it. No writer is started.
+	ReadOnly bool
+	// Now stamps events whose Time is zero; nil means time.Now.
+	Now func() time.Time
+	// PollInterval is how often Tail looks for events written by another
+	// process; zero means DefaultPollInterval. Events written through
+	// this Store wake Tail at once.
+	PollInterval time.Duration
+	// Depth receives the queue depth; nil means nobody.
+	Depth DepthRecorder
+
+	// beforeWrite, if set, runs in the writer before each batch; tests
+	// use it to hold the writer.
+	beforeWrite func()
+}
+
+// Store is the event store. Its methods are safe for concurrent use.
+type Store struct {
+	path     string
+	db       *sql.DB
+	readOnly bool
+	sync     bool
+	batch    int
+	poll     time.Duration
+	now      func() time.Time
+	depth    DepthRecorder
+	hook     func()
+
+	// The writer's own connection and statement; nil when read-only.
+	wconn      *sql.Conn
+	insert     *sql.Stmt // one row
+	insertMany *sql.Stmt // rowsPerInsert rows
+	queue      chan *request
+	done       chan struct{} // closed when the writer has exited
+
+	mu     sync.RWMutex // guards closed; held for reading while sending on queue, so Close never closes it under a sender
+	closed bool
+
+	notifyMu sync.Mutex    // guards notify
+	notify   chan struct{} // closed and replaced after every commit
+
+	failMu  sync.Mutex // guards the fields below
+	lost    int64      // unsynced events that could not be written
+	lastErr error
+}
+
+// request is one queued append, or a flush marker (ack set, no row).
+type request struct {
+	row   row
+	flush bool
+	// ack receives the commit's outcome; nil for appends nobody waits
+	// for. Buffered so the writer never blocks on it.
+	ack chan error
+}
+
+// row is an event encoded for its INSERT, done by the caller so the
+// writer does nothing but write.
+type row struct {
+	id, typ                                          string
+	time                                             int64
+	txn, agent, session, upstream, tool, dec, reason string
+	attrs                                            []byte
+}
+
+// Open opens or creates the event database at path, creating its
+// directory, and with Options.ReadOnly unset starts the writer. Close
+// must be called to write what is queued and release the database.
+func Open(path string, opts Options) (*Store, error) {
+	s := &Store{
+		path:     path,
+		readOnly: opts.ReadOnly,
+		sync:     opts.Sync,
+		batch:    opts.BatchSize,
+		poll:     opts.PollInterval,
+		now:      opts.Now,
+		depth:    opts.Depth,
+		hook:     opts.beforeWrite,
+		notify:   make(chan struct{}),
+	}
+	if s.batch <= 0 {
+		s.batch = DefaultBatchSize
+	}
+	if s.poll <= 0 {
+		s.poll = DefaultPollInterval
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	queue := opts.QueueSize
+	if queue <= 0 {
+		queue = DefaultQueueSize
+	}
+
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("audit: no event database at %s: %w", path, err)
+		}
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("audit: creating data directory: %w", err)
+	}
+	dsn, err := dsn(path, opts.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("audit: opening %s: %w", path, err)
+	}
+	s.db = db
+	ctx := context.Background()
+	if err := migrate(ctx, db, opts.ReadOnly); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("audit: %s: %w", path, err)
+	}
+	if opts.ReadOnly {
+		return s, nil
+	}
+	if s.wconn, err = db.Conn(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("audit: %s: %w", path, err)
+	}
+	if s.insert, err = s.wconn.PrepareContext(ctx, insertSQL(1)); err == nil {
+		s.insertMany, err = s.wconn.PrepareContext(ctx, insertSQL(rowsPerInsert))
+	}
+	if err != nil {
+		s.wconn.Close()
+		db.Close()
+		return nil, fmt.Errorf("audit: %s: preparing insert: %w", path, err)
+	}
+	s.queue = make(chan *request, queue)
+	s.done = make(chan struct{})
+	go s.run()
+	return s, nil
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Append adds e to the store. A zero e.Time is stamped with the store's
+// clock and an empty e.ID gets a new one. It waits while the queue is
+// full and, with Options.Sync, until the event is committed; ctx bounds
+// both waits. See the package documentation for what a nil error
+// promises.
+func (s *Store) Append(ctx context.Context, e telemetry.Event) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	r, err := s.encode(e)
+	if err != nil {
+		return err
+	}
+	req := &request{row: r}
+	if s.sync {
+		req.ack = make(chan error, 1)
+	}
+	if err := s.enqueue(ctx, req); err != nil {
+		return err
+	}
+	return wait(ctx, req)
+}
+
+// Flush waits until every event appended before it is committed and
+// fsynced. It returns an error if one of them could not be written.
+func (s *Store) Flush(ctx context.Context) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	req := &request{flush: true, ack: make(chan error, 1)}
+	if err := s.enqueue(ctx, req); err != nil {
+		return err
+	}
+	return wait(ctx, req)
+}
+
+func wait(ctx context.Context, req *request) error {
+	if req.ack == nil {
+		return nil
+	}
+	select {
+	case err := <-req.ack:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("audit: waiting for commit: %w", ctx.Err())
+	}
+}
+
+func (s *Store) enqueue(ctx context.Context, req *request) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	select {
+	case s.queue <- req:
+		return nil
+	default:
+	}
+	// Full: wait for the writer rather than drop anything.
+	select {
+	case s.queue <- req:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("audit: waiting for room in the queue: %w", ctx.Err())
+	}
+}
+
+func (s *Store) encode(e telemetry.Event) (row, error) {
+	if e.Type == "" {
+		return row{}, errors.New("audit: event has no type")
+	}
+	t := e.Time
+	if t.IsZero() {
+		t = s.now()
+	}
+	id := e.ID
+	if id == "" {
+		id = telemetry.NewEventID(t)
+	}
+	var attrs []byte
+	if len(e.Attrs) > 0 {
+		var err error
+		if attrs, err = json.Marshal(e.Attrs); err != nil {
+			return row{}, fmt.Errorf("audit: encoding attrs of %s event: %w", e.Type, err)
+		}
+	}
+	return row{
+		id: id, typ: e.Type, time: t.UnixNano(), txn: e.TxnID, agent: e.Agent, session: e.Session,
+		upstream: e.Upstream, tool: e.Tool, dec: e.Decision, reason: e.Reason, attrs: attrs,
+	}, nil
+}
+
+// run is the writer: it takes what is queued, up to a batch, commits it
+// in one transaction and acknowledges it, until the queue is closed and
+// empty.
+func (s *Store) run() {
+	defer close(s.done)
+	batch := make([]*request, 0, s.batch)
+	var failed error // a failure of unsynced events not yet reported by a Flush
+	for {
+		req, ok := <-s.queue
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], req)
+		open := true
+	fill:
+		for len(batch) < s.batch {
+			select {
+			case r, ok := <-s.queue:
+				if !ok {
+					open = false
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		if s.hook != nil {
+			s.hook()
+		}
+		err := s.writeWithRetry(batch)
+		if err != nil {
+			s.recordFailure(batch, err)
+			failed = err
+		}
+		for _, r := range batch {
+			switch {
+			case r.flush:
+				r.ack <- errors.Join(err, failed)
+				failed = nil
+			case r.ack != nil:
+				r.ack <- err
+			}
+		}
+		clear(batch) // let the GC have the rows
+		if s.depth != nil {
+			s.depth.QueueDepth(len(s.queue))
+		}
+		s.notifyMu.Lock()
+		close(s.notify)
+		s.notify = make(chan struct{})
+		s.notifyMu.Unlock()
+		if !open {
+			return
+		}
+	}
+}
+
+// writeWithRetry tries a batch a few times: SQLITE_BUSY past the busy
+// timeout (another process holding the write lock) and a full disk can
+// both pass.
+func (s *Store) writeWithRetry(batch []*request) error {
+	var err error
+	for i, backoff := 0, 10*time.Millisecond; i < 4; i, backoff = i+1, backoff*5 {
+		if err = s.write(batch); err == nil {
+			return nil
+		}
+		time.Sleep(backoff)
+	}
+	return err
+}
+
+func (s *Store) write(batch []*request) error {
+	rows := make([]*row, 0, len(batch))
+	for _, req := range batch {
+		if !req.flush {
+			rows = append(rows, &req.row)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	ctx := context.Background()
+	tx, err := s.wconn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("audit: beginning transaction: %w", err)
+	}
+	one := tx.StmtContext(ctx, s.insert)
+	many := tx.StmtContext(ctx, s.insertMany)
+	args := make([]any, 0, rowsPerInsert*columns)
+	for len(rows) > 0 {
+		// Whole chunks with one statement each: most of an insert's cost
+		// is the statement, not the row. The rest one by one.
+		chunk, stmt := rows, one
+		if len(rows) >= rowsPerInsert {
+			chunk, stmt = rows[:rowsPerInsert], many
+		} else {
+			chunk = rows[:1]
+		}
+		rows = rows[len(chunk):]
+		args = args[:0]
+		for _, r := range chunk {
+			var attrs any
+			if r.attrs != nil {
+				attrs = r.attrs
+			}
+			args = append(args, r.id, r.typ, r.time, r.txn, r.agent, r.session, r.upstream, r.tool, r.dec, r.reason, attrs)
+		}
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("audit: inserting events: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("audit: committing: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) recordFailure(batch []*request, err error) {
+	var n int64
+	for _, r := range batch {
+		if !r.flush && r.ack == nil {
+			n++
+		}
+	}
+	s.failMu.Lock()
+	s.lost += n
+	s.lastErr = err
+	s.failMu.Unlock()
+}
+
+// Close stops accepting events, writes everything already queued, and
+// closes the database. Appends blocked on a full queue when Close is
+// called are written too. It returns an error if any event acknowledged
+// on enqueue could not be written during the store's life.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.closed = true
+	if s.queue != nil {
+		close(s.queue)
+	}
+	s.mu.Unlock()
+
+	var errs []error
+	if !s.readOnly {
+		<-s.done
+		errs = append(errs, s.insert.Close(), s.insertMany.Close())
+		// Fold the WAL back into the database so the directory holds one
+		// file when the gateway is down.
+		if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			errs = append(errs, fmt.Errorf("audit: checkpoint: %w", err))
+		}
+		errs = append(errs, s.wconn.Close())
+	}
+	errs = append(errs, s.db.Close())
+	s.failMu.Lock()
+	if s.lost > 0 {
+		errs = append(errs, fmt.Errorf("audit: %d events could not be written: %w", s.lost, s.lastErr))
+	}
+	s.failMu.Unlock()
+	return errors.Join(errs...)
+}
+
+// changed returns a channel closed at the next commit by this store.
+func (s *Store) changed() <-chan struct{} {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	return s.notify
+}

@@ -1,0 +1,352 @@
+package telemetry
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Redacted replaces every value that must not be stored or logged.
+const Redacted = "[REDACTED]"
+
+// secretWords are the normalized (lower case, no separators) fragments
+// that make a key secret when the key contains one.
+var secretWords = []string{
+	"password", "passwd", "passphrase", "secret", "token", "apikey",
+	"authorization", "cookie", "privatekey", "credential", "accesskey",
+	"sessionkey", "signingkey", "encryptionkey", "bearer", "jwt",
+}
+
+// secretKeys are normalized keys that are secret only when they are the
+// whole key: as fragments they would catch too much ("author", "keyword").
+var secretKeys = []string{"pwd", "pass", "auth", "key", "sig", "signature", "otp", "pin", "cvv", "ssn", "xapikey", "xauthtoken"}
+
+// notSecret are normalized keys that contain a secret word but name counts
+// or limits, not credentials.
+var notSecret = []string{"maxtokens", "maxoutputtokens", "maxcompletiontokens", "tokencount", "tokens", "inputtokens", "outputtokens", "totaltokens", "tokenlimit"}
+
+// normalizeKey lowers k and drops the separators people put between the
+// words of a key, so API-Key, api_key, apiKey and x.api.key compare equal.
+func normalizeKey(k string) string {
+	clean := true
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c == '_' || c == '-' || c == '.' || c == ' ' || (c >= 'A' && c <= 'Z') {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return k // the common case: no copy
+	}
+	var b strings.Builder
+	b.Grow(len(k))
+	for _, r := range k {
+		switch {
+		case r == '_' || r == '-' || r == '.' || r == ' ':
+		case r >= 'A' && r <= 'Z':
+			b.WriteRune(r + ('a' - 'A'))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// IsSecretKey reports whether a value stored under key k looks like a
+// credential: k contains password, token, secret, api key, authorization,
+// cookie, private key, credential and the like, in any case and with any
+// separators.
+func IsSecretKey(k string) bool { return isSecretNormalized(normalizeKey(k), nil) }
+
+func isSecretNormalized(n string, extra []string) bool {
+	if slices.Contains(notSecret, n) {
+		return false
+	}
+	if slices.Contains(secretKeys, n) {
+		return true
+	}
+	for _, w := range secretWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	for _, w := range extra {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// Redactor decides what of a call's arguments an event keeps. The zero
+// value keeps only a hash. A Redactor is read-only and safe for concurrent
+// use.
+type Redactor struct {
+	// KeepArguments keeps the arguments themselves, for replay, with the
+	// values of secret-looking keys replaced by [Redacted] and credentials
+	// inside strings scrubbed. False keeps only their SHA-256.
+	KeepArguments bool `yaml:"keep_arguments" json:"keep_arguments,omitempty"`
+	// SecretKeys are more key fragments whose values are secret, matched
+	// like the built-in ones (case and separators ignored).
+	SecretKeys []string `yaml:"secret_keys" json:"secret_keys,omitempty"`
+}
+
+// Arguments is what an event keeps of a call's arguments.
+type Arguments struct {
+	// SHA256 is the hex SHA-256 of the redacted arguments in canonical
+	// JSON (RFC 8785). Hashing after redaction means a stored hash cannot
+	// be used to confirm a guessed secret. For arguments that are not
+	// valid JSON it is the hash of the raw bytes.
+	SHA256 string `json:"arguments_sha256,omitempty"`
+	// Value is the redacted arguments, only with KeepArguments.
+	Value any `json:"arguments,omitempty"`
+}
+
+// Arguments redacts and hashes raw, the JSON params.arguments of a
+// tools/call. Empty raw gives the zero Arguments.
+func (r Redactor) Arguments(raw []byte) Arguments {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return Arguments{}
+	}
+	// Numbers stay json.Number so kept arguments replay exactly (ids
+	// beyond 2^53 included); the hash still uses their canonical form.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		sum := sha256.Sum256(raw)
+		return Arguments{SHA256: hex.EncodeToString(sum[:])}
+	}
+	red := r.Redact(v)
+	canon, err := CanonicalJSON(red)
+	if err != nil { // only non-finite numbers, which JSON cannot hold
+		sum := sha256.Sum256(raw)
+		return Arguments{SHA256: hex.EncodeToString(sum[:])}
+	}
+	sum := sha256.Sum256(canon)
+	a := Arguments{SHA256: hex.EncodeToString(sum[:])}
+	if r.KeepArguments {
+		a.Value = red
+	}
+	return a
+}
+
+// Redact returns a copy of v, a value as decoded by encoding/json, with
+// the values of secret-looking keys replaced by [Redacted] at any depth
+// and credentials inside the remaining strings scrubbed. v is not changed.
+func (r Redactor) Redact(v any) any {
+	var extra []string
+	if len(r.SecretKeys) > 0 {
+		extra = make([]string, len(r.SecretKeys))
+		for i, k := range r.SecretKeys {
+			extra[i] = normalizeKey(k)
+		}
+	}
+	return redact(v, extra)
+}
+
+func redact(v any, extra []string) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			if isSecretNormalized(normalizeKey(k), extra) {
+				out[k] = Redacted
+			} else {
+				out[k] = redact(x, extra)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = redact(x, extra)
+		}
+		return out
+	case string:
+		return Scrub(v)
+	}
+	return v
+}
+
+// CanonicalJSON encodes v, a value as decoded by encoding/json (maps,
+// slices, strings, float64 or json.Number, bools, nil), in RFC 8785
+// canonical form: object keys sorted by UTF-16 code units, numbers in
+// their shortest ECMAScript form, no insignificant whitespace.
+func CanonicalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := canon(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func canon(b *bytes.Buffer, v any) error {
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+	case string:
+		canonString(b, v)
+	case float64:
+		return canonNumber(b, v)
+	case json.Number:
+		f, err := v.Float64()
+		if err != nil {
+			return fmt.Errorf("canonical JSON: number %q: %w", v, err)
+		}
+		return canonNumber(b, f)
+	case int:
+		b.WriteString(strconv.Itoa(v))
+	case int64:
+		b.WriteString(strconv.FormatInt(v, 10))
+	case []any:
+		b.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := canon(b, x); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, compareUTF16)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			canonString(b, k)
+			b.WriteByte(':')
+			if err := canon(b, v[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	default:
+		// Structs and other typed values: through encoding/json, then
+		// canonicalized.
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("canonical JSON: %w", err)
+		}
+		var g any
+		if err := json.Unmarshal(raw, &g); err != nil {
+			return fmt.Errorf("canonical JSON: %w", err)
+		}
+		return canon(b, g)
+	}
+	return nil
+}
+
+// canonNumber writes f as ECMAScript's Number.prototype.toString does,
+// which is what RFC 8785 requires.
+func canonNumber(b *bytes.Buffer, f float64) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("canonical JSON: %v is not a JSON number", f)
+	}
+	if f == 0 {
+		b.WriteByte('0') // also for -0
+		return nil
+	}
+	abs := math.Abs(f)
+	if abs >= 1e21 || abs < 1e-6 {
+		s := strconv.FormatFloat(f, 'e', -1, 64)
+		// Go writes e-07 and e+21; ECMAScript writes e-7 and e+21.
+		mant, exp, _ := strings.Cut(s, "e")
+		sign := exp[0]
+		exp = strings.TrimLeft(exp[1:], "0")
+		b.WriteString(mant)
+		b.WriteByte('e')
+		b.WriteByte(sign)
+		b.WriteString(exp)
+		return nil
+	}
+	b.WriteString(strconv.FormatFloat(f, 'f', -1, 64))
+	return nil
+}
+
+func canonString(b *bytes.Buffer, s string) {
+	const hexDigits = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"':
+				b.WriteString(`\"`)
+			case c == '\\':
+				b.WriteString(`\\`)
+			case c == '\b':
+				b.WriteString(`\b`)
+			case c == '\f':
+				b.WriteString(`\f`)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c == '\r':
+				b.WriteString(`\r`)
+			case c == '\t':
+				b.WriteString(`\t`)
+			case c < 0x20:
+				b.WriteString(`\u00`)
+				b.WriteByte(hexDigits[c>>4])
+				b.WriteByte(hexDigits[c&0xf])
+			default:
+				b.WriteByte(c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteString("\ufffd")
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('"')
+}
+
+// compareUTF16 orders strings by their UTF-16 code units, as RFC 8785
+// sorts object keys. That is byte order except where a character above
+// U+FFFF (a surrogate pair, D800–DBFF first) meets one in E000–FFFF.
+func compareUTF16(a, b string) int {
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			ua, ub := firstUnit(ra), firstUnit(rb)
+			if ua != ub {
+				return int(ua) - int(ub)
+			}
+			return int(ra) - int(rb) // same high surrogate: low ones follow code point order
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return len(a) - len(b)
+}
+
+func firstUnit(r rune) rune {
+	if r < 0x10000 {
+		return r
+	}
+	r1, _ := utf16.EncodeRune(r)
+	return r1
+}

@@ -1,0 +1,174 @@
+package telemetry
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+)
+
+// scrubbers find credentials in free text: log messages, error strings,
+// string arguments. They run in order; the specific ones come before the
+// generic key=value one so a bearer token loses its value even when it is
+// not behind a secret-looking key. Each has hints, lower-case substrings
+// one of which any match contains, so that text without them (nearly all
+// of it) costs a few substring searches instead of a regexp run.
+// Compiled once; never changed.
+var scrubbers = []struct {
+	hints []string
+	re    *regexp.Regexp
+	repl  string
+}{
+	// PEM private keys, also cut off ones.
+	{[]string{"private key-----"}, regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|$)`), "[REDACTED PRIVATE KEY]"},
+	// HTTP authorization schemes.
+	{[]string{"bearer"}, regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*`), "$1 " + Redacted},
+	{[]string{"basic"}, regexp.MustCompile(`(?i)\b(basic)\s+[A-Za-z0-9+/]{12,}={0,2}`), "$1 " + Redacted},
+	// JSON web tokens.
+	{[]string{"eyj"}, regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`), Redacted},
+	// AWS access key ids.
+	{[]string{"akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "abia", "acca"},
+		regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b`), Redacted},
+	// Provider API keys: OpenAI and Anthropic sk-…, Stripe, GitHub, Slack,
+	// Google.
+	{[]string{"sk-"}, regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), Redacted},
+	{[]string{"k_live_", "k_test_"}, regexp.MustCompile(`\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}`), Redacted},
+	{[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`), Redacted},
+	{[]string{"xox"}, regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`), Redacted},
+	{[]string{"aiza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`), Redacted},
+	// Passwords in URLs: scheme://user:password@host.
+	{[]string{"://"}, regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*):[^@\s/]+@`), "$1:" + Redacted + "@"},
+	// key=value, key: value and "key": "value" where the key looks secret.
+	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
+		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"},
+		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*["']?\s*[:=]\s*["']?)([^\s"'&,;}]+)`), "${1}" + Redacted},
+}
+
+// Scrub returns s with anything that looks like a credential replaced:
+// bearer and basic authorization values, JWTs, AWS access key ids, PEM
+// private key blocks, sk-… and other provider API keys, passwords in
+// URLs, and the values of secret-looking key=value pairs. It is meant for
+// text that is about to be logged or recorded; it errs on the side of
+// replacing too much.
+func Scrub(s string) string {
+	if len(s) < 8 { // shorter than any credential these patterns find
+		return s
+	}
+	lower := strings.ToLower(s)
+	for _, sc := range scrubbers {
+		for _, h := range sc.hints {
+			if strings.Contains(lower, h) {
+				s = sc.re.ReplaceAllString(s, sc.repl)
+				lower = strings.ToLower(s)
+				break
+			}
+		}
+	}
+	return s
+}
+
+// ScrubHandler wraps a slog.Handler so nothing credential-like reaches a
+// log line: messages and string values are passed through [Scrub], and the
+// values of attributes whose keys look secret ([IsSecretKey]) become
+// [Redacted], in groups too. Errors and Stringers are logged as their
+// scrubbed text.
+func ScrubHandler(h slog.Handler) slog.Handler { return scrubHandler{h} }
+
+type scrubHandler struct{ h slog.Handler }
+
+var _ slog.Handler = scrubHandler{}
+
+func (s scrubHandler) Enabled(ctx context.Context, l slog.Level) bool { return s.h.Enabled(ctx, l) }
+
+func (s scrubHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, Scrub(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(scrubAttr(a))
+		return true
+	})
+	return s.h.Handle(ctx, out)
+}
+
+func (s scrubHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	clean := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		clean[i] = scrubAttr(a)
+	}
+	return scrubHandler{s.h.WithAttrs(clean)}
+}
+
+func (s scrubHandler) WithGroup(name string) slog.Handler { return scrubHandler{s.h.WithGroup(name)} }
+
+func scrubAttr(a slog.Attr) slog.Attr {
+	if IsSecretKey(a.Key) {
+		return slog.String(a.Key, Redacted)
+	}
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, Scrub(v.String()))
+	case slog.KindGroup:
+		group := v.Group()
+		clean := make([]slog.Attr, len(group))
+		for i, g := range group {
+			clean[i] = scrubAttr(g)
+		}
+		return slog.Attr{Key: a.Key, Value: slog.GroupValue(clean...)}
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case error:
+			return slog.String(a.Key, Scrub(x.Error()))
+		case interface{ String() string }:
+			return slog.String(a.Key, Scrub(x.String()))
+		case []byte:
+			return slog.String(a.Key, Scrub(string(x)))
+		case map[string]any, []any:
+			return slog.Any(a.Key, Redactor{}.Redact(x))
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
+
+// ScrubWriter returns a writer that scrubs each Write before passing it to
+// w, for the standard log package and other line-at-a-time writers. A
+// credential split across two Writes is not caught.
+func ScrubWriter(w io.Writer) io.Writer { return scrubWriter{w} }
+
+type scrubWriter struct{ w io.Writer }
+
+func (s scrubWriter) Write(p []byte) (int, error) {
+	clean := Scrub(string(p))
+	if _, err := io.WriteString(s.w, clean); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// isSecretHeader reports whether an HTTP header's value must never
+// appear in logs or events.
+func isSecretHeader(name string) bool {
+	switch strings.ToLower(name) {
+	case "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "x-auth-token":
+		return true
+	}
+	return IsSecretKey(name)
+}
+
+// RedactHeaders returns a copy of h, HTTP headers as a map of name to
+// values, with the values of credential headers replaced by [Redacted].
+func RedactHeaders(h map[string][]string) map[string][]string {
+	out := make(map[string][]string, len(h))
+	for k, vs := range h {
+		if isSecretHeader(k) {
+			out[k] = []string{Redacted}
+			continue
+		}
+		clean := make([]string, len(vs))
+		for i, v := range vs {
+			clean[i] = Scrub(v)
+		}
+		out[k] = clean
+	}
+	return out
+}

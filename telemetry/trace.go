@@ -1,0 +1,158 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+)
+
+// A Tracer starts spans. Start returns a context carrying the new span, to
+// be passed to child spans and to [InjectMeta]. attrs may include a
+// [Kind] pseudo-attribute; the default kind is internal. Implementations
+// must be safe for concurrent use.
+type Tracer interface {
+	Start(ctx context.Context, name string, attrs ...Attr) (context.Context, Span)
+}
+
+// A Span is one operation in a trace. End must be called exactly once; a
+// non-nil err marks the span failed, with error.type from [ErrorType]. A
+// Span is used by one goroutine at a time.
+type Span interface {
+	SetAttr(attrs ...Attr)
+	End(err error)
+}
+
+// CallError is an error that knows its error.type: a JSON-RPC error code
+// ("-32602"), [ErrorTypeTool] for a tool result with isError, or a Sluice
+// reason code for a denied call.
+type CallError struct {
+	// Type is the low-cardinality error.type.
+	Type string
+	// Message is the status description; it is scrubbed before recording.
+	Message string
+}
+
+func (e *CallError) Error() string     { return e.Message }
+func (e *CallError) ErrorType() string { return e.Type }
+
+// ErrorType returns the error.type of err: the ErrorType method of the
+// first error in its chain that has one, or [ErrorTypeOther]. It returns ""
+// for nil.
+func ErrorType(err error) string {
+	if err == nil {
+		return ""
+	}
+	var typed interface{ ErrorType() string }
+	if errors.As(err, &typed) {
+		if t := typed.ErrorType(); t != "" {
+			return t
+		}
+	}
+	return ErrorTypeOther
+}
+
+// Call describes one governed MCP message for its spans. Empty fields are
+// left out of the attributes.
+type Call struct {
+	// Method is mcp.method.name, e.g. "tools/call". Required.
+	Method string
+	// Tool is gen_ai.tool.name for tools/call; it is also the span name's
+	// target.
+	Tool string
+	// Prompt is gen_ai.prompt.name for prompts/get; the span name's target
+	// when there is no tool.
+	Prompt string
+	// ResourceURI is mcp.resource.uri for resources/read and the like. It
+	// is never part of the span name (high cardinality).
+	ResourceURI string
+	// SessionID is mcp.session.id.
+	SessionID string
+	// RequestID is jsonrpc.request.id, the JSON-RPC id as a string; empty
+	// for notifications (and null ids, which the conventions leave out).
+	RequestID string
+	// ProtocolVersion is mcp.protocol.version.
+	ProtocolVersion string
+	// Transport is network.transport: [TransportPipe] for stdio,
+	// [TransportTCP] for HTTP.
+	Transport string
+	// NetworkProtocol is network.protocol.name: "http" or "websocket".
+	NetworkProtocol string
+	// TxnID is Sluice's transaction id, the one the audit events carry.
+	TxnID string
+	// Agent is the calling agent's identity.
+	Agent string
+	// Upstream is the configured name of the upstream the call goes to.
+	Upstream string
+}
+
+// SpanName is the conventions' span name: "{mcp.method.name} {target}"
+// where target is the tool or prompt name, or just the method.
+func (c Call) SpanName() string {
+	switch {
+	case c.Tool != "":
+		return c.Method + " " + c.Tool
+	case c.Prompt != "":
+		return c.Method + " " + c.Prompt
+	}
+	return c.Method
+}
+
+// Attrs returns the conventions' attributes for c, plus Sluice's own.
+func (c Call) Attrs() []Attr {
+	a := make([]Attr, 0, 12)
+	add := func(k, v string) {
+		if v != "" {
+			a = append(a, String(k, v))
+		}
+	}
+	add(KeyMCPMethodName, c.Method)
+	add(KeyGenAIToolName, c.Tool)
+	if c.Method == "tools/call" {
+		add(KeyGenAIOperationName, OperationExecuteTool)
+	}
+	add(KeyGenAIPromptName, c.Prompt)
+	add(KeyMCPResourceURI, c.ResourceURI)
+	add(KeyMCPSessionID, c.SessionID)
+	add(KeyJSONRPCRequestID, c.RequestID)
+	add(KeyMCPProtocolVersion, c.ProtocolVersion)
+	add(KeyNetworkTransport, c.Transport)
+	add(KeyNetworkProtocolName, c.NetworkProtocol)
+	add(KeyTxnID, c.TxnID)
+	add(KeyAgent, c.Agent)
+	add(KeyUpstream, c.Upstream)
+	return a
+}
+
+// StartCall starts the server span of one governed message, as received
+// from the client. Call [ExtractMeta] (and [ExtractHTTP]) on ctx first so
+// the client's span becomes the parent. A nil t means [Nop].
+func StartCall(ctx context.Context, t Tracer, c Call) (context.Context, Span) {
+	return start(ctx, t, c.SpanName(), SpanKindServer, c.Attrs())
+}
+
+// StartUpstream starts the client span of the call as forwarded to the
+// upstream, a child of the span in ctx. Inject its context into the
+// forwarded message with [InjectMeta] so the upstream's span is its child.
+// A nil t means [Nop].
+func StartUpstream(ctx context.Context, t Tracer, c Call) (context.Context, Span) {
+	return start(ctx, t, c.SpanName(), SpanKindClient, c.Attrs())
+}
+
+// Names of the internal spans of the steps of a governed call.
+const (
+	StageClassification = "sluice.classification"
+	StagePolicy         = "sluice.policy"
+	StageApproval       = "sluice.approval"
+)
+
+// StartStage starts an internal child span for one step of the call, such
+// as [StageClassification] or [StagePolicy]. A nil t means [Nop].
+func StartStage(ctx context.Context, t Tracer, stage string, attrs ...Attr) (context.Context, Span) {
+	return start(ctx, t, stage, SpanKindInternal, attrs)
+}
+
+func start(ctx context.Context, t Tracer, name string, kind SpanKind, attrs []Attr) (context.Context, Span) {
+	if t == nil {
+		return ctx, nopSpan{}
+	}
+	return t.Start(ctx, name, append(attrs, Kind(kind))...)
+}
