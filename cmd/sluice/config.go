@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/telemetry"
 
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/intercept"
@@ -51,6 +52,13 @@ type config struct {
 	DataDir string `yaml:"data_dir"`
 	// Classifier configures the five-axis classifier beside the policy.
 	Classifier classifierConfig `yaml:"classifier"`
+	// Telemetry configures OpenTelemetry traces and metrics and the
+	// Prometheus /metrics endpoint (on admin_listen).
+	Telemetry telemetry.Config `yaml:"telemetry"`
+	// Audit configures what events keep of arguments: by default a
+	// canonical hash, secrets redacted; keep_arguments keeps them (still
+	// redacted) for replay.
+	Audit telemetry.Redactor `yaml:"audit"`
 	// Inventory configures pinning and drift handling.
 	Inventory inventoryConfig `yaml:"inventory"`
 	// AdminListen is the admin API's address (approvals). Empty disables

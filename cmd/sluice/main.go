@@ -18,14 +18,17 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/inventory"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 var _ intercept.ToolsObserver = (*inventory.Inventory)(nil)
@@ -55,6 +58,7 @@ const usage = `usage:
   sluice approvals list|approve|decline [ID] [--admin http://127.0.0.1:8081] [--by NAME]
   sluice policy validate FILE | test DIR | explain --policy FILE --tool NAME [--args JSON] [--history t1,t2] [--agent A]
   sluice inventory list|diff|pin|approve [UPSTREAM [TOOL]] [--admin URL]
+  sluice events query|tail|export [--config f | --db path] [--agent A] [--tool T] [--decision D] [--since T] [--json]
   sluice bench [flags]
 `
 
@@ -75,6 +79,8 @@ func main() {
 		err = runDemo(ctx, os.Args[2:])
 	case "approvals":
 		err = runApprovals(ctx, os.Args[2:], os.Stdout)
+	case "events":
+		err = runEvents(ctx, os.Args[2:], os.Stdout)
 	case "policy":
 		err = runPolicy(ctx, os.Args[2:], os.Stdout)
 		if errors.Is(err, errFailed) {
@@ -142,11 +148,34 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 	if err != nil {
 		return err
 	}
+	if err := cfg.Telemetry.Validate(); err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	tp, err := telemetry.New(ctx, cfg.Telemetry)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tp.Shutdown(sctx)
+	}()
+	store, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{Depth: tp.Metrics()})
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			logger.Error("audit: closing the event store", "err", err)
+		}
+	}()
+	rec := &recorder{store: store, redact: cfg.Audit, metrics: tp.Metrics(), log: logger}
 	inv, err := inventory.New(inventory.Options{
 		Dir: dir, KeyFile: cfg.Inventory.KeyFile, Pinning: cfg.Inventory.Pinning, OnDrift: cfg.Inventory.OnDrift,
 		MaxDescription: cfg.Inventory.MaxDescription,
 		Events: inventory.EventFunc(func(e inventory.Event) {
 			logger.Warn("inventory", "event", e.Type, "upstream", e.Upstream, "tool", e.Tool)
+			rec.inventory(e)
 		}),
 	})
 	if err != nil {
@@ -154,12 +183,24 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 	}
 	approvals := approval.NewStore(approval.Options{Timeout: cfg.ApprovalTimeout, OnChange: func(r approval.Request) {
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
+		rec.approval(r)
 	}})
 	adv, err := cfg.advisor(logger)
 	if err != nil {
 		return err
 	}
 	adv.Policy = dec
+	logAdvice := adv.OnAdvice
+	provider := cfg.Classifier.Provider
+	if provider == "" {
+		provider = "builtin"
+	}
+	adv.OnAdvice = func(a *govern.Advice) {
+		if logAdvice != nil {
+			logAdvice(a)
+		}
+		rec.advice(a, provider, cfg.Classifier.Profile)
+	}
 	ic := &intercept.Interceptor{Decider: &approval.Gate{Next: &govern.DriftGate{Next: adv, Inventory: inv}, Store: approvals}, Observer: inv, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
 		level := slog.LevelDebug // allows are routine; denials and holds are news
 		if dc.Verdict != intercept.Allow {
@@ -167,6 +208,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 		}
 		logger.Log(context.Background(), level, "decision", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "agent", d.Agent,
 			"session", d.SessionID, "decision", dc.Verdict, "reason", dc.Reason, "rule", dc.RuleID)
+		rec.decision(d, dc, 0)
 	}}
 	g, err := gateway.New(opts, ic, logger)
 	if err != nil {
@@ -189,6 +231,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 		mux.Handle("/admin/approvals/", approvals.Handler(""))
 		mux.Handle("/admin/inventory", inventoryAdmin(inv))
 		mux.Handle("/admin/inventory/", inventoryAdmin(inv))
+		mux.Handle("/metrics", tp.MetricsHandler())
 		admin := &http.Server{Handler: bearer(cfg.AdminToken, mux), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := admin.Serve(aln); !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/classifier"
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/govern"
+	"github.com/sluicehq/sluice/inventory"
+	"github.com/sluicehq/sluice/telemetry"
+)
+
+// recorder turns what the gateway decides and sees into correlated events
+// (same txn_id) in the audit store, and into metrics. Appends wait when the
+// store's queue is full: events are never dropped.
+type recorder struct {
+	store   *audit.Store
+	redact  telemetry.Redactor
+	metrics telemetry.Metrics
+	log     *slog.Logger
+}
+
+func (r *recorder) append(ev telemetry.Event) {
+	if err := r.store.Append(context.Background(), ev); err != nil {
+		r.log.Error("audit: event not stored", "type", ev.Type, "txn_id", ev.TxnID, "err", err)
+	}
+}
+
+func (r *recorder) decision(d *intercept.ActionDescriptor, dc intercept.Decision, latency time.Duration) {
+	r.metrics.Decision(string(dc.Verdict), dc.Reason, latency)
+	r.append(telemetry.PolicyEnforcement{
+		Time: time.Now(), TxnID: d.TxnID, Agent: d.Agent, Session: d.SessionID, Upstream: d.Upstream, Tool: d.ToolName,
+		CallID: string(d.CallID), Decision: string(dc.Verdict), Reason: dc.Reason, PublicReason: dc.PublicReason,
+		ResultMode: string(dc.Mode), PolicyVersion: dc.PolicyVersion, RuleID: dc.RuleID, ApprovalID: dc.ApprovalID,
+		Evidence: telemetry.Evidence{MatchedToolName: dc.Evidence.MatchedToolName, MatchedToolClasses: dc.Evidence.MatchedToolClasses,
+			MatchedRouteRuleID: dc.Evidence.MatchedRouteRuleID, ReasonCode: dc.Evidence.ReasonCode},
+		Latency: latency, ToolInventoryHash: d.ToolInventoryHash, TargetEndpoint: d.TargetEndpoint,
+		CapabilityClassDeclared: d.CapabilityClassDeclared, ActionTypeDeclared: d.ActionTypeDeclared, BoundaryDeclared: d.BoundaryDeclared,
+		ProtocolVersion: d.ProtocolVersion, Arguments: r.redact.Arguments(d.Parameters),
+	}.Event())
+}
+
+func (r *recorder) advice(a *govern.Advice, provider string, profile classifier.Profile) {
+	d, v := a.Descriptor, a.Verdict
+	r.metrics.Classification(a.Latency)
+	axes := make(map[string]telemetry.AxisClassification, len(v.Axes))
+	for name, av := range v.Axes {
+		axes[name] = telemetry.AxisClassification{Classified: av.Classified, Confidence: av.Confidence, Source: av.Source, ConservativeDefaultApplied: av.ConservativeDefaultApplied}
+	}
+	ic := telemetry.IntentClassification{
+		Time: time.Now(), TxnID: d.TxnID, Agent: d.Agent, Session: d.SessionID, Upstream: d.Upstream, Tool: d.ToolName,
+		ClassifierID: v.ClassifierID, CapabilityClassDeclared: d.CapabilityClassDeclared, CapabilityClassVerdict: v.CapabilityClassVerdict,
+		CapabilityClassConfidence: v.CapabilityClassConfidence, ConsistentWithDeclaration: v.ConsistentWithDeclaration,
+		CompositeConfidence: a.Assessment.Composite, Axes: axes, ActiveProfile: string(profile), Provider: provider,
+		ClassifiedAt: v.ClassifiedAt, Latency: a.Latency,
+	}
+	if a.Err != nil {
+		ic.Error = a.Err.Error()
+	}
+	r.append(ic.Event())
+	for _, why := range a.Assessment.Mismatch {
+		reason := telemetry.MismatchCapability
+		if why == classifier.ReasonLowConfidence {
+			reason = telemetry.MismatchLowConfidence
+		}
+		r.append(telemetry.IntentMismatch{Time: time.Now(), TxnID: d.TxnID, Agent: d.Agent, Session: d.SessionID, Upstream: d.Upstream,
+			Tool: d.ToolName, Reason: reason, Declared: d.CapabilityClassDeclared, Classified: v.CapabilityClassVerdict,
+			CompositeConfidence: a.Assessment.Composite, Decision: string(a.Decision.Verdict)}.Event())
+	}
+	if a.SoleDenyViolation {
+		r.append(telemetry.SoleDenyViolation{Time: time.Now(), TxnID: d.TxnID, Agent: d.Agent, Session: d.SessionID, Upstream: d.Upstream,
+			Tool: d.ToolName, PolicyVersion: a.Decision.PolicyVersion, Outcome: telemetry.SoleDenyOverridden,
+			Decision: string(a.Decision.Verdict)}.Event())
+	}
+}
+
+func (r *recorder) approval(req approval.Request) {
+	state := map[approval.Status]string{approval.Pending: telemetry.ApprovalRequested, approval.Approved: telemetry.ApprovalApproved,
+		approval.Declined: telemetry.ApprovalDeclined, approval.Expired: telemetry.ApprovalExpired, approval.Used: "used"}[req.Status]
+	r.append(telemetry.Approval{Time: time.Now(), ApprovalID: req.ID, TxnID: req.TxnID, Agent: req.Agent, Session: req.Session,
+		Upstream: req.Upstream, Tool: req.Tool, State: state, By: req.DecidedBy}.Event())
+}
+
+func (r *recorder) inventory(e inventory.Event) {
+	r.append(telemetry.Event{Type: string(e.Type), Time: time.Now(), Upstream: e.Upstream, Tool: e.Tool, Attrs: e.Detail})
+}
+
+// runEvents is `sluice events query|tail|export`, reading the audit store
+// of the data directory (from --config, or the default) or --db.
+func runEvents(ctx context.Context, args []string, out io.Writer) error {
+	var cfgPath string
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--config" && i+1 < len(args) {
+			cfgPath = args[i+1]
+			args = append(args[:i:i], args[i+2:]...)
+			break
+		}
+	}
+	hasDB := false
+	for _, a := range args {
+		if a == "--db" || a == "-db" || strings.HasPrefix(a, "--db=") || strings.HasPrefix(a, "-db=") {
+			hasDB = true
+		}
+	}
+	if !hasDB && len(args) > 0 {
+		cfg := &config{}
+		if cfgPath != "" {
+			var err error
+			if cfg, err = loadConfig(cfgPath); err != nil {
+				return err
+			}
+		}
+		dir, err := cfg.dataDir()
+		if err != nil {
+			return err
+		}
+		args = append([]string{args[0], "--db", filepath.Join(dir, audit.FileName)}, args[1:]...)
+	}
+	return audit.RunEventsCLI(ctx, args, out)
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/gateway"
+)
+
+// TestEventsAndMetrics makes calls through a running gateway, stops it,
+// and reads the correlated events back with `sluice events`; /metrics on
+// the admin listener counts the decisions.
+func TestEventsAndMetrics(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &http.Server{Handler: demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})}
+	go up.Serve(ln)
+	defer up.Close()
+	adminAddr := freeAddr(t)
+	cfg, err := parseConfig("test", []byte("policy: {default: allow, deny: [send_email], result_mode: tool_result}\ntelemetry: {prometheus: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg.Listen, cfg.AdminListen, cfg.DataDir = "127.0.0.1:0", adminAddr, dir
+	cfg.Upstreams = []gateway.Upstream{{Name: "demo", URL: "http://" + ln.Addr().String() + "/mcp"}}
+	ctx, stop := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(a string) { addrc <- a }) }()
+	url := "http://" + <-addrc + "/mcp/demo"
+	modernCall(t, url, "tools/call", "echo", `{"name":"echo","arguments":{"message":"hi","password":"hunter2"}}`)
+	modernCall(t, url, "tools/call", "send_email", `{"name":"send_email","arguments":{"to":"a","subject":"b","body":"c"}}`)
+
+	resp, err := http.Get("http://" + adminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`sluice_decisions_total\{[^}]*outcome="deny"`).Match(metrics) {
+		t.Errorf("/metrics has no deny decision counter:\n%.2000s", metrics)
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+
+	var out bytes.Buffer
+	db := filepath.Join(dir, audit.FileName)
+	if err := runEvents(context.Background(), []string{"export", "--db", db}, &out); err != nil {
+		t.Fatalf("events export: %v", err)
+	}
+	got := out.String()
+	if strings.Contains(got, "hunter2") {
+		t.Errorf("a secret argument reached the audit store:\n%s", got)
+	}
+	txn := regexp.MustCompile(`"type":"sluice.policy_enforced"[^\n]*"tool":"send_email"`).FindString(got)
+	if txn == "" {
+		t.Fatalf("no policy_enforced event for send_email:\n%s", got)
+	}
+	id := regexp.MustCompile(`"txn_id":"([0-9a-f]+)"`).FindStringSubmatch(txn)
+	if id == nil || !regexp.MustCompile(`"type":"sluice.intent_classified"[^\n]*"txn_id":"`+id[1]+`"`).MatchString(got) {
+		t.Errorf("no intent_classified event with the same txn_id %v:\n%s", id, got)
+	}
+	out.Reset()
+	if err := runEvents(context.Background(), []string{"query", "--db", db, "--decision", "deny", "--json"}, &out); err != nil || !strings.Contains(out.String(), "send_email") || strings.Contains(out.String(), `"tool":"echo"`) {
+		t.Errorf("events query --decision deny: %v\n%s", err, &out)
+	}
+}
