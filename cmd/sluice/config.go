@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
