@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -13,34 +11,14 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/audit"
-	"github.com/sluicehq/sluice/examples/demo-server/demo"
-	"github.com/sluicehq/sluice/gateway"
 )
 
 // TestEventsAndMetrics makes calls through a running gateway, stops it,
 // and reads the correlated events back with `sluice events`; /metrics on
 // the admin listener counts the decisions.
 func TestEventsAndMetrics(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	up := &http.Server{Handler: demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})}
-	go up.Serve(ln)
-	defer up.Close()
-	adminAddr := freeAddr(t)
-	cfg, err := parseConfig("test", []byte("policy: {default: allow, deny: [send_email], result_mode: tool_result}\ntelemetry: {prometheus: true}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cfg.Listen, cfg.AdminListen, cfg.DataDir = "127.0.0.1:0", adminAddr, dir
-	cfg.Upstreams = []gateway.Upstream{{Name: "demo", URL: "http://" + ln.Addr().String() + "/mcp"}}
-	ctx, stop := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(a string) { addrc <- a }) }()
-	url := "http://" + <-addrc + "/mcp/demo"
+	g := startServe(t, "policy: {default: allow, deny: [send_email], result_mode: tool_result}\ntelemetry: {prometheus: true}\n")
+	url, adminAddr, dir := g.url, g.admin, g.dir
 	modernCall(t, url, "tools/call", "echo", `{"name":"echo","arguments":{"message":"hi","password":"hunter2"}}`)
 	modernCall(t, url, "tools/call", "send_email", `{"name":"send_email","arguments":{"to":"a","subject":"b","body":"c"}}`)
 
@@ -53,8 +31,7 @@ func TestEventsAndMetrics(t *testing.T) {
 	if !regexp.MustCompile(`sluice_decisions_total\{[^}]*outcome="deny"`).Match(metrics) {
 		t.Errorf("/metrics has no deny decision counter:\n%.2000s", metrics)
 	}
-	stop()
-	if err := <-served; err != nil {
+	if err := g.stop(); err != nil {
 		t.Fatal(err)
 	}
 

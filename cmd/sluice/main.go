@@ -59,6 +59,7 @@ const usage = `usage:
   sluice policy validate FILE | test DIR | explain --policy FILE --tool NAME [--args JSON] [--history t1,t2] [--agent A]
   sluice inventory list|diff|pin|approve [UPSTREAM [TOOL]] [--admin URL]
   sluice events query|tail|export [--config f | --db path] [--agent A] [--tool T] [--decision D] [--since T] [--json]
+  sluice replay --events DB|JSONL --policy FILE [--json]
   sluice bench [flags]
 `
 
@@ -79,6 +80,8 @@ func main() {
 		err = runDemo(ctx, os.Args[2:])
 	case "approvals":
 		err = runApprovals(ctx, os.Args[2:], os.Stdout)
+	case "replay":
+		err = runReplay(ctx, os.Args[2:], os.Stdout, os.Stderr)
 	case "events":
 		err = runEvents(ctx, os.Args[2:], os.Stdout)
 	case "policy":

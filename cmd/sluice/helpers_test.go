@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/gateway"
+)
+
+// running is a gateway started by serve() in front of the demo server.
+type running struct {
+	url, admin, dir string
+	stop            func() error // stops the gateway, returns serve's error
+}
+
+// startServe runs serve with the YAML config in front of a fresh demo
+// server, with an admin listener and a temporary data directory.
+func startServe(t *testing.T, yaml string) *running {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &http.Server{Handler: demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})}
+	go up.Serve(ln)
+	t.Cleanup(func() { up.Close() })
+	cfg, err := parseConfig("test", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &running{admin: freeAddr(t), dir: t.TempDir()}
+	cfg.Listen, cfg.AdminListen, cfg.DataDir = "127.0.0.1:0", r.admin, r.dir
+	cfg.Upstreams = []gateway.Upstream{{Name: "demo", URL: "http://" + ln.Addr().String() + "/mcp"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(a string) { addrc <- a }) }()
+	select {
+	case a := <-addrc:
+		r.url = "http://" + a + "/mcp/demo"
+	case err := <-served:
+		cancel()
+		t.Fatalf("serve: %v", err)
+	}
+	var stopped bool
+	var serveErr error
+	r.stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			serveErr = <-served
+		}
+		return serveErr
+	}
+	t.Cleanup(func() { r.stop() })
+	return r
+}

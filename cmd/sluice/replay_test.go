@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sluicehq/sluice/audit"
+)
+
+// TestReplay records real traffic under a permissive policy, then replays
+// it under a stricter one: the sink after a sensitive read, and a large
+// add, change; the rest does not.
+func TestReplay(t *testing.T) {
+	g := startServe(t, "policy: {default: allow, result_mode: tool_result}\naudit: {keep_arguments: true}\nclassifier: {provider: off}\n")
+	modernCall(t, g.url, "tools/call", "web_search", `{"name":"web_search","arguments":{"query":"before"}}`)
+	modernCall(t, g.url, "tools/call", "read_document", `{"name":"read_document","arguments":{"path":"/hr/salaries.csv"}}`)
+	modernCall(t, g.url, "tools/call", "web_search", `{"name":"web_search","arguments":{"query":"after"}}`)
+	modernCall(t, g.url, "tools/call", "add", `{"name":"add","arguments":{"a":5000,"b":1}}`)
+	modernCall(t, g.url, "tools/call", "add", `{"name":"add","arguments":{"a":1,"b":1}}`)
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+	strict := filepath.Join(t.TempDir(), "strict.yaml")
+	os.WriteFile(strict, []byte(`
+default: allow
+tool_classes:
+  read_document: [source:sensitive]
+  web_search: [sink:network]
+rules:
+  - id: big-adds
+    match: {match_tool: add}
+    when: 'args.a > 1000'
+    decision: deny
+    reason: too big
+route_rules:
+  - id: no-sink-after-read
+    after: {match_any_class: [source:sensitive]}
+    deny: {match_any_class: [sink:network]}
+    scope: agent
+    reason: no sink after a sensitive read
+`), 0o600)
+	var out bytes.Buffer
+	err := runReplay(context.Background(), []string{"--events", filepath.Join(g.dir, audit.FileName), "--policy", strict, "--json"}, &out, &bytes.Buffer{})
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	var sum replaySummary
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+		t.Fatalf("output: %v\n%s", err, &out)
+	}
+	if sum.Calls != 5 || sum.NewlyDenied != 2 || sum.Changed != 2 {
+		t.Fatalf("got %d calls, %d changed, %d newly denied; want 5, 2, 2\n%s", sum.Calls, sum.Changed, sum.NewlyDenied, &out)
+	}
+	rules := map[string]bool{}
+	for _, c := range sum.Changes {
+		rules[c.Rule] = true
+	}
+	if !rules["no-sink-after-read"] || !rules["big-adds"] {
+		t.Errorf("changes: got rules %v, want no-sink-after-read and big-adds", rules)
+	}
+}
