@@ -21,6 +21,7 @@ const FileName = "events.db"
 const (
 	DefaultQueueSize    = 10_000
 	DefaultBatchSize    = 1_000
+	DefaultLinger       = 5 * time.Millisecond
 	DefaultPollInterval = 250 * time.Millisecond
 )
 
@@ -47,6 +48,12 @@ type Options struct {
 	// BatchSize is the most events committed in one transaction; zero
 	// means DefaultBatchSize.
 	BatchSize int
+	// Linger is how long the writer waits for more events before
+	// committing a batch nobody waits on (group commit); zero means
+	// DefaultLinger, negative commits at once. Appends never wait for it:
+	// only Sync appends and Flush wait for a commit, and they end the
+	// linger.
+	Linger time.Duration
 	// Sync makes Append return only after the event is committed and
 	// fsynced (see the package documentation).
 	Sync bool
@@ -74,6 +81,7 @@ type Store struct {
 	readOnly bool
 	sync     bool
 	batch    int
+	linger   time.Duration
 	poll     time.Duration
 	now      func() time.Time
 	depth    DepthRecorder
@@ -129,6 +137,10 @@ func Open(path string, opts Options) (*Store, error) {
 		depth:    opts.Depth,
 		hook:     opts.beforeWrite,
 		notify:   make(chan struct{}),
+	}
+	s.linger = opts.Linger
+	if s.linger == 0 {
+		s.linger = DefaultLinger
 	}
 	if s.batch <= 0 {
 		s.batch = DefaultBatchSize
@@ -296,6 +308,16 @@ func (s *Store) run() {
 		}
 		batch = append(batch[:0], req)
 		open := true
+		// Group commit: while nobody waits for an acknowledgement, linger
+		// briefly for more events, so a trickle of calls does not cost a
+		// transaction (and an fsync) per event.
+		waiting := req.ack != nil
+		var linger <-chan time.Time
+		var timer *time.Timer
+		if !waiting && s.linger > 0 {
+			timer = time.NewTimer(s.linger)
+			linger = timer.C
+		}
 	fill:
 		for len(batch) < s.batch {
 			select {
@@ -305,9 +327,31 @@ func (s *Store) run() {
 					break fill
 				}
 				batch = append(batch, r)
+				waiting = waiting || r.ack != nil
+				if waiting {
+					linger = nil
+				}
 			default:
-				break fill
+				if linger == nil {
+					break fill
+				}
+				select {
+				case r, ok := <-s.queue:
+					if !ok {
+						open = false
+						break fill
+					}
+					batch = append(batch, r)
+					if r.ack != nil {
+						waiting, linger = true, nil
+					}
+				case <-linger:
+					break fill
+				}
 			}
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 		if s.hook != nil {
 			s.hook()

@@ -37,7 +37,9 @@ policy:
 // "bare-pooled" is the same proxy keeping as many idle upstream
 // connections as Sluice does, so that a connection pool cannot pass for
 // a faster proxy.
-var benchTargets = []string{"direct", "bare", "bare-pooled", "sluice"}
+// "sluice-noaudit" is Sluice without its local audit store, to measure
+// what recording every call costs.
+var benchTargets = []string{"direct", "bare", "bare-pooled", "sluice", "sluice-noaudit"}
 
 // gatewayIdleConns mirrors the per-host idle connection limit of the
 // gateway's upstream client, for bare-pooled.
@@ -157,8 +159,8 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			args = childArgs("bare", "--target", upBase)
 		case "bare-pooled":
 			args = childArgs("bare-pooled", "--target", upBase, "--idle-conns", strconv.Itoa(gatewayIdleConns))
-		case "sluice":
-			args = childArgs("sluice", "--target", upBase+"/mcp")
+		case "sluice", "sluice-noaudit":
+			args = childArgs(name, "--target", upBase+"/mcp")
 			path = "/mcp/bench"
 		}
 		c, err := start(name, args)
@@ -216,6 +218,7 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	report.AddRatios("sluice", "bare")
 	report.AddRatios("sluice", "bare-pooled")
+	report.AddRatios("sluice", "sluice-noaudit")
 
 	if *jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -298,7 +301,7 @@ func runBenchChild(ctx context.Context, c benchChild) error {
 			return fmt.Errorf("bench: --target: %q is not an absolute URL", c.target)
 		}
 		return serveBenchHandler(ctx, c.listen, bench.NewBareProxy(u, bench.BareProxyOptions{IdleConnsPerHost: c.idleConns}))
-	case "sluice":
+	case "sluice", "sluice-noaudit":
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 			return fmt.Errorf("bench: --sluice-log: %w", err)
@@ -315,6 +318,7 @@ func runBenchChild(ctx context.Context, c benchChild) error {
 		}
 		defer os.RemoveAll(dir)
 		cfg.DataDir = dir
+		cfg.Audit.Off = c.role == "sluice-noaudit"
 		cfg.Upstreams = []gateway.Upstream{{Name: "bench", Transport: gateway.TransportStreamableHTTP, URL: c.target}}
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 		var announceErr error

@@ -58,7 +58,7 @@ type config struct {
 	// Audit configures what events keep of arguments: by default a
 	// canonical hash, secrets redacted; keep_arguments keeps them (still
 	// redacted) for replay.
-	Audit telemetry.Redactor `yaml:"audit"`
+	Audit auditConfig `yaml:"audit"`
 	// Inventory configures pinning and drift handling.
 	Inventory inventoryConfig `yaml:"inventory"`
 	// AdminListen is the admin API's address (approvals). Empty disables
@@ -100,6 +100,15 @@ func (c *config) decider(logger *slog.Logger) (d intercept.Decider, run func(con
 		return p, func(context.Context) {}, nil
 	}
 	return nil, func(context.Context) {}, nil
+}
+
+// auditConfig is the `audit:` section.
+type auditConfig struct {
+	// Off disables the local audit store (events still reach OTel
+	// metrics); for gateways that ship events elsewhere, and for
+	// measuring what the store costs.
+	Off                bool `yaml:"off"`
+	telemetry.Redactor `yaml:",inline"`
 }
 
 // dataDir returns the data directory, creating it.

@@ -28,6 +28,9 @@ type recorder struct {
 }
 
 func (r *recorder) append(ev telemetry.Event) {
+	if r.store == nil {
+		return
+	}
 	if err := r.store.Append(context.Background(), ev); err != nil {
 		r.log.Error("audit: event not stored", "type", ev.Type, "txn_id", ev.TxnID, "err", err)
 	}

@@ -163,16 +163,19 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 		defer cancel()
 		_ = tp.Shutdown(sctx)
 	}()
-	store, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{Depth: tp.Metrics()})
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	defer func() {
-		if err := store.Close(); err != nil {
-			logger.Error("audit: closing the event store", "err", err)
+	rec := &recorder{redact: cfg.Audit.Redactor, metrics: tp.Metrics(), log: logger}
+	if !cfg.Audit.Off {
+		store, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{Depth: tp.Metrics()})
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
 		}
-	}()
-	rec := &recorder{store: store, redact: cfg.Audit, metrics: tp.Metrics(), log: logger}
+		defer func() {
+			if err := store.Close(); err != nil {
+				logger.Error("audit: closing the event store", "err", err)
+			}
+		}()
+		rec.store = store
+	}
 	inv, err := inventory.New(inventory.Options{
 		Dir: dir, KeyFile: cfg.Inventory.KeyFile, Pinning: cfg.Inventory.Pinning, OnDrift: cfg.Inventory.OnDrift,
 		MaxDescription: cfg.Inventory.MaxDescription,
