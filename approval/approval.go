@@ -285,3 +285,9 @@ func orSomeone(s string) string {
 	}
 	return s
 }
+
+// Visible implements intercept.ToolFilter by asking Next.
+func (g *Gate) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
+	tf, ok := g.Next.(intercept.ToolFilter)
+	return !ok || tf.Visible(ctx, d)
+}

@@ -22,14 +22,20 @@ type bridgeState struct {
 
 	mu      sync.Mutex // guards the fields below
 	waiters map[string]*stream
-	methods map[string]string // request id -> method, for observation
-	streams []*stream         // open POST streams, oldest first
+	calls   map[string]bridgeCall // request id -> what it was, for observation and hiding tools
+	streams []*stream             // open POST streams, oldest first
 	get     *stream
 	backlog [][]byte
 	closed  bool
 }
 
 const maxBacklog = 1024
+
+// bridgeCall is a request waiting for its response on a bridged session.
+type bridgeCall struct {
+	method string
+	cc     intercept.CallContext // the request's, for hiding tools in its answer
+}
 
 // stream is one open HTTP response the bridge writes messages to.
 type stream struct {
@@ -58,7 +64,7 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 			b.fail(err)
 			return
 		}
-		m, method := b.route(msg)
+		m, method := b.route(ctx, g.ic, msg)
 		switch {
 		case m == nil || m.Kind != intercept.KindResponse:
 		case method == "tools/list":
@@ -70,20 +76,22 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 }
 
 // route delivers one upstream message to the stream that should carry it
-// and returns it decoded, with the method of the request it answers.
-func (b *bridgeState) route(msg []byte) (*intercept.Message, string) {
+// and returns it decoded, with the method of the request it answers. A
+// tools/list result is delivered with the tools hidden that ic says the
+// requesting agent can never call.
+func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, msg []byte) (*intercept.Message, string) {
 	m, err := intercept.DecodeMessage(msg)
 	if err != nil {
 		m = nil
 	}
 	var target *stream
-	var method string
+	var call bridgeCall
 	b.mu.Lock()
 	if m != nil && (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) {
 		if s := b.waiters[m.IDKey()]; s != nil {
-			target, method = s, b.methods[m.IDKey()]
+			target, call = s, b.calls[m.IDKey()]
 			delete(b.waiters, m.IDKey())
-			delete(b.methods, m.IDKey())
+			delete(b.calls, m.IDKey())
 		}
 	}
 	if target == nil {
@@ -101,9 +109,14 @@ func (b *bridgeState) route(msg []byte) (*intercept.Message, string) {
 	}
 	b.mu.Unlock()
 	if target != nil {
+		if call.method == "tools/list" && m.Kind == intercept.KindResponse && ic.HideDeniedTools {
+			if out, hid := hideToolsIn(ctx, ic, call.cc, m.Raw, m.Result); hid {
+				msg = out
+			}
+		}
 		target.deliver(msg)
 	}
-	return m, method
+	return m, call.method
 }
 
 // release forgets a stream: its client went away or got everything.
@@ -114,7 +127,7 @@ func (b *bridgeState) release(s *stream, ids []string) {
 	for _, id := range ids {
 		if b.waiters[id] == s {
 			delete(b.waiters, id)
-			delete(b.methods, id)
+			delete(b.calls, id)
 		}
 	}
 	if b.get == s {
@@ -180,9 +193,10 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 	if len(reqs) > 0 {
 		s = newStream()
+		cc := x.callContext()
 		for id, method := range reqs {
 			b.waiters[id] = s
-			b.methods[id] = method
+			b.calls[id] = bridgeCall{method: method, cc: cc}
 			ids = append(ids, id)
 		}
 		b.streams = append(b.streams, s)
@@ -254,7 +268,7 @@ func (g *Gateway) openBridge(x *exchange) (*session, error) {
 	}
 	sess := &session{id: newSessionID(), route: x.rt.up.Name, agent: x.agent, version: x.version}
 	sess.bridge = &bridgeState{up: up, name: x.rt.up.Name, done: make(chan struct{}),
-		waiters: make(map[string]*stream), methods: make(map[string]string)}
+		waiters: make(map[string]*stream), calls: make(map[string]bridgeCall)}
 	if err := g.sessions.add(sess); err != nil {
 		_ = up.Close()
 		return nil, err

@@ -113,7 +113,7 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 			r.failPending(ctx, err)
 			return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 		}
-		if err := r.down.Write(ctx, b); err != nil {
+		if err := r.down.Write(ctx, r.hideTools(ctx, b)); err != nil {
 			return err
 		}
 		r.observe(b)

@@ -37,6 +37,7 @@ type slCall struct {
 	upID    string
 	upToken string
 	method  string
+	cc      intercept.CallContext // the request's, for hiding tools in its answer
 }
 
 func newStatelessBridge(g *Gateway, rt *route) *statelessBridge {
@@ -88,7 +89,7 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 	}
 	b.next++
 	n := strconv.FormatUint(b.next, 10)
-	c := &slCall{s: newStream(), id: m.ID, upID: `"sluice-` + n + `"`, method: m.Method}
+	c := &slCall{s: newStream(), id: m.ID, upID: `"sluice-` + n + `"`, method: m.Method, cc: x.callContext()}
 	msg, err := intercept.WithMember(m.Raw, "id", jsontext.Value(c.upID))
 	if tok := intercept.Member(m.Meta, "progressToken"); err == nil && tok != nil {
 		c.token, c.upToken = tok, `"sluice-p-`+n+`"`
@@ -178,8 +179,12 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		b.g.log.Debug("uncorrelated message from upstream not delivered", "upstream", b.rt.up.Name, "method", m.Method, "err", err)
 		return
 	}
+	list := m.Kind == intercept.KindResponse && c.method == "tools/list"
+	if list && b.g.ic.HideDeniedTools {
+		out, _ = hideToolsIn(b.g.ctx, b.g.ic, c.cc, out, m.Result)
+	}
 	c.s.deliver(out)
-	if m.Kind == intercept.KindResponse && c.method == "tools/list" {
+	if list {
 		b.g.ic.ObserveTools(b.rt.up.Name, m.Result)
 	}
 }

@@ -61,6 +61,15 @@ type exchange struct {
 	agent   string
 }
 
+// callContext is what the interceptor is told about x.
+func (x *exchange) callContext() intercept.CallContext {
+	cc := intercept.CallContext{Upstream: x.rt.up.Name, Target: x.rt.up.target(), Agent: x.agent, ProtocolVersion: x.version}
+	if x.sess != nil {
+		cc.SessionID = x.sess.id
+	}
+	return cc
+}
+
 // requests maps the ids of the exchange's requests to their methods.
 func (x *exchange) requests() map[string]string {
 	var out map[string]string
@@ -108,10 +117,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
 		return
 	}
-	cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), Agent: x.agent, ProtocolVersion: x.version}
-	if x.sess != nil {
-		cc.SessionID = x.sess.id
-	}
+	cc := x.callContext()
 	if batch {
 		if reply := checkBatch(r.Context(), g.ic, msgs, cc); reply != nil {
 			writeJSON(w, http.StatusOK, reply)
@@ -304,26 +310,35 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if sess != nil && resp.Header.Get(hdrSession) != "" {
 		w.Header().Set(hdrSession, sess.id)
 	}
-	ob := &observer{g: g, rt: x.rt, sess: sess, pending: x.requests()}
+	ob := &observer{g: g, rt: x.rt, sess: sess, pending: x.requests(), cc: x.callContext()}
 	if isEventStream(resp.Header) {
 		w.WriteHeader(resp.StatusCode)
-		g.pipeEvents(w, resp.Body, ob)
+		g.pipeEvents(r.Context(), w, resp.Body, ob)
 		return
 	}
-	if resp.ContentLength >= 0 {
-		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
-	}
-	w.WriteHeader(resp.StatusCode)
 	const observeLimit = 32 << 20
 	b, err := io.ReadAll(io.LimitReader(resp.Body, observeLimit))
-	_, _ = w.Write(b)
-	if err != nil {
+	if err != nil || len(b) == observeLimit {
+		// Broken, or too big to look at: pass it on untouched.
+		if resp.ContentLength >= 0 {
+			w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(b)
+		if err == nil {
+			_, _ = io.Copy(w, resp.Body)
+		}
 		return
 	}
-	if len(b) == observeLimit {
-		_, _ = io.Copy(w, resp.Body) // too big to look at; pass it on untouched
-		return
+	shown := b
+	if resp.StatusCode/100 == 2 {
+		shown = ob.filter(r.Context(), b)
 	}
+	if resp.ContentLength >= 0 {
+		w.Header().Set("Content-Length", strconv.Itoa(len(shown)))
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(shown)
 	if resp.StatusCode/100 == 2 {
 		ob.message(b)
 	}
@@ -334,8 +349,9 @@ func isEventStream(h http.Header) bool {
 }
 
 // pipeEvents copies an SSE stream to the client one event at a time,
-// flushing each, and shows every message to ob after it is passed on.
-func (g *Gateway) pipeEvents(w http.ResponseWriter, body io.Reader, ob *observer) {
+// flushing each, with ob's filter applied to every message, and shows every
+// message as the upstream sent it to ob after it is passed on.
+func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io.Reader, ob *observer) {
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	rd := transport.NewSSEReader(body)
@@ -344,14 +360,19 @@ func (g *Gateway) pipeEvents(w http.ResponseWriter, body io.Reader, ob *observer
 		if err != nil {
 			return
 		}
+		data := ev.Data
+		msg := len(data) > 0 && (ev.Event == "" || ev.Event == "message")
+		if msg {
+			ev.Data = ob.filter(ctx, data)
+		}
 		if err := transport.WriteSSEEvent(w, ev); err != nil {
 			return
 		}
 		if err := rc.Flush(); err != nil {
 			return
 		}
-		if len(ev.Data) > 0 && (ev.Event == "" || ev.Event == "message") {
-			ob.message(ev.Data)
+		if msg {
+			ob.message(data)
 		}
 	}
 }
@@ -391,12 +412,13 @@ func marshalArray(vs []jsontext.Value) []byte {
 
 // observer looks at messages an upstream sent after they were passed on:
 // tools/list results go to the catalog, initialize results fix the
-// session's protocol version.
+// session's protocol version. Its filter hides tools in them before.
 type observer struct {
 	g       *Gateway
 	rt      *route
 	sess    *session
 	pending map[string]string
+	cc      intercept.CallContext // of the requests in pending
 }
 
 func (o *observer) message(b []byte) {
@@ -466,7 +488,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	if isEventStream(resp.Header) {
-		g.pipeEvents(w, resp.Body, &observer{g: g, rt: rt, sess: sess})
+		g.pipeEvents(ctx, w, resp.Body, &observer{g: g, rt: rt, sess: sess})
 		return
 	}
 	_, _ = io.Copy(w, resp.Body)

@@ -1,6 +1,7 @@
 package intercept
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,6 +27,16 @@ type ToolsObserver interface {
 	ObserveTools(upstream string, result jsontext.Value)
 }
 
+// A ToolFilter is a Decider that can tell, from a tool's name and where it
+// is called from alone, that the tool could never be allowed: whatever its
+// arguments and whatever happened before, every call would be denied.
+// Visible reports false only then; when in doubt it reports true. The
+// descriptor carries no arguments, txn id or call id. Visible must be safe
+// for concurrent use and must not block or record anything.
+type ToolFilter interface {
+	Visible(ctx context.Context, d *ActionDescriptor) bool
+}
+
 // An InventoryHasher is an Observer that keeps the authoritative inventory
 // hash of each upstream; descriptors then carry its hash.
 type InventoryHasher interface {
@@ -43,6 +54,11 @@ type Interceptor struct {
 	Observer ToolsObserver
 	// OnDecision, if not nil, is called after every decision.
 	OnDecision func(*ActionDescriptor, Decision)
+	// HideDeniedTools removes from tools/list results the tools the
+	// Decider says this agent can never call (see [ToolFilter]). It has
+	// no effect when the Decider is not a ToolFilter. False passes every
+	// tools/list result on unchanged.
+	HideDeniedTools bool
 
 	catalog sync.Map // upstream name -> *toolSet
 }
@@ -142,4 +158,84 @@ func (i *Interceptor) ObserveTools(upstream string, result jsontext.Value) {
 	if i.Observer != nil {
 		i.Observer.ObserveTools(upstream, result)
 	}
+}
+
+// FilterToolsResult removes from result, a tools/list result sent towards
+// the client of cc, the tools that client can never call, when
+// HideDeniedTools is set and the Decider is a [ToolFilter]. Every other
+// member of result and every kept tool stays byte for byte as it was. It
+// returns changed=false, and result itself, when nothing was removed. A
+// tool that cannot be read, or whose Visible panics, is kept: hiding is a
+// courtesy to the model, never the thing that stops a call.
+func (i *Interceptor) FilterToolsResult(ctx context.Context, cc CallContext, result jsontext.Value) (out jsontext.Value, changed bool) {
+	if !i.HideDeniedTools {
+		return result, false
+	}
+	tf, ok := i.Decider.(ToolFilter)
+	if !ok {
+		return result, false
+	}
+	tools := Member(result, "tools")
+	if tools.Kind() != '[' {
+		return result, false
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(tools))
+	if _, err := dec.ReadToken(); err != nil {
+		return result, false
+	}
+	var kept bytes.Buffer
+	kept.Grow(len(tools))
+	kept.WriteByte('[')
+	n := 0
+	for dec.PeekKind() != ']' {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return result, false
+		}
+		if !visible(ctx, tf, v, cc) {
+			changed = true
+			continue
+		}
+		if n > 0 {
+			kept.WriteByte(',')
+		}
+		n++
+		kept.Write(v)
+	}
+	if !changed {
+		return result, false
+	}
+	kept.WriteByte(']')
+	out, err := WithMember(result, "tools", kept.Bytes())
+	if err != nil {
+		return result, false
+	}
+	return out, true
+}
+
+// visible asks tf about one element of a tools/list "tools" array.
+func visible(ctx context.Context, tf ToolFilter, tool jsontext.Value, cc CallContext) (ok bool) {
+	var t struct {
+		Name string `json:"name"`
+		toolInfo
+	}
+	if err := json.Unmarshal(tool, &t); err != nil || t.Name == "" {
+		return true
+	}
+	defer func() {
+		if recover() != nil {
+			ok = true
+		}
+	}()
+	return tf.Visible(ctx, &ActionDescriptor{
+		ToolName:        t.Name,
+		ToolDescription: t.Description,
+		Annotations:     t.Annotations,
+		Parameters:      jsontext.Value("{}"),
+		TargetEndpoint:  cc.Target,
+		SessionID:       cc.SessionID,
+		Upstream:        cc.Upstream,
+		Agent:           cc.Agent,
+		ProtocolVersion: cc.ProtocolVersion,
+	})
 }

@@ -41,6 +41,9 @@ type config struct {
 	// DNS-rebinding protection.
 	AllowedHosts   []string `yaml:"allowed_hosts"`
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// HideDeniedTools removes from tools/list answers the tools the policy
+	// denies this agent whatever the arguments (default true).
+	HideDeniedTools *bool `yaml:"hide_denied_tools"`
 	// AgentHeader names a request header that identifies the agent.
 	AgentHeader string `yaml:"agent_header"`
 	// ShutdownTimeout bounds how long in-flight calls may drain on SIGTERM

@@ -18,17 +18,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/sluicehq/sluice/approval"
-	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/intercept"
-	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/inventory"
-	"github.com/sluicehq/sluice/telemetry"
 )
 
 var _ intercept.ToolsObserver = (*inventory.Inventory)(nil)
@@ -128,95 +123,24 @@ func runServe(ctx context.Context, args []string) error {
 // calls for up to the shutdown timeout. ready, if not nil, gets the
 // listener's address once it accepts connections.
 func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(addr string)) error {
-	dec, runPolicy, err := cfg.decider(logger)
-	if err != nil {
-		return err
-	}
-	pctx, stopPolicy := context.WithCancel(ctx)
-	defer stopPolicy()
-	go runPolicy(pctx)
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:8080"
 	}
 	opts := cfg.options()
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
-	}
 	if host, _, _ := net.SplitHostPort(cfg.Listen); !isLoopback(host) && len(opts.AllowedHosts) == 0 {
 		logger.Warn("listening beyond loopback with no allowed_hosts: Host header checks are off", "listen", cfg.Listen)
 		opts.AllowedHosts = []string{"*"}
 	}
-	dir, err := cfg.dataDir()
+	gv, err := buildGovernance(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	if err := cfg.Telemetry.Validate(); err != nil {
-		return fmt.Errorf("telemetry: %w", err)
-	}
-	tp, err := telemetry.New(ctx, cfg.Telemetry)
-	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tp.Shutdown(sctx)
-	}()
-	rec := &recorder{redact: cfg.Audit.Redactor, metrics: tp.Metrics(), log: logger}
-	if !cfg.Audit.Off {
-		store, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{Depth: tp.Metrics()})
-		if err != nil {
-			return fmt.Errorf("audit: %w", err)
-		}
-		defer func() {
-			if err := store.Close(); err != nil {
-				logger.Error("audit: closing the event store", "err", err)
-			}
-		}()
-		rec.store = store
-	}
-	inv, err := inventory.New(inventory.Options{
-		Dir: dir, KeyFile: cfg.Inventory.KeyFile, Pinning: cfg.Inventory.Pinning, OnDrift: cfg.Inventory.OnDrift,
-		MaxDescription: cfg.Inventory.MaxDescription,
-		Events: inventory.EventFunc(func(e inventory.Event) {
-			logger.Warn("inventory", "event", e.Type, "upstream", e.Upstream, "tool", e.Tool)
-			rec.inventory(e)
-		}),
-	})
-	if err != nil {
-		return fmt.Errorf("inventory: %w", err)
-	}
-	approvals := approval.NewStore(approval.Options{Timeout: cfg.ApprovalTimeout, OnChange: func(r approval.Request) {
-		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
-		rec.approval(r)
-	}})
-	adv, err := cfg.advisor(logger)
+	defer gv.close()
+	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
-	adv.Policy = dec
-	logAdvice := adv.OnAdvice
-	provider := cfg.Classifier.Provider
-	if provider == "" {
-		provider = "builtin"
-	}
-	adv.OnAdvice = func(a *govern.Advice) {
-		if logAdvice != nil {
-			logAdvice(a)
-		}
-		rec.advice(a, provider, cfg.Classifier.Profile)
-	}
-	ic := &intercept.Interceptor{Decider: &approval.Gate{Next: &govern.DriftGate{Next: adv, Inventory: inv}, Store: approvals}, Observer: inv, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
-		level := slog.LevelDebug // allows are routine; denials and holds are news
-		if dc.Verdict != intercept.Allow {
-			level = slog.LevelInfo
-		}
-		logger.Log(context.Background(), level, "decision", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "agent", d.Agent,
-			"session", d.SessionID, "decision", dc.Verdict, "reason", dc.Reason, "rule", dc.RuleID)
-		rec.decision(d, dc, 0)
-	}}
-	g, err := gateway.New(opts, ic, logger)
+	g, err := gateway.New(opts, gv.ic, logger)
 	if err != nil {
 		ln.Close()
 		return err
@@ -232,13 +156,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 			srv.Close()
 			return fmt.Errorf("admin_listen: %w", err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/admin/approvals", approvals.Handler(""))
-		mux.Handle("/admin/approvals/", approvals.Handler(""))
-		mux.Handle("/admin/inventory", inventoryAdmin(inv))
-		mux.Handle("/admin/inventory/", inventoryAdmin(inv))
-		mux.Handle("/metrics", tp.MetricsHandler())
-		admin := &http.Server{Handler: bearer(cfg.AdminToken, mux), ReadHeaderTimeout: 10 * time.Second}
+		admin := &http.Server{Handler: bearer(cfg.AdminToken, gv.admin()), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := admin.Serve(aln); !errors.Is(err, http.ErrServerClosed) {
 				errc <- err

@@ -6,12 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
+	"net/http"
 	"os"
+	"time"
 
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/gateway/transport"
-	"github.com/sluicehq/sluice/intercept"
 )
 
 // runWrap makes Sluice a stdio MCP server in front of one upstream, so a
@@ -39,21 +39,20 @@ func runWrap(ctx context.Context, args []string) error {
 		up.Command, up.Args = fs.Arg(0), fs.Args()[1:]
 	}
 	logger := newLogger()
-	dec, runPolicy, err := cfg.decider(logger)
+	gv, err := buildGovernance(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	go runPolicy(ctx)
-	ic := &intercept.Interceptor{Decider: dec, OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
-		level := slog.LevelDebug // allows are routine; denials and holds are news
-		if dc.Verdict != intercept.Allow {
-			level = slog.LevelInfo
-		}
-		logger.Log(context.Background(), level, "decision", "txn_id", d.TxnID, "tool", d.ToolName, "agent", d.Agent, "decision", dc.Verdict, "reason", dc.Reason)
-	}}
+	defer gv.close()
+	if cfg.AdminListen != "" {
+		// Approvals and inventory reviews need the admin API here too.
+		admin := &http.Server{Addr: cfg.AdminListen, Handler: bearer(cfg.AdminToken, gv.admin()), ReadHeaderTimeout: 10 * time.Second}
+		go admin.ListenAndServe()
+		defer admin.Close()
+	}
 	opts := cfg.options()
 	opts.Upstreams = []gateway.Upstream{up}
-	g, err := gateway.New(opts, ic, logger)
+	g, err := gateway.New(opts, gv.ic, logger)
 	if err != nil {
 		return err
 	}

@@ -394,6 +394,9 @@ func (c *httpStreamableConn) roundTrip(req *http.Request, p *httpPost, signal fu
 		case len(body) > maxSSEData:
 			c.failRequests(st.pendingIDs(), p.batch, fmt.Sprintf("upstream %s: response larger than 16 MiB", c.safeURL), nil)
 		case len(bytes.TrimSpace(body)) > 0:
+			// A JSON body usually ends in a newline; a message passed on
+			// to a stdio client must not contain one.
+			body = bytes.TrimSpace(body)
 			c.observe(body, st)
 			if !c.deliver(body) {
 				return

@@ -161,3 +161,10 @@ func (a *Advisor) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, 
 		fo.Forwarded(ctx, d, dec)
 	}
 }
+
+// Visible implements intercept.ToolFilter by asking the policy: the
+// classifier's advice never hides a tool.
+func (a *Advisor) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
+	tf, ok := a.Policy.(intercept.ToolFilter)
+	return !ok || tf.Visible(ctx, d)
+}

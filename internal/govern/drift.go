@@ -48,3 +48,10 @@ func (g *DriftGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor
 		fo.Forwarded(ctx, d, dec)
 	}
 }
+
+// Visible implements intercept.ToolFilter by asking Next: drift blocks are
+// temporary, so they hide nothing.
+func (g *DriftGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
+	tf, ok := g.Next.(intercept.ToolFilter)
+	return !ok || tf.Visible(ctx, d)
+}

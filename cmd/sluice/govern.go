@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/govern"
+	"github.com/sluicehq/sluice/inventory"
+	"github.com/sluicehq/sluice/telemetry"
+)
+
+// governance is everything behind the decision point, built once from the
+// config for `serve` and `wrap` alike: policy (hot-reloaded), classifier,
+// inventory, approvals, telemetry and the audit store.
+type governance struct {
+	ic        *intercept.Interceptor
+	inv       *inventory.Inventory
+	approvals *approval.Store
+	tp        *telemetry.Provider
+	closers   []func()
+}
+
+// buildGovernance builds the decision chain: approval hold ← inventory drift ←
+// classifier advice ← deterministic policy.
+func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv *governance, err error) {
+	gv = &governance{}
+	defer func() {
+		if err != nil {
+			gv.close()
+		}
+	}()
+	dec, runPolicy, err := cfg.decider(logger)
+	if err != nil {
+		return nil, err
+	}
+	pctx, stopPolicy := context.WithCancel(ctx)
+	gv.closers = append(gv.closers, stopPolicy)
+	go runPolicy(pctx)
+
+	dir, err := cfg.dataDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Telemetry.Validate(); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	if gv.tp, err = telemetry.New(ctx, cfg.Telemetry); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	tp := gv.tp
+	gv.closers = append(gv.closers, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tp.Shutdown(sctx)
+	})
+	rec := &recorder{redact: cfg.Audit.Redactor, metrics: tp.Metrics(), log: logger}
+	if !cfg.Audit.Off {
+		store, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{Depth: tp.Metrics()})
+		if err != nil {
+			return nil, fmt.Errorf("audit: %w", err)
+		}
+		gv.closers = append(gv.closers, func() {
+			if err := store.Close(); err != nil {
+				logger.Error("audit: closing the event store", "err", err)
+			}
+		})
+		rec.store = store
+	}
+	gv.inv, err = inventory.New(inventory.Options{
+		Dir: dir, KeyFile: cfg.Inventory.KeyFile, Pinning: cfg.Inventory.Pinning, OnDrift: cfg.Inventory.OnDrift,
+		MaxDescription: cfg.Inventory.MaxDescription,
+		Events: inventory.EventFunc(func(e inventory.Event) {
+			logger.Warn("inventory", "event", e.Type, "upstream", e.Upstream, "tool", e.Tool)
+			rec.inventory(e)
+		}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
+	}
+	gv.approvals = approval.NewStore(approval.Options{Timeout: cfg.ApprovalTimeout, OnChange: func(r approval.Request) {
+		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
+		rec.approval(r)
+	}})
+	adv, err := cfg.advisor(logger)
+	if err != nil {
+		return nil, err
+	}
+	adv.Policy = dec
+	logAdvice := adv.OnAdvice
+	provider := cfg.Classifier.Provider
+	if provider == "" {
+		provider = "builtin"
+	}
+	adv.OnAdvice = func(a *govern.Advice) {
+		if logAdvice != nil {
+			logAdvice(a)
+		}
+		rec.advice(a, provider, cfg.Classifier.Profile)
+	}
+	gv.ic = &intercept.Interceptor{
+		Decider:         &approval.Gate{Next: &govern.DriftGate{Next: adv, Inventory: gv.inv}, Store: gv.approvals},
+		Observer:        gv.inv,
+		HideDeniedTools: cfg.HideDeniedTools == nil || *cfg.HideDeniedTools,
+		OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
+			level := slog.LevelDebug // allows are routine; denials and holds are news
+			if dc.Verdict != intercept.Allow {
+				level = slog.LevelInfo
+			}
+			logger.Log(context.Background(), level, "decision", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "agent", d.Agent,
+				"session", d.SessionID, "decision", dc.Verdict, "reason", dc.Reason, "rule", dc.RuleID)
+			rec.decision(d, dc, 0)
+		},
+	}
+	return gv, nil
+}
+
+// admin is the admin API: approvals, inventory and /metrics.
+func (gv *governance) admin() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/admin/approvals", gv.approvals.Handler(""))
+	mux.Handle("/admin/approvals/", gv.approvals.Handler(""))
+	mux.Handle("/admin/inventory", inventoryAdmin(gv.inv))
+	mux.Handle("/admin/inventory/", inventoryAdmin(gv.inv))
+	mux.Handle("/metrics", gv.tp.MetricsHandler())
+	return mux
+}
+
+// close releases everything in reverse order of creation; the audit store
+// flushes.
+func (gv *governance) close() {
+	for i := len(gv.closers) - 1; i >= 0; i-- {
+		gv.closers[i]()
+	}
+	gv.closers = nil
+}
