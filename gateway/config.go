@@ -3,6 +3,8 @@ package gateway
 import (
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // Transport names an MCP transport.
@@ -58,6 +60,11 @@ type Options struct {
 	SessionIdleTimeout time.Duration
 	// MaxSessions bounds the session table. Zero means 10000.
 	MaxSessions int
+	// Tracer, if set, gets a span per request over Streamable HTTP (the
+	// OTel MCP conventions), a policy child span and an upstream client
+	// span, with W3C trace context from params._meta or headers passed on
+	// to HTTP upstreams. Nil: no tracing.
+	Tracer telemetry.Tracer
 	// AgentHeader, if set, names a request header whose value identifies
 	// the agent, taking precedence over the client's self-reported name.
 	AgentHeader string

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 const (
@@ -118,14 +119,22 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		return
 	}
 	cc := x.callContext()
+	ctx, endSpan := g.traceCall(r, x)
+	defer func() { endSpan(nil) }()
+	r = r.WithContext(ctx)
 	if batch {
 		if reply := checkBatch(r.Context(), g.ic, msgs, cc); reply != nil {
 			writeJSON(w, http.StatusOK, reply)
 			return
 		}
-	} else if reply, ok := g.ic.Check(r.Context(), msgs[0], cc); !ok {
-		writeJSON(w, http.StatusOK, reply)
-		return
+	} else {
+		var reply []byte
+		ok := true
+		g.traceStage(ctx, telemetry.StagePolicy, func(ctx context.Context) { reply, ok = g.ic.Check(ctx, msgs[0], cc) })
+		if !ok {
+			writeJSON(w, http.StatusOK, reply)
+			return
+		}
 	}
 	if rt.url == nil {
 		g.bridgePost(w, r, x)
@@ -280,9 +289,12 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 // JSON or SSE exactly as the upstream chose, streaming event by event.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	out, err := g.upstreamRequest(r.Context(), r, x.rt, x.sess, x.body)
+	endUpstream := func(error) {}
 	if err == nil {
 		out.ContentLength = int64(len(x.body))
+		endUpstream = g.traceUpstream(r.Context(), x, out)
 	}
+	defer func() { endUpstream(err) }()
 	var resp *http.Response
 	if err == nil {
 		resp, err = g.client.Do(out)

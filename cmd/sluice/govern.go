@@ -93,6 +93,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		return nil, err
 	}
 	adv.Policy = dec
+	adv.Tracer = tp.Tracer()
 	logAdvice := adv.OnAdvice
 	provider := cfg.Classifier.Provider
 	if provider == "" {

@@ -136,6 +136,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 		return err
 	}
 	defer gv.close()
+	opts.Tracer = gv.tp.Tracer()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/sluicehq/sluice/classifier"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // Reason codes of decisions the classifier's advice leads to.
@@ -71,6 +72,8 @@ type Advisor struct {
 	// OnAdvice, if set, gets every advice after the decision. It must not
 	// block.
 	OnAdvice func(*Advice)
+	// Tracer, if set, gets a span for each classification.
+	Tracer telemetry.Tracer
 }
 
 type classified struct {
@@ -85,7 +88,9 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 	start := time.Now()
 	ch := make(chan classified, 1)
 	go func() {
-		v, err := a.Classifier.Classify(ctx, d)
+		cctx, span := telemetry.StartStage(ctx, a.Tracer, telemetry.StageClassification)
+		v, err := a.Classifier.Classify(cctx, d)
+		span.End(err)
 		ch <- classified{v, err}
 	}()
 	// The deterministic decision needs no classifier: compute it while the

@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/sluicehq/sluice/telemetry"
+)
+
+// TestTracing checks the spans of a governed call: a server span named by
+// the MCP conventions, parented to the client's traceparent from _meta,
+// with policy and upstream children, and the trace passed on upstream.
+func TestTracing(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(t.Context())
+	var mu sync.Mutex
+	var upstreamTraceparent string
+	f := newFixture(t, allowEcho, Options{Tracer: telemetry.NewTracer(tp)})
+	f.rec.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		upstreamTraceparent = r.Header.Get("traceparent")
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}]}}`))
+	})
+	const clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	body := strings.Replace(modernCall(1, "echo", `{"message":"t"}`), `"_meta":{`, `"_meta":{"traceparent":"00-`+clientTrace+`-00f067aa0ba902b7-01",`, 1)
+	if status, _, got := post(t, f.gw.URL+"/mcp/demo", modernHeaders("tools/call", "echo"), body); status != 200 {
+		t.Fatalf("call: %d %s", status, got)
+	}
+	spans := exp.GetSpans()
+	byName := map[string]tracetest.SpanStub{}
+	for _, s := range spans {
+		byName[s.Name] = s
+	}
+	server, ok := byName["tools/call echo"]
+	if !ok {
+		t.Fatalf("no span named \"tools/call echo\"; got %v", spanNames(spans))
+	}
+	if got := server.SpanContext.TraceID().String(); got != clientTrace {
+		t.Errorf("server span trace id: got %s, want the client's %s", got, clientTrace)
+	}
+	attrs := map[string]string{}
+	for _, kv := range server.Attributes {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+	}
+	for k, want := range map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "jsonrpc.request.id": "1", "mcp.protocol.version": "2026-07-28"} {
+		if attrs[k] != want {
+			t.Errorf("server span %s: got %q, want %q", k, attrs[k], want)
+		}
+	}
+	policy := byName[telemetry.StagePolicy]
+	if policy.Parent.SpanID() != server.SpanContext.SpanID() {
+		t.Errorf("policy span is not a child of the server span")
+	}
+	var client tracetest.SpanStub
+	for _, s := range spans {
+		if s.Name == "tools/call echo" && s.SpanKind.String() == "client" {
+			client = s
+		}
+	}
+	if client.Parent.SpanID() != server.SpanContext.SpanID() {
+		t.Errorf("upstream client span is not a child of the server span: %v", spanNames(spans))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(upstreamTraceparent, clientTrace) || !strings.Contains(upstreamTraceparent, client.SpanContext.SpanID().String()) {
+		t.Errorf("traceparent sent upstream: got %q, want trace %s and the client span's id", upstreamTraceparent, clientTrace)
+	}
+}
+
+func spanNames(spans tracetest.SpanStubs) []string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name+"/"+s.SpanKind.String())
+	}
+	return out
+}
