@@ -37,7 +37,9 @@ type classifierConfig struct {
 }
 
 // advisor builds the classifier stage around the policy decider.
-func (c *config) advisor(logger *slog.Logger) (*govern.Advisor, error) {
+// An LLM provider that cannot be reached at start-up is probed again every
+// 30s until it answers, for as long as ctx lasts.
+func (c *config) advisor(ctx context.Context, logger *slog.Logger) (*govern.Advisor, error) {
 	cc := c.Classifier
 	if err := cc.Options.Validate(); err != nil {
 		return nil, fmt.Errorf("classifier: %w", err)
@@ -78,6 +80,26 @@ func (c *config) advisor(logger *slog.Logger) (*govern.Advisor, error) {
 		})
 		if err != nil {
 			return nil, fmt.Errorf("classifier: %w", err)
+		}
+		// An unreachable provider at start-up marks the classifier inactive:
+		// every call then gets composite 0.0 and goes to escalation; it is
+		// neither a block nor a bypass.
+		if err := llm.Probe(ctx); err != nil {
+			logger.Warn("classifier provider unreachable; classifier inactive (every call escalates) until it answers", "provider", cc.Provider, "err", err)
+			go func() {
+				tick := time.NewTicker(30 * time.Second)
+				defer tick.Stop()
+				for !llm.Active() {
+					select {
+					case <-ctx.Done():
+						return
+					case <-tick.C:
+					}
+					if llm.Probe(ctx) == nil {
+						logger.Info("classifier provider reachable again; classifier active", "provider", cc.Provider)
+					}
+				}
+			}()
 		}
 		adv.Classifier = llm
 	default:

@@ -88,7 +88,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
 		rec.approval(r)
 	}})
-	adv, err := cfg.advisor(logger)
+	adv, err := cfg.advisor(pctx, logger)
 	if err != nil {
 		return nil, err
 	}

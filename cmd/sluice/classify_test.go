@@ -1,0 +1,34 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestClassifierOutageEscalates: with the LLM provider unreachable, calls
+// the policy allows are held for a human, calls it denies stay denied: the
+// classifier neither blocks nor lets anything through by itself.
+func TestClassifierOutageEscalates(t *testing.T) {
+	dead := freeAddr(t) // nothing listens here
+	t.Setenv("SLUICE_TEST_KEY", "sk-test-not-a-real-key")
+	g := startServe(t, "policy: {default: allow, deny: [send_email], result_mode: tool_result}\n"+
+		"classifier: {provider: openai, base_url: 'http://"+dead+"', api_key_env: SLUICE_TEST_KEY, timeout: 200ms}\n")
+	got := modernCall(t, g.url, "tools/call", "echo", `{"name":"echo","arguments":{"message":"hi"}}`)
+	if !strings.Contains(got, `"status":"approval_required"`) || !strings.Contains(got, `"code":"classifier_escalation"`) {
+		t.Errorf("allowed call with the classifier down: got %s, want an approval hold", got)
+	}
+	got = modernCall(t, g.url, "tools/call", "send_email", `{"name":"send_email","arguments":{"to":"a","subject":"b","body":"c"}}`)
+	if !strings.Contains(got, `"status":"denied"`) {
+		t.Errorf("denied call with the classifier down: got %s, want denied", got)
+	}
+}
+
+func TestClassifierConfigRejectsDeny(t *testing.T) {
+	cfg, err := parseConfig("test", []byte("classifier: {on_escalate: deny}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.advisor(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "never deny") {
+		t.Errorf("on_escalate: deny: got %v, want an error saying the classifier may never deny", err)
+	}
+}
