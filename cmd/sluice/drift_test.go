@@ -5,14 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/sluicehq/sluice/examples/demo-server/demo"
-	"github.com/sluicehq/sluice/gateway"
 )
 
 // modernCall makes one MCP 2026-07-28 request and returns the body.
@@ -46,25 +41,8 @@ func modernCall(t *testing.T, url, method, name, params string) string {
 // description behind the gateway's back; the changed tool is soft-denied
 // with inventory_drift until an operator approves it.
 func TestInventoryDriftBlocksUntilApproved(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	up := &http.Server{Handler: demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})}
-	go up.Serve(ln)
-	defer up.Close()
-	adminAddr := freeAddr(t)
-	cfg, err := parseConfig("test", []byte("policy: {default: allow, result_mode: tool_result}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Listen, cfg.AdminListen, cfg.DataDir = "127.0.0.1:0", adminAddr, t.TempDir()
-	cfg.Upstreams = []gateway.Upstream{{Name: "demo", URL: "http://" + ln.Addr().String() + "/mcp"}}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	addrc := make(chan string, 1)
-	go serve(ctx, cfg, slog.New(slog.DiscardHandler), func(a string) { addrc <- a })
-	url := "http://" + <-addrc + "/mcp/demo"
+	g := startServe(t, "policy: {default: allow, result_mode: tool_result}\n")
+	ctx, url, adminAddr := context.Background(), g.url, g.admin
 	search := func() string {
 		return modernCall(t, url, "tools/call", "web_search", `{"name":"web_search","arguments":{"query":"sluice"}}`)
 	}

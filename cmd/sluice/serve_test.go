@@ -2,44 +2,20 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sluicehq/sluice/examples/demo-server/demo"
-	"github.com/sluicehq/sluice/gateway"
 )
 
 // TestShutdownDrainsInFlightCalls starts the gateway, begins a slow call,
 // asks the gateway to stop while the call runs, and checks the call still
 // completes and that new connections are refused.
 func TestShutdownDrainsInFlightCalls(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	up := &http.Server{Handler: demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})}
-	go up.Serve(ln)
-	defer up.Close()
-
-	cfg, err := parseConfig("test", []byte("policy: {default: allow}\nshutdown_timeout: 20s\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Upstreams = []gateway.Upstream{{Name: "demo", URL: "http://" + ln.Addr().String() + "/mcp"}}
-	cfg.DataDir = t.TempDir()
-	ctx, stop := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(a string) { addrc <- a }) }()
-	addr := <-addrc
-
+	g := startServe(t, "policy: {default: allow}\nshutdown_timeout: 20s\n")
+	addr := strings.TrimSuffix(strings.TrimPrefix(g.url, "http://"), "/mcp/demo")
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":10,"delay_ms":100},` +
 		`"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp/demo", strings.NewReader(body))
@@ -57,7 +33,8 @@ func TestShutdownDrainsInFlightCalls(t *testing.T) {
 	if _, err := rd.ReadString('\n'); err != nil {
 		t.Fatalf("first event: %v", err)
 	}
-	stop() // SIGTERM, in effect, while the call is in flight
+	served := make(chan error, 1)
+	go func() { served <- g.stop() }() // SIGTERM, in effect, while the call is in flight
 	rest, err := io.ReadAll(rd)
 	if err != nil || !strings.Contains(string(rest), "counted to 10") {
 		t.Fatalf("in-flight call after shutdown began: err %v, got %q, want its result", err, rest)
