@@ -65,6 +65,10 @@ type Options struct {
 	// span, with W3C trace context from params._meta or headers passed on
 	// to HTTP upstreams. Nil: no tracing.
 	Tracer telemetry.Tracer
+	// OnSessionEnd, if set, is called when a downstream session ends
+	// (DELETE, idle timeout, upstream gone, shutdown), e.g. to revoke the
+	// session's classifier identity. It must not block.
+	OnSessionEnd func(sessionID string)
 	// AgentHeader, if set, names a request header whose value identifies
 	// the agent, taking precedence over the client's self-reported name.
 	AgentHeader string

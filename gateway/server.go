@@ -227,6 +227,9 @@ func (g *Gateway) Close() error {
 
 // endSession releases what a session holds upstream.
 func (g *Gateway) endSession(s *session) {
+	if g.opts.OnSessionEnd != nil {
+		g.opts.OnSessionEnd(s.id)
+	}
 	if s.bridge != nil {
 		s.bridge.close()
 	}

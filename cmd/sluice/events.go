@@ -84,6 +84,22 @@ func (r *recorder) advice(a *govern.Advice, provider string, profile classifier.
 	}
 }
 
+func (r *recorder) lifecycle(e classifier.LifecycleEvent, provider string, profile classifier.Profile) {
+	phase := telemetry.ClassifierStarted
+	switch e.Type {
+	case classifier.EventClassifierRevoked:
+		phase = telemetry.ClassifierClosed
+	case classifier.EventClassifierReinitialized:
+		phase = "reinitialized"
+	}
+	if provider == "" {
+		provider = "builtin"
+	}
+	r.append(telemetry.ClassifierLifecycle{Time: e.At, Session: e.SessionID, ClassifierID: e.ClassifierID, Phase: phase,
+		Provider: provider, ActiveProfile: string(profile), ToolInventoryHash: e.InventoryHash,
+		Classified: e.Classified, Mismatches: e.Mismatches}.Event())
+}
+
 func (r *recorder) approval(req approval.Request) {
 	state := map[approval.Status]string{approval.Pending: telemetry.ApprovalRequested, approval.Approved: telemetry.ApprovalApproved,
 		approval.Declined: telemetry.ApprovalDeclined, approval.Expired: telemetry.ApprovalExpired, approval.Used: "used"}[req.Status]

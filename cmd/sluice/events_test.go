@@ -52,6 +52,9 @@ func TestEventsAndMetrics(t *testing.T) {
 	if id == nil || !regexp.MustCompile(`"type":"sluice.intent_classified"[^\n]*"txn_id":"`+id[1]+`"`).MatchString(got) {
 		t.Errorf("no intent_classified event with the same txn_id %v:\n%s", id, got)
 	}
+	if !strings.Contains(got, `"classifier_id":"urn:sluice:classifier:`) || !strings.Contains(got, `"phase":"started"`) {
+		t.Errorf("no session-scoped classifier identity or lifecycle event:\n%s", got)
+	}
 	out.Reset()
 	if err := runEvents(context.Background(), []string{"query", "--db", db, "--decision", "deny", "--json"}, &out); err != nil || !strings.Contains(out.String(), "send_email") || strings.Contains(out.String(), `"tool":"echo"`) {
 		t.Errorf("events query --decision deny: %v\n%s", err, &out)

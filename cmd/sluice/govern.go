@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/classifier"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/inventory"
@@ -21,6 +22,9 @@ import (
 // inventory, approvals, telemetry and the audit store.
 type governance struct {
 	ic        *intercept.Interceptor
+	// lifecycle gives each session's classifier its own identity; end
+	// sessions with lifecycle.Revoke.
+	lifecycle *classifier.Lifecycle
 	inv       *inventory.Inventory
 	approvals *approval.Store
 	tp        *telemetry.Provider
@@ -94,6 +98,13 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	}
 	adv.Policy = dec
 	adv.Tracer = tp.Tracer()
+	if adv.Classifier != nil {
+		gv.lifecycle = &classifier.Lifecycle{OnEvent: func(e classifier.LifecycleEvent) {
+			logger.Debug("classifier lifecycle", "event", e.Type, "session", e.SessionID, "classifier_id", e.ClassifierID)
+			rec.lifecycle(e, cfg.Classifier.Provider, cfg.Classifier.Profile)
+		}}
+		adv.Classifier = gv.lifecycle.Wrap(adv.Classifier)
+	}
 	logAdvice := adv.OnAdvice
 	provider := cfg.Classifier.Provider
 	if provider == "" {
@@ -120,6 +131,13 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		},
 	}
 	return gv, nil
+}
+
+// sessionEnded revokes the ended session's classifier identity.
+func (gv *governance) sessionEnded(id string) {
+	if gv.lifecycle != nil {
+		gv.lifecycle.Revoke(id)
+	}
 }
 
 // admin is the admin API: approvals, inventory and /metrics.

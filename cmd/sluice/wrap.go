@@ -52,6 +52,7 @@ func runWrap(ctx context.Context, args []string) error {
 	}
 	opts := cfg.options()
 	opts.Upstreams = []gateway.Upstream{up}
+	opts.OnSessionEnd = gv.sessionEnded
 	g, err := gateway.New(opts, gv.ic, logger)
 	if err != nil {
 		return err
