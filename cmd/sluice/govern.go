@@ -21,7 +21,7 @@ import (
 // config for `serve` and `wrap` alike: policy (hot-reloaded), classifier,
 // inventory, approvals, telemetry and the audit store.
 type governance struct {
-	ic        *intercept.Interceptor
+	ic *intercept.Interceptor
 	// lifecycle gives each session's classifier its own identity; end
 	// sessions with lifecycle.Revoke.
 	lifecycle *classifier.Lifecycle
