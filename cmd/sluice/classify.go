@@ -39,7 +39,9 @@ type classifierConfig struct {
 // advisor builds the classifier stage around the policy decider.
 // An LLM provider that cannot be reached at start-up is probed again every
 // 30s until it answers, for as long as ctx lasts.
-func (c *config) advisor(ctx context.Context, logger *slog.Logger) (*govern.Advisor, error) {
+// inventory, if not nil, gives an LLM provider's prompt the tools it
+// classifies against.
+func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory func() classifier.InventorySnapshot) (*govern.Advisor, error) {
 	cc := c.Classifier
 	if err := cc.Options.Validate(); err != nil {
 		return nil, fmt.Errorf("classifier: %w", err)
@@ -76,7 +78,7 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger) (*govern.Advi
 		}
 		llm, err := classifier.NewLLM(classifier.LLMOptions{
 			Provider: classifier.Provider(cc.Provider), Model: cc.Model, BaseURL: cc.BaseURL, APIKey: key,
-			Timeout: cc.Timeout, Profile: cc.Profile, Weights: cc.Weights, Floors: cc.Floors,
+			Timeout: cc.Timeout, Profile: cc.Profile, Weights: cc.Weights, Floors: cc.Floors, Inventory: inventory,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("classifier: %w", err)

@@ -28,7 +28,7 @@ func TestClassifierConfigRejectsDeny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.advisor(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "never deny") {
+	if _, err := cfg.advisor(t.Context(), nil, nil); err == nil || !strings.Contains(err.Error(), "never deny") {
 		t.Errorf("on_escalate: deny: got %v, want an error saying the classifier may never deny", err)
 	}
 }

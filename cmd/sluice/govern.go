@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/approval"
@@ -92,7 +93,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
 		rec.approval(r)
 	}})
-	adv, err := cfg.advisor(pctx, logger)
+	adv, err := cfg.advisor(pctx, logger, gv.inventorySnapshot)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +132,25 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		},
 	}
 	return gv, nil
+}
+
+// inventorySnapshot is what an LLM classifier's prompt lists: every tool
+// last seen on every upstream.
+func (gv *governance) inventorySnapshot() classifier.InventorySnapshot {
+	var snap classifier.InventorySnapshot
+	var hashes []string
+	for _, u := range gv.inv.Upstreams() {
+		s := gv.inv.Snapshot(u, inventory.Observed)
+		if s == nil {
+			continue
+		}
+		hashes = append(hashes, s.Hash)
+		for _, t := range s.Tools {
+			snap.Tools = append(snap.Tools, classifier.InventoryTool{Name: t.Name, Description: t.Description})
+		}
+	}
+	snap.Hash = strings.Join(hashes, ",")
+	return snap
 }
 
 // sessionEnded revokes the ended session's classifier identity.
