@@ -37,9 +37,12 @@ policy:
 // "bare-pooled" is the same proxy keeping as many idle upstream
 // connections as Sluice does, so that a connection pool cannot pass for
 // a faster proxy.
-// "sluice-noaudit" is Sluice without its local audit store, to measure
-// what recording every call costs.
-var benchTargets = []string{"direct", "bare", "bare-pooled", "sluice", "sluice-noaudit"}
+// "sluice" is the whole default stack: policy, built-in classifier, audit
+// store, inventory. "sluice-noaudit" is the same without the local audit
+// store, to measure what recording every call costs; "sluice-core" has
+// only the decision point (static policy: no classifier, no audit), the
+// configuration the gateway core's throughput target is stated for.
+var benchTargets = []string{"direct", "bare", "bare-pooled", "sluice", "sluice-noaudit", "sluice-core"}
 
 // gatewayIdleConns mirrors the per-host idle connection limit of the
 // gateway's upstream client, for bare-pooled.
@@ -159,7 +162,7 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			args = childArgs("bare", "--target", upBase)
 		case "bare-pooled":
 			args = childArgs("bare-pooled", "--target", upBase, "--idle-conns", strconv.Itoa(gatewayIdleConns))
-		case "sluice", "sluice-noaudit":
+		case "sluice", "sluice-noaudit", "sluice-core":
 			args = childArgs(name, "--target", upBase+"/mcp")
 			path = "/mcp/bench"
 		}
@@ -219,6 +222,8 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	report.AddRatios("sluice", "bare")
 	report.AddRatios("sluice", "bare-pooled")
 	report.AddRatios("sluice", "sluice-noaudit")
+	report.AddRatios("sluice-core", "bare")
+	report.AddRatios("sluice-core", "bare-pooled")
 
 	if *jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -301,7 +306,7 @@ func runBenchChild(ctx context.Context, c benchChild) error {
 			return fmt.Errorf("bench: --target: %q is not an absolute URL", c.target)
 		}
 		return serveBenchHandler(ctx, c.listen, bench.NewBareProxy(u, bench.BareProxyOptions{IdleConnsPerHost: c.idleConns}))
-	case "sluice", "sluice-noaudit":
+	case "sluice", "sluice-noaudit", "sluice-core":
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 			return fmt.Errorf("bench: --sluice-log: %w", err)
@@ -318,7 +323,10 @@ func runBenchChild(ctx context.Context, c benchChild) error {
 		}
 		defer os.RemoveAll(dir)
 		cfg.DataDir = dir
-		cfg.Audit.Off = c.role == "sluice-noaudit"
+		cfg.Audit.Off = c.role != "sluice"
+		if c.role == "sluice-core" {
+			cfg.Classifier.Provider = "off"
+		}
 		cfg.Upstreams = []gateway.Upstream{{Name: "bench", Transport: gateway.TransportStreamableHTTP, URL: c.target}}
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 		var announceErr error

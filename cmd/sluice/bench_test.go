@@ -54,8 +54,8 @@ func TestBenchEndToEnd(t *testing.T) {
 			t.Errorf("%s c=%d: RSS %v MiB, want > 0", row.Target, row.Concurrency, row.RSSMiB)
 		}
 	}
-	if got, want := len(report.Ratios), 6; got != want {
-		t.Errorf("%d ratios, want %d (sluice over bare, bare-pooled and sluice-noaudit at two levels)", got, want)
+	if got, want := len(report.Ratios), 10; got != want {
+		t.Errorf("%d ratios, want %d (sluice over bare, bare-pooled and sluice-noaudit, sluice-core over bare and bare-pooled, at two levels)", got, want)
 	}
 	if kids := children(t); len(kids) > 0 {
 		t.Errorf("children still running after the benchmark: %v", kids)
