@@ -81,15 +81,16 @@ type Store struct {
 	now      func() time.Time
 	onChange func(Request)
 
-	mu     sync.Mutex // guards the maps
-	byID   map[string]*Request
-	byCall map[string]*Request // agent + call hash -> newest request
+	mu      sync.Mutex // guards the fields below
+	byID    map[string]*Request
+	byCall  map[string]*Request // agent + call hash -> newest request
+	changed chan struct{}       // closed and replaced after every change, for Wait
 }
 
 // NewStore returns an empty store.
 func NewStore(opts Options) *Store {
 	s := &Store{timeout: opts.Timeout, now: opts.Now, onChange: opts.OnChange,
-		byID: make(map[string]*Request), byCall: make(map[string]*Request)}
+		byID: make(map[string]*Request), byCall: make(map[string]*Request), changed: make(chan struct{})}
 	if s.timeout <= 0 {
 		s.timeout = 15 * time.Minute
 	}
@@ -192,6 +193,40 @@ func (s *Store) Decide(id string, approve bool, by string) (Request, error) {
 	return out, nil
 }
 
+// Wait blocks until request id is no longer pending (approved, declined,
+// expired or already used) or ctx ends, and returns the request as it then
+// is, with ctx's error in the second case. A request nobody answers expires
+// at its deadline, so Wait never outlasts the store's timeout. It is safe
+// for concurrent use.
+func (s *Store) Wait(ctx context.Context, id string) (Request, error) {
+	for {
+		s.mu.Lock()
+		r, ok := s.byID[id]
+		if !ok {
+			s.mu.Unlock()
+			return Request{}, ErrNotFound
+		}
+		expired := s.expire(r)
+		out, changed := *r, s.changed
+		s.mu.Unlock()
+		if expired {
+			s.notify(out)
+		}
+		if out.Status != Pending {
+			return out, nil
+		}
+		t := time.NewTimer(out.Expires.Sub(s.now()))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return out, ctx.Err()
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
 // expire marks an overdue pending or approved request expired. Callers
 // hold s.mu.
 func (s *Store) expire(r *Request) bool {
@@ -203,6 +238,13 @@ func (s *Store) expire(r *Request) bool {
 }
 
 func (s *Store) notify(rs ...Request) {
+	if len(rs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
 	if s.onChange == nil {
 		return
 	}

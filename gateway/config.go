@@ -72,6 +72,13 @@ type Options struct {
 	// AgentHeader, if set, names a request header whose value identifies
 	// the agent, taking precedence over the client's self-reported name.
 	AgentHeader string
+	// Approver, if set, lets clients answer held tools/calls themselves:
+	// a client that can elicit form input from its user is asked to
+	// approve the exact call, over an SSE elicitation/create request
+	// (sessions before 2026-07-28, HTTP upstreams) or an input_required
+	// result (2026-07-28). Nil answers held calls with approval_required
+	// only, for an operator to decide. See approve.go.
+	Approver Approver
 }
 
 func (o *Options) maxBody() int64 {

@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // session is one downstream MCP session. The gateway mints its id; the
@@ -18,11 +21,16 @@ type session struct {
 
 	upstreamID string       // upstream's Mcp-Session-Id (HTTP relay)
 	bridge     *bridgeState // upstream Conn (bridged routes)
+	// elicitForm: the client declared form-mode elicitation at initialize,
+	// so a held call can be put to its user (see approve.go).
+	elicitForm bool
 
 	mu       sync.Mutex // guards the fields below
 	agent    string
 	version  string
 	lastUsed time.Time
+	answers  map[string]chan *intercept.Message // id of an approval elicitation -> its waiter
+	asked    uint64                             // requests the gateway sent this client itself
 }
 
 func (s *session) info() (agent, version string) {
@@ -38,6 +46,43 @@ func (s *session) setVersion(v string) {
 	s.mu.Lock()
 	s.version = v
 	s.mu.Unlock()
+}
+
+// expectAnswer mints the JSON id of a request the gateway itself sends to
+// this session's client (prefix, a counter, closing quote) and registers
+// a waiter for the client's response to it.
+func (s *session) expectAnswer(prefix string) (id string, answer <-chan *intercept.Message) {
+	ch := make(chan *intercept.Message, 1)
+	s.mu.Lock()
+	if s.answers == nil {
+		s.answers = make(map[string]chan *intercept.Message)
+	}
+	s.asked++
+	id = prefix + strconv.FormatUint(s.asked, 10) + `"`
+	s.answers[id] = ch
+	s.mu.Unlock()
+	return id, ch
+}
+
+// dropAnswer forgets the waiter for id.
+func (s *session) dropAnswer(id string) {
+	s.mu.Lock()
+	delete(s.answers, id)
+	s.mu.Unlock()
+}
+
+// deliverAnswer hands a client's response to the waiter for its id, if
+// one is still waiting; it reports whether one was.
+func (s *session) deliverAnswer(m *intercept.Message) bool {
+	s.mu.Lock()
+	ch := s.answers[m.IDKey()]
+	delete(s.answers, m.IDKey())
+	s.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	ch <- m // buffered, and only ever sent once: the waiter was removed above
+	return true
 }
 
 var errTooManySessions = errors.New("too many sessions")

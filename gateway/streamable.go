@@ -15,7 +15,6 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
-	"github.com/sluicehq/sluice/telemetry"
 )
 
 const (
@@ -60,6 +59,9 @@ type exchange struct {
 	body    []byte
 	version string
 	agent   string
+	// answer is the user's answer to the gateway's approval question that
+	// arrived with this (2026-07-28) call and was removed from it.
+	answer *approvalAnswer
 }
 
 // callContext is what the interceptor is told about x.
@@ -118,6 +120,25 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
 		return
 	}
+	if !batch && isApprovalAnswer(msgs[0]) {
+		// The client's answer to the gateway's own question (approve.go):
+		// the upstream never asked it.
+		if x.sess != nil {
+			x.sess.deliverAnswer(msgs[0])
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if !batch && g.opts.Approver != nil && isModern(x.version) {
+		stripped, ans, ok, err := takeApprovalAnswer(msgs[0])
+		if err != nil {
+			writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
+			return
+		}
+		if ok {
+			x.msgs[0], x.body, x.answer = stripped, stripped.Raw, &ans
+		}
+	}
 	cc := x.callContext()
 	ctx, endSpan := g.traceCall(r, x)
 	defer func() { endSpan(nil) }()
@@ -127,14 +148,11 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 			writeJSON(w, http.StatusOK, reply)
 			return
 		}
-	} else {
-		var reply []byte
-		ok := true
-		g.traceStage(ctx, telemetry.StagePolicy, func(ctx context.Context) { reply, ok = g.ic.Check(ctx, msgs[0], cc) })
-		if !ok {
+	} else if dec, reply, ok := g.check(ctx, x); !ok {
+		if !g.askApproval(w, r, x, dec, reply) {
 			writeJSON(w, http.StatusOK, reply)
-			return
 		}
+		return
 	}
 	if rt.url == nil {
 		g.bridgePost(w, r, x)
@@ -311,7 +329,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 
 	sess := x.sess
 	if sid := resp.Header.Get(hdrSession); sid != "" && sess == nil {
-		sess = &session{id: newSessionID(), route: x.rt.up.Name, upstreamID: sid, agent: x.agent, version: x.version}
+		sess = &session{id: newSessionID(), route: x.rt.up.Name, upstreamID: sid, agent: x.agent, version: x.version,
+			elicitForm: x.initFormElicitation()}
 		if err := g.sessions.add(sess); err != nil {
 			g.deleteUpstreamSession(x.rt, sid)
 			writeJSONRPCError(w, http.StatusServiceUnavailable, nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: "gateway session table is full; try again later"})
@@ -551,6 +570,9 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		g.sessions.remove(sess.id)
+		if g.opts.OnSessionEnd != nil {
+			g.opts.OnSessionEnd(sess.id)
+		}
 	}
 	copyHeaders(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)

@@ -78,11 +78,20 @@ type toolSet struct {
 // JSON-RPC response to send to the client instead. Only tools/call requests
 // are ever held back.
 func (i *Interceptor) Check(ctx context.Context, m *Message, cc CallContext) (reply []byte, forward bool) {
+	_, reply, forward = i.CheckDecision(ctx, m, cc)
+	return reply, forward
+}
+
+// CheckDecision is [Interceptor.Check] that also returns the decision, so
+// a transport that can ask the client's user about a held call (MCP
+// elicitation) knows its approval id. For a message that is not a
+// tools/call the decision is the zero value.
+func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallContext) (dec Decision, reply []byte, forward bool) {
 	if !m.IsCall() {
-		return nil, true
+		return Decision{}, nil, true
 	}
 	d := i.Descriptor(m, cc)
-	dec := Decide(ctx, i.Decider, d)
+	dec = Decide(ctx, i.Decider, d)
 	if i.OnDecision != nil {
 		i.OnDecision(d, dec)
 	}
@@ -90,9 +99,9 @@ func (i *Interceptor) Check(ctx context.Context, m *Message, cc CallContext) (re
 		if fo, ok := i.Decider.(ForwardObserver); ok {
 			fo.Forwarded(ctx, d, dec)
 		}
-		return nil, true
+		return dec, nil, true
 	}
-	return RenderDecision(m.ID, dec, d.TxnID, cc.ProtocolVersion), false
+	return dec, RenderDecision(m.ID, dec, d.TxnID, cc.ProtocolVersion), false
 }
 
 // Descriptor builds the action descriptor of a tools/call.

@@ -138,6 +138,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 	defer gv.close()
 	opts.Tracer = gv.tp.Tracer()
 	opts.OnSessionEnd = gv.sessionEnded
+	opts.Approver = gv.approvals // clients that can elicit approve held calls themselves
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err

@@ -53,6 +53,7 @@ func runWrap(ctx context.Context, args []string) error {
 	opts := cfg.options()
 	opts.Upstreams = []gateway.Upstream{up}
 	opts.OnSessionEnd = gv.sessionEnded
+	opts.Approver = gv.approvals // clients that can elicit approve held calls themselves
 	g, err := gateway.New(opts, gv.ic, logger)
 	if err != nil {
 		return err

@@ -1,0 +1,439 @@
+package gateway
+
+// Approval through the client. When policy holds a tools/call
+// (require_approval) and the client can elicit form input from its user,
+// the gateway asks that user to approve the exact call instead of only
+// answering approval_required:
+//
+//   - In a session before 2026-07-28 whose client declared elicitation at
+//     initialize, the POST is answered with an SSE stream that carries an
+//     elicitation/create request. The client answers it on a separate POST,
+//     which the gateway takes (202) and never forwards. An approval lets
+//     the call through to the upstream, whose answer follows on the same
+//     stream; a decline ends it with the denial. A client that goes away
+//     leaves the request pending for an operator.
+//   - From 2026-07-28 on (stateless), the call is answered with an
+//     input_required result whose requestState is the approval id. The
+//     client retries the same call with its answer in
+//     params.inputResponses; the gateway removes that answer and the state
+//     before policy sees the call again, so what is decided is exactly what
+//     is forwarded.
+//
+// Either way the answer only ever decides the approval request the Gate
+// holds for this very call of this very agent: the approval stays bound to
+// the call hash, and the call is decided again afterwards.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
+)
+
+// Approver decides held calls for the gateway when the client's user
+// answers them. It must be safe for concurrent use.
+type Approver interface {
+	// Decide approves or declines the pending request id on behalf of by.
+	Decide(id string, approve bool, by string) (approval.Request, error)
+	// Wait blocks until request id is no longer pending or ctx ends.
+	Wait(ctx context.Context, id string) (approval.Request, error)
+}
+
+var _ Approver = (*approval.Store)(nil)
+
+const (
+	// approvalInputKey names the gateway's entry in a 2026-07-28
+	// input_required result's inputRequests and in the retry's
+	// inputResponses.
+	approvalInputKey = "sluice-approval"
+	// approvalIDPrefix starts the JSON ids of the gateway's own
+	// elicitation/create requests. A client response to such an id is the
+	// gateway's, never the upstream's, and is never forwarded.
+	approvalIDPrefix = `"sluice-approval-`
+	// metaClientCaps is where a 2026-07-28 request declares its client's
+	// capabilities.
+	metaClientCaps = "io.modelcontextprotocol/clientCapabilities"
+	// maxShownArgs bounds the arguments quoted to the user.
+	maxShownArgs = 1024
+	// maxRelayedBody bounds a JSON upstream answer relayed into an
+	// approval stream.
+	maxRelayedBody = 32 << 20
+)
+
+// approvalSchema is the form the user fills in: one required boolean.
+var approvalSchema = jsontext.Value(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Approve this call?",` +
+	`"description":"Yes runs this exact call once; no declines it."}},"required":["approve"]}`)
+
+// elicitParams are the params of the gateway's elicitation/create request,
+// form mode (the mode member is left out: form is the default, and clients
+// of 2025-06-18 know no other).
+type elicitParams struct {
+	Message         string         `json:"message"`
+	RequestedSchema jsontext.Value `json:"requestedSchema"`
+}
+
+// approvalForm is the question put to the user about the held call m.
+func approvalForm(m *intercept.Message, upstream string, dec intercept.Decision) elicitParams {
+	args := string(m.Arguments)
+	if args == "" || args == "null" {
+		args = "{}"
+	}
+	if len(args) > maxShownArgs {
+		n := maxShownArgs
+		for n > 0 && !utf8.RuneStart(args[n]) {
+			n--
+		}
+		args = args[:n] + "… (truncated)"
+	}
+	reason := dec.PublicReason
+	if reason == "" {
+		reason = dec.Reason
+	}
+	return elicitParams{
+		Message: fmt.Sprintf("Sluice is holding a call to tool %q on upstream %q until it is approved.\nReason: %s\nArguments: %s\nApproval: %s",
+			m.Name, upstream, reason, args, dec.ApprovalID),
+		RequestedSchema: approvalSchema,
+	}
+}
+
+// formElicitation reports whether a client capabilities object declares
+// form-mode elicitation: an elicitation member that names form, or that
+// does not name url (an empty one means form, as in 2025-06-18).
+func formElicitation(caps jsontext.Value) bool {
+	el := intercept.Member(caps, "elicitation")
+	if el.Kind() != '{' {
+		return false
+	}
+	return intercept.Member(el, "form") != nil || intercept.Member(el, "url") == nil
+}
+
+// initFormElicitation reports whether x is an initialize request whose
+// client declares form elicitation.
+func (x *exchange) initFormElicitation() bool {
+	if x.batch || x.msgs[0].Method != "initialize" {
+		return false
+	}
+	return formElicitation(intercept.Member(x.msgs[0].Params, "capabilities"))
+}
+
+// readApproval reads an elicitation result for the approval form: accept
+// with approve true approves; accept with approve false, decline and cancel
+// decline. answered is false when the result is none of these.
+func readApproval(result jsontext.Value) (approve, answered bool) {
+	var res struct {
+		Action  string `json:"action"`
+		Content struct {
+			Approve *bool `json:"approve"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(result, &res) != nil {
+		return false, false
+	}
+	switch res.Action {
+	case "accept":
+		if res.Content.Approve == nil {
+			return false, false
+		}
+		return *res.Content.Approve, true
+	case "decline", "cancel":
+		return false, true
+	}
+	return false, false
+}
+
+func approvedBy(agent string) string {
+	if agent == "" {
+		agent = "client"
+	}
+	return "mcp-elicitation:" + agent
+}
+
+// isApprovalAnswer reports whether m is a client's response to one of the
+// gateway's own elicitation requests.
+func isApprovalAnswer(m *intercept.Message) bool {
+	return (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) && strings.HasPrefix(m.IDKey(), approvalIDPrefix)
+}
+
+// approvalAnswer is the user's answer carried by a 2026-07-28 retry.
+type approvalAnswer struct {
+	state    string // requestState as the client sent it back
+	approve  bool
+	answered bool // false: the answer could not be read; the call stays held
+}
+
+// takeApprovalAnswer recognises a retried tools/call that answers the
+// gateway's input_required result: its params.inputResponses has the
+// gateway's entry. It returns the call with inputResponses and
+// requestState removed, decoded again, and the answer. ok is false for any
+// other message, which stays as it is: an upstream's own input_required
+// round trips pass through untouched.
+func takeApprovalAnswer(m *intercept.Message) (stripped *intercept.Message, ans approvalAnswer, ok bool, err error) {
+	if !m.IsCall() {
+		return nil, ans, false, nil
+	}
+	mine := intercept.Member(intercept.Member(m.Params, "inputResponses"), approvalInputKey)
+	if mine == nil {
+		return nil, ans, false, nil
+	}
+	if st := intercept.Member(m.Params, "requestState"); st.Kind() == '"' {
+		_ = json.Unmarshal(st, &ans.state)
+	}
+	ans.approve, ans.answered = readApproval(mine)
+	// Case variants go too: an upstream decoding case-insensitively must
+	// not find a round-trip member the gateway meant to remove.
+	params, err := withoutMembers(m.Params, "inputResponses", "requestState")
+	if err != nil {
+		return nil, ans, false, err
+	}
+	raw, err := intercept.WithMember(m.Raw, "params", params)
+	if err != nil {
+		return nil, ans, false, err
+	}
+	stripped, err = intercept.DecodeMessage(raw)
+	if err != nil {
+		return nil, ans, false, err
+	}
+	return stripped, ans, true, nil
+}
+
+// withoutMembers returns a copy of the JSON object obj without the members
+// whose names equal one of keys, ignoring case.
+func withoutMembers(obj jsontext.Value, keys ...string) (jsontext.Value, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: want an object"}
+	}
+	var out bytes.Buffer
+	out.Grow(len(obj))
+	out.WriteByte('{')
+	n := 0
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		key := tok.String()
+		val, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		drop := false
+		for _, k := range keys {
+			drop = drop || strings.EqualFold(key, k)
+		}
+		if drop {
+			continue
+		}
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		n++
+		q, _ := jsontext.AppendQuote(nil, key)
+		out.Write(q)
+		out.WriteByte(':')
+		out.Write(val)
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
+// check decides about x's single message. If x carries the user's answer
+// to the gateway's approval question (a 2026-07-28 retry), the answer is
+// applied only when the call is still held under the very approval request
+// the question was about — the Gate finds that request by this agent and
+// this call's hash, so a requestState naming another request, another
+// agent's or another call's, changes nothing — and the call is then
+// decided again.
+func (g *Gateway) check(ctx context.Context, x *exchange) (dec intercept.Decision, reply []byte, ok bool) {
+	cc := x.callContext()
+	decide := func() {
+		g.traceStage(ctx, telemetry.StagePolicy, func(ctx context.Context) { dec, reply, ok = g.ic.CheckDecision(ctx, x.msgs[0], cc) })
+	}
+	decide()
+	if a := x.answer; a != nil && a.answered && !ok && g.opts.Approver != nil &&
+		dec.Verdict == intercept.RequireApproval && dec.ApprovalID != "" && dec.ApprovalID == a.state {
+		if _, err := g.opts.Approver.Decide(dec.ApprovalID, a.approve, approvedBy(x.agent)); err != nil {
+			g.log.Debug("approval answer not applied", "approval", dec.ApprovalID, "err", err)
+		}
+		decide()
+	}
+	return dec, reply, ok
+}
+
+// askApproval puts the held call of x to the client's user when an
+// Approver is configured and the client can be asked, and answers the
+// request itself. It reports false when the caller should answer with the
+// rendered hold (reply) as before.
+func (g *Gateway) askApproval(w http.ResponseWriter, r *http.Request, x *exchange, dec intercept.Decision, reply []byte) bool {
+	if g.opts.Approver == nil || x.batch || dec.Verdict != intercept.RequireApproval || dec.ApprovalID == "" {
+		return false
+	}
+	m := x.msgs[0]
+	form := approvalForm(m, x.rt.up.Name, dec)
+	if isModern(x.version) {
+		if !formElicitation(intercept.Member(m.Meta, metaClientCaps)) {
+			return false
+		}
+		writeJSON(w, http.StatusOK, inputRequired(m.ID, form, dec.ApprovalID))
+		return true
+	}
+	// The question travels on the POST's own SSE stream, and the call then
+	// goes to the upstream from here: HTTP-relayed sessions only.
+	if x.rt.url == nil || x.sess == nil || !x.sess.elicitForm || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		return false
+	}
+	g.elicitApproval(w, r, x, dec, form, reply)
+	return true
+}
+
+// inputRequired renders a 2026-07-28 input_required result asking for the
+// approval form, with the approval id as requestState.
+func inputRequired(id jsontext.Value, form elicitParams, state string) []byte {
+	type inputRequest struct {
+		Method string       `json:"method"`
+		Params elicitParams `json:"params"`
+	}
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{
+		"resultType":    "input_required",
+		"inputRequests": map[string]inputRequest{approvalInputKey: {Method: "elicitation/create", Params: form}},
+		"requestState":  state,
+	}}, json.Deterministic(true), jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		return intercept.ErrorResponse(id, err)
+	}
+	return b
+}
+
+// elicitApproval answers the held call of x with an SSE stream: the
+// elicitation/create request first, then, once the user answered (or an
+// operator decided, or the request expired), the call's outcome: the
+// upstream's answer when it was approved, else the denial.
+func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exchange, dec intercept.Decision, form elicitParams, held []byte) {
+	ctx := r.Context()
+	id, answers := x.sess.expectAnswer(approvalIDPrefix)
+	defer x.sess.dropAnswer(id)
+
+	// An operator may decide through the admin API meanwhile, or the
+	// request may expire: either ends the wait too.
+	waitCtx, stopWait := context.WithCancel(ctx)
+	decided := make(chan struct{})
+	var waitErr error // written before decided is closed
+	go func() {
+		defer close(decided)
+		_, waitErr = g.opts.Approver.Wait(waitCtx, dec.ApprovalID)
+	}()
+	defer func() { stopWait(); <-decided }()
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(msg []byte) error {
+		if err := transport.WriteSSEEvent(w, transport.SSEEvent{Event: "message", Data: msg}); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": jsontext.Value(id), "method": "elicitation/create", "params": form},
+		json.Deterministic(true), jsontext.AllowInvalidUTF8(true))
+	if err != nil || send(req) != nil {
+		return
+	}
+
+	var ans *intercept.Message
+	for waiting, elsewhere := true, (<-chan struct{})(decided); waiting; {
+		select {
+		case <-ctx.Done():
+			return // the client went away: the request stays pending for an operator
+		case <-g.ctx.Done():
+			return
+		case ans = <-answers:
+			waiting = false
+		case <-elsewhere:
+			if waitErr != nil {
+				// The Approver cannot tell; the user can still answer.
+				g.log.Warn("cannot watch approval request", "approval", dec.ApprovalID, "err", waitErr)
+				elsewhere = nil
+				continue
+			}
+			// Decided through the admin API, or expired: withdraw the question.
+			cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the approval was decided elsewhere or expired"}}`, id)
+			if send([]byte(cancel)) != nil {
+				return
+			}
+			waiting = false
+		}
+	}
+	if ans != nil {
+		approve, answered := false, false
+		if ans.Kind == intercept.KindResponse {
+			approve, answered = readApproval(ans.Result)
+		}
+		if !answered {
+			// The client could not ask its user: the call stays held.
+			_ = send(held)
+			return
+		}
+		if _, err := g.opts.Approver.Decide(dec.ApprovalID, approve, approvedBy(x.agent)); err != nil {
+			g.log.Debug("approval answer not applied", "approval", dec.ApprovalID, "err", err)
+		}
+	}
+	if _, reply, ok := g.check(ctx, x); !ok {
+		_ = send(reply)
+		return
+	}
+	g.relayInto(w, r, x, send)
+}
+
+// relayInto forwards the call of x, now allowed, to its HTTP upstream and
+// passes the answer on through send, the SSE stream already open to the
+// client: event by event when the upstream streams, else as one event.
+func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange, send func([]byte) error) {
+	ctx := r.Context()
+	id := x.msgs[0].ID
+	out, err := g.upstreamRequest(ctx, r, x.rt, x.sess, x.body)
+	endUpstream := func(error) {}
+	if err == nil {
+		out.ContentLength = int64(len(x.body))
+		endUpstream = g.traceUpstream(ctx, x, out)
+	}
+	defer func() { endUpstream(err) }()
+	var resp *http.Response
+	if err == nil {
+		resp, err = g.client.Do(out)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Warn("upstream request failed", "upstream", x.rt.up.Name, "err", err)
+			_ = send(intercept.ErrorResponse(id, upstreamError(x.rt.up.Name, err)))
+		}
+		return
+	}
+	defer resp.Body.Close()
+	if isEventStream(resp.Header) {
+		g.pipeEvents(ctx, w, resp.Body, &observer{g: g, rt: x.rt, sess: x.sess, pending: x.requests(), cc: x.callContext()})
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRelayedBody))
+	if err == nil && len(b) < maxRelayedBody {
+		if m, derr := intercept.DecodeMessage(b); derr == nil && (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) {
+			_ = send(b)
+			return
+		}
+		err = fmt.Errorf("HTTP %d without a JSON-RPC response", resp.StatusCode)
+	} else if err == nil {
+		err = fmt.Errorf("answer longer than %d bytes", maxRelayedBody)
+	}
+	_ = send(intercept.ErrorResponse(id, upstreamError(x.rt.up.Name, err)))
+}
