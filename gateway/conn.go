@@ -22,11 +22,32 @@ type relay struct {
 	log       *slog.Logger
 	session   string
 	down, upc transport.Conn
+	approver  Approver // nil: held calls are only rendered
 
-	mu      sync.Mutex        // guards the fields below
-	pending map[string]string // request id -> method, client to upstream
-	agent   string
-	version string
+	// Writes to either side come from more than one goroutine (the two
+	// pumps, approval questions); a Conn takes one writer at a time.
+	downMu, upMu sync.Mutex
+
+	mu         sync.Mutex        // guards the fields below
+	pending    map[string]string // request id -> method, client to upstream
+	agent      string
+	version    string
+	elicitForm bool                               // the client declared form elicitation at initialize
+	asks       map[string]chan *intercept.Message // open approval questions by JSON id
+	nextAsk    uint64
+	asking     sync.WaitGroup
+}
+
+func (r *relay) toClient(ctx context.Context, b []byte) error {
+	r.downMu.Lock()
+	defer r.downMu.Unlock()
+	return r.down.Write(ctx, b)
+}
+
+func (r *relay) toUpstream(ctx context.Context, b []byte) error {
+	r.upMu.Lock()
+	defer r.upMu.Unlock()
+	return r.upc.Write(ctx, b)
 }
 
 func (r *relay) callContext() intercept.CallContext {
@@ -39,6 +60,8 @@ func (r *relay) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.pending = make(map[string]string)
+	r.asks = make(map[string]chan *intercept.Message)
+	defer r.asking.Wait()
 	errc := make(chan error, 2)
 	go func() { errc <- r.clientToUpstream(ctx) }()
 	go func() { errc <- r.upstreamToClient(ctx) }()
@@ -58,7 +81,7 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 		}
 		msgs, batch, err := intercept.Decode(b)
 		if err != nil {
-			if werr := r.down.Write(ctx, intercept.ErrorResponse(nil, err)); werr != nil {
+			if werr := r.toClient(ctx, intercept.ErrorResponse(nil, err)); werr != nil {
 				return werr
 			}
 			continue
@@ -66,22 +89,159 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 		cc := r.callContext()
 		if batch {
 			if reply := checkBatch(ctx, r.ic, msgs, cc); reply != nil {
-				if err := r.down.Write(ctx, reply); err != nil {
+				if err := r.toClient(ctx, reply); err != nil {
 					return err
 				}
 				continue
 			}
-		} else if reply, ok := r.ic.Check(ctx, msgs[0], cc); !ok {
-			if err := r.down.Write(ctx, reply); err != nil {
-				return err
+		} else {
+			m := msgs[0]
+			if isApprovalAnswer(m) {
+				r.answer(m) // the gateway's own question: never forwarded
+				continue
 			}
-			continue
+			var ans *approvalAnswer
+			if stripped, a, ok, err := takeApprovalAnswer(m); err != nil {
+				if werr := r.toClient(ctx, intercept.ErrorResponse(m.ID, err)); werr != nil {
+					return werr
+				}
+				continue
+			} else if ok {
+				m, b, ans = stripped, stripped.Raw, &a
+				msgs = []*intercept.Message{m}
+			}
+			dec, reply, ok := r.check(ctx, m, cc, ans)
+			if !ok {
+				if r.ask(ctx, m, b, dec, reply) {
+					continue
+				}
+				if err := r.toClient(ctx, reply); err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		r.track(msgs)
-		if err := r.upc.Write(ctx, b); err != nil {
+		if err := r.toUpstream(ctx, b); err != nil {
 			r.failPending(ctx, err)
 			return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 		}
+	}
+}
+
+// check decides about m, applying the user's answer to a 2026-07-28
+// approval question when m carried one for the very request holding it.
+func (r *relay) check(ctx context.Context, m *intercept.Message, cc intercept.CallContext, a *approvalAnswer) (intercept.Decision, []byte, bool) {
+	dec, reply, ok := r.ic.CheckDecision(ctx, m, cc)
+	if a != nil && a.answered && !ok && r.approver != nil &&
+		dec.Verdict == intercept.RequireApproval && dec.ApprovalID != "" && dec.ApprovalID == a.state {
+		if _, err := r.approver.Decide(dec.ApprovalID, a.approve, approvedBy(cc.Agent)); err != nil {
+			r.log.Debug("approval answer not applied", "approval", dec.ApprovalID, "err", err)
+		}
+		dec, reply, ok = r.ic.CheckDecision(ctx, m, cc)
+	}
+	return dec, reply, ok
+}
+
+// ask puts a held call to the client's user, if it can be asked: an
+// input_required result in 2026-07-28, an elicitation/create request
+// otherwise, answered while other messages keep flowing. It reports false
+// when the caller should send the rendered hold instead.
+func (r *relay) ask(ctx context.Context, m *intercept.Message, raw []byte, dec intercept.Decision, held []byte) bool {
+	if r.approver == nil || dec.Verdict != intercept.RequireApproval || dec.ApprovalID == "" {
+		return false
+	}
+	form := approvalForm(m, r.up.Name, dec)
+	cc := r.callContext()
+	if isModern(cc.ProtocolVersion) {
+		if !formElicitation(intercept.Member(m.Meta, metaClientCaps)) {
+			return false
+		}
+		return r.toClient(ctx, inputRequired(m.ID, form, dec.ApprovalID)) == nil
+	}
+	r.mu.Lock()
+	can := r.elicitForm
+
+	r.nextAsk++
+	id := fmt.Sprintf("%s%d\"", approvalIDPrefix, r.nextAsk)
+	answers := make(chan *intercept.Message, 1)
+	if can {
+		r.asks[id] = answers
+	}
+	r.mu.Unlock()
+	if !can {
+		return false
+	}
+	r.asking.Add(1)
+	go func() {
+		defer r.asking.Done()
+		defer func() {
+			r.mu.Lock()
+			delete(r.asks, id)
+			r.mu.Unlock()
+		}()
+		r.elicit(ctx, m, raw, dec, held, id, form, answers)
+	}()
+	return true
+}
+
+// elicit asks, waits for the user (or an operator, or the timeout), then
+// forwards the call or answers it with the outcome.
+func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, dec intercept.Decision, held []byte, id string, form elicitParams, answers <-chan *intercept.Message) {
+	q, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": jsontext.Value(id), "method": "elicitation/create", "params": form},
+		json.Deterministic(true), jsontext.AllowInvalidUTF8(true))
+	if err != nil || r.toClient(ctx, q) != nil {
+		return
+	}
+	waitCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	decided := make(chan struct{})
+	go func() {
+		defer close(decided)
+		_, _ = r.approver.Wait(waitCtx, dec.ApprovalID)
+	}()
+	defer func() { stop(); <-decided }()
+	select {
+	case <-ctx.Done():
+		return // the session ended: the request stays pending for an operator
+	case ans := <-answers:
+		approve, answered := false, false
+		if ans.Kind == intercept.KindResponse {
+			approve, answered = readApproval(ans.Result)
+		}
+		if !answered {
+			_ = r.toClient(ctx, held)
+			return
+		}
+		cc := r.callContext()
+		if _, err := r.approver.Decide(dec.ApprovalID, approve, approvedBy(cc.Agent)); err != nil {
+			r.log.Debug("approval answer not applied", "approval", dec.ApprovalID, "err", err)
+		}
+	case <-decided:
+		cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the approval was decided elsewhere or expired"}}`, id)
+		if r.toClient(ctx, []byte(cancel)) != nil {
+			return
+		}
+	}
+	if _, reply, ok := r.ic.CheckDecision(ctx, m, r.callContext()); !ok {
+		_ = r.toClient(ctx, reply)
+		return
+	}
+	r.track([]*intercept.Message{m})
+	if err := r.toUpstream(ctx, raw); err != nil {
+		r.failPending(ctx, err)
+	}
+}
+
+// answer hands the client's response to an approval question to the
+// goroutine asking it; answers nobody waits for are dropped.
+func (r *relay) answer(m *intercept.Message) {
+	r.mu.Lock()
+	ch := r.asks[m.IDKey()]
+	delete(r.asks, m.IDKey())
+	r.mu.Unlock()
+	if ch != nil {
+		ch <- m
 	}
 }
 
@@ -95,6 +255,7 @@ func (r *relay) track(msgs []*intercept.Message) {
 			r.pending[m.IDKey()] = m.Method
 			if m.Method == "initialize" {
 				r.agent = clientNameFromInitialize(m.Params)
+				r.elicitForm = formElicitation(intercept.Member(m.Params, "capabilities"))
 			}
 		}
 		if v, a := versionFromMeta(m.Meta); v != "" {
@@ -113,7 +274,7 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 			r.failPending(ctx, err)
 			return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 		}
-		if err := r.down.Write(ctx, r.hideTools(ctx, b)); err != nil {
+		if err := r.toClient(ctx, r.hideTools(ctx, b)); err != nil {
 			return err
 		}
 		r.observe(b)
@@ -154,7 +315,7 @@ func (r *relay) failPending(ctx context.Context, cause error) {
 	clear(r.pending)
 	r.mu.Unlock()
 	for _, id := range ids {
-		_ = r.down.Write(ctx, intercept.ErrorResponse(jsontext.Value(id), upstreamError(r.up.Name, cause)))
+		_ = r.toClient(ctx, intercept.ErrorResponse(jsontext.Value(id), upstreamError(r.up.Name, cause)))
 	}
 }
 

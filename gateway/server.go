@@ -282,7 +282,7 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 		failAll(ctx, down, upstreamError(rt.up.Name, err))
 		return err
 	}
-	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, session: id, down: down, upc: up}
+	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, session: id, down: down, upc: up, approver: g.opts.Approver}
 	err = rl.run(ctx)
 	g.log.Debug("session ended", "upstream", rt.up.Name, "session", id, "err", err)
 	return err

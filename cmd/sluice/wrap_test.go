@@ -10,12 +10,20 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
+type elicitFunc func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
+
+func (f elicitFunc) Elicit(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return f(ctx, r)
+}
+
 // TestWrap runs `sluice wrap -- demo-server` the way a desktop client
 // does: an MCP client spawns sluice as its stdio server, and sluice
-// governs the wrapped server's calls.
+// governs the wrapped server's calls, asking the client's user about held
+// calls (elicitation in 2025-11-25, input_required in 2026-07-28).
 func TestWrap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two binaries")
@@ -27,24 +35,60 @@ func TestWrap(t *testing.T) {
 		}
 	}
 	cfg := filepath.Join(dir, "sluice.yaml")
-	os.WriteFile(cfg, []byte("data_dir: "+filepath.Join(dir, "data")+"\npolicy: {default: allow, deny: [send_email], result_mode: tool_result}\n"), 0o600)
-	c, err := client.NewStdioMCPClient(filepath.Join(dir, "sluice"), nil, "wrap", "--config", cfg, "--", filepath.Join(dir, "demo-server"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "desktop", Version: "1"}}}); err != nil {
-		t.Fatalf("Initialize through wrap: %v", err)
-	}
-	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "wrapped"}}})
-	if err != nil || res.IsError || !strings.Contains(text(res), "Echo: wrapped") {
-		t.Fatalf("echo through wrap: %v %+v", err, res)
-	}
-	res, err = c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "send_email", Arguments: map[string]any{"to": "a", "subject": "b", "body": "c"}}})
-	if err != nil || !res.IsError || strings.Contains(text(res), "queued") {
-		t.Fatalf("send_email through wrap: got %v %+v, want a soft deny", err, res)
+	os.WriteFile(cfg, []byte("data_dir: "+filepath.Join(dir, "data")+"\nclassifier: {provider: off}\n"+
+		"policy: {default: allow, deny: [send_email], require_approval: [add], result_mode: tool_result}\n"), 0o600)
+	for _, tc := range []struct {
+		name, version string
+		approve       bool
+	}{
+		{"2026 approve", "", true},
+		{"2026 decline", "", false},
+		{"2025 approve", mcp.ProtocolVersion20251125, true},
+		{"2025 decline", mcp.ProtocolVersion20251125, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked int
+			opts := []client.ClientOption{client.WithElicitationHandler(elicitFunc(func(_ context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+				asked++
+				return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+					Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"approve": tc.approve}}}, nil
+			}))}
+			if tc.version != "" {
+				opts = append(opts, client.WithProtocolVersion(tc.version))
+			}
+			tr := transport.NewStdio(filepath.Join(dir, "sluice"), nil, "wrap", "--config", cfg, "--", filepath.Join(dir, "demo-server"))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c := client.NewClient(tr, opts...)
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "desktop", Version: "1"}}}); err != nil {
+				t.Fatalf("Initialize through wrap: %v", err)
+			}
+			res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "wrapped"}}})
+			if err != nil || res.IsError || !strings.Contains(text(res), "Echo: wrapped") {
+				t.Fatalf("echo through wrap: %v %+v", err, res)
+			}
+			res, err = c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "send_email", Arguments: map[string]any{"to": "a", "subject": "b", "body": "c"}}})
+			if err != nil || !res.IsError || strings.Contains(text(res), "queued") {
+				t.Fatalf("send_email through wrap: got %v %+v, want a soft deny", err, res)
+			}
+			res, err = c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}}})
+			if err != nil {
+				t.Fatalf("add: %v", err)
+			}
+			if asked != 1 {
+				t.Errorf("user asked %d times, want once", asked)
+			}
+			if tc.approve && (res.IsError || text(res) != "5") {
+				t.Errorf("approved add: got %+v, want 5", res)
+			}
+			if !tc.approve && (!res.IsError || !strings.Contains(text(res), "declined")) {
+				t.Errorf("declined add: got %+v, want a soft denial", res)
+			}
+		})
 	}
 }
 
