@@ -289,8 +289,8 @@ func (g *Gateway) askApproval(w http.ResponseWriter, r *http.Request, x *exchang
 		return true
 	}
 	// The question travels on the POST's own SSE stream, and the call then
-	// goes to the upstream from here: HTTP-relayed sessions only.
-	if x.rt.url == nil || x.sess == nil || !x.sess.elicitForm || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+	// goes to the upstream from here.
+	if x.sess == nil || !x.sess.elicitForm || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		return false
 	}
 	g.elicitApproval(w, r, x, dec, form, reply)
@@ -400,6 +400,10 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 // passes the answer on through send, the SSE stream already open to the
 // client: event by event when the upstream streams, else as one event.
 func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange, send func([]byte) error) {
+	if x.rt.url == nil {
+		g.bridgeInto(r, x, send)
+		return
+	}
 	ctx := r.Context()
 	id := x.msgs[0].ID
 	out, err := g.upstreamRequest(ctx, r, x.rt, x.sess, x.body)

@@ -448,8 +448,9 @@ func TestMCPGoClientApproves(t *testing.T) {
 	}{
 		{"demo", "", mcp.ProtocolVersion20260728}, // mcp-go's default
 		{"demo", mcp.ProtocolVersion20251125, mcp.ProtocolVersion20251125},
-		// input_required needs nothing of the upstream's transport.
+		// Neither needs anything of the upstream's transport.
 		{"stdio", "", mcp.ProtocolVersion20260728},
+		{"stdio", mcp.ProtocolVersion20251125, mcp.ProtocolVersion20251125},
 	} {
 		for _, approve := range []bool{true, false} {
 			version := tc.version

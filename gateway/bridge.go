@@ -17,6 +17,7 @@ import (
 // else wait in a bounded backlog for the next stream to open.
 type bridgeState struct {
 	up   transport.Conn
+	wmu  sync.Mutex // one writer at a time on up: POSTs arrive concurrently
 	name string
 	done chan struct{} // closed when the upstream reader ends
 
@@ -203,7 +204,7 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 	b.mu.Unlock()
 
-	if err := b.up.Write(r.Context(), x.body); err != nil {
+	if err := b.write(r.Context(), x.body); err != nil {
 		if s != nil {
 			b.release(s, ids)
 		}
@@ -216,6 +217,47 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 	defer b.release(s, ids)
 	g.answer(w, r, s, len(ids), len(reqs) == 1 && !x.batch)
+}
+
+func (b *bridgeState) write(ctx context.Context, msg []byte) error {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	return b.up.Write(ctx, msg)
+}
+
+// bridgeInto sends the single request of x, now allowed, to the session's
+// bridged upstream and passes everything the upstream sends for it on
+// through send, the SSE stream already open to the client, until its
+// response.
+func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) error) {
+	b := x.sess.bridge
+	id := x.msgs[0].IDKey()
+	s := newStream()
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		_ = send(intercept.ErrorResponse(x.msgs[0].ID, upstreamError(x.rt.up.Name, transport.ErrClosed)))
+		return
+	}
+	b.waiters[id] = s
+	b.calls[id] = bridgeCall{method: x.msgs[0].Method, cc: x.callContext()}
+	b.streams = append(b.streams, s)
+	b.mu.Unlock()
+	defer b.release(s, []string{id})
+	if err := b.write(r.Context(), x.body); err != nil {
+		_ = send(intercept.ErrorResponse(x.msgs[0].ID, upstreamError(x.rt.up.Name, err)))
+		return
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case msg := <-s.ch:
+			if send(msg) != nil || isResponse(msg) {
+				return
+			}
+		}
+	}
 }
 
 // answer writes what arrives on s to the client until all n responses
@@ -266,7 +308,7 @@ func (g *Gateway) openBridge(x *exchange) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess := &session{id: newSessionID(), route: x.rt.up.Name, agent: x.agent, version: x.version}
+	sess := &session{id: newSessionID(), route: x.rt.up.Name, agent: x.agent, version: x.version, elicitForm: x.initFormElicitation()}
 	sess.bridge = &bridgeState{up: up, name: x.rt.up.Name, done: make(chan struct{}),
 		waiters: make(map[string]*stream), calls: make(map[string]bridgeCall)}
 	if err := g.sessions.add(sess); err != nil {

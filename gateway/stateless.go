@@ -23,6 +23,8 @@ type statelessBridge struct {
 	g  *Gateway
 	rt *route
 
+	wmu sync.Mutex // one writer at a time on the shared connection
+
 	mu     sync.Mutex // guards the fields below
 	up     transport.Conn
 	next   uint64
@@ -70,7 +72,7 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 			up, err := b.conn()
 			b.mu.Unlock()
 			if err == nil {
-				err = up.Write(r.Context(), x.body)
+				err = b.write(r.Context(), up, x.body)
 			}
 			if err != nil {
 				writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(b.rt.up.Name, err))
@@ -104,7 +106,7 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 	b.calls[c.upID] = c
 	b.mu.Unlock()
 	if err == nil {
-		err = up.Write(r.Context(), msg)
+		err = b.write(r.Context(), up, msg)
 	}
 	if err != nil {
 		b.forget(c)
@@ -115,11 +117,17 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 		// The client left: tell the upstream to stop working on it.
 		if b.forget(c) {
 			cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"client disconnected"}}`, c.upID)
-			_ = up.Write(context.Background(), []byte(cancel))
+			_ = b.write(context.Background(), up, []byte(cancel))
 		}
 		return
 	}
 	b.forget(c)
+}
+
+func (b *statelessBridge) write(ctx context.Context, up transport.Conn, msg []byte) error {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	return up.Write(ctx, msg)
 }
 
 // forget drops a call; it reports whether the call was still pending.
