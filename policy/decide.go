@@ -399,3 +399,17 @@ func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, d
 		}
 	}
 }
+
+// Classes returns the classes tool_classes gives a tool on an upstream
+// (the upstream/tool entry first, then the bare name), or nil. A nil
+// *Policy has none. The caller must not change the slice.
+func (p *Policy) Classes(upstream, tool string) []string {
+	if p == nil {
+		return nil
+	}
+	cs, _ := p.lookup(upstream, tool)
+	return cs
+}
+
+// Classes returns the current policy's classes for a tool.
+func (w *Watcher) Classes(upstream, tool string) []string { return w.Policy().Classes(upstream, tool) }

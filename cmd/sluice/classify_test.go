@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/audit"
 )
 
 // TestClassifierOutageEscalates: with the LLM provider unreachable, calls
@@ -30,5 +35,22 @@ func TestClassifierConfigRejectsDeny(t *testing.T) {
 	}
 	if _, err := cfg.advisor(t.Context(), nil, nil); err == nil || !strings.Contains(err.Error(), "never deny") {
 		t.Errorf("on_escalate: deny: got %v, want an error saying the classifier may never deny", err)
+	}
+}
+
+// TestClassifierReadsPolicyClasses: a tool with no annotations and a
+// name that says nothing is classified from its tool_classes.
+func TestClassifierReadsPolicyClasses(t *testing.T) {
+	g := startServe(t, "policy: {default: allow, tool_classes: {echo: [exec:command]}}\nclassifier: {on_escalate: log}\n")
+	modernCall(t, g.url, "tools/call", "echo", `{"name":"echo","arguments":{"message":"x"}}`)
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runEvents(context.Background(), []string{"export", "--db", filepath.Join(g.dir, audit.FileName), "--type", "sluice.intent_classified"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"action_type":{"classified":"Execute"`) {
+		t.Errorf("intent_classified: got %s, want action_type Execute from the policy's classes", &out)
 	}
 }

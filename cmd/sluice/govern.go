@@ -93,6 +93,11 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
 		rec.approval(r)
 	}})
+	// The classifier reads a tool's classes from the policy's tool_classes
+	// (for action type, after declared values and annotations).
+	if cl, ok := dec.(interface{ Classes(upstream, tool string) []string }); ok && cfg.Classifier.Classes == nil {
+		cfg.Classifier.Classes = cl.Classes
+	}
 	adv, err := cfg.advisor(pctx, logger, gv.inventorySnapshot)
 	if err != nil {
 		return nil, err
