@@ -95,7 +95,9 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	}})
 	// The classifier reads a tool's classes from the policy's tool_classes
 	// (for action type, after declared values and annotations).
-	if cl, ok := dec.(interface{ Classes(upstream, tool string) []string }); ok && cfg.Classifier.Classes == nil {
+	if cl, ok := dec.(interface {
+		Classes(upstream, tool string) []string
+	}); ok && cfg.Classifier.Classes == nil {
 		cfg.Classifier.Classes = cl.Classes
 	}
 	adv, err := cfg.advisor(pctx, logger, gv.inventorySnapshot)
