@@ -361,6 +361,11 @@ func (s *Store) run() {
 			s.recordFailure(batch, err)
 			failed = err
 		}
+		// Report the depth before acknowledging, so a caller whose Flush
+		// returned sees the depth as of its commit.
+		if s.depth != nil {
+			s.depth.QueueDepth(len(s.queue))
+		}
 		for _, r := range batch {
 			switch {
 			case r.flush:
@@ -371,9 +376,6 @@ func (s *Store) run() {
 			}
 		}
 		clear(batch) // let the GC have the rows
-		if s.depth != nil {
-			s.depth.QueueDepth(len(s.queue))
-		}
 		s.notifyMu.Lock()
 		close(s.notify)
 		s.notify = make(chan struct{})
