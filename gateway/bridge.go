@@ -65,9 +65,11 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 			b.fail(err)
 			return
 		}
-		m, method := b.route(ctx, g.ic, msg)
-		switch {
+		m, call := b.route(ctx, g.ic, msg)
+		switch method := call.method; {
 		case m == nil || m.Kind != intercept.KindResponse:
+		case method == "tools/call":
+			g.ic.ObserveResult(call.cc, m.IDKey(), m.Result)
 		case method == "tools/list":
 			g.ic.ObserveTools(rt.up.Name, m.Result)
 		case method == "initialize":
@@ -80,7 +82,7 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 // and returns it decoded, with the method of the request it answers. A
 // tools/list result is delivered with the tools hidden that ic says the
 // requesting agent can never call.
-func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, msg []byte) (*intercept.Message, string) {
+func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, msg []byte) (*intercept.Message, bridgeCall) {
 	m, err := intercept.DecodeMessage(msg)
 	if err != nil {
 		m = nil
@@ -117,7 +119,7 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, msg 
 		}
 		target.deliver(msg)
 	}
-	return m, call.method
+	return m, call
 }
 
 // release forgets a stream: its client went away or got everything.

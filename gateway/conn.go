@@ -298,8 +298,12 @@ func (r *relay) observe(b []byte) {
 			r.version = protocolVersionFromResult(m.Result)
 		}
 		r.mu.Unlock()
-		if ok && method == "tools/list" && m.Kind == intercept.KindResponse {
+		switch {
+		case !ok || m.Kind != intercept.KindResponse:
+		case method == "tools/list":
 			r.ic.ObserveTools(r.up.Name, m.Result)
+		case method == "tools/call":
+			r.ic.ObserveResult(r.callContext(), m.IDKey(), m.Result)
 		}
 	}
 }

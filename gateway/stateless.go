@@ -192,8 +192,11 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		out, _ = hideToolsIn(b.g.ctx, b.g.ic, c.cc, out, m.Result)
 	}
 	c.s.deliver(out)
-	if list {
+	switch {
+	case list:
 		b.g.ic.ObserveTools(b.rt.up.Name, m.Result)
+	case m.Kind == intercept.KindResponse && c.method == "tools/call":
+		b.g.ic.ObserveResult(c.cc, string(c.id), m.Result)
 	}
 }
 

@@ -465,6 +465,8 @@ func (o *observer) message(b []byte) {
 			continue
 		}
 		switch o.pending[m.IDKey()] {
+		case "tools/call":
+			o.g.ic.ObserveResult(o.cc, m.IDKey(), m.Result)
 		case "tools/list":
 			o.g.ic.ObserveTools(o.rt.up.Name, m.Result)
 		case "initialize":
@@ -478,7 +480,7 @@ func (o *observer) message(b []byte) {
 // wants reports whether any pending request has a result worth reading.
 func (o *observer) wants() bool {
 	for _, m := range o.pending {
-		if m == "tools/list" || m == "initialize" {
+		if m == "tools/list" || m == "initialize" || (m == "tools/call" && o.g.ic.WantsResults()) {
 			return true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // CallContext is what the transport knows about where a message came from
@@ -52,6 +53,10 @@ type Interceptor struct {
 	Decider Decider
 	// Observer, if not nil, also gets every tools/list result.
 	Observer ToolsObserver
+	// OnResult, if not nil, gets the result of every allowed tools/call
+	// once the upstream answered it (after the client got it), with the
+	// call's descriptor. Set it before first use; it must not block.
+	OnResult func(d *ActionDescriptor, result jsontext.Value)
 	// OnDecision, if not nil, is called after every decision.
 	OnDecision func(*ActionDescriptor, Decision)
 	// HideDeniedTools removes from tools/list results the tools the
@@ -61,6 +66,9 @@ type Interceptor struct {
 	HideDeniedTools bool
 
 	catalog sync.Map // upstream name -> *toolSet
+
+	callsOnce sync.Once
+	calls     *lru.Cache[string, *ActionDescriptor] // allowed calls awaiting a result, for OnResult
 }
 
 type toolInfo struct {
@@ -98,6 +106,9 @@ func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallCont
 	if dec.Verdict == Allow {
 		if fo, ok := i.Decider.(ForwardObserver); ok {
 			fo.Forwarded(ctx, d, dec)
+		}
+		if i.OnResult != nil {
+			i.pendingCalls().Add(resultKey(cc, m.IDKey()), d)
 		}
 		return dec, nil, true
 	}
@@ -247,4 +258,33 @@ func visible(ctx context.Context, tf ToolFilter, tool jsontext.Value, cc CallCon
 		Agent:           cc.Agent,
 		ProtocolVersion: cc.ProtocolVersion,
 	})
+}
+
+// WantsResults reports whether tools/call results should be handed to
+// ObserveResult.
+func (i *Interceptor) WantsResults() bool { return i.OnResult != nil }
+
+// ObserveResult hands the result of the tools/call with JSON id (as raw
+// JSON text) in cc to OnResult. Results of calls it does not know (never
+// allowed here, or forgotten: at most 10,000 are remembered) are ignored.
+func (i *Interceptor) ObserveResult(cc CallContext, id string, result jsontext.Value) {
+	if i.OnResult == nil {
+		return
+	}
+	key := resultKey(cc, id)
+	d, ok := i.pendingCalls().Get(key)
+	if !ok {
+		return
+	}
+	i.calls.Remove(key)
+	i.OnResult(d, result)
+}
+
+func (i *Interceptor) pendingCalls() *lru.Cache[string, *ActionDescriptor] {
+	i.callsOnce.Do(func() { i.calls, _ = lru.New[string, *ActionDescriptor](10000) })
+	return i.calls
+}
+
+func resultKey(cc CallContext, id string) string {
+	return cc.Upstream + "\x00" + cc.SessionID + "\x00" + cc.Agent + "\x00" + id
 }

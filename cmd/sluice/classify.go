@@ -31,6 +31,10 @@ type classifierConfig struct {
 	// OnInjection: approve (default), deny or log, for calls whose
 	// arguments look like a prompt injection.
 	OnInjection govern.Action `yaml:"on_injection"`
+	// ScanResults also scans tool results for prompt injection (after the
+	// client got them): a finding is logged and recorded as a
+	// sluice.injection_in_result event with the call's txn_id.
+	ScanResults bool `yaml:"scan_results"`
 	// Options: profile, weights, thresholds, declared tools, trust zones,
 	// sensitivity catalog.
 	classifier.Options `yaml:",inline"`

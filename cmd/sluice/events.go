@@ -100,6 +100,16 @@ func (r *recorder) lifecycle(e classifier.LifecycleEvent, provider string, profi
 		Classified: e.Classified, Mismatches: e.Mismatches}.Event())
 }
 
+// resultInjection records a tool result that looks like a prompt injection.
+func (r *recorder) resultInjection(d *intercept.ActionDescriptor, fs []classifier.InjectionFinding) {
+	kinds := make([]any, 0, len(fs))
+	for _, f := range fs {
+		kinds = append(kinds, f.Kind)
+	}
+	r.append(telemetry.Event{Type: "sluice.injection_in_result", Time: time.Now(), TxnID: d.TxnID, Agent: d.Agent,
+		Session: d.SessionID, Upstream: d.Upstream, Tool: d.ToolName, Attrs: map[string]any{"findings": kinds}})
+}
+
 func (r *recorder) approval(req approval.Request) {
 	state := map[approval.Status]string{approval.Pending: telemetry.ApprovalRequested, approval.Approved: telemetry.ApprovalApproved,
 		approval.Declined: telemetry.ApprovalDeclined, approval.Expired: telemetry.ApprovalExpired, approval.Used: "used"}[req.Status]

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/classifier"
@@ -124,7 +126,17 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		}
 		rec.advice(a, provider, cfg.Classifier.Profile)
 	}
+	var onResult func(*intercept.ActionDescriptor, jsontext.Value)
+	if cfg.Classifier.ScanResults {
+		onResult = func(d *intercept.ActionDescriptor, result jsontext.Value) {
+			if fs := classifier.DetectInjection(result); len(fs) > 0 {
+				logger.Warn("tool result looks like a prompt injection", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "findings", len(fs))
+				rec.resultInjection(d, fs)
+			}
+		}
+	}
 	gv.ic = &intercept.Interceptor{
+		OnResult:        onResult,
 		Decider:         &approval.Gate{Next: &govern.DriftGate{Next: adv, Inventory: gv.inv}, Store: gv.approvals},
 		Observer:        gv.inv,
 		HideDeniedTools: cfg.HideDeniedTools == nil || *cfg.HideDeniedTools,
