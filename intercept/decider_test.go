@@ -122,6 +122,15 @@ func TestInterceptorDescriptor(t *testing.T) {
 	if d.ToolDescription != "Echoes" || d.ToolInventoryHash == "" || string(d.Parameters) != `{"m":1}` || d.TxnID == "" || d.Agent != "a" {
 		t.Errorf("got %+v", d)
 	}
+	ic.Declared = func(upstream, tool string) (string, string, string) {
+		if upstream == "up" && tool == "echo" {
+			return "text.echo", "Read", "Local"
+		}
+		return "", "", ""
+	}
+	if d := ic.Descriptor(m, CallContext{Upstream: "up"}); d.CapabilityClassDeclared != "text.echo" || d.ActionTypeDeclared != "Read" || d.BoundaryDeclared != "Local" {
+		t.Errorf("declared: got %q %q %q, want text.echo Read Local", d.CapabilityClassDeclared, d.ActionTypeDeclared, d.BoundaryDeclared)
+	}
 	other := ic.Descriptor(m, CallContext{Upstream: "other"})
 	if other.ToolDescription != "" {
 		t.Errorf("description leaked across upstreams: %q", other.ToolDescription)

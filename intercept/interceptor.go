@@ -53,6 +53,9 @@ type Interceptor struct {
 	Decider Decider
 	// Observer, if not nil, also gets every tools/list result.
 	Observer ToolsObserver
+	// Declared, if not nil, gives the capability class, action type and
+	// boundary configured for a tool, for its descriptors.
+	Declared func(upstream, tool string) (capabilityClass, actionType, boundary string)
 	// OnResult, if not nil, gets the result of every allowed tools/call
 	// once the upstream answered it (after the client got it), with the
 	// call's descriptor. Set it before first use; it must not block.
@@ -130,6 +133,9 @@ func (i *Interceptor) Descriptor(m *Message, cc CallContext) *ActionDescriptor {
 	}
 	if d.Parameters == nil {
 		d.Parameters = jsontext.Value("{}")
+	}
+	if i.Declared != nil {
+		d.CapabilityClassDeclared, d.ActionTypeDeclared, d.BoundaryDeclared = i.Declared(cc.Upstream, m.Name)
 	}
 	if v, ok := i.catalog.Load(cc.Upstream); ok {
 		ts := v.(*toolSet)
