@@ -14,6 +14,11 @@ const (
 	WarnUnclassifiedTool = "unclassified_tool"
 	WarnRouteNeverMatch  = "route_never_matches"
 	WarnLookalikeNames   = "lookalike_names"
+	// WarnClassifierDeny: a deny rule whose condition reads
+	// classification.*. The classifier may never deny alone (RFC-010
+	// §12.3): when such a deny rests only on the classification, the
+	// gateway logs CLASSIFIER_SOLE_DENY_VIOLATION and decides without it.
+	WarnClassifierDeny = "classifier_sole_deny"
 )
 
 // A Warning is something legal in a policy that is probably a mistake.
@@ -52,6 +57,11 @@ func (p *Policy) Validate() []Warning {
 		ws = append(ws, Warning{File: p.file, Line: at.line, Column: at.col, Path: at.path, Code: code, Msg: fmt.Sprintf(format, args...)})
 	}
 
+	for _, r := range p.rules {
+		if r.slot == slotDeny && r.when != nil && r.when.classification {
+			warn(r.at, WarnClassifierDeny, "deny rule %s reads classification.*: the classifier may never deny alone; where the deny rests only on it the gateway logs CLASSIFIER_SOLE_DENY_VIOLATION and decides without it (use require_approval, or add a deterministic condition)", r.id)
+		}
+	}
 	for j, r := range p.rules {
 		for i, d := range p.rules {
 			if i == j || d.when != nil || d.slot > r.slot || (d.slot == r.slot && i > j) || !p.covers(&d.m, &r.m) {

@@ -76,3 +76,19 @@ func TestValidateQuiet(t *testing.T) {
 		t.Errorf("got %v, want no warnings", got)
 	}
 }
+
+func TestValidateWarnsClassifierDeny(t *testing.T) {
+	p, err := Compile([]byte("default: allow\nrules:\n  - id: cls\n    when: 'classification.action_type == \"Write\"'\n    decision: deny\n    reason: r\n  - id: hold\n    when: 'classification.action_type == \"Write\"'\n    decision: require_approval\n    reason: r\n"), "c.yaml", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range p.Validate() {
+		if w.Code == WarnClassifierDeny {
+			got = append(got, w.Msg)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "cls") {
+		t.Errorf("got %q, want one classifier_sole_deny warning, for rule cls", got)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sony/gobreaker/v2"
+
 	"github.com/sluicehq/sluice/classifier"
 	"github.com/sluicehq/sluice/internal/govern"
 )
@@ -45,7 +47,8 @@ type classifierConfig struct {
 // 30s until it answers, for as long as ctx lasts.
 // inventory, if not nil, gives an LLM provider's prompt the tools it
 // classifies against.
-func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory func() classifier.InventorySnapshot) (*govern.Advisor, error) {
+// onBreaker, if not nil, hears the provider's circuit breaker change state.
+func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory func() classifier.InventorySnapshot, onBreaker func(provider, from, to string)) (*govern.Advisor, error) {
 	cc := c.Classifier
 	if err := cc.Options.Validate(); err != nil {
 		return nil, fmt.Errorf("classifier: %w", err)
@@ -83,6 +86,13 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory fun
 		llm, err := classifier.NewLLM(classifier.LLMOptions{
 			Provider: classifier.Provider(cc.Provider), Model: cc.Model, BaseURL: cc.BaseURL, APIKey: key,
 			Timeout: cc.Timeout, Profile: cc.Profile, Weights: cc.Weights, Floors: cc.Floors, Inventory: inventory,
+			OnBreakerStateChange: func(from, to gobreaker.State) {
+				// gobreaker holds its lock here: report, never call back in.
+				logger.Warn("classifier circuit breaker", "provider", cc.Provider, "from", from.String(), "to", to.String())
+				if onBreaker != nil {
+					onBreaker(cc.Provider, from.String(), to.String())
+				}
+			},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("classifier: %w", err)

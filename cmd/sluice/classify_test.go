@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,12 +30,46 @@ func TestClassifierOutageEscalates(t *testing.T) {
 	}
 }
 
+// TestClassifierBreakerRecorded: a provider that answers the start-up probe
+// but fails every classification opens its breaker after five failures;
+// the change is recorded, and calls are held, not blocked.
+func TestClassifierBreakerRecorded(t *testing.T) {
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet { // the probe: list models
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"object":"list","data":[]}`))
+			return
+		}
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer provider.Close()
+	t.Setenv("SLUICE_TEST_KEY", "sk-test-not-a-real-key")
+	g := startServe(t, "policy: {default: allow, result_mode: tool_result}\n"+
+		"classifier: {provider: openai, base_url: '"+provider.URL+"', api_key_env: SLUICE_TEST_KEY}\n")
+	for i := range 6 {
+		got := modernCall(t, g.url, "tools/call", "echo", `{"name":"echo","arguments":{"message":"m`+string(rune('a'+i))+`"}}`)
+		if !strings.Contains(got, `"classifier_escalation"`) {
+			t.Fatalf("call %d with failing classifications: got %s, want a hold", i, got)
+		}
+	}
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runEvents(context.Background(), []string{"export", "--db", filepath.Join(g.dir, audit.FileName), "--type", "sluice.breaker_state_changed"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"to":"open"`) {
+		t.Errorf("breaker events: got %q, want the breaker opening", out.String())
+	}
+}
+
 func TestClassifierConfigRejectsDeny(t *testing.T) {
 	cfg, err := parseConfig("test", []byte("classifier: {on_escalate: deny}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.advisor(t.Context(), nil, nil); err == nil || !strings.Contains(err.Error(), "never deny") {
+	if _, err := cfg.advisor(t.Context(), nil, nil, nil); err == nil || !strings.Contains(err.Error(), "never deny") {
 		t.Errorf("on_escalate: deny: got %v, want an error saying the classifier may never deny", err)
 	}
 }

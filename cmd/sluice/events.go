@@ -100,6 +100,13 @@ func (r *recorder) lifecycle(e classifier.LifecycleEvent, provider string, profi
 		Classified: e.Classified, Mismatches: e.Mismatches}.Event())
 }
 
+// breaker records a classifier provider's circuit breaker changing state.
+// It runs under gobreaker's lock: it only appends.
+func (r *recorder) breaker(provider, from, to string) {
+	r.metrics.BreakerState(provider, to)
+	r.append(telemetry.BreakerChange{Time: time.Now(), Upstream: "classifier:" + provider, From: from, To: to}.Event())
+}
+
 // resultInjection records a tool result that looks like a prompt injection.
 func (r *recorder) resultInjection(d *intercept.ActionDescriptor, fs []classifier.InjectionFinding) {
 	kinds := make([]any, 0, len(fs))

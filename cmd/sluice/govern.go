@@ -102,7 +102,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	}); ok && cfg.Classifier.Classes == nil {
 		cfg.Classifier.Classes = cl.Classes
 	}
-	adv, err := cfg.advisor(pctx, logger, gv.inventorySnapshot)
+	adv, err := cfg.advisor(pctx, logger, gv.inventorySnapshot, rec.breaker)
 	if err != nil {
 		return nil, err
 	}
