@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // relay pumps messages between a downstream client Conn and an upstream
@@ -23,6 +25,8 @@ type relay struct {
 	session   string
 	down, upc transport.Conn
 	approver  Approver // nil: held calls are only rendered
+	tracer    telemetry.Tracer
+	kind      string // downstream transport: websocket, sse or stdio
 
 	// Writes to either side come from more than one goroutine (the two
 	// pumps, approval questions); a Conn takes one writer at a time.
@@ -34,6 +38,7 @@ type relay struct {
 	version    string
 	elicitForm bool                               // the client declared form elicitation at initialize
 	asks       map[string]chan *intercept.Message // open approval questions by JSON id
+	spans      map[string]telemetry.Span          // server spans of requests awaiting a response
 	nextAsk    uint64
 	asking     sync.WaitGroup
 }
@@ -61,6 +66,8 @@ func (r *relay) run(ctx context.Context) error {
 	defer cancel()
 	r.pending = make(map[string]string)
 	r.asks = make(map[string]chan *intercept.Message)
+	r.spans = make(map[string]telemetry.Span)
+	defer r.endSpans(ErrSessionEnded)
 	defer r.asking.Wait()
 	errc := make(chan error, 2)
 	go func() { errc <- r.clientToUpstream(ctx) }()
@@ -110,8 +117,13 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 				m, b, ans = stripped, stripped.Raw, &a
 				msgs = []*intercept.Message{m}
 			}
-			dec, reply, ok := r.check(ctx, m, cc, ans)
+			cctx := r.startSpan(ctx, m, cc)
+			var dec intercept.Decision
+			var reply []byte
+			ok := true
+			r.stage(cctx, func(ctx context.Context) { dec, reply, ok = r.check(ctx, m, cc, ans) })
 			if !ok {
+				r.endSpan(m.IDKey(), nil)
 				if r.ask(ctx, m, b, dec, reply) {
 					continue
 				}
@@ -233,6 +245,52 @@ func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, de
 	}
 }
 
+// ErrSessionEnded ends the spans of requests a session left unanswered.
+var ErrSessionEnded = errors.New("session ended before the response")
+
+// startSpan starts the server span of a client request (for as long as
+// it waits for its response) and returns its context.
+func (r *relay) startSpan(ctx context.Context, m *intercept.Message, cc intercept.CallContext) context.Context {
+	if r.tracer == nil || m.Kind != intercept.KindRequest {
+		return ctx
+	}
+	ctx, span := telemetry.StartCall(extractMeta(ctx, m), r.tracer, connCall(m, cc, r.kind))
+	r.mu.Lock()
+	r.spans[m.IDKey()] = span
+	r.mu.Unlock()
+	return ctx
+}
+
+func (r *relay) stage(ctx context.Context, fn func(context.Context)) {
+	if r.tracer == nil {
+		fn(ctx)
+		return
+	}
+	ctx, span := telemetry.StartStage(ctx, r.tracer, telemetry.StagePolicy)
+	fn(ctx)
+	span.End(nil)
+}
+
+func (r *relay) endSpan(id string, err error) {
+	r.mu.Lock()
+	span := r.spans[id]
+	delete(r.spans, id)
+	r.mu.Unlock()
+	if span != nil {
+		span.End(err)
+	}
+}
+
+func (r *relay) endSpans(err error) {
+	r.mu.Lock()
+	spans := r.spans
+	r.spans = map[string]telemetry.Span{}
+	r.mu.Unlock()
+	for _, s := range spans {
+		s.End(err)
+	}
+}
+
 // answer hands the client's response to an approval question to the
 // goroutine asking it; answers nobody waits for are dropped.
 func (r *relay) answer(m *intercept.Message) {
@@ -298,6 +356,11 @@ func (r *relay) observe(b []byte) {
 			r.version = protocolVersionFromResult(m.Result)
 		}
 		r.mu.Unlock()
+		var err error
+		if m.Kind == intercept.KindError {
+			err = &telemetry.CallError{Type: "jsonrpc_error", Message: string(intercept.Member(m.Error, "message"))}
+		}
+		r.endSpan(m.IDKey(), err)
 		switch {
 		case !ok || m.Kind != intercept.KindResponse:
 		case method == "tools/list":

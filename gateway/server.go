@@ -113,7 +113,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		g.sse[name] = &transport.SSEServer{
 			MessagePath: func(id string) string { return "/sse/" + name + "/message?sessionId=" + url.QueryEscape(id) },
 			OnSession: func(ctx context.Context, id string, c transport.Conn) {
-				g.serveConn(ctx, r, c, id)
+				g.serveConn(ctx, r, c, id, "sse")
 			},
 		}
 	}
@@ -264,10 +264,11 @@ func (g *Gateway) ServeConn(ctx context.Context, upstream string, down transport
 	if rt == nil {
 		return fmt.Errorf("gateway: no upstream named %q", upstream)
 	}
-	return g.serveConn(ctx, rt, down, newSessionID())
+	return g.serveConn(ctx, rt, down, newSessionID(), "stdio")
 }
 
-func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn, id string) error {
+// kind names the downstream transport for spans: websocket, sse or stdio.
+func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn, id, kind string) error {
 	g.wg.Add(1)
 	defer g.wg.Done()
 	ctx, cancel := context.WithCancel(ctx)
@@ -282,7 +283,8 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 		failAll(ctx, down, upstreamError(rt.up.Name, err))
 		return err
 	}
-	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, session: id, down: down, upc: up, approver: g.opts.Approver}
+	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, session: id, down: down, upc: up, approver: g.opts.Approver,
+		tracer: g.opts.Tracer, kind: kind}
 	err = rl.run(ctx)
 	g.log.Debug("session ended", "upstream", rt.up.Name, "session", id, "err", err)
 	return err
@@ -330,7 +332,7 @@ func (g *Gateway) handleWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // AcceptWS has answered
 	}
-	g.serveConn(r.Context(), rt, c, newSessionID())
+	g.serveConn(r.Context(), rt, c, newSessionID(), "websocket")
 }
 
 // Ready checks that every upstream can be reached: HTTP upstreams answer

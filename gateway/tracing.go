@@ -20,21 +20,52 @@ func (g *Gateway) traceCall(r *http.Request, x *exchange) (context.Context, func
 		return ctx, func(error) {}
 	}
 	m := x.msgs[0]
-	ctx = telemetry.ExtractHTTP(ctx, r.Header)
-	if m.Meta != nil {
-		var meta map[string]any
-		if json.Unmarshal(m.Meta, &meta) == nil {
-			carrier := make(map[string]string, 2)
-			for _, k := range []string{telemetry.MetaTraceparent, telemetry.MetaTracestate} {
-				if s, ok := meta[k].(string); ok {
-					carrier[k] = s
-				}
-			}
-			ctx = telemetry.ExtractMeta(ctx, carrier)
-		}
-	}
+	ctx = extractMeta(telemetry.ExtractHTTP(ctx, r.Header), m)
 	ctx, span := telemetry.StartCall(ctx, g.opts.Tracer, g.callInfo(x))
 	return ctx, span.End
+}
+
+// extractMeta takes the client's trace context from params._meta.
+func extractMeta(ctx context.Context, m *intercept.Message) context.Context {
+	if m.Meta == nil {
+		return ctx
+	}
+	var meta map[string]any
+	if json.Unmarshal(m.Meta, &meta) != nil {
+		return ctx
+	}
+	carrier := make(map[string]string, 2)
+	for _, k := range []string{telemetry.MetaTraceparent, telemetry.MetaTracestate} {
+		if s, ok := meta[k].(string); ok {
+			carrier[k] = s
+		}
+	}
+	return telemetry.ExtractMeta(ctx, carrier)
+}
+
+// connCall describes a request arriving over a message transport for its
+// span. kind is websocket, sse or stdio.
+func connCall(m *intercept.Message, cc intercept.CallContext, kind string) telemetry.Call {
+	c := telemetry.Call{Method: m.Method, RequestID: string(m.ID), ProtocolVersion: cc.ProtocolVersion, SessionID: cc.SessionID,
+		Agent: cc.Agent, Upstream: cc.Upstream, Transport: "tcp", NetworkProtocol: kind}
+	switch kind {
+	case "stdio":
+		c.Transport, c.NetworkProtocol = "pipe", ""
+	case "sse":
+		c.NetworkProtocol = "http"
+	}
+	if len(m.ID) > 0 && m.ID[0] == '"' {
+		_ = json.Unmarshal(m.ID, &c.RequestID)
+	}
+	switch m.Method {
+	case "tools/call":
+		c.Tool = m.Name
+	case "prompts/get":
+		c.Prompt = m.Name
+	case "resources/read":
+		c.ResourceURI = m.Name
+	}
+	return c
 }
 
 func (g *Gateway) callInfo(x *exchange) telemetry.Call {

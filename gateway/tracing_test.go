@@ -5,10 +5,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -81,4 +83,51 @@ func spanNames(spans tracetest.SpanStubs) []string {
 		out = append(out, s.Name+"/"+s.SpanKind.String())
 	}
 	return out
+}
+
+// TestTracingOverWebSocket: requests over a message transport get their
+// server span too, parented to the client's _meta trace context, ended
+// when the response comes back.
+func TestTracingOverWebSocket(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(t.Context())
+	f := newFixture(t, allowEcho, Options{Tracer: telemetry.NewTracer(tp)})
+	c, err := (&transport.WSDialer{URL: "ws" + strings.TrimPrefix(f.gw.URL, "http") + "/ws/demo"}).Dial(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const clientTrace = "0af7651916cd43dd8448eb211c80319c"
+	for _, msg := range []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"ws","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"w"},"_meta":{"traceparent":"00-` + clientTrace + `-b7ad6b7169203331-01"}}}`,
+	} {
+		if err := c.Write(t.Context(), []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(msg, `"id"`) {
+			if _, err := c.Read(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The span ends just after the response is passed on: wait for it.
+	var server tracetest.SpanStub
+	for deadline := time.Now().Add(5 * time.Second); server.Name == "" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for _, s := range exp.GetSpans() {
+			if s.Name == "tools/call echo" && s.SpanKind.String() == "server" {
+				server = s
+			}
+		}
+	}
+	if got := server.SpanContext.TraceID().String(); got != clientTrace {
+		t.Fatalf("server span over WebSocket: trace %s, want the client's %s; spans %v", got, clientTrace, spanNames(exp.GetSpans()))
+	}
+	for _, kv := range server.Attributes {
+		if string(kv.Key) == "network.protocol.name" && kv.Value.Emit() != "websocket" {
+			t.Errorf("network.protocol.name: got %s, want websocket", kv.Value.Emit())
+		}
+	}
 }
