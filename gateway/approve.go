@@ -406,12 +406,7 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 	}
 	ctx := r.Context()
 	id := x.msgs[0].ID
-	out, err := g.upstreamRequest(ctx, r, x.rt, x.sess, x.body)
-	endUpstream := func(error) {}
-	if err == nil {
-		out.ContentLength = int64(len(x.body))
-		endUpstream = g.traceUpstream(ctx, x, out)
-	}
+	out, endUpstream, err := g.upstreamCall(ctx, r, x)
 	defer func() { endUpstream(err) }()
 	var resp *http.Response
 	if err == nil {

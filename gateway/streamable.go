@@ -306,12 +306,7 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 // forward relays an allowed POST to an HTTP upstream and its answer back,
 // JSON or SSE exactly as the upstream chose, streaming event by event.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
-	out, err := g.upstreamRequest(r.Context(), r, x.rt, x.sess, x.body)
-	endUpstream := func(error) {}
-	if err == nil {
-		out.ContentLength = int64(len(x.body))
-		endUpstream = g.traceUpstream(r.Context(), x, out)
-	}
+	out, endUpstream, err := g.upstreamCall(r.Context(), r, x)
 	defer func() { endUpstream(err) }()
 	var resp *http.Response
 	if err == nil {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/telemetry"
@@ -100,13 +101,59 @@ func (g *Gateway) traceStage(ctx context.Context, stage string, fn func(ctx cont
 	span.End(nil)
 }
 
-// traceUpstream starts the client span of a request forwarded to an HTTP
-// upstream and puts its trace context in the outgoing headers.
-func (g *Gateway) traceUpstream(ctx context.Context, x *exchange, out *http.Request) func(err error) {
-	if g.opts.Tracer == nil || x.batch || x.msgs[0].Kind != intercept.KindRequest {
-		return func(error) {}
+// upstreamCall builds the request forwarding x to its HTTP upstream.
+// With tracing, it starts the call's client span and passes the span's
+// trace context on in the traceparent header and in params._meta, the
+// place the MCP conventions name, so the upstream's span is its child;
+// nothing else in the body changes. end must be called.
+func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange) (out *http.Request, end func(error), err error) {
+	end = func(error) {}
+	body := x.body
+	if g.opts.Tracer != nil && !x.batch && x.msgs[0].Kind == intercept.KindRequest {
+		var span telemetry.Span
+		ctx, span = telemetry.StartUpstream(ctx, g.opts.Tracer, g.callInfo(x))
+		end = span.End
+		if b, ok := withTraceMeta(ctx, x.msgs[0]); ok {
+			body = b
+		}
 	}
-	ctx, span := telemetry.StartUpstream(ctx, g.opts.Tracer, g.callInfo(x))
+	out, err = g.upstreamRequest(ctx, r, x.rt, x.sess, body)
+	if err != nil {
+		return nil, end, err
+	}
+	out.ContentLength = int64(len(body))
 	telemetry.InjectHTTP(ctx, out.Header)
-	return span.End
+	return out, end, nil
+}
+
+// withTraceMeta returns m with the trace context of ctx in params._meta.
+func withTraceMeta(ctx context.Context, m *intercept.Message) ([]byte, bool) {
+	carrier := telemetry.InjectMeta(ctx, map[string]string{})
+	if len(carrier) == 0 || m.Params == nil || m.Params.Kind() != '{' {
+		return nil, false
+	}
+	meta := m.Meta
+	if meta == nil {
+		meta = jsontext.Value("{}")
+	}
+	var err error
+	for _, k := range []string{telemetry.MetaTraceparent, telemetry.MetaTracestate} {
+		v, ok := carrier[k]
+		if !ok {
+			continue
+		}
+		q, _ := jsontext.AppendQuote(nil, v)
+		if meta, err = intercept.WithMember(meta, k, q); err != nil {
+			return nil, false
+		}
+	}
+	params, err := intercept.WithMember(m.Params, "_meta", meta)
+	if err != nil {
+		return nil, false
+	}
+	raw, err := intercept.WithMember(m.Raw, "params", params)
+	if err != nil {
+		return nil, false
+	}
+	return raw, true
 }

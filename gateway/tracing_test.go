@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -22,11 +23,13 @@ func TestTracing(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer tp.Shutdown(t.Context())
 	var mu sync.Mutex
-	var upstreamTraceparent string
+	var upstreamTraceparent, upstreamBody string
 	f := newFixture(t, allowEcho, Options{Tracer: telemetry.NewTracer(tp)})
 	f.rec.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		upstreamTraceparent = r.Header.Get("traceparent")
+		b, _ := io.ReadAll(r.Body)
+		upstreamBody = string(b)
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}]}}`))
@@ -74,6 +77,9 @@ func TestTracing(t *testing.T) {
 	defer mu.Unlock()
 	if !strings.Contains(upstreamTraceparent, clientTrace) || !strings.Contains(upstreamTraceparent, client.SpanContext.SpanID().String()) {
 		t.Errorf("traceparent sent upstream: got %q, want trace %s and the client span's id", upstreamTraceparent, clientTrace)
+	}
+	if want := `"traceparent":"` + upstreamTraceparent + `"`; !strings.Contains(upstreamBody, want) || !strings.Contains(upstreamBody, `"message":"t"`) {
+		t.Errorf("body sent upstream: got %s, want params._meta %s and the arguments unchanged", upstreamBody, want)
 	}
 }
 
