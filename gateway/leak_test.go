@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"runtime"
 	"strings"
@@ -32,17 +33,7 @@ func TestClientDisconnectMidStream(t *testing.T) {
 		t.Run(route, func(t *testing.T) {
 			url := f.gw.URL + "/mcp/" + route
 			sid := initialize(t, url)
-			ctx, cancel := context.WithCancel(context.Background())
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(
-				`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":1000,"delay_ms":20},"_meta":{"progressToken":"t"}}}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp, cancel := startSlowCount(t, url, sid, 5, 1000, 20)
 			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 				t.Fatalf("content type %q, want an SSE stream", ct)
 			}
@@ -65,4 +56,24 @@ func TestClientDisconnectMidStream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startSlowCount starts slow_count (n steps, delay ms apart, with progress)
+// in a 2025-11-25 session and returns the streaming response; cancel
+// breaks it off.
+func startSlowCount(t *testing.T, url, sid string, id, n, delay int) (*http.Response, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":%d,"delay_ms":%d},"_meta":{"progressToken":"p%d"}}}`, id, n, delay, id)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return resp, cancel
 }

@@ -18,17 +18,7 @@ func TestLastEventIDResumption(t *testing.T) {
 	f := newFixture(t, allowEcho, Options{})
 	url := f.gw.URL + "/mcp/demo"
 	sid := initialize(t, url)
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(
-		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":3,"delay_ms":150},"_meta":{"progressToken":"r"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, cancel := startSlowCount(t, url, sid, 7, 3, 150)
 	rd := bufio.NewReader(resp.Body)
 	var lastID string
 	for lastID == "" {
@@ -50,7 +40,7 @@ func TestLastEventIDResumption(t *testing.T) {
 	get.Header.Set("Last-Event-ID", lastID)
 	gctx, gcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer gcancel()
-	resp, err = http.DefaultClient.Do(get.WithContext(gctx))
+	resp, err := http.DefaultClient.Do(get.WithContext(gctx))
 	if err != nil {
 		t.Fatal(err)
 	}
