@@ -7,6 +7,13 @@
 // commits them in batches, one transaction per batch. When the queue is
 // full, Append waits: events are never dropped to keep up.
 //
+// Each batch is stored as one block: its events as JSON Lines compressed
+// with S2, beside the block's seq and time ranges, a Bloom filter of its
+// txn ids and the distinct agents, sessions, upstreams, tools, decisions
+// and types in it, which queries use to read only the blocks that can
+// match. Recording an event costs a few microseconds of CPU, most of it
+// encoding the event on the caller's goroutine; see BenchmarkAppend.
+//
 // # What "acknowledged" means
 //
 // With Options.Sync, Append returns nil only after the transaction holding

@@ -2,12 +2,13 @@ package audit
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -37,41 +38,62 @@ type Filter struct {
 	Limit int
 }
 
-func (f Filter) where() (string, []any) {
+// blockWhere is the condition on blocks that may hold events f selects.
+func (f Filter) blockWhere() (string, []any) {
 	var conds []string
 	var args []any
-	eq := func(col, v string) {
+	for i, v := range f.keys() {
 		if v != "" {
-			conds = append(conds, col+" = ?")
-			args = append(args, v)
+			conds = append(conds, "first_seq IN (SELECT first_seq FROM block_keys WHERE key = ?)")
+			args = append(args, blockKey(keyNames[i], v))
 		}
 	}
-	eq("agent", f.Agent)
-	eq("session", f.Session)
-	eq("upstream", f.Upstream)
-	eq("tool", f.Tool)
-	eq("decision", f.Decision)
-	eq("type", f.Type)
-	eq("txn_id", f.TxnID)
 	if !f.Since.IsZero() {
-		conds = append(conds, "time >= ?")
+		conds = append(conds, "max_time >= ?")
 		args = append(args, f.Since.UnixNano())
 	}
 	if !f.Until.IsZero() {
-		conds = append(conds, "time < ?")
+		conds = append(conds, "min_time < ?")
 		args = append(args, f.Until.UnixNano())
 	}
 	if f.AfterSeq > 0 {
-		conds = append(conds, "seq > ?")
+		conds = append(conds, "last_seq > ?")
 		args = append(args, f.AfterSeq)
 	}
 	if len(conds) == 0 {
 		return "", nil
 	}
-	return " WHERE " + strings.Join(conds, " AND "), args
+	return " AND " + strings.Join(conds, " AND "), args
 }
 
-const selectSQL = `SELECT seq, id, type, time, txn_id, agent, session, upstream, tool, decision, reason, attrs FROM events`
+// keys are f's values of the fields block_keys indexes, in keyNames order.
+func (f Filter) keys() [len(keyNames)]string {
+	return [...]string{f.Agent, f.Session, f.Upstream, f.Tool, f.Decision, f.Type}
+}
+
+// match reports whether the event at seq is one f selects.
+func (f Filter) match(seq int64, e *storedEvent) bool {
+	if seq <= f.AfterSeq {
+		return false
+	}
+	k := f.keys()
+	have := [...]string{e.Agent, e.Session, e.Upstream, e.Tool, e.Decision, e.Type}
+	for i := range k {
+		if k[i] != "" && k[i] != have[i] {
+			return false
+		}
+	}
+	if f.TxnID != "" && f.TxnID != e.TxnID {
+		return false
+	}
+	if !f.Since.IsZero() && e.Time.Before(f.Since) {
+		return false
+	}
+	if !f.Until.IsZero() && !e.Time.Before(f.Until) {
+		return false
+	}
+	return true
+}
 
 // Query returns the events f selects, in append order.
 func (s *Store) Query(ctx context.Context, f Filter) ([]telemetry.Event, error) {
@@ -86,61 +108,115 @@ func (s *Store) Query(ctx context.Context, f Filter) ([]telemetry.Event, error) 
 // Scan calls fn for each event f selects, in append order, without
 // holding them all in memory; an error from fn stops it and is returned.
 func (s *Store) Scan(ctx context.Context, f Filter, fn func(telemetry.Event) error) error {
-	where, args := f.where()
-	q := selectSQL + where + " ORDER BY seq"
-	if f.Limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", f.Limit)
-	}
-	return s.scan(ctx, q, args, fn)
+	return s.scan(ctx, f, false, fn)
 }
 
-func (s *Store) scan(ctx context.Context, q string, args []any, fn func(telemetry.Event) error) error {
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("audit: query: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		e, err := scanEvent(rows)
+// errStop ends a scan that has what it needs.
+var errStop = errors.New("stop")
+
+// scan calls fn for the first f.Limit events f selects (all if Limit is
+// zero), in append order, or with desc in reverse append order.
+func (s *Store) scan(ctx context.Context, f Filter, desc bool, fn func(telemetry.Event) error) error {
+	n := 0
+	err := s.scanBlocks(ctx, f, desc, func(first int64, data []byte) error {
+		evs, err := decodeBlock(first, data)
 		if err != nil {
 			return err
 		}
-		if err := fn(e); err != nil {
-			return err
+		for j := range evs {
+			i := j
+			if desc {
+				i = len(evs) - 1 - j
+			}
+			seq := first + int64(i)
+			if !f.match(seq, &evs[i]) {
+				continue
+			}
+			e, err := evs[i].event(seq)
+			if err != nil {
+				return err
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+			if n++; f.Limit > 0 && n >= f.Limit {
+				return errStop
+			}
 		}
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		return nil
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("audit: query: %w", err)
-	}
-	return nil
+	return err
 }
 
-func scanEvent(rows *sql.Rows) (telemetry.Event, error) {
-	var e telemetry.Event
-	var ns int64
-	var attrs []byte
-	if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &ns, &e.TxnID, &e.Agent, &e.Session, &e.Upstream, &e.Tool, &e.Decision, &e.Reason, &attrs); err != nil {
-		return e, fmt.Errorf("audit: reading event: %w", err)
+// blocksPerPage is how many blocks a scan lists at a time. Listing a page
+// and closing the query before reading the events keeps no read
+// transaction open while the caller's fn runs.
+const blocksPerPage = 64
+
+// scanBlocks calls fn with the events of each block that may hold events
+// f selects, in order of their seq.
+func (s *Store) scanBlocks(ctx context.Context, f Filter, desc bool, fn func(first int64, data []byte) error) error {
+	where, args := f.blockWhere()
+	cursorCond, order := "first_seq > ?", " ORDER BY first_seq LIMIT "
+	var cursor int64
+	if desc {
+		cursorCond, order = "first_seq < ?", " ORDER BY first_seq DESC LIMIT "
+		cursor = math.MaxInt64
 	}
-	e.Time = time.Unix(0, ns).UTC()
-	if len(attrs) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(attrs))
-		dec.UseNumber() // exact, like the arguments replay needs
-		if err := dec.Decode(&e.Attrs); err != nil {
-			return e, fmt.Errorf("audit: event %s: attrs: %w", e.ID, err)
+	q := "SELECT first_seq, txn_bloom FROM blocks WHERE " + cursorCond + where + order + fmt.Sprint(blocksPerPage)
+	type ref struct {
+		first int64
+		bloom []byte
+	}
+	for {
+		rows, err := s.db.QueryContext(ctx, q, append([]any{cursor}, args...)...)
+		if err != nil {
+			return fmt.Errorf("audit: query: %w", err)
+		}
+		var page []ref
+		for rows.Next() {
+			var r ref
+			if err := rows.Scan(&r.first, &r.bloom); err != nil {
+				rows.Close()
+				return fmt.Errorf("audit: query: %w", err)
+			}
+			page = append(page, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("audit: query: %w", err)
+		}
+		for _, r := range page {
+			cursor = r.first
+			if f.TxnID != "" && !bloomHas(r.bloom, f.TxnID) {
+				continue
+			}
+			var data []byte
+			if err := s.db.QueryRowContext(ctx, "SELECT events FROM block_data WHERE first_seq = ?", r.first).Scan(&data); err != nil {
+				return fmt.Errorf("audit: reading events from %d: %w", r.first, err)
+			}
+			if err := fn(r.first, data); err != nil {
+				return err
+			}
+		}
+		if len(page) < blocksPerPage {
+			return nil
 		}
 	}
-	return e, nil
 }
 
 // LastSeq returns the seq of the newest event, 0 if there is none. Tail
 // with AfterSeq set to it follows only events appended from now on.
 func (s *Store) LastSeq(ctx context.Context) (int64, error) {
-	var seq sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&seq); err != nil {
+	var seq int64
+	err := s.db.QueryRowContext(ctx, "SELECT last_seq FROM blocks ORDER BY first_seq DESC LIMIT 1").Scan(&seq)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("audit: %w", err)
 	}
-	return seq.Int64, nil
+	return seq, nil
 }
 
 // Tail calls fn for the events f selects, first the existing ones (the
@@ -158,10 +234,9 @@ func (s *Store) Tail(ctx context.Context, f Filter, fn func(telemetry.Event) err
 	// Subscribe before the first read so nothing committed in between is
 	// missed.
 	wake := s.changed()
-	where, args := f.where()
 	if f.Limit > 0 {
 		var newest []telemetry.Event
-		err := s.scan(ctx, selectSQL+where+fmt.Sprintf(" ORDER BY seq DESC LIMIT %d", f.Limit), args, func(e telemetry.Event) error {
+		err := s.scan(ctx, f, true, func(e telemetry.Event) error {
 			newest = append(newest, e)
 			return nil
 		})

@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -21,7 +20,7 @@ const FileName = "events.db"
 const (
 	DefaultQueueSize    = 10_000
 	DefaultBatchSize    = 1_000
-	DefaultLinger       = 5 * time.Millisecond
+	DefaultLinger       = 50 * time.Millisecond
 	DefaultPollInterval = 250 * time.Millisecond
 )
 
@@ -45,8 +44,8 @@ type Options struct {
 	// QueueSize bounds the events waiting to be written; zero means
 	// DefaultQueueSize. When the queue is full, Append waits.
 	QueueSize int
-	// BatchSize is the most events committed in one transaction; zero
-	// means DefaultBatchSize.
+	// BatchSize is the most events committed in one transaction, which
+	// become one stored block; zero means DefaultBatchSize.
 	BatchSize int
 	// Linger is how long the writer waits for more events before
 	// committing a batch nobody waits on (group commit); zero means
@@ -87,12 +86,14 @@ type Store struct {
 	depth    DepthRecorder
 	hook     func()
 
-	// The writer's own connection and statement; nil when read-only.
-	wconn      *sql.Conn
-	insert     *sql.Stmt // one row
-	insertMany *sql.Stmt // rowsPerInsert rows
-	queue      chan *request
-	done       chan struct{} // closed when the writer has exited
+	// The writer's own connection; nil when read-only.
+	wconn   *sql.Conn
+	scratch scratch              // the writer's
+	stmts   map[string]*sql.Stmt // the writer's prepared statements, by SQL
+	queue   chan *request
+	wake    chan struct{} // ends the writer's linger; buffered, one
+	wakeAt  int           // queue length at which an Append pokes wake
+	done    chan struct{} // closed when the writer has exited
 
 	mu     sync.RWMutex // guards closed; held for reading while sending on queue, so Close never closes it under a sender
 	closed bool
@@ -105,22 +106,13 @@ type Store struct {
 	lastErr error
 }
 
-// request is one queued append, or a flush marker (ack set, no row).
+// request is one queued append, or a flush marker (ack set, no event).
 type request struct {
-	row   row
+	ev    pending
 	flush bool
 	// ack receives the commit's outcome; nil for appends nobody waits
 	// for. Buffered so the writer never blocks on it.
 	ack chan error
-}
-
-// row is an event encoded for its INSERT, done by the caller so the
-// writer does nothing but write.
-type row struct {
-	id, typ                                          string
-	time                                             int64
-	txn, agent, session, upstream, tool, dec, reason string
-	attrs                                            []byte
 }
 
 // Open opens or creates the event database at path, creating its
@@ -184,15 +176,9 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("audit: %s: %w", path, err)
 	}
-	if s.insert, err = s.wconn.PrepareContext(ctx, insertSQL(1)); err == nil {
-		s.insertMany, err = s.wconn.PrepareContext(ctx, insertSQL(rowsPerInsert))
-	}
-	if err != nil {
-		s.wconn.Close()
-		db.Close()
-		return nil, fmt.Errorf("audit: %s: preparing insert: %w", path, err)
-	}
 	s.queue = make(chan *request, queue)
+	s.wake = make(chan struct{}, 1)
+	s.wakeAt = min(s.batch, queue/2+1)
 	s.done = make(chan struct{})
 	go s.run()
 	return s, nil
@@ -210,11 +196,28 @@ func (s *Store) Append(ctx context.Context, e telemetry.Event) error {
 	if s.readOnly {
 		return ErrReadOnly
 	}
-	r, err := s.encode(e)
+	p, err := s.encode(e, nil)
 	if err != nil {
 		return err
 	}
-	req := &request{row: r}
+	return s.appendEncoded(ctx, p)
+}
+
+// AppendRecord is Append of r's event, encoded by r without building its
+// Attrs map: the way to record the events of every call.
+func (s *Store) AppendRecord(ctx context.Context, r telemetry.Record) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	p, err := s.encode(r.Header(), r)
+	if err != nil {
+		return err
+	}
+	return s.appendEncoded(ctx, p)
+}
+
+func (s *Store) appendEncoded(ctx context.Context, p pending) error {
+	req := &request{ev: p}
 	if s.sync {
 		req.ack = make(chan error, 1)
 	}
@@ -257,41 +260,27 @@ func (s *Store) enqueue(ctx context.Context, req *request) error {
 	}
 	select {
 	case s.queue <- req:
-		return nil
 	default:
-	}
-	// Full: wait for the writer rather than drop anything.
-	select {
-	case s.queue <- req:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("audit: waiting for room in the queue: %w", ctx.Err())
-	}
-}
-
-func (s *Store) encode(e telemetry.Event) (row, error) {
-	if e.Type == "" {
-		return row{}, errors.New("audit: event has no type")
-	}
-	t := e.Time
-	if t.IsZero() {
-		t = s.now()
-	}
-	id := e.ID
-	if id == "" {
-		id = telemetry.NewEventID(t)
-	}
-	var attrs []byte
-	if len(e.Attrs) > 0 {
-		var err error
-		if attrs, err = json.Marshal(e.Attrs); err != nil {
-			return row{}, fmt.Errorf("audit: encoding attrs of %s event: %w", e.Type, err)
+		// Full: wait for the writer rather than drop anything.
+		s.poke()
+		select {
+		case s.queue <- req:
+		case <-ctx.Done():
+			return fmt.Errorf("audit: waiting for room in the queue: %w", ctx.Err())
 		}
 	}
-	return row{
-		id: id, typ: e.Type, time: t.UnixNano(), txn: e.TxnID, agent: e.Agent, session: e.Session,
-		upstream: e.Upstream, tool: e.Tool, dec: e.Decision, reason: e.Reason, attrs: attrs,
-	}, nil
+	if req.ack != nil || len(s.queue) >= s.wakeAt {
+		s.poke()
+	}
+	return nil
+}
+
+// poke ends the writer's linger.
+func (s *Store) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 // run is the writer: it takes what is queued, up to a batch, commits it
@@ -300,6 +289,8 @@ func (s *Store) encode(e telemetry.Event) (row, error) {
 func (s *Store) run() {
 	defer close(s.done)
 	batch := make([]*request, 0, s.batch)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	var failed error // a failure of unsynced events not yet reported by a Flush
 	for {
 		req, ok := <-s.queue
@@ -307,19 +298,23 @@ func (s *Store) run() {
 			return
 		}
 		batch = append(batch[:0], req)
-		open := true
 		// Group commit: while nobody waits for an acknowledgement, linger
-		// briefly for more events, so a trickle of calls does not cost a
-		// transaction (and an fsync) per event.
-		waiting := req.ack != nil
-		var linger <-chan time.Time
-		var timer *time.Timer
-		if !waiting && s.linger > 0 {
-			timer = time.NewTimer(s.linger)
-			linger = timer.C
+		// for more events, so a trickle of calls does not cost a
+		// transaction (and an fsync) each. The writer sleeps through the
+		// linger rather than waking for every event; an Append that must
+		// be acknowledged, a filling queue and Close cut it short.
+		if req.ack == nil && s.linger > 0 && len(s.queue) < s.wakeAt {
+			timer.Reset(s.linger)
+			select {
+			case <-s.wake:
+			case <-timer.C:
+			}
+			timer.Stop()
 		}
+		size := req.ev.size()
+		open := true
 	fill:
-		for len(batch) < s.batch {
+		for len(batch) < s.batch && size < maxBlockBytes {
 			select {
 			case r, ok := <-s.queue:
 				if !ok {
@@ -327,31 +322,10 @@ func (s *Store) run() {
 					break fill
 				}
 				batch = append(batch, r)
-				waiting = waiting || r.ack != nil
-				if waiting {
-					linger = nil
-				}
+				size += r.ev.size()
 			default:
-				if linger == nil {
-					break fill
-				}
-				select {
-				case r, ok := <-s.queue:
-					if !ok {
-						open = false
-						break fill
-					}
-					batch = append(batch, r)
-					if r.ack != nil {
-						waiting, linger = true, nil
-					}
-				case <-linger:
-					break fill
-				}
+				break fill
 			}
-		}
-		if timer != nil {
-			timer.Stop()
 		}
 		if s.hook != nil {
 			s.hook()
@@ -386,65 +360,34 @@ func (s *Store) run() {
 	}
 }
 
-// writeWithRetry tries a batch a few times: SQLITE_BUSY past the busy
-// timeout (another process holding the write lock) and a full disk can
-// both pass.
+// writeWithRetry writes a batch as one block, trying a few times:
+// SQLITE_BUSY past the busy timeout (another process holding the write
+// lock) and a full disk can both pass. A retry after an attempt that
+// committed despite its error does not store the block twice.
 func (s *Store) writeWithRetry(batch []*request) error {
+	evs := make([]*pending, 0, len(batch))
+	for _, req := range batch {
+		if !req.flush {
+			evs = append(evs, &req.ev)
+		}
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	b := newBlock(evs, &s.scratch)
+	for _, p := range evs {
+		p.release()
+	}
 	var err error
+	var prev int64
 	for i, backoff := 0, 10*time.Millisecond; i < 4; i, backoff = i+1, backoff*5 {
-		if err = s.write(batch); err == nil {
+		if err = s.writeBlock(&b, prev); err == nil {
 			return nil
 		}
+		prev = b.first // zero if the attempt failed before choosing its seq
 		time.Sleep(backoff)
 	}
 	return err
-}
-
-func (s *Store) write(batch []*request) error {
-	rows := make([]*row, 0, len(batch))
-	for _, req := range batch {
-		if !req.flush {
-			rows = append(rows, &req.row)
-		}
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	ctx := context.Background()
-	tx, err := s.wconn.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("audit: beginning transaction: %w", err)
-	}
-	one := tx.StmtContext(ctx, s.insert)
-	many := tx.StmtContext(ctx, s.insertMany)
-	args := make([]any, 0, rowsPerInsert*columns)
-	for len(rows) > 0 {
-		// Whole chunks with one statement each: most of an insert's cost
-		// is the statement, not the row. The rest one by one.
-		chunk, stmt := rows, one
-		if len(rows) >= rowsPerInsert {
-			chunk, stmt = rows[:rowsPerInsert], many
-		} else {
-			chunk = rows[:1]
-		}
-		rows = rows[len(chunk):]
-		args = args[:0]
-		for _, r := range chunk {
-			var attrs any
-			if r.attrs != nil {
-				attrs = r.attrs
-			}
-			args = append(args, r.id, r.typ, r.time, r.txn, r.agent, r.session, r.upstream, r.tool, r.dec, r.reason, attrs)
-		}
-		if _, err := stmt.ExecContext(ctx, args...); err != nil {
-			_ = tx.Rollback()
-			return fmt.Errorf("audit: inserting events: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("audit: committing: %w", err)
-	}
-	return nil
 }
 
 func (s *Store) recordFailure(batch []*request, err error) {
@@ -473,13 +416,16 @@ func (s *Store) Close() error {
 	s.closed = true
 	if s.queue != nil {
 		close(s.queue)
+		s.poke()
 	}
 	s.mu.Unlock()
 
 	var errs []error
 	if !s.readOnly {
 		<-s.done
-		errs = append(errs, s.insert.Close(), s.insertMany.Close())
+		for _, st := range s.stmts {
+			errs = append(errs, st.Close())
+		}
 		// Fold the WAL back into the database so the directory holds one
 		// file when the gateway is down.
 		if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {

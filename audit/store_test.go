@@ -196,12 +196,9 @@ func TestAppendStampsTimeAndID(t *testing.T) {
 	if err := st.Append(ctx, telemetry.Event{Type: "sluice.test"}); err != nil {
 		t.Fatal(err)
 	}
-	// The same id twice is stored once.
-	dup := telemetry.Event{ID: "fixed", Type: "sluice.test", Time: t0}
-	for range 2 {
-		if err := st.Append(ctx, dup); err != nil {
-			t.Fatal(err)
-		}
+	given := telemetry.Event{ID: "fixed", Type: "sluice.test", Time: t0.Add(time.Second)}
+	if err := st.Append(ctx, given); err != nil {
+		t.Fatal(err)
 	}
 	if err := st.Append(ctx, telemetry.Event{}); err == nil {
 		t.Error("Append of an event without a type: got nil error, want one")
@@ -215,6 +212,9 @@ func TestAppendStampsTimeAndID(t *testing.T) {
 	}
 	if !got[0].Time.Equal(t0) || len(got[0].ID) != 36 {
 		t.Errorf("stamped event: got time %v id %q, want %v and a UUID", got[0].Time, got[0].ID, t0)
+	}
+	if !got[1].Time.Equal(given.Time) || got[1].ID != "fixed" {
+		t.Errorf("event with its own id and time: got %v %q, want %v %q", got[1].Time, got[1].ID, given.Time, given.ID)
 	}
 }
 
@@ -438,11 +438,11 @@ func TestExportJSONL(t *testing.T) {
 	}
 }
 
-// TestBatchShapes writes batches of sizes around the multi-row insert's
-// chunk size, each ending with a Flush marker, and checks every event
-// arrived.
+// TestBatchShapes writes batches of sizes around the number of index
+// keys one insert adds (each event has its own session), each ending with
+// a Flush marker, and checks every event arrived and is found by its key.
 func TestBatchShapes(t *testing.T) {
-	for _, n := range []int{1, rowsPerInsert - 1, rowsPerInsert, rowsPerInsert + 1, 2 * rowsPerInsert, 2*rowsPerInsert + 5} {
+	for _, n := range []int{1, keysPerInsert - 1, keysPerInsert, keysPerInsert + 1, 2 * keysPerInsert, 2*keysPerInsert + 5} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), FileName)
 			synctest.Test(t, func(t *testing.T) {
@@ -461,7 +461,7 @@ func TestBatchShapes(t *testing.T) {
 				// Event 0 is taken alone by the held writer; 1..n and the
 				// flush marker then form the next batch.
 				for i := 0; i <= n; i++ {
-					if err := st.Append(ctx, telemetry.Event{Type: "sluice.test", TxnID: fmt.Sprint(i)}); err != nil {
+					if err := st.Append(ctx, telemetry.Event{Type: "sluice.test", TxnID: fmt.Sprint(i), Session: fmt.Sprint("s", i)}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -478,6 +478,12 @@ func TestBatchShapes(t *testing.T) {
 				}
 				if len(got) != n+1 {
 					t.Errorf("got %d events after Flush, want %d", len(got), n+1)
+				}
+				for _, i := range []int{0, n / 2, n} {
+					got, err := st.Query(ctx, Filter{Session: fmt.Sprint("s", i)})
+					if err != nil || len(got) != 1 || got[0].TxnID != fmt.Sprint(i) {
+						t.Errorf("session s%d: got %v, %v; want event %d", i, got, err, i)
+					}
 				}
 				if err := st.Close(); err != nil {
 					t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -146,9 +147,20 @@ func NewEventID(t time.Time) string {
 	return string(s[:])
 }
 
-// attrs builds an Attrs map, leaving out empty values so stored events
-// stay small.
+// An attrSink receives an event's attributes: attrs builds the Attrs map,
+// jsonAttrs the JSON the audit store keeps, from the same code. str, strs
+// and num leave out empty values so stored events stay small.
+type attrSink interface {
+	str(k, v string)
+	strs(k string, v []string)
+	num(k string, v int64)
+	value(k string, v any)
+}
+
+// attrs builds an Attrs map.
 type attrs map[string]any
+
+func (a attrs) value(k string, v any) { a[k] = v }
 
 func (a attrs) str(k, v string) {
 	if v != "" {
@@ -166,4 +178,48 @@ func (a attrs) num(k string, v int64) {
 	if v != 0 {
 		a[k] = v
 	}
+}
+
+// jsonAttrs appends attributes as JSON object members.
+type jsonAttrs struct {
+	b   []byte
+	n   int
+	err error
+}
+
+func (j *jsonAttrs) key(k string) {
+	if j.n > 0 {
+		j.b = append(j.b, ',')
+	}
+	j.n++
+	j.b = appendString(j.b, k)
+	j.b = append(j.b, ':')
+}
+
+func (j *jsonAttrs) str(k, v string) {
+	if v != "" {
+		j.key(k)
+		j.b = appendString(j.b, v)
+	}
+}
+
+func (j *jsonAttrs) strs(k string, v []string) {
+	if len(v) > 0 {
+		j.value(k, v)
+	}
+}
+
+func (j *jsonAttrs) num(k string, v int64) {
+	if v != 0 {
+		j.key(k)
+		j.b = strconv.AppendInt(j.b, v, 10)
+	}
+}
+
+func (j *jsonAttrs) value(k string, v any) {
+	if j.err != nil {
+		return
+	}
+	j.key(k)
+	j.b, j.err = appendValue(j.b, v)
 }

@@ -66,7 +66,29 @@ type PolicyEnforcement struct {
 
 // Event returns p as an [Event].
 func (p PolicyEnforcement) Event() Event {
-	a := attrs{}
+	e := p.Header()
+	a := make(attrs, 16)
+	p.attrs(a)
+	e.Attrs = a
+	return e
+}
+
+// Header returns p's event without attrs ([Record]).
+func (p PolicyEnforcement) Header() Event {
+	return Event{
+		Type: TypePolicyEnforced, Time: p.Time, TxnID: p.TxnID, Agent: p.Agent, Session: p.Session,
+		Upstream: p.Upstream, Tool: p.Tool, Decision: p.Decision, Reason: p.Reason,
+	}
+}
+
+// AppendAttrs appends p's attrs as JSON object members ([Record]).
+func (p PolicyEnforcement) AppendAttrs(b []byte) ([]byte, error) {
+	j := jsonAttrs{b: b}
+	p.attrs(&j)
+	return j.b, j.err
+}
+
+func (p PolicyEnforcement) attrs(a attrSink) {
 	a.str("call_id", p.CallID)
 	a.str("public_reason", p.PublicReason)
 	a.str("result_mode", p.ResultMode)
@@ -74,7 +96,7 @@ func (p PolicyEnforcement) Event() Event {
 	a.str("rule_id", p.RuleID)
 	a.str("approval_id", p.ApprovalID)
 	if !p.Evidence.empty() {
-		a["evidence"] = p.Evidence
+		a.value("evidence", p.Evidence)
 	}
 	a.num("latency_ns", int64(p.Latency))
 	a.str("tool_inventory_hash", p.ToolInventoryHash)
@@ -86,11 +108,7 @@ func (p PolicyEnforcement) Event() Event {
 	a.str("trace_id", p.TraceID)
 	a.str("arguments_sha256", p.SHA256)
 	if p.Value != nil {
-		a["arguments"] = p.Value
-	}
-	return Event{
-		Type: TypePolicyEnforced, Time: p.Time, TxnID: p.TxnID, Agent: p.Agent, Session: p.Session,
-		Upstream: p.Upstream, Tool: p.Tool, Decision: p.Decision, Reason: p.Reason, Attrs: a,
+		a.value("arguments", p.Value)
 	}
 }
 
@@ -137,25 +155,44 @@ type IntentClassification struct {
 
 // Event returns c as an [Event].
 func (c IntentClassification) Event() Event {
-	a := attrs{
-		"capability_class_confidence": c.CapabilityClassConfidence,
-		"consistent_with_declaration": c.ConsistentWithDeclaration,
-		"composite_confidence":        c.CompositeConfidence,
+	e := c.Header()
+	a := make(attrs, 16)
+	c.attrs(a)
+	e.Attrs = a
+	return e
+}
+
+// Header returns c's event without attrs ([Record]).
+func (c IntentClassification) Header() Event {
+	return Event{
+		Type: TypeIntentClassified, Time: c.Time, TxnID: c.TxnID, Agent: c.Agent, Session: c.Session,
+		Upstream: c.Upstream, Tool: c.Tool,
 	}
+}
+
+// AppendAttrs appends c's attrs as JSON object members ([Record]).
+func (c IntentClassification) AppendAttrs(b []byte) ([]byte, error) {
+	j := jsonAttrs{b: b}
+	c.attrs(&j)
+	return j.b, j.err
+}
+
+func (c IntentClassification) attrs(a attrSink) {
+	a.value("capability_class_confidence", c.CapabilityClassConfidence)
+	a.value("consistent_with_declaration", c.ConsistentWithDeclaration)
+	a.value("composite_confidence", c.CompositeConfidence)
 	a.str("classifier_id", c.ClassifierID)
 	a.str("capability_class_declared", c.CapabilityClassDeclared)
 	a.str("capability_class_verdict", c.CapabilityClassVerdict)
 	if len(c.Axes) > 0 {
-		a["axes"] = c.Axes
+		a.value("axes", c.Axes)
 	}
 	a.str("active_profile", c.ActiveProfile)
 	a.str("provider", c.Provider)
 	a.num("classified_at", c.ClassifiedAt)
 	a.num("latency_ns", int64(c.Latency))
-	a.str("error", Scrub(c.Error))
-	return Event{
-		Type: TypeIntentClassified, Time: c.Time, TxnID: c.TxnID, Agent: c.Agent, Session: c.Session,
-		Upstream: c.Upstream, Tool: c.Tool, Attrs: a,
+	if c.Error != "" {
+		a.str("error", Scrub(c.Error))
 	}
 }
 

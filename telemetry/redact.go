@@ -117,6 +117,11 @@ func (r Redactor) Arguments(raw []byte) Arguments {
 	if len(raw) == 0 {
 		return Arguments{}
 	}
+	if !r.KeepArguments {
+		if sum, ok := hashArguments(raw, r.extraKeys()); ok {
+			return Arguments{SHA256: sum}
+		}
+	}
 	// Numbers stay json.Number so kept arguments replay exactly (ids
 	// beyond 2^53 included); the hash still uses their canonical form.
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -144,6 +149,11 @@ func (r Redactor) Arguments(raw []byte) Arguments {
 // the values of secret-looking keys replaced by [Redacted] at any depth
 // and credentials inside the remaining strings scrubbed. v is not changed.
 func (r Redactor) Redact(v any) any {
+	return redact(v, r.extraKeys())
+}
+
+// extraKeys are r.SecretKeys normalized.
+func (r Redactor) extraKeys() []string {
 	var extra []string
 	if len(r.SecretKeys) > 0 {
 		extra = make([]string, len(r.SecretKeys))
@@ -151,7 +161,7 @@ func (r Redactor) Redact(v any) any {
 			extra[i] = normalizeKey(k)
 		}
 	}
-	return redact(v, extra)
+	return extra
 }
 
 func redact(v any, extra []string) any {
@@ -258,12 +268,20 @@ func canon(b *bytes.Buffer, v any) error {
 // canonNumber writes f as ECMAScript's Number.prototype.toString does,
 // which is what RFC 8785 requires.
 func canonNumber(b *bytes.Buffer, f float64) error {
+	out, err := appendCanonNumber(b.AvailableBuffer(), f)
+	if err != nil {
+		return err
+	}
+	b.Write(out)
+	return nil
+}
+
+func appendCanonNumber(b []byte, f float64) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("canonical JSON: %v is not a JSON number", f)
+		return nil, fmt.Errorf("canonical JSON: %v is not a JSON number", f)
 	}
 	if f == 0 {
-		b.WriteByte('0') // also for -0
-		return nil
+		return append(b, '0'), nil // also for -0
 	}
 	abs := math.Abs(f)
 	if abs >= 1e21 || abs < 1e-6 {
@@ -272,56 +290,55 @@ func canonNumber(b *bytes.Buffer, f float64) error {
 		mant, exp, _ := strings.Cut(s, "e")
 		sign := exp[0]
 		exp = strings.TrimLeft(exp[1:], "0")
-		b.WriteString(mant)
-		b.WriteByte('e')
-		b.WriteByte(sign)
-		b.WriteString(exp)
-		return nil
+		b = append(b, mant...)
+		b = append(b, 'e', sign)
+		return append(b, exp...), nil
 	}
-	b.WriteString(strconv.FormatFloat(f, 'f', -1, 64))
-	return nil
+	return strconv.AppendFloat(b, f, 'f', -1, 64), nil
 }
 
 func canonString(b *bytes.Buffer, s string) {
+	b.Write(appendCanonString(b.AvailableBuffer(), s))
+}
+
+func appendCanonString(b []byte, s string) []byte {
 	const hexDigits = "0123456789abcdef"
-	b.WriteByte('"')
+	b = append(b, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			switch {
 			case c == '"':
-				b.WriteString(`\"`)
+				b = append(b, '\\', '"')
 			case c == '\\':
-				b.WriteString(`\\`)
+				b = append(b, '\\', '\\')
 			case c == '\b':
-				b.WriteString(`\b`)
+				b = append(b, '\\', 'b')
 			case c == '\f':
-				b.WriteString(`\f`)
+				b = append(b, '\\', 'f')
 			case c == '\n':
-				b.WriteString(`\n`)
+				b = append(b, '\\', 'n')
 			case c == '\r':
-				b.WriteString(`\r`)
+				b = append(b, '\\', 'r')
 			case c == '\t':
-				b.WriteString(`\t`)
+				b = append(b, '\\', 't')
 			case c < 0x20:
-				b.WriteString(`\u00`)
-				b.WriteByte(hexDigits[c>>4])
-				b.WriteByte(hexDigits[c&0xf])
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			default:
-				b.WriteByte(c)
+				b = append(b, c)
 			}
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			b.WriteString("\ufffd")
+			b = append(b, "\ufffd"...)
 		} else {
-			b.WriteString(s[i : i+size])
+			b = append(b, s[i:i+size]...)
 		}
 		i += size
 	}
-	b.WriteByte('"')
+	return append(b, '"')
 }
 
 // compareUTF16 orders strings by their UTF-16 code units, as RFC 8785

@@ -183,3 +183,35 @@ func TestScrub(t *testing.T) {
 		}
 	}
 }
+
+// TestArgumentsHashTokenPath checks that ordinary arguments take the
+// token path (FuzzArgumentsHash checks it agrees with decoding) and that
+// what it cannot take falls back to the same answer.
+func TestArgumentsHashTokenPath(t *testing.T) {
+	for _, raw := range []string{`{"message":"hello"}`, `{"a":[1,2.5,{"token":"x"}],"b":null,"c":true}`, `[]`, `"s"`} {
+		if _, ok := hashArguments([]byte(raw), nil); !ok {
+			t.Errorf("hashArguments(%s): not taken", raw)
+		}
+	}
+	for _, raw := range []string{`{"a":1,"a":2}`, "{\"a\":\"\xff\"}", `{"a":1}{}`, `{"x":1e400}`} {
+		if _, ok := hashArguments([]byte(raw), nil); ok {
+			t.Errorf("hashArguments(%q): taken, want the decoding path", raw)
+		}
+		if got := (Redactor{}).Arguments([]byte(raw)); len(got.SHA256) != 64 {
+			t.Errorf("Arguments(%q): no hash", raw)
+		}
+	}
+}
+
+func BenchmarkArguments(b *testing.B) {
+	raw := []byte(`{"message":"hello from the benchmark","count":3,"options":{"api_key":"sk-abcdefghijklmnopqrstuv","verbose":true}}`)
+	for _, keep := range []bool{false, true} {
+		b.Run(map[bool]string{false: "hash", true: "keep"}[keep], func(b *testing.B) {
+			r := Redactor{KeepArguments: keep}
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Arguments(raw)
+			}
+		})
+	}
+}

@@ -36,9 +36,20 @@ func (r *recorder) append(ev telemetry.Event) {
 	}
 }
 
+// record appends an event of every call, encoded by its builder.
+func (r *recorder) record(rec telemetry.Record) {
+	if err := r.store.AppendRecord(context.Background(), rec); err != nil {
+		h := rec.Header()
+		r.log.Error("audit: event not stored", "type", h.Type, "txn_id", h.TxnID, "err", err)
+	}
+}
+
 func (r *recorder) decision(d *intercept.ActionDescriptor, dc intercept.Decision, latency time.Duration) {
 	r.metrics.Decision(string(dc.Verdict), dc.Reason, latency)
-	r.append(telemetry.PolicyEnforcement{
+	if r.store == nil {
+		return // audit.off: nobody to build the event for
+	}
+	r.record(telemetry.PolicyEnforcement{
 		Time: time.Now(), TxnID: d.TxnID, Agent: d.Agent, Session: d.SessionID, Upstream: d.Upstream, Tool: d.ToolName,
 		CallID: string(d.CallID), Decision: string(dc.Verdict), Reason: dc.Reason, PublicReason: dc.PublicReason,
 		ResultMode: string(dc.Mode), PolicyVersion: dc.PolicyVersion, RuleID: dc.RuleID, ApprovalID: dc.ApprovalID,
@@ -47,12 +58,15 @@ func (r *recorder) decision(d *intercept.ActionDescriptor, dc intercept.Decision
 		Latency: latency, ToolInventoryHash: d.ToolInventoryHash, TargetEndpoint: d.TargetEndpoint,
 		CapabilityClassDeclared: d.CapabilityClassDeclared, ActionTypeDeclared: d.ActionTypeDeclared, BoundaryDeclared: d.BoundaryDeclared,
 		ProtocolVersion: d.ProtocolVersion, Arguments: r.redact.Arguments(d.Parameters),
-	}.Event())
+	})
 }
 
 func (r *recorder) advice(a *govern.Advice, provider string, profile classifier.Profile) {
 	d, v := a.Descriptor, a.Verdict
 	r.metrics.Classification(a.Latency)
+	if r.store == nil {
+		return
+	}
 	axes := make(map[string]telemetry.AxisClassification, len(v.Axes))
 	for name, av := range v.Axes {
 		axes[name] = telemetry.AxisClassification{Classified: av.Classified, Confidence: av.Confidence, Source: av.Source, ConservativeDefaultApplied: av.ConservativeDefaultApplied}
@@ -67,7 +81,7 @@ func (r *recorder) advice(a *govern.Advice, provider string, profile classifier.
 	if a.Err != nil {
 		ic.Error = a.Err.Error()
 	}
-	r.append(ic.Event())
+	r.record(ic)
 	for _, why := range a.Assessment.Mismatch {
 		reason := telemetry.MismatchCapability
 		if why == classifier.ReasonLowConfidence {

@@ -1,0 +1,143 @@
+package telemetry
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// hashArguments is the SHA-256 [Redactor.Arguments] stores, computed
+// from the tokens of raw without building the decoded value: redacting,
+// scrubbing and canonicalizing as it reads. It is what every call pays
+// when only the hash is kept. ok is false for anything it does not take
+// on (duplicate names, invalid UTF-8, trailing data, numbers out of
+// range), which the decoding path then handles: its answer is the
+// reference, and this one must equal it (FuzzArgumentsHash).
+func hashArguments(raw []byte, extra []string) (sum string, ok bool) {
+	d := decoders.Get().(*pooledDecoder)
+	defer func() {
+		d.rd.Reset(nil) // keep no reference to raw
+		decoders.Put(d)
+	}()
+	d.rd.Reset(raw)
+	// Duplicate names are found after sorting each object's members,
+	// which costs less than the decoder's own check.
+	d.dec.Reset(&d.rd, jsontext.AllowDuplicateNames(true))
+	c := canonWriter{extra: extra}
+	out, ok := c.value(&d.dec, make([]byte, 0, 2*len(raw)))
+	if !ok {
+		return "", false
+	}
+	if _, err := d.dec.ReadToken(); err != io.EOF { // more after the value
+		return "", false
+	}
+	h := sha256.Sum256(out)
+	return hex.EncodeToString(h[:]), true
+}
+
+type pooledDecoder struct {
+	dec jsontext.Decoder
+	rd  bytes.Reader
+}
+
+var decoders = sync.Pool{New: func() any { return new(pooledDecoder) }}
+
+type canonWriter struct {
+	extra []string
+}
+
+// member is an object member canonicalized into a scratch buffer.
+type member struct {
+	name       string
+	start, end int
+}
+
+// value appends the canonical form of the next value of dec, redacted
+// and scrubbed, to b.
+func (c *canonWriter) value(dec *jsontext.Decoder, b []byte) ([]byte, bool) {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, false
+	}
+	switch tok.Kind() {
+	case 'n':
+		return append(b, "null"...), true
+	case 't':
+		return append(b, "true"...), true
+	case 'f':
+		return append(b, "false"...), true
+	case '"':
+		return appendCanonString(b, Scrub(tok.String())), true
+	case '0':
+		f, err := strconv.ParseFloat(tok.String(), 64)
+		if err != nil {
+			return nil, false
+		}
+		if b, err = appendCanonNumber(b, f); err != nil {
+			return nil, false
+		}
+		return b, true
+	case '[':
+		b = append(b, '[')
+		for i := 0; dec.PeekKind() != ']'; i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = c.value(dec, b); !ok {
+				return nil, false
+			}
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, false
+		}
+		return append(b, ']'), true
+	case '{':
+		scratch := make([]byte, 0, 256)
+		members := make([]member, 0, 8)
+		for dec.PeekKind() != '}' {
+			name, err := dec.ReadToken()
+			if err != nil {
+				return nil, false
+			}
+			m := member{name: name.String(), start: len(scratch)}
+			if isSecretNormalized(normalizeKey(m.name), c.extra) {
+				if err := dec.SkipValue(); err != nil {
+					return nil, false
+				}
+				scratch = appendCanonString(scratch, Redacted)
+			} else {
+				var ok bool
+				if scratch, ok = c.value(dec, scratch); !ok {
+					return nil, false
+				}
+			}
+			m.end = len(scratch)
+			members = append(members, m)
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, false
+		}
+		slices.SortFunc(members, func(x, y member) int { return compareUTF16(x.name, y.name) })
+		b = append(b, '{')
+		for i, m := range members {
+			if i > 0 {
+				if m.name == members[i-1].name {
+					return nil, false // a duplicate name: decoding keeps the last
+				}
+				b = append(b, ',')
+			}
+			b = appendCanonString(b, m.name)
+			b = append(b, ':')
+			b = append(b, scratch[m.start:m.end]...)
+		}
+		return append(b, '}'), true
+	}
+	return nil, false
+}

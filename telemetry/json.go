@@ -1,0 +1,274 @@
+package telemetry
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// A Record is an event builder that encodes its attributes itself,
+// without building the Attrs map its Event method returns: the audit
+// store's fast path for the events of every call.
+type Record interface {
+	// Header is the event without Attrs.
+	Header() Event
+	// AppendAttrs appends the attributes as the members of a JSON object,
+	// comma-separated and without braces, or nothing if there are none.
+	AppendAttrs(b []byte) ([]byte, error)
+}
+
+// AppendJSON appends e as JSON, the document encoding/json makes of it up
+// to the order of attrs keys, without reflection for the values Sluice's
+// events hold: encoding every event is on each call's path, and
+// encoding/json's reflection was most of the audit store's CPU. Values of
+// other types go through encoding/json.
+func (e *Event) AppendJSON(b []byte) ([]byte, error) {
+	return appendEvent(b, e, nil)
+}
+
+// AppendRecordJSON appends the JSON of r's event, whose header (with the
+// time and id stamped as need be) is h, as [Event.AppendJSON] would of
+// r's Event.
+func AppendRecordJSON(b []byte, h *Event, r Record) ([]byte, error) {
+	return appendEvent(b, h, r)
+}
+
+func appendEvent(b []byte, e *Event, r Record) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = appendString(b, e.ID)
+	if e.Seq != 0 {
+		b = append(b, `,"seq":`...)
+		b = strconv.AppendInt(b, e.Seq, 10)
+	}
+	b = append(b, `,"type":`...)
+	b = appendString(b, e.Type)
+	b = append(b, `,"time":"`...)
+	b = e.Time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	b = appendField(b, "txn_id", e.TxnID)
+	b = appendField(b, "agent", e.Agent)
+	b = appendField(b, "session", e.Session)
+	b = appendField(b, "upstream", e.Upstream)
+	b = appendField(b, "tool", e.Tool)
+	b = appendField(b, "decision", e.Decision)
+	b = appendField(b, "reason", e.Reason)
+	switch {
+	case r != nil:
+		b = append(b, `,"attrs":{`...)
+		n := len(b)
+		var err error
+		if b, err = r.AppendAttrs(b); err != nil {
+			return nil, err
+		}
+		if len(b) == n { // none: omitempty
+			b = b[:n-len(`,"attrs":{`)]
+		} else {
+			b = append(b, '}')
+		}
+	case len(e.Attrs) > 0:
+		b = append(b, `,"attrs":`...)
+		var err error
+		if b, err = appendValue(b, e.Attrs); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendField appends ,"name":"value" unless value is empty (omitempty).
+func appendField(b []byte, name, value string) []byte {
+	if value == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return appendString(b, value)
+}
+
+func appendValue(b []byte, v any) ([]byte, error) {
+	var err error
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		return appendString(b, v), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case float64:
+		return appendFloat(b, v)
+	case json.Number:
+		if v == "" {
+			return append(b, '0'), nil
+		}
+		return append(b, v...), nil
+	case []string:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, s := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, s)
+		}
+		return append(b, ']'), nil
+	case []any:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendValue(b, x); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	case map[string]any:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '{')
+		first := true
+		for k, x := range v {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendString(b, k)
+			b = append(b, ':')
+			if b, err = appendValue(b, x); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
+	case Evidence:
+		b = append(b, '{')
+		n := len(b)
+		b = appendMember(b, n, "matched_tool_name", v.MatchedToolName)
+		if len(v.MatchedToolClasses) > 0 {
+			b = appendName(b, n, "matched_tool_classes")
+			b, _ = appendValue(b, v.MatchedToolClasses)
+		}
+		b = appendMember(b, n, "matched_route_rule_id", v.MatchedRouteRuleID)
+		b = appendMember(b, n, "reason_code", v.ReasonCode)
+		return append(b, '}'), nil
+	case map[string]AxisClassification:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '{')
+		first := true
+		for k, a := range v {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendString(b, k)
+			b = append(b, `:{"classified":`...)
+			b = appendString(b, a.Classified)
+			b = append(b, `,"confidence":`...)
+			if b, err = appendFloat(b, a.Confidence); err != nil {
+				return nil, err
+			}
+			b = appendMember(b, 0, "source", a.Source)
+			b = append(b, `,"conservative_default_applied":`...)
+			b = strconv.AppendBool(b, a.ConservativeDefaultApplied)
+			b = append(b, '}')
+		}
+		return append(b, '}'), nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, raw...), nil
+}
+
+// appendName appends "name": after a comma unless b has nothing past
+// start (the object's first member).
+func appendName(b []byte, start int, name string) []byte {
+	if len(b) > start {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, name...)
+	return append(b, '"', ':')
+}
+
+// appendMember appends "name":"value" as appendName does, unless value is
+// empty (omitempty).
+func appendMember(b []byte, start int, name, value string) []byte {
+	if value == "" {
+		return b
+	}
+	return appendString(appendName(b, start, name), value)
+}
+
+// appendFloat formats f as encoding/json does.
+func appendFloat(b []byte, f float64) ([]byte, error) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, &json.UnsupportedValueError{Str: strconv.FormatFloat(f, 'g', -1, 64)}
+	}
+	abs := math.Abs(f)
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		return strconv.AppendFloat(b, f, 'e', -1, 64), nil
+	}
+	return strconv.AppendFloat(b, f, 'f', -1, 64), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD, as
+// encoding/json does.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
