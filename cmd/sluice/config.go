@@ -78,10 +78,11 @@ type config struct {
 }
 
 // decider compiles the config's policy: the file named by policy_file
-// (watched and hot-reloaded by run), or the inline policy: section. With
-// neither, every call is denied with policy_not_configured.
-func (c *config) decider(logger *slog.Logger) (d intercept.Decider, run func(context.Context), err error) {
-	opts := policy.Options{Logger: logger}
+// (watched and hot-reloaded by run), or the inline policy: section, with
+// mem as its route memory. With neither, every call is denied with
+// policy_not_configured.
+func (c *config) decider(logger *slog.Logger, mem policy.Store) (d intercept.Decider, run func(context.Context), err error) {
+	opts := policy.Options{Logger: logger, Store: mem}
 	switch {
 	case c.PolicyFile != "":
 		w, err := policy.NewWatcher(c.PolicyFile, policy.WatchOptions{Options: opts, OnReload: func(p *policy.Policy, err error) {

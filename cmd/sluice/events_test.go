@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/audit"
 )
@@ -30,6 +31,12 @@ func TestEventsAndMetrics(t *testing.T) {
 	resp.Body.Close()
 	if !regexp.MustCompile(`sluice_decisions_total\{[^}]*outcome="deny"`).Match(metrics) {
 		t.Errorf("/metrics has no deny decision counter:\n%.2000s", metrics)
+	}
+	for _, name := range []string{"sluice_memory_store_size", "sluice_memory_store_evictions_total", "sluice_audit_queue_depth",
+		"sluice_decision_duration_seconds_count", "sluice_classification_duration_seconds_count"} {
+		if !regexp.MustCompile(`(?m)^` + name + `(\{[^}]*\})? \d`).Match(metrics) {
+			t.Errorf("/metrics has no %s sample:\n%.4000s", name, metrics)
+		}
 	}
 	if err := g.stop(); err != nil {
 		t.Fatal(err)
@@ -58,5 +65,35 @@ func TestEventsAndMetrics(t *testing.T) {
 	out.Reset()
 	if err := runEvents(context.Background(), []string{"query", "--db", db, "--decision", "deny", "--json"}, &out); err != nil || !strings.Contains(out.String(), "send_email") || strings.Contains(out.String(), `"tool":"echo"`) {
 		t.Errorf("events query --decision deny: %v\n%s", err, &out)
+	}
+}
+
+// TestRouteMemoryMetrics checks that the route memory's size reaches
+// /metrics: after a call to a source tool, the memory holds it.
+func TestRouteMemoryMetrics(t *testing.T) {
+	g := startServe(t, `policy:
+  default: allow
+  tool_classes: {echo: ["source:sensitive"], send_email: ["sink:network"]}
+  route_rules:
+    - {id: no-exfil, after: {match_any_class: ["source:sensitive"]}, deny: {match_any_class: ["sink:network"]}, reason: no}
+telemetry: {prometheus: true}
+`)
+	modernCall(t, g.url, "tools/call", "echo", `{"name":"echo","arguments":{"message":"hi"}}`)
+	size := regexp.MustCompile(`(?m)^sluice_memory_store_size\{[^}]*\} (\d+)`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + g.admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if m := size.FindSubmatch(metrics); m != nil && string(m[1]) != "0" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sluice_memory_store_size never left 0 after a source call:\n%s", size.Find(metrics))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

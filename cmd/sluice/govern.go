@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/inventory"
+	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -43,7 +44,8 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 			gv.close()
 		}
 	}()
-	dec, runPolicy, err := cfg.decider(logger)
+	mem := policy.NewMemoryStore(policy.MemoryOptions{})
+	dec, runPolicy, err := cfg.decider(logger, mem)
 	if err != nil {
 		return nil, err
 	}
@@ -67,6 +69,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		defer cancel()
 		_ = tp.Shutdown(sctx)
 	})
+	go reportMemory(pctx, mem, tp.Metrics())
 	rec := &recorder{redact: cfg.Audit.Redactor, metrics: tp.Metrics(), log: logger}
 	if !cfg.Audit.Off {
 		store, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{Depth: tp.Metrics()})
@@ -197,4 +200,23 @@ func (gv *governance) close() {
 		gv.closers[i]()
 	}
 	gv.closers = nil
+}
+
+// memoryReportInterval is how often the route memory's size and evictions
+// are handed to the metrics.
+const memoryReportInterval = time.Second
+
+// reportMemory hands the route memory's size and evictions to m until ctx
+// ends.
+func reportMemory(ctx context.Context, mem *policy.MemoryStore, m telemetry.Metrics) {
+	t := time.NewTicker(memoryReportInterval)
+	defer t.Stop()
+	for {
+		m.MemoryStore(mem.Len(), mem.Evictions())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
