@@ -38,14 +38,17 @@ type Filter struct {
 	Limit int
 }
 
-// blockWhere is the condition on blocks that may hold events f selects.
-func (f Filter) blockWhere() (string, []any) {
-	var conds []string
-	var args []any
+// blockWhere is the condition on blocks that may hold events f selects,
+// past the cursor: first_seq cmp cursor, where cmp is > or <. The cursor
+// goes into each block_keys lookup too, so that a page costs the same
+// however many blocks came before it.
+func (f Filter) blockWhere(cmp string, cursor int64) (string, []any) {
+	conds := []string{"first_seq " + cmp + " ?"}
+	args := []any{cursor}
 	for i, v := range f.keys() {
 		if v != "" {
-			conds = append(conds, "first_seq IN (SELECT first_seq FROM block_keys WHERE key = ?)")
-			args = append(args, blockKey(keyNames[i], v))
+			conds = append(conds, "first_seq IN (SELECT first_seq FROM block_keys WHERE key = ? AND first_seq "+cmp+" ?)")
+			args = append(args, blockKey(keyNames[i], v), cursor)
 		}
 	}
 	if !f.Since.IsZero() {
@@ -60,10 +63,7 @@ func (f Filter) blockWhere() (string, []any) {
 		conds = append(conds, "last_seq > ?")
 		args = append(args, f.AfterSeq)
 	}
-	if len(conds) == 0 {
-		return "", nil
-	}
-	return " AND " + strings.Join(conds, " AND "), args
+	return strings.Join(conds, " AND "), args
 }
 
 // keys are f's values of the fields block_keys indexes, in keyNames order.
@@ -159,20 +159,28 @@ const blocksPerPage = 64
 // scanBlocks calls fn with the events of each block that may hold events
 // f selects, in order of their seq.
 func (s *Store) scanBlocks(ctx context.Context, f Filter, desc bool, fn func(first int64, data []byte) error) error {
-	where, args := f.blockWhere()
-	cursorCond, order := "first_seq > ?", " ORDER BY first_seq LIMIT "
+	cmp, order := ">", " ORDER BY first_seq LIMIT "
 	var cursor int64
 	if desc {
-		cursorCond, order = "first_seq < ?", " ORDER BY first_seq DESC LIMIT "
+		cmp, order = "<", " ORDER BY first_seq DESC LIMIT "
 		cursor = math.MaxInt64
+	} else if f.AfterSeq > 0 {
+		// Start at the block holding AfterSeq+1: a range of the primary
+		// key, so that Tail's polling does not look at every block.
+		var start int64
+		err := s.db.QueryRowContext(ctx, "SELECT coalesce(max(first_seq), 0) FROM blocks WHERE first_seq <= ?", f.AfterSeq+1).Scan(&start)
+		if err != nil {
+			return fmt.Errorf("audit: query: %w", err)
+		}
+		cursor = max(start-1, 0)
 	}
-	q := "SELECT first_seq, txn_bloom FROM blocks WHERE " + cursorCond + where + order + fmt.Sprint(blocksPerPage)
 	type ref struct {
 		first int64
 		bloom []byte
 	}
 	for {
-		rows, err := s.db.QueryContext(ctx, q, append([]any{cursor}, args...)...)
+		where, args := f.blockWhere(cmp, cursor)
+		rows, err := s.db.QueryContext(ctx, "SELECT first_seq, txn_bloom FROM blocks WHERE "+where+order+fmt.Sprint(blocksPerPage), args...)
 		if err != nil {
 			return fmt.Errorf("audit: query: %w", err)
 		}
