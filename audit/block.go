@@ -341,23 +341,19 @@ func (e *storedEvent) event(seq int64) (telemetry.Event, error) {
 	return out, nil
 }
 
-// decodeBlock decompresses a block's events and decodes each line.
-func decodeBlock(first int64, compressed []byte) ([]storedEvent, error) {
+// blockLines decompresses a block's events: one JSON line each.
+func blockLines(first int64, compressed []byte) ([][]byte, error) {
 	data, err := s2.Decode(nil, compressed)
 	if err != nil {
 		return nil, fmt.Errorf("audit: events from %d: %w", first, err)
 	}
-	evs := make([]storedEvent, 0, bytes.Count(data, []byte{'\n'}))
+	lines := make([][]byte, 0, bytes.Count(data, []byte{'\n'}))
 	for len(data) > 0 {
 		line, rest, _ := bytes.Cut(data, []byte{'\n'})
+		lines = append(lines, line)
 		data = rest
-		var e storedEvent
-		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, fmt.Errorf("audit: event %d: %w", first+int64(len(evs)), err)
-		}
-		evs = append(evs, e)
 	}
-	return evs, nil
+	return lines, nil
 }
 
 // migrateRows moves the events of a schema-1 database (one row each) into

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -118,21 +119,29 @@ var errStop = errors.New("stop")
 // zero), in append order, or with desc in reverse append order.
 func (s *Store) scan(ctx context.Context, f Filter, desc bool, fn func(telemetry.Event) error) error {
 	n := 0
+	need := f.needles()
 	err := s.scanBlocks(ctx, f, desc, func(first int64, data []byte) error {
-		evs, err := decodeBlock(first, data)
+		lines, err := blockLines(first, data)
 		if err != nil {
 			return err
 		}
-		for j := range evs {
+		for j := range lines {
 			i := j
 			if desc {
-				i = len(evs) - 1 - j
+				i = len(lines) - 1 - j
 			}
 			seq := first + int64(i)
-			if !f.match(seq, &evs[i]) {
+			if seq <= f.AfterSeq || !containsAll(lines[i], need) {
 				continue
 			}
-			e, err := evs[i].event(seq)
+			var se storedEvent
+			if err := json.Unmarshal(lines[i], &se); err != nil {
+				return fmt.Errorf("audit: event %d: %w", seq, err)
+			}
+			if !f.match(seq, &se) {
+				continue
+			}
+			e, err := se.event(seq)
 			if err != nil {
 				return err
 			}
@@ -149,6 +158,35 @@ func (s *Store) scan(ctx context.Context, f Filter, desc bool, fn func(telemetry
 		return nil
 	}
 	return err
+}
+
+// needles are byte strings every stored line of an event f selects
+// contains: its field filters as the store encodes them ("agent":"alice").
+// Lines without one are passed over without being decoded; lines with all
+// of them are decoded and matched exactly.
+func (f Filter) needles() [][]byte {
+	var out [][]byte
+	add := func(name, v string) {
+		if v != "" {
+			b := append([]byte{'"'}, name...)
+			b = append(b, '"', ':')
+			out = append(out, telemetry.AppendJSONString(b, v))
+		}
+	}
+	for i, v := range f.keys() {
+		add(keyNames[i], v)
+	}
+	add("txn_id", f.TxnID)
+	return out
+}
+
+func containsAll(line []byte, needles [][]byte) bool {
+	for _, n := range needles {
+		if !bytes.Contains(line, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // blocksPerPage is how many blocks a scan lists at a time. Listing a page

@@ -195,6 +195,10 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	return append(b, raw...), nil
 }
 
+// AppendJSONString appends s as a JSON string, escaped exactly as in the
+// events [Event.AppendJSON] writes.
+func AppendJSONString(b []byte, s string) []byte { return appendString(b, s) }
+
 // appendName appends "name": after a comma unless b has nothing past
 // start (the object's first member).
 func appendName(b []byte, start int, name string) []byte {
