@@ -212,14 +212,119 @@ func (s *Store) writeBlock(b *block, prev int64) (err error) {
 	return nil
 }
 
+// pruneBlocksPerTx bounds how many blocks one pruning transaction deletes,
+// so that it holds the write lock briefly.
+const pruneBlocksPerTx = 500
+
+// prune deletes the blocks older than the retention, a few hundred per
+// transaction, and reports what it did to onPrune. Only the writer calls
+// it.
+func (s *Store) prune() {
+	ctx := context.Background()
+	cutoff := s.now().Add(-s.retention).UnixNano()
+	var total int64
+	var err error
+	for {
+		var n int64
+		if n, err = s.pruneSome(ctx, cutoff); err != nil || n == 0 {
+			break
+		}
+		total += n
+	}
+	if s.onPrune != nil && (total > 0 || err != nil) {
+		s.onPrune(total, err)
+	}
+}
+
+// pruneSome deletes up to pruneBlocksPerTx blocks whose events all
+// happened before cutoff, never the newest block, and returns how many
+// events they held.
+func (s *Store) pruneSome(ctx context.Context, cutoff int64) (n int64, err error) {
+	exec := func(q string, args ...any) error {
+		st, err := s.prepared(ctx, q)
+		if err != nil {
+			return err
+		}
+		_, err = st.ExecContext(ctx, args...)
+		return err
+	}
+	if err := exec("BEGIN IMMEDIATE"); err != nil {
+		return 0, fmt.Errorf("audit: pruning: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = exec("ROLLBACK")
+		}
+	}()
+	st, err := s.prepared(ctx, `SELECT first_seq, last_seq, keys FROM blocks
+		WHERE max_time < ? AND first_seq < (SELECT max(first_seq) FROM blocks) ORDER BY first_seq LIMIT `+fmt.Sprint(pruneBlocksPerTx))
+	if err != nil {
+		return 0, err
+	}
+	type old struct {
+		first, last int64
+		keys        string
+	}
+	var olds []old
+	rows, err := st.QueryContext(ctx, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("audit: pruning: %w", err)
+	}
+	for rows.Next() {
+		var o old
+		if err := rows.Scan(&o.first, &o.last, &o.keys); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("audit: pruning: %w", err)
+		}
+		olds = append(olds, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("audit: pruning: %w", err)
+	}
+	for _, o := range olds {
+		var keys []string
+		if err := json.Unmarshal([]byte(o.keys), &keys); err != nil {
+			return 0, fmt.Errorf("audit: pruning block %d: keys: %w", o.first, err)
+		}
+		for _, k := range keys {
+			if err := exec("DELETE FROM block_keys WHERE key = ? AND first_seq = ?", k, o.first); err != nil {
+				return 0, fmt.Errorf("audit: pruning: %w", err)
+			}
+		}
+		for _, q := range []string{"DELETE FROM block_data WHERE first_seq = ?", "DELETE FROM blocks WHERE first_seq = ?"} {
+			if err := exec(q, o.first); err != nil {
+				return 0, fmt.Errorf("audit: pruning: %w", err)
+			}
+		}
+		n += o.last - o.first + 1
+	}
+	if err := exec("COMMIT"); err != nil {
+		return 0, fmt.Errorf("audit: pruning: %w", err)
+	}
+	return n, nil
+}
+
+// keysJSON is the blocks.keys column: keys as a JSON array.
+func keysJSON(keys []string) string {
+	b := []byte{'['}
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = telemetry.AppendJSONString(b, k)
+	}
+	return string(append(b, ']'))
+}
+
 // keysPerInsert is how many block_keys rows one INSERT adds.
 const keysPerInsert = 64
 
 // insertBlock adds the rows of b with exec, which runs a statement in the
 // transaction.
 func insertBlock(b *block, exec func(q string, args ...any) error) error {
-	if err := exec("INSERT INTO blocks (first_seq, last_seq, min_time, max_time, txn_bloom) VALUES (?,?,?,?,?)",
-		b.first, b.last, b.minTime, b.maxTime, b.bloom); err != nil {
+	if err := exec("INSERT INTO blocks (first_seq, last_seq, min_time, max_time, txn_bloom, keys) VALUES (?,?,?,?,?,?)",
+		b.first, b.last, b.minTime, b.maxTime, b.bloom, keysJSON(b.keys)); err != nil {
 		return fmt.Errorf("audit: inserting events: %w", err)
 	}
 	if err := exec("INSERT INTO block_data (first_seq, events) VALUES (?,?)", b.first, b.data); err != nil {

@@ -273,3 +273,80 @@ func TestMigrateFromSchema1(t *testing.T) {
 		t.Errorf("LastSeq after one more event: got %d, %v; want 2511", seq, err)
 	}
 }
+
+// TestRetention writes old and new events, reopens the store with a
+// retention, and checks that the old blocks are gone, index rows and all,
+// while the newest block stays even when it is old too.
+func TestRetention(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	st, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	write := func(at time.Time, n int, agent string) {
+		for i := range n {
+			if err := st.Append(ctx, telemetry.Event{Type: "sluice.test", Time: at, Agent: agent, TxnID: fmt.Sprint(agent, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Flush(ctx); err != nil { // one block per call
+			t.Fatal(err)
+		}
+	}
+	write(t0, 10, "old\nline") // a key with a newline in it is deleted too
+	write(t0.Add(time.Minute), 5, "old2")
+	write(t0.Add(3*time.Hour), 7, "new")
+	write(t0.Add(-time.Hour), 2, "late") // newest block, but old: kept
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var pruned []int64
+	st, err = Open(path, Options{Retention: 2 * time.Hour, Now: func() time.Time { return t0.Add(4 * time.Hour) },
+		OnPrune: func(n int64, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			pruned = append(pruned, n)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Flush(ctx); err != nil { // the writer prunes before it takes the flush
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{15}, pruned); diff != "" {
+		t.Errorf("OnPrune (-want +got):\n%s", diff)
+	}
+	got, err := st.Query(ctx, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agents []string
+	for _, e := range got {
+		if len(agents) == 0 || agents[len(agents)-1] != e.Agent {
+			agents = append(agents, e.Agent)
+		}
+	}
+	if diff := cmp.Diff([]string{"new", "late"}, agents); diff != "" || len(got) != 9 || got[0].Seq != 16 {
+		t.Errorf("after pruning: %d events from seq %d, agents (-want +got):\n%s", len(got), got[0].Seq, diff)
+	}
+	var keys, data int
+	if err := st.db.QueryRow("SELECT (SELECT count(*) FROM block_keys WHERE key LIKE 'agent=old%'), (SELECT count(*) FROM block_data)").Scan(&keys, &data); err != nil {
+		t.Fatal(err)
+	}
+	if keys != 0 || data != 2 {
+		t.Errorf("after pruning: %d index rows of pruned agents, %d blocks of events; want 0 and 2", keys, data)
+	}
+	if err := st.Append(ctx, telemetry.Event{Type: "sluice.test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if seq, _ := st.LastSeq(ctx); seq != 25 {
+		t.Errorf("seq after pruning: got %d, want 25 (seq never goes back)", seq)
+	}
+}

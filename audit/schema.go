@@ -19,8 +19,9 @@ const schemaVersion = 2
 // in block_data. blocks holds what queries narrow on without reading the
 // events: the seq and time ranges, and a Bloom filter of the block's txn
 // ids. block_keys lists, for each block, the distinct agents, sessions,
-// upstreams, tools, decisions and types in it ("agent=alice"), so a query
-// for one agent reads only the blocks that hold it.
+// upstreams, tools, decisions and types in it ("agent=alice"; blocks.keys
+// lists them too, as a JSON array, for pruning), so a query for one agent reads only the
+// blocks that hold it.
 //
 // A block costs a few rows however many events it holds, which is what
 // lets the store keep up with a busy gateway for a few microseconds of CPU
@@ -32,7 +33,8 @@ CREATE TABLE IF NOT EXISTS blocks (
 	last_seq  INTEGER NOT NULL,
 	min_time  INTEGER NOT NULL,
 	max_time  INTEGER NOT NULL,
-	txn_bloom BLOB
+	txn_bloom BLOB,
+	keys      TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS blocks_max_time ON blocks(max_time);
 CREATE TABLE IF NOT EXISTS block_data (

@@ -18,10 +18,11 @@ const FileName = "events.db"
 
 // Defaults of [Options].
 const (
-	DefaultQueueSize    = 10_000
-	DefaultBatchSize    = 1_000
-	DefaultLinger       = 50 * time.Millisecond
-	DefaultPollInterval = 250 * time.Millisecond
+	DefaultQueueSize     = 10_000
+	DefaultBatchSize     = 1_000
+	DefaultLinger        = 50 * time.Millisecond
+	DefaultPollInterval  = 250 * time.Millisecond
+	DefaultPruneInterval = time.Hour
 )
 
 var (
@@ -67,6 +68,17 @@ type Options struct {
 	PollInterval time.Duration
 	// Depth receives the queue depth; nil means nobody.
 	Depth DepthRecorder
+	// Retention, if positive, is how long events are kept: when the store
+	// opens and every PruneInterval after, the writer deletes the blocks
+	// whose events are all older than that (the newest block is always
+	// kept, so seq never goes back). Zero keeps everything.
+	Retention time.Duration
+	// PruneInterval is how often Retention is applied; zero means
+	// DefaultPruneInterval.
+	PruneInterval time.Duration
+	// OnPrune, if set, is told what each pruning deleted, or why it
+	// failed. It runs on the writer goroutine and must not call the Store.
+	OnPrune func(events int64, err error)
 
 	// beforeWrite, if set, runs in the writer before each batch; tests
 	// use it to hold the writer.
@@ -85,6 +97,10 @@ type Store struct {
 	now      func() time.Time
 	depth    DepthRecorder
 	hook     func()
+
+	retention     time.Duration
+	pruneInterval time.Duration
+	onPrune       func(int64, error)
 
 	// The writer's own connection; nil when read-only.
 	wconn   *sql.Conn
@@ -128,7 +144,11 @@ func Open(path string, opts Options) (*Store, error) {
 		now:      opts.Now,
 		depth:    opts.Depth,
 		hook:     opts.beforeWrite,
-		notify:   make(chan struct{}),
+
+		retention:     opts.Retention,
+		pruneInterval: opts.PruneInterval,
+		onPrune:       opts.OnPrune,
+		notify:        make(chan struct{}),
 	}
 	s.linger = opts.Linger
 	if s.linger == 0 {
@@ -139,6 +159,9 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if s.poll <= 0 {
 		s.poll = DefaultPollInterval
+	}
+	if s.pruneInterval <= 0 {
+		s.pruneInterval = DefaultPruneInterval
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -291,9 +314,23 @@ func (s *Store) run() {
 	batch := make([]*request, 0, s.batch)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	var prune <-chan time.Time
+	if s.retention > 0 {
+		s.prune()
+		t := time.NewTicker(s.pruneInterval)
+		defer t.Stop()
+		prune = t.C
+	}
 	var failed error // a failure of unsynced events not yet reported by a Flush
 	for {
-		req, ok := <-s.queue
+		var req *request
+		var ok bool
+		select {
+		case req, ok = <-s.queue:
+		case <-prune:
+			s.prune()
+			continue
+		}
 		if !ok {
 			return
 		}

@@ -111,7 +111,10 @@ type auditConfig struct {
 	// Off disables the local audit store (events still reach OTel
 	// metrics); for gateways that ship events elsewhere, and for
 	// measuring what the store costs.
-	Off                bool `yaml:"off"`
+	Off bool `yaml:"off"`
+	// Retention deletes events older than this (checked hourly); zero
+	// keeps them all.
+	Retention          time.Duration `yaml:"retention"`
 	telemetry.Redactor `yaml:",inline"`
 }
 
@@ -163,6 +166,9 @@ func parseConfig(path string, b []byte) (*config, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.Audit.Retention < 0 {
+		return nil, fmt.Errorf("%s: audit.retention: %v is negative; give how long events are kept, such as 720h, or 0 to keep them all", path, c.Audit.Retention)
 	}
 	var missing []string
 	expand := func(s string) string {

@@ -97,3 +97,13 @@ telemetry: {prometheus: true}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+func TestAuditRetentionConfig(t *testing.T) {
+	cfg, err := parseConfig("test", []byte("audit: {retention: 720h}\n"))
+	if err != nil || cfg.Audit.Retention != 720*time.Hour {
+		t.Errorf("audit.retention: 720h: got %v, %v", cfg.Audit.Retention, err)
+	}
+	if _, err := parseConfig("test", []byte("audit: {retention: -1h}\n")); err == nil || !strings.Contains(err.Error(), "audit.retention") {
+		t.Errorf("negative audit.retention: got %v, want an error naming it", err)
+	}
+}

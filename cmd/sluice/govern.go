@@ -72,7 +72,14 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	go reportMemory(pctx, mem, tp.Metrics())
 	rec := &recorder{redact: cfg.Audit.Redactor, metrics: tp.Metrics(), log: logger}
 	if !cfg.Audit.Off {
-		store, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{Depth: tp.Metrics()})
+		store, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{Depth: tp.Metrics(), Retention: cfg.Audit.Retention,
+			OnPrune: func(n int64, err error) {
+				if err != nil {
+					logger.Error("audit: deleting events past the retention", "err", err)
+					return
+				}
+				logger.Info("audit: deleted events past the retention", "events", n, "retention", cfg.Audit.Retention)
+			}})
 		if err != nil {
 			return nil, fmt.Errorf("audit: %w", err)
 		}
