@@ -407,32 +407,49 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 	ctx := r.Context()
 	id := x.msgs[0].ID
 	out, endUpstream, err := g.upstreamCall(ctx, r, x)
-	defer func() { endUpstream(err) }()
+	var upErr error // what went wrong with the call, for its span and metric
+	defer func() { endUpstream(upErr) }()
 	var resp *http.Response
 	if err == nil {
 		resp, err = g.client.Do(out)
 	}
 	if err != nil {
-		if ctx.Err() == nil {
+		upErr = err
+		if ctx.Err() != nil {
+			upErr = errCancelled
+		} else {
 			g.log.Warn("upstream request failed", "upstream", x.rt.up.Name, "err", err)
 			_ = send(intercept.ErrorResponse(id, upstreamError(x.rt.up.Name, err)))
 		}
 		return
 	}
 	defer resp.Body.Close()
+	upErr = statusError(resp)
 	if isEventStream(resp.Header) {
-		g.pipeEvents(ctx, w, resp.Body, &observer{g: g, rt: x.rt, sess: x.sess, pending: x.requests(), cc: x.callContext()})
+		ob := &observer{g: g, rt: x.rt, sess: x.sess, pending: x.requests(), cc: x.callContext()}
+		if err := g.pipeEvents(ctx, w, resp.Body, ob); upErr == nil {
+			upErr = err
+		}
+		if upErr == nil {
+			upErr = ob.failed
+		}
 		return
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRelayedBody))
 	if err == nil && len(b) < maxRelayedBody {
 		if m, derr := intercept.DecodeMessage(b); derr == nil && (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) {
+			if upErr == nil {
+				upErr = responseError(m)
+			}
 			_ = send(b)
 			return
 		}
 		err = fmt.Errorf("HTTP %d without a JSON-RPC response", resp.StatusCode)
 	} else if err == nil {
 		err = fmt.Errorf("answer longer than %d bytes", maxRelayedBody)
+	}
+	if upErr == nil {
+		upErr = err
 	}
 	_ = send(intercept.ErrorResponse(id, upstreamError(x.rt.up.Name, err)))
 }

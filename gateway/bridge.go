@@ -36,6 +36,7 @@ const maxBacklog = 1024
 type bridgeCall struct {
 	method string
 	cc     intercept.CallContext // the request's, for hiding tools in its answer
+	up     *upCall               // its measurement; nil: none
 }
 
 // stream is one open HTTP response the bridge writes messages to.
@@ -65,15 +66,13 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 			b.fail(err)
 			return
 		}
-		m, call := b.route(ctx, g.ic, msg)
+		m, call := b.route(ctx, g.ic, sess, msg)
 		switch method := call.method; {
 		case m == nil || m.Kind != intercept.KindResponse:
 		case method == "tools/call":
 			g.ic.ObserveResult(call.cc, m.IDKey(), m.Result)
 		case method == "tools/list":
 			g.ic.ObserveTools(rt.up.Name, m.Result)
-		case method == "initialize":
-			sess.setVersion(protocolVersionFromResult(m.Result))
 		}
 	}
 }
@@ -81,8 +80,10 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 // route delivers one upstream message to the stream that should carry it
 // and returns it decoded, with the method of the request it answers. A
 // tools/list result is delivered with the tools hidden that ic says the
-// requesting agent can never call.
-func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, msg []byte) (*intercept.Message, bridgeCall) {
+// requesting agent can never call. The upstream call a response answers
+// ends, and an initialize result sets sess's protocol version, before the
+// client has the response.
+func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, sess *session, msg []byte) (*intercept.Message, bridgeCall) {
 	m, err := intercept.DecodeMessage(msg)
 	if err != nil {
 		m = nil
@@ -97,6 +98,7 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, msg 
 			delete(b.calls, m.IDKey())
 		}
 	}
+	answered := target != nil
 	if target == nil {
 		switch {
 		case len(b.streams) > 0:
@@ -111,6 +113,12 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, msg 
 		}
 	}
 	b.mu.Unlock()
+	if answered {
+		call.up.end(responseError(m))
+		if call.method == "initialize" && m.Kind == intercept.KindResponse {
+			sess.setVersion(protocolVersionFromResult(m.Result))
+		}
+	}
 	if target != nil {
 		if call.method == "tools/list" && m.Kind == intercept.KindResponse && ic.HideDeniedTools {
 			if out, hid := hideToolsIn(ctx, ic, call.cc, m.Raw, m.Result); hid {
@@ -122,13 +130,21 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, msg 
 	return m, call
 }
 
-// release forgets a stream: its client went away or got everything.
-func (b *bridgeState) release(s *stream, ids []string) {
+// release forgets a stream: its client went away or got everything. The
+// measurements of requests on it still unanswered end with cause.
+func (b *bridgeState) release(s *stream, ids []string, cause error) {
 	s.goneOnce.Do(func() { close(s.gone) })
+	var unanswered []*upCall
+	defer func() {
+		for _, uc := range unanswered {
+			uc.end(cause)
+		}
+	}()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, id := range ids {
 		if b.waiters[id] == s {
+			unanswered = append(unanswered, b.calls[id].up)
 			delete(b.waiters, id)
 			delete(b.calls, id)
 		}
@@ -144,14 +160,18 @@ func (b *bridgeState) release(s *stream, ids []string) {
 	}
 }
 
-// fail answers every waiting request with an error naming the upstream.
+// fail answers every waiting request with an error naming the upstream
+// and ends the measurements of every pending request with cause.
 func (b *bridgeState) fail(cause error) {
 	err := upstreamError(b.name, cause)
 	b.mu.Lock()
 	b.closed = true
-	waiters := b.waiters
-	b.waiters = map[string]*stream{}
+	waiters, calls := b.waiters, b.calls
+	b.waiters, b.calls = map[string]*stream{}, map[string]bridgeCall{}
 	b.mu.Unlock()
+	for _, c := range calls {
+		c.up.end(cause)
+	}
 	for id, s := range waiters {
 		s.deliver(intercept.ErrorResponse([]byte(id), err))
 	}
@@ -186,29 +206,48 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 	b := x.sess.bridge
 	reqs := x.requests()
+	body, ucs := g.startUpCalls(r.Context(), x)
 	var s *stream
 	ids := make([]string, 0, len(reqs))
+	var cancelled, replaced []*upCall
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
+		for _, uc := range ucs {
+			uc.end(transport.ErrClosed)
+		}
 		g.failExchange(w, x, transport.ErrClosed)
 		return
+	}
+	for _, m := range x.msgs {
+		if id, ok := cancelledID(m); ok {
+			cancelled = append(cancelled, b.calls[id].up)
+		}
 	}
 	if len(reqs) > 0 {
 		s = newStream()
 		cc := x.callContext()
 		for id, method := range reqs {
+			if old, ok := b.calls[id]; ok {
+				replaced = append(replaced, old.up)
+			}
 			b.waiters[id] = s
-			b.calls[id] = bridgeCall{method: method, cc: cc}
+			b.calls[id] = bridgeCall{method: method, cc: cc, up: ucs[id]}
 			ids = append(ids, id)
 		}
 		b.streams = append(b.streams, s)
 	}
 	b.mu.Unlock()
+	for _, uc := range cancelled {
+		uc.end(errCancelled)
+	}
+	for _, uc := range replaced {
+		uc.end(errReplaced)
+	}
 
-	if err := b.write(r.Context(), x.body); err != nil {
+	if err := b.write(r.Context(), body); err != nil {
 		if s != nil {
-			b.release(s, ids)
+			b.release(s, ids, err)
 		}
 		g.failExchange(w, x, err)
 		return
@@ -217,7 +256,7 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	defer b.release(s, ids)
+	defer b.release(s, ids, errCancelled)
 	g.answer(w, r, s, len(ids), len(reqs) == 1 && !x.batch)
 }
 
@@ -234,19 +273,26 @@ func (b *bridgeState) write(ctx context.Context, msg []byte) error {
 func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) error) {
 	b := x.sess.bridge
 	id := x.msgs[0].IDKey()
+	body, ucs := g.startUpCalls(r.Context(), x)
 	s := newStream()
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
+		ucs[id].end(transport.ErrClosed)
 		_ = send(intercept.ErrorResponse(x.msgs[0].ID, upstreamError(x.rt.up.Name, transport.ErrClosed)))
 		return
 	}
+	old, replaced := b.calls[id]
 	b.waiters[id] = s
-	b.calls[id] = bridgeCall{method: x.msgs[0].Method, cc: x.callContext()}
+	b.calls[id] = bridgeCall{method: x.msgs[0].Method, cc: x.callContext(), up: ucs[id]}
 	b.streams = append(b.streams, s)
 	b.mu.Unlock()
-	defer b.release(s, []string{id})
-	if err := b.write(r.Context(), x.body); err != nil {
+	if replaced {
+		old.up.end(errReplaced)
+	}
+	defer b.release(s, []string{id}, errCancelled)
+	if err := b.write(r.Context(), body); err != nil {
+		b.release(s, []string{id}, err)
 		_ = send(intercept.ErrorResponse(x.msgs[0].ID, upstreamError(x.rt.up.Name, err)))
 		return
 	}
@@ -340,7 +386,7 @@ func (g *Gateway) bridgeGet(w http.ResponseWriter, r *http.Request, rt *route, s
 	backlog := b.backlog
 	b.backlog = nil
 	b.mu.Unlock()
-	defer b.release(s, nil)
+	defer b.release(s, nil, nil)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)

@@ -60,11 +60,22 @@ type Options struct {
 	SessionIdleTimeout time.Duration
 	// MaxSessions bounds the session table. Zero means 10000.
 	MaxSessions int
-	// Tracer, if set, gets a span per request over Streamable HTTP (the
-	// OTel MCP conventions), a policy child span and an upstream client
-	// span, with W3C trace context from params._meta or headers passed on
-	// to HTTP upstreams. Nil: no tracing.
+	// Tracer, if set, gets a server span per client request that is not
+	// part of a batch (the OTel MCP conventions), parented to the W3C trace
+	// context from params._meta or headers, with a policy child span and,
+	// when the request is forwarded, an upstream client span that ends
+	// with its response. The client span's trace context goes on to the
+	// upstream in params._meta (and in headers to HTTP upstreams), so the
+	// upstream's span is its child. Nil: no tracing.
 	Tracer telemetry.Tracer
+	// Metrics, if set, gets an Upstream measurement per call forwarded to
+	// an upstream, on every path: the time until its response (for an
+	// HTTP upstream, until the answer is complete), with an error for a
+	// transport failure, an HTTP 5xx, a JSON-RPC error response, or a
+	// call the client cancelled or left. A POST to an HTTP upstream
+	// counts once, batch or not; over other upstreams each request
+	// counts. Nil: no metrics.
+	Metrics telemetry.Metrics
 	// OnSessionEnd, if set, is called when a downstream session ends
 	// (DELETE, idle timeout, upstream gone, shutdown), e.g. to revoke the
 	// session's classifier identity. It must not block.

@@ -26,6 +26,7 @@ type relay struct {
 	down, upc transport.Conn
 	approver  Approver // nil: held calls are only rendered
 	tracer    telemetry.Tracer
+	metrics   telemetry.Metrics
 	kind      string // downstream transport: websocket, sse or stdio
 
 	// Writes to either side come from more than one goroutine (the two
@@ -39,6 +40,7 @@ type relay struct {
 	elicitForm bool                               // the client declared form elicitation at initialize
 	asks       map[string]chan *intercept.Message // open approval questions by JSON id
 	spans      map[string]telemetry.Span          // server spans of requests awaiting a response
+	upcalls    map[string]*upCall                 // measurements of requests forwarded upstream, by id
 	nextAsk    uint64
 	asking     sync.WaitGroup
 }
@@ -67,6 +69,7 @@ func (r *relay) run(ctx context.Context) error {
 	r.pending = make(map[string]string)
 	r.asks = make(map[string]chan *intercept.Message)
 	r.spans = make(map[string]telemetry.Span)
+	r.upcalls = make(map[string]*upCall)
 	defer r.endSpans(ErrSessionEnded)
 	defer r.asking.Wait()
 	errc := make(chan error, 2)
@@ -124,7 +127,9 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 			r.stage(cctx, func(ctx context.Context) { dec, reply, ok = r.check(ctx, m, cc, ans) })
 			if !ok {
 				r.endSpan(m.IDKey(), nil)
-				if r.ask(ctx, m, b, dec, reply) {
+				// The question's context keeps the call's span, so an
+				// approved call's client span joins the same trace.
+				if r.ask(cctx, m, b, dec, reply) {
 					continue
 				}
 				if err := r.toClient(ctx, reply); err != nil {
@@ -132,13 +137,60 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 				}
 				continue
 			}
+			if err := r.forward(ctx, cctx, msgs, false, b); err != nil {
+				return err
+			}
+			continue
 		}
-		r.track(msgs)
-		if err := r.toUpstream(ctx, b); err != nil {
-			r.failPending(ctx, err)
-			return fmt.Errorf("upstream %s: %w", r.up.Name, err)
+		if err := r.forward(ctx, ctx, msgs, true, b); err != nil {
+			return err
 		}
 	}
+}
+
+// forward sends b, the client's msgs, upstream and tracks their requests.
+// Each request's upstream call is measured; one sent on its own (not in a
+// batch) gets its client span as a child of the span in parent, with the
+// span's trace context in params._meta of the message sent.
+func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, batch bool, b []byte) error {
+	measured := r.tracer != nil || r.metrics != nil
+	var cc intercept.CallContext
+	if measured {
+		cc = r.callContext()
+	}
+	for _, m := range msgs {
+		if id, ok := cancelledID(m); ok {
+			r.cancelled(id)
+			continue
+		}
+		if !measured || m.Kind != intercept.KindRequest {
+			continue
+		}
+		sctx, uc := startUpCall(parent, r.tracer, r.metrics, r.up, connCall(m, cc, r.kind), !batch)
+		if !batch {
+			if out, ok := withTraceMeta(sctx, m.Raw, m.Params, m.Meta); ok {
+				b = out
+			}
+		}
+		r.mu.Lock()
+		old := r.upcalls[m.IDKey()]
+		r.upcalls[m.IDKey()] = uc
+		r.mu.Unlock()
+		old.end(errReplaced)
+	}
+	r.track(msgs)
+	if err := r.toUpstream(ctx, b); err != nil {
+		r.failPending(ctx, err)
+		return fmt.Errorf("upstream %s: %w", r.up.Name, err)
+	}
+	return nil
+}
+
+// cancelled ends the spans and the measurement of the request with id
+// the client has withdrawn: the upstream need not answer it any more.
+func (r *relay) cancelled(id string) {
+	r.endUpCall(id, errCancelled)
+	r.endSpan(id, errCancelled)
 }
 
 // check decides about m, applying the user's answer to a 2026-07-28
@@ -239,10 +291,7 @@ func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, de
 		_ = r.toClient(ctx, reply)
 		return
 	}
-	r.track([]*intercept.Message{m})
-	if err := r.toUpstream(ctx, raw); err != nil {
-		r.failPending(ctx, err)
-	}
+	_ = r.forward(ctx, ctx, []*intercept.Message{m}, false, raw)
 }
 
 // ErrSessionEnded ends the spans of requests a session left unanswered.
@@ -281,11 +330,24 @@ func (r *relay) endSpan(id string, err error) {
 	}
 }
 
+// endUpCall ends the measurement of the upstream call with id, if any.
+func (r *relay) endUpCall(id string, err error) {
+	r.mu.Lock()
+	uc := r.upcalls[id]
+	delete(r.upcalls, id)
+	r.mu.Unlock()
+	uc.end(err)
+}
+
+// endSpans ends every span and measurement still open, children first.
 func (r *relay) endSpans(err error) {
 	r.mu.Lock()
-	spans := r.spans
-	r.spans = map[string]telemetry.Span{}
+	spans, upcalls := r.spans, r.upcalls
+	r.spans, r.upcalls = map[string]telemetry.Span{}, map[string]*upCall{}
 	r.mu.Unlock()
+	for _, uc := range upcalls {
+		uc.end(err)
+	}
 	for _, s := range spans {
 		s.End(err)
 	}
@@ -332,35 +394,48 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 			r.failPending(ctx, err)
 			return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 		}
+		answers := r.received(b)
 		if err := r.toClient(ctx, r.hideTools(ctx, b)); err != nil {
 			return err
 		}
-		r.observe(b)
+		r.observe(answers)
 	}
 }
 
-// observe looks at a message from the upstream after it was passed on.
-func (r *relay) observe(b []byte) {
+// received looks at a message from the upstream before it is passed on
+// and returns the responses in it. The upstream calls they answer end
+// now, and an initialize result sets the protocol version before the
+// client, having it, can send a request that the version describes.
+func (r *relay) received(b []byte) []*intercept.Message {
 	msgs, _, err := intercept.Decode(b)
 	if err != nil {
-		return // not ours to judge: the client got the bytes unchanged
+		return nil // not ours to judge: the client gets the bytes unchanged
 	}
+	answers := msgs[:0]
 	for _, m := range msgs {
 		if m.Kind != intercept.KindResponse && m.Kind != intercept.KindError {
 			continue
 		}
+		answers = append(answers, m)
 		r.mu.Lock()
-		method, ok := r.pending[m.IDKey()]
-		delete(r.pending, m.IDKey())
-		if ok && method == "initialize" && m.Kind == intercept.KindResponse {
+		if m.Kind == intercept.KindResponse && r.pending[m.IDKey()] == "initialize" {
 			r.version = protocolVersionFromResult(m.Result)
 		}
 		r.mu.Unlock()
-		var err error
-		if m.Kind == intercept.KindError {
-			err = &telemetry.CallError{Type: "jsonrpc_error", Message: string(intercept.Member(m.Error, "message"))}
-		}
-		r.endSpan(m.IDKey(), err)
+		r.endUpCall(m.IDKey(), responseError(m))
+	}
+	return answers
+}
+
+// observe looks at the responses from the upstream after they were
+// passed on.
+func (r *relay) observe(answers []*intercept.Message) {
+	for _, m := range answers {
+		r.mu.Lock()
+		method, ok := r.pending[m.IDKey()]
+		delete(r.pending, m.IDKey())
+		r.mu.Unlock()
+		r.endSpan(m.IDKey(), responseError(m))
 		switch {
 		case !ok || m.Kind != intercept.KindResponse:
 		case method == "tools/list":
@@ -372,7 +447,8 @@ func (r *relay) observe(b []byte) {
 }
 
 // failPending answers every request still waiting on the upstream with an
-// error naming it, so no client call hangs when an upstream dies.
+// error naming it, so no client call hangs when an upstream dies; their
+// spans and measurements end with cause.
 func (r *relay) failPending(ctx context.Context, cause error) {
 	r.mu.Lock()
 	ids := make([]string, 0, len(r.pending))
@@ -382,7 +458,9 @@ func (r *relay) failPending(ctx context.Context, cause error) {
 	clear(r.pending)
 	r.mu.Unlock()
 	for _, id := range ids {
+		r.endUpCall(id, cause)
 		_ = r.toClient(ctx, intercept.ErrorResponse(jsontext.Value(id), upstreamError(r.up.Name, cause)))
+		r.endSpan(id, cause)
 	}
 }
 

@@ -284,7 +284,7 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 		return err
 	}
 	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, session: id, down: down, upc: up, approver: g.opts.Approver,
-		tracer: g.opts.Tracer, kind: kind}
+		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind}
 	err = rl.run(ctx)
 	g.log.Debug("session ended", "upstream", rt.up.Name, "session", id, "err", err)
 	return err

@@ -40,6 +40,7 @@ type slCall struct {
 	upToken string
 	method  string
 	cc      intercept.CallContext // the request's, for hiding tools in its answer
+	uc      *upCall               // its measurement; nil: none
 }
 
 func newStatelessBridge(g *Gateway, rt *route) *statelessBridge {
@@ -82,26 +83,35 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	// The client span's context goes on in the message; its attributes
+	// carry the client's id, not the gateway's.
+	sctx, uc := b.g.startUpCall(r.Context(), x, b.g.callInfo(x), true)
 	b.mu.Lock()
 	up, err := b.conn()
 	if err != nil {
 		b.mu.Unlock()
+		uc.end(err)
 		b.g.failExchange(w, x, err)
 		return
 	}
 	b.next++
 	n := strconv.FormatUint(b.next, 10)
-	c := &slCall{s: newStream(), id: m.ID, upID: `"sluice-` + n + `"`, method: m.Method, cc: x.callContext()}
+	c := &slCall{s: newStream(), id: m.ID, upID: `"sluice-` + n + `"`, method: m.Method, cc: x.callContext(), uc: uc}
 	msg, err := intercept.WithMember(m.Raw, "id", jsontext.Value(c.upID))
+	meta, params := m.Meta, m.Params
 	if tok := intercept.Member(m.Meta, "progressToken"); err == nil && tok != nil {
 		c.token, c.upToken = tok, `"sluice-p-`+n+`"`
-		var meta, params jsontext.Value
-		if meta, err = intercept.WithMember(m.Meta, "progressToken", jsontext.Value(c.upToken)); err == nil {
-			if params, err = intercept.WithMember(m.Params, "_meta", meta); err == nil {
+		if meta, err = intercept.WithMember(meta, "progressToken", jsontext.Value(c.upToken)); err == nil {
+			if params, err = intercept.WithMember(params, "_meta", meta); err == nil {
 				msg, err = intercept.WithMember(msg, "params", params)
 			}
 		}
 		b.tokens[c.upToken] = c
+	}
+	if err == nil {
+		if traced, ok := withTraceMeta(sctx, msg, params, meta); ok {
+			msg = traced
+		}
 	}
 	b.calls[c.upID] = c
 	b.mu.Unlock()
@@ -109,19 +119,19 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 		err = b.write(r.Context(), up, msg)
 	}
 	if err != nil {
-		b.forget(c)
+		b.forget(c, err)
 		b.g.failExchange(w, x, err)
 		return
 	}
 	if !b.g.answer(w, r, c.s, 1, true) {
 		// The client left: tell the upstream to stop working on it.
-		if b.forget(c) {
+		if b.forget(c, errCancelled) {
 			cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"client disconnected"}}`, c.upID)
 			_ = b.write(context.Background(), up, []byte(cancel))
 		}
 		return
 	}
-	b.forget(c)
+	b.forget(c, nil)
 }
 
 func (b *statelessBridge) write(ctx context.Context, up transport.Conn, msg []byte) error {
@@ -130,15 +140,19 @@ func (b *statelessBridge) write(ctx context.Context, up transport.Conn, msg []by
 	return up.Write(ctx, msg)
 }
 
-// forget drops a call; it reports whether the call was still pending.
-func (b *statelessBridge) forget(c *slCall) bool {
+// forget drops a call; it reports whether the call was still pending,
+// and if it was, ends its measurement with cause.
+func (b *statelessBridge) forget(c *slCall, cause error) bool {
 	c.s.goneOnce.Do(func() { close(c.s.gone) })
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	_, pending := b.calls[c.upID]
 	delete(b.calls, c.upID)
 	if c.upToken != "" {
 		delete(b.tokens, c.upToken)
+	}
+	b.mu.Unlock()
+	if pending {
+		c.uc.end(cause)
 	}
 	return pending
 }
@@ -181,6 +195,9 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		}
 	}
 	b.mu.Unlock()
+	if c != nil && (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) {
+		c.uc.end(responseError(m))
+	}
 	if c == nil || err != nil {
 		// Nothing to correlate it with: no client of this shared connection
 		// asked for it.
@@ -213,16 +230,27 @@ func (b *statelessBridge) fail(up transport.Conn, cause error) {
 	_ = up.Close()
 	err := upstreamError(b.rt.up.Name, cause)
 	for _, c := range calls {
+		c.uc.end(cause)
 		c.s.deliver(intercept.ErrorResponse(c.id, err))
 	}
 }
 
+// close drops the shared connection. The reader then answers the calls
+// still pending with an error; their measurements end here and now, so
+// none outlives the gateway.
 func (b *statelessBridge) close() {
 	b.mu.Lock()
 	up := b.up
 	b.up = nil
+	ucs := make([]*upCall, 0, len(b.calls))
+	for _, c := range b.calls {
+		ucs = append(ucs, c.uc)
+	}
 	b.mu.Unlock()
 	if up != nil {
 		_ = up.Close()
+	}
+	for _, uc := range ucs {
+		uc.end(ErrSessionEnded)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 const (
@@ -307,13 +308,16 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 // JSON or SSE exactly as the upstream chose, streaming event by event.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	out, endUpstream, err := g.upstreamCall(r.Context(), r, x)
-	defer func() { endUpstream(err) }()
+	var upErr error // what went wrong with the call, for its span and metric
+	defer func() { endUpstream(upErr) }()
 	var resp *http.Response
 	if err == nil {
 		resp, err = g.client.Do(out)
 	}
 	if err != nil {
+		upErr = err
 		if r.Context().Err() != nil {
+			upErr = errCancelled
 			return // the client went away; nothing to answer
 		}
 		g.log.Warn("upstream request failed", "upstream", x.rt.up.Name, "err", err)
@@ -321,6 +325,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 	defer resp.Body.Close()
+	upErr = statusError(resp)
 
 	sess := x.sess
 	if sid := resp.Header.Get(hdrSession); sid != "" && sess == nil {
@@ -337,13 +342,23 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		w.Header().Set(hdrSession, sess.id)
 	}
 	ob := &observer{g: g, rt: x.rt, sess: sess, pending: x.requests(), cc: x.callContext()}
+	defer func() {
+		if upErr == nil {
+			upErr = ob.failed
+		}
+	}()
 	if isEventStream(resp.Header) {
 		w.WriteHeader(resp.StatusCode)
-		g.pipeEvents(r.Context(), w, resp.Body, ob)
+		if err := g.pipeEvents(r.Context(), w, resp.Body, ob); upErr == nil {
+			upErr = err
+		}
 		return
 	}
 	const observeLimit = 32 << 20
 	b, err := io.ReadAll(io.LimitReader(resp.Body, observeLimit))
+	if err != nil && upErr == nil {
+		upErr = err
+	}
 	if err != nil || len(b) == observeLimit {
 		// Broken, or too big to look at: pass it on untouched.
 		if resp.ContentLength >= 0 {
@@ -370,21 +385,38 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 }
 
+// statusError is what an upstream's HTTP status says about the call: a
+// server error (5xx) failed it.
+func statusError(resp *http.Response) error {
+	if resp.StatusCode < 500 {
+		return nil
+	}
+	return &telemetry.CallError{Type: strconv.Itoa(resp.StatusCode), Message: "upstream answered HTTP " + resp.Status}
+}
+
 func isEventStream(h http.Header) bool {
 	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(h.Get("Content-Type"))), "text/event-stream")
 }
 
 // pipeEvents copies an SSE stream to the client one event at a time,
 // flushing each, with ob's filter applied to every message, and shows every
-// message as the upstream sent it to ob after it is passed on.
-func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io.Reader, ob *observer) {
+// message as the upstream sent it to ob after it is passed on. It returns
+// why it stopped before the stream's end: a broken upstream stream, or
+// [errCancelled] when the client could no longer be written to.
+func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io.Reader, ob *observer) error {
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	rd := transport.NewSSEReader(body)
 	for {
 		ev, err := rd.Next()
+		if err == io.EOF {
+			return nil
+		}
 		if err != nil {
-			return
+			if ctx.Err() != nil {
+				return errCancelled
+			}
+			return err
 		}
 		data := ev.Data
 		msg := len(data) > 0 && (ev.Event == "" || ev.Event == "message")
@@ -392,10 +424,10 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 			ev.Data = ob.filter(ctx, data)
 		}
 		if err := transport.WriteSSEEvent(w, ev); err != nil {
-			return
+			return errCancelled
 		}
 		if err := rc.Flush(); err != nil {
-			return
+			return errCancelled
 		}
 		if msg {
 			ob.message(data)
@@ -438,17 +470,23 @@ func marshalArray(vs []jsontext.Value) []byte {
 
 // observer looks at messages an upstream sent after they were passed on:
 // tools/list results go to the catalog, initialize results fix the
-// session's protocol version. Its filter hides tools in them before.
+// session's protocol version, the first error response to a pending
+// request is kept. Its filter hides tools in them before. An observer is
+// used by one goroutine.
 type observer struct {
 	g       *Gateway
 	rt      *route
 	sess    *session
 	pending map[string]string
 	cc      intercept.CallContext // of the requests in pending
+	failed  error                 // the first JSON-RPC error answering a pending request
 }
 
 func (o *observer) message(b []byte) {
-	if !o.wants() {
+	// Only a message that names "error" can be an error response: the
+	// rest need no decoding unless a result is worth reading.
+	errs := o.failed == nil && len(o.pending) > 0 && bytes.Contains(b, []byte(`"error"`))
+	if !errs && !o.wants() {
 		return // nothing to learn: skip decoding the response
 	}
 	msgs, _, err := intercept.Decode(b)
@@ -456,6 +494,9 @@ func (o *observer) message(b []byte) {
 		return
 	}
 	for _, m := range msgs {
+		if _, ok := o.pending[m.IDKey()]; ok && m.Kind == intercept.KindError && o.failed == nil {
+			o.failed = responseError(m)
+		}
 		if m.Kind != intercept.KindResponse {
 			continue
 		}

@@ -105,18 +105,23 @@ func (g *Gateway) traceStage(ctx context.Context, stage string, fn func(ctx cont
 // With tracing, it starts the call's client span and passes the span's
 // trace context on in the traceparent header and in params._meta, the
 // place the MCP conventions name, so the upstream's span is its child;
-// nothing else in the body changes. end must be called.
+// nothing else in the body changes. With metrics, a POST carrying
+// requests is one upstream call. end must be called once the answer is
+// complete, with what went wrong with the call, if anything.
 func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange) (out *http.Request, end func(error), err error) {
-	end = func(error) {}
 	body := x.body
-	if g.opts.Tracer != nil && !x.batch && x.msgs[0].Kind == intercept.KindRequest {
-		var span telemetry.Span
-		ctx, span = telemetry.StartUpstream(ctx, g.opts.Tracer, g.callInfo(x))
-		end = span.End
-		if b, ok := withTraceMeta(ctx, x.msgs[0]); ok {
+	var uc *upCall
+	switch {
+	case !x.batch && x.msgs[0].Kind == intercept.KindRequest:
+		m := x.msgs[0]
+		ctx, uc = g.startUpCall(ctx, x, g.callInfo(x), true)
+		if b, ok := withTraceMeta(ctx, m.Raw, m.Params, m.Meta); ok {
 			body = b
 		}
+	case x.requests() != nil:
+		_, uc = g.startUpCall(ctx, x, telemetry.Call{}, false)
 	}
+	end = uc.end
 	out, err = g.upstreamRequest(ctx, r, x.rt, x.sess, body)
 	if err != nil {
 		return nil, end, err
@@ -126,13 +131,14 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 	return out, end, nil
 }
 
-// withTraceMeta returns m with the trace context of ctx in params._meta.
-func withTraceMeta(ctx context.Context, m *intercept.Message) ([]byte, bool) {
+// withTraceMeta returns raw, a request about to be forwarded whose params
+// and params._meta are params and meta, with the trace context of ctx in
+// params._meta; it reports false when there is none to add.
+func withTraceMeta(ctx context.Context, raw, params, meta jsontext.Value) ([]byte, bool) {
 	carrier := telemetry.InjectMeta(ctx, map[string]string{})
-	if len(carrier) == 0 || m.Params == nil || m.Params.Kind() != '{' {
+	if len(carrier) == 0 || params == nil || params.Kind() != '{' {
 		return nil, false
 	}
-	meta := m.Meta
 	if meta == nil {
 		meta = jsontext.Value("{}")
 	}
@@ -147,11 +153,11 @@ func withTraceMeta(ctx context.Context, m *intercept.Message) ([]byte, bool) {
 			return nil, false
 		}
 	}
-	params, err := intercept.WithMember(m.Params, "_meta", meta)
+	params, err = intercept.WithMember(params, "_meta", meta)
 	if err != nil {
 		return nil, false
 	}
-	raw, err := intercept.WithMember(m.Raw, "params", params)
+	raw, err = intercept.WithMember(raw, "params", params)
 	if err != nil {
 		return nil, false
 	}

@@ -137,6 +137,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 	}
 	defer gv.close()
 	opts.Tracer = gv.tp.Tracer()
+	opts.Metrics = gv.tp.Metrics()
 	opts.OnSessionEnd = gv.sessionEnded
 	opts.Approver = gv.approvals // clients that can elicit approve held calls themselves
 	ln, err := net.Listen("tcp", cfg.Listen)

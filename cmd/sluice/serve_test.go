@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +51,34 @@ func TestShutdownDrainsInFlightCalls(t *testing.T) {
 	if c, err := net.Dial("tcp", addr); err == nil {
 		c.Close()
 		t.Error("listener still accepts connections after shutdown")
+	}
+}
+
+// TestUpstreamMetricsServed checks that serve passes its metrics to the
+// gateway: a call forwarded to the upstream shows in
+// sluice_upstream_duration_seconds on /metrics, a denied one does not.
+func TestUpstreamMetricsServed(t *testing.T) {
+	g := startServe(t, "policy: {default: allow, deny: [send_email], result_mode: tool_result}\ntelemetry: {prometheus: true}\n")
+	modernCall(t, g.url, "tools/call", "echo", `{"name":"echo","arguments":{"message":"hi"}}`)
+	modernCall(t, g.url, "tools/call", "send_email", `{"name":"send_email","arguments":{"to":"a","subject":"b","body":"c"}}`)
+	count := regexp.MustCompile(`(?m)^sluice_upstream_duration_seconds_count\{[^}]*upstream="demo"[^}]*\} (\d+)`)
+	// The call is measured once its answer is complete, just after the
+	// client has it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get("http://" + g.admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if m := count.FindSubmatch(metrics); m != nil {
+			if string(m[1]) != "1" {
+				t.Errorf("upstream calls measured: got %s, want 1 (the denied call reaches no upstream)", m[1])
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics has no sluice_upstream_duration_seconds_count for upstream demo:\n%.4000s", metrics)
+		}
 	}
 }

@@ -52,6 +52,8 @@ func runWrap(ctx context.Context, args []string) error {
 	}
 	opts := cfg.options()
 	opts.Upstreams = []gateway.Upstream{up}
+	opts.Tracer = gv.tp.Tracer()
+	opts.Metrics = gv.tp.Metrics()
 	opts.OnSessionEnd = gv.sessionEnded
 	opts.Approver = gv.approvals // clients that can elicit approve held calls themselves
 	g, err := gateway.New(opts, gv.ic, logger)

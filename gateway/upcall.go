@@ -1,0 +1,145 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
+)
+
+// upCall measures one request forwarded to an upstream, from when it is
+// sent until its response arrives or it fails: the upstream client span
+// (with a Tracer) and the upstream metric (with Metrics).
+//
+// A nil *upCall measures nothing. end may be called from any goroutine
+// and any number of times; only the first call counts, so each path that
+// can finish a call (its response, an upstream failure, the client going
+// away, the session or the gateway ending) may end it without agreeing
+// with the others who goes first.
+type upCall struct {
+	span     telemetry.Span // nil without a client span
+	metrics  telemetry.Metrics
+	upstream string
+	start    time.Time
+	ended    atomic.Bool
+}
+
+// Errors that end the measurement of a call whose response never came.
+var (
+	// errCancelled: the client cancelled the call or went away first.
+	errCancelled = &telemetry.CallError{Type: "cancelled", Message: "the client cancelled the call or went away before its response"}
+	// errReplaced: the client sent another request with the same id
+	// while this one was pending, so its response can no longer be told
+	// apart.
+	errReplaced = errors.New("another request with the same id was sent before the response")
+)
+
+// startUpCall starts measuring a request about to be sent to upstream up,
+// described by c. With tracer set and traced true (a single request, not
+// part of a batch), the client span starts as a child of the span in ctx
+// and the returned context carries it, for [withTraceMeta]. It returns
+// ctx and nil when there is nothing to measure.
+func startUpCall(ctx context.Context, tracer telemetry.Tracer, metrics telemetry.Metrics, up *Upstream, c telemetry.Call, traced bool) (context.Context, *upCall) {
+	traced = traced && tracer != nil
+	if !traced && metrics == nil {
+		return ctx, nil
+	}
+	uc := &upCall{metrics: metrics, upstream: up.Name, start: time.Now()}
+	if traced {
+		ctx, uc.span = telemetry.StartUpstream(ctx, tracer, onUpstream(c, up))
+	}
+	return ctx, uc
+}
+
+// startUpCall starts measuring a request of x; see the function of the
+// same name.
+func (g *Gateway) startUpCall(ctx context.Context, x *exchange, c telemetry.Call, traced bool) (context.Context, *upCall) {
+	return startUpCall(ctx, g.opts.Tracer, g.opts.Metrics, &x.rt.up, c, traced)
+}
+
+// startUpCalls starts measuring the requests of x, about to be sent to a
+// bridged upstream, by id, and returns the body to send: x.body, with the
+// client span's trace context in params._meta when x is a single request.
+func (g *Gateway) startUpCalls(ctx context.Context, x *exchange) ([]byte, map[string]*upCall) {
+	body := x.body
+	if g.opts.Tracer == nil && g.opts.Metrics == nil {
+		return body, nil
+	}
+	var ucs map[string]*upCall
+	for _, m := range x.msgs {
+		if m.Kind != intercept.KindRequest {
+			continue
+		}
+		var c telemetry.Call
+		if !x.batch {
+			c = g.callInfo(x)
+		}
+		sctx, uc := g.startUpCall(ctx, x, c, !x.batch)
+		if !x.batch {
+			if b, ok := withTraceMeta(sctx, m.Raw, m.Params, m.Meta); ok {
+				body = b
+			}
+		}
+		if ucs == nil {
+			ucs = make(map[string]*upCall, len(x.msgs))
+		}
+		ucs[m.IDKey()].end(errReplaced) // a batch reusing an id
+		ucs[m.IDKey()] = uc
+	}
+	return body, ucs
+}
+
+func (uc *upCall) end(err error) {
+	if uc == nil || !uc.ended.CompareAndSwap(false, true) {
+		return
+	}
+	if uc.span != nil {
+		uc.span.End(err)
+	}
+	if uc.metrics != nil {
+		uc.metrics.Upstream(uc.upstream, time.Since(uc.start), err)
+	}
+}
+
+// onUpstream describes c as sent to up: a client span's network
+// attributes are those of the upstream's transport, not the client's.
+func onUpstream(c telemetry.Call, up *Upstream) telemetry.Call {
+	switch up.Transport {
+	case TransportStdio:
+		c.Transport, c.NetworkProtocol = telemetry.TransportPipe, ""
+	case TransportWebSocket:
+		c.Transport, c.NetworkProtocol = telemetry.TransportTCP, "websocket"
+	default:
+		c.Transport, c.NetworkProtocol = telemetry.TransportTCP, "http"
+	}
+	return c
+}
+
+// responseError is what a response from the upstream says about its call:
+// nil for a result, a [telemetry.CallError] typed by the JSON-RPC error
+// code for an error.
+func responseError(m *intercept.Message) error {
+	if m.Kind != intercept.KindError {
+		return nil
+	}
+	e := &telemetry.CallError{Type: string(intercept.Member(m.Error, "code")), Message: "JSON-RPC error"}
+	if msg := intercept.Member(m.Error, "message"); msg != nil {
+		_ = json.Unmarshal(msg, &e.Message)
+	}
+	return e
+}
+
+// cancelledID returns the id of the request a notifications/cancelled
+// from the client withdraws.
+func cancelledID(m *intercept.Message) (string, bool) {
+	if m.Kind != intercept.KindNotification || m.Method != "notifications/cancelled" {
+		return "", false
+	}
+	id := intercept.Member(m.Params, "requestId")
+	return string(id), id != nil
+}
