@@ -63,8 +63,11 @@ func (s *Store) encode(e telemetry.Event, r telemetry.Record) (pending, error) {
 	}
 	*buf = line
 	return pending{
-		line: buf, time: e.Time.UnixNano(), txn: e.TxnID,
-		keys: [...]string{e.Agent, e.Session, e.Upstream, e.Tool, e.Decision, e.Type},
+		line: buf, time: e.Time.UnixNano(), txn: telemetry.ValidUTF8(e.TxnID),
+		// As the line holds them, invalid UTF-8 replaced, so that a query
+		// finds in block_keys what it then matches in the line.
+		keys: [...]string{telemetry.ValidUTF8(e.Agent), telemetry.ValidUTF8(e.Session), telemetry.ValidUTF8(e.Upstream),
+			telemetry.ValidUTF8(e.Tool), telemetry.ValidUTF8(e.Decision), telemetry.ValidUTF8(e.Type)},
 	}, nil
 }
 

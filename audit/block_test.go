@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -349,4 +351,161 @@ func TestRetention(t *testing.T) {
 	if seq, _ := st.LastSeq(ctx); seq != 25 {
 		t.Errorf("seq after pruning: got %d, want 25 (seq never goes back)", seq)
 	}
+}
+
+// TestInvalidUTF8Values checks that an event whose agent is not valid
+// UTF-8 (a header value can carry any byte) is found by that agent and
+// pruned without leaving index rows behind.
+func TestInvalidUTF8Values(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	st, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, at := range []time.Time{t0, t0.Add(3 * time.Hour)} {
+		if err := st.Append(ctx, telemetry.Event{Type: "sluice.test", Time: at, Agent: "caf\xe9", TxnID: "t\xff"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []Filter{{Agent: "caf\xe9"}, {Agent: "caf\ufffd"}, {TxnID: "t\xff"}} {
+		if got, err := st.Query(ctx, f); err != nil || len(got) != 2 {
+			t.Errorf("Query(%+q): got %d events, %v; want 2", f.Agent+f.TxnID, len(got), err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = Open(path, Options{Retention: time.Hour, Now: func() time.Time { return t0.Add(4 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var orphans int
+	if err := st.db.QueryRow("SELECT count(*) FROM block_keys WHERE first_seq NOT IN (SELECT first_seq FROM blocks)").Scan(&orphans); err != nil || orphans != 0 {
+		t.Errorf("index rows of pruned blocks: %d (%v), want 0", orphans, err)
+	}
+}
+
+// TestScanWhilePruning checks that a block pruned between a query listing
+// it and reading it is passed over, not an error.
+func TestScanWhilePruning(t *testing.T) {
+	var now atomic.Int64
+	now.Store(t0.Add(time.Hour).UnixNano())
+	pruned := make(chan int64, 10)
+	st, _ := openTest(t, Options{Retention: time.Hour, PruneInterval: 5 * time.Millisecond,
+		Now:     func() time.Time { return time.Unix(0, now.Load()) },
+		OnPrune: func(n int64, err error) { pruned <- n }})
+	defer st.Close()
+	ctx := context.Background()
+	for i := range 3 {
+		if err := st.Append(ctx, telemetry.Event{Type: "sluice.test", Time: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	err := st.Scan(ctx, Filter{}, func(e telemetry.Event) error {
+		if n++; n == 1 {
+			now.Store(t0.Add(3 * time.Hour).UnixNano())
+			<-pruned // blocks 2 (and 1) are gone; 3 is the newest, kept
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("Scan while pruning: %v", err)
+	}
+	if n != 2 {
+		t.Errorf("Scan while pruning: got %d events, want the first and the newest", n)
+	}
+}
+
+// TestEarlySchema2GetsKeys opens a database written before blocks had a
+// keys column and checks that it is added, filled in from block_keys, so
+// that writing and pruning work.
+func TestEarlySchema2GetsKeys(t *testing.T) {
+	st, path := openTest(t, Options{})
+	ctx := context.Background()
+	if err := st.Append(ctx, telemetry.Event{Type: "sluice.test", Time: t0, Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("ALTER TABLE blocks DROP COLUMN keys"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	st, err = Open(path, Options{Retention: time.Hour, Now: func() time.Time { return t0.Add(2 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Append(ctx, telemetry.Event{Type: "sluice.test", Agent: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Flush(ctx); err != nil {
+		t.Fatalf("writing to an upgraded database: %v", err)
+	}
+	var keys string
+	if err := st.db.QueryRow("SELECT keys FROM blocks WHERE first_seq = 1").Scan(&keys); err != nil || keys != `["agent=a","type=sluice.test"]` {
+		t.Errorf("keys of the old block: got %q, %v", keys, err)
+	}
+}
+
+// TestFlushDoesNotLinger checks that a Flush queued behind a batch cut
+// short by its size is committed at once, not after the linger.
+func TestFlushDoesNotLinger(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		first := true
+		st, err := Open(path, Options{Linger: time.Hour, beforeWrite: func() {
+			if first {
+				first = false
+				<-release
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		big := strings.Repeat("x", 1<<20)
+		if err := st.Append(ctx, telemetry.Event{Type: "sluice.test", Attrs: map[string]any{"a": big}}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the writer lingers over the first event
+		for range 5 {
+			if err := st.Append(ctx, telemetry.Event{Type: "sluice.test", Attrs: map[string]any{"a": big}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		flushed := make(chan error, 1)
+		go func() { flushed <- st.Flush(ctx) }()
+		synctest.Wait()
+		close(release)
+		if err := <-flushed; err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("Flush waited %v of the linger", d)
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/telemetry"
 )
@@ -67,6 +68,15 @@ func (f Filter) blockWhere(cmp string, cursor int64) (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
+// stored returns f with its values as stored events hold them (invalid
+// UTF-8 replaced), so that they match what was appended.
+func (f Filter) stored() Filter {
+	for _, v := range []*string{&f.Agent, &f.Session, &f.Upstream, &f.Tool, &f.Decision, &f.Type, &f.TxnID} {
+		*v = telemetry.ValidUTF8(*v)
+	}
+	return f
+}
+
 // keys are f's values of the fields block_keys indexes, in keyNames order.
 func (f Filter) keys() [len(keyNames)]string {
 	return [...]string{f.Agent, f.Session, f.Upstream, f.Tool, f.Decision, f.Type}
@@ -118,6 +128,7 @@ var errStop = errors.New("stop")
 // scan calls fn for the first f.Limit events f selects (all if Limit is
 // zero), in append order, or with desc in reverse append order.
 func (s *Store) scan(ctx context.Context, f Filter, desc bool, fn func(telemetry.Event) error) error {
+	f = f.stored()
 	n := 0
 	need := f.needles()
 	err := s.scanBlocks(ctx, f, desc, func(first int64, data []byte) error {
@@ -167,7 +178,9 @@ func (s *Store) scan(ctx context.Context, f Filter, desc bool, fn func(telemetry
 func (f Filter) needles() [][]byte {
 	var out [][]byte
 	add := func(name, v string) {
-		if v != "" {
+		// U+FFFD is written as itself, and in place of invalid UTF-8 as
+		// \ufffd: no one needle finds both.
+		if v != "" && !strings.ContainsRune(v, utf8.RuneError) {
 			b := append([]byte{'"'}, name...)
 			b = append(b, '"', ':')
 			out = append(out, telemetry.AppendJSONString(b, v))
@@ -241,7 +254,10 @@ func (s *Store) scanBlocks(ctx context.Context, f Filter, desc bool, fn func(fir
 				continue
 			}
 			var data []byte
-			if err := s.db.QueryRowContext(ctx, "SELECT events FROM block_data WHERE first_seq = ?", r.first).Scan(&data); err != nil {
+			switch err := s.db.QueryRowContext(ctx, "SELECT events FROM block_data WHERE first_seq = ?", r.first).Scan(&data); {
+			case errors.Is(err, sql.ErrNoRows):
+				continue // pruned since it was listed
+			case err != nil:
 				return fmt.Errorf("audit: reading events from %d: %w", r.first, err)
 			}
 			if err := fn(r.first, data); err != nil {

@@ -71,12 +71,44 @@ func dsn(path string, readOnly bool) (string, error) {
 	return u.String() + "?" + q.Encode(), nil
 }
 
+// addKeysColumn gives blocks its keys column in a database written before
+// it existed (an early schema 2), filled in from block_keys.
+func addKeysColumn(ctx context.Context, db *sql.DB) error {
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('blocks') WHERE name = 'keys'").Scan(&n); err != nil {
+		return fmt.Errorf("reading the schema: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("upgrading the schema: %w", err)
+	}
+	defer tx.Rollback()
+	for _, q := range []string{
+		"ALTER TABLE blocks ADD COLUMN keys TEXT NOT NULL DEFAULT '[]'",
+		`UPDATE blocks SET keys = (SELECT coalesce(json_group_array(key), '[]') FROM
+			(SELECT key FROM block_keys k WHERE k.first_seq = blocks.first_seq ORDER BY key))`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("upgrading the schema: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("upgrading the schema: %w", err)
+	}
+	return nil
+}
+
 func migrate(ctx context.Context, db *sql.DB, readOnly bool) error {
 	var v int
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return fmt.Errorf("reading schema version: %w", err)
 	}
 	switch {
+	case v == schemaVersion && !readOnly:
+		return addKeysColumn(ctx, db)
 	case v == schemaVersion:
 		return nil
 	case v > schemaVersion:

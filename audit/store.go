@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/telemetry"
@@ -109,6 +110,7 @@ type Store struct {
 	queue   chan *request
 	wake    chan struct{} // ends the writer's linger; buffered, one
 	wakeAt  int           // queue length at which an Append pokes wake
+	waiters atomic.Int64  // queued requests someone waits on: no lingering while there are any
 	done    chan struct{} // closed when the writer has exited
 
 	mu     sync.RWMutex // guards closed; held for reading while sending on queue, so Close never closes it under a sender
@@ -281,6 +283,9 @@ func (s *Store) enqueue(ctx context.Context, req *request) error {
 	if s.closed {
 		return ErrClosed
 	}
+	if req.ack != nil {
+		s.waiters.Add(1)
+	}
 	select {
 	case s.queue <- req:
 	default:
@@ -289,6 +294,9 @@ func (s *Store) enqueue(ctx context.Context, req *request) error {
 		select {
 		case s.queue <- req:
 		case <-ctx.Done():
+			if req.ack != nil {
+				s.waiters.Add(-1)
+			}
 			return fmt.Errorf("audit: waiting for room in the queue: %w", ctx.Err())
 		}
 	}
@@ -296,6 +304,13 @@ func (s *Store) enqueue(ctx context.Context, req *request) error {
 		s.poke()
 	}
 	return nil
+}
+
+// took is the writer taking r off the queue.
+func (s *Store) took(r *request) {
+	if r != nil && r.ack != nil {
+		s.waiters.Add(-1)
+	}
 }
 
 // poke ends the writer's linger.
@@ -340,7 +355,8 @@ func (s *Store) run() {
 		// transaction (and an fsync) each. The writer sleeps through the
 		// linger rather than waking for every event; an Append that must
 		// be acknowledged, a filling queue and Close cut it short.
-		if req.ack == nil && s.linger > 0 && len(s.queue) < s.wakeAt {
+		s.took(req)
+		if req.ack == nil && s.waiters.Load() == 0 && s.linger > 0 && len(s.queue) < s.wakeAt {
 			timer.Reset(s.linger)
 			select {
 			case <-s.wake:
@@ -358,6 +374,7 @@ func (s *Store) run() {
 					open = false
 					break fill
 				}
+				s.took(r)
 				batch = append(batch, r)
 				size += r.ev.size()
 			default:

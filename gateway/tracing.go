@@ -146,6 +146,11 @@ func withTraceMeta(ctx context.Context, raw, params, meta jsontext.Value) ([]byt
 	for _, k := range []string{telemetry.MetaTraceparent, telemetry.MetaTracestate} {
 		v, ok := carrier[k]
 		if !ok {
+			// The client's tracestate belongs to its traceparent, which
+			// is replaced: it must not travel with ours.
+			if meta, err = intercept.WithoutMember(meta, k); err != nil {
+				return nil, false
+			}
 			continue
 		}
 		q, _ := jsontext.AppendQuote(nil, v)

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -135,5 +137,26 @@ func TestTracingOverWebSocket(t *testing.T) {
 		if string(kv.Key) == "network.protocol.name" && kv.Value.Emit() != "websocket" {
 			t.Errorf("network.protocol.name: got %s, want websocket", kv.Value.Emit())
 		}
+	}
+}
+
+// TestTraceMetaDropsStaleTracestate checks that a client's tracestate
+// does not travel upstream beside the gateway's traceparent, which it does
+// not belong to, and that the rest of _meta is kept as it was.
+func TestTraceMetaDropsStaleTracestate(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(t.Context())
+	ctx, span := telemetry.StartUpstream(t.Context(), telemetry.NewTracer(tp), telemetry.Call{Method: "tools/call"})
+	defer span.End(nil)
+	meta := jsontext.Value(`{"tracestate":"vendor=client-state","progressToken":7}`)
+	params := jsontext.Value(`{"name":"echo","_meta":` + string(meta) + `}`)
+	raw := jsontext.Value(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + string(params) + `}`)
+	out, ok := withTraceMeta(ctx, raw, params, meta)
+	if !ok {
+		t.Fatal("withTraceMeta: not rewritten")
+	}
+	got := intercept.Member(intercept.Member(jsontext.Value(out), "params"), "_meta")
+	if intercept.Member(got, "tracestate") != nil || intercept.Member(got, "traceparent") == nil || string(intercept.Member(got, "progressToken")) != "7" {
+		t.Errorf("_meta sent upstream: %s; want a traceparent, the progress token, and no client tracestate", got)
 	}
 }

@@ -44,6 +44,36 @@ func WithMember(obj jsontext.Value, key string, val jsontext.Value) (jsontext.Va
 	return out.Bytes(), nil
 }
 
+// WithoutMember returns a copy of the JSON object obj without member key,
+// every other member byte for byte as it was; obj itself if it has no such
+// member.
+func WithoutMember(obj jsontext.Value, key string) (jsontext.Value, error) {
+	if Member(obj, key) == nil {
+		return obj, nil
+	}
+	var out bytes.Buffer
+	out.Grow(len(obj))
+	out.WriteByte('{')
+	n := 0
+	err := eachMember(obj, func(k string, v jsontext.Value) error {
+		if k == key {
+			return nil
+		}
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		n++
+		writeKey(&out, k)
+		out.Write(v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
 // Member returns the value of member key of obj, or nil.
 func Member(obj jsontext.Value, key string) jsontext.Value {
 	var found jsontext.Value

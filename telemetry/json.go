@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -44,6 +45,9 @@ func appendEvent(b []byte, e *Event, r Record) ([]byte, error) {
 	}
 	b = append(b, `,"type":`...)
 	b = appendString(b, e.Type)
+	if y := e.Time.Year(); y < 0 || y > 9999 {
+		return nil, fmt.Errorf("event time %v: year outside of range [0,9999]", e.Time)
+	}
 	b = append(b, `,"time":"`...)
 	b = e.Time.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
@@ -106,6 +110,9 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case json.Number:
 		if v == "" {
 			return append(b, '0'), nil
+		}
+		if !isValidNumber(string(v)) {
+			return nil, fmt.Errorf("json: invalid number literal %q", string(v))
 		}
 		return append(b, v...), nil
 	case []string:
@@ -199,6 +206,25 @@ func appendValue(b []byte, v any) ([]byte, error) {
 // events [Event.AppendJSON] writes.
 func AppendJSONString(b []byte, s string) []byte { return appendString(b, s) }
 
+// ValidUTF8 returns s as the events [Event.AppendJSON] writes hold it:
+// each byte that is not part of valid UTF-8 replaced by U+FFFD.
+func ValidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = utf8.AppendRune(b, utf8.RuneError)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return string(b)
+}
+
 // appendName appends "name": after a comma unless b has nothing past
 // start (the object's first member).
 func appendName(b []byte, start int, name string) []byte {
@@ -229,6 +255,50 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 		return strconv.AppendFloat(b, f, 'e', -1, 64), nil
 	}
 	return strconv.AppendFloat(b, f, 'f', -1, 64), nil
+}
+
+// isValidNumber reports whether s is a JSON number, as encoding/json
+// requires of a json.Number it writes.
+func isValidNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	if s[0] == '-' {
+		s = s[1:]
+		if s == "" {
+			return false
+		}
+	}
+	switch {
+	case s[0] == '0':
+		s = s[1:]
+	case '1' <= s[0] && s[0] <= '9':
+		s = s[1:]
+		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
+			s = s[1:]
+		}
+	default:
+		return false
+	}
+	if len(s) >= 2 && s[0] == '.' && '0' <= s[1] && s[1] <= '9' {
+		s = s[2:]
+		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
+			s = s[1:]
+		}
+	}
+	if len(s) >= 2 && (s[0] == 'e' || s[0] == 'E') {
+		s = s[1:]
+		if s[0] == '+' || s[0] == '-' {
+			s = s[1:]
+			if s == "" {
+				return false
+			}
+		}
+		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
+			s = s[1:]
+		}
+	}
+	return s == ""
 }
 
 const hexDigits = "0123456789abcdef"

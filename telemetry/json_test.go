@@ -118,11 +118,21 @@ func TestRecordJSON(t *testing.T) {
 }
 
 func TestAppendEventRejectsWhatJSONCannotHold(t *testing.T) {
-	for _, v := range []any{float64Inf(), map[string]any{"f": float64Inf()}, make(chan int)} {
+	for _, v := range []any{float64Inf(), map[string]any{"f": float64Inf()}, make(chan int), json.Number("1\n"), json.Number("01"), json.Number("1e"), json.Number("-"), json.Number("0x1")} {
 		e := Event{ID: "x", Type: "sluice.test", Attrs: map[string]any{"v": v}}
 		if _, err := e.AppendJSON(nil); err == nil {
 			t.Errorf("AppendJSON with %T: got nil error, want one", v)
 		}
+	}
+	for _, n := range []string{"0", "-0", "12345678901234567890", "1.5e-300", "-2.5E+10", "0.0"} {
+		e := Event{ID: "x", Type: "sluice.test", Attrs: map[string]any{"v": json.Number(n)}}
+		if _, err := e.AppendJSON(nil); err != nil {
+			t.Errorf("AppendJSON with the number %s: %v", n, err)
+		}
+	}
+	far := Event{ID: "x", Type: "sluice.test", Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if _, err := far.AppendJSON(nil); err == nil {
+		t.Error("AppendJSON of an event in the year 10000: got nil error, want one (it could not be read back)")
 	}
 	r := IntentClassification{CompositeConfidence: float64Inf()}
 	h := r.Header()
