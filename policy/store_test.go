@@ -6,41 +6,6 @@ import (
 	"time"
 )
 
-func TestMemoryStore(t *testing.T) {
-	ctx := context.Background()
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := NewMemoryStore(MemoryOptions{})
-	alice := Key{Scope: ScopeSession, Agent: "alice", Session: "s1"}
-	if err := s.Remember(ctx, alice, []string{"source:sensitive", "@tool:read"}, t0); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name   string
-		k      Key
-		labels []string
-		since  time.Time
-		want   bool
-	}{
-		{"same key, label, since before", alice, []string{"x", "source:sensitive"}, t0.Add(-time.Hour), true},
-		{"since equal", alice, []string{"source:sensitive"}, t0, true},
-		{"since after", alice, []string{"source:sensitive"}, t0.Add(time.Nanosecond), false},
-		{"other label", alice, []string{"sink:network"}, time.Time{}, false},
-		{"same session id, other agent", Key{Scope: ScopeSession, Agent: "bob", Session: "s1"}, []string{"source:sensitive"}, time.Time{}, false},
-		{"agent scope is another key", Key{Scope: ScopeAgent, Agent: "alice"}, []string{"source:sensitive"}, time.Time{}, false},
-	}
-	for _, tt := range tests {
-		got, err := s.Seen(ctx, tt.k, tt.labels, tt.since)
-		if err != nil || got != tt.want {
-			t.Errorf("%s: got %v, %v, want %v", tt.name, got, err, tt.want)
-		}
-	}
-	// An older write does not move a label back in time.
-	_ = s.Remember(ctx, alice, []string{"source:sensitive"}, t0.Add(-time.Hour))
-	if got, _ := s.Seen(ctx, alice, []string{"source:sensitive"}, t0); !got {
-		t.Errorf("after an older write: got false, want true")
-	}
-}
-
 func TestMemoryStoreBounds(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -62,6 +62,9 @@ type config struct {
 	// canonical hash, secrets redacted; keep_arguments keeps them (still
 	// redacted) for replay.
 	Audit auditConfig `yaml:"audit"`
+	// RouteMemory says where route rules' memory lives: in the process
+	// (default) or in Redis, shared by every replica.
+	RouteMemory routeMemoryConfig `yaml:"route_memory"`
 	// Inventory configures pinning and drift handling.
 	Inventory inventoryConfig `yaml:"inventory"`
 	// AdminListen is the admin API's address (approvals). Empty disables
@@ -104,6 +107,16 @@ func (c *config) decider(logger *slog.Logger, mem policy.Store) (d intercept.Dec
 		return p, func(context.Context) {}, nil
 	}
 	return nil, func(context.Context) {}, nil
+}
+
+// routeMemoryConfig is the `route_memory:` section.
+type routeMemoryConfig struct {
+	// RedisURL (redis:// or rediss://, ${VAR} expanded) keeps route
+	// memory in Redis; empty keeps it in memory.
+	RedisURL  string        `yaml:"redis_url"`
+	KeyPrefix string        `yaml:"key_prefix"`
+	TTL       time.Duration `yaml:"ttl"`
+	Timeout   time.Duration `yaml:"timeout"`
 }
 
 // auditConfig is the `audit:` section.
@@ -181,6 +194,7 @@ func parseConfig(path string, b []byte) (*config, error) {
 			return v
 		})
 	}
+	c.RouteMemory.RedisURL = expand(c.RouteMemory.RedisURL)
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
 		u.URL, u.Command = expand(u.URL), expand(u.Command)

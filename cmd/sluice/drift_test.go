@@ -13,7 +13,13 @@ import (
 // modernCall makes one MCP 2026-07-28 request and returns the body.
 func modernCall(t *testing.T, url, method, name, params string) string {
 	t.Helper()
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"agent-1","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	return modernCallAs(t, url, "agent-1", method, name, params)
+}
+
+// modernCallAs is modernCall from a client named agent.
+func modernCallAs(t *testing.T, url, agent, method, name, params string) string {
+	t.Helper()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"` + agent + `","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 	if params == "" {
 		params = "{" + meta + "}"
 	} else {

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/inventory"
 	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/policy/redisstore"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -44,7 +45,18 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 			gv.close()
 		}
 	}()
-	mem := policy.NewMemoryStore(policy.MemoryOptions{})
+	var mem policy.Store
+	local := policy.NewMemoryStore(policy.MemoryOptions{})
+	if rm := cfg.RouteMemory; rm.RedisURL != "" {
+		rs, err := redisstore.New(ctx, redisstore.Options{URL: rm.RedisURL, KeyPrefix: rm.KeyPrefix, TTL: rm.TTL, Timeout: rm.Timeout})
+		if err != nil {
+			return nil, err
+		}
+		gv.closers = append(gv.closers, func() { _ = rs.Close() })
+		mem, local = rs, nil
+	} else {
+		mem = local
+	}
 	dec, runPolicy, err := cfg.decider(logger, mem)
 	if err != nil {
 		return nil, err
@@ -69,7 +81,9 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		defer cancel()
 		_ = tp.Shutdown(sctx)
 	})
-	go reportMemory(pctx, mem, tp.Metrics())
+	if local != nil {
+		go reportMemory(pctx, local, tp.Metrics())
+	}
 	rec := &recorder{redact: cfg.Audit.Redactor, metrics: tp.Metrics(), log: logger}
 	if !cfg.Audit.Off {
 		store, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{Depth: tp.Metrics(), Retention: cfg.Audit.Retention,

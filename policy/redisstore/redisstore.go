@@ -1,0 +1,146 @@
+// Package redisstore keeps the policy's route memory in Redis, so that
+// every replica of a gateway sees the sources an agent touched through any
+// of them: a sink called through replica B after a sensitive read through
+// replica A is denied as it would be on one gateway.
+//
+// Each memory (policy.Key) is one hash, prefix + Key.String(), whose fields
+// are labels and values the Unix nanoseconds they were last forwarded at.
+// A write keeps the later of the stored and the new time (one Lua script,
+// so concurrent replicas cannot move a label back in time) and renews the
+// hash's expiry. A read is one HMGET. Errors (Redis down, a timeout) are
+// returned, and the policy denies the pending call with policy_error: route
+// memory fails closed.
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/policy"
+)
+
+// Defaults of [Options].
+const (
+	DefaultKeyPrefix = "sluice:mem:"
+	DefaultTTL       = 30 * 24 * time.Hour
+	DefaultTimeout   = 500 * time.Millisecond
+)
+
+// Options configures a [Store].
+type Options struct {
+	// URL is the server's redis:// or rediss:// (TLS) URL, with the
+	// password and database number if needed:
+	// redis://:password@host:6379/0.
+	URL string
+	// KeyPrefix starts every key; zero means DefaultKeyPrefix. Gateways
+	// that must not share memory use different prefixes.
+	KeyPrefix string
+	// TTL is how long a memory is kept after its last write; zero means
+	// DefaultTTL. Route rules whose windows are longer see no further back
+	// than this.
+	TTL time.Duration
+	// Timeout bounds each command (dial, read, write); zero means
+	// DefaultTimeout. A decision waiting on Redis waits at most this long
+	// before it is denied.
+	Timeout time.Duration
+}
+
+// Store is a policy.Store in Redis. It is safe for concurrent use.
+type Store struct {
+	rdb    *redis.Client
+	prefix string
+	ttl    time.Duration
+}
+
+var _ policy.Store = (*Store)(nil)
+
+// remember sets each label (ARGV[3:]) to the time ARGV[1] unless it holds a
+// later one, and renews the key's expiry (ARGV[2], milliseconds).
+var remember = redis.NewScript(`
+local at = tonumber(ARGV[1])
+for i = 3, #ARGV do
+  local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[i]))
+  if cur == nil or cur < at then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[1])
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 0
+`)
+
+// New connects to the server at opts.URL and checks that it answers.
+func New(ctx context.Context, opts Options) (*Store, error) {
+	ro, err := redis.ParseURL(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("route memory: redis URL: %w", err)
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = timeout, timeout, timeout
+	ro.MaxRetries = 1
+	s := &Store{rdb: redis.NewClient(ro), prefix: opts.KeyPrefix, ttl: opts.TTL}
+	if s.prefix == "" {
+		s.prefix = DefaultKeyPrefix
+	}
+	if s.ttl <= 0 {
+		s.ttl = DefaultTTL
+	}
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		s.rdb.Close()
+		return nil, fmt.Errorf("route memory: redis at %s: %w", ro.Addr, err)
+	}
+	return s, nil
+}
+
+// Close closes the connections.
+func (s *Store) Close() error { return s.rdb.Close() }
+
+func (s *Store) key(k policy.Key) string { return s.prefix + k.String() }
+
+// Remember implements policy.Store.
+func (s *Store) Remember(ctx context.Context, k policy.Key, labels []string, at time.Time) error {
+	if len(labels) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(labels)+2)
+	args = append(args, at.UnixNano(), s.ttl.Milliseconds())
+	for _, l := range labels {
+		args = append(args, l)
+	}
+	if err := remember.Run(ctx, s.rdb, []string{s.key(k)}, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("route memory: redis: %w", err)
+	}
+	return nil
+}
+
+// Seen implements policy.Store.
+func (s *Store) Seen(ctx context.Context, k policy.Key, labels []string, since time.Time) (bool, error) {
+	if len(labels) == 0 {
+		return false, nil
+	}
+	vals, err := s.rdb.HMGet(ctx, s.key(k), labels...).Result()
+	if err != nil {
+		return false, fmt.Errorf("route memory: redis: %w", err)
+	}
+	for _, v := range vals {
+		str, ok := v.(string)
+		if !ok {
+			continue // nil: never remembered
+		}
+		ns, err := strconv.ParseInt(str, 10, 64)
+		if err != nil {
+			return false, fmt.Errorf("route memory: redis: %s holds %q, not a time", s.key(k), str)
+		}
+		if ns >= since.UnixNano() {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,95 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/policy/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	s, err := New(t.Context(), Options{URL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.Run(t, s)
+}
+
+// TestSharedAndPrefixed checks that two stores on one server share memory
+// under one prefix and not across prefixes, and that a memory expires
+// TTL after its last write.
+func TestSharedAndPrefixed(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	open := func(prefix string, ttl time.Duration) *Store {
+		s, err := New(ctx, Options{URL: srv.URL(), KeyPrefix: prefix, TTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b, other := open("", 0), open("", 0), open("tenant2:", 0)
+	k := policy.Key{Scope: policy.ScopeAgent, Agent: "alice"}
+	now := time.Now()
+	if err := a.Remember(ctx, k, []string{"source:sensitive"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if seen, err := b.Seen(ctx, k, []string{"source:sensitive"}, now.Add(-time.Minute)); err != nil || !seen {
+		t.Errorf("another replica: got %v, %v; want seen", seen, err)
+	}
+	if seen, err := other.Seen(ctx, k, []string{"source:sensitive"}, time.Time{}); err != nil || seen {
+		t.Errorf("another prefix: got %v, %v; want not seen", seen, err)
+	}
+	short := open("short:", 200*time.Millisecond)
+	if err := short.Remember(ctx, k, []string{"x"}, now); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		seen, err := short.Seen(ctx, k, []string{"x"}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !seen {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a memory with a 200ms TTL is still there after 5s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestOutageIsAnError checks that with Redis gone, both methods return an
+// error (which the policy turns into a deny) within the timeout, and that
+// New refuses a server that does not answer.
+func TestOutageIsAnError(t *testing.T) {
+	srv := redistest.Start(t)
+	s, err := New(t.Context(), Options{URL: srv.URL(), Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv.Stop()
+	k := policy.Key{Scope: policy.ScopeAgent, Agent: "alice"}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := s.Remember(ctx, k, []string{"x"}, time.Now()); err == nil {
+		t.Error("Remember with Redis down: got nil error, want one")
+	}
+	if _, err := s.Seen(ctx, k, []string{"x"}, time.Time{}); err == nil {
+		t.Error("Seen with Redis down: got nil error, want one")
+	}
+	if _, err := New(t.Context(), Options{URL: srv.URL(), Timeout: 200 * time.Millisecond}); err == nil {
+		t.Error("New with Redis down: got nil error, want one")
+	}
+	if _, err := New(t.Context(), Options{URL: "http://nope"}); err == nil {
+		t.Error("New with a non-redis URL: got nil error, want one")
+	}
+}
