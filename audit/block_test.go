@@ -281,7 +281,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 // while the newest block stays even when it is old too.
 func TestRetention(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
-	st, err := Open(path, Options{})
+	st, err := Open(path, Options{Linger: time.Hour}) // only the Flushes end batches
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,4 +508,41 @@ func TestFlushDoesNotLinger(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestCloseDoesNotLinger checks that Close writes at once an event the
+// writer lingers over, or has not yet taken when Close comes.
+func TestCloseDoesNotLinger(t *testing.T) {
+	for _, lingering := range []bool{true, false} {
+		t.Run(fmt.Sprint("lingering=", lingering), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), FileName)
+			synctest.Test(t, func(t *testing.T) {
+				st, err := Open(path, Options{Linger: time.Hour})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Append(context.Background(), telemetry.Event{Type: "sluice.test"}); err != nil {
+					t.Fatal(err)
+				}
+				if lingering {
+					synctest.Wait()
+				}
+				start := time.Now()
+				if err := st.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if d := time.Since(start); d != 0 {
+					t.Errorf("Close waited %v of the linger", d)
+				}
+			})
+			st, err := Open(path, Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if got, err := st.Query(context.Background(), Filter{}); err != nil || len(got) != 1 {
+				t.Errorf("after Close: %d events, %v; want 1", len(got), err)
+			}
+		})
+	}
 }

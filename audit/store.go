@@ -111,6 +111,7 @@ type Store struct {
 	wake    chan struct{} // ends the writer's linger; buffered, one
 	wakeAt  int           // queue length at which an Append pokes wake
 	waiters atomic.Int64  // queued requests someone waits on: no lingering while there are any
+	closing atomic.Bool   // set by Close: no lingering either
 	done    chan struct{} // closed when the writer has exited
 
 	mu     sync.RWMutex // guards closed; held for reading while sending on queue, so Close never closes it under a sender
@@ -356,7 +357,13 @@ func (s *Store) run() {
 		// linger rather than waking for every event; an Append that must
 		// be acknowledged, a filling queue and Close cut it short.
 		s.took(req)
-		if req.ack == nil && s.waiters.Load() == 0 && s.linger > 0 && len(s.queue) < s.wakeAt {
+		// A poke left from a batch that was already being written when
+		// it came is stale; one that comes from now on is for this batch.
+		select {
+		case <-s.wake:
+		default:
+		}
+		if req.ack == nil && s.waiters.Load() == 0 && !s.closing.Load() && s.linger > 0 && len(s.queue) < s.wakeAt {
 			timer.Reset(s.linger)
 			select {
 			case <-s.wake:
@@ -469,6 +476,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	if s.queue != nil {
+		s.closing.Store(true)
 		close(s.queue)
 		s.poke()
 	}
