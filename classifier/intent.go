@@ -21,19 +21,22 @@ const (
 
 // Risk factors an IntentRecord may list.
 const (
-	FactorWrite               = "write_operation"
-	FactorExternalRead        = "external_read"
-	FactorExternalWrite       = "external_write"
-	FactorSensitiveData       = "sensitive_data"
-	FactorCodeExecution       = "code_execution"
-	FactorDelegation          = "delegation"
-	FactorProvisioning        = "provisioning"
-	FactorFinancial           = "financial"
-	FactorAdmin               = "admin"
-	FactorIrreversible        = "irreversible"
-	FactorDestructiveHint     = "destructive_hint"
-	FactorUnbounded           = "unbounded_scale"
-	FactorPromptInjection     = "prompt_injection"
+	FactorWrite           = "write_operation"
+	FactorExternalRead    = "external_read"
+	FactorExternalWrite   = "external_write"
+	FactorSensitiveData   = "sensitive_data"
+	FactorCodeExecution   = "code_execution"
+	FactorDelegation      = "delegation"
+	FactorProvisioning    = "provisioning"
+	FactorFinancial       = "financial"
+	FactorAdmin           = "admin"
+	FactorIrreversible    = "irreversible"
+	FactorDestructiveHint = "destructive_hint"
+	FactorUnbounded       = "unbounded_scale"
+	FactorPromptInjection = "prompt_injection"
+	// FactorToolPoisoning is followed by ":" and the rule of a finding in
+	// the called tool's own description or schema (the inventory's scan).
+	FactorToolPoisoning       = "tool_poisoning"
 	FactorDeclarationMismatch = "declaration_mismatch"
 	FactorLowConfidence       = "low_confidence"
 	FactorUnclassified        = "unclassified_axis"
@@ -83,6 +86,10 @@ type IntentOptions struct {
 	// Findings are injection findings from elsewhere, such as a scan of
 	// tool results; they count like the argument scan's.
 	Findings []InjectionFinding
+	// ToolPoisoning are the rules of the tool-poisoning findings in the
+	// called tool's description and schema (see the inventory): each is a
+	// risk factor, and any makes the call at least HIGH.
+	ToolPoisoning []string
 	// Options are the scoring options the verdict was made under, for the
 	// escalate threshold. Zero: defaults.
 	Options Options
@@ -223,6 +230,15 @@ func NewIntentRecord(d *intercept.ActionDescriptor, v Verdict, o IntentOptions) 
 		raise(RiskHigh, "")
 		for _, f := range findings {
 			if factor := FactorPromptInjection + ":" + f.Kind; !hasWord(r.RiskFactors, factor) {
+				r.RiskFactors = append(r.RiskFactors, factor)
+			}
+		}
+	}
+
+	if len(o.ToolPoisoning) > 0 {
+		raise(RiskHigh, "")
+		for _, rule := range o.ToolPoisoning {
+			if factor := FactorToolPoisoning + ":" + rule; !hasWord(r.RiskFactors, factor) {
 				r.RiskFactors = append(r.RiskFactors, factor)
 			}
 		}

@@ -151,6 +151,11 @@ type IntentClassification struct {
 	// Error says why the classifier fell back to a low-confidence
 	// verdict, if it did; it is scrubbed.
 	Error string `json:"error,omitempty"`
+	// RiskLevel and RiskFactors are the call's IntentRecord's: LOW,
+	// MEDIUM, HIGH or CRITICAL, and why (write_operation,
+	// prompt_injection:…, tool_poisoning:…).
+	RiskLevel   string   `json:"risk_level,omitempty"`
+	RiskFactors []string `json:"risk_factors,omitempty"`
 }
 
 // Event returns c as an [Event].
@@ -194,6 +199,8 @@ func (c IntentClassification) attrs(a attrSink) {
 	if c.Error != "" {
 		a.str("error", Scrub(c.Error))
 	}
+	a.str("risk_level", c.RiskLevel)
+	a.strs("risk_factors", c.RiskFactors)
 }
 
 // Causes of an [IntentMismatch] (RFC-010 §6, §9.3).

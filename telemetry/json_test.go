@@ -91,7 +91,8 @@ func sampleRecords() []Record {
 				"boundary":    {Classified: "external", Confidence: 0.5, ConservativeDefaultApplied: true},
 			},
 			ActiveProfile: "default", Provider: "builtin", ClassifiedAt: t0.Unix(), Latency: 3 * time.Microsecond,
-			Error: "timeout calling https://user:secret@llm.example/v1",
+			Error:     "timeout calling https://user:secret@llm.example/v1",
+			RiskLevel: "HIGH", RiskFactors: []string{"write_operation", "tool_poisoning:instruction_tag"},
 		},
 		IntentClassification{},
 	}

@@ -76,7 +76,7 @@ func (r *recorder) advice(a *govern.Advice, provider string, profile classifier.
 		ClassifierID: v.ClassifierID, CapabilityClassDeclared: d.CapabilityClassDeclared, CapabilityClassVerdict: v.CapabilityClassVerdict,
 		CapabilityClassConfidence: v.CapabilityClassConfidence, ConsistentWithDeclaration: v.ConsistentWithDeclaration,
 		CompositeConfidence: a.Assessment.Composite, Axes: axes, ActiveProfile: string(profile), Provider: provider,
-		ClassifiedAt: v.ClassifiedAt, Latency: a.Latency,
+		ClassifiedAt: v.ClassifiedAt, Latency: a.Latency, RiskLevel: string(a.Intent.RiskLevel), RiskFactors: a.Intent.RiskFactors,
 	}
 	if a.Err != nil {
 		ic.Error = a.Err.Error()

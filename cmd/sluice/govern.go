@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -132,6 +133,16 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	}
 	adv.Policy = dec
 	adv.Tracer = tp.Tracer()
+	inv := gv.inv
+	adv.ToolPoisoning = func(upstream, tool string) []string {
+		var rules []string
+		for _, f := range inv.RiskFactors(upstream, tool) {
+			if !slices.Contains(rules, f.Rule) {
+				rules = append(rules, f.Rule)
+			}
+		}
+		return rules
+	}
 	if adv.Classifier != nil {
 		gv.lifecycle = &classifier.Lifecycle{OnEvent: func(e classifier.LifecycleEvent) {
 			logger.Debug("classifier lifecycle", "event", e.Type, "session", e.SessionID, "classifier_id", e.ClassifierID)

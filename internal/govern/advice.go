@@ -3,6 +3,8 @@ package govern
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/classifier"
@@ -74,6 +76,12 @@ type Advisor struct {
 	OnAdvice func(*Advice)
 	// Tracer, if set, gets a span for each classification.
 	Tracer telemetry.Tracer
+	// ToolPoisoning, if set, returns the rules of the tool-poisoning
+	// findings in the current version of a tool's description and schema
+	// (the inventory's scan). They are risk factors of every call to the
+	// tool, and policy sees classification.tool_poisoning: deterministic,
+	// like injection_suspected, so a rule may deny on it.
+	ToolPoisoning func(upstream, tool string) []string
 }
 
 type classified struct {
@@ -97,14 +105,20 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 	// classifier works, so the slower of the two sets the latency.
 	// Injection findings are deterministic, so policy may use them here.
 	findings := classifier.DetectInjection(d.Parameters)
+	var poisoning []string
+	if a.ToolPoisoning != nil {
+		poisoning = a.ToolPoisoning(d.Upstream, d.ToolName)
+	}
 	d0 := *d
-	d0.Classification = map[string]any{"injection_suspected": len(findings) > 0, policy.ClassificationWithheld: true}
+	d0.Classification = map[string]any{"injection_suspected": len(findings) > 0, "tool_poisoning": len(poisoning) > 0,
+		policy.ClassificationWithheld: true}
 	base := intercept.Decide(ctx, a.Policy, &d0)
 	r := <-ch
 
 	adv := &Advice{Descriptor: d, Verdict: r.v, Err: r.err}
 	adv.Assessment = classifier.Assess(r.v, a.Options)
-	adv.Intent = classifier.NewIntentRecord(d, r.v, classifier.IntentOptions{Options: a.Options, SkipInjection: true, Findings: findings})
+	adv.Intent = classifier.NewIntentRecord(d, r.v, classifier.IntentOptions{Options: a.Options, SkipInjection: true, Findings: findings,
+		ToolPoisoning: poisoning})
 	adv.Intent.TxnID = d.TxnID
 
 	d1 := *d
@@ -152,12 +166,17 @@ func classificationAttrs(v classifier.Verdict, adv *Advice) map[string]any {
 		"capability_class":            v.CapabilityClassVerdict,
 		"risk_level":                  string(adv.Intent.RiskLevel),
 		"injection_suspected":         adv.Intent.InjectionSuspected,
+		"tool_poisoning":              slices.ContainsFunc(adv.Intent.RiskFactors, isPoisoning),
 	}
 	for axis, av := range v.Axes {
 		m[axis] = av.Classified
 		m[axis+"_confidence"] = av.Confidence
 	}
 	return m
+}
+
+func isPoisoning(factor string) bool {
+	return strings.HasPrefix(factor, classifier.FactorToolPoisoning+":")
 }
 
 // Forwarded passes route-memory updates on to the policy.

@@ -3,6 +3,7 @@ package govern
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -103,5 +104,45 @@ func TestAdvisorWithBuiltin(t *testing.T) {
 	}
 	if got.Verdict.Axes[classifier.AxisActionType].Classified != classifier.Read || got.Intent.RiskLevel == "" {
 		t.Errorf("advice: got %+v", got)
+	}
+}
+
+// TestAdvisorToolPoisoning checks that findings in a tool's own
+// description are risk factors of every call to it, raise the risk to at
+// least HIGH, and are a deterministic classification.tool_poisoning a
+// policy may deny on without a sole-deny violation.
+func TestAdvisorToolPoisoning(t *testing.T) {
+	poisoned := func(upstream, tool string) []string {
+		if upstream == "u" && tool == "add" {
+			return []string{"instruction_tag", "secret_reference"}
+		}
+		return nil
+	}
+	var got *Advice
+	a := &Advisor{Policy: compile(t, `default: allow
+rules:
+  - id: no-poisoned-tools
+    match: {match_tool: add}
+    when: classification.tool_poisoning == true
+    decision: deny
+    reason: the tool's description tries to instruct the model
+`), Classifier: fixed{v: verdict(classifier.Read, 0.95)}, ToolPoisoning: poisoned, OnAdvice: func(adv *Advice) { got = adv }}
+
+	dec := intercept.Decide(context.Background(), a, desc("add", `{"a":1,"b":2}`))
+	if dec.Verdict != intercept.Deny || dec.RuleID != "no-poisoned-tools" || got.SoleDenyViolation {
+		t.Errorf("call to a poisoned tool: got %s by %q (sole-deny violation %v), want a deny by no-poisoned-tools", dec.Verdict, dec.RuleID, got.SoleDenyViolation)
+	}
+	if got.Intent.RiskLevel != classifier.RiskHigh && got.Intent.RiskLevel != classifier.RiskCritical {
+		t.Errorf("risk level: got %s, want at least HIGH", got.Intent.RiskLevel)
+	}
+	for _, f := range []string{"tool_poisoning:instruction_tag", "tool_poisoning:secret_reference"} {
+		if !slices.Contains(got.Intent.RiskFactors, f) {
+			t.Errorf("risk factors %v lack %s", got.Intent.RiskFactors, f)
+		}
+	}
+
+	dec = intercept.Decide(context.Background(), a, desc("add2", `{"a":1}`))
+	if dec.Verdict != intercept.Allow || slices.ContainsFunc(got.Intent.RiskFactors, isPoisoning) {
+		t.Errorf("call to a clean tool: got %s, risk factors %v", dec.Verdict, got.Intent.RiskFactors)
 	}
 }
