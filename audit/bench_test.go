@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
@@ -118,5 +119,49 @@ func BenchmarkQuery(b *testing.B) {
 		if err != nil || len(evs) != 100 {
 			b.Fatalf("got %d events, %v", len(evs), err)
 		}
+	}
+}
+
+// BenchmarkQueryMillion queries a store of 1,000,000 policy events (one a
+// millisecond, 50 agents, 40 tools, 20 calls a session) the ways an
+// operator does.
+func BenchmarkQueryMillion(b *testing.B) {
+	st, err := Open(filepath.Join(b.TempDir(), FileName), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	const n = 1_000_000
+	txn := func(i int) string { return fmt.Sprintf("%016x%016x", i, i*7919) }
+	for i := range n {
+		r := telemetry.PolicyEnforcement{Time: t0.Add(time.Duration(i) * time.Millisecond), TxnID: txn(i), Agent: fmt.Sprint("agent-", i%50),
+			Session: fmt.Sprint("s-", i/20), Upstream: "github", Tool: fmt.Sprint("tool-", i%40), Decision: "allow", Reason: "tool_allowed",
+			PolicyVersion: "v1", RuleID: "r1", Latency: 30 * time.Microsecond, Arguments: telemetry.Arguments{SHA256: fmt.Sprintf("%064x", i)}}
+		if err := st.AppendRecord(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := st.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	end := t0.Add(n * time.Millisecond)
+	for _, q := range []struct {
+		name string
+		f    Filter
+		want int
+	}{
+		{"agent-limit-100", Filter{Agent: "agent-7", Limit: 100}, 100},
+		{"txn", Filter{TxnID: txn(777_777)}, 1},
+		{"last-minute", Filter{Since: end.Add(-time.Minute)}, 60_000},
+		{"tool+agent-last-10m", Filter{Tool: "tool-3", Agent: "agent-3", Since: end.Add(-10 * time.Minute)}, 3000},
+	} {
+		b.Run(q.name, func(b *testing.B) {
+			for b.Loop() {
+				if evs, err := st.Query(ctx, q.f); err != nil || len(evs) != q.want {
+					b.Fatalf("got %d events, %v; want %d", len(evs), err, q.want)
+				}
+			}
+		})
 	}
 }

@@ -38,11 +38,16 @@ type pending struct {
 // missing, and encodes it; with r set, e is r's header and r encodes the
 // attrs.
 func (s *Store) encode(e telemetry.Event, r telemetry.Record) (pending, error) {
+	return encode(e, r, s.now)
+}
+
+// encode is Store.encode with the clock now.
+func encode(e telemetry.Event, r telemetry.Record, now func() time.Time) (pending, error) {
 	if e.Type == "" {
 		return pending{}, errors.New("audit: event has no type")
 	}
 	if e.Time.IsZero() {
-		e.Time = s.now()
+		e.Time = now()
 	}
 	e.Time = e.Time.UTC()
 	if e.ID == "" {
@@ -167,21 +172,8 @@ func blockKey(name, value string) string { return name + "=" + value }
 // one block to the next (a Tx prepares a connection's statements again).
 func (s *Store) writeBlock(b *block, prev int64) (err error) {
 	ctx := context.Background()
-	exec := func(q string, args ...any) error {
-		st, err := s.prepared(ctx, q)
-		if err != nil {
-			return err
-		}
-		_, err = st.ExecContext(ctx, args...)
-		return err
-	}
-	queryRow := func(q string, args ...any) *sql.Row {
-		st, err := s.prepared(ctx, q)
-		if err != nil {
-			return s.wconn.QueryRowContext(ctx, q, args...) // reports the same error
-		}
-		return st.QueryRowContext(ctx, args...)
-	}
+	exec := func(q string, args ...any) error { return s.exec(ctx, q, args...) }
+	queryRow := func(q string, args ...any) *sql.Row { return s.queryRow(ctx, q, args...) }
 	if err := exec("BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("audit: beginning transaction: %w", err)
 	}
@@ -243,14 +235,7 @@ func (s *Store) prune() {
 // happened before cutoff, never the newest block, and returns how many
 // events they held.
 func (s *Store) pruneSome(ctx context.Context, cutoff int64) (n int64, err error) {
-	exec := func(q string, args ...any) error {
-		st, err := s.prepared(ctx, q)
-		if err != nil {
-			return err
-		}
-		_, err = st.ExecContext(ctx, args...)
-		return err
-	}
+	exec := func(q string, args ...any) error { return s.exec(ctx, q, args...) }
 	if err := exec("BEGIN IMMEDIATE"); err != nil {
 		return 0, fmt.Errorf("audit: pruning: %w", err)
 	}
@@ -375,6 +360,25 @@ func (s *Store) prepared(ctx context.Context, q string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// exec runs the writer's statement q; only the writer calls it.
+func (s *Store) exec(ctx context.Context, q string, args ...any) error {
+	st, err := s.prepared(ctx, q)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(ctx, args...)
+	return err
+}
+
+// queryRow runs the writer's query q; only the writer calls it.
+func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	st, err := s.prepared(ctx, q)
+	if err != nil {
+		return s.wconn.QueryRowContext(ctx, q, args...) // reports the same error
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
 // A Bloom filter of a block's txn ids: 16 bits per id and 4 probes, so
 // about one block in 400 without the id is read in vain by a txn query.
 const (
@@ -494,8 +498,7 @@ func migrateRows(ctx context.Context, tx *sql.Tx) error {
 					return fmt.Errorf("event %d: attrs: %w", e.Seq, err)
 				}
 			}
-			s := Store{now: time.Now}
-			p, err := s.encode(e, nil)
+			p, err := encode(e, nil, time.Now)
 			if err != nil {
 				rows.Close()
 				return fmt.Errorf("event %d: %w", e.Seq, err)

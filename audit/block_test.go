@@ -471,14 +471,8 @@ func TestEarlySchema2GetsKeys(t *testing.T) {
 func TestFlushDoesNotLinger(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		first := true
-		st, err := Open(path, Options{Linger: time.Hour, beforeWrite: func() {
-			if first {
-				first = false
-				<-release
-			}
-		}})
+		hold, release := holdFirstBatch()
+		st, err := Open(path, Options{Linger: time.Hour, beforeWrite: hold})
 		if err != nil {
 			t.Fatal(err)
 		}

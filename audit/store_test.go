@@ -438,6 +438,19 @@ func TestExportJSONL(t *testing.T) {
 	}
 }
 
+// holdFirstBatch returns a beforeWrite hook that holds the writer before
+// its first batch until release is closed.
+func holdFirstBatch() (hook func(), release chan struct{}) {
+	release = make(chan struct{})
+	first := true // only the writer goroutine touches it
+	return func() {
+		if first {
+			first = false
+			<-release
+		}
+	}, release
+}
+
 // TestBatchShapes writes batches of sizes around the number of index
 // keys one insert adds (each event has its own session), each ending with
 // a Flush marker, and checks every event arrived and is found by its key.
@@ -446,14 +459,8 @@ func TestBatchShapes(t *testing.T) {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), FileName)
 			synctest.Test(t, func(t *testing.T) {
-				release := make(chan struct{})
-				first := true
-				st, err := Open(path, Options{beforeWrite: func() {
-					if first {
-						first = false
-						<-release
-					}
-				}})
+				hold, release := holdFirstBatch()
+				st, err := Open(path, Options{beforeWrite: hold})
 				if err != nil {
 					t.Fatal(err)
 				}

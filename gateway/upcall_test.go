@@ -474,17 +474,8 @@ func TestUpstreamSpansEnd(t *testing.T) {
 	started := func(hdr map[string]string, body string) (leave func()) {
 		t.Helper()
 		ctx, cancel := context.WithCancel(context.Background())
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, mcp, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
+		t.Cleanup(cancel)
+		resp := openPost(t, ctx, mcp, hdr, body)
 		if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || line == "" {
 			t.Fatalf("reading the first event: %q %v", line, err)
 		}

@@ -65,12 +65,14 @@ type PolicyEnforcement struct {
 }
 
 // Event returns p as an [Event].
-func (p PolicyEnforcement) Event() Event {
-	e := p.Header()
+func (p PolicyEnforcement) Event() Event { return withAttrs(p.Header(), p.attrs) }
+
+// withAttrs returns h with the Attrs that fill writes.
+func withAttrs(h Event, fill func(attrSink)) Event {
 	a := make(attrs, 16)
-	p.attrs(a)
-	e.Attrs = a
-	return e
+	fill(a)
+	h.Attrs = a
+	return h
 }
 
 // Header returns p's event without attrs ([Record]).
@@ -159,13 +161,7 @@ type IntentClassification struct {
 }
 
 // Event returns c as an [Event].
-func (c IntentClassification) Event() Event {
-	e := c.Header()
-	a := make(attrs, 16)
-	c.attrs(a)
-	e.Attrs = a
-	return e
-}
+func (c IntentClassification) Event() Event { return withAttrs(c.Header(), c.attrs) }
 
 // Header returns c's event without attrs ([Record]).
 func (c IntentClassification) Header() Event {
