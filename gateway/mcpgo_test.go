@@ -76,8 +76,15 @@ func TestMCPGoClientThroughGateway(t *testing.T) {
 			if err != nil || res.IsError || !strings.Contains(text(res), "Echo: through") {
 				t.Fatalf("echo: %v %+v", err, res)
 			}
+			// mcp-go's stdio server writes notifications from another
+			// goroutine than responses, so a progress notification can reach
+			// the gateway after the result it precedes, when a stateless
+			// call's HTTP response is already over (a direct client would
+			// also see it late). The pause after each step, the last one
+			// included, gives the server time to write it first; 1 ms was
+			// not always enough under -race on a loaded machine.
 			res, err = c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "slow_count",
-				Arguments: map[string]any{"n": 3, "delay_ms": 1}, Meta: &mcp.Meta{ProgressToken: "p1"}}})
+				Arguments: map[string]any{"n": 3, "delay_ms": 25}, Meta: &mcp.Meta{ProgressToken: "p1"}}})
 			if err != nil || res.IsError {
 				t.Fatalf("slow_count: %v %+v", err, res)
 			}
