@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/audit"
@@ -40,15 +41,17 @@ type governance struct {
 // buildGovernance builds the decision chain: approval hold ← inventory drift ←
 // classifier advice ← deterministic policy.
 func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv *governance, err error) {
-	gv = &governance{}
+	built := &governance{}
+	gv = built
 	defer func() {
 		if err != nil {
-			gv.close()
+			built.close() // gv is nil on the error returns
 		}
 	}()
 	var mem policy.Store
 	local := policy.NewMemoryStore(policy.MemoryOptions{})
 	if rm := cfg.RouteMemory; rm.RedisURL != "" {
+		redis.SetLogger(redisLog{logger}) // its connection-pool chatter, through the gateway's log
 		rs, err := redisstore.New(ctx, redisstore.Options{URL: rm.RedisURL, KeyPrefix: rm.KeyPrefix, TTL: rm.TTL, Timeout: rm.Timeout})
 		if err != nil {
 			return nil, err
@@ -232,6 +235,13 @@ func (gv *governance) close() {
 		gv.closers[i]()
 	}
 	gv.closers = nil
+}
+
+// redisLog passes go-redis's own log lines to the gateway's logger.
+type redisLog struct{ l *slog.Logger }
+
+func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
+	r.l.WarnContext(ctx, "route memory: redis: "+fmt.Sprintf(format, v...))
 }
 
 // memoryReportInterval is how often the route memory's size and evictions

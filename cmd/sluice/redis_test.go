@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -37,5 +38,22 @@ route_memory: {redis_url: "` + srv.URL() + `", key_prefix: "test:"}
 	srv.Stop()
 	if got := modernCallAs(t, b.url, "bob", "tools/call", "send_email", email); !strings.Contains(got, "policy_error") {
 		t.Errorf("sink with Redis gone: got %s, want a deny with policy_error", got)
+	}
+}
+
+// TestRouteMemoryRedisUnreachable checks that a gateway whose Redis does
+// not answer refuses to start with an error naming it (and does not crash
+// while undoing what it had built).
+func TestRouteMemoryRedisUnreachable(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop() // a port nobody listens on now
+	cfg, err := parseConfig("test", []byte(`route_memory: {redis_url: "`+srv.URL()+`", timeout: 200ms}`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = t.TempDir()
+	gv, err := buildGovernance(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err == nil || gv != nil || !strings.Contains(err.Error(), "route memory: redis") {
+		t.Errorf("buildGovernance with Redis down: got %v, %v; want an error naming the route memory's Redis", gv, err)
 	}
 }
