@@ -315,10 +315,11 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 }
 
 // Forwarded passes route-memory updates on to Next.
-func (g *Gate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) {
+func (g *Gate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) error {
 	if fo, ok := g.Next.(intercept.ForwardObserver); ok {
-		fo.Forwarded(ctx, d, dec)
+		return fo.Forwarded(ctx, d, dec)
 	}
+	return nil
 }
 
 func orSomeone(s string) string {

@@ -469,36 +469,17 @@ func upstreamError(name string, cause error) error {
 }
 
 // checkBatch decides about every element of a batch. It returns nil when
-// the batch may be forwarded whole, or the reply to send instead. A batch
-// is forwarded only if every tools/call in it is allowed, so no element can
-// pass the decision point by riding along with others.
+// the batch may be forwarded whole (see intercept.Interceptor.CheckBatch),
+// or the reply to send instead. Batches exist only in MCP 2025-03-26.
 func checkBatch(ctx context.Context, ic *intercept.Interceptor, msgs []*intercept.Message, cc intercept.CallContext) []byte {
 	if !batchesAllowed(cc.ProtocolVersion) {
 		return intercept.ErrorResponse(nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
 			Message: fmt.Sprintf("invalid request: JSON-RPC batches are not part of MCP %s", orUnknown(cc.ProtocolVersion))})
 	}
-	replies := make([]jsontext.Value, len(msgs))
-	denied := false
-	for i, m := range msgs {
-		if reply, ok := ic.Check(ctx, m, cc); !ok {
-			replies[i], denied = reply, true
-		}
+	if reply, ok := ic.CheckBatch(ctx, msgs, cc); !ok {
+		return reply
 	}
-	if !denied {
-		return nil
-	}
-	var out []jsontext.Value
-	for i, m := range msgs {
-		switch {
-		case replies[i] != nil:
-			out = append(out, replies[i])
-		case m.Kind == intercept.KindRequest:
-			out = append(out, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInvalidRequest,
-				Message: "invalid request: not forwarded because another call in the same batch was not allowed; send it again on its own"}))
-		}
-	}
-	b, _ := json.Marshal(out)
-	return b
+	return nil
 }
 
 // batchesAllowed reports whether a protocol version has JSON-RPC batches:

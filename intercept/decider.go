@@ -55,11 +55,15 @@ type Evidence struct {
 }
 
 // A ForwardObserver is a Decider that wants to know about every call that
-// was allowed and is being sent upstream, e.g. to remember which sources an
-// agent touched. The interceptor calls Forwarded after an allow, before the
-// call is forwarded; it must not block.
+// was allowed and is about to be sent upstream, e.g. to remember which
+// sources an agent touched or to use up a one-time approval. The
+// interceptor calls Forwarded after an allow, once it is certain the call
+// will be sent (a batch only when every element is allowed), and before it
+// is sent. An error fails closed: the call is not forwarded and is denied
+// with policy_error, so a source whose reading could not be remembered is
+// never read. It should not block for long.
 type ForwardObserver interface {
-	Forwarded(ctx context.Context, d *ActionDescriptor, dec Decision)
+	Forwarded(ctx context.Context, d *ActionDescriptor, dec Decision) error
 }
 
 // A Decider decides about one tools/call. It must be safe for concurrent

@@ -3,6 +3,7 @@ package intercept
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"crypto/sha256"
 	"encoding/hex"
 	"sync"
@@ -86,8 +87,9 @@ type toolSet struct {
 
 // Check decides about one client message. It returns forward=true when the
 // message may go to the upstream unchanged; otherwise reply is the complete
-// JSON-RPC response to send to the client instead. Only tools/call requests
-// are ever held back.
+// JSON-RPC response to send the client instead. Only tools/call requests
+// are ever held back, and tools/call sent as a notification, which has no
+// id to answer and could only run unseen, is refused.
 func (i *Interceptor) Check(ctx context.Context, m *Message, cc CallContext) (reply []byte, forward bool) {
 	_, reply, forward = i.CheckDecision(ctx, m, cc)
 	return reply, forward
@@ -97,25 +99,137 @@ func (i *Interceptor) Check(ctx context.Context, m *Message, cc CallContext) (re
 // a transport that can ask the client's user about a held call (MCP
 // elicitation) knows its approval id. For a message that is not a
 // tools/call the decision is the zero value.
+//
+// An allowed call is committed before CheckDecision returns (see
+// [ForwardObserver]): the caller must forward it.
 func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallContext) (dec Decision, reply []byte, forward bool) {
+	if reply := refuseUngoverned(m); reply != nil {
+		return Decision{}, reply, false
+	}
 	if !m.IsCall() {
 		return Decision{}, nil, true
 	}
-	d := i.Descriptor(m, cc)
-	dec = Decide(ctx, i.Decider, d)
-	if i.OnDecision != nil {
-		i.OnDecision(d, dec)
-	}
+	d, dec := i.decide(ctx, m, cc)
 	if dec.Verdict == Allow {
-		if fo, ok := i.Decider.(ForwardObserver); ok {
-			fo.Forwarded(ctx, d, dec)
+		if dec = i.commit(ctx, m, cc, d, dec); dec.Verdict == Allow {
+			return dec, nil, true
 		}
-		if i.OnResult != nil {
-			i.pendingCalls().Add(resultKey(cc, m.IDKey()), d)
-		}
-		return dec, nil, true
 	}
 	return dec, RenderDecision(m.ID, dec, d.TxnID, cc.ProtocolVersion), false
+}
+
+// refuseUngoverned answers a message that names a governed method but is
+// not a request: policy can only decide about a call it can answer.
+func refuseUngoverned(m *Message) []byte {
+	if m.Kind != KindNotification || m.Method != "tools/call" {
+		return nil
+	}
+	return ErrorResponse(nil, &WireError{Code: CodeInvalidRequest,
+		Message: "invalid request: tools/call must be a request with an id; it was sent as a notification and not forwarded"})
+}
+
+// decide builds m's descriptor and asks the Decider, telling OnDecision.
+func (i *Interceptor) decide(ctx context.Context, m *Message, cc CallContext) (*ActionDescriptor, Decision) {
+	d := i.Descriptor(m, cc)
+	dec := Decide(ctx, i.Decider, d)
+	if i.OnDecision != nil && dec.Verdict != Allow {
+		i.OnDecision(d, dec)
+	}
+	return d, dec
+}
+
+// commit tells a ForwardObserver Decider that the allowed call d will be
+// forwarded. If that fails the call is denied instead, and the denial is
+// what OnDecision hears of.
+func (i *Interceptor) commit(ctx context.Context, m *Message, cc CallContext, d *ActionDescriptor, dec Decision) (out Decision) {
+	defer func() {
+		if i.OnDecision != nil {
+			i.OnDecision(d, out)
+		}
+	}()
+	if fo, ok := i.Decider.(ForwardObserver); ok {
+		if err := forwarded(ctx, fo, d, dec); err != nil {
+			return Decision{Verdict: Deny, Reason: ReasonPolicyError, Mode: dec.Mode, PolicyVersion: dec.PolicyVersion, RuleID: dec.RuleID,
+				PublicReason: "the call was allowed but could not be recorded (" + err.Error() + "); it was not forwarded",
+				Evidence:     Evidence{MatchedToolName: d.ToolName, ReasonCode: ReasonPolicyError}}
+		}
+	}
+	if i.OnResult != nil {
+		i.pendingCalls().Add(resultKey(cc, m.IDKey()), d)
+	}
+	return dec
+}
+
+// forwarded calls fo.Forwarded; a panic is an error.
+func forwarded(ctx context.Context, fo ForwardObserver, d *ActionDescriptor, dec Decision) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return fo.Forwarded(ctx, d, dec)
+}
+
+// CheckBatch decides about every element of a JSON-RPC batch. It returns
+// forward=true when the batch may be forwarded whole: every tools/call in
+// it is allowed, so no element can pass the decision point by riding along
+// with others. Nothing is committed (see [ForwardObserver]) unless all are
+// allowed. Otherwise reply answers the batch: the denials, and an error for
+// every other request, which was not forwarded.
+func (i *Interceptor) CheckBatch(ctx context.Context, msgs []*Message, cc CallContext) (reply []byte, forward bool) {
+	type decided struct {
+		d   *ActionDescriptor
+		dec Decision
+	}
+	replies := make([]jsontext.Value, len(msgs))
+	calls := make([]decided, len(msgs))
+	denied := false
+	for n, m := range msgs {
+		if r := refuseUngoverned(m); r != nil {
+			replies[n], denied = r, true
+			continue
+		}
+		if !m.IsCall() {
+			continue
+		}
+		d, dec := i.decide(ctx, m, cc)
+		calls[n] = decided{d, dec}
+		if dec.Verdict != Allow {
+			replies[n], denied = RenderDecision(m.ID, dec, d.TxnID, cc.ProtocolVersion), true
+		}
+	}
+	if !denied {
+		for n, m := range msgs {
+			if c := calls[n]; c.d != nil {
+				if dec := i.commit(ctx, m, cc, c.d, c.dec); dec.Verdict != Allow {
+					replies[n], denied = RenderDecision(m.ID, dec, c.d.TxnID, cc.ProtocolVersion), true
+				}
+			}
+		}
+	} else if i.OnDecision != nil {
+		// The allowed calls of a refused batch are not forwarded; what
+		// they were decided is still on record.
+		for _, c := range calls {
+			if c.d != nil && c.dec.Verdict == Allow {
+				i.OnDecision(c.d, c.dec)
+			}
+		}
+	}
+	if !denied {
+		return nil, true
+	}
+	var out []jsontext.Value
+	for n, m := range msgs {
+		switch {
+		case replies[n] != nil:
+			out = append(out, replies[n])
+		case m.Kind == KindRequest:
+			out = append(out, ErrorResponse(m.ID, &WireError{Code: CodeInvalidRequest,
+				Message: "invalid request: not forwarded because another call in the same batch was not allowed; send it again on its own"}))
+		}
+	}
+	b, _ := json.Marshal(out)
+	return b, false
 }
 
 // Descriptor builds the action descriptor of a tools/call.

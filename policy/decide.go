@@ -377,14 +377,16 @@ func containsString(l []string, s string) bool {
 // Forwarded implements intercept.ForwardObserver: it remembers the call's
 // classes, its tool name (bare and pinned) and its upstream under the
 // session key and the agent key, at the policy's clock. A store error is
-// logged; the call has already been allowed.
-func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) {
+// returned, and the interceptor then denies the call: memory never fails
+// open.
+func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) (err error) {
 	if p == nil || d == nil || dec.Verdict != intercept.Allow {
-		return
+		return nil
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			p.log.Error("policy: route memory panicked", "tool", d.ToolName, "panic", r)
+			err = fmt.Errorf("route memory panicked: %v", r)
 		}
 	}()
 	name := nfc(d.ToolName)
@@ -395,9 +397,11 @@ func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, d
 	now := p.now()
 	for _, k := range [...]Key{{Scope: ScopeSession, Agent: d.Agent, Session: d.SessionID}, {Scope: ScopeAgent, Agent: d.Agent}} {
 		if err := p.store.Remember(ctx, k, labels, now); err != nil {
-			p.log.Warn("policy: cannot write route memory", "key", k.String(), "tool", d.ToolName, "err", err)
+			p.log.Error("policy: cannot write route memory; the call is denied", "key", k.String(), "tool", d.ToolName, "err", err)
+			return fmt.Errorf("route memory: %w", err)
 		}
 	}
+	return nil
 }
 
 // Classes returns the classes tool_classes gives a tool on an upstream

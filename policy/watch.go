@@ -91,8 +91,8 @@ func (w *Watcher) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 }
 
 // Forwarded implements intercept.ForwardObserver with the current policy.
-func (w *Watcher) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) {
-	w.cur.Load().Forwarded(ctx, d, dec)
+func (w *Watcher) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) error {
+	return w.cur.Load().Forwarded(ctx, d, dec)
 }
 
 // Run checks the file every Interval until ctx is done, and reloads it

@@ -180,10 +180,11 @@ func isPoisoning(factor string) bool {
 }
 
 // Forwarded passes route-memory updates on to the policy.
-func (a *Advisor) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) {
+func (a *Advisor) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) error {
 	if fo, ok := a.Policy.(intercept.ForwardObserver); ok {
-		fo.Forwarded(ctx, d, dec)
+		return fo.Forwarded(ctx, d, dec)
 	}
+	return nil
 }
 
 // Visible implements intercept.ToolFilter by asking the policy: the

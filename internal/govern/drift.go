@@ -43,10 +43,11 @@ func (g *DriftGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (
 }
 
 // Forwarded passes route-memory updates on to Next.
-func (g *DriftGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) {
+func (g *DriftGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) error {
 	if fo, ok := g.Next.(intercept.ForwardObserver); ok {
-		fo.Forwarded(ctx, d, dec)
+		return fo.Forwarded(ctx, d, dec)
 	}
+	return nil
 }
 
 // Visible implements intercept.ToolFilter by asking Next: drift blocks are
