@@ -3,9 +3,9 @@ package intercept
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"sync"
 
 	"github.com/go-json-experiment/json"
