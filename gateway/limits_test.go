@@ -76,7 +76,7 @@ func TestSessionFloodDoesNotLockOutOthers(t *testing.T) {
 		agent, ip func(i int) string
 		key       string
 	}{
-		{"one agent, one address", func(int) string { return "flood" }, func(int) string { return "127.0.0.1" }, "max_sessions_per_agent"},
+		{"one agent, one address", func(int) string { return "flood" }, func(int) string { return "127.0.0.1" }, "max_sessions_per_"},
 		{"rotating names, one address", func(i int) string { return fmt.Sprintf("flood-%d", i) }, func(int) string { return "127.0.0.1" }, "max_sessions_per_client"},
 		{"one name, many addresses", func(int) string { return "flood" }, func(i int) string { return fmt.Sprintf("127.0.1.%d", i+1) }, "max_sessions_per_agent"},
 	} {
@@ -189,6 +189,38 @@ func TestConnSessionsCounted(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// TestConnAgentLimit checks that a /ws connection counts against the agent
+// its initialize names: a second connection for the same agent, from
+// another address, has its initialize refused with an error naming
+// max_sessions_per_agent, and the connection ends.
+func TestConnAgentLimit(t *testing.T) {
+	f := newFixture(t, allowEcho, Options{MaxSessions: 10}) // one per agent and address
+	wsURL := "ws" + strings.TrimPrefix(f.gw.URL, "http") + "/ws/demo"
+	dialConn(t, &transport.WSDialer{URL: wsURL}) // agent "conn", from 127.0.0.1
+	d := websocket.Dialer{Subprotocols: []string{"mcp"},
+		NetDialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.9")}}).DialContext}
+	ws, _, err := d.Dial(wsURL, nil)
+	if err != nil {
+		t.Fatalf("a connection from another address: %v", err)
+	}
+	defer ws.Close()
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"conn","version":"1"}}}`
+	if err := ws.WriteMessage(websocket.TextMessage, []byte(init)); err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, b, err := ws.ReadMessage()
+	if err != nil {
+		t.Fatalf("reading the answer to initialize: %v", err)
+	}
+	if code := errorCode(t, string(b)); code != intercept.CodeLimitExceeded || !strings.Contains(string(b), "max_sessions_per_agent") {
+		t.Fatalf("initialize of a second session for the agent: got %s, want error %d naming max_sessions_per_agent", b, intercept.CodeLimitExceeded)
+	}
+	if _, _, err := ws.ReadMessage(); err == nil {
+		t.Errorf("the refused connection stays open; want it closed")
 	}
 }
 
@@ -354,6 +386,21 @@ func TestInflightBodyBytesBounded(t *testing.T) {
 			}
 			if refused.Load() == 0 {
 				t.Errorf("no request was refused; want 503s for those over the bound")
+			}
+			// A handler gives its bytes back just after its client has the answer.
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				g.bodies.mu.Lock()
+				gHeld, gPeak := g.bodies.held, g.bodies.peak
+				g.bodies.mu.Unlock()
+				if gPeak > 16*maxBody {
+					t.Errorf("body bytes held by the gateway at once: got %d, want at most %d", gPeak, 16*maxBody)
+				}
+				if gHeld == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("body bytes still held after every request ended: %d", gHeld)
+				}
 			}
 			for s := range statuses {
 				if s != http.StatusOK && s != http.StatusServiceUnavailable {
