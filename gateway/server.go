@@ -123,11 +123,11 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 			g.stateless[name] = newStatelessBridge(g, r)
 		}
 		g.sse[name] = &transport.SSEServer{
-			MaxMessageBytes: opts.maxBody(),
-			MessagePath:     func(id string) string { return "/sse/" + name + "/message?sessionId=" + url.QueryEscape(id) },
+			MessagePath: func(id string) string { return "/sse/" + name + "/message?sessionId=" + url.QueryEscape(id) },
 			OnSession: func(ctx context.Context, id string, c transport.Conn) {
 				g.serveConn(ctx, r, c, id, "sse")
 			},
+			MaxMessageBytes: opts.maxBody(),
 		}
 	}
 	return g, nil
