@@ -104,6 +104,9 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		if err != nil {
 			return nil, fmt.Errorf("gateway: upstreams[%d] (%s): %w", i, up.Name, err)
 		}
+		if up.MaxChildren < 0 || (up.MaxChildren > 0 && r.up.Transport != TransportStdio) {
+			return nil, fmt.Errorf("gateway: upstreams[%d] (%s): max_children %d: want a positive number, on a stdio upstream only", i, up.Name, up.MaxChildren)
+		}
 		if r.up.Transport == TransportStdio {
 			r.children = &childSlots{route: up.Name, max: up.maxChildren(), metrics: g.limits.metrics}
 		}
