@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -35,6 +38,42 @@ upstreams:
 		_, err := parseConfig("test", []byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.key) {
 			t.Errorf("%q: got error %v, want one naming %s", tc.yaml, err, tc.key)
+		}
+	}
+}
+
+// TestLimitMetricsServed checks that /metrics shows the gateway's resource
+// use: open sessions by transport, request body bytes held, refusals by
+// limit, and the Go runtime (goroutines, heap) and process.
+func TestLimitMetricsServed(t *testing.T) {
+	g := startServe(t, "policy: {default: allow}\ntelemetry: {prometheus: true}\nmax_sessions: 10\n")
+	initialize := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"m","version":"1"}}}`
+	for range 2 { // one per agent at max_sessions 10: the second is refused
+		req, _ := http.NewRequest(http.MethodPost, g.url, strings.NewReader(initialize))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	resp, err := http.Get("http://" + g.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^sluice_sessions\{[^}]*transport="streamable-http"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^sluice_request_body_inflight_bytes(\{[^}]*\})? \d+$`),
+		regexp.MustCompile(`(?m)^sluice_limit_refusals_total\{[^}]*limit="max_sessions_per_(agent|client)"[^}]*\} 1$`),
+		regexp.MustCompile(`(?m)^go_goroutines \d+$`),
+		regexp.MustCompile(`(?m)^go_memstats_heap_alloc_bytes \S+$`),
+		regexp.MustCompile(`(?m)^process_resident_memory_bytes \S+$`),
+	} {
+		if !want.Match(b) {
+			t.Errorf("/metrics has no line matching %s:\n%.3000s", want, b)
 		}
 	}
 }
