@@ -453,3 +453,59 @@ func TestReaperPaced(t *testing.T) {
 		t.Errorf("concurrent upstream DELETEs: got %d, want at most 8", p)
 	}
 }
+
+// TestLimitsAdmit walks the session counts: each share refuses with 429
+// and its key, a full gateway with 503, a released lease frees its place,
+// and an agent bound late (a connection's initialize) counts like one
+// known at once.
+func TestLimitsAdmit(t *testing.T) {
+	l := newLimits(&Options{MaxSessions: 3, MaxSessionsPerAgent: 2, MaxSessionsPerClient: 2})
+	refused := func(err error, status int, key string) {
+		t.Helper()
+		le, ok := asLimitError(err)
+		if !ok || le.status != status || le.key != key || le.retryAfter <= 0 {
+			t.Fatalf("got %v, want a %d refusal naming %s with a retry time", err, status, key)
+		}
+	}
+	a1, err := l.admit("websocket", "", "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a1.bindAgent("a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.admit("streamable-http", "a", "10.0.0.2"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.admit("streamable-http", "a", "10.0.0.3")
+	refused(err, http.StatusTooManyRequests, "max_sessions_per_agent")
+	c1, err := l.admit("sse", "", "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused(c1.bindAgent("a"), http.StatusTooManyRequests, "max_sessions_per_agent")
+	_, err = l.admit("sse", "b", "10.0.0.1")
+	refused(err, http.StatusTooManyRequests, "max_sessions_per_client")
+	_, err = l.admit("sse", "b", "10.0.0.4")
+	refused(err, http.StatusServiceUnavailable, "max_sessions")
+	a1.release()
+	a1.release() // a second release gives nothing back twice
+	if _, err := l.admit("sse", "a", "10.0.0.5"); err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	refused(func() error { _, err := l.admit("sse", "c", "10.0.0.6"); return err }(), http.StatusServiceUnavailable, "max_sessions")
+}
+
+func TestClientAddr(t *testing.T) {
+	for _, tc := range []struct{ remote, want string }{
+		{"192.0.2.7:5000", "192.0.2.7"},
+		{"[::ffff:192.0.2.7]:5000", "192.0.2.7"},
+		{"[2001:db8:1:2:3:4:5:6]:443", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2:ffff::1]:443", "2001:db8:1:2::/64"},
+		{"[fe80::1%eth0]:80", "fe80::/64"},
+	} {
+		if got := clientAddr(&http.Request{RemoteAddr: tc.remote}); got != tc.want {
+			t.Errorf("clientAddr(%q): got %q, want %q", tc.remote, got, tc.want)
+		}
+	}
+}
