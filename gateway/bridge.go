@@ -352,14 +352,20 @@ func isResponse(msg []byte) bool {
 
 // openBridge dials the upstream for a new session.
 func (g *Gateway) openBridge(x *exchange) (*session, error) {
-	up, err := x.rt.dialer.Dial(g.ctx)
+	l, err := g.takeLease(x)
 	if err != nil {
 		return nil, err
 	}
-	sess := &session{id: newSessionID(), route: x.rt.up.Name, agent: x.agent, version: x.version, elicitForm: x.initFormElicitation()}
+	up, err := x.rt.dialSession(g.ctx, nil)
+	if err != nil {
+		l.release()
+		return nil, err
+	}
+	sess := &session{id: newSessionID(), route: x.rt.up.Name, agent: x.agent, version: x.version, elicitForm: x.initFormElicitation(), lease: l}
 	sess.bridge = &bridgeState{up: up, name: x.rt.up.Name, done: make(chan struct{}),
 		waiters: make(map[string]*stream), calls: make(map[string]bridgeCall)}
 	if err := g.sessions.add(sess); err != nil {
+		l.release()
 		_ = up.Close()
 		return nil, err
 	}

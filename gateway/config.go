@@ -34,6 +34,19 @@ type Upstream struct {
 	Command string            `yaml:"command"`
 	Args    []string          `yaml:"args"`
 	Env     map[string]string `yaml:"env"`
+	// MaxChildren bounds the processes a stdio upstream's sessions run:
+	// each session before MCP 2026-07-28 (Streamable HTTP, /sse, /ws) has
+	// a child of its own, and a new session over the bound is refused
+	// with 503 and Retry-After. 2026-07-28 requests share one more child.
+	// Zero means 16. Only for stdio upstreams.
+	MaxChildren int `yaml:"max_children"`
+}
+
+func (u *Upstream) maxChildren() int {
+	if u.MaxChildren > 0 {
+		return u.MaxChildren
+	}
+	return 16
 }
 
 func (u *Upstream) target() string {
@@ -58,8 +71,26 @@ type Options struct {
 	AllowedOrigins []string
 	// SessionIdleTimeout ends sessions unused for this long. Zero means 30m.
 	SessionIdleTimeout time.Duration
-	// MaxSessions bounds the session table. Zero means 10000.
+	// MaxSessions bounds the open downstream sessions: Streamable HTTP
+	// sessions and /sse and /ws connections. Zero means 10000. A new
+	// session beyond it gets 503 with Retry-After.
 	MaxSessions int
+	// MaxSessionsPerAgent bounds the sessions of one agent (the agent
+	// header, else the clientInfo name at initialize); a new one beyond
+	// it gets 429 with Retry-After and the agent's other sessions go on.
+	// Sessions whose agent is not named count only against the other
+	// limits. Zero means a tenth of MaxSessions (at least 1).
+	MaxSessionsPerAgent int
+	// MaxSessionsPerClient bounds the sessions opened from one client
+	// address (the peer's IP; an IPv6 /64), with 429 beyond it. Behind a
+	// reverse proxy every client has the proxy's address. Zero means a
+	// tenth of MaxSessions (at least 1).
+	MaxSessionsPerClient int
+	// MaxInflightBodyBytes bounds the request body bytes the gateway holds
+	// at once, across every client: a POST whose body does not fit waits
+	// up to 2s, then gets 503 with Retry-After. It must be at least
+	// MaxBodyBytes. Zero means 16 × MaxBodyBytes (64 MiB by default).
+	MaxInflightBodyBytes int64
 	// Tracer, if set, gets a server span per client request that is not
 	// part of a batch (the OTel MCP conventions), parented to the W3C trace
 	// context from params._meta or headers, with a policy child span and,
@@ -111,4 +142,25 @@ func (o *Options) maxSessions() int {
 		return o.MaxSessions
 	}
 	return 10000
+}
+
+func (o *Options) maxSessionsPerAgent() int {
+	if o.MaxSessionsPerAgent > 0 {
+		return o.MaxSessionsPerAgent
+	}
+	return max(1, o.maxSessions()/10)
+}
+
+func (o *Options) maxSessionsPerClient() int {
+	if o.MaxSessionsPerClient > 0 {
+		return o.MaxSessionsPerClient
+	}
+	return max(1, o.maxSessions()/10)
+}
+
+func (o *Options) maxInflightBody() int64 {
+	if o.MaxInflightBodyBytes > 0 {
+		return max(o.MaxInflightBodyBytes, o.maxBody())
+	}
+	return 16 * o.maxBody()
 }

@@ -28,6 +28,9 @@ type relay struct {
 	tracer    telemetry.Tracer
 	metrics   telemetry.Metrics
 	kind      string // downstream transport: websocket, sse or stdio
+	// admit, if set, counts the connection against the agent its
+	// initialize names, or refuses it (limits.go).
+	admit func(agent string) error
 
 	// Writes to either side come from more than one goroutine (the two
 	// pumps, approval questions); a Conn takes one writer at a time.
@@ -106,6 +109,9 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 			}
 		} else {
 			m := msgs[0]
+			if err := r.admitAgent(ctx, m); err != nil {
+				return err
+			}
 			if isApprovalAnswer(m) {
 				r.answer(m) // the gateway's own question: never forwarded
 				continue

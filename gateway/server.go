@@ -36,6 +36,9 @@ type Gateway struct {
 	log       *slog.Logger
 	routes    map[string]*route
 	sessions  *sessionTable
+	limits    *limits      // session counts: in all, per agent, per address
+	bodies    *byteBudget  // request body bytes held
+	ends      *sessionEnds // upstream DELETEs of ended sessions, paced
 	client    *http.Client
 	sse       map[string]*transport.SSEServer // route name -> legacy SSE server
 	stateless map[string]*statelessBridge     // bridged route name -> shared 2026-07-28 connection
@@ -53,6 +56,9 @@ type route struct {
 	up     Upstream
 	url    *url.URL         // streamable-http upstreams: relayed at the HTTP level
 	dialer transport.Dialer // every upstream: message-level bridging
+	// children bounds the stdio processes of the route's sessions (see
+	// dialSession); nil for other transports.
+	children *childSlots
 }
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
@@ -72,6 +78,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		log:       log,
 		routes:    make(map[string]*route),
 		sessions:  newSessionTable(opts.maxSessions(), opts.idleTimeout()),
+		limits:    newLimits(&opts),
 		sse:       make(map[string]*transport.SSEServer),
 		stateless: make(map[string]*statelessBridge),
 		client: &http.Client{Transport: &http.Transport{
@@ -97,8 +104,16 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		if err != nil {
 			return nil, fmt.Errorf("gateway: upstreams[%d] (%s): %w", i, up.Name, err)
 		}
+		if up.MaxChildren < 0 || (up.MaxChildren > 0 && r.up.Transport != TransportStdio) {
+			return nil, fmt.Errorf("gateway: upstreams[%d] (%s): max_children %d: want a positive number, on a stdio upstream only", i, up.Name, up.MaxChildren)
+		}
+		if r.up.Transport == TransportStdio {
+			r.children = &childSlots{route: up.Name, max: up.maxChildren(), metrics: g.limits.metrics}
+		}
 		g.routes[up.Name] = r
 	}
+	g.bodies = newByteBudget(opts.maxInflightBody(), g.limits.metrics)
+	g.ends = newSessionEnds(g)
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.drain, g.drainNow = context.WithCancel(g.ctx)
 	g.wg.Add(1)
@@ -115,6 +130,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 			OnSession: func(ctx context.Context, id string, c transport.Conn) {
 				g.serveConn(ctx, r, c, id, "sse")
 			},
+			MaxMessageBytes: opts.maxBody(),
 		}
 	}
 	return g, nil
@@ -187,9 +203,9 @@ func parseHTTPURL(s string) (*url.URL, error) {
 // /ws/{name}, /healthz and /readyz.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/mcp/{name}", g.handleMCP)
+	mux.Handle("/mcp/{name}", g.limitBodies(http.HandlerFunc(g.handleMCP)))
 	mux.HandleFunc("GET /sse/{name}", g.handleSSE)
-	mux.HandleFunc("POST /sse/{name}/message", g.handleSSEMessage)
+	mux.Handle("POST /sse/{name}/message", g.limitBodies(http.HandlerFunc(g.handleSSEMessage)))
 	mux.HandleFunc("GET /ws/{name}", g.handleWS)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -221,6 +237,7 @@ func (g *Gateway) Close() error {
 	for _, s := range g.sessions.drain() {
 		g.endSession(s)
 	}
+	g.ends.close(5 * time.Second)
 	g.wg.Wait()
 	return nil
 }
@@ -235,13 +252,13 @@ func (g *Gateway) endSession(s *session) {
 	}
 	if s.upstreamID != "" {
 		if rt := g.routes[s.route]; rt != nil && rt.url != nil {
-			go g.deleteUpstreamSession(rt, s.upstreamID)
+			g.ends.add(rt, s.upstreamID)
 		}
 	}
 }
 
-func (g *Gateway) deleteUpstreamSession(rt *route, upstreamID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (g *Gateway) deleteUpstreamSession(ctx context.Context, rt *route, upstreamID string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, rt.url.String(), nil)
 	if err != nil {
@@ -275,16 +292,29 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 	defer cancel()
 	stop := context.AfterFunc(g.ctx, cancel)
 	defer stop()
-	up, err := rt.dialer.Dial(ctx)
+	adm, _ := ctx.Value(admissionKey{}).(*admission) // nil for `sluice wrap`
+	defer adm.release()
+	var slot *childSlot
+	if adm != nil {
+		slot = adm.slot
+	}
+	up, err := rt.dialSession(ctx, slot)
 	if err != nil {
 		g.log.Warn("upstream dial failed", "upstream", rt.up.Name, "err", err)
 		// Answer what the client sends with an error naming the upstream
-		// until it goes away, so nothing hangs.
-		failAll(ctx, down, upstreamError(rt.up.Name, err))
+		// (or the limit) until it goes away, so nothing hangs.
+		werr := upstreamError(rt.up.Name, err)
+		if le, ok := asLimitError(err); ok {
+			werr = le.wire()
+		}
+		failAll(ctx, down, werr)
 		return err
 	}
 	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, session: id, down: down, upc: up, approver: g.opts.Approver,
 		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind}
+	if adm != nil {
+		rl.admit = adm.lease.bindAgent
+	}
 	err = rl.run(ctx)
 	g.log.Debug("session ended", "upstream", rt.up.Name, "session", id, "err", err)
 	return err
@@ -312,9 +342,16 @@ func failAll(ctx context.Context, c transport.Conn, err error) {
 }
 
 func (g *Gateway) handleSSE(w http.ResponseWriter, r *http.Request) {
-	if rt := g.lookupRoute(w, r); rt != nil {
-		g.sse[rt.up.Name].ServeHTTP(w, r)
+	rt := g.lookupRoute(w, r)
+	if rt == nil {
+		return
 	}
+	adm, ok := g.admitConn(w, r, rt, TransportSSE)
+	if !ok {
+		return
+	}
+	defer adm.release() // also when the stream ends before its session starts
+	g.sse[rt.up.Name].ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), admissionKey{}, adm)))
 }
 
 func (g *Gateway) handleSSEMessage(w http.ResponseWriter, r *http.Request) {
@@ -328,11 +365,16 @@ func (g *Gateway) handleWS(w http.ResponseWriter, r *http.Request) {
 	if rt == nil {
 		return
 	}
+	adm, ok := g.admitConn(w, r, rt, TransportWebSocket)
+	if !ok {
+		return
+	}
+	defer adm.release()
 	c, err := transport.AcceptWS(w, r, func(r *http.Request) bool { return g.originAllowed(r) })
 	if err != nil {
 		return // AcceptWS has answered
 	}
-	g.serveConn(r.Context(), rt, c, newSessionID(), "websocket")
+	g.serveConn(context.WithValue(r.Context(), admissionKey{}, adm), rt, c, newSessionID(), "websocket")
 }
 
 // Ready checks that every upstream can be reached: HTTP upstreams answer

@@ -24,6 +24,9 @@ type session struct {
 	// elicitForm: the client declared form-mode elicitation at initialize,
 	// so a held call can be put to its user (see approve.go).
 	elicitForm bool
+	// lease is the session's place in the gateway's session limits,
+	// given back when it leaves the table (limits.go).
+	lease *lease
 
 	mu       sync.Mutex // guards the fields below
 	agent    string
@@ -139,6 +142,9 @@ func (t *sessionTable) remove(id string) *session {
 	defer t.mu.Unlock()
 	s := t.m[id]
 	delete(t.m, id)
+	if s != nil {
+		s.lease.release()
+	}
 	return s
 }
 
@@ -167,6 +173,7 @@ func (t *sessionTable) reap(ctx context.Context, end func(*session)) {
 			s.mu.Unlock()
 			if old {
 				delete(t.m, id)
+				s.lease.release()
 				idle = append(idle, s)
 			}
 		}
@@ -185,6 +192,7 @@ func (t *sessionTable) drain() []*session {
 	for id, s := range t.m {
 		out = append(out, s)
 		delete(t.m, id)
+		s.lease.release()
 	}
 	return out
 }

@@ -63,6 +63,11 @@ type exchange struct {
 	// answer is the user's answer to the gateway's approval question that
 	// arrived with this (2026-07-28) call and was removed from it.
 	answer *approvalAnswer
+	// client is the address the request came from; lease, the place in
+	// the session limits admitted for the session an initialize opens,
+	// until the session takes it (takeLease) or the POST ends.
+	client string
+	lease  *lease
 }
 
 // callContext is what the interceptor is told about x.
@@ -92,6 +97,10 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.maxBody()))
 	if err != nil {
 		var tooBig *http.MaxBytesError
+		if le, ok := asLimitError(err); ok {
+			writeLimitError(w, nil, le)
+			return
+		}
 		if errors.As(err, &tooBig) {
 			writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
 				Message: fmt.Sprintf("request body exceeds the limit of %d bytes", tooBig.Limit)})
@@ -105,7 +114,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, err)
 		return
 	}
-	x := &exchange{rt: rt, msgs: msgs, batch: batch, body: body}
+	x := &exchange{rt: rt, msgs: msgs, batch: batch, body: body, client: clientAddr(r)}
 	var firstID jsontext.Value
 	if !batch {
 		firstID = msgs[0].ID
@@ -154,6 +163,15 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 			writeJSON(w, http.StatusOK, reply)
 		}
 		return
+	}
+	if x.sess == nil && !batch && msgs[0].Method == "initialize" {
+		// A new session: counted before anything is started upstream.
+		if x.lease, err = g.limits.admit(string(TransportStreamableHTTP), x.agent, x.client); err != nil {
+			le, _ := asLimitError(err)
+			writeLimitError(w, firstID, le)
+			return
+		}
+		defer func() { x.lease.release() }() // unless a session took it
 	}
 	if rt.url == nil {
 		g.bridgePost(w, r, x)
@@ -331,8 +349,17 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if sid := resp.Header.Get(hdrSession); sid != "" && sess == nil {
 		sess = &session{id: newSessionID(), route: x.rt.up.Name, upstreamID: sid, agent: x.agent, version: x.version,
 			elicitForm: x.initFormElicitation()}
-		if err := g.sessions.add(sess); err != nil {
-			g.deleteUpstreamSession(x.rt, sid)
+		var err error
+		if sess.lease, err = g.takeLease(x); err == nil {
+			err = g.sessions.add(sess)
+		}
+		if err != nil {
+			sess.lease.release()
+			g.deleteUpstreamSession(r.Context(), x.rt, sid)
+			if le, ok := asLimitError(err); ok {
+				writeLimitError(w, nil, le)
+				return
+			}
 			writeJSONRPCError(w, http.StatusServiceUnavailable, nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: "gateway session table is full; try again later"})
 			return
 		}
@@ -437,6 +464,14 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 
 // failExchange answers every request of x with an error naming the upstream.
 func (g *Gateway) failExchange(w http.ResponseWriter, x *exchange, cause error) {
+	if le, ok := asLimitError(cause); ok {
+		var id jsontext.Value
+		if !x.batch {
+			id = x.msgs[0].ID
+		}
+		writeLimitError(w, id, le)
+		return
+	}
 	err := upstreamError(x.rt.up.Name, cause)
 	if !x.batch {
 		writeJSONRPCError(w, http.StatusBadGateway, x.msgs[0].ID, err)

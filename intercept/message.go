@@ -92,6 +92,10 @@ const (
 	// CodeUpstreamError is Sluice's code for an upstream that cannot be
 	// reached or died while a request was pending.
 	CodeUpstreamError = -32003
+	// CodeLimitExceeded is Sluice's code for a request refused because a
+	// resource limit (sessions, stdio processes, body bytes) is reached;
+	// its data names the limit's config key.
+	CodeLimitExceeded = -32004
 	// CodePolicyDenied is Sluice's code for a throw-mode denial.
 	CodePolicyDenied = -32001
 	// CodeApprovalRequired is Sluice's code for a throw-mode hold.

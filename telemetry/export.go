@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
@@ -174,6 +175,16 @@ func New(ctx context.Context, c Config) (*Provider, error) {
 		// A registry of our own rather than the global default: two
 		// Providers (tests, reloads) must not collide.
 		reg := prometheus.NewRegistry()
+		// The Go runtime (goroutines, heap, GC) and the process (RSS, open
+		// files), under their usual go_ and process_ names.
+		if err := reg.Register(collectors.NewGoCollector()); err != nil {
+			_ = p.Shutdown(ctx)
+			return nil, fmt.Errorf("telemetry.prometheus: %w", err)
+		}
+		if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+			_ = p.Shutdown(ctx)
+			return nil, fmt.Errorf("telemetry.prometheus: %w", err)
+		}
 		exp, err := otelprom.New(otelprom.WithRegisterer(reg))
 		if err != nil {
 			_ = p.Shutdown(ctx)

@@ -149,6 +149,7 @@ func NewMetrics(mp metric.MeterProvider) (Metrics, error) {
 	queue, err := m.Int64ObservableGauge(MetricQueueDepth, metric.WithUnit("{event}"),
 		metric.WithDescription("Events waiting in the audit queue."))
 	check(err)
+	check(o.limitInstruments.init(m))
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("telemetry: creating instruments: %w", errors.Join(errs...))
 	}
@@ -177,6 +178,8 @@ type otelMetrics struct {
 	memSize      atomic.Int64
 	memEvictions atomic.Uint64
 	queueDepth   atomic.Int64
+
+	limitInstruments // the gateway's resource use (limits.go)
 }
 
 var _ Metrics = (*otelMetrics)(nil)

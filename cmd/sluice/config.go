@@ -78,6 +78,52 @@ type config struct {
 	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
 	// SessionIdleTimeout ends idle sessions (default 30m).
 	SessionIdleTimeout time.Duration `yaml:"session_idle_timeout"`
+	// MaxSessions bounds the open sessions, /ws and /sse connections
+	// included (default 10000).
+	MaxSessions int `yaml:"max_sessions"`
+	// MaxSessionsPerAgent and MaxSessionsPerClient bound the sessions of
+	// one agent and of one client address (default a tenth of
+	// max_sessions each).
+	MaxSessionsPerAgent  int `yaml:"max_sessions_per_agent"`
+	MaxSessionsPerClient int `yaml:"max_sessions_per_client"`
+	// MaxInflightBodyBytes bounds the request body bytes held at once
+	// across all clients (default 16 × max_body_bytes).
+	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
+}
+
+// checkLimits reports the first resource limit that cannot work, naming
+// its key and the fix.
+func (c *config) checkLimits() error {
+	for _, l := range []struct {
+		key string
+		v   int64
+	}{
+		{"max_body_bytes", c.MaxBodyBytes},
+		{"max_sessions", int64(c.MaxSessions)},
+		{"max_sessions_per_agent", int64(c.MaxSessionsPerAgent)},
+		{"max_sessions_per_client", int64(c.MaxSessionsPerClient)},
+		{"max_inflight_body_bytes", c.MaxInflightBodyBytes},
+	} {
+		if l.v < 0 {
+			return fmt.Errorf("%s: %d is negative; give a positive limit, or 0 for the default", l.key, l.v)
+		}
+	}
+	maxBody := c.MaxBodyBytes
+	if maxBody == 0 {
+		maxBody = 4 << 20
+	}
+	if c.MaxInflightBodyBytes != 0 && c.MaxInflightBodyBytes < maxBody {
+		return fmt.Errorf("max_inflight_body_bytes: %d is less than max_body_bytes (%d), so a body of the largest allowed size could never be read; raise it, or 0 for 16 × max_body_bytes", c.MaxInflightBodyBytes, maxBody)
+	}
+	for i, u := range c.Upstreams {
+		switch {
+		case u.MaxChildren < 0:
+			return fmt.Errorf("upstreams[%d] (%s): max_children: %d is negative; give a positive number, or 0 for 16", i, u.Name, u.MaxChildren)
+		case u.MaxChildren > 0 && u.Command == "":
+			return fmt.Errorf("upstreams[%d] (%s): max_children applies only to stdio upstreams (command:); remove it", i, u.Name)
+		}
+	}
+	return nil
 }
 
 // decider compiles the config's policy: the file named by policy_file
@@ -159,6 +205,11 @@ func (c *config) options() gateway.Options {
 		AllowedOrigins:     c.AllowedOrigins,
 		AgentHeader:        c.AgentHeader,
 		SessionIdleTimeout: c.SessionIdleTimeout,
+
+		MaxSessions:          c.MaxSessions,
+		MaxSessionsPerAgent:  c.MaxSessionsPerAgent,
+		MaxSessionsPerClient: c.MaxSessionsPerClient,
+		MaxInflightBodyBytes: c.MaxInflightBodyBytes,
 	}
 }
 
@@ -215,6 +266,9 @@ func parseConfig(path string, b []byte) (*config, error) {
 	c.DataDir = expand(c.DataDir)
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s: environment variables %v are referenced but not set", path, missing)
+	}
+	if err := c.checkLimits(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if c.PolicyFile != "" && !c.Policy.IsZero() {
 		return nil, fmt.Errorf("%s: set policy or policy_file, not both", path)

@@ -1,0 +1,84 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Metric names of the gateway's resource limits.
+const (
+	// MetricSessions is the open downstream sessions by transport
+	// (streamable-http, sse, websocket).
+	MetricSessions = "sluice.sessions"
+	// MetricRequestBodyInflight is the request body bytes the gateway
+	// holds now, bounded by max_inflight_body_bytes.
+	MetricRequestBodyInflight = "sluice.request_body.inflight"
+	// MetricLimitRefusals counts requests refused by a resource limit, by
+	// the limit's config key.
+	MetricLimitRefusals = "sluice.limit.refusals"
+)
+
+// TODO(approvals): a gauge of pending approvals belongs beside these,
+// fed by the approval store.
+
+// limitInstruments records the gateway's resource use. Its methods
+// (Sessions, InflightBodyBytes, LimitRefused) are promoted to
+// otelMetrics, where package gateway finds them by interface.
+type limitInstruments struct {
+	refusals  metric.Int64Counter
+	bodyBytes atomic.Int64
+
+	mu       sync.Mutex // guards sessions
+	sessions map[string]int64
+}
+
+func (l *limitInstruments) init(m metric.Meter) error {
+	l.sessions = map[string]int64{}
+	var errs []error
+	sessions, err := m.Int64ObservableGauge(MetricSessions, metric.WithUnit("{session}"),
+		metric.WithDescription("Open downstream sessions by transport."))
+	errs = append(errs, err)
+	body, err := m.Int64ObservableGauge(MetricRequestBodyInflight, metric.WithUnit("By"),
+		metric.WithDescription("Request body bytes held by the gateway."))
+	errs = append(errs, err)
+	l.refusals, err = m.Int64Counter(MetricLimitRefusals, metric.WithUnit("{request}"),
+		metric.WithDescription("Requests refused by a resource limit, by the limit's config key."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("telemetry: creating limit instruments: %w", err)
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
+		obs.ObserveInt64(body, l.bodyBytes.Load())
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for kind, n := range l.sessions {
+			obs.ObserveInt64(sessions, n, metric.WithAttributes(attribute.String("transport", kind)))
+		}
+		return nil
+	}, sessions, body)
+	if err != nil {
+		return fmt.Errorf("telemetry: registering limit callback: %w", err)
+	}
+	return nil
+}
+
+// Sessions records how many downstream sessions of a transport are open.
+func (l *limitInstruments) Sessions(transport string, n int) {
+	l.mu.Lock()
+	l.sessions[transport] = int64(n)
+	l.mu.Unlock()
+}
+
+// InflightBodyBytes records the request body bytes held now.
+func (l *limitInstruments) InflightBodyBytes(n int64) { l.bodyBytes.Store(n) }
+
+// LimitRefused counts one request refused by the named limit.
+func (l *limitInstruments) LimitRefused(limit string) {
+	l.refusals.Add(bg, 1, metric.WithAttributes(attribute.String("limit", limit)))
+}
