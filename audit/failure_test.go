@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/fulldisk"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -67,80 +66,14 @@ func (h *health) waitChange(t *testing.T, n int) []error {
 	}
 }
 
-// fullDisk is a directory whose filesystem can be filled and freed again.
-type fullDisk struct {
-	dir        string
-	fill, free func(t *testing.T)
-}
-
-// newFullDisk returns a small tmpfs when the test runs as root (and may
-// mount), otherwise a directory under a file-size limit (RLIMIT_FSIZE) of
-// this process, which fill lowers to nothing and free restores. The limit
-// is the whole process's, so tests using it must not run in parallel.
-func newFullDisk(t *testing.T) *fullDisk {
-	t.Helper()
-	dir := t.TempDir()
-	if os.Getenv("SLUICE_TEST_RLIMIT") == "" && os.Geteuid() == 0 {
-		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", dir).CombinedOutput(); err == nil {
-			t.Cleanup(func() {
-				if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-					t.Errorf("umount %s: %v: %s", dir, err, out)
-				}
-			})
-			filler := filepath.Join(dir, "filler")
-			return &fullDisk{dir: filepath.Join(dir, "data"),
-				fill: func(t *testing.T) {
-					f, err := os.Create(filler)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer f.Close()
-					buf := make([]byte, 4096)
-					for {
-						if _, err := f.Write(buf); err != nil {
-							if !errors.Is(err, syscall.ENOSPC) {
-								t.Fatalf("filling the tmpfs: %v", err)
-							}
-							return
-						}
-					}
-				},
-				free: func(t *testing.T) {
-					if err := os.Remove(filler); err != nil {
-						t.Fatal(err)
-					}
-				}}
-		} else {
-			t.Logf("no tmpfs (%v: %s); using RLIMIT_FSIZE", err, out)
-		}
-	}
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Skipf("no RLIMIT_FSIZE: %v", err)
-	}
-	set := func(t *testing.T, cur uint64) {
-		lim := old
-		lim.Cur = cur
-		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-			t.Fatalf("setrlimit: %v", err)
-		}
-	}
-	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old) })
-	// The Go runtime ignores SIGXFSZ, so a write past the limit fails
-	// with EFBIG instead of killing the process.
-	return &fullDisk{dir: filepath.Join(dir, "data"),
-		fill: func(t *testing.T) { set(t, 0) },
-		free: func(t *testing.T) { set(t, old.Cur) }}
-}
-
 // TestDiskFullReported fills the filesystem under a running store: the
 // first failed write is reported at once through OnHealth and Err, and the
 // events given up on through OnLost (on main this was only said by Close);
 // when space returns, the next write succeeds and the store says so.
 func TestDiskFullReported(t *testing.T) {
-	disk := newFullDisk(t)
+	disk := fulldisk.New(t)
 	h := newHealth()
-	st, err := Open(filepath.Join(disk.dir, FileName), h.options(Options{}))
+	st, err := Open(filepath.Join(disk.Dir, FileName), h.options(Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +89,7 @@ func TestDiskFullReported(t *testing.T) {
 	if err := appendFlush(); err != nil {
 		t.Fatalf("before the disk is full: %v", err)
 	}
-	disk.fill(t)
+	disk.Fill(t)
 	var failed error
 	for i := 0; i < 2000 && failed == nil; i++ {
 		failed = appendFlush()
@@ -184,7 +117,7 @@ func TestDiskFullReported(t *testing.T) {
 		t.Errorf("append to a full disk while already failing took %v, want no retries", d)
 	}
 
-	disk.free(t)
+	disk.Free(t)
 	if err := appendFlush(); err != nil {
 		t.Fatalf("after space returned: %v", err)
 	}
