@@ -1,21 +1,30 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/fulldisk"
 	"github.com/sluicehq/sluice/internal/govern"
@@ -326,4 +335,176 @@ func TestAuditFailureConfig(t *testing.T) {
 			t.Errorf("%s: got %v, want an error naming %q", tt.yaml, err, tt.err)
 		}
 	}
+}
+
+// TestKillUnderLoad runs the sluice binary in front of an upstream that
+// notes when each call reaches it, fires calls from many clients at once,
+// SIGKILLs the gateway mid-stream and compares the upstream's executions
+// with the allow events in the database. With sync: commit none may be
+// missing; by default (linger) only calls forwarded just before the kill
+// may be: their events were still queued.
+func TestKillUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the sluice binary")
+	}
+	bin := filepath.Join(t.TempDir(), "sluice")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, mode := range []string{auditLinger, auditCommit} {
+		t.Run(mode, func(t *testing.T) {
+			up := &executions{at: map[string]time.Time{}}
+			srv := httptest.NewServer(up.count(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})))
+			defer srv.Close()
+			dir := t.TempDir()
+			cfgPath := filepath.Join(dir, "sluice.yaml")
+			cfg := fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\npolicy: {default: allow}\naudit: {sync: %s}\nupstreams: [{name: demo, url: %q}]\n",
+				filepath.Join(dir, "data"), mode, srv.URL+"/mcp")
+			if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, "serve", "--config", cfgPath)
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			addr := make(chan string, 1)
+			go func() {
+				sc := bufio.NewScanner(stderr)
+				listening := regexp.MustCompile(`msg="sluice listening" addr=(\S+)`)
+				for sc.Scan() {
+					if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+						addr <- m[1]
+					}
+				}
+			}()
+			var url string
+			select {
+			case a := <-addr:
+				url = "http://" + a + "/mcp/demo"
+			case <-time.After(15 * time.Second):
+				t.Fatal("the gateway did not start listening within 15s")
+			}
+
+			const clients, killAt = 16, 400
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			start := time.Now()
+			for range clients {
+				wg.Go(func() {
+					for {
+						n := next.Add(1)
+						if err := postCall(url, n); err != nil {
+							return // the gateway is gone
+						}
+					}
+				})
+			}
+			for deadline := time.Now().Add(15 * time.Second); up.len() < killAt; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d calls executed after 15s, want %d", up.len(), killAt)
+				}
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed := time.Now()
+			rate := float64(up.len()) / killed.Sub(start).Seconds()
+			_ = cmd.Wait()
+			wg.Wait()
+
+			allowed := allowEvents(t, filepath.Join(dir, "data", audit.FileName))
+			up.mu.Lock()
+			defer up.mu.Unlock()
+			var missing []time.Duration // how long before the kill each was executed
+			for id, at := range up.at {
+				if allowed[id] == 0 {
+					missing = append(missing, killed.Sub(at))
+				}
+			}
+			slices.Sort(missing)
+			var oldest time.Duration
+			if len(missing) > 0 {
+				oldest = missing[len(missing)-1]
+			}
+			t.Logf("sync %s: %d calls executed (%.0f/s), %d allow events, %d executed without one, the oldest %v before the kill",
+				mode, len(up.at), rate, len(allowed), len(missing), oldest)
+			switch mode {
+			case auditCommit:
+				if len(missing) > 0 {
+					t.Errorf("sync: commit: %d executed calls have no event, want none", len(missing))
+				}
+			case auditLinger:
+				// The linger is 50 ms; give a loaded, shared machine room
+				// for the commit in progress.
+				const window = time.Second
+				if oldest > window {
+					t.Errorf("sync: linger: a call executed %v before the kill has no event, want at most %v", oldest, window)
+				}
+			}
+		})
+	}
+}
+
+// executions notes when each call (by its message, call-N) reached the
+// upstream.
+type executions struct {
+	mu sync.Mutex
+	at map[string]time.Time // by call id N
+}
+
+func (e *executions) len() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.at)
+}
+
+func (e *executions) count(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Arguments struct {
+					Message string `json:"message"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+			if id, ok := strings.CutPrefix(m.Params.Arguments.Message, "call-"); ok {
+				e.mu.Lock()
+				e.at[id] = time.Now()
+				e.mu.Unlock()
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// postCall sends one stateless (2026-07-28) call to echo with id n and
+// message call-n, and reads the answer.
+func postCall(url string, n int64) error {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"call-%d"},`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"load","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`, n, n)
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "echo")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
 }
