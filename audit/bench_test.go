@@ -39,6 +39,25 @@ func BenchmarkAppendSync(b *testing.B) {
 	benchAppend(b, Options{Sync: true}, 64)
 }
 
+// BenchmarkAppendSyncLatency is one caller waiting for each fsynced
+// commit in turn: the latency sync: commit adds to an allowed call.
+func BenchmarkAppendSyncLatency(b *testing.B) {
+	st, err := Open(filepath.Join(b.TempDir(), FileName), Options{Sync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ev := benchEvent()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		ev.TxnID = benchTxnID()
+		if err := st.Append(ctx, ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func benchAppend(b *testing.B, opts Options, parallelism ...int) {
 	st, err := Open(filepath.Join(b.TempDir(), FileName), opts)
 	if err != nil {

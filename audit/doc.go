@@ -34,6 +34,17 @@
 // guarantee; an event whose Append returned an error may or may not have
 // been written (it was, if the error is only the context's).
 //
+// # When writes fail
+//
+// A failed write (a full disk, say) is retried a few times while writes
+// have been succeeding, and once when they have not. [Store.Err] and
+// Options.OnHealth say from the first failed attempt that events cannot
+// be written, and that they can again once one batch is written;
+// Options.OnLost is told of every event given up on. If the database file
+// is removed or replaced under the store (checked every CheckInterval and
+// before each batch), every later write fails with [ErrVanished]: a new
+// store creates a new database.
+//
 // Usage:
 //
 //	st, err := audit.Open(filepath.Join(dataDir, audit.FileName), audit.Options{Sync: true})

@@ -49,11 +49,13 @@ CREATE TABLE IF NOT EXISTS block_keys (
 `
 
 // dsn is the SQLite URI of the database at path. Every connection waits
-// up to 10s for a lock; writable ones use the write-ahead log with a full
-// fsync at each commit, which is what makes an acknowledged append
-// durable; transactions take the write lock at BEGIN so two writers
-// queue rather than fail on upgrade.
-func dsn(path string, readOnly bool) (string, error) {
+// up to 10s for a lock; writable ones use the write-ahead log, and with
+// sync an fsync of it at each commit (synchronous=FULL), which is what
+// makes an acknowledged append survive a power loss; without, a commit
+// survives the process being killed but the last ones may not survive
+// the machine losing power (synchronous=NORMAL). Transactions take the
+// write lock at BEGIN so two writers queue rather than fail on upgrade.
+func dsn(path string, readOnly, sync bool) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", fmt.Errorf("audit: %s: %w", path, err)
@@ -65,7 +67,11 @@ func dsn(path string, readOnly bool) (string, error) {
 		q.Set("mode", "ro")
 	} else {
 		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous(NORMAL)")
+		if sync {
+			q.Add("_pragma", "synchronous(FULL)")
+		} else {
+			q.Add("_pragma", "synchronous(NORMAL)")
+		}
 		q.Set("_txlock", "immediate") // for database/sql transactions; the writer says BEGIN IMMEDIATE itself
 	}
 	return u.String() + "?" + q.Encode(), nil

@@ -24,6 +24,7 @@ const (
 	DefaultLinger        = 50 * time.Millisecond
 	DefaultPollInterval  = 250 * time.Millisecond
 	DefaultPruneInterval = time.Hour
+	DefaultCheckInterval = 2 * time.Second
 )
 
 var (
@@ -32,6 +33,12 @@ var (
 	// ErrReadOnly is returned by Append and Flush on a store opened with
 	// Options.ReadOnly.
 	ErrReadOnly = errors.New("audit: store is read-only")
+	// ErrVanished is the error of every write after the database file was
+	// removed or replaced under an open store (the data directory deleted,
+	// say). SQLite would go on writing into the deleted file, so the
+	// store writes nothing more; a new store (a restart) creates a new
+	// database.
+	ErrVanished = errors.New("audit: the event database was removed or replaced while open; restart to create a new one")
 )
 
 // A DepthRecorder is told the queue depth after every batch;
@@ -80,6 +87,19 @@ type Options struct {
 	// OnPrune, if set, is told what each pruning deleted, or why it
 	// failed. It runs on the writer goroutine and must not call the Store.
 	OnPrune func(events int64, err error)
+	// OnHealth, if set, is told when writing starts to fail, with the
+	// error of the first failed attempt (before any retry), and when a
+	// write succeeds again, with nil; [Store.Err] says the same at any
+	// time. It runs on the writer goroutine and must not call the Store.
+	OnHealth func(err error)
+	// OnLost, if set, is told of every batch of events given up on: how
+	// many events were not written (acknowledged or not) and why. It runs
+	// on the writer goroutine and must not call the Store.
+	OnLost func(events int, err error)
+	// CheckInterval is how often the writer makes sure the database file
+	// is still the one it opened, while idle; every batch checks too.
+	// Zero means DefaultCheckInterval, negative checks only at batches.
+	CheckInterval time.Duration
 
 	// beforeWrite, if set, runs in the writer before each batch; tests
 	// use it to hold the writer.
@@ -102,6 +122,10 @@ type Store struct {
 	retention     time.Duration
 	pruneInterval time.Duration
 	onPrune       func(int64, error)
+	onHealth      func(error)
+	onLost        func(int, error)
+	checkInterval time.Duration
+	file          os.FileInfo // the database file as opened, to notice it vanish
 
 	// The writer's own connection; nil when read-only.
 	wconn   *sql.Conn
@@ -113,6 +137,10 @@ type Store struct {
 	waiters atomic.Int64  // queued requests someone waits on: no lingering while there are any
 	closing atomic.Bool   // set by Close: no lingering either
 	done    chan struct{} // closed when the writer has exited
+
+	failing     error                 // the writer's: why the last write failed, nil if it succeeded
+	vanished    error                 // the writer's: set for good once the file is gone
+	unavailable atomic.Pointer[error] // failing, for Err
 
 	mu     sync.RWMutex // guards closed; held for reading while sending on queue, so Close never closes it under a sender
 	closed bool
@@ -151,7 +179,13 @@ func Open(path string, opts Options) (*Store, error) {
 		retention:     opts.Retention,
 		pruneInterval: opts.PruneInterval,
 		onPrune:       opts.OnPrune,
+		onHealth:      opts.OnHealth,
+		onLost:        opts.OnLost,
+		checkInterval: opts.CheckInterval,
 		notify:        make(chan struct{}),
+	}
+	if s.checkInterval == 0 {
+		s.checkInterval = DefaultCheckInterval
 	}
 	s.linger = opts.Linger
 	if s.linger == 0 {
@@ -181,7 +215,7 @@ func Open(path string, opts Options) (*Store, error) {
 	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit: creating data directory: %w", err)
 	}
-	dsn, err := dsn(path, opts.ReadOnly)
+	dsn, err := dsn(path, opts.ReadOnly, opts.Sync)
 	if err != nil {
 		return nil, err
 	}
@@ -202,6 +236,11 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("audit: %s: %w", path, err)
 	}
+	if s.file, err = os.Stat(path); err != nil {
+		s.wconn.Close()
+		db.Close()
+		return nil, fmt.Errorf("audit: %w", err)
+	}
 	s.queue = make(chan *request, queue)
 	s.wake = make(chan struct{}, 1)
 	s.wakeAt = min(s.batch, queue/2+1)
@@ -212,6 +251,19 @@ func Open(path string, opts Options) (*Store, error) {
 
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
+
+// Err returns why events cannot be written now: nil while the last write
+// succeeded (and for a read-only store), the error of the last failed
+// write (a full disk, say) while writes fail, and an error wrapping
+// [ErrVanished] for good once the database file was removed or replaced.
+// A failing store recovers by itself when a write succeeds again; writes
+// go on being tried as events come.
+func (s *Store) Err() error {
+	if p := s.unavailable.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // Append adds e to the store. A zero e.Time is stamped with the store's
 // clock and an empty e.ID gets a new one. It waits while the queue is
@@ -253,8 +305,9 @@ func (s *Store) appendEncoded(ctx context.Context, p pending) error {
 	return wait(ctx, req)
 }
 
-// Flush waits until every event appended before it is committed and
-// fsynced. It returns an error if one of them could not be written.
+// Flush waits until every event appended before it is committed (and,
+// with Options.Sync, fsynced). It returns an error if one of them could
+// not be written.
 func (s *Store) Flush(ctx context.Context) error {
 	if s.readOnly {
 		return ErrReadOnly
@@ -337,6 +390,12 @@ func (s *Store) run() {
 		defer t.Stop()
 		prune = t.C
 	}
+	var check <-chan time.Time
+	if s.checkInterval > 0 {
+		t := time.NewTicker(s.checkInterval)
+		defer t.Stop()
+		check = t.C
+	}
 	var failed error // a failure of unsynced events not yet reported by a Flush
 	for {
 		var req *request
@@ -345,6 +404,11 @@ func (s *Store) run() {
 		case req, ok = <-s.queue:
 		case <-prune:
 			s.prune()
+			continue
+		case <-check:
+			if err := s.checkFile(); err != nil {
+				s.report(err)
+			}
 			continue
 		}
 		if !ok {
@@ -391,7 +455,7 @@ func (s *Store) run() {
 		if s.hook != nil {
 			s.hook()
 		}
-		err := s.writeWithRetry(batch)
+		err := s.write(batch)
 		if err != nil {
 			s.recordFailure(batch, err)
 			failed = err
@@ -421,11 +485,21 @@ func (s *Store) run() {
 	}
 }
 
-// writeWithRetry writes a batch as one block, trying a few times:
-// SQLITE_BUSY past the busy timeout (another process holding the write
-// lock) and a full disk can both pass. A retry after an attempt that
-// committed despite its error does not store the block twice.
-func (s *Store) writeWithRetry(batch []*request) error {
+// write writes a batch as one block, trying a few times while writes
+// have been succeeding: SQLITE_BUSY past the busy timeout (another process
+// holding the write lock) and a full disk can both pass. A retry after an
+// attempt that committed despite its error does not store the block twice.
+// The first failed attempt is reported at once (Err, OnHealth); once
+// failing, a batch gets one attempt, so that callers waiting on it hear of
+// the failure without delay and the first success ends it.
+func (s *Store) write(batch []*request) error {
+	if err := s.checkFile(); err != nil {
+		for _, req := range batch {
+			req.ev.release()
+		}
+		s.report(err)
+		return err
+	}
 	evs := make([]*pending, 0, len(batch))
 	for _, req := range batch {
 		if !req.flush {
@@ -441,22 +515,73 @@ func (s *Store) writeWithRetry(batch []*request) error {
 	}
 	var err error
 	var prev int64
-	for i, backoff := 0, 10*time.Millisecond; i < 4; i, backoff = i+1, backoff*5 {
+	attempts := 4
+	if s.failing != nil {
+		attempts = 1
+	}
+	for i, backoff := 0, 10*time.Millisecond; i < attempts; i, backoff = i+1, backoff*5 {
 		if err = s.writeBlock(&b, prev); err == nil {
+			s.report(nil)
 			return nil
 		}
+		s.report(err)
 		prev = b.first // zero if the attempt failed before choosing its seq
-		time.Sleep(backoff)
+		if i < attempts-1 {
+			time.Sleep(backoff)
+		}
 	}
 	return err
 }
 
+// checkFile reports an error wrapping ErrVanished if the database file is
+// no longer at its path, or another file is. Only the writer calls it.
+func (s *Store) checkFile() error {
+	if s.vanished != nil {
+		return s.vanished
+	}
+	fi, err := os.Stat(s.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist) || err == nil && !os.SameFile(fi, s.file):
+		s.vanished = fmt.Errorf("%w (%s)", ErrVanished, s.path)
+		return s.vanished
+	case err != nil:
+		// Cannot tell (a permission change, say): the write will.
+		return nil
+	}
+	return nil
+}
+
+// report records the outcome of a write, nil for success, for Err and
+// OnHealth. Only the writer calls it.
+func (s *Store) report(err error) {
+	if s.vanished != nil {
+		err = s.vanished
+	}
+	was := s.failing
+	s.failing = err
+	if err == nil {
+		s.unavailable.Store(nil)
+	} else {
+		s.unavailable.Store(&err)
+	}
+	if (was == nil) != (err == nil) && s.onHealth != nil {
+		s.onHealth(err)
+	}
+}
+
 func (s *Store) recordFailure(batch []*request, err error) {
-	var n int64
+	var n int64 // acknowledged on enqueue: told only by Close
+	all := 0
 	for _, r := range batch {
-		if !r.flush && r.ack == nil {
-			n++
+		if !r.flush {
+			all++
+			if r.ack == nil {
+				n++
+			}
 		}
+	}
+	if all > 0 && s.onLost != nil {
+		s.onLost(all, err)
 	}
 	s.failMu.Lock()
 	s.lost += n

@@ -28,6 +28,9 @@ func TestPrometheusMetrics(t *testing.T) {
 	m.BreakerState("github", "open")
 	m.MemoryStore(42, 7)
 	m.QueueDepth(3)
+	m.AuditLost(5)
+	m.AuditLost(2)
+	m.AuditAvailable(false)
 
 	srv := httptest.NewServer(p.MetricsHandler())
 	defer srv.Close()
@@ -53,6 +56,8 @@ func TestPrometheusMetrics(t *testing.T) {
 		{`sluice_memory_store_size{`, " 42"},
 		{`sluice_memory_store_evictions_total{`, " 7"},
 		{`sluice_audit_queue_depth{`, " 3"},
+		{`sluice_audit_events_lost_total{`, " 7"},
+		{`sluice_audit_available{`, " 0"},
 	} {
 		line := findLine(text, want.series)
 		if line == "" || !strings.HasSuffix(line, want.value) {

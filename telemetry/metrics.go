@@ -22,6 +22,11 @@ type Metrics interface {
 	MemoryStore(size int, evictions uint64)
 	// QueueDepth records how many events wait in the audit queue.
 	QueueDepth(n int)
+	// AuditLost records n events the audit store could not write.
+	AuditLost(n int)
+	// AuditAvailable records whether the audit store can write events
+	// now (false from a failed write until the next one succeeds).
+	AuditAvailable(ok bool)
 }
 
 // BreakerStateValue is the number the breaker state gauge takes for a

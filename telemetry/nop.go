@@ -29,6 +29,8 @@ func (NopTelemetry) Upstream(string, time.Duration, error)  {}
 func (NopTelemetry) BreakerState(string, string)            {}
 func (NopTelemetry) MemoryStore(int, uint64)                {}
 func (NopTelemetry) QueueDepth(int)                         {}
+func (NopTelemetry) AuditLost(int)                          {}
+func (NopTelemetry) AuditAvailable(bool)                    {}
 
 type nopSpan struct{}
 

@@ -103,6 +103,8 @@ const (
 	MetricMemoryStoreSize        = "sluice.memory_store.size"
 	MetricMemoryStoreEvictions   = "sluice.memory_store.evictions"
 	MetricQueueDepth             = "sluice.audit.queue_depth"
+	MetricAuditLost              = "sluice.audit.events_lost"
+	MetricAuditAvailable         = "sluice.audit.available"
 )
 
 // durationBuckets are in seconds, from 50µs (a cached decision) to 30s (a
@@ -150,6 +152,12 @@ func NewMetrics(mp metric.MeterProvider) (Metrics, error) {
 		metric.WithDescription("Events waiting in the audit queue."))
 	check(err)
 	check(o.limitInstruments.init(m))
+	o.auditLost, err = m.Int64Counter(MetricAuditLost, metric.WithUnit("{event}"),
+		metric.WithDescription("Events the audit store could not write (disk full, data directory removed)."))
+	check(err)
+	available, err := m.Int64ObservableGauge(MetricAuditAvailable,
+		metric.WithDescription("1 while the audit store can write events, 0 from a failed write until one succeeds."))
+	check(err)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("telemetry: creating instruments: %w", errors.Join(errs...))
 	}
@@ -157,8 +165,13 @@ func NewMetrics(mp metric.MeterProvider) (Metrics, error) {
 		obs.ObserveInt64(size, o.memSize.Load())
 		obs.ObserveInt64(evict, int64(o.memEvictions.Load()))
 		obs.ObserveInt64(queue, o.queueDepth.Load())
+		if o.auditFailing.Load() {
+			obs.ObserveInt64(available, 0)
+		} else {
+			obs.ObserveInt64(available, 1)
+		}
 		return nil
-	}, size, evict, queue)
+	}, size, evict, queue, available)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: registering callback: %w", err)
 	}
@@ -174,10 +187,12 @@ type otelMetrics struct {
 	upDur       metric.Float64Histogram
 	upErr       metric.Int64Counter
 	breaker     metric.Int64Gauge
+	auditLost   metric.Int64Counter
 
 	memSize      atomic.Int64
 	memEvictions atomic.Uint64
 	queueDepth   atomic.Int64
+	auditFailing atomic.Bool
 
 	limitInstruments // the gateway's resource use (limits.go)
 }
@@ -214,3 +229,7 @@ func (o *otelMetrics) MemoryStore(size int, evictions uint64) {
 }
 
 func (o *otelMetrics) QueueDepth(n int) { o.queueDepth.Store(int64(n)) }
+
+func (o *otelMetrics) AuditLost(n int) { o.auditLost.Add(bg, int64(n)) }
+
+func (o *otelMetrics) AuditAvailable(ok bool) { o.auditFailing.Store(!ok) }

@@ -173,8 +173,49 @@ type auditConfig struct {
 	Off bool `yaml:"off"`
 	// Retention deletes events older than this (checked hourly); zero
 	// keeps them all.
-	Retention          time.Duration `yaml:"retention"`
+	Retention time.Duration `yaml:"retention"`
+	// OnFailure is what happens to calls while events cannot be written
+	// (disk full, data_dir removed): "warn" (the default) forwards them,
+	// with an ERROR log and the lost events counted in
+	// sluice_audit_events_lost_total; "deny" refuses them with
+	// audit_unavailable until a write succeeds again.
+	OnFailure string `yaml:"on_failure"`
+	// Sync is when an event counts as written. "linger" (the default):
+	// once queued; the queue is committed at least every 50 ms, so a
+	// crash loses what is queued. "commit": every event is committed and
+	// fsynced before the gateway goes on, and an allowed call's
+	// policy_enforced event before the call is forwarded.
+	Sync               string `yaml:"sync"`
 	telemetry.Redactor `yaml:",inline"`
+}
+
+// Values of audit.on_failure and audit.sync.
+const (
+	auditWarn   = "warn"
+	auditDeny   = "deny"
+	auditLinger = "linger"
+	auditCommit = "commit"
+)
+
+// check validates the audit section; path names the config file.
+func (a *auditConfig) check(path string) error {
+	if a.Retention < 0 {
+		return fmt.Errorf("%s: audit.retention: %v is negative; give how long events are kept, such as 720h, or 0 to keep them all", path, a.Retention)
+	}
+	switch a.OnFailure {
+	case "", auditWarn, auditDeny:
+	default:
+		return fmt.Errorf("%s: audit.on_failure: %q is not a choice; use warn (calls go on, losses are logged and counted) or deny (calls are refused while events cannot be written)", path, a.OnFailure)
+	}
+	switch a.Sync {
+	case "", auditLinger, auditCommit:
+	default:
+		return fmt.Errorf("%s: audit.sync: %q is not a choice; use linger (events committed within 50 ms) or commit (each event fsynced before the call goes on)", path, a.Sync)
+	}
+	if a.Off && (a.OnFailure == auditDeny || a.Sync == auditCommit) {
+		return fmt.Errorf("%s: audit.off: true leaves no store for on_failure: deny or sync: commit; remove one or the other", path)
+	}
+	return nil
 }
 
 // dataDir returns the data directory, creating it.
@@ -231,8 +272,8 @@ func parseConfig(path string, b []byte) (*config, error) {
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if c.Audit.Retention < 0 {
-		return nil, fmt.Errorf("%s: audit.retention: %v is negative; give how long events are kept, such as 720h, or 0 to keep them all", path, c.Audit.Retention)
+	if err := c.Audit.check(path); err != nil {
+		return nil, err
 	}
 	var missing []string
 	expand := func(s string) string {

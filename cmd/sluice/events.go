@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/approval"
@@ -25,6 +26,11 @@ type recorder struct {
 	redact  telemetry.Redactor
 	metrics telemetry.Metrics
 	log     *slog.Logger
+
+	// recorded holds the descriptors of allowed calls whose event
+	// forwarded wrote (sync: commit), so that decision does not write it
+	// again; decision removes them.
+	recorded sync.Map
 }
 
 func (r *recorder) append(ev telemetry.Event) {
@@ -32,7 +38,7 @@ func (r *recorder) append(ev telemetry.Event) {
 		return
 	}
 	if err := r.store.Append(context.Background(), ev); err != nil {
-		r.log.Error("audit: event not stored", "type", ev.Type, "txn_id", ev.TxnID, "err", err)
+		r.failed(ev.Type, ev.TxnID, err)
 	}
 }
 
@@ -40,8 +46,29 @@ func (r *recorder) append(ev telemetry.Event) {
 func (r *recorder) record(rec telemetry.Record) {
 	if err := r.store.AppendRecord(context.Background(), rec); err != nil {
 		h := rec.Header()
-		r.log.Error("audit: event not stored", "type", h.Type, "txn_id", h.TxnID, "err", err)
+		r.failed(h.Type, h.TxnID, err)
 	}
+}
+
+// failed logs an event that was not stored, unless the store is failing:
+// its losses are then logged and counted by lossReport, without a line per
+// event.
+func (r *recorder) failed(typ, txn string, err error) {
+	if r.store.Err() == nil {
+		r.log.Error("audit: event not stored", "type", typ, "txn_id", txn, "err", err)
+	}
+}
+
+// forwarded writes the policy_enforced event of an allowed call and waits
+// until it is durable, before the call is forwarded (audit.sync: commit;
+// govern.AuditGate.Record).
+func (r *recorder) forwarded(ctx context.Context, d *intercept.ActionDescriptor, dc intercept.Decision) error {
+	if err := r.store.AppendRecord(ctx, r.enforcement(d, dc, 0)); err != nil {
+		r.failed(telemetry.TypePolicyEnforced, d.TxnID, err)
+		return err
+	}
+	r.recorded.Store(d, struct{}{})
+	return nil
 }
 
 func (r *recorder) decision(d *intercept.ActionDescriptor, dc intercept.Decision, latency time.Duration) {
@@ -49,7 +76,15 @@ func (r *recorder) decision(d *intercept.ActionDescriptor, dc intercept.Decision
 	if r.store == nil {
 		return // audit.off: nobody to build the event for
 	}
-	r.record(telemetry.PolicyEnforcement{
+	if _, done := r.recorded.LoadAndDelete(d); done && dc.Verdict == intercept.Allow {
+		return
+	}
+	r.record(r.enforcement(d, dc, latency))
+}
+
+// enforcement is the policy_enforced event of decision dc about d.
+func (r *recorder) enforcement(d *intercept.ActionDescriptor, dc intercept.Decision, latency time.Duration) telemetry.PolicyEnforcement {
+	return telemetry.PolicyEnforcement{
 		Time: time.Now(), TxnID: d.TxnID, Agent: d.Agent, Session: d.SessionID, Upstream: d.Upstream, Tool: d.ToolName,
 		CallID: string(d.CallID), Decision: string(dc.Verdict), Reason: dc.Reason, PublicReason: dc.PublicReason,
 		ResultMode: string(dc.Mode), PolicyVersion: dc.PolicyVersion, RuleID: dc.RuleID, ApprovalID: dc.ApprovalID,
@@ -58,7 +93,44 @@ func (r *recorder) decision(d *intercept.ActionDescriptor, dc intercept.Decision
 		Latency: latency, ToolInventoryHash: d.ToolInventoryHash, TargetEndpoint: d.TargetEndpoint,
 		CapabilityClassDeclared: d.CapabilityClassDeclared, ActionTypeDeclared: d.ActionTypeDeclared, BoundaryDeclared: d.BoundaryDeclared,
 		ProtocolVersion: d.ProtocolVersion, Arguments: r.redact.Arguments(d.Parameters),
-	})
+	}
+}
+
+// lossReportEvery spaces the ERROR lines about lost events while the
+// audit store keeps failing; the metric counts every loss at once.
+const lossReportEvery = 10 * time.Second
+
+// lossReport logs and counts what the audit store could not write. Its
+// methods run on the store's writer goroutine, one at a time.
+type lossReport struct {
+	log     *slog.Logger
+	metrics telemetry.Metrics
+	deny    bool // audit.on_failure: deny
+
+	unlogged int       // lost events not yet in a log line
+	logged   time.Time // of the last line about losses
+}
+
+func (l *lossReport) health(err error) {
+	l.metrics.AuditAvailable(err == nil)
+	switch {
+	case err != nil && l.deny:
+		l.log.Error("audit: events cannot be written; calls are refused (audit_unavailable) until they can", "err", err)
+	case err != nil:
+		l.log.Error("audit: events cannot be written; calls go on unrecorded (audit.on_failure: warn)", "err", err)
+	default:
+		l.log.Info("audit: events are written again", "lost", l.unlogged)
+		l.unlogged = 0
+	}
+}
+
+func (l *lossReport) lost(n int, err error) {
+	l.metrics.AuditLost(n)
+	l.unlogged += n
+	if now := time.Now(); now.Sub(l.logged) >= lossReportEvery {
+		l.log.Error("audit: events lost", "events", l.unlogged, "err", err)
+		l.unlogged, l.logged = 0, now
+	}
 }
 
 func (r *recorder) advice(a *govern.Advice, provider string, profile classifier.Profile) {

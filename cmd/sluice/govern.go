@@ -38,8 +38,8 @@ type governance struct {
 	closers   []func()
 }
 
-// buildGovernance builds the decision chain: approval hold ← inventory drift ←
-// classifier advice ← deterministic policy.
+// buildGovernance builds the decision chain: audit gate ← approval hold ←
+// inventory drift ← classifier advice ← deterministic policy.
 func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv *governance, err error) {
 	built := &governance{}
 	gv = built
@@ -90,7 +90,9 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	}
 	rec := &recorder{redact: cfg.Audit.Redactor, metrics: tp.Metrics(), log: logger}
 	if !cfg.Audit.Off {
+		loss := &lossReport{log: logger, metrics: tp.Metrics(), deny: cfg.Audit.OnFailure == auditDeny}
 		store, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{Depth: tp.Metrics(), Retention: cfg.Audit.Retention,
+			Sync: cfg.Audit.Sync == auditCommit, OnHealth: loss.health, OnLost: loss.lost,
 			OnPrune: func(n int64, err error) {
 				if err != nil {
 					logger.Error("audit: deleting events past the retention", "err", err)
@@ -173,9 +175,17 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 			}
 		}
 	}
+	var decider intercept.Decider = &approval.Gate{Next: &govern.DriftGate{Next: adv, Inventory: gv.inv}, Store: gv.approvals}
+	if rec.store != nil {
+		gate := &govern.AuditGate{Next: decider, Err: rec.store.Err, Deny: cfg.Audit.OnFailure == auditDeny}
+		if cfg.Audit.Sync == auditCommit {
+			gate.Record = rec.forwarded
+		}
+		decider = gate
+	}
 	gv.ic = &intercept.Interceptor{
 		OnResult:        onResult,
-		Decider:         &approval.Gate{Next: &govern.DriftGate{Next: adv, Inventory: gv.inv}, Store: gv.approvals},
+		Decider:         decider,
 		Observer:        gv.inv,
 		HideDeniedTools: cfg.HideDeniedTools == nil || *cfg.HideDeniedTools,
 		OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {

@@ -1,7 +1,7 @@
 // Package govern composes Sluice's deciders into the one the decision
 // point asks: inventory drift first, then deterministic policy with the
-// classifier's advice beside it, then the approval hold. It holds no state
-// of its own; each piece keeps its own.
+// classifier's advice beside it, then the approval hold, and around it all
+// the audit gate. It holds no state of its own; each piece keeps its own.
 package govern
 
 import (
