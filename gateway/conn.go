@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/go-json-experiment/json"
@@ -27,7 +28,9 @@ type relay struct {
 	approver  Approver // nil: held calls are only rendered
 	tracer    telemetry.Tracer
 	metrics   telemetry.Metrics
-	kind      string // downstream transport: websocket, sse or stdio
+	kind      string        // downstream transport: websocket, sse or stdio
+	opened    *http.Request // the /ws upgrade or /sse GET that opened the connection; nil for stdio
+	ident     identifier
 
 	// Writes to either side come from more than one goroutine (the two
 	// pumps, approval questions); a Conn takes one writer at a time.
@@ -35,7 +38,8 @@ type relay struct {
 
 	mu         sync.Mutex        // guards the fields below
 	pending    map[string]string // request id -> method, client to upstream
-	agent      string
+	started    bool              // the first request has fixed owner (and a 2026-07-28 one, version)
+	owner      principal
 	version    string
 	elicitForm bool                               // the client declared form elicitation at initialize
 	asks       map[string]chan *intercept.Message // open approval questions by JSON id
@@ -60,7 +64,7 @@ func (r *relay) toUpstream(ctx context.Context, b []byte) error {
 func (r *relay) callContext() intercept.CallContext {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, Agent: r.agent, ProtocolVersion: r.version}
+	return intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, Agent: r.owner.agent, ProtocolVersion: r.version}
 }
 
 func (r *relay) run(ctx context.Context) error {
@@ -92,6 +96,16 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 		msgs, batch, err := intercept.Decode(b)
 		if err != nil {
 			if werr := r.toClient(ctx, intercept.ErrorResponse(nil, err)); werr != nil {
+				return werr
+			}
+			continue
+		}
+		if err := r.admit(msgs); err != nil {
+			var id jsontext.Value
+			if !batch {
+				id = msgs[0].ID
+			}
+			if werr := r.toClient(ctx, intercept.ErrorResponse(id, err)); werr != nil {
 				return werr
 			}
 			continue
@@ -374,17 +388,38 @@ func (r *relay) track(msgs []*intercept.Message) {
 		if m.Kind == intercept.KindRequest {
 			r.pending[m.IDKey()] = m.Method
 			if m.Method == "initialize" {
-				r.agent = clientNameFromInitialize(m.Params)
 				r.elicitForm = formElicitation(intercept.Member(m.Params, "capabilities"))
 			}
 		}
-		if v, a := versionFromMeta(m.Meta); v != "" {
-			r.version = v
-			if a != "" {
-				r.agent = a
-			}
-		}
 	}
+}
+
+// admit fixes who the connection belongs to at its first request (and,
+// when that is a 2026-07-28 request, its protocol version), and returns
+// the error to answer instead of forwarding msgs when they claim another
+// agent, initialize again or declare another protocol version.
+func (r *relay) admit(msgs []*intercept.Message) error {
+	c, err := r.ident.identify(r.opened, msgs)
+	if err != nil || !c.requests {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.started {
+		r.started, r.owner = true, c.principal()
+		if c.version != "" {
+			r.version = c.version
+		}
+		return nil
+	}
+	err = c.continues(r.version)
+	if !r.owner.admits(c) {
+		err = otherAgent(r.owner)
+	}
+	if err != nil {
+		refused(r.log, r.kind, r.session, r.owner, c, err)
+	}
+	return err
 }
 
 func (r *relay) upstreamToClient(ctx context.Context) error {

@@ -32,6 +32,7 @@ import (
 // HTTP, legacy HTTP+SSE and WebSocket. It is safe for concurrent use.
 type Gateway struct {
 	opts      Options
+	ident     identifier
 	ic        *intercept.Interceptor
 	log       *slog.Logger
 	routes    map[string]*route
@@ -66,8 +67,12 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.AgentHeaderRequired && opts.AgentHeader == "" {
+		return nil, errors.New("gateway: AgentHeaderRequired needs AgentHeader, the header that names the agent")
+	}
 	g := &Gateway{
 		opts:      opts,
+		ident:     identifier{header: opts.AgentHeader, required: opts.AgentHeaderRequired},
 		ic:        ic,
 		log:       log,
 		routes:    make(map[string]*route),
@@ -113,8 +118,12 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		g.sse[name] = &transport.SSEServer{
 			MessagePath: func(id string) string { return "/sse/" + name + "/message?sessionId=" + url.QueryEscape(id) },
 			OnSession: func(ctx context.Context, id string, c transport.Conn) {
-				g.serveConn(ctx, r, c, id, "sse")
+				opened, _ := ctx.Value(openedKey{}).(*http.Request)
+				g.serveConn(ctx, r, c, id, "sse", opened)
 			},
+			// A POST must come from the principal whose GET opened the
+			// session: the header's value is all there is to compare.
+			Owner: func(r *http.Request) string { c, _ := g.ident.identify(r, nil); return c.header },
 		}
 	}
 	return g, nil
@@ -264,11 +273,16 @@ func (g *Gateway) ServeConn(ctx context.Context, upstream string, down transport
 	if rt == nil {
 		return fmt.Errorf("gateway: no upstream named %q", upstream)
 	}
-	return g.serveConn(ctx, rt, down, newSessionID(), "stdio")
+	if g.opts.AgentHeaderRequired {
+		down.Close()
+		return ErrAgentHeaderRequired
+	}
+	return g.serveConn(ctx, rt, down, newSessionID(), "stdio", nil)
 }
 
 // kind names the downstream transport for spans: websocket, sse or stdio.
-func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn, id, kind string) error {
+// opened is the HTTP request that opened the connection, nil for stdio.
+func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn, id, kind string, opened *http.Request) error {
 	g.wg.Add(1)
 	defer g.wg.Done()
 	ctx, cancel := context.WithCancel(ctx)
@@ -284,7 +298,7 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 		return err
 	}
 	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, session: id, down: down, upc: up, approver: g.opts.Approver,
-		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind}
+		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind, opened: opened, ident: g.ident}
 	err = rl.run(ctx)
 	g.log.Debug("session ended", "upstream", rt.up.Name, "session", id, "err", err)
 	return err
@@ -311,28 +325,41 @@ func failAll(ctx context.Context, c transport.Conn, err error) {
 	}
 }
 
+// openedKey carries the GET that opens an SSE session to its OnSession.
+type openedKey struct{}
+
 func (g *Gateway) handleSSE(w http.ResponseWriter, r *http.Request) {
-	if rt := g.lookupRoute(w, r); rt != nil {
-		g.sse[rt.up.Name].ServeHTTP(w, r)
+	if rt := g.lookupRoute(w, r); rt != nil && g.identified(w, r) {
+		g.sse[rt.up.Name].ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), openedKey{}, r)))
 	}
 }
 
 func (g *Gateway) handleSSEMessage(w http.ResponseWriter, r *http.Request) {
-	if rt := g.lookupRoute(w, r); rt != nil {
+	if rt := g.lookupRoute(w, r); rt != nil && g.identified(w, r) {
 		g.sse[rt.up.Name].HandleMessage(w, r)
 	}
 }
 
 func (g *Gateway) handleWS(w http.ResponseWriter, r *http.Request) {
 	rt := g.lookupRoute(w, r)
-	if rt == nil {
+	if rt == nil || !g.identified(w, r) {
 		return
 	}
 	c, err := transport.AcceptWS(w, r, func(r *http.Request) bool { return g.originAllowed(r) })
 	if err != nil {
 		return // AcceptWS has answered
 	}
-	g.serveConn(r.Context(), rt, c, newSessionID(), "websocket")
+	g.serveConn(r.Context(), rt, c, newSessionID(), "websocket", r)
+}
+
+// identified answers a request whose identity cannot be read (a required
+// agent header missing) with 400 and reports false.
+func (g *Gateway) identified(w http.ResponseWriter, r *http.Request) bool {
+	if _, err := g.ident.identify(r, nil); err != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, nil, err)
+		return false
+	}
+	return true
 }
 
 // Ready checks that every upstream can be reached: HTTP upstreams answer

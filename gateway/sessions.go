@@ -24,9 +24,11 @@ type session struct {
 	// elicitForm: the client declared form-mode elicitation at initialize,
 	// so a held call can be put to its user (see approve.go).
 	elicitForm bool
+	// owner is who the session belongs to (identity.go): a request that
+	// claims another principal finds no session.
+	owner principal
 
 	mu       sync.Mutex // guards the fields below
-	agent    string
 	version  string
 	lastUsed time.Time
 	answers  map[string]chan *intercept.Message // id of an approval elicitation -> its waiter
@@ -36,7 +38,7 @@ type session struct {
 func (s *session) info() (agent, version string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.agent, s.version
+	return s.owner.agent, s.version
 }
 
 func (s *session) setVersion(v string) {
