@@ -36,17 +36,18 @@ type relay struct {
 	// pumps, approval questions); a Conn takes one writer at a time.
 	downMu, upMu sync.Mutex
 
-	mu         sync.Mutex        // guards the fields below
-	pending    map[string]string // request id -> method, client to upstream
-	started    bool              // the first request has fixed owner (and a 2026-07-28 one, version)
-	owner      principal
-	version    string
-	elicitForm bool                               // the client declared form elicitation at initialize
-	asks       map[string]chan *intercept.Message // open approval questions by JSON id
-	spans      map[string]telemetry.Span          // server spans of requests awaiting a response
-	upcalls    map[string]*upCall                 // measurements of requests forwarded upstream, by id
-	nextAsk    uint64
-	asking     sync.WaitGroup
+	mu          sync.Mutex        // guards the fields below
+	pending     map[string]string // request id -> method, client to upstream
+	started     bool              // the first request has fixed owner (and a 2026-07-28 one, version)
+	initialized bool              // an initialize request has been admitted
+	owner       principal
+	version     string
+	elicitForm  bool                               // the client declared form elicitation at initialize
+	asks        map[string]chan *intercept.Message // open approval questions by JSON id
+	spans       map[string]telemetry.Span          // server spans of requests awaiting a response
+	upcalls     map[string]*upCall                 // measurements of requests forwarded upstream, by id
+	nextAsk     uint64
+	asking      sync.WaitGroup
 }
 
 func (r *relay) toClient(ctx context.Context, b []byte) error {
@@ -406,15 +407,23 @@ func (r *relay) admit(msgs []*intercept.Message) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.started {
-		r.started, r.owner = true, c.principal()
+		r.started, r.owner, r.initialized = true, c.principal(), c.initialize
 		if c.version != "" {
 			r.version = c.version
 		}
 		return nil
 	}
-	err = c.continues(r.version)
-	if !r.owner.admits(c) {
+	switch {
+	case !r.owner.admits(c):
 		err = otherAgent(r.owner)
+	case c.initialize && !r.initialized:
+		// A client whose 2026-07-28 requests the server did not know
+		// falls back to the handshake on the same connection (mcp-go
+		// probes with server/discover): once, as the same agent, and the
+		// version becomes the one the handshake negotiates.
+		r.initialized, r.version = true, ""
+	default:
+		err = c.continues(r.version)
 	}
 	if err != nil {
 		refused(r.log, r.kind, r.session, r.owner, c, err)

@@ -313,7 +313,8 @@ func TestAgentFixedOnConnection(t *testing.T) {
 
 // TestAgentFixedOnModernConnection: a connection whose first request is
 // a 2026-07-28 request takes its agent from that request's _meta; a later
-// request naming another client is refused.
+// request naming another client is refused, and so is a second
+// initialize or a 2026-07-28 request after the handshake.
 func TestAgentFixedOnModernConnection(t *testing.T) {
 	f, _ := identityFixture(t, Options{})
 	c := wsOpener(t, f, "")
@@ -326,6 +327,23 @@ func TestAgentFixedOnModernConnection(t *testing.T) {
 	}
 	if m := exchangeOn(t, c, webSearch(3, "q-same", meta2026+","+clientMeta("alice")), "3"); !routeDenied(string(m.Raw)) {
 		t.Errorf("web_search by the same client: got %s, want the route rule's denial", m.Raw)
+	}
+	// A client whose server did not know 2026-07-28 falls back to the
+	// handshake once, as the same agent; the session is then 2025-11-25.
+	if m := exchangeOn(t, c, initializeAs(4, "mallory"), "4"); !isRefusal(m, "agent of a session cannot change") {
+		t.Errorf("initialize as another client: got %s, want -32600", m.Raw)
+	}
+	startConn(t, c, "alice")
+	for _, a := range []struct{ name, msg, id, want string }{
+		{"initialize again", initializeAs(5, "alice"), "5", "already initialized"},
+		{"2026 meta after the handshake", webSearch(6, "q-version", meta2026+","+clientMeta("alice")), "6", "protocol version of a session cannot change"},
+	} {
+		if m := exchangeOn(t, c, a.msg, a.id); !isRefusal(m, a.want) {
+			t.Errorf("%s: got %s, want -32600 %q", a.name, m.Raw, a.want)
+		}
+	}
+	if m := exchangeOn(t, c, webSearch(7, "q-after", ""), "7"); !routeDenied(string(m.Raw)) {
+		t.Errorf("web_search after the handshake: got %s, want the route rule's denial", m.Raw)
 	}
 }
 
