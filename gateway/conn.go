@@ -28,26 +28,29 @@ type relay struct {
 	approver  Approver // nil: held calls are only rendered
 	tracer    telemetry.Tracer
 	metrics   telemetry.Metrics
-	kind      string        // downstream transport: websocket, sse or stdio
-	opened    *http.Request // the /ws upgrade or /sse GET that opened the connection; nil for stdio
-	ident     identifier
+	kind      string // downstream transport: websocket, sse or stdio
+
+	// opened is the /ws upgrade or /sse GET that opened the connection;
+	// nil for stdio. Its agent header names the connection's agent.
+	opened *http.Request
+	ident  identifier
 
 	// Writes to either side come from more than one goroutine (the two
 	// pumps, approval questions); a Conn takes one writer at a time.
 	downMu, upMu sync.Mutex
 
-	mu          sync.Mutex        // guards the fields below
-	pending     map[string]string // request id -> method, client to upstream
-	started     bool              // the first request has fixed owner (and a 2026-07-28 one, version)
-	initialized bool              // an initialize request has been admitted
-	owner       principal
-	version     string
-	elicitForm  bool                               // the client declared form elicitation at initialize
-	asks        map[string]chan *intercept.Message // open approval questions by JSON id
-	spans       map[string]telemetry.Span          // server spans of requests awaiting a response
-	upcalls     map[string]*upCall                 // measurements of requests forwarded upstream, by id
-	nextAsk     uint64
-	asking      sync.WaitGroup
+	mu         sync.Mutex        // guards the fields below
+	pending    map[string]string // request id -> method, client to upstream
+	started    bool              // the first request has fixed owner (and a 2026-07-28 one, version)
+	handshake  bool              // an initialize request has been admitted
+	owner      principal
+	version    string
+	elicitForm bool                               // the client declared form elicitation at initialize
+	asks       map[string]chan *intercept.Message // open approval questions by JSON id
+	spans      map[string]telemetry.Span          // server spans of requests awaiting a response
+	upcalls    map[string]*upCall                 // measurements of requests forwarded upstream, by id
+	nextAsk    uint64
+	asking     sync.WaitGroup
 }
 
 func (r *relay) toClient(ctx context.Context, b []byte) error {
@@ -407,7 +410,7 @@ func (r *relay) admit(msgs []*intercept.Message) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.started {
-		r.started, r.owner, r.initialized = true, c.principal(), c.initialize
+		r.started, r.owner, r.handshake = true, c.principal(), c.initialize
 		if c.version != "" {
 			r.version = c.version
 		}
@@ -416,12 +419,12 @@ func (r *relay) admit(msgs []*intercept.Message) error {
 	switch {
 	case !r.owner.admits(c):
 		err = otherAgent(r.owner)
-	case c.initialize && !r.initialized:
+	case c.initialize && !r.handshake:
 		// A client whose 2026-07-28 requests the server did not know
 		// falls back to the handshake on the same connection (mcp-go
 		// probes with server/discover): once, as the same agent, and the
 		// version becomes the one the handshake negotiates.
-		r.initialized, r.version = true, ""
+		r.handshake, r.version = true, ""
 	default:
 		err = c.continues(r.version)
 	}
