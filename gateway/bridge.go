@@ -361,7 +361,7 @@ func (g *Gateway) openBridge(x *exchange) (*session, error) {
 		l.release()
 		return nil, err
 	}
-	sess := &session{id: newSessionID(), route: x.rt.up.Name, agent: x.agent, version: x.version, elicitForm: x.initFormElicitation(), lease: l}
+	sess := &session{id: newSessionID(), route: x.rt.up.Name, owner: x.owner, version: x.version, elicitForm: x.initFormElicitation(), lease: l}
 	sess.bridge = &bridgeState{up: up, name: x.rt.up.Name, done: make(chan struct{}),
 		waiters: make(map[string]*stream), calls: make(map[string]bridgeCall)}
 	if err := g.sessions.add(sess); err != nil {

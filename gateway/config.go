@@ -112,8 +112,20 @@ type Options struct {
 	// session's classifier identity. It must not block.
 	OnSessionEnd func(sessionID string)
 	// AgentHeader, if set, names a request header whose value identifies
-	// the agent, taking precedence over the client's self-reported name.
+	// the agent, taking precedence over the client's self-reported name,
+	// on every transport: on the POST that starts a session, the
+	// WebSocket upgrade, the GET that opens an SSE stream (every POST to
+	// its message endpoint must carry the same value), and each
+	// 2026-07-28 request. A session id used with another value is
+	// unknown (404). Empty: agents are known by the names their clients
+	// give. See identity.go.
 	AgentHeader string
+	// AgentHeaderRequired refuses requests without the AgentHeader
+	// header (400 with a JSON-RPC error naming it) on every transport;
+	// [Gateway.ServeConn] (stdio, no headers) then fails with
+	// [ErrAgentHeaderRequired]. It needs AgentHeader. False: requests
+	// without it are identified by the client's name.
+	AgentHeaderRequired bool
 	// Approver, if set, lets clients answer held tools/calls themselves:
 	// a client that can elicit form input from its user is asked to
 	// approve the exact call, over an SSE elicitation/create request

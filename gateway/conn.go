@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/go-json-experiment/json"
@@ -28,9 +29,14 @@ type relay struct {
 	tracer    telemetry.Tracer
 	metrics   telemetry.Metrics
 	kind      string // downstream transport: websocket, sse or stdio
-	// admit, if set, counts the connection against the agent its
-	// initialize names, or refuses it (limits.go).
-	admit func(agent string) error
+	// lease, if set, counts the connection against the agent it belongs
+	// to once its initialize arrives, or refuses it (limits.go).
+	lease func(agent string) error
+
+	// opened is the /ws upgrade or /sse GET that opened the connection;
+	// nil for stdio. Its agent header names the connection's agent.
+	opened *http.Request
+	ident  identifier
 
 	// Writes to either side come from more than one goroutine (the two
 	// pumps, approval questions); a Conn takes one writer at a time.
@@ -38,7 +44,9 @@ type relay struct {
 
 	mu         sync.Mutex        // guards the fields below
 	pending    map[string]string // request id -> method, client to upstream
-	agent      string
+	started    bool              // the first request has fixed owner (and a 2026-07-28 one, version)
+	handshake  bool              // an initialize request has been admitted
+	owner      principal
 	version    string
 	elicitForm bool                               // the client declared form elicitation at initialize
 	asks       map[string]chan *intercept.Message // open approval questions by JSON id
@@ -63,7 +71,7 @@ func (r *relay) toUpstream(ctx context.Context, b []byte) error {
 func (r *relay) callContext() intercept.CallContext {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, Agent: r.agent, ProtocolVersion: r.version}
+	return intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, Agent: r.owner.agent, ProtocolVersion: r.version}
 }
 
 func (r *relay) run(ctx context.Context) error {
@@ -95,6 +103,16 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 		msgs, batch, err := intercept.Decode(b)
 		if err != nil {
 			if werr := r.toClient(ctx, intercept.ErrorResponse(nil, err)); werr != nil {
+				return werr
+			}
+			continue
+		}
+		if err := r.admit(msgs); err != nil {
+			var id jsontext.Value
+			if !batch {
+				id = msgs[0].ID
+			}
+			if werr := r.toClient(ctx, intercept.ErrorResponse(id, err)); werr != nil {
 				return werr
 			}
 			continue
@@ -380,17 +398,46 @@ func (r *relay) track(msgs []*intercept.Message) {
 		if m.Kind == intercept.KindRequest {
 			r.pending[m.IDKey()] = m.Method
 			if m.Method == "initialize" {
-				r.agent = clientNameFromInitialize(m.Params)
 				r.elicitForm = formElicitation(intercept.Member(m.Params, "capabilities"))
 			}
 		}
-		if v, a := versionFromMeta(m.Meta); v != "" {
-			r.version = v
-			if a != "" {
-				r.agent = a
-			}
-		}
 	}
+}
+
+// admit fixes who the connection belongs to at its first request (and,
+// when that is a 2026-07-28 request, its protocol version), and returns
+// the error to answer instead of forwarding msgs when they claim another
+// agent, initialize again or declare another protocol version.
+func (r *relay) admit(msgs []*intercept.Message) error {
+	c, err := r.ident.identify(r.opened, msgs)
+	if err != nil || !c.requests {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.started {
+		r.started, r.owner, r.handshake = true, c.principal(), c.initialize
+		if c.version != "" {
+			r.version = c.version
+		}
+		return nil
+	}
+	switch {
+	case !r.owner.admits(c):
+		err = otherAgent(r.owner)
+	case c.initialize && !r.handshake:
+		// A client whose 2026-07-28 requests the server did not know
+		// falls back to the handshake on the same connection (mcp-go
+		// probes with server/discover): once, as the same agent, and the
+		// version becomes the one the handshake negotiates.
+		r.handshake, r.version = true, ""
+	default:
+		err = c.continues(r.version)
+	}
+	if err != nil {
+		refused(r.log, r.kind, r.session, r.owner, c, err)
+	}
+	return err
 }
 
 func (r *relay) upstreamToClient(ctx context.Context) error {

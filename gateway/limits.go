@@ -384,14 +384,17 @@ func (g *Gateway) admitConn(w http.ResponseWriter, r *http.Request, rt *route, k
 	return &admission{lease: l, slot: slot}, true
 }
 
-// admitAgent counts the connection against the agent an initialize
-// request names. Refused, the client gets the error in answer and the
-// connection ends.
+// admitAgent counts the connection against its agent (fixed by its first
+// request: identity.go) when its initialize request arrives. Refused, the
+// client gets the error in answer and the connection ends.
 func (r *relay) admitAgent(ctx context.Context, m *intercept.Message) error {
-	if r.admit == nil || m.Kind != intercept.KindRequest || m.Method != "initialize" {
+	if r.lease == nil || m.Kind != intercept.KindRequest || m.Method != "initialize" {
 		return nil
 	}
-	err := r.admit(clientNameFromInitialize(m.Params))
+	r.mu.Lock()
+	agent := r.owner.agent
+	r.mu.Unlock()
+	err := r.lease(agent)
 	if le, ok := asLimitError(err); ok {
 		_ = r.toClient(ctx, intercept.ErrorResponse(m.ID, le.wire()))
 	}

@@ -31,9 +31,9 @@ func clientFrom(ip string) *http.Client {
 	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
 }
 
-// initializeAs sends a 2025-11-25 initialize for agent from c and returns
+// postInitializeAs sends a 2025-11-25 initialize for agent from c and returns
 // the response.
-func initializeAs(t *testing.T, c *http.Client, url, agent string) (int, http.Header, string) {
+func postInitializeAs(t *testing.T, c *http.Client, url, agent string) (int, http.Header, string) {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"` + agent + `","version":"1"}}}`
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
@@ -92,7 +92,7 @@ func TestSessionFloodDoesNotLockOutOthers(t *testing.T) {
 					c = clientFrom(tc.ip(i))
 					clients[tc.ip(i)] = c
 				}
-				status, hdr, body := initializeAs(t, c, url, tc.agent(i))
+				status, hdr, body := postInitializeAs(t, c, url, tc.agent(i))
 				if status == http.StatusOK {
 					ok++
 					continue
@@ -102,7 +102,7 @@ func TestSessionFloodDoesNotLockOutOthers(t *testing.T) {
 			if ok != 4 {
 				t.Errorf("flooding sessions admitted: got %d, want 4", ok)
 			}
-			status, _, body := initializeAs(t, clientFrom("127.0.0.2"), url, "victim")
+			status, _, body := postInitializeAs(t, clientFrom("127.0.0.2"), url, "victim")
 			if status != http.StatusOK {
 				t.Fatalf("another agent from another address: got %d %s, want 200", status, body)
 			}
@@ -116,11 +116,11 @@ func TestSessionLimitReleasedOnDelete(t *testing.T) {
 	f := newFixture(t, allowEcho, Options{MaxSessions: 10}) // one per agent and address
 	url := f.gw.URL + "/mcp/demo"
 	c := clientFrom("127.0.0.1")
-	status, hdr, body := initializeAs(t, c, url, "a")
+	status, hdr, body := postInitializeAs(t, c, url, "a")
 	if status != http.StatusOK {
 		t.Fatalf("first initialize: got %d %s", status, body)
 	}
-	status, h2, body := initializeAs(t, c, url, "a")
+	status, h2, body := postInitializeAs(t, c, url, "a")
 	wantLimited(t, "second initialize", status, h2, body, http.StatusTooManyRequests, "max_sessions_per_")
 	req, _ := http.NewRequest(http.MethodDelete, url, nil)
 	req.Header.Set("Mcp-Session-Id", hdr.Get("Mcp-Session-Id"))
@@ -129,7 +129,7 @@ func TestSessionLimitReleasedOnDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if status, _, body := initializeAs(t, c, url, "a"); status != http.StatusOK {
+	if status, _, body := postInitializeAs(t, c, url, "a"); status != http.StatusOK {
 		t.Fatalf("initialize after DELETE: got %d %s, want 200", status, body)
 	}
 }
@@ -149,7 +149,7 @@ func TestConnSessionsCounted(t *testing.T) {
 				d = &transport.SSEDialer{URL: base + "/sse/demo"}
 			}
 			cc := dialConn(t, d)
-			status, hdr, body := initializeAs(t, clientFrom("127.0.0.1"), base+"/mcp/demo", "other")
+			status, hdr, body := postInitializeAs(t, clientFrom("127.0.0.1"), base+"/mcp/demo", "other")
 			wantLimited(t, "initialize beside an open "+kind+" session", status, hdr, body, http.StatusTooManyRequests, "max_sessions_per_client")
 
 			// A second connection from the same address is refused outright.
@@ -179,7 +179,7 @@ func TestConnSessionsCounted(t *testing.T) {
 			cc.c.Close()
 			deadline := time.Now().Add(5 * time.Second)
 			for {
-				status, _, body := initializeAs(t, clientFrom("127.0.0.1"), base+"/mcp/demo", "after")
+				status, _, body := postInitializeAs(t, clientFrom("127.0.0.1"), base+"/mcp/demo", "after")
 				if status == http.StatusOK {
 					break
 				}
@@ -262,7 +262,7 @@ func TestStdioChildrenBounded(t *testing.T) {
 	url := f.gw.URL + "/mcp/stdio"
 	var sids []string
 	for i := range 24 {
-		status, hdr, body := initializeAs(t, clientFrom(fmt.Sprintf("127.0.2.%d", i+1)), url, fmt.Sprintf("agent-%d", i))
+		status, hdr, body := postInitializeAs(t, clientFrom(fmt.Sprintf("127.0.2.%d", i+1)), url, fmt.Sprintf("agent-%d", i))
 		if status == http.StatusOK {
 			sids = append(sids, hdr.Get("Mcp-Session-Id"))
 			continue
@@ -289,7 +289,7 @@ func TestStdioChildrenBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if status, _, body := initializeAs(t, clientFrom("127.0.3.1"), url, "late"); status != http.StatusOK {
+	if status, _, body := postInitializeAs(t, clientFrom("127.0.3.1"), url, "late"); status != http.StatusOK {
 		t.Fatalf("initialize after a DELETE freed a child: got %d %s, want 200", status, body)
 	}
 }

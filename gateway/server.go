@@ -32,6 +32,7 @@ import (
 // HTTP, legacy HTTP+SSE and WebSocket. It is safe for concurrent use.
 type Gateway struct {
 	opts      Options
+	ident     identifier
 	ic        *intercept.Interceptor
 	log       *slog.Logger
 	routes    map[string]*route
@@ -72,8 +73,12 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.AgentHeaderRequired && opts.AgentHeader == "" {
+		return nil, errors.New("gateway: AgentHeaderRequired needs AgentHeader, the header that names the agent")
+	}
 	g := &Gateway{
 		opts:      opts,
+		ident:     identifier{header: opts.AgentHeader, required: opts.AgentHeaderRequired},
 		ic:        ic,
 		log:       log,
 		routes:    make(map[string]*route),
@@ -128,9 +133,13 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		g.sse[name] = &transport.SSEServer{
 			MessagePath: func(id string) string { return "/sse/" + name + "/message?sessionId=" + url.QueryEscape(id) },
 			OnSession: func(ctx context.Context, id string, c transport.Conn) {
-				g.serveConn(ctx, r, c, id, "sse")
+				opened, _ := ctx.Value(openedKey{}).(*http.Request)
+				g.serveConn(ctx, r, c, id, "sse", opened)
 			},
 			MaxMessageBytes: opts.maxBody(),
+			// A POST must come from the principal whose GET opened the
+			// session: the header's value is all there is to compare.
+			Owner: func(r *http.Request) string { c, _ := g.ident.identify(r, nil); return c.header },
 		}
 	}
 	return g, nil
@@ -281,11 +290,16 @@ func (g *Gateway) ServeConn(ctx context.Context, upstream string, down transport
 	if rt == nil {
 		return fmt.Errorf("gateway: no upstream named %q", upstream)
 	}
-	return g.serveConn(ctx, rt, down, newSessionID(), "stdio")
+	if g.opts.AgentHeaderRequired {
+		down.Close()
+		return ErrAgentHeaderRequired
+	}
+	return g.serveConn(ctx, rt, down, newSessionID(), "stdio", nil)
 }
 
 // kind names the downstream transport for spans: websocket, sse or stdio.
-func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn, id, kind string) error {
+// opened is the HTTP request that opened the connection, nil for stdio.
+func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn, id, kind string, opened *http.Request) error {
 	g.wg.Add(1)
 	defer g.wg.Done()
 	ctx, cancel := context.WithCancel(ctx)
@@ -311,9 +325,9 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 		return err
 	}
 	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, session: id, down: down, upc: up, approver: g.opts.Approver,
-		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind}
+		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind, opened: opened, ident: g.ident}
 	if adm != nil {
-		rl.admit = adm.lease.bindAgent
+		rl.lease = adm.lease.bindAgent
 	}
 	err = rl.run(ctx)
 	g.log.Debug("session ended", "upstream", rt.up.Name, "session", id, "err", err)
@@ -341,9 +355,12 @@ func failAll(ctx context.Context, c transport.Conn, err error) {
 	}
 }
 
+// openedKey carries the GET that opens an SSE session to its OnSession.
+type openedKey struct{}
+
 func (g *Gateway) handleSSE(w http.ResponseWriter, r *http.Request) {
 	rt := g.lookupRoute(w, r)
-	if rt == nil {
+	if rt == nil || !g.identified(w, r) {
 		return
 	}
 	adm, ok := g.admitConn(w, r, rt, TransportSSE)
@@ -351,18 +368,19 @@ func (g *Gateway) handleSSE(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer adm.release() // also when the stream ends before its session starts
-	g.sse[rt.up.Name].ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), admissionKey{}, adm)))
+	ctx := context.WithValue(context.WithValue(r.Context(), admissionKey{}, adm), openedKey{}, r)
+	g.sse[rt.up.Name].ServeHTTP(w, r.WithContext(ctx))
 }
 
 func (g *Gateway) handleSSEMessage(w http.ResponseWriter, r *http.Request) {
-	if rt := g.lookupRoute(w, r); rt != nil {
+	if rt := g.lookupRoute(w, r); rt != nil && g.identified(w, r) {
 		g.sse[rt.up.Name].HandleMessage(w, r)
 	}
 }
 
 func (g *Gateway) handleWS(w http.ResponseWriter, r *http.Request) {
 	rt := g.lookupRoute(w, r)
-	if rt == nil {
+	if rt == nil || !g.identified(w, r) {
 		return
 	}
 	adm, ok := g.admitConn(w, r, rt, TransportWebSocket)
@@ -374,7 +392,17 @@ func (g *Gateway) handleWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // AcceptWS has answered
 	}
-	g.serveConn(context.WithValue(r.Context(), admissionKey{}, adm), rt, c, newSessionID(), "websocket")
+	g.serveConn(context.WithValue(r.Context(), admissionKey{}, adm), rt, c, newSessionID(), "websocket", r)
+}
+
+// identified answers a request whose identity cannot be read (a required
+// agent header missing) with 400 and reports false.
+func (g *Gateway) identified(w http.ResponseWriter, r *http.Request) bool {
+	if _, err := g.ident.identify(r, nil); err != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, nil, err)
+		return false
+	}
+	return true
 }
 
 // Ready checks that every upstream can be reached: HTTP upstreams answer

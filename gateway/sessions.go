@@ -27,9 +27,11 @@ type session struct {
 	// lease is the session's place in the gateway's session limits,
 	// given back when it leaves the table (limits.go).
 	lease *lease
+	// owner is who the session belongs to (identity.go): a request that
+	// claims another principal finds no session.
+	owner principal
 
 	mu       sync.Mutex // guards the fields below
-	agent    string
 	version  string
 	lastUsed time.Time
 	answers  map[string]chan *intercept.Message // id of an approval elicitation -> its waiter
@@ -39,7 +41,7 @@ type session struct {
 func (s *session) info() (agent, version string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.agent, s.version
+	return s.owner.agent, s.version
 }
 
 func (s *session) setVersion(v string) {

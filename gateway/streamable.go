@@ -60,6 +60,7 @@ type exchange struct {
 	body    []byte
 	version string
 	agent   string
+	owner   principal // of the session, or of the session this exchange may start
 	// answer is the user's answer to the gateway's approval question that
 	// arrived with this (2026-07-28) call and was removed from it.
 	answer *approvalAnswer
@@ -119,13 +120,26 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 	if !batch {
 		firstID = msgs[0].ID
 	}
+	c, err := g.ident.identify(r, msgs)
+	if err != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
+		return
+	}
+	x.owner = c.principal()
 	if sid := r.Header.Get(hdrSession); sid != "" {
-		if x.sess = g.sessions.get(sid, rt.up.Name); x.sess == nil {
-			writeJSONRPCError(w, http.StatusNotFound, firstID, &intercept.WireError{Code: intercept.CodeInvalidRequest,
-				Message: "session not found: it ended or belongs to another route; start a new session with initialize"})
+		if x.sess = g.session(sid, rt, c); x.sess == nil {
+			writeJSONRPCError(w, http.StatusNotFound, firstID, errNoSession)
+			return
+		}
+		x.owner = x.sess.owner
+		_, v := x.sess.info()
+		if err := c.continues(v); err != nil {
+			refused(g.log, "streamable-http", x.sess.id, x.owner, c, err)
+			writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
 			return
 		}
 	}
+	x.agent = x.owner.agent
 	if err := g.classify(r, x); err != nil {
 		writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
 		return
@@ -180,45 +194,36 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 	g.forward(w, r, x)
 }
 
-// classify works out the protocol version and agent of an exchange and
+// errNoSession answers a request for a session that is not there for it.
+var errNoSession = &intercept.WireError{Code: intercept.CodeInvalidRequest,
+	Message: "session not found: it ended, belongs to another route or to another agent; start a new session with initialize"}
+
+// classify works out the protocol version of an exchange and
 // enforces that the MCP headers agree with the body (SEP-2243): a request
 // whose headers say one thing and whose body says another is refused before
 // anything reaches the upstream.
 func (g *Gateway) classify(r *http.Request, x *exchange) error {
 	hv := r.Header.Get(hdrVersion)
-	var metaVersion, metaAgent string
+	var metaVersion string
 	for _, m := range x.msgs {
-		v, a := versionFromMeta(m.Meta)
-		if v != "" {
+		if v, _ := versionFromMeta(m.Meta); v != "" {
 			if metaVersion != "" && v != metaVersion {
 				return mismatch("requests in one batch declare different protocol versions")
 			}
 			metaVersion = v
 		}
-		if a != "" {
-			metaAgent = a
-		}
 	}
 	if metaVersion != "" && hv != "" && metaVersion != hv {
 		return mismatch(fmt.Sprintf("%s header %q does not match _meta protocol version %q", hdrVersion, hv, metaVersion))
 	}
+	// A session keeps the version it negotiated (see claim.continues).
 	switch {
+	case x.sess != nil:
+		_, x.version = x.sess.info()
 	case metaVersion != "":
 		x.version = metaVersion
-	case x.sess != nil:
-		x.agent, x.version = x.sess.info()
-	}
-	if x.version == "" {
+	default:
 		x.version = hv
-	}
-	if x.agent == "" {
-		x.agent = metaAgent
-	}
-	if !x.batch && x.msgs[0].Method == "initialize" {
-		x.agent = clientNameFromInitialize(x.msgs[0].Params)
-	}
-	if h := g.opts.AgentHeader; h != "" && r.Header.Get(h) != "" {
-		x.agent = r.Header.Get(h)
 	}
 
 	hm, hasMethod := r.Header.Get(hdrMethod), r.Header.Get(hdrMethod) != ""
@@ -347,7 +352,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 
 	sess := x.sess
 	if sid := resp.Header.Get(hdrSession); sid != "" && sess == nil {
-		sess = &session{id: newSessionID(), route: x.rt.up.Name, upstreamID: sid, agent: x.agent, version: x.version,
+		sess = &session{id: newSessionID(), route: x.rt.up.Name, upstreamID: sid, owner: x.owner, version: x.version,
 			elicitForm: x.initFormElicitation()}
 		var err error
 		if sess.lease, err = g.takeLease(x); err == nil {
@@ -599,16 +604,20 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 }
 
 // requireSession resolves the request's session. A missing header is
-// fine (stateless servers); an unknown id is a 404.
+// fine (stateless servers); an unknown id, or another agent's, is a 404.
 func (g *Gateway) requireSession(w http.ResponseWriter, r *http.Request, rt *route) (*session, bool) {
+	c, err := g.ident.identify(r, nil)
+	if err != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, nil, err)
+		return nil, false
+	}
 	sid := r.Header.Get(hdrSession)
 	if sid == "" {
 		return nil, true
 	}
-	sess := g.sessions.get(sid, rt.up.Name)
+	sess := g.session(sid, rt, c)
 	if sess == nil {
-		writeJSONRPCError(w, http.StatusNotFound, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
-			Message: "session not found: it ended or belongs to another route; start a new session with initialize"})
+		writeJSONRPCError(w, http.StatusNotFound, nil, errNoSession)
 		return nil, false
 	}
 	return sess, true

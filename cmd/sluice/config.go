@@ -44,8 +44,13 @@ type config struct {
 	// HideDeniedTools removes from tools/list answers the tools the policy
 	// denies this agent whatever the arguments (default true).
 	HideDeniedTools *bool `yaml:"hide_denied_tools"`
-	// AgentHeader names a request header that identifies the agent.
+	// AgentHeader names a request header that identifies the agent on
+	// every transport, over the client's own name (gateway.Options).
 	AgentHeader string `yaml:"agent_header"`
+	// AgentHeaderRequired refuses requests without AgentHeader (400);
+	// it needs agent_header, and `sluice wrap` (stdio, no headers)
+	// refuses to start with it. Default false.
+	AgentHeaderRequired bool `yaml:"agent_header_required"`
 	// ShutdownTimeout bounds how long in-flight calls may drain on SIGTERM
 	// (default 15s).
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
@@ -240,12 +245,13 @@ func (c *config) dataDir() (string, error) {
 
 func (c *config) options() gateway.Options {
 	return gateway.Options{
-		Upstreams:          c.Upstreams,
-		MaxBodyBytes:       c.MaxBodyBytes,
-		AllowedHosts:       c.AllowedHosts,
-		AllowedOrigins:     c.AllowedOrigins,
-		AgentHeader:        c.AgentHeader,
-		SessionIdleTimeout: c.SessionIdleTimeout,
+		Upstreams:           c.Upstreams,
+		MaxBodyBytes:        c.MaxBodyBytes,
+		AllowedHosts:        c.AllowedHosts,
+		AllowedOrigins:      c.AllowedOrigins,
+		AgentHeader:         c.AgentHeader,
+		AgentHeaderRequired: c.AgentHeaderRequired,
+		SessionIdleTimeout:  c.SessionIdleTimeout,
 
 		MaxSessions:          c.MaxSessions,
 		MaxSessionsPerAgent:  c.MaxSessionsPerAgent,
@@ -271,6 +277,12 @@ func parseConfig(path string, b []byte) (*config, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.AgentHeader != "" && !headerName.MatchString(c.AgentHeader) {
+		return nil, fmt.Errorf("%s: agent_header: %q is not a valid HTTP header name; use letters, digits and '-', such as X-Agent-Id", path, c.AgentHeader)
+	}
+	if c.AgentHeaderRequired && c.AgentHeader == "" {
+		return nil, fmt.Errorf("%s: agent_header_required: true needs agent_header, the header that names the agent; set agent_header: X-Agent-Id (or your header)", path)
 	}
 	if err := c.Audit.check(path); err != nil {
 		return nil, err
@@ -323,3 +335,6 @@ func parseConfig(path string, b []byte) (*config, error) {
 }
 
 var varRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
+// headerName is an HTTP field name (RFC 9110 token).
+var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")

@@ -29,6 +29,9 @@ func runWrap(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	if cfg.AgentHeaderRequired {
+		return errors.New("wrap: agent_header_required cannot be met over stdio, which carries no headers; use a config without it for wrap")
+	}
 	up := gateway.Upstream{Name: "wrapped", URL: *rawURL, Transport: gateway.Transport(*transportName)}
 	switch {
 	case *rawURL != "" && fs.NArg() > 0:

@@ -101,3 +101,15 @@ func text(res *mcp.CallToolResult) string {
 	}
 	return b.String()
 }
+
+// TestWrapRefusesAgentHeaderRequired: wrap serves stdio, which has no
+// headers, so a config that requires the agent header is refused up
+// front, naming the key.
+func TestWrapRefusesAgentHeaderRequired(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "sluice.yaml")
+	os.WriteFile(cfg, []byte("agent_header: X-Agent-Id\nagent_header_required: true\n"), 0o600)
+	err := runWrap(t.Context(), []string{"--config", cfg, "--", "true"})
+	if err == nil || !strings.Contains(err.Error(), "agent_header_required") {
+		t.Errorf("wrap with agent_header_required: got %v, want an error naming agent_header_required", err)
+	}
+}

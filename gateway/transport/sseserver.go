@@ -55,6 +55,12 @@ type SSEServer struct {
 	// KeepAlive is the interval between comment lines sent so that idle
 	// streams are not cut by proxies. Zero means 15s; negative, none.
 	KeepAlive time.Duration
+	// Owner, if set, names who a request comes from (an agent header's
+	// value, say). A POST whose owner differs from that of the GET that
+	// opened its session is answered as for an unknown session, so a
+	// session id seen by someone else is of no use to them. Nil: any
+	// holder of the session id may POST.
+	Owner func(r *http.Request) string
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*sseSession
@@ -79,6 +85,9 @@ func (s *SSEServer) serveStream(w http.ResponseWriter, r *http.Request) {
 		id:  rand.Text(),
 		in:  make(chan []byte),
 		out: make(chan sseWrite),
+	}
+	if s.Owner != nil {
+		sess.owner = s.Owner(r)
 	}
 	sess.ctx, sess.cancel = context.WithCancelCause(r.Context())
 	defer sess.cancel(errSSESessionEnded)
@@ -176,7 +185,8 @@ func (s *SSEServer) lookup(id string) *sseSession {
 
 // HandleMessage handles a POST of one message (or batch) to the session
 // named by the sessionId query parameter: it answers 202 Accepted once the
-// session's Conn has read the body, 404 for an unknown or ended session,
+// session's Conn has read the body, 404 for an unknown or ended session
+// (or another owner's),
 // 413 for a body over MaxMessageBytes, 415 for a content type other than
 // application/json and 400 for a body that is not JSON, each error with a
 // JSON-RPC error body.
@@ -187,6 +197,9 @@ func (s *SSEServer) HandleMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess := s.lookup(r.URL.Query().Get("sessionId"))
+	if sess != nil && s.Owner != nil && s.Owner(r) != sess.owner {
+		sess = nil
+	}
 	if sess == nil {
 		sseWriteRPCError(w, http.StatusNotFound, -32600, "unknown session")
 		return
@@ -249,6 +262,7 @@ func (s *SSEServer) Close() error {
 // sseSession is the Conn of one server-side session.
 type sseSession struct {
 	id     string
+	owner  string        // who opened it (SSEServer.Owner)
 	in     chan []byte   // bodies of POSTs
 	out    chan sseWrite // to the GET handler, which owns the ResponseWriter
 	ctx    context.Context
