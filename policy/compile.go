@@ -51,6 +51,7 @@ type Policy struct {
 	routes    []*routeRule
 	idx       index
 	manifests map[string]*manifest
+	after     map[string]bool // every label a route rule's after side names
 
 	store Store
 	now   func() time.Time
@@ -369,6 +370,14 @@ func (l *loader) compile(rp *rawPolicy, opts Options) *Policy {
 	}
 
 	p.routes = l.routes(rp, p, claimID)
+	p.after = map[string]bool{}
+	for _, r := range p.routes {
+		for _, g := range r.groups {
+			for _, label := range g {
+				p.after[label] = true
+			}
+		}
+	}
 
 	for _, rm := range rp.manifests {
 		m := &manifest{agent: rm.agent.v, hasList: rm.hasList, at: posOf(rm.agent)}

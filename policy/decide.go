@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +18,10 @@ const (
 	ReasonRuleDeny         = "rule_deny"
 	ReasonApprovalRequired = "approval_required"
 	ReasonRouteDeny        = "route_rule_deny"
+	// ReasonRouteEvicted denies a call a route rule governs when the route
+	// memory it needs was evicted to stay within bounds (ErrEvicted): an
+	// agent whose history was forgotten is not treated as clean.
+	ReasonRouteEvicted     = "route_memory_evicted"
 	ReasonManifestClass    = "manifest_class_not_allowed"
 	ReasonManifestBoundary = "manifest_boundary_exceeded"
 	ReasonLookalike        = "tool_name_lookalike"
@@ -144,6 +149,9 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 	if len(p.routes) > 0 {
 		if i, err := p.scanRoutes(srcs, &st); i >= 0 {
 			r := p.routes[i]
+			if errors.Is(err, ErrEvicted) {
+				return p.decision(intercept.Deny, ReasonRouteEvicted, "the gateway's memory of what this "+string(r.scope)+" read before was evicted to stay within its bounds, so a call that route rule "+r.id+" governs cannot be allowed", r.id, r.id, r.mode, &st)
+			}
 			if err != nil {
 				return p.failed(&st, r.id, r.id, r.mode)
 			}
@@ -307,6 +315,12 @@ func (p *Policy) remembered(r *routeRule, st *state) (bool, error) {
 	}
 	for _, g := range r.groups {
 		seen, err := p.store.Seen(st.ctx, k, g, since)
+		if errors.Is(err, ErrEvicted) {
+			if st.tr != nil {
+				st.tr.add("route rule %s: deny side matches; none of %v is in route memory %s%s, but that memory was evicted and may have held one (route_memory_evicted)", r.id, g, k, sinceText(since))
+			}
+			return false, err
+		}
 		if err != nil {
 			if st.tr != nil {
 				st.tr.add("route rule %s: deny side matches; route memory %s cannot be read: %v (policy_error)", r.id, k, err)
@@ -376,9 +390,12 @@ func containsString(l []string, s string) bool {
 
 // Forwarded implements intercept.ForwardObserver: it remembers the call's
 // classes, its tool name (bare and pinned) and its upstream under the
-// session key and the agent key, at the policy's clock. A store error is
-// returned, and the interceptor then denies the call: memory never fails
-// open.
+// session key and the agent key, at the policy's clock — those of them a
+// route rule's after side names, so that calls no rule cares about can
+// neither grow route memory nor crowd a source out of it (a route rule
+// added by a reload sees what was forwarded from then on). A store error
+// is returned, and the interceptor then denies the call: memory never
+// fails open.
 func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) (err error) {
 	if p == nil || d == nil || dec.Verdict != intercept.Allow {
 		return nil
@@ -392,8 +409,19 @@ func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, d
 	name := nfc(d.ToolName)
 	classes, _ := p.lookup(d.Upstream, name)
 	labels := make([]string, 0, len(classes)+3)
-	labels = append(labels, classes...)
-	labels = append(labels, labelTool+name, labelTool+d.Upstream+"/"+name, labelUpstream+d.Upstream)
+	for _, l := range classes {
+		if p.after[l] {
+			labels = append(labels, l)
+		}
+	}
+	for _, l := range [...]string{labelTool + name, labelTool + d.Upstream + "/" + name, labelUpstream + d.Upstream} {
+		if p.after[l] {
+			labels = append(labels, l)
+		}
+	}
+	if len(labels) == 0 {
+		return nil
+	}
 	now := p.now()
 	for _, k := range [...]Key{{Scope: ScopeSession, Agent: d.Agent, Session: d.SessionID}, {Scope: ScopeAgent, Agent: d.Agent}} {
 		if err := p.store.Remember(ctx, k, labels, now); err != nil {
