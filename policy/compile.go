@@ -370,6 +370,13 @@ func (l *loader) compile(rp *rawPolicy, opts Options) *Policy {
 	}
 
 	p.routes = l.routes(rp, p, claimID)
+	if rs, ok := opts.Store.(Retainer); ok {
+		for i, r := range p.routes {
+			if ret, w := rs.Retention(), rp.routes[i].window; ret > 0 && r.window > ret {
+				l.errorf(w.n, w.path, "window %s is longer than route memory keeps a memory after its last write (%s, route_memory.ttl in sluice.yaml): a source inside the window could be forgotten; shorten the window or raise route_memory.ttl", w.v, ret)
+			}
+		}
+	}
 	p.after = map[string]bool{}
 	for _, r := range p.routes {
 		for _, g := range r.groups {

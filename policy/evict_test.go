@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,4 +167,36 @@ func TestMemoryStoreEviction(t *testing.T) {
 			t.Errorf("b, since before its last write: got %v, want ErrEvicted", err)
 		}
 	})
+}
+
+// retainingStore forgets memories a fixed time after their last write,
+// as Redis does with its TTL.
+type retainingStore struct {
+	*MemoryStore
+	ttl time.Duration
+}
+
+func (s retainingStore) Retention() time.Duration { return s.ttl }
+
+// A store that expires memories (Redis's TTL) is only safe for windows no
+// longer than its retention: a source older than the TTL but inside the
+// window would be forgotten. Compile rejects such a window, naming it.
+func TestWindowLongerThanRetention(t *testing.T) {
+	s := retainingStore{NewMemoryStore(MemoryOptions{}), 24 * time.Hour}
+	for _, tt := range []struct {
+		window string
+		ok     bool
+	}{{"", true}, {"24h", true}, {"1d", true}, {"25h", false}, {"7d", false}} {
+		src := routePolicy
+		if tt.window != "" {
+			src += "    window: " + tt.window + "\n"
+		}
+		_, err := Compile([]byte(src), "p.yaml", Options{Store: s})
+		if tt.ok && err != nil {
+			t.Errorf("window %q with a 24h retention: got %v, want no error", tt.window, err)
+		}
+		if !tt.ok && (err == nil || !strings.Contains(err.Error(), "p.yaml:12:") || !strings.Contains(err.Error(), "route_memory.ttl")) {
+			t.Errorf("window %q with a 24h retention: got %v, want an error at p.yaml:12 naming route_memory.ttl", tt.window, err)
+		}
+	}
 }

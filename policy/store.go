@@ -64,6 +64,15 @@ type Store interface {
 // session as clean.
 var ErrEvicted = errors.New("route memory was evicted to stay within its bounds")
 
+// A Retainer is a Store that forgets a memory a fixed time after its last
+// write, such as Redis with a TTL. Compile rejects a route rule whose
+// window is longer than Retention: a source older than that but inside
+// the window would be forgotten, and its sink allowed. Rules without a
+// window then see back as far as Retention.
+type Retainer interface {
+	Retention() time.Duration
+}
+
 var _ Store = (*MemoryStore)(nil)
 
 // MemoryOptions bounds a MemoryStore. The zero value means the defaults.
