@@ -27,6 +27,9 @@ const (
 	ReasonLookalike        = "tool_name_lookalike"
 	ReasonDefaultDeny      = "default_deny"
 	ReasonDefaultAllow     = "default_allow"
+	// ReasonReservedName denies a tools/call whose tool name starts with
+	// resource: or prompt:, names policy gives to reads.
+	ReasonReservedName = "tool_name_reserved"
 )
 
 // trace collects the steps of a decision for Explain. A nil *trace
@@ -105,7 +108,14 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 			dec.Evidence.MatchedToolName = d.ToolName
 		}
 	}()
-	st := state{ctx: ctx, d: d, name: nfc(d.ToolName), tr: tr}
+	name, read, reserved := actionName(d)
+	st := state{ctx: ctx, d: d, name: name, tr: tr}
+	if reserved {
+		if tr != nil {
+			tr.add("tool %q: names starting with %s or %s are reserved for reads; denied", d.ToolName, intercept.ResourcePrefix, intercept.PromptPrefix)
+		}
+		return p.decision(intercept.Deny, ReasonReservedName, "tool names starting with resource: or prompt: are reserved by the gateway's policy for resources and prompts", "", "", p.mode, &st)
+	}
 	classes, known := p.lookup(d.Upstream, st.name)
 	st.classes = classes
 	if tr != nil {
@@ -120,7 +130,7 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 		}
 	}
 
-	if !known && !p.names[st.name] && len(p.looks) > 0 {
+	if !read && !known && !p.names[st.name] && len(p.looks) > 0 {
 		if like, ok := p.looks[skeleton(st.name)]; ok {
 			if tr != nil {
 				tr.add("look-alike: %q is not a configured tool name but cannot be told apart from %q; denied as a finding", st.name, like)
@@ -163,10 +173,18 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 			return p.ruleDecision(p.rules[i], err, &st)
 		}
 	}
-	if tr != nil {
-		tr.add("no rule applies; the default is %s", p.def)
+	def := p.def
+	if read {
+		def = p.defRead
 	}
-	if p.def == intercept.Allow {
+	if tr != nil {
+		if read {
+			tr.add("no rule applies; the default for reads (default_read) is %s", def)
+		} else {
+			tr.add("no rule applies; the default is %s", def)
+		}
+	}
+	if def == intercept.Allow {
 		return p.decision(intercept.Allow, ReasonDefaultAllow, "no rule applies; the policy allows by default", "", "", p.mode, &st)
 	}
 	return p.decision(intercept.Deny, ReasonDefaultDeny, "no rule allows this call; the policy denies by default", "", "", p.mode, &st)
@@ -178,8 +196,13 @@ func (p *Policy) lookup(upstream, name string) ([]string, bool) {
 	if cs, ok := p.classes[toolKey{upstream, name}]; ok && upstream != "" {
 		return cs, true
 	}
-	cs, ok := p.classes[toolKey{tool: name}]
-	return cs, ok
+	if cs, ok := p.classes[toolKey{tool: name}]; ok {
+		return cs, true
+	}
+	if len(p.prefixes) > 0 && isRead(name) {
+		return p.lookupPrefix(upstream, name)
+	}
+	return nil, false
 }
 
 func (p *Policy) decision(v intercept.Verdict, code, public, ruleID, routeID string, mode intercept.ResultMode, st *state) intercept.Decision {
@@ -406,7 +429,7 @@ func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, d
 			err = fmt.Errorf("route memory panicked: %v", r)
 		}
 	}()
-	name := nfc(d.ToolName)
+	name, _, _ := actionName(d)
 	classes, _ := p.lookup(d.Upstream, name)
 	labels := make([]string, 0, len(classes)+3)
 	for _, l := range classes {
