@@ -16,6 +16,12 @@ import (
 type ActionDescriptor struct {
 	TxnID string `json:"txn_id"`
 
+	// Method is the JSON-RPC method decided about: tools/call,
+	// resources/read or prompts/get. Empty means tools/call.
+	Method string `json:"method,omitempty"`
+	// ToolName is the tool's name for tools/call, and for the reads the
+	// resource's URI or the prompt's name with a prefix that keeps them
+	// apart from tools: resource:URI, prompt:NAME (see [ActionName]).
 	ToolName        string `json:"tool_name"`
 	ToolDescription string `json:"tool_description,omitempty"`
 	// Declared values come from configuration; empty when not configured.
@@ -43,6 +49,9 @@ type ActionDescriptor struct {
 	// classifier itself never sees it.
 	Classification map[string]any `json:"-"`
 }
+
+// IsTool reports whether d is a tools/call (and not a read).
+func (d *ActionDescriptor) IsTool() bool { return d.Method == "" || d.Method == "tools/call" }
 
 // NewTxnID returns a 128-bit transaction id in hex; every event about one
 // call carries the same one. The first 48 bits are the Unix time in

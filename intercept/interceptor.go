@@ -88,8 +88,9 @@ type toolSet struct {
 // Check decides about one client message. It returns forward=true when the
 // message may go to the upstream unchanged; otherwise reply is the complete
 // JSON-RPC response to send the client instead. Only tools/call requests
-// are ever held back, and tools/call sent as a notification, which has no
-// id to answer and could only run unseen, is refused.
+// and the reads resources/read and prompts/get are ever held back, and
+// these methods sent as notifications, which have no id to answer and
+// could only run unseen, are refused.
 func (i *Interceptor) Check(ctx context.Context, m *Message, cc CallContext) (reply []byte, forward bool) {
 	_, reply, forward = i.CheckDecision(ctx, m, cc)
 	return reply, forward
@@ -97,8 +98,8 @@ func (i *Interceptor) Check(ctx context.Context, m *Message, cc CallContext) (re
 
 // CheckDecision is [Interceptor.Check] that also returns the decision, so
 // a transport that can ask the client's user about a held call (MCP
-// elicitation) knows its approval id. For a message that is not a
-// tools/call the decision is the zero value.
+// elicitation) knows its approval id. For a message that is not an
+// action (see [Message.IsAction]) the decision is the zero value.
 //
 // An allowed call is committed before CheckDecision returns (see
 // [ForwardObserver]): the caller must forward it.
@@ -106,7 +107,7 @@ func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallCont
 	if reply := refuseUngoverned(m); reply != nil {
 		return Decision{}, reply, false
 	}
-	if !m.IsCall() {
+	if !m.IsAction() {
 		return Decision{}, nil, true
 	}
 	d, dec := i.decide(ctx, m, cc)
@@ -115,17 +116,27 @@ func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallCont
 			return dec, nil, true
 		}
 	}
-	return dec, RenderDecision(m.ID, dec, d.TxnID, cc.ProtocolVersion), false
+	return dec, render(m, dec, d.TxnID, cc.ProtocolVersion), false
+}
+
+// render answers m, which was not allowed. Only a tools/call result can
+// carry a soft deny (isError): any other method is answered with the
+// JSON-RPC error of throw mode.
+func render(m *Message, dec Decision, txnID, version string) []byte {
+	if m.Method != "tools/call" {
+		dec.Mode = ModeThrow
+	}
+	return RenderDecision(m.ID, dec, txnID, version)
 }
 
 // refuseUngoverned answers a message that names a governed method but is
 // not a request: policy can only decide about a call it can answer.
 func refuseUngoverned(m *Message) []byte {
-	if m.Kind != KindNotification || m.Method != "tools/call" {
+	if m.Kind != KindNotification || !decidedMethod(m.Method) {
 		return nil
 	}
 	return ErrorResponse(nil, &WireError{Code: CodeInvalidRequest,
-		Message: "invalid request: tools/call must be a request with an id; it was sent as a notification and not forwarded"})
+		Message: "invalid request: " + m.Method + " must be a request with an id; it was sent as a notification and not forwarded"})
 }
 
 // decide builds m's descriptor and asks the Decider, telling OnDecision.
@@ -154,7 +165,7 @@ func (i *Interceptor) commit(ctx context.Context, m *Message, cc CallContext, d 
 				Evidence:     Evidence{MatchedToolName: d.ToolName, ReasonCode: ReasonPolicyError}}
 		}
 	}
-	if i.OnResult != nil {
+	if i.OnResult != nil && m.IsCall() {
 		i.pendingCalls().Add(resultKey(cc, m.IDKey()), d)
 	}
 	return dec
@@ -189,20 +200,20 @@ func (i *Interceptor) CheckBatch(ctx context.Context, msgs []*Message, cc CallCo
 			replies[n], denied = r, true
 			continue
 		}
-		if !m.IsCall() {
+		if !m.IsAction() {
 			continue
 		}
 		d, dec := i.decide(ctx, m, cc)
 		calls[n] = decided{d, dec}
 		if dec.Verdict != Allow {
-			replies[n], denied = RenderDecision(m.ID, dec, d.TxnID, cc.ProtocolVersion), true
+			replies[n], denied = render(m, dec, d.TxnID, cc.ProtocolVersion), true
 		}
 	}
 	if !denied {
 		for n, m := range msgs {
 			if c := calls[n]; c.d != nil {
 				if dec := i.commit(ctx, m, cc, c.d, c.dec); dec.Verdict != Allow {
-					replies[n], denied = RenderDecision(m.ID, dec, c.d.TxnID, cc.ProtocolVersion), true
+					replies[n], denied = render(m, dec, c.d.TxnID, cc.ProtocolVersion), true
 				}
 			}
 		}
@@ -232,11 +243,13 @@ func (i *Interceptor) CheckBatch(ctx context.Context, msgs []*Message, cc CallCo
 	return b, false
 }
 
-// Descriptor builds the action descriptor of a tools/call.
+// Descriptor builds the action descriptor of a tools/call, resources/read
+// or prompts/get. Declared values and the tool catalog apply to tools only.
 func (i *Interceptor) Descriptor(m *Message, cc CallContext) *ActionDescriptor {
 	d := &ActionDescriptor{
 		TxnID:           NewTxnID(),
-		ToolName:        m.Name,
+		Method:          m.Method,
+		ToolName:        m.ActionName(),
 		Parameters:      m.Arguments,
 		TargetEndpoint:  cc.Target,
 		SessionID:       cc.SessionID,
@@ -247,6 +260,9 @@ func (i *Interceptor) Descriptor(m *Message, cc CallContext) *ActionDescriptor {
 	}
 	if d.Parameters == nil {
 		d.Parameters = jsontext.Value("{}")
+	}
+	if m.Method != "tools/call" {
+		return d
 	}
 	if i.Declared != nil {
 		d.CapabilityClassDeclared, d.ActionTypeDeclared, d.BoundaryDeclared = i.Declared(cc.Upstream, m.Name)
@@ -368,6 +384,7 @@ func visible(ctx context.Context, tf ToolFilter, tool jsontext.Value, cc CallCon
 		}
 	}()
 	return tf.Visible(ctx, &ActionDescriptor{
+		Method:          "tools/call",
 		ToolName:        t.Name,
 		ToolDescription: t.Description,
 		Annotations:     t.Annotations,

@@ -75,6 +75,35 @@ type Message struct {
 // IsCall reports whether m is a tools/call request.
 func (m *Message) IsCall() bool { return m.Kind == KindRequest && m.Method == "tools/call" }
 
+// Prefixes of the action names of reads (see [ActionName]).
+const (
+	ResourcePrefix = "resource:"
+	PromptPrefix   = "prompt:"
+)
+
+// decidedMethod reports whether policy decides about requests of method:
+// tools/call, and the reads resources/read and prompts/get.
+func decidedMethod(method string) bool {
+	return method == "tools/call" || method == "resources/read" || method == "prompts/get"
+}
+
+// IsAction reports whether m is a request the Decider decides about:
+// tools/call, resources/read or prompts/get.
+func (m *Message) IsAction() bool { return m.Kind == KindRequest && decidedMethod(m.Method) }
+
+// ActionName is the name a Decider sees for m: a tool's name, or
+// resource:URI for resources/read and prompt:NAME for prompts/get, so that
+// reads and tools never share a name.
+func (m *Message) ActionName() string {
+	switch m.Method {
+	case "resources/read":
+		return ResourcePrefix + m.Name
+	case "prompts/get":
+		return PromptPrefix + m.Name
+	}
+	return m.Name
+}
+
 // IDKey returns the request id as a comparable key ("" for notifications).
 // Numbers and strings never collide: string ids keep their quotes.
 func (m *Message) IDKey() string { return string(m.ID) }
@@ -310,8 +339,8 @@ var callKeys = []string{"name", "arguments", "uri", "_meta"}
 // "Name" to the name field and call a tool policy never saw.
 func (m *Message) decodeParams() error {
 	if m.Params == nil || m.Params.Kind() != '{' {
-		if m.IsCall() {
-			return &WireError{Code: CodeInvalidParams, Message: "invalid params: tools/call needs a params object"}
+		if m.IsAction() {
+			return &WireError{Code: CodeInvalidParams, Message: "invalid params: " + m.Method + " needs a params object"}
 		}
 		return nil
 	}
@@ -326,8 +355,11 @@ func (m *Message) decodeParams() error {
 				m.Name, hasName = unquote(val), true
 			}
 		case "uri":
-			if m.Method == "resources/read" && val.Kind() == '"' {
-				m.Name = unquote(val)
+			if m.Method == "resources/read" {
+				if val.Kind() != '"' {
+					return &WireError{Code: CodeInvalidParams, Message: "invalid params: uri must be a string"}
+				}
+				m.Name, hasName = unquote(val), true
 			}
 		case "arguments":
 			m.Arguments = val
@@ -343,10 +375,14 @@ func (m *Message) decodeParams() error {
 	if err != nil {
 		return err
 	}
-	if m.IsCall() {
-		if !hasName || m.Name == "" {
-			return &WireError{Code: CodeInvalidParams, Message: "invalid params: tools/call needs a non-empty name"}
+	if m.IsAction() && (!hasName || m.Name == "") {
+		what := "name"
+		if m.Method == "resources/read" {
+			what = "uri"
 		}
+		return &WireError{Code: CodeInvalidParams, Message: "invalid params: " + m.Method + " needs a non-empty " + what}
+	}
+	if m.IsCall() {
 		if m.Arguments != nil && m.Arguments.Kind() != '{' && m.Arguments.Kind() != 'n' {
 			return &WireError{Code: CodeInvalidParams, Message: "invalid params: arguments must be an object"}
 		}

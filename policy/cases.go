@@ -28,6 +28,7 @@ import (
 //	        args: {q: secrets}        # or args_json: '{"q":"\u0073ecrets"}'
 //	        advance: 1h               # move the case's clock first
 //	        boundary: external        # the descriptor's boundary_declared
+//	        method: tools/call        # the descriptor's method; empty: from the name
 //	        want: {decision: deny, reason: route_rule_deny, rule: no-exfil}
 //
 // The calls of a case run in order through intercept.Decide, and every
@@ -48,6 +49,7 @@ type testCase struct {
 
 type testCall struct {
 	Tool     string         `yaml:"tool"`
+	Method   string         `yaml:"method"`
 	Upstream string         `yaml:"upstream"`
 	Args     map[string]any `yaml:"args"`
 	ArgsJSON string         `yaml:"args_json"`
@@ -162,6 +164,7 @@ func (p *Policy) with(s Store, now func() time.Time) *Policy {
 func (c *testCall) descriptor() (*intercept.ActionDescriptor, error) {
 	d := &intercept.ActionDescriptor{
 		TxnID:            intercept.NewTxnID(),
+		Method:           c.Method,
 		ToolName:         c.Tool,
 		Upstream:         c.Upstream,
 		Agent:            c.Agent,

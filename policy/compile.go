@@ -42,15 +42,18 @@ type Policy struct {
 	file    string
 	version string
 	def     intercept.Verdict
+	defRead intercept.Verdict // of resources/read and prompts/get
 	mode    intercept.ResultMode
 
 	classes   map[toolKey][]string // {upstream, tool} and {"", tool}
+	prefixes  []prefixClass        // reads' tool_classes keys ending in *, longest first
 	names     map[string]bool      // every configured tool name (tool part)
 	looks     map[string]string    // skeleton -> configured name
 	rules     []*rule
 	routes    []*routeRule
 	idx       index
 	manifests map[string]*manifest
+	after     map[string]bool // every label a route rule's after side names
 
 	store Store
 	now   func() time.Time
@@ -239,6 +242,7 @@ func Compile(src []byte, filename string, opts Options) (*Policy, error) {
 func (l *loader) compile(rp *rawPolicy, opts Options) *Policy {
 	p := &Policy{
 		def:       intercept.Deny,
+		defRead:   intercept.Allow,
 		mode:      intercept.ModeThrow,
 		classes:   make(map[toolKey][]string, len(rp.toolClasses)),
 		names:     map[string]bool{},
@@ -251,6 +255,15 @@ func (l *loader) compile(rp *rawPolicy, opts Options) *Policy {
 			p.def = intercept.Allow
 		default:
 			l.errorf(rp.def.n, rp.def.path, "%q is not a default; use deny or allow", rp.def.v)
+		}
+	}
+	if rp.defRead != nil {
+		switch rp.defRead.v {
+		case "allow":
+		case "deny":
+			p.defRead = intercept.Deny
+		default:
+			l.errorf(rp.defRead.n, rp.defRead.path, "%q is not a default_read; use allow (reads no rule decides are forwarded) or deny", rp.defRead.v)
 		}
 	}
 	if rp.mode != nil {
@@ -282,9 +295,20 @@ func (l *loader) compile(rp *rawPolicy, opts Options) *Policy {
 			}
 			cs = append(cs, c.v)
 		}
-		p.classes[k], toolPos[k] = cs, posOf(tc.key)
+		toolPos[k] = posOf(tc.key)
+		if prefix, ok := strings.CutSuffix(k.tool, "*"); ok && isRead(k.tool) {
+			p.prefixes = append(p.prefixes, prefixClass{upstream: k.upstream, prefix: prefix, classes: cs})
+			continue
+		}
+		p.classes[k] = cs
 		p.names[k.tool] = true
 	}
+	slices.SortStableFunc(p.prefixes, func(a, b prefixClass) int {
+		if len(a.prefix) != len(b.prefix) {
+			return len(b.prefix) - len(a.prefix)
+		}
+		return strings.Compare(b.upstream, a.upstream) // pinned ("" sorts last) first
+	})
 
 	env, err := newCELEnv()
 	if err != nil {
@@ -352,7 +376,7 @@ func (l *loader) compile(rp *rawPolicy, opts Options) *Policy {
 	for slot, names := range rp.sugar {
 		for _, s := range names {
 			k, ok := l.toolRef(s, "a tool name")
-			if !ok {
+			if !ok || !l.noPrefix(s, k) {
 				continue
 			}
 			r := &rule{id: sugarKeys[slot] + ":" + k.String(), slot: slot, code: sugarCodes[slot], mode: p.mode, at: posOf(s)}
@@ -369,6 +393,21 @@ func (l *loader) compile(rp *rawPolicy, opts Options) *Policy {
 	}
 
 	p.routes = l.routes(rp, p, claimID)
+	if rs, ok := opts.Store.(Retainer); ok {
+		for i, r := range p.routes {
+			if ret, w := rs.Retention(), rp.routes[i].window; ret > 0 && r.window > ret {
+				l.errorf(w.n, w.path, "window %s is longer than route memory keeps a memory after its last write (%s, route_memory.ttl in sluice.yaml): a source inside the window could be forgotten; shorten the window or raise route_memory.ttl", w.v, ret)
+			}
+		}
+	}
+	p.after = map[string]bool{}
+	for _, r := range p.routes {
+		for _, g := range r.groups {
+			for _, label := range g {
+				p.after[label] = true
+			}
+		}
+	}
 
 	for _, rm := range rp.manifests {
 		m := &manifest{agent: rm.agent.v, hasList: rm.hasList, at: posOf(rm.agent)}
@@ -390,6 +429,9 @@ func (l *loader) compile(rp *rawPolicy, opts Options) *Policy {
 
 	p.looks = make(map[string]string, len(p.names))
 	for n := range p.names {
+		if isRead(n) {
+			continue // a URI is not a tool name a look-alike could imitate
+		}
 		sk := skeleton(n)
 		if prev, ok := p.looks[sk]; !ok || n < prev {
 			p.looks[sk] = n // the smallest, for deterministic traces
@@ -525,22 +567,48 @@ func (l *loader) resultMode(s *str) intercept.ResultMode {
 
 // toolRef reads a tool name, NFC-normalised; upstream/tool pins it to an
 // upstream. The part before the first slash is the upstream, so a tool
-// whose own name holds a slash is written pinned: upstream/a/b.
+// whose own name holds a slash is written pinned: upstream/a/b. A read's
+// name (resource:URI, prompt:NAME) is never split, and its URI is put in
+// normal form; a final * (a prefix) is kept.
 func (l *loader) toolRef(s str, what string) (toolKey, bool) {
 	name := nfc(s.v)
 	if strings.TrimSpace(name) == "" {
 		l.errorf(s.n, s.path, "%s is empty; write the tool's name", what)
 		return toolKey{}, false
 	}
-	up, tool, pinned := strings.Cut(name, "/")
-	if !pinned {
-		return toolKey{tool: name}, true
+	var k toolKey
+	if isRead(name) {
+		k.tool = name
+	} else {
+		up, tool, pinned := strings.Cut(name, "/")
+		if !pinned {
+			return toolKey{tool: name}, true
+		}
+		if up == "" || tool == "" {
+			l.errorf(s.n, s.path, "%q is not upstream/tool; write the tool's name, or the upstream's name, a slash and the tool's name", s.v)
+			return toolKey{}, false
+		}
+		if !isRead(tool) {
+			return toolKey{upstream: up, tool: tool}, true
+		}
+		k = toolKey{upstream: up, tool: tool}
 	}
-	if up == "" || tool == "" {
-		l.errorf(s.n, s.path, "%q is not upstream/tool; write the tool's name, or the upstream's name, a slash and the tool's name", s.v)
-		return toolKey{}, false
+	if prefix, ok := strings.CutSuffix(k.tool, "*"); ok {
+		k.tool = normRead(prefix) + "*"
+	} else {
+		k.tool = normRead(k.tool)
 	}
-	return toolKey{upstream: up, tool: tool}, true
+	return k, true
+}
+
+// noPrefix reports an error for a read's prefix (a name ending in *) where
+// only exact names are matched.
+func (l *loader) noPrefix(s str, k toolKey) bool {
+	if isRead(k.tool) && strings.HasSuffix(k.tool, "*") {
+		l.errorf(s.n, s.path, "%q is a prefix; prefixes are for tool_classes keys only: classify the prefix there and match its class", s.v)
+		return false
+	}
+	return true
 }
 
 // class checks a class name: printable, no white space, not starting with
@@ -562,7 +630,7 @@ func (l *loader) matcher(rm *rawMatch, p *Policy) matcher {
 	var m matcher
 	for _, s := range rm.tools {
 		k, ok := l.toolRef(s, "a match_tool entry")
-		if !ok {
+		if !ok || !l.noPrefix(s, k) {
 			continue
 		}
 		if k.upstream == "" {
@@ -625,6 +693,7 @@ func (p *Policy) canonicalHash() string {
 	}
 	c := struct {
 		Default, Mode string
+		DefaultRead   string `json:",omitempty"` // only when deny: older versions stay the same
 		ToolClasses   map[string][]string
 		Rules         []cr
 		Routes        []crr
@@ -632,6 +701,12 @@ func (p *Policy) canonicalHash() string {
 	}{Default: string(p.def), Mode: string(p.mode), ToolClasses: map[string][]string{}, Manifests: map[string]cman{}}
 	for k, cs := range p.classes {
 		c.ToolClasses[k.String()] = cs
+	}
+	for _, pc := range p.prefixes {
+		c.ToolClasses[toolKey{pc.upstream, pc.prefix + "*"}.String()] = pc.classes
+	}
+	if p.defRead == intercept.Deny {
+		c.DefaultRead = string(p.defRead)
 	}
 	for _, r := range p.rules {
 		x := cr{ID: r.id, Decision: string(slotVerdict[r.slot]), Public: r.public, Mode: string(r.mode), Match: conv(r.m)}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,11 +18,18 @@ const (
 	ReasonRuleDeny         = "rule_deny"
 	ReasonApprovalRequired = "approval_required"
 	ReasonRouteDeny        = "route_rule_deny"
+	// ReasonRouteEvicted denies a call a route rule governs when the route
+	// memory it needs was evicted to stay within bounds (ErrEvicted): an
+	// agent whose history was forgotten is not treated as clean.
+	ReasonRouteEvicted     = "route_memory_evicted"
 	ReasonManifestClass    = "manifest_class_not_allowed"
 	ReasonManifestBoundary = "manifest_boundary_exceeded"
 	ReasonLookalike        = "tool_name_lookalike"
 	ReasonDefaultDeny      = "default_deny"
 	ReasonDefaultAllow     = "default_allow"
+	// ReasonReservedName denies a tools/call whose tool name starts with
+	// resource: or prompt:, names policy gives to reads.
+	ReasonReservedName = "tool_name_reserved"
 )
 
 // trace collects the steps of a decision for Explain. A nil *trace
@@ -100,7 +108,14 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 			dec.Evidence.MatchedToolName = d.ToolName
 		}
 	}()
-	st := state{ctx: ctx, d: d, name: nfc(d.ToolName), tr: tr}
+	name, read, reserved := actionName(d)
+	st := state{ctx: ctx, d: d, name: name, tr: tr}
+	if reserved {
+		if tr != nil {
+			tr.add("tool %q: names starting with %s or %s are reserved for reads; denied", d.ToolName, intercept.ResourcePrefix, intercept.PromptPrefix)
+		}
+		return p.decision(intercept.Deny, ReasonReservedName, "tool names starting with resource: or prompt: are reserved by the gateway's policy for resources and prompts", "", "", p.mode, &st)
+	}
 	classes, known := p.lookup(d.Upstream, st.name)
 	st.classes = classes
 	if tr != nil {
@@ -115,7 +130,7 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 		}
 	}
 
-	if !known && !p.names[st.name] && len(p.looks) > 0 {
+	if !read && !known && !p.names[st.name] && len(p.looks) > 0 {
 		if like, ok := p.looks[skeleton(st.name)]; ok {
 			if tr != nil {
 				tr.add("look-alike: %q is not a configured tool name but cannot be told apart from %q; denied as a finding", st.name, like)
@@ -144,6 +159,9 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 	if len(p.routes) > 0 {
 		if i, err := p.scanRoutes(srcs, &st); i >= 0 {
 			r := p.routes[i]
+			if errors.Is(err, ErrEvicted) {
+				return p.decision(intercept.Deny, ReasonRouteEvicted, "the gateway's memory of what this "+string(r.scope)+" read before was evicted to stay within its bounds, so a call that route rule "+r.id+" governs cannot be allowed", r.id, r.id, r.mode, &st)
+			}
 			if err != nil {
 				return p.failed(&st, r.id, r.id, r.mode)
 			}
@@ -155,10 +173,18 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 			return p.ruleDecision(p.rules[i], err, &st)
 		}
 	}
-	if tr != nil {
-		tr.add("no rule applies; the default is %s", p.def)
+	def := p.def
+	if read {
+		def = p.defRead
 	}
-	if p.def == intercept.Allow {
+	if tr != nil {
+		if read {
+			tr.add("no rule applies; the default for reads (default_read) is %s", def)
+		} else {
+			tr.add("no rule applies; the default is %s", def)
+		}
+	}
+	if def == intercept.Allow {
 		return p.decision(intercept.Allow, ReasonDefaultAllow, "no rule applies; the policy allows by default", "", "", p.mode, &st)
 	}
 	return p.decision(intercept.Deny, ReasonDefaultDeny, "no rule allows this call; the policy denies by default", "", "", p.mode, &st)
@@ -170,8 +196,13 @@ func (p *Policy) lookup(upstream, name string) ([]string, bool) {
 	if cs, ok := p.classes[toolKey{upstream, name}]; ok && upstream != "" {
 		return cs, true
 	}
-	cs, ok := p.classes[toolKey{tool: name}]
-	return cs, ok
+	if cs, ok := p.classes[toolKey{tool: name}]; ok {
+		return cs, true
+	}
+	if len(p.prefixes) > 0 && isRead(name) {
+		return p.lookupPrefix(upstream, name)
+	}
+	return nil, false
 }
 
 func (p *Policy) decision(v intercept.Verdict, code, public, ruleID, routeID string, mode intercept.ResultMode, st *state) intercept.Decision {
@@ -307,6 +338,12 @@ func (p *Policy) remembered(r *routeRule, st *state) (bool, error) {
 	}
 	for _, g := range r.groups {
 		seen, err := p.store.Seen(st.ctx, k, g, since)
+		if errors.Is(err, ErrEvicted) {
+			if st.tr != nil {
+				st.tr.add("route rule %s: deny side matches; none of %v is in route memory %s%s, but that memory was evicted and may have held one (route_memory_evicted)", r.id, g, k, sinceText(since))
+			}
+			return false, err
+		}
 		if err != nil {
 			if st.tr != nil {
 				st.tr.add("route rule %s: deny side matches; route memory %s cannot be read: %v (policy_error)", r.id, k, err)
@@ -376,9 +413,12 @@ func containsString(l []string, s string) bool {
 
 // Forwarded implements intercept.ForwardObserver: it remembers the call's
 // classes, its tool name (bare and pinned) and its upstream under the
-// session key and the agent key, at the policy's clock. A store error is
-// returned, and the interceptor then denies the call: memory never fails
-// open.
+// session key and the agent key, at the policy's clock — those of them a
+// route rule's after side names, so that calls no rule cares about can
+// neither grow route memory nor crowd a source out of it (a route rule
+// added by a reload sees what was forwarded from then on). A store error
+// is returned, and the interceptor then denies the call: memory never
+// fails open.
 func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) (err error) {
 	if p == nil || d == nil || dec.Verdict != intercept.Allow {
 		return nil
@@ -389,11 +429,22 @@ func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, d
 			err = fmt.Errorf("route memory panicked: %v", r)
 		}
 	}()
-	name := nfc(d.ToolName)
+	name, _, _ := actionName(d)
 	classes, _ := p.lookup(d.Upstream, name)
 	labels := make([]string, 0, len(classes)+3)
-	labels = append(labels, classes...)
-	labels = append(labels, labelTool+name, labelTool+d.Upstream+"/"+name, labelUpstream+d.Upstream)
+	for _, l := range classes {
+		if p.after[l] {
+			labels = append(labels, l)
+		}
+	}
+	for _, l := range [...]string{labelTool + name, labelTool + d.Upstream + "/" + name, labelUpstream + d.Upstream} {
+		if p.after[l] {
+			labels = append(labels, l)
+		}
+	}
+	if len(labels) == 0 {
+		return nil
+	}
 	now := p.now()
 	for _, k := range [...]Key{{Scope: ScopeSession, Agent: d.Agent, Session: d.SessionID}, {Scope: ScopeAgent, Agent: d.Agent}} {
 		if err := p.store.Remember(ctx, k, labels, now); err != nil {

@@ -92,6 +92,7 @@ type str struct {
 type rawPolicy struct {
 	prefix      string // "policy" when the document nests the policy under that key
 	def, mode   *str
+	defRead     *str
 	toolClasses []rawToolClass
 	rules       []rawRule
 	routes      []rawRoute
@@ -137,7 +138,7 @@ type rawManifest struct {
 }
 
 var (
-	policyKeys   = []string{"default", "result_mode", "tool_classes", "rules", "route_rules", "manifests", "allow", "deny", "require_approval"}
+	policyKeys   = []string{"default", "default_read", "result_mode", "tool_classes", "rules", "route_rules", "manifests", "allow", "deny", "require_approval"}
 	ruleKeys     = []string{"id", "match", "when", "decision", "reason", "public_reason", "result_mode"}
 	routeKeys    = []string{"id", "after", "deny", "scope", "window", "reason", "public_reason", "result_mode"}
 	matchKeys    = []string{"match_tool", "match_any_class", "match_all_classes", "upstream"}
@@ -194,6 +195,8 @@ func (l *loader) parse(src []byte) *rawPolicy {
 		switch key {
 		case "default":
 			rp.def = l.scalarPtr(v, path, "default")
+		case "default_read":
+			rp.defRead = l.scalarPtr(v, path, "default_read")
 		case "result_mode":
 			rp.mode = l.scalarPtr(v, path, "result_mode")
 		case "tool_classes":

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"context"
+	"errors"
+	"hash/maphash"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -55,6 +57,22 @@ type Store interface {
 	Seen(ctx context.Context, k Key, labels []string, since time.Time) (bool, error)
 }
 
+// ErrEvicted is the error of Store.Seen when the memory asked about may
+// have lost labels, written at or after since, to stay within the store's
+// bounds: whether a source was forwarded cannot be told. The policy denies
+// such a call with route_memory_evicted rather than treat the agent or
+// session as clean.
+var ErrEvicted = errors.New("route memory was evicted to stay within its bounds")
+
+// A Retainer is a Store that forgets a memory a fixed time after its last
+// write, such as Redis with a TTL. Compile rejects a route rule whose
+// window is longer than Retention: a source older than that but inside
+// the window would be forgotten, and its sink allowed. Rules without a
+// window then see back as far as Retention.
+type Retainer interface {
+	Retention() time.Duration
+}
+
 var _ Store = (*MemoryStore)(nil)
 
 // MemoryOptions bounds a MemoryStore. The zero value means the defaults.
@@ -62,20 +80,56 @@ type MemoryOptions struct {
 	// MaxKeys is how many memories (sessions plus agents) are kept; the
 	// least recently written is evicted first. Zero means 100,000.
 	MaxKeys int
-	// MaxLabelsPerKey is how many distinct labels one memory keeps; the
-	// oldest is evicted first. Zero means 1,024.
+	// MaxLabelsPerKey is how many distinct labels one memory keeps. Labels
+	// are never evicted one by one: a memory that would pass the bound is
+	// dropped whole and treated as evicted. The policy remembers only the
+	// labels its route rules' after sides name, so only a policy naming
+	// more than this many reaches it. Zero means 1,024.
 	MaxLabelsPerKey int
+	// MaxEvicted is how many evicted memories are remembered as evicted
+	// (a hash of the key and the time of its last write, tens of bytes
+	// each). Past it the oldest record is dropped and every memory the
+	// store does not hold is treated as evicted up to that record's time.
+	// Zero means four times MaxKeys.
+	MaxEvicted int
 }
 
-// MemoryStore is a bounded in-memory Store. Evicting a memory forgets the
-// sources it held, so Evictions should be watched: a growing count means
-// route rules may be missing history. It is safe for concurrent use.
+// MemoryStore is a bounded in-memory Store. It never forgets a label on
+// its own: to stay within its bounds it drops whole memories, least
+// recently written first, and Seen then answers ErrEvicted for them
+// whenever since reaches back to their last write. Evictions should be
+// watched: each one can deny calls. It is safe for concurrent use.
 type MemoryStore struct {
 	maxLabels int
+	seed      maphash.Seed
 	evictions atomic.Uint64
 
-	mu  sync.Mutex // guards lru and the memories in it
-	lru *simplelru.LRU[Key, map[string]time.Time]
+	mu  sync.Mutex // guards the fields below and the memories in lru
+	lru *simplelru.LRU[Key, *memory]
+	// evicted maps the hash of an evicted memory's key to the latest
+	// write it may have lost.
+	evicted *simplelru.LRU[uint64, time.Time]
+	// horizon is the latest write lost with a record dropped from
+	// evicted: any memory not held may have lost writes up to it.
+	horizon time.Time
+}
+
+// memory is what a MemoryStore holds for one Key.
+type memory struct {
+	labels map[string]time.Time
+	last   time.Time // the latest write
+	// forgot is the latest write an earlier incarnation of this memory
+	// lost (zero: none). Labels not found in labels may have been written
+	// up to then.
+	forgot time.Time
+}
+
+// lost is the latest write that dropping m loses.
+func (m *memory) lost() time.Time {
+	if m.forgot.After(m.last) {
+		return m.forgot
+	}
+	return m.last
 }
 
 // NewMemoryStore returns an empty MemoryStore.
@@ -86,9 +140,41 @@ func NewMemoryStore(opts MemoryOptions) *MemoryStore {
 	if opts.MaxLabelsPerKey <= 0 {
 		opts.MaxLabelsPerKey = 1024
 	}
-	s := &MemoryStore{maxLabels: opts.MaxLabelsPerKey}
-	s.lru, _ = simplelru.NewLRU(opts.MaxKeys, func(Key, map[string]time.Time) { s.evictions.Add(1) }) // only fails on size <= 0
+	if opts.MaxEvicted <= 0 {
+		opts.MaxEvicted = 4 * opts.MaxKeys
+	}
+	s := &MemoryStore{maxLabels: opts.MaxLabelsPerKey, seed: maphash.MakeSeed()}
+	// NewLRU only fails on size <= 0. Both callbacks run under s.mu.
+	s.evicted, _ = simplelru.NewLRU(opts.MaxEvicted, func(_ uint64, t time.Time) {
+		if t.After(s.horizon) {
+			s.horizon = t
+		}
+	})
+	s.lru, _ = simplelru.NewLRU(opts.MaxKeys, func(k Key, m *memory) {
+		s.evictions.Add(1)
+		s.markEvicted(k, m.lost())
+	})
 	return s
+}
+
+func (s *MemoryStore) hash(k Key) uint64 { return maphash.Comparable(s.seed, k) }
+
+// markEvicted records that k's memory lost writes up to t.
+func (s *MemoryStore) markEvicted(k Key, t time.Time) {
+	h := s.hash(k)
+	if prev, ok := s.evicted.Peek(h); ok && prev.After(t) {
+		t = prev
+	}
+	s.evicted.Add(h, t)
+}
+
+// forgotten is the latest write k's memory may have lost when the store
+// does not hold it; zero when none.
+func (s *MemoryStore) forgotten(k Key) time.Time {
+	if t, ok := s.evicted.Peek(s.hash(k)); ok {
+		return t
+	}
+	return s.horizon
 }
 
 // Remember implements Store.
@@ -97,56 +183,55 @@ func (s *MemoryStore) Remember(_ context.Context, k Key, labels []string, at tim
 	defer s.mu.Unlock()
 	m, ok := s.lru.Get(k)
 	if !ok {
-		m = make(map[string]time.Time, len(labels))
+		m = &memory{labels: make(map[string]time.Time, len(labels)), forgot: s.forgotten(k)}
 		s.lru.Add(k, m)
 	}
 	for _, l := range labels {
-		if t, ok := m[l]; ok {
+		if t, ok := m.labels[l]; ok {
 			if at.After(t) {
-				m[l] = at
+				m.labels[l] = at
 			}
 			continue
 		}
-		if len(m) >= s.maxLabels {
-			s.evictOldestLabel(m)
+		if len(m.labels) >= s.maxLabels {
+			// Drop the memory whole rather than a label the route
+			// rules may need.
+			m.forgot, m.labels = m.lost(), make(map[string]time.Time)
+			s.evictions.Add(1)
 		}
-		m[l] = at
+		m.labels[l] = at
+	}
+	if at.After(m.last) {
+		m.last = at
 	}
 	return nil
 }
 
-func (s *MemoryStore) evictOldestLabel(m map[string]time.Time) {
-	var oldest string
-	var ot time.Time
-	first := true
-	for l, t := range m {
-		if first || t.Before(ot) {
-			oldest, ot, first = l, t, false
-		}
-	}
-	delete(m, oldest)
-	s.evictions.Add(1)
-}
-
 // Seen implements Store. It does not make a memory more recent: only
-// writes keep it from eviction.
+// writes keep it from eviction. It returns ErrEvicted when none of labels
+// is found and the memory may have lost a write at or after since.
 func (s *MemoryStore) Seen(_ context.Context, k Key, labels []string, since time.Time) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, ok := s.lru.Peek(k)
-	if !ok {
-		return false, nil
-	}
-	for _, l := range labels {
-		if t, ok := m[l]; ok && !t.Before(since) {
-			return true, nil
+	var forgot time.Time
+	if m, ok := s.lru.Peek(k); ok {
+		for _, l := range labels {
+			if t, ok := m.labels[l]; ok && !t.Before(since) {
+				return true, nil
+			}
 		}
+		forgot = m.forgot
+	} else {
+		forgot = s.forgotten(k)
+	}
+	if len(labels) > 0 && !forgot.IsZero() && !since.After(forgot) {
+		return false, ErrEvicted
 	}
 	return false, nil
 }
 
-// Evictions is the number of memories and labels evicted to stay within
-// bounds since the store was made.
+// Evictions is the number of memories dropped to stay within bounds since
+// the store was made.
 func (s *MemoryStore) Evictions() uint64 { return s.evictions.Load() }
 
 // Len is the number of memories held.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -18,13 +19,13 @@ func TestMemoryStoreBounds(t *testing.T) {
 	if got := s.Evictions(); got != 1 {
 		t.Errorf("got %d evictions, want 1", got)
 	}
-	if seen, _ := s.Seen(ctx, k("b"), []string{"x"}, time.Time{}); seen {
-		t.Error("b: got seen after eviction, want not")
+	if seen, err := s.Seen(ctx, k("b"), []string{"x"}, time.Time{}); seen || !errors.Is(err, ErrEvicted) {
+		t.Errorf("b after eviction: got %v, %v; want ErrEvicted", seen, err)
 	}
 	if seen, _ := s.Seen(ctx, k("a"), []string{"x"}, time.Time{}); !seen {
 		t.Error("a: got not seen, want seen")
 	}
-	// A third label evicts the oldest of a's two.
+	// A third label drops a's memory whole: no label is evicted alone.
 	_ = s.Remember(ctx, k("a"), []string{"z"}, t0.Add(time.Second))
 	if got := s.Evictions(); got != 2 {
 		t.Errorf("got %d evictions, want 2", got)

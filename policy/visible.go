@@ -34,7 +34,10 @@ func (p *Policy) Visible(ctx context.Context, d *intercept.ActionDescriptor) (ok
 			ok = true
 		}
 	}()
-	name := nfc(d.ToolName)
+	name, _, reserved := actionName(d)
+	if reserved {
+		return false
+	}
 	classes, known := p.lookup(d.Upstream, name)
 	if !known && !p.names[name] && len(p.looks) > 0 {
 		if _, like := p.looks[skeleton(name)]; like {

@@ -160,7 +160,9 @@ func (c *config) decider(logger *slog.Logger, mem policy.Store) (d intercept.Dec
 	return nil, func(context.Context) {}, nil
 }
 
-// routeMemoryConfig is the `route_memory:` section.
+// routeMemoryConfig is the `route_memory:` section. TTL keeps a memory in
+// Redis this long after its last write (zero: 30 days); route rules'
+// windows may be at most this long, or the policy is rejected.
 type routeMemoryConfig struct {
 	// RedisURL (redis:// or rediss://, ${VAR} expanded) keeps route
 	// memory in Redis; empty keeps it in memory.

@@ -21,11 +21,22 @@ type running struct {
 // server, with an admin listener and a temporary data directory.
 func startServe(t *testing.T, yaml string) *running {
 	t.Helper()
+	return startServeWith(t, yaml, nil)
+}
+
+// startServeWith is startServe with the demo server's handler wrapped by
+// wrap (nil: unwrapped), e.g. to count what reaches the upstream.
+func startServeWith(t *testing.T, yaml string, wrap func(http.Handler) http.Handler) *running {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := &http.Server{Handler: demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})}
+	var h http.Handler = demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	up := &http.Server{Handler: h}
 	go up.Serve(ln)
 	t.Cleanup(func() { up.Close() })
 	cfg, err := parseConfig("test", []byte(yaml))

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/redistest"
@@ -55,5 +60,79 @@ func TestRouteMemoryRedisUnreachable(t *testing.T) {
 	gv, err := buildGovernance(t.Context(), cfg, slog.New(slog.DiscardHandler))
 	if err == nil || gv != nil || !strings.Contains(err.Error(), "route memory: redis") {
 		t.Errorf("buildGovernance with Redis down: got %v, %v; want an error naming the route memory's Redis", gv, err)
+	}
+}
+
+// TestRouteMemoryWriteFailsClosed pauses the route memory's Redis
+// (SIGSTOP: connections stay open, nothing answers) while an agent reads a
+// sensitive source: the read is denied with policy_error and never reaches
+// the upstream, so the sink that follows once Redis is back cannot carry
+// what it would have read. Counted at the upstream, not in the gateway's
+// own account.
+func TestRouteMemoryWriteFailsClosed(t *testing.T) {
+	srv := redistest.Start(t)
+	cfg := `policy:
+  default: allow
+  result_mode: tool_result
+  tool_classes: {echo: ["source:sensitive"], send_email: ["sink:network"]}
+  route_rules:
+    - {id: no-exfil, scope: agent, after: {match_any_class: ["source:sensitive"]}, deny: {match_any_class: ["sink:network"]}, reason: no sink after a sensitive read}
+route_memory: {redis_url: "` + srv.URL() + `", key_prefix: "test:", timeout: 200ms}
+`
+	var mu sync.Mutex
+	executed := map[string]int{} // tools/call requests that reached the upstream, by tool
+	g := startServeWith(t, cfg, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var m struct {
+				Method string `json:"method"`
+				Params struct {
+					Name string `json:"name"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+				mu.Lock()
+				executed[m.Params.Name]++
+				mu.Unlock()
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	count := func(tool string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return executed[tool]
+	}
+	echo := `{"name":"echo","arguments":{"message":"salaries"}}`
+	email := `{"name":"send_email","arguments":{"to":"x@example.com","subject":"s","body":"b"}}`
+
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	got := modernCallAs(t, g.url, "alice", "tools/call", "echo", echo)
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "policy_error") {
+		t.Errorf("source with Redis paused: got %s, want a deny with policy_error", got)
+	}
+	if n := count("echo"); n != 0 {
+		t.Fatalf("source with Redis paused: the upstream ran echo %d times, want 0 (it was forwarded although it could not be remembered)", n)
+	}
+	// Redis is back. Whatever became of the write the paused server
+	// received, the source never ran, so the sink has nothing to carry.
+	modernCallAs(t, g.url, "alice", "tools/call", "send_email", email)
+
+	// And memory works again: a source now is remembered and stops the sink.
+	if got := modernCallAs(t, g.url, "alice", "tools/call", "echo", echo); strings.Contains(got, `"isError":true`) || count("echo") != 1 {
+		t.Fatalf("source with Redis back: got %s (upstream ran it %d times), want it allowed and run once", got, count("echo"))
+	}
+	sinks := count("send_email")
+	if got := modernCallAs(t, g.url, "alice", "tools/call", "send_email", email); !strings.Contains(got, `"matched_route_rule_id":"no-exfil"`) {
+		t.Errorf("sink after the source: got %s, want a deny by no-exfil", got)
+	}
+	if n := count("send_email"); n != sinks {
+		t.Errorf("sink after the source reached the upstream (%d runs, want %d)", n, sinks)
 	}
 }

@@ -90,7 +90,8 @@ type classified struct {
 }
 
 func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
-	if a.Classifier == nil {
+	if a.Classifier == nil || !d.IsTool() {
+		// The classifier judges tool calls; reads are the policy's alone.
 		return intercept.Decide(ctx, a.Policy, d), nil
 	}
 	start := time.Now()

@@ -21,14 +21,15 @@ type Blocker interface {
 }
 
 // DriftGate denies calls to blocked tools before Next is asked, as a soft
-// deny the model can read. Safe for concurrent use.
+// deny the model can read. Reads (resources/read, prompts/get) are not
+// tools and go to Next. Safe for concurrent use.
 type DriftGate struct {
 	Next      intercept.Decider
 	Inventory Blocker
 }
 
 func (g *DriftGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
-	if g.Inventory != nil {
+	if g.Inventory != nil && d.IsTool() {
 		if why, blocked := g.Inventory.Blocked(d.Upstream, d.ToolName); blocked {
 			return intercept.Decision{
 				Verdict:      intercept.Deny,

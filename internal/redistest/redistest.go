@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,6 +31,14 @@ func (s *Server) Stop() {
 		_ = s.cmd.Wait()
 	}
 }
+
+// Pause stops the server's process (SIGSTOP) without closing its
+// connections: commands sent to it go unanswered until Resume, like a
+// server stalled by a long command, a full disk or a network partition.
+func (s *Server) Pause() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server run again (SIGCONT).
+func (s *Server) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Start runs redis-server without persistence on a free loopback port
 // until the test ends. Without redis-server on PATH the test is skipped,

@@ -9,7 +9,9 @@
 // so concurrent replicas cannot move a label back in time) and renews the
 // hash's expiry. A read is one HMGET. Errors (Redis down, a timeout) are
 // returned, and the policy denies the pending call with policy_error: route
-// memory fails closed.
+// memory fails closed. So that Redis never forgets on its own, New refuses
+// a server that may evict keys under memory pressure, and the policy
+// rejects route rules whose windows are longer than the TTL.
 package redisstore
 
 import (
@@ -41,8 +43,9 @@ type Options struct {
 	// that must not share memory use different prefixes.
 	KeyPrefix string
 	// TTL is how long a memory is kept after its last write; zero means
-	// DefaultTTL. Route rules whose windows are longer see no further back
-	// than this.
+	// DefaultTTL. A policy whose route rules' windows are longer is
+	// rejected (see policy.Retainer); rules without a window see back this
+	// far.
 	TTL time.Duration
 	// Timeout bounds each command (dial, read, write); zero means
 	// DefaultTimeout. A decision waiting on Redis waits at most this long
@@ -57,7 +60,10 @@ type Store struct {
 	ttl    time.Duration
 }
 
-var _ policy.Store = (*Store)(nil)
+var (
+	_ policy.Store    = (*Store)(nil)
+	_ policy.Retainer = (*Store)(nil)
+)
 
 // remember sets each label (ARGV[3:]) to the time ARGV[1] unless it holds a
 // later one, and renews the key's expiry (ARGV[2], milliseconds).
@@ -96,8 +102,32 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		s.rdb.Close()
 		return nil, fmt.Errorf("route memory: redis at %s: %w", ro.Addr, err)
 	}
+	if err := s.checkEviction(ctx); err != nil {
+		s.rdb.Close()
+		return nil, fmt.Errorf("route memory: redis at %s: %w", ro.Addr, err)
+	}
 	return s, nil
 }
+
+// checkEviction refuses a server that may evict keys when it runs out of
+// memory: an evicted memory would read as an agent that touched nothing.
+// With noeviction a full server fails writes instead, and the calls
+// waiting on them are denied. A server that does not allow CONFIG GET
+// (some managed services) is not checked.
+func (s *Store) checkEviction(ctx context.Context) error {
+	cfg, err := s.rdb.ConfigGet(ctx, "maxmemory*").Result()
+	if err != nil {
+		return nil
+	}
+	if mm, policy := cfg["maxmemory"], cfg["maxmemory-policy"]; mm != "" && mm != "0" && policy != "" && policy != "noeviction" {
+		return fmt.Errorf("maxmemory-policy is %s with maxmemory %s, so Redis may evict route memory, which would let a sink through after a forgotten source; set maxmemory-policy noeviction (or maxmemory 0) on the server sluice uses", policy, mm)
+	}
+	return nil
+}
+
+// Retention implements policy.Retainer: a memory is kept TTL after its
+// last write, so route rules' windows may be at most that long.
+func (s *Store) Retention() time.Duration { return s.ttl }
 
 // Close closes the connections.
 func (s *Store) Close() error { return s.rdb.Close() }

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +126,45 @@ func BenchmarkStore(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestRefusesEvictingServer: a Redis that may evict keys when full would
+// forget a source silently, so New refuses it; noeviction, or no memory
+// limit, is accepted. Retention reports the TTL the policy checks windows
+// against.
+func TestRefusesEvictingServer(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	admin, err := New(ctx, Options{URL: srv.URL(), TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if got := admin.Retention(); got != time.Hour {
+		t.Errorf("Retention: got %s, want 1h", got)
+	}
+	for _, tt := range []struct {
+		maxmemory, policy string
+		ok                bool
+	}{
+		{"0", "allkeys-lru", true},
+		{"100mb", "noeviction", true},
+		{"100mb", "allkeys-lru", false},
+		{"100mb", "volatile-ttl", false},
+	} {
+		if err := admin.rdb.ConfigSet(ctx, "maxmemory", tt.maxmemory).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.rdb.ConfigSet(ctx, "maxmemory-policy", tt.policy).Err(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(ctx, Options{URL: srv.URL()})
+		if s != nil {
+			s.Close()
+		}
+		if tt.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "noeviction")) {
+			t.Errorf("maxmemory %s, policy %s: got %v, want ok=%v (an error naming noeviction)", tt.maxmemory, tt.policy, err, tt.ok)
+		}
 	}
 }

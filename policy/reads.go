@@ -1,0 +1,93 @@
+package policy
+
+import (
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// Reads (resources/read and prompts/get) are decided like tools, under
+// names that cannot be a tool's: resource:URI and prompt:NAME, as the
+// interceptor builds them. tool_classes, match_tool and the allow, deny and
+// require_approval lists take these names, pinned to an upstream like
+// tools (docs/resource:file:///a). In tool_classes only, a name ending in
+// * classifies every resource or prompt whose name starts with the rest
+// (resource:file:///srv/secret/*); the longest such prefix applies, and an
+// exact name beats every prefix. A read no rule decides gets default_read
+// (allow unless set), not default.
+//
+// A resource URI is compared in a normal form — scheme and host in lower
+// case, percent-encoding decoded, dot segments removed — on both sides, so
+// that file:///srv/public/../secret/x does not escape a prefix of
+// file:///srv/secret/. What a server makes of a URI beyond that (symbolic
+// links, case-insensitive file systems) the gateway cannot see.
+
+// prefixClass is a tool_classes entry ending in *.
+type prefixClass struct {
+	upstream string // "" for every upstream
+	prefix   string // the action name's prefix, normalised
+	classes  []string
+}
+
+// isRead reports whether name is a read's action name.
+func isRead(name string) bool {
+	return strings.HasPrefix(name, intercept.ResourcePrefix) || strings.HasPrefix(name, intercept.PromptPrefix)
+}
+
+// actionName is the name policy matches d under, and whether d is a read.
+// A descriptor without a method is a read when its name says so (events
+// replayed from the audit log, `sluice policy explain resource:…`).
+// reserved is set for a tools/call whose tool name is a read's name.
+func actionName(d *intercept.ActionDescriptor) (name string, read, reserved bool) {
+	name = nfc(d.ToolName)
+	switch d.Method {
+	case "", "resources/read", "prompts/get":
+		read = isRead(name)
+	default:
+		return name, false, isRead(name)
+	}
+	if read {
+		name = normRead(name)
+	}
+	return name, read, false
+}
+
+// normRead puts a read's name in the normal form rules are compiled in.
+func normRead(name string) string {
+	if uri, ok := strings.CutPrefix(name, intercept.ResourcePrefix); ok {
+		return intercept.ResourcePrefix + normURI(uri)
+	}
+	return name
+}
+
+// normURI lower-cases a URI's scheme and host, decodes its path and
+// removes dot segments from it (keeping a final slash). A URI that does
+// not parse, or has no hierarchical path, is returned as it is.
+func normURI(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Opaque != "" {
+		return s
+	}
+	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if p := u.Path; p != "" {
+		clean := path.Clean(p)
+		if strings.HasSuffix(p, "/") && !strings.HasSuffix(clean, "/") {
+			clean += "/"
+		}
+		u.Path, u.RawPath = clean, ""
+	}
+	return u.String()
+}
+
+// lookupPrefix returns the classes of the longest tool_classes prefix
+// that matches a read, one pinned to upstream first at equal length.
+func (p *Policy) lookupPrefix(upstream, name string) ([]string, bool) {
+	for _, pc := range p.prefixes { // longest first
+		if (pc.upstream == "" || pc.upstream == upstream) && strings.HasPrefix(name, pc.prefix) {
+			return pc.classes, true
+		}
+	}
+	return nil, false
+}
