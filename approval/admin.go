@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -16,6 +17,9 @@ import (
 //	GET  /admin/approvals/{id}       one request
 //	POST /admin/approvals/{id}       body {"action":"approve"|"decline","by":"alice"}
 //
+// A POST must say Content-Type: application/json: a browser sends that
+// cross-origin only after a CORS preflight, which the handler never
+// answers, so a page an operator visits cannot decide for them (CSRF).
 // If token is not empty, requests must carry "Authorization: Bearer <token>".
 // Serve it on a listener agents cannot reach: an agent that can approve
 // its own calls is not governed.
@@ -33,6 +37,10 @@ func (s *Store) Handler(token string) http.Handler {
 		writeJSON(w, http.StatusOK, req)
 	})
 	mux.HandleFunc("POST /admin/approvals/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if !IsJSON(r) {
+			writeError(w, http.StatusUnsupportedMediaType, errNotJSON)
+			return
+		}
 		var body struct {
 			Action string `json:"action"`
 			By     string `json:"by"`
@@ -85,4 +93,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+var errNotJSON = errors.New("approval: the request body must be JSON, sent with Content-Type: application/json")
+
+// IsJSON reports whether r says its body is application/json. Admin
+// endpoints that change state require it: a cross-origin page can send
+// text/plain, form or multipart bodies without a CORS preflight, but not
+// JSON.
+func IsJSON(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
 }

@@ -14,9 +14,12 @@ package approval
 
 import (
 	"context"
+	"crypto/cipher"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -69,35 +72,64 @@ type Options struct {
 	// Timeout is how long a request waits for an answer, and how long an
 	// approval stays usable. Zero means 15 minutes.
 	Timeout time.Duration
+	// History is how many finished requests (used, declined, expired) are
+	// kept, without their arguments, for List and Get. Zero means 100.
+	History int
+	// StateKey is the 32-byte AES-256-GCM key that seals the requestState
+	// of 2026-07-28 approval questions (see SealState). Nil means a random
+	// key, fresh per Store: requests live only in this Store's memory, so a
+	// state can never be good for another process anyway.
+	StateKey []byte
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// OnChange, if set, is called after every change of a request.
 	OnChange func(Request)
 }
 
-// Store keeps approval requests in memory. It is safe for concurrent use.
+const defaultHistory = 100
+
+// Store keeps approval requests in memory. Requests waiting for an answer
+// or approved and not yet used are live; finished ones drop their
+// arguments and stay in a bounded history. It is safe for concurrent use.
 type Store struct {
 	timeout  time.Duration
+	history  int
 	now      func() time.Time
 	onChange func(Request)
+	state    cipher.AEAD
 
-	mu      sync.Mutex // guards the fields below
-	byID    map[string]*Request
-	byCall  map[string]*Request // agent + call hash -> newest request
-	changed chan struct{}       // closed and replaced after every change, for Wait
+	mu        sync.Mutex // guards the fields below
+	byID      map[string]*Request
+	byCall    map[string]*Request // agent + call hash -> newest request
+	done      []string            // ids of finished requests in byID, oldest first
+	live      int                 // pending and approved requests in byID
+	nextSweep time.Time
+	changed   chan struct{} // closed and replaced after every change, for Wait
 }
 
-// NewStore returns an empty store.
+// NewStore returns an empty store. It panics if opts.StateKey is set but
+// not 32 bytes long.
 func NewStore(opts Options) *Store {
-	s := &Store{timeout: opts.Timeout, now: opts.Now, onChange: opts.OnChange,
+	s := &Store{timeout: opts.Timeout, history: opts.History, now: opts.Now, onChange: opts.OnChange,
 		byID: make(map[string]*Request), byCall: make(map[string]*Request), changed: make(chan struct{})}
 	if s.timeout <= 0 {
 		s.timeout = 15 * time.Minute
 	}
+	if s.history <= 0 {
+		s.history = defaultHistory
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.state = newStateAEAD(opts.StateKey)
 	return s
+}
+
+// newID returns a request id with 128 random bits.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return "apr_" + hex.EncodeToString(b[:])
 }
 
 // Errors of Decide.
@@ -129,15 +161,13 @@ func CallHash(d *intercept.ActionDescriptor, policyVersion string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// List returns every request, newest first, expiring overdue ones.
+// List returns every live request and the recent history, newest first,
+// expiring overdue ones.
 func (s *Store) List() []Request {
 	s.mu.Lock()
+	changed := s.sweep(true)
 	out := make([]Request, 0, len(s.byID))
-	var changed []Request
 	for _, r := range s.byID {
-		if s.expire(r) {
-			changed = append(changed, *r)
-		}
 		out = append(out, *r)
 	}
 	s.mu.Unlock()
@@ -146,7 +176,18 @@ func (s *Store) List() []Request {
 	return out
 }
 
-// Get returns one request.
+// Len returns how many requests are live: waiting for an answer, or
+// approved and not yet used.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	changed := s.sweep(true)
+	n := s.live
+	s.mu.Unlock()
+	s.notify(changed...)
+	return n
+}
+
+// Get returns one request, live or from the recent history.
 func (s *Store) Get(id string) (Request, error) {
 	s.mu.Lock()
 	r, ok := s.byID[id]
@@ -181,11 +222,13 @@ func (s *Store) Decide(id string, approve bool, by string) (Request, error) {
 		s.mu.Unlock()
 		return out, ErrNotPending
 	}
-	r.Status, r.DecidedBy = Declined, by
+	r.DecidedBy = by
 	if approve {
 		r.Status = Approved
 		// An approval is usable for one timeout from the moment it is given.
 		r.Expires = s.now().Add(s.timeout)
+	} else {
+		s.finish(r, Declined)
 	}
 	out := *r
 	s.mu.Unlock()
@@ -227,15 +270,103 @@ func (s *Store) Wait(ctx context.Context, id string) (Request, error) {
 	}
 }
 
+// sweepInterval is how often a Store looks for overdue requests: on
+// access at most this often, and in Run.
+func (s *Store) sweepInterval() time.Duration {
+	return min(max(s.timeout/4, time.Second), time.Minute)
+}
+
+// Run expires overdue requests every so often, releasing their arguments
+// even when nobody asks about them, until ctx ends.
+func (s *Store) Run(ctx context.Context) {
+	t := time.NewTicker(s.sweepInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.mu.Lock()
+			changed := s.sweep(true)
+			s.mu.Unlock()
+			s.notify(changed...)
+		}
+	}
+}
+
+// sweep expires every overdue live request, if the last sweep is older
+// than the sweep interval or force is set, and returns the requests it
+// changed. Callers hold s.mu.
+func (s *Store) sweep(force bool) []Request {
+	now := s.now()
+	if !force && now.Before(s.nextSweep) {
+		return nil
+	}
+	s.nextSweep = now.Add(s.sweepInterval())
+	var changed []Request
+	for _, r := range s.byID {
+		if s.expire(r) {
+			changed = append(changed, *r)
+		}
+	}
+	return changed
+}
+
 // expire marks an overdue pending or approved request expired. Callers
 // hold s.mu.
 func (s *Store) expire(r *Request) bool {
 	if (r.Status == Pending || r.Status == Approved) && !s.now().Before(r.Expires) {
-		r.Status = Expired
+		s.finish(r, Expired)
 		return true
 	}
 	return false
 }
+
+// finish ends live request r with a final status: its arguments go, and
+// it joins the history, whose oldest entries leave the store. Callers hold
+// s.mu.
+func (s *Store) finish(r *Request, status Status) {
+	r.Status, r.Arguments = status, nil
+	s.live--
+	s.done = append(s.done, r.ID)
+	for len(s.done) > s.history {
+		old := s.byID[s.done[0]]
+		s.done = s.done[1:]
+		if old == nil {
+			continue
+		}
+		delete(s.byID, old.ID)
+		if key := callKey(old.Agent, old.CallHash); s.byCall[key] == old {
+			delete(s.byCall, key)
+		}
+	}
+}
+
+// use marks approved request id used. Callers do not hold s.mu.
+func (s *Store) use(id string) error {
+	s.mu.Lock()
+	r, ok := s.byID[id]
+	if !ok {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: approval %s", ErrNotFound, id)
+	}
+	expired := s.expire(r)
+	if r.Status != Approved {
+		out := *r
+		s.mu.Unlock()
+		if expired {
+			s.notify(out)
+		}
+		return fmt.Errorf("approval %s is %s, no longer approved: %w", id, out.Status, ErrNotPending)
+	}
+	s.finish(r, Used)
+	out := *r
+	s.mu.Unlock()
+	s.notify(out)
+	return nil
+}
+
+func callKey(agent, hash string) string { return agent + "\x00" + hash }
 
 func (s *Store) notify(rs ...Request) {
 	if len(rs) == 0 {
@@ -260,9 +391,12 @@ type Gate struct {
 	Store *Store
 }
 
+var _ intercept.ForwardObserver = (*Gate)(nil)
+
 // Decide asks Next and, for require_approval, answers from the store: an
-// approved request for this exact call allows it once; a declined one
-// denies; an unanswered one past its timeout denies with approval_timeout;
+// approved request for this exact call allows it (the approval is used up
+// only when the call is forwarded: see Forwarded); a declined one denies;
+// an unanswered one past its timeout denies with approval_timeout;
 // otherwise the call is (still) held.
 func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
 	dec := intercept.Decide(ctx, g.Next, d)
@@ -271,19 +405,18 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 	}
 	s := g.Store
 	hash := CallHash(d, dec.PolicyVersion)
-	key := d.Agent + "\x00" + hash
+	key := callKey(d.Agent, hash)
 	s.mu.Lock()
+	changed := s.sweep(false)
 	r := s.byCall[key]
-	var changed []Request
 	if r != nil && s.expire(r) {
 		changed = append(changed, *r)
 	}
 	out := dec
 	switch {
 	case r != nil && r.Status == Approved:
-		r.Status = Used
-		changed = append(changed, *r)
 		out.Verdict, out.Reason = intercept.Allow, ReasonGranted
+		out.ApprovalID = r.ID
 		out.PublicReason = "approved by " + orSomeone(r.DecidedBy)
 		out.Evidence.ReasonCode = ReasonGranted
 	case r != nil && r.Status == Declined:
@@ -300,12 +433,13 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 		out.ApprovalID = r.ID
 	default:
 		now := s.now()
-		r = &Request{ID: "apr_" + intercept.NewTxnID()[:20], TxnID: d.TxnID, Status: Pending, Upstream: d.Upstream,
+		r = &Request{ID: newID(), TxnID: d.TxnID, Status: Pending, Upstream: d.Upstream,
 			Tool: d.ToolName, Arguments: d.Parameters, CallHash: hash, PolicyVersion: dec.PolicyVersion,
 			Agent: d.Agent, Session: d.SessionID, Reason: dec.Reason, RuleID: dec.RuleID,
 			Created: now, Expires: now.Add(s.timeout)}
 		s.byID[r.ID] = r
 		s.byCall[key] = r
+		s.live++
 		changed = append(changed, *r)
 		out.ApprovalID = r.ID
 	}
@@ -314,12 +448,21 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 	return out, nil
 }
 
-// Forwarded passes route-memory updates on to Next.
+// Forwarded passes route-memory updates on to Next and then, for a call
+// allowed by an approval, uses the approval up: only a call that is
+// really forwarded consumes it. If Next fails, or the approval was used
+// up meanwhile by the same call sent twice at once, or expired, the error
+// denies the call and the approval is left as it was.
 func (g *Gate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) error {
 	if fo, ok := g.Next.(intercept.ForwardObserver); ok {
-		return fo.Forwarded(ctx, d, dec)
+		if err := fo.Forwarded(ctx, d, dec); err != nil {
+			return err
+		}
 	}
-	return nil
+	if dec.Reason != ReasonGranted || dec.ApprovalID == "" {
+		return nil
+	}
+	return g.Store.use(dec.ApprovalID)
 }
 
 func orSomeone(s string) string {

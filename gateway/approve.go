@@ -13,11 +13,20 @@ package gateway
 //     stream; a decline ends it with the denial. A client that goes away
 //     leaves the request pending for an operator.
 //   - From 2026-07-28 on (stateless), the call is answered with an
-//     input_required result whose requestState is the approval id. The
-//     client retries the same call with its answer in
-//     params.inputResponses; the gateway removes that answer and the state
-//     before policy sees the call again, so what is decided is exactly what
-//     is forwarded.
+//     input_required result whose requestState is sealed by the Approver
+//     (see approval.Store.SealState): bound to the agent, the call's hash,
+//     the policy version, the approval id and an expiry. The client
+//     retries the same call with its answer in params.inputResponses; the
+//     gateway removes that answer and the state before policy sees the
+//     call again, so what is decided is exactly what is forwarded.
+//
+// This happens only where the operator lets clients answer (an Approver
+// is configured): where the client is the agent itself, its answer is the
+// agent approving its own call. Without one, and for any answer to a
+// question the gateway did not ask — inputResponses for the gateway's key
+// in a 2025-era session, or with a requestState that is forged, altered,
+// expired, or issued about another call or agent — the call is refused
+// with an invalid-params error and nothing changes.
 //
 // Either way the answer only ever decides the approval request the Gate
 // holds for this very call of this very agent: the approval stays bound to
@@ -51,6 +60,15 @@ type Approver interface {
 }
 
 var _ Approver = (*approval.Store)(nil)
+
+// stateSealer is an Approver that can seal the requestState of 2026-07-28
+// approval questions. Without it no 2026-07-28 client is asked.
+type stateSealer interface {
+	SealState(id string) (string, error)
+	OpenState(state string) (approval.State, error)
+}
+
+var _ stateSealer = (*approval.Store)(nil)
 
 const (
 	// approvalInputKey names the gateway's entry in a 2026-07-28
@@ -169,7 +187,36 @@ func isApprovalAnswer(m *intercept.Message) bool {
 type approvalAnswer struct {
 	state    string // requestState as the client sent it back
 	approve  bool
-	answered bool // false: the answer could not be read; the call stays held
+	answered bool           // false: the answer could not be read; the call stays held
+	sealed   approval.State // what state says, once admitAnswer opened it
+}
+
+// admitAnswer decides whether the answer a, taken from call m (stripped
+// of it) with context cc, may decide an approval request: only where
+// clients may answer (ap is set), only in 2026-07-28, and only with a
+// sealed state the gateway issued about this very call of this very
+// agent, still unexpired. Otherwise the error, invalid params, says why.
+func admitAnswer(ap Approver, a *approvalAnswer, m *intercept.Message, cc intercept.CallContext) error {
+	refuse := func(why string) error {
+		return &intercept.WireError{Code: intercept.CodeInvalidParams,
+			Message: fmt.Sprintf("invalid params: inputResponses[%q] not accepted: %s; the call was not decided", approvalInputKey, why)}
+	}
+	if ap == nil {
+		return refuse("on this gateway an operator approves held calls (sluice approvals approve ID), not the client")
+	}
+	sealer, ok := ap.(stateSealer)
+	if !isModern(cc.ProtocolVersion) || !ok {
+		return refuse("it answers only the gateway's own 2026-07-28 input_required result")
+	}
+	st, err := sealer.OpenState(a.state)
+	if err == nil {
+		err = st.Check(&intercept.ActionDescriptor{Upstream: cc.Upstream, ToolName: m.Name, Parameters: m.Arguments, Agent: cc.Agent})
+	}
+	if err != nil {
+		return refuse(err.Error() + "; send the call again without inputResponses to be asked again")
+	}
+	a.sealed = st
+	return nil
 }
 
 // takeApprovalAnswer recognises a retried tools/call that answers the
@@ -249,11 +296,10 @@ func withoutMembers(obj jsontext.Value, keys ...string) (jsontext.Value, error) 
 }
 
 // check decides about x's single message. If x carries the user's answer
-// to the gateway's approval question (a 2026-07-28 retry), the answer is
-// applied only when the call is still held under the very approval request
-// the question was about — the Gate finds that request by this agent and
-// this call's hash, so a requestState naming another request, another
-// agent's or another call's, changes nothing — and the call is then
+// to the gateway's approval question (a 2026-07-28 retry, admitted by
+// admitAnswer), the answer is applied only when the call is still held
+// under the very approval request the question was about — the Gate finds
+// that request by this agent and this call's hash — and the call is then
 // decided again.
 func (g *Gateway) check(ctx context.Context, x *exchange) (dec intercept.Decision, reply []byte, ok bool) {
 	cc := x.callContext()
@@ -262,7 +308,7 @@ func (g *Gateway) check(ctx context.Context, x *exchange) (dec intercept.Decisio
 	}
 	decide()
 	if a := x.answer; a != nil && a.answered && !ok && g.opts.Approver != nil &&
-		dec.Verdict == intercept.RequireApproval && dec.ApprovalID != "" && dec.ApprovalID == a.state {
+		dec.Verdict == intercept.RequireApproval && dec.ApprovalID != "" && dec.ApprovalID == a.sealed.ApprovalID {
 		if _, err := g.opts.Approver.Decide(dec.ApprovalID, a.approve, approvedBy(x.agent)); err != nil {
 			g.log.Debug("approval answer not applied", "approval", dec.ApprovalID, "err", err)
 		}
@@ -282,10 +328,11 @@ func (g *Gateway) askApproval(w http.ResponseWriter, r *http.Request, x *exchang
 	m := x.msgs[0]
 	form := approvalForm(m, x.rt.up.Name, dec)
 	if isModern(x.version) {
-		if !formElicitation(intercept.Member(m.Meta, metaClientCaps)) {
+		state, ok := sealState(g.opts.Approver, m, dec)
+		if !ok {
 			return false
 		}
-		writeJSON(w, http.StatusOK, inputRequired(m.ID, form, dec.ApprovalID))
+		writeJSON(w, http.StatusOK, inputRequired(m.ID, form, state))
 		return true
 	}
 	// The question travels on the POST's own SSE stream, and the call then
@@ -297,8 +344,20 @@ func (g *Gateway) askApproval(w http.ResponseWriter, r *http.Request, x *exchang
 	return true
 }
 
+// sealState returns the requestState of a 2026-07-28 approval question
+// about held call m, if its client can be asked: it declares form
+// elicitation and the Approver can seal states.
+func sealState(ap Approver, m *intercept.Message, dec intercept.Decision) (string, bool) {
+	sealer, ok := ap.(stateSealer)
+	if !ok || !formElicitation(intercept.Member(m.Meta, metaClientCaps)) {
+		return "", false
+	}
+	state, err := sealer.SealState(dec.ApprovalID)
+	return state, err == nil
+}
+
 // inputRequired renders a 2026-07-28 input_required result asking for the
-// approval form, with the approval id as requestState.
+// approval form, with state (sealed) as requestState.
 func inputRequired(id jsontext.Value, form elicitParams, state string) []byte {
 	type inputRequest struct {
 		Method string       `json:"method"`

@@ -26,7 +26,13 @@ import (
 // the store as Approver unless opts says otherwise.
 func approvalFixture(t *testing.T, opts Options, noApprover bool) (*fixture, *approval.Store) {
 	t.Helper()
-	store := approval.NewStore(approval.Options{})
+	return approvalFixtureWith(t, opts, approval.Options{}, noApprover)
+}
+
+// approvalFixtureWith is approvalFixture with a store made from so.
+func approvalFixtureWith(t *testing.T, opts Options, so approval.Options, noApprover bool) (*fixture, *approval.Store) {
+	t.Helper()
+	store := approval.NewStore(so)
 	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
 	if !noApprover {
 		opts.Approver = store
@@ -328,7 +334,9 @@ func TestInputRequiredApproval(t *testing.T) {
 		held := heldModern(t, f, modernCallWith(1, args, caps, "agent-a", ""))
 		q, ok := held.InputRequests["sluice-approval"]
 		req := onlyRequest(t, store)
-		if !ok || q.Method != "elicitation/create" || held.RequestState != req.ID || !strings.Contains(q.Params.Message, `"add"`) ||
+		st, err := store.OpenState(held.RequestState)
+		if !ok || q.Method != "elicitation/create" || err != nil || st.ApprovalID != req.ID || strings.Contains(held.RequestState, req.ID) ||
+			!strings.Contains(q.Params.Message, `"add"`) ||
 			!strings.Contains(string(q.Params.RequestedSchema), `"approve"`) {
 			t.Fatalf("input_required: got %+v, want an elicitation/create for approval %s", held, req.ID)
 		}
@@ -357,39 +365,63 @@ func TestInputRequiredApproval(t *testing.T) {
 			t.Errorf("request: got %s, want declined and nothing forwarded", got.Status)
 		}
 	})
-	// An answer naming a request other than this call's, for this agent, is
-	// not applied; the call stays held under its own request.
+	// A requestState the gateway did not issue about this very call of this
+	// very agent is refused with an error, and changes nothing.
 	for _, tc := range []struct {
 		name  string
-		state func(f *fixture) string
-		agent string
+		state func(f *fixture, own string) string
+		want  string
 	}{
-		{"bogus state", func(*fixture) string { return "apr_bogus" }, "agent-a"},
-		{"another call's state", func(f *fixture) string {
+		{"bogus state", func(*fixture, string) string { return "apr_bogus" }, "not a state this gateway issued"},
+		{"altered state", func(_ *fixture, own string) string { return own[:len(own)-2] + "AA" }, "altered"},
+		{"another call's state", func(f *fixture, _ string) string {
 			return heldModern(t, f, modernCallWith(9, `{"a":100,"b":1}`, caps, "agent-a", "")).RequestState
-		}, "agent-a"},
-		{"another agent's state", func(f *fixture) string {
+		}, "another call"},
+		{"another agent's state", func(f *fixture, _ string) string {
 			return heldModern(t, f, modernCallWith(9, args, caps, "agent-b", "")).RequestState
-		}, "agent-a"},
+		}, "another agent"},
+		{"the bare approval id", func(f *fixture, _ string) string {
+			// What the approval_required envelope tells any client, asked
+			// or not: the id alone answers nothing.
+			status, _, body := post(t, f.gw.URL+"/mcp/demo", modernHeaders("tools/call", "add"), modernCall(9, "add", args))
+			m := approvalIDPattern.FindString(body)
+			if status != 200 || m == "" {
+				t.Fatalf("held without elicitation: got %d %s, want approval_required with an id", status, body)
+			}
+			return m
+		}, "not a state this gateway issued"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, store := approvalFixture(t, Options{}, false)
-			own := heldModern(t, f, modernCallWith(1, args, caps, tc.agent, "")).RequestState
-			other := tc.state(f)
-			again := heldModern(t, f, modernCallWith(2, args, caps, tc.agent, answerParams("accept", other)))
-			if again.RequestState != own {
-				t.Errorf("retry: got held under %q, want held under its own request %q", again.RequestState, own)
+			own := heldModern(t, f, modernCallWith(1, args, caps, "agent-a", "")).RequestState
+			other := tc.state(f, own)
+			status, _, body := post(t, f.gw.URL+"/mcp/demo", modernHeaders("tools/call", "add"), modernCallWith(2, args, caps, "agent-a", answerParams("accept", other)))
+			if status != 200 || errorCode(t, body) != intercept.CodeInvalidParams || !strings.Contains(body, "requestState") || !strings.Contains(body, tc.want) {
+				t.Errorf("retry: got %d %s, want an invalid-params error saying %q", status, body, tc.want)
 			}
 			if f.upstreamSaw(`"name":"add"`) {
 				t.Errorf("a call reached the upstream")
 			}
 			for _, r := range store.List() {
 				if r.Status != approval.Pending {
-					t.Errorf("request %s (%s %s): got %s, want still pending", r.ID, r.Agent, r.Arguments, r.Status)
+					t.Errorf("request %s (%s): got %s, want still pending", r.ID, r.Agent, r.Status)
 				}
 			}
 		})
 	}
+	t.Run("expired state", func(t *testing.T) {
+		c := &testClock{t: time.Now()}
+		f, store := approvalFixtureWith(t, Options{}, approval.Options{Timeout: time.Minute, Now: c.now}, false)
+		held := heldModern(t, f, modernCallWith(1, args, caps, "agent-a", ""))
+		c.add(2 * time.Minute)
+		status, _, body := post(t, f.gw.URL+"/mcp/demo", modernHeaders("tools/call", "add"), modernCallWith(2, args, caps, "agent-a", answerParams("accept", held.RequestState)))
+		if status != 200 || errorCode(t, body) != intercept.CodeInvalidParams || !strings.Contains(body, "expired") {
+			t.Errorf("retry: got %d %s, want an invalid-params error saying the state expired", status, body)
+		}
+		if r := onlyRequest(t, store); r.Status == approval.Approved || r.Status == approval.Used || f.upstreamSaw(`"name":"add"`) {
+			t.Errorf("request %s, want it not approved and nothing forwarded", r.Status)
+		}
+	})
 	t.Run("no elicitation capability", func(t *testing.T) {
 		f, _ := approvalFixture(t, Options{}, false)
 		status, _, body := post(t, f.gw.URL+"/mcp/demo", modernHeaders("tools/call", "add"), modernCall(1, "add", args))

@@ -126,12 +126,16 @@ type Options struct {
 	// [ErrAgentHeaderRequired]. It needs AgentHeader. False: requests
 	// without it are identified by the client's name.
 	AgentHeaderRequired bool
-	// Approver, if set, lets clients answer held tools/calls themselves:
-	// a client that can elicit form input from its user is asked to
-	// approve the exact call, over an SSE elicitation/create request
-	// (sessions before 2026-07-28, HTTP upstreams) or an input_required
-	// result (2026-07-28). Nil answers held calls with approval_required
-	// only, for an operator to decide. See approve.go.
+	// Approver, if set, lets clients answer held tools/calls themselves
+	// (an opt-in: where the client is the agent, that is the agent
+	// approving its own call): a client that can elicit form input from
+	// its user is asked to approve the exact call, over an SSE
+	// elicitation/create request (sessions before 2026-07-28) or an
+	// input_required result with a sealed requestState (2026-07-28, if
+	// the Approver can seal states, as approval.Store does). Nil answers
+	// held calls with approval_required only, for an operator to decide,
+	// and refuses any inputResponses for the gateway's question. See
+	// approve.go.
 	Approver Approver
 }
 

@@ -141,6 +141,12 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 				}
 				continue
 			} else if ok {
+				if err := admitAnswer(r.approver, &a, stripped, cc); err != nil {
+					if werr := r.toClient(ctx, intercept.ErrorResponse(m.ID, err)); werr != nil {
+						return werr
+					}
+					continue
+				}
 				m, b, ans = stripped, stripped.Raw, &a
 				msgs = []*intercept.Message{m}
 			}
@@ -218,11 +224,12 @@ func (r *relay) cancelled(id string) {
 }
 
 // check decides about m, applying the user's answer to a 2026-07-28
-// approval question when m carried one for the very request holding it.
+// approval question (admitted by admitAnswer) when m carried one for the
+// very request holding it.
 func (r *relay) check(ctx context.Context, m *intercept.Message, cc intercept.CallContext, a *approvalAnswer) (intercept.Decision, []byte, bool) {
 	dec, reply, ok := r.ic.CheckDecision(ctx, m, cc)
 	if a != nil && a.answered && !ok && r.approver != nil &&
-		dec.Verdict == intercept.RequireApproval && dec.ApprovalID != "" && dec.ApprovalID == a.state {
+		dec.Verdict == intercept.RequireApproval && dec.ApprovalID != "" && dec.ApprovalID == a.sealed.ApprovalID {
 		if _, err := r.approver.Decide(dec.ApprovalID, a.approve, approvedBy(cc.Agent)); err != nil {
 			r.log.Debug("approval answer not applied", "approval", dec.ApprovalID, "err", err)
 		}
@@ -242,10 +249,11 @@ func (r *relay) ask(ctx context.Context, m *intercept.Message, raw []byte, dec i
 	form := approvalForm(m, r.up.Name, dec)
 	cc := r.callContext()
 	if isModern(cc.ProtocolVersion) {
-		if !formElicitation(intercept.Member(m.Meta, metaClientCaps)) {
+		state, ok := sealState(r.approver, m, dec)
+		if !ok {
 			return false
 		}
-		return r.toClient(ctx, inputRequired(m.ID, form, dec.ApprovalID)) == nil
+		return r.toClient(ctx, inputRequired(m.ID, form, state)) == nil
 	}
 	r.mu.Lock()
 	can := r.elicitForm

@@ -153,13 +153,17 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if !batch && g.opts.Approver != nil && isModern(x.version) {
+	if !batch {
 		stripped, ans, ok, err := takeApprovalAnswer(msgs[0])
 		if err != nil {
 			writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
 			return
 		}
 		if ok {
+			if err := admitAnswer(g.opts.Approver, &ans, stripped, x.callContext()); err != nil {
+				writeJSON(w, http.StatusOK, intercept.ErrorResponse(firstID, err))
+				return
+			}
 			x.msgs[0], x.body, x.answer = stripped, stripped.Raw, &ans
 		}
 	}

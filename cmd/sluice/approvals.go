@@ -22,15 +22,17 @@ import (
 //	sluice approvals approve ID [--by alice]
 //	sluice approvals decline ID
 //
-// The token comes from --token or SLUICE_ADMIN_TOKEN.
+// The admin address and token come from --admin and --token, else
+// SLUICE_ADMIN_TOKEN, else the gateway's config (--config, default
+// ./sluice.yaml): its admin_listen, its admin_token or the token the
+// gateway generated in its data_dir.
 func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
 		return errors.New("approvals: want list, approve ID or decline ID")
 	}
 	verb := args[0]
 	fs := flag.NewFlagSet("approvals", flag.ContinueOnError)
-	admin := fs.String("admin", "http://127.0.0.1:8081", "admin API base URL (the gateway's admin_listen)")
-	token := fs.String("token", os.Getenv("SLUICE_ADMIN_TOKEN"), "admin bearer token (default $SLUICE_ADMIN_TOKEN)")
+	ac := adminFlags(fs)
 	by := fs.String("by", os.Getenv("USER"), "who decides, recorded with the decision")
 	rest := args[1:]
 	var id string
@@ -40,11 +42,15 @@ func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(rest); err != nil {
 		return err
 	}
-	base := strings.TrimRight(*admin, "/") + "/admin/approvals"
+	admin, token, err := ac.resolve()
+	if err != nil {
+		return err
+	}
+	base := admin + "/admin/approvals"
 	switch verb {
 	case "list":
 		var reqs []approval.Request
-		if err := adminCall(ctx, http.MethodGet, base, *token, nil, &reqs); err != nil {
+		if err := adminCall(ctx, http.MethodGet, base, token, nil, &reqs); err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -59,7 +65,7 @@ func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 		}
 		body, _ := json.Marshal(map[string]string{"action": verb, "by": *by})
 		var r approval.Request
-		if err := adminCall(ctx, http.MethodPost, base+"/"+id, *token, body, &r); err != nil {
+		if err := adminCall(ctx, http.MethodPost, base+"/"+id, token, body, &r); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "%s %s: %s/%s by %s\n", r.ID, r.Status, r.Upstream, r.Tool, r.DecidedBy)
@@ -84,6 +90,10 @@ func adminCall(ctx context.Context, method, url, token string, body []byte, into
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("admin API: %s: %s: pass --config with the gateway's config (its data_dir holds the generated %s), --token, or set $SLUICE_ADMIN_TOKEN",
+			resp.Status, strings.TrimSpace(string(b)), adminTokenFile)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("admin API: %s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}

@@ -75,11 +75,21 @@ type config struct {
 	// AdminListen is the admin API's address (approvals). Empty disables
 	// it. Keep it where agents cannot reach it.
 	AdminListen string `yaml:"admin_listen"`
-	// AdminToken, if set, is the bearer token the admin API requires;
-	// ${VAR} is expanded.
+	// AdminToken is the bearer token the admin API requires; ${VAR} is
+	// expanded. Empty: a random token is generated at first start, stored
+	// in the data directory (admin.token, mode 0600) and printed once in
+	// the log; the CLI reads it from there (--config).
 	AdminToken string `yaml:"admin_token"`
-	// ApprovalTimeout is how long a held call waits for a human, and how
-	// long an approval stays usable (default 15m).
+	// AdminAllowedHosts and AdminAllowedOrigins extend the loopback
+	// defaults of the admin listener's DNS-rebinding protection, as
+	// allowed_hosts and allowed_origins do for the agents' port; "*"
+	// accepts any.
+	AdminAllowedHosts   []string `yaml:"admin_allowed_hosts"`
+	AdminAllowedOrigins []string `yaml:"admin_allowed_origins"`
+	// Approvals configures held calls (require_approval).
+	Approvals approvalsConfig `yaml:"approvals"`
+	// ApprovalTimeout is the old name of approvals.timeout, still
+	// accepted.
 	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
 	// SessionIdleTimeout ends idle sessions (default 30m).
 	SessionIdleTimeout time.Duration `yaml:"session_idle_timeout"`
@@ -172,6 +182,20 @@ type routeMemoryConfig struct {
 	Timeout   time.Duration `yaml:"timeout"`
 }
 
+// approvalsConfig is the `approvals:` section.
+type approvalsConfig struct {
+	// ClientMayAnswer lets the client answer the gateway's approval
+	// question itself: an elicitation/create form in 2025-era sessions,
+	// an input_required result with a sealed requestState in 2026-07-28.
+	// Where the client is the agent, that is the agent approving its own
+	// calls; so the default, false, leaves every held call to an operator
+	// (`sluice approvals`).
+	ClientMayAnswer bool `yaml:"client_may_answer"`
+	// Timeout is how long a held call waits for an answer, and how long
+	// an approval stays usable (default 15m).
+	Timeout time.Duration `yaml:"timeout"`
+}
+
 // auditConfig is the `audit:` section.
 type auditConfig struct {
 	// Off disables the local audit store (events still reach OTel
@@ -227,6 +251,18 @@ func (a *auditConfig) check(path string) error {
 
 // dataDir returns the data directory, creating it.
 func (c *config) dataDir() (string, error) {
+	dir, err := c.dataDirPath()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("data_dir: %w", err)
+	}
+	return dir, nil
+}
+
+// dataDirPath returns the data directory's path.
+func (c *config) dataDirPath() (string, error) {
 	dir := c.DataDir
 	if dir == "" {
 		base := os.Getenv("XDG_STATE_HOME")
@@ -238,9 +274,6 @@ func (c *config) dataDir() (string, error) {
 			base = filepath.Join(home, ".local", "state")
 		}
 		dir = filepath.Join(base, "sluice")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("data_dir: %w", err)
 	}
 	return dir, nil
 }
@@ -288,6 +321,9 @@ func parseConfig(path string, b []byte) (*config, error) {
 	}
 	if err := c.Audit.check(path); err != nil {
 		return nil, err
+	}
+	if err := c.Approvals.merge(c.ApprovalTimeout); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var missing []string
 	expand := func(s string) string {
@@ -340,3 +376,16 @@ var varRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
 
 // headerName is an HTTP field name (RFC 9110 token).
 var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+
+// merge validates the section and takes the old approval_timeout key.
+func (a *approvalsConfig) merge(old time.Duration) error {
+	switch {
+	case old < 0 || a.Timeout < 0:
+		return fmt.Errorf("approvals.timeout: negative; give how long a held call waits, such as 15m")
+	case old != 0 && a.Timeout != 0 && old != a.Timeout:
+		return fmt.Errorf("approval_timeout (%v) and approvals.timeout (%v) disagree; approval_timeout is the old name: keep only approvals.timeout", old, a.Timeout)
+	case a.Timeout == 0:
+		a.Timeout = old
+	}
+	return nil
+}

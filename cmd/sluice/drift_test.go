@@ -63,7 +63,7 @@ func TestInventoryDriftBlocksUntilApproved(t *testing.T) {
 		t.Fatalf("after drift: got %s, want a soft deny with inventory_drift", got)
 	}
 	var out bytes.Buffer
-	admin := []string{"--admin", "http://" + adminAddr}
+	admin := []string{"--admin", "http://" + adminAddr, "--config", g.config}
 	if err := runInventory(ctx, append([]string{"diff", "demo"}, admin...), &out); err != nil || !strings.Contains(out.String(), "web_search") {
 		t.Fatalf("inventory diff: %v\n%s", err, &out)
 	}

@@ -121,10 +121,11 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	if err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
 	}
-	gv.approvals = approval.NewStore(approval.Options{Timeout: cfg.ApprovalTimeout, OnChange: func(r approval.Request) {
+	gv.approvals = approval.NewStore(approval.Options{Timeout: cfg.Approvals.Timeout, OnChange: func(r approval.Request) {
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
 		rec.approval(r)
 	}})
+	go gv.approvals.Run(pctx) // releases requests nobody answers
 	// The classifier reads a tool's classes from the policy's tool_classes
 	// (for action type, after declared values and annotations).
 	if cl, ok := dec.(interface {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
@@ -14,6 +16,7 @@ import (
 // running is a gateway started by serve() in front of the demo server.
 type running struct {
 	url, admin, dir string
+	config          string       // a config file naming the admin address and data directory, for the CLI
 	stop            func() error // stops the gateway, returns serve's error
 }
 
@@ -45,6 +48,10 @@ func startServeWith(t *testing.T, yaml string, wrap func(http.Handler) http.Hand
 	}
 	r := &running{admin: freeAddr(t), dir: t.TempDir()}
 	cfg.Listen, cfg.AdminListen, cfg.DataDir = "127.0.0.1:0", r.admin, r.dir
+	r.config = filepath.Join(t.TempDir(), "sluice.yaml")
+	if err := os.WriteFile(r.config, []byte("admin_listen: "+r.admin+"\ndata_dir: "+r.dir+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cfg.Upstreams = []gateway.Upstream{{Name: "demo", URL: "http://" + ln.Addr().String() + "/mcp"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/sluicehq/sluice/inventory"
@@ -94,12 +93,15 @@ func runInventory(ctx context.Context, args []string, out io.Writer) error {
 		pos, rest = append(pos, rest[0]), rest[1:]
 	}
 	fs := flag.NewFlagSet("inventory", flag.ContinueOnError)
-	admin := fs.String("admin", "http://127.0.0.1:8081", "admin API base URL (the gateway's admin_listen)")
-	token := fs.String("token", os.Getenv("SLUICE_ADMIN_TOKEN"), "admin bearer token (default $SLUICE_ADMIN_TOKEN)")
+	ac := adminFlags(fs)
 	if err := fs.Parse(rest); err != nil {
 		return err
 	}
-	base := strings.TrimRight(*admin, "/") + "/admin/inventory"
+	admin, token, err := ac.resolve()
+	if err != nil {
+		return err
+	}
+	base := admin + "/admin/inventory"
 	need := func(n int) error {
 		if len(pos) < n {
 			return fmt.Errorf("inventory %s: want an upstream name", verb)
@@ -109,14 +111,14 @@ func runInventory(ctx context.Context, args []string, out io.Writer) error {
 	var res map[string]any
 	switch verb {
 	case "list":
-		if err := adminCall(ctx, http.MethodGet, base, *token, nil, &res); err != nil {
+		if err := adminCall(ctx, http.MethodGet, base, token, nil, &res); err != nil {
 			return err
 		}
 	case "diff":
 		if err := need(1); err != nil {
 			return err
 		}
-		if err := adminCall(ctx, http.MethodGet, base+"/"+pos[0]+"/diff", *token, nil, &res); err != nil {
+		if err := adminCall(ctx, http.MethodGet, base+"/"+pos[0]+"/diff", token, nil, &res); err != nil {
 			return err
 		}
 		fmt.Fprint(out, res["text"])
@@ -125,7 +127,7 @@ func runInventory(ctx context.Context, args []string, out io.Writer) error {
 		if err := need(1); err != nil {
 			return err
 		}
-		if err := adminCall(ctx, http.MethodPost, base+"/"+pos[0]+"/pin", *token, nil, &res); err != nil {
+		if err := adminCall(ctx, http.MethodPost, base+"/"+pos[0]+"/pin", token, nil, &res); err != nil {
 			return err
 		}
 	case "approve":
@@ -137,7 +139,7 @@ func runInventory(ctx context.Context, args []string, out io.Writer) error {
 			tool = pos[1]
 		}
 		body, _ := json.Marshal(map[string]string{"tool": tool})
-		if err := adminCall(ctx, http.MethodPost, base+"/"+pos[0]+"/approve", *token, body, &res); err != nil {
+		if err := adminCall(ctx, http.MethodPost, base+"/"+pos[0]+"/approve", token, body, &res); err != nil {
 			return err
 		}
 	default:

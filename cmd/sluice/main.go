@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,31 +27,14 @@ import (
 
 var _ intercept.ToolsObserver = (*inventory.Inventory)(nil)
 
-// bearer requires "Authorization: Bearer token" when token is set.
-func bearer(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
-	}
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			fmt.Fprintln(w, `{"error":"missing or wrong bearer token"}`)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 const usage = `usage:
   sluice serve [--config sluice.yaml] [--listen addr]
   sluice wrap  [--config sluice.yaml] -- command [args...]
   sluice wrap  [--config sluice.yaml] --url http://host/mcp
   sluice demo  [--listen addr]
-  sluice approvals list|approve|decline [ID] [--admin http://127.0.0.1:8081] [--by NAME]
+  sluice approvals list|approve|decline [ID] [--config sluice.yaml | --admin URL --token T] [--by NAME]
   sluice policy validate FILE | test DIR | explain --policy FILE --tool NAME [--args JSON] [--history t1,t2] [--agent A]
-  sluice inventory list|diff|pin|approve [UPSTREAM [TOOL]] [--admin URL]
+  sluice inventory list|diff|pin|approve [UPSTREAM [TOOL]] [--config sluice.yaml | --admin URL --token T]
   sluice events query|tail|export [--config f | --db path] [--agent A] [--tool T] [--decision D] [--since T] [--json]
   sluice replay --events DB|JSONL --policy FILE [--json]
   sluice bench [flags]
@@ -139,7 +121,9 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 	opts.Tracer = gv.tp.Tracer()
 	opts.Metrics = gv.tp.Metrics()
 	opts.OnSessionEnd = gv.sessionEnded
-	opts.Approver = gv.approvals // clients that can elicit approve held calls themselves
+	if cfg.Approvals.ClientMayAnswer {
+		opts.Approver = gv.approvals // clients that can elicit approve held calls themselves
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
@@ -155,12 +139,17 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	if cfg.AdminListen != "" {
+		h, err := adminHandler(cfg, gv, logger)
+		if err != nil {
+			srv.Close()
+			return err
+		}
 		aln, err := net.Listen("tcp", cfg.AdminListen)
 		if err != nil {
 			srv.Close()
 			return fmt.Errorf("admin_listen: %w", err)
 		}
-		admin := &http.Server{Handler: bearer(cfg.AdminToken, gv.admin()), ReadHeaderTimeout: 10 * time.Second}
+		admin := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := admin.Serve(aln); !errors.Is(err, http.ErrServerClosed) {
 				errc <- err

@@ -49,7 +49,11 @@ func runWrap(ctx context.Context, args []string) error {
 	defer gv.close()
 	if cfg.AdminListen != "" {
 		// Approvals and inventory reviews need the admin API here too.
-		admin := &http.Server{Addr: cfg.AdminListen, Handler: bearer(cfg.AdminToken, gv.admin()), ReadHeaderTimeout: 10 * time.Second}
+		h, err := adminHandler(cfg, gv, logger)
+		if err != nil {
+			return err
+		}
+		admin := &http.Server{Addr: cfg.AdminListen, Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		go admin.ListenAndServe()
 		defer admin.Close()
 	}
@@ -58,7 +62,9 @@ func runWrap(ctx context.Context, args []string) error {
 	opts.Tracer = gv.tp.Tracer()
 	opts.Metrics = gv.tp.Metrics()
 	opts.OnSessionEnd = gv.sessionEnded
-	opts.Approver = gv.approvals // clients that can elicit approve held calls themselves
+	if cfg.Approvals.ClientMayAnswer {
+		opts.Approver = gv.approvals // clients that can elicit approve held calls themselves
+	}
 	g, err := gateway.New(opts, gv.ic, logger)
 	if err != nil {
 		return err

@@ -34,18 +34,29 @@ func TestWrap(t *testing.T) {
 			t.Fatalf("building %s: %v\n%s", b.pkg, err, out)
 		}
 	}
-	cfg := filepath.Join(dir, "sluice.yaml")
-	os.WriteFile(cfg, []byte("data_dir: "+filepath.Join(dir, "data")+"\nclassifier: {provider: off}\n"+
-		"policy: {default: allow, deny: [send_email], require_approval: [add], result_mode: tool_result}\n"), 0o600)
+	base := "data_dir: " + filepath.Join(dir, "data") + "\nclassifier: {provider: off}\n" +
+		"policy: {default: allow, deny: [send_email], require_approval: [add], result_mode: tool_result}\n"
+	// Asking the client's user is the operator's choice; by default the
+	// held call waits for `sluice approvals`.
+	operatorOnly, clientAnswers := filepath.Join(dir, "operator.yaml"), filepath.Join(dir, "client.yaml")
+	os.WriteFile(operatorOnly, []byte(base), 0o600)
+	os.WriteFile(clientAnswers, []byte(base+"approvals: {client_may_answer: true}\n"), 0o600)
 	for _, tc := range []struct {
 		name, version string
 		approve       bool
+		operatorOnly  bool
 	}{
-		{"2026 approve", "", true},
-		{"2026 decline", "", false},
-		{"2025 approve", mcp.ProtocolVersion20251125, true},
-		{"2025 decline", mcp.ProtocolVersion20251125, false},
+		{"2026 approve", "", true, false},
+		{"2026 decline", "", false, false},
+		{"2025 approve", mcp.ProtocolVersion20251125, true, false},
+		{"2025 decline", mcp.ProtocolVersion20251125, false, false},
+		{"2026 operator only", "", true, true},
+		{"2025 operator only", mcp.ProtocolVersion20251125, true, true},
 	} {
+		cfg := clientAnswers
+		if tc.operatorOnly {
+			cfg = operatorOnly
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			var asked int
 			opts := []client.ClientOption{client.WithElicitationHandler(elicitFunc(func(_ context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
@@ -78,6 +89,12 @@ func TestWrap(t *testing.T) {
 			res, err = c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}}})
 			if err != nil {
 				t.Fatalf("add: %v", err)
+			}
+			if tc.operatorOnly {
+				if asked != 0 || !res.IsError || !strings.Contains(text(res), "approval") {
+					t.Errorf("operator only: user asked %d times, got %+v; want no question and approval_required", asked, res)
+				}
+				return
 			}
 			if asked != 1 {
 				t.Errorf("user asked %d times, want once", asked)

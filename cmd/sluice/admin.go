@@ -1,0 +1,193 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice/approval"
+)
+
+// adminTokenFile holds the admin token generated when admin_token is not
+// set, in the data directory.
+const adminTokenFile = "admin.token"
+
+// adminGuard protects the admin listener. Every request must name an
+// allowed Host and, from a browser, an allowed Origin (DNS rebinding);
+// must carry the bearer token (except /metrics when the token was
+// generated rather than configured, so a scraper set up without one keeps
+// working); and a request that changes state must be JSON, which a
+// cross-origin page cannot send without a CORS preflight the admin API
+// never answers (CSRF).
+type adminGuard struct {
+	token          string
+	openMetrics    bool
+	hosts, origins []string
+}
+
+func (a *adminGuard) wrap(next http.Handler) http.Handler {
+	want := []byte("Bearer " + a.token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case !hostAllowed(a.hosts, r.Host):
+			adminError(w, http.StatusForbidden, "host "+r.Host+" is not allowed (see admin_allowed_hosts)")
+		case !originAllowed(a.origins, r.Header.Get("Origin")):
+			adminError(w, http.StatusForbidden, "origin "+r.Header.Get("Origin")+" is not allowed (see admin_allowed_origins)")
+		case !(a.openMetrics && r.URL.Path == "/metrics") &&
+			subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1:
+			adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		case r.Method != http.MethodGet && r.Method != http.MethodHead && !approval.IsJSON(r):
+			adminError(w, http.StatusUnsupportedMediaType, "send JSON with Content-Type: application/json")
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+func adminError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "{\"error\":%q}\n", msg)
+}
+
+// adminHandler is the admin API of gv behind its guard, with the token
+// from the config or, failing that, from (or newly generated into) the
+// data directory.
+func adminHandler(cfg *config, gv *governance, logger *slog.Logger) (http.Handler, error) {
+	a := &adminGuard{token: cfg.AdminToken, hosts: cfg.AdminAllowedHosts, origins: cfg.AdminAllowedOrigins}
+	if a.token == "" {
+		dir, err := cfg.dataDir()
+		if err != nil {
+			return nil, err
+		}
+		if a.token, err = loadOrCreateToken(filepath.Join(dir, adminTokenFile), logger); err != nil {
+			return nil, fmt.Errorf("admin_token: %w", err)
+		}
+		a.openMetrics = true
+	}
+	if host, _, _ := net.SplitHostPort(cfg.AdminListen); !isLoopback(host) && len(a.hosts) == 0 {
+		logger.Warn("admin API listening beyond loopback with no admin_allowed_hosts: Host header checks are off (the token is still required)", "admin_listen", cfg.AdminListen)
+		a.hosts = []string{"*"}
+	}
+	return a.wrap(gv.admin()), nil
+}
+
+// loadOrCreateToken reads the admin token from path or, the first time,
+// generates one there (mode 0600) and prints it once.
+func loadOrCreateToken(path string, logger *slog.Logger) (string, error) {
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		logger.Info("admin API token read from the data directory", "file", path)
+		return strings.TrimSpace(string(b)), nil
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	tok := base64.RawURLEncoding.EncodeToString(b[:])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	logger.Warn("admin_token is not set: generated an admin API token, stored in the data directory; "+
+		"`sluice approvals` and `sluice inventory` read it with --config (or pass --token / $SLUICE_ADMIN_TOKEN); "+
+		"other clients send Authorization: Bearer <token>", "file", path, "token", tok)
+	return tok, nil
+}
+
+func hostAllowed(allowed []string, hostport string) bool {
+	h := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	return isLoopbackName(h) || slices.Contains(allowed, "*") ||
+		slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(a, h) || strings.EqualFold(a, hostport) })
+}
+
+func originAllowed(allowed []string, o string) bool {
+	if o == "" {
+		return true // not a browser
+	}
+	if slices.Contains(allowed, "*") || slices.Contains(allowed, o) {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackName(u.Hostname())
+}
+
+func isLoopbackName(h string) bool {
+	return isLoopback(h) || strings.HasSuffix(h, ".localhost")
+}
+
+// adminClient is what `sluice approvals` and `sluice inventory` need to
+// reach the admin API: its address and token, from flags, the
+// environment or the gateway's config.
+type adminClient struct {
+	admin, token, config *string
+}
+
+func adminFlags(fs *flag.FlagSet) *adminClient {
+	return &adminClient{
+		admin:  fs.String("admin", "", "admin API base URL (default: the config's admin_listen, else http://127.0.0.1:8081)"),
+		token:  fs.String("token", "", "admin bearer token (default $SLUICE_ADMIN_TOKEN, else the config's admin_token, else the token the gateway generated in its data_dir)"),
+		config: fs.String("config", "", "the gateway's config file, to find admin_listen and the token (default sluice.yaml if present)"),
+	}
+}
+
+// resolve returns the admin API base URL and the token.
+func (c *adminClient) resolve() (base, token string, err error) {
+	base, token = *c.admin, *c.token
+	if token == "" {
+		token = os.Getenv("SLUICE_ADMIN_TOKEN")
+	}
+	path := *c.config
+	if path == "" {
+		if _, err := os.Stat("sluice.yaml"); err == nil {
+			path = "sluice.yaml"
+		}
+	}
+	var cfg *config
+	if path != "" && (base == "" || token == "") {
+		if cfg, err = loadConfig(path); err != nil {
+			return "", "", err
+		}
+	} else if token == "" {
+		cfg = &config{} // the default data directory
+	}
+	if base == "" {
+		base = "http://127.0.0.1:8081"
+		if cfg != nil && cfg.AdminListen != "" {
+			base = "http://" + cfg.AdminListen
+		}
+	}
+	if token == "" && cfg != nil {
+		token = cfg.AdminToken
+		if token == "" {
+			if dir, derr := cfg.dataDirPath(); derr == nil {
+				if b, rerr := os.ReadFile(filepath.Join(dir, adminTokenFile)); rerr == nil {
+					token = strings.TrimSpace(string(b))
+				}
+			}
+		}
+	}
+	return strings.TrimRight(base, "/"), token, nil
+}
