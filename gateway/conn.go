@@ -31,6 +31,9 @@ type relay struct {
 	// admit, if set, counts the connection against the agent its
 	// initialize names, or refuses it (limits.go).
 	admit func(agent string) error
+	// principal, if not "", is the authenticated agent of the connection,
+	// whatever its initialize or _meta say (principal.go).
+	principal string
 
 	// Writes to either side come from more than one goroutine (the two
 	// pumps, approval questions); a Conn takes one writer at a time.
@@ -63,7 +66,11 @@ func (r *relay) toUpstream(ctx context.Context, b []byte) error {
 func (r *relay) callContext() intercept.CallContext {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, Agent: r.agent, ProtocolVersion: r.version}
+	cc := intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, Agent: r.agent, ProtocolVersion: r.version}
+	if r.principal != "" {
+		cc.ClientName, cc.Agent = r.agent, r.principal
+	}
+	return cc
 }
 
 func (r *relay) run(ctx context.Context) error {

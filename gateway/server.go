@@ -315,6 +315,7 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 	if adm != nil {
 		rl.admit = adm.lease.bindAgent
 	}
+	rl.principal, _ = principalAgent(ctx)
 	err = rl.run(ctx)
 	g.log.Debug("session ended", "upstream", rt.up.Name, "session", id, "err", err)
 	return err

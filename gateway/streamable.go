@@ -60,6 +60,9 @@ type exchange struct {
 	body    []byte
 	version string
 	agent   string
+	// clientName is the name the client gave itself when agent is the
+	// authenticated principal instead.
+	clientName string
 	// answer is the user's answer to the gateway's approval question that
 	// arrived with this (2026-07-28) call and was removed from it.
 	answer *approvalAnswer
@@ -72,7 +75,7 @@ type exchange struct {
 
 // callContext is what the interceptor is told about x.
 func (x *exchange) callContext() intercept.CallContext {
-	cc := intercept.CallContext{Upstream: x.rt.up.Name, Target: x.rt.up.target(), Agent: x.agent, ProtocolVersion: x.version}
+	cc := intercept.CallContext{Upstream: x.rt.up.Name, Target: x.rt.up.target(), Agent: x.agent, ProtocolVersion: x.version, ClientName: x.clientName}
 	if x.sess != nil {
 		cc.SessionID = x.sess.id
 	}
@@ -120,7 +123,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		firstID = msgs[0].ID
 	}
 	if sid := r.Header.Get(hdrSession); sid != "" {
-		if x.sess = g.sessions.get(sid, rt.up.Name); x.sess == nil {
+		if x.sess = g.sessions.get(sid, rt.up.Name); x.sess == nil || !x.sess.ownedBy(r.Context()) {
 			writeJSONRPCError(w, http.StatusNotFound, firstID, &intercept.WireError{Code: intercept.CodeInvalidRequest,
 				Message: "session not found: it ended or belongs to another route; start a new session with initialize"})
 			return
@@ -220,6 +223,9 @@ func (g *Gateway) classify(r *http.Request, x *exchange) error {
 	if h := g.opts.AgentHeader; h != "" && r.Header.Get(h) != "" {
 		x.agent = r.Header.Get(h)
 	}
+	if a, ok := principalAgent(r.Context()); ok {
+		x.clientName, x.agent = x.agent, a
+	}
 
 	hm, hasMethod := r.Header.Get(hdrMethod), r.Header.Get(hdrMethod) != ""
 	hn, hasName := r.Header.Get(hdrName), len(r.Header.Values(hdrName)) > 0
@@ -287,11 +293,15 @@ func decodeHeaderValue(v string) (string, bool) {
 }
 
 // hopHeaders are not forwarded in either direction (RFC 9110 §7.6.1), nor
-// are the headers the gateway rewrites.
+// are the headers the gateway rewrites. Nor is Authorization, ever: an
+// agent's credential is for the gateway (with auth: configured) or for no
+// one, and passing it through would hand an upstream a token whose
+// audience is not that upstream (MCP's "token passthrough"); an upstream's
+// own credentials go in upstreams[].headers.
 var hopHeaders = map[string]bool{
 	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
 	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Content-Length": true, "Host": true, hdrSession: true, "Accept-Encoding": true,
+	"Content-Length": true, "Host": true, hdrSession: true, "Accept-Encoding": true, "Authorization": true,
 }
 
 func copyHeaders(dst, src http.Header) {
@@ -606,7 +616,7 @@ func (g *Gateway) requireSession(w http.ResponseWriter, r *http.Request, rt *rou
 		return nil, true
 	}
 	sess := g.sessions.get(sid, rt.up.Name)
-	if sess == nil {
+	if sess == nil || !sess.ownedBy(r.Context()) {
 		writeJSONRPCError(w, http.StatusNotFound, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
 			Message: "session not found: it ended or belongs to another route; start a new session with initialize"})
 		return nil, false
