@@ -43,11 +43,12 @@ type principal struct {
 
 // claim is what a request says about who sends it.
 type claim struct {
-	header     string // the agent header's value; "" when absent or none is configured
-	client     string // the client's own name, from initialize or _meta; "" when it gives none
-	version    string // the protocol version its _meta declares; "" for none
-	initialize bool   // it holds an initialize request
-	requests   bool   // it holds a request at all (notifications and responses claim nothing)
+	header        string // the authenticated principal's id, else the agent header's value; "" when absent or none is configured
+	authenticated bool   // header is the authenticated principal's id (principal.go), not a header's value
+	client        string // the client's own name, from initialize or _meta; "" when it gives none
+	version       string // the protocol version its _meta declares; "" for none
+	initialize    bool   // it holds an initialize request
+	requests      bool   // it holds a request at all (notifications and responses claim nothing)
 }
 
 // principal is the principal a session or connection started by c gets.
@@ -69,11 +70,19 @@ type identifier struct {
 // HTTP request that carried msgs or, for /ws and /sse, opened their
 // connection (nil for stdio); msgs are the messages it carries (none for
 // a GET or DELETE). The client's name and protocol version are read from
-// requests only. An authenticated principal (OAuth, mTLS), when the
-// gateway has one, belongs here too.
+// requests only. An authenticated principal (API key, JWT, mTLS: the
+// auth middleware puts it in the request's context) stands in for the
+// header, and wins over it.
 func (id identifier) identify(r *http.Request, msgs []*intercept.Message) (claim, error) {
 	var c claim
-	if id.header != "" && r != nil {
+	if r != nil {
+		if p, ok := principalAgent(r.Context()); ok {
+			// Authenticated: the principal is who the request is from,
+			// whatever a header or the client says.
+			c.header, c.authenticated = p, true
+		}
+	}
+	if id.header != "" && r != nil && !c.authenticated {
 		vs := r.Header.Values(id.header)
 		if len(vs) > 1 {
 			return c, invalid(fmt.Sprintf("the %s header names the agent and must appear once; it appears %d times", id.header, len(vs)))
@@ -82,7 +91,7 @@ func (id identifier) identify(r *http.Request, msgs []*intercept.Message) (claim
 			c.header = vs[0]
 		}
 	}
-	if id.required && c.header == "" {
+	if id.required && c.header == "" && !c.authenticated {
 		return c, invalid(fmt.Sprintf("the %s header is required: it names the agent making the request", id.header))
 	}
 	for _, m := range msgs {

@@ -368,6 +368,9 @@ func (g *Gateway) admitConn(w http.ResponseWriter, r *http.Request, rt *route, k
 	if h := g.opts.AgentHeader; h != "" {
 		agent = r.Header.Get(h)
 	}
+	if a, ok := principalAgent(r.Context()); ok {
+		agent = a
+	}
 	l, err := g.limits.admit(string(kind), agent, clientAddr(r))
 	if err != nil {
 		le, _ := asLimitError(err)

@@ -61,6 +61,9 @@ type exchange struct {
 	version string
 	agent   string
 	owner   principal // of the session, or of the session this exchange may start
+	// clientName is the name the client gave itself when agent is the
+	// authenticated principal instead.
+	clientName string
 	// answer is the user's answer to the gateway's approval question that
 	// arrived with this (2026-07-28) call and was removed from it.
 	answer *approvalAnswer
@@ -73,7 +76,7 @@ type exchange struct {
 
 // callContext is what the interceptor is told about x.
 func (x *exchange) callContext() intercept.CallContext {
-	cc := intercept.CallContext{Upstream: x.rt.up.Name, Target: x.rt.up.target(), Agent: x.agent, ProtocolVersion: x.version}
+	cc := intercept.CallContext{Upstream: x.rt.up.Name, Target: x.rt.up.target(), Agent: x.agent, ProtocolVersion: x.version, ClientName: x.clientName}
 	if x.sess != nil {
 		cc.SessionID = x.sess.id
 	}
@@ -140,6 +143,9 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		}
 	}
 	x.agent = x.owner.agent
+	if c.authenticated {
+		x.clientName = c.client
+	}
 	if err := g.classify(r, x); err != nil {
 		writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
 		return
@@ -296,11 +302,15 @@ func decodeHeaderValue(v string) (string, bool) {
 }
 
 // hopHeaders are not forwarded in either direction (RFC 9110 §7.6.1), nor
-// are the headers the gateway rewrites.
+// are the headers the gateway rewrites. Nor is Authorization, ever: an
+// agent's credential is for the gateway (with auth: configured) or for no
+// one, and passing it through would hand an upstream a token whose
+// audience is not that upstream (MCP's "token passthrough"); an upstream's
+// own credentials go in upstreams[].headers.
 var hopHeaders = map[string]bool{
 	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
 	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Content-Length": true, "Host": true, hdrSession: true, "Accept-Encoding": true,
+	"Content-Length": true, "Host": true, hdrSession: true, "Accept-Encoding": true, "Authorization": true,
 }
 
 func copyHeaders(dst, src http.Header) {

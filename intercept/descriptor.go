@@ -36,8 +36,15 @@ type ActionDescriptor struct {
 	// Upstream is the configured name of the upstream the call is bound for.
 	Upstream string `json:"upstream"`
 	// Agent is the calling agent's identity as far as it is known: the
-	// client's name from initialize or _meta until authentication exists.
+	// authenticated principal's ID when there is one, else the client's
+	// name from initialize, _meta or the agent header.
 	Agent string `json:"agent,omitempty"`
+	// Principal is the authenticated caller (auth: section), visible to
+	// policy conditions as principal.*; nil without authentication.
+	Principal *Principal `json:"principal,omitempty"`
+	// ClientName is the name the client gave itself when Agent is an
+	// authenticated principal's ID that differs from it; it names nothing.
+	ClientName string `json:"client_name,omitempty"`
 	// CallID is the JSON-RPC id of the tools/call, as raw JSON.
 	CallID jsontext.Value `json:"call_id,omitempty"`
 	// ProtocolVersion is the MCP version the call was made under.

@@ -21,6 +21,12 @@ type CallContext struct {
 	SessionID       string // the gateway's session id, if any
 	Agent           string // agent identity as far as known
 	ProtocolVersion string // negotiated or declared MCP version
+	// Principal is the authenticated caller, nil when there is none; the
+	// interceptor falls back to [PrincipalFrom] the call's context.
+	Principal *Principal
+	// ClientName is the name the client gives itself when Agent is the
+	// principal's ID instead; "" when unknown or the same.
+	ClientName string
 }
 
 // ToolsObserver receives every tools/list result an upstream returns, after
@@ -141,6 +147,9 @@ func refuseUngoverned(m *Message) []byte {
 
 // decide builds m's descriptor and asks the Decider, telling OnDecision.
 func (i *Interceptor) decide(ctx context.Context, m *Message, cc CallContext) (*ActionDescriptor, Decision) {
+	if cc.Principal == nil {
+		cc.Principal = PrincipalFrom(ctx)
+	}
 	d := i.Descriptor(m, cc)
 	dec := Decide(ctx, i.Decider, d)
 	if i.OnDecision != nil && dec.Verdict != Allow {
@@ -257,6 +266,16 @@ func (i *Interceptor) Descriptor(m *Message, cc CallContext) *ActionDescriptor {
 		Agent:           cc.Agent,
 		CallID:          m.ID,
 		ProtocolVersion: cc.ProtocolVersion,
+		Principal:       cc.Principal,
+		ClientName:      cc.ClientName,
+	}
+	if p := cc.Principal; p != nil && p.ID != d.Agent {
+		// The principal is the agent, whichever transport built cc; a
+		// different name the client gave is kept aside.
+		if d.ClientName == "" {
+			d.ClientName = d.Agent
+		}
+		d.Agent = p.ID
 	}
 	if d.Parameters == nil {
 		d.Parameters = jsontext.Value("{}")
@@ -383,7 +402,7 @@ func visible(ctx context.Context, tf ToolFilter, tool jsontext.Value, cc CallCon
 			ok = true
 		}
 	}()
-	return tf.Visible(ctx, &ActionDescriptor{
+	d := &ActionDescriptor{
 		Method:          "tools/call",
 		ToolName:        t.Name,
 		ToolDescription: t.Description,
@@ -394,7 +413,19 @@ func visible(ctx context.Context, tf ToolFilter, tool jsontext.Value, cc CallCon
 		Upstream:        cc.Upstream,
 		Agent:           cc.Agent,
 		ProtocolVersion: cc.ProtocolVersion,
-	})
+		Principal:       principalOf(ctx, cc),
+	}
+	if d.Principal != nil {
+		d.Agent = d.Principal.ID
+	}
+	return tf.Visible(ctx, d)
+}
+
+func principalOf(ctx context.Context, cc CallContext) *Principal {
+	if cc.Principal != nil {
+		return cc.Principal
+	}
+	return PrincipalFrom(ctx)
 }
 
 // WantsResults reports whether tools/call results should be handed to

@@ -13,6 +13,8 @@ import (
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // A rule's `when` is a CEL expression, type-checked and planned at load
@@ -25,6 +27,9 @@ import (
 //	session         string            the session id
 //	classes         list(string)      the tool's classes
 //	classification  map(string, dyn)  the classifier's advice (descriptor.Classification); empty without one
+//	principal       map(string, dyn)  the authenticated caller: id, method (api_key, jwt, mtls),
+//	                                  client_name and claims (a JWT's claims, map(string, dyn));
+//	                                  without authentication id and method are "" and claims is empty
 //
 // Arguments are decoded strictly: duplicate object names and invalid UTF-8
 // are errors (an upstream might read the other duplicate), escapes such as
@@ -50,6 +55,7 @@ func newCELEnv() (*cel.Env, error) {
 		cel.Variable("session", cel.StringType),
 		cel.Variable("classes", cel.ListType(cel.StringType)),
 		cel.Variable("classification", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("principal", cel.MapType(cel.StringType, cel.DynType)),
 		cel.CrossTypeNumericComparisons(true),
 		ext.Strings(),
 	)
@@ -104,6 +110,7 @@ type activation struct {
 	tool, upstream, agent, session string
 	classes                        []string
 	classification                 map[string]any
+	principal                      *intercept.Principal
 }
 
 var emptyMap = map[string]any{}
@@ -130,11 +137,27 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			return emptyMap, true
 		}
 		return a.classification, true
+	case "principal":
+		return principalVar(a.principal), true
 	}
 	return nil, false
 }
 
 func (a *activation) Parent() interpreter.Activation { return nil }
+
+// principalVar is the principal variable of a condition: its keys are
+// always there, empty without authentication, so `principal.method ==
+// "jwt"` is false rather than an error when no one authenticated.
+func principalVar(p *intercept.Principal) map[string]any {
+	if p == nil {
+		return map[string]any{"id": "", "method": "", "client_name": "", "claims": emptyMap}
+	}
+	claims := p.Claims
+	if claims == nil {
+		claims = emptyMap
+	}
+	return map[string]any{"id": p.ID, "method": p.Method, "client_name": p.ClientName, "claims": claims}
+}
 
 func (c *condition) eval(ctx context.Context, a *activation) (bool, error) {
 	var out ref.Val

@@ -59,6 +59,11 @@ type PolicyEnforcement struct {
 	ProtocolVersion         string `json:"protocol_version,omitempty"`
 	// TraceID links the event to the call's trace.
 	TraceID string `json:"trace_id,omitempty"`
+	// AuthMethod is how the agent authenticated (api_key, jwt, mtls);
+	// empty when identity is self-declared. ClientName is the name the
+	// client gave itself when it differs from the authenticated agent.
+	AuthMethod string `json:"auth_method,omitempty"`
+	ClientName string `json:"client_name,omitempty"`
 	// Arguments are the call's arguments as [Redactor.Arguments] left
 	// them: a hash, and the redacted value only if configured.
 	Arguments
@@ -108,6 +113,8 @@ func (p PolicyEnforcement) attrs(a attrSink) {
 	a.str("boundary_declared", p.BoundaryDeclared)
 	a.str("protocol_version", p.ProtocolVersion)
 	a.str("trace_id", p.TraceID)
+	a.str("auth_method", p.AuthMethod)
+	a.str("client_name", p.ClientName)
 	a.str("arguments_sha256", p.SHA256)
 	if p.Value != nil {
 		a.value("arguments", p.Value)

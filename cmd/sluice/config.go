@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicehq/sluice/auth"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/telemetry"
 
@@ -104,6 +107,100 @@ type config struct {
 	// MaxInflightBodyBytes bounds the request body bytes held at once
 	// across all clients (default 16 × max_body_bytes).
 	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
+	// Auth authenticates every request on the agents' listener (see
+	// package auth). Absent: the agent is whoever the client says it is,
+	// which serve allows on a loopback listen address only; mode none
+	// says so explicitly for any address.
+	Auth *auth.Config `yaml:"auth"`
+	// TLS serves the agents' listener over HTTPS; client_ca_file also
+	// asks for client certificates (needed by auth mode mtls).
+	TLS *tlsConfig `yaml:"tls"`
+}
+
+// tlsConfig is the `tls:` section of the agents' listener.
+type tlsConfig struct {
+	// CertFile and KeyFile are the server's certificate chain and key
+	// (PEM), both required.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ClientCAFile, if set, is a PEM bundle of the CAs client
+	// certificates are verified against. A certificate is then required
+	// when mtls is the only auth mode, and verified when given otherwise.
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// checkAuth validates the auth: and tls: sections.
+func (c *config) checkAuth() error {
+	if c.Auth != nil {
+		if err := c.Auth.Validate(); err != nil {
+			return err
+		}
+		if c.Auth.Mode.Has(auth.ModeMTLS) && (c.TLS == nil || c.TLS.ClientCAFile == "") {
+			return errors.New("auth.mode: mtls needs client certificates; set tls: {cert_file, key_file, client_ca_file}")
+		}
+	}
+	if t := c.TLS; t != nil {
+		if t.CertFile == "" || t.KeyFile == "" {
+			return errors.New("tls: set both cert_file and key_file (PEM), or remove tls:")
+		}
+		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+			return fmt.Errorf("tls.cert_file/key_file: %w", err)
+		}
+		if t.ClientCAFile != "" {
+			if _, err := t.clientCAs(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (t *tlsConfig) clientCAs() (*x509.CertPool, error) {
+	b, err := os.ReadFile(t.ClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls.client_ca_file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("tls.client_ca_file: %s holds no PEM certificate; give the CA bundle client certificates are issued by", t.ClientCAFile)
+	}
+	return pool, nil
+}
+
+// serverTLS is the listener's TLS configuration, nil without tls:.
+func (c *config) serverTLS() (*tls.Config, error) {
+	t := c.TLS
+	if t == nil {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls.cert_file/key_file: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if t.ClientCAFile != "" {
+		if tc.ClientCAs, err = t.clientCAs(); err != nil {
+			return nil, err
+		}
+		tc.ClientAuth = tls.VerifyClientCertIfGiven
+		if c.Auth != nil && len(c.Auth.Mode) == 1 && c.Auth.Mode.Has(auth.ModeMTLS) {
+			tc.ClientAuth = tls.RequireAndVerifyClientCert
+		}
+	}
+	return tc, nil
+}
+
+// keyFile is the API key file: auth.api_keys.file, or agent_keys.json in
+// the data directory.
+func (c *config) keyFile() (string, error) {
+	if c.Auth != nil && c.Auth.APIKeys.File != "" {
+		return c.Auth.APIKeys.File, nil
+	}
+	dir, err := c.dataDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "agent_keys.json"), nil
 }
 
 // checkLimits reports the first resource limit that cannot work, naming
@@ -354,11 +451,18 @@ func parseConfig(path string, b []byte) (*config, error) {
 		}
 	}
 	c.AdminToken = expand(c.AdminToken)
+	if c.Auth != nil {
+		c.Auth.APIKeys.File = expand(c.Auth.APIKeys.File)
+		c.Auth.JWT.JWKSURL = expand(c.Auth.JWT.JWKSURL)
+	}
 	c.DataDir = expand(c.DataDir)
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s: environment variables %v are referenced but not set", path, missing)
 	}
 	if err := c.checkLimits(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.checkAuth(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if c.PolicyFile != "" && !c.Policy.IsZero() {

@@ -4,13 +4,16 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/auth"
 	"github.com/sluicehq/sluice/classifier"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/govern"
@@ -31,6 +34,7 @@ type recorder struct {
 	// forwarded wrote (sync: commit), so that decision does not write it
 	// again; decision removes them.
 	recorded sync.Map
+	authSec, authCount atomic.Int64 // the second and the count of authFailure events in it
 }
 
 func (r *recorder) append(ev telemetry.Event) {
@@ -93,6 +97,7 @@ func (r *recorder) enforcement(d *intercept.ActionDescriptor, dc intercept.Decis
 		Latency: latency, ToolInventoryHash: d.ToolInventoryHash, TargetEndpoint: d.TargetEndpoint,
 		CapabilityClassDeclared: d.CapabilityClassDeclared, ActionTypeDeclared: d.ActionTypeDeclared, BoundaryDeclared: d.BoundaryDeclared,
 		ProtocolVersion: d.ProtocolVersion, Arguments: r.redact.Arguments(d.Parameters),
+		AuthMethod: authMethod(d), ClientName: d.ClientName,
 	}
 }
 
@@ -132,6 +137,36 @@ func (l *lossReport) lost(n int, err error) {
 		l.unlogged, l.logged = 0, now
 	}
 }
+
+func authMethod(d *intercept.ActionDescriptor) string {
+	if d.Principal == nil {
+		return ""
+	}
+	return d.Principal.Method
+}
+
+// authFailure records a request the authentication middleware refused,
+// at most authEventsPerSecond a second: a flood of bad tokens must not
+// fill the audit queue that decisions wait on. The rest are counted in a
+// log line.
+func (r *recorder) authFailure(req *http.Request, f *auth.Failure) {
+	now := time.Now().Unix()
+	if sec := r.authSec.Load(); sec != now && r.authSec.CompareAndSwap(sec, now) {
+		if n := r.authCount.Swap(0); n > authEventsPerSecond {
+			r.log.Warn("authentication failures not recorded as events (over the per-second cap)", "count", n-authEventsPerSecond)
+		}
+	}
+	if r.authCount.Add(1) > authEventsPerSecond {
+		return
+	}
+	r.log.Info("request refused: authentication failed", "path", req.URL.Path, "client", req.RemoteAddr, "status", f.Status, "error", f.Code, "reason", f.Desc)
+	r.append(telemetry.Event{Type: "sluice.auth_failure", Time: time.Now(), Attrs: map[string]any{
+		"status": f.Status, "error": f.Code, "method": f.Method, "reason": f.Desc, "path": req.URL.Path, "client": req.RemoteAddr,
+	}})
+}
+
+// authEventsPerSecond caps the sluice.auth_failure events of a second.
+const authEventsPerSecond = 50
 
 func (r *recorder) advice(a *govern.Advice, provider string, profile classifier.Profile) {
 	d, v := a.Descriptor, a.Verdict

@@ -35,6 +35,7 @@ type governance struct {
 	inv       *inventory.Inventory
 	approvals *approval.Store
 	tp        *telemetry.Provider
+	rec       *recorder
 	closers   []func()
 }
 
@@ -89,6 +90,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		go reportMemory(pctx, local, tp.Metrics())
 	}
 	rec := &recorder{redact: cfg.Audit.Redactor, metrics: tp.Metrics(), log: logger}
+	gv.rec = rec
 	if !cfg.Audit.Off {
 		loss := &lossReport{log: logger, metrics: tp.Metrics(), deny: cfg.Audit.OnFailure == auditDeny}
 		store, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{Depth: tp.Metrics(), Retention: cfg.Audit.Retention,

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicehq/sluice/auth"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/inventory"
@@ -35,6 +37,7 @@ const usage = `usage:
   sluice approvals list|approve|decline [ID] [--config sluice.yaml | --admin URL --token T] [--by NAME]
   sluice policy validate FILE | test DIR | explain --policy FILE --tool NAME [--args JSON] [--history t1,t2] [--agent A]
   sluice inventory list|diff|pin|approve [UPSTREAM [TOOL]] [--config sluice.yaml | --admin URL --token T]
+  sluice keys create --agent NAME [--expires 720h] | list [--json] | revoke ID  [--config f | --file PATH]
   sluice events query|tail|export [--config f | --db path] [--agent A] [--tool T] [--decision D] [--since T] [--json]
   sluice replay --events DB|JSONL --policy FILE [--json]
   sluice bench [flags]
@@ -68,6 +71,8 @@ func main() {
 		}
 	case "inventory":
 		err = runInventory(ctx, os.Args[2:], os.Stdout)
+	case "keys":
+		err = runKeys(ctx, os.Args[2:], os.Stdout)
 	case "bench":
 		err = runBench(ctx, os.Args[2:])
 	case "-h", "--help", "help":
@@ -109,6 +114,9 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 		cfg.Listen = "127.0.0.1:8080"
 	}
 	opts := cfg.options()
+	if err := checkIdentity(cfg, logger); err != nil {
+		return err
+	}
 	if host, _, _ := net.SplitHostPort(cfg.Listen); !isLoopback(host) && len(opts.AllowedHosts) == 0 {
 		logger.Warn("listening beyond loopback with no allowed_hosts: Host header checks are off", "listen", cfg.Listen)
 		opts.AllowedHosts = []string{"*"}
@@ -134,7 +142,20 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 		return err
 	}
 	defer g.Close()
-	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	authn, err := cfg.authenticator(ctx, gv.rec, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	tc, err := cfg.serverTLS()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
+	}
+	srv := &http.Server{Handler: authn.Middleware(g.Handler()), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tc}
 	srv.RegisterOnShutdown(g.Drain)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
@@ -182,6 +203,54 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 		return err
 	}
 	return nil
+}
+
+// checkIdentity refuses to serve agents beyond loopback without an auth:
+// section, and says at start-up where agent identity comes from.
+func checkIdentity(cfg *config, logger *slog.Logger) error {
+	host, _, _ := net.SplitHostPort(cfg.Listen)
+	switch {
+	case cfg.Auth == nil && !isLoopback(host):
+		return fmt.Errorf("listen %s is beyond loopback and the config has no auth: section, so any client could name itself any agent: "+
+			"configure auth (mode api_key, jwt or mtls), or set auth: {mode: none} to accept self-declared identity on purpose", cfg.Listen)
+	case cfg.Auth == nil || cfg.Auth.Mode.Has(auth.ModeNone):
+		logger.Info("agent identity is self-declared (clientInfo, _meta or agent_header): no authentication configured", "listen", cfg.Listen)
+	default:
+		logger.Info("agents authenticate", "modes", []string(cfg.Auth.Mode))
+	}
+	return nil
+}
+
+// authenticator is the middleware of the auth: section; nil (no
+// middleware) without one or with mode none.
+func (c *config) authenticator(ctx context.Context, rec *recorder, logger *slog.Logger) (*auth.Authenticator, error) {
+	if c.Auth == nil {
+		return nil, nil
+	}
+	d := auth.Deps{}
+	if rec != nil {
+		d.OnFailure = rec.authFailure
+	}
+	if c.Auth.Mode.Has(auth.ModeAPIKey) {
+		f, err := c.keyFile()
+		if err != nil {
+			return nil, err
+		}
+		d.KeyFile = f
+	}
+	for _, u := range c.Upstreams {
+		d.Routes = append(d.Routes, u.Name)
+	}
+	a, err := auth.New(*c.Auth, d)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := a.Warm(wctx); err != nil {
+		logger.Warn("the JWKS cannot be fetched yet; JWT requests are refused until it can", "jwks_url", c.Auth.JWT.JWKSURL, "err", err)
+	}
+	return a, nil
 }
 
 func isLoopback(host string) bool {

@@ -1,0 +1,168 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// jwksCache holds an issuer's signing keys. A kid it does not know makes
+// it fetch the set again, at most once per minRefresh however many
+// tokens ask; keys that vanish from a fetched set are dropped at once,
+// and keys it cannot refetch (the JWKS is down or answers garbage) stay
+// usable until ttl after they were last fetched, then fail closed. It is
+// safe for concurrent use.
+type jwksCache struct {
+	url        string
+	client     *http.Client
+	ttl        time.Duration
+	minRefresh time.Duration
+	now        func() time.Time
+
+	mu        sync.Mutex // guards the fields below
+	keys      map[string]jose.JSONWebKey
+	fetched   time.Time     // last successful fetch: keys expire ttl after it
+	attempted time.Time     // last fetch attempt, successful or not
+	inflight  chan struct{} // closed when the fetch under way ends; nil when none is
+	lastErr   error
+}
+
+// maxJWKSBytes bounds a JWKS document.
+const maxJWKSBytes = 1 << 20
+
+var errUnknownKID = errors.New("no signing key with this kid")
+
+// key returns the key named kid, fetching the set when kid is unknown or
+// the keys have expired and the rate limit allows. An empty kid returns
+// every key.
+func (c *jwksCache) lookup(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
+	for tries := 0; ; tries++ {
+		c.mu.Lock()
+		now := c.now()
+		fresh := !c.fetched.IsZero() && now.Sub(c.fetched) < c.ttl
+		if fresh {
+			if ks := c.match(kid); len(ks) > 0 {
+				c.mu.Unlock()
+				return ks, nil
+			}
+		}
+		if tries > 0 || (!c.attempted.IsZero() && now.Sub(c.attempted) < c.minRefresh && c.inflight == nil) {
+			err := c.lastErr
+			c.mu.Unlock()
+			if !fresh {
+				if err == nil {
+					err = errors.New("the signing keys expired and cannot be refetched yet")
+				}
+				return nil, fmt.Errorf("JWKS %s: %w", c.url, err)
+			}
+			return nil, errUnknownKID
+		}
+		wait := c.inflight
+		if wait == nil {
+			wait = make(chan struct{})
+			c.inflight = wait
+			c.attempted = now
+			go c.fetch(wait)
+		}
+		c.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// has reports whether the key named kid is known and fresh, without
+// fetching.
+func (c *jwksCache) has(kid string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.keys[kid]
+	return ok && c.now().Sub(c.fetched) < c.ttl
+}
+
+// match returns the keys named kid (all of them for ""). Callers hold mu.
+func (c *jwksCache) match(kid string) []jose.JSONWebKey {
+	if kid != "" {
+		if k, ok := c.keys[kid]; ok {
+			return []jose.JSONWebKey{k}
+		}
+		return nil
+	}
+	out := make([]jose.JSONWebKey, 0, len(c.keys))
+	for _, k := range c.keys {
+		out = append(out, k)
+	}
+	return out
+}
+
+// fetch gets the set, replacing the keys on success, and closes done. It
+// is not tied to any one request: a client that goes away does not
+// cancel the fetch others wait for.
+func (c *jwksCache) fetch(done chan struct{}) {
+	keys, err := c.get()
+	c.mu.Lock()
+	if err == nil {
+		c.keys, c.fetched = keys, c.now()
+	}
+	c.lastErr = err
+	c.inflight = nil
+	c.mu.Unlock()
+	close(done)
+}
+
+func (c *jwksCache) get() (map[string]jose.JSONWebKey, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %s", resp.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxJWKSBytes {
+		return nil, fmt.Errorf("the key set is larger than %d bytes", maxJWKSBytes)
+	}
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(b, &set); err != nil {
+		return nil, fmt.Errorf("the key set is not a JWKS: %w", err)
+	}
+	keys := make(map[string]jose.JSONWebKey, len(set.Keys))
+	for _, raw := range set.Keys {
+		var k jose.JSONWebKey
+		if err := k.UnmarshalJSON(raw); err != nil {
+			continue // a key type go-jose does not know: not ours to use
+		}
+		// Only public signing keys: a symmetric ("oct") key in a JWKS
+		// would let anyone who reads the set sign tokens.
+		if !k.IsPublic() || !k.Valid() || (k.Use != "" && k.Use != "sig") {
+			continue
+		}
+		keys[k.KeyID] = k
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("the key set holds no public signing keys")
+	}
+	return keys, nil
+}

@@ -1,0 +1,179 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+func authOK(t *testing.T, v *JWTVerifier, tok string) {
+	t.Helper()
+	if p, err := v.Authenticate(context.Background(), tok); err != nil || p.ID != "alice" {
+		t.Fatalf("got %v, %v; want alice", p, err)
+	}
+}
+
+func authFails(t *testing.T, v *JWTVerifier, tok, why string) {
+	t.Helper()
+	var f *Failure
+	if _, err := v.Authenticate(context.Background(), tok); !errors.As(err, &f) || f.Code != CodeInvalidToken {
+		t.Fatalf("%s: got %v, want invalid_token", why, err)
+	}
+}
+
+// The IdP rotates its key: a token under the new kid makes the gateway
+// refetch; the old key, gone from the set, stops working at once.
+// Unknown kids refetch at most once per jwks_min_refresh however many
+// arrive. When the JWKS goes down or answers garbage, keys fetched before
+// keep working until jwks_cache_ttl, then everything fails closed until
+// the JWKS is back.
+func TestJWKSRotationAndOutage(t *testing.T) {
+	idp, clock := newIdP(t), newClock()
+	v := NewJWTVerifier(idp.jwtConfig(), nil, clock.Now)
+	k1 := idp.current()
+	authOK(t, v, sign(t, k1, clock.Now(), nil))
+	if n := idp.fetches.Load(); n != 1 {
+		t.Fatalf("got %d fetches, want 1", n)
+	}
+
+	clock.Advance(time.Minute) // past jwks_min_refresh
+	k2 := idp.rotate()
+	authOK(t, v, sign(t, k2, clock.Now(), nil))
+	if n := idp.fetches.Load(); n != 2 {
+		t.Fatalf("after rotation: got %d fetches, want 2", n)
+	}
+	authFails(t, v, sign(t, k1, clock.Now(), nil), "the rotated-out key")
+
+	// A flood of unknown kids: no fetch within jwks_min_refresh.
+	for i := range 200 {
+		k := jose.JSONWebKey{Key: k2.Key, KeyID: "flood" + string(rune('a'+i%26)), Algorithm: "ES256"}
+		authFails(t, v, sign(t, k, clock.Now(), nil), "unknown kid")
+	}
+	if n := idp.fetches.Load(); n != 2 {
+		t.Fatalf("unknown-kid flood: got %d fetches, want still 2", n)
+	}
+	authOK(t, v, sign(t, k2, clock.Now(), nil)) // the flood did not hurt known keys
+
+	for _, outage := range []struct {
+		name string
+		set  func(bool)
+	}{{"down", idp.down.Store}, {"garbage", idp.garbage.Store}} {
+		t.Run(outage.name, func(t *testing.T) {
+			outage.set(true)
+			clock.Advance(time.Minute)
+			// An unknown kid refetches, which fails; known keys stay.
+			k := jose.JSONWebKey{Key: k2.Key, KeyID: "new", Algorithm: "ES256"}
+			authFails(t, v, sign(t, k, clock.Now(), nil), "unknown kid during the outage")
+			authOK(t, v, sign(t, k2, clock.Now(), nil))
+			clock.Advance(time.Hour) // past jwks_cache_ttl
+			authFails(t, v, sign(t, k2, clock.Now(), nil), "an expired key during the outage")
+			outage.set(false)
+			clock.Advance(time.Minute)
+			authOK(t, v, sign(t, k2, clock.Now(), nil))
+		})
+	}
+}
+
+// A JWKS endpoint that is down from the start fails every token closed.
+func TestJWKSDownAtStart(t *testing.T) {
+	idp, clock := newIdP(t), newClock()
+	idp.down.Store(true)
+	v := NewJWTVerifier(idp.jwtConfig(), nil, clock.Now)
+	if err := v.Warm(context.Background()); err == nil {
+		t.Error("Warm: got nil, want an error")
+	}
+	authFails(t, v, sign(t, idp.current(), clock.Now(), nil), "JWKS down")
+}
+
+// A revoked key stops working in a running gateway within a second,
+// without a restart.
+func TestAPIKeyRevocationSeenLive(t *testing.T) {
+	clock := newClock()
+	path := t.TempDir() + "/agent_keys.json"
+	ks, err := NewKeyStore(path, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, k, err := CreateKey(path, "reporter", 0, clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(1100 * time.Millisecond)
+	if p, err := ks.Authenticate(tok); err != nil || p.ID != "reporter" || p.Method != ModeAPIKey {
+		t.Fatalf("got %+v, %v; want reporter by api_key", p, err)
+	}
+	if _, err := RevokeKey(path, k.ID, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RevokeKey(path, k.ID, clock.Now()); err == nil {
+		t.Error("revoking twice: got nil, want an error")
+	}
+	clock.Advance(1100 * time.Millisecond)
+	if _, err := ks.Authenticate(tok); err == nil {
+		t.Fatal("a revoked key still authenticates")
+	}
+	keys, err := ListKeys(path)
+	if err != nil || len(keys) != 1 || keys[0].Status(clock.Now()) != "revoked" || keys[0].Hash == "" {
+		t.Fatalf("got %+v, %v; want one revoked key", keys, err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	ok := JWTConfig{Issuer: testIssuer, Audience: []string{testAudience}, JWKSURL: "https://idp.example/certs"}
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		want string // in the error; "" for none
+	}{
+		{"none", Config{Mode: Modes{"none"}}, ""},
+		{"jwt", Config{Mode: Modes{"jwt"}, JWT: ok}, ""},
+		{"no mode", Config{}, "auth.mode"},
+		{"unknown mode", Config{Mode: Modes{"oauth"}}, "auth.mode"},
+		{"none and jwt", Config{Mode: Modes{"none", "jwt"}, JWT: ok}, "auth.mode"},
+		{"no issuer", Config{Mode: Modes{"jwt"}, JWT: JWTConfig{Audience: ok.Audience, JWKSURL: ok.JWKSURL}}, "auth.jwt.issuer"},
+		{"no audience", Config{Mode: Modes{"jwt"}, JWT: JWTConfig{Issuer: ok.Issuer, JWKSURL: ok.JWKSURL}}, "auth.jwt.audience"},
+		{"http jwks", Config{Mode: Modes{"jwt"}, JWT: JWTConfig{Issuer: ok.Issuer, Audience: ok.Audience, JWKSURL: "http://idp.example/certs"}}, "auth.jwt.jwks_url"},
+		{"alg none", Config{Mode: Modes{"jwt"}, JWT: JWTConfig{Issuer: ok.Issuer, Audience: ok.Audience, JWKSURL: ok.JWKSURL, Algorithms: []string{"none"}}}, "auth.jwt.algorithms[0]"},
+		{"HS256", Config{Mode: Modes{"jwt"}, JWT: JWTConfig{Issuer: ok.Issuer, Audience: ok.Audience, JWKSURL: ok.JWKSURL, Algorithms: []string{"RS256", "HS256"}}}, "auth.jwt.algorithms[1]"},
+		{"jwt without mode", Config{Mode: Modes{"api_key"}, JWT: ok}, "auth.jwt"},
+		{"bad identity", Config{Mode: Modes{"mtls"}, MTLS: MTLSConfig{Identity: "email"}}, "auth.mtls.identity"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("got %v, want nil", err)
+			case tt.want != "" && (err == nil || !contains(err.Error(), tt.want)):
+				t.Errorf("got %v, want an error naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// A token verified before is remembered, but not past its exp, nor once
+// its key has left the JWKS.
+func TestVerifiedTokenCache(t *testing.T) {
+	idp, clock := newIdP(t), newClock()
+	v := NewJWTVerifier(idp.jwtConfig(), nil, clock.Now)
+	tok := sign(t, idp.current(), clock.Now(), map[string]any{"exp": clock.Now().Add(10 * time.Minute).Unix()})
+	authOK(t, v, tok)
+	authOK(t, v, tok)
+	if v.verified.Len() != 1 {
+		t.Fatalf("got %d remembered tokens, want 1", v.verified.Len())
+	}
+	clock.Advance(12 * time.Minute) // past exp and the 60s skew
+	authFails(t, v, tok, "a remembered token past its exp")
+
+	tok = sign(t, idp.current(), clock.Now(), nil)
+	authOK(t, v, tok)
+	idp.rotate()
+	clock.Advance(time.Minute)
+	authOK(t, v, sign(t, idp.current(), clock.Now(), nil)) // refetches: the old key is gone
+	authFails(t, v, tok, "a remembered token whose key was rotated out")
+}

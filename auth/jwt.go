@@ -1,0 +1,220 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// JWTVerifier checks JWT bearer tokens against an issuer's JWKS. It is
+// safe for concurrent use.
+type JWTVerifier struct {
+	cfg   JWTConfig
+	algs  []jose.SignatureAlgorithm
+	keys  *jwksCache
+	now   func() time.Time
+	claim string
+	// verified remembers tokens whose signature and claims checked out,
+	// by SHA-256: an agent sends the same token with every request, and
+	// an ECDSA verification costs tens of microseconds where the hash
+	// costs one. A hit is still refused once the token expires or its
+	// key leaves the JWKS.
+	verified *lru.Cache[[sha256.Size]byte, verifiedToken]
+}
+
+type verifiedToken struct {
+	p   *intercept.Principal
+	exp time.Time
+	kid string
+}
+
+// verifiedTokens is how many verified tokens a verifier remembers.
+const verifiedTokens = 4096
+
+// NewJWTVerifier returns a verifier for cfg, which must have passed
+// Config.Validate. client fetches the JWKS (nil: a client with a 10s
+// timeout); now may be nil for time.Now.
+func NewJWTVerifier(cfg JWTConfig, client *http.Client, now func() time.Time) *JWTVerifier {
+	if now == nil {
+		now = time.Now
+	}
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	algNames := cfg.Algorithms
+	if len(algNames) == 0 {
+		algNames = DefaultAlgorithms
+	}
+	v := &JWTVerifier{cfg: cfg, now: now, claim: cfg.AgentClaim}
+	for _, a := range algNames {
+		v.algs = append(v.algs, jose.SignatureAlgorithm(a))
+	}
+	if v.claim == "" {
+		v.claim = "sub"
+	}
+	if v.cfg.ClockSkew == 0 {
+		v.cfg.ClockSkew = defaultClockSkew
+	}
+	ttl, minRefresh := cfg.JWKSCacheTTL, cfg.JWKSMinRefresh
+	if ttl == 0 {
+		ttl = defaultJWKSCacheTTL
+	}
+	if minRefresh == 0 {
+		minRefresh = defaultJWKSMinRefresh
+	}
+	v.keys = &jwksCache{url: cfg.JWKSURL, client: client, ttl: ttl, minRefresh: minRefresh, now: now}
+	v.verified, _ = lru.New[[sha256.Size]byte, verifiedToken](verifiedTokens) // fails only for a size <= 0
+	return v
+}
+
+// Warm fetches the JWKS once, so the first request does not wait for it.
+func (v *JWTVerifier) Warm(ctx context.Context) error {
+	_, err := v.keys.lookup(ctx, "")
+	return err
+}
+
+// maxKeysTried bounds the keys tried for a token without a kid.
+const maxKeysTried = 8
+
+// Authenticate returns the principal of a JWT, or a *Failure.
+func (v *JWTVerifier) Authenticate(ctx context.Context, token string) (*intercept.Principal, error) {
+	sum := sha256.Sum256([]byte(token))
+	if e, ok := v.verified.Get(sum); ok {
+		if v.now().Add(-v.cfg.ClockSkew).Before(e.exp) && v.keys.has(e.kid) {
+			return e.p, nil
+		}
+		v.verified.Remove(sum)
+	}
+	e, err := v.verify(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	v.verified.Add(sum, e)
+	return e.p, nil
+}
+
+func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, error) {
+	// ParseSigned refuses any algorithm not in v.algs before a key is
+	// looked at: none and HS256 (the RSA public key used as an HMAC
+	// secret) never get that far.
+	tok, err := jwt.ParseSigned(token, v.algs)
+	if err != nil {
+		return verifiedToken{}, invalidToken(ModeJWT, "not a signed JWT with an accepted algorithm", err)
+	}
+	if len(tok.Headers) != 1 {
+		return verifiedToken{}, invalidToken(ModeJWT, "a JWT must have exactly one signature", nil)
+	}
+	h := tok.Headers[0]
+	keys, err := v.keys.lookup(ctx, h.KeyID)
+	if err != nil {
+		desc := "the issuer's signing keys cannot be fetched"
+		if errors.Is(err, errUnknownKID) {
+			desc = "no signing key matches the token's kid"
+		}
+		return verifiedToken{}, invalidToken(ModeJWT, desc, err)
+	}
+	var std jwt.Claims
+	var all map[string]any
+	verified := false
+	var kid string
+	for i, k := range keys {
+		if i == maxKeysTried {
+			break
+		}
+		if k.Algorithm != "" && k.Algorithm != h.Algorithm {
+			continue // the key is for another algorithm (RFC 7517 §4.4)
+		}
+		if err = tok.Claims(k.Key, &std, &all); err == nil {
+			verified, kid = true, k.KeyID
+			break
+		}
+	}
+	if !verified {
+		return verifiedToken{}, invalidToken(ModeJWT, "bad signature", err)
+	}
+	if std.Expiry == nil {
+		return verifiedToken{}, invalidToken(ModeJWT, "the token has no exp", nil)
+	}
+	err = std.ValidateWithLeeway(jwt.Expected{Issuer: v.cfg.Issuer, AnyAudience: v.cfg.Audience, Time: v.now()}, v.cfg.ClockSkew)
+	switch {
+	case errors.Is(err, jwt.ErrInvalidIssuer):
+		return verifiedToken{}, invalidToken(ModeJWT, "wrong issuer", err)
+	case errors.Is(err, jwt.ErrInvalidAudience):
+		return verifiedToken{}, invalidToken(ModeJWT, "the token's audience is not this gateway", err)
+	case errors.Is(err, jwt.ErrExpired):
+		return verifiedToken{}, invalidToken(ModeJWT, "the token expired", err)
+	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
+		return verifiedToken{}, invalidToken(ModeJWT, "the token is not valid yet", err)
+	case err != nil:
+		return verifiedToken{}, invalidToken(ModeJWT, "invalid claims", err)
+	}
+	id, _ := all[v.claim].(string)
+	if id == "" {
+		return verifiedToken{}, invalidToken(ModeJWT, fmt.Sprintf("the token has no %s claim to name the agent", v.claim), nil)
+	}
+	if missing := missingScopes(all, v.cfg.RequiredScopes); len(missing) > 0 {
+		return verifiedToken{}, &Failure{Status: http.StatusForbidden, Code: CodeInsufficientScope, Method: ModeJWT,
+			Desc: "missing scope " + strings.Join(missing, " "), Scope: strings.Join(v.cfg.RequiredScopes, " ")}
+	}
+	for name, want := range v.cfg.RequiredClaims {
+		if !claimHas(all[name], want) {
+			return verifiedToken{}, &Failure{Status: http.StatusForbidden, Code: CodeInsufficientScope, Method: ModeJWT,
+				Desc: fmt.Sprintf("claim %s does not hold %q", name, want)}
+		}
+	}
+	return verifiedToken{p: &intercept.Principal{ID: id, Method: ModeJWT, Claims: all}, exp: std.Expiry.Time(), kid: kid}, nil
+}
+
+// missingScopes returns the required scopes the token's scope (a space
+// separated string, RFC 8693) or scp (a list, as some IdPs send) lacks.
+func missingScopes(claims map[string]any, required []string) []string {
+	if len(required) == 0 {
+		return nil
+	}
+	var have []string
+	if s, ok := claims["scope"].(string); ok {
+		have = strings.Fields(s)
+	}
+	switch scp := claims["scp"].(type) {
+	case string:
+		have = append(have, strings.Fields(scp)...)
+	case []any:
+		for _, s := range scp {
+			if s, ok := s.(string); ok {
+				have = append(have, s)
+			}
+		}
+	}
+	var missing []string
+	for _, r := range required {
+		if !slices.Contains(have, r) {
+			missing = append(missing, r)
+		}
+	}
+	return missing
+}
+
+func claimHas(v any, want string) bool {
+	switch v := v.(type) {
+	case string:
+		return v == want
+	case []any:
+		for _, e := range v {
+			if s, ok := e.(string); ok && s == want {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,37 @@
+package auth
+
+import (
+	"crypto/tls"
+	"net/http"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// certPrincipal is the principal of the client certificate the TLS
+// handshake verified against client_ca_file; nil when there is none.
+// identity is MTLSConfig.Identity.
+func certPrincipal(cs *tls.ConnectionState, identity string) (*intercept.Principal, error) {
+	if cs == nil || len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
+		return nil, nil
+	}
+	leaf := cs.VerifiedChains[0][0]
+	var id string
+	if identity != "cn" && len(leaf.URIs) > 0 {
+		id = leaf.URIs[0].String()
+	}
+	if id == "" && identity != "uri" {
+		id = leaf.Subject.CommonName
+	}
+	if id == "" {
+		return nil, &Failure{Status: http.StatusUnauthorized, Code: CodeInvalidToken, Method: ModeMTLS,
+			Desc: "the client certificate names no agent (no URI SAN or common name, as auth.mtls.identity asks)"}
+	}
+	uris := make([]any, 0, len(leaf.URIs))
+	for _, u := range leaf.URIs {
+		uris = append(uris, u.String())
+	}
+	return &intercept.Principal{ID: id, Method: ModeMTLS, Claims: map[string]any{
+		"subject": leaf.Subject.String(), "serial": leaf.SerialNumber.String(), "uris": uris,
+		"issuer": leaf.Issuer.String(),
+	}}, nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicehq/sluice/auth"
+)
+
+const keysUsage = `usage:
+  sluice keys create --agent NAME [--expires 720h] [--config sluice.yaml | --file PATH]
+  sluice keys list   [--json] [--config sluice.yaml | --file PATH]
+  sluice keys revoke ID [--config sluice.yaml | --file PATH]
+
+Keys live in auth.api_keys.file (default <data_dir>/agent_keys.json) as
+SHA-256 hashes; a new key is printed once. A running gateway sees a new or
+revoked key within a second.
+`
+
+// runKeys is `sluice keys create|list|revoke`.
+func runKeys(_ context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(out, keysUsage)
+		if len(args) == 0 {
+			return errors.New("keys: name a subcommand: create, list or revoke")
+		}
+		return nil
+	}
+	verb := args[0]
+	fs := flag.NewFlagSet("keys "+verb, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() { fmt.Fprint(out, keysUsage) }
+	cfgPath := fs.String("config", "", "config file whose data_dir (or auth.api_keys.file) holds the keys")
+	file := fs.String("file", "", "the key file (overrides --config)")
+	agent := fs.String("agent", "", "create: the agent the key authenticates as")
+	expires := fs.Duration("expires", 0, "create: how long the key is valid, such as 720h (default: until revoked)")
+	asJSON := fs.Bool("json", false, "list: JSON output")
+	var pos []string
+	rest := args[1:]
+	for {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	path := *file
+	if path == "" {
+		cfg := &config{}
+		if *cfgPath != "" {
+			var err error
+			if cfg, err = loadConfig(*cfgPath); err != nil {
+				return err
+			}
+		}
+		var err error
+		if path, err = cfg.keyFile(); err != nil {
+			return err
+		}
+	}
+	now := time.Now()
+	switch verb {
+	case "create":
+		if *agent == "" || len(pos) > 0 {
+			return errors.New("keys create: give --agent NAME (and nothing else)")
+		}
+		tok, k, err := auth.CreateKey(path, *agent, *expires, now)
+		if err != nil {
+			return fmt.Errorf("keys create: %w", err)
+		}
+		fmt.Fprintf(out, "%s\n", tok)
+		exp := "never"
+		if k.Expires != nil {
+			exp = k.Expires.Format(time.RFC3339)
+		}
+		fmt.Fprintf(out, "# id %s, agent %s, expires %s; shown once: send it as Authorization: Bearer <key>\n", k.ID, k.Agent, exp)
+	case "list":
+		keys, err := auth.ListKeys(path)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(keys)
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tCREATED\tEXPIRES")
+		for _, k := range keys {
+			exp := "-"
+			if k.Expires != nil {
+				exp = k.Expires.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.Agent, k.Status(now), k.Created.Format(time.RFC3339), exp)
+		}
+		return tw.Flush()
+	case "revoke":
+		if len(pos) != 1 {
+			return errors.New("keys revoke: give the key's ID (see sluice keys list)")
+		}
+		k, err := auth.RevokeKey(path, pos[0], now)
+		if err != nil {
+			return fmt.Errorf("keys revoke: %w", err)
+		}
+		fmt.Fprintf(out, "revoked %s (agent %s)\n", k.ID, k.Agent)
+	default:
+		return fmt.Errorf("keys: unknown subcommand %q: use create, list or revoke", verb)
+	}
+	return nil
+}

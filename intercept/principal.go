@@ -1,0 +1,41 @@
+package intercept
+
+import "context"
+
+// Principal is an authenticated caller: who presented a valid credential
+// on the agents' listener (package auth). When a request carries one, it
+// is the agent: route memory, manifests, approvals and events are keyed
+// by ID, whatever name the client gives itself. A Principal is built once
+// per request and not changed afterwards, so it may be read concurrently.
+type Principal struct {
+	// ID names the agent: the API key's agent, the JWT claim named by
+	// agent_claim (sub by default), or the client certificate's SAN URI
+	// or CN.
+	ID string `json:"id"`
+	// Method is how it was authenticated: api_key, jwt or mtls.
+	Method string `json:"method"`
+	// ClientName is the name the client gives itself (clientInfo.name),
+	// kept as a separate attribute when known; it names nothing.
+	ClientName string `json:"client_name,omitempty"`
+	// Claims are the attributes of the credential policy may read as
+	// principal.claims: a JWT's claims (azp, client_id, act, scope, …),
+	// an API key's id, a certificate's subject. Nil means none.
+	Claims map[string]any `json:"claims,omitempty"`
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p. A nil p returns ctx unchanged.
+func WithPrincipal(ctx context.Context, p *Principal) context.Context {
+	if p == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal ctx carries, or nil when the request
+// was not authenticated (no auth: section, or `sluice wrap`).
+func PrincipalFrom(ctx context.Context) *Principal {
+	p, _ := ctx.Value(principalKey{}).(*Principal)
+	return p
+}
