@@ -62,6 +62,16 @@ func cacheRaw(buf []byte, d *intercept.ActionDescriptor) []byte {
 	str(d.Agent)
 	str(d.ProtocolVersion)
 	raw(d.Annotations)
+	str(d.Method)
+	str(d.ClientName)
+	if p := d.Principal; p != nil {
+		// Its claims are left out of the memo (the canonical key has
+		// them): for one principal id and method they describe the same
+		// caller, and hashing a claims map per call would cost more than
+		// the memo saves.
+		str(p.ID)
+		str(p.Method)
+	}
 	return buf
 }
 

@@ -183,6 +183,8 @@ func TestCacheKeysCoverDescriptor(t *testing.T) {
 			fv.SetString(fv.String() + "-changed")
 		case jsontext.Value:
 			fv.Set(reflect.ValueOf(jsontext.Value(`{"changed":true}`)))
+		case *intercept.Principal:
+			fv.Set(reflect.ValueOf(&intercept.Principal{ID: "changed", Method: "api_key"}))
 		default:
 			t.Fatalf("field %s has type %v: teach cacheRawKey and this test about it", field.Name, field.Type)
 		}
