@@ -12,6 +12,10 @@
 //                   [--command CMD] [--args "A B" | --args '["A","B"]'] [--arg A]...
 //                   [--env K=V]...                    (stdio; also: -- CMD ARGS...)
 //                   [--header "Name: value"]...       (streamable-http/sse)
+//                   [--oauth-client ID:SECRET --oauth-issuer URL]
+//                                                     (streamable-http/sse: the SDK's
+//                                                     ClientCredentialsProvider; a 401 starts
+//                                                     its discovery and token request)
 //                   [--scenario full|deny]            (default full)
 //                   [--tool NAME] [--tool-args JSON]  (deny scenario; default echo {"message":"hello"})
 //                   [--timeout MS]                    (per request, default 30000)
@@ -29,6 +33,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { WebSocketClientTransport } from "@modelcontextprotocol/sdk/client/websocket.js";
+import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
@@ -59,7 +64,7 @@ function usage(msg) {
   process.stderr.write(
     "usage: node client.mjs --transport streamable-http|sse|stdio|websocket [--url URL] " +
       "[--command CMD --args ARGS | -- CMD ARGS...] [--env K=V] [--header 'K: V'] " +
-      "[--scenario full|deny] [--tool NAME] [--tool-args JSON] [--timeout MS] [--deadline MS] [--pretty]\n",
+      "[--oauth-client ID:SECRET --oauth-issuer URL] [--scenario full|deny] [--tool NAME] [--tool-args JSON] [--timeout MS] [--deadline MS] [--pretty]\n",
   );
   process.exit(2);
 }
@@ -79,6 +84,8 @@ function parseArgs(argv) {
     timeout: 30000,
     deadline: 120000,
     pretty: false,
+    oauthClient: undefined,
+    oauthIssuer: undefined,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -89,6 +96,8 @@ function parseArgs(argv) {
     switch (a) {
       case "--transport": o.transport = next(); break;
       case "--url": o.url = next(); break;
+      case "--oauth-client": o.oauthClient = next(); break;
+      case "--oauth-issuer": o.oauthIssuer = next(); break;
       case "--command": o.command = next(); break;
       case "--args": {
         const v = next();
@@ -211,12 +220,27 @@ function summarizeCallResult(r) {
 
 // ---------------------------------------------------------------- transport
 
+// authProvider is the SDK's client-credentials provider when --oauth-client
+// is given: the transport then answers a 401 by following WWW-Authenticate
+// to the protected resource metadata, the authorization server's metadata
+// and its token endpoint, and retries with the token.
+function authProvider(o) {
+  if (!o.oauthClient) return undefined;
+  const i = o.oauthClient.indexOf(":");
+  if (i < 0) usage("--oauth-client takes ID:SECRET");
+  return new ClientCredentialsProvider({
+    clientId: o.oauthClient.slice(0, i),
+    clientSecret: o.oauthClient.slice(i + 1),
+    expectedIssuer: o.oauthIssuer,
+  });
+}
+
 function makeTransport(o) {
   switch (o.transport) {
     case "streamable-http":
-      return new StreamableHTTPClientTransport(new URL(o.url), { requestInit: { headers: o.headers } });
+      return new StreamableHTTPClientTransport(new URL(o.url), { requestInit: { headers: o.headers }, authProvider: authProvider(o) });
     case "sse":
-      return new SSEClientTransport(new URL(o.url), { requestInit: { headers: o.headers } });
+      return new SSEClientTransport(new URL(o.url), { requestInit: { headers: o.headers }, authProvider: authProvider(o) });
     case "stdio":
       return new StdioClientTransport({
         command: o.command,

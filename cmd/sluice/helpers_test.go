@@ -47,7 +47,10 @@ func startServeWith(t *testing.T, yaml string, wrap func(http.Handler) http.Hand
 		t.Fatal(err)
 	}
 	r := &running{admin: freeAddr(t), dir: t.TempDir()}
-	cfg.Listen, cfg.AdminListen, cfg.DataDir = "127.0.0.1:0", r.admin, r.dir
+	if cfg.Listen == "" { // a config may name the address, e.g. for an audience or a certificate
+		cfg.Listen = "127.0.0.1:0"
+	}
+	cfg.AdminListen, cfg.DataDir = r.admin, r.dir
 	r.config = filepath.Join(t.TempDir(), "sluice.yaml")
 	if err := os.WriteFile(r.config, []byte("admin_listen: "+r.admin+"\ndata_dir: "+r.dir+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -59,7 +62,11 @@ func startServeWith(t *testing.T, yaml string, wrap func(http.Handler) http.Hand
 	go func() { served <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(a string) { addrc <- a }) }()
 	select {
 	case a := <-addrc:
-		r.url = "http://" + a + "/mcp/demo"
+		scheme := "http://"
+		if cfg.TLS != nil {
+			scheme = "https://"
+		}
+		r.url = scheme + a + "/mcp/demo"
 	case err := <-served:
 		cancel()
 		t.Fatalf("serve: %v", err)
