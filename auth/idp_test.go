@@ -97,6 +97,13 @@ func (p *testIdP) rotate() jose.JSONWebKey {
 	return k
 }
 
+// use publishes k alone.
+func (p *testIdP) use(k jose.JSONWebKey) {
+	p.mu.Lock()
+	p.keys = []jose.JSONWebKey{k}
+	p.mu.Unlock()
+}
+
 func (p *testIdP) current() jose.JSONWebKey {
 	p.mu.Lock()
 	defer p.mu.Unlock()
