@@ -470,7 +470,7 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 	defer func() { endUpstream(upErr) }()
 	var resp *http.Response
 	if err == nil {
-		resp, err = g.client.Do(out)
+		resp, err = g.do(x.rt, out)
 	}
 	if err != nil {
 		upErr = err

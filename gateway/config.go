@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/gateway/credential"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -29,6 +30,11 @@ type Upstream struct {
 	URL string `yaml:"url"`
 	// Headers are added to every request to an HTTP upstream.
 	Headers map[string]string `yaml:"headers"`
+	// OAuth, if set, gets an access token with the OAuth 2.0 client
+	// credentials grant and sends it as Authorization: Bearer on every
+	// request to the upstream (streamable-http and sse only), refreshed
+	// before it expires. Nil sends none.
+	OAuth *credential.ClientCredentialsConfig `yaml:"oauth"`
 	// Command, Args and Env start a stdio upstream. Env adds to the
 	// gateway's own environment.
 	Command string            `yaml:"command"`

@@ -57,6 +57,7 @@ type route struct {
 	up     Upstream
 	url    *url.URL         // streamable-http upstreams: relayed at the HTTP level
 	dialer transport.Dialer // every upstream: message-level bridging
+	client *http.Client     // sends with the upstream's oauth: credentials; nil: the gateway's client
 	// children bounds the stdio processes of the route's sessions (see
 	// dialSession); nil for other transports.
 	children *childSlots
@@ -158,7 +159,11 @@ func newRoute(up Upstream, log *slog.Logger) (*route, error) {
 	for k, v := range up.Headers {
 		hdr.Set(k, v)
 	}
-	r := &route{up: up}
+	client, err := upstreamClient(up)
+	if err != nil {
+		return nil, err
+	}
+	r := &route{up: up, client: client}
 	switch up.Transport {
 	case TransportStreamableHTTP:
 		u, err := parseHTTPURL(up.URL)
@@ -166,12 +171,12 @@ func newRoute(up Upstream, log *slog.Logger) (*route, error) {
 			return nil, err
 		}
 		r.url = u
-		r.dialer = &transport.StreamableHTTPDialer{URL: up.URL, Header: hdr}
+		r.dialer = &transport.StreamableHTTPDialer{URL: up.URL, Header: hdr, Client: client}
 	case TransportSSE:
 		if _, err := parseHTTPURL(up.URL); err != nil {
 			return nil, err
 		}
-		r.dialer = &transport.SSEDialer{URL: up.URL, Header: hdr}
+		r.dialer = &transport.SSEDialer{URL: up.URL, Header: hdr, Client: client}
 	case TransportWebSocket:
 		u, err := url.Parse(up.URL)
 		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") {
@@ -248,6 +253,11 @@ func (g *Gateway) Close() error {
 	}
 	g.ends.close(5 * time.Second)
 	g.wg.Wait()
+	for _, rt := range g.routes {
+		if rt.client != nil {
+			rt.client.CloseIdleConnections()
+		}
+	}
 	return nil
 }
 
@@ -277,7 +287,7 @@ func (g *Gateway) deleteUpstreamSession(ctx context.Context, rt *route, upstream
 	for k, v := range rt.up.Headers {
 		req.Header.Set(k, v)
 	}
-	if resp, err := g.client.Do(req); err == nil {
+	if resp, err := g.do(rt, req); err == nil {
 		resp.Body.Close()
 	}
 }

@@ -311,6 +311,10 @@ var hopHeaders = map[string]bool{
 	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
 	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 	"Content-Length": true, "Host": true, hdrSession: true, "Accept-Encoding": true, "Authorization": true,
+	// An upstream's challenge is about Sluice's credentials, not the
+	// agent's: passed on, it would send the agent's client off to get a
+	// token from the upstream's authorization server.
+	"Www-Authenticate": true,
 }
 
 func copyHeaders(dst, src http.Header) {
@@ -349,7 +353,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	defer func() { endUpstream(upErr) }()
 	var resp *http.Response
 	if err == nil {
-		resp, err = g.client.Do(out)
+		resp, err = g.do(x.rt, out)
 	}
 	if err != nil {
 		upErr = err
@@ -597,7 +601,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
 		return
 	}
-	resp, err := g.client.Do(out)
+	resp, err := g.do(rt, out)
 	if err != nil {
 		if r.Context().Err() == nil {
 			writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
@@ -658,7 +662,7 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
 		return
 	}
-	resp, err := g.client.Do(out)
+	resp, err := g.do(rt, out)
 	if err != nil {
 		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
 		return

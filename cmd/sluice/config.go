@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -393,8 +394,8 @@ func (c *config) options() gateway.Options {
 }
 
 // loadConfig reads and checks a config file. Unknown keys are errors;
-// ${VAR} in upstream URLs, commands, arguments, env and headers is
-// replaced from the environment.
+// ${VAR} in upstream URLs, commands, arguments, env, headers and oauth
+// is replaced from the environment, ${file:PATH} by the file's contents.
 func loadConfig(path string) (*config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -423,9 +424,17 @@ func parseConfig(path string, b []byte) (*config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var missing []string
+	var fileErr error
 	expand := func(s string) string {
 		return varRef.ReplaceAllStringFunc(s, func(ref string) string {
 			name := ref[2 : len(ref)-1]
+			if file, ok := strings.CutPrefix(name, "file:"); ok {
+				v, err := readSecretFile(file)
+				if err != nil && fileErr == nil {
+					fileErr = err
+				}
+				return v
+			}
 			v, ok := os.LookupEnv(name)
 			if !ok {
 				missing = append(missing, name)
@@ -446,6 +455,17 @@ func parseConfig(path string, b []byte) (*config, error) {
 		for k, v := range u.Headers {
 			u.Headers[k] = expand(v)
 		}
+		if o := u.OAuth; o != nil {
+			o.TokenURL, o.ClientID, o.ClientSecret = expand(o.TokenURL), expand(o.ClientID), expand(o.ClientSecret)
+			if err := o.Validate(fmt.Sprintf("upstreams[%d].oauth", i)); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			for k := range u.Headers {
+				if strings.EqualFold(k, "Authorization") {
+					return nil, fmt.Errorf("%s: upstreams[%d].headers: Authorization is set by upstreams[%d].oauth; remove one of them", path, i, i)
+				}
+			}
+		}
 		if u.URL == "" && u.Command == "" {
 			return nil, fmt.Errorf("%s: upstreams[%d] (%s): set url (for an HTTP, SSE or WebSocket server) or command (for a stdio server)", path, i, u.Name)
 		}
@@ -458,6 +478,9 @@ func parseConfig(path string, b []byte) (*config, error) {
 	c.DataDir = expand(c.DataDir)
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s: environment variables %v are referenced but not set", path, missing)
+	}
+	if fileErr != nil {
+		return nil, fmt.Errorf("%s: %w", path, fileErr)
 	}
 	if err := c.checkLimits(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -476,7 +499,29 @@ func parseConfig(path string, b []byte) (*config, error) {
 	return &c, nil
 }
 
-var varRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+var varRef = regexp.MustCompile(`\$\{(?:[A-Za-z_][A-Za-z0-9_]*|file:[^}]+)\}`)
+
+// maxSecretFile bounds a file read by ${file:PATH}.
+const maxSecretFile = 64 << 10
+
+// readSecretFile is the value of ${file:PATH}: the file's contents
+// without a trailing newline, read once when the config is loaded (as
+// ${VAR}), so a rotated file takes effect at the next start.
+func readSecretFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("${file:%s}: %w; give a readable file holding the value", path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return "", fmt.Errorf("${file:%s}: %w", path, err)
+	}
+	if len(b) > maxSecretFile {
+		return "", fmt.Errorf("${file:%s}: larger than %d bytes; a secret file holds one value", path, maxSecretFile)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
 
 // headerName is an HTTP field name (RFC 9110 token).
 var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")

@@ -55,7 +55,12 @@ func startServeWith(t *testing.T, yaml string, wrap func(http.Handler) http.Hand
 	if err := os.WriteFile(r.config, []byte("admin_listen: "+r.admin+"\ndata_dir: "+r.dir+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Upstreams = []gateway.Upstream{{Name: "demo", URL: "http://" + ln.Addr().String() + "/mcp"}}
+	demoUp := gateway.Upstream{Name: "demo"}
+	if len(cfg.Upstreams) == 1 && cfg.Upstreams[0].Name == "demo" { // keep what the config says of it (oauth, headers)
+		demoUp = cfg.Upstreams[0]
+	}
+	demoUp.URL = "http://" + ln.Addr().String() + "/mcp"
+	cfg.Upstreams = []gateway.Upstream{demoUp}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	served := make(chan error, 1)

@@ -1,0 +1,266 @@
+// Package credential supplies the credentials Sluice presents to an
+// upstream MCP server on its own behalf: an OAuth 2.0 access token got
+// with the client credentials grant (RFC 6749 §4.4), cached until shortly
+// before it expires. Agents never see these credentials, and their own
+// are never forwarded.
+//
+//	tokens, _ := credential.NewClientCredentials(credential.ClientCredentialsConfig{
+//		TokenURL: "https://idp.example/oauth/token", ClientID: "sluice", ClientSecret: secret,
+//	}, credential.Deps{})
+//	client := &http.Client{Transport: &credential.Transport{Tokens: tokens}}
+package credential
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ClientCredentialsConfig is an upstream's `oauth:` section.
+type ClientCredentialsConfig struct {
+	// TokenURL is the authorization server's token endpoint (required;
+	// https unless the host is loopback).
+	TokenURL string `yaml:"token_url"`
+	// ClientID and ClientSecret authenticate Sluice to the token endpoint
+	// with HTTP Basic (client_secret_basic). Both are required; write the
+	// secret as ${ENV} or ${file:PATH} rather than in the file.
+	ClientID     string `yaml:"client_id"`
+	ClientSecret string `yaml:"client_secret"`
+	// Scopes are requested with the token (scope parameter); empty asks
+	// for the client's default scopes.
+	Scopes []string `yaml:"scopes"`
+	// Resource is the RFC 8707 resource indicator: the upstream's URL as
+	// its authorization server knows it. Empty sends none.
+	Resource string `yaml:"resource"`
+	// Audience is sent as the audience parameter, which some providers
+	// (Auth0) use instead of resource. Empty sends none.
+	Audience string `yaml:"audience"`
+}
+
+// Validate checks c, naming the key (under prefix, such as
+// "upstreams[0].oauth") at fault and the fix.
+func (c *ClientCredentialsConfig) Validate(prefix string) error {
+	u, err := url.Parse(c.TokenURL)
+	switch {
+	case c.TokenURL == "":
+		return fmt.Errorf("%s.token_url: missing; give the authorization server's token endpoint", prefix)
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return fmt.Errorf("%s.token_url: %q is not an absolute https URL", prefix, c.TokenURL)
+	case u.Scheme == "http" && !loopback(u.Hostname()):
+		return fmt.Errorf("%s.token_url: %q: the client secret would cross the network in clear; use https", prefix, c.TokenURL)
+	case c.ClientID == "":
+		return fmt.Errorf("%s.client_id: missing; give the client id the authorization server issued to Sluice", prefix)
+	case c.ClientSecret == "":
+		return fmt.Errorf("%s.client_secret: missing; give it as ${ENV_VAR} or ${file:/path/to/secret}", prefix)
+	}
+	if c.Resource != "" {
+		if u, err := url.Parse(c.Resource); err != nil || !u.IsAbs() || u.Fragment != "" {
+			return fmt.Errorf("%s.resource: %q is not an absolute URL without a fragment (RFC 8707)", prefix, c.Resource)
+		}
+	}
+	return nil
+}
+
+func loopback(host string) bool {
+	return host == "localhost" || host == "127.0.0.1" || host == "::1"
+}
+
+// Deps are what a ClientCredentials needs besides its config; the zero
+// value is usable.
+type Deps struct {
+	// Client calls the token endpoint; nil is a client with a 10s timeout.
+	Client *http.Client
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// ClientCredentials gets access tokens with the client credentials grant
+// and caches each until refreshBefore its expiry (or half its lifetime, if
+// that is shorter), so a request never goes out with a token about to
+// lapse. One fetch runs at a time; callers meanwhile wait for it. It is
+// safe for concurrent use.
+type ClientCredentials struct {
+	cfg    ClientCredentialsConfig
+	client *http.Client
+	now    func() time.Time
+
+	mu      sync.Mutex // guards the fields below; held during a fetch
+	token   string
+	refresh time.Time // when the token is to be replaced
+	expiry  time.Time // when it lapses
+}
+
+// refreshBefore is how long before its expiry a token is replaced.
+const refreshBefore = time.Minute
+
+// maxTokenResponse bounds the token endpoint's answer.
+const maxTokenResponse = 1 << 20
+
+// NewClientCredentials returns the token source of cfg, which must have
+// passed Validate.
+func NewClientCredentials(cfg ClientCredentialsConfig, d Deps) *ClientCredentials {
+	if d.Client == nil {
+		d.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return &ClientCredentials{cfg: cfg, client: d.Client, now: d.Now}
+}
+
+// Token returns a valid access token, fetching one when there is none or
+// the cached one is due for refresh.
+func (c *ClientCredentials) Token(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.token != "" && c.now().Before(c.refresh) {
+		return c.token, nil
+	}
+	tok, life, err := c.fetch(ctx)
+	if err != nil {
+		// A token still valid is better than none while the authorization
+		// server is briefly away; the next call tries again.
+		if c.token != "" && c.now().Before(c.expiry) {
+			return c.token, nil
+		}
+		return "", err
+	}
+	now := c.now()
+	early := refreshBefore
+	if life/2 < early {
+		early = life / 2
+	}
+	c.token, c.expiry, c.refresh = tok, now.Add(life), now.Add(life-early)
+	return tok, nil
+}
+
+// Invalidate drops token if it is the cached one: the upstream refused it
+// (revoked, rotated keys), so the next call fetches another.
+func (c *ClientCredentials) Invalidate(token string) {
+	c.mu.Lock()
+	if c.token == token {
+		c.token = ""
+	}
+	c.mu.Unlock()
+}
+
+// ErrTokenEndpoint wraps every failure to get a token.
+var ErrTokenEndpoint = errors.New("cannot get an access token for the upstream")
+
+// fetch asks the token endpoint for a token and returns it with its
+// lifetime. Errors name the endpoint, never the secret.
+func (c *ClientCredentials) fetch(ctx context.Context) (string, time.Duration, error) {
+	form := url.Values{"grant_type": {"client_credentials"}}
+	if len(c.cfg.Scopes) > 0 {
+		form.Set("scope", strings.Join(c.cfg.Scopes, " "))
+	}
+	if c.cfg.Resource != "" {
+		form.Set("resource", c.cfg.Resource)
+	}
+	if c.cfg.Audience != "" {
+		form.Set("audience", c.cfg.Audience)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.TokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: %v", ErrTokenEndpoint, err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	// RFC 6749 §2.3.1: the id and secret are form-encoded before Basic.
+	req.SetBasicAuth(url.QueryEscape(c.cfg.ClientID), url.QueryEscape(c.cfg.ClientSecret))
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: %v", ErrTokenEndpoint, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse))
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: token endpoint %s: %v", ErrTokenEndpoint, c.cfg.TokenURL, err)
+	}
+	var tr struct {
+		AccessToken string          `json:"access_token"`
+		TokenType   string          `json:"token_type"`
+		ExpiresIn   json.Number     `json:"expires_in"`
+		Error       string          `json:"error"`
+		Description json.RawMessage `json:"error_description"`
+	}
+	jerr := json.Unmarshal(b, &tr)
+	if resp.StatusCode != http.StatusOK {
+		msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
+		if jerr == nil && tr.Error != "" {
+			msg += " " + tr.Error // RFC 6749 §5.2: invalid_client, invalid_scope, …
+		}
+		return "", 0, fmt.Errorf("%w: token endpoint %s: %s", ErrTokenEndpoint, c.cfg.TokenURL, msg)
+	}
+	if jerr != nil || tr.AccessToken == "" {
+		return "", 0, fmt.Errorf("%w: token endpoint %s: the answer has no access_token", ErrTokenEndpoint, c.cfg.TokenURL)
+	}
+	if !strings.EqualFold(tr.TokenType, "bearer") {
+		return "", 0, fmt.Errorf("%w: token endpoint %s: token_type %q, want Bearer", ErrTokenEndpoint, c.cfg.TokenURL, tr.TokenType)
+	}
+	life := time.Hour // RFC 6749 §5.1: expires_in is RECOMMENDED; without it, assume an hour and let a 401 invalidate it
+	if tr.ExpiresIn != "" {
+		n, err := tr.ExpiresIn.Int64()
+		if err != nil || n <= 0 {
+			return "", 0, fmt.Errorf("%w: token endpoint %s: expires_in %q is not a positive number of seconds", ErrTokenEndpoint, c.cfg.TokenURL, tr.ExpiresIn)
+		}
+		life = time.Duration(n) * time.Second
+	}
+	return tr.AccessToken, life, nil
+}
+
+// Transport adds Authorization: Bearer with a token from Tokens to every
+// request it sends through Base (nil: a clone of
+// http.DefaultTransport), replacing any Authorization the request had. A
+// 401 answer invalidates the token, so the next request gets another;
+// the request itself is not retried.
+type Transport struct {
+	Base   http.RoundTripper
+	Tokens *ClientCredentials
+
+	once sync.Once
+	base http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	tok, err := t.Tokens.Token(r.Context())
+	if err != nil {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, err
+	}
+	r2 := r.Clone(r.Context())
+	r2.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := t.baseTransport().RoundTrip(r2)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		t.Tokens.Invalidate(tok)
+	}
+	return resp, err
+}
+
+func (t *Transport) baseTransport() http.RoundTripper {
+	t.once.Do(func() {
+		t.base = t.Base
+		if t.base == nil {
+			t.base = http.DefaultTransport.(*http.Transport).Clone()
+		}
+	})
+	return t.base
+}
+
+// CloseIdleConnections closes the idle connections of the base transport.
+func (t *Transport) CloseIdleConnections() {
+	type closer interface{ CloseIdleConnections() }
+	if c, ok := t.baseTransport().(closer); ok {
+		c.CloseIdleConnections()
+	}
+}

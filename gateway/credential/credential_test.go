@@ -1,0 +1,229 @@
+package credential
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// tokenServer is a token endpoint that issues tok-1, tok-2, … valid for
+// expiresIn seconds to client "sluice" with secret "s3cret:+/".
+type tokenServer struct {
+	srv       *httptest.Server
+	issued    atomic.Int32
+	expiresIn atomic.Int32
+	fail      atomic.Bool
+	mu        sync.Mutex
+	forms     []string
+}
+
+func newTokenServer(t *testing.T) *tokenServer {
+	ts := &tokenServer{}
+	ts.expiresIn.Store(300)
+	ts.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		ts.mu.Lock()
+		ts.forms = append(ts.forms, r.PostForm.Encode())
+		ts.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		id, secret, _ := r.BasicAuth()
+		switch {
+		case ts.fail.Load():
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"error":"temporarily_unavailable"}`)
+		case id != "sluice" || secret != "s3cret%3A%2B%2F": // form-encoded, RFC 6749 §2.3.1
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"error":"invalid_client"}`)
+		default:
+			n := ts.issued.Add(1)
+			fmt.Fprintf(w, `{"access_token":"tok-%d","token_type":"Bearer","expires_in":%d}`, n, ts.expiresIn.Load())
+		}
+	}))
+	t.Cleanup(ts.srv.Close)
+	return ts
+}
+
+func (ts *tokenServer) config() ClientCredentialsConfig {
+	return ClientCredentialsConfig{TokenURL: ts.srv.URL + "/token", ClientID: "sluice", ClientSecret: "s3cret:+/",
+		Scopes: []string{"mcp:read", "mcp:write"}, Resource: "https://mcp.example/mcp"}
+}
+
+func TestClientCredentialsCache(t *testing.T) {
+	ts := newTokenServer(t)
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := NewClientCredentials(ts.config(), Deps{Now: clk.Now})
+	ctx := context.Background()
+	get := func() string {
+		t.Helper()
+		tok, err := c.Token(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	if got := get(); got != "tok-1" {
+		t.Fatalf("first token: got %s, want tok-1", got)
+	}
+	if want := "grant_type=client_credentials&resource=https%3A%2F%2Fmcp.example%2Fmcp&scope=mcp%3Aread+mcp%3Awrite"; ts.forms[0] != want {
+		t.Errorf("token request: got %s, want %s", ts.forms[0], want)
+	}
+	clk.Advance(3 * time.Minute)
+	if got := get(); got != "tok-1" || ts.issued.Load() != 1 {
+		t.Errorf("within its lifetime: got %s after %d fetches, want tok-1 from the cache", got, ts.issued.Load())
+	}
+	clk.Advance(time.Minute + time.Second) // 4m01s of 5m: inside the last minute
+	if got := get(); got != "tok-2" {
+		t.Errorf("a minute before expiry: got %s, want a fresh tok-2", got)
+	}
+	ts.fail.Store(true)
+	clk.Advance(4*time.Minute + 30*time.Second) // due for refresh, not expired
+	if got := get(); got != "tok-2" {
+		t.Errorf("token endpoint down, token still valid: got %s, want tok-2 kept", got)
+	}
+	clk.Advance(time.Minute) // expired
+	if _, err := c.Token(ctx); !errors.Is(err, ErrTokenEndpoint) || !strings.Contains(err.Error(), "HTTP 503 temporarily_unavailable") {
+		t.Errorf("token endpoint down, token expired: got %v, want ErrTokenEndpoint naming the status", err)
+	}
+	ts.fail.Store(false)
+	tok := get()
+	c.Invalidate(tok)
+	if got := get(); got == tok {
+		t.Errorf("after Invalidate: got %s again, want a new token", got)
+	}
+
+	t.Run("short lifetime refreshes at half", func(t *testing.T) {
+		ts.expiresIn.Store(30)
+		c := NewClientCredentials(ts.config(), Deps{Now: clk.Now})
+		first, _ := c.Token(ctx)
+		clk.Advance(14 * time.Second)
+		if again, _ := c.Token(ctx); again != first {
+			t.Errorf("at 14s of 30s: got %s, want %s", again, first)
+		}
+		clk.Advance(2 * time.Second)
+		if again, _ := c.Token(ctx); again == first {
+			t.Errorf("at 16s of 30s: got %s again, want a new token", again)
+		}
+	})
+}
+
+func TestClientCredentialsErrors(t *testing.T) {
+	ts := newTokenServer(t)
+	cfg := ts.config()
+	cfg.ClientSecret = "wrong-secret"
+	_, err := NewClientCredentials(cfg, Deps{}).Token(context.Background())
+	if !errors.Is(err, ErrTokenEndpoint) || !strings.Contains(err.Error(), "invalid_client") || strings.Contains(err.Error(), "wrong-secret") {
+		t.Errorf("bad secret: got %v, want invalid_client without the secret", err)
+	}
+	for _, body := range []string{`{"token_type":"Bearer"}`, `{"access_token":"x","token_type":"mac"}`, `{"access_token":"x","token_type":"Bearer","expires_in":-5}`, `not json`} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, body) }))
+		cfg := ts.config()
+		cfg.TokenURL = srv.URL
+		if _, err := NewClientCredentials(cfg, Deps{}).Token(context.Background()); !errors.Is(err, ErrTokenEndpoint) {
+			t.Errorf("answer %s: got %v, want ErrTokenEndpoint", body, err)
+		}
+		srv.Close()
+	}
+}
+
+// Concurrent callers share one fetch.
+func TestClientCredentialsOneFetch(t *testing.T) {
+	ts := newTokenServer(t)
+	c := NewClientCredentials(ts.config(), Deps{})
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if _, err := c.Token(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := ts.issued.Load(); n != 1 {
+		t.Errorf("20 concurrent callers: %d fetches, want 1", n)
+	}
+}
+
+// The Transport replaces the request's Authorization with the token and
+// invalidates a token the upstream refuses.
+func TestTransport(t *testing.T) {
+	ts := newTokenServer(t)
+	var accept atomic.Value
+	accept.Store("Bearer tok-1")
+	var seen []string
+	var mu sync.Mutex
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.Header.Get("Authorization") != accept.Load().(string) {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	defer up.Close()
+	client := &http.Client{Transport: &Transport{Tokens: NewClientCredentials(ts.config(), Deps{})}}
+	do := func() int {
+		req, _ := http.NewRequest(http.MethodPost, up.URL, strings.NewReader("{}"))
+		req.Header.Set("Authorization", "Bearer agent-token")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := do(); got != 200 {
+		t.Fatalf("first request: got %d", got)
+	}
+	accept.Store("Bearer tok-2") // the upstream no longer takes tok-1
+	if got := do(); got != 401 {
+		t.Fatalf("with a revoked token: got %d, want 401", got)
+	}
+	if got := do(); got != 200 {
+		t.Errorf("after a 401: got %d, want 200 with a new token", got)
+	}
+	if want := []string{"Bearer tok-1", "Bearer tok-1", "Bearer tok-2"}; strings.Join(seen, ",") != strings.Join(want, ",") {
+		t.Errorf("upstream saw %v, want %v (never the agent's token)", seen, want)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := ClientCredentialsConfig{TokenURL: "https://idp/token", ClientID: "a", ClientSecret: "b"}
+	for _, tt := range []struct {
+		mut  func(*ClientCredentialsConfig)
+		want string
+	}{
+		{func(c *ClientCredentialsConfig) { c.TokenURL = "" }, "u.oauth.token_url: missing"},
+		{func(c *ClientCredentialsConfig) { c.TokenURL = "http://idp.example/token" }, "u.oauth.token_url"},
+		{func(c *ClientCredentialsConfig) { c.ClientID = "" }, "u.oauth.client_id"},
+		{func(c *ClientCredentialsConfig) { c.ClientSecret = "" }, "u.oauth.client_secret"},
+		{func(c *ClientCredentialsConfig) { c.Resource = "/relative" }, "u.oauth.resource"},
+	} {
+		c := ok
+		tt.mut(&c)
+		if err := c.Validate("u.oauth"); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: got %v, want an error naming %s", c, err, tt.want)
+		}
+	}
+	if err := ok.Validate("u.oauth"); err != nil {
+		t.Errorf("valid config: %v", err)
+	}
+}

@@ -1,0 +1,56 @@
+package gateway
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/sluicehq/sluice/gateway/credential"
+)
+
+// upstreamClient is the HTTP client that sends up's requests with the
+// credentials of its oauth: section, or nil (the transport's own client)
+// when it has none.
+func upstreamClient(up Upstream) (*http.Client, error) {
+	if up.OAuth == nil {
+		return nil, nil
+	}
+	if up.Transport != TransportStreamableHTTP && up.Transport != TransportSSE {
+		return nil, errors.New("oauth: only streamable-http and sse upstreams take an OAuth token; give a websocket upstream headers, a stdio one env")
+	}
+	for k := range up.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return nil, errors.New("oauth: the upstream's Authorization comes from oauth; remove it from headers")
+		}
+	}
+	if err := up.OAuth.Validate("oauth"); err != nil {
+		return nil, err
+	}
+	// No overall timeout: a response may stream as long as its request
+	// runs (as the transports' own clients).
+	return &http.Client{Transport: &credential.Transport{Tokens: credential.NewClientCredentials(*up.OAuth, credential.Deps{})}}, nil
+}
+
+// ErrUpstreamRefusedCredentials is the cause of the error a call gets
+// when its upstream answers 401: the upstream refused Sluice's own
+// credentials (upstreams[].headers or oauth), which the agent can do
+// nothing about.
+var ErrUpstreamRefusedCredentials = errors.New("the upstream refused the gateway's credentials (HTTP 401); the operator must check upstreams[].headers or upstreams[].oauth")
+
+// do sends req to rt's upstream, with the route's own client when its
+// oauth: section needs one. A 401 becomes ErrUpstreamRefusedCredentials,
+// so that neither the upstream's challenge nor its body reaches the agent
+// (whose own credentials never reach the upstream).
+func (g *Gateway) do(rt *route, req *http.Request) (*http.Response, error) {
+	c := g.client
+	if rt.client != nil {
+		c = rt.client
+	}
+	resp, err := c.Do(req)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		resp.Body.Close()
+		g.log.Warn("upstream refused the gateway's credentials", "upstream", rt.up.Name, "status", resp.StatusCode)
+		return nil, ErrUpstreamRefusedCredentials
+	}
+	return resp, err
+}
