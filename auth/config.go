@@ -230,3 +230,12 @@ func loopbackHost(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// ValidateAs checks j as a JWT section of its own at key (such as
+// "admin_jwt"), naming the key at fault and the fix.
+func (j *JWTConfig) ValidateAs(key string) error {
+	if err := j.validate(); err != nil {
+		return errors.New(strings.Replace(err.Error(), "auth.jwt", key, 1))
+	}
+	return nil
+}

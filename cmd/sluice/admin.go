@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/auth"
 )
 
 // adminTokenFile holds the admin token generated when admin_token is not
@@ -33,8 +34,27 @@ const adminTokenFile = "admin.token"
 // never answers (CSRF).
 type adminGuard struct {
 	token          string
+	jwt            *auth.JWTVerifier // admin_jwt; nil: the token only
 	openMetrics    bool
 	hosts, origins []string
+}
+
+// authorized reports whether r carries the admin token or, with
+// admin_jwt, a JWT with the admin role.
+func (a *adminGuard) authorized(r *http.Request, want []byte) bool {
+	h := r.Header.Get("Authorization")
+	if subtle.ConstantTimeCompare([]byte(h), want) == 1 {
+		return true
+	}
+	if a.jwt == nil || len(r.Header.Values("Authorization")) != 1 {
+		return false
+	}
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || len(tok) > 8192 {
+		return false
+	}
+	_, err := a.jwt.Authenticate(r.Context(), tok)
+	return err == nil
 }
 
 func (a *adminGuard) wrap(next http.Handler) http.Handler {
@@ -45,8 +65,7 @@ func (a *adminGuard) wrap(next http.Handler) http.Handler {
 			adminError(w, http.StatusForbidden, "host "+r.Host+" is not allowed (see admin_allowed_hosts)")
 		case !originAllowed(a.origins, r.Header.Get("Origin")):
 			adminError(w, http.StatusForbidden, "origin "+r.Header.Get("Origin")+" is not allowed (see admin_allowed_origins)")
-		case !(a.openMetrics && r.URL.Path == "/metrics") &&
-			subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1:
+		case !(a.openMetrics && r.URL.Path == "/metrics") && !a.authorized(r, want):
 			adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 		case r.Method != http.MethodGet && r.Method != http.MethodHead && !approval.IsJSON(r):
 			adminError(w, http.StatusUnsupportedMediaType, "send JSON with Content-Type: application/json")
@@ -76,6 +95,9 @@ func adminHandler(cfg *config, gv *governance, logger *slog.Logger) (http.Handle
 			return nil, fmt.Errorf("admin_token: %w", err)
 		}
 		a.openMetrics = true
+	}
+	if cfg.AdminJWT != nil {
+		a.jwt = auth.NewJWTVerifier(*cfg.AdminJWT, nil, nil)
 	}
 	if host, _, _ := net.SplitHostPort(cfg.AdminListen); !isLoopback(host) && len(a.hosts) == 0 {
 		logger.Warn("admin API listening beyond loopback with no admin_allowed_hosts: Host header checks are off (the token is still required)", "admin_listen", cfg.AdminListen)

@@ -276,3 +276,55 @@ func TestJWTClients(t *testing.T) {
 		}
 	}
 }
+
+// admin_jwt admits to the admin API a JWT with the admin role beside the
+// admin token; a token without the role, an agent's token (another
+// audience) and none are refused. A config whose admin_jwt names no role
+// or shares the agents' audience does not load.
+func TestAdminJWT(t *testing.T) {
+	as := newTestAS(t, nil)
+	r := startServe(t, fmt.Sprintf(`policy: {default: allow}
+admin_token: the-admin-token
+admin_jwt:
+  issuer: %s
+  audience: [sluice-admin-api]
+  jwks_url: %s/jwks
+  required_claims: {roles: sluice-admin}
+`, as.srv.URL, as.srv.URL))
+	get := func(bearer string) int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+r.admin+"/admin/approvals", nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tt := range []struct {
+		name, bearer string
+		want         int
+	}{
+		{"admin token", "the-admin-token", 200},
+		{"JWT with the admin role", as.sign(map[string]any{"sub": "ops", "aud": "sluice-admin-api", "roles": []string{"viewer", "sluice-admin"}}), 200},
+		{"JWT without the role", as.sign(map[string]any{"sub": "ops", "aud": "sluice-admin-api", "roles": []string{"viewer"}}), 401},
+		{"an agent's JWT", as.sign(map[string]any{"sub": "agent", "aud": "https://sluice.example/mcp", "roles": []string{"sluice-admin"}}), 401},
+		{"expired JWT", as.sign(map[string]any{"sub": "ops", "aud": "sluice-admin-api", "roles": "sluice-admin", "exp": time.Now().Add(-time.Hour).Unix()}), 401},
+		{"none", "", 401},
+	} {
+		if got := get(tt.bearer); got != tt.want {
+			t.Errorf("%s: got %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"admin_jwt: {issuer: https://i, audience: [a], jwks_url: https://i/k}\n", "admin_jwt: names no admin role"},
+		{"admin_jwt: {issuer: https://i, audience: [a], required_scopes: [admin]}\n", "admin_jwt.jwks_url"},
+		{"auth: {mode: jwt, jwt: {issuer: https://i, audience: [a], jwks_url: https://i/k}}\nadmin_jwt: {issuer: https://i, audience: [a], jwks_url: https://i/k, required_scopes: [admin]}\n", "admin_jwt.audience"},
+	} {
+		if _, err := parseConfig("c.yaml", []byte(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: got %v, want an error naming %s", tt.yaml, err, tt.want)
+		}
+	}
+}

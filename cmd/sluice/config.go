@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +85,12 @@ type config struct {
 	// in the data directory (admin.token, mode 0600) and printed once in
 	// the log; the CLI reads it from there (--config).
 	AdminToken string `yaml:"admin_token"`
+	// AdminJWT, if set, also admits to the admin API a JWT from this
+	// issuer that carries an admin role: required_claims (such as
+	// {roles: sluice-admin}) or required_scopes must say which, and its
+	// audience must not be an agent audience (auth.jwt.audience), so no
+	// agent's token administers. admin_token keeps working beside it.
+	AdminJWT *auth.JWTConfig `yaml:"admin_jwt"`
 	// AdminAllowedHosts and AdminAllowedOrigins extend the loopback
 	// defaults of the admin listener's DNS-rebinding protection, as
 	// allowed_hosts and allowed_origins do for the agents' port; "*"
@@ -471,6 +478,9 @@ func parseConfig(path string, b []byte) (*config, error) {
 		}
 	}
 	c.AdminToken = expand(c.AdminToken)
+	if c.AdminJWT != nil {
+		c.AdminJWT.JWKSURL = expand(c.AdminJWT.JWKSURL)
+	}
 	if c.Auth != nil {
 		c.Auth.APIKeys.File = expand(c.Auth.APIKeys.File)
 		c.Auth.JWT.JWKSURL = expand(c.Auth.JWT.JWKSURL)
@@ -486,6 +496,9 @@ func parseConfig(path string, b []byte) (*config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := c.checkAuth(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.checkAdminJWT(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if c.PolicyFile != "" && !c.Policy.IsZero() {
@@ -535,6 +548,29 @@ func (a *approvalsConfig) merge(old time.Duration) error {
 		return fmt.Errorf("approval_timeout (%v) and approvals.timeout (%v) disagree; approval_timeout is the old name: keep only approvals.timeout", old, a.Timeout)
 	case a.Timeout == 0:
 		a.Timeout = old
+	}
+	return nil
+}
+
+// checkAdminJWT validates admin_jwt: a JWT section that names an admin
+// role and an audience of its own.
+func (c *config) checkAdminJWT() error {
+	j := c.AdminJWT
+	if j == nil {
+		return nil
+	}
+	if err := j.ValidateAs("admin_jwt"); err != nil {
+		return err
+	}
+	if len(j.RequiredClaims) == 0 && len(j.RequiredScopes) == 0 {
+		return errors.New("admin_jwt: names no admin role, so any token of the issuer would administer; set required_claims (such as {roles: sluice-admin}) or required_scopes")
+	}
+	if c.Auth != nil {
+		for _, a := range j.Audience {
+			if slices.Contains(c.Auth.JWT.Audience, a) {
+				return fmt.Errorf("admin_jwt.audience: %q is also an agent audience (auth.jwt.audience); give the admin API an audience of its own", a)
+			}
+		}
 	}
 	return nil
 }
