@@ -33,7 +33,7 @@ type recorder struct {
 	// recorded holds the descriptors of allowed calls whose event
 	// forwarded wrote (sync: commit), so that decision does not write it
 	// again; decision removes them.
-	recorded sync.Map
+	recorded           sync.Map
 	authSec, authCount atomic.Int64 // the second and the count of authFailure events in it
 }
 
