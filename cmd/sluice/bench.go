@@ -330,7 +330,7 @@ func runBenchChild(ctx context.Context, c benchChild) error {
 		cfg.Upstreams = []gateway.Upstream{{Name: "bench", Transport: gateway.TransportStreamableHTTP, URL: c.target}}
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 		var announceErr error
-		err = serve(ctx, cfg, logger, func(addr string) { announceErr = bench.Announce(addr) })
+		err = serve(ctx, cfg, logger, func(at bound) { announceErr = bench.Announce(at.Listen) })
 		return errors.Join(err, announceErr)
 	default:
 		return fmt.Errorf("bench: --role: unknown role %q", c.role)

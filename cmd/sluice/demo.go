@@ -76,7 +76,8 @@ func runDemo(ctx context.Context, args []string) error {
 	defer os.RemoveAll(dir)
 	cfg.DataDir = dir
 	cfg.Upstreams = []gateway.Upstream{{Name: "demo", Transport: gateway.TransportStreamableHTTP, URL: "http://" + ln.Addr().String() + "/mcp"}}
-	return serve(ctx, cfg, newLogger(), func(addr string) {
+	return serve(ctx, cfg, newLogger(), func(at bound) {
+		addr := at.Listen
 		url := "http://" + addr + "/mcp/demo"
 		fmt.Printf(`
 Sluice demo is running.

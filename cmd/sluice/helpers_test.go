@@ -46,23 +46,26 @@ func startServeWith(t *testing.T, yaml string, wrap func(http.Handler) http.Hand
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &running{admin: freeAddr(t), dir: t.TempDir()}
-	cfg.Listen, cfg.AdminListen, cfg.DataDir = "127.0.0.1:0", r.admin, r.dir
-	r.config = filepath.Join(t.TempDir(), "sluice.yaml")
-	if err := os.WriteFile(r.config, []byte("admin_listen: "+r.admin+"\ndata_dir: "+r.dir+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	r := &running{dir: t.TempDir()}
+	cfg.Listen, cfg.AdminListen, cfg.DataDir = "127.0.0.1:0", "127.0.0.1:0", r.dir
 	cfg.Upstreams = []gateway.Upstream{{Name: "demo", URL: "http://" + ln.Addr().String() + "/mcp"}}
 	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
+	addrc := make(chan bound, 1)
 	served := make(chan error, 1)
-	go func() { served <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(a string) { addrc <- a }) }()
+	go func() { served <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(at bound) { addrc <- at }) }()
 	select {
-	case a := <-addrc:
-		r.url = "http://" + a + "/mcp/demo"
+	case at := <-addrc:
+		r.url, r.admin = "http://"+at.Listen+"/mcp/demo", at.Admin
 	case err := <-served:
 		cancel()
 		t.Fatalf("serve: %v", err)
+	}
+	// The CLI's config names the admin address the gateway bound.
+	r.config = filepath.Join(t.TempDir(), "sluice.yaml")
+	if err := os.WriteFile(r.config, []byte("admin_listen: "+r.admin+"\ndata_dir: "+r.dir+"\n"), 0o600); err != nil {
+		cancel()
+		<-served
+		t.Fatal(err)
 	}
 	var stopped bool
 	var serveErr error

@@ -106,10 +106,19 @@ func runServe(ctx context.Context, args []string) error {
 	return serve(ctx, cfg, newLogger(), nil)
 }
 
+// bound is where serve's listeners are: the addresses they bound, so a
+// config with port 0 learns its ports without a close-then-rebind race.
+type bound struct {
+	// Listen is the agents' listener, host:port.
+	Listen string
+	// Admin is the admin listener, host:port; empty without admin_listen.
+	Admin string
+}
+
 // serve runs the gateway for cfg until ctx ends, then drains in-flight
 // calls for up to the shutdown timeout. ready, if not nil, gets the
-// listener's address once it accepts connections.
-func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(addr string)) error {
+// listeners' addresses once both accept connections.
+func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bound)) error {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:8080"
 	}
@@ -159,6 +168,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 	srv.RegisterOnShutdown(g.Drain)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	at := bound{Listen: ln.Addr().String()}
 	if cfg.AdminListen != "" {
 		h, err := adminHandler(cfg, gv, logger)
 		if err != nil {
@@ -177,11 +187,12 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 			}
 		}()
 		defer admin.Close()
-		logger.Info("admin API listening", "addr", aln.Addr().String())
+		at.Admin = aln.Addr().String()
+		logger.Info("admin API listening", "addr", at.Admin)
 	}
-	logger.Info("sluice listening", "addr", ln.Addr().String(), "upstreams", len(cfg.Upstreams))
+	logger.Info("sluice listening", "addr", at.Listen, "upstreams", len(cfg.Upstreams))
 	if ready != nil {
-		ready(ln.Addr().String())
+		ready(at)
 	}
 	select {
 	case err := <-errc:
