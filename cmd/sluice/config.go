@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -405,6 +407,13 @@ func loadConfig(path string) (*config, error) {
 
 func parseConfig(path string, b []byte) (*config, error) {
 	c := config{path: path, src: b}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := unknownKeys(path, &doc, reflect.TypeFor[config]()); err != nil {
+		return nil, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
@@ -459,6 +468,11 @@ func parseConfig(path string, b []byte) (*config, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s: environment variables %v are referenced but not set", path, missing)
 	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.resolvePaths(dir)
 	if err := c.checkLimits(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -492,4 +506,34 @@ func (a *approvalsConfig) merge(old time.Duration) error {
 		a.Timeout = old
 	}
 	return nil
+}
+
+// resolvePaths makes the config's relative file paths absolute, relative
+// to dir, the config file's (absolute) directory, rather than to wherever the process was
+// started (a desktop client starts `sluice wrap` in a directory of its
+// own). A stdio command is resolved only when it names a path (has a
+// slash); a bare name is looked up in $PATH.
+func (c *config) resolvePaths(dir string) {
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	abs(&c.PolicyFile)
+	abs(&c.DataDir)
+	abs(&c.Inventory.KeyFile)
+	abs(&c.Classifier.APIKeyFile)
+	if c.TLS != nil {
+		abs(&c.TLS.CertFile)
+		abs(&c.TLS.KeyFile)
+		abs(&c.TLS.ClientCAFile)
+	}
+	if c.Auth != nil {
+		abs(&c.Auth.APIKeys.File)
+	}
+	for i := range c.Upstreams {
+		if u := &c.Upstreams[i]; strings.Contains(u.Command, "/") {
+			abs(&u.Command)
+		}
+	}
 }

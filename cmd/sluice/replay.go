@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -55,15 +53,18 @@ type replaySummary struct {
 // route memory from the calls the new policy allows, with the recorded
 // times as the clock, and reports what would change.
 func runReplay(ctx context.Context, args []string, out, progress io.Writer) error {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs := newFlagSet("replay")
 	events := fs.String("events", "", "audit database (events.db) or JSONL export")
 	policyFile := fs.String("policy", "", "policy file (or sluice.yaml with a policy: section) to evaluate the calls under")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *events == "" || *policyFile == "" {
-		return errors.New("replay: --events and --policy are required")
+		return usageErrorf("replay: --events and --policy are required")
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("replay: unexpected argument %q", fs.Arg(0))
 	}
 	src, err := os.ReadFile(*policyFile)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,14 +16,20 @@ import (
 // runWrap makes Sluice a stdio MCP server in front of one upstream, so a
 // desktop client's config changes only its command.
 func runWrap(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("wrap", flag.ExitOnError)
+	fs := newFlagSet("wrap")
 	cfgPath := fs.String("config", "", "config file with the policy (optional; without one every tools/call is denied)")
 	rawURL := fs.String("url", "", "URL of a Streamable HTTP upstream (instead of a command)")
 	transportName := fs.String("transport", "", "upstream transport for --url: streamable-http (default), sse or websocket")
-	_ = fs.Parse(args)
+	newLog := logFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logger, err := newLog()
+	if err != nil {
+		return err
+	}
 	cfg := &config{}
 	if *cfgPath != "" {
-		var err error
 		if cfg, err = loadConfig(*cfgPath); err != nil {
 			return err
 		}
@@ -35,13 +40,12 @@ func runWrap(ctx context.Context, args []string) error {
 	up := gateway.Upstream{Name: "wrapped", URL: *rawURL, Transport: gateway.Transport(*transportName)}
 	switch {
 	case *rawURL != "" && fs.NArg() > 0:
-		return errors.New("wrap: give either --url or a command after --, not both")
+		return usageErrorf("wrap: give either --url or a command after --, not both")
 	case *rawURL == "" && fs.NArg() == 0:
-		return errors.New("wrap: give a command after -- or --url")
+		return usageErrorf("wrap: give a command after -- or --url")
 	case fs.NArg() > 0:
 		up.Command, up.Args = fs.Arg(0), fs.Args()[1:]
 	}
-	logger := newLogger()
 	gv, err := buildGovernance(ctx, cfg, logger)
 	if err != nil {
 		return err
