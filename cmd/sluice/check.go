@@ -179,4 +179,3 @@ func validateConfig(path string, override func(*config), out io.Writer) error {
 	fmt.Fprintf(out, "%s: ok (%d upstreams, policy version %s, %d warnings)\n", path, len(cfg.Upstreams), version, len(ck.Warnings))
 	return nil
 }
-

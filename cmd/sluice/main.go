@@ -88,6 +88,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	override(cfg)
 	return serve(ctx, cfg, logger, nil)
 }
+
 // bound is where serve's listeners are: the addresses they bound, so a
 // config with port 0 learns its ports without a close-then-rebind race.
 type bound struct {
