@@ -248,13 +248,8 @@ func (c *config) decider(logger *slog.Logger, mem policy.Store) (d intercept.Dec
 	opts := policy.Options{Logger: logger, Store: mem}
 	switch {
 	case c.PolicyFile != "":
-		w, err := policy.NewWatcher(c.PolicyFile, policy.WatchOptions{Options: opts, OnReload: func(p *policy.Policy, err error) {
-			if err != nil {
-				logger.Error("policy reload rejected; the previous policy keeps serving", "file", c.PolicyFile, "err", err)
-				return
-			}
-			logger.Info("policy reloaded", "file", c.PolicyFile, "version", p.Version())
-		}})
+		// The watcher logs reloads and rejections itself, once.
+		w, err := policy.NewWatcher(c.PolicyFile, policy.WatchOptions{Options: opts})
 		if err != nil {
 			return nil, nil, err
 		}
