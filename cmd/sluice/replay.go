@@ -44,8 +44,14 @@ type replaySummary struct {
 	NewlyAllowed  int            `json:"newly_allowed"`
 	NewlyHeld     int            `json:"newly_held"`
 	NoArguments   int            `json:"calls_without_arguments"`
-	PolicyVersion string         `json:"policy_version"`
-	Changes       []replayChange `json:"changes"`
+	// Undetermined counts the calls recorded without arguments whose
+	// decision under the new policy reads them (a rule that can match
+	// the tool has a condition on args): they are not replayed as
+	// changes, since {} in place of the arguments would decide them.
+	Undetermined      int            `json:"undetermined"`
+	UndeterminedCalls []replayChange `json:"undetermined_calls,omitempty"`
+	PolicyVersion     string         `json:"policy_version"`
+	Changes           []replayChange `json:"changes"`
 }
 
 // runReplay is `sluice replay --events DB|JSONL --policy FILE [--json]`:
@@ -131,6 +137,13 @@ func runReplay(ctx context.Context, args []string, out, progress io.Writer) erro
 		if dec.Verdict == intercept.Allow {
 			p.Forwarded(ctx, d, dec)
 		}
+		if noArgs && p.ReadsArguments(pe.Upstream, pe.Tool) {
+			sum.Undetermined++
+			sum.UndeterminedCalls = append(sum.UndeterminedCalls, replayChange{Seq: ev.Seq, Time: pe.Time, TxnID: pe.TxnID, Agent: pe.Agent,
+				Session: pe.Session, Upstream: pe.Upstream, Tool: pe.Tool, Was: pe.Decision, WasReason: pe.Reason,
+				Now: "undetermined", NowReason: "arguments not recorded", NoArguments: true})
+			continue
+		}
 		if string(dec.Verdict) == pe.Decision {
 			continue
 		}
@@ -161,8 +174,17 @@ func runReplay(ctx context.Context, args []string, out, progress io.Writer) erro
 		fmt.Fprintf(out, "%s  %-10s %s/%s  %s (%s) -> %s (%s) rule %s%s\n", c.Time.Format(time.RFC3339), c.Agent, c.Upstream, c.Tool,
 			c.Was, c.WasReason, c.Now, c.NowReason, c.Rule, note)
 	}
-	fmt.Fprintf(out, "%d calls replayed under policy %.12s: %d changed (%d newly denied, %d newly allowed, %d newly held)\n",
-		sum.Calls, sum.PolicyVersion, sum.Changed, sum.NewlyDenied, sum.NewlyAllowed, sum.NewlyHeld)
+	if len(sum.UndeterminedCalls) > 0 {
+		fmt.Fprintln(out, "undetermined (arguments not recorded; the new policy's conditions read them):")
+		for _, c := range sum.UndeterminedCalls {
+			fmt.Fprintf(out, "  %s  %-10s %s/%s was %s (%s)\n", c.Time.Format(time.RFC3339), c.Agent, c.Upstream, c.Tool, c.Was, c.WasReason)
+		}
+	}
+	fmt.Fprintf(out, "%d calls replayed under policy %.12s: %d changed (%d newly denied, %d newly allowed, %d newly held), %d undetermined (arguments not recorded)\n",
+		sum.Calls, sum.PolicyVersion, sum.Changed, sum.NewlyDenied, sum.NewlyAllowed, sum.NewlyHeld, sum.Undetermined)
+	if sum.Undetermined > 0 {
+		fmt.Fprintln(out, "set audit.keep_arguments: true to record arguments (redacted) and replay such calls")
+	}
 	if sum.NoArguments > 0 {
 		fmt.Fprintf(out, "%d calls had no recorded arguments (audit.keep_arguments is off): conditions on args saw {}\n", sum.NoArguments)
 	}
