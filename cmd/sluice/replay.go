@@ -38,12 +38,12 @@ type replayChange struct {
 }
 
 type replaySummary struct {
-	Calls         int            `json:"calls"`
-	Changed       int            `json:"changed"`
-	NewlyDenied   int            `json:"newly_denied"`
-	NewlyAllowed  int            `json:"newly_allowed"`
-	NewlyHeld     int            `json:"newly_held"`
-	NoArguments   int            `json:"calls_without_arguments"`
+	Calls        int `json:"calls"`
+	Changed      int `json:"changed"`
+	NewlyDenied  int `json:"newly_denied"`
+	NewlyAllowed int `json:"newly_allowed"`
+	NewlyHeld    int `json:"newly_held"`
+	NoArguments  int `json:"calls_without_arguments"`
 	// Undetermined counts the calls recorded without arguments whose
 	// decision under the new policy reads them (a rule that can match
 	// the tool has a condition on args): they are not replayed as
