@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"runtime/debug"
 	"strings"
+	"time"
 )
 
 // The command line's one convention, for every verb (as `go` does it):
@@ -66,6 +68,9 @@ sluice keys revoke ID [--config sluice.yaml | --file PATH]
 		{"replay", `sluice replay --events DB|JSONL --policy FILE [--json]
   Re-decide recorded calls under another policy and report what would change.`,
 			func(ctx context.Context, a []string, o, e io.Writer) error { return runReplay(ctx, a, o, e) }},
+		{"health", `sluice health [--url http://127.0.0.1:8080/healthz]
+  Exit 0 if the gateway answers its health check (the image's HEALTHCHECK; distroless has no curl).`,
+			func(ctx context.Context, a []string, o, _ io.Writer) error { return runHealth(ctx, a, o) }},
 		{"bench", `sluice bench [flags]
   Measure tools/call round trips direct, through a bare proxy and through Sluice.`,
 			func(ctx context.Context, a []string, o, e io.Writer) error { return benchTo(ctx, a, o, e) }},
@@ -214,6 +219,11 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	})
 }
 
+// buildVersion and buildRevision, set with -ldflags -X where the VCS
+// stamp is missing (the Docker build has no .git), override what the Go
+// toolchain recorded.
+var buildVersion, buildRevision string
+
 // version is the module version and VCS revision the binary was built
 // from, as the Go toolchain recorded them.
 func version() string {
@@ -224,6 +234,9 @@ func version() string {
 	v := bi.Main.Version
 	if v == "" {
 		v = "(devel)"
+	}
+	if buildVersion != "" {
+		v = buildVersion
 	}
 	var rev, modified, at string
 	for _, s := range bi.Settings {
@@ -238,6 +251,9 @@ func version() string {
 			at = s.Value
 		}
 	}
+	if buildRevision != "" {
+		rev, modified = buildRevision, ""
+	}
 	if rev != "" {
 		v += " " + rev + modified
 	}
@@ -245,4 +261,30 @@ func version() string {
 		v += " " + at
 	}
 	return v + " " + bi.GoVersion
+}
+
+// runHealth is `sluice health`: GET the URL, exit 0 on 200.
+func runHealth(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlagSet("health")
+	u := fs.String("url", "http://127.0.0.1:8080/healthz", "the gateway's /healthz (or /readyz) URL")
+	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *u, nil)
+	if err != nil {
+		return usageErrorf("health: --url: %v", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health: %s answered %s", *u, resp.Status)
+	}
+	fmt.Fprintln(out, "ok")
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/deadpeer"
 )
 
 // TestCLIConvention: every verb answers -h and --help with its usage on
@@ -16,7 +18,7 @@ func TestCLIConvention(t *testing.T) {
 		{"serve"}, {"wrap"}, {"demo"}, {"approvals"}, {"approvals", "list"}, {"approvals", "approve"},
 		{"replay"}, {"events"}, {"events", "query"}, {"policy"}, {"policy", "validate"}, {"policy", "test"},
 		{"policy", "explain"}, {"inventory"}, {"inventory", "diff"}, {"keys"}, {"keys", "create"},
-		{"bench"}, {"config"}, {"config", "validate"},
+		{"bench"}, {"config"}, {"config", "validate"}, {"health"},
 	}
 	for _, v := range verbs {
 		for _, h := range []string{"-h", "--help"} {
@@ -43,7 +45,7 @@ func TestCLIConvention(t *testing.T) {
 		{"replay"}, {"replay", "--nope"}, {"events", "frob"}, {"policy"}, {"policy", "frob"},
 		{"policy", "validate"}, {"policy", "explain"}, {"inventory"}, {"inventory", "frob"}, {"keys"},
 		{"keys", "frob"}, {"bench", "--nope"}, {"config"}, {"config", "validate"},
-		{"config", "validate", "/no/such/sluice.yaml"},
+		{"config", "validate", "/no/such/sluice.yaml"}, {"health", "--url", "http://" + deadpeer.Addr(t) + "/healthz"},
 	}
 	for _, args := range errs {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -67,5 +69,16 @@ func TestCLIConvention(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if rc := run(context.Background(), []string{"help", "replay"}, &stdout, &stderr); rc != 0 || !strings.Contains(stdout.String(), "--events") {
 		t.Errorf("help replay: got exit %d, stdout %q, want 0 and replay's flags", rc, &stdout)
+	}
+}
+
+// TestHealth: `sluice health` passes against a running gateway's
+// /healthz, the image's HEALTHCHECK.
+func TestHealth(t *testing.T) {
+	g := startServe(t, "policy: {default: allow}\n")
+	var stdout, stderr bytes.Buffer
+	url := strings.TrimSuffix(g.url, "/mcp/demo") + "/healthz"
+	if rc := run(context.Background(), []string{"health", "--url", url}, &stdout, &stderr); rc != 0 {
+		t.Errorf("health: got exit %d (%s), want 0", rc, &stderr)
 	}
 }
