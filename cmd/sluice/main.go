@@ -1,9 +1,13 @@
 // Command sluice is the Sluice governance gateway for AI agents.
 //
 //	sluice serve --config sluice.yaml        run the gateway
-//	sluice wrap [--config f] -- cmd args...  govern a stdio MCP server, as a stdio server
+//	sluice wrap [--name n] [--config f] -- cmd args...  govern a stdio MCP server, as a stdio server
 //	sluice wrap --url http://host/mcp        govern an HTTP MCP server, as a stdio server
 //	sluice demo                              run a governed demo with nothing else installed
+//	sluice config validate sluice.yaml       check a whole config without binding anything
+//
+// `sluice --help` lists every verb; `sluice VERB --help` gives its flags.
+// The verbs live in the table of cli.go.
 package main
 
 import (
