@@ -9,7 +9,9 @@ test:
 	go test -race -count=1 -timeout 15m ./...
 
 demo:
-	go run ./cmd/sluice demo
+	@echo "building sluice (the first build downloads and compiles its modules; this can take a few minutes)..."
+	go build -o bin/sluice ./cmd/sluice
+	bin/sluice demo
 
 build:
-	CGO_ENABLED=0 go build -trimpath -o bin/sluice ./cmd/sluice
+	CGO_ENABLED=0 go build -trimpath -ldflags "-X main.buildRevision=$$(git rev-parse HEAD 2>/dev/null)" -o bin/sluice ./cmd/sluice

@@ -3,7 +3,6 @@ package classifier
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/deadpeer"
 )
 
 // fakeLLMMode is what a fakeLLM does with the next completion request.
@@ -336,15 +336,10 @@ func llmDescriptor(session string) *intercept.ActionDescriptor {
 	}
 }
 
-// llmClosedURL is the address of a listener that is no longer there.
+// llmClosedURL is the address of a provider that is down: every
+// connection is reset, and no other test can take the port meanwhile.
 func llmClosedURL(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
+	return "http://" + deadpeer.Addr(t)
 }
 
 func mustLLM(t testing.TB, o LLMOptions) *LLM {

@@ -67,6 +67,8 @@ type condition struct {
 	prg cel.Program
 	// classification: the condition reads classification.*.
 	classification bool
+	// args: the condition reads the call's arguments.
+	args bool
 }
 
 // ClassificationWithheld, set to true in a descriptor's Classification,
@@ -97,8 +99,11 @@ func compileCondition(env *cel.Env, src string, costLimit uint64) (*condition, e
 	}
 	c := &condition{src: src, prg: prg}
 	for _, ref := range ast.NativeRep().ReferenceMap() {
-		if ref.Name == "classification" {
+		switch ref.Name {
+		case "classification":
 			c.classification = true
+		case "args":
+			c.args = true
 		}
 	}
 	return c, nil

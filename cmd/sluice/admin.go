@@ -118,15 +118,24 @@ func loadOrCreateToken(path string, logger *slog.Logger) (string, error) {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	tok := base64.RawURLEncoding.EncodeToString(b[:])
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	// Written aside and linked into place: two processes starting on one
+	// data directory (two `sluice wrap`s) agree on the first token, and
+	// neither reads a half-written one.
+	f, err := os.CreateTemp(filepath.Dir(path), adminTokenFile+".*")
 	if err != nil {
 		return "", err
 	}
+	defer os.Remove(f.Name())
 	if _, err := f.WriteString(tok + "\n"); err != nil {
 		f.Close()
 		return "", err
 	}
 	if err := f.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Link(f.Name(), path); errors.Is(err, fs.ErrExist) {
+		return loadOrCreateToken(path, logger) // another process was first
+	} else if err != nil {
 		return "", err
 	}
 	logger.Warn("admin_token is not set: generated an admin API token, stored in the data directory; "+

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,20 +26,32 @@ import (
 // ./sluice.yaml): its admin_listen, its admin_token or the token the
 // gateway generated in its data_dir.
 func runApprovals(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("approvals: want list, approve ID or decline ID")
-	}
-	verb := args[0]
-	fs := flag.NewFlagSet("approvals", flag.ContinueOnError)
+	fs := newFlagSet("approvals")
 	ac := adminFlags(fs)
 	by := fs.String("by", os.Getenv("USER"), "who decides, recorded with the decision")
+	if len(args) == 0 {
+		return usageErrorf("approvals: want list, approve ID or decline ID")
+	}
+	verb := args[0]
+	if isHelp(verb) {
+		return &helpError{fs}
+	}
+	switch verb {
+	case "list", "approve", "decline":
+	default:
+		return usageErrorf("approvals: unknown verb %q (want list, approve or decline)", verb)
+	}
+	fs.Init("approvals "+verb, flag.ContinueOnError)
 	rest := args[1:]
 	var id string
 	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		id, rest = rest[0], rest[1:]
 	}
-	if err := fs.Parse(rest); err != nil {
+	if err := parseFlags(fs, rest); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("approvals %s: unexpected argument %q", verb, fs.Arg(0))
 	}
 	admin, token, err := ac.resolve()
 	if err != nil {
@@ -61,7 +72,7 @@ func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 		return tw.Flush()
 	case "approve", "decline":
 		if id == "" {
-			return fmt.Errorf("approvals %s: want an approval ID", verb)
+			return usageErrorf("approvals %s: want an approval ID", verb)
 		}
 		body, _ := json.Marshal(map[string]string{"action": verb, "by": *by})
 		var r approval.Request
@@ -70,9 +81,8 @@ func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%s %s: %s/%s by %s\n", r.ID, r.Status, r.Upstream, r.Tool, r.DecidedBy)
 		return nil
-	default:
-		return fmt.Errorf("approvals: unknown verb %q (want list, approve or decline)", verb)
 	}
+	return nil
 }
 
 func adminCall(ctx context.Context, method, url, token string, body []byte, into any) error {

@@ -3,21 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"regexp"
 	"strings"
 	"testing"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // TestApprovalFlow holds a call, approves it with `sluice approvals`, and
 // checks the same call then goes through once.

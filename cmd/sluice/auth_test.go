@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -242,7 +243,7 @@ func TestAuthConfig(t *testing.T) {
 			t.Errorf("%q: got %v, want an error naming %s", tt.yaml, err, tt.want)
 		}
 	}
-	log := newLogger()
+	log := slog.New(slog.DiscardHandler)
 	for _, tt := range []struct {
 		listen, yaml string
 		ok           bool

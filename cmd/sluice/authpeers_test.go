@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -131,7 +132,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // upstream requests that carry an Authorization header.
 func jwtServe(t *testing.T, as *testAS) (base string, leaked *atomic.Int32) {
 	t.Helper()
-	addr := freeAddr(t)
+	agents, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := agents.Addr().String()
 	base = "http://" + addr
 	yaml := fmt.Sprintf(`listen: %s
 policy:
@@ -152,7 +157,7 @@ auth:
     required_scopes: [mcp:tools]
 `, addr, as.srv.URL, base, base, base, as.srv.URL)
 	leaked = new(atomic.Int32)
-	startServeWith(t, yaml, func(h http.Handler) http.Handler {
+	startServeOn(t, agents, yaml, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Authorization") != "" {
 				leaked.Add(1)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,8 +58,7 @@ func runBench(ctx context.Context, args []string) error {
 // benchTo is runBench writing the report to stdout and progress and
 // problems to stderr.
 func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ExitOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("bench")
 	duration := fs.Duration("duration", 5*time.Second, "length of each measured run")
 	warmup := fs.Duration("warmup", time.Second, "warm-up before each measured run")
 	rounds := fs.Int("rounds", 1, "measure every target and concurrency this many times, interleaved, and report the totals")
@@ -75,17 +73,11 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	target := fs.String("target", "", "")
 	cpuprofile := fs.String("cpuprofile", "", "")
 	idleConns := fs.Int("idle-conns", 0, "")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: sluice bench [flags]")
-		fs.VisitAll(func(f *flag.Flag) {
-			if f.Usage != "" {
-				fmt.Fprintf(fs.Output(), "  --%s (default %q)\n    \t%s\n", f.Name, f.DefValue, f.Usage)
-			}
-		})
+	if err := parseFlags(fs, args); err != nil {
+		return err // the child roles' flags have no usage text: printFlags leaves them out
 	}
-	_ = fs.Parse(args)
 	if fs.NArg() > 0 {
-		return fmt.Errorf("bench: unexpected arguments %q", fs.Args())
+		return usageErrorf("bench: unexpected arguments %q", fs.Args())
 	}
 
 	if *role != "" {
@@ -330,7 +322,7 @@ func runBenchChild(ctx context.Context, c benchChild) error {
 		cfg.Upstreams = []gateway.Upstream{{Name: "bench", Transport: gateway.TransportStreamableHTTP, URL: c.target}}
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 		var announceErr error
-		err = serve(ctx, cfg, logger, func(addr string) { announceErr = bench.Announce(addr) })
+		err = serve(ctx, cfg, logger, func(at bound) { announceErr = bench.Announce(at.Listen) })
 		return errors.Join(err, announceErr)
 	default:
 		return fmt.Errorf("bench: --role: unknown role %q", c.role)

@@ -50,23 +50,8 @@ type classifierConfig struct {
 // onBreaker, if not nil, hears the provider's circuit breaker change state.
 func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory func() classifier.InventorySnapshot, onBreaker func(provider, from, to string)) (*govern.Advisor, error) {
 	cc := c.Classifier
-	if err := cc.Options.Validate(); err != nil {
-		return nil, fmt.Errorf("classifier: %w", err)
-	}
-	for _, a := range []struct {
-		name string
-		v    govern.Action
-		deny bool
-	}{{"on_escalate", cc.OnEscalate, false}, {"on_injection", cc.OnInjection, true}} {
-		switch a.v {
-		case "", govern.ActionApprove, govern.ActionLog:
-		case govern.ActionDeny:
-			if !a.deny {
-				return nil, fmt.Errorf("classifier.%s: deny is not allowed: the classifier's verdict may escalate, never deny", a.name)
-			}
-		default:
-			return nil, fmt.Errorf("classifier.%s: %q is not approve, log or deny", a.name, a.v)
-		}
+	if err := cc.validate(); err != nil {
+		return nil, err
 	}
 	adv := &govern.Advisor{Options: cc.Options, OnEscalate: cc.OnEscalate, OnInjection: cc.OnInjection}
 	switch cc.Provider {
@@ -118,8 +103,6 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory fun
 			}()
 		}
 		adv.Classifier = llm
-	default:
-		return nil, fmt.Errorf("classifier.provider: %q is not builtin, off, openai, anthropic or gemini", cc.Provider)
 	}
 	adv.OnAdvice = func(a *govern.Advice) {
 		level := slog.LevelDebug
@@ -141,4 +124,32 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory fun
 		logger.Log(context.Background(), level, "intent_classified", attrs...)
 	}
 	return adv, nil
+}
+
+// validate checks the section: the classifier's options, the escalation
+// actions and the provider's name.
+func (cc *classifierConfig) validate() error {
+	if err := cc.Options.Validate(); err != nil {
+		return fmt.Errorf("classifier: %w", err)
+	}
+	for _, a := range []struct {
+		name string
+		v    govern.Action
+		deny bool
+	}{{"on_escalate", cc.OnEscalate, false}, {"on_injection", cc.OnInjection, true}} {
+		switch a.v {
+		case "", govern.ActionApprove, govern.ActionLog:
+		case govern.ActionDeny:
+			if !a.deny {
+				return fmt.Errorf("classifier.%s: deny is not allowed: the classifier's verdict may escalate, never deny", a.name)
+			}
+		default:
+			return fmt.Errorf("classifier.%s: %q is not approve, log or deny", a.name, a.v)
+		}
+	}
+	switch cc.Provider {
+	case "", "off", "builtin", "openai", "anthropic", "gemini":
+		return nil
+	}
+	return fmt.Errorf("classifier.provider: %q is not builtin, off, openai, anthropic or gemini", cc.Provider)
 }

@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/internal/deadpeer"
 )
 
 // TestClassifierOutageEscalates: with the LLM provider unreachable, calls
 // the policy allows are held for a human, calls it denies stay denied: the
 // classifier neither blocks nor lets anything through by itself.
 func TestClassifierOutageEscalates(t *testing.T) {
-	dead := freeAddr(t) // nothing listens here
+	dead := deadpeer.Addr(t) // every connection is reset
 	t.Setenv("SLUICE_TEST_KEY", "sk-test-not-a-real-key")
 	g := startServe(t, "policy: {default: allow, deny: [send_email], result_mode: tool_result}\n"+
 		"classifier: {provider: openai, base_url: 'http://"+dead+"', api_key_env: SLUICE_TEST_KEY, timeout: 200ms}\n")

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -40,6 +42,9 @@ type config struct {
 
 	path string // where the config was read from
 	src  []byte // the config's bytes, for the policy compiler
+	// listener, if set, is the agents' listener, already bound to Listen
+	// (tests that must know the address before the config is written).
+	listener net.Listener
 	// MaxBodyBytes limits request bodies (default 4 MiB).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// AllowedHosts and AllowedOrigins extend the loopback defaults of the
@@ -254,13 +259,8 @@ func (c *config) decider(logger *slog.Logger, mem policy.Store) (d intercept.Dec
 	opts := policy.Options{Logger: logger, Store: mem}
 	switch {
 	case c.PolicyFile != "":
-		w, err := policy.NewWatcher(c.PolicyFile, policy.WatchOptions{Options: opts, OnReload: func(p *policy.Policy, err error) {
-			if err != nil {
-				logger.Error("policy reload rejected; the previous policy keeps serving", "file", c.PolicyFile, "err", err)
-				return
-			}
-			logger.Info("policy reloaded", "file", c.PolicyFile, "version", p.Version())
-		}})
+		// The watcher logs reloads and rejections itself, once.
+		w, err := policy.NewWatcher(c.PolicyFile, policy.WatchOptions{Options: opts})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -413,6 +413,13 @@ func loadConfig(path string) (*config, error) {
 
 func parseConfig(path string, b []byte) (*config, error) {
 	c := config{path: path, src: b}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := unknownKeys(path, &doc, reflect.TypeFor[config]()); err != nil {
+		return nil, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
@@ -492,6 +499,11 @@ func parseConfig(path string, b []byte) (*config, error) {
 	if fileErr != nil {
 		return nil, fmt.Errorf("%s: %w", path, fileErr)
 	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.resolvePaths(dir)
 	if err := c.checkLimits(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -573,4 +585,34 @@ func (c *config) checkAdminJWT() error {
 		}
 	}
 	return nil
+}
+
+// resolvePaths makes the config's relative file paths absolute, relative
+// to dir, the config file's (absolute) directory, rather than to wherever the process was
+// started (a desktop client starts `sluice wrap` in a directory of its
+// own). A stdio command is resolved only when it names a path (has a
+// slash); a bare name is looked up in $PATH.
+func (c *config) resolvePaths(dir string) {
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	abs(&c.PolicyFile)
+	abs(&c.DataDir)
+	abs(&c.Inventory.KeyFile)
+	abs(&c.Classifier.APIKeyFile)
+	if c.TLS != nil {
+		abs(&c.TLS.CertFile)
+		abs(&c.TLS.KeyFile)
+		abs(&c.TLS.ClientCAFile)
+	}
+	if c.Auth != nil {
+		abs(&c.Auth.APIKeys.File)
+	}
+	for i := range c.Upstreams {
+		if u := &c.Upstreams[i]; strings.Contains(u.Command, "/") {
+			abs(&u.Command)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -50,9 +49,19 @@ policy:
 // runDemo starts the example MCP server from examples/demo-server on a
 // loopback port and the gateway in front of it, then prints how to try it.
 func runDemo(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("demo", flag.ExitOnError)
+	fs := newFlagSet("demo")
 	listen := fs.String("listen", "127.0.0.1:8080", "gateway listen address")
-	_ = fs.Parse(args)
+	newLog := logFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("demo: unexpected argument %q", fs.Arg(0))
+	}
+	logger, err := newLog()
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -76,7 +85,8 @@ func runDemo(ctx context.Context, args []string) error {
 	defer os.RemoveAll(dir)
 	cfg.DataDir = dir
 	cfg.Upstreams = []gateway.Upstream{{Name: "demo", Transport: gateway.TransportStreamableHTTP, URL: "http://" + ln.Addr().String() + "/mcp"}}
-	return serve(ctx, cfg, newLogger(), func(addr string) {
+	return serve(ctx, cfg, logger, func(at bound) {
+		addr := at.Listen
 		url := "http://" + addr + "/mcp/demo"
 		fmt.Printf(`
 Sluice demo is running.

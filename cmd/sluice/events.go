@@ -262,7 +262,8 @@ func runEvents(ctx context.Context, args []string, out io.Writer) error {
 	}
 	hasDB := false
 	for _, a := range args {
-		if a == "--db" || a == "-db" || strings.HasPrefix(a, "--db=") || strings.HasPrefix(a, "-db=") {
+		// Help needs no database: don't create the data directory for it.
+		if a == "--db" || a == "-db" || strings.HasPrefix(a, "--db=") || strings.HasPrefix(a, "-db=") || isHelp(a) {
 			hasDB = true
 		}
 	}

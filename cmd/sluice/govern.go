@@ -116,7 +116,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		Dir: dir, KeyFile: cfg.Inventory.KeyFile, Pinning: cfg.Inventory.Pinning, OnDrift: cfg.Inventory.OnDrift,
 		MaxDescription: cfg.Inventory.MaxDescription,
 		Events: inventory.EventFunc(func(e inventory.Event) {
-			logger.Warn("inventory", "event", e.Type, "upstream", e.Upstream, "tool", e.Tool)
+			logInventory(logger, e)
 			rec.inventory(e)
 		}),
 	})
@@ -274,4 +274,25 @@ func reportMemory(ctx context.Context, mem *policy.MemoryStore, m telemetry.Metr
 		case <-t.C:
 		}
 	}
+}
+
+// logInventory logs an inventory event at the level of its news: a pin
+// or an approval is routine (INFO), drift and findings need a look
+// (WARN), a rejected snapshot or a failed save is broken (ERROR). A
+// poisoning finding names its rule and severity.
+func logInventory(logger *slog.Logger, e inventory.Event) {
+	level := slog.LevelWarn
+	switch e.Type {
+	case inventory.EventPinned, inventory.EventApproved:
+		level = slog.LevelInfo
+	case inventory.EventSnapshotRejected, inventory.EventStoreError:
+		level = slog.LevelError
+	}
+	attrs := []any{"event", e.Type, "upstream", e.Upstream, "tool", e.Tool}
+	for _, k := range []string{"rule", "severity", "field", "change", "blocked", "hash", "tools", "error"} {
+		if v, ok := e.Detail[k]; ok {
+			attrs = append(attrs, k, v)
+		}
+	}
+	logger.Log(context.Background(), level, "inventory", attrs...)
 }

@@ -31,6 +31,13 @@ func startServe(t *testing.T, yaml string) *running {
 // wrap (nil: unwrapped), e.g. to count what reaches the upstream.
 func startServeWith(t *testing.T, yaml string, wrap func(http.Handler) http.Handler) *running {
 	t.Helper()
+	return startServeOn(t, nil, yaml, wrap)
+}
+
+// startServeOn is startServeWith on agents, a listener the test bound
+// (nil: 127.0.0.1:0), for configs that must name its address.
+func startServeOn(t *testing.T, agents net.Listener, yaml string, wrap func(http.Handler) http.Handler) *running {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -46,15 +53,14 @@ func startServeWith(t *testing.T, yaml string, wrap func(http.Handler) http.Hand
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &running{admin: freeAddr(t), dir: t.TempDir()}
-	if cfg.Listen == "" { // a config may name the address, e.g. for an audience or a certificate
+	r := &running{dir: t.TempDir()}
+	switch {
+	case agents != nil:
+		cfg.Listen, cfg.listener = agents.Addr().String(), agents
+	case cfg.Listen == "":
 		cfg.Listen = "127.0.0.1:0"
 	}
-	cfg.AdminListen, cfg.DataDir = r.admin, r.dir
-	r.config = filepath.Join(t.TempDir(), "sluice.yaml")
-	if err := os.WriteFile(r.config, []byte("admin_listen: "+r.admin+"\ndata_dir: "+r.dir+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg.AdminListen, cfg.DataDir = "127.0.0.1:0", r.dir
 	demoUp := gateway.Upstream{Name: "demo"}
 	if len(cfg.Upstreams) == 1 && cfg.Upstreams[0].Name == "demo" { // keep what the config says of it (oauth, headers)
 		demoUp = cfg.Upstreams[0]
@@ -62,19 +68,26 @@ func startServeWith(t *testing.T, yaml string, wrap func(http.Handler) http.Hand
 	demoUp.URL = "http://" + ln.Addr().String() + "/mcp"
 	cfg.Upstreams = []gateway.Upstream{demoUp}
 	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
+	addrc := make(chan bound, 1)
 	served := make(chan error, 1)
-	go func() { served <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(a string) { addrc <- a }) }()
+	go func() { served <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(at bound) { addrc <- at }) }()
 	select {
-	case a := <-addrc:
+	case at := <-addrc:
 		scheme := "http://"
 		if cfg.TLS != nil {
 			scheme = "https://"
 		}
-		r.url = scheme + a + "/mcp/demo"
+		r.url, r.admin = scheme+at.Listen+"/mcp/demo", at.Admin
 	case err := <-served:
 		cancel()
 		t.Fatalf("serve: %v", err)
+	}
+	// The CLI's config names the admin address the gateway bound.
+	r.config = filepath.Join(t.TempDir(), "sluice.yaml")
+	if err := os.WriteFile(r.config, []byte("admin_listen: "+r.admin+"\ndata_dir: "+r.dir+"\n"), 0o600); err != nil {
+		cancel()
+		<-served
+		t.Fatal(err)
 	}
 	var stopped bool
 	var serveErr error

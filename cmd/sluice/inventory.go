@@ -84,18 +84,30 @@ func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 // runInventory is `sluice inventory list|diff|pin|approve`, talking to a
 // running gateway's admin API.
 func runInventory(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlagSet("inventory")
+	ac := adminFlags(fs)
 	if len(args) == 0 {
-		return errors.New("inventory: want list, diff UPSTREAM, pin UPSTREAM or approve UPSTREAM [TOOL|*]")
+		return usageErrorf("inventory: want list, diff UPSTREAM, pin UPSTREAM or approve UPSTREAM [TOOL|*]")
 	}
 	verb, rest := args[0], args[1:]
+	if isHelp(verb) {
+		return &helpError{fs}
+	}
+	switch verb {
+	case "list", "diff", "pin", "approve":
+	default:
+		return usageErrorf("inventory: unknown verb %q (want list, diff, pin or approve)", verb)
+	}
+	fs.Init("inventory "+verb, flag.ContinueOnError)
 	var pos []string
 	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		pos, rest = append(pos, rest[0]), rest[1:]
 	}
-	fs := flag.NewFlagSet("inventory", flag.ContinueOnError)
-	ac := adminFlags(fs)
-	if err := fs.Parse(rest); err != nil {
+	if err := parseFlags(fs, rest); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("inventory %s: unexpected argument %q", verb, fs.Arg(0))
 	}
 	admin, token, err := ac.resolve()
 	if err != nil {
@@ -104,7 +116,7 @@ func runInventory(ctx context.Context, args []string, out io.Writer) error {
 	base := admin + "/admin/inventory"
 	need := func(n int) error {
 		if len(pos) < n {
-			return fmt.Errorf("inventory %s: want an upstream name", verb)
+			return usageErrorf("inventory %s: want an upstream name", verb)
 		}
 		return nil
 	}
@@ -142,8 +154,6 @@ func runInventory(ctx context.Context, args []string, out io.Writer) error {
 		if err := adminCall(ctx, http.MethodPost, base+"/"+pos[0]+"/approve", token, body, &res); err != nil {
 			return err
 		}
-	default:
-		return fmt.Errorf("inventory: unknown verb %q", verb)
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Fprintln(out, string(b))

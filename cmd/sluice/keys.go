@@ -13,41 +13,31 @@ import (
 	"github.com/sluicehq/sluice/auth"
 )
 
-const keysUsage = `usage:
-  sluice keys create --agent NAME [--expires 720h] [--config sluice.yaml | --file PATH]
-  sluice keys list   [--json] [--config sluice.yaml | --file PATH]
-  sluice keys revoke ID [--config sluice.yaml | --file PATH]
-
-Keys live in auth.api_keys.file (default <data_dir>/agent_keys.json) as
-SHA-256 hashes; a new key is printed once. A running gateway sees a new or
-revoked key within a second.
-`
-
 // runKeys is `sluice keys create|list|revoke`.
 func runKeys(_ context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(out, keysUsage)
-		if len(args) == 0 {
-			return errors.New("keys: name a subcommand: create, list or revoke")
-		}
-		return nil
-	}
-	verb := args[0]
-	fs := flag.NewFlagSet("keys "+verb, flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() { fmt.Fprint(out, keysUsage) }
+	fs := newFlagSet("keys")
 	cfgPath := fs.String("config", "", "config file whose data_dir (or auth.api_keys.file) holds the keys")
 	file := fs.String("file", "", "the key file (overrides --config)")
 	agent := fs.String("agent", "", "create: the agent the key authenticates as")
 	expires := fs.Duration("expires", 0, "create: how long the key is valid, such as 720h (default: until revoked)")
 	asJSON := fs.Bool("json", false, "list: JSON output")
+	if len(args) == 0 {
+		return usageErrorf("keys: name a subcommand: create, list or revoke")
+	}
+	verb := args[0]
+	if isHelp(verb) {
+		return &helpError{fs}
+	}
+	switch verb {
+	case "create", "list", "revoke":
+	default:
+		return usageErrorf("keys: unknown subcommand %q (want create, list or revoke)", verb)
+	}
+	fs.Init("keys "+verb, flag.ContinueOnError)
 	var pos []string
 	rest := args[1:]
 	for {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
+		if err := parseFlags(fs, rest); err != nil {
 			return err
 		}
 		if fs.NArg() == 0 {
@@ -115,8 +105,6 @@ func runKeys(_ context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("keys revoke: %w", err)
 		}
 		fmt.Fprintf(out, "revoked %s (agent %s)\n", k.ID, k.Agent)
-	default:
-		return fmt.Errorf("keys: unknown subcommand %q: use create, list or revoke", verb)
 	}
 	return nil
 }

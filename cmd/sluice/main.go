@@ -1,9 +1,13 @@
 // Command sluice is the Sluice governance gateway for AI agents.
 //
 //	sluice serve --config sluice.yaml        run the gateway
-//	sluice wrap [--config f] -- cmd args...  govern a stdio MCP server, as a stdio server
+//	sluice wrap [--name n] [--config f] -- cmd args...  govern a stdio MCP server, as a stdio server
 //	sluice wrap --url http://host/mcp        govern an HTTP MCP server, as a stdio server
 //	sluice demo                              run a governed demo with nothing else installed
+//	sluice config validate sluice.yaml       check a whole config without binding anything
+//
+// `sluice --help` lists every verb; `sluice VERB --help` gives its flags.
+// The verbs live in the table of cli.go.
 package main
 
 import (
@@ -12,7 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,89 +33,88 @@ import (
 
 var _ intercept.ToolsObserver = (*inventory.Inventory)(nil)
 
-const usage = `usage:
-  sluice serve [--config sluice.yaml] [--listen addr]
-  sluice wrap  [--config sluice.yaml] -- command [args...]
-  sluice wrap  [--config sluice.yaml] --url http://host/mcp
-  sluice demo  [--listen addr]
-  sluice approvals list|approve|decline [ID] [--config sluice.yaml | --admin URL --token T] [--by NAME]
-  sluice policy validate FILE | test DIR | explain --policy FILE --tool NAME [--args JSON] [--history t1,t2] [--agent A]
-  sluice inventory list|diff|pin|approve [UPSTREAM [TOOL]] [--config sluice.yaml | --admin URL --token T]
-  sluice keys create --agent NAME [--expires 720h] | list [--json] | revoke ID  [--config f | --file PATH]
-  sluice events query|tail|export [--config f | --db path] [--agent A] [--tool T] [--decision D] [--since T] [--json]
-  sluice replay --events DB|JSONL --policy FILE [--json]
-  sluice bench [flags]
-`
-
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch os.Args[1] {
-	case "serve":
-		err = runServe(ctx, os.Args[2:])
-	case "wrap":
-		err = runWrap(ctx, os.Args[2:])
-	case "demo":
-		err = runDemo(ctx, os.Args[2:])
-	case "approvals":
-		err = runApprovals(ctx, os.Args[2:], os.Stdout)
-	case "replay":
-		err = runReplay(ctx, os.Args[2:], os.Stdout, os.Stderr)
-	case "events":
-		err = runEvents(ctx, os.Args[2:], os.Stdout)
-	case "policy":
-		err = runPolicy(ctx, os.Args[2:], os.Stdout)
-		if errors.Is(err, errFailed) {
-			os.Exit(1)
+	rc := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(rc)
+}
+
+// logFlags adds --log-level and --log-format to fs; the function it
+// returns builds the logger they describe, writing to stderr.
+func logFlags(fs *flag.FlagSet) func() (*slog.Logger, error) {
+	level := fs.String("log-level", "info", "least severe log level shown: debug, info, warn or error")
+	format := fs.String("log-format", "text", "log format: text or json")
+	return func() (*slog.Logger, error) {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(*level)); err != nil {
+			return nil, usageErrorf("--log-level: %q is not debug, info, warn or error", *level)
 		}
-	case "inventory":
-		err = runInventory(ctx, os.Args[2:], os.Stdout)
-	case "keys":
-		err = runKeys(ctx, os.Args[2:], os.Stdout)
-	case "bench":
-		err = runBench(ctx, os.Args[2:])
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "sluice: unknown command %q\n%s", os.Args[1], usage)
-		os.Exit(2)
-	}
-	if err != nil {
-		log.Fatalf("sluice: %v", err)
+		o := &slog.HandlerOptions{Level: l}
+		switch *format {
+		case "text":
+			return slog.New(slog.NewTextHandler(os.Stderr, o)), nil
+		case "json":
+			return slog.New(slog.NewJSONHandler(os.Stderr, o)), nil
+		}
+		return nil, usageErrorf("--log-format: %q is not text or json", *format)
 	}
 }
 
-func newLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-func runServe(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+func runServe(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlagSet("serve")
 	cfgPath := fs.String("config", "sluice.yaml", "config file")
 	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
-	_ = fs.Parse(args)
+	check := fs.Bool("check", false, "run every check of the config, print the warnings and exit, binding nothing")
+	newLog := logFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	logger, err := newLog()
+	if err != nil {
+		return err
+	}
+	override := func(c *config) {
+		if *listen != "" {
+			c.Listen = *listen
+		}
+	}
+	if *check {
+		return validateConfig(*cfgPath, override, out)
+	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		return err
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
-	}
-	return serve(ctx, cfg, newLogger(), nil)
+	override(cfg)
+	return serve(ctx, cfg, logger, nil)
+}
+
+// bound is where serve's listeners are: the addresses they bound, so a
+// config with port 0 learns its ports without a close-then-rebind race.
+type bound struct {
+	// Listen is the agents' listener, host:port.
+	Listen string
+	// Admin is the admin listener, host:port; empty without admin_listen.
+	Admin string
 }
 
 // serve runs the gateway for cfg until ctx ends, then drains in-flight
 // calls for up to the shutdown timeout. ready, if not nil, gets the
-// listener's address once it accepts connections.
-func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(addr string)) error {
+// listeners' addresses once both accept connections.
+func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bound)) error {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:8080"
+	}
+	ck, err := cfg.preflight()
+	if err != nil {
+		return err
+	}
+	for _, w := range ck.Warnings {
+		logger.Warn(w)
 	}
 	opts := cfg.options()
 	if err := checkIdentity(cfg, logger); err != nil {
@@ -132,7 +135,10 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 	if cfg.Approvals.ClientMayAnswer {
 		opts.Approver = gv.approvals // clients that can elicit approve held calls themselves
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := cfg.listener, error(nil)
+	if ln == nil {
+		ln, err = net.Listen("tcp", cfg.Listen)
+	}
 	if err != nil {
 		return err
 	}
@@ -159,6 +165,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 	srv.RegisterOnShutdown(g.Drain)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	at := bound{Listen: ln.Addr().String()}
 	if cfg.AdminListen != "" {
 		h, err := adminHandler(cfg, gv, logger)
 		if err != nil {
@@ -177,11 +184,13 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 			}
 		}()
 		defer admin.Close()
-		logger.Info("admin API listening", "addr", aln.Addr().String())
+		at.Admin = aln.Addr().String()
+		logger.Info("admin API listening", "addr", at.Admin)
 	}
-	logger.Info("sluice listening", "addr", ln.Addr().String(), "upstreams", len(cfg.Upstreams))
+	logger.Info("sluice listening", "addr", at.Listen, "upstreams", len(cfg.Upstreams))
+	logSummary(logger, cfg, ck, cfg.Upstreams, at.Listen, tc != nil)
 	if ready != nil {
-		ready(ln.Addr().String())
+		ready(at)
 	}
 	select {
 	case err := <-errc:
@@ -208,15 +217,25 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(add
 // checkIdentity refuses to serve agents beyond loopback without an auth:
 // section, and says at start-up where agent identity comes from.
 func checkIdentity(cfg *config, logger *slog.Logger) error {
-	host, _, _ := net.SplitHostPort(cfg.Listen)
+	if err := identityError(cfg); err != nil {
+		return err
+	}
 	switch {
-	case cfg.Auth == nil && !isLoopback(host):
-		return fmt.Errorf("listen %s is beyond loopback and the config has no auth: section, so any client could name itself any agent: "+
-			"configure auth (mode api_key, jwt or mtls), or set auth: {mode: none} to accept self-declared identity on purpose", cfg.Listen)
 	case cfg.Auth == nil || cfg.Auth.Mode.Has(auth.ModeNone):
 		logger.Info("agent identity is self-declared (clientInfo, _meta or agent_header): no authentication configured", "listen", cfg.Listen)
 	default:
 		logger.Info("agents authenticate", "modes", []string(cfg.Auth.Mode))
+	}
+	return nil
+}
+
+// identityError refuses a listen address beyond loopback without an
+// auth: section.
+func identityError(cfg *config) error {
+	host, _, _ := net.SplitHostPort(cfg.listenAddr())
+	if cfg.Auth == nil && !isLoopback(host) {
+		return fmt.Errorf("listen %s is beyond loopback and the config has no auth: section, so any client could name itself any agent: "+
+			"configure auth (mode api_key, jwt or mtls), or set auth: {mode: none} to accept self-declared identity on purpose", cfg.listenAddr())
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"gopkg.in/yaml.v3"
 
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/policy"
@@ -22,9 +22,11 @@ import (
 // tools. It returns errFailed (exit 1) when validation or a test fails.
 func runPolicy(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("policy: want validate FILE, test DIR or explain --policy FILE --tool NAME")
+		return usageErrorf("policy: want validate FILE, test DIR or explain --policy FILE --tool NAME")
 	}
 	switch args[0] {
+	case "-h", "--help", "-help", "help":
+		return errHelp
 	case "validate":
 		return policyValidate(args[1:], out)
 	case "test":
@@ -32,18 +34,38 @@ func runPolicy(ctx context.Context, args []string, out io.Writer) error {
 	case "explain":
 		return policyExplain(ctx, args[1:], out)
 	}
-	return fmt.Errorf("policy: unknown verb %q (want validate, test or explain)", args[0])
+	return usageErrorf("policy: unknown verb %q (want validate, test or explain)", args[0])
 }
 
 var errFailed = errors.New("failed")
 
 func policyValidate(args []string, out io.Writer) error {
+	fs := newFlagSet("policy validate")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	args = fs.Args()
 	if len(args) != 1 {
-		return errors.New("policy validate: want one FILE (a policy file, or sluice.yaml with a policy: section)")
+		return usageErrorf("policy validate: want one FILE (a policy file, or sluice.yaml with a policy: section)")
 	}
 	src, err := os.ReadFile(args[0])
 	if err != nil {
 		return err
+	}
+	// A gateway config: validate the policy it names, or say where it is.
+	var top map[string]any
+	if yaml.Unmarshal(src, &top) == nil && top["policy"] == nil {
+		if _, ok := top["policy_file"]; ok {
+			cfg, err := loadConfig(args[0])
+			if err != nil {
+				return err
+			}
+			return policyValidate([]string{cfg.PolicyFile}, out)
+		}
+		if _, ok := top["upstreams"]; ok {
+			return fmt.Errorf("policy validate: %s is a gateway config with no policy: section or policy_file (every call would be denied); "+
+				"add one, or check the whole config with `sluice config validate %[1]s`", args[0])
+		}
 	}
 	p, err := policy.Compile(src, args[0], policy.Options{})
 	if err != nil {
@@ -61,8 +83,13 @@ func policyValidate(args []string, out io.Writer) error {
 // policyTest runs every *.yaml file in a directory (or one file): each
 // holds a policy and its cases, like OPA's test cases.
 func policyTest(args []string, out io.Writer) error {
+	fs := newFlagSet("policy test")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	args = fs.Args()
 	if len(args) != 1 {
-		return errors.New("policy test: want one DIR (or FILE) of YAML case files")
+		return usageErrorf("policy test: want one DIR (or FILE) of YAML case files")
 	}
 	files := []string{args[0]}
 	if st, err := os.Stat(args[0]); err != nil {
@@ -116,7 +143,7 @@ func policyTest(args []string, out io.Writer) error {
 }
 
 func policyExplain(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("policy explain", flag.ContinueOnError)
+	fs := newFlagSet("policy explain")
 	file := fs.String("policy", "sluice.yaml", "policy file, or sluice.yaml with a policy: section")
 	tool := fs.String("tool", "", "tool name")
 	upstream := fs.String("upstream", "", "upstream name")
@@ -124,11 +151,11 @@ func policyExplain(ctx context.Context, args []string, out io.Writer) error {
 	history := fs.String("history", "", "comma-separated tools called (and forwarded) before, oldest first; upstream/tool form allowed")
 	agent := fs.String("agent", "cli", "agent identity")
 	session := fs.String("session", "explain", "session id")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *tool == "" {
-		return errors.New("policy explain: --tool is required")
+		return usageErrorf("policy explain: --tool is required")
 	}
 	if !jsontext.Value(*argsJSON).IsValid() {
 		return fmt.Errorf("policy explain: --args is not valid JSON: %s", *argsJSON)

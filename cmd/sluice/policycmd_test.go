@@ -38,3 +38,20 @@ func TestPolicyCommands(t *testing.T) {
 		t.Errorf("explain with history: %v\n%s", err, &out)
 	}
 }
+
+// TestPolicyValidateGatewayConfig: `policy validate sluice.yaml` follows
+// policy_file (relative to the config), and a config with no policy says
+// so instead of calling its keys unknown policy keys.
+func TestPolicyValidateGatewayConfig(t *testing.T) {
+	withFile := writeConfig(t, map[string]string{"sluice.yaml": "upstreams: []\npolicy_file: p.yaml\n", "p.yaml": "default: allow\n"})
+	var out bytes.Buffer
+	if err := runPolicy(context.Background(), []string{"validate", withFile}, &out); err != nil || !strings.Contains(out.String(), "p.yaml: ok") {
+		t.Errorf("config with policy_file: got %v, %q, want p.yaml validated", err, &out)
+	}
+	none := writeConfig(t, map[string]string{"sluice.yaml": "upstreams: [{name: a, url: 'http://x/mcp'}]\n"})
+	out.Reset()
+	err := runPolicy(context.Background(), []string{"validate", none}, &out)
+	if err == nil || !strings.Contains(err.Error(), "no policy: section") || !strings.Contains(err.Error(), "sluice config validate") {
+		t.Errorf("config without a policy: got %v, %q, want it to say there is no policy", err, &out)
+	}
+}

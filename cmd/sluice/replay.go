@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,14 +38,20 @@ type replayChange struct {
 }
 
 type replaySummary struct {
-	Calls         int            `json:"calls"`
-	Changed       int            `json:"changed"`
-	NewlyDenied   int            `json:"newly_denied"`
-	NewlyAllowed  int            `json:"newly_allowed"`
-	NewlyHeld     int            `json:"newly_held"`
-	NoArguments   int            `json:"calls_without_arguments"`
-	PolicyVersion string         `json:"policy_version"`
-	Changes       []replayChange `json:"changes"`
+	Calls        int `json:"calls"`
+	Changed      int `json:"changed"`
+	NewlyDenied  int `json:"newly_denied"`
+	NewlyAllowed int `json:"newly_allowed"`
+	NewlyHeld    int `json:"newly_held"`
+	NoArguments  int `json:"calls_without_arguments"`
+	// Undetermined counts the calls recorded without arguments whose
+	// decision under the new policy reads them (a rule that can match
+	// the tool has a condition on args): they are not replayed as
+	// changes, since {} in place of the arguments would decide them.
+	Undetermined      int            `json:"undetermined"`
+	UndeterminedCalls []replayChange `json:"undetermined_calls,omitempty"`
+	PolicyVersion     string         `json:"policy_version"`
+	Changes           []replayChange `json:"changes"`
 }
 
 // runReplay is `sluice replay --events DB|JSONL --policy FILE [--json]`:
@@ -55,15 +59,18 @@ type replaySummary struct {
 // route memory from the calls the new policy allows, with the recorded
 // times as the clock, and reports what would change.
 func runReplay(ctx context.Context, args []string, out, progress io.Writer) error {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs := newFlagSet("replay")
 	events := fs.String("events", "", "audit database (events.db) or JSONL export")
 	policyFile := fs.String("policy", "", "policy file (or sluice.yaml with a policy: section) to evaluate the calls under")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *events == "" || *policyFile == "" {
-		return errors.New("replay: --events and --policy are required")
+		return usageErrorf("replay: --events and --policy are required")
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("replay: unexpected argument %q", fs.Arg(0))
 	}
 	src, err := os.ReadFile(*policyFile)
 	if err != nil {
@@ -130,6 +137,13 @@ func runReplay(ctx context.Context, args []string, out, progress io.Writer) erro
 		if dec.Verdict == intercept.Allow {
 			p.Forwarded(ctx, d, dec)
 		}
+		if noArgs && p.ReadsArguments(pe.Upstream, pe.Tool) {
+			sum.Undetermined++
+			sum.UndeterminedCalls = append(sum.UndeterminedCalls, replayChange{Seq: ev.Seq, Time: pe.Time, TxnID: pe.TxnID, Agent: pe.Agent,
+				Session: pe.Session, Upstream: pe.Upstream, Tool: pe.Tool, Was: pe.Decision, WasReason: pe.Reason,
+				Now: "undetermined", NowReason: "arguments not recorded", NoArguments: true})
+			continue
+		}
 		if string(dec.Verdict) == pe.Decision {
 			continue
 		}
@@ -160,8 +174,17 @@ func runReplay(ctx context.Context, args []string, out, progress io.Writer) erro
 		fmt.Fprintf(out, "%s  %-10s %s/%s  %s (%s) -> %s (%s) rule %s%s\n", c.Time.Format(time.RFC3339), c.Agent, c.Upstream, c.Tool,
 			c.Was, c.WasReason, c.Now, c.NowReason, c.Rule, note)
 	}
-	fmt.Fprintf(out, "%d calls replayed under policy %.12s: %d changed (%d newly denied, %d newly allowed, %d newly held)\n",
-		sum.Calls, sum.PolicyVersion, sum.Changed, sum.NewlyDenied, sum.NewlyAllowed, sum.NewlyHeld)
+	if len(sum.UndeterminedCalls) > 0 {
+		fmt.Fprintln(out, "undetermined (arguments not recorded; the new policy's conditions read them):")
+		for _, c := range sum.UndeterminedCalls {
+			fmt.Fprintf(out, "  %s  %-10s %s/%s was %s (%s)\n", c.Time.Format(time.RFC3339), c.Agent, c.Upstream, c.Tool, c.Was, c.WasReason)
+		}
+	}
+	fmt.Fprintf(out, "%d calls replayed under policy %.12s: %d changed (%d newly denied, %d newly allowed, %d newly held), %d undetermined (arguments not recorded)\n",
+		sum.Calls, sum.PolicyVersion, sum.Changed, sum.NewlyDenied, sum.NewlyAllowed, sum.NewlyHeld, sum.Undetermined)
+	if sum.Undetermined > 0 {
+		fmt.Fprintln(out, "set audit.keep_arguments: true to record arguments (redacted) and replay such calls")
+	}
 	if sum.NoArguments > 0 {
 		fmt.Fprintf(out, "%d calls had no recorded arguments (audit.keep_arguments is off): conditions on args saw {}\n", sum.NoArguments)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/audit"
@@ -61,5 +62,64 @@ route_rules:
 	}
 	if !rules["no-sink-after-read"] || !rules["big-adds"] {
 		t.Errorf("changes: got rules %v, want no-sink-after-read and big-adds", rules)
+	}
+}
+
+// TestReplayUndetermined: recorded without arguments (the default), calls
+// whose decision under the new policy reads args are reported apart, as
+// undetermined, never as changed; the route rule's change, which needs no
+// arguments, is still a change.
+func TestReplayUndetermined(t *testing.T) {
+	g := startServe(t, "policy: {default: allow, result_mode: tool_result}\nclassifier: {provider: off}\n")
+	modernCall(t, g.url, "tools/call", "read_document", `{"name":"read_document","arguments":{"path":"/hr/salaries.csv"}}`)
+	modernCall(t, g.url, "tools/call", "web_search", `{"name":"web_search","arguments":{"query":"after"}}`)
+	modernCall(t, g.url, "tools/call", "add", `{"name":"add","arguments":{"a":5000,"b":1}}`)
+	modernCall(t, g.url, "tools/call", "add", `{"name":"add","arguments":{"a":1,"b":1}}`)
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+	strict := filepath.Join(t.TempDir(), "strict.yaml")
+	os.WriteFile(strict, []byte(`
+default: allow
+tool_classes:
+  read_document: [source:sensitive]
+  web_search: [sink:network]
+rules:
+  - id: big-adds
+    match: {match_tool: add}
+    when: 'args.a > 1000'
+    decision: deny
+route_rules:
+  - id: no-sink-after-read
+    after: {match_any_class: [source:sensitive]}
+    deny: {match_any_class: [sink:network]}
+    scope: agent
+`), 0o600)
+	db := filepath.Join(g.dir, audit.FileName)
+	var out bytes.Buffer
+	if err := runReplay(context.Background(), []string{"--events", db, "--policy", strict, "--json"}, &out, &bytes.Buffer{}); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	var sum replaySummary
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+		t.Fatalf("output: %v\n%s", err, &out)
+	}
+	if sum.Calls != 4 || sum.Changed != 1 || sum.NewlyDenied != 1 || sum.Undetermined != 2 || len(sum.UndeterminedCalls) != 2 {
+		t.Fatalf("got %d calls, %d changed, %d newly denied, %d undetermined; want 4, 1, 1, 2\n%s", sum.Calls, sum.Changed, sum.NewlyDenied, sum.Undetermined, &out)
+	}
+	if c := sum.Changes[0]; c.Rule != "no-sink-after-read" {
+		t.Errorf("change: got rule %q, want no-sink-after-read", c.Rule)
+	}
+	for _, u := range sum.UndeterminedCalls {
+		if u.Tool != "add" {
+			t.Errorf("undetermined: got %s, want only the adds", u.Tool)
+		}
+	}
+	out.Reset()
+	if err := runReplay(context.Background(), []string{"--events", db, "--policy", strict}, &out, &bytes.Buffer{}); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if !strings.Contains(out.String(), "2 undetermined (arguments not recorded)") || strings.Contains(out.String(), "add  allow") {
+		t.Errorf("text report: got\n%s\nwant the adds counted as undetermined, not listed as changes", &out)
 	}
 }

@@ -3,11 +3,16 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/gateway"
@@ -17,45 +22,96 @@ import (
 // runWrap makes Sluice a stdio MCP server in front of one upstream, so a
 // desktop client's config changes only its command.
 func runWrap(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("wrap", flag.ExitOnError)
-	cfgPath := fs.String("config", "", "config file with the policy (optional; without one every tools/call is denied)")
-	rawURL := fs.String("url", "", "URL of a Streamable HTTP upstream (instead of a command)")
-	transportName := fs.String("transport", "", "upstream transport for --url: streamable-http (default), sse or websocket")
-	_ = fs.Parse(args)
-	cfg := &config{}
+	return wrapIO(ctx, args, os.Stdin, os.Stdout, nil)
+}
+
+// wrapIO is runWrap serving MCP on stdin and stdout. ready, if not nil,
+// gets the admin listener's address (bound.Admin; empty without one)
+// once the gateway serves.
+func wrapIO(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, ready func(bound)) error {
+	flags := newFlagSet("wrap")
+	cfgPath := flags.String("config", "", "config file with the policy (optional; without one every tools/call is denied)")
+	name := flags.String("name", "", "the wrapped server's name in the inventory, events, approvals and the policy's upstream (default: from the command or URL, such as server-filesystem)")
+	adminListen := flags.String("admin-listen", "", "admin API address, over the config's admin_listen; off for none (two wraps sharing a config need one each, such as 127.0.0.1:0)")
+	rawURL := flags.String("url", "", "URL of a Streamable HTTP upstream (instead of a command)")
+	transportName := flags.String("transport", "", "upstream transport for --url: streamable-http (default), sse or websocket")
+	newLog := logFlags(flags)
+	if err := parseFlags(flags, args); err != nil {
+		return err
+	}
+	logger, err := newLog()
+	if err != nil {
+		return err
+	}
+	cfg := &config{path: "wrap"}
 	if *cfgPath != "" {
-		var err error
 		if cfg, err = loadConfig(*cfgPath); err != nil {
+			if errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(*cfgPath) {
+				wd, _ := os.Getwd()
+				return fmt.Errorf("%w (relative to the working directory %s: desktop clients start sluice in a directory of their own, so give --config an absolute path)", err, wd)
+			}
 			return err
 		}
+	}
+	switch *adminListen {
+	case "":
+	case "off":
+		cfg.AdminListen = ""
+	default:
+		cfg.AdminListen = *adminListen
 	}
 	if cfg.AgentHeaderRequired {
 		return errors.New("wrap: agent_header_required cannot be met over stdio, which carries no headers; use a config without it for wrap")
 	}
-	up := gateway.Upstream{Name: "wrapped", URL: *rawURL, Transport: gateway.Transport(*transportName)}
+	up := gateway.Upstream{URL: *rawURL, Transport: gateway.Transport(*transportName)}
 	switch {
-	case *rawURL != "" && fs.NArg() > 0:
-		return errors.New("wrap: give either --url or a command after --, not both")
-	case *rawURL == "" && fs.NArg() == 0:
-		return errors.New("wrap: give a command after -- or --url")
-	case fs.NArg() > 0:
-		up.Command, up.Args = fs.Arg(0), fs.Args()[1:]
+	case *rawURL != "" && flags.NArg() > 0:
+		return usageErrorf("wrap: give either --url or a command after --, not both")
+	case *rawURL == "" && flags.NArg() == 0:
+		return usageErrorf("wrap: give a command after -- or --url")
+	case flags.NArg() > 0:
+		up.Command, up.Args = flags.Arg(0), flags.Args()[1:]
 	}
-	logger := newLogger()
+	up.Name = *name
+	if up.Name == "" {
+		up.Name = wrapName(flags.Args(), *rawURL)
+	} else if !upstreamName.MatchString(up.Name) {
+		return usageErrorf("wrap: --name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", up.Name)
+	}
+	// The wrapped server is the config's only upstream here: preflight
+	// checks it, and no listen address (stdio listens on none).
+	wcfg := *cfg
+	wcfg.Listen, wcfg.Upstreams = "127.0.0.1:0", []gateway.Upstream{up}
+	ck, err := wcfg.preflight()
+	if err != nil {
+		return err
+	}
+	for _, w := range ck.Warnings {
+		logger.Warn(w, "upstream", up.Name)
+	}
 	gv, err := buildGovernance(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer gv.close()
+	var at bound
 	if cfg.AdminListen != "" {
-		// Approvals and inventory reviews need the admin API here too.
+		// Approvals and inventory reviews need the admin API here too;
+		// without it `sluice approvals` would talk to another gateway.
 		h, err := adminHandler(cfg, gv, logger)
 		if err != nil {
 			return err
 		}
-		admin := &http.Server{Addr: cfg.AdminListen, Handler: h, ReadHeaderTimeout: 10 * time.Second}
-		go admin.ListenAndServe()
+		ln, err := net.Listen("tcp", cfg.AdminListen)
+		if err != nil {
+			return fmt.Errorf("wrap %s: admin_listen %s: %w: another gateway or `sluice wrap` with this config probably has it; "+
+				"give each wrap its own port with --admin-listen (127.0.0.1:0 picks a free one, logged at start), or --admin-listen off", up.Name, cfg.AdminListen, err)
+		}
+		admin := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		go admin.Serve(ln)
 		defer admin.Close()
+		at.Admin = ln.Addr().String()
+		logger.Info("admin API listening", "addr", at.Admin, "upstream", up.Name)
 	}
 	opts := cfg.options()
 	opts.Upstreams = []gateway.Upstream{up}
@@ -70,9 +126,77 @@ func runWrap(ctx context.Context, args []string) error {
 		return err
 	}
 	defer g.Close()
-	err = g.ServeConn(ctx, up.Name, transport.NewStdioConn(os.Stdin, os.Stdout))
+	logger.Info("sluice wrap serving on stdio", "upstream", up.Name, "target", strings.Join(append([]string{up.Command}, up.Args...), " ")+up.URL)
+	logSummary(logger, cfg, ck, nil, "", false)
+	if ready != nil {
+		ready(at)
+	}
+	err = g.ServeConn(ctx, up.Name, transport.NewStdioConn(stdin, stdout))
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, transport.ErrClosed) {
 		return nil
 	}
 	return fmt.Errorf("wrap: %w", err)
+}
+
+// upstreamName is what the gateway accepts as an upstream's name.
+var upstreamName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// launchers run the program named by their first argument, which names
+// the server better than they do.
+var launchers = map[string]bool{
+	"npx": true, "bunx": true, "pnpx": true, "uvx": true, "pipx": true, "uv": true, "node": true, "bun": true,
+	"deno": true, "python": true, "python3": true, "docker": true, "podman": true, "go": true,
+}
+
+// wrapName is the default --name: the server's package or program name
+// from the command (the package of npx/uvx/docker and the like, without
+// scope, version or extension), else the URL's host, else "wrapped".
+func wrapName(command []string, rawURL string) string {
+	if rawURL != "" {
+		if u, err := url.Parse(rawURL); err == nil && u.Hostname() != "" {
+			return sanitizeName(u.Hostname())
+		}
+		return "wrapped"
+	}
+	if len(command) == 0 {
+		return "wrapped"
+	}
+	prog := command[0]
+	if launchers[filepath.Base(prog)] {
+		prog = ""
+		for _, a := range command[1:] {
+			if strings.HasPrefix(a, "-") || a == "run" || a == "exec" || a == "x" {
+				continue
+			}
+			prog = a
+			break
+		}
+		if prog == "" {
+			return "wrapped"
+		}
+		if i := strings.LastIndex(prog, "@"); i > 0 {
+			prog = prog[:i] // a version: server-everything@2025.1.1
+		}
+	}
+	base := filepath.Base(prog)
+	for _, ext := range []string{".js", ".mjs", ".cjs", ".ts", ".py", ".exe"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return sanitizeName(base)
+}
+
+// sanitizeName makes s a valid upstream name, or "wrapped".
+func sanitizeName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '-'
+	}, s)
+	s = strings.TrimLeft(s, "._-")
+	if s == "" {
+		return "wrapped"
+	}
+	return s
 }

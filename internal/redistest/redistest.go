@@ -7,21 +7,22 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// Server is a redis-server a test started on loopback.
+// Server is a redis-server a test started on a Unix socket.
 type Server struct {
-	Addr string
-	cmd  *exec.Cmd
+	// Socket is the path of the server's Unix socket.
+	Socket string
+	cmd    *exec.Cmd
 }
 
-// URL is the server's redis:// URL.
-func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+// URL is the server's unix:// URL, which go-redis's ParseURL reads.
+func (s *Server) URL() string { return "unix://" + s.Socket + "?db=0" }
 
 // Stop kills the server; tests use it to see what an outage does. It is
 // also done at the test's end.
@@ -40,8 +41,10 @@ func (s *Server) Pause() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
 // Resume lets a paused server run again (SIGCONT).
 func (s *Server) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
 
-// Start runs redis-server without persistence on a free loopback port
-// until the test ends. Without redis-server on PATH the test is skipped,
+// Start runs redis-server without persistence on a Unix socket in a
+// fresh directory until the test ends. A socket path, unlike a TCP port
+// picked by opening and closing a listener, cannot be taken by another
+// test in between. Without redis-server on PATH the test is skipped,
 // except in CI (CI set), where .ci/run installs it and its absence fails.
 func Start(t testing.TB) *Server {
 	t.Helper()
@@ -52,45 +55,32 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skip("redis-server is not installed")
 	}
-	for attempt := 0; ; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-		s.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", t.TempDir())
-		s.cmd.Stdout, s.cmd.Stderr = nil, nil
-		if err := s.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if err := waitPing(s.Addr, 10*time.Second); err != nil {
-			s.Stop()
-			if attempt < 3 { // the port was taken in between
-				continue
-			}
-			t.Fatalf("redis-server on %s: %v", s.Addr, err)
-		}
-		t.Cleanup(s.Stop)
-		return s
-	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// Not t.TempDir: a socket path must fit in 104 bytes, and test names
+	// make those long.
+	dir, err := os.MkdirTemp("", "redis")
 	if err != nil {
-		return 0, err
+		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s := &Server{Socket: filepath.Join(dir, "redis.sock")}
+	s.cmd = exec.Command(bin, "--port", "0", "--unixsocket", s.Socket, "--unixsocketperm", "700",
+		"--save", "", "--appendonly", "no", "--dir", dir)
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	if err := waitPing(s.Socket, 10*time.Second); err != nil {
+		t.Fatalf("redis-server on %s: %v", s.Socket, err)
+	}
+	return s
 }
 
-// waitPing waits until the server at addr answers PING.
-func waitPing(addr string, timeout time.Duration) error {
+// waitPing waits until the server on the socket answers PING.
+func waitPing(socket string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := net.DialTimeout("unix", socket, time.Second)
 		if err == nil {
 			_ = c.SetDeadline(time.Now().Add(time.Second))
 			_, err = fmt.Fprint(c, "PING\r\n")

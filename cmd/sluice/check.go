@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/auth"
+	"github.com/sluicehq/sluice/classifier"
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/inventory"
+	"github.com/sluicehq/sluice/policy"
+)
+
+// checked is what preflight learnt about a config.
+type checked struct {
+	// Policy is the compiled policy; nil without one.
+	Policy *policy.Policy
+	// Warnings are what will start but probably not as meant.
+	Warnings []string
+}
+
+// preflight runs every check serve makes of cfg before it binds a port
+// or opens a store, without binding, writing or reaching the network:
+// addresses, identity, upstreams (and that stdio commands exist), the
+// policy, the classifier, auth, TLS, telemetry, route memory's URL, the
+// data directory and the inventory key. `sluice config validate`,
+// `serve --check` and serve itself run it; a config it passes fails
+// later only for what is outside it (a port in use, Redis or an LLM
+// provider down, a full disk).
+func (c *config) preflight() (*checked, error) {
+	ck := &checked{}
+	for _, a := range []struct{ key, v string }{{"listen", c.listenAddr()}, {"admin_listen", c.AdminListen}} {
+		if a.v == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.v); err != nil {
+			return nil, fmt.Errorf("%s: %s: %q is not host:port; give an address such as 127.0.0.1:8080", c.path, a.key, a.v)
+		}
+	}
+	if err := identityError(c); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.path, err)
+	}
+	g, err := gateway.New(c.options(), &intercept.Interceptor{}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.path, err)
+	}
+	g.Close()
+	if len(c.Upstreams) == 0 {
+		ck.warn("no upstreams: the gateway has nothing to route to; add upstreams: with a url or a command")
+	}
+	for i, u := range c.Upstreams {
+		if u.Command == "" {
+			continue
+		}
+		if _, err := exec.LookPath(u.Command); err != nil {
+			ck.warn("upstreams[%d] (%s): command %q not found (%v): every session to it will fail; install it or give its absolute path", i, u.Name, u.Command, err)
+		}
+	}
+	switch {
+	case c.PolicyFile != "":
+		src, err := os.ReadFile(c.PolicyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: policy_file: %w", c.path, err)
+		}
+		if ck.Policy, err = policy.Compile(src, c.PolicyFile, policy.Options{}); err != nil {
+			return nil, err
+		}
+	case !c.Policy.IsZero():
+		if ck.Policy, err = policy.Compile(c.src, c.path, policy.Options{}); err != nil {
+			return nil, err
+		}
+	default:
+		ck.warn("no policy: every tools/call is denied (policy_not_configured); add a policy: section or policy_file")
+	}
+	if err := c.Classifier.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.path, err)
+	}
+	switch c.Classifier.Provider {
+	case "openai", "anthropic", "gemini":
+		if _, err := classifier.LoadKey(c.Classifier.APIKeyEnv, c.Classifier.APIKeyFile); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.path, err)
+		}
+	}
+	if err := c.Telemetry.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: telemetry: %w", c.path, err)
+	}
+	if u := c.RouteMemory.RedisURL; u != "" {
+		if _, err := redis.ParseURL(u); err != nil {
+			return nil, fmt.Errorf("%s: route_memory.redis_url: %w; give redis://host:6379/0 or rediss:// for TLS", c.path, err)
+		}
+	}
+	if c.Auth != nil {
+		d := auth.Deps{}
+		if c.Auth.Mode.Has(auth.ModeAPIKey) {
+			if d.KeyFile, err = c.keyFile(); err != nil {
+				return nil, fmt.Errorf("%s: %w", c.path, err)
+			}
+		}
+		if _, err := auth.New(*c.Auth, d); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.path, err)
+		}
+	}
+	if _, err := c.serverTLS(); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.path, err)
+	}
+	dir, err := c.dataDirPath()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.path, err)
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("%s: data_dir: %s is not a directory; name a directory (it is created if missing)", c.path, dir)
+	}
+	if c.Inventory.KeyFile != "" {
+		if _, err := inventory.LoadKey(c.Inventory.KeyFile); err != nil {
+			return nil, fmt.Errorf("%s: inventory.key_file: %w", c.path, err)
+		}
+	}
+	return ck, nil
+}
+
+func (ck *checked) warn(format string, args ...any) {
+	ck.Warnings = append(ck.Warnings, fmt.Sprintf(format, args...))
+}
+
+// listenAddr is the agents' listen address, with its default.
+func (c *config) listenAddr() string {
+	if c.Listen == "" {
+		return "127.0.0.1:8080"
+	}
+	return c.Listen
+}
+
+// runConfig is `sluice config validate FILE`.
+func runConfig(_ context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 || args[0] != "validate" {
+		if len(args) > 0 && isHelp(args[0]) {
+			return errHelp
+		}
+		return usageErrorf("config: want validate FILE")
+	}
+	fs := newFlagSet("config validate")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("config validate: want one FILE, the gateway's config (sluice.yaml)")
+	}
+	return validateConfig(fs.Arg(0), nil, out)
+}
+
+// validateConfig loads the config at path, applies override (if not nil)
+// and runs preflight, printing the warnings and an ok line to out.
+func validateConfig(path string, override func(*config), out io.Writer) error {
+	cfg, err := loadConfig(path)
+	if err != nil {
+		return err
+	}
+	if override != nil {
+		override(cfg)
+	}
+	ck, err := cfg.preflight()
+	if err != nil {
+		return err
+	}
+	for _, w := range ck.Warnings {
+		fmt.Fprintln(out, "warning:", w)
+	}
+	version := "none"
+	if ck.Policy != nil {
+		version = ck.Policy.Version()
+	}
+	fmt.Fprintf(out, "%s: ok (%d upstreams, policy version %s, %d warnings)\n", path, len(cfg.Upstreams), version, len(ck.Warnings))
+	return nil
+}

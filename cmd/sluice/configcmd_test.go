@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeConfig writes files (name → content) into a fresh directory and
+// returns the path of the first one, sluice.yaml.
+func writeConfig(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "conf")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "sluice.yaml")
+}
+
+// TestConfigValidate: `sluice config validate FILE` runs serve's checks on
+// the whole config and names the key, its line and the fix.
+func TestConfigValidate(t *testing.T) {
+	// validate must not bind: a config naming a port in use still passes.
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	up := "upstreams: [{name: demo, url: 'http://127.0.0.1:9/mcp'}]\n"
+	cases := []struct {
+		name     string
+		files    map[string]string
+		wantErr  []string // substrings of the error; none: it passes
+		wantOut  []string // substrings of the output
+		dataFile bool     // data_dir names a file
+	}{
+		{name: "top-level typo", files: map[string]string{"sluice.yaml": up + "polcy: {default: allow}\n"},
+			wantErr: []string{`sluice.yaml:2:1: unknown key "polcy"; did you mean "policy"?`}},
+		{name: "nested typo", files: map[string]string{"sluice.yaml": up + "policy: {default: allow}\naudit:\n  retension: 1h\n"},
+			wantErr: []string{`sluice.yaml:4:3: unknown key "retension" in audit; did you mean "retention"?`}},
+		{name: "upstream typo", files: map[string]string{"sluice.yaml": "upstreams:\n  - name: a\n    comand: x\n"},
+			wantErr: []string{`sluice.yaml:3:5: unknown key "comand" in upstreams[0]; did you mean "command"?`}},
+		{name: "auth typo", files: map[string]string{"sluice.yaml": up + "auth:\n  mode: jwt\n  jwt: {isuer: x}\n"},
+			wantErr: []string{`unknown key "isuer" in auth.jwt; did you mean "issuer"?`}},
+		{name: "every typo at once", files: map[string]string{"sluice.yaml": up + "polcy: {}\nlisen: x\n"},
+			wantErr: []string{`"polcy"`, `"lisen"; did you mean "listen"?`}},
+		{name: "policy_file relative to the config", files: map[string]string{
+			"sluice.yaml": up + "listen: " + held.Addr().String() + "\npolicy_file: policy.yaml\n",
+			"policy.yaml": "default: allow\n"},
+			wantOut: []string{"sluice.yaml: ok", "policy version"}},
+		{name: "bad policy in policy_file", files: map[string]string{"sluice.yaml": up + "policy_file: policy.yaml\n", "policy.yaml": "default: maybe\n"},
+			wantErr: []string{"policy.yaml:1"}},
+		{name: "missing policy_file", files: map[string]string{"sluice.yaml": up + "policy_file: nope.yaml\n"},
+			wantErr: []string{"policy_file", "nope.yaml"}},
+		{name: "no policy", files: map[string]string{"sluice.yaml": up},
+			wantOut: []string{"warning: no policy", "every tools/call is denied"}},
+		{name: "no upstreams", files: map[string]string{"sluice.yaml": "policy: {default: allow}\n"},
+			wantOut: []string{"warning: no upstreams"}},
+		{name: "missing stdio command", files: map[string]string{"sluice.yaml": "policy: {default: allow}\nupstreams: [{name: fs, command: ./bin/no-such-server}]\n"},
+			wantOut: []string{"warning: upstreams[0] (fs): command", "conf/bin/no-such-server", "not found"}},
+		{name: "bad upstream name", files: map[string]string{"sluice.yaml": "upstreams: [{name: 'a b', url: 'http://x/mcp'}]\n"},
+			wantErr: []string{`upstreams[0]: name "a b"`}},
+		{name: "bad listen", files: map[string]string{"sluice.yaml": up + "listen: localhost\n"},
+			wantErr: []string{"listen:", "host:port"}},
+		{name: "beyond loopback without auth", files: map[string]string{"sluice.yaml": up + "listen: 0.0.0.0:8080\n"},
+			wantErr: []string{"beyond loopback", "auth"}},
+		{name: "classifier provider", files: map[string]string{"sluice.yaml": up + "classifier: {provider: opnai}\n"},
+			wantErr: []string{"classifier.provider", `"opnai"`}},
+		{name: "route memory URL", files: map[string]string{"sluice.yaml": up + "route_memory: {redis_url: 'http://x'}\n"},
+			wantErr: []string{"route_memory.redis_url"}},
+		{name: "data_dir is a file", files: map[string]string{"sluice.yaml": up + "data_dir: afile\n", "afile": "x"},
+			wantErr: []string{"data_dir", "not a directory"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeConfig(t, tc.files)
+			var out bytes.Buffer
+			err := runConfig(context.Background(), []string{"validate", path}, &out)
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("got no error (output %q), want one with %q", &out, tc.wantErr)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("got error %q, want it to contain %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got error %v, want none", err)
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("got output %q, want it to contain %q", &out, w)
+				}
+			}
+		})
+	}
+}
+
+// TestServeCheck: `serve --check` runs the same checks and binds nothing.
+func TestServeCheck(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	path := writeConfig(t, map[string]string{
+		"sluice.yaml": "listen: " + held.Addr().String() + "\nadmin_listen: " + held.Addr().String() +
+			"\npolicy_file: p.yaml\nupstreams: [{name: demo, url: 'http://127.0.0.1:9/mcp'}]\n",
+		"p.yaml": "default: allow\n"})
+	var out bytes.Buffer
+	if err := runServe(context.Background(), []string{"--config", path, "--check"}, &out); err != nil {
+		t.Fatalf("serve --check: got %v, want nil (it must not bind the port in use)", err)
+	}
+	if !strings.Contains(out.String(), "ok") {
+		t.Errorf("got %q, want an ok line", &out)
+	}
+	bad := writeConfig(t, map[string]string{"sluice.yaml": "polcy: {}\n"})
+	if err := runServe(context.Background(), []string{"--config", bad, "--check"}, &out); err == nil || !strings.Contains(err.Error(), `did you mean "policy"`) {
+		t.Errorf("serve --check of a typo: got %v, want the suggestion", err)
+	}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
+)
+
+// jsonLines parses a JSON log.
+func jsonLines(t *testing.T, s string) []map[string]any {
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// find returns the first log line with msg whose attributes include want.
+func find(lines []map[string]any, msg string, want map[string]any) map[string]any {
+	for _, l := range lines {
+		if l["msg"] != msg {
+			continue
+		}
+		ok := true
+		for k, v := range want {
+			if l[k] != v {
+				ok = false
+			}
+		}
+		if ok {
+			return l
+		}
+	}
+	return nil
+}
+
+// serveLogged runs serve with yaml (upstream "demo" added when up is not
+// empty) until do returns, and returns its JSON log lines.
+func serveLogged(t *testing.T, yaml, up string, do func(listen string)) []map[string]any {
+	t.Helper()
+	cfg, err := parseConfig("test", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up != "" {
+		cfg2, err := parseConfig("test", []byte(yaml+"upstreams: [{name: demo, url: '"+up+"'}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg = cfg2
+	}
+	cfg.Listen, cfg.DataDir = "127.0.0.1:0", t.TempDir()
+	var logs syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	ready := make(chan bound, 1)
+	go func() { served <- serve(ctx, cfg, logger, func(b bound) { ready <- b }) }()
+	select {
+	case b := <-ready:
+		do(b.Listen)
+	case err := <-served:
+		t.Fatalf("serve: %v", err)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	return jsonLines(t, logs.String())
+}
+
+// TestStartupSummary: serve logs each route's URLs, the policy's version
+// and rule counts, the classifier, the audit path; warns when there is no
+// policy, no upstream or a missing command; and logs a first pin at INFO.
+func TestStartupSummary(t *testing.T) {
+	srv := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
+	defer srv.Close()
+	var addr string
+	lines := serveLogged(t, "policy:\n  default: allow\n  deny: [send_email]\n  result_mode: tool_result\n", srv.URL+"/mcp", func(listen string) {
+		addr = listen
+		modernCall(t, "http://"+listen+"/mcp/demo", "tools/list", "", "")
+	})
+	if l := find(lines, "route", map[string]any{"upstream": "demo", "streamable_http": "http://" + addr + "/mcp/demo", "websocket": "ws://" + addr + "/ws/demo"}); l == nil {
+		t.Errorf("no route line with the demo route's URLs in\n%v", lines)
+	}
+	if l := find(lines, "policy", map[string]any{"source": "inline"}); l == nil || l["version"] == "" || l["rules"] != float64(1) {
+		t.Errorf("policy line: got %v, want the version and 1 rule", l)
+	}
+	if l := find(lines, "classifier", map[string]any{"provider": "builtin", "on_escalate": "approve"}); l == nil {
+		t.Errorf("no classifier line in\n%v", lines)
+	}
+	if l := find(lines, "audit", map[string]any{"on_failure": "warn"}); l == nil || !strings.HasSuffix(l["path"].(string), "events.db") {
+		t.Errorf("audit line: got %v, want the events.db path", l)
+	}
+	if l := find(lines, "inventory", map[string]any{"event": "sluice.inventory_pinned"}); l == nil || l["level"] != "INFO" {
+		t.Errorf("inventory_pinned: got %v, want it at INFO", l)
+	}
+
+	lines = serveLogged(t, "upstreams: [{name: fs, command: /no/such/mcp-server}]\n", "", func(string) {})
+	for _, want := range []string{"no policy: every tools/call is denied", "upstreams[0] (fs): command \"/no/such/mcp-server\" not found"} {
+		found := false
+		for _, l := range lines {
+			if l["level"] == "WARN" && strings.Contains(l["msg"].(string), want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no WARN %q in\n%v", want, lines)
+		}
+	}
+	lines = serveLogged(t, "policy: {default: allow}\n", "", func(string) {})
+	if find(lines, "no upstreams: the gateway has nothing to route to; add upstreams: with a url or a command", map[string]any{"level": "WARN"}) == nil {
+		t.Errorf("no WARN about no upstreams in\n%v", lines)
+	}
+}

@@ -1,0 +1,24 @@
+package policy
+
+// ReadsArguments reports whether a decision about tool on upstream may
+// depend on the call's arguments: whether a rule that can match the tool
+// has a condition that reads args. Replaying calls whose arguments were
+// not recorded, such decisions cannot be reproduced. A nil *Policy reads
+// nothing.
+func (p *Policy) ReadsArguments(upstream, tool string) bool {
+	if p == nil {
+		return false
+	}
+	classes, _ := p.lookup(upstream, tool)
+	var buf [12]source
+	for _, src := range p.sources(buf[:0], upstream, tool, classes) {
+		for _, slot := range []int{slotDeny, slotApproval, slotAllow} {
+			for _, i := range src.s[slot] {
+				if r := p.rules[i]; r.when != nil && r.when.args && r.m.matches(upstream, tool, classes) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
