@@ -135,7 +135,14 @@ func (c *wsConn) Read(ctx context.Context) ([]byte, error) {
 	return msg, nil
 }
 
+// Write sends msg in the form [Compact] gives it, refusing one that is not
+// JSON with a *[MessageError]: a peer may pass a frame on to a
+// line-framed transport, which must find one message in it.
 func (c *wsConn) Write(ctx context.Context, msg []byte) error {
+	msg, err := Compact(msg)
+	if err != nil {
+		return err
+	}
 	if err := c.check(ctx); err != nil {
 		return err
 	}
