@@ -491,8 +491,10 @@ func (r *relay) refuse(ctx context.Context, msgs []*intercept.Message, cause err
 	}
 }
 
+// upstreamError is the error a client gets for an upstream that failed;
+// the upstream's URL in it is redacted (see redactURLs).
 func upstreamError(name string, cause error) error {
-	return &intercept.WireError{Code: intercept.CodeUpstreamError, Message: fmt.Sprintf("upstream %q is unavailable: %v", name, cause)}
+	return &intercept.WireError{Code: intercept.CodeUpstreamError, Message: fmt.Sprintf("upstream %q is unavailable: %s", name, redactURLs(cause))}
 }
 
 // checkBatch decides about every element of a batch. It returns nil when
