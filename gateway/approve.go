@@ -45,7 +45,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sluicehq/sluice/approval"
-	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/telemetry"
 )
@@ -399,7 +398,7 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	send := func(msg []byte) error {
-		if err := transport.WriteSSEEvent(w, transport.SSEEvent{Event: "message", Data: msg}); err != nil {
+		if err := g.writeSSEMessage(w, msg); err != nil {
 			return err
 		}
 		return rc.Flush()

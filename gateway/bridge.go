@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"sync"
 
@@ -336,13 +338,25 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, s *stream, n in
 			w.WriteHeader(http.StatusOK)
 			sse = true
 		}
-		if transport.WriteSSEEvent(w, transport.SSEEvent{Event: "message", Data: msg}) != nil || rc.Flush() != nil {
+		if g.writeSSEMessage(w, msg) != nil || rc.Flush() != nil {
 			return false
 		}
 		if got == n {
 			return true
 		}
 	}
+}
+
+// writeSSEMessage writes msg to an SSE stream as a message event, compacted.
+// A message that is not JSON (an upstream sent it) cannot be framed: it is
+// dropped with a warning rather than ending the stream.
+func (g *Gateway) writeSSEMessage(w io.Writer, msg []byte) error {
+	err := transport.WriteSSEMessage(w, msg)
+	if _, ok := errors.AsType[*transport.MessageError](err); ok {
+		g.log.Warn("message is not JSON; not delivered", "err", err)
+		return nil
+	}
+	return err
 }
 
 func isResponse(msg []byte) bool {
@@ -399,7 +413,7 @@ func (g *Gateway) bridgeGet(w http.ResponseWriter, r *http.Request, rt *route, s
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	for _, msg := range backlog {
-		if transport.WriteSSEEvent(w, transport.SSEEvent{Event: "message", Data: msg}) != nil {
+		if g.writeSSEMessage(w, msg) != nil {
 			return
 		}
 	}
@@ -413,7 +427,7 @@ func (g *Gateway) bridgeGet(w http.ResponseWriter, r *http.Request, rt *route, s
 		case <-g.drain.Done():
 			return
 		case msg := <-s.ch:
-			if transport.WriteSSEEvent(w, transport.SSEEvent{Event: "message", Data: msg}) != nil || rc.Flush() != nil {
+			if g.writeSSEMessage(w, msg) != nil || rc.Flush() != nil {
 				return
 			}
 		}

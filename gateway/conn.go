@@ -210,6 +210,12 @@ func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, 
 	}
 	r.track(msgs)
 	if err := r.toUpstream(ctx, b); err != nil {
+		if _, ok := errors.AsType[*transport.MessageError](err); ok {
+			// Nothing was sent (b was rewritten into something that is not
+			// JSON): the upstream is fine, only these requests fail.
+			r.refuse(ctx, msgs, err)
+			return nil
+		}
 		r.failPending(ctx, err)
 		return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 	}
@@ -457,6 +463,11 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 		}
 		answers := r.received(b)
 		if err := r.toClient(ctx, r.hideTools(ctx, b)); err != nil {
+			if _, ok := errors.AsType[*transport.MessageError](err); ok {
+				// Not JSON, so it cannot be framed for the client.
+				r.log.Warn("message from upstream is not JSON; not delivered", "upstream", r.up.Name, "err", err)
+				continue
+			}
 			return err
 		}
 		r.observe(answers)
@@ -525,8 +536,26 @@ func (r *relay) failPending(ctx context.Context, cause error) {
 	}
 }
 
+// refuse answers the requests among msgs, which were not sent, with an
+// internal error, and forgets them.
+func (r *relay) refuse(ctx context.Context, msgs []*intercept.Message, cause error) {
+	for _, m := range msgs {
+		if m.Kind != intercept.KindRequest {
+			continue
+		}
+		r.mu.Lock()
+		delete(r.pending, m.IDKey())
+		r.mu.Unlock()
+		r.endUpCall(m.IDKey(), cause)
+		r.endSpan(m.IDKey(), cause)
+		_ = r.toClient(ctx, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: "message not sent: " + cause.Error()}))
+	}
+}
+
+// upstreamError is the error a client gets for an upstream that failed;
+// the upstream's URL in it is redacted (see redactURLs).
 func upstreamError(name string, cause error) error {
-	return &intercept.WireError{Code: intercept.CodeUpstreamError, Message: fmt.Sprintf("upstream %q is unavailable: %v", name, cause)}
+	return &intercept.WireError{Code: intercept.CodeUpstreamError, Message: fmt.Sprintf("upstream %q is unavailable: %s", name, redactURLs(cause))}
 }
 
 // checkBatch decides about every element of a batch. It returns nil when

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -399,8 +400,15 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}()
 	if isEventStream(resp.Header) {
 		w.WriteHeader(resp.StatusCode)
-		if err := g.pipeEvents(r.Context(), w, resp.Body, ob); upErr == nil {
+		err := g.pipeEvents(r.Context(), w, resp.Body, ob)
+		if upErr == nil {
 			upErr = err
+		}
+		if err != nil && err != errCancelled {
+			// The upstream's stream broke: the requests it has not
+			// answered get an error naming it, so no client call hangs.
+			g.log.Warn("upstream event stream broke", "upstream", x.rt.up.Name, "err", err)
+			ob.failUnanswered(w, upstreamError(x.rt.up.Name, err))
 		}
 		return
 	}
@@ -471,7 +479,13 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 		data := ev.Data
 		msg := len(data) > 0 && (ev.Event == "" || ev.Event == "message")
 		if msg {
-			ev.Data = ob.filter(ctx, data)
+			// Compacted like every message the gateway writes as an event;
+			// one that is not JSON cannot be framed and is not passed on.
+			ev.Data, err = transport.Compact(ob.filter(ctx, data))
+			if err != nil {
+				g.log.Warn("message from upstream is not JSON; not delivered", "upstream", ob.rt.up.Name, "err", err)
+				continue
+			}
 		}
 		if err := transport.WriteSSEEvent(w, ev); err != nil {
 			return errCancelled
@@ -538,13 +552,36 @@ type observer struct {
 	pending map[string]string
 	cc      intercept.CallContext // of the requests in pending
 	failed  error                 // the first JSON-RPC error answering a pending request
+	// answered holds the pending requests whose response has been
+	// passed on.
+	answered map[string]bool
+}
+
+// failUnanswered writes an error event answering each pending request
+// that has had no response, in the order of their ids, with err.
+func (o *observer) failUnanswered(w http.ResponseWriter, err error) {
+	ids := make([]string, 0, len(o.pending))
+	for id := range o.pending {
+		if !o.answered[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if transport.WriteSSEMessage(w, intercept.ErrorResponse(jsontext.Value(id), err)) != nil {
+			return
+		}
+	}
+	_ = http.NewResponseController(w).Flush()
 }
 
 func (o *observer) message(b []byte) {
-	// Only a message that names "error" can be an error response: the
-	// rest need no decoding unless a result is worth reading.
+	// Only a message that names "error" can be an error response, and only
+	// one that names "id" a response at all: the rest need no decoding
+	// unless a result is worth reading.
 	errs := o.failed == nil && len(o.pending) > 0 && bytes.Contains(b, []byte(`"error"`))
-	if !errs && !o.wants() {
+	open := len(o.answered) < len(o.pending) && bytes.Contains(b, []byte(`"id"`))
+	if !errs && !open && !o.wants() {
 		return // nothing to learn: skip decoding the response
 	}
 	msgs, _, err := intercept.Decode(b)
@@ -552,6 +589,12 @@ func (o *observer) message(b []byte) {
 		return
 	}
 	for _, m := range msgs {
+		if _, ok := o.pending[m.IDKey()]; ok && (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) {
+			if o.answered == nil {
+				o.answered = make(map[string]bool, len(o.pending))
+			}
+			o.answered[m.IDKey()] = true
+		}
 		if _, ok := o.pending[m.IDKey()]; ok && m.Kind == intercept.KindError && o.failed == nil {
 			o.failed = responseError(m)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/telemetry"
 )
@@ -122,6 +123,12 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 		_, uc = g.startUpCall(ctx, x, telemetry.Call{}, false)
 	}
 	end = uc.end
+	// An HTTP server's JSON parser does not split lines, but the upstream
+	// may be a bridge that passes the body on to a line-framed server, so
+	// it gets the form every transport sends (see transport.Compact).
+	if body, err = transport.Compact(body); err != nil {
+		return nil, end, err
+	}
 	out, err = g.upstreamRequest(ctx, r, x.rt, x.sess, body)
 	if err != nil {
 		return nil, end, err

@@ -160,13 +160,17 @@ func invalidRequest(format string, args ...any) error {
 // Decode decodes a JSON-RPC body: one message, or a batch array of them.
 //
 // Decoding is strict, so the gateway never forwards a message whose meaning
-// could differ between Sluice and the upstream: invalid UTF-8, duplicate
+// could differ between Sluice and the upstream: whitespace other than
+// JSON's around the value, invalid UTF-8, duplicate
 // object keys at any depth, envelope or params keys that differ from a known
 // key only in case, and trailing data are all rejected. Malformed JSON gives
 // a -32700 [WireError]; well-formed JSON that is not JSON-RPC 2.0 gives
 // -32600.
 func Decode(body []byte) (msgs []*Message, batch bool, err error) {
-	body = bytes.TrimSpace(body)
+	// Only JSON's own whitespace is trimmed: bytes.TrimSpace would also
+	// drop NBSP, \v, \f, NEL and U+2028, which the body is forwarded with
+	// and which an upstream's parser may choke on or split at.
+	body = bytes.Trim(body, jsonSpace)
 	if len(body) == 0 {
 		return nil, false, parseError("empty body")
 	}
@@ -208,6 +212,9 @@ func Decode(body []byte) (msgs []*Message, batch bool, err error) {
 		return nil, false, invalidRequest("a JSON-RPC message must be an object or a batch array")
 	}
 }
+
+// jsonSpace is the whitespace JSON allows around a value (RFC 8259, 2).
+const jsonSpace = " \t\n\r"
 
 // DecodeMessage decodes exactly one message; batches are rejected.
 func DecodeMessage(body []byte) (*Message, error) {

@@ -32,6 +32,14 @@ func TestDecodeRejects(t *testing.T) {
 		{"call without name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`, CodeInvalidParams},
 		{"call without params", `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, CodeInvalidParams},
 		{"call with array arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":[1]}}`, CodeInvalidParams},
+		{"only whitespace", " \t\r\n", CodeParseError},
+		// Whitespace other than JSON's is not trimmed: the body would be
+		// checked without it and forwarded with it.
+		{"leading NBSP", "\u00a0{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", CodeParseError},
+		{"leading vertical tab", "\v{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", CodeParseError},
+		{"leading form feed", "\f{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", CodeParseError},
+		{"trailing NEL", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\u0085", CodeParseError},
+		{"trailing line separator", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\u2028", CodeParseError},
 		{"empty batch", `[]`, CodeInvalidRequest},
 		{"batch with bad element", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0"}]`, CodeInvalidRequest},
 	}
@@ -71,6 +79,7 @@ func TestDecodeAccepts(t *testing.T) {
 		{"prompt name", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p"}}`, KindRequest, "prompts/get", "p", "", false},
 		{"resource uri", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}`, KindRequest, "resources/read", "file:///a", "", false},
 		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]`, KindRequest, "tools/call", "x", "", true},
+		{"JSON whitespace around", " \t\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\t ", KindRequest, "ping", "", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

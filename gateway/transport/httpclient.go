@@ -192,6 +192,10 @@ type httpPost struct {
 }
 
 func (c *httpStreamableConn) Write(ctx context.Context, msg []byte) error {
+	msg, err := Compact(msg)
+	if err != nil {
+		return err
+	}
 	envs, batch, err := httpParseMessage(msg)
 	if err != nil {
 		return fmt.Errorf("transport: message for %s is not JSON-RPC: %w", c.safeURL, err)

@@ -220,3 +220,15 @@ func WriteSSEEvent(w io.Writer, ev SSEEvent) error {
 	_, err := w.Write(b.Bytes())
 	return err
 }
+
+// WriteSSEMessage writes the JSON-RPC message msg as one "message" event,
+// in the form [Compact] gives it: one data line, however the reader splits
+// lines. A msg that is not JSON is refused with a *[MessageError] and
+// nothing is written.
+func WriteSSEMessage(w io.Writer, msg []byte) error {
+	msg, err := Compact(msg)
+	if err != nil {
+		return err
+	}
+	return WriteSSEEvent(w, SSEEvent{Event: "message", Data: msg})
+}

@@ -206,6 +206,10 @@ func (c *sseClientConn) Read(ctx context.Context) ([]byte, error) {
 }
 
 func (c *sseClientConn) Write(ctx context.Context, msg []byte) error {
+	msg, err := Compact(msg)
+	if err != nil {
+		return err
+	}
 	envs, batch, err := httpParseMessage(msg)
 	if err != nil {
 		return fmt.Errorf("transport: message for %s is not JSON-RPC: %w", c.safeEP, err)

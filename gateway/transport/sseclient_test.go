@@ -186,7 +186,8 @@ func TestSSEDialerSSEServer(t *testing.T) {
 	c := httpDial(t, &SSEDialer{URL: ts.URL + "/sse"})
 	defer c.Close()
 	for i := range 3 {
-		// A line break between tokens makes a multi-line event.
+		// A line break between tokens is JSON whitespace: the message
+		// travels compacted.
 		msg := fmt.Sprintf("{\"jsonrpc\":\"2.0\",\n\"id\":%d,\"method\":\"ping\",\"params\":{\"text\":\"a\\nb\"}}", i)
 		if err := c.Write(ctx, []byte(msg)); err != nil {
 			t.Fatal(err)
@@ -195,7 +196,8 @@ func TestSSEDialerSSEServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := `{"echo":` + msg + `}`; string(got) != want {
+		want := fmt.Sprintf(`{"echo":{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"text":"a\nb"}}}`, i)
+		if string(got) != want {
 			t.Errorf("got %s, want %s", got, want)
 		}
 	}

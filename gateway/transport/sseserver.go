@@ -138,7 +138,7 @@ func (s *SSEServer) serveStream(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case wr := <-sess.out:
-			err := WriteSSEEvent(w, SSEEvent{Event: "message", Data: wr.msg})
+			err := WriteSSEEvent(w, SSEEvent{Event: "message", Data: wr.msg}) // compacted by Write
 			if err == nil {
 				err = rc.Flush()
 			}
@@ -301,8 +301,14 @@ func (c *sseSession) Read(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// Write sends msg as a message event and waits until it is flushed.
+// Write sends msg as a message event, in the form [Compact] gives it, and
+// waits until it is flushed. A msg that is not JSON is refused with a
+// *[MessageError].
 func (c *sseSession) Write(ctx context.Context, msg []byte) error {
+	msg, err := Compact(msg)
+	if err != nil {
+		return err
+	}
 	errc := make(chan error, 1)
 	select {
 	case c.out <- sseWrite{msg: msg, errc: errc}:

@@ -97,7 +97,8 @@ func TestSSEServerRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := `{"echo":` + msg + `}`; ev.Event != "message" || string(ev.Data) != want {
+		compact, _ := Compact([]byte(msg))
+		if want := `{"echo":` + string(compact) + `}`; ev.Event != "message" || string(ev.Data) != want {
 			t.Errorf("got event %q %q, want message %q", ev.Event, ev.Data, want)
 		}
 	}

@@ -21,14 +21,11 @@ const stdioMaxLine = 16 << 20
 // trusted, so nothing more is read.
 var errStdioTooLong = fmt.Errorf("transport: stdio message longer than %d bytes", stdioMaxLine)
 
-// A stdioMessageError rejects a message that cannot be framed as one line.
-// Nothing was written, so the Conn is still usable.
-type stdioMessageError struct{ reason string }
-
-func (e *stdioMessageError) Error() string { return "transport: cannot send on stdio: " + e.reason }
-
 // NewStdioConn returns a Conn that reads newline-delimited messages from r
 // and writes them to w, as an MCP server does on its stdin and stdout.
+// Each message is written in the form [Compact] gives it, so no reader
+// splits it into more than one line; one that is not JSON is refused with
+// a *[MessageError].
 // Read returns io.EOF once r ends. Empty lines are skipped and a final line
 // without a newline still counts as a message.
 //
@@ -170,9 +167,11 @@ func stdioReadLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// A stdioWriter writes one message per line. After a write that may have
-// sent part of a line the stream is broken for good: the peer could not
-// find the next message boundary.
+// A stdioWriter writes one message per line, compacted (see [Compact]):
+// the peer may split lines at LF, CR, CRLF or a Unicode line separator,
+// and must find the message the gateway decided on and nothing else.
+// After a write that may have sent part of a line the stream is broken
+// for good: the peer could not find the next message boundary.
 type stdioWriter struct {
 	w        io.Writer
 	deadline interface{ SetWriteDeadline(time.Time) error } // nil if w has no working deadline
@@ -191,11 +190,9 @@ func newStdioWriter(w io.Writer, prefix string) *stdioWriter {
 }
 
 func (sw *stdioWriter) write(ctx context.Context, msg []byte) error {
-	switch {
-	case len(bytes.TrimSpace(msg)) == 0:
-		return &stdioMessageError{"empty message"}
-	case bytes.IndexByte(msg, '\n') >= 0:
-		return &stdioMessageError{"message contains a raw newline"}
+	msg, err := Compact(msg)
+	if err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -218,12 +215,8 @@ func (sw *stdioWriter) write(ctx context.Context, msg []byte) error {
 			}
 		}()
 	}
-	n, err := sw.w.Write(msg)
-	if err == nil {
-		var m int
-		m, err = sw.w.Write([]byte{'\n'})
-		n += m
-	}
+	// One Write per line; msg is Compact's own copy.
+	n, err := sw.w.Write(append(msg, '\n'))
 	if err == nil {
 		return nil
 	}

@@ -149,7 +149,7 @@ func (c *restartingConn) Write(ctx context.Context, msg []byte) error {
 	if err == nil {
 		return nil
 	}
-	var msgErr *stdioMessageError
+	var msgErr *MessageError
 	switch {
 	case c.ctx.Err() != nil:
 		err = ErrClosed
@@ -205,10 +205,10 @@ func (c *restartingConn) track(info restartInfo) []string {
 			c.pending[k] = restartPending{id: m.ID, seq: c.seq}
 			added = append(added, k)
 			if m.Method == "initialize" {
-				c.init, c.initKey = m.raw, k
+				c.init, c.initKey = restartReplayable(m.raw), k
 			}
 		case m.Method == "notifications/initialized" && len(m.ID) == 0:
-			c.initialized = m.raw
+			c.initialized = restartReplayable(m.raw)
 		case m.Method == "notifications/cancelled" && len(m.Params.RequestID) > 0:
 			// The upstream need not answer a cancelled request, and the
 			// client no longer waits for it.
@@ -437,6 +437,19 @@ func restartInspect(msg []byte) restartInfo {
 		}
 	}
 	return info
+}
+
+// restartReplayable returns the form of a client message that is replayed
+// on every restart: compacted, like every message a Conn sends, even if
+// the Dialer's Conns do not do it themselves, so that no replay carries
+// a line break an upstream could split a second message out of. A message
+// that cannot be compacted is not replayed.
+func restartReplayable(raw []byte) []byte {
+	b, err := Compact(raw)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // restartKey gives a request id a form that matches its response's id.

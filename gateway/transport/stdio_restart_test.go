@@ -263,8 +263,8 @@ func TestRestartingWriteToBrokenUpstream(t *testing.T) {
 	checkRestartError(t, mustRead(t, c), "1", "closed pipe")
 	// A message that cannot be framed is the caller's problem, not the
 	// upstream's.
-	var msgErr *stdioMessageError
-	if err := c.Write(testContext(t), []byte("{\n}")); !errors.As(err, &msgErr) {
+	var msgErr *MessageError
+	if err := c.Write(testContext(t), []byte("{")); !errors.As(err, &msgErr) {
 		t.Errorf("got %v, want the message error", err)
 	}
 	mustWrite(t, c, `{"jsonrpc":"2.0","id":2,"method":"b"}`)

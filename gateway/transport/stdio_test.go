@@ -482,8 +482,8 @@ func TestStdioConnWrite(t *testing.T) {
 	if got, want := <-lines, "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	for _, bad := range []string{"{\n}", "", " "} {
-		var msgErr *stdioMessageError
+	for _, bad := range []string{"{", "", " ", "{\"a\":\"\xff\"}"} {
+		var msgErr *MessageError
 		if err := c.Write(context.Background(), []byte(bad)); !errors.As(err, &msgErr) {
 			t.Errorf("Write(%q): got %v, want a message error", bad, err)
 		}

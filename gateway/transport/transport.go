@@ -14,6 +14,10 @@ import (
 // per call) in both directions. Read and Write may be called concurrently
 // with each other, but each by one goroutine at a time. Close unblocks a
 // pending Read and is safe to call more than once.
+//
+// Every Conn in this package sends a message in the form [Compact] gives
+// it, never the caller's bytes as they are, and refuses one that is not
+// JSON with a *[MessageError], after which the Conn is still usable.
 type Conn interface {
 	Read(ctx context.Context) ([]byte, error)
 	Write(ctx context.Context, msg []byte) error

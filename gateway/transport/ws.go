@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -53,10 +54,16 @@ func (d *WSDialer) Dial(ctx context.Context) (Conn, error) {
 	}
 	ws, resp, err := dialer.DialContext(ctx, d.URL, d.Header)
 	if err != nil {
-		if resp != nil {
-			return nil, fmt.Errorf("transport: websocket dial %s: %w (HTTP %s)", d.URL, err, resp.Status)
+		// The error goes downstream: name the server without the
+		// credentials or keys its URL may carry.
+		safe := "(unparseable URL)"
+		if u, perr := url.Parse(d.URL); perr == nil {
+			safe = httpRedactURL(u)
 		}
-		return nil, fmt.Errorf("transport: websocket dial %s: %w", d.URL, err)
+		if resp != nil {
+			return nil, fmt.Errorf("transport: websocket dial %s: %w (HTTP %s)", safe, err, resp.Status)
+		}
+		return nil, fmt.Errorf("transport: websocket dial %s: %w", safe, err)
 	}
 	return newWSConn(ws, 0), nil
 }
@@ -135,7 +142,14 @@ func (c *wsConn) Read(ctx context.Context) ([]byte, error) {
 	return msg, nil
 }
 
+// Write sends msg in the form [Compact] gives it, refusing one that is not
+// JSON with a *[MessageError]: a peer may pass a frame on to a
+// line-framed transport, which must find one message in it.
 func (c *wsConn) Write(ctx context.Context, msg []byte) error {
+	msg, err := Compact(msg)
+	if err != nil {
+		return err
+	}
 	if err := c.check(ctx); err != nil {
 		return err
 	}

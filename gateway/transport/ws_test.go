@@ -67,7 +67,7 @@ func TestWSRoundTrip(t *testing.T) {
 	}{
 		{"client to server", client, server, `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
 		{"server to client", server, client, `{"jsonrpc":"2.0","id":1,"result":{}}`},
-		{"embedded newline", client, server, "{\"a\":\n1}"},
+		{"escaped newline", client, server, `{"a":"x\ny"}`},
 		{"batch", server, client, `[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]`},
 		{"5 MiB", client, server, `{"x":"` + strings.Repeat("x", 5<<20) + `"}`},
 	}

@@ -1,0 +1,52 @@
+package transport
+
+import (
+	"bytes"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// A MessageError refuses one message that a Conn will not send because it
+// is not exactly one valid JSON value (RFC 8259, UTF-8). Nothing was
+// written, so the Conn is still usable.
+type MessageError struct {
+	// Err is what is wrong with the message.
+	Err error
+}
+
+func (e *MessageError) Error() string { return "transport: message refused: " + e.Err.Error() }
+
+func (e *MessageError) Unwrap() error { return e.Err }
+
+// nel is U+0085 (NEXT LINE) in UTF-8, a line break to Python's
+// str.splitlines and to decoders that treat it as one.
+var nel = []byte("\u0085")
+
+// Compact returns msg as every Conn in this package sends it: the compact
+// encoding of the one JSON value in msg, with no whitespace between tokens
+// and with U+2028, U+2029 and U+0085 inside strings escaped as \uXXXX.
+// The value is the same, but no byte of the result is a line terminator to
+// any reader that frames messages by lines: not LF or CR (Go, the
+// TypeScript SDK, Python's universal newlines, Node's readline), and not
+// the Unicode line and paragraph separators (JavaScript) or NEL. So a peer
+// that splits what it receives by any of these framings finds exactly one
+// message, the one that was decided on, and never a second one hidden in
+// JSON whitespace or a string.
+//
+// msg is not modified. A msg that is not exactly one valid JSON value
+// (including invalid UTF-8) gives a *[MessageError].
+func Compact(msg []byte) ([]byte, error) {
+	v := jsontext.Value(bytes.Clone(msg))
+	// Compact keeps duplicate names: deciding whether a message means what
+	// it says is the decoder's job (package intercept), not framing's.
+	if err := v.Compact(jsontext.AllowInvalidUTF8(false), jsontext.EscapeForJS(true)); err != nil {
+		return nil, &MessageError{Err: err}
+	}
+	// After compaction a byte >= 0x80 occurs only inside a string, and in
+	// valid UTF-8 the bytes C2 85 can only be U+0085, so replacing them
+	// bytewise escapes exactly that character.
+	if bytes.Contains(v, nel) {
+		v = bytes.ReplaceAll(v, nel, []byte(`\u0085`))
+	}
+	return v, nil
+}
