@@ -86,15 +86,16 @@ type upstreamModel struct {
 	leaked []string
 }
 
-// receive checks one message as it arrived and returns the answer to
-// send back, or nil.
-func (m *upstreamModel) receive(msg []byte) []byte {
+// receive checks one message as it arrived and returns the answers to
+// its requests, one per request (a batch's answers are sent one by one,
+// as the TypeScript SDK's server does).
+func (m *upstreamModel) receive(msg []byte) [][]byte {
 	if leaks := hiddenCalls(msg, "echo"); len(leaks) > 0 {
 		m.mu.Lock()
 		m.leaked = append(m.leaked, leaks...)
 		m.mu.Unlock()
 	}
-	return modelAnswer(msg)
+	return modelAnswers(msg)
 }
 
 func (m *upstreamModel) take() []string {
@@ -105,8 +106,8 @@ func (m *upstreamModel) take() []string {
 	return l
 }
 
-// modelAnswer answers the requests in msg (one message or a batch).
-func modelAnswer(msg []byte) []byte {
+// modelAnswers answers the requests in msg (one message or a batch).
+func modelAnswers(msg []byte) [][]byte {
 	type request struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -114,9 +115,20 @@ func modelAnswer(msg []byte) []byte {
 			ProtocolVersion string `json:"protocolVersion"`
 		} `json:"params"`
 	}
-	answer := func(r request) []byte {
+	var rs []request
+	msg = bytes.TrimSpace(msg)
+	if len(msg) > 0 && msg[0] == '[' {
+		json.Unmarshal(msg, &rs)
+	} else {
+		var r request
+		if json.Unmarshal(msg, &r) == nil {
+			rs = append(rs, r)
+		}
+	}
+	var out [][]byte
+	for _, r := range rs {
 		if r.Method == "" || len(r.ID) == 0 {
-			return nil
+			continue
 		}
 		result := `{}`
 		switch r.Method {
@@ -128,28 +140,9 @@ func modelAnswer(msg []byte) []byte {
 		case "tools/call":
 			result = `{"content":[{"type":"text","text":"ok"}]}`
 		}
-		return []byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":` + result + `}`)
+		out = append(out, []byte(`{"jsonrpc":"2.0","id":`+string(r.ID)+`,"result":`+result+`}`))
 	}
-	msg = bytes.TrimSpace(msg)
-	if len(msg) > 0 && msg[0] == '[' {
-		var rs []request
-		json.Unmarshal(msg, &rs)
-		var out [][]byte
-		for _, r := range rs {
-			if a := answer(r); a != nil {
-				out = append(out, a)
-			}
-		}
-		if out == nil {
-			return nil
-		}
-		return append(append([]byte("["), bytes.Join(out, []byte(","))...), ']')
-	}
-	var r request
-	if json.Unmarshal(msg, &r) != nil {
-		return nil
-	}
-	return answer(r)
+	return out
 }
 
 // serveConn runs the model on one upstream Conn until it ends.
@@ -159,7 +152,7 @@ func (m *upstreamModel) serveConn(ctx context.Context, c transport.Conn) {
 		if err != nil {
 			return
 		}
-		if a := m.receive(msg); a != nil {
+		for _, a := range m.receive(msg) {
 			if c.Write(ctx, a) != nil {
 				return
 			}
@@ -185,7 +178,7 @@ func (d *pipeDialer) Dial(ctx context.Context) (transport.Conn, error) {
 			if err != nil {
 				return
 			}
-			if a := d.model.receive(line[:len(line)-1]); a != nil {
+			for _, a := range d.model.receive(line[:len(line)-1]) {
 				if _, err := fromUp.Write(append(a, '\n')); err != nil {
 					return
 				}
@@ -218,10 +211,14 @@ func fuzzUpstream(tb testing.TB, kind Transport, model *upstreamModel) (Upstream
 				return
 			}
 			b, _ := io.ReadAll(r.Body)
-			a := model.receive(b)
-			if a == nil {
+			as := model.receive(b)
+			if as == nil {
 				w.WriteHeader(http.StatusAccepted)
 				return
+			}
+			a := as[0]
+			if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '[' {
+				a = append(append([]byte("["), bytes.Join(as, []byte(","))...), ']')
 			}
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(a)
