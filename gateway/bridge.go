@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -68,15 +69,35 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 			b.fail(err)
 			return
 		}
-		m, call := b.route(ctx, g.ic, sess, msg)
-		switch method := call.method; {
-		case m == nil || m.Kind != intercept.KindResponse:
-		case method == "tools/call":
-			g.ic.ObserveResult(call.cc, m.IDKey(), m.Result)
-		case method == "tools/list":
-			g.ic.ObserveTools(rt.up.Name, m.Result)
+		for _, one := range batchElements(msg) {
+			m, call := b.route(ctx, g.ic, sess, one)
+			switch method := call.method; {
+			case m == nil || m.Kind != intercept.KindResponse:
+			case method == "tools/call":
+				g.ic.ObserveResult(call.cc, m.IDKey(), m.Result)
+			case method == "tools/list":
+				g.ic.ObserveTools(rt.up.Name, m.Result)
+			}
 		}
 	}
+}
+
+// batchElements splits a JSON-RPC batch array an upstream sent (its
+// answer to a 2025-03-26 batch) into its messages, so each response goes
+// to the request that waits for it; anything else is one message.
+func batchElements(msg []byte) [][]byte {
+	if i := bytes.IndexFunc(msg, func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' }); i < 0 || msg[i] != '[' {
+		return [][]byte{msg}
+	}
+	msgs, _, err := intercept.Decode(msg)
+	if err != nil {
+		return [][]byte{msg}
+	}
+	out := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Raw
+	}
+	return out
 }
 
 // route delivers one upstream message to the stream that should carry it

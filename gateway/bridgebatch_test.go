@@ -1,0 +1,101 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// arrayDialer is a stdio upstream in the test process that answers a
+// JSON-RPC batch with one batch array, as JSON-RPC 2.0 has servers do.
+type arrayDialer struct{}
+
+func (arrayDialer) Dial(context.Context) (transport.Conn, error) {
+	toUp, fromGW := io.Pipe()
+	toGW, fromUp := io.Pipe()
+	go func() {
+		defer fromUp.Close()
+		br := bufio.NewReader(toUp)
+		for {
+			line, err := br.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			as := modelAnswers(line[:len(line)-1])
+			if len(as) == 0 {
+				continue
+			}
+			a := as[0]
+			if line[0] == '[' {
+				a = []byte("[" + string(joinLines(as)) + "]")
+			}
+			if _, err := fromUp.Write(append(a, '\n')); err != nil {
+				return
+			}
+		}
+	}()
+	return &pipeConn{Conn: transport.NewStdioConn(toGW, fromGW), w: fromGW}, nil
+}
+
+func joinLines(as [][]byte) []byte {
+	var b strings.Builder
+	for i, a := range as {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(a)
+	}
+	return []byte(b.String())
+}
+
+// A batch (MCP 2025-03-26) sent to a bridged upstream that answers it with
+// one batch array gets every answer, instead of a POST that waits forever.
+func TestBridgedBatchAnsweredWithArray(t *testing.T) {
+	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}},
+		&intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"echo"}}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	g.routes["u"].dialer = arrayDialer{}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(srv.Close)
+	c := &http.Client{Timeout: 5 * time.Second}
+	post := func(sid, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp/u", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set(hdrSession, sid)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("POST %s: %v", body, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("POST %s: reading the answer: %v (got %q)", body, err, b)
+		}
+		return resp, string(b)
+	}
+	resp, body := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"batcher","version":"1"}}}`)
+	sid := resp.Header.Get(hdrSession)
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	resp, body = post(sid, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}]`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":1`) || !strings.Contains(body, `"id":2`) {
+		t.Fatalf("batch: got %d %q, want both answers", resp.StatusCode, body)
+	}
+}
