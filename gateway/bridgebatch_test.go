@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"bufio"
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,51 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
-
-// arrayDialer is a stdio upstream in the test process that answers a
-// JSON-RPC batch with one batch array, as JSON-RPC 2.0 has servers do.
-type arrayDialer struct{}
-
-func (arrayDialer) Dial(context.Context) (transport.Conn, error) {
-	toUp, fromGW := io.Pipe()
-	toGW, fromUp := io.Pipe()
-	go func() {
-		defer fromUp.Close()
-		br := bufio.NewReader(toUp)
-		for {
-			line, err := br.ReadBytes('\n')
-			if err != nil {
-				return
-			}
-			as := modelAnswers(line[:len(line)-1])
-			if len(as) == 0 {
-				continue
-			}
-			a := as[0]
-			if line[0] == '[' {
-				a = []byte("[" + string(joinLines(as)) + "]")
-			}
-			if _, err := fromUp.Write(append(a, '\n')); err != nil {
-				return
-			}
-		}
-	}()
-	return &pipeConn{Conn: transport.NewStdioConn(toGW, fromGW), w: fromGW}, nil
-}
-
-func joinLines(as [][]byte) []byte {
-	var b strings.Builder
-	for i, a := range as {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(a)
-	}
-	return []byte(b.String())
-}
 
 // A batch (MCP 2025-03-26) sent to a bridged upstream that answers it with
 // one batch array gets every answer, instead of a POST that waits forever.
@@ -66,7 +21,7 @@ func TestBridgedBatchAnsweredWithArray(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
-	g.routes["u"].dialer = arrayDialer{}
+	g.routes["u"].dialer = &pipeDialer{model: &upstreamModel{}, arrays: true}
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(srv.Close)
 	c := &http.Client{Timeout: 5 * time.Second}

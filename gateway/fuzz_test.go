@@ -162,8 +162,12 @@ func (m *upstreamModel) serveConn(ctx context.Context, c transport.Conn) {
 
 // pipeDialer is a stdio upstream in the test process: the gateway's Conn
 // writes lines to a pipe the model reads as raw bytes, with no framing of
-// its own, and reads the model's answers.
-type pipeDialer struct{ model *upstreamModel }
+// its own, and reads the model's answers: one line per answer, or, with
+// arrays set, a batch's answers as one batch array.
+type pipeDialer struct {
+	model  *upstreamModel
+	arrays bool
+}
 
 func (d *pipeDialer) Dial(ctx context.Context) (transport.Conn, error) {
 	toUp, fromGW := io.Pipe()
@@ -178,7 +182,11 @@ func (d *pipeDialer) Dial(ctx context.Context) (transport.Conn, error) {
 			if err != nil {
 				return
 			}
-			for _, a := range d.model.receive(line[:len(line)-1]) {
+			answers := d.model.receive(line[:len(line)-1])
+			if d.arrays && len(answers) > 0 && line[0] == '[' {
+				answers = [][]byte{append(append([]byte("["), bytes.Join(answers, []byte(","))...), ']')}
+			}
+			for _, a := range answers {
 				if _, err := fromUp.Write(append(a, '\n')); err != nil {
 					return
 				}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sluicehq/sluice/internal/spelling"
 )
 
 // This file reads the YAML shape of a policy into raw values that still
@@ -444,7 +446,7 @@ func childPath(path, key string) string {
 func suggest(key string, known []string) string {
 	best, bestD := "", 3
 	for _, k := range known {
-		if d := editDistance(key, k); d < bestD {
+		if d := spelling.Distance(key, k); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -452,24 +454,4 @@ func suggest(key string, known []string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

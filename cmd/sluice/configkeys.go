@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sluicehq/sluice/internal/spelling"
 )
 
 // unknownKeys reports every mapping key in doc that the config struct t
@@ -140,7 +142,7 @@ func unknownKeyError(file string, k *yaml.Node, where string, fields map[string]
 func nearest(key string, fields map[string]reflect.Type) string {
 	best, bestD := "", 0
 	for f := range fields {
-		d := editDistance(strings.ToLower(key), f)
+		d := spelling.Distance(strings.ToLower(key), f)
 		if best == "" || d < bestD || (d == bestD && f < best) {
 			best, bestD = f, d
 		}
@@ -149,25 +151,4 @@ func nearest(key string, fields map[string]reflect.Type) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
