@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -52,5 +54,33 @@ func TestBridgedBatchAnsweredWithArray(t *testing.T) {
 	resp, body = post(sid, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}]`)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":1`) || !strings.Contains(body, `"id":2`) {
 		t.Fatalf("batch: got %d %q, want both answers", resp.StatusCode, body)
+	}
+}
+
+// A connection (/ws, /sse, stdio) is a session too: when it ends,
+// OnSessionEnd hears of it, so its session-scoped memory can go.
+func TestConnectionEndIsSessionEnd(t *testing.T) {
+	ended := make(chan string, 1)
+	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}, OnSessionEnd: func(id string) { ended <- id }},
+		&intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"echo"}}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	g.routes["u"].dialer = &pipeDialer{model: &upstreamModel{}}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(srv.Close)
+	c, err := (&transport.WSDialer{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws/u"}).Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	select {
+	case id := <-ended:
+		if id == "" {
+			t.Error("OnSessionEnd got an empty session id")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the WebSocket connection ended, OnSessionEnd was not called")
 	}
 }

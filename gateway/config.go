@@ -113,9 +113,11 @@ type Options struct {
 	// counts once, batch or not; over other upstreams each request
 	// counts. Nil: no metrics.
 	Metrics telemetry.Metrics
-	// OnSessionEnd, if set, is called when a downstream session ends
-	// (DELETE, idle timeout, upstream gone, shutdown), e.g. to revoke the
-	// session's classifier identity. It must not block.
+	// OnSessionEnd, if set, is called when a downstream session ends: a
+	// Streamable HTTP session (DELETE, idle timeout, upstream gone,
+	// shutdown) or a /ws, /sse or stdio connection (either side closed),
+	// e.g. to revoke the session's classifier identity and drop its
+	// session-scoped route memory. It must not block.
 	OnSessionEnd func(sessionID string)
 	// AgentHeader, if set, names a request header whose value identifies
 	// the agent, taking precedence over the client's self-reported name,

@@ -341,6 +341,9 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 	}
 	err = rl.run(ctx)
 	g.log.Debug("session ended", "upstream", rt.up.Name, "session", id, "err", err)
+	if g.opts.OnSessionEnd != nil {
+		g.opts.OnSessionEnd(id) // a connection is a session too: /ws, /sse, stdio
+	}
 	return err
 }
 

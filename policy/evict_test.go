@@ -200,3 +200,38 @@ func TestWindowLongerThanRetention(t *testing.T) {
 		}
 	}
 }
+
+// The memories of ended sessions are dropped, not evicted: however many
+// sessions come and go, a live session and the agents' memories are
+// never pushed out by them, and no memory is treated as tainted.
+func TestForgetSession(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	src := []string{"source:sensitive"}
+	s := NewMemoryStore(MemoryOptions{MaxKeys: 8, MaxEvicted: 8})
+	live := Key{Scope: ScopeSession, Agent: "a", Session: "live"}
+	agent := Key{Scope: ScopeAgent, Agent: "a"}
+	_ = s.Remember(ctx, live, src, t0)
+	_ = s.Remember(ctx, agent, src, t0)
+	for i := range 1000 {
+		id := fmt.Sprintf("s%d", i)
+		_ = s.Remember(ctx, Key{Scope: ScopeSession, Agent: "a", Session: id}, src, t0.Add(time.Duration(i)*time.Second))
+		s.ForgetSession(id)
+	}
+	if got := s.Evictions(); got != 0 {
+		t.Errorf("got %d evictions, want none: ended sessions are forgotten, not evicted", got)
+	}
+	for _, k := range []Key{live, agent} {
+		if seen, err := s.Seen(ctx, k, src, time.Time{}); !seen || err != nil {
+			t.Errorf("%s: got %v, %v; want seen", k, seen, err)
+		}
+	}
+	fresh := Key{Scope: ScopeSession, Agent: "a", Session: "new"}
+	if seen, err := s.Seen(ctx, fresh, src, time.Time{}); seen || err != nil {
+		t.Errorf("a new session: got %v, %v; want clean (not seen, not evicted)", seen, err)
+	}
+	if got := s.Len(); got != 2 {
+		t.Errorf("got %d memories, want 2 (the live session and the agent)", got)
+	}
+	s.ForgetSession("") // requests outside sessions: nothing to forget
+}

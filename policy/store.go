@@ -75,6 +75,16 @@ type Retainer interface {
 
 var _ Store = (*MemoryStore)(nil)
 
+// A SessionForgetter is a Store that can drop the session-scoped memories
+// of a session that has ended. Session ids are never reused, so nothing
+// can ask about them again; dropping them keeps live sessions from being
+// evicted (and so treated as tainted) by the memories of ended ones.
+type SessionForgetter interface {
+	ForgetSession(id string)
+}
+
+var _ SessionForgetter = (*MemoryStore)(nil)
+
 // MemoryOptions bounds a MemoryStore. The zero value means the defaults.
 type MemoryOptions struct {
 	// MaxKeys is how many memories (sessions plus agents) are kept; the
@@ -112,6 +122,12 @@ type MemoryStore struct {
 	// horizon is the latest write lost with a record dropped from
 	// evicted: any memory not held may have lost writes up to it.
 	horizon time.Time
+	// sessions indexes the session-scoped memories held by session id,
+	// for ForgetSession.
+	sessions map[string]map[Key]struct{}
+	// forgetting is set while ForgetSession removes memories: those are
+	// dropped, not evicted.
+	forgetting bool
 }
 
 // memory is what a MemoryStore holds for one Key.
@@ -150,11 +166,52 @@ func NewMemoryStore(opts MemoryOptions) *MemoryStore {
 			s.horizon = t
 		}
 	})
+	s.sessions = make(map[string]map[Key]struct{})
 	s.lru, _ = simplelru.NewLRU(opts.MaxKeys, func(k Key, m *memory) {
+		s.unindex(k)
+		if s.forgetting {
+			return
+		}
 		s.evictions.Add(1)
 		s.markEvicted(k, m.lost())
 	})
 	return s
+}
+
+func (s *MemoryStore) index(k Key) {
+	if k.Scope != ScopeSession || k.Session == "" {
+		return
+	}
+	ks := s.sessions[k.Session]
+	if ks == nil {
+		ks = make(map[Key]struct{}, 1)
+		s.sessions[k.Session] = ks
+	}
+	ks[k] = struct{}{}
+}
+
+func (s *MemoryStore) unindex(k Key) {
+	if ks := s.sessions[k.Session]; ks != nil {
+		delete(ks, k)
+		if len(ks) == 0 {
+			delete(s.sessions, k.Session)
+		}
+	}
+}
+
+// ForgetSession implements SessionForgetter: the memories of session id
+// (under any agent) are dropped, without counting as evictions.
+func (s *MemoryStore) ForgetSession(id string) {
+	if id == "" {
+		return // requests outside any session share one memory per agent
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgetting = true
+	defer func() { s.forgetting = false }()
+	for k := range s.sessions[id] {
+		s.lru.Remove(k)
+	}
 }
 
 func (s *MemoryStore) hash(k Key) uint64 { return maphash.Comparable(s.seed, k) }
@@ -185,6 +242,7 @@ func (s *MemoryStore) Remember(_ context.Context, k Key, labels []string, at tim
 	if !ok {
 		m = &memory{labels: make(map[string]time.Time, len(labels)), forgot: s.forgotten(k)}
 		s.lru.Add(k, m)
+		s.index(k)
 	}
 	for _, l := range labels {
 		if t, ok := m.labels[l]; ok {

@@ -36,7 +36,11 @@ type governance struct {
 	approvals *approval.Store
 	tp        *telemetry.Provider
 	rec       *recorder
-	closers   []func()
+	// memory is the route memory, told when a session ends so its
+	// session-scoped memories go (nil: it cannot forget, as Redis's
+	// expire by TTL).
+	memory  policy.SessionForgetter
+	closers []func()
 }
 
 // buildGovernance builds the decision chain: audit gate ← approval hold ←
@@ -61,6 +65,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		mem, local = rs, nil
 	} else {
 		mem = local
+		gv.memory = local
 	}
 	dec, runPolicy, err := cfg.decider(logger, mem)
 	if err != nil {
@@ -223,10 +228,14 @@ func (gv *governance) inventorySnapshot() classifier.InventorySnapshot {
 	return snap
 }
 
-// sessionEnded revokes the ended session's classifier identity.
+// sessionEnded revokes the ended session's classifier identity and drops
+// its session-scoped route memory (agent-scoped memory stays).
 func (gv *governance) sessionEnded(id string) {
 	if gv.lifecycle != nil {
 		gv.lifecycle.Revoke(id)
+	}
+	if gv.memory != nil {
+		gv.memory.ForgetSession(id)
 	}
 }
 
