@@ -66,14 +66,16 @@ func newStateAEAD(key []byte) cipher.AEAD {
 // pending request id: sealed, bound to the request's agent, call and
 // policy version, and good until the request expires.
 func (s *Store) SealState(id string) (string, error) {
-	s.mu.Lock()
+	err := s.lock()
 	r, ok := s.byID[id]
 	var st State
 	if ok {
 		st = State{ApprovalID: r.ID, Agent: r.Agent, CallHash: r.CallHash, PolicyVersion: r.PolicyVersion, Expires: r.Expires}
 		ok = r.Status == Pending
 	}
-	s.mu.Unlock()
+	if err := s.unlock(err); err != nil {
+		return "", err
+	}
 	if !ok {
 		return "", fmt.Errorf("approval %s: %w", id, ErrNotPending)
 	}
