@@ -78,8 +78,9 @@ type Options struct {
 	History int
 	// StateKey is the 32-byte AES-256-GCM key that seals the requestState
 	// of 2026-07-28 approval questions (see SealState). Nil means a random
-	// key, fresh per Store: requests live only in this Store's memory, so a
-	// state can never be good for another process anyway.
+	// key: fresh per Store from NewStore, whose requests live only in its
+	// memory; kept in the database by OpenStore, so every process sharing
+	// the file opens the states of the others.
 	StateKey []byte
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -89,7 +90,8 @@ type Options struct {
 
 const defaultHistory = 100
 
-// Store keeps approval requests in memory. Requests waiting for an answer
+// Store keeps approval requests in memory (NewStore) or in an SQLite file
+// shared by processes (OpenStore). Requests waiting for an answer
 // or approved and not yet used are live; finished ones drop their
 // arguments and stay in a bounded history. It is safe for concurrent use.
 type Store struct {

@@ -104,7 +104,7 @@ func (s *Store) OpenState(state string) (State, error) {
 	n := s.state.NonceSize()
 	plain, err := s.state.Open(nil, sealed[:n], sealed[n:], []byte(stateAD))
 	if err != nil {
-		return State{}, fmt.Errorf("%w: it was not sealed by this gateway process, or it was altered", ErrBadState)
+		return State{}, fmt.Errorf("%w: it was not sealed by this gateway (or by another process on its data directory), or it was altered", ErrBadState)
 	}
 	var st State
 	if err := json.Unmarshal(plain, &st); err != nil {
