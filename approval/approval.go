@@ -17,6 +17,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -77,8 +78,9 @@ type Options struct {
 	History int
 	// StateKey is the 32-byte AES-256-GCM key that seals the requestState
 	// of 2026-07-28 approval questions (see SealState). Nil means a random
-	// key, fresh per Store: requests live only in this Store's memory, so a
-	// state can never be good for another process anyway.
+	// key: fresh per Store from NewStore, whose requests live only in its
+	// memory; kept in the database by OpenStore, so every process sharing
+	// the file opens the states of the others.
 	StateKey []byte
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -88,7 +90,8 @@ type Options struct {
 
 const defaultHistory = 100
 
-// Store keeps approval requests in memory. Requests waiting for an answer
+// Store keeps approval requests in memory (NewStore) or in an SQLite file
+// shared by processes (OpenStore). Requests waiting for an answer
 // or approved and not yet used are live; finished ones drop their
 // arguments and stay in a bounded history. It is safe for concurrent use.
 type Store struct {
@@ -97,8 +100,11 @@ type Store struct {
 	now      func() time.Time
 	onChange func(Request)
 	state    cipher.AEAD
+	db       *sql.DB // the approvals database of OpenStore; nil keeps requests in memory only
 
-	mu        sync.Mutex // guards the fields below
+	mu        sync.Mutex        // guards the fields below
+	tx        *sql.Tx           // the transaction between lock and unlock, with db
+	snap      map[string]string // with db: each request's row as lock read it
 	byID      map[string]*Request
 	byCall    map[string]*Request // agent + call hash -> newest request
 	done      []string            // ids of finished requests in byID, oldest first
@@ -164,13 +170,13 @@ func CallHash(d *intercept.ActionDescriptor, policyVersion string) string {
 // List returns every live request and the recent history, newest first,
 // expiring overdue ones.
 func (s *Store) List() []Request {
-	s.mu.Lock()
+	err := s.lock()
 	changed := s.sweep(true)
 	out := make([]Request, 0, len(s.byID))
 	for _, r := range s.byID {
 		out = append(out, *r)
 	}
-	s.mu.Unlock()
+	_ = s.unlock(err) // the database's error leaves the last known state
 	s.notify(changed...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
 	return out
@@ -179,17 +185,17 @@ func (s *Store) List() []Request {
 // Len returns how many requests are live: waiting for an answer, or
 // approved and not yet used.
 func (s *Store) Len() int {
-	s.mu.Lock()
+	err := s.lock()
 	changed := s.sweep(true)
 	n := s.live
-	s.mu.Unlock()
+	_ = s.unlock(err) // the database's error leaves the last known state
 	s.notify(changed...)
 	return n
 }
 
 // Get returns one request, live or from the recent history.
 func (s *Store) Get(id string) (Request, error) {
-	s.mu.Lock()
+	err := s.lock()
 	r, ok := s.byID[id]
 	var expired bool
 	if ok {
@@ -199,7 +205,9 @@ func (s *Store) Get(id string) (Request, error) {
 	if ok {
 		out = *r
 	}
-	s.mu.Unlock()
+	if err := s.unlock(err); err != nil {
+		return Request{}, err
+	}
 	if !ok {
 		return Request{}, ErrNotFound
 	}
@@ -211,15 +219,19 @@ func (s *Store) Get(id string) (Request, error) {
 
 // Decide approves or declines a pending request.
 func (s *Store) Decide(id string, approve bool, by string) (Request, error) {
-	s.mu.Lock()
+	if err := s.lock(); err != nil {
+		return Request{}, s.unlock(err)
+	}
 	r, ok := s.byID[id]
 	if !ok {
-		s.mu.Unlock()
+		s.unlock(nil)
 		return Request{}, ErrNotFound
 	}
 	if s.expire(r) || r.Status != Pending {
 		out := *r
-		s.mu.Unlock()
+		if err := s.unlock(nil); err != nil {
+			return Request{}, err
+		}
 		return out, ErrNotPending
 	}
 	r.DecidedBy = by
@@ -231,10 +243,16 @@ func (s *Store) Decide(id string, approve bool, by string) (Request, error) {
 		s.finish(r, Declined)
 	}
 	out := *r
-	s.mu.Unlock()
+	if err := s.unlock(nil); err != nil {
+		return Request{}, err
+	}
 	s.notify(out)
 	return out, nil
 }
+
+// pollInterval is how often Wait reads the database of a persistent
+// Store, where another process may decide the request.
+const pollInterval = 250 * time.Millisecond
 
 // Wait blocks until request id is no longer pending (approved, declined,
 // expired or already used) or ctx ends, and returns the request as it then
@@ -243,22 +261,30 @@ func (s *Store) Decide(id string, approve bool, by string) (Request, error) {
 // for concurrent use.
 func (s *Store) Wait(ctx context.Context, id string) (Request, error) {
 	for {
-		s.mu.Lock()
+		err := s.lock()
 		r, ok := s.byID[id]
 		if !ok {
-			s.mu.Unlock()
+			if err := s.unlock(err); err != nil {
+				return Request{}, err
+			}
 			return Request{}, ErrNotFound
 		}
 		expired := s.expire(r)
 		out, changed := *r, s.changed
-		s.mu.Unlock()
+		if err := s.unlock(err); err != nil {
+			return out, err
+		}
 		if expired {
 			s.notify(out)
 		}
 		if out.Status != Pending {
 			return out, nil
 		}
-		t := time.NewTimer(out.Expires.Sub(s.now()))
+		wait := out.Expires.Sub(s.now())
+		if s.db != nil {
+			wait = min(wait, pollInterval) // another process may answer
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -286,9 +312,9 @@ func (s *Store) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.mu.Lock()
+			err := s.lock()
 			changed := s.sweep(true)
-			s.mu.Unlock()
+			_ = s.unlock(err) // tried again at the next tick
 			s.notify(changed...)
 		}
 	}
@@ -344,16 +370,20 @@ func (s *Store) finish(r *Request, status Status) {
 
 // use marks approved request id used. Callers do not hold s.mu.
 func (s *Store) use(id string) error {
-	s.mu.Lock()
+	if err := s.lock(); err != nil {
+		return s.unlock(err)
+	}
 	r, ok := s.byID[id]
 	if !ok {
-		s.mu.Unlock()
+		s.unlock(nil)
 		return fmt.Errorf("%w: approval %s", ErrNotFound, id)
 	}
 	expired := s.expire(r)
 	if r.Status != Approved {
 		out := *r
-		s.mu.Unlock()
+		if err := s.unlock(nil); err != nil {
+			return err
+		}
 		if expired {
 			s.notify(out)
 		}
@@ -361,7 +391,9 @@ func (s *Store) use(id string) error {
 	}
 	s.finish(r, Used)
 	out := *r
-	s.mu.Unlock()
+	if err := s.unlock(nil); err != nil {
+		return err
+	}
 	s.notify(out)
 	return nil
 }
@@ -406,7 +438,9 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 	s := g.Store
 	hash := CallHash(d, dec.PolicyVersion)
 	key := callKey(d.Agent, hash)
-	s.mu.Lock()
+	if err := s.lock(); err != nil {
+		return dec, s.unlock(err)
+	}
 	changed := s.sweep(false)
 	r := s.byCall[key]
 	if r != nil && s.expire(r) {
@@ -443,7 +477,9 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 		changed = append(changed, *r)
 		out.ApprovalID = r.ID
 	}
-	s.mu.Unlock()
+	if err := s.unlock(nil); err != nil {
+		return dec, err
+	}
 	s.notify(changed...)
 	return out, nil
 }

@@ -66,14 +66,16 @@ func newStateAEAD(key []byte) cipher.AEAD {
 // pending request id: sealed, bound to the request's agent, call and
 // policy version, and good until the request expires.
 func (s *Store) SealState(id string) (string, error) {
-	s.mu.Lock()
+	err := s.lock()
 	r, ok := s.byID[id]
 	var st State
 	if ok {
 		st = State{ApprovalID: r.ID, Agent: r.Agent, CallHash: r.CallHash, PolicyVersion: r.PolicyVersion, Expires: r.Expires}
 		ok = r.Status == Pending
 	}
-	s.mu.Unlock()
+	if err := s.unlock(err); err != nil {
+		return "", err
+	}
 	if !ok {
 		return "", fmt.Errorf("approval %s: %w", id, ErrNotPending)
 	}
@@ -102,7 +104,7 @@ func (s *Store) OpenState(state string) (State, error) {
 	n := s.state.NonceSize()
 	plain, err := s.state.Open(nil, sealed[:n], sealed[n:], []byte(stateAD))
 	if err != nil {
-		return State{}, fmt.Errorf("%w: it was not sealed by this gateway process, or it was altered", ErrBadState)
+		return State{}, fmt.Errorf("%w: it was not sealed by this gateway (or by another process on its data directory), or it was altered", ErrBadState)
 	}
 	var st State
 	if err := json.Unmarshal(plain, &st); err != nil {

@@ -128,10 +128,17 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	if err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
 	}
-	gv.approvals = approval.NewStore(approval.Options{Timeout: cfg.Approvals.Timeout, OnChange: func(r approval.Request) {
+	// Approvals live in the data directory: a restarted gateway, or another
+	// process on the same directory (several `sluice wrap`), can answer them.
+	gv.approvals, err = approval.OpenStore(filepath.Join(dir, approval.FileName), approval.Options{Timeout: cfg.Approvals.Timeout, OnChange: func(r approval.Request) {
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
 		rec.approval(r)
 	}})
+	if err != nil {
+		return nil, fmt.Errorf("approvals: %w", err)
+	}
+	approvals := gv.approvals
+	gv.closers = append(gv.closers, func() { _ = approvals.Close() })
 	go gv.approvals.Run(pctx) // releases requests nobody answers
 	// The classifier reads a tool's classes from the policy's tool_classes
 	// (for action type, after declared values and annotations).

@@ -53,7 +53,10 @@ func startServeOn(t *testing.T, agents net.Listener, yaml string, wrap func(http
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &running{dir: t.TempDir()}
+	r := &running{dir: cfg.DataDir} // a data_dir in yaml is kept (a restart on the same directory)
+	if r.dir == "" {
+		r.dir = t.TempDir()
+	}
 	switch {
 	case agents != nil:
 		cfg.Listen, cfg.listener = agents.Addr().String(), agents
