@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/intercept"
 )

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/policy"
