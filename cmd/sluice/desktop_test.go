@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/policy"
+)
+
+// The desktop example's policy does what the README says of it: reads of
+// the shared folders allowed, keys refused, writes held for approval,
+// fetch allowed until the chat has read a file.
+func TestDesktopExamplePolicy(t *testing.T) {
+	cfg, err := loadConfig("../../examples/desktop/sluice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := cfg.decider(slog.New(slog.DiscardHandler), policy.NewMemoryStore(policy.MemoryOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	call := func(up, tool, args, session string) intercept.Decision {
+		t.Helper()
+		desc := &intercept.ActionDescriptor{Upstream: up, ToolName: tool, Parameters: jsontext.Value(args), Agent: "claude", SessionID: session, TxnID: "t"}
+		dec := intercept.Decide(ctx, d, desc)
+		if dec.Verdict == intercept.Allow {
+			if fo, ok := d.(intercept.ForwardObserver); ok {
+				if err := fo.Forwarded(ctx, desc, dec); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return dec
+	}
+	for _, tt := range []struct {
+		up, tool, args, session string
+		want                    intercept.Verdict
+		rule                    string
+	}{
+		{"fetch", "fetch", `{"url":"https://example.com"}`, "s1", intercept.Allow, "fetch"},
+		{"filesystem", "read_text_file", `{"path":"/home/me/Documents/a.md"}`, "s1", intercept.Allow, "reads"},
+		{"fetch", "fetch", `{"url":"https://example.com/?q=secret"}`, "s1", intercept.Deny, ""},
+		{"fetch", "fetch", `{"url":"https://example.com"}`, "s2", intercept.Allow, "fetch"},
+		{"filesystem", "read_text_file", `{"path":"/home/me/.ssh/id_ed25519"}`, "s2", intercept.Deny, "no-secrets"},
+		{"filesystem", "read_multiple_files", `{"paths":["/home/me/Documents/a.md"]}`, "s3", intercept.Allow, "reads"},
+		{"filesystem", "write_file", `{"path":"/home/me/Documents/b.md","content":"x"}`, "s3", intercept.RequireApproval, "writes"},
+		{"filesystem", "write_file", `{"path":"/home/me/project/.env","content":"x"}`, "s3", intercept.Deny, "no-secrets"},
+		{"other", "read_text_file", `{"path":"/x"}`, "s4", intercept.Deny, ""},
+	} {
+		got := call(tt.up, tt.tool, tt.args, tt.session)
+		if got.Verdict != tt.want || (tt.rule != "" && got.RuleID != tt.rule) {
+			t.Errorf("%s/%s %s in %s: got %s (rule %q, %s), want %s (rule %q)", tt.up, tt.tool, tt.args, tt.session, got.Verdict, got.RuleID, got.Reason, tt.want, tt.rule)
+		}
+	}
+}
