@@ -168,6 +168,10 @@ func invalid(msg string) error {
 func (g *Gateway) session(id string, rt *route, c claim) *session {
 	s := g.sessions.get(id, rt.up.Name)
 	if s == nil {
+		if other := g.sessions.find(id); other != nil {
+			// The id could only have been seen on another route.
+			g.refusals().refused("streamable-http", rt.up.Name, id, other.owner, c, errors.New("session opened on route "+other.route))
+		}
 		return nil
 	}
 	if !s.owner.admits(c) {
