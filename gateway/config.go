@@ -145,6 +145,14 @@ type Options struct {
 	// and refuses any inputResponses for the gateway's question. See
 	// approve.go.
 	Approver Approver
+	// OnIdentityRefused, if set, is called for each request refused
+	// because of who it claims to be: another principal's or agent's
+	// session or connection (answered 404 on /mcp and /sse, a JSON-RPC
+	// error on a connection), a second initialize, another protocol
+	// version. Such refusals are logged either way; the hook lets the
+	// caller record them as events. It must return promptly. Nil: logged
+	// only.
+	OnIdentityRefused func(IdentityRefusal)
 }
 
 func (o *Options) maxBody() int64 {

@@ -37,6 +37,8 @@ type relay struct {
 	// nil for stdio. Its agent header names the connection's agent.
 	opened *http.Request
 	ident  identifier
+	// onRefused is Options.OnIdentityRefused.
+	onRefused func(IdentityRefusal)
 
 	// Writes to either side come from more than one goroutine (the two
 	// pumps, approval questions); a Conn takes one writer at a time.
@@ -449,7 +451,7 @@ func (r *relay) admit(msgs []*intercept.Message) error {
 		err = c.continues(r.version)
 	}
 	if err != nil {
-		refused(r.log, r.kind, r.session, r.owner, c, err)
+		refusals{r.log, r.onRefused}.refused(r.kind, r.up.Name, r.session, r.owner, c, err)
 	}
 	return err
 }

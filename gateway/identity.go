@@ -3,7 +3,6 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 
 	"github.com/sluicehq/sluice/intercept"
@@ -164,27 +163,19 @@ func invalid(msg string) error {
 	return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "invalid request: " + msg}
 }
 
-// refused logs a request refused because of who it claims to be, or
-// because it tried to restart its session: a client that does this is
-// either broken or trying to walk out of its rules.
-func refused(log *slog.Logger, kind, session string, p principal, c claim, why error) {
-	claimed := c.client
-	if c.header != p.header {
-		claimed = c.header
-	}
-	log.Warn("request refused: the agent and protocol version of a session are fixed when it starts",
-		"transport", kind, "session", session, "agent", p.agent, "claimed", claimed, "err", why)
-}
-
 // session returns the session id on rt if a request claiming c may use
 // it, or nil: unknown, on another route, or another agent's.
 func (g *Gateway) session(id string, rt *route, c claim) *session {
 	s := g.sessions.get(id, rt.up.Name)
 	if s == nil {
+		if other := g.sessions.find(id); other != nil {
+			// The id could only have been seen on another route.
+			g.refusals().refused("streamable-http", rt.up.Name, id, other.owner, c, errors.New("session opened on route "+other.route))
+		}
 		return nil
 	}
 	if !s.owner.admits(c) {
-		refused(g.log, "streamable-http", s.id, s.owner, c, errors.New("session of another agent"))
+		g.refusals().refused("streamable-http", rt.up.Name, s.id, s.owner, c, errors.New("session of another agent"))
 		return nil
 	}
 	return s

@@ -141,6 +141,10 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 			// A POST must come from the principal whose GET opened the
 			// session: the header's value is all there is to compare.
 			Owner: func(r *http.Request) string { c, _ := g.ident.identify(r, nil); return c.header },
+			OnOwnerMismatch: func(r *http.Request, session, owner string) {
+				c, _ := g.ident.identify(r, nil)
+				g.refusals().refused("sse", name, session, principal{header: owner, agent: owner}, c, errors.New("session of another agent"))
+			},
 		}
 	}
 	return g, nil
@@ -335,7 +339,7 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 		return err
 	}
 	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, session: id, down: down, upc: up, approver: g.opts.Approver,
-		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind, opened: opened, ident: g.ident}
+		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind, opened: opened, ident: g.ident, onRefused: g.opts.OnIdentityRefused}
 	if adm != nil {
 		rl.lease = adm.lease.bindAgent
 	}

@@ -139,6 +139,14 @@ func (t *sessionTable) get(id, route string) *session {
 	return s
 }
 
+// find returns session id on whichever route, or nil, without counting
+// as a use: for reporting an id presented on the wrong route.
+func (t *sessionTable) find(id string) *session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[id]
+}
+
 func (t *sessionTable) remove(id string) *session {
 	t.mu.Lock()
 	defer t.mu.Unlock()

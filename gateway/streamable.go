@@ -138,7 +138,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		x.owner = x.sess.owner
 		_, v := x.sess.info()
 		if err := c.continues(v); err != nil {
-			refused(g.log, "streamable-http", x.sess.id, x.owner, c, err)
+			g.refusals().refused("streamable-http", rt.up.Name, x.sess.id, x.owner, c, err)
 			writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
 			return
 		}

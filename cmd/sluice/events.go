@@ -35,6 +35,7 @@ type recorder struct {
 	// again; decision removes them.
 	recorded           sync.Map
 	authSec, authCount atomic.Int64 // the second and the count of authFailure events in it
+	idSec, idCount     atomic.Int64 // the second and the count of identityRefused events in it
 }
 
 func (r *recorder) append(ev telemetry.Event) {

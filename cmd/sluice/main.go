@@ -132,6 +132,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 	opts.Tracer = gv.tp.Tracer()
 	opts.Metrics = gv.tp.Metrics()
 	opts.OnSessionEnd = gv.sessionEnded
+	opts.OnIdentityRefused = gv.rec.identityRefused
 	if cfg.Approvals.ClientMayAnswer {
 		opts.Approver = gv.approvals // clients that can elicit approve held calls themselves
 	}

@@ -61,6 +61,10 @@ type SSEServer struct {
 	// session id seen by someone else is of no use to them. Nil: any
 	// holder of the session id may POST.
 	Owner func(r *http.Request) string
+	// OnOwnerMismatch, if set, is called when a POST is refused because
+	// its owner differs from its session's (see Owner), with the session
+	// id and the owner of the session. Nil: nothing is called.
+	OnOwnerMismatch func(r *http.Request, session, owner string)
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*sseSession
@@ -198,6 +202,9 @@ func (s *SSEServer) HandleMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	sess := s.lookup(r.URL.Query().Get("sessionId"))
 	if sess != nil && s.Owner != nil && s.Owner(r) != sess.owner {
+		if s.OnOwnerMismatch != nil {
+			s.OnOwnerMismatch(r, sess.id, sess.owner)
+		}
 		sess = nil
 	}
 	if sess == nil {

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/telemetry"
+)
+
+// identityRefused records a request the gateway refused because of who
+// it claims to be (another principal's session, a second initialize) as
+// a sluice.identity_refused event, at most identityEventsPerSecond a
+// second, like authFailure: replaying a stolen session id in a loop must
+// not fill the audit queue that decisions wait on. The gateway has
+// logged each one already.
+func (r *recorder) identityRefused(ir gateway.IdentityRefusal) {
+	now := time.Now().Unix()
+	if sec := r.idSec.Load(); sec != now && r.idSec.CompareAndSwap(sec, now) {
+		if n := r.idCount.Swap(0); n > identityEventsPerSecond {
+			r.log.Warn("identity refusals not recorded as events (over the per-second cap)", "count", n-identityEventsPerSecond)
+		}
+	}
+	if r.idCount.Add(1) > identityEventsPerSecond {
+		return
+	}
+	r.append(telemetry.Event{Type: "sluice.identity_refused", Time: time.Now(), Agent: ir.Agent, Session: ir.Session, Upstream: ir.Route, Attrs: map[string]any{
+		"transport": ir.Transport, "session": ir.Session, "route": ir.Route, "agent": ir.Agent,
+		"principal": ir.Principal, "claimed": ir.Claimed, "reason": ir.Reason,
+	}})
+}
+
+// identityEventsPerSecond caps the sluice.identity_refused events of a
+// second.
+const identityEventsPerSecond = 50
