@@ -27,6 +27,7 @@ type statelessBridge struct {
 
 	mu     sync.Mutex // guards the fields below
 	up     transport.Conn
+	read   chan struct{} // closed when up's reader has returned
 	next   uint64
 	calls  map[string]*slCall // upstream id -> call
 	tokens map[string]*slCall // upstream progress token -> call
@@ -58,7 +59,12 @@ func (b *statelessBridge) conn() (transport.Conn, error) {
 		return nil, err
 	}
 	b.up = up
-	go b.readLoop(up)
+	read := make(chan struct{})
+	b.read = read
+	go func() {
+		defer close(read)
+		b.readLoop(up)
+	}()
 	return up, nil
 }
 
@@ -235,12 +241,13 @@ func (b *statelessBridge) fail(up transport.Conn, cause error) {
 	}
 }
 
-// close drops the shared connection. The reader then answers the calls
-// still pending with an error; their measurements end here and now, so
-// none outlives the gateway.
+// close drops the shared connection and waits for its reader, which
+// answers the calls still pending with an error; their measurements end
+// before close returns, here or in the reader, so none outlives the
+// gateway.
 func (b *statelessBridge) close() {
 	b.mu.Lock()
-	up := b.up
+	up, read := b.up, b.read
 	b.up = nil
 	ucs := make([]*upCall, 0, len(b.calls))
 	for _, c := range b.calls {
@@ -252,5 +259,8 @@ func (b *statelessBridge) close() {
 	}
 	for _, uc := range ucs {
 		uc.end(ErrSessionEnded)
+	}
+	if read != nil {
+		<-read
 	}
 }
