@@ -125,6 +125,17 @@ func (g *governed) metric(t *testing.T, name string) float64 {
 	return v
 }
 
+// waitLog waits until the logs hold want: the store reports a change of
+// its health from its writer goroutine, just after the change itself.
+func (g *governed) waitLog(t *testing.T, want, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(g.logs.String(), want); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log of %s after 10s:\n%s", what, g.logs)
+		}
+	}
+}
+
 // waitMetric waits until the series satisfies ok.
 func (g *governed) waitMetric(t *testing.T, name string, ok func(float64) bool) {
 	t.Helper()
@@ -162,9 +173,7 @@ func TestAuditDenyWhileDiskFull(t *testing.T) {
 		}
 		return !fwd
 	})
-	if !strings.Contains(g.logs.String(), `level=ERROR msg="audit: events cannot be written; calls are refused`) {
-		t.Errorf("no ERROR log of the failing store:\n%s", g.logs)
-	}
+	g.waitLog(t, `level=ERROR msg="audit: events cannot be written; calls are refused`, "the failing store")
 	g.waitMetric(t, "sluice_audit_available", func(v float64) bool { return v == 0 })
 	g.waitMetric(t, "sluice_audit_events_lost_total", func(v float64) bool { return v >= 1 })
 	for range 3 {
@@ -177,9 +186,7 @@ func TestAuditDenyWhileDiskFull(t *testing.T) {
 
 	disk.Free(t)
 	g.until(t, "a call forwarded after space returned", forwarded)
-	if !strings.Contains(g.logs.String(), `msg="audit: events are written again"`) {
-		t.Errorf("no log of the recovery:\n%s", g.logs)
-	}
+	g.waitLog(t, `msg="audit: events are written again"`, "the recovery")
 	g.waitMetric(t, "sluice_audit_available", func(v float64) bool { return v == 1 })
 }
 
@@ -198,15 +205,8 @@ func TestAuditWarnWhileDiskFull(t *testing.T) {
 			t.Fatalf("sluice_audit_events_lost_total still 0 after 10s of calls on a full disk; logs:\n%s", g.logs)
 		}
 	}
-	logs := g.logs.String()
-	for _, want := range []string{
-		`level=ERROR msg="audit: events cannot be written; calls go on unrecorded`,
-		`level=ERROR msg="audit: events lost" events=`,
-	} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("logs: no %q in\n%s", want, logs)
-		}
-	}
+	g.waitLog(t, `level=ERROR msg="audit: events cannot be written; calls go on unrecorded`, "the failing store")
+	g.waitLog(t, `level=ERROR msg="audit: events lost" events=`, "the lost events")
 	if v := g.metric(t, "sluice_audit_available"); v != 0 {
 		t.Errorf("sluice_audit_available: got %v, want 0", v)
 	}
@@ -315,9 +315,7 @@ func TestAuditVanishedDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.until(t, "a call refused with audit_unavailable", refusedForAudit)
-	if !strings.Contains(g.logs.String(), "removed or replaced while open; restart") {
-		t.Errorf("no ERROR log about the vanished database:\n%s", g.logs)
-	}
+	g.waitLog(t, "removed or replaced while open; restart", "the vanished database")
 	g.waitMetric(t, "sluice_audit_available", func(v float64) bool { return v == 0 })
 }
 
