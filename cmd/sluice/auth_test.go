@@ -162,16 +162,8 @@ func denied(got string) bool {
 // rename changes nothing and the search is denied, on every transport and
 // era. An agent cannot frame another by taking its name either.
 func TestRenameEvasion(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "agent_keys.json")
+	keyFile, aliceKey, malloryKey := aliceAndMallory(t)
 	now := time.Now()
-	aliceKey, _, err := auth.CreateKey(keyFile, "alice", 0, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	malloryKey, _, err := auth.CreateKey(keyFile, "mallory", 0, now)
-	if err != nil {
-		t.Fatal(err)
-	}
 	open := startServe(t, evasionPolicy)
 	authed := startServe(t, evasionPolicy+"auth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n")
 	base := func(r *running) string { return strings.TrimSuffix(r.url, "/mcp/demo") }
@@ -295,4 +287,19 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// aliceAndMallory creates an API key file with keys for agents alice and
+// mallory.
+func aliceAndMallory(t *testing.T) (keyFile, alice, mallory string) {
+	t.Helper()
+	keyFile = filepath.Join(t.TempDir(), "agent_keys.json")
+	var err error
+	if alice, _, err = auth.CreateKey(keyFile, "alice", 0, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if mallory, _, err = auth.CreateKey(keyFile, "mallory", 0, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return keyFile, alice, mallory
 }

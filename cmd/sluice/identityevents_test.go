@@ -14,7 +14,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/sluicehq/sluice/audit"
-	"github.com/sluicehq/sluice/auth"
 )
 
 // Issue 10's bad input "a session id replayed by another principal" and
@@ -25,15 +24,7 @@ import (
 // principal that presented it; so is alice initializing her /ws
 // connection again.
 func TestIdentityRefusedEvents(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "agent_keys.json")
-	alice, _, err := auth.CreateKey(keyFile, "alice", 0, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mallory, _, err := auth.CreateKey(keyFile, "mallory", 0, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyFile, alice, mallory := aliceAndMallory(t)
 	r := startServe(t, evasionPolicy+"auth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n")
 	base := strings.TrimSuffix(r.url, "/mcp/demo")
 

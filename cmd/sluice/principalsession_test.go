@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
-
-	"github.com/sluicehq/sluice/auth"
 )
 
 // upstreamLog records the bodies of the POSTs an upstream receives.
@@ -85,15 +82,7 @@ func stolenCall(id int, query string) string {
 // mid-session stays the principal, so the route rule after alice's
 // sensitive read still holds.
 func TestSessionOfAnotherPrincipal(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "agent_keys.json")
-	alice, _, err := auth.CreateKey(keyFile, "alice", 0, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mallory, _, err := auth.CreateKey(keyFile, "mallory", 0, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyFile, alice, mallory := aliceAndMallory(t)
 	up := &upstreamLog{}
 	r := startServeWith(t, evasionPolicy+"auth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n", up.wrap)
 	base := strings.TrimSuffix(r.url, "/mcp/demo")
