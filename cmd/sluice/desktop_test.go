@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -56,5 +57,22 @@ func TestDesktopExamplePolicy(t *testing.T) {
 		if got.Verdict != tt.want || (tt.rule != "" && got.RuleID != tt.rule) {
 			t.Errorf("%s/%s %s in %s: got %s (rule %q, %s), want %s (rule %q)", tt.up, tt.tool, tt.args, tt.session, got.Verdict, got.RuleID, got.Reason, tt.want, tt.rule)
 		}
+	}
+}
+
+// The README's quickstart builds bin/demo-server at the repository root
+// and serves examples/sluice.yaml; commands in a config are relative to
+// the config file, so the example must reach back to the root's bin/.
+func TestQuickstartExampleCommand(t *testing.T) {
+	cfg, err := loadConfig("../../examples/sluice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := filepath.Abs("../../bin/demo-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Upstreams[0].Command; got != want {
+		t.Errorf("examples/sluice.yaml's demo command resolves to %s, want %s (the quickstart's go build -o bin/demo-server)", got, want)
 	}
 }
