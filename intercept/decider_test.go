@@ -113,7 +113,7 @@ func TestRenderDecision(t *testing.T) {
 
 func TestInterceptorDescriptor(t *testing.T) {
 	ic := &Interceptor{}
-	ic.ObserveTools("up", jsontext.Value(`{"tools":[{"name":"echo","description":"Echoes","annotations":{"readOnlyHint":true}}]}`))
+	ic.ObserveTools("up", jsontext.Value(`{"tools":[{"name":"echo","description":"Echoes","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object","properties":{"m":{"type":"number"}}}}]}`))
 	m, err := DecodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"m":1}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +121,9 @@ func TestInterceptorDescriptor(t *testing.T) {
 	d := ic.Descriptor(m, CallContext{Upstream: "up", Target: "http://x", SessionID: "s", Agent: "a"})
 	if d.ToolDescription != "Echoes" || d.ToolInventoryHash == "" || string(d.Parameters) != `{"m":1}` || d.TxnID == "" || d.Agent != "a" {
 		t.Errorf("got %+v", d)
+	}
+	if string(d.InputSchema) != `{"type":"object","properties":{"m":{"type":"number"}}}` {
+		t.Errorf("input schema: got %s", d.InputSchema)
 	}
 	ic.Declared = func(upstream, tool string) (string, string, string) {
 		if upstream == "up" && tool == "echo" {

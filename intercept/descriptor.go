@@ -51,6 +51,9 @@ type ActionDescriptor struct {
 	ProtocolVersion string `json:"protocol_version,omitempty"`
 	// Annotations are the tool's MCP annotations from the last tools/list.
 	Annotations jsontext.Value `json:"annotations,omitempty"`
+	// InputSchema is the tool's inputSchema from the last tools/list: what
+	// its parameters mean (a url, a path, a query) as the server declares.
+	InputSchema jsontext.Value `json:"input_schema,omitempty"`
 	// Classification is the classifier's advice, visible to policy
 	// conditions as classification.*; nil when there is none. The
 	// classifier itself never sees it.

@@ -84,6 +84,7 @@ type Interceptor struct {
 type toolInfo struct {
 	Description string         `json:"description"`
 	Annotations jsontext.Value `json:"annotations"`
+	InputSchema jsontext.Value `json:"inputSchema"`
 }
 
 type toolSet struct {
@@ -295,6 +296,7 @@ func (i *Interceptor) Descriptor(m *Message, cc CallContext) *ActionDescriptor {
 		if t, ok := ts.tools[m.Name]; ok {
 			d.ToolDescription = t.Description
 			d.Annotations = t.Annotations
+			d.InputSchema = t.InputSchema
 		}
 	}
 	return d
@@ -407,6 +409,7 @@ func visible(ctx context.Context, tf ToolFilter, tool jsontext.Value, cc CallCon
 		ToolName:        t.Name,
 		ToolDescription: t.Description,
 		Annotations:     t.Annotations,
+		InputSchema:     t.InputSchema,
 		Parameters:      jsontext.Value("{}"),
 		TargetEndpoint:  cc.Target,
 		SessionID:       cc.SessionID,
