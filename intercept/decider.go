@@ -3,6 +3,7 @@ package intercept
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Verdict is the outcome of a decision.
@@ -44,6 +45,9 @@ type Decision struct {
 	ApprovalID string `json:"approval_id,omitempty"`
 	// Evidence says what the decision rested on (ADR-027).
 	Evidence Evidence `json:"evidence"`
+	// RetryAfter, on a denial that will pass later (rate_limited), is how
+	// long to wait; the envelope's data carries it as retry_after_ms.
+	RetryAfter time.Duration `json:"-"`
 }
 
 // Evidence is ADR-027's evidence of a decision.

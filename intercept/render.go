@@ -47,8 +47,11 @@ type throwData struct {
 // from 2026-07-28 on a result carries resultType.
 func RenderDecision(id jsontext.Value, d Decision, txnID, version string) []byte {
 	env := Envelope{Status: "denied", Code: d.Reason, PublicReason: d.PublicReason}
-	if d.ApprovalID != "" {
+	switch {
+	case d.ApprovalID != "":
 		env.Data = map[string]string{"approval_id": d.ApprovalID}
+	case d.RetryAfter > 0:
+		env.Data = map[string]int64{"retry_after_ms": max(d.RetryAfter.Milliseconds(), 1)}
 	}
 	if ev := d.Evidence; ev.MatchedToolName != "" || len(ev.MatchedToolClasses) > 0 || ev.MatchedRouteRuleID != "" || ev.ReasonCode != "" {
 		env.Evidence = &ev

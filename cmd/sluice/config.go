@@ -104,6 +104,9 @@ type config struct {
 	AdminAllowedOrigins []string `yaml:"admin_allowed_origins"`
 	// Approvals configures held calls (require_approval).
 	Approvals approvalsConfig `yaml:"approvals"`
+	// RateLimits are token buckets per principal, upstream, tool or for
+	// everything, in this process or shared through Redis.
+	RateLimits rateLimitsConfig `yaml:"rate_limits"`
 	// ApprovalTimeout is the old name of approvals.timeout, still
 	// accepted.
 	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
@@ -457,6 +460,7 @@ func parseConfig(path string, b []byte) (*config, error) {
 		})
 	}
 	c.RouteMemory.RedisURL = expand(c.RouteMemory.RedisURL)
+	c.RateLimits.RedisURL = expand(c.RateLimits.RedisURL)
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
 		u.URL, u.Command = expand(u.URL), expand(u.Command)
@@ -505,6 +509,9 @@ func parseConfig(path string, b []byte) (*config, error) {
 	}
 	c.resolvePaths(dir)
 	if err := c.checkLimits(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := c.RateLimits.rules(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := c.checkAuth(); err != nil {

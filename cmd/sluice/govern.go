@@ -191,6 +191,14 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		}
 	}
 	var decider intercept.Decider = &approval.Gate{Next: &govern.DriftGate{Next: adv, Inventory: gv.inv}, Store: gv.approvals}
+	if rules, _ := cfg.RateLimits.rules(); len(rules) > 0 { // checked when the config was loaded
+		lim, closeLim, err := cfg.RateLimits.limiter(ctx)
+		if err != nil {
+			return nil, err
+		}
+		gv.closers = append(gv.closers, closeLim)
+		decider = &govern.RateGate{Next: decider, Rules: rules, Limiter: lim}
+	}
 	if rec.store != nil {
 		gate := &govern.AuditGate{Next: decider, Err: rec.store.Err, Deny: cfg.Audit.OnFailure == auditDeny}
 		if cfg.Audit.Sync == auditCommit {

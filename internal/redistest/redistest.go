@@ -19,6 +19,8 @@ type Server struct {
 	// Socket is the path of the server's Unix socket.
 	Socket string
 	cmd    *exec.Cmd
+	bin    string
+	dir    string
 }
 
 // URL is the server's unix:// URL, which go-redis's ParseURL reads.
@@ -27,7 +29,7 @@ func (s *Server) URL() string { return "unix://" + s.Socket + "?db=0" }
 // Stop kills the server; tests use it to see what an outage does. It is
 // also done at the test's end.
 func (s *Server) Stop() {
-	if s.cmd.Process != nil {
+	if s.cmd != nil && s.cmd.Process != nil && s.cmd.ProcessState == nil {
 		_ = s.cmd.Process.Kill()
 		_ = s.cmd.Wait()
 	}
@@ -62,17 +64,31 @@ func Start(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &Server{Socket: filepath.Join(dir, "redis.sock")}
-	s.cmd = exec.Command(bin, "--port", "0", "--unixsocket", s.Socket, "--unixsocketperm", "700",
-		"--save", "", "--appendonly", "no", "--dir", dir)
-	if err := s.cmd.Start(); err != nil {
+	s := &Server{Socket: filepath.Join(dir, "redis.sock"), bin: bin, dir: dir}
+	t.Cleanup(s.Stop)
+	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Stop)
-	if err := waitPing(s.Socket, 10*time.Second); err != nil {
-		t.Fatalf("redis-server on %s: %v", s.Socket, err)
-	}
 	return s
+}
+
+func (s *Server) start() error {
+	s.cmd = exec.Command(s.bin, "--port", "0", "--unixsocket", s.Socket, "--unixsocketperm", "700",
+		"--save", "", "--appendonly", "no", "--dir", s.dir)
+	if err := s.cmd.Start(); err != nil {
+		return err
+	}
+	if err := waitPing(s.Socket, 10*time.Second); err != nil {
+		return fmt.Errorf("redis-server on %s: %v", s.Socket, err)
+	}
+	return nil
+}
+
+// Restart starts the server again, empty, on the same socket after Stop:
+// a Redis that was restarted (or failed over) while clients held its URL.
+func (s *Server) Restart() error {
+	s.Stop()
+	return s.start()
 }
 
 // waitPing waits until the server on the socket answers PING.

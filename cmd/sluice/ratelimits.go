@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/govern"
+	"github.com/sluicehq/sluice/ratelimit"
+)
+
+// rateLimitsConfig is the `rate_limits:` section: token buckets that soft-
+// deny a call with rate_limited (and a retry-after hint) once empty.
+//
+//	rate_limits:
+//	  redis_url: redis://redis:6379/0   # shared by every replica; empty: in this process
+//	  rules:
+//	    - {id: per-agent, by: [principal], rate: 60/m, burst: 20}
+//	    - {id: github-writes, by: [principal], upstream: github, tool: "create_*", rate: 10/h}
+//	    - {id: everything, rate: 500/s}
+type rateLimitsConfig struct {
+	// RedisURL (redis://, rediss:// or unix://, ${VAR} expanded) keeps
+	// the buckets in Redis so every replica draws from the same ones;
+	// empty keeps them in this process. When Redis cannot be reached a
+	// call under a limit is denied with policy_error.
+	RedisURL string `yaml:"redis_url"`
+	// KeyPrefix of the buckets' Redis keys (default "sluice:ratelimit:").
+	KeyPrefix string `yaml:"key_prefix"`
+	// Timeout of one bucket check in Redis (default 200ms).
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxKeys bounds the in-process buckets (default 100000); the least
+	// recently used is dropped first and starts full when next used.
+	MaxKeys int `yaml:"max_keys"`
+	// Rules are checked in order; a call takes a token from each rule it
+	// matches, and the first empty bucket refuses it.
+	Rules []rateRuleConfig `yaml:"rules"`
+}
+
+// rateRuleConfig is one rule of rate_limits.rules.
+type rateRuleConfig struct {
+	// ID names the rule in denials and events; required, unique.
+	ID string `yaml:"id"`
+	// By: principal, upstream and/or tool, each distinct value getting
+	// its own bucket; empty: one bucket for all matching calls.
+	By []string `yaml:"by"`
+	// Upstream and Tool restrict the rule to matching calls (glob
+	// patterns; reads are resource:URI and prompt:NAME).
+	Upstream string `yaml:"upstream"`
+	Tool     string `yaml:"tool"`
+	// Rate: N/s, N/m, N/h or N/<duration>.
+	Rate string `yaml:"rate"`
+	// Burst is how many calls may come at once (default: N of the rate).
+	Burst int `yaml:"burst"`
+}
+
+// rules checks the section and compiles its rules, naming the key at
+// fault.
+func (c *rateLimitsConfig) rules() ([]govern.RateRule, error) {
+	if c.Timeout < 0 || c.MaxKeys < 0 {
+		return nil, fmt.Errorf("rate_limits: timeout and max_keys must not be negative (0 for the default)")
+	}
+	if len(c.Rules) == 0 && c.RedisURL != "" {
+		return nil, fmt.Errorf("rate_limits: redis_url is set but there are no rules; add rules or remove rate_limits")
+	}
+	var out []govern.RateRule
+	seen := map[string]bool{}
+	for i, r := range c.Rules {
+		where := fmt.Sprintf("rate_limits.rules[%d]", i)
+		if r.ID == "" {
+			return nil, fmt.Errorf("%s: id is required (it names the limit in denials)", where)
+		}
+		if seen[r.ID] {
+			return nil, fmt.Errorf("%s: id %q is used twice; ids must be unique", where, r.ID)
+		}
+		seen[r.ID] = true
+		for _, b := range r.By {
+			if !slices.Contains([]string{"principal", "upstream", "tool"}, b) {
+				return nil, fmt.Errorf("%s (%s): by: %q is not principal, upstream or tool", where, r.ID, b)
+			}
+		}
+		lim, err := ratelimit.ParseLimit(r.Rate, r.Burst)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", where, r.ID, err)
+		}
+		for _, p := range []string{r.Upstream, r.Tool} {
+			if _, err := path.Match(p, ""); err != nil {
+				return nil, fmt.Errorf("%s (%s): pattern %q: %w", where, r.ID, p, err)
+			}
+		}
+		out = append(out, govern.RateRule{ID: r.ID, By: r.By, Upstream: r.Upstream, Tool: r.Tool, Limit: lim})
+	}
+	return out, nil
+}
+
+// limiter is the buckets' store: Redis when redis_url is set (checked
+// with a PING; an unreachable server at start-up is an error), else the
+// process. close releases it.
+func (c *rateLimitsConfig) limiter(ctx context.Context) (l ratelimit.Limiter, close func(), err error) {
+	if c.RedisURL == "" {
+		return ratelimit.NewLocal(c.MaxKeys, nil), func() {}, nil
+	}
+	opt, err := redis.ParseURL(c.RedisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rate_limits.redis_url: %w", err)
+	}
+	client := redis.NewClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := client.Ping(pctx).Err(); err != nil {
+		client.Close()
+		return nil, nil, fmt.Errorf("rate_limits.redis_url: redis at %s: %w", opt.Addr, err)
+	}
+	prefix := c.KeyPrefix
+	if prefix == "" {
+		prefix = "sluice:ratelimit:"
+	}
+	return ratelimit.NewRedis(client, prefix, c.Timeout), func() { _ = client.Close() }, nil
+}

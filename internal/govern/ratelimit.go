@@ -1,0 +1,125 @@
+package govern
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/ratelimit"
+)
+
+// ReasonRateLimited is the reason code of a call refused because a rate
+// limit's bucket is empty.
+const ReasonRateLimited = "rate_limited"
+
+// RateRule is one token bucket per distinct value of its By dimensions,
+// for the calls it matches.
+type RateRule struct {
+	// ID names the rule in denials, evidence and bucket keys.
+	ID string
+	// By is what gets its own bucket: any of "principal" (the calling
+	// agent), "upstream", "tool"; empty is one bucket for every call the
+	// rule matches (a global limit).
+	By []string
+	// Upstream and Tool, if not empty, are path.Match patterns the call's
+	// upstream and tool must match ("*" matches all). Reads match as their
+	// action names (resource:URI, prompt:NAME).
+	Upstream, Tool string
+	Limit          ratelimit.Limit
+}
+
+func (r *RateRule) matches(d *intercept.ActionDescriptor) bool {
+	ok := func(pattern, s string) bool {
+		if pattern == "" {
+			return true
+		}
+		m, _ := path.Match(pattern, s)
+		return m
+	}
+	return ok(r.Upstream, d.Upstream) && ok(r.Tool, d.ToolName)
+}
+
+// key is the bucket of d under r: the rule's id and the values of its
+// dimensions, length-prefixed so no agent name can spell another's key.
+func (r *RateRule) key(d *intercept.ActionDescriptor) string {
+	var b strings.Builder
+	b.Grow(len(r.ID) + 64)
+	b.WriteString(r.ID)
+	for _, dim := range r.By {
+		var v string
+		switch dim {
+		case "principal":
+			v = d.Agent
+		case "upstream":
+			v = d.Upstream
+		case "tool":
+			v = d.ToolName
+		}
+		b.WriteByte('|')
+		b.WriteString(strconv.Itoa(len(v)))
+		b.WriteByte(':')
+		b.WriteString(v)
+	}
+	return b.String()
+}
+
+// RateGate takes a token from the bucket of every rule a call matches,
+// in order, before Next is asked; an empty bucket denies with rate_limited
+// (a soft deny with a retry-after hint), and a bucket that cannot be read
+// (Redis down) denies with policy_error: the limit fails closed. A call a
+// later rule refuses has still used the tokens of the rules before it.
+// Safe for concurrent use.
+type RateGate struct {
+	Next    intercept.Decider
+	Rules   []RateRule
+	Limiter ratelimit.Limiter
+}
+
+func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
+	for i := range g.Rules {
+		r := &g.Rules[i]
+		if !r.matches(d) {
+			continue
+		}
+		res, err := g.Limiter.Take(ctx, r.key(d), r.Limit)
+		if err != nil {
+			return intercept.Decision{
+				Verdict:      intercept.Deny,
+				Reason:       intercept.ReasonPolicyError,
+				PublicReason: "rate limit " + r.ID + " could not be checked; the call was not forwarded",
+				RuleID:       r.ID,
+				Evidence:     intercept.Evidence{MatchedToolName: d.ToolName, ReasonCode: intercept.ReasonPolicyError},
+			}, nil
+		}
+		if !res.Allowed {
+			return intercept.Decision{
+				Verdict:      intercept.Deny,
+				Reason:       ReasonRateLimited,
+				PublicReason: fmt.Sprintf("rate limit %s (%s) reached; retry after %.1fs", r.ID, r.Limit, res.RetryAfter.Seconds()),
+				Mode:         intercept.ModeToolResult,
+				RuleID:       r.ID,
+				RetryAfter:   res.RetryAfter,
+				Evidence:     intercept.Evidence{MatchedToolName: d.ToolName, ReasonCode: ReasonRateLimited},
+			}, nil
+		}
+	}
+	return intercept.Decide(ctx, g.Next, d), nil
+}
+
+// Forwarded passes route-memory updates and approvals on to Next.
+func (g *RateGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) error {
+	if fo, ok := g.Next.(intercept.ForwardObserver); ok {
+		return fo.Forwarded(ctx, d, dec)
+	}
+	return nil
+}
+
+// Visible implements intercept.ToolFilter by asking Next: an empty bucket
+// is temporary and hides nothing.
+func (g *RateGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
+	tf, ok := g.Next.(intercept.ToolFilter)
+	return !ok || tf.Visible(ctx, d)
+}
