@@ -124,7 +124,11 @@ func collectFile(path string, timeout time.Duration, force bool) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	rec, err := list(ctx, f.Spec)
+	corpus, err := filepath.Abs(filepath.Dir(filepath.Dir(path)))
+	if err != nil {
+		return 0, err
+	}
+	rec, err := list(ctx, f.Spec, corpus)
 	if err != nil {
 		return 0, err
 	}
@@ -137,7 +141,10 @@ func collectFile(path string, timeout time.Duration, force bool) (int, error) {
 }
 
 // list starts the server, initializes, and pages through tools/list.
-func list(ctx context.Context, s spec) (*recorded, error) {
+// ${CORPUS} in an env value is the corpus directory (the one holding
+// servers/), so a spec can point at a placeholder file kept there, such
+// as KUBECONFIG=${CORPUS}/fixtures/kubeconfig.
+func list(ctx context.Context, s spec, corpus string) (*recorded, error) {
 	dir, err := os.MkdirTemp("", "corpus-"+s.ID+"-")
 	if err != nil {
 		return nil, err
@@ -160,7 +167,7 @@ func list(ctx context.Context, s spec) (*recorded, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		cmd.Env = append(cmd.Env, k+"="+s.Env[k])
+		cmd.Env = append(cmd.Env, k+"="+strings.ReplaceAll(s.Env[k], "${CORPUS}", corpus))
 	}
 	var stderr tail
 	cmd.Stderr = &stderr
