@@ -1,0 +1,71 @@
+{{- define "sluice.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "sluice.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "sluice.selector" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: gateway
+{{- end -}}
+
+{{- define "sluice.redisURL" -}}
+{{- if .Values.redis.url -}}
+{{- .Values.redis.url -}}
+{{- else if .Values.redis.enabled -}}
+{{- printf "redis://%s-redis:6379/0" (include "sluice.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "sluice.adminSecret" -}}
+{{- .Values.admin.existingSecret | default (printf "%s-admin" (include "sluice.fullname" .)) -}}
+{{- end -}}
+
+{{/* sluice.yaml: the user's config with what the pod needs added. */}}
+{{- define "sluice.config" -}}
+{{- $c := deepCopy .Values.config -}}
+{{- $name := include "sluice.fullname" . -}}
+{{- $_ := set $c "listen" (printf "0.0.0.0:%d" (int .Values.service.port)) -}}
+{{- $_ := set $c "data_dir" "/var/lib/sluice" -}}
+{{- $hosts := list $name (printf "%s.%s" $name .Release.Namespace) (printf "%s.%s.svc" $name .Release.Namespace) (printf "%s.%s.svc.cluster.local" $name .Release.Namespace) -}}
+{{- $_ := set $c "allowed_hosts" (concat $hosts .Values.extraAllowedHosts (get $c "allowed_hosts" | default list) | uniq) -}}
+{{- if .Values.admin.enabled -}}
+{{- $_ := set $c "admin_listen" (printf "0.0.0.0:%d" (int .Values.admin.port)) -}}
+{{- $_ := set $c "admin_token" "${file:/etc/sluice/admin/token}" -}}
+{{- if not (hasKey $c "admin_allowed_hosts") -}}
+{{- $_ := set $c "admin_allowed_hosts" (list "*") -}}
+{{- end -}}
+{{- end -}}
+{{- $auth := get $c "auth" | default dict -}}
+{{- if eq (get $auth "mode" | default "") "api_key" -}}
+{{- $keys := get $auth "api_keys" | default dict -}}
+{{- if not (hasKey $keys "file") -}}
+{{- $_ := set $keys "file" "/etc/sluice/keys/agent_keys.json" -}}
+{{- $_ := set $auth "api_keys" $keys -}}
+{{- end -}}
+{{- end -}}
+{{- $redis := include "sluice.redisURL" . -}}
+{{- if $redis -}}
+{{- $rm := get $c "route_memory" | default dict -}}
+{{- if not (hasKey $rm "redis_url") -}}
+{{- $_ := set $rm "redis_url" $redis -}}
+{{- $_ := set $c "route_memory" $rm -}}
+{{- end -}}
+{{- $rl := get $c "rate_limits" | default dict -}}
+{{- if and (get $rl "rules") (not (hasKey $rl "redis_url")) -}}
+{{- $_ := set $rl "redis_url" $redis -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $c -}}
+{{- end -}}
