@@ -80,7 +80,8 @@ type ScanOptions struct {
 	// a description is reported as long. Zero means DefaultMaxDescription;
 	// negative disables the check.
 	MaxDescription int
-	// ForeignTools are the names of tools offered by other upstreams. A
+	// ForeignTools are the names of tools offered by other upstreams and
+	// not by this tool's own (the Inventory passes them so). A
 	// mention of one of them in this tool's text is reported as
 	// "cross_server_reference", the mark of tool shadowing. Only
 	// distinctive names are looked for: those with '_', '-' or '.', or
