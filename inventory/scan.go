@@ -117,6 +117,16 @@ type rule struct {
 
 func re(s string) *regexp.Regexp { return regexp.MustCompile(s) }
 
+// isPublicKey discards a key file that is the public half (id_ed25519.pub):
+// servers that manage SSH keys ask for it.
+func isPublicKey(m string) bool { return strings.HasSuffix(m, ".pub") }
+
+// negatedWords discards "passwords are never included in the response":
+// a statement about what the tool does not do.
+var negatedWords = regexp.MustCompile(`\b(never|not|no|without)\b|n't\b`)
+
+func negated(m string) bool { return negatedWords.MatchString(m) }
+
 func need(s string) []string {
 	if s == "" {
 		return nil
@@ -167,12 +177,12 @@ var rules = []rule{
 	{"tool_shadowing", SeverityMedium, need("the recipient|the destination|the target|the address|the url|the endpoint"), re(`\b(change|replace|set)\s+the\s+(recipient|destination|target|address|url|endpoint)\b`), nil},
 
 	// Secrets and configuration that a tool has no business asking for.
-	{"secret_reference", SeverityHigh, need("ssh|id|mcp.json|cursor|claude_desktop|.aws|netrc|npmrc|pypirc|git-credentials|.docker|.kube|/etc/|~/.|wallet"), re(`~/\.ssh|\.ssh/|\bid[ _-]?(rsa|dsa|ecdsa|ed25519)\b|\bmcp\.json\b|~/\.cursor|\.cursor/|claude_desktop_config|\.aws/(credentials|config)|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials|\.docker/config\.json|\.kube/config|/etc/(passwd|shadow|sudoers)|~/\.(bashrc|zshrc|bash_history|zsh_history|profile|gnupg|config)\b|\bwallet\.dat\b`), nil},
+	{"secret_reference", SeverityHigh, need("ssh|id|mcp.json|cursor|claude_desktop|.aws|netrc|npmrc|pypirc|git-credentials|.docker|.kube|/etc/|~/.|wallet"), re(`~/\.ssh(/[a-z0-9_.-]*)?|\.ssh/[a-z0-9_.-]*|\bid[ _-]?(rsa|dsa|ecdsa|ed25519)\b(\.pub\b)?|\bmcp\.json\b|~/\.cursor|\.cursor/|claude_desktop_config|\.aws/(credentials|config)|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials|\.docker/config\.json|\.kube/config|/etc/(passwd|shadow|sudoers)|~/\.(bashrc|zshrc|bash_history|zsh_history|profile|gnupg|config)\b|\bwallet\.dat\b`), isPublicKey},
 	// A .env file read or sent is a secret; named among other file names
 	// ("configuration files: .env, Dockerfile") it is documentation.
 	{"secret_reference", SeverityHigh, need(".env"), re(`\b(read|reads|reading|cat|open|include|send|pass|upload|copy|dump|exfiltrate|contents? of)\b[^.!?\n]{0,30}(^|[\s'"` + "`" + `(/~])\.env\b`), nil},
 	{"secret_reference", SeverityLow, need(".env"), re(`(^|[\s'"` + "`" + `(/~])\.env\b`), nil},
-	{"secret_reference", SeverityMedium, need("key|token|credential|password|secret"), re(`\b(private[ _-]?keys?|ssh[ _-]?keys?|api[ _-]?keys?|access[ _-]?tokens?|credentials|passwords?|secrets?)\b[^.!?]{0,40}\b(and|to|as|into|in) (pass|send|include|append|post|forward|upload|the (response|query|sidenote|body|message))`), nil},
+	{"secret_reference", SeverityMedium, need("key|token|credential|password|secret"), re(`\b(private[ _-]?keys?|ssh[ _-]?keys?|api[ _-]?keys?|access[ _-]?tokens?|credentials|passwords?|secrets?)\b[^.!?]{0,40}\b(and|to|as|into|in) (pass|send|include|append|post|forward|upload|the (response|query|sidenote|body|message))`), negated},
 	// A verb whose object is the secret: "include the API keys", "extract
 	// all credentials". Only determiners may stand between them, so "include
 	// separate periods per API key" and "read from 'secrets/…'" do not count,
