@@ -69,5 +69,5 @@ func ExampleScan() {
 	// Output:
 	// high concealment /inputSchema/properties/sidenote/description
 	// high secret_reference /inputSchema/properties/sidenote/description
-	// medium precondition /inputSchema/properties/sidenote/description
+	// low precondition /inputSchema/properties/sidenote/description
 }

@@ -485,13 +485,22 @@ func (inv *Inventory) Hash(upstream string) string {
 	return ""
 }
 
-// RiskFactors returns the scan findings of the current version of a tool,
-// highest severity first, or nil. The caller may modify the result.
+// RiskFactors returns the scan findings of the current version of a tool
+// that make it suspicious (SeverityMedium or above), or nil. Low findings
+// are common in legitimate tools and are only reported as events. The
+// caller may modify the result.
 func (inv *Inventory) RiskFactors(upstream, tool string) []Finding {
-	if u := inv.view.Load().ups[upstream]; u != nil {
-		return slices.Clone(u.findings[tool])
+	u := inv.view.Load().ups[upstream]
+	if u == nil {
+		return nil
 	}
-	return nil
+	var rf []Finding
+	for _, f := range u.findings[tool] {
+		if f.Severity >= SeverityMedium {
+			rf = append(rf, f)
+		}
+	}
+	return rf
 }
 
 // Diff compares the pinned and the observed inventory of upstream.
@@ -607,12 +616,22 @@ func (inv *Inventory) refresh(changed string) []Event {
 			}
 		}
 
-		// Poisoning scan of the current version of every tool.
+		// Poisoning scan of the current version of every tool. A name this
+		// upstream offers itself is not foreign: mentioning it refers to its
+		// own tool (two upstreams offering it is a collision).
+		own := map[string]bool{}
+		if s := u.current(); s != nil {
+			for _, t := range s.Tools {
+				own[t.Name] = true
+			}
+		}
 		var foreign []string
 		for other, ou := range inv.ups {
 			if s := ou.current(); other != name && s != nil {
 				for _, t := range s.Tools {
-					foreign = append(foreign, t.Name)
+					if !own[t.Name] {
+						foreign = append(foreign, t.Name)
+					}
 				}
 			}
 		}

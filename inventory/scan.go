@@ -80,7 +80,8 @@ type ScanOptions struct {
 	// a description is reported as long. Zero means DefaultMaxDescription;
 	// negative disables the check.
 	MaxDescription int
-	// ForeignTools are the names of tools offered by other upstreams. A
+	// ForeignTools are the names of tools offered by other upstreams and
+	// not by this tool's own (the Inventory passes them so). A
 	// mention of one of them in this tool's text is reported as
 	// "cross_server_reference", the mark of tool shadowing. Only
 	// distinctive names are looked for: those with '_', '-' or '.', or
@@ -116,6 +117,16 @@ type rule struct {
 
 func re(s string) *regexp.Regexp { return regexp.MustCompile(s) }
 
+// isPublicKey discards a key file that is the public half (id_ed25519.pub):
+// servers that manage SSH keys ask for it.
+func isPublicKey(m string) bool { return strings.HasSuffix(m, ".pub") }
+
+// negatedWords discards "passwords are never included in the response":
+// a statement about what the tool does not do.
+var negatedWords = regexp.MustCompile(`\b(never|not|no|without)\b|n't\b`)
+
+func negated(m string) bool { return negatedWords.MatchString(m) }
+
 func need(s string) []string {
 	if s == "" {
 		return nil
@@ -147,11 +158,16 @@ var rules = []rule{
 	{"instruction_override", SeverityHigh, need("ignore"), re(`\bignore (all )?previous\b`), nil},
 	{"instruction_override", SeverityMedium, need("from now on|you are now|new instructions"), re(`\b(from now on|you are now|new instructions:)`), nil},
 
-	// Line jumping: demands on the model before or around a call.
-	{"precondition", SeverityMedium, need("before"), re(`\bbefore (using|calling|invoking|running|executing|you use|you call|responding|answering|searching|returning|asking|doing anything)\b`), nil},
-	{"precondition", SeverityMedium, need("must"), re(`\byou must (first|always)\b|\bmust first\b|\bmust always (call|use|read|include|send|invoke|run|consult)\b`), nil},
-	{"precondition", SeverityMedium, need("always"), re(`\balways (call|use|consult|invoke|run)\s+this tool\b`), nil},
-	{"precondition", SeverityMedium, need("when this tool"), re(`\bwhen this tool is (available|present|loaded|installed|enabled)\b`), nil},
+	// Line jumping: demands on the model before or around a call. Benign
+	// servers order their tools the same way ("call list_projects before
+	// calling this tool", "always call this tool when the user asks…": 40 of
+	// 2,471 real tools, issue 11), so on its own it is low; the payload it
+	// introduces (a secret, concealment, an exfiltration) is what the other
+	// rules look for.
+	{"precondition", SeverityLow, need("before"), re(`\bbefore (using|calling|invoking|running|executing|you use|you call|responding|answering|searching|returning|asking|doing anything)\b`), nil},
+	{"precondition", SeverityLow, need("must"), re(`\byou must (first|always)\b|\bmust first\b|\bmust always (call|use|read|include|send|invoke|run|consult)\b`), nil},
+	{"precondition", SeverityLow, need("always"), re(`\balways (call|use|consult|invoke|run)\s+this tool\b`), nil},
+	{"precondition", SeverityLow, need("when this tool"), re(`\bwhen this tool is (available|present|loaded|installed|enabled)\b`), nil},
 
 	// Steering other tools: the mark of shadowing.
 	{"tool_shadowing", SeverityMedium, need("when"), re(`\bwhen(ever)?\s+(\(?[a-z0-9_.-]+\)?\s+){1,3}(is|are)\s+(invoked|called|used|executed)\b`),
@@ -161,10 +177,18 @@ var rules = []rule{
 	{"tool_shadowing", SeverityMedium, need("the recipient|the destination|the target|the address|the url|the endpoint"), re(`\b(change|replace|set)\s+the\s+(recipient|destination|target|address|url|endpoint)\b`), nil},
 
 	// Secrets and configuration that a tool has no business asking for.
-	{"secret_reference", SeverityHigh, need("ssh|id|mcp.json|cursor|claude_desktop|.aws|netrc|npmrc|pypirc|git-credentials|.docker|.kube|/etc/|~/.|wallet"), re(`~/\.ssh|\.ssh/|\bid[ _-]?(rsa|dsa|ecdsa|ed25519)\b|\bmcp\.json\b|~/\.cursor|\.cursor/|claude_desktop_config|\.aws/(credentials|config)|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials|\.docker/config\.json|\.kube/config|/etc/(passwd|shadow|sudoers)|~/\.(bashrc|zshrc|bash_history|zsh_history|profile|gnupg|config)\b|\bwallet\.dat\b`), nil},
-	{"secret_reference", SeverityHigh, need(".env"), re(`(^|[\s'"` + "`" + `(/~])\.env\b`), nil},
-	{"secret_reference", SeverityMedium, need("key|token|credential|password|secret"), re(`\b(private[ _-]?keys?|ssh[ _-]?keys?|api[ _-]?keys?|access[ _-]?tokens?|credentials|passwords?|secrets?)\b[^.!?]{0,40}\b(and|to|as|into|in) (pass|send|include|append|post|forward|upload|the (response|query|sidenote|body|message))`), nil},
-	{"secret_reference", SeverityMedium, need("key|token|credential|password|secret|variables"), re(`\b(read|cat|open|access|include|send|pass|upload|collect|gather|extract|dump)\b[^.!?]{0,30}\b(private[ _-]?keys?|ssh[ _-]?keys?|api[ _-]?keys?|credentials|passwords?|secrets|env(ironment)? variables|tokens)\b`), nil},
+	{"secret_reference", SeverityHigh, need("ssh|id|mcp.json|cursor|claude_desktop|.aws|netrc|npmrc|pypirc|git-credentials|.docker|.kube|/etc/|~/.|wallet"), re(`~/\.ssh(/[a-z0-9_.-]*)?|\.ssh/[a-z0-9_.-]*|\bid[ _-]?(rsa|dsa|ecdsa|ed25519)\b(\.pub\b)?|\bmcp\.json\b|~/\.cursor|\.cursor/|claude_desktop_config|\.aws/(credentials|config)|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials|\.docker/config\.json|\.kube/config|/etc/(passwd|shadow|sudoers)|~/\.(bashrc|zshrc|bash_history|zsh_history|profile|gnupg|config)\b|\bwallet\.dat\b`), isPublicKey},
+	// A .env file read or sent is a secret; named among other file names
+	// ("configuration files: .env, Dockerfile") it is documentation.
+	{"secret_reference", SeverityHigh, need(".env"), re(`\b(read|reads|reading|cat|open|include|send|pass|upload|copy|dump|exfiltrate|contents? of)\b[^.!?\n]{0,30}(^|[\s'"` + "`" + `(/~])\.env\b`), nil},
+	{"secret_reference", SeverityLow, need(".env"), re(`(^|[\s'"` + "`" + `(/~])\.env\b`), nil},
+	{"secret_reference", SeverityMedium, need("key|token|credential|password|secret"), re(`\b(private[ _-]?keys?|ssh[ _-]?keys?|api[ _-]?keys?|access[ _-]?tokens?|credentials|passwords?|secrets?)\b[^.!?]{0,40}\b(and|to|as|into|in) (pass|send|include|append|post|forward|upload|the (response|query|sidenote|body|message))`), negated},
+	// A verb whose object is the secret: "include the API keys", "extract
+	// all credentials". Only determiners may stand between them, so "include
+	// separate periods per API key" and "read from 'secrets/…'" do not count,
+	// and the verb must be a word of its own ("Access-Control-Allow-
+	// Credentials" is a header).
+	{"secret_reference", SeverityMedium, need("key|token|credential|password|secret|variables"), re(`(^|[\s(])(read|reads|reading|cat|open|access|include|send|pass|upload|collect|gather|extract|dump|exfiltrate|leak|share|copy|steal|harvest)\s+((the|all|any|every|your|their|its|user'?s|these|those|stored|saved|local|system|relevant|available|master)\s+){0,3}(private[ _-]?keys?|ssh[ _-]?keys?|api[ _-]?keys?|access[ _-]?tokens?|credentials|passwords?|secrets|env(ironment)? variables|tokens)\b`), nil},
 	{"secret_reference", SeverityMedium, need("content from reading|read"), re(`\bcontent from reading\b|\b(read|reading) (the )?(file|contents?) (at|of|from) ~`), nil},
 
 	// Moving data somewhere it should not go.
@@ -200,15 +224,15 @@ var rules = []rule{
 //   - instruction_tag: <IMPORTANT>, <SYSTEM>, <instructions>, [SYSTEM]… (high)
 //   - concealment: "do not tell the user", "silently send"… (high)
 //   - instruction_override: "ignore previous instructions"… (high)
-//   - secret_reference: ~/.ssh, id_rsa, .env, mcp.json, .aws/credentials…
-//     (high); asking for keys, tokens, passwords (medium)
+//   - secret_reference: ~/.ssh, id_rsa, mcp.json, .aws/credentials, a .env
+//     file read or sent… (high); asking for keys, tokens, passwords
+//     (medium); a .env file named (low)
 //   - invisible_unicode: tag characters U+E0000–E007F and bidi controls
 //     (high), zero-width characters and other format characters (medium),
 //     soft hyphens (low)
 //   - terminal_escape: ANSI escape sequences (high)
 //   - control_character: other control characters than tab and newlines
 //     (medium)
-//   - precondition: "before using this tool", "you must first"… (medium)
 //   - tool_shadowing: "when send_message is invoked", "side effect on the
 //     also present…", "send all emails to…" (medium)
 //   - cross_server_reference: a mention of a tool of another upstream
@@ -217,6 +241,7 @@ var rules = []rule{
 //   - coercion: "VERY VERY important", "the application will crash" (medium)
 //   - shell_command, hidden_markup (HTML comments): (medium)
 //   - long_description (low; see ScanOptions.MaxDescription)
+//   - precondition: "before using this tool", "you must first"… (low)
 //   - encoded_blob, model_directive ("you must"), tool_invocation
 //     ("call read_file"): (low)
 //
