@@ -162,6 +162,10 @@ type upstream struct {
 	findings map[string][]Finding  // tool -> scan of its current version
 	base     map[string][]Finding  // tool hash -> Scan without foreign tools
 	reported map[string]bool       // drift and finding events already sent
+	// cross caches the cross-server references by tool hash, valid while
+	// the other upstreams' tool names are foreign.
+	cross   map[string][]Finding
+	foreign []string
 }
 
 // current is the snapshot that describes what the upstream serves now.
@@ -581,6 +585,21 @@ func (inv *Inventory) collisionList() []Collision {
 func (inv *Inventory) refresh(changed string) []Event {
 	quiet := changed == ""
 	var evs []Event
+	// Every tool name served, sorted, with how many upstreams serve it:
+	// an upstream's foreign names are those some other upstream serves.
+	offered := map[string]int{}
+	for _, u := range inv.ups {
+		if s := u.current(); s != nil {
+			seen := map[string]bool{}
+			for _, t := range s.Tools {
+				if !seen[t.Name] {
+					seen[t.Name] = true
+					offered[t.Name]++
+				}
+			}
+		}
+	}
+	allNames := slices.Sorted(maps.Keys(offered))
 	for _, name := range slices.Sorted(maps.Keys(inv.ups)) {
 		u := inv.ups[name]
 		reported := map[string]bool{}
@@ -625,20 +644,22 @@ func (inv *Inventory) refresh(changed string) []Event {
 				own[t.Name] = true
 			}
 		}
-		var foreign []string
-		for other, ou := range inv.ups {
-			if s := ou.current(); other != name && s != nil {
-				for _, t := range s.Tools {
-					if !own[t.Name] {
-						foreign = append(foreign, t.Name)
-					}
-				}
+		foreign := make([]string, 0, len(allNames))
+		for _, n := range allNames {
+			if !own[n] { // so offered by another upstream
+				foreign = append(foreign, n)
 			}
 		}
-		slices.Sort(foreign)
-		foreign = slices.Compact(foreign)
 		u.findings = map[string][]Finding{}
 		base := map[string][]Finding{}
+		// Another upstream's new description changes no name: only when
+		// the foreign names change is every tool searched again.
+		var fx *foreignIndex
+		if !slices.Equal(foreign, u.foreign) || u.cross == nil {
+			fx = newForeignIndex(foreign)
+			u.cross, u.foreign = map[string][]Finding{}, foreign
+		}
+		cross := map[string][]Finding{}
 		if s := u.current(); s != nil {
 			for _, t := range s.Tools {
 				fs, ok := u.base[t.Hash]
@@ -646,8 +667,16 @@ func (inv *Inventory) refresh(changed string) []Event {
 					fs = Scan(t, ScanOptions{MaxDescription: inv.maxDesc})
 				}
 				base[t.Hash] = fs
-				if cross := crossReferences(t, foreign); len(cross) > 0 {
-					fs = append(slices.Clone(fs), cross...)
+				cr, ok := u.cross[t.Hash]
+				if !ok {
+					if fx == nil {
+						fx = newForeignIndex(foreign)
+					}
+					cr = crossReferences(t, fx)
+				}
+				cross[t.Hash] = cr
+				if len(cr) > 0 {
+					fs = append(slices.Clone(fs), cr...)
 				}
 				if len(fs) > 0 {
 					u.findings[t.Name] = fs
@@ -662,6 +691,7 @@ func (inv *Inventory) refresh(changed string) []Event {
 			}
 		}
 		u.base = base
+		u.cross = cross
 		u.reported = reported
 	}
 
@@ -683,11 +713,11 @@ func (inv *Inventory) refresh(changed string) []Event {
 // crossReferences is the cross_server_reference part of Scan, kept apart
 // so that the rest of a tool's scan can be cached by its hash while the
 // set of other upstreams' tools changes.
-func crossReferences(t Tool, foreign []string) []Finding {
-	if len(foreign) == 0 {
+func crossReferences(t Tool, foreign *foreignIndex) []Finding {
+	if foreign == nil || len(foreign.byRun)+len(foreign.odd) == 0 {
 		return nil
 	}
-	s := scanner{opts: ScanOptions{ForeignTools: foreign}, seen: map[[2]string]bool{}, foreignOnly: true}
+	s := scanner{seen: map[[2]string]bool{}, foreignOnly: true, foreign: foreign}
 	s.tool(t)
 	return s.found
 }

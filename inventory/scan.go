@@ -267,6 +267,7 @@ type scanner struct {
 	foreignOnly bool
 	seen        map[[2]string]bool // rule, field
 	found       []Finding
+	foreign     *foreignIndex // of opts.ForeignTools, built on first use
 }
 
 func (s *scanner) tool(t Tool) {
@@ -327,14 +328,85 @@ func (s *scanner) text(field, raw string, ident bool) {
 		s.invisible(field, raw)
 		s.patterns(field, norm)
 	}
-	for _, name := range s.opts.ForeignTools {
+	if s.foreign == nil && len(s.opts.ForeignTools) > 0 {
+		s.foreign = newForeignIndex(s.opts.ForeignTools)
+	}
+	if i, n := s.foreign.find(norm); i >= 0 {
+		s.add("cross_server_reference", SeverityMedium, field, excerpt(norm, i, i+n))
+	}
+}
+
+// foreignIndex finds the first distinctive foreign tool name in a text
+// with one map lookup per identifier in the text, not one search per
+// name: behind a gateway with many upstreams there are thousands of names,
+// and every tools/list of every upstream is scanned against them.
+type foreignIndex struct {
+	// byRun holds the lower-cased names by their first identifier run
+	// ("create_issue" under itself, "foo-bar.baz" under "foo").
+	byRun map[string][]string
+	// odd names begin with a byte that is no identifier's: searched for
+	// one by one.
+	odd []string
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func newForeignIndex(names []string) *foreignIndex {
+	x := &foreignIndex{byRun: map[string][]string{}}
+	for _, name := range names {
 		if !distinctive(name) {
 			continue
 		}
-		if i := indexWord(norm, strings.ToLower(name)); i >= 0 {
-			s.add("cross_server_reference", SeverityMedium, field, excerpt(norm, i, i+len(name)))
+		low := strings.ToLower(name)
+		if !isIdentByte(low[0]) {
+			x.odd = append(x.odd, low)
+			continue
+		}
+		j := 1
+		for j < len(low) && isIdentByte(low[j]) {
+			j++
+		}
+		x.byRun[low[:j]] = append(x.byRun[low[:j]], low)
+	}
+	return x
+}
+
+// find returns where the first foreign name in s begins, as a word (not
+// part of a longer identifier), and its length; -1 if none is there.
+func (x *foreignIndex) find(s string) (at, n int) {
+	if x == nil {
+		return -1, 0
+	}
+	at = -1
+	for i := 0; i < len(s); {
+		if !isIdentByte(s[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(s) && isIdentByte(s[j]) {
+			j++
+		}
+		for _, name := range x.byRun[s[i:j]] {
+			end := i + len(name)
+			if strings.HasPrefix(s[i:], name) && (end == len(s) || !isIdentByte(s[end])) {
+				at, n = i, len(name)
+				break
+			}
+		}
+		if at >= 0 {
+			break
+		}
+		i = j
+	}
+	for _, name := range x.odd {
+		if i := indexWord(s, name); i >= 0 && (at < 0 || i < at) {
+			at, n = i, len(name)
 		}
 	}
+	return at, n
 }
 
 // patterns runs the pattern rules over normalized text.
