@@ -1,0 +1,298 @@
+package classifier
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// corpusCall is one labelled call of the real-world corpus
+// (testdata/corpus): a recorded tool, the labeller's arguments and labels.
+type corpusCall struct {
+	server, kind string
+	heldOut      bool
+	d            *intercept.ActionDescriptor
+	zone         string // the label file's upstream_zone
+	want         [2]string
+}
+
+// corpusFold is fnv32a(id) % 5; folds 3 and 4 are held out.
+func corpusFold(id string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return h.Sum32() % 5
+}
+
+func loadCorpus(t testing.TB) []corpusCall {
+	t.Helper()
+	dir := filepath.Join("testdata", "corpus")
+	files, err := filepath.Glob(filepath.Join(dir, "servers", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no corpus servers in %s: %v", dir, err)
+	}
+	var out []corpusCall
+	for _, path := range files {
+		var srv struct {
+			Spec struct {
+				ID      string   `json:"id"`
+				Kind    string   `json:"kind"`
+				Command []string `json:"command"`
+			} `json:"spec"`
+			Recorded struct {
+				Tools []struct {
+					Name        string         `json:"name"`
+					Description string         `json:"description"`
+					InputSchema jsontext.Value `json:"inputSchema"`
+					Annotations jsontext.Value `json:"annotations"`
+				} `json:"tools"`
+			} `json:"recorded"`
+		}
+		readJSON(t, path, &srv)
+		var lab struct {
+			UpstreamZone string `json:"upstream_zone"`
+			Tools        []struct {
+				Name       string         `json:"name"`
+				Args       jsontext.Value `json:"args"`
+				ActionType string         `json:"action_type"`
+				Boundary   string         `json:"boundary"`
+			} `json:"tools"`
+		}
+		readJSON(t, filepath.Join(dir, "labels", srv.Spec.ID+".json"), &lab)
+		labels := map[string]int{}
+		for i, l := range lab.Tools {
+			labels[l.Name] = i
+		}
+		id := srv.Spec.ID
+		for _, tool := range srv.Recorded.Tools {
+			i, ok := labels[tool.Name]
+			if !ok {
+				t.Fatalf("%s: tool %s has no label", id, tool.Name)
+			}
+			l := lab.Tools[i]
+			args := l.Args
+			if len(args) == 0 {
+				args = jsontext.Value("{}")
+			}
+			out = append(out, corpusCall{
+				server: id, kind: srv.Spec.Kind, heldOut: corpusFold(id) >= 3, zone: lab.UpstreamZone,
+				want: [2]string{l.ActionType, l.Boundary},
+				d: &intercept.ActionDescriptor{
+					TxnID: "txn", Method: "tools/call", ToolName: tool.Name, ToolDescription: tool.Description,
+					Parameters: args, TargetEndpoint: "stdio:" + strings.Join(srv.Spec.Command, " "),
+					SessionID: "s1", Upstream: id, Annotations: tool.Annotations, InputSchema: tool.InputSchema,
+				},
+			})
+		}
+	}
+	return out
+}
+
+func readJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// corpusOptions is what the operator of server id would configure: the
+// trust zone of an upstream whose target only its environment names.
+func corpusOptions(calls []corpusCall) Options {
+	opts := Options{Upstreams: map[string]UpstreamConfig{}}
+	for _, c := range calls {
+		if c.zone != "" {
+			opts.Upstreams[c.server] = UpstreamConfig{Zone: c.zone}
+		}
+	}
+	return opts
+}
+
+// scored is one call's verdict next to its labels.
+type scored struct {
+	corpusCall
+	got  [2]string
+	conf [2]float64
+}
+
+// classifyCorpus classifies every call, each server with the knowledge
+// base entries written from that server left out (leave-one-server-out).
+func classifyCorpus(t testing.TB, calls []corpusCall) []scored {
+	t.Helper()
+	byServer := map[string][]corpusCall{}
+	for _, c := range calls {
+		byServer[c.server] = append(byServer[c.server], c)
+	}
+	base := corpusOptions(calls)
+	var out []scored
+	for _, server := range slices.Sorted(mapsKeys(byServer)) {
+		opts := base
+		opts.leaveOut = server
+		b, err := NewBuiltin(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range byServer[server] {
+			v, err := b.Classify(context.Background(), c.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at, bd := v.Axes[AxisActionType], v.Axes[AxisBoundary]
+			out = append(out, scored{corpusCall: c, got: [2]string{at.Classified, bd.Classified}, conf: [2]float64{at.Confidence, bd.Confidence}})
+		}
+	}
+	return out
+}
+
+func mapsKeys[M ~map[string]V, V any](m M) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// Floors of TestCorpusLeaveOneServerOut: what the held-out split reached
+// when they were set. The issue's targets are 0.95 on both axes.
+const (
+	corpusFloorActionType = 0.80
+	corpusFloorBoundary   = 0.61
+)
+
+// TestCorpusLeaveOneServerOut measures the built-in classifier on the
+// real-world corpus, every server scored with no knowledge taken from it,
+// and prints per-axis accuracy by split and kind, the confusion matrices
+// of the held-out split, and the calibration curve. Run it with
+//
+//	go test ./classifier -run TestCorpusLeaveOneServerOut -v
+func TestCorpusLeaveOneServerOut(t *testing.T) {
+	res := classifyCorpus(t, loadCorpus(t))
+	var sb strings.Builder
+	acc := func(filter func(scored) bool) (n int, a [2]float64) {
+		var ok [2]int
+		for _, r := range res {
+			if !filter(r) {
+				continue
+			}
+			n++
+			for ax := range 2 {
+				if r.got[ax] == r.want[ax] {
+					ok[ax]++
+				}
+			}
+		}
+		for ax := range 2 {
+			a[ax] = float64(ok[ax]) / float64(max(n, 1))
+		}
+		return n, a
+	}
+	servers := func(filter func(scored) bool) int {
+		s := map[string]bool{}
+		for _, r := range res {
+			if filter(r) {
+				s[r.server] = true
+			}
+		}
+		return len(s)
+	}
+	fmt.Fprintf(&sb, "\n%-26s %8s %7s %12s %9s\n", "split", "servers", "calls", "action_type", "boundary")
+	row := func(name string, f func(scored) bool) [2]float64 {
+		n, a := acc(f)
+		fmt.Fprintf(&sb, "%-26s %8d %7d %12.3f %9.3f\n", name, servers(f), n, a[0], a[1])
+		return a
+	}
+	row("all", func(scored) bool { return true })
+	row("dev (folds 0-2)", func(r scored) bool { return !r.heldOut })
+	held := row("held-out (folds 3-4)", func(r scored) bool { return r.heldOut })
+	for _, kind := range []string{"official", "vendor", "community"} {
+		row("held-out, "+kind, func(r scored) bool { return r.heldOut && r.kind == kind })
+	}
+
+	for ax, axis := range []string{AxisActionType, AxisBoundary} {
+		fmt.Fprintf(&sb, "\nheld-out confusion, %s (rows: label, columns: verdict)\n", axis)
+		vals := map[string]bool{}
+		m := map[[2]string]int{}
+		for _, r := range res {
+			if r.heldOut {
+				vals[r.want[ax]], vals[r.got[ax]] = true, true
+				m[[2]string{r.want[ax], r.got[ax]}]++
+			}
+		}
+		cols := slices.Sorted(mapsKeys(vals))
+		fmt.Fprintf(&sb, "%-12s", "")
+		for _, c := range cols {
+			fmt.Fprintf(&sb, "%12s", c)
+		}
+		sb.WriteByte('\n')
+		for _, w := range cols {
+			fmt.Fprintf(&sb, "%-12s", w)
+			for _, c := range cols {
+				fmt.Fprintf(&sb, "%12d", m[[2]string{w, c}])
+			}
+			sb.WriteByte('\n')
+		}
+	}
+
+	fmt.Fprintf(&sb, "\ncalibration (all calls): accuracy by confidence\n%-12s %14s %14s\n", "confidence", "action_type", "boundary")
+	buckets := []float64{0, 0.5, 0.7, 0.8, 0.9, 0.95, 1.01}
+	for i := 0; i+1 < len(buckets); i++ {
+		fmt.Fprintf(&sb, "[%.2f,%.2f)", buckets[i], min(buckets[i+1], 1))
+		for ax := range 2 {
+			n, ok := 0, 0
+			for _, r := range res {
+				if r.conf[ax] >= buckets[i] && r.conf[ax] < buckets[i+1] {
+					n++
+					if r.got[ax] == r.want[ax] {
+						ok++
+					}
+				}
+			}
+			fmt.Fprintf(&sb, " %6.3f (%5d)", float64(ok)/float64(max(n, 1)), n)
+		}
+		sb.WriteByte('\n')
+	}
+	for ax, axis := range []string{AxisActionType, AxisBoundary} {
+		n, ok := 0, 0
+		for _, r := range res {
+			if r.conf[ax] >= 0.9 {
+				n++
+				if r.got[ax] == r.want[ax] {
+					ok++
+				}
+			}
+		}
+		fmt.Fprintf(&sb, "%s: %d of %d calls scored >= 0.9 (%.0f %%), right on %.3f of them\n", axis, n, len(res), 100*float64(n)/float64(len(res)), float64(ok)/float64(max(n, 1)))
+	}
+	t.Log(sb.String())
+
+	if os.Getenv("SLUICE_CORPUS_MISSES") == "dev" {
+		// Misses of the dev split only: the held-out ones are not read
+		// while tuning (testdata/corpus/README.md).
+		var lines []string
+		for _, r := range res {
+			if !r.heldOut && r.got != r.want {
+				lines = append(lines, fmt.Sprintf("%s/%s: want %v got %v (%.2f %.2f) %.80q", r.server, r.d.ToolName, r.want, r.got, r.conf[0], r.conf[1], r.d.ToolDescription))
+			}
+		}
+		sort.Strings(lines)
+		t.Log("dev misses:\n" + strings.Join(lines, "\n"))
+	}
+	if held[0] < corpusFloorActionType || held[1] < corpusFloorBoundary {
+		t.Errorf("held-out accuracy %.3f / %.3f is below the floors %.3f / %.3f", held[0], held[1], corpusFloorActionType, corpusFloorBoundary)
+	}
+}
