@@ -152,14 +152,32 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	if zone, conf := c.commandZone(t.command); zone != "" {
 		return AxisVerdict{Classified: zone, Confidence: conf, Source: SourceEndpointInference}
 	}
-	if k.args.localPath && k.args.urlZone == "" {
+	// A client of a named service calls that service, whatever its
+	// annotations say and whichever local file it uploads.
+	idZone, idConf := c.serverZone(t.command)
+	if idZone == External {
+		return AxisVerdict{Classified: External, Confidence: idConf, Source: SourceEndpointInference}
+	}
+	// Otherwise a URL the call names is where it goes (a browser opening
+	// a loopback page stays Local).
+	if k.args.urlZone != "" {
+		return AxisVerdict{Classified: k.args.urlZone, Confidence: k.args.urlConf, Source: SourceParameters}
+	}
+	if k.args.localPath {
 		return AxisVerdict{Classified: Local, Confidence: 0.85, Source: SourceParameters}
+	}
+	if idZone == Local {
+		if k.hints.openWorld == isTrue || describesExternal(k.desc) {
+			return AxisVerdict{Classified: External, Confidence: 0.7, Source: SourceToolDescription}
+		}
+		return AxisVerdict{Classified: Local, Confidence: idConf, Source: SourceEndpointInference}
 	}
 	switch k.hints.openWorld {
 	case isTrue:
 		return AxisVerdict{Classified: External, Confidence: 0.85, Source: SourceAnnotations}
 	case isFalse:
-		return AxisVerdict{Classified: Local, Confidence: 0.9, Source: SourceAnnotations}
+		// Weak: servers wrapping a SaaS API say false too.
+		return AxisVerdict{Classified: Local, Confidence: 0.7, Source: SourceAnnotations}
 	}
 	for _, w := range k.cmd {
 		if externalServices[w] || browserWords[w] {
@@ -167,9 +185,32 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 		}
 	}
 	if describesExternal(k.desc) {
-		return AxisVerdict{Classified: External, Confidence: 0.7, Source: SourceToolDescription}
+		return AxisVerdict{Classified: External, Confidence: 0.75, Source: SourceToolDescription}
 	}
-	return AxisVerdict{Classified: Local, Confidence: 0.8, Source: SourceEndpointInference}
+	if t.command == "" {
+		// A loopback URL or a Unix socket, no command to go by.
+		return AxisVerdict{Classified: Local, Confidence: 0.8, Source: SourceEndpointInference}
+	}
+	// A server that names neither a service nor a local capability: most
+	// published servers front a remote API.
+	return AxisVerdict{Classified: External, Confidence: 0.65, Source: SourceEndpointInference}
+}
+
+// serverZone is serverZone of the command's identity, cached per command
+// line.
+func (c *compiled) serverZone(cmd string) (string, float64) {
+	if v, ok := c.idZones.Load(cmd); ok {
+		z := v.(idZone)
+		return z.zone, z.conf
+	}
+	z, conf := serverZone(serverIdentity(cmd))
+	c.idZones.Store(cmd, idZone{z, conf})
+	return z, conf
+}
+
+type idZone struct {
+	zone string
+	conf float64
 }
 
 // commandZone finds URLs on a command line ("… postgresql://db.corp/x")

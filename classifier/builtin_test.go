@@ -139,7 +139,7 @@ func TestBuiltinBoundary(t *testing.T) {
 		wantSource string
 		wantConf   float64
 	}{
-		{"stdio filesystem, closed world", builtinCall{target: stdioFS, tool: "read_file", ann: `{"readOnlyHint":true,"openWorldHint":false}`}, Local, SourceAnnotations, 0.9},
+		{"stdio filesystem, closed world", builtinCall{target: stdioFS, tool: "read_file", ann: `{"readOnlyHint":true,"openWorldHint":false}`}, Local, SourceEndpointInference, 0.85},
 		{"stdio fetch of an external URL", fetch("https://evil.com/x"), External, SourceParameters, 0.95},
 		{"stdio fetch of localhost", fetch("http://localhost:8080/"), Local, SourceParameters, 1},
 		{"configured internal domain", fetch("https://git.corp.example.com/a"), IntraOrg, SourceParameters, 1},
@@ -152,11 +152,11 @@ func TestBuiltinBoundary(t *testing.T) {
 		{"loopback endpoint", builtinCall{target: "http://127.0.0.1:9000/mcp", tool: "echo"}, Local, SourceEndpointInference, 0.8},
 		{"unix socket", builtinCall{target: "unix:/run/mcp.sock", tool: "echo"}, Local, SourceEndpointInference, 0.8},
 		{"URL on the command line", builtinCall{target: "stdio:npx server-postgres postgresql://db.corp.example.com/app", tool: "query"}, IntraOrg, SourceEndpointInference, 0.9},
-		{"SaaS on the command line", builtinCall{target: "stdio:npx -y @modelcontextprotocol/server-slack", tool: "slack_post_message"}, External, SourceEndpointInference, 0.8},
+		{"SaaS on the command line", builtinCall{target: "stdio:npx -y @modelcontextprotocol/server-slack", tool: "slack_post_message"}, External, SourceEndpointInference, 0.9},
 		{"browser automation", builtinCall{target: "stdio:npx @playwright/mcp", tool: "browser_click"}, External, SourceEndpointInference, 0.8},
 		{"openWorldHint", builtinCall{target: "stdio:tool", tool: "lookup", ann: `{"openWorldHint":true}`}, External, SourceAnnotations, 0.85},
 		{"absolute local path beats openWorldHint", builtinCall{target: "stdio:tool", tool: "read_file", ann: `{"openWorldHint":true}`, args: `{"path":"/home/u/notes.txt"}`}, Local, SourceParameters, 0.85},
-		{"description names a service", builtinCall{target: "stdio:tool", tool: "search", desc: "Search for files in Google Drive"}, External, SourceToolDescription, 0.7},
+		{"description names a service", builtinCall{target: "stdio:tool", tool: "search", desc: "Search for files in Google Drive"}, External, SourceToolDescription, 0.75},
 		{"upstream zone", builtinCall{upstream: "k8s", target: "stdio:npx mcp-server-kubernetes", tool: "kubectl_get"}, IntraOrg, SourceConfig, 1},
 		{"external argument beats upstream zone", builtinCall{upstream: "k8s", target: "stdio:x", tool: "fetch", args: `{"url":"https://evil.com"}`}, External, SourceParameters, 0.95},
 		{"declared per tool", builtinCall{target: "https://x.example.org/mcp", tool: "pinned"}, IntraOrg, SourceConfig, 1},
@@ -242,8 +242,9 @@ func TestBuiltinVerdict(t *testing.T) {
 	if v.CapabilityClassVerdict != "fs.read" || v.CapabilityClassConfidence != 0.9 {
 		t.Errorf("class: got %q (%.2f), want fs.read (0.90)", v.CapabilityClassVerdict, v.CapabilityClassConfidence)
 	}
-	// (0.40×1.0 + 0.30×0.9) / 0.70
-	if want := (0.4*1 + 0.3*0.9) / 0.7; !near(v.CompositeConfidence, want) {
+	// (0.40×1.0 + 0.30×0.85) / 0.70: a filesystem server is Local by
+	// what it is (0.85)
+	if want := (0.4*1 + 0.3*0.85) / 0.7; !near(v.CompositeConfidence, want) {
 		t.Errorf("composite: got %v, want %v", v.CompositeConfidence, want)
 	}
 	if !v.ConsistentWithDeclaration {

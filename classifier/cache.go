@@ -62,6 +62,7 @@ func cacheRaw(buf []byte, d *intercept.ActionDescriptor) []byte {
 	str(d.Agent)
 	str(d.ProtocolVersion)
 	raw(d.Annotations)
+	raw(d.InputSchema)
 	str(d.Method)
 	str(d.ClientName)
 	if p := d.Principal; p != nil {

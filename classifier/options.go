@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -257,6 +258,7 @@ func rank(axis, value string) int {
 
 // compiled is Options after validation: immutable, shared by every call.
 type compiled struct {
+	idZones    sync.Map // stdio command line -> idZone
 	profile    Profile
 	axes       []string
 	opts       Options // for Composite and Route
