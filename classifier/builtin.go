@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 
@@ -99,7 +100,31 @@ func (b *Builtin) classify(d *intercept.ActionDescriptor) Verdict {
 	}
 	c.scanArgs(d.Parameters, &k.args)
 	k.lex = lexicalAction(k.name, k.desc, k.cmd)
+	// Only for tools whose name names no operation of its own: a
+	// run_command's "command" is the payload, not an operation.
+	if k.lex.nameVerb == "" || vagueVerbs[k.lex.nameVerb] {
+		k.routeLex(d)
+	}
+	return b.finish(k, d, target)
+}
 
+// vagueVerbs name no operation: "manage_users" does whatever its action
+// parameter says.
+var vagueVerbs = wordSet("manage", "handle", "use", "perform", "do", "operate", "access", "work", "process")
+
+func (k *call) routeLex(d *intercept.ActionDescriptor) {
+	if rw := routerWords(nil, d.Parameters); len(rw) > 0 {
+		// The operation the call names, with the tool's name for its
+		// objects ("create" + "dns_record").
+		if la := lexicalAction(append(rw, k.name...), nil, k.cmd); la.action != "" && la.source == SourceToolName && la.nameVerb != "" && slices.Contains(rw, la.nameVerb) {
+			la.source = SourceParameters
+			k.lex = la
+		}
+	}
+}
+
+func (b *Builtin) finish(k *call, d *intercept.ActionDescriptor, target target) Verdict {
+	c := b.c
 	v := Verdict{
 		SessionID:    d.SessionID,
 		ToolName:     d.ToolName,
