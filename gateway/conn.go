@@ -235,6 +235,9 @@ func (r *relay) cancelled(id string) {
 // approval question (admitted by admitAnswer) when m carried one for the
 // very request holding it.
 func (r *relay) check(ctx context.Context, m *intercept.Message, cc intercept.CallContext, a *approvalAnswer) (intercept.Decision, []byte, bool) {
+	r.mu.Lock()
+	cc.ClientCanApprove = canAsk(r.approver, m, cc.ProtocolVersion, r.elicitForm, true)
+	r.mu.Unlock()
 	dec, reply, ok := r.ic.CheckDecision(ctx, m, cc)
 	if a != nil && a.answered && !ok && r.approver != nil &&
 		dec.Verdict == intercept.RequireApproval && dec.ApprovalID != "" && dec.ApprovalID == a.sealed.ApprovalID {
@@ -327,7 +330,7 @@ func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, de
 			return
 		}
 	}
-	if _, reply, ok := r.ic.CheckDecision(ctx, m, r.callContext()); !ok {
+	if _, reply, ok := r.check(ctx, m, r.callContext(), nil); !ok {
 		_ = r.toClient(ctx, reply)
 		return
 	}

@@ -73,6 +73,9 @@ type exchange struct {
 	// until the session takes it (takeLease) or the POST ends.
 	client string
 	lease  *lease
+	// streams: the POST accepts an SSE stream, on which a 2025-era
+	// approval question can travel.
+	streams bool
 }
 
 // callContext is what the interceptor is told about x.
@@ -120,6 +123,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		return
 	}
 	x := &exchange{rt: rt, msgs: msgs, batch: batch, body: body, client: clientAddr(r)}
+	x.streams = strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	var firstID jsontext.Value
 	if !batch {
 		firstID = msgs[0].ID

@@ -27,6 +27,11 @@ type CallContext struct {
 	// ClientName is the name the client gives itself when Agent is the
 	// principal's ID instead; "" when unknown or the same.
 	ClientName string
+	// ClientCanApprove reports that a held call could be put to the
+	// client's user: the operator lets clients answer (the gateway has an
+	// Approver) and this client can be asked on this transport (see
+	// [ActionDescriptor.ClientCanApprove]).
+	ClientCanApprove bool
 }
 
 // ToolsObserver receives every tools/list result an upstream returns, after
@@ -270,6 +275,7 @@ func (i *Interceptor) Descriptor(m *Message, cc CallContext) *ActionDescriptor {
 		Principal:       cc.Principal,
 		ClientName:      cc.ClientName,
 	}
+	d.ClientCanApprove = cc.ClientCanApprove
 	if p := cc.Principal; p != nil && p.ID != d.Agent {
 		// The principal is the agent, whichever transport built cc; a
 		// different name the client gave is kept aside.
