@@ -34,8 +34,9 @@ type CallContext struct {
 	ClientCanApprove bool
 }
 
-// ToolsObserver receives every tools/list result an upstream returns, after
-// it has been passed on to the client. Implementations must not block.
+// ToolsObserver receives every tools/list result an upstream returns,
+// before it is passed on to the client, so that a call the client makes on
+// seeing the list is decided with it. Implementations must not block.
 type ToolsObserver interface {
 	ObserveTools(upstream string, result jsontext.Value)
 }
