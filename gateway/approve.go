@@ -302,6 +302,7 @@ func withoutMembers(obj jsontext.Value, keys ...string) (jsontext.Value, error) 
 // decided again.
 func (g *Gateway) check(ctx context.Context, x *exchange) (dec intercept.Decision, reply []byte, ok bool) {
 	cc := x.callContext()
+	cc.ClientCanApprove = !x.batch && canAsk(g.opts.Approver, x.msgs[0], x.version, x.sess != nil && x.sess.elicitForm, x.streams)
 	decide := func() {
 		g.traceStage(ctx, telemetry.StagePolicy, func(ctx context.Context) { dec, reply, ok = g.ic.CheckDecision(ctx, x.msgs[0], cc) })
 	}
@@ -336,11 +337,30 @@ func (g *Gateway) askApproval(w http.ResponseWriter, r *http.Request, x *exchang
 	}
 	// The question travels on the POST's own SSE stream, and the call then
 	// goes to the upstream from here.
-	if x.sess == nil || !x.sess.elicitForm || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+	if !canAsk(g.opts.Approver, m, x.version, x.sess != nil && x.sess.elicitForm, x.streams) {
 		return false
 	}
 	g.elicitApproval(w, r, x, dec, form, reply)
 	return true
+}
+
+// canAsk reports whether a held call m could be put to the client's user,
+// as askApproval and relay.ask do: there is an Approver, and the client
+// declared form elicitation — from 2026-07-28 on in m's _meta (and the
+// Approver seals states), before that at initialize (declared) with a
+// transport that can carry the question now (streams: a POST that accepts
+// an SSE stream; always on a connection). The decision is told (as
+// CallContext.ClientCanApprove), so that an escalation holds a call only
+// where someone can answer it.
+func canAsk(ap Approver, m *intercept.Message, version string, declared, streams bool) bool {
+	if ap == nil {
+		return false
+	}
+	if isModern(version) {
+		_, ok := ap.(stateSealer)
+		return ok && formElicitation(intercept.Member(m.Meta, metaClientCaps))
+	}
+	return declared && streams
 }
 
 // sealState returns the requestState of a 2026-07-28 approval question

@@ -75,8 +75,6 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 			case m == nil || m.Kind != intercept.KindResponse:
 			case method == "tools/call":
 				g.ic.ObserveResult(call.cc, m.IDKey(), m.Result)
-			case method == "tools/list":
-				g.ic.ObserveTools(rt.up.Name, m.Result)
 			}
 		}
 	}
@@ -104,8 +102,9 @@ func batchElements(msg []byte) [][]byte {
 // and returns it decoded, with the method of the request it answers. A
 // tools/list result is delivered with the tools hidden that ic says the
 // requesting agent can never call. The upstream call a response answers
-// ends, and an initialize result sets sess's protocol version, before the
-// client has the response.
+// ends, an initialize result sets sess's protocol version, and a
+// tools/list result is recorded (ic.ObserveTools), before the client has
+// the response.
 func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, sess *session, msg []byte) (*intercept.Message, bridgeCall) {
 	m, err := intercept.DecodeMessage(msg)
 	if err != nil {
@@ -140,6 +139,9 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, sess
 		call.up.end(responseError(m))
 		if call.method == "initialize" && m.Kind == intercept.KindResponse {
 			sess.setVersion(protocolVersionFromResult(m.Result))
+		}
+		if call.method == "tools/list" && m.Kind == intercept.KindResponse {
+			ic.ObserveTools(call.cc.Upstream, m.Result)
 		}
 	}
 	if target != nil {

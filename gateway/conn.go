@@ -235,6 +235,9 @@ func (r *relay) cancelled(id string) {
 // approval question (admitted by admitAnswer) when m carried one for the
 // very request holding it.
 func (r *relay) check(ctx context.Context, m *intercept.Message, cc intercept.CallContext, a *approvalAnswer) (intercept.Decision, []byte, bool) {
+	r.mu.Lock()
+	cc.ClientCanApprove = canAsk(r.approver, m, cc.ProtocolVersion, r.elicitForm, true)
+	r.mu.Unlock()
 	dec, reply, ok := r.ic.CheckDecision(ctx, m, cc)
 	if a != nil && a.answered && !ok && r.approver != nil &&
 		dec.Verdict == intercept.RequireApproval && dec.ApprovalID != "" && dec.ApprovalID == a.sealed.ApprovalID {
@@ -327,7 +330,7 @@ func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, de
 			return
 		}
 	}
-	if _, reply, ok := r.ic.CheckDecision(ctx, m, r.callContext()); !ok {
+	if _, reply, ok := r.check(ctx, m, r.callContext(), nil); !ok {
 		_ = r.toClient(ctx, reply)
 		return
 	}
@@ -478,8 +481,9 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 
 // received looks at a message from the upstream before it is passed on
 // and returns the responses in it. The upstream calls they answer end
-// now, and an initialize result sets the protocol version before the
-// client, having it, can send a request that the version describes.
+// now, an initialize result sets the protocol version and a tools/list
+// result is recorded before the client, having it, can send a request
+// that the version or the list describes.
 func (r *relay) received(b []byte) []*intercept.Message {
 	msgs, _, err := intercept.Decode(b)
 	if err != nil {
@@ -492,10 +496,16 @@ func (r *relay) received(b []byte) []*intercept.Message {
 		}
 		answers = append(answers, m)
 		r.mu.Lock()
-		if m.Kind == intercept.KindResponse && r.pending[m.IDKey()] == "initialize" {
+		method := r.pending[m.IDKey()]
+		if m.Kind == intercept.KindResponse && method == "initialize" {
 			r.version = protocolVersionFromResult(m.Result)
 		}
 		r.mu.Unlock()
+		if m.Kind == intercept.KindResponse && method == "tools/list" {
+			// Recorded before the client has it: a call it makes on
+			// seeing the list is decided with the list.
+			r.ic.ObserveTools(r.up.Name, m.Result)
+		}
 		r.endUpCall(m.IDKey(), responseError(m))
 	}
 	return answers
@@ -512,8 +522,6 @@ func (r *relay) observe(answers []*intercept.Message) {
 		r.endSpan(m.IDKey(), responseError(m))
 		switch {
 		case !ok || m.Kind != intercept.KindResponse:
-		case method == "tools/list":
-			r.ic.ObserveTools(r.up.Name, m.Result)
 		case method == "tools/call":
 			r.ic.ObserveResult(r.callContext(), m.IDKey(), m.Result)
 		}

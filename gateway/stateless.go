@@ -214,11 +214,13 @@ func (b *statelessBridge) route(m *intercept.Message) {
 	if list && b.g.ic.HideDeniedTools {
 		out, _ = hideToolsIn(b.g.ctx, b.g.ic, c.cc, out, m.Result)
 	}
-	c.s.deliver(out)
-	switch {
-	case list:
+	if list {
+		// Recorded before the client has it: a call it makes on seeing
+		// the list is decided with the list.
 		b.g.ic.ObserveTools(b.rt.up.Name, m.Result)
-	case m.Kind == intercept.KindResponse && c.method == "tools/call":
+	}
+	c.s.deliver(out)
+	if m.Kind == intercept.KindResponse && c.method == "tools/call" {
 		b.g.ic.ObserveResult(c.cc, string(c.id), m.Result)
 	}
 }

@@ -73,6 +73,9 @@ type exchange struct {
 	// until the session takes it (takeLease) or the POST ends.
 	client string
 	lease  *lease
+	// streams: the POST accepts an SSE stream, on which a 2025-era
+	// approval question can travel.
+	streams bool
 }
 
 // callContext is what the interceptor is told about x.
@@ -120,6 +123,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		return
 	}
 	x := &exchange{rt: rt, msgs: msgs, batch: batch, body: body, client: clientAddr(r)}
+	x.streams = strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	var firstID jsontext.Value
 	if !batch {
 		firstID = msgs[0].ID
@@ -436,6 +440,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if resp.ContentLength >= 0 {
 		w.Header().Set("Content-Length", strconv.Itoa(len(shown)))
 	}
+	if resp.StatusCode/100 == 2 {
+		ob.lists(b)
+	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(shown)
 	if resp.StatusCode/100 == 2 {
@@ -458,7 +465,8 @@ func isEventStream(h http.Header) bool {
 
 // pipeEvents copies an SSE stream to the client one event at a time,
 // flushing each, with ob's filter applied to every message, and shows every
-// message as the upstream sent it to ob after it is passed on. It returns
+// message as the upstream sent it to ob (tools/list results before it is
+// passed on, the rest after). It returns
 // why it stopped before the stream's end: a broken upstream stream, or
 // [errCancelled] when the client could no longer be written to.
 func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io.Reader, ob *observer) error {
@@ -479,6 +487,7 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 		data := ev.Data
 		msg := len(data) > 0 && (ev.Event == "" || ev.Event == "message")
 		if msg {
+			ob.lists(data)
 			// Compacted like every message the gateway writes as an event;
 			// one that is not JSON cannot be framed and is not passed on.
 			ev.Data, err = transport.Compact(ob.filter(ctx, data))
@@ -604,8 +613,6 @@ func (o *observer) message(b []byte) {
 		switch o.pending[m.IDKey()] {
 		case "tools/call":
 			o.g.ic.ObserveResult(o.cc, m.IDKey(), m.Result)
-		case "tools/list":
-			o.g.ic.ObserveTools(o.rt.up.Name, m.Result)
 		case "initialize":
 			if o.sess != nil {
 				o.sess.setVersion(protocolVersionFromResult(m.Result))
@@ -614,10 +621,29 @@ func (o *observer) message(b []byte) {
 	}
 }
 
-// wants reports whether any pending request has a result worth reading.
+// lists records the tools/list results in b, a message of the upstream's
+// answer, before it is passed on: a call the client makes on seeing a
+// list is then decided with it. message leaves them alone.
+func (o *observer) lists(b []byte) {
+	if !o.waitsForList() {
+		return
+	}
+	msgs, _, err := intercept.Decode(b)
+	if err != nil {
+		return
+	}
+	for _, m := range msgs {
+		if m.Kind == intercept.KindResponse && o.pending[m.IDKey()] == "tools/list" {
+			o.g.ic.ObserveTools(o.rt.up.Name, m.Result)
+		}
+	}
+}
+
+// wants reports whether any pending request has a result worth reading
+// after it was passed on (tools/list results are read before: lists).
 func (o *observer) wants() bool {
 	for _, m := range o.pending {
-		if m == "tools/list" || m == "initialize" || (m == "tools/call" && o.g.ic.WantsResults()) {
+		if m == "initialize" || (m == "tools/call" && o.g.ic.WantsResults()) {
 			return true
 		}
 	}

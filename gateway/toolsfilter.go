@@ -60,7 +60,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, cc intercept.Call
 }
 
 // filter hides tools in b, a message of the upstream's answer, before it
-// is passed on; message then observes the unfiltered b.
+// is passed on; lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
 	if !o.g.ic.HideDeniedTools || !o.waitsForList() {
 		return b

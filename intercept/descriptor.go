@@ -54,6 +54,13 @@ type ActionDescriptor struct {
 	// InputSchema is the tool's inputSchema from the last tools/list: what
 	// its parameters mean (a url, a path, a query) as the server declares.
 	InputSchema jsontext.Value `json:"input_schema,omitempty"`
+	// ClientCanApprove reports that the gateway could ask the client's user
+	// to approve this call if it were held: the operator lets clients
+	// answer (approvals.client_may_answer) and the client declared form
+	// elicitation, in its session (2025 era) or in this request's _meta
+	// (2026-07-28, answered with input_required). False says nothing about
+	// operators. It is not part of the call: never hashed or recorded.
+	ClientCanApprove bool `json:"-"`
 	// Classification is the classifier's advice, visible to policy
 	// conditions as classification.*; nil when there is none. The
 	// classifier itself never sees it.

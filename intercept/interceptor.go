@@ -27,10 +27,16 @@ type CallContext struct {
 	// ClientName is the name the client gives itself when Agent is the
 	// principal's ID instead; "" when unknown or the same.
 	ClientName string
+	// ClientCanApprove reports that a held call could be put to the
+	// client's user: the operator lets clients answer (the gateway has an
+	// Approver) and this client can be asked on this transport (see
+	// [ActionDescriptor.ClientCanApprove]).
+	ClientCanApprove bool
 }
 
-// ToolsObserver receives every tools/list result an upstream returns, after
-// it has been passed on to the client. Implementations must not block.
+// ToolsObserver receives every tools/list result an upstream returns,
+// before it is passed on to the client, so that a call the client makes on
+// seeing the list is decided with it. Implementations must not block.
 type ToolsObserver interface {
 	ObserveTools(upstream string, result jsontext.Value)
 }
@@ -270,6 +276,7 @@ func (i *Interceptor) Descriptor(m *Message, cc CallContext) *ActionDescriptor {
 		Principal:       cc.Principal,
 		ClientName:      cc.ClientName,
 	}
+	d.ClientCanApprove = cc.ClientCanApprove
 	if p := cc.Principal; p != nil && p.ID != d.Agent {
 		// The principal is the agent, whichever transport built cc; a
 		// different name the client gave is kept aside.

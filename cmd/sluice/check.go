@@ -82,6 +82,7 @@ func (c *config) preflight() (*checked, error) {
 	if err := c.Classifier.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.path, err)
 	}
+	c.checkAnswerable(ck)
 	switch c.Classifier.Provider {
 	case "openai", "anthropic", "gemini":
 		if _, err := classifier.LoadKey(c.Classifier.APIKeyEnv, c.Classifier.APIKeyFile); err != nil {

@@ -27,11 +27,16 @@ type classifierConfig struct {
 	// Timeout of one LLM classification (default 2s); a timeout yields a
 	// low-confidence verdict, never a block.
 	Timeout time.Duration `yaml:"timeout"`
-	// OnEscalate: approve (hold uncertain calls for a human, the default)
-	// or log.
+	// OnEscalate is what happens to a call the policy allows but the
+	// classifier is not confident about: log (the default: the event is
+	// recorded and the allow stands) or approve (hold it for a human, where
+	// one can answer: an operator through admin_listen, or the client's
+	// user with approvals.client_may_answer and a client that can be
+	// asked; otherwise the allow stands).
 	OnEscalate govern.Action `yaml:"on_escalate"`
-	// OnInjection: approve (default), deny or log, for calls whose
-	// arguments look like a prompt injection.
+	// OnInjection is the same for calls whose arguments look like a prompt
+	// injection: log (the default), approve (held where someone can
+	// answer) or deny.
 	OnInjection govern.Action `yaml:"on_injection"`
 	// ScanResults also scans tool results for prompt injection (after the
 	// client got them): a finding is logged and recorded as a
@@ -54,6 +59,7 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory fun
 		return nil, err
 	}
 	adv := &govern.Advisor{Options: cc.Options, OnEscalate: cc.OnEscalate, OnInjection: cc.OnInjection}
+	adv.OperatorAnswers = c.AdminListen != "" // clients that can be asked say so per call
 	switch cc.Provider {
 	case "off":
 		return adv, nil
@@ -118,6 +124,14 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory fun
 		if a.SoleDenyViolation {
 			attrs = append(attrs, "event", govern.EventSoleDenyViolation)
 		}
+		if a.Unheld != "" {
+			// Flagged, but the policy's allow stands: say why (loudly
+			// when the operator asked for a hold nobody could answer).
+			if a.Unheld == govern.UnheldNobodyAnswers {
+				level = slog.LevelInfo
+			}
+			attrs = append(attrs, "unheld", a.Unheld)
+		}
 		if a.Err != nil {
 			attrs = append(attrs, "err", a.Err)
 		}
@@ -152,4 +166,24 @@ func (cc *classifierConfig) validate() error {
 		return nil
 	}
 	return fmt.Errorf("classifier.provider: %q is not builtin, off, openai, anthropic or gemini", cc.Provider)
+}
+
+// checkAnswerable warns when on_escalate or on_injection asks for calls to
+// be held but nobody could answer them: no admin API for an operator and
+// clients may not answer. Such calls are then only recorded, and the
+// policy's allow stands.
+func (c *config) checkAnswerable(ck *checked) {
+	if c.Classifier.Provider == "off" || c.AdminListen != "" || c.Approvals.ClientMayAnswer {
+		return
+	}
+	for _, a := range []struct {
+		key string
+		v   govern.Action
+	}{{"on_escalate", c.Classifier.OnEscalate}, {"on_injection", c.Classifier.OnInjection}} {
+		if a.v == govern.ActionApprove {
+			ck.warn("classifier.%s: approve, but nobody could answer a held call (no admin_listen for an operator, approvals.client_may_answer is off): "+
+				"such calls are only recorded and the policy's decision stands; set admin_listen (and answer with `sluice approvals`), "+
+				"approvals.client_may_answer: true, or %s: log", a.key, a.key)
+		}
+	}
 }

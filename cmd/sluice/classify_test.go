@@ -13,14 +13,15 @@ import (
 	"github.com/sluicehq/sluice/internal/deadpeer"
 )
 
-// TestClassifierOutageEscalates: with the LLM provider unreachable, calls
-// the policy allows are held for a human, calls it denies stay denied: the
+// TestClassifierOutageEscalates: with the LLM provider unreachable and
+// on_escalate: approve (and an admin API, so an operator can answer),
+// calls the policy allows are held for a human, calls it denies stay denied: the
 // classifier neither blocks nor lets anything through by itself.
 func TestClassifierOutageEscalates(t *testing.T) {
 	dead := deadpeer.Addr(t) // every connection is reset
 	t.Setenv("SLUICE_TEST_KEY", "sk-test-not-a-real-key")
 	g := startServe(t, "policy: {default: allow, deny: [send_email], result_mode: tool_result}\n"+
-		"classifier: {provider: openai, base_url: 'http://"+dead+"', api_key_env: SLUICE_TEST_KEY, timeout: 200ms}\n")
+		"classifier: {provider: openai, base_url: 'http://"+dead+"', api_key_env: SLUICE_TEST_KEY, timeout: 200ms, on_escalate: approve}\n")
 	got := modernCall(t, g.url, "tools/call", "echo", `{"name":"echo","arguments":{"message":"hi"}}`)
 	if !strings.Contains(got, `"status":"approval_required"`) || !strings.Contains(got, `"code":"classifier_escalation"`) {
 		t.Errorf("allowed call with the classifier down: got %s, want an approval hold", got)
@@ -46,7 +47,7 @@ func TestClassifierBreakerRecorded(t *testing.T) {
 	defer provider.Close()
 	t.Setenv("SLUICE_TEST_KEY", "sk-test-not-a-real-key")
 	g := startServe(t, "policy: {default: allow, result_mode: tool_result}\n"+
-		"classifier: {provider: openai, base_url: '"+provider.URL+"', api_key_env: SLUICE_TEST_KEY}\n")
+		"classifier: {provider: openai, base_url: '"+provider.URL+"', api_key_env: SLUICE_TEST_KEY, on_escalate: approve}\n")
 	for i := range 6 {
 		got := modernCall(t, g.url, "tools/call", "echo", `{"name":"echo","arguments":{"message":"m`+string(rune('a'+i))+`"}}`)
 		if !strings.Contains(got, `"classifier_escalation"`) {

@@ -21,7 +21,8 @@ type running struct {
 }
 
 // startServe runs serve with the YAML config in front of a fresh demo
-// server, with an admin listener and a temporary data directory.
+// server, with an admin listener (none for admin_listen: off) and a
+// temporary data directory.
 func startServe(t *testing.T, yaml string) *running {
 	t.Helper()
 	return startServeWith(t, yaml, nil)
@@ -63,7 +64,13 @@ func startServeOn(t *testing.T, agents net.Listener, yaml string, wrap func(http
 	case cfg.Listen == "":
 		cfg.Listen = "127.0.0.1:0"
 	}
-	cfg.AdminListen, cfg.DataDir = "127.0.0.1:0", r.dir
+	switch cfg.AdminListen {
+	case "off": // a gateway no operator can reach
+		cfg.AdminListen = ""
+	default:
+		cfg.AdminListen = "127.0.0.1:0"
+	}
+	cfg.DataDir = r.dir
 	demoUp := gateway.Upstream{Name: "demo"}
 	if len(cfg.Upstreams) == 1 && cfg.Upstreams[0].Name == "demo" { // keep what the config says of it (oauth, headers)
 		demoUp = cfg.Upstreams[0]

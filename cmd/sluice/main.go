@@ -189,7 +189,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		logger.Info("admin API listening", "addr", at.Admin)
 	}
 	logger.Info("sluice listening", "addr", at.Listen, "upstreams", len(cfg.Upstreams))
-	logSummary(logger, cfg, ck, cfg.Upstreams, at.Listen, tc != nil)
+	logSummary(logger, cfg, ck, cfg.Upstreams, at, tc != nil)
 	if ready != nil {
 		ready(at)
 	}

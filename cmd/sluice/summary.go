@@ -7,14 +7,15 @@ import (
 
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/govern"
 )
 
 // logSummary says at start-up what the gateway will do: where each route
-// is served (listen empty: stdio, for wrap), the policy, the classifier
+// is served (at.Listen empty: stdio, for wrap), the policy, the classifier
 // and its escalation, and where events go. Identity is logged by
 // checkIdentity, problems by preflight's warnings.
-func logSummary(logger *slog.Logger, cfg *config, ck *checked, ups []gateway.Upstream, listen string, tls bool) {
-	if listen != "" {
+func logSummary(logger *slog.Logger, cfg *config, ck *checked, ups []gateway.Upstream, at bound, tls bool) {
+	if listen := at.Listen; listen != "" {
 		http, ws := "http://", "ws://"
 		if tls {
 			http, ws = "https://", "wss://"
@@ -45,16 +46,17 @@ func logSummary(logger *slog.Logger, cfg *config, ck *checked, ups []gateway.Ups
 		provider = "builtin"
 	}
 	if onEscalate == "" {
-		onEscalate = "approve"
+		onEscalate = string(govern.ActionLog)
 	}
 	if onInjection == "" {
-		onInjection = "approve"
+		onInjection = string(govern.ActionLog)
 	}
 	if provider == "off" {
 		logger.Info("classifier: off")
 	} else {
 		logger.Info("classifier", "provider", provider, "on_escalate", onEscalate, "on_injection", onInjection)
 	}
+	logger.Info(escalationSummary(cfg, at.Admin))
 	if cfg.Audit.Off {
 		logger.Info("audit: off (audit.off); events reach metrics only")
 		return
@@ -69,4 +71,42 @@ func logSummary(logger *slog.Logger, cfg *config, ck *checked, ups []gateway.Ups
 	}
 	logger.Info("audit", "path", filepath.Join(dir, audit.FileName), "on_failure", onFailure, "sync", sync,
 		"keep_arguments", cfg.Audit.KeepArguments)
+}
+
+// escalationSummary says in one line what the classifier's escalation
+// handler will do with a call the policy allows but the classifier flags
+// (uncertain: on_escalate; injection suspected: on_injection): hold it for
+// whoever can answer, or record it and let the allow stand. admin is the
+// admin API's bound address, empty without one.
+func escalationSummary(cfg *config, admin string) string {
+	cc := cfg.Classifier
+	if cc.Provider == "off" {
+		return "escalation: none (classifier off)"
+	}
+	var who []string
+	if admin != "" {
+		who = append(who, "operator approval on admin "+admin)
+	}
+	if cfg.Approvals.ClientMayAnswer {
+		who = append(who, "the client's user where the client can be asked (elicitation, input_required)")
+	}
+	handles := func(key string, a govern.Action) string {
+		switch a {
+		case "":
+			return "log only (" + key + " not set)"
+		case govern.ActionLog:
+			return "log only (" + key + ": log)"
+		case govern.ActionDeny:
+			return "deny (" + key + ": deny)"
+		}
+		if len(who) == 0 {
+			return "log only (" + key + ": approve, but nobody can answer: no admin_listen, approvals.client_may_answer off)"
+		}
+		s := "hold for " + strings.Join(who, " or ")
+		if admin == "" {
+			s += ", else log only"
+		}
+		return s
+	}
+	return "escalation: " + handles("on_escalate", cc.OnEscalate) + "; injection: " + handles("on_injection", cc.OnInjection)
 }

@@ -95,8 +95,11 @@ func TestStartupSummary(t *testing.T) {
 	if l := find(lines, "policy", map[string]any{"source": "inline"}); l == nil || l["version"] == "" || l["rules"] != float64(1) {
 		t.Errorf("policy line: got %v, want the version and 1 rule", l)
 	}
-	if l := find(lines, "classifier", map[string]any{"provider": "builtin", "on_escalate": "approve"}); l == nil {
+	if l := find(lines, "classifier", map[string]any{"provider": "builtin", "on_escalate": "log", "on_injection": "log"}); l == nil {
 		t.Errorf("no classifier line in\n%v", lines)
+	}
+	if l := find(lines, "escalation: log only (on_escalate not set); injection: log only (on_injection not set)", nil); l == nil {
+		t.Errorf("no escalation line in\n%v", lines)
 	}
 	if l := find(lines, "audit", map[string]any{"on_failure": "warn"}); l == nil || !strings.HasSuffix(l["path"].(string), "events.db") {
 		t.Errorf("audit line: got %v, want the events.db path", l)
@@ -120,5 +123,43 @@ func TestStartupSummary(t *testing.T) {
 	lines = serveLogged(t, "policy: {default: allow}\n", "", func(string) {})
 	if find(lines, "no upstreams: the gateway has nothing to route to; add upstreams: with a url or a command", map[string]any{"level": "WARN"}) == nil {
 		t.Errorf("no WARN about no upstreams in\n%v", lines)
+	}
+}
+
+// TestEscalationSummary: the start-up summary says in one line what the
+// escalation handler does: log only, or hold for whoever can answer.
+func TestEscalationSummary(t *testing.T) {
+	for _, tt := range []struct {
+		yaml, admin, want string
+	}{
+		{"", "", "escalation: log only (on_escalate not set); injection: log only (on_injection not set)"},
+		{"classifier: {on_escalate: approve, on_injection: deny}\n", "127.0.0.1:9090",
+			"escalation: hold for operator approval on admin 127.0.0.1:9090; injection: deny (on_injection: deny)"},
+		{"classifier: {on_escalate: approve}\n", "",
+			"escalation: log only (on_escalate: approve, but nobody can answer: no admin_listen, approvals.client_may_answer off); injection: log only (on_injection not set)"},
+		{"approvals: {client_may_answer: true}\nclassifier: {on_escalate: log, on_injection: approve}\n", "",
+			"escalation: log only (on_escalate: log); injection: hold for the client's user where the client can be asked (elicitation, input_required), else log only"},
+		{"approvals: {client_may_answer: true}\nclassifier: {on_escalate: approve}\n", "127.0.0.1:9090",
+			"escalation: hold for operator approval on admin 127.0.0.1:9090 or the client's user where the client can be asked (elicitation, input_required); injection: log only (on_injection not set)"},
+		{"classifier: {provider: off, on_escalate: approve}\n", "127.0.0.1:9090", "escalation: none (classifier off)"},
+	} {
+		cfg, err := parseConfig("test", []byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := escalationSummary(cfg, tt.admin); got != tt.want {
+			t.Errorf("%q, admin %q:\ngot  %s\nwant %s", tt.yaml, tt.admin, got, tt.want)
+		}
+	}
+	var admin string
+	lines := serveLogged(t, "policy: {default: allow}\nadmin_listen: 127.0.0.1:0\nclassifier: {on_escalate: approve}\n", "", func(string) {})
+	for _, l := range lines {
+		if l["msg"] == "admin API listening" {
+			admin, _ = l["addr"].(string)
+		}
+	}
+	want := "escalation: hold for operator approval on admin " + admin + "; injection: log only (on_injection not set)"
+	if admin == "" || find(lines, want, nil) == nil {
+		t.Errorf("no line %q in\n%v", want, lines)
 	}
 }

@@ -127,7 +127,7 @@ func wrapIO(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 	}
 	defer g.Close()
 	logger.Info("sluice wrap serving on stdio", "upstream", up.Name, "target", strings.Join(append([]string{up.Command}, up.Args...), " ")+up.URL)
-	logSummary(logger, cfg, ck, nil, "", false)
+	logSummary(logger, cfg, ck, nil, at, false)
 	if ready != nil {
 		ready(at)
 	}

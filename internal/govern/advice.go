@@ -22,17 +22,30 @@ const (
 	EventSoleDenyViolation = "CLASSIFIER_SOLE_DENY_VIOLATION"
 )
 
-// Action is what to do with an allowed call the advice flags.
+// Action is what to do with an allowed call the advice flags. The zero
+// value, like ActionLog, only records the advice: the policy's decision
+// stands, so a gateway configured with a policy alone is transparent.
 type Action string
 
 const (
-	// ActionApprove holds the call for a human (the default).
+	// ActionApprove holds the call for a human, where one can answer (see
+	// Advisor.OperatorAnswers); otherwise the policy's decision stands.
 	ActionApprove Action = "approve"
 	// ActionLog only records the advice.
 	ActionLog Action = "log"
 	// ActionDeny denies; allowed only for deterministic findings
 	// (injection), never for the classifier's verdict.
 	ActionDeny Action = "deny"
+)
+
+// Why an escalation or injection finding left the policy's decision
+// standing (Advice.Unheld).
+const (
+	// UnheldNotConfigured: the action for it is not approve.
+	UnheldNotConfigured = "not_configured"
+	// UnheldNobodyAnswers: approve, but no operator and not the client
+	// could answer the call if it were held.
+	UnheldNobodyAnswers = "nobody_answers"
 )
 
 // Advice is everything the classifier said about one call.
@@ -52,6 +65,11 @@ type Advice struct {
 	Escalated bool
 	Latency   time.Duration
 	Decision  intercept.Decision
+
+	// Unheld says why an allowed call the advice flagged (uncertain, or
+	// injection suspected) was not held: UnheldNotConfigured or
+	// UnheldNobodyAnswers; empty when nothing was flagged or it was held.
+	Unheld string
 }
 
 // Advisor runs a classifier beside the deterministic policy and applies
@@ -66,11 +84,21 @@ type Advisor struct {
 	Classifier classifier.Classifier // nil: the policy alone decides
 	Options    classifier.Options    // scoring: profile, weights, thresholds
 	// OnEscalate applies to allowed calls whose disposition is escalate or
-	// mandatory escalate: ActionApprove (default) or ActionLog.
+	// mandatory escalate: ActionApprove holds them where someone can
+	// answer; "" (the default) or ActionLog records the advice and lets
+	// the policy's allow stand. ActionDeny, refused by configuration,
+	// counts as ActionApprove: the classifier never denies.
 	OnEscalate Action
 	// OnInjection applies to allowed calls whose arguments look like a
-	// prompt injection: ActionApprove (default), ActionDeny or ActionLog.
+	// prompt injection: ActionApprove holds them where someone can answer,
+	// ActionDeny denies them, "" (the default) or ActionLog records them.
 	OnInjection Action
+	// OperatorAnswers says an operator can answer held calls (the admin
+	// API is served: admin_listen). Without it ActionApprove holds a call
+	// only when the client can be asked about it
+	// (ActionDescriptor.ClientCanApprove); a call nobody could answer
+	// would only wait for its approval timeout and fail.
+	OperatorAnswers bool
 	// OnAdvice, if set, gets every advice after the decision. It must not
 	// block.
 	OnAdvice func(*Advice)
@@ -131,22 +159,52 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 		final = base
 	}
 	if final.Verdict == intercept.Allow {
-		switch {
-		case adv.Intent.InjectionSuspected && a.OnInjection != ActionLog:
-			adv.Escalated = true
-			final = flag(final, a.OnInjection == ActionDeny, ReasonInjection,
-				"the arguments of this call look like a prompt injection")
-		case adv.Assessment.Disposition <= classifier.Escalate && a.OnEscalate != ActionLog:
-			adv.Escalated = true
-			final = flag(final, false, ReasonEscalation,
-				fmt.Sprintf("this call needs a human's review: the classifier is not confident about it (composite %.2f)", adv.Assessment.Composite))
-		}
+		final = a.escalate(final, d, adv)
 	}
 	adv.Decision, adv.Latency = final, time.Since(start)
 	if a.OnAdvice != nil {
 		a.OnAdvice(adv)
 	}
 	return final, nil
+}
+
+// escalate applies OnInjection and OnEscalate to dec, an allow: the first
+// finding whose action holds (where someone can answer) or denies wins;
+// otherwise adv.Unheld says why dec stands.
+func (a *Advisor) escalate(dec intercept.Decision, d *intercept.ActionDescriptor, adv *Advice) intercept.Decision {
+	type finding struct {
+		on             Action
+		reason, public string
+	}
+	var found []finding
+	if adv.Intent.InjectionSuspected {
+		found = append(found, finding{a.OnInjection, ReasonInjection, "the arguments of this call look like a prompt injection"})
+	}
+	if adv.Assessment.Disposition <= classifier.Escalate {
+		on := a.OnEscalate
+		if on == ActionDeny {
+			on = ActionApprove
+		}
+		found = append(found, finding{on, ReasonEscalation,
+			fmt.Sprintf("this call needs a human's review: the classifier is not confident about it (composite %.2f)", adv.Assessment.Composite)})
+	}
+	for _, f := range found {
+		switch {
+		case f.on == ActionDeny:
+			adv.Escalated, adv.Unheld = true, ""
+			return flag(dec, true, f.reason, f.public)
+		case f.on != ActionApprove:
+			if adv.Unheld == "" {
+				adv.Unheld = UnheldNotConfigured
+			}
+		case !a.OperatorAnswers && !d.ClientCanApprove:
+			adv.Unheld = UnheldNobodyAnswers
+		default:
+			adv.Escalated, adv.Unheld = true, ""
+			return flag(dec, false, f.reason, f.public)
+		}
+	}
+	return dec
 }
 
 func flag(d intercept.Decision, deny bool, reason, public string) intercept.Decision {
