@@ -232,7 +232,7 @@ func lexicalAction(name, desc, cmd []string) lexical {
 	for i, w := range name {
 		l.jobObject = l.jobObject || jobObjects[w]
 		agent = agent || agentObjects[w]
-		prov = prov || provisionObjects[w] || (w == "key" || w == "keys") && i > 0 && keyQualifiers[name[i-1]]
+		prov = prov || provisionObjects[w] || (w == "key" || w == "keys") && i > 0 && keyQualifiers[name[i-1]] || provisionHeads[w] && headNoun(name, i) && creatingVerb(name)
 		l.infra = l.infra || infraWords[w]
 		l.destroys = l.destroys || destroyVerbs[w]
 		l.financial = l.financial || financialWords[w]
@@ -311,6 +311,34 @@ func lexicalAction(name, desc, cmd []string) lexical {
 		l.action, l.conf, l.source = l.descAction, descConf, SourceToolDescription
 	}
 	return l
+}
+
+// creatingVerb reports whether the name's verb makes, unmakes or
+// reconfigures a thing (and so, on a provisionHeads noun, is Provision).
+func creatingVerb(name []string) bool {
+	for _, w := range name {
+		if _, base := verbOf(w); creatingVerbs[base] {
+			return true
+		}
+	}
+	return false
+}
+
+var creatingVerbs = wordSet("create", "new", "add", "delete", "remove", "destroy", "drop", "fork", "setup",
+	"set", "update", "put", "rollback", "deploy", "scale", "configure", "enable", "disable", "rename", "transfer")
+
+// headNoun reports whether name[i] is what the name is about: its last
+// word, or the word before a final verb ("cron_delete").
+func headNoun(name []string, i int) bool {
+	n := len(name)
+	if i == n-1 {
+		return true
+	}
+	if i == n-2 {
+		k, _ := verbOf(name[n-1])
+		return k != vNone
+	}
+	return false
 }
 
 // readOnlyPhrase reports whether description words call the tool

@@ -127,7 +127,7 @@ var verbs = map[string]verbKind{
 	"toggle": vWrite, "enable": vWrite, "disable": vWrite, "resize": vWrite, "manage": vWrite,
 	"change": vWrite, "replace": vWrite, "overwrite": vWrite, "import": vWrite, "sync": vWrite,
 	"transfer": vWrite, "pay": vWrite, "refund": vWrite, "charge": vWrite, "stage": vWrite, "unstage": vWrite,
-	"checkout": vWrite, "apply": vWrite, "upgrade": vWrite, "downgrade": vWrite, "scale": vWrite, "rollback": vWrite, "revert": vWrite,
+	"checkout": vWrite, "apply": vWrite, "upgrade": vWrite, "downgrade": vWrite, "scale": vProvision, "rollback": vProvision, "revert": vWrite,
 	"clean": vWrite, "cleanup": vWrite, "generate": vWrite, "upvote": vWrite, "share": vWrite,
 	"notify": vWrite, "book": vWrite, "reserve": vWrite, "order": vWrite, "purchase": vWrite, "buy": vWrite,
 	"sell": vWrite, "trade": vWrite, "put": vMethod, "post": vMethod, "tag": vWrite, "label": vWrite,
@@ -168,6 +168,15 @@ var (
 		"member", "members", "membership", "oauth", "sso", "ssh", "privilege", "privileges", "access",
 		"grant", "grants", "serviceaccount", "deployment", "deployments", "cluster", "clusters",
 		"infrastructure", "instance", "instances", "vm", "vms", "dns", "domain", "domains", "firewall")
+	// provisionHeads are things that outlast the session and carry
+	// capability or configuration: created, changed or deleted they are
+	// Provision — when the name is about them ("create_project",
+	// "cron_delete"), not about something in them ("add_project_item").
+	provisionHeads = wordSet("project", "projects", "repository", "repositories", "repo", "repos", "bucket", "buckets",
+		"database", "databases", "namespace", "namespaces", "queue", "queues", "route", "routes",
+		"binding", "bindings", "cron", "crons", "trigger", "triggers", "schedule", "schedules", "alarm",
+		"alarms", "monitor", "monitors", "app", "apps", "application", "applications", "environment",
+		"environments", "env", "worker", "workers", "workflow", "workflows", "flag", "flags", "user", "users")
 	// keyQualifiers make "key" a credential ("api key", "ssh key") rather
 	// than a keyboard or map key.
 	keyQualifiers = wordSet("api", "access", "ssh", "deploy", "private", "secret", "signing", "encryption",

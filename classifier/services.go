@@ -27,6 +27,10 @@ import (
 // is read for its first command.
 func serverIdentity(cmd string) string {
 	f := strings.Fields(cmd)
+	// "exec npx …", "env A=b npx …", "A=b npx …": the program comes after.
+	for len(f) > 0 && (f[0] == "exec" || f[0] == "env" || strings.Contains(f[0], "=")) {
+		f = f[1:]
+	}
 	if len(f) == 0 {
 		return ""
 	}

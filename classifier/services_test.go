@@ -11,6 +11,8 @@ func TestServerIdentity(t *testing.T) {
 		{"go run github.com/github/github-mcp-server/cmd/github-mcp-server@v1.9.0 stdio", "github/github-mcp-server/cmd/github-mcp-server", External},
 		{`sh -c 'mkdir -p ~/.cfg && echo {} > ~/.cfg/x.json; npx -y @stripe/mcp@0.2.5 --tools=all'`, "@stripe/mcp", External},
 		{"node /opt/servers/sqlite-server.js db.sqlite", "sqlite-server", Local},
+		{`sh -c 'mkdir -p .cfg && printf "a = 1\n" > .cfg/x && exec npx -y @cloudflare/mcp-server-cloudflare@0.2.0 run abc'`, "@cloudflare/mcp-server-cloudflare", External},
+		{"env DEBUG=1 npx -y @sentry/mcp-server@1.0.0", "@sentry/mcp-server", External},
 		{"docker run -i --rm -e TOKEN ghcr.io/acme/jira-bridge:1.2", "ghcr.io/acme/jira-bridge", External},
 		{"npx -y acme-widgets-mcp@1.0.0", "acme-widgets-mcp", ""},
 	} {
