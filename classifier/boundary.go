@@ -132,7 +132,7 @@ func (c *compiled) boundary(k *call, t target) AxisVerdict {
 	base := c.upstreamBoundary(k, t)
 	if z := k.args.urlZone; z != "" && rank(AxisBoundary, z) >= rank(AxisBoundary, base.Classified) {
 		if z != base.Classified || k.args.urlConf > base.Confidence {
-			return AxisVerdict{Classified: z, Confidence: k.args.urlConf, Source: SourceParameters}
+			return AxisVerdict{Classified: z, Confidence: min(k.args.urlConf, 0.85), Source: SourceParameters}
 		}
 	}
 	return base
@@ -161,15 +161,16 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	// Otherwise a URL the call names is where it goes (a browser opening
 	// a loopback page stays Local).
 	if k.args.urlZone != "" {
-		return AxisVerdict{Classified: k.args.urlZone, Confidence: k.args.urlConf, Source: SourceParameters}
+		// A URL among the arguments need not be where the call goes (a
+		// link in a message, a remote being added): below the high band.
+		return AxisVerdict{Classified: k.args.urlZone, Confidence: min(k.args.urlConf, 0.85), Source: SourceParameters}
 	}
 	if k.args.localPath {
 		return AxisVerdict{Classified: Local, Confidence: 0.85, Source: SourceParameters}
 	}
 	if idZone == Local {
-		if k.hints.openWorld == isTrue || describesExternal(k.desc) {
-			return AxisVerdict{Classified: External, Confidence: 0.7, Source: SourceToolDescription}
-		}
+		// Its words and openWorldHint do not move a local tool: on the
+		// dev split they were wrong five times in six.
 		return AxisVerdict{Classified: Local, Confidence: idConf, Source: SourceEndpointInference}
 	}
 	// openWorldHint: false is no evidence of Local: on the corpus's dev
@@ -179,8 +180,13 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 		return AxisVerdict{Classified: External, Confidence: 0.85, Source: SourceAnnotations}
 	}
 	for _, w := range k.cmd {
-		if externalServices[w] || browserWords[w] {
+		if externalServices[w] {
 			return AxisVerdict{Classified: External, Confidence: 0.8, Source: SourceEndpointInference}
+		}
+		if browserWords[w] {
+			// A browser with no URL in the call: its pages may be the
+			// open web or a local app; nothing here says which.
+			return AxisVerdict{Classified: External, Confidence: 0.55, Source: SourceEndpointInference}
 		}
 	}
 	if describesExternal(k.desc) {

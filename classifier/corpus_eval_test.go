@@ -126,6 +126,7 @@ type scored struct {
 	corpusCall
 	got  [2]string
 	conf [2]float64
+	src  [2]string
 }
 
 // classifyCorpus classifies every call, each server with the knowledge
@@ -151,7 +152,7 @@ func classifyCorpus(t testing.TB, calls []corpusCall) []scored {
 				t.Fatal(err)
 			}
 			at, bd := v.Axes[AxisActionType], v.Axes[AxisBoundary]
-			out = append(out, scored{corpusCall: c, got: [2]string{at.Classified, bd.Classified}, conf: [2]float64{at.Confidence, bd.Confidence}})
+			out = append(out, scored{corpusCall: c, got: [2]string{at.Classified, bd.Classified}, conf: [2]float64{at.Confidence, bd.Confidence}, src: [2]string{at.Source, bd.Source}})
 		}
 	}
 	return out
@@ -171,7 +172,7 @@ func mapsKeys[M ~map[string]V, V any](m M) func(func(string) bool) {
 // when they were set. The targets are 0.95 on both axes.
 const (
 	corpusFloorActionType = 0.81
-	corpusFloorBoundary   = 0.82
+	corpusFloorBoundary   = 0.83
 )
 
 // TestCorpusLeaveOneServerOut measures the built-in classifier on the
@@ -267,8 +268,14 @@ func TestCorpusLeaveOneServerOut(t *testing.T) {
 		sb.WriteByte('\n')
 	}
 	for ax, axis := range []string{AxisActionType, AxisBoundary} {
-		n, ok := 0, 0
+		n, ok, hn, hok := 0, 0, 0, 0
 		for _, r := range res {
+			if r.conf[ax] >= 0.9 && r.heldOut {
+				hn++
+				if r.got[ax] == r.want[ax] {
+					hok++
+				}
+			}
 			if r.conf[ax] >= 0.9 {
 				n++
 				if r.got[ax] == r.want[ax] {
@@ -276,7 +283,7 @@ func TestCorpusLeaveOneServerOut(t *testing.T) {
 				}
 			}
 		}
-		fmt.Fprintf(&sb, "%s: %d of %d calls scored >= 0.9 (%.0f %%), right on %.3f of them\n", axis, n, len(res), 100*float64(n)/float64(len(res)), float64(ok)/float64(max(n, 1)))
+		fmt.Fprintf(&sb, "%s: %d of %d calls scored >= 0.9 (%.0f %%), right on %.3f of them; held-out: %d, right on %.3f\n", axis, n, len(res), 100*float64(n)/float64(len(res)), float64(ok)/float64(max(n, 1)), hn, float64(hok)/float64(max(hn, 1)))
 	}
 	t.Log(sb.String())
 
@@ -291,6 +298,32 @@ func TestCorpusLeaveOneServerOut(t *testing.T) {
 		}
 		sort.Strings(lines)
 		t.Log("dev misses:\n" + strings.Join(lines, "\n"))
+		// Accuracy by axis, source and confidence band on the dev split.
+		type key struct {
+			ax   int
+			src  string
+			band string
+		}
+		n, ok := map[key]int{}, map[key]int{}
+		for _, r := range res {
+			if r.heldOut {
+				continue
+			}
+			for ax := range 2 {
+				band := fmt.Sprintf("%.2f", r.conf[ax])
+				k := key{ax, r.src[ax], band}
+				n[k]++
+				if r.got[ax] == r.want[ax] {
+					ok[k]++
+				}
+			}
+		}
+		var rows []string
+		for k, c := range n {
+			rows = append(rows, fmt.Sprintf("axis %d %-22s %-6s %5d calls, right %.3f", k.ax, k.src, k.band, c, float64(ok[k])/float64(c)))
+		}
+		sort.Strings(rows)
+		t.Log("dev by source:\n" + strings.Join(rows, "\n"))
 	}
 	if held[0] < corpusFloorActionType || held[1] < corpusFloorBoundary {
 		t.Errorf("held-out accuracy %.3f / %.3f is below the floors %.3f / %.3f", held[0], held[1], corpusFloorActionType, corpusFloorBoundary)

@@ -31,7 +31,7 @@ func ExampleBuiltin() {
 	fmt.Printf("%.2f %s\n", a.Composite, a.Disposition)
 	// Output:
 	// Read External fetch.read
-	// 0.95 proceed
+	// 0.91 proceed
 }
 
 func ExampleThresholds_Route() {
