@@ -430,7 +430,7 @@ func calibrated(k *call, action string, conf float64) float64 {
 		return conf
 	}
 	for _, w := range k.name {
-		if dataObjects[w] || provisionObjects[w] {
+		if dataObjects[w] || provisionObjects[w] || action == Provision && provisionHeads[w] {
 			return conf
 		}
 	}
