@@ -17,7 +17,6 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -100,11 +99,11 @@ type Store struct {
 	now      func() time.Time
 	onChange func(Request)
 	state    cipher.AEAD
-	db       *sql.DB // the approvals database of OpenStore; nil keeps requests in memory only
+	be       backend // where OpenStore and OpenRedisStore keep requests; nil keeps them in memory only
 
 	mu        sync.Mutex        // guards the fields below
-	tx        *sql.Tx           // the transaction between lock and unlock, with db
-	snap      map[string]string // with db: each request's row as lock read it
+	tx        backendTx         // the transaction between lock and unlock, with be
+	snap      map[string]string // with be: each request's row as lock read it
 	byID      map[string]*Request
 	byCall    map[string]*Request // agent + call hash -> newest request
 	done      []string            // ids of finished requests in byID, oldest first
@@ -281,7 +280,7 @@ func (s *Store) Wait(ctx context.Context, id string) (Request, error) {
 			return out, nil
 		}
 		wait := out.Expires.Sub(s.now())
-		if s.db != nil {
+		if s.be != nil {
 			wait = min(wait, pollInterval) // another process may answer
 		}
 		t := time.NewTimer(wait)

@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/go-json-experiment/json"
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -50,7 +52,7 @@ func OpenStore(path string, opts Options) (*Store, error) {
 	}
 	opts.StateKey = key
 	s := NewStore(opts)
-	s.db = db
+	s.be = &sqliteBackend{db: db}
 	s.snap = map[string]string{}
 	return s, nil
 }
@@ -91,71 +93,90 @@ func migrateApprovals(db *sql.DB, key []byte) ([]byte, error) {
 	return key, tx.Commit()
 }
 
-// Close releases the database of a Store from OpenStore; for a memory
-// Store it does nothing.
+// A backend keeps the requests of a Store outside its process: SQLite in
+// the data directory (OpenStore) or Redis (OpenRedisStore). Every Store
+// operation is one transaction: begin reads every request, the writes go
+// in put and remove, commit makes them visible to every other Store on the
+// same backend at once.
+type backend interface {
+	begin() (backendTx, error)
+	close() error
+}
+
+type backendTx interface {
+	rows() ([]row, error)
+	remove(id string) error
+	// put writes a request; finished ones join the history (the order
+	// in which they finished) if they are not in it yet.
+	put(id, data string, linked, finished bool) error
+	commit() error
+	rollback()
+}
+
+// row is one request as a backend keeps it.
+type row struct {
+	id, data string
+	linked   bool
+	done     bool  // finished: in the history
+	seq      int64 // its place in the history
+}
+
+// Close releases the backend of a Store from OpenStore or OpenRedisStore;
+// for a memory Store it does nothing.
 func (s *Store) Close() error {
-	if s.db == nil {
+	if s.be == nil {
 		return nil
 	}
-	return s.db.Close()
+	return s.be.close()
 }
 
 // lock takes s.mu and, for a persistent Store, begins a transaction and
-// replaces the memory state with the file's. On error s.mu is held all
+// replaces the memory state with the backend's. On error s.mu is held all
 // the same (unlock releases it) and the memory state is the last known.
 func (s *Store) lock() error {
 	s.mu.Lock()
-	if s.db == nil {
+	if s.be == nil {
 		return nil
 	}
-	tx, err := s.db.BeginTx(context.Background(), nil)
+	tx, err := s.be.begin()
 	if err != nil {
-		return fmt.Errorf("approval: reading the approvals database: %w", err)
+		return fmt.Errorf("approval: reading the approvals store: %w", err)
 	}
 	if err := s.load(tx); err != nil {
-		tx.Rollback()
-		return fmt.Errorf("approval: reading the approvals database: %w", err)
+		tx.rollback()
+		return fmt.Errorf("approval: reading the approvals store: %w", err)
 	}
 	s.tx = tx
 	return nil
 }
 
-func (s *Store) load(tx *sql.Tx) error {
-	rows, err := tx.Query(`SELECT id, data, linked, done_seq FROM requests ORDER BY done_seq`)
+func (s *Store) load(tx backendTx) error {
+	rows, err := tx.rows()
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(a.seq, b.seq) })
 	byID, byCall, snap := map[string]*Request{}, map[string]*Request{}, map[string]string{}
 	var done []string
 	live := 0
-	for rows.Next() {
-		var id, data string
-		var linked bool
-		var seq sql.NullInt64
-		if err := rows.Scan(&id, &data, &linked, &seq); err != nil {
-			return err
-		}
+	for _, rw := range rows {
 		r := new(Request)
-		if err := json.Unmarshal([]byte(data), r); err != nil {
-			return fmt.Errorf("request %s: %w", id, err)
+		if err := json.Unmarshal([]byte(rw.data), r); err != nil {
+			return fmt.Errorf("request %s: %w", rw.id, err)
 		}
 		if string(r.Arguments) == "null" {
 			r.Arguments = nil // a finished request's, as in memory
 		}
 		byID[r.ID] = r
-		snap[r.ID] = rowKey(data, linked)
-		if linked {
+		snap[r.ID] = rowKey(rw.data, rw.linked)
+		if rw.linked {
 			byCall[callKey(r.Agent, r.CallHash)] = r
 		}
-		if seq.Valid {
+		if rw.done {
 			done = append(done, r.ID)
 		} else {
 			live++
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
 	}
 	s.byID, s.byCall, s.snap, s.done, s.live = byID, byCall, snap, done, live
 	return nil
@@ -178,19 +199,19 @@ func (s *Store) unlock(lockErr error) error {
 	tx := s.tx
 	s.tx = nil
 	if err := s.save(tx); err != nil {
-		tx.Rollback()
-		return fmt.Errorf("approval: writing the approvals database: %w", err)
+		tx.rollback()
+		return fmt.Errorf("approval: writing the approvals store: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("approval: writing the approvals database: %w", err)
+	if err := tx.commit(); err != nil {
+		return fmt.Errorf("approval: writing the approvals store: %w", err)
 	}
 	return nil
 }
 
-func (s *Store) save(tx *sql.Tx) error {
+func (s *Store) save(tx backendTx) error {
 	for id := range s.snap {
 		if _, ok := s.byID[id]; !ok {
-			if _, err := tx.Exec(`DELETE FROM requests WHERE id = ?`, id); err != nil {
+			if err := tx.remove(id); err != nil {
 				return err
 			}
 		}
@@ -205,15 +226,64 @@ func (s *Store) save(tx *sql.Tx) error {
 		if had && old == rowKey(string(data), linked) {
 			continue
 		}
-		if _, err := tx.Exec(`INSERT INTO requests (id, data, linked, done_seq) VALUES (?, ?, ?, NULL)
-			ON CONFLICT (id) DO UPDATE SET data = excluded.data, linked = excluded.linked`, id, string(data), linked); err != nil {
+		if err := tx.put(id, string(data), linked, r.Status != Pending && r.Status != Approved); err != nil {
 			return err
 		}
-		if r.Status != Pending && r.Status != Approved { // finished: it joins the history, in order
-			if _, err := tx.Exec(`UPDATE requests SET done_seq = (SELECT coalesce(max(done_seq), 0) + 1 FROM requests)
-				WHERE id = ? AND done_seq IS NULL`, id); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// sqliteBackend is OpenStore's.
+type sqliteBackend struct{ db *sql.DB }
+
+func (b *sqliteBackend) close() error { return b.db.Close() }
+
+func (b *sqliteBackend) begin() (backendTx, error) {
+	tx, err := b.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return sqliteTx{tx}, nil
+}
+
+type sqliteTx struct{ tx *sql.Tx }
+
+func (t sqliteTx) commit() error { return t.tx.Commit() }
+func (t sqliteTx) rollback()     { _ = t.tx.Rollback() }
+
+func (t sqliteTx) rows() ([]row, error) {
+	rs, err := t.tx.Query(`SELECT id, data, linked, done_seq FROM requests`)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []row
+	for rs.Next() {
+		var rw row
+		var seq sql.NullInt64
+		if err := rs.Scan(&rw.id, &rw.data, &rw.linked, &seq); err != nil {
+			return nil, err
+		}
+		rw.done, rw.seq = seq.Valid, seq.Int64
+		out = append(out, rw)
+	}
+	return out, rs.Err()
+}
+
+func (t sqliteTx) remove(id string) error {
+	_, err := t.tx.Exec(`DELETE FROM requests WHERE id = ?`, id)
+	return err
+}
+
+func (t sqliteTx) put(id, data string, linked, finished bool) error {
+	if _, err := t.tx.Exec(`INSERT INTO requests (id, data, linked, done_seq) VALUES (?, ?, ?, NULL)
+		ON CONFLICT (id) DO UPDATE SET data = excluded.data, linked = excluded.linked`, id, data, linked); err != nil {
+		return err
+	}
+	if finished { // it joins the history, in order
+		if _, err := t.tx.Exec(`UPDATE requests SET done_seq = (SELECT coalesce(max(done_seq), 0) + 1 FROM requests)
+			WHERE id = ? AND done_seq IS NULL`, id); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -7,25 +7,53 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/redistest"
 )
 
-func openStore(t *testing.T, path string) *Store {
-	t.Helper()
-	s, err := OpenStore(path, Options{Timeout: time.Minute})
-	if err != nil {
-		t.Fatalf("OpenStore(%s): %v", path, err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+// eachBackend runs f with each persistent backend: open returns another
+// Store on the same file or Redis (another process, or the same one
+// restarted).
+func eachBackend(t *testing.T, f func(t *testing.T, open func(Options) *Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "approvals.db")
+		f(t, func(o Options) *Store {
+			t.Helper()
+			s, err := OpenStore(path, o)
+			if err != nil {
+				t.Fatalf("OpenStore(%s): %v", path, err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
+	t.Run("redis", func(t *testing.T) {
+		srv := redistest.Start(t)
+		opt, err := redis.ParseURL(srv.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(t, func(o Options) *Store {
+			t.Helper()
+			s, err := OpenRedisStore(context.Background(), redis.NewClient(opt), "test:", o)
+			if err != nil {
+				t.Fatalf("OpenRedisStore: %v", err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
 }
 
 // TestPersistRestart: a call held before a restart can be approved after
 // it, and the same call then goes through once.
-func TestPersistRestart(t *testing.T) {
+func TestPersistRestart(t *testing.T) { eachBackend(t, testPersistRestart) }
+
+func testPersistRestart(t *testing.T, open func(Options) *Store) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "approvals.db")
-	s1 := openStore(t, path)
+	s1 := open(Options{Timeout: time.Minute})
 	d := intercept.Decide(ctx, &Gate{Next: holdPay, Store: s1}, call(`{"amount":5}`))
 	if d.Verdict != intercept.RequireApproval || d.ApprovalID == "" {
 		t.Fatalf("first call: got %s %q, want require_approval with an id", d.Verdict, d.ApprovalID)
@@ -39,7 +67,7 @@ func TestPersistRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s2 := openStore(t, path)
+	s2 := open(Options{Timeout: time.Minute})
 	if got, err := s2.Get(id); err != nil || got.Status != Pending {
 		t.Fatalf("after restart: got %+v, %v, want %s pending", got, err, id)
 	}
@@ -61,7 +89,7 @@ func TestPersistRestart(t *testing.T) {
 	if d := intercept.Decide(ctx, g, call(`{"amount":5}`)); d.Verdict != intercept.RequireApproval || d.ApprovalID == id {
 		t.Errorf("second send: got %s %q, want a new hold (the approval is used)", d.Verdict, d.ApprovalID)
 	}
-	if got, _ := openStore(t, path).Get(id); got.Status != Used || got.Arguments != nil {
+	if got, _ := open(Options{Timeout: time.Minute}).Get(id); got.Status != Used || got.Arguments != nil {
 		t.Errorf("reopened once more: got %s with arguments %s, want used without arguments", got.Status, got.Arguments)
 	}
 }
@@ -69,10 +97,11 @@ func TestPersistRestart(t *testing.T) {
 // TestPersistTwoProcesses: two stores on one file (two processes on one
 // data directory) see each other's requests; a decision through either
 // reaches the one holding the call, and Wait there notices.
-func TestPersistTwoProcesses(t *testing.T) {
+func TestPersistTwoProcesses(t *testing.T) { eachBackend(t, testPersistTwoProcesses) }
+
+func testPersistTwoProcesses(t *testing.T, open func(Options) *Store) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "approvals.db")
-	a, b := openStore(t, path), openStore(t, path)
+	a, b := open(Options{Timeout: time.Minute}), open(Options{Timeout: time.Minute})
 	ga := &Gate{Next: holdPay, Store: a}
 	d := intercept.Decide(ctx, ga, call(`{"amount":7}`))
 	id := d.ApprovalID
@@ -122,14 +151,11 @@ func TestPersistTwoProcesses(t *testing.T) {
 
 // TestPersistHistoryBound: finished requests beyond the history leave the
 // file too.
-func TestPersistHistoryBound(t *testing.T) {
+func TestPersistHistoryBound(t *testing.T) { eachBackend(t, testPersistHistoryBound) }
+
+func testPersistHistoryBound(t *testing.T, open func(Options) *Store) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "approvals.db")
-	s, err := OpenStore(path, Options{Timeout: time.Minute, History: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := open(Options{Timeout: time.Minute, History: 2})
 	g := &Gate{Next: holdPay, Store: s}
 	var ids []string
 	for i := range 4 {
@@ -139,7 +165,7 @@ func TestPersistHistoryBound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s2 := openStore(t, path)
+	s2 := open(Options{Timeout: time.Minute})
 	if got := s2.List(); len(got) != 2 || got[0].ID != ids[3] || got[1].ID != ids[2] {
 		t.Errorf("after reopening: got %d requests, want the newest 2 (%v)", len(got), ids[2:])
 	}

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/redistest"
 )
 
 // TestApprovalFlow holds a call, approves it with `sluice approvals`, and
@@ -38,5 +40,45 @@ func TestApprovalFlow(t *testing.T) {
 	}
 	if got := callAdd(); !strings.Contains(got, "approval_required") {
 		t.Fatalf("third call: got %s, want a new hold (an approval is used once)", got)
+	}
+}
+
+// TestApprovalAcrossReplicas: two gateways with their own data
+// directories share held calls through a real Redis: a call held on A is
+// approved through B's admin API and goes through on A once; a Redis
+// outage fails the held call closed rather than letting it through.
+func TestApprovalAcrossReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	cfg := "policy: {default: allow, result_mode: tool_result, require_approval: [add]}\nadmin_token: t0k\n" +
+		"approvals: {redis_url: \"" + srv.URL() + "\", key_prefix: \"test:\"}\n"
+	a, b := startServe(t, cfg), startServe(t, cfg)
+	ctx := context.Background()
+	callAdd := func(g *running) string {
+		return modernCall(t, g.url, "tools/call", "add", `{"name":"add","arguments":{"a":2,"b":3}}`)
+	}
+	held := callAdd(a)
+	m := regexp.MustCompile(`"approval_id":"(apr_[0-9a-f]+)"`).FindStringSubmatch(held)
+	if m == nil {
+		t.Fatalf("call on A: got %s, want approval_required with an approval_id", held)
+	}
+	var out bytes.Buffer
+	adminB := []string{"--admin", "http://" + b.admin, "--token", "t0k"}
+	if err := runApprovals(ctx, append([]string{"list"}, adminB...), &out); err != nil || !strings.Contains(out.String(), m[1]) {
+		t.Fatalf("approvals list on B: %v\n%s", err, &out)
+	}
+	if err := runApprovals(ctx, append([]string{"approve", m[1], "--by", "ops"}, adminB...), &out); err != nil {
+		t.Fatalf("approve on B: %v", err)
+	}
+	if got := callAdd(a); !strings.Contains(got, `"text":"5"`) {
+		t.Fatalf("approved call on A: got %s, want the sum 5", got)
+	}
+	if got := callAdd(b); !strings.Contains(got, "approval_required") {
+		t.Fatalf("the same call on B: got %s, want a new hold (the approval is used)", got)
+	}
+	srv.Stop()
+	if got := callAdd(a); strings.Contains(got, `"text":"5"`) {
+		t.Fatalf("call with Redis gone: got %s, want it refused", got)
+	} else if !strings.Contains(got, `"isError":true`) && !strings.Contains(got, `"error"`) {
+		t.Fatalf("call with Redis gone: got %s, want a denial", got)
 	}
 }

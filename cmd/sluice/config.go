@@ -302,6 +302,14 @@ type approvalsConfig struct {
 	// Timeout is how long a held call waits for an answer, and how long
 	// an approval stays usable (default 15m).
 	Timeout time.Duration `yaml:"timeout"`
+	// RedisURL (redis://, rediss:// or unix://, ${VAR} expanded) keeps
+	// held calls and their answers in Redis, shared by every replica: a
+	// call held on one is approved through any other's admin API. Empty
+	// keeps them in data_dir/approvals.db (shared by processes on that
+	// directory, and surviving a restart).
+	RedisURL string `yaml:"redis_url"`
+	// KeyPrefix of the approvals' Redis keys (default "{sluice:approvals}:").
+	KeyPrefix string `yaml:"key_prefix"`
 }
 
 // auditConfig is the `audit:` section.
@@ -461,6 +469,7 @@ func parseConfig(path string, b []byte) (*config, error) {
 	}
 	c.RouteMemory.RedisURL = expand(c.RouteMemory.RedisURL)
 	c.RateLimits.RedisURL = expand(c.RateLimits.RedisURL)
+	c.Approvals.RedisURL = expand(c.Approvals.RedisURL)
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
 		u.URL, u.Command = expand(u.URL), expand(u.Command)

@@ -129,11 +129,29 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		return nil, fmt.Errorf("inventory: %w", err)
 	}
 	// Approvals live in the data directory: a restarted gateway, or another
-	// process on the same directory (several `sluice wrap`), can answer them.
-	gv.approvals, err = approval.OpenStore(filepath.Join(dir, approval.FileName), approval.Options{Timeout: cfg.Approvals.Timeout, OnChange: func(r approval.Request) {
+	// process on the same directory (several `sluice wrap`), can answer
+	// them; or in Redis, where every replica can.
+	aopts := approval.Options{Timeout: cfg.Approvals.Timeout, OnChange: func(r approval.Request) {
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
 		rec.approval(r)
-	}})
+	}}
+	if u := cfg.Approvals.RedisURL; u != "" {
+		opt, err := redis.ParseURL(u)
+		if err != nil {
+			return nil, fmt.Errorf("approvals.redis_url: %w", err)
+		}
+		client := redis.NewClient(opt)
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = client.Ping(pctx).Err()
+		cancel()
+		if err != nil {
+			client.Close()
+			return nil, fmt.Errorf("approvals.redis_url: redis at %s: %w", opt.Addr, err)
+		}
+		gv.approvals, err = approval.OpenRedisStore(ctx, client, cfg.Approvals.KeyPrefix, aopts)
+	} else {
+		gv.approvals, err = approval.OpenStore(filepath.Join(dir, approval.FileName), aopts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("approvals: %w", err)
 	}

@@ -1,0 +1,173 @@
+package approval
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// OpenRedisStore returns a Store that keeps its requests in Redis under
+// prefix, so that every gateway replica using the same Redis sees the same
+// held calls: a call held on one replica is approved through another's
+// admin API and released where it waits, and a restart forgets nothing.
+// Each operation takes a lock key (SET NX with a lease), reads the
+// requests, and writes its changes in one script that checks it still
+// holds the lock. Unless opts.StateKey is set, the requestState key is
+// kept in Redis too. Close closes client.
+func OpenRedisStore(ctx context.Context, client redis.UniversalClient, prefix string, opts Options) (*Store, error) {
+	if prefix == "" {
+		prefix = "{sluice:approvals}:" // one hash slot: the scripts touch every key
+	}
+	b := &redisBackend{c: client, prefix: prefix, wait: 5 * time.Second, lease: 10 * time.Second}
+	if opts.StateKey == nil {
+		fresh := make([]byte, 32)
+		_, _ = rand.Read(fresh) // never fails (crypto/rand)
+		if err := client.SetNX(ctx, prefix+"state_key", fresh, 0).Err(); err != nil {
+			return nil, fmt.Errorf("approval: redis: %w", err)
+		}
+		key, err := client.Get(ctx, prefix+"state_key").Bytes()
+		if err != nil {
+			return nil, fmt.Errorf("approval: redis: %w", err)
+		}
+		if len(key) != 32 {
+			return nil, fmt.Errorf("approval: redis: the stored requestState key is %d bytes, want 32", len(key))
+		}
+		opts.StateKey = key
+	}
+	s := NewStore(opts)
+	s.be = b
+	s.snap = map[string]string{}
+	return s, nil
+}
+
+type redisBackend struct {
+	c      redis.UniversalClient
+	prefix string
+	wait   time.Duration // longest wait for the lock
+	lease  time.Duration // how long a taken lock lasts if its holder dies
+}
+
+func (b *redisBackend) close() error { return b.c.Close() }
+
+func (b *redisBackend) keys() []string {
+	return []string{b.prefix + "lock", b.prefix + "requests", b.prefix + "done", b.prefix + "seq"}
+}
+
+func (b *redisBackend) begin() (backendTx, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.wait)
+	defer cancel()
+	tok := make([]byte, 16)
+	_, _ = rand.Read(tok)
+	t := &redisTx{b: b, token: hex.EncodeToString(tok)}
+	for {
+		ok, err := b.c.SetNX(ctx, b.prefix+"lock", t.token, b.lease).Result()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return t, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.New("the approvals lock in Redis stayed taken")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+type redisTx struct {
+	b     *redisBackend
+	token string
+	ops   []any
+}
+
+func (t *redisTx) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), t.b.wait)
+}
+
+func (t *redisTx) rows() ([]row, error) {
+	ctx, cancel := t.ctx()
+	defer cancel()
+	k := t.b.keys()
+	pipe := t.b.c.Pipeline()
+	data := pipe.HGetAll(ctx, k[1])
+	done := pipe.HGetAll(ctx, k[2])
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]row, 0, len(data.Val()))
+	for id, v := range data.Val() {
+		if v == "" {
+			continue
+		}
+		rw := row{id: id, linked: v[0] == '1', data: v[1:]}
+		if s, ok := done.Val()[id]; ok {
+			rw.done = true
+			rw.seq, _ = strconv.ParseInt(s, 10, 64)
+		}
+		out = append(out, rw)
+	}
+	return out, nil
+}
+
+func (t *redisTx) remove(id string) error {
+	t.ops = append(t.ops, "del", id)
+	return nil
+}
+
+func (t *redisTx) put(id, data string, linked, finished bool) error {
+	op := "put"
+	if finished {
+		op = "fin"
+	}
+	t.ops = append(t.ops, op, id, rowKey(data, linked))
+	return nil
+}
+
+// commitScript applies a transaction's writes if its lock is still held,
+// then releases the lock.
+var commitScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return redis.error_reply('the approvals lock expired before the write')
+end
+local i = 2
+while i <= #ARGV do
+  local op, id = ARGV[i], ARGV[i+1]
+  if op == 'del' then
+    redis.call('HDEL', KEYS[2], id)
+    redis.call('HDEL', KEYS[3], id)
+    i = i + 2
+  else
+    redis.call('HSET', KEYS[2], id, ARGV[i+2])
+    if op == 'fin' and redis.call('HEXISTS', KEYS[3], id) == 0 then
+      redis.call('HSET', KEYS[3], id, redis.call('INCR', KEYS[4]))
+    end
+    i = i + 3
+  end
+end
+redis.call('DEL', KEYS[1])
+return 1
+`)
+
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+func (t *redisTx) commit() error {
+	ctx, cancel := t.ctx()
+	defer cancel()
+	return commitScript.Run(ctx, t.b.c, t.b.keys(), append([]any{t.token}, t.ops...)...).Err()
+}
+
+func (t *redisTx) rollback() {
+	ctx, cancel := t.ctx()
+	defer cancel()
+	_ = releaseScript.Run(ctx, t.b.c, t.b.keys()[:1], t.token).Err()
+}
