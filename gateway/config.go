@@ -77,6 +77,12 @@ type Options struct {
 	AllowedOrigins []string
 	// SessionIdleTimeout ends sessions unused for this long. Zero means 30m.
 	SessionIdleTimeout time.Duration
+	// SessionKeys, if set, seal the session ids of 2025-era sessions
+	// (AES-256-GCM, 32 bytes each) so that any replica holding the same
+	// keys serves any request of a session on an HTTP upstream: the first
+	// key seals, every key opens (rotate by putting the new key first and
+	// keeping the old one until its sessions are gone). See sealed.go.
+	SessionKeys [][]byte
 	// MaxSessions bounds the open downstream sessions: Streamable HTTP
 	// sessions and /sse and /ws connections. Zero means 10000. A new
 	// session beyond it gets 503 with Retry-After.

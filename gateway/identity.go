@@ -165,18 +165,26 @@ func invalid(msg string) error {
 
 // session returns the session id on rt if a request claiming c may use
 // it, or nil: unknown, on another route, or another agent's.
-func (g *Gateway) session(id string, rt *route, c claim) *session {
+//
+// A sealed id this replica has not seen (sealed.go) is adopted; err is
+// what to answer when it cannot be (limits, or a session bound to another
+// replica).
+func (g *Gateway) session(id string, rt *route, c claim, client string) (*session, error) {
 	s := g.sessions.get(id, rt.up.Name)
 	if s == nil {
 		if other := g.sessions.find(id); other != nil {
 			// The id could only have been seen on another route.
 			g.refusals().refused("streamable-http", rt.up.Name, id, other.owner, c, errors.New("session opened on route "+other.route))
+			return nil, nil
 		}
-		return nil
+		if g.sealer != nil {
+			return g.adopt(id, rt, c, client)
+		}
+		return nil, nil
 	}
 	if !s.owner.admits(c) {
 		g.refusals().refused("streamable-http", rt.up.Name, s.id, s.owner, c, errors.New("session of another agent"))
-		return nil
+		return nil, nil
 	}
-	return s
+	return s, nil
 }

@@ -40,6 +40,7 @@ type Gateway struct {
 	limits    *limits      // session counts: in all, per agent, per address
 	bodies    *byteBudget  // request body bytes held
 	ends      *sessionEnds // upstream DELETEs of ended sessions, paced
+	sealer    *sealer      // seals session ids when Options.SessionKeys are set
 	client    *http.Client
 	sse       map[string]*transport.SSEServer // route name -> legacy SSE server
 	stateless map[string]*statelessBridge     // bridged route name -> shared 2026-07-28 connection
@@ -97,6 +98,13 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 			ResponseHeaderTimeout: 0, // tool calls may run long; the client's context bounds them
 			ForceAttemptHTTP2:     true,
 		}},
+	}
+	if len(opts.SessionKeys) > 0 {
+		sl, err := newSealer(opts.SessionKeys)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		g.sealer = sl
 	}
 	for i := range opts.Upstreams {
 		up := opts.Upstreams[i]

@@ -135,8 +135,9 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 	}
 	x.owner = c.principal()
 	if sid := r.Header.Get(hdrSession); sid != "" {
-		if x.sess = g.session(sid, rt, c); x.sess == nil {
-			writeJSONRPCError(w, http.StatusNotFound, firstID, errNoSession)
+		var err error
+		if x.sess, err = g.session(sid, rt, c, x.client); x.sess == nil {
+			writeSessionError(w, firstID, err)
 			return
 		}
 		x.owner = x.sess.owner
@@ -375,7 +376,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 
 	sess := x.sess
 	if sid := resp.Header.Get(hdrSession); sid != "" && sess == nil {
-		sess = &session{id: newSessionID(), route: x.rt.up.Name, upstreamID: sid, owner: x.owner, version: x.version,
+		sess = &session{id: g.sessionID(sealedSession{Route: x.rt.up.Name, Upstream: sid, Header: x.owner.header, Agent: x.owner.agent,
+			Version: x.version, Elicit: x.initFormElicitation()}), route: x.rt.up.Name, upstreamID: sid, owner: x.owner, version: x.version,
 			elicitForm: x.initFormElicitation()}
 		var err error
 		if sess.lease, err = g.takeLease(x); err == nil {
@@ -702,9 +704,9 @@ func (g *Gateway) requireSession(w http.ResponseWriter, r *http.Request, rt *rou
 	if sid == "" {
 		return nil, true
 	}
-	sess := g.session(sid, rt, c)
+	sess, err := g.session(sid, rt, c, clientAddr(r))
 	if sess == nil {
-		writeJSONRPCError(w, http.StatusNotFound, nil, errNoSession)
+		writeSessionError(w, nil, err)
 		return nil, false
 	}
 	return sess, true

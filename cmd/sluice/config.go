@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -112,6 +113,12 @@ type config struct {
 	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
 	// SessionIdleTimeout ends idle sessions (default 30m).
 	SessionIdleTimeout time.Duration `yaml:"session_idle_timeout"`
+	// SessionKeys seal 2025-era session ids so that every replica with
+	// the same keys serves every session on an HTTP upstream: base64 of 32
+	// random bytes each (`openssl rand -base64 32`), ${VAR} and ${file:PATH}
+	// expanded; the first seals, all open (rotate by prepending a new key).
+	SessionKeys []string `yaml:"session_keys"`
+	sessionKeys [][]byte
 	// MaxSessions bounds the open sessions, /ws and /sse connections
 	// included (default 10000).
 	MaxSessions int `yaml:"max_sessions"`
@@ -403,6 +410,7 @@ func (c *config) options() gateway.Options {
 		AgentHeader:         c.AgentHeader,
 		AgentHeaderRequired: c.AgentHeaderRequired,
 		SessionIdleTimeout:  c.SessionIdleTimeout,
+		SessionKeys:         c.sessionKeys,
 
 		MaxSessions:          c.MaxSessions,
 		MaxSessionsPerAgent:  c.MaxSessionsPerAgent,
@@ -470,6 +478,13 @@ func parseConfig(path string, b []byte) (*config, error) {
 	c.RouteMemory.RedisURL = expand(c.RouteMemory.RedisURL)
 	c.RateLimits.RedisURL = expand(c.RateLimits.RedisURL)
 	c.Approvals.RedisURL = expand(c.Approvals.RedisURL)
+	for i, k := range c.SessionKeys {
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(expand(k)))
+		if err != nil || len(raw) != 32 {
+			return nil, fmt.Errorf("%s: session_keys[%d]: want the base64 of 32 random bytes (openssl rand -base64 32)", path, i)
+		}
+		c.sessionKeys = append(c.sessionKeys, raw)
+	}
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
 		u.URL, u.Command = expand(u.URL), expand(u.Command)

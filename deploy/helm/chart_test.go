@@ -154,13 +154,13 @@ func TestHelmTemplate(t *testing.T) {
 	// moved into a temp dir that holds the secrets the pod would mount.
 	cm := strict[corev1.ConfigMap](t, docs["ConfigMap/rel-sluice"])
 	cfg := cm.Data["sluice.yaml"]
-	for _, s := range []string{"listen: 0.0.0.0:8080", "admin_listen: 0.0.0.0:9090", "redis_url: redis://rel-sluice-redis:6379/0", "rel-sluice.tools.svc.cluster.local", "file: /etc/sluice/keys/agent_keys.json"} {
+	for _, s := range []string{"listen: 0.0.0.0:8080", "admin_listen: 0.0.0.0:9090", "redis_url: redis://rel-sluice-redis:6379/0", "rel-sluice.tools.svc.cluster.local", "file: /etc/sluice/keys/agent_keys.json", "${file:/etc/sluice/session/key}"} {
 		if !strings.Contains(cfg, s) {
 			t.Errorf("sluice.yaml lacks %q:\n%s", s, cfg)
 		}
 	}
 	dir := t.TempDir()
-	for f, content := range map[string]string{"admin/token": "tok", "keys/agent_keys.json": `{"keys":[]}`} {
+	for f, content := range map[string]string{"admin/token": "tok", "keys/agent_keys.json": `{"keys":[]}`, "session/key": "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE="} {
 		os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o700)
 		os.WriteFile(filepath.Join(dir, f), []byte(content), 0o600)
 	}

@@ -55,12 +55,20 @@ app.kubernetes.io/component: gateway
 {{- $_ := set $auth "api_keys" $keys -}}
 {{- end -}}
 {{- end -}}
+{{- if .Values.sessionKeys.existingSecret -}}
+{{- $_ := set $c "session_keys" (list "${file:/etc/sluice/session/key}") -}}
+{{- end -}}
 {{- $redis := include "sluice.redisURL" . -}}
 {{- if $redis -}}
 {{- $rm := get $c "route_memory" | default dict -}}
 {{- if not (hasKey $rm "redis_url") -}}
 {{- $_ := set $rm "redis_url" $redis -}}
 {{- $_ := set $c "route_memory" $rm -}}
+{{- end -}}
+{{- $ap := get $c "approvals" | default dict -}}
+{{- if not (hasKey $ap "redis_url") -}}
+{{- $_ := set $ap "redis_url" $redis -}}
+{{- $_ := set $c "approvals" $ap -}}
 {{- end -}}
 {{- $rl := get $c "rate_limits" | default dict -}}
 {{- if and (get $rl "rules") (not (hasKey $rl "redis_url")) -}}
