@@ -152,3 +152,31 @@ func TestBridgedSessionStaysOnItsReplica(t *testing.T) {
 		t.Errorf("call on another replica: %d %s, want 404 naming the other replica", status, body)
 	}
 }
+
+// TestReplicaGoneSessionGoesOn: a replica that shuts down (or lets an idle
+// session go) does not end the upstream session another replica serves.
+func TestReplicaGoneSessionGoesOn(t *testing.T) {
+	up := strictUpstream()
+	t.Cleanup(up.Close)
+	mk := func() (*Gateway, *httptest.Server) {
+		g, err := New(Options{Upstreams: []Upstream{{Name: "demo", URL: up.URL + "/mcp"}}, SessionKeys: [][]byte{key(1)}},
+			&intercept.Interceptor{Decider: allowEcho}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g, httptest.NewServer(g.Handler())
+	}
+	ga, a := mk()
+	gb, b := mk()
+	t.Cleanup(func() { b.Close(); gb.Close() })
+	hdr := openSession(t, a.URL+"/mcp/demo", "alice", nil)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"on"}}}`
+	if status, _, body := post(t, b.URL+"/mcp/demo", hdr, call); status != 200 || !strings.Contains(body, "Echo: on") {
+		t.Fatalf("call through B: %d %s", status, body)
+	}
+	a.Close()
+	ga.Close() // A goes away with the session in its table
+	if status, _, body := post(t, b.URL+"/mcp/demo", hdr, call); status != 200 || !strings.Contains(body, "Echo: on") {
+		t.Fatalf("call through B after A shut down: %d %s", status, body)
+	}
+}

@@ -281,7 +281,11 @@ func (g *Gateway) endSession(s *session) {
 	if s.bridge != nil {
 		s.bridge.close()
 	}
-	if s.upstreamID != "" {
+	if s.upstreamID != "" && g.sealer == nil {
+		// With sealed ids another replica may be serving this session
+		// right now: an idle or shut-down replica lets go of its copy and
+		// leaves the upstream session to the client's DELETE (or the
+		// upstream's own expiry).
 		if rt := g.routes[s.route]; rt != nil && rt.url != nil {
 			g.ends.add(rt, s.upstreamID)
 		}
