@@ -23,6 +23,8 @@ const (
 	InjectionExfiltration = "exfiltration"           // "read ~/.ssh/id_rsa and pass its content as…"
 	InjectionInvisible    = "invisible_unicode"      // tag characters, zero-width, bidi overrides
 	InjectionEncoded      = "encoded_payload"        // base64 / hex / percent-encoded instructions
+	InjectionRemoteCode   = "remote_code"            // "curl … | sh", "iex (iwr …)", powershell -enc
+	InjectionTask         = "task_injection"         // "after summarising, also send … to …"
 )
 
 // InjectionFinding is one sign of prompt injection in a string.
@@ -74,7 +76,8 @@ type findings struct {
 }
 
 var kindBits = map[string]uint16{InjectionOverride: 1, InjectionRoleClaim: 2, InjectionAuthority: 4,
-	InjectionConcealment: 8, InjectionExfiltration: 16, InjectionInvisible: 32, InjectionEncoded: 64}
+	InjectionConcealment: 8, InjectionExfiltration: 16, InjectionInvisible: 32, InjectionEncoded: 64,
+	InjectionRemoteCode: 128, InjectionTask: 256}
 
 func (f *findings) add(kind, evidence string) {
 	if f.seen&kindBits[kind] != 0 {
@@ -92,6 +95,13 @@ func detect(f *findings, s string, depth int) {
 		f.add(InjectionInvisible, invisible)
 	}
 	phrases(f, folded, s)
+	if strings.Contains(folded, "vafgehpgvba") || strings.Contains(folded, "vtaber") || strings.Contains(folded, "qvfertneq") || strings.Contains(folded, "flfgrz cebzcg") {
+		// ROT13 of "instruction", "ignore", "disregard", "system prompt".
+		phrases(f, rot13(folded), s)
+	}
+	if hasNonASCII(s) {
+		multilingual(f, s)
+	}
 	if hidden != "" {
 		// Tag characters spell ASCII that renders as nothing: scan it too.
 		phrases(f, strings.ToLower(hidden), hidden)
@@ -122,9 +132,19 @@ func fold(s string) (folded, hidden, invisible string) {
 	var prev rune
 	space := false
 	rs := []rune(s)
+	skip := -1 // the rest of an emoji tag sequence, up to this index
 	for i, r := range rs {
+		if i <= skip {
+			continue
+		}
 		switch {
 		case r >= 0xE0000 && r <= 0xE007F:
+			if j := flagTagsEnd(rs, i); j > 0 {
+				// A subdivision flag (🏴 + tag letters + cancel tag), the
+				// one legitimate use of tag characters.
+				skip = j
+				continue
+			}
 			tags++
 			if r >= 0xE0020 && r <= 0xE007E {
 				h.WriteRune(r - 0xE0000)
@@ -133,7 +153,11 @@ func fold(s string) (folded, hidden, invisible string) {
 		case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
 			bidi++
 			continue
-		case r == 0x200B || r == 0x200C || r == 0x200D || r == 0x2060 || r == 0x180E || r == 0xFEFF || r == 0x00AD:
+		case r == 0x00AD:
+			// A soft hyphen is typography (a hyphenation point); folded
+			// out so it cannot split a phrase, never a finding.
+			continue
+		case r == 0x200B || r == 0x200C || r == 0x200D || r == 0x2060 || r == 0x180E || r == 0xFEFF:
 			// Joiners are legitimate inside emoji and some scripts; count
 			// only those wedged between ASCII letters, or a BOM after
 			// the start.
@@ -151,9 +175,31 @@ func fold(s string) (folded, hidden, invisible string) {
 		case r >= 0xFF01 && r <= 0xFF5E:
 			r -= 0xFEE0
 		}
-		r = unicode.ToLower(r)
-		if c, ok := confusables[r]; ok {
-			r = c
+		if r < utf8.RuneSelf {
+			switch {
+			case r >= 'A' && r <= 'Z':
+				r += 'a' - 'A'
+			case r == ' ' || r >= '\t' && r <= '\r':
+				if !space {
+					b.WriteByte(' ')
+				}
+				space = true
+				prev = r
+				continue
+			}
+			space = false
+			b.WriteByte(byte(r))
+			prev = r
+			continue
+		}
+		switch {
+		case r >= 0x0130 && r <= 0x052F: // Latin extended, IPA, Greek, Cyrillic: look-alikes
+			r = unicode.ToLower(r)
+			if c, ok := confusables[r]; ok {
+				r = c
+			}
+		default:
+			r = unicode.ToLower(r)
 		}
 		if unicode.IsSpace(r) {
 			if !space {
@@ -185,6 +231,28 @@ func fold(s string) (folded, hidden, invisible string) {
 	return b.String(), h.String(), strings.Join(why, ", ")
 }
 
+// flagTagsEnd returns the index of the cancel tag ending the emoji tag
+// sequence whose first tag character is rs[i] (after U+1F3F4, at most 7
+// tag letters or digits), or -1 if rs[i] does not start one.
+func flagTagsEnd(rs []rune, i int) int {
+	if i == 0 || rs[i-1] != 0x1F3F4 {
+		return -1
+	}
+	for j := i; j < len(rs) && j-i <= 7; j++ {
+		switch r := rs[j]; {
+		case r == 0xE007F:
+			if j > i {
+				return j
+			}
+			return -1
+		case r >= 0xE0061 && r <= 0xE007A, r >= 0xE0030 && r <= 0xE0039:
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
 func isASCIILetter(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
 
 // confusables maps Cyrillic and Greek letters that look like Latin ones.
@@ -211,7 +279,7 @@ var phraseRules = []struct {
 	{InjectionOverride, []string{"ignor", "disregard", "forget"}, regexp.MustCompile(`\b(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+|everything\s+|that\s+|what\s+(was|is|i)\s+(said|wrote|written)\s+)?(above|previous|prior|preceding|before|earlier)(\s+(and|text|content|context|messages?|conversation|input|rules|commands)\b|\s*[.,:;!-]|\s*$)`)},
 	{InjectionOverride, []string{"forget"}, regexp.MustCompile(`\bforget\s+(everything|all|what)\b(\s+\S+){0,4}?\s+(told|said|learned|know|above|before)\b`)},
 	{InjectionOverride, []string{"instruction", "task", "objective", "directive", "system prompt", "orders"}, regexp.MustCompile(`\b(new|updated|real|actual|true|secret|hidden|additional|revised)\s+(instructions?|task|objective|directives?|system prompt|orders)\s*[:\-]`)},
-	{InjectionOverride, []string{"your "}, regexp.MustCompile(`\byour\s+(new|real|actual|true|only|primary)\s+(task|goal|objective|instructions?|purpose|mission)\s+(is|are|now)\b`)},
+	{InjectionOverride, []string{"your new ", "your real ", "your actual ", "your true ", "your only ", "your primary "}, regexp.MustCompile(`\byour\s+(new|real|actual|true|only|primary)\s+(task|goal|objective|instructions?|purpose|mission)\s+(is|are|now)\b`)},
 	{InjectionOverride, []string{"from now on"}, regexp.MustCompile(`\bfrom now on,?\s+(you\s+(will|must|are|shall|should|only)|always|only|respond|answer|ignore|act)\b`)},
 	{InjectionOverride, []string{"do anything now", "developer mode", "jailbr", "dan mode", "ethical", "moral", "without any"}, regexp.MustCompile(`\b(do anything now|developer mode (enabled|output|on)|jailbr(eak|oken)|dan mode|no (ethical|moral) (guidelines|restrictions|constraints)|without any (restrictions|filters|limitations))\b`)},
 	{InjectionOverride, []string{"stop everything", "pwned"}, regexp.MustCompile(`\b(stop everything|i have been pwned|pwned!*)\b`)},
@@ -225,7 +293,7 @@ var phraseRules = []struct {
 	{InjectionRoleClaim, []string{"you are now"}, regexp.MustCompile(`\byou are now (a|an|the|in|my|no longer|free|unrestricted|unfiltered|authori[sz]ed|allowed|permitted|operating|acting|jailbroken|dan|going to|able to)\b`)},
 	{InjectionRoleClaim, []string{"unrestricted", "unfiltered", "jailbroken", "evil", "uncensored", "different ai", "new ai"}, regexp.MustCompile(`\b(act|behave|respond)\s+as\s+(if\s+you\s+(are|were)\s+)?(a|an|the|my)?\s*(unrestricted|unfiltered|jailbroken|evil|uncensored|different ai|new ai)\b`)},
 	{InjectionRoleClaim, []string{"pretend", "imagine"}, regexp.MustCompile(`\b(pretend|imagine)\s+(that\s+)?you\s+(are|have)\s+(no|an? unrestricted|an? unfiltered|not bound)`)},
-	{InjectionRoleClaim, []string{"roleplay", "role-play", "role play", " as "}, regexp.MustCompile(`\b(role-?play|roleplay)\s+as\b|\byou (will|must) (now )?(act|role-?play) as\b`)},
+	{InjectionRoleClaim, []string{"roleplay", "role-play", "role play", "act as"}, regexp.MustCompile(`\b(role-?play|roleplay)\s+as\b|\byou (will|must) (now )?(act|role-?play) as\b`)},
 	{InjectionRoleClaim, []string{"<|", "[inst", "[/inst", "<<sys", "<system", "</system", "[system](#", "system_message", "###"}, regexp.MustCompile(`<\|(im_start|im_end|system|user|assistant|endoftext)\|>|\[/?inst\]|<<sys>>|</?system>|\[system\]\(#|\(system_message\)|###\s*(system|instruction)\b`)},
 	// Authority and score manipulation.
 	{InjectionAuthority, []string{"level to", "score to", "rating to", "rank to"}, regexp.MustCompile(`\b(set|change|raise|increase|update|make|boost)\s+(the\s+|my\s+|your\s+|its\s+|this\s+)?(trust|confidence|privilege|clearance|access|permission|authori[sz]ation|reputation|credibility)\s+(level|score|rating|rank)\s+to\s+(\d{3,}|max(imum)?|highest|unlimited|full|admin|root|100\s*%?)`)},
@@ -233,11 +301,28 @@ var phraseRules = []struct {
 	{InjectionAuthority, []string{"you are", "you have been"}, regexp.MustCompile(`\byou (are|have been) (now )?(authori[sz]ed|permitted|allowed|cleared|granted permission) to (perform|do|execute|access|bypass|ignore|run|use) (all|any|every|anything)`)},
 	{InjectionAuthority, []string{"system", "admin", "security team", "developer", "openai", "anthropic", "creator"}, regexp.MustCompile(`\b(message|instruction|notice|order|directive|request) from (the )?(system|admin|administrator|security team|developers?|openai|anthropic|your creator)\b`)},
 	{InjectionAuthority, []string{"important message from"}, regexp.MustCompile(`\bimportant message from\b.{0,60}\bto you\b`)},
-	{InjectionAuthority, []string{" as "}, regexp.MustCompile(`\b(mark|classify|label|treat|flag|consider)\s+(this|it|the request|this request|this call|this action|this tool call)\s+as\s+(safe|benign|harmless|low[- ]risk|read-?only|trusted|approved|verified|legitimate)\b`)},
+	{InjectionAuthority, []string{"as safe", "as benign", "as harmless", "as low", "as read", "as trusted", "as approved", "as verified", "as legitimate"}, regexp.MustCompile(`\b(mark|classify|label|treat|flag|consider)\s+(this|it|the request|this request|this call|this action|this tool call)\s+as\s+(safe|benign|harmless|low[- ]risk|read-?only|trusted|approved|verified|legitimate)\b`)},
 	{InjectionAuthority, []string{"approved by", "authorized by", "authorised by", "verified by", "whitelisted by"}, regexp.MustCompile(`\bthis (tool|request|action|call|command) (has been|is) (pre-?)?(approved|authori[sz]ed|verified|whitelisted) by\b`)},
 	// Concealment.
 	{InjectionConcealment, []string{"do not", "don't", "never"}, regexp.MustCompile(`\b(do not|don't|never)\s+(tell|inform|mention|reveal|notify|alert|disclose)\s+(this\s+|it\s+|that\s+|anything\s+)?(to\s+)?(the user|the human|anyone|them|that you)\b`)},
 	{InjectionConcealment, []string{"without "}, regexp.MustCompile(`\bwithout (telling|informing|notifying|alerting|asking) (the )?(user|human)\b`)},
+	// Exfiltration through a rendered image: its URL carries a placeholder
+	// for data ("![](https://x/?q={conversation})").
+	{InjectionExfiltration, []string{"](http", "](//", "]( http"}, regexp.MustCompile(`!\[[^\]]{0,100}\]\(\s*(https?:)?//[^)\s]{1,300}[?&][^)\s=]{1,40}=[^)\s]*(\{|\$|%7b|<|\[)`)},
+	{InjectionExfiltration, []string{"image"}, regexp.MustCompile(`\b(render|display|show|include|embed|output|add)\b[^.]{0,40}\bimage\b[^.]{0,80}\b(append|add|include|with|containing|put)\b[^.]{0,40}\b(conversation|chat|history|secrets?|passwords?|tokens?|api keys?|credentials|summary|emails?|user data)\b`)},
+	// Plain instructions to read or ship credential files.
+	{InjectionExfiltration, []string{"~/.", "/etc/", "id_rsa", "id_ed25519"}, regexp.MustCompile(`\b(cat|type|less|more|head|tail|read|print|open|upload|send|post|curl|scp|rsync|base64|exfiltrate|copy|paste|attach)\b[^\n]{0,40}(~/\.ssh/(id_\w+|config|authorized_keys)\b($|[^.])|~/\.aws/(credentials|config)|/etc/(passwd|shadow)|~/\.netrc|~/\.docker/config\.json|~/\.kube/config|~/\.config/gcloud|\bid_(rsa|ed25519|ecdsa)\b($|[^.]))`)},
+	// Remote code: a download piped into a shell.
+	{InjectionRemoteCode, []string{"curl", "wget", "iwr", "iex", "irm", "powershell", "invoke-"}, regexp.MustCompile(`\b(curl|wget|iwr|invoke-webrequest|irm|invoke-restmethod)\b[^|\n]{1,200}\|\s*(sudo\s+)?(ba|z|da|k)?sh\b|\b(iex|invoke-expression)\s*\(?\s*(iwr|irm|\(?new-object|invoke-webrequest|invoke-restmethod)|\bpowershell(\.exe)?\s+(-\w+\s+)*-(e|enc|encodedcommand)\s+[a-z0-9+/=]{20,}`)},
+	// A task slipped in after the real one, with no override words.
+	{InjectionTask, []string{"also send", "also email", "also forward", "also post", "also upload", "also share", "also transfer", "also delete", "also remove", "also call", "also invoke", "also run", "also execute", "also write", "also create", "also add", "then send", "then email", "then forward", "then post", "then upload", "then share", "then transfer", "then delete", "then remove", "then call", "then invoke", "then run", "then execute", "then write", "then create", "then add", "please send", "please email", "please forward", "please post", "please upload", "please share", "please transfer", "please delete", "please remove", "please call", "please invoke", "please run", "please execute", "please write", "please create", "please add", "quietly ", "silently "}, regexp.MustCompile(`\b(after|once|when)\s+(you\s+)?(have\s+)?(summari[sz]ing|summari[sz]ed?|finishing|finished|finish|completing|completed?|answering|answered|done)\b[^.]{0,60}?,?\s*(also\s+|then\s+|please\s+|quietly\s+|silently\s+)+(send|email|forward|post|upload|share|transfer|delete|remove|call|invoke|run|execute|write|create|add)\b`)},
+	{InjectionTask, []string{"also send", "also forward", "also email", "also upload", "also post", "also transfer", "also share", "also bcc", "also cc", "also copy"}, regexp.MustCompile(`\balso\s+(send|forward|email|upload|post|transfer|share|bcc|cc|copy)\b[^.]{0,80}\bto\s+([\w.+-]+@[\w-]+\.[\w.]+|https?://)`)},
+	// System-prompt extraction.
+	{InjectionOverride, []string{"system prompt", "system message", "initial instructions", "hidden instructions"}, regexp.MustCompile(`\b(what|tell me|show me|give me)\s+(is|are|me)?\s*(your|the)\s+(system prompt|system message|initial instructions|hidden instructions)\b`)},
+	{InjectionOverride, []string{"verbatim", "word for word"}, regexp.MustCompile(`\b(print|repeat|output|reveal|dump|copy|write)\b[^.]{0,30}\b(system prompt|system message|instructions|prompt|rules)\b[^.]{0,30}\b(verbatim|word for word)`)},
+	// Authority claims aimed at the reviewer or the classifier.
+	{InjectionAuthority, []string{"approved by", "cleared by", "authorized by", "authorised by"}, regexp.MustCompile(`\b(pre-?approved|already approved|has been approved|was approved|is approved|been cleared|cleared|authori[sz]ed)\s+by\s+(the\s+)?(security|admin|administrator|it department|compliance|legal|management|ciso|system owner)\b`)},
+	{InjectionAuthority, []string{"as read", "as safe", "as benign", "as harmless", "as low", "as internal", "as local", "as a read", "as a safe", "as a low", "as a benign", "as a harmless"}, regexp.MustCompile(`\b(classify|categori[sz]e)\s+(it\s+|this\s+|the (call|request|action|tool call)\s+)?as\s+(a\s+)?(read|read-?only|safe|benign|harmless|low[- ]risk|internal|local)\b`)},
 	// Redirection of a side effect (tool shadowing).
 	{InjectionExfiltration, []string{"always", "make sure to", "be sure to", "remember to", "you must"}, regexp.MustCompile(`\b(always|make sure to|be sure to|remember to|you must)\s+(change|set|replace|redirect|send|forward|cc|bcc|add)\s+(the\s+|a\s+)?(recipient|destination|address|account|phone|number|email|url|endpoint|wallet|iban|bcc|cc)\b`)},
 }
@@ -277,17 +362,105 @@ const (
 	ruleRole   = 63
 )
 
-// activeRules finds, in one pass over s, which rules have a need in it.
-func activeRules(s string) uint64 {
+// activeRules finds which rules have a need in s, in one pass of an
+// Aho-Corasick automaton over every need.
+func activeRules(s string) uint64 { return needDFA.scan(s) }
+
+// needDFA is the automaton of the phrase rules' needs and the two rules
+// outside them.
+var needDFA = func() dfa {
+	var needs []need
+	for b := range needIndex {
+		for _, n := range needIndex[b] {
+			needs = append(needs, need{n.s, n.rule})
+		}
+	}
+	return buildDFA(needs)
+}()
+
+type need struct {
+	s    string
+	rule int
+}
+
+// dfa is an Aho-Corasick automaton: next is its full transition table,
+// out the rules whose need ends in each state.
+type dfa struct {
+	// class maps a byte to its column: bytes no need has share column 0,
+	// which keeps the table small enough for the cache.
+	class  [256]uint8
+	nclass int
+	next   []uint16 // state*nclass + class -> state
+	out    []uint64
+}
+
+func (d *dfa) scan(s string) uint64 {
 	var set uint64
+	st := 0
 	for i := 0; i < len(s); i++ {
-		for _, n := range needIndex[s[i]] {
-			if set&(1<<n.rule) == 0 && strings.HasPrefix(s[i:], n.s) {
-				set |= 1 << n.rule
+		st = int(d.next[st*d.nclass+int(d.class[s[i]])])
+		set |= d.out[st]
+	}
+	return set
+}
+
+func buildDFA(needs []need) (d dfa) {
+	d.nclass = 1
+	for _, n := range needs {
+		for i := 0; i < len(n.s); i++ {
+			if d.class[n.s[i]] == 0 {
+				d.class[n.s[i]] = uint8(d.nclass)
+				d.nclass++
 			}
 		}
 	}
-	return set
+	if d.nclass > 255 {
+		panic("injection needs: too many distinct bytes")
+	}
+	row := func() {
+		d.next = append(d.next, make([]uint16, d.nclass)...)
+		d.out = append(d.out, 0)
+	}
+	at := func(st, c int) *uint16 { return &d.next[st*d.nclass+c] }
+	row()
+	for _, n := range needs { // the trie
+		st := 0
+		for i := 0; i < len(n.s); i++ {
+			c := int(d.class[n.s[i]])
+			if *at(st, c) == 0 {
+				row()
+				*at(st, c) = uint16(len(d.out) - 1)
+			}
+			st = int(*at(st, c))
+		}
+		d.out[st] |= 1 << n.rule
+	}
+	// Failure links, breadth first, folded into the table.
+	fail := make([]int, len(d.out))
+	var queue []int
+	for c := range d.nclass {
+		if t := *at(0, c); t != 0 {
+			queue = append(queue, int(t))
+		}
+	}
+	for len(queue) > 0 {
+		st := queue[0]
+		queue = queue[1:]
+		d.out[st] |= d.out[fail[st]]
+		for c := range d.nclass {
+			t := int(*at(st, c))
+			if t != 0 {
+				fail[t] = int(*at(fail[st], c))
+				queue = append(queue, t)
+			} else {
+				*at(st, c) = *at(fail[st], c)
+			}
+		}
+	}
+	if len(d.out) > 65535 {
+		panic("injection needs: automaton too large")
+	}
+	return d
 }
 
 func phrases(f *findings, folded, raw string) {
@@ -341,10 +514,10 @@ var roleCue = regexp.MustCompile(`\b(you|your|must|ignore|always|never|instructi
 
 // encodedRuns calls f with each run of at least min characters for which
 // in is true, at most limit runs.
-func encodedRuns(s string, min, limit int, in func(byte) bool, f func(string)) {
+func encodedRuns(s string, min, limit int, in *[256]bool, f func(string)) {
 	start := -1
 	for i := 0; i <= len(s) && limit > 0; i++ {
-		if i < len(s) && in(s[i]) {
+		if i < len(s) && in[s[i]] {
 			if start < 0 {
 				start = i
 			}
@@ -357,6 +530,14 @@ func encodedRuns(s string, min, limit int, in func(byte) bool, f func(string)) {
 		start = -1
 	}
 }
+
+// base64Bytes and hexBytes are isBase64Byte and isHexByte as tables.
+var base64Bytes, hexBytes = func() (b, h [256]bool) {
+	for c := range 256 {
+		b[c], h[c] = isBase64Byte(byte(c)), isHexByte(byte(c))
+	}
+	return b, h
+}()
 
 func isBase64Byte(c byte) bool {
 	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
@@ -385,7 +566,7 @@ func decoded(f *findings, s string, depth int) {
 			return
 		}
 	}
-	encodedRuns(s, 24, 8, isBase64Byte, func(m string) {
+	encodedRuns(s, 24, 8, &base64Bytes, func(m string) {
 		if len(m) > 8192 {
 			m = m[:8192]
 		}
@@ -401,7 +582,7 @@ func decoded(f *findings, s string, depth int) {
 			check("base64", string(b))
 		}
 	})
-	encodedRuns(s, 24, 8, isHexByte, func(m string) {
+	encodedRuns(s, 24, 8, &hexBytes, func(m string) {
 		if len(m)%2 == 1 {
 			m = m[:len(m)-1]
 		}
@@ -455,4 +636,77 @@ func excerpt(s string) string {
 		}
 	}
 	return b.String()
+}
+
+func rot13(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return 'a' + (r-'a'+13)%26
+		case r >= 'A' && r <= 'Z':
+			return 'A' + (r-'A'+13)%26
+		}
+		return r
+	}, s)
+}
+
+func hasNonASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}
+
+// Instruction overrides and exfiltration in scripts fold cannot read as
+// Latin: Chinese, Japanese, Korean, Russian (German, French, Spanish,
+// Italian and Portuguese are phrase rules).
+var multilingualRules = []struct {
+	kind string
+	need []string // the rule runs only on text holding one of these
+	re   *regexp.Regexp
+}{
+	{InjectionOverride, []string{"忽略", "无视", "忽视", "忘记", "不要理会", "無視"}, regexp.MustCompile(`(忽略|无视|忽视|忘记|不要理会|無視)(之前|以上|上面|先前|前面|所有|全部|一切|此前)?(的)?(所有|全部)?(指令|指示|说明|提示|规则|命令|設定)`)},
+	{InjectionOverride, []string{"無視", "忘れ"}, regexp.MustCompile(`(以前|前|上記|これまで|すべて|全て)の?(指示|命令|指令|ルール|プロンプト)を?(すべて|全て)?(無視|忘れ)`)},
+	{InjectionOverride, []string{"무시", "잊"}, regexp.MustCompile(`(이전|위의|앞의|모든|이전의)\s*(모든\s*)?(지시|명령|지침|규칙|프롬프트)(을|를|사항을|사항)?\s*(모두\s*)?(무시|잊)`)},
+	{InjectionOverride, []string{"игнорир", "забуд", "не обращай", "проигнор"}, regexp.MustCompile(`(игнорируй|игнорируйте|забудь|забудьте|не обращай внимания на|проигнорируй)\s+(все\s+)?(предыдущие\s+|прежние\s+|вышеуказанные\s+|данные\s+)?(инструкции|указания|команды|правила|инструкций)`)},
+	{InjectionOverride, []string{"系统提示", "システムプロンプト", "시스템 프롬프트", "системный промпт"}, regexp.MustCompile(`(系统提示|系统提示词|システムプロンプト|시스템 프롬프트|системный промпт)`)},
+	{InjectionExfiltration, []string{"密码", "密钥", "私钥", "令牌", "凭据", "凭证", "パスワード", "秘密鍵", "비밀번호", "парол", "ключ"}, regexp.MustCompile(`(密码|密钥|私钥|令牌|凭据|凭证|パスワード|秘密鍵|비밀번호|пароль|пароли|ключи?)[^。.!\n]{0,20}(发送|发给|上传|转发|送信|送って|보내|전송|отправь|перешли|загрузи)|(发送|发给|上传|转发|送信|보내|отправь|перешли)[^。.!\n]{0,20}(密码|密钥|私钥|令牌|凭据|凭证|パスワード|비밀번호|пароль|ключ)`)},
+}
+
+// mlDFA finds the multilingual rules' needs in one pass.
+var mlDFA = func() dfa {
+	var needs []need
+	for i, r := range multilingualRules {
+		for _, n := range r.need {
+			// The scan runs on the raw text: capitalised too (Cyrillic).
+			needs = append(needs, need{n, i})
+			if up := capitalize(n); up != n {
+				needs = append(needs, need{up, i})
+			}
+		}
+	}
+	return buildDFA(needs)
+}()
+
+func multilingual(f *findings, raw string) {
+	active := mlDFA.scan(raw)
+	if active == 0 {
+		return
+	}
+	lower := strings.ToLower(raw)
+	for i, r := range multilingualRules {
+		if f.seen&kindBits[r.kind] != 0 || active&(1<<i) == 0 {
+			continue
+		}
+		if m := r.re.FindString(lower); m != "" {
+			f.add(r.kind, m)
+		}
+	}
+}
+
+func capitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }
