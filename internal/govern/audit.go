@@ -57,10 +57,8 @@ func (g *AuditGate) unavailable() error {
 // Forwarded passes the call on to Next, then records it. In deny mode a
 // store that failed since Decide, or a failed Record, refuses the call.
 func (g *AuditGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) error {
-	if fo, ok := g.Next.(intercept.ForwardObserver); ok {
-		if err := fo.Forwarded(ctx, d, dec); err != nil {
-			return err
-		}
+	if err := forwardTo(g.Next, ctx, d, dec); err != nil {
+		return err
 	}
 	if g.unavailable() != nil {
 		return fmt.Errorf("%s: events cannot be written", ReasonAuditUnavailable)
@@ -77,8 +75,7 @@ func (g *AuditGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor
 // Visible implements intercept.ToolFilter by asking Next: an unavailable
 // audit store is temporary, so it hides nothing.
 func (g *AuditGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
-	tf, ok := g.Next.(intercept.ToolFilter)
-	return !ok || tf.Visible(ctx, d)
+	return visibleTo(g.Next, ctx, d)
 }
 
 var (

@@ -45,15 +45,11 @@ func (g *DriftGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (
 
 // Forwarded passes route-memory updates on to Next.
 func (g *DriftGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) error {
-	if fo, ok := g.Next.(intercept.ForwardObserver); ok {
-		return fo.Forwarded(ctx, d, dec)
-	}
-	return nil
+	return forwardTo(g.Next, ctx, d, dec)
 }
 
 // Visible implements intercept.ToolFilter by asking Next: drift blocks are
 // temporary, so they hide nothing.
 func (g *DriftGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
-	tf, ok := g.Next.(intercept.ToolFilter)
-	return !ok || tf.Visible(ctx, d)
+	return visibleTo(g.Next, ctx, d)
 }

@@ -111,15 +111,11 @@ func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (i
 
 // Forwarded passes route-memory updates and approvals on to Next.
 func (g *RateGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) error {
-	if fo, ok := g.Next.(intercept.ForwardObserver); ok {
-		return fo.Forwarded(ctx, d, dec)
-	}
-	return nil
+	return forwardTo(g.Next, ctx, d, dec)
 }
 
 // Visible implements intercept.ToolFilter by asking Next: an empty bucket
 // is temporary and hides nothing.
 func (g *RateGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
-	tf, ok := g.Next.(intercept.ToolFilter)
-	return !ok || tf.Visible(ctx, d)
+	return visibleTo(g.Next, ctx, d)
 }

@@ -1,0 +1,24 @@
+package govern
+
+import (
+	"context"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// The gates here wrap a Decider and must pass on what it does besides
+// deciding: remembering forwarded calls and filtering tools/list.
+
+// forwardTo tells next that a call will be forwarded, if it wants to know.
+func forwardTo(next intercept.Decider, ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) error {
+	if fo, ok := next.(intercept.ForwardObserver); ok {
+		return fo.Forwarded(ctx, d, dec)
+	}
+	return nil
+}
+
+// visibleTo asks next whether a tool is listed, if it filters tools.
+func visibleTo(next intercept.Decider, ctx context.Context, d *intercept.ActionDescriptor) bool {
+	tf, ok := next.(intercept.ToolFilter)
+	return !ok || tf.Visible(ctx, d)
+}
