@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -92,6 +93,14 @@ func TestIdleSessionMemory(t *testing.T) {
 	if per > 10<<10 {
 		t.Errorf("an idle session costs %.0f bytes; 100,000 of them would not fit in 1 GiB", per)
 	}
+	// Weak pointers to every session: after the idle timeout none may be
+	// left reachable.
+	var weaks []weak.Pointer[session]
+	g.sessions.mu.Lock()
+	for _, sess := range g.sessions.m {
+		weaks = append(weaks, weak.Make(sess))
+	}
+	g.sessions.mu.Unlock()
 	deadline := time.Now().Add(30 * time.Second)
 	for g.sessions.len() > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
@@ -109,9 +118,15 @@ func TestIdleSessionMemory(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	client.CloseIdleConnections()
-	// Go maps keep their buckets when emptied, so not every byte comes
-	// back; sessions kept alive would keep all of them.
-	if freed := heapInUse(); freed > before+(after-before)/2 {
-		t.Errorf("heap after the sessions ended: %d bytes, was %d before them and %d with them", freed, before, after)
+	runtime.GC()
+	runtime.GC()
+	alive := 0
+	for _, w := range weaks {
+		if w.Value() != nil {
+			alive++
+		}
+	}
+	if alive > 0 {
+		t.Errorf("%d of %d sessions still reachable after the idle timeout", alive, len(weaks))
 	}
 }
