@@ -1,10 +1,12 @@
 package inventory
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -113,6 +115,11 @@ type Options struct {
 	Events EventSink
 	// Now is the clock for snapshot times. Nil means time.Now.
 	Now func() time.Time
+	// Backend, if set, keeps the snapshots instead of files in
+	// Dir/inventory: OpenRedisBackend shares them between replicas, which
+	// then need the same signing key (KeyFile or Key). Run Watch to apply
+	// the other replicas' changes.
+	Backend Backend
 }
 
 // Errors that Approve, Pin and Diff return.
@@ -134,6 +141,7 @@ var (
 // All methods are safe for concurrent use.
 type Inventory struct {
 	store   *Store
+	backend Backend
 	pinning Pinning
 	onDrift DriftAction
 	maxDesc int
@@ -209,8 +217,13 @@ func New(opts Options) (*Inventory, error) {
 			return nil, err
 		}
 	}
+	be := opts.Backend
+	if be == nil {
+		be = FileBackend(filepath.Join(opts.Dir, "inventory"))
+	}
 	inv := &Inventory{
-		store:      NewStore(filepath.Join(opts.Dir, "inventory"), key),
+		store:      NewBackendStore(be, key),
+		backend:    be,
 		pinning:    opts.Pinning,
 		onDrift:    opts.OnDrift,
 		maxDesc:    opts.MaxDescription,
@@ -359,14 +372,101 @@ func (inv *Inventory) setPin(u *upstream, snap *Snapshot) []Event {
 	ev := Event{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
 		"hash": snap.Hash, "tools": len(snap.Tools), "first_seen": true,
 	}}
-	if err := inv.store.Save(Pinned, snap); err != nil {
+	kept, err := inv.store.SaveFirst(Pinned, snap)
+	var bad *LoadError
+	switch {
+	case errors.As(err, &bad):
+		// Another writer's pin is kept, and does not verify: block as a
+		// rejected pin found at start would.
+		u.pinned, u.pinErr = nil, err
+		return []Event{{Type: EventSnapshotRejected, Upstream: u.name, Detail: map[string]any{
+			"kind": string(Pinned), "path": bad.Path, "error": err.Error(),
+		}}}
+	case err != nil:
 		// Pin in memory anyway: the gateway must not run unpinned because
 		// the disk is full, and the next pin or approval retries the write.
 		u.pinned, u.pinErr = snap, nil
 		return []Event{storeError(u.name, Pinned, err), ev}
+	case kept != snap:
+		// Another replica pinned the upstream first: its pin is the pin,
+		// and what this one saw is compared with it.
+		u.pinned, u.pinErr = kept, nil
+		return nil
 	}
 	u.pinned, u.pinErr = snap, nil
 	return []Event{ev}
+}
+
+// Watch applies the snapshots other replicas save to a shared Backend
+// (one that is a Watcher, such as OpenRedisBackend's) until ctx is done:
+// a pin, approval or observed list saved by any replica takes effect here.
+// With a Backend that cannot tell of changes it returns nil at once.
+func (inv *Inventory) Watch(ctx context.Context) error {
+	w, ok := inv.backend.(Watcher)
+	if !ok {
+		return nil
+	}
+	return w.Watch(ctx,
+		func(kind Kind, upstream string) { inv.emit(inv.reload(kind, upstream)) },
+		func() { inv.emit(inv.resync()) })
+}
+
+// resync reloads every stored snapshot that differs from the one held.
+func (inv *Inventory) resync() []Event {
+	var evs []Event
+	for _, kind := range []Kind{Pinned, Observed} {
+		names, err := inv.store.List(kind)
+		if err != nil {
+			return append(evs, storeError("", kind, err))
+		}
+		for _, name := range names {
+			evs = append(evs, inv.reload(kind, name)...)
+		}
+	}
+	return evs
+}
+
+// reload makes the stored snapshot of kind for upstream the one held, if
+// it differs. A stored pin that fails verification blocks the upstream.
+func (inv *Inventory) reload(kind Kind, upstream string) []Event {
+	// Loaded under mu, as observe and approve save under it: a document
+	// read before this replica saved a newer one must not replace it.
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	snap, err := inv.store.Load(kind, upstream)
+	var bad *LoadError
+	if err != nil && !errors.As(err, &bad) {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed: keep what is held
+		}
+		return []Event{storeError(upstream, kind, err)}
+	}
+	u := inv.upstream(upstream)
+	var evs []Event
+	switch {
+	case bad != nil:
+		evs = append(evs, Event{Type: EventSnapshotRejected, Upstream: upstream, Detail: map[string]any{
+			"kind": string(kind), "path": bad.Path, "error": err.Error(),
+		}})
+		if kind != Pinned {
+			return evs
+		}
+		u.pinned, u.pinErr = nil, err
+	case kind == Pinned:
+		if u.pinned != nil && u.pinned.Hash == snap.Hash {
+			return nil
+		}
+		u.pinned, u.pinErr = snap, nil
+	default:
+		if u.observed != nil && u.observed.Hash == snap.Hash {
+			return nil
+		}
+		u.observed = snap
+		u.lastList = [sha256.Size]byte{}
+	}
+	evs = append(evs, inv.refresh(upstream)...)
+	inv.publish()
+	return evs
 }
 
 func storeError(upstream string, kind Kind, err error) Event {

@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,8 +80,12 @@ func (e *LoadError) Unwrap() error { return e.Err }
 // Files are written atomically (temporary file, fsync, rename) with mode
 // 0600. A Store is safe for concurrent use by one process; two processes
 // saving the same file race, and the last rename wins.
+//
+// The documents can be kept elsewhere than in files (NewBackendStore): in
+// Redis, shared by every replica (OpenRedisBackend); they are signed and
+// verified the same way wherever they are kept.
 type Store struct {
-	dir   string
+	be    Backend
 	key   ed25519.PrivateKey
 	pub   ed25519.PublicKey
 	keyID string
@@ -92,17 +94,22 @@ type Store struct {
 // NewStore returns a store in dir that signs with key and verifies with its
 // public half. dir is created on first save.
 func NewStore(dir string, key ed25519.PrivateKey) *Store {
+	return NewBackendStore(FileBackend(dir), key)
+}
+
+// NewBackendStore returns a store that keeps its documents in be, signs
+// with key and verifies with its public half.
+func NewBackendStore(be Backend, key ed25519.PrivateKey) *Store {
 	pub := key.Public().(ed25519.PublicKey)
-	return &Store{dir: dir, key: key, pub: pub, keyID: KeyID(pub)}
+	return &Store{be: be, key: key, pub: pub, keyID: KeyID(pub)}
 }
 
 // KeyID returns the id of the key the store signs with.
 func (s *Store) KeyID() string { return s.keyID }
 
-// Path returns the file that holds the snapshot of kind for upstream.
-func (s *Store) Path(kind Kind, upstream string) string {
-	return filepath.Join(s.dir, string(kind), fileName(upstream))
-}
+// Path returns where the snapshot of kind for upstream is kept: a file
+// name, or the Redis key and field.
+func (s *Store) Path(kind Kind, upstream string) string { return s.be.Where(kind, upstream) }
 
 type snapshotFile struct {
 	Format    string         `json:"format"`
@@ -128,17 +135,29 @@ func (f *snapshotFile) signedBytes() ([]byte, error) {
 
 // Save signs snap and writes it as the snapshot of kind for its upstream.
 func (s *Store) Save(kind Kind, snap *Snapshot) error {
+	out, err := s.encode(kind, snap)
+	if err != nil {
+		return err
+	}
+	if err := s.be.Put(kind, snap.Upstream, out); err != nil {
+		return fmt.Errorf("inventory: saving %s snapshot of %q: %w", kind, snap.Upstream, err)
+	}
+	return nil
+}
+
+// encode returns the signed document of snap as the snapshot of kind.
+func (s *Store) encode(kind Kind, snap *Snapshot) ([]byte, error) {
 	if snap.Upstream == "" {
-		return errors.New("inventory: snapshot without an upstream name")
+		return nil, errors.New("inventory: snapshot without an upstream name")
 	}
 	body, err := json.Marshal(snap)
 	if err != nil {
-		return fmt.Errorf("inventory: encoding snapshot: %w", err)
+		return nil, fmt.Errorf("inventory: encoding snapshot: %w", err)
 	}
 	f := snapshotFile{Format: FileFormat, Kind: kind, Snapshot: body}
 	msg, err := f.signedBytes()
 	if err != nil {
-		return fmt.Errorf("inventory: encoding snapshot: %w", err)
+		return nil, fmt.Errorf("inventory: encoding snapshot: %w", err)
 	}
 	f.Signature = &fileSignature{
 		Alg:   signatureAlg,
@@ -147,28 +166,46 @@ func (s *Store) Save(kind Kind, snap *Snapshot) error {
 	}
 	out, err := json.Marshal(f, jsontext.WithIndent("  "))
 	if err != nil {
-		return fmt.Errorf("inventory: encoding snapshot: %w", err)
+		return nil, fmt.Errorf("inventory: encoding snapshot: %w", err)
 	}
-	out = append(out, '\n')
-	path := s.Path(kind, snap.Upstream)
-	if err := writeFileAtomic(path, out); err != nil {
-		return fmt.Errorf("inventory: saving %s snapshot of %q: %w", kind, snap.Upstream, err)
-	}
-	return nil
+	return append(out, '\n'), nil
 }
 
-// Load reads and verifies the snapshot of kind for upstream. A missing file
-// is an error wrapping fs.ErrNotExist; a file that fails verification is a
-// *LoadError wrapping ErrUnsigned, ErrBadSignature or ErrCorrupt.
+// SaveFirst saves snap as the snapshot of kind for its upstream unless
+// one is kept already, and returns the snapshot kept: snap, or the one
+// that was there (another replica's first pin), verified. A kept document
+// that fails verification is not replaced: its *LoadError is returned.
+func (s *Store) SaveFirst(kind Kind, snap *Snapshot) (*Snapshot, error) {
+	doc, err := s.encode(kind, snap)
+	if err != nil {
+		return nil, err
+	}
+	kept, err := s.be.PutIfAbsent(kind, snap.Upstream, doc)
+	if err != nil {
+		return nil, fmt.Errorf("inventory: saving %s snapshot of %q: %w", kind, snap.Upstream, err)
+	}
+	if kept == nil {
+		return snap, nil
+	}
+	got, err := s.decode(kind, snap.Upstream, kept)
+	if err != nil {
+		return nil, &LoadError{Path: s.Path(kind, snap.Upstream), Upstream: snap.Upstream, Kind: kind, Err: err}
+	}
+	return got, nil
+}
+
+// Load reads and verifies the snapshot of kind for upstream. A missing
+// document is an error wrapping fs.ErrNotExist; one that fails
+// verification is a *LoadError wrapping ErrUnsigned, ErrBadSignature or
+// ErrCorrupt.
 func (s *Store) Load(kind Kind, upstream string) (*Snapshot, error) {
-	path := s.Path(kind, upstream)
-	b, err := os.ReadFile(path)
+	b, err := s.be.Get(kind, upstream)
 	if err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
 	}
 	snap, err := s.decode(kind, upstream, b)
 	if err != nil {
-		return nil, &LoadError{Path: path, Upstream: upstream, Kind: kind, Err: err}
+		return nil, &LoadError{Path: s.Path(kind, upstream), Upstream: upstream, Kind: kind, Err: err}
 	}
 	return snap, nil
 }
@@ -221,36 +258,20 @@ func (s *Store) decode(kind Kind, upstream string, b []byte) (*Snapshot, error) 
 	return &snap, nil
 }
 
-// List returns the upstreams that have a snapshot file of kind, sorted.
+// List returns the upstreams that have a snapshot of kind, sorted.
 func (s *Store) List(kind Kind) ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(s.dir, string(kind)))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	names, err := s.be.List(kind)
 	if err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
-	}
-	var names []string
-	for _, e := range entries {
-		n := e.Name()
-		if e.IsDir() || strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".json") {
-			continue
-		}
-		up, err := url.PathUnescape(strings.TrimSuffix(n, ".json"))
-		if err != nil || fileName(up) != n {
-			continue // not a name this store writes
-		}
-		names = append(names, up)
 	}
 	slices.Sort(names)
 	return names, nil
 }
 
-// Remove deletes the snapshot of kind for upstream; a missing file is not
+// Remove deletes the snapshot of kind for upstream; a missing one is not
 // an error.
 func (s *Store) Remove(kind Kind, upstream string) error {
-	err := os.Remove(s.Path(kind, upstream))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.be.Remove(kind, upstream); err != nil {
 		return fmt.Errorf("inventory: %w", err)
 	}
 	return nil

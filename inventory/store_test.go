@@ -253,12 +253,13 @@ func TestStoreEveryBitFlipIsRejected(t *testing.T) {
 }
 
 func TestStoreFileNames(t *testing.T) {
-	s := NewStore(t.TempDir(), testKey(t))
+	dir := t.TempDir()
+	s := NewStore(dir, testKey(t))
 	for _, name := range []string{"demo", "my-server_2.v1", ".hidden", "a/b", "../x", "ünï", "a b"} {
 		if err := s.Save(Observed, testSnapshot(t, name)); err != nil {
 			t.Fatalf("Save(%q): %v", name, err)
 		}
-		if filepath.Dir(s.Path(Observed, name)) != filepath.Join(s.dir, "observed") {
+		if filepath.Dir(s.Path(Observed, name)) != filepath.Join(dir, "observed") {
 			t.Errorf("Path(%q) = %s, outside the kind's directory", name, s.Path(Observed, name))
 		}
 		if _, err := s.Load(Observed, name); err != nil {

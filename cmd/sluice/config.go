@@ -478,6 +478,10 @@ func parseConfig(path string, b []byte) (*config, error) {
 	c.RouteMemory.RedisURL = expand(c.RouteMemory.RedisURL)
 	c.RateLimits.RedisURL = expand(c.RateLimits.RedisURL)
 	c.Approvals.RedisURL = expand(c.Approvals.RedisURL)
+	c.Inventory.RedisURL = expand(c.Inventory.RedisURL)
+	if err := c.Inventory.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	for i, k := range c.SessionKeys {
 		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(expand(k)))
 		if err != nil || len(raw) != 32 {

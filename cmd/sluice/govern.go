@@ -117,17 +117,27 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		})
 		rec.store = store
 	}
-	gv.inv, err = inventory.New(inventory.Options{
+	ibe, err := cfg.Inventory.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	iopts := inventory.Options{
 		Dir: dir, KeyFile: cfg.Inventory.KeyFile, Pinning: cfg.Inventory.Pinning, OnDrift: cfg.Inventory.OnDrift,
 		MaxDescription: cfg.Inventory.MaxDescription,
 		Events: inventory.EventFunc(func(e inventory.Event) {
 			logInventory(logger, e)
 			rec.inventory(e)
 		}),
-	})
+	}
+	if ibe != nil {
+		iopts.Backend = ibe
+		gv.closers = append(gv.closers, func() { _ = ibe.Close() })
+	}
+	gv.inv, err = inventory.New(iopts)
 	if err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
 	}
+	go gv.inv.Watch(pctx) // applies the other replicas' pins and approvals
 	// Approvals live in the data directory: a restarted gateway, or another
 	// process on the same directory (several `sluice wrap`), can answer
 	// them; or in Redis, where every replica can.

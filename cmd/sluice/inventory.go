@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/inventory"
 )
 
@@ -26,6 +28,52 @@ type inventoryConfig struct {
 	// KeyFile is an Ed25519 signing key (PEM PKCS#8); default: generated
 	// into the data directory on first run.
 	KeyFile string `yaml:"key_file"`
+	// RedisURL (redis://, rediss:// or unix://, ${VAR} expanded) keeps the
+	// pinned and observed snapshots in Redis, shared by every replica: the
+	// first replica to see an upstream pins it for all, a drift seen by
+	// one blocks the tool on all, an approval through any applies on all
+	// (within a moment; at most 30s if a notification is lost). Needs
+	// key_file, the same on every replica. Empty keeps them in
+	// data_dir/inventory.
+	RedisURL string `yaml:"redis_url"`
+	// KeyPrefix of the inventory's Redis keys (default "{sluice:inventory}:").
+	KeyPrefix string `yaml:"key_prefix"`
+}
+
+// validate checks the section once ${VAR}s are expanded.
+func (c *inventoryConfig) validate() error {
+	if c.RedisURL == "" {
+		return nil
+	}
+	if _, err := redis.ParseURL(c.RedisURL); err != nil {
+		return fmt.Errorf("inventory.redis_url: %w; give redis://host:6379/0, rediss:// for TLS or unix:///path", err)
+	}
+	if c.KeyFile == "" {
+		return errors.New("inventory.redis_url needs inventory.key_file: replicas sharing pins must sign them with one key " +
+			"(generate one with: openssl genpkey -algorithm ed25519 -out inventory-key.pem)")
+	}
+	return nil
+}
+
+// backend opens the Redis backend of the section, or returns nil for the
+// data directory's files.
+func (c *inventoryConfig) backend(ctx context.Context) (*inventory.RedisBackend, error) {
+	if c.RedisURL == "" {
+		return nil, nil
+	}
+	opt, err := redis.ParseURL(c.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("inventory.redis_url: %w", err)
+	}
+	client := redis.NewClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = client.Ping(pctx).Err()
+	cancel()
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("inventory.redis_url: redis at %s: %w", opt.Addr, err)
+	}
+	return inventory.OpenRedisBackend(client, c.KeyPrefix, 0), nil
 }
 
 // inventoryAdmin serves the operator's side of the inventory:

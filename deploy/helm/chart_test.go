@@ -10,6 +10,10 @@ package helm
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,13 +158,22 @@ func TestHelmTemplate(t *testing.T) {
 	// moved into a temp dir that holds the secrets the pod would mount.
 	cm := strict[corev1.ConfigMap](t, docs["ConfigMap/rel-sluice"])
 	cfg := cm.Data["sluice.yaml"]
-	for _, s := range []string{"listen: 0.0.0.0:8080", "admin_listen: 0.0.0.0:9090", "redis_url: redis://rel-sluice-redis:6379/0", "rel-sluice.tools.svc.cluster.local", "file: /etc/sluice/keys/agent_keys.json", "${file:/etc/sluice/session/key}"} {
+	for _, s := range []string{"listen: 0.0.0.0:8080", "admin_listen: 0.0.0.0:9090", "redis_url: redis://rel-sluice-redis:6379/0", "rel-sluice.tools.svc.cluster.local", "file: /etc/sluice/keys/agent_keys.json", "${file:/etc/sluice/session/key}", "key_file: /etc/sluice/inventory/key.pem"} {
 		if !strings.Contains(cfg, s) {
 			t.Errorf("sluice.yaml lacks %q:\n%s", s, cfg)
 		}
 	}
+	if n := strings.Count(cfg, "redis_url: redis://rel-sluice-redis:6379/0"); n != 4 {
+		t.Errorf("sluice.yaml has %d redis_url, want 4 (route_memory, approvals, rate_limits, inventory):\n%s", n, cfg)
+	}
+	_, inventoryKey, _ := ed25519.GenerateKey(rand.Reader)
+	der, err := x509.MarshalPKCS8PrivateKey(inventoryKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	for f, content := range map[string]string{"admin/token": "tok", "keys/agent_keys.json": `{"keys":[]}`, "session/key": "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE="} {
+	for f, content := range map[string]string{"admin/token": "tok", "keys/agent_keys.json": `{"keys":[]}`, "session/key": "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE=",
+		"inventory/key.pem": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))} {
 		os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o700)
 		os.WriteFile(filepath.Join(dir, f), []byte(content), 0o600)
 	}

@@ -58,8 +58,19 @@ app.kubernetes.io/component: gateway
 {{- if .Values.sessionKeys.existingSecret -}}
 {{- $_ := set $c "session_keys" (list "${file:/etc/sluice/session/key}") -}}
 {{- end -}}
+{{- if .Values.inventoryKey.existingSecret -}}
+{{- $inv := get $c "inventory" | default dict -}}
+{{- $_ := set $inv "key_file" "/etc/sluice/inventory/key.pem" -}}
+{{- $_ := set $c "inventory" $inv -}}
+{{- end -}}
 {{- $redis := include "sluice.redisURL" . -}}
 {{- if $redis -}}
+{{- if .Values.inventoryKey.existingSecret -}}
+{{- $inv := get $c "inventory" -}}
+{{- if not (hasKey $inv "redis_url") -}}
+{{- $_ := set $inv "redis_url" $redis -}}
+{{- end -}}
+{{- end -}}
 {{- $rm := get $c "route_memory" | default dict -}}
 {{- if not (hasKey $rm "redis_url") -}}
 {{- $_ := set $rm "redis_url" $redis -}}

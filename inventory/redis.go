@@ -1,0 +1,192 @@
+package inventory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultRedisPrefix is the key prefix OpenRedisBackend uses by default.
+const DefaultRedisPrefix = "{sluice:inventory}:"
+
+// OpenRedisBackend returns a Backend that keeps the documents in Redis,
+// shared by every gateway replica using it: two hashes, prefix+"pinned"
+// and prefix+"observed", whose fields are upstream names. Every Put is
+// announced on the channel prefix+"changed", so that the other replicas'
+// Inventory.Watch reloads it: an approval through any replica's admin API
+// applies on all of them. Each operation waits at most timeout (zero: 2s)
+// for Redis. Close closes client.
+func OpenRedisBackend(client redis.UniversalClient, prefix string, timeout time.Duration) *RedisBackend {
+	if prefix == "" {
+		prefix = DefaultRedisPrefix
+	}
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	id := make([]byte, 8)
+	_, _ = rand.Read(id) // never fails (crypto/rand)
+	return &RedisBackend{c: client, prefix: prefix, timeout: timeout, self: hex.EncodeToString(id)}
+}
+
+// RedisBackend is the Backend OpenRedisBackend returns. It is a Watcher.
+type RedisBackend struct {
+	c       redis.UniversalClient
+	prefix  string
+	timeout time.Duration
+	self    string // tells this backend's announcements from others'
+
+	// ResyncEvery is how often Watch rereads every document, in case an
+	// announcement was lost (zero: 30s). Set it before Watch.
+	ResyncEvery time.Duration
+
+	lastErr atomic.Pointer[error] // why Watch last failed to subscribe
+}
+
+var _ Watcher = (*RedisBackend)(nil)
+
+// Close closes the Redis client.
+func (b *RedisBackend) Close() error { return b.c.Close() }
+
+func (b *RedisBackend) key(kind Kind) string { return b.prefix + string(kind) }
+
+func (b *RedisBackend) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), b.timeout)
+}
+
+func (b *RedisBackend) Where(kind Kind, upstream string) string {
+	return fmt.Sprintf("redis %s field %q", b.key(kind), upstream)
+}
+
+func (b *RedisBackend) Get(kind Kind, upstream string) ([]byte, error) {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	doc, err := b.c.HGet(ctx, b.key(kind), upstream).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%s: %w", b.Where(kind, upstream), fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	return doc, nil
+}
+
+// announcement is "<sender> <kind> <upstream>".
+func (b *RedisBackend) announce(ctx context.Context, kind Kind, upstream string) error {
+	return b.c.Publish(ctx, b.prefix+"changed", b.self+" "+string(kind)+" "+upstream).Err()
+}
+
+func (b *RedisBackend) Put(kind Kind, upstream string, doc []byte) error {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	if err := b.c.HSet(ctx, b.key(kind), upstream, doc).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if err := b.announce(ctx, kind, upstream); err != nil {
+		// Stored: the others see it on their next resync.
+		return fmt.Errorf("redis: stored, but announcing the change: %w", err)
+	}
+	return nil
+}
+
+func (b *RedisBackend) PutIfAbsent(kind Kind, upstream string, doc []byte) ([]byte, error) {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	set, err := b.c.HSetNX(ctx, b.key(kind), upstream, doc).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	if !set {
+		kept, err := b.c.HGet(ctx, b.key(kind), upstream).Bytes()
+		if err != nil {
+			return nil, fmt.Errorf("redis: %w", err)
+		}
+		return kept, nil
+	}
+	if err := b.announce(ctx, kind, upstream); err != nil {
+		return nil, fmt.Errorf("redis: stored, but announcing the change: %w", err)
+	}
+	return nil, nil
+}
+
+func (b *RedisBackend) List(kind Kind) ([]string, error) {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	names, err := b.c.HKeys(ctx, b.key(kind)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	return names, nil
+}
+
+func (b *RedisBackend) Remove(kind Kind, upstream string) error {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	if err := b.c.HDel(ctx, b.key(kind), upstream).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return b.announce(ctx, kind, upstream)
+}
+
+// Watch subscribes to the change channel until ctx is done. go-redis
+// reconnects a broken subscription by itself, but announcements sent
+// meanwhile are lost: so resync runs once subscribed and then every
+// ResyncEvery (a replica that missed a change sees it at most that late).
+// While Redis cannot be reached, Watch retries every second.
+func (b *RedisBackend) Watch(ctx context.Context, changed func(Kind, string), resync func()) error {
+	for {
+		err := b.watch(ctx, changed, resync)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		b.lastErr.Store(&err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (b *RedisBackend) watch(ctx context.Context, changed func(Kind, string), resync func()) error {
+	ps := b.c.Subscribe(ctx, b.prefix+"changed")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
+		return fmt.Errorf("redis: subscribing to %schanged: %w", b.prefix, err)
+	}
+	msgs := ps.Channel()
+	resync()
+	every := b.ResyncEvery
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			resync()
+		case m, ok := <-msgs:
+			if !ok {
+				return errors.New("redis: the change subscription was closed")
+			}
+			sender, rest, ok := strings.Cut(m.Payload, " ")
+			if !ok || sender == b.self {
+				continue
+			}
+			kind, upstream, ok := strings.Cut(rest, " ")
+			if ok && (Kind(kind) == Pinned || Kind(kind) == Observed) {
+				changed(Kind(kind), upstream)
+			}
+		}
+	}
+}
