@@ -618,12 +618,18 @@ func versionFromMeta(meta jsontext.Value) (version, client string) {
 	if meta == nil {
 		return "", ""
 	}
-	var p struct {
-		Version    string `json:"io.modelcontextprotocol/protocolVersion"`
-		ClientInfo struct {
-			Name string `json:"name"`
-		} `json:"io.modelcontextprotocol/clientInfo"`
+	return stringMember(meta, "io.modelcontextprotocol/protocolVersion"),
+		stringMember(intercept.Member(meta, "io.modelcontextprotocol/clientInfo"), "name")
+}
+
+// stringMember returns the string value of obj's member key, or "" if obj
+// is not an object or the member is missing or not a string.
+func stringMember(obj jsontext.Value, key string) string {
+	v := intercept.Member(obj, key)
+	if v.Kind() != '"' {
+		return ""
 	}
-	_ = json.Unmarshal(meta, &p)
-	return p.Version, p.ClientInfo.Name
+	var s string
+	_ = json.Unmarshal(v, &s)
+	return s
 }

@@ -32,15 +32,18 @@ func extractMeta(ctx context.Context, m *intercept.Message) context.Context {
 	if m.Meta == nil {
 		return ctx
 	}
-	var meta map[string]any
-	if json.Unmarshal(m.Meta, &meta) != nil {
-		return ctx
-	}
-	carrier := make(map[string]string, 2)
+	var carrier map[string]string
 	for _, k := range []string{telemetry.MetaTraceparent, telemetry.MetaTracestate} {
-		if s, ok := meta[k].(string); ok {
+		var s string
+		if v := intercept.Member(m.Meta, k); v.Kind() == '"' && json.Unmarshal(v, &s) == nil {
+			if carrier == nil {
+				carrier = make(map[string]string, 2)
+			}
 			carrier[k] = s
 		}
+	}
+	if carrier == nil {
+		return ctx
 	}
 	return telemetry.ExtractMeta(ctx, carrier)
 }

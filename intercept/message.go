@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -189,7 +190,9 @@ func Decode(body []byte) (msgs []*Message, batch bool, err error) {
 		}
 		return []*Message{m}, false, nil
 	case '[':
-		dec := jsontext.NewDecoder(bytes.NewReader(body))
+		p := getDecoder(body)
+		defer p.put()
+		dec := &p.dec
 		if _, err := dec.ReadToken(); err != nil {
 			return nil, true, parseError("%s", describe(err))
 		}
@@ -198,7 +201,7 @@ func Decode(body []byte) (msgs []*Message, batch bool, err error) {
 			if err != nil {
 				return nil, true, parseError("%s", describe(err))
 			}
-			m, err := decodeOne(raw.Clone())
+			m, err := decodeOne(raw[:len(raw):len(raw)]) // a slice of body, as eachMember's
 			if err != nil {
 				return nil, true, err
 			}
@@ -231,7 +234,9 @@ func DecodeMessage(body []byte) (*Message, error) {
 // validate checks body is exactly one JSON value under RFC 7493 (I-JSON)
 // rules: valid UTF-8 and unique member names in every object.
 func validate(body []byte) error {
-	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	p := getDecoder(body)
+	defer p.put()
+	dec := &p.dec
 	if _, err := dec.ReadValue(); err != nil {
 		if errors.Is(err, jsontext.ErrDuplicateName) {
 			return invalidRequest("%s", describe(err))
@@ -398,8 +403,13 @@ func (m *Message) decodeParams() error {
 }
 
 // eachMember calls fn for every member of a validated JSON object, in order.
+// The values fn gets are slices of obj (capacity-limited, so appending to
+// one copies), not copies: obj must not change while they are in use,
+// which holds for a message's Raw and its parts.
 func eachMember(obj jsontext.Value, fn func(key string, val jsontext.Value) error) error {
-	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	p := getDecoder(obj)
+	defer p.put()
+	dec := &p.dec
 	if _, err := dec.ReadToken(); err != nil {
 		return parseError("%s", describe(err))
 	}
@@ -413,11 +423,34 @@ func eachMember(obj jsontext.Value, fn func(key string, val jsontext.Value) erro
 		if err != nil {
 			return parseError("%s", describe(err))
 		}
-		if err := fn(key, val.Clone()); err != nil {
+		if err := fn(key, val[:len(val):len(val)]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// pooledDecoder reads a byte slice in place: a Decoder reading a
+// bytes.Buffer uses the buffer's bytes as its own, so the values it
+// returns are slices of the input, and neither is copied.
+type pooledDecoder struct {
+	dec jsontext.Decoder
+	bb  bytes.Buffer
+}
+
+var decoders = sync.Pool{New: func() any { return new(pooledDecoder) }}
+
+func getDecoder(b []byte) *pooledDecoder {
+	p := decoders.Get().(*pooledDecoder)
+	p.bb = *bytes.NewBuffer(b)
+	p.dec.Reset(&p.bb)
+	return p
+}
+
+func (p *pooledDecoder) put() {
+	p.bb = bytes.Buffer{} // keep no reference to the input
+	p.dec.Reset(&p.bb)
+	decoders.Put(p)
 }
 
 func foldedMatch(key string, known []string) string {
@@ -431,7 +464,12 @@ func foldedMatch(key string, known []string) string {
 
 // unquote returns the Go string of a validated JSON string value.
 func unquote(v jsontext.Value) string {
-	tok, err := jsontext.NewDecoder(bytes.NewReader(v)).ReadToken()
+	if len(v) >= 2 && bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1]) // validated, and nothing escaped
+	}
+	p := getDecoder(v)
+	defer p.put()
+	tok, err := p.dec.ReadToken()
 	if err != nil {
 		return ""
 	}
