@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"net/http"
 	"strings"
 	"time"
 
@@ -66,6 +67,10 @@ func (u *Upstream) target() string {
 // documented default.
 type Options struct {
 	Upstreams []Upstream
+	// Mount serves more handlers on the agents' listener, behind the same
+	// Host and Origin checks: pattern -> handler, as http.ServeMux takes
+	// them (the A2A gateway mounts "/a2a/").
+	Mount map[string]http.Handler
 	// MaxBodyBytes limits a request body. Zero means 4 MiB.
 	MaxBodyBytes int64
 	// AllowedHosts are Host header values accepted in addition to the

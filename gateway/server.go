@@ -238,6 +238,9 @@ func (g *Gateway) Handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", g.handleReady)
+	for pattern, h := range g.opts.Mount {
+		mux.Handle(pattern, h)
+	}
 	return g.checkHostOrigin(mux)
 }
 

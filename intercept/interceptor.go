@@ -181,10 +181,41 @@ func (i *Interceptor) commit(ctx context.Context, m *Message, cc CallContext, d 
 				Evidence:     Evidence{MatchedToolName: d.ToolName, ReasonCode: ReasonPolicyError}}
 		}
 	}
-	if i.OnResult != nil && m.IsCall() {
+	if i.OnResult != nil && m != nil && m.IsCall() {
 		i.pendingCalls().Add(resultKey(cc, m.IDKey()), d)
 	}
 	return dec
+}
+
+// DecideAction decides about an action that did not arrive as an MCP
+// message, such as an A2A message to an agent, whose descriptor the caller
+// built (TxnID and Principal are filled in when empty): the same Decider,
+// OnDecision and, for an allow, the ForwardObserver commit as a tools/call.
+// An allow it returns means the action is recorded as forwarded.
+func (i *Interceptor) DecideAction(ctx context.Context, d *ActionDescriptor) Decision {
+	if d.TxnID == "" {
+		d.TxnID = NewTxnID()
+	}
+	if d.Principal == nil {
+		d.Principal = PrincipalFrom(ctx)
+	}
+	if p := d.Principal; p != nil && p.ID != d.Agent {
+		if d.ClientName == "" {
+			d.ClientName = d.Agent
+		}
+		d.Agent = p.ID
+	}
+	if d.Parameters == nil {
+		d.Parameters = jsontext.Value("{}")
+	}
+	dec := Decide(ctx, i.Decider, d)
+	if dec.Verdict != Allow {
+		if i.OnDecision != nil {
+			i.OnDecision(d, dec)
+		}
+		return dec
+	}
+	return i.commit(ctx, nil, CallContext{}, d, dec)
 }
 
 // forwarded calls fo.Forwarded; a panic is an error.

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/a2a"
 	"io"
 	"log/slog"
 	"net"
@@ -35,6 +36,8 @@ type config struct {
 	Listen string `yaml:"listen"`
 	// Upstreams are the MCP servers behind the gateway.
 	Upstreams []gateway.Upstream `yaml:"upstreams"`
+	// Agents are A2A agents served at /a2a/{name} (see README, A2A).
+	Agents []a2a.Agent `yaml:"agents"`
 	// Policy is the inline policy (see package policy for its schema).
 	Policy yaml.Node `yaml:"policy"`
 	// PolicyFile names a policy file instead; it is hot-reloaded when it
@@ -488,6 +491,21 @@ func parseConfig(path string, b []byte) (*config, error) {
 			return nil, fmt.Errorf("%s: session_keys[%d]: want the base64 of 32 random bytes (openssl rand -base64 32)", path, i)
 		}
 		c.sessionKeys = append(c.sessionKeys, raw)
+	}
+	seenAgents := map[string]bool{}
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		a.URL = expand(a.URL)
+		for k, v := range a.Headers {
+			a.Headers[k] = expand(v)
+		}
+		if err := a2a.ValidateAgent(*a); err != nil {
+			return nil, fmt.Errorf("%s: agents[%d]: %w", path, i, err)
+		}
+		if seenAgents[a.Name] {
+			return nil, fmt.Errorf("%s: agents[%d]: a second agent named %q; names are routes (/a2a/{name}) and must differ", path, i, a.Name)
+		}
+		seenAgents[a.Name] = true
 	}
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]

@@ -32,3 +32,11 @@ func (r *recorder) identityRefused(ir gateway.IdentityRefusal) {
 // identityEventsPerSecond caps the sluice.identity_refused events of a
 // second.
 const identityEventsPerSecond = 50
+
+// cardRefused records an A2A agent card the gateway refused (not JSON, an
+// interface elsewhere, unreachable).
+func (r *recorder) cardRefused(agent, reason string) {
+	r.append(telemetry.Event{Type: "sluice.a2a_card_refused", Time: time.Now(), Upstream: "a2a:" + agent, Attrs: map[string]any{
+		"agent": agent, "reason": reason,
+	}})
+}

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"github.com/sluicehq/sluice/a2a"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -142,6 +143,14 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 	}
 	if err != nil {
 		return err
+	}
+	if len(cfg.Agents) > 0 {
+		ag, err := a2a.New(a2a.Options{Agents: cfg.Agents, AgentHeader: opts.AgentHeader, Logger: logger, OnCardRefused: gv.rec.cardRefused}, gv.ic)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		opts.Mount = map[string]http.Handler{"/a2a/": ag.Handler()}
 	}
 	g, err := gateway.New(opts, gv.ic, logger)
 	if err != nil {

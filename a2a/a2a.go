@@ -1,0 +1,778 @@
+// Package a2a is Sluice's A2A gateway: it serves configured A2A agents at
+// /a2a/{name}, rewrites their agent cards to point at the gateway, and
+// relays JSON-RPC requests of A2A v0.3 and v1.0, deciding every message to
+// an agent with the same decision point as MCP tool calls.
+//
+// A message to an agent is an action: its descriptor names the upstream
+// "a2a:{agent}" and the tool by the skill the message asks for (metadata
+// "skillId" or "skill"), or "send" when it names none; so policy writes
+// `a2a:research/send` or `a2a:research/summarize` where it writes
+// `github/create_issue` for MCP, and route rules see an MCP read and a
+// handoff to an agent as one flow. The parameters are the message's text,
+// data and file parts (the text scanned like any argument).
+//
+// A denial reaches the client as RFC-0002 says for the call's result mode:
+// a soft deny is a completed response whose task is in state rejected,
+// its status message carrying the reason as text and the envelope as a
+// data part; a hard deny is a JSON-RPC error whose data is the envelope.
+//
+// Tasks belong to the principal that created them: another principal's
+// get, cancel, subscribe or push configuration on that id is answered
+// "task not found", and a list shows each principal its own tasks.
+package a2a
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// Agent is one A2A upstream.
+type Agent struct {
+	// Name is the route: /a2a/{Name}. Letters, digits, '-', '_', '.'.
+	Name string `yaml:"name"`
+	// URL is the agent's base URL; its card is fetched from
+	// URL/.well-known/agent-card.json (or the legacy agent.json).
+	URL string `yaml:"url"`
+	// Headers are sent with every request to the agent (credentials).
+	Headers map[string]string `yaml:"headers"`
+}
+
+// Options configure a Gateway. The zero value of each field is a
+// documented default.
+type Options struct {
+	Agents []Agent
+	// Client reaches the agents; nil is a client with a 30s timeout for
+	// non-streaming requests (streams have none).
+	Client *http.Client
+	// CardTTL is how long a fetched card is served before it is fetched
+	// again (zero: 5m).
+	CardTTL time.Duration
+	// MaxBody bounds a request (zero: 4 MiB) and a non-streaming answer
+	// (8× that).
+	MaxBody int64
+	// MaxPart bounds the decoded size of one file part (zero: 1 MiB).
+	MaxPart int64
+	// TrustedProxies may set X-Forwarded-Proto and X-Forwarded-Host, which
+	// the rewritten card's URLs then use; from anyone else they are
+	// ignored.
+	TrustedProxies []netip.Prefix
+	// AllowPrivatePushURLs lets push notification URLs name loopback,
+	// private and link-local addresses (refused by default: an agent must
+	// not make an upstream call into the gateway's network).
+	AllowPrivatePushURLs bool
+	// AllowUnknownMethods forwards methods that are neither v0.3 nor v1.0
+	// A2A methods, undecided; refused by default.
+	AllowUnknownMethods bool
+	// MaxTasks bounds the task ownership table (zero: 100,000); the oldest
+	// tasks are forgotten first, and then answer "task not found".
+	MaxTasks int
+	// AgentHeader, if set, is a header naming the calling agent when the
+	// request carries no authenticated principal (gateway.Options'
+	// AgentHeader); an authenticated principal always wins.
+	AgentHeader string
+	Logger      *slog.Logger
+	// OnCardRefused, if set, hears of every upstream card refused.
+	OnCardRefused func(agent, reason string)
+}
+
+// Gateway serves the configured agents. Create it with New.
+type Gateway struct {
+	opts   Options
+	ic     *intercept.Interceptor
+	agents map[string]*agent
+	tasks  *owners
+	log    *slog.Logger
+}
+
+// New returns a gateway deciding with ic.
+func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
+	if opts.Client == nil {
+		opts.Client = &http.Client{Transport: http.DefaultTransport}
+	}
+	if opts.CardTTL <= 0 {
+		opts.CardTTL = 5 * time.Minute
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = 4 << 20
+	}
+	if opts.MaxPart <= 0 {
+		opts.MaxPart = 1 << 20
+	}
+	if opts.MaxTasks <= 0 {
+		opts.MaxTasks = 100_000
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{opts: opts, ic: ic, agents: map[string]*agent{}, tasks: newOwners(opts.MaxTasks), log: log}
+	for i, a := range opts.Agents {
+		if err := ValidateAgent(a); err != nil {
+			return nil, fmt.Errorf("agents[%d]: %w", i, err)
+		}
+		if g.agents[a.Name] != nil {
+			return nil, fmt.Errorf("agents[%d]: a second agent named %q", i, a.Name)
+		}
+		u, _ := url.Parse(a.URL)
+		g.agents[a.Name] = &agent{Agent: a, base: u}
+	}
+	return g, nil
+}
+
+// ValidateAgent checks one agent's configuration.
+func ValidateAgent(a Agent) error {
+	if a.Name == "" || strings.Trim(a.Name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" {
+		return fmt.Errorf("name %q: use letters, digits, '-', '_' and '.'", a.Name)
+	}
+	u, err := url.Parse(a.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("agent %q: url %q is not an http(s) URL", a.Name, a.URL)
+	}
+	return nil
+}
+
+// Handler serves /a2a/{name} (JSON-RPC) and the agents' cards.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /a2a/{name}/.well-known/agent-card.json", g.serveCard)
+	mux.HandleFunc("GET /a2a/{name}/.well-known/agent.json", g.serveCard)
+	mux.HandleFunc("POST /a2a/{name}", g.serveRPC)
+	return mux
+}
+
+type agent struct {
+	Agent
+	base  *url.URL
+	cards cardCache
+}
+
+func (g *Gateway) agent(w http.ResponseWriter, r *http.Request) *agent {
+	a := g.agents[r.PathValue("name")]
+	if a == nil {
+		writeJSON(w, http.StatusNotFound, intercept.ErrorResponse(nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: fmt.Sprintf("no A2A agent named %q is configured", r.PathValue("name"))}))
+	}
+	return a
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// A2A error codes (both versions).
+const (
+	codeTaskNotFound         = -32001
+	codeUnsupportedOperation = -32004
+	codeVersionNotSupported  = -32009
+)
+
+// method is what the gateway knows of one A2A JSON-RPC method.
+type method struct {
+	v1   bool // an A2A 1.0 method (else 0.3)
+	kind methodKind
+}
+
+type methodKind int
+
+const (
+	send       methodKind = iota // a message to the agent: decided
+	onTask                       // names a task by params.id: owner checked
+	pushConfig                   // names a task by params taskId/id; may set a URL
+	list                         // lists tasks: filtered by owner
+	card                         // the extended card: rewritten
+)
+
+var methods = map[string]method{
+	"message/send":                         {false, send},
+	"message/stream":                       {false, send},
+	"tasks/get":                            {false, onTask},
+	"tasks/cancel":                         {false, onTask},
+	"tasks/resubscribe":                    {false, onTask},
+	"tasks/pushNotificationConfig/set":     {false, pushConfig},
+	"tasks/pushNotificationConfig/get":     {false, pushConfig},
+	"tasks/pushNotificationConfig/list":    {false, pushConfig},
+	"tasks/pushNotificationConfig/delete":  {false, pushConfig},
+	"agent/getAuthenticatedExtendedCard":   {false, card},
+	"SendMessage":                          {true, send},
+	"SendStreamingMessage":                 {true, send},
+	"GetTask":                              {true, onTask},
+	"CancelTask":                           {true, onTask},
+	"SubscribeToTask":                      {true, onTask},
+	"ListTasks":                            {true, list},
+	"CreateTaskPushNotificationConfig":     {true, pushConfig},
+	"GetTaskPushNotificationConfig":        {true, pushConfig},
+	"ListTaskPushNotificationConfigs":      {true, pushConfig},
+	"ListTaskPushNotificationConfig":       {true, pushConfig},
+	"DeleteTaskPushNotificationConfig":     {true, pushConfig},
+	"GetExtendedAgentCard":                 {true, card},
+	"tasks/pushNotificationConfig/getMany": {false, pushConfig},
+}
+
+// version returns whether r speaks A2A 1.x, from the A2A-Version header
+// (absent means 0.3, as the specification says).
+func version(r *http.Request) (v1 bool, err error) {
+	v := strings.TrimSpace(r.Header.Get("A2A-Version"))
+	switch {
+	case v == "" || v == "0.3" || strings.HasPrefix(v, "0.3."):
+		return false, nil
+	case v == "1" || v == "1.0" || strings.HasPrefix(v, "1."):
+		return true, nil
+	}
+	return false, fmt.Errorf("A2A-Version %q is not supported; the gateway speaks 0.3 and 1.0", v)
+}
+
+func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
+	a := g.agent(w, r)
+	if a == nil {
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, intercept.ErrorResponse(nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+				Message: fmt.Sprintf("request larger than %d bytes", g.opts.MaxBody)}))
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, intercept.ErrorResponse(nil, &intercept.WireError{Code: intercept.CodeParseError, Message: "reading the request: " + err.Error()}))
+		return
+	}
+	m, err := intercept.DecodeMessage(body)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, intercept.ErrorResponse(nil, err))
+		return
+	}
+	if m.Kind != intercept.KindRequest {
+		writeJSON(w, http.StatusBadRequest, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: "an A2A endpoint takes JSON-RPC requests only"}))
+		return
+	}
+	reply := func(err error) { writeJSON(w, http.StatusOK, intercept.ErrorResponse(m.ID, err)) }
+	v1, err := version(r)
+	if err != nil {
+		reply(&intercept.WireError{Code: codeVersionNotSupported, Message: err.Error()})
+		return
+	}
+	spec, known := methods[m.Method]
+	if !known {
+		if !g.opts.AllowUnknownMethods {
+			reply(&intercept.WireError{Code: intercept.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not an A2A 0.3 or 1.0 method; the gateway forwards only methods it governs", m.Method)})
+			return
+		}
+		g.forward(w, r, a, m, v1, nil)
+		return
+	}
+	if spec.v1 != v1 {
+		want := "0.3 (no A2A-Version header, or 0.3)"
+		if spec.v1 {
+			want = "1.0 (header A2A-Version: 1.0)"
+		}
+		reply(&intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf("method %q is A2A %s, but the request's A2A-Version says otherwise", m.Method, want)})
+		return
+	}
+	if m.Params.Kind() != '{' {
+		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " needs a params object"})
+		return
+	}
+	owner := ownerOf(r.Context())
+	switch spec.kind {
+	case send:
+		g.send(w, r, a, m, v1, owner)
+	case onTask, pushConfig:
+		id := taskIDParam(m.Params)
+		if id == "" && !(spec.kind == pushConfig && strings.Contains(strings.ToLower(m.Method), "list")) {
+			reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " needs the task's id"})
+			return
+		}
+		if id != "" && !g.tasks.owns(a.Name, id, owner) {
+			reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
+			return
+		}
+		if spec.kind == pushConfig {
+			if err := g.checkPushURLs(m.Params); err != nil {
+				reply(err)
+				return
+			}
+		}
+		g.forward(w, r, a, m, v1, nil)
+	case list:
+		g.forward(w, r, a, m, v1, func(result jsontext.Value) jsontext.Value { return g.tasks.filterList(a.Name, owner, result) })
+	case card:
+		g.forward(w, r, a, m, v1, func(result jsontext.Value) jsontext.Value {
+			out, err := g.rewriteCard(r, a, result)
+			if err != nil {
+				return nil
+			}
+			return out
+		})
+	}
+}
+
+// send decides a message to the agent and forwards it if allowed.
+func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *intercept.Message, v1 bool, owner string) {
+	reply := func(err error) { writeJSON(w, http.StatusOK, intercept.ErrorResponse(m.ID, err)) }
+	msg := intercept.Member(m.Params, "message")
+	if msg.Kind() != '{' {
+		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " needs a message object"})
+		return
+	}
+	args, skill, err := g.arguments(msg)
+	if err != nil {
+		reply(err)
+		return
+	}
+	if id := stringMember(msg, "taskId"); id != "" && !g.tasks.owns(a.Name, id, owner) {
+		reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
+		return
+	}
+	if err := g.checkPushURLs(intercept.Member(m.Params, "configuration")); err != nil {
+		reply(err)
+		return
+	}
+	if skill == "" {
+		skill = "send"
+	}
+	d := &intercept.ActionDescriptor{
+		Method: "", ToolName: skill, Parameters: args, TargetEndpoint: a.URL,
+		Upstream: "a2a:" + a.Name, CallID: m.ID, ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1],
+		SessionID: stringMember(msg, "contextId"),
+	}
+	d.ToolDescription = a.cards.skill(skill)
+	if g.opts.AgentHeader != "" {
+		d.Agent = r.Header.Get(g.opts.AgentHeader)
+	}
+	dec := g.ic.DecideAction(r.Context(), d)
+	if dec.Verdict != intercept.Allow {
+		g.deny(w, m, v1, d, dec, stringMember(msg, "contextId"), owner, a)
+		return
+	}
+	g.forward(w, r, a, m, v1, nil)
+}
+
+// arguments builds the descriptor's parameters from a message: its text
+// parts joined, its data parts, and its file parts' names, media types and
+// URIs (their bytes are checked, not carried). It refuses invalid parts.
+func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) {
+	type file struct {
+		Name      string `json:"name,omitempty"`
+		MediaType string `json:"media_type,omitempty"`
+		URI       string `json:"uri,omitempty"`
+		Bytes     int    `json:"bytes,omitempty"`
+	}
+	var p struct {
+		Text  string           `json:"text,omitzero"`
+		Data  []jsontext.Value `json:"data,omitempty"`
+		Files []file           `json:"files,omitempty"`
+	}
+	parts := intercept.Member(msg, "parts")
+	if parts.Kind() != '[' {
+		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message.parts must be an array"}
+	}
+	var raw []jsontext.Value
+	if err := json.Unmarshal(parts, &raw); err != nil {
+		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message.parts: " + err.Error()}
+	}
+	var texts []string
+	for i, part := range raw {
+		if part.Kind() != '{' {
+			return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: message.parts[%d] is not an object", i)}
+		}
+		bad := func(what string) error {
+			return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: message.parts[%d]: %s", i, what)}
+		}
+		switch t := intercept.Member(part, "text"); {
+		case t != nil:
+			if t.Kind() != '"' {
+				return nil, "", bad("text must be a string")
+			}
+			texts = append(texts, stringMember(part, "text"))
+		case intercept.Member(part, "data") != nil:
+			p.Data = append(p.Data, intercept.Member(part, "data"))
+		default:
+			// v0.3 {"kind":"file","file":{"bytes"|"uri",...}}; v1.0
+			// {"raw": base64} or {"url": ...} with filename/mediaType.
+			f := intercept.Member(part, "file")
+			if f == nil {
+				f = part
+			}
+			var fl file
+			fl.Name = stringMember(f, "name") + stringMember(part, "filename")
+			fl.MediaType = stringMember(f, "mimeType") + stringMember(part, "mediaType")
+			fl.URI = stringMember(f, "uri") + stringMember(part, "url")
+			b64 := intercept.Member(f, "bytes")
+			if b64 == nil {
+				b64 = intercept.Member(part, "raw")
+			}
+			if b64 != nil {
+				var s string
+				if b64.Kind() != '"' || json.Unmarshal(b64, &s) != nil {
+					return nil, "", bad("file bytes must be a base64 string")
+				}
+				if int64(base64.StdEncoding.DecodedLen(len(s))) > g.opts.MaxPart {
+					return nil, "", bad(fmt.Sprintf("file larger than %d bytes", g.opts.MaxPart))
+				}
+				n, err := base64.StdEncoding.Strict().DecodeString(s)
+				if err != nil {
+					return nil, "", bad("file bytes are not valid base64: " + err.Error())
+				}
+				fl.Bytes = len(n)
+			}
+			if fl.URI == "" && b64 == nil {
+				return nil, "", bad("not a text, data or file part")
+			}
+			p.Files = append(p.Files, fl)
+		}
+	}
+	p.Text = strings.Join(texts, "\n")
+	out, err := json.Marshal(p, json.Deterministic(true))
+	if err != nil {
+		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + err.Error()}
+	}
+	meta := intercept.Member(msg, "metadata")
+	skill := stringMember(meta, "skillId")
+	if skill == "" {
+		skill = stringMember(meta, "skill")
+	}
+	return out, skill, nil
+}
+
+// deny answers a message the decision point did not allow.
+func (g *Gateway) deny(w http.ResponseWriter, m *intercept.Message, v1 bool, d *intercept.ActionDescriptor, dec intercept.Decision, contextID, owner string, a *agent) {
+	if dec.Mode != intercept.ModeToolResult {
+		writeJSON(w, http.StatusOK, intercept.RenderDecision(m.ID, dec, d.TxnID, ""))
+		return
+	}
+	// The soft deny: a task the agent never saw, rejected by the gateway.
+	env := envelope(dec, d.TxnID)
+	taskID, msgID := intercept.NewTxnID(), intercept.NewTxnID()
+	if contextID == "" {
+		contextID = intercept.NewTxnID()
+	}
+	g.tasks.add(a.Name, taskID, owner)
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	var result any
+	if v1 {
+		result = map[string]any{"task": map[string]any{
+			"id": taskID, "contextId": contextID,
+			"status": map[string]any{"state": "TASK_STATE_REJECTED", "timestamp": now, "message": map[string]any{
+				"messageId": msgID, "role": "ROLE_AGENT", "taskId": taskID, "contextId": contextID,
+				"parts": []any{map[string]any{"text": env.PublicReason}, map[string]any{"data": env}},
+			}},
+		}}
+	} else {
+		result = map[string]any{"kind": "task", "id": taskID, "contextId": contextID,
+			"status": map[string]any{"state": "rejected", "timestamp": now, "message": map[string]any{
+				"kind": "message", "messageId": msgID, "role": "agent", "taskId": taskID, "contextId": contextID,
+				"parts": []any{map[string]any{"kind": "text", "text": env.PublicReason}, map[string]any{"kind": "data", "data": env}},
+			}},
+		}
+	}
+	resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result}, json.Deterministic(true))
+	if err != nil {
+		writeJSON(w, http.StatusOK, intercept.RenderDecision(m.ID, dec, d.TxnID, ""))
+		return
+	}
+	if strings.Contains(m.Method, "tream") { // message/stream, SendStreamingMessage: one event
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintf(w, "data: %s\n\n", resp)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// softEnvelope is RFC-0002's envelope with the txn id, as a data part.
+type softEnvelope struct {
+	intercept.Envelope
+	TxnID string `json:"txn_id"`
+}
+
+func envelope(dec intercept.Decision, txnID string) softEnvelope {
+	env := intercept.Envelope{Status: "denied", Code: dec.Reason, PublicReason: dec.PublicReason}
+	if dec.Verdict == intercept.RequireApproval {
+		env.Status = "approval_required"
+	}
+	if dec.ApprovalID != "" {
+		env.Data = map[string]string{"approval_id": dec.ApprovalID}
+	} else if dec.RetryAfter > 0 {
+		env.Data = map[string]int64{"retry_after_ms": max(dec.RetryAfter.Milliseconds(), 1)}
+	}
+	if ev := dec.Evidence; ev.MatchedToolName != "" || len(ev.MatchedToolClasses) > 0 || ev.MatchedRouteRuleID != "" || ev.ReasonCode != "" {
+		env.Evidence = &ev
+	}
+	if env.PublicReason == "" {
+		env.PublicReason = dec.Reason
+	}
+	return softEnvelope{env, txnID}
+}
+
+// forward sends the request, re-encoded as policy saw it, to the agent's
+// JSON-RPC endpoint and relays the answer: an event stream event by event,
+// anything else whole. rewrite, if set, replaces a non-streamed result
+// (nil: the answer becomes an error).
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *intercept.Message, v1 bool, rewrite func(jsontext.Value) jsontext.Value) {
+	fail := func(status int, err error) {
+		writeJSON(w, status, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
+	}
+	endpoint, err := g.endpoint(r.Context(), a, v1)
+	if err != nil {
+		fail(http.StatusBadGateway, err)
+		return
+	}
+	body, err := transport.Compact(m.Raw)
+	if err != nil {
+		fail(http.StatusBadRequest, err)
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		fail(http.StatusBadGateway, err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for _, h := range []string{"A2A-Version", "A2A-Extensions"} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	for k, v := range a.Headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := g.opts.Client.Do(req)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client is gone
+		}
+		fail(http.StatusBadGateway, fmt.Errorf("agent %q: %v", a.Name, err))
+		return
+	}
+	defer resp.Body.Close()
+	owner := ownerOf(r.Context())
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		g.relayStream(w, resp, a.Name, owner)
+		return
+	}
+	limit := 8 * g.opts.MaxBody
+	out, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		fail(http.StatusBadGateway, fmt.Errorf("agent %q: reading the answer: %v", a.Name, err))
+		return
+	}
+	if int64(len(out)) > limit {
+		fail(http.StatusBadGateway, fmt.Errorf("agent %q: answer larger than %d bytes", a.Name, limit))
+		return
+	}
+	if ans, err := intercept.DecodeMessage(out); err == nil && ans.Kind == intercept.KindResponse {
+		g.tasks.record(a.Name, owner, ans.Result)
+		if rewrite != nil {
+			res := rewrite(ans.Result)
+			if res == nil {
+				fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s could not be made safe to pass on", a.Name, m.Method))
+				return
+			}
+			if out, err = intercept.WithMember(ans.Raw, "result", res); err != nil {
+				fail(http.StatusBadGateway, err)
+				return
+			}
+		}
+	} else if rewrite != nil && err == nil && ans.Kind != intercept.KindError {
+		fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer is not a JSON-RPC response", a.Name))
+		return
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		w.Header().Set("Content-Type", ct)
+	}
+	w.WriteHeader(resp.StatusCode)
+	w.Write(out)
+}
+
+// relayStream passes an event stream on event by event, flushing each,
+// and notes the tasks it creates. It ends when either side does.
+func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, agentName, owner string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	var event bytes.Buffer
+	var data []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// One line longer than the buffer: keep reading it.
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) && int64(len(long)) <= 8*g.opts.MaxBody {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if len(line) > 0 {
+			event.Write(line)
+			trimmed := bytes.TrimRight(line, "\r\n")
+			if d, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
+				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+			}
+			if len(trimmed) == 0 { // end of an event
+				if len(data) > 0 {
+					if ans, err := intercept.DecodeMessage(data); err == nil && ans.Kind == intercept.KindResponse {
+						g.tasks.record(agentName, owner, ans.Result)
+					}
+				}
+				if _, werr := w.Write(event.Bytes()); werr != nil {
+					return
+				}
+				if rc.Flush() != nil {
+					return
+				}
+				event.Reset()
+				data = data[:0]
+			}
+		}
+		if err != nil {
+			if event.Len() > 0 {
+				w.Write(event.Bytes())
+				_ = rc.Flush()
+			}
+			return
+		}
+	}
+}
+
+// checkPushURLs refuses push notification URLs that reach loopback,
+// private or link-local addresses, anywhere in v (a message's
+// configuration or a push config's params).
+func (g *Gateway) checkPushURLs(v jsontext.Value) error {
+	if g.opts.AllowPrivatePushURLs || v == nil {
+		return nil
+	}
+	var bad error
+	walkStrings(v, "", func(key, s string) {
+		if bad != nil || !strings.EqualFold(key, "url") {
+			return
+		}
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			bad = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: push notification url %q is not an http(s) URL", s)}
+			return
+		}
+		if reason := privateHost(u.Hostname()); reason != "" {
+			bad = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: push notification url %q names %s; the gateway does not let an agent call into its network", s, reason)}
+		}
+	})
+	return bad
+}
+
+// privateHost says what is wrong with host as a push target: a loopback,
+// private, link-local or unspecified address (or a name for one).
+func privateHost(host string) string {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return "the loopback host"
+	}
+	ips := []netip.Addr{}
+	if ip, err := netip.ParseAddr(h); err == nil {
+		ips = append(ips, ip)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h)
+		if err != nil {
+			return "a host that does not resolve"
+		}
+		ips = addrs
+	}
+	for _, ip := range ips {
+		ip = ip.Unmap()
+		switch {
+		case ip.IsLoopback():
+			return "a loopback address"
+		case ip.IsPrivate(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsUnspecified():
+			return "a private or link-local address"
+		}
+	}
+	return ""
+}
+
+// walkStrings calls fn for every string in v with the name of the member
+// holding it ("" in arrays).
+func walkStrings(v jsontext.Value, key string, fn func(key, s string)) {
+	switch v.Kind() {
+	case '"':
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			fn(key, s)
+		}
+	case '{':
+		var obj map[string]jsontext.Value
+		if json.Unmarshal(v, &obj) == nil {
+			for k, c := range obj {
+				walkStrings(c, k, fn)
+			}
+		}
+	case '[':
+		var arr []jsontext.Value
+		if json.Unmarshal(v, &arr) == nil {
+			for _, c := range arr {
+				walkStrings(c, key, fn)
+			}
+		}
+	}
+}
+
+// stringMember returns obj's member key if it is a string, else "".
+func stringMember(obj jsontext.Value, key string) string {
+	v := intercept.Member(obj, key)
+	if v.Kind() != '"' {
+		return ""
+	}
+	var s string
+	_ = json.Unmarshal(v, &s)
+	return s
+}
+
+// taskIDParam is the task a method names: params.id (0.3 and 1.0),
+// params.taskId, or params.name "tasks/{id}[/...]".
+func taskIDParam(params jsontext.Value) string {
+	for _, k := range []string{"id", "taskId"} {
+		if s := stringMember(params, k); s != "" {
+			return s
+		}
+	}
+	if n, ok := strings.CutPrefix(stringMember(params, "name"), "tasks/"); ok {
+		id, _, _ := strings.Cut(n, "/")
+		return id
+	}
+	return ""
+}
+
+// ownerOf is who owns the tasks a request creates: the authenticated
+// principal, or "" (every unauthenticated caller is one owner).
+func ownerOf(ctx context.Context) string {
+	if p := intercept.PrincipalFrom(ctx); p != nil {
+		return p.ID
+	}
+	return ""
+}

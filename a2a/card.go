@@ -1,0 +1,300 @@
+package a2a
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// cardCache keeps an agent's upstream card per protocol version (an A2A
+// server may answer a 0.3 and a 1.0 client with different shapes).
+type cardCache struct {
+	mu      sync.Mutex
+	entries [2]cardEntry // [0]: 0.3, [1]: 1.0
+	skills  map[string]string
+}
+
+type cardEntry struct {
+	card    jsontext.Value
+	fetched time.Time
+}
+
+func vi(v1 bool) int {
+	if v1 {
+		return 1
+	}
+	return 0
+}
+
+// skill returns the description of the agent's skill id, if a card named it.
+func (c *cardCache) skill(id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.skills[id]
+}
+
+// card returns the agent's card for the version, fetched at most CardTTL
+// ago. A card that cannot be fetched or is not a JSON object is an error.
+func (g *Gateway) card(ctx context.Context, a *agent, v1 bool) (jsontext.Value, error) {
+	a.cards.mu.Lock()
+	e := a.cards.entries[vi(v1)]
+	a.cards.mu.Unlock()
+	if e.card != nil && time.Since(e.fetched) < g.opts.CardTTL {
+		return e.card, nil
+	}
+	card, err := g.fetchCard(ctx, a, v1)
+	if err != nil {
+		if g.opts.OnCardRefused != nil {
+			g.opts.OnCardRefused(a.Name, err.Error())
+		}
+		g.log.Warn("a2a: agent card refused", "agent", a.Name, "err", err)
+		return nil, err
+	}
+	a.cards.mu.Lock()
+	a.cards.entries[vi(v1)] = cardEntry{card: card, fetched: time.Now()}
+	var sk struct {
+		Skills []struct {
+			ID          string `json:"id"`
+			Description string `json:"description"`
+		} `json:"skills"`
+	}
+	if json.Unmarshal(card, &sk) == nil {
+		if a.cards.skills == nil {
+			a.cards.skills = map[string]string{}
+		}
+		for _, s := range sk.Skills {
+			a.cards.skills[s.ID] = s.Description
+		}
+	}
+	a.cards.mu.Unlock()
+	return card, nil
+}
+
+func (g *Gateway) fetchCard(ctx context.Context, a *agent, v1 bool) (jsontext.Value, error) {
+	var last error
+	for _, path := range []string{"/.well-known/agent-card.json", "/.well-known/agent.json"} {
+		u := strings.TrimSuffix(a.URL, "/") + path
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		req.Header.Set("Accept", "application/json")
+		if v1 {
+			req.Header.Set("A2A-Version", "1.0")
+		}
+		for k, v := range a.Headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := g.opts.Client.Do(req)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("fetching the card of agent %q: %v", a.Name, err)
+		}
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode == http.StatusNotFound {
+			last = fmt.Errorf("agent %q has no card at %s", a.Name, u)
+			continue
+		}
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("fetching the card of agent %q at %s: status %d %v", a.Name, u, resp.StatusCode, err)
+		}
+		v := jsontext.Value(b)
+		if !v.IsValid() || v.Kind() != '{' {
+			return nil, fmt.Errorf("the card of agent %q at %s is not a JSON object", a.Name, u)
+		}
+		if _, err := g.interfaces(a, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+	return nil, last
+}
+
+// iface is one JSON-RPC interface of a card.
+type iface struct {
+	url     string
+	version string
+}
+
+// interfaces returns the card's JSON-RPC interfaces, and refuses a card
+// with an interface outside the agent's origin: calls there would bypass
+// the gateway, or the card would send the client elsewhere.
+func (g *Gateway) interfaces(a *agent, card jsontext.Value) ([]iface, error) {
+	var c struct {
+		URL                string `json:"url"`
+		PreferredTransport string `json:"preferredTransport"`
+		ProtocolVersion    string `json:"protocolVersion"`
+		Supported          []struct {
+			URL             string `json:"url"`
+			ProtocolBinding string `json:"protocolBinding"`
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"supportedInterfaces"`
+		Additional []struct {
+			URL       string `json:"url"`
+			Transport string `json:"transport"`
+		} `json:"additionalInterfaces"`
+	}
+	if err := json.Unmarshal(card, &c); err != nil {
+		return nil, fmt.Errorf("the card of agent %q: %v", a.Name, err)
+	}
+	var out []iface
+	add := func(raw, binding, version string) error {
+		if raw == "" {
+			return nil
+		}
+		u, err := url.Parse(raw)
+		if err != nil || !sameOrigin(u, a.base) {
+			return fmt.Errorf("the card of agent %q points elsewhere: interface %s is not at %s://%s; refused", a.Name, raw, a.base.Scheme, a.base.Host)
+		}
+		if strings.EqualFold(binding, "JSONRPC") || binding == "" {
+			out = append(out, iface{raw, version})
+		}
+		return nil
+	}
+	if err := add(c.URL, c.PreferredTransport, c.ProtocolVersion); err != nil {
+		return nil, err
+	}
+	for _, i := range c.Supported {
+		if err := add(i.URL, i.ProtocolBinding, i.ProtocolVersion); err != nil {
+			return nil, err
+		}
+	}
+	for _, i := range c.Additional {
+		if err := add(i.URL, i.Transport, c.ProtocolVersion); err != nil {
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the card of agent %q offers no JSON-RPC interface", a.Name)
+	}
+	return out, nil
+}
+
+func sameOrigin(u, base *url.URL) bool {
+	return strings.EqualFold(u.Scheme, base.Scheme) && strings.EqualFold(u.Host, base.Host)
+}
+
+// endpoint is the agent's JSON-RPC URL for the version, from its card.
+func (g *Gateway) endpoint(ctx context.Context, a *agent, v1 bool) (string, error) {
+	card, err := g.card(ctx, a, v1)
+	if err != nil {
+		return "", err
+	}
+	ifs, err := g.interfaces(a, card)
+	if err != nil {
+		return "", err
+	}
+	for _, i := range ifs {
+		if strings.HasPrefix(i.version, "1") == v1 {
+			return i.url, nil
+		}
+	}
+	return ifs[0].url, nil
+}
+
+func (g *Gateway) serveCard(w http.ResponseWriter, r *http.Request) {
+	a := g.agent(w, r)
+	if a == nil {
+		return
+	}
+	v1, err := version(r)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, intercept.ErrorResponse(nil, &intercept.WireError{Code: codeVersionNotSupported, Message: err.Error()}))
+		return
+	}
+	card, err := g.card(r.Context(), a, v1)
+	if err != nil {
+		writeJSON(w, http.StatusBadGateway, intercept.ErrorResponse(nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
+		return
+	}
+	out, err := g.rewriteCard(r, a, card)
+	if err != nil {
+		writeJSON(w, http.StatusBadGateway, intercept.ErrorResponse(nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
+		return
+	}
+	w.Header().Set("Vary", "A2A-Version")
+	w.Header().Set("Cache-Control", "max-age=60")
+	writeJSON(w, http.StatusOK, out)
+}
+
+// rewriteCard points the card's JSON-RPC interfaces at the gateway and
+// drops what the gateway does not serve (other bindings) and what the
+// rewrite invalidates (the upstream's signatures).
+func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (jsontext.Value, error) {
+	if _, err := g.interfaces(a, card); err != nil {
+		return nil, err
+	}
+	var c map[string]any
+	if err := json.Unmarshal(card, &c); err != nil {
+		return nil, err
+	}
+	self := g.baseURL(r) + "/a2a/" + a.Name
+	if _, ok := c["url"].(string); ok {
+		c["url"] = self
+		c["preferredTransport"] = "JSONRPC"
+	}
+	if sup, ok := c["supportedInterfaces"].([]any); ok {
+		var keep []any
+		for _, x := range sup {
+			if m, ok := x.(map[string]any); ok && strings.EqualFold(fmt.Sprint(m["protocolBinding"]), "JSONRPC") {
+				m["url"] = self
+				keep = append(keep, m)
+			}
+		}
+		c["supportedInterfaces"] = keep
+	}
+	if add, ok := c["additionalInterfaces"].([]any); ok {
+		var keep []any
+		for _, x := range add {
+			if m, ok := x.(map[string]any); ok && strings.EqualFold(fmt.Sprint(m["transport"]), "JSONRPC") {
+				m["url"] = self
+				keep = append(keep, m)
+			}
+		}
+		c["additionalInterfaces"] = keep
+	}
+	delete(c, "signatures")
+	out, err := json.Marshal(c, json.Deterministic(true))
+	return out, err
+}
+
+// baseURL is how the client reached the gateway: the request's scheme and
+// Host, or X-Forwarded-Proto/Host from a trusted proxy.
+func (g *Gateway) baseURL(r *http.Request) string {
+	scheme, host := "http", r.Host
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil && g.trusted(ap.Addr()) {
+		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+			scheme = p
+		}
+		if h := r.Header.Get("X-Forwarded-Host"); h != "" && !strings.ContainsAny(h, "/ \t,") {
+			host = h
+		}
+	}
+	return scheme + "://" + host
+}
+
+func (g *Gateway) trusted(ip netip.Addr) bool {
+	for _, p := range g.opts.TrustedProxies {
+		if p.Contains(ip.Unmap()) {
+			return true
+		}
+	}
+	return false
+}

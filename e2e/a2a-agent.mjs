@@ -1,0 +1,61 @@
+// A2A echo agent for the e2e tests, built on @a2a-js/sdk: JSON-RPC (v1.0 and, with
+// legacyCompat, v0.3) and the agent card. It prints its base URL on
+// stdout once listening. A message whose text contains "slow" works for
+// 1.5 s (cancellable), everything else completes at once.
+import express from 'express';
+import { randomUUID } from 'node:crypto';
+import { AGENT_CARD_PATH, A2A_PROTOCOL_VERSION, TaskState, Role } from '@a2a-js/sdk';
+import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent } from '@a2a-js/sdk/server';
+import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+
+const card = {
+  name: 'Echo agent',
+  description: 'Echoes what it is sent (Sluice e2e).',
+  supportedInterfaces: [
+    { url: '', protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
+    { url: '', protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '0.3' },
+  ],
+  version: '1.0.0',
+  capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+  securitySchemes: {},
+  securityRequirements: [],
+  defaultInputModes: ['text'],
+  defaultOutputModes: ['text'],
+  skills: [{ id: 'echo', name: 'Echo', description: 'Repeats the text it gets.', tags: ['echo'], examples: ['hi'], inputModes: ['text'], outputModes: ['text'], securityRequirements: [] }],
+  documentationUrl: '',
+  signatures: [],
+};
+
+const cancelled = new Set();
+const text = (s) => ({ content: { $case: 'text', value: s }, metadata: undefined, filename: '', mediaType: 'text/plain' });
+const executor = {
+  cancelTask: async (taskId) => { cancelled.add(taskId); },
+  async execute(ctx, bus) {
+    const { taskId, contextId, userMessage } = ctx;
+    const said = userMessage.parts.filter((p) => p.content?.$case === 'text').map((p) => p.content.value).join(' ');
+    const now = () => new Date().toISOString();
+    if (!ctx.task) {
+      bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, timestamp: now() }, artifacts: [], history: [userMessage], metadata: {} }));
+    }
+    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, timestamp: now() }, metadata: {} }));
+    if (said.includes('slow')) {
+      for (let i = 0; i < 30 && !cancelled.has(taskId); i++) await new Promise((r) => setTimeout(r, 50));
+      if (cancelled.has(taskId)) {
+        bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_CANCELED, timestamp: now() }, metadata: {} }));
+        return;
+      }
+    }
+    bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: randomUUID(), name: 'echo', description: '', parts: [text('echo: ' + said)], metadata: undefined, extensions: [] }, lastChunk: true, append: false, metadata: undefined }));
+    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, timestamp: now() }, metadata: {} }));
+  },
+};
+
+const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+const app = express();
+app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }));
+app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
+const server = app.listen(0, '127.0.0.1', () => {
+  const base = `http://127.0.0.1:${server.address().port}`;
+  for (const i of card.supportedInterfaces) i.url = base + '/rpc';
+  console.log(base);
+});

@@ -1,0 +1,74 @@
+// A2A client built on @a2a-js/sdk: runs one scenario against an agent
+// (directly or through Sluice) and prints a transcript as JSON, with ids
+// and timestamps replaced so that two runs compare equal.
+//   node a2a-client.mjs --url BASE [--version 1.0|0.3] [--header 'K: V']... [--scenario basic|send|get]
+//     [--text T] [--task ID] [--raw-ids]
+import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
+import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
+import { randomUUID } from 'node:crypto';
+
+const args = process.argv.slice(2);
+const opt = (name, def) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : def; };
+const base = opt('--url');
+const version = opt('--version', '1.0');
+const headers = {};
+args.forEach((a, i) => { if (a === '--header') { const [k, ...v] = args[i + 1].split(':'); headers[k.trim()] = v.join(':').trim(); } });
+const scenario = opt('--scenario', 'basic');
+const text = opt('--text', 'hello');
+
+const fetchWith = (input, init = {}) => fetch(input, { ...init, headers: { ...(init.headers || {}), ...headers } });
+
+let transport;
+if (version === '0.3') {
+  const card = await (await fetchWith(base.replace(/\/$/, '') + '/.well-known/agent-card.json')).json();
+  transport = new LegacyJsonRpcTransport({ endpoint: card.url, fetchImpl: fetchWith });
+} else {
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {}));
+  const client = await factory.createFromUrl(base);
+  transport = client;
+}
+const call = (f) => f({ serviceParameters: headers });
+
+const ids = new Map();
+const rawIds = args.includes('--raw-ids');
+const norm = (v) => rawIds ? v : JSON.parse(JSON.stringify(v, (k, x) => {
+  if (['id', 'taskId', 'contextId', 'messageId', 'artifactId'].includes(k) && typeof x === 'string') {
+    if (!ids.has(x)) ids.set(x, `<${k}-${ids.size}>`);
+    return ids.get(x);
+  }
+  if (k === 'timestamp') return '<time>';
+  return x;
+}));
+const msg = (t) => ({ messageId: randomUUID(), role: 'ROLE_USER', parts: [{ content: { $case: 'text', value: t }, metadata: undefined, filename: '', mediaType: '' }], contextId: '', taskId: '', extensions: [], metadata: {}, referenceTaskIds: [] });
+const req = (t) => ({ tenant: '', message: msg(t), configuration: undefined, metadata: undefined });
+const out = [];
+try {
+  if (scenario === 'basic') {
+    const sent = await call((o) => transport.sendMessage(req(text), o));
+    out.push({ send: sent });
+    const taskId = sent?.payload?.value?.id ?? sent?.id;
+    const streamed = [];
+    for await (const ev of transport.sendMessageStream(req(text + ' stream'), { serviceParameters: headers })) streamed.push(ev);
+    out.push({ stream: streamed });
+    out.push({ get: await call((o) => transport.getTask({ tenant: '', id: taskId, historyLength: undefined }, o)) });
+    // A slow task: cancelled while it works, after resubscribing to it.
+    const it = transport.sendMessageStream(req('slow'), { serviceParameters: headers });
+    const first = (await it.next()).value;
+    out.push({ slowFirst: first });
+    const slowId = first?.payload?.value?.id ?? first?.id;
+    const sub = transport.resubscribeTask({ tenant: '', id: slowId }, { serviceParameters: headers });
+    const subFirst = (await sub.next()).value;
+    out.push({ resubscribed: subFirst !== undefined });
+    const cancelled = await call((o) => transport.cancelTask({ tenant: '', id: slowId, metadata: {} }, o));
+    out.push({ cancel: cancelled?.status?.state });
+    await it.return?.(); await sub.return?.();
+  } else if (scenario === 'send') {
+    out.push({ send: await call((o) => transport.sendMessage(req(text), o)) });
+  } else if (scenario === 'get') {
+    out.push({ get: await call((o) => transport.getTask({ tenant: '', id: opt('--task'), historyLength: undefined }, o)) });
+  }
+} catch (e) {
+  out.push({ error: String(e?.message ?? e) });
+}
+console.log(JSON.stringify(norm(out)));
+process.exit(0);
