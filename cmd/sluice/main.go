@@ -11,12 +11,12 @@
 package main
 
 import (
-	"github.com/sluicehq/sluice/a2a"
 	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/sluicehq/sluice/a2a"
 	"io"
 	"log/slog"
 	"net"
