@@ -14,7 +14,9 @@
 // A denial reaches the client as RFC-0002 says for the call's result mode:
 // a soft deny is a completed response whose task is in state rejected,
 // its status message carrying the reason as text and the envelope as a
-// data part; a hard deny is a JSON-RPC error whose data is the envelope.
+// data part; a hard deny is a JSON-RPC error whose data is the envelope,
+// with code -32090 (-32091 for a hold): MCP's -32001 means TaskNotFound
+// in A2A.
 //
 // Tasks belong to the principal that created them: another principal's
 // get, cancel, subscribe or push configuration on that id is answered
@@ -183,6 +185,11 @@ const (
 	codeTaskNotFound         = -32001
 	codeUnsupportedOperation = -32004
 	codeVersionNotSupported  = -32009
+	// codePolicyDenied and codeApprovalRequired are the hard denials'
+	// codes (MCP's -32001 and -32002 mean TaskNotFound and
+	// TaskNotCancelable in A2A).
+	codePolicyDenied     = -32090
+	codeApprovalRequired = -32091
 )
 
 // method is what the gateway knows of one A2A JSON-RPC method.
@@ -457,12 +464,24 @@ func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) 
 
 // deny answers a message the decision point did not allow.
 func (g *Gateway) deny(w http.ResponseWriter, m *intercept.Message, v1 bool, d *intercept.ActionDescriptor, dec intercept.Decision, contextID, owner string, a *agent) {
+	env := envelope(dec, d.TxnID)
 	if dec.Mode != intercept.ModeToolResult {
-		writeJSON(w, http.StatusOK, intercept.RenderDecision(m.ID, dec, d.TxnID, ""))
+		// MCP's -32001 is A2A's TaskNotFoundError: A2A denials get codes
+		// of their own, outside A2A's reserved -32001…-32099 block's used
+		// part.
+		code := codePolicyDenied
+		if dec.Verdict == intercept.RequireApproval {
+			code = codeApprovalRequired
+		}
+		resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{
+			"code": code, "message": env.PublicReason, "data": env}}, json.Deterministic(true))
+		if err != nil {
+			resp = intercept.RenderDecision(m.ID, dec, d.TxnID, "")
+		}
+		writeJSON(w, http.StatusOK, resp)
 		return
 	}
 	// The soft deny: a task the agent never saw, rejected by the gateway.
-	env := envelope(dec, d.TxnID)
 	taskID, msgID := intercept.NewTxnID(), intercept.NewTxnID()
 	if contextID == "" {
 		contextID = intercept.NewTxnID()

@@ -79,3 +79,19 @@ func TestInventoryRedisConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentsConfig: agents need a name that can be a route and an http(s)
+// URL, once each.
+func TestAgentsConfig(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"agents: [{name: research, url: \"https://r.example.com\"}]\n", ""},
+		{"agents: [{name: \"a/b\", url: \"https://r.example.com\"}]\n", "agents[0]: name"},
+		{"agents: [{name: r, url: \"ftp://r.example.com\"}]\n", "not an http(s) URL"},
+		{"agents: [{name: r, url: \"https://a\"}, {name: r, url: \"https://b\"}]\n", "a second agent named"},
+	} {
+		_, err := parseConfig("sluice.yaml", []byte(c.yaml))
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%q: got %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
