@@ -347,6 +347,12 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		reply(err)
 		return
 	}
+	// The card first: the decision reads the skills it declares (their
+	// descriptions, pins and drift).
+	if _, err := g.card(r.Context(), a, v1); err != nil {
+		writeJSON(w, http.StatusBadGateway, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
+		return
+	}
 	if id := stringMember(msg, "taskId"); id != "" && !g.tasks.owns(a.Name, id, owner) {
 		reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
 		return

@@ -35,10 +35,14 @@ const goodCard = `{"name":"stub","url":"BASE/rpc","preferredTransport":"JSONRPC"
 "supportedInterfaces":[{"url":"BASE/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"},{"url":"BASE/rest","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"}],
 "signatures":[{"protected":"x","signature":"y"}]}`
 
-func serve(t *testing.T, dec intercept.Decider, agentURL string, opts Options) *httptest.Server {
+func serve(t *testing.T, dec intercept.Decider, agentURL string, opts Options, observer ...intercept.ToolsObserver) *httptest.Server {
 	t.Helper()
 	opts.Agents = []Agent{{Name: "stub", URL: agentURL}}
-	g, err := New(opts, &intercept.Interceptor{Decider: dec})
+	ic := &intercept.Interceptor{Decider: dec}
+	if len(observer) > 0 {
+		ic.Observer = observer[0]
+	}
+	g, err := New(opts, ic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,22 +62,63 @@ func (g *Gateway) card(ctx context.Context, a *agent, v1 bool) (jsontext.Value, 
 	}
 	a.cards.mu.Lock()
 	a.cards.entries[vi(v1)] = cardEntry{card: card, fetched: time.Now()}
-	var sk struct {
-		Skills []struct {
-			ID          string `json:"id"`
-			Description string `json:"description"`
+	list, skills := skillTools(card)
+	a.cards.skills = skills
+	a.cards.mu.Unlock()
+	if g.ic != nil && list != nil {
+		// The skills are the agent's tools: pinned, drift-checked and
+		// scanned by the inventory like an MCP server's tools/list.
+		g.ic.ObserveTools("a2a:"+a.Name, list)
+	}
+	return card, nil
+}
+
+// skillTools turns a card's skills into a tools/list result, one tool per
+// skill plus "send" (a message naming no skill) described by the card's
+// description, and returns the skills' descriptions by id. Only fields
+// both versions' cards share are kept, so that a 0.3 and a 1.0 fetch of
+// one card give the same list.
+func skillTools(card jsontext.Value) (jsontext.Value, map[string]string) {
+	var c struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Skills      []struct {
+			ID          string   `json:"id"`
+			Name        string   `json:"name"`
+			Description string   `json:"description"`
+			Tags        []string `json:"tags"`
+			Examples    []string `json:"examples"`
 		} `json:"skills"`
 	}
-	if json.Unmarshal(card, &sk) == nil {
-		if a.cards.skills == nil {
-			a.cards.skills = map[string]string{}
-		}
-		for _, s := range sk.Skills {
-			a.cards.skills[s.ID] = s.Description
-		}
+	if json.Unmarshal(card, &c) != nil {
+		return nil, nil
 	}
-	a.cards.mu.Unlock()
-	return card, nil
+	type tool struct {
+		Name        string         `json:"name"`
+		Title       string         `json:"title,omitempty"`
+		Description string         `json:"description"`
+		InputSchema map[string]any `json:"inputSchema"`
+	}
+	schema := map[string]any{"type": "object", "properties": map[string]any{
+		"text": map[string]any{"type": "string"}, "data": map[string]any{"type": "array"}, "files": map[string]any{"type": "array"}}}
+	tools := []tool{{Name: "send", Title: c.Name, Description: c.Description, InputSchema: schema}}
+	skills := map[string]string{"send": c.Description}
+	for _, s := range c.Skills {
+		if s.ID == "" || s.ID == "send" {
+			continue
+		}
+		d := s.Description
+		if len(s.Examples) > 0 {
+			d += "\nExamples: " + strings.Join(s.Examples, "; ")
+		}
+		tools = append(tools, tool{Name: s.ID, Title: s.Name, Description: d, InputSchema: schema})
+		skills[s.ID] = s.Description
+	}
+	b, err := json.Marshal(map[string]any{"tools": tools}, json.Deterministic(true))
+	if err != nil {
+		return nil, skills
+	}
+	return b, skills
 }
 
 func (g *Gateway) fetchCard(ctx context.Context, a *agent, v1 bool) (jsontext.Value, error) {
