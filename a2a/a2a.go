@@ -60,8 +60,8 @@ type Agent struct {
 // documented default.
 type Options struct {
 	Agents []Agent
-	// Client reaches the agents; nil is a client with a 30s timeout for
-	// non-streaming requests (streams have none).
+	// Client reaches the agents; nil is a client keeping up to 256 idle
+	// connections per agent.
 	Client *http.Client
 	// CardTTL is how long a fetched card is served before it is fetched
 	// again (zero: 5m).
@@ -106,7 +106,11 @@ type Gateway struct {
 // New returns a gateway deciding with ic.
 func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 	if opts.Client == nil {
-		opts.Client = &http.Client{Transport: http.DefaultTransport}
+		// As the MCP routes' client: enough idle connections per agent
+		// that concurrent calls do not open a connection each.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 256
+		opts.Client = &http.Client{Transport: t}
 	}
 	if opts.CardTTL <= 0 {
 		opts.CardTTL = 5 * time.Minute

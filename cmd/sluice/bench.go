@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/a2a"
 	"io"
 	"log/slog"
 	"net"
@@ -28,7 +29,7 @@ import (
 const benchPolicy = `
 policy:
   default: deny
-  allow: [echo]
+  allow: [echo, "a2a:bench/send"]
 `
 
 // benchTargets are the targets in the order they run. "bare" is the
@@ -41,7 +42,15 @@ policy:
 // store, to measure what recording every call costs; "sluice-core" has
 // only the decision point (static policy: no classifier, no audit), the
 // configuration the gateway core's throughput target is stated for.
+//
+// The a2a-* targets measure A2A SendMessage instead of tools/call, against
+// a minimal A2A agent the upstream also serves: "a2a-direct",
+// "a2a-bare-pooled" (the pooled hop) and "a2a-sluice" (the default stack
+// with the agent under agents:, messages decided like tool calls). They
+// run only when named in --targets.
 var benchTargets = []string{"direct", "bare", "bare-pooled", "sluice", "sluice-noaudit", "sluice-core"}
+
+var a2aBenchTargets = []string{"a2a-direct", "a2a-bare-pooled", "a2a-sluice"}
 
 // gatewayIdleConns mirrors the per-host idle connection limit of the
 // gateway's upstream client, for bare-pooled.
@@ -157,6 +166,15 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		case "sluice", "sluice-noaudit", "sluice-core":
 			args = childArgs(name, "--target", upBase+"/mcp")
 			path = "/mcp/bench"
+		case "a2a-direct":
+			endpoints[name] = endpoint{url: upBase + "/a2a-agent/rpc"}
+			continue
+		case "a2a-bare-pooled":
+			args = childArgs("bare-pooled", "--target", upBase, "--idle-conns", strconv.Itoa(gatewayIdleConns))
+			path = "/a2a-agent/rpc"
+		case "a2a-sluice":
+			args = childArgs(name, "--target", upBase+"/a2a-agent")
+			path = "/a2a/bench"
 		}
 		c, err := start(name, args)
 		if err != nil {
@@ -166,13 +184,17 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	client := bench.NewClient(max(64, 2*slices.Max(levels)))
-	calls := map[string]*bench.ToolCall{}
+	calls := map[string]bench.Call{}
 	for _, name := range names {
 		ep := endpoints[name]
-		calls[name] = &bench.ToolCall{Client: client, URL: ep.url, Tool: demo.ToolEcho, Arguments: `{"message":"hi"}`, Want: "Echo: hi"}
+		if strings.HasPrefix(name, "a2a-") {
+			calls[name] = (&bench.A2ASend{Client: client, URL: ep.url, Text: "hi", Want: "TASK_STATE_COMPLETED"}).Do
+		} else {
+			calls[name] = (&bench.ToolCall{Client: client, URL: ep.url, Tool: demo.ToolEcho, Arguments: `{"message":"hi"}`, Want: "Echo: hi"}).Do
+		}
 		// One call first, so that a target that cannot answer at all fails
 		// fast with its error instead of as a table full of errors.
-		if err := calls[name].Do(ctx); err != nil {
+		if err := calls[name](ctx); err != nil {
 			return fmt.Errorf("%s (%s): %w", name, ep.url, err)
 		}
 	}
@@ -186,7 +208,7 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for round := range *rounds {
 		for _, name := range names {
 			for _, c := range levels {
-				p := bench.Phase{Target: name, Concurrency: c, Warmup: *warmup, Duration: *duration, Call: calls[name].Do, UpstreamPID: up.PID()}
+				p := bench.Phase{Target: name, Concurrency: c, Warmup: *warmup, Duration: *duration, Call: calls[name], UpstreamPID: up.PID()}
 				if proxy := endpoints[name].proxy; proxy != nil {
 					p.ProxyPID = proxy.PID()
 				}
@@ -216,6 +238,7 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	report.AddRatios("sluice", "sluice-noaudit")
 	report.AddRatios("sluice-core", "bare")
 	report.AddRatios("sluice-core", "bare-pooled")
+	report.AddRatios("a2a-sluice", "a2a-bare-pooled")
 
 	if *jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -249,11 +272,12 @@ func parseTargets(s string) ([]string, error) {
 	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
 		found := false
-		for _, t := range benchTargets {
+		all := append(slices.Clone(benchTargets), a2aBenchTargets...)
+		for _, t := range all {
 			found = found || t == f
 		}
 		if !found {
-			return nil, fmt.Errorf("bench: --targets: %q is not one of %s", f, strings.Join(benchTargets, ", "))
+			return nil, fmt.Errorf("bench: --targets: %q is not one of %s", f, strings.Join(all, ", "))
 		}
 		names = append(names, f)
 	}
@@ -291,14 +315,17 @@ func runBenchChild(ctx context.Context, c benchChild) error {
 	case "upstream":
 		mux := http.NewServeMux()
 		mux.Handle("/mcp", demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{JSONResponse: true}))
-		return serveBenchHandler(ctx, c.listen, mux)
+		return serveBenchHandlerFunc(ctx, c.listen, func(addr string) http.Handler {
+			mux.Handle("/a2a-agent/", http.StripPrefix("/a2a-agent", bench.A2AAgent("http://"+addr+"/a2a-agent")))
+			return mux
+		})
 	case "bare", "bare-pooled":
 		u, err := url.Parse(c.target)
 		if err != nil || u.Host == "" {
 			return fmt.Errorf("bench: --target: %q is not an absolute URL", c.target)
 		}
 		return serveBenchHandler(ctx, c.listen, bench.NewBareProxy(u, bench.BareProxyOptions{IdleConnsPerHost: c.idleConns}))
-	case "sluice", "sluice-noaudit", "sluice-core":
+	case "sluice", "sluice-noaudit", "sluice-core", "a2a-sluice":
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 			return fmt.Errorf("bench: --sluice-log: %w", err)
@@ -320,6 +347,11 @@ func runBenchChild(ctx context.Context, c benchChild) error {
 			cfg.Classifier.Provider = "off"
 		}
 		cfg.Upstreams = []gateway.Upstream{{Name: "bench", Transport: gateway.TransportStreamableHTTP, URL: c.target}}
+		if c.role == "a2a-sluice" {
+			cfg.Audit.Off = false
+			cfg.Upstreams = nil
+			cfg.Agents = []a2a.Agent{{Name: "bench", URL: c.target}}
+		}
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 		var announceErr error
 		err = serve(ctx, cfg, logger, func(at bound) { announceErr = bench.Announce(at.Listen) })
@@ -331,11 +363,17 @@ func runBenchChild(ctx context.Context, c benchChild) error {
 
 // serveBenchHandler serves h on listen until ctx ends.
 func serveBenchHandler(ctx context.Context, listen string, h http.Handler) error {
+	return serveBenchHandlerFunc(ctx, listen, func(string) http.Handler { return h })
+}
+
+// serveBenchHandlerFunc is serveBenchHandler with the handler made once
+// the listener's address is known.
+func serveBenchHandlerFunc(ctx context.Context, listen string, h func(addr string) http.Handler) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h(ln.Addr().String()), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if err := bench.Announce(ln.Addr().String()); err != nil {

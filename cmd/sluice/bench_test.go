@@ -102,3 +102,28 @@ func TestParseBenchFlags(t *testing.T) {
 		t.Error("parseTargets(\"nginx\"): got no error, want one")
 	}
 }
+
+// TestBenchA2A runs the A2A targets briefly: every SendMessage through the
+// gateway reaches the agent and completes.
+func TestBenchA2A(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three processes")
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"--duration", "200ms", "--warmup", "50ms", "--concurrency", "2", "--json", "--targets", strings.Join(a2aBenchTargets, ",")}
+	if err := benchTo(t.Context(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("bench: %v\nstderr:\n%s", err, &stderr)
+	}
+	var report bench.Report
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, &stdout)
+	}
+	if len(report.Rows) != 3 || len(report.Ratios) != 1 {
+		t.Fatalf("%d rows, %d ratios; want 3 and 1 (a2a-sluice over a2a-bare-pooled)", len(report.Rows), len(report.Ratios))
+	}
+	for _, row := range report.Rows {
+		if row.Calls == 0 || row.Errors != 0 {
+			t.Errorf("%s: %d calls, %d errors (%s)", row.Target, row.Calls, row.Errors, row.FirstError)
+		}
+	}
+}
