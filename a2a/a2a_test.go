@@ -3,6 +3,7 @@ package a2a
 import (
 	"io"
 	"net/http"
+	"net/netip"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -186,5 +187,30 @@ func TestDenyRendering(t *testing.T) {
 	}
 	if posts.Load() != 0 {
 		t.Errorf("%d denied messages reached the agent", posts.Load())
+	}
+}
+
+// The card names the gateway as the client reached it: X-Forwarded-Proto
+// and -Host count only from a trusted proxy.
+func TestCardBehindProxy(t *testing.T) {
+	agent, _ := stubAgent(t, goodCard)
+	get := func(trusted []netip.Prefix) string {
+		gw := serve(t, allow, agent.URL, Options{TrustedProxies: trusted})
+		req, _ := http.NewRequest(http.MethodGet, gw.URL+"/a2a/stub/.well-known/agent-card.json", nil)
+		req.Header.Set("X-Forwarded-Proto", "https")
+		req.Header.Set("X-Forwarded-Host", "agents.example.com")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := get(nil); strings.Contains(got, "agents.example.com") {
+		t.Errorf("an untrusted client's X-Forwarded-Host went into the card: %s", got)
+	}
+	if got := get([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}); !strings.Contains(got, `"url":"https://agents.example.com/a2a/stub"`) {
+		t.Errorf("a trusted proxy's forwarded host is not in the card: %s", got)
 	}
 }

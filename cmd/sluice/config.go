@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -38,6 +39,12 @@ type config struct {
 	Upstreams []gateway.Upstream `yaml:"upstreams"`
 	// Agents are A2A agents served at /a2a/{name} (see README, A2A).
 	Agents []a2a.Agent `yaml:"agents"`
+	// TrustedProxies are the addresses or CIDR prefixes of reverse proxies
+	// whose X-Forwarded-Proto and X-Forwarded-Host the gateway believes
+	// when it writes its own URL into A2A agent cards; from anyone else
+	// those headers are ignored.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	trustedProxies []netip.Prefix
 	// Policy is the inline policy (see package policy for its schema).
 	Policy yaml.Node `yaml:"policy"`
 	// PolicyFile names a policy file instead; it is hot-reloaded when it
@@ -491,6 +498,17 @@ func parseConfig(path string, b []byte) (*config, error) {
 			return nil, fmt.Errorf("%s: session_keys[%d]: want the base64 of 32 random bytes (openssl rand -base64 32)", path, i)
 		}
 		c.sessionKeys = append(c.sessionKeys, raw)
+	}
+	for i, p := range c.TrustedProxies {
+		pfx, err := netip.ParsePrefix(p)
+		if err != nil {
+			a, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return nil, fmt.Errorf("%s: trusted_proxies[%d]: %q is neither an address nor a CIDR prefix (10.0.0.0/8, ::1)", path, i, p)
+			}
+			pfx = netip.PrefixFrom(a, a.BitLen())
+		}
+		c.trustedProxies = append(c.trustedProxies, pfx.Masked())
 	}
 	seenAgents := map[string]bool{}
 	for i := range c.Agents {

@@ -95,3 +95,18 @@ func TestAgentsConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustedProxiesConfig: addresses and prefixes are accepted, anything
+// else names the key.
+func TestTrustedProxiesConfig(t *testing.T) {
+	cfg, err := parseConfig("sluice.yaml", []byte("trusted_proxies: [10.0.0.0/8, \"::1\", 192.168.1.7]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.trustedProxies) != 3 || cfg.trustedProxies[2].Bits() != 32 {
+		t.Errorf("trusted proxies %v", cfg.trustedProxies)
+	}
+	if _, err := parseConfig("sluice.yaml", []byte("trusted_proxies: [proxy.local]\n")); err == nil || !strings.Contains(err.Error(), "trusted_proxies[0]") {
+		t.Errorf("a host name: got %v, want an error naming trusted_proxies[0]", err)
+	}
+}
