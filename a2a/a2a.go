@@ -357,7 +357,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		writeJSON(w, http.StatusBadGateway, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
 		return
 	}
-	if id := stringMember(msg, "taskId"); id != "" && !g.tasks.owns(a.Name, id, owner) {
+	if id := intercept.StringMember(msg, "taskId"); id != "" && !g.tasks.owns(a.Name, id, owner) {
 		reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
 		return
 	}
@@ -371,7 +371,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 	d := &intercept.ActionDescriptor{
 		Method: "", ToolName: skill, Parameters: args, TargetEndpoint: a.URL,
 		Upstream: "a2a:" + a.Name, CallID: m.ID, ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1],
-		SessionID: stringMember(msg, "contextId"),
+		SessionID: intercept.StringMember(msg, "contextId"),
 	}
 	d.ToolDescription = a.cards.skill(skill)
 	if g.opts.AgentHeader != "" {
@@ -379,7 +379,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 	}
 	dec := g.ic.DecideAction(r.Context(), d)
 	if dec.Verdict != intercept.Allow {
-		g.deny(w, m, v1, d, dec, stringMember(msg, "contextId"), owner, a)
+		g.deny(w, m, v1, d, dec, intercept.StringMember(msg, "contextId"), owner, a)
 		return
 	}
 	g.forward(w, r, a, m, v1, nil)
@@ -421,7 +421,7 @@ func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) 
 			if t.Kind() != '"' {
 				return nil, "", bad("text must be a string")
 			}
-			texts = append(texts, stringMember(part, "text"))
+			texts = append(texts, intercept.StringMember(part, "text"))
 		case intercept.Member(part, "data") != nil:
 			p.Data = append(p.Data, intercept.Member(part, "data"))
 		default:
@@ -432,9 +432,9 @@ func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) 
 				f = part
 			}
 			var fl file
-			fl.Name = stringMember(f, "name") + stringMember(part, "filename")
-			fl.MediaType = stringMember(f, "mimeType") + stringMember(part, "mediaType")
-			fl.URI = stringMember(f, "uri") + stringMember(part, "url")
+			fl.Name = intercept.StringMember(f, "name") + intercept.StringMember(part, "filename")
+			fl.MediaType = intercept.StringMember(f, "mimeType") + intercept.StringMember(part, "mediaType")
+			fl.URI = intercept.StringMember(f, "uri") + intercept.StringMember(part, "url")
 			b64 := intercept.Member(f, "bytes")
 			if b64 == nil {
 				b64 = intercept.Member(part, "raw")
@@ -465,9 +465,9 @@ func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) 
 		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + err.Error()}
 	}
 	meta := intercept.Member(msg, "metadata")
-	skill := stringMember(meta, "skillId")
+	skill := intercept.StringMember(meta, "skillId")
 	if skill == "" {
-		skill = stringMember(meta, "skill")
+		skill = intercept.StringMember(meta, "skill")
 	}
 	return out, skill, nil
 }
@@ -771,26 +771,15 @@ func walkStrings(v jsontext.Value, key string, fn func(key, s string)) {
 	}
 }
 
-// stringMember returns obj's member key if it is a string, else "".
-func stringMember(obj jsontext.Value, key string) string {
-	v := intercept.Member(obj, key)
-	if v.Kind() != '"' {
-		return ""
-	}
-	var s string
-	_ = json.Unmarshal(v, &s)
-	return s
-}
-
 // taskIDParam is the task a method names: params.id (0.3 and 1.0),
 // params.taskId, or params.name "tasks/{id}[/...]".
 func taskIDParam(params jsontext.Value) string {
 	for _, k := range []string{"id", "taskId"} {
-		if s := stringMember(params, k); s != "" {
+		if s := intercept.StringMember(params, k); s != "" {
 			return s
 		}
 	}
-	if n, ok := strings.CutPrefix(stringMember(params, "name"), "tasks/"); ok {
+	if n, ok := strings.CutPrefix(intercept.StringMember(params, "name"), "tasks/"); ok {
 		id, _, _ := strings.Cut(n, "/")
 		return id
 	}

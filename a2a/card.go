@@ -288,25 +288,21 @@ func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (j
 		c["url"] = self
 		c["preferredTransport"] = "JSONRPC"
 	}
-	if sup, ok := c["supportedInterfaces"].([]any); ok {
+	// The 1.0 interfaces name their binding protocolBinding, 0.3's
+	// additional ones transport.
+	for list, binding := range map[string]string{"supportedInterfaces": "protocolBinding", "additionalInterfaces": "transport"} {
+		ifs, ok := c[list].([]any)
+		if !ok {
+			continue
+		}
 		var keep []any
-		for _, x := range sup {
-			if m, ok := x.(map[string]any); ok && strings.EqualFold(fmt.Sprint(m["protocolBinding"]), "JSONRPC") {
+		for _, x := range ifs {
+			if m, ok := x.(map[string]any); ok && strings.EqualFold(fmt.Sprint(m[binding]), "JSONRPC") {
 				m["url"] = self
 				keep = append(keep, m)
 			}
 		}
-		c["supportedInterfaces"] = keep
-	}
-	if add, ok := c["additionalInterfaces"].([]any); ok {
-		var keep []any
-		for _, x := range add {
-			if m, ok := x.(map[string]any); ok && strings.EqualFold(fmt.Sprint(m["transport"]), "JSONRPC") {
-				m["url"] = self
-				keep = append(keep, m)
-			}
-		}
-		c["additionalInterfaces"] = keep
+		c[list] = keep
 	}
 	delete(c, "signatures")
 	out, err := json.Marshal(c, json.Deterministic(true))

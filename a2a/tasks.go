@@ -46,16 +46,16 @@ func taskIDs(result jsontext.Value) []string {
 	if result.Kind() != '{' {
 		return nil
 	}
-	if stringMember(result, "kind") == "task" {
-		ids = append(ids, stringMember(result, "id"))
+	if intercept.StringMember(result, "kind") == "task" {
+		ids = append(ids, intercept.StringMember(result, "id"))
 	}
-	ids = append(ids, stringMember(result, "taskId"))
+	ids = append(ids, intercept.StringMember(result, "taskId"))
 	if t := intercept.Member(result, "task"); t.Kind() == '{' {
-		ids = append(ids, stringMember(t, "id"))
+		ids = append(ids, intercept.StringMember(t, "id"))
 	}
 	for _, k := range []string{"message", "statusUpdate", "artifactUpdate"} {
 		if e := intercept.Member(result, k); e.Kind() == '{' {
-			ids = append(ids, stringMember(e, "taskId"))
+			ids = append(ids, intercept.StringMember(e, "taskId"))
 		}
 	}
 	return ids
@@ -73,7 +73,7 @@ func (o *owners) filterList(agentName, owner string, result jsontext.Value) json
 	}
 	kept := []jsontext.Value{}
 	for _, t := range tasks {
-		if o.owns(agentName, stringMember(t, "id"), owner) {
+		if o.owns(agentName, intercept.StringMember(t, "id"), owner) {
 			kept = append(kept, t)
 		}
 	}

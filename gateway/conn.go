@@ -618,18 +618,6 @@ func versionFromMeta(meta jsontext.Value) (version, client string) {
 	if meta == nil {
 		return "", ""
 	}
-	return stringMember(meta, "io.modelcontextprotocol/protocolVersion"),
-		stringMember(intercept.Member(meta, "io.modelcontextprotocol/clientInfo"), "name")
-}
-
-// stringMember returns the string value of obj's member key, or "" if obj
-// is not an object or the member is missing or not a string.
-func stringMember(obj jsontext.Value, key string) string {
-	v := intercept.Member(obj, key)
-	if v.Kind() != '"' {
-		return ""
-	}
-	var s string
-	_ = json.Unmarshal(v, &s)
-	return s
+	return intercept.StringMember(meta, "io.modelcontextprotocol/protocolVersion"),
+		intercept.StringMember(intercept.Member(meta, "io.modelcontextprotocol/clientInfo"), "name")
 }

@@ -89,6 +89,16 @@ func Member(obj jsontext.Value, key string) jsontext.Value {
 	return found
 }
 
+// StringMember returns the string value of obj's member key, or "" if obj
+// is not an object or the member is missing or not a string.
+func StringMember(obj jsontext.Value, key string) string {
+	v := Member(obj, key)
+	if v.Kind() != '"' {
+		return ""
+	}
+	return unquote(v)
+}
+
 func writeKey(b *bytes.Buffer, k string) {
 	q, _ := jsontext.AppendQuote(nil, k)
 	b.Write(q)

@@ -146,17 +146,9 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		rec.approval(r)
 	}}
 	if u := cfg.Approvals.RedisURL; u != "" {
-		opt, err := redis.ParseURL(u)
+		client, err := dialRedis(ctx, "approvals.redis_url", u)
 		if err != nil {
-			return nil, fmt.Errorf("approvals.redis_url: %w", err)
-		}
-		client := redis.NewClient(opt)
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = client.Ping(pctx).Err()
-		cancel()
-		if err != nil {
-			client.Close()
-			return nil, fmt.Errorf("approvals.redis_url: redis at %s: %w", opt.Addr, err)
+			return nil, err
 		}
 		gv.approvals, err = approval.OpenRedisStore(ctx, client, cfg.Approvals.KeyPrefix, aopts)
 	} else {

@@ -55,23 +55,33 @@ func (c *inventoryConfig) validate() error {
 	return nil
 }
 
+// dialRedis connects to the Redis at url (the value of config key key)
+// and checks it answers a PING within 5s: an unreachable server at
+// start-up is an error naming the key.
+func dialRedis(ctx context.Context, key, url string) (*redis.Client, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	client := redis.NewClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := client.Ping(pctx).Err(); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("%s: redis at %s: %w", key, opt.Addr, err)
+	}
+	return client, nil
+}
+
 // backend opens the Redis backend of the section, or returns nil for the
 // data directory's files.
 func (c *inventoryConfig) backend(ctx context.Context) (*inventory.RedisBackend, error) {
 	if c.RedisURL == "" {
 		return nil, nil
 	}
-	opt, err := redis.ParseURL(c.RedisURL)
+	client, err := dialRedis(ctx, "inventory.redis_url", c.RedisURL)
 	if err != nil {
-		return nil, fmt.Errorf("inventory.redis_url: %w", err)
-	}
-	client := redis.NewClient(opt)
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	err = client.Ping(pctx).Err()
-	cancel()
-	if err != nil {
-		client.Close()
-		return nil, fmt.Errorf("inventory.redis_url: redis at %s: %w", opt.Addr, err)
+		return nil, err
 	}
 	return inventory.OpenRedisBackend(client, c.KeyPrefix, 0), nil
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/ratelimit"
@@ -103,16 +102,9 @@ func (c *rateLimitsConfig) limiter(ctx context.Context) (l ratelimit.Limiter, cl
 	if c.RedisURL == "" {
 		return ratelimit.NewLocal(c.MaxKeys, nil), func() {}, nil
 	}
-	opt, err := redis.ParseURL(c.RedisURL)
+	client, err := dialRedis(ctx, "rate_limits.redis_url", c.RedisURL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("rate_limits.redis_url: %w", err)
-	}
-	client := redis.NewClient(opt)
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := client.Ping(pctx).Err(); err != nil {
-		client.Close()
-		return nil, nil, fmt.Errorf("rate_limits.redis_url: redis at %s: %w", opt.Addr, err)
+		return nil, nil, err
 	}
 	prefix := c.KeyPrefix
 	if prefix == "" {
