@@ -67,6 +67,13 @@ func (u *Upstream) target() string {
 // documented default.
 type Options struct {
 	Upstreams []Upstream
+	// VirtualServers merge upstreams behind one endpoint each: the unnamed
+	// one at /mcp, named ones at /mcp/{name} (see VirtualServer).
+	VirtualServers []VirtualServer
+	// OnAggregateDropped, if set, hears of an upstream (or one of its
+	// tools or prompts) a virtual server left out of a list: the upstream
+	// failed, or a name was taken. virtual is "" for /mcp.
+	OnAggregateDropped func(virtual, upstream, why string)
 	// Mount serves more handlers on the agents' listener, behind the same
 	// Host and Origin checks: pattern -> handler, as http.ServeMux takes
 	// them (the A2A gateway mounts "/a2a/").

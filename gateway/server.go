@@ -44,6 +44,7 @@ type Gateway struct {
 	client    *http.Client
 	sse       map[string]*transport.SSEServer // route name -> legacy SSE server
 	stateless map[string]*statelessBridge     // bridged route name -> shared 2026-07-28 connection
+	virtual   map[string]*aggregator          // virtual server name ("" for /mcp) -> its handler
 
 	ctx    context.Context // ends with Close; parent of every session
 	cancel context.CancelFunc
@@ -125,6 +126,17 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 			r.children = &childSlots{route: up.Name, max: up.maxChildren(), metrics: g.limits.metrics}
 		}
 		g.routes[up.Name] = r
+	}
+	g.virtual = map[string]*aggregator{}
+	for i := range opts.VirtualServers {
+		vs := opts.VirtualServers[i]
+		if err := vs.check(opts.Upstreams); err != nil {
+			return nil, fmt.Errorf("gateway: virtual_servers[%d]: %w", i, err)
+		}
+		if _, dup := g.virtual[vs.Name]; dup {
+			return nil, fmt.Errorf("gateway: virtual_servers[%d]: name %q is used twice", i, vs.Name)
+		}
+		g.virtual[vs.Name] = newAggregator(g, vs)
 	}
 	g.bodies = newByteBudget(opts.maxInflightBody(), g.limits.metrics)
 	g.ends = newSessionEnds(g)
@@ -226,10 +238,14 @@ func parseHTTPURL(s string) (*url.URL, error) {
 }
 
 // Handler returns the gateway's HTTP handler: /mcp/{name}, /sse/{name},
-// /ws/{name}, /healthz and /readyz.
+// /ws/{name}, /healthz and /readyz, and /mcp when a virtual server has no
+// name.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp/{name}", g.limitBodies(http.HandlerFunc(g.handleMCP)))
+	if a := g.virtual[""]; a != nil {
+		mux.Handle("/mcp", g.limitBodies(a))
+	}
 	mux.HandleFunc("GET /sse/{name}", g.handleSSE)
 	mux.Handle("POST /sse/{name}/message", g.limitBodies(http.HandlerFunc(g.handleSSEMessage)))
 	mux.HandleFunc("GET /ws/{name}", g.handleWS)

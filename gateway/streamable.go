@@ -34,6 +34,12 @@ func isModern(v string) bool { return v >= modernVersion }
 
 // handleMCP serves the Streamable HTTP endpoint /mcp/{name}.
 func (g *Gateway) handleMCP(w http.ResponseWriter, r *http.Request) {
+	if name := r.PathValue("name"); name != "" {
+		if a := g.virtual[name]; a != nil {
+			a.ServeHTTP(w, r)
+			return
+		}
+	}
 	rt := g.lookupRoute(w, r)
 	if rt == nil {
 		return

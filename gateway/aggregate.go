@@ -1,0 +1,971 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// A VirtualServer is one MCP endpoint in front of several upstreams: it
+// merges their tools, prompts, resources and resource templates and sends
+// each call on to the upstream that offers it. The call goes through that
+// upstream's own route in this gateway, so policy, classification,
+// inventory and audit see the real upstream and the real tool name: a rule
+// for github's create_issue never matches another upstream's create_issue
+// whatever name the agent sees.
+//
+// The unnamed virtual server is served at /mcp, a named one at /mcp/{name}.
+// It speaks the 2025-era Streamable HTTP transport (sessions, JSON
+// responses, a GET stream that carries list_changed); a 2026-07-28 client
+// uses the upstreams' own routes.
+type VirtualServer struct {
+	// Name is the route segment; "" serves the virtual server at /mcp.
+	Name string `yaml:"name"`
+	// Upstreams are merged in this order; empty means every upstream in
+	// the order of the config. Order decides who keeps a bare name in
+	// on_collision mode, so add upstreams at the end to keep names stable.
+	Upstreams []string `yaml:"upstreams"`
+	// Naming says what the agent sees as a tool's (and prompt's) name.
+	Naming NamingMode `yaml:"naming"`
+	// Renames give a tool or prompt an explicit name:
+	// "upstream/tool" -> name. They win over Naming.
+	Renames map[string]string `yaml:"renames"`
+}
+
+// NamingMode is how a virtual server names what its upstreams offer.
+type NamingMode string
+
+const (
+	// NamingOnCollision keeps a name as it is unless an upstream earlier
+	// in the list already uses it; the later one gets "{upstream}_{name}".
+	// The default.
+	NamingOnCollision NamingMode = "on_collision"
+	// NamingPrefix names everything "{upstream}_{name}".
+	NamingPrefix NamingMode = "prefix"
+	// NamingNever keeps every name as it is; a name an earlier upstream
+	// already uses is left out of the list (with an event) unless Renames
+	// gives it another.
+	NamingNever NamingMode = "never"
+)
+
+// validToolName is what MCP clients accept as a tool name.
+var validToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+func (v *VirtualServer) check(upstreams []Upstream) error {
+	if v.Name != "" && !validName.MatchString(v.Name) {
+		return fmt.Errorf("virtual server name %q: use letters, digits, '-', '_' and '.'", v.Name)
+	}
+	switch v.Naming {
+	case "":
+		v.Naming = NamingOnCollision
+	case NamingOnCollision, NamingPrefix, NamingNever:
+	default:
+		return fmt.Errorf("virtual server %q: naming %q: want prefix, on_collision or never", v.Name, v.Naming)
+	}
+	known := map[string]bool{}
+	for _, u := range upstreams {
+		known[u.Name] = true
+		if u.Name == v.Name {
+			return fmt.Errorf("virtual server %q: an upstream has that name", v.Name)
+		}
+	}
+	if len(v.Upstreams) == 0 {
+		for _, u := range upstreams {
+			v.Upstreams = append(v.Upstreams, u.Name)
+		}
+	}
+	seen := map[string]bool{}
+	for _, u := range v.Upstreams {
+		if !known[u] {
+			return fmt.Errorf("virtual server %q: no upstream named %q", v.Name, u)
+		}
+		if seen[u] {
+			return fmt.Errorf("virtual server %q: upstream %q listed twice", v.Name, u)
+		}
+		seen[u] = true
+	}
+	for from, to := range v.Renames {
+		u, _, ok := strings.Cut(from, "/")
+		if !ok || !seen[u] {
+			return fmt.Errorf("virtual server %q: rename %q: want \"upstream/tool\" naming one of its upstreams", v.Name, from)
+		}
+		if !validToolName.MatchString(to) {
+			return fmt.Errorf("virtual server %q: rename %q to %q: names must match %s", v.Name, from, to, validToolName)
+		}
+	}
+	return nil
+}
+
+// safeName turns s into a valid tool name: other characters become '_',
+// and a name longer than 64 keeps its first 55 bytes and a hash of the
+// whole, so two long names stay apart.
+func safeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "_"
+	}
+	if len(b) > 64 {
+		sum := sha256.Sum256([]byte(s))
+		b = append(b[:55:55], '_')
+		b = append(b, hex.EncodeToString(sum[:4])...)
+	}
+	return string(b)
+}
+
+// offered is one tool or prompt of one upstream.
+type offered struct {
+	upstream, name string
+	raw            jsontext.Value
+}
+
+// target is where a name the agent sees leads.
+type target struct{ upstream, name string }
+
+// assignNames names what the upstreams offer, in their order. It returns
+// the emitted names (in order) with where each leads, and what was left
+// out and why.
+func (v *VirtualServer) assignNames(items []offered) (names []string, to map[string]target, dropped []string) {
+	to = map[string]target{}
+	take := func(name string, it offered) bool {
+		if _, taken := to[name]; taken {
+			return false
+		}
+		to[name] = target{it.upstream, it.name}
+		names = append(names, name)
+		return true
+	}
+	// Renames first, so that a rename always gets its name.
+	var rest []offered
+	for _, it := range items {
+		if r, ok := v.Renames[it.upstream+"/"+it.name]; ok {
+			if !take(r, it) {
+				dropped = append(dropped, fmt.Sprintf("%s/%s: renamed to %q, which another rename took", it.upstream, it.name, r))
+			}
+			continue
+		}
+		rest = append(rest, it)
+	}
+	for _, it := range rest {
+		bare, prefixed := safeName(it.name), safeName(it.upstream+"_"+it.name)
+		switch v.Naming {
+		case NamingPrefix:
+			if !take(prefixed, it) {
+				dropped = append(dropped, fmt.Sprintf("%s/%s: %q is taken", it.upstream, it.name, prefixed))
+			}
+		case NamingNever:
+			if !take(bare, it) {
+				dropped = append(dropped, fmt.Sprintf("%s/%s: %q is taken by %s (give it a rename)", it.upstream, it.name, bare, to[bare].upstream))
+			}
+		default:
+			if !take(bare, it) && !take(prefixed, it) {
+				dropped = append(dropped, fmt.Sprintf("%s/%s: %q and %q are taken", it.upstream, it.name, bare, prefixed))
+			}
+		}
+	}
+	return names, to, dropped
+}
+
+// aggregator serves one virtual server.
+type aggregator struct {
+	g  *Gateway
+	vs VirtualServer
+
+	mu       sync.Mutex
+	sessions map[string]*aggSession
+	ids      atomic.Int64
+}
+
+type aggSession struct {
+	id      string
+	owner   string // the authenticated principal, "" without one
+	version string
+	init    jsontext.Value // the client's initialize params
+	last    atomic.Int64   // unix nanos of the last request
+
+	mu        sync.Mutex
+	inner     map[string]*innerSession
+	tools     map[string]target // nil until listed
+	prompts   map[string]target
+	resources map[string]string // uri -> upstream
+	notify    chan []byte       // to the GET stream, if one is open
+	closed    bool
+}
+
+type innerSession struct {
+	id, version string
+}
+
+func newAggregator(g *Gateway, vs VirtualServer) *aggregator {
+	return &aggregator{g: g, vs: vs, sessions: map[string]*aggSession{}}
+}
+
+func (a *aggregator) path() string {
+	if a.vs.Name == "" {
+		return "/mcp"
+	}
+	return "/mcp/" + a.vs.Name
+}
+
+func (a *aggregator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+		a.post(w, r)
+	case http.MethodGet:
+		a.get(w, r)
+	case http.MethodDelete:
+		if s := a.session(w, r); s != nil {
+			a.end(r, s)
+			w.WriteHeader(http.StatusNoContent)
+		}
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeJSONRPCError(w, http.StatusMethodNotAllowed, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: "method " + r.Method + " is not allowed on an MCP endpoint"})
+	}
+}
+
+func owner(r *http.Request) string {
+	if p := intercept.PrincipalFrom(r.Context()); p != nil {
+		return p.ID
+	}
+	return ""
+}
+
+// session finds the request's session, answering for it when there is
+// none: a session is never valid for another principal.
+func (a *aggregator) session(w http.ResponseWriter, r *http.Request) *aggSession {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: "Mcp-Session-Id is required after initialize on " + a.path()})
+		return nil
+	}
+	a.mu.Lock()
+	s := a.sessions[id]
+	a.mu.Unlock()
+	if s == nil || s.owner != owner(r) {
+		writeJSONRPCError(w, http.StatusNotFound, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "unknown or expired session"})
+		return nil
+	}
+	s.last.Store(time.Now().UnixNano())
+	return s
+}
+
+type rpcRequest struct {
+	JSONRPC string         `json:"jsonrpc"`
+	ID      jsontext.Value `json:"id,omitzero"`
+	Method  string         `json:"method"`
+	Params  jsontext.Value `json:"params,omitzero"`
+}
+
+type rpcResponse struct {
+	JSONRPC string              `json:"jsonrpc"`
+	ID      jsontext.Value      `json:"id,omitzero"`
+	Method  string              `json:"method,omitzero"`
+	Result  jsontext.Value      `json:"result,omitzero"`
+	Error   *intercept.WireError `json:"error,omitzero"`
+}
+
+func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "request body: " + err.Error()})
+		return
+	}
+	var req rpcRequest
+	if err := json.Unmarshal(body, &req); err != nil || req.JSONRPC != "2.0" || req.Method == "" {
+		msg := "not a JSON-RPC 2.0 request"
+		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+			msg = "batches are not accepted on " + a.path()
+		}
+		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: msg})
+		return
+	}
+	if req.Method == "initialize" {
+		a.initialize(w, r, req)
+		return
+	}
+	if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Method") != "" {
+		writeJSONRPCError(w, http.StatusBadRequest, req.ID, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: a.path() + " merges upstreams for 2025-era sessions: initialize first, or use /mcp/{upstream} for MCP 2026-07-28"})
+		return
+	}
+	s := a.session(w, r)
+	if s == nil {
+		return
+	}
+	if len(req.ID) == 0 { // a notification: nothing to answer
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	result, werr := a.dispatch(r, s, req)
+	out := rpcResponse{JSONRPC: "2.0", ID: req.ID, Result: result, Error: werr}
+	b, err := json.Marshal(out)
+	if err != nil {
+		writeJSONRPCError(w, http.StatusInternalServerError, req.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+// aggVersions are the versions the virtual server speaks, newest first.
+var aggVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcRequest) {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(req.Params, &p)
+	version := aggVersions[0]
+	if slices.Contains(aggVersions, p.ProtocolVersion) {
+		version = p.ProtocolVersion
+	}
+	s := &aggSession{id: newSessionID(), owner: owner(r), version: version, init: req.Params, inner: map[string]*innerSession{}}
+	s.last.Store(time.Now().UnixNano())
+	a.mu.Lock()
+	a.reapLocked()
+	if len(a.sessions) >= a.g.opts.maxSessions() {
+		a.mu.Unlock()
+		w.Header().Set("Retry-After", "5")
+		writeJSONRPCError(w, http.StatusServiceUnavailable, req.ID, &intercept.WireError{Code: intercept.CodeLimitExceeded,
+			Message: fmt.Sprintf("%s has %d sessions, its limit (max_sessions)", a.path(), len(a.sessions))})
+		return
+	}
+	a.sessions[s.id] = s
+	a.mu.Unlock()
+	name := "sluice"
+	if a.vs.Name != "" {
+		name = "sluice/" + a.vs.Name
+	}
+	res, _ := json.Marshal(map[string]any{
+		"protocolVersion": version,
+		"capabilities": map[string]any{
+			"tools":     map[string]any{"listChanged": true},
+			"prompts":   map[string]any{"listChanged": true},
+			"resources": map[string]any{"listChanged": true},
+		},
+		"serverInfo": map[string]any{"name": name, "version": "1"},
+	})
+	b, _ := json.Marshal(rpcResponse{JSONRPC: "2.0", ID: req.ID, Result: res})
+	w.Header().Set("Mcp-Session-Id", s.id)
+	writeJSON(w, http.StatusOK, b)
+}
+
+// reapLocked ends sessions idle beyond the gateway's session timeout.
+func (a *aggregator) reapLocked() {
+	cutoff := time.Now().Add(-a.g.opts.idleTimeout()).UnixNano()
+	for id, s := range a.sessions {
+		if s.last.Load() < cutoff {
+			delete(a.sessions, id)
+			s.close()
+		}
+	}
+}
+
+func (s *aggSession) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.notify != nil {
+		close(s.notify)
+		s.notify = nil
+	}
+}
+
+func (a *aggregator) end(r *http.Request, s *aggSession) {
+	a.mu.Lock()
+	delete(a.sessions, s.id)
+	a.mu.Unlock()
+	s.mu.Lock()
+	inner := maps2slice(s.inner)
+	s.mu.Unlock()
+	s.close()
+	for _, in := range inner {
+		req := a.innerRequest(r, http.MethodDelete, in.upstream, in.sess, nil)
+		a.g.handleMCP(&discard{h: http.Header{}}, req)
+	}
+}
+
+type upstreamSession struct {
+	upstream string
+	sess     *innerSession
+}
+
+func maps2slice(m map[string]*innerSession) []upstreamSession {
+	var out []upstreamSession
+	for u, s := range m {
+		out = append(out, upstreamSession{u, s})
+	}
+	return out
+}
+
+func (a *aggregator) dispatch(r *http.Request, s *aggSession, req rpcRequest) (jsontext.Value, *intercept.WireError) {
+	switch req.Method {
+	case "ping":
+		return jsontext.Value(`{}`), nil
+	case "tools/list":
+		return a.list(r, s, "tools/list", "tools")
+	case "prompts/list":
+		return a.list(r, s, "prompts/list", "prompts")
+	case "resources/list":
+		return a.list(r, s, "resources/list", "resources")
+	case "resources/templates/list":
+		return a.list(r, s, "resources/templates/list", "resourceTemplates")
+	case "tools/call":
+		return a.call(r, s, req, "tools/list", func() map[string]target { return s.tools })
+	case "prompts/get":
+		return a.call(r, s, req, "prompts/list", func() map[string]target { return s.prompts })
+	case "resources/read":
+		return a.read(r, s, req)
+	case "logging/setLevel":
+		for _, u := range a.vs.Upstreams {
+			_, _ = a.innerCall(r, s, u, req.Method, req.Params)
+		}
+		return jsontext.Value(`{}`), nil
+	}
+	return nil, &intercept.WireError{Code: intercept.CodeMethodNotFound, Message: fmt.Sprintf("%s does not offer %q on %s", "sluice", req.Method, a.path())}
+}
+
+// list merges one list method over the upstreams, following each one's
+// cursors. An upstream that fails drops out of the answer with an event.
+func (a *aggregator) list(r *http.Request, s *aggSession, method, member string) (jsontext.Value, *intercept.WireError) {
+	var items []offered
+	uris := map[string]string{}
+	for _, u := range a.vs.Upstreams {
+		var cursor string
+		for page := 0; ; page++ {
+			params := jsontext.Value(`{}`)
+			if cursor != "" {
+				params, _ = json.Marshal(map[string]string{"cursor": cursor})
+			}
+			res, err := a.innerCall(r, s, u, method, params)
+			if err != nil {
+				a.dropped(u, method, err)
+				break
+			}
+			var pageRes map[string]jsontext.Value
+			if err := json.Unmarshal(res, &pageRes); err != nil {
+				a.dropped(u, method, err)
+				break
+			}
+			var list []jsontext.Value
+			_ = json.Unmarshal(pageRes[member], &list)
+			for _, it := range list {
+				var head struct {
+					Name string `json:"name"`
+					URI  string `json:"uri"`
+				}
+				_ = json.Unmarshal(it, &head)
+				switch member {
+				case "tools", "prompts":
+					if head.Name != "" {
+						items = append(items, offered{u, head.Name, it})
+					}
+				case "resources":
+					if _, dup := uris[head.URI]; !dup {
+						uris[head.URI] = u
+						items = append(items, offered{u, head.URI, it})
+					}
+				default:
+					items = append(items, offered{u, head.Name, it})
+				}
+			}
+			if err := json.Unmarshal(pageRes["nextCursor"], &cursor); err != nil || cursor == "" {
+				break
+			}
+			if page >= 100 {
+				a.dropped(u, method, errors.New("more than 100 pages; the rest is left out"))
+				break
+			}
+		}
+	}
+	var out []jsontext.Value
+	switch member {
+	case "tools", "prompts":
+		names, to, dropped := a.vs.assignNames(items)
+		for _, d := range dropped {
+			a.g.log.Warn("virtual server: left out of "+method, "virtual_server", a.vs.Name, "why", d)
+			if a.g.opts.OnAggregateDropped != nil {
+				a.g.opts.OnAggregateDropped(a.vs.Name, strings.SplitN(d, "/", 2)[0], method+": "+d)
+			}
+		}
+		byTarget := map[target]string{}
+		for _, n := range names {
+			byTarget[to[n]] = n
+		}
+		for _, it := range items {
+			n, ok := byTarget[target{it.upstream, it.name}]
+			if !ok {
+				continue
+			}
+			out = append(out, rename(it.raw, n))
+		}
+		s.mu.Lock()
+		if member == "tools" {
+			s.tools = to
+		} else {
+			s.prompts = to
+		}
+		s.mu.Unlock()
+	case "resources":
+		for _, it := range items {
+			out = append(out, it.raw)
+		}
+		s.mu.Lock()
+		s.resources = uris
+		s.mu.Unlock()
+	default:
+		for _, it := range items {
+			out = append(out, it.raw)
+		}
+	}
+	if out == nil {
+		out = []jsontext.Value{}
+	}
+	b, err := json.Marshal(map[string]any{member: out})
+	if err != nil {
+		return nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}
+	}
+	return b, nil
+}
+
+// rename sets the name member of a tool or prompt.
+func rename(raw jsontext.Value, name string) jsontext.Value {
+	var m map[string]jsontext.Value
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	if n, _ := json.Marshal(name); string(m["name"]) == string(n) {
+		return raw
+	} else {
+		m["name"] = n
+	}
+	b, err := json.Marshal(m, json.Deterministic(true))
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+func (a *aggregator) dropped(upstream, method string, err error) {
+	a.g.log.Warn("virtual server: upstream left out of the list", "virtual_server", a.vs.Name, "upstream", upstream, "method", method, "err", err)
+	if a.g.opts.OnAggregateDropped != nil {
+		a.g.opts.OnAggregateDropped(a.vs.Name, upstream, method+": "+err.Error())
+	}
+}
+
+// call sends a tools/call or prompts/get to the upstream that offers the
+// name, under its own name there.
+func (a *aggregator) call(r *http.Request, s *aggSession, req rpcRequest, listMethod string, names func() map[string]target) (jsontext.Value, *intercept.WireError) {
+	var params map[string]jsontext.Value
+	if err := json.Unmarshal(req.Params, &params); err != nil {
+		return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "params: " + err.Error()}
+	}
+	var name string
+	if err := json.Unmarshal(params["name"], &name); err != nil || name == "" {
+		return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "params.name is required"}
+	}
+	s.mu.Lock()
+	m := names()
+	s.mu.Unlock()
+	if m == nil { // not listed yet in this session
+		if _, werr := a.list(r, s, listMethod, strings.TrimSuffix(listMethod, "/list")+"s"); werr != nil {
+			return nil, werr
+		}
+		s.mu.Lock()
+		m = names()
+		s.mu.Unlock()
+	}
+	t, ok := m[name]
+	if !ok {
+		return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("no tool or prompt named %q on %s", name, a.path())}
+	}
+	params["name"], _ = json.Marshal(t.name)
+	b, err := json.Marshal(params, json.Deterministic(true))
+	if err != nil {
+		return nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}
+	}
+	res, err := a.innerCall(r, s, t.upstream, req.Method, b)
+	if werr, ok := errors.AsType[*intercept.WireError](err); ok {
+		return nil, werr
+	}
+	if err != nil {
+		return nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: fmt.Sprintf("upstream %q: %v", t.upstream, err)}
+	}
+	return res, nil
+}
+
+func (a *aggregator) read(r *http.Request, s *aggSession, req rpcRequest) (jsontext.Value, *intercept.WireError) {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.URI == "" {
+		return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "params.uri is required"}
+	}
+	s.mu.Lock()
+	m := s.resources
+	s.mu.Unlock()
+	if m == nil {
+		if _, werr := a.list(r, s, "resources/list", "resources"); werr != nil {
+			return nil, werr
+		}
+		s.mu.Lock()
+		m = s.resources
+		s.mu.Unlock()
+	}
+	order := a.vs.Upstreams
+	if u, ok := m[p.URI]; ok {
+		order = []string{u}
+	}
+	// A URI no list named (one made from a template) goes to each upstream
+	// in turn until one has it.
+	var last error
+	for _, u := range order {
+		res, err := a.innerCall(r, s, u, req.Method, req.Params)
+		if err == nil {
+			return res, nil
+		}
+		last = err
+	}
+	if werr, ok := errors.AsType[*intercept.WireError](last); ok {
+		return nil, werr
+	}
+	return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("no upstream of %s has resource %q: %v", a.path(), p.URI, last)}
+}
+
+// innerCall sends one request to an upstream's route in this gateway, in
+// the inner session of this virtual session (opened on first use), and
+// returns its result; a JSON-RPC error comes back as *intercept.WireError.
+func (a *aggregator) innerCall(r *http.Request, s *aggSession, upstream, method string, params jsontext.Value) (jsontext.Value, error) {
+	in, err := a.inner(r, s, upstream)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.roundTrip(r, s, upstream, in, method, params)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	return resp.Result, nil
+}
+
+func (a *aggregator) inner(r *http.Request, s *aggSession, upstream string) (*innerSession, error) {
+	s.mu.Lock()
+	in := s.inner[upstream]
+	s.mu.Unlock()
+	if in != nil {
+		return in, nil
+	}
+	var p map[string]jsontext.Value
+	_ = json.Unmarshal(s.init, &p)
+	if p == nil {
+		p = map[string]jsontext.Value{}
+	}
+	p["protocolVersion"], _ = json.Marshal(s.version)
+	// The virtual server answers no server-to-client requests, so it
+	// declares none of the client capabilities that invite them.
+	p["capabilities"] = jsontext.Value(`{}`)
+	params, _ := json.Marshal(p, json.Deterministic(true))
+	fresh := &innerSession{}
+	resp, err := a.roundTrip(r, s, upstream, fresh, "initialize", params)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(resp.Result, &res)
+	fresh.version = res.ProtocolVersion
+	if fresh.id == "" {
+		return nil, fmt.Errorf("upstream %q: initialize gave no session", upstream)
+	}
+	note := a.innerRequest(r, http.MethodPost, upstream, fresh, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	a.g.handleMCP(&discard{h: http.Header{}}, note)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev := s.inner[upstream]; prev != nil { // another request got there first
+		return prev, nil
+	}
+	s.inner[upstream] = fresh
+	return fresh, nil
+}
+
+// innerRequest builds a request to an upstream's route that carries the
+// outer request's context (and so its authenticated principal), Host,
+// client address, agent header and trace context.
+func (a *aggregator) innerRequest(r *http.Request, method, upstream string, in *innerSession, body []byte) *http.Request {
+	req, _ := http.NewRequestWithContext(r.Context(), method, "/mcp/"+upstream, bytes.NewReader(body))
+	req.Host = r.Host
+	req.RemoteAddr = r.RemoteAddr
+	req.SetPathValue("name", upstream)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if in.id != "" {
+		req.Header.Set("Mcp-Session-Id", in.id)
+	}
+	if in.version != "" {
+		req.Header.Set("MCP-Protocol-Version", in.version)
+	}
+	for _, h := range []string{a.g.opts.AgentHeader, "Traceparent", "Tracestate"} {
+		if h != "" && r.Header.Get(h) != "" {
+			req.Header.Set(h, r.Header.Get(h))
+		}
+	}
+	return req
+}
+
+// roundTrip posts one request to an upstream's route and reads its answer,
+// as JSON or from an SSE stream. Other messages on the stream are
+// list_changed notifications, passed to the session's GET stream, or
+// progress and log notifications, which the virtual server does not relay.
+func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, in *innerSession, method string, params jsontext.Value) (*rpcResponse, error) {
+	id := a.ids.Add(1)
+	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: jsontext.Value(fmt.Sprint(id)), Method: method, Params: params})
+	if err != nil {
+		return nil, err
+	}
+	rec := &buffered{h: http.Header{}}
+	a.g.handleMCP(rec, a.innerRequest(r, http.MethodPost, upstream, in, body))
+	if method == "initialize" {
+		in.id = rec.h.Get("Mcp-Session-Id")
+	}
+	var msgs [][]byte
+	if strings.HasPrefix(rec.h.Get("Content-Type"), "text/event-stream") {
+		msgs = sseData(rec.body.Bytes())
+	} else {
+		msgs = [][]byte{rec.body.Bytes()}
+	}
+	var found *rpcResponse
+	for _, m := range msgs {
+		var resp rpcResponse
+		if json.Unmarshal(m, &resp) != nil {
+			continue
+		}
+		if resp.Method != "" {
+			a.notified(s, resp.Method)
+			continue
+		}
+		if string(resp.ID) == fmt.Sprint(id) || (resp.Error != nil && len(resp.ID) == 0) {
+			found = &resp
+		}
+	}
+	if found == nil {
+		return nil, fmt.Errorf("upstream %q answered %s with HTTP %d and no JSON-RPC response", upstream, method, rec.status())
+	}
+	return found, nil
+}
+
+// notified handles a notification from an upstream: a list change drops
+// the session's names (the next call lists again) and is passed on.
+func (a *aggregator) notified(s *aggSession, method string) {
+	if !strings.HasPrefix(method, "notifications/") || !strings.HasSuffix(method, "/list_changed") {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch method {
+	case "notifications/tools/list_changed":
+		s.tools = nil
+	case "notifications/prompts/list_changed":
+		s.prompts = nil
+	case "notifications/resources/list_changed":
+		s.resources = nil
+	}
+	if s.notify != nil {
+		select {
+		case s.notify <- []byte(`{"jsonrpc":"2.0","method":"` + method + `"}`):
+		default: // the stream is behind; one pending change is enough
+		}
+	}
+}
+
+// get serves the session's GET stream: list_changed from any upstream. It
+// opens a GET stream on every upstream's route for as long as it lasts.
+func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
+	s := a.session(w, r)
+	if s == nil {
+		return
+	}
+	ch := make(chan []byte, 8)
+	s.mu.Lock()
+	if s.notify != nil || s.closed {
+		s.mu.Unlock()
+		writeJSONRPCError(w, http.StatusConflict, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "this session already has a GET stream"})
+		return
+	}
+	s.notify = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.notify == ch {
+			s.notify = nil
+		}
+		s.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, u := range a.vs.Upstreams {
+		in, err := a.inner(r, s, u)
+		if err != nil {
+			continue
+		}
+		wg.Go(func() {
+			req := a.innerRequest(r.WithContext(ctx), http.MethodGet, u, in, nil)
+			req.Header.Set("Accept", "text/event-stream")
+			a.g.handleMCP(&sseSink{h: http.Header{}, on: func(m []byte) {
+				var n rpcResponse
+				if json.Unmarshal(m, &n) == nil && n.Method != "" {
+					a.notified(s, n.Method)
+				}
+			}}, req)
+		})
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", m); err != nil {
+				return
+			}
+			if rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+// buffered is a ResponseWriter that keeps what an inner POST answers.
+type buffered struct {
+	h    http.Header
+	code int
+	body bytes.Buffer
+}
+
+func (b *buffered) Header() http.Header { return b.h }
+func (b *buffered) WriteHeader(code int) {
+	if b.code == 0 {
+		b.code = code
+	}
+}
+func (b *buffered) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	return b.body.Write(p)
+}
+func (b *buffered) Flush() {}
+func (b *buffered) status() int {
+	if b.code == 0 {
+		return http.StatusOK
+	}
+	return b.code
+}
+
+// discard is a ResponseWriter for answers nobody reads.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) WriteHeader(int)             {}
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discard) Flush()                      {}
+
+// sseSink is a ResponseWriter that reads an inner GET stream as it is
+// written, one SSE event at a time.
+type sseSink struct {
+	h    http.Header
+	on   func([]byte)
+	line []byte
+	data []byte
+}
+
+func (s *sseSink) Header() http.Header { return s.h }
+func (s *sseSink) WriteHeader(int)     {}
+func (s *sseSink) Flush()              {}
+func (s *sseSink) Write(p []byte) (int, error) {
+	for _, c := range p {
+		if c != '\n' {
+			s.line = append(s.line, c)
+			continue
+		}
+		line := strings.TrimSuffix(string(s.line), "\r")
+		s.line = s.line[:0]
+		switch {
+		case line == "":
+			if len(s.data) > 0 {
+				s.on(s.data)
+				s.data = nil
+			}
+		case strings.HasPrefix(line, "data:"):
+			if len(s.data) > 0 {
+				s.data = append(s.data, '\n')
+			}
+			s.data = append(s.data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
+		}
+	}
+	return len(p), nil
+}
+
+// sseData returns the data of each event of a complete SSE body.
+func sseData(body []byte) [][]byte {
+	var out [][]byte
+	var data []byte
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 64<<20)
+	flush := func() {
+		if len(data) > 0 {
+			out = append(out, data)
+			data = nil
+		}
+	}
+	for sc.Scan() {
+		line := strings.TrimSuffix(sc.Text(), "\r")
+		switch {
+		case line == "":
+			flush()
+		case strings.HasPrefix(line, "data:"):
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
+		}
+	}
+	flush()
+	return out
+}
