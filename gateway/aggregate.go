@@ -281,10 +281,10 @@ type rpcRequest struct {
 }
 
 type rpcResponse struct {
-	JSONRPC string              `json:"jsonrpc"`
-	ID      jsontext.Value      `json:"id,omitzero"`
-	Method  string              `json:"method,omitzero"`
-	Result  jsontext.Value      `json:"result,omitzero"`
+	JSONRPC string               `json:"jsonrpc"`
+	ID      jsontext.Value       `json:"id,omitzero"`
+	Method  string               `json:"method,omitzero"`
+	Result  jsontext.Value       `json:"result,omitzero"`
 	Error   *intercept.WireError `json:"error,omitzero"`
 }
 

@@ -61,7 +61,7 @@ func newAggFixture(t *testing.T, vs ...VirtualServer) *aggFixture {
 	f := &aggFixture{dropped: make(chan string, 64)}
 	f.dec = &calls{next: &intercept.StaticDecider{Default: intercept.Allow, Deny: []string{"other/add"}, Mode: intercept.ModeToolResult}}
 	g, err := New(Options{
-		Upstreams: []Upstream{{Name: "demo", URL: up1.URL + "/mcp"}, {Name: "other", URL: up2.URL + "/mcp"}, {Name: "gone", URL: downURL + "/mcp"}},
+		Upstreams:      []Upstream{{Name: "demo", URL: up1.URL + "/mcp"}, {Name: "other", URL: up2.URL + "/mcp"}, {Name: "gone", URL: downURL + "/mcp"}},
 		VirtualServers: vs,
 		OnAggregateDropped: func(virtual, upstream, why string) {
 			select {
