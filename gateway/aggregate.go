@@ -68,7 +68,9 @@ const (
 // validToolName is what MCP clients accept as a tool name.
 var validToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-func (v *VirtualServer) check(upstreams []Upstream) error {
+// Check validates v against the configured upstreams and fills in its
+// defaults (every upstream, on_collision).
+func (v *VirtualServer) Check(upstreams []Upstream) error {
 	if v.Name != "" && !validName.MatchString(v.Name) {
 		return fmt.Errorf("virtual server name %q: use letters, digits, '-', '_' and '.'", v.Name)
 	}

@@ -130,7 +130,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 	g.virtual = map[string]*aggregator{}
 	for i := range opts.VirtualServers {
 		vs := opts.VirtualServers[i]
-		if err := vs.check(opts.Upstreams); err != nil {
+		if err := vs.Check(opts.Upstreams); err != nil {
 			return nil, fmt.Errorf("gateway: virtual_servers[%d]: %w", i, err)
 		}
 		if _, dup := g.virtual[vs.Name]; dup {

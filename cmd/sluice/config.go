@@ -37,6 +37,10 @@ type config struct {
 	Listen string `yaml:"listen"`
 	// Upstreams are the MCP servers behind the gateway.
 	Upstreams []gateway.Upstream `yaml:"upstreams"`
+	// VirtualServers merge upstreams behind one endpoint: /mcp for the
+	// one without a name, /mcp/{name} for the others (README, Virtual
+	// servers).
+	VirtualServers []gateway.VirtualServer `yaml:"virtual_servers"`
 	// Agents are A2A agents served at /a2a/{name} (see README, A2A).
 	Agents []a2a.Agent `yaml:"agents"`
 	// TrustedProxies are the addresses or CIDR prefixes of reverse proxies
@@ -414,6 +418,7 @@ func (c *config) dataDirPath() (string, error) {
 func (c *config) options() gateway.Options {
 	return gateway.Options{
 		Upstreams:           c.Upstreams,
+		VirtualServers:      c.VirtualServers,
 		MaxBodyBytes:        c.MaxBodyBytes,
 		AllowedHosts:        c.AllowedHosts,
 		AllowedOrigins:      c.AllowedOrigins,
@@ -509,6 +514,17 @@ func parseConfig(path string, b []byte) (*config, error) {
 			pfx = netip.PrefixFrom(a, a.BitLen())
 		}
 		c.trustedProxies = append(c.trustedProxies, pfx.Masked())
+	}
+	seenVirtual := map[string]bool{}
+	for i := range c.VirtualServers {
+		v := &c.VirtualServers[i]
+		if err := v.Check(c.Upstreams); err != nil {
+			return nil, fmt.Errorf("%s: virtual_servers[%d]: %w", path, i, err)
+		}
+		if seenVirtual[v.Name] {
+			return nil, fmt.Errorf("%s: virtual_servers[%d]: a second virtual server named %q", path, i, v.Name)
+		}
+		seenVirtual[v.Name] = true
 	}
 	seenAgents := map[string]bool{}
 	for i := range c.Agents {

@@ -40,3 +40,12 @@ func (r *recorder) cardRefused(agent, reason string) {
 		"agent": agent, "reason": reason,
 	}})
 }
+
+// aggregateDropped records an upstream, or one of its tools or prompts, a
+// virtual server left out of a list (the upstream failed, or a name was
+// taken); virtual is "" for /mcp.
+func (r *recorder) aggregateDropped(virtual, upstream, why string) {
+	r.append(telemetry.Event{Type: "sluice.aggregate_dropped", Time: time.Now(), Upstream: upstream, Attrs: map[string]any{
+		"virtual_server": virtual, "reason": why,
+	}})
+}

@@ -134,6 +134,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 	opts.Metrics = gv.tp.Metrics()
 	opts.OnSessionEnd = gv.sessionEnded
 	opts.OnIdentityRefused = gv.rec.identityRefused
+	opts.OnAggregateDropped = gv.rec.aggregateDropped
 	if cfg.Approvals.ClientMayAnswer {
 		opts.Approver = gv.approvals // clients that can elicit approve held calls themselves
 	}
