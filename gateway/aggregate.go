@@ -283,11 +283,11 @@ type rpcRequest struct {
 }
 
 type rpcResponse struct {
-	JSONRPC string               `json:"jsonrpc"`
-	ID      jsontext.Value       `json:"id,omitzero"`
-	Method  string               `json:"method,omitzero"`
-	Result  jsontext.Value       `json:"result,omitzero"`
-	Error   *intercept.WireError `json:"error,omitzero"`
+	JSONRPC string         `json:"jsonrpc"`
+	ID      jsontext.Value `json:"id,omitzero"`
+	Method  string         `json:"method,omitzero"`
+	Result  jsontext.Value `json:"result,omitzero"`
+	Error   jsontext.Value `json:"error,omitzero"`
 }
 
 func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
@@ -322,9 +322,16 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	result, werr := a.dispatch(r, s, req)
-	out := rpcResponse{JSONRPC: "2.0", ID: req.ID, Result: result, Error: werr}
-	b, err := json.Marshal(out)
+	result, derr := a.dispatch(r, s, req)
+	var b []byte
+	switch ue, isUp := errors.AsType[*routeError](derr); {
+	case derr == nil:
+		b, err = json.Marshal(rpcResponse{JSONRPC: "2.0", ID: req.ID, Result: result})
+	case isUp: // the upstream route's error (a policy denial among them), as it was
+		b, err = json.Marshal(rpcResponse{JSONRPC: "2.0", ID: req.ID, Error: ue.raw})
+	default:
+		b = intercept.ErrorResponse(req.ID, derr)
+	}
 	if err != nil {
 		writeJSONRPCError(w, http.StatusInternalServerError, req.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()})
 		return
@@ -423,7 +430,7 @@ func maps2slice(m map[string]*innerSession) []upstreamSession {
 	return out
 }
 
-func (a *aggregator) dispatch(r *http.Request, s *aggSession, req rpcRequest) (jsontext.Value, *intercept.WireError) {
+func (a *aggregator) dispatch(r *http.Request, s *aggSession, req rpcRequest) (jsontext.Value, error) {
 	switch req.Method {
 	case "ping":
 		return jsontext.Value(`{}`), nil
@@ -452,7 +459,7 @@ func (a *aggregator) dispatch(r *http.Request, s *aggSession, req rpcRequest) (j
 
 // list merges one list method over the upstreams, following each one's
 // cursors. An upstream that fails drops out of the answer with an event.
-func (a *aggregator) list(r *http.Request, s *aggSession, method, member string) (jsontext.Value, *intercept.WireError) {
+func (a *aggregator) list(r *http.Request, s *aggSession, method, member string) (jsontext.Value, error) {
 	var items []offered
 	uris := map[string]string{}
 	for _, u := range a.vs.Upstreams {
@@ -580,7 +587,7 @@ func (a *aggregator) dropped(upstream, method string, err error) {
 
 // call sends a tools/call or prompts/get to the upstream that offers the
 // name, under its own name there.
-func (a *aggregator) call(r *http.Request, s *aggSession, req rpcRequest, listMethod string, names func() map[string]target) (jsontext.Value, *intercept.WireError) {
+func (a *aggregator) call(r *http.Request, s *aggSession, req rpcRequest, listMethod string, names func() map[string]target) (jsontext.Value, error) {
 	var params map[string]jsontext.Value
 	if err := json.Unmarshal(req.Params, &params); err != nil {
 		return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "params: " + err.Error()}
@@ -593,8 +600,8 @@ func (a *aggregator) call(r *http.Request, s *aggSession, req rpcRequest, listMe
 	m := names()
 	s.mu.Unlock()
 	if m == nil { // not listed yet in this session
-		if _, werr := a.list(r, s, listMethod, strings.TrimSuffix(listMethod, "/list")+"s"); werr != nil {
-			return nil, werr
+		if _, err := a.list(r, s, listMethod, strings.TrimSuffix(listMethod, "/list")); err != nil {
+			return nil, err
 		}
 		s.mu.Lock()
 		m = names()
@@ -610,8 +617,8 @@ func (a *aggregator) call(r *http.Request, s *aggSession, req rpcRequest, listMe
 		return nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}
 	}
 	res, err := a.innerCall(r, s, t.upstream, req.Method, b)
-	if werr, ok := errors.AsType[*intercept.WireError](err); ok {
-		return nil, werr
+	if _, ok := errors.AsType[*routeError](err); ok {
+		return nil, err
 	}
 	if err != nil {
 		return nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: fmt.Sprintf("upstream %q: %v", t.upstream, err)}
@@ -619,7 +626,7 @@ func (a *aggregator) call(r *http.Request, s *aggSession, req rpcRequest, listMe
 	return res, nil
 }
 
-func (a *aggregator) read(r *http.Request, s *aggSession, req rpcRequest) (jsontext.Value, *intercept.WireError) {
+func (a *aggregator) read(r *http.Request, s *aggSession, req rpcRequest) (jsontext.Value, error) {
 	var p struct {
 		URI string `json:"uri"`
 	}
@@ -630,8 +637,8 @@ func (a *aggregator) read(r *http.Request, s *aggSession, req rpcRequest) (jsont
 	m := s.resources
 	s.mu.Unlock()
 	if m == nil {
-		if _, werr := a.list(r, s, "resources/list", "resources"); werr != nil {
-			return nil, werr
+		if _, err := a.list(r, s, "resources/list", "resources"); err != nil {
+			return nil, err
 		}
 		s.mu.Lock()
 		m = s.resources
@@ -651,15 +658,15 @@ func (a *aggregator) read(r *http.Request, s *aggSession, req rpcRequest) (jsont
 		}
 		last = err
 	}
-	if werr, ok := errors.AsType[*intercept.WireError](last); ok {
-		return nil, werr
+	if _, ok := errors.AsType[*routeError](last); ok {
+		return nil, last
 	}
 	return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("no upstream of %s has resource %q: %v", a.path(), p.URI, last)}
 }
 
 // innerCall sends one request to an upstream's route in this gateway, in
 // the inner session of this virtual session (opened on first use), and
-// returns its result; a JSON-RPC error comes back as *intercept.WireError.
+// returns its result; a JSON-RPC error comes back as *routeError.
 func (a *aggregator) innerCall(r *http.Request, s *aggSession, upstream, method string, params jsontext.Value) (jsontext.Value, error) {
 	in, err := a.inner(r, s, upstream)
 	if err != nil {
@@ -669,8 +676,8 @@ func (a *aggregator) innerCall(r *http.Request, s *aggSession, upstream, method 
 	if err != nil {
 		return nil, err
 	}
-	if resp.Error != nil {
-		return nil, resp.Error
+	if len(resp.Error) > 0 {
+		return nil, &routeError{raw: resp.Error}
 	}
 	return resp.Result, nil
 }
@@ -697,8 +704,8 @@ func (a *aggregator) inner(r *http.Request, s *aggSession, upstream string) (*in
 	if err != nil {
 		return nil, err
 	}
-	if resp.Error != nil {
-		return nil, resp.Error
+	if len(resp.Error) > 0 {
+		return nil, &routeError{raw: resp.Error}
 	}
 	var res struct {
 		ProtocolVersion string `json:"protocolVersion"`
@@ -774,7 +781,7 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 			a.notified(s, resp.Method)
 			continue
 		}
-		if string(resp.ID) == fmt.Sprint(id) || (resp.Error != nil && len(resp.ID) == 0) {
+		if string(resp.ID) == fmt.Sprint(id) || (len(resp.Error) > 0 && (len(resp.ID) == 0 || string(resp.ID) == "null")) {
 			found = &resp
 		}
 	}
@@ -873,6 +880,19 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// routeError is the JSON-RPC error object an upstream's route
+// answered, passed to the client as it is.
+type routeError struct{ raw jsontext.Value }
+
+func (e *routeError) Error() string {
+	var o struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(e.raw, &o)
+	return fmt.Sprintf("jsonrpc %d: %s", o.Code, o.Message)
 }
 
 // buffered is a ResponseWriter that keeps what an inner POST answers.
