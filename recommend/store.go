@@ -102,7 +102,7 @@ func (s *Store) Merge(recs []Recommendation, now time.Time) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	var pending []Record
+	pending := []Record{}
 	for _, r := range recs {
 		old := m[r.ID]
 		switch {

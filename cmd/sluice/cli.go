@@ -66,6 +66,13 @@ sluice keys revoke ID [--config sluice.yaml | --file PATH]
 		{"events", `sluice events query|tail|export [--config sluice.yaml | --db PATH] [--agent A] [--tool T] [--decision D] [--since T] [--json]
   Read the audit events.`,
 			func(ctx context.Context, a []string, o, _ io.Writer) error { return runEvents(ctx, a, o) }},
+		{"recommend", `sluice recommend [run|list] [--config sluice.yaml] [--json]
+sluice recommend show|approve|decline ID [--by NAME] [--reason CODE] [--config sluice.yaml]
+  Propose policy changes from the audit events (RFC-010 §10): run stores what the engine finds
+  and prints the pending ones; approve rewrites policy_file (kept signed under
+  data_dir/policy-history; the gateway reloads it); decline needs --reason (NOT_NEEDED,
+  SECURITY_CONCERN, INCORRECT_EVIDENCE, DEFERRED) and keeps the finding away for 30 days.`,
+			func(ctx context.Context, a []string, o, _ io.Writer) error { return runRecommend(ctx, a, o) }},
 		{"replay", `sluice replay --events DB|JSONL --policy FILE [--json]
   Re-decide recorded calls under another policy and report what would change.`,
 			func(ctx context.Context, a []string, o, e io.Writer) error { return runReplay(ctx, a, o, e) }},

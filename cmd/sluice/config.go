@@ -95,6 +95,8 @@ type config struct {
 	// RouteMemory says where route rules' memory lives: in the process
 	// (default) or in Redis, shared by every replica.
 	RouteMemory routeMemoryConfig `yaml:"route_memory"`
+	// Recommend configures the policy recommendation engine.
+	Recommend recommendConfig `yaml:"recommend"`
 	// Inventory configures pinning and drift handling.
 	Inventory inventoryConfig `yaml:"inventory"`
 	// AdminListen is the admin API's address (approvals). Empty disables

@@ -39,8 +39,11 @@ type governance struct {
 	// memory is the route memory, told when a session ends so its
 	// session-scoped memories go (nil: it cannot forget, as Redis's
 	// expire by TTL).
-	memory  policy.SessionForgetter
-	closers []func()
+	memory policy.SessionForgetter
+	// recommend serves the recommendation engine on the admin listener;
+	// nil without an audit store.
+	recommend *recommender
+	closers   []func()
 }
 
 // buildGovernance builds the decision chain: audit gate ← approval hold ←
@@ -282,6 +285,10 @@ func (gv *governance) admin() http.Handler {
 	mux.Handle("/admin/inventory", inventoryAdmin(gv.inv))
 	mux.Handle("/admin/inventory/", inventoryAdmin(gv.inv))
 	mux.Handle("/metrics", gv.tp.MetricsHandler())
+	if gv.recommend != nil {
+		mux.Handle("/admin/recommendations", gv.recommend.handler())
+		mux.Handle("/admin/recommendations/", gv.recommend.handler())
+	}
 	return mux
 }
 

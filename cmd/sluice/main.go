@@ -130,6 +130,12 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		return err
 	}
 	defer gv.close()
+	if gv.rec != nil && gv.rec.store != nil {
+		if gv.recommend, err = newRecommender(cfg, gv.rec.store); err != nil {
+			return err
+		}
+		go gv.recommend.schedule(ctx, logger)
+	}
 	opts.Tracer = gv.tp.Tracer()
 	opts.Metrics = gv.tp.Metrics()
 	opts.OnSessionEnd = gv.sessionEnded

@@ -1,0 +1,399 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/inventory"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/recommend"
+	"github.com/sluicehq/sluice/telemetry"
+)
+
+// recommendConfig is the recommend: section.
+type recommendConfig struct {
+	// Schedule runs the engine this often while serving (e.g. 24h);
+	// zero runs it only on demand (sluice recommend, the console).
+	Schedule time.Duration `yaml:"schedule"`
+	// Window is how far back evidence counts (default 720h, 30 days).
+	Window time.Duration `yaml:"window"`
+	// MinEvidence is the fewest events a recommendation rests on (5).
+	MinEvidence int `yaml:"min_evidence"`
+}
+
+// TypeRecommendationDecided is the event of an approval or a decline.
+const TypeRecommendationDecided = "sluice.recommendation_decided"
+
+// recommender runs the engine over the audit store and applies what an
+// operator approves to the policy file.
+type recommender struct {
+	cfg        recommendConfig
+	policyFile string // "" : inline policy, which approval cannot rewrite
+	dataDir    string
+	store      *recommend.Store
+	events     *audit.Store
+	key        ed25519.PrivateKey
+	now        func() time.Time
+	mu         sync.Mutex // one approval at a time
+}
+
+func newRecommender(cfg *config, events *audit.Store) (*recommender, error) {
+	dir, err := cfg.dataDir()
+	if err != nil {
+		return nil, err
+	}
+	var key ed25519.PrivateKey
+	if cfg.Inventory.KeyFile != "" {
+		key, err = inventory.LoadKey(cfg.Inventory.KeyFile)
+	} else {
+		key, err = inventory.LoadOrCreateKey(filepath.Join(dir, inventory.KeyFileName))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policy signing key: %w", err)
+	}
+	return &recommender{cfg: cfg.Recommend, policyFile: cfg.PolicyFile, dataDir: dir, events: events, key: key, now: time.Now,
+		store: recommend.OpenStore(filepath.Join(dir, "recommendations.json"))}, nil
+}
+
+// run reads the corpus and stores what it proposes; it returns the
+// recommendations pending now.
+func (rc *recommender) run(ctx context.Context) ([]recommend.Record, error) {
+	if rc.policyFile == "" {
+		return nil, errors.New("recommendations need policy_file: approving one rewrites that file (an inline policy: is not rewritten)")
+	}
+	src, err := os.ReadFile(rc.policyFile)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := recommend.ParseDoc(src, rc.policyFile)
+	if err != nil {
+		return nil, err
+	}
+	opts := recommend.Options{Now: rc.now, Window: rc.cfg.Window, MinEvidence: rc.cfg.MinEvidence}
+	eng := recommend.NewEngine(doc, opts)
+	since := rc.now().Add(-max(opts.Window, 90*24*time.Hour) - 24*time.Hour)
+	for _, typ := range []string{telemetry.TypePolicyEnforced, telemetry.TypeIntentClassified} {
+		if err := rc.events.Scan(ctx, audit.Filter{Type: typ, Since: since}, func(e telemetry.Event) error { eng.Observe(e); return nil }); err != nil {
+			return nil, err
+		}
+	}
+	// REMOVE_TOOL needs to know how far back the corpus reaches.
+	if first, err := rc.events.Query(ctx, audit.Filter{Limit: 1}); err == nil && len(first) == 1 {
+		eng.Observe(telemetry.Event{Type: "sluice.corpus_start", Time: first[0].Time})
+	}
+	return rc.store.Merge(eng.Recommendations(), rc.now())
+}
+
+// preview returns the policy diff approving id would make.
+func (rc *recommender) preview(id string) (recommend.Record, string, error) {
+	r, err := rc.store.Get(id)
+	if err != nil {
+		return r, "", err
+	}
+	src, err := os.ReadFile(rc.policyFile)
+	if err != nil {
+		return r, "", err
+	}
+	out, err := recommend.Apply(src, r.Recommendation)
+	if err != nil {
+		return r, "", err
+	}
+	return r, recommend.Diff(src, out), nil
+}
+
+// approve applies a pending recommendation: the new policy is checked,
+// kept with an Ed25519 signature under data_dir/policy-history, written
+// over the policy file (which the gateway reloads) and recorded.
+func (rc *recommender) approve(ctx context.Context, id, by string) (recommend.Record, string, error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	r, err := rc.store.Get(id)
+	if err != nil {
+		return r, "", err
+	}
+	if r.Status != recommend.StatusPending {
+		return r, "", fmt.Errorf("%s is %s: %w", id, r.Status, recommend.ErrDecided)
+	}
+	if by == "" {
+		return r, "", errors.New("a decision names who made it")
+	}
+	src, err := os.ReadFile(rc.policyFile)
+	if err != nil {
+		return r, "", err
+	}
+	old, err := policy.Compile(src, rc.policyFile, policy.Options{})
+	if err != nil {
+		return r, "", fmt.Errorf("the policy file does not compile now: %w", err)
+	}
+	out, err := recommend.Apply(src, r.Recommendation)
+	if err != nil {
+		return r, "", err
+	}
+	p, err := policy.Compile(out, rc.policyFile, policy.Options{})
+	if err != nil {
+		return r, "", err
+	}
+	version := p.Version()
+	hist := filepath.Join(rc.dataDir, "policy-history")
+	if err := os.MkdirAll(hist, 0o700); err != nil {
+		return r, "", err
+	}
+	base := filepath.Join(hist, fmt.Sprintf("%d-%s", rc.now().Unix(), version[:16]))
+	sig := ed25519.Sign(rc.key, out)
+	if err := os.WriteFile(base+".yaml", out, 0o600); err != nil {
+		return r, "", err
+	}
+	if err := os.WriteFile(base+".sig", []byte(base64.StdEncoding.EncodeToString(sig)+"\n"), 0o600); err != nil {
+		return r, "", err
+	}
+	tmp := rc.policyFile + ".sluice-tmp"
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(rc.policyFile); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if err := os.WriteFile(tmp, out, mode); err != nil {
+		return r, "", err
+	}
+	if err := os.Rename(tmp, rc.policyFile); err != nil {
+		return r, "", err
+	}
+	diff := recommend.Diff(src, out)
+	rec, err := rc.store.Approved(id, by, version, rc.now())
+	if err != nil {
+		return rec, diff, err
+	}
+	rc.record(ctx, rec, old.Version(), diff, base+".yaml")
+	return rec, diff, nil
+}
+
+func (rc *recommender) decline(ctx context.Context, id, by, reason string) (recommend.Record, error) {
+	rec, err := rc.store.Decline(id, by, reason, rc.now())
+	if err != nil {
+		return rec, err
+	}
+	rc.record(ctx, rec, "", "", "")
+	return rec, nil
+}
+
+// record appends the decision to the audit store (RFC-010 §10.6).
+func (rc *recommender) record(ctx context.Context, r recommend.Record, previous, diff, kept string) {
+	if rc.events == nil || r.Decision == nil {
+		return
+	}
+	attrs := map[string]any{
+		"recommendation_id": r.ID, "recommendation_type": string(r.Type), "decision": r.Decision.Decision,
+		"decided_by": r.Decision.DecidedBy, "proposed_change": r.Change, "evidence": r.Evidence,
+	}
+	if r.Decision.ReasonCode != "" {
+		attrs["reason_code"] = r.Decision.ReasonCode
+	}
+	if r.Decision.ResultingPolicyVersion != "" {
+		attrs["resulting_policy_version"] = r.Decision.ResultingPolicyVersion
+		attrs["previous_policy_version"] = previous
+		attrs["diff"] = diff
+		attrs["policy_copy"] = kept
+	}
+	_ = rc.events.Append(ctx, telemetry.Event{Type: TypeRecommendationDecided, Time: r.Decision.DecidedAt, Agent: r.Agent, Tool: r.Tool, Attrs: attrs})
+	_ = rc.events.Flush(ctx)
+}
+
+// schedule runs the engine every cfg.Schedule until ctx ends.
+func (rc *recommender) schedule(ctx context.Context, log interface{ Warn(string, ...any) }) {
+	if rc.cfg.Schedule <= 0 {
+		return
+	}
+	t := time.NewTicker(rc.cfg.Schedule)
+	defer t.Stop()
+	for {
+		if _, err := rc.run(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("recommendations: the scheduled run failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// handler serves /admin/recommendations on the admin listener:
+//
+//	GET  /admin/recommendations                 every stored one
+//	POST /admin/recommendations                 run the engine now
+//	GET  /admin/recommendations/{id}            one, with the diff approving it would make
+//	POST /admin/recommendations/{id}/approve    {"by": "alice"}
+//	POST /admin/recommendations/{id}/decline    {"by": "alice", "reason": "NOT_NEEDED"}
+func (rc *recommender) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/recommendations", func(w http.ResponseWriter, r *http.Request) {
+		recs, err := rc.store.List()
+		replyRecommend(w, map[string]any{"recommendations": recs}, err)
+	})
+	mux.HandleFunc("POST /admin/recommendations", func(w http.ResponseWriter, r *http.Request) {
+		recs, err := rc.run(r.Context())
+		replyRecommend(w, map[string]any{"pending": recs}, err)
+	})
+	mux.HandleFunc("GET /admin/recommendations/{id}", func(w http.ResponseWriter, r *http.Request) {
+		rec, diff, err := rc.preview(r.PathValue("id"))
+		replyRecommend(w, map[string]any{"recommendation": rec, "diff": diff}, err)
+	})
+	mux.HandleFunc("POST /admin/recommendations/{id}/{action}", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			By     string `json:"by"`
+			Reason string `json:"reason"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&body); err != nil {
+			adminError(w, http.StatusBadRequest, "body: "+err.Error())
+			return
+		}
+		switch r.PathValue("action") {
+		case "approve":
+			rec, diff, err := rc.approve(r.Context(), r.PathValue("id"), body.By)
+			replyRecommend(w, map[string]any{"recommendation": rec, "diff": diff}, err)
+		case "decline":
+			rec, err := rc.decline(r.Context(), r.PathValue("id"), body.By, body.Reason)
+			replyRecommend(w, map[string]any{"recommendation": rec}, err)
+		default:
+			adminError(w, http.StatusNotFound, "unknown action "+r.PathValue("action"))
+		}
+	})
+	return mux
+}
+
+// replyRecommend writes v, or err: 409 for a decision on one already
+// decided, 400 otherwise.
+func replyRecommend(w http.ResponseWriter, v any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		status := http.StatusBadRequest
+		if errors.Is(err, recommend.ErrDecided) {
+			status = http.StatusConflict
+		}
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// runRecommend is `sluice recommend`.
+func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
+	verb := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("recommend", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfgPath := fs.String("config", "sluice.yaml", "the gateway's config (data_dir, policy_file)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	by := fs.String("by", "", "who decides (approve, decline)")
+	reason := fs.String("reason", "", "decline: "+strings.Join(recommend.ReasonCodes, ", "))
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &helpError{fs: fs}
+		}
+		return usageErrorf("%v", err)
+	}
+	if *by == "" {
+		*by = os.Getenv("USER")
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	dir, err := cfg.dataDir()
+	if err != nil {
+		return err
+	}
+	events, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{})
+	if err != nil {
+		return err
+	}
+	defer events.Close()
+	rc, err := newRecommender(cfg, events)
+	if err != nil {
+		return err
+	}
+	var out any
+	switch verb {
+	case "run":
+		recs, err := rc.run(ctx)
+		if err != nil {
+			return err
+		}
+		out = recs
+	case "list":
+		recs, err := rc.store.List()
+		if err != nil {
+			return err
+		}
+		out = recs
+	case "show", "approve", "decline":
+		if id == "" {
+			return usageErrorf("recommend %s needs a recommendation id", verb)
+		}
+		switch verb {
+		case "show":
+			rec, diff, err := rc.preview(id)
+			if err != nil {
+				return err
+			}
+			out = map[string]any{"recommendation": rec, "diff": diff}
+		case "approve":
+			rec, diff, err := rc.approve(ctx, id, *by)
+			if err != nil {
+				return err
+			}
+			out = map[string]any{"recommendation": rec, "diff": diff}
+		default:
+			rec, err := rc.decline(ctx, id, *by, *reason)
+			if err != nil {
+				return err
+			}
+			out = rec
+		}
+	default:
+		return usageErrorf("unknown recommend verb %q (run, list, show, approve, decline)", verb)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	switch v := out.(type) {
+	case []recommend.Record:
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tTYPE\tSTATUS\tCONFIDENCE\tSUMMARY")
+		for _, r := range v {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", r.ID, r.Type, r.Status, r.Confidence, r.Summary)
+		}
+		return tw.Flush()
+	case map[string]any:
+		r := v["recommendation"].(recommend.Record)
+		fmt.Fprintf(stdout, "%s %s (%s): %s\n", r.ID, r.Type, r.Status, r.Summary)
+		if d, _ := v["diff"].(string); d != "" {
+			fmt.Fprintf(stdout, "\n%s", d)
+		}
+	case recommend.Record:
+		fmt.Fprintf(stdout, "%s %s: %s by %s (%s)\n", v.ID, v.Type, v.Status, v.Decision.DecidedBy, v.Decision.ReasonCode)
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/inventory"
+)
+
+// TestRecommendApproveReloads: an agent's calls denied by its manifest
+// become an ADD_TOOL recommendation; the admin API shows its diff,
+// refuses a cross-origin-shaped or unauthenticated approval, and an
+// approval rewrites the policy file (a signed copy kept), the gateway
+// reloads it, the agent's next call goes through, and the decision is an
+// audit event.
+func TestRecommendApproveReloads(t *testing.T) {
+	dir := t.TempDir()
+	polFile := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(polFile, []byte("# team policy\ndefault: allow\nresult_mode: tool_result\ntool_classes:\n  web_search: [sink:network]\n  echo: [source:local]\nmanifests:\n  agent-a: {allowed_classes: [source:local]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := startServe(t, "policy_file: "+polFile+"\nadmin_token: t0k\nhide_denied_tools: false\n")
+	search := `{"name":"web_search","arguments":{"query":"q"}}`
+	for range 5 {
+		if out := modernCallAs(t, g.url, "agent-a", "tools/call", "web_search", search); !strings.Contains(out, "manifest") {
+			t.Fatalf("web_search by agent-a: %s, want the manifest's deny", out)
+		}
+	}
+	admin := "http://" + g.admin + "/admin/recommendations"
+	call := func(method, url, ctype, body, token string) (int, map[string]any) {
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return resp.StatusCode, m
+	}
+	var id string
+	deadline := time.Now().Add(10 * time.Second)
+	for id == "" && time.Now().Before(deadline) { // the audit queue may lag the calls
+		code, m := call("POST", admin, "application/json", "{}", "t0k")
+		if code != 200 {
+			t.Fatalf("run: %d %v", code, m)
+		}
+		ps, _ := m["pending"].([]any)
+		for _, p := range ps {
+			r := p.(map[string]any)
+			if r["type"] == "ADD_TOOL" && r["agent"] == "agent-a" {
+				id = r["recommendation_id"].(string)
+			}
+		}
+		if id == "" {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if id == "" {
+		t.Fatal("no ADD_TOOL recommendation for agent-a")
+	}
+	code, m := call("GET", admin+"/"+id, "", "", "t0k")
+	if diff, _ := m["diff"].(string); code != 200 || !regexp.MustCompile(`(?m)^\+ .*sink:network`).MatchString(diff) {
+		t.Fatalf("preview: %d %v", code, m)
+	}
+	if code, _ := call("POST", admin+"/"+id+"/approve", "text/plain", `{"by":"ops"}`, "t0k"); code != http.StatusUnsupportedMediaType {
+		t.Errorf("text/plain approval: %d, want 415", code)
+	}
+	if code, _ := call("POST", admin+"/"+id+"/approve", "application/json", `{"by":"ops"}`, ""); code != http.StatusUnauthorized {
+		t.Errorf("approval without the token: %d, want 401", code)
+	}
+	code, m = call("POST", admin+"/"+id+"/approve", "application/json", `{"by":"ops"}`, "t0k")
+	if code != 200 {
+		t.Fatalf("approve: %d %v", code, m)
+	}
+	if code, _ := call("POST", admin+"/"+id+"/approve", "application/json", `{"by":"ops"}`, "t0k"); code != http.StatusConflict {
+		t.Errorf("second approval: %d, want 409", code)
+	}
+	src, _ := os.ReadFile(polFile)
+	if !strings.Contains(string(src), "sink:network") || !strings.Contains(string(src), "# team policy") {
+		t.Errorf("policy file after approval:\n%s", src)
+	}
+	// The kept copy verifies with the data directory's signing key.
+	copies, _ := filepath.Glob(filepath.Join(g.dir, "policy-history", "*.yaml"))
+	if len(copies) != 1 {
+		t.Fatalf("policy history: %v", copies)
+	}
+	kept, _ := os.ReadFile(copies[0])
+	sigText, _ := os.ReadFile(strings.TrimSuffix(copies[0], ".yaml") + ".sig")
+	sig, _ := base64.StdEncoding.DecodeString(strings.TrimSpace(string(sigText)))
+	key, err := inventory.LoadKey(filepath.Join(g.dir, inventory.KeyFileName))
+	if err != nil || !bytes.Equal(kept, src) || !ed25519.Verify(key.Public().(ed25519.PublicKey), kept, sig) {
+		t.Errorf("signed copy does not verify (%v)", err)
+	}
+	// The gateway reloads the file: agent-a's web_search is allowed now.
+	var out string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if out = modernCallAs(t, g.url, "agent-a", "tools/call", "web_search", search); !strings.Contains(out, "manifest") {
+			break
+		}
+	}
+	if strings.Contains(out, "manifest") {
+		t.Fatalf("after approval web_search is still denied: %s", out)
+	}
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var ev bytes.Buffer
+	if err := runEvents(context.Background(), []string{"export", "--db", filepath.Join(g.dir, audit.FileName)}, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`"type":"sluice.recommendation_decided"[^\n]*"decided_by":"ops"`).MatchString(ev.String()) ||
+		!strings.Contains(ev.String(), `"resulting_policy_version"`) {
+		t.Errorf("no recommendation_decided event:\n%.3000s", ev.String())
+	}
+	// The CLI sees the same store.
+	cfgFile := filepath.Join(t.TempDir(), "sluice.yaml")
+	os.WriteFile(cfgFile, []byte("data_dir: "+g.dir+"\npolicy_file: "+polFile+"\n"), 0o600)
+	var list bytes.Buffer
+	if err := runRecommend(context.Background(), []string{"list", "--json", "--config", cfgFile}, &list); err != nil || !strings.Contains(list.String(), `"status": "approved"`) {
+		t.Errorf("recommend list: %v\n%s", err, list.String())
+	}
+	var declined bytes.Buffer
+	if err := runRecommend(context.Background(), []string{"decline", id, "--reason", "NOT_NEEDED", "--by", "ops", "--config", cfgFile}, &declined); err == nil {
+		t.Errorf("declined an approved recommendation: %s", declined.String())
+	}
+}
