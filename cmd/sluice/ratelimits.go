@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-
 	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/ratelimit"
 )
