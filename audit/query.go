@@ -116,6 +116,17 @@ func (s *Store) Query(ctx context.Context, f Filter) ([]telemetry.Event, error) 
 	return out, err
 }
 
+// Latest returns the newest f.Limit events f selects (all if Limit is
+// zero), newest first: what a page of recent events shows.
+func (s *Store) Latest(ctx context.Context, f Filter) ([]telemetry.Event, error) {
+	var out []telemetry.Event
+	err := s.scan(ctx, f, true, func(e telemetry.Event) error {
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
 // Scan calls fn for each event f selects, in append order, without
 // holding them all in memory; an error from fn stops it and is returned.
 func (s *Store) Scan(ctx context.Context, f Filter, fn func(telemetry.Event) error) error {

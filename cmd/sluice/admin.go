@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/auth"
+	"github.com/sluicehq/sluice/console"
 )
 
 // adminTokenFile holds the admin token generated when admin_token is not
@@ -37,6 +40,7 @@ type adminGuard struct {
 	jwt            *auth.JWTVerifier // admin_jwt; nil: the token only
 	openMetrics    bool
 	hosts, origins []string
+	console        http.Handler // /console/; nil: none
 }
 
 // authorized reports whether r carries the admin token or, with
@@ -50,10 +54,22 @@ func (a *adminGuard) authorized(r *http.Request, want []byte) bool {
 		return false
 	}
 	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || len(tok) > 8192 {
+	return ok && a.tokenOK(r.Context(), tok)
+}
+
+// tokenOK reports whether tok is the admin token or, with admin_jwt, a
+// JWT with the admin role (the console's sign-in).
+func (a *adminGuard) tokenOK(ctx context.Context, tok string) bool {
+	if tok == "" || len(tok) > 8192 {
 		return false
 	}
-	_, err := a.jwt.Authenticate(r.Context(), tok)
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(a.token)) == 1 {
+		return true
+	}
+	if a.jwt == nil {
+		return false
+	}
+	_, err := a.jwt.Authenticate(ctx, tok)
 	return err == nil
 }
 
@@ -65,6 +81,10 @@ func (a *adminGuard) wrap(next http.Handler) http.Handler {
 			adminError(w, http.StatusForbidden, "host "+r.Host+" is not allowed (see admin_allowed_hosts)")
 		case !originAllowed(a.origins, r.Header.Get("Origin")):
 			adminError(w, http.StatusForbidden, "origin "+r.Header.Get("Origin")+" is not allowed (see admin_allowed_origins)")
+		case a.console != nil && strings.HasPrefix(r.URL.Path, "/console/"):
+			// The console signs operators in itself (a session cookie) and
+			// checks a CSRF token on every form.
+			a.console.ServeHTTP(w, r)
 		case !(a.openMetrics && r.URL.Path == "/metrics") && !a.authorized(r, want):
 			adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 		case r.Method != http.MethodGet && r.Method != http.MethodHead && !approval.IsJSON(r):
@@ -103,7 +123,55 @@ func adminHandler(cfg *config, gv *governance, logger *slog.Logger) (http.Handle
 		logger.Warn("admin API listening beyond loopback with no admin_allowed_hosts: Host header checks are off (the token is still required)", "admin_listen", cfg.AdminListen)
 		a.hosts = []string{"*"}
 	}
+	cons, err := newConsole(cfg, gv, a)
+	if err != nil {
+		return nil, err
+	}
+	a.console = cons
 	return a.wrap(gv.admin()), nil
+}
+
+// newConsole builds the operator console over gv.
+func newConsole(cfg *config, gv *governance, a *adminGuard) (http.Handler, error) {
+	dir, err := cfg.dataDir()
+	if err != nil {
+		return nil, err
+	}
+	d := console.Deps{
+		Approvals: gv.approvals, Inventory: gv.inv,
+		CheckToken:    a.tokenOK,
+		PolicyFile:    cfg.PolicyFile,
+		HistoryDir:    filepath.Join(dir, "policy-history"),
+		KeepArguments: cfg.Audit.KeepArguments,
+	}
+	if gv.rec != nil && gv.rec.store != nil {
+		d.Events = gv.rec.store
+		d.Record = gv.rec.append
+		db := gv.rec.store.Path()
+		d.Replay = func(ctx context.Context, draft []byte) (string, error) {
+			f, err := os.CreateTemp("", "sluice-draft-*.yaml")
+			if err != nil {
+				return "", err
+			}
+			defer os.Remove(f.Name())
+			if _, err := f.Write(draft); err != nil {
+				f.Close()
+				return "", err
+			}
+			f.Close()
+			var out strings.Builder
+			err = runReplay(ctx, []string{"--events", db, "--policy", f.Name()}, &out, io.Discard)
+			return out.String(), err
+		}
+	}
+	if gv.recommend != nil {
+		d.Recs = gv.recommend
+	}
+	c, err := console.New(d)
+	if err != nil {
+		return nil, err
+	}
+	return c.Handler(), nil
 }
 
 // loadOrCreateToken reads the admin token from path or, the first time,

@@ -230,6 +230,20 @@ func (rc *recommender) schedule(ctx context.Context, log interface{ Warn(string,
 	}
 }
 
+// List, Preview, Approve, Decline and Run are the recommender as the
+// console uses it.
+func (rc *recommender) List() ([]recommend.Record, error) { return rc.store.List() }
+func (rc *recommender) Preview(id string) (recommend.Record, string, error) {
+	return rc.preview(id)
+}
+func (rc *recommender) Approve(ctx context.Context, id, by string) (recommend.Record, string, error) {
+	return rc.approve(ctx, id, by)
+}
+func (rc *recommender) Decline(ctx context.Context, id, by, reason string) (recommend.Record, error) {
+	return rc.decline(ctx, id, by, reason)
+}
+func (rc *recommender) Run(ctx context.Context) ([]recommend.Record, error) { return rc.run(ctx) }
+
 // handler serves /admin/recommendations on the admin listener:
 //
 //	GET  /admin/recommendations                 every stored one

@@ -1,0 +1,800 @@
+// Package console is the operator console: web pages on the admin
+// listener over the audit events, held calls, inventories, policy
+// recommendations and the policy. It is built into the binary (html/template
+// and embed, one small script for the live feed, no CDN) and readable
+// without JavaScript.
+//
+// An operator signs in with the admin token (or an admin JWT) and a name;
+// the console keeps a session in an HttpOnly, SameSite=Strict cookie. Every
+// form that changes something carries the session's CSRF token, and every
+// such action is an audit event naming the operator.
+package console
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/inventory"
+	"github.com/sluicehq/sluice/recommend"
+	"github.com/sluicehq/sluice/telemetry"
+)
+
+//go:embed templates/*.html static/*
+var files embed.FS
+
+// Recommender is the recommendation engine as the console uses it.
+type Recommender interface {
+	List() ([]recommend.Record, error)
+	Preview(id string) (recommend.Record, string, error)
+	Approve(ctx context.Context, id, by string) (recommend.Record, string, error)
+	Decline(ctx context.Context, id, by, reason string) (recommend.Record, error)
+	Run(ctx context.Context) ([]recommend.Record, error)
+}
+
+// Deps is what the console shows and acts on; nil members hide their page.
+type Deps struct {
+	Events    *audit.Store
+	Approvals *approval.Store
+	Inventory *inventory.Inventory
+	Recs      Recommender
+	// CheckToken reports whether token is the admin token or an admin JWT.
+	CheckToken func(ctx context.Context, token string) bool
+	// Record appends an audit event (the console's own actions).
+	Record func(telemetry.Event)
+	// Replay re-decides the recorded calls under a draft policy and
+	// describes what would change.
+	Replay func(ctx context.Context, draft []byte) (string, error)
+	// PolicyFile is the served policy's file ("" for an inline policy);
+	// HistoryDir holds approved versions.
+	PolicyFile, HistoryDir string
+	// KeepArguments shows calls' (redacted) arguments; otherwise only
+	// their hash.
+	KeepArguments bool
+	Now           func() time.Time
+}
+
+// Console serves /console/.
+type Console struct {
+	d    Deps
+	tmpl map[string]*template.Template
+
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+type session struct {
+	name, csrf string
+	expires    time.Time
+}
+
+const (
+	cookieName = "sluice_console"
+	sessionTTL = 12 * time.Hour
+)
+
+// New returns the console over d.
+func New(d Deps) (*Console, error) {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	c := &Console{d: d, tmpl: map[string]*template.Template{}, sessions: map[string]*session{}}
+	funcs := template.FuncMap{
+		"ts":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+		"pct":   func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+		"short": func(s string) string { return shorten(s, 16) },
+		"join":  strings.Join,
+		"list":  func(a ...string) []string { return a },
+		"q": func(f map[string]string) string {
+			v := url.Values{}
+			for k, x := range f {
+				if x != "" {
+					v.Set(k, x)
+				}
+			}
+			return v.Encode()
+		},
+	}
+	pages, err := fs.Glob(files, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pages {
+		name := strings.TrimSuffix(filepath.Base(p), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", p)
+		if err != nil {
+			return nil, err
+		}
+		c.tmpl[name] = t
+	}
+	return c, nil
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func random() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Handler serves the console; mount it at /console/ on the admin
+// listener, behind the Host and Origin checks but not the bearer token:
+// the console signs its operators in itself.
+func (c *Console) Handler() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(files, "static")
+	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /console/login", c.loginPage)
+	mux.HandleFunc("POST /console/login", c.login)
+	mux.HandleFunc("POST /console/logout", c.authed(c.logout))
+	mux.HandleFunc("GET /console/{$}", c.authed(func(w http.ResponseWriter, r *http.Request, _ *session) {
+		http.Redirect(w, r, "/console/feed", http.StatusSeeOther)
+	}))
+	mux.HandleFunc("GET /console/feed", c.authed(c.feed))
+	mux.HandleFunc("GET /console/feed/stream", c.authed(c.feedStream))
+	mux.HandleFunc("GET /console/calls/{txn}", c.authed(c.call))
+	mux.HandleFunc("GET /console/agents", c.authed(c.agents))
+	mux.HandleFunc("GET /console/approvals", c.authed(c.approvals))
+	mux.HandleFunc("POST /console/approvals/{id}", c.authed(c.decideApproval))
+	mux.HandleFunc("GET /console/inventory", c.authed(c.inventory))
+	mux.HandleFunc("POST /console/inventory/{upstream}/approve", c.authed(c.approveTool))
+	mux.HandleFunc("GET /console/recommendations", c.authed(c.recommendations))
+	mux.HandleFunc("POST /console/recommendations", c.authed(c.runRecommendations))
+	mux.HandleFunc("GET /console/recommendations/{id}", c.authed(c.recommendation))
+	mux.HandleFunc("POST /console/recommendations/{id}/{action}", c.authed(c.decideRecommendation))
+	mux.HandleFunc("GET /console/policy", c.authed(c.policy))
+	mux.HandleFunc("POST /console/policy/replay", c.authed(c.replay))
+	return securityHeaders(mux)
+}
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authed admits a request with a live session; a POST must also carry the
+// session's CSRF token in the form.
+func (c *Console) authed(next func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s := c.session(r)
+		if s == nil {
+			if r.Method == http.MethodGet && !strings.HasSuffix(r.URL.Path, "/stream") {
+				http.Redirect(w, r, "/console/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			http.Error(w, "sign in first", http.StatusUnauthorized)
+			return
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+			if err := r.ParseForm(); err != nil {
+				http.Error(w, "bad form: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
+				http.Error(w, "missing or wrong CSRF token: reload the page and try again", http.StatusForbidden)
+				return
+			}
+		}
+		next(w, r, s)
+	}
+}
+
+func (c *Console) session(r *http.Request) *session {
+	ck, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[ck.Value]
+	if s == nil || c.d.Now().After(s.expires) {
+		delete(c.sessions, ck.Value)
+		return nil
+	}
+	return s
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, "login", nil, map[string]any{"Next": safeNext(r.URL.Query().Get("next"))})
+}
+
+// safeNext keeps a post-login redirect on the console.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/console/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		return "/console/feed"
+	}
+	return next
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	name := strings.TrimSpace(r.PostForm.Get("name"))
+	token := strings.TrimSpace(r.PostForm.Get("token"))
+	if name == "" || len(name) > 100 || c.d.CheckToken == nil || !c.d.CheckToken(r.Context(), token) {
+		c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "ok": false, "client": r.RemoteAddr}})
+		w.WriteHeader(http.StatusUnauthorized)
+		c.render(w, r, "login", nil, map[string]any{"Next": safeNext(r.PostForm.Get("next")), "Error": "wrong token, or no name given"})
+		return
+	}
+	id := random()
+	c.mu.Lock()
+	now := c.d.Now()
+	for k, s := range c.sessions {
+		if now.After(s.expires) {
+			delete(c.sessions, k)
+		}
+	}
+	c.sessions[id] = &session{name: name, csrf: random(), expires: now.Add(sessionTTL)}
+	c.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/console/", HttpOnly: true, Secure: r.TLS != nil,
+		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL / time.Second)})
+	c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "ok": true, "client": r.RemoteAddr}})
+	http.Redirect(w, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
+	if ck, err := r.Cookie(cookieName); err == nil {
+		c.mu.Lock()
+		delete(c.sessions, ck.Value)
+		c.mu.Unlock()
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/console/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+}
+
+// event records a console action; by names the operator.
+func (c *Console) event(e telemetry.Event) {
+	if c.d.Record == nil {
+		return
+	}
+	if e.Time.IsZero() {
+		e.Time = c.d.Now()
+	}
+	c.d.Record(e)
+}
+
+func (c *Console) action(s *session, action, target string, attrs map[string]any) {
+	if attrs == nil {
+		attrs = map[string]any{}
+	}
+	attrs["operator"], attrs["action"], attrs["target"] = s.name, action, target
+	c.event(telemetry.Event{Type: "sluice.console_action", Attrs: attrs})
+}
+
+type page struct {
+	Title, Nav string
+	Operator   string
+	CSRF       string
+	Data       any
+	Flash      string
+	Error      string
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, s *session, data any) {
+	t := c.tmpl[name]
+	if t == nil {
+		http.Error(w, "no page "+name, http.StatusInternalServerError)
+		return
+	}
+	p := page{Title: name, Nav: name, Data: data, Flash: r.URL.Query().Get("done")}
+	if m, ok := data.(map[string]any); ok {
+		if e, ok := m["Error"].(string); ok {
+			p.Error = e
+		}
+	}
+	if s != nil {
+		p.Operator, p.CSRF = s.name, s.csrf
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, p); err != nil {
+		http.Error(w, "rendering "+name+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// --- the live feed -------------------------------------------------------
+
+type feedRow struct {
+	Seq                                          int64
+	Time                                         time.Time
+	TxnID, Agent, Upstream, Tool, Decision, Reason string
+}
+
+func rowOf(e telemetry.Event) feedRow {
+	return feedRow{Seq: e.Seq, Time: e.Time, TxnID: e.TxnID, Agent: e.Agent, Upstream: e.Upstream, Tool: e.Tool, Decision: e.Decision, Reason: e.Reason}
+}
+
+func feedFilter(r *http.Request) (audit.Filter, map[string]string) {
+	q := r.URL.Query()
+	f := map[string]string{}
+	for _, k := range []string{"agent", "upstream", "tool", "decision", "reason"} {
+		f[k] = strings.TrimSpace(q.Get(k))
+	}
+	return audit.Filter{Type: telemetry.TypePolicyEnforced, Agent: f["agent"], Upstream: f["upstream"], Tool: f["tool"], Decision: f["decision"]}, f
+}
+
+func (c *Console) feed(w http.ResponseWriter, r *http.Request, s *session) {
+	f, shown := feedFilter(r)
+	f.Limit = 100
+	var rows []feedRow
+	var err error
+	if c.d.Events != nil {
+		if shown["reason"] != "" {
+			f.Limit = 0
+		}
+		var evs []telemetry.Event
+		evs, err = c.latest(r.Context(), f, 100, func(e telemetry.Event) bool { return shown["reason"] == "" || e.Reason == shown["reason"] })
+		for _, e := range evs {
+			rows = append(rows, rowOf(e))
+		}
+	}
+	data := map[string]any{"Rows": rows, "Filter": shown}
+	if err != nil {
+		data["Error"] = err.Error()
+	}
+	c.render(w, r, "feed", s, data)
+}
+
+// latest returns up to n of the newest events f selects that keep
+// accepts.
+func (c *Console) latest(ctx context.Context, f audit.Filter, n int, keep func(telemetry.Event) bool) ([]telemetry.Event, error) {
+	if f.Limit == 0 {
+		f.Limit = 50 * n // a filter the store cannot apply: look a little further back
+	}
+	evs, err := c.d.Events.Latest(ctx, f)
+	out := evs[:0]
+	for _, e := range evs {
+		if keep == nil || keep(e) {
+			out = append(out, e)
+			if len(out) == n {
+				break
+			}
+		}
+	}
+	return out, err
+}
+
+// feedStream sends each new decision the filter selects as an SSE event.
+func (c *Console) feedStream(w http.ResponseWriter, r *http.Request, _ *session) {
+	if c.d.Events == nil {
+		http.Error(w, "no audit store", http.StatusNotFound)
+		return
+	}
+	f, shown := feedFilter(r)
+	last, err := c.d.Events.LastSeq(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	f.AfterSeq = last
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	_ = c.d.Events.Tail(r.Context(), f, func(e telemetry.Event) error {
+		if shown["reason"] != "" && e.Reason != shown["reason"] {
+			return nil
+		}
+		row := rowOf(e)
+		var b strings.Builder
+		b.WriteString(`{"seq":`)
+		fmt.Fprintf(&b, "%d", row.Seq)
+		for _, kv := range [][2]string{{"time", row.Time.UTC().Format("2006-01-02 15:04:05")}, {"txn_id", row.TxnID}, {"agent", row.Agent},
+			{"upstream", row.Upstream}, {"tool", row.Tool}, {"decision", row.Decision}, {"reason", row.Reason}} {
+			fmt.Fprintf(&b, ",%q:%s", kv[0], jsonString(kv[1]))
+		}
+		b.WriteString("}")
+		if _, err := fmt.Fprintf(w, "event: decision\ndata: %s\n\n", b.String()); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+}
+
+func jsonString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == 0x2028 || r == 0x2029:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// --- one call ------------------------------------------------------------
+
+type axisRow struct {
+	Axis, Value, Source string
+	Confidence          float64
+	Default             bool
+}
+
+func (c *Console) call(w http.ResponseWriter, r *http.Request, s *session) {
+	txn := r.PathValue("txn")
+	data := map[string]any{"TxnID": txn}
+	if c.d.Events == nil {
+		c.render(w, r, "call", s, data)
+		return
+	}
+	evs, err := c.d.Events.Query(r.Context(), audit.Filter{TxnID: txn, Limit: 100})
+	if err != nil {
+		data["Error"] = err.Error()
+	}
+	var others []telemetry.Event
+	for _, e := range evs {
+		switch e.Type {
+		case telemetry.TypePolicyEnforced:
+			var p telemetry.PolicyEnforcement
+			if e.Decode(&p) == nil {
+				if !c.d.KeepArguments {
+					p.Arguments.Value = nil
+				}
+				data["Policy"] = p
+			}
+		case telemetry.TypeIntentClassified:
+			var ic telemetry.IntentClassification
+			if e.Decode(&ic) == nil {
+				data["Intent"] = ic
+				var axes []axisRow
+				for name, a := range ic.Axes {
+					axes = append(axes, axisRow{Axis: name, Value: a.Classified, Confidence: a.Confidence, Source: a.Source, Default: a.ConservativeDefaultApplied})
+				}
+				sort.Slice(axes, func(i, j int) bool { return axes[i].Axis < axes[j].Axis })
+				data["Axes"] = axes
+			}
+		default:
+			others = append(others, e)
+		}
+	}
+	data["Others"] = others
+	if len(evs) == 0 && err == nil {
+		w.WriteHeader(http.StatusNotFound)
+		data["Error"] = "no events with this txn_id"
+	}
+	c.render(w, r, "call", s, data)
+}
+
+// --- agents --------------------------------------------------------------
+
+type agentRow struct {
+	Agent            string
+	Calls, Denied    int
+	Sessions         []string
+	LastSeen         time.Time
+	Sources          []sourceTouch
+	ClassifierEvents int
+}
+
+type sourceTouch struct {
+	Class string
+	Last  time.Time
+}
+
+func (c *Console) agents(w http.ResponseWriter, r *http.Request, s *session) {
+	data := map[string]any{}
+	if c.d.Events != nil {
+		evs, err := c.d.Events.Latest(r.Context(), audit.Filter{Limit: 5000})
+		if err != nil {
+			data["Error"] = err.Error()
+		}
+		byAgent := map[string]*agentRow{}
+		sessions := map[string]map[string]bool{}
+		sources := map[string]map[string]time.Time{}
+		for _, e := range evs {
+			if e.Agent == "" {
+				continue
+			}
+			a := byAgent[e.Agent]
+			if a == nil {
+				a = &agentRow{Agent: e.Agent}
+				byAgent[e.Agent] = a
+				sessions[e.Agent] = map[string]bool{}
+				sources[e.Agent] = map[string]time.Time{}
+			}
+			if e.Time.After(a.LastSeen) {
+				a.LastSeen = e.Time
+			}
+			if e.Session != "" {
+				sessions[e.Agent][e.Session] = true
+			}
+			switch e.Type {
+			case telemetry.TypePolicyEnforced:
+				a.Calls++
+				if e.Decision == "deny" {
+					a.Denied++
+				}
+				var p telemetry.PolicyEnforcement
+				if e.Decision == "allow" && e.Decode(&p) == nil {
+					for _, cl := range p.Evidence.MatchedToolClasses {
+						if strings.HasPrefix(cl, "source:") && e.Time.After(sources[e.Agent][cl]) {
+							sources[e.Agent][cl] = e.Time
+						}
+					}
+				}
+			case telemetry.TypeClassifierLifecycle:
+				a.ClassifierEvents++
+			}
+		}
+		var rows []agentRow
+		for name, a := range byAgent {
+			for sid := range sessions[name] {
+				a.Sessions = append(a.Sessions, sid)
+			}
+			slices.Sort(a.Sessions)
+			for cl, t := range sources[name] {
+				a.Sources = append(a.Sources, sourceTouch{cl, t})
+			}
+			sort.Slice(a.Sources, func(i, j int) bool { return a.Sources[i].Class < a.Sources[j].Class })
+			rows = append(rows, *a)
+		}
+		sort.Slice(rows, func(i, j int) bool { return rows[i].LastSeen.After(rows[j].LastSeen) })
+		data["Agents"] = rows
+		data["Window"] = len(evs)
+	}
+	c.render(w, r, "agents", s, data)
+}
+
+// --- approvals -----------------------------------------------------------
+
+func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) {
+	data := map[string]any{}
+	if c.d.Approvals != nil {
+		var pending, done []approval.Request
+		for _, q := range c.d.Approvals.List() {
+			if !c.d.KeepArguments {
+				q.Arguments = nil
+			}
+			if q.Status == approval.Pending {
+				pending = append(pending, q)
+			} else {
+				done = append(done, q)
+			}
+		}
+		data["Pending"], data["Done"] = pending, done
+	}
+	c.render(w, r, "approvals", s, data)
+}
+
+func (c *Console) decideApproval(w http.ResponseWriter, r *http.Request, s *session) {
+	if c.d.Approvals == nil {
+		http.Error(w, "no approvals", http.StatusNotFound)
+		return
+	}
+	id, act := r.PathValue("id"), r.PostForm.Get("action")
+	if act != "approve" && act != "decline" {
+		http.Error(w, "action: approve or decline", http.StatusBadRequest)
+		return
+	}
+	q, err := c.d.Approvals.Decide(id, act == "approve", s.name)
+	c.action(s, "approval_"+act, id, map[string]any{"txn_id": q.TxnID, "tool": q.Tool, "reason": r.PostForm.Get("reason"), "ok": err == nil})
+	done(w, r, "/console/approvals", err, act+"d "+id)
+}
+
+// done redirects back to a page with what happened (post/redirect/get).
+func done(w http.ResponseWriter, r *http.Request, to string, err error, what string) {
+	if err != nil {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusConflict)
+		fmt.Fprintf(w, "%s: %v\n", what, err)
+		return
+	}
+	http.Redirect(w, r, to+"?done="+url.QueryEscape(what), http.StatusSeeOther)
+}
+
+// --- inventory -----------------------------------------------------------
+
+type upstreamView struct {
+	Name, Hash string
+	Diff       *inventory.Diff
+	DiffText   string
+	Findings   map[string][]inventory.Finding
+}
+
+func (c *Console) inventory(w http.ResponseWriter, r *http.Request, s *session) {
+	data := map[string]any{}
+	if inv := c.d.Inventory; inv != nil {
+		var ups []upstreamView
+		for _, u := range inv.Upstreams() {
+			v := upstreamView{Name: u, Hash: inv.Hash(u), Findings: map[string][]inventory.Finding{}}
+			if d, err := inv.Diff(u); err == nil {
+				v.Diff = d
+				if len(d.Changes) > 0 {
+					v.DiffText = d.String()
+				}
+			}
+			if snap := inv.Snapshot(u, inventory.Observed); snap != nil {
+				for _, t := range snap.Tools {
+					if f := inv.RiskFactors(u, t.Name); len(f) > 0 {
+						v.Findings[t.Name] = f
+					}
+				}
+			}
+			ups = append(ups, v)
+		}
+		data["Upstreams"] = ups
+		data["Collisions"] = inv.Collisions()
+	}
+	c.render(w, r, "inventory", s, data)
+}
+
+func (c *Console) approveTool(w http.ResponseWriter, r *http.Request, s *session) {
+	if c.d.Inventory == nil {
+		http.Error(w, "no inventory", http.StatusNotFound)
+		return
+	}
+	u, tool := r.PathValue("upstream"), r.PostForm.Get("tool")
+	if tool == "" {
+		http.Error(w, "tool is required (or *)", http.StatusBadRequest)
+		return
+	}
+	err := c.d.Inventory.Approve(u, tool)
+	c.action(s, "inventory_approve", u+"/"+tool, map[string]any{"upstream": u, "tool": tool, "ok": err == nil})
+	done(w, r, "/console/inventory", err, "approved "+u+"/"+tool)
+}
+
+// --- recommendations -----------------------------------------------------
+
+func (c *Console) recommendations(w http.ResponseWriter, r *http.Request, s *session) {
+	data := map[string]any{}
+	if c.d.Recs != nil {
+		recs, err := c.d.Recs.List()
+		if err != nil {
+			data["Error"] = err.Error()
+		}
+		data["Recs"] = recs
+	}
+	c.render(w, r, "recommendations", s, data)
+}
+
+func (c *Console) runRecommendations(w http.ResponseWriter, r *http.Request, s *session) {
+	if c.d.Recs == nil {
+		http.Error(w, "no recommendation engine", http.StatusNotFound)
+		return
+	}
+	pending, err := c.d.Recs.Run(r.Context())
+	c.action(s, "recommendations_run", "", map[string]any{"pending": len(pending), "ok": err == nil})
+	done(w, r, "/console/recommendations", err, fmt.Sprintf("%d pending", len(pending)))
+}
+
+func (c *Console) recommendation(w http.ResponseWriter, r *http.Request, s *session) {
+	if c.d.Recs == nil {
+		http.NotFound(w, r)
+		return
+	}
+	rec, diff, err := c.d.Recs.Preview(r.PathValue("id"))
+	data := map[string]any{"Rec": rec, "Diff": diff, "Reasons": recommend.ReasonCodes}
+	if err != nil {
+		if rec.ID == "" {
+			w.WriteHeader(http.StatusNotFound)
+		}
+		data["Error"] = err.Error()
+	}
+	c.render(w, r, "recommendation", s, data)
+}
+
+func (c *Console) decideRecommendation(w http.ResponseWriter, r *http.Request, s *session) {
+	if c.d.Recs == nil {
+		http.NotFound(w, r)
+		return
+	}
+	id := r.PathValue("id")
+	var err error
+	switch act := r.PathValue("action"); act {
+	case "approve":
+		_, _, err = c.d.Recs.Approve(r.Context(), id, s.name)
+	case "decline":
+		_, err = c.d.Recs.Decline(r.Context(), id, s.name, r.PostForm.Get("reason"))
+	default:
+		http.Error(w, "action: approve or decline", http.StatusBadRequest)
+		return
+	}
+	c.action(s, "recommendation_"+r.PathValue("action"), id, map[string]any{"reason": r.PostForm.Get("reason"), "ok": err == nil})
+	done(w, r, "/console/recommendations/"+url.PathEscape(id), err, r.PathValue("action")+"d "+id)
+}
+
+// --- policy --------------------------------------------------------------
+
+type historyRow struct {
+	File   string
+	Time   time.Time
+	Signed bool
+}
+
+func (c *Console) policy(w http.ResponseWriter, r *http.Request, s *session) {
+	data := map[string]any{"File": c.d.PolicyFile}
+	if c.d.PolicyFile != "" {
+		if b, err := os.ReadFile(c.d.PolicyFile); err == nil {
+			data["Source"] = string(b)
+		}
+	}
+	if c.d.Events != nil {
+		if evs, err := c.d.Events.Latest(r.Context(), audit.Filter{Type: telemetry.TypePolicyEnforced, Limit: 1}); err == nil && len(evs) == 1 {
+			var p telemetry.PolicyEnforcement
+			if evs[0].Decode(&p) == nil {
+				data["Version"] = p.PolicyVersion
+			}
+		}
+	}
+	if c.d.HistoryDir != "" {
+		ents, _ := os.ReadDir(c.d.HistoryDir)
+		var hist []historyRow
+		for _, e := range ents {
+			if !strings.HasSuffix(e.Name(), ".yaml") {
+				continue
+			}
+			fi, _ := e.Info()
+			_, serr := os.Stat(filepath.Join(c.d.HistoryDir, strings.TrimSuffix(e.Name(), ".yaml")+".sig"))
+			hist = append(hist, historyRow{File: e.Name(), Time: fi.ModTime(), Signed: serr == nil})
+		}
+		sort.Slice(hist, func(i, j int) bool { return hist[i].File > hist[j].File })
+		data["History"] = hist
+	}
+	c.render(w, r, "policy", s, data)
+}
+
+func (c *Console) replay(w http.ResponseWriter, r *http.Request, s *session) {
+	draft := r.PostForm.Get("draft")
+	data := map[string]any{"Draft": draft, "File": c.d.PolicyFile}
+	if c.d.Replay == nil {
+		data["Error"] = "replay needs the audit store"
+	} else if strings.TrimSpace(draft) == "" {
+		data["Error"] = "paste a policy to compare"
+	} else {
+		out, err := c.d.Replay(r.Context(), []byte(draft))
+		if err != nil {
+			data["Error"] = err.Error()
+		}
+		data["Result"] = out
+	}
+	c.action(s, "policy_replay", "", map[string]any{"bytes": len(draft)})
+	c.render(w, r, "policy", s, data)
+}
+
