@@ -335,8 +335,8 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, s 
 // --- the live feed -------------------------------------------------------
 
 type feedRow struct {
-	Seq                                          int64
-	Time                                         time.Time
+	Seq                                            int64
+	Time                                           time.Time
 	TxnID, Agent, Upstream, Tool, Decision, Reason string
 }
 
@@ -797,4 +797,3 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request, s *session) {
 	c.action(s, "policy_replay", "", map[string]any{"bytes": len(draft)})
 	c.render(w, r, "policy", s, data)
 }
-
