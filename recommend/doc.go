@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -220,11 +221,40 @@ func Apply(src []byte, r Recommendation) ([]byte, error) {
 	if err := enc.Close(); err != nil {
 		return nil, err
 	}
-	if _, err := policy.Compile(buf.Bytes(), "recommended policy", policy.Options{}); err != nil {
+	p, err := policy.Compile(buf.Bytes(), "recommended policy", policy.Options{})
+	if err != nil {
 		return nil, fmt.Errorf("recommendation %s: the changed policy does not compile: %w", r.ID, err)
+	}
+	// The encoder quotes class names ('source:local') that the author
+	// wrote plain; unquote them when that reads back the same, so the diff
+	// shows only the change.
+	plain := keepLines(src, quotedClass.ReplaceAll(buf.Bytes(), []byte("$1")))
+	if q, err := policy.Compile(plain, "recommended policy", policy.Options{}); err == nil && q.Version() == p.Version() {
+		return plain, nil
 	}
 	return buf.Bytes(), nil
 }
+
+// keepLines puts back the author's own spacing: an output line that
+// differs from a source line only in runs of spaces becomes that line.
+func keepLines(src, out []byte) []byte {
+	norm := func(l string) string { return strings.Join(strings.Fields(l), " ") + "|" + fmt.Sprint(len(l)-len(strings.TrimLeft(l, " "))) }
+	orig := map[string]string{}
+	for _, l := range strings.Split(string(src), "\n") {
+		if _, dup := orig[norm(l)]; !dup {
+			orig[norm(l)] = l
+		}
+	}
+	lines := strings.Split(string(out), "\n")
+	for i, l := range lines {
+		if o, ok := orig[norm(l)]; ok {
+			lines[i] = o
+		}
+	}
+	return []byte(strings.Join(lines, "\n"))
+}
+
+var quotedClass = regexp.MustCompile(`'([A-Za-z][\w.-]*:[\w.*/-]+)'`)
 
 // toStrings reads a value that is a string or a list of strings (as it
 // comes from Go or back from JSON).

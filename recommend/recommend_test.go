@@ -270,3 +270,23 @@ func TestDeclineSuppresses(t *testing.T) {
 		t.Errorf("approved one proposed again: %+v", pending)
 	}
 }
+
+// TestApplyKeepsTheRest: approving a change leaves every other line of
+// the policy as the author wrote it.
+func TestApplyKeepsTheRest(t *testing.T) {
+	r := Recommendation{ID: "rec_x", Type: AddTool, Change: Change{Path: []string{"manifests", "agent-a", "allowed_classes"}, Operation: "add", Value: []string{"sink:network"}}}
+	out, err := Apply([]byte(basePolicy), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Diff([]byte(basePolicy), out)
+	var changed []string
+	for _, l := range strings.Split(d, "\n") {
+		if strings.HasPrefix(l, "+ ") || strings.HasPrefix(l, "- ") {
+			changed = append(changed, l)
+		}
+	}
+	if len(changed) != 2 || !strings.Contains(changed[0]+changed[1], "agent-a: {allowed_classes: [source:local, sink:network]}") {
+		t.Errorf("diff changes more than the manifest line:\n%s", d)
+	}
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env node
+// Drives the operator console in headless Chromium (Debian's, through
+// playwright-core) against a running gateway and prints one JSON object
+// with what it saw. The Go test (console_test.go) starts the gateway and
+// checks the output.
+//
+//   ADMIN=http://127.0.0.1:P GATEWAY=http://127.0.0.1:Q/mcp/demo TOKEN=t0k \
+//   HELD=apr_… SHOTS=dir node console-browser.mjs
+import { chromium } from "playwright-core";
+
+const { ADMIN, GATEWAY, TOKEN, HELD, SHOTS } = process.env;
+const out = { steps: {} };
+const step = (name, v) => { out.steps[name] = v; };
+
+// call makes a MCP 2026-07-28 tools/call (or tools/list) as agent-a.
+let nextID = 100;
+async function call(method, name, args) {
+  const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": { name: "agent-a", version: "1" },
+    "io.modelcontextprotocol/clientCapabilities": {} };
+  const params = method === "tools/call" ? { name, arguments: args, _meta: meta } : { _meta: meta };
+  const headers = { "Content-Type": "application/json", Accept: "application/json, text/event-stream",
+    "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method };
+  if (name) headers["Mcp-Name"] = name;
+  const res = await fetch(GATEWAY, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: nextID++, method, params }) });
+  return await res.text();
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  const shot = async (name) => { if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true }); };
+
+  // Sign in (keyboard only: the form is reachable with Tab and Enter).
+  await page.goto(`${ADMIN}/console/feed`);
+  step("redirected_to_login", page.url().includes("/console/login"));
+  await shot("login");
+  await page.keyboard.press("Tab"); // skip link
+  await page.getByLabel("Your name").fill("alice");
+  await page.getByLabel("Admin token").fill(TOKEN);
+  await page.getByLabel("Admin token").press("Enter");
+  await page.waitForURL(/\/console\/feed/);
+  step("signed_in", await page.locator("h1").textContent());
+
+  // The live feed shows a denied call within a second.
+  await page.waitForFunction(() => document.getElementById("live").textContent.startsWith("Live"));
+  const sent = Date.now();
+  await call("tools/call", "send_email", { to: "x@example.com", subject: "s", body: "b" });
+  const row = page.locator("#feed tbody tr.d-deny", { hasText: "send_email" }).first();
+  await row.waitFor({ timeout: 1000 });
+  step("feed_denied_ms", Date.now() - sent);
+  await shot("feed");
+
+  // A call's page: both events side by side.
+  await row.getByRole("link").click();
+  await page.waitForURL(/\/console\/calls\//);
+  step("call_page", { policy: await page.locator("#pe").isVisible(), intent: await page.locator("#ic").isVisible(),
+    axes: await page.locator("text=action_type").count() });
+  await shot("call");
+
+  // Approve the held call; the agent's retry goes through.
+  await page.getByRole("link", { name: "Approvals" }).click();
+  const held = page.locator(`tr[data-id="${HELD}"]`);
+  step("held_listed", await held.count());
+  await shot("approvals");
+  await held.getByLabel("Reason").fill("checked the numbers");
+  await held.getByRole("button", { name: "Approve" }).click();
+  await page.waitForURL(/done=/);
+  step("approved_flash", await page.locator(".flash").textContent());
+  step("retry", await call("tools/call", "add", { a: 2, b: 3 }));
+
+  // A drifted tool: the demo server rotates web_search's description;
+  // the inventory page shows the drift and approves it.
+  await call("tools/list"); // pinned on first sight
+  await call("tools/call", "rotate_description", {});
+  await call("tools/list"); // the changed web_search: drift
+  await page.getByRole("link", { name: "Inventory" }).click();
+  step("drift_shown", await page.locator("pre.diff").count());
+  await shot("inventory");
+  await page.getByRole("button", { name: "Approve web_search" }).click();
+  await page.waitForURL(/done=/);
+  step("drift_approved", await page.locator(".flash").textContent());
+  step("drift_after", await page.locator("pre.diff").count());
+
+  // Recommendations: run the engine, open the agent's ADD_TOOL, decline it with a reason.
+  await page.getByRole("link", { name: "Recommendations" }).click();
+  await page.getByRole("button", { name: "Run the engine now" }).click();
+  await page.waitForURL(/done=/);
+  await shot("recommendations");
+  const link = page.locator("#recs tr", { hasText: "ADD_TOOL" }).getByRole("link").first();
+  step("recommendation_listed", await link.count());
+  await link.click();
+  step("diff_before_approval", await page.locator("#diff").textContent());
+  await shot("recommendation");
+  await page.getByLabel("Reason").selectOption("DEFERRED");
+  await page.getByRole("button", { name: "Decline" }).click();
+  await page.waitForURL(/done=/);
+  step("declined_status", await page.locator("#status").textContent());
+
+  // The other pages render.
+  await page.getByRole("link", { name: "Agents" }).click();
+  step("agents", await page.locator("table tbody tr", { hasText: "agent-a" }).count());
+  await shot("agents");
+  await page.getByRole("link", { name: "Policy" }).click();
+  await page.getByLabel(/A draft policy/).fill("default: deny\n");
+  await page.getByRole("button", { name: "Compare" }).click();
+  step("replay", await page.locator("#replay").textContent());
+  await shot("policy");
+  out.ok = true;
+} catch (e) {
+  out.ok = false;
+  out.error = String(e.stack || e);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(out));

@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requireChromium skips without Debian's chromium, except under CI=true
+// where .ci/run installs it.
+func requireChromium(t *testing.T) string {
+	t.Helper()
+	bin := "/usr/bin/chromium"
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("chromium missing under CI: .ci/run installs Debian's chromium (%v)", err)
+		}
+		t.Skip("chromium missing: apt-get install chromium to run the browser tests")
+	}
+	return bin
+}
+
+// startServeAddrs runs `sluice serve` with config and returns the agents'
+// and the admin listener's base URLs, read from its log.
+func startServeAddrs(t *testing.T, bin, config string) (gw, admin string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "sluice"), "serve", "--config", path)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	type addr struct {
+		admin bool
+		url   string
+	}
+	found := make(chan addr, 2)
+	var log bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			log.WriteString(line + "\n")
+			for _, f := range strings.Fields(line) {
+				if a, ok := strings.CutPrefix(f, "addr="); ok {
+					found <- addr{strings.Contains(line, `msg="admin API listening"`), "http://" + a}
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("sluice log:\n%s", lastLines(log.String(), 40))
+		}
+	})
+	for gw == "" || admin == "" {
+		select {
+		case a := <-found:
+			if a.admin {
+				admin = a.url
+			} else {
+				gw = a.url
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("sluice did not listen within a minute")
+		}
+	}
+	return gw, admin
+}
+
+// agentCall is a MCP 2026-07-28 tools/call from agent.
+func agentCall(t *testing.T, url, agent, tool, args string) string {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":%q,"version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`, tool, args, agent)
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return b.String()
+}
+
+// TestConsoleInBrowser drives the operator console in headless Chromium
+// with Playwright: sign in with the keyboard, see a denied call in the
+// live feed within a second, open the call, approve a held call and see
+// the agent's retry go through, approve a drifted tool, decline a
+// recommendation with a reason, read the agents page and replay a draft
+// policy. SLUICE_SCREENSHOTS=DIR keeps a screenshot of each page there
+// (docs/console holds the committed ones).
+func TestConsoleInBrowser(t *testing.T) {
+	requireNode(t)
+	chromium := requireChromium(t)
+	wd, _ := os.Getwd()
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./cmd/sluice", "./examples/demo-server")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(pol, []byte(`# demo policy
+default: allow
+result_mode: tool_result
+require_approval: [add]
+deny: [send_email]
+tool_classes:
+  web_search: [sink:network]
+  echo: [source:local]
+manifests:
+  agent-b: {allowed_classes: [source:local]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gw, admin := startServeAddrs(t, bin, fmt.Sprintf(`listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+admin_token: t0k
+data_dir: %s
+policy_file: %s
+hide_denied_tools: false
+upstreams:
+  - {name: demo, command: %s, args: [-transport, stdio]}
+`, filepath.Join(dir, "data"), pol, filepath.Join(bin, "demo-server")))
+	url := gw + "/mcp/demo"
+	for range 5 {
+		if out := agentCall(t, url, "agent-b", "web_search", `{"query":"q"}`); !strings.Contains(out, "manifest") {
+			t.Fatalf("agent-b web_search: %s", out)
+		}
+	}
+	held := agentCall(t, url, "agent-a", "add", `{"a":2,"b":3}`)
+	id := strings.TrimSuffix(strings.SplitN(held[strings.Index(held, "apr_"):], `"`, 2)[0], `\`)
+	if !strings.HasPrefix(id, "apr_") {
+		t.Fatalf("held: %s", held)
+	}
+	shots := os.Getenv("SLUICE_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if !filepath.IsAbs(shots) {
+		shots = filepath.Join(wd, shots)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "console-browser.mjs")
+	cmd.Env = append(os.Environ(), "ADMIN="+admin, "GATEWAY="+url, "TOKEN=t0k", "HELD="+id, "SHOTS="+shots, "CHROMIUM="+chromium)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	var out struct {
+		OK    bool           `json:"ok"`
+		Error string         `json:"error"`
+		Steps map[string]any `json:"steps"`
+	}
+	if jerr := json.Unmarshal(b, &out); jerr != nil || !out.OK {
+		t.Fatalf("browser run: %v %v\n%s\n%s\nstderr: %s", err, jerr, b, out.Error, lastLines(stderr.String(), 20))
+	}
+	s := out.Steps
+	str := func(k string) string { v, _ := s[k].(string); return v }
+	num := func(k string) float64 { v, _ := s[k].(float64); return v }
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"sent to sign in first", s["redirected_to_login"] == true},
+		{"signed in to the feed", str("signed_in") == "Decisions"},
+		{"denied call in the live feed within 1 s", num("feed_denied_ms") > 0 && num("feed_denied_ms") < 1000},
+		{"held call listed", num("held_listed") == 1},
+		{"approval done", strings.Contains(str("approved_flash"), "approved "+id)},
+		{"agent's retry goes through", strings.Contains(str("retry"), `"text":"5"`)},
+		{"drift shown", num("drift_shown") >= 1},
+		{"drifted tool approved", strings.Contains(str("drift_approved"), "approved demo/web_search") && num("drift_after") == 0},
+		{"recommendation listed", num("recommendation_listed") >= 1},
+		{"diff shown before approval", strings.Contains(str("diff_before_approval"), "+ ")},
+		{"declined with reason", strings.Contains(str("declined_status"), "declined") && strings.Contains(str("declined_status"), "DEFERRED")},
+		{"agents page", num("agents") >= 1},
+		{"replay of a draft", str("replay") != ""},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s: steps %v", c.name, s)
+		}
+	}
+	if cp, _ := s["call_page"].(map[string]any); cp["policy"] != true || cp["intent"] != true {
+		t.Errorf("call page: %v", s["call_page"])
+	}
+}
