@@ -238,7 +238,9 @@ func Apply(src []byte, r Recommendation) ([]byte, error) {
 // keepLines puts back the author's own spacing: an output line that
 // differs from a source line only in runs of spaces becomes that line.
 func keepLines(src, out []byte) []byte {
-	norm := func(l string) string { return strings.Join(strings.Fields(l), " ") + "|" + fmt.Sprint(len(l)-len(strings.TrimLeft(l, " "))) }
+	norm := func(l string) string {
+		return strings.Join(strings.Fields(l), " ") + "|" + fmt.Sprint(len(l)-len(strings.TrimLeft(l, " ")))
+	}
 	orig := map[string]string{}
 	for _, l := range strings.Split(string(src), "\n") {
 		if _, dup := orig[norm(l)]; !dup {
