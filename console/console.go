@@ -551,9 +551,11 @@ func (c *Console) agents(w http.ResponseWriter, r *http.Request, s *session) {
 				if e.Decision == "deny" {
 					a.Denied++
 				}
-				var p telemetry.PolicyEnforcement
-				if e.Decision == "allow" && e.Decode(&p) == nil {
-					for _, cl := range p.Evidence.MatchedToolClasses {
+				if e.Decision == "allow" {
+					ev, _ := e.Attrs["evidence"].(map[string]any)
+					classes, _ := ev["matched_tool_classes"].([]any)
+					for _, x := range classes {
+						cl, _ := x.(string)
 						if strings.HasPrefix(cl, "source:") && e.Time.After(sources[e.Agent][cl]) {
 							sources[e.Agent][cl] = e.Time
 						}
