@@ -24,6 +24,7 @@
 package a2a
 
 import (
+	"crypto/ed25519"
 	"bufio"
 	"bytes"
 	"context"
@@ -54,6 +55,12 @@ type Agent struct {
 	URL string `yaml:"url"`
 	// Headers are sent with every request to the agent (credentials).
 	Headers map[string]string `yaml:"headers"`
+	// CardKeys is a JWK set (a file, or an http(s) URL) whose keys sign
+	// the agent's card. Empty: the JWKS a signature's jku names, only on
+	// the agent's own origin.
+	CardKeys string `yaml:"card_keys"`
+	// RequireSignedCard refuses a card without signatures.
+	RequireSignedCard bool `yaml:"require_signed_card"`
 }
 
 // Options configure a Gateway. The zero value of each field is a
@@ -92,6 +99,10 @@ type Options struct {
 	Logger      *slog.Logger
 	// OnCardRefused, if set, hears of every upstream card refused.
 	OnCardRefused func(agent, reason string)
+	// SigningKey signs the cards the gateway serves (their rewritten URLs
+	// break the upstream's signatures); its public key is served at
+	// /a2a/.well-known/jwks.json. Nil: cards are served unsigned.
+	SigningKey ed25519.PrivateKey
 }
 
 // Gateway serves the configured agents. Create it with New.
@@ -101,6 +112,8 @@ type Gateway struct {
 	agents map[string]*agent
 	tasks  *owners
 	log    *slog.Logger
+	signer *signer  // signs served cards; nil: served unsigned
+	keys   keyCache // agents' JWK sets
 }
 
 // New returns a gateway deciding with ic.
@@ -128,7 +141,8 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{opts: opts, ic: ic, agents: map[string]*agent{}, tasks: newOwners(opts.MaxTasks), log: log}
+	g := &Gateway{opts: opts, ic: ic, agents: map[string]*agent{}, tasks: newOwners(opts.MaxTasks), log: log,
+		signer: newSigner(opts.SigningKey), keys: keyCache{sets: map[string]keyEntry{}}}
 	for i, a := range opts.Agents {
 		if err := ValidateAgent(a); err != nil {
 			return nil, fmt.Errorf("agents[%d]: %w", i, err)
@@ -157,6 +171,7 @@ func ValidateAgent(a Agent) error {
 // Handler serves /a2a/{name} (JSON-RPC) and the agents' cards.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /a2a/.well-known/jwks.json", g.serveJWKS)
 	mux.HandleFunc("GET /a2a/{name}/.well-known/agent-card.json", g.serveCard)
 	mux.HandleFunc("GET /a2a/{name}/.well-known/agent.json", g.serveCard)
 	mux.HandleFunc("POST /a2a/{name}", g.serveRPC)

@@ -33,8 +33,7 @@ func stubAgent(t *testing.T, card string) (*httptest.Server, *atomic.Int32) {
 }
 
 const goodCard = `{"name":"stub","url":"BASE/rpc","preferredTransport":"JSONRPC","protocolVersion":"0.3","skills":[{"id":"echo","description":"Echo."}],
-"supportedInterfaces":[{"url":"BASE/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"},{"url":"BASE/rest","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"}],
-"signatures":[{"protected":"x","signature":"y"}]}`
+"supportedInterfaces":[{"url":"BASE/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"},{"url":"BASE/rest","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"}]}`
 
 func serve(t *testing.T, dec intercept.Decider, agentURL string, opts Options, observer ...intercept.ToolsObserver) *httptest.Server {
 	t.Helper()

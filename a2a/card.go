@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -53,6 +54,9 @@ func (g *Gateway) card(ctx context.Context, a *agent, v1 bool) (jsontext.Value, 
 		return e.card, nil
 	}
 	card, err := g.fetchCard(ctx, a, v1)
+	if err == nil {
+		err = g.checkSignatures(ctx, a, card, v1)
+	}
 	if err != nil {
 		if g.opts.OnCardRefused != nil {
 			g.opts.OnCardRefused(a.Name, err.Error())
@@ -71,6 +75,31 @@ func (g *Gateway) card(ctx context.Context, a *agent, v1 bool) (jsontext.Value, 
 		g.ic.ObserveTools("a2a:"+a.Name, list)
 	}
 	return card, nil
+}
+
+// checkSignatures verifies the card's signatures. A 0.3 card is the
+// agent's 1.0 card in the 0.3 shape, which its signatures (over the 1.0
+// form) do not cover: it is accepted when the 1.0 card verifies and both
+// name the same skills.
+func (g *Gateway) checkSignatures(ctx context.Context, a *agent, card jsontext.Value, v1 bool) error {
+	var c map[string]any
+	if err := json.Unmarshal(card, &c); err != nil {
+		return err
+	}
+	err := g.verifyCard(ctx, a, c)
+	if err == nil || v1 || errors.Is(err, errUnsigned) {
+		return err
+	}
+	signed, err1 := g.card(ctx, a, true)
+	if err1 != nil {
+		return fmt.Errorf("%v; and the 1.0 card: %w", err, err1)
+	}
+	got, _ := skillTools(card)
+	want, _ := skillTools(signed)
+	if string(got) != string(want) {
+		return fmt.Errorf("%v; and its skills differ from the verified 1.0 card's", err)
+	}
+	return nil
 }
 
 // skillTools turns a card's skills into a tools/list result, one tool per
@@ -274,7 +303,8 @@ func (g *Gateway) serveCard(w http.ResponseWriter, r *http.Request) {
 
 // rewriteCard points the card's JSON-RPC interfaces at the gateway and
 // drops what the gateway does not serve (other bindings) and what the
-// rewrite invalidates (the upstream's signatures).
+// rewrite invalidates (the upstream's signatures, verified when fetched),
+// and signs the result with the gateway's key.
 func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (jsontext.Value, error) {
 	if _, err := g.interfaces(a, card); err != nil {
 		return nil, err
@@ -305,6 +335,11 @@ func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (j
 		c[list] = keep
 	}
 	delete(c, "signatures")
+	if g.signer != nil {
+		if err := g.signer.sign(c, g.baseURL(r)+"/a2a/.well-known/jwks.json"); err != nil {
+			return nil, err
+		}
+	}
 	out, err := json.Marshal(c, json.Deterministic(true))
 	return out, err
 }

@@ -4,7 +4,8 @@
 // 1.5 s (cancellable), everything else completes at once.
 import express from 'express';
 import { randomUUID } from 'node:crypto';
-import { AGENT_CARD_PATH, A2A_PROTOCOL_VERSION, TaskState, Role } from '@a2a-js/sdk';
+import { AGENT_CARD_PATH, A2A_PROTOCOL_VERSION, TaskState, Role, generateAgentCardSignature } from '@a2a-js/sdk';
+import { generateKeyPair, exportJWK } from 'jose';
 import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 
@@ -54,8 +55,18 @@ const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executo
 const app = express();
 app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }));
 app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
-const server = app.listen(0, '127.0.0.1', () => {
+// SIGN_CARD=1: the card is signed (EdDSA) with a key published at
+// /.well-known/jwks.json, as the SDK's generateAgentCardSignature does it.
+const sign = process.env.SIGN_CARD === '1';
+const keys = sign ? await generateKeyPair('EdDSA', { crv: 'Ed25519' }) : null;
+const jwk = sign ? { ...(await exportJWK(keys.publicKey)), kid: 'agent-key', alg: 'EdDSA', use: 'sig' } : null;
+app.get('/.well-known/jwks.json', (req, res) => (jwk ? res.json({ keys: [jwk] }) : res.status(404).end()));
+const server = app.listen(0, '127.0.0.1', async () => {
   const base = `http://127.0.0.1:${server.address().port}`;
   for (const i of card.supportedInterfaces) i.url = base + '/rpc';
+  if (sign) {
+    const signed = await generateAgentCardSignature(keys.privateKey, { alg: 'EdDSA', kid: 'agent-key', typ: 'JOSE', jku: base + '/.well-known/jwks.json' })(card);
+    card.signatures = signed.signatures;
+  }
   console.log(base);
 });

@@ -18,6 +18,30 @@ const text = opt('--text', 'hello');
 
 const fetchWith = (input, init = {}) => fetch(input, { ...init, headers: { ...(init.headers || {}), ...headers } });
 
+if (scenario === 'verify-card') {
+  // Check the card's signature with the SDK's verifier and the JWKS its
+  // header names (jku).
+  const { verifyAgentCardSignature } = await import('@a2a-js/sdk');
+  const { importJWK, decodeProtectedHeader } = await import('jose');
+  const card = await (await fetchWith(base.replace(/\/$/, '') + '/.well-known/agent-card.json', { headers: { 'A2A-Version': '1.0' } })).json();
+  const out = { signatures: card.signatures?.length ?? 0 };
+  try {
+    await verifyAgentCardSignature(async (kid, jku) => {
+      const jwks = await (await fetch(jku)).json();
+      const jwk = jwks.keys.find((k) => k.kid === kid);
+      if (!jwk) throw new Error('no key ' + kid + ' at ' + jku);
+      return importJWK(jwk, jwk.alg ?? 'EdDSA');
+    })(card);
+    out.verified = true;
+    out.jku = decodeProtectedHeader(card.signatures[0]).jku;
+  } catch (e) {
+    out.verified = false;
+    out.error = String(e?.message ?? e);
+  }
+  console.log(JSON.stringify(out));
+  process.exit(0);
+}
+
 let transport;
 if (version === '0.3') {
   const card = await (await fetchWith(base.replace(/\/$/, '') + '/.well-known/agent-card.json')).json();

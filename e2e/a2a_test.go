@@ -3,6 +3,8 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -22,7 +24,7 @@ import (
 )
 
 // startAgent runs the @a2a-js/sdk echo agent and returns its base URL.
-func startAgent(t *testing.T) string {
+func startAgent(t *testing.T, env ...string) string {
 	t.Helper()
 	if _, err := os.Stat("node_modules/@a2a-js/sdk"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -32,6 +34,7 @@ func startAgent(t *testing.T) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, "node", "a2a-agent.mjs")
+	cmd.Env = append(os.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +68,11 @@ func a2aClient(t *testing.T, args ...string) string {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "node", append([]string{"a2a-client.mjs"}, args...)...).Output()
 	if err != nil {
-		t.Fatalf("a2a client %v: %v\n%s", args, err, out)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("a2a client %v: %v\n%s\n%s", args, err, out, lastLines(string(stderr), 20))
 	}
 	return strings.TrimSpace(string(out))
 }
@@ -85,8 +92,13 @@ func principals(h http.Handler) http.Handler {
 // returns the gateway's base URL.
 func a2aGateway(t *testing.T, dec intercept.Decider, agentURL string, ups ...gateway.Upstream) string {
 	t.Helper()
+	return a2aGatewayWith(t, dec, a2a.Options{Agents: []a2a.Agent{{Name: "echo", URL: agentURL}}}, ups...)
+}
+
+func a2aGatewayWith(t *testing.T, dec intercept.Decider, opts a2a.Options, ups ...gateway.Upstream) string {
+	t.Helper()
 	ic := &intercept.Interceptor{Decider: dec}
-	ag, err := a2a.New(a2a.Options{Agents: []a2a.Agent{{Name: "echo", URL: agentURL}}}, ic)
+	ag, err := a2a.New(opts, ic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,5 +212,52 @@ policy:
 	}
 	if got := a2aClient(t, "--url", gw+"/a2a/echo/", "--scenario", "get", "--task", task, "--header", "X-Test-Principal: bob"); !strings.Contains(got, "echo: mine") {
 		t.Errorf("bob reading his task: %s", got)
+	}
+}
+
+// TestA2ACardSignatures: the SDK's agent signs its card (EdDSA, jku on its
+// origin); Sluice verifies that signature, rewrites the card and signs it
+// with its own key; the SDK's verifier accepts the card Sluice serves with
+// the JWKS it names. A card whose signature does not verify is refused.
+func TestA2ACardSignatures(t *testing.T) {
+	agent := startAgent(t, "SIGN_CARD=1")
+	var direct struct {
+		Verified bool   `json:"verified"`
+		Jku      string `json:"jku"`
+		Error    string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(a2aClient(t, "--url", agent, "--scenario", "verify-card")), &direct); err != nil || !direct.Verified {
+		t.Fatalf("the agent's own signature, checked by the SDK: %+v %v", direct, err)
+	}
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	var refused []string
+	gw := a2aGatewayWith(t, allowAll, a2a.Options{Agents: []a2a.Agent{{Name: "echo", URL: agent, RequireSignedCard: true}}, SigningKey: key,
+		OnCardRefused: func(_, reason string) { refused = append(refused, reason) }})
+	var via struct {
+		Signatures int    `json:"signatures"`
+		Verified   bool   `json:"verified"`
+		Jku        string `json:"jku"`
+		Error      string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(a2aClient(t, "--url", gw+"/a2a/echo", "--scenario", "verify-card")), &via); err != nil || !via.Verified || via.Signatures != 1 || via.Jku != gw+"/a2a/.well-known/jwks.json" {
+		t.Fatalf("the card through Sluice, checked by the SDK: %+v %v (refused %v)", via, err, refused)
+	}
+	// The SDK client still works through the signed card.
+	for _, v := range []string{"1.0", "0.3"} { // the 0.3 card is the 1.0 card reshaped: its skills must match the verified one's
+		if out := a2aClient(t, "--url", gw+"/a2a/echo/", "--version", v, "--scenario", "send", "--text", "signed"); !strings.Contains(out, "echo: signed") {
+			t.Errorf("A2A %s send through the signed card: %s (refused %v)", v, out, refused)
+		}
+	}
+	// Another agent's key for this card: refused, with an event.
+	other := startAgent(t, "SIGN_CARD=1")
+	gw2 := a2aGatewayWith(t, allowAll, a2a.Options{Agents: []a2a.Agent{{Name: "echo", URL: agent, CardKeys: other + "/.well-known/jwks.json"}}, SigningKey: key,
+		OnCardRefused: func(_, reason string) { refused = append(refused, reason) }})
+	resp, err := http.Get(gw2 + "/a2a/echo/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || len(refused) == 0 {
+		t.Errorf("card checked against the wrong keys: %d, events %v", resp.StatusCode, refused)
 	}
 }

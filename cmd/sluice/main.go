@@ -152,7 +152,13 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		return err
 	}
 	if len(cfg.Agents) > 0 {
-		ag, err := a2a.New(a2a.Options{Agents: cfg.Agents, AgentHeader: opts.AgentHeader, TrustedProxies: cfg.trustedProxies, Logger: logger, OnCardRefused: gv.rec.cardRefused}, gv.ic)
+		key, err := cfg.signingKey()
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("agent card signing key: %w", err)
+		}
+		ag, err := a2a.New(a2a.Options{Agents: cfg.Agents, AgentHeader: opts.AgentHeader, TrustedProxies: cfg.trustedProxies, Logger: logger,
+			OnCardRefused: gv.rec.cardRefused, SigningKey: key}, gv.ic)
 		if err != nil {
 			ln.Close()
 			return err

@@ -38,6 +38,20 @@ type recommendConfig struct {
 // TypeRecommendationDecided is the event of an approval or a decline.
 const TypeRecommendationDecided = "sluice.recommendation_decided"
 
+// signingKey is the gateway's Ed25519 key: inventory.key_file, or the one
+// generated in the data directory. It signs inventories, approved policy
+// versions and the A2A cards the gateway serves.
+func (c *config) signingKey() (ed25519.PrivateKey, error) {
+	if c.Inventory.KeyFile != "" {
+		return inventory.LoadKey(c.Inventory.KeyFile)
+	}
+	dir, err := c.dataDir()
+	if err != nil {
+		return nil, err
+	}
+	return inventory.LoadOrCreateKey(filepath.Join(dir, inventory.KeyFileName))
+}
+
 // recommender runs the engine over the audit store and applies what an
 // operator approves to the policy file.
 type recommender struct {
@@ -56,12 +70,7 @@ func newRecommender(cfg *config, events *audit.Store) (*recommender, error) {
 	if err != nil {
 		return nil, err
 	}
-	var key ed25519.PrivateKey
-	if cfg.Inventory.KeyFile != "" {
-		key, err = inventory.LoadKey(cfg.Inventory.KeyFile)
-	} else {
-		key, err = inventory.LoadOrCreateKey(filepath.Join(dir, inventory.KeyFileName))
-	}
+	key, err := cfg.signingKey()
 	if err != nil {
 		return nil, fmt.Errorf("policy signing key: %w", err)
 	}
