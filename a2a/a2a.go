@@ -24,10 +24,10 @@
 package a2a
 
 import (
-	"crypto/ed25519"
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
 	"fmt"

@@ -35,13 +35,13 @@ import (
 type fieldKind uint8
 
 const (
-	fScalar     fieldKind = iota // string, number, optional bool: kept as is
-	fBool                        // a bool whose default (false) is left out
-	fList                        // list of scalars
-	fObjects                     // list of objects of type t
-	fObject                      // object of type t
-	fMap                         // object whose values are objects of type t ("" : scalars)
-	fFree                        // any JSON, kept as is (extension params, JWS header)
+	fScalar  fieldKind = iota // string, number, optional bool: kept as is
+	fBool                     // a bool whose default (false) is left out
+	fList                     // list of scalars
+	fObjects                  // list of objects of type t
+	fObject                   // object of type t
+	fMap                      // object whose values are objects of type t ("" : scalars)
+	fFree                     // any JSON, kept as is (extension params, JWS header)
 )
 
 type field struct {
