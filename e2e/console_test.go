@@ -33,6 +33,13 @@ func requireChromium(t *testing.T) string {
 // and the admin listener's base URLs, read from its log.
 func startServeAddrs(t *testing.T, bin, config string) (gw, admin string) {
 	t.Helper()
+	gw, admin, _ = startServeProc(t, bin, config)
+	return gw, admin
+}
+
+// startServeProc is startServeAddrs that also returns the process.
+func startServeProc(t *testing.T, bin, config string) (gw, admin string, proc *os.Process) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	path := filepath.Join(t.TempDir(), "sluice.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
@@ -73,6 +80,7 @@ func startServeAddrs(t *testing.T, bin, config string) (gw, admin string) {
 		}
 	})
 	for gw == "" || admin == "" {
+		proc = cmd.Process
 		select {
 		case a := <-found:
 			if a.admin {
@@ -84,7 +92,7 @@ func startServeAddrs(t *testing.T, bin, config string) (gw, admin string) {
 			t.Fatal("sluice did not listen within a minute")
 		}
 	}
-	return gw, admin
+	return gw, admin, proc
 }
 
 // agentCall is a MCP 2026-07-28 tools/call from agent.
