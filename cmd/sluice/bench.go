@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
@@ -51,6 +52,12 @@ policy:
 var benchTargets = []string{"direct", "bare", "bare-pooled", "sluice", "sluice-noaudit", "sluice-core"}
 
 var a2aBenchTargets = []string{"a2a-direct", "a2a-bare-pooled", "a2a-sluice"}
+
+// replicaBenchTargets run the default stack as several replicas behind a
+// client that sends each call to the next one ("sluice-2x": two); their
+// CPU and RSS are summed, so the row says what the fleet spends per call.
+// They run only when named in --targets.
+var replicaBenchTargets = []string{"sluice-2x"}
 
 // gatewayIdleConns mirrors the per-host idle connection limit of the
 // gateway's upstream client, for bare-pooled.
@@ -151,6 +158,8 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	type endpoint struct {
 		url   string
 		proxy *bench.Child
+		// more are further replicas of the target (sluice-2x).
+		more []*bench.Child
 	}
 	endpoints := map[string]endpoint{"direct": {url: upBase + "/mcp"}}
 	for _, name := range names {
@@ -175,6 +184,19 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		case "a2a-sluice":
 			args = childArgs(name, "--target", upBase+"/a2a-agent")
 			path = "/a2a/bench"
+		case "sluice-2x":
+			args = childArgs("sluice", "--target", upBase+"/mcp")
+			path = "/mcp/bench"
+			second, err := start(name+"-b", args)
+			if err != nil {
+				return err
+			}
+			c, err := start(name, args)
+			if err != nil {
+				return err
+			}
+			endpoints[name] = endpoint{url: "http://" + c.Addr + path, proxy: c, more: []*bench.Child{second}}
+			continue
 		}
 		c, err := start(name, args)
 		if err != nil {
@@ -187,9 +209,17 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	calls := map[string]bench.Call{}
 	for _, name := range names {
 		ep := endpoints[name]
-		if strings.HasPrefix(name, "a2a-") {
+		switch {
+		case strings.HasPrefix(name, "a2a-"):
 			calls[name] = (&bench.A2ASend{Client: client, URL: ep.url, Text: "hi", Want: "TASK_STATE_COMPLETED"}).Do
-		} else {
+		case len(ep.more) > 0:
+			replicas := []bench.Call{(&bench.ToolCall{Client: client, URL: ep.url, Tool: demo.ToolEcho, Arguments: `{"message":"hi"}`, Want: "Echo: hi"}).Do}
+			for _, c := range ep.more {
+				replicas = append(replicas, (&bench.ToolCall{Client: client, URL: "http://" + c.Addr + "/mcp/bench", Tool: demo.ToolEcho, Arguments: `{"message":"hi"}`, Want: "Echo: hi"}).Do)
+			}
+			var next atomic.Uint64
+			calls[name] = func(ctx context.Context) error { return replicas[next.Add(1)%uint64(len(replicas))](ctx) }
+		default:
 			calls[name] = (&bench.ToolCall{Client: client, URL: ep.url, Tool: demo.ToolEcho, Arguments: `{"message":"hi"}`, Want: "Echo: hi"}).Do
 		}
 		// One call first, so that a target that cannot answer at all fails
@@ -211,6 +241,9 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				p := bench.Phase{Target: name, Concurrency: c, Warmup: *warmup, Duration: *duration, Call: calls[name], UpstreamPID: up.PID()}
 				if proxy := endpoints[name].proxy; proxy != nil {
 					p.ProxyPID = proxy.PID()
+				}
+				for _, c := range endpoints[name].more {
+					p.ReplicaPIDs = append(p.ReplicaPIDs, c.PID())
 				}
 				if !*jsonOut {
 					fmt.Fprintf(stderr, "round %d/%d: %s c=%d\n", round+1, *rounds, name, c)
@@ -239,6 +272,8 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	report.AddRatios("sluice-core", "bare")
 	report.AddRatios("sluice-core", "bare-pooled")
 	report.AddRatios("a2a-sluice", "a2a-bare-pooled")
+	report.AddRatios("sluice-2x", "bare-pooled")
+	report.AddRatios("sluice-2x", "sluice")
 
 	if *jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -272,7 +307,7 @@ func parseTargets(s string) ([]string, error) {
 	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
 		found := false
-		all := append(slices.Clone(benchTargets), a2aBenchTargets...)
+		all := slices.Concat(benchTargets, a2aBenchTargets, replicaBenchTargets)
 		for _, t := range all {
 			found = found || t == f
 		}

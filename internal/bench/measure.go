@@ -25,6 +25,9 @@ type Phase struct {
 	ProxyPID int
 	// UpstreamPID is the upstream's process.
 	UpstreamPID int
+	// ReplicaPIDs are more proxy processes serving the same calls (a
+	// target of several replicas): their CPU and RSS add to ProxyPID's.
+	ReplicaPIDs []int
 }
 
 // Measurement is what one or more runs of a phase measured.
@@ -49,7 +52,19 @@ func Measure(ctx context.Context, p Phase) (*Measurement, error) {
 	if measured == 0 {
 		measured, cpuOf = p.UpstreamPID, "upstream"
 	}
-	m0, err := CPUTime(measured)
+	pids := append([]int{measured}, p.ReplicaPIDs...)
+	cpuOfAll := func() (time.Duration, error) {
+		var sum time.Duration
+		for _, pid := range pids {
+			c, err := CPUTime(pid)
+			if err != nil {
+				return 0, err
+			}
+			sum += c
+		}
+		return sum, nil
+	}
+	m0, err := cpuOfAll()
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +76,7 @@ func Measure(ctx context.Context, p Phase) (*Measurement, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m1, err := CPUTime(measured)
+	m1, err := cpuOfAll()
 	if err != nil {
 		return nil, fmt.Errorf("%s after the run: %w", p.Target, err)
 	}
@@ -69,9 +84,13 @@ func Measure(ctx context.Context, p Phase) (*Measurement, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream after the run: %w", err)
 	}
-	rss, err := RSS(measured)
-	if err != nil {
-		return nil, err
+	var rss int64
+	for _, pid := range pids {
+		r, err := RSS(pid)
+		if err != nil {
+			return nil, err
+		}
+		rss += r
 	}
 	return &Measurement{
 		Target:      p.Target,
