@@ -92,6 +92,9 @@ type Options struct {
 	// MaxTasks bounds the task ownership table (zero: 100,000); the oldest
 	// tasks are forgotten first, and then answer "task not found".
 	MaxTasks int
+	// Tasks, if set, shares task owners with the other replicas (a task
+	// created through one is the same principal's through any other).
+	Tasks TaskStore
 	// AgentHeader, if set, is a header naming the calling agent when the
 	// request carries no authenticated principal (gateway.Options'
 	// AgentHeader); an authenticated principal always wins.
@@ -141,7 +144,7 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{opts: opts, ic: ic, agents: map[string]*agent{}, tasks: newOwners(opts.MaxTasks), log: log,
+	g := &Gateway{opts: opts, ic: ic, agents: map[string]*agent{}, tasks: newOwners(opts.MaxTasks, opts.Tasks, log), log: log,
 		signer: newSigner(opts.SigningKey), keys: keyCache{sets: map[string]keyEntry{}}}
 	for i, a := range opts.Agents {
 		if err := ValidateAgent(a); err != nil {
@@ -329,7 +332,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " needs the task's id"})
 			return
 		}
-		if id != "" && !g.tasks.owns(a.Name, id, owner) {
+		if id != "" && !g.tasks.owns(r.Context(), a.Name, id, owner) {
 			reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
 			return
 		}
@@ -341,7 +344,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		}
 		g.forward(w, r, a, m, v1, nil)
 	case list:
-		g.forward(w, r, a, m, v1, func(result jsontext.Value) jsontext.Value { return g.tasks.filterList(a.Name, owner, result) })
+		g.forward(w, r, a, m, v1, func(result jsontext.Value) jsontext.Value { return g.tasks.filterList(r.Context(), a.Name, owner, result) })
 	case card:
 		g.forward(w, r, a, m, v1, func(result jsontext.Value) jsontext.Value {
 			out, err := g.rewriteCard(r, a, result)
@@ -372,7 +375,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		writeJSON(w, http.StatusBadGateway, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
 		return
 	}
-	if id := intercept.StringMember(msg, "taskId"); id != "" && !g.tasks.owns(a.Name, id, owner) {
+	if id := intercept.StringMember(msg, "taskId"); id != "" && !g.tasks.owns(r.Context(), a.Name, id, owner) {
 		reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
 		return
 	}
@@ -511,7 +514,7 @@ func (g *Gateway) deny(w http.ResponseWriter, m *intercept.Message, v1 bool, d *
 	if contextID == "" {
 		contextID = intercept.NewTxnID()
 	}
-	g.tasks.add(a.Name, taskID, owner)
+	g.tasks.add(context.Background(), a.Name, taskID, owner)
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	var result any
 	if v1 {
@@ -628,7 +631,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *i
 		return
 	}
 	if ans, err := intercept.DecodeMessage(out); err == nil && ans.Kind == intercept.KindResponse {
-		g.tasks.record(a.Name, owner, ans.Result)
+		g.tasks.record(r.Context(), a.Name, owner, ans.Result)
 		if rewrite != nil {
 			res := rewrite(ans.Result)
 			if res == nil {
@@ -682,7 +685,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, agentN
 			if len(trimmed) == 0 { // end of an event
 				if len(data) > 0 {
 					if ans, err := intercept.DecodeMessage(data); err == nil && ans.Kind == intercept.KindResponse {
-						g.tasks.record(agentName, owner, ans.Result)
+						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result)
 					}
 				}
 				if _, werr := w.Write(event.Bytes()); werr != nil {

@@ -1,40 +1,82 @@
 package a2a
 
 import (
+	"context"
+	"log/slog"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/sluicehq/sluice/intercept"
 )
 
+// TaskStore keeps task owners where every replica sees them (Redis); the
+// gateway also keeps them in the process. A store that cannot answer makes
+// the task "not found" for that request (fail closed).
+type TaskStore interface {
+	// Claim records owner for key unless the key has an owner already,
+	// and returns the key's owner (the first to claim it).
+	Claim(ctx context.Context, key, owner string) (string, error)
+	// Owner returns the key's owner and whether it has one (an owner may
+	// be "": no authenticated principal).
+	Owner(ctx context.Context, key string) (owner string, ok bool, err error)
+}
+
 // owners remembers which principal created each task, per agent.
 type owners struct {
-	c *lru.Cache[string, string] // agent + "\x00" + task id -> owner
+	c      *lru.Cache[string, string] // agent + "\x00" + task id -> owner
+	shared TaskStore                  // nil: this process only
+	log    *slog.Logger
 }
 
-func newOwners(n int) *owners {
+func newOwners(n int, shared TaskStore, log *slog.Logger) *owners {
 	c, _ := lru.New[string, string](n) // n > 0
-	return &owners{c: c}
+	return &owners{c: c, shared: shared, log: log}
 }
 
-func (o *owners) add(agentName, task, owner string) {
-	if task != "" {
-		o.c.ContainsOrAdd(agentName+"\x00"+task, owner) // the first owner stays
+func (o *owners) add(ctx context.Context, agentName, task, owner string) {
+	if task == "" {
+		return
 	}
+	key := agentName + "\x00" + task
+	if o.shared != nil {
+		// The store decides who was first, across replicas.
+		first, err := o.shared.Claim(context.WithoutCancel(ctx), key, owner)
+		if err != nil {
+			o.log.Warn("a2a: task owner not shared: other replicas will answer \"task not found\"", "agent", agentName, "task", task, "err", err)
+		} else {
+			owner = first
+		}
+	}
+	o.c.ContainsOrAdd(key, owner) // the first owner stays
 }
 
 // owns reports whether owner created the task. A task the gateway never
 // saw created is no one's: not found.
-func (o *owners) owns(agentName, task, owner string) bool {
-	got, ok := o.c.Get(agentName + "\x00" + task)
+func (o *owners) owns(ctx context.Context, agentName, task, owner string) bool {
+	key := agentName + "\x00" + task
+	if got, ok := o.c.Get(key); ok {
+		return got == owner
+	}
+	if o.shared == nil {
+		return false
+	}
+	got, ok, err := o.shared.Owner(ctx, key)
+	if err != nil {
+		o.log.Warn("a2a: task owner unknown: the shared store did not answer", "agent", agentName, "task", task, "err", err)
+		return false
+	}
+	if ok {
+		o.c.ContainsOrAdd(key, got)
+	}
 	return ok && got == owner
 }
 
 // record notes the tasks an answer (a result or a stream event's result)
 // creates or names, in both versions' shapes.
-func (o *owners) record(agentName, owner string, result jsontext.Value) {
+func (o *owners) record(ctx context.Context, agentName, owner string, result jsontext.Value) {
 	for _, id := range taskIDs(result) {
-		o.add(agentName, id, owner)
+		o.add(ctx, agentName, id, owner)
 	}
 }
 
@@ -62,7 +104,7 @@ func taskIDs(result jsontext.Value) []string {
 }
 
 // filterList keeps, of a ListTasks result, the tasks owner created.
-func (o *owners) filterList(agentName, owner string, result jsontext.Value) jsontext.Value {
+func (o *owners) filterList(ctx context.Context, agentName, owner string, result jsontext.Value) jsontext.Value {
 	var r map[string]jsontext.Value
 	if err := json.Unmarshal(result, &r); err != nil {
 		return nil
@@ -73,7 +115,7 @@ func (o *owners) filterList(agentName, owner string, result jsontext.Value) json
 	}
 	kept := []jsontext.Value{}
 	for _, t := range tasks {
-		if o.owns(agentName, intercept.StringMember(t, "id"), owner) {
+		if o.owns(ctx, agentName, intercept.StringMember(t, "id"), owner) {
 			kept = append(kept, t)
 		}
 	}

@@ -43,6 +43,8 @@ type config struct {
 	VirtualServers []gateway.VirtualServer `yaml:"virtual_servers"`
 	// Agents are A2A agents served at /a2a/{name} (see README, A2A).
 	Agents []a2a.Agent `yaml:"agents"`
+	// AgentTasks says where A2A task owners live (agent_tasks:).
+	AgentTasks agentTasksConfig `yaml:"agent_tasks"`
 	// TrustedProxies are the addresses or CIDR prefixes of reverse proxies
 	// whose X-Forwarded-Proto and X-Forwarded-Host the gateway believes
 	// when it writes its own URL into A2A agent cards; from anyone else
@@ -496,6 +498,7 @@ func parseConfig(path string, b []byte) (*config, error) {
 	c.RateLimits.RedisURL = expand(c.RateLimits.RedisURL)
 	c.Approvals.RedisURL = expand(c.Approvals.RedisURL)
 	c.Inventory.RedisURL = expand(c.Inventory.RedisURL)
+	c.AgentTasks.RedisURL = expand(c.AgentTasks.RedisURL)
 	if err := c.Inventory.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -157,8 +157,18 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 			ln.Close()
 			return fmt.Errorf("agent card signing key: %w", err)
 		}
+		var tasks a2a.TaskStore
+		if cfg.AgentTasks.RedisURL != "" {
+			rt, err := newRedisTasks(ctx, cfg.AgentTasks)
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			defer rt.c.Close()
+			tasks = rt
+		}
 		ag, err := a2a.New(a2a.Options{Agents: cfg.Agents, AgentHeader: opts.AgentHeader, TrustedProxies: cfg.trustedProxies, Logger: logger,
-			OnCardRefused: gv.rec.cardRefused, SigningKey: key}, gv.ic)
+			OnCardRefused: gv.rec.cardRefused, SigningKey: key, Tasks: tasks}, gv.ic)
 		if err != nil {
 			ln.Close()
 			return err

@@ -1,0 +1,66 @@
+package a2a
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+)
+
+type mapTasks struct {
+	mu   sync.Mutex
+	m    map[string]string
+	down bool
+}
+
+func (s *mapTasks) Claim(_ context.Context, key, owner string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return "", errors.New("down")
+	}
+	if _, ok := s.m[key]; !ok {
+		s.m[key] = owner
+	}
+	return s.m[key], nil
+}
+
+func (s *mapTasks) Owner(_ context.Context, key string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return "", false, errors.New("down")
+	}
+	o, ok := s.m[key]
+	return o, ok, nil
+}
+
+// TestSharedTaskOwners: two replicas sharing a store agree on who owns a
+// task; the first owner stays; an empty owner (no authentication) is an
+// owner; a store that is down makes unseen tasks not found.
+func TestSharedTaskOwners(t *testing.T) {
+	ctx := context.Background()
+	store := &mapTasks{m: map[string]string{}}
+	a, b := newOwners(10, store, slog.New(slog.DiscardHandler)), newOwners(10, store, slog.New(slog.DiscardHandler))
+	a.add(ctx, "ag", "t1", "alice")
+	b.add(ctx, "ag", "t1", "bob") // a second claim changes nothing
+	if !b.owns(ctx, "ag", "t1", "alice") || b.owns(ctx, "ag", "t1", "bob") || a.owns(ctx, "ag", "t1", "bob") {
+		t.Error("owner of t1 is not alice on both replicas")
+	}
+	a.add(ctx, "ag", "t2", "")
+	if !b.owns(ctx, "ag", "t2", "") {
+		t.Error("an unauthenticated task is not found on the other replica")
+	}
+	a.add(ctx, "ag", "t3", "alice")
+	store.mu.Lock()
+	store.down = true
+	store.mu.Unlock()
+	c := newOwners(10, store, slog.New(slog.DiscardHandler))
+	if c.owns(ctx, "ag", "t3", "alice") {
+		t.Error("with the store down an unseen task was found")
+	}
+	if !a.owns(ctx, "ag", "t3", "alice") {
+		t.Error("the replica that saw the task lost it when the store went down")
+	}
+}

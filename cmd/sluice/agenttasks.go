@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// agentTasksConfig is the agent_tasks: section: where the owners of A2A
+// tasks live. Without redis_url, in each replica's memory: a task created
+// through one replica is "not found" through another.
+type agentTasksConfig struct {
+	// RedisURL shares task owners between replicas.
+	RedisURL string `yaml:"redis_url"`
+	// KeyPrefix of the Redis keys (default "sluice:a2a:task:").
+	KeyPrefix string `yaml:"key_prefix"`
+	// TTL is how long an owner is kept after the task is created (default
+	// 168h).
+	TTL time.Duration `yaml:"ttl"`
+	// Timeout bounds each Redis command (default 500ms); a store that does
+	// not answer makes the task "not found" (fail closed).
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// redisTasks is a2a.TaskStore in Redis.
+type redisTasks struct {
+	c       *redis.Client
+	prefix  string
+	ttl     time.Duration
+	timeout time.Duration
+}
+
+func newRedisTasks(ctx context.Context, cfg agentTasksConfig) (*redisTasks, error) {
+	c, err := dialRedis(ctx, "agent_tasks.redis_url", cfg.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	s := &redisTasks{c: c, prefix: cfg.KeyPrefix, ttl: cfg.TTL, timeout: cfg.Timeout}
+	if s.prefix == "" {
+		s.prefix = "sluice:a2a:task:"
+	}
+	if s.ttl <= 0 {
+		s.ttl = 7 * 24 * time.Hour
+	}
+	if s.timeout <= 0 {
+		s.timeout = 500 * time.Millisecond
+	}
+	return s, nil
+}
+
+func (s *redisTasks) Claim(ctx context.Context, key, owner string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	// "o:" so that an empty owner (no authentication) is still one.
+	set, err := s.c.SetNX(ctx, s.prefix+key, "o:"+owner, s.ttl).Result()
+	if err != nil {
+		return "", fmt.Errorf("redis: %w", err)
+	}
+	if set {
+		return owner, nil
+	}
+	first, ok, err := s.Owner(ctx, key)
+	if err == nil && !ok {
+		err = errors.New("redis: the task's owner expired as it was claimed")
+	}
+	return first, err
+}
+
+func (s *redisTasks) Owner(ctx context.Context, key string) (string, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	v, err := s.c.Get(ctx, s.prefix+key).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("redis: %w", err)
+	}
+	owner, ok := strings.CutPrefix(v, "o:")
+	return owner, ok, nil
+}
