@@ -344,7 +344,9 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		}
 		g.forward(w, r, a, m, v1, nil)
 	case list:
-		g.forward(w, r, a, m, v1, func(result jsontext.Value) jsontext.Value { return g.tasks.filterList(r.Context(), a.Name, owner, result) })
+		g.forward(w, r, a, m, v1, func(result jsontext.Value) jsontext.Value {
+			return g.tasks.filterList(r.Context(), a.Name, owner, result)
+		})
 	case card:
 		g.forward(w, r, a, m, v1, func(result jsontext.Value) jsontext.Value {
 			out, err := g.rewriteCard(r, a, result)
