@@ -178,6 +178,7 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("GET /a2a/{name}/.well-known/agent-card.json", g.serveCard)
 	mux.HandleFunc("GET /a2a/{name}/.well-known/agent.json", g.serveCard)
 	mux.HandleFunc("POST /a2a/{name}", g.serveRPC)
+	mux.HandleFunc("/a2a/{name}/rest/{rest...}", g.serveREST)
 	return mux
 }
 

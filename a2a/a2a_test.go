@@ -112,7 +112,8 @@ func TestBadInputNotForwarded(t *testing.T) {
 	}
 }
 
-// The card is rewritten to the gateway, keeps only JSON-RPC interfaces and
+// The card is rewritten to the gateway, keeps its JSON-RPC interfaces and
+// its 1.0 HTTP+JSON one (served by translation at /rest), and
 // loses the upstream signatures the rewrite breaks; a card that is not
 // JSON or names an interface elsewhere is refused with an event.
 func TestCardRewriteAndRefusal(t *testing.T) {
@@ -125,12 +126,12 @@ func TestCardRewriteAndRefusal(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	card := string(b)
-	for _, want := range []string{`"url":"` + gw.URL + `/a2a/stub"`, `"protocolBinding":"JSONRPC"`} {
+	for _, want := range []string{`"url":"` + gw.URL + `/a2a/stub"`, `"protocolBinding":"JSONRPC"`, `"protocolBinding":"HTTP+JSON","protocolVersion":"1.0","url":"` + gw.URL + `/a2a/stub/rest"`} {
 		if !strings.Contains(card, want) {
 			t.Errorf("card %s lacks %s", card, want)
 		}
 	}
-	for _, not := range []string{agent.URL, "HTTP+JSON", "signatures"} {
+	for _, not := range []string{agent.URL, "signatures"} {
 		if strings.Contains(card, not) {
 			t.Errorf("card %s still has %s", card, not)
 		}

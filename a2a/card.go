@@ -327,8 +327,15 @@ func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (j
 		}
 		var keep []any
 		for _, x := range ifs {
-			if m, ok := x.(map[string]any); ok && strings.EqualFold(fmt.Sprint(m[binding]), "JSONRPC") {
+			m, ok := x.(map[string]any)
+			switch {
+			case !ok:
+			case strings.EqualFold(fmt.Sprint(m[binding]), "JSONRPC"):
 				m["url"] = self
+				keep = append(keep, m)
+			case list == "supportedInterfaces" && strings.EqualFold(fmt.Sprint(m[binding]), "HTTP+JSON"):
+				// The 1.0 REST binding, served by translating to JSON-RPC.
+				m["url"] = self + "/rest"
 				keep = append(keep, m)
 			}
 		}

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { AGENT_CARD_PATH, A2A_PROTOCOL_VERSION, TaskState, Role, generateAgentCardSignature } from '@a2a-js/sdk';
 import { generateKeyPair, exportJWK } from 'jose';
 import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent } from '@a2a-js/sdk/server';
-import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 
 const card = {
   name: 'Echo agent',
@@ -15,6 +15,7 @@ const card = {
   supportedInterfaces: [
     { url: '', protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
     { url: '', protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '0.3' },
+    { url: '', protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
   ],
   version: '1.0.0',
   capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
@@ -55,6 +56,7 @@ const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executo
 const app = express();
 app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }));
 app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
+app.use('/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
 // SIGN_CARD=1: the card is signed (EdDSA) with a key published at
 // /.well-known/jwks.json, as the SDK's generateAgentCardSignature does it.
 const sign = process.env.SIGN_CARD === '1';
@@ -63,7 +65,7 @@ const jwk = sign ? { ...(await exportJWK(keys.publicKey)), kid: 'agent-key', alg
 app.get('/.well-known/jwks.json', (req, res) => (jwk ? res.json({ keys: [jwk] }) : res.status(404).end()));
 const server = app.listen(0, '127.0.0.1', async () => {
   const base = `http://127.0.0.1:${server.address().port}`;
-  for (const i of card.supportedInterfaces) i.url = base + '/rpc';
+  for (const i of card.supportedInterfaces) i.url = base + (i.protocolBinding === 'HTTP+JSON' ? '/rest' : '/rpc');
   if (sign) {
     const signed = await generateAgentCardSignature(keys.privateKey, { alg: 'EdDSA', kid: 'agent-key', typ: 'JOSE', jku: base + '/.well-known/jwks.json' })(card);
     card.signatures = signed.signatures;

@@ -2,7 +2,7 @@
 // (directly or through Sluice) and prints a transcript as JSON, with ids
 // and timestamps replaced so that two runs compare equal.
 //   node a2a-client.mjs --url BASE [--version 1.0|0.3] [--header 'K: V']... [--scenario basic|send|get]
-//     [--text T] [--task ID] [--raw-ids]
+//     [--text T] [--task ID] [--raw-ids] [--transport rest]
 import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { randomUUID } from 'node:crypto';
@@ -47,7 +47,9 @@ if (version === '0.3') {
   const card = await (await fetchWith(base.replace(/\/$/, '') + '/.well-known/agent-card.json')).json();
   transport = new LegacyJsonRpcTransport({ endpoint: card.url, fetchImpl: fetchWith });
 } else {
-  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {}));
+  // --transport rest prefers the HTTP+JSON binding the card offers.
+  const preferred = opt('--transport', '') === 'rest' ? ['HTTP+JSON'] : undefined;
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: preferred }));
   const client = await factory.createFromUrl(base);
   transport = client;
 }

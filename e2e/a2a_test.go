@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -259,5 +260,50 @@ func TestA2ACardSignatures(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadGateway || len(refused) == 0 {
 		t.Errorf("card checked against the wrong keys: %d, events %v", resp.StatusCode, refused)
+	}
+}
+
+// TestA2ARestThroughGateway: the SDK client on the HTTP+JSON binding gets
+// the same transcript from the agent's REST interface directly and from
+// Sluice's (each REST call decided as its JSON-RPC method); a denied
+// message is an HTTP error, never reaching the agent.
+func TestA2ARestThroughGateway(t *testing.T) {
+	agent := startAgent(t)
+	gw := a2aGateway(t, allowAll, agent)
+	want := a2aClient(t, "--url", agent, "--transport", "rest")
+	if !strings.Contains(want, "echo: hello") {
+		t.Fatalf("direct REST run: %s", want)
+	}
+	got := a2aClient(t, "--url", gw+"/a2a/echo/", "--transport", "rest")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("REST through Sluice differs from direct (-direct +gateway):\n%s", diff)
+	}
+	deny := &intercept.StaticDecider{Default: intercept.Deny, Mode: intercept.ModeThrow}
+	gw2 := a2aGateway(t, deny, agent)
+	out := a2aClient(t, "--url", gw2+"/a2a/echo/", "--transport", "rest", "--scenario", "send", "--text", "forbidden")
+	t.Logf("denied over REST: %s", out)
+	if !strings.Contains(out, "error") || strings.Contains(out, "echo: forbidden") || !strings.Contains(out, "not allowed") {
+		t.Errorf("denied REST send: %s", out)
+	}
+	// On the wire: 403 with a google.rpc.Status body carrying the decision.
+	resp, err := http.Post(gw2+"/a2a/echo/rest/message:send", "application/json",
+		strings.NewReader(`{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), `"status":"PERMISSION_DENIED"`) || !strings.Contains(string(b), "SLUICE_DECISION") {
+		t.Errorf("REST deny on the wire: %d %s", resp.StatusCode, b)
+	}
+	// A task the caller does not own: 404 TASK_NOT_FOUND.
+	resp, err = http.Get(gw + "/a2a/echo/rest/tasks/nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), "TASK_NOT_FOUND") {
+		t.Errorf("REST unknown task: %d %s", resp.StatusCode, b)
 	}
 }
