@@ -28,6 +28,9 @@ type cardCache struct {
 type cardEntry struct {
 	card    jsontext.Value
 	fetched time.Time
+	// endpoint is the JSON-RPC URL calls of this version go to, read
+	// from card once.
+	endpoint string
 }
 
 func vi(v1 bool) int {
@@ -64,8 +67,12 @@ func (g *Gateway) card(ctx context.Context, a *agent, v1 bool) (jsontext.Value, 
 		g.log.Warn("a2a: agent card refused", "agent", a.Name, "err", err)
 		return nil, err
 	}
+	endpoint, err := g.pickEndpoint(a, card, v1)
+	if err != nil {
+		return nil, err
+	}
 	a.cards.mu.Lock()
-	a.cards.entries[vi(v1)] = cardEntry{card: card, fetched: time.Now()}
+	a.cards.entries[vi(v1)] = cardEntry{card: card, fetched: time.Now(), endpoint: endpoint}
 	list, skills := skillTools(card)
 	a.cards.skills = skills
 	a.cards.mu.Unlock()
@@ -260,10 +267,16 @@ func sameOrigin(u, base *url.URL) bool {
 
 // endpoint is the agent's JSON-RPC URL for the version, from its card.
 func (g *Gateway) endpoint(ctx context.Context, a *agent, v1 bool) (string, error) {
-	card, err := g.card(ctx, a, v1)
-	if err != nil {
+	if _, err := g.card(ctx, a, v1); err != nil {
 		return "", err
 	}
+	a.cards.mu.Lock()
+	defer a.cards.mu.Unlock()
+	return a.cards.entries[vi(v1)].endpoint, nil
+}
+
+// pickEndpoint chooses the card's JSON-RPC interface for the version.
+func (g *Gateway) pickEndpoint(a *agent, card jsontext.Value, v1 bool) (string, error) {
 	ifs, err := g.interfaces(a, card)
 	if err != nil {
 		return "", err

@@ -84,23 +84,43 @@ func (o *owners) record(ctx context.Context, agentName, owner string, result jso
 // a 0.3 event or message (taskId), or a 1.0 wrapper ({"task": {...}},
 // {"message"|"statusUpdate"|"artifactUpdate": {... taskId}}).
 func taskIDs(result jsontext.Value) []string {
-	var ids []string
 	if result.Kind() != '{' {
 		return nil
 	}
-	if intercept.StringMember(result, "kind") == "task" {
-		ids = append(ids, intercept.StringMember(result, "id"))
+	// One pass over the result's top-level members (its artifacts and
+	// history can be large).
+	var top struct {
+		Kind   string `json:"kind"`
+		ID     string `json:"id"`
+		TaskID string `json:"taskId"`
+		Task   *struct {
+			ID string `json:"id"`
+		} `json:"task"`
+		Message        *taskRef `json:"message"`
+		StatusUpdate   *taskRef `json:"statusUpdate"`
+		ArtifactUpdate *taskRef `json:"artifactUpdate"`
 	}
-	ids = append(ids, intercept.StringMember(result, "taskId"))
-	if t := intercept.Member(result, "task"); t.Kind() == '{' {
-		ids = append(ids, intercept.StringMember(t, "id"))
+	if json.Unmarshal(result, &top) != nil {
+		return nil
 	}
-	for _, k := range []string{"message", "statusUpdate", "artifactUpdate"} {
-		if e := intercept.Member(result, k); e.Kind() == '{' {
-			ids = append(ids, intercept.StringMember(e, "taskId"))
+	var ids []string
+	if top.Kind == "task" {
+		ids = append(ids, top.ID)
+	}
+	ids = append(ids, top.TaskID)
+	if top.Task != nil {
+		ids = append(ids, top.Task.ID)
+	}
+	for _, e := range []*taskRef{top.Message, top.StatusUpdate, top.ArtifactUpdate} {
+		if e != nil {
+			ids = append(ids, e.TaskID)
 		}
 	}
 	return ids
+}
+
+type taskRef struct {
+	TaskID string `json:"taskId"`
 }
 
 // filterList keeps, of a ListTasks result, the tasks owner created.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -62,5 +65,29 @@ func TestSharedTaskOwners(t *testing.T) {
 	}
 	if !a.owns(ctx, "ag", "t3", "alice") {
 		t.Error("the replica that saw the task lost it when the store went down")
+	}
+}
+
+func TestTaskIDs(t *testing.T) {
+	for _, tc := range []struct {
+		result string
+		want   []string
+	}{
+		{`{"kind":"task","id":"t1","contextId":"c","artifacts":[{"parts":[{"text":"{\"taskId\":\"x\"}"}]}]}`, []string{"t1"}},
+		{`{"kind":"status-update","taskId":"t2"}`, []string{"t2"}},
+		{`{"task":{"id":"t3","history":[{"taskId":"t3"}]}}`, []string{"t3"}},
+		{`{"statusUpdate":{"taskId":"t4"}}`, []string{"t4"}},
+		{`{"message":{"taskId":"t5"}}`, []string{"t5"}},
+		{`[1]`, nil},
+	} {
+		var got []string
+		for _, id := range taskIDs(jsontext.Value(tc.result)) {
+			if id != "" {
+				got = append(got, id)
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%s: %v, want %v", tc.result, got, tc.want)
+		}
 	}
 }
