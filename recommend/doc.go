@@ -101,6 +101,23 @@ func child(m *yaml.Node, key string, kind yaml.Kind) (*yaml.Node, error) {
 	return v, nil
 }
 
+// at walks from m along keys, adding mappings where there are none, and
+// returns the last key's node, added as a node of kind if missing.
+func at(m *yaml.Node, kind yaml.Kind, keys ...string) (*yaml.Node, error) {
+	n := m
+	for i, k := range keys {
+		want := yaml.MappingNode
+		if i == len(keys)-1 {
+			want = kind
+		}
+		var err error
+		if n, err = child(n, k, want); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
 func kindName(k yaml.Kind) string {
 	switch k {
 	case yaml.MappingNode:
@@ -132,35 +149,19 @@ func Apply(src []byte, r Recommendation) ([]byte, error) {
 	bad := func() error { return fmt.Errorf("recommendation %s: cannot %s %s", r.ID, c.Operation, c.Field()) }
 	switch {
 	case len(c.Path) == 3 && c.Path[0] == "manifests" && c.Path[2] == "allowed_classes" && c.Operation == "add":
-		ms, err := child(pol, "manifests", yaml.MappingNode)
-		if err != nil {
-			return nil, err
-		}
-		m, err := child(ms, c.Path[1], yaml.MappingNode)
-		if err != nil {
-			return nil, err
-		}
-		seq, err := child(m, "allowed_classes", yaml.SequenceNode)
+		seq, err := at(pol, yaml.SequenceNode, c.Path...)
 		if err != nil {
 			return nil, err
 		}
 		addToList(seq, toStrings(c.Value)...)
 	case len(c.Path) == 3 && c.Path[0] == "manifests" && c.Path[2] == "boundary_ceiling" && c.Operation == "set":
-		ms, err := child(pol, "manifests", yaml.MappingNode)
-		if err != nil {
-			return nil, err
-		}
-		m, err := child(ms, c.Path[1], yaml.MappingNode)
-		if err != nil {
-			return nil, err
-		}
-		v, err := child(m, "boundary_ceiling", yaml.ScalarNode)
+		v, err := at(pol, yaml.ScalarNode, c.Path...)
 		if err != nil {
 			return nil, err
 		}
 		v.Tag, v.Value = "!!str", fmt.Sprint(c.Value)
 	case len(c.Path) == 1 && c.Path[0] == "rules" && c.Operation == "add":
-		seq, err := child(pol, "rules", yaml.SequenceNode)
+		seq, err := at(pol, yaml.SequenceNode, "rules")
 		if err != nil {
 			return nil, err
 		}
@@ -184,11 +185,7 @@ func Apply(src []byte, r Recommendation) ([]byte, error) {
 		}
 		seq.Content = slices.DeleteFunc(seq.Content, func(n *yaml.Node) bool { return n.Value == fmt.Sprint(c.Value) })
 	case len(c.Path) == 2 && c.Path[0] == "tool_classes" && c.Operation == "add":
-		tc, err := child(pol, "tool_classes", yaml.MappingNode)
-		if err != nil {
-			return nil, err
-		}
-		seq, err := child(tc, c.Path[1], yaml.SequenceNode)
+		seq, err := at(pol, yaml.SequenceNode, c.Path...)
 		if err != nil {
 			return nil, err
 		}
@@ -198,12 +195,8 @@ func Apply(src []byte, r Recommendation) ([]byte, error) {
 		if !ok {
 			return nil, bad()
 		}
-		tc, err := child(pol, "tool_classes", yaml.MappingNode)
-		if err != nil {
-			return nil, err
-		}
 		for _, tool := range toStrings(v["tools"]) {
-			seq, err := child(tc, tool, yaml.SequenceNode)
+			seq, err := at(pol, yaml.SequenceNode, "tool_classes", tool)
 			if err != nil {
 				return nil, err
 			}

@@ -135,15 +135,24 @@ func (s *Store) List() ([]Record, error) {
 func (s *Store) Get(id string) (Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, err := s.load()
+	_, r, err := s.loadOne(id)
 	if err != nil {
 		return Record{}, err
 	}
+	return *r, nil
+}
+
+// loadOne reads the store and finds id in it; s.mu is held.
+func (s *Store) loadOne(id string) (map[string]*Record, *Record, error) {
+	m, err := s.load()
+	if err != nil {
+		return nil, nil, err
+	}
 	r := m[id]
 	if r == nil {
-		return Record{}, fmt.Errorf("no recommendation %q", id)
+		return nil, nil, fmt.Errorf("no recommendation %q", id)
 	}
-	return *r, nil
+	return m, r, nil
 }
 
 // ErrDecided is returned for a recommendation that is not pending.
@@ -173,13 +182,9 @@ func (s *Store) Approved(id, by, version string, now time.Time) (Record, error) 
 func (s *Store) decide(id string, d Decision, status string) (Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, err := s.load()
+	m, r, err := s.loadOne(id)
 	if err != nil {
 		return Record{}, err
-	}
-	r := m[id]
-	if r == nil {
-		return Record{}, fmt.Errorf("no recommendation %q", id)
 	}
 	if r.Status != StatusPending {
 		return *r, fmt.Errorf("%s is %s: %w", id, r.Status, ErrDecided)
