@@ -40,13 +40,22 @@ func requireNode(t *testing.T) {
 // startServer runs server-everything in mode and returns its URL.
 func startServer(t *testing.T, mode string) string {
 	t.Helper()
+	return startAnnounced(t, "SLUICE_E2E_READY ", "node", "serve.mjs", mode, "--port", "0")
+}
+
+// startAnnounced runs a program until the test ends and returns what
+// follows prefix on the first stderr line that starts with it (its URL).
+func startAnnounced(t *testing.T, prefix, name string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "node", "serve.mjs", mode, "--port", "0")
+	cmd := exec.CommandContext(ctx, name, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
@@ -54,7 +63,7 @@ func startServer(t *testing.T, mode string) string {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "SLUICE_E2E_READY "); ok {
+			if u, ok := strings.CutPrefix(sc.Text(), prefix); ok {
 				found <- u
 			}
 		}
@@ -63,7 +72,7 @@ func startServer(t *testing.T, mode string) string {
 	case u := <-found:
 		return u
 	case <-time.After(30 * time.Second):
-		t.Fatalf("server-everything %s did not become ready", mode)
+		t.Fatalf("%s %v did not announce itself", name, args)
 		return ""
 	}
 }

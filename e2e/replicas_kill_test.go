@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bufio"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -20,30 +18,7 @@ import (
 // startDemoHTTP runs the demo server over Streamable HTTP and returns its URL.
 func startDemoHTTP(t *testing.T, bin string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "demo-server"), "-transport", "http", "-addr", "127.0.0.1:0")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "demo-server listening on "); ok {
-				found <- u
-			}
-		}
-	}()
-	select {
-	case u := <-found:
-		return u
-	case <-time.After(30 * time.Second):
-		t.Fatal("demo-server did not listen")
-		return ""
-	}
+	return startAnnounced(t, "demo-server listening on ", filepath.Join(bin, "demo-server"), "-transport", "http", "-addr", "127.0.0.1:0")
 }
 
 // rpc posts a 2025-era JSON-RPC message in session sid (empty: none) and
