@@ -505,12 +505,19 @@ func (c *Console) call(w http.ResponseWriter, r *http.Request, s *session) {
 // --- agents --------------------------------------------------------------
 
 type agentRow struct {
-	Agent            string
-	Calls, Denied    int
-	Sessions         []string
-	LastSeen         time.Time
-	Sources          []sourceTouch
-	ClassifierEvents int
+	Agent         string
+	Calls, Denied int
+	Sessions      []string
+	LastSeen      time.Time
+	Sources       []sourceTouch
+	// Classifiers are the session-scoped classifier identities (RFC-010
+	// §7) of the agent's sessions, with their last lifecycle phase.
+	Classifiers []classifierRow
+}
+
+type classifierRow struct {
+	ID, Session, Phase string
+	At                 time.Time
 }
 
 type sourceTouch struct {
@@ -528,9 +535,25 @@ func (c *Console) agents(w http.ResponseWriter, r *http.Request, s *session) {
 		byAgent := map[string]*agentRow{}
 		sessions := map[string]map[string]bool{}
 		sources := map[string]map[string]time.Time{}
+		// Lifecycle events name the session, not the agent: join them by
+		// session afterwards.
+		agentOf := map[string]string{}
+		type lifecycle struct {
+			id, session, phase string
+			at                 time.Time
+		}
+		var lives []lifecycle
 		for _, e := range evs {
+			if e.Type == telemetry.TypeClassifierLifecycle {
+				id, _ := e.Attrs["classifier_id"].(string)
+				phase, _ := e.Attrs["phase"].(string)
+				lives = append(lives, lifecycle{id, e.Session, phase, e.Time})
+			}
 			if e.Agent == "" {
 				continue
+			}
+			if e.Session != "" {
+				agentOf[e.Session] = e.Agent
 			}
 			a := byAgent[e.Agent]
 			if a == nil {
@@ -561,9 +584,16 @@ func (c *Console) agents(w http.ResponseWriter, r *http.Request, s *session) {
 						}
 					}
 				}
-			case telemetry.TypeClassifierLifecycle:
-				a.ClassifierEvents++
 			}
+		}
+		seenID := map[string]bool{}
+		for _, l := range lives { // newest first: the first of an id is its last phase
+			a := byAgent[agentOf[l.session]]
+			if a == nil || seenID[l.id] || len(a.Classifiers) >= 20 {
+				continue
+			}
+			seenID[l.id] = true
+			a.Classifiers = append(a.Classifiers, classifierRow{ID: l.id, Session: l.session, Phase: l.phase, At: l.at})
 		}
 		var rows []agentRow
 		for name, a := range byAgent {

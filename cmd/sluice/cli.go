@@ -66,7 +66,7 @@ sluice keys revoke ID [--config sluice.yaml | --file PATH]
 		{"events", `sluice events query|tail|export [--config sluice.yaml | --db PATH] [--agent A] [--tool T] [--decision D] [--since T] [--json]
   Read the audit events.`,
 			func(ctx context.Context, a []string, o, _ io.Writer) error { return runEvents(ctx, a, o) }},
-		{"recommend", `sluice recommend [run|list] [--config sluice.yaml] [--json]
+		{"recommend", `sluice recommend [run|list] [--since 30d] [--config sluice.yaml] [--json]
 sluice recommend show|approve|decline ID [--by NAME] [--reason CODE] [--config sluice.yaml]
   Propose policy changes from the audit events (RFC-010 §10): run stores what the engine finds
   and prints the pending ones; approve rewrites policy_file (kept signed under

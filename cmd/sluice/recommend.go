@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -297,6 +298,22 @@ func (rc *recommender) handler() http.Handler {
 	return mux
 }
 
+// parseDays reads "30d" as 30 days, or a time.Duration.
+func parseDays(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days <= 0 {
+			return 0, errors.New("bad number of days")
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err == nil && d <= 0 {
+		err = errors.New("not positive")
+	}
+	return d, err
+}
+
 // replyRecommend writes v, or err: 409 for a decision on one already
 // decided, 400 otherwise.
 func replyRecommend(w http.ResponseWriter, v any, err error) {
@@ -325,6 +342,7 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	by := fs.String("by", "", "who decides (approve, decline)")
 	reason := fs.String("reason", "", "decline: "+strings.Join(recommend.ReasonCodes, ", "))
+	since := fs.String("since", "", "run: how far back evidence counts, as 30d or a duration such as 720h (default recommend.window, 30d)")
 	var id string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		id, args = args[0], args[1:]
@@ -351,6 +369,13 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer events.Close()
+	if *since != "" {
+		w, err := parseDays(*since)
+		if err != nil {
+			return usageErrorf("recommend: --since %q: want 30d or a duration such as 720h", *since)
+		}
+		cfg.Recommend.Window = w
+	}
 	rc, err := newRecommender(cfg, events)
 	if err != nil {
 		return err

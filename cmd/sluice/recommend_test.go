@@ -139,6 +139,14 @@ func TestRecommendApproveReloads(t *testing.T) {
 	if err := runRecommend(context.Background(), []string{"list", "--json", "--config", cfgFile}, &list); err != nil || !strings.Contains(list.String(), `"status": "approved"`) {
 		t.Errorf("recommend list: %v\n%s", err, list.String())
 	}
+	// The approved finding is not proposed again; a bad --since is refused.
+	var run bytes.Buffer
+	if err := runRecommend(context.Background(), []string{"run", "--since", "30d", "--json", "--config", cfgFile}, &run); err != nil || strings.Contains(run.String(), "ADD_TOOL") {
+		t.Errorf("recommend run --since 30d after approval: %v\n%s", err, run.String())
+	}
+	if err := runRecommend(context.Background(), []string{"run", "--since", "soon", "--config", cfgFile}, &run); err == nil {
+		t.Error("--since soon was accepted")
+	}
 	var declined bytes.Buffer
 	if err := runRecommend(context.Background(), []string{"decline", id, "--reason", "NOT_NEEDED", "--by", "ops", "--config", cfgFile}, &declined); err == nil {
 		t.Errorf("declined an approved recommendation: %s", declined.String())
