@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -206,6 +207,12 @@ type aggSession struct {
 	init    jsontext.Value // the client's initialize params
 	last    atomic.Int64   // unix nanos of the last request
 
+	// modern: a 2026-07-28 request, served without a session; meta is
+	// its _meta (version, client info, capabilities), sent on with every
+	// inner request.
+	modern bool
+	meta   jsontext.Value
+
 	mu        sync.Mutex
 	inner     map[string]*innerSession
 	tools     map[string]target // nil until listed
@@ -309,13 +316,16 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		a.initialize(w, r, req)
 		return
 	}
-	if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Method") != "" {
-		writeJSONRPCError(w, http.StatusBadRequest, req.ID, &intercept.WireError{Code: intercept.CodeInvalidRequest,
-			Message: a.path() + " merges upstreams for 2025-era sessions: initialize first, or use /mcp/{upstream} for MCP 2026-07-28"})
-		return
-	}
-	s := a.session(w, r)
-	if s == nil {
+	var s *aggSession
+	if meta := intercept.Member(req.Params, "_meta"); r.Header.Get("Mcp-Session-Id") == "" &&
+		(isModern(r.Header.Get(hdrVersion)) || isModern(intercept.StringMember(meta, "io.modelcontextprotocol/protocolVersion"))) {
+		// MCP 2026-07-28: every request stands alone.
+		if err := checkModernHeaders(r, req); err != nil {
+			writeJSONRPCError(w, http.StatusBadRequest, req.ID, err)
+			return
+		}
+		s = &aggSession{owner: owner(r), version: modernVersion, modern: true, meta: meta, inner: map[string]*innerSession{}}
+	} else if s = a.session(w, r); s == nil {
 		return
 	}
 	if len(req.ID) == 0 { // a notification: nothing to answer
@@ -434,6 +444,8 @@ func (a *aggregator) dispatch(r *http.Request, s *aggSession, req rpcRequest) (j
 	switch req.Method {
 	case "ping":
 		return jsontext.Value(`{}`), nil
+	case "server/discover":
+		return a.discover(), nil
 	case "tools/list":
 		return a.list(r, s, "tools/list", "tools")
 	case "prompts/list":
@@ -553,7 +565,11 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 	if out == nil {
 		out = []jsontext.Value{}
 	}
-	b, err := json.Marshal(map[string]any{member: out})
+	res := map[string]any{member: out}
+	if s.modern {
+		res["resultType"] = "complete"
+	}
+	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}
 	}
@@ -689,6 +705,13 @@ func (a *aggregator) inner(r *http.Request, s *aggSession, upstream string) (*in
 	if in != nil {
 		return in, nil
 	}
+	if s.modern {
+		in = &innerSession{version: modernVersion}
+		s.mu.Lock()
+		s.inner[upstream] = in
+		s.mu.Unlock()
+		return in, nil
+	}
 	var p map[string]jsontext.Value
 	_ = json.Unmarshal(s.init, &p)
 	if p == nil {
@@ -754,14 +777,27 @@ func (a *aggregator) innerRequest(r *http.Request, method, upstream string, in *
 // as JSON or from an SSE stream. Other messages on the stream are
 // list_changed notifications, passed to the session's GET stream, or
 // progress and log notifications, which the virtual server does not relay.
-func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, in *innerSession, method string, params jsontext.Value) (*rpcResponse, error) {
+func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, in *innerSession, method string, params jsontext.Value) (_ *rpcResponse, err error) {
 	id := a.ids.Add(1)
+	var name string
+	if s.modern {
+		if params, name, err = modernParams(method, params, s.meta); err != nil {
+			return nil, err
+		}
+	}
 	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: jsontext.Value(fmt.Sprint(id)), Method: method, Params: params})
 	if err != nil {
 		return nil, err
 	}
 	rec := &buffered{h: http.Header{}}
-	a.g.handleMCP(rec, a.innerRequest(r, http.MethodPost, upstream, in, body))
+	req := a.innerRequest(r, http.MethodPost, upstream, in, body)
+	if s.modern {
+		req.Header.Set(hdrMethod, method)
+		if name != "" {
+			req.Header.Set(hdrName, encodeHeaderValue(name))
+		}
+	}
+	a.g.handleMCP(rec, req)
 	if method == "initialize" {
 		in.id = rec.h.Get("Mcp-Session-Id")
 	}
@@ -990,4 +1026,105 @@ func sseData(body []byte) [][]byte {
 	}
 	flush()
 	return out
+}
+
+// checkModernHeaders checks a 2026-07-28 request's Mcp-Method and Mcp-Name
+// headers against its body, as the upstream routes do: a request whose
+// headers say something else than its body is refused.
+func checkModernHeaders(r *http.Request, req rpcRequest) error {
+	if hm := r.Header.Get(hdrMethod); hm != req.Method {
+		return mismatch(fmt.Sprintf("%s header %q does not match body method %q", hdrMethod, hm, req.Method))
+	}
+	hn, hasName := r.Header.Get(hdrName), len(r.Header.Values(hdrName)) > 0
+	if !namedMethod(req.Method) {
+		if hasName {
+			return mismatch(fmt.Sprintf("%s header is not allowed for method %q", hdrName, req.Method))
+		}
+		return nil
+	}
+	want := intercept.StringMember(req.Params, "name")
+	if req.Method == "resources/read" {
+		want = intercept.StringMember(req.Params, "uri")
+	}
+	name, ok := decodeHeaderValue(hn)
+	if !hasName || !ok || name != want {
+		return mismatch(fmt.Sprintf("%s header %q does not match body name %q", hdrName, hn, want))
+	}
+	return nil
+}
+
+// modernParams puts the client's _meta (version, client info and
+// capabilities) into an inner 2026-07-28 request's params, keeping what
+// the params' own _meta says (a progress token), and returns the name its
+// Mcp-Name header must carry.
+func modernParams(method string, params, meta jsontext.Value) (jsontext.Value, string, error) {
+	var p map[string]jsontext.Value
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, "", err
+		}
+	}
+	if p == nil {
+		p = map[string]jsontext.Value{}
+	}
+	var m map[string]jsontext.Value
+	_ = json.Unmarshal(meta, &m)
+	var own map[string]jsontext.Value
+	_ = json.Unmarshal(p["_meta"], &own)
+	if m == nil {
+		m = map[string]jsontext.Value{}
+	}
+	for k, v := range own {
+		m[k] = v
+	}
+	var err error
+	if p["_meta"], err = json.Marshal(m, json.Deterministic(true)); err != nil {
+		return nil, "", err
+	}
+	out, err := json.Marshal(p, json.Deterministic(true))
+	if err != nil {
+		return nil, "", err
+	}
+	var name string
+	switch method {
+	case "tools/call", "prompts/get":
+		_ = json.Unmarshal(p["name"], &name)
+	case "resources/read":
+		_ = json.Unmarshal(p["uri"], &name)
+	}
+	if namedMethod(method) && (name == "" || strings.ContainsAny(name, "\r\n")) {
+		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: method + " needs a name"}
+	}
+	return out, name, nil
+}
+
+// discover answers server/discover for the virtual server.
+func (a *aggregator) discover() jsontext.Value {
+	name := "sluice"
+	if a.vs.Name != "" {
+		name = "sluice/" + a.vs.Name
+	}
+	b, _ := json.Marshal(map[string]any{
+		"supportedVersions": []string{modernVersion},
+		"capabilities": map[string]any{
+			"tools": map[string]any{}, "prompts": map[string]any{}, "resources": map[string]any{},
+		},
+		"resultType": "complete",
+		"_meta":      map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": name, "version": "1"}},
+	}, json.Deterministic(true))
+	return b
+}
+
+// encodeHeaderValue writes v as MCP's =?base64?…?= form when it is not
+// plain printable ASCII (or could be read as that form).
+func encodeHeaderValue(v string) string {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+		}
+	}
+	if strings.HasPrefix(v, "=?base64?") {
+		return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+	}
+	return v
 }
