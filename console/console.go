@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -78,7 +79,19 @@ type Console struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	failures map[string]*failures // client address -> recent failed sign-ins
 }
+
+// failures counts failed sign-ins from one address in the current minute.
+type failures struct {
+	n     int
+	since time.Time
+}
+
+// maxFailures is how many failed sign-ins an address gets per minute
+// before it is refused outright (429), which keeps a weak admin token from
+// being guessed at speed.
+const maxFailures = 5
 
 type session struct {
 	name, csrf string
@@ -95,7 +108,7 @@ func New(d Deps) (*Console, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	c := &Console{d: d, tmpl: map[string]*template.Template{}, sessions: map[string]*session{}}
+	c := &Console{d: d, tmpl: map[string]*template.Template{}, sessions: map[string]*session{}, failures: map[string]*failures{}}
 	funcs := template.FuncMap{
 		"ts":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
 		"pct":   func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
@@ -248,7 +261,34 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	name := strings.TrimSpace(r.PostForm.Get("name"))
 	token := strings.TrimSpace(r.PostForm.Get("token"))
+	client := r.RemoteAddr
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		client = host
+	}
+	c.mu.Lock()
+	f := c.failures[client]
+	if f != nil && c.d.Now().Sub(f.since) > time.Minute {
+		delete(c.failures, client)
+		f = nil
+	}
+	throttled := f != nil && f.n >= maxFailures
+	c.mu.Unlock()
+	if throttled {
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, "too many failed sign-ins from this address: wait a minute", http.StatusTooManyRequests)
+		return
+	}
 	if name == "" || len(name) > 100 || c.d.CheckToken == nil || !c.d.CheckToken(r.Context(), token) {
+		c.mu.Lock()
+		if f := c.failures[client]; f != nil {
+			f.n++
+		} else {
+			if len(c.failures) > 10000 { // a flood of addresses: start over rather than grow
+				clear(c.failures)
+			}
+			c.failures[client] = &failures{n: 1, since: c.d.Now()}
+		}
+		c.mu.Unlock()
 		c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "ok": false, "client": r.RemoteAddr}})
 		w.WriteHeader(http.StatusUnauthorized)
 		c.render(w, r, "login", nil, map[string]any{"Next": safeNext(r.PostForm.Get("next")), "Error": "wrong token, or no name given"})

@@ -103,6 +103,16 @@ func TestConsoleAccess(t *testing.T) {
 	if resp, err := c.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Errorf("cross-origin POST: %v %v", resp.StatusCode, err)
 	}
+	// Guessing (last: it throttles this test's address too) the token is throttled: after five failures a minute, 429.
+	var throttled bool
+	for range 8 {
+		resp, _ := anon.PostForm(base+"/console/login", url.Values{"name": {"mallory"}, "token": {"guess"}})
+		resp.Body.Close()
+		throttled = throttled || resp.StatusCode == http.StatusTooManyRequests
+	}
+	if !throttled {
+		t.Error("repeated wrong tokens were never throttled")
+	}
 }
 
 func consoleLogin(t *testing.T, base, name string) *http.Client {
