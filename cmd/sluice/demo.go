@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"net/http"
@@ -85,6 +86,10 @@ func runDemo(ctx context.Context, args []string) error {
 	defer os.RemoveAll(dir)
 	cfg.DataDir = dir
 	cfg.Upstreams = []gateway.Upstream{{Name: "demo", Transport: gateway.TransportStreamableHTTP, URL: "http://" + ln.Addr().String() + "/mcp"}}
+	// The operator console, on a loopback port of its own, with a token
+	// made for this run.
+	cfg.AdminListen = "127.0.0.1:0"
+	cfg.AdminToken = rand.Text()
 	return serve(ctx, cfg, logger, func(at bound) {
 		addr := at.Listen
 		url := "http://" + addr + "/mcp/demo"
@@ -101,6 +106,8 @@ curl -s %[1]s -H 'Content-Type: application/json' -H 'Accept: application/json, 
 Then change send_email to echo (name, Mcp-Name and arguments {"message":"hi"}) to see an allowed call pass through.
 Route memory: call read_document {"path":"/hr/salaries.csv"}, then web_search {"query":"x"}: the search is now denied.
 Or point any MCP client at %[1]s. Ctrl-C stops.
-`, url, addr)
+
+Operator console: http://%[3]s/console/ (sign in with any name and the token %[4]s)
+`, url, addr, at.Admin, cfg.AdminToken)
 	})
 }
