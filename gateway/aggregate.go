@@ -332,6 +332,11 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	var out *outStream
+	if namedMethod(req.Method) && strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		out = &outStream{w: w}
+		r = r.WithContext(context.WithValue(r.Context(), relayKey{}, out.send))
+	}
 	result, derr := a.dispatch(r, s, req)
 	var b []byte
 	switch ue, isUp := errors.AsType[*routeError](derr); {
@@ -346,7 +351,35 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		writeJSONRPCError(w, http.StatusInternalServerError, req.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()})
 		return
 	}
+	if out != nil && out.started { // notifications went first: the answer ends the stream
+		out.send(b)
+		return
+	}
 	writeJSON(w, http.StatusOK, b)
+}
+
+// relayKey holds, in an inner call's context, where the notifications
+// about that call go.
+type relayKey struct{}
+
+// outStream is a client's SSE answer, started by the first notification.
+type outStream struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	started bool
+}
+
+func (o *outStream) send(data []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.started {
+		o.w.Header().Set("Content-Type", "text/event-stream")
+		o.w.Header().Set("Cache-Control", "no-cache")
+		o.w.WriteHeader(http.StatusOK)
+		o.started = true
+	}
+	fmt.Fprintf(o.w, "event: message\ndata: %s\n\n", data)
+	_ = http.NewResponseController(o.w).Flush()
 }
 
 // aggVersions are the versions the virtual server speaks, newest first.
@@ -790,6 +823,16 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 		return nil, err
 	}
 	rec := &buffered{h: http.Header{}}
+	if relay, ok := r.Context().Value(relayKey{}).(func([]byte)); ok {
+		// Progress and log notifications about this call go to the client
+		// as they come, on its own SSE answer.
+		rec.onEvent = func(data []byte) {
+			var m rpcResponse
+			if json.Unmarshal(data, &m) == nil && strings.HasPrefix(m.Method, "notifications/") && !strings.HasSuffix(m.Method, "/list_changed") {
+				relay(data)
+			}
+		}
+	}
 	req := a.innerRequest(r, http.MethodPost, upstream, in, body)
 	if s.modern {
 		req.Header.Set(hdrMethod, method)
@@ -931,11 +974,15 @@ func (e *routeError) Error() string {
 	return fmt.Sprintf("jsonrpc %d: %s", o.Code, o.Message)
 }
 
-// buffered is a ResponseWriter that keeps what an inner POST answers.
+// buffered is a ResponseWriter that keeps what an inner POST answers;
+// with onEvent set, the events of an SSE answer are also handed over as
+// they arrive.
 type buffered struct {
-	h    http.Header
-	code int
-	body bytes.Buffer
+	h       http.Header
+	code    int
+	body    bytes.Buffer
+	onEvent func([]byte)
+	sink    *sseSink
 }
 
 func (b *buffered) Header() http.Header { return b.h }
@@ -946,6 +993,12 @@ func (b *buffered) WriteHeader(code int) {
 }
 func (b *buffered) Write(p []byte) (int, error) {
 	b.WriteHeader(http.StatusOK)
+	if b.onEvent != nil && strings.HasPrefix(b.h.Get("Content-Type"), "text/event-stream") {
+		if b.sink == nil {
+			b.sink = &sseSink{h: http.Header{}, on: b.onEvent}
+		}
+		_, _ = b.sink.Write(p)
+	}
 	return b.body.Write(p)
 }
 func (b *buffered) Flush() {}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,5 +67,47 @@ func TestAggregateClientThatStays2025(t *testing.T) {
 	c := aggClient(t, ctx, f.url+"/mcp")
 	if l, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil || len(l.Tools) == 0 {
 		t.Fatalf("tools/list: %v %v", l, err)
+	}
+}
+
+// TestAggregateProgress: a call's progress notifications reach the client
+// through the virtual server as they come, in both eras (the answer is an
+// SSE stream whose last event is the result).
+func TestAggregateProgress(t *testing.T) {
+	f := newAggFixture(t, VirtualServer{Upstreams: []string{"demo", "other"}})
+	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			trans, err := mcptransport.NewStreamableHTTP(f.url + "/mcp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := client.NewClient(trans, client.WithProtocolVersion(version))
+			var progress atomic.Int64
+			c.OnNotification(func(n mcp.JSONRPCNotification) {
+				if n.Method == string(mcp.MethodNotificationProgress) {
+					progress.Add(1)
+				}
+			})
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: version, ClientInfo: mcp.Implementation{Name: "p"}}}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "other_slow_count",
+				Arguments: map[string]any{"n": 3, "delay_ms": 25}, Meta: &mcp.Meta{ProgressToken: "p1"}}})
+			if err != nil || res.IsError {
+				t.Fatalf("other_slow_count: %v %+v", err, res)
+			}
+			if got := progress.Load(); got != 3 {
+				t.Errorf("progress notifications through the virtual server: %d, want 3", got)
+			}
+			if got := f.dec.last(); got != "other/slow_count" {
+				t.Errorf("policy saw %q", got)
+			}
+		})
 	}
 }
