@@ -69,7 +69,10 @@ type Deps struct {
 	// KeepArguments shows calls' (redacted) arguments; otherwise only
 	// their hash.
 	KeepArguments bool
-	Now           func() time.Time
+	// TraceURL links a call's trace id ({trace_id} in it stands for the
+	// id); empty shows the id alone.
+	TraceURL string
+	Now      func() time.Time
 }
 
 // Console serves /console/.
@@ -115,6 +118,7 @@ func New(d Deps) (*Console, error) {
 		"short": func(s string) string { return shorten(s, 16) },
 		"join":  strings.Join,
 		"list":  func(a ...string) []string { return a },
+		"traceLink": func(id string) template.URL { return traceLink(d.TraceURL, id) },
 		"q": func(f map[string]string) string {
 			v := url.Values{}
 			for k, x := range f {
@@ -141,6 +145,16 @@ func New(d Deps) (*Console, error) {
 		c.tmpl[name] = t
 	}
 	return c, nil
+}
+
+// traceLink is the trace's page: tmpl with {trace_id} replaced, when tmpl
+// is an http(s) URL.
+func traceLink(tmpl, id string) template.URL {
+	u := strings.ReplaceAll(tmpl, "{trace_id}", url.PathEscape(id))
+	if id == "" || tmpl == "" || !(strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://")) {
+		return ""
+	}
+	return template.URL(u)
 }
 
 func shorten(s string, n int) string {

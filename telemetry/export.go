@@ -52,6 +52,10 @@ type Config struct {
 	// Prometheus serves metrics for scraping through
 	// [Provider.MetricsHandler], mounted by the caller at /metrics.
 	Prometheus bool `yaml:"prometheus" json:"prometheus,omitempty"`
+	// TraceURL, if set, is where a trace can be seen (Jaeger, Tempo,
+	// Honeycomb…), with {trace_id} standing for the id: the console links
+	// each call to it.
+	TraceURL string `yaml:"trace_url" json:"trace_url,omitempty"`
 	// Endpoint is the OTLP collector's base URL, e.g.
 	// http://127.0.0.1:4318 for otlp-http (spans go to its /v1/traces,
 	// metrics to /v1/metrics, as with OTEL_EXPORTER_OTLP_ENDPOINT) or

@@ -143,6 +143,7 @@ func newConsole(cfg *config, gv *governance, a *adminGuard) (http.Handler, error
 		PolicyFile:    cfg.PolicyFile,
 		HistoryDir:    filepath.Join(dir, "policy-history"),
 		KeepArguments: cfg.Audit.KeepArguments,
+		TraceURL:      cfg.Telemetry.TraceURL,
 	}
 	if gv.rec != nil && gv.rec.store != nil {
 		d.Events = gv.rec.store
