@@ -113,11 +113,11 @@ func New(d Deps) (*Console, error) {
 	}
 	c := &Console{d: d, tmpl: map[string]*template.Template{}, sessions: map[string]*session{}, failures: map[string]*failures{}}
 	funcs := template.FuncMap{
-		"ts":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
-		"pct":   func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
-		"short": func(s string) string { return shorten(s, 16) },
-		"join":  strings.Join,
-		"list":  func(a ...string) []string { return a },
+		"ts":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+		"pct":       func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+		"short":     func(s string) string { return shorten(s, 16) },
+		"join":      strings.Join,
+		"list":      func(a ...string) []string { return a },
 		"traceLink": func(id string) template.URL { return traceLink(d.TraceURL, id) },
 		"q": func(f map[string]string) string {
 			v := url.Values{}
