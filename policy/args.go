@@ -22,3 +22,21 @@ func (p *Policy) ReadsArguments(upstream, tool string) bool {
 	}
 	return false
 }
+
+// ReadsClassification reports whether any rule's condition reads
+// classification.*: when none does, a decision with the classifier's
+// attributes is the decision without them.
+func (p *Policy) ReadsClassification() bool {
+	if p == nil {
+		return false
+	}
+	for _, r := range p.rules {
+		if r.when != nil && r.when.classification {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadsClassification is the served policy's.
+func (w *Watcher) ReadsClassification() bool { return w.Policy().ReadsClassification() }

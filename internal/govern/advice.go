@@ -150,9 +150,14 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 		ToolPoisoning: poisoning})
 	adv.Intent.TxnID = d.TxnID
 
-	d1 := *d
-	d1.Classification = classificationAttrs(r.v, adv)
-	final := intercept.Decide(ctx, a.Policy, &d1)
+	final := base
+	if cr, ok := a.Policy.(interface{ ReadsClassification() bool }); !ok || cr.ReadsClassification() {
+		// A policy that reads classification.* decides again with it; one
+		// that does not would decide the same.
+		d1 := *d
+		d1.Classification = classificationAttrs(r.v, adv)
+		final = intercept.Decide(ctx, a.Policy, &d1)
+	}
 	if final.Verdict == intercept.Deny && base.Verdict != intercept.Deny {
 		// The deny rests only on classification.*: RFC-010 §12.3.
 		adv.SoleDenyViolation = true

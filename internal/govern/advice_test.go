@@ -170,3 +170,42 @@ rules:
 		t.Errorf("call to a clean tool: got %s, risk factors %v", dec.Verdict, got.Intent.RiskFactors)
 	}
 }
+
+// counting counts its decisions and says whether it reads classification.*.
+type counting struct {
+	reads bool
+	n     int
+	next  intercept.Decider
+}
+
+func (c *counting) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
+	c.n++
+	return c.next.Decide(ctx, d)
+}
+
+func (c *counting) ReadsClassification() bool { return c.reads }
+
+// TestAdvisorDecidesOnceWithoutClassification: a policy that reads no
+// classification.* is decided once per call; one that does, twice (with
+// and without the classifier's attributes, RFC-010 §12.3); a policy that
+// cannot say, twice.
+func TestAdvisorDecidesOnceWithoutClassification(t *testing.T) {
+	p := compile(t, "default: allow\n")
+	for _, tc := range []struct {
+		reads bool
+		want  int
+	}{{false, 1}, {true, 2}} {
+		c := &counting{reads: tc.reads, next: p}
+		a := &Advisor{Policy: c, Classifier: fixed{v: verdict(classifier.Read, 0.95)}}
+		if _, err := a.Decide(context.Background(), desc("echo", `{}`)); err != nil {
+			t.Fatal(err)
+		}
+		if c.n != tc.want {
+			t.Errorf("reads classification %v: %d decisions, want %d", tc.reads, c.n, tc.want)
+		}
+	}
+	if !compile(t, "default: deny\nrules: [{id: r, match: {match_tool: echo}, when: 'classification.composite_confidence > 0.5', decision: allow}]\n").ReadsClassification() ||
+		compile(t, "default: deny\nrules: [{id: r, match: {match_tool: echo}, when: 'args.x == 1', decision: allow}]\n").ReadsClassification() {
+		t.Error("Policy.ReadsClassification is wrong")
+	}
+}
