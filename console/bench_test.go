@@ -60,7 +60,7 @@ func BenchmarkPages(b *testing.B) {
 		last, _ := st.Latest(ctx, audit.Filter{Type: telemetry.TypePolicyEnforced, Limit: 1})
 		txn = last[0].TxnID
 	}
-	c, err := New(Deps{Events: st, CheckToken: func(context.Context, string) bool { return true }})
+	c, err := New(Deps{Events: st, SignIn: func(context.Context, string) (string, bool) { return "", true }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -56,8 +56,10 @@ type Deps struct {
 	Approvals *approval.Store
 	Inventory *inventory.Inventory
 	Recs      Recommender
-	// CheckToken reports whether token is the admin token or an admin JWT.
-	CheckToken func(ctx context.Context, token string) bool
+	// SignIn checks a sign-in token: the admin token (subject "") or an
+	// admin JWT, whose subject then names the operator in place of the
+	// name typed (proven, not claimed).
+	SignIn func(ctx context.Context, token string) (subject string, ok bool)
 	// Record appends an audit event (the console's own actions).
 	Record func(telemetry.Event)
 	// Replay re-decides the recorded calls under a draft policy and
@@ -292,7 +294,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many failed sign-ins from this address: wait a minute", http.StatusTooManyRequests)
 		return
 	}
-	if name == "" || len(name) > 100 || c.d.CheckToken == nil || !c.d.CheckToken(r.Context(), token) {
+	var subject string
+	ok := false
+	if c.d.SignIn != nil && name != "" && len(name) <= 100 {
+		subject, ok = c.d.SignIn(r.Context(), token)
+	}
+	if !ok {
 		c.mu.Lock()
 		if f := c.failures[client]; f != nil {
 			f.n++
@@ -308,6 +315,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, "login", nil, map[string]any{"Next": safeNext(r.PostForm.Get("next")), "Error": "wrong token, or no name given"})
 		return
 	}
+	method := "admin_token"
+	if subject != "" {
+		name, method = subject, "jwt"
+	}
 	id := random()
 	c.mu.Lock()
 	now := c.d.Now()
@@ -320,7 +331,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	c.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/console/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL / time.Second)})
-	c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "ok": true, "client": r.RemoteAddr}})
+	c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "auth": method, "ok": true, "client": r.RemoteAddr}})
 	http.Redirect(w, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
 }
 

@@ -58,19 +58,30 @@ func (a *adminGuard) authorized(r *http.Request, want []byte) bool {
 }
 
 // tokenOK reports whether tok is the admin token or, with admin_jwt, a
-// JWT with the admin role (the console's sign-in).
+// JWT with the admin role.
 func (a *adminGuard) tokenOK(ctx context.Context, tok string) bool {
+	_, ok := a.signIn(ctx, tok)
+	return ok
+}
+
+// signIn checks a console sign-in: the admin token (who signs in is then
+// only the name they give) or an admin JWT, whose principal is who signs
+// in, whatever name is typed.
+func (a *adminGuard) signIn(ctx context.Context, tok string) (subject string, ok bool) {
 	if tok == "" || len(tok) > 8192 {
-		return false
+		return "", false
 	}
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(a.token)) == 1 {
-		return true
+		return "", true
 	}
 	if a.jwt == nil {
-		return false
+		return "", false
 	}
-	_, err := a.jwt.Authenticate(ctx, tok)
-	return err == nil
+	p, err := a.jwt.Authenticate(ctx, tok)
+	if err != nil || p == nil {
+		return "", false
+	}
+	return p.ID, true
 }
 
 func (a *adminGuard) wrap(next http.Handler) http.Handler {
@@ -139,7 +150,7 @@ func newConsole(cfg *config, gv *governance, a *adminGuard) (http.Handler, error
 	}
 	d := console.Deps{
 		Approvals: gv.approvals, Inventory: gv.inv,
-		CheckToken:    a.tokenOK,
+		SignIn:        a.signIn,
 		PolicyFile:    cfg.PolicyFile,
 		HistoryDir:    filepath.Join(dir, "policy-history"),
 		KeepArguments: cfg.Audit.KeepArguments,

@@ -8,9 +8,12 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -322,6 +325,34 @@ admin_jwt:
 		if got := get(tt.bearer); got != tt.want {
 			t.Errorf("%s: got %d, want %d", tt.name, got, tt.want)
 		}
+	}
+	// The console: signed in with an admin JWT, the operator is its
+	// subject, whatever name is typed; a JWT without the role signs no one in.
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: noRedirect}
+	resp, err := browser.PostForm("http://"+r.admin+"/console/login", url.Values{"name": {"someone-else"},
+		"token": {as.sign(map[string]any{"sub": "ops-lead", "aud": "sluice-admin-api", "roles": []string{"sluice-admin"}})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("console sign-in with an admin JWT: %d", resp.StatusCode)
+	}
+	resp, err = browser.Get("http://" + r.admin + "/console/feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "<span>ops-lead</span>") || strings.Contains(string(page), "someone-else") {
+		t.Errorf("console operator after a JWT sign-in: %.600s", page)
+	}
+	resp, _ = (&http.Client{CheckRedirect: noRedirect}).PostForm("http://"+r.admin+"/console/login", url.Values{"name": {"x"},
+		"token": {as.sign(map[string]any{"sub": "ops", "aud": "sluice-admin-api", "roles": []string{"viewer"}})}})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("console sign-in with a JWT without the role: %d", resp.StatusCode)
 	}
 	for _, tt := range []struct{ yaml, want string }{
 		{"admin_jwt: {issuer: https://i, audience: [a], jwks_url: https://i/k}\n", "admin_jwt: names no admin role"},
