@@ -342,6 +342,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
 		c.mu.Unlock()
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/console/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	c.action(s, "logout", "", nil)
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 }
 

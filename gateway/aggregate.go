@@ -194,6 +194,9 @@ func (v *VirtualServer) assignNames(items []offered) (names []string, to map[str
 type aggregator struct {
 	g  *Gateway
 	vs VirtualServer
+	// listTimeout bounds each upstream's part of a merged list: a stalled
+	// upstream drops out of that list instead of holding it up.
+	listTimeout time.Duration
 
 	mu       sync.Mutex
 	sessions map[string]*aggSession
@@ -203,6 +206,7 @@ type aggregator struct {
 type aggSession struct {
 	id      string
 	owner   string // the authenticated principal, "" without one
+	client  string // the client's address (clientAddr), for the per-client limit
 	version string
 	init    jsontext.Value // the client's initialize params
 	last    atomic.Int64   // unix nanos of the last request
@@ -227,7 +231,7 @@ type innerSession struct {
 }
 
 func newAggregator(g *Gateway, vs VirtualServer) *aggregator {
-	return &aggregator{g: g, vs: vs, sessions: map[string]*aggSession{}}
+	return &aggregator{g: g, vs: vs, sessions: map[string]*aggSession{}, listTimeout: 10 * time.Second}
 }
 
 func (a *aggregator) path() string {
@@ -394,15 +398,35 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 	if slices.Contains(aggVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
-	s := &aggSession{id: newSessionID(), owner: owner(r), version: version, init: req.Params, inner: map[string]*innerSession{}}
+	s := &aggSession{id: newSessionID(), owner: owner(r), client: clientAddr(r), version: version, init: req.Params, inner: map[string]*innerSession{}}
 	s.last.Store(time.Now().UnixNano())
 	a.mu.Lock()
 	a.reapLocked()
-	if len(a.sessions) >= a.g.opts.maxSessions() {
+	// The gateway's session limits, so that one agent or one address
+	// cannot take every session of the virtual server.
+	var byOwner, byClient int
+	for _, o := range a.sessions {
+		if s.owner != "" && o.owner == s.owner {
+			byOwner++
+		}
+		if o.client == s.client {
+			byClient++
+		}
+	}
+	refuse := func(status int, msg string) {
 		a.mu.Unlock()
 		w.Header().Set("Retry-After", "5")
-		writeJSONRPCError(w, http.StatusServiceUnavailable, req.ID, &intercept.WireError{Code: intercept.CodeLimitExceeded,
-			Message: fmt.Sprintf("%s has %d sessions, its limit (max_sessions)", a.path(), len(a.sessions))})
+		writeJSONRPCError(w, status, req.ID, &intercept.WireError{Code: intercept.CodeLimitExceeded, Message: a.path() + ": " + msg})
+	}
+	switch {
+	case len(a.sessions) >= a.g.opts.maxSessions():
+		refuse(http.StatusServiceUnavailable, fmt.Sprintf("%d sessions, the limit (max_sessions)", len(a.sessions)))
+		return
+	case byOwner >= a.g.opts.maxSessionsPerAgent():
+		refuse(http.StatusTooManyRequests, fmt.Sprintf("agent %q has %d sessions, the limit (max_sessions_per_agent)", s.owner, byOwner))
+		return
+	case byClient >= a.g.opts.maxSessionsPerClient():
+		refuse(http.StatusTooManyRequests, fmt.Sprintf("this address has %d sessions, the limit (max_sessions_per_client)", byClient))
 		return
 	}
 	a.sessions[s.id] = s
@@ -451,7 +475,7 @@ func (a *aggregator) end(r *http.Request, s *aggSession) {
 	delete(a.sessions, s.id)
 	a.mu.Unlock()
 	s.mu.Lock()
-	inner := maps2slice(s.inner)
+	inner := innerList(s.inner)
 	s.mu.Unlock()
 	s.close()
 	for _, in := range inner {
@@ -465,7 +489,8 @@ type upstreamSession struct {
 	sess     *innerSession
 }
 
-func maps2slice(m map[string]*innerSession) []upstreamSession {
+// innerList is a session's inner sessions by upstream.
+func innerList(m map[string]*innerSession) []upstreamSession {
 	var out []upstreamSession
 	for u, s := range m {
 		out = append(out, upstreamSession{u, s})
@@ -508,6 +533,8 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 	var items []offered
 	uris := map[string]string{}
 	for _, u := range a.vs.Upstreams {
+		ctx, cancel := context.WithTimeout(r.Context(), a.listTimeout)
+		r := r.WithContext(ctx)
 		var cursor string
 		for page := 0; ; page++ {
 			params := jsontext.Value(`{}`)
@@ -554,6 +581,7 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 				break
 			}
 		}
+		cancel()
 	}
 	var out []jsontext.Value
 	switch member {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/intercept"
@@ -27,7 +28,7 @@ func TestAggregateAttacks(t *testing.T) {
 	g, err := New(Options{
 		Upstreams:      []Upstream{{Name: "demo", URL: up.URL + "/mcp"}},
 		VirtualServers: []VirtualServer{{}},
-		MaxSessions:    3,
+		MaxSessions:    3, MaxSessionsPerAgent: 100, MaxSessionsPerClient: 100,
 	}, &intercept.Interceptor{Decider: dec}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -100,5 +101,53 @@ func TestAggregateAttacks(t *testing.T) {
 	}
 	if !refused {
 		t.Error("no 503 after max_sessions initializes")
+	}
+}
+
+// TestAggregateLimitsAndStalls: one address cannot take every session of
+// a virtual server (max_sessions_per_client, 429), and an upstream that
+// stalls drops out of a merged list (with an event) instead of holding it.
+func TestAggregateLimitsAndStalls(t *testing.T) {
+	up := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
+	defer up.Close()
+	release := make(chan struct{})
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release // answers nothing, not even initialize
+	}))
+	defer stalled.Close()
+	defer close(release)
+	dropped := make(chan string, 8)
+	g, err := New(Options{
+		Upstreams:            []Upstream{{Name: "demo", URL: up.URL + "/mcp"}, {Name: "stuck", URL: stalled.URL + "/mcp"}},
+		VirtualServers:       []VirtualServer{{}},
+		MaxSessionsPerClient: 2,
+		OnAggregateDropped:   func(_, upstream, why string) { dropped <- upstream + ": " + why },
+	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	g.virtual[""].listTimeout = 300 * time.Millisecond
+	srv := httptest.NewServer(g.Handler())
+	defer srv.Close()
+	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"a"}}}`
+	_, h, _ := post(t, srv.URL+"/mcp", nil, init)
+	sid := h.Get("Mcp-Session-Id")
+	post(t, srv.URL+"/mcp", nil, init)
+	if code, _, body := post(t, srv.URL+"/mcp", nil, init); code != http.StatusTooManyRequests || !strings.Contains(body, "max_sessions_per_client") {
+		t.Errorf("third session from one address: %d %s", code, body)
+	}
+	start := time.Now()
+	code, _, body := post(t, srv.URL+"/mcp", map[string]string{"Mcp-Session-Id": sid}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if code != 200 || !strings.Contains(body, `"echo"`) || time.Since(start) > 5*time.Second {
+		t.Fatalf("tools/list with a stalled upstream: %d after %v: %.300s", code, time.Since(start), body)
+	}
+	select {
+	case d := <-dropped:
+		if !strings.HasPrefix(d, "stuck: ") {
+			t.Errorf("dropped %q, want the stalled upstream", d)
+		}
+	default:
+		t.Error("no event for the stalled upstream")
 	}
 }

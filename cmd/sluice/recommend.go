@@ -184,10 +184,13 @@ func (rc *recommender) approve(ctx context.Context, id, by string) (recommend.Re
 	diff := recommend.Diff(src, out)
 	rec, err := rc.store.Approved(id, by, version, rc.now())
 	if err != nil {
-		return rec, diff, err
+		// The policy has changed: the audit trail says so even if the
+		// store (a full disk) cannot.
+		r.Status, r.Decision = recommend.StatusApproved, &recommend.Decision{Decision: "APPROVE", DecidedBy: by, DecidedAt: rc.now(), ResultingPolicyVersion: version}
+		return r, diff, errors.Join(fmt.Errorf("the policy was changed to version %s, but the decision could not be stored: %w", version, err),
+			rc.record(ctx, r, old.Version(), diff, base+".yaml"))
 	}
-	rc.record(ctx, rec, old.Version(), diff, base+".yaml")
-	return rec, diff, nil
+	return rec, diff, rc.record(ctx, rec, old.Version(), diff, base+".yaml")
 }
 
 func (rc *recommender) decline(ctx context.Context, id, by, reason string) (recommend.Record, error) {
@@ -195,14 +198,14 @@ func (rc *recommender) decline(ctx context.Context, id, by, reason string) (reco
 	if err != nil {
 		return rec, err
 	}
-	rc.record(ctx, rec, "", "", "")
-	return rec, nil
+	return rec, rc.record(ctx, rec, "", "", "")
 }
 
 // record appends the decision to the audit store (RFC-010 §10.6).
-func (rc *recommender) record(ctx context.Context, r recommend.Record, previous, diff, kept string) {
+// An error means the decision (already made) is not in the audit store.
+func (rc *recommender) record(ctx context.Context, r recommend.Record, previous, diff, kept string) error {
 	if rc.events == nil || r.Decision == nil {
-		return
+		return nil
 	}
 	attrs := map[string]any{
 		"recommendation_id": r.ID, "recommendation_type": string(r.Type), "decision": r.Decision.Decision,
@@ -217,8 +220,14 @@ func (rc *recommender) record(ctx context.Context, r recommend.Record, previous,
 		attrs["diff"] = diff
 		attrs["policy_copy"] = kept
 	}
-	_ = rc.events.Append(ctx, telemetry.Event{Type: TypeRecommendationDecided, Time: r.Decision.DecidedAt, Agent: r.Agent, Tool: r.Tool, Attrs: attrs})
-	_ = rc.events.Flush(ctx)
+	err := rc.events.Append(ctx, telemetry.Event{Type: TypeRecommendationDecided, Time: r.Decision.DecidedAt, Agent: r.Agent, Tool: r.Tool, Attrs: attrs})
+	if err == nil {
+		err = rc.events.Flush(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("%s was %s, but recording it failed: %w", r.ID, r.Status, err)
+	}
+	return nil
 }
 
 // schedule runs the engine every cfg.Schedule until ctx ends.

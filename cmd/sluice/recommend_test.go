@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/inventory"
+	"github.com/sluicehq/sluice/recommend"
 )
 
 // TestRecommendApproveReloads: an agent's calls denied by its manifest
@@ -150,5 +151,47 @@ func TestRecommendApproveReloads(t *testing.T) {
 	var declined bytes.Buffer
 	if err := runRecommend(context.Background(), []string{"decline", id, "--reason", "NOT_NEEDED", "--by", "ops", "--config", cfgFile}, &declined); err == nil {
 		t.Errorf("declined an approved recommendation: %s", declined.String())
+	}
+}
+
+// TestRecommendApproveStoreFails: when the decision cannot be stored (a
+// full disk, here a directory where the store writes), the approval says
+// the policy changed anyway and the audit trail records it.
+func TestRecommendApproveStoreFails(t *testing.T) {
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policy.yaml")
+	os.WriteFile(pol, []byte("default: allow\nmanifests:\n  agent-a: {allowed_classes: [source:local]}\n"), 0o644)
+	cfg, err := parseConfig("c.yaml", []byte("data_dir: "+filepath.Join(dir, "data")+"\npolicy_file: "+pol+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "data"), 0o700)
+	events, err := audit.Open(filepath.Join(dir, "data", audit.FileName), audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	rc, err := newRecommender(cfg, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := recommend.Recommendation{ID: "rec_x", Type: recommend.AddTool, Agent: "agent-a",
+		Change: recommend.Change{Path: []string{"manifests", "agent-a", "allowed_classes"}, Operation: "add", Value: []string{"sink:network"}}}
+	if _, err := rc.store.Merge([]recommend.Recommendation{r}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "data", "recommendations.json.tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = rc.approve(context.Background(), "rec_x", "ops")
+	if err == nil || !strings.Contains(err.Error(), "could not be stored") {
+		t.Fatalf("approve with an unwritable store: %v", err)
+	}
+	if src, _ := os.ReadFile(pol); !strings.Contains(string(src), "sink:network") {
+		t.Errorf("policy not changed:\n%s", src)
+	}
+	got, err := events.Query(context.Background(), audit.Filter{Type: TypeRecommendationDecided})
+	if err != nil || len(got) != 1 || got[0].Attrs["decided_by"] != "ops" {
+		t.Errorf("audit trail: %v %v", got, err)
 	}
 }
