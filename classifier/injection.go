@@ -324,6 +324,14 @@ var phraseRules = []struct {
 	// Authority claims aimed at the reviewer or the classifier.
 	{InjectionAuthority, []string{"approved by", "cleared by", "authorized by", "authorised by"}, regexp.MustCompile(`\b(pre-?approved|already approved|has been approved|was approved|is approved|been cleared|cleared|authori[sz]ed)\s+by\s+(the\s+)?(security|admin|administrator|it department|compliance|legal|management|ciso|system owner)\b`)},
 	{InjectionAuthority, []string{"as read", "as safe", "as benign", "as harmless", "as low", "as internal", "as local", "as a read", "as a safe", "as a low", "as a benign", "as a harmless"}, regexp.MustCompile(`\b(classify|categori[sz]e)\s+(it\s+|this\s+|the (call|request|action|tool call)\s+)?as\s+(a\s+)?(read|read-?only|safe|benign|harmless|low[- ]risk|internal|local)\b`)},
+	// Instructions about "your response": what a document says to put in,
+	// or do to, the answer of the model reading it.
+	{InjectionOverride, []string{"your response", "your answer", "your reply", "your output", "your message"}, regexp.MustCompile(`\b(add|include|insert|integrate|incorporate|append|prepend|embed|encode|encrypt|reverse|rearrange|scramble|jumble|misspell|anagram|substitute|introduce|represent|prefix|modify|augment|enhance|alter|tweak)\b([^.\n]|\.\S){0,80}\b(in|into|to|within|of|with)\s+(all\s+|every\s+|each\s+)?your\s+(responses?|answers?|replies|reply|outputs?|message)\b|\b(modify|augment|enhance|alter|tweak|end|begin|start|encrypt|encode|reverse|scramble)\s+your\s+(responses?|answers?|reply|replies|outputs?|message)\s+(by|to|with|using|in)\b|\bin your (response|answer|reply),\s+(suggest|tease|promote|mention|include|add|recommend|claim|state|invite|urge|ask)\b`)},
+	// The answer disguised: ciphers, encodings, reversal, letters swapped
+	// (how a leak gets past a reviewer or an output filter).
+	{InjectionOverride, []string{"your response", "your answer", "your reply", "your message", "your output", "reply using", "reply in", "respond using", "respond in", "answer using", "answer in"}, regexp.MustCompile(`\byour\s+(responses?|answers?|reply|replies|message|output)('s)?\b([^.\n]|\.\S){0,60}\b(cipher|base ?64|rot ?13|anagram\w*|emojis?|misspell\w*|reverse|backwards|without (any )?spaces|morse|hex(adecimal)?|leetspeak|homophonic|substitution)\b|\b(cipher|base ?64|rot ?13|anagram\w*|emojis?|misspell\w*|reverse|backwards|spaces|morse|hexadecimal|leetspeak|homophonic|substitution|symbols|numbers|vowels)\b([^.\n]|\.\S){0,60}\b(in|to|for|of|from)\s+your\s+(responses?|answers?|reply|replies|message|output)\b|\b(reply|respond|answer)\s+(using|in|with)\s+(a\s+)?(base ?64|reverse|backwards|cipher|caesar|emojis?|morse|hex|rot ?13|leetspeak)\b`)},
+	// Code the reader is told to put into its own answer.
+	{InjectionOverride, []string{"following code", "subsequent code", "below code", "following snippet", "following script", "code snippet", "code block", "code section", "code excerpt"}, regexp.MustCompile(`\b(following|subsequent|below)\s+(code|snippet|script|code (snippet|block|section|excerpt))\b[^.\n]{0,80}\b(your|the)\s+(code|solution|implementation|codebase|answer|response|algorithm|program|elucidation)\b|\byour\s+(code|solution|implementation|codebase|algorithm|program)\b[^.\n]{0,60}\b(following|subsequent|below)\s+(code|snippet|script)`)},
 	// Redirection of a side effect (tool shadowing).
 	{InjectionExfiltration, []string{"always", "make sure to", "be sure to", "remember to", "you must"}, regexp.MustCompile(`\b(always|make sure to|be sure to|remember to|you must)\s+(change|set|replace|redirect|send|forward|cc|bcc|add)\s+(the\s+|a\s+)?(recipient|destination|address|account|phone|number|email|url|endpoint|wallet|iban|bcc|cc)\b`)},
 }
@@ -355,12 +363,14 @@ var needIndex = func() (idx [256][]struct {
 	}
 	add(ruleSecret, secretPlaces)
 	add(ruleRole, roleWords)
+	add(rulePersona, personaGate)
 	return idx
 }()
 
 const (
-	ruleSecret = 62
-	ruleRole   = 63
+	rulePersona = 61
+	ruleSecret  = 62
+	ruleRole    = 63
 )
 
 // activeRules finds which rules have a need in s, in one pass of an
@@ -482,6 +492,9 @@ func phrases(f *findings, folded, raw string) {
 			f.add(InjectionExfiltration, m)
 		}
 	}
+	if f.seen&kindBits[InjectionRoleClaim] == 0 && active&(1<<rulePersona) != 0 {
+		persona(f, folded)
+	}
 	// A role marker at the start of a line followed by an instruction:
 	// "System: you must…", not "System: Ubuntu 22.04".
 	if f.seen&kindBits[InjectionRoleClaim] == 0 && active&(1<<ruleRole) != 0 && strings.Contains(raw, ":") {
@@ -510,6 +523,59 @@ var (
 		"api_key", "api-key", "apikey", "private key", "credentials", "password", "system prompt"}
 	roleWords = []string{"system", "assistant", "developer"}
 )
+
+// A persona jailbreak describes a character without limits and then tells
+// the model to be it: one of personaGate, and signs from at least
+// personaMinCues of the groups in personaCues. Each sign alone is ordinary
+// (a story has characters, a policy text says "guidelines"); together they
+// are the DAN family's shape.
+var personaGate = []string{"amoral", "unfiltered", "uncensored", "unrestricted", "unhinged", "unethical",
+	"no restrictions", "no limits", "no limitations", "no filters", "no censorship", "no ethical", "no moral",
+	"without any restrictions", "without restrictions", "without any limitations", "without morals",
+	"without ethics", "without censorship", "without moral", "not bound by", "free from all", "free of all",
+	"never refuse", "never refuses", "never decline", "never declines", "will not refuse", "won't refuse",
+	"cannot refuse", "can't refuse", "doesn't refuse", "does not refuse", "stay in character",
+	"content policy", "content policies", "openai policy", "openai policies", "openai's policies",
+	"jailbreak", "jailbroken", "break character", "broken free", "break free of", "break free from"}
+
+const personaMinCues = 3
+
+var personaCues = [][]string{
+	{"chatgpt", "gpt-", "gpt ", "openai", " ai ", " ai,", " ai.", "an ai", "language model", "chatbot", "assistant", "llm"},
+	{"you are now", "from now on", "act as", "acting as", "pretend", "simulate", "roleplay", "role-play",
+		"role play", "in character", "your name is", "persona", "you will be", "you are going to be", "you're going to"},
+	{"any question", "any request", "any prompt", "every prompt", "every question", "every request",
+		"all questions", "all requests", "all prompts", "anything i ask", "whatever i ask", "each prompt", "any topic"},
+	{"never refuse", "never decline", "not refuse", "won't refuse", "cannot refuse", "can't refuse",
+		"doesn't refuse", "never says no", "never say no", "never reject", "never deny", "no matter how",
+		"regardless of", "even if it", "no warnings", "without warning"},
+	{"polic", "guideline", "censor", "ethic", "moral", "filter", "restriction", "limitation", "rules"},
+}
+
+func persona(f *findings, folded string) {
+	gate := ""
+	for _, g := range personaGate {
+		if strings.Contains(folded, g) {
+			gate = g
+			break
+		}
+	}
+	if gate == "" {
+		return
+	}
+	n := 0
+	for _, group := range personaCues {
+		for _, c := range group {
+			if strings.Contains(folded, c) {
+				n++
+				break
+			}
+		}
+	}
+	if n >= personaMinCues {
+		f.add(InjectionRoleClaim, gate)
+	}
+}
 
 var roleCue = regexp.MustCompile(`\b(you|your|must|ignore|always|never|instructions?|respond|answer|do not|don't|override|new)\b`)
 

