@@ -33,9 +33,10 @@ import (
 // whatever name the agent sees.
 //
 // The unnamed virtual server is served at /mcp, a named one at /mcp/{name}.
-// It speaks the 2025-era Streamable HTTP transport (sessions, JSON
-// responses, a GET stream that carries list_changed); a 2026-07-28 client
-// uses the upstreams' own routes.
+// It speaks the 2025-era Streamable HTTP transport (sessions, JSON or SSE
+// responses, a GET stream that carries list_changed, requests from
+// upstreams to the client relayed under ids of its own) and 2026-07-28
+// when every upstream does.
 type VirtualServer struct {
 	// Name is the route segment; "" serves the virtual server at /mcp.
 	Name string `yaml:"name"`
@@ -224,6 +225,8 @@ type aggSession struct {
 	resources map[string]string // uri -> upstream
 	notify    chan []byte       // to the GET stream, if one is open
 	closed    bool
+	asks      map[string]pendingAsk // relayed requests awaiting the client's answer
+	asked     uint64
 }
 
 type innerSession struct {
@@ -308,6 +311,14 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req rpcRequest
+	if err := json.Unmarshal(body, &req); err == nil && req.JSONRPC == "2.0" && req.Method == "" && len(req.ID) > 0 {
+		// The client's answer to a request an upstream sent it.
+		var resp rpcResponse
+		if json.Unmarshal(body, &resp) == nil && (len(resp.Result) > 0) != (len(resp.Error) > 0) {
+			a.answer(w, r, resp)
+			return
+		}
+	}
 	if err := json.Unmarshal(body, &req); err != nil || req.JSONRPC != "2.0" || req.Method == "" {
 		msg := "not a JSON-RPC 2.0 request"
 		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
@@ -333,6 +344,9 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(req.ID) == 0 { // a notification: nothing to answer
+		if req.Method == "notifications/roots/list_changed" && !s.modern {
+			a.broadcast(r, s, body)
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -503,7 +517,7 @@ func (a *aggregator) dispatch(r *http.Request, s *aggSession, req rpcRequest) (j
 	case "ping":
 		return jsontext.Value(`{}`), nil
 	case "server/discover":
-		return a.discover(), nil
+		return a.discoverFor(r, s)
 	case "tools/list":
 		return a.list(r, s, "tools/list", "tools")
 	case "prompts/list":
@@ -779,9 +793,8 @@ func (a *aggregator) inner(r *http.Request, s *aggSession, upstream string) (*in
 		p = map[string]jsontext.Value{}
 	}
 	p["protocolVersion"], _ = json.Marshal(s.version)
-	// The virtual server answers no server-to-client requests, so it
-	// declares none of the client capabilities that invite them.
-	p["capabilities"] = jsontext.Value(`{}`)
+	// The client's capabilities go on as they are: requests an upstream
+	// sends to the client are relayed (aggregate_asks.go).
 	params, _ := json.Marshal(p, json.Deterministic(true))
 	fresh := &innerSession{}
 	resp, err := a.roundTrip(r, s, upstream, fresh, "initialize", params)
@@ -836,8 +849,10 @@ func (a *aggregator) innerRequest(r *http.Request, method, upstream string, in *
 
 // roundTrip posts one request to an upstream's route and reads its answer,
 // as JSON or from an SSE stream. Other messages on the stream are
-// list_changed notifications, passed to the session's GET stream, or
-// progress and log notifications, which the virtual server does not relay.
+// list_changed notifications, passed to the session's GET stream; progress
+// and log notifications, relayed on the client's SSE answer; and requests
+// to the client (sampling, elicitation, roots), relayed the same way
+// (aggregate_asks.go).
 func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, in *innerSession, method string, params jsontext.Value) (_ *rpcResponse, err error) {
 	id := a.ids.Add(1)
 	var name string
@@ -851,14 +866,27 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 		return nil, err
 	}
 	rec := &buffered{h: http.Header{}}
-	if relay, ok := r.Context().Value(relayKey{}).(func([]byte)); ok {
-		// Progress and log notifications about this call go to the client
-		// as they come, on its own SSE answer.
-		rec.onEvent = func(data []byte) {
-			var m rpcResponse
-			if json.Unmarshal(data, &m) == nil && strings.HasPrefix(m.Method, "notifications/") && !strings.HasSuffix(m.Method, "/list_changed") {
-				relay(data)
+	relay, _ := r.Context().Value(relayKey{}).(func([]byte))
+	var send func([]byte) bool
+	if relay != nil {
+		send = func(b []byte) bool { relay(b); return true }
+	}
+	var asked askSet
+	defer asked.drop(s)
+	rec.onEvent = func(data []byte) {
+		var m rpcResponse
+		switch {
+		case json.Unmarshal(data, &m) != nil || m.Method == "":
+		case len(m.ID) > 0:
+			// A request to the client (sampling, elicitation, roots, an
+			// approval question) goes to it on its SSE answer.
+			if key := a.ask(r, s, upstream, in, data, send); key != "" {
+				asked.add(key)
 			}
+		case relay != nil && strings.HasPrefix(m.Method, "notifications/") && !strings.HasSuffix(m.Method, "/list_changed"):
+			// Progress and log notifications about this call go to the
+			// client as they come, on its own SSE answer.
+			relay(data)
 		}
 	}
 	req := a.innerRequest(r, http.MethodPost, upstream, in, body)
@@ -958,9 +986,30 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 		wg.Go(func() {
 			req := a.innerRequest(r.WithContext(ctx), http.MethodGet, u, in, nil)
 			req.Header.Set("Accept", "text/event-stream")
+			send := func(b []byte) bool {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if s.notify != ch {
+					return false
+				}
+				select {
+				case ch <- b:
+					return true
+				default: // the client reads too slowly: the upstream hears so
+					return false
+				}
+			}
+			var asked askSet
+			defer asked.drop(s)
 			a.g.handleMCP(&sseSink{h: http.Header{}, on: func(m []byte) {
 				var n rpcResponse
-				if json.Unmarshal(m, &n) == nil && n.Method != "" {
+				switch {
+				case json.Unmarshal(m, &n) != nil || n.Method == "":
+				case len(n.ID) > 0: // a request to the client, on its GET stream
+					if key := a.ask(r, s, u, in, m, send); key != "" {
+						asked.add(key)
+					}
+				default:
 					a.notified(s, n.Method)
 				}
 			}}, req)
@@ -1180,6 +1229,52 @@ func modernParams(method string, params, meta jsontext.Value) (jsontext.Value, s
 }
 
 // discover answers server/discover for the virtual server.
+// discoverFor answers server/discover. The virtual server speaks
+// 2026-07-28 only if every upstream does, since it sends each request on in
+// the client's era: when one answers server/discover with an error (a
+// stateful server's -32022, a 2025-era server's "method not found") or
+// without 2026-07-28 among its supportedVersions, the
+// virtual server answers as a stateful server does, -32022 naming the
+// versions it speaks, and the client falls back to initialize. An upstream
+// that is down decides nothing (it drops out of lists either way).
+func (a *aggregator) discoverFor(r *http.Request, s *aggSession) (jsontext.Value, error) {
+	if !s.modern {
+		return a.discover(), nil
+	}
+	var legacy atomic.Bool
+	var wg sync.WaitGroup
+	for _, u := range a.vs.Upstreams {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(r.Context(), a.listTimeout)
+			defer cancel()
+			res, err := a.innerCall(r.WithContext(ctx), s, u, "server/discover", nil)
+			if err != nil {
+				if _, ok := errors.AsType[*routeError](err); ok {
+					legacy.Store(true)
+				}
+				return
+			}
+			var d struct {
+				Supported []string `json:"supportedVersions"`
+			}
+			if json.Unmarshal(res, &d) != nil || !slices.Contains(d.Supported, modernVersion) {
+				legacy.Store(true) // it answers discover but not in this era (go-sdk's stateful server)
+			}
+		})
+	}
+	wg.Wait()
+	if legacy.Load() {
+		return nil, &intercept.WireError{Code: codeUnsupportedVersion,
+			Message: fmt.Sprintf("protocol version %q is not supported by %s: an upstream speaks only earlier versions", modernVersion, a.path()),
+			Data:    map[string]any{"supported": aggVersions, "requested": modernVersion}}
+	}
+	return a.discover(), nil
+}
+
+// codeUnsupportedVersion is MCP's error for a protocol version the server
+// does not speak.
+const codeUnsupportedVersion = -32022
+
 func (a *aggregator) discover() jsontext.Value {
 	name := "sluice"
 	if a.vs.Name != "" {

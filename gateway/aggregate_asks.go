@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// Requests an upstream sends to the client (sampling/createMessage,
+// elicitation/create, roots/list, ping, and the gateway's own approval
+// questions on an upstream's route) reach a virtual server's client under
+// an id the virtual server mints: two upstreams' ids cannot collide, and
+// the client's answer goes back to the upstream that asked, under the id
+// it used. A request that cannot reach the client (no stream open for it,
+// or too many unanswered) is answered to the upstream at once with an
+// error, so nothing waits for an answer that cannot come.
+
+// askIDPrefix starts the JSON ids the virtual server gives relayed requests.
+const askIDPrefix = `"sluice-ask-`
+
+// maxPendingAsks bounds a session's relayed requests awaiting an answer.
+const maxPendingAsks = 64
+
+type pendingAsk struct {
+	upstream string
+	id       jsontext.Value // the upstream's own id
+}
+
+// mintAsk registers a request from upstream and returns the id the client
+// sees, or "" when the session has too many unanswered.
+func (s *aggSession) mintAsk(upstream string, id jsontext.Value) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.asks) >= maxPendingAsks || s.closed {
+		return ""
+	}
+	if s.asks == nil {
+		s.asks = map[string]pendingAsk{}
+	}
+	s.asked++
+	key := askIDPrefix + strconv.FormatUint(s.asked, 10) + `"`
+	s.asks[key] = pendingAsk{upstream: upstream, id: id}
+	return key
+}
+
+func (s *aggSession) takeAsk(key string) (pendingAsk, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pa, ok := s.asks[key]
+	delete(s.asks, key)
+	return pa, ok
+}
+
+// askSet is the ids minted for one inner exchange, forgotten when it ends:
+// an answer after that has nobody waiting for it.
+type askSet struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (k *askSet) add(key string) {
+	k.mu.Lock()
+	k.keys = append(k.keys, key)
+	k.mu.Unlock()
+}
+
+func (k *askSet) drop(s *aggSession) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, key := range k.keys {
+		delete(s.asks, key)
+	}
+}
+
+// ask relays msg, a request from upstream, to the client through send
+// (nil or failing when the client cannot be reached) and returns the id it
+// was given, or answers the upstream with an error and returns "".
+func (a *aggregator) ask(r *http.Request, s *aggSession, upstream string, in *innerSession, msg []byte, send func([]byte) bool) string {
+	var req rpcRequest
+	if json.Unmarshal(msg, &req) != nil || len(req.ID) == 0 {
+		return ""
+	}
+	why := "the client has no stream open on " + a.path() + " for requests from the server"
+	if send != nil {
+		if key := s.mintAsk(upstream, req.ID); key != "" {
+			req.ID = jsontext.Value(key)
+			if b, err := json.Marshal(req); err == nil && send(b) {
+				return key
+			}
+			s.takeAsk(key)
+		} else {
+			why = "too many requests to the client are awaiting an answer"
+		}
+	}
+	body := intercept.ErrorResponse(req.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: req.Method + " not delivered: " + why})
+	// The upstream's answer is still being written by this goroutine's
+	// caller: the error goes in on its own.
+	go a.g.handleMCP(&discard{h: http.Header{}}, a.innerRequest(r, http.MethodPost, upstream, in, body))
+	return ""
+}
+
+// answer takes a client's response to a relayed request back to the
+// upstream that asked, under the upstream's id.
+func (a *aggregator) answer(w http.ResponseWriter, r *http.Request, resp rpcResponse) {
+	s := a.session(w, r)
+	if s == nil {
+		return
+	}
+	pa, ok := s.takeAsk(string(resp.ID))
+	s.mu.Lock()
+	in := s.inner[pa.upstream]
+	s.mu.Unlock()
+	if !ok || in == nil {
+		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: "no request with id " + string(resp.ID) + " awaits an answer on this session"})
+		return
+	}
+	resp.ID = pa.id
+	body, err := json.Marshal(resp)
+	if err != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: err.Error()})
+		return
+	}
+	rec := &buffered{h: http.Header{}}
+	a.g.handleMCP(rec, a.innerRequest(r, http.MethodPost, pa.upstream, in, body))
+	if rec.body.Len() > 0 {
+		writeJSON(w, rec.status(), rec.body.Bytes())
+		return
+	}
+	w.WriteHeader(rec.status())
+}
+
+// broadcast sends a client notification to every upstream the session has
+// started (notifications/roots/list_changed: each may have asked for roots).
+func (a *aggregator) broadcast(r *http.Request, s *aggSession, body []byte) {
+	s.mu.Lock()
+	inner := innerList(s.inner)
+	s.mu.Unlock()
+	for _, in := range inner {
+		a.g.handleMCP(&discard{h: http.Header{}}, a.innerRequest(r, http.MethodPost, in.upstream, in.sess, body))
+	}
+}

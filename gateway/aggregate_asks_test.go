@@ -1,0 +1,273 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpgoserver "github.com/mark3labs/mcp-go/server"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// askingUpstream is a go-sdk server whose tools ask the client something
+// while they run; go-sdk sends those requests on the call's own SSE answer.
+func askingUpstream(name string) *httptest.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "summarize", Description: "Summarizes with the client's model"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: name + ": " + in.Text}}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " sampled: " + res.Content.(*mcp.TextContent).Text}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "confirm", Description: "Asks the user"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "go on?", RequestedSchema: map[string]any{"type": "object",
+			"properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s %s %v", name, res.Action, res.Content["ok"])}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "roots", Description: "Lists the client's roots"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		var uris []string
+		for _, r := range res.Roots {
+			uris = append(uris, r.URI)
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(uris, ",")}}}, nil, nil
+	})
+	return httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+}
+
+// mcpgoAskingUpstream is an mcp-go server, which sends its requests to the
+// client on the session's GET stream.
+func mcpgoAskingUpstream() *httptest.Server {
+	srv := mcpgoserver.NewMCPServer("listener", "1")
+	srv.EnableSampling()
+	srv.AddTool(mcpgo.NewTool("sample"), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		res, err := srv.RequestSampling(ctx, mcpgo.CreateMessageRequest{CreateMessageParams: mcpgo.CreateMessageParams{MaxTokens: 10,
+			Messages: []mcpgo.SamplingMessage{{Role: mcpgo.RoleUser, Content: mcpgo.NewTextContent("listener: hi")}}}})
+		if err != nil {
+			return nil, err
+		}
+		text, _ := res.Content.(mcpgo.TextContent)
+		return mcpgo.NewToolResultText("listener sampled: " + text.Text), nil
+	})
+	return httptest.NewServer(mcpgoserver.NewStreamableHTTPServer(srv))
+}
+
+// TestAggregateRelaysServerRequests: sampling, elicitation and roots
+// requests from upstreams behind one virtual server reach the client —
+// on the call's SSE answer (go-sdk upstreams) or the GET stream (mcp-go) —
+// and its answers reach the upstream that asked, with two upstreams asking
+// under the same ids.
+func TestAggregateRelaysServerRequests(t *testing.T) {
+	a, b, c := askingUpstream("alpha"), askingUpstream("beta"), mcpgoAskingUpstream()
+	for _, s := range []*httptest.Server{a, b, c} {
+		t.Cleanup(s.Close)
+	}
+	g, err := New(Options{
+		Upstreams:          []Upstream{{Name: "alpha", URL: a.URL}, {Name: "beta", URL: b.URL}, {Name: "listener", URL: c.URL + "/mcp"}},
+		VirtualServers:     []VirtualServer{{Naming: NamingPrefix}},
+		OnAggregateDropped: func(_, upstream, why string) { t.Errorf("%s dropped from a list: %s", upstream, why) },
+	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+
+	var sampled atomic.Int32
+	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			sampled.Add(1)
+			asked := req.Params.Messages[0].Content.(*mcp.TextContent).Text
+			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "model read " + strings.SplitN(asked, ":", 2)[0]}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
+		},
+	})
+	client.AddRoots(&mcp.Root{URI: "file:///work/project"})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	call := func(name string, args map[string]any) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if res.IsError {
+			t.Fatalf("%s: tool error %v", name, res.Content[0].(*mcp.TextContent).Text)
+		}
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	// Both go-sdk upstreams number their requests from the same start:
+	// each answer still goes to the upstream that asked.
+	if got := call("alpha_summarize", map[string]any{"text": "x"}); got != "alpha sampled: model read alpha" {
+		t.Errorf("alpha: %q", got)
+	}
+	if got := call("beta_summarize", map[string]any{"text": "x"}); got != "beta sampled: model read beta" {
+		t.Errorf("beta: %q", got)
+	}
+	if got := call("beta_confirm", nil); got != "beta accept true" {
+		t.Errorf("elicitation: %q", got)
+	}
+	if got := call("alpha_roots", nil); got != "file:///work/project" {
+		t.Errorf("roots: %q", got)
+	}
+	if got := call("listener_sample", nil); got != "listener sampled: model read listener" {
+		t.Errorf("mcp-go, on the GET stream: %q", got)
+	}
+	if n := sampled.Load(); n != 3 {
+		t.Errorf("client sampled %d times, want 3", n)
+	}
+}
+
+// TestAggregateAnswerForged: an answer to an id the virtual server never
+// minted (or already answered) is refused, not sent to any upstream.
+func TestAggregateAnswerForged(t *testing.T) {
+	a := askingUpstream("alpha")
+	t.Cleanup(a.Close)
+	g, err := New(Options{
+		Upstreams:      []Upstream{{Name: "alpha", URL: a.URL}},
+		VirtualServers: []VirtualServer{{}},
+	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"sampling":{}},"clientInfo":{"name":"a"}}}`
+	code, h, _ := post(t, gw.URL+"/mcp", nil, init)
+	sid := h.Get("Mcp-Session-Id")
+	if code != 200 || sid == "" {
+		t.Fatalf("initialize: %d %q", code, sid)
+	}
+	for _, id := range []string{`"sluice-ask-1"`, `1`, `"sluice-approval-1"`} {
+		code, _, body := post(t, gw.URL+"/mcp", map[string]string{"Mcp-Session-Id": sid}, `{"jsonrpc":"2.0","id":`+id+`,"result":{"action":"accept"}}`)
+		if code != http.StatusBadRequest || !strings.Contains(body, "awaits an answer") {
+			t.Errorf("answer to %s: %d %s", id, code, body)
+		}
+	}
+	// A client that takes only JSON answers cannot be asked anything: the
+	// upstream hears so at once instead of waiting for a sampling answer.
+	done := make(chan string, 1)
+	go func() {
+		_, _, body := post(t, gw.URL+"/mcp", map[string]string{"Mcp-Session-Id": sid, "Accept": "application/json"},
+			`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"summarize","arguments":{"text":"x"}}}`)
+		done <- body
+	}()
+	select {
+	case body := <-done:
+		if !strings.Contains(body, "sampling/createMessage not delivered") {
+			t.Errorf("call needing sampling without a stream: %s", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call waited for a sampling answer that could not come")
+	}
+}
+
+// TestAggregateDiscoverFollowsUpstreams: in front of an upstream that
+// speaks only 2025-era versions (go-sdk's stateful server answers
+// server/discover but refuses 2026-07-28 calls), the virtual server does not
+// claim 2026-07-28: server/discover gets -32022 with the versions it does
+// speak, so a client falls back to initialize instead of losing that
+// upstream's tools.
+func TestAggregateDiscoverFollowsUpstreams(t *testing.T) {
+	a := askingUpstream("alpha")
+	t.Cleanup(a.Close)
+	g, err := New(Options{
+		Upstreams:      []Upstream{{Name: "alpha", URL: a.URL}},
+		VirtualServers: []VirtualServer{{}},
+	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	_, _, body := post(t, gw.URL+"/mcp", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"},
+		`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta+`}}`)
+	if !strings.Contains(body, `"code":-32022`) || !strings.Contains(body, `"supported":["2025-11-25"`) {
+		t.Errorf("discover in front of a 2025-only upstream: %s", body)
+	}
+}
+
+// TestAggregateApprovalByElicitation: a call held for approval behind a
+// virtual server asks the agent's user — by elicitation/create relayed on
+// the call's stream in 2025-11-25, by input_required in 2026-07-28 — and
+// goes through only when the user approves.
+func TestAggregateApprovalByElicitation(t *testing.T) {
+	for _, version := range []string{mcpgo.ProtocolVersion20251125, ""} {
+		for _, approve := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%q/%v", version, approve), func(t *testing.T) {
+				f, store := approvalFixture(t, Options{VirtualServers: []VirtualServer{{Upstreams: []string{"demo"}}}}, false)
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+				defer cancel()
+				var asked atomic.Int32
+				trans, err := mcptransport.NewStreamableHTTP(f.gw.URL + "/mcp")
+				if err != nil {
+					t.Fatal(err)
+				}
+				copts := []client.ClientOption{client.WithElicitationHandler(elicitFunc(func(_ context.Context, r mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+					asked.Add(1)
+					if !strings.Contains(r.Params.Message, `tool "add"`) {
+						t.Errorf("question %q does not name the tool", r.Params.Message)
+					}
+					return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{
+						Action: mcpgo.ElicitationResponseActionAccept, Content: map[string]any{"approve": approve}}}, nil
+				}))}
+				if version != "" {
+					copts = append(copts, client.WithProtocolVersion(version))
+				}
+				c := client.NewClient(trans, copts...)
+				if err := c.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ClientInfo: mcpgo.Implementation{Name: "agg-user", Version: "1"}}}); err != nil {
+					t.Fatalf("Initialize: %v", err)
+				}
+				res, err := c.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}}})
+				if err != nil {
+					t.Fatalf("CallTool: %v", err)
+				}
+				if asked.Load() != 1 {
+					t.Errorf("user asked %d times, want once", asked.Load())
+				}
+				req := onlyRequest(t, store)
+				if approve && (res.IsError || text(res) != "5" || req.Status != approval.Used) {
+					t.Errorf("approved: got %+v (request %s), want 5 and the approval used", res, req.Status)
+				}
+				if !approve && (!res.IsError || req.Status != approval.Declined || f.upstreamSaw(`"name":"add"`)) {
+					t.Errorf("declined: got %+v (request %s), want a soft denial and nothing forwarded", res, req.Status)
+				}
+			})
+		}
+	}
+}
