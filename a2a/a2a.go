@@ -302,6 +302,16 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		reply(&intercept.WireError{Code: codeVersionNotSupported, Message: err.Error()})
 		return
 	}
+	if !v1 {
+		if _, _, err := g.endpoint(r.Context(), a, false); err == nil {
+			// A 0.3 card: served as it says.
+		} else if _, rest, err := g.endpoint(r.Context(), a, true); err == nil && rest {
+			// 0.3 has no binding to translate to for an agent that
+			// offers only 1.0's HTTP+JSON (restupstream.go).
+			reply(&intercept.WireError{Code: codeVersionNotSupported, Message: fmt.Sprintf("agent %q offers only the A2A 1.0 HTTP+JSON binding: send A2A-Version: 1.0", a.Name)})
+			return
+		}
+	}
 	spec, known := methods[m.Method]
 	if !known {
 		if !g.opts.AllowUnknownMethods {
@@ -584,23 +594,47 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *i
 	fail := func(status int, err error) {
 		writeJSON(w, status, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
 	}
-	endpoint, err := g.endpoint(r.Context(), a, v1)
+	endpoint, rest, err := g.endpoint(r.Context(), a, v1)
 	if err != nil {
 		fail(http.StatusBadGateway, err)
 		return
 	}
-	body, err := transport.Compact(m.Raw)
-	if err != nil {
-		fail(http.StatusBadRequest, err)
-		return
-	}
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, endpoint, bytes.NewReader(body))
-	if err != nil {
-		fail(http.StatusBadGateway, err)
-		return
+	var req *http.Request
+	if rest {
+		// An agent with only the 1.0 HTTP+JSON binding: the same method
+		// as its REST request (restupstream.go).
+		if !v1 {
+			writeJSON(w, http.StatusOK, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: codeVersionNotSupported,
+				Message: fmt.Sprintf("agent %q offers only the A2A 1.0 HTTP+JSON binding: send A2A-Version: 1.0", a.Name)}))
+			return
+		}
+		verb, path, body, stream, err := restCall(m.Method, m.Params)
+		if err != nil {
+			writeJSON(w, http.StatusOK, intercept.ErrorResponse(m.ID, err))
+			return
+		}
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		if req, err = http.NewRequestWithContext(r.Context(), verb, strings.TrimSuffix(endpoint, "/")+path, rd); err != nil {
+			fail(http.StatusBadGateway, err)
+			return
+		}
+		req.Header.Set("Accept", restAccept(stream))
+	} else {
+		body, err := transport.Compact(m.Raw)
+		if err != nil {
+			fail(http.StatusBadRequest, err)
+			return
+		}
+		if req, err = http.NewRequestWithContext(r.Context(), http.MethodPost, endpoint, bytes.NewReader(body)); err != nil {
+			fail(http.StatusBadGateway, err)
+			return
+		}
+		req.Header.Set("Accept", "application/json, text/event-stream")
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	for _, h := range []string{"A2A-Version", "A2A-Extensions"} {
 		if v := r.Header.Get(h); v != "" {
 			req.Header.Set(h, v)
@@ -616,6 +650,13 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *i
 		}
 		fail(http.StatusBadGateway, fmt.Errorf("agent %q: %v", a.Name, err))
 		return
+	}
+	if rest {
+		if err := restToRPC(resp, m.ID, 8*g.opts.MaxBody); err != nil {
+			resp.Body.Close()
+			fail(http.StatusBadGateway, fmt.Errorf("agent %q: %v", a.Name, err))
+			return
+		}
 	}
 	defer resp.Body.Close()
 	owner := ownerOf(r.Context())

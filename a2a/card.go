@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,9 +29,10 @@ type cardCache struct {
 type cardEntry struct {
 	card    jsontext.Value
 	fetched time.Time
-	// endpoint is the JSON-RPC URL calls of this version go to, read
-	// from card once.
+	// endpoint is the URL calls of this version go to, read from card
+	// once: its JSON-RPC interface, or its 1.0 HTTP+JSON one (rest).
 	endpoint string
+	rest     bool
 }
 
 func vi(v1 bool) int {
@@ -67,12 +69,12 @@ func (g *Gateway) card(ctx context.Context, a *agent, v1 bool) (jsontext.Value, 
 		g.log.Warn("a2a: agent card refused", "agent", a.Name, "err", err)
 		return nil, err
 	}
-	endpoint, err := g.pickEndpoint(a, card, v1)
+	endpoint, rest, err := g.pickEndpoint(a, card, v1)
 	if err != nil {
 		return nil, err
 	}
 	a.cards.mu.Lock()
-	a.cards.entries[vi(v1)] = cardEntry{card: card, fetched: time.Now(), endpoint: endpoint}
+	a.cards.entries[vi(v1)] = cardEntry{card: card, fetched: time.Now(), endpoint: endpoint, rest: rest}
 	list, skills := skillTools(card)
 	a.cards.skills = skills
 	a.cards.mu.Unlock()
@@ -205,9 +207,11 @@ func (g *Gateway) fetchCard(ctx context.Context, a *agent, v1 bool) (jsontext.Va
 type iface struct {
 	url     string
 	version string
+	rest    bool // the A2A 1.0 HTTP+JSON binding (else JSON-RPC)
 }
 
-// interfaces returns the card's JSON-RPC interfaces, and refuses a card
+// interfaces returns the card's JSON-RPC and A2A 1.0 HTTP+JSON
+// interfaces, and refuses a card
 // with an interface outside the agent's origin: calls there would bypass
 // the gateway, or the card would send the client elsewhere.
 func (g *Gateway) interfaces(a *agent, card jsontext.Value) ([]iface, error) {
@@ -237,8 +241,12 @@ func (g *Gateway) interfaces(a *agent, card jsontext.Value) ([]iface, error) {
 		if err != nil || !sameOrigin(u, a.base) {
 			return fmt.Errorf("the card of agent %q points elsewhere: interface %s is not at %s://%s; refused", a.Name, raw, a.base.Scheme, a.base.Host)
 		}
-		if strings.EqualFold(binding, "JSONRPC") || binding == "" {
-			out = append(out, iface{raw, version})
+		switch {
+		case strings.EqualFold(binding, "JSONRPC") || binding == "":
+			out = append(out, iface{url: raw, version: version})
+		case strings.EqualFold(binding, "HTTP+JSON") && strings.HasPrefix(version, "1"):
+			// 0.3's REST binding (paths under /v1) is another API.
+			out = append(out, iface{url: raw, version: version, rest: true})
 		}
 		return nil
 	}
@@ -256,7 +264,7 @@ func (g *Gateway) interfaces(a *agent, card jsontext.Value) ([]iface, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("the card of agent %q offers no JSON-RPC interface", a.Name)
+		return nil, fmt.Errorf("the card of agent %q offers no JSON-RPC or A2A 1.0 HTTP+JSON interface", a.Name)
 	}
 	return out, nil
 }
@@ -265,28 +273,42 @@ func sameOrigin(u, base *url.URL) bool {
 	return strings.EqualFold(u.Scheme, base.Scheme) && strings.EqualFold(u.Host, base.Host)
 }
 
-// endpoint is the agent's JSON-RPC URL for the version, from its card.
-func (g *Gateway) endpoint(ctx context.Context, a *agent, v1 bool) (string, error) {
+// endpoint is the agent's URL for the version, from its card, and whether
+// it is an HTTP+JSON interface.
+func (g *Gateway) endpoint(ctx context.Context, a *agent, v1 bool) (string, bool, error) {
 	if _, err := g.card(ctx, a, v1); err != nil {
-		return "", err
+		return "", false, err
 	}
 	a.cards.mu.Lock()
 	defer a.cards.mu.Unlock()
-	return a.cards.entries[vi(v1)].endpoint, nil
+	e := a.cards.entries[vi(v1)]
+	return e.endpoint, e.rest, nil
 }
 
-// pickEndpoint chooses the card's JSON-RPC interface for the version.
-func (g *Gateway) pickEndpoint(a *agent, card jsontext.Value, v1 bool) (string, error) {
+// pickEndpoint chooses the card's JSON-RPC interface for the version,
+// another JSON-RPC interface, or else its HTTP+JSON one.
+func (g *Gateway) pickEndpoint(a *agent, card jsontext.Value, v1 bool) (string, bool, error) {
 	ifs, err := g.interfaces(a, card)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
+	var rpc, rest []iface
 	for _, i := range ifs {
-		if strings.HasPrefix(i.version, "1") == v1 {
-			return i.url, nil
+		if i.rest {
+			rest = append(rest, i)
+		} else {
+			rpc = append(rpc, i)
 		}
 	}
-	return ifs[0].url, nil
+	for _, i := range rpc {
+		if strings.HasPrefix(i.version, "1") == v1 {
+			return i.url, false, nil
+		}
+	}
+	if len(rpc) > 0 {
+		return rpc[0].url, false, nil
+	}
+	return rest[0].url, true, nil
 }
 
 func (g *Gateway) serveCard(w http.ResponseWriter, r *http.Request) {
@@ -319,9 +341,11 @@ func (g *Gateway) serveCard(w http.ResponseWriter, r *http.Request) {
 // rewrite invalidates (the upstream's signatures, verified when fetched),
 // and signs the result with the gateway's key.
 func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (jsontext.Value, error) {
-	if _, err := g.interfaces(a, card); err != nil {
+	own, err := g.interfaces(a, card)
+	if err != nil {
 		return nil, err
 	}
+	restOnly := !slices.ContainsFunc(own, func(i iface) bool { return !i.rest })
 	var c map[string]any
 	if err := json.Unmarshal(card, &c); err != nil {
 		return nil, err
@@ -351,6 +375,11 @@ func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (j
 				m["url"] = self + "/rest"
 				keep = append(keep, m)
 			}
+		}
+		if list == "supportedInterfaces" && restOnly {
+			// The gateway serves JSON-RPC in front of an agent that
+			// offers only HTTP+JSON: say so.
+			keep = append([]any{map[string]any{"url": self, "protocolBinding": "JSONRPC", "protocolVersion": own[0].version}}, keep...)
 		}
 		c[list] = keep
 	}

@@ -28,6 +28,9 @@ const card = {
   signatures: [],
 };
 
+// REST_ONLY=1: the agent offers (and serves) only the HTTP+JSON binding.
+if (process.env.REST_ONLY === '1') card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolBinding === 'HTTP+JSON');
+
 const cancelled = new Set();
 const text = (s) => ({ content: { $case: 'text', value: s }, metadata: undefined, filename: '', mediaType: 'text/plain' });
 const executor = {
@@ -55,7 +58,7 @@ const executor = {
 const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
 const app = express();
 app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }));
-app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
+if (process.env.REST_ONLY !== '1') app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
 app.use('/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
 // SIGN_CARD=1: the card is signed (EdDSA) with a key published at
 // /.well-known/jwks.json, as the SDK's generateAgentCardSignature does it.

@@ -307,3 +307,53 @@ func TestA2ARestThroughGateway(t *testing.T) {
 		t.Errorf("REST unknown task: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestA2ARestOnlyAgent: an agent that offers only the 1.0 HTTP+JSON
+// binding (no JSON-RPC endpoint at all) is served through Sluice both ways:
+// the SDK client on the gateway's JSON-RPC endpoint and on its REST one
+// gets the transcript the SDK client gets on the agent's REST binding
+// directly; policy still decides each call; a 0.3 client is told the
+// agent needs 1.0.
+func TestA2ARestOnlyAgent(t *testing.T) {
+	agent := startAgent(t, "REST_ONLY=1")
+	gw := a2aGateway(t, allowAll, agent)
+	want := a2aClient(t, "--url", agent, "--transport", "rest")
+	if !strings.Contains(want, "echo: hello") {
+		t.Fatalf("direct REST run: %s", want)
+	}
+	for _, transport := range []string{"rest", "jsonrpc"} {
+		got := a2aClient(t, "--url", gw+"/a2a/echo/", "--transport", transport)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s through Sluice to a REST-only agent differs from direct REST (-direct +gateway):\n%s", transport, diff)
+		}
+	}
+	deny := &intercept.StaticDecider{Default: intercept.Deny, Mode: intercept.ModeThrow}
+	gw2 := a2aGateway(t, deny, agent)
+	out := a2aClient(t, "--url", gw2+"/a2a/echo/", "--scenario", "send", "--text", "forbidden")
+	if !strings.Contains(out, "not allowed") || strings.Contains(out, "echo: forbidden") {
+		t.Errorf("denied send to a REST-only agent: %s", out)
+	}
+	resp, err := http.Post(gw+"/a2a/echo", "application/json",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "A2A-Version: 1.0") {
+		t.Errorf("a 0.3 send to a REST-only agent: %d %s", resp.StatusCode, b)
+	}
+	// An unknown task: the agent's REST 404 becomes JSON-RPC TaskNotFound.
+	req, _ := http.NewRequest(http.MethodPost, gw+"/a2a/echo", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"nope"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"code":-32001`) {
+		t.Errorf("GetTask of an unknown task: %s", b)
+	}
+}
