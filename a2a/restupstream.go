@@ -39,9 +39,18 @@ func restCall(method string, params jsontext.Value) (verb, path string, body []b
 		_ = json.Unmarshal(p[k], &s)
 		return s
 	}
+	// seg escapes a path segment; "." and ".." would move the request
+	// elsewhere on the agent's origin once the path is cleaned.
+	var bad string
+	seg := func(v string) string {
+		if v == "." || v == ".." {
+			bad = v
+		}
+		return url.PathEscape(v)
+	}
 	prefix := ""
 	if t := str("tenant"); t != "" {
-		prefix = "/" + url.PathEscape(t)
+		prefix = "/" + seg(t)
 	}
 	delete(p, "tenant")
 	// query turns the named scalar params into a query string.
@@ -72,11 +81,14 @@ func restCall(method string, params jsontext.Value) (verb, path string, body []b
 	}
 	task := func(k string) (string, error) {
 		id := str(k)
-		if id == "" {
-			return "", fmt.Errorf("%s needs params.%s", method, k)
+		if id == "" || id == "." || id == ".." {
+			return "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("%s needs a valid params.%s", method, k)}
 		}
 		delete(p, k)
-		return "/tasks/" + url.PathEscape(id), nil
+		return "/tasks/" + seg(id), nil
+	}
+	if bad != "" {
+		return "", "", nil, false, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("%s: %q is not a valid tenant", method, bad)}
 	}
 	switch method {
 	case "SendMessage":
@@ -116,10 +128,13 @@ func restCall(method string, params jsontext.Value) (verb, path string, body []b
 		if id == "" {
 			return "", "", nil, false, fmt.Errorf("%s needs params.id", method)
 		}
-		if method == "GetTaskPushNotificationConfig" {
-			return http.MethodGet, prefix + t + "/" + url.PathEscape(id), nil, false, nil
+		if id = seg(id); bad != "" {
+			return "", "", nil, false, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("%s: %q is not a valid id", method, bad)}
 		}
-		return http.MethodDelete, prefix + t + "/" + url.PathEscape(id), nil, false, nil
+		if method == "GetTaskPushNotificationConfig" {
+			return http.MethodGet, prefix + t + "/" + id, nil, false, nil
+		}
+		return http.MethodDelete, prefix + t + "/" + id, nil, false, nil
 	}
 	return "", "", nil, false, &intercept.WireError{Code: intercept.CodeMethodNotFound, Message: method + " has no HTTP+JSON form"}
 }

@@ -33,7 +33,9 @@ func TestRestCall(t *testing.T) {
 			t.Errorf("%s: got %s %s %s stream=%v err=%v, want %s %s %s stream=%v", tc.method, verb, path, body, stream, err, tc.verb, tc.path, tc.body, tc.stream)
 		}
 	}
-	for _, bad := range []struct{ method, params string }{{"GetTask", `{}`}, {"message/send", `{}`}, {"GetTaskPushNotificationConfig", `{"taskId":"t"}`}} {
+	for _, bad := range []struct{ method, params string }{{"GetTask", `{}`}, {"message/send", `{}`}, {"GetTaskPushNotificationConfig", `{"taskId":"t"}`},
+		// Dot segments would reach other paths of the agent's origin.
+		{"GetTask", `{"id":".."}`}, {"SendMessage", `{"tenant":"..","message":{}}`}, {"GetTaskPushNotificationConfig", `{"taskId":"t","id":".."}`}} {
 		if _, _, _, _, err := restCall(bad.method, jsontext.Value(bad.params)); err == nil {
 			t.Errorf("%s %s: want an error", bad.method, bad.params)
 		}
