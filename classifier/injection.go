@@ -129,21 +129,45 @@ func fold(s string) (folded, hidden, invisible string) {
 	var b, h strings.Builder
 	b.Grow(len(s))
 	var tags, bidi, zw, vs int
-	var prev rune
+	var prev rune // the last rune written or folded as a space
+	var last rune // the rune before this one, whatever became of it
 	space := false
-	rs := []rune(s)
-	skip := -1 // the rest of an emoji tag sequence, up to this index
-	for i, r := range rs {
-		if i <= skip {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			// ASCII: no decoding, no table.
+			i++
+			last = rune(c)
+			switch {
+			case c >= 'A' && c <= 'Z':
+				c += 'a' - 'A'
+			case c == ' ' || c >= '\t' && c <= '\r':
+				if !space {
+					b.WriteByte(' ')
+				}
+				space = true
+				prev = rune(c)
+				continue
+			}
+			space = false
+			b.WriteByte(c)
+			prev = rune(c)
 			continue
 		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		before := last
+		i += n
+		last = r
 		switch {
 		case r >= 0xE0000 && r <= 0xE007F:
-			if j := flagTagsEnd(rs, i); j > 0 {
-				// A subdivision flag (🏴 + tag letters + cancel tag), the
-				// one legitimate use of tag characters.
-				skip = j
-				continue
+			if before == 0x1F3F4 {
+				if j := flagTagsEnd(s, i-n); j > 0 {
+					// A subdivision flag (🏴 + tag letters + cancel tag),
+					// the one legitimate use of tag characters.
+					i = j
+					last = 0xE007F
+					continue
+				}
 			}
 			tags++
 			if r >= 0xE0020 && r <= 0xE007E {
@@ -162,10 +186,10 @@ func fold(s string) (folded, hidden, invisible string) {
 			// only those wedged between ASCII letters, or a BOM after
 			// the start.
 			next := rune(0)
-			if i+1 < len(rs) {
-				next = rs[i+1]
+			if i < len(s) {
+				next, _ = utf8.DecodeRuneInString(s[i:])
 			}
-			if (isASCIILetter(prev) && isASCIILetter(next)) || (r == 0xFEFF && i > 0) {
+			if (isASCIILetter(prev) && isASCIILetter(next)) || (r == 0xFEFF && i > n) {
 				zw++
 			}
 			continue
@@ -174,23 +198,24 @@ func fold(s string) (folded, hidden, invisible string) {
 			continue
 		case r >= 0xFF01 && r <= 0xFF5E:
 			r -= 0xFEE0
-		}
-		if r < utf8.RuneSelf {
-			switch {
-			case r >= 'A' && r <= 'Z':
-				r += 'a' - 'A'
-			case r == ' ' || r >= '\t' && r <= '\r':
-				if !space {
-					b.WriteByte(' ')
+			if r < utf8.RuneSelf {
+				// Full-width ASCII folds like ASCII.
+				switch {
+				case r >= 'A' && r <= 'Z':
+					r += 'a' - 'A'
+				case r == ' ':
+					if !space {
+						b.WriteByte(' ')
+					}
+					space = true
+					prev = r
+					continue
 				}
-				space = true
+				space = false
+				b.WriteByte(byte(r))
 				prev = r
 				continue
 			}
-			space = false
-			b.WriteByte(byte(r))
-			prev = r
-			continue
 		}
 		switch {
 		case r >= 0x0130 && r <= 0x052F: // Latin extended, IPA, Greek, Cyrillic: look-alikes
@@ -231,24 +256,23 @@ func fold(s string) (folded, hidden, invisible string) {
 	return b.String(), h.String(), strings.Join(why, ", ")
 }
 
-// flagTagsEnd returns the index of the cancel tag ending the emoji tag
-// sequence whose first tag character is rs[i] (after U+1F3F4, at most 7
-// tag letters or digits), or -1 if rs[i] does not start one.
-func flagTagsEnd(rs []rune, i int) int {
-	if i == 0 || rs[i-1] != 0x1F3F4 {
-		return -1
-	}
-	for j := i; j < len(rs) && j-i <= 7; j++ {
-		switch r := rs[j]; {
+// flagTagsEnd returns the byte offset just past the cancel tag ending the
+// emoji tag sequence whose first tag character starts at s[i] (after
+// U+1F3F4, at most 7 tag letters or digits), or -1 if it does not end one.
+func flagTagsEnd(s string, i int) int {
+	for k := 0; i < len(s) && k <= 7; k++ {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
 		case r == 0xE007F:
-			if j > i {
-				return j
+			if k > 0 {
+				return i + n
 			}
 			return -1
 		case r >= 0xE0061 && r <= 0xE007A, r >= 0xE0030 && r <= 0xE0039:
 		default:
 			return -1
 		}
+		i += n
 	}
 	return -1
 }
