@@ -171,6 +171,9 @@ type Options struct {
 	// caller record them as events. It must return promptly. Nil: logged
 	// only.
 	OnIdentityRefused func(IdentityRefusal)
+
+	// now, if set, is the sessions' clock (tests).
+	now func() time.Time
 }
 
 func (o *Options) maxBody() int64 {

@@ -85,7 +85,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		ic:        ic,
 		log:       log,
 		routes:    make(map[string]*route),
-		sessions:  newSessionTable(opts.maxSessions(), opts.idleTimeout()),
+		sessions:  newSessionTable(opts.maxSessions(), opts.idleTimeout(), opts.now),
 		limits:    newLimits(&opts),
 		sse:       make(map[string]*transport.SSEServer),
 		stateless: make(map[string]*statelessBridge),

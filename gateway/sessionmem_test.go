@@ -52,7 +52,18 @@ func TestIdleSessionMemory(t *testing.T) {
 	up := httptest.NewServer(leanUpstream())
 	defer up.Close()
 	const n = 3000
+	// The sessions' clock stands still while they are opened (under a
+	// loaded CI machine that takes longer than the idle timeout) and
+	// jumps past the timeout once they are measured.
+	var frozen atomic.Int64 // unix nanos while the clock stands, 0 after
+	frozen.Store(time.Now().UnixNano())
 	g, err := New(Options{
+		now: func() time.Time {
+			if f := frozen.Load(); f != 0 {
+				return time.Unix(0, f)
+			}
+			return time.Now().Add(10 * time.Second)
+		},
 		Upstreams:           []Upstream{{Name: "lean", URL: up.URL}},
 		MaxSessions:         n * 2,
 		MaxSessionsPerAgent: n * 2, MaxSessionsPerClient: n * 2,
@@ -93,6 +104,7 @@ func TestIdleSessionMemory(t *testing.T) {
 	if per > 10<<10 {
 		t.Errorf("an idle session costs %.0f bytes; 100,000 of them would not fit in 1 GiB", per)
 	}
+	frozen.Store(0)
 	// Weak pointers to every session: after the idle timeout none may be
 	// left reachable.
 	var weaks []weak.Pointer[session]

@@ -103,8 +103,11 @@ type sessionTable struct {
 	m  map[string]*session
 }
 
-func newSessionTable(max int, idle time.Duration) *sessionTable {
-	return &sessionTable{max: max, idle: idle, now: time.Now, m: make(map[string]*session)}
+func newSessionTable(max int, idle time.Duration, now func() time.Time) *sessionTable {
+	if now == nil {
+		now = time.Now
+	}
+	return &sessionTable{max: max, idle: idle, now: now, m: make(map[string]*session)}
 }
 
 func newSessionID() string {
