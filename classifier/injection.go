@@ -37,17 +37,34 @@ type InjectionFinding struct {
 	Evidence string `json:"evidence"`
 }
 
-// DetectInjection scans every string in a JSON value (tool-call arguments
-// or a tool result), and every object member name, for prompt injection.
-// It is deterministic and needs no network. It looks at the first 64 KiB
-// of each string and at most 4096 values.
+// Where scanned text was. Some instructions are ordinary in what an agent
+// sends (a prompt for a model tool may well say "in your answer, cite the
+// source") and an injection in what a tool returns to the model: the
+// rules for those run on results only.
+type TextSource int
+
+const (
+	InArguments TextSource = iota // a call's arguments, a message an agent sends
+	InResult                      // what a tool or agent returned: the model will read it
+)
+
+// DetectInjection scans every string in a JSON value (tool-call arguments,
+// or a tool result with DetectInjectionFrom(v, InResult)), and every
+// object member name, for prompt injection. It is deterministic and needs
+// no network. It looks at the first 64 KiB of each string and at most 4096
+// values.
 func DetectInjection(v jsontext.Value) []InjectionFinding {
+	return DetectInjectionFrom(v, InArguments)
+}
+
+// DetectInjectionFrom is DetectInjection for text from src.
+func DetectInjectionFrom(v jsontext.Value, src TextSource) []InjectionFinding {
 	var out []InjectionFinding
 	walkJSON(v, true, func(w *jsonWalker, ev walkEvent) {
 		if ev.kind != '"' || len(ev.str) < 4 {
 			return
 		}
-		fs := DetectInjectionText(ev.str)
+		fs := DetectInjectionTextFrom(ev.str, src)
 		if len(fs) == 0 {
 			return
 		}
@@ -60,19 +77,26 @@ func DetectInjection(v jsontext.Value) []InjectionFinding {
 	return out
 }
 
-// DetectInjectionText scans one string. Each kind is reported at most once.
+// DetectInjectionText scans one string of arguments. Each kind is
+// reported at most once.
 func DetectInjectionText(s string) []InjectionFinding {
+	return DetectInjectionTextFrom(s, InArguments)
+}
+
+// DetectInjectionTextFrom scans one string from src.
+func DetectInjectionTextFrom(s string, src TextSource) []InjectionFinding {
 	if len(s) > 64<<10 {
 		s = s[:64<<10]
 	}
-	var f findings
+	f := findings{result: src == InResult}
 	detect(&f, s, 0)
 	return f.list
 }
 
 type findings struct {
-	list []InjectionFinding
-	seen uint16
+	list   []InjectionFinding
+	seen   uint16
+	result bool // the text is a result: the rules for results run too
 }
 
 var kindBits = map[string]uint16{InjectionOverride: 1, InjectionRoleClaim: 2, InjectionAuthority: 4,
@@ -293,11 +317,19 @@ var confusables = map[rune]rune{
 }
 
 // Phrase rules, over folded (lower-case, single-spaced) text.
-var phraseRules = []struct {
+type phraseRule struct {
 	kind string
 	need []string // the rule runs only on text holding one of these
 	re   *regexp.Regexp
-}{
+}
+
+// phraseRules are the rules for every text, then (from firstResultRule)
+// those for results only.
+var phraseRules = append(anyTextRules, resultRules...)
+
+var firstResultRule = len(anyTextRules)
+
+var anyTextRules = []phraseRule{
 	// Instruction override.
 	{InjectionOverride, []string{"struction", "prompt", "directive", "guardrail", "programming", "direction", "guideline"}, regexp.MustCompile(`\b(ignore|ignoring|disregard|forget|override|bypass|skip|neglect|abandon|discard|drop)\b(\s+\S+){0,5}?\s+(\w*struction\w*|prompts?|directives?|guardrails|programming|directions|guidelines)\b`)},
 	{InjectionOverride, []string{"ignor", "disregard", "forget"}, regexp.MustCompile(`\b(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+|everything\s+|that\s+|what\s+(was|is|i)\s+(said|wrote|written)\s+)?(above|previous|prior|preceding|before|earlier)(\s+(and|text|content|context|messages?|conversation|input|rules|commands)\b|\s*[.,:;!-]|\s*$)`)},
@@ -348,6 +380,14 @@ var phraseRules = []struct {
 	// Authority claims aimed at the reviewer or the classifier.
 	{InjectionAuthority, []string{"approved by", "cleared by", "authorized by", "authorised by"}, regexp.MustCompile(`\b(pre-?approved|already approved|has been approved|was approved|is approved|been cleared|cleared|authori[sz]ed)\s+by\s+(the\s+)?(security|admin|administrator|it department|compliance|legal|management|ciso|system owner)\b`)},
 	{InjectionAuthority, []string{"as read", "as safe", "as benign", "as harmless", "as low", "as internal", "as local", "as a read", "as a safe", "as a low", "as a benign", "as a harmless"}, regexp.MustCompile(`\b(classify|categori[sz]e)\s+(it\s+|this\s+|the (call|request|action|tool call)\s+)?as\s+(a\s+)?(read|read-?only|safe|benign|harmless|low[- ]risk|internal|local)\b`)},
+	// Redirection of a side effect (tool shadowing).
+	{InjectionExfiltration, []string{"always", "make sure to", "be sure to", "remember to", "you must"}, regexp.MustCompile(`\b(always|make sure to|be sure to|remember to|you must)\s+(change|set|replace|redirect|send|forward|cc|bcc|add)\s+(the\s+|a\s+)?(recipient|destination|address|account|phone|number|email|url|endpoint|wallet|iban|bcc|cc)\b`)},
+}
+
+// resultRules are instructions addressed to the model that reads a
+// document; in what an agent sends (a prompt for a model tool) they are
+// ordinary.
+var resultRules = []phraseRule{
 	// Instructions about "your response": what a document says to put in,
 	// or do to, the answer of the model reading it.
 	{InjectionOverride, []string{"your response", "your answer", "your reply", "your output", "your message"}, regexp.MustCompile(`\b(add|include|insert|integrate|incorporate|append|prepend|embed|encode|encrypt|reverse|rearrange|scramble|jumble|misspell|anagram|substitute|introduce|represent|prefix|modify|augment|enhance|alter|tweak)\b([^.\n]|\.\S){0,80}\b(in|into|to|within|of|with)\s+(all\s+|every\s+|each\s+)?your\s+(responses?|answers?|replies|reply|outputs?|message)\b|\b(modify|augment|enhance|alter|tweak|end|begin|start|encrypt|encode|reverse|scramble)\s+your\s+(responses?|answers?|reply|replies|outputs?|message)\s+(by|to|with|using|in)\b|\bin your (response|answer|reply),\s+(suggest|tease|promote|mention|include|add|recommend|claim|state|invite|urge|ask)\b`)},
@@ -356,8 +396,6 @@ var phraseRules = []struct {
 	{InjectionOverride, []string{"your response", "your answer", "your reply", "your message", "your output", "reply using", "reply in", "respond using", "respond in", "answer using", "answer in"}, regexp.MustCompile(`\byour\s+(responses?|answers?|reply|replies|message|output)('s)?\b([^.\n]|\.\S){0,60}\b(cipher|base ?64|rot ?13|anagram\w*|emojis?|misspell\w*|reverse|backwards|without (any )?spaces|morse|hex(adecimal)?|leetspeak|homophonic|substitution)\b|\b(cipher|base ?64|rot ?13|anagram\w*|emojis?|misspell\w*|reverse|backwards|spaces|morse|hexadecimal|leetspeak|homophonic|substitution|symbols|numbers|vowels)\b([^.\n]|\.\S){0,60}\b(in|to|for|of|from)\s+your\s+(responses?|answers?|reply|replies|message|output)\b|\b(reply|respond|answer)\s+(using|in|with)\s+(a\s+)?(base ?64|reverse|backwards|cipher|caesar|emojis?|morse|hex|rot ?13|leetspeak)\b`)},
 	// Code the reader is told to put into its own answer.
 	{InjectionOverride, []string{"following code", "subsequent code", "below code", "following snippet", "following script", "code snippet", "code block", "code section", "code excerpt"}, regexp.MustCompile(`\b(following|subsequent|below)\s+(code|snippet|script|code (snippet|block|section|excerpt))\b[^.\n]{0,80}\b(your|the)\s+(code|solution|implementation|codebase|answer|response|algorithm|program|elucidation)\b|\byour\s+(code|solution|implementation|codebase|algorithm|program)\b[^.\n]{0,60}\b(following|subsequent|below)\s+(code|snippet|script)`)},
-	// Redirection of a side effect (tool shadowing).
-	{InjectionExfiltration, []string{"always", "make sure to", "be sure to", "remember to", "you must"}, regexp.MustCompile(`\b(always|make sure to|be sure to|remember to|you must)\s+(change|set|replace|redirect|send|forward|cc|bcc|add)\s+(the\s+|a\s+)?(recipient|destination|address|account|phone|number|email|url|endpoint|wallet|iban|bcc|cc)\b`)},
 }
 
 // Credential material and the verbs that move it: both in one text is an
@@ -504,7 +542,7 @@ func phrases(f *findings, folded, raw string) {
 		return
 	}
 	for i, r := range phraseRules {
-		if active&(1<<i) == 0 || f.seen&kindBits[r.kind] != 0 {
+		if active&(1<<i) == 0 || f.seen&kindBits[r.kind] != 0 || i >= firstResultRule && !f.result {
 			continue
 		}
 		if m := r.re.FindString(folded); m != "" {

