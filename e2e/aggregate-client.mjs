@@ -4,12 +4,26 @@
 // sees and the outcome of each call.
 //
 //   node aggregate-client.mjs URL '[["tool", {args}], ...]' [RESOURCE_URI]
+//
+// The client can sample (it answers "sampled: " and the prompt's first
+// words) and elicit (it accepts with name "Ada"), so servers that ask their
+// client things offer the tools that do.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [url, callsJSON = "[]", resourceURI] = process.argv.slice(2);
-const out = { tools: [], prompts: [], resources: [], calls: [] };
-const client = new Client({ name: "sluice-aggregate-e2e", version: "1.0.0" });
+const out = { tools: [], prompts: [], resources: [], calls: [], asked: [] };
+const client = new Client({ name: "sluice-aggregate-e2e", version: "1.0.0" }, { capabilities: { sampling: {}, elicitation: {} } });
+client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+  const said = req.params.messages.map((m) => m.content?.text ?? "").join(" ");
+  out.asked.push("sampling");
+  return { model: "e2e-model", role: "assistant", content: { type: "text", text: "sampled: " + said.slice(0, 80) } };
+});
+client.setRequestHandler(ElicitRequestSchema, async () => {
+  out.asked.push("elicitation");
+  return { action: "accept", content: { name: "Ada" } };
+});
 try {
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   out.protocolVersion = client.transport.protocolVersion ?? null;

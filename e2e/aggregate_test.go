@@ -70,6 +70,10 @@ func TestAggregateEverythingFilesystemDemo(t *testing.T) {
 		{"demo_echo", map[string]any{"message": "from demo"}},
 		{"read_text_file", map[string]any{"path": filepath.Join(dir, "note.txt")}},
 		{"get-sum", map[string]any{"a": 1, "b": 2}},
+		// server-everything asks the client while these run: the request
+		// crosses the virtual server to the client and the answer back.
+		{"trigger-sampling-request", map[string]any{"prompt": "aggregate"}},
+		{"trigger-elicitation-request", map[string]any{}},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -92,6 +96,7 @@ func TestAggregateEverythingFilesystemDemo(t *testing.T) {
 		} `json:"calls"`
 		Read   map[string]any `json:"read"`
 		Prompt map[string]any `json:"prompt"`
+		Asked  []string       `json:"asked"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil || !out.OK {
 		t.Fatalf("client output %s (%v)", b, err)
@@ -118,7 +123,8 @@ func TestAggregateEverythingFilesystemDemo(t *testing.T) {
 	want := []struct {
 		ok   bool
 		text string
-	}{{true, "from everything"}, {true, "from demo"}, {true, "aggregated hello"}, {false, "not allowed"}}
+	}{{true, "from everything"}, {true, "from demo"}, {true, "aggregated hello"}, {false, "not allowed"},
+		{true, "sampled: Resource trigger-sampling-request context: aggregate"}, {true, "Ada"}}
 	for i, w := range want {
 		c := out.Calls[i]
 		if c.OK != w.ok || !strings.Contains(c.Text+c.Error, w.text) {
@@ -130,10 +136,13 @@ func TestAggregateEverythingFilesystemDemo(t *testing.T) {
 	dec.mu.Unlock()
 	// Resource reads and prompts are governed too, on the upstream that has them.
 	if !slices.Equal(got, []string{"everything/echo", "demo/echo", "files/read_text_file", "everything/get-sum",
-		"everything/resource:demo://resource/static/document/architecture.md", "everything/prompt:" + out.Prompts[0]}) {
+		"everything/trigger-sampling-request", "everything/trigger-elicitation-request", "everything/resource:demo://resource/static/document/architecture.md", "everything/prompt:" + out.Prompts[0]}) {
 		t.Errorf("policy saw %v", got)
 	}
 	if out.Read["ok"] != true {
 		t.Errorf("resources/read: %v", out.Read)
+	}
+	if !slices.Equal(out.Asked, []string{"sampling", "elicitation"}) {
+		t.Errorf("the client was asked %v, want sampling then elicitation", out.Asked)
 	}
 }
