@@ -87,7 +87,8 @@ func (b *Builtin) classify(d *intercept.ActionDescriptor) Verdict {
 	k.tc, k.hasTC = c.tool(d.Upstream, d.ToolName)
 	k.hints = parseHints(d.Annotations)
 	k.name = words(k.name, d.ToolName)
-	k.desc = words(k.desc, firstSentence(d.ToolDescription))
+	first := firstSentence(d.ToolDescription)
+	k.desc = cjkWords(words(k.desc, first), 0, first)
 	k.classes = k.tc.Classes
 	if c.classes != nil {
 		if more := c.classes(d.Upstream, d.ToolName); len(more) > 0 {

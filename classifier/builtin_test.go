@@ -110,6 +110,10 @@ func TestBuiltinActionType(t *testing.T) {
 		{"description only", builtinCall{tool: "maps_directions", desc: "Get directions between two points"}, Read, SourceToolDescription, 0.7, false},
 		{"read-only phrase", builtinCall{tool: "query", desc: "Run a read-only SQL query"}, Read, SourceToolName, 0.95, false},
 		{"nothing to go on", builtinCall{tool: "frobnicate"}, Write, SourceNone, 0.3, true},
+		// Verbs of scripts written without spaces.
+		{"Chinese description", builtinCall{tool: "maps_weather", desc: "根据城市名称查询指定城市的天气"}, Read, SourceToolDescription, 0.7, false},
+		{"Japanese description", builtinCall{tool: "page_tool", desc: "ページを削除します"}, Write, SourceToolDescription, 0.7, false},
+		{"Korean description", builtinCall{tool: "run_job", desc: "작업을 실행합니다"}, Execute, SourceToolName, 0.95, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -58,6 +59,79 @@ func words(dst []string, s string) []string {
 		i += size
 	}
 	flush(len(s))
+	return dst
+}
+
+// cjkVerbs are verbs of Chinese (simplified and traditional), Japanese
+// and Korean, which are written without spaces between words: words()
+// cannot split them out, so cjkWords finds them in the text and adds the
+// English verb of the same meaning.
+var cjkVerbs = []struct{ s, en string }{
+	// Read
+	{"查询", "query"}, {"查詢", "query"}, {"获取", "get"}, {"獲取", "get"}, {"获得", "get"}, {"搜索", "search"},
+	{"搜尋", "search"}, {"检索", "search"}, {"檢索", "search"}, {"查看", "view"}, {"列出", "list"},
+	{"读取", "read"}, {"讀取", "read"}, {"下载", "download"}, {"下載", "download"}, {"计算", "calculate"},
+	{"計算", "calculate"}, {"转换", "convert"}, {"轉換", "convert"}, {"规划", "compute"}, {"規劃", "compute"},
+	{"测量", "calculate"}, {"測量", "calculate"}, {"定位", "lookup"}, {"分析", "analyze"}, {"翻译", "translate"},
+	{"翻譯", "translate"}, {"识别", "analyze"}, {"識別", "analyze"}, {"检查", "check"}, {"檢查", "check"},
+	{"验证", "validate"}, {"驗證", "validate"}, {"统计", "count"}, {"統計", "count"},
+	{"取得", "get"}, {"検索", "search"}, {"一覧", "list"}, {"確認", "check"}, {"参照", "view"}, {"照会", "query"},
+	{"조회", "query"}, {"검색", "search"}, {"목록", "list"}, {"가져오", "get"}, {"확인", "check"},
+	// Write
+	{"创建", "create"}, {"創建", "create"}, {"新建", "create"}, {"更新", "update"}, {"修改", "modify"},
+	{"编辑", "edit"}, {"編輯", "edit"}, {"删除", "delete"}, {"刪除", "delete"}, {"发送", "send"},
+	{"發送", "send"}, {"上传", "upload"}, {"上傳", "upload"}, {"添加", "add"}, {"写入", "write"},
+	{"寫入", "write"}, {"保存", "save"}, {"设置", "set"}, {"提交", "submit"}, {"发布", "publish"},
+	{"發布", "publish"}, {"移动", "move"}, {"复制", "copy"},
+	{"作成", "create"}, {"削除", "delete"}, {"送信", "send"}, {"追加", "add"}, {"編集", "edit"},
+	{"変更", "change"}, {"書き込", "write"}, {"登録", "add"}, {"投稿", "publish"},
+	{"생성", "create"}, {"수정", "modify"}, {"삭제", "delete"}, {"전송", "send"}, {"추가", "add"},
+	{"업데이트", "update"}, {"작성", "write"}, {"등록", "add"},
+	// Execute
+	{"执行", "execute"}, {"執行", "execute"}, {"运行", "run"}, {"運行", "run"}, {"実行", "execute"},
+	{"실행", "execute"}, {"调用", "invoke"}, {"呼び出", "invoke"},
+	// Provision
+	{"部署", "deploy"}, {"安装", "install"}, {"安裝", "install"}, {"インストール", "install"}, {"설치", "install"},
+	{"授权", "authorize"}, {"授權", "authorize"},
+}
+
+// cjkWords rewrites the words of s (dst[from:], as words split them) for
+// the verbs of scripts written without spaces: the words holding such
+// text are replaced, where the first one stood, by the English verbs of
+// the CJK verbs in s, in the order they appear.
+func cjkWords(dst []string, from int, s string) []string {
+	isCJK := func(r rune) bool {
+		return r >= 0x2E80 && r <= 0x9FFF || r >= 0xAC00 && r <= 0xD7AF || r >= 0xF900 && r <= 0xFAFF
+	}
+	if !strings.ContainsFunc(s, isCJK) {
+		return dst
+	}
+	type hit struct {
+		at int
+		en string
+	}
+	var hits []hit
+	for _, v := range cjkVerbs {
+		if i := strings.Index(s, v.s); i >= 0 {
+			hits = append(hits, hit{i, v.en})
+		}
+	}
+	slices.SortStableFunc(hits, func(a, b hit) int { return a.at - b.at })
+	ws := slices.Clone(dst[from:])
+	dst = dst[:from]
+	done := false
+	for _, w := range ws {
+		if !strings.ContainsFunc(w, isCJK) {
+			dst = append(dst, w)
+			continue
+		}
+		if !done {
+			for _, h := range hits {
+				dst = append(dst, h.en)
+			}
+			done = true
+		}
+	}
 	return dst
 }
 
