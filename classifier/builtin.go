@@ -162,6 +162,13 @@ const (
 	isTrue
 )
 
+// specDefaults reports whether the action hints say no more than the
+// MCP specification's defaults for absent hints: not read-only,
+// destructive, not idempotent (and open world, if said).
+func (h hints) specDefaults() bool {
+	return h.readOnly != isTrue && h.destructive != isFalse && h.idempotent != isTrue && h.openWorld != isFalse
+}
+
 func parseHints(v jsontext.Value) hints {
 	var h hints
 	walkJSON(v, false, func(w *jsonWalker, ev walkEvent) {
@@ -401,11 +408,14 @@ func (c *compiled) actionType(k *call) AxisVerdict {
 				conf = calibrated(k, l.action, 1)
 			}
 			return AxisVerdict{Classified: l.action, Confidence: conf, Source: SourceAnnotations}
-		case l.nameRead && h.destructive != isTrue:
+		case l.nameRead && (h.destructive != isTrue || h.specDefaults()):
 			// readOnlyHint=false is also the spec's default, and servers
 			// set it on reads that can save an artefact (a screenshot
 			// to a file). A read verb in the name against a non-
 			// destructive "may modify" is a read, but a doubtful one.
+			// So is one against hints that only spell out the spec's
+			// defaults (destructive, not idempotent, open world), as
+			// some SDKs and OpenAPI wrappers write them on every tool.
 			return AxisVerdict{Classified: Read, Confidence: 0.6, Source: SourceToolName}
 		}
 		// "May modify" and no word of how: a guess (right a quarter of
