@@ -192,6 +192,9 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	if describesExternal(k.desc) {
 		return AxisVerdict{Classified: External, Confidence: 0.75, Source: SourceToolDescription}
 	}
+	if describesLocal(k.desc) {
+		return AxisVerdict{Classified: Local, Confidence: 0.7, Source: SourceToolDescription}
+	}
 	if t.command == "" {
 		// A loopback URL or a Unix socket, no command to go by.
 		return AxisVerdict{Classified: Local, Confidence: 0.8, Source: SourceEndpointInference}
@@ -300,6 +303,35 @@ func splitURL(s string) (scheme, host string, ok bool) {
 		rest = rest[:j]
 	}
 	return scheme, rest, true
+}
+
+// localStores follow "local" in a description that places the data on
+// this host ("from the local cache", "in the local library").
+var localStores = wordSet("cache", "library", "storage", "store", "database", "db", "file", "files", "disk",
+	"machine", "filesystem", "index", "copy", "workspace", "directory", "folder", "checkout", "clone", "memory")
+
+// movingVerbs take local data elsewhere: "upload a local file" is not Local.
+var movingVerbs = wordSet("upload", "uploads", "send", "sends", "publish", "publishes", "sync", "syncs", "push",
+	"pushes", "share", "shares", "post", "posts", "submit", "submits", "deploy", "deploys", "import", "imports")
+
+// describesLocal reports whether description words place what the tool
+// reads or changes on this host: "local" before a store, "locally", "on
+// this machine", and nothing that carries it elsewhere.
+func describesLocal(ws []string) bool {
+	local := false
+	for i, w := range ws {
+		switch {
+		case movingVerbs[w]:
+			return false
+		case w == "locally" || w == "offline":
+			local = true
+		case w == "local" && i+1 < len(ws) && localStores[ws[i+1]]:
+			local = true
+		case w == "this" && i+1 < len(ws) && (ws[i+1] == "machine" || ws[i+1] == "host" || ws[i+1] == "computer") && i > 0 && ws[i-1] == "on":
+			local = true
+		}
+	}
+	return local
 }
 
 // describesExternal reports whether description words say the tool
