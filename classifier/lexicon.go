@@ -220,7 +220,8 @@ var verbs = map[string]verbKind{
 	// Provision
 	"grant": vProvision, "revoke": vProvision, "provision": vProvision, "deprovision": vProvision,
 	"deploy": vProvision, "undeploy": vProvision, "install": vProvision, "uninstall": vProvision,
-	"authorize": vProvision, "rotate": vProvision,
+	"authorize": vProvision, "rotate": vProvision, "login": vProvision, "logout": vProvision,
+	"authenticate": vProvision,
 }
 
 // Object words that change what a verb means.
@@ -241,7 +242,7 @@ var (
 		"webhook", "webhooks", "config", "configuration", "settings", "collaborator", "collaborators",
 		"member", "members", "membership", "oauth", "sso", "ssh", "privilege", "privileges", "access",
 		"grant", "grants", "serviceaccount", "deployment", "deployments", "cluster", "clusters",
-		"infrastructure", "instance", "instances", "vm", "vms", "dns", "domain", "domains", "firewall")
+		"infrastructure", "instance", "instances", "vm", "vms", "dns", "domain", "domains", "firewall", "auth")
 	// provisionHeads are things that outlast the session and carry
 	// capability or configuration: created, changed or deleted they are
 	// Provision — when the name is about them ("create_project",
@@ -250,7 +251,9 @@ var (
 		"database", "databases", "namespace", "namespaces", "queue", "queues", "route", "routes",
 		"binding", "bindings", "cron", "crons", "trigger", "triggers", "schedule", "schedules", "alarm",
 		"alarms", "monitor", "monitors", "app", "apps", "application", "applications", "environment",
-		"environments", "env", "worker", "workers", "workflow", "workflows", "flag", "flags", "user", "users")
+		"environments", "env", "worker", "workers", "workflow", "workflows", "flag", "flags", "user", "users",
+		"workspace", "workspaces", "endpoint", "endpoints", "volume", "volumes", "server", "servers",
+		"registry", "registries", "board", "boards", "site", "sites", "organization", "organizations", "org", "orgs")
 	// keyQualifiers make "key" a credential ("api key", "ssh key") rather
 	// than a keyboard or map key.
 	keyQualifiers = wordSet("api", "access", "ssh", "deploy", "private", "secret", "signing", "encryption",
