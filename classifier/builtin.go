@@ -310,6 +310,16 @@ func lexicalAction(name, desc, cmd []string) lexical {
 	if readOnlyPhrase(desc) && (l.action == "" || l.action == Read) {
 		l.descAction, descConf = Read, 0.9
 	}
+	if generatesWithModel(name, desc) {
+		// Text, images or embeddings from a model: remote computation
+		// (§5.2), not a change to anything.
+		if l.action == Write {
+			l.action = Execute
+		}
+		if l.descAction == Write {
+			l.descAction = Execute
+		}
+	}
 	switch {
 	case l.action != "" && l.descAction == l.action:
 		l.conf = 0.95
@@ -319,6 +329,36 @@ func lexicalAction(name, desc, cmd []string) lexical {
 		l.action, l.conf, l.source = l.descAction, descConf, SourceToolDescription
 	}
 	return l
+}
+
+// modelWords name a model or what one computes.
+var modelWords = wordSet("ai", "model", "models", "llm", "llms", "gpt", "embedding", "embeddings", "inference",
+	"completion", "completions", "diffusion", "gemini", "claude", "openai")
+
+// generatesWithModel reports whether the tool's verb is "generate" and its
+// name or description says a model does it.
+func generatesWithModel(name, desc []string) bool {
+	gen := false
+	for _, ws := range [][]string{name, desc} {
+		for i, w := range ws {
+			if i < 3 {
+				if _, base := verbOf(w); base == "generate" {
+					gen = true
+				}
+			}
+		}
+	}
+	if !gen {
+		return false
+	}
+	for _, ws := range [][]string{name, desc} {
+		for _, w := range ws {
+			if modelWords[w] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // creatingVerb reports whether the name's verb makes, unmakes or

@@ -214,6 +214,8 @@ var verbs = map[string]verbKind{
 	"kill": vExecute, "terminate": vExecute, "build": vExecute, "compile": vExecute, "shell": vExecute,
 	"start": vControl, "stop": vControl, "cancel": vControl, "abort": vControl, "pause": vControl,
 	"resume": vControl, "restart": vControl, "interact": vControl, "signal": vControl, "retry": vExecute,
+	"reconcile": vExecute, "boot": vControl, "reboot": vControl, "shutdown": vControl, "step": vExecute,
+	"infer": vExecute, "predict": vExecute,
 	// Orchestrate
 	"delegate": vOrchestrate, "spawn": vOrchestrate, "handoff": vOrchestrate, "orchestrate": vOrchestrate,
 	"request": vDelegate, "ask": vDelegate, "dispatch": vDelegate,
@@ -230,7 +232,8 @@ var (
 	jobObjects = wordSet("process", "processes", "job", "jobs", "workflow", "workflows", "run", "runs",
 		"task", "tasks", "session", "sessions", "build", "builds", "pipeline", "pipelines", "container",
 		"containers", "daemon", "worker", "workers", "thread", "command", "commands", "script", "scripts",
-		"server", "service", "services", "terminal", "repl", "pod", "pods")
+		"server", "service", "services", "terminal", "repl", "pod", "pods", "device", "devices", "simulator",
+		"simulators", "emulator", "emulators", "debugger", "vm", "vms", "machine", "machines", "instance", "instances")
 	// agentObjects turn delegation verbs into Orchestrate.
 	agentObjects = wordSet("agent", "agents", "subagent", "subagents", "copilot", "assistant", "assistants",
 		"bot", "bots", "worker_agent", "crew", "swarm")
