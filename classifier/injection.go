@@ -157,11 +157,18 @@ func fold(s string) (folded, hidden, invisible string) {
 	var last rune // the rune before this one, whatever became of it
 	space := false
 	for i := 0; i < len(s); {
-		c := s[i]
+		c, r, n := s[i], rune(s[i]), 1
+		if c >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(s[i:])
+			if r >= 0xFF01 && r <= 0xFF5E {
+				c = byte(r - 0xFEE0) // full-width ASCII folds like ASCII
+			}
+		}
+		before := last
+		i += n
+		last = r
 		if c < utf8.RuneSelf {
-			// ASCII: no decoding, no table.
-			i++
-			last = rune(c)
+			// ASCII: no table.
 			switch {
 			case c >= 'A' && c <= 'Z':
 				c += 'a' - 'A'
@@ -178,10 +185,6 @@ func fold(s string) (folded, hidden, invisible string) {
 			prev = rune(c)
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		before := last
-		i += n
-		last = r
 		switch {
 		case r >= 0xE0000 && r <= 0xE007F:
 			if before == 0x1F3F4 {
@@ -220,26 +223,6 @@ func fold(s string) (folded, hidden, invisible string) {
 		case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF:
 			vs++
 			continue
-		case r >= 0xFF01 && r <= 0xFF5E:
-			r -= 0xFEE0
-			if r < utf8.RuneSelf {
-				// Full-width ASCII folds like ASCII.
-				switch {
-				case r >= 'A' && r <= 'Z':
-					r += 'a' - 'A'
-				case r == ' ':
-					if !space {
-						b.WriteByte(' ')
-					}
-					space = true
-					prev = r
-					continue
-				}
-				space = false
-				b.WriteByte(byte(r))
-				prev = r
-				continue
-			}
 		}
 		switch {
 		case r >= 0x0130 && r <= 0x052F: // Latin extended, IPA, Greek, Cyrillic: look-alikes
@@ -465,12 +448,23 @@ type dfa struct {
 	nclass int
 	next   []uint16 // state*nclass + class -> state
 	out    []uint64
+	// stay lists the bytes that leave the start state where it is: runs
+	// of them (most text, between the needs' first bytes) are skipped.
+	stay [256]bool
 }
 
 func (d *dfa) scan(s string) uint64 {
 	var set uint64
 	st := 0
 	for i := 0; i < len(s); i++ {
+		if st == 0 {
+			for i < len(s) && d.stay[s[i]] {
+				i++
+			}
+			if i == len(s) {
+				break
+			}
+		}
 		st = int(d.next[st*d.nclass+int(d.class[s[i]])])
 		set |= d.out[st]
 	}
@@ -532,6 +526,9 @@ func buildDFA(needs []need) (d dfa) {
 	}
 	if len(d.out) > 65535 {
 		panic("injection needs: automaton too large")
+	}
+	for b := range 256 {
+		d.stay[b] = *at(0, int(d.class[b])) == 0
 	}
 	return d
 }
