@@ -227,6 +227,7 @@ type aggSession struct {
 	closed    bool
 	asks      map[string]pendingAsk // relayed requests awaiting the client's answer
 	asked     uint64
+	calls     map[string]pendingCall // inner calls in flight, by the client's request id
 }
 
 type innerSession struct {
@@ -344,11 +345,20 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(req.ID) == 0 { // a notification: nothing to answer
-		if req.Method == "notifications/roots/list_changed" && !s.modern {
+		switch {
+		case s.modern:
+		case req.Method == "notifications/roots/list_changed":
 			a.broadcast(r, s, body)
+		case req.Method == "notifications/cancelled":
+			a.cancel(r, s, req.Params)
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return
+	}
+	if namedMethod(req.Method) && !s.modern {
+		// Its inner call is registered under this id, for the client's
+		// notifications/cancelled.
+		r = r.WithContext(context.WithValue(r.Context(), outerIDKey{}, string(req.ID)))
 	}
 	var out *outStream
 	if namedMethod(req.Method) && strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
@@ -873,6 +883,9 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 	}
 	var asked askSet
 	defer asked.drop(s)
+	if outer, ok := r.Context().Value(outerIDKey{}).(string); ok && namedMethod(method) {
+		defer s.track(r.Context(), outer, pendingCall{upstream: upstream, in: in, id: id})()
+	}
 	rec.onEvent = func(data []byte) {
 		var m rpcResponse
 		switch {

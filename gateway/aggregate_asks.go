@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -146,4 +148,67 @@ func (a *aggregator) broadcast(r *http.Request, s *aggSession, body []byte) {
 	for _, in := range inner {
 		a.g.handleMCP(&discard{h: http.Header{}}, a.innerRequest(r, http.MethodPost, in.upstream, in.sess, body))
 	}
+}
+
+// outerIDKey holds, in an inner call's context, the JSON id of the
+// client's request it serves.
+type outerIDKey struct{}
+
+// pendingCall is an inner call in flight: where it went and its id there.
+type pendingCall struct {
+	upstream string
+	in       *innerSession
+	id       int64
+}
+
+// cancelGrace is how long a call whose client went away stays known: a
+// client that gives up closes its request first and sends
+// notifications/cancelled after (a disconnection alone is no cancellation).
+const cancelGrace = 30 * time.Second
+
+// track registers the inner call serving the client's request outer until
+// the returned func is called (or, if the client went away, cancelGrace
+// after).
+func (s *aggSession) track(ctx context.Context, outer string, c pendingCall) func() {
+	s.mu.Lock()
+	if s.calls == nil {
+		s.calls = map[string]pendingCall{}
+	}
+	s.calls[outer] = c
+	s.mu.Unlock()
+	forget := func() {
+		s.mu.Lock()
+		if s.calls[outer] == c {
+			delete(s.calls, outer)
+		}
+		s.mu.Unlock()
+	}
+	return func() {
+		if ctx.Err() != nil {
+			time.AfterFunc(cancelGrace, forget)
+			return
+		}
+		forget()
+	}
+}
+
+// cancel passes the client's notifications/cancelled on to the upstream
+// serving that request, under the id the upstream knows it by.
+func (a *aggregator) cancel(r *http.Request, s *aggSession, params jsontext.Value) {
+	id := intercept.Member(params, "requestId")
+	s.mu.Lock()
+	c, ok := s.calls[string(id)]
+	s.mu.Unlock()
+	if !ok {
+		return // finished, or never ours: nothing to cancel
+	}
+	p := map[string]any{"requestId": c.id}
+	if reason := intercept.StringMember(params, "reason"); reason != "" {
+		p["reason"] = reason
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": p})
+	if err != nil {
+		return
+	}
+	a.g.handleMCP(&discard{h: http.Header{}}, a.innerRequest(r, http.MethodPost, c.upstream, c.in, body))
 }

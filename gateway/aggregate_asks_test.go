@@ -271,3 +271,49 @@ func TestAggregateApprovalByElicitation(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateCancel: a client that gives up on a call sends
+// notifications/cancelled for its own request id; the virtual server passes
+// it to the upstream serving that call under the id the upstream knows, and
+// the upstream's tool sees its context cancelled.
+func TestAggregateCancel(t *testing.T) {
+	cancelled := make(chan struct{}, 1)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait", Description: "Waits until cancelled"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-ctx.Done():
+			cancelled <- struct{}{}
+			return nil, nil, ctx.Err()
+		case <-time.After(20 * time.Second):
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "never cancelled"}}}, nil, nil
+		}
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(up.Close)
+	g, err := New(Options{
+		Upstreams:      []Upstream{{Name: "slow", URL: up.URL}},
+		VirtualServers: []VirtualServer{{}},
+	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	callCtx, giveUp := context.WithCancel(ctx)
+	go func() { time.Sleep(300 * time.Millisecond); giveUp() }()
+	if _, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "wait"}); err == nil {
+		t.Fatal("the call the client gave up on returned no error")
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream's tool was never cancelled")
+	}
+}
