@@ -202,6 +202,11 @@ type aggregator struct {
 	mu       sync.Mutex
 	sessions map[string]*aggSession
 	ids      atomic.Int64
+
+	// eraMu guards the cached answer of legacyEra.
+	eraMu     sync.Mutex
+	eraAt     time.Time
+	eraLegacy bool
 }
 
 type aggSession struct {
@@ -1254,6 +1259,26 @@ func (a *aggregator) discoverFor(r *http.Request, s *aggSession) (jsontext.Value
 	if !s.modern {
 		return a.discover(), nil
 	}
+	if a.legacyEra(r, s) {
+		return nil, &intercept.WireError{Code: codeUnsupportedVersion,
+			Message: fmt.Sprintf("protocol version %q is not supported by %s: an upstream speaks only earlier versions", modernVersion, a.path()),
+			Data:    map[string]any{"supported": aggVersions, "requested": modernVersion}}
+	}
+	return a.discover(), nil
+}
+
+// eraTTL is how long the answer of legacyEra is kept: a flood of
+// server/discover must not become a flood of probes of every upstream.
+const eraTTL = 30 * time.Second
+
+// legacyEra reports whether an upstream speaks only 2025-era versions,
+// probing each one's server/discover at most once per eraTTL.
+func (a *aggregator) legacyEra(r *http.Request, s *aggSession) bool {
+	a.eraMu.Lock()
+	defer a.eraMu.Unlock()
+	if !a.eraAt.IsZero() && time.Since(a.eraAt) < eraTTL {
+		return a.eraLegacy
+	}
 	var legacy atomic.Bool
 	var wg sync.WaitGroup
 	for _, u := range a.vs.Upstreams {
@@ -1276,12 +1301,8 @@ func (a *aggregator) discoverFor(r *http.Request, s *aggSession) (jsontext.Value
 		})
 	}
 	wg.Wait()
-	if legacy.Load() {
-		return nil, &intercept.WireError{Code: codeUnsupportedVersion,
-			Message: fmt.Sprintf("protocol version %q is not supported by %s: an upstream speaks only earlier versions", modernVersion, a.path()),
-			Data:    map[string]any{"supported": aggVersions, "requested": modernVersion}}
-	}
-	return a.discover(), nil
+	a.eraLegacy, a.eraAt = legacy.Load(), time.Now()
+	return a.eraLegacy
 }
 
 // codeUnsupportedVersion is MCP's error for a protocol version the server
