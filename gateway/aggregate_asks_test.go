@@ -201,8 +201,16 @@ func TestAggregateAnswerForged(t *testing.T) {
 func TestAggregateDiscoverFollowsUpstreams(t *testing.T) {
 	a := askingUpstream("alpha")
 	t.Cleanup(a.Close)
+	var probes atomic.Int32
+	counting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "server/discover" {
+			probes.Add(1)
+		}
+		a.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(counting.Close)
 	g, err := New(Options{
-		Upstreams:      []Upstream{{Name: "alpha", URL: a.URL}},
+		Upstreams:      []Upstream{{Name: "alpha", URL: counting.URL}},
 		VirtualServers: []VirtualServer{{}},
 	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -215,6 +223,14 @@ func TestAggregateDiscoverFollowsUpstreams(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta+`}}`)
 	if !strings.Contains(body, `"code":-32022`) || !strings.Contains(body, `"supported":["2025-11-25"`) {
 		t.Errorf("discover in front of a 2025-only upstream: %s", body)
+	}
+	// A flood of discovers probes the upstream once.
+	for range 20 {
+		post(t, gw.URL+"/mcp", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"},
+			`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta+`}}`)
+	}
+	if n := probes.Load(); n != 1 {
+		t.Errorf("21 discovers probed the upstream %d times, want once", n)
 	}
 }
 
