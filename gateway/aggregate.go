@@ -21,6 +21,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -193,8 +194,9 @@ func (v *VirtualServer) assignNames(items []offered) (names []string, to map[str
 
 // aggregator serves one virtual server.
 type aggregator struct {
-	g  *Gateway
-	vs VirtualServer
+	g   *Gateway
+	vs  VirtualServer
+	sse *transport.SSEServer // its /sse endpoint (aggregate_conn.go)
 	// listTimeout bounds each upstream's part of a merged list: a stalled
 	// upstream drops out of that list instead of holding it up.
 	listTimeout time.Duration
@@ -240,7 +242,9 @@ type innerSession struct {
 }
 
 func newAggregator(g *Gateway, vs VirtualServer) *aggregator {
-	return &aggregator{g: g, vs: vs, sessions: map[string]*aggSession{}, listTimeout: 10 * time.Second}
+	a := &aggregator{g: g, vs: vs, sessions: map[string]*aggSession{}, listTimeout: 10 * time.Second}
+	a.sse = a.sseServer()
+	return a
 }
 
 func (a *aggregator) path() string {

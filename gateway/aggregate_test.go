@@ -42,6 +42,7 @@ func (c *calls) last() string {
 }
 
 type aggFixture struct {
+	g       *Gateway
 	url     string
 	dec     *calls
 	dropped chan string
@@ -75,7 +76,7 @@ func newAggFixture(t *testing.T, vs ...VirtualServer) *aggFixture {
 	}
 	gw := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { gw.Close(); g.Close() })
-	f.url = gw.URL
+	f.url, f.g = gw.URL, g
 	return f
 }
 

@@ -245,6 +245,9 @@ func (g *Gateway) Handler() http.Handler {
 	mux.Handle("/mcp/{name}", g.limitBodies(http.HandlerFunc(g.handleMCP)))
 	if a := g.virtual[""]; a != nil {
 		mux.Handle("/mcp", g.limitBodies(a))
+		mux.HandleFunc("GET /sse", func(w http.ResponseWriter, r *http.Request) { g.serveVirtualConn(w, r, a, TransportSSE) })
+		mux.Handle("POST /sse/message", g.limitBodies(a.sse))
+		mux.HandleFunc("GET /ws", func(w http.ResponseWriter, r *http.Request) { g.serveVirtualConn(w, r, a, TransportWebSocket) })
 	}
 	mux.HandleFunc("GET /sse/{name}", g.handleSSE)
 	mux.Handle("POST /sse/{name}/message", g.limitBodies(http.HandlerFunc(g.handleSSEMessage)))
@@ -407,6 +410,10 @@ func failAll(ctx context.Context, c transport.Conn, err error) {
 type openedKey struct{}
 
 func (g *Gateway) handleSSE(w http.ResponseWriter, r *http.Request) {
+	if a := g.virtual[r.PathValue("name")]; a != nil && r.PathValue("name") != "" {
+		g.serveVirtualConn(w, r, a, TransportSSE)
+		return
+	}
 	rt := g.lookupRoute(w, r)
 	if rt == nil || !g.identified(w, r) {
 		return
@@ -421,12 +428,22 @@ func (g *Gateway) handleSSE(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) handleSSEMessage(w http.ResponseWriter, r *http.Request) {
+	if a := g.virtual[r.PathValue("name")]; a != nil && r.PathValue("name") != "" {
+		if g.identified(w, r) {
+			a.sse.HandleMessage(w, r)
+		}
+		return
+	}
 	if rt := g.lookupRoute(w, r); rt != nil && g.identified(w, r) {
 		g.sse[rt.up.Name].HandleMessage(w, r)
 	}
 }
 
 func (g *Gateway) handleWS(w http.ResponseWriter, r *http.Request) {
+	if a := g.virtual[r.PathValue("name")]; a != nil && r.PathValue("name") != "" {
+		g.serveVirtualConn(w, r, a, TransportWebSocket)
+		return
+	}
 	rt := g.lookupRoute(w, r)
 	if rt == nil || !g.identified(w, r) {
 		return
