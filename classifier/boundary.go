@@ -156,6 +156,12 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	// annotations say and whichever local file it uploads.
 	idZone, idConf := c.serverZone(t.command)
 	if idZone == External {
+		if idConf >= 0.9 && guidanceTool(k.desc) {
+			// A service's server may answer this one from what it
+			// ships (best practices, schemas, instructions): the
+			// service is a guess here, not a certainty.
+			idConf = 0.85
+		}
 		return AxisVerdict{Classified: External, Confidence: idConf, Source: SourceEndpointInference}
 	}
 	// Otherwise a URL the call names is where it goes (a browser opening
@@ -303,6 +309,19 @@ func splitURL(s string) (scheme, host string, ok bool) {
 		rest = rest[:j]
 	}
 	return scheme, rest, true
+}
+
+// guidanceWords describe what a server can answer from what it ships.
+var guidanceWords = wordSet("practices", "guidance", "instructions", "schema", "schemas", "tutorial", "tutorials",
+	"guide", "guides", "documentation", "docs", "examples")
+
+func guidanceTool(ws []string) bool {
+	for _, w := range ws {
+		if guidanceWords[w] {
+			return true
+		}
+	}
+	return false
 }
 
 // localStores follow "local" in a description that places the data on

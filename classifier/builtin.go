@@ -481,12 +481,25 @@ func calibrated(k *call, action string, conf float64) float64 {
 		return conf
 	}
 	for _, w := range k.name {
-		if dataObjects[w] || provisionObjects[w] || action == Provision && provisionHeads[w] {
+		if dataObjects[w] || provisionObjects[w] {
+			return conf
+		}
+		if action == Provision && provisionHeads[w] {
+			// Making or unmaking a project, a repository, a workspace is
+			// Provision; changing one of its details ("update_project":
+			// a new name) is as often labelled Write (dev split).
+			if _, base := verbOf(k.lex.nameVerb); reconfiguringVerbs[base] {
+				return 0.85
+			}
 			return conf
 		}
 	}
 	return 0.85
 }
+
+// reconfiguringVerbs change a thing rather than make or unmake it.
+var reconfiguringVerbs = wordSet("update", "set", "modify", "rename", "edit", "change", "patch", "put", "transfer",
+	"enable", "disable", "configure")
 
 // dataObjects are bounded records: creating or changing one is Write.
 var dataObjects = wordSet("message", "messages", "comment", "comments", "issue", "issues", "file", "files",
