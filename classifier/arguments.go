@@ -33,6 +33,7 @@ type argFacts struct {
 	idScalar     bool // a single identifier
 	maxArray     int  // longest array of items
 	sqlScale     string
+	sqlAction    string // what a SQL statement argument does: Read, Write or Provision
 	values       int
 	pluralTarget bool // an array of identifiers
 }
@@ -431,6 +432,7 @@ func (f *argFacts) sql(c *compiled, s string) {
 	}
 	u := strings.ToUpper(strings.TrimSpace(s))
 	has := func(kw string) bool { return strings.Contains(u, kw) }
+	f.sqlAction = sqlStatementAction(u)
 	switch {
 	case strings.HasPrefix(u, "SELECT"), strings.HasPrefix(u, "WITH"):
 		switch {
@@ -456,6 +458,65 @@ func (f *argFacts) sql(c *compiled, s string) {
 		c.resource(f, m[1])
 	}
 }
+
+// sqlStatementAction is what an upper-cased SQL statement does (§5.2,
+// judged by the statement, not the tool that runs it): a query reads;
+// changing rows or tables inside the data writes; making databases,
+// schemas, roles or grants provisions. "" when it is none of these or more
+// than one statement.
+func sqlStatementAction(u string) string {
+	if i := strings.IndexByte(strings.TrimRight(u, "; \t\n"), ';'); i >= 0 {
+		return "" // several statements: no one verb speaks for them
+	}
+	u = strings.Join(strings.Fields(u), " ")
+	first, rest, _ := strings.Cut(u, " ")
+	second, _, _ := strings.Cut(rest, " ")
+	has := func(kw string) bool { return strings.Contains(u, kw) }
+	// Each form must look like SQL, not a sentence in a "query" argument
+	// ("update me on the news" is a search).
+	switch {
+	case first == "SELECT" && (has(" FROM ") || !strings.ContainsAny(rest, " ")),
+		first == "WITH" && has(" AS (") && has("SELECT "):
+		if first == "WITH" && (has(" INSERT ") || has(" UPDATE ") || has(" DELETE ")) {
+			return Write
+		}
+		return Read
+	case first == "EXPLAIN" && (has("SELECT ") || has(" FROM ")),
+		first == "SHOW" && sqlShowable[second]:
+		return Read
+	case first == "INSERT" && second == "INTO", first == "UPDATE" && has(" SET "), first == "DELETE" && second == "FROM",
+		first == "MERGE" && second == "INTO", first == "TRUNCATE" && (second == "TABLE" || !strings.ContainsAny(rest, " ")):
+		return Write
+	case (first == "GRANT" || first == "REVOKE") && has(" ON ") && (has(" TO ") || has(" FROM ")):
+		return Provision
+	case first == "CREATE" || first == "ALTER" || first == "DROP":
+		obj := second
+		if obj == "OR" || obj == "IF" || obj == "UNIQUE" || obj == "TEMP" || obj == "TEMPORARY" || obj == "MATERIALIZED" {
+			for _, w := range strings.Fields(rest)[1:] {
+				if sqlObjects[w] {
+					obj = w
+					break
+				}
+			}
+		}
+		switch {
+		case obj == "DATABASE" || obj == "SCHEMA" || obj == "ROLE" || obj == "USER" || obj == "EXTENSION" || obj == "SERVER":
+			return Provision
+		case sqlObjects[obj]:
+			return Write
+		}
+	}
+	return ""
+}
+
+// sqlObjects are what CREATE, ALTER and DROP make, change or remove.
+var sqlObjects = map[string]bool{"TABLE": true, "INDEX": true, "VIEW": true, "DATABASE": true, "SCHEMA": true,
+	"ROLE": true, "USER": true, "EXTENSION": true, "SERVER": true, "FUNCTION": true, "PROCEDURE": true,
+	"TRIGGER": true, "SEQUENCE": true, "TYPE": true, "POLICY": true, "COLUMN": true}
+
+// sqlShowable follow SHOW in MySQL and PostgreSQL statements.
+var sqlShowable = map[string]bool{"TABLES": true, "DATABASES": true, "COLUMNS": true, "INDEX": true, "INDEXES": true,
+	"CREATE": true, "GRANTS": true, "STATUS": true, "VARIABLES": true, "PROCESSLIST": true, "SCHEMAS": true, "ALL": true}
 
 // looksLikeHost reports whether s could be a host name or address, maybe
 // with a port: no spaces, and a dot, a colon or "localhost".

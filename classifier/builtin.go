@@ -433,6 +433,12 @@ func (c *compiled) actionType(k *call) AxisVerdict {
 	cls := classAction(k.classes)
 	l := k.lex
 	h := k.hints
+	if a := k.args.sqlAction; a != "" && (l.action == "" || l.action == Execute || l.action == Read || l.action == Write) && (cls == "" || cls == Execute) {
+		// A tool that runs SQL does what its statement does, whatever
+		// its hints say (a SELECT through a "destructive" tool reads; an
+		// INSERT through a "read-only" one writes).
+		return AxisVerdict{Classified: a, Confidence: 0.9, Source: SourceParameters}
+	}
 	if h.readOnly == isTrue {
 		return AxisVerdict{Classified: Read, Confidence: 1, Source: SourceAnnotations}
 	}

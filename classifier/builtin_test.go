@@ -112,6 +112,13 @@ func TestBuiltinActionType(t *testing.T) {
 		{"description only", builtinCall{tool: "maps_directions", desc: "Get directions between two points"}, Read, SourceToolDescription, 0.7, false},
 		{"read-only phrase", builtinCall{tool: "query", desc: "Run a read-only SQL query"}, Read, SourceToolName, 0.95, false},
 		{"nothing to go on", builtinCall{tool: "frobnicate"}, Write, SourceNone, 0.3, true},
+		// SQL runners do what their statement does.
+		{"SELECT through execute_sql", builtinCall{tool: "execute_sql", args: `{"sql":"SELECT id FROM users WHERE id = 1"}`}, Read, SourceParameters, 0.9, false},
+		{"INSERT through execute_sql", builtinCall{tool: "execute_sql", args: `{"sql":"INSERT INTO users (name) VALUES ('a')"}`}, Write, SourceParameters, 0.9, false},
+		{"GRANT through run_query", builtinCall{tool: "run_query", args: `{"query":"GRANT ALL ON db TO bob"}`}, Provision, SourceParameters, 0.9, false},
+		{"DELETE through a read-only tool", builtinCall{tool: "query", ann: `{"readOnlyHint":true}`, args: `{"sql":"DELETE FROM users"}`}, Write, SourceParameters, 0.9, false},
+		{"a sentence in a query argument is no statement", builtinCall{tool: "web_search", args: `{"query":"update me on the election results"}`}, Read, SourceToolName, 0.85, false},
+		{"several statements say nothing alone", builtinCall{tool: "execute_sql", args: `{"sql":"SELECT 1; DROP TABLE users"}`}, Execute, SourceToolName, 0.85, false},
 		// Verbs of scripts written without spaces.
 		{"Chinese description", builtinCall{tool: "maps_weather", desc: "根据城市名称查询指定城市的天气"}, Read, SourceToolDescription, 0.7, false},
 		{"Japanese description", builtinCall{tool: "page_tool", desc: "ページを削除します"}, Write, SourceToolDescription, 0.7, false},
