@@ -477,8 +477,14 @@ func sqlStatementAction(u string) string {
 	switch {
 	case first == "SELECT" && (has(" FROM ") || !strings.ContainsAny(rest, " ")),
 		first == "WITH" && has(" AS (") && has("SELECT "):
-		if first == "WITH" && (has(" INSERT ") || has(" UPDATE ") || has(" DELETE ")) {
-			return Write
+		switch {
+		case first == "WITH" && (has(" INSERT ") || has(" UPDATE ") || has(" DELETE ")), has(" INTO "):
+			return Write // a data-modifying CTE, SELECT … INTO a new table
+		case sqlSideEffects.MatchString(u):
+			// A query calling a function that acts (ends sessions, moves
+			// sequences, reads or writes server files, reaches other
+			// servers) is not a read: the tool's own name decides.
+			return ""
 		}
 		return Read
 	case first == "EXPLAIN" && (has("SELECT ") || has(" FROM ")),
@@ -508,6 +514,9 @@ func sqlStatementAction(u string) string {
 	}
 	return ""
 }
+
+// sqlSideEffects are functions a SELECT can call that act.
+var sqlSideEffects = regexp.MustCompile(`\b(PG_TERMINATE_BACKEND|PG_CANCEL_BACKEND|PG_RELOAD_CONF|PG_ROTATE_LOGFILE|SETVAL|NEXTVAL|LO_IMPORT|LO_EXPORT|PG_READ_FILE|PG_READ_BINARY_FILE|PG_LS_DIR|DBLINK\w*|PG_SLEEP|SET_CONFIG|PG_ADVISORY_\w*LOCK\w*|SYS_EXEC|XP_CMDSHELL|LOAD_FILE)\s*\(|\bINTO\s+(OUTFILE|DUMPFILE)\b`)
 
 // sqlObjects are what CREATE, ALTER and DROP make, change or remove.
 var sqlObjects = map[string]bool{"TABLE": true, "INDEX": true, "VIEW": true, "DATABASE": true, "SCHEMA": true,

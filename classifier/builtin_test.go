@@ -117,6 +117,8 @@ func TestBuiltinActionType(t *testing.T) {
 		{"INSERT through execute_sql", builtinCall{tool: "execute_sql", args: `{"sql":"INSERT INTO users (name) VALUES ('a')"}`}, Write, SourceParameters, 0.9, false},
 		{"GRANT through run_query", builtinCall{tool: "run_query", args: `{"query":"GRANT ALL ON db TO bob"}`}, Provision, SourceParameters, 0.9, false},
 		{"DELETE through a read-only tool", builtinCall{tool: "query", ann: `{"readOnlyHint":true}`, args: `{"sql":"DELETE FROM users"}`}, Write, SourceParameters, 0.9, false},
+		{"SELECT calling a function that acts", builtinCall{tool: "execute_sql", args: `{"sql":"SELECT pg_terminate_backend(pid) FROM pg_stat_activity"}`}, Execute, SourceToolName, 0.85, false},
+		{"SELECT INTO makes a table", builtinCall{tool: "execute_sql", args: `{"sql":"SELECT * INTO backup FROM users"}`}, Write, SourceParameters, 0.9, false},
 		{"a sentence in a query argument is no statement", builtinCall{tool: "web_search", args: `{"query":"update me on the election results"}`}, Read, SourceToolName, 0.85, false},
 		{"several statements say nothing alone", builtinCall{tool: "execute_sql", args: `{"sql":"SELECT 1; DROP TABLE users"}`}, Execute, SourceToolName, 0.85, false},
 		// Verbs of scripts written without spaces.
