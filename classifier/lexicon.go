@@ -223,7 +223,7 @@ var verbs = map[string]verbKind{
 	"grant": vProvision, "revoke": vProvision, "provision": vProvision, "deprovision": vProvision,
 	"deploy": vProvision, "undeploy": vProvision, "install": vProvision, "uninstall": vProvision,
 	"authorize": vProvision, "rotate": vProvision, "login": vProvision, "logout": vProvision,
-	"authenticate": vProvision,
+	"authenticate": vProvision, "allocate": vProvision, "deallocate": vProvision, "setup": vWrite,
 }
 
 // Object words that change what a verb means.
@@ -245,7 +245,7 @@ var (
 		"webhook", "webhooks", "config", "configuration", "settings", "collaborator", "collaborators",
 		"member", "members", "membership", "oauth", "sso", "ssh", "privilege", "privileges", "access",
 		"grant", "grants", "serviceaccount", "deployment", "deployments", "cluster", "clusters",
-		"infrastructure", "instance", "instances", "vm", "vms", "dns", "domain", "domains", "firewall", "auth")
+		"infrastructure", "instance", "instances", "vm", "vms", "dns", "domain", "domains", "firewall", "auth", "perms", "issuer", "issuers")
 	// provisionHeads are things that outlast the session and carry
 	// capability or configuration: created, changed or deleted they are
 	// Provision — when the name is about them ("create_project",
@@ -256,7 +256,8 @@ var (
 		"alarms", "monitor", "monitors", "app", "apps", "application", "applications", "environment",
 		"environments", "env", "worker", "workers", "workflow", "workflows", "flag", "flags", "user", "users",
 		"workspace", "workspaces", "endpoint", "endpoints", "volume", "volumes", "server", "servers",
-		"registry", "registries", "board", "boards", "site", "sites", "organization", "organizations", "org", "orgs")
+		"registry", "registries", "board", "boards", "site", "sites", "organization", "organizations", "org", "orgs",
+		"mount", "mounts")
 	// keyQualifiers make "key" a credential ("api key", "ssh key") rather
 	// than a keyboard or map key.
 	keyQualifiers = wordSet("api", "access", "ssh", "deploy", "private", "secret", "signing", "encryption",
