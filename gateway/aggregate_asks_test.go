@@ -84,16 +84,11 @@ func TestAggregateRelaysServerRequests(t *testing.T) {
 	for _, s := range []*httptest.Server{a, b, c} {
 		t.Cleanup(s.Close)
 	}
-	g, err := New(Options{
+	gwURL := allowAllGateway(t, Options{
 		Upstreams:          []Upstream{{Name: "alpha", URL: a.URL}, {Name: "beta", URL: b.URL}, {Name: "listener", URL: c.URL + "/mcp"}},
 		VirtualServers:     []VirtualServer{{Naming: NamingPrefix}},
 		OnAggregateDropped: func(_, upstream, why string) { t.Errorf("%s dropped from a list: %s", upstream, why) },
-	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	})
 
 	var sampled atomic.Int32
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
@@ -109,7 +104,7 @@ func TestAggregateRelaysServerRequests(t *testing.T) {
 	client.AddRoots(&mcp.Root{URI: "file:///work/project"})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL + "/mcp"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gwURL + "/mcp"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,23 +148,18 @@ func TestAggregateRelaysServerRequests(t *testing.T) {
 func TestAggregateAnswerForged(t *testing.T) {
 	a := askingUpstream("alpha")
 	t.Cleanup(a.Close)
-	g, err := New(Options{
+	gwURL := allowAllGateway(t, Options{
 		Upstreams:      []Upstream{{Name: "alpha", URL: a.URL}},
 		VirtualServers: []VirtualServer{{}},
-	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	})
 	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"sampling":{}},"clientInfo":{"name":"a"}}}`
-	code, h, _ := post(t, gw.URL+"/mcp", nil, init)
+	code, h, _ := post(t, gwURL+"/mcp", nil, init)
 	sid := h.Get("Mcp-Session-Id")
 	if code != 200 || sid == "" {
 		t.Fatalf("initialize: %d %q", code, sid)
 	}
 	for _, id := range []string{`"sluice-ask-1"`, `1`, `"sluice-approval-1"`} {
-		code, _, body := post(t, gw.URL+"/mcp", map[string]string{"Mcp-Session-Id": sid}, `{"jsonrpc":"2.0","id":`+id+`,"result":{"action":"accept"}}`)
+		code, _, body := post(t, gwURL+"/mcp", map[string]string{"Mcp-Session-Id": sid}, `{"jsonrpc":"2.0","id":`+id+`,"result":{"action":"accept"}}`)
 		if code != http.StatusBadRequest || !strings.Contains(body, "awaits an answer") {
 			t.Errorf("answer to %s: %d %s", id, code, body)
 		}
@@ -178,7 +168,7 @@ func TestAggregateAnswerForged(t *testing.T) {
 	// upstream hears so at once instead of waiting for a sampling answer.
 	done := make(chan string, 1)
 	go func() {
-		_, _, body := post(t, gw.URL+"/mcp", map[string]string{"Mcp-Session-Id": sid, "Accept": "application/json"},
+		_, _, body := post(t, gwURL+"/mcp", map[string]string{"Mcp-Session-Id": sid, "Accept": "application/json"},
 			`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"summarize","arguments":{"text":"x"}}}`)
 		done <- body
 	}()
@@ -209,24 +199,19 @@ func TestAggregateDiscoverFollowsUpstreams(t *testing.T) {
 		a.Config.Handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(counting.Close)
-	g, err := New(Options{
+	gwURL := allowAllGateway(t, Options{
 		Upstreams:      []Upstream{{Name: "alpha", URL: counting.URL}},
 		VirtualServers: []VirtualServer{{}},
-	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	})
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
-	_, _, body := post(t, gw.URL+"/mcp", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"},
+	_, _, body := post(t, gwURL+"/mcp", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"},
 		`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta+`}}`)
 	if !strings.Contains(body, `"code":-32022`) || !strings.Contains(body, `"supported":["2025-11-25"`) {
 		t.Errorf("discover in front of a 2025-only upstream: %s", body)
 	}
 	// A flood of discovers probes the upstream once.
 	for range 20 {
-		post(t, gw.URL+"/mcp", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"},
+		post(t, gwURL+"/mcp", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"},
 			`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta+`}}`)
 	}
 	if n := probes.Load(); n != 1 {
@@ -306,18 +291,13 @@ func TestAggregateCancel(t *testing.T) {
 	})
 	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(up.Close)
-	g, err := New(Options{
+	gwURL := allowAllGateway(t, Options{
 		Upstreams:      []Upstream{{Name: "slow", URL: up.URL}},
 		VirtualServers: []VirtualServer{{}},
-	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL + "/mcp"}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gwURL + "/mcp"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,4 +312,16 @@ func TestAggregateCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the upstream's tool was never cancelled")
 	}
+}
+
+// allowAllGateway serves opts (every call allowed) and returns its URL.
+func allowAllGateway(t *testing.T, opts Options) string {
+	t.Helper()
+	g, err := New(opts, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	return gw.URL
 }

@@ -48,17 +48,8 @@ func (g *Gateway) serveVirtualConn(w http.ResponseWriter, r *http.Request, a *ag
 	if !g.identified(w, r) {
 		return
 	}
-	agent := ""
-	if h := g.opts.AgentHeader; h != "" {
-		agent = r.Header.Get(h)
-	}
-	if p, ok := principalAgent(r.Context()); ok {
-		agent = p
-	}
-	l, err := g.limits.admit(string(kind), agent, clientAddr(r))
-	if err != nil {
-		le, _ := asLimitError(err)
-		writeLimitError(w, nil, le)
+	l, ok := g.admitConnLease(w, r, kind)
+	if !ok {
 		return
 	}
 	defer l.release()

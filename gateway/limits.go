@@ -364,6 +364,24 @@ func (a *admission) release() {
 // admitConn counts a new /ws or /sse connection before it is accepted and
 // takes its stdio child's place, or answers the request with the refusal.
 func (g *Gateway) admitConn(w http.ResponseWriter, r *http.Request, rt *route, kind Transport) (*admission, bool) {
+	l, ok := g.admitConnLease(w, r, kind)
+	if !ok {
+		return nil, false
+	}
+	slot, err := rt.children.take()
+	if err != nil {
+		l.release()
+		le, _ := asLimitError(err)
+		writeLimitError(w, nil, le)
+		return nil, false
+	}
+	return &admission{lease: l, slot: slot}, true
+}
+
+// admitConnLease counts a new connection against the limits of its kind,
+// its agent (the principal, else the agent header) and its address;
+// refused, it answers w.
+func (g *Gateway) admitConnLease(w http.ResponseWriter, r *http.Request, kind Transport) (*lease, bool) {
 	agent := ""
 	if h := g.opts.AgentHeader; h != "" {
 		agent = r.Header.Get(h)
@@ -377,14 +395,7 @@ func (g *Gateway) admitConn(w http.ResponseWriter, r *http.Request, rt *route, k
 		writeLimitError(w, nil, le)
 		return nil, false
 	}
-	slot, err := rt.children.take()
-	if err != nil {
-		l.release()
-		le, _ := asLimitError(err)
-		writeLimitError(w, nil, le)
-		return nil, false
-	}
-	return &admission{lease: l, slot: slot}, true
+	return l, true
 }
 
 // admitAgent counts the connection against its agent (fixed by its first
