@@ -476,7 +476,7 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 			"resources": map[string]any{"listChanged": true},
 		},
 		"serverInfo": map[string]any{"name": name, "version": "1"},
-	})
+	}, json.Deterministic(true))
 	b, _ := json.Marshal(rpcResponse{JSONRPC: "2.0", ID: req.ID, Result: res})
 	w.Header().Set("Mcp-Session-Id", s.id)
 	writeJSON(w, http.StatusOK, b)

@@ -65,7 +65,7 @@ func TestAggregateOverSSEAndWebSocket(t *testing.T) {
 		}
 		return string(b)
 	}
-	if got := exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"ws-agent","version":"1"}}}`); !strings.Contains(got, `"serverInfo":{"name":"sluice/code"`) {
+	if got := exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"ws-agent","version":"1"}}}`); !strings.Contains(got, `"name":"sluice/code"`) {
 		t.Fatalf("initialize over /ws/code: %s", got)
 	}
 	if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
