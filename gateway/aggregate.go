@@ -291,6 +291,9 @@ func (a *aggregator) session(w http.ResponseWriter, r *http.Request) *aggSession
 	a.mu.Lock()
 	s := a.sessions[id]
 	a.mu.Unlock()
+	if s == nil {
+		s = a.adopt(r, id) // sealed by another replica
+	}
 	if s == nil || s.owner != owner(r) {
 		writeJSONRPCError(w, http.StatusNotFound, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "unknown or expired session"})
 		return nil
@@ -464,6 +467,15 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 	}
 	a.sessions[s.id] = s
 	a.mu.Unlock()
+	if a.g.sealer != nil {
+		// Any replica may serve it: the id carries the session.
+		sealed := a.sealSession(r, s)
+		a.mu.Lock()
+		delete(a.sessions, s.id)
+		s.id = sealed
+		a.sessions[sealed] = s
+		a.mu.Unlock()
+	}
 	name := "sluice"
 	if a.vs.Name != "" {
 		name = "sluice/" + a.vs.Name

@@ -34,8 +34,13 @@ type pendingAsk struct {
 }
 
 // mintAsk registers a request from upstream and returns the id the client
-// sees, or "" when the session has too many unanswered.
-func (s *aggSession) mintAsk(upstream string, id jsontext.Value) string {
+// sees, or "" when the session has too many unanswered. With session keys
+// the id is sealed (aggregate_sealed.go): any replica can take the answer.
+func (a *aggregator) mintAsk(s *aggSession, upstream string, in *innerSession, id jsontext.Value) string {
+	var sealed string
+	if a.g.sealer != nil {
+		sealed = a.sealAsk(s, upstream, in, id)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.asks) >= maxPendingAsks || s.closed {
@@ -46,6 +51,9 @@ func (s *aggSession) mintAsk(upstream string, id jsontext.Value) string {
 	}
 	s.asked++
 	key := askIDPrefix + strconv.FormatUint(s.asked, 10) + `"`
+	if sealed != "" {
+		key = sealed
+	}
 	s.asks[key] = pendingAsk{upstream: upstream, id: id}
 	return key
 }
@@ -91,7 +99,7 @@ func (a *aggregator) ask(r *http.Request, s *aggSession, upstream string, in *in
 	}
 	why := "the client has no stream open on " + a.path() + " for requests from the server"
 	if send != nil {
-		if key := s.mintAsk(upstream, req.ID); key != "" {
+		if key := a.mintAsk(s, upstream, in, req.ID); key != "" {
 			req.ID = jsontext.Value(key)
 			if b, err := json.Marshal(req); err == nil && send(b) {
 				return key
@@ -119,6 +127,10 @@ func (a *aggregator) answer(w http.ResponseWriter, r *http.Request, resp rpcResp
 	s.mu.Lock()
 	in := s.inner[pa.upstream]
 	s.mu.Unlock()
+	if !ok {
+		// Relayed by another replica: the sealed id says where to.
+		pa, in, ok = a.openAsk(s, string(resp.ID))
+	}
 	if !ok || in == nil {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
 			Message: "no request with id " + string(resp.ID) + " awaits an answer on this session"})

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -324,4 +325,90 @@ func allowAllGateway(t *testing.T, opts Options) string {
 	gw := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { gw.Close(); g.Close() })
 	return gw.URL
+}
+
+// alternate is a client-side balancer without affinity: each request goes
+// to the next of hosts (a proxy hop would add its own buffering to what is
+// tested).
+type alternate struct {
+	hosts []string
+	next  atomic.Int64
+}
+
+func (a *alternate) RoundTrip(r *http.Request) (*http.Response, error) {
+	u, _ := url.Parse(a.hosts[int(a.next.Add(1)-1)%len(a.hosts)])
+	r = r.Clone(r.Context())
+	r.URL.Host, r.Host = u.Host, ""
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestAggregateAcrossReplicas: with session keys, a virtual server's
+// session is served by any replica. A go-sdk client behind a balancer
+// without affinity, over two gateways: list, calls, and sampling and
+// elicitation requests relayed by one replica and answered through the
+// other.
+func TestAggregateAcrossReplicas(t *testing.T) {
+	a, b := askingUpstream("alpha"), askingUpstream("beta")
+	t.Cleanup(a.Close)
+	t.Cleanup(b.Close)
+	opts := Options{
+		Upstreams:      []Upstream{{Name: "alpha", URL: a.URL}, {Name: "beta", URL: b.URL}},
+		VirtualServers: []VirtualServer{{Naming: NamingPrefix}, {Name: "code", Upstreams: []string{"alpha"}}},
+		SessionKeys:    [][]byte{key(7)},
+	}
+	gw1, gw2 := allowAllGateway(t, opts), allowAllGateway(t, opts)
+	lb := &alternate{hosts: []string{gw1, gw2}}
+	// A sealed session is good on its own virtual server only, on any
+	// replica.
+	_, h, _ := post(t, gw1+"/mcp", nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw"}}}`)
+	sid := h.Get("Mcp-Session-Id")
+	if !strings.HasPrefix(sid, "v1.") {
+		t.Fatalf("session id %q is not sealed", sid)
+	}
+	for i, gw := range []string{gw2, gw1} {
+		if code, _, body := post(t, gw+"/mcp", map[string]string{"Mcp-Session-Id": sid}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); code != 200 || !strings.Contains(body, "alpha_summarize") {
+			t.Errorf("replica %d: tools/list on the session's own virtual server: %d %s", i, code, body)
+		}
+		if code, _, _ := post(t, gw+"/mcp/code", map[string]string{"Mcp-Session-Id": sid}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); code != http.StatusNotFound {
+			t.Errorf("replica %d: the session on another virtual server: %d, want 404", i, code)
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "model says hi"}}, nil
+		},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
+		},
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw1 + "/mcp", HTTPClient: &http.Client{Transport: lb}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for round := range 3 {
+		tools, err := cs.ListTools(ctx, nil)
+		if err != nil || len(tools.Tools) != 6 {
+			t.Fatalf("round %d: tools %v, %v", round, tools, err)
+		}
+		for _, tc := range []struct {
+			name, want string
+			args       map[string]any
+		}{
+			{"alpha_summarize", "alpha sampled: model says hi", map[string]any{"text": "x"}},
+			{"beta_summarize", "beta sampled: model says hi", map[string]any{"text": "x"}},
+			{"beta_confirm", "beta accept true", map[string]any{}},
+		} {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.name, Arguments: tc.args})
+			if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != tc.want {
+				got := ""
+				if res != nil && len(res.Content) > 0 {
+					got = res.Content[0].(*mcp.TextContent).Text
+				}
+				t.Fatalf("round %d: %s = %q (error result %v), %v; want %q", round, tc.name, got, res != nil && res.IsError, err, tc.want)
+			}
+		}
+	}
 }

@@ -1,0 +1,168 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Virtual-server sessions across replicas. With Options.SessionKeys set,
+// a virtual server's Mcp-Session-Id is its session, sealed like a route's
+// (sealed.go) under its own label: the virtual server, the principal, the
+// negotiated version, the client's initialize params and the session it
+// holds on each upstream's route — opened at initialize, and themselves
+// sealed route sessions any replica can serve (HTTP upstreams). A replica
+// that has not seen the id opens it, checks the virtual server and the
+// caller, and goes on. The ids of requests relayed to the client are sealed
+// too (upstream, its session, its id), so the client's answer may reach any
+// replica. What stays on one replica: the GET stream and its
+// notifications, an upstream first used after initialize (it was down),
+// and notifications/cancelled for a call served elsewhere.
+
+// virtualPrefix marks a sealed virtual-server session id.
+const virtualPrefix = "v1."
+
+var virtualAD = []byte("sluice virtual session v1")
+
+type sealedVirtual struct {
+	Virtual string                   `json:"s"`
+	Owner   string                   `json:"o,omitempty"`
+	Version string                   `json:"v"`
+	Init    jsontext.Value           `json:"i,omitempty"`
+	Inner   map[string]sealedUpInner `json:"u,omitempty"`
+	Nonce   string                   `json:"n"`
+}
+
+type sealedUpInner struct {
+	ID      string `json:"i"`
+	Version string `json:"v,omitempty"`
+}
+
+// sealAny seals v under the sealer's first key with ad, behind prefix.
+func (s *sealer) sealAny(prefix string, ad []byte, v any) string {
+	plain, _ := json.Marshal(v)
+	a := s.aeads[0]
+	nonce := make([]byte, a.NonceSize())
+	_, _ = rand.Read(nonce)
+	return prefix + base64.RawURLEncoding.EncodeToString(a.Seal(nonce, nonce, plain, ad))
+}
+
+// openAny opens what sealAny sealed into v.
+func (s *sealer) openAny(prefix string, ad []byte, id string, v any) bool {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok || len(rest) > 16<<10 {
+		return false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil {
+		return false
+	}
+	for _, a := range s.aeads {
+		if len(b) < a.NonceSize() {
+			continue
+		}
+		if plain, err := a.Open(nil, b[:a.NonceSize()], b[a.NonceSize():], ad); err == nil {
+			return json.Unmarshal(plain, v) == nil
+		}
+	}
+	return false
+}
+
+// sealSession opens the session's inner sessions on every upstream (in
+// parallel, each bounded by listTimeout) and returns its sealed id.
+func (a *aggregator) sealSession(r *http.Request, s *aggSession) string {
+	var wg sync.WaitGroup
+	for _, u := range a.vs.Upstreams {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(r.Context(), a.listTimeout)
+			defer cancel()
+			_, _ = a.inner(r.WithContext(ctx), s, u) // one that is down is opened later, here
+		})
+	}
+	wg.Wait()
+	st := sealedVirtual{Virtual: a.vs.Name, Owner: s.owner, Version: s.version, Init: s.init, Inner: map[string]sealedUpInner{}, Nonce: newSessionID()[:8]}
+	s.mu.Lock()
+	for u, in := range s.inner {
+		st.Inner[u] = sealedUpInner{ID: in.id, Version: in.version}
+	}
+	s.mu.Unlock()
+	return a.g.sealer.sealAny(virtualPrefix, virtualAD, st)
+}
+
+// adopt serves a sealed session this replica has not seen, if id is one
+// of this virtual server's and the caller is its owner.
+func (a *aggregator) adopt(r *http.Request, id string) *aggSession {
+	if a.g.sealer == nil {
+		return nil
+	}
+	var st sealedVirtual
+	if !a.g.sealer.openAny(virtualPrefix, virtualAD, id, &st) || st.Virtual != a.vs.Name || st.Owner != owner(r) {
+		return nil
+	}
+	s := &aggSession{id: id, owner: st.Owner, client: clientAddr(r), version: st.Version, init: st.Init, inner: map[string]*innerSession{}}
+	for u, in := range st.Inner {
+		s.inner[u] = &innerSession{id: in.ID, version: in.Version}
+	}
+	s.last.Store(time.Now().UnixNano())
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if old := a.sessions[id]; old != nil {
+		return old
+	}
+	if len(a.sessions) >= a.g.opts.maxSessions() {
+		return nil
+	}
+	a.sessions[id] = s
+	return s
+}
+
+// askPrefix starts a sealed relayed-request id.
+const askPrefix = `"sluice-ask-s.`
+
+var askAD = []byte("sluice relayed request v1")
+
+type sealedAsk struct {
+	Session  string         `json:"s"` // the outer session's id, so no other session can answer
+	Upstream string         `json:"u"`
+	Inner    string         `json:"i"`
+	ID       jsontext.Value `json:"d"`
+}
+
+// fingerprint names a session in a sealed ask id without carrying it.
+func fingerprint(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return base64.RawURLEncoding.EncodeToString(h[:12])
+}
+
+// sealAsk is the id under which a request from upstream (its session in,
+// its id) is relayed to the client of session s: one any replica can
+// route the answer back with.
+func (a *aggregator) sealAsk(s *aggSession, upstream string, in *innerSession, id jsontext.Value) string {
+	return askPrefix + a.g.sealer.sealAny("", askAD, sealedAsk{Session: fingerprint(s.id), Upstream: upstream, Inner: in.id, ID: id}) + `"`
+}
+
+// openAsk reads a sealed ask id of session s.
+func (a *aggregator) openAsk(s *aggSession, key string) (pendingAsk, *innerSession, bool) {
+	if a.g.sealer == nil || !strings.HasPrefix(key, askPrefix) || !strings.HasSuffix(key, `"`) {
+		return pendingAsk{}, nil, false
+	}
+	var st sealedAsk
+	if !a.g.sealer.openAny("", askAD, strings.TrimSuffix(strings.TrimPrefix(key, askPrefix), `"`), &st) || st.Session != fingerprint(s.id) {
+		return pendingAsk{}, nil, false
+	}
+	s.mu.Lock()
+	in := s.inner[st.Upstream]
+	s.mu.Unlock()
+	if in == nil || in.id != st.Inner {
+		in = &innerSession{id: st.Inner}
+	}
+	return pendingAsk{upstream: st.Upstream, id: st.ID}, in, true
+}
