@@ -37,9 +37,10 @@ type pendingAsk struct {
 // sees, or "" when the session has too many unanswered. With session keys
 // the id is sealed (aggregate_sealed.go): any replica can take the answer.
 func (a *aggregator) mintAsk(s *aggSession, upstream string, in *innerSession, id jsontext.Value) string {
-	var sealed string
 	if a.g.sealer != nil {
-		sealed = a.sealAsk(s, upstream, in, id)
+		// The id is all the answer needs, and another replica may take
+		// it: nothing is kept here (so nothing piles up either).
+		return a.sealAsk(s, upstream, in, id)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -51,9 +52,6 @@ func (a *aggregator) mintAsk(s *aggSession, upstream string, in *innerSession, i
 	}
 	s.asked++
 	key := askIDPrefix + strconv.FormatUint(s.asked, 10) + `"`
-	if sealed != "" {
-		key = sealed
-	}
 	s.asks[key] = pendingAsk{upstream: upstream, id: id}
 	return key
 }
