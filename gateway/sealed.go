@@ -5,11 +5,9 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -78,36 +76,19 @@ func newSealer(keys [][]byte) (*sealer, error) {
 var sealedAD = []byte("sluice session id v1")
 
 func (s *sealer) seal(st sealedSession) string {
-	var n [12]byte
+	var n [6]byte
 	_, _ = rand.Read(n[:])
-	st.Nonce = base64.RawURLEncoding.EncodeToString(n[:6])
-	plain, _ := json.Marshal(st)
-	a := s.aeads[0]
-	nonce := make([]byte, a.NonceSize())
-	_, _ = rand.Read(nonce)
-	return sealedPrefix + base64.RawURLEncoding.EncodeToString(a.Seal(nonce, nonce, plain, sealedAD))
+	st.Nonce = base64.RawURLEncoding.EncodeToString(n[:])
+	return s.sealAny(sealedPrefix, sealedAD, st)
 }
 
 func (s *sealer) open(id string) (sealedSession, bool) {
 	var st sealedSession
-	rest, ok := strings.CutPrefix(id, sealedPrefix)
-	if !ok || len(rest) > 4096 {
+	if len(id) > len(sealedPrefix)+4096 {
 		return st, false
 	}
-	b, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil {
-		return st, false
-	}
-	for _, a := range s.aeads {
-		if len(b) < a.NonceSize() {
-			continue
-		}
-		plain, err := a.Open(nil, b[:a.NonceSize()], b[a.NonceSize():], sealedAD)
-		if err == nil && json.Unmarshal(plain, &st) == nil {
-			return st, true
-		}
-	}
-	return st, false
+	ok := s.openAny(sealedPrefix, sealedAD, id, &st)
+	return st, ok
 }
 
 // sessionID is the id of a new session: sealed when keys are configured.
