@@ -795,6 +795,20 @@ func (a *aggregator) innerCall(r *http.Request, s *aggSession, upstream, method 
 		return nil, err
 	}
 	resp, err := a.roundTrip(r, s, upstream, in, method, params)
+	if err == nil && !s.modern && sessionGone(resp.Error) {
+		// The route no longer has that session here: it ended upstream,
+		// or it is bound to another replica (a stdio upstream behind a
+		// sealed session). The virtual session goes on with a new one.
+		s.mu.Lock()
+		if s.inner[upstream] == in {
+			delete(s.inner, upstream)
+		}
+		s.mu.Unlock()
+		if in, err = a.inner(r, s, upstream); err != nil {
+			return nil, err
+		}
+		resp, err = a.roundTrip(r, s, upstream, in, method, params)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -802,6 +816,15 @@ func (a *aggregator) innerCall(r *http.Request, s *aggSession, upstream, method 
 		return nil, &routeError{raw: resp.Error}
 	}
 	return resp.Result, nil
+}
+
+// sessionGone reports whether a route's error says it has no such session.
+func sessionGone(e jsontext.Value) bool {
+	var o struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	return len(e) > 0 && json.Unmarshal(e, &o) == nil && o.Code == intercept.CodeInvalidRequest && strings.HasPrefix(o.Message, "session not found")
 }
 
 func (a *aggregator) inner(r *http.Request, s *aggSession, upstream string) (*innerSession, error) {

@@ -412,3 +412,28 @@ func TestAggregateAcrossReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateStdioAcrossReplicas: a stdio upstream is a process of one
+// replica. A virtual session sealed on one replica and used on another
+// opens its own session there on that upstream instead of failing.
+func TestAggregateStdioAcrossReplicas(t *testing.T) {
+	bin := buildDemoServer(t)
+	opts := Options{
+		Upstreams:      []Upstream{{Name: "local", Command: bin}},
+		VirtualServers: []VirtualServer{{}},
+		SessionKeys:    [][]byte{key(9)},
+	}
+	gw1, gw2 := allowAllGateway(t, opts), allowAllGateway(t, opts)
+	_, h, body := post(t, gw1+"/mcp", nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw"}}}`)
+	sid := h.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("initialize: %s", body)
+	}
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"from %s"}}}`
+	for _, gw := range []string{gw2, gw1, gw2} {
+		code, _, body := post(t, gw+"/mcp", map[string]string{"Mcp-Session-Id": sid}, fmt.Sprintf(call, gw))
+		if code != 200 || !strings.Contains(body, "from "+gw) || strings.Contains(body, `"error"`) {
+			t.Errorf("echo through %s: %d %s", gw, code, body)
+		}
+	}
+}
