@@ -429,6 +429,13 @@ func TestAggregateStdioAcrossReplicas(t *testing.T) {
 	if sid == "" {
 		t.Fatalf("initialize: %s", body)
 	}
+	// Initialize params too large to travel in every request's header are
+	// cut down to what the other replicas need.
+	big := strings.Repeat("x", 64<<10)
+	_, h2, _ := post(t, gw1+"/mcp", nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"`+big+`"}}}`)
+	if len(h2.Get("Mcp-Session-Id")) > 8<<10 {
+		t.Errorf("a session id of %d bytes", len(h2.Get("Mcp-Session-Id")))
+	}
 	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"from %s"}}}`
 	for _, gw := range []string{gw2, gw1, gw2} {
 		code, _, body := post(t, gw+"/mcp", map[string]string{"Mcp-Session-Id": sid}, fmt.Sprintf(call, gw))

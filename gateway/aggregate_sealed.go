@@ -88,7 +88,7 @@ func (a *aggregator) sealSession(r *http.Request, s *aggSession) string {
 		})
 	}
 	wg.Wait()
-	st := sealedVirtual{Virtual: a.vs.Name, Owner: s.owner, Version: s.version, Init: s.init, Inner: map[string]sealedUpInner{}, Nonce: newSessionID()[:8]}
+	st := sealedVirtual{Virtual: a.vs.Name, Owner: s.owner, Version: s.version, Init: sealableInit(s.init), Inner: map[string]sealedUpInner{}, Nonce: newSessionID()[:8]}
 	s.mu.Lock()
 	for u, in := range s.inner {
 		st.Inner[u] = sealedUpInner{ID: in.id, Version: in.version}
@@ -165,4 +165,32 @@ func (a *aggregator) openAsk(s *aggSession, key string) (pendingAsk, *innerSessi
 		in = &innerSession{id: st.Inner}
 	}
 	return pendingAsk{upstream: st.Upstream, id: st.ID}, in, true
+}
+
+// maxSealedInit bounds the initialize params a sealed id carries: the id
+// travels in a header of every request.
+const maxSealedInit = 4 << 10
+
+// sealableInit is init, or as much of it as other replicas need (the
+// client's capabilities and name) when it is larger than maxSealedInit.
+func sealableInit(init jsontext.Value) jsontext.Value {
+	if len(init) <= maxSealedInit {
+		return init
+	}
+	var p map[string]jsontext.Value
+	if json.Unmarshal(init, &p) != nil {
+		return nil
+	}
+	for _, keep := range [][]string{{"protocolVersion", "capabilities", "clientInfo"}, {"protocolVersion", "clientInfo"}, {"protocolVersion"}} {
+		small := map[string]jsontext.Value{}
+		for _, k := range keep {
+			if v, ok := p[k]; ok {
+				small[k] = v
+			}
+		}
+		if b, err := json.Marshal(small); err == nil && len(b) <= maxSealedInit {
+			return b
+		}
+	}
+	return nil
 }
