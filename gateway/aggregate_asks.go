@@ -96,18 +96,20 @@ func (a *aggregator) ask(r *http.Request, s *aggSession, upstream string, in *in
 		return ""
 	}
 	why := "the client has no stream open on " + a.path() + " for requests from the server"
+	orig := req.ID
 	if send != nil {
-		if key := a.mintAsk(s, upstream, in, req.ID); key != "" {
+		if key := a.mintAsk(s, upstream, in, orig); key != "" {
 			req.ID = jsontext.Value(key)
 			if b, err := json.Marshal(req); err == nil && send(b) {
 				return key
 			}
 			s.takeAsk(key)
+			why = "the client's stream is closed or too far behind"
 		} else {
 			why = "too many requests to the client are awaiting an answer"
 		}
 	}
-	body := intercept.ErrorResponse(req.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: req.Method + " not delivered: " + why})
+	body := intercept.ErrorResponse(orig, &intercept.WireError{Code: intercept.CodeInternalError, Message: req.Method + " not delivered: " + why})
 	// The upstream's answer is still being written by this goroutine's
 	// caller: the error goes in on its own.
 	go a.g.handleMCP(&discard{h: http.Header{}}, a.innerRequest(r, http.MethodPost, upstream, in, body))
