@@ -444,3 +444,43 @@ func TestAggregateStdioAcrossReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateAskNotDelivered: a request from an upstream that cannot be
+// written to the client is answered to that upstream at once, under the
+// upstream's own id, with the reason.
+func TestAggregateAskNotDelivered(t *testing.T) {
+	f := newFixture(t, allowEcho, Options{VirtualServers: []VirtualServer{{Upstreams: []string{"demo"}}}})
+	_, h, _ := post(t, f.gw.URL+"/mcp", nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"raw"}}}`)
+	a := f.g.virtual[""]
+	a.mu.Lock()
+	s := a.sessions[h.Get("Mcp-Session-Id")]
+	a.mu.Unlock()
+	if s == nil {
+		t.Fatal("no session")
+	}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	in, err := a.inner(r, s, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		name string
+		send func([]byte) bool
+		why  string
+	}{
+		{"no stream", nil, "no stream open"},
+		{"stream gone", func([]byte) bool { return false }, "closed or too far behind"},
+	} {
+		id := fmt.Sprint(7700 + i)
+		if key := a.ask(r, s, "demo", in, []byte(`{"jsonrpc":"2.0","id":`+id+`,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}`), tc.send); key != "" {
+			t.Fatalf("%s: relayed as %s", tc.name, key)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for !f.upstreamSaw(`"id":`+id) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !f.upstreamSaw(`"id":`+id) || !f.upstreamSaw(tc.why) {
+			t.Errorf("%s: the upstream did not get an error under its own id %s saying %q", tc.name, id, tc.why)
+		}
+	}
+}
