@@ -398,6 +398,22 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, b)
 }
 
+// toGET writes b to the session's GET stream, if one is open and not too
+// far behind (then the sender hears so).
+func (s *aggSession) toGET(b []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.notify == nil {
+		return false
+	}
+	select {
+	case s.notify <- b:
+		return true
+	default:
+		return false
+	}
+}
+
 // relayKey holds, in an inner call's context, where the notifications
 // about that call go.
 type relayKey struct{}
@@ -924,6 +940,10 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 	var send func([]byte) bool
 	if relay != nil {
 		send = func(b []byte) bool { relay(b); return true }
+	} else if !s.modern {
+		// The client takes a JSON answer to this call: a request to it
+		// can still go on its GET stream, if one is open.
+		send = s.toGET
 	}
 	var asked askSet
 	defer asked.drop(s)
@@ -1043,19 +1063,7 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 		wg.Go(func() {
 			req := a.innerRequest(r.WithContext(ctx), http.MethodGet, u, in, nil)
 			req.Header.Set("Accept", "text/event-stream")
-			send := func(b []byte) bool {
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				if s.notify != ch {
-					return false
-				}
-				select {
-				case ch <- b:
-					return true
-				default: // the client reads too slowly: the upstream hears so
-					return false
-				}
-			}
+			send := s.toGET
 			var asked askSet
 			defer asked.drop(s)
 			a.g.handleMCP(&sseSink{h: http.Header{}, on: func(m []byte) {

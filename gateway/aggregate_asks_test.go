@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -482,5 +483,47 @@ func TestAggregateAskNotDelivered(t *testing.T) {
 		if !f.upstreamSaw(`"id":`+id) || !f.upstreamSaw(tc.why) {
 			t.Errorf("%s: the upstream did not get an error under its own id %s saying %q", tc.name, id, tc.why)
 		}
+	}
+}
+
+// TestAggregateAskOnGETStream: a client that takes only JSON answers but
+// has its GET stream open gets an upstream's request there, and its
+// answer completes the call.
+func TestAggregateAskOnGETStream(t *testing.T) {
+	a := askingUpstream("alpha")
+	t.Cleanup(a.Close)
+	gw := allowAllGateway(t, Options{Upstreams: []Upstream{{Name: "alpha", URL: a.URL}}, VirtualServers: []VirtualServer{{}}})
+	_, h, _ := post(t, gw+"/mcp", nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"raw"}}}`)
+	hdr := map[string]string{"Mcp-Session-Id": h.Get("Mcp-Session-Id")}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, gw+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", hdr["Mcp-Session-Id"])
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != 200 {
+		t.Fatalf("GET stream: %v %v", stream, err)
+	}
+	defer stream.Body.Close()
+	done := make(chan string, 1)
+	go func() {
+		_, _, body := post(t, gw+"/mcp", map[string]string{"Mcp-Session-Id": hdr["Mcp-Session-Id"], "Accept": "application/json"},
+			`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"summarize","arguments":{"text":"x"}}}`)
+		done <- body
+	}()
+	q, raw := nextMessage(t, transport.NewSSEReader(stream.Body))
+	if q.Method != "sampling/createMessage" {
+		t.Fatalf("on the GET stream: %s, want the upstream's sampling request", raw)
+	}
+	if code, _, body := post(t, gw+"/mcp", hdr, `{"jsonrpc":"2.0","id":`+string(q.ID)+`,"result":{"model":"m","role":"assistant","content":{"type":"text","text":"from the GET stream"}}}`); code != http.StatusAccepted {
+		t.Fatalf("answer: %d %s", code, body)
+	}
+	select {
+	case body := <-done:
+		if !strings.Contains(body, "alpha sampled: from the GET stream") {
+			t.Errorf("call: %s", body)
+		}
+	case <-ctx.Done():
+		t.Fatal("the call never completed")
 	}
 }
