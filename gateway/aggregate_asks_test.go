@@ -527,3 +527,61 @@ func TestAggregateAskOnGETStream(t *testing.T) {
 		t.Fatal("the call never completed")
 	}
 }
+
+// TestAggregateSealedSessionOtherPrincipal: a sealed virtual session is
+// refused (404) to another principal on any replica, and the /sse message
+// endpoint of a virtual session refuses another principal's POST.
+func TestAggregateSealedSessionOtherPrincipal(t *testing.T) {
+	a := askingUpstream("alpha")
+	t.Cleanup(a.Close)
+	opts := Options{Upstreams: []Upstream{{Name: "alpha", URL: a.URL}}, VirtualServers: []VirtualServer{{}}, SessionKeys: [][]byte{key(5)}}
+	var urls []string
+	for range 2 {
+		g, err := New(opts, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := g.Handler()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if p := r.Header.Get("X-Principal"); p != "" {
+				r = r.WithContext(intercept.WithPrincipal(r.Context(), &intercept.Principal{ID: p, Method: "api_key"}))
+			}
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(func() { srv.Close(); g.Close() })
+		urls = append(urls, srv.URL)
+	}
+	_, h, _ := post(t, urls[0]+"/mcp", map[string]string{"X-Principal": "alice"}, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"a"}}}`)
+	sid := h.Get("Mcp-Session-Id")
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	for i, u := range urls {
+		if code, _, _ := post(t, u+"/mcp", map[string]string{"X-Principal": "alice", "Mcp-Session-Id": sid}, list); code != 200 {
+			t.Errorf("replica %d: alice's own session: %d", i, code)
+		}
+		if code, _, _ := post(t, u+"/mcp", map[string]string{"X-Principal": "mallory", "Mcp-Session-Id": sid}, list); code != http.StatusNotFound {
+			t.Errorf("replica %d: mallory with alice's session: %d, want 404", i, code)
+		}
+	}
+
+	// /sse: alice opens a stream; mallory posts to its message endpoint.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, urls[0]+"/sse", nil)
+	req.Header.Set("X-Principal", "alice")
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	ev, err := transport.NewSSEReader(stream.Body).Next()
+	if err != nil || ev.Event != "endpoint" {
+		t.Fatalf("endpoint event: %+v %v", ev, err)
+	}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"m"}}}`
+	if code, _, _ := post(t, urls[0]+string(ev.Data), map[string]string{"X-Principal": "mallory"}, init); code < 400 {
+		t.Errorf("mallory posting to alice's /sse session: %d, want refused", code)
+	}
+	if code, _, _ := post(t, urls[0]+string(ev.Data), map[string]string{"X-Principal": "alice"}, init); code != http.StatusAccepted {
+		t.Errorf("alice posting to her /sse session: %d, want 202", code)
+	}
+}
