@@ -2,7 +2,7 @@
 """Builds the by-source injection evaluation files (SOURCE.jsonl) from public
 repositories checked out at the commits named in SOURCES.md.
 
-    python3 build.py GARAK_GIT_DIR BIPIA_GIT_DIR INJECGUARD_GIT_DIR KOREAN_CSV PURPLELLAMA_GIT_DIR
+    python3 build.py GARAK_GIT_DIR BIPIA_GIT_DIR INJECGUARD_GIT_DIR KOREAN_CSV PURPLELLAMA_GIT_DIR TENSORTRUST_GIT_DIR
 
 Each *_GIT_DIR is a git directory (bare is fine); files are read from HEAD.
 KOREAN_CSV is data/samples/prompt_injection_samples.csv of
@@ -231,6 +231,20 @@ def purplellama(gitdir):
                                         "note": x["speaking_language"] + ": " + x["injection_variant"]} for x in d])
 
 
+def tensortrust(gitdir):
+    """Tensor Trust's robustness benchmarks: attacks people wrote to make a
+    defended model say "Access Granted" (hijacking) or leak its instructions
+    (extraction). Only the attack is kept: it is the text that reaches the
+    model from outside."""
+    for name, f in [("tensortrust-hijacking", "benchmarks/hijacking-robustness/v1/hijacking_robustness_dataset.jsonl"),
+                    ("tensortrust-extraction", "benchmarks/extraction-robustness/v1/extraction_robustness_dataset.jsonl")]:
+        rows = []
+        for line in show(gitdir, f).splitlines():
+            if line.strip():
+                rows.append({"text": json.loads(line)["attack"], "injection": True, "note": name.split("-")[1] + " attack"})
+        write(name, rows)
+
+
 def drop_held_out_texts():
     """A tune file must not hold a text that a held-out file holds."""
     held = set()
@@ -259,7 +273,7 @@ def drop_held_out_texts():
 
 
 if __name__ == "__main__":
-    garak, bip, ig, ko, pl = sys.argv[1:6]
+    garak, bip, ig, ko, pl, tt = sys.argv[1:7]
     garak_latent(garak)
     garak_sysprompt(garak)
     garak_dan(garak)
@@ -269,4 +283,5 @@ if __name__ == "__main__":
     garak_more(garak)
     bipia_contexts(bip)
     purplellama(pl)
+    tensortrust(tt)
     drop_held_out_texts()
