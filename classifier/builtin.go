@@ -54,6 +54,8 @@ func (b *Builtin) Options() Options { return b.c.opts }
 
 // Classify classifies one call. It never fails: what it cannot tell gets
 // a low confidence and, below the floor, the conservative default.
+func (b *Builtin) immediate() bool { return true }
+
 func (b *Builtin) Classify(_ context.Context, d *intercept.ActionDescriptor) (Verdict, error) {
 	return b.classify(d), nil
 }

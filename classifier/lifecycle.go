@@ -156,6 +156,8 @@ type sessionClassifier struct {
 	c Classifier
 }
 
+func (s *sessionClassifier) immediate() bool { return Immediate(s.c) }
+
 func (s *sessionClassifier) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verdict, error) {
 	id, _ := s.l.Provision(d.SessionID)
 	s.l.ObserveInventory(d.SessionID, d.ToolInventoryHash)

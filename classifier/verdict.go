@@ -59,3 +59,13 @@ type Verdict struct {
 type Classifier interface {
 	Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verdict, error)
 }
+
+// Immediate reports whether c answers without waiting on anything (the
+// built-in rules, in memory): a caller may then classify in line instead
+// of beside its other work, which would cost a goroutine and a wake-up
+// per call for nothing. A classifier that may block (a provider call)
+// is not immediate.
+func Immediate(c Classifier) bool {
+	i, ok := c.(interface{ immediate() bool })
+	return ok && i.immediate()
+}

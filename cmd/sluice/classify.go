@@ -115,6 +115,14 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory fun
 		if a.Escalated || a.SoleDenyViolation || len(a.Assessment.Mismatch) > 0 || a.Err != nil {
 			level = slog.LevelInfo
 		}
+		if a.Unheld == govern.UnheldNobodyAnswers {
+			// Flagged, but the policy's allow stands: said loudly when the
+			// operator asked for a hold nobody could answer.
+			level = slog.LevelInfo
+		}
+		if !logger.Enabled(context.Background(), level) {
+			return // the attributes below cost more than the rest of the advice
+		}
 		attrs := []any{"txn_id", a.Descriptor.TxnID, "tool", a.Descriptor.ToolName, "agent", a.Descriptor.Agent,
 			"composite", a.Assessment.Composite, "disposition", a.Assessment.Disposition.String(),
 			"risk", a.Intent.RiskLevel, "injection", a.Intent.InjectionSuspected, "latency", a.Latency}
@@ -125,11 +133,6 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory fun
 			attrs = append(attrs, "event", govern.EventSoleDenyViolation)
 		}
 		if a.Unheld != "" {
-			// Flagged, but the policy's allow stands: say why (loudly
-			// when the operator asked for a hold nobody could answer).
-			if a.Unheld == govern.UnheldNobodyAnswers {
-				level = slog.LevelInfo
-			}
 			attrs = append(attrs, "unheld", a.Unheld)
 		}
 		if a.Err != nil {

@@ -123,13 +123,17 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 		return intercept.Decide(ctx, a.Policy, d), nil
 	}
 	start := time.Now()
-	ch := make(chan classified, 1)
-	go func() {
+	classify := func() classified {
 		cctx, span := telemetry.StartStage(ctx, a.Tracer, telemetry.StageClassification)
 		v, err := a.Classifier.Classify(cctx, d)
 		span.End(err)
-		ch <- classified{v, err}
-	}()
+		return classified{v, err}
+	}
+	var ch chan classified
+	if !classifier.Immediate(a.Classifier) {
+		ch = make(chan classified, 1)
+		go func() { ch <- classify() }()
+	}
 	// The deterministic decision needs no classifier: compute it while the
 	// classifier works, so the slower of the two sets the latency.
 	// Injection findings are deterministic, so policy may use them here.
@@ -142,7 +146,12 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 	d0.Classification = map[string]any{"injection_suspected": len(findings) > 0, "tool_poisoning": len(poisoning) > 0,
 		policy.ClassificationWithheld: true}
 	base := intercept.Decide(ctx, a.Policy, &d0)
-	r := <-ch
+	var r classified
+	if ch != nil {
+		r = <-ch
+	} else {
+		r = classify()
+	}
 
 	adv := &Advice{Descriptor: d, Verdict: r.v, Err: r.err}
 	adv.Assessment = classifier.Assess(r.v, a.Options)

@@ -209,3 +209,27 @@ func TestAdvisorDecidesOnceWithoutClassification(t *testing.T) {
 		t.Error("Policy.ReadsClassification is wrong")
 	}
 }
+
+// BenchmarkAdvisorBuiltin: one tool call through the Advisor with the
+// built-in classifier and a permissive policy (the default stack's
+// decision, without the audit and telemetry the gateway adds).
+func BenchmarkAdvisorBuiltin(b *testing.B) {
+	bc, err := classifier.NewBuiltin(classifier.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := policy.Compile([]byte("default: allow\n"), "bench.yaml", policy.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := &Advisor{Policy: p, Classifier: bc, OnAdvice: func(*Advice) {}}
+	d := desc("echo", `{"message":"hi"}`)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if dec := intercept.Decide(context.Background(), a, d); dec.Verdict == intercept.Deny {
+				b.Fatal(dec.Reason)
+			}
+		}
+	})
+}
