@@ -81,7 +81,7 @@ func TestBuiltinActionType(t *testing.T) {
 		{"declared in config", builtinCall{upstream: "ops", target: stdioFS, tool: "rotate"}, Provision, SourceConfig, 1, false},
 		{"declared wins over annotations", builtinCall{upstream: "fs", tool: "weird_op", ann: `{"destructiveHint":true}`}, Read, SourceConfig, 1, false},
 		{"readOnlyHint", builtinCall{tool: "read_file", ann: `{"readOnlyHint":true}`}, Read, SourceAnnotations, 1, false},
-		{"destructive, verb picks the kind", builtinCall{tool: "exec_in_pod", ann: `{"destructiveHint":true}`}, Execute, SourceAnnotations, 1, false},
+		{"destructive, verb picks the kind", builtinCall{tool: "exec_in_pod", ann: `{"destructiveHint":true}`}, Execute, SourceAnnotations, 0.85, false}, // Execute is calibrated below 0.9,
 		{"spec defaults spelled out do not override a read verb", builtinCall{tool: "browser_navigate", ann: `{"readOnlyHint":false,"destructiveHint":true}`}, Read, SourceToolName, 0.6, false},
 		{"every default, as some SDKs write them", builtinCall{tool: "excel_read_sheet", ann: `{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":true}`}, Read, SourceToolName, 0.6, false},
 		{"destructive with a hint of its own overrides a read verb", builtinCall{tool: "browser_navigate", ann: `{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true}`}, Write, SourceAnnotations, 0.5, true},
@@ -124,7 +124,7 @@ func TestBuiltinActionType(t *testing.T) {
 		// Verbs of scripts written without spaces.
 		{"Chinese description", builtinCall{tool: "maps_weather", desc: "根据城市名称查询指定城市的天气"}, Read, SourceToolDescription, 0.7, false},
 		{"Japanese description", builtinCall{tool: "page_tool", desc: "ページを削除します"}, Write, SourceToolDescription, 0.7, false},
-		{"Korean description", builtinCall{tool: "run_job", desc: "작업을 실행합니다"}, Execute, SourceToolName, 0.95, false},
+		{"Korean description", builtinCall{tool: "run_job", desc: "작업을 실행합니다"}, Execute, SourceToolName, 0.85, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
