@@ -44,6 +44,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/h1"
 )
 
 // Agent is one A2A upstream.
@@ -126,7 +127,9 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 		// that concurrent calls do not open a connection each.
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 256
-		opts.Client = &http.Client{Transport: t}
+		// Plain-HTTP agents are served on the caller's goroutine
+		// (internal/h1); TLS and proxied agents by t.
+		opts.Client = &http.Client{Transport: &h1.Transport{Fallback: t, Proxy: t.Proxy, MaxIdlePerHost: 256}}
 	}
 	if opts.CardTTL <= 0 {
 		opts.CardTTL = 5 * time.Minute

@@ -26,6 +26,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/h1"
 )
 
 // Gateway serves every configured upstream downstream over Streamable
@@ -89,7 +90,10 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		limits:    newLimits(&opts),
 		sse:       make(map[string]*transport.SSEServer),
 		stateless: make(map[string]*statelessBridge),
-		client: &http.Client{Transport: &http.Transport{
+		// Plain-HTTP upstreams are served on the calling goroutine
+		// (internal/h1: no reader and writer goroutines per connection
+		// to hand each call between); TLS upstreams by net/http.
+		client: &http.Client{Transport: &h1.Transport{MaxIdlePerHost: 256, Fallback: &http.Transport{
 			Proxy:                 nil, // an MCP upstream is addressed directly
 			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConns:          1024,
@@ -98,7 +102,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 			TLSHandshakeTimeout:   10 * time.Second,
 			ResponseHeaderTimeout: 0, // tool calls may run long; the client's context bounds them
 			ForceAttemptHTTP2:     true,
-		}},
+		}}},
 	}
 	if len(opts.SessionKeys) > 0 {
 		sl, err := newSealer(opts.SessionKeys)

@@ -1,0 +1,334 @@
+// Package h1 is an HTTP/1.1 client transport for plain-HTTP upstreams that
+// runs each exchange on the caller's goroutine.
+//
+// net/http's Transport gives every connection a reader and a writer
+// goroutine and hands each request and response between them and the
+// caller: three goroutines and their wake-ups per call. For a gateway
+// whose upstream is a plain-HTTP neighbour (a sidecar, a pod in the same
+// cluster) that hand-off is a large part of the hop's CPU. Transport
+// writes the request and reads the response on the calling goroutine with
+// net/http's own wire code (Request.Write, ReadResponse), so what goes on
+// the wire is what net/http would send, and pools the connections.
+// Anything else — TLS, upgrades, Expect: 100-continue — goes to Fallback.
+package h1
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Transport is an http.RoundTripper. The zero value is not usable: set
+// Fallback.
+type Transport struct {
+	// Fallback serves what Transport does not: https, upgrades, requests
+	// expecting 100-continue, CONNECT, and requests Proxy sends through a
+	// proxy.
+	Fallback http.RoundTripper
+	// Proxy, if set, is the fallback's proxy choice: a request it sends
+	// through a proxy goes to Fallback.
+	Proxy func(*http.Request) (*url.URL, error)
+	// Dial opens a connection; nil is a net.Dialer with a 10 s timeout and
+	// 30 s keep-alives.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// MaxIdlePerHost bounds the idle connections kept per host (0: 256).
+	MaxIdlePerHost int
+	// IdleTimeout closes a connection idle for longer (0: 90 s).
+	IdleTimeout time.Duration
+
+	mu   sync.Mutex
+	idle map[string][]*conn // LIFO per host:port
+}
+
+type conn struct {
+	addr  string // the pool's key
+	nc    net.Conn
+	lim   *limited // what br reads from: nc, bounded while a head is read
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	since time.Time // when it went idle
+}
+
+var dialer = &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.handles(req) {
+		return t.Fallback.RoundTrip(req)
+	}
+	addr := req.URL.Host
+	if req.URL.Port() == "" {
+		addr = net.JoinHostPort(req.URL.Hostname(), "80")
+	}
+	ctx := req.Context()
+	for attempt := 0; ; attempt++ {
+		c, reused, err := t.get(ctx, addr)
+		if err != nil {
+			closeBody(req)
+			return nil, err
+		}
+		resp, err, retry := t.exchange(ctx, c, req, reused)
+		if err == nil {
+			return resp, nil
+		}
+		if retry && attempt == 0 {
+			// A pooled connection the server had closed, found before
+			// a byte of the request left: the request never reached it.
+			continue
+		}
+		closeBody(req)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+}
+
+// handles reports whether req is a plain HTTP/1.1 exchange Transport runs.
+func (t *Transport) handles(req *http.Request) bool {
+	if req.URL == nil || req.URL.Scheme != "http" || req.URL.Host == "" || req.Method == http.MethodConnect {
+		return false
+	}
+	if req.Header.Get("Upgrade") != "" || strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		return false
+	}
+	if t.Proxy != nil {
+		if u, err := t.Proxy(req); err != nil || u != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// exchange writes req on c and reads the response head. retry says the
+// request was not sent at all on a reused connection (the server had
+// closed it), so it may go again on another.
+func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request, reused bool) (*http.Response, error, bool) {
+	// A cancelled request unblocks whatever the connection is doing; the
+	// connection is then closed, never pooled.
+	stop := func() bool { return true }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+	}
+	sent := &countWriter{w: c.nc}
+	c.bw.Reset(sent)
+	err := req.Write(c.bw)
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	if err != nil {
+		stop()
+		c.nc.Close()
+		return nil, err, reused && sent.n == 0 && req.GetBody != nil && rewind(req)
+	}
+	for {
+		c.lim.n = maxHead // as net/http's MaxResponseHeaderBytes: an upstream cannot make the head take all memory
+		resp, err := http.ReadResponse(c.br, req)
+		c.lim.n = -1
+		if err != nil {
+			stop()
+			c.nc.Close()
+			return nil, err, false
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue // informational (103 Early Hints): the answer follows
+		}
+		keep := !resp.Close && !req.Close
+		if resp.Body == http.NoBody {
+			// Nothing to read: the connection is free now.
+			(&body{c: c, t: t, stop: stop, keep: keep}).finish(true)
+			return resp, nil, false
+		}
+		resp.Body = &body{rc: resp.Body, c: c, t: t, stop: stop, keep: keep, ctx: ctx}
+		return resp, nil, false
+	}
+}
+
+// rewind gives req a fresh body for another attempt.
+func rewind(req *http.Request) bool {
+	if req.Body == nil || req.Body == http.NoBody {
+		return true
+	}
+	b, err := req.GetBody()
+	if err != nil {
+		return false
+	}
+	req.Body = b
+	return true
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// get returns an idle connection to addr that is still open, or a new one.
+func (t *Transport) get(ctx context.Context, addr string) (*conn, bool, error) {
+	now := time.Now()
+	for {
+		t.mu.Lock()
+		list := t.idle[addr]
+		if len(list) == 0 {
+			t.mu.Unlock()
+			break
+		}
+		c := list[len(list)-1]
+		list[len(list)-1] = nil
+		t.idle[addr] = list[:len(list)-1]
+		t.mu.Unlock()
+		if now.Sub(c.since) > t.idleTimeout() || !c.alive() {
+			c.nc.Close()
+			continue
+		}
+		return c, true, nil
+	}
+	dial := t.Dial
+	if dial == nil {
+		dial = dialer.DialContext
+	}
+	nc, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, false, err
+	}
+	lim := &limited{r: nc, n: -1}
+	return &conn{addr: addr, nc: nc, lim: lim, br: bufio.NewReaderSize(lim, 4096), bw: bufio.NewWriterSize(nc, 4096)}, false, nil
+}
+
+// alive reports whether the server has not closed c while it was idle
+// (nor sent anything unasked).
+func (c *conn) alive() bool {
+	return c.br.Buffered() == 0 && idleOpen(c.nc)
+}
+
+// put returns c to the pool, or closes it if the pool is full.
+func (t *Transport) put(addr string, c *conn) {
+	c.since = time.Now()
+	max := t.MaxIdlePerHost
+	if max <= 0 {
+		max = 256
+	}
+	t.mu.Lock()
+	if t.idle == nil {
+		t.idle = make(map[string][]*conn)
+	}
+	if len(t.idle[addr]) < max {
+		t.idle[addr] = append(t.idle[addr], c)
+		c = nil
+	}
+	t.mu.Unlock()
+	if c != nil {
+		c.nc.Close()
+	}
+}
+
+func (t *Transport) idleTimeout() time.Duration {
+	if t.IdleTimeout > 0 {
+		return t.IdleTimeout
+	}
+	return 90 * time.Second
+}
+
+// CloseIdleConnections closes the pooled connections, and Fallback's.
+func (t *Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = nil
+	t.mu.Unlock()
+	for _, list := range idle {
+		for _, c := range list {
+			c.nc.Close()
+		}
+	}
+	if ci, ok := t.Fallback.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// body is a response body; read to its end, it gives the connection back.
+type body struct {
+	ctx  context.Context
+	rc   io.ReadCloser
+	c    *conn
+	t    *Transport
+	stop func() bool
+	keep bool
+	mu   sync.Mutex
+	done bool
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil {
+		b.finish(err == io.EOF)
+		if err != io.EOF && b.ctx.Err() != nil {
+			err = b.ctx.Err() // the deadline that stopped the read was the cancellation
+		}
+	}
+	return n, err
+}
+
+// Close before the end drops the connection: what is left of the
+// response is not read to reuse it.
+func (b *body) Close() error {
+	b.finish(false)
+	return nil
+}
+
+func (b *body) finish(eof bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return
+	}
+	b.done = true
+	if eof && b.stop() && b.keep {
+		b.t.put(b.c.addr, b.c)
+		return
+	}
+	b.stop()
+	b.c.nc.Close()
+}
+
+// maxHead bounds a response's status line and headers.
+const maxHead = 1 << 20
+
+// limited reads from r at most n bytes more (n < 0: no bound).
+type limited struct {
+	r io.Reader
+	n int64
+}
+
+func (l *limited) Read(p []byte) (int, error) {
+	if l.n == 0 {
+		return 0, errHeadTooLarge
+	}
+	if l.n > 0 && int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	if l.n > 0 {
+		l.n -= int64(n)
+	}
+	return n, err
+}
+
+var errHeadTooLarge = errors.New("h1: the upstream's response head is over 1 MiB")
+
+type countWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
+}

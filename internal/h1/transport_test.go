@@ -1,0 +1,326 @@
+package h1
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// counted is a test server that counts the connections it accepted.
+func counted(t *testing.T, h http.HandlerFunc, idle ...time.Duration) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	s := httptest.NewUnstartedServer(h)
+	if len(idle) > 0 {
+		s.Config.IdleTimeout = idle[0]
+	}
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			n.Add(1)
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	return s, &n
+}
+
+func echo(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"method":%q,"body":%q}`, r.Method, b)
+}
+
+type fallbackCount struct{ n atomic.Int64 }
+
+func (f *fallbackCount) RoundTrip(r *http.Request) (*http.Response, error) {
+	f.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func post(t *testing.T, c *http.Client, url, body string) string {
+	t.Helper()
+	resp, err := c.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestReuse: sequential and concurrent calls share pooled connections,
+// and every answer is the one to its own request.
+func TestReuse(t *testing.T) {
+	s, conns := counted(t, echo)
+	fb := &fallbackCount{}
+	c := &http.Client{Transport: &Transport{Fallback: fb}}
+	for i := range 50 {
+		if got, want := post(t, c, s.URL+"/mcp", fmt.Sprint(i)), fmt.Sprintf(`{"method":"POST","body":"%d"}`, i); got != want {
+			t.Fatalf("call %d: %s, want %s", i, got, want)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("50 sequential calls opened %d connections, want 1", n)
+	}
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 40 {
+				body := fmt.Sprintf("%d-%d", g, i)
+				if got, want := post(t, c, s.URL, body), fmt.Sprintf(`{"method":"POST","body":%q}`, body); got != want {
+					t.Errorf("%s", got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := conns.Load(); n > 17 {
+		t.Errorf("16 concurrent callers opened %d connections, want at most 17", n)
+	}
+	if fb.n.Load() != 0 {
+		t.Errorf("plain HTTP went to the fallback %d times", fb.n.Load())
+	}
+}
+
+// TestWireSameAsNetHTTP: the request an upstream receives is the one
+// net/http's Transport sends (but for the Accept-Encoding it adds to ask
+// for gzip it then undoes).
+func TestWireSameAsNetHTTP(t *testing.T) {
+	dumps := make(chan string, 2)
+	s, _ := counted(t, func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del("Accept-Encoding")
+		d, _ := httputil.DumpRequest(r, true)
+		dumps <- string(d)
+	})
+	send := func(rt http.RoundTripper) string {
+		req, _ := http.NewRequest("POST", s.URL+"/mcp/x?y=1", strings.NewReader(`{"jsonrpc":"2.0"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Mcp-Session-Id", "abc")
+		req.Header.Add("X-Multi", "1")
+		req.Header.Add("X-Multi", "2")
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return <-dumps
+	}
+	if ours, std := send(&Transport{Fallback: http.DefaultTransport}), send(http.DefaultTransport); ours != std {
+		t.Errorf("request on the wire differs:\nh1:\n%s\nnet/http:\n%s", ours, std)
+	}
+}
+
+// TestServerClosedIdle: a pooled connection the server closed while idle
+// is not used; the call goes through on a fresh one.
+func TestServerClosedIdle(t *testing.T) {
+	s, conns := counted(t, echo, 20*time.Millisecond)
+	c := &http.Client{Transport: &Transport{Fallback: http.DefaultTransport}}
+	for i := range 5 {
+		post(t, c, s.URL, "x")
+		time.Sleep(60 * time.Millisecond) // the server closes the idle connection
+		if i > 0 && conns.Load() != int64(i+1) {
+			t.Fatalf("call %d: %d connections", i, conns.Load())
+		}
+	}
+}
+
+// TestStreamsStayStreams: an SSE response is read event by event while
+// the server is still writing it.
+func TestStreamsStayStreams(t *testing.T) {
+	next := make(chan struct{})
+	s, _ := counted(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+			if i < 2 {
+				<-next
+			}
+		}
+	})
+	c := &http.Client{Transport: &Transport{Fallback: http.DefaultTransport}}
+	resp, err := c.Post(s.URL, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for i := range 3 {
+		line, err := br.ReadString('\n')
+		if err != nil || line != fmt.Sprintf("data: %d\n", i) {
+			t.Fatalf("event %d: %q, %v", i, line, err)
+		}
+		br.ReadString('\n')
+		if i < 2 {
+			next <- struct{}{} // the next event is written only now
+		}
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after the stream: %v, want EOF", err)
+	}
+}
+
+// TestCancel: cancelling a call stops its stream with the context's
+// error, and the connection is not pooled.
+func TestCancel(t *testing.T) {
+	gone := make(chan struct{})
+	s, conns := counted(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/echo" {
+			echo(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: 1\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		close(gone)
+	})
+	c := &http.Client{Transport: &Transport{Fallback: http.DefaultTransport}}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.URL, strings.NewReader("{}"))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := resp.Body.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "data: 1") {
+		t.Fatalf("first event: %q, %v", buf[:n], err)
+	}
+	cancel()
+	if _, err := io.ReadAll(resp.Body); !errors.Is(err, context.Canceled) {
+		t.Errorf("read after cancel: %v, want context.Canceled", err)
+	}
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream never saw the call end")
+	}
+	post(t, c, s.URL+"/echo", "again")
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2 (the cancelled one is not reused)", n)
+	}
+	// Cancelled before the answer: the context's error.
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	req, _ = http.NewRequestWithContext(ctx, "POST", s.URL+"/echo", strings.NewReader("{}"))
+	if _, err := c.Do(req); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled call: %v", err)
+	}
+}
+
+// TestEarlyCloseAndConnectionClose: a body closed before its end, and an
+// answer with Connection: close, each drop their connection; the next
+// call opens another.
+func TestEarlyCloseAndConnectionClose(t *testing.T) {
+	s, conns := counted(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/close" {
+			w.Header().Set("Connection", "close")
+		}
+		fmt.Fprint(w, strings.Repeat("x", 10000))
+	})
+	c := &http.Client{Transport: &Transport{Fallback: http.DefaultTransport}}
+	resp, err := c.Get(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Read(make([]byte, 10))
+	resp.Body.Close()
+	if b := post(t, c, s.URL+"/close", ""); len(b) != 10000 {
+		t.Fatalf("got %d bytes", len(b))
+	}
+	if b := post(t, c, s.URL, ""); len(b) != 10000 {
+		t.Fatalf("got %d bytes", len(b))
+	}
+	if n := conns.Load(); n != 3 {
+		t.Errorf("%d connections, want 3", n)
+	}
+}
+
+// TestNoBodyFreesConnection: a 202 with no body gives its connection back
+// even if the caller only closes the body.
+func TestNoBodyFreesConnection(t *testing.T) {
+	s, conns := counted(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) })
+	c := &http.Client{Transport: &Transport{Fallback: http.DefaultTransport}}
+	for range 5 {
+		resp, err := c.Post(s.URL, "application/json", strings.NewReader("{}"))
+		if err != nil || resp.StatusCode != http.StatusAccepted {
+			t.Fatal(resp, err)
+		}
+		resp.Body.Close()
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
+	}
+}
+
+// TestFallback: https and upgrades are not this transport's.
+func TestFallback(t *testing.T) {
+	s := httptest.NewTLSServer(http.HandlerFunc(echo))
+	t.Cleanup(s.Close)
+	fb := &fallbackCount{}
+	tr := &Transport{Fallback: fb}
+	req, _ := http.NewRequest("GET", s.URL, nil)
+	if _, err := tr.RoundTrip(req); err == nil || fb.n.Load() != 1 {
+		// The default transport does not trust the test certificate:
+		// the error is the fallback's.
+		t.Errorf("https: %v, fallback used %d times", err, fb.n.Load())
+	}
+	req, _ = http.NewRequest("GET", "http://127.0.0.1:1/", nil)
+	req.Header.Set("Upgrade", "websocket")
+	tr.RoundTrip(req)
+	if fb.n.Load() != 2 {
+		t.Errorf("upgrade: fallback used %d times, want 2", fb.n.Load())
+	}
+	// A request the fallback would send through a proxy goes there.
+	tr.Proxy = func(*http.Request) (*url.URL, error) { return url.Parse("http://127.0.0.1:1") }
+	req, _ = http.NewRequest("GET", "http://127.0.0.1:1/", nil)
+	tr.RoundTrip(req)
+	if fb.n.Load() != 3 {
+		t.Errorf("proxied: fallback used %d times, want 3", fb.n.Load())
+	}
+}
+
+// TestHeadBounded: an upstream that sends headers without end gets an
+// error, not all the memory.
+func TestHeadBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		bufio.NewReader(c).ReadString('\n')
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Junk: " + strings.Repeat("a", 1000) + "\r\n"
+		for range 2000 { // 2 MB of headers
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	}()
+	c := &http.Client{Transport: &Transport{Fallback: http.DefaultTransport}}
+	if _, err := c.Get("http://" + ln.Addr().String()); err == nil || !strings.Contains(err.Error(), "over 1 MiB") {
+		t.Errorf("got %v, want the head-too-large error", err)
+	}
+}
