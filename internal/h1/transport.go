@@ -184,7 +184,8 @@ func (t *Transport) get(ctx context.Context, addr string) (*conn, bool, error) {
 		list[len(list)-1] = nil
 		t.idle[addr] = list[:len(list)-1]
 		t.mu.Unlock()
-		if now.Sub(c.since) > t.idleTimeout() || !c.alive() {
+		idle := now.Sub(c.since)
+		if idle > t.idleTimeout() || idle > checkAfter && !c.alive() {
 			c.nc.Close()
 			continue
 		}
@@ -296,6 +297,12 @@ func (b *body) finish(eof bool) {
 	b.stop()
 	b.c.nc.Close()
 }
+
+// checkAfter is how long a connection must have been idle to be checked
+// before reuse (a syscall): servers close idle connections after seconds
+// (Node 5 s, nginx 75 s), not as soon as they have answered — one that
+// means to says Connection: close.
+const checkAfter = 250 * time.Millisecond
 
 // maxHead bounds a response's status line and headers.
 const maxHead = 1 << 20

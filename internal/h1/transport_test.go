@@ -129,11 +129,11 @@ func TestWireSameAsNetHTTP(t *testing.T) {
 // TestServerClosedIdle: a pooled connection the server closed while idle
 // is not used; the call goes through on a fresh one.
 func TestServerClosedIdle(t *testing.T) {
-	s, conns := counted(t, echo, 20*time.Millisecond)
+	s, conns := counted(t, echo, 100*time.Millisecond)
 	c := &http.Client{Transport: &Transport{Fallback: http.DefaultTransport}}
-	for i := range 5 {
+	for i := range 3 {
 		post(t, c, s.URL, "x")
-		time.Sleep(60 * time.Millisecond) // the server closes the idle connection
+		time.Sleep(checkAfter + 150*time.Millisecond) // the server closes the idle connection
 		if i > 0 && conns.Load() != int64(i+1) {
 			t.Fatalf("call %d: %d connections", i, conns.Load())
 		}
