@@ -438,14 +438,10 @@ func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) 
 	if parts.Kind() != '[' {
 		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message.parts must be an array"}
 	}
-	var raw []jsontext.Value
-	if err := json.Unmarshal(parts, &raw); err != nil {
-		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message.parts: " + err.Error()}
-	}
 	var texts []string
-	for i, part := range raw {
+	partErr := intercept.EachElement(parts, func(i int, part jsontext.Value) error {
 		if part.Kind() != '{' {
-			return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: message.parts[%d] is not an object", i)}
+			return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: message.parts[%d] is not an object", i)}
 		}
 		bad := func(what string) error {
 			return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: message.parts[%d]: %s", i, what)}
@@ -453,9 +449,13 @@ func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) 
 		switch t := intercept.Member(part, "text"); {
 		case t != nil:
 			if t.Kind() != '"' {
-				return nil, "", bad("text must be a string")
+				return bad("text must be a string")
 			}
-			texts = append(texts, intercept.StringMember(part, "text"))
+			s, err := jsontext.AppendUnquote(nil, t)
+			if err != nil {
+				return bad("text must be a string")
+			}
+			texts = append(texts, string(s))
 		case intercept.Member(part, "data") != nil:
 			p.Data = append(p.Data, intercept.Member(part, "data"))
 		default:
@@ -476,25 +476,35 @@ func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) 
 			if b64 != nil {
 				var s string
 				if b64.Kind() != '"' || json.Unmarshal(b64, &s) != nil {
-					return nil, "", bad("file bytes must be a base64 string")
+					return bad("file bytes must be a base64 string")
 				}
 				if int64(base64.StdEncoding.DecodedLen(len(s))) > g.opts.MaxPart {
-					return nil, "", bad(fmt.Sprintf("file larger than %d bytes", g.opts.MaxPart))
+					return bad(fmt.Sprintf("file larger than %d bytes", g.opts.MaxPart))
 				}
 				n, err := base64.StdEncoding.Strict().DecodeString(s)
 				if err != nil {
-					return nil, "", bad("file bytes are not valid base64: " + err.Error())
+					return bad("file bytes are not valid base64: " + err.Error())
 				}
 				fl.Bytes = len(n)
 			}
 			if fl.URI == "" && b64 == nil {
-				return nil, "", bad("not a text, data or file part")
+				return bad("not a text, data or file part")
 			}
 			p.Files = append(p.Files, fl)
 		}
+		return nil
+	})
+	if partErr != nil {
+		if we := (*intercept.WireError)(nil); errors.As(partErr, &we) {
+			return nil, "", we
+		}
+		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message.parts: " + partErr.Error()}
 	}
 	p.Text = strings.Join(texts, "\n")
-	out, err := json.Marshal(p, json.Deterministic(true))
+	out, err := textArguments(p.Text)
+	if p.Data != nil || p.Files != nil {
+		out, err = json.Marshal(p, json.Deterministic(true))
+	}
 	if err != nil {
 		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + err.Error()}
 	}
@@ -504,6 +514,16 @@ func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) 
 		skill = intercept.StringMember(meta, "skill")
 	}
 	return out, skill, nil
+}
+
+// textArguments is what json.Marshal writes for a message of text parts
+// only, the usual one, without its reflection.
+func textArguments(text string) ([]byte, error) {
+	if text == "" {
+		return []byte("{}"), nil
+	}
+	out, err := jsontext.AppendQuote([]byte(`{"text":`), text)
+	return append(out, '}'), err
 }
 
 // deny answers a message the decision point did not allow.

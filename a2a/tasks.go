@@ -136,38 +136,42 @@ func taskIDs(result jsontext.Value) []string {
 	}
 	// One pass over the result's top-level members (its artifacts and
 	// history can be large).
-	var top struct {
-		Kind   string `json:"kind"`
-		ID     string `json:"id"`
-		TaskID string `json:"taskId"`
-		Task   *struct {
-			ID string `json:"id"`
-		} `json:"task"`
-		Message        *taskRef `json:"message"`
-		StatusUpdate   *taskRef `json:"statusUpdate"`
-		ArtifactUpdate *taskRef `json:"artifactUpdate"`
-	}
-	if json.Unmarshal(result, &top) != nil {
+	var ids []string
+	var kind, id string
+	err := intercept.EachMember(result, func(k string, v jsontext.Value) error {
+		switch k {
+		case "kind":
+			kind = unquote(v)
+		case "id":
+			id = unquote(v)
+		case "taskId":
+			ids = append(ids, unquote(v))
+		case "task":
+			ids = append(ids, intercept.StringMember(v, "id"))
+		case "message", "statusUpdate", "artifactUpdate":
+			ids = append(ids, intercept.StringMember(v, "taskId"))
+		}
+		return nil
+	})
+	if err != nil {
 		return nil
 	}
-	var ids []string
-	if top.Kind == "task" {
-		ids = append(ids, top.ID)
-	}
-	ids = append(ids, top.TaskID)
-	if top.Task != nil {
-		ids = append(ids, top.Task.ID)
-	}
-	for _, e := range []*taskRef{top.Message, top.StatusUpdate, top.ArtifactUpdate} {
-		if e != nil {
-			ids = append(ids, e.TaskID)
-		}
+	if kind == "task" {
+		ids = append(ids, id)
 	}
 	return ids
 }
 
-type taskRef struct {
-	TaskID string `json:"taskId"`
+// unquote is v's string, or "" if v is not a string.
+func unquote(v jsontext.Value) string {
+	if v.Kind() != '"' {
+		return ""
+	}
+	b, err := jsontext.AppendUnquote(nil, v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // filterList keeps, of a ListTasks result, the tasks owner created.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"strings"
 	"sync"
@@ -122,5 +123,20 @@ func TestOwnerTable(t *testing.T) {
 	}
 	if len(tb.m) != 3 {
 		t.Errorf("%d entries, want 3", len(tb.m))
+	}
+}
+
+// TestTextArgumentsAsMarshal: the text-only fast path writes what
+// json.Marshal writes, and refuses what it refuses.
+func TestTextArgumentsAsMarshal(t *testing.T) {
+	type args struct {
+		Text string `json:"text,omitzero"`
+	}
+	for _, text := range []string{"", "hi", "a\nb\t\"q\" \\ </script>&", "emoji 😀 \u2028 \u0001 日本語", "bad \xff utf8"} {
+		got, gotErr := textArguments(text)
+		want, wantErr := json.Marshal(args{text}, json.Deterministic(true))
+		if (gotErr != nil) != (wantErr != nil) || gotErr == nil && string(got) != string(want) {
+			t.Errorf("%q: got %s (%v), json.Marshal %s (%v)", text, got, gotErr, want, wantErr)
+		}
 	}
 }

@@ -74,6 +74,40 @@ func WithoutMember(obj jsontext.Value, key string) (jsontext.Value, error) {
 	return out.Bytes(), nil
 }
 
+// EachMember calls fn with each member of obj, a JSON object, in order,
+// in one pass; the values are slices of obj. It stops at fn's first error
+// and returns it, or a parse error.
+func EachMember(obj jsontext.Value, fn func(key string, val jsontext.Value) error) error {
+	if obj.Kind() != '{' {
+		return parseError("not an object")
+	}
+	return eachMember(obj, fn)
+}
+
+// EachElement calls fn with each element of arr, a JSON array, in order,
+// in one pass; the values are slices of arr.
+func EachElement(arr jsontext.Value, fn func(i int, val jsontext.Value) error) error {
+	if arr.Kind() != '[' {
+		return parseError("not an array")
+	}
+	p := getDecoder(arr)
+	defer p.put()
+	dec := &p.dec
+	if _, err := dec.ReadToken(); err != nil {
+		return parseError("%s", describe(err))
+	}
+	for i := 0; dec.PeekKind() != ']'; i++ {
+		val, err := dec.ReadValue()
+		if err != nil {
+			return parseError("%s", describe(err))
+		}
+		if err := fn(i, val[:len(val):len(val)]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Member returns the value of member key of obj, or nil.
 func Member(obj jsontext.Value, key string) jsontext.Value {
 	var found jsontext.Value
