@@ -128,7 +128,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request, re
 		c.nc.Close()
 		return nil, err, reused && sent.n == 0 && req.GetBody != nil && rewind(req)
 	}
-	for {
+	for informational := 0; ; informational++ {
 		c.lim.n = maxHead // as net/http's MaxResponseHeaderBytes: an upstream cannot make the head take all memory
 		resp, err := http.ReadResponse(c.br, req)
 		c.lim.n = -1
@@ -138,6 +138,11 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request, re
 			return nil, err, false
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			if informational == max1xx {
+				stop()
+				c.nc.Close()
+				return nil, errTooMany1xx, false
+			}
 			continue // informational (103 Early Hints): the answer follows
 		}
 		keep := !resp.Close && !req.Close
@@ -185,7 +190,7 @@ func (t *Transport) get(ctx context.Context, addr string) (*conn, bool, error) {
 		t.idle[addr] = list[:len(list)-1]
 		t.mu.Unlock()
 		idle := now.Sub(c.since)
-		if idle > t.idleTimeout() || idle > checkAfter && !c.alive() {
+		if idle > t.idleTimeout() || c.br.Buffered() > 0 || idle > checkAfter && !idleOpen(c.nc) {
 			c.nc.Close()
 			continue
 		}
@@ -201,12 +206,6 @@ func (t *Transport) get(ctx context.Context, addr string) (*conn, bool, error) {
 	}
 	lim := &limited{r: nc, n: -1}
 	return &conn{addr: addr, nc: nc, lim: lim, br: bufio.NewReaderSize(lim, 4096), bw: bufio.NewWriterSize(nc, 4096)}, false, nil
-}
-
-// alive reports whether the server has not closed c while it was idle
-// (nor sent anything unasked).
-func (c *conn) alive() bool {
-	return c.br.Buffered() == 0 && idleOpen(c.nc)
 }
 
 // put returns c to the pool, or closes it if the pool is full.
@@ -326,6 +325,12 @@ func (l *limited) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// max1xx bounds the informational responses before the answer, as
+// net/http does.
+const max1xx = 5
+
+var errTooMany1xx = errors.New("h1: the upstream sent too many 1xx responses")
 
 var errHeadTooLarge = errors.New("h1: the upstream's response head is over 1 MiB")
 

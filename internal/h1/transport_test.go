@@ -324,3 +324,55 @@ func TestHeadBounded(t *testing.T) {
 		t.Errorf("got %v, want the head-too-large error", err)
 	}
 }
+
+// TestUnaskedBytes: a connection on which the upstream sent more than the
+// answer (a second response nobody asked for) is not used again, and an
+// upstream that sends informational responses without end gets an error.
+func TestUnaskedBytes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if req.URL.Path == "/1xx" {
+						io.WriteString(c, strings.Repeat("HTTP/1.1 103 Early Hints\r\n\r\n", 10))
+						continue
+					}
+					// The answer, and a forged second one in the same write.
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+
+						"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
+				}
+			}()
+		}
+	}()
+	c := &http.Client{Transport: &Transport{Fallback: http.DefaultTransport}}
+	base := "http://" + ln.Addr().String()
+	for i := range 3 {
+		if got := post(t, c, base+"/", "{}"); got != "ok" {
+			t.Fatalf("call %d got %q: a forged response was taken as the answer", i, got)
+		}
+	}
+	if n := accepted.Load(); n != 3 {
+		t.Errorf("%d connections, want 3 (none reused after unasked bytes)", n)
+	}
+	if _, err := c.Post(base+"/1xx", "application/json", strings.NewReader("{}")); err == nil || !strings.Contains(err.Error(), "1xx") {
+		t.Errorf("endless 1xx: %v", err)
+	}
+}
