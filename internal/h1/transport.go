@@ -43,8 +43,9 @@ type Transport struct {
 	// IdleTimeout closes a connection idle for longer (0: 90 s).
 	IdleTimeout time.Duration
 
-	mu   sync.Mutex
-	idle map[string][]*conn // LIFO per host:port
+	mu       sync.Mutex
+	idle     map[string][]*conn // LIFO per host:port: the oldest first
+	sweeping bool               // a sweep of expired idle connections is due
 }
 
 type conn struct {
@@ -223,8 +224,41 @@ func (t *Transport) put(addr string, c *conn) {
 		t.idle[addr] = append(t.idle[addr], c)
 		c = nil
 	}
+	if !t.sweeping {
+		t.sweeping = true
+		time.AfterFunc(t.idleTimeout(), t.sweep)
+	}
 	t.mu.Unlock()
 	if c != nil {
+		c.nc.Close()
+	}
+}
+
+// sweep closes the connections idle for longer than IdleTimeout (those a
+// busy pool never reaches, at the bottom of its stacks), and comes back
+// while any connection is idle.
+func (t *Transport) sweep() {
+	now := time.Now()
+	var expired []*conn
+	t.mu.Lock()
+	for addr, list := range t.idle {
+		n := 0
+		for n < len(list) && now.Sub(list[n].since) > t.idleTimeout() {
+			n++
+		}
+		expired = append(expired, list[:n]...)
+		if rest := list[n:]; len(rest) > 0 {
+			t.idle[addr] = append(list[:0], rest...)
+		} else {
+			delete(t.idle, addr)
+		}
+	}
+	t.sweeping = len(t.idle) > 0
+	if t.sweeping {
+		time.AfterFunc(t.idleTimeout(), t.sweep)
+	}
+	t.mu.Unlock()
+	for _, c := range expired {
 		c.nc.Close()
 	}
 }

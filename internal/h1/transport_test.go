@@ -376,3 +376,29 @@ func TestUnaskedBytes(t *testing.T) {
 		t.Errorf("endless 1xx: %v", err)
 	}
 }
+
+// TestIdleConnectionsExpire: a connection idle past IdleTimeout is closed
+// even if no call comes to reach it.
+func TestIdleConnectionsExpire(t *testing.T) {
+	closed := make(chan struct{})
+	s := httptest.NewUnstartedServer(http.HandlerFunc(echo))
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			close(closed)
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	tr := &Transport{Fallback: http.DefaultTransport, IdleTimeout: 100 * time.Millisecond}
+	post(t, &http.Client{Transport: tr}, s.URL, "x")
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the idle connection was never closed")
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.idle) != 0 {
+		t.Errorf("pool after the sweep: %v", tr.idle)
+	}
+}
