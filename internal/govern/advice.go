@@ -142,10 +142,19 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 	if a.ToolPoisoning != nil {
 		poisoning = a.ToolPoisoning(d.Upstream, d.ToolName)
 	}
-	d0 := *d
-	d0.Classification = map[string]any{"injection_suspected": len(findings) > 0, "tool_poisoning": len(poisoning) > 0,
-		policy.ClassificationWithheld: true}
-	base := intercept.Decide(ctx, a.Policy, &d0)
+	cr, ok := a.Policy.(interface{ ReadsClassification() bool })
+	reads := !ok || cr.ReadsClassification()
+	var base intercept.Decision
+	if reads {
+		d0 := *d
+		d0.Classification = map[string]any{"injection_suspected": len(findings) > 0, "tool_poisoning": len(poisoning) > 0,
+			policy.ClassificationWithheld: true}
+		base = intercept.Decide(ctx, a.Policy, &d0)
+	} else {
+		// A policy that reads no classification.* decides the same
+		// without it: no copy of the descriptor to make.
+		base = intercept.Decide(ctx, a.Policy, d)
+	}
 	var r classified
 	if ch != nil {
 		r = <-ch
@@ -160,7 +169,7 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 	adv.Intent.TxnID = d.TxnID
 
 	final := base
-	if cr, ok := a.Policy.(interface{ ReadsClassification() bool }); !ok || cr.ReadsClassification() {
+	if reads {
 		// A policy that reads classification.* decides again with it; one
 		// that does not would decide the same.
 		d1 := *d
