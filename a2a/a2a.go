@@ -129,7 +129,7 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 256
 		// Plain-HTTP agents are served on the caller's goroutine
 		// (internal/h1); TLS and proxied agents by t.
-		opts.Client = &http.Client{Transport: &h1.Transport{Fallback: t, Proxy: t.Proxy, MaxIdlePerHost: 256}}
+		opts.Client = &http.Client{Transport: &h1.Transport{Fallback: t, Proxy: t.Proxy, Dial: t.DialContext, MaxIdlePerHost: 256}}
 	}
 	if opts.CardTTL <= 0 {
 		opts.CardTTL = 5 * time.Minute

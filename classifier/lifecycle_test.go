@@ -139,3 +139,21 @@ func TestURNSegment(t *testing.T) {
 		}
 	}
 }
+
+// TestImmediate: the built-in classifier, wrapped or not, may run in line
+// with the policy; a provider call, which may stall until its timeout,
+// may not.
+func TestImmediate(t *testing.T) {
+	l := &Lifecycle{}
+	b := mustBuiltin(t, Options{})
+	llm := mustLLM(t, LLMOptions{Provider: ProviderGemini, BaseURL: llmClosedURL(t), APIKey: llmTestKey})
+	for _, tc := range []struct {
+		name string
+		c    Classifier
+		want bool
+	}{{"builtin", b, true}, {"wrapped builtin", l.Wrap(b), true}, {"llm", llm, false}, {"wrapped llm", l.Wrap(llm), false}} {
+		if got := Immediate(tc.c); got != tc.want {
+			t.Errorf("%s: Immediate %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -68,6 +68,9 @@ type route struct {
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
+// dialUpstream opens connections to upstreams, for both transports.
+var dialUpstream = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+
 // New checks opts and returns a gateway. ic is the decision point; log may
 // be nil to discard logs.
 func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, error) {
@@ -93,9 +96,9 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		// Plain-HTTP upstreams are served on the calling goroutine
 		// (internal/h1: no reader and writer goroutines per connection
 		// to hand each call between); TLS upstreams by net/http.
-		client: &http.Client{Transport: &h1.Transport{MaxIdlePerHost: 256, Fallback: &http.Transport{
+		client: &http.Client{Transport: &h1.Transport{MaxIdlePerHost: 256, Dial: dialUpstream, Fallback: &http.Transport{
 			Proxy:                 nil, // an MCP upstream is addressed directly
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:           dialUpstream,
 			MaxIdleConns:          1024,
 			MaxIdleConnsPerHost:   256,
 			IdleConnTimeout:       90 * time.Second,

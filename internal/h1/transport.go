@@ -25,12 +25,12 @@ import (
 	"time"
 )
 
-// Transport is an http.RoundTripper. The zero value is not usable: set
-// Fallback.
+// Transport is an http.RoundTripper. Its zero value sends what it does not
+// serve through http.DefaultTransport.
 type Transport struct {
 	// Fallback serves what Transport does not: https, upgrades, requests
 	// expecting 100-continue, CONNECT, and requests Proxy sends through a
-	// proxy.
+	// proxy; nil is http.DefaultTransport.
 	Fallback http.RoundTripper
 	// Proxy, if set, is the fallback's proxy choice: a request it sends
 	// through a proxy goes to Fallback.
@@ -62,6 +62,9 @@ var dialer = &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.handles(req) {
+		if t.Fallback == nil {
+			return http.DefaultTransport.RoundTrip(req)
+		}
 		return t.Fallback.RoundTrip(req)
 	}
 	addr := req.URL.Host
