@@ -1,7 +1,9 @@
 // Package helm tests the Helm chart in ./sluice: helm lint, helm template
 // (through Helm's own Go packages, from the Go module proxy), every
 // rendered manifest decoded strictly into the Kubernetes API types (an
-// unknown or mistyped field fails), the pod hardening the chart promises,
+// unknown or mistyped field fails) and validated against the published
+// schemas (Kubernetes' OpenAPI document, the ServiceMonitor CRD), the pod
+// hardening the chart promises,
 // and the rendered sluice.yaml accepted by `sluice config validate`.
 //
 // It is a module of its own so that the gateway's module does not carry
