@@ -83,12 +83,15 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	profDir := fs.String("cpuprofile-dir", "", "write a CPU profile of each child process to DIR/<role>.pprof")
 	sluiceLog := fs.String("sluice-log", "info", "log level of the Sluice child: info logs every decision, as sluice serve does; warn does not")
+	sessions := fs.Int("sessions", 0, "instead of measuring calls, open this many idle 2025-era sessions through the default stack and report its RSS per session, then wait out --session-idle-timeout and check they are gone")
+	sessionIdle := fs.Duration("session-idle-timeout", 0, "the Sluice child's session_idle_timeout (--sessions mode; default 30s there)")
 	// The child roles; not for people.
 	role := fs.String("role", "", "")
 	listen := fs.String("listen", "127.0.0.1:0", "")
 	target := fs.String("target", "", "")
 	cpuprofile := fs.String("cpuprofile", "", "")
 	idleConns := fs.Int("idle-conns", 0, "")
+	maxSessions := fs.Int("max-sessions", 0, "")
 	if err := parseFlags(fs, args); err != nil {
 		return err // the child roles' flags have no usage text: printFlags leaves them out
 	}
@@ -99,7 +102,7 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *role != "" {
 		return runBenchChild(ctx, benchChild{
 			role: *role, listen: *listen, target: *target, cpuprofile: *cpuprofile,
-			idleConns: *idleConns, logLevel: *sluiceLog,
+			idleConns: *idleConns, logLevel: *sluiceLog, maxSessions: *maxSessions, sessionIdle: *sessionIdle,
 		})
 	}
 
@@ -155,6 +158,18 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	upBase := "http://" + up.Addr
+	if *sessions > 0 {
+		idle := *sessionIdle
+		if idle <= 0 {
+			idle = 30 * time.Second
+		}
+		gw, err := start("sluice", childArgs("sluice", "--target", upBase+"/mcp", "--max-sessions", strconv.Itoa(*sessions+100),
+			"--session-idle-timeout", idle.String()))
+		if err != nil {
+			return err
+		}
+		return benchSessions(ctx, stdout, stderr, "http://"+gw.Addr+"/mcp/bench", gw.PID(), *sessions, idle)
+	}
 	type endpoint struct {
 		url   string
 		proxy *bench.Child
@@ -327,6 +342,10 @@ type benchChild struct {
 	cpuprofile string // file to write a CPU profile to, if set
 	idleConns  int    // idle upstream connections kept by bare-pooled
 	logLevel   string // of the sluice role
+	// maxSessions and sessionIdle, if set, are the sluice role's
+	// max_sessions (and per agent and client) and session_idle_timeout.
+	maxSessions int
+	sessionIdle time.Duration
 }
 
 // runBenchChild serves one role until the parent closes stdin or a signal
@@ -380,6 +399,12 @@ func runBenchChild(ctx context.Context, c benchChild) error {
 		cfg.Audit.Off = c.role != "sluice"
 		if c.role == "sluice-core" {
 			cfg.Classifier.Provider = "off"
+		}
+		if c.maxSessions > 0 {
+			cfg.MaxSessions, cfg.MaxSessionsPerAgent, cfg.MaxSessionsPerClient = c.maxSessions, c.maxSessions, c.maxSessions
+		}
+		if c.sessionIdle > 0 {
+			cfg.SessionIdleTimeout = c.sessionIdle
 		}
 		cfg.Upstreams = []gateway.Upstream{{Name: "bench", Transport: gateway.TransportStreamableHTTP, URL: c.target}}
 		if c.role == "a2a-sluice" {

@@ -127,3 +127,23 @@ func TestBenchA2A(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSessions opens idle sessions through a real Sluice child,
+// reports what they cost, and sees them end with session_idle_timeout.
+func TestBenchSessions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two processes")
+	}
+	var stdout, stderr bytes.Buffer
+	if err := benchTo(t.Context(), []string{"--sessions", "300", "--session-idle-timeout", "1s", "--sluice-log", "warn"}, &stdout, &stderr); err != nil {
+		t.Fatalf("bench: %v\nstderr:\n%s", err, &stderr)
+	}
+	for _, want := range []string{"300 idle 2025-era sessions opened", "bytes per session (100,000 sessions: ", "the first session answers 404"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, &stdout)
+		}
+	}
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("children still running after the benchmark: %v", kids)
+	}
+}
