@@ -74,35 +74,70 @@ type call struct {
 	lex     lexical
 }
 
-var callPool = sync.Pool{New: func() any {
-	return &call{name: make([]string, 0, 8), desc: make([]string, 0, 32), cmd: make([]string, 0, 16)}
-}}
+var callPool = sync.Pool{New: func() any { return new(call) }}
+
+// toolFacts is what a call's tool and upstream say about it whatever its
+// arguments: the tool's configuration, hints, the words of its name,
+// description and command line, and what they say of its action. It is
+// worked out once per version of a tool (toolFacts) and only read after.
+type toolFacts struct {
+	description, annotations, endpoint string // the version it is of
+
+	tc              ToolConfig
+	hasTC           bool
+	hints           hints
+	name, desc, cmd []string
+	lex             lexical
+	target          target
+}
+
+type toolKey struct{ upstream, tool string }
+
+// maxToolFacts bounds the tools whose facts are kept; the least recently
+// used go first.
+const maxToolFacts = 4096
+
+// toolFacts returns the facts of d's tool, from the cache while the
+// tool's description, annotations and endpoint are those they were worked
+// out from.
+func (c *compiled) toolFacts(d *intercept.ActionDescriptor) *toolFacts {
+	key := toolKey{d.Upstream, d.ToolName}
+	if tf, ok := c.facts.Get(key); ok && tf.description == d.ToolDescription && tf.annotations == string(d.Annotations) && tf.endpoint == d.TargetEndpoint {
+		return tf
+	}
+	tf := &toolFacts{description: d.ToolDescription, annotations: string(d.Annotations), endpoint: d.TargetEndpoint}
+	tf.tc, tf.hasTC = c.tool(d.Upstream, d.ToolName)
+	tf.hints = parseHints(d.Annotations)
+	tf.name = words(nil, d.ToolName)
+	first := firstSentence(d.ToolDescription)
+	tf.desc = cjkWords(words(nil, first), 0, first)
+	tf.target = c.parseTarget(d.TargetEndpoint)
+	if tf.target.local {
+		tf.cmd = words(nil, tf.target.command)
+	}
+	tf.lex = lexicalAction(tf.name, tf.desc, tf.cmd)
+	c.facts.Add(key, tf)
+	return tf
+}
 
 func (b *Builtin) classify(d *intercept.ActionDescriptor) Verdict {
 	c := b.c
 	k := callPool.Get().(*call)
 	defer func() {
-		*k = call{name: k.name[:0], desc: k.desc[:0], cmd: k.cmd[:0], args: argFacts{resources: k.args.resources[:0]}}
+		*k = call{args: argFacts{resources: k.args.resources[:0]}}
 		callPool.Put(k)
 	}()
 	k.d = d
-	k.tc, k.hasTC = c.tool(d.Upstream, d.ToolName)
-	k.hints = parseHints(d.Annotations)
-	k.name = words(k.name, d.ToolName)
-	first := firstSentence(d.ToolDescription)
-	k.desc = cjkWords(words(k.desc, first), 0, first)
+	tf := c.toolFacts(d)
+	k.tc, k.hasTC, k.hints, k.name, k.desc, k.cmd, k.lex = tf.tc, tf.hasTC, tf.hints, tf.name, tf.desc, tf.cmd, tf.lex
 	k.classes = k.tc.Classes
 	if c.classes != nil {
 		if more := c.classes(d.Upstream, d.ToolName); len(more) > 0 {
 			k.classes = append(append([]string(nil), k.tc.Classes...), more...)
 		}
 	}
-	target := c.parseTarget(d.TargetEndpoint)
-	if target.local {
-		k.cmd = words(k.cmd, target.command)
-	}
+	target := tf.target
 	c.scanArgs(d.Parameters, &k.args)
-	k.lex = lexicalAction(k.name, k.desc, k.cmd)
 	// Only for tools whose name names no operation of its own: a
 	// run_command's "command" is the payload, not an operation.
 	if k.lex.nameVerb == "" || vagueVerbs[k.lex.nameVerb] {

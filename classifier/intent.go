@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -117,9 +119,8 @@ func NewIntentRecord(d *intercept.ActionDescriptor, v Verdict, o IntentOptions) 
 		boundary, bd.ConservativeDefaultApplied = External, true
 	}
 
-	var nameBuf, descBuf [32]string
-	lex := lexicalAction(words(nameBuf[:0], d.ToolName), words(descBuf[:0], firstSentence(d.ToolDescription)), nil)
-	h := parseHints(d.Annotations)
+	tw := intentToolWords(d)
+	lex, h := tw.lex, tw.hints
 	var facts argFacts
 	(&compiled{}).scanArgs(d.Parameters, &facts)
 
@@ -315,4 +316,32 @@ func newIntentID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
 	return "int_" + hex.EncodeToString(b[:])
+}
+
+// intentTool is what a tool's name, description and annotations say of
+// its action, as NewIntentRecord reads them.
+type intentTool struct {
+	lex   lexical
+	hints hints
+}
+
+type intentToolKey struct{ name, description, annotations string }
+
+// intentTools keeps intentTool by the tool version it is of: the words
+// of a tool change only with its definition, not from one call to the
+// next. Bounded; the least recently used go first.
+var intentTools, _ = lru.New[intentToolKey, intentTool](maxToolFacts)
+
+func intentToolWords(d *intercept.ActionDescriptor) intentTool {
+	key := intentToolKey{d.ToolName, d.ToolDescription, string(d.Annotations)}
+	if t, ok := intentTools.Get(key); ok {
+		return t
+	}
+	var nameBuf, descBuf [32]string
+	t := intentTool{
+		lex:   lexicalAction(words(nameBuf[:0], d.ToolName), words(descBuf[:0], firstSentence(d.ToolDescription)), nil),
+		hints: parseHints(d.Annotations),
+	}
+	intentTools.Add(key, t)
+	return t
 }

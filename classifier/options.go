@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // Profile names the axes a classifier fills in and composite confidence
@@ -259,6 +261,7 @@ func rank(axis, value string) int {
 // compiled is Options after validation: immutable, shared by every call.
 type compiled struct {
 	idZones    sync.Map // stdio command line -> idZone
+	facts      *lru.Cache[toolKey, *toolFacts]
 	profile    Profile
 	axes       []string
 	opts       Options // for Composite and Route
@@ -338,6 +341,7 @@ func compile(o Options) (*compiled, error) {
 		now:        o.Now,
 		thresholds: th,
 	}
+	c.facts, _ = lru.New[toolKey, *toolFacts](maxToolFacts) // errs only for a size <= 0
 	if c.profile == "" {
 		c.profile = ProfileDefault
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 	"github.com/sluicehq/sluice/internal/h1"
 )
 
@@ -82,6 +83,14 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 	}
 	if opts.AgentHeaderRequired && opts.AgentHeader == "" {
 		return nil, errors.New("gateway: AgentHeaderRequired needs AgentHeader, the header that names the agent")
+	}
+	// No-op telemetry records nothing: nil spares every call building
+	// the span attributes and measurements nobody is told.
+	if _, nop := opts.Tracer.(telemetry.NopTelemetry); nop {
+		opts.Tracer = nil
+	}
+	if _, nop := opts.Metrics.(telemetry.NopTelemetry); nop {
+		opts.Metrics = nil
 	}
 	g := &Gateway{
 		opts:      opts,
