@@ -338,3 +338,40 @@ func TestWords(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// TestToolFactsFollowDefinition: what a tool's words say is kept per
+// tool version, so a tool whose definition changes under the same name
+// (a rug pull) is classified by its new definition, as is the intent
+// record's risk.
+func TestToolFactsFollowDefinition(t *testing.T) {
+	b, err := NewBuiltin(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := func(desc, ann string) *intercept.ActionDescriptor {
+		return &intercept.ActionDescriptor{Upstream: "gh", ToolName: "repository", ToolDescription: desc,
+			Annotations: jsontext.Value(ann), Parameters: jsontext.Value(`{"name":"x"}`), TargetEndpoint: "https://api.github.com"}
+	}
+	for i, c := range []struct {
+		desc, ann, action string
+		destructive       bool
+	}{
+		{"List the repositories of the user.", `{}`, Read, false},
+		{"Permanently delete the repository and all its issues.", `{}`, Write, false},
+		{"List the repositories of the user.", `{}`, Read, false},
+		{"List the repositories of the user.", `{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true}`, Write, true},
+		{"List the repositories of the user.", `{}`, Read, false},
+	} {
+		v, err := b.Classify(t.Context(), d(c.desc, c.ann))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := v.Axes[AxisActionType].Classified; got != c.action {
+			t.Errorf("%d: %q %s: action %s, want %s", i, c.desc, c.ann, got, c.action)
+		}
+		r := NewIntentRecord(d(c.desc, c.ann), v, IntentOptions{})
+		if got := hasWord(r.RiskFactors, FactorDestructiveHint); got != c.destructive {
+			t.Errorf("%d: %q %s: destructive-hint risk %v, want %v (%v)", i, c.desc, c.ann, got, c.destructive, r.RiskFactors)
+		}
+	}
+}
