@@ -414,11 +414,11 @@ func eachMember(obj jsontext.Value, fn func(key string, val jsontext.Value) erro
 		return parseError("%s", describe(err))
 	}
 	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
+		name, err := dec.ReadValue()
 		if err != nil {
 			return parseError("%s", describe(err))
 		}
-		key := tok.String()
+		key := memberName(name)
 		val, err := dec.ReadValue()
 		if err != nil {
 			return parseError("%s", describe(err))
@@ -429,6 +429,38 @@ func eachMember(obj jsontext.Value, fn func(key string, val jsontext.Value) erro
 	}
 	return nil
 }
+
+// memberName is the name of an object member as the decoder read it (a
+// validated JSON string, quotes included). The names of MCP, JSON-RPC and
+// A2A messages cost no allocation; the first member scan of every message
+// reads several of them.
+func memberName(raw jsontext.Value) string {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+		b := raw[1 : len(raw)-1]
+		if s, ok := knownNames[string(b)]; ok {
+			return s
+		}
+		return string(b)
+	}
+	s, _ := jsontext.AppendUnquote(nil, raw) // validated already: no error
+	return string(s)
+}
+
+// knownNames holds the member names messages carry most, each mapped to
+// itself.
+var knownNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{"jsonrpc", "id", "method", "params", "result", "error", "code", "message", "data",
+		"name", "arguments", "_meta", "progressToken", "protocolVersion", "capabilities", "clientInfo", "serverInfo",
+		"version", "title", "cursor", "nextCursor", "uri", "content", "type", "text", "isError", "structuredContent",
+		"tools", "description", "inputSchema", "outputSchema", "annotations", "properties", "required",
+		"io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities",
+		"traceparent", "tracestate", "requestState", "inputResponses", "task", "taskId", "contextId", "kind", "parts",
+		"messageId", "role", "status", "state", "artifacts", "metadata", "configuration", "history"} {
+		m[n] = n
+	}
+	return m
+}()
 
 // pooledDecoder reads a byte slice in place: a Decoder reading a
 // bytes.Buffer uses the buffer's bytes as its own, so the values it
