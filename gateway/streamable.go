@@ -330,11 +330,20 @@ var hopHeaders = map[string]bool{
 }
 
 func copyHeaders(dst, src http.Header) {
+	// One backing array for every value, as http.Header.Clone does: a
+	// slice per header would be an allocation per header per call.
+	n := 0
+	for _, vv := range src {
+		n += len(vv)
+	}
+	all := make([]string, n)
 	for k, vv := range src {
 		if hopHeaders[k] {
 			continue
 		}
-		dst[k] = append(dst[k][:0:0], vv...)
+		m := copy(all, vv)
+		dst[k] = all[:m:m]
+		all = all[m:]
 	}
 }
 
@@ -343,10 +352,14 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	out, err := http.NewRequestWithContext(ctx, r.Method, rt.url.String(), rd)
+	// The route's URL was parsed once; a copy spares formatting and
+	// parsing it again for every call.
+	out, err := http.NewRequestWithContext(ctx, r.Method, "", rd)
 	if err != nil {
 		return nil, err
 	}
+	u := *rt.url
+	out.URL, out.Host = &u, strings.TrimSuffix(u.Host, ":")
 	copyHeaders(out.Header, r.Header)
 	for k, v := range rt.up.Headers {
 		out.Header.Set(k, v)

@@ -420,8 +420,8 @@ func containsString(l []string, s string) bool {
 // is returned, and the interceptor then denies the call: memory never
 // fails open.
 func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) (err error) {
-	if p == nil || d == nil || dec.Verdict != intercept.Allow {
-		return nil
+	if p == nil || d == nil || dec.Verdict != intercept.Allow || len(p.after) == 0 {
+		return nil // nothing to remember: no route rule has an after side
 	}
 	defer func() {
 		if r := recover(); r != nil {

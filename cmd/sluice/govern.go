@@ -239,8 +239,10 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 			if dc.Verdict != intercept.Allow {
 				level = slog.LevelInfo
 			}
-			logger.Log(context.Background(), level, "decision", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "agent", d.Agent,
-				"session", d.SessionID, "decision", dc.Verdict, "reason", dc.Reason, "rule", dc.RuleID)
+			if logger.Enabled(context.Background(), level) { // the attributes cost allocations even unlogged
+				logger.Log(context.Background(), level, "decision", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "agent", d.Agent,
+					"session", d.SessionID, "decision", dc.Verdict, "reason", dc.Reason, "rule", dc.RuleID)
+			}
 			rec.decision(d, dc, 0)
 		},
 	}
