@@ -68,7 +68,10 @@ func (r *recorder) failed(typ, txn string, err error) {
 // until it is durable, before the call is forwarded (audit.sync: commit;
 // govern.AuditGate.Record).
 func (r *recorder) forwarded(ctx context.Context, d *intercept.ActionDescriptor, dc intercept.Decision) error {
-	if err := r.store.AppendRecord(ctx, r.enforcement(d, dc, 0)); err != nil {
+	pe := enforcements.Get().(*telemetry.PolicyEnforcement)
+	defer putEnforcement(pe)
+	*pe = r.enforcement(d, dc, 0)
+	if err := r.store.AppendRecord(ctx, pe); err != nil {
 		r.failed(telemetry.TypePolicyEnforced, d.TxnID, err)
 		return err
 	}
@@ -84,7 +87,25 @@ func (r *recorder) decision(d *intercept.ActionDescriptor, dc intercept.Decision
 	if _, done := r.recorded.LoadAndDelete(d); done && dc.Verdict == intercept.Allow {
 		return
 	}
-	r.record(r.enforcement(d, dc, latency))
+	pe := enforcements.Get().(*telemetry.PolicyEnforcement)
+	*pe = r.enforcement(d, dc, latency)
+	r.record(pe)
+	putEnforcement(pe)
+}
+
+// The events of every call are built in pooled structs: the store encodes
+// a record before AppendRecord returns and keeps nothing of it, and a
+// struct put in an interface would otherwise be copied to the heap.
+var (
+	enforcements    = sync.Pool{New: func() any { return new(telemetry.PolicyEnforcement) }}
+	classifications = sync.Pool{New: func() any {
+		return &telemetry.IntentClassification{Axes: make(map[string]telemetry.AxisClassification, 5)}
+	}}
+)
+
+func putEnforcement(pe *telemetry.PolicyEnforcement) {
+	*pe = telemetry.PolicyEnforcement{}
+	enforcements.Put(pe)
 }
 
 // enforcement is the policy_enforced event of decision dc about d.
@@ -175,11 +196,17 @@ func (r *recorder) advice(a *govern.Advice, provider string, profile classifier.
 	if r.store == nil {
 		return
 	}
-	axes := make(map[string]telemetry.AxisClassification, len(v.Axes))
+	ic := classifications.Get().(*telemetry.IntentClassification)
+	axes := ic.Axes
+	defer func() {
+		clear(axes)
+		*ic = telemetry.IntentClassification{Axes: axes}
+		classifications.Put(ic)
+	}()
 	for name, av := range v.Axes {
 		axes[name] = telemetry.AxisClassification{Classified: av.Classified, Confidence: av.Confidence, Source: av.Source, ConservativeDefaultApplied: av.ConservativeDefaultApplied}
 	}
-	ic := telemetry.IntentClassification{
+	*ic = telemetry.IntentClassification{
 		Time: time.Now(), TxnID: d.TxnID, Agent: d.Agent, Session: d.SessionID, Upstream: d.Upstream, Tool: d.ToolName,
 		ClassifierID: v.ClassifierID, CapabilityClassDeclared: d.CapabilityClassDeclared, CapabilityClassVerdict: v.CapabilityClassVerdict,
 		CapabilityClassConfidence: v.CapabilityClassConfidence, ConsistentWithDeclaration: v.ConsistentWithDeclaration,
