@@ -270,7 +270,7 @@ func decodeOne(v jsontext.Value) (*Message, error) {
 	m := &Message{Raw: v}
 	var version jsontext.Value
 	var hasID, hasMethod, hasResult, hasError bool
-	err := eachMember(v, func(key string, val jsontext.Value) error {
+	err := eachValidMember(v, func(key string, val jsontext.Value) error {
 		switch key {
 		case "jsonrpc":
 			version = val
@@ -357,7 +357,7 @@ func (m *Message) decodeParams() error {
 		return nil
 	}
 	var hasName bool
-	err := eachMember(m.Params, func(key string, val jsontext.Value) error {
+	err := eachValidMember(m.Params, func(key string, val jsontext.Value) error {
 		switch key {
 		case "name":
 			if m.Method == "tools/call" || m.Method == "prompts/get" {
@@ -432,8 +432,8 @@ func eachMember(obj jsontext.Value, fn func(key string, val jsontext.Value) erro
 
 // memberName is the name of an object member as the decoder read it (a
 // validated JSON string, quotes included). The names of MCP, JSON-RPC and
-// A2A messages cost no allocation; the first member scan of every message
-// reads several of them.
+// A2A messages cost no allocation (knownNames); decoding a message reads
+// several of them.
 func memberName(raw jsontext.Value) string {
 	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
 		b := raw[1 : len(raw)-1]
@@ -446,8 +446,8 @@ func memberName(raw jsontext.Value) string {
 	return string(s)
 }
 
-// knownNames holds the member names messages carry most, each mapped to
-// itself.
+// knownNames holds the member names and string values (methods, the
+// version) messages carry most, each mapped to itself.
 var knownNames = func() map[string]string {
 	m := map[string]string{}
 	for _, n := range []string{"jsonrpc", "id", "method", "params", "result", "error", "code", "message", "data",
@@ -456,7 +456,11 @@ var knownNames = func() map[string]string {
 		"tools", "description", "inputSchema", "outputSchema", "annotations", "properties", "required",
 		"io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities",
 		"traceparent", "tracestate", "requestState", "inputResponses", "task", "taskId", "contextId", "kind", "parts",
-		"messageId", "role", "status", "state", "artifacts", "metadata", "configuration", "history"} {
+		"messageId", "role", "status", "state", "artifacts", "metadata", "configuration", "history",
+		// Values read the same way: methods and the version.
+		"2.0", "initialize", "ping", "tools/call", "tools/list", "resources/read", "resources/list", "prompts/get", "prompts/list",
+		"notifications/initialized", "notifications/cancelled", "notifications/progress", "server/discover",
+		"message/send", "message/stream", "SendMessage", "SendStreamingMessage", "tasks/get", "GetTask"} {
 		m[n] = n
 	}
 	return m
@@ -497,7 +501,11 @@ func foldedMatch(key string, known []string) string {
 // unquote returns the Go string of a validated JSON string value.
 func unquote(v jsontext.Value) string {
 	if len(v) >= 2 && bytes.IndexByte(v, '\\') < 0 {
-		return string(v[1 : len(v)-1]) // validated, and nothing escaped
+		b := v[1 : len(v)-1] // validated, and nothing escaped
+		if s, ok := knownNames[string(b)]; ok {
+			return s
+		}
+		return string(b)
 	}
 	p := getDecoder(v)
 	defer p.put()

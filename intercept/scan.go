@@ -1,0 +1,145 @@
+package intercept
+
+import (
+	"bytes"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// eachValidMember is eachMember for an object that is a slice of a body
+// validate accepted (UTF-8, syntax, duplicate names): it finds the members'
+// bounds by structure alone, without checking again what validate checked,
+// so that decoding a message reads its bytes once more rather than once
+// per level of nesting. On a value that is not valid JSON its result is
+// unspecified but it neither panics nor loops: it may report an error.
+// FuzzValidMembers holds it to eachMember on valid objects.
+func eachValidMember(obj jsontext.Value, fn func(key string, val jsontext.Value) error) error {
+	s := validScanner{b: obj}
+	s.ws()
+	if !s.eat('{') {
+		return parseError("expected an object")
+	}
+	s.ws()
+	if s.eat('}') {
+		return nil
+	}
+	for {
+		s.ws()
+		start := s.i
+		if !s.str() {
+			return parseError("invalid object member name")
+		}
+		name := obj[start:s.i]
+		s.ws()
+		if !s.eat(':') {
+			return parseError("expected ':' after an object member name")
+		}
+		s.ws()
+		start = s.i
+		if !s.value() {
+			return parseError("invalid object member value")
+		}
+		if err := fn(memberName(name), obj[start:s.i:s.i]); err != nil {
+			return err
+		}
+		s.ws()
+		switch {
+		case s.eat(','):
+		case s.eat('}'):
+			return nil
+		default:
+			return parseError("expected ',' or '}' after an object member")
+		}
+	}
+}
+
+// validScanner walks valid JSON by its structure.
+type validScanner struct {
+	b []byte
+	i int
+}
+
+func (s *validScanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *validScanner) eat(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// str skips a string, quotes included.
+func (s *validScanner) str() bool {
+	if !s.eat('"') {
+		return false
+	}
+	for {
+		j := bytes.IndexAny(s.b[s.i:], `"\`)
+		if j < 0 {
+			s.i = len(s.b)
+			return false
+		}
+		s.i += j
+		if s.b[s.i] == '"' {
+			s.i++
+			return true
+		}
+		s.i += 2 // a backslash and the byte it escapes
+		if s.i > len(s.b) {
+			s.i = len(s.b)
+			return false
+		}
+	}
+}
+
+// value skips one value.
+func (s *validScanner) value() bool {
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch s.b[s.i] {
+	case '"':
+		return s.str()
+	case '{', '[':
+		depth := 0
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case '"':
+				if !s.str() {
+					return false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.i++
+					return true
+				}
+			}
+			s.i++
+		}
+		return false
+	default: // a number or a literal: up to the next delimiter
+		start := s.i
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return s.i > start
+			}
+			s.i++
+		}
+		return s.i > start
+	}
+}
