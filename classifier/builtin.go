@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"context"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -81,7 +82,7 @@ var callPool = sync.Pool{New: func() any { return new(call) }}
 // description and command line, and what they say of its action. It is
 // worked out once per version of a tool (toolFacts) and only read after.
 type toolFacts struct {
-	description, annotations, endpoint string // the version it is of
+	version uint64 // toolVersion of the definition it is of
 
 	tc              ToolConfig
 	hasTC           bool
@@ -94,29 +95,62 @@ type toolFacts struct {
 type toolKey struct{ upstream, tool string }
 
 // maxToolFacts bounds the tools whose facts are kept; the least recently
-// used go first.
-const maxToolFacts = 4096
+// used go first. Tools with names longer than maxCachedName (MCP allows
+// 128 characters) are worked out on every call instead: a cache keyed by
+// what an agent or upstream chooses must not hold much of it.
+const (
+	maxToolFacts  = 4096
+	maxCachedName = 256
+)
+
+// versionSeed keys toolVersion: whoever writes a tool's definition cannot
+// aim at another version's hash.
+var versionSeed = maphash.MakeSeed()
+
+// toolVersion is a seeded hash of what a tool's facts are worked out
+// from besides its name: its description, annotations and endpoint. A
+// cache entry compares it instead of holding the strings, which an
+// upstream could make as long as a message.
+func toolVersion(d *intercept.ActionDescriptor) uint64 {
+	var h maphash.Hash
+	h.SetSeed(versionSeed)
+	h.WriteString(d.ToolDescription)
+	h.WriteByte(0)
+	h.Write(d.Annotations)
+	h.WriteByte(0)
+	h.WriteString(d.TargetEndpoint)
+	return h.Sum64()
+}
 
 // toolFacts returns the facts of d's tool, from the cache while the
 // tool's description, annotations and endpoint are those they were worked
 // out from.
 func (c *compiled) toolFacts(d *intercept.ActionDescriptor) *toolFacts {
 	key := toolKey{d.Upstream, d.ToolName}
-	if tf, ok := c.facts.Get(key); ok && tf.description == d.ToolDescription && tf.annotations == string(d.Annotations) && tf.endpoint == d.TargetEndpoint {
-		return tf
+	cacheable := len(d.ToolName) <= maxCachedName && len(d.Upstream) <= maxCachedName
+	version := toolVersion(d)
+	if cacheable {
+		if tf, ok := c.facts.Get(key); ok && tf.version == version {
+			return tf
+		}
 	}
-	tf := &toolFacts{description: d.ToolDescription, annotations: string(d.Annotations), endpoint: d.TargetEndpoint}
+	tf := &toolFacts{version: version}
 	tf.tc, tf.hasTC = c.tool(d.Upstream, d.ToolName)
 	tf.hints = parseHints(d.Annotations)
-	tf.name = words(nil, d.ToolName)
-	first := firstSentence(d.ToolDescription)
+	// Words are slices of what they are read from: read them from copies
+	// of the bounded parts kept, not from the whole description.
+	name := strings.Clone(d.ToolName)
+	tf.name = words(nil, name)
+	first := strings.Clone(firstSentence(d.ToolDescription))
 	tf.desc = cjkWords(words(nil, first), 0, first)
 	tf.target = c.parseTarget(d.TargetEndpoint)
 	if tf.target.local {
 		tf.cmd = words(nil, tf.target.command)
 	}
 	tf.lex = lexicalAction(tf.name, tf.desc, tf.cmd)
-	c.facts.Add(key, tf)
+	if cacheable {
+		c.facts.Add(toolKey{strings.Clone(d.Upstream), name}, tf)
+	}
 	return tf
 }
 

@@ -2,8 +2,12 @@ package classifier
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
+	"weak"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -374,4 +378,33 @@ func TestToolFactsFollowDefinition(t *testing.T) {
 			t.Errorf("%d: %q %s: destructive-hint risk %v, want %v (%v)", i, c.desc, c.ann, got, c.destructive, r.RiskFactors)
 		}
 	}
+}
+
+// TestToolFactsKeepNoDescription: the per-tool caches keep neither a
+// tool's description nor anything sliced from it, so an upstream that
+// sends long, ever-changing descriptions cannot make them hold much.
+func TestToolFactsKeepNoDescription(t *testing.T) {
+	b, err := NewBuiltin(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := strings.Repeat("Lists the repositories of the user. ", 1<<15) // 1.1 MiB on the heap
+	held := weak.Make(unsafe.StringData(desc))
+	d := &intercept.ActionDescriptor{Upstream: "gh", ToolName: "repository", ToolDescription: desc,
+		Annotations: jsontext.Value(`{}`), Parameters: jsontext.Value(`{}`), TargetEndpoint: "https://api.github.com"}
+	v, err := b.Classify(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	NewIntentRecord(d, v, IntentOptions{})
+	if v.Axes[AxisActionType].Classified != Read {
+		t.Fatalf("classified %v, want Read", v.Axes[AxisActionType])
+	}
+	d.ToolDescription, desc = "", ""
+	runtime.GC()
+	runtime.GC()
+	if held.Value() != nil {
+		t.Error("the description is still reachable after the call: a cache holds it")
+	}
+	runtime.KeepAlive(b)
 }

@@ -321,27 +321,35 @@ func newIntentID() string {
 // intentTool is what a tool's name, description and annotations say of
 // its action, as NewIntentRecord reads them.
 type intentTool struct {
-	lex   lexical
-	hints hints
+	version uint64 // toolVersion of the definition it is of
+	lex     lexical
+	hints   hints
 }
 
-type intentToolKey struct{ name, description, annotations string }
-
-// intentTools keeps intentTool by the tool version it is of: the words
-// of a tool change only with its definition, not from one call to the
-// next. Bounded; the least recently used go first.
-var intentTools, _ = lru.New[intentToolKey, intentTool](maxToolFacts)
+// intentTools keeps intentTool by upstream and tool while the definition
+// is the one it was read from: the words of a tool change only with its
+// definition, not from one call to the next. Bounded as toolFacts.
+var intentTools, _ = lru.New[toolKey, intentTool](maxToolFacts)
 
 func intentToolWords(d *intercept.ActionDescriptor) intentTool {
-	key := intentToolKey{d.ToolName, d.ToolDescription, string(d.Annotations)}
-	if t, ok := intentTools.Get(key); ok {
-		return t
+	key := toolKey{d.Upstream, d.ToolName}
+	cacheable := len(d.ToolName) <= maxCachedName && len(d.Upstream) <= maxCachedName
+	version := toolVersion(d)
+	if cacheable {
+		if t, ok := intentTools.Get(key); ok && t.version == version {
+			return t
+		}
 	}
+	// Copies of the bounded parts the words are read from, as toolFacts.
+	name, first := strings.Clone(d.ToolName), strings.Clone(firstSentence(d.ToolDescription))
 	var nameBuf, descBuf [32]string
 	t := intentTool{
-		lex:   lexicalAction(words(nameBuf[:0], d.ToolName), words(descBuf[:0], firstSentence(d.ToolDescription)), nil),
-		hints: parseHints(d.Annotations),
+		version: version,
+		lex:     lexicalAction(words(nameBuf[:0], name), words(descBuf[:0], first), nil),
+		hints:   parseHints(d.Annotations),
 	}
-	intentTools.Add(key, t)
+	if cacheable {
+		intentTools.Add(toolKey{strings.Clone(d.Upstream), name}, t)
+	}
 	return t
 }

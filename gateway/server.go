@@ -84,11 +84,9 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 	if opts.AgentHeaderRequired && opts.AgentHeader == "" {
 		return nil, errors.New("gateway: AgentHeaderRequired needs AgentHeader, the header that names the agent")
 	}
-	// No-op telemetry records nothing: nil spares every call building
-	// the span attributes and measurements nobody is told.
-	if _, nop := opts.Tracer.(telemetry.NopTelemetry); nop {
-		opts.Tracer = nil
-	}
+	// No-op metrics record nothing: nil spares every call measuring.
+	// (A no-op tracer stays: it still carries a client's trace context
+	// on upstream; telemetry skips building its spans' attributes.)
 	if _, nop := opts.Metrics.(telemetry.NopTelemetry); nop {
 		opts.Metrics = nil
 	}

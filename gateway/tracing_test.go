@@ -160,3 +160,31 @@ func TestTraceMetaDropsStaleTracestate(t *testing.T) {
 		t.Errorf("_meta sent upstream: %s; want a traceparent, the progress token, and no client tracestate", got)
 	}
 }
+
+// TestTraceContextPassesWithTracingOff: with no tracing configured (the
+// no-op tracer), a client's trace context still reaches the upstream, in
+// params._meta too, where a stdio upstream can only read it.
+func TestTraceContextPassesWithTracingOff(t *testing.T) {
+	var mu sync.Mutex
+	var upstreamBody string
+	f := newFixture(t, allowEcho, Options{Tracer: telemetry.Nop(), Metrics: telemetry.Nop()})
+	f.rec.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		b, _ := io.ReadAll(r.Body)
+		upstreamBody = string(b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}]}}`))
+	})
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	h := modernHeaders("tools/call", "echo")
+	h["traceparent"] = traceparent
+	if status, _, got := post(t, f.gw.URL+"/mcp/demo", h, modernCall(1, "echo", `{"message":"t"}`)); status != 200 {
+		t.Fatalf("call: %d %s", status, got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := `"traceparent":"` + traceparent + `"`; !strings.Contains(upstreamBody, want) {
+		t.Errorf("body sent upstream: got %s, want params._meta %s", upstreamBody, want)
+	}
+}

@@ -126,7 +126,17 @@ func (c Call) Attrs() []Attr {
 // from the client. Call [ExtractMeta] (and [ExtractHTTP]) on ctx first so
 // the client's span becomes the parent. A nil t means [Nop].
 func StartCall(ctx context.Context, t Tracer, c Call) (context.Context, Span) {
-	return start(ctx, t, c.SpanName(), SpanKindServer, c.Attrs())
+	if records(t) {
+		return start(ctx, t, c.SpanName(), SpanKindServer, c.Attrs())
+	}
+	return ctx, nopSpan{}
+}
+
+// records reports whether t keeps spans: a nil or [Nop] tracer's spans are
+// not worth their names and attributes.
+func records(t Tracer) bool {
+	_, nop := t.(NopTelemetry)
+	return t != nil && !nop
 }
 
 // StartUpstream starts the client span of the call as forwarded to the
@@ -134,7 +144,10 @@ func StartCall(ctx context.Context, t Tracer, c Call) (context.Context, Span) {
 // forwarded message with [InjectMeta] so the upstream's span is its child.
 // A nil t means [Nop].
 func StartUpstream(ctx context.Context, t Tracer, c Call) (context.Context, Span) {
-	return start(ctx, t, c.SpanName(), SpanKindClient, c.Attrs())
+	if records(t) {
+		return start(ctx, t, c.SpanName(), SpanKindClient, c.Attrs())
+	}
+	return ctx, nopSpan{}
 }
 
 // Names of the internal spans of the steps of a governed call.
