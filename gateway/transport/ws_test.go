@@ -204,7 +204,9 @@ func TestWSReadLimit(t *testing.T) {
 
 func TestWSKeepalive(t *testing.T) {
 	stdioNoLeaks(t)
-	const interval = 100 * time.Millisecond
+	// Long enough that a loaded machine (CI runs the race detector) answers
+	// a ping within the pong deadline.
+	const interval = 250 * time.Millisecond
 	tests := []struct {
 		name     string
 		answer   bool // whether the client answers pings
@@ -254,12 +256,13 @@ func TestWSKeepalive(t *testing.T) {
 			} else {
 				select {
 				case err := <-readErr:
+					// Read is over: waiting for it again below would hang.
 					t.Errorf("server Read ended with %v, want it still waiting", err)
 				default:
-				}
-				ws.WriteMessage(websocket.TextMessage, []byte(`{"still":"here"}`))
-				if err := <-readErr; err != nil {
-					t.Errorf("server Read: got %v, want the message", err)
+					ws.WriteMessage(websocket.TextMessage, []byte(`{"still":"here"}`))
+					if err := <-readErr; err != nil {
+						t.Errorf("server Read: got %v, want the message", err)
+					}
 				}
 			}
 			server.Close()
