@@ -504,7 +504,7 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 	defer resp.Body.Close()
 	upErr = statusError(resp)
 	if isEventStream(resp.Header) {
-		ob := &observer{g: g, rt: x.rt, sess: x.sess, pending: x.requests(), cc: x.callContext()}
+		ob := &observer{g: g, rt: x.rt, sess: x.sess, pending: x.requests(), cc: x.callContext(), stream: true}
 		if err := g.pipeEvents(ctx, w, resp.Body, ob); upErr == nil {
 			upErr = err
 		}

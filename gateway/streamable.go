@@ -424,6 +424,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		}
 	}()
 	if isEventStream(resp.Header) {
+		ob.stream = true
 		w.WriteHeader(resp.StatusCode)
 		err := g.pipeEvents(r.Context(), w, resp.Body, ob)
 		if upErr == nil {
@@ -583,8 +584,9 @@ type observer struct {
 	cc      intercept.CallContext // of the requests in pending
 	failed  error                 // the first JSON-RPC error answering a pending request
 	// answered holds the pending requests whose response has been
-	// passed on.
+	// passed on; only an event stream needs it (failUnanswered).
 	answered map[string]bool
+	stream   bool // the answer is an event stream
 }
 
 // failUnanswered writes an error event answering each pending request
@@ -610,7 +612,7 @@ func (o *observer) message(b []byte) {
 	// one that names "id" a response at all: the rest need no decoding
 	// unless a result is worth reading.
 	errs := o.failed == nil && len(o.pending) > 0 && bytes.Contains(b, []byte(`"error"`))
-	open := len(o.answered) < len(o.pending) && bytes.Contains(b, []byte(`"id"`))
+	open := o.stream && len(o.answered) < len(o.pending) && bytes.Contains(b, []byte(`"id"`))
 	if !errs && !open && !o.wants() {
 		return // nothing to learn: skip decoding the response
 	}
@@ -705,7 +707,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	if isEventStream(resp.Header) {
-		g.pipeEvents(ctx, w, resp.Body, &observer{g: g, rt: rt, sess: sess})
+		g.pipeEvents(ctx, w, resp.Body, &observer{g: g, rt: rt, sess: sess, stream: true})
 		return
 	}
 	_, _ = io.Copy(w, resp.Body)
