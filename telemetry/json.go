@@ -206,6 +206,23 @@ func appendValue(b []byte, v any) ([]byte, error) {
 // events [Event.AppendJSON] writes.
 func AppendJSONString(b []byte, s string) []byte { return appendString(b, s) }
 
+// load64 reads the first eight bytes of s, little-endian (one load).
+func load64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// plain8 reports whether none of the eight bytes of x is below 0x20, a
+// quote, a backslash or at or above 0x80: bytes appendString copies as
+// they are.
+func plain8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) & ^v & highs } // high bit set where a byte of v is 0
+	control := (x - 0x20*ones) & ^x & highs                          // where a byte is below 0x20 (with no high bit)
+	return (control | zero(x^('"'*ones)) | zero(x^('\\'*ones)) | x&highs) == 0
+}
+
 // ValidUTF8 returns s as the events [Event.AppendJSON] writes hold it:
 // each byte that is not part of valid UTF-8 replaced by U+FFFD.
 func ValidUTF8(s string) string {
@@ -310,6 +327,14 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs a look: no control
+		// character, quote, backslash or non-ASCII byte among them.
+		for i+8 <= len(s) && plain8(load64(s[i:i+8])) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
