@@ -160,7 +160,7 @@ func NewIntentRecord(d *intercept.ActionDescriptor, v Verdict, o IntentOptions) 
 	if class == "" {
 		class = "tool." + strings.ToLower(action)
 	}
-	r.CapabilitiesRequired = append(r.CapabilitiesRequired, class, "net:"+strings.ToLower(boundary))
+	r.CapabilitiesRequired = append(r.CapabilitiesRequired, class, netCapability(boundary))
 	if facts.tier == Restricted || facts.tier == Regulated {
 		r.CapabilitiesRequired = append(r.CapabilitiesRequired, "data:"+strings.ToLower(facts.tier))
 	}
@@ -315,7 +315,20 @@ func intentTarget(boundary string, d *intercept.ActionDescriptor, f *argFacts) s
 func newIntentID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
-	return "int_" + hex.EncodeToString(b[:])
+	var id [4 + 16]byte
+	copy(id[:], "int_")
+	hex.Encode(id[4:], b[:])
+	return string(id[:])
+}
+
+// netCapabilities are the capabilities crossing each boundary needs.
+var netCapabilities = map[string]string{External: "net:external", IntraOrg: "net:intra-org", Local: "net:local"}
+
+func netCapability(boundary string) string {
+	if c, ok := netCapabilities[boundary]; ok {
+		return c
+	}
+	return "net:" + strings.ToLower(boundary)
 }
 
 // intentTool is what a tool's name, description and annotations say of
