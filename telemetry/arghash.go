@@ -21,16 +21,21 @@ import (
 // reference, and this one must equal it (FuzzArgumentsHash).
 func hashArguments(raw []byte, extra []string) (sum string, ok bool) {
 	d := decoders.Get().(*pooledDecoder)
+	c := &d.c
 	defer func() {
 		d.rd.Reset(nil) // keep no reference to raw
+		c.release()
 		decoders.Put(d)
 	}()
 	d.rd.Reset(raw)
 	// Duplicate names are found after sorting each object's members,
 	// which costs less than the decoder's own check.
 	d.dec.Reset(&d.rd, jsontext.AllowDuplicateNames(true))
-	c := canonWriter{extra: extra}
-	out, ok := c.value(&d.dec, make([]byte, 0, 2*len(raw)))
+	c.extra = extra
+	out, ok := c.value(&d.dec, c.buf(0)[:0])
+	if out != nil {
+		c.keep(0, out)
+	}
 	if !ok {
 		return "", false
 	}
@@ -44,12 +49,51 @@ func hashArguments(raw []byte, extra []string) (sum string, ok bool) {
 type pooledDecoder struct {
 	dec jsontext.Decoder
 	rd  bytes.Reader
+	c   canonWriter
 }
 
 var decoders = sync.Pool{New: func() any { return new(pooledDecoder) }}
 
+// canonWriter writes the canonical form. Its buffers are reused from one
+// call to the next (it lives in a pooled decoder): bufs[0] holds the
+// output, bufs[d] and members[d-1] an object's members at depth d.
 type canonWriter struct {
-	extra []string
+	extra   []string
+	depth   int
+	bufs    [][]byte
+	members [][]member
+}
+
+// maxKeptBuf bounds the buffers a pooled canonWriter keeps.
+const maxKeptBuf = 64 << 10
+
+func (c *canonWriter) buf(i int) []byte {
+	for len(c.bufs) <= i {
+		c.bufs = append(c.bufs, make([]byte, 0, 256))
+	}
+	return c.bufs[i]
+}
+
+// keep stores b, grown, as buffer i for the next use.
+func (c *canonWriter) keep(i int, b []byte) {
+	if cap(b) <= maxKeptBuf {
+		c.bufs[i] = b[:0]
+	}
+}
+
+func (c *canonWriter) membersAt(d int) []member {
+	for len(c.members) <= d {
+		c.members = append(c.members, make([]member, 0, 8))
+	}
+	return c.members[d][:0]
+}
+
+// release drops what the last call left: its names, its extra keys.
+func (c *canonWriter) release() {
+	for i := range c.members {
+		clear(c.members[i][:cap(c.members[i])])
+	}
+	c.extra, c.depth = nil, 0
 }
 
 // member is an object member canonicalized into a scratch buffer.
@@ -99,8 +143,16 @@ func (c *canonWriter) value(dec *jsontext.Decoder, b []byte) ([]byte, bool) {
 		}
 		return append(b, ']'), true
 	case '{':
-		scratch := make([]byte, 0, 256)
-		members := make([]member, 0, 8)
+		c.depth++
+		scratch := c.buf(c.depth)[:0]
+		members := c.membersAt(c.depth - 1)
+		defer func() {
+			c.keep(c.depth, scratch)
+			if cap(members) <= maxKeptBuf/32 {
+				c.members[c.depth-1] = members[:0]
+			}
+			c.depth--
+		}()
 		for dec.PeekKind() != '}' {
 			name, err := dec.ReadToken()
 			if err != nil {
