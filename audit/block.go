@@ -134,6 +134,7 @@ func newBlock(evs []*pending, sc *scratch) block {
 	txns := make([]string, 0, len(evs))
 	keys := sc.keys
 	clear(keys)
+	var prev [2]*pending // the two events before p: a call's two events alternate
 	for _, p := range evs {
 		lines = append(append(lines, *p.line...), '\n')
 		b.minTime, b.maxTime = min(b.minTime, p.time), max(b.maxTime, p.time)
@@ -141,10 +142,13 @@ func newBlock(evs []*pending, sc *scratch) block {
 			txns = append(txns, p.txn)
 		}
 		for i, v := range p.keys {
-			if v != "" {
+			// Most keys repeat those of the events just before: skip
+			// hashing them again.
+			if v != "" && (prev[0] == nil || prev[0].keys[i] != v) && (prev[1] == nil || prev[1].keys[i] != v) {
 				keys[fieldValue{i, v}] = struct{}{}
 			}
 		}
+		prev[1], prev[0] = prev[0], p
 	}
 	sc.lines = lines
 	sc.data = s2.Encode(sc.data[:cap(sc.data)], lines)
