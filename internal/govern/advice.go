@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/classifier"
@@ -100,7 +101,8 @@ type Advisor struct {
 	// would only wait for its approval timeout and fail.
 	OperatorAnswers bool
 	// OnAdvice, if set, gets every advice after the decision. It must not
-	// block.
+	// block, and the *Advice is valid only until it returns (advices are
+	// reused): copy what must outlive the call.
 	OnAdvice func(*Advice)
 	// Tracer, if set, gets a span for each classification.
 	Tracer telemetry.Tracer
@@ -162,7 +164,12 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 		r = classify()
 	}
 
-	adv := &Advice{Descriptor: d, Verdict: r.v, Err: r.err}
+	adv := advices.Get().(*Advice)
+	defer func() {
+		*adv = Advice{}
+		advices.Put(adv)
+	}()
+	*adv = Advice{Descriptor: d, Verdict: r.v, Err: r.err}
 	adv.Assessment = classifier.Assess(r.v, a.Options)
 	adv.Intent = classifier.NewIntentRecord(d, r.v, classifier.IntentOptions{Options: a.Options, SkipInjection: true, Findings: findings,
 		ToolPoisoning: poisoning})
@@ -190,6 +197,10 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 	}
 	return final, nil
 }
+
+// advices are the Advice of calls being decided, reused: one is a large
+// struct, and every tool call has one.
+var advices = sync.Pool{New: func() any { return new(Advice) }}
 
 // escalate applies OnInjection and OnEscalate to dec, an allow: the first
 // finding whose action holds (where someone can answer) or denies wins;

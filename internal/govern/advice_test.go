@@ -94,7 +94,7 @@ func TestAdvisor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var got *Advice
 			a := &Advisor{Policy: tt.policy, Classifier: tt.cls, OnEscalate: tt.onEscalate, OnInjection: tt.onInjection,
-				OperatorAnswers: tt.answers == operator, OnAdvice: func(adv *Advice) { got = adv }}
+				OperatorAnswers: tt.answers == operator, OnAdvice: func(adv *Advice) { cp := *adv; got = &cp }}
 			d := desc(tt.tool, tt.args)
 			d.ClientCanApprove = tt.answers == client
 			dec := intercept.Decide(context.Background(), a, d)
@@ -120,7 +120,7 @@ func TestAdvisorWithBuiltin(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got *Advice
-	a := &Advisor{Policy: compile(t, "default: allow\n"), Classifier: b, OnAdvice: func(adv *Advice) { got = adv }}
+	a := &Advisor{Policy: compile(t, "default: allow\n"), Classifier: b, OnAdvice: func(adv *Advice) { cp := *adv; got = &cp }}
 	d := desc("read_document", `{"path":"/docs/handbook.md"}`)
 	d.Annotations = jsontext.Value(`{"readOnlyHint":true}`)
 	if dec := intercept.Decide(context.Background(), a, d); dec.Verdict != intercept.Allow {
@@ -150,7 +150,7 @@ rules:
     when: classification.tool_poisoning == true
     decision: deny
     reason: the tool's description tries to instruct the model
-`), Classifier: fixed{v: verdict(classifier.Read, 0.95)}, ToolPoisoning: poisoned, OnAdvice: func(adv *Advice) { got = adv }}
+`), Classifier: fixed{v: verdict(classifier.Read, 0.95)}, ToolPoisoning: poisoned, OnAdvice: func(adv *Advice) { cp := *adv; got = &cp }}
 
 	dec := intercept.Decide(context.Background(), a, desc("add", `{"a":1,"b":2}`))
 	if dec.Verdict != intercept.Deny || dec.RuleID != "no-poisoned-tools" || got.SoleDenyViolation {
