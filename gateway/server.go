@@ -26,8 +26,8 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
-	"github.com/sluicehq/sluice/telemetry"
 	"github.com/sluicehq/sluice/internal/h1"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // Gateway serves every configured upstream downstream over Streamable
