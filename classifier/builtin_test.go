@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -407,4 +408,41 @@ func TestToolFactsKeepNoDescription(t *testing.T) {
 		t.Error("the description is still reachable after the call: a cache holds it")
 	}
 	runtime.KeepAlive(b)
+}
+
+// TestToolFactsBounded: a flood of tool names (an agent calling tools
+// that do not exist, an upstream listing thousands) leaves the per-tool
+// caches at their bound, and names longer than maxCachedName are not
+// kept at all.
+func TestToolFactsBounded(t *testing.T) {
+	b, err := NewBuiltin(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	classify := func(name string) {
+		d := &intercept.ActionDescriptor{Upstream: "gh", ToolName: name, ToolDescription: "List things.",
+			Parameters: jsontext.Value(`{}`), TargetEndpoint: "https://api.github.com"}
+		v, err := b.Classify(t.Context(), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		NewIntentRecord(d, v, IntentOptions{})
+	}
+	for i := range maxToolFacts + 500 {
+		classify(fmt.Sprintf("list_things_%d", i))
+	}
+	if n := b.c.facts.Len(); n != maxToolFacts {
+		t.Errorf("%d tools' facts kept after %d names, want the bound %d", n, maxToolFacts+500, maxToolFacts)
+	}
+	if n := intentTools.Len(); n > maxToolFacts {
+		t.Errorf("%d intent entries kept, want at most %d", n, maxToolFacts)
+	}
+	long := "list_" + strings.Repeat("x", maxCachedName)
+	classify(long)
+	if _, ok := b.c.facts.Peek(toolKey{"gh", long}); ok {
+		t.Errorf("a %d-byte tool name was cached", len(long))
+	}
+	if _, ok := intentTools.Peek(toolKey{"gh", long}); ok {
+		t.Errorf("a %d-byte tool name was cached for intent records", len(long))
+	}
 }
