@@ -332,11 +332,11 @@ var anyTextRules = []phraseRule{
 	// in languages written in Latin script: German, French, Spanish,
 	// Italian, Portuguese, Dutch, Indonesian/Malay, Tagalog, Turkish and
 	// Vietnamese (the last two by whole words, as \b is ASCII-only).
-	{InjectionOverride, []string{"ignorier", "vergiss", "vergessen sie", "missachte", "beachte nicht", "beachten sie nicht", "höre nicht", "hör nicht", "unabhängig von", "frage nicht"}, regexp.MustCompile(`\b(ignoriere|ignorieren sie|ignoriert|vergiss|vergesst|vergessen sie|missachte|missachten sie|beachte nicht|beachten sie nicht|höre? nicht auf)\b(\s+\S+){0,4}?\s+(anweisung(en)?|instruktion(en)?|befehle?|vorgaben|regeln|aufgaben?|aufträge|auftrag|fragen?|probleme|nachricht|hinweise|warnhinweise|eingabeaufforderung|obige[nms]?|obigen angaben|alles|zuvor gesagte|bisherige[nms]?|vorherige[nms]?)(\s|$|[.,:;!?])|\bunabhängig von (den|der|dem) (oben genannten|obigen|vorherigen|vorigen) (anweisungen|fragen?|befehlen)\b|\b(beantworten sie|beantworte) (die|diese|meine) (obige |vorherige )?frage nicht\b|\b(die|alle) (obigen|vorherigen|bisherigen) (\S+ ){0,2}?ignorieren\b`)},
-	{InjectionOverride, []string{"ignor", "oublie", "tiens pas compte", "tenez pas compte", "abstraction", "indépendamment", "ne répondez pas", "ne réponds pas"}, regexp.MustCompile(`\b(ignorez|veuillez ignorer|merci d'ignorer|en ignorant|oublie|oubliez|veuillez oublier|ne tiens pas compte d[eu']|ne tenez pas compte d[eu']|fais abstraction d[eu']|faites abstraction d[eu'])\s*(\S+\s+){0,4}?(instructions?|consignes?|directives|règles|ordres|questions?|commandes?|messages?|rappels?|avertissements|ce qui (précède|precede|a été dit)|tout ce (que|qui)|tout|ci-dessus|précédente?s?)(\s|$|[.,:;!?])|\bindépendamment (des|de la|du) (instructions?|questions?|consignes) (ci-dessus|précédentes?)|\bne (répondez|réponds) pas à (la|cette|ma) question\b`)},
-	{InjectionOverride, []string{"ignor", "olvid", "omit", "descart", "caso omiso", "no haga caso", "no hagas caso", "independientemente", "no respond", "no contest"}, regexp.MustCompile(`\b(ignora|ignore|ignoren|ignorad|olvida|olvide|olviden|olvidad|omite|omita|descarta|descarte|haz caso omiso( de)?|haga caso omiso( de)?|no (haga|hagas|hagan) caso (a|de))\b(\s+\S+){0,4}?\s+(instrucciones|instrucción|instruccion|indicaciones|órdenes|ordenes|orden|reglas|directrices|pregunta|preguntas|comando|mensaje|recordatorio|advertencias|lo anterior|todo)(\s|$|[.,:;!?])|\bindependientemente de (las|lo) (instrucciones|indicaciones|preguntas|anterior)\b|\bno (respondas|responda|conteste|contestes) (a )?(la|esta|mi|las) (pregunta|instrucciones)\b`)},
-	{InjectionOverride, []string{"ignor", "diment", "trascura", "non considerare", "non tenere conto"}, regexp.MustCompile(`\b(ignora|ignorate|ignori|dimentica|dimenticate|dimentichi|trascura|trascurate|non considerare|non tenere conto d\S*)\b(\s+\S+){0,4}?\s+(istruzioni|istruzione|indicazioni|ordini|regole|domanda|domande|quanto sopra|tutto|precedenti)(\s|$|[.,:;!?])`)},
-	{InjectionOverride, []string{"ignor", "esque", "desconsider", "despreze"}, regexp.MustCompile(`\b(ignore|ignora|ignorem|esqueça|esqueca|esquece|esqueçam|desconsidere|desconsidera|despreze)\b(\s+\S+){0,4}?\s+(instruções|instrucoes|instrução|instrucao|orientações|orientacoes|ordens|regras|pergunta|perguntas|o acima|tudo)(\s|$|[.,:;!?])`)},
+	{InjectionOverride, []string{"ignorier", "vergiss", "vergessen sie", "missachte", "beachte nicht", "beachten sie nicht", "höre nicht", "hör nicht", "unabhängig von", "frage nicht"}, regexp.MustCompile(`\b(ignoriere|ignorieren sie|vergiss|vergesst|vergessen sie|missachte|missachten sie|beachte nicht|beachten sie nicht|höre? nicht auf)\b(\s+\S+){0,4}?\s+(anweisung(en)?|instruktion(en)?|befehle?|vorgaben|regeln|aufgaben?|aufträge|auftrag|fragen?|probleme|nachricht|hinweise|warnhinweise|eingabeaufforderung|obige[nms]?|obigen angaben|alles|zuvor gesagte|bisherige[nms]?|vorherige[nms]?)(\s|$|[.,:;!?])|\bunabhängig von (den|der|dem) (oben genannten|obigen|vorherigen|vorigen) (anweisungen|fragen?|befehlen)\b|\b(beantworten sie|beantworte) (die|diese|meine) (obige |vorherige )?frage nicht\b|\b(die|alle) (obigen|vorherigen|bisherigen) (\S+ ){0,2}?ignorieren\b`)},
+	{InjectionOverride, []string{"ignor", "oublie", "tiens pas compte", "tenez pas compte", "abstraction", "indépendamment", "ne répondez pas", "ne réponds pas"}, regexp.MustCompile(`\b(ignorez|veuillez ignorer|merci d'ignorer|en ignorant|oubliez|veuillez oublier|ne tiens pas compte d[eu']|ne tenez pas compte d[eu']|fais abstraction d[eu']|faites abstraction d[eu'])\s*(\S+\s+){0,4}?(instructions?|consignes?|directives|règles|ordres|questions?|commandes?|messages?|rappels?|avertissements|ce qui (précède|precede|a été dit)|tout ce (que|qui)|tout|ci-dessus|précédente?s?)(\s|$|[.,:;!?])|\bindépendamment (des|de la|du) (instructions?|questions?|consignes) (ci-dessus|précédentes?)|\bne (répondez|réponds) pas à (la|cette|ma) question\b`)},
+	{InjectionOverride, []string{"ignor", "olvid", "omit", "descart", "caso omiso", "no haga caso", "no hagas caso", "independientemente", "no respond", "no contest"}, regexp.MustCompile(`\b(ignora|ignore|ignoren|ignorad|olvida|olvide|olviden|olvidad|omite|omita|descarta|descarte|haz caso omiso( de)?|haga caso omiso( de)?|no (haga|hagas|hagan) caso (a|de))\s+((\S+\s+){0,3}?(todas las|todos los|estas|esta|este|mis|tus)\s+(\S+\s+)?(instrucciones|instrucción|indicaciones|órdenes|reglas|directrices|preguntas?|comandos?|mensajes?|advertencias)|(\S+\s+){0,3}?(instrucciones|instrucción|instruccion|indicaciones|órdenes|ordenes|orden|reglas|directrices|pregunta|preguntas|comando|mensaje|recordatorio|advertencias)\s+(\S+\s+)?(anterior|anteriores|previas?|previos?|precedentes?|de arriba|dadas|recibidas)|(todo\s+)?lo anterior|todo)(\s|$|[.,:;!?])|\bindependientemente de (las|lo) (instrucciones|indicaciones|preguntas|anterior)\b|\bno (respondas|responda|conteste|contestes) (a )?(la|esta|mi|las) (pregunta|instrucciones)\b`)},
+	{InjectionOverride, []string{"ignor", "diment", "trascura", "non considerare", "non tenere conto"}, regexp.MustCompile(`\b(ignora|ignorate|ignori|dimentica|dimenticate|dimentichi|trascura|trascurate|non considerare|non tenere conto d\S*)\s+((\S+\s+){0,3}?(tutte le|tutti gli|tutti i|queste|questa|le mie|le tue|mie|tue)\s+(\S+\s+)?(istruzioni|indicazioni|ordini|regole|domande?|comandi|messaggi)|(\S+\s+){0,3}?(istruzioni|istruzione|indicazioni|ordini|regole|domanda|domande|comando|messaggio)\s+(\S+\s+)?(precedenti|precedente|sopra|di sopra|ricevute|date)|(tutto\s+)?quanto sopra|(tutto\s+)?ciò che (precede|ti ho detto)|tutto)(\s|$|[.,:;!?])`)},
+	{InjectionOverride, []string{"ignor", "esque", "desconsider", "despreze"}, regexp.MustCompile(`\b(ignore|ignora|ignorem|esqueça|esqueca|esquece|esqueçam|desconsidere|desconsidera|despreze)\s+((\S+\s+){0,3}?(todas as|todos os|estas|esta|este|minhas|tuas|suas)\s+(\S+\s+)?(instruções|instrucoes|orientações|ordens|regras|perguntas?|comandos?|mensagens?)|(\S+\s+){0,3}?(instruções|instrucoes|instrução|instrucao|orientações|orientacoes|ordens|regras|pergunta|perguntas|comando|mensagem)\s+(\S+\s+)?(anteriores|anterior|acima|prévias|previas|precedentes|recebidas|dadas)|(tudo\s+)?o (que está |que esta )?acima|tudo)(\s|$|[.,:;!?])`)},
 	{InjectionOverride, []string{"negeer", "vergeet", "abaikan", "lupakan", "hiraukan", "pedulikan", "acuhkan", "pansinin", "kalimutan", "balewalain"}, regexp.MustCompile(`\b(negeer|vergeet)\b(\s+\S+){0,4}?\s+(instructies|opdrachten|regels|vraag|vragen|alles)\b|\b(abaikan|lupakan|acuhkan|hiraukan|jangan hiraukan|jangan pedulikan)\b(\s+\S+){0,4}?\s+(instruksi|perintah|petunjuk|arahan|aturan|pertanyaan|semua|sebelumnya|di atas)\b|\b(huwag (mong |ninyong )?(pansinin|sundin)|kalimutan|balewalain)\b(\s+\S+){0,4}?\s+(tagubilin|utos|panuto|instruksyon|tanong|lahat|nakaraang|naunang)\b`)},
 	{InjectionOverride, []string{"yok say", "görmezden", "gormezden", "unut", "dikkate alma", "bỏ qua", "phớt lờ", "lờ đi", "quên", "bỏ ngoài tai"}, regexp.MustCompile(`(^|\s)(önceki|yukarıdaki|yukaridaki|tüm|bütün|bu|verilen)\s+(\S+\s+){0,2}?(talimatları|talimatlari|talimatı|komutları|kuralları|soruyu|soruları|yönergeleri|her şeyi|şeyleri)\s+(\S+\s+)?(yok say|görmezden gel|gormezden gel|unut|dikkate alma)|(^|\s)her şeyi unut|(^|\s)(bỏ qua|phớt lờ|lờ đi|quên|bỏ ngoài tai)\s+(\S+\s+){0,3}?(hướng dẫn|chỉ dẫn|chỉ thị|mệnh lệnh|lệnh|quy tắc|câu hỏi|tất cả|mọi thứ|những gì)`)},
 	// The same asks in German, French, Spanish, Italian and Portuguese:
@@ -569,7 +569,7 @@ func phrases(f *findings, folded, raw string) {
 		if active&(1<<i) == 0 || f.seen&kindBits[r.kind] != 0 || i >= firstResultRule && !f.result {
 			continue
 		}
-		if m := r.re.FindString(folded); m != "" {
+		if m := findAffirmed(r.re, r.kind, folded); m != "" {
 			f.add(r.kind, m)
 		}
 	}
@@ -865,11 +865,85 @@ func multilingual(f *findings, raw string) {
 		if f.seen&kindBits[r.kind] != 0 || active&(1<<i) == 0 {
 			continue
 		}
-		if m := r.re.FindString(lower); m != "" {
+		if m := findAffirmed(r.re, r.kind, lower); m != "" {
 			f.add(r.kind, m)
 		}
 	}
 }
+
+// findAffirmed returns the first match of re in s that is not negated:
+// "don't ignore the previous instructions", "no olvide las instrucciones
+// anteriores", "vergiss nicht die Fragen", "不要忽略以上指令",
+// "上記の指示を無視しないで" ask the opposite of an override. Only
+// override rules are checked; others return the first match.
+func findAffirmed(re *regexp.Regexp, kind, s string) string {
+	if kind != InjectionOverride {
+		return re.FindString(s)
+	}
+	for _, m := range re.FindAllStringIndex(s, 4) {
+		if !negated(s[:m[0]], s[m[0]:m[1]], s[m[1]:]) {
+			return s[m[0]:m[1]]
+		}
+	}
+	return ""
+}
+
+// Negation markers: before the verb (English ones for every match, the
+// others when the verb is not English, so "no ignore the instructions"
+// cannot pass as negated), as the word after the verb (German), and after
+// it (Japanese, Korean, Hindi, Bengali).
+var (
+	negBeforeEnglish = []string{"not", "n't", "n’t", "never", "dont"}
+	negBeforeOther   = []string{"no", "non", "não", "nao", "ne", "n'", "n’", "nicht", "не", "ни", "不要", "别", "勿", "不", "不用", "請勿", "请勿"}
+	negAfter         = []string{"しない", "しな", "せず", "하지 마", "하지 말", "하지 않", "न ", "नहीं", "না", "করবেন না", "করো না", "করিস না"}
+)
+
+func negated(before, match, after string) bool {
+	b := strings.TrimRight(before, " ")
+	english := false
+	for _, v := range [...]string{"ignore", "forget", "disregard", "override", "bypass", "skip", "repeat", "print", "reveal", "show", "output"} {
+		if strings.HasPrefix(match, v) {
+			english = true
+		}
+	}
+	ends := func(n string) bool {
+		if !strings.HasSuffix(b, n) {
+			return false
+		}
+		rest := b[:len(b)-len(n)]
+		r, _ := utf8.DecodeLastRuneInString(rest)
+		f, _ := utf8.DecodeRuneInString(n)
+		return rest == "" || !unicode.IsLetter(r) || isCJK(f) || n == "n't" || n == "n’t"
+	}
+	for _, n := range negBeforeEnglish {
+		if ends(n) {
+			return true
+		}
+	}
+	if !english {
+		for _, n := range negBeforeOther {
+			if ends(n) || strings.HasSuffix(n, "'") && strings.HasSuffix(before, n) || strings.HasSuffix(n, "’") && strings.HasSuffix(before, n) {
+				return true
+			}
+		}
+	}
+	if first, second, ok := strings.Cut(match, " "); ok && first != "höre" && first != "hör" && first != "beachte" && first != "beachten" && (second == "nicht" || strings.HasPrefix(second, "nicht ") || strings.HasPrefix(second, "nicht,")) {
+		return true
+	}
+	a := strings.TrimLeft(after, " ")
+	for _, n := range negAfter {
+		if strings.HasPrefix(a, n) {
+			return true
+		}
+	}
+	// Bengali: "উপেক্ষা করবেন না", the verb, its auxiliary, then না.
+	if aux, rest, ok := strings.Cut(a, " "); ok && len(aux) < 20 && (rest == "না" || strings.HasPrefix(rest, "না ") || strings.HasPrefix(rest, "না,") || strings.HasPrefix(rest, "না।")) {
+		return true
+	}
+	return false
+}
+
+func isCJK(r rune) bool { return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) }
 
 func capitalize(s string) string {
 	r, n := utf8.DecodeRuneInString(s)
