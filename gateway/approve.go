@@ -228,11 +228,11 @@ func takeApprovalAnswer(m *intercept.Message) (stripped *intercept.Message, ans 
 	if !m.IsCall() {
 		return nil, ans, false, nil
 	}
-	mine := intercept.Member(intercept.Member(m.Params, "inputResponses"), approvalInputKey)
+	mine := intercept.ValidMember(intercept.ValidMember(m.Params, "inputResponses"), approvalInputKey)
 	if mine == nil {
 		return nil, ans, false, nil
 	}
-	if st := intercept.Member(m.Params, "requestState"); st.Kind() == '"' {
+	if st := intercept.ValidMember(m.Params, "requestState"); st.Kind() == '"' {
 		_ = json.Unmarshal(st, &ans.state)
 	}
 	ans.approve, ans.answered = readApproval(mine)
@@ -358,7 +358,7 @@ func canAsk(ap Approver, m *intercept.Message, version string, declared, streams
 	}
 	if isModern(version) {
 		_, ok := ap.(stateSealer)
-		return ok && formElicitation(intercept.Member(m.Meta, metaClientCaps))
+		return ok && formElicitation(intercept.ValidMember(m.Meta, metaClientCaps))
 	}
 	return declared && streams
 }
@@ -368,7 +368,7 @@ func canAsk(ap Approver, m *intercept.Message, version string, declared, streams
 // elicitation and the Approver can seal states.
 func sealState(ap Approver, m *intercept.Message, dec intercept.Decision) (string, bool) {
 	sealer, ok := ap.(stateSealer)
-	if !ok || !formElicitation(intercept.Member(m.Meta, metaClientCaps)) {
+	if !ok || !formElicitation(intercept.ValidMember(m.Meta, metaClientCaps)) {
 		return "", false
 	}
 	state, err := sealer.SealState(dec.ApprovalID)

@@ -618,6 +618,6 @@ func versionFromMeta(meta jsontext.Value) (version, client string) {
 	if meta == nil {
 		return "", ""
 	}
-	return intercept.StringMember(meta, "io.modelcontextprotocol/protocolVersion"),
-		intercept.StringMember(intercept.Member(meta, "io.modelcontextprotocol/clientInfo"), "name")
+	return intercept.ValidStringMember(meta, "io.modelcontextprotocol/protocolVersion"),
+		intercept.ValidStringMember(intercept.ValidMember(meta, "io.modelcontextprotocol/clientInfo"), "name")
 }

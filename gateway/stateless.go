@@ -105,7 +105,7 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 	c := &slCall{s: newStream(), id: m.ID, upID: `"sluice-` + n + `"`, method: m.Method, cc: x.callContext(), uc: uc}
 	msg, err := intercept.WithMember(m.Raw, "id", jsontext.Value(c.upID))
 	meta, params := m.Meta, m.Params
-	if tok := intercept.Member(m.Meta, "progressToken"); err == nil && tok != nil {
+	if tok := intercept.ValidMember(m.Meta, "progressToken"); err == nil && tok != nil {
 		c.token, c.upToken = tok, `"sluice-p-`+n+`"`
 		if meta, err = intercept.WithMember(meta, "progressToken", jsontext.Value(c.upToken)); err == nil {
 			if params, err = intercept.WithMember(params, "_meta", meta); err == nil {

@@ -38,7 +38,7 @@ func extractMeta(ctx context.Context, m *intercept.Message) context.Context {
 	var carrier map[string]string
 	for _, k := range []string{telemetry.MetaTraceparent, telemetry.MetaTracestate} {
 		var s string
-		if v := intercept.Member(m.Meta, k); v.Kind() == '"' && json.Unmarshal(v, &s) == nil {
+		if v := intercept.ValidMember(m.Meta, k); v.Kind() == '"' && json.Unmarshal(v, &s) == nil {
 			if carrier == nil {
 				carrier = make(map[string]string, 2)
 			}

@@ -14,6 +14,51 @@ import (
 // unspecified but it neither panics nor loops: it may report an error.
 // FuzzValidMembers holds it to eachMember on valid objects.
 func eachValidMember(obj jsontext.Value, fn func(key string, val jsontext.Value) error) error {
+	return eachValidRaw(obj, func(name, val jsontext.Value) error { return fn(memberName(name), val) })
+}
+
+// ValidMember is [Member] for an object that is a message [Decode] or
+// [DecodeMessage] accepted, or a part of one (its params, _meta,
+// arguments): it finds the member by structure, comparing names as they
+// are written, without decoding the object again or allocating. On
+// other input its result is unspecified (it neither panics nor loops).
+func ValidMember(obj jsontext.Value, key string) jsontext.Value {
+	if obj.Kind() != '{' {
+		return nil
+	}
+	var found jsontext.Value
+	_ = eachValidRaw(obj, func(name, val jsontext.Value) error {
+		if found == nil && nameIs(name, key) {
+			found = val
+		}
+		return nil
+	})
+	return found
+}
+
+// ValidStringMember is [StringMember] with [ValidMember]'s precondition.
+func ValidStringMember(obj jsontext.Value, key string) string {
+	v := ValidMember(obj, key)
+	if v.Kind() != '"' {
+		return ""
+	}
+	return unquote(v)
+}
+
+// nameIs reports whether the quoted member name raw is key.
+func nameIs(raw jsontext.Value, key string) bool {
+	if len(raw) < 2 {
+		return false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1:len(raw)-1]) == key
+	}
+	return memberName(raw) == key
+}
+
+// eachValidRaw is eachValidMember with each member's name as written
+// (quoted, escapes and all).
+func eachValidRaw(obj jsontext.Value, fn func(name, val jsontext.Value) error) error {
 	s := validScanner{b: obj}
 	s.ws()
 	if !s.eat('{') {
@@ -39,7 +84,7 @@ func eachValidMember(obj jsontext.Value, fn func(key string, val jsontext.Value)
 		if !s.value() {
 			return parseError("invalid object member value")
 		}
-		if err := fn(memberName(name), obj[start:s.i:s.i]); err != nil {
+		if err := fn(name, obj[start:s.i:s.i]); err != nil {
 			return err
 		}
 		s.ws()

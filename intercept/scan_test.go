@@ -1,6 +1,7 @@
 package intercept
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -49,5 +50,13 @@ func checkValidMembers(t *testing.T, b []byte) {
 	want, wantErr := members(eachMember, b)
 	if got != want || (gotErr == nil) != (wantErr == nil) {
 		t.Errorf("%q: structural walk %s (%v), decoder %s (%v)", b, got, gotErr, want, wantErr)
+	}
+	// ValidMember finds what Member finds, for every name and one absent.
+	keys := []string{"absent-name"}
+	_ = eachMember(b, func(k string, _ jsontext.Value) error { keys = append(keys, k); return nil })
+	for _, k := range keys {
+		if got, want := ValidMember(b, k), Member(b, k); !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Errorf("%q: ValidMember(%q) = %q, Member = %q", b, k, got, want)
+		}
 	}
 }
