@@ -318,11 +318,11 @@ var anyTextRules = []phraseRule{
 	{InjectionOverride, []string{"ignor", "disregard", "forget"}, regexp.MustCompile(`\b(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+|everything\s+|that\s+|what\s+(was|is|i)\s+(said|wrote|written)\s+)?(above|previous|prior|preceding|before|earlier)(\s+(and|text|content|context|messages?|conversation|input|rules|commands)\b|\s*[.,:;!-]|\s*$)`)},
 	{InjectionOverride, []string{"forget"}, regexp.MustCompile(`\bforget\s+(everything|all|what)\b(\s+\S+){0,4}?\s+(told|said|learned|know|above|before|beforehand|previously|talked|discussed|so far)\b`)},
 	{InjectionOverride, []string{"instruction", "task", "objective", "directive", "system prompt", "orders"}, regexp.MustCompile(`\b(new|updated|real|actual|true|secret|hidden|additional|revised)\s+(instructions?|task|objective|directives?|system prompt|orders)\s*[:\-]`)},
-	{InjectionOverride, []string{"your new ", "your real ", "your actual ", "your true ", "your only ", "your primary "}, regexp.MustCompile(`\byour\s+(new|real|actual|true|only|primary)\s+(task|goal|objective|instructions?|purpose|mission)\s+(is|are|now)\b`)},
+	{InjectionOverride, []string{"your new ", "your real ", "your actual ", "your true "}, regexp.MustCompile(`\byour\s+(new|real|actual|true)\s+(task|goal|objective|instructions?|purpose|mission)\s+(is|are|now)\b`)},
 	{InjectionOverride, []string{"from now on"}, regexp.MustCompile(`\bfrom now on,?\s+(you\s+(will|must|are|shall|should|only)|always|only|respond|answer|ignore|act)\b`)},
 	{InjectionOverride, []string{"do anything now", "developer mode", "jailbr", "dan mode", "ethical", "moral", "without any"}, regexp.MustCompile(`\b(do anything now|developer mode (enabled|output|on)|jailbreak mode|jailbroken (mode|ai|assistant|version|model)|(enable|activate|enter|switch to|turn on) jailbreak|dan mode|no (ethical|moral) (guidelines|restrictions|constraints)|without any (restrictions|filters|limitations))\b`)},
 	{InjectionOverride, []string{"stop everything", "pwned"}, regexp.MustCompile(`\b(stop everything|i have been pwned|pwned!*)\b`)},
-	{InjectionOverride, []string{"<important", "</important", "<information", "</information", "<instruction", "</instruction", "<admin", "</admin", "<secret", "</secret"}, regexp.MustCompile(`</?(important|information|instructions?|admin|secret)>`)},
+	{InjectionOverride, []string{"<important", "</important", "<information", "</information", "<admin", "</admin", "<secret", "</secret"}, regexp.MustCompile(`</?(important|information|admin|secret)>`)},
 	{InjectionOverride, []string{"before you"}, regexp.MustCompile(`\bbefore you (can )?(solve|complete|do|finish|continue|answer|proceed)( with)? (the|your|this) (task|request|question)`)},
 	{InjectionOverride, []string{"repeat", "print", "reveal", "show", "output", "display", "leak", "tell me", "write out"}, regexp.MustCompile(`\b(repeat|print|reveal|show|output|display|leak|tell me|write out)\s+(me\s+)?(all\s+|the\s+|your\s+)?(words|text|instructions|prompt|system prompt|initial (prompt|instructions)|hidden instructions|everything)\s+(above|before|verbatim|you were given|at the (start|beginning))`)},
 	{InjectionOverride, []string{"system prompt", "instructions"}, regexp.MustCompile(`\b(reveal|print|repeat|output|leak|show me|tell me)\s+(your|the)\s+(system prompt|initial instructions|original instructions|hidden instructions|secret instructions)`)},
@@ -398,6 +398,12 @@ var anyTextRules = []phraseRule{
 // document; in what an agent sends (a prompt for a model tool) they are
 // ordinary.
 var resultRules = []phraseRule{
+	// Instruction blocks in a document or a tool's answer (a prompt an
+	// agent writes for a model tool may well use them).
+	{InjectionOverride, []string{"<instruction", "</instruction"}, regexp.MustCompile(`</?instructions?>`)},
+	// A document that tells its reader to follow new instructions, or to
+	// use one tool and no other.
+	{InjectionOverride, []string{"you must", "you should", "you need to", "you have to", "other tool"}, regexp.MustCompile(`\byou (must|should|need to|have to) (strictly |now |always |first |immediately )?(adhere to|follow|obey|comply with|execute|carry out|perform) (the |these |this )?(following|new|below|next|additional) (instructions?|commands?|orders?|directives?|steps|task)\b|\b(do not|don't|never) (use|call|invoke) (any )?other tools?\b`)},
 	// Instructions about "your response": what a document says to put in,
 	// or do to, the answer of the model reading it.
 	{InjectionOverride, []string{"your response", "your answer", "your reply", "your output", "your message"}, regexp.MustCompile(`\b(add|include|insert|integrate|incorporate|append|prepend|embed|encode|encrypt|reverse|rearrange|scramble|jumble|misspell|anagram|substitute|introduce|represent|prefix|modify|augment|enhance|alter|tweak)\b([^.\n]|\.\S){0,80}\b(in|into|to|within|of|with)\s+(all\s+|every\s+|each\s+)?your\s+(responses?|answers?|replies|reply|outputs?|message)\b|\b(modify|augment|enhance|alter|tweak|end|begin|start|encrypt|encode|reverse|scramble)\s+your\s+(responses?|answers?|reply|replies|outputs?|message)\s+(by|to|with|using|in)\b|\bin your (response|answer|reply),\s+(suggest|tease|promote|mention|include|add|recommend|claim|state|invite|urge|ask)\b`)},
@@ -436,6 +442,7 @@ var needIndex = func() (idx [256][]struct {
 	add(ruleSecret, secretPlaces)
 	add(ruleRole, roleWords)
 	add(rulePersona, personaGate)
+	add(rulePersona, personaWeakGate)
 	return idx
 }()
 
@@ -620,9 +627,14 @@ var personaGate = []string{"amoral", "unfiltered", "uncensored", "unrestricted",
 	"without any restrictions", "without restrictions", "without any limitations", "without morals",
 	"without ethics", "without censorship", "without moral", "not bound by", "free from all", "free of all",
 	"never refuse", "never refuses", "never decline", "never declines", "will not refuse", "won't refuse",
-	"cannot refuse", "can't refuse", "doesn't refuse", "does not refuse", "stay in character",
-	"content policy", "content policies", "openai policy", "openai policies", "openai's policies",
-	"jailbreak", "jailbroken", "break character", "broken free", "break free of", "break free from"}
+	"cannot refuse", "can't refuse", "doesn't refuse", "does not refuse",
+	"jailbreak", "jailbroken", "broken free", "break free of", "break free from"}
+
+// personaWeakGate are gates that ordinary role-play and system prompts
+// use too ("stay in character", "nothing unethical", "follow the content
+// policy"): with one of them, a persona needs one cue more.
+var personaWeakGate = []string{"stay in character", "break character", "content policy", "content policies",
+	"openai policy", "openai policies", "openai's policies"}
 
 const personaMinCues = 3
 
@@ -639,11 +651,19 @@ var personaCues = [][]string{
 }
 
 func persona(f *findings, folded string) {
-	gate := ""
+	gate, need := "", personaMinCues
 	for _, g := range personaGate {
 		if strings.Contains(folded, g) {
 			gate = g
 			break
+		}
+	}
+	if gate == "" {
+		for _, g := range personaWeakGate {
+			if strings.Contains(folded, g) {
+				gate, need = g, personaMinCues+1
+				break
+			}
 		}
 	}
 	if gate == "" {
@@ -658,7 +678,7 @@ func persona(f *findings, folded string) {
 			}
 		}
 	}
-	if n >= personaMinCues {
+	if n >= need {
 		f.add(InjectionRoleClaim, gate)
 	}
 }
