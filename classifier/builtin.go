@@ -518,11 +518,11 @@ func (c *compiled) actionType(k *call) AxisVerdict {
 		// comes from the classes or the words.
 		switch {
 		case cls != "" && cls != Read:
-			return AxisVerdict{Classified: cls, Confidence: 1, Source: SourceAnnotations}
+			return AxisVerdict{Classified: cls, Confidence: mutationKind(cls, 1), Source: SourceAnnotations}
 		case l.action != "" && l.action != Read:
 			conf := 0.7
 			if l.conf >= 0.8 {
-				conf = calibrated(k, l.action, 1)
+				conf = mutationKind(l.action, calibrated(k, l.action, 1))
 			}
 			return AxisVerdict{Classified: l.action, Confidence: conf, Source: SourceAnnotations}
 		case l.nameRead && (h.destructive != isTrue || h.specDefaults()):
@@ -548,12 +548,30 @@ func (c *compiled) actionType(k *call) AxisVerdict {
 	return AxisVerdict{Classified: Write, Confidence: 0.3, Source: SourceNone}
 }
 
+// mutationKind is the confidence of a kind of change (Write, Provision,
+// Execute …) when the annotations say only that the tool changes
+// something: they settle that it is not a Read, not which change it is. On
+// the dev split, kinds taken at 1 that way were right on 91 %.
+func mutationKind(kind string, conf float64) float64 {
+	if kind != Read && conf > 0.85 {
+		return 0.85
+	}
+	return conf
+}
+
 // calibrated keeps a confidence of 0.9 or more for what is rarely wrong.
 // A change to something the words do not place — neither bounded data (a
 // message, a row, a file) nor a credential or configuration — might be
 // either Write or Provision: on the corpus's dev split a third of the
 // high-confidence misses were exactly that.
 func calibrated(k *call, action string, conf float64) float64 {
+	if conf >= 0.9 && action == Provision {
+		// Provision against Write is the corpus's most frequent confusion
+		// (RFC-010's "outlasts the session" is a judgement the words do
+		// not settle): on the dev split Provision verdicts of 0.9 or more
+		// were right on 89 %.
+		return 0.85
+	}
 	if conf >= 0.9 && action == Execute {
 		// Running something (a workflow, a job, a query, a script) is as
 		// often labelled by what it runs (Write, Provision): on the dev

@@ -109,7 +109,7 @@ func TestBuiltinActionType(t *testing.T) {
 		{"press key is not a credential", builtinCall{tool: "press_key"}, Write, SourceToolName, 0.85, false},
 		{"grant", builtinCall{tool: "grant_role"}, Provision, SourceToolName, 0.85, false},
 		{"deploy", builtinCall{tool: "deploy_service"}, Provision, SourceToolName, 0.85, false},
-		{"infrastructure context", builtinCall{tool: "kubectl_scale", desc: "Scale a Kubernetes deployment"}, Provision, SourceToolName, 0.95, false},
+		{"infrastructure context", builtinCall{tool: "kubectl_scale", desc: "Scale a Kubernetes deployment"}, Provision, SourceToolName, 0.85, false}, // Provision is kept below 0.9 (calibrated)
 		{"stop a process", builtinCall{tool: "stop_process"}, Execute, SourceToolName, 0.85, false},
 		{"stop a search", builtinCall{tool: "stop_search"}, Write, SourceToolName, 0.85, false},
 		{"pull request is a noun", builtinCall{tool: "pull_request_read"}, Read, SourceToolName, 0.85, false},
