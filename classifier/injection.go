@@ -354,7 +354,9 @@ var anyTextRules = []phraseRule{
 	{InjectionRoleClaim, []string{"unrestricted", "unfiltered", "jailbroken", "evil", "uncensored", "different ai", "new ai"}, regexp.MustCompile(`\b(act|behave|respond)\s+as\s+(if\s+you\s+(are|were)\s+)?(a|an|the|my)?\s*(unrestricted|unfiltered|jailbroken|evil|uncensored|different ai|new ai)\b`)},
 	{InjectionRoleClaim, []string{"you are about to", "you are going to", "immerse yourself", "will now act as", "your new policy", "your new persona", "your new identity"}, regexp.MustCompile(`\byou are (about|going) to (immerse yourself|pretend to be|act as|play the role of|become|roleplay)\b|\bimmerse yourself (in|into) the role of\b|\b(chatgpt|claude|gemini|llama|the assistant|the ai|the model|you) will now act as\b|\byour new (policy|persona|identity)\b`)},
 	{InjectionRoleClaim, []string{"pretend", "imagine"}, regexp.MustCompile(`\b(pretend|imagine)\s+(that\s+)?you\s+(are|have)\s+(no|an? unrestricted|an? unfiltered|not bound)`)},
-	{InjectionRoleClaim, []string{"roleplay", "role-play", "role play", "act as"}, regexp.MustCompile(`\b(role-?play|roleplay)\s+as\b|\byou (will|must) (now )?(act|role-?play) as\b`)},
+	// "You will act as a tech writer", "roleplay as a pirate" alone are how
+	// people set a model's role (awesome-chatgpt-prompts, self-instruct):
+	// a persona counts only with the jailbreak cues persona() looks for.
 	{InjectionRoleClaim, []string{"<|", "[inst", "[/inst", "<<sys", "<system", "</system", "[system](#", "system_message", "###"}, regexp.MustCompile(`<\|(im_start|im_end|system|user|assistant|endoftext)\|>|\[/?inst\]|<<sys>>|</?system>|\[system\]\(#|\(system_message\)|###\s*(system|instruction)\b`)},
 	// Authority and score manipulation.
 	{InjectionAuthority, []string{"level to", "score to", "rating to", "rank to"}, regexp.MustCompile(`\b(set|change|raise|increase|update|make|boost)\s+(the\s+|my\s+|your\s+|its\s+|this\s+)?(trust|confidence|privilege|clearance|access|permission|authori[sz]ation|reputation|credibility)\s+(level|score|rating|rank)\s+to\s+(\d{3,}|max(imum)?|highest|unlimited|full|admin|root|100\s*%?)`)},
