@@ -125,8 +125,10 @@ func Member(obj jsontext.Value, key string) jsontext.Value {
 
 // StringMember returns the string value of obj's member key, or "" if obj
 // is not an object or the member is missing or not a string.
-func StringMember(obj jsontext.Value, key string) string {
-	v := Member(obj, key)
+func StringMember(obj jsontext.Value, key string) string { return stringOf(Member(obj, key)) }
+
+// stringOf is the string v holds, or "" if v is not a JSON string.
+func stringOf(v jsontext.Value) string {
 	if v.Kind() != '"' {
 		return ""
 	}

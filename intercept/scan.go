@@ -37,13 +37,7 @@ func ValidMember(obj jsontext.Value, key string) jsontext.Value {
 }
 
 // ValidStringMember is [StringMember] with [ValidMember]'s precondition.
-func ValidStringMember(obj jsontext.Value, key string) string {
-	v := ValidMember(obj, key)
-	if v.Kind() != '"' {
-		return ""
-	}
-	return unquote(v)
-}
+func ValidStringMember(obj jsontext.Value, key string) string { return stringOf(ValidMember(obj, key)) }
 
 // nameIs reports whether the quoted member name raw is key.
 func nameIs(raw jsontext.Value, key string) bool {
