@@ -415,11 +415,10 @@ var anyTextRules = []phraseRule{
 // ordinary.
 var resultRules = []phraseRule{
 	// Instruction blocks in a document or a tool's answer (a prompt an
-	// agent writes for a model tool may well use them).
-	{InjectionOverride, []string{"<instruction", "</instruction"}, regexp.MustCompile(`</?instructions?>`)},
-	// A document that tells its reader to follow new instructions, or to
-	// use one tool and no other.
-	{InjectionOverride, []string{"you must", "you should", "you need to", "you have to", "other tool"}, regexp.MustCompile(`\byou (must|should|need to|have to) (strictly |now |always |first |immediately )?(adhere to|follow|obey|comply with|execute|carry out|perform) (the |these |this )?(following|new|below|next|additional) (instructions?|commands?|orders?|directives?|steps|task)\b|\b(do not|don't|never) (use|call|invoke) (any )?other tools?\b`)},
+	// agent writes for a model tool may well use them), and a document
+	// that tells its reader to follow new instructions or to use one tool
+	// and no other.
+	{InjectionOverride, []string{"<instruction", "</instruction", "you must", "you should", "you need to", "you have to", "other tool"}, regexp.MustCompile(`</?instructions?>|\byou (must|should|need to|have to) (strictly |now |always |first |immediately )?(adhere to|follow|obey|comply with|execute|carry out|perform) (the |these |this )?(following|new|below|next|additional) (instructions?|commands?|orders?|directives?|steps|task)\b|\b(do not|don't|never) (use|call|invoke) (any )?other tools?\b`)},
 	// Instructions about "your response": what a document says to put in,
 	// or do to, the answer of the model reading it.
 	{InjectionOverride, []string{"your response", "your answer", "your reply", "your output", "your message"}, regexp.MustCompile(`\b(add|include|insert|integrate|incorporate|append|prepend|embed|encode|encrypt|reverse|rearrange|scramble|jumble|misspell|anagram|substitute|introduce|represent|prefix|modify|augment|enhance|alter|tweak)\b([^.\n]|\.\S){0,80}\b(in|into|to|within|of|with)\s+(all\s+|every\s+|each\s+)?your\s+(responses?|answers?|replies|reply|outputs?|message)\b|\b(modify|augment|enhance|alter|tweak|end|begin|start|encrypt|encode|reverse|scramble)\s+your\s+(responses?|answers?|reply|replies|outputs?|message)\s+(by|to|with|using|in)\b|\bin your (response|answer|reply),\s+(suggest|tease|promote|mention|include|add|recommend|claim|state|invite|urge|ask)\b`)},
@@ -462,11 +461,24 @@ var needIndex = func() (idx [256][]struct {
 	return idx
 }()
 
+// The three rules outside phraseRules take the top bits of the 64-bit
+// mask activeRules returns, so phraseRules may hold at most 61 rules
+// (checked at start-up: a 62nd would share a bit and run when another's
+// needs are met, a 65th would never run).
 const (
 	rulePersona = 61
 	ruleSecret  = 62
 	ruleRole    = 63
 )
+
+func init() {
+	if len(phraseRules) > rulePersona {
+		panic(fmt.Sprintf("classifier: %d phrase rules, at most %d fit the rule mask", len(phraseRules), rulePersona))
+	}
+	if len(multilingualRules) > 64 {
+		panic(fmt.Sprintf("classifier: %d multilingual rules, at most 64 fit the rule mask", len(multilingualRules)))
+	}
+}
 
 // activeRules finds which rules have a need in s, in one pass of an
 // Aho-Corasick automaton over every need.
