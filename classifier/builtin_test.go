@@ -446,3 +446,35 @@ func TestToolFactsBounded(t *testing.T) {
 		t.Errorf("a %d-byte tool name was cached for intent records", len(long))
 	}
 }
+
+// TestAnnotationsNeverLowerConfidence: a server that says its tool changes
+// something tells the classifier less than the words about which change;
+// saying it must not make the kind less certain than saying nothing
+// (review: readOnlyHint:false once took send_message from 0.95 to 0.85).
+func TestAnnotationsNeverLowerConfidence(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	high := 0
+	for _, c := range []builtinCall{
+		{tool: "send_message", desc: "Send a message to a Slack channel"},
+		{tool: "write_file", desc: "Write content to a file"},
+		{tool: "create_issue", desc: "Create a new issue in a GitHub repository"},
+		{tool: "update_record", desc: "Update a record in the table"},
+		{tool: "create_repository", desc: "Create a new GitHub repository"},
+		{tool: "exec_in_pod", desc: "Execute a command in a pod"},
+	} {
+		bare := classifyOne(t, b, c).Axes[AxisActionType]
+		if bare.Confidence >= 0.9 {
+			high++
+		}
+		for _, ann := range []string{`{"readOnlyHint":false}`, `{"readOnlyHint":false,"destructiveHint":true}`, `{"destructiveHint":true}`} {
+			c.ann = ann
+			got := classifyOne(t, b, c).Axes[AxisActionType]
+			if got.Classified == bare.Classified && got.Confidence < bare.Confidence {
+				t.Errorf("%s %s: %s at %.2f, without annotations %.2f", c.tool, ann, got.Classified, got.Confidence, bare.Confidence)
+			}
+		}
+	}
+	if high == 0 {
+		t.Fatal("no tool here is classified at 0.9 or more without annotations: the test checks nothing")
+	}
+}

@@ -174,7 +174,7 @@ const (
 	corpusFloorActionType = 0.86
 	corpusFloorBoundary   = 0.83
 
-	corpusFloorCalibAction   = 0.965
+	corpusFloorCalibAction   = 0.96
 	corpusFloorCalibBoundary = 0.86
 )
 

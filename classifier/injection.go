@@ -337,13 +337,13 @@ var anyTextRules = []phraseRule{
 	// in languages written in Latin script: German, French, Spanish,
 	// Italian, Portuguese, Dutch, Indonesian/Malay, Tagalog, Turkish and
 	// Vietnamese (the last two by whole words, as \b is ASCII-only).
-	{InjectionOverride, []string{"ignorier", "vergiss", "vergessen sie", "missachte", "beachte nicht", "beachten sie nicht", "höre nicht", "hör nicht", "unabhängig von", "frage nicht"}, regexp.MustCompile(`\b(ignoriere|ignorieren sie|vergiss|vergesst|vergessen sie|missachte|missachten sie|beachte nicht|beachten sie nicht|höre? nicht auf)\b(\s+\S+){0,4}?\s+(anweisung(en)?|instruktion(en)?|befehle?|vorgaben|regeln|aufgaben?|aufträge|auftrag|fragen?|probleme|nachricht|hinweise|warnhinweise|eingabeaufforderung|obige[nms]?|obigen angaben|alles|zuvor gesagte|bisherige[nms]?|vorherige[nms]?)(\s|$|[.,:;!?])|\bunabhängig von (den|der|dem) (oben genannten|obigen|vorherigen|vorigen) (anweisungen|fragen?|befehlen)\b|\b(beantworten sie|beantworte) (die|diese|meine) (obige |vorherige )?frage nicht\b|\b(die|alle) (obigen|vorherigen|bisherigen) (\S+ ){0,2}?ignorieren\b`)},
-	{InjectionOverride, []string{"ignor", "oublie", "tiens pas compte", "tenez pas compte", "abstraction", "indépendamment", "ne répondez pas", "ne réponds pas"}, regexp.MustCompile(`\b(ignorez|veuillez ignorer|merci d'ignorer|en ignorant|oubliez|veuillez oublier|ne tiens pas compte d[eu']|ne tenez pas compte d[eu']|fais abstraction d[eu']|faites abstraction d[eu'])\s*(\S+\s+){0,4}?(instructions?|consignes?|directives|règles|ordres|questions?|commandes?|messages?|rappels?|avertissements|ce qui (précède|precede|a été dit)|tout ce (que|qui)|tout|ci-dessus|précédente?s?)(\s|$|[.,:;!?])|\bindépendamment (des|de la|du) (instructions?|questions?|consignes) (ci-dessus|précédentes?)|\bne (répondez|réponds) pas à (la|cette|ma) question\b`)},
-	{InjectionOverride, []string{"ignor", "olvid", "omit", "descart", "caso omiso", "no haga caso", "no hagas caso", "independientemente", "no respond", "no contest"}, regexp.MustCompile(`\b(ignora|ignore|ignoren|ignorad|olvida|olvide|olviden|olvidad|omite|omita|descarta|descarte|haz caso omiso( de)?|haga caso omiso( de)?|no (haga|hagas|hagan) caso (a|de))\s+((\S+\s+){0,3}?(todas las|todos los|estas|esta|este|mis|tus)\s+(\S+\s+)?(instrucciones|instrucción|indicaciones|órdenes|reglas|directrices|preguntas?|comandos?|mensajes?|advertencias)|(\S+\s+){0,3}?(instrucciones|instrucción|instruccion|indicaciones|órdenes|ordenes|orden|reglas|directrices|pregunta|preguntas|comando|mensaje|recordatorio|advertencias)\s+(\S+\s+)?(anterior|anteriores|previas?|previos?|precedentes?|de arriba|dadas|recibidas)|(todo\s+)?lo anterior|todo)(\s|$|[.,:;!?])|\bindependientemente de (las|lo) (instrucciones|indicaciones|preguntas|anterior)\b|\bno (respondas|responda|conteste|contestes) (a )?(la|esta|mi|las) (pregunta|instrucciones)\b`)},
-	{InjectionOverride, []string{"ignor", "diment", "trascura", "non considerare", "non tenere conto"}, regexp.MustCompile(`\b(ignora|ignorate|ignori|dimentica|dimenticate|dimentichi|trascura|trascurate|non considerare|non tenere conto d\S*)\s+((\S+\s+){0,3}?(tutte le|tutti gli|tutti i|queste|questa|le mie|le tue|mie|tue)\s+(\S+\s+)?(istruzioni|indicazioni|ordini|regole|domande?|comandi|messaggi)|(\S+\s+){0,3}?(istruzioni|istruzione|indicazioni|ordini|regole|domanda|domande|comando|messaggio)\s+(\S+\s+)?(precedenti|precedente|sopra|di sopra|ricevute|date)|(tutto\s+)?quanto sopra|(tutto\s+)?ciò che (precede|ti ho detto)|tutto)(\s|$|[.,:;!?])`)},
-	{InjectionOverride, []string{"ignor", "esque", "desconsider", "despreze"}, regexp.MustCompile(`\b(ignore|ignora|ignorem|esqueça|esqueca|esquece|esqueçam|desconsidere|desconsidera|despreze)\s+((\S+\s+){0,3}?(todas as|todos os|estas|esta|este|minhas|tuas|suas)\s+(\S+\s+)?(instruções|instrucoes|orientações|ordens|regras|perguntas?|comandos?|mensagens?)|(\S+\s+){0,3}?(instruções|instrucoes|instrução|instrucao|orientações|orientacoes|ordens|regras|pergunta|perguntas|comando|mensagem)\s+(\S+\s+)?(anteriores|anterior|acima|prévias|previas|precedentes|recebidas|dadas)|(tudo\s+)?o (que está |que esta )?acima|tudo)(\s|$|[.,:;!?])`)},
-	{InjectionOverride, []string{"negeer", "vergeet", "abaikan", "lupakan", "hiraukan", "pedulikan", "acuhkan", "pansinin", "kalimutan", "balewalain"}, regexp.MustCompile(`\b(negeer|vergeet)\b(\s+\S+){0,4}?\s+(instructies|opdrachten|regels|vraag|vragen|alles)\b|\b(abaikan|lupakan|acuhkan|hiraukan|jangan hiraukan|jangan pedulikan)\b(\s+\S+){0,4}?\s+(instruksi|perintah|petunjuk|arahan|aturan|pertanyaan|semua|sebelumnya|di atas)\b|\b(huwag (mong |ninyong )?(pansinin|sundin)|kalimutan|balewalain)\b(\s+\S+){0,4}?\s+(tagubilin|utos|panuto|instruksyon|tanong|lahat|nakaraang|naunang)\b`)},
-	{InjectionOverride, []string{"yok say", "görmezden", "gormezden", "unut", "dikkate alma", "bỏ qua", "phớt lờ", "lờ đi", "quên", "bỏ ngoài tai"}, regexp.MustCompile(`(^|\s)(önceki|yukarıdaki|yukaridaki|tüm|bütün|bu|verilen)\s+(\S+\s+){0,2}?(talimatları|talimatlari|talimatı|komutları|kuralları|soruyu|soruları|yönergeleri|her şeyi|şeyleri)\s+(\S+\s+)?(yok say|görmezden gel|gormezden gel|unut|dikkate alma)|(^|\s)her şeyi unut|(^|\s)(bỏ qua|phớt lờ|lờ đi|quên|bỏ ngoài tai)\s+(\S+\s+){0,3}?(hướng dẫn|chỉ dẫn|chỉ thị|mệnh lệnh|lệnh|quy tắc|câu hỏi|tất cả|mọi thứ|những gì)`)},
+	{InjectionOverride, []string{"ignorier", "missachte", "beachte nicht", "beachten sie nicht", "höre nicht", "hör nicht", "unabhängig von", "frage nicht"}, regexp.MustCompile(`\b(ignoriere|ignorieren sie|missachte|missachten sie|beachte nicht|beachten sie nicht|höre? nicht auf)\b(\s+\S+){0,4}?\s+(anweisung(en)?|instruktion(en)?|befehle?|vorgaben|regeln|eingabeaufforderung|obige[nms]?|obigen angaben|zuvor gesagte|(obige[nm]?|oben genannten|vorherige[nm]?|bisherige[nm]?)\s+(fragen?|probleme|hinweise|aufgaben?|aufträge|angaben))(\s|$|[.,:;!?])|\bunabhängig von (den|der|dem) (oben genannten|obigen|vorherigen|vorigen) (anweisungen|fragen?|befehlen)\b|\b(beantworten sie|beantworte) (die|diese|meine) (obige |vorherige )?frage nicht\b|\b(die|alle) (obigen|vorherigen|bisherigen) (\S+ ){0,2}?ignorieren\b`)},
+	{InjectionOverride, []string{"vergiss", "vergesst", "vergessen sie"}, regexp.MustCompile(`\b(vergiss|vergesst|vergessen sie)\s+(bitte\s+|jetzt\s+|nun\s+|einfach\s+|sofort\s+)*(alles,? was (ich|wir) (dir|ihnen|euch)? ?(gesagt|geschrieben|besprochen|aufgetragen)|alles (davor|zuvor|bisher|vorher|oben)|alle (vorherigen|bisherigen|obigen|früheren)|die (vorherigen|bisherigen|obigen|früheren)|deine (anweisungen|regeln|vorgaben|instruktionen))\b`)},
+	{InjectionOverride, []string{"ignor", "oublie", "tiens pas compte", "tenez pas compte", "abstraction", "indépendamment", "ne répondez pas", "ne réponds pas"}, regexp.MustCompile(`\b(ignorez|veuillez ignorer|merci d'ignorer|oubliez|veuillez oublier|ne tiens pas compte d[eu']|ne tenez pas compte d[eu']|fais abstraction d[eu']|faites abstraction d[eu'])\s*(\S+\s+){0,4}?(instructions?|consignes?|directives|règles|ordres|commandes?|ce qui (précède|precede|a été dit)|tout ce (que je|qu'on|qui a été|qui précède)|ci-dessus|(questions?|messages?|rappels?|avertissements) (ci-dessus|précédente?s?))(\s|$|[.,:;!?])|\bindépendamment (des|de la|du) (instructions?|questions?|consignes) (ci-dessus|précédentes?)|\bne (répondez|réponds) pas à (la|cette|ma) question\b`)},
+	{InjectionOverride, []string{"ignor", "olvid", "omit", "descart", "caso omiso", "no haga caso", "no hagas caso", "independientemente", "no respond", "no contest"}, regexp.MustCompile(`\b(ignora|ignore|ignoren|ignorad|olvida|olvidad|omite|omita|descarta|descarte|haz caso omiso( de)?|haga caso omiso( de)?|no (haga|hagas|hagan) caso (a|de))\s+((\S+\s+){0,3}?(todas las|todos los|mis|tus)\s+(\S+\s+)?(instrucciones|instrucción|indicaciones|órdenes|reglas|directrices)|(\S+\s+){0,3}?(instrucciones|instrucción|instruccion|indicaciones|órdenes|ordenes|orden|reglas|directrices|pregunta|preguntas|comando|mensaje|recordatorio|advertencias)\s+(\S+\s+)?(anterior|anteriores|previas?|previos?|precedentes?|de arriba)|(todo\s+)?lo anterior|todo lo que (te )?(dije|he dicho|dijeron))(\s|$|[.,:;!?])|\bindependientemente de (las|lo) (instrucciones|indicaciones|preguntas|anterior)\b|\bno (respondas|responda|conteste|contestes) (a )?(la|esta|mi|las) (pregunta|instrucciones)\b`)},
+	{InjectionOverride, []string{"ignor", "diment", "trascura", "non considerare", "non tenere conto"}, regexp.MustCompile(`\b(ignora|ignorate|ignori|dimentica|dimenticate|dimentichi|trascura|trascurate|non considerare|non tenere conto d\S*)\s+((\S+\s+){0,3}?(tutte le|tutti gli|tutti i|le mie|le tue)\s+(\S+\s+)?(istruzioni|indicazioni|ordini|regole)|(\S+\s+){0,3}?(istruzioni|istruzione|indicazioni|ordini|regole|domanda|domande|comando|messaggio)\s+(\S+\s+)?(precedenti|precedente|sopra|di sopra|ricevute)|(tutto\s+)?quanto sopra|(tutto\s+)?ciò che (precede|ti ho detto))(\s|$|[.,:;!?])`)},
+	{InjectionOverride, []string{"ignor", "esque", "desconsider", "despreze"}, regexp.MustCompile(`\b(ignore|ignora|ignorem|esqueça|esqueca|esquece|esqueçam|desconsidere|desconsidera|despreze)\s+((\S+\s+){0,3}?(todas as|todos os|minhas|tuas)\s+(\S+\s+)?(instruções|instrucoes|orientações|ordens|regras)|(\S+\s+){0,3}?(instruções|instrucoes|instrução|instrucao|orientações|orientacoes|ordens|regras|pergunta|perguntas|comando|mensagem)\s+(\S+\s+)?(anteriores|anterior|acima|prévias|previas|precedentes|recebidas)|(tudo\s+)?o (que está |que esta )?acima|tudo o que (eu )?(disse|te disse))(\s|$|[.,:;!?])`)},
+	{InjectionOverride, []string{"negeer", "vergeet", "abaikan", "lupakan", "hiraukan", "pedulikan", "acuhkan", "pansinin", "kalimutan", "balewalain", "yok say", "görmezden", "gormezden", "unut", "dikkate alma", "bỏ qua", "phớt lờ", "lờ đi", "quên", "bỏ ngoài tai"}, regexp.MustCompile(`\b(negeer|vergeet)\s+(alle\s+)?(de\s+)?(vorige|eerdere|bovenstaande|voorgaande)\s+(instructies|opdrachten|regels|vragen?)\b|\bvergeet alles wat\b|\b(abaikan|lupakan|acuhkan|hiraukan|jangan hiraukan|jangan pedulikan)\s+(semua\s+)?(instruksi|perintah|petunjuk|arahan|aturan|pertanyaan)\s+(\S+\s+)?(sebelumnya|di atas|tadi)\b|\b(huwag (mong |ninyong )?(pansinin|sundin)|kalimutan|balewalain)\s+(ang\s+)?(lahat\s+ng\s+)?(mga\s+)?(naunang|nakaraang|nasa itaas na)\s+(tagubilin|utos|panuto|instruksyon|tanong)\b|(^|\s)(önceki|yukarıdaki|yukaridaki|yukarıda|verilen)\s+(\S+\s+){0,2}?(talimatları|talimatlari|talimatı|talimati|komutları|komutlari|kuralları|kurallari|soruyu|soruları|sorulari|yönergeleri|yonergeleri)\s+(\S+\s+)?(yok say|görmezden gel|gormezden gel|unut|unutun|dikkate alma)($|[\s.,!?:;])|(^|\s)(bỏ qua|phớt lờ|lờ đi|quên|bỏ ngoài tai)\s+(\S+\s+){0,3}?(hướng dẫn|chỉ dẫn|chỉ thị|mệnh lệnh|lệnh|quy tắc|câu hỏi)\s+(\S+\s+)?(trước đó|trước|ở trên|phía trên|bên trên)($|[\s.,!?:;])`)},
 	// The same asks in German, French, Spanish, Italian and Portuguese:
 	// show/repeat your instructions, you are now …, from now on you will ….
 	{InjectionOverride, []string{"anweisung", "instruktion", "systemprompt", "regeln", "instruction", "consigne", "prompt", "instrucci", "istruzion", "instru", "regras", "reglas", "regole"}, regexp.MustCompile(`\b(zeige?|gib|nenne|wiederhole|verrate|drucke|schreibe)\b[^.\n]{0,30}?\b(deine[nmrs]?|ihre[nmrs]?)\s+((vorherigen|ursprünglichen|ersten|geheimen|versteckten)\s+)?(anweisungen|instruktionen|systemanweisungen|systemprompt|prompt|regeln)\b|\b(montre|affiche|révèle|revele|répète|repete|donne|écris|ecris|imprime|dis)(z|s)?(-moi)?\s[^.\n]{0,30}?\b(tes|vos|ton|votre)\s+(instructions|consignes|prompt|règles|regles)\b|(muestra|muéstrame|revela|revélame|repite|dime|dame|imprime|escribe)\s[^.\n]{0,30}?\b(tus|sus)\s+(instrucciones|indicaciones|reglas)\b|\b(mostra|mostrami|rivela|ripeti|dimmi|dammi|stampa|scrivi)\s[^.\n]{0,30}?\b(le tue|tue|le sue)\s+(istruzioni|regole)\b|\b(mostre|mostra|revele|revela|repita|repete|diga|diz|imprima|escreva)\s[^.\n]{0,30}?\b(suas|tuas|as suas|as tuas)\s+(instruções|instrucoes|regras)(\s|$|[.,!?])`)},
@@ -874,13 +874,13 @@ var multilingualRules = []struct {
 	{InjectionOverride, []string{"игнорир", "забуд", "не обращай", "проигнор"}, regexp.MustCompile(`(игнорируй|игнорируйте|забудь|забудьте|не обращай внимания на|проигнорируй)\s+(все\s+)?(предыдущие\s+|прежние\s+|вышеуказанные\s+|данные\s+)?(инструкции|указания|команды|правила|инструкций)`)},
 	// Ignore the question or the instructions above: Chinese (both
 	// scripts), Japanese, Korean, Arabic, Hindi, Bengali, Russian, Thai.
-	{InjectionOverride, []string{"忽略", "无视", "忽视", "忘记", "不要理会", "不用理会", "無視", "忘記", "不理會", "回答", "作答", "不要按照", "不要遵循", "不要执行"}, regexp.MustCompile(`(忽略|无视|忽视|忘记|不要理会|不用理会|無視|忘記|不理會)(掉)?(以上|上述|上面|之前|先前|前面|该|此|这个|这些|該|這個|這些|所有|全部|一切)(的)?(所有|全部)?(指令|指示|说明|說明|提示|规则|規則|命令|设定|提问|提問|问题|問題|要求|内容|內容|任务|任務|对话|對話)|(忽略|无视|忽视)(我的|你的)(问题|提问|指令|要求)|(不必|不要|无需|不用|無需)(回答|作答)[^。\n]{0,12}(直接|只需|仅|僅)(输出|輸出|回答|复述|說|说)|不要(按照|遵循|执行)(上述|以上|之前)的?(指令|指示|要求)`)},
-	{InjectionOverride, []string{"無視", "忘れ", "答え", "回答せず", "回答しない"}, regexp.MustCompile(`(上記|上|前|以前|これまで|この|その|すべて|全て)の?(質問|指示|命令|指令|ルール|プロンプト|内容|会話|コマンド|メッセージ)(は|を)?(すべて|全て)?(無視|忘れ)|(答える必要はありません|答えずに|答えないで|回答せずに|回答しないで)[^。\n]{0,20}(出力|入力|言い換え|と言って|書いて)`)},
-	{InjectionOverride, []string{"무시", "잊"}, regexp.MustCompile(`(이전|위의|위|앞의|앞|모든|이전의|이|위에서)\s*(모든\s*)?(질문|지시|명령|지침|규칙|프롬프트|내용|대화)(은|는|을|를|사항을|사항|들을|들은)?\s*(모두\s*)?(무시|잊)`)},
-	{InjectionOverride, []string{"تجاهل", "انس", "لا تلتفت", "تغاض", "لا تجيب", "لا تجب", "للإجابة", "إلى الإجابة", "دون الإجابة"}, regexp.MustCompile(`(تجاهل|تجاهلي|تجاهلوا|انس|انسى|انسَ|لا تلتفت|تغاض)[\p{L}\p{M}]*\s+([\p{L}\p{M}]+\s+){0,3}?(التعليمات|التعليمة|تعليمات[\p{L}]*|الأوامر|الأمر|السؤال|الأسئلة|أسئلتي|سؤالي|التوجيهات|ما سبق|أعلاه|السابقة|السابق|كل شيء|كل ما)|(لا تجيب|لا تجب|لا داعي للإجابة|لا حاجة للإجابة|لا حاجة إلى الإجابة|دون الإجابة)[^.\n]{0,30}(فقط|مباشرة)`)},
-	{InjectionOverride, []string{"अनदेखा", "उपेक्षा", "ध्यान न", "नज़रअंदाज़", "नजरअंदाज", "भूल जा", "উপেক্ষা", "ভুলে যা", "অগ্রাহ্য", "उत्तर न", "जवाब न", "उत्तर देने की", "উত্তর দেবেন না", "উত্তর দিও না", "উত্তর দেওয়ার"}, regexp.MustCompile(`(उपरोक्त|पिछले|पिछली|इस|इन|ऊपर|सभी|पूर्व|पहले|मेरे|उस)\s+([\p{L}\p{M}]+\s+){0,3}?(प्रश्न|प्रश्नों|निर्देश|निर्देशों|आदेश|आदेशों|सवाल|सवालों|बातों|कमांड|संकेत)\s+([\p{L}\p{M}]+\s+){0,3}?(अनदेखा|उपेक्षा|ध्यान न|नज़रअंदाज़|नजरअंदाज|भूल जा)|(উপরের|উপরোক্ত|পূর্ববর্তী|আগের|এই|সমস্ত|সব|পূর্বের)\s+([\p{L}\p{M}]+\s+){0,2}?(প্রশ্ন|নির্দেশ|আদেশ|কমান্ড|অনুস্মারক)[\p{L}\p{M}]*\s+([\p{L}\p{M}]+\s+){0,3}?(উপেক্ষা|ভুলে যা|অগ্রাহ্য)|(उत्तर न दें|जवाब न दें|उत्तर देने की (कोई )?(आवश्यकता|ज़रूरत|जरूरत) नहीं)[^।\n]{0,30}(बस|केवल|सीधे)|(উত্তর দেবেন না|উত্তর দিও না|উত্তর দেওয়ার (কোন )?(দরকার|প্রয়োজন) নেই)[^।\n]{0,30}(শুধু|সরাসরি|কেবল)`)},
-	{InjectionOverride, []string{"игнорир", "проигнор", "забуд", "не обращай", "не учитывай", "не отвечай", "отвечать"}, regexp.MustCompile(`(игнорируй|игнорируйте|проигнорируй|проигнорируйте|забудь|забудьте|не обращай внимания на|не обращайте внимания на|не учитывай|не учитывайте)\s+([\p{L}-]+\s+){0,3}?(инструкци|указани|команд|правил|вопрос|приглашени|сообщени|запрос|подсказк|всё|все\b|вышесказанное|вышеизложенное|сказанное)|(не отвечайте|не отвечай|не нужно отвечать|отвечать не нужно|не надо отвечать)[^.\n]{0,30}(просто|только|прямо)`)},
-	{InjectionOverride, []string{"เพิกเฉย", "ละเว้น", "ไม่ต้องสนใจ", "ไม่สนใจ", "ลืม"}, regexp.MustCompile(`(เพิกเฉย|ละเว้น|ไม่ต้องสนใจ|ไม่สนใจ|ลืม)[^\n]{0,12}?(คำสั่ง|คำแนะนำ|คำถาม|กฎ|ทุกอย่าง)`)},
+	{InjectionOverride, []string{"忽略", "无视", "忽视", "忘记", "不要理会", "不用理会", "無視", "忘記", "不理會", "回答", "作答", "不要按照", "不要遵循", "不要执行"}, regexp.MustCompile(`(忽略|无视|忽视|忘记|不要理会|不用理会|無視|忘記|不理會)(掉)?((以上|上述|上面|之前|先前|前面|所有|全部|一切|此前)(的)?(所有|全部)?(指令|指示|说明|說明|提示|规则|規則|命令|设定|提问|提問|问题|問題|要求|内容|內容|任务|任務|对话|對話)|(该|此|这个|該|這個|我的|你的)(问题|提问|問題|提問))|(不必|不要|无需|不用|無需)(回答|作答)[^。\n]{0,12}(直接|只需|仅|僅)(输出|輸出|回答|复述|說|说)|不要(按照|遵循|执行)(上述|以上|之前)的?(指令|指示|要求)`)},
+	{InjectionOverride, []string{"無視", "忘れ", "答え", "回答せず", "回答しない"}, regexp.MustCompile(`((上記|上|前|以前|これまで|すべて|全て)の?(質問|指示|命令|指令|ルール|プロンプト|内容|会話|コマンド)|(この|その)(質問|指示))(は|を)?(すべて|全て)?(無視|忘れ)|(答える必要はありません|答えずに|答えないで|回答せずに|回答しないで)[^。\n]{0,20}(出力|入力|言い換え|と言って|書いて)`)},
+	{InjectionOverride, []string{"무시", "잊"}, regexp.MustCompile(`(이전|위의|위|앞의|앞|모든|이전의|위에서)\s*(모든\s*)?(질문|지시|명령|지침|규칙|프롬프트|내용|대화)(은|는|을|를|사항을|사항|들을|들은)?\s*(모두\s*)?(무시|잊)`)},
+	{InjectionOverride, []string{"تجاهل", "انس", "لا تلتفت", "تغاض", "لا تجيب", "لا تجب", "للإجابة", "إلى الإجابة", "دون الإجابة"}, regexp.MustCompile(`(تجاهل[\p{L}\p{M}]*|تغاض[\p{L}\p{M}]*|لا تلتفت|(^|\s)(انس|انسى|انسَ|انسوا))\s+([\p{L}\p{M}]+\s+){0,3}?(التعليمات|التعليمة|تعليمات[\p{L}]*|الأوامر|الأمر|السؤال|الأسئلة|أسئلتي|سؤالي|التوجيهات|ما سبق|أعلاه)|(لا تجيب|لا تجب|لا داعي للإجابة|لا حاجة للإجابة|لا حاجة إلى الإجابة|دون الإجابة)[^.\n]{0,30}(فقط|مباشرة)`)},
+	{InjectionOverride, []string{"अनदेखा", "उपेक्षा", "ध्यान न", "नज़रअंदाज़", "नजरअंदाज", "भूल जा", "উপেক্ষা", "ভুলে যা", "অগ্রাহ্য", "उत्तर न", "जवाब न", "उत्तर देने की", "উত্তর দেবেন না", "উত্তর দিও না", "উত্তর দেওয়ার"}, regexp.MustCompile(`(उपरोक्त|पिछले|पिछली|इस|इन|ऊपर|सभी|पूर्व|पहले|मेरे|उस)\s+([\p{L}\p{M}]+\s+){0,3}?(प्रश्न|प्रश्नों|निर्देश|निर्देशों|आदेश|आदेशों|सवाल|सवालों|बातों|कमांड|संकेत)\s+([\p{L}\p{M}]+\s+){0,3}?((अनदेखा|उपेक्षा|नज़रअंदाज़|नजरअंदाज)\s+(करें|करो|कीजिए|कर दें|करते हुए)|ध्यान न दें|भूल जा(ओ|एं|इए))|(উপরের|উপরোক্ত|পূর্ববর্তী|আগের|এই|সমস্ত|সব|পূর্বের)\s+([\p{L}\p{M}]+\s+){0,2}?(প্রশ্ন|নির্দেশ|আদেশ|কমান্ড|অনুস্মারক)[\p{L}\p{M}]*\s+([\p{L}\p{M}]+\s+){0,3}?((উপেক্ষা|অগ্রাহ্য)\s+(করুন|করো|করে|কর)($|[\s,.।!?:;])|ভুলে (যান|যাও))|(उत्तर न दें|जवाब न दें|उत्तर देने की (कोई )?(आवश्यकता|ज़रूरत|जरूरत) नहीं)[^।\n]{0,30}(बस|केवल|सीधे)|(উত্তর দেবেন না|উত্তর দিও না|উত্তর দেওয়ার (কোন )?(দরকার|প্রয়োজন) নেই)[^।\n]{0,30}(শুধু|সরাসরি|কেবল)`)},
+	{InjectionOverride, []string{"игнорир", "проигнор", "забуд", "не обращай", "не учитывай", "не отвечай", "отвечать"}, regexp.MustCompile(`(игнорируй|игнорируйте|проигнорируй|проигнорируйте|не обращай внимания на|не обращайте внимания на|не учитывай|не учитывайте)\s+([\p{L}-]+\s+){0,3}?(инструкци|указани|команд|правил|вопрос|приглашени|запрос|подсказк|вышесказанное|вышеизложенное|сказанное)|(забудь|забудьте)\s+(о\s+|об\s+)?((всё|все)\s+)?(вышесказанное|сказанное|предыдущие|прежние|вышеуказанные|свои инструкци|свои указани)|(не отвечайте|не отвечай|не нужно отвечать|отвечать не нужно|не надо отвечать)[^.\n]{0,30}(просто|только|прямо)\s+(выведи|выводи|напиши|скажи|ответь|введи|повтори|вывод)`)},
+	{InjectionOverride, []string{"เพิกเฉย", "ละเว้น", "ไม่ต้องสนใจ"}, regexp.MustCompile(`(เพิกเฉย|ละเว้น|ไม่ต้องสนใจ)[^\n]{0,6}?(คำสั่ง|คำแนะนำ|คำถาม)[^\n]{0,6}?(ก่อนหน้า|ข้างต้น|ทั้งหมด|เดิม)`)},
 	// Show/repeat your instructions; you are now …, from now on you ….
 	{InjectionOverride, []string{"提示", "指令", "指示", "规则", "プロンプト", "命令", "ルール", "프롬프트", "지시", "명령", "규칙", "инструкц", "указани", "промпт", "правила"}, regexp.MustCompile(`(显示|告诉我|输出|重复|打印|透露|泄露|说出|给我看)[^。\n]{0,6}(你的|您的)(系统)?(提示词?|指令|指示|规则|设定)|(あなたの|君の)(システム)?(プロンプト|指示|命令|ルール)を?(すべて|全て)?(表示|出力|繰り返|教え|見せ)|(너의|당신의|네)\s*(시스템\s*)?(프롬프트|지시|명령|규칙)(을|를)?\s*(모두\s*)?(보여|출력|반복|알려|공개)|(покажи|выведи|повтори|раскрой|напиши|расскажи)\s+(мне\s+)?(все\s+)?(свои|твои|ваши|свой|твой|ваш)\s+(инструкции|указания|промпт|правила|системный промпт)`)},
 	{InjectionRoleClaim, []string{"你现在是", "从现在开始", "从现在起", "今からあなた", "あなたは今から", "これからあなた", "이제부터", "지금부터", "теперь ты", "отныне ты", "с этого момента ты"}, regexp.MustCompile(`你现在是(一个|一名|没有)|从现在(开始|起)[，,]?\s*你(是|将|要|必须|只)|(今から|これから)あなたは|あなたは(今から|これから)|(이제부터|지금부터)\s*(너는|당신은|넌)|(теперь ты|отныне ты|с этого момента ты)\s+(—\s+)?(не|будешь|должен|являешься|[а-я]+ий|[а-я]+ый)`)},
@@ -928,7 +928,7 @@ func findAffirmed(re *regexp.Regexp, kind, s string) string {
 	if kind != InjectionOverride {
 		return re.FindString(s)
 	}
-	for _, m := range re.FindAllStringIndex(s, 4) {
+	for _, m := range re.FindAllStringIndex(s, -1) {
 		if !negated(s[:m[0]], s[m[0]:m[1]], s[m[1]:]) {
 			return s[m[0]:m[1]]
 		}
@@ -936,47 +936,23 @@ func findAffirmed(re *regexp.Regexp, kind, s string) string {
 	return ""
 }
 
-// Negation markers: before the verb (English ones for every match, the
-// others when the verb is not English, so "no ignore the instructions"
-// cannot pass as negated), as the word after the verb (German), and after
-// it (Japanese, Korean, Hindi, Bengali).
+// Negation is taken only where it is glued to the verb and cannot be
+// read otherwise: a marker right before a Chinese verb ("不要忽略", not
+// the "不" of "不得不" or "何不"), French elision ("n'oubliez"), and the
+// negative endings of Japanese, Korean, Hindi and Bengali verbs. Words
+// that stand apart ("not", "no", "не", "nicht") are not taken: "why not
+// ignore…", a "Not" on the line before, "vergiss nicht, … zu ignorieren"
+// would all pass an override as negated.
 var (
-	negBeforeEnglish = []string{"not", "n't", "n’t", "never", "dont"}
-	negBeforeOther   = []string{"no", "non", "não", "nao", "ne", "n'", "n’", "nicht", "не", "ни", "不要", "别", "勿", "不", "不用", "請勿", "请勿"}
-	negAfter         = []string{"しない", "しな", "せず", "하지 마", "하지 말", "하지 않", "न ", "नहीं", "না", "করবেন না", "করো না", "করিস না"}
+	negBefore = []string{"不要", "请勿", "請勿", "不能", "不可", "切勿", "n'", "n’"}
+	negAfter  = []string{"しないで", "しないよう", "せずに", "してはいけ", "してはなら", "하지 마", "하지 말", "지 마", "지 말", "न करें", "न करो", "न कीजिए"}
 )
 
 func negated(before, match, after string) bool {
-	b := strings.TrimRight(before, " ")
-	english := false
-	for _, v := range [...]string{"ignore", "forget", "disregard", "override", "bypass", "skip", "repeat", "print", "reveal", "show", "output"} {
-		if strings.HasPrefix(match, v) {
-			english = true
-		}
-	}
-	ends := func(n string) bool {
-		if !strings.HasSuffix(b, n) {
-			return false
-		}
-		rest := b[:len(b)-len(n)]
-		r, _ := utf8.DecodeLastRuneInString(rest)
-		f, _ := utf8.DecodeRuneInString(n)
-		return rest == "" || !unicode.IsLetter(r) || isCJK(f) || n == "n't" || n == "n’t"
-	}
-	for _, n := range negBeforeEnglish {
-		if ends(n) {
+	for _, n := range negBefore {
+		if strings.HasSuffix(before, n) {
 			return true
 		}
-	}
-	if !english {
-		for _, n := range negBeforeOther {
-			if ends(n) || strings.HasSuffix(n, "'") && strings.HasSuffix(before, n) || strings.HasSuffix(n, "’") && strings.HasSuffix(before, n) {
-				return true
-			}
-		}
-	}
-	if first, second, ok := strings.Cut(match, " "); ok && first != "höre" && first != "hör" && first != "beachte" && first != "beachten" && (second == "nicht" || strings.HasPrefix(second, "nicht ") || strings.HasPrefix(second, "nicht,")) {
-		return true
 	}
 	a := strings.TrimLeft(after, " ")
 	for _, n := range negAfter {
@@ -985,7 +961,7 @@ func negated(before, match, after string) bool {
 		}
 	}
 	// Bengali: "উপেক্ষা করবেন না", the verb, its auxiliary, then না.
-	if aux, rest, ok := strings.Cut(a, " "); ok && len(aux) < 20 && (rest == "না" || strings.HasPrefix(rest, "না ") || strings.HasPrefix(rest, "না,") || strings.HasPrefix(rest, "না।")) {
+	if aux, rest, ok := strings.Cut(a, " "); ok && len(aux) < 20 && strings.HasPrefix(aux, "কর") && (rest == "না" || strings.HasPrefix(rest, "না ") || strings.HasPrefix(rest, "না,") || strings.HasPrefix(rest, "না।")) {
 		return true
 	}
 	return false
@@ -1026,7 +1002,7 @@ func tokenFlood(folded string) string {
 			}
 		}
 		for k := 1; k <= 4; k++ {
-			if n >= k && last[(n-k)%4] == t && len(t) <= 16 && !separator(t) {
+			if n >= k && last[(n-k)%4] == t && len(t) <= 16 && !filler(t) {
 				run[k]++
 				if run[k]+k >= floodRepeats*k {
 					return fmt.Sprintf("token flood: %q repeated %d times", t, floodRepeats)
@@ -1049,22 +1025,62 @@ func gluedFlood(t string) string {
 		for j := u; j+u <= len(t) && t[j:j+u] == unit; j += u {
 			n++
 		}
-		if n >= floodRepeats/2 && !separator(unit) {
+		if n >= floodRepeats/2 && !filler(unit) && !oneRune(unit) {
 			return fmt.Sprintf("token flood: %q repeated %d times", unit, n)
 		}
 	}
 	return ""
 }
 
-// separator reports tokens made only of the characters tables, rules and
-// underlines are drawn with.
+// filler reports tokens that repeat in ordinary data and layout: rules
+// and separators, numbers and hex bytes ("0", "0.", "0x00,"), and
+// literals such as null — a zero row of a matrix is not a flood.
+func filler(t string) bool {
+	if separator(t) {
+		return true
+	}
+	w := strings.TrimRight(t, ",;:.")
+	switch w {
+	case "null", "none", "nil", "true", "false", "nan", "undefined", "n/a", "na", "-", "—":
+		return true
+	}
+	w = strings.TrimPrefix(strings.TrimPrefix(w, "-"), "0x")
+	if w == "" {
+		return true
+	}
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '.' || c == ',') {
+			return false
+		}
+	}
+	return true
+}
+
+// oneRune reports a unit that is one character repeated ("哈哈", "AAAA",
+// an emoji run): laughter, padding and base64 of zeros, not a flood.
+func oneRune(u string) bool {
+	r, n := utf8.DecodeRuneInString(u)
+	for i := n; i < len(u); i += n {
+		var q rune
+		q, n = utf8.DecodeRuneInString(u[i:])
+		if q != r {
+			return false
+		}
+	}
+	return true
+}
+
+// separator reports tokens made only of the characters tables, rules,
+// underlines and comment banners are drawn with, or of emoji.
 func separator(t string) bool {
 	for _, r := range t {
 		switch {
-		case strings.ContainsRune("-=_|*#.~+:<>/\\", r),
-			r >= 0x2010 && r <= 0x2015, // dashes
-			r >= 0x2190 && r <= 0x21FF, // arrows
-			r >= 0x2500 && r <= 0x259F: // box drawing, blocks
+		case strings.ContainsRune("-=_|*#.~+:<>/\\%;!^'\"`", r),
+			r >= 0x2010 && r <= 0x2015,                // dashes
+			r == 0x2026 || r == 0x203B || r == 0x30FC, // … ※ ー
+			r >= 0x2190 && r <= 0x21FF,                // arrows
+			r >= 0x2500 && r <= 0x25FF,                // box drawing, blocks, shapes
+			unicode.Is(unicode.So, r):                 // emoji and other symbols
 		default:
 			return false
 		}
