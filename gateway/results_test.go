@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -29,14 +31,27 @@ func TestResultsObserved(t *testing.T) {
 		post(t, url, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"},
 			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"session-`+route+`"}}}`)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, route := range []string{"demo", "stdio"} {
-		for _, kind := range []string{"stateless", "session"} {
-			key := route + `/echo/{"message":"` + kind + "-" + route + `"}`
-			if !strings.Contains(got[key], "Echo: "+kind+"-"+route) {
-				t.Errorf("%s: got result %q, want the echo", key, got[key])
+	// A relayed result is observed after it is passed on, so the client
+	// can have it a moment before OnResult runs: wait for all four.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var missing []string
+		mu.Lock()
+		for _, route := range []string{"demo", "stdio"} {
+			for _, kind := range []string{"stateless", "session"} {
+				key := route + `/echo/{"message":"` + kind + "-" + route + `"}`
+				if !strings.Contains(got[key], "Echo: "+kind+"-"+route) {
+					missing = append(missing, fmt.Sprintf("%s: got result %q, want the echo", key, got[key]))
+				}
 			}
 		}
+		mu.Unlock()
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(strings.Join(missing, "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
