@@ -981,11 +981,10 @@ const (
 
 func tokenFlood(folded string) string {
 	// One pass over the space-separated tokens (folded text has single
-	// spaces), keeping the last four: run[k] counts tokens equal to the
-	// one k before.
-	var last [4]string
-	var run [5]int
-	n := 0
+	// spaces): p[k-1] is the token k before this one, run[k-1] counts the
+	// tokens in a row equal to the one k before them.
+	var p [4]string
+	var run [4]int
 	for rest := folded; rest != ""; {
 		var t string
 		if i := strings.IndexByte(rest, ' '); i >= 0 {
@@ -1001,18 +1000,20 @@ func tokenFlood(folded string) string {
 				return ev
 			}
 		}
-		for k := 1; k <= 4; k++ {
-			if n >= k && last[(n-k)%4] == t && len(t) <= 16 && !filler(t) {
-				run[k]++
-				if run[k]+k >= floodRepeats*k {
+		if len(t) <= 16 {
+			for k := range p {
+				if t != p[k] {
+					run[k] = 0
+					continue
+				}
+				if run[k]++; run[k]+k+1 >= floodRepeats*(k+1) && !filler(t) {
 					return fmt.Sprintf("token flood: %q repeated %d times", t, floodRepeats)
 				}
-			} else {
-				run[k] = 0
 			}
+		} else {
+			run = [4]int{}
 		}
-		last[n%4] = t
-		n++
+		p[3], p[2], p[1], p[0] = p[2], p[1], p[0], t
 	}
 	return ""
 }
