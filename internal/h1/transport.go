@@ -72,6 +72,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		addr = net.JoinHostPort(req.URL.Hostname(), "80")
 	}
 	ctx := req.Context()
+	if err := ctx.Err(); err != nil {
+		// Cancelled before it began: a pooled connection and a quick
+		// server could otherwise answer before the cancellation is seen.
+		closeBody(req)
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		c, reused, err := t.get(ctx, addr)
 		if err != nil {
