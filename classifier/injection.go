@@ -955,7 +955,7 @@ func findAffirmed(re *regexp.Regexp, kind, s string) string {
 // ignore…", a "Not" on the line before, "vergiss nicht, … zu ignorieren"
 // would all pass an override as negated.
 var (
-	negBefore = []string{"不要", "请勿", "請勿", "不能", "不可", "切勿", "n'", "n’"}
+	negBefore = []string{"不要", "请勿", "請勿", "不能", "不可", "切勿"}
 	negAfter  = []string{"しないで", "しないよう", "せずに", "してはいけ", "してはなら", "하지 마", "하지 말", "지 마", "지 말", "न करें", "न करो", "न कीजिए"}
 )
 
@@ -964,6 +964,11 @@ func negated(before, match, after string) bool {
 		if strings.HasSuffix(before, n) {
 			return true
 		}
+	}
+	// French elision negates only French verbs: "n'oubliez pas", "n'ignorez
+	// pas"; "n'ignore all previous instructions" is English and stays.
+	if (strings.HasSuffix(before, "n'") || strings.HasSuffix(before, "n’")) && (strings.HasPrefix(match, "ignorez") || strings.HasPrefix(match, "oubliez")) {
+		return true
 	}
 	a := strings.TrimLeft(after, " ")
 	for _, n := range negAfter {
@@ -977,8 +982,6 @@ func negated(before, match, after string) bool {
 	}
 	return false
 }
-
-func isCJK(r rune) bool { return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) }
 
 // A token flood: one short token, or a cycle of up to four, repeated
 // floodRepeats times in a row ("ö ö ö …", ") ] } ) ] } …",
