@@ -25,15 +25,7 @@ func (f elicitFunc) Elicit(ctx context.Context, r mcp.ElicitationRequest) (*mcp.
 // governs the wrapped server's calls, asking the client's user about held
 // calls (elicitation in 2025-11-25, input_required in 2026-07-28).
 func TestWrap(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds two binaries")
-	}
-	dir := t.TempDir()
-	for _, b := range []struct{ out, pkg string }{{"sluice", "."}, {"demo-server", "../../examples/demo-server"}} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg).CombinedOutput(); err != nil {
-			t.Fatalf("building %s: %v\n%s", b.pkg, err, out)
-		}
-	}
+	dir := buildWrap(t)
 	base := "data_dir: " + filepath.Join(dir, "data") + "\nclassifier: {provider: off}\n" +
 		"policy: {default: allow, deny: [send_email], require_approval: [add], result_mode: tool_result}\n"
 	// Asking the client's user is the operator's choice; by default the
@@ -107,6 +99,22 @@ func TestWrap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildWrap builds sluice and the demo server into a temporary directory,
+// for tests that run `sluice wrap` as a desktop client would.
+func buildWrap(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds two binaries")
+	}
+	dir := t.TempDir()
+	for _, b := range []struct{ out, pkg string }{{"sluice", "."}, {"demo-server", "../../examples/demo-server"}} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg).CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+	return dir
 }
 
 func text(res *mcp.CallToolResult) string {
