@@ -118,6 +118,10 @@ type Gateway struct {
 	log    *slog.Logger
 	signer *signer  // signs served cards; nil: served unsigned
 	keys   keyCache // agents' JWK sets
+	// calls is opts.Client following no redirects, for what goes to an
+	// agent: messages and card fetches carry the operator's headers, and
+	// were decided about for the configured agent (h1.NoRedirects).
+	calls *http.Client
 }
 
 // New returns a gateway deciding with ic.
@@ -147,7 +151,7 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{opts: opts, ic: ic, agents: map[string]*agent{}, tasks: newOwners(opts.MaxTasks, opts.Tasks, log), log: log,
+	g := &Gateway{opts: opts, ic: ic, calls: h1.NoRedirects(opts.Client), agents: map[string]*agent{}, tasks: newOwners(opts.MaxTasks, opts.Tasks, log), log: log,
 		signer: newSigner(opts.SigningKey), keys: keyCache{sets: map[string]keyEntry{}}}
 	for i, a := range opts.Agents {
 		if err := ValidateAgent(a); err != nil {
@@ -666,12 +670,20 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *i
 	for k, v := range a.Headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := g.opts.Client.Do(req)
+	resp, err := h1.Send(g.calls, req)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client is gone
 		}
 		fail(http.StatusBadGateway, fmt.Errorf("agent %q: %v", a.Name, err))
+		return
+	}
+	if h1.IsRedirect(resp.StatusCode) {
+		// Neither followed (the message was decided about for this agent,
+		// and carries the operator's headers for it) nor passed on (the
+		// client would follow it around the gateway).
+		resp.Body.Close()
+		fail(http.StatusBadGateway, fmt.Errorf("agent %q answered with a redirect (HTTP %d), which the gateway does not follow; the operator must set its url to where it redirects", a.Name, resp.StatusCode))
 		return
 	}
 	if rest {

@@ -176,7 +176,7 @@ func (g *Gateway) fetchCard(ctx context.Context, a *agent, v1 bool) (jsontext.Va
 		for k, v := range a.Headers {
 			req.Header.Set(k, v)
 		}
-		resp, err := g.opts.Client.Do(req)
+		resp, err := g.calls.Do(req)
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("fetching the card of agent %q: %v", a.Name, err)

@@ -103,7 +103,8 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		// Plain-HTTP upstreams are served on the calling goroutine
 		// (internal/h1: no reader and writer goroutines per connection
 		// to hand each call between); TLS upstreams by net/http.
-		client: &http.Client{Transport: &h1.Transport{MaxIdlePerHost: 256, Dial: dialUpstream, Fallback: &http.Transport{
+		// Upstream redirects are not followed (h1.NoRedirects).
+		client: h1.NoRedirects(&http.Client{Transport: &h1.Transport{MaxIdlePerHost: 256, Dial: dialUpstream, Fallback: &http.Transport{
 			Proxy:                 nil, // an MCP upstream is addressed directly
 			DialContext:           dialUpstream,
 			MaxIdleConns:          1024,
@@ -112,7 +113,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 			TLSHandshakeTimeout:   10 * time.Second,
 			ResponseHeaderTimeout: 0, // tool calls may run long; the client's context bounds them
 			ForceAttemptHTTP2:     true,
-		}}},
+		}}}),
 	}
 	if len(opts.SessionKeys) > 0 {
 		sl, err := newSealer(opts.SessionKeys)

@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/sluicehq/sluice/gateway/credential"
+	"github.com/sluicehq/sluice/internal/h1"
 )
 
 // upstreamClient is the HTTP client that sends up's requests with the
@@ -28,7 +31,7 @@ func upstreamClient(up Upstream) (*http.Client, error) {
 	}
 	// No overall timeout: a response may stream as long as its request
 	// runs (as the transports' own clients).
-	return &http.Client{Transport: &credential.Transport{Tokens: credential.NewClientCredentials(*up.OAuth, credential.Deps{})}}, nil
+	return h1.NoRedirects(&http.Client{Transport: &credential.Transport{Tokens: credential.NewClientCredentials(*up.OAuth, credential.Deps{})}}), nil
 }
 
 // ErrUpstreamRefusedCredentials is the cause of the error a call gets
@@ -46,11 +49,36 @@ func (g *Gateway) do(rt *route, req *http.Request) (*http.Response, error) {
 	if rt.client != nil {
 		c = rt.client
 	}
-	resp, err := c.Do(req)
+	resp, err := h1.Send(c, req)
 	if err == nil && resp.StatusCode == http.StatusUnauthorized {
 		resp.Body.Close()
 		g.log.Warn("upstream refused the gateway's credentials", "upstream", rt.up.Name, "status", resp.StatusCode)
 		return nil, ErrUpstreamRefusedCredentials
 	}
+	if err == nil && h1.IsRedirect(resp.StatusCode) {
+		resp.Body.Close()
+		g.log.Warn("upstream answered with a redirect, which is not followed", "upstream", rt.up.Name, "status", resp.StatusCode,
+			"location", redactLocation(resp.Header.Get("Location")))
+		return nil, fmt.Errorf("%w (HTTP %d)", ErrUpstreamRedirect, resp.StatusCode)
+	}
 	return resp, err
+}
+
+// ErrUpstreamRedirect is the cause of the error a call gets when its
+// upstream answers with a redirect. The gateway does not follow it (the
+// call was decided about for the configured upstream, and would carry the
+// operator's headers elsewhere) and does not pass it on either (the
+// agent's client would follow it around the gateway); the log names the
+// Location for the operator.
+var ErrUpstreamRedirect = errors.New("the upstream answered with a redirect, which the gateway does not follow; the operator must set upstreams[].url to where it redirects")
+
+// redactLocation is a redirect's Location as logged: without user
+// information or query, which may hold credentials.
+func redactLocation(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return "(unparsable)"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }

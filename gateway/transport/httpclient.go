@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/h1"
 )
 
 // Header names of the Streamable HTTP transport.
@@ -109,14 +111,14 @@ func httpParseURL(raw string) (*url.URL, error) {
 // httpStreamingClient returns an HTTP client suited to long-lived streams:
 // bounded connection setup, unbounded responses.
 func httpStreamingClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
+	return h1.NoRedirects(&http.Client{Transport: &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		IdleConnTimeout:       90 * time.Second,
 		MaxIdleConnsPerHost:   8,
 		ForceAttemptHTTP2:     true,
-	}}
+	}})
 }
 
 // httpStreamableConn is the client side of one Streamable HTTP session.
