@@ -213,7 +213,8 @@ type aggregator struct {
 
 type aggSession struct {
 	id      string
-	owner   string // the authenticated principal, "" without one
+	owner   string    // the authenticated principal, "" without one
+	who     principal // who opened it (identity.go): fixed for its whole life, as a route session's
 	client  string // the client's address (clientAddr), for the per-client limit
 	version string
 	init    jsontext.Value // the client's initialize params
@@ -261,7 +262,7 @@ func (a *aggregator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet:
 		a.get(w, r)
 	case http.MethodDelete:
-		if s := a.session(w, r); s != nil {
+		if s := a.session(w, r, nil); s != nil {
 			a.end(r, s)
 			w.WriteHeader(http.StatusNoContent)
 		}
@@ -280,8 +281,15 @@ func owner(r *http.Request) string {
 }
 
 // session finds the request's session, answering for it when there is
-// none: a session is never valid for another principal.
-func (a *aggregator) session(w http.ResponseWriter, r *http.Request) *aggSession {
+// none: a session is never valid for another principal, nor for another
+// agent header value or client name than the one that opened it, as a
+// route's (identity.go). msgs are what the request carries, if anything.
+func (a *aggregator) session(w http.ResponseWriter, r *http.Request, msgs []*intercept.Message) *aggSession {
+	c, err := a.g.ident.identify(r, msgs)
+	if err != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, nil, err)
+		return nil
+	}
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
@@ -294,7 +302,7 @@ func (a *aggregator) session(w http.ResponseWriter, r *http.Request) *aggSession
 	if s == nil {
 		s = a.adopt(r, id) // sealed by another replica
 	}
-	if s == nil || s.owner != owner(r) {
+	if s == nil || s.owner != owner(r) || !s.who.admits(c) {
 		writeJSONRPCError(w, http.StatusNotFound, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "unknown or expired session"})
 		return nil
 	}
@@ -340,8 +348,12 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: msg})
 		return
 	}
+	var msgs []*intercept.Message
+	if m, err := intercept.DecodeMessage(body); err == nil {
+		msgs = []*intercept.Message{m}
+	}
 	if req.Method == "initialize" {
-		a.initialize(w, r, req)
+		a.initialize(w, r, req, msgs)
 		return
 	}
 	var s *aggSession
@@ -353,7 +365,7 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s = &aggSession{owner: owner(r), version: modernVersion, modern: true, meta: meta, inner: map[string]*innerSession{}}
-	} else if s = a.session(w, r); s == nil {
+	} else if s = a.session(w, r, msgs); s == nil {
 		return
 	}
 	if len(req.ID) == 0 { // a notification: nothing to answer
@@ -441,7 +453,12 @@ func (o *outStream) send(data []byte) {
 // aggVersions are the versions the virtual server speaks, newest first.
 var aggVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
-func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcRequest) {
+func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcRequest, msgs []*intercept.Message) {
+	c, err := a.g.ident.identify(r, msgs)
+	if err != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, req.ID, err)
+		return
+	}
 	var p struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
@@ -450,7 +467,7 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 	if slices.Contains(aggVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
-	s := &aggSession{id: newSessionID(), owner: owner(r), client: clientAddr(r), version: version, init: req.Params, inner: map[string]*innerSession{}}
+	s := &aggSession{id: newSessionID(), owner: owner(r), who: c.principal(), client: clientAddr(r), version: version, init: req.Params, inner: map[string]*innerSession{}}
 	s.last.Store(time.Now().UnixNano())
 	a.mu.Lock()
 	a.reapLocked()
@@ -458,7 +475,7 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 	// cannot take every session of the virtual server.
 	var byOwner, byClient int
 	for _, o := range a.sessions {
-		if s.owner != "" && o.owner == s.owner {
+		if s.who.agent != "" && o.who.agent == s.who.agent {
 			byOwner++
 		}
 		if o.client == s.client {
@@ -475,7 +492,7 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 		refuse(http.StatusServiceUnavailable, fmt.Sprintf("%d sessions, the limit (max_sessions)", len(a.sessions)))
 		return
 	case byOwner >= a.g.opts.maxSessionsPerAgent():
-		refuse(http.StatusTooManyRequests, fmt.Sprintf("agent %q has %d sessions, the limit (max_sessions_per_agent)", s.owner, byOwner))
+		refuse(http.StatusTooManyRequests, fmt.Sprintf("agent %q has %d sessions, the limit (max_sessions_per_agent)", s.who.agent, byOwner))
 		return
 	case byClient >= a.g.opts.maxSessionsPerClient():
 		refuse(http.StatusTooManyRequests, fmt.Sprintf("this address has %d sessions, the limit (max_sessions_per_client)", byClient))
@@ -1030,7 +1047,7 @@ func (a *aggregator) notified(s *aggSession, method string) {
 // get serves the session's GET stream: list_changed from any upstream. It
 // opens a GET stream on every upstream's route for as long as it lasts.
 func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
-	s := a.session(w, r)
+	s := a.session(w, r, nil)
 	if s == nil {
 		return
 	}

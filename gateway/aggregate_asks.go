@@ -119,7 +119,7 @@ func (a *aggregator) ask(r *http.Request, s *aggSession, upstream string, in *in
 // answer takes a client's response to a relayed request back to the
 // upstream that asked, under the upstream's id.
 func (a *aggregator) answer(w http.ResponseWriter, r *http.Request, resp rpcResponse) {
-	s := a.session(w, r)
+	s := a.session(w, r, nil)
 	if s == nil {
 		return
 	}
