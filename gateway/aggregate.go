@@ -215,7 +215,7 @@ type aggSession struct {
 	id      string
 	owner   string    // the authenticated principal, "" without one
 	who     principal // who opened it (identity.go): fixed for its whole life, as a route session's
-	client  string // the client's address (clientAddr), for the per-client limit
+	client  string    // the client's address (clientAddr), for the per-client limit
 	version string
 	init    jsontext.Value // the client's initialize params
 	last    atomic.Int64   // unix nanos of the last request
