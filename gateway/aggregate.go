@@ -368,6 +368,11 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 	} else if s = a.session(w, r, msgs); s == nil {
 		return
 	}
+	if s.id != "" {
+		// Policy sees the client's session, not each upstream's inner one
+		// (route rules of session scope, the classifier's lifecycle).
+		r = r.WithContext(context.WithValue(r.Context(), virtualSessionKey{}, s.id))
+	}
 	if len(req.ID) == 0 { // a notification: nothing to answer
 		switch {
 		case s.modern:
@@ -530,11 +535,22 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 // reapLocked ends sessions idle beyond the gateway's session timeout.
 func (a *aggregator) reapLocked() {
 	cutoff := time.Now().Add(-a.g.opts.idleTimeout()).UnixNano()
+	var ended []string
 	for id, s := range a.sessions {
 		if s.last.Load() < cutoff {
 			delete(a.sessions, id)
 			s.close()
+			ended = append(ended, id)
 		}
+	}
+	// A sealed session may go on through another replica (or this one,
+	// adopted again): what policy keeps under it stays.
+	if len(ended) > 0 && a.g.sealer == nil && a.g.opts.OnSessionEnd != nil {
+		go func() {
+			for _, id := range ended {
+				a.g.opts.OnSessionEnd(id)
+			}
+		}()
 	}
 }
 
@@ -560,7 +576,14 @@ func (a *aggregator) end(r *http.Request, s *aggSession) {
 		req := a.innerRequest(r, http.MethodDelete, in.upstream, in.sess, nil)
 		a.g.handleMCP(&discard{h: http.Header{}}, req)
 	}
+	if a.g.opts.OnSessionEnd != nil {
+		a.g.opts.OnSessionEnd(s.id) // what policy kept under it (callContext)
+	}
 }
+
+// virtualSessionKey holds, in an inner request's context, the id of the
+// virtual session it serves.
+type virtualSessionKey struct{}
 
 type upstreamSession struct {
 	upstream string

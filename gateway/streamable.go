@@ -82,12 +82,20 @@ type exchange struct {
 	// streams: the POST accepts an SSE stream, on which a 2025-era
 	// approval question can travel.
 	streams bool
+	// virtual is the virtual server's session this exchange is an inner
+	// request of (aggregate.go), "" for none: the session policy sees.
+	virtual string
 }
 
 // callContext is what the interceptor is told about x.
 func (x *exchange) callContext() intercept.CallContext {
 	cc := intercept.CallContext{Upstream: x.rt.up.Name, Target: x.rt.up.target(), Agent: x.agent, ProtocolVersion: x.version, ClientName: x.clientName}
-	if x.sess != nil {
+	switch {
+	case x.virtual != "":
+		// The client's one session, whichever upstream's inner session
+		// carries the call: a route rule's session scope is the client's.
+		cc.SessionID = x.virtual
+	case x.sess != nil:
 		cc.SessionID = x.sess.id
 	}
 	return cc
@@ -129,6 +137,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		return
 	}
 	x := &exchange{rt: rt, msgs: msgs, batch: batch, body: body, client: clientAddr(r)}
+	x.virtual, _ = r.Context().Value(virtualSessionKey{}).(string)
 	x.streams = strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	var firstID jsontext.Value
 	if !batch {
