@@ -399,7 +399,114 @@ func (m *Message) decodeParams() error {
 			return &WireError{Code: CodeInvalidParams, Message: "invalid params: arguments must be an object"}
 		}
 	}
+	if m.IsAction() && m.Arguments.Kind() == '{' {
+		if a, b, found := foldedDuplicate(m.Arguments); found {
+			return &WireError{Code: CodeInvalidParams, Message: fmt.Sprintf(
+				"invalid params: arguments members %q and %q differ only in case; an upstream that reads names case-insensitively (Go's encoding/json) could take either", a, b)}
+		}
+	}
 	return nil
+}
+
+// foldedDuplicate finds, in a validated JSON value at any depth, two
+// members of one object whose names are equal under Unicode case folding
+// (strings.EqualFold, as encoding/json matches names to fields): policy
+// would read one ("url") and an upstream binding a struct the other
+// ("URL", "Url", "ur\u004c").
+func foldedDuplicate(v jsontext.Value) (a, b string, found bool) {
+	if !bytes.ContainsAny(v, "{") || bytes.Count(v, []byte{':'}) < 2 {
+		return "", "", false // fewer than two members anywhere
+	}
+	p := getDecoder(v)
+	defer p.put()
+	return foldWalk(&p.dec)
+}
+
+// maxFoldPairs bounds the pairwise comparisons of one object's names;
+// a larger object compares folded copies in a map.
+const maxFoldPairs = 16
+
+func foldWalk(dec *jsontext.Decoder) (a, b string, found bool) {
+	switch dec.PeekKind() {
+	case '{':
+		if _, err := dec.ReadToken(); err != nil {
+			return "", "", false
+		}
+		var small [maxFoldPairs]jsontext.Value
+		names := small[:0]
+		var folded map[string]string
+		for dec.PeekKind() != '}' {
+			name, err := dec.ReadValue()
+			if err != nil {
+				return "", "", false
+			}
+			switch {
+			case folded != nil:
+				n := memberName(name)
+				f := strings.ToLower(strings.ToUpper(n))
+				if o, dup := folded[f]; dup {
+					return o, n, true
+				}
+				folded[f] = n
+			case len(names) < maxFoldPairs:
+				for _, o := range names {
+					if namesFoldEqual(o, name) {
+						return memberName(o), memberName(name), true
+					}
+				}
+				names = append(names, name)
+			default:
+				folded = make(map[string]string, 2*maxFoldPairs)
+				for _, o := range append(names, name) {
+					n := memberName(o)
+					f := strings.ToLower(strings.ToUpper(n))
+					if p, dup := folded[f]; dup {
+						return p, n, true
+					}
+					folded[f] = n
+				}
+			}
+			if a, b, found := foldWalk(dec); found {
+				return a, b, true
+			}
+		}
+		_, _ = dec.ReadToken()
+	case '[':
+		if _, err := dec.ReadToken(); err != nil {
+			return "", "", false
+		}
+		for dec.PeekKind() != ']' {
+			if a, b, found := foldWalk(dec); found {
+				return a, b, true
+			}
+		}
+		_, _ = dec.ReadToken()
+	default:
+		_ = dec.SkipValue()
+	}
+	return "", "", false
+}
+
+// namesFoldEqual reports whether two member names, as read (quoted),
+// are equal under case folding; plain ASCII names without escapes are
+// compared in place.
+func namesFoldEqual(x, y jsontext.Value) bool {
+	if len(x) == len(y) && asciiPlain(x) && asciiPlain(y) {
+		return bytes.EqualFold(x, y)
+	}
+	if asciiPlain(x) && asciiPlain(y) {
+		return false
+	}
+	return strings.EqualFold(memberName(x), memberName(y))
+}
+
+func asciiPlain(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // eachMember calls fn for every member of a validated JSON object, in order.
