@@ -834,6 +834,12 @@ func (a *aggregator) read(r *http.Request, s *aggSession, req rpcRequest) (jsont
 		if err == nil {
 			return res, nil
 		}
+		if ue, ok := errors.AsType[*routeError](err); ok && decided(ue.raw) {
+			// The gateway refused the read on this upstream (denied,
+			// rate_limited, held): that is the answer, not a cue to try
+			// the next one, which would route around the refusal.
+			return nil, err
+		}
 		last = err
 	}
 	if _, ok := errors.AsType[*routeError](last); ok {
@@ -872,6 +878,19 @@ func (a *aggregator) innerCall(r *http.Request, s *aggSession, upstream, method 
 		return nil, &routeError{raw: resp.Error}
 	}
 	return resp.Result, nil
+}
+
+// decided reports whether a route's error is the gateway's own decision
+// (intercept.RenderDecision in throw mode): its data carries the
+// envelope's status and the call's txn_id.
+func decided(e jsontext.Value) bool {
+	var o struct {
+		Data struct {
+			Status string `json:"status"`
+			TxnID  string `json:"txn_id"`
+		} `json:"data"`
+	}
+	return json.Unmarshal(e, &o) == nil && o.Data.TxnID != "" && (o.Data.Status == "denied" || o.Data.Status == "approval_required")
 }
 
 // sessionGone reports whether a route's error says it has no such session.
