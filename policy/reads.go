@@ -54,6 +54,25 @@ func actionName(d *intercept.ActionDescriptor) (name string, read, reserved bool
 	return name, read, false
 }
 
+// ActionName is the name policy matches d under: a tool's name, or a
+// read's name (resource:URI, prompt:NAME) in the normal form above, all
+// in NFC. Other deciders that match names (rate limits) use it, so that a
+// spelling policy treats as the same read is the same read to them.
+func ActionName(d *intercept.ActionDescriptor) string {
+	name, _, _ := actionName(d)
+	return name
+}
+
+// NormalName is a name written in configuration (a rule's pattern) in
+// the form ActionName gives.
+func NormalName(name string) string {
+	name = nfc(name)
+	if isRead(name) {
+		return normRead(name)
+	}
+	return name
+}
+
 // normRead puts a read's name in the normal form rules are compiled in.
 func normRead(name string) string {
 	if uri, ok := strings.CutPrefix(name, intercept.ResourcePrefix); ok {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -25,21 +26,34 @@ type RateRule struct {
 	// rule matches (a global limit).
 	By []string
 	// Upstream and Tool, if not empty, are path.Match patterns the call's
-	// upstream and tool must match ("*" matches all). Reads match as their
-	// action names (resource:URI, prompt:NAME).
+	// upstream and tool must match, except that * also matches "/" ("*"
+	// matches all, "resource:file:///srv/*" every read under /srv). Reads
+	// match as policy names them (policy.ActionName: resource:URI in its
+	// normal form, so another spelling of a URI is the same read), and the
+	// pattern is put in the same form.
 	Upstream, Tool string
 	Limit          ratelimit.Limit
 }
 
 func (r *RateRule) matches(d *intercept.ActionDescriptor) bool {
-	ok := func(pattern, s string) bool {
-		if pattern == "" {
-			return true
-		}
-		m, _ := path.Match(pattern, s)
+	if !glob(r.Upstream, d.Upstream) {
+		return false
+	}
+	return r.Tool == "" || glob(policy.NormalName(r.Tool), policy.ActionName(d))
+}
+
+// glob is path.Match(pattern, s) with * and ? matching "/" too: names are
+// not paths (a read's name holds a URI). An empty pattern matches all.
+func glob(pattern, s string) bool {
+	if pattern == "" {
+		return true
+	}
+	if m, _ := path.Match(pattern, s); m || !strings.ContainsAny(pattern, "*?") || !strings.Contains(s, "/") {
 		return m
 	}
-	return ok(r.Upstream, d.Upstream) && ok(r.Tool, d.ToolName)
+	const sep = "\x00" // "/" as a character path.Match does not treat apart
+	m, _ := path.Match(strings.ReplaceAll(pattern, "/", sep), strings.ReplaceAll(s, "/", sep))
+	return m
 }
 
 // key is the bucket of d under r: the rule's id and the values of its
@@ -56,7 +70,7 @@ func (r *RateRule) key(d *intercept.ActionDescriptor) string {
 		case "upstream":
 			v = d.Upstream
 		case "tool":
-			v = d.ToolName
+			v = policy.ActionName(d)
 		}
 		b.WriteByte('|')
 		b.WriteString(strconv.Itoa(len(v)))
