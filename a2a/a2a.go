@@ -406,12 +406,21 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 	if skill == "" {
 		skill = "send"
 	}
+	desc, declared := a.cards.skill(skill)
+	if !declared {
+		// The client chose the name and the agent need not heed it: a
+		// name the card does not declare would be decided under a name
+		// no rule was written for, while the agent does what it likes.
+		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf(
+			"invalid params: metadata names skill %q, which agent %q's card does not declare; name one of its skills or none", skill, a.Name)})
+		return
+	}
 	d := &intercept.ActionDescriptor{
 		Method: "", ToolName: skill, Parameters: args, TargetEndpoint: a.URL,
 		Upstream: "a2a:" + a.Name, CallID: m.ID, ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1],
 		SessionID: intercept.StringMember(msg, "contextId"),
 	}
-	d.ToolDescription = a.cards.skill(skill)
+	d.ToolDescription = desc
 	if g.opts.AgentHeader != "" {
 		d.Agent = r.Header.Get(g.opts.AgentHeader)
 	}

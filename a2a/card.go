@@ -42,11 +42,13 @@ func vi(v1 bool) int {
 	return 0
 }
 
-// skill returns the description of the agent's skill id, if a card named it.
-func (c *cardCache) skill(id string) string {
+// skill returns the description of the agent's skill id, and whether a
+// card declared it ("send" always is).
+func (c *cardCache) skill(id string) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.skills[id]
+	d, ok := c.skills[id]
+	return d, ok || id == "send"
 }
 
 // card returns the agent's card for the version, fetched at most CardTTL

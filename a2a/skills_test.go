@@ -56,8 +56,12 @@ func TestSkillDriftBlocks(t *testing.T) {
 	if got := send("time"); !strings.Contains(got, "completed") {
 		t.Errorf("an unchanged skill: %s", got)
 	}
-	if got := send("unknown"); !strings.Contains(got, "inventory_drift") {
-		t.Errorf("a skill the card never named: %s, want blocked", got)
+	got := send("unknown")
+	mu.Lock()
+	n := posts
+	mu.Unlock()
+	if !strings.Contains(got, "does not declare") || n != 2 {
+		t.Errorf("a skill the card never named: %s (%d posts, want 2), want it refused", got, n)
 	}
 	if err := inv.Approve("a2a:stub", "echo"); err != nil {
 		t.Fatal(err)
