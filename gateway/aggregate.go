@@ -565,6 +565,9 @@ func (s *aggSession) close() {
 }
 
 func (a *aggregator) end(r *http.Request, s *aggSession) {
+	if a.g.sealer != nil {
+		a.g.sealer.end(s.id) // its id must not bring it back (adopt)
+	}
 	a.mu.Lock()
 	delete(a.sessions, s.id)
 	a.mu.Unlock()

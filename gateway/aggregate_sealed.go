@@ -106,7 +106,7 @@ func (a *aggregator) adopt(r *http.Request, id string) *aggSession {
 		return nil
 	}
 	var st sealedVirtual
-	if !a.g.sealer.openAny(virtualPrefix, virtualAD, id, &st) || st.Virtual != a.vs.Name || st.Owner != owner(r) {
+	if a.g.sealer.isEnded(id) || !a.g.sealer.openAny(virtualPrefix, virtualAD, id, &st) || st.Virtual != a.vs.Name || st.Owner != owner(r) {
 		return nil
 	}
 	s := &aggSession{id: id, owner: st.Owner, who: principal{header: st.Header, agent: st.Agent}, client: clientAddr(r), version: st.Version, init: st.Init, inner: map[string]*innerSession{}}

@@ -4,12 +4,14 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/go-json-experiment/json/jsontext"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -49,10 +51,30 @@ type sealedSession struct {
 type sealer struct {
 	aeads   []cipher.AEAD
 	replica string
+	// ended are the ids of sealed sessions a client ended here with
+	// DELETE (their SHA-256), which no request may bring back: the id
+	// itself stays valid under the keys. Bounded: past maxEnded, the
+	// oldest are forgotten. Another replica does not know them; there a
+	// replayed id reaches an upstream that was told the session ended.
+	ended *lru.Cache[[32]byte, struct{}]
 }
 
+// maxEnded bounds the ended session ids a replica remembers (about 100
+// bytes each).
+const maxEnded = 100_000
+
+// end marks a sealed session id as ended by its client.
+func (s *sealer) end(id string) { s.ended.Add(sha256.Sum256([]byte(id)), struct{}{}) }
+
+// isEnded reports whether id was ended here.
+func (s *sealer) isEnded(id string) bool { return s.ended.Contains(sha256.Sum256([]byte(id))) }
+
 func newSealer(keys [][]byte) (*sealer, error) {
-	s := &sealer{}
+	ended, err := lru.New[[32]byte, struct{}](maxEnded)
+	if err != nil {
+		return nil, err
+	}
+	s := &sealer{ended: ended}
 	for i, k := range keys {
 		if len(k) != 32 {
 			return nil, fmt.Errorf("session key %d is %d bytes, want 32 (AES-256)", i+1, len(k))
@@ -109,7 +131,7 @@ var errSessionElsewhere = errors.New("session bound to another replica")
 // (counted against the session limits like a new one).
 func (g *Gateway) adopt(id string, rt *route, c claim, client string) (*session, error) {
 	st, ok := g.sealer.open(id)
-	if !ok {
+	if !ok || g.sealer.isEnded(id) {
 		return nil, nil
 	}
 	if st.Route != rt.up.Name {

@@ -752,6 +752,9 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "DELETE needs an " + hdrSession + " header"})
 		return
 	}
+	if g.sealer != nil {
+		g.sealer.end(sess.id) // its id must not bring it back (adopt)
+	}
 	if rt.url == nil {
 		g.sessions.remove(sess.id)
 		g.endSession(sess)
