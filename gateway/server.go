@@ -312,7 +312,12 @@ func (g *Gateway) Close() error {
 
 // endSession releases what a session holds upstream.
 func (g *Gateway) endSession(s *session) {
-	if g.opts.OnSessionEnd != nil {
+	// A sealed session on an HTTP upstream is only let go here (idle, or
+	// this replica shutting down): its id brings it back, on this replica
+	// or another, so what policy keeps under it (route memory, the
+	// classifier's lifecycle) stays until the client's DELETE.
+	adoptable := g.sealer != nil && s.upstreamID != ""
+	if g.opts.OnSessionEnd != nil && !adoptable {
 		g.opts.OnSessionEnd(s.id)
 	}
 	if s.bridge != nil {
