@@ -137,6 +137,10 @@ type config struct {
 	// expanded; the first seals, all open (rotate by prepending a new key).
 	SessionKeys []string `yaml:"session_keys"`
 	sessionKeys [][]byte
+	// routeMemoryFile keeps route memory in data_dir (route-memory.db)
+	// when no redis_url is set: `sluice wrap`, where each wrapped server is
+	// a process of its own and a desktop client runs several.
+	routeMemoryFile bool
 	// MaxSessions bounds the open sessions, /ws and /sse connections
 	// included (default 10000).
 	MaxSessions int `yaml:"max_sessions"`

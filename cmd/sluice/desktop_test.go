@@ -46,7 +46,8 @@ func TestDesktopExamplePolicy(t *testing.T) {
 		{"fetch", "fetch", `{"url":"https://example.com"}`, "s1", intercept.Allow, "fetch"},
 		{"filesystem", "read_text_file", `{"path":"/home/me/Documents/a.md"}`, "s1", intercept.Allow, "reads"},
 		{"fetch", "fetch", `{"url":"https://example.com/?q=secret"}`, "s1", intercept.Deny, ""},
-		{"fetch", "fetch", `{"url":"https://example.com"}`, "s2", intercept.Allow, "fetch"},
+		// Another wrap is another session: the read still counts there.
+		{"fetch", "fetch", `{"url":"https://example.com"}`, "s2", intercept.Deny, "no-fetch-after-reading-files"},
 		{"filesystem", "read_text_file", `{"path":"/home/me/.ssh/id_ed25519"}`, "s2", intercept.Deny, "no-secrets"},
 		{"filesystem", "read_multiple_files", `{"paths":["/home/me/Documents/a.md"]}`, "s3", intercept.Allow, "reads"},
 		{"filesystem", "write_file", `{"path":"/home/me/Documents/b.md","content":"x"}`, "s3", intercept.RequireApproval, "writes"},

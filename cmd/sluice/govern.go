@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/inventory"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/policy/redisstore"
+	"github.com/sluicehq/sluice/policy/sqlitestore"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -66,6 +67,13 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		}
 		gv.closers = append(gv.closers, func() { _ = rs.Close() })
 		mem, local = rs, nil
+	} else if cfg.routeMemoryFile && cfg.DataDir != "" {
+		fs, err := sqlitestore.Open(filepath.Join(cfg.DataDir, sqlitestore.FileName), rm.TTL)
+		if err != nil {
+			return nil, err
+		}
+		gv.closers = append(gv.closers, func() { _ = fs.Close() })
+		mem, local = fs, nil
 	} else {
 		mem = local
 		gv.memory = local

@@ -89,6 +89,10 @@ func wrapIO(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 	for _, w := range ck.Warnings {
 		logger.Warn(w, "upstream", up.Name)
 	}
+	// Every wrap on this data directory shares one route memory: a
+	// desktop client runs one wrap per server, and a source read through
+	// one must count when a sink is called through another.
+	cfg.routeMemoryFile = true
 	gv, err := buildGovernance(ctx, cfg, logger)
 	if err != nil {
 		return err
