@@ -284,5 +284,31 @@ func (s *KeyStore) Authenticate(token string) (*intercept.Principal, error) {
 	case "expired":
 		return nil, invalidToken(ModeAPIKey, "the API key expired", nil)
 	}
-	return &intercept.Principal{ID: k.Agent, Method: ModeAPIKey, Claims: map[string]any{"key_id": k.ID}}, nil
+	return &intercept.Principal{ID: k.Agent, Method: ModeAPIKey, Claims: map[string]any{"key_id": k.ID},
+		Check: func() error { return s.stillGood(id) }}, nil
+}
+
+// stillGood reports why the key with id no longer holds, or nil: the
+// key file is read again at most once a second, as by Authenticate.
+func (s *KeyStore) stillGood(id string) error {
+	now := s.now()
+	if n := now.UnixNano(); n >= s.nextCheck.Load() {
+		s.nextCheck.Store(n + int64(time.Second))
+		s.reload()
+	}
+	ks := s.cur.Load()
+	if ks.err != nil {
+		return errors.New("the key file cannot be read")
+	}
+	k := ks.keys[id]
+	if k == nil {
+		return errors.New("the API key is gone from the key file")
+	}
+	switch k.Status(now) {
+	case "revoked":
+		return errors.New("the API key was revoked")
+	case "expired":
+		return errors.New("the API key expired")
+	}
+	return nil
 }

@@ -173,7 +173,17 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 				Desc: fmt.Sprintf("claim %s does not hold %q", name, want)}
 		}
 	}
-	return verifiedToken{p: &intercept.Principal{ID: id, Method: ModeJWT, Claims: all}, exp: std.Expiry.Time(), kid: kid}, nil
+	exp := std.Expiry.Time()
+	check := func() error {
+		if !v.now().Add(-v.cfg.ClockSkew).Before(exp) {
+			return errors.New("the token expired")
+		}
+		if !v.keys.has(kid) {
+			return errors.New("the token's signing key is no longer published")
+		}
+		return nil
+	}
+	return verifiedToken{p: &intercept.Principal{ID: id, Method: ModeJWT, Claims: all, Check: check}, exp: exp, kid: kid}, nil
 }
 
 // missingScopes returns the required scopes the token's scope (a space

@@ -2,7 +2,9 @@ package auth
 
 import (
 	"crypto/tls"
+	"errors"
 	"net/http"
+	"time"
 
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -33,5 +35,10 @@ func certPrincipal(cs *tls.ConnectionState, identity string) (*intercept.Princip
 	return &intercept.Principal{ID: id, Method: ModeMTLS, Claims: map[string]any{
 		"subject": leaf.Subject.String(), "serial": leaf.SerialNumber.String(), "uris": uris,
 		"issuer": leaf.Issuer.String(),
+	}, Check: func() error {
+		if time.Now().After(leaf.NotAfter) {
+			return errors.New("the client certificate expired")
+		}
+		return nil
 	}}, nil
 }

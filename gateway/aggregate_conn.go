@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // Virtual servers over the connection transports: /sse[/{name}] (the
@@ -87,6 +88,10 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 	for {
 		msg, err := c.Read(ctx)
 		if err != nil {
+			return
+		}
+		if err := credentialGone(ctx); err != nil {
+			write(intercept.ErrorResponse(nil, err))
 			return
 		}
 		id, _ := sid.Load().(string)

@@ -102,6 +102,10 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := credentialGone(ctx); err != nil {
+			_ = r.toClient(ctx, intercept.ErrorResponse(nil, err))
+			return err // ends the connection
+		}
 		msgs, batch, err := intercept.Decode(b)
 		if err != nil {
 			if werr := r.toClient(ctx, intercept.ErrorResponse(nil, err)); werr != nil {

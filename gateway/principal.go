@@ -12,6 +12,23 @@ import (
 // is the agent, over the agent header, initialize's clientInfo and _meta:
 // a client can call itself anything, but it cannot choose whose rules,
 // memory and sessions it gets.
+// credentialGone is why the principal that opened a connection (in ctx)
+// may no longer act through it, or nil: its API key was revoked, its
+// token or certificate expired (intercept.Principal.Check). The
+// authentication middleware checked it once, at the upgrade; a
+// connection lives on, so every message asks again.
+func credentialGone(ctx context.Context) error {
+	p := intercept.PrincipalFrom(ctx)
+	if p == nil || p.Check == nil {
+		return nil
+	}
+	if err := p.Check(); err != nil {
+		return &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: "the credential this connection was opened with no longer holds (" + err.Error() + "); the connection is closed: open a new one with a valid credential"}
+	}
+	return nil
+}
+
 func principalAgent(ctx context.Context) (string, bool) {
 	if p := intercept.PrincipalFrom(ctx); p != nil {
 		return p.ID, true

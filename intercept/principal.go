@@ -21,6 +21,11 @@ type Principal struct {
 	// principal.claims: a JWT's claims (azp, client_id, act, scope, …),
 	// an API key's id, a certificate's subject. Nil means none.
 	Claims map[string]any `json:"claims,omitempty"`
+	// Check, if set, reports why the credential no longer holds (an API
+	// key revoked or expired since, a token past its exp), or nil. A
+	// connection that outlives the request that opened it (/ws, /sse)
+	// asks it before each message it takes from the client.
+	Check func() error `json:"-"`
 }
 
 type principalKey struct{}
