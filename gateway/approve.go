@@ -35,9 +35,12 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -178,6 +181,17 @@ func approvedBy(agent string) string {
 
 // isApprovalAnswer reports whether m is a client's response to one of the
 // gateway's own elicitation requests.
+// approvalID is the JSON id of the gateway's n-th question: its prefix,
+// n, and 96 random bits. Upstream requests are relayed to the client with
+// their own ids, so a server could send one of its own under a question's
+// id, and the user's answer to it would be taken for the answer to the
+// question; it cannot guess the random part.
+func approvalID(prefix string, n uint64) string {
+	var r [12]byte
+	_, _ = rand.Read(r[:])
+	return prefix + strconv.FormatUint(n, 10) + "-" + base64.RawURLEncoding.EncodeToString(r[:]) + `"`
+}
+
 func isApprovalAnswer(m *intercept.Message) bool {
 	return (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) && strings.HasPrefix(m.IDKey(), approvalIDPrefix)
 }

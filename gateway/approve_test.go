@@ -146,8 +146,8 @@ func TestElicitationApproval(t *testing.T) {
 			}
 			rd := transport.NewSSEReader(resp.Body)
 			q, raw := nextMessage(t, rd)
-			if q.Method != "elicitation/create" || string(q.ID) != `"sluice-approval-1"` {
-				t.Fatalf("first event: got %s, want elicitation/create with id sluice-approval-1", raw)
+			if q.Method != "elicitation/create" || !strings.HasPrefix(string(q.ID), `"sluice-approval-1-`) || len(q.ID) < len(`"sluice-approval-1-`)+16 {
+				t.Fatalf("first event: got %s, want elicitation/create with id sluice-approval-1-<random>", raw)
 			}
 			for _, s := range []string{`tool \"add\"`, `upstream \"demo\"`, `{\"a\":2,\"b\":3}`, `"required":["approve"]`, `"title":"Approve this call?"`} {
 				if !strings.Contains(raw, s) {

@@ -30,10 +30,19 @@ type bridgeState struct {
 	streams []*stream             // open POST streams, oldest first
 	get     *stream
 	backlog [][]byte
-	closed  bool
+	// backlogBytes is the size of backlog; dropped counts the messages
+	// given up to keep it within its bounds, reported when a stream
+	// takes the backlog.
+	backlogBytes int
+	dropped      int
+	closed       bool
 }
 
-const maxBacklog = 1024
+// The backlog's bounds: the oldest messages go first past either.
+const (
+	maxBacklog      = 1024
+	maxBacklogBytes = 16 << 20
+)
 
 // bridgeCall is a request waiting for its response on a bridged session.
 type bridgeCall struct {
@@ -58,6 +67,25 @@ func (s *stream) deliver(msg []byte) {
 	case s.ch <- msg:
 	case <-s.gone:
 	}
+}
+
+// offer hands msg to s without ever blocking the caller (the reader of
+// a connection that serves other clients too): a message s has no room
+// for is dropped (false) unless final, which then waits for the client on
+// a goroutine of its own, until it reads or goes away.
+func (s *stream) offer(msg []byte, final bool) bool {
+	select {
+	case s.ch <- msg:
+		return true
+	case <-s.gone:
+		return true
+	default:
+	}
+	if final {
+		go s.deliver(msg)
+		return true
+	}
+	return false
 }
 
 func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
@@ -128,10 +156,14 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, sess
 		case b.get != nil:
 			target = b.get
 		default:
-			if len(b.backlog) == maxBacklog {
-				b.backlog = b.backlog[1:]
-			}
 			b.backlog = append(b.backlog, msg)
+			b.backlogBytes += len(msg)
+			for len(b.backlog) > 1 && (len(b.backlog) > maxBacklog || b.backlogBytes > maxBacklogBytes) {
+				b.backlogBytes -= len(b.backlog[0])
+				b.backlog[0] = nil
+				b.backlog = b.backlog[1:]
+				b.dropped++
+			}
 		}
 	}
 	b.mu.Unlock()
@@ -427,9 +459,13 @@ func (g *Gateway) bridgeGet(w http.ResponseWriter, r *http.Request, rt *route, s
 		return
 	}
 	b.get = s
-	backlog := b.backlog
-	b.backlog = nil
+	backlog, dropped := b.backlog, b.dropped
+	b.backlog, b.backlogBytes, b.dropped = nil, 0, 0
 	b.mu.Unlock()
+	if dropped > 0 {
+		g.log.Warn("messages from the upstream were dropped while the session had no stream open to take them",
+			"upstream", rt.up.Name, "dropped", dropped, "kept", len(backlog), "max_messages", maxBacklog, "max_bytes", maxBacklogBytes)
+	}
 	defer b.release(s, nil, nil)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")

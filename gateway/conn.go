@@ -274,7 +274,7 @@ func (r *relay) ask(ctx context.Context, m *intercept.Message, raw []byte, dec i
 	can := r.elicitForm
 
 	r.nextAsk++
-	id := fmt.Sprintf("%s%d\"", approvalIDPrefix, r.nextAsk)
+	id := approvalID(approvalIDPrefix, r.nextAsk)
 	answers := make(chan *intercept.Message, 1)
 	if can {
 		r.asks[id] = answers

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"strconv"
 	"sync"
 	"time"
 
@@ -63,7 +62,7 @@ func (s *session) expectAnswer(prefix string) (id string, answer <-chan *interce
 		s.answers = make(map[string]chan *intercept.Message)
 	}
 	s.asked++
-	id = prefix + strconv.FormatUint(s.asked, 10) + `"`
+	id = approvalID(prefix, s.asked)
 	s.answers[id] = ch
 	s.mu.Unlock()
 	return id, ch

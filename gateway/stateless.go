@@ -42,6 +42,7 @@ type slCall struct {
 	method  string
 	cc      intercept.CallContext // the request's, for hiding tools in its answer
 	uc      *upCall               // its measurement; nil: none
+	dropped int                   // notifications its client was too slow for (the reader's)
 }
 
 func newStatelessBridge(g *Gateway, rt *route) *statelessBridge {
@@ -70,11 +71,21 @@ func (b *statelessBridge) conn() (transport.Conn, error) {
 
 func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchange) {
 	m := x.msgs[0]
+	if m.Kind == intercept.KindResponse || m.Kind == intercept.KindError {
+		// The shared connection relays no server requests to anyone, so no
+		// client has one to answer; a response written on it would answer
+		// a request the upstream sent while serving another client's call
+		// (ids are the upstream's own, small and guessable).
+		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: "a response without a session answers nothing: the gateway relays no server requests to stateless clients"})
+		return
+	}
 	if m.Kind != intercept.KindRequest {
-		// Notifications and responses carry nothing to correlate: cancellation
-		// is the client closing its request, which the gateway turns into
-		// notifications/cancelled with the upstream id.
-		if m.Method != "notifications/cancelled" {
+		// Notifications carry nothing to correlate: cancellation is the
+		// client closing its request, which the gateway turns into
+		// notifications/cancelled with the upstream id; progress names a
+		// token of the upstream's, which no client has been given.
+		if m.Method != "notifications/cancelled" && m.Method != "notifications/progress" {
 			b.mu.Lock()
 			up, err := b.conn()
 			b.mu.Unlock()
@@ -219,7 +230,17 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		// the list is decided with the list.
 		b.g.ic.ObserveTools(b.rt.up.Name, m.Result)
 	}
-	c.s.deliver(out)
+	// The reader serves every client of the connection: it never waits
+	// on one. A notification its client is too slow for is dropped; the
+	// answer waits for the client on a goroutine of its own.
+	final := m.Kind != intercept.KindNotification
+	if !c.s.offer(out, final) {
+		c.dropped++
+	}
+	if final && c.dropped > 0 {
+		b.g.log.Warn("notifications dropped for a stateless client that did not read them in time",
+			"upstream", b.rt.up.Name, "method", c.method, "dropped", c.dropped)
+	}
 	if m.Kind == intercept.KindResponse && c.method == "tools/call" {
 		b.g.ic.ObserveResult(c.cc, string(c.id), m.Result)
 	}
