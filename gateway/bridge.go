@@ -177,8 +177,8 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, sess
 		}
 	}
 	if target != nil {
-		if call.method == "tools/list" && m.Kind == intercept.KindResponse && ic.HideDeniedTools {
-			if out, hid := hideToolsIn(ctx, ic, call.cc, m.Raw, m.Result); hid {
+		if call.method == "tools/list" && m.Kind == intercept.KindResponse {
+			if out, changed := screenToolsIn(ctx, ic, call.cc, m.ID, m.Raw, m.Result); changed {
 				msg = out
 			}
 		}

@@ -222,8 +222,8 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		return
 	}
 	list := m.Kind == intercept.KindResponse && c.method == "tools/list"
-	if list && b.g.ic.HideDeniedTools {
-		out, _ = hideToolsIn(b.g.ctx, b.g.ic, c.cc, out, m.Result)
+	if list {
+		out, _ = screenToolsIn(b.g.ctx, b.g.ic, c.cc, c.id, out, m.Result)
 	}
 	if list {
 		// Recorded before the client has it: a call it makes on seeing

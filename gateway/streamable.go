@@ -516,7 +516,10 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 			return err
 		}
 		data := ev.Data
-		msg := len(data) > 0 && (ev.Event == "" || ev.Event == "message")
+		// Every event's data is a message, whatever its type: clients
+		// (mcp-go's) read the data of any event, so an event typed
+		// otherwise must not pass unread.
+		msg := len(data) > 0
 		if msg {
 			ob.lists(data)
 			// Compacted like every message the gateway writes as an event;

@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -30,22 +33,58 @@ func hideToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.Ca
 	return out, true
 }
 
-// hideTools applies hideToolsIn to b, one JSON-RPC message or a batch from
-// an upstream, for every response whose id isList says answers a
-// tools/list request. It returns b itself when nothing changed, and when b
-// cannot be decoded: the client then gets the upstream's bytes, as it
-// would without hiding.
-func hideTools(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, b []byte, isList func(id string) bool) []byte {
+// screenToolsIn returns raw, a tools/list response (to id) whose result
+// is result, as the client may see it: refused with an error when it
+// could be read two ways (intercept.CheckToolsResult), so that the
+// inventory and the classifier never record one tool while the client is
+// shown another; else with the tools hidden that the client of cc can
+// never call, when the interceptor's HideDeniedTools is set. changed
+// reports whether it differs from raw.
+func screenToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, id, raw, result jsontext.Value) (jsontext.Value, bool) {
+	if err := intercept.CheckToolsResult(result); err != nil {
+		return listRefused(id, err), true
+	}
+	if !ic.HideDeniedTools {
+		return raw, false
+	}
+	return hideToolsIn(ctx, ic, cc, raw, result)
+}
+
+// listRefused answers the tools/list request id with why its upstream's
+// answer was not passed on.
+func listRefused(id jsontext.Value, err error) []byte {
+	return intercept.ErrorResponse(id, &intercept.WireError{Code: intercept.CodeUpstreamError,
+		Message: "the upstream's tools/list answer was refused: " + err.Error() + " (what the gateway records of a tool must be what the client is shown)"})
+}
+
+// hideTools applies screenToolsIn to b, one JSON-RPC message or a batch
+// from an upstream, for every response whose id isList says answers a
+// tools/list request. It returns b itself when nothing changed. While lists
+// names requests still waiting for a tools/list answer, b that cannot be
+// decoded (duplicate member names, invalid UTF-8) is not passed on: the
+// client, reading it its own way, could be shown tools the gateway never
+// saw; those requests are answered with an error instead.
+func hideTools(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, b []byte, isList func(id string) bool, lists []string) []byte {
 	msgs, batch, err := intercept.Decode(b)
 	if err != nil {
-		return b
+		if len(lists) == 0 {
+			return b // not ours to judge: the client gets the bytes unchanged
+		}
+		out := make([]jsontext.Value, len(lists))
+		for i, id := range lists {
+			out[i] = listRefused(jsontext.Value(id), fmt.Errorf("an answer while it was pending was not valid JSON-RPC (%v)", err))
+		}
+		if len(out) == 1 {
+			return out[0]
+		}
+		return marshalArray(out)
 	}
 	out := make([]jsontext.Value, len(msgs))
 	changed := false
 	for i, m := range msgs {
 		out[i] = m.Raw
 		if m.Kind == intercept.KindResponse && isList(m.IDKey()) {
-			if raw, ok := hideToolsIn(ctx, ic, cc, m.Raw, m.Result); ok {
+			if raw, ok := screenToolsIn(ctx, ic, cc, m.ID, m.Raw, m.Result); ok {
 				out[i], changed = raw, true
 			}
 		}
@@ -62,10 +101,47 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, cc intercept.Call
 // filter hides tools in b, a message of the upstream's answer, before it
 // is passed on; lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
-	if !o.g.ic.HideDeniedTools || !o.waitsForList() {
+	if !o.waitsForList() {
 		return b
 	}
-	return hideTools(ctx, o.g.ic, o.cc, b, func(id string) bool { return o.pending[id] == "tools/list" })
+	var lists []string
+	for id, m := range o.pending {
+		if m == "tools/list" && !o.answered[id] {
+			lists = append(lists, id)
+		}
+	}
+	if o.stray(b) {
+		// A client may take its POST's answer whatever the id says
+		// (mcp-go does): a list under an id the gateway did not send
+		// would be shown unread.
+		slices.Sort(lists)
+		out := make([]jsontext.Value, len(lists))
+		for i, id := range lists {
+			out[i] = listRefused(jsontext.Value(id), errors.New("the answer carried a response to an id it was not asked"))
+		}
+		if len(out) == 1 {
+			return out[0]
+		}
+		return marshalArray(out)
+	}
+	return hideTools(ctx, o.g.ic, o.cc, b, func(id string) bool { return o.pending[id] == "tools/list" }, lists)
+}
+
+// stray reports whether b, a message of an upstream's answer, holds a
+// response to an id that is not pending.
+func (o *observer) stray(b []byte) bool {
+	msgs, _, err := intercept.Decode(b)
+	if err != nil {
+		return false // hideTools refuses it
+	}
+	for _, m := range msgs {
+		if m.Kind == intercept.KindResponse || m.Kind == intercept.KindError {
+			if _, ok := o.pending[m.IDKey()]; !ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (o *observer) waitsForList() bool {
@@ -80,24 +156,20 @@ func (o *observer) waitsForList() bool {
 // hideTools hides tools in b, a message from the upstream, before it is
 // written to the client; observe then sees the unfiltered b.
 func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
-	if !r.ic.HideDeniedTools {
-		return b
-	}
 	r.mu.Lock()
-	lists := false
-	for _, m := range r.pending {
+	var lists []string
+	for id, m := range r.pending {
 		if m == "tools/list" {
-			lists = true
-			break
+			lists = append(lists, id)
 		}
 	}
 	r.mu.Unlock()
-	if !lists {
+	if len(lists) == 0 {
 		return b
 	}
 	return hideTools(ctx, r.ic, r.callContext(), b, func(id string) bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.pending[id] == "tools/list"
-	})
+	}, lists)
 }

@@ -166,10 +166,16 @@ type upstream struct {
 	// was a single page.
 	lastList [sha256.Size]byte
 
-	changes  map[string]ToolChange // tool -> drift from pinned
-	findings map[string][]Finding  // tool -> scan of its current version
-	base     map[string][]Finding  // tool hash -> Scan without foreign tools
-	reported map[string]bool       // drift and finding events already sent
+	changes map[string]ToolChange // tool -> drift from pinned
+	// seen are the drifts observed since the pin that no approval has
+	// answered: a tool whose later list matches its pin again stays
+	// blocked, since clients were shown the changed version meanwhile
+	// (a server can serve one session a poisoned list and the next the
+	// pinned one). Kept in memory, by the replica that saw them.
+	seen     map[string]ToolChange
+	findings map[string][]Finding // tool -> scan of its current version
+	base     map[string][]Finding // tool hash -> Scan without foreign tools
+	reported map[string]bool      // drift and finding events already sent
 	// cross caches the cross-server references by tool hash, valid while
 	// the other upstreams' tool names are foreign.
 	cross   map[string][]Finding
@@ -333,7 +339,7 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 		return []Event{invalidList(upstream, err)}
 	}
 	if !done {
-		return nil
+		return inv.pageDrift(u, page)
 	}
 	if single {
 		u.lastList = digest
@@ -354,6 +360,41 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 		evs = append(evs, inv.setPin(u, snap)...)
 	}
 	evs = append(evs, inv.refresh(upstream)...)
+	inv.publish()
+	return evs
+}
+
+// pageDrift compares a page of an unfinished list with the pin as it
+// comes: a tool changed or added there is blocked at once, as drift seen
+// (upstream.seen), rather than when the last page arrives, which a
+// server need never send while clients read the first. Callers hold mu.
+func (inv *Inventory) pageDrift(u *upstream, page Page) []Event {
+	if u.pinned == nil {
+		return nil
+	}
+	changed := false
+	for _, t := range page.Tools {
+		p, ok := u.pinned.Tool(t.Name)
+		if ok && p.Hash == t.Hash {
+			continue
+		}
+		c := ToolChange{Tool: t.Name, Kind: ToolAdded, ObservedHash: t.Hash}
+		if ok {
+			c.Kind, c.PinnedHash, c.Fields = ToolChanged, p.Hash, diffTool(p, t)
+		}
+		if old, had := u.seen[t.Name]; had && old.ObservedHash == c.ObservedHash {
+			continue
+		}
+		if u.seen == nil {
+			u.seen = map[string]ToolChange{}
+		}
+		u.seen[t.Name] = c
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	evs := inv.refresh(u.name)
 	inv.publish()
 	return evs
 }
@@ -393,7 +434,7 @@ func (inv *Inventory) setPin(u *upstream, snap *Snapshot) []Event {
 		u.pinned, u.pinErr = kept, nil
 		return nil
 	}
-	u.pinned, u.pinErr = snap, nil
+	u.pinned, u.pinErr, u.seen = snap, nil, nil
 	return []Event{ev}
 }
 
@@ -549,6 +590,11 @@ func (inv *Inventory) approveLocked(upstream, tool string, want *string, evType 
 		return nil, err
 	}
 	u.pinned, u.pinErr = snap, nil
+	if tool == AllTools {
+		u.seen = nil
+	} else {
+		delete(u.seen, tool)
+	}
 	evs := append([]Event{ev}, inv.refresh(upstream)...)
 	inv.publish()
 	return evs, nil
@@ -713,7 +759,18 @@ func (inv *Inventory) refresh(changed string) []Event {
 		// Drift.
 		u.changes = map[string]ToolChange{}
 		if u.pinned != nil {
+			for tool, c := range u.seen {
+				if t, _ := u.pinned.Tool(tool); t.Hash != c.PinnedHash {
+					delete(u.seen, tool) // its pin moved since: someone approved it (here or on another replica)
+					continue
+				}
+				u.changes[tool] = c // overwritten below if it still differs
+			}
 			for _, c := range diffSnapshots(u.pinned, u.observed) {
+				if u.seen == nil {
+					u.seen = map[string]ToolChange{}
+				}
+				u.seen[c.Tool] = c
 				u.changes[c.Tool] = c
 				reason, blocked := inv.driftReason(name, c)
 				fields := make([]string, len(c.Fields))
