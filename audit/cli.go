@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/sluicehq/sluice/telemetry"
 )
@@ -165,7 +166,9 @@ func writeText(w io.Writer, e telemetry.Event) error {
 
 // quote quotes values with spaces or quotes so a line stays parseable.
 func quote(s string) string {
-	if strings.ContainsAny(s, " \t\n\"=") {
+	if strings.ContainsAny(s, " \t\n\"=") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		// %q escapes what is not printable: a name an agent chose must
+		// not reach the operator's terminal as control sequences.
 		return fmt.Sprintf("%q", s)
 	}
 	return s

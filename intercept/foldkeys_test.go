@@ -51,3 +51,22 @@ func TestArgumentNamesDifferingInCase(t *testing.T) {
 		t.Error("prompts/get with arguments differing in case: accepted")
 	}
 }
+
+// TestNamesWithControlCharacters: a tool, prompt or resource name holding
+// a control or format character (ESC, CR, a bidirectional override) is
+// refused: it reaches logs, terminals and the console.
+func TestNamesWithControlCharacters(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x\u001b[2K\rlooks_fine","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pay\u202egnp.exe","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p\u0085"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a\u200db"}}`,
+	} {
+		if _, _, err := Decode([]byte(body)); err == nil || !strings.Contains(err.Error(), "control or formatting") {
+			t.Errorf("%s: got %v, want it refused", body, err)
+		}
+	}
+	if _, _, err := Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"búsqueda_web","arguments":{}}}`)); err != nil {
+		t.Errorf("a name in another script: %v", err)
+	}
+}

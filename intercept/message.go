@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -387,6 +388,12 @@ func (m *Message) decodeParams() error {
 	if err != nil {
 		return err
 	}
+	if m.IsAction() && strings.IndexFunc(m.Name, unprintableName) >= 0 {
+		// The name reaches logs, terminals and the console: control and
+		// bidirectional formatting characters could erase or disguise
+		// the line that records the call.
+		return &WireError{Code: CodeInvalidParams, Message: fmt.Sprintf("invalid params: %s %q holds a control or formatting character", nameMember(m.Method), m.Name)}
+	}
 	if m.IsAction() && (!hasName || m.Name == "") {
 		what := "name"
 		if m.Method == "resources/read" {
@@ -406,6 +413,21 @@ func (m *Message) decodeParams() error {
 		}
 	}
 	return nil
+}
+
+// unprintableName reports a rune a decided name must not hold: a control
+// character (C0, DEL, C1) or a Unicode format character (bidirectional
+// overrides, zero-width joiners).
+func unprintableName(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+}
+
+// nameMember is the params member that names what m.Method acts on.
+func nameMember(method string) string {
+	if method == "resources/read" {
+		return "uri"
+	}
+	return "name"
 }
 
 // foldedDuplicate finds, in a validated JSON value at any depth, two

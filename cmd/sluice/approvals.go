@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/sluicehq/sluice/approval"
 )
@@ -67,7 +69,8 @@ func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSTATUS\tAGENT\tUPSTREAM/TOOL\tARGUMENTS\tEXPIRES")
 		for _, r := range reqs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\n", r.ID, r.Status, r.Agent, r.Upstream, r.Tool, r.Arguments, r.Expires.Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\n", inert(r.ID), inert(string(r.Status)), inert(r.Agent), inert(r.Upstream), inert(r.Tool),
+				inert(string(r.Arguments)), r.Expires.Format(time.RFC3339))
 		}
 		return tw.Flush()
 	case "approve", "decline":
@@ -108,4 +111,14 @@ func adminCall(ctx context.Context, method, url, token string, body []byte, into
 		return fmt.Errorf("admin API: %s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
 	return json.Unmarshal(b, into)
+}
+
+// inert is s as a terminal shows it harmlessly: quoted, control characters
+// and tabs escaped, when it holds any (names and arguments are the
+// agent's to choose; a row must not erase or forge another).
+func inert(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return r == '\t' || !unicode.IsPrint(r) && r != ' ' }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// A held call's tool name is the agent's (a class or upstream approval
+// rule holds any name). `sluice approvals list` must not print it to the
+// operator's terminal as control characters or extra lines: here it forges
+// a second, harmless-looking row.
+func TestApprovalsListInertNames(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`[{"id":"apr_1","status":"pending","upstream":"bank","tool":"pay\u001b[2K\r\napr_2\tpending\tagent-a\tbank/get_balance","agent":"agent-a","arguments":{"to":"mallory"},"expires":"2030-01-01T00:00:00Z"}]`))
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	if err := runApprovals(context.Background(), []string{"list", "--admin", srv.URL, "--token", "x"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(out.Bytes(), []byte("\n")); n != 2 || bytes.ContainsAny(out.Bytes(), "\x1b\r") {
+		t.Errorf("one held call printed as %d lines with control characters:\n%q", n-1, out.String())
+	}
+}
