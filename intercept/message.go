@@ -19,8 +19,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode"
 	"sync"
+	"unicode"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
