@@ -13,6 +13,7 @@
 package approval
 
 import (
+	"bytes"
 	"context"
 	"crypto/cipher"
 	"crypto/rand"
@@ -20,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 	"time"
@@ -161,9 +163,39 @@ func CallHash(d *intercept.ActionDescriptor, policyVersion string) string {
 	}
 	h := sha256.New()
 	h.Write(canon)
+	if numbersRounded(args) {
+		// The canonical form reads every number as a float64, but the
+		// upstream gets the literal: 12345678901234567891 would pass for
+		// ...890. Such a call is bound to its exact bytes.
+		h.Write([]byte{0})
+		h.Write(args)
+	}
 	h.Write([]byte{0})
 	h.Write([]byte(policyVersion))
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// numbersRounded reports whether a number in v is written otherwise than
+// its canonical (float64) form, which may then stand for another literal.
+func numbersRounded(v jsontext.Value) bool {
+	if !bytes.ContainsAny(v, "0123456789") {
+		return false
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(v))
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err != io.EOF // unreadable: bind the bytes
+		}
+		if tok.Kind() != '0' {
+			continue
+		}
+		lit := tok.String()
+		c := jsontext.Value(lit)
+		if c.Canonicalize() != nil || string(c) != lit {
+			return true
+		}
+	}
 }
 
 // List returns every live request and the recent history, newest first,
