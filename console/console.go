@@ -769,11 +769,15 @@ func (c *Console) approveTool(w http.ResponseWriter, r *http.Request, s *session
 		return
 	}
 	u, tool := r.PathValue("upstream"), r.PostForm.Get("tool")
-	if tool == "" {
-		http.Error(w, "tool is required (or *)", http.StatusBadRequest)
+	hash, shown := r.PostForm["hash"]
+	if tool == "" || !shown {
+		http.Error(w, "tool and hash are required: approve from the inventory page", http.StatusBadRequest)
 		return
 	}
-	err := c.d.Inventory.Approve(u, tool)
+	// Only the version the page showed: a tool that changed again since
+	// (or a tool named "*", which would name every tool) is not approved
+	// unseen.
+	err := c.d.Inventory.ApproveHash(u, tool, hash[0])
 	c.action(s, "inventory_approve", u+"/"+tool, map[string]any{"upstream": u, "tool": tool, "ok": err == nil})
 	done(w, r, "/console/inventory", err, "approved "+u+"/"+tool)
 }
