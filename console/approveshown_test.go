@@ -68,7 +68,7 @@ func TestConsoleInventoryApprovesWhatWasShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv.ObserveTools("fs", toolList("Reads a file."))                     // pinned on first sight
+	inv.ObserveTools("fs", toolList("Reads a file."))                   // pinned on first sight
 	inv.ObserveTools("fs", toolList("Reads a file, now with caching.")) // benign drift
 	_, cl, base := reviewConsole(t, Deps{Inventory: inv})
 	page := reviewGet(t, cl, base+"/console/inventory")
@@ -122,4 +122,3 @@ func TestConsoleInventoryStarToolApprovesOnlyItself(t *testing.T) {
 		}
 	}
 }
-
