@@ -18,6 +18,10 @@ import (
 const (
 	ReasonEscalation = "classifier_escalation"
 	ReasonInjection  = "injection_suspected"
+	// ReasonSoleAllow is the reason of a call whose allow rested only on
+	// classification.*: the classifier never allows alone, so it is held
+	// for a human, or the decision without classification stands.
+	ReasonSoleAllow = "classifier_sole_allow"
 	// EventSoleDenyViolation is RFC-010 §12.3's event: a deny resting only
 	// on classification.* attributes, overridden.
 	EventSoleDenyViolation = "CLASSIFIER_SOLE_DENY_VIOLATION"
@@ -61,6 +65,10 @@ type Advice struct {
 	// SoleDenyViolation is set when a deny rested only on classification.*
 	// and was replaced by the decision without it.
 	SoleDenyViolation bool
+	// SoleAllow is set when an allow rested only on classification.*
+	// (the policy without it did not allow): the call was held, or the
+	// decision without classification stood.
+	SoleAllow bool
 	// Escalated is set when the advice turned an allow into a hold (or,
 	// for injection with ActionDeny, a deny).
 	Escalated bool
@@ -188,7 +196,19 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 		adv.SoleDenyViolation = true
 		final = base
 	}
-	if final.Verdict == intercept.Allow {
+	if final.Verdict == intercept.Allow && base.Verdict != intercept.Allow {
+		// The allow rests only on classification.*, which the agent's own
+		// arguments shape: the classifier never allows alone. A human may
+		// let it through; where nobody can answer, the decision without
+		// classification stands.
+		adv.SoleAllow = true
+		if base.Verdict == intercept.Deny && (a.OperatorAnswers || d.ClientCanApprove) {
+			final = flag(final, false, ReasonSoleAllow, "this call is allowed only on the classifier's judgement, which needs a human's confirmation")
+			adv.Escalated = true
+		} else {
+			final = base
+		}
+	} else if final.Verdict == intercept.Allow {
 		final = a.escalate(final, d, adv)
 	}
 	adv.Decision, adv.Latency = final, time.Since(start)
