@@ -28,7 +28,9 @@ func cacheCanonical(d *intercept.ActionDescriptor) (jsontext.Value, cacheKey, er
 		return nil, cacheKey{}, err
 	}
 	v := jsontext.Value(b)
-	if err := v.Canonicalize(); err != nil {
+	// Numbers as written: in RFC 8785 form, account 9007199254740993
+	// would read as ...992, sharing its key and shown to the model so.
+	if err := v.Canonicalize(jsontext.CanonicalizeRawInts(false), jsontext.CanonicalizeRawFloats(false)); err != nil {
 		return nil, cacheKey{}, err
 	}
 	return v, sha256.Sum256(v), nil

@@ -320,6 +320,13 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 	if v, ok := l.cache.get(key, raw); ok {
 		return l.stamp(v, d), nil
 	}
+	if len(canon) > llmMaxDescriptor {
+		// Not sent: a provider would refuse it (a context overflow), and
+		// counted against the breaker one agent's oversized calls would
+		// turn the classifier off for every agent. The fallback verdict
+		// escalates it as any unclassified call.
+		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: the call's descriptor is %d bytes, over the %d sent to a provider", l.name(), len(canon), llmMaxDescriptor)
+	}
 
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
@@ -349,6 +356,10 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 	l.cache.add(key, raw, v)
 	return l.stamp(v, d), nil
 }
+
+// llmMaxDescriptor bounds the descriptor sent to a provider, in bytes
+// (about 16k tokens).
+const llmMaxDescriptor = 64 << 10
 
 // prompt builds the system prompt from the current inventory snapshot.
 func (l *LLM) prompt() (string, []string) {
