@@ -281,6 +281,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		client = host
 	}
+	// The attempt is counted before the token is checked, so guesses sent
+	// at once cannot all pass the limit while the first is being checked;
+	// a good one gives its count back.
 	c.mu.Lock()
 	f := c.failures[client]
 	if f != nil && c.d.Now().Sub(f.since) > time.Minute {
@@ -288,6 +291,16 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		f = nil
 	}
 	throttled := f != nil && f.n >= maxFailures
+	if !throttled {
+		if f == nil {
+			if len(c.failures) > 10000 { // a flood of addresses: start over rather than grow
+				clear(c.failures)
+			}
+			f = &failures{since: c.d.Now()}
+			c.failures[client] = f
+		}
+		f.n++
+	}
 	c.mu.Unlock()
 	if throttled {
 		w.Header().Set("Retry-After", "60")
@@ -299,17 +312,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if c.d.SignIn != nil && name != "" && len(name) <= 100 {
 		subject, ok = c.d.SignIn(r.Context(), token)
 	}
-	if !ok {
+	if ok {
 		c.mu.Lock()
-		if f := c.failures[client]; f != nil {
-			f.n++
-		} else {
-			if len(c.failures) > 10000 { // a flood of addresses: start over rather than grow
-				clear(c.failures)
-			}
-			c.failures[client] = &failures{n: 1, since: c.d.Now()}
-		}
+		f.n--
 		c.mu.Unlock()
+	}
+	if !ok {
 		c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "ok": false, "client": r.RemoteAddr}})
 		w.WriteHeader(http.StatusUnauthorized)
 		c.render(w, r, "login", nil, map[string]any{"Next": safeNext(r.PostForm.Get("next")), "Error": "wrong token, or no name given"})

@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/auth"
@@ -41,6 +43,47 @@ type adminGuard struct {
 	openMetrics    bool
 	hosts, origins []string
 	console        http.Handler // /console/; nil: none
+
+	// Wrong bearer tokens per address in the current minute: the API
+	// refuses an address after maxAdminFailures, as the console's sign-in
+	// does, so a weak token cannot be guessed at speed through either.
+	mu    sync.Mutex
+	fails map[string]*adminFails
+}
+
+type adminFails struct {
+	n     int
+	since time.Time
+}
+
+const maxAdminFailures = 5
+
+// throttled reports whether client has used up its wrong tokens, and
+// otherwise counts one attempt; ok gives it back.
+func (a *adminGuard) attempt(client string) (throttled bool, ok func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	f := a.fails[client]
+	if f != nil && now.Sub(f.since) > time.Minute {
+		f = nil
+	}
+	if f != nil && f.n >= maxAdminFailures {
+		return true, nil
+	}
+	if f == nil {
+		if a.fails == nil || len(a.fails) > 10000 {
+			a.fails = map[string]*adminFails{}
+		}
+		f = &adminFails{since: now}
+		a.fails[client] = f
+	}
+	f.n++
+	return false, func() {
+		a.mu.Lock()
+		f.n--
+		a.mu.Unlock()
+	}
 }
 
 // authorized reports whether r carries the admin token or, with
@@ -96,14 +139,39 @@ func (a *adminGuard) wrap(next http.Handler) http.Handler {
 			// The console signs operators in itself (a session cookie) and
 			// checks a CSRF token on every form.
 			a.console.ServeHTTP(w, r)
-		case !(a.openMetrics && r.URL.Path == "/metrics") && !a.authorized(r, want):
-			adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		case !(a.openMetrics && r.URL.Path == "/metrics") && !a.admitted(w, r, want):
 		case r.Method != http.MethodGet && r.Method != http.MethodHead && !approval.IsJSON(r):
 			adminError(w, http.StatusUnsupportedMediaType, "send JSON with Content-Type: application/json")
 		default:
 			next.ServeHTTP(w, r)
 		}
 	})
+}
+
+// admitted reports whether r carries the admin credential, answering for
+// it when it does not: 401, or 429 once its address has sent too many
+// wrong ones this minute.
+func (a *adminGuard) admitted(w http.ResponseWriter, r *http.Request, want []byte) bool {
+	if r.Header.Get("Authorization") == "" {
+		adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		return false // no credential: no guess to count
+	}
+	client := r.RemoteAddr
+	if host, _, err := net.SplitHostPort(client); err == nil {
+		client = host
+	}
+	throttled, ok := a.attempt(client)
+	if throttled {
+		w.Header().Set("Retry-After", "60")
+		adminError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address: wait a minute")
+		return false
+	}
+	if a.authorized(r, want) {
+		ok()
+		return true
+	}
+	adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+	return false
 }
 
 func adminError(w http.ResponseWriter, status int, msg string) {
