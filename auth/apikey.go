@@ -101,18 +101,27 @@ func CreateKey(path, agent string, ttl time.Duration, now time.Time) (token stri
 func RevokeKey(path, id string, now time.Time) (Key, error) {
 	var out Key
 	err := updateKeys(path, func(f *keyFile) error {
+		found, revoked := false, false
 		for i := range f.Keys {
 			if f.Keys[i].ID == id {
-				if f.Keys[i].Revoked != nil {
-					return fmt.Errorf("key %s is already revoked", id)
+				// Every entry with the id: a merged or restored file may
+				// hold two, and the gateway refuses such a file anyway.
+				found = true
+				if f.Keys[i].Revoked == nil {
+					t := now.UTC().Truncate(time.Second)
+					f.Keys[i].Revoked = &t
+					revoked = true
 				}
-				t := now.UTC().Truncate(time.Second)
-				f.Keys[i].Revoked = &t
 				out = f.Keys[i]
-				return nil
 			}
 		}
-		return fmt.Errorf("no key %q in %s; `sluice keys list` shows the ids", id, path)
+		switch {
+		case !found:
+			return fmt.Errorf("no key %q in %s; `sluice keys list` shows the ids", id, path)
+		case !revoked:
+			return fmt.Errorf("key %s is already revoked", id)
+		}
+		return nil
 	})
 	return out, err
 }
@@ -252,6 +261,10 @@ func (s *KeyStore) reload() {
 			break
 		} else {
 			copy(sk.hash[:], h)
+		}
+		if _, dup := ks.keys[k.ID]; dup {
+			ks.err = fmt.Errorf("key file %s: key id %s appears twice; revoke or remove one (every key fails until then)", s.path, k.ID)
+			break
 		}
 		ks.keys[k.ID] = sk
 	}

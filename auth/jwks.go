@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,6 +88,20 @@ func (c *jwksCache) has(kid string) bool {
 	defer c.mu.Unlock()
 	_, ok := c.keys[kid]
 	return ok && c.now().Sub(c.fetched) < c.ttl
+}
+
+// hasKey reports whether the key named kid is key itself, in a set
+// still fresh: the same material, not only the same name (an IdP may put
+// new material under an old kid after a compromise).
+func (c *jwksCache) hasKey(kid string, key any) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.keys[kid]
+	if !ok || c.now().Sub(c.fetched) >= c.ttl {
+		return false
+	}
+	eq, ok := k.Key.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && eq.Equal(key)
 }
 
 // match returns the keys named kid (all of them for ""). Callers hold mu.

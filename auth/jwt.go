@@ -37,6 +37,7 @@ type verifiedToken struct {
 	p   *intercept.Principal
 	exp time.Time
 	kid string
+	key any // the public key that verified it
 }
 
 // verifiedTokens is how many verified tokens a verifier remembers.
@@ -91,7 +92,7 @@ const maxKeysTried = 8
 func (v *JWTVerifier) Authenticate(ctx context.Context, token string) (*intercept.Principal, error) {
 	sum := sha256.Sum256([]byte(token))
 	if e, ok := v.verified.Get(sum); ok {
-		if v.now().Add(-v.cfg.ClockSkew).Before(e.exp) && v.keys.has(e.kid) {
+		if v.now().Add(-v.cfg.ClockSkew).Before(e.exp) && v.keys.hasKey(e.kid, e.key) {
 			return e.p, nil
 		}
 		v.verified.Remove(sum)
@@ -128,6 +129,7 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 	var all map[string]any
 	verified := false
 	var kid string
+	var pub any
 	for i, k := range keys {
 		if i == maxKeysTried {
 			break
@@ -136,7 +138,7 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 			continue // the key is for another algorithm (RFC 7517 §4.4)
 		}
 		if err = tok.Claims(k.Key, &std, &all); err == nil {
-			verified, kid = true, k.KeyID
+			verified, kid, pub = true, k.KeyID, k.Key
 			break
 		}
 	}
@@ -163,6 +165,11 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 	if id == "" {
 		return verifiedToken{}, invalidToken(ModeJWT, fmt.Sprintf("the token has no %s claim to name the agent", v.claim), nil)
 	}
+	if !printableASCII(id) {
+		// Logs, the console and manifests could not tell "аlice"
+		// (Cyrillic а) or "alice\u200b" from alice.
+		return verifiedToken{}, invalidToken(ModeJWT, fmt.Sprintf("the %s claim must be printable ASCII, at most 256 bytes, to name an agent", v.claim), nil)
+	}
 	if missing := missingScopes(all, v.cfg.RequiredScopes); len(missing) > 0 {
 		return verifiedToken{}, &Failure{Status: http.StatusForbidden, Code: CodeInsufficientScope, Method: ModeJWT,
 			Desc: "missing scope " + strings.Join(missing, " "), Scope: strings.Join(v.cfg.RequiredScopes, " ")}
@@ -178,12 +185,12 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 		if !v.now().Add(-v.cfg.ClockSkew).Before(exp) {
 			return errors.New("the token expired")
 		}
-		if !v.keys.has(kid) {
+		if !v.keys.hasKey(kid, pub) {
 			return errors.New("the token's signing key is no longer published")
 		}
 		return nil
 	}
-	return verifiedToken{p: &intercept.Principal{ID: id, Method: ModeJWT, Claims: all, Check: check}, exp: exp, kid: kid}, nil
+	return verifiedToken{p: &intercept.Principal{ID: id, Method: ModeJWT, Claims: all, Check: check}, exp: exp, kid: kid, key: pub}, nil
 }
 
 // missingScopes returns the required scopes the token's scope (a space
@@ -227,4 +234,17 @@ func claimHas(v any, want string) bool {
 		}
 	}
 	return false
+}
+
+// printableASCII reports whether s is 1 to 256 bytes of printable ASCII.
+func printableASCII(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/intercept"
@@ -23,6 +24,13 @@ func certPrincipal(cs *tls.ConnectionState, identity string) (*intercept.Princip
 	}
 	if id == "" && identity != "uri" {
 		id = leaf.Subject.CommonName
+		if identity != "cn" && strings.ContainsAny(id, ":/") {
+			// A requester often writes its CSR's common name; a URI SAN is
+			// what a SPIFFE-style CA vouches for. A common name shaped like
+			// a URI identity must not pass for one.
+			return nil, &Failure{Status: http.StatusUnauthorized, Code: CodeInvalidToken, Method: ModeMTLS,
+				Desc: "the client certificate's common name looks like a URI identity but the certificate has no URI SAN; set auth.mtls.identity: cn to accept common names as they are"}
+		}
 	}
 	if id == "" {
 		return nil, &Failure{Status: http.StatusUnauthorized, Code: CodeInvalidToken, Method: ModeMTLS,

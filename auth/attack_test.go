@@ -1,0 +1,99 @@
+package auth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net/url"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// TestCacheKeyReplacedUnderSameKid: the IdP replaces the key
+// material published under a kid (a compromised key re-issued under the
+// same kid). A fresh verifier refuses a token signed by the old key; the
+// verified-token cache must not keep accepting it just because a key of
+// that kid is still published.
+func TestCacheKeyReplacedUnderSameKid(t *testing.T) {
+	idp, clock := newIdP(t), newClock()
+	v := NewJWTVerifier(idp.jwtConfig(), nil, clock.Now)
+	old := idp.current()
+	tok := sign(t, old, clock.Now(), nil)
+	authOK(t, v, tok) // verified and remembered
+
+	// New key material, same kid.
+	priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	idp.use(jose.JSONWebKey{Key: priv, KeyID: old.KeyID, Algorithm: "ES256", Use: "sig"})
+	clock.Advance(time.Minute) // past jwks_min_refresh
+	// Some unknown kid makes the verifier refetch the set.
+	authFails(t, v, sign(t, jose.JSONWebKey{Key: priv, KeyID: "other", Algorithm: "ES256"}, clock.Now(), nil), "unknown kid")
+	if n := idp.fetches.Load(); n != 2 {
+		t.Fatalf("got %d fetches, want 2 (the set was refetched)", n)
+	}
+	// Control: a verifier without the cache refuses the token.
+	fresh := NewJWTVerifier(idp.jwtConfig(), nil, clock.Now)
+	authFails(t, fresh, tok, "fresh verifier, old key material")
+	// The caching verifier must refuse it too.
+	if p, err := v.Authenticate(context.Background(), tok); err == nil {
+		t.Fatalf("cached token signed by key material no longer published was accepted as %q", p.ID)
+	}
+}
+
+// TestMTLSCommonNameMimicsURI: with the default identity (URI SAN
+// else CN) a certificate carrying no URI SAN and a common name spelled as
+// another agent's SPIFFE ID becomes that agent.
+func TestMTLSCommonNameMimicsURI(t *testing.T) {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, _ := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
+	ca, _ := x509.ParseCertificate(caDER)
+	leaf := func(cn string, uris ...string) *x509.Certificate {
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tm := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: cn},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+		for _, u := range uris {
+			pu, _ := url.Parse(u)
+			tm.URIs = append(tm.URIs, pu)
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tm, ca, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := x509.ParseCertificate(der)
+		return c
+	}
+	const alice = "spiffe://example.org/agent/alice"
+	real, _ := certPrincipal(&tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf("alice-workload", alice), ca}}}, "")
+	if real == nil || real.ID != alice {
+		t.Fatalf("alice's own certificate: %v", real)
+	}
+	fake, err := certPrincipal(&tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf(alice), ca}}}, "")
+	if err == nil && fake != nil && fake.ID == alice {
+		t.Fatalf("a certificate with only CN %q (no URI SAN) authenticated as the agent %q whose identity is a URI SAN", alice, fake.ID)
+	}
+}
+
+// TestJWTAgentNameNotChecked: an API key's agent must match
+// ^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$; a JWT's agent claim is taken as
+// is, so a token whose sub (or agent_claim: preferred_username, a DCR
+// client_name, …) is a Cyrillic look-alike of "alice", or carries
+// invisible or control characters, names an agent that audit, console
+// and manifests cannot tell from alice.
+func TestJWTAgentNameNotChecked(t *testing.T) {
+	idp, clock := newIdP(t), newClock()
+	v := NewJWTVerifier(idp.jwtConfig(), nil, clock.Now)
+	for _, sub := range []string{"\u0430lice", "alice\u200b", "alice\n", ""} {
+		p, err := v.Authenticate(context.Background(), sign(t, idp.current(), clock.Now(), map[string]any{"sub": sub}))
+		if err == nil {
+			t.Errorf("sub %q authenticated as agent %q; an API key could not name this agent", sub, p.ID)
+		}
+	}
+}
