@@ -37,6 +37,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -345,14 +346,19 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 	case send:
 		g.send(w, r, a, m, v1, owner)
 	case onTask, pushConfig:
-		id := taskIDParam(m.Params)
-		if id == "" && !(spec.kind == pushConfig && strings.Contains(strings.ToLower(m.Method), "list")) {
+		ids := requestTaskIDs(m.Params, spec.kind == pushConfig)
+		if len(ids) == 0 && !(spec.kind == pushConfig && strings.Contains(strings.ToLower(m.Method), "list")) {
 			reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " needs the task's id"})
 			return
 		}
-		if id != "" && !g.tasks.owns(r.Context(), a.Name, id, owner) {
-			reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
-			return
+		// Every task the request names must be the caller's: an agent
+		// reads the field it reads (a push config's taskId, a Python
+		// agent's task_id), whichever the gateway would have picked.
+		for _, id := range ids {
+			if !g.tasks.owns(r.Context(), a.Name, id, owner) {
+				reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
+				return
+			}
 		}
 		if spec.kind == pushConfig {
 			if err := g.checkPushURLs(m.Params); err != nil {
@@ -395,8 +401,22 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		writeJSON(w, http.StatusBadGateway, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
 		return
 	}
-	if id := intercept.StringMember(msg, "taskId"); id != "" && !g.tasks.owns(r.Context(), a.Name, id, owner) {
-		reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
+	for _, k := range []string{"taskId", "task_id"} { // Python agents read snake case too
+		if id := intercept.StringMember(msg, k); id != "" && !g.tasks.owns(r.Context(), a.Name, id, owner) {
+			reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
+			return
+		}
+	}
+	if cid := intercept.StringMember(msg, "contextId"); cid != "" {
+		// A context the gateway saw started is its starter's; an unknown
+		// one becomes the caller's as it goes on.
+		if g.tasks.ownedByOther(r.Context(), a.Name, contextKey(cid), owner) {
+			reply(&intercept.WireError{Code: codeTaskNotFound, Message: "context not found"})
+			return
+		}
+	}
+	if intercept.Member(msg, "task_id") != nil || intercept.Member(msg, "context_id") != nil {
+		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: write message.taskId and message.contextId, not task_id and context_id"})
 		return
 	}
 	if err := g.checkPushURLs(intercept.Member(m.Params, "configuration")); err != nil {
@@ -458,6 +478,21 @@ func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) 
 		}
 		bad := func(what string) error {
 			return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: message.parts[%d]: %s", i, what)}
+		}
+		// One content per part: an agent reads a part by its kind, and
+		// {"kind":"data","text":"hello","data":{...}} must not be decided
+		// as its text while the agent acts on its data.
+		var contents []string
+		for _, k := range []string{"text", "data", "file", "raw", "url"} {
+			if intercept.Member(part, k) != nil {
+				contents = append(contents, k)
+			}
+		}
+		if len(contents) > 1 {
+			return bad("a part carries more than one content (" + strings.Join(contents, ", ") + ")")
+		}
+		if kind := intercept.StringMember(part, "kind"); kind != "" && len(contents) == 1 && kind != contents[0] && !(kind == "file" && contents[0] == "file") {
+			return bad(fmt.Sprintf("kind %q but the part carries %s", kind, contents[0]))
 		}
 		switch t := intercept.Member(part, "text"); {
 		case t != nil:
@@ -563,7 +598,7 @@ func (g *Gateway) deny(w http.ResponseWriter, m *intercept.Message, v1 bool, d *
 	if contextID == "" {
 		contextID = intercept.NewTxnID()
 	}
-	g.tasks.add(context.Background(), a.Name, taskID, owner)
+	g.tasks.addRejected(a.Name, taskID, owner)
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	var result any
 	if v1 {
@@ -841,15 +876,48 @@ func privateHost(host string) string {
 	}
 	for _, ip := range ips {
 		ip = ip.Unmap()
+		if ip.Is6() {
+			// IPv4 carried in IPv6: NAT64 (64:ff9b::/96), IPv4-compatible
+			// (::/96) and 6to4 (2002::/16) reach the IPv4 address inside.
+			b := ip.As16()
+			switch {
+			case nat64.Contains(ip), v4compat.Contains(ip):
+				ip = netip.AddrFrom4([4]byte(b[12:16]))
+			case sixToFour.Contains(ip):
+				ip = netip.AddrFrom4([4]byte(b[2:6]))
+			}
+		}
 		switch {
 		case ip.IsLoopback():
 			return "a loopback address"
 		case ip.IsPrivate(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsUnspecified():
 			return "a private or link-local address"
+		case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
+			return "a multicast address"
+		}
+		for _, p := range otherPrivate {
+			if p.Contains(ip) {
+				return "a private or reserved address (" + p.String() + ")"
+			}
 		}
 	}
 	return ""
 }
+
+// Ranges the netip predicates leave out that a push must not reach:
+// carrier-grade NAT and cloud metadata (100.64.0.0/10, Alibaba's
+// 100.100.100.200), "this network", benchmarking, IETF protocol
+// assignments, the broadcast address.
+var (
+	nat64        = netip.MustParsePrefix("64:ff9b::/96")
+	v4compat     = netip.MustParsePrefix("::/96")
+	sixToFour    = netip.MustParsePrefix("2002::/16")
+	otherPrivate = []netip.Prefix{
+		netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("0.0.0.0/8"),
+		netip.MustParsePrefix("192.0.0.0/24"), netip.MustParsePrefix("198.18.0.0/15"),
+		netip.MustParsePrefix("255.255.255.255/32"), netip.MustParsePrefix("64:ff9b:1::/48"),
+	}
+)
 
 // walkStrings calls fn for every string in v with the name of the member
 // holding it ("" in arrays).
@@ -880,16 +948,33 @@ func walkStrings(v jsontext.Value, key string, fn func(key, s string)) {
 // taskIDParam is the task a method names: params.id (0.3 and 1.0),
 // params.taskId, or params.name "tasks/{id}[/...]".
 func taskIDParam(params jsontext.Value) string {
-	for _, k := range []string{"id", "taskId"} {
-		if s := intercept.StringMember(params, k); s != "" {
-			return s
-		}
-	}
-	if n, ok := strings.CutPrefix(intercept.StringMember(params, "name"), "tasks/"); ok {
-		id, _, _ := strings.Cut(n, "/")
-		return id
+	if ids := requestTaskIDs(params, false); len(ids) > 0 {
+		return ids[0]
 	}
 	return ""
+}
+
+// requestTaskIDs are the distinct task ids params names: in id (not for a push
+// config method that names its task otherwise: there id is the config's),
+// taskId, task_id (Python agents read snake case too) and name
+// (tasks/{id}/...).
+func requestTaskIDs(params jsontext.Value, pushConfig bool) []string {
+	var ids []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(ids, s) {
+			ids = append(ids, s)
+		}
+	}
+	add(intercept.StringMember(params, "taskId"))
+	add(intercept.StringMember(params, "task_id"))
+	if n, ok := strings.CutPrefix(intercept.StringMember(params, "name"), "tasks/"); ok {
+		id, _, _ := strings.Cut(n, "/")
+		add(id)
+	}
+	if !pushConfig || len(ids) == 0 {
+		add(intercept.StringMember(params, "id"))
+	}
+	return ids
 }
 
 // ownerOf is who owns the tasks a request creates: the authenticated

@@ -28,10 +28,22 @@ type owners struct {
 	c      *ownerTable // agent + "\x00" + task id -> owner
 	shared TaskStore   // nil: this process only
 	log    *slog.Logger
+	// rejected holds the tasks of the gateway's own soft denials, which
+	// the agent never saw, apart from c: a flood of denied messages costs
+	// the caller nothing, and must not push real tasks out of c (whose
+	// owners would then be unknown, their tasks "not found").
+	rejected *ownerTable
 }
 
 func newOwners(n int, shared TaskStore, log *slog.Logger) *owners {
-	return &owners{c: newOwnerTable(n), shared: shared, log: log} // n > 0
+	return &owners{c: newOwnerTable(n), shared: shared, log: log, rejected: newOwnerTable(min(n, 1024))} // n > 0
+}
+
+// addRejected records the owner of a task the gateway rejected itself.
+func (o *owners) addRejected(agentName, task, owner string) {
+	if task != "" {
+		o.rejected.ContainsOrAdd(agentName+"\x00"+task, owner)
+	}
 }
 
 // ownerTable holds up to n task owners, forgetting the oldest first. It
@@ -105,6 +117,9 @@ func (o *owners) owns(ctx context.Context, agentName, task, owner string) bool {
 	if known, owns := o.c.Owns(key, owner); known {
 		return owns
 	}
+	if known, owns := o.rejected.Owns(key, owner); known {
+		return owns
+	}
 	if o.shared == nil {
 		return false
 	}
@@ -125,6 +140,49 @@ func (o *owners) record(ctx context.Context, agentName, owner string, result jso
 	for _, id := range taskIDs(result) {
 		o.add(ctx, agentName, id, owner)
 	}
+	for _, id := range contextIDs(result) {
+		o.add(ctx, agentName, contextKey(id), owner)
+	}
+}
+
+// ownedByOther reports whether task (or a context's key) is known to
+// belong to someone other than owner; unknown is not. A shared store that
+// cannot answer counts as another's: closed.
+func (o *owners) ownedByOther(ctx context.Context, agentName, task, owner string) bool {
+	key := agentName + "\x00" + task
+	if known, owns := o.c.Owns(key, owner); known {
+		return !owns
+	}
+	if o.shared == nil {
+		return false
+	}
+	got, ok, err := o.shared.Owner(ctx, key)
+	return err != nil || ok && got != owner
+}
+
+// contextKey is the key a context id is owned under, apart from task ids
+// (an agent may use one value as both).
+func contextKey(id string) string { return "context\x00" + id }
+
+// contextIDs returns the context ids in a result, in both versions'
+// shapes: conversations belong to the principal that started them, like
+// tasks (an agent may keep a context's history and read it to whoever
+// names it).
+func contextIDs(result jsontext.Value) []string {
+	if result.Kind() != '{' {
+		return nil
+	}
+	var ids []string
+	_ = intercept.EachMember(result, func(k string, v jsontext.Value) error {
+		switch k {
+		case "contextId":
+			ids = append(ids, unquote(v))
+		case "task", "message", "statusUpdate", "artifactUpdate":
+			ids = append(ids, intercept.StringMember(v, "contextId"))
+		}
+		return nil
+	})
+	return ids
 }
 
 // taskIDs returns the task ids in a result: a 0.3 Task (kind "task", id),
