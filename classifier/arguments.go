@@ -34,6 +34,7 @@ type argFacts struct {
 	maxArray     int  // longest array of items
 	sqlScale     string
 	sqlAction    string // what a SQL statement argument does: Read, Write or Provision
+	sqlSeen      bool   // a SQL argument was read (sqlAction may be "": unreadable)
 	values       int
 	pluralTarget bool // an array of identifiers
 }
@@ -432,7 +433,13 @@ func (f *argFacts) sql(c *compiled, s string) {
 	}
 	u := strings.ToUpper(strings.TrimSpace(s))
 	has := func(kw string) bool { return strings.Contains(u, kw) }
-	f.sqlAction = sqlStatementAction(u)
+	// With several SQL arguments the most consequential speaks for the
+	// call: a decoy SELECT beside a DROP TABLE must not make it a read.
+	// One that cannot be read ("") counts as more than a Read.
+	if a := sqlStatementAction(u); !f.sqlSeen || sqlWeight(a) > sqlWeight(f.sqlAction) {
+		f.sqlAction = a
+	}
+	f.sqlSeen = true
 	switch {
 	case strings.HasPrefix(u, "SELECT"), strings.HasPrefix(u, "WITH"):
 		switch {
@@ -478,7 +485,7 @@ func sqlStatementAction(u string) string {
 	case first == "SELECT" && (has(" FROM ") || !strings.ContainsAny(rest, " ")),
 		first == "WITH" && has(" AS (") && has("SELECT "):
 		switch {
-		case first == "WITH" && (has(" INSERT ") || has(" UPDATE ") || has(" DELETE ")), has(" INTO "):
+		case first == "WITH" && sqlModifies.MatchString(u), has(" INTO "):
 			return Write // a data-modifying CTE, SELECT … INTO a new table
 		case sqlSideEffects.MatchString(u):
 			// A query calling a function that acts (ends sessions, moves
@@ -559,3 +566,22 @@ func isAbsPath(s string) bool {
 	return strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~/") || s == "~" ||
 		len(s) >= 3 && s[1] == ':' && (s[2] == '\\' || s[2] == '/') && (s[0]|0x20 >= 'a' && s[0]|0x20 <= 'z')
 }
+
+// sqlWeight orders what SQL arguments say, for the most consequential
+// to speak for the call: a read, then one that cannot be read (the tool's
+// name decides), then a write, then provisioning.
+func sqlWeight(action string) int {
+	switch action {
+	case Read:
+		return 0
+	case "":
+		return 1
+	case Provision:
+		return 3
+	}
+	return 2
+}
+
+// sqlModifies finds a data-modifying statement inside a query (a WITH's
+// CTE), wherever it stands: "(DELETE FROM" as much as " DELETE ".
+var sqlModifies = regexp.MustCompile(`\b(INSERT|UPDATE|DELETE|MERGE)\b`)
