@@ -341,6 +341,18 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " needs a params object"})
 		return
 	}
+	// An agent binding params with Go's encoding/json reads "taskID" or
+	// "ID" as the field the gateway checked under its exact name.
+	if why, bad := intercept.CaseVariant(m.Params, a2aFields); bad {
+		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + why})
+		return
+	}
+	if msg := intercept.Member(m.Params, "message"); msg.Kind() == '{' {
+		if why, bad := intercept.CaseVariant(msg, a2aFields); bad {
+			reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message: " + why})
+			return
+		}
+	}
 	owner := ownerOf(r.Context())
 	switch spec.kind {
 	case send:
@@ -953,6 +965,11 @@ func taskIDParam(params jsontext.Value) string {
 	}
 	return ""
 }
+
+// a2aFields are the members whose names the gateway reads in A2A params
+// and messages: a case variant of one is refused.
+var a2aFields = []string{"id", "taskId", "contextId", "messageId", "message", "parts", "kind", "role", "text", "data", "file",
+	"metadata", "skillId", "configuration", "pushNotificationConfig", "name", "historyLength", "referenceTaskIds", "extensions"}
 
 // requestTaskIDs are the distinct task ids params names: in id (not for a push
 // config method that names its task otherwise: there id is the config's),

@@ -236,13 +236,14 @@ func claimHas(v any, want string) bool {
 	return false
 }
 
-// printableASCII reports whether s is 1 to 256 bytes of printable ASCII.
+// printableASCII reports whether s is 1 to 256 bytes of printable ASCII,
+// spaces allowed between words (a display name) but not at either end.
 func printableASCII(s string) bool {
-	if s == "" || len(s) > 256 {
+	if s == "" || len(s) > 256 || s[0] == ' ' || s[len(s)-1] == ' ' {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
+		if s[i] < 0x20 || s[i] > 0x7e {
 			return false
 		}
 	}

@@ -56,7 +56,18 @@ type stream struct {
 	ch       chan []byte
 	gone     chan struct{} // closed when the client went away
 	goneOnce sync.Once
+
+	// What offer could not put in ch at once, in order, for pump to
+	// deliver: bounded by maxOverflow bytes, past which notifications
+	// are dropped (the final answer is always kept).
+	omu           sync.Mutex
+	overflow      [][]byte
+	overflowBytes int
+	pumping       bool
 }
+
+// maxOverflow bounds the messages a stream holds beyond its channel.
+const maxOverflow = 4 << 20
 
 func newStream() *stream { return &stream{ch: make(chan []byte, 16), gone: make(chan struct{})} }
 
@@ -70,22 +81,51 @@ func (s *stream) deliver(msg []byte) {
 }
 
 // offer hands msg to s without ever blocking the caller (the reader of
-// a connection that serves other clients too): a message s has no room
-// for is dropped (false) unless final, which then waits for the client on
-// a goroutine of its own, until it reads or goes away.
+// a connection that serves other clients too): what the channel has no
+// room for waits in the stream's overflow, delivered in order by a
+// goroutine of its own; a notification past maxOverflow bytes of it is
+// dropped (false), a final answer never.
 func (s *stream) offer(msg []byte, final bool) bool {
-	select {
-	case s.ch <- msg:
-		return true
-	case <-s.gone:
-		return true
-	default:
+	s.omu.Lock()
+	defer s.omu.Unlock()
+	if len(s.overflow) == 0 {
+		select {
+		case s.ch <- msg:
+			return true
+		case <-s.gone:
+			return true
+		default:
+		}
 	}
-	if final {
-		go s.deliver(msg)
-		return true
+	if !final && s.overflowBytes+len(msg) > maxOverflow {
+		return false
 	}
-	return false
+	s.overflow = append(s.overflow, msg)
+	s.overflowBytes += len(msg)
+	if !s.pumping {
+		s.pumping = true
+		go s.pump()
+	}
+	return true
+}
+
+// pump delivers the overflow in order, waiting for the client as deliver
+// does, until it is empty.
+func (s *stream) pump() {
+	for {
+		s.omu.Lock()
+		if len(s.overflow) == 0 {
+			s.pumping = false
+			s.omu.Unlock()
+			return
+		}
+		msg := s.overflow[0]
+		s.overflow[0] = nil
+		s.overflow = s.overflow[1:]
+		s.overflowBytes -= len(msg)
+		s.omu.Unlock()
+		s.deliver(msg)
+	}
 }
 
 func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {

@@ -452,6 +452,25 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if err != nil && upErr == nil {
 		upErr = err
 	}
+	if err == nil && len(b) == observeLimit && ob.waitsForList() {
+		// Too big to look at, and it may be a tools/list answer: what the
+		// client would be shown must be what the gateway records.
+		var out []jsontext.Value
+		for id, m := range ob.pending {
+			if m == "tools/list" {
+				out = append(out, listRefused(jsontext.Value(id), fmt.Errorf("the answer is over %d bytes", observeLimit)))
+			}
+		}
+		resp.Body.Close()
+		w.Header().Del("Content-Length")
+		w.Header().Del("Content-Encoding")
+		if len(out) == 1 {
+			writeJSON(w, http.StatusOK, out[0])
+		} else {
+			writeJSON(w, http.StatusOK, marshalArray(out))
+		}
+		return
+	}
 	if err != nil || len(b) == observeLimit {
 		// Broken, or too big to look at: pass it on untouched.
 		if resp.ContentLength >= 0 {

@@ -60,7 +60,7 @@ func TestNamesWithControlCharacters(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x\u001b[2K\rlooks_fine","arguments":{}}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pay\u202egnp.exe","arguments":{}}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p\u0085"}}`,
-		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a\u200db"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a\u2066b"}}`,
 	} {
 		if _, _, err := Decode([]byte(body)); err == nil || !strings.Contains(err.Error(), "control or formatting") {
 			t.Errorf("%s: got %v, want it refused", body, err)

@@ -388,7 +388,7 @@ func (m *Message) decodeParams() error {
 	if err != nil {
 		return err
 	}
-	if m.IsAction() && strings.IndexFunc(m.Name, unprintableName) >= 0 {
+	if m.IsAction() && strings.IndexFunc(m.Name, UnprintableName) >= 0 {
 		// The name reaches logs, terminals and the console: control and
 		// bidirectional formatting characters could erase or disguise
 		// the line that records the call.
@@ -416,10 +416,18 @@ func (m *Message) decodeParams() error {
 }
 
 // unprintableName reports a rune a decided name must not hold: a control
-// character (C0, DEL, C1) or a Unicode format character (bidirectional
-// overrides, zero-width joiners).
-func unprintableName(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+// character (C0, DEL, C1), a bidirectional control, or a line or
+// paragraph separator. Zero-width (non-)joiners stay: Persian and other
+// scripts use them inside words, emoji sequences between pictures.
+func UnprintableName(r rune) bool {
+	switch {
+	case unicode.IsControl(r):
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c,
+		r == 0x2028, r == 0x2029:
+		return true
+	}
+	return false
 }
 
 // nameMember is the params member that names what m.Method acts on.

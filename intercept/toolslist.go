@@ -71,6 +71,8 @@ func CheckToolsResult(result jsontext.Value) error {
 			return err
 		case !named || name == "":
 			return fmt.Errorf("a tool has no name")
+		case strings.IndexFunc(name, UnprintableName) >= 0:
+			return fmt.Errorf("tool %q holds a control or bidirectional character", name)
 		case name == "*":
 			return fmt.Errorf("a tool is named \"*\", which names every tool to an approval")
 		case seen[name]:
@@ -98,4 +100,23 @@ func eachElement(arr jsontext.Value, fn func(jsontext.Value) error) error {
 		}
 	}
 	return nil
+}
+
+// CaseVariant reports, in a validated JSON object v, two members at any
+// depth whose names differ only in case, or a top-level member spelt like
+// one of known in another case: what a reader matching names
+// case-insensitively (Go's encoding/json) could take for another member
+// than the one the gateway read.
+func CaseVariant(v jsontext.Value, known []string) (string, bool) {
+	if a, b, found := foldedDuplicate(v); found {
+		return fmt.Sprintf("members %q and %q differ only in case", a, b), true
+	}
+	var why string
+	_ = eachValidMember(v, func(key string, _ jsontext.Value) error {
+		if k := foldedMatch(key, known); k != "" && k != key && why == "" {
+			why = fmt.Sprintf("member %q differs from %q only in case", key, k)
+		}
+		return nil
+	})
+	return why, why != ""
 }

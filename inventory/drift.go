@@ -108,15 +108,15 @@ func (d *Diff) String() string {
 func writeChange(b *strings.Builder, c ToolChange) {
 	switch c.Kind {
 	case ToolAdded:
-		fmt.Fprintf(b, "+ %s  added (%s)\n", c.Tool, short(c.ObservedHash))
+		fmt.Fprintf(b, "+ %s  added (%s)\n", visible(c.Tool), short(c.ObservedHash))
 	case ToolRemoved:
-		fmt.Fprintf(b, "- %s  removed (was %s)\n", c.Tool, short(c.PinnedHash))
+		fmt.Fprintf(b, "- %s  removed (was %s)\n", visible(c.Tool), short(c.PinnedHash))
 	case ToolChanged:
 		names := make([]string, len(c.Fields))
 		for i, f := range c.Fields {
 			names[i] = f.Field
 		}
-		fmt.Fprintf(b, "~ %s  changed: %s (%s -> %s)\n", c.Tool, strings.Join(names, ", "), short(c.PinnedHash), short(c.ObservedHash))
+		fmt.Fprintf(b, "~ %s  changed: %s (%s -> %s)\n", visible(c.Tool), strings.Join(names, ", "), short(c.PinnedHash), short(c.ObservedHash))
 		for _, f := range c.Fields {
 			if f.Values == nil {
 				pre, oldMid, newMid, post := textDelta(f.Pinned, f.Observed)
@@ -133,11 +133,11 @@ func writeChange(b *strings.Builder, c ToolChange) {
 				}
 				switch {
 				case v.Pinned == nil:
-					fmt.Fprintf(b, "    %s %s: + %s\n", f.Field, pathOrRoot(v.Path), clip(string(v.Observed), 200))
+					fmt.Fprintf(b, "    %s %s: + %s\n", f.Field, visible(pathOrRoot(v.Path)), clip(string(v.Observed), 200))
 				case v.Observed == nil:
-					fmt.Fprintf(b, "    %s %s: - %s\n", f.Field, pathOrRoot(v.Path), clip(string(v.Pinned), 200))
+					fmt.Fprintf(b, "    %s %s: - %s\n", f.Field, visible(pathOrRoot(v.Path)), clip(string(v.Pinned), 200))
 				default:
-					fmt.Fprintf(b, "    %s %s: %s -> %s\n", f.Field, pathOrRoot(v.Path), clip(string(v.Pinned), 200), clip(string(v.Observed), 200))
+					fmt.Fprintf(b, "    %s %s: %s -> %s\n", f.Field, visible(pathOrRoot(v.Path)), clip(string(v.Pinned), 200), clip(string(v.Observed), 200))
 				}
 			}
 		}
