@@ -385,6 +385,7 @@ func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (j
 		}
 		c[list] = keep
 	}
+	g.withholdDrifted(a, c)
 	delete(c, "signatures")
 	if g.signer != nil {
 		if err := g.signer.sign(c, g.baseURL(r)+"/a2a/.well-known/jwks.json"); err != nil {
@@ -393,6 +394,44 @@ func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (j
 	}
 	out, err := json.Marshal(c, json.Deterministic(true))
 	return out, err
+}
+
+// driftWithheld replaces the text of a skill that changed since it was
+// pinned and awaits approval.
+const driftWithheld = "This skill changed since it was approved; it is unavailable until an operator approves the change."
+
+// withholdDrifted keeps the text of skills the inventory blocks (changed
+// since the pin, not approved) out of the card clients get: messages
+// naming them are refused, and their new text, a server's to write, is
+// not shown to clients unreviewed either. The card's own description
+// stands for the skill "send".
+func (g *Gateway) withholdDrifted(a *agent, c map[string]any) {
+	if g.ic == nil {
+		return
+	}
+	inv, ok := g.ic.Observer.(interface {
+		Blocked(upstream, tool string) (string, bool)
+	})
+	if !ok {
+		return
+	}
+	up := "a2a:" + a.Name
+	if _, blocked := inv.Blocked(up, "send"); blocked {
+		c["description"] = driftWithheld
+	}
+	skills, _ := c["skills"].([]any)
+	for _, x := range skills {
+		m, ok := x.(map[string]any)
+		if !ok {
+			continue
+		}
+		if id, _ := m["id"].(string); id != "" {
+			if _, blocked := inv.Blocked(up, id); blocked {
+				m["description"] = driftWithheld
+				delete(m, "examples")
+			}
+		}
+	}
 }
 
 // baseURL is how the client reached the gateway: the request's scheme and
