@@ -424,6 +424,14 @@ func (l *loader) compile(rp *rawPolicy, opts Options) *Policy {
 		if !rm.hasList && rm.ceiling == nil {
 			l.errorf(rm.agent.n, rm.agent.path, "the manifest of %q says nothing; give it allowed_classes, boundary_ceiling or both", rm.agent.v)
 		}
+		// Keyed in NFC, as agents are looked up: "jose\u0301" and
+		// "jos\u00e9" are one agent.
+		if m.agent != anyAgent {
+			m.agent = nfc(m.agent)
+		}
+		if old := p.manifests[m.agent]; old != nil {
+			l.errorf(rm.agent.n, rm.agent.path, "the manifest of %q is the same agent as another manifest's (once normalized)", rm.agent.v)
+		}
 		p.manifests[m.agent] = m
 	}
 

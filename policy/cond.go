@@ -204,6 +204,11 @@ func decodeArgs(raw jsontext.Value) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the tool arguments cannot be read: %w", err)
 	}
+	if why, bad := intercept.CaseVariant(raw, nil); bad {
+		// A Go upstream matches member names case-insensitively: a
+		// condition on "amount" must not pass while it reads "AMOUNT".
+		return nil, fmt.Errorf("the tool arguments cannot be read: %s", why)
+	}
 	if _, err := dec.ReadToken(); err == nil {
 		return nil, fmt.Errorf("the tool arguments cannot be read: data after the value")
 	}

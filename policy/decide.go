@@ -140,7 +140,7 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 	}
 
 	if len(p.manifests) > 0 {
-		m := p.manifests[d.Agent]
+		m := p.manifests[nfc(d.Agent)]
 		if m == nil {
 			m = p.manifests[anyAgent]
 		}
@@ -298,7 +298,15 @@ func (p *Policy) evalWhen(r *rule, st *state) (bool, error) {
 	hit, err := r.when.eval(st.ctx, st.act)
 	if err != nil && r.when.classification && st.d.Classification[ClassificationWithheld] == true {
 		// Re-evaluation without the classifier's attributes (RFC-010
-		// §12.3): a condition that needs them does not hold.
+		// §12.3): a condition that needs them does not hold. But only an
+		// error of theirs: with neutral stand-ins for every attribute the
+		// condition must evaluate; an error of the arguments' own (a
+		// string where a number was written) stays an error, and denies.
+		probe := *st.act
+		probe.classification = neutralClassification(st.act.classification)
+		if _, perr := r.when.eval(st.ctx, &probe); perr != nil {
+			return false, err
+		}
 		return false, nil
 	}
 	return hit, err
@@ -468,3 +476,20 @@ func (p *Policy) Classes(upstream, tool string) []string {
 
 // Classes returns the current policy's classes for a tool.
 func (w *Watcher) Classes(upstream, tool string) []string { return w.Policy().Classes(upstream, tool) }
+
+// neutralClassification is m with every classifier attribute a condition
+// may read present, as a value of its type: strings "", numbers 0,
+// booleans false; what m holds stays.
+func neutralClassification(m map[string]any) map[string]any {
+	out := map[string]any{
+		"composite_confidence": 0.0, "disposition": "", "consistent_with_declaration": false,
+		"capability_class": "", "risk_level": "", "injection_suspected": false, "tool_poisoning": false,
+	}
+	for _, axis := range []string{"action_type", "boundary", "sensitivity", "scale", "reversibility"} {
+		out[axis], out[axis+"_confidence"] = "", 0.0
+	}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

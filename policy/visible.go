@@ -45,7 +45,7 @@ func (p *Policy) Visible(ctx context.Context, d *intercept.ActionDescriptor) (ok
 		}
 	}
 	if len(p.manifests) > 0 {
-		m := p.manifests[d.Agent]
+		m := p.manifests[nfc(d.Agent)]
 		if m == nil {
 			m = p.manifests[anyAgent]
 		}

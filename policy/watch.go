@@ -19,8 +19,8 @@ type WatchOptions struct {
 	// MemoryStore shared by every policy the Watcher loads, so that route
 	// memory survives reloads.
 	Options
-	// Interval is how often Run looks at the file's modification time and
-	// size; zero means one second.
+	// Interval is how often Run reads the file; new content is loaded when
+	// two reads in a row find it (not mid-write). Zero means one second.
 	Interval time.Duration
 	// OnReload, if not nil, is called after every reload attempt Run or
 	// Reload makes, with the new policy or the error that kept the old
@@ -42,6 +42,11 @@ type Watcher struct {
 	modTime time.Time
 	size    int64
 	sum     [32]byte
+	// seen is the content the last poll read, and rejected the last
+	// content that failed to compile: content is reloaded once two polls
+	// read the same bytes (an editor's write in progress is not served),
+	// and a bad file is reported once.
+	seen, rejected [32]byte
 	lastErr error
 }
 
@@ -121,10 +126,25 @@ func (w *Watcher) poll() {
 		w.modTime, w.size = time.Time{}, -1 // reload when it is back
 		return
 	}
-	if fi.ModTime().Equal(w.modTime) && fi.Size() == w.size {
+	// The content decides, not the modification time and size: an edit
+	// can keep both (a coarse clock, a tool restoring times).
+	src, err := os.ReadFile(w.path)
+	if err != nil {
+		w.reject(err)
 		return
 	}
-	w.reload(fi)
+	sum := sha256.Sum256(src)
+	switch {
+	case sum == w.sum, sum == w.rejected:
+		w.seen = sum
+		return
+	case sum != w.seen:
+		w.seen = sum // changed since the last poll: perhaps mid-write; the next poll decides
+		return
+	}
+	if w.reload(fi) != nil {
+		w.rejected = sum
+	}
 }
 
 // Reload reads and compiles the file now, as on SIGHUP, whether or not it
