@@ -76,7 +76,7 @@ rules:
 // agent's name are not, so an agent whose name is the NFC spelling of a
 // manifest written in NFD (or the other way round) escapes its manifest.
 func TestAttackManifestAgentNFD(t *testing.T) {
-	nfd := "jose\u0301"  // José, decomposed, as some editors write it
+	nfd := "jose\u0301"    // José, decomposed, as some editors write it
 	nfcName := "jos\u00e9" // José, composed, as the IdP issues it
 	p := atkCompile(t, `
 default: allow

@@ -47,7 +47,7 @@ type Watcher struct {
 	// read the same bytes (an editor's write in progress is not served),
 	// and a bad file is reported once.
 	seen, rejected [32]byte
-	lastErr error
+	lastErr        error
 }
 
 var (
