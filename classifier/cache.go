@@ -1,16 +1,21 @@
 package classifier
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	stdjson "encoding/json"
+	"errors"
 	"hash/maphash"
 	"maps"
+	"net/url"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // cacheKey is the SHA-256 of a descriptor's canonical JSON.
@@ -23,6 +28,14 @@ type cacheKey [sha256.Size]byte
 func cacheCanonical(d *intercept.ActionDescriptor) (jsontext.Value, cacheKey, error) {
 	stable := *d
 	stable.TxnID, stable.SessionID, stable.CallID = "", "", nil
+	// The provider is a third party: secrets in the arguments (a
+	// password, a bearer token) are not sent to it, redacted as the audit
+	// store redacts them.
+	if !jsontext.Value(d.Parameters).IsValid() && len(d.Parameters) > 0 {
+		return nil, cacheKey{}, errors.New("classifier: the call's parameters are not valid JSON")
+	}
+	stable.Parameters = redactedParameters(d.Parameters)
+	stable.TargetEndpoint = withoutCredentials(d.TargetEndpoint)
 	b, err := json.Marshal(&stable)
 	if err != nil {
 		return nil, cacheKey{}, err
@@ -167,4 +180,35 @@ func (c *verdictCache) len() int {
 		return 0
 	}
 	return c.canon.Len()
+}
+
+// redactedParameters is params with the values of secret-looking keys and
+// credentials inside strings replaced (telemetry.Redactor); numbers stay
+// as written. Params that cannot be read are kept out whole.
+func redactedParameters(params jsontext.Value) jsontext.Value {
+	if len(params) == 0 {
+		return params
+	}
+	dec := stdjson.NewDecoder(bytes.NewReader(params))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return jsontext.Value(`"(unreadable arguments left out)"`)
+	}
+	out, err := stdjson.Marshal(telemetry.Redactor{}.Redact(v))
+	if err != nil {
+		return jsontext.Value(`"(unreadable arguments left out)"`)
+	}
+	return out
+}
+
+// withoutCredentials is a target URL without userinfo, query or fragment
+// (the gateway's own targets carry none; a descriptor made elsewhere may).
+func withoutCredentials(target string) string {
+	u, err := url.Parse(target)
+	if err != nil || u.Scheme == "" || u.Scheme == "stdio" {
+		return telemetry.Scrub(target)
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -58,9 +59,16 @@ func (u *Upstream) maxChildren() int {
 
 func (u *Upstream) target() string {
 	if u.URL != "" {
-		return u.URL
+		// What every call's descriptor carries into policy, the
+		// classifier (an LLM provider too) and the audit store: without
+		// the operator's credentials in userinfo or query string.
+		if p, err := url.Parse(u.URL); err == nil {
+			p.User, p.RawQuery, p.ForceQuery, p.Fragment, p.RawFragment = nil, "", false, "", ""
+			return p.String()
+		}
+		return "(upstream URL)"
 	}
-	return "stdio:" + strings.Join(append([]string{u.Command}, u.Args...), " ")
+	return "stdio:" + telemetry.Scrub(strings.Join(append([]string{u.Command}, u.Args...), " "))
 }
 
 // Options configure a Gateway. The zero value of every field means the

@@ -6,7 +6,7 @@ import (
 )
 
 // redactURLs returns the text of err with every URL carried by a
-// *url.Error in its chain cut down to scheme, host and path: an upstream's
+// *url.Error in its chain cut down to scheme and host: an upstream's
 // URL may hold a key in its query string or credentials in its userinfo,
 // and errors naming it go to clients.
 func redactURLs(err error) string {
@@ -41,12 +41,17 @@ func urlErrors(err error) []*url.Error {
 	return out
 }
 
-// redactURL keeps scheme, host and path of raw; one that does not parse
+// redactURL keeps scheme and host of raw: hosted servers put keys in the
+// path as well as the query string and userinfo. One that does not parse
 // is left out altogether.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(upstream URL)"
 	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
+	out := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+	if u.Path != "" && u.Path != "/" {
+		out += "/…"
+	}
+	return out
 }

@@ -103,8 +103,8 @@ func TestRedactURLErrors(t *testing.T) {
 		err  error
 		want string
 	}{
-		{inner, `Post "https://example.com:8443/mcp": connection refused`},
-		{fmt.Errorf("calling: %w", inner), `calling: Post "https://example.com:8443/mcp": connection refused`},
+		{inner, `Post "https://example.com:8443/…": connection refused`},
+		{fmt.Errorf("calling: %w", inner), `calling: Post "https://example.com:8443/…": connection refused`},
 		{errors.New("plain"), "plain"},
 	}
 	for _, tt := range tests {
