@@ -23,7 +23,12 @@ var secretWords = []string{
 	"password", "passwd", "passphrase", "secret", "token", "apikey",
 	"authorization", "cookie", "privatekey", "credential", "accesskey",
 	"sessionkey", "signingkey", "encryptionkey", "bearer", "jwt",
+	"authkey", "sshkey", "licensekey", "basicauth", "signature", "pincode",
 }
+
+// secretSuffixes make a key secret when it ends with one: dbPass, db_pwd,
+// mfa_otp (as fragments they would catch "compass" or "footprint").
+var secretSuffixes = []string{"pwd", "pass", "otp"}
 
 // secretKeys are normalized keys that are secret only when they are the
 // whole key: as fragments they would catch too much ("author", "keyword").
@@ -75,6 +80,11 @@ func isSecretNormalized(n string, extra []string) bool {
 	}
 	for _, w := range secretWords {
 		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	for _, w := range secretSuffixes {
+		if strings.HasSuffix(n, w) {
 			return true
 		}
 	}

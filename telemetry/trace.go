@@ -110,7 +110,7 @@ func (c Call) Attrs() []Attr {
 		add(KeyGenAIOperationName, OperationExecuteTool)
 	}
 	add(KeyGenAIPromptName, c.Prompt)
-	add(KeyMCPResourceURI, c.ResourceURI)
+	add(KeyMCPResourceURI, Scrub(c.ResourceURI)) // the agent's text: credentials in it stay out of traces
 	add(KeyMCPSessionID, c.SessionID)
 	add(KeyJSONRPCRequestID, c.RequestID)
 	add(KeyMCPProtocolVersion, c.ProtocolVersion)
