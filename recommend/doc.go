@@ -130,6 +130,52 @@ func kindName(k yaml.Kind) string {
 
 func scalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
+// seedPinned gives a new upstream-pinned entry tool_classes["up/tool"]
+// the classes of the bare entry tool_classes["tool"], which it will take
+// precedence over: adding a class must not drop the ones the tool has
+// (a deny rule on vcs:destructive would stop applying to it).
+func seedPinned(pol *yaml.Node, key string) {
+	_, bare, pinned := strings.Cut(key, "/")
+	tc := mapValue(pol, "tool_classes")
+	if !pinned || tc == nil || tc.Kind != yaml.MappingNode || mapValue(tc, key) != nil {
+		return
+	}
+	from := mapValue(tc, bare)
+	if from == nil || from.Kind != yaml.SequenceNode {
+		return
+	}
+	seq := &yaml.Node{Kind: yaml.SequenceNode, Style: from.Style}
+	for _, n := range from.Content {
+		seq.Content = append(seq.Content, scalar(n.Value))
+	}
+	tc.Content = append(tc.Content, scalar(key), seq)
+}
+
+// seedManifest gives an agent's new manifest a copy of the default one
+// ("*"), which it will replace for that agent: a change meant to narrow
+// (a lower boundary ceiling) or add one class must not drop the default's
+// other limits.
+func seedManifest(pol *yaml.Node, agent string) {
+	ms := mapValue(pol, "manifests")
+	if agent == "*" || ms == nil || ms.Kind != yaml.MappingNode || mapValue(ms, agent) != nil {
+		return
+	}
+	def := mapValue(ms, "*")
+	if def == nil || def.Kind != yaml.MappingNode {
+		return
+	}
+	ms.Content = append(ms.Content, scalar(agent), deepCopy(def))
+}
+
+func deepCopy(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, k := range n.Content {
+		c.Content[i] = deepCopy(k)
+	}
+	return &c
+}
+
 func addToList(seq *yaml.Node, values ...string) {
 	for _, v := range values {
 		if !slices.ContainsFunc(seq.Content, func(n *yaml.Node) bool { return n.Value == v }) {
@@ -149,12 +195,14 @@ func Apply(src []byte, r Recommendation) ([]byte, error) {
 	bad := func() error { return fmt.Errorf("recommendation %s: cannot %s %s", r.ID, c.Operation, c.Field()) }
 	switch {
 	case len(c.Path) == 3 && c.Path[0] == "manifests" && c.Path[2] == "allowed_classes" && c.Operation == "add":
+		seedManifest(pol, c.Path[1])
 		seq, err := at(pol, yaml.SequenceNode, c.Path...)
 		if err != nil {
 			return nil, err
 		}
 		addToList(seq, toStrings(c.Value)...)
 	case len(c.Path) == 3 && c.Path[0] == "manifests" && c.Path[2] == "boundary_ceiling" && c.Operation == "set":
+		seedManifest(pol, c.Path[1])
 		v, err := at(pol, yaml.ScalarNode, c.Path...)
 		if err != nil {
 			return nil, err
@@ -185,6 +233,7 @@ func Apply(src []byte, r Recommendation) ([]byte, error) {
 		}
 		seq.Content = slices.DeleteFunc(seq.Content, func(n *yaml.Node) bool { return n.Value == fmt.Sprint(c.Value) })
 	case len(c.Path) == 2 && c.Path[0] == "tool_classes" && c.Operation == "add":
+		seedPinned(pol, c.Path[1])
 		seq, err := at(pol, yaml.SequenceNode, c.Path...)
 		if err != nil {
 			return nil, err
@@ -196,6 +245,7 @@ func Apply(src []byte, r Recommendation) ([]byte, error) {
 			return nil, bad()
 		}
 		for _, tool := range toStrings(v["tools"]) {
+			seedPinned(pol, tool)
 			seq, err := at(pol, yaml.SequenceNode, "tool_classes", tool)
 			if err != nil {
 				return nil, err

@@ -1,0 +1,130 @@
+package recommend
+
+// The tests in this file were written by an attacker review of the
+// recommendation engine; each failed before its fix.
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/telemetry"
+)
+
+func corpusOf(t *testing.T, src string, events []telemetry.Event) []Recommendation {
+	t.Helper()
+	ctx := context.Background()
+	st, err := audit.Open(filepath.Join(t.TempDir(), "events.db"), audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, e := range events {
+		if err := st.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ParseDoc([]byte(src), "policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := NewEngine(doc, Options{Now: func() time.Time { return now }})
+	if err := st.Scan(ctx, audit.Filter{}, func(e telemetry.Event) error { eng.Observe(e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return eng.Recommendations()
+}
+
+func decideIn(t *testing.T, src []byte, agent, upstream, tool, boundary string) intercept.Decision {
+	t.Helper()
+	p, err := policy.Compile(src, "p.yaml", policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := p.Decide(context.Background(), &intercept.ActionDescriptor{Method: "tools/call", ToolName: tool, Upstream: upstream,
+		Agent: agent, SessionID: "s", BoundaryDeclared: boundary, Parameters: jsontext.Value("{}")})
+	return d
+}
+
+// ELEVATE_CLASS says "class X as Y too", but for a tool classified under
+// its bare name the change creates a pinned upstream/tool entry, which
+// replaces the bare entry's classes: the declared class is gone, and with
+// it the deny rule that matched it. The evidence is one agent's own calls.
+func TestAttackElevateClassDropsDeclaredClass(t *testing.T) {
+	const src = `default: deny
+tool_classes:
+  delete_repo: [vcs:destructive]
+  read_repo: [vcs:read]
+rules:
+  - id: no-destructive
+    match: {match_any_class: [vcs:destructive]}
+    decision: deny
+  - id: reads
+    match: {match_any_class: [vcs:read]}
+    decision: allow
+`
+	if d := decideIn(t, []byte(src), "mallory", "github", "delete_repo", ""); d.Verdict != intercept.Deny {
+		t.Fatalf("before: %s", d.Verdict)
+	}
+	var evs []telemetry.Event
+	for i := range 6 { // mallory shapes its arguments so the classifier calls them reads
+		evs = append(evs, classified(now.Add(-time.Duration(i)*time.Hour), "mallory", "github", "delete_repo", "vcs:destructive", "vcs:read", "Read"))
+	}
+	recs := only(t, corpusOf(t, src, evs), ElevateClass)
+	if len(recs) != 1 {
+		t.Fatalf("ELEVATE_CLASS: %+v", recs)
+	}
+	out, err := Apply([]byte(src), recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := decideIn(t, out, "mallory", "github", "delete_repo", ""); d.Verdict != intercept.Deny {
+		t.Errorf("approving %q (%s) makes mallory's delete_repo %s by %q; diff:\n%s", recs[0].Summary, recs[0].Change.Field(), d.Verdict, d.RuleID, Diff([]byte(src), out))
+	}
+}
+
+// RESTRICT_BOUNDARY for an agent governed by the "*" manifest creates a
+// manifest of its own with only a ceiling, which replaces "*" for it: its
+// allowed_classes no longer apply. The agent steers it with the boundary
+// its own calls declare.
+func TestAttackRestrictBoundaryEscapesDefaultManifest(t *testing.T) {
+	const src = `default: deny
+tool_classes:
+  read_doc: [docs:read]
+  delete_doc: [docs:write]
+rules:
+  - id: docs
+    match: {match_any_class: [docs:read, docs:write]}
+    decision: allow
+manifests:
+  "*": {allowed_classes: [docs:read]}
+  editor: {allowed_classes: [docs:read, docs:write]}
+`
+	if d := decideIn(t, []byte(src), "intern", "docs", "delete_doc", "local"); d.Verdict != intercept.Deny {
+		t.Fatalf("before: %s", d.Verdict)
+	}
+	var evs []telemetry.Event
+	for i := range 6 {
+		evs = append(evs, enforced(now.Add(-time.Duration(i)*time.Hour), "intern", "docs", "read_doc", "allow", "rule_allow", "local", "docs:read"))
+	}
+	recs := only(t, corpusOf(t, src, evs), RestrictBoundary)
+	if len(recs) != 1 {
+		t.Fatalf("RESTRICT_BOUNDARY: %+v", recs)
+	}
+	out, err := Apply([]byte(src), recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := decideIn(t, out, "intern", "docs", "delete_doc", "local"); d.Verdict != intercept.Deny {
+		t.Errorf("approving %q makes intern's delete_doc %s by %q; diff:\n%s", recs[0].Summary, d.Verdict, d.RuleID, Diff([]byte(src), out))
+	}
+}
