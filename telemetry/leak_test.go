@@ -41,3 +41,20 @@ func TestSpanResourceURIUnscrubbed(t *testing.T) {
 		}
 	}
 }
+
+// A password with spaces or punctuation in key=value text keeps all but
+// its first word.
+func TestScrubPasswordWithSpaces(t *testing.T) {
+	for _, s := range []string{
+		`connect with password: "correct horse battery staple"`,
+		`{"password": "p,assw0rd-tail"}`,
+		`DB_PASSWORD='abc def ghi'`,
+	} {
+		got := Scrub(s)
+		for _, leak := range []string{"horse", "assw0rd-tail", "def ghi"} {
+			if strings.Contains(got, leak) {
+				t.Errorf("Scrub(%q) = %q", s, got)
+			}
+		}
+	}
+}
