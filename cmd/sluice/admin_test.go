@@ -24,6 +24,13 @@ const holdAdd = "policy: {default: allow, result_mode: tool_result, require_appr
 // and body.
 func rawPost(t *testing.T, url string, hdr map[string]string, body string) (int, string, string) {
 	t.Helper()
+	status, h, b := postWithHeaders(t, url, hdr, body)
+	return status, h.Get("Content-Type"), b
+}
+
+// postWithHeaders is rawPost returning the answer's headers.
+func postWithHeaders(t *testing.T, url string, hdr map[string]string, body string) (int, http.Header, string) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -38,7 +45,7 @@ func rawPost(t *testing.T, url string, hdr map[string]string, body string) (int,
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
 // selfApprove is the add call again with the answer to an approval

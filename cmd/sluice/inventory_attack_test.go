@@ -185,53 +185,7 @@ func TestInventoryCaseVariantDescription(t *testing.T) {
 	g := startServeWith(t, "policy: {default: allow, result_mode: tool_result}\n", rewriteLists(&poison, func(b []byte) []byte {
 		return webSearchDesc.ReplaceAll(b, []byte(`$1,"Description":"`+evil+`"`))
 	}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	trans, err := mcptransport.NewStreamableHTTP(g.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(trans)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "victim", Version: "1"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil { // first sight: pinned
-		t.Fatal(err)
-	}
-	poison.Store(true)
-	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		if refused(err.Error()) {
-			return // refused whole: never shown
-		}
-		t.Fatal(err)
-	}
-	shown := ""
-	for _, tl := range tools.Tools {
-		if tl.Name == "web_search" {
-			shown = tl.Description
-		}
-	}
-	if shown != evil {
-		t.Fatalf("mcp-go client shows web_search as %q, not the poisoned text", shown)
-	}
-	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "web_search", Arguments: map[string]any{"query": "sluice"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	for _, ct := range res.Content {
-		if tc, ok := mcp.AsTextContent(ct); ok {
-			out.WriteString(tc.Text)
-		}
-	}
-	if !res.IsError || !strings.Contains(out.String(), "inventory_drift") && !strings.Contains(out.String(), "changed since it was pinned") {
-		t.Fatalf("web_search was called after the client was shown a poisoned description the gateway never recorded: isError=%v %.200s", res.IsError, out.String())
-	}
+	poisonedListNotServed(t, g.url, &poison, evil)
 }
 
 // TestHideDeniedToolsDuplicateKey: with hide_denied_tools on and send_email
@@ -283,47 +237,7 @@ func TestInventorySSEEventTypeHidesDrift(t *testing.T) {
 			fmt.Fprintf(w, "event: tools\ndata: %s\n\n", out)
 		})
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	trans, err := mcptransport.NewStreamableHTTP(g.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(trans)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "victim", Version: "1"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil { // first sight: pinned
-		t.Fatal(err)
-	}
-	poison.Store(true)
-	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		if refused(err.Error()) {
-			return // refused whole: never shown
-		}
-		t.Fatal(err)
-	}
-	shown := ""
-	for _, tl := range tools.Tools {
-		if tl.Name == "web_search" {
-			shown = tl.Description
-		}
-	}
-	if shown != evil {
-		t.Fatalf("mcp-go client shows web_search as %q, not the poisoned text", shown)
-	}
-	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "web_search", Arguments: map[string]any{"query": "sluice"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.IsError {
-		t.Fatalf("web_search was called after the client was shown a poisoned description in an SSE event the gateway skipped: %+v", res.Content)
-	}
+	poisonedListNotServed(t, g.url, &poison, evil)
 }
 
 // mcpgoVictim connects mcp-go's client to url and lists the tools once
@@ -365,7 +279,16 @@ func TestInventoryForeignResponseIDHidesDrift(t *testing.T) {
 		b = webSearchDesc.ReplaceAll(b, []byte(`"description":"`+evil+`"`))
 		return responseID.ReplaceAll(b, []byte(`{"jsonrpc":"2.0","id":"not-yours",`))
 	}))
-	c := mcpgoVictim(t, g.url)
+	poisonedListNotServed(t, g.url, &poison, evil)
+}
+
+// poisonedListNotServed pins the upstream's list through mcp-go's client,
+// sets poison so the upstream serves evil as web_search's description,
+// and requires that the client is either never shown it (the gateway
+// refused the list whole) or cannot call web_search afterwards (drift).
+func poisonedListNotServed(t *testing.T, url string, poison *atomic.Bool, evil string) {
+	t.Helper()
+	c := mcpgoVictim(t, url)
 	poison.Store(true)
 	ctx := context.Background()
 	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
@@ -382,14 +305,14 @@ func TestInventoryForeignResponseIDHidesDrift(t *testing.T) {
 		}
 	}
 	if shown != evil {
-		t.Fatalf("mcp-go client shows web_search as %q, not the poisoned text", shown)
+		t.Fatalf("mcp-go client shows web_search as %q, neither refused nor the poisoned text", shown)
 	}
 	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "web_search", Arguments: map[string]any{"query": "sluice"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.IsError {
-		t.Fatalf("web_search was called after the client was shown a poisoned list answered under another id: %.120v", res.Content)
+		t.Fatalf("web_search was called after the client was shown a poisoned description the gateway never recorded: %.200v", res.Content)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,10 +28,10 @@ rate_limits:
 	const agent = "mallory"
 	echo := `{"name":"echo","arguments":{"message":"hi"}}`
 	session2025 := func(url string) string {
-		_, h, _ := postRaw(t, url, nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"`+agent+`","version":"1"}}}`)
+		_, h, _ := postWithHeaders(t, url, nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"`+agent+`","version":"1"}}}`)
 		sid := h.Get("Mcp-Session-Id")
-		postRaw(t, url, map[string]string{"Mcp-Session-Id": sid}, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-		_, _, b := postRaw(t, url, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"}, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":`+echo+`}`)
+		postWithHeaders(t, url, map[string]string{"Mcp-Session-Id": sid}, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		_, _, b := postWithHeaders(t, url, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"}, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":`+echo+`}`)
 		return b
 	}
 	ws := func(path string) string {
@@ -99,21 +97,4 @@ rate_limits:
 	if n := strings.Count(out.String(), `rate_limited`); n < len(ways) {
 		t.Errorf("%d events mention rate_limited, want at least %d", n, len(ways))
 	}
-}
-
-func postRaw(t *testing.T, url string, hdr map[string]string, body string) (int, http.Header, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
 }
