@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/policy/storetest"
 )
@@ -67,5 +70,33 @@ func TestShared(t *testing.T) {
 	}
 	if a.Retention() != time.Hour {
 		t.Errorf("Retention: %v", a.Retention())
+	}
+}
+
+// TestUnwritableFailsClosed: a store that cannot be written or read (the
+// file gone read-only, the database closed) answers with an error, which
+// the policy turns into a policy_error deny; it never reports "not seen".
+func TestUnwritableFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(filepath.Join(dir, FileName), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := policy.Key{Scope: policy.ScopeAgent, Agent: "a"}
+	s.Close()
+	if err := s.Remember(context.Background(), k, []string{"source:sensitive"}, time.Now()); err == nil {
+		t.Error("Remember on a closed store: no error")
+	}
+	if seen, err := s.Seen(context.Background(), k, []string{"source:sensitive"}, time.Time{}); err == nil {
+		t.Errorf("Seen on a closed store: %v, no error", seen)
+	}
+	p, err := policy.Compile([]byte("default: allow\ntool_classes: {read: [source:sensitive], post: [sink:network]}\nroute_rules:\n  - {id: r, scope: agent, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:network]}}\n"),
+		"p.yaml", policy.Options{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &intercept.ActionDescriptor{TxnID: "t", ToolName: "post", Agent: "a", Parameters: jsontext.Value(`{}`)}
+	if dec := intercept.Decide(context.Background(), p, d); dec.Verdict != intercept.Deny {
+		t.Errorf("a sink decided with a store that cannot answer: %s/%s, want a deny", dec.Verdict, dec.Reason)
 	}
 }
