@@ -48,6 +48,9 @@ type Upstream struct {
 	// with 503 and Retry-After. 2026-07-28 requests share one more child.
 	// Zero means 16. Only for stdio upstreams.
 	MaxChildren int `yaml:"max_children"`
+
+	// described is target's answer, computed when the route is built.
+	described string
 }
 
 func (u *Upstream) maxChildren() int {
@@ -58,6 +61,14 @@ func (u *Upstream) maxChildren() int {
 }
 
 func (u *Upstream) target() string {
+	if u.described != "" {
+		return u.described
+	}
+	return u.describe()
+}
+
+// describe computes target (once, by newRoute).
+func (u *Upstream) describe() string {
 	if u.URL != "" {
 		// What every call's descriptor carries into policy, the
 		// classifier (an LLM provider too) and the audit store: without

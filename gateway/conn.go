@@ -622,6 +622,9 @@ func versionFromMeta(meta jsontext.Value) (version, client string) {
 	if meta == nil {
 		return "", ""
 	}
-	return intercept.ValidStringMember(meta, "io.modelcontextprotocol/protocolVersion"),
-		intercept.ValidStringMember(intercept.ValidMember(meta, "io.modelcontextprotocol/clientInfo"), "name")
+	v, info := intercept.ValidMembers(meta, "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo")
+	if info != nil {
+		client = intercept.ValidStringMember(info, "name")
+	}
+	return intercept.ValidString(v), client
 }

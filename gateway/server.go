@@ -202,6 +202,7 @@ func newRoute(up Upstream, log *slog.Logger) (*route, error) {
 	if err != nil {
 		return nil, err
 	}
+	up.described = up.describe() // parsed once, not on every call
 	r := &route{up: up, client: client}
 	switch up.Transport {
 	case TransportStreamableHTTP:

@@ -36,6 +36,26 @@ func ValidMember(obj jsontext.Value, key string) jsontext.Value {
 	return found
 }
 
+// ValidMembers is [ValidMember] of two keys in one pass over obj.
+func ValidMembers(obj jsontext.Value, key1, key2 string) (val1, val2 jsontext.Value) {
+	if obj.Kind() != '{' {
+		return nil, nil
+	}
+	_ = eachValidRaw(obj, func(name, val jsontext.Value) error {
+		switch {
+		case val1 == nil && nameIs(name, key1):
+			val1 = val
+		case val2 == nil && nameIs(name, key2):
+			val2 = val
+		}
+		return nil
+	})
+	return val1, val2
+}
+
+// ValidString is the string v holds, or "" if v is not a JSON string.
+func ValidString(v jsontext.Value) string { return stringOf(v) }
+
 // ValidStringMember is [StringMember] with [ValidMember]'s precondition.
 func ValidStringMember(obj jsontext.Value, key string) string { return stringOf(ValidMember(obj, key)) }
 
