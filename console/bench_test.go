@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,12 +72,13 @@ func BenchmarkPages(b *testing.B) {
 	req.PostForm = url.Values{"name": {"bench"}, "token": {"x"}}
 	h.ServeHTTP(rec, req)
 	cookie := rec.Result().Cookies()[0]
+	base := strings.TrimSuffix(rec.Result().Header.Get("Location"), "/feed")
 	for _, page := range []string{"/console/feed", "/console/feed?decision=deny", "/console/feed?agent=agent-7&tool=tool_7",
 		"/console/feed?reason=rule", "/console/calls/" + txn, "/console/agents", "/console/policy"} {
 		b.Run(page, func(b *testing.B) {
 			for b.Loop() {
 				rec := httptest.NewRecorder()
-				req := httptest.NewRequest(http.MethodGet, page, nil)
+				req := httptest.NewRequest(http.MethodGet, base+strings.TrimPrefix(page, "/console"), nil)
 				req.AddCookie(cookie)
 				h.ServeHTTP(rec, req)
 				if rec.Code != 200 {

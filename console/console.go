@@ -8,6 +8,15 @@
 // the console keeps a session in an HttpOnly, SameSite=Strict cookie. Every
 // form that changes something carries the session's CSRF token, and every
 // such action is an audit event naming the operator.
+//
+// A signed-in session's pages live under a path of its own,
+// /console/k/{key}/, and its cookie is scoped to that path. Browsers send
+// a host's cookies to every port of it, so a cookie scoped to /console/
+// reached any server on another port of the host that the operator's
+// browser was sent to (an agent's web page on 127.0.0.1:9999 redirecting
+// to 127.0.0.1:9999/console/), and with it the session could approve the
+// agent's own held calls. A server that does not know the key is never sent
+// the cookie.
 package console
 
 import (
@@ -100,8 +109,14 @@ const maxFailures = 5
 
 type session struct {
 	name, csrf string
-	expires    time.Time
+	// key is the session's path segment (/console/k/{key}/), which the
+	// cookie is scoped to.
+	key     string
+	expires time.Time
 }
+
+// base is the path under which s's pages are served.
+func (s *session) base() string { return "/console/k/" + s.key }
 
 const (
 	cookieName = "sluice_console"
@@ -176,31 +191,55 @@ func random() string {
 // listener, behind the Host and Origin checks but not the bearer token:
 // the console signs its operators in itself.
 func (c *Console) Handler() http.Handler {
+	inner := http.NewServeMux()
+	inner.HandleFunc("POST /console/logout", c.authed(c.logout))
+	inner.HandleFunc("GET /console/{$}", c.authed(func(w http.ResponseWriter, r *http.Request, s *session) {
+		http.Redirect(w, r, s.base()+"/feed", http.StatusSeeOther)
+	}))
+	inner.HandleFunc("GET /console/feed", c.authed(c.feed))
+	inner.HandleFunc("GET /console/feed/stream", c.authed(c.feedStream))
+	inner.HandleFunc("GET /console/calls/{txn}", c.authed(c.call))
+	inner.HandleFunc("GET /console/agents", c.authed(c.agents))
+	inner.HandleFunc("GET /console/approvals", c.authed(c.approvals))
+	inner.HandleFunc("POST /console/approvals/{id}", c.authed(c.decideApproval))
+	inner.HandleFunc("GET /console/inventory", c.authed(c.inventory))
+	inner.HandleFunc("POST /console/inventory/{upstream}/approve", c.authed(c.approveTool))
+	inner.HandleFunc("GET /console/recommendations", c.authed(c.recommendations))
+	inner.HandleFunc("POST /console/recommendations", c.authed(c.runRecommendations))
+	inner.HandleFunc("GET /console/recommendations/{id}", c.authed(c.recommendation))
+	inner.HandleFunc("POST /console/recommendations/{id}/{action}", c.authed(c.decideRecommendation))
+	inner.HandleFunc("GET /console/policy", c.authed(c.policy))
+	inner.HandleFunc("POST /console/policy/replay", c.authed(c.replay))
+
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(files, "static")
 	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /console/login", c.loginPage)
 	mux.HandleFunc("POST /console/login", c.login)
-	mux.HandleFunc("POST /console/logout", c.authed(c.logout))
-	mux.HandleFunc("GET /console/{$}", c.authed(func(w http.ResponseWriter, r *http.Request, _ *session) {
-		http.Redirect(w, r, "/console/feed", http.StatusSeeOther)
-	}))
-	mux.HandleFunc("GET /console/feed", c.authed(c.feed))
-	mux.HandleFunc("GET /console/feed/stream", c.authed(c.feedStream))
-	mux.HandleFunc("GET /console/calls/{txn}", c.authed(c.call))
-	mux.HandleFunc("GET /console/agents", c.authed(c.agents))
-	mux.HandleFunc("GET /console/approvals", c.authed(c.approvals))
-	mux.HandleFunc("POST /console/approvals/{id}", c.authed(c.decideApproval))
-	mux.HandleFunc("GET /console/inventory", c.authed(c.inventory))
-	mux.HandleFunc("POST /console/inventory/{upstream}/approve", c.authed(c.approveTool))
-	mux.HandleFunc("GET /console/recommendations", c.authed(c.recommendations))
-	mux.HandleFunc("POST /console/recommendations", c.authed(c.runRecommendations))
-	mux.HandleFunc("GET /console/recommendations/{id}", c.authed(c.recommendation))
-	mux.HandleFunc("POST /console/recommendations/{id}/{action}", c.authed(c.decideRecommendation))
-	mux.HandleFunc("GET /console/policy", c.authed(c.policy))
-	mux.HandleFunc("POST /console/policy/replay", c.authed(c.replay))
+	// A session's pages: the key in the path must be the session's.
+	mux.HandleFunc("/console/k/{key}/", func(w http.ResponseWriter, r *http.Request) {
+		key := r.PathValue("key")
+		s := c.session(r)
+		if s != nil && subtle.ConstantTimeCompare([]byte(key), []byte(s.key)) != 1 {
+			s = nil
+		}
+		u := *r.URL
+		u.Path = "/console" + strings.TrimPrefix(r.URL.Path, "/console/k/"+key)
+		if u.RawPath != "" {
+			u.RawPath = "/console" + strings.TrimPrefix(r.URL.RawPath, "/console/k/"+key)
+		}
+		r2 := r.WithContext(context.WithValue(r.Context(), sessionKey{}, s))
+		r2.URL = &u
+		inner.ServeHTTP(w, r2)
+	})
+	// The same pages without a session's key: sign in first.
+	mux.Handle("/console/", inner)
 	return securityHeaders(mux)
 }
+
+// sessionKey carries the session a request's key and cookie name to the
+// console's pages (nil: none).
+type sessionKey struct{}
 
 func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -218,7 +257,7 @@ func securityHeaders(next http.Handler) http.Handler {
 // session's CSRF token in the form.
 func (c *Console) authed(next func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s := c.session(r)
+		s, _ := r.Context().Value(sessionKey{}).(*session)
 		if s == nil {
 			if r.Method == http.MethodGet && !strings.HasSuffix(r.URL.Path, "/stream") {
 				http.Redirect(w, r, "/console/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
@@ -261,10 +300,18 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, "login", nil, map[string]any{"Next": safeNext(r.URL.Query().Get("next"))})
 }
 
-// safeNext keeps a post-login redirect on the console.
+// safeNext keeps a post-login redirect on the console, as a path below
+// /console/ without any session's key.
 func safeNext(next string) string {
 	if !strings.HasPrefix(next, "/console/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
 		return "/console/feed"
+	}
+	if rest, ok := strings.CutPrefix(next, "/console/k/"); ok {
+		_, after, found := strings.Cut(rest, "/")
+		if !found {
+			return "/console/feed"
+		}
+		next = "/console/" + after
 	}
 	return next
 }
@@ -335,12 +382,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			delete(c.sessions, k)
 		}
 	}
-	c.sessions[id] = &session{name: name, csrf: random(), expires: now.Add(sessionTTL)}
+	s := &session{name: name, csrf: random(), key: random(), expires: now.Add(sessionTTL)}
+	c.sessions[id] = s
 	c.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/console/", HttpOnly: true, Secure: r.TLS != nil,
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: s.base() + "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL / time.Second)})
 	c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "auth": method, "ok": true, "client": r.RemoteAddr}})
-	http.Redirect(w, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
+	http.Redirect(w, r, s.base()+strings.TrimPrefix(safeNext(r.PostForm.Get("next")), "/console"), http.StatusSeeOther)
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
@@ -349,7 +397,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
 		delete(c.sessions, ck.Value)
 		c.mu.Unlock()
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/console/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: s.base() + "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	c.action(s, "logout", "", nil)
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 }
@@ -374,6 +422,9 @@ func (c *Console) action(s *session, action, target string, attrs map[string]any
 }
 
 type page struct {
+	// Base is the path the session's pages are under (/console/k/{key}),
+	// or /console without a session.
+	Base       string
 	Title, Nav string
 	Operator   string
 	CSRF       string
@@ -388,14 +439,14 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, s 
 		http.Error(w, "no page "+name, http.StatusInternalServerError)
 		return
 	}
-	p := page{Title: name, Nav: name, Data: data, Flash: r.URL.Query().Get("done")}
+	p := page{Base: "/console", Title: name, Nav: name, Data: data, Flash: r.URL.Query().Get("done")}
 	if m, ok := data.(map[string]any); ok {
 		if e, ok := m["Error"].(string); ok {
 			p.Error = e
 		}
 	}
 	if s != nil {
-		p.Operator, p.CSRF = s.name, s.csrf
+		p.Operator, p.CSRF, p.Base = s.name, s.csrf, s.base()
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, p); err != nil {
@@ -726,6 +777,9 @@ func (c *Console) decideApproval(w http.ResponseWriter, r *http.Request, s *sess
 
 // done redirects back to a page with what happened (post/redirect/get).
 func done(w http.ResponseWriter, r *http.Request, to string, err error, what string) {
+	if s, _ := r.Context().Value(sessionKey{}).(*session); s != nil {
+		to = s.base() + strings.TrimPrefix(to, "/console")
+	}
 	if err != nil {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusConflict)

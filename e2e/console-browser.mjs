@@ -5,10 +5,14 @@
 // checks the output.
 //
 //   ADMIN=http://127.0.0.1:P GATEWAY=http://127.0.0.1:Q/mcp/demo TOKEN=t0k \
-//   HELD=apr_… SHOTS=dir node console-browser.mjs
+//   HELD=apr_… SHOTS=dir LURE=http://127.0.0.1:R/lure node console-browser.mjs
+//
+// LURE is a page of the agent's on another port of the same host: the
+// signed-in operator opens it, and it sends the browser on to its own
+// /console/ paths (the test's server records the cookies it is sent).
 import { chromium } from "playwright-core";
 
-const { ADMIN, GATEWAY, TOKEN, HELD, SHOTS } = process.env;
+const { ADMIN, GATEWAY, TOKEN, HELD, SHOTS, LURE } = process.env;
 const out = { steps: {} };
 const step = (name, v) => { out.steps[name] = v; };
 
@@ -32,7 +36,8 @@ const browser = await chromium.launch({
     "--disable-component-update", "--disable-sync"],
 });
 try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const page = await context.newPage();
   const shot = async (name) => { if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true }); };
 
   // Sign in (keyboard only: the form is reachable with Tab and Enter).
@@ -43,8 +48,19 @@ try {
   await page.getByLabel("Your name").fill("alice");
   await page.getByLabel("Admin token").fill(TOKEN);
   await page.getByLabel("Admin token").press("Enter");
-  await page.waitForURL(/\/console\/feed/);
+  await page.waitForURL(/\/console\/k\/[0-9a-f]+\/feed/); // the session's pages have a path of their own
   step("signed_in", await page.locator("h1").textContent());
+
+  // The operator opens a page the agent serves on another port of the
+  // host; it sends the browser to /console/… on its own port. Cookies are
+  // scoped by host, not port: the console's must not go with it.
+  if (LURE) {
+    const lure = await context.newPage();
+    await lure.goto(LURE);
+    await lure.waitForURL(/\/console\/feed/);
+    step("lure_landed", lure.url());
+    await lure.close();
+  }
 
   // The live feed shows a denied call within a second.
   await page.waitForFunction(() => document.getElementById("live").textContent.startsWith("Live"));
@@ -57,7 +73,7 @@ try {
 
   // A call's page: both events side by side.
   await row.getByRole("link").click();
-  await page.waitForURL(/\/console\/calls\//);
+  await page.waitForURL(/\/console\/k\/[0-9a-f]+\/calls\//);
   step("call_page", { policy: await page.locator("#pe").isVisible(), intent: await page.locator("#ic").isVisible(),
     axes: await page.locator("text=action_type").count() });
   await shot("call");

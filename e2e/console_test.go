@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -172,10 +174,33 @@ upstreams:
 	} else if !filepath.IsAbs(shots) {
 		shots = filepath.Join(wd, shots)
 	}
+	// The agent's web page on another port of the host, which the
+	// operator opens: it records every cookie the browser sends it.
+	var lureMu sync.Mutex
+	var lureCookies []string
+	lure := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lureMu.Lock()
+		for _, c := range r.Cookies() {
+			lureCookies = append(lureCookies, r.URL.Path+": "+c.Name)
+		}
+		lureMu.Unlock()
+		if r.URL.Path == "/lure" {
+			// Everywhere a console cookie could be scoped to.
+			http.Redirect(w, r, "/console/k/x/feed", http.StatusFound)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/console/k/") {
+			http.Redirect(w, r, "/console/feed", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, "<!doctype html><title>agent</title>")
+	}))
+	defer lure.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "console-browser.mjs")
-	cmd.Env = append(os.Environ(), "ADMIN="+admin, "GATEWAY="+url, "TOKEN=t0k", "HELD="+id, "SHOTS="+shots, "CHROMIUM="+chromium)
+	cmd.Env = append(os.Environ(), "ADMIN="+admin, "GATEWAY="+url, "TOKEN=t0k", "HELD="+id, "SHOTS="+shots, "CHROMIUM="+chromium,
+		"LURE="+lure.URL+"/lure")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	b, err := cmd.Output()
@@ -215,5 +240,13 @@ upstreams:
 	}
 	if cp, _ := s["call_page"].(map[string]any); cp["policy"] != true || cp["intent"] != true {
 		t.Errorf("call page: %v", s["call_page"])
+	}
+	lureMu.Lock()
+	defer lureMu.Unlock()
+	if !strings.Contains(str("lure_landed"), lure.URL+"/console/feed") {
+		t.Errorf("the agent's page did not take the browser to its /console/: %v", s["lure_landed"])
+	}
+	if len(lureCookies) > 0 {
+		t.Errorf("the browser sent the agent's page on another port cookies: %v", lureCookies)
 	}
 }

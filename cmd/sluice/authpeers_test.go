@@ -339,7 +339,7 @@ admin_jwt:
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("console sign-in with an admin JWT: %d", resp.StatusCode)
 	}
-	resp, err = browser.Get("http://" + r.admin + "/console/feed")
+	resp, err = browser.Get("http://" + r.admin + resp.Header.Get("Location"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,16 +77,16 @@ func TestConsoleAccess(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) != 0 {
 		t.Errorf("wrong token: %d, cookies %v", resp.StatusCode, resp.Cookies())
 	}
-	c := consoleLogin(t, base, "alice")
+	c, at := consoleLogin(t, base, "alice")
 	for path, marker := range consolePages {
-		body := consoleGet(t, c, base+path)
+		body := consoleGet(t, c, at(path))
 		if !strings.Contains(body, marker) {
 			t.Errorf("%s: no %q", path, marker)
 		}
 	}
 	for _, path := range consolePosts {
 		for _, form := range []url.Values{{"action": {"approve"}}, {"action": {"approve"}, "csrf": {"0123abcd"}}} {
-			resp, err := c.PostForm(base+path, form)
+			resp, err := c.PostForm(at(path), form)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func TestConsoleAccess(t *testing.T) {
 		}
 	}
 	// A page of another site cannot post: its Origin is refused first.
-	req, _ := http.NewRequest(http.MethodPost, base+"/console/policy/replay", strings.NewReader("csrf=x"))
+	req, _ := http.NewRequest(http.MethodPost, at("/console/policy/replay"), strings.NewReader("csrf=x"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", "https://evil.example")
 	if resp, err := c.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
@@ -115,10 +115,12 @@ func TestConsoleAccess(t *testing.T) {
 	}
 }
 
-func consoleLogin(t *testing.T, base, name string) *http.Client {
+// consoleLogin signs name in and returns the browser and the session's
+// address: at("/console/x") is page x under the session's key.
+func consoleLogin(t *testing.T, base, name string) (c *http.Client, at func(string) string) {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar}
+	c = &http.Client{Jar: jar}
 	resp, err := c.PostForm(base+"/console/login", url.Values{"name": {name}, "token": {"t0k"}, "next": {"/console/approvals"}})
 	if err != nil {
 		t.Fatal(err)
@@ -128,14 +130,18 @@ func consoleLogin(t *testing.T, base, name string) *http.Client {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), "<h1>Approvals</h1>") {
 		t.Fatalf("sign in: %d %.300s", resp.StatusCode, b)
 	}
-	u, _ := url.Parse(base + "/console/")
+	sbase, ok := strings.CutSuffix(resp.Request.URL.String(), "/approvals")
+	if !ok || !strings.HasPrefix(resp.Request.URL.Path, "/console/k/") {
+		t.Fatalf("signed in at %s, want /console/k/{key}/approvals", resp.Request.URL)
+	}
+	u, _ := url.Parse(sbase + "/")
 	for _, ck := range jar.Cookies(u) {
 		if ck.Name == "sluice_console" {
-			return c
+			return c, func(p string) string { return sbase + strings.TrimPrefix(p, "/console") }
 		}
 	}
 	t.Fatal("no session cookie")
-	return nil
+	return nil, nil
 }
 
 func consoleGet(t *testing.T, c *http.Client, u string) string {
@@ -168,13 +174,13 @@ func TestConsoleApprovesHeldCall(t *testing.T) {
 	if id == "" {
 		t.Fatalf("held: %s", held)
 	}
-	c := consoleLogin(t, base, "alice")
-	page := consoleGet(t, c, base+"/console/approvals")
+	c, at := consoleLogin(t, base, "alice")
+	page := consoleGet(t, c, at("/console/approvals"))
 	if !strings.Contains(page, `data-id="`+id+`"`) {
 		t.Fatalf("approvals page does not list %s:\n%.2000s", id, page)
 	}
 	csrf := csrfField.FindStringSubmatch(page)[1]
-	resp, err := c.PostForm(base+"/console/approvals/"+id, url.Values{"csrf": {csrf}, "action": {"approve"}, "reason": {"looks fine"}})
+	resp, err := c.PostForm(at("/console/approvals/"+id), url.Values{"csrf": {csrf}, "action": {"approve"}, "reason": {"looks fine"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,13 +195,13 @@ func TestConsoleApprovesHeldCall(t *testing.T) {
 	var feed string
 	var txn []string
 	for deadline := time.Now().Add(10 * time.Second); txn == nil && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		feed = consoleGet(t, c, base+"/console/feed?tool=add") // the audit queue writes in the background
-		txn = regexp.MustCompile(`/console/calls/([0-9a-f]+)`).FindStringSubmatch(feed)
+		feed = consoleGet(t, c, at("/console/feed?tool=add")) // the audit queue writes in the background
+		txn = regexp.MustCompile(`/console/k/[0-9a-f]+/calls/([0-9a-f]+)`).FindStringSubmatch(feed)
 	}
 	if txn == nil {
 		t.Fatalf("feed has no call:\n%.2000s", feed)
 	}
-	callPage := consoleGet(t, c, base+"/console/calls/"+txn[1])
+	callPage := consoleGet(t, c, at("/console/calls/"+txn[1]))
 	for _, want := range []string{"policy_enforced", "intent_classified", "action_type", "add"} {
 		if !strings.Contains(callPage, want) {
 			t.Errorf("call page lacks %q:\n%s", want, callPage[strings.Index(callPage, "<main"):])

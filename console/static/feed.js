@@ -20,7 +20,7 @@
     });
     var td = document.createElement("td");
     var a = document.createElement("a");
-    a.href = "/console/calls/" + encodeURIComponent(d.txn_id);
+    a.href = live.getAttribute("data-calls") + encodeURIComponent(d.txn_id);
     a.textContent = d.txn_id.length > 16 ? d.txn_id.slice(0, 16) + "…" : d.txn_id;
     td.appendChild(a);
     tr.appendChild(td);
