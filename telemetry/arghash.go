@@ -153,13 +153,17 @@ func (c *canonWriter) value(dec *jsontext.Decoder, b []byte) ([]byte, bool) {
 			}
 			c.depth--
 		}()
+		var pairNamed, pairValued bool
 		for dec.PeekKind() != '}' {
 			name, err := dec.ReadToken()
 			if err != nil {
 				return nil, false
 			}
 			m := member{name: name.String(), start: len(scratch)}
-			if isSecretNormalized(normalizeKey(m.name), c.extra) {
+			n := normalizeKey(m.name)
+			pairNamed = pairNamed || pairName(n)
+			pairValued = pairValued || pairValue(n)
+			if isSecretNormalized(n, c.extra) {
 				if err := dec.SkipValue(); err != nil {
 					return nil, false
 				}
@@ -174,6 +178,11 @@ func (c *canonWriter) value(dec *jsontext.Decoder, b []byte) ([]byte, bool) {
 			members = append(members, m)
 		}
 		if _, err := dec.ReadToken(); err != nil {
+			return nil, false
+		}
+		if pairNamed && pairValued {
+			// Perhaps a name/value pair naming a credential
+			// (secretPair): the decoding path redacts those.
 			return nil, false
 		}
 		slices.SortFunc(members, func(x, y member) int { return compareUTF16(x.name, y.name) })

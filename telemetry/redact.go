@@ -96,6 +96,42 @@ func isSecretNormalized(n string, extra []string) bool {
 	return false
 }
 
+// A name/value pair is an object naming a credential in one member and
+// holding it in another: {"name": "Authorization", "value": "…"}, as
+// HTTP tools take headers and Kubernetes takes environment variables.
+// pairName are the normalized names of the naming member, pairValue's
+// those of the member redacted.
+func pairName(n string) bool {
+	switch n {
+	case "name", "key", "header", "headername", "field", "variable", "var", "env", "param", "parameter":
+		return true
+	}
+	return false
+}
+
+func pairValue(n string) bool { return n == "value" || n == "values" || n == "val" }
+
+// secretPair reports whether obj is a name/value pair whose name is a
+// secret-looking key.
+func secretPair(obj map[string]any, extra []string) bool {
+	hasValue := false
+	for k := range obj {
+		if pairValue(normalizeKey(k)) {
+			hasValue = true
+			break
+		}
+	}
+	if !hasValue {
+		return false
+	}
+	for k, x := range obj {
+		if s, ok := x.(string); ok && pairName(normalizeKey(k)) && isSecretNormalized(normalizeKey(s), extra) {
+			return true
+		}
+	}
+	return false
+}
+
 // Redactor decides what of a call's arguments an event keeps. The zero
 // value keeps only a hash. A Redactor is read-only and safe for concurrent
 // use.
@@ -183,6 +219,13 @@ func redact(v any, extra []string) any {
 				out[k] = Redacted
 			} else {
 				out[k] = redact(x, extra)
+			}
+		}
+		if secretPair(v, extra) {
+			for k := range v {
+				if pairValue(normalizeKey(k)) {
+					out[k] = Redacted
+				}
 			}
 		}
 		return out

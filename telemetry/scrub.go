@@ -47,7 +47,15 @@ var scrubbers = []struct {
 	// key=value, key: value and "key": "value" where the key looks secret.
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
 		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"},
-		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*["']?\s*[:=]\s*["']?)([^\s"'&,;}]+)`), "${1}" + Redacted},
+		// Quotes may come escaped, as in JSON text inside a JSON string
+		// (password\":\"…\"); a backslash not before a quote is part of
+		// the value.
+		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?)((?:[^\s"'&,;}\\]|\\[^"'\\])+)`), "${1}" + Redacted},
+	// Signatures and keys in a URL's query string (presigned and SAS
+	// URLs, ?key= API keys), whose names are too short to be secret
+	// words elsewhere.
+	{[]string{"sig=", "signature=", "key=", "auth=", "pwd=", "pass=", "otp=", "credential="},
+		regexp.MustCompile(`(?i)([?&;](?:sig|signature|key|auth|pwd|pass|otp|x-amz-signature|x-amz-credential|x-goog-signature|x-goog-credential)=)[^&#\s"']+`), "${1}" + Redacted},
 }
 
 // Scrub returns s with anything that looks like a credential replaced:
