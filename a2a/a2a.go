@@ -84,6 +84,11 @@ type Options struct {
 	// the rewritten card's URLs then use; from anyone else they are
 	// ignored.
 	TrustedProxies []netip.Prefix
+	// PublicURL, if set, is the gateway's own URL as agents reach it
+	// (scheme and host, no path): served cards name it whatever the
+	// request's Host or forwarding headers say, so a card is never
+	// signed for a host a client made up.
+	PublicURL string
 	// AllowPrivatePushURLs lets push notification URLs name loopback,
 	// private and link-local addresses (refused by default: an agent must
 	// not make an upstream call into the gateway's network).
@@ -147,6 +152,13 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 	}
 	if opts.MaxTasks <= 0 {
 		opts.MaxTasks = 100_000
+	}
+	if opts.PublicURL != "" {
+		u, err := url.Parse(opts.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "" {
+			return nil, fmt.Errorf("public_url %q: want the gateway's http(s)://host[:port], without a path", opts.PublicURL)
+		}
+		opts.PublicURL = u.Scheme + "://" + u.Host
 	}
 	log := opts.Logger
 	if log == nil {

@@ -434,9 +434,13 @@ func (g *Gateway) withholdDrifted(a *agent, c map[string]any) {
 	}
 }
 
-// baseURL is how the client reached the gateway: the request's scheme and
-// Host, or X-Forwarded-Proto/Host from a trusted proxy.
+// baseURL is how the client reached the gateway: Options.PublicURL, else
+// the request's scheme and Host, or X-Forwarded-Proto/Host from a trusted
+// proxy.
 func (g *Gateway) baseURL(r *http.Request) string {
+	if g.opts.PublicURL != "" {
+		return g.opts.PublicURL
+	}
 	scheme, host := "http", r.Host
 	if r.TLS != nil {
 		scheme = "https"

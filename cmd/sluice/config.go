@@ -51,6 +51,10 @@ type config struct {
 	// those headers are ignored.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	trustedProxies []netip.Prefix
+	// PublicURL is the URL agents reach the gateway at
+	// (https://gw.example.com); A2A cards name it whatever Host a request
+	// says. Empty: the request's Host (checked by allowed_hosts).
+	PublicURL string `yaml:"public_url"`
 	// Policy is the inline policy (see package policy for its schema).
 	Policy yaml.Node `yaml:"policy"`
 	// PolicyFile names a policy file instead; it is hot-reloaded when it

@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -167,8 +168,11 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 			defer rt.c.Close()
 			tasks = rt
 		}
+		if key != nil && cfg.PublicURL == "" && slices.Contains(opts.AllowedHosts, "*") {
+			logger.Warn("A2A cards are signed for whatever Host a request names (allowed_hosts admits any): set public_url to the gateway's URL")
+		}
 		ag, err := a2a.New(a2a.Options{Agents: cfg.Agents, AgentHeader: opts.AgentHeader, TrustedProxies: cfg.trustedProxies, Logger: logger,
-			OnCardRefused: gv.rec.cardRefused, SigningKey: key, Tasks: tasks}, gv.ic)
+			OnCardRefused: gv.rec.cardRefused, SigningKey: key, Tasks: tasks, PublicURL: cfg.PublicURL}, gv.ic)
 		if err != nil {
 			ln.Close()
 			return err
