@@ -79,11 +79,16 @@ type Limiter interface {
 	Take(ctx context.Context, key string, l Limit) (Result, error)
 }
 
-// Local keeps buckets in the process, at most MaxKeys of them (least
-// recently used dropped first: a dropped bucket starts full again, and
-// Evicted counts them). Safe for concurrent use.
+// Local keeps buckets in the process, at most MaxKeys of them. When a new
+// bucket needs room, a full one goes first (as good as a new one: nothing
+// is lost), looking at the least recently used few; failing that the least
+// recently used goes, starts full again if it comes back, and Evicted
+// counts it. So an agent inventing bucket names (by: [tool] with made-up
+// tools) pushes out its own spent buckets only by spending faster than
+// they refill across the whole store. Safe for concurrent use.
 type Local struct {
 	now     func() time.Time
+	max     int
 	buckets *lru.Cache[string, *bucket]
 	mu      sync.Mutex // serialises creating a bucket
 	evicted atomic.Int64
@@ -106,12 +111,43 @@ func NewLocal(maxKeys int, now func() time.Time) *Local {
 	if now == nil {
 		now = time.Now
 	}
-	l := &Local{now: now}
-	l.buckets, _ = lru.NewWithEvict(maxKeys, func(string, *bucket) { l.evicted.Add(1) })
+	l := &Local{now: now, max: maxKeys}
+	l.buckets, _ = lru.NewWithEvict(maxKeys, func(_ string, b *bucket) {
+		if !b.full(l.now()) {
+			l.evicted.Add(1)
+		}
+	})
 	return l
 }
 
-// Evicted is how many buckets were dropped to keep MaxKeys.
+// full reports whether b holds all its tokens at t.
+func (b *bucket) full(t time.Time) bool { return b.lim.TokensAt(t) >= float64(b.limit.Burst) }
+
+// evictScan is how many of the least recently used buckets Take looks at
+// for a full one before dropping one that is not.
+const evictScan = 8
+
+// makeRoom drops a full bucket among the least recently used ones, if the
+// store is full; the ones not full it passes are kept as recently used.
+// l.mu is held.
+func (l *Local) makeRoom(now time.Time) {
+	if l.buckets.Len() < l.max {
+		return
+	}
+	for range evictScan {
+		k, b, ok := l.buckets.GetOldest()
+		if !ok {
+			return
+		}
+		if b.full(now) {
+			l.buckets.Remove(k)
+			return
+		}
+		l.buckets.Get(k) // spent: keep it, look at the next
+	}
+}
+
+// Evicted is how many buckets not full were dropped to keep MaxKeys.
 func (l *Local) Evicted() int64 { return l.evicted.Load() }
 
 func (l *Local) Take(_ context.Context, key string, lim Limit) (Result, error) {
@@ -121,6 +157,9 @@ func (l *Local) Take(_ context.Context, key string, lim Limit) (Result, error) {
 		if b, ok = l.buckets.Get(key); !ok || b.limit != lim {
 			every := rate.Every(lim.Per / time.Duration(lim.Rate))
 			b = &bucket{limit: lim, lim: rate.NewLimiter(every, lim.Burst)} // starts full
+			if !ok {
+				l.makeRoom(l.now())
+			}
 			l.buckets.Add(key, b)
 		}
 		l.mu.Unlock()

@@ -119,3 +119,38 @@ func TestRedisSharedBucket(t *testing.T) {
 		t.Error("take with Redis gone: no error")
 	}
 }
+
+// An agent inventing bucket names (by: [tool] with made-up tool names)
+// to push its drawn-down bucket out of a full store, so that it comes
+// back full: the store drops buckets that are full anyway (as good as
+// new) before one still drawn down.
+func TestLocalEvictionFlood(t *testing.T) {
+	c := &clock{t: time.Unix(1e9, 0)}
+	l := NewLocal(10, c.now)
+	lim := Limit{Rate: 10, Per: time.Minute, Burst: 10} // a token every 6 s
+	ctx := context.Background()
+	for i := range 10 {
+		if r, _ := l.Take(ctx, "agent|real_tool", lim); !r.Allowed {
+			t.Fatalf("take %d refused", i)
+		}
+	}
+	// The flood: a made-up name a second for 30 s; each of those buckets
+	// is full again 6 s after its one token.
+	for i := range 30 {
+		c.add(time.Second)
+		l.Take(ctx, "agent|made_up_"+string(rune('a'+i%26))+string(rune('a'+i/26)), lim)
+	}
+	// 30 s refilled 5 tokens of the real bucket, not 10.
+	allowed := 0
+	for range 10 {
+		if r, _ := l.Take(ctx, "agent|real_tool", lim); r.Allowed {
+			allowed++
+		}
+	}
+	if allowed > 5 {
+		t.Errorf("after the flood the drawn-down bucket gave %d tokens, want at most 5: it was dropped and came back full", allowed)
+	}
+	if l.Evicted() != 0 {
+		t.Errorf("%d drawn-down buckets dropped, want none (only full ones)", l.Evicted())
+	}
+}
