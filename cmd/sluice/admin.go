@@ -352,11 +352,26 @@ func (c *adminClient) resolve() (base, token string, err error) {
 	} else if token == "" {
 		cfg = &config{} // the default data directory
 	}
-	if base == "" {
+	switch {
+	case base == "":
 		base = "http://127.0.0.1:8081"
 		if cfg != nil && cfg.AdminListen != "" {
 			base = "http://" + cfg.AdminListen
+			if pickedPort(cfg.AdminListen) {
+				dir, derr := cfg.dataDirPath()
+				if derr != nil {
+					return "", "", derr
+				}
+				addr, ferr := findAdminAddr(dir)
+				if ferr != nil {
+					return "", "", ferr
+				}
+				base = "http://" + addr
+			}
 		}
+	case !strings.Contains(base, "://"):
+		// host:port, as the gateway logs it.
+		base = "http://" + base
 	}
 	if token == "" && cfg != nil {
 		token = cfg.AdminToken

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/user"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -30,7 +31,7 @@ import (
 func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlagSet("approvals")
 	ac := adminFlags(fs)
-	by := fs.String("by", os.Getenv("USER"), "who decides, recorded with the decision")
+	by := fs.String("by", osUser(), "who decides, recorded with the decision")
 	if len(args) == 0 {
 		return usageErrorf("approvals: want list, approve ID or decline ID")
 	}
@@ -77,6 +78,9 @@ func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 		if id == "" {
 			return usageErrorf("approvals %s: want an approval ID", verb)
 		}
+		if strings.TrimSpace(*by) == "" {
+			return usageErrorf("approvals %s: --by names who decides, recorded with the decision (no user name found)", verb)
+		}
 		body, _ := json.Marshal(map[string]string{"action": verb, "by": *by})
 		var r approval.Request
 		if err := adminCall(ctx, http.MethodPost, base+"/"+id, token, body, &r); err != nil {
@@ -121,4 +125,15 @@ func inert(s string) string {
 		return strconv.Quote(s)
 	}
 	return s
+}
+
+// osUser is who runs the CLI: $USER, else the account's name.
+func osUser() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
 }

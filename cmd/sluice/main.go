@@ -223,6 +223,9 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		defer admin.Close()
 		at.Admin = aln.Addr().String()
 		logger.Info("admin API listening", "addr", at.Admin)
+		if pickedPort(cfg.AdminListen) {
+			defer announceAdmin(cfg, at.Admin, logger)()
+		}
 	}
 	logger.Info("sluice listening", "addr", at.Listen, "upstreams", len(cfg.Upstreams))
 	logSummary(logger, cfg, ck, cfg.Upstreams, at, tc != nil)

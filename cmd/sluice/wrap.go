@@ -116,6 +116,9 @@ func wrapIO(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 		defer admin.Close()
 		at.Admin = ln.Addr().String()
 		logger.Info("admin API listening", "addr", at.Admin, "upstream", up.Name)
+		if pickedPort(cfg.AdminListen) {
+			defer announceAdmin(cfg, at.Admin, logger)()
+		}
 	}
 	opts := cfg.options()
 	opts.Upstreams = []gateway.Upstream{up}

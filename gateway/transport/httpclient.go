@@ -138,6 +138,11 @@ type httpStreamableConn struct {
 	sessionID       string
 	protocolVersion string
 	listening       bool // the standalone GET stream has been started
+	// initializing is closed when the initialize in flight has its answer
+	// (and with it the session id); nil when none is in flight. Messages
+	// written meanwhile wait for it: sent without the id, a server
+	// refuses them (404).
+	initializing chan struct{}
 }
 
 var _ Conn = (*httpStreamableConn)(nil)
@@ -191,6 +196,9 @@ type httpPost struct {
 	ids      []json.RawMessage // of the requests in it
 	initID   string            // id key of an initialize request, or ""
 	stateful bool              // sent under a protocol version with sessions
+	// initialized, for an initialize, ends the wait of the messages
+	// written after it (see httpStreamableConn.initializing); idempotent.
+	initialized func()
 }
 
 func (c *httpStreamableConn) Write(ctx context.Context, msg []byte) error {
@@ -218,6 +226,35 @@ func (c *httpStreamableConn) Write(ctx context.Context, msg []byte) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	c.mu.Lock()
+	for p.initID == "" && c.initializing != nil {
+		// An initialize is in flight: its answer brings the session id
+		// this message must carry.
+		wait := c.initializing
+		c.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.ctx.Done():
+			return ErrClosed
+		}
+		c.mu.Lock()
+	}
+	if p.initID != "" {
+		done := make(chan struct{})
+		c.initializing = done
+		var once sync.Once
+		p.initialized = func() {
+			once.Do(func() {
+				c.mu.Lock()
+				if c.initializing == done {
+					c.initializing = nil
+				}
+				c.mu.Unlock()
+				close(done)
+			})
+		}
+	}
 	version := c.protocolVersion
 	if !batch {
 		if v := httpRequestedVersion(envs[0].Params); v != "" {
@@ -258,6 +295,9 @@ func (c *httpStreamableConn) Write(ctx context.Context, msg []byte) error {
 	req = req.WithContext(reqCtx)
 	if !c.goTracked(func() { defer cancelReq(); c.roundTrip(req, p, signal) }) {
 		cancelReq()
+		if p.initialized != nil {
+			p.initialized()
+		}
 		return ErrClosed
 	}
 	select {
@@ -338,6 +378,9 @@ func httpEncodeHeaderValue(s string) string {
 // roundTrip sends one POST and delivers what comes back. signal reports
 // when Write may return and with what.
 func (c *httpStreamableConn) roundTrip(req *http.Request, p *httpPost, signal func(error)) {
+	if p.initialized != nil {
+		defer p.initialized() // failed, or answered without a stream
+	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		if req.Context().Err() != nil {
@@ -431,13 +474,14 @@ type httpStreamState struct {
 	batch       bool                       // the requests went in a batch
 	resumable   bool                       // the protocol version lets a broken stream be resumed
 	initID      string
+	initialized func() // httpPost.initialized
 	lastEventID string
 	retry       time.Duration // from the server's retry field, or 0
 	delivered   bool          // by the latest connection
 }
 
 func httpNewStreamState(p *httpPost) *httpStreamState {
-	st := &httpStreamState{batch: p.batch, resumable: p.stateful, initID: p.initID}
+	st := &httpStreamState{batch: p.batch, resumable: p.stateful, initID: p.initID, initialized: p.initialized}
 	if len(p.ids) > 0 {
 		st.pending = map[string]json.RawMessage{}
 	}
@@ -478,6 +522,9 @@ func (c *httpStreamableConn) observe(msg []byte, st *httpStreamState) {
 			c.mu.Lock()
 			c.protocolVersion = r.ProtocolVersion
 			c.mu.Unlock()
+		}
+		if st.initialized != nil {
+			st.initialized() // the session id and version are known
 		}
 	}
 }

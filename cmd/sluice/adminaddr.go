@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// A gateway or wrap whose admin_listen picks its port (127.0.0.1:0) leaves
+// the address it got in its data directory, admin.<pid>.addr, for the CLI
+// (sluice approvals, inventory, …) to find; it removes the file on exit.
+
+const adminAddrGlob = "admin.*.addr"
+
+// publishAdminAddr writes addr to dir's admin.<pid>.addr and returns the
+// function that removes it. Errors are only logged by the caller: the
+// admin API works without the file.
+func publishAdminAddr(dir, addr string) (func(), error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	path := filepath.Join(dir, "admin."+strconv.Itoa(os.Getpid())+".addr")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o600); err != nil {
+		return func() {}, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return func() {}, err
+	}
+	return func() { os.Remove(path) }, nil
+}
+
+// pickedPort reports whether listen asks the system for a port.
+func pickedPort(listen string) bool {
+	_, port, err := net.SplitHostPort(listen)
+	return err == nil && port == "0"
+}
+
+// findAdminAddr returns the admin address a running gateway or wrap on
+// data directory dir published, the most recent one whose process lives.
+func findAdminAddr(dir string) (string, error) {
+	paths, _ := filepath.Glob(filepath.Join(dir, adminAddrGlob))
+	type found struct {
+		addr string
+		mod  int64
+	}
+	var live []found
+	for _, p := range paths {
+		pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "admin."), ".addr"))
+		if err != nil || !processAlive(pid) {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		fi, serr := os.Stat(p)
+		if err != nil || serr != nil {
+			continue
+		}
+		addr := strings.TrimSpace(string(b))
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			continue
+		}
+		live = append(live, found{addr, fi.ModTime().UnixNano()})
+	}
+	if len(live) == 0 {
+		return "", fmt.Errorf("admin_listen picks its port, and no running gateway or wrap on data_dir %s has published it (%s): is one running with this config? else pass --admin with the address it logged", dir, adminAddrGlob)
+	}
+	sort.Slice(live, func(i, j int) bool { return live[i].mod > live[j].mod })
+	return live[0].addr, nil
+}
+
+// processAlive reports whether a process with pid exists.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// announceAdmin publishes addr in cfg's data directory and returns what
+// removes it; a failure is logged, not fatal.
+func announceAdmin(cfg *config, addr string, logger *slog.Logger) func() {
+	dir, err := cfg.dataDirPath()
+	if err == nil {
+		var remove func()
+		if remove, err = publishAdminAddr(dir, addr); err == nil {
+			return remove
+		}
+	}
+	logger.Warn("admin API address not published for the CLI: pass --admin to it", "addr", addr, "err", err)
+	return func() {}
+}
