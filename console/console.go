@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -69,6 +68,10 @@ type Deps struct {
 	// admin JWT, whose subject then names the operator in place of the
 	// name typed (proven, not claimed).
 	SignIn func(ctx context.Context, token string) (subject string, ok bool)
+	// StrongToken says nobody can guess the sign-in token (see
+	// [StrongToken]): an address throttled for wrong tokens may still sign
+	// in with the right one.
+	StrongToken bool
 	// Record appends an audit event (the console's own actions).
 	Record func(telemetry.Event)
 	// Replay re-decides the recorded calls under a draft policy and
@@ -324,10 +327,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	name := strings.TrimSpace(r.PostForm.Get("name"))
 	token := strings.TrimSpace(r.PostForm.Get("token"))
-	client := r.RemoteAddr
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		client = host
-	}
+	client := ClientKey(r.RemoteAddr)
 	// The attempt is counted before the token is checked, so guesses sent
 	// at once cannot all pass the limit while the first is being checked;
 	// a good one gives its count back.
@@ -349,9 +349,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		f.n++
 	}
 	c.mu.Unlock()
-	if throttled {
+	tooMany := func() {
 		w.Header().Set("Retry-After", "60")
 		http.Error(w, "too many failed sign-ins from this address: wait a minute", http.StatusTooManyRequests)
+	}
+	if throttled && !c.d.StrongToken {
+		tooMany()
 		return
 	}
 	var subject string
@@ -359,10 +362,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if c.d.SignIn != nil && name != "" && len(name) <= 100 {
 		subject, ok = c.d.SignIn(r.Context(), token)
 	}
-	if ok {
+	if ok && !throttled {
 		c.mu.Lock()
 		f.n--
 		c.mu.Unlock()
+	}
+	if !ok && throttled {
+		tooMany()
+		return
 	}
 	if !ok {
 		c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "ok": false, "client": r.RemoteAddr}})

@@ -156,19 +156,25 @@ func (a *adminGuard) admitted(w http.ResponseWriter, r *http.Request, want []byt
 		adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 		return false // no credential: no guess to count
 	}
-	client := r.RemoteAddr
-	if host, _, err := net.SplitHostPort(client); err == nil {
-		client = host
-	}
-	throttled, ok := a.attempt(client)
-	if throttled {
+	throttled, ok := a.attempt(console.ClientKey(r.RemoteAddr))
+	if throttled && !console.StrongToken(a.token) {
 		w.Header().Set("Retry-After", "60")
 		adminError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address: wait a minute")
 		return false
 	}
 	if a.authorized(r, want) {
-		ok()
+		if ok != nil {
+			ok()
+		}
 		return true
+	}
+	if throttled {
+		// A token nobody guesses is still checked (an agent sending wrong
+		// ones from the operator's address does not lock the operator
+		// out); a wrong one is refused as throttled.
+		w.Header().Set("Retry-After", "60")
+		adminError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address: wait a minute")
+		return false
 	}
 	adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 	return false
@@ -185,6 +191,10 @@ func adminError(w http.ResponseWriter, status int, msg string) {
 // data directory.
 func adminHandler(cfg *config, gv *governance, logger *slog.Logger) (http.Handler, error) {
 	a := &adminGuard{token: cfg.AdminToken, hosts: cfg.AdminAllowedHosts, origins: cfg.AdminAllowedOrigins}
+	if a.token != "" && !console.StrongToken(a.token) {
+		logger.Warn("admin_token is shorter than 32 characters: five wrong tokens a minute from an address lock it out of the console and admin API, the right token too " +
+			"(an agent on this host can do that to the operator); a token of 32 or more characters is checked even then (leave admin_token unset for a generated one)")
+	}
 	if a.token == "" {
 		dir, err := cfg.dataDir()
 		if err != nil {
@@ -219,6 +229,7 @@ func newConsole(cfg *config, gv *governance, a *adminGuard) (http.Handler, error
 	d := console.Deps{
 		Approvals: gv.approvals, Inventory: gv.inv,
 		SignIn:        a.signIn,
+		StrongToken:   console.StrongToken(a.token),
 		PolicyFile:    cfg.PolicyFile,
 		HistoryDir:    filepath.Join(dir, "policy-history"),
 		KeepArguments: cfg.Audit.KeepArguments,

@@ -40,3 +40,23 @@ func TestAdminAPIGuessingThrottled(t *testing.T) {
 		t.Fatalf("admin API: %d wrong bearer tokens answered 401 (never 429) from an address the console throttles, and the right token still opened it (%d): the token can be guessed at full speed", unthrottled, code)
 	}
 }
+
+// TestAdminAPIStrongTokenNotLockedOut: with a token nobody can guess (as
+// generated), wrong tokens sent from the operator's address (an agent on
+// loopback) are throttled, but the right one still opens the admin API:
+// the agent cannot keep `sluice approvals` away from its held calls.
+func TestAdminAPIStrongTokenNotLockedOut(t *testing.T) {
+	const strong = "7f3c9a1e5b2d8f4a6c0e9b3d7a1f5c2e8b4d6a0c"
+	g := startServe(t, holdAdd+"admin_token: "+strong+"\n")
+	base := "http://" + g.admin
+	last := 0
+	for i := range 10 {
+		last = adminDo(t, "GET", base+"/admin/approvals", "", "", map[string]string{"Authorization": "Bearer guess" + string(rune('a'+i))})
+	}
+	if last != http.StatusTooManyRequests {
+		t.Errorf("the tenth wrong token: %d, want 429", last)
+	}
+	if code := adminDo(t, "GET", base+"/admin/approvals", "", "", map[string]string{"Authorization": "Bearer " + strong}); code != http.StatusOK {
+		t.Errorf("the right token after ten wrong ones from its address: %d, want 200", code)
+	}
+}
