@@ -53,7 +53,7 @@ func (c *config) preflight() (*checked, error) {
 	}
 	g.Close()
 	if len(c.Upstreams) == 0 {
-		ck.warn("no upstreams: the gateway has nothing to route to; add upstreams: with a url or a command")
+		ck.warn("no upstreams: the gateway has nothing to route to; add upstreams: with a url or a command (fine for a config only sluice wrap uses: it names its upstream itself)")
 	}
 	for i, u := range c.Upstreams {
 		if u.Command == "" {

@@ -76,11 +76,12 @@ sluice recommend show|approve|decline ID [--by NAME] [--reason CODE] [--config s
 		{"replay", `sluice replay --events DB|JSONL --policy FILE [--json]
   Re-decide recorded calls under another policy and report what would change.`,
 			func(ctx context.Context, a []string, o, e io.Writer) error { return runReplay(ctx, a, o, e) }},
-		{"classify", `sluice classify [--config sluice.yaml] [--text] [FILE]
+		{"classify", `sluice classify [--config sluice.yaml] [--text [--result]] [FILE]
   Classify calls, one JSON object per line (tool, description, input_schema, annotations,
   arguments, upstream, target) on standard input or FILE, with the built-in classifier and
   --config's trust zones: one verdict per line (axes, confidences, composite, route, risk
-  level, injection findings). --text runs the injection detector on raw lines of text.`,
+  level, injection findings). --text runs the injection detector on raw lines of text
+  (--result: as tool results, what the model reads).`,
 			func(ctx context.Context, a []string, o, _ io.Writer) error { return runClassify(ctx, a, os.Stdin, o) }},
 		{"health", `sluice health [--url http://127.0.0.1:8080/healthz]
   Exit 0 if the gateway answers its health check (the image's HEALTHCHECK; distroless has no curl).`,

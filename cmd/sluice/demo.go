@@ -1,9 +1,15 @@
 package main
 
 import (
+	"errors"
+	"io"
+	"path/filepath"
+	"syscall"
+
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/sluicehq/sluice/audit"
 	"net"
 	"net/http"
 	"os"
@@ -34,6 +40,11 @@ policy:
       match: {match_tool: web_search}
       decision: allow
       reason: web search is allowed
+    - id: big-sums
+      match: {match_tool: add}
+      when: 'args.a > 1000'
+      decision: require_approval
+      reason: adding big numbers needs a human (the console's Approvals page)
     - id: no-external-sinks
       match: {match_any_class: [sink:external]}
       decision: deny
@@ -46,6 +57,9 @@ policy:
       window: 24h
       reason: no network calls after reading a sensitive document
 `
+
+// demoOut is where the demo prints how to try it (tests read it).
+var demoOut io.Writer = os.Stdout
 
 // runDemo starts the example MCP server from examples/demo-server on a
 // loopback port and the gateway in front of it, then prints how to try it.
@@ -89,15 +103,15 @@ func runDemo(ctx context.Context, args []string) error {
 	// The operator console, on a loopback port of its own, with a token
 	// made for this run.
 	cfg.AdminListen = "127.0.0.1:0"
-	cfg.AdminToken = rand.Text()
-	return serve(ctx, cfg, logger, func(at bound) {
+	cfg.AdminToken = rand.Text() + rand.Text() // 52 characters: see console.StrongToken
+	err = serve(ctx, cfg, logger, func(at bound) {
 		addr := at.Listen
 		url := "http://" + addr + "/mcp/demo"
-		fmt.Printf(`
+		fmt.Fprintf(demoOut, `
 Sluice demo is running.
   MCP endpoint (Streamable HTTP): %[1]s
   also: http://%[2]s/sse/demo (HTTP+SSE) and ws://%[2]s/ws/demo (WebSocket)
-  policy: local tools and web_search allowed; send_email denied; web_search denied once an agent read a document
+  policy: local tools and web_search allowed; send_email denied; web_search denied once an agent read a document; add of a > 1000 held for approval
 
 Try a call the policy denies (MCP 2026-07-28, one request, no session needed):
 
@@ -107,7 +121,15 @@ Then change send_email to echo (name, Mcp-Name and arguments {"message":"hi"}) t
 Route memory: call read_document {"path":"/hr/salaries.csv"}, then web_search {"query":"x"}: the search is now denied.
 Or point any MCP client at %[1]s. Ctrl-C stops.
 
+A call held for a human: add {"a":5000,"b":1} is held until approved on the console's Approvals page,
+or with: sluice approvals list --admin %[3]s --token %[4]s (then approve ID), and the retried call goes through.
+
 Operator console: http://%[3]s/console/ (sign in with any name and the token %[4]s)
-`, url, addr, at.Admin, cfg.AdminToken)
+Audit events: sluice events query --db %[5]s (removed when the demo stops)
+`, url, addr, at.Admin, cfg.AdminToken, filepath.Join(dir, audit.FileName))
 	})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w: another program (another demo?) has %s; pick another address with --listen (127.0.0.1:0 takes a free port)", err, *listen)
+	}
+	return err
 }
