@@ -9,9 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -446,6 +448,7 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 	case map[string]any:
 		r := v["recommendation"].(recommend.Record)
 		fmt.Fprintf(stdout, "%s %s (%s): %s\n", r.ID, r.Type, r.Status, r.Summary)
+		writeEvidence(stdout, r.Evidence)
 		if d, _ := v["diff"].(string); d != "" {
 			fmt.Fprintf(stdout, "\n%s", d)
 		}
@@ -453,4 +456,30 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s %s: %s by %s (%s)\n", v.ID, v.Type, v.Status, v.Decision.DecidedBy, v.Decision.ReasonCode)
 	}
 	return nil
+}
+
+// writeEvidence prints what a recommendation rests on, as `recommend show`
+// does without --json. Event-sourced text (tool names, txn ids) is quoted
+// inert.
+func writeEvidence(w io.Writer, e recommend.Evidence) {
+	fmt.Fprintf(w, "evidence: %d events in %s", e.Count, e.Window)
+	if !e.FirstObserved.IsZero() {
+		fmt.Fprintf(w, ", first %s, last %s", e.FirstObserved.UTC().Format(time.RFC3339), e.LastObserved.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintln(w)
+	for _, k := range slices.Sorted(maps.Keys(e.Reasons)) {
+		fmt.Fprintf(w, "  reason %s: %d\n", inert(k), e.Reasons[k])
+	}
+	if e.ClassifierVerdictConsistency > 0 {
+		fmt.Fprintf(w, "  classifier agrees on %.0f%% of them\n", 100*e.ClassifierVerdictConsistency)
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Tools)) {
+		fmt.Fprintf(w, "  tool %s: %s\n", inert(k), inert(e.Tools[k]))
+	}
+	for _, id := range e.ExampleTxnIDs {
+		fmt.Fprintf(w, "  example call: %s (sluice events query --txn %s)\n", inert(id), inert(id))
+	}
+	if e.Note != "" {
+		fmt.Fprintf(w, "  note: %s\n", inert(e.Note))
+	}
 }

@@ -148,6 +148,12 @@ func TestRecommendApproveReloads(t *testing.T) {
 	if err := runRecommend(context.Background(), []string{"run", "--since", "soon", "--config", cfgFile}, &run); err == nil {
 		t.Error("--since soon was accepted")
 	}
+	// show, without --json, prints what the recommendation rests on.
+	var show bytes.Buffer
+	if err := runRecommend(context.Background(), []string{"show", id, "--config", cfgFile}, &show); err != nil ||
+		!regexp.MustCompile(`evidence: \d+ events in `).MatchString(show.String()) || !strings.Contains(show.String(), "example call: ") {
+		t.Errorf("recommend show: %v\n%s", err, show.String())
+	}
 	var declined bytes.Buffer
 	if err := runRecommend(context.Background(), []string{"decline", id, "--reason", "NOT_NEEDED", "--by", "ops", "--config", cfgFile}, &declined); err == nil {
 		t.Errorf("declined an approved recommendation: %s", declined.String())
