@@ -69,6 +69,10 @@ type condition struct {
 	classification bool
 	// args: the condition reads the call's arguments.
 	args bool
+	// static: the condition reads only what a tools/list request already
+	// tells (tool, upstream, agent, classes, principal), so Visible can
+	// decide it for the whole tool.
+	static bool
 }
 
 // ClassificationWithheld, set to true in a descriptor's Classification,
@@ -97,13 +101,20 @@ func compileCondition(env *cel.Env, src string, costLimit uint64) (*condition, e
 	if err != nil {
 		return nil, err
 	}
-	c := &condition{src: src, prg: prg}
+	c := &condition{src: src, prg: prg, static: true}
 	for _, ref := range ast.NativeRep().ReferenceMap() {
 		switch ref.Name {
 		case "classification":
 			c.classification = true
 		case "args":
 			c.args = true
+		}
+		switch ref.Name {
+		case "tool", "upstream", "agent", "classes", "principal":
+		case "":
+			// A function or operator.
+		default:
+			c.static = false
 		}
 	}
 	return c, nil

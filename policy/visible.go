@@ -55,14 +55,15 @@ func (p *Policy) Visible(ctx context.Context, d *intercept.ActionDescriptor) (ok
 	}
 	var buf [12]source
 	srcs := p.sources(buf[:0], d.Upstream, name, classes)
-	if p.anyRule(slotDeny, srcs, d.Upstream, name, classes, true) {
+	act := &activation{tool: name, upstream: d.Upstream, agent: d.Agent, classes: classes, principal: d.Principal}
+	if p.anyRule(ctx, slotDeny, srcs, act, true) {
 		return false
 	}
 	if p.def == intercept.Allow {
 		return true
 	}
-	return p.anyRule(slotApproval, srcs, d.Upstream, name, classes, false) ||
-		p.anyRule(slotAllow, srcs, d.Upstream, name, classes, false)
+	return p.anyRule(ctx, slotApproval, srcs, act, false) ||
+		p.anyRule(ctx, slotAllow, srcs, act, false)
 }
 
 // allAllowed reports whether a manifest's allowed classes let a tool with
@@ -79,16 +80,35 @@ func allAllowed(allowed, classes []string) bool {
 	return true
 }
 
-// anyRule reports whether a rule of a verdict slot matches the tool; with
-// unconditional, only a rule without a condition counts.
-func (p *Policy) anyRule(slot int, srcs []source, upstream, name string, classes []string, unconditional bool) bool {
+// anyRule reports whether a rule of a verdict slot matches the tool of
+// act. With sure, only a rule that matches every call of the tool counts:
+// no condition, or one that reads only what act holds (agent, tool,
+// upstream, classes, principal) and holds. Without sure, a rule that may
+// match counts: a condition that reads only act and does not hold rules
+// it out; any other condition, or an error, leaves it in.
+func (p *Policy) anyRule(ctx context.Context, slot int, srcs []source, act *activation, sure bool) bool {
 	for _, src := range srcs {
 		for _, i := range src.s[slot] {
 			r := p.rules[i]
-			if unconditional && r.when != nil {
+			if !r.m.matches(act.upstream, act.tool, act.classes) {
 				continue
 			}
-			if r.m.matches(upstream, name, classes) {
+			if r.when == nil {
+				return true
+			}
+			if !r.when.static {
+				if !sure {
+					return true
+				}
+				continue
+			}
+			holds, err := r.when.eval(ctx, act)
+			switch {
+			case err != nil:
+				if !sure {
+					return true
+				}
+			case holds:
 				return true
 			}
 		}
