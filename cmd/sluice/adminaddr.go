@@ -28,7 +28,10 @@ func publishAdminAddr(dir, addr string) (func(), error) {
 	}
 	path := filepath.Join(dir, "admin."+strconv.Itoa(os.Getpid())+".addr")
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o600); err != nil {
+	// The process's start time goes with it: a file left by a process
+	// that died without removing it is not taken for a later process
+	// that got the same pid (whose port may be anyone's by then).
+	if err := os.WriteFile(tmp, []byte(addr+"\n"+processStart(os.Getpid())+"\n"), 0o600); err != nil {
 		return func() {}, err
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -63,8 +66,8 @@ func findAdminAddr(dir string) (string, error) {
 		if err != nil || serr != nil {
 			continue
 		}
-		addr := strings.TrimSpace(string(b))
-		if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr, start, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+		if _, _, err := net.SplitHostPort(addr); err != nil || strings.TrimSpace(start) != processStart(pid) {
 			continue
 		}
 		live = append(live, found{addr, fi.ModTime().UnixNano()})
@@ -101,4 +104,23 @@ func announceAdmin(cfg *config, addr string, logger *slog.Logger) func() {
 	}
 	logger.Warn("admin API address not published for the CLI: pass --admin to it", "addr", addr, "err", err)
 	return func() {}
+}
+
+// processStart is when process pid started, in clock ticks since boot
+// (/proc/pid/stat's field 22), or "" where there is no /proc.
+func processStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return ""
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 20 { // fields 3… after the name; the start time is the 20th of them
+		return ""
+	}
+	return fields[19]
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -48,4 +49,29 @@ func TestApprovalsFindPickedAdminPort(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no running gateway or wrap") {
 		t.Errorf("with no gateway running: %v, want a clear error", err)
 	}
+}
+
+// An address file left by a process that died, whose pid a later process
+// got, is not followed: the start time differs.
+func TestAdminAddrStaleFile(t *testing.T) {
+	dir := t.TempDir()
+	self := os.Getpid()
+	if processStart(self) == "" {
+		t.Skip("no /proc")
+	}
+	path := filepath.Join(dir, "admin."+strconv.Itoa(self)+".addr")
+	if err := os.WriteFile(path, []byte("127.0.0.1:1\n12345\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if addr, err := findAdminAddr(dir); err == nil {
+		t.Errorf("followed a stale file to %s", addr)
+	}
+	remove, err := publishAdminAddr(dir, "127.0.0.1:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr, err := findAdminAddr(dir); err != nil || addr != "127.0.0.1:2" {
+		t.Errorf("own file: %q %v", addr, err)
+	}
+	remove()
 }
