@@ -188,6 +188,10 @@ func (c *httpStreamableConn) goTracked(f func()) bool {
 	return true
 }
 
+// initHold bounds how long a message written while an initialize is
+// unanswered waits for the answer's headers.
+const initHold = 2 * time.Second
+
 // An httpPost is one outgoing message and what its response must be checked
 // against.
 type httpPost struct {
@@ -226,18 +230,26 @@ func (c *httpStreamableConn) Write(ctx context.Context, msg []byte) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	c.mu.Lock()
-	for p.initID == "" && c.initializing != nil {
-		// An initialize is in flight: its answer brings the session id
-		// this message must carry.
+	if p.initID == "" && c.initializing != nil {
+		// An initialize is in flight: its answer's headers bring the
+		// session id this message must carry. Waited for a while only:
+		// a server that does not answer must not hold the client's other
+		// messages (and the reader of its stream, and its going away)
+		// for ever; past initHold they go as they would have.
 		wait := c.initializing
 		c.mu.Unlock()
+		timer := time.NewTimer(initHold)
 		select {
 		case <-wait:
+		case <-timer.C:
 		case <-ctx.Done():
+			timer.Stop()
 			return ctx.Err()
 		case <-c.ctx.Done():
+			timer.Stop()
 			return ErrClosed
 		}
+		timer.Stop()
 		c.mu.Lock()
 	}
 	if p.initID != "" {
@@ -421,6 +433,11 @@ func (c *httpStreamableConn) roundTrip(req *http.Request, p *httpPost, signal fu
 			c.sessionID = sid
 		}
 		c.mu.Unlock()
+	}
+	if p.initialized != nil {
+		// The session id is known: what waits may go (an answer to a
+		// ping the server sends before answering initialize, too).
+		p.initialized()
 	}
 	signal(nil)
 	if p.method == "notifications/initialized" {
