@@ -82,6 +82,10 @@ type exchange struct {
 	// streams: the POST accepts an SSE stream, on which a 2025-era
 	// approval question can travel.
 	streams bool
+	// principal is the request's authenticated principal, if any: calls
+	// are decided with it, and so must the tools/list answers screened
+	// on a bridged upstream's reader, far from the request.
+	principal *intercept.Principal
 	// virtual is the virtual server's session this exchange is an inner
 	// request of (aggregate.go), "" for none: the session policy sees.
 	virtual string
@@ -89,7 +93,7 @@ type exchange struct {
 
 // callContext is what the interceptor is told about x.
 func (x *exchange) callContext() intercept.CallContext {
-	cc := intercept.CallContext{Upstream: x.rt.up.Name, Target: x.rt.up.target(), Agent: x.agent, ProtocolVersion: x.version, ClientName: x.clientName}
+	cc := intercept.CallContext{Upstream: x.rt.up.Name, Target: x.rt.up.target(), Agent: x.agent, ProtocolVersion: x.version, ClientName: x.clientName, Principal: x.principal}
 	switch {
 	case x.virtual != "":
 		// The client's one session, whichever upstream's inner session
@@ -136,7 +140,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, err)
 		return
 	}
-	x := &exchange{rt: rt, msgs: msgs, batch: batch, body: body, client: clientAddr(r)}
+	x := &exchange{rt: rt, msgs: msgs, batch: batch, body: body, client: clientAddr(r), principal: intercept.PrincipalFrom(r.Context())}
 	x.virtual, _ = r.Context().Value(virtualSessionKey{}).(string)
 	x.streams = strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	var firstID jsontext.Value
