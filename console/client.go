@@ -29,11 +29,3 @@ func ClientKey(remoteAddr string) string {
 	}
 	return a.String()
 }
-
-// StrongToken reports whether an admin token is long enough that nobody
-// guesses it (the generated ones are): then an address throttled for
-// wrong tokens may still sign in with the right one, so that an agent
-// sending wrong tokens from the operator's address (loopback) cannot
-// lock the operator out. A short token keeps the lockout: it can be
-// guessed.
-func StrongToken(token string) bool { return len(token) >= 32 }

@@ -68,10 +68,12 @@ type Deps struct {
 	// admin JWT, whose subject then names the operator in place of the
 	// name typed (proven, not claimed).
 	SignIn func(ctx context.Context, token string) (subject string, ok bool)
-	// StrongToken says nobody can guess the sign-in token (see
-	// [StrongToken]): an address throttled for wrong tokens may still sign
-	// in with the right one.
-	StrongToken bool
+	// RandomToken says the admin token was generated at random, not
+	// chosen, so nobody guesses it: an address throttled for wrong tokens
+	// may still sign in with the right one (an agent sending wrong tokens
+	// from the operator's address cannot lock the operator out). A chosen
+	// token keeps the lockout: it may be guessable.
+	RandomToken bool
 	// Record appends an audit event (the console's own actions).
 	Record func(telemetry.Event)
 	// Replay re-decides the recorded calls under a draft policy and
@@ -353,7 +355,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "60")
 		http.Error(w, "too many failed sign-ins from this address: wait a minute", http.StatusTooManyRequests)
 	}
-	if throttled && !c.d.StrongToken {
+	if throttled && !c.d.RandomToken {
 		tooMany()
 		return
 	}

@@ -15,10 +15,10 @@ import (
 // 127.0.0.1, and sign-in failures are counted per address. An agent that
 // posts five wrong tokens a minute must not keep the operator, who has
 // the right token, out of the console (and so away from held calls),
-// when the token is one nobody guesses. A short token keeps the lockout:
-// there the throttle is what stops guessing.
+// when the token was generated at random (nobody guesses it). A chosen
+// token keeps the lockout: there the throttle is what stops guessing.
 func TestAgentLocksOperatorOut(t *testing.T) {
-	const strong = "7f3c9a1e5b2d8f4a6c0e9b3d7a1f5c2e8b4d6a0c" // as generated
+	const strong = "7f3c9a1e5b2d8f4a6c0e9b3d7a1f5c2e8b4d6a0c" // generated at random
 	for _, tt := range []struct {
 		token  string
 		strong bool
@@ -27,7 +27,7 @@ func TestAgentLocksOperatorOut(t *testing.T) {
 		{strong, true, http.StatusOK},
 		{"t0k", false, http.StatusTooManyRequests},
 	} {
-		c, err := New(Deps{StrongToken: tt.strong, SignIn: func(_ context.Context, tok string) (string, bool) { return "", tok == tt.token }})
+		c, err := New(Deps{RandomToken: tt.strong, SignIn: func(_ context.Context, tok string) (string, bool) { return "", tok == tt.token }})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,9 +38,15 @@ const adminTokenFile = "admin.token"
 // cross-origin page cannot send without a CORS preflight the admin API
 // never answers (CSRF).
 type adminGuard struct {
-	token          string
-	jwt            *auth.JWTVerifier // admin_jwt; nil: the token only
-	openMetrics    bool
+	token       string
+	jwt         *auth.JWTVerifier // admin_jwt; nil: the token only
+	openMetrics bool
+	// random: the token was generated (256 random bits), not chosen, so
+	// nobody guesses it: an address throttled for wrong tokens may still
+	// come in with it (an agent sending wrong tokens from the operator's
+	// address, loopback, cannot lock the operator out). A chosen token
+	// keeps the lockout, whatever its length: it may be guessable.
+	random         bool
 	hosts, origins []string
 	console        http.Handler // /console/; nil: none
 
@@ -157,7 +163,7 @@ func (a *adminGuard) admitted(w http.ResponseWriter, r *http.Request, want []byt
 		return false // no credential: no guess to count
 	}
 	throttled, ok := a.attempt(console.ClientKey(r.RemoteAddr))
-	if throttled && !console.StrongToken(a.token) {
+	if throttled && !a.random {
 		w.Header().Set("Retry-After", "60")
 		adminError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address: wait a minute")
 		return false
@@ -191,10 +197,7 @@ func adminError(w http.ResponseWriter, status int, msg string) {
 // data directory.
 func adminHandler(cfg *config, gv *governance, logger *slog.Logger) (http.Handler, error) {
 	a := &adminGuard{token: cfg.AdminToken, hosts: cfg.AdminAllowedHosts, origins: cfg.AdminAllowedOrigins}
-	if a.token != "" && !console.StrongToken(a.token) {
-		logger.Warn("admin_token is shorter than 32 characters: five wrong tokens a minute from an address lock it out of the console and admin API, the right token too " +
-			"(an agent on this host can do that to the operator); a token of 32 or more characters is checked even then (leave admin_token unset for a generated one)")
-	}
+	a.random = cfg.adminTokenRandom
 	if a.token == "" {
 		dir, err := cfg.dataDir()
 		if err != nil {
@@ -203,7 +206,7 @@ func adminHandler(cfg *config, gv *governance, logger *slog.Logger) (http.Handle
 		if a.token, err = loadOrCreateToken(filepath.Join(dir, adminTokenFile), logger); err != nil {
 			return nil, fmt.Errorf("admin_token: %w", err)
 		}
-		a.openMetrics = true
+		a.openMetrics, a.random = true, true
 	}
 	if cfg.AdminJWT != nil {
 		a.jwt = auth.NewJWTVerifier(*cfg.AdminJWT, nil, nil)
@@ -229,7 +232,7 @@ func newConsole(cfg *config, gv *governance, a *adminGuard) (http.Handler, error
 	d := console.Deps{
 		Approvals: gv.approvals, Inventory: gv.inv,
 		SignIn:        a.signIn,
-		StrongToken:   console.StrongToken(a.token),
+		RandomToken:   a.random,
 		PolicyFile:    cfg.PolicyFile,
 		HistoryDir:    filepath.Join(dir, "policy-history"),
 		KeepArguments: cfg.Audit.KeepArguments,

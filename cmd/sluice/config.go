@@ -113,6 +113,9 @@ type config struct {
 	// in the data directory (admin.token, mode 0600) and printed once in
 	// the log; the CLI reads it from there (--config).
 	AdminToken string `yaml:"admin_token"`
+	// adminTokenRandom: AdminToken was made at random for this run (the
+	// demo's), as good as a generated one.
+	adminTokenRandom bool
 	// AdminJWT, if set, also admits to the admin API a JWT from this
 	// issuer that carries an admin role: required_claims (such as
 	// {roles: sluice-admin}) or required_scopes must say which, and its

@@ -103,7 +103,7 @@ func runDemo(ctx context.Context, args []string) error {
 	// The operator console, on a loopback port of its own, with a token
 	// made for this run.
 	cfg.AdminListen = "127.0.0.1:0"
-	cfg.AdminToken = rand.Text() + rand.Text() // 52 characters: see console.StrongToken
+	cfg.AdminToken, cfg.adminTokenRandom = rand.Text(), true
 	err = serve(ctx, cfg, logger, func(at bound) {
 		addr := at.Listen
 		url := "http://" + addr + "/mcp/demo"
