@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -61,13 +62,20 @@ func findAdminAddr(dir string) (string, error) {
 		if err != nil || !processAlive(pid) {
 			continue
 		}
+		// Only a regular file of this user's (not a link, not another
+		// account's in a shared data_dir), naming a loopback address: the
+		// CLI sends the admin token there.
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() || !ownFile(fi) {
+			continue
+		}
 		b, err := os.ReadFile(p)
-		fi, serr := os.Stat(p)
-		if err != nil || serr != nil {
+		if err != nil {
 			continue
 		}
 		addr, start, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
-		if _, _, err := net.SplitHostPort(addr); err != nil || strings.TrimSpace(start) != processStart(pid) {
+		host, _, err := net.SplitHostPort(addr)
+		if ip, perr := netip.ParseAddr(host); err != nil || perr != nil || !ip.IsLoopback() || strings.TrimSpace(start) != processStart(pid) {
 			continue
 		}
 		live = append(live, found{addr, fi.ModTime().UnixNano()})
@@ -123,4 +131,11 @@ func processStart(pid int) string {
 		return ""
 	}
 	return fields[19]
+}
+
+// ownFile reports whether fi is owned by the effective user (always true
+// where ownership is not known).
+func ownFile(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || int(st.Uid) == os.Geteuid()
 }
