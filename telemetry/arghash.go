@@ -133,6 +133,16 @@ func (c *canonWriter) value(dec *jsontext.Decoder, b []byte) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
+			if i == 0 && dec.PeekKind() == '"' {
+				// Perhaps a [name, value] pair naming a credential: the
+				// decoding path redacts those.
+				tok, err := dec.ReadToken()
+				if err != nil || secretName(tok.String(), c.extra) {
+					return nil, false
+				}
+				b = appendCanonString(b, Scrub(tok.String()))
+				continue
+			}
 			var ok bool
 			if b, ok = c.value(dec, b); !ok {
 				return nil, false

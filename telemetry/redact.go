@@ -109,7 +109,13 @@ func pairName(n string) bool {
 	return false
 }
 
-func pairValue(n string) bool { return n == "value" || n == "values" || n == "val" }
+func pairValue(n string) bool { return n == "value" || n == "values" || n == "val" || n == "content" }
+
+// secretName reports whether s, a string naming something, names a
+// credential as a key would: a name, not prose (no spaces).
+func secretName(s string, extra []string) bool {
+	return !strings.ContainsAny(s, " \t\n") && isSecretNormalized(normalizeKey(s), extra)
+}
 
 // secretPair reports whether obj is a name/value pair whose name is a
 // secret-looking key.
@@ -125,7 +131,7 @@ func secretPair(obj map[string]any, extra []string) bool {
 		return false
 	}
 	for k, x := range obj {
-		if s, ok := x.(string); ok && pairName(normalizeKey(k)) && isSecretNormalized(normalizeKey(s), extra) {
+		if s, ok := x.(string); ok && pairName(normalizeKey(k)) && secretName(s, extra) {
 			return true
 		}
 	}
@@ -233,6 +239,13 @@ func redact(v any, extra []string) any {
 		out := make([]any, len(v))
 		for i, x := range v {
 			out[i] = redact(x, extra)
+		}
+		if len(v) == 2 {
+			// A [name, value] pair naming a credential (headers as
+			// tuples).
+			if s, ok := v[0].(string); ok && secretName(s, extra) {
+				out[1] = Redacted
+			}
 		}
 		return out
 	case string:
