@@ -3,6 +3,7 @@ package console
 import (
 	"net"
 	"net/netip"
+	"time"
 )
 
 // ClientKey is whom failed sign-ins are counted against: the address of
@@ -28,4 +29,28 @@ func ClientKey(remoteAddr string) string {
 		return p.String()
 	}
 	return a.String()
+}
+
+// MaxThrottled bounds the clients whose failed sign-ins are counted.
+const MaxThrottled = 10_000
+
+// ThrottleSlot is the key a client's failures are counted under in m, a
+// table of at most MaxThrottled: key itself while there is room (counts
+// older than a minute are dropped to make some), else one slot all the
+// newcomers share. A flood of fresh addresses (an IPv6 /48 holds 65,536
+// /64s) then shares five guesses a minute instead of clearing everyone's
+// count. since is when a count began.
+func ThrottleSlot[F any](m map[string]*F, key string, now time.Time, since func(*F) time.Time) string {
+	if _, ok := m[key]; ok || len(m) < MaxThrottled {
+		return key
+	}
+	for k, f := range m {
+		if now.Sub(since(f)) > time.Minute {
+			delete(m, k)
+		}
+	}
+	if len(m) < MaxThrottled {
+		return key
+	}
+	return "\x00overflow" // no address's key
 }

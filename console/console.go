@@ -334,6 +334,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	// at once cannot all pass the limit while the first is being checked;
 	// a good one gives its count back.
 	c.mu.Lock()
+	client = ThrottleSlot(c.failures, client, c.d.Now(), func(f *failures) time.Time { return f.since })
 	f := c.failures[client]
 	if f != nil && c.d.Now().Sub(f.since) > time.Minute {
 		delete(c.failures, client)
@@ -342,9 +343,6 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	throttled := f != nil && f.n >= maxFailures
 	if !throttled {
 		if f == nil {
-			if len(c.failures) > 10000 { // a flood of addresses: start over rather than grow
-				clear(c.failures)
-			}
 			f = &failures{since: c.d.Now()}
 			c.failures[client] = f
 		}

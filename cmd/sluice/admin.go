@@ -70,6 +70,10 @@ func (a *adminGuard) attempt(client string) (throttled bool, ok func()) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := time.Now()
+	if a.fails == nil {
+		a.fails = map[string]*adminFails{}
+	}
+	client = console.ThrottleSlot(a.fails, client, now, func(f *adminFails) time.Time { return f.since })
 	f := a.fails[client]
 	if f != nil && now.Sub(f.since) > time.Minute {
 		f = nil
@@ -78,9 +82,6 @@ func (a *adminGuard) attempt(client string) (throttled bool, ok func()) {
 		return true, nil
 	}
 	if f == nil {
-		if a.fails == nil || len(a.fails) > 10000 {
-			a.fails = map[string]*adminFails{}
-		}
 		f = &adminFails{since: now}
 		a.fails[client] = f
 	}
