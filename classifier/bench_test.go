@@ -76,3 +76,19 @@ func BenchmarkNewIntentRecord(b *testing.B) {
 	v, _ := c.Classify(context.Background(), benchDescriptor)
 	cpuLoop(b, func() { NewIntentRecord(benchDescriptor, v, IntentOptions{}) })
 }
+
+// BenchmarkNewIntentRecordRiskOnly is the gateway's use: injection found
+// apart, only the risk built.
+func BenchmarkNewIntentRecordRiskOnly(b *testing.B) {
+	c := mustBuiltin(b, Options{})
+	v, _ := c.Classify(context.Background(), benchDescriptor)
+	for _, riskOnly := range []bool{false, true} {
+		name := "full"
+		if riskOnly {
+			name = "risk-only"
+		}
+		b.Run(name, func(b *testing.B) {
+			cpuLoop(b, func() { NewIntentRecord(benchDescriptor, v, IntentOptions{SkipInjection: true, RiskOnly: riskOnly}) })
+		})
+	}
+}

@@ -95,6 +95,12 @@ type IntentOptions struct {
 	// Options are the scoring options the verdict was made under, for the
 	// escalate threshold. Zero: defaults.
 	Options Options
+	// RiskOnly builds only what the risk assessment is: RiskLevel,
+	// RiskFactors, InjectionSuspected, Injection, ClarificationNeeded,
+	// Confidence and EntityID — what a gateway records of every call —
+	// and leaves out the id, time, parsed intent and capabilities, which
+	// cost an allocation or a random read each.
+	RiskOnly bool
 }
 
 // NewIntentRecord builds the IntentRecord of a call from its descriptor and
@@ -125,51 +131,56 @@ func NewIntentRecord(d *intercept.ActionDescriptor, v Verdict, o IntentOptions) 
 	(&compiled{}).scanArgs(d.Parameters, &facts)
 
 	r := IntentRecord{
-		IntentID:   newIntentID(),
-		EntityID:   d.Agent,
-		Timestamp:  now().UTC(),
-		TxnID:      d.TxnID,
-		Confidence: v.CompositeConfidence,
-		Parsed: ParsedIntent{
+		EntityID:    d.Agent,
+		TxnID:       d.TxnID,
+		Confidence:  v.CompositeConfidence,
+		RiskFactors: []string{},
+	}
+	if !o.RiskOnly {
+		r.IntentID, r.Timestamp = newIntentID(), now().UTC()
+		r.Parsed = ParsedIntent{
 			ActionType: action,
 			Tool:       d.ToolName,
 			Upstream:   d.Upstream,
 			Boundary:   boundary,
 			Target:     intentTarget(boundary, d, &facts),
 			Resources:  append([]string(nil), facts.resources...),
-		},
-		RiskFactors: []string{},
+		}
 	}
 	if r.EntityID == "" {
 		r.EntityID = "unknown"
 	}
+	var sensitivity string
 	sens, sensKnown := v.Axes[AxisSensitivity]
 	if sensKnown && !sens.ConservativeDefaultApplied {
-		r.Parsed.Sensitivity = sens.Classified
+		sensitivity = sens.Classified
 	}
-	if sc, ok := v.Axes[AxisScale]; ok {
-		r.Parsed.Scale = sc.Classified
-		if sc.Classified == Unbounded && !sc.ConservativeDefaultApplied && action != Read {
-			r.RiskFactors = append(r.RiskFactors, FactorUnbounded)
+	sc, scKnown := v.Axes[AxisScale]
+	if scKnown && sc.Classified == Unbounded && !sc.ConservativeDefaultApplied && action != Read {
+		r.RiskFactors = append(r.RiskFactors, FactorUnbounded)
+	}
+	if !o.RiskOnly {
+		r.Parsed.Sensitivity = sensitivity
+		if scKnown {
+			r.Parsed.Scale = sc.Classified
 		}
-	}
-
-	// Capabilities: the verdict's class and what crossing the boundary
-	// needs.
-	class := v.CapabilityClassVerdict
-	if class == "" {
-		class = "tool." + strings.ToLower(action)
-	}
-	r.CapabilitiesRequired = append(r.CapabilitiesRequired, class, netCapability(boundary))
-	if facts.tier == Restricted || facts.tier == Regulated {
-		r.CapabilitiesRequired = append(r.CapabilitiesRequired, "data:"+strings.ToLower(facts.tier))
+		// Capabilities: the verdict's class and what crossing the
+		// boundary needs.
+		class := v.CapabilityClassVerdict
+		if class == "" {
+			class = "tool." + strings.ToLower(action)
+		}
+		r.CapabilitiesRequired = append(r.CapabilitiesRequired, class, netCapability(boundary))
+		if facts.tier == Restricted || facts.tier == Regulated {
+			r.CapabilitiesRequired = append(r.CapabilitiesRequired, "data:"+strings.ToLower(facts.tier))
+		}
 	}
 
 	// Evidence of sensitive data: a classified sensitivity axis, or what
 	// the arguments carry even when the axis is not active.
 	tier := facts.tier
-	if r.Parsed.Sensitivity != "" && rank(AxisSensitivity, r.Parsed.Sensitivity) > rank(AxisSensitivity, tier) {
-		tier = r.Parsed.Sensitivity
+	if sensitivity != "" && rank(AxisSensitivity, sensitivity) > rank(AxisSensitivity, tier) {
+		tier = sensitivity
 	}
 	sensitive := rank(AxisSensitivity, tier) >= rank(AxisSensitivity, Confidential)
 

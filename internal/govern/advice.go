@@ -180,7 +180,7 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 	*adv = Advice{Descriptor: d, Verdict: r.v, Err: r.err}
 	adv.Assessment = classifier.Assess(r.v, a.Options)
 	adv.Intent = classifier.NewIntentRecord(d, r.v, classifier.IntentOptions{Options: a.Options, SkipInjection: true, Findings: findings,
-		ToolPoisoning: poisoning})
+		ToolPoisoning: poisoning, RiskOnly: true}) // what the events record of it
 	adv.Intent.TxnID = d.TxnID
 
 	final := base
