@@ -41,7 +41,9 @@ const MaxThrottled = 10_000
 // /64s) then shares five guesses a minute instead of clearing everyone's
 // count. since is when a count began.
 func ThrottleSlot[F any](m map[string]*F, key string, now time.Time, since func(*F) time.Time) string {
-	if _, ok := m[key]; ok || len(m) < MaxThrottled {
+	if _, ok := m[key]; ok || len(m) < MaxThrottled || key == "loopback" {
+		// Loopback (the operator's own host) never shares the newcomers'
+		// slot: a flood from afar must not lock it out.
 		return key
 	}
 	for k, f := range m {

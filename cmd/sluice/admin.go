@@ -207,7 +207,10 @@ func adminHandler(cfg *config, gv *governance, logger *slog.Logger) (http.Handle
 		if a.token, err = loadOrCreateToken(filepath.Join(dir, adminTokenFile), logger); err != nil {
 			return nil, fmt.Errorf("admin_token: %w", err)
 		}
-		a.openMetrics, a.random = true, true
+		// Random only if it is what loadOrCreateToken generates (32 bytes,
+		// base64url): a token an operator wrote into the file is chosen.
+		raw, derr := base64.RawURLEncoding.DecodeString(a.token)
+		a.openMetrics, a.random = true, derr == nil && len(raw) == 32
 	}
 	if cfg.AdminJWT != nil {
 		a.jwt = auth.NewJWTVerifier(*cfg.AdminJWT, nil, nil)
@@ -272,6 +275,10 @@ func newConsole(cfg *config, gv *governance, a *adminGuard) (http.Handler, error
 // loadOrCreateToken reads the admin token from path or, the first time,
 // generates one there (mode 0600) and prints it once.
 func loadOrCreateToken(path string, logger *slog.Logger) (string, error) {
+	if fi, err := os.Stat(path); err == nil && !ownFile(fi) {
+		// In a shared data_dir another account could have planted it.
+		return "", fmt.Errorf("%s belongs to another user: remove it or set admin_token", path)
+	}
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		logger.Info("admin API token read from the data directory", "file", path)
 		return strings.TrimSpace(string(b)), nil

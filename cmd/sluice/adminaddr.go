@@ -75,7 +75,19 @@ func findAdminAddr(dir string) (string, error) {
 		}
 		addr, start, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
 		host, _, err := net.SplitHostPort(addr)
-		if ip, perr := netip.ParseAddr(host); err != nil || perr != nil || !ip.IsLoopback() || strings.TrimSpace(start) != processStart(pid) {
+		ip, perr := netip.ParseAddr(host)
+		if err != nil || perr != nil || strings.TrimSpace(start) != processStart(pid) {
+			continue
+		}
+		switch {
+		case ip.IsUnspecified(): // admin_listen 0.0.0.0:0 or [::]:0: reach it on this host
+			_, port, _ := net.SplitHostPort(addr)
+			if ip.Is4() {
+				addr = net.JoinHostPort("127.0.0.1", port)
+			} else {
+				addr = net.JoinHostPort("::1", port)
+			}
+		case !ip.IsLoopback():
 			continue
 		}
 		live = append(live, found{addr, fi.ModTime().UnixNano()})
