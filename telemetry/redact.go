@@ -112,9 +112,11 @@ func pairName(n string) bool {
 func pairValue(n string) bool { return n == "value" || n == "values" || n == "val" || n == "content" }
 
 // secretName reports whether s, a string naming something, names a
-// credential as a key would: a name, not prose (no spaces).
+// credential as a key would: a name ("API Key", "Client Secret" too), not
+// prose (more than three words).
 func secretName(s string, extra []string) bool {
-	return !strings.ContainsAny(s, " \t\n") && isSecretNormalized(normalizeKey(s), extra)
+	s = strings.TrimSpace(s)
+	return len(strings.Fields(s)) <= 3 && isSecretNormalized(normalizeKey(s), extra)
 }
 
 // secretPair reports whether obj is a name/value pair whose name is a
