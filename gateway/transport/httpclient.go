@@ -230,6 +230,7 @@ func (c *httpStreamableConn) Write(ctx context.Context, msg []byte) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	c.mu.Lock()
+	noSession := false
 	if p.initID == "" && c.initializing != nil {
 		// An initialize is in flight: its answer's headers bring the
 		// session id this message must carry. Waited for a while only:
@@ -242,6 +243,9 @@ func (c *httpStreamableConn) Write(ctx context.Context, msg []byte) error {
 		select {
 		case <-wait:
 		case <-timer.C:
+			// Still unanswered: the message goes without a session id
+			// rather than under the session an initialize replaces.
+			noSession = true
 		case <-ctx.Done():
 			timer.Stop()
 			return ctx.Err()
@@ -277,7 +281,7 @@ func (c *httpStreamableConn) Write(ctx context.Context, msg []byte) error {
 	if version != "" {
 		req.Header.Set(httpHeaderProtocolVersion, version)
 	}
-	if p.stateful && c.sessionID != "" && p.initID == "" {
+	if p.stateful && c.sessionID != "" && p.initID == "" && !(noSession && c.initializing != nil) {
 		req.Header.Set(httpHeaderSessionID, c.sessionID)
 	}
 	c.mu.Unlock()
