@@ -41,6 +41,7 @@ import (
 
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/internal/throttle"
 	"github.com/sluicehq/sluice/inventory"
 	"github.com/sluicehq/sluice/recommend"
 	"github.com/sluicehq/sluice/telemetry"
@@ -329,12 +330,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	name := strings.TrimSpace(r.PostForm.Get("name"))
 	token := strings.TrimSpace(r.PostForm.Get("token"))
-	client := ClientKey(r.RemoteAddr)
+	client := throttle.Guesser(r.RemoteAddr)
 	// The attempt is counted before the token is checked, so guesses sent
 	// at once cannot all pass the limit while the first is being checked;
 	// a good one gives its count back.
 	c.mu.Lock()
-	client = ThrottleSlot(c.failures, client, c.d.Now(), func(f *failures) time.Time { return f.since })
+	client = throttle.Slot(c.failures, client, c.d.Now(), func(f *failures) time.Time { return f.since })
 	f := c.failures[client]
 	if f != nil && c.d.Now().Sub(f.since) > time.Minute {
 		delete(c.failures, client)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/throttle"
 )
 
 // Review of 2c6fba4: once 10,000 addresses (one IPv6 /48 has 65,536 /64s)
@@ -34,7 +36,7 @@ func TestFloodDoesNotLockOutLoopback(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		return rec.Code
 	}
-	for i := range MaxThrottled + maxFailures {
+	for i := range throttle.MaxCounted + maxFailures {
 		try(fmt.Sprintf("[2001:db8:%x:%x::1]:1", i>>16, i&0xffff), "guess")
 	}
 	if code := try("127.0.0.1:5555", "t0k"); code == http.StatusTooManyRequests {

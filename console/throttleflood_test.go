@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/throttle"
 )
 
 // A flood of fresh addresses (an IPv6 /48 holds 65,536 /64s) used to
@@ -40,13 +42,13 @@ func TestThrottleFloodOfAddresses(t *testing.T) {
 	for range maxFailures {
 		try("[2001:db8:ffff::1]:1")
 	}
-	for i := range MaxThrottled + 2000 {
+	for i := range throttle.MaxCounted + 2000 {
 		try(fmt.Sprintf("[2001:db8:%x:%x::1]:1", i>>16, i&0xffff))
 	}
 	if code := try("[2001:db8:ffff::1]:1"); code != http.StatusTooManyRequests {
 		t.Errorf("the first address after the flood: %d, want 429 (its count was wiped)", code)
 	}
-	if n := checked.Load(); n > MaxThrottled+maxFailures+maxFailures {
-		t.Errorf("%d guesses checked; the flood past the table's %d should share %d", n, MaxThrottled, maxFailures)
+	if n := checked.Load(); n > throttle.MaxCounted+maxFailures+maxFailures {
+		t.Errorf("%d guesses checked; the flood past the table's %d should share %d", n, throttle.MaxCounted, maxFailures)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/throttle"
 )
 
 // This file bounds what clients can make the gateway hold: sessions (in
@@ -249,21 +249,7 @@ func (g *Gateway) takeLease(x *exchange) (*lease, error) {
 // peer's IP (the HTTP server's RemoteAddr), or for IPv6 its /64, since
 // one host commonly holds a whole /64. Behind a reverse proxy every
 // client shares the proxy's address; raise max_sessions_per_client there.
-func clientAddr(r *http.Request) string {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	a := ap.Addr().Unmap()
-	if a.Is4() {
-		return a.String()
-	}
-	p, err := a.WithZone("").Prefix(64)
-	if err != nil {
-		return a.String()
-	}
-	return p.String()
-}
+func clientAddr(r *http.Request) string { return throttle.Client(r.RemoteAddr) }
 
 // childSlots bounds the stdio child processes a route's sessions run. A
 // nil *childSlots bounds nothing.

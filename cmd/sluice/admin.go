@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/auth"
 	"github.com/sluicehq/sluice/console"
+	"github.com/sluicehq/sluice/internal/throttle"
 )
 
 // adminTokenFile holds the admin token generated when admin_token is not
@@ -73,7 +74,7 @@ func (a *adminGuard) attempt(client string) (throttled bool, ok func()) {
 	if a.fails == nil {
 		a.fails = map[string]*adminFails{}
 	}
-	client = console.ThrottleSlot(a.fails, client, now, func(f *adminFails) time.Time { return f.since })
+	client = throttle.Slot(a.fails, client, now, func(f *adminFails) time.Time { return f.since })
 	f := a.fails[client]
 	if f != nil && now.Sub(f.since) > time.Minute {
 		f = nil
@@ -163,7 +164,7 @@ func (a *adminGuard) admitted(w http.ResponseWriter, r *http.Request, want []byt
 		adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 		return false // no credential: no guess to count
 	}
-	throttled, ok := a.attempt(console.ClientKey(r.RemoteAddr))
+	throttled, ok := a.attempt(throttle.Guesser(r.RemoteAddr))
 	if throttled && !a.random {
 		w.Header().Set("Retry-After", "60")
 		adminError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address: wait a minute")
