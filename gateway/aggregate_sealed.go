@@ -37,6 +37,7 @@ type sealedVirtual struct {
 	Owner   string                   `json:"o,omitempty"`
 	Header  string                   `json:"h,omitempty"` // aggSession.who
 	Agent   string                   `json:"a,omitempty"`
+	Client  string                   `json:"c,omitempty"`
 	Version string                   `json:"v"`
 	Init    jsontext.Value           `json:"i,omitempty"`
 	Inner   map[string]sealedUpInner `json:"u,omitempty"`
@@ -90,7 +91,7 @@ func (a *aggregator) sealSession(r *http.Request, s *aggSession) string {
 		})
 	}
 	wg.Wait()
-	st := sealedVirtual{Virtual: a.vs.Name, Owner: s.owner, Header: s.who.header, Agent: s.who.agent, Version: s.version, Init: sealableInit(s.init), Inner: map[string]sealedUpInner{}, Nonce: newSessionID()[:8]}
+	st := sealedVirtual{Virtual: a.vs.Name, Owner: s.owner, Header: s.who.header, Agent: s.who.agent, Client: s.who.client, Version: s.version, Init: sealableInit(s.init), Inner: map[string]sealedUpInner{}, Nonce: newSessionID()[:8]}
 	s.mu.Lock()
 	for u, in := range s.inner {
 		st.Inner[u] = sealedUpInner{ID: in.id, Version: in.version}
@@ -109,7 +110,7 @@ func (a *aggregator) adopt(r *http.Request, id string) *aggSession {
 	if a.g.sealer.isEnded(id) || !a.g.sealer.openAny(virtualPrefix, virtualAD, id, &st) || st.Virtual != a.vs.Name || st.Owner != owner(r) {
 		return nil
 	}
-	s := &aggSession{id: id, owner: st.Owner, who: principal{header: st.Header, agent: st.Agent}, client: clientAddr(r), version: st.Version, init: st.Init, inner: map[string]*innerSession{}}
+	s := &aggSession{id: id, owner: st.Owner, who: principal{header: st.Header, agent: st.Agent, client: st.Client}, client: clientAddr(r), version: st.Version, init: st.Init, inner: map[string]*innerSession{}}
 	for u, in := range st.Inner {
 		s.inner[u] = &innerSession{id: in.ID, version: in.Version}
 	}

@@ -470,7 +470,7 @@ func (g *Gateway) openBridge(x *exchange) (*session, error) {
 		l.release()
 		return nil, err
 	}
-	sess := &session{id: g.sessionID(sealedSession{Route: x.rt.up.Name, Header: x.owner.header, Agent: x.owner.agent}),
+	sess := &session{id: g.sessionID(sealedSession{Route: x.rt.up.Name, Header: x.owner.header, Agent: x.owner.agent, Client: x.owner.client}),
 		route: x.rt.up.Name, owner: x.owner, version: x.version, elicitForm: x.initFormElicitation(), lease: l}
 	sess.bridge = &bridgeState{up: up, name: x.rt.up.Name, done: make(chan struct{}),
 		waiters: make(map[string]*stream), calls: make(map[string]bridgeCall)}

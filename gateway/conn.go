@@ -73,7 +73,7 @@ func (r *relay) toUpstream(ctx context.Context, b []byte) error {
 func (r *relay) callContext() intercept.CallContext {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, Agent: r.owner.agent, ProtocolVersion: r.version}
+	return intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, Agent: r.owner.agent, ClientName: r.owner.clientName(), ProtocolVersion: r.version}
 }
 
 func (r *relay) run(ctx context.Context) error {

@@ -38,6 +38,7 @@ var ErrAgentHeaderRequired = errors.New("gateway: the agent header is required (
 type principal struct {
 	header string // the agent header's value on the request that started it; "" when absent or none is configured
 	agent  string // the agent policy knows: the header's value when there is one, else the client's own name
+	client string // the client's own name on the request that started it, if it gave one
 }
 
 // claim is what a request says about who sends it.
@@ -53,9 +54,9 @@ type claim struct {
 // principal is the principal a session or connection started by c gets.
 func (c claim) principal() principal {
 	if c.header != "" {
-		return principal{header: c.header, agent: c.header}
+		return principal{header: c.header, agent: c.header, client: c.client}
 	}
-	return principal{agent: c.client}
+	return principal{agent: c.client, client: c.client}
 }
 
 // identifier reads claims from requests, per Options.AgentHeader and
@@ -132,6 +133,16 @@ func (c *claim) claimClient(name string) error {
 // admits reports whether a request claiming c may use a session or
 // connection p owns: the same agent header value (or none both times)
 // and, unless the header named the agent, no other client name.
+// clientName is the client's own name when something else names the
+// agent (the agent header or an authenticated principal): the
+// descriptor's ClientName, policy's principal.client_name. "" otherwise.
+func (p principal) clientName() string {
+	if p.header == "" {
+		return ""
+	}
+	return p.client
+}
+
 func (p principal) admits(c claim) bool {
 	if c.header != p.header {
 		return false

@@ -42,6 +42,7 @@ type sealedSession struct {
 	Upstream string `json:"u,omitempty"` // the upstream's Mcp-Session-Id (HTTP)
 	Header   string `json:"h,omitempty"`
 	Agent    string `json:"a,omitempty"`
+	Client   string `json:"c,omitempty"` // principal.client
 	Version  string `json:"v,omitempty"`
 	Elicit   bool   `json:"e,omitempty"`
 	Replica  string `json:"p,omitempty"` // set for a session bound to one replica (bridged upstreams)
@@ -138,7 +139,7 @@ func (g *Gateway) adopt(id string, rt *route, c claim, client string) (*session,
 		g.refusals().refused("streamable-http", rt.up.Name, id, principal{header: st.Header, agent: st.Agent}, c, errors.New("session opened on route "+st.Route))
 		return nil, nil
 	}
-	owner := principal{header: st.Header, agent: st.Agent}
+	owner := principal{header: st.Header, agent: st.Agent, client: st.Client}
 	if !owner.admits(c) {
 		g.refusals().refused("streamable-http", rt.up.Name, id, owner, c, errors.New("session of another agent"))
 		return nil, nil

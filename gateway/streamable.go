@@ -167,10 +167,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 			return
 		}
 	}
-	x.agent = x.owner.agent
-	if c.authenticated {
-		x.clientName = c.client
-	}
+	x.agent, x.clientName = x.owner.agent, x.owner.clientName()
 	if err := g.classify(r, x); err != nil {
 		writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
 		return
@@ -409,7 +406,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	sess := x.sess
 	if sid := resp.Header.Get(hdrSession); sid != "" && sess == nil {
 		sess = &session{id: g.sessionID(sealedSession{Route: x.rt.up.Name, Upstream: sid, Header: x.owner.header, Agent: x.owner.agent,
-			Version: x.version, Elicit: x.initFormElicitation()}), route: x.rt.up.Name, upstreamID: sid, owner: x.owner, version: x.version,
+			Client: x.owner.client, Version: x.version, Elicit: x.initFormElicitation()}), route: x.rt.up.Name, upstreamID: sid, owner: x.owner, version: x.version,
 			elicitForm: x.initFormElicitation()}
 		var err error
 		if sess.lease, err = g.takeLease(x); err == nil {

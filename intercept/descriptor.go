@@ -42,8 +42,9 @@ type ActionDescriptor struct {
 	// Principal is the authenticated caller (auth: section), visible to
 	// policy conditions as principal.*; nil without authentication.
 	Principal *Principal `json:"principal,omitempty"`
-	// ClientName is the name the client gave itself when Agent is an
-	// authenticated principal's ID that differs from it; it names nothing.
+	// ClientName is the name the client gave itself when Agent is named
+	// otherwise (an authenticated principal's ID, the agent header); it
+	// names nothing. Policy reads it as principal.client_name.
 	ClientName string `json:"client_name,omitempty"`
 	// CallID is the JSON-RPC id of the tools/call, as raw JSON.
 	CallID jsontext.Value `json:"call_id,omitempty"`

@@ -24,8 +24,9 @@ type CallContext struct {
 	// Principal is the authenticated caller, nil when there is none; the
 	// interceptor falls back to [PrincipalFrom] the call's context.
 	Principal *Principal
-	// ClientName is the name the client gives itself when Agent is the
-	// principal's ID instead; "" when unknown or the same.
+	// ClientName is the name the client gives itself when something else
+	// names the agent (the principal's ID or the agent header); "" when
+	// unknown or the same.
 	ClientName string
 	// ClientCanApprove reports that a held call could be put to the
 	// client's user: the operator lets clients answer (the gateway has an
@@ -455,9 +456,14 @@ func visible(ctx context.Context, tf ToolFilter, tool jsontext.Value, cc CallCon
 		Agent:           cc.Agent,
 		ProtocolVersion: cc.ProtocolVersion,
 		Principal:       principalOf(ctx, cc),
+		ClientName:      cc.ClientName,
 	}
-	if d.Principal != nil {
-		d.Agent = d.Principal.ID
+	if p := d.Principal; p != nil && p.ID != d.Agent {
+		// As Descriptor does: the name the client gave is kept aside.
+		if d.ClientName == "" {
+			d.ClientName = d.Agent
+		}
+		d.Agent = p.ID
 	}
 	return tf.Visible(ctx, d)
 }

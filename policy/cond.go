@@ -127,6 +127,9 @@ type activation struct {
 	classes                        []string
 	classification                 map[string]any
 	principal                      *intercept.Principal
+	// clientName is the name the authenticated client gave itself
+	// (the descriptor's ClientName), principal.client_name.
+	clientName string
 }
 
 var emptyMap = map[string]any{}
@@ -154,7 +157,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		}
 		return a.classification, true
 	case "principal":
-		return principalVar(a.principal), true
+		return principalVar(a.principal, a.clientName), true
 	}
 	return nil, false
 }
@@ -164,7 +167,7 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 // principalVar is the principal variable of a condition: its keys are
 // always there, empty without authentication, so `principal.method ==
 // "jwt"` is false rather than an error when no one authenticated.
-func principalVar(p *intercept.Principal) map[string]any {
+func principalVar(p *intercept.Principal, clientName string) map[string]any {
 	if p == nil {
 		return map[string]any{"id": "", "method": "", "client_name": "", "claims": emptyMap}
 	}
@@ -172,7 +175,10 @@ func principalVar(p *intercept.Principal) map[string]any {
 	if claims == nil {
 		claims = emptyMap
 	}
-	return map[string]any{"id": p.ID, "method": p.Method, "client_name": p.ClientName, "claims": claims}
+	if clientName == "" {
+		clientName = p.ClientName
+	}
+	return map[string]any{"id": p.ID, "method": p.Method, "client_name": clientName, "claims": claims}
 }
 
 func (c *condition) eval(ctx context.Context, a *activation) (bool, error) {
