@@ -19,49 +19,100 @@ var scrubbers = []struct {
 	hints []string
 	re    *regexp.Regexp
 	repl  string
+	// fn, if set, replaces the matches of re itself.
+	fn func(s string, re *regexp.Regexp) string
 }{
 	// PEM private keys, also cut off ones.
-	{[]string{"private key-----"}, regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|$)`), "[REDACTED PRIVATE KEY]"},
+	{[]string{"private key-----"}, regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|$)`), "[REDACTED PRIVATE KEY]", nil},
 	// HTTP authorization schemes.
-	{[]string{"bearer"}, regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*`), "$1 " + Redacted},
-	{[]string{"basic"}, regexp.MustCompile(`(?i)\b(basic)\s+[A-Za-z0-9+/]{12,}={0,2}`), "$1 " + Redacted},
+	{[]string{"bearer"}, regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*`), "$1 " + Redacted, nil},
+	{[]string{"basic"}, regexp.MustCompile(`(?i)\b(basic)\s+[A-Za-z0-9+/]{12,}={0,2}`), "$1 " + Redacted, nil},
 	// JSON web tokens.
-	{[]string{"eyj"}, regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`), Redacted},
+	{[]string{"eyj"}, regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`), Redacted, nil},
 	// AWS access key ids.
 	{[]string{"akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "abia", "acca"},
-		regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b`), Redacted},
+		regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b`), Redacted, nil},
 	// Provider API keys: OpenAI and Anthropic sk-…, Stripe, GitHub, Slack,
 	// Google.
-	{[]string{"sk-"}, regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), Redacted},
-	{[]string{"k_live_", "k_test_"}, regexp.MustCompile(`\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}`), Redacted},
-	{[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`), Redacted},
-	{[]string{"xox"}, regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`), Redacted},
-	{[]string{"aiza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`), Redacted},
+	{[]string{"sk-"}, regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), Redacted, nil},
+	{[]string{"k_live_", "k_test_"}, regexp.MustCompile(`\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}`), Redacted, nil},
+	{[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`), Redacted, nil},
+	{[]string{"xox"}, regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`), Redacted, nil},
+	{[]string{"aiza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`), Redacted, nil},
 	// Passwords in URLs: scheme://user:password@host.
-	{[]string{"://"}, regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*):[^@\s/]+@`), "$1:" + Redacted + "@"},
+	{[]string{"://"}, regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*):[^@\s/]+@`), "$1:" + Redacted + "@", nil},
 	// The same with a quoted value, to its closing quote: a password may
 	// hold spaces or commas ("correct horse battery staple").
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
 		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"},
-		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*["']?\s*[:=]\s*)(?:"[^"\n]*"|'[^'\n]*')`), "${1}\"" + Redacted + "\""},
+		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*["']?\s*[:=]\s*)(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')`), "${1}\"" + Redacted + "\"", nil},
 	// The same inside JSON text nested in a string, where the quotes are
 	// escaped (password\":\"…\"): the value runs to its escaped closing
 	// quote, spaces and punctuation included.
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
 		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"},
-		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*\\+["']\s*[:=]\s*\\+["'])(?:[^\\\n]|\\+[^\\"'\n])+`), "${1}" + Redacted},
+		escapedValue, "", scrubEscaped},
 	// key=value, key: value and "key": "value" where the key looks secret.
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
 		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"},
 		// Quotes may come escaped, as in JSON text inside a JSON string
 		// (password\":\"…\"); a backslash not before a quote is part of
 		// the value.
-		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?)((?:[^\s"'&,;}\\]|\\[^"'\\])+)`), "${1}" + Redacted},
+		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?)((?:[^\s"'&,;}\\]|\\[^"'\\])+)`), "${1}" + Redacted, nil},
 	// Signatures and keys in a URL's query string (presigned and SAS
 	// URLs, ?key= API keys), whose names are too short to be secret
 	// words elsewhere.
 	{[]string{"sig=", "signature=", "key=", "auth=", "pwd=", "pass=", "otp=", "credential="},
-		regexp.MustCompile(`(?i)([?&;](?:sig|signature|key|auth|pwd|pass|otp|x-amz-signature|x-amz-credential|x-goog-signature|x-goog-credential)=)[^&#\s"']+`), "${1}" + Redacted},
+		regexp.MustCompile(`(?i)([?&;](?:sig|signature|key|auth|pwd|pass|otp|x-amz-signature|x-amz-credential|x-goog-signature|x-goog-credential)=)[^&#\s"']+`), "${1}" + Redacted, nil},
+}
+
+// escapedValue finds a secret-looking key in JSON text nested in a string,
+// where its quotes are escaped (password\":\"…): group 1 is the run of
+// backslashes before the value's opening quote.
+var escapedValue = regexp.MustCompile(`(?i)(?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*\\+["']\s*[:=]\s*(\\+)["']`)
+
+// scrubEscaped replaces the value after each match of re (escapedValue)
+// with Redacted. The value runs to the quote that closes it at its own
+// level of escaping: one behind exactly as many backslashes as the
+// opening quote's. A quote inside the value is escaped once more (three
+// backslashes where the delimiters have one), so it does not end it.
+func scrubEscaped(s string, re *regexp.Regexp) string {
+	ms := re.FindAllStringSubmatchIndex(s, -1)
+	if ms == nil {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range ms {
+		if m[0] < last {
+			continue // inside a value already replaced
+		}
+		n := m[3] - m[2] // backslashes before the opening quote
+		start := m[1]
+		end := start
+		for end < len(s) && s[end] != '\n' {
+			if s[end] != '\\' {
+				end++
+				continue
+			}
+			k := 0
+			for end+k < len(s) && s[end+k] == '\\' {
+				k++
+			}
+			if k == n && end+k < len(s) && (s[end+k] == '"' || s[end+k] == '\'') {
+				break
+			}
+			end += k
+		}
+		if end == start {
+			continue
+		}
+		b.WriteString(s[last:start])
+		b.WriteString(Redacted)
+		last = end
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // Scrub returns s with anything that looks like a credential replaced:
@@ -78,7 +129,11 @@ func Scrub(s string) string {
 	for _, sc := range scrubbers {
 		for _, h := range sc.hints {
 			if strings.Contains(lower, h) {
-				s = sc.re.ReplaceAllString(s, sc.repl)
+				if sc.fn != nil {
+					s = sc.fn(s, sc.re)
+				} else {
+					s = sc.re.ReplaceAllString(s, sc.repl)
+				}
 				lower = strings.ToLower(s)
 				break
 			}

@@ -46,3 +46,23 @@ func TestPairsNotSecretKept(t *testing.T) {
 		}
 	}
 }
+
+// A password holding a quote, inside JSON text nested in a string (one
+// and two levels deep): the value runs to the quote that closes it at its
+// own level of escaping, not to the first escaped quote inside it.
+func TestNestedPasswordWithQuote(t *testing.T) {
+	const secret = `ab"cd'efgh-secret-tail`
+	nest := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	one := nest(map[string]string{"config": nest(map[string]string{"password": secret})})
+	two := nest(map[string]string{"config": nest(map[string]string{"inner": nest(map[string]string{"password": secret, "user": "bob"})})})
+	for _, args := range []string{one, two} {
+		kept := Redactor{KeepArguments: true}.Arguments([]byte(args))
+		b, _ := json.Marshal(kept.Value)
+		if strings.Contains(string(b), "secret-tail") || strings.Contains(string(b), "efgh") {
+			t.Errorf("kept arguments hold the password's tail: %s", b)
+		}
+		if args == two && !strings.Contains(string(b), "bob") {
+			t.Errorf("the member after the password was lost: %s", b)
+		}
+	}
+}
