@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -65,11 +66,7 @@ func findAdminAddr(dir string) (string, error) {
 		// Only a regular file of this user's (not a link, not another
 		// account's in a shared data_dir), naming a loopback address: the
 		// CLI sends the admin token there.
-		fi, err := os.Lstat(p)
-		if err != nil || !fi.Mode().IsRegular() || !ownFile(fi) {
-			continue
-		}
-		b, err := os.ReadFile(p)
+		b, fi, err := readOwnFile(p)
 		if err != nil {
 			continue
 		}
@@ -97,6 +94,27 @@ func findAdminAddr(dir string) (string, error) {
 	}
 	sort.Slice(live, func(i, j int) bool { return live[i].mod > live[j].mod })
 	return live[0].addr, nil
+}
+
+// readOwnFile reads the regular file at p, not following a link, and
+// returns it with what the open descriptor's Stat says (so a file swapped
+// in after a check by path is not what is read); an error when it is not
+// a regular file or not this user's.
+func readOwnFile(p string) ([]byte, os.FileInfo, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() || !ownFile(fi) {
+		return nil, nil, fmt.Errorf("%s: not a regular file of this user's", p)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	return b, fi, err
 }
 
 // processAlive reports whether a process with pid exists.
