@@ -431,6 +431,33 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 			return
 		}
 	}
+	// Tasks the message refers to (A2A's referenceTaskIds; Python agents
+	// read snake case too) are loaded by the agent for the caller: each
+	// must be the caller's, as a task named by taskId is.
+	for _, k := range []string{"referenceTaskIds", "reference_task_ids"} {
+		refs := intercept.Member(msg, k)
+		if refs == nil || refs.Kind() == 'n' {
+			continue
+		}
+		if refs.Kind() != '[' {
+			reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message." + k + " must be an array of task ids"})
+			return
+		}
+		err := intercept.EachElement(refs, func(_ int, v jsontext.Value) error {
+			var id string
+			if v.Kind() != '"' || json.Unmarshal(v, &id) != nil {
+				return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message." + k + " must be an array of task ids"}
+			}
+			if !g.tasks.owns(r.Context(), a.Name, id, owner) {
+				return &intercept.WireError{Code: codeTaskNotFound, Message: "task not found"}
+			}
+			return nil
+		})
+		if err != nil {
+			reply(err)
+			return
+		}
+	}
 	if cid := intercept.StringMember(msg, "contextId"); cid != "" {
 		// A context the gateway saw started is its starter's; an unknown
 		// one becomes the caller's as it goes on.
@@ -502,6 +529,17 @@ func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) 
 		}
 		bad := func(what string) error {
 			return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: message.parts[%d]: %s", i, what)}
+		}
+		// An agent's SDK may match member names without regard to case
+		// (a2a-go does): {"Kind":"data","Data":…} must not pass for a
+		// part without them.
+		if why, variant := intercept.CaseVariant(part, partFields); variant {
+			return bad(why)
+		}
+		if f := intercept.Member(part, "file"); f.Kind() == '{' {
+			if why, variant := intercept.CaseVariant(f, partFields); variant {
+				return bad("file: " + why)
+			}
 		}
 		// One content per part: an agent reads a part by its kind, and
 		// {"kind":"data","text":"hello","data":{...}} must not be decided
@@ -982,6 +1020,10 @@ func taskIDParam(params jsontext.Value) string {
 // and messages: a case variant of one is refused.
 var a2aFields = []string{"id", "taskId", "contextId", "messageId", "message", "parts", "kind", "role", "text", "data", "file",
 	"metadata", "skillId", "configuration", "pushNotificationConfig", "name", "historyLength", "referenceTaskIds", "extensions"}
+
+// partFields are the members whose names the gateway reads in a message
+// part (and in a v0.3 part's file): a case variant of one is refused.
+var partFields = []string{"kind", "text", "data", "file", "raw", "url", "name", "filename", "mimeType", "mediaType", "uri", "bytes", "metadata"}
 
 // requestTaskIDs are the distinct task ids params names: in id (not for a push
 // config method that names its task otherwise: there id is the config's),
