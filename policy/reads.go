@@ -83,13 +83,50 @@ func normRead(name string) string {
 
 // normURI lower-cases a URI's scheme and host, decodes its path and
 // removes dot segments from it (keeping a final slash). A URI that does
-// not parse, or has no hierarchical path, is returned as it is.
+// not parse, or has no hierarchical path, is returned as it is. Special
+// schemes (file, http, https, ws, wss, ftp) are read as the WHATWG URL
+// parser reads them, which is how a TypeScript server turns a resource URI
+// into a path or request: a backslash before the query is a slash, and a
+// file URI's host "localhost" or missing authority (file:/p, file:p) is
+// file:///p.
 func normURI(s string) string {
+	scheme, _, _ := strings.Cut(s, ":")
+	scheme = strings.ToLower(scheme)
+	special := scheme == "file" || scheme == "http" || scheme == "https" || scheme == "ws" || scheme == "wss" || scheme == "ftp"
+	if special {
+		end := strings.IndexAny(s, "?#")
+		if end < 0 {
+			end = len(s)
+		}
+		if strings.Contains(s[:end], `\`) {
+			s = strings.ReplaceAll(s[:end], `\`, "/") + s[end:]
+		}
+	}
 	u, err := url.Parse(s)
-	if err != nil || u.Opaque != "" {
+	if err != nil {
+		return s
+	}
+	if scheme == "file" && u.Opaque != "" {
+		// file:srv/keys is file:///srv/keys.
+		p, err := url.PathUnescape(u.Opaque)
+		if err != nil {
+			return s
+		}
+		u.Opaque, u.Path = "", "/"+p
+	}
+	if u.Opaque != "" {
 		return s
 	}
 	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if u.Scheme == "file" {
+		if u.Host == "localhost" {
+			u.Host = ""
+		}
+		u.OmitHost = false
+		if u.Path == "" || u.Path[0] != '/' {
+			u.Path = "/" + u.Path
+		}
+	}
 	if p := u.Path; p != "" {
 		clean := path.Clean(p)
 		if strings.HasSuffix(p, "/") && !strings.HasSuffix(clean, "/") {
