@@ -2,13 +2,12 @@ package a2a
 
 import (
 	"context"
-	"hash/maphash"
 	"log/slog"
-	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/ownership"
 )
 
 // TaskStore keeps task owners where every replica sees them (Redis); the
@@ -25,18 +24,18 @@ type TaskStore interface {
 
 // owners remembers which principal created each task, per agent.
 type owners struct {
-	c      *ownerTable // agent + "\x00" + task id -> owner
-	shared TaskStore   // nil: this process only
+	c      *ownership.Table // agent + "\x00" + task id -> owner
+	shared TaskStore        // nil: this process only
 	log    *slog.Logger
 	// rejected holds the tasks of the gateway's own soft denials, which
 	// the agent never saw, apart from c: a flood of denied messages costs
 	// the caller nothing, and must not push real tasks out of c (whose
 	// owners would then be unknown, their tasks "not found").
-	rejected *ownerTable
+	rejected *ownership.Table
 }
 
 func newOwners(n int, shared TaskStore, log *slog.Logger) *owners {
-	return &owners{c: newOwnerTable(n), shared: shared, log: log, rejected: newOwnerTable(min(n, 1024))} // n > 0
+	return &owners{c: ownership.New(n), shared: shared, log: log, rejected: ownership.New(min(n, 1024))} // n > 0
 }
 
 // addRejected records the owner of a task the gateway rejected itself.
@@ -44,53 +43,6 @@ func (o *owners) addRejected(agentName, task, owner string) {
 	if task != "" {
 		o.rejected.ContainsOrAdd(agentName+"\x00"+task, owner)
 	}
-}
-
-// ownerTable holds up to n task owners, forgetting the oldest first. It
-// keeps hashes, not strings: a table of 100,000 tasks holds no pointer for
-// the garbage collector to follow on every cycle (as a map of strings and
-// an LRU list did, which cost more CPU per call than the rest of the
-// ownership check). Hashes are keyed with a seed chosen per process, so
-// nobody can make two keys, or two owners, collide on purpose; by chance,
-// two of 100,000 keys collide with probability ~3e-10.
-type ownerTable struct {
-	mu    sync.Mutex
-	seed  maphash.Seed
-	m     map[uint64]uint64 // hash of key -> hash of owner
-	order []uint64          // keys in the order added: a ring of len n
-	next  int               // where the next key goes in order, once full
-	max   int               // n
-}
-
-func newOwnerTable(n int) *ownerTable {
-	return &ownerTable{seed: maphash.MakeSeed(), m: make(map[uint64]uint64), order: make([]uint64, 0, min(n, 1024)), max: n}
-}
-
-// ContainsOrAdd records owner for key unless key has one.
-func (t *ownerTable) ContainsOrAdd(key, owner string) {
-	k, v := maphash.String(t.seed, key), maphash.String(t.seed, owner)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, ok := t.m[k]; ok {
-		return
-	}
-	if len(t.order) < t.max {
-		t.order = append(t.order, k)
-	} else {
-		delete(t.m, t.order[t.next])
-		t.order[t.next] = k
-		t.next = (t.next + 1) % len(t.order)
-	}
-	t.m[k] = v
-}
-
-// Owns reports whether key is known, and whether owner is its owner.
-func (t *ownerTable) Owns(key, owner string) (known, owns bool) {
-	k := maphash.String(t.seed, key)
-	t.mu.Lock()
-	v, ok := t.m[k]
-	t.mu.Unlock()
-	return ok, ok && v == maphash.String(t.seed, owner)
 }
 
 func (o *owners) add(ctx context.Context, agentName, task, owner string) {

@@ -217,8 +217,8 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, sess
 		}
 	}
 	if target != nil {
-		if call.method == "tools/list" && m.Kind == intercept.KindResponse {
-			if out, changed := screenToolsIn(ctx, ic, call.cc, m.ID, m.Raw, m.Result); changed {
+		if m.Kind == intercept.KindResponse && screened(call.method, msg) {
+			if out, changed := screenAnswer(ctx, ic, call.cc, call.method, m.ID, m.Raw, m.Result); changed {
 				msg = out
 			}
 		}

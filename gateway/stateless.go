@@ -100,6 +100,16 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	if v, _ := versionFromMeta(m.Meta); v == "" {
+		// The upstream sees no HTTP headers: a request whose era only the
+		// Mcp-Protocol-Version header gives would be served as a request
+		// of the 2025-era session the connection is to it, one every
+		// stateless client shares.
+		writeJSONRPCError(w, http.StatusBadRequest, m.ID, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
+			"invalid request: a %s request without a session must carry io.modelcontextprotocol/protocolVersion in params._meta: upstream %q is reached over %s and sees no headers",
+			x.version, b.rt.up.Name, b.rt.up.Transport)})
+		return
+	}
 	// The client span's context goes on in the message; its attributes
 	// carry the client's id, not the gateway's.
 	sctx, uc := b.g.startUpCall(r.Context(), x, b.g.callInfo(x), true)
@@ -222,8 +232,8 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		return
 	}
 	list := m.Kind == intercept.KindResponse && c.method == "tools/list"
-	if list {
-		out, _ = screenToolsIn(b.g.ctx, b.g.ic, c.cc, c.id, out, m.Result)
+	if m.Kind == intercept.KindResponse && screened(c.method, out) {
+		out, _ = screenAnswer(b.g.ctx, b.g.ic, c.cc, c.method, c.id, out, m.Result)
 	}
 	if list {
 		// Recorded before the client has it: a call it makes on seeing

@@ -277,6 +277,20 @@ func (g *Gateway) classify(r *http.Request, x *exchange) error {
 	if hasMethod && hm != m.Method {
 		return mismatch(fmt.Sprintf("%s header %q does not match body method %q", hdrMethod, hm, m.Method))
 	}
+	if intercept.TaskMethod(m.Method) && m.Method != "tasks/result" {
+		// The tasks extension names the task in Mcp-Name; when a client
+		// sends it, it must be the body's taskId.
+		if hasName {
+			name, ok := decodeHeaderValue(hn)
+			if !ok {
+				return mismatch(hdrName + " header has invalid base64 encoding")
+			}
+			if id := intercept.StringMember(m.Params, "taskId"); name != id {
+				return mismatch(fmt.Sprintf("%s header %q does not match body taskId %q", hdrName, name, id))
+			}
+		}
+		return nil
+	}
 	if !namedMethod(m.Method) {
 		if hasName {
 			return mismatch(fmt.Sprintf("%s header is not allowed for method %q", hdrName, m.Method))

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +51,42 @@ func screenToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.
 	return hideToolsIn(ctx, ic, cc, raw, result)
 }
 
+// screenAnswer returns raw, the response (to id) of a method request
+// whose result is result, as the client of cc may see it: a tools/list
+// answer screened (screenToolsIn), a tasks/list answer holding only the
+// client's own tasks; a task handle in any other answer is recorded as the
+// client's (before the client has it, so its first tasks/get finds it).
+// changed reports whether it differs from raw.
+func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, method string, id, raw, result jsontext.Value) (jsontext.Value, bool) {
+	switch method {
+	case "":
+		return raw, false
+	case "tools/list":
+		return screenToolsIn(ctx, ic, cc, id, raw, result)
+	case "tasks/list":
+		res, changed := ic.FilterTasksResult(ctx, cc, result)
+		if !changed {
+			return raw, false
+		}
+		out, err := intercept.WithMember(raw, "result", res)
+		if err != nil {
+			return intercept.ErrorResponse(id, &intercept.WireError{Code: intercept.CodeUpstreamError, Message: "the upstream's tasks/list answer was refused: " + err.Error()}), true
+		}
+		return out, true
+	}
+	ic.ObserveTask(ctx, cc, result)
+	return raw, false
+}
+
+// screened reports whether b, a message of an upstream's answer to a
+// method request, needs screenAnswer: a list it screens, or an answer
+// that may hold a task handle.
+func screened(method string, b []byte) bool {
+	return method == "tools/list" || method == "tasks/list" || (method != "" && bytes.Contains(b, taskIDMember))
+}
+
+var taskIDMember = []byte(`"taskId"`)
+
 // listRefused answers the tools/list request id with why its upstream's
 // answer was not passed on.
 func listRefused(id jsontext.Value, err error) []byte {
@@ -57,14 +94,14 @@ func listRefused(id jsontext.Value, err error) []byte {
 		Message: "the upstream's tools/list answer was refused: " + err.Error() + " (what the gateway records of a tool must be what the client is shown)"})
 }
 
-// hideTools applies screenToolsIn to b, one JSON-RPC message or a batch
-// from an upstream, for every response whose id isList says answers a
-// tools/list request. It returns b itself when nothing changed. While lists
+// hideTools applies screenAnswer to b, one JSON-RPC message or a batch
+// from an upstream, for every response, with the method of the request
+// methodOf says its id answers ("" for none). It returns b itself when nothing changed. While lists
 // names requests still waiting for a tools/list answer, b that cannot be
 // decoded (duplicate member names, invalid UTF-8) is not passed on: the
 // client, reading it its own way, could be shown tools the gateway never
 // saw; those requests are answered with an error instead.
-func hideTools(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, b []byte, isList func(id string) bool, lists []string) []byte {
+func hideTools(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, b []byte, methodOf func(id string) string, lists []string) []byte {
 	msgs, batch, err := intercept.Decode(b)
 	if err != nil {
 		if len(lists) == 0 {
@@ -83,8 +120,8 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, cc intercept.Call
 	changed := false
 	for i, m := range msgs {
 		out[i] = m.Raw
-		if m.Kind == intercept.KindResponse && isList(m.IDKey()) {
-			if raw, ok := screenToolsIn(ctx, ic, cc, m.ID, m.Raw, m.Result); ok {
+		if m.Kind == intercept.KindResponse {
+			if raw, ok := screenAnswer(ctx, ic, cc, methodOf(m.IDKey()), m.ID, m.Raw, m.Result); ok {
 				out[i], changed = raw, true
 			}
 		}
@@ -101,12 +138,12 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, cc intercept.Call
 // filter hides tools in b, a message of the upstream's answer, before it
 // is passed on; lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
-	if !o.waitsForList() {
+	if !o.waitsForList() && !bytes.Contains(b, taskIDMember) {
 		return b
 	}
 	var lists []string
 	for id, m := range o.pending {
-		if m == "tools/list" && !o.answered[id] {
+		if (m == "tools/list" || m == "tasks/list") && !o.answered[id] {
 			lists = append(lists, id)
 		}
 	}
@@ -124,7 +161,7 @@ func (o *observer) filter(ctx context.Context, b []byte) []byte {
 		}
 		return marshalArray(out)
 	}
-	return hideTools(ctx, o.g.ic, o.cc, b, func(id string) bool { return o.pending[id] == "tools/list" }, lists)
+	return hideTools(ctx, o.g.ic, o.cc, b, func(id string) string { return o.pending[id] }, lists)
 }
 
 // stray reports whether b, a message of an upstream's answer, holds a
@@ -146,7 +183,7 @@ func (o *observer) stray(b []byte) bool {
 
 func (o *observer) waitsForList() bool {
 	for _, m := range o.pending {
-		if m == "tools/list" {
+		if m == "tools/list" || m == "tasks/list" {
 			return true
 		}
 	}
@@ -159,17 +196,17 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 	r.mu.Lock()
 	var lists []string
 	for id, m := range r.pending {
-		if m == "tools/list" {
+		if m == "tools/list" || m == "tasks/list" {
 			lists = append(lists, id)
 		}
 	}
 	r.mu.Unlock()
-	if len(lists) == 0 {
+	if len(lists) == 0 && !bytes.Contains(b, taskIDMember) {
 		return b
 	}
-	return hideTools(ctx, r.ic, r.callContext(), b, func(id string) bool {
+	return hideTools(ctx, r.ic, r.callContext(), b, func(id string) string {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return r.pending[id] == "tools/list"
+		return r.pending[id]
 	}, lists)
 }

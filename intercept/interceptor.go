@@ -11,6 +11,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/sluicehq/sluice/internal/ownership"
 )
 
 // CallContext is what the transport knows about where a message came from
@@ -86,6 +88,9 @@ type Interceptor struct {
 
 	callsOnce sync.Once
 	calls     *lru.Cache[string, *ActionDescriptor] // allowed calls awaiting a result, for OnResult
+
+	tasksOnce sync.Once
+	tasks     *ownership.Table // upstream + task id -> who created it (tasks.go)
 }
 
 type toolInfo struct {
@@ -120,6 +125,11 @@ func (i *Interceptor) Check(ctx context.Context, m *Message, cc CallContext) (re
 func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallContext) (dec Decision, reply []byte, forward bool) {
 	if reply := refuseUngoverned(m); reply != nil {
 		return Decision{}, reply, false
+	}
+	if m.Kind == KindRequest && TaskMethod(m.Method) {
+		if reply := i.checkTask(ctx, m, cc); reply != nil {
+			return Decision{}, reply, false
+		}
 	}
 	if !m.IsAction() {
 		return Decision{}, nil, true
@@ -246,6 +256,12 @@ func (i *Interceptor) CheckBatch(ctx context.Context, msgs []*Message, cc CallCo
 	for n, m := range msgs {
 		if r := refuseUngoverned(m); r != nil {
 			replies[n], denied = r, true
+			continue
+		}
+		if m.Kind == KindRequest && TaskMethod(m.Method) {
+			if r := i.checkTask(ctx, m, cc); r != nil {
+				replies[n], denied = r, true
+			}
 			continue
 		}
 		if !m.IsAction() {

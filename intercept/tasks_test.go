@@ -1,0 +1,70 @@
+package intercept
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Tasks are their creator's: a handle in either era's shape is recorded
+// for the agent (or principal) whose request it answers; tasks/list keeps
+// only the caller's; tasks/* naming another's task, in a batch too, is
+// answered "task not found" and not forwarded.
+func TestTaskOwnership(t *testing.T) {
+	ic := &Interceptor{Decider: &StaticDecider{Allow: []string{"x"}}}
+	alice := CallContext{Upstream: "u", Agent: "alice"}
+	bob := CallContext{Upstream: "u", Agent: "bob"}
+	ctx := context.Background()
+	for _, h := range []string{`{"task":{"taskId":"t1","status":"working"}}`, `{"resultType":"task","taskId":"t2"}`} {
+		ic.ObserveTask(ctx, alice, jsontext.Value(h))
+	}
+	ic.ObserveTask(ctx, bob, jsontext.Value(`{"task":{"taskId":"t1"}}`))     // the first owner stays
+	ic.ObserveTask(ctx, bob, jsontext.Value(`{"content":[],"taskId":"t3"}`)) // not a handle
+	for id, want := range map[string]bool{"t1": true, "t2": true, "t3": false} {
+		if got := ic.OwnsTask(ctx, alice, id); got != want {
+			t.Errorf("alice owns %s: %v, want %v", id, got, want)
+		}
+		if ic.OwnsTask(ctx, bob, id) {
+			t.Errorf("bob owns %s", id)
+		}
+	}
+	if ic.OwnsTask(ctx, CallContext{Upstream: "other", Agent: "alice"}, "t1") {
+		t.Error("a task id on another upstream is another task")
+	}
+	pAlice := CallContext{Upstream: "u", Agent: "claimed", Principal: &Principal{ID: "alice"}}
+	if ic.OwnsTask(ctx, pAlice, "t1") {
+		t.Error("an authenticated principal named alice owns the task of a self-declared alice")
+	}
+
+	out, changed := ic.FilterTasksResult(ctx, bob, jsontext.Value(`{"tasks":[{"taskId":"t1"},{"taskId":"t2"}],"nextCursor":"c"}`))
+	if !changed || string(out) != `{"tasks":[],"nextCursor":"c"}` {
+		t.Errorf("bob's tasks/list: %s (changed %v)", out, changed)
+	}
+	out, changed = ic.FilterTasksResult(ctx, alice, jsontext.Value(`{"tasks":[{"taskId":"t1"},{"taskId":"zz"}]}`))
+	if !changed || string(out) != `{"tasks":[{"taskId":"t1"}]}` {
+		t.Errorf("alice's tasks/list: %s (changed %v)", out, changed)
+	}
+
+	msgs, _, err := Decode([]byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}},{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"t1"}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, forward := ic.CheckBatch(ctx, msgs, bob)
+	if forward || !strings.Contains(string(reply), "task not found") {
+		t.Errorf("bob's batch with tasks/get of alice's task: forward %v, %s", forward, reply)
+	}
+	if _, forward := ic.CheckBatch(ctx, msgs, alice); !forward {
+		t.Error("alice's own batch was refused")
+	}
+	for _, body := range []string{`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"TaskID":"t1"}}`, `{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"taskId":7}}`} {
+		m, _, err := Decode([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reply, forward := ic.Check(ctx, m[0], alice); forward || !strings.Contains(string(reply), "-32602") {
+			t.Errorf("%s: forward %v, %s", body, forward, reply)
+		}
+	}
+}
