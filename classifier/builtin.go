@@ -203,6 +203,8 @@ func (b *Builtin) finish(k *call, d *intercept.ActionDescriptor, target target) 
 		Axes:         make(map[string]AxisVerdict, len(c.axes)),
 		ClassifierID: BuiltinID,
 		ClassifiedAt: c.now().Unix(),
+		argTier:      k.args.tier,
+		argTierKnown: len(c.rules) == 0,
 	}
 	at := c.actionType(k)
 	v.Axes[AxisActionType] = at

@@ -128,7 +128,13 @@ func NewIntentRecord(d *intercept.ActionDescriptor, v Verdict, o IntentOptions) 
 	tw := intentToolWords(d)
 	lex, h := tw.lex, tw.hints
 	var facts argFacts
-	(&compiled{}).scanArgs(d.Parameters, &facts)
+	if o.RiskOnly && v.argTierKnown {
+		// The classifier's scan of these arguments found it, and the risk
+		// needs nothing else of the facts.
+		facts.tier = v.argTier
+	} else {
+		(&compiled{}).scanArgs(d.Parameters, &facts)
+	}
 
 	r := IntentRecord{
 		EntityID:    d.Agent,

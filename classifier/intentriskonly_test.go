@@ -10,9 +10,18 @@ import (
 // real-world corpus, under both profiles.
 func TestIntentRiskOnlySameRisk(t *testing.T) {
 	calls := loadCorpus(t)
-	for _, profile := range []Profile{ProfileDefault, ProfileExtended} {
+	for _, run := range []struct {
+		profile Profile
+		catalog bool
+	}{{ProfileDefault, false}, {ProfileExtended, false}, {ProfileDefault, true}, {ProfileExtended, true}} {
+		profile := run.profile
 		opts := corpusOptions(calls)
 		opts.Profile = profile
+		if run.catalog {
+			// Configured rules raise the classifier's tier; the intent
+			// record's is worked out without them, as before.
+			opts.Sensitivity = []SensitivityRule{{Match: "**", Tier: Restricted}}
+		}
 		b, err := NewBuiltin(opts)
 		if err != nil {
 			t.Fatal(err)

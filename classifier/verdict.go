@@ -49,6 +49,13 @@ type Verdict struct {
 	ConsistentWithDeclaration bool                   `json:"consistent_with_declaration"`
 	ClassifierID              string                 `json:"classifier_id"`
 	ClassifiedAt              int64                  `json:"classified_at"`
+
+	// argTier is the sensitivity tier the built-in classifier's argument
+	// scan found with no catalog rules configured (as NewIntentRecord's
+	// own scan would), when argTierKnown: the intent record then need not
+	// scan the arguments again.
+	argTier      string
+	argTierKnown bool
 }
 
 // A Classifier classifies one call. It sees only the descriptor, never
