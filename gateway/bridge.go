@@ -20,7 +20,7 @@ import (
 // else wait in a bounded backlog for the next stream to open.
 type bridgeState struct {
 	up   transport.Conn
-	wmu  sync.Mutex // one writer at a time on up: POSTs arrive concurrently
+	wmu  writeLock  // one writer at a time on up: POSTs arrive concurrently
 	name string
 	done chan struct{} // closed when the upstream reader ends
 
@@ -358,8 +358,10 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 }
 
 func (b *bridgeState) write(ctx context.Context, msg []byte) error {
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
+	if err := b.wmu.lock(ctx); err != nil {
+		return err
+	}
+	defer b.wmu.unlock()
 	return b.up.Write(ctx, msg)
 }
 

@@ -485,8 +485,14 @@ func (g *Gateway) limitBodies(next http.Handler) http.Handler {
 				Message: fmt.Sprintf("request body exceeds the limit of %d bytes", g.opts.maxBody())})
 			return
 		}
+		// A body must come at a pace: budget is held for it while it is
+		// read, and a client that sends headers and then stalls must not
+		// hold it (or a goroutine) for as long as it keeps the socket.
+		d := &deadlineBody{rc: r.Body, ctl: http.NewResponseController(w), start: time.Now()}
+		d.extend(max(r.ContentLength, 0))
+		r.Body = d
 		if r.ContentLength < 0 {
-			br := &budgetReader{rc: r.Body, ctx: r.Context(), b: g.bodies}
+			br := &budgetReader{rc: r.Body, ctx: r.Context(), b: g.bodies, paced: d}
 			defer func() { g.bodies.release(br.reserved) }()
 			r.Body = br
 			next.ServeHTTP(w, r)
@@ -514,6 +520,7 @@ type budgetReader struct {
 	b        *byteBudget
 	reserved int64 // given back by the middleware once the request is done
 	read     int64
+	paced    *deadlineBody // its read deadline grows with what is reserved
 }
 
 func (br *budgetReader) Read(p []byte) (int, error) {
@@ -528,6 +535,7 @@ func (br *budgetReader) Read(p []byte) (int, error) {
 			return 0, br.b.full()
 		}
 		br.reserved += budgetStep
+		br.paced.extend(budgetStep)
 	}
 	if room := br.reserved - br.read; int64(len(p)) > room {
 		p = p[:room]
@@ -538,6 +546,63 @@ func (br *budgetReader) Read(p []byte) (int, error) {
 }
 
 func (br *budgetReader) Close() error { return br.rc.Close() }
+
+// writeLock lets one writer at a time onto an upstream connection, and
+// lets a waiter give up when its context ends: a write stuck on an
+// upstream that stopped reading must not hold every later request (and
+// the body budget each holds) with it. The zero value is unlocked.
+type writeLock struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (l *writeLock) lock(ctx context.Context) error {
+	l.once.Do(func() { l.ch = make(chan struct{}, 1) })
+	select {
+	case l.ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *writeLock) unlock() { <-l.ch }
+
+// Body pacing: a request body must arrive within bodyGrace plus its
+// length at bodyRate; past that, its read fails and the request ends,
+// giving back its budget. A chunked body's deadline grows as it is read.
+const (
+	bodyGrace = 10 * time.Second
+	bodyRate  = 64 << 10 // bytes a second
+)
+
+// deadlineBody sets the connection's read deadline for a request body and
+// clears it once the body has been read (or failed): the server reads the
+// connection again afterwards, to notice a client that leaves, and a
+// deadline left set would end a long answer's stream.
+type deadlineBody struct {
+	rc    io.ReadCloser
+	ctl   *http.ResponseController
+	start time.Time
+	bytes int64 // the length the deadline allows for
+	done  bool
+}
+
+func (d *deadlineBody) extend(n int64) {
+	d.bytes += n
+	_ = d.ctl.SetReadDeadline(d.start.Add(bodyGrace + time.Duration(d.bytes)*time.Second/bodyRate))
+}
+
+func (d *deadlineBody) Read(p []byte) (int, error) {
+	n, err := d.rc.Read(p)
+	if err != nil && !d.done {
+		d.done = true
+		_ = d.ctl.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+func (d *deadlineBody) Close() error { return d.rc.Close() }
 
 // sessionEnds sends the DELETEs that end upstream sessions in the
 // background, at most maxConcurrentEnds at a time; its workers exist only

@@ -23,7 +23,7 @@ type statelessBridge struct {
 	g  *Gateway
 	rt *route
 
-	wmu sync.Mutex // one writer at a time on the shared connection
+	wmu writeLock // one writer at a time on the shared connection
 
 	mu     sync.Mutex // guards the fields below
 	up     transport.Conn
@@ -162,8 +162,10 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 }
 
 func (b *statelessBridge) write(ctx context.Context, up transport.Conn, msg []byte) error {
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
+	if err := b.wmu.lock(ctx); err != nil {
+		return err
+	}
+	defer b.wmu.unlock()
 	return up.Write(ctx, msg)
 }
 
