@@ -20,7 +20,7 @@ import (
 // else wait in a bounded backlog for the next stream to open.
 type bridgeState struct {
 	up   transport.Conn
-	wmu  writeLock  // one writer at a time on up: POSTs arrive concurrently
+	wmu  writeLock // one writer at a time on up: POSTs arrive concurrently
 	name string
 	done chan struct{} // closed when the upstream reader ends
 
