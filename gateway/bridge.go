@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
@@ -274,10 +275,36 @@ func (b *bridgeState) fail(cause error) {
 	}
 }
 
+// close ends the upstream connection and waits for its reader. A client
+// that stopped reading without going away would hold the reader (handing
+// it a message) for as long as it keeps its connection: past closeGrace,
+// every stream of the session is given up, so ending a session never
+// waits on a client.
 func (b *bridgeState) close() {
 	_ = b.up.Close()
+	select {
+	case <-b.done:
+		return
+	case <-time.After(closeGrace):
+	}
+	b.mu.Lock()
+	ss := append([]*stream(nil), b.streams...)
+	for _, s := range b.waiters {
+		ss = append(ss, s)
+	}
+	if b.get != nil {
+		ss = append(ss, b.get)
+	}
+	b.mu.Unlock()
+	for _, s := range ss {
+		s.goneOnce.Do(func() { close(s.gone) })
+	}
 	<-b.done
 }
+
+// closeGrace is how long ending a bridged session waits for its clients
+// to take what its upstream said last.
+const closeGrace = time.Second
 
 // bridgePost sends an allowed POST to a bridged upstream and answers it:
 // JSON when the first thing back is the only response owed, otherwise an
