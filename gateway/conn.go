@@ -46,6 +46,9 @@ type relay struct {
 
 	mu         sync.Mutex        // guards the fields below
 	pending    map[string]string // request id -> method, client to upstream
+	// pendingBytes is what pending holds (ids and methods): with its
+	// length, bounded by maxConnPending and maxConnPendingBytes.
+	pendingBytes int
 	started    bool              // the first request has fixed owner (and a 2026-07-28 one, version)
 	handshake  bool              // an initialize request has been admitted
 	owner      principal
@@ -189,6 +192,17 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 // batch) gets its client span as a child of the span in parent, with the
 // span's trace context in params._meta of the message sent.
 func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, batch bool, b []byte) error {
+	if err := r.roomFor(msgs); err != nil {
+		for _, m := range msgs {
+			if m.Kind == intercept.KindRequest {
+				r.endSpan(m.IDKey(), err)
+				if werr := r.toClient(ctx, intercept.ErrorResponse(m.ID, err)); werr != nil {
+					return werr
+				}
+			}
+		}
+		return nil
+	}
 	measured := r.tracer != nil || r.metrics != nil
 	var cc intercept.CallContext
 	if measured {
@@ -419,7 +433,11 @@ func (r *relay) track(msgs []*intercept.Message) {
 	defer r.mu.Unlock()
 	for _, m := range msgs {
 		if m.Kind == intercept.KindRequest {
+			if old, ok := r.pending[m.IDKey()]; ok {
+				r.pendingBytes -= len(m.IDKey()) + len(old)
+			}
 			r.pending[m.IDKey()] = m.Method
+			r.pendingBytes += len(m.IDKey()) + len(m.Method)
 			if m.Method == "initialize" {
 				r.elicitForm = formElicitation(intercept.Member(m.Params, "capabilities"))
 			}
@@ -521,7 +539,7 @@ func (r *relay) observe(answers []*intercept.Message) {
 	for _, m := range answers {
 		r.mu.Lock()
 		method, ok := r.pending[m.IDKey()]
-		delete(r.pending, m.IDKey())
+		r.forget(m.IDKey())
 		r.mu.Unlock()
 		r.endSpan(m.IDKey(), responseError(m))
 		switch {
@@ -542,12 +560,51 @@ func (r *relay) failPending(ctx context.Context, cause error) {
 		ids = append(ids, id)
 	}
 	clear(r.pending)
+	r.pendingBytes = 0
 	r.mu.Unlock()
 	for _, id := range ids {
 		r.endUpCall(id, cause)
 		_ = r.toClient(ctx, intercept.ErrorResponse(jsontext.Value(id), upstreamError(r.up.Name, cause)))
 		r.endSpan(id, cause)
 	}
+}
+
+// Bounds on the requests a connection has waiting on the upstream: past
+// either, its further requests are answered with an error, not sent.
+const (
+	maxConnPending      = 1024
+	maxConnPendingBytes = 4 << 20
+)
+
+// forget drops request id from pending; r.mu is held.
+func (r *relay) forget(id string) {
+	if m, ok := r.pending[id]; ok {
+		r.pendingBytes -= len(id) + len(m)
+		delete(r.pending, id)
+	}
+}
+
+// roomFor returns why the requests among msgs cannot wait on the upstream
+// beside those already waiting, or nil.
+func (r *relay) roomFor(msgs []*intercept.Message) error {
+	n, size := 0, 0
+	for _, m := range msgs {
+		if m.Kind == intercept.KindRequest {
+			n++
+			size += len(m.IDKey()) + len(m.Method)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pending)+n > maxConnPending || r.pendingBytes+size > maxConnPendingBytes {
+		return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
+			"invalid request: not sent: this connection already has %d requests (%d bytes of ids) waiting on upstream %q, the most it may; send more as they are answered",
+			len(r.pending), r.pendingBytes, r.up.Name)}
+	}
+	return nil
 }
 
 // refuse answers the requests among msgs, which were not sent, with an
@@ -558,7 +615,7 @@ func (r *relay) refuse(ctx context.Context, msgs []*intercept.Message, cause err
 			continue
 		}
 		r.mu.Lock()
-		delete(r.pending, m.IDKey())
+		r.forget(m.IDKey())
 		r.mu.Unlock()
 		r.endUpCall(m.IDKey(), cause)
 		r.endSpan(m.IDKey(), cause)
