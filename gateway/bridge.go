@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/gateway/transport"
@@ -67,8 +68,17 @@ type stream struct {
 	pumping       bool
 }
 
-// maxOverflow bounds the messages a stream holds beyond its channel.
-const maxOverflow = 4 << 20
+// maxOverflow bounds the messages a stream holds beyond its channel, and
+// maxOverflowTotal those all streams of the process hold: clients that do
+// not read cannot make the gateway hold more than that of notifications
+// however many they are (the dropped ones are counted and logged per call).
+const (
+	maxOverflow      = 4 << 20
+	maxOverflowTotal = 32 << 20
+)
+
+// overflowTotal is what every stream's overflow holds.
+var overflowTotal atomic.Int64
 
 func newStream() *stream { return &stream{ch: make(chan []byte, 16), gone: make(chan struct{})} }
 
@@ -98,11 +108,12 @@ func (s *stream) offer(msg []byte, final bool) bool {
 		default:
 		}
 	}
-	if !final && s.overflowBytes+len(msg) > maxOverflow {
+	if !final && (s.overflowBytes+len(msg) > maxOverflow || overflowTotal.Load()+int64(len(msg)) > maxOverflowTotal) {
 		return false
 	}
 	s.overflow = append(s.overflow, msg)
 	s.overflowBytes += len(msg)
+	overflowTotal.Add(int64(len(msg)))
 	if !s.pumping {
 		s.pumping = true
 		go s.pump()
@@ -124,6 +135,7 @@ func (s *stream) pump() {
 		s.overflow[0] = nil
 		s.overflow = s.overflow[1:]
 		s.overflowBytes -= len(msg)
+		overflowTotal.Add(-int64(len(msg)))
 		s.omu.Unlock()
 		s.deliver(msg)
 	}
