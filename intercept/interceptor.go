@@ -102,7 +102,11 @@ type toolInfo struct {
 type toolSet struct {
 	hash  string
 	tools map[string]toolInfo
+	more  bool // the list it was last given a page of goes on (nextCursor)
 }
+
+// maxCatalogTools bounds the tools an upstream's catalog holds.
+const maxCatalogTools = 10_000
 
 // Check decides about one client message. It returns forward=true when the
 // message may go to the upstream unchanged; otherwise reply is the complete
@@ -370,11 +374,16 @@ func (i *Interceptor) ObserveTools(upstream string, result jsontext.Value) {
 		NextCursor string `json:"nextCursor"`
 	}
 	if err := json.Unmarshal(result, &page); err == nil {
-		ts := &toolSet{tools: make(map[string]toolInfo, len(page.Tools))}
-		// Later pages of a paginated list add to the earlier ones.
+		ts := &toolSet{tools: make(map[string]toolInfo, len(page.Tools)), more: page.NextCursor != ""}
+		// Later pages of a paginated list add to the earlier ones; the
+		// page after a list's last starts the catalog over, and so does
+		// one that would take it past maxCatalogTools (an upstream whose
+		// pages never end).
 		if v, ok := i.catalog.Load(upstream); ok {
-			for k, t := range v.(*toolSet).tools {
-				ts.tools[k] = t
+			if prev := v.(*toolSet); prev.more && len(prev.tools)+len(page.Tools) <= maxCatalogTools {
+				for k, t := range prev.tools {
+					ts.tools[k] = t
+				}
 			}
 		}
 		for _, t := range page.Tools {
