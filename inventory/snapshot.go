@@ -16,6 +16,15 @@ import (
 // (all pages together) with more tools is rejected.
 const MaxTools = 10_000
 
+// MaxListBytes bounds the bytes of one upstream's list (all pages
+// together) the inventory collects: a list past it is rejected too, so
+// pages of huge tools that never end cannot grow it without limit.
+const MaxListBytes = 32 << 20
+
+func (t *Tool) size() int {
+	return len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.OutputSchema) + len(t.Annotations) + len(t.Hash)
+}
+
 // Tool is one tool of a snapshot: the parts of a tools/list entry that the
 // model sees and that decide what a call may do. Schemas and annotations are
 // kept in RFC 8785 canonical form; an absent or null member is nil.
@@ -221,6 +230,7 @@ func ParsePage(result jsontext.Value) (Page, error) {
 // name already collected is taken to start a new listing.
 type pages struct {
 	tools map[string]Tool
+	bytes int // what tools holds, Tool.size
 }
 
 // add merges p. It reports done with the complete tool list when p was the
@@ -233,14 +243,19 @@ func (ps *pages) add(p Page) (tools []Tool, done bool, err error) {
 		}
 	}
 	if ps.tools == nil {
-		ps.tools = make(map[string]Tool, len(p.Tools))
+		ps.tools, ps.bytes = make(map[string]Tool, len(p.Tools)), 0
 	}
 	for _, t := range p.Tools {
 		ps.tools[t.Name] = t
+		ps.bytes += t.size()
 	}
 	if len(ps.tools) > MaxTools {
 		ps.tools = nil
 		return nil, false, fmt.Errorf("%w: more than %d tools across pages", ErrInvalidList, MaxTools)
+	}
+	if ps.bytes > MaxListBytes {
+		ps.tools = nil
+		return nil, false, fmt.Errorf("%w: more than %d bytes of tools across pages", ErrInvalidList, MaxListBytes)
 	}
 	if p.NextCursor != "" {
 		return nil, false, nil
