@@ -48,6 +48,10 @@ const (
 	ReasonGranted  = "approval_granted"
 	ReasonDeclined = "approval_declined"
 	ReasonTimeout  = "approval_timeout"
+	// ReasonTooMany denies a call that would be held while its agent
+	// already has MaxPendingPerAgent calls waiting (or the store
+	// MaxLive): a flood of held calls must not slow every approval.
+	ReasonTooMany = "approval_limit"
 )
 
 // Request is one call waiting for, or given, a human's answer.
@@ -497,6 +501,12 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 	case r != nil && r.Status == Pending:
 		out.ApprovalID = r.ID
 	default:
+		if why := s.full(d.Agent); why != "" {
+			out.Verdict, out.Reason, out.ApprovalID = intercept.Deny, ReasonTooMany, ""
+			out.PublicReason = why
+			out.Evidence.ReasonCode = ReasonTooMany
+			break
+		}
 		now := s.now()
 		r = &Request{ID: newID(), TxnID: d.TxnID, Status: Pending, Upstream: d.Upstream,
 			Tool: d.ToolName, Arguments: d.Parameters, CallHash: hash, PolicyVersion: dec.PolicyVersion,
@@ -513,6 +523,28 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 	}
 	s.notify(changed...)
 	return out, nil
+}
+
+// Bounds on live requests (waiting, or approved and not yet used).
+const (
+	MaxPendingPerAgent = 100
+	MaxLive            = 10_000
+)
+
+// full returns why no more calls of agent may be held, or ""; s is locked.
+func (s *Store) full(agent string) string {
+	if s.live >= MaxLive {
+		return fmt.Sprintf("%d calls are already waiting for approval, the most the gateway holds; this call was not held", MaxLive)
+	}
+	n := 0
+	for _, r := range s.byID {
+		if r.Agent == agent && (r.Status == Pending || r.Status == Approved) {
+			if n++; n >= MaxPendingPerAgent {
+				return fmt.Sprintf("this agent already has %d calls waiting for approval, the most it may; this call was not held (it can be sent again once they are answered)", MaxPendingPerAgent)
+			}
+		}
+	}
+	return ""
 }
 
 // Forwarded passes route-memory updates on to Next and then, for a call
