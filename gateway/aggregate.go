@@ -1014,8 +1014,14 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 	}
 	rec.onEvent = func(data []byte) {
 		var m rpcResponse
+		if json.Unmarshal(data, &m) != nil || m.Method == "" || strings.HasSuffix(m.Method, "/list_changed") {
+			// An answer, or a list change, is read once the call ends;
+			// the rest is handled here and let go, so what a call in
+			// progress holds does not grow with its stream.
+			rec.events = append(rec.events, bytes.Clone(data))
+		}
 		switch {
-		case json.Unmarshal(data, &m) != nil || m.Method == "":
+		case m.Method == "":
 		case len(m.ID) > 0:
 			// A request to the client (sampling, elicitation, roots, an
 			// approval question) goes to it on its SSE answer.
@@ -1040,9 +1046,13 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 		in.id = rec.h.Get("Mcp-Session-Id")
 	}
 	var msgs [][]byte
-	if strings.HasPrefix(rec.h.Get("Content-Type"), "text/event-stream") {
+	switch {
+	case rec.sink != nil:
+		rec.sink.end()
+		msgs = rec.events
+	case strings.HasPrefix(rec.h.Get("Content-Type"), "text/event-stream"):
 		msgs = sseData(rec.body.Bytes())
-	} else {
+	default:
 		msgs = [][]byte{rec.body.Bytes()}
 	}
 	var found *rpcResponse
@@ -1179,14 +1189,15 @@ func (e *routeError) Error() string {
 }
 
 // buffered is a ResponseWriter that keeps what an inner POST answers;
-// with onEvent set, the events of an SSE answer are also handed over as
-// they arrive.
+// with onEvent set, the events of an SSE answer are handed over as they
+// arrive instead, and onEvent keeps (in events) what is read at the end.
 type buffered struct {
 	h       http.Header
 	code    int
 	body    bytes.Buffer
 	onEvent func([]byte)
 	sink    *sseSink
+	events  [][]byte // what onEvent kept of an SSE answer, which body then does not hold
 }
 
 func (b *buffered) Header() http.Header { return b.h }
@@ -1201,7 +1212,7 @@ func (b *buffered) Write(p []byte) (int, error) {
 		if b.sink == nil {
 			b.sink = &sseSink{h: http.Header{}, on: b.onEvent}
 		}
-		_, _ = b.sink.Write(p)
+		return b.sink.Write(p)
 	}
 	return b.body.Write(p)
 }
@@ -1228,6 +1239,15 @@ type sseSink struct {
 	on   func([]byte)
 	line []byte
 	data []byte
+}
+
+// end hands on the last event of a stream that ended without the blank
+// line closing it.
+func (s *sseSink) end() {
+	if len(s.line) > 0 {
+		_, _ = s.Write([]byte("\n"))
+	}
+	_, _ = s.Write([]byte("\n"))
 }
 
 func (s *sseSink) Header() http.Header { return s.h }

@@ -44,21 +44,21 @@ type relay struct {
 	// pumps, approval questions); a Conn takes one writer at a time.
 	downMu, upMu sync.Mutex
 
-	mu         sync.Mutex        // guards the fields below
-	pending    map[string]string // request id -> method, client to upstream
+	mu      sync.Mutex        // guards the fields below
+	pending map[string]string // request id -> method, client to upstream
 	// pendingBytes is what pending holds (ids and methods): with its
 	// length, bounded by maxConnPending and maxConnPendingBytes.
 	pendingBytes int
-	started    bool              // the first request has fixed owner (and a 2026-07-28 one, version)
-	handshake  bool              // an initialize request has been admitted
-	owner      principal
-	version    string
-	elicitForm bool                               // the client declared form elicitation at initialize
-	asks       map[string]chan *intercept.Message // open approval questions by JSON id
-	spans      map[string]telemetry.Span          // server spans of requests awaiting a response
-	upcalls    map[string]*upCall                 // measurements of requests forwarded upstream, by id
-	nextAsk    uint64
-	asking     sync.WaitGroup
+	started      bool // the first request has fixed owner (and a 2026-07-28 one, version)
+	handshake    bool // an initialize request has been admitted
+	owner        principal
+	version      string
+	elicitForm   bool                               // the client declared form elicitation at initialize
+	asks         map[string]chan *intercept.Message // open approval questions by JSON id
+	spans        map[string]telemetry.Span          // server spans of requests awaiting a response
+	upcalls      map[string]*upCall                 // measurements of requests forwarded upstream, by id
+	nextAsk      uint64
+	asking       sync.WaitGroup
 }
 
 func (r *relay) toClient(ctx context.Context, b []byte) error {
