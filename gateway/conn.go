@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -20,6 +22,13 @@ import (
 // Conn, sending every client message through the interceptor first. It
 // returns when either side ends or ctx is cancelled; both Conns are closed.
 type relay struct {
+	// idle, if set, ends the connection once nothing has passed either
+	// way and no request has waited for that long (session_idle_timeout
+	// for /ws and /sse: a connection is a session); lastActive is when
+	// something last did (unix nanoseconds).
+	idle       time.Duration
+	lastActive atomic.Int64
+
 	up        *Upstream
 	ic        *intercept.Interceptor
 	log       *slog.Logger
@@ -89,6 +98,10 @@ func (r *relay) run(ctx context.Context) error {
 	defer r.endSpans(ErrSessionEnded)
 	defer r.asking.Wait()
 	errc := make(chan error, 2)
+	if r.idle > 0 {
+		r.lastActive.Store(time.Now().UnixNano())
+		go r.endWhenIdle(ctx)
+	}
 	go func() { errc <- r.clientToUpstream(ctx) }()
 	go func() { errc <- r.upstreamToClient(ctx) }()
 	err := <-errc
@@ -99,12 +112,39 @@ func (r *relay) run(ctx context.Context) error {
 	return err
 }
 
+// endWhenIdle closes the client's side of the connection once it has
+// been idle for r.idle: its reader then ends the relay.
+func (r *relay) endWhenIdle(ctx context.Context) {
+	t := time.NewTicker(max(r.idle/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		busy := len(r.pending) > 0 || len(r.asks) > 0
+		r.mu.Unlock()
+		if busy {
+			r.lastActive.Store(time.Now().UnixNano())
+			continue
+		}
+		if time.Since(time.Unix(0, r.lastActive.Load())) >= r.idle {
+			r.log.Debug("idle connection ended", "upstream", r.up.Name, "session", r.session, "idle", r.idle)
+			_ = r.down.Close()
+			return
+		}
+	}
+}
+
 func (r *relay) clientToUpstream(ctx context.Context) error {
 	for {
 		b, err := r.down.Read(ctx)
 		if err != nil {
 			return err
 		}
+		r.lastActive.Store(time.Now().UnixNano())
 		if err := credentialGone(ctx); err != nil {
 			_ = r.toClient(ctx, intercept.ErrorResponse(nil, err))
 			return err // ends the connection
@@ -488,6 +528,7 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 			r.failPending(ctx, err)
 			return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 		}
+		r.lastActive.Store(time.Now().UnixNano())
 		answers := r.received(b)
 		if err := r.toClient(ctx, r.hideTools(ctx, b)); err != nil {
 			if _, ok := errors.AsType[*transport.MessageError](err); ok {

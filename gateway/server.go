@@ -398,6 +398,9 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 	if adm != nil {
 		rl.lease = adm.lease.bindAgent
 	}
+	if kind != "stdio" {
+		rl.idle = g.opts.idleTimeout() // sluice wrap's one client ends it itself
+	}
 	err = rl.run(ctx)
 	g.log.Debug("session ended", "upstream", rt.up.Name, "session", id, "err", err)
 	if g.opts.OnSessionEnd != nil {
