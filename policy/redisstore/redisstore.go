@@ -7,7 +7,8 @@
 // are labels and values the Unix nanoseconds they were last forwarded at.
 // A write keeps the later of the stored and the new time (one Lua script,
 // so concurrent replicas cannot move a label back in time) and renews the
-// hash's expiry. A read is one HMGET. Errors (Redis down, a timeout) are
+// hash's expiry. A read is one HMGET (with a GET of the epoch key, which
+// tells memory Redis lost from memory never written). Errors (Redis down, a timeout) are
 // returned, and the policy denies the pending call with policy_error: route
 // memory fails closed. So that Redis never forgets on its own, New refuses
 // a server that may evict keys under memory pressure, and the policy
@@ -19,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,6 +61,83 @@ type Store struct {
 	rdb    *redis.Client
 	prefix string
 	ttl    time.Duration
+
+	// The epoch key tells a Redis that lost its data (restarted without
+	// persistence, a failover to a replica that had not caught up) from
+	// one that never had any: it is written when the memory starts, and
+	// a read that finds it gone or changed records when the memory was
+	// lost. Memory from before then is unknown: Seen answers ErrEvicted
+	// for a window reaching back past it (route_memory_evicted) rather
+	// than "never touched".
+	mu     sync.Mutex
+	epoch  string    // the epoch key's value as last seen
+	lostAt time.Time // when the memory was last found lost; zero: never
+}
+
+// Values of the epoch key: "fresh:" or "lost:" and Unix nanoseconds.
+const (
+	epochFresh = "fresh:"
+	epochLost  = "lost:"
+)
+
+func (s *Store) epochKey() string { return s.prefix + "\x00epoch" }
+
+// adopt records epoch, the epoch key's value, as the one seen.
+func (s *Store) adopt(epoch string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch = epoch
+	if ns, ok := strings.CutPrefix(epoch, epochLost); ok {
+		if n, err := strconv.ParseInt(ns, 10, 64); err == nil {
+			if t := time.Unix(0, n); t.After(s.lostAt) {
+				s.lostAt = t
+			}
+		}
+	}
+}
+
+// checkEpoch compares the epoch key's value got (nil: missing) with the
+// one seen; when the memory was lost meanwhile it records that (once,
+// for every replica) and returns when. It returns the time memory is
+// known from: zero when nothing was lost.
+func (s *Store) checkEpoch(ctx context.Context, got *string) (time.Time, error) {
+	s.mu.Lock()
+	same := got != nil && *got == s.epoch
+	lost := s.lostAt
+	s.mu.Unlock()
+	if same {
+		return lost, nil
+	}
+	if got == nil {
+		// Gone: Redis lost its data. The first replica to see it says so.
+		v := epochLost + strconv.FormatInt(time.Now().UnixNano(), 10)
+		if err := s.rdb.SetNX(ctx, s.epochKey(), v, 0).Err(); err != nil {
+			return time.Time{}, fmt.Errorf("route memory: redis: %w", err)
+		}
+		cur, err := s.rdb.Get(ctx, s.epochKey()).Result()
+		if err != nil {
+			return time.Time{}, fmt.Errorf("route memory: redis: %w", err)
+		}
+		got = &cur
+	}
+	if ns, ok := strings.CutPrefix(*got, epochFresh); ok {
+		// Another process started the memory over after it was lost
+		// and before this one noticed: it was lost all the same, and
+		// is known from then.
+		n, err := strconv.ParseInt(ns, 10, 64)
+		if err != nil {
+			n = time.Now().UnixNano()
+		}
+		s.mu.Lock()
+		if t := time.Unix(0, n); t.After(s.lostAt) {
+			s.lostAt = t
+		}
+		s.mu.Unlock()
+	}
+	s.adopt(*got)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lostAt, nil
 }
 
 var (
@@ -106,6 +186,16 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		s.rdb.Close()
 		return nil, fmt.Errorf("route memory: redis at %s: %w", ro.Addr, err)
 	}
+	if err := s.rdb.SetNX(ctx, s.epochKey(), epochFresh+strconv.FormatInt(time.Now().UnixNano(), 10), 0).Err(); err != nil {
+		s.rdb.Close()
+		return nil, fmt.Errorf("route memory: redis at %s: %w", ro.Addr, err)
+	}
+	epoch, err := s.rdb.Get(ctx, s.epochKey()).Result()
+	if err != nil {
+		s.rdb.Close()
+		return nil, fmt.Errorf("route memory: redis at %s: %w", ro.Addr, err)
+	}
+	s.adopt(epoch)
 	return s, nil
 }
 
@@ -155,9 +245,24 @@ func (s *Store) Seen(ctx context.Context, k policy.Key, labels []string, since t
 	if len(labels) == 0 {
 		return false, nil
 	}
-	vals, err := s.rdb.HMGet(ctx, s.key(k), labels...).Result()
+	pipe := s.rdb.Pipeline()
+	hm := pipe.HMGet(ctx, s.key(k), labels...)
+	ep := pipe.Get(ctx, s.epochKey())
+	_, _ = pipe.Exec(ctx)
+	vals, err := hm.Result()
 	if err != nil {
 		return false, fmt.Errorf("route memory: redis: %w", err)
+	}
+	var epoch *string
+	switch e, err := ep.Result(); {
+	case err == nil:
+		epoch = &e
+	case !errors.Is(err, redis.Nil):
+		return false, fmt.Errorf("route memory: redis: %w", err)
+	}
+	known, err := s.checkEpoch(ctx, epoch)
+	if err != nil {
+		return false, err
 	}
 	for _, v := range vals {
 		str, ok := v.(string)
@@ -171,6 +276,9 @@ func (s *Store) Seen(ctx context.Context, k policy.Key, labels []string, since t
 		if ns >= since.UnixNano() {
 			return true, nil
 		}
+	}
+	if since.Before(known) {
+		return false, policy.ErrEvicted
 	}
 	return false, nil
 }
