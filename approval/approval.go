@@ -109,6 +109,8 @@ type Store struct {
 
 	mu        sync.Mutex        // guards the fields below
 	tx        backendTx         // the transaction between lock and unlock, with be
+	beErr     error             // the last failure of be, if the last operation failed
+	beFailed  time.Time         // when
 	snap      map[string]string // with be: each request's row as lock read it
 	byID      map[string]*Request
 	byCall    map[string]*Request // agent + call hash -> newest request

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -138,17 +139,30 @@ func (s *Store) lock() error {
 	if s.be == nil {
 		return nil
 	}
+	if s.beErr != nil && time.Since(s.beFailed) < backendRetry {
+		// The store just failed (Redis down or hung): the operations
+		// queued behind the one that waited it out fail at once instead
+		// of each waiting as long again, one after another.
+		return fmt.Errorf("approval: the approvals store failed %v ago: %w", time.Since(s.beFailed).Round(time.Millisecond), s.beErr)
+	}
 	tx, err := s.be.begin()
 	if err != nil {
+		s.beErr, s.beFailed = err, time.Now()
 		return fmt.Errorf("approval: reading the approvals store: %w", err)
 	}
 	if err := s.load(tx); err != nil {
 		tx.rollback()
+		s.beErr, s.beFailed = err, time.Now()
 		return fmt.Errorf("approval: reading the approvals store: %w", err)
 	}
+	s.beErr = nil
 	s.tx = tx
 	return nil
 }
+
+// backendRetry is how long after a failure of the approvals store its
+// operations fail without asking it again.
+const backendRetry = time.Second
 
 func (s *Store) load(tx backendTx) error {
 	rows, err := tx.rows()

@@ -63,6 +63,17 @@ func dialRedis(ctx context.Context, key, url string) (*redis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
+	// A command waits no longer than its caller's deadline (rate_limits
+	// and agent_tasks give one per call), nor than 2 s when there is
+	// none, and is tried again once.
+	opt.ContextTimeoutEnabled = true
+	if opt.ReadTimeout == 0 {
+		opt.ReadTimeout = 2 * time.Second
+	}
+	if opt.WriteTimeout == 0 {
+		opt.WriteTimeout = 2 * time.Second
+	}
+	opt.MaxRetries = 1
 	client := redis.NewClient(opt)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
