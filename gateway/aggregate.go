@@ -310,6 +310,31 @@ func (a *aggregator) session(w http.ResponseWriter, r *http.Request, msgs []*int
 	return s
 }
 
+// fullLocked applies the gateway's session limits to s, a session about
+// to be entered (opened or adopted), so that one agent or one address
+// cannot take every session of the virtual server: it returns the HTTP
+// status and why s may not be, or 0. a.mu is held.
+func (a *aggregator) fullLocked(s *aggSession) (int, string) {
+	var byOwner, byClient int
+	for _, o := range a.sessions {
+		if s.who.agent != "" && o.who.agent == s.who.agent {
+			byOwner++
+		}
+		if o.client == s.client {
+			byClient++
+		}
+	}
+	switch {
+	case len(a.sessions) >= a.g.opts.maxSessions():
+		return http.StatusServiceUnavailable, fmt.Sprintf("%d sessions, the limit (max_sessions)", len(a.sessions))
+	case byOwner >= a.g.opts.maxSessionsPerAgent():
+		return http.StatusTooManyRequests, fmt.Sprintf("agent %q has %d sessions, the limit (max_sessions_per_agent)", s.who.agent, byOwner)
+	case byClient >= a.g.opts.maxSessionsPerClient():
+		return http.StatusTooManyRequests, fmt.Sprintf("this address has %d sessions, the limit (max_sessions_per_client)", byClient)
+	}
+	return 0, ""
+}
+
 type rpcRequest struct {
 	JSONRPC string         `json:"jsonrpc"`
 	ID      jsontext.Value `json:"id,omitzero"`
@@ -476,31 +501,10 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 	s.last.Store(time.Now().UnixNano())
 	a.mu.Lock()
 	a.reapLocked()
-	// The gateway's session limits, so that one agent or one address
-	// cannot take every session of the virtual server.
-	var byOwner, byClient int
-	for _, o := range a.sessions {
-		if s.who.agent != "" && o.who.agent == s.who.agent {
-			byOwner++
-		}
-		if o.client == s.client {
-			byClient++
-		}
-	}
-	refuse := func(status int, msg string) {
+	if status, msg := a.fullLocked(s); status != 0 {
 		a.mu.Unlock()
 		w.Header().Set("Retry-After", "5")
 		writeJSONRPCError(w, status, req.ID, &intercept.WireError{Code: intercept.CodeLimitExceeded, Message: a.path() + ": " + msg})
-	}
-	switch {
-	case len(a.sessions) >= a.g.opts.maxSessions():
-		refuse(http.StatusServiceUnavailable, fmt.Sprintf("%d sessions, the limit (max_sessions)", len(a.sessions)))
-		return
-	case byOwner >= a.g.opts.maxSessionsPerAgent():
-		refuse(http.StatusTooManyRequests, fmt.Sprintf("agent %q has %d sessions, the limit (max_sessions_per_agent)", s.who.agent, byOwner))
-		return
-	case byClient >= a.g.opts.maxSessionsPerClient():
-		refuse(http.StatusTooManyRequests, fmt.Sprintf("this address has %d sessions, the limit (max_sessions_per_client)", byClient))
 		return
 	}
 	a.sessions[s.id] = s

@@ -120,8 +120,8 @@ func (a *aggregator) adopt(r *http.Request, id string) *aggSession {
 	if old := a.sessions[id]; old != nil {
 		return old
 	}
-	if len(a.sessions) >= a.g.opts.maxSessions() {
-		return nil
+	if status, _ := a.fullLocked(s); status != 0 {
+		return nil // counted like a new session: past a limit, not served here
 	}
 	a.sessions[id] = s
 	return s
