@@ -85,7 +85,7 @@ func (r *relay) toUpstream(ctx context.Context, b []byte) error {
 func (r *relay) callContext() intercept.CallContext {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, Agent: r.owner.agent, ClientName: r.owner.clientName(), ProtocolVersion: r.version}
+	return intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, TaskScope: r.session, Agent: r.owner.agent, ClientName: r.owner.clientName(), ProtocolVersion: r.version}
 }
 
 func (r *relay) run(ctx context.Context) error {
@@ -287,6 +287,15 @@ func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, 
 func (r *relay) cancelled(id string) {
 	r.endUpCall(id, errCancelled)
 	r.endSpan(id, errCancelled)
+	// A cancelled request is answered by nobody (servers should not):
+	// it no longer waits, nor counts against the bounds or the idle
+	// timer. A list stays: should its answer come anyway, it is still
+	// screened and recorded as one.
+	r.mu.Lock()
+	if m := r.pending[id]; m != "tools/list" && m != "tasks/list" {
+		r.forget(id)
+	}
+	r.mu.Unlock()
 }
 
 // check decides about m, applying the user's answer to a 2026-07-28

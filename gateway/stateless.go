@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -154,12 +155,20 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 		// The client left: tell the upstream to stop working on it.
 		if b.forget(c, errCancelled) {
 			cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"client disconnected"}}`, c.upID)
-			_ = b.write(context.Background(), up, []byte(cancel))
+			// Bounded: an upstream that stopped reading must not keep
+			// this handler (and its body budget) for good.
+			ctx, stop := context.WithTimeout(context.Background(), cancelWriteTimeout)
+			_ = b.write(ctx, up, []byte(cancel))
+			stop()
 		}
 		return
 	}
 	b.forget(c, nil)
 }
+
+// cancelWriteTimeout bounds the write of the cancellation of a call
+// whose client left.
+const cancelWriteTimeout = 2 * time.Second
 
 func (b *statelessBridge) write(ctx context.Context, up transport.Conn, msg []byte) error {
 	if err := b.wmu.lock(ctx); err != nil {

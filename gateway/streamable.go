@@ -102,6 +102,9 @@ func (x *exchange) callContext() intercept.CallContext {
 	case x.sess != nil:
 		cc.SessionID = x.sess.id
 	}
+	if x.sess != nil && x.sess.bridge != nil {
+		cc.TaskScope = x.sess.id // its own upstream process
+	}
 	return cc
 }
 

@@ -30,6 +30,11 @@ type CallContext struct {
 	// names the agent (the principal's ID or the agent header); "" when
 	// unknown or the same.
 	ClientName string
+	// TaskScope is where the upstream's MCP task ids are unique: the
+	// session's id when the session has an upstream connection (a
+	// process) of its own, whose ids another session's may repeat; ""
+	// for the upstream as a whole.
+	TaskScope string
 	// ClientCanApprove reports that a held call could be put to the
 	// client's user: the operator lets clients answer (the gateway has an
 	// Approver) and this client can be asked on this transport (see

@@ -44,6 +44,11 @@ func taskOwner(ctx context.Context, cc CallContext) string {
 	return "a\x00" + cc.Agent
 }
 
+// taskKey names task id of cc's upstream, within its TaskScope.
+func taskKey(cc CallContext, id string) string {
+	return cc.Upstream + "\x00" + cc.TaskScope + "\x00" + id
+}
+
 // TaskHandle returns the id of the task result creates, if it is a task
 // handle: 2025-11-25's {"task": {"taskId": …}} or 2026-07-28's
 // {"resultType": "task", "taskId": …}.
@@ -68,14 +73,14 @@ func TaskHandle(result jsontext.Value) string {
 // A task already recorded keeps its first owner.
 func (i *Interceptor) ObserveTask(ctx context.Context, cc CallContext, result jsontext.Value) {
 	if id := TaskHandle(result); id != "" {
-		i.taskTable().ContainsOrAdd(cc.Upstream+"\x00"+id, taskOwner(ctx, cc))
+		i.taskTable().ContainsOrAdd(taskKey(cc, id), taskOwner(ctx, cc))
 	}
 }
 
 // OwnsTask reports whether the client of cc owns the task id on its
 // upstream.
 func (i *Interceptor) OwnsTask(ctx context.Context, cc CallContext, id string) bool {
-	_, owns := i.taskTable().Owns(cc.Upstream+"\x00"+id, taskOwner(ctx, cc))
+	_, owns := i.taskTable().Owns(taskKey(cc, id), taskOwner(ctx, cc))
 	return owns
 }
 

@@ -86,14 +86,25 @@ func normRead(name string) string {
 // not parse, or has no hierarchical path, is returned as it is. Special
 // schemes (file, http, https, ws, wss, ftp) are read as the WHATWG URL
 // parser reads them, which is how a TypeScript server turns a resource URI
-// into a path or request: a backslash before the query is a slash, and a
-// file URI's host "localhost" or missing authority (file:/p, file:p) is
-// file:///p.
+// into a path or request: surrounding spaces and control characters go, so
+// does a fragment (and a file URI's query), a backslash before the query is
+// a slash, and a file URI's host "localhost" or missing authority (file:/p,
+// file:p) is file:///p.
 func normURI(s string) string {
-	scheme, _, _ := strings.Cut(s, ":")
+	trimmed := strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) // WHATWG: C0 controls and space
+	scheme, _, _ := strings.Cut(trimmed, ":")
 	scheme = strings.ToLower(scheme)
 	special := scheme == "file" || scheme == "http" || scheme == "https" || scheme == "ws" || scheme == "wss" || scheme == "ftp"
 	if special {
+		s = trimmed
+		// A fragment never reaches a server, and a file path has no
+		// query (Node's fileURLToPath drops both).
+		if i := strings.IndexByte(s, '#'); i >= 0 {
+			s = s[:i]
+		}
+		if i := strings.IndexByte(s, '?'); i >= 0 && scheme == "file" {
+			s = s[:i]
+		}
 		end := strings.IndexAny(s, "?#")
 		if end < 0 {
 			end = len(s)
