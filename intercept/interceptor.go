@@ -165,7 +165,7 @@ func render(m *Message, dec Decision, txnID, version string) []byte {
 // refuseUngoverned answers a message that names a governed method but is
 // not a request: policy can only decide about a call it can answer.
 func refuseUngoverned(m *Message) []byte {
-	if m.Kind != KindNotification || !decidedMethod(m.Method) {
+	if m.Kind != KindNotification || !(decidedMethod(m.Method) || TaskMethod(m.Method)) {
 		return nil
 	}
 	return ErrorResponse(nil, &WireError{Code: CodeInvalidRequest,

@@ -58,6 +58,13 @@ func TestTaskOwnership(t *testing.T) {
 	if _, forward := ic.CheckBatch(ctx, msgs, alice); !forward {
 		t.Error("alice's own batch was refused")
 	}
+	// A task method sent as a notification (no id to answer) names a
+	// task unchecked: refused.
+	if m, _, err := Decode([]byte(`{"jsonrpc":"2.0","method":"tasks/cancel","params":{"taskId":"t1"}}`)); err != nil {
+		t.Fatal(err)
+	} else if _, forward := ic.Check(ctx, m[0], bob); forward {
+		t.Error("bob's tasks/cancel of alice's task sent as a notification was forwarded")
+	}
 	for _, body := range []string{`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"TaskID":"t1"}}`, `{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"taskId":7}}`} {
 		m, _, err := Decode([]byte(body))
 		if err != nil {
