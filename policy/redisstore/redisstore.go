@@ -74,19 +74,28 @@ type Store struct {
 	lostAt time.Time // when the memory was last found lost; zero: never
 }
 
-// Values of the epoch key: "fresh:" or "lost:" and Unix nanoseconds.
+// Values of the epoch key: "fresh:" or "lost:" and Unix nanoseconds, or
+// "accepted:" and anything, which an operator sets to say the loss is
+// accepted and agents are to be taken as clean again (README).
 const (
-	epochFresh = "fresh:"
-	epochLost  = "lost:"
+	epochFresh    = "fresh:"
+	epochLost     = "lost:"
+	epochAccepted = "accepted:"
 )
 
-func (s *Store) epochKey() string { return s.prefix + "\x00epoch" }
+// epochKey is prefix + "epoch": memories' keys start "agent:" or
+// "session:", so it is none of them.
+func (s *Store) epochKey() string { return s.prefix + "epoch" }
 
 // adopt records epoch, the epoch key's value, as the one seen.
 func (s *Store) adopt(epoch string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.epoch = epoch
+	if strings.HasPrefix(epoch, epochAccepted) {
+		s.lostAt = time.Time{}
+		return
+	}
 	if ns, ok := strings.CutPrefix(epoch, epochLost); ok {
 		if n, err := strconv.ParseInt(ns, 10, 64); err == nil {
 			if t := time.Unix(0, n); t.After(s.lostAt) {

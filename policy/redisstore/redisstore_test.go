@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,49 @@ func TestRefusesEvictingServer(t *testing.T) {
 		if tt.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "noeviction")) {
 			t.Errorf("maxmemory %s, policy %s: got %v, want ok=%v (an error naming noeviction)", tt.maxmemory, tt.policy, err, tt.ok)
 		}
+	}
+}
+
+// A Redis that loses its data is noticed by every store sharing it: a
+// lookup whose window reaches back past the loss is ErrEvicted (not "never
+// seen"), one that does not is answered; an operator's "accepted:" clears
+// it.
+func TestDataLossNoticed(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	a, err := New(ctx, Options{URL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := New(ctx, Options{URL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	k := policy.Key{Scope: policy.ScopeAgent, Agent: "alice"}
+	if err := a.Remember(ctx, k, []string{"source:sensitive"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	hour := time.Now().Add(-time.Hour)
+	if seen, err := b.Seen(ctx, k, []string{"source:sensitive"}, hour); !seen || err != nil {
+		t.Fatalf("before the loss: %v %v", seen, err)
+	}
+	if err := a.rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Store{b, a} {
+		if _, err := s.Seen(ctx, k, []string{"source:sensitive"}, hour); !errors.Is(err, policy.ErrEvicted) {
+			t.Errorf("after the loss, a window reaching back past it: %v, want ErrEvicted", err)
+		}
+	}
+	if seen, err := b.Seen(ctx, k, []string{"source:sensitive"}, time.Now().Add(time.Second)); seen || err != nil {
+		t.Errorf("a window starting after the loss: %v %v, want not seen", seen, err)
+	}
+	if err := a.rdb.Set(ctx, DefaultKeyPrefix+"epoch", "accepted:1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seen, err := b.Seen(ctx, k, []string{"source:sensitive"}, hour); seen || err != nil {
+		t.Errorf("after the operator accepted the loss: %v %v, want clean", seen, err)
 	}
 }
