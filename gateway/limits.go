@@ -417,6 +417,30 @@ func newByteBudget(max int64, m limitMetrics) *byteBudget {
 	return &byteBudget{max: max, metrics: m, freed: make(chan struct{})}
 }
 
+// acquireWithin is acquire waiting at most d; a budget with room is
+// taken without making a timer.
+func (b *byteBudget) acquireWithin(ctx context.Context, n int64, d time.Duration) error {
+	if b.tryAcquire(n) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return b.acquire(ctx, n)
+}
+
+// tryAcquire takes n bytes if they are free now.
+func (b *byteBudget) tryAcquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held+n > b.max {
+		return false
+	}
+	b.held += n
+	b.peak = max(b.peak, b.held)
+	b.report()
+	return true
+}
+
 // acquire takes n bytes, waiting until they are free or ctx ends.
 func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 	for {
@@ -498,10 +522,7 @@ func (g *Gateway) limitBodies(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), bodyWait)
-		err := g.bodies.acquire(ctx, r.ContentLength)
-		cancel()
-		if err != nil {
+		if err := g.bodies.acquireWithin(r.Context(), r.ContentLength, bodyWait); err != nil {
 			if r.Context().Err() == nil {
 				writeLimitError(w, nil, g.bodies.full())
 			}
@@ -525,10 +546,7 @@ type budgetReader struct {
 
 func (br *budgetReader) Read(p []byte) (int, error) {
 	if br.read == br.reserved {
-		ctx, cancel := context.WithTimeout(br.ctx, bodyWait)
-		err := br.b.acquire(ctx, budgetStep)
-		cancel()
-		if err != nil {
+		if err := br.b.acquireWithin(br.ctx, budgetStep, bodyWait); err != nil {
 			if br.ctx.Err() != nil {
 				return 0, br.ctx.Err()
 			}

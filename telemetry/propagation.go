@@ -52,6 +52,11 @@ func InjectMeta(ctx context.Context, meta map[string]string) map[string]string {
 // ExtractHTTP returns ctx with the remote span context of an HTTP
 // request's traceparent and tracestate headers.
 func ExtractHTTP(ctx context.Context, h http.Header) context.Context {
+	// Most requests carry neither header; the propagators would then
+	// return ctx as it is, after canonicalising both names.
+	if len(h["Traceparent"]) == 0 && len(h["Baggage"]) == 0 {
+		return ctx
+	}
 	return propagator.Extract(ctx, propagation.HeaderCarrier(h))
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -280,5 +281,25 @@ func TestNilTracer(t *testing.T) {
 	s.End(errors.New("x"))
 	if ctx == nil {
 		t.Fatal("nil context")
+	}
+}
+
+// TestExtractHTTPHeaders: a request's traceparent and baggage headers
+// each reach the context on their own, and a request with neither leaves
+// the context as it was.
+func TestExtractHTTPHeaders(t *testing.T) {
+	ctx := context.Background()
+	if got := ExtractHTTP(ctx, http.Header{"Content-Type": {"application/json"}}); got != ctx {
+		t.Error("a request with no trace headers changed the context")
+	}
+	h := http.Header{}
+	h.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	if sc := trace.SpanContextFromContext(ExtractHTTP(ctx, h)); sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("traceparent header: span context %v", sc)
+	}
+	h = http.Header{}
+	h.Set("baggage", "tenant=acme")
+	if m := baggage.FromContext(ExtractHTTP(ctx, h)).Member("tenant"); m.Value() != "acme" {
+		t.Errorf("baggage header alone: member %q, want acme", m.Value())
 	}
 }
