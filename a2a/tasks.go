@@ -12,15 +12,9 @@ import (
 
 // TaskStore keeps task owners where every replica sees them (Redis); the
 // gateway also keeps them in the process. A store that cannot answer makes
-// the task "not found" for that request (fail closed).
-type TaskStore interface {
-	// Claim records owner for key unless the key has an owner already,
-	// and returns the key's owner (the first to claim it).
-	Claim(ctx context.Context, key, owner string) (string, error)
-	// Owner returns the key's owner and whether it has one (an owner may
-	// be "": no authenticated principal).
-	Owner(ctx context.Context, key string) (owner string, ok bool, err error)
-}
+// the task "not found" for that request (fail closed). It is the store MCP
+// tasks use.
+type TaskStore = intercept.TaskStore
 
 // owners remembers which principal created each task, per agent.
 type owners struct {

@@ -88,6 +88,10 @@ type Interceptor struct {
 	// no effect when the Decider is not a ToolFilter. False passes every
 	// tools/list result on unchanged.
 	HideDeniedTools bool
+	// Tasks, if not nil, keeps the owners of MCP tasks where every replica
+	// sees them, so a task created through one replica is its creator's
+	// through any other (see [TaskStore]).
+	Tasks TaskStore
 
 	catalog sync.Map // upstream name -> *toolSet
 

@@ -17,6 +17,27 @@ import (
 // saw created) with "task not found", as the specification has a receiver
 // answer a task outside the requestor's authorization context.
 
+// TaskStore keeps task owners where every replica sees them (Redis); the
+// Interceptor also keeps them in the process. A store that cannot answer
+// makes the task "not found" for that request (fail closed).
+type TaskStore interface {
+	// Claim records owner for key unless the key has an owner already,
+	// and returns the key's owner (the first to claim it).
+	Claim(ctx context.Context, key, owner string) (string, error)
+	// Owner returns the key's owner and whether it has one.
+	Owner(ctx context.Context, key string) (owner string, ok bool, err error)
+}
+
+// sharedTaskKey is the key of an MCP task in the shared store: it starts
+// with a NUL, which no A2A agent's name (the start of an A2A task's key in
+// the same store) does.
+func sharedTaskKey(key string) string { return "\x00mcp\x00" + key }
+
+// maxStoreLookups bounds how many owners one tasks/list answer may look
+// up in the shared store; tasks past it that this process has not seen
+// are held back, as tasks whose owner is unknown.
+const maxStoreLookups = 256
+
 // maxTasks is how many task owners an Interceptor remembers; past it the
 // oldest are forgotten (and their tasks are "not found").
 const maxTasks = 100_000
@@ -72,16 +93,48 @@ func TaskHandle(result jsontext.Value) string {
 // before the client has the answer, so that its first tasks/get finds it.
 // A task already recorded keeps its first owner.
 func (i *Interceptor) ObserveTask(ctx context.Context, cc CallContext, result jsontext.Value) {
-	if id := TaskHandle(result); id != "" {
-		i.taskTable().ContainsOrAdd(taskKey(cc, id), taskOwner(ctx, cc))
+	id := TaskHandle(result)
+	if id == "" {
+		return
 	}
+	key, owner := taskKey(cc, id), taskOwner(ctx, cc)
+	if i.shares(cc) {
+		// The store decides who was first, across replicas. One that
+		// fails leaves the owner in this process only: other replicas
+		// answer "task not found".
+		if first, err := i.Tasks.Claim(context.WithoutCancel(ctx), sharedTaskKey(key), owner); err == nil {
+			owner = first
+		}
+	}
+	i.taskTable().ContainsOrAdd(key, owner)
 }
+
+// shares reports whether the tasks of cc's upstream are kept in the
+// shared store: not those of an upstream process of one session's own,
+// which no other replica can reach.
+func (i *Interceptor) shares(cc CallContext) bool { return i.Tasks != nil && cc.TaskScope == "" }
 
 // OwnsTask reports whether the client of cc owns the task id on its
 // upstream.
 func (i *Interceptor) OwnsTask(ctx context.Context, cc CallContext, id string) bool {
-	_, owns := i.taskTable().Owns(taskKey(cc, id), taskOwner(ctx, cc))
+	owns, _ := i.ownsTask(ctx, cc, id, true)
 	return owns
+}
+
+// ownsTask is OwnsTask; lookup says the shared store may be asked about a
+// task this process has not seen, and asked whether it was.
+func (i *Interceptor) ownsTask(ctx context.Context, cc CallContext, id string, lookup bool) (owns, asked bool) {
+	key, owner := taskKey(cc, id), taskOwner(ctx, cc)
+	known, owns := i.taskTable().Owns(key, owner)
+	if known || !lookup || !i.shares(cc) {
+		return owns, false
+	}
+	got, ok, err := i.Tasks.Owner(ctx, sharedTaskKey(key))
+	if err != nil || !ok {
+		return false, true
+	}
+	i.taskTable().ContainsOrAdd(key, got)
+	return got == owner, true
 }
 
 // checkTask answers a tasks/* request m that names a task the client of
@@ -114,9 +167,18 @@ func (i *Interceptor) FilterTasksResult(ctx context.Context, cc CallContext, res
 	}
 	var kept []byte
 	kept = append(kept, '[')
-	n := 0
+	n, lookups := 0, 0
 	err := EachElement(tasks, func(_ int, t jsontext.Value) error {
-		if id := StringMember(t, "taskId"); id == "" || !i.OwnsTask(ctx, cc, id) {
+		id := StringMember(t, "taskId")
+		owns := false
+		if id != "" {
+			var asked bool
+			owns, asked = i.ownsTask(ctx, cc, id, lookups < maxStoreLookups)
+			if asked {
+				lookups++
+			}
+		}
+		if !owns {
 			changed = true
 			return nil
 		}

@@ -2,7 +2,9 @@ package intercept
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -73,5 +75,74 @@ func TestTaskOwnership(t *testing.T) {
 		if reply, forward := ic.Check(ctx, m[0], alice); forward || !strings.Contains(string(reply), "-32602") {
 			t.Errorf("%s: forward %v, %s", body, forward, reply)
 		}
+	}
+}
+
+// mapTasks is a TaskStore in memory, shared by Interceptors as Redis is
+// shared by replicas; it counts the owners it is asked for.
+type mapTasks struct {
+	mu      sync.Mutex
+	m       map[string]string
+	lookups int
+}
+
+func (s *mapTasks) Claim(_ context.Context, key, owner string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if first, ok := s.m[key]; ok {
+		return first, nil
+	}
+	s.m[key] = owner
+	return owner, nil
+}
+
+func (s *mapTasks) Owner(_ context.Context, key string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lookups++
+	owner, ok := s.m[key]
+	return owner, ok, nil
+}
+
+// TestSharedTaskOwners: replicas sharing a TaskStore agree on who owns a
+// task, the first claim winning on any of them; tasks/list answers are
+// filtered with the store too, asking it about at most maxStoreLookups
+// tasks of one answer; a session's own upstream process keeps its tasks
+// out of the store.
+func TestSharedTaskOwners(t *testing.T) {
+	store := &mapTasks{m: map[string]string{}}
+	a, b := &Interceptor{Tasks: store}, &Interceptor{Tasks: store}
+	alice := CallContext{Upstream: "u", Agent: "alice"}
+	bob := CallContext{Upstream: "u", Agent: "bob"}
+	ctx := context.Background()
+	a.ObserveTask(ctx, alice, jsontext.Value(`{"task":{"taskId":"t1"}}`))
+	b.ObserveTask(ctx, bob, jsontext.Value(`{"task":{"taskId":"t1"}}`)) // alice was first, on A
+	if !b.OwnsTask(ctx, alice, "t1") || b.OwnsTask(ctx, bob, "t1") || a.OwnsTask(ctx, bob, "t1") {
+		t.Error("replicas disagree on the owner of t1, or bob's later claim won")
+	}
+	out, _ := b.FilterTasksResult(ctx, alice, jsontext.Value(`{"tasks":[{"taskId":"t1"},{"taskId":"t9"}]}`))
+	if string(out) != `{"tasks":[{"taskId":"t1"}]}` {
+		t.Errorf("alice's tasks/list through B: %s", out)
+	}
+
+	var many strings.Builder
+	many.WriteString(`{"tasks":[`)
+	for n := range 2 * maxStoreLookups {
+		if n > 0 {
+			many.WriteByte(',')
+		}
+		fmt.Fprintf(&many, `{"taskId":"x%d"}`, n)
+	}
+	many.WriteString(`]}`)
+	store.lookups = 0
+	out, _ = a.FilterTasksResult(ctx, alice, jsontext.Value(many.String()))
+	if string(out) != `{"tasks":[]}` || store.lookups > maxStoreLookups {
+		t.Errorf("a list of %d unknown tasks: %d lookups, kept %.40s", 2*maxStoreLookups, store.lookups, out)
+	}
+
+	own := CallContext{Upstream: "u", Agent: "alice", TaskScope: "session-1"}
+	a.ObserveTask(ctx, own, jsontext.Value(`{"task":{"taskId":"s1"}}`))
+	if len(store.m) != 1 || !a.OwnsTask(ctx, own, "s1") {
+		t.Errorf("a session's own task: store %v, owned %v", store.m, a.OwnsTask(ctx, own, "s1"))
 	}
 }

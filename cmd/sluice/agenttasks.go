@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// agentTasksConfig is the agent_tasks: section: where the owners of A2A
-// tasks live. Without redis_url, in each replica's memory: a task created
-// through one replica is "not found" through another.
+// agentTasksConfig is the agent_tasks: section: where the owners of tasks
+// live, A2A tasks and MCP tasks alike. Without redis_url, in each replica's
+// memory: a task created through one replica is "not found" through
+// another.
 type agentTasksConfig struct {
 	// RedisURL shares task owners between replicas.
 	RedisURL string `yaml:"redis_url"`
@@ -24,6 +26,29 @@ type agentTasksConfig struct {
 	// Timeout bounds each Redis command (default 500ms); a store that does
 	// not answer makes the task "not found" (fail closed).
 	Timeout time.Duration `yaml:"timeout"`
+}
+
+// loggedTasks is the MCP tasks' store: it logs what fails (the
+// Interceptor, failing closed, does not).
+type loggedTasks struct {
+	s   *redisTasks
+	log *slog.Logger
+}
+
+func (l *loggedTasks) Claim(ctx context.Context, key, owner string) (string, error) {
+	first, err := l.s.Claim(ctx, key, owner)
+	if err != nil {
+		l.log.Warn("MCP task owner not shared: other replicas will answer \"task not found\"", "err", err)
+	}
+	return first, err
+}
+
+func (l *loggedTasks) Owner(ctx context.Context, key string) (string, bool, error) {
+	owner, ok, err := l.s.Owner(ctx, key)
+	if err != nil {
+		l.log.Warn("MCP task owner unknown: the shared store did not answer; the task is \"not found\"", "err", err)
+	}
+	return owner, ok, err
 }
 
 // redisTasks is a2a.TaskStore in Redis.

@@ -137,6 +137,16 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		}
 		go gv.recommend.schedule(ctx, logger)
 	}
+	var tasks *loggedTasks
+	if cfg.AgentTasks.RedisURL != "" {
+		rt, err := newRedisTasks(ctx, cfg.AgentTasks)
+		if err != nil {
+			return err
+		}
+		defer rt.c.Close()
+		tasks = &loggedTasks{s: rt, log: logger}
+		gv.ic.Tasks = tasks // before the gateway serves: MCP tasks too
+	}
 	opts.Tracer = gv.tp.Tracer()
 	opts.Metrics = gv.tp.Metrics()
 	opts.OnSessionEnd = gv.sessionEnded
@@ -158,21 +168,15 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 			ln.Close()
 			return fmt.Errorf("agent card signing key: %w", err)
 		}
-		var tasks a2a.TaskStore
-		if cfg.AgentTasks.RedisURL != "" {
-			rt, err := newRedisTasks(ctx, cfg.AgentTasks)
-			if err != nil {
-				ln.Close()
-				return err
-			}
-			defer rt.c.Close()
-			tasks = rt
+		var shared a2a.TaskStore
+		if tasks != nil {
+			shared = tasks.s // a2a logs its store's failures itself
 		}
 		if key != nil && cfg.PublicURL == "" && slices.Contains(opts.AllowedHosts, "*") {
 			logger.Warn("A2A cards are signed for whatever Host a request names (allowed_hosts admits any): set public_url to the gateway's URL")
 		}
 		ag, err := a2a.New(a2a.Options{Agents: cfg.Agents, AgentHeader: opts.AgentHeader, TrustedProxies: cfg.trustedProxies, Logger: logger,
-			OnCardRefused: gv.rec.cardRefused, SigningKey: key, Tasks: tasks, PublicURL: cfg.PublicURL}, gv.ic)
+			OnCardRefused: gv.rec.cardRefused, SigningKey: key, Tasks: shared, PublicURL: cfg.PublicURL}, gv.ic)
 		if err != nil {
 			ln.Close()
 			return err
