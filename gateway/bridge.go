@@ -153,7 +153,9 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 		for _, one := range batchElements(msg) {
 			m, call := b.route(ctx, g.ic, sess, one)
 			switch method := call.method; {
-			case m == nil || m.Kind != intercept.KindResponse:
+			case m == nil:
+				g.log.Warn("message from upstream is not JSON-RPC as the gateway reads it; not delivered", "upstream", rt.up.Name, "bytes", len(one))
+			case m.Kind != intercept.KindResponse:
 			case method == "tools/call":
 				g.ic.ObserveResult(call.cc, m.IDKey(), m.Result)
 			}
@@ -180,7 +182,8 @@ func batchElements(msg []byte) [][]byte {
 }
 
 // route delivers one upstream message to the stream that should carry it
-// and returns it decoded, with the method of the request it answers. A
+// and returns it decoded, with the method of the request it answers; a
+// message it cannot decode is delivered nowhere, and route returns nil. A
 // tools/list result is delivered with the tools hidden that ic says the
 // requesting agent can never call. The upstream call a response answers
 // ends, an initialize result sets sess's protocol version, and a
@@ -189,12 +192,16 @@ func batchElements(msg []byte) [][]byte {
 func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, sess *session, msg []byte) (*intercept.Message, bridgeCall) {
 	m, err := intercept.DecodeMessage(msg)
 	if err != nil {
-		m = nil
+		// Not JSON (a server logging to stdout), or JSON-RPC the client
+		// could read otherwise than the gateway (an id spelled 7.0, which
+		// a client pairs with its request 7): it answers nothing the
+		// gateway can screen, so it goes nowhere.
+		return nil, bridgeCall{}
 	}
 	var target *stream
 	var call bridgeCall
 	b.mu.Lock()
-	if m != nil && (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) {
+	if m.Kind == intercept.KindResponse || m.Kind == intercept.KindError {
 		if s := b.waiters[m.IDKey()]; s != nil {
 			target, call = s, b.calls[m.IDKey()]
 			delete(b.waiters, m.IDKey())

@@ -538,7 +538,14 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 			return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 		}
 		r.lastActive.Store(time.Now().UnixNano())
-		answers := r.received(b)
+		answers, err := r.received(b)
+		if err != nil {
+			// JSON-RPC the client could read otherwise than the gateway (an
+			// id spelled 7.0, which a client pairs with its request 7): an
+			// answer nothing here screened goes nowhere, as on the bridge.
+			r.log.Warn("message from upstream is not JSON-RPC as the gateway reads it; not delivered", "upstream", r.up.Name, "err", err)
+			continue
+		}
 		if err := r.toClient(ctx, r.hideTools(ctx, b)); err != nil {
 			if _, ok := errors.AsType[*transport.MessageError](err); ok {
 				// Not JSON, so it cannot be framed for the client.
@@ -555,11 +562,12 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 // and returns the responses in it. The upstream calls they answer end
 // now, an initialize result sets the protocol version and a tools/list
 // result is recorded before the client, having it, can send a request
-// that the version or the list describes.
-func (r *relay) received(b []byte) []*intercept.Message {
+// that the version or the list describes. A message that does not decode
+// is an error: it is not passed on.
+func (r *relay) received(b []byte) ([]*intercept.Message, error) {
 	msgs, _, err := intercept.Decode(b)
 	if err != nil {
-		return nil // not ours to judge: the client gets the bytes unchanged
+		return nil, err
 	}
 	answers := msgs[:0]
 	for _, m := range msgs {
@@ -580,7 +588,7 @@ func (r *relay) received(b []byte) []*intercept.Message {
 		}
 		r.endUpCall(m.IDKey(), responseError(m))
 	}
-	return answers
+	return answers, nil
 }
 
 // observe looks at the responses from the upstream after they were

@@ -37,6 +37,7 @@ type statelessBridge struct {
 type slCall struct {
 	s       *stream
 	id      jsontext.Value // the client's id
+	idKey   string         // its intercept.Message.IDKey
 	token   jsontext.Value // the client's progress token, if any
 	upID    string
 	upToken string
@@ -124,7 +125,7 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 	}
 	b.next++
 	n := strconv.FormatUint(b.next, 10)
-	c := &slCall{s: newStream(), id: m.ID, upID: `"sluice-` + n + `"`, method: m.Method, cc: x.callContext(), uc: uc}
+	c := &slCall{s: newStream(), id: m.ID, idKey: m.IDKey(), upID: `"sluice-` + n + `"`, method: m.Method, cc: x.callContext(), uc: uc}
 	msg, err := intercept.WithMember(m.Raw, "id", jsontext.Value(c.upID))
 	meta, params := m.Meta, m.Params
 	if tok := intercept.ValidMember(m.Meta, "progressToken"); err == nil && tok != nil {
@@ -263,7 +264,7 @@ func (b *statelessBridge) route(m *intercept.Message) {
 			"upstream", b.rt.up.Name, "method", c.method, "dropped", c.dropped)
 	}
 	if m.Kind == intercept.KindResponse && c.method == "tools/call" {
-		b.g.ic.ObserveResult(c.cc, string(c.id), m.Result)
+		b.g.ic.ObserveResult(c.cc, c.idKey, m.Result)
 	}
 }
 

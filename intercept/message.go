@@ -72,6 +72,8 @@ type Message struct {
 	Arguments jsontext.Value
 	// Meta is params._meta, nil when absent.
 	Meta jsontext.Value
+
+	idKey string // the id as IDKey gives it, when it differs from ID
 }
 
 // IsCall reports whether m is a tools/call request.
@@ -107,8 +109,16 @@ func (m *Message) ActionName() string {
 }
 
 // IDKey returns the request id as a comparable key ("" for notifications).
-// Numbers and strings never collide: string ids keep their quotes.
-func (m *Message) IDKey() string { return string(m.ID) }
+// Numbers and strings never collide: string ids keep their quotes. A
+// string id is keyed by its value, not its spelling: a peer answers
+// "a\u0062" with "ab", and Go's encoding/json answers "<a>" with
+// "\u003ca\u003e" (a number id has one spelling: see [Decode]).
+func (m *Message) IDKey() string {
+	if m.idKey != "" {
+		return m.idKey
+	}
+	return string(m.ID)
+}
 
 // JSON-RPC 2.0 error codes used by Sluice.
 const (
@@ -217,6 +227,28 @@ func Decode(body []byte) (msgs []*Message, batch bool, err error) {
 	}
 }
 
+// plainInteger reports whether num, a valid JSON number, is an integer
+// written in digits alone (no fraction, no exponent, not -0) whose
+// magnitude is at most 2^53-1: the one spelling every MCP peer reads as
+// the same number and writes back unchanged.
+func plainInteger(num []byte) bool {
+	digits := num
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 16 || string(digits) == "0" && len(num) > 1 {
+		return false
+	}
+	n := uint64(0)
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n <= 1<<53-1
+}
+
 // jsonSpace is the whitespace JSON allows around a value (RFC 8259, 2).
 const jsonSpace = " \t\n\r"
 
@@ -307,7 +339,17 @@ func decodeOne(v jsontext.Value) (*Message, error) {
 	}
 	if hasID {
 		switch m.ID.Kind() {
-		case '"', '0':
+		case '"':
+			if bytes.IndexByte(m.ID, '\\') >= 0 {
+				key, _ := jsontext.AppendQuote(nil, unquote(m.ID)) // validated: no error
+				m.idKey = string(key)
+			}
+		case '0':
+			if !plainInteger(m.ID) {
+				return nil, invalidRequest("id %s must be a string or an integer written in digits, at most 2^53-1 in magnitude: "+
+					"a server reads 1.0, 1e0 and 1 as one id (Go and JavaScript ones 2^53+1 as 2^53, the go-sdk 1.5 as 1) and answers with its own spelling, "+
+					"so its answer could not be told apart", m.ID)
+			}
 		case 'n':
 			if !hasError {
 				return nil, invalidRequest("id may be null only in an error response")

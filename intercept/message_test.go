@@ -27,6 +27,13 @@ func TestDecodeRejects(t *testing.T) {
 		{"method not string", `{"jsonrpc":"2.0","id":1,"method":7}`, CodeInvalidRequest},
 		{"object id", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, CodeInvalidRequest},
 		{"null id on request", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, CodeInvalidRequest},
+		// A server reads these as another spelling of an integer (or, past
+		// 2^53, another integer) and answers with its own: see IDKey.
+		{"fraction id", `{"jsonrpc":"2.0","id":1.0,"method":"ping"}`, CodeInvalidRequest},
+		{"exponent id", `{"jsonrpc":"2.0","id":1e0,"method":"ping"}`, CodeInvalidRequest},
+		{"minus zero id", `{"jsonrpc":"2.0","id":-0,"method":"ping"}`, CodeInvalidRequest},
+		{"id past 2^53", `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, CodeInvalidRequest},
+		{"response id with a fraction", `{"jsonrpc":"2.0","id":7.0,"result":{}}`, CodeInvalidRequest},
 		{"result and error", `{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}`, CodeInvalidRequest},
 		{"response without id", `{"jsonrpc":"2.0","result":{}}`, CodeInvalidRequest},
 		{"call without name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`, CodeInvalidParams},
@@ -130,4 +137,33 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestIDKey: ids that peers read as the same id have the same key, and
+// only those.
+func TestIDKey(t *testing.T) {
+	key := func(id string) string {
+		t.Helper()
+		m, err := DecodeMessage([]byte(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`))
+		if err != nil {
+			t.Fatalf("id %s: %v", id, err)
+		}
+		return m.IDKey()
+	}
+	for _, same := range [][2]string{
+		{`"<a>"`, `"\u003ca\u003e"`}, // Go's encoding/json writes < so
+		{`"ab"`, `"a\u0062"`},
+		{"\"\u2028\"", `"\u2028"`}, // raw, and escaped as Sluice's framing sends it
+		{`9007199254740991`, `9007199254740991`},
+		{`-3`, `-3`},
+	} {
+		if a, b := key(same[0]), key(same[1]); a != b {
+			t.Errorf("IDKey(%s) = %s, IDKey(%s) = %s: want equal", same[0], a, same[1], b)
+		}
+	}
+	for _, other := range [][2]string{{`1`, `"1"`}, {`"a"`, `"A"`}, {`0`, `"0"`}} {
+		if a, b := key(other[0]), key(other[1]); a == b {
+			t.Errorf("IDKey(%s) = IDKey(%s) = %s: want different", other[0], other[1], a)
+		}
+	}
 }
