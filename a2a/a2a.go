@@ -802,6 +802,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *i
 	defer resp.Body.Close()
 	owner := ownerOf(r.Context())
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		if rewrite != nil {
+			// An answer the gateway must rewrite is one message, never
+			// relayed unread.
+			fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s is an event stream, not one JSON-RPC response", a.Name, m.Method))
+			return
+		}
 		g.relayStream(w, resp, a.Name, owner)
 		return
 	}
@@ -828,8 +834,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *i
 				return
 			}
 		}
-	} else if rewrite != nil && err == nil && ans.Kind != intercept.KindError {
-		fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer is not a JSON-RPC response", a.Name))
+	} else if rewrite != nil && (err != nil || ans.Kind != intercept.KindError) {
+		// Not rewritten, it must not pass: a client that reads it
+		// otherwise (fetch skips a UTF-8 BOM Go refuses) would get what
+		// the rewrite keeps from it.
+		fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer is not a JSON-RPC response the gateway can read", a.Name))
 		return
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "" {

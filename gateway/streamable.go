@@ -123,6 +123,13 @@ func (x *exchange) requests() map[string]string {
 }
 
 func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
+	if cs := contentCodings(r.Header); len(cs) > 0 {
+		// Decided on as sent, the body could mean something else to an
+		// upstream that undoes the coding (express.json does).
+		writeJSONRPCError(w, http.StatusUnsupportedMediaType, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: fmt.Sprintf("the request has Content-Encoding %q; send the body with no content coding", strings.Join(cs, ", "))})
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.maxBody()))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -350,6 +357,9 @@ var hopHeaders = map[string]bool{
 	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
 	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 	"Content-Length": true, "Host": true, hdrSession: true, "Accept-Encoding": true, "Authorization": true,
+	// Nor is a content coding: the gateway reads and forwards bodies
+	// with none (coding.go).
+	"Content-Encoding": true,
 	// An upstream's challenge is about Sluice's credentials, not the
 	// agent's: passed on, it would send the agent's client off to get a
 	// token from the upstream's authorization server.
@@ -419,6 +429,16 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	defer resp.Body.Close()
 	upErr = statusError(resp)
+	coded := len(contentCodings(resp.Header)) > 0
+	if err := identityBody(resp); err != nil {
+		upErr = err
+		g.log.Warn("upstream answer not readable", "upstream", x.rt.up.Name, "err", err)
+		if sid := resp.Header.Get(hdrSession); sid != "" && x.sess == nil {
+			g.deleteUpstreamSession(r.Context(), x.rt, sid)
+		}
+		g.failExchange(w, x, err)
+		return
+	}
 
 	sess := x.sess
 	if sid := resp.Header.Get(hdrSession); sid != "" && sess == nil {
@@ -465,7 +485,6 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		}
 		return
 	}
-	const observeLimit = 32 << 20
 	b, err := io.ReadAll(io.LimitReader(resp.Body, observeLimit))
 	if err != nil && upErr == nil {
 		upErr = err
@@ -481,12 +500,23 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		}
 		resp.Body.Close()
 		w.Header().Del("Content-Length")
-		w.Header().Del("Content-Encoding")
 		if len(out) == 1 {
 			writeJSON(w, http.StatusOK, out[0])
 		} else {
 			writeJSON(w, http.StatusOK, marshalArray(out))
 		}
+		return
+	}
+	if unread := unreadAnswer(resp.StatusCode, ob, b, err, coded); unread != nil {
+		// The client could read it otherwise than the gateway did, or
+		// read what the gateway never saw: a result unscanned, a task
+		// handle unrecorded. What it would be shown is an error.
+		if upErr == nil {
+			upErr = unread
+		}
+		g.log.Warn("upstream answer not readable", "upstream", x.rt.up.Name, "err", unread)
+		w.Header().Del("Content-Length")
+		g.failExchange(w, x, unread)
 		return
 	}
 	if err != nil || len(b) == observeLimit {
@@ -517,6 +547,45 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		ob.message(b)
 	}
 }
+
+// unreadAnswer returns why b, an upstream's JSON answer (all of it, or
+// the first observeLimit bytes, read with err) to the requests of ob, must
+// not be passed on, or nil: a successful answer the gateway cannot decode
+// as JSON-RPC (not JSON, a BOM before it, an event stream labelled
+// otherwise), one too big to read when results are read, or one whose
+// gzip broke (its content may be whole: a client that does not check the
+// trailer would take it).
+func unreadAnswer(status int, ob *observer, b []byte, err error, coded bool) error {
+	if status/100 != 2 || len(ob.pending) == 0 {
+		return nil
+	}
+	switch {
+	case err != nil && coded:
+		return err
+	case err != nil:
+		return nil // cut short: no client reads it as a whole
+	case len(b) == observeLimit && ob.wants():
+		return fmt.Errorf("the answer is over %d bytes, more than the gateway reads", observeLimit)
+	case len(b) == observeLimit || len(bytes.Trim(b, " \t\r\n")) == 0:
+		return nil
+	}
+	msgs, derr := ob.decode(b)
+	if derr != nil {
+		return fmt.Errorf("the answer is not JSON-RPC the gateway can read (%v)", derr)
+	}
+	if ob.strayResult(msgs) {
+		return errStrayResult
+	}
+	return nil
+}
+
+// errStrayResult: an answer held a result for a request it was not
+// asked, which a client takes by its id (clients keep one table of pending
+// requests), unscreened (a tools/list result) and unrecorded.
+var errStrayResult = errors.New("the answer carried a result for a request it was not asked")
+
+// observeLimit bounds the JSON answer the gateway reads.
+const observeLimit = 32 << 20
 
 // statusError is what an upstream's HTTP status says about the call: a
 // server error (5xx) failed it.
@@ -557,6 +626,13 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 		// (mcp-go's) read the data of any event, so an event typed
 		// otherwise must not pass unread.
 		msg := len(data) > 0
+		if msg && !ob.resumed && !ob.waitsForList() {
+			// (While a list is pending, filter refuses a stray result.)
+			if msgs, err := ob.decode(data); err == nil && ob.strayResult(msgs) {
+				g.log.Warn("upstream sent a result for a request not asked on this stream; not delivered", "upstream", ob.rt.up.Name)
+				continue
+			}
+		}
 		if msg {
 			ob.lists(data)
 			// Compacted like every message the gateway writes as an event;
@@ -636,6 +712,26 @@ type observer struct {
 	// passed on; only an event stream needs it (failUnanswered).
 	answered map[string]bool
 	stream   bool // the answer is an event stream
+	// resumed: the stream replays one broken off (Last-Event-ID), whose
+	// results answer requests of an earlier exchange.
+	resumed bool
+
+	// The last message decoded, and what came of it: a message is
+	// checked and recorded in several steps, and decoded once.
+	last     []byte
+	lastMsgs []*intercept.Message
+	lastErr  error
+}
+
+// decode decodes b, a message of the upstream's answer, or returns what
+// decoding it gave the last time.
+func (o *observer) decode(b []byte) ([]*intercept.Message, error) {
+	if len(b) > 0 && len(o.last) == len(b) && &o.last[0] == &b[0] && bytes.Equal(o.last, b) {
+		return o.lastMsgs, o.lastErr
+	}
+	msgs, _, err := intercept.Decode(b)
+	o.last, o.lastMsgs, o.lastErr = b, msgs, err
+	return msgs, err
 }
 
 // failUnanswered writes an error event answering each pending request
@@ -665,7 +761,7 @@ func (o *observer) message(b []byte) {
 	if !errs && !open && !o.wants() {
 		return // nothing to learn: skip decoding the response
 	}
-	msgs, _, err := intercept.Decode(b)
+	msgs, err := o.decode(b)
 	if err != nil {
 		return
 	}
@@ -700,7 +796,7 @@ func (o *observer) lists(b []byte) {
 	if !o.waitsForList() {
 		return
 	}
-	msgs, _, err := intercept.Decode(b)
+	msgs, err := o.decode(b)
 	if err != nil {
 		return
 	}
@@ -750,13 +846,18 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 		return
 	}
 	defer resp.Body.Close()
+	if err := identityBody(resp); err != nil {
+		g.log.Warn("upstream stream not readable", "upstream", rt.up.Name, "err", err)
+		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
+		return
+	}
 	copyHeaders(w.Header(), resp.Header)
 	if sess != nil && resp.Header.Get(hdrSession) != "" {
 		w.Header().Set(hdrSession, sess.id)
 	}
 	w.WriteHeader(resp.StatusCode)
 	if isEventStream(resp.Header) {
-		g.pipeEvents(ctx, w, resp.Body, &observer{g: g, rt: rt, sess: sess, stream: true})
+		g.pipeEvents(ctx, w, resp.Body, &observer{g: g, rt: rt, sess: sess, stream: true, resumed: r.Header.Get(hdrLastEvID) != ""})
 		return
 	}
 	_, _ = io.Copy(w, resp.Body)

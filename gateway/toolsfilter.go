@@ -167,7 +167,7 @@ func (o *observer) filter(ctx context.Context, b []byte) []byte {
 // stray reports whether b, a message of an upstream's answer, holds a
 // response to an id that is not pending.
 func (o *observer) stray(b []byte) bool {
-	msgs, _, err := intercept.Decode(b)
+	msgs, err := o.decode(b)
 	if err != nil {
 		return false // hideTools refuses it
 	}
@@ -176,6 +176,17 @@ func (o *observer) stray(b []byte) bool {
 			if _, ok := o.pending[m.IDKey()]; !ok {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// strayResult reports whether msgs, an upstream's answer, hold a result
+// for an id that is not pending.
+func (o *observer) strayResult(msgs []*intercept.Message) bool {
+	for _, m := range msgs {
+		if _, ok := o.pending[m.IDKey()]; !ok && m.Kind == intercept.KindResponse {
+			return true
 		}
 	}
 	return false
