@@ -29,7 +29,10 @@ type bridgeState struct {
 	mu      sync.Mutex // guards the fields below
 	waiters map[string]*stream
 	calls   map[string]bridgeCall // request id -> what it was, for observation and hiding tools
-	streams []*stream             // open POST streams, oldest first
+	// cc is the call context of the session's latest request: whose the
+	// messages no request waits for are (tasks of others are withheld).
+	cc      intercept.CallContext
+	streams []*stream // open POST streams, oldest first
 	get     *stream
 	backlog [][]byte
 	// backlogBytes is the size of backlog; dropped counts the messages
@@ -151,7 +154,7 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 			return
 		}
 		for _, one := range batchElements(msg) {
-			m, call := b.route(ctx, g.ic, sess, one)
+			m, call := b.route(ctx, g.ic, g.withheld, sess, one)
 			switch method := call.method; {
 			case m == nil:
 				g.log.Warn("message from upstream is not JSON-RPC as the gateway reads it; not delivered", "upstream", rt.up.Name, "bytes", len(one))
@@ -185,11 +188,12 @@ func batchElements(msg []byte) [][]byte {
 // and returns it decoded, with the method of the request it answers; a
 // message it cannot decode is delivered nowhere, and route returns nil. A
 // tools/list result is delivered with the tools hidden that ic says the
-// requesting agent can never call. The upstream call a response answers
+// requesting agent can never call; a message about a task the session's
+// client does not own is not delivered (w). The upstream call a response answers
 // ends, an initialize result sets sess's protocol version, and a
 // tools/list result is recorded (ic.ObserveTools), before the client has
 // the response.
-func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, sess *session, msg []byte) (*intercept.Message, bridgeCall) {
+func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, sess *session, msg []byte) (*intercept.Message, bridgeCall) {
 	m, err := intercept.DecodeMessage(msg)
 	if err != nil {
 		// Not JSON (a server logging to stdout), or JSON-RPC the client
@@ -209,6 +213,10 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, sess
 		}
 	}
 	answered := target != nil
+	if target == nil && m != nil && w.withhold(ctx, ic, b.cc, m) {
+		b.mu.Unlock()
+		return m, call
+	}
 	if target == nil {
 		switch {
 		case len(b.streams) > 0:
@@ -378,6 +386,7 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 			b.calls[id] = bridgeCall{method: method, cc: cc, up: ucs[id]}
 			ids = append(ids, id)
 		}
+		b.cc = cc
 		b.streams = append(b.streams, s)
 	}
 	b.mu.Unlock()
@@ -430,6 +439,7 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 	old, replaced := b.calls[id]
 	b.waiters[id] = s
 	b.calls[id] = bridgeCall{method: x.msgs[0].Method, cc: x.callContext(), up: ucs[id]}
+	b.cc = b.calls[id].cc
 	b.streams = append(b.streams, s)
 	b.mu.Unlock()
 	if replaced {

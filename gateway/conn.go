@@ -32,6 +32,7 @@ type relay struct {
 	up        *Upstream
 	ic        *intercept.Interceptor
 	log       *slog.Logger
+	withheld  *withheldTasks // counts messages about another's task not delivered
 	session   string
 	down, upc transport.Conn
 	approver  Approver // nil: held calls are only rendered
@@ -546,7 +547,12 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 			r.log.Warn("message from upstream is not JSON-RPC as the gateway reads it; not delivered", "upstream", r.up.Name, "err", err)
 			continue
 		}
-		if err := r.toClient(ctx, r.hideTools(ctx, b)); err != nil {
+		shown := r.hideTools(ctx, b)
+		if shown == nil {
+			r.observe(answers) // all of it was about another's task
+			continue
+		}
+		if err := r.toClient(ctx, shown); err != nil {
 			if _, ok := errors.AsType[*transport.MessageError](err); ok {
 				// Not JSON, so it cannot be framed for the client.
 				r.log.Warn("message from upstream is not JSON; not delivered", "upstream", r.up.Name, "err", err)

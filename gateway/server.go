@@ -47,6 +47,7 @@ type Gateway struct {
 	sse       map[string]*transport.SSEServer // route name -> legacy SSE server
 	stateless map[string]*statelessBridge     // bridged route name -> shared 2026-07-28 connection
 	virtual   map[string]*aggregator          // virtual server name ("" for /mcp) -> its handler
+	withheld  *withheldTasks                  // messages about another's task not delivered
 
 	ctx    context.Context // ends with Close; parent of every session
 	cancel context.CancelFunc
@@ -100,6 +101,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		limits:    newLimits(&opts),
 		sse:       make(map[string]*transport.SSEServer),
 		stateless: make(map[string]*statelessBridge),
+		withheld:  &withheldTasks{log: log},
 		// Plain-HTTP upstreams are served on the calling goroutine
 		// (internal/h1: no reader and writer goroutines per connection
 		// to hand each call between); TLS upstreams by net/http.
@@ -393,7 +395,7 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 		failAll(ctx, down, werr)
 		return err
 	}
-	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, session: id, down: down, upc: up, approver: g.opts.Approver,
+	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, withheld: g.withheld, session: id, down: down, upc: up, approver: g.opts.Approver,
 		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind, opened: opened, ident: g.ident, onRefused: g.opts.OnIdentityRefused}
 	if adm != nil {
 		rl.lease = adm.lease.bindAgent

@@ -243,6 +243,9 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		b.g.log.Debug("uncorrelated message from upstream not delivered", "upstream", b.rt.up.Name, "method", m.Method, "err", err)
 		return
 	}
+	if m.Kind == intercept.KindNotification && b.g.withheld.withhold(b.g.ctx, b.g.ic, c.cc, m) {
+		return
+	}
 	list := m.Kind == intercept.KindResponse && c.method == "tools/list"
 	if m.Kind == intercept.KindResponse && screened(c.method, out) {
 		out, _ = screenAnswer(b.g.ctx, b.g.ic, c.cc, c.method, c.id, out, m.Result)

@@ -535,6 +535,13 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if resp.StatusCode/100 == 2 {
 		shown = ob.filter(r.Context(), b)
 	}
+	if shown == nil {
+		// Nothing but messages about another's task: no answer is owed.
+		w.Header().Del("Content-Type")
+		w.Header().Del("Content-Length")
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	if resp.ContentLength >= 0 {
 		w.Header().Set("Content-Length", strconv.Itoa(len(shown)))
 	}
@@ -637,7 +644,11 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 			ob.lists(data)
 			// Compacted like every message the gateway writes as an event;
 			// one that is not JSON cannot be framed and is not passed on.
-			ev.Data, err = transport.Compact(ob.filter(ctx, data))
+			shown := ob.filter(ctx, data)
+			if shown == nil {
+				continue // about another's task, and nothing else
+			}
+			ev.Data, err = transport.Compact(shown)
 			if err != nil {
 				g.log.Warn("message from upstream is not JSON; not delivered", "upstream", ob.rt.up.Name, "err", err)
 				continue
@@ -857,7 +868,14 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	if isEventStream(resp.Header) {
-		g.pipeEvents(ctx, w, resp.Body, &observer{g: g, rt: rt, sess: sess, stream: true, resumed: r.Header.Get(hdrLastEvID) != ""})
+		// No request waits on it: the session's owner is who its
+		// messages are for (tasks of others are withheld).
+		cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), Principal: intercept.PrincipalFrom(r.Context())}
+		if sess != nil {
+			cc.SessionID = sess.id
+			cc.Agent, cc.ProtocolVersion = sess.info()
+		}
+		g.pipeEvents(ctx, w, resp.Body, &observer{g: g, rt: rt, sess: sess, stream: true, cc: cc, resumed: r.Header.Get(hdrLastEvID) != ""})
 		return
 	}
 	_, _ = io.Copy(w, resp.Body)

@@ -96,12 +96,16 @@ func listRefused(id jsontext.Value, err error) []byte {
 
 // hideTools applies screenAnswer to b, one JSON-RPC message or a batch
 // from an upstream, for every response, with the method of the request
-// methodOf says its id answers ("" for none). It returns b itself when nothing changed. While lists
+// methodOf says its id answers ("" for none), and then leaves out every
+// message about a task the client of cc does not own (w.withhold): the
+// responses go first, so that a task a response creates is the client's
+// before a message of the same batch about it is looked at. It returns b
+// itself when nothing changed, nil when nothing is left. While lists
 // names requests still waiting for a tools/list answer, b that cannot be
 // decoded (duplicate member names, invalid UTF-8) is not passed on: the
 // client, reading it its own way, could be shown tools the gateway never
 // saw; those requests are answered with an error instead.
-func hideTools(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, b []byte, methodOf func(id string) string, lists []string) []byte {
+func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, cc intercept.CallContext, b []byte, methodOf func(id string) string, lists []string) []byte {
 	msgs, batch, err := intercept.Decode(b)
 	if err != nil {
 		if len(lists) == 0 {
@@ -126,17 +130,28 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, cc intercept.Call
 			}
 		}
 	}
+	kept := out[:0]
+	for i, m := range msgs {
+		if w.withhold(ctx, ic, cc, m) {
+			changed = true
+			continue
+		}
+		kept = append(kept, out[i])
+	}
 	switch {
 	case !changed:
 		return b
+	case len(kept) == 0:
+		return nil
 	case batch:
-		return marshalArray(out)
+		return marshalArray(kept)
 	}
-	return out[0]
+	return kept[0]
 }
 
 // filter hides tools in b, a message of the upstream's answer, before it
-// is passed on; lists has recorded the unfiltered b already.
+// is passed on, and leaves out messages about another's task (nil: none
+// is left); lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
 	if !o.waitsForList() && !bytes.Contains(b, taskIDMember) {
 		return b
@@ -161,7 +176,7 @@ func (o *observer) filter(ctx context.Context, b []byte) []byte {
 		}
 		return marshalArray(out)
 	}
-	return hideTools(ctx, o.g.ic, o.cc, b, func(id string) string { return o.pending[id] }, lists)
+	return hideTools(ctx, o.g.ic, o.g.withheld, o.cc, b, func(id string) string { return o.pending[id] }, lists)
 }
 
 // stray reports whether b, a message of an upstream's answer, holds a
@@ -202,7 +217,8 @@ func (o *observer) waitsForList() bool {
 }
 
 // hideTools hides tools in b, a message from the upstream, before it is
-// written to the client; observe then sees the unfiltered b.
+// written to the client, and leaves out messages about another's task
+// (nil: none is left); observe then sees the unfiltered b.
 func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 	r.mu.Lock()
 	var lists []string
@@ -215,7 +231,7 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 	if len(lists) == 0 && !bytes.Contains(b, taskIDMember) {
 		return b
 	}
-	return hideTools(ctx, r.ic, r.callContext(), b, func(id string) string {
+	return hideTools(ctx, r.ic, r.withheld, r.callContext(), b, func(id string) string {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.pending[id]

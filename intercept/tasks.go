@@ -204,3 +204,39 @@ func (i *Interceptor) FilterTasksResult(ctx context.Context, cc CallContext, res
 	}
 	return out, true
 }
+
+// relatedTask is the _meta member by which a message says which task it
+// belongs to (2025-11-25).
+const relatedTask = "io.modelcontextprotocol/related-task"
+
+// NamedTask reports whether m, a message from an upstream to a client,
+// is about one of the upstream's MCP tasks, and which: a notification's
+// params.taskId (notifications/tasks/status carries the whole task), or
+// the related task (params._meta["io.modelcontextprotocol/related-task"]
+// .taskId) of a notification or request. A taskId that is not a string
+// names a task that is nobody's (id ""). A server's own tasks/* requests
+// name a task the client runs, not one of the upstream's, and are not
+// about one here.
+func NamedTask(m *Message) (id string, named bool) {
+	if m.Kind != KindNotification && m.Kind != KindRequest {
+		return "", false
+	}
+	if m.Kind == KindNotification {
+		if v := Member(m.Params, "taskId"); v != nil {
+			return stringOf(v), true
+		}
+	}
+	if rel := Member(m.Meta, relatedTask); rel != nil {
+		return StringMember(rel, "taskId"), true
+	}
+	return "", false
+}
+
+// ForeignTask reports whether m, a message from cc's upstream to the
+// client of cc, is about a task that client does not own (another's, or
+// one Sluice never saw created): it must not reach that client, whose
+// status and status message are another agent's.
+func (i *Interceptor) ForeignTask(ctx context.Context, cc CallContext, m *Message) bool {
+	id, named := NamedTask(m)
+	return named && (id == "" || !i.OwnsTask(ctx, cc, id))
+}

@@ -1,0 +1,161 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// An upstream's notifications/tasks/status is its task's creator's alone:
+// mcp-go sends one of every task to every session with a GET stream, and
+// the gateway must not pass alice's on to bob (status and status message
+// are hers), while alice still gets hers.
+func TestTaskStatusOnlyToOwner(t *testing.T) {
+	// setup serves a task tool that finishes when release is closed;
+	// marker sends every session a notification to read up to.
+	setup := func(t *testing.T) (u string, release chan struct{}, marker func(), g *Gateway) {
+		release = make(chan struct{})
+		s := server.NewMCPServer("taskserver", "1.0.0", server.WithToolCapabilities(true), server.WithTaskCapabilities(true, true, true))
+		s.AddTool(mcp.NewTool("slow_secret", mcp.WithTaskSupport(mcp.TaskSupportOptional)),
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				// Not on ctx: mcp-go ends it with the POST that started the
+				// task, whose stream would then take alice's status.
+				<-release
+				return mcp.NewToolResultText("alice's secret is 42"), nil
+			})
+		up := httptest.NewServer(server.NewStreamableHTTPServer(s))
+		t.Cleanup(up.Close)
+		g, err := New(Options{Upstreams: []Upstream{{Name: "tasks", URL: up.URL + "/mcp"}}},
+			&intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"slow_secret"}}}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		marker = func() {
+			s.SendNotificationToAllClients("notifications/message", map[string]any{"level": "info", "data": "marker"})
+		}
+		return principalGateway(t, g).URL + "/mcp/tasks", release, marker, g
+	}
+	open := func(t *testing.T, u, who string) map[string]string {
+		h := map[string]string{"Mcp-Protocol-Version": "2025-11-25", "X-Test-Principal": who}
+		_, rh, body := post(t, u, h, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"tasks":{}},"clientInfo":{"name":"c","version":"1"}}}`)
+		if rh.Get("Mcp-Session-Id") == "" {
+			t.Fatalf("initialize: %s", body)
+		}
+		h["Mcp-Session-Id"] = rh.Get("Mcp-Session-Id")
+		post(t, u, h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		return h
+	}
+	createTask := func(t *testing.T, u string, alice map[string]string) string {
+		_, _, body := post(t, u, alice, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow_secret","arguments":{},"task":{}}}`)
+		task := regexp.MustCompile(`"taskId":"([^"]+)"`).FindStringSubmatch(body)
+		if task == nil {
+			t.Fatalf("alice's task: %s", body)
+		}
+		return task[1]
+	}
+	status := func(body, task string) bool {
+		return strings.Contains(body, "notifications/tasks/status") && strings.Contains(body, task)
+	}
+
+	t.Run("GET stream", func(t *testing.T) {
+		u, release, marker, g := setup(t)
+		alice, bob := open(t, u, "alice"), open(t, u, "bob")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stream := func(h map[string]string) *transport.SSEReader {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			req.Header.Set("Accept", "text/event-stream")
+			for k, v := range h {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET stream: %v %v", resp, err)
+			}
+			t.Cleanup(func() { resp.Body.Close() })
+			return transport.NewSSEReader(resp.Body)
+		}
+		aliceGet, bobGet := stream(alice), stream(bob)
+		task := createTask(t, u, alice)
+		close(release)
+		for {
+			ev, err := aliceGet.Next()
+			if err != nil {
+				t.Fatalf("alice's GET stream ended before her task's status: %v", err)
+			}
+			if status(string(ev.Data), task) {
+				break
+			}
+		}
+		marker()
+		for {
+			ev, err := bobGet.Next()
+			if err != nil {
+				t.Fatalf("bob's GET stream ended before the marker: %v", err)
+			}
+			if strings.Contains(string(ev.Data), task) {
+				t.Fatalf("bob got alice's task status: %s", ev.Data)
+			}
+			if strings.Contains(string(ev.Data), "marker") {
+				break
+			}
+		}
+		if got := g.TasksWithheld(); got != 1 {
+			t.Errorf("TasksWithheld = %d, want 1", got)
+		}
+	})
+}
+
+// In what an upstream sends a client (a POST's answer, a stream's event,
+// a /ws or /sse message), a message about another's task is left out and
+// the rest of a batch kept; a task a response of the same batch creates
+// is the client's already.
+func TestTaskMessagesWithheld(t *testing.T) {
+	ic := &intercept.Interceptor{}
+	w := &withheldTasks{log: slog.New(slog.DiscardHandler)}
+	alice := intercept.CallContext{Upstream: "tasks", Agent: "alice"}
+	bob := intercept.CallContext{Upstream: "tasks", Agent: "bob"}
+	ic.ObserveTask(context.Background(), alice, []byte(`{"task":{"taskId":"t1"}}`))
+	methodOf := func(id string) string {
+		if id == "9" {
+			return "tools/call"
+		}
+		return ""
+	}
+	status := `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t1","status":"completed","statusMessage":"alice's"}}`
+	related := `{"jsonrpc":"2.0","id":5,"method":"elicitation/create","params":{"message":"m","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t1"}}}}`
+	ping := `{"jsonrpc":"2.0","id":1,"result":{}}`
+	for _, c := range []struct {
+		name string
+		cc   intercept.CallContext
+		in   string
+		want string
+	}{
+		{"owner's status", alice, status, status},
+		{"another's status", bob, status, ""},
+		{"another's related request", bob, related, ""},
+		{"batch", bob, "[" + status + "," + ping + "]", "[" + ping + "]"},
+		{"unseen task", alice, strings.Replace(status, "t1", "t2", 1), ""},
+		{"taskId not a string", alice, strings.Replace(status, `"t1"`, `1`, 1), ""},
+		{"created in the same batch", bob, "[" + `{"jsonrpc":"2.0","id":9,"result":{"task":{"taskId":"t3"}}}` + "," + strings.Replace(status, "t1", "t3", 1) + "]",
+			"[" + `{"jsonrpc":"2.0","id":9,"result":{"task":{"taskId":"t3"}}}` + "," + strings.Replace(status, "t1", "t3", 1) + "]"},
+		{"server's tasks/get names the client's task", bob, `{"jsonrpc":"2.0","id":6,"method":"tasks/get","params":{"taskId":"c1"}}`, `{"jsonrpc":"2.0","id":6,"method":"tasks/get","params":{"taskId":"c1"}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := string(hideTools(context.Background(), ic, w, c.cc, []byte(c.in), methodOf, nil)); got != c.want {
+				t.Errorf("got %s, want %s", got, c.want)
+			}
+		})
+	}
+}
