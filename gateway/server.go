@@ -117,6 +117,9 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 			ForceAttemptHTTP2:     true,
 		}}}),
 	}
+	if m, ok := opts.Metrics.(interface{ MessageWithheld(reason string) }); ok {
+		g.withheld.metrics = m
+	}
 	if len(opts.SessionKeys) > 0 {
 		sl, err := newSealer(opts.SessionKeys)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // An upstream's notifications/tasks/status is its task's creator's alone:
@@ -24,6 +25,7 @@ import (
 func TestTaskStatusOnlyToOwner(t *testing.T) {
 	// setup serves a task tool that finishes when release is closed;
 	// marker sends every session a notification to read up to.
+	var metrics http.Handler // the gateway's /metrics
 	setup := func(t *testing.T) (u string, release chan struct{}, marker func(), g *Gateway) {
 		release = make(chan struct{})
 		s := server.NewMCPServer("taskserver", "1.0.0", server.WithToolCapabilities(true), server.WithTaskCapabilities(true, true, true))
@@ -36,7 +38,12 @@ func TestTaskStatusOnlyToOwner(t *testing.T) {
 			})
 		up := httptest.NewServer(server.NewStreamableHTTPServer(s))
 		t.Cleanup(up.Close)
-		g, err := New(Options{Upstreams: []Upstream{{Name: "tasks", URL: up.URL + "/mcp"}}},
+		tp, err := telemetry.New(t.Context(), telemetry.Config{Prometheus: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics = tp.MetricsHandler()
+		g, err = New(Options{Upstreams: []Upstream{{Name: "tasks", URL: up.URL + "/mcp"}}, Metrics: tp.Metrics()},
 			&intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"slow_secret"}}}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
@@ -113,6 +120,11 @@ func TestTaskStatusOnlyToOwner(t *testing.T) {
 		}
 		if got := g.TasksWithheld(); got != 1 {
 			t.Errorf("TasksWithheld = %d, want 1", got)
+		}
+		rec := httptest.NewRecorder()
+		metrics.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		if !regexp.MustCompile(`sluice_messages_withheld_total\{[^}]*reason="foreign_task"[^}]*\} 1\b`).MatchString(rec.Body.String()) {
+			t.Errorf("/metrics does not count the withheld status:\n%.3000s", rec.Body.String())
 		}
 	})
 }

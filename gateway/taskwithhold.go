@@ -19,8 +19,9 @@ import (
 // withheldTasks counts the messages withheld from clients for naming a
 // task they do not own; safe for concurrent use.
 type withheldTasks struct {
-	log *slog.Logger // never nil
-	n   atomic.Uint64
+	log     *slog.Logger                                // never nil
+	metrics interface{ MessageWithheld(reason string) } // nil: none
+	n       atomic.Uint64
 }
 
 // withhold reports whether m, from cc's upstream, must not reach the
@@ -31,6 +32,9 @@ func (w *withheldTasks) withhold(ctx context.Context, ic *intercept.Interceptor,
 	}
 	id, _ := intercept.NamedTask(m)
 	n := w.n.Add(1)
+	if w.metrics != nil {
+		w.metrics.MessageWithheld("foreign_task")
+	}
 	w.log.Debug("an upstream message about an MCP task the client does not own was not delivered",
 		"upstream", cc.Upstream, "method", m.Method, "task", id, "agent", cc.Agent, "withheld", n)
 	return true

@@ -22,6 +22,10 @@ const (
 	// MetricLimitRefusals counts requests refused by a resource limit, by
 	// the limit's config key.
 	MetricLimitRefusals = "sluice.limit.refusals"
+	// MetricMessagesWithheld counts messages from upstreams not delivered
+	// to a client, by reason (foreign_task: about an MCP task the client
+	// does not own).
+	MetricMessagesWithheld = "sluice.messages.withheld"
 )
 
 // TODO(approvals): a gauge of pending approvals belongs beside these,
@@ -32,6 +36,7 @@ const (
 // otelMetrics, where package gateway finds them by interface.
 type limitInstruments struct {
 	refusals  metric.Int64Counter
+	withheld  metric.Int64Counter
 	bodyBytes atomic.Int64
 
 	mu       sync.Mutex // guards sessions
@@ -49,6 +54,9 @@ func (l *limitInstruments) init(m metric.Meter) error {
 	errs = append(errs, err)
 	l.refusals, err = m.Int64Counter(MetricLimitRefusals, metric.WithUnit("{request}"),
 		metric.WithDescription("Requests refused by a resource limit, by the limit's config key."))
+	errs = append(errs, err)
+	l.withheld, err = m.Int64Counter(MetricMessagesWithheld, metric.WithUnit("{message}"),
+		metric.WithDescription("Messages from upstreams not delivered to a client, by reason."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("telemetry: creating limit instruments: %w", err)
@@ -81,4 +89,10 @@ func (l *limitInstruments) InflightBodyBytes(n int64) { l.bodyBytes.Store(n) }
 // LimitRefused counts one request refused by the named limit.
 func (l *limitInstruments) LimitRefused(limit string) {
 	l.refusals.Add(bg, 1, metric.WithAttributes(attribute.String("limit", limit)))
+}
+
+// MessageWithheld counts one upstream message not delivered to a client,
+// for reason.
+func (l *limitInstruments) MessageWithheld(reason string) {
+	l.withheld.Add(bg, 1, metric.WithAttributes(attribute.String("reason", reason)))
 }
