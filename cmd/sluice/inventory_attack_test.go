@@ -317,7 +317,10 @@ func poisonedListNotServed(t *testing.T, url string, poison *atomic.Bool, evil s
 }
 
 // refused reports whether a tools/list answer is the gateway's refusal of
-// the upstream's: the client was shown nothing it could read two ways.
+// the upstream's (as a list, or as an answer it could not read): the
+// client was shown nothing it could read two ways.
 func refused(answer string) bool {
-	return strings.Contains(answer, "tools/list answer was refused")
+	return strings.Contains(answer, "tools/list answer was refused") ||
+		strings.Contains(answer, "the answer is not JSON-RPC the gateway can read") ||
+		strings.Contains(answer, "the answer carried a result for a request it was not asked")
 }
