@@ -147,6 +147,7 @@ func (s *stream) pump() {
 func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 	defer close(b.done)
 	ctx := context.Background()
+	var drops dropLog
 	for {
 		msg, err := b.up.Read(ctx)
 		if err != nil {
@@ -157,7 +158,8 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 			m, call := b.route(ctx, g.ic, g.withheld, sess, one)
 			switch method := call.method; {
 			case m == nil:
-				g.log.Warn("message from upstream is not JSON-RPC as the gateway reads it; not delivered", "upstream", rt.up.Name, "bytes", len(one))
+				_, _, err := intercept.Decode(one)
+				g.withheld.unreadable(&drops, rt.up.Name, err)
 			case m.Kind != intercept.KindResponse:
 			case method == "tools/call":
 				g.ic.ObserveResult(call.cc, m.IDKey(), m.Result)

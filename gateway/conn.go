@@ -33,6 +33,7 @@ type relay struct {
 	ic        *intercept.Interceptor
 	log       *slog.Logger
 	withheld  *withheldTasks // counts messages about another's task not delivered
+	drops     dropLog        // rate-limits the log of unreadable upstream messages
 	session   string
 	down, upc transport.Conn
 	approver  Approver // nil: held calls are only rendered
@@ -544,7 +545,7 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 			// JSON-RPC the client could read otherwise than the gateway (an
 			// id spelled 7.0, which a client pairs with its request 7): an
 			// answer nothing here screened goes nowhere, as on the bridge.
-			r.log.Warn("message from upstream is not JSON-RPC as the gateway reads it; not delivered", "upstream", r.up.Name, "err", err)
+			r.withheld.unreadable(&r.drops, r.up.Name, err)
 			continue
 		}
 		shown := r.hideTools(ctx, b)

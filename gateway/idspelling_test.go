@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // hidesEmail denies send_email and hides it from tools/list.
@@ -170,9 +173,14 @@ func TestHelperRespellingStdio(t *testing.T) {
 // crashes the gateway nor has its list shown unscreened: the client sees
 // no send_email, which the gateway hides.
 func TestUpstreamIDRespelled(t *testing.T) {
+	tp, err := telemetry.New(t.Context(), telemetry.Config{Prometheus: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
 	g, err := New(Options{Upstreams: []Upstream{
 		{Name: "odd", Command: os.Args[0], Args: []string{"-test.run=^TestHelperRespellingStdio$"}, Env: map[string]string{"SLUICE_TEST_RESPELLING_STDIO": "1"}},
-	}}, &intercept.Interceptor{Decider: hidesEmail{}, HideDeniedTools: true}, slog.New(slog.DiscardHandler))
+	}, Metrics: tp.Metrics()}, &intercept.Interceptor{Decider: hidesEmail{}, HideDeniedTools: true}, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,5 +240,21 @@ func TestUpstreamIDRespelled(t *testing.T) {
 		if strings.Contains(string(b), `"id":"s"`) {
 			break
 		}
+	}
+	// Every message not delivered is counted; the log says so once per
+	// connection (the bridge and the /ws relay), not once per line.
+	rec := httptest.NewRecorder()
+	tp.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	m := regexp.MustCompile(`sluice_messages_withheld_total\{[^}]*reason="unreadable"[^}]*\} (\d+)`).FindStringSubmatch(rec.Body.String())
+	if n := 0; m != nil {
+		n, _ = strconv.Atoi(m[1])
+		if n < 4 {
+			t.Errorf("%d unreadable messages counted, want at least 4 (a log line before each list, a respelled list, a respelled result)", n)
+		}
+	} else {
+		t.Errorf("/metrics has no count of unreadable messages:\n%.3000s", rec.Body.String())
+	}
+	if n := strings.Count(logs.String(), "not JSON-RPC as the gateway reads them"); n != 2 {
+		t.Errorf("%d log lines of undelivered messages, want 2 (one per connection within 10 s):\n%s", n, logs.String())
 	}
 }

@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -44,3 +46,40 @@ func (w *withheldTasks) withhold(ctx context.Context, ic *intercept.Interceptor,
 // withheld from clients because they were about an MCP task the client
 // does not own (another agent's, or one the gateway never saw created).
 func (g *Gateway) TasksWithheld() uint64 { return g.withheld.n.Load() }
+
+// unreadable counts one message from an upstream that was not delivered
+// because the gateway could not read it (not JSON, or JSON-RPC a client
+// could read otherwise, such as an id spelled 7.0), and logs it through
+// d: the first, then at most one line per unreadableLogEvery with how many
+// since (a server that logs to stdout writes many).
+func (w *withheldTasks) unreadable(d *dropLog, upstream string, err error) {
+	if w.metrics != nil {
+		w.metrics.MessageWithheld("unreadable")
+	}
+	d.warn(w.log, "messages from upstream not JSON-RPC as the gateway reads them; not delivered", "upstream", upstream, "err", err)
+}
+
+// unreadableLogEvery is how often a dropLog logs.
+const unreadableLogEvery = 10 * time.Second
+
+// dropLog rate-limits the log of one upstream connection's undelivered
+// messages; its zero value is ready.
+type dropLog struct {
+	mu    sync.Mutex
+	last  time.Time
+	since int
+}
+
+func (d *dropLog) warn(log *slog.Logger, msg string, args ...any) {
+	d.mu.Lock()
+	d.since++
+	now := time.Now()
+	if !d.last.IsZero() && now.Sub(d.last) < unreadableLogEvery {
+		d.mu.Unlock()
+		return
+	}
+	n := d.since
+	d.since, d.last = 0, now
+	d.mu.Unlock()
+	log.Warn(msg, append(args, "count", n)...)
+}
