@@ -517,8 +517,14 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 	}
 	defer resp.Body.Close()
 	upErr = statusError(resp)
+	if err := identityBody(resp); err != nil {
+		upErr = err
+		_ = send(intercept.ErrorResponse(id, upstreamError(x.rt.up.Name, err)))
+		return
+	}
+	ob := &observer{g: g, rt: x.rt, sess: x.sess, pending: x.requests(), cc: x.callContext()}
 	if isEventStream(resp.Header) {
-		ob := &observer{g: g, rt: x.rt, sess: x.sess, pending: x.requests(), cc: x.callContext(), stream: true}
+		ob.stream = true
 		if err := g.pipeEvents(ctx, w, resp.Body, ob); upErr == nil {
 			upErr = err
 		}
@@ -529,14 +535,28 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRelayedBody))
 	if err == nil && len(b) < maxRelayedBody {
-		if m, derr := intercept.DecodeMessage(b); derr == nil && (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) {
+		m, derr := intercept.DecodeMessage(b)
+		switch {
+		case derr != nil || m.Kind != intercept.KindResponse && m.Kind != intercept.KindError:
+			err = fmt.Errorf("HTTP %d without a JSON-RPC response", resp.StatusCode)
+		case m.IDKey() != x.msgs[0].IDKey():
+			// A client takes a response by its id, whatever stream it
+			// comes on: one to another request would go out unscreened.
+			err = errStrayResult
+		default:
 			if upErr == nil {
 				upErr = responseError(m)
 			}
-			_ = send(b)
+			// Screened and recorded as on every other path: a task
+			// handle is the caller's before she has it.
+			shown := ob.filter(ctx, b)
+			ob.lists(b)
+			if shown != nil {
+				_ = send(shown)
+			}
+			ob.message(b)
 			return
 		}
-		err = fmt.Errorf("HTTP %d without a JSON-RPC response", resp.StatusCode)
 	} else if err == nil {
 		err = fmt.Errorf("answer longer than %d bytes", maxRelayedBody)
 	}

@@ -372,6 +372,16 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 		g.failExchange(w, x, transport.ErrClosed)
 		return
 	}
+	for id := range reqs {
+		if _, ok := b.calls[id]; ok {
+			b.mu.Unlock()
+			for _, uc := range ucs {
+				uc.end(errReused)
+			}
+			writeJSONRPCError(w, http.StatusBadRequest, nil, reusedIDError(id, x.rt.up.Name))
+			return
+		}
+	}
 	for _, m := range x.msgs {
 		if id, ok := cancelledID(m); ok {
 			cancelled = append(cancelled, b.calls[id].up)
@@ -436,6 +446,12 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 		b.mu.Unlock()
 		ucs[id].end(transport.ErrClosed)
 		_ = send(intercept.ErrorResponse(x.msgs[0].ID, upstreamError(x.rt.up.Name, transport.ErrClosed)))
+		return
+	}
+	if _, ok := b.calls[id]; ok {
+		b.mu.Unlock()
+		ucs[id].end(errReused)
+		_ = send(intercept.ErrorResponse(x.msgs[0].ID, reusedIDError(id, x.rt.up.Name)))
 		return
 	}
 	old, replaced := b.calls[id]

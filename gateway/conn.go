@@ -664,6 +664,11 @@ func (r *relay) roomFor(msgs []*intercept.Message) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, m := range msgs {
+		if _, ok := r.pending[m.IDKey()]; ok && m.Kind == intercept.KindRequest {
+			return reusedIDError(m.IDKey(), r.up.Name)
+		}
+	}
 	if len(r.pending)+n > maxConnPending || r.pendingBytes+size > maxConnPendingBytes {
 		return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
 			"invalid request: not sent: this connection already has %d requests (%d bytes of ids) waiting on upstream %q, the most it may; send more as they are answered",

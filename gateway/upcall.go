@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,19 @@ var (
 	// apart.
 	errReplaced = errors.New("another request with the same id was sent before the response")
 )
+
+// errReused ends the measurement of a request refused for reusing the id
+// of one still waiting.
+var errReused = errors.New("refused: a request with the same id is still waiting")
+
+// reusedIDError answers a request whose id, id, a request still waiting
+// on upstream has: the answers could not be told apart, and the waiting
+// one's would be screened as the new one's (a tasks/list's as a ping's)
+// and go out unread. MCP has a client never reuse an id in a session.
+func reusedIDError(id, upstream string) error {
+	return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
+		"invalid request: not sent: a request with id %s is still waiting on upstream %q; give each request its own id", id, upstream)}
+}
 
 // startUpCall starts measuring a request about to be sent to upstream up,
 // described by c. With tracer set and traced true (a single request, not

@@ -221,10 +221,30 @@ func Decode(body []byte) (msgs []*Message, batch bool, err error) {
 		if len(msgs) == 0 {
 			return nil, true, invalidRequest("empty batch")
 		}
+		if id, ok := reusedID(msgs); ok {
+			// Its answers could not be told apart: one screened as the
+			// other's (a tasks/list read as a ping's) would go out unread.
+			return nil, true, invalidRequest("the batch sends two requests with id %s; give each its own", id)
+		}
 		return msgs, true, nil
 	default:
 		return nil, false, invalidRequest("a JSON-RPC message must be an object or a batch array")
 	}
+}
+
+// reusedID returns an id two requests among msgs share, by IDKey.
+func reusedID(msgs []*Message) (string, bool) {
+	seen := make(map[string]bool, len(msgs))
+	for _, m := range msgs {
+		if m.Kind != KindRequest {
+			continue
+		}
+		if seen[m.IDKey()] {
+			return m.IDKey(), true
+		}
+		seen[m.IDKey()] = true
+	}
+	return "", false
 }
 
 // plainInteger reports whether num, a valid JSON number, is an integer

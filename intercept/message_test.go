@@ -49,6 +49,9 @@ func TestDecodeRejects(t *testing.T) {
 		{"trailing line separator", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\u2028", CodeParseError},
 		{"empty batch", `[]`, CodeInvalidRequest},
 		{"batch with bad element", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0"}]`, CodeInvalidRequest},
+		// Their answers could not be told apart (TestAttackReusedIDMasksList).
+		{"batch reusing an id", `[{"jsonrpc":"2.0","id":1,"method":"tasks/list"},{"jsonrpc":"2.0","id":1,"method":"ping"}]`, CodeInvalidRequest},
+		{"batch reusing an id respelled", `[{"jsonrpc":"2.0","id":"a\u0062","method":"tasks/list"},{"jsonrpc":"2.0","id":"ab","method":"ping"}]`, CodeInvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
