@@ -135,6 +135,22 @@ func (d holdingDialer) Dial(ctx context.Context) (transport.Conn, error) {
 	return &pipeConn{Conn: transport.NewStdioConn(toGW, fromGW), w: fromGW}, nil
 }
 
+// holdingGateway serves route "u", whose upstream is a holdingDialer
+// telling listed when it has the tasks/list.
+func holdingGateway(t *testing.T, listed chan struct{}) *httptest.Server {
+	t.Helper()
+	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}},
+		&intercept.Interceptor{Decider: hidesEmail{}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	g.routes["u"].dialer = holdingDialer{listed: listed}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // TestAttackReusedIDMasksListOnConnection: on a connection (/ws), an
 // agent sends tasks/list and then, before its answer, a ping under the
 // same id (or another spelling of it): the list's answer was screened as
@@ -142,15 +158,7 @@ func (d holdingDialer) Dial(ctx context.Context) (transport.Conn, error) {
 func TestAttackReusedIDMasksListOnConnection(t *testing.T) {
 	for _, ids := range [][2]string{{`1`, `1`}, {`"a\u0062"`, `"ab"`}} {
 		t.Run(ids[0]+","+ids[1], func(t *testing.T) {
-			g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}},
-				&intercept.Interceptor{Decider: hidesEmail{}}, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { g.Close() })
-			g.routes["u"].dialer = holdingDialer{}
-			srv := httptest.NewServer(g.Handler())
-			t.Cleanup(srv.Close)
+			srv := holdingGateway(t, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			c, err := (&transport.WSDialer{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws/u"}).Dial(ctx)
@@ -189,16 +197,8 @@ func TestAttackReusedIDMasksListOnConnection(t *testing.T) {
 func TestAttackReusedIDMasksListOnBridge(t *testing.T) {
 	for _, ids := range [][2]string{{`1`, `1`}, {`"a\u0062"`, `"ab"`}} {
 		t.Run(ids[0]+","+ids[1], func(t *testing.T) {
-			g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}},
-				&intercept.Interceptor{Decider: hidesEmail{}}, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { g.Close() })
 			listed := make(chan struct{}, 1)
-			g.routes["u"].dialer = holdingDialer{listed: listed}
-			srv := httptest.NewServer(g.Handler())
-			t.Cleanup(srv.Close)
+			srv := holdingGateway(t, listed)
 			url := srv.URL + "/mcp/u"
 			_, h, body := post(t, url, nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
 			sid := h.Get(hdrSession)
