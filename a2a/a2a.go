@@ -808,7 +808,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *i
 			fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s is an event stream, not one JSON-RPC response", a.Name, m.Method))
 			return
 		}
-		g.relayStream(w, resp, a.Name, owner)
+		g.relayStream(w, resp, m.ID, a.Name, owner)
 		return
 	}
 	limit := 8 * g.opts.MaxBody
@@ -849,13 +849,18 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *i
 }
 
 // relayStream passes an event stream on event by event, flushing each,
-// and notes the tasks it creates. It ends when either side does.
-func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, agentName, owner string) {
+// and notes the tasks it creates. It ends when either side does. Only
+// whole events are passed on: one longer than 8 × MaxBody ends the stream
+// with an error answering id, and one the stream ends inside is dropped
+// (as a client would drop it), so no bytes go out whose task the gateway
+// did not note.
+func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jsontext.Value, agentName, owner string) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
+	limit := 8 * g.opts.MaxBody
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
 	var event bytes.Buffer
 	var data []byte
@@ -864,11 +869,19 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, agentN
 		if errors.Is(err, bufio.ErrBufferFull) {
 			// One line longer than the buffer: keep reading it.
 			long := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) && int64(len(long)) <= 8*g.opts.MaxBody {
+			for errors.Is(err, bufio.ErrBufferFull) && int64(len(long)) <= limit {
 				line, err = br.ReadSlice('\n')
 				long = append(long, line...)
 			}
 			line = long
+		}
+		if int64(event.Len()+len(line)) > limit {
+			g.log.Warn("agent's event longer than the gateway reads; not passed on", "agent", agentName, "limit", limit)
+			msg := intercept.ErrorResponse(id, &intercept.WireError{Code: intercept.CodeInternalError,
+				Message: fmt.Sprintf("agent %q: event larger than %d bytes, the most the gateway reads", agentName, limit)})
+			fmt.Fprintf(w, "data: %s\n\n", msg)
+			_ = rc.Flush()
+			return
 		}
 		if len(line) > 0 {
 			event.Write(line)
@@ -894,7 +907,14 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, agentN
 		}
 		if err != nil {
 			if event.Len() > 0 {
-				w.Write(event.Bytes())
+				g.log.Warn("agent's stream ended inside an event; the event is not passed on", "agent", agentName, "err", err)
+			}
+			if !errors.Is(err, io.EOF) && resp.Request.Context().Err() == nil {
+				// Broken (a REST stream too long to translate): the
+				// request gets an error, not silence.
+				msg := intercept.ErrorResponse(id, &intercept.WireError{Code: intercept.CodeInternalError,
+					Message: fmt.Sprintf("agent %q: its stream broke: %v", agentName, err)})
+				fmt.Fprintf(w, "data: %s\n\n", msg)
 				_ = rc.Flush()
 			}
 			return

@@ -195,7 +195,7 @@ func restErrorRPC(status int, body []byte) *intercept.WireError {
 // restToRPC turns an agent's REST answer into the JSON-RPC answer to id,
 // in place: a body becomes the result, an error the error, and a stream's
 // events JSON-RPC responses (an "error" event an error response), event by
-// event as they come. limit bounds a non-stream body.
+// event as they come. limit bounds a non-stream body and an event.
 func restToRPC(resp *http.Response, id jsontext.Value, limit int64) error {
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		pr, pw := io.Pipe()
@@ -248,7 +248,8 @@ func (c closers) Close() error {
 }
 
 // translateEvents copies an HTTP+JSON event stream to w as JSON-RPC
-// events answering id.
+// events answering id; an event whose data is longer than limit ends it
+// with an error.
 func translateEvents(w io.Writer, r io.Reader, id jsontext.Value, limit int64) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var data []byte
@@ -286,6 +287,9 @@ func translateEvents(w io.Writer, r io.Reader, id jsontext.Value, limit int64) e
 			data = append(data, bytes.TrimPrefix(trimmed[5:], []byte(" "))...)
 		case bytes.HasPrefix(trimmed, []byte("event:")):
 			kind = strings.TrimSpace(string(trimmed[6:]))
+		}
+		if int64(len(data)) > limit {
+			return fmt.Errorf("event larger than %d bytes, the most the gateway reads", limit)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {

@@ -86,9 +86,6 @@ const (
 	metaClientCaps = "io.modelcontextprotocol/clientCapabilities"
 	// maxShownArgs bounds the arguments quoted to the user.
 	maxShownArgs = 1024
-	// maxRelayedBody bounds a JSON upstream answer relayed into an
-	// approval stream.
-	maxRelayedBody = 32 << 20
 )
 
 // approvalSchema is the form the user fills in: one required boolean.
@@ -525,16 +522,22 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 	ob := &observer{g: g, rt: x.rt, sess: x.sess, pending: x.requests(), cc: x.callContext()}
 	if isEventStream(resp.Header) {
 		ob.stream = true
-		if err := g.pipeEvents(ctx, w, resp.Body, ob); upErr == nil {
+		err := g.pipeEvents(ctx, w, resp.Body, ob)
+		if upErr == nil {
 			upErr = err
 		}
 		if upErr == nil {
 			upErr = ob.failed
 		}
+		if err != nil && err != errCancelled {
+			// As in forward: the call gets an error, not silence.
+			g.log.Warn("upstream event stream broke", "upstream", x.rt.up.Name, "err", err)
+			ob.failUnanswered(w, upstreamError(x.rt.up.Name, err))
+		}
 		return
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRelayedBody))
-	if err == nil && len(b) < maxRelayedBody {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, g.opts.maxAnswer()+1))
+	if err == nil && int64(len(b)) <= g.opts.maxAnswer() {
 		m, derr := intercept.DecodeMessage(b)
 		switch {
 		case derr != nil || m.Kind != intercept.KindResponse && m.Kind != intercept.KindError:
@@ -558,10 +561,14 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 			return
 		}
 	} else if err == nil {
-		err = fmt.Errorf("answer longer than %d bytes", maxRelayedBody)
+		err = &answerTooLarge{g.opts.maxAnswer()}
 	}
 	if upErr == nil {
 		upErr = err
+	}
+	if ctx.Err() == nil {
+		g.withheld.answer(err)
+		g.log.Warn("upstream answer not passed on", "upstream", x.rt.up.Name, "err", err)
 	}
 	_ = send(intercept.ErrorResponse(id, upstreamError(x.rt.up.Name, err)))
 }

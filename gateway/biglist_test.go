@@ -12,8 +12,8 @@ import (
 )
 
 // TestOversizedToolsListUnscreened: an upstream's JSON answer of 32
-// MiB or more is passed on "untouched" (streamable.go, observeLimit), so a
-// tools/list answer padded past it reaches the client without
+// MiB or more was passed on "untouched" (streamable.go, observeLimit), so a
+// tools/list answer padded past it reached the client without
 // intercept.CheckToolsResult, hide_denied_tools or the inventory ever
 // seeing it: here a tool named "*", listed twice, with a "Description"
 // spelt in another case, and send_email, which hide_denied_tools hides.

@@ -99,6 +99,12 @@ type Options struct {
 	Mount map[string]http.Handler
 	// MaxBodyBytes limits a request body. Zero means 4 MiB.
 	MaxBodyBytes int64
+	// MaxAnswerBytes bounds an HTTP upstream's JSON answer to a POST,
+	// which the gateway reads whole to screen before passing it on: a
+	// longer one is not passed on, and its requests get a JSON-RPC error
+	// saying so. Zero means 32 MiB. (An event of an upstream's event
+	// stream, and a message over stdio or WebSocket, is bounded at 16 MiB.)
+	MaxAnswerBytes int64
 	// AllowedHosts are Host header values accepted in addition to the
 	// loopback names, which are always accepted when the listener is on
 	// loopback. "*" accepts any host (DNS-rebinding protection off).
@@ -200,6 +206,13 @@ func (o *Options) maxBody() int64 {
 		return o.MaxBodyBytes
 	}
 	return 4 << 20
+}
+
+func (o *Options) maxAnswer() int64 {
+	if o.MaxAnswerBytes > 0 {
+		return o.MaxAnswerBytes
+	}
+	return 32 << 20
 }
 
 func (o *Options) idleTimeout() time.Duration {

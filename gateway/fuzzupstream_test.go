@@ -63,7 +63,7 @@ func FuzzUpstreamMessage(f *testing.F) {
 		}
 
 		ob := &observer{g: &Gateway{ic: ic, withheld: w, log: slog.New(slog.DiscardHandler)}, rt: &route{}, pending: methods, cc: cc, sess: &session{}}
-		_ = unreadAnswer(200, ob, msg, nil, false)
+		_ = unreadAnswer(200, ob, msg, nil, 32<<20)
 		ob.lists(msg)
 		_ = ob.filter(ctx, msg)
 		ob.message(msg)

@@ -429,7 +429,6 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	defer resp.Body.Close()
 	upErr = statusError(resp)
-	coded := len(contentCodings(resp.Header)) > 0
 	if err := identityBody(resp); err != nil {
 		upErr = err
 		g.log.Warn("upstream answer not readable", "upstream", x.rt.up.Name, "err", err)
@@ -485,50 +484,26 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		}
 		return
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, observeLimit))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, g.opts.maxAnswer()+1))
+	if err != nil && r.Context().Err() != nil {
+		upErr = errCancelled
+		return // the client went away; nothing to answer
+	}
 	if err != nil && upErr == nil {
 		upErr = err
 	}
-	if err == nil && len(b) == observeLimit && ob.waitsForList() {
-		// Too big to look at, and it may be a tools/list answer: what the
-		// client would be shown must be what the gateway records.
-		var out []jsontext.Value
-		for id, m := range ob.pending {
-			if m == "tools/list" {
-				out = append(out, listRefused(jsontext.Value(id), fmt.Errorf("the answer is over %d bytes", observeLimit)))
-			}
-		}
-		resp.Body.Close()
-		w.Header().Del("Content-Length")
-		if len(out) == 1 {
-			writeJSON(w, http.StatusOK, out[0])
-		} else {
-			writeJSON(w, http.StatusOK, marshalArray(out))
-		}
-		return
-	}
-	if unread := unreadAnswer(resp.StatusCode, ob, b, err, coded); unread != nil {
+	if unread := unreadAnswer(resp.StatusCode, ob, b, err, g.opts.maxAnswer()); unread != nil {
 		// The client could read it otherwise than the gateway did, or
 		// read what the gateway never saw: a result unscanned, a task
-		// handle unrecorded. What it would be shown is an error.
+		// handle unrecorded, a list unscreened. What it is shown is an
+		// error.
 		if upErr == nil {
 			upErr = unread
 		}
-		g.log.Warn("upstream answer not readable", "upstream", x.rt.up.Name, "err", unread)
+		g.withheld.answer(unread)
+		g.log.Warn("upstream answer not passed on", "upstream", x.rt.up.Name, "err", unread)
 		w.Header().Del("Content-Length")
 		g.failExchange(w, x, unread)
-		return
-	}
-	if err != nil || len(b) == observeLimit {
-		// Broken, or too big to look at: pass it on untouched.
-		if resp.ContentLength >= 0 {
-			w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = w.Write(b)
-		if err == nil {
-			_, _ = io.Copy(w, resp.Body)
-		}
 		return
 	}
 	shown := b
@@ -555,25 +530,21 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 }
 
-// unreadAnswer returns why b, an upstream's JSON answer (all of it, or
-// the first observeLimit bytes, read with err) to the requests of ob, must
-// not be passed on, or nil: a successful answer the gateway cannot decode
-// as JSON-RPC (not JSON, a BOM before it, an event stream labelled
-// otherwise), one too big to read when results are read, or one whose
-// gzip broke (its content may be whole: a client that does not check the
-// trailer would take it).
-func unreadAnswer(status int, ob *observer, b []byte, err error, coded bool) error {
-	if status/100 != 2 || len(ob.pending) == 0 {
-		return nil
-	}
+// unreadAnswer returns why b, an upstream's JSON answer to the requests
+// of ob (read with err, at most limit+1 bytes of it), must not be passed
+// on, or nil. Whatever its status, an answer the gateway could not read
+// whole is not: one longer than limit, or one cut short (its bytes may
+// be a whole message, and the gateway's own answer would end cleanly). A
+// successful answer to requests must also decode as JSON-RPC (not JSON, a
+// BOM before it, an event stream labelled otherwise) and carry no result
+// for a request it was not asked.
+func unreadAnswer(status int, ob *observer, b []byte, err error, limit int64) error {
 	switch {
-	case err != nil && coded:
-		return err
 	case err != nil:
-		return nil // cut short: no client reads it as a whole
-	case len(b) == observeLimit && ob.wants():
-		return fmt.Errorf("the answer is over %d bytes, more than the gateway reads", observeLimit)
-	case len(b) == observeLimit || len(bytes.Trim(b, " \t\r\n")) == 0:
+		return fmt.Errorf("reading the answer: %w", err)
+	case int64(len(b)) > limit:
+		return &answerTooLarge{limit}
+	case status/100 != 2 || len(ob.pending) == 0 || len(bytes.Trim(b, " \t\r\n")) == 0:
 		return nil
 	}
 	msgs, derr := ob.decode(b)
@@ -591,8 +562,17 @@ func unreadAnswer(status int, ob *observer, b []byte, err error, coded bool) err
 // requests), unscreened (a tools/list result) and unrecorded.
 var errStrayResult = errors.New("the answer carried a result for a request it was not asked")
 
-// observeLimit bounds the JSON answer the gateway reads.
-const observeLimit = 32 << 20
+// answerTooLarge: an upstream's answer is longer than the gateway reads
+// (max_answer_bytes), so nothing in it was screened.
+type answerTooLarge struct{ limit int64 }
+
+func (e *answerTooLarge) Error() string {
+	size := fmt.Sprintf("%d bytes", e.limit)
+	if e.limit%(1<<20) == 0 {
+		size = fmt.Sprintf("%d MiB", e.limit>>20)
+	}
+	return "the answer is over " + size + ", the most the gateway reads (max_answer_bytes)"
+}
 
 // statusError is what an upstream's HTTP status says about the call: a
 // server error (5xx) failed it.
@@ -625,6 +605,9 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 		if err != nil {
 			if ctx.Err() != nil {
 				return errCancelled
+			}
+			if errors.Is(err, transport.ErrSSETooLong) {
+				g.withheld.answer(err) // the event is not passed on
 			}
 			return err
 		}
@@ -862,6 +845,16 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
 		return
 	}
+	if resp.StatusCode/100 == 2 && resp.StatusCode != http.StatusNoContent && resp.ContentLength != 0 && !isEventStream(resp.Header) {
+		// A client may read it as events whatever its type (the
+		// TypeScript SDK does): its messages would pass unread. An
+		// empty answer has none.
+		err := fmt.Errorf("it answered GET with %q, not an event stream", resp.Header.Get("Content-Type"))
+		g.withheld.answer(err)
+		g.log.Warn("upstream stream not passed on", "upstream", rt.up.Name, "err", err)
+		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
+		return
+	}
 	copyHeaders(w.Header(), resp.Header)
 	if sess != nil && resp.Header.Get(hdrSession) != "" {
 		w.Header().Set(hdrSession, sess.id)
@@ -875,10 +868,13 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 			cc.SessionID = sess.id
 			cc.Agent, cc.ProtocolVersion = sess.info()
 		}
-		g.pipeEvents(ctx, w, resp.Body, &observer{g: g, rt: rt, sess: sess, stream: true, cc: cc, resumed: r.Header.Get(hdrLastEvID) != ""})
+		err := g.pipeEvents(ctx, w, resp.Body, &observer{g: g, rt: rt, sess: sess, stream: true, cc: cc, resumed: r.Header.Get(hdrLastEvID) != ""})
+		if err != nil && err != errCancelled {
+			g.log.Warn("upstream event stream broke", "upstream", rt.up.Name, "err", err)
+		}
 		return
 	}
-	_, _ = io.Copy(w, resp.Body)
+	_, _ = io.Copy(w, resp.Body) // an HTTP error: no client reads it as messages
 }
 
 // requireSession resolves the request's session. A missing header is

@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -57,6 +59,19 @@ func (w *withheldTasks) unreadable(d *dropLog, upstream string, err error) {
 		w.metrics.MessageWithheld("unreadable")
 	}
 	d.warn(w.log, "messages from upstream not JSON-RPC as the gateway reads them; not delivered", "upstream", upstream, "err", err)
+}
+
+// answer counts one answer from an upstream not passed on for err:
+// longer than the gateway reads (too_large), else not read as a client
+// would read it (unreadable). The caller logs it.
+func (w *withheldTasks) answer(err error) {
+	reason := "unreadable"
+	if _, ok := errors.AsType[*answerTooLarge](err); ok || errors.Is(err, transport.ErrSSETooLong) {
+		reason = "too_large"
+	}
+	if w.metrics != nil {
+		w.metrics.MessageWithheld(reason)
+	}
 }
 
 // unreadableLogEvery is how often a dropLog logs.

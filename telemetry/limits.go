@@ -24,7 +24,8 @@ const (
 	MetricLimitRefusals = "sluice.limit.refusals"
 	// MetricMessagesWithheld counts messages from upstreams not delivered
 	// to a client, by reason (foreign_task: about an MCP task the client
-	// does not own).
+	// does not own; unreadable: not JSON-RPC as the gateway reads it;
+	// too_large: longer than the gateway reads).
 	MetricMessagesWithheld = "sluice.messages.withheld"
 )
 

@@ -68,6 +68,9 @@ type config struct {
 	listener net.Listener
 	// MaxBodyBytes limits request bodies (default 4 MiB).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxAnswerBytes bounds an HTTP upstream's JSON answer, which is read
+	// whole to be screened; a longer one is refused (default 32 MiB).
+	MaxAnswerBytes int64 `yaml:"max_answer_bytes"`
 	// AllowedHosts and AllowedOrigins extend the loopback defaults of the
 	// DNS-rebinding protection.
 	AllowedHosts   []string `yaml:"allowed_hosts"`
@@ -263,6 +266,7 @@ func (c *config) checkLimits() error {
 		v   int64
 	}{
 		{"max_body_bytes", c.MaxBodyBytes},
+		{"max_answer_bytes", c.MaxAnswerBytes},
 		{"max_sessions", int64(c.MaxSessions)},
 		{"max_sessions_per_agent", int64(c.MaxSessionsPerAgent)},
 		{"max_sessions_per_client", int64(c.MaxSessionsPerClient)},
@@ -435,6 +439,7 @@ func (c *config) options() gateway.Options {
 		Upstreams:           c.Upstreams,
 		VirtualServers:      c.VirtualServers,
 		MaxBodyBytes:        c.MaxBodyBytes,
+		MaxAnswerBytes:      c.MaxAnswerBytes,
 		AllowedHosts:        c.AllowedHosts,
 		AllowedOrigins:      c.AllowedOrigins,
 		AgentHeader:         c.AgentHeader,

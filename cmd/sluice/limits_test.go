@@ -16,6 +16,7 @@ func TestLimitsConfig(t *testing.T) {
 max_sessions_per_agent: 20
 max_sessions_per_client: 30
 max_inflight_body_bytes: 67108864
+max_answer_bytes: 1048576
 upstreams:
   - {name: s, command: demo-server, max_children: 4}
 `))
@@ -23,7 +24,7 @@ upstreams:
 		t.Fatal(err)
 	}
 	o := cfg.options()
-	if o.MaxSessions != 500 || o.MaxSessionsPerAgent != 20 || o.MaxSessionsPerClient != 30 || o.MaxInflightBodyBytes != 64<<20 || o.Upstreams[0].MaxChildren != 4 {
+	if o.MaxSessions != 500 || o.MaxSessionsPerAgent != 20 || o.MaxSessionsPerClient != 30 || o.MaxInflightBodyBytes != 64<<20 || o.MaxAnswerBytes != 1<<20 || o.Upstreams[0].MaxChildren != 4 {
 		t.Errorf("options: got %+v, want the configured limits", o)
 	}
 	for _, tc := range []struct{ yaml, key string }{
@@ -31,6 +32,7 @@ upstreams:
 		{"max_sessions_per_agent: -1\n", "max_sessions_per_agent"},
 		{"max_sessions_per_client: -5\n", "max_sessions_per_client"},
 		{"max_inflight_body_bytes: -1\n", "max_inflight_body_bytes"},
+		{"max_answer_bytes: -1\n", "max_answer_bytes"},
 		{"max_body_bytes: 1048576\nmax_inflight_body_bytes: 1000\n", "max_inflight_body_bytes"},
 		{"upstreams: [{name: s, command: x, max_children: -1}]\n", "max_children"},
 		{"upstreams: [{name: h, url: 'http://127.0.0.1:1/mcp', max_children: 4}]\n", "max_children"},
