@@ -523,6 +523,7 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 	if isEventStream(resp.Header) {
 		ob.stream = true
 		err := g.pipeEvents(ctx, w, resp.Body, ob)
+		ob.keep(err == errCancelled)
 		if upErr == nil {
 			upErr = err
 		}

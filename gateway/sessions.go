@@ -29,6 +29,9 @@ type session struct {
 	// owner is who the session belongs to (identity.go): a request that
 	// claims another principal finds no session.
 	owner principal
+	// replays remembers the requests whose answer stream broke off, for
+	// a resumed stream to be screened (replay.go).
+	replays replays
 
 	mu       sync.Mutex // guards the fields below
 	version  string

@@ -182,6 +182,9 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
 		return
 	}
+	if x.sess != nil {
+		x.sess.replays.forget(msgs) // their ids are these requests' now (replay.go)
+	}
 	if !batch && isApprovalAnswer(msgs[0]) {
 		// The client's answer to the gateway's own question (approve.go):
 		// the upstream never asked it.
@@ -482,6 +485,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 			g.log.Warn("upstream event stream broke", "upstream", x.rt.up.Name, "err", err)
 			ob.failUnanswered(w, upstreamError(x.rt.up.Name, err))
 		}
+		ob.keep(err == errCancelled)
 		return
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, g.opts.maxAnswer()+1))
@@ -597,9 +601,16 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	rd := transport.NewSSEReader(body)
+	var drops dropLog
+	var unread error // the last message not delivered for being unreadable
 	for {
 		ev, err := rd.Next()
 		if err == io.EOF {
+			if unread != nil {
+				// Its answer may have been the one dropped: the requests
+				// still waiting get an error rather than nothing.
+				ob.failUnanswered(w, upstreamError(ob.rt.up.Name, fmt.Errorf("it sent a message the gateway could not read (%w)", unread)))
+			}
 			return nil
 		}
 		if err != nil {
@@ -616,18 +627,31 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 		// (mcp-go's) read the data of any event, so an event typed
 		// otherwise must not pass unread.
 		msg := len(data) > 0
-		if msg && !ob.resumed && !ob.waitsForList() {
+		o := ob
+		if msg && ob.resumed {
+			o = ob.replay(data) // the requests it answers, if remembered
+		}
+		if msg && !o.waitsForList() {
 			// (While a list is pending, filter refuses a stray result.)
-			if msgs, err := ob.decode(data); err == nil && ob.strayResult(msgs) {
-				g.log.Warn("upstream sent a result for a request not asked on this stream; not delivered", "upstream", ob.rt.up.Name)
+			msgs, err := o.decode(data)
+			switch {
+			case err != nil:
+				// Not a message the gateway reads, and a client could read
+				// it as one: a result under an id spelled 2.0, unscanned
+				// and unrecorded, taken as the answer to request 2.
+				g.withheld.unreadable(&drops, ob.rt.up.Name, err)
+				unread = err
+				continue
+			case err == nil && o.strayResult(msgs):
+				g.withheld.stray(&drops, ob.rt.up.Name)
 				continue
 			}
 		}
 		if msg {
-			ob.lists(data)
+			o.lists(data)
 			// Compacted like every message the gateway writes as an event;
 			// one that is not JSON cannot be framed and is not passed on.
-			shown := ob.filter(ctx, data)
+			shown := o.filter(ctx, data)
 			if shown == nil {
 				continue // about another's task, and nothing else
 			}
@@ -644,7 +668,8 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 			return errCancelled
 		}
 		if msg {
-			ob.message(data)
+			o.message(data)
+			ob.delivered(o)
 		}
 	}
 }
@@ -707,8 +732,11 @@ type observer struct {
 	answered map[string]bool
 	stream   bool // the answer is an event stream
 	// resumed: the stream replays one broken off (Last-Event-ID), whose
-	// results answer requests of an earlier exchange.
+	// results answer requests of earlier exchanges; took holds those it
+	// took from the session's memory (replay.go), answered those of them
+	// passed on.
 	resumed bool
+	took    map[string]replayCall
 
 	// The last message decoded, and what came of it: a message is
 	// checked and recorded in several steps, and decoded once.
@@ -738,10 +766,14 @@ func (o *observer) failUnanswered(w http.ResponseWriter, err error) {
 		}
 	}
 	slices.Sort(ids)
+	if o.answered == nil {
+		o.answered = make(map[string]bool, len(ids))
+	}
 	for _, id := range ids {
 		if transport.WriteSSEMessage(w, intercept.ErrorResponse(jsontext.Value(id), err)) != nil {
 			return
 		}
+		o.answered[id] = true
 	}
 	_ = http.NewResponseController(w).Flush()
 }
@@ -868,10 +900,12 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 			cc.SessionID = sess.id
 			cc.Agent, cc.ProtocolVersion = sess.info()
 		}
-		err := g.pipeEvents(ctx, w, resp.Body, &observer{g: g, rt: rt, sess: sess, stream: true, cc: cc, resumed: r.Header.Get(hdrLastEvID) != ""})
+		ob := &observer{g: g, rt: rt, sess: sess, stream: true, cc: cc, resumed: r.Header.Get(hdrLastEvID) != ""}
+		err := g.pipeEvents(ctx, w, resp.Body, ob)
 		if err != nil && err != errCancelled {
 			g.log.Warn("upstream event stream broke", "upstream", rt.up.Name, "err", err)
 		}
+		ob.keep(err == errCancelled)
 		return
 	}
 	_, _ = io.Copy(w, resp.Body) // an HTTP error: no client reads it as messages

@@ -25,7 +25,8 @@ const (
 	// MetricMessagesWithheld counts messages from upstreams not delivered
 	// to a client, by reason (foreign_task: about an MCP task the client
 	// does not own; unreadable: not JSON-RPC as the gateway reads it;
-	// too_large: longer than the gateway reads).
+	// too_large: longer than the gateway reads; stray: a result for a
+	// request not waiting on that stream).
 	MetricMessagesWithheld = "sluice.messages.withheld"
 )
 

@@ -1,0 +1,186 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// Resumed streams. A 2025-era client whose answer stream broke off (it
+// went away, or the server closed the stream: SEP-1699) comes back with a
+// GET and Last-Event-ID, and the upstream replays what it had not
+// delivered, the answers to that POST's requests among them. A GET names
+// no request, so when a POST's event stream ends the session remembers
+// each request a resumed stream may still answer, with what screening its
+// answer needs (its method and call context). A result on a resumed stream
+// for one of them is screened exactly as on the POST's own stream, and the
+// request is forgotten; one for any other id (never sent, answered
+// already, forgotten, or remembered by another replica: the memory is the
+// replica's, and a sealed session's resumed stream on another replica
+// cannot be screened) is withheld and counted as a stray.
+
+// replayCall is a request whose answer a resumed stream may carry.
+type replayCall struct {
+	method string
+	cc     intercept.CallContext // the request's
+	at     time.Time             // when its stream ended
+}
+
+// The bounds of a session's memory of such requests: past maxReplays the
+// one remembered first is forgotten, and each is after replayTTL (the
+// default idle timeout of a session).
+const (
+	maxReplays = 64
+	replayTTL  = 30 * time.Minute
+)
+
+// replays is a session's memory of the requests a resumed stream may
+// answer, by id; its zero value is ready.
+type replays struct {
+	mu    sync.Mutex // guards calls
+	calls map[string]replayCall
+}
+
+// remember keeps c as the request id, as of now; it reports whether
+// another one had to be forgotten to keep within maxReplays.
+func (r *replays) remember(id string, c replayCall, now time.Time) (forgot bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.calls == nil {
+		r.calls = make(map[string]replayCall)
+	}
+	r.expire(now)
+	if _, ok := r.calls[id]; !ok && len(r.calls) >= maxReplays {
+		oldest := ""
+		for k, o := range r.calls {
+			if oldest == "" || o.at.Before(r.calls[oldest].at) {
+				oldest = k
+			}
+		}
+		delete(r.calls, oldest)
+		forgot = true
+	}
+	c.at = now
+	r.calls[id] = c
+	return forgot
+}
+
+// take returns the request id and forgets it, if it is remembered as of
+// now.
+func (r *replays) take(id string, now time.Time) (replayCall, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.expire(now)
+	c, ok := r.calls[id]
+	delete(r.calls, id)
+	return c, ok
+}
+
+// forget forgets the requests among msgs, which a client sends anew: an
+// answer a resumed stream carries for such an id would be screened as the
+// earlier request's, and taken by the client as the new one's.
+func (r *replays) forget(msgs []*intercept.Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.calls) == 0 {
+		return
+	}
+	for _, m := range msgs {
+		if m.Kind == intercept.KindRequest {
+			delete(r.calls, m.IDKey())
+		}
+	}
+}
+
+// expire forgets the requests remembered for longer than replayTTL; r.mu
+// is held.
+func (r *replays) expire(now time.Time) {
+	for id, c := range r.calls {
+		if now.Sub(c.at) > replayTTL {
+			delete(r.calls, id)
+		}
+	}
+}
+
+// replay returns the observer of data, a message on o's resumed stream:
+// the requests its responses answer are taken from the session's memory
+// into it, so that they are screened and recorded as on their own stream.
+// With none, it is o, whose stream no request waits on: a result there is
+// a stray.
+func (o *observer) replay(data []byte) *observer {
+	msgs, err := o.decode(data)
+	if err != nil || o.sess == nil {
+		return o
+	}
+	var r *observer
+	now := o.g.sessions.now()
+	for _, m := range msgs {
+		if m.Kind != intercept.KindResponse && m.Kind != intercept.KindError {
+			continue
+		}
+		c, ok := o.sess.replays.take(m.IDKey(), now)
+		if !ok {
+			continue
+		}
+		if r == nil {
+			r = &observer{g: o.g, rt: o.rt, sess: o.sess, stream: true, pending: make(map[string]string, 1),
+				last: o.last, lastMsgs: o.lastMsgs, lastErr: o.lastErr}
+		}
+		// The requests of one session share its owner: a message answering
+		// several is screened with the call context of any of them.
+		r.pending[m.IDKey()], r.cc = c.method, c.cc
+		if o.took == nil {
+			o.took = make(map[string]replayCall, 1)
+		}
+		o.took[m.IDKey()] = c
+	}
+	if r == nil {
+		return o
+	}
+	return r
+}
+
+// delivered notes that r's message, a replayed answer, reached o's client.
+func (o *observer) delivered(r *observer) {
+	if r == o {
+		return
+	}
+	if o.answered == nil {
+		o.answered = make(map[string]bool, len(r.pending))
+	}
+	for id := range r.pending {
+		o.answered[id] = true
+	}
+}
+
+// keep remembers on the session, once o's event stream ended, the
+// requests a resumed stream may still answer: those it passed no response
+// to on, and, when the client went away (gone), every one, for the client
+// may not have read what was written last. A request the gateway answered
+// itself (failUnanswered) is answered.
+func (o *observer) keep(gone bool) {
+	if o.sess == nil || !o.stream {
+		return
+	}
+	now := o.g.sessions.now()
+	forgot := false
+	remember := func(id string, c replayCall) {
+		if gone || !o.answered[id] {
+			forgot = o.sess.replays.remember(id, c, now) || forgot
+		}
+	}
+	if o.resumed {
+		for id, c := range o.took {
+			remember(id, c)
+		}
+	} else {
+		for id, method := range o.pending {
+			remember(id, replayCall{method: method, cc: o.cc})
+		}
+	}
+	if forgot {
+		o.g.log.Warn("a session's streams broke off with more requests unanswered than the gateway remembers; a resumed stream's answer to the oldest will be withheld",
+			"upstream", o.rt.up.Name, "max", maxReplays)
+	}
+}
