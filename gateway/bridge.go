@@ -248,7 +248,7 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 	}
 	if target != nil {
 		if m.Kind == intercept.KindResponse && screened(call.method, msg) {
-			if out, changed := screenAnswer(ctx, ic, call.cc, call.method, m.ID, m.Raw, m.Result); changed {
+			if out, changed := screenAnswer(ctx, ic, call.cc, call.method, m.ID, m.IDKey(), m.Raw, m.Result); changed {
 				msg = out
 			}
 		}

@@ -248,7 +248,7 @@ func (b *statelessBridge) route(m *intercept.Message) {
 	}
 	list := m.Kind == intercept.KindResponse && c.method == "tools/list"
 	if m.Kind == intercept.KindResponse && screened(c.method, out) {
-		out, _ = screenAnswer(b.g.ctx, b.g.ic, c.cc, c.method, c.id, out, m.Result)
+		out, _ = screenAnswer(b.g.ctx, b.g.ic, c.cc, c.method, c.id, c.idKey, out, m.Result)
 	}
 	if list {
 		// Recorded before the client has it: a call it makes on seeing

@@ -248,6 +248,14 @@ var errNoSession = &intercept.WireError{Code: intercept.CodeInvalidRequest,
 // whose headers say one thing and whose body says another is refused before
 // anything reaches the upstream.
 func (g *Gateway) classify(r *http.Request, x *exchange) error {
+	for _, h := range [...]string{hdrVersion, hdrMethod, hdrName} {
+		// Forwarded as sent: a second value, which something routing on
+		// the header may read instead of the first, would disagree with
+		// the body unchecked.
+		if n := len(r.Header.Values(h)); n > 1 {
+			return mismatch(fmt.Sprintf("the %s header must appear once; it appears %d times", h, n))
+		}
+	}
 	hv := r.Header.Get(hdrVersion)
 	var metaVersion string
 	for _, m := range x.msgs {

@@ -51,13 +51,15 @@ func screenToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.
 	return hideToolsIn(ctx, ic, cc, raw, result)
 }
 
-// screenAnswer returns raw, the response (to id) of a method request
-// whose result is result, as the client of cc may see it: a tools/list
-// answer screened (screenToolsIn), a tasks/list answer holding only the
-// client's own tasks; a task handle in any other answer is recorded as the
-// client's (before the client has it, so its first tasks/get finds it).
-// changed reports whether it differs from raw.
-func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, method string, id, raw, result jsontext.Value) (jsontext.Value, bool) {
+// screenAnswer returns raw, the response (to id, whose IDKey is idKey) of
+// a method request whose result is result, as the client of cc may see
+// it: a tools/list answer screened (screenToolsIn), a tasks/list answer
+// holding only the client's own tasks; a task handle in any other answer
+// is recorded as the client's (before the client has it, so its first
+// tasks/get finds it), and so is a requestState as issued for that
+// request (so that its retry may carry it). changed reports whether it
+// differs from raw.
+func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, method string, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
 	switch method {
 	case "":
 		return raw, false
@@ -75,17 +77,27 @@ func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.C
 		return out, true
 	}
 	ic.ObserveTask(ctx, cc, result)
+	ic.ObserveRequestState(ctx, cc, idKey, result)
 	return raw, false
 }
 
 // screened reports whether b, a message of an upstream's answer to a
 // method request, needs screenAnswer: a list it screens, or an answer
-// that may hold a task handle.
+// that may hold a task handle or a requestState.
 func screened(method string, b []byte) bool {
-	return method == "tools/list" || method == "tasks/list" || (method != "" && bytes.Contains(b, taskIDMember))
+	return method == "tools/list" || method == "tasks/list" || (method != "" && recorded(b))
 }
 
-var taskIDMember = []byte(`"taskId"`)
+// recorded reports whether b, a message from an upstream, may hold
+// something screenAnswer records: a task handle or a requestState.
+func recorded(b []byte) bool {
+	return bytes.Contains(b, taskIDMember) || bytes.Contains(b, requestStateMember)
+}
+
+var (
+	taskIDMember       = []byte(`"taskId"`)
+	requestStateMember = []byte(`"requestState"`)
+)
 
 // listRefused answers the tools/list request id with why its upstream's
 // answer was not passed on.
@@ -125,7 +137,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 	for i, m := range msgs {
 		out[i] = m.Raw
 		if m.Kind == intercept.KindResponse {
-			if raw, ok := screenAnswer(ctx, ic, cc, methodOf(m.IDKey()), m.ID, m.Raw, m.Result); ok {
+			if raw, ok := screenAnswer(ctx, ic, cc, methodOf(m.IDKey()), m.ID, m.IDKey(), m.Raw, m.Result); ok {
 				out[i], changed = raw, true
 			}
 		}
@@ -153,7 +165,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 // is passed on, and leaves out messages about another's task (nil: none
 // is left); lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
-	if !o.waitsForList() && !bytes.Contains(b, taskIDMember) {
+	if !o.waitsForList() && !recorded(b) {
 		return b
 	}
 	var lists []string
@@ -228,7 +240,7 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 		}
 	}
 	r.mu.Unlock()
-	if len(lists) == 0 && !bytes.Contains(b, taskIDMember) {
+	if len(lists) == 0 && !recorded(b) {
 		return b
 	}
 	return hideTools(ctx, r.ic, r.withheld, r.callContext(), b, func(id string) string {

@@ -100,6 +100,10 @@ type Interceptor struct {
 
 	tasksOnce sync.Once
 	tasks     *ownership.Table // upstream + task id -> who created it (tasks.go)
+
+	statesOnce sync.Once
+	states     *ownership.Table           // requestStates issued, with their binding (requeststate.go)
+	stateCalls *lru.Cache[string, string] // allowed 2026-07-28 requests awaiting an answer -> their binding
 }
 
 type toolInfo struct {
@@ -146,6 +150,9 @@ func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallCont
 	}
 	if !m.IsAction() {
 		return Decision{}, nil, true
+	}
+	if reply := i.checkRequestState(ctx, m, cc); reply != nil {
+		return Decision{}, reply, false
 	}
 	d, dec := i.decide(ctx, m, cc)
 	if dec.Verdict == Allow {
@@ -208,6 +215,7 @@ func (i *Interceptor) commit(ctx context.Context, m *Message, cc CallContext, d 
 	if i.OnResult != nil && m != nil && m.IsCall() {
 		i.pendingCalls().Add(resultKey(cc, m.IDKey()), d)
 	}
+	i.expectState(ctx, m, cc)
 	return dec
 }
 
@@ -278,6 +286,10 @@ func (i *Interceptor) CheckBatch(ctx context.Context, msgs []*Message, cc CallCo
 			continue
 		}
 		if !m.IsAction() {
+			continue
+		}
+		if r := i.checkRequestState(ctx, m, cc); r != nil {
+			replies[n], denied = r, true
 			continue
 		}
 		d, dec := i.decide(ctx, m, cc)
