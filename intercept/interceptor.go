@@ -102,8 +102,8 @@ type Interceptor struct {
 	tasks     *ownership.Table // upstream + task id -> who created it (tasks.go)
 
 	statesOnce sync.Once
-	states     *ownership.Table           // requestStates issued, with their binding (requeststate.go)
-	stateCalls *lru.Cache[string, string] // allowed 2026-07-28 requests awaiting an answer -> their binding
+	states     *ownership.Table // requestStates issued, with their binding (requeststate.go)
+	stateCalls awaiting         // allowed 2026-07-28 requests awaiting an answer (requeststate.go)
 }
 
 type toolInfo struct {

@@ -1,14 +1,15 @@
 package intercept
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/sluicehq/sluice/internal/ownership"
 )
@@ -36,17 +37,40 @@ const stateMember = "requestState"
 func (i *Interceptor) stateTable() *ownership.Table {
 	i.statesOnce.Do(func() {
 		i.states = ownership.New(maxStates)
-		i.stateCalls, _ = lru.New[string, string](10000)
+		i.stateCalls.max = maxAwaiting
 	})
 	return i.states
 }
+
+// maxAwaiting bounds each generation of the requests awaiting an answer
+// (stateCalls): an answer that comes after two generations have filled is
+// not taken as issuing a state, which is then refused when sent back.
+const maxAwaiting = 10000
+
+// stateCall is an allowed request awaiting its answer: what a requestState
+// in that answer is bound to, less the hash of the arguments, taken only
+// when a state comes (most answers carry none).
+type stateCall struct {
+	prefix string // upstream, scope, owner, method and name
+	args   []byte // the arguments, as sent
+}
+
+// binding is the stateBinding of the request c holds.
+func (c stateCall) binding() string { return c.prefix + "\x00" + argsHash(c.args) }
 
 // stateBinding is what a requestState answering or sent with request m of
 // the client of cc is bound to: its owner (as a task's), upstream and
 // call. The arguments are compared in canonical form (RFC 8785), so a
 // client that sends them again in another key order is not refused.
 func stateBinding(ctx context.Context, m *Message, cc CallContext) string {
-	args := m.Arguments
+	return bindingPrefix(ctx, m, cc) + "\x00" + argsHash(m.Arguments)
+}
+
+func bindingPrefix(ctx context.Context, m *Message, cc CallContext) string {
+	return cc.Upstream + "\x00" + cc.TaskScope + "\x00" + taskOwner(ctx, cc) + "\x00" + m.Method + "\x00" + m.Name
+}
+
+func argsHash(args jsontext.Value) string {
 	if len(args) == 0 || args.Kind() == 'n' {
 		args = jsontext.Value("{}")
 	}
@@ -54,7 +78,7 @@ func stateBinding(ctx context.Context, m *Message, cc CallContext) string {
 		args = c
 	}
 	sum := sha256.Sum256(args)
-	return cc.Upstream + "\x00" + cc.TaskScope + "\x00" + taskOwner(ctx, cc) + "\x00" + m.Method + "\x00" + m.Name + "\x00" + string(sum[:])
+	return string(sum[:])
 }
 
 // sharedStateKey is the key of an issued state in the shared store
@@ -72,7 +96,38 @@ func (i *Interceptor) expectState(ctx context.Context, m *Message, cc CallContex
 		return
 	}
 	i.stateTable()
-	i.stateCalls.Add(resultKey(cc, m.IDKey()), stateBinding(ctx, m, cc))
+	i.stateCalls.add(resultKey(cc, m.IDKey()), stateCall{bindingPrefix(ctx, m, cc), bytes.Clone(m.Arguments)})
+}
+
+// awaiting holds requests awaiting an answer in two generations of at
+// most max each: adding to a full one starts a new one and forgets the
+// oldest. Cheaper per request than an LRU list, and as bounded.
+type awaiting struct {
+	mu        sync.Mutex
+	max       int
+	cur, prev map[string]stateCall
+}
+
+func (a *awaiting) add(k string, c stateCall) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cur == nil || len(a.cur) >= a.max {
+		a.prev, a.cur = a.cur, make(map[string]stateCall)
+	}
+	a.cur[k] = c
+}
+
+// take removes and returns k's request.
+func (a *awaiting) take(k string) (stateCall, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, m := range [2]map[string]stateCall{a.cur, a.prev} {
+		if c, ok := m[k]; ok {
+			delete(m, k)
+			return c, true
+		}
+	}
+	return stateCall{}, false
 }
 
 // ObserveRequestState records the requestState in result, the upstream's
@@ -85,13 +140,11 @@ func (i *Interceptor) ObserveRequestState(ctx context.Context, cc CallContext, i
 		return
 	}
 	i.stateTable()
-	k := resultKey(cc, idKey)
-	b, ok := i.stateCalls.Peek(k)
+	c, ok := i.stateCalls.take(resultKey(cc, idKey))
 	if !ok {
 		return // not an allowed call's answer: its state is refused
 	}
-	i.stateCalls.Remove(k)
-	key := b + "\x00" + state
+	key := c.binding() + "\x00" + state
 	i.states.ContainsOrAdd(key, "")
 	if i.shares(cc) {
 		// Another replica may get the retry. One that fails leaves the
@@ -105,6 +158,9 @@ func (i *Interceptor) ObserveRequestState(ctx context.Context, cc CallContext, i
 // one an upstream could read otherwise (a case variant, which Go servers
 // accept, or not a string); nil lets it go on.
 func (i *Interceptor) checkRequestState(ctx context.Context, m *Message, cc CallContext) []byte {
+	if !mayHoldState(m.Params) {
+		return nil
+	}
 	var state jsontext.Value
 	var why string
 	_ = eachValidMember(m.Params, func(key string, val jsontext.Value) error {
@@ -143,4 +199,20 @@ func (i *Interceptor) checkRequestState(ctx context.Context, m *Message, cc Call
 		return refuse(fmt.Sprintf("upstream %q did not issue it to this agent in answer to this %s (the same name and arguments); send the request again without it", cc.Upstream, m.Method))
 	}
 	return nil
+}
+
+// mayHoldState reports whether params may have a member that a server
+// reads as requestState: false when it has no escape and no "tate" in any
+// case (no letter of it has a non-ASCII case fold, as the s of "request"
+// has ſ), which most calls' params do not.
+func mayHoldState(params []byte) bool {
+	if bytes.IndexByte(params, '\\') >= 0 {
+		return true
+	}
+	for i := 0; i+4 <= len(params); i++ {
+		if params[i]|0x20 == 't' && params[i+1]|0x20 == 'a' && params[i+2]|0x20 == 't' && params[i+3]|0x20 == 'e' {
+			return true
+		}
+	}
+	return false
 }

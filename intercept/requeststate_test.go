@@ -55,3 +55,33 @@ func TestRequestStateAcrossReplicas(t *testing.T) {
 		t.Errorf("a batch with a forged state: %s", reply)
 	}
 }
+
+// TestMayHoldState: the fast path that skips looking for a requestState
+// must never skip a member a server reads as one (Go's encoding/json folds
+// case, ſ as s; escapes spell any letter).
+func TestMayHoldState(t *testing.T) {
+	for _, c := range []struct {
+		params string
+		want   bool
+	}{
+		{`{"name":"echo","arguments":{"message":"hi"}}`, false},
+		{`{"name":"echo","requestState":"x"}`, true},
+		{`{"name":"echo","REQUESTSTATE":"x"}`, true},
+		{`{"name":"echo","reque` + "\u017f" + `tState":"x"}`, true},
+		{`{"name":"echo","requestSt\u0061te":"x"}`, true},
+		{`{"name":"echo","arguments":{"state":"open"}}`, true}, // may: the slow path decides
+	} {
+		if got := mayHoldState([]byte(c.params)); got != c.want {
+			t.Errorf("mayHoldState(%s) = %v, want %v", c.params, got, c.want)
+		}
+	}
+	// And the slow path refuses the ſ spelling as a case variant.
+	m, err := DecodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"reque` + "\u017f" + `tState":"x"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var i Interceptor
+	if r := i.checkRequestState(context.Background(), m, CallContext{Upstream: "u", ProtocolVersion: "2026-07-28"}); r == nil {
+		t.Error("a requestState spelled with ſ was not refused")
+	}
+}
