@@ -370,7 +370,10 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 	case send:
 		g.send(w, r, a, m, v1, owner)
 	case onTask, pushConfig:
-		ids := requestTaskIDs(m.Params, spec.kind == pushConfig)
+		// A 1.0 push config method's id is the config's; 0.3's get, list
+		// and delete name their task by id (a TaskIdParams), as a2a-go
+		// and @a2a-js/sdk read it.
+		ids := requestTaskIDs(m.Params, spec.kind == pushConfig && spec.v1)
 		if len(ids) == 0 && !(spec.kind == pushConfig && strings.Contains(strings.ToLower(m.Method), "list")) {
 			reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " needs the task's id"})
 			return
@@ -500,7 +503,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		g.deny(w, m, v1, d, dec, intercept.StringMember(msg, "contextId"), owner, a)
 		return
 	}
-	g.forward(w, r, a, m, v1, nil)
+	g.relay(w, r, a, m, v1, nil, d)
 }
 
 // arguments builds the descriptor's parameters from a message: its text
@@ -724,6 +727,13 @@ func envelope(dec intercept.Decision, txnID string) softEnvelope {
 // anything else whole. rewrite, if set, replaces a non-streamed result
 // (nil: the answer becomes an error).
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *intercept.Message, v1 bool, rewrite func(jsontext.Value) jsontext.Value) {
+	g.relay(w, r, a, m, v1, rewrite, nil)
+}
+
+// relay is forward for the message d decided, if not nil: its answer
+// (each event's, streamed) is the action's result, screened as a tool
+// call's (the Interceptor's OnResult: classifier.scan_results).
+func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *intercept.Message, v1 bool, rewrite func(jsontext.Value) jsontext.Value, d *intercept.ActionDescriptor) {
 	fail := func(status int, err error) {
 		writeJSON(w, status, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
 	}
@@ -808,7 +818,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *i
 			fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s is an event stream, not one JSON-RPC response", a.Name, m.Method))
 			return
 		}
-		g.relayStream(w, resp, m.ID, a.Name, owner)
+		g.relayStream(w, resp, m.ID, a.Name, owner, d)
 		return
 	}
 	limit := 8 * g.opts.MaxBody
@@ -823,6 +833,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *i
 	}
 	if ans, err := intercept.DecodeMessage(out); err == nil && ans.Kind == intercept.KindResponse {
 		g.tasks.record(r.Context(), a.Name, owner, ans.Result)
+		g.observe(d, ans.Result)
 		if rewrite != nil {
 			res := rewrite(ans.Result)
 			if res == nil {
@@ -854,7 +865,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *i
 // with an error answering id, and one the stream ends inside is dropped
 // (as a client would drop it), so no bytes go out whose task the gateway
 // did not note.
-func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jsontext.Value, agentName, owner string) {
+func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jsontext.Value, agentName, owner string, d *intercept.ActionDescriptor) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(resp.StatusCode)
@@ -893,6 +904,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 				if len(data) > 0 {
 					if ans, err := intercept.DecodeMessage(data); err == nil && ans.Kind == intercept.KindResponse {
 						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result)
+						g.observe(d, ans.Result)
 					}
 				}
 				if _, werr := w.Write(event.Bytes()); werr != nil {
@@ -919,6 +931,14 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 			}
 			return
 		}
+	}
+}
+
+// observe hands the result of the action d (nil: none) to the
+// Interceptor's OnResult, as an MCP tool call's result is.
+func (g *Gateway) observe(d *intercept.ActionDescriptor, result jsontext.Value) {
+	if d != nil && g.ic != nil && g.ic.OnResult != nil {
+		g.ic.OnResult(d, result)
 	}
 }
 
@@ -1054,8 +1074,9 @@ var a2aFields = []string{"id", "taskId", "contextId", "messageId", "message", "p
 // part (and in a v0.3 part's file): a case variant of one is refused.
 var partFields = []string{"kind", "text", "data", "file", "raw", "url", "name", "filename", "mimeType", "mediaType", "uri", "bytes", "metadata"}
 
-// requestTaskIDs are the distinct task ids params names: in id (not for a push
-// config method that names its task otherwise: there id is the config's),
+// requestTaskIDs are the distinct task ids params names: in id (not for a 1.0
+// push config method that names its task otherwise: there id is the
+// config's),
 // taskId, task_id (Python agents read snake case too) and name
 // (tasks/{id}/...).
 func requestTaskIDs(params jsontext.Value, pushConfig bool) []string {

@@ -234,6 +234,27 @@ func (g *Gateway) interfaces(a *agent, card jsontext.Value) ([]iface, error) {
 	if err := json.Unmarshal(card, &c); err != nil {
 		return nil, fmt.Errorf("the card of agent %q: %v", a.Name, err)
 	}
+	// The interfaces and skills are read, checked and rewritten under
+	// their exact names; a client reading the card with Go's
+	// encoding/json (a2a-go) takes "URL" or "additionalInterfaceſ" for
+	// them, and would call wherever those point, around the gateway (or
+	// read a skill's "Description" the inventory never scanned).
+	if why, bad := intercept.CaseVariant(card, cardFields); bad {
+		return nil, fmt.Errorf("the card of agent %q: %s; refused", a.Name, why)
+	}
+	for list, fields := range map[string][]string{"supportedInterfaces": ifaceFields, "additionalInterfaces": ifaceFields, "skills": skillFields} {
+		if ifs := intercept.Member(card, list); ifs.Kind() == '[' {
+			err := intercept.EachElement(ifs, func(_ int, v jsontext.Value) error {
+				if why, bad := intercept.CaseVariant(v, fields); v.Kind() == '{' && bad {
+					return fmt.Errorf("the card of agent %q: %s: %s; refused", a.Name, list, why)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
 	var out []iface
 	add := func(raw, binding, version string) error {
 		if raw == "" {
@@ -270,6 +291,15 @@ func (g *Gateway) interfaces(a *agent, card jsontext.Value) ([]iface, error) {
 	}
 	return out, nil
 }
+
+// cardFields are the card members the gateway reads or rewrites,
+// ifaceFields those of one of its interfaces and skillFields those of a
+// skill: a case variant of one is refused.
+var (
+	cardFields  = []string{"url", "preferredTransport", "protocolVersion", "supportedInterfaces", "additionalInterfaces", "signatures", "skills", "name", "description"}
+	ifaceFields = []string{"url", "transport", "protocolBinding", "protocolVersion"}
+	skillFields = []string{"id", "name", "description", "tags", "examples"}
+)
 
 func sameOrigin(u, base *url.URL) bool {
 	return strings.EqualFold(u.Scheme, base.Scheme) && strings.EqualFold(u.Host, base.Host)
