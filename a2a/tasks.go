@@ -59,16 +59,27 @@ func (o *owners) add(ctx context.Context, agentName, task, owner string) {
 // owns reports whether owner created the task. A task the gateway never
 // saw created is no one's: not found.
 func (o *owners) owns(ctx context.Context, agentName, task, owner string) bool {
+	owns, _ := o.ownsAsking(ctx, agentName, task, owner, true)
+	return owns
+}
+
+// ownsAsking is owns, asking the shared store only if ask; asked reports
+// whether it did.
+func (o *owners) ownsAsking(ctx context.Context, agentName, task, owner string, ask bool) (owns, asked bool) {
 	key := agentName + "\x00" + task
 	if known, owns := o.c.Owns(key, owner); known {
-		return owns
+		return owns, false
 	}
 	if known, owns := o.rejected.Owns(key, owner); known {
-		return owns
+		return owns, false
 	}
-	if o.shared == nil {
-		return false
+	if o.shared == nil || !ask {
+		return false, false
 	}
+	return o.ownsShared(ctx, agentName, task, key, owner), true
+}
+
+func (o *owners) ownsShared(ctx context.Context, agentName, task, key, owner string) bool {
 	got, ok, err := o.shared.Owner(ctx, key)
 	if err != nil {
 		o.log.Warn("a2a: task owner unknown: the shared store did not answer", "agent", agentName, "task", task, "err", err)
@@ -178,6 +189,13 @@ func unquote(v jsontext.Value) string {
 	return string(b)
 }
 
+// maxListLookups bounds how many owners one ListTasks answer may look up
+// in the shared store (as MCP's tasks/list): an agent answering with a
+// page of thousands of tasks would otherwise cost as many Redis round
+// trips. Tasks past it that this process has not seen are held back, as
+// tasks whose owner is unknown.
+const maxListLookups = 256
+
 // filterList keeps, of a ListTasks result, the tasks owner created.
 func (o *owners) filterList(ctx context.Context, agentName, owner string, result jsontext.Value) jsontext.Value {
 	var r map[string]jsontext.Value
@@ -189,8 +207,13 @@ func (o *owners) filterList(ctx context.Context, agentName, owner string, result
 		return nil
 	}
 	kept := []jsontext.Value{}
+	lookups := 0
 	for _, t := range tasks {
-		if o.owns(ctx, agentName, intercept.StringMember(t, "id"), owner) {
+		owns, asked := o.ownsAsking(ctx, agentName, intercept.StringMember(t, "id"), owner, lookups < maxListLookups)
+		if asked {
+			lookups++
+		}
+		if owns {
 			kept = append(kept, t)
 		}
 	}
