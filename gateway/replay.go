@@ -36,10 +36,66 @@ const (
 )
 
 // replays is a session's memory of the requests a resumed stream may
-// answer, by id; its zero value is ready.
+// answer, by id, and of the ids its open exchanges wait on; its zero
+// value is ready.
 type replays struct {
-	mu    sync.Mutex // guards calls
+	mu    sync.Mutex // guards calls and open
 	calls map[string]replayCall
+	// open holds the ids the session's open exchanges wait on (a POST's
+	// requests, the requests a resumed stream took from calls), each with
+	// its exchange's hold: a request under one of them is refused (as on
+	// every other path), else an upstream that routes answers by id, and
+	// the memory of each stream that ends, could take the one's answer
+	// for the other's and screen it so. An id is held until its
+	// exchange ends, so open is as large as the requests in flight.
+	open map[string]*hold
+}
+
+// hold is an open exchange's hold on the ids it waits on.
+type hold struct{ ids []string }
+
+// claim has a new exchange hold the ids of the requests among msgs, which
+// a client sends anew, and forgets them (an answer a resumed stream carries
+// for such an id would be screened as the earlier request's, and taken by
+// the client as the new one's), unless one is held already: then it
+// returns that id, and holds and forgets none.
+func (r *replays) claim(msgs []*intercept.Message) (h *hold, reused string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range msgs {
+		if _, ok := r.open[m.IDKey()]; ok && m.Kind == intercept.KindRequest {
+			return nil, m.IDKey()
+		}
+	}
+	h = new(hold)
+	for _, m := range msgs {
+		if m.Kind != intercept.KindRequest {
+			continue
+		}
+		if r.open == nil {
+			r.open = make(map[string]*hold)
+		}
+		r.open[m.IDKey()] = h
+		h.ids = append(h.ids, m.IDKey())
+		delete(r.calls, m.IDKey())
+	}
+	return h, ""
+}
+
+// release lets go of the ids h holds, its exchange having ended (and
+// remembered what a resumed stream may still answer: keep).
+func (r *replays) release(h *hold) {
+	if h == nil || len(h.ids) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range h.ids {
+		if r.open[id] == h {
+			delete(r.open, id)
+		}
+	}
+	h.ids = nil
 }
 
 // remember keeps c as the request id, as of now; it reports whether
@@ -67,30 +123,22 @@ func (r *replays) remember(id string, c replayCall, now time.Time) (forgot bool)
 }
 
 // take returns the request id and forgets it, if it is remembered as of
-// now.
-func (r *replays) take(id string, now time.Time) (replayCall, bool) {
+// now; h, the hold of the resumed stream that answers it, if any, then
+// holds it.
+func (r *replays) take(id string, now time.Time, h *hold) (replayCall, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.expire(now)
 	c, ok := r.calls[id]
 	delete(r.calls, id)
-	return c, ok
-}
-
-// forget forgets the requests among msgs, which a client sends anew: an
-// answer a resumed stream carries for such an id would be screened as the
-// earlier request's, and taken by the client as the new one's.
-func (r *replays) forget(msgs []*intercept.Message) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.calls) == 0 {
-		return
-	}
-	for _, m := range msgs {
-		if m.Kind == intercept.KindRequest {
-			delete(r.calls, m.IDKey())
+	if ok && h != nil {
+		if r.open == nil {
+			r.open = make(map[string]*hold)
 		}
+		r.open[id] = h
+		h.ids = append(h.ids, id)
 	}
+	return c, ok
 }
 
 // expire forgets the requests remembered for longer than replayTTL; r.mu
@@ -119,7 +167,10 @@ func (o *observer) replay(data []byte) *observer {
 		if m.Kind != intercept.KindResponse && m.Kind != intercept.KindError {
 			continue
 		}
-		c, ok := o.sess.replays.take(m.IDKey(), now)
+		if o.held == nil {
+			o.held = new(hold)
+		}
+		c, ok := o.sess.replays.take(m.IDKey(), now, o.held)
 		if !ok {
 			continue
 		}

@@ -376,23 +376,24 @@ func TestReplayMemoryBounds(t *testing.T) {
 	if !r.remember("new", replayCall{method: "tools/call"}, now) {
 		t.Error("past the bound: forgot none")
 	}
-	if _, ok := r.take("0", now); ok {
+	if _, ok := r.take("0", now, nil); ok {
 		t.Error("past the bound: the oldest is still remembered")
 	}
 	later := t0.Add(replayTTL + 30*time.Second)
-	if _, ok := r.take("1", later); ok {
+	if _, ok := r.take("1", later, nil); ok {
 		t.Error("past replayTTL: still remembered")
 	}
-	if c, ok := r.take("new", later); !ok || c.method != "tools/call" {
+	if c, ok := r.take("new", later, nil); !ok || c.method != "tools/call" {
 		t.Errorf("within replayTTL: got %+v %v, want tools/call", c, ok)
 	}
-	if _, ok := r.take("new", later); ok {
+	if _, ok := r.take("new", later, nil); ok {
 		t.Error("taken twice")
 	}
 	r.remember("5", replayCall{method: "tools/list"}, later)
 	m, _ := intercept.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":5,"method":"ping"}`))
-	r.forget([]*intercept.Message{m})
-	if _, ok := r.take("5", later); ok {
+	h, _ := r.claim([]*intercept.Message{m})
+	defer r.release(h)
+	if _, ok := r.take("5", later, nil); ok {
 		t.Error("a request reusing the id: the earlier one is still remembered")
 	}
 }

@@ -183,7 +183,16 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		return
 	}
 	if x.sess != nil {
-		x.sess.replays.forget(msgs) // their ids are these requests' now (replay.go)
+		// Their ids are these requests' now (replay.go), unless one is
+		// still waiting on another of the session's exchanges: the
+		// upstream, and the gateway, could take the one's answer for the
+		// other's.
+		h, reused := x.sess.replays.claim(msgs)
+		if reused != "" {
+			writeJSONRPCError(w, http.StatusBadRequest, firstID, reusedIDError(reused, rt.up.Name))
+			return
+		}
+		defer x.sess.replays.release(h) // after what the exchange remembers (keep)
 	}
 	if !batch && isApprovalAnswer(msgs[0]) {
 		// The client's answer to the gateway's own question (approve.go):
@@ -639,8 +648,9 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 		if msg && ob.resumed {
 			o = ob.replay(data) // the requests it answers, if remembered
 		}
-		if msg && !o.waitsForList() {
-			// (While a list is pending, filter refuses a stray result.)
+		if msg && !o.listWaiting() {
+			// (While a list waits for its answer, filter answers it with
+			// an error when a stray comes.)
 			msgs, err := o.decode(data)
 			switch {
 			case err != nil:
@@ -650,7 +660,9 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 				g.withheld.unreadable(&drops, ob.rt.up.Name, err)
 				unread = err
 				continue
-			case err == nil && o.strayResult(msgs):
+			case o.strayResult(msgs), o.waitsForList() && o.stray(data):
+				// On a list's stream, an error for an id not asked is
+				// one too, as it was while the list waited.
 				g.withheld.stray(&drops, ob.rt.up.Name)
 				continue
 			}
@@ -745,6 +757,7 @@ type observer struct {
 	// passed on.
 	resumed bool
 	took    map[string]replayCall
+	held    *hold // the ids of took, while the stream is open
 
 	// The last message decoded, and what came of it: a message is
 	// checked and recorded in several steps, and decoded once.
@@ -914,6 +927,9 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 			g.log.Warn("upstream event stream broke", "upstream", rt.up.Name, "err", err)
 		}
 		ob.keep(err == errCancelled)
+		if sess != nil {
+			sess.replays.release(ob.held)
+		}
 		return
 	}
 	_, _ = io.Copy(w, resp.Body) // an HTTP error: no client reads it as messages

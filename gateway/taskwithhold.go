@@ -74,15 +74,16 @@ func (w *withheldTasks) answer(err error) {
 	}
 }
 
-// stray counts one result from an upstream that was not delivered
-// because it answers no request the client waits for on that stream (a
-// client takes a result by its id, whatever stream it comes on: it would
-// be shown unscreened), and logs it through d.
+// stray counts one result (on a list's stream, any response) from an
+// upstream that was not delivered because it answers no request the
+// client waits for on that stream (a client takes a result by its id,
+// whatever stream it comes on: it would be shown unscreened), and logs it
+// through d.
 func (w *withheldTasks) stray(d *dropLog, upstream string) {
 	if w.metrics != nil {
 		w.metrics.MessageWithheld("stray")
 	}
-	d.warn(w.log, "upstream sent a result for a request not asked on this stream; not delivered", "upstream", upstream)
+	d.warn(w.log, "upstream sent a response for a request not asked on this stream; not delivered", "upstream", upstream)
 }
 
 // unreadableLogEvery is how often a dropLog logs.

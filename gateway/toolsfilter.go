@@ -174,10 +174,13 @@ func (o *observer) filter(ctx context.Context, b []byte) []byte {
 			lists = append(lists, id)
 		}
 	}
-	if o.stray(b) {
+	if len(lists) > 0 && o.stray(b) {
 		// A client may take its POST's answer whatever the id says
 		// (mcp-go does): a list under an id the gateway did not send
-		// would be shown unread.
+		// would be shown unread. (With none waiting, a stray has no list
+		// to answer: on an event stream it was withheld already, a stray
+		// error elsewhere passes as on any stream, and an empty batch
+		// would be no message at all.)
 		slices.Sort(lists)
 		out := make([]jsontext.Value, len(lists))
 		for i, id := range lists {
@@ -213,6 +216,17 @@ func (o *observer) stray(b []byte) bool {
 func (o *observer) strayResult(msgs []*intercept.Message) bool {
 	for _, m := range msgs {
 		if _, ok := o.pending[m.IDKey()]; !ok && m.Kind == intercept.KindResponse {
+			return true
+		}
+	}
+	return false
+}
+
+// listWaiting reports whether a list request of o is still waiting for
+// its answer.
+func (o *observer) listWaiting() bool {
+	for id, m := range o.pending {
+		if (m == "tools/list" || m == "tasks/list") && !o.answered[id] {
 			return true
 		}
 	}
