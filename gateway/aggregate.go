@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
@@ -139,7 +141,11 @@ func safeName(s string) string {
 	return string(b)
 }
 
-// offered is one tool or prompt of one upstream.
+// offered is one tool or prompt of one upstream. One without raw holds
+// a name of an upstream that did not answer the list (known): not listed,
+// it is still the upstream's, so no other upstream's tool takes it; one
+// without a name either stands for every name of an upstream never
+// listed (unknown).
 type offered struct {
 	upstream, name string
 	raw            jsontext.Value
@@ -161,31 +167,45 @@ func (v *VirtualServer) assignNames(items []offered) (names []string, to map[str
 		names = append(names, name)
 		return true
 	}
+	drop := func(it offered, why string, args ...any) {
+		if it.raw != nil { // a held name is nobody's news
+			dropped = append(dropped, fmt.Sprintf("%s/%s: "+why, append([]any{it.upstream, it.name}, args...)...))
+		}
+	}
 	// Renames first, so that a rename always gets its name.
 	var rest []offered
 	for _, it := range items {
-		if r, ok := v.Renames[it.upstream+"/"+it.name]; ok {
+		if r, ok := v.Renames[it.upstream+"/"+it.name]; ok && it.name != "" {
 			if !take(r, it) {
-				dropped = append(dropped, fmt.Sprintf("%s/%s: renamed to %q, which another rename took", it.upstream, it.name, r))
+				drop(it, "renamed to %q, which another rename took", r)
 			}
 			continue
 		}
 		rest = append(rest, it)
 	}
+	// unknown is an earlier upstream that did not answer and whose names
+	// are not known: any bare name may be one of its.
+	var unknown string
 	for _, it := range rest {
+		if it.raw == nil && it.name == "" {
+			unknown = cmp.Or(unknown, it.upstream)
+			continue
+		}
 		bare, prefixed := safeName(it.name), safeName(it.upstream+"_"+it.name)
 		switch v.Naming {
 		case NamingPrefix:
 			if !take(prefixed, it) {
-				dropped = append(dropped, fmt.Sprintf("%s/%s: %q is taken", it.upstream, it.name, prefixed))
+				drop(it, "%q is taken", prefixed)
 			}
 		case NamingNever:
-			if !take(bare, it) {
-				dropped = append(dropped, fmt.Sprintf("%s/%s: %q is taken by %s (give it a rename)", it.upstream, it.name, bare, to[bare].upstream))
+			if unknown != "" {
+				drop(it, "%q may be a name of %s, which did not answer", bare, unknown)
+			} else if !take(bare, it) {
+				drop(it, "%q is taken by %s (give it a rename)", bare, to[bare].upstream)
 			}
 		default:
-			if !take(bare, it) && !take(prefixed, it) {
-				dropped = append(dropped, fmt.Sprintf("%s/%s: %q and %q are taken", it.upstream, it.name, bare, prefixed))
+			if (unknown != "" || !take(bare, it)) && !take(prefixed, it) {
+				drop(it, "%q and %q are taken", bare, prefixed)
 			}
 		}
 	}
@@ -204,6 +224,11 @@ type aggregator struct {
 	mu       sync.Mutex
 	sessions map[string]*aggSession
 	ids      atomic.Int64
+
+	// known is what each upstream last listed here, by principal, method
+	// and upstream (knownKey): the names an upstream that does not answer
+	// keeps (list).
+	known *lru.Cache[string, []string]
 
 	// eraMu guards the cached answer of legacyEra.
 	eraMu     sync.Mutex
@@ -244,6 +269,7 @@ type innerSession struct {
 
 func newAggregator(g *Gateway, vs VirtualServer) *aggregator {
 	a := &aggregator{g: g, vs: vs, sessions: map[string]*aggSession{}, listTimeout: 10 * time.Second}
+	a.known, _ = lru.New[string, []string](maxKnownLists)
 	a.sse = a.sseServer()
 	return a
 }
@@ -635,8 +661,20 @@ func (a *aggregator) dispatch(r *http.Request, s *aggSession, req rpcRequest) (j
 	return nil, &intercept.WireError{Code: intercept.CodeMethodNotFound, Message: fmt.Sprintf("%s does not offer %q on %s", "sluice", req.Method, a.path())}
 }
 
+// maxKnownLists bounds the lists an aggregator remembers (aggregator.known).
+const maxKnownLists = 10_000
+
+func knownKey(owner, method, upstream string) string {
+	return owner + "\x00" + method + "\x00" + upstream
+}
+
 // list merges one list method over the upstreams, following each one's
-// cursors. An upstream that fails drops out of the answer with an event.
+// cursors. An upstream that fails drops out of the answer with an event,
+// but keeps its names: the tools and prompts it last listed here for this
+// principal are not listed and still lead to it (a call gets its error),
+// and its resources' URIs too; one never listed here keeps every bare
+// name. Otherwise a later upstream's tool of the same name would take it,
+// and a call meant for the one that failed would go to another server.
 func (a *aggregator) list(r *http.Request, s *aggSession, method, member string) (jsontext.Value, error) {
 	var items []offered
 	uris := map[string]string{}
@@ -644,6 +682,8 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 		ctx, cancel := context.WithTimeout(r.Context(), a.listTimeout)
 		r := r.WithContext(ctx)
 		var cursor string
+		var listed []string // the names (URIs) u listed
+		failed := false
 		for page := 0; ; page++ {
 			params := jsontext.Value(`{}`)
 			if cursor != "" {
@@ -652,11 +692,13 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 			res, err := a.innerCall(r, s, u, method, params)
 			if err != nil {
 				a.dropped(u, method, err)
+				failed = true
 				break
 			}
 			var pageRes map[string]jsontext.Value
 			if err := json.Unmarshal(res, &pageRes); err != nil {
 				a.dropped(u, method, err)
+				failed = true
 				break
 			}
 			var list []jsontext.Value
@@ -671,8 +713,10 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 				case "tools", "prompts":
 					if head.Name != "" {
 						items = append(items, offered{u, head.Name, it})
+						listed = append(listed, head.Name)
 					}
 				case "resources":
+					listed = append(listed, head.URI)
 					if _, dup := uris[head.URI]; !dup {
 						uris[head.URI] = u
 						items = append(items, offered{u, head.URI, it})
@@ -690,6 +734,36 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 			}
 		}
 		cancel()
+		if member == "resourceTemplates" {
+			continue
+		}
+		key := knownKey(s.owner, method, u)
+		if !failed {
+			a.known.Add(key, listed)
+			continue
+		}
+		known, ok := a.known.Get(key)
+		if !ok {
+			if member != "resources" {
+				items = append(items, offered{upstream: u})
+			}
+			continue
+		}
+		seen := make(map[string]bool, len(listed))
+		for _, n := range listed {
+			seen[n] = true
+		}
+		for _, n := range known {
+			switch {
+			case seen[n]:
+			case member == "resources":
+				if _, dup := uris[n]; !dup {
+					uris[n] = u
+				}
+			default:
+				items = append(items, offered{upstream: u, name: n})
+			}
+		}
 	}
 	var out []jsontext.Value
 	switch member {
@@ -707,7 +781,7 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 		}
 		for _, it := range items {
 			n, ok := byTarget[target{it.upstream, it.name}]
-			if !ok {
+			if !ok || it.raw == nil {
 				continue
 			}
 			out = append(out, rename(it.raw, n))
