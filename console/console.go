@@ -447,7 +447,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, s 
 		http.Error(w, "no page "+name, http.StatusInternalServerError)
 		return
 	}
-	p := page{Base: "/console", Title: name, Nav: name, Data: data, Flash: r.URL.Query().Get("done")}
+	p := page{Base: "/console", Title: name, Nav: name, Data: data}
 	if m, ok := data.(map[string]any); ok {
 		if e, ok := m["Error"].(string); ok {
 			p.Error = e
@@ -455,6 +455,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, s 
 	}
 	if s != nil {
 		p.Operator, p.CSRF, p.Base = s.name, s.csrf, s.base()
+		// What the operator just did (done): only on a session's pages,
+		// which a link from elsewhere cannot reach without the key.
+		p.Flash = r.URL.Query().Get("done")
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, p); err != nil {

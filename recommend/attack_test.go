@@ -128,3 +128,42 @@ manifests:
 		t.Errorf("approving %q makes intern's delete_doc %s by %q; diff:\n%s", recs[0].Summary, d.Verdict, d.RuleID, Diff([]byte(src), out))
 	}
 }
+
+// "*" in manifests is the manifest of every agent without its own, not an
+// agent; but an agent may call itself "*" (clientInfo without
+// authentication; a JWT subject). Its denials under the default manifest
+// made ADD_TOOL add the class to "*", and approving "let * call
+// delete_doc" let every agent without a manifest call it.
+func TestAttackAgentNamedStarWidensDefaultManifest(t *testing.T) {
+	const src = `default: deny
+tool_classes:
+  read_doc: [docs:read]
+  delete_doc: [docs:write]
+rules:
+  - id: docs
+    match: {match_any_class: [docs:read, docs:write]}
+    decision: allow
+manifests:
+  "*": {allowed_classes: [docs:read]}
+`
+	if d := decideIn(t, []byte(src), "intern", "docs", "delete_doc", ""); d.Verdict != intercept.Deny {
+		t.Fatalf("before: %s", d.Verdict)
+	}
+	var evs []telemetry.Event
+	for i := range 6 {
+		evs = append(evs, enforced(now.Add(-time.Duration(i)*time.Hour), "*", "docs", "delete_doc", "deny", "manifest_class_not_allowed", "", "docs:write"))
+		evs = append(evs, enforced(now.Add(-time.Duration(i)*time.Hour), "*", "docs", "read_doc", "allow", "rule_allow", "local", "docs:read"))
+	}
+	for _, r := range corpusOf(t, src, evs) {
+		out, err := Apply([]byte(src), r)
+		if err != nil {
+			continue
+		}
+		if d := decideIn(t, out, "intern", "docs", "delete_doc", ""); d.Verdict != intercept.Deny {
+			t.Errorf("approving %s %q makes intern's delete_doc %s; diff:\n%s", r.Type, r.Summary, d.Verdict, Diff([]byte(src), out))
+		}
+		if d := decideIn(t, out, "intern", "docs", "read_doc", "external"); d.Verdict != intercept.Allow {
+			t.Errorf("approving %s %q makes intern's read_doc %s; diff:\n%s", r.Type, r.Summary, d.Verdict, Diff([]byte(src), out))
+		}
+	}
+}

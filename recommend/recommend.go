@@ -309,6 +309,12 @@ func boundaryLevel(s string) int {
 
 var boundaryNames = [...]string{"", "local", "intra-org", "external"}
 
+// anyAgent is the manifests key of every agent without a manifest of its
+// own. An agent may name itself "*" (clientInfo, a JWT subject), but its
+// calls are no evidence about every other agent: a change to
+// manifests."*" is never proposed for it.
+const anyAgent = "*"
+
 // Recommendations returns what the events observed so far call for, in a
 // stable order.
 func (e *Engine) Recommendations() []Recommendation {
@@ -359,7 +365,7 @@ func (e *Engine) addTool() []Recommendation {
 	var out []Recommendation
 	for _, k := range sortedKeys(e.denials) {
 		t := e.denials[k]
-		if t.n < e.opts.minEvidence() || k.agent == "" {
+		if t.n < e.opts.minEvidence() || k.agent == "" || k.agent == anyAgent {
 			continue
 		}
 		ev := Evidence{Count: t.n, Reasons: t.reasons, FirstObserved: t.first, LastObserved: t.last, ExampleTxnIDs: t.examples}
@@ -467,7 +473,7 @@ func (e *Engine) restrictBoundary() []Recommendation {
 	for _, a := range agents {
 		b := e.bounds[a]
 		ceiling := boundaryLevel(e.doc.Manifests[a].BoundaryCeiling)
-		if b.n < e.opts.minEvidence() || b.unknown > 0 || b.max == 0 || b.max >= 3 || (ceiling != 0 && ceiling <= b.max) {
+		if a == anyAgent || b.n < e.opts.minEvidence() || b.unknown > 0 || b.max == 0 || b.max >= 3 || (ceiling != 0 && ceiling <= b.max) {
 			continue
 		}
 		ev := Evidence{Count: b.n, FirstObserved: b.first, LastObserved: b.last, ExampleTxnIDs: b.examples,

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sluicehq/sluice/approval"
@@ -364,6 +365,15 @@ func (c *adminClient) resolve() (base, token string, err error) {
 	path := *c.config
 	if path == "" {
 		if _, err := os.Stat("sluice.yaml"); err == nil {
+			// Its admin_listen is where the token goes, perhaps the one
+			// from this user's data directory: not for a file another
+			// account (root aside) left in the directory the CLI runs in
+			// (/tmp, a shared checkout).
+			if fi, err := os.Lstat("sluice.yaml"); err == nil && !ownFile(fi) {
+				if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != 0 {
+					return "", "", errors.New("./sluice.yaml belongs to another user: pass --config to use it anyway, or --admin and --token")
+				}
+			}
 			path = "sluice.yaml"
 		}
 	}

@@ -442,12 +442,13 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tTYPE\tSTATUS\tCONFIDENCE\tSUMMARY")
 		for _, r := range v {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", r.ID, r.Type, r.Status, r.Confidence, r.Summary)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", r.ID, r.Type, r.Status, r.Confidence, inert(r.Summary))
 		}
 		return tw.Flush()
 	case map[string]any:
 		r := v["recommendation"].(recommend.Record)
-		fmt.Fprintf(stdout, "%s %s (%s): %s\n", r.ID, r.Type, r.Status, r.Summary)
+		// The summary names the agent, which chose its own name.
+		fmt.Fprintf(stdout, "%s %s (%s): %s\n", r.ID, r.Type, r.Status, inert(r.Summary))
 		writeEvidence(stdout, r.Evidence)
 		if d, _ := v["diff"].(string); d != "" {
 			fmt.Fprintf(stdout, "\n%s", d)

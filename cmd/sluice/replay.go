@@ -171,13 +171,14 @@ func runReplay(ctx context.Context, args []string, out, progress io.Writer) erro
 		if c.NoArguments {
 			note = " (arguments not recorded)"
 		}
-		fmt.Fprintf(out, "%s  %-10s %s/%s  %s (%s) -> %s (%s) rule %s%s\n", c.Time.Format(time.RFC3339), c.Agent, c.Upstream, c.Tool,
+		// Agents may have named themselves: quoted inert, as sluice events does.
+		fmt.Fprintf(out, "%s  %-10s %s/%s  %s (%s) -> %s (%s) rule %s%s\n", c.Time.Format(time.RFC3339), inert(c.Agent), inert(c.Upstream), inert(c.Tool),
 			c.Was, c.WasReason, c.Now, c.NowReason, c.Rule, note)
 	}
 	if len(sum.UndeterminedCalls) > 0 {
 		fmt.Fprintln(out, "undetermined (arguments not recorded; the new policy's conditions read them):")
 		for _, c := range sum.UndeterminedCalls {
-			fmt.Fprintf(out, "  %s  %-10s %s/%s was %s (%s)\n", c.Time.Format(time.RFC3339), c.Agent, c.Upstream, c.Tool, c.Was, c.WasReason)
+			fmt.Fprintf(out, "  %s  %-10s %s/%s was %s (%s)\n", c.Time.Format(time.RFC3339), inert(c.Agent), inert(c.Upstream), inert(c.Tool), c.Was, c.WasReason)
 		}
 	}
 	fmt.Fprintf(out, "%d calls replayed under policy %.12s: %d changed (%d newly denied, %d newly allowed, %d newly held), %d undetermined (arguments not recorded)\n",
