@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -92,6 +93,126 @@ manifests:
 		got, _ := p.Decide(context.Background(), d)
 		if got.Verdict == intercept.Allow {
 			t.Errorf("agent %+q: allowed delete_all (%s); the manifest of %+q (the same name after NFC) forbids it", agent, got.Reason, nfd)
+		}
+	}
+}
+
+// CEL's == and != compare values of different types as unequal, and in
+// finds no element of another type: not an error. A deny rule on
+// `args.force == true` then lets `"force": "true"` through, which
+// mcp-go's RequireBool/GetBool read as true (GetInt/RequireInt read
+// "1000000" as 1000000; others take ["x"] for "x"). A wrong type is an
+// error that denies, as it is for `>`.
+func TestAttackCrossTypeEquality(t *testing.T) {
+	for _, tc := range []struct {
+		rule, args string
+		want       intercept.Verdict
+	}{
+		// Deny rules (default allow): the wrong type must not escape them.
+		{`{id: r, when: 'args.force == true', decision: deny}`, `{"force": "true"}`, intercept.Deny},
+		{`{id: r, when: 'args.force == true', decision: deny}`, `{"force": 1}`, intercept.Deny},
+		{`{id: r, when: 'args.amount == 1000000', decision: deny}`, `{"amount": "1000000"}`, intercept.Deny},
+		{`{id: r, when: 'args.to == "ceo@corp.com"', decision: deny}`, `{"to": ["ceo@corp.com"]}`, intercept.Deny},
+		{`{id: r, when: 'args.currency in ["BTC", "ETH"]', decision: deny}`, `{"currency": ["BTC"]}`, intercept.Deny},
+		{`{id: r, when: 'args.currency in ["BTC", "ETH"]', decision: deny}`, `{"currency": null}`, intercept.Deny},
+		{`{id: r, when: 'args.to.exists(x, x == "ceo@corp.com")', decision: deny}`, `{"to": [["ceo@corp.com"]]}`, intercept.Deny},
+		// An allow rule with != must not allow the wrong type either.
+		{`{id: r, when: 'args.mode != "delete"', decision: allow}`, `{"mode": ["delete"]}`, intercept.Deny},
+		// What still holds: same types, numbers across int and double,
+		// an explicit test for null, types compared as types.
+		{`{id: r, when: 'args.force == true', decision: deny}`, `{"force": false}`, intercept.Allow},
+		{`{id: r, when: 'args.force == true', decision: deny}`, `{"force": true}`, intercept.Deny},
+		{`{id: r, when: 'args.amount == 1000', decision: deny}`, `{"amount": 1e3}`, intercept.Deny},
+		{`{id: r, when: 'args.amount == 1000', decision: deny}`, `{"amount": 999.5}`, intercept.Allow},
+		{`{id: r, when: 'args.amount in [1000, 2000]', decision: deny}`, `{"amount": 2e3}`, intercept.Deny},
+		{`{id: r, when: 'args.currency in ["BTC", "ETH"]', decision: deny}`, `{"currency": "USD"}`, intercept.Allow},
+		{`{id: r, when: 'args.cc == null', decision: deny}`, `{"cc": "a@corp.com"}`, intercept.Allow},
+		{`{id: r, when: 'args.cc == null', decision: deny}`, `{"cc": null}`, intercept.Deny},
+		{`{id: r, when: 'args.currency in [null, "BTC"]', decision: allow}`, `{"currency": null}`, intercept.Allow},
+		{`{id: r, when: 'args.currency in [null, "BTC"]', decision: allow}`, `{"currency": "BTC"}`, intercept.Allow},
+		{`{id: r, when: 'type(args.amount) == int', decision: deny}`, `{"amount": "5"}`, intercept.Allow},
+		{`{id: r, when: '"to" in args', decision: deny}`, `{"to": 1}`, intercept.Deny},
+		{`{id: r, when: 'args.to == ["a"]', decision: deny}`, `{"to": ["a"]}`, intercept.Deny},
+		{`{id: r, when: 'args.mode != "delete"', decision: allow}`, `{"mode": "read"}`, intercept.Allow},
+	} {
+		def := "allow"
+		if strings.Contains(tc.rule, "decision: allow") {
+			def = "deny"
+		}
+		p := atkCompile(t, "default: "+def+"\nrules:\n  - "+tc.rule+"\n")
+		d := call("t")
+		d.Parameters = jsontext.Value(tc.args)
+		if got, _ := p.Decide(context.Background(), d); got.Verdict != tc.want {
+			t.Errorf("%s with %s: got %s/%s, want %s", tc.rule, tc.args, got.Verdict, got.Reason, tc.want)
+		}
+	}
+}
+
+// Names that differ only in case are refused when both are there; one
+// alone is not, so a condition that tolerates a missing argument (has(),
+// as the condition docs advise) does not hold for {"PATH": ...} while Go's
+// encoding/json (mcp-go's BindArguments) reads it into the field path.
+func TestAttackCaseVariantKeyAlone(t *testing.T) {
+	p := atkCompile(t, `
+default: allow
+rules:
+  - id: no-etc
+    match: {match_tool: read_file}
+    when: has(args.path) && args.path.startsWith("/etc/")
+    decision: deny
+  - id: no-force
+    match: {match_tool: push}
+    when: has(args.opts) && has(args.opts.force) && args.opts.force
+    decision: deny
+  - id: no-forced-deploys
+    match: {match_tool: deploy}
+    when: '"force" in args'
+    decision: deny
+  - id: no-etc-target
+    match: {match_tool: move}
+    when: args.exists(k, k == "targetDir") && args["targetDir"].startsWith("/etc/")
+    decision: deny
+  - id: principal-only
+    match: {match_tool: whoami}
+    when: principal.id == "root"
+    decision: deny
+`)
+	for _, tc := range []struct {
+		tool, args string
+		want       intercept.Verdict
+	}{
+		{"read_file", `{"PATH": "/etc/shadow"}`, intercept.Deny},
+		{"read_file", `{"Path": "/etc/shadow"}`, intercept.Deny},
+		{"push", `{"opts": {"Force": true}}`, intercept.Deny},
+		{"push", `{"opt\u017f": {"force": true}}`, intercept.Deny}, // ſ folds to s
+		{"push", `{"Opts": {"force": true}}`, intercept.Deny},
+		{"deploy", `{"FORCE": true}`, intercept.Deny},
+		{"move", `{"targetdir": "/etc/cron.d"}`, intercept.Deny},
+		// Still allowed: exact names, names the condition does not read.
+		{"read_file", `{"path": "/tmp/x", "Mode": "r"}`, intercept.Allow},
+		{"push", `{"opts": {"force": false}}`, intercept.Allow},
+		{"deploy", `{"Path": "/srv"}`, intercept.Allow},
+		{"move", `{"targetDir": "/srv"}`, intercept.Allow},
+		// A variant only counts where the condition reads the name: an
+		// environment map's PATH is not args.path, nor a nested FORCE
+		// the "force" in args.
+		{"read_file", `{"path": "/tmp/x", "env": {"PATH": "/usr/bin"}}`, intercept.Allow},
+		{"deploy", `{"env": {"FORCE": "1"}}`, intercept.Allow},
+		{"push", `{"opts": {"force": false}, "env": {"Opts": "x", "FORCE": "1"}}`, intercept.Allow},
+		{"whoami", `{"ID": "root", "Method": "x"}`, intercept.Allow},
+	} {
+		var upstream struct {
+			Path, TargetDir string
+			Force           bool
+			Opts            struct{ Force bool }
+		}
+		if err := json.Unmarshal([]byte(tc.args), &upstream); err != nil {
+			t.Fatal(err)
+		}
+		d := call(tc.tool)
+		d.Parameters = jsontext.Value(tc.args)
+		if got, _ := p.Decide(context.Background(), d); got.Verdict != tc.want {
+			t.Errorf("%s %s: got %s/%s, want %s (a Go upstream reads %+v)", tc.tool, tc.args, got.Verdict, got.Reason, tc.want, upstream)
 		}
 	}
 }

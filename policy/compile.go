@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -535,6 +536,9 @@ func parseWindow(s string) (time.Duration, error) {
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		var days int
 		days, err = strconv.Atoi(n)
+		if int64(days) > math.MaxInt64/int64(24*time.Hour) {
+			return 0, errors.New("too long")
+		}
 		d = time.Duration(days) * 24 * time.Hour
 	} else {
 		d, err = time.ParseDuration(s)

@@ -28,6 +28,10 @@ func TestCompileShapes(t *testing.T) {
 		{"empty tool name", "deny: ['']\n", "a tool name is empty"},
 		{"manifest says nothing", "manifests: {a: {}}\n", `the manifest of "a" says nothing`},
 		{"window in days", "route_rules: [{id: r, after: {match_tool: a}, deny: {match_tool: b}, window: 7d}]\n", ""},
+		// 213504 days overflow time.Duration to about 27 minutes: a rule
+		// meant to remember for good would forget within the half hour.
+		{"window in days overflows", "route_rules: [{id: r, after: {match_tool: a}, deny: {match_tool: b}, window: 213504d}]\n", `"213504d" is not a window`},
+		{"window in hours overflows", "route_rules: [{id: r, after: {match_tool: a}, deny: {match_tool: b}, window: 5124096h}]\n", `"5124096h" is not a window`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

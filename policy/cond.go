@@ -5,11 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
 	"github.com/go-json-experiment/json/jsontext"
@@ -38,8 +43,16 @@ import (
 // with each other. A value of the wrong type is a runtime error, not false:
 // `args.amount > 1000` with amount "1001" (a string), a missing amount, or
 // amount {"value": 5000} all fail, and a failing condition denies the call
-// with policy_error. A condition that must tolerate such input says so,
-// e.g. `has(args.amount) && type(args.amount) == int && args.amount > 1000`.
+// with policy_error. So do ==, != and in between values of different
+// types (numbers apart), which CEL would call unequal: `args.force == true`
+// with force "true" or 1 (mcp-go's GetBool reads both as true), `args.to ==
+// "x"` with to ["x"], `args.c in ["BTC"]` with c null; only a comparison
+// with the literal null asks about null and compares anything. A condition
+// that must tolerate such input says so, e.g. `has(args.amount) &&
+// type(args.amount) == int && args.amount > 1000`. And since a Go upstream
+// matches member names case-insensitively, arguments holding a name that
+// differs only in case from one the condition reads (PATH where it reads
+// args.path) make it fail too, whether or not the name itself is there.
 
 // DefaultCostLimit is the CEL cost limit of a condition when
 // Options.CostLimit is zero. A condition that exceeds it (say by iterating
@@ -73,6 +86,258 @@ type condition struct {
 	// tells (tool, upstream, agent, classes, principal), so Visible can
 	// decide it for the whole tool.
 	static bool
+	// reads are the member names the condition reads (see readNames).
+	reads *readSet
+}
+
+// readSet is the member names a condition reads: where in args (at: the
+// path of the object holding each name, "" for args itself, members
+// joined by NUL), and those read through something else, such as a
+// comprehension's variable (anywhere: they may be in any object).
+type readSet struct {
+	at       map[string][]string // path of the holding object -> names read there
+	inner    map[string]bool     // paths of the objects on the way to a name
+	anywhere map[string]bool
+}
+
+// readNames returns the member names a condition reads — by field
+// selection (args.path, has(args.opts.force), x.path in a comprehension),
+// constant index (args["path"]) or `"path" in args`; those of principal
+// and classification, which the gateway builds, are left out. nil: none.
+func readNames(e ast.Expr) (reads *readSet) {
+	add := func(name string, operand ast.Expr) {
+		var path []string // from args to the object holding name, reversed
+		root := ""
+	walk:
+		for {
+			switch operand.Kind() {
+			case ast.SelectKind:
+				path = append(path, operand.AsSelect().FieldName())
+				operand = operand.AsSelect().Operand()
+				continue
+			case ast.CallKind:
+				if c := operand.AsCall(); (c.FunctionName() == operators.Index || c.FunctionName() == operators.OptIndex || c.FunctionName() == operators.OptSelect) && len(c.Args()) == 2 {
+					k, ok := "", false
+					if lit := c.Args()[1]; lit.Kind() == ast.LiteralKind {
+						k, ok = lit.AsLiteral().Value().(string)
+					}
+					if !ok {
+						path = append(path, "\x01") // an element or computed key: no known path
+					} else {
+						path = append(path, k)
+					}
+					operand = c.Args()[0]
+					continue
+				}
+			case ast.IdentKind:
+				root = operand.AsIdent()
+				if root == "principal" || root == "classification" {
+					return
+				}
+			}
+			break walk
+		}
+		if reads == nil {
+			reads = &readSet{at: map[string][]string{}, inner: map[string]bool{}, anywhere: map[string]bool{}}
+		}
+		slices.Reverse(path)
+		if root != "args" || slices.Contains(path, "\x01") {
+			reads.anywhere[name] = true
+			return
+		}
+		at := strings.Join(path, "\x00")
+		reads.at[at] = append(reads.at[at], name)
+		for i := range path {
+			reads.inner[strings.Join(path[:i+1], "\x00")] = true
+		}
+	}
+	ast.PostOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		switch e.Kind() {
+		case ast.SelectKind:
+			add(e.AsSelect().FieldName(), e.AsSelect().Operand())
+		case ast.CallKind:
+			c := e.AsCall()
+			if len(c.Args()) != 2 {
+				return
+			}
+			switch c.FunctionName() {
+			case operators.Index, operators.OptIndex, operators.OptSelect:
+				if k := c.Args()[1]; k.Kind() == ast.LiteralKind {
+					if name, ok := k.AsLiteral().Value().(string); ok {
+						add(name, c.Args()[0])
+					}
+				}
+			case operators.In:
+				if k := c.Args()[0]; k.Kind() == ast.LiteralKind {
+					if name, ok := k.AsLiteral().Value().(string); ok {
+						add(name, c.Args()[1])
+					}
+				}
+			}
+		}
+	}))
+	return reads
+}
+
+// caseVariant returns an error when args holds, where the condition reads
+// a member, a name that differs from it only in case (strings.EqualFold,
+// as encoding/json matches names to fields): a Go upstream would read it
+// as that name. Only the objects on the condition's paths count (a
+// condition on args.path is not about an env map's PATH), and every
+// object for the names read through a comprehension's variable.
+func (c *condition) caseVariant(args any) error {
+	return c.reads.variant(args, "", true)
+}
+
+func (rs *readSet) variant(v any, at string, known bool) error {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			var names []string
+			if known {
+				names = rs.at[at]
+			}
+			for _, n := range names {
+				if k != n && strings.EqualFold(k, n) {
+					return variantErr(k, n)
+				}
+			}
+			for n := range rs.anywhere {
+				if k != n && strings.EqualFold(k, n) {
+					return variantErr(k, n)
+				}
+			}
+			p := k
+			if at != "" {
+				p = at + "\x00" + k
+			}
+			if err := rs.variant(x, p, known && rs.inner[p]); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if err := rs.variant(x, at, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func variantErr(k, n string) error {
+	return fmt.Errorf("the tool arguments cannot be read: member %q differs from %q, which the condition reads, only in case", k, n)
+}
+
+// strictEquality is a CEL decorator: ==, != and in between values of
+// different types (int, uint and double are one) are an error rather than
+// false, unless one side of == or != is the literal null.
+func strictEquality(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+	call, ok := i.(interpreter.InterpretableCall)
+	if !ok {
+		return i, nil
+	}
+	switch call.Function() {
+	case operators.Equals, operators.NotEquals, operators.In:
+	default:
+		return i, nil
+	}
+	args := call.Args()
+	if len(args) != 2 {
+		return i, nil
+	}
+	s := &strictCall{call: call, lhs: args[0], rhs: args[1]}
+	if call.Function() != operators.In {
+		s.null = isNull(args[0]) || isNull(args[1])
+	}
+	return s, nil
+}
+
+func isNull(i interpreter.InterpretableV2) bool {
+	c, ok := i.(interpreter.InterpretableConst)
+	return ok && c.Value() == types.NullValue
+}
+
+// strictCall is ==, != or in that fails on operands of different types.
+// It is no InterpretableCall, so that Optimize leaves it as it is.
+type strictCall struct {
+	call     interpreter.InterpretableCall
+	lhs, rhs interpreter.InterpretableV2
+	null     bool // a side is the literal null
+}
+
+func (s *strictCall) ID() int64 { return s.call.ID() }
+
+func (s *strictCall) Eval(a interpreter.Activation) ref.Val {
+	return interpreter.EvalActivation(a, s.Exec)
+}
+
+func (s *strictCall) Exec(f *interpreter.ExecutionFrame) ref.Val {
+	l := s.lhs.Exec(f)
+	if types.IsUnknownOrError(l) {
+		return l
+	}
+	r := s.rhs.Exec(f)
+	if types.IsUnknownOrError(r) {
+		return r
+	}
+	res := s.mismatch(l, r)
+	if res == nil {
+		switch s.call.Function() {
+		case operators.Equals:
+			res = types.Equal(l, r)
+		case operators.NotEquals:
+			res = types.Bool(types.Equal(l, r) != types.True)
+		default:
+			if c, ok := r.(traits.Container); ok && r.Type().HasTrait(traits.ContainerType) {
+				res = c.Contains(l)
+			} else {
+				res = types.ValOrErr(r, "no such overload")
+			}
+		}
+	}
+	if costs := f.CostTracker(); costs != nil {
+		costs.EvalBinary(f, s.call.ID(), s.call, l, r, res)
+	}
+	return res
+}
+
+// mismatch is the error of operands of different types, or nil.
+func (s *strictCall) mismatch(l, r ref.Val) ref.Val {
+	if s.null {
+		return nil
+	}
+	if s.call.Function() != operators.In {
+		if kind(l) != kind(r) {
+			return types.NewErr("%s %s %s: values of different types are not compared", l.Type().TypeName(), s.call.Function(), r.Type().TypeName())
+		}
+		return nil
+	}
+	it, ok := r.(traits.Iterable) // a list's elements, a map's keys
+	if !ok {
+		return nil // in fails on its own
+	}
+	if l == types.NullValue {
+		if c, ok := r.(traits.Container); ok && c.Contains(l) == types.True {
+			return nil
+		}
+	}
+	for i := it.Iterator(); i.HasNext() == types.True; {
+		if e := i.Next(); e != types.NullValue && kind(e) != kind(l) {
+			return types.NewErr("%s in a container holding %s: values of different types are not compared", l.Type().TypeName(), e.Type().TypeName())
+		}
+	}
+	return nil
+}
+
+// kind is a value's type for strictCall, all numbers being one.
+func kind(v ref.Val) string {
+	switch n := v.Type().TypeName(); n {
+	case "int", "uint", "double":
+		return "number"
+	default:
+		return n
+	}
 }
 
 // ClassificationWithheld, set to true in a descriptor's Classification,
@@ -82,27 +347,29 @@ type condition struct {
 const ClassificationWithheld = "sluice.withheld"
 
 func compileCondition(env *cel.Env, src string, costLimit uint64) (*condition, error) {
-	ast, iss := env.Compile(src)
+	checked, iss := env.Compile(src)
 	if iss.Err() != nil {
 		return nil, iss.Err()
 	}
-	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) {
+	if t := checked.OutputType(); !t.IsExactType(cel.BoolType) {
 		hint := ""
 		if t.IsExactType(cel.DynType) {
 			hint = " (compare explicitly, e.g. `args.flag == true`)"
 		}
 		return nil, fmt.Errorf("the condition returns %s, not bool%s", t, hint)
 	}
-	prg, err := env.Program(ast,
+	prg, err := env.Program(checked,
 		cel.CostLimit(costLimit),
 		cel.InterruptCheckFrequency(100),
 		cel.EvalOptions(cel.OptOptimize),
+		cel.CustomDecoratorV2(strictEquality),
 	)
 	if err != nil {
 		return nil, err
 	}
 	c := &condition{src: src, prg: prg, static: true}
-	for _, ref := range ast.NativeRep().ReferenceMap() {
+	c.reads = readNames(checked.NativeRep().Expr())
+	for _, ref := range checked.NativeRep().ReferenceMap() {
 		switch ref.Name {
 		case "classification":
 			c.classification = true

@@ -295,6 +295,11 @@ func (p *Policy) evalWhen(r *rule, st *state) (bool, error) {
 	if st.argsErr != nil {
 		return false, st.argsErr
 	}
+	if r.when.reads != nil {
+		if err := r.when.caseVariant(st.act.args); err != nil {
+			return false, err
+		}
+	}
 	hit, err := r.when.eval(st.ctx, st.act)
 	if err != nil && r.when.classification && st.d.Classification[ClassificationWithheld] == true {
 		// Re-evaluation without the classifier's attributes (RFC-010

@@ -52,6 +52,20 @@ func TestDesktopExamplePolicy(t *testing.T) {
 		{"filesystem", "read_multiple_files", `{"paths":["/home/me/Documents/a.md"]}`, "s3", intercept.Allow, "reads"},
 		{"filesystem", "write_file", `{"path":"/home/me/Documents/b.md","content":"x"}`, "s3", intercept.RequireApproval, "writes"},
 		{"filesystem", "write_file", `{"path":"/home/me/project/.env","content":"x"}`, "s3", intercept.Deny, "no-secrets"},
+		// Every argument that names a file, however it is spelt (found by
+		// an attacker review: read_multiple_files takes paths, move_file
+		// source and destination, and the directory itself, a .env.local or
+		// .SSH on a case-insensitive disk were not refused).
+		{"filesystem", "read_multiple_files", `{"paths":["/home/me/Documents/a.md","/home/me/Documents/project/.env"]}`, "s5", intercept.Deny, "no-secrets"},
+		{"filesystem", "list_directory", `{"path":"/home/me/.ssh"}`, "s5", intercept.Deny, "no-secrets"},
+		{"filesystem", "read_text_file", `{"path":"/home/me/.SSH/id_ed25519"}`, "s5", intercept.Deny, "no-secrets"},
+		{"filesystem", "read_text_file", `{"path":".ssh/id_ed25519"}`, "s5", intercept.Deny, "no-secrets"},
+		{"filesystem", "read_text_file", `{"path":"C:\\Users\\me\\.aws\\credentials"}`, "s5", intercept.Deny, "no-secrets"},
+		{"filesystem", "read_text_file", `{"path":"/home/me/project/.env.local"}`, "s5", intercept.Deny, "no-secrets"},
+		{"filesystem", "move_file", `{"source":"/home/me/.ssh/id_ed25519","destination":"/home/me/Documents/k"}`, "s5", intercept.Deny, "no-secrets"},
+		{"filesystem", "read_multiple_files", `{"paths":"/home/me/.ssh/id_ed25519"}`, "s5", intercept.Deny, "no-secrets"},
+		{"filesystem", "read_text_file", `{"path":"/home/me/Documents/environment.md"}`, "s6", intercept.Allow, "reads"},
+		{"filesystem", "move_file", `{"source":"/home/me/Documents/a.md","destination":"/home/me/Documents/b.md"}`, "s6", intercept.RequireApproval, "writes"},
 		{"other", "read_text_file", `{"path":"/x"}`, "s4", intercept.Deny, ""},
 	} {
 		got := call(tt.up, tt.tool, tt.args, tt.session)
