@@ -234,6 +234,10 @@ type aggregator struct {
 	eraMu     sync.Mutex
 	eraAt     time.Time
 	eraLegacy bool
+
+	// caps is what each upstream last declared of tasks (aggregate_tasks.go).
+	capsMu sync.Mutex
+	caps   map[string]upstreamCaps
 }
 
 type aggSession struct {
@@ -535,6 +539,7 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 	}
 	a.sessions[s.id] = s
 	a.mu.Unlock()
+	a.learnCaps(r, s) // whether to declare tasks
 	if a.g.sealer != nil {
 		// Any replica may serve it: the id carries the session.
 		sealed := a.sealSession(r, s)
@@ -548,14 +553,18 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 	if a.vs.Name != "" {
 		name = "sluice/" + a.vs.Name
 	}
+	caps := map[string]any{
+		"tools":     map[string]any{"listChanged": true},
+		"prompts":   map[string]any{"listChanged": true},
+		"resources": map[string]any{"listChanged": true},
+	}
+	if t := a.tasksCapability(); t != nil {
+		caps["tasks"] = t
+	}
 	res, _ := json.Marshal(map[string]any{
 		"protocolVersion": version,
-		"capabilities": map[string]any{
-			"tools":     map[string]any{"listChanged": true},
-			"prompts":   map[string]any{"listChanged": true},
-			"resources": map[string]any{"listChanged": true},
-		},
-		"serverInfo": map[string]any{"name": name, "version": "1"},
+		"capabilities":    caps,
+		"serverInfo":      map[string]any{"name": name, "version": "1"},
 	}, json.Deterministic(true))
 	b, _ := json.Marshal(rpcResponse{JSONRPC: "2.0", ID: req.ID, Result: res})
 	w.Header().Set("Mcp-Session-Id", s.id)
@@ -652,11 +661,16 @@ func (a *aggregator) dispatch(r *http.Request, s *aggSession, req rpcRequest) (j
 		return a.call(r, s, req, "prompts/list", func() map[string]target { return s.prompts })
 	case "resources/read":
 		return a.read(r, s, req)
+	case "tasks/list":
+		return a.list(r, s, "tasks/list", "tasks")
 	case "logging/setLevel":
 		for _, u := range a.vs.Upstreams {
 			_, _ = a.innerCall(r, s, u, req.Method, req.Params)
 		}
 		return jsontext.Value(`{}`), nil
+	}
+	if intercept.TaskMethod(req.Method) {
+		return a.task(r, s, req)
 	}
 	return nil, &intercept.WireError{Code: intercept.CodeMethodNotFound, Message: fmt.Sprintf("%s does not offer %q on %s", "sluice", req.Method, a.path())}
 }
@@ -681,6 +695,15 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 	for _, u := range a.vs.Upstreams {
 		ctx, cancel := context.WithTimeout(r.Context(), a.listTimeout)
 		r := r.WithContext(ctx)
+		if member == "tasks" {
+			if !s.modern {
+				_, _ = a.inner(r, s, u) // learns what it declares
+			}
+			if !a.listsTasks(u) {
+				cancel()
+				continue
+			}
+		}
 		var cursor string
 		var listed []string // the names (URIs) u listed
 		failed := false
@@ -721,6 +744,8 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 						uris[head.URI] = u
 						items = append(items, offered{u, head.URI, it})
 					}
+				case "tasks": // the route kept only the caller's
+					items = append(items, offered{u, "", withTaskID(u, it)})
 				default:
 					items = append(items, offered{u, head.Name, it})
 				}
@@ -734,7 +759,7 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 			}
 		}
 		cancel()
-		if member == "resourceTemplates" {
+		if member == "resourceTemplates" || member == "tasks" {
 			continue
 		}
 		key := knownKey(s.owner, method, u)
@@ -882,7 +907,7 @@ func (a *aggregator) call(r *http.Request, s *aggSession, req rpcRequest, listMe
 	if err != nil {
 		return nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: fmt.Sprintf("upstream %q: %v", t.upstream, err)}
 	}
-	return res, nil
+	return taskIDsOut(t.upstream, res), nil // a task handle names its upstream
 }
 
 func (a *aggregator) read(r *http.Request, s *aggSession, req rpcRequest) (jsontext.Value, error) {
@@ -1015,10 +1040,12 @@ func (a *aggregator) inner(r *http.Request, s *aggSession, upstream string) (*in
 		return nil, &routeError{raw: resp.Error}
 	}
 	var res struct {
-		ProtocolVersion string `json:"protocolVersion"`
+		ProtocolVersion string         `json:"protocolVersion"`
+		Capabilities    jsontext.Value `json:"capabilities"`
 	}
 	_ = json.Unmarshal(resp.Result, &res)
 	fresh.version = res.ProtocolVersion
+	a.noteCaps(upstream, res.Capabilities)
 	if fresh.id == "" {
 		return nil, fmt.Errorf("upstream %q: initialize gave no session", upstream)
 	}
@@ -1109,7 +1136,11 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 		case relay != nil && strings.HasPrefix(m.Method, "notifications/") && !strings.HasSuffix(m.Method, "/list_changed"):
 			// Progress and log notifications about this call go to the
 			// client as they come, on its own SSE answer.
-			relay(data)
+			relay(taskMessageOut(upstream, data))
+		case m.Method == "notifications/tasks/status":
+			// A task's status (only the caller's pass the route) goes to
+			// the GET stream of a client that takes JSON.
+			s.toGET(taskMessageOut(upstream, data))
 		}
 	}
 	req := a.innerRequest(r, http.MethodPost, upstream, in, body)
@@ -1224,6 +1255,9 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 					if key := a.ask(r, s, u, in, m, send); key != "" {
 						asked.add(key)
 					}
+				case n.Method == "notifications/tasks/status":
+					// The route passes only those of the caller's tasks.
+					send(taskMessageOut(u, m))
 				default:
 					a.notified(s, n.Method)
 				}
@@ -1391,6 +1425,15 @@ func checkModernHeaders(r *http.Request, req rpcRequest) error {
 		return mismatch(fmt.Sprintf("%s header %q does not match body method %q", hdrMethod, hm, req.Method))
 	}
 	hn, hasName := r.Header.Get(hdrName), len(r.Header.Values(hdrName)) > 0
+	if intercept.TaskMethod(req.Method) && req.Method != "tasks/result" && hasName {
+		// The tasks extension names the task in Mcp-Name: the body's
+		// taskId, as the client knows it.
+		name, ok := decodeHeaderValue(hn)
+		if id := intercept.StringMember(req.Params, "taskId"); !ok || name != id {
+			return mismatch(fmt.Sprintf("%s header %q does not match body taskId %q", hdrName, hn, id))
+		}
+		return nil
+	}
 	if !namedMethod(req.Method) {
 		if hasName {
 			return mismatch(fmt.Sprintf("%s header is not allowed for method %q", hdrName, req.Method))
@@ -1500,9 +1543,12 @@ func (a *aggregator) legacyEra(r *http.Request, s *aggSession) bool {
 				return
 			}
 			var d struct {
-				Supported []string `json:"supportedVersions"`
+				Supported    []string       `json:"supportedVersions"`
+				Capabilities jsontext.Value `json:"capabilities"`
 			}
-			if json.Unmarshal(res, &d) != nil || !slices.Contains(d.Supported, modernVersion) {
+			err = json.Unmarshal(res, &d)
+			a.noteCaps(u, d.Capabilities)
+			if err != nil || !slices.Contains(d.Supported, modernVersion) {
 				legacy.Store(true) // it answers discover but not in this era (go-sdk's stateful server)
 			}
 		})
@@ -1521,13 +1567,15 @@ func (a *aggregator) discover() jsontext.Value {
 	if a.vs.Name != "" {
 		name = "sluice/" + a.vs.Name
 	}
+	caps := map[string]any{"tools": map[string]any{}, "prompts": map[string]any{}, "resources": map[string]any{}}
+	if t := a.tasksCapability(); t != nil {
+		caps["tasks"] = t
+	}
 	b, _ := json.Marshal(map[string]any{
 		"supportedVersions": []string{modernVersion},
-		"capabilities": map[string]any{
-			"tools": map[string]any{}, "prompts": map[string]any{}, "resources": map[string]any{},
-		},
-		"resultType": "complete",
-		"_meta":      map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": name, "version": "1"}},
+		"capabilities":      caps,
+		"resultType":        "complete",
+		"_meta":             map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": name, "version": "1"}},
 	}, json.Deterministic(true))
 	return b
 }

@@ -97,6 +97,7 @@ func (a *aggregator) ask(r *http.Request, s *aggSession, upstream string, in *in
 	}
 	why := "the client has no stream open on " + a.path() + " for requests from the server"
 	orig := req.ID
+	req.Params = relatedTaskOut(upstream, req.Params) // its task as the client knows it
 	if send != nil {
 		if key := a.mintAsk(s, upstream, in, orig); key != "" {
 			req.ID = jsontext.Value(key)
