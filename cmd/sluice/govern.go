@@ -61,7 +61,13 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	local := policy.NewMemoryStore(policy.MemoryOptions{})
 	if rm := cfg.RouteMemory; rm.RedisURL != "" {
 		redis.SetLogger(redisLog{logger}) // its connection-pool chatter, through the gateway's log
-		rs, err := redisstore.New(ctx, redisstore.Options{URL: rm.RedisURL, KeyPrefix: rm.KeyPrefix, TTL: rm.TTL, Timeout: rm.Timeout})
+		opts := redisstore.Options{URL: rm.RedisURL, KeyPrefix: rm.KeyPrefix, TTL: rm.TTL, Timeout: rm.Timeout}
+		if cfg.DataDir != "" {
+			// So that a Redis that lost its data while no gateway ran is
+			// noticed at start.
+			opts.EpochFile = filepath.Join(cfg.DataDir, redisstore.EpochFileName)
+		}
+		rs, err := redisstore.New(ctx, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -16,9 +16,13 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +39,10 @@ const (
 	DefaultTTL       = 30 * 24 * time.Hour
 	DefaultTimeout   = 500 * time.Millisecond
 )
+
+// EpochFileName is the name the gateway gives Options.EpochFile in its
+// data directory.
+const EpochFileName = "route-memory-epoch"
 
 // Options configures a [Store].
 type Options struct {
@@ -54,6 +62,12 @@ type Options struct {
 	// DefaultTimeout. A decision waiting on Redis waits at most this long
 	// before it is denied.
 	Timeout time.Duration
+	// EpochFile, if set, is a file where the store notes the epoch key's
+	// value it last saw. Redis may lose its data while no gateway runs (a
+	// restart without persistence); a start that finds the key gone, or
+	// started over since, then counts as a loss like one seen while
+	// running, rather than as a server that never had any memory.
+	EpochFile string
 }
 
 // Store is a policy.Store in Redis. It is safe for concurrent use.
@@ -69,9 +83,10 @@ type Store struct {
 	// lost. Memory from before then is unknown: Seen answers ErrEvicted
 	// for a window reaching back past it (route_memory_evicted) rather
 	// than "never touched".
-	mu     sync.Mutex
-	epoch  string    // the epoch key's value as last seen
-	lostAt time.Time // when the memory was last found lost; zero: never
+	mu        sync.Mutex
+	epoch     string    // the epoch key's value as last seen
+	lostAt    time.Time // when the memory was last found lost; zero: never
+	epochFile string    // where epoch is noted for the next start ("": nowhere)
 }
 
 // Values of the epoch key: "fresh:" or "lost:" and Unix nanoseconds, or
@@ -91,6 +106,11 @@ func (s *Store) epochKey() string { return s.prefix + "epoch" }
 func (s *Store) adopt(epoch string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if epoch != s.epoch && s.epochFile != "" {
+		// Noted for the next start; a failure only costs noticing a loss
+		// while no gateway runs, so it is not an error of this lookup.
+		_ = writeFileAtomic(s.epochFile, []byte(epoch+"\n"))
+	}
 	s.epoch = epoch
 	if strings.HasPrefix(epoch, epochAccepted) {
 		s.lostAt = time.Time{}
@@ -180,7 +200,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	}
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = timeout, timeout, timeout
 	ro.MaxRetries = 1
-	s := &Store{rdb: redis.NewClient(ro), prefix: opts.KeyPrefix, ttl: opts.TTL}
+	s := &Store{rdb: redis.NewClient(ro), prefix: opts.KeyPrefix, ttl: opts.TTL, epochFile: opts.EpochFile}
 	if s.prefix == "" {
 		s.prefix = DefaultKeyPrefix
 	}
@@ -195,17 +215,47 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		s.rdb.Close()
 		return nil, fmt.Errorf("route memory: redis at %s: %w", ro.Addr, err)
 	}
-	if err := s.rdb.SetNX(ctx, s.epochKey(), epochFresh+strconv.FormatInt(time.Now().UnixNano(), 10), 0).Err(); err != nil {
+	if err := s.startEpoch(ctx); err != nil {
 		s.rdb.Close()
 		return nil, fmt.Errorf("route memory: redis at %s: %w", ro.Addr, err)
+	}
+	return s, nil
+}
+
+// startEpoch adopts the epoch key's value, writing a fresh one if it is
+// missing. With an epoch file holding what an earlier run saw, a missing
+// or changed key is a loss (checkEpoch), not a fresh start.
+func (s *Store) startEpoch(ctx context.Context) error {
+	var prev []byte
+	if s.epochFile != "" {
+		b, err := os.ReadFile(s.epochFile)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("route memory epoch file: %w", err)
+		}
+		prev = bytes.TrimSpace(b)
+	}
+	if len(prev) > 0 {
+		s.adopt(string(prev))
+		got, err := s.rdb.Get(ctx, s.epochKey()).Result()
+		var cur *string
+		switch {
+		case err == nil:
+			cur = &got
+		case !errors.Is(err, redis.Nil):
+			return err
+		}
+		_, err = s.checkEpoch(ctx, cur)
+		return err
+	}
+	if err := s.rdb.SetNX(ctx, s.epochKey(), epochFresh+strconv.FormatInt(time.Now().UnixNano(), 10), 0).Err(); err != nil {
+		return err
 	}
 	epoch, err := s.rdb.Get(ctx, s.epochKey()).Result()
 	if err != nil {
-		s.rdb.Close()
-		return nil, fmt.Errorf("route memory: redis at %s: %w", ro.Addr, err)
+		return err
 	}
 	s.adopt(epoch)
-	return s, nil
+	return nil
 }
 
 // checkEviction refuses a server that may evict keys when it runs out of
@@ -290,4 +340,20 @@ func (s *Store) Seen(ctx context.Context, k policy.Key, labels []string, since t
 		return false, policy.ErrEvicted
 	}
 	return false, nil
+}
+
+// writeFileAtomic replaces name with b, through a temporary file renamed
+// over it, so a crash leaves the old content or the new.
+func writeFileAtomic(name string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(name), filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
 }

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -211,5 +212,67 @@ func TestDataLossNoticed(t *testing.T) {
 	}
 	if seen, err := b.Seen(ctx, k, []string{"source:sensitive"}, hour); seen || err != nil {
 		t.Errorf("after the operator accepted the loss: %v %v, want clean", seen, err)
+	}
+}
+
+// A Redis that loses its data while no gateway runs (restarted without
+// persistence overnight) looked, to the next gateway, like one that never
+// had any: every agent clean again, its sink allowed after a source
+// touched yesterday. With EpochFile the store notes the epoch it saw, and
+// a start that finds it gone (or started over) counts as a loss.
+func TestDataLossWhileStoppedNoticed(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	file := filepath.Join(t.TempDir(), "route-memory-epoch")
+	k := policy.Key{Scope: policy.ScopeAgent, Agent: "alice"}
+	hour := time.Now().Add(-time.Hour)
+
+	a, err := New(ctx, Options{URL: srv.URL(), EpochFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Remember(ctx, k, []string{"source:sensitive"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+
+	// A first start with a file: nothing was lost.
+	b, err := New(ctx, Options{URL: srv.URL(), EpochFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen, err := b.Seen(ctx, k, []string{"source:sensitive"}, hour); !seen || err != nil {
+		t.Fatalf("restart, nothing lost: %v %v", seen, err)
+	}
+	defer b.Close() // its connection flushes Redis below: the loss
+
+	for _, c := range []struct {
+		name   string
+		before func(*Store)
+	}{
+		{"lost and found empty", func(*Store) {}},
+		{"lost and started over by a gateway that never saw it", func(s *Store) {
+			// One without the file (or another replica's) came first.
+			fresh, err := New(ctx, Options{URL: srv.URL()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh.Close()
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := b.rdb.FlushAll(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			c.before(nil)
+			s, err := New(ctx, Options{URL: srv.URL(), EpochFile: file})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Seen(ctx, k, []string{"source:sensitive"}, hour); !errors.Is(err, policy.ErrEvicted) {
+				t.Errorf("after a loss while stopped, a window reaching back past it: %v, want ErrEvicted", err)
+			}
+		})
 	}
 }
