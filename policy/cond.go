@@ -190,6 +190,11 @@ func (c *condition) caseVariant(args any) error {
 }
 
 func (rs *readSet) variant(v any, at string, known bool) error {
+	if !known && len(rs.anywhere) == 0 {
+		// Nothing read here or below: not walked (once per rule, on
+		// arguments the agent chooses).
+		return nil
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		for k, x := range v {
