@@ -16,7 +16,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/telemetry"
 )
@@ -177,24 +176,12 @@ func resume(t *testing.T, url string, hdr map[string]string) string {
 // answer stream came, with what hangs up.
 func openStream(t *testing.T, url string, hdr map[string]string, body string) (hangUp func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
+	ev, hangUp, refused := openPrimed(t, url, hdr, body)
+	if refused != "" || ev != "s_0" {
+		hangUp()
+		t.Fatalf("priming event %q, answer %s", ev, refused)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ev, err := transport.NewSSEReader(resp.Body).Next()
-	if err != nil || ev.ID != "s_0" {
-		cancel()
-		t.Fatalf("priming event: %+v %v", ev, err)
-	}
-	return func() { cancel(); resp.Body.Close() }
+	return hangUp
 }
 
 // leave posts body and hangs up once the priming event came, as a client
