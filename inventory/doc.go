@@ -3,7 +3,7 @@
 //
 // Every tools/list result the gateway passes on is handed to
 // Inventory.ObserveTools. The tools (name, title, description, input and
-// output schema, annotations) become a Snapshot, hashed with SHA-256 over
+// output schema, annotations, icons, execution, _meta) become a Snapshot, hashed with SHA-256 over
 // RFC 8785 canonical JSON per tool and per snapshot; the snapshot hash is
 // the tool_inventory_hash that action descriptors carry (Inventory.Hash).
 // Pages of a paginated list are merged until the page without nextCursor.

@@ -247,6 +247,9 @@ func diffTool(p, o Tool) []FieldChange {
 		{"inputSchema", p.InputSchema, o.InputSchema},
 		{"outputSchema", p.OutputSchema, o.OutputSchema},
 		{"annotations", p.Annotations, o.Annotations},
+		{"icons", p.Icons, o.Icons},
+		{"execution", p.Execution, o.Execution},
+		{"_meta", p.Meta, o.Meta},
 	} {
 		if !bytes.Equal(m.p, m.o) {
 			var vs []ValueChange

@@ -310,12 +310,32 @@ func (inv *Inventory) ObserveTools(upstream string, result jsontext.Value) {
 	if inv.repeated(upstream, digest) {
 		return
 	}
-	page, err := ParsePage(result)
+	page, err := parsePage(result)
 	if err != nil {
 		inv.emit([]Event{invalidList(upstream, err)})
 		return
 	}
 	inv.emit(inv.observe(upstream, page, digest))
+}
+
+// rejectedDrift compares the pinned tools on a page of a list the
+// inventory rejects (past MaxTools or MaxListBytes) with the pin: the
+// gateway may have passed that list on, so a pinned tool changed there is
+// drift seen, as on any page. Tools not in the pin are blocked already
+// (Blocked), and are not remembered, so that such lists cannot grow the
+// inventory. Callers hold mu.
+func (inv *Inventory) rejectedDrift(u *upstream, page Page, err error) []Event {
+	evs := []Event{invalidList(u.name, err)}
+	if u.pinned == nil {
+		return evs
+	}
+	pinned := Page{}
+	for _, t := range page.Tools {
+		if _, ok := u.pinned.Tool(t.Name); ok {
+			pinned.Tools = append(pinned.Tools, t)
+		}
+	}
+	return append(evs, inv.pageDrift(u, pinned)...)
 }
 
 // repeated reports whether result is the same single-page list that was
@@ -334,9 +354,13 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 	u := inv.upstream(upstream)
 	single := u.pages.tools == nil && page.NextCursor == ""
 	u.lastList = [sha256.Size]byte{}
+	if len(page.Tools) > MaxTools {
+		u.pages.tools = nil
+		return inv.rejectedDrift(u, page, fmt.Errorf("%w: %d tools, more than %d", ErrInvalidList, len(page.Tools), MaxTools))
+	}
 	tools, done, err := u.pages.add(page)
 	if err != nil {
-		return []Event{invalidList(upstream, err)}
+		return inv.rejectedDrift(u, page, err)
 	}
 	if !done {
 		return inv.pageDrift(u, page)

@@ -22,7 +22,8 @@ const MaxTools = 10_000
 const MaxListBytes = 32 << 20
 
 func (t *Tool) size() int {
-	return len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.OutputSchema) + len(t.Annotations) + len(t.Hash)
+	return len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.OutputSchema) + len(t.Annotations) +
+		len(t.Icons) + len(t.Execution) + len(t.Meta) + len(t.Hash)
 }
 
 // Tool is one tool of a snapshot: the parts of a tools/list entry that the
@@ -35,6 +36,12 @@ type Tool struct {
 	InputSchema  jsontext.Value `json:"inputSchema,omitzero"`
 	OutputSchema jsontext.Value `json:"outputSchema,omitzero"`
 	Annotations  jsontext.Value `json:"annotations,omitzero"`
+	// Icons, Execution (taskSupport) and Meta (_meta: an MCP App's
+	// ui.resourceUri, a client's output template) are passed on to the
+	// client as well and say what it shows and runs for the tool.
+	Icons     jsontext.Value `json:"icons,omitzero"`
+	Execution jsontext.Value `json:"execution,omitzero"`
+	Meta      jsontext.Value `json:"_meta,omitzero"`
 	// Hash is the lowercase hex SHA-256 of the RFC 8785 form of the tool
 	// object above (every member except hash itself).
 	Hash string `json:"hash"`
@@ -48,10 +55,13 @@ type toolBody struct {
 	InputSchema  jsontext.Value `json:"inputSchema,omitzero"`
 	OutputSchema jsontext.Value `json:"outputSchema,omitzero"`
 	Annotations  jsontext.Value `json:"annotations,omitzero"`
+	Icons        jsontext.Value `json:"icons,omitzero"`
+	Execution    jsontext.Value `json:"execution,omitzero"`
+	Meta         jsontext.Value `json:"_meta,omitzero"`
 }
 
 func (t *Tool) body() toolBody {
-	return toolBody{t.Name, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations}
+	return toolBody{t.Name, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations, t.Icons, t.Execution, t.Meta}
 }
 
 // canonicalBody returns the RFC 8785 form of the tool without its hash.
@@ -65,7 +75,7 @@ func (t *Tool) canonicalBody() (jsontext.Value, error) {
 
 // seal canonicalizes the tool's JSON members and sets its hash.
 func (t *Tool) seal() error {
-	for _, v := range []*jsontext.Value{&t.InputSchema, &t.OutputSchema, &t.Annotations} {
+	for _, v := range []*jsontext.Value{&t.InputSchema, &t.OutputSchema, &t.Annotations, &t.Icons, &t.Execution, &t.Meta} {
 		if len(*v) == 0 || v.Kind() == 'n' {
 			*v = nil
 			continue
@@ -181,6 +191,17 @@ var ErrInvalidList = errors.New("inventory: invalid tools/list result")
 // keeps are ignored. It fails on a result that is not JSON, has a tool
 // without a name, or lists one name twice.
 func ParsePage(result jsontext.Value) (Page, error) {
+	p, err := parsePage(result)
+	if err == nil && len(p.Tools) > MaxTools {
+		return Page{}, fmt.Errorf("%w: %d tools, more than %d", ErrInvalidList, len(p.Tools), MaxTools)
+	}
+	return p, err
+}
+
+// parsePage is ParsePage without the bound on the number of tools: the
+// inventory rejects a list past MaxTools, but the client may still be
+// shown it, so its tools are compared with the pin all the same.
+func parsePage(result jsontext.Value) (Page, error) {
 	var raw struct {
 		Tools []struct {
 			Name         *string        `json:"name"`
@@ -189,14 +210,14 @@ func ParsePage(result jsontext.Value) (Page, error) {
 			InputSchema  jsontext.Value `json:"inputSchema"`
 			OutputSchema jsontext.Value `json:"outputSchema"`
 			Annotations  jsontext.Value `json:"annotations"`
+			Icons        jsontext.Value `json:"icons"`
+			Execution    jsontext.Value `json:"execution"`
+			Meta         jsontext.Value `json:"_meta"`
 		} `json:"tools"`
 		NextCursor string `json:"nextCursor"`
 	}
 	if err := json.Unmarshal(result, &raw); err != nil {
 		return Page{}, fmt.Errorf("%w: %v", ErrInvalidList, err)
-	}
-	if len(raw.Tools) > MaxTools {
-		return Page{}, fmt.Errorf("%w: %d tools, more than %d", ErrInvalidList, len(raw.Tools), MaxTools)
 	}
 	p := Page{Tools: make([]Tool, 0, len(raw.Tools)), NextCursor: raw.NextCursor}
 	seen := make(map[string]bool, len(raw.Tools))
@@ -215,6 +236,9 @@ func ParsePage(result jsontext.Value) (Page, error) {
 			InputSchema:  r.InputSchema,
 			OutputSchema: r.OutputSchema,
 			Annotations:  r.Annotations,
+			Icons:        r.Icons,
+			Execution:    r.Execution,
+			Meta:         r.Meta,
 		}
 		if err := t.seal(); err != nil {
 			return Page{}, fmt.Errorf("%w: %v", ErrInvalidList, err)

@@ -11,7 +11,7 @@ import (
 // SHA-256), from input that is deliberately not canonical.
 func TestHashKnownAnswers(t *testing.T) {
 	page, err := ParsePage(jsontext.Value(`{"tools":[
-		{"outputSchema": {"type": "object"}, "description": "Echo <b>.", "name": "echo", "_meta": {"ignored": true}},
+		{"outputSchema": {"type": "object"}, "description": "Echo <b>.", "name": "echo", "_meta": {"pinned": true}},
 		{"name": "add", "title": "Add", "description": "Add two numbers \u00e9\u20ac\ud83d\ude00.",
 		 "inputSchema": {"required": ["a", "b"], "type": "object", "properties": {"b": {"type": "number"}, "a": {"maximum": 1e2, "type": "number"}}},
 		 "outputSchema": null, "annotations": {"readOnlyHint": true}}
@@ -21,7 +21,7 @@ func TestHashKnownAnswers(t *testing.T) {
 	}
 	want := map[string]string{
 		"add":  "9ee24d2c9a3f8b07195fecba52f6f92a8785e9b3517e3e33395e47d395d0594d",
-		"echo": "598e19f77521250f5e32d86e11bf81d99d6dcf198952f8620d1f096d43c9e2f1",
+		"echo": "d5d7d2cdfc4ce3a17092403e372fb9b3b13c5bfa46a27d8446c3a4b81851c37e",
 	}
 	for _, tool := range page.Tools {
 		if tool.Hash != want[tool.Name] {
@@ -32,7 +32,7 @@ func TestHashKnownAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "b3e081e63039509ffcd8bcf58095936f2190274676660d251d44753beb717f7c"; snap.Hash != want {
+	if want := "dab597d5230efa887f517243e642bcdb568396dfdf2c293e9529df569a4bfff1"; snap.Hash != want {
 		t.Errorf("tool_inventory_hash = %s, want %s", snap.Hash, want)
 	}
 	if snap.Tools[0].Name != "add" || snap.Tools[1].Name != "echo" {
