@@ -171,7 +171,9 @@ type upstream struct {
 	// answered: a tool whose later list matches its pin again stays
 	// blocked, since clients were shown the changed version meanwhile
 	// (a server can serve one session a poisoned list and the next the
-	// pinned one). Kept in memory, by the replica that saw them.
+	// pinned one). Kept in memory, by the replica that saw them, and
+	// bounded (remember): an upstream serving ever new names, listing
+	// after listing, would otherwise grow it without limit.
 	seen     map[string]ToolChange
 	findings map[string][]Finding // tool -> scan of its current version
 	base     map[string][]Finding // tool hash -> Scan without foreign tools
@@ -396,7 +398,7 @@ func (inv *Inventory) pageDrift(u *upstream, page Page) []Event {
 	if u.pinned == nil {
 		return nil
 	}
-	changed := false
+	changed, dropped := false, 0
 	for _, t := range page.Tools {
 		p, ok := u.pinned.Tool(t.Name)
 		if ok && p.Hash == t.Hash {
@@ -409,18 +411,52 @@ func (inv *Inventory) pageDrift(u *upstream, page Page) []Event {
 		if old, had := u.seen[t.Name]; had && old.ObservedHash == c.ObservedHash {
 			continue
 		}
-		if u.seen == nil {
-			u.seen = map[string]ToolChange{}
+		if !u.remember(c) {
+			dropped++
+			continue
 		}
-		u.seen[t.Name] = c
 		changed = true
 	}
-	if !changed {
-		return nil
+	var evs []Event
+	if dropped > 0 {
+		evs = append(evs, invalidList(u.name, fmt.Errorf("%w: %d tools not in the pin past the %d drifted tools remembered; they stay blocked as tools outside the pin",
+			ErrInvalidList, dropped, u.seenLimit())))
 	}
-	evs := inv.refresh(u.name)
+	if !changed {
+		return evs
+	}
+	evs = append(evs, inv.refresh(u.name)...)
 	inv.publish()
 	return evs
+}
+
+// seenLimit is how many drifted tools u.seen holds before it stops
+// remembering tools that are not in the pin: MaxTools of them, besides
+// the pinned tools.
+func (u *upstream) seenLimit() int {
+	n := MaxTools
+	if u.pinned != nil {
+		n += len(u.pinned.Tools)
+	}
+	return n
+}
+
+// remember records c in u.seen, unless c is a tool not in the pin and
+// u.seen is full (seenLimit). A change of a pinned tool is always
+// recorded, so seen holds at most seenLimit plus the pinned tools. What a
+// tool not remembered loses: with DriftBlock it is blocked all the same,
+// as a tool outside the pin (with that reason rather than "new since the
+// pin"), but cannot be approved alone until a complete list has it; with
+// DriftWarn nothing. Callers hold mu.
+func (u *upstream) remember(c ToolChange) bool {
+	if _, had := u.seen[c.Tool]; !had && c.Kind == ToolAdded && len(u.seen) >= u.seenLimit() {
+		return false
+	}
+	if u.seen == nil {
+		u.seen = map[string]ToolChange{}
+	}
+	u.seen[c.Tool] = c
+	return true
 }
 
 func invalidList(upstream string, err error) Event {
@@ -791,10 +827,9 @@ func (inv *Inventory) refresh(changed string) []Event {
 				u.changes[tool] = c // overwritten below if it still differs
 			}
 			for _, c := range diffSnapshots(u.pinned, u.observed) {
-				if u.seen == nil {
-					u.seen = map[string]ToolChange{}
-				}
-				u.seen[c.Tool] = c
+				// A tool not remembered is still a change while the observed
+				// list has it.
+				u.remember(c)
 				u.changes[c.Tool] = c
 				reason, blocked := inv.driftReason(name, c)
 				fields := make([]string, len(c.Fields))

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Severity ranks a scan finding.
@@ -102,7 +103,7 @@ func MaxSeverity(fs []Finding) Severity {
 // the scan's verdict that a tool looks poisoned.
 func Suspicious(fs []Finding) bool { return MaxSeverity(fs) >= SeverityMedium }
 
-// rule is a pattern over normalized text (whitespace collapsed, invisible
+// rule is a pattern over normalized text (NFKC, whitespace collapsed, invisible
 // characters dropped, lower case).
 type rule struct {
 	name     string
@@ -472,10 +473,13 @@ func zwjInEmoji(s string, i int) bool {
 	return pict(prev) && pict(next)
 }
 
-// normalize prepares text for the rules: lower case, invisible and format
-// characters removed, whitespace runs collapsed to one space. A member
-// name also has its '_', '-' and camelCase boundaries turned into spaces.
+// normalize prepares text for the rules: compatibility forms folded
+// (NFKC: a model reads "＜ＩＭＰＯＲＴＡＮＴ＞", "𝐈𝐌𝐏𝐎𝐑𝐓𝐀𝐍𝐓" and "﹤SYSTEM﹥" as
+// the ASCII they stand for), lower case, invisible and format characters
+// removed, whitespace runs collapsed to one space. A member name also has
+// its '_', '-' and camelCase boundaries turned into spaces.
 func normalize(raw string, ident bool) string {
+	raw = nfkc(raw)
 	var b strings.Builder
 	b.Grow(len(raw))
 	space := false
@@ -503,6 +507,20 @@ func normalize(raw string, ident bool) string {
 		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String()
+}
+
+// nfkc returns s in Unicode normalization form KC. It does not allocate
+// for ASCII text, or other text already in NFKC.
+func nfkc(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			if norm.NFKC.QuickSpanString(s) == len(s) {
+				return s
+			}
+			return norm.NFKC.String(s)
+		}
+	}
+	return s
 }
 
 // excerpt returns s[i:j] with up to 40 bytes of context either side.
