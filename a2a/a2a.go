@@ -392,8 +392,18 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 				reply(err)
 				return
 			}
+			g.forward(w, r, a, m, v1, nil)
+			return
 		}
-		g.forward(w, r, a, m, v1, nil)
+		// A task read later (get, cancel, a resubscribe's events) carries
+		// the agent's answer as message/send's did: screened the same way
+		// (OnResult), under the method's name.
+		d := &intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: m.Method, TargetEndpoint: a.URL,
+			Upstream: "a2a:" + a.Name, CallID: m.ID, ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1]}
+		if g.opts.AgentHeader != "" {
+			d.Agent = r.Header.Get(g.opts.AgentHeader)
+		}
+		g.relay(w, r, a, m, v1, nil, d)
 	case list:
 		g.forward(w, r, a, m, v1, func(result jsontext.Value) jsontext.Value {
 			return g.tasks.filterList(r.Context(), a.Name, owner, result)
