@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,32 +37,17 @@ func TestAgentAnswerScreened(t *testing.T) {
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":`+task+`}`)
 	}))
 	t.Cleanup(agent.Close)
-	var mu sync.Mutex
-	var screened []string
-	ic := &intercept.Interceptor{Decider: allow, OnResult: func(d *intercept.ActionDescriptor, result jsontext.Value) {
-		mu.Lock()
-		defer mu.Unlock()
-		screened = append(screened, d.Upstream+"/"+d.ToolName+" "+string(result))
-	}}
-	g, err := New(Options{Agents: []Agent{{Name: "stub", URL: agent.URL}}}, ic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(gw.Close)
+	gw, sc := screeningGateway(t, agent.URL)
 	for _, method := range []string{"message/send", "message/stream"} {
-		mu.Lock()
-		screened = nil
-		mu.Unlock()
+		sc.reset()
 		_, got := post(t, gw.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`)
 		if !strings.Contains(got, injection) {
 			t.Fatalf("%s: %s", method, got)
 		}
-		mu.Lock()
+		screened := sc.get()
 		if len(screened) != 1 || !strings.HasPrefix(screened[0], "a2a:stub/send ") || !strings.Contains(screened[0], injection) {
 			t.Errorf("%s: the agent's answer reached the client, but OnResult saw %q", method, screened)
 		}
-		mu.Unlock()
 	}
 }
 
@@ -88,33 +74,50 @@ func TestTaskAnswerScreened(t *testing.T) {
 		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+task+`}`)
 	}))
 	t.Cleanup(agent.Close)
-	var mu sync.Mutex
-	var screened []string
+	gw, sc := screeningGateway(t, agent.URL)
+	// The task becomes the caller's as message/send creates it.
+	post(t, gw.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`)
+	for _, method := range []string{"tasks/get", "tasks/resubscribe"} {
+		sc.reset()
+		_, got := post(t, gw.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":2,"method":"`+method+`","params":{"id":"t1"}}`)
+		if !strings.Contains(got, injection) {
+			t.Fatalf("%s: %s", method, got)
+		}
+		screened := sc.get()
+		if len(screened) != 1 || !strings.HasPrefix(screened[0], "a2a:stub/"+method+" ") || !strings.Contains(screened[0], injection) {
+			t.Errorf("%s: the agent's answer reached the client, but OnResult saw %q", method, screened)
+		}
+	}
+}
+
+// screens records what a gateway's OnResult was given.
+type screens struct {
+	mu  sync.Mutex
+	got []string // upstream/tool result
+}
+
+func (s *screens) reset() { s.mu.Lock(); s.got = nil; s.mu.Unlock() }
+
+func (s *screens) get() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got)
+}
+
+// screeningGateway is a gateway for the agent "stub" at url, allowing
+// everything, whose OnResult the returned screens record.
+func screeningGateway(t *testing.T, url string) (*httptest.Server, *screens) {
+	sc := &screens{}
 	ic := &intercept.Interceptor{Decider: allow, OnResult: func(d *intercept.ActionDescriptor, result jsontext.Value) {
-		mu.Lock()
-		defer mu.Unlock()
-		screened = append(screened, d.Upstream+"/"+d.ToolName+" "+string(result))
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		sc.got = append(sc.got, d.Upstream+"/"+d.ToolName+" "+string(result))
 	}}
-	g, err := New(Options{Agents: []Agent{{Name: "stub", URL: agent.URL}}}, ic)
+	g, err := New(Options{Agents: []Agent{{Name: "stub", URL: url}}}, ic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
 	t.Cleanup(gw.Close)
-	// The task becomes the caller's as message/send creates it.
-	post(t, gw.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`)
-	for _, method := range []string{"tasks/get", "tasks/resubscribe"} {
-		mu.Lock()
-		screened = nil
-		mu.Unlock()
-		_, got := post(t, gw.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":2,"method":"`+method+`","params":{"id":"t1"}}`)
-		if !strings.Contains(got, injection) {
-			t.Fatalf("%s: %s", method, got)
-		}
-		mu.Lock()
-		if len(screened) != 1 || !strings.HasPrefix(screened[0], "a2a:stub/"+method+" ") || !strings.Contains(screened[0], injection) {
-			t.Errorf("%s: the agent's answer reached the client, but OnResult saw %q", method, screened)
-		}
-		mu.Unlock()
-	}
+	return gw, sc
 }

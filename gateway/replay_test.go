@@ -120,15 +120,11 @@ func TestAttackResumedAnswerUnscreened(t *testing.T) {
 func hostileResumer(t *testing.T, answer string, hold bool, replay string) *httptest.Server {
 	t.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m *intercept.Message
-		if r.Method == http.MethodPost {
-			m, _ = intercept.DecodeMessage([]byte(readAll(r.Body)))
+		m, done := upInitialize(w, r)
+		if done {
+			return
 		}
 		switch {
-		case m != nil && m.Method == "initialize":
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set(hdrSession, "up-1")
-			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"u","version":"1"}}}`)
 		case m != nil && m.Kind == intercept.KindNotification:
 			w.WriteHeader(http.StatusAccepted)
 		case m != nil:
@@ -383,4 +379,20 @@ func TestReplayMemoryBounds(t *testing.T) {
 	if _, ok := r.take("5", later, nil); ok {
 		t.Error("a request reusing the id: the earlier one is still remembered")
 	}
+}
+
+// upInitialize reads the message POSTed to a test upstream (nil for a GET
+// or DELETE) and answers it when it is initialize, as a 2025-11-25 server
+// with session "up-1"; done reports that it did.
+func upInitialize(w http.ResponseWriter, r *http.Request) (m *intercept.Message, done bool) {
+	if r.Method == http.MethodPost {
+		m, _ = intercept.DecodeMessage([]byte(readAll(r.Body)))
+	}
+	if m != nil && m.Method == "initialize" {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set(hdrSession, "up-1")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"u","version":"1"}}}`)
+		return m, true
+	}
+	return m, false
 }

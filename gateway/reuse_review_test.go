@@ -43,16 +43,11 @@ func routingUpstream(t *testing.T, listed chan<- struct{}) *httptest.Server {
 		return `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + res + `}`
 	}
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m *intercept.Message
-		if r.Method == http.MethodPost {
-			m, _ = intercept.DecodeMessage([]byte(readAll(r.Body)))
+		m, done := upInitialize(w, r)
+		if done {
+			return
 		}
 		switch {
-		case m != nil && m.Method == "initialize":
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set(hdrSession, "up-1")
-			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"u","version":"1"}}}`)
-			return
 		case m == nil || m.Kind != intercept.KindRequest:
 			w.WriteHeader(http.StatusAccepted)
 			return
@@ -159,15 +154,11 @@ func eventStoreUpstream(t *testing.T) *httptest.Server {
 	var mu sync.Mutex
 	answers := map[string]string{} // by stream
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m *intercept.Message
-		if r.Method == http.MethodPost {
-			m, _ = intercept.DecodeMessage([]byte(readAll(r.Body)))
+		m, done := upInitialize(w, r)
+		if done {
+			return
 		}
 		switch {
-		case m != nil && m.Method == "initialize":
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set(hdrSession, "up-1")
-			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"u","version":"1"}}}`)
 		case m != nil && m.Kind != intercept.KindRequest:
 			w.WriteHeader(http.StatusAccepted)
 		case m != nil:
@@ -508,15 +499,11 @@ func TestAttackStrayErrorAfterList(t *testing.T) {
 func TestStrayErrorOnGetStreamClient(t *testing.T) {
 	sent := make(chan struct{})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m *intercept.Message
-		if r.Method == http.MethodPost {
-			m, _ = intercept.DecodeMessage([]byte(readAll(r.Body)))
+		m, done := upInitialize(w, r)
+		if done {
+			return
 		}
 		switch {
-		case m != nil && m.Method == "initialize":
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set(hdrSession, "up-1")
-			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"u","version":"1"}}}`)
 		case m != nil && m.Kind == intercept.KindRequest:
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}`)
