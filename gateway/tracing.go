@@ -132,7 +132,7 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 	// An HTTP server's JSON parser does not split lines, but the upstream
 	// may be a bridge that passes the body on to a line-framed server, so
 	// it gets the form every transport sends (see transport.Compact).
-	if body, err = transport.Compact(body); err != nil {
+	if body, err = transport.CompactValid(body); err != nil {
 		return nil, end, err
 	}
 	out, err = g.upstreamRequest(ctx, r, x.rt, x.sess, body)

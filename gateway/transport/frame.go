@@ -50,3 +50,31 @@ func Compact(msg []byte) ([]byte, error) {
 	}
 	return v, nil
 }
+
+// CompactValid is [Compact] for a msg already known to be exactly one
+// valid JSON value, as package intercept leaves what it decoded. A msg
+// that is already in compact form and all ASCII (most requests) is
+// returned as it is, not copied: nothing in it is JSON whitespace or a
+// line terminator to any framing. Anything else, or anything not as
+// promised (a control byte), goes through Compact.
+func CompactValid(msg []byte) ([]byte, error) {
+	inString := false
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		switch {
+		case c < 0x20 || c >= 0x80:
+			return Compact(msg)
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case !inString && c == ' ':
+			return Compact(msg)
+		}
+	}
+	if len(msg) == 0 || inString {
+		return Compact(msg)
+	}
+	return msg, nil
+}
+

@@ -204,3 +204,48 @@ func framePoster(t *testing.T, serve func(http.Handler) Dialer) (Conn, func() []
 	c := mustDial(t, serve(h))
 	return c, func() []byte { return <-bodies }
 }
+
+// TestCompactValid checks that CompactValid gives exactly what Compact
+// gives for valid JSON, taking the shortcut only where that is so.
+func TestCompactValid(t *testing.T) {
+	valid := []string{frameCall, `{"a":"x y","b":[1,2.5e3,true,null],"c":{"d":"\"} {\\"}}`, `"x"`, `1`, `[]`,
+		`{"s":"\\"}`, `{"s":"\" ","t":1}`}
+	for _, tt := range frameSmuggled {
+		valid = append(valid, tt.msg)
+	}
+	for _, msg := range valid {
+		want, err := Compact([]byte(msg))
+		if err != nil {
+			t.Fatalf("Compact(%q): %v", msg, err)
+		}
+		got, err := CompactValid([]byte(msg))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("CompactValid(%q) = %q, %v; want %q", msg, got, err, want)
+		}
+	}
+	for _, bad := range frameBad[:2] {
+		if got, err := CompactValid([]byte(bad)); err == nil {
+			t.Errorf("CompactValid(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+// FuzzCompactValid: for every valid JSON value, CompactValid and Compact
+// agree byte for byte.
+func FuzzCompactValid(f *testing.F) {
+	for _, tt := range frameSmuggled {
+		f.Add(tt.msg)
+	}
+	f.Add(frameCall)
+	f.Add(`{"a":"\\\" "}`)
+	f.Fuzz(func(t *testing.T, msg string) {
+		want, err := Compact([]byte(msg))
+		if err != nil {
+			return
+		}
+		got, err := CompactValid([]byte(msg))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("CompactValid(%q) = %q, %v; want %q", msg, got, err, want)
+		}
+	})
+}
