@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // Handler serves the approval admin API:
@@ -16,6 +18,12 @@ import (
 //	GET  /admin/approvals            every request, newest first
 //	GET  /admin/approvals/{id}       one request
 //	POST /admin/approvals/{id}       body {"action":"approve"|"decline","by":"alice"}
+//
+// Who decides is proven where it can be: when the request's context
+// carries a principal (intercept.WithPrincipal: the caller authenticated
+// with an admin JWT), its ID is recorded and "by" is ignored; otherwise
+// "by" is recorded as the caller says. Either way a decider that is the
+// held call's agent is refused with 403 (ErrSelfApproval).
 //
 // A POST must say Content-Type: application/json: a browser sends that
 // cross-origin only after a CORS preflight, which the handler never
@@ -62,8 +70,14 @@ func (s *Store) Handler(token string) http.Handler {
 			writeError(w, http.StatusBadRequest, ErrBadDecision)
 			return
 		}
-		req, err := s.Decide(r.PathValue("id"), approve, body.By)
+		by := body.By
+		if p := intercept.PrincipalFrom(r.Context()); p != nil {
+			by = p.ID // proven, not claimed
+		}
+		req, err := s.Decide(r.PathValue("id"), approve, by)
 		switch {
+		case errors.Is(err, ErrSelfApproval):
+			writeError(w, http.StatusForbidden, err)
 		case errors.Is(err, ErrNotFound):
 			writeError(w, http.StatusNotFound, err)
 		case errors.Is(err, ErrNotPending):

@@ -150,6 +150,9 @@ var (
 	ErrNotFound    = errors.New("approval: no such request")
 	ErrNotPending  = errors.New("approval: request is not pending")
 	ErrBadDecision = errors.New("approval: decision must be approve or decline")
+	// ErrSelfApproval refuses a decision whose decider is the agent whose
+	// call is held: an agent never answers its own approval.
+	ErrSelfApproval = errors.New("approval: the agent whose call is held cannot answer it; another operator must")
 )
 
 // CallHash binds an approval to one exact call under one policy version.
@@ -254,7 +257,9 @@ func (s *Store) Get(id string) (Request, error) {
 	return out, nil
 }
 
-// Decide approves or declines a pending request.
+// Decide approves or declines a pending request on behalf of by, who is
+// recorded with it. A by naming the request's agent gets ErrSelfApproval
+// and changes nothing.
 func (s *Store) Decide(id string, approve bool, by string) (Request, error) {
 	if err := s.lock(); err != nil {
 		return Request{}, s.unlock(err)
@@ -270,6 +275,13 @@ func (s *Store) Decide(id string, approve bool, by string) (Request, error) {
 			return Request{}, err
 		}
 		return out, ErrNotPending
+	}
+	if by != "" && by == r.Agent {
+		out := *r
+		if err := s.unlock(nil); err != nil {
+			return Request{}, err
+		}
+		return out, ErrSelfApproval
 	}
 	r.DecidedBy = by
 	if approve {

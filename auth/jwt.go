@@ -190,7 +190,7 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 		}
 		return nil
 	}
-	return verifiedToken{p: &intercept.Principal{ID: id, Method: ModeJWT, Claims: all, Check: check}, exp: exp, kid: kid, key: pub}, nil
+	return verifiedToken{p: &intercept.Principal{ID: id, Method: ModeJWT, Claims: all, Check: check, Expires: exp}, exp: exp, kid: kid, key: pub}, nil
 }
 
 // missingScopes returns the required scopes the token's scope (a space

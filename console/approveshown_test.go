@@ -19,7 +19,7 @@ var reviewCSRF = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
 
 func reviewConsole(t *testing.T, d Deps) (*httptest.Server, *http.Client, string) {
 	t.Helper()
-	d.SignIn = func(_ context.Context, tok string) (string, bool) { return "", tok == "t0k" }
+	d.SignIn = func(_ context.Context, tok string) (Credential, bool) { return Credential{}, tok == "t0k" }
 	c, err := New(d)
 	if err != nil {
 		t.Fatal(err)

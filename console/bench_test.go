@@ -61,7 +61,7 @@ func BenchmarkPages(b *testing.B) {
 		last, _ := st.Latest(ctx, audit.Filter{Type: telemetry.TypePolicyEnforced, Limit: 1})
 		txn = last[0].TxnID
 	}
-	c, err := New(Deps{Events: st, SignIn: func(context.Context, string) (string, bool) { return "", true }})
+	c, err := New(Deps{Events: st, SignIn: func(context.Context, string) (Credential, bool) { return Credential{}, true }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -65,10 +66,11 @@ type Deps struct {
 	Approvals *approval.Store
 	Inventory *inventory.Inventory
 	Recs      Recommender
-	// SignIn checks a sign-in token: the admin token (subject "") or an
-	// admin JWT, whose subject then names the operator in place of the
-	// name typed (proven, not claimed).
-	SignIn func(ctx context.Context, token string) (subject string, ok bool)
+	// SignIn checks a sign-in token: the admin token (a zero Credential)
+	// or an admin JWT, whose subject then names the operator in place of
+	// the name typed (proven, not claimed), and whose expiry and Check
+	// bound the session.
+	SignIn func(ctx context.Context, token string) (Credential, bool)
 	// RandomToken says the admin token was generated at random, not
 	// chosen, so nobody guesses it: an address throttled for wrong tokens
 	// may still sign in with the right one (an agent sending wrong tokens
@@ -90,6 +92,21 @@ type Deps struct {
 	// id); empty shows the id alone.
 	TraceURL string
 	Now      func() time.Time
+}
+
+// Credential is what a sign-in token proved.
+type Credential struct {
+	// Subject names the operator when the token proves who it is (an
+	// admin JWT's subject); "" for the shared admin token, where the
+	// operator is the name typed.
+	Subject string
+	// Expires is when the token stops holding (a JWT's exp): the session
+	// ends then if that is sooner than its own lifetime. Zero: never.
+	Expires time.Time
+	// Check, if set, reports why the token no longer holds (its signing
+	// key withdrawn, say), or nil. It is asked on every request of the
+	// session, which ends once it fails.
+	Check func() error
 }
 
 // Console serves /console/.
@@ -114,11 +131,13 @@ type failures struct {
 const maxFailures = 5
 
 type session struct {
+	id         string // the cookie's value, its key in Console.sessions
 	name, csrf string
 	// key is the session's path segment (/console/k/{key}/), which the
 	// cookie is scoped to.
 	key     string
 	expires time.Time
+	check   func() error // the sign-in credential's Check; nil: none
 }
 
 // base is the path under which s's pages are served.
@@ -293,13 +312,25 @@ func (c *Console) session(r *http.Request) *session {
 		return nil
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	s := c.sessions[ck.Value]
-	if s == nil || c.d.Now().After(s.expires) {
+	c.mu.Unlock()
+	if s == nil || !c.holds(s) {
+		c.mu.Lock()
 		delete(c.sessions, ck.Value)
+		c.mu.Unlock()
 		return nil
 	}
 	return s
+}
+
+// holds reports whether session s may still be used: not signed out, not
+// expired, and the credential it was opened with still holding (a session
+// lasts no longer than an admin JWT's exp or its signing key).
+func (c *Console) holds(s *session) bool {
+	c.mu.Lock()
+	in := c.sessions[s.id] == s
+	c.mu.Unlock()
+	return in && c.d.Now().Before(s.expires) && (s.check == nil || s.check() == nil)
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
@@ -358,10 +389,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		tooMany()
 		return
 	}
-	var subject string
+	var cred Credential
 	ok := false
 	if c.d.SignIn != nil && name != "" && len(name) <= 100 {
-		subject, ok = c.d.SignIn(r.Context(), token)
+		cred, ok = c.d.SignIn(r.Context(), token)
 	}
 	if ok && !throttled {
 		c.mu.Lock()
@@ -379,8 +410,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	method := "admin_token"
-	if subject != "" {
-		name, method = subject, "jwt"
+	if cred.Subject != "" {
+		name, method = cred.Subject, "jwt"
 	}
 	id := random()
 	c.mu.Lock()
@@ -390,11 +421,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			delete(c.sessions, k)
 		}
 	}
-	s := &session{name: name, csrf: random(), key: random(), expires: now.Add(sessionTTL)}
+	s := &session{id: id, name: name, csrf: random(), key: random(), expires: now.Add(sessionTTL), check: cred.Check}
+	if !cred.Expires.IsZero() && cred.Expires.Before(s.expires) {
+		s.expires = cred.Expires
+	}
 	c.sessions[id] = s
 	c.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: s.base() + "/", HttpOnly: true, Secure: r.TLS != nil,
-		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL / time.Second)})
+		SameSite: http.SameSiteStrictMode, MaxAge: max(int(s.expires.Sub(now)/time.Second), 1)})
 	c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "auth": method, "ok": true, "client": r.RemoteAddr}})
 	http.Redirect(w, r, s.base()+strings.TrimPrefix(safeNext(r.PostForm.Get("next")), "/console"), http.StatusSeeOther)
 }
@@ -531,7 +565,7 @@ func (c *Console) latest(ctx context.Context, f audit.Filter, n int, keep func(t
 }
 
 // feedStream sends each new decision the filter selects as an SSE event.
-func (c *Console) feedStream(w http.ResponseWriter, r *http.Request, _ *session) {
+func (c *Console) feedStream(w http.ResponseWriter, r *http.Request, s *session) {
 	if c.d.Events == nil {
 		http.Error(w, "no audit store", http.StatusNotFound)
 		return
@@ -548,6 +582,9 @@ func (c *Console) feedStream(w http.ResponseWriter, r *http.Request, _ *session)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	_ = c.d.Events.Tail(r.Context(), f, func(e telemetry.Event) error {
+		if !c.holds(s) {
+			return errSessionEnded // signed out, or its credential ended, since the stream opened
+		}
 		if shown["reason"] != "" && e.Reason != shown["reason"] {
 			return nil
 		}
@@ -566,6 +603,8 @@ func (c *Console) feedStream(w http.ResponseWriter, r *http.Request, _ *session)
 		return rc.Flush()
 	})
 }
+
+var errSessionEnded = errors.New("console: the session ended")
 
 func jsonString(s string) string {
 	var b strings.Builder
@@ -792,8 +831,12 @@ func done(w http.ResponseWriter, r *http.Request, to string, err error, what str
 		to = s.base() + strings.TrimPrefix(to, "/console")
 	}
 	if err != nil {
+		status := http.StatusConflict
+		if errors.Is(err, approval.ErrSelfApproval) {
+			status = http.StatusForbidden
+		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusConflict)
+		w.WriteHeader(status)
 		fmt.Fprintf(w, "%s: %v\n", what, err)
 		return
 	}

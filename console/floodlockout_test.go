@@ -21,8 +21,8 @@ import (
 // flood goes on. Before 2c6fba4 the flood cleared the table instead.
 func TestFloodDoesNotLockOutLoopback(t *testing.T) {
 	now := time.Unix(1e9, 0)
-	c, err := New(Deps{Now: func() time.Time { return now }, SignIn: func(_ context.Context, tok string) (string, bool) {
-		return "", tok == "t0k"
+	c, err := New(Deps{Now: func() time.Time { return now }, SignIn: func(_ context.Context, tok string) (Credential, bool) {
+		return Credential{}, tok == "t0k"
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func TestAgentLocksOperatorOut(t *testing.T) {
 		{strong, true, http.StatusOK},
 		{"t0k", false, http.StatusTooManyRequests},
 	} {
-		c, err := New(Deps{RandomToken: tt.strong, SignIn: func(_ context.Context, tok string) (string, bool) { return "", tok == tt.token }})
+		c, err := New(Deps{RandomToken: tt.strong, SignIn: func(_ context.Context, tok string) (Credential, bool) { return Credential{}, tok == tt.token }})
 		if err != nil {
 			t.Fatal(err)
 		}

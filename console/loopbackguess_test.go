@@ -21,9 +21,9 @@ import (
 // local agent the console's threat model is about.
 func TestLoopbackAddressesDodgeThrottle(t *testing.T) {
 	var checked atomic.Int32
-	c, err := New(Deps{SignIn: func(_ context.Context, tok string) (string, bool) {
+	c, err := New(Deps{SignIn: func(_ context.Context, tok string) (Credential, bool) {
 		checked.Add(1)
-		return "", tok == "t0k"
+		return Credential{}, tok == "t0k"
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 // session, or no key, sends the browser to sign in, and a form posted
 // there is refused even with the right CSRF token.
 func TestSessionPathKey(t *testing.T) {
-	c, err := New(Deps{SignIn: func(_ context.Context, tok string) (string, bool) { return "", tok == "t0k" }})
+	c, err := New(Deps{SignIn: func(_ context.Context, tok string) (Credential, bool) { return Credential{}, tok == "t0k" }})
 	if err != nil {
 		t.Fatal(err)
 	}

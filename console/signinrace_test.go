@@ -18,10 +18,10 @@ import (
 // checked (an admin JWT check can take a JWKS fetch).
 func TestSignInThrottleRace(t *testing.T) {
 	var checked atomic.Int32
-	c, err := New(Deps{SignIn: func(ctx context.Context, tok string) (string, bool) {
+	c, err := New(Deps{SignIn: func(ctx context.Context, tok string) (Credential, bool) {
 		checked.Add(1)
 		time.Sleep(50 * time.Millisecond) // a JWT verification / JWKS round trip
-		return "", tok == "secret"
+		return Credential{}, tok == "secret"
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -22,9 +22,9 @@ import (
 func TestThrottleFloodOfAddresses(t *testing.T) {
 	var checked atomic.Int32
 	now := time.Unix(1e9, 0)
-	c, err := New(Deps{Now: func() time.Time { return now }, SignIn: func(_ context.Context, tok string) (string, bool) {
+	c, err := New(Deps{Now: func() time.Time { return now }, SignIn: func(_ context.Context, tok string) (Credential, bool) {
 		checked.Add(1)
-		return "", tok == "t0k"
+		return Credential{}, tok == "t0k"
 	}})
 	if err != nil {
 		t.Fatal(err)

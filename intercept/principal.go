@@ -1,9 +1,13 @@
 package intercept
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Principal is an authenticated caller: who presented a valid credential
-// on the agents' listener (package auth). When a request carries one, it
+// on the agents' listener (package auth), or on the admin listener an
+// operator proven by an admin JWT. When an agent's request carries one, it
 // is the agent: route memory, manifests, approvals and events are keyed
 // by ID, whatever name the client gives itself. A Principal is built once
 // per request and not changed afterwards, so it may be read concurrently.
@@ -26,6 +30,9 @@ type Principal struct {
 	// connection that outlives the request that opened it (/ws, /sse)
 	// asks it before each message it takes from the client.
 	Check func() error `json:"-"`
+	// Expires is when the credential stops holding (a JWT's exp); zero
+	// means it has no expiry of its own.
+	Expires time.Time `json:"-"`
 }
 
 type principalKey struct{}

@@ -25,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/auth"
 	"github.com/sluicehq/sluice/console"
+	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/throttle"
 )
 
@@ -96,44 +97,51 @@ func (a *adminGuard) attempt(client string) (throttled bool, ok func()) {
 }
 
 // authorized reports whether r carries the admin token or, with
-// admin_jwt, a JWT with the admin role.
-func (a *adminGuard) authorized(r *http.Request, want []byte) bool {
+// admin_jwt, a JWT with the admin role; p is then the JWT's principal
+// (nil for the admin token, which proves no one in particular).
+func (a *adminGuard) authorized(r *http.Request, want []byte) (p *intercept.Principal, ok bool) {
 	h := r.Header.Get("Authorization")
 	if subtle.ConstantTimeCompare([]byte(h), want) == 1 {
-		return true
+		return nil, true
 	}
 	if a.jwt == nil || len(r.Header.Values("Authorization")) != 1 {
-		return false
+		return nil, false
 	}
 	tok, ok := strings.CutPrefix(h, "Bearer ")
-	return ok && a.tokenOK(r.Context(), tok)
+	if !ok {
+		return nil, false
+	}
+	return a.check(r.Context(), tok)
 }
 
-// tokenOK reports whether tok is the admin token or, with admin_jwt, a
-// JWT with the admin role.
-func (a *adminGuard) tokenOK(ctx context.Context, tok string) bool {
-	_, ok := a.signIn(ctx, tok)
-	return ok
+// check reports whether tok is the admin token or, with admin_jwt, a JWT
+// with the admin role, whose principal p then is.
+func (a *adminGuard) check(ctx context.Context, tok string) (p *intercept.Principal, ok bool) {
+	if tok == "" || len(tok) > 8192 {
+		return nil, false
+	}
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(a.token)) == 1 {
+		return nil, true
+	}
+	if a.jwt == nil {
+		return nil, false
+	}
+	p, err := a.jwt.Authenticate(ctx, tok)
+	if err != nil || p == nil {
+		return nil, false
+	}
+	return p, true
 }
 
 // signIn checks a console sign-in: the admin token (who signs in is then
 // only the name they give) or an admin JWT, whose principal is who signs
-// in, whatever name is typed.
-func (a *adminGuard) signIn(ctx context.Context, tok string) (subject string, ok bool) {
-	if tok == "" || len(tok) > 8192 {
-		return "", false
+// in, whatever name is typed, for no longer than the JWT holds.
+func (a *adminGuard) signIn(ctx context.Context, tok string) (console.Credential, bool) {
+	p, ok := a.check(ctx, tok)
+	if !ok || p == nil {
+		return console.Credential{}, ok
 	}
-	if subtle.ConstantTimeCompare([]byte(tok), []byte(a.token)) == 1 {
-		return "", true
-	}
-	if a.jwt == nil {
-		return "", false
-	}
-	p, err := a.jwt.Authenticate(ctx, tok)
-	if err != nil || p == nil {
-		return "", false
-	}
-	return p.ID, true
+	return console.Credential{Subject: p.ID, Expires: p.Expires, Check: p.Check}, true
 }
 
 func (a *adminGuard) wrap(next http.Handler) http.Handler {
@@ -142,40 +150,53 @@ func (a *adminGuard) wrap(next http.Handler) http.Handler {
 		switch {
 		case !hostAllowed(a.hosts, r.Host):
 			adminError(w, http.StatusForbidden, "host "+r.Host+" is not allowed (see admin_allowed_hosts)")
+			return
 		case !originAllowed(a.origins, r.Header.Get("Origin")):
 			adminError(w, http.StatusForbidden, "origin "+r.Header.Get("Origin")+" is not allowed (see admin_allowed_origins)")
+			return
 		case a.console != nil && strings.HasPrefix(r.URL.Path, "/console/"):
 			// The console signs operators in itself (a session cookie) and
 			// checks a CSRF token on every form.
 			a.console.ServeHTTP(w, r)
-		case !(a.openMetrics && r.URL.Path == "/metrics") && !a.admitted(w, r, want):
-		case r.Method != http.MethodGet && r.Method != http.MethodHead && !approval.IsJSON(r):
-			adminError(w, http.StatusUnsupportedMediaType, "send JSON with Content-Type: application/json")
-		default:
-			next.ServeHTTP(w, r)
+			return
 		}
+		if !(a.openMetrics && r.URL.Path == "/metrics") {
+			p, ok := a.admitted(w, r, want)
+			if !ok {
+				return
+			}
+			// An admin JWT's subject is who acts (an approval's decider),
+			// whatever a body claims.
+			r = r.WithContext(intercept.WithPrincipal(r.Context(), p))
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !approval.IsJSON(r) {
+			adminError(w, http.StatusUnsupportedMediaType, "send JSON with Content-Type: application/json")
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 
 // admitted reports whether r carries the admin credential, answering for
 // it when it does not: 401, or 429 once its address has sent too many
-// wrong ones this minute.
-func (a *adminGuard) admitted(w http.ResponseWriter, r *http.Request, want []byte) bool {
+// wrong ones this minute. p is an admin JWT's principal (nil for the
+// admin token).
+func (a *adminGuard) admitted(w http.ResponseWriter, r *http.Request, want []byte) (p *intercept.Principal, admitted bool) {
 	if r.Header.Get("Authorization") == "" {
 		adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
-		return false // no credential: no guess to count
+		return nil, false // no credential: no guess to count
 	}
 	throttled, ok := a.attempt(throttle.Guesser(r.RemoteAddr))
 	if throttled && !a.random {
 		w.Header().Set("Retry-After", "60")
 		adminError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address: wait a minute")
-		return false
+		return nil, false
 	}
-	if a.authorized(r, want) {
+	if p, good := a.authorized(r, want); good {
 		if ok != nil {
 			ok()
 		}
-		return true
+		return p, true
 	}
 	if throttled {
 		// A token nobody guesses is still checked (an agent sending wrong
@@ -183,10 +204,10 @@ func (a *adminGuard) admitted(w http.ResponseWriter, r *http.Request, want []byt
 		// out); a wrong one is refused as throttled.
 		w.Header().Set("Retry-After", "60")
 		adminError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address: wait a minute")
-		return false
+		return nil, false
 	}
 	adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
-	return false
+	return nil, false
 }
 
 func adminError(w http.ResponseWriter, status int, msg string) {

@@ -31,7 +31,7 @@ import (
 func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlagSet("approvals")
 	ac := adminFlags(fs)
-	by := fs.String("by", osUser(), "who decides, recorded with the decision")
+	by := fs.String("by", osUser(), "who decides, recorded with the decision (with an admin JWT as --token, its subject is recorded instead)")
 	if len(args) == 0 {
 		return usageErrorf("approvals: want list, approve ID or decline ID")
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/inventory"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/recommend"
@@ -272,6 +273,9 @@ func (rc *recommender) Run(ctx context.Context) ([]recommend.Record, error) { re
 //	GET  /admin/recommendations/{id}            one, with the diff approving it would make
 //	POST /admin/recommendations/{id}/approve    {"by": "alice"}
 //	POST /admin/recommendations/{id}/decline    {"by": "alice", "reason": "NOT_NEEDED"}
+//
+// A caller authenticated by an admin JWT is recorded as its subject, and
+// "by" is ignored.
 func (rc *recommender) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/recommendations", func(w http.ResponseWriter, r *http.Request) {
@@ -294,6 +298,9 @@ func (rc *recommender) handler() http.Handler {
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&body); err != nil {
 			adminError(w, http.StatusBadRequest, "body: "+err.Error())
 			return
+		}
+		if p := intercept.PrincipalFrom(r.Context()); p != nil {
+			body.By = p.ID // an admin JWT's subject: proven, not claimed
 		}
 		switch r.PathValue("action") {
 		case "approve":
