@@ -216,3 +216,33 @@ rules:
 		}
 	}
 }
+
+// Arguments are one JSON value: a decoder error after it (a stray comma,
+// a bracket) is data after the value too, not the end of the input, or
+// `{"path": "/tmp"},{"path": "/etc/shadow"}` is decided on its first
+// object while a reader that splits on the comma, or repairs the text,
+// sees another.
+func TestAttackArgsTrailingGarbage(t *testing.T) {
+	p := atkCompile(t, `
+default: deny
+rules:
+  - {id: tmp, when: 'args.path.startsWith("/tmp/")', decision: allow}
+`)
+	for _, raw := range []string{
+		`{"path": "/tmp/x"},`,
+		`{"path": "/tmp/x"},{"path": "/etc/shadow"}`,
+		`{"path": "/tmp/x"}]`,
+		`{"path": "/tmp/x"}}`,
+	} {
+		d := call("t")
+		d.Parameters = jsontext.Value(raw)
+		if got, _ := p.Decide(context.Background(), d); got.Verdict != intercept.Deny || got.Reason != intercept.ReasonPolicyError {
+			t.Errorf("%s: got %s/%s, want deny/policy_error", raw, got.Verdict, got.Reason)
+		}
+	}
+	d := call("t")
+	d.Parameters = jsontext.Value("{\"path\": \"/tmp/x\"} \n")
+	if got, _ := p.Decide(context.Background(), d); got.Verdict != intercept.Allow {
+		t.Errorf("trailing white space: got %s/%s, want allow", got.Verdict, got.Reason)
+	}
+}

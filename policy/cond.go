@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -52,7 +53,14 @@ import (
 // type(args.amount) == int && args.amount > 1000`. And since a Go upstream
 // matches member names case-insensitively, arguments holding a name that
 // differs only in case from one the condition reads (PATH where it reads
-// args.path) make it fail too, whether or not the name itself is there.
+// args.path) make it fail too, whether or not the name itself is there —
+// also a key it tests while iterating an object (TargetDir where it asks
+// args.exists(k, k == "targetDir"); see keys.go). Arguments must be one
+// JSON value: anything after it but white space fails.
+//
+// Besides CEL's standard functions and the strings extension, a condition
+// may call path_clean, url_host and email_domain (see funcs.go) to compare
+// a path, a URL's host or an address's domain as the upstream reads them.
 
 // DefaultCostLimit is the CEL cost limit of a condition when
 // Options.CostLimit is zero. A condition that exceeds it (say by iterating
@@ -71,6 +79,7 @@ func newCELEnv() (*cel.Env, error) {
 		cel.Variable("principal", cel.MapType(cel.StringType, cel.DynType)),
 		cel.CrossTypeNumericComparisons(true),
 		ext.Strings(),
+		celFuncs(),
 	)
 }
 
@@ -93,68 +102,36 @@ type condition struct {
 // readSet is the member names a condition reads: where in args (at: the
 // path of the object holding each name, "" for args itself, members
 // joined by NUL), and those read through something else, such as a
-// comprehension's variable (anywhere: they may be in any object).
+// comprehension's variable (anywhere: they may be in any object). keys
+// and anyKeys are how a condition tests the keys of objects it iterates
+// (args.exists(k, k == "targetDir")): at a path, or in any object.
 type readSet struct {
 	at       map[string][]string // path of the holding object -> names read there
 	inner    map[string]bool     // paths of the objects on the way to a name
 	anywhere map[string]bool
+	keys     map[string][]keyTest // path of an iterated object -> tests of its keys
+	anyKeys  []keyTest
 }
 
 // readNames returns the member names a condition reads — by field
 // selection (args.path, has(args.opts.force), x.path in a comprehension),
-// constant index (args["path"]) or `"path" in args`; those of principal
-// and classification, which the gateway builds, are left out. nil: none.
-func readNames(e ast.Expr) (reads *readSet) {
-	add := func(name string, operand ast.Expr) {
-		var path []string // from args to the object holding name, reversed
-		root := ""
-	walk:
-		for {
-			switch operand.Kind() {
-			case ast.SelectKind:
-				path = append(path, operand.AsSelect().FieldName())
-				operand = operand.AsSelect().Operand()
-				continue
-			case ast.CallKind:
-				if c := operand.AsCall(); (c.FunctionName() == operators.Index || c.FunctionName() == operators.OptIndex || c.FunctionName() == operators.OptSelect) && len(c.Args()) == 2 {
-					k, ok := "", false
-					if lit := c.Args()[1]; lit.Kind() == ast.LiteralKind {
-						k, ok = lit.AsLiteral().Value().(string)
-					}
-					if !ok {
-						path = append(path, "\x01") // an element or computed key: no known path
-					} else {
-						path = append(path, k)
-					}
-					operand = c.Args()[0]
-					continue
-				}
-			case ast.IdentKind:
-				root = operand.AsIdent()
-				if root == "principal" || root == "classification" {
-					return
-				}
-			}
-			break walk
-		}
-		if reads == nil {
-			reads = &readSet{at: map[string][]string{}, inner: map[string]bool{}, anywhere: map[string]bool{}}
-		}
-		slices.Reverse(path)
-		if root != "args" || slices.Contains(path, "\x01") {
-			reads.anywhere[name] = true
-			return
-		}
-		at := strings.Join(path, "\x00")
-		reads.at[at] = append(reads.at[at], name)
-		for i := range path {
-			reads.inner[strings.Join(path[:i+1], "\x00")] = true
-		}
-	}
-	ast.PostOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+// constant index (args["path"]), `"path" in args`, or a comprehension
+// over a list of names (["path", "dest"].exists(n, n in args)) — and how
+// it tests the keys of the objects it iterates (see keys.go); those of
+// principal and classification, which the gateway builds, are left out.
+// nil: none.
+func readNames(a *ast.AST) *readSet {
+	b := &readBuilder{a: a}
+	ast.PostOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
 		switch e.Kind() {
+		case ast.LiteralKind:
+			if s, ok := e.AsLiteral().Value().(string); ok && s != "" {
+				b.lits = append(b.lits, s)
+			}
 		case ast.SelectKind:
-			add(e.AsSelect().FieldName(), e.AsSelect().Operand())
+			b.add(e.AsSelect().FieldName(), e.AsSelect().Operand())
+		case ast.ComprehensionKind:
+			b.comprehension(e.AsComprehension())
 		case ast.CallKind:
 			c := e.AsCall()
 			if len(c.Args()) != 2 {
@@ -162,21 +139,104 @@ func readNames(e ast.Expr) (reads *readSet) {
 			}
 			switch c.FunctionName() {
 			case operators.Index, operators.OptIndex, operators.OptSelect:
-				if k := c.Args()[1]; k.Kind() == ast.LiteralKind {
-					if name, ok := k.AsLiteral().Value().(string); ok {
-						add(name, c.Args()[0])
-					}
+				if name, ok := stringLit(c.Args()[1]); ok {
+					b.add(name, c.Args()[0])
 				}
 			case operators.In:
-				if k := c.Args()[0]; k.Kind() == ast.LiteralKind {
-					if name, ok := k.AsLiteral().Value().(string); ok {
-						add(name, c.Args()[1])
-					}
+				if name, ok := stringLit(c.Args()[0]); ok {
+					b.add(name, c.Args()[1])
 				}
 			}
 		}
 	}))
-	return reads
+	b.finish()
+	return b.rs
+}
+
+// readBuilder collects a readSet.
+type readBuilder struct {
+	a    *ast.AST
+	rs   *readSet
+	lits []string // every string literal of the condition
+	// opaque are the iterated objects whose keys the condition uses in
+	// ways keyUses does not follow: path, or anyPath for any object.
+	opaque []string
+}
+
+func (b *readBuilder) set() *readSet {
+	if b.rs == nil {
+		b.rs = &readSet{at: map[string][]string{}, inner: map[string]bool{}, anywhere: map[string]bool{}, keys: map[string][]keyTest{}}
+	}
+	return b.rs
+}
+
+// anyPath stands for "any object" where a path is expected.
+const anyPath = "\x01"
+
+// argsPath returns the path in args of the value operand denotes, or
+// anyPath when no path names it (an element, a computed key, a
+// comprehension's variable, a function's result); ok is false for the
+// values the gateway builds, principal and classification.
+func argsPath(operand ast.Expr) (at string, ok bool) {
+	var path []string // from args to the value, reversed
+	for {
+		switch operand.Kind() {
+		case ast.SelectKind:
+			path = append(path, operand.AsSelect().FieldName())
+			operand = operand.AsSelect().Operand()
+			continue
+		case ast.CallKind:
+			if c := operand.AsCall(); (c.FunctionName() == operators.Index || c.FunctionName() == operators.OptIndex || c.FunctionName() == operators.OptSelect) && len(c.Args()) == 2 {
+				k, ok := stringLit(c.Args()[1])
+				if !ok {
+					k = anyPath
+				}
+				path = append(path, k)
+				operand = c.Args()[0]
+				continue
+			}
+		case ast.IdentKind:
+			switch operand.AsIdent() {
+			case "principal", "classification":
+				return "", false
+			case "args":
+				if slices.Contains(path, anyPath) {
+					return anyPath, true
+				}
+				slices.Reverse(path)
+				return strings.Join(path, "\x00"), true
+			}
+		}
+		return anyPath, true
+	}
+}
+
+// add records that the condition reads name in the object operand.
+func (b *readBuilder) add(name string, operand ast.Expr) {
+	at, ok := argsPath(operand)
+	if !ok {
+		return
+	}
+	rs := b.set()
+	if at == anyPath {
+		rs.anywhere[name] = true
+		return
+	}
+	rs.at[at] = append(rs.at[at], name)
+	b.inner(at)
+}
+
+// inner marks the objects on the way to the object at path at.
+func (b *readBuilder) inner(at string) {
+	if at == "" {
+		return
+	}
+	for i := range len(at) {
+		if at[i] == 0 {
+			b.rs.inner[at[:i]] = true
+		}
+	}
+	b.rs.inner[at] = true
 }
 
 // caseVariant returns an error when args holds, where the condition reads
@@ -190,17 +250,28 @@ func (c *condition) caseVariant(args any) error {
 }
 
 func (rs *readSet) variant(v any, at string, known bool) error {
-	if !known && len(rs.anywhere) == 0 {
+	if !known && len(rs.anywhere) == 0 && len(rs.anyKeys) == 0 {
 		// Nothing read here or below: not walked (once per rule, on
 		// arguments the agent chooses).
 		return nil
 	}
 	switch v := v.(type) {
 	case map[string]any:
+		var names []string
+		var keys []keyTest
+		if known {
+			names, keys = rs.at[at], rs.keys[at]
+		}
 		for k, x := range v {
-			var names []string
-			if known {
-				names = rs.at[at]
+			for i := range keys {
+				if keys[i].passesOver(k) {
+					return keyVariantErr(k, &keys[i])
+				}
+			}
+			for i := range rs.anyKeys {
+				if rs.anyKeys[i].passesOver(k) {
+					return keyVariantErr(k, &rs.anyKeys[i])
+				}
 			}
 			for _, n := range names {
 				if k != n && strings.EqualFold(k, n) {
@@ -373,7 +444,7 @@ func compileCondition(env *cel.Env, src string, costLimit uint64) (*condition, e
 		return nil, err
 	}
 	c := &condition{src: src, prg: prg, static: true}
-	c.reads = readNames(checked.NativeRep().Expr())
+	c.reads = readNames(checked.NativeRep())
 	for _, ref := range checked.NativeRep().ReferenceMap() {
 		switch ref.Name {
 		case "classification":
@@ -498,7 +569,9 @@ func decodeArgs(raw jsontext.Value) (map[string]any, error) {
 		// condition on "amount" must not pass while it reads "AMOUNT".
 		return nil, fmt.Errorf("the tool arguments cannot be read: %s", why)
 	}
-	if _, err := dec.ReadToken(); err == nil {
+	if _, err := dec.ReadToken(); err != io.EOF {
+		// A token, or a syntax error (a stray comma or bracket): either
+		// way not the end of the one value.
 		return nil, fmt.Errorf("the tool arguments cannot be read: data after the value")
 	}
 	switch v := v.(type) {
