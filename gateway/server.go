@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/gateway/transport"
@@ -48,6 +49,7 @@ type Gateway struct {
 	stateless map[string]*statelessBridge     // bridged route name -> shared 2026-07-28 connection
 	virtual   map[string]*aggregator          // virtual server name ("" for /mcp) -> its handler
 	withheld  *withheldTasks                  // messages about another's task not delivered
+	exchanges atomic.Uint64                   // numbers the POSTs (exchange.seq)
 
 	ctx    context.Context // ends with Close; parent of every session
 	cancel context.CancelFunc

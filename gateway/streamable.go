@@ -89,6 +89,10 @@ type exchange struct {
 	// virtual is the virtual server's session this exchange is an inner
 	// request of (aggregate.go), "" for none: the session policy sees.
 	virtual string
+	// seq numbers the exchange in the gateway: without a session, its
+	// requests' answers are told from another client's by it
+	// (intercept.CallContext.Exchange).
+	seq uint64
 }
 
 // callContext is what the interceptor is told about x.
@@ -101,6 +105,8 @@ func (x *exchange) callContext() intercept.CallContext {
 		cc.SessionID = x.virtual
 	case x.sess != nil:
 		cc.SessionID = x.sess.id
+	default:
+		cc.Exchange = strconv.FormatUint(x.seq, 10)
 	}
 	if x.sess != nil && x.sess.bridge != nil {
 		cc.TaskScope = x.sess.id // its own upstream process
@@ -150,7 +156,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, err)
 		return
 	}
-	x := &exchange{rt: rt, msgs: msgs, batch: batch, body: body, client: clientAddr(r), principal: intercept.PrincipalFrom(r.Context())}
+	x := &exchange{rt: rt, msgs: msgs, batch: batch, body: body, client: clientAddr(r), principal: intercept.PrincipalFrom(r.Context()), seq: g.exchanges.Add(1)}
 	x.virtual, _ = r.Context().Value(virtualSessionKey{}).(string)
 	x.streams = strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	var firstID jsontext.Value

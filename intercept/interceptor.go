@@ -18,9 +18,16 @@ import (
 // CallContext is what the transport knows about where a message came from
 // and where it goes.
 type CallContext struct {
-	Upstream        string // configured upstream name
-	Target          string // upstream URL or stdio command line
-	SessionID       string // the gateway's session id, if any
+	Upstream  string // configured upstream name
+	Target    string // upstream URL or stdio command line
+	SessionID string // the gateway's session id, if any
+	// Exchange tells apart requests that belong to no session (MCP
+	// 2026-07-28 stateless ones): a value unique to the client's request,
+	// so that the answers of two clients with one agent name sending the
+	// same JSON-RPC id at once are never taken for each other's (the
+	// requestState each is issued, the result each is scanned with).
+	// "" in a session, where an id is the session's.
+	Exchange        string
 	Agent           string // agent identity as far as known
 	ProtocolVersion string // negotiated or declared MCP version
 	// Principal is the authenticated caller, nil when there is none; the
@@ -546,6 +553,8 @@ func (i *Interceptor) pendingCalls() *lru.Cache[string, *ActionDescriptor] {
 	return i.calls
 }
 
+// resultKey names the answer to the request id of the client of cc: in
+// its session, or in its exchange when it has none.
 func resultKey(cc CallContext, id string) string {
-	return cc.Upstream + "\x00" + cc.SessionID + "\x00" + cc.Agent + "\x00" + id
+	return cc.Upstream + "\x00" + cc.SessionID + "\x00" + cc.Exchange + "\x00" + cc.Agent + "\x00" + id
 }

@@ -190,7 +190,14 @@ func (i *Interceptor) checkRequestState(ctx context.Context, m *Message, cc Call
 	key := stateBinding(ctx, m, cc) + "\x00" + s
 	known, _ := i.stateTable().Owns(key, "")
 	if !known && i.shares(cc) {
-		if _, ok, err := i.Tasks.Owner(ctx, sharedStateKey(key)); err == nil && ok {
+		_, ok, err := i.Tasks.Owner(ctx, sharedStateKey(key))
+		if err != nil {
+			// Not known to be forged: the client is told to try again,
+			// not to start its round trip over. The store's error (an
+			// address, say) is the operator's, in the store's log.
+			return ErrorResponse(m.ID, &WireError{Code: CodeInternalError, Message: "requestState not checked: it was not issued through this replica, and the store the replicas share issued states in did not answer; the request was not forwarded; send it again"})
+		}
+		if ok {
 			i.states.ContainsOrAdd(key, "")
 			known = true
 		}

@@ -64,8 +64,13 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		opts := redisstore.Options{URL: rm.RedisURL, KeyPrefix: rm.KeyPrefix, TTL: rm.TTL, Timeout: rm.Timeout}
 		if cfg.DataDir != "" {
 			// So that a Redis that lost its data while no gateway ran is
-			// noticed at start.
-			opts.EpochFile = filepath.Join(cfg.DataDir, redisstore.EpochFileName)
+			// noticed at start. Made now: on a first start nothing else
+			// has made it yet, and the epoch must be noted.
+			dir, err := cfg.dataDir()
+			if err != nil {
+				return nil, err
+			}
+			opts.EpochFile = filepath.Join(dir, redisstore.EpochFileName)
 		}
 		rs, err := redisstore.New(ctx, opts)
 		if err != nil {

@@ -66,7 +66,9 @@ type Options struct {
 	// value it last saw. Redis may lose its data while no gateway runs (a
 	// restart without persistence); a start that finds the key gone, or
 	// started over since, then counts as a loss like one seen while
-	// running, rather than as a server that never had any memory.
+	// running, rather than as a server that never had any memory. New
+	// fails (EpochFileError) when it cannot read the file or note the
+	// epoch in it: its directory must exist and be writable.
 	EpochFile string
 }
 
@@ -102,15 +104,27 @@ const (
 // "session:", so it is none of them.
 func (s *Store) epochKey() string { return s.prefix + "epoch" }
 
-// adopt records epoch, the epoch key's value, as the one seen.
-func (s *Store) adopt(epoch string) {
+// adopt records epoch, the epoch key's value, as the one seen, and notes
+// it in the epoch file for the next start. The note's error is returned,
+// with epoch taken as seen all the same: while running, a note that could
+// not be written leaves the file with the value it had, which the next
+// start finds changed and counts as a loss, so the lookup goes on; at
+// start (startEpoch), with nothing noted yet, it is fatal.
+func (s *Store) adopt(epoch string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var err error
 	if epoch != s.epoch && s.epochFile != "" {
-		// Noted for the next start; a failure only costs noticing a loss
-		// while no gateway runs, so it is not an error of this lookup.
-		_ = writeFileAtomic(s.epochFile, []byte(epoch+"\n"))
+		if werr := writeFileAtomic(s.epochFile, []byte(epoch+"\n")); werr != nil {
+			err = &EpochFileError{Name: s.epochFile, Err: werr}
+		}
 	}
+	s.take(epoch)
+	return err
+}
+
+// take records epoch as the one seen. Callers hold s.mu.
+func (s *Store) take(epoch string) {
 	s.epoch = epoch
 	if strings.HasPrefix(epoch, epochAccepted) {
 		s.lostAt = time.Time{}
@@ -163,11 +177,26 @@ func (s *Store) checkEpoch(ctx context.Context, got *string) (time.Time, error) 
 		}
 		s.mu.Unlock()
 	}
-	s.adopt(*got)
+	_ = s.adopt(*got) // the file keeps an older epoch: see adopt
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lostAt, nil
 }
+
+// EpochFileError is a failure to read or note the epoch in
+// Options.EpochFile at start: New refuses to start rather than run with
+// no record of what Redis held, which would let a loss of its data while
+// no gateway runs go unnoticed (every agent clean again).
+type EpochFileError struct {
+	Name string // the file
+	Err  error
+}
+
+func (e *EpochFileError) Error() string {
+	return fmt.Sprintf("route memory epoch file %s: %v (it records what Redis held, so that a loss of its data while no gateway runs is noticed; free space or make data_dir writable)", e.Name, e.Err)
+}
+
+func (e *EpochFileError) Unwrap() error { return e.Err }
 
 var (
 	_ policy.Store    = (*Store)(nil)
@@ -217,6 +246,9 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if err := s.startEpoch(ctx); err != nil {
 		s.rdb.Close()
+		if fe := (*EpochFileError)(nil); errors.As(err, &fe) {
+			return nil, fmt.Errorf("route memory: %w", err)
+		}
 		return nil, fmt.Errorf("route memory: redis at %s: %w", ro.Addr, err)
 	}
 	return s, nil
@@ -224,18 +256,23 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 
 // startEpoch adopts the epoch key's value, writing a fresh one if it is
 // missing. With an epoch file holding what an earlier run saw, a missing
-// or changed key is a loss (checkEpoch), not a fresh start.
+// or changed key is a loss (checkEpoch), not a fresh start. The file must
+// end up holding the key's value (EpochFileError): a run that noted
+// nothing would take a Redis that lost its data before the next start
+// as new.
 func (s *Store) startEpoch(ctx context.Context) error {
 	var prev []byte
 	if s.epochFile != "" {
 		b, err := os.ReadFile(s.epochFile)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("route memory epoch file: %w", err)
+			return &EpochFileError{Name: s.epochFile, Err: err}
 		}
 		prev = bytes.TrimSpace(b)
 	}
 	if len(prev) > 0 {
-		s.adopt(string(prev))
+		s.mu.Lock()
+		s.take(string(prev)) // as the file holds it: nothing to note
+		s.mu.Unlock()
 		got, err := s.rdb.Get(ctx, s.epochKey()).Result()
 		var cur *string
 		switch {
@@ -244,8 +281,10 @@ func (s *Store) startEpoch(ctx context.Context) error {
 		case !errors.Is(err, redis.Nil):
 			return err
 		}
-		_, err = s.checkEpoch(ctx, cur)
-		return err
+		if _, err = s.checkEpoch(ctx, cur); err != nil {
+			return err
+		}
+		return s.noted()
 	}
 	if err := s.rdb.SetNX(ctx, s.epochKey(), epochFresh+strconv.FormatInt(time.Now().UnixNano(), 10), 0).Err(); err != nil {
 		return err
@@ -254,7 +293,24 @@ func (s *Store) startEpoch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.adopt(epoch)
+	return s.adopt(epoch)
+}
+
+// noted checks at start that the epoch file holds the epoch adopted, and
+// writes it if it does not (checkEpoch goes on past a failed write).
+func (s *Store) noted() error {
+	if s.epochFile == "" {
+		return nil
+	}
+	s.mu.Lock()
+	epoch := s.epoch
+	s.mu.Unlock()
+	if b, err := os.ReadFile(s.epochFile); err == nil && string(bytes.TrimSpace(b)) == epoch {
+		return nil
+	}
+	if err := writeFileAtomic(s.epochFile, []byte(epoch+"\n")); err != nil {
+		return &EpochFileError{Name: s.epochFile, Err: err}
+	}
 	return nil
 }
 

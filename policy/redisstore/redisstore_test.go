@@ -3,11 +3,13 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/fulldisk"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/policy/storetest"
@@ -275,4 +277,91 @@ func TestDataLossWhileStoppedNoticed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEpochFileUnwritable: the epoch file is what lets a start notice that
+// Redis lost its data while no gateway ran (TestDataLossWhileStoppedNoticed).
+// A store whose first note of the epoch could not be written (a full disk,
+// data_dir missing) started all the same, the error ignored: the next
+// start, finding no file, took a Redis emptied meanwhile as new, and every
+// agent came back clean. A start that cannot note the epoch is refused,
+// naming the file; with room again it starts, and notices a loss.
+func TestEpochFileUnwritable(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	k := policy.Key{Scope: policy.ScopeAgent, Agent: "alice"}
+	hour := time.Now().Add(-time.Hour)
+	refused := func(t *testing.T, file string, err error) {
+		t.Helper()
+		var fe *EpochFileError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), file) {
+			t.Fatalf("start with an epoch file that cannot be written: %v, want an EpochFileError naming %s", err, file)
+		}
+	}
+
+	t.Run("disk full", func(t *testing.T) {
+		disk := fulldisk.New(t)
+		if err := os.MkdirAll(disk.Dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(disk.Dir, EpochFileName)
+		disk.Fill(t)
+		s, err := New(ctx, Options{URL: srv.URL(), KeyPrefix: "full:", EpochFile: file})
+		if err == nil {
+			s.Close()
+		}
+		refused(t, file, err)
+		disk.Free(t)
+
+		a, err := New(ctx, Options{URL: srv.URL(), KeyPrefix: "full:", EpochFile: file})
+		if err != nil {
+			t.Fatalf("start with room again: %v", err)
+		}
+		if err := a.Remember(ctx, k, []string{"source:sensitive"}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.rdb.FlushAll(ctx).Err(); err != nil { // lost while stopped
+			t.Fatal(err)
+		}
+		a.Close()
+		b, err := New(ctx, Options{URL: srv.URL(), KeyPrefix: "full:", EpochFile: file})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		if _, err := b.Seen(ctx, k, []string{"source:sensitive"}, hour); !errors.Is(err, policy.ErrEvicted) {
+			t.Errorf("after a loss while stopped: %v, want ErrEvicted", err)
+		}
+	})
+
+	t.Run("directory missing", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "gone", EpochFileName)
+		s, err := New(ctx, Options{URL: srv.URL(), KeyPrefix: "gone:", EpochFile: file})
+		if err == nil {
+			s.Close()
+		}
+		refused(t, file, err)
+	})
+
+	// An earlier note that differs from Redis must be replaced at start:
+	// it is kept, and the start refused, when it cannot be.
+	t.Run("stale note, disk full", func(t *testing.T) {
+		disk := fulldisk.New(t)
+		if err := os.MkdirAll(disk.Dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(disk.Dir, EpochFileName)
+		if err := os.WriteFile(file, []byte("fresh:1\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		disk.Fill(t)
+		s, err := New(ctx, Options{URL: srv.URL(), KeyPrefix: "stale:", EpochFile: file})
+		if err == nil {
+			s.Close()
+		}
+		refused(t, file, err)
+		if b, _ := os.ReadFile(file); string(b) != "fresh:1\n" {
+			t.Errorf("the earlier note: %q, want it kept", b)
+		}
+	})
 }
