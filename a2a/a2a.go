@@ -21,6 +21,11 @@
 // Tasks belong to the principal that created them: another principal's
 // get, cancel, subscribe or push configuration on that id is answered
 // "task not found", and a list shows each principal its own tasks.
+// Conversations (contextId) belong to the principal they were started
+// for, and a context the gateway does not know (another's, or one it
+// forgot) is refused: the agent may still keep its history. File parts
+// may name only http(s) URIs of public hosts unless the agent's
+// AllowFileURIs says otherwise (fileuri.go).
 package a2a
 
 import (
@@ -63,6 +68,13 @@ type Agent struct {
 	CardKeys string `yaml:"card_keys"`
 	// RequireSignedCard refuses a card without signatures.
 	RequireSignedCard bool `yaml:"require_signed_card"`
+	// AllowFileURIs are the file-part URIs a message may send the agent
+	// to fetch beyond http(s) URIs of public hosts: schemes ("gs:",
+	// "data:"), host names ("files.example.com", "*.example.com"), IP
+	// addresses and CIDR prefixes. Empty: a URI naming a loopback,
+	// private, link-local or internal host, or another scheme (file:), is
+	// refused.
+	AllowFileURIs []string `yaml:"allow_file_uris"`
 }
 
 // Options configure a Gateway. The zero value of each field is a
@@ -96,8 +108,10 @@ type Options struct {
 	// AllowUnknownMethods forwards methods that are neither v0.3 nor v1.0
 	// A2A methods, undecided; refused by default.
 	AllowUnknownMethods bool
-	// MaxTasks bounds the task ownership table (zero: 100,000); the oldest
-	// tasks are forgotten first, and then answer "task not found".
+	// MaxTasks bounds the task ownership table, and apart from it the
+	// conversation (contextId) table (zero: 100,000 each); the oldest are
+	// forgotten first, and then answer "task not found" ("context not
+	// found").
 	MaxTasks int
 	// Tasks, if set, shares task owners with the other replicas (a task
 	// created through one is the same principal's through any other).
@@ -174,7 +188,8 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 			return nil, fmt.Errorf("agents[%d]: a second agent named %q", i, a.Name)
 		}
 		u, _ := url.Parse(a.URL)
-		g.agents[a.Name] = &agent{Agent: a, base: u}
+		files, _ := compileFileURIs(a.AllowFileURIs) // ValidateAgent compiled it
+		g.agents[a.Name] = &agent{Agent: a, base: u, files: files}
 	}
 	return g, nil
 }
@@ -187,6 +202,9 @@ func ValidateAgent(a Agent) error {
 	u, err := url.Parse(a.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("agent %q: url %q is not an http(s) URL", a.Name, a.URL)
+	}
+	if _, err := compileFileURIs(a.AllowFileURIs); err != nil {
+		return fmt.Errorf("agent %q: %w", a.Name, err)
 	}
 	return nil
 }
@@ -205,6 +223,7 @@ func (g *Gateway) Handler() http.Handler {
 type agent struct {
 	Agent
 	base  *url.URL
+	files *fileURIs // AllowFileURIs
 	cards cardCache
 }
 
@@ -427,7 +446,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " needs a message object"})
 		return
 	}
-	args, skill, err := g.arguments(msg)
+	args, skill, err := g.arguments(msg, a.files)
 	if err != nil {
 		reply(err)
 		return
@@ -472,10 +491,13 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		}
 	}
 	if cid := intercept.StringMember(msg, "contextId"); cid != "" {
-		// A context the gateway saw started is its starter's; an unknown
-		// one becomes the caller's as it goes on.
-		if g.tasks.ownedByOther(r.Context(), a.Name, contextKey(cid), owner) {
-			reply(&intercept.WireError{Code: codeTaskNotFound, Message: "context not found"})
+		// A context is the caller's only if the gateway saw it started
+		// for the caller. One it does not know may be one it forgot
+		// (evicted, expired in the shared store, a restart, a replica
+		// without it) whose history the agent still keeps: whoever named
+		// it first would join that conversation. Closed.
+		if !g.tasks.owns(r.Context(), a.Name, contextKey(cid), owner) {
+			reply(&intercept.WireError{Code: codeTaskNotFound, Message: "context not found: start a conversation without a contextId and go on with the one the agent answers"})
 			return
 		}
 	}
@@ -518,8 +540,9 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 
 // arguments builds the descriptor's parameters from a message: its text
 // parts joined, its data parts, and its file parts' names, media types and
-// URIs (their bytes are checked, not carried). It refuses invalid parts.
-func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) {
+// URIs (their bytes are checked, not carried). It refuses invalid parts,
+// and file URIs files does not let the agent fetch.
+func (g *Gateway) arguments(msg jsontext.Value, files *fileURIs) (jsontext.Value, string, error) {
 	type file struct {
 		Name      string `json:"name,omitempty"`
 		MediaType string `json:"media_type,omitempty"`
@@ -613,6 +636,9 @@ func (g *Gateway) arguments(msg jsontext.Value) (jsontext.Value, string, error) 
 			if fl.URI == "" && b64 == nil {
 				return bad("not a text, data or file part")
 			}
+			if err := files.checkPart(part); err != nil {
+				return bad(err.Error())
+			}
 			p.Files = append(p.Files, fl)
 		}
 		return nil
@@ -671,7 +697,9 @@ func (g *Gateway) deny(w http.ResponseWriter, m *intercept.Message, v1 bool, d *
 	// The soft deny: a task the agent never saw, rejected by the gateway.
 	taskID, msgID := intercept.NewTxnID(), intercept.NewTxnID()
 	if contextID == "" {
+		// A conversation the client may go on with: the caller's.
 		contextID = intercept.NewTxnID()
+		g.tasks.addRejected(a.Name, contextKey(contextID), owner)
 	}
 	g.tasks.addRejected(a.Name, taskID, owner)
 	now := time.Now().UTC().Format(time.RFC3339Nano)
@@ -999,10 +1027,11 @@ func privateHost(host string) string {
 		ip = ip.Unmap()
 		if ip.Is6() {
 			// IPv4 carried in IPv6: NAT64 (64:ff9b::/96), IPv4-compatible
-			// (::/96) and 6to4 (2002::/16) reach the IPv4 address inside.
+			// (::/96), IPv4-translated (::ffff:0:0:0/96) and 6to4
+			// (2002::/16) reach the IPv4 address inside.
 			b := ip.As16()
 			switch {
-			case nat64.Contains(ip), v4compat.Contains(ip):
+			case nat64.Contains(ip), v4compat.Contains(ip), v4translated.Contains(ip):
 				ip = netip.AddrFrom4([4]byte(b[12:16]))
 			case sixToFour.Contains(ip):
 				ip = netip.AddrFrom4([4]byte(b[2:6]))
@@ -1032,6 +1061,7 @@ func privateHost(host string) string {
 var (
 	nat64        = netip.MustParsePrefix("64:ff9b::/96")
 	v4compat     = netip.MustParsePrefix("::/96")
+	v4translated = netip.MustParsePrefix("::ffff:0:0:0/96")
 	sixToFour    = netip.MustParsePrefix("2002::/16")
 	otherPrivate = []netip.Prefix{
 		netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("0.0.0.0/8"),

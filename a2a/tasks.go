@@ -3,6 +3,7 @@ package a2a
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -20,7 +21,13 @@ type TaskStore = intercept.TaskStore
 type owners struct {
 	c      *ownership.Table // agent + "\x00" + task id -> owner
 	shared TaskStore        // nil: this process only
-	log    *slog.Logger
+	// contexts holds the owners of conversations (contextKey) apart
+	// from c: a context is refused once forgotten, and one conversation
+	// of many tasks, anyone's, must not push others' contexts out
+	// (their tasks' turns would then be refused). A context takes a slot
+	// when a conversation starts, a task each turn.
+	contexts *ownership.Table
+	log      *slog.Logger
 	// rejected holds the tasks of the gateway's own soft denials, which
 	// the agent never saw, apart from c: a flood of denied messages costs
 	// the caller nothing, and must not push real tasks out of c (whose
@@ -29,7 +36,16 @@ type owners struct {
 }
 
 func newOwners(n int, shared TaskStore, log *slog.Logger) *owners {
-	return &owners{c: ownership.New(n), shared: shared, log: log, rejected: ownership.New(min(n, 1024))} // n > 0
+	return &owners{c: ownership.New(n), contexts: ownership.New(n), shared: shared, log: log, rejected: ownership.New(min(n, 1024))} // n > 0
+}
+
+// table is where task's owner is kept in the process: a context's
+// (contextKey) in contexts, a task's in c.
+func (o *owners) table(task string) *ownership.Table {
+	if strings.HasPrefix(task, contextPrefix) {
+		return o.contexts
+	}
+	return o.c
 }
 
 // addRejected records the owner of a task the gateway rejected itself.
@@ -53,7 +69,7 @@ func (o *owners) add(ctx context.Context, agentName, task, owner string) {
 			owner = first
 		}
 	}
-	o.c.ContainsOrAdd(key, owner) // the first owner stays
+	o.table(task).ContainsOrAdd(key, owner) // the first owner stays
 }
 
 // owns reports whether owner created the task. A task the gateway never
@@ -67,7 +83,7 @@ func (o *owners) owns(ctx context.Context, agentName, task, owner string) bool {
 // whether it did.
 func (o *owners) ownsAsking(ctx context.Context, agentName, task, owner string, ask bool) (owns, asked bool) {
 	key := agentName + "\x00" + task
-	if known, owns := o.c.Owns(key, owner); known {
+	if known, owns := o.table(task).Owns(key, owner); known {
 		return owns, false
 	}
 	if known, owns := o.rejected.Owns(key, owner); known {
@@ -86,7 +102,7 @@ func (o *owners) ownsShared(ctx context.Context, agentName, task, key, owner str
 		return false
 	}
 	if ok {
-		o.c.ContainsOrAdd(key, got)
+		o.table(task).ContainsOrAdd(key, got)
 	}
 	return ok && got == owner
 }
@@ -102,24 +118,11 @@ func (o *owners) record(ctx context.Context, agentName, owner string, result jso
 	}
 }
 
-// ownedByOther reports whether task (or a context's key) is known to
-// belong to someone other than owner; unknown is not. A shared store that
-// cannot answer counts as another's: closed.
-func (o *owners) ownedByOther(ctx context.Context, agentName, task, owner string) bool {
-	key := agentName + "\x00" + task
-	if known, owns := o.c.Owns(key, owner); known {
-		return !owns
-	}
-	if o.shared == nil {
-		return false
-	}
-	got, ok, err := o.shared.Owner(ctx, key)
-	return err != nil || ok && got != owner
-}
-
 // contextKey is the key a context id is owned under, apart from task ids
 // (an agent may use one value as both).
-func contextKey(id string) string { return "context\x00" + id }
+func contextKey(id string) string { return contextPrefix + id }
+
+const contextPrefix = "context\x00"
 
 // contextIDs returns the context ids in a result, in both versions'
 // shapes: conversations belong to the principal that started them, like
