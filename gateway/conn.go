@@ -294,7 +294,7 @@ func (r *relay) cancelled(id string) {
 	// timer. A list stays: should its answer come anyway, it is still
 	// screened and recorded as one.
 	r.mu.Lock()
-	if m := r.pending[id]; m != "tools/list" && m != "tasks/list" {
+	if !listMethod(r.pending[id]) {
 		r.forget(id)
 	}
 	r.mu.Unlock()

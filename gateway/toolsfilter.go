@@ -43,7 +43,7 @@ func hideToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.Ca
 // reports whether it differs from raw.
 func screenToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, id, raw, result jsontext.Value) (jsontext.Value, bool) {
 	if err := intercept.CheckToolsResult(result); err != nil {
-		return listRefused(id, err), true
+		return listRefused(id, "tools/list", err), true
 	}
 	if !ic.HideDeniedTools {
 		return raw, false
@@ -53,13 +53,30 @@ func screenToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.
 
 // screenAnswer returns raw, the response (to id, whose IDKey is idKey) of
 // a method request whose result is result, as the client of cc may see
-// it: a tools/list answer screened (screenToolsIn), a tasks/list answer
+// it: a tools/list answer screened (screenToolsIn); a prompts/list,
+// resources/list or resources/templates/list answer without the items,
+// an initialize or server/discover answer without the instructions, that
+// the interceptor's Observer withholds (intercept.ListScreener); a
+// tasks/list answer
 // holding only the client's own tasks; a task handle in any other answer
 // is recorded as the client's (before the client has it, so its first
 // tasks/get finds it), and so is a requestState as issued for that
 // request (so that its retry may carry it). changed reports whether it
 // differs from raw.
 func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, method string, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
+	if ic.ScreensList(method) {
+		// Prompts, resources, templates and instructions the inventory
+		// withholds for looking poisoned.
+		res, changed := ic.ScreenListResult(cc, method, result)
+		if !changed {
+			return raw, false
+		}
+		out, err := intercept.WithMember(raw, "result", res)
+		if err != nil {
+			return listRefused(id, method, err), true
+		}
+		return out, true
+	}
 	switch method {
 	case "":
 		return raw, false
@@ -85,7 +102,20 @@ func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.C
 // method request, needs screenAnswer: a list it screens, or an answer
 // that may hold a task handle or a requestState.
 func screened(method string, b []byte) bool {
-	return method == "tools/list" || method == "tasks/list" || (method != "" && recorded(b))
+	return listMethod(method) || (method != "" && recorded(b))
+}
+
+// listMethod reports whether answers to method are screened as lists:
+// tools/list, tasks/list, and what an intercept.ListScreener screens
+// (prompts/list, resources/list, resources/templates/list, and the
+// instructions of initialize and server/discover). While one is pending
+// an answer that cannot be decoded is refused rather than passed on.
+func listMethod(method string) bool {
+	switch method {
+	case "tools/list", "tasks/list", "prompts/list", "resources/list", "resources/templates/list", "initialize", "server/discover":
+		return true
+	}
+	return false
 }
 
 // recorded reports whether b, a message from an upstream, may hold
@@ -99,11 +129,14 @@ var (
 	requestStateMember = []byte(`"requestState"`)
 )
 
-// listRefused answers the tools/list request id with why its upstream's
-// answer was not passed on.
-func listRefused(id jsontext.Value, err error) []byte {
+// listRefused answers the list request id (of method; "" if unknown)
+// with why its upstream's answer was not passed on.
+func listRefused(id jsontext.Value, method string, err error) []byte {
+	if method == "" {
+		method = "list"
+	}
 	return intercept.ErrorResponse(id, &intercept.WireError{Code: intercept.CodeUpstreamError,
-		Message: "the upstream's tools/list answer was refused: " + err.Error() + " (what the gateway records of a tool must be what the client is shown)"})
+		Message: "the upstream's " + method + " answer was refused: " + err.Error() + " (what the gateway screens must be what the client is shown)"})
 }
 
 // hideTools applies screenAnswer to b, one JSON-RPC message or a batch
@@ -125,7 +158,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 		}
 		out := make([]jsontext.Value, len(lists))
 		for i, id := range lists {
-			out[i] = listRefused(jsontext.Value(id), fmt.Errorf("an answer while it was pending was not valid JSON-RPC (%v)", err))
+			out[i] = listRefused(jsontext.Value(id), methodOf(id), fmt.Errorf("an answer while it was pending was not valid JSON-RPC (%v)", err))
 		}
 		if len(out) == 1 {
 			return out[0]
@@ -170,7 +203,7 @@ func (o *observer) filter(ctx context.Context, b []byte) []byte {
 	}
 	var lists []string
 	for id, m := range o.pending {
-		if (m == "tools/list" || m == "tasks/list") && !o.answered[id] {
+		if listMethod(m) && !o.answered[id] {
 			lists = append(lists, id)
 		}
 	}
@@ -184,7 +217,7 @@ func (o *observer) filter(ctx context.Context, b []byte) []byte {
 		slices.Sort(lists)
 		out := make([]jsontext.Value, len(lists))
 		for i, id := range lists {
-			out[i] = listRefused(jsontext.Value(id), errors.New("the answer carried a response to an id it was not asked"))
+			out[i] = listRefused(jsontext.Value(id), o.pending[id], errors.New("the answer carried a response to an id it was not asked"))
 		}
 		if len(out) == 1 {
 			return out[0]
@@ -226,7 +259,7 @@ func (o *observer) strayResult(msgs []*intercept.Message) bool {
 // its answer.
 func (o *observer) listWaiting() bool {
 	for id, m := range o.pending {
-		if (m == "tools/list" || m == "tasks/list") && !o.answered[id] {
+		if listMethod(m) && !o.answered[id] {
 			return true
 		}
 	}
@@ -235,7 +268,7 @@ func (o *observer) listWaiting() bool {
 
 func (o *observer) waitsForList() bool {
 	for _, m := range o.pending {
-		if m == "tools/list" || m == "tasks/list" {
+		if listMethod(m) {
 			return true
 		}
 	}
@@ -249,7 +282,7 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 	r.mu.Lock()
 	var lists []string
 	for id, m := range r.pending {
-		if m == "tools/list" || m == "tasks/list" {
+		if listMethod(m) {
 			lists = append(lists, id)
 		}
 	}

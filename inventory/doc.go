@@ -25,6 +25,13 @@
 // reported as EventCollision and listed by Collisions; the inventory never
 // hides one behind the other.
 //
+// What else an upstream shows the model is scanned with the same rules,
+// not pinned: the items of prompts/list, resources/list and
+// resources/templates/list (ScreenListed) and the instructions of
+// initialize and server/discover (ScreenInstructions). With
+// ListingWithhold, the default, what looks poisoned is not shown, and
+// Withheld refuses a later prompts/get or resources/read of it.
+//
 // Snapshots are stored as JSON files in the data directory, signed with
 // the gateway's Ed25519 key (see Store for the format) and verified on
 // load; a file that is unsigned or badly signed is rejected with an
@@ -35,7 +42,7 @@
 //
 //	inv, err := inventory.New(inventory.Options{Dir: dataDir, Events: sink})
 //	...
-//	interceptor.Observer = inv                    // tools/list results
+//	interceptor.Observer = inv                    // tools/list results, and listings to screen
 //	if reason, blocked := inv.Blocked(upstream, tool); blocked {
 //		// soft deny with inventory.ReasonDrift and reason
 //	}

@@ -18,7 +18,10 @@ const (
 	EventDrift EventType = "sluice.inventory_drift"
 	// EventPoisoning: the scan found something in a tool's description or
 	// schemas; one event per finding and tool version. Detail: rule,
-	// severity, field, excerpt, tool_hash.
+	// severity, field, excerpt, tool_hash. For a listed prompt, resource
+	// or resource template (Tool prompt:NAME, resource:URI,
+	// resource_template:TEMPLATE) or server instructions (Tool empty),
+	// item_hash, method and withheld instead of tool_hash.
 	EventPoisoning EventType = "sluice.tool_poisoning"
 	// EventCollision: tools of one name are offered by more than one
 	// upstream. Tool is the name; Upstream is the upstream whose list

@@ -115,6 +115,8 @@ type Options struct {
 	Events EventSink
 	// Now is the clock for snapshot times. Nil means time.Now.
 	Now func() time.Time
+	// OnPoisonedListing: zero is ListingWithhold (see ScreenListed).
+	OnPoisonedListing ListingAction
 	// Backend, if set, keeps the snapshots instead of files in
 	// Dir/inventory: OpenRedisBackend shares them between replicas, which
 	// then need the same signing key (KeyFile or Key). Run Watch to apply
@@ -140,19 +142,22 @@ var (
 // each change, without locks, so they are cheap enough for every call.
 // All methods are safe for concurrent use.
 type Inventory struct {
-	store   *Store
-	backend Backend
-	pinning Pinning
-	onDrift DriftAction
-	maxDesc int
-	events  EventSink
-	now     func() time.Time
+	store     *Store
+	backend   Backend
+	pinning   Pinning
+	onDrift   DriftAction
+	maxDesc   int
+	onListing ListingAction
+	events    EventSink
+	now       func() time.Time
 
 	view atomic.Pointer[view]
 
 	mu         sync.Mutex // guards the fields below
 	ups        map[string]*upstream
 	collisions map[string]bool // collision keys already reported
+	toolNames  []string        // every tool name served, sorted
+	lists      map[string]*listing
 }
 
 // upstream is the mutable state of one upstream, guarded by Inventory.mu.
@@ -235,6 +240,8 @@ func New(opts Options) (*Inventory, error) {
 		pinning:    opts.Pinning,
 		onDrift:    opts.OnDrift,
 		maxDesc:    opts.MaxDescription,
+		onListing:  opts.OnPoisonedListing,
+		lists:      map[string]*listing{},
 		events:     opts.Events,
 		now:        opts.Now,
 		ups:        map[string]*upstream{},
@@ -806,6 +813,7 @@ func (inv *Inventory) refresh(changed string) []Event {
 		}
 	}
 	allNames := slices.Sorted(maps.Keys(offered))
+	inv.toolNames = allNames
 	for _, name := range slices.Sorted(maps.Keys(inv.ups)) {
 		u := inv.ups[name]
 		reported := map[string]bool{}

@@ -23,6 +23,11 @@ type inventoryConfig struct {
 	// OnDrift is "block" (changed tools are soft-denied with
 	// inventory_drift until approved, the default) or "warn".
 	OnDrift inventory.DriftAction `yaml:"on_drift"`
+	// OnPoisonedListing is "withhold" (prompts, resources and resource
+	// templates whose text looks poisoned are left out of their lists and
+	// not served, poisoned server instructions are left out of the
+	// initialize result; the default) or "report" (events only).
+	OnPoisonedListing inventory.ListingAction `yaml:"on_poisoned_listing"`
 	// MaxDescription flags longer tool descriptions (default 2000; -1 off).
 	MaxDescription int `yaml:"max_description"`
 	// KeyFile is an Ed25519 signing key (PEM PKCS#8); default: generated

@@ -30,10 +30,13 @@ import (
 	"github.com/sluicehq/sluice/auth"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/inventory"
 )
 
 var _ intercept.ToolsObserver = (*inventory.Inventory)(nil)
+var _ intercept.ListScreener = (*inventory.Inventory)(nil)
+var _ govern.Withholder = (*inventory.Inventory)(nil)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

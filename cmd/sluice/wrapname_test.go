@@ -52,6 +52,19 @@ type wrapped struct {
 
 func startWrap(t *testing.T, args ...string) *wrapped {
 	t.Helper()
+	w := startWrapUninitialized(t, args...)
+	cctx, ccancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer ccancel()
+	if _, err := w.c.Initialize(cctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "desktop", Version: "1"}}}); err != nil {
+		t.Fatalf("initialize through wrap %v: %v", args, err)
+	}
+	return w
+}
+
+// startWrapUninitialized is startWrap with the client started, but not
+// initialized.
+func startWrapUninitialized(t *testing.T, args ...string) *wrapped {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -80,9 +93,6 @@ func startWrap(t *testing.T, args ...string) *wrapped {
 	defer ccancel()
 	if err := w.c.Start(cctx); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := w.c.Initialize(cctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "desktop", Version: "1"}}}); err != nil {
-		t.Fatalf("initialize through wrap %v: %v", args, err)
 	}
 	return w
 }

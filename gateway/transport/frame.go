@@ -77,4 +77,3 @@ func CompactValid(msg []byte) ([]byte, error) {
 	}
 	return msg, nil
 }
-

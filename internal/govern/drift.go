@@ -20,9 +20,22 @@ type Blocker interface {
 	Blocked(upstream, tool string) (reason string, blocked bool)
 }
 
+// ReasonPoisoned is the reason code of a read (prompts/get,
+// resources/read) of a prompt or resource withheld from its listing for
+// looking poisoned.
+const ReasonPoisoned = "inventory_poisoning"
+
+// A Withholder says whether a read (prompt:NAME, resource:URI) is of a
+// prompt or resource withheld from its listing; the inventory is one.
+type Withholder interface {
+	Withheld(upstream, action string) (reason string, withheld bool)
+}
+
 // DriftGate denies calls to blocked tools before Next is asked, as a soft
 // deny the model can read. Reads (resources/read, prompts/get) are not
-// tools and go to Next. Safe for concurrent use.
+// tools: one of a prompt or resource withheld from its listing is denied
+// when the Inventory is also a Withholder, the rest go to Next. Safe for
+// concurrent use.
 type DriftGate struct {
 	Next      intercept.Decider
 	Inventory Blocker
@@ -37,6 +50,17 @@ func (g *DriftGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (
 				PublicReason: fmt.Sprintf("tool %s changed since it was approved and is blocked until an operator reviews it (%s)", d.ToolName, why),
 				Mode:         intercept.ModeToolResult,
 				Evidence:     intercept.Evidence{MatchedToolName: d.ToolName, ReasonCode: ReasonDrift},
+			}, nil
+		}
+	}
+	if w, ok := g.Inventory.(Withholder); ok && !d.IsTool() {
+		if why, withheld := w.Withheld(d.Upstream, d.ToolName); withheld {
+			return intercept.Decision{
+				Verdict:      intercept.Deny,
+				Reason:       ReasonPoisoned,
+				PublicReason: fmt.Sprintf("%s was withheld from its upstream's listing because it looks like tool poisoning, and is not served (%s)", d.ToolName, why),
+				Mode:         intercept.ModeThrow,
+				Evidence:     intercept.Evidence{MatchedToolName: d.ToolName, ReasonCode: ReasonPoisoned},
 			}, nil
 		}
 	}

@@ -1,0 +1,433 @@
+package inventory
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Listings: an upstream shows the model more than its tools. Prompts
+// (prompts/list: their descriptions and their arguments'), resources and
+// resource templates (resources/list, resources/templates/list: their
+// titles and descriptions) and the server's instructions (the initialize
+// and server/discover results) reach the model as tool descriptions do,
+// and carry the same poisoning. ScreenListed and ScreenInstructions scan
+// them with Scan's rules; what looks poisoned (SeverityMedium or above)
+// is withheld from the client, and a later prompts/get or resources/read
+// of a withheld item is refused (Withheld). Listings are scanned, not
+// pinned: there is no drift for them.
+
+// ReasonPoisoned is the decision reason for a read (prompts/get,
+// resources/read) of an item ScreenListed withheld.
+const ReasonPoisoned = "inventory_poisoning"
+
+// ListingAction says what happens to a prompt, resource, resource
+// template or server instructions that look poisoned.
+type ListingAction int
+
+const (
+	// ListingWithhold leaves the item out of its list (the instructions
+	// out of the result) and refuses reads of a withheld item.
+	ListingWithhold ListingAction = iota
+	// ListingReport only reports EventPoisoning events.
+	ListingReport
+)
+
+func (a ListingAction) String() string {
+	if a == ListingReport {
+		return "report"
+	}
+	return "withhold"
+}
+
+// MarshalText writes "withhold" or "report".
+func (a ListingAction) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText reads "withhold" (or "") and "report", for config files.
+func (a *ListingAction) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "", "withhold":
+		*a = ListingWithhold
+	case "report":
+		*a = ListingReport
+	default:
+		return fmt.Errorf("inventory: on_poisoned_listing %q: want withhold or report", b)
+	}
+	return nil
+}
+
+// maxListed bounds what the inventory remembers of one upstream's
+// listings: withheld items, and scans kept so as not to repeat them.
+const maxListed = MaxTools
+
+// listing is what the inventory keeps of one upstream's listings,
+// guarded by Inventory.mu.
+type listing struct {
+	// foreign are the tool names of other upstreams that fx indexes, and
+	// scans were made with.
+	foreign []string
+	fx      *foreignIndex
+	scans   map[[sha256.Size]byte][]Finding // item digest -> findings
+	// withheld are the reads refused, by action name (prompt:NAME,
+	// resource:URI), and the withheld templates, by uriTemplate. Once an
+	// upstream has served an item poisoned it stays withheld while the
+	// gateway runs, whatever later lists say: a server can serve one
+	// session a poisoned listing and the next a clean one.
+	withheld  map[string]string
+	templates map[string]string
+	reported  map[string]bool // finding events already sent
+}
+
+// listKind describes the items of a list method.
+type listKind struct {
+	member string // the result's array member
+	key    string // the member naming an item
+	prefix string // of the name events and Withheld use
+	what   string // for reasons
+}
+
+var listKinds = map[string]listKind{
+	"prompts/list":             {"prompts", "name", "prompt:", "prompt"},
+	"resources/list":           {"resources", "uri", "resource:", "resource"},
+	"resources/templates/list": {"resourceTemplates", "uriTemplate", "resource_template:", "resource template"},
+}
+
+// ListedMember returns the member of a method's result that ScreenListed
+// screens the elements of ("prompts", "resources", "resourceTemplates"),
+// or "" for a method whose results it does not screen.
+func ListedMember(method string) string { return listKinds[method].member }
+
+// ScreenListed scans items, the elements of the prompts, resources or
+// resourceTemplates of a prompts/list, resources/list or
+// resources/templates/list result (method) of upstream, and reports for
+// each whether it may be shown to the client. An item is scanned like a
+// tool (Scan): every string and member name of it, except its name, uri
+// and uriTemplate (checked for invisible characters only), _meta and
+// icons; a prompt's arguments' names likewise. Findings become
+// EventPoisoning events, whose Tool is prompt:NAME, resource:URI or
+// resource_template:TEMPLATE and whose Detail also has method, item_hash
+// and withheld. With ListingWithhold an item with a finding of
+// SeverityMedium or above is not shown, and Withheld refuses reads of it
+// from then on. An element that is not an object is shown: what it is is
+// the client's to judge, and it says nothing to the model.
+func (inv *Inventory) ScreenListed(upstream, method string, items []jsontext.Value) (show []bool) {
+	show = make([]bool, len(items))
+	for i := range show {
+		show[i] = true
+	}
+	k, ok := listKinds[method]
+	if !ok {
+		return show
+	}
+	evs := inv.screenListed(upstream, method, k, items, show)
+	inv.emit(evs)
+	return show
+}
+
+func (inv *Inventory) screenListed(upstream, method string, k listKind, items []jsontext.Value, show []bool) []Event {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	l := inv.listing(upstream)
+	var evs []Event
+	for i, it := range items {
+		if it.Kind() != '{' {
+			continue
+		}
+		name := stringMember(it, k.key)
+		fs, digest := l.scan(method, it, inv.maxDesc)
+		withhold := inv.onListing == ListingWithhold && Suspicious(fs)
+		label := k.prefix + name
+		if withhold {
+			show[i] = false
+			reason := fmt.Sprintf("%s %q of upstream %q was withheld from %s: its text looks like tool poisoning (%s at %s); "+
+				"see the sluice.tool_poisoning events, or set inventory.on_poisoned_listing: report to pass such items on",
+				k.what, name, upstream, method, fs[0].Rule, fs[0].Field)
+			if method == "resources/templates/list" {
+				l.remember(&l.templates, name, reason)
+			} else {
+				l.remember(&l.withheld, label, reason)
+			}
+		}
+		for _, f := range fs {
+			key := string(digest[:]) + "\x00" + f.Rule + "\x00" + f.Field
+			if !l.report(key) {
+				continue
+			}
+			evs = append(evs, Event{Type: EventPoisoning, Upstream: upstream, Tool: label, Detail: map[string]any{
+				"rule": f.Rule, "severity": f.Severity.String(), "field": f.Field, "excerpt": f.Excerpt,
+				"method": method, "item_hash": hex.EncodeToString(digest[:]), "withheld": withhold,
+			}})
+		}
+	}
+	return evs
+}
+
+// ScreenInstructions scans the instructions of an initialize or
+// server/discover result (method) of upstream as it scans a tool's
+// description, and reports whether they may be shown to the client: not
+// with ListingWithhold when a finding is of SeverityMedium or above.
+// Findings become EventPoisoning events with an empty Tool, field
+// "/instructions", and Detail method, item_hash and withheld.
+func (inv *Inventory) ScreenInstructions(upstream, method, instructions string) (show bool) {
+	b, err := jsontext.AppendQuote(nil, instructions)
+	if err != nil {
+		return true // invalid UTF-8: the decoder refused it before
+	}
+	item := jsontext.Value(`{"instructions":` + string(b) + `}`)
+	inv.mu.Lock()
+	l := inv.listing(upstream)
+	fs, digest := l.scan(method, item, inv.maxDesc)
+	withhold := inv.onListing == ListingWithhold && Suspicious(fs)
+	var evs []Event
+	for _, f := range fs {
+		key := string(digest[:]) + "\x00" + f.Rule + "\x00" + f.Field
+		if !l.report(key) {
+			continue
+		}
+		evs = append(evs, Event{Type: EventPoisoning, Upstream: upstream, Detail: map[string]any{
+			"rule": f.Rule, "severity": f.Severity.String(), "field": f.Field, "excerpt": f.Excerpt,
+			"method": method, "item_hash": hex.EncodeToString(digest[:]), "withheld": withhold,
+		}})
+	}
+	inv.mu.Unlock()
+	inv.emit(evs)
+	return !withhold
+}
+
+// Withheld reports whether a read named as the decision point names it
+// (prompt:NAME for prompts/get, resource:URI for resources/read) must be
+// refused because ScreenListed withheld that prompt or resource, or a
+// resource template the URI may expand, from upstream; the decision's
+// reason code is ReasonPoisoned.
+func (inv *Inventory) Withheld(upstream, action string) (reason string, withheld bool) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	l := inv.lists[upstream]
+	if l == nil {
+		return "", false
+	}
+	if r, ok := l.withheld[action]; ok {
+		return r, true
+	}
+	uri, ok := strings.CutPrefix(action, "resource:")
+	if !ok {
+		return "", false
+	}
+	for _, t := range slices.Sorted(maps.Keys(l.templates)) {
+		if matchTemplate(t, uri) {
+			return l.templates[t], true
+		}
+	}
+	return "", false
+}
+
+// listing returns the listing state of upstream, creating it. Callers
+// hold mu.
+func (inv *Inventory) listing(upstream string) *listing {
+	l := inv.lists[upstream]
+	if l == nil {
+		l = &listing{scans: map[[sha256.Size]byte][]Finding{}, reported: map[string]bool{}}
+		inv.lists[upstream] = l
+	}
+	// Another upstream's tool mentioned is shadowing here as in a tool.
+	foreign := inv.toolNames
+	if u := inv.ups[upstream]; u != nil {
+		foreign = u.foreign
+	}
+	if !slices.Equal(foreign, l.foreign) || l.fx == nil {
+		l.foreign, l.fx = foreign, newForeignIndex(foreign)
+		clear(l.scans)
+	}
+	return l
+}
+
+// scan returns the findings of item, a listed element of method, and its
+// digest.
+func (l *listing) scan(method string, item jsontext.Value, maxDesc int) ([]Finding, [sha256.Size]byte) {
+	digest := sha256.Sum256(append([]byte(method+"\x00"), item...))
+	if fs, ok := l.scans[digest]; ok {
+		return fs, digest
+	}
+	fs := scanItem(item, ScanOptions{MaxDescription: maxDesc}, l.fx)
+	if len(l.scans) >= maxListed {
+		clear(l.scans)
+	}
+	l.scans[digest] = fs
+	return fs, digest
+}
+
+// report reports whether the finding event of key is still to be sent,
+// and marks it sent. What was sent is forgotten past 4×maxListed keys, to
+// be sent again once.
+func (l *listing) report(key string) bool {
+	if l.reported[key] {
+		return false
+	}
+	if len(l.reported) >= 4*maxListed {
+		clear(l.reported)
+	}
+	l.reported[key] = true
+	return true
+}
+
+// remember records a withheld item in *m, up to maxListed of them: past
+// that an item is still withheld from its list, but a read of it is no
+// longer refused for it.
+func (l *listing) remember(m *map[string]string, name, reason string) {
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	if _, had := (*m)[name]; had || len(*m) < maxListed {
+		(*m)[name] = reason
+	}
+}
+
+// identMembers name an item rather than describe it: identifiers and
+// addresses that benign servers fill with words like secret and key
+// (file:///home/me/.ssh/config is a resource), so only invisible
+// characters count there, as in a tool's name.
+var identMembers = []string{"name", "uri", "uriTemplate", "mimeType"}
+
+// scanItem scans a listed item: as Scan does a tool, with every member
+// but the identifiers (identMembers), _meta and icons read as text or
+// JSON. Members are matched whatever their case: a client that reads
+// "Description" as the description (Go's encoding/json) shows it to the
+// model.
+func scanItem(item jsontext.Value, opts ScanOptions, fx *foreignIndex) []Finding {
+	s := scanner{opts: opts, seen: map[[2]string]bool{}, foreign: fx}
+	s.item("", item)
+	maxLen := opts.MaxDescription
+	if maxLen == 0 {
+		maxLen = DefaultMaxDescription
+	}
+	for _, f := range []string{"description", "instructions"} {
+		if n := len([]rune(stringMember(item, f))); maxLen > 0 && n > maxLen {
+			s.add("long_description", SeverityLow, "/"+f, fmt.Sprintf("%d characters, more than %d", n, maxLen))
+		}
+	}
+	slices.SortStableFunc(s.found, func(a, b Finding) int { return int(b.Severity - a.Severity) })
+	return s.found
+}
+
+// item scans the members of an object at base (see scanItem); a prompt's
+// arguments are items themselves.
+func (s *scanner) item(base string, obj jsontext.Value) {
+	d := jsontext.NewDecoder(strings.NewReader(string(obj)))
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return
+	}
+	for d.PeekKind() != '}' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return
+		}
+		key := tok.String() // before the decoder moves on
+		v, err := d.ReadValue()
+		if err != nil {
+			return
+		}
+		field := base + "/" + escapePointer(key)
+		s.text(field+"#name", key, true)
+		switch {
+		case slices.ContainsFunc(identMembers, func(m string) bool { return strings.EqualFold(m, key) }):
+			if v.Kind() == '"' {
+				s.invisible(field, unquote(v))
+				continue
+			}
+			s.json(field, v)
+		case strings.EqualFold(key, "_meta"), strings.EqualFold(key, "icons"):
+		case strings.EqualFold(key, "arguments") && v.Kind() == '[':
+			ad := jsontext.NewDecoder(strings.NewReader(string(v)))
+			if _, err := ad.ReadToken(); err != nil {
+				continue
+			}
+			for n := 0; ad.PeekKind() != ']'; n++ {
+				arg, err := ad.ReadValue()
+				if err != nil {
+					break
+				}
+				if arg.Kind() == '{' {
+					s.item(fmt.Sprintf("%s/%d", field, n), arg)
+				} else {
+					s.json(fmt.Sprintf("%s/%d", field, n), arg)
+				}
+			}
+		default:
+			s.json(field, v)
+		}
+	}
+}
+
+// stringMember returns the string member key of obj, or "".
+func stringMember(obj jsontext.Value, key string) string {
+	d := jsontext.NewDecoder(strings.NewReader(string(obj)))
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return ""
+	}
+	for d.PeekKind() != '}' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return ""
+		}
+		k := tok.String() // before the decoder moves on
+		v, err := d.ReadValue()
+		if err != nil {
+			return ""
+		}
+		if k == key && v.Kind() == '"' {
+			return unquote(v)
+		}
+	}
+	return ""
+}
+
+func unquote(v jsontext.Value) string {
+	tok, err := jsontext.NewDecoder(strings.NewReader(string(v))).ReadToken()
+	if err != nil {
+		return ""
+	}
+	return tok.String()
+}
+
+// matchTemplate reports whether uri could be an expansion of the RFC 6570
+// URI template t: its literal text in order, each {expression} standing
+// for any text. It matches more than the template could expand to, never
+// less.
+func matchTemplate(t, uri string) bool {
+	var lits []string
+	rest := t
+	for {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			break
+		}
+		lits = append(lits, rest[:i])
+		rest = rest[i+j+1:]
+	}
+	if lits == nil {
+		return t == uri
+	}
+	lits = append(lits, rest)
+	if !strings.HasPrefix(uri, lits[0]) {
+		return false
+	}
+	uri = uri[len(lits[0]):]
+	last := lits[len(lits)-1]
+	for _, lit := range lits[1 : len(lits)-1] {
+		i := strings.Index(uri, lit)
+		if i < 0 {
+			return false
+		}
+		uri = uri[i+len(lit):]
+	}
+	return strings.HasSuffix(uri, last)
+}
