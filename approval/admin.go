@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -73,6 +74,10 @@ func (s *Store) Handler(token string) http.Handler {
 		by := body.By
 		if p := intercept.PrincipalFrom(r.Context()); p != nil {
 			by = p.ID // proven, not claimed
+			if held, err := s.Get(r.PathValue("id")); err == nil && namesAgent(p, held.Agent) {
+				writeError(w, http.StatusForbidden, ErrSelfApproval)
+				return
+			}
 		}
 		req, err := s.Decide(r.PathValue("id"), approve, by)
 		switch {
@@ -118,4 +123,30 @@ var errNotJSON = errors.New("approval: the request body must be JSON, sent with 
 func IsJSON(r *http.Request) bool {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	return err == nil && mt == "application/json"
+}
+
+// clientClaims are the claims by which an IdP names the client a token was
+// issued to, besides its subject: a held call's agent may be named by one
+// of them (auth.jwt.agent_claim) while the admin is named by sub.
+var clientClaims = []string{"sub", "azp", "client_id", "appid", "cid"}
+
+// Names returns every name the token behind p gives its holder: its ID
+// and the client it was issued to (sub, azp, client_id, appid, cid). An
+// agent never answers its own approval, whichever claim names it.
+func Names(p *intercept.Principal) []string {
+	if p == nil {
+		return nil
+	}
+	names := []string{p.ID}
+	for _, c := range clientClaims {
+		if v, ok := p.Claims[c].(string); ok && v != "" && !slices.Contains(names, v) {
+			names = append(names, v)
+		}
+	}
+	return names
+}
+
+// namesAgent reports whether agent is one of the names p's token gives.
+func namesAgent(p *intercept.Principal, agent string) bool {
+	return agent != "" && slices.Contains(Names(p), agent)
 }

@@ -361,3 +361,36 @@ func TestRequestState(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// TestSelfApprovalOtherClaim: an admin JWT that names the held call's
+// agent in another claim than its subject (the agent is named by azp or
+// client_id, the admin by sub: one IdP client given both roles) cannot
+// answer that call either.
+func TestSelfApprovalOtherClaim(t *testing.T) {
+	for _, claim := range []string{"azp", "client_id", "sub"} {
+		t.Run(claim, func(t *testing.T) {
+			s := NewStore(Options{})
+			d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":3}`))
+			p := &intercept.Principal{ID: "service-account-x", Method: "jwt", Claims: map[string]any{"sub": "service-account-x", claim: "a1"}}
+			if claim == "sub" {
+				p.ID = "a1"
+			}
+			h := s.Handler("")
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), p)))
+			}))
+			defer srv.Close()
+			resp, err := http.Post(srv.URL+"/admin/approvals/"+d.ApprovalID, "application/json", strings.NewReader(`{"action":"approve","by":"ops"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("admin JWT with %s naming the agent: got %d, want 403", claim, resp.StatusCode)
+			}
+			if r, _ := s.Get(d.ApprovalID); r.Status != Pending {
+				t.Errorf("after the refused decision: got %s, want pending", r.Status)
+			}
+		})
+	}
+}

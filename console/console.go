@@ -100,6 +100,10 @@ type Credential struct {
 	// admin JWT's subject); "" for the shared admin token, where the
 	// operator is the name typed.
 	Subject string
+	// Names are the other names the token gives its holder (the client
+	// it was issued to: azp, client_id…; approval.Names): a held call of
+	// an agent named by one of them is not the operator's to answer.
+	Names []string
 	// Expires is when the token stops holding (a JWT's exp): the session
 	// ends then if that is sooner than its own lifetime. Zero: never.
 	Expires time.Time
@@ -138,6 +142,7 @@ type session struct {
 	key     string
 	expires time.Time
 	check   func() error // the sign-in credential's Check; nil: none
+	names   []string     // the sign-in credential's Names
 }
 
 // base is the path under which s's pages are served.
@@ -421,7 +426,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			delete(c.sessions, k)
 		}
 	}
-	s := &session{id: id, name: name, csrf: random(), key: random(), expires: now.Add(sessionTTL), check: cred.Check}
+	s := &session{id: id, name: name, csrf: random(), key: random(), expires: now.Add(sessionTTL), check: cred.Check, names: cred.Names}
 	if !cred.Expires.IsZero() && cred.Expires.Before(s.expires) {
 		s.expires = cred.Expires
 	}
@@ -820,7 +825,13 @@ func (c *Console) decideApproval(w http.ResponseWriter, r *http.Request, s *sess
 		http.Error(w, "action: approve or decline", http.StatusBadRequest)
 		return
 	}
-	q, err := c.d.Approvals.Decide(id, act == "approve", s.name)
+	var q approval.Request
+	var err error
+	if held, gerr := c.d.Approvals.Get(id); gerr == nil && held.Agent != "" && slices.Contains(s.names, held.Agent) {
+		q, err = held, approval.ErrSelfApproval
+	} else {
+		q, err = c.d.Approvals.Decide(id, act == "approve", s.name)
+	}
 	c.action(s, "approval_"+act, id, map[string]any{"txn_id": q.TxnID, "tool": q.Tool, "reason": r.PostForm.Get("reason"), "ok": err == nil})
 	done(w, r, "/console/approvals", err, act+"d "+id)
 }

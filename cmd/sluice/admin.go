@@ -141,7 +141,7 @@ func (a *adminGuard) signIn(ctx context.Context, tok string) (console.Credential
 	if !ok || p == nil {
 		return console.Credential{}, ok
 	}
-	return console.Credential{Subject: p.ID, Expires: p.Expires, Check: p.Check}, true
+	return console.Credential{Subject: p.ID, Names: approval.Names(p), Expires: p.Expires, Check: p.Check}, true
 }
 
 func (a *adminGuard) wrap(next http.Handler) http.Handler {

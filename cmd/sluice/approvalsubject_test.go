@@ -56,6 +56,7 @@ func TestApprovalDeciderProven(t *testing.T) {
 	admin := func(sub string) string {
 		return as.sign(map[string]any{"sub": sub, "aud": "sluice-admin-api", "roles": []string{"sluice-admin"}})
 	}
+	adminAzp := as.sign(map[string]any{"sub": "service-account-x", "azp": "robot", "aud": "sluice-admin-api", "roles": []string{"sluice-admin"}})
 	n := 0
 	hold := func() string {
 		t.Helper()
@@ -107,6 +108,9 @@ func TestApprovalDeciderProven(t *testing.T) {
 		{"admin JWT of the held call's agent", admin("robot"), `{"action":"approve","by":"alice"}`, 403, ""},
 		{"admin JWT of the held call's agent declining", admin("robot"), `{"action":"decline"}`, 403, ""},
 		{"admin token naming the held call's agent", "t0k", `{"action":"approve","by":"robot"}`, 403, ""},
+		// One IdP client given both roles: the agent is named by the
+		// agent token's sub, the admin token names that client in azp.
+		{"admin JWT issued to the held call's agent (azp)", adminAzp, `{"action":"approve"}`, 403, ""},
 	} {
 		id := hold()
 		code, m := decide(id, tt.bearer, tt.body)
@@ -141,32 +145,35 @@ func TestApprovalDeciderProven(t *testing.T) {
 		t.Errorf("sluice approvals approve by the held call's agent: %v %q, want a 403", err, out.String())
 	}
 
-	// The console, signed in with an admin JWT whose subject is the agent.
-	id = hold()
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar}
-	resp, err := browser.PostForm("http://"+g.admin+"/console/login", url.Values{"name": {"someone"}, "token": {admin("robot")}, "next": {"/console/approvals"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	m := csrfField.FindSubmatch(page)
-	if m == nil {
-		t.Fatalf("console sign-in: %d %.300s", resp.StatusCode, page)
-	}
-	sbase, _ := strings.CutSuffix(resp.Request.URL.String(), "/approvals")
-	resp, err = browser.PostForm(sbase+"/approvals/"+id, url.Values{"csrf": {string(m[1])}, "action": {"approve"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("console approval by the held call's agent: %d %s, want 403", resp.StatusCode, b)
-	}
-	if st := status(id); st != "pending" {
-		t.Errorf("console approval by the held call's agent: the request is %s, want pending", st)
+	// The console, signed in with an admin JWT whose subject is the
+	// agent, or that was issued to it (azp).
+	for _, tok := range []string{admin("robot"), adminAzp} {
+		id := hold()
+		jar, _ := cookiejar.New(nil)
+		browser := &http.Client{Jar: jar}
+		resp, err := browser.PostForm("http://"+g.admin+"/console/login", url.Values{"name": {"someone"}, "token": {tok}, "next": {"/console/approvals"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := csrfField.FindSubmatch(page)
+		if m == nil {
+			t.Fatalf("console sign-in: %d %.300s", resp.StatusCode, page)
+		}
+		sbase, _ := strings.CutSuffix(resp.Request.URL.String(), "/approvals")
+		resp, err = browser.PostForm(sbase+"/approvals/"+id, url.Values{"csrf": {string(m[1])}, "action": {"approve"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("console approval by the held call's agent: %d %s, want 403", resp.StatusCode, b)
+		}
+		if st := status(id); st != "pending" {
+			t.Errorf("console approval by the held call's agent: the request is %s, want pending", st)
+		}
 	}
 }
 
