@@ -161,7 +161,7 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 				_, _, err := intercept.Decode(one)
 				g.withheld.unreadable(&drops, rt.up.Name, err)
 			case m.Kind != intercept.KindResponse:
-			case method == "tools/call":
+			case intercept.ActionMethod(method):
 				g.ic.ObserveResult(call.cc, m.IDKey(), m.Result)
 			}
 		}

@@ -609,7 +609,7 @@ func (r *relay) observe(answers []*intercept.Message) {
 		r.endSpan(m.IDKey(), responseError(m))
 		switch {
 		case !ok || m.Kind != intercept.KindResponse:
-		case method == "tools/call":
+		case intercept.ActionMethod(method):
 			r.ic.ObserveResult(r.callContext(), m.IDKey(), m.Result)
 		}
 	}

@@ -266,7 +266,7 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		b.g.log.Warn("notifications dropped for a stateless client that did not read them in time",
 			"upstream", b.rt.up.Name, "method", c.method, "dropped", c.dropped)
 	}
-	if m.Kind == intercept.KindResponse && c.method == "tools/call" {
+	if m.Kind == intercept.KindResponse && intercept.ActionMethod(c.method) {
 		b.g.ic.ObserveResult(c.cc, c.idKey, m.Result)
 	}
 }

@@ -831,10 +831,10 @@ func (o *observer) message(b []byte) {
 		if m.Kind != intercept.KindResponse {
 			continue
 		}
-		switch o.pending[m.IDKey()] {
-		case "tools/call":
+		switch method := o.pending[m.IDKey()]; {
+		case intercept.ActionMethod(method):
 			o.g.ic.ObserveResult(o.cc, m.IDKey(), m.Result)
-		case "initialize":
+		case method == "initialize":
 			if o.sess != nil {
 				o.sess.setVersion(protocolVersionFromResult(m.Result))
 			}
@@ -864,7 +864,7 @@ func (o *observer) lists(b []byte) {
 // after it was passed on (tools/list results are read before: lists).
 func (o *observer) wants() bool {
 	for _, m := range o.pending {
-		if m == "initialize" || (m == "tools/call" && o.g.ic.WantsResults()) {
+		if m == "initialize" || (intercept.ActionMethod(m) && o.g.ic.WantsResults()) {
 			return true
 		}
 	}

@@ -84,8 +84,9 @@ type Interceptor struct {
 	// Declared, if not nil, gives the capability class, action type and
 	// boundary configured for a tool, for its descriptors.
 	Declared func(upstream, tool string) (capabilityClass, actionType, boundary string)
-	// OnResult, if not nil, gets the result of every allowed tools/call
-	// once the upstream answered it (after the client got it), with the
+	// OnResult, if not nil, gets the result of every allowed action
+	// (tools/call, resources/read, prompts/get: what the model reads) once
+	// the upstream answered it (after the client got it), with the
 	// call's descriptor. Set it before first use; it must not block.
 	OnResult func(d *ActionDescriptor, result jsontext.Value)
 	// OnDecision, if not nil, is called after every decision.
@@ -219,7 +220,7 @@ func (i *Interceptor) commit(ctx context.Context, m *Message, cc CallContext, d 
 				Evidence:     Evidence{MatchedToolName: d.ToolName, ReasonCode: ReasonPolicyError}}
 		}
 	}
-	if i.OnResult != nil && m != nil && m.IsCall() {
+	if i.OnResult != nil && m != nil && m.IsAction() {
 		i.pendingCalls().Add(resultKey(cc, m.IDKey()), d)
 	}
 	i.expectState(ctx, m, cc)
@@ -532,7 +533,8 @@ func principalOf(ctx context.Context, cc CallContext) *Principal {
 // ObserveResult.
 func (i *Interceptor) WantsResults() bool { return i.OnResult != nil }
 
-// ObserveResult hands the result of the tools/call with JSON id (as raw
+// ObserveResult hands the result of the action (tools/call,
+// resources/read, prompts/get) with JSON id (as raw
 // JSON text) in cc to OnResult. Results of calls it does not know (never
 // allowed here, or forgotten: at most 10,000 are remembered) are ignored.
 func (i *Interceptor) ObserveResult(cc CallContext, id string, result jsontext.Value) {

@@ -91,6 +91,11 @@ func decidedMethod(method string) bool {
 	return method == "tools/call" || method == "resources/read" || method == "prompts/get"
 }
 
+// ActionMethod reports whether requests of method are actions the Decider
+// decides about (tools/call, resources/read, prompts/get): whose results,
+// read by the model alike, OnResult is given.
+func ActionMethod(method string) bool { return decidedMethod(method) }
+
 // IsAction reports whether m is a request the Decider decides about:
 // tools/call, resources/read or prompts/get.
 func (m *Message) IsAction() bool { return m.Kind == KindRequest && decidedMethod(m.Method) }

@@ -38,8 +38,8 @@ type classifierConfig struct {
 	// injection: log (the default), approve (held where someone can
 	// answer) or deny.
 	OnInjection govern.Action `yaml:"on_injection"`
-	// ScanResults also scans tool results for prompt injection (after the
-	// client got them): a finding is logged and recorded as a
+	// ScanResults also scans the results of tools, resources/read and
+	// prompts/get for prompt injection (after the client got them): a finding is logged and recorded as a
 	// sluice.injection_in_result event with the call's txn_id.
 	ScanResults bool `yaml:"scan_results"`
 	// Options: profile, weights, thresholds, declared tools, trust zones,

@@ -227,7 +227,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	if cfg.Classifier.ScanResults {
 		onResult = func(d *intercept.ActionDescriptor, result jsontext.Value) {
 			if fs := classifier.DetectInjectionFrom(result, classifier.InResult); len(fs) > 0 {
-				logger.Warn("tool result looks like a prompt injection", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "findings", len(fs))
+				logger.Warn("a result looks like a prompt injection", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "findings", len(fs))
 				rec.resultInjection(d, fs)
 			}
 		}
