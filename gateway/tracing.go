@@ -23,7 +23,12 @@ func (g *Gateway) traceCall(r *http.Request, x *exchange) (context.Context, func
 		return ctx, func(error) {}
 	}
 	m := x.msgs[0]
+	// Without tracing the client's trace context is still read, to be
+	// passed on to the upstream (upstreamCall), but no span is started.
 	ctx = extractMeta(telemetry.ExtractHTTP(ctx, r.Header), m)
+	if !telemetry.Records(g.opts.Tracer) {
+		return ctx, func(error) {}
+	}
 	ctx, span := telemetry.StartCall(ctx, g.opts.Tracer, g.callInfo(x))
 	return ctx, span.End
 }
@@ -99,7 +104,7 @@ func (g *Gateway) callInfo(x *exchange) telemetry.Call {
 
 // traceStage runs fn inside an internal span of the call in ctx.
 func (g *Gateway) traceStage(ctx context.Context, stage string, fn func(ctx context.Context)) {
-	if g.opts.Tracer == nil {
+	if !telemetry.Records(g.opts.Tracer) {
 		fn(ctx)
 		return
 	}
@@ -121,7 +126,11 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 	switch {
 	case !x.batch && x.msgs[0].Kind == intercept.KindRequest:
 		m := x.msgs[0]
-		ctx, uc = g.startUpCall(ctx, x, g.callInfo(x), true)
+		if telemetry.Records(g.opts.Tracer) {
+			ctx, uc = g.startUpCall(ctx, x, g.callInfo(x), true)
+		} else {
+			_, uc = g.startUpCall(ctx, x, telemetry.Call{}, false) // metrics only
+		}
 		if b, ok := withTraceMeta(ctx, m.Raw, m.Params, m.Meta); ok {
 			body = b
 		}
@@ -148,7 +157,7 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 // and params._meta are params and meta, with the trace context of ctx in
 // params._meta; it reports false when there is none to add.
 func withTraceMeta(ctx context.Context, raw, params, meta jsontext.Value) ([]byte, bool) {
-	carrier := telemetry.InjectMeta(ctx, map[string]string{})
+	carrier := telemetry.InjectMeta(ctx, nil) // nil unless ctx has a trace context
 	if len(carrier) == 0 || params == nil || params.Kind() != '{' {
 		return nil, false
 	}

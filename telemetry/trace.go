@@ -132,8 +132,10 @@ func StartCall(ctx context.Context, t Tracer, c Call) (context.Context, Span) {
 	return ctx, nopSpan{}
 }
 
-// records reports whether t keeps spans: a nil or [Nop] tracer's spans are
-// not worth their names and attributes.
+// Records reports whether t keeps spans: a nil or [Nop] tracer's spans are
+// not worth their names and attributes, nor a trace context worth reading.
+func Records(t Tracer) bool { return records(t) }
+
 func records(t Tracer) bool {
 	_, nop := t.(NopTelemetry)
 	return t != nil && !nop
