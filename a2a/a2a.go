@@ -446,7 +446,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " needs a message object"})
 		return
 	}
-	args, skill, err := g.arguments(msg, a.files)
+	args, skill, err := g.arguments(r.Context(), msg, a.files)
 	if err != nil {
 		reply(err)
 		return
@@ -542,7 +542,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 // parts joined, its data parts, and its file parts' names, media types and
 // URIs (their bytes are checked, not carried). It refuses invalid parts,
 // and file URIs files does not let the agent fetch.
-func (g *Gateway) arguments(msg jsontext.Value, files *fileURIs) (jsontext.Value, string, error) {
+func (g *Gateway) arguments(ctx context.Context, msg jsontext.Value, files *fileURIs) (jsontext.Value, string, error) {
 	type file struct {
 		Name      string `json:"name,omitempty"`
 		MediaType string `json:"media_type,omitempty"`
@@ -559,6 +559,8 @@ func (g *Gateway) arguments(msg jsontext.Value, files *fileURIs) (jsontext.Value
 		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message.parts must be an array"}
 	}
 	var texts []string
+	hosts := newHostChecks(ctx)
+	defer hosts.done()
 	partErr := intercept.EachElement(parts, func(i int, part jsontext.Value) error {
 		if part.Kind() != '{' {
 			return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: message.parts[%d] is not an object", i)}
@@ -636,7 +638,7 @@ func (g *Gateway) arguments(msg jsontext.Value, files *fileURIs) (jsontext.Value
 			if fl.URI == "" && b64 == nil {
 				return bad("not a text, data or file part")
 			}
-			if err := files.checkPart(part); err != nil {
+			if err := files.checkPartIn(hosts, part); err != nil {
 				return bad(err.Error())
 			}
 			p.Files = append(p.Files, fl)
@@ -1006,7 +1008,10 @@ func (g *Gateway) checkPushURLs(v jsontext.Value) error {
 
 // privateHost says what is wrong with host as a push target: a loopback,
 // private, link-local or unspecified address (or a name for one).
-func privateHost(host string) string {
+func privateHost(host string) string { return privateHostCtx(context.Background(), host) }
+
+// privateHostCtx is privateHost, its lookup ending with ctx.
+func privateHostCtx(ctx context.Context, host string) string {
 	h := strings.ToLower(strings.TrimSuffix(host, "."))
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		return "the loopback host"
@@ -1015,7 +1020,7 @@ func privateHost(host string) string {
 	if ip, err := netip.ParseAddr(h); err == nil {
 		ips = append(ips, ip)
 	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h)
 		if err != nil {

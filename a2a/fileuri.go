@@ -1,11 +1,13 @@
 package a2a
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sluicehq/sluice/intercept"
@@ -72,8 +74,55 @@ func compileFileURIs(list []string) (*fileURIs, error) {
 	return f, nil
 }
 
-// check says why uri must not go to the agent as a file part's, or "".
-func (f *fileURIs) check(uri string) string {
+// A host name in a file URI is resolved to see where it leads: one lookup
+// each, from the gateway, while the message waits. One message may carry
+// thousands of parts, each naming another host of a domain whose server
+// answers slowly, so the names of one message are looked up each once,
+// at most maxFileHosts of them, all within fileLookupTime and the
+// request (a client that hangs up ends them).
+const (
+	maxFileHosts   = 16
+	fileLookupTime = 2 * time.Second
+)
+
+// hostChecks are the host name lookups of one message's file URIs.
+type hostChecks struct {
+	ctx    context.Context // the request's, then bounded by fileLookupTime
+	cancel context.CancelFunc
+	seen   map[string]string // host -> why not, or ""
+}
+
+func newHostChecks(ctx context.Context) *hostChecks { return &hostChecks{ctx: ctx} }
+
+// private says why host, a name, must not be fetched, or "".
+func (h *hostChecks) private(host string) string {
+	if why, ok := h.seen[host]; ok {
+		return why
+	}
+	if len(h.seen) >= maxFileHosts {
+		return fmt.Sprintf("a host name past the %d one message may name in its file URIs", maxFileHosts)
+	}
+	if h.cancel == nil {
+		h.ctx, h.cancel = context.WithTimeout(h.ctx, fileLookupTime)
+	}
+	why := privateHostCtx(h.ctx, host)
+	if h.seen == nil {
+		h.seen = map[string]string{}
+	}
+	h.seen[host] = why
+	return why
+}
+
+// done ends the lookups' deadline.
+func (h *hostChecks) done() {
+	if h.cancel != nil {
+		h.cancel()
+	}
+}
+
+// check says why uri must not go to the agent as a file part's, or "";
+// host names are looked up through h.
+func (f *fileURIs) check(h *hostChecks, uri string) string {
 	for _, c := range uri {
 		// Parsers disagree on these: a WHATWG parser drops tabs and
 		// newlines and reads '\' as '/', Go refuses some, Python keeps
@@ -156,7 +205,7 @@ func (f *fileURIs) check(uri string) string {
 			return "an internal host name (" + s + ")"
 		}
 	}
-	return privateHost(host)
+	return h.private(host)
 }
 
 // internalSuffixes are domains that name hosts inside a network
@@ -225,6 +274,13 @@ func looseIPv4(host string) (netip.Addr, bool) {
 // must not be sent to fetch: every member whose name says it holds one
 // (uri, url, fileWithUri, file_with_uri…), whichever an agent reads.
 func (f *fileURIs) checkPart(part jsontext.Value) error {
+	h := newHostChecks(context.Background())
+	defer h.done()
+	return f.checkPartIn(h, part)
+}
+
+// checkPartIn is checkPart with the lookups of a message, h.
+func (f *fileURIs) checkPartIn(h *hostChecks, part jsontext.Value) error {
 	if f == nil {
 		f = &fileURIs{}
 	}
@@ -246,7 +302,7 @@ func (f *fileURIs) checkPart(part jsontext.Value) error {
 			if s == "" {
 				return nil // none
 			}
-			if why := f.check(s); why != "" {
+			if why := f.check(h, s); why != "" {
 				bad = fmt.Errorf("file %s %q names %s; the gateway does not let a message send the agent to fetch it (agents[].allow_file_uris)", k, s, why)
 			}
 			return nil

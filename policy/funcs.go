@@ -85,6 +85,14 @@ func urlHost(s string) (string, error) {
 		// goes to evil.test.
 		s = strings.ReplaceAll(s, `\`, "/")
 	}
+	// The host is in the authority alone; what follows it (a path with a
+	// bare %, as in /50%-off, which Go refuses and browsers send as it
+	// is; a query; a fragment) is no reason to fail.
+	if rest, ok := strings.CutPrefix(s[len(scheme):], "://"); ok {
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			s = s[:len(scheme)+3+i]
+		}
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return "", err

@@ -110,3 +110,42 @@ rules:
 		}
 	}
 }
+
+// TestURLHostReadsOnlyTheAuthority: url_host failed on a URL whose path
+// holds a bare % (https://shop.example/50%-off: browsers and HTTP clients
+// send it as it is, Go's url.Parse refuses it), so a rule allowing only
+// shop.example denied the call for what follows the host.
+func TestURLHostReadsOnlyTheAuthority(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://shop.example/50%-off":           "shop.example",
+		"https://shop.example/a?q=100%":          "shop.example",
+		"https://shop.example/#100%":             "shop.example",
+		"https://shop.example#@evil.test/":       "shop.example",
+		"https://shop.example?@evil.test/":       "shop.example",
+		"https://shop.example/@evil.test":        "shop.example",
+		"https://evil.test\\50%@shop.example/":   "evil.test",
+		"https://shop.example@evil.test/50%-off": "evil.test",
+		"https://sh%6Fp.example/":                "",
+	} {
+		got, err := urlHost(in)
+		if want == "" {
+			if err == nil {
+				t.Errorf("url_host(%q) = %q, want an error", in, got)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("url_host(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	p := atkCompile(t, `
+default: allow
+rules:
+  - {id: shop-only, match: {match_tool: fetch}, when: 'url_host(args.url) != "shop.example"', decision: deny}
+`)
+	d := call("fetch")
+	d.Parameters = jsontext.Value(`{"url": "https://shop.example/deals/50%-off"}`)
+	if got, _ := p.Decide(context.Background(), d); got.Verdict != intercept.Allow {
+		t.Errorf("https://shop.example/deals/50%%-off: got %s/%s, want allow", got.Verdict, got.Reason)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/common/ast"
@@ -54,6 +55,10 @@ type keyTest struct {
 	op       keyOp
 	lit      string
 	re, fold *regexp.Regexp // keyMatches: the pattern, and it without regard to case
+	// keyContains, keyAnywhere: lit's runes as they are and folded
+	// (foldRune), each with its KMP table, so that a key is searched in
+	// one pass whatever its length (see litTables).
+	exact, folded *runeSearch
 }
 
 // passesOver reports whether the test passes over k for its case alone.
@@ -73,13 +78,16 @@ func (t *keyTest) passesOver(k string) bool {
 		fold, exact := foldAt(k, t.lit, i)
 		return fold && !exact
 	case keyContains:
-		return !strings.Contains(k, t.lit) && foldAnywhere(k, t.lit, false)
+		return !strings.Contains(k, t.lit) && t.folded.count(k, true, true) > 0
 	case keyMatches:
 		return !t.re.MatchString(k) && t.fold.MatchString(k)
 	case keyASCIIFold:
 		return strings.ContainsAny(k, "\u212a\u017f")
 	case keyAnywhere:
-		return foldAnywhere(k, t.lit, true)
+		// Every place k holds lit is one it holds lit but for case: it
+		// holds lit in another case somewhere when there are more of
+		// the latter.
+		return t.folded.count(k, true, false) > t.exact.count(k, false, false)
 	}
 	return false
 }
@@ -99,16 +107,84 @@ func foldAt(k, lit string, i int) (fold, exact bool) {
 	return strings.EqualFold(k[i:end], lit), k[i:end] == lit
 }
 
-// foldAnywhere reports whether k holds lit but for case somewhere — where
-// it does not hold lit itself, if inexact. Linear in len(k)·len(lit): keys
-// come from the agent.
-func foldAnywhere(k, lit string, inexact bool) bool {
-	for i := range k {
-		if fold, exact := foldAt(k, lit, i); fold && (!inexact || !exact) {
-			return true
+// runeSearch finds a literal in a key in one pass (Knuth-Morris-Pratt),
+// by runes: keys come from the agent, and a scan trying the literal at
+// each offset costs len(key)·len(lit) for every literal of the condition
+// and every key of the arguments, outside CEL's cost limit.
+type runeSearch struct {
+	pat  []rune
+	next []int // next[i]: the longest proper border of pat[:i+1]
+}
+
+func newRuneSearch(lit string, fold bool) *runeSearch {
+	s := &runeSearch{}
+	for _, r := range lit {
+		if fold {
+			r = foldRune(r)
+		}
+		s.pat = append(s.pat, r)
+	}
+	s.next = make([]int, len(s.pat))
+	for i, b := 1, 0; i < len(s.pat); i++ {
+		for b > 0 && s.pat[i] != s.pat[b] {
+			b = s.next[b-1]
+		}
+		if s.pat[i] == s.pat[b] {
+			b++
+		}
+		s.next[i] = b
+	}
+	return s
+}
+
+// count returns how many times (overlapping) k holds the pattern, its
+// runes folded if fold; with first, it stops at the first.
+func (s *runeSearch) count(k string, fold, first bool) int {
+	if s == nil || len(s.pat) == 0 {
+		return 0
+	}
+	n, b := 0, 0
+	for _, r := range k {
+		if fold {
+			r = foldRune(r)
+		}
+		for b > 0 && r != s.pat[b] {
+			b = s.next[b-1]
+		}
+		if r == s.pat[b] {
+			b++
+		}
+		if b == len(s.pat) {
+			if n++; first {
+				return n
+			}
+			b = s.next[b-1]
 		}
 	}
-	return false
+	return n
+}
+
+// foldRune is the least rune of r's simple case folding orbit: two runes
+// are equal but for case (as strings.EqualFold compares them) exactly
+// when their foldRunes are equal.
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'a' <= r && r <= 'z' {
+			r -= 'a' - 'A'
+		}
+		return r
+	}
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return least
+}
+
+// litTables gives t, a keyContains or keyAnywhere test, its searches.
+func litTables(t keyTest) keyTest {
+	t.exact, t.folded = newRuneSearch(t.lit, false), newRuneSearch(t.lit, true)
+	return t
 }
 
 func (t *keyTest) String() string {
@@ -325,7 +401,7 @@ func newKeyTest(fn, lit string) (keyTest, bool) {
 	case "endsWith":
 		return keyTest{op: keySuffix, lit: lit}, true
 	case "contains":
-		return keyTest{op: keyContains, lit: lit}, true
+		return litTables(keyTest{op: keyContains, lit: lit}), true
 	case "matches":
 		re, err := regexp.Compile(lit)
 		if err != nil {
@@ -351,7 +427,7 @@ func (b *readBuilder) finish() {
 	for _, l := range b.lits {
 		if !seen[l] {
 			seen[l] = true
-			tests = append(tests, keyTest{op: keyAnywhere, lit: l})
+			tests = append(tests, litTables(keyTest{op: keyAnywhere, lit: l}))
 		}
 	}
 	rs := b.set()
