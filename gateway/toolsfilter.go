@@ -68,6 +68,11 @@ func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.C
 		// Prompts, resources, templates and instructions the inventory
 		// withholds for looking poisoned.
 		res, changed := ic.ScreenListResult(cc, method, result)
+		// A task handle or requestState in such an answer (an
+		// input_required result of any request) is recorded as in any
+		// other.
+		ic.ObserveTask(ctx, cc, res)
+		ic.ObserveRequestState(ctx, cc, idKey, res)
 		if !changed {
 			return raw, false
 		}
