@@ -120,6 +120,16 @@ type Options struct {
 	// key seals, every key opens (rotate by putting the new key first and
 	// keeping the old one until its sessions are gone). See sealed.go.
 	SessionKeys [][]byte
+	// Exchanges, if set, shares between the replicas serving a sealed
+	// session (SessionKeys) what its exchanges leave for one another: the
+	// ids its open requests wait on (a request reusing one is refused on
+	// every replica) and the requests whose answer stream broke off (a
+	// result a resumed GET stream replays is screened on any replica).
+	// A store that does not answer refuses the request, or withholds the
+	// result. Nil: both are kept by each replica (replay.go), and a
+	// resumed stream through another replica has its results withheld.
+	// See replayshare.go.
+	Exchanges ExchangeStore
 	// MaxSessions bounds the open downstream sessions: Streamable HTTP
 	// sessions and /sse and /ws connections. Zero means 10000. A new
 	// session beyond it gets 503 with Retry-After.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -16,9 +17,10 @@ import (
 // answer needs (its method and call context). A result on a resumed stream
 // for one of them is screened exactly as on the POST's own stream, and the
 // request is forgotten; one for any other id (never sent, answered
-// already, forgotten, or remembered by another replica: the memory is the
-// replica's, and a sealed session's resumed stream on another replica
-// cannot be screened) is withheld and counted as a stray.
+// already, forgotten) is withheld and counted as a stray. The memory is
+// the replica's, unless the session is sealed and the replicas share a
+// store (replayshare.go): without one, a resumed stream on another
+// replica cannot be screened, and its results are strays.
 
 // replayCall is a request whose answer a resumed stream may carry.
 type replayCall struct {
@@ -52,7 +54,16 @@ type replays struct {
 }
 
 // hold is an open exchange's hold on the ids it waits on.
-type hold struct{ ids []string }
+type hold struct {
+	ids []string // held in process; guarded by the replays' mu
+
+	// For a shared session (replayshare.go): token names the exchange in
+	// the store, which holds shared for it, renewed by renew.
+	token  string
+	mu     sync.Mutex // guards shared and renew
+	shared []string
+	renew  *time.Timer
+}
 
 // claim has a new exchange hold the ids of the requests among msgs, which
 // a client sends anew, and forgets them (an answer a resumed stream carries
@@ -141,6 +152,18 @@ func (r *replays) take(id string, now time.Time, h *hold) (replayCall, bool) {
 	return c, ok
 }
 
+// hold has h hold id, which a resumed stream took from the session's
+// shared store (replayshare.go).
+func (r *replays) hold(id string, h *hold) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.open == nil {
+		r.open = make(map[string]*hold)
+	}
+	r.open[id] = h
+	h.ids = append(h.ids, id)
+}
+
 // expire forgets the requests remembered for longer than replayTTL; r.mu
 // is held.
 func (r *replays) expire(now time.Time) {
@@ -153,10 +176,10 @@ func (r *replays) expire(now time.Time) {
 
 // replay returns the observer of data, a message on o's resumed stream:
 // the requests its responses answer are taken from the session's memory
-// into it, so that they are screened and recorded as on their own stream.
-// With none, it is o, whose stream no request waits on: a result there is
-// a stray.
-func (o *observer) replay(data []byte) *observer {
+// (this replica's, else, for a shared session, the store's) into it, so
+// that they are screened and recorded as on their own stream. With none,
+// it is o, whose stream no request waits on: a result there is a stray.
+func (o *observer) replay(ctx context.Context, data []byte) *observer {
 	msgs, err := o.decode(data)
 	if err != nil || o.sess == nil {
 		return o
@@ -171,6 +194,9 @@ func (o *observer) replay(data []byte) *observer {
 			o.held = new(hold)
 		}
 		c, ok := o.sess.replays.take(m.IDKey(), now, o.held)
+		if !ok && o.g.shares(o.sess) {
+			c, ok = o.g.takeShared(ctx, o.sess, o.rt.up.Name, m.IDKey(), o.held)
+		}
 		if !ok {
 			continue
 		}
@@ -209,16 +235,19 @@ func (o *observer) delivered(r *observer) {
 // requests a resumed stream may still answer: those it passed no response
 // to on, and, when the client went away (gone), every one, for the client
 // may not have read what was written last. A request the gateway answered
-// itself (failUnanswered) is answered.
+// itself (failUnanswered) is answered. A shared session remembers them in
+// the store, where every replica finds them, unless it does not answer.
 func (o *observer) keep(gone bool) {
 	if o.sess == nil || !o.stream {
 		return
 	}
-	now := o.g.sessions.now()
-	forgot := false
+	var calls map[string]replayCall
 	remember := func(id string, c replayCall) {
 		if gone || !o.answered[id] {
-			forgot = o.sess.replays.remember(id, c, now) || forgot
+			if calls == nil {
+				calls = make(map[string]replayCall)
+			}
+			calls[id] = c
 		}
 	}
 	if o.resumed {
@@ -229,6 +258,14 @@ func (o *observer) keep(gone bool) {
 		for id, method := range o.pending {
 			remember(id, replayCall{method: method, cc: o.cc})
 		}
+	}
+	if len(calls) == 0 || o.g.shares(o.sess) && o.g.rememberShared(o.sess, o.rt.up.Name, calls) {
+		return
+	}
+	now := o.g.sessions.now()
+	forgot := false
+	for id, c := range calls {
+		forgot = o.sess.replays.remember(id, c, now) || forgot
 	}
 	if forgot {
 		o.g.log.Warn("a session's streams broke off with more requests unanswered than the gateway remembers; a resumed stream's answer to the oldest will be withheld",

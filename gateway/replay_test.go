@@ -193,9 +193,16 @@ func leave(t *testing.T, url string, hdr map[string]string, body string, done <-
 // a POST marked X-Test-Leaves is done.
 func hidingReplicas(t *testing.T, up *httptest.Server, metrics telemetry.Metrics, lists *atomic.Int64) (urls []string, left chan struct{}) {
 	t.Helper()
+	return sharingReplicas(t, up, metrics, lists, nil)
+}
+
+// sharingReplicas is hidingReplicas with the replicas sharing exchanges
+// through store (nil: none).
+func sharingReplicas(t *testing.T, up *httptest.Server, metrics telemetry.Metrics, lists *atomic.Int64, store ExchangeStore) (urls []string, left chan struct{}) {
+	t.Helper()
 	left = make(chan struct{}, 1)
 	for range 2 {
-		g, err := New(Options{Upstreams: []Upstream{{Name: "demo", URL: up.URL}}, SessionKeys: [][]byte{key(1)}, Metrics: metrics},
+		g, err := New(Options{Upstreams: []Upstream{{Name: "demo", URL: up.URL}}, SessionKeys: [][]byte{key(1)}, Metrics: metrics, Exchanges: store},
 			&intercept.Interceptor{Decider: hidesEmail{}, HideDeniedTools: true,
 				Observer: observeFunc(func(string, jsontext.Value) { lists.Add(1) })}, slog.New(slog.DiscardHandler))
 		if err != nil {

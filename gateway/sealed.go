@@ -24,7 +24,9 @@ import (
 // negotiated version. A replica that has not seen the id opens it with any
 // of the keys (the current one and those being rotated out), checks the
 // route and the caller, and serves the request against the same upstream
-// session, which every replica can reach. Nothing is shared but the keys;
+// session, which every replica can reach. Nothing is shared but the keys
+// (and, with Options.Exchanges, what the session's exchanges leave for one
+// another: replayshare.go);
 // a session the upstream has ended is ended everywhere (its requests come
 // back 404 from the upstream). What stays on the replica that has it:
 // answers to the gateway's own approval questions (client_may_answer).

@@ -193,12 +193,16 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		// still waiting on another of the session's exchanges: the
 		// upstream, and the gateway, could take the one's answer for the
 		// other's.
-		h, reused := x.sess.replays.claim(msgs)
-		if reused != "" {
+		h, reused, err := g.claimIDs(r.Context(), x.sess, msgs)
+		switch {
+		case err != nil:
+			writeJSONRPCError(w, http.StatusServiceUnavailable, firstID, errIDsUnchecked)
+			return
+		case reused != "":
 			writeJSONRPCError(w, http.StatusBadRequest, firstID, reusedIDError(reused, rt.up.Name))
 			return
 		}
-		defer x.sess.replays.release(h) // after what the exchange remembers (keep)
+		defer g.releaseIDs(x.sess, h) // after what the exchange remembers (keep)
 	}
 	if !batch && isApprovalAnswer(msgs[0]) {
 		// The client's answer to the gateway's own question (approve.go):
@@ -652,7 +656,7 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 		msg := len(data) > 0
 		o := ob
 		if msg && ob.resumed {
-			o = ob.replay(data) // the requests it answers, if remembered
+			o = ob.replay(ctx, data) // the requests it answers, if remembered
 		}
 		if msg && !o.listWaiting() {
 			// (While a list waits for its answer, filter answers it with
@@ -933,9 +937,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 			g.log.Warn("upstream event stream broke", "upstream", rt.up.Name, "err", err)
 		}
 		ob.keep(err == errCancelled)
-		if sess != nil {
-			sess.replays.release(ob.held)
-		}
+		g.releaseIDs(sess, ob.held)
 		return
 	}
 	_, _ = io.Copy(w, resp.Body) // an HTTP error: no client reads it as messages

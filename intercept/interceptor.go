@@ -550,6 +550,28 @@ func (i *Interceptor) ObserveResult(cc CallContext, id string, result jsontext.V
 	i.OnResult(d, result)
 }
 
+// PendingResult returns the descriptor of the allowed call of cc with id
+// whose result OnResult waits for, and leaves it waiting; nil when none
+// does (or OnResult is nil). A replica hands it to another that may see
+// the result first (ExpectResult).
+func (i *Interceptor) PendingResult(cc CallContext, id string) *ActionDescriptor {
+	if i.OnResult == nil {
+		return nil
+	}
+	d, _ := i.pendingCalls().Peek(resultKey(cc, id))
+	return d
+}
+
+// ExpectResult has OnResult wait for the result of d, the call of cc with
+// id, which another replica allowed (PendingResult there), as if this one
+// had: ObserveResult passes its result to OnResult.
+func (i *Interceptor) ExpectResult(cc CallContext, id string, d *ActionDescriptor) {
+	if i.OnResult == nil || d == nil {
+		return
+	}
+	i.pendingCalls().Add(resultKey(cc, id), d)
+}
+
 func (i *Interceptor) pendingCalls() *lru.Cache[string, *ActionDescriptor] {
 	i.callsOnce.Do(func() { i.calls, _ = lru.New[string, *ActionDescriptor](10000) })
 	return i.calls

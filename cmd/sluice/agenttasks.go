@@ -14,7 +14,9 @@ import (
 // agentTasksConfig is the agent_tasks: section: where the owners of tasks
 // live, A2A tasks and MCP tasks alike. Without redis_url, in each replica's
 // memory: a task created through one replica is "not found" through
-// another.
+// another. With session_keys, its Redis also shares between replicas what
+// a sealed session's exchanges leave for one another (see
+// gateway.Options.Exchanges).
 type agentTasksConfig struct {
 	// RedisURL shares task owners between replicas.
 	RedisURL string `yaml:"redis_url"`
@@ -27,6 +29,11 @@ type agentTasksConfig struct {
 	// not answer makes the task "not found" (fail closed).
 	Timeout time.Duration `yaml:"timeout"`
 }
+
+// sessionKeyInfix follows agent_tasks.key_prefix in the keys of sealed
+// sessions' exchanges (gateway/redisstore): A2A task keys go on with an
+// agent's name and MCP task keys with "\x00mcp\x00", so none is one.
+const sessionKeyInfix = "\x00session\x00"
 
 // loggedTasks is the MCP tasks' store: it logs what fails (the
 // Interceptor, failing closed, does not).

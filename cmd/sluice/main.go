@@ -29,6 +29,7 @@ import (
 
 	"github.com/sluicehq/sluice/auth"
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/gateway/redisstore"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/inventory"
@@ -149,6 +150,10 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		defer rt.c.Close()
 		tasks = &loggedTasks{s: rt, log: logger}
 		gv.ic.Tasks = tasks // before the gateway serves: MCP tasks too
+		// The same Redis shares what sealed sessions' exchanges leave
+		// for one another (a resumed stream's requests, waiting ids); the
+		// gateway asks it only for sealed sessions (session_keys).
+		opts.Exchanges = redisstore.New(rt.c, redisstore.Options{KeyPrefix: rt.prefix + sessionKeyInfix, Timeout: rt.timeout})
 	}
 	opts.Tracer = gv.tp.Tracer()
 	opts.Metrics = gv.tp.Metrics()

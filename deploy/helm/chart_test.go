@@ -165,8 +165,8 @@ func TestHelmTemplate(t *testing.T) {
 			t.Errorf("sluice.yaml lacks %q:\n%s", s, cfg)
 		}
 	}
-	if n := strings.Count(cfg, "redis_url: redis://rel-sluice-redis:6379/0"); n != 4 {
-		t.Errorf("sluice.yaml has %d redis_url, want 4 (route_memory, approvals, rate_limits, inventory):\n%s", n, cfg)
+	if n := strings.Count(cfg, "redis_url: redis://rel-sluice-redis:6379/0"); n != 5 {
+		t.Errorf("sluice.yaml has %d redis_url, want 5 (route_memory, approvals, agent_tasks, rate_limits, inventory):\n%s", n, cfg)
 	}
 	_, inventoryKey, _ := ed25519.GenerateKey(rand.Reader)
 	der, err := x509.MarshalPKCS8PrivateKey(inventoryKey)

@@ -81,6 +81,11 @@ app.kubernetes.io/component: gateway
 {{- $_ := set $ap "redis_url" $redis -}}
 {{- $_ := set $c "approvals" $ap -}}
 {{- end -}}
+{{- $at := get $c "agent_tasks" | default dict -}}
+{{- if not (hasKey $at "redis_url") -}}
+{{- $_ := set $at "redis_url" $redis -}}
+{{- $_ := set $c "agent_tasks" $at -}}
+{{- end -}}
 {{- $rl := get $c "rate_limits" | default dict -}}
 {{- if and (get $rl "rules") (not (hasKey $rl "redis_url")) -}}
 {{- $_ := set $rl "redis_url" $redis -}}

@@ -1,0 +1,237 @@
+// Package redisstore keeps in Redis what the exchanges of a sealed MCP
+// session leave for one another, so that every replica of the gateway
+// serving the session sees it (gateway.ExchangeStore): the ids its open
+// requests wait on, and the requests whose answer stream broke off, which
+// a resumed stream may answer through any replica.
+//
+// A session's keys share a hash tag, the SHA-256 of its id (the sealed id
+// itself, which lets a caller use the session, is not written):
+//
+//	prefix{h}r      hash: request id -> the call, as the gateway encoded it
+//	prefix{h}o      sorted set: request id -> when it is forgotten (ms)
+//	prefix{h}w:id   string: the token of the exchange that holds id (PX)
+//
+// Each method is one Lua script (one round trip, atomic among replicas);
+// each is bounded by Options.Timeout, and its error returned: the gateway
+// fails closed.
+//
+//	s := redisstore.New(client, redisstore.Options{KeyPrefix: "sluice:a2a:task:\x00session\x00"})
+//	g, err := gateway.New(gateway.Options{SessionKeys: keys, Exchanges: s}, ic, log)
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of [Options].
+const (
+	DefaultKeyPrefix = "sluice:session:"
+	DefaultTimeout   = 500 * time.Millisecond
+)
+
+// Options configures a [Store]; its zero value means the defaults.
+type Options struct {
+	// KeyPrefix starts every key; zero means DefaultKeyPrefix.
+	KeyPrefix string
+	// Timeout bounds each call; zero means DefaultTimeout. A request
+	// waiting on Redis waits at most this long before it is refused.
+	Timeout time.Duration
+}
+
+// Store is a gateway.ExchangeStore in Redis. It is safe for concurrent
+// use; it does not own the client.
+type Store struct {
+	c       redis.Scripter
+	prefix  string
+	timeout time.Duration
+}
+
+// New returns a Store on c.
+func New(c redis.Scripter, o Options) *Store {
+	s := &Store{c: c, prefix: o.KeyPrefix, timeout: o.Timeout}
+	if s.prefix == "" {
+		s.prefix = DefaultKeyPrefix
+	}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+	return s
+}
+
+// keys of a session: its hash tag's prefix.
+func (s *Store) base(session string) string {
+	h := sha256.Sum256([]byte(session))
+	return s.prefix + "{" + base64.RawURLEncoding.EncodeToString(h[:]) + "}"
+}
+
+// idKey is how a request id appears in keys and fields: as it is, or,
+// past 64 bytes (ids are a client's to choose), its SHA-256.
+func idKey(id string) string {
+	if len(id) <= 64 {
+		return id
+	}
+	h := sha256.Sum256([]byte(id))
+	return "#" + base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// hold: KEYS are the ids' hold keys, then the memory's hash and sorted
+// set; ARGV the token, the TTL in ms, then the ids. An id held for
+// another token stops it (its index is returned); one not yet held for
+// this token is forgotten from the memory.
+var hold = redis.NewScript(`
+local n = #KEYS - 2
+for i = 1, n do
+  local v = redis.call('GET', KEYS[i])
+  if v and v ~= ARGV[1] then return i end
+end
+for i = 1, n do
+  if redis.call('GET', KEYS[i]) ~= ARGV[1] then
+    redis.call('HDEL', KEYS[n+1], ARGV[i+2])
+    redis.call('ZREM', KEYS[n+2], ARGV[i+2])
+  end
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+end
+return 0`)
+
+// release: KEYS are hold keys, ARGV[1] the token.
+var release = redis.NewScript(`
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
+end
+return 0`)
+
+// remember: KEYS the hash and the sorted set; ARGV the bound, the TTL in
+// ms, then ids and calls. Redis's clock, one for every replica.
+var remember = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', string.format('%d', now))
+for _, id in ipairs(old) do redis.call('HDEL', KEYS[1], id) end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%d', now))
+local ttl = tonumber(ARGV[2])
+for i = 3, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1])
+  redis.call('ZADD', KEYS[2], string.format('%d', now + ttl), ARGV[i])
+end
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[1])
+if over > 0 then
+  local gone = redis.call('ZRANGE', KEYS[2], 0, over - 1)
+  for _, id in ipairs(gone) do redis.call('HDEL', KEYS[1], id) end
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, over - 1)
+else
+  over = 0
+end
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+return over`)
+
+// take: KEYS the hash, the sorted set and the id's hold key; ARGV the
+// id, the token ("" holds nothing) and the hold's TTL in ms.
+var take = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+local at = redis.call('ZSCORE', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+if not v or not at or tonumber(at) <= now then return false end
+if ARGV[2] ~= '' then redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3]) end
+return v`)
+
+func ms(d time.Duration) string { return strconv.FormatInt(max(d.Milliseconds(), 1), 10) }
+
+// Hold holds ids for token in session for ttl, unless one is held for
+// another token: then it returns that id and holds none. Ids it holds
+// anew are forgotten from the session's memory.
+func (s *Store) Hold(ctx context.Context, session, token string, ids []string, ttl time.Duration) (string, error) {
+	if len(ids) == 0 {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	b := s.base(session)
+	keys := make([]string, 0, len(ids)+2)
+	args := make([]any, 0, len(ids)+2)
+	args = append(args, token, ms(ttl))
+	for _, id := range ids {
+		keys = append(keys, b+"w:"+idKey(id))
+		args = append(args, idKey(id))
+	}
+	keys = append(keys, b+"r", b+"o")
+	i, err := hold.Run(ctx, s.c, keys, args...).Int()
+	if err != nil {
+		return "", fmt.Errorf("redis: %w", err)
+	}
+	if i < 0 || i > len(ids) {
+		return "", fmt.Errorf("redis: hold answered %d", i)
+	}
+	if i > 0 {
+		return ids[i-1], nil
+	}
+	return "", nil
+}
+
+// Release lets go of those of ids still held for token.
+func (s *Store) Release(ctx context.Context, session, token string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	b := s.base(session)
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = b + "w:" + idKey(id)
+	}
+	if err := release.Run(ctx, s.c, keys, token).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+// Remember keeps calls in session for ttl each, and at most max of them
+// (the first remembered forgotten first); forgot says how many went.
+func (s *Store) Remember(ctx context.Context, session string, calls map[string][]byte, max int, ttl time.Duration) (int, error) {
+	if len(calls) == 0 {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	b := s.base(session)
+	args := make([]any, 0, 2+2*len(calls))
+	args = append(args, max, ms(ttl))
+	for id, c := range calls {
+		args = append(args, idKey(id), c)
+	}
+	n, err := remember.Run(ctx, s.c, []string{b + "r", b + "o"}, args...).Int()
+	if err != nil {
+		return 0, fmt.Errorf("redis: %w", err)
+	}
+	return n, nil
+}
+
+// Take returns the call remembered for id in session and forgets it;
+// when there is one and token is not empty, id is then held for token
+// for ttl.
+func (s *Store) Take(ctx context.Context, session, id, token string, ttl time.Duration) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	b := s.base(session)
+	k := idKey(id)
+	v, err := take.Run(ctx, s.c, []string{b + "r", b + "o", b + "w:" + k}, k, token, ms(ttl)).Text()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("redis: %w", err)
+	}
+	return []byte(v), true, nil
+}

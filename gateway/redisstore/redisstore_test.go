@@ -1,0 +1,97 @@
+package redisstore
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// TestStore: against a real redis-server, a session's memory keeps at
+// most max calls (the first remembered forgotten first) for at most their
+// TTL, gives each once, and only to its own session; an id held for one
+// exchange is not held for another until released by the first (a
+// release with another token lets go of nothing); holding an id anew
+// forgets the call remembered for it; a take holds the id for the taker.
+func TestStore(t *testing.T) {
+	srv := redistest.Start(t)
+	opt, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	s := New(c, Options{KeyPrefix: "test:"})
+	ctx := t.Context()
+
+	calls := map[string][]byte{}
+	for i := range 4 {
+		calls[strconv.Itoa(i)] = []byte("call " + strconv.Itoa(i))
+	}
+	if n, err := s.Remember(ctx, "s1", calls, 5, time.Minute); n != 0 || err != nil {
+		t.Fatalf("remember 4 of at most 5: forgot %d, %v", n, err)
+	}
+	if n, err := s.Remember(ctx, "s1", map[string][]byte{"late": []byte("late"), "later": []byte("later")}, 5, time.Minute); n != 1 || err != nil {
+		t.Errorf("remember 2 more: forgot %d, %v; want 1", n, err)
+	}
+	if _, ok, _ := s.Take(ctx, "s2", "late", "", time.Minute); ok {
+		t.Error("another session took s1's call")
+	}
+	if v, ok, err := s.Take(ctx, "s1", "late", "", time.Minute); !ok || err != nil || string(v) != "late" {
+		t.Errorf("take: got %q %v %v, want late", v, ok, err)
+	}
+	if _, ok, _ := s.Take(ctx, "s1", "late", "", time.Minute); ok {
+		t.Error("taken twice")
+	}
+
+	long := strings.Repeat("x", 200) // a client's id, hashed in keys
+	if held, err := s.Hold(ctx, "s1", "A", []string{"1", long}, time.Minute); held != "" || err != nil {
+		t.Fatalf("hold: %q %v", held, err)
+	}
+	if _, ok, _ := s.Take(ctx, "s1", "1", "", time.Minute); ok {
+		t.Error("an id held anew: the call remembered for it is still there")
+	}
+	if held, _ := s.Hold(ctx, "s1", "B", []string{"9", long}, time.Minute); held != long {
+		t.Errorf("hold of an id held for another: got %q, want it refused", held)
+	}
+	if held, _ := s.Hold(ctx, "s1", "B", []string{"9"}, time.Minute); held != "" {
+		t.Errorf("a refused hold held %q: want nothing held", held)
+	}
+	if err := s.Release(ctx, "s1", "B", []string{long}); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := s.Hold(ctx, "s1", "C", []string{long}, time.Minute); held != long {
+		t.Error("a release with another token let go of the id")
+	}
+	if held, _ := s.Hold(ctx, "s1", "A", []string{"1", long}, time.Minute); held != "" {
+		t.Errorf("renewing for the same token: refused for %q", held)
+	}
+	s.Release(ctx, "s1", "A", []string{"1", long})
+	if held, _ := s.Hold(ctx, "s1", "C", []string{long}, time.Minute); held != "" {
+		t.Errorf("once released: refused for %q", held)
+	}
+
+	if _, ok, _ := s.Take(ctx, "s1", "2", "G", time.Minute); !ok {
+		t.Fatal("take for a resumed stream: nothing")
+	}
+	if held, _ := s.Hold(ctx, "s1", "D", []string{"2"}, time.Minute); held != "2" {
+		t.Error("an id a resumed stream took is not held for it")
+	}
+
+	if _, err := s.Remember(ctx, "s3", map[string][]byte{"x": []byte("x")}, 5, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// Its TTL past by Redis's clock, which the test cannot move: its
+	// time to be forgotten is set to one gone.
+	c.ZAdd(ctx, s.base("s3")+"o", redis.Z{Score: 1, Member: "x"})
+	if _, ok, _ := s.Take(ctx, "s3", "x", "", time.Minute); ok {
+		t.Error("past its TTL: still remembered")
+	}
+	if ttl := c.PTTL(ctx, s.base("s1")+"w:2").Val(); ttl <= 0 || ttl > time.Minute {
+		t.Errorf("a hold's expiry: %v, want within its TTL", ttl)
+	}
+}

@@ -1,0 +1,248 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// Replay memory and waiting ids across replicas. A sealed session
+// (Options.SessionKeys) moves freely between replicas, and with it the
+// two things replay.go keeps per session: the requests a resumed stream
+// may answer, and the ids the session's open exchanges wait on. With
+// Options.Exchanges set, both live in a store every replica sees
+// (gateway/redisstore): a POST holds its requests' ids there (refused if
+// an exchange on any replica holds one), a stream that ends with requests
+// unanswered remembers them there, and a resumed stream on any replica
+// takes from there what it answers, deleting it (an answer is screened
+// once). The store fails closed: a POST whose ids it cannot hold is
+// refused, unsent, and a resumed result it cannot look up is withheld.
+// Sessions that cannot move (unsealed ids, bridged upstreams) and
+// gateways without a store keep both in process, at no cost.
+
+// IDHolds holds the ids a session's open exchanges wait on.
+type IDHolds interface {
+	// Hold holds ids for token's exchange in session for ttl, unless one
+	// is held for another token: then it returns that id and holds none.
+	// Holding ids anew forgets what the session remembered for them
+	// (ReplayMemory); holding them again for the same token renews them.
+	Hold(ctx context.Context, session, token string, ids []string, ttl time.Duration) (held string, err error)
+	// Release lets go of those of ids still held for token.
+	Release(ctx context.Context, session, token string, ids []string) error
+}
+
+// ReplayMemory keeps the requests of a session a resumed stream may
+// answer, by id, as opaque bytes.
+type ReplayMemory interface {
+	// Remember keeps calls for ttl, each; past max in the session the
+	// ones remembered first are forgotten, and forgot says how many.
+	Remember(ctx context.Context, session string, calls map[string][]byte, max int, ttl time.Duration) (forgot int, err error)
+	// Take returns the call remembered for id and forgets it; when there
+	// is one and token is not empty, id is then held for token for ttl.
+	Take(ctx context.Context, session, id, token string, ttl time.Duration) (call []byte, ok bool, err error)
+}
+
+// ExchangeStore is where the replicas serving sealed sessions share
+// them. Its methods must be safe for concurrent use and return within a
+// bounded time (Redis: agent_tasks.timeout).
+type ExchangeStore interface {
+	IDHolds
+	ReplayMemory
+}
+
+// A shared hold lapses after holdTTL unless renewed (every holdRenew
+// while its exchange is open): a replica that dies blocks its ids no
+// longer than that.
+const (
+	holdTTL   = 2 * time.Minute
+	holdRenew = 40 * time.Second
+)
+
+// errIDsUnchecked refuses a request whose id the shared store could not
+// check against the session's exchanges on other replicas.
+var errIDsUnchecked = &intercept.WireError{Code: intercept.CodeInternalError,
+	Message: "not sent: the gateway could not check this request's id against the session's requests waiting on other replicas (the replicas' shared store did not answer); try again"}
+
+// shares reports whether s's exchanges are shared through the store: a
+// sealed session on an HTTP upstream, which any replica may serve.
+func (g *Gateway) shares(s *session) bool {
+	return g.opts.Exchanges != nil && g.sealer != nil && s != nil && s.upstreamID != "" && s.bridge == nil
+}
+
+// claimIDs has a new exchange of sess hold the ids of the requests among
+// msgs: in process (replays.claim), and in the store when sess is shared.
+// reused is an id another exchange holds; err says the store could not
+// hold them. Either way nothing is held.
+func (g *Gateway) claimIDs(ctx context.Context, sess *session, msgs []*intercept.Message) (h *hold, reused string, err error) {
+	h, reused = sess.replays.claim(msgs)
+	if reused != "" || !g.shares(sess) || len(h.ids) == 0 {
+		return h, reused, nil
+	}
+	h.token = newToken()
+	ids := slices.Clone(h.ids)
+	held, err := g.opts.Exchanges.Hold(ctx, sess.id, h.token, ids, holdTTL)
+	if err != nil || held != "" {
+		sess.replays.release(h)
+		if err != nil {
+			g.log.Warn("request refused: its id could not be checked against the session's other replicas", "err", err)
+		}
+		return nil, held, err
+	}
+	h.share(g, sess, ids...)
+	return h, "", nil
+}
+
+// releaseIDs lets go of what h holds, in process and in the store.
+func (g *Gateway) releaseIDs(sess *session, h *hold) {
+	if sess == nil || h == nil {
+		return
+	}
+	sess.replays.release(h)
+	h.mu.Lock()
+	ids := h.shared
+	h.shared = nil
+	if h.renew != nil {
+		h.renew.Stop()
+		h.renew = nil
+	}
+	h.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	if err := g.opts.Exchanges.Release(context.WithoutCancel(g.ctx), sess.id, h.token, ids); err != nil {
+		g.log.Warn("the ids of an ended exchange stay held on the session's other replicas until they lapse", "ttl", holdTTL, "err", err)
+	}
+}
+
+// share records that the store holds ids for h, and renews them every
+// holdRenew until h is released.
+func (h *hold) share(g *Gateway, sess *session, ids ...string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.shared = append(h.shared, ids...)
+	if h.renew != nil {
+		return
+	}
+	var renew func()
+	renew = func() {
+		// Under h.mu throughout (at most the store's timeout): a release
+		// meanwhile waits, rather than have this hold again what it let go.
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.renew == nil || g.ctx.Err() != nil {
+			return // released, or the gateway closed
+		}
+		held, err := g.opts.Exchanges.Hold(g.ctx, sess.id, h.token, h.shared, holdTTL)
+		if err != nil || held != "" {
+			g.log.Warn("the ids of an open exchange could not be held longer on the session's other replicas", "held_elsewhere", held, "err", err)
+		}
+		h.renew = time.AfterFunc(holdRenew, renew)
+	}
+	h.renew = time.AfterFunc(holdRenew, renew)
+}
+
+// sharedCall is a replayCall as the store keeps it.
+type sharedCall struct {
+	Method     string               `json:"m"`
+	Upstream   string               `json:"u,omitempty"`
+	Target     string               `json:"t,omitempty"`
+	SessionID  string               `json:"s,omitempty"`
+	Agent      string               `json:"a,omitempty"`
+	Version    string               `json:"v,omitempty"`
+	ClientName string               `json:"c,omitempty"`
+	TaskScope  string               `json:"k,omitempty"`
+	Approve    bool                 `json:"e,omitempty"`
+	Principal  *intercept.Principal `json:"p,omitempty"`
+	// Call is the allowed tools/call whose result the interceptor's
+	// OnResult (classifier.scan_results) waits for, if it does.
+	Call *intercept.ActionDescriptor `json:"d,omitempty"`
+}
+
+// encodeCall encodes c, request id, for the store.
+func (g *Gateway) encodeCall(id string, c replayCall) []byte {
+	s := sharedCall{Method: c.method, Upstream: c.cc.Upstream, Target: c.cc.Target, SessionID: c.cc.SessionID,
+		Agent: c.cc.Agent, Version: c.cc.ProtocolVersion, ClientName: c.cc.ClientName, TaskScope: c.cc.TaskScope,
+		Approve: c.cc.ClientCanApprove, Principal: c.cc.Principal}
+	if c.method == "tools/call" {
+		s.Call = g.ic.PendingResult(c.cc, id)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// decodeCall decodes b, request id as the store kept it, and has the
+// interceptor wait for its result as the replica that allowed it did.
+func (g *Gateway) decodeCall(id string, b []byte) (replayCall, error) {
+	var s sharedCall
+	if err := json.Unmarshal(b, &s); err != nil {
+		return replayCall{}, err
+	}
+	if s.Method == "" {
+		return replayCall{}, errors.New("no method")
+	}
+	c := replayCall{method: s.Method, cc: intercept.CallContext{Upstream: s.Upstream, Target: s.Target, SessionID: s.SessionID,
+		Agent: s.Agent, ProtocolVersion: s.Version, ClientName: s.ClientName, TaskScope: s.TaskScope,
+		ClientCanApprove: s.Approve, Principal: s.Principal}}
+	if s.Call != nil && s.Method == "tools/call" {
+		g.ic.ExpectResult(c.cc, id, s.Call)
+	}
+	return c, nil
+}
+
+// rememberShared keeps calls in the store for sess; it reports whether it
+// could (else the caller keeps them in process, where only this replica
+// finds them).
+func (g *Gateway) rememberShared(sess *session, upstream string, calls map[string]replayCall) bool {
+	enc := make(map[string][]byte, len(calls))
+	for id, c := range calls {
+		enc[id] = g.encodeCall(id, c)
+	}
+	forgot, err := g.opts.Exchanges.Remember(context.WithoutCancel(g.ctx), sess.id, enc, maxReplays, replayTTL)
+	if err != nil {
+		g.log.Warn("a session's unanswered requests are remembered by this replica only: a resumed stream's answer to them through another is withheld",
+			"upstream", upstream, "err", err)
+		return false
+	}
+	if forgot > 0 {
+		g.log.Warn("a session's streams broke off with more requests unanswered than the gateway remembers; a resumed stream's answer to the oldest will be withheld",
+			"upstream", upstream, "max", maxReplays)
+	}
+	return true
+}
+
+// takeShared takes the request id from the store for a resumed stream of
+// sess, whose hold h then holds it; not found, or not known because the
+// store did not answer, the result is withheld.
+func (g *Gateway) takeShared(ctx context.Context, sess *session, upstream, id string, h *hold) (replayCall, bool) {
+	if h.token == "" {
+		h.token = newToken()
+	}
+	b, ok, err := g.opts.Exchanges.Take(ctx, sess.id, id, h.token, holdTTL)
+	if err != nil {
+		g.log.Warn("a result on a resumed stream is withheld: the session's shared store did not say which request it answers", "upstream", upstream, "err", err)
+		return replayCall{}, false
+	}
+	if !ok {
+		return replayCall{}, false
+	}
+	h.share(g, sess, id)
+	c, err := g.decodeCall(id, b)
+	if err != nil {
+		g.log.Warn("a result on a resumed stream is withheld: the session's shared store gave a request the gateway cannot read", "upstream", upstream, "err", err)
+		return replayCall{}, false
+	}
+	sess.replays.hold(id, h)
+	return c, true
+}
+
+func newToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
