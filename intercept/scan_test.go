@@ -20,6 +20,9 @@ func members(walk func(jsontext.Value, func(string, jsontext.Value) error) error
 }
 
 var validMemberSeeds = []string{
+	// Escapes before, at and after the next quote: "\"" ends after an
+	// escaped backslash, "\\"" after an escaped quote.
+	`{"a":"\\","b":"\"\\\"","c":"x\n\"y","\"d":1}`, `{"e":"` + strings.Repeat(`\n`, 300) + `","f":2}`,
 	`{}`, ` { } `, `{"a":1}`, `{"a":"}{][\"","b":[1,{"c":"]"}],"d":{"e":null}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi \\ \"there\""},"_meta":{}}}`,
 	`{"\u0061b":true , "c" : -1.5e+3,"d":false,"e":[ ],"f":"\u00e9\ud83d\ude00"}`,
