@@ -25,6 +25,11 @@ type bridgeState struct {
 	wmu  writeLock // one writer at a time on up: POSTs arrive concurrently
 	name string
 	done chan struct{} // closed when the upstream reader ends
+	// tasks holds the messages about tasks not yet known while the
+	// session's task-augmented requests wait (taskhold.go), released
+	// through sink.
+	tasks *taskHold
+	sink  *bridgeSink
 
 	mu      sync.Mutex // guards the fields below
 	waiters map[string]*stream
@@ -51,9 +56,10 @@ const (
 
 // bridgeCall is a request waiting for its response on a bridged session.
 type bridgeCall struct {
-	method string
-	cc     intercept.CallContext // the request's, for hiding tools in its answer
-	up     *upCall               // its measurement; nil: none
+	method  string
+	creates bool                  // a task-augmented request: tasks expects its answer
+	cc      intercept.CallContext // the request's, for hiding tools in its answer
+	up      *upCall               // its measurement; nil: none
 }
 
 // stream is one open HTTP response the bridge writes messages to.
@@ -215,26 +221,20 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 		}
 	}
 	answered := target != nil
-	if target == nil && m != nil && w.withhold(ctx, ic, b.cc, m) {
+	if target == nil && ic.ForeignTask(ctx, b.cc, m) {
+		cc := b.cc
 		b.mu.Unlock()
-		return m, call
+		held, owned := b.tasks.hold(ctx, cc, m, msg, b.sink)
+		if !owned {
+			if !held {
+				w.drop(cc, m)
+			}
+			return m, call
+		}
+		b.mu.Lock()
 	}
 	if target == nil {
-		switch {
-		case len(b.streams) > 0:
-			target = b.streams[len(b.streams)-1]
-		case b.get != nil:
-			target = b.get
-		default:
-			b.backlog = append(b.backlog, msg)
-			b.backlogBytes += len(msg)
-			for len(b.backlog) > 1 && (len(b.backlog) > maxBacklog || b.backlogBytes > maxBacklogBytes) {
-				b.backlogBytes -= len(b.backlog[0])
-				b.backlog[0] = nil
-				b.backlog = b.backlog[1:]
-				b.dropped++
-			}
-		}
+		target = b.serverTarget(msg)
 	}
 	b.mu.Unlock()
 	if answered {
@@ -252,9 +252,49 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 				msg = out
 			}
 		}
+		if answered && call.creates {
+			// Its handle is recorded: what was held about the task goes
+			// first, in the order the upstream sent it.
+			b.tasks.settle(1)
+		}
 		target.deliver(msg)
 	}
 	return m, call
+}
+
+// serverTarget returns the stream that takes msg, a message no request
+// waits for: the newest POST stream, else the GET stream; with neither,
+// msg waits in the backlog and serverTarget returns nil. b.mu is held.
+func (b *bridgeState) serverTarget(msg []byte) *stream {
+	switch {
+	case len(b.streams) > 0:
+		return b.streams[len(b.streams)-1]
+	case b.get != nil:
+		return b.get
+	}
+	b.backlog = append(b.backlog, msg)
+	b.backlogBytes += len(msg)
+	for len(b.backlog) > 1 && (len(b.backlog) > maxBacklog || b.backlogBytes > maxBacklogBytes) {
+		b.backlogBytes -= len(b.backlog[0])
+		b.backlog[0] = nil
+		b.backlog = b.backlog[1:]
+		b.dropped++
+	}
+	return nil
+}
+
+// bridgeSink delivers a message held about a task as one no request
+// waits for.
+type bridgeSink struct{ b *bridgeState }
+
+func (s *bridgeSink) send(msg []byte) error {
+	s.b.mu.Lock()
+	target := s.b.serverTarget(msg)
+	s.b.mu.Unlock()
+	if target != nil {
+		target.deliver(msg)
+	}
+	return nil
 }
 
 // release forgets a stream: its client went away or got everything. The
@@ -262,15 +302,20 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 func (b *bridgeState) release(s *stream, ids []string, cause error) {
 	s.goneOnce.Do(func() { close(s.gone) })
 	var unanswered []*upCall
+	creating := 0
 	defer func() {
 		for _, uc := range unanswered {
 			uc.end(cause)
 		}
+		b.tasks.settle(creating)
 	}()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, id := range ids {
 		if b.waiters[id] == s {
+			if b.calls[id].creates {
+				creating++
+			}
 			unanswered = append(unanswered, b.calls[id].up)
 			delete(b.waiters, id)
 			delete(b.calls, id)
@@ -296,9 +341,14 @@ func (b *bridgeState) fail(cause error) {
 	waiters, calls := b.waiters, b.calls
 	b.waiters, b.calls = map[string]*stream{}, map[string]bridgeCall{}
 	b.mu.Unlock()
+	creating := 0
 	for _, c := range calls {
 		c.up.end(cause)
+		if c.creates {
+			creating++
+		}
 	}
+	b.tasks.settle(creating)
 	for id, s := range waiters {
 		s.deliver(intercept.ErrorResponse([]byte(id), err))
 	}
@@ -363,6 +413,7 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 	var s *stream
 	ids := make([]string, 0, len(reqs))
 	var cancelled, replaced []*upCall
+	replacedCreating := 0
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -387,21 +438,27 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 			cancelled = append(cancelled, b.calls[id].up)
 		}
 	}
+	creating := creatingTasks(x.msgs)
 	if len(reqs) > 0 {
 		s = newStream()
 		cc := x.callContext()
 		for id, method := range reqs {
 			if old, ok := b.calls[id]; ok {
 				replaced = append(replaced, old.up)
+				if old.creates {
+					replacedCreating++
+				}
 			}
 			b.waiters[id] = s
-			b.calls[id] = bridgeCall{method: method, cc: cc, up: ucs[id]}
+			b.calls[id] = bridgeCall{method: method, creates: creating[id], cc: cc, up: ucs[id]}
 			ids = append(ids, id)
 		}
 		b.cc = cc
 		b.streams = append(b.streams, s)
 	}
 	b.mu.Unlock()
+	b.tasks.expect(len(creating))
+	b.tasks.settle(replacedCreating)
 	for _, uc := range cancelled {
 		uc.end(errCancelled)
 	}
@@ -455,13 +512,20 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 		return
 	}
 	old, replaced := b.calls[id]
+	creates := createsTask(x.msgs[0])
 	b.waiters[id] = s
-	b.calls[id] = bridgeCall{method: x.msgs[0].Method, cc: x.callContext(), up: ucs[id]}
+	b.calls[id] = bridgeCall{method: x.msgs[0].Method, creates: creates, cc: x.callContext(), up: ucs[id]}
 	b.cc = b.calls[id].cc
 	b.streams = append(b.streams, s)
 	b.mu.Unlock()
+	if creates {
+		b.tasks.expect(1)
+	}
 	if replaced {
 		old.up.end(errReplaced)
+		if old.creates {
+			b.tasks.settle(1)
+		}
 	}
 	defer b.release(s, []string{id}, errCancelled)
 	if err := b.write(r.Context(), body); err != nil {
@@ -549,7 +613,8 @@ func (g *Gateway) openBridge(x *exchange) (*session, error) {
 	sess := &session{id: g.sessionID(sealedSession{Route: x.rt.up.Name, Header: x.owner.header, Agent: x.owner.agent, Client: x.owner.client}),
 		route: x.rt.up.Name, owner: x.owner, version: x.version, elicitForm: x.initFormElicitation(), lease: l}
 	sess.bridge = &bridgeState{up: up, name: x.rt.up.Name, done: make(chan struct{}),
-		waiters: make(map[string]*stream), calls: make(map[string]bridgeCall)}
+		waiters: make(map[string]*stream), calls: make(map[string]bridgeCall), tasks: newTaskHold(g.ic, g.withheld)}
+	sess.bridge.sink = &bridgeSink{sess.bridge}
 	if err := g.sessions.add(sess); err != nil {
 		l.release()
 		_ = up.Close()

@@ -70,6 +70,38 @@ type relay struct {
 	upcalls      map[string]*upCall                 // measurements of requests forwarded upstream, by id
 	nextAsk      uint64
 	asking       sync.WaitGroup
+	// creating holds the task-augmented requests in pending; tasks, the
+	// messages about tasks not yet known held while they wait, for sink
+	// (taskhold.go). Set by run.
+	creating map[string]bool
+	tasks    *taskHold
+	sink     *relaySink
+}
+
+// relaySink delivers a message held about a task to the relay's client.
+type relaySink struct {
+	r   *relay
+	ctx context.Context
+}
+
+func (s *relaySink) send(msg []byte) error { return s.r.toClient(s.ctx, msg) }
+
+// doneCreating forgets which of answers answered task-augmented requests,
+// and returns how many.
+func (r *relay) doneCreating(answers []*intercept.Message) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.creating) == 0 {
+		return 0
+	}
+	n := 0
+	for _, m := range answers {
+		if r.creating[m.IDKey()] {
+			delete(r.creating, m.IDKey())
+			n++
+		}
+	}
+	return n
 }
 
 func (r *relay) toClient(ctx context.Context, b []byte) error {
@@ -97,6 +129,9 @@ func (r *relay) run(ctx context.Context) error {
 	r.asks = make(map[string]chan *intercept.Message)
 	r.spans = make(map[string]telemetry.Span)
 	r.upcalls = make(map[string]*upCall)
+	r.creating = make(map[string]bool)
+	r.tasks, r.sink = newTaskHold(r.ic, r.withheld), &relaySink{r: r, ctx: ctx}
+	defer r.tasks.forget(r.sink)
 	defer r.endSpans(ErrSessionEnded)
 	defer r.asking.Wait()
 	errc := make(chan error, 2)
@@ -480,9 +515,15 @@ func (r *relay) answer(m *intercept.Message) {
 // track remembers the client's requests so their responses can be observed
 // and, if the upstream dies, answered with an error.
 func (r *relay) track(msgs []*intercept.Message) {
+	n := 0
+	defer func() { r.tasks.expect(n) }()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, m := range msgs {
+		if createsTask(m) && !r.creating[m.IDKey()] {
+			r.creating[m.IDKey()] = true
+			n++
+		}
 		if m.Kind == intercept.KindRequest {
 			if old, ok := r.pending[m.IDKey()]; ok {
 				r.pendingBytes -= len(m.IDKey()) + len(old)
@@ -549,6 +590,9 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 			continue
 		}
 		shown := r.hideTools(ctx, b)
+		// A task handle among answers is recorded: what was held about
+		// its task goes first, in the order the upstream sent it.
+		r.tasks.settle(r.doneCreating(answers))
 		if shown == nil {
 			r.observe(answers) // all of it was about another's task
 			continue
@@ -626,7 +670,10 @@ func (r *relay) failPending(ctx context.Context, cause error) {
 	}
 	clear(r.pending)
 	r.pendingBytes = 0
+	n := len(r.creating)
+	clear(r.creating)
 	r.mu.Unlock()
+	r.tasks.settle(n)
 	for _, id := range ids {
 		r.endUpCall(id, cause)
 		_ = r.toClient(ctx, intercept.ErrorResponse(jsontext.Value(id), upstreamError(r.up.Name, cause)))
@@ -687,6 +734,7 @@ func (r *relay) refuse(ctx context.Context, msgs []*intercept.Message, cause err
 		r.mu.Lock()
 		r.forget(m.IDKey())
 		r.mu.Unlock()
+		r.tasks.settle(r.doneCreating([]*intercept.Message{m}))
 		r.endUpCall(m.IDKey(), cause)
 		r.endSpan(m.IDKey(), cause)
 		_ = r.toClient(ctx, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: "message not sent: " + cause.Error()}))

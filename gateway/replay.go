@@ -202,7 +202,7 @@ func (o *observer) replay(ctx context.Context, data []byte) *observer {
 		}
 		if r == nil {
 			r = &observer{g: o.g, rt: o.rt, sess: o.sess, stream: true, pending: make(map[string]string, 1),
-				last: o.last, lastMsgs: o.lastMsgs, lastErr: o.lastErr}
+				last: o.last, lastMsgs: o.lastMsgs, lastErr: o.lastErr, sink: o.sink}
 		}
 		// The requests of one session share its owner: a message answering
 		// several is screened with the call context of any of them.

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/intercept"
@@ -32,12 +33,25 @@ type session struct {
 	// replays remembers the requests whose answer stream broke off, for
 	// a resumed stream to be screened (replay.go).
 	replays replays
+	// tasks holds what its upstream said about tasks not yet known while
+	// its task-augmented requests await answers (taskhold.go); nil until
+	// one is sent.
+	tasks atomic.Pointer[taskHold]
 
 	mu       sync.Mutex // guards the fields below
 	version  string
 	lastUsed time.Time
 	answers  map[string]chan *intercept.Message // id of an approval elicitation -> its waiter
 	asked    uint64                             // requests the gateway sent this client itself
+}
+
+// taskHold returns the session's taskHold, made on first use.
+func (s *session) taskHold(g *Gateway) *taskHold {
+	if h := s.tasks.Load(); h != nil {
+		return h
+	}
+	s.tasks.CompareAndSwap(nil, newTaskHold(g.ic, g.withheld))
+	return s.tasks.Load()
 }
 
 func (s *session) info() (agent, version string) {

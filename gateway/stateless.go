@@ -45,6 +45,15 @@ type slCall struct {
 	cc      intercept.CallContext // the request's, for hiding tools in its answer
 	uc      *upCall               // its measurement; nil: none
 	dropped int                   // notifications its client was too slow for (the reader's)
+	// tasks holds, for a task-augmented request, the messages about tasks
+	// not yet known until its answer (taskhold.go); nil for another.
+	tasks *taskHold
+}
+
+// send delivers a message held about a task to c's client.
+func (c *slCall) send(msg []byte) error {
+	c.s.offer(msg, false)
+	return nil
 }
 
 func newStatelessBridge(g *Gateway, rt *route) *statelessBridge {
@@ -126,6 +135,10 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 	b.next++
 	n := strconv.FormatUint(b.next, 10)
 	c := &slCall{s: newStream(), id: m.ID, idKey: m.IDKey(), upID: `"sluice-` + n + `"`, method: m.Method, cc: x.callContext(), uc: uc}
+	if createsTask(m) {
+		c.tasks = newTaskHold(b.g.ic, b.g.withheld)
+		c.tasks.expect(1)
+	}
 	msg, err := intercept.WithMember(m.Raw, "id", jsontext.Value(c.upID))
 	meta, params := m.Meta, m.Params
 	if tok := intercept.ValidMember(m.Meta, "progressToken"); err == nil && tok != nil {
@@ -192,6 +205,7 @@ func (b *statelessBridge) forget(c *slCall, cause error) bool {
 	b.mu.Unlock()
 	if pending {
 		c.uc.end(cause)
+		c.tasks.settle(1)
 	}
 	return pending
 }
@@ -243,8 +257,14 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		b.g.log.Debug("uncorrelated message from upstream not delivered", "upstream", b.rt.up.Name, "method", m.Method, "err", err)
 		return
 	}
-	if m.Kind == intercept.KindNotification && b.g.withheld.withhold(b.g.ctx, b.g.ic, c.cc, m) {
-		return
+	if m.Kind == intercept.KindNotification && b.g.ic.ForeignTask(b.g.ctx, c.cc, m) {
+		held, owned := c.tasks.hold(b.g.ctx, c.cc, m, out, c)
+		if !owned {
+			if !held {
+				b.g.withheld.drop(c.cc, m)
+			}
+			return
+		}
 	}
 	list := m.Kind == intercept.KindResponse && c.method == "tools/list"
 	if m.Kind == intercept.KindResponse && screened(c.method, out) {
@@ -254,6 +274,11 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		// Recorded before the client has it: a call it makes on seeing
 		// the list is decided with the list.
 		b.g.ic.ObserveTools(b.rt.up.Name, m.Result)
+	}
+	if m.Kind != intercept.KindNotification {
+		// Its handle, if any, is recorded: what was held about the task
+		// goes first, in the order the upstream sent it.
+		c.tasks.settle(1)
 	}
 	// The reader serves every client of the connection: it never waits
 	// on one. A notification its client is too slow for is dropped; the

@@ -440,6 +440,20 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 // forward relays an allowed POST to an HTTP upstream and its answer back,
 // JSON or SSE exactly as the upstream chose, streaming event by event.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
+	// The upstream may speak of a task a request creates before its
+	// handle, on any stream (taskhold.go): from now until the answer is
+	// recorded, the session's streams (or the answer's own) hold that.
+	var tasks *taskHold
+	creating := creatingTasks(x.msgs)
+	if creating != nil {
+		if x.sess != nil {
+			tasks = x.sess.taskHold(g)
+		} else {
+			tasks = newTaskHold(g.ic, g.withheld)
+		}
+		tasks.expect(len(creating))
+		defer func() { tasks.settle(len(creating)) }()
+	}
 	out, endUpstream, err := g.upstreamCall(r.Context(), r, x)
 	var upErr error // what went wrong with the call, for its span and metric
 	defer func() { endUpstream(upErr) }()
@@ -499,6 +513,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 			upErr = ob.failed
 		}
 	}()
+	ob.creating, ob.tasks = creating, tasks
 	if isEventStream(resp.Header) {
 		ob.stream = true
 		w.WriteHeader(resp.StatusCode)
@@ -625,8 +640,9 @@ func isEventStream(h http.Header) bool {
 // why it stopped before the stream's end: a broken upstream stream, or
 // [errCancelled] when the client could no longer be written to.
 func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io.Reader, ob *observer) error {
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
+	ob.sink = newEventSink(w)
+	defer ob.endSink()
+	_ = http.NewResponseController(w).Flush()
 	rd := transport.NewSSEReader(body)
 	var drops dropLog
 	var unread error // the last message not delivered for being unreadable
@@ -682,6 +698,11 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 			// Compacted like every message the gateway writes as an event;
 			// one that is not JSON cannot be framed and is not passed on.
 			shown := o.filter(ctx, data)
+			if n := ob.answeredTasks(data); n > 0 {
+				// Its handle is recorded: what was held about the task
+				// goes first, in the order the upstream sent it.
+				ob.tasks.settle(n)
+			}
 			if shown == nil {
 				continue // about another's task, and nothing else
 			}
@@ -691,10 +712,7 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 				continue
 			}
 		}
-		if err := transport.WriteSSEEvent(w, ev); err != nil {
-			return errCancelled
-		}
-		if err := rc.Flush(); err != nil {
+		if err := ob.sink.event(ev); err != nil {
 			return errCancelled
 		}
 		if msg {
@@ -768,6 +786,14 @@ type observer struct {
 	resumed bool
 	took    map[string]replayCall
 	held    *hold // the ids of took, while the stream is open
+
+	// creating holds the task-augmented requests of pending not yet
+	// answered, tasks the taskHold they expect (taskhold.go): the
+	// session's, or the exchange's own. sink is the event stream a
+	// message held for the stream is released to.
+	creating map[string]bool
+	tasks    *taskHold
+	sink     *eventSink
 
 	// The last message decoded, and what came of it: a message is
 	// checked and recorded in several steps, and decoded once.

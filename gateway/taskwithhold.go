@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -18,7 +17,8 @@ import (
 // path that carries an upstream's messages to a client withholds a
 // notification or request about an MCP task that client does not own
 // (intercept.ForeignTask), and only that message: in a batch, the rest is
-// delivered. Each is counted and logged.
+// delivered. Each is counted and logged. One about a task not yet known
+// may first be held for its owner (taskhold.go).
 
 // withheldTasks counts the messages withheld from clients for naming a
 // task they do not own; safe for concurrent use.
@@ -28,12 +28,9 @@ type withheldTasks struct {
 	n       atomic.Uint64
 }
 
-// withhold reports whether m, from cc's upstream, must not reach the
-// client of cc, and counts and logs it if so.
-func (w *withheldTasks) withhold(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, m *intercept.Message) bool {
-	if !ic.ForeignTask(ctx, cc, m) {
-		return false
-	}
+// drop counts and logs m, from cc's upstream, withheld from the client
+// of cc for naming a task that client does not own.
+func (w *withheldTasks) drop(cc intercept.CallContext, m *intercept.Message) {
 	id, _ := intercept.NamedTask(m)
 	n := w.n.Add(1)
 	if w.metrics != nil {
@@ -41,7 +38,6 @@ func (w *withheldTasks) withhold(ctx context.Context, ic *intercept.Interceptor,
 	}
 	w.log.Debug("an upstream message about an MCP task the client does not own was not delivered",
 		"upstream", cc.Upstream, "method", m.Method, "task", id, "agent", cc.Agent, "withheld", n)
-	return true
 }
 
 // TasksWithheld is how many messages from upstreams the gateway has

@@ -129,6 +129,10 @@ func recorded(b []byte) bool {
 	return bytes.Contains(b, taskIDMember) || bytes.Contains(b, requestStateMember)
 }
 
+// holdFunc offers m, about a task its client does not own, to a
+// taskHold (see taskHold.hold).
+type holdFunc func(m *intercept.Message) (held, owned bool)
+
 var (
 	taskIDMember       = []byte(`"taskId"`)
 	requestStateMember = []byte(`"requestState"`)
@@ -154,8 +158,11 @@ func listRefused(id jsontext.Value, method string, err error) []byte {
 // names requests still waiting for a tools/list answer, b that cannot be
 // decoded (duplicate member names, invalid UTF-8) is not passed on: the
 // client, reading it its own way, could be shown tools the gateway never
-// saw; those requests are answered with an error instead.
-func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, cc intercept.CallContext, b []byte, methodOf func(id string) string, lists []string) []byte {
+// saw; those requests are answered with an error instead. A message
+// about a task the client does not own is first offered to hold (nil:
+// none), which may keep it for when its task is the client's (taskhold.go)
+// or find it is the client's already.
+func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, cc intercept.CallContext, b []byte, methodOf func(id string) string, lists []string, hold holdFunc) []byte {
 	msgs, batch, err := intercept.Decode(b)
 	if err != nil {
 		if len(lists) == 0 {
@@ -182,9 +189,18 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 	}
 	kept := out[:0]
 	for i, m := range msgs {
-		if w.withhold(ctx, ic, cc, m) {
-			changed = true
-			continue
+		if ic.ForeignTask(ctx, cc, m) {
+			held, owned := false, false
+			if hold != nil {
+				held, owned = hold(m)
+			}
+			if !owned {
+				if !held {
+					w.drop(cc, m)
+				}
+				changed = true
+				continue
+			}
 		}
 		kept = append(kept, out[i])
 	}
@@ -229,7 +245,7 @@ func (o *observer) filter(ctx context.Context, b []byte) []byte {
 		}
 		return marshalArray(out)
 	}
-	return hideTools(ctx, o.g.ic, o.g.withheld, o.cc, b, func(id string) string { return o.pending[id] }, lists)
+	return hideTools(ctx, o.g.ic, o.g.withheld, o.cc, b, func(id string) string { return o.pending[id] }, lists, o.holdTask(ctx))
 }
 
 // stray reports whether b, a message of an upstream's answer, holds a
@@ -295,9 +311,12 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 	if len(lists) == 0 && !recorded(b) {
 		return b
 	}
-	return hideTools(ctx, r.ic, r.withheld, r.callContext(), b, func(id string) string {
+	cc := r.callContext()
+	return hideTools(ctx, r.ic, r.withheld, cc, b, func(id string) string {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.pending[id]
-	}, lists)
+	}, lists, func(m *intercept.Message) (held, owned bool) {
+		return r.tasks.hold(ctx, cc, m, m.Raw, r.sink)
+	})
 }
