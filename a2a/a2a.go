@@ -383,6 +383,14 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message: " + why})
 			return
 		}
+		if k := notString(msg); k != "" {
+			reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message." + k + " must be a string"})
+			return
+		}
+	}
+	if k := notString(m.Params); k != "" {
+		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + k + " must be a string"})
+		return
 	}
 	owner := ownerOf(r.Context())
 	switch spec.kind {
@@ -1114,6 +1122,22 @@ func taskIDParam(params jsontext.Value) string {
 // and messages: a case variant of one is refused.
 var a2aFields = []string{"id", "taskId", "contextId", "messageId", "message", "parts", "kind", "role", "text", "data", "file",
 	"metadata", "skillId", "configuration", "pushNotificationConfig", "name", "historyLength", "referenceTaskIds", "extensions"}
+
+// idFields are the ids the gateway checks ownership of, as strings: one
+// of another type (7 where an agent in JavaScript or Python may read "7")
+// is refused, not passed by unchecked. null is no id.
+var idFields = []string{"id", "taskId", "task_id", "contextId", "context_id"}
+
+// notString returns the first of idFields that obj holds as something
+// other than a string or null, or "".
+func notString(obj jsontext.Value) string {
+	for _, k := range idFields {
+		if v := intercept.Member(obj, k); v != nil && v.Kind() != '"' && v.Kind() != 'n' {
+			return k
+		}
+	}
+	return ""
+}
 
 // partFields are the members whose names the gateway reads in a message
 // part (and in a v0.3 part's file): a case variant of one is refused.

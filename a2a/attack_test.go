@@ -306,3 +306,35 @@ func TestAttackDriftedCardServed(t *testing.T) {
 		t.Errorf("the drifted, unapproved skill description is served to clients: %s", b)
 	}
 }
+
+// TestAttackIDNotAString: a task or context id that is not a JSON string
+// (a number, an object) skipped the ownership checks, which read strings,
+// while an agent in JavaScript or Python may take 7 as "7". Such a
+// message or request is refused and never reaches the agent.
+func TestAttackIDNotAString(t *testing.T) {
+	agent := newRecAgent(t, goodCard)
+	gw := serveAs(t, allow, agent.srv.URL, Options{})
+	for _, tt := range []struct{ name, body string }{
+		{"message.contextId", strings.Replace(sendHi, `"role":"user"`, `"role":"user","contextId":7`, 1)},
+		{"message.taskId", strings.Replace(sendHi, `"role":"user"`, `"role":"user","taskId":{"id":"t-1"}`, 1)},
+		{"message.task_id", strings.Replace(sendHi, `"role":"user"`, `"role":"user","task_id":1`, 1)},
+		{"message.context_id", strings.Replace(sendHi, `"role":"user"`, `"role":"user","context_id":1.0`, 1)},
+		{"tasks/get id", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":1}}`},
+		{"tasks/cancel taskId", `{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{"id":"x","taskId":2}}`},
+	} {
+		got := do(t, "POST", gw.URL+"/a2a/stub", "bob", "", tt.body)
+		if !strings.Contains(got, `"error"`) || strings.HasPrefix(tt.name, "message.") && !strings.Contains(got, "-32602") {
+			t.Errorf("%s: got %s, want it refused (-32602 for a message)", tt.name, got)
+		}
+	}
+	agent.mu.Lock()
+	n := len(agent.seen)
+	agent.mu.Unlock()
+	if n != 0 {
+		t.Errorf("the agent got %d requests, want none", n)
+	}
+	// A null id is no id: the message starts a new conversation.
+	if got := do(t, "POST", gw.URL+"/a2a/stub", "bob", "", strings.Replace(sendHi, `"role":"user"`, `"role":"user","contextId":null`, 1)); strings.Contains(got, "-32602") {
+		t.Errorf("contextId null: got %s, want it forwarded", got)
+	}
+}
