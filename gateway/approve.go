@@ -72,6 +72,8 @@ type stateSealer interface {
 
 var _ stateSealer = (*approval.Store)(nil)
 
+var approvalInputKeyBytes = []byte(approvalInputKey)
+
 const (
 	// approvalInputKey names the gateway's entry in a 2026-07-28
 	// input_required result's inputRequests and in the retry's
@@ -237,6 +239,11 @@ func admitAnswer(ap Approver, a *approvalAnswer, m *intercept.Message, cc interc
 // round trips pass through untouched.
 func takeApprovalAnswer(m *intercept.Message) (stripped *intercept.Message, ans approvalAnswer, ok bool, err error) {
 	if !m.IsCall() {
+		return nil, ans, false, nil
+	}
+	// Most calls answer nothing: without the key's bytes (or a \u escape
+	// that could spell them) there is no entry to look for.
+	if !bytes.Contains(m.Params, approvalInputKeyBytes) && !bytes.Contains(m.Params, []byte(`\u`)) {
 		return nil, ans, false, nil
 	}
 	mine := intercept.ValidMember(intercept.ValidMember(m.Params, "inputResponses"), approvalInputKey)

@@ -463,6 +463,16 @@ func TestTakeApprovalAnswer(t *testing.T) {
 	if got.Name != "add" || string(got.Arguments) != `{"a":1}` {
 		t.Errorf("stripped message decoded as %q %s", got.Name, got.Arguments)
 	}
+	// The entry's name spelt with escapes is still the gateway's: the
+	// byte search that spares other calls the member scan must not miss it.
+	m, err = intercept.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add",` +
+		`"arguments":{"a":1},"inputResponses":{"sluice-appro\u0076al":{"action":"accept","content":{"approve":true}}},"requestState":"apr_1"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ans, ok, err := takeApprovalAnswer(m); err != nil || !ok || !ans.approve {
+		t.Errorf("escaped entry name: got ok=%v approve=%v err=%v, want the answer taken", ok, ans.approve, err)
+	}
 }
 
 type elicitFunc func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
