@@ -117,6 +117,11 @@ type Options struct {
 	Now func() time.Time
 	// OnPoisonedListing: zero is ListingWithhold (see ScreenListed).
 	OnPoisonedListing ListingAction
+	// AllowedListings are the item_hash values (hex SHA-256, from
+	// EventPoisoning events) of listed items and instructions an operator
+	// judged false alarms: shown whatever their findings, as long as they
+	// are those exact bytes.
+	AllowedListings []string
 	// Backend, if set, keeps the snapshots instead of files in
 	// Dir/inventory: OpenRedisBackend shares them between replicas, which
 	// then need the same signing key (KeyFile or Key). Run Watch to apply
@@ -148,6 +153,7 @@ type Inventory struct {
 	onDrift   DriftAction
 	maxDesc   int
 	onListing ListingAction
+	allowed   map[[sha256.Size]byte]bool // AllowedListings
 	events    EventSink
 	now       func() time.Time
 
@@ -218,6 +224,10 @@ func New(opts Options) (*Inventory, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("inventory: Options.Dir is empty; set the gateway's data directory")
 	}
+	allowed, err := allowedHashes(opts.AllowedListings)
+	if err != nil {
+		return nil, err
+	}
 	key := opts.Key
 	if key == nil {
 		var err error
@@ -241,6 +251,7 @@ func New(opts Options) (*Inventory, error) {
 		onDrift:    opts.OnDrift,
 		maxDesc:    opts.MaxDescription,
 		onListing:  opts.OnPoisonedListing,
+		allowed:    allowed,
 		lists:      map[string]*listing{},
 		events:     opts.Events,
 		now:        opts.Now,

@@ -140,7 +140,8 @@ func (inv *Inventory) screenListed(upstream, method string, k listKind, items []
 		}
 		name := stringMember(it, k.key)
 		fs, digest := l.scan(method, it, inv.maxDesc)
-		withhold := inv.onListing == ListingWithhold && Suspicious(fs)
+		allowed := inv.allowed[digest]
+		withhold := inv.onListing == ListingWithhold && Suspicious(fs) && !allowed
 		label := k.prefix + name
 		if withhold {
 			show[i] = false
@@ -160,11 +161,27 @@ func (inv *Inventory) screenListed(upstream, method string, k listKind, items []
 			}
 			evs = append(evs, Event{Type: EventPoisoning, Upstream: upstream, Tool: label, Detail: map[string]any{
 				"rule": f.Rule, "severity": f.Severity.String(), "field": f.Field, "excerpt": f.Excerpt,
-				"method": method, "item_hash": hex.EncodeToString(digest[:]), "withheld": withhold,
+				"method": method, "item_hash": hex.EncodeToString(digest[:]), "withheld": withhold, "allowed": allowed,
 			}})
 		}
 	}
 	return evs
+}
+
+// allowedHashes parses Options.AllowedListings.
+func allowedHashes(list []string) (map[[sha256.Size]byte]bool, error) {
+	var out map[[sha256.Size]byte]bool
+	for _, h := range list {
+		b, err := hex.DecodeString(strings.TrimSpace(h))
+		if err != nil || len(b) != sha256.Size {
+			return nil, fmt.Errorf("inventory: allowed_listings: %q is not an item_hash (64 hex digits, from a sluice.tool_poisoning event)", h)
+		}
+		if out == nil {
+			out = map[[sha256.Size]byte]bool{}
+		}
+		out[[sha256.Size]byte(b)] = true
+	}
+	return out, nil
 }
 
 // ScreenInstructions scans the instructions of an initialize or
@@ -182,7 +199,8 @@ func (inv *Inventory) ScreenInstructions(upstream, method, instructions string) 
 	inv.mu.Lock()
 	l := inv.listing(upstream)
 	fs, digest := l.scan(method, item, inv.maxDesc)
-	withhold := inv.onListing == ListingWithhold && Suspicious(fs)
+	allowed := inv.allowed[digest]
+	withhold := inv.onListing == ListingWithhold && Suspicious(fs) && !allowed
 	var evs []Event
 	for _, f := range fs {
 		key := string(digest[:]) + "\x00" + f.Rule + "\x00" + f.Field
@@ -191,7 +209,7 @@ func (inv *Inventory) ScreenInstructions(upstream, method, instructions string) 
 		}
 		evs = append(evs, Event{Type: EventPoisoning, Upstream: upstream, Detail: map[string]any{
 			"rule": f.Rule, "severity": f.Severity.String(), "field": f.Field, "excerpt": f.Excerpt,
-			"method": method, "item_hash": hex.EncodeToString(digest[:]), "withheld": withhold,
+			"method": method, "item_hash": hex.EncodeToString(digest[:]), "withheld": withhold, "allowed": allowed,
 		}})
 	}
 	inv.mu.Unlock()

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -150,5 +151,50 @@ func TestMatchTemplate(t *testing.T) {
 		if got := matchTemplate(tc.t, tc.uri); got != tc.want {
 			t.Errorf("matchTemplate(%q, %q): got %v, want %v", tc.t, tc.uri, got, tc.want)
 		}
+	}
+}
+
+// TestScreenListedAllowedHash: an operator who judged a finding a false
+// alarm allows that exact item by the item_hash of its event: it is shown
+// (its event still sent, withheld false), while the same item changed by
+// one byte, and every other poisoned item, is still withheld; instructions
+// likewise.
+func TestScreenListedAllowedHash(t *testing.T) {
+	item := jsontext.Value(`{"name":"review","description":` + strconv.Quote(listedPayload) + `}`)
+	var hash string
+	probe, err := New(Options{Dir: t.TempDir(), Events: EventFunc(func(e Event) { hash, _ = e.Detail["item_hash"].(string) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe.ScreenListed("notes", "prompts/list", []jsontext.Value{item})
+	var instrHash string
+	probe.events = EventFunc(func(e Event) { instrHash, _ = e.Detail["item_hash"].(string) })
+	probe.ScreenInstructions("notes", "initialize", "Notes. "+listedPayload)
+	if hash == "" || instrHash == "" {
+		t.Fatalf("no item_hash in the events: %q %q", hash, instrHash)
+	}
+
+	var evs []Event
+	inv, err := New(Options{Dir: t.TempDir(), AllowedListings: []string{hash, strings.ToUpper(instrHash)}, Events: EventFunc(func(e Event) { evs = append(evs, e) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := jsontext.Value(`{"name":"review","description":` + strconv.Quote(listedPayload+" ") + `}`)
+	other := jsontext.Value(`{"name":"triage","description":` + strconv.Quote("Triage. "+listedPayload) + `}`)
+	show := inv.ScreenListed("notes", "prompts/list", []jsontext.Value{item, changed, other})
+	if !show[0] || show[1] || show[2] {
+		t.Errorf("show: got %v, want [true false false]: only the allowed item, byte for byte", show)
+	}
+	if len(evs) == 0 || evs[0].Detail["withheld"] != false || evs[0].Detail["allowed"] != true {
+		t.Errorf("events: got %+v, want the allowed item's event with withheld false, allowed true", evs)
+	}
+	if !inv.ScreenInstructions("notes", "initialize", "Notes. "+listedPayload) {
+		t.Errorf("allowed instructions: got withheld, want shown")
+	}
+	if inv.ScreenInstructions("notes", "initialize", "Notes! "+listedPayload) {
+		t.Errorf("other instructions: got shown, want withheld")
+	}
+	if _, err := New(Options{Dir: t.TempDir(), AllowedListings: []string{"not-a-hash"}}); err == nil {
+		t.Errorf("New with a malformed allowed hash: got nil error")
 	}
 }

@@ -146,6 +146,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	iopts := inventory.Options{
 		Dir: dir, KeyFile: cfg.Inventory.KeyFile, Pinning: cfg.Inventory.Pinning, OnDrift: cfg.Inventory.OnDrift,
 		MaxDescription: cfg.Inventory.MaxDescription, OnPoisonedListing: cfg.Inventory.OnPoisonedListing,
+		AllowedListings: cfg.Inventory.AllowedListings,
 		Events: inventory.EventFunc(func(e inventory.Event) {
 			logInventory(logger, e)
 			rec.inventory(e)

@@ -28,6 +28,9 @@ type inventoryConfig struct {
 	// not served, poisoned server instructions are left out of the
 	// initialize result; the default) or "report" (events only).
 	OnPoisonedListing inventory.ListingAction `yaml:"on_poisoned_listing"`
+	// AllowedListings are item_hash values of sluice.tool_poisoning events
+	// an operator judged false alarms: those exact items are shown.
+	AllowedListings []string `yaml:"allowed_listings"`
 	// MaxDescription flags longer tool descriptions (default 2000; -1 off).
 	MaxDescription int `yaml:"max_description"`
 	// KeyFile is an Ed25519 signing key (PEM PKCS#8); default: generated
