@@ -73,33 +73,7 @@ func TestAttackResumedAnswerUnscreened(t *testing.T) {
 	gw := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { gw.Close(); g.Close() })
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: gw.URL + "/mcp/demo", DisableStandaloneSSE: true},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	var names []string
-	for _, tl := range tools.Tools {
-		names = append(names, tl.Name)
-	}
-	if len(names) != 1 || names[0] != "echo" {
-		t.Errorf("tools/list answered on a resumed stream: client shown %q, want only echo (send_email is hidden)", names)
-	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
-	if err != nil {
-		t.Fatalf("tools/call: %v", err)
-	}
-	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "Echo: hi" {
-		t.Errorf("tools/call answered on a resumed stream: got %+v, want Echo: hi", res.Content)
-	}
+	checkResumedSession(t, gw.URL+"/mcp/demo", "on a resumed stream")
 	if n := lists.Load(); n != 1 {
 		t.Errorf("recorded %d tools/list results, want 1", n)
 	}
@@ -108,7 +82,7 @@ func TestAttackResumedAnswerUnscreened(t *testing.T) {
 		if !strings.Contains(string(r), "Echo: hi") {
 			t.Errorf("recorded tools/call result %s, want Echo: hi", r)
 		}
-	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
 		t.Error("the tools/call result was never recorded")
 	}
 }
@@ -402,4 +376,38 @@ func upInitialize(w http.ResponseWriter, r *http.Request) (m *intercept.Message,
 		return m, true
 	}
 	return m, false
+}
+
+// checkResumedSession runs a go-sdk client's tools/list and an echo call
+// at url, whose answers come on resumed streams (where says how), and
+// checks the client was shown only echo and got its result.
+func checkResumedSession(t *testing.T, url, where string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list %s: %v", where, err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if len(names) != 1 || names[0] != "echo" {
+		t.Errorf("tools/list %s: client shown %q, want only echo (send_email is hidden)", where, names)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", where, err)
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "Echo: hi" {
+		t.Errorf("tools/call %s: got %+v, want Echo: hi", where, res.Content)
+	}
 }
