@@ -92,7 +92,7 @@ type exchange struct {
 	// seq numbers the exchange in the gateway: without a session, its
 	// requests' answers are told from another client's by it
 	// (intercept.CallContext.Exchange).
-	seq uint64
+	seq string
 }
 
 // callContext is what the interceptor is told about x.
@@ -106,7 +106,7 @@ func (x *exchange) callContext() intercept.CallContext {
 	case x.sess != nil:
 		cc.SessionID = x.sess.id
 	default:
-		cc.Exchange = strconv.FormatUint(x.seq, 10)
+		cc.Exchange = x.seq
 	}
 	if x.sess != nil && x.sess.bridge != nil {
 		cc.TaskScope = x.sess.id // its own upstream process
@@ -156,7 +156,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, err)
 		return
 	}
-	x := &exchange{rt: rt, msgs: msgs, batch: batch, body: body, client: clientAddr(r), principal: intercept.PrincipalFrom(r.Context()), seq: g.exchanges.Add(1)}
+	x := &exchange{rt: rt, msgs: msgs, batch: batch, body: body, client: clientAddr(r), principal: intercept.PrincipalFrom(r.Context()), seq: strconv.FormatUint(g.exchanges.Add(1), 10)}
 	x.virtual, _ = r.Context().Value(virtualSessionKey{}).(string)
 	x.streams = strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	var firstID jsontext.Value
