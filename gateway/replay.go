@@ -236,7 +236,8 @@ func (o *observer) delivered(r *observer) {
 // to on, and, when the client went away (gone), every one, for the client
 // may not have read what was written last. A request the gateway answered
 // itself (failUnanswered) is answered. A shared session remembers them in
-// the store, where every replica finds them, unless it does not answer.
+// the store, where every replica finds them, or, if it does not answer,
+// not at all.
 func (o *observer) keep(gone bool) {
 	if o.sess == nil || !o.stream {
 		return
@@ -259,7 +260,11 @@ func (o *observer) keep(gone bool) {
 			remember(id, replayCall{method: method, cc: o.cc})
 		}
 	}
-	if len(calls) == 0 || o.g.shares(o.sess) && o.g.rememberShared(o.sess, o.rt.up.Name, calls) {
+	if len(calls) == 0 {
+		return
+	}
+	if o.g.shares(o.sess) {
+		o.g.rememberShared(o.sess, o.rt.up.Name, calls)
 		return
 	}
 	now := o.g.sessions.now()

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -64,6 +65,16 @@ const (
 	holdRenew = 40 * time.Second
 )
 
+// maxSharedIDs bounds the requests of one POST of a shared session (a
+// 2025-03-26 batch): each id is a key its hold writes in one Lua script,
+// during which Redis answers no replica, and again to release and renew
+// it. Real batches are a handful of requests.
+const maxSharedIDs = 256
+
+// errTooManyIDs refuses a batch of more than maxSharedIDs requests.
+var errTooManyIDs = &intercept.WireError{Code: intercept.CodeInvalidRequest,
+	Message: fmt.Sprintf("not sent: a batch may hold at most %d requests in a session shared between replicas; send it in parts", maxSharedIDs)}
+
 // errIDsUnchecked refuses a request whose id the shared store could not
 // check against the session's exchanges on other replicas.
 var errIDsUnchecked = &intercept.WireError{Code: intercept.CodeInternalError,
@@ -78,11 +89,16 @@ func (g *Gateway) shares(s *session) bool {
 // claimIDs has a new exchange of sess hold the ids of the requests among
 // msgs: in process (replays.claim), and in the store when sess is shared.
 // reused is an id another exchange holds; err says the store could not
-// hold them. Either way nothing is held.
+// hold them, or errTooManyIDs that they are too many. Either way nothing
+// is held.
 func (g *Gateway) claimIDs(ctx context.Context, sess *session, msgs []*intercept.Message) (h *hold, reused string, err error) {
 	h, reused = sess.replays.claim(msgs)
 	if reused != "" || !g.shares(sess) || len(h.ids) == 0 {
 		return h, reused, nil
+	}
+	if len(h.ids) > maxSharedIDs {
+		sess.replays.release(h)
+		return nil, "", errTooManyIDs
 	}
 	h.token = newToken()
 	ids := slices.Clone(h.ids)
@@ -147,38 +163,51 @@ func (h *hold) share(g *Gateway, sess *session, ids ...string) {
 	h.renew = time.AfterFunc(holdRenew, renew)
 }
 
-// sharedCall is a replayCall as the store keeps it.
+// sharedCall is a replayCall as the store keeps it: what screening its
+// answer needs, no more. Not the session id (cc.SessionID, the sealed id
+// that lets a caller use the session: the taker knows it), nor, of the
+// call's descriptor, its arguments (a secret an agent passes a tool:
+// audit keeps them only hashed and redacted), the tool's description,
+// annotations and inputSchema (the upstream's, of any size), or the
+// principal twice.
 type sharedCall struct {
 	Method     string               `json:"m"`
 	Upstream   string               `json:"u,omitempty"`
 	Target     string               `json:"t,omitempty"`
-	SessionID  string               `json:"s,omitempty"`
 	Agent      string               `json:"a,omitempty"`
 	Version    string               `json:"v,omitempty"`
 	ClientName string               `json:"c,omitempty"`
 	TaskScope  string               `json:"k,omitempty"`
 	Approve    bool                 `json:"e,omitempty"`
 	Principal  *intercept.Principal `json:"p,omitempty"`
-	// Call is the allowed tools/call whose result the interceptor's
-	// OnResult (classifier.scan_results) waits for, if it does.
+	// Call is the allowed action (tools/call, resources/read,
+	// prompts/get) whose result the interceptor's OnResult
+	// (classifier.scan_results) waits for, if it does.
 	Call *intercept.ActionDescriptor `json:"d,omitempty"`
 }
 
 // encodeCall encodes c, request id, for the store.
 func (g *Gateway) encodeCall(id string, c replayCall) []byte {
-	s := sharedCall{Method: c.method, Upstream: c.cc.Upstream, Target: c.cc.Target, SessionID: c.cc.SessionID,
+	s := sharedCall{Method: c.method, Upstream: c.cc.Upstream, Target: c.cc.Target,
 		Agent: c.cc.Agent, Version: c.cc.ProtocolVersion, ClientName: c.cc.ClientName, TaskScope: c.cc.TaskScope,
 		Approve: c.cc.ClientCanApprove, Principal: c.cc.Principal}
-	if c.method == "tools/call" {
-		s.Call = g.ic.PendingResult(c.cc, id)
+	if intercept.ActionMethod(c.method) {
+		if d := g.ic.PendingResult(c.cc, id); d != nil {
+			kept := *d
+			kept.SessionID, kept.Principal, kept.Parameters = "", nil, nil
+			kept.ToolDescription, kept.Annotations, kept.InputSchema = "", nil, nil
+			s.Call = &kept
+		}
 	}
 	b, _ := json.Marshal(s)
 	return b
 }
 
-// decodeCall decodes b, request id as the store kept it, and has the
-// interceptor wait for its result as the replica that allowed it did.
-func (g *Gateway) decodeCall(id string, b []byte) (replayCall, error) {
+// decodeCall decodes b, request id of sess as the store kept it, and has
+// the interceptor wait for its result as the replica that allowed it did
+// (with the call's descriptor as kept: no arguments, no tool description
+// or schema).
+func (g *Gateway) decodeCall(sess *session, id string, b []byte) (replayCall, error) {
 	var s sharedCall
 	if err := json.Unmarshal(b, &s); err != nil {
 		return replayCall{}, err
@@ -186,34 +215,36 @@ func (g *Gateway) decodeCall(id string, b []byte) (replayCall, error) {
 	if s.Method == "" {
 		return replayCall{}, errors.New("no method")
 	}
-	c := replayCall{method: s.Method, cc: intercept.CallContext{Upstream: s.Upstream, Target: s.Target, SessionID: s.SessionID,
+	c := replayCall{method: s.Method, cc: intercept.CallContext{Upstream: s.Upstream, Target: s.Target, SessionID: sess.id,
 		Agent: s.Agent, ProtocolVersion: s.Version, ClientName: s.ClientName, TaskScope: s.TaskScope,
 		ClientCanApprove: s.Approve, Principal: s.Principal}}
-	if s.Call != nil && s.Method == "tools/call" {
+	if s.Call != nil && intercept.ActionMethod(s.Method) {
+		s.Call.SessionID, s.Call.Principal = sess.id, s.Principal
 		g.ic.ExpectResult(c.cc, id, s.Call)
 	}
 	return c, nil
 }
 
-// rememberShared keeps calls in the store for sess; it reports whether it
-// could (else the caller keeps them in process, where only this replica
-// finds them).
-func (g *Gateway) rememberShared(sess *session, upstream string, calls map[string]replayCall) bool {
+// rememberShared keeps calls in the store for sess. If the store does not
+// answer they are forgotten, their answers on a resumed stream withheld:
+// kept in process, where no other replica's request reusing an id can
+// forget them, one would be taken for the answer to a later request under
+// its id, and screened as the earlier one.
+func (g *Gateway) rememberShared(sess *session, upstream string, calls map[string]replayCall) {
 	enc := make(map[string][]byte, len(calls))
 	for id, c := range calls {
 		enc[id] = g.encodeCall(id, c)
 	}
 	forgot, err := g.opts.Exchanges.Remember(context.WithoutCancel(g.ctx), sess.id, enc, maxReplays, replayTTL)
 	if err != nil {
-		g.log.Warn("a session's unanswered requests are remembered by this replica only: a resumed stream's answer to them through another is withheld",
+		g.log.Warn("a session's unanswered requests are not remembered: a resumed stream's answer to them will be withheld (the replicas' shared store did not answer)",
 			"upstream", upstream, "err", err)
-		return false
+		return
 	}
 	if forgot > 0 {
 		g.log.Warn("a session's streams broke off with more requests unanswered than the gateway remembers; a resumed stream's answer to the oldest will be withheld",
 			"upstream", upstream, "max", maxReplays)
 	}
-	return true
 }
 
 // takeShared takes the request id from the store for a resumed stream of
@@ -232,7 +263,7 @@ func (g *Gateway) takeShared(ctx context.Context, sess *session, upstream, id st
 		return replayCall{}, false
 	}
 	h.share(g, sess, id)
-	c, err := g.decodeCall(id, b)
+	c, err := g.decodeCall(sess, id, b)
 	if err != nil {
 		g.log.Warn("a result on a resumed stream is withheld: the session's shared store gave a request the gateway cannot read", "upstream", upstream, "err", err)
 		return replayCall{}, false

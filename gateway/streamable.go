@@ -195,6 +195,9 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		// other's.
 		h, reused, err := g.claimIDs(r.Context(), x.sess, msgs)
 		switch {
+		case errors.Is(err, errTooManyIDs):
+			writeJSONRPCError(w, http.StatusBadRequest, firstID, errTooManyIDs)
+			return
 		case err != nil:
 			writeJSONRPCError(w, http.StatusServiceUnavailable, firstID, errIDsUnchecked)
 			return
