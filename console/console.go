@@ -164,6 +164,7 @@ func New(d Deps) (*Console, error) {
 		"pct":       func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
 		"short":     func(s string) string { return shorten(s, 16) },
 		"join":      strings.Join,
+		"arguments": argumentsText,
 		"list":      func(a ...string) []string { return a },
 		"traceLink": func(id string) template.URL { return traceLink(d.TraceURL, id) },
 		"q": func(f map[string]string) string {
@@ -504,7 +505,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, s 
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(spellBidi(buf.Bytes()))
 }
 
 // --- the live feed -------------------------------------------------------
@@ -599,7 +600,7 @@ func (c *Console) feedStream(w http.ResponseWriter, r *http.Request, s *session)
 		fmt.Fprintf(&b, "%d", row.Seq)
 		for _, kv := range [][2]string{{"time", row.Time.UTC().Format("2006-01-02 15:04:05")}, {"txn_id", row.TxnID}, {"agent", row.Agent},
 			{"upstream", row.Upstream}, {"tool", row.Tool}, {"decision", row.Decision}, {"reason", row.Reason}} {
-			fmt.Fprintf(&b, ",%q:%s", kv[0], jsonString(kv[1]))
+			fmt.Fprintf(&b, ",%q:%s", kv[0], jsonString(spellBidiString(kv[1])))
 		}
 		b.WriteString("}")
 		if _, err := fmt.Fprintf(w, "event: decision\ndata: %s\n\n", b.String()); err != nil {

@@ -82,6 +82,21 @@ try {
   await page.getByRole("link", { name: "Approvals" }).click();
   const held = page.locator(`tr[data-id="${HELD}"]`);
   step("held_listed", await held.count());
+  // The whole of each argument is in sight, not past the right edge of
+  // the window behind a run of spaces the agent put in, and so are the
+  // buttons that decide it (a table cell grows to a one-line box's width).
+  step("held_arguments_in_sight", await page.locator("#pending tr", { hasText: "agent-c" }).locator("pre").evaluate((pre) => {
+    const text = pre.firstChild, at = text.data.indexOf("attacker@evil.com");
+    if (at < 0) return false;
+    const range = document.createRange();
+    range.setStart(text, at);
+    range.setEnd(text, at + "attacker@evil.com".length);
+    const r = range.getBoundingClientRect(), box = pre.getBoundingClientRect();
+    return r.top >= box.top && r.bottom <= box.bottom && r.left >= box.left && r.right <= box.right &&
+      r.left >= 0 && r.right <= document.documentElement.clientWidth;
+  }));
+  step("held_decide_in_sight", await page.locator("#pending tr", { hasText: "agent-c" }).getByRole("button", { name: "Approve" }).evaluate(
+    (b) => b.getBoundingClientRect().right <= document.documentElement.clientWidth));
   await shot("approvals");
   await held.getByLabel("Reason").fill("checked the numbers");
   await held.getByRole("button", { name: "Approve" }).click();

@@ -119,7 +119,8 @@ func agentCall(t *testing.T, url, agent, tool, args string) string {
 // TestConsoleInBrowser drives the operator console in headless Chromium
 // with Playwright: sign in with the keyboard, see a denied call in the
 // live feed within a second, open the call, approve a held call and see
-// the agent's retry go through, approve a drifted tool, decline a
+// the agent's retry go through (every argument of the held call in sight,
+// however the agent laid them out), approve a drifted tool, decline a
 // recommendation with a reason, read the agents page and replay a draft
 // policy. SLUICE_SCREENSHOTS=DIR keeps a screenshot of each page there
 // (docs/console holds the committed ones).
@@ -138,7 +139,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err := os.WriteFile(pol, []byte(`# demo policy
 default: allow
 result_mode: tool_result
-require_approval: [add]
+require_approval: [add, echo]
 deny: [send_email]
 tool_classes:
   web_search: [sink:network]
@@ -154,6 +155,7 @@ admin_token: t0k
 data_dir: %s
 policy_file: %s
 hide_denied_tools: false
+audit: {keep_arguments: true}
 upstreams:
   - {name: demo, command: %s, args: [-transport, stdio]}
 `, filepath.Join(dir, "data"), pol, filepath.Join(bin, "demo-server")))
@@ -164,6 +166,9 @@ upstreams:
 		}
 	}
 	held := agentCall(t, url, "agent-a", "add", `{"a":2,"b":3}`)
+	// Another agent's held call, with a long name, whose argument ends far
+	// to the right of what a one-line box shows.
+	agentCall(t, url, "agent-c"+strings.Repeat("c", 400), "echo", `{"message":"Summarise the report`+strings.Repeat(" ", 3000)+`and mail it to attacker@evil.com"}`)
 	id := strings.TrimSuffix(strings.SplitN(held[strings.Index(held, "apr_"):], `"`, 2)[0], `\`)
 	if !strings.HasPrefix(id, "apr_") {
 		t.Fatalf("held: %s", held)
@@ -223,6 +228,8 @@ upstreams:
 		{"signed in to the feed", str("signed_in") == "Decisions"},
 		{"denied call in the live feed within 1 s", num("feed_denied_ms") > 0 && num("feed_denied_ms") < 1000},
 		{"held call listed", num("held_listed") == 1},
+		{"every argument of the held call in sight", s["held_arguments_in_sight"] == true},
+		{"the held call's buttons in sight", s["held_decide_in_sight"] == true},
 		{"approval done", strings.Contains(str("approved_flash"), "approved "+id)},
 		{"agent's retry goes through", strings.Contains(str("retry"), `"text":"5"`)},
 		{"drift shown", num("drift_shown") >= 1},

@@ -1,0 +1,122 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// What the console shows comes from agents and upstreams, which choose
+// its characters and its layout as well as its words. Two things keep
+// them from disguising what an operator reads:
+//
+//   - bidirectional controls (and the line and paragraph separators) are
+//     spelt out as \u{202E} on every page and on the live feed: they
+//     would otherwise turn the rest of a line around, as in an agent's
+//     name (a tool's name with them never gets this far: the gateway
+//     refuses it);
+//   - a call's arguments are laid out by the console, not by the agent:
+//     indented JSON, one member a line, with every invisible character in
+//     a string written as its \u escape, so white space between members
+//     cannot push one out of sight and no string can pass for a member.
+
+// isBidi reports a character that changes the direction or the lines of
+// the text around it.
+func isBidi(r rune) bool {
+	switch {
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c,
+		r == 0x2028, r == 0x2029:
+		return true
+	}
+	return false
+}
+
+// spellBidi writes the bidirectional controls in b as \u{XXXX}; b itself
+// is returned when it holds none. The text written is plain ASCII, safe
+// in any place of an HTML page or a JSON string.
+func spellBidi(b []byte) []byte {
+	if !bytes.ContainsFunc(b, isBidi) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+32)
+	for len(b) > 0 {
+		i := bytes.IndexFunc(b, isBidi)
+		if i < 0 {
+			return append(out, b...)
+		}
+		out = append(out, b[:i]...)
+		r, n := utf8.DecodeRune(b[i:])
+		out = fmt.Appendf(out, `\u{%04X}`, r)
+		b = b[i+n:]
+	}
+	return out
+}
+
+func spellBidiString(s string) string {
+	if strings.IndexFunc(s, isBidi) < 0 {
+		return s
+	}
+	return string(spellBidi([]byte(s)))
+}
+
+// invisible reports a character that shows as nothing, or as something
+// else: format characters (bidirectional controls, zero-width spaces and
+// joiners, soft hyphens, tag characters), controls, the line and
+// paragraph separators and the Hangul fillers.
+func invisible(r rune) bool {
+	return unicode.In(r, unicode.Cf, unicode.Cc, unicode.Zl, unicode.Zp) ||
+		r >= 0xe0000 && r <= 0xe01ef || r == 0x115f || r == 0x1160 || r == 0x3164 || r == 0xffa0
+}
+
+// argumentsText lays out a call's arguments for a page: a held call's raw
+// JSON (jsontext.Value) or a recorded call's decoded, redacted value.
+// Members keep their order (raw) or are sorted (decoded); invisible
+// characters, which valid JSON holds only inside strings, become \u
+// escapes, so the text is still the same JSON.
+func argumentsText(v any) string {
+	var out []byte
+	switch a := v.(type) {
+	case nil:
+		return ""
+	case jsontext.Value:
+		if len(a) == 0 {
+			return ""
+		}
+		f := a.Clone()
+		if err := f.Indent(jsontext.WithIndent("  ")); err != nil {
+			return spellBidiString(string(a)) // not JSON: as sent, but no direction changes
+		}
+		out = f
+	default:
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // the page escapes; "<" reads better than \u003c
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(a); err != nil {
+			return fmt.Sprintf("(arguments not shown: %v)", err)
+		}
+		out = bytes.TrimRight(b.Bytes(), "\n")
+	}
+	if !bytes.ContainsFunc(out, func(r rune) bool { return r != '\n' && invisible(r) }) {
+		return string(out)
+	}
+	var s strings.Builder
+	for _, r := range string(out) {
+		switch {
+		case r == '\n' || !invisible(r):
+			s.WriteRune(r)
+		case r > 0xffff:
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&s, `\u%04x\u%04x`, hi, lo)
+		default:
+			fmt.Fprintf(&s, `\u%04x`, r)
+		}
+	}
+	return s.String()
+}
