@@ -91,6 +91,26 @@ func cacheRaw(buf []byte, d *intercept.ActionDescriptor) []byte {
 	return buf
 }
 
+// cacheRawInventory appends the inventory snapshot's hash, which the
+// system prompt depends on, to a raw form.
+func cacheRawInventory(buf []byte, hash string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(hash)))
+	return append(buf, hash...)
+}
+
+// cacheKeyInventory is a descriptor's canonical key bound to the inventory
+// snapshot's hash: the key of what the model is shown, system prompt and
+// user message.
+func cacheKeyInventory(key cacheKey, hash string) cacheKey {
+	if hash == "" {
+		return key
+	}
+	h := sha256.New()
+	h.Write(key[:])
+	h.Write([]byte(hash))
+	return cacheKey(h.Sum(nil))
+}
+
 // cacheRawMax bounds the raw forms the memo keeps; larger descriptors (a
 // file's content as an argument) go by canonical key alone.
 const cacheRawMax = 4 << 10

@@ -223,7 +223,7 @@ func TestLLMCacheCanonicalHit(t *testing.T) {
 	if n := f.calls.Load(); n != 1 {
 		t.Errorf("got %d provider calls, want 1", n)
 	}
-	if _, ok := l.cache.getRaw(cacheRaw(nil, d)); !ok {
+	if _, ok := l.cache.getRaw(cacheRawInventory(cacheRaw(nil, d), "")); !ok {
 		t.Error("canonical hit not remembered under the raw key")
 	}
 }

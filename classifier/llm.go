@@ -17,6 +17,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/h1"
 )
 
 // LLMOptions configures an LLM classifier. Every field's zero value means
@@ -63,8 +64,11 @@ type LLMOptions struct {
 	// negative value disables the cache.
 	CacheSize int
 	// Inventory returns the tool inventory snapshot embedded in the system
-	// prompt. It is called once per cache miss and must be safe for
-	// concurrent use. Nil means an empty snapshot.
+	// prompt. It is called once per classification, cache hits included,
+	// and must be safe for concurrent use. The snapshot's Hash is part of
+	// the cache key, so it must change whenever its tools or classes do; a
+	// verdict made with a non-empty snapshot without a Hash is not cached.
+	// Nil means an empty snapshot.
 	Inventory func() InventorySnapshot
 	// BreakerFailures is how many consecutive provider failures open the
 	// circuit breaker. Zero means 5.
@@ -78,7 +82,8 @@ type LLMOptions struct {
 	OnBreakerStateChange func(from, to gobreaker.State)
 	// HTTPClient sends the requests. Nil means a client of its own over
 	// http.DefaultTransport. Its transport must honour request contexts,
-	// which is how Timeout is enforced.
+	// which is how Timeout is enforced. Its CheckRedirect is replaced:
+	// a redirect is never followed, it is a provider failure.
 	HTTPClient *http.Client
 	// Now is the clock for classified_at. Nil means time.Now.
 	Now func() time.Time
@@ -169,11 +174,14 @@ func NewLLM(opts LLMOptions) (*LLM, error) {
 	if err := llmCheckKey(opts.APIKey, base); err != nil {
 		return nil, fmt.Errorf("classifier: LLM %s: %w", opts.Provider, err)
 	}
+	// A provider's redirect is refused, not followed: Client.Do would
+	// resend the descriptor, and every key header but Authorization
+	// (x-api-key, x-goog-api-key), to wherever Location names.
 	l := &LLM{
 		provider:     opts.Provider,
 		wire:         wire,
 		conn:         providerConn{base: base, model: opts.Model, key: opts.APIKey},
-		client:       opts.HTTPClient,
+		client:       h1.NoRedirects(opts.HTTPClient),
 		timeout:      opts.Timeout,
 		inventory:    opts.Inventory,
 		now:          opts.Now,
@@ -181,9 +189,6 @@ func NewLLM(opts LLMOptions) (*LLM, error) {
 	}
 	if l.conn.model == "" {
 		l.conn.model = providerDefaults[opts.Provider].model
-	}
-	if l.client == nil {
-		l.client = &http.Client{}
 	}
 	switch {
 	case l.timeout < 0:
@@ -306,10 +311,19 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 	if l.inactive.Load() {
 		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: %w", l.name(), ErrInactive)
 	}
+	// The verdict answers the system prompt too, which lists the
+	// inventory: its hash is part of both keys, and the prompt of a miss is
+	// built from this same snapshot.
+	snap := l.snapshot()
+	cache := l.cache
+	if snap.Hash == "" && (len(snap.Tools) > 0 || len(snap.CapabilityClasses) > 0) {
+		cache = nil // a prompt nothing identifies: never served again
+	}
 	var raw []byte
-	if l.cache != nil {
+	if cache != nil {
 		raw = cacheRaw(make([]byte, 0, 1024), d)
-		if v, ok := l.cache.getRaw(raw); ok {
+		raw = cacheRawInventory(raw, snap.Hash)
+		if v, ok := cache.getRaw(raw); ok {
 			return l.stamp(v, d), nil
 		}
 	}
@@ -317,7 +331,8 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 	if err != nil {
 		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: encoding the descriptor: %w", l.name(), err)
 	}
-	if v, ok := l.cache.get(key, raw); ok {
+	key = cacheKeyInventory(key, snap.Hash)
+	if v, ok := cache.get(key, raw); ok {
 		return l.stamp(v, d), nil
 	}
 	if len(canon) > llmMaxDescriptor {
@@ -334,7 +349,7 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 	var vocab []string
 	text, err := l.breaker.Execute(func() (string, error) {
 		var system string
-		system, vocab = l.prompt()
+		system, vocab = l.prompt(&snap)
 		text, err := l.complete(ctx, system, string(canon))
 		switch {
 		case err == nil:
@@ -353,7 +368,7 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 	if err != nil {
 		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: %w", l.name(), err)
 	}
-	l.cache.add(key, raw, v)
+	cache.add(key, raw, v)
 	return l.stamp(v, d), nil
 }
 
@@ -361,14 +376,18 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 // (about 16k tokens).
 const llmMaxDescriptor = 64 << 10
 
-// prompt builds the system prompt from the current inventory snapshot.
-func (l *LLM) prompt() (string, []string) {
-	var s InventorySnapshot
-	if l.inventory != nil {
-		s = l.inventory()
+// snapshot is the current inventory snapshot.
+func (l *LLM) snapshot() InventorySnapshot {
+	if l.inventory == nil {
+		return InventorySnapshot{}
 	}
-	vocab := llmVocabulary(&s)
-	return llmPrompt(l.promptStatic, l.promptReply, &s, vocab), vocab
+	return l.inventory()
+}
+
+// prompt builds the system prompt from an inventory snapshot.
+func (l *LLM) prompt(s *InventorySnapshot) (string, []string) {
+	vocab := llmVocabulary(s)
+	return llmPrompt(l.promptStatic, l.promptReply, s, vocab), vocab
 }
 
 // complete asks the provider and returns the model's text.

@@ -13,8 +13,9 @@ import (
 // surface (RFC-010 §7.6). It is embedded in the system prompt, never
 // learned from calls.
 type InventorySnapshot struct {
-	// Hash identifies this version of the inventory; descriptors carry
-	// the same value as tool_inventory_hash.
+	// Hash identifies this version of the inventory: it changes whenever
+	// Tools or CapabilityClasses do, for it keys the LLM classifier's
+	// cache along with the descriptor.
 	Hash string
 	// Tools are the tools of all connected upstreams.
 	Tools []InventoryTool
