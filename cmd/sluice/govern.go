@@ -71,6 +71,9 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 				return nil, err
 			}
 			opts.EpochFile = filepath.Join(dir, redisstore.EpochFileName)
+			opts.OnEpochFileError = func(err error) {
+				logger.Error("route memory: Redis lost its data and the note of it could not be written; the next start will refuse until it can", "err", err)
+			}
 		}
 		rs, err := redisstore.New(ctx, opts)
 		if err != nil {

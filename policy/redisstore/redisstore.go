@@ -70,6 +70,10 @@ type Options struct {
 	// fails (EpochFileError) when it cannot read the file or note the
 	// epoch in it: its directory must exist and be writable.
 	EpochFile string
+	// OnEpochFileError, if set, is told when the epoch cannot be noted in
+	// EpochFile while the store runs: calls go on (this store knows of the
+	// loss), but the next start, finding the older note, would refuse.
+	OnEpochFileError func(error)
 }
 
 // Store is a policy.Store in Redis. It is safe for concurrent use.
@@ -89,6 +93,7 @@ type Store struct {
 	epoch     string    // the epoch key's value as last seen
 	lostAt    time.Time // when the memory was last found lost; zero: never
 	epochFile string    // where epoch is noted for the next start ("": nowhere)
+	onFileErr func(error)
 }
 
 // Values of the epoch key: "fresh:" or "lost:" and Unix nanoseconds, or
@@ -177,7 +182,9 @@ func (s *Store) checkEpoch(ctx context.Context, got *string) (time.Time, error) 
 		}
 		s.mu.Unlock()
 	}
-	_ = s.adopt(*got) // the file keeps an older epoch: see adopt
+	if err := s.adopt(*got); err != nil && s.onFileErr != nil {
+		s.onFileErr(err) // the file keeps an older epoch: see adopt
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lostAt, nil
@@ -229,7 +236,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	}
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = timeout, timeout, timeout
 	ro.MaxRetries = 1
-	s := &Store{rdb: redis.NewClient(ro), prefix: opts.KeyPrefix, ttl: opts.TTL, epochFile: opts.EpochFile}
+	s := &Store{rdb: redis.NewClient(ro), prefix: opts.KeyPrefix, ttl: opts.TTL, epochFile: opts.EpochFile, onFileErr: opts.OnEpochFileError}
 	if s.prefix == "" {
 		s.prefix = DefaultKeyPrefix
 	}

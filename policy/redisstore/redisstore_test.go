@@ -365,3 +365,41 @@ func TestEpochFileUnwritable(t *testing.T) {
 		}
 	})
 }
+
+// TestEpochFileWriteFailureReported: a note that cannot be written while
+// the store runs (the memory found lost, the file's directory gone) does
+// not deny — the running store knows of the loss, and the next start
+// compares the older note with Redis — but is reported, so an operator
+// learns the next start will refuse.
+func TestEpochFileWriteFailureReported(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var reported []error
+	s, err := New(ctx, Options{URL: srv.URL(), KeyPrefix: "rt:", EpochFile: filepath.Join(dir, EpochFileName),
+		OnEpochFileError: func(err error) { reported = append(reported, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := policy.Key{Scope: policy.ScopeAgent, Agent: "alice"}
+	if err := s.Remember(ctx, k, []string{"source:sensitive"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rdb.FlushAll(ctx).Err(); err != nil { // lost while running
+		t.Fatal(err)
+	}
+	if _, err := s.Seen(ctx, k, []string{"source:sensitive"}, time.Now().Add(-time.Hour)); !errors.Is(err, policy.ErrEvicted) {
+		t.Errorf("after a loss while running: %v, want ErrEvicted", err)
+	}
+	var fe *EpochFileError
+	if len(reported) == 0 || !errors.As(reported[0], &fe) {
+		t.Errorf("reported: %v, want an EpochFileError", reported)
+	}
+}
