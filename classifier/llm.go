@@ -98,6 +98,7 @@ func (o LLMOptions) String() string {
 	if o.APIKey != "" {
 		o.APIKey = "[REDACTED]"
 	}
+	o.BaseURL = redactedURL(o.BaseURL)
 	return fmt.Sprintf("%+v", plain(o))
 }
 
@@ -111,7 +112,7 @@ func (o LLMOptions) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, o.Str
 func (o LLMOptions) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("provider", string(o.Provider)),
-		slog.String("base_url", o.BaseURL),
+		slog.String("base_url", redactedURL(o.BaseURL)),
 		slog.String("model", o.Model),
 		slog.Bool("api_key_set", o.APIKey != ""),
 		slog.Duration("timeout", o.Timeout),
@@ -270,7 +271,17 @@ func (l *LLM) String() string {
 	if l.conn.key != "" {
 		key = "API key set"
 	}
-	return fmt.Sprintf("LLM classifier %s model %s at %s (%s)", l.provider, l.conn.model, l.conn.base, key)
+	return fmt.Sprintf("LLM classifier %s model %s at %s (%s)", l.provider, l.conn.model, redactedURL(l.conn.base), key)
+}
+
+// redactedURL is a base URL as it may be shown: a password in it (a proxy's
+// credentials, https://user:token@proxy) replaced by xxxxx.
+func redactedURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
 }
 
 // Format prints String for every verb, so no verb prints the key.

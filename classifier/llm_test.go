@@ -94,6 +94,17 @@ func TestLLMKeyNeverShown(t *testing.T) {
 	_, err = mustLLM(t, o).Classify(ctx, llmDescriptor("s"))
 	out = append(out, fmt.Sprint(err))
 
+	// A password in the base URL (a proxy's credentials) is a key too.
+	withPass := o
+	withPass.BaseURL = strings.Replace(withPass.BaseURL, "://", "://user:"+testKeyFragment+"@", 1)
+	lp := mustLLM(t, withPass)
+	out = append(out, lp.String(), withPass.String(), fmt.Sprintf("%#v", withPass))
+	buf.Reset()
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("classifier", "options", withPass, "llm", lp)
+	out = append(out, buf.String())
+	_, err = lp.Classify(ctx, llmDescriptor("s"))
+	out = append(out, fmt.Sprint(err))
+
 	for _, s := range out {
 		if strings.Contains(s, testKeyFragment) || strings.Contains(s, fmt.Sprintf("%x", llmTestKey)[:24]) {
 			t.Errorf("output shows the key: %s", s)
