@@ -367,12 +367,25 @@ func tailErr(ctx context.Context, err error) error {
 }
 
 // Export writes the events f selects to w as JSON Lines, one
-// [telemetry.Event] per line, in append order.
+// [telemetry.Event] per line, in append order. Characters a terminal
+// would not show as themselves are written as \u escapes (see
+// appendInertJSON).
 func (s *Store) Export(ctx context.Context, w io.Writer, f Filter) error {
 	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := s.Scan(ctx, f, func(e telemetry.Event) error { return enc.Encode(e) }); err != nil {
+	var line []byte
+	err := s.Scan(ctx, f, func(e telemetry.Event) error {
+		buf.Reset()
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+		line = appendInertJSON(line[:0], buf.Bytes())
+		_, err := bw.Write(line)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	return bw.Flush()

@@ -458,7 +458,7 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s %s (%s): %s\n", r.ID, r.Type, r.Status, inert(r.Summary))
 		writeEvidence(stdout, r.Evidence)
 		if d, _ := v["diff"].(string); d != "" {
-			fmt.Fprintf(stdout, "\n%s", d)
+			fmt.Fprintf(stdout, "\n%s", inertDiff(d))
 		}
 	case recommend.Record:
 		fmt.Fprintf(stdout, "%s %s: %s by %s (%s)\n", v.ID, v.Type, v.Status, v.Decision.DecidedBy, v.Decision.ReasonCode)
@@ -490,4 +490,28 @@ func writeEvidence(w io.Writer, e recommend.Evidence) {
 	if e.Note != "" {
 		fmt.Fprintf(w, "  note: %s\n", inert(e.Note))
 	}
+}
+
+// inertDiff is a recommend.Diff as the terminal gets it: a line holding a
+// character the terminal would not show as itself (the YAML encoder
+// quotes control characters but not format characters: a zero-width
+// space in an agent's name, a right-to-left override in a tool's) keeps
+// its "+ ", "- " or "  " and has the rest quoted, so the entry it adds
+// cannot pass for another agent's or tool's.
+func inertDiff(d string) string {
+	lines := strings.SplitAfter(d, "\n")
+	for i, l := range lines {
+		body, nl := strings.CutSuffix(l, "\n")
+		op, text := "", body
+		if len(body) >= 2 {
+			op, text = body[:2], body[2:]
+		}
+		if q := inert(text); q != text {
+			lines[i] = op + q
+			if nl {
+				lines[i] += "\n"
+			}
+		}
+	}
+	return strings.Join(lines, "")
 }
