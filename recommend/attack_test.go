@@ -5,6 +5,7 @@ package recommend
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -165,5 +166,40 @@ manifests:
 		if d := decideIn(t, out, "intern", "docs", "read_doc", "external"); d.Verdict != intercept.Allow {
 			t.Errorf("approving %s %q makes intern's read_doc %s; diff:\n%s", r.Type, r.Summary, d.Verdict, Diff([]byte(src), out))
 		}
+	}
+}
+
+// TestAttackAddToolFlood: an agent calling made-up tool names five times
+// each (every one a default denial) got an ADD_TOOL proposal per name,
+// burying the others under as many as it liked. An agent now gets at
+// most MaxAddToolPerAgent, those with the most evidence; other agents'
+// proposals are all there.
+func TestAttackAddToolFlood(t *testing.T) {
+	var evs []telemetry.Event
+	for n := range MaxAddToolPerAgent + 30 {
+		for i := range 5 + n%3 {
+			evs = append(evs, enforced(now.Add(-time.Duration(i)*time.Minute), "flooder", "mail", fmt.Sprintf("made_up_%03d", n), "deny", "default_deny", ""))
+		}
+	}
+	for i := range 5 {
+		evs = append(evs, enforced(now.Add(-time.Duration(i)*time.Hour), "agent-b", "mail", "send_email", "deny", "default_deny", ""))
+	}
+	recs := only(t, corpus(t, evs), AddTool)
+	var flood, b int
+	minFlood := 99
+	for _, r := range recs {
+		switch r.Agent {
+		case "flooder":
+			flood++
+			minFlood = min(minFlood, r.Evidence.Count)
+		case "agent-b":
+			b++
+		}
+	}
+	if flood != MaxAddToolPerAgent || b != 1 {
+		t.Errorf("ADD_TOOL: %d for the flooder, %d for agent-b; want %d and 1", flood, b, MaxAddToolPerAgent)
+	}
+	if minFlood < 6 {
+		t.Errorf("the flooder's kept proposals include one with %d denials; want those with the most evidence", minFlood)
 	}
 }

@@ -361,11 +361,34 @@ func sortedKeys[V any](m map[pair]V) []pair {
 	return keys
 }
 
+// MaxAddToolPerAgent bounds an agent's ADD_TOOL proposals: a tool it calls
+// that no rule allows (a made-up name, say) is denied, and five calls each
+// to as many names as it likes would otherwise bury every other proposal.
+// Those with the most denials are kept.
+const MaxAddToolPerAgent = 20
+
 func (e *Engine) addTool() []Recommendation {
+	// The candidates of each agent, most evidence first.
+	byAgent := map[string][]pair{}
+	for k, t := range e.denials {
+		if t.n < e.opts.minEvidence() || k.agent == "" || k.agent == anyAgent {
+			continue
+		}
+		byAgent[k.agent] = append(byAgent[k.agent], k)
+	}
+	kept := map[pair]bool{}
+	for _, ks := range byAgent {
+		slices.SortFunc(ks, func(a, b pair) int {
+			return cmp.Or(cmp.Compare(e.denials[b].n, e.denials[a].n), cmp.Compare(a.tool, b.tool))
+		})
+		for _, k := range ks[:min(len(ks), MaxAddToolPerAgent)] {
+			kept[k] = true
+		}
+	}
 	var out []Recommendation
 	for _, k := range sortedKeys(e.denials) {
 		t := e.denials[k]
-		if t.n < e.opts.minEvidence() || k.agent == "" || k.agent == anyAgent {
+		if !kept[k] {
 			continue
 		}
 		ev := Evidence{Count: t.n, Reasons: t.reasons, FirstObserved: t.first, LastObserved: t.last, ExampleTxnIDs: t.examples}
