@@ -428,6 +428,14 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		// (route rules of session scope, the classifier's lifecycle).
 		r = r.WithContext(context.WithValue(r.Context(), virtualSessionKey{}, s.id))
 	}
+	// The task the message says it belongs to, by the id the client was
+	// shown: each inner message carries its upstream's own (roundTrip).
+	rel, rerr := a.relatedTaskIn(r, s, intercept.Member(req.Params, "_meta"), msgs)
+	if rerr != nil && len(req.ID) == 0 {
+		writeJSONRPCError(w, http.StatusBadRequest, nil, rerr)
+		return
+	}
+	r = withRelatedTask(r, rel)
 	if len(req.ID) == 0 { // a notification: nothing to answer
 		switch {
 		case s.modern:
@@ -449,7 +457,11 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		out = &outStream{w: w}
 		r = r.WithContext(context.WithValue(r.Context(), relayKey{}, out.send))
 	}
-	result, derr := a.dispatch(r, s, req)
+	var result jsontext.Value
+	derr := rerr
+	if rerr == nil {
+		result, derr = a.dispatch(r, s, req)
+	}
 	var b []byte
 	switch ue, isUp := errors.AsType[*routeError](derr); {
 	case derr == nil:
@@ -560,6 +572,9 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 	}
 	if t := a.tasksCapability(); t != nil {
 		caps["tasks"] = t
+	}
+	if e := a.extensionsCapability(); e != nil {
+		caps["extensions"] = e
 	}
 	res, _ := json.Marshal(map[string]any{
 		"protocolVersion": version,
@@ -895,6 +910,9 @@ func (a *aggregator) call(r *http.Request, s *aggSession, req rpcRequest, listMe
 	if !ok {
 		return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("no tool or prompt named %q on %s", name, a.path())}
 	}
+	if rel := relatedTaskOf(r); rel != nil && rel.upstream != t.upstream {
+		return nil, errRelatedUpstream(rel, t.upstream)
+	}
 	params["name"], _ = json.Marshal(t.name)
 	b, err := json.Marshal(params, json.Deterministic(true))
 	if err != nil {
@@ -1098,6 +1116,9 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 			return nil, err
 		}
 	}
+	// The related task as this upstream knows it (in 2026-07-28 the
+	// client's _meta, carried into every inner request, may hold it too).
+	params = relatedTaskFor(params, relatedTaskOf(r), upstream)
 	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: jsontext.Value(fmt.Sprint(id)), Method: method, Params: params})
 	if err != nil {
 		return nil, err
@@ -1570,6 +1591,9 @@ func (a *aggregator) discover() jsontext.Value {
 	caps := map[string]any{"tools": map[string]any{}, "prompts": map[string]any{}, "resources": map[string]any{}}
 	if t := a.tasksCapability(); t != nil {
 		caps["tasks"] = t
+	}
+	if e := a.extensionsCapability(); e != nil {
+		caps["extensions"] = e
 	}
 	b, _ := json.Marshal(map[string]any{
 		"supportedVersions": []string{modernVersion},

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -31,16 +32,20 @@ const maxPendingAsks = 64
 type pendingAsk struct {
 	upstream string
 	id       jsontext.Value // the upstream's own id
+	// clientTask: the request names a task the client runs (an
+	// upstream's tasks/* to the client, a task-augmented request), so
+	// the answer's related task is the client's own.
+	clientTask bool
 }
 
 // mintAsk registers a request from upstream and returns the id the client
 // sees, or "" when the session has too many unanswered. With session keys
 // the id is sealed (aggregate_sealed.go): any replica can take the answer.
-func (a *aggregator) mintAsk(s *aggSession, upstream string, in *innerSession, id jsontext.Value) string {
+func (a *aggregator) mintAsk(s *aggSession, in *innerSession, pa pendingAsk) string {
 	if a.g.sealer != nil {
 		// The id is all the answer needs, and another replica may take
 		// it: nothing is kept here (so nothing piles up either).
-		return a.sealAsk(s, upstream, in, id)
+		return a.sealAsk(s, in, pa)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -52,8 +57,15 @@ func (a *aggregator) mintAsk(s *aggSession, upstream string, in *innerSession, i
 	}
 	s.asked++
 	key := askIDPrefix + strconv.FormatUint(s.asked, 10) + `"`
-	s.asks[key] = pendingAsk{upstream: upstream, id: id}
+	s.asks[key] = pa
 	return key
+}
+
+func (s *aggSession) peekAsk(key string) (pendingAsk, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pa, ok := s.asks[key]
+	return pa, ok
 }
 
 func (s *aggSession) takeAsk(key string) (pendingAsk, bool) {
@@ -99,7 +111,8 @@ func (a *aggregator) ask(r *http.Request, s *aggSession, upstream string, in *in
 	orig := req.ID
 	req.Params = relatedTaskOut(upstream, req.Params) // its task as the client knows it
 	if send != nil {
-		if key := a.mintAsk(s, upstream, in, orig); key != "" {
+		clientTask := intercept.TaskMethod(req.Method) || req.Method == "tasks/list" || intercept.Member(req.Params, "task") != nil
+		if key := a.mintAsk(s, in, pendingAsk{upstream: upstream, id: orig, clientTask: clientTask}); key != "" {
 			req.ID = jsontext.Value(key)
 			if b, err := json.Marshal(req); err == nil && send(b) {
 				return key
@@ -124,18 +137,40 @@ func (a *aggregator) answer(w http.ResponseWriter, r *http.Request, resp rpcResp
 	if s == nil {
 		return
 	}
-	pa, ok := s.takeAsk(string(resp.ID))
+	key := string(resp.ID)
+	pa, ok := s.peekAsk(key)
 	s.mu.Lock()
 	in := s.inner[pa.upstream]
 	s.mu.Unlock()
+	sealed := false
 	if !ok {
 		// Relayed by another replica: the sealed id says where to.
-		pa, in, ok = a.openAsk(s, string(resp.ID))
+		pa, in, ok = a.openAsk(s, key)
+		sealed = ok
 	}
 	if !ok || in == nil {
-		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
-			Message: "no request with id " + string(resp.ID) + " awaits an answer on this session"})
+		writeJSONRPCError(w, http.StatusBadRequest, nil, noAsk(key))
 		return
+	}
+	if !pa.clientTask && len(resp.Result) > 0 {
+		// Checked before the request is taken: an answer refused for its
+		// related task can be sent again.
+		rel, err := a.relatedTaskIn(r, s, intercept.Member(resp.Result, "_meta"), nil)
+		if err == nil && rel != nil && rel.upstream != pa.upstream {
+			err = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf(
+				"related task %q is a task of upstream %q; this answer goes to %q, which asked", rel.upstream+"/"+rel.own, rel.upstream, pa.upstream)}
+		}
+		if err != nil {
+			writeJSONRPCError(w, http.StatusBadRequest, nil, err)
+			return
+		}
+		resp.Result = relatedTaskFor(resp.Result, rel, pa.upstream)
+	}
+	if !sealed {
+		if _, ok := s.takeAsk(key); !ok { // another answer took it meanwhile
+			writeJSONRPCError(w, http.StatusBadRequest, nil, noAsk(key))
+			return
+		}
 	}
 	resp.ID = pa.id
 	body, err := json.Marshal(resp)
@@ -152,14 +187,24 @@ func (a *aggregator) answer(w http.ResponseWriter, r *http.Request, resp rpcResp
 	w.WriteHeader(rec.status())
 }
 
+// noAsk answers a client's answer to no request awaiting one.
+func noAsk(key string) error {
+	return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "no request with id " + key + " awaits an answer on this session"}
+}
+
 // broadcast sends a client notification to every upstream the session has
 // started (notifications/roots/list_changed: each may have asked for roots).
 func (a *aggregator) broadcast(r *http.Request, s *aggSession, body []byte) {
 	s.mu.Lock()
 	inner := innerList(s.inner)
 	s.mu.Unlock()
+	rel := relatedTaskOf(r)
 	for _, in := range inner {
-		a.g.handleMCP(&discard{h: http.Header{}}, a.innerRequest(r, http.MethodPost, in.upstream, in.sess, body))
+		b := body
+		if rel != nil { // each upstream's own id, or none
+			b = withMember(body, "params", relatedTaskFor(intercept.Member(body, "params"), rel, in.upstream))
+		}
+		a.g.handleMCP(&discard{h: http.Header{}}, a.innerRequest(r, http.MethodPost, in.upstream, in.sess, b))
 	}
 }
 

@@ -141,6 +141,8 @@ type sealedAsk struct {
 	Upstream string         `json:"u"`
 	Inner    string         `json:"i"`
 	ID       jsontext.Value `json:"d"`
+	// ClientTask is pendingAsk.clientTask.
+	ClientTask bool `json:"t,omitempty"`
 }
 
 // fingerprint names a session in a sealed ask id without carrying it.
@@ -152,8 +154,8 @@ func fingerprint(id string) string {
 // sealAsk is the id under which a request from upstream (its session in,
 // its id) is relayed to the client of session s: one any replica can
 // route the answer back with.
-func (a *aggregator) sealAsk(s *aggSession, upstream string, in *innerSession, id jsontext.Value) string {
-	return askPrefix + a.g.sealer.sealAny("", askAD, sealedAsk{Session: fingerprint(s.id), Upstream: upstream, Inner: in.id, ID: id}) + `"`
+func (a *aggregator) sealAsk(s *aggSession, in *innerSession, pa pendingAsk) string {
+	return askPrefix + a.g.sealer.sealAny("", askAD, sealedAsk{Session: fingerprint(s.id), Upstream: pa.upstream, Inner: in.id, ID: pa.id, ClientTask: pa.clientTask}) + `"`
 }
 
 // openAsk reads a sealed ask id of session s.
@@ -171,7 +173,7 @@ func (a *aggregator) openAsk(s *aggSession, key string) (pendingAsk, *innerSessi
 	if in == nil || in.id != st.Inner {
 		in = &innerSession{id: st.Inner}
 	}
-	return pendingAsk{upstream: st.Upstream, id: st.ID}, in, true
+	return pendingAsk{upstream: st.Upstream, id: st.ID, clientTask: st.ClientTask}, in, true
 }
 
 // maxSealedInit bounds the initialize params a sealed id carries: the id

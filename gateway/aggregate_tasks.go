@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -70,6 +71,9 @@ func (a *aggregator) task(r *http.Request, s *aggSession, req rpcRequest) (jsont
 	u, own, ok := a.splitTaskID(intercept.StringMember(req.Params, "taskId"))
 	if !ok {
 		return nil, taskNotFound
+	}
+	if rel := relatedTaskOf(r); rel != nil && rel.upstream != u {
+		return nil, errRelatedUpstream(rel, u)
 	}
 	q, _ := json.Marshal(own)
 	params, err := intercept.WithMember(req.Params, "taskId", q)
@@ -169,6 +173,7 @@ func taskMessageOut(upstream string, msg []byte) []byte {
 // capability.
 type upstreamCaps struct {
 	tasks    jsontext.Value // its capabilities.tasks; nil: it declares none
+	tasksExt bool           // it declares the 2026-07-28 tasks extension (capabilities.extensions)
 	answered bool           // it has answered initialize or server/discover
 	probed   time.Time      // when initialize last tried to learn it
 }
@@ -185,7 +190,8 @@ func (a *aggregator) noteCaps(upstream string, caps jsontext.Value) {
 	if tasks.Kind() != '{' {
 		tasks = nil
 	}
-	a.caps[upstream] = upstreamCaps{tasks: bytes.Clone(tasks), answered: true}
+	ext := intercept.Member(intercept.Member(caps, "extensions"), tasksExtension)
+	a.caps[upstream] = upstreamCaps{tasks: bytes.Clone(tasks), tasksExt: ext.Kind() == '{', answered: true}
 }
 
 // learnCaps opens the inner sessions of s (in parallel, each bounded by
@@ -228,6 +234,25 @@ func (a *aggregator) listsTasks(upstream string) bool {
 	return !c.answered || intercept.Member(c.tasks, "list") != nil
 }
 
+// tasksExtension is the 2026-07-28 tasks extension, which a server
+// declares in capabilities.extensions (with no settings defined yet: an
+// empty object).
+const tasksExtension = "io.modelcontextprotocol/tasks"
+
+// extensionsCapability is the capabilities.extensions the virtual server
+// declares: the tasks extension if some upstream declares it; nil when
+// none does.
+func (a *aggregator) extensionsCapability() map[string]any {
+	a.capsMu.Lock()
+	defer a.capsMu.Unlock()
+	for _, u := range a.vs.Upstreams {
+		if a.caps[u].tasksExt {
+			return map[string]any{tasksExtension: map[string]any{}}
+		}
+	}
+	return nil
+}
+
 // tasksCapability is the tasks capability the virtual server declares:
 // list, cancel and task-augmented tools/call, each if some upstream
 // declares it; nil when no upstream declares tasks.
@@ -253,4 +278,131 @@ func (a *aggregator) tasksCapability() map[string]any {
 		}
 	}
 	return out
+}
+
+// A client names a task in a message of its own too: a related-task _meta
+// (an elicitation or sampling answer, a request) says which task the
+// message belongs to, by the id the client was shown. The upstream never
+// issued that id: each inner message carries the upstream's own id
+// instead, to the upstream the id names only (another upstream is sent
+// the message without it). A related task the client may not name (not
+// "{upstream}/{id}" of this virtual server, or a task that is not the
+// client's as that upstream's route records it) is refused and nothing is
+// forwarded. The related task of an answer to a request naming a task
+// the client runs (an upstream's tasks/* to the client, a task-augmented
+// request) is the client's own, and stays as it is.
+
+// relatedTask is a client's related task: the upstream whose task it is
+// and the id that upstream gave it.
+type relatedTask struct{ upstream, own string }
+
+// relatedTaskKey holds, in an inner request's context, the related task
+// of the client's message it carries (*relatedTask).
+type relatedTaskKey struct{}
+
+// errRelatedTask answers a client's message whose related task it may
+// not name.
+func errRelatedTask(id string) error {
+	return &intercept.WireError{Code: intercept.CodeInvalidParams,
+		Message: fmt.Sprintf("related task %q not found: _meta[%q].taskId must be one of your tasks as this server named it ({upstream}/{id})", id, relatedTaskMeta)}
+}
+
+// errRelatedUpstream answers a request that goes to upstream but names a
+// related task of another: no upstream can read the other's id, and its
+// own would say another task.
+func errRelatedUpstream(rel *relatedTask, upstream string) error {
+	return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf(
+		"related task %q is a task of upstream %q; this request goes to %q", rel.upstream+"/"+rel.own, rel.upstream, upstream)}
+}
+
+// relatedTaskIn returns the related task meta (a client message's _meta)
+// names, nil for none, or why the client may not name it. msgs are the
+// message, for the identity its upstream's route sees.
+func (a *aggregator) relatedTaskIn(r *http.Request, s *aggSession, meta jsontext.Value, msgs []*intercept.Message) (*relatedTask, error) {
+	rel := intercept.Member(meta, relatedTaskMeta)
+	if rel == nil {
+		return nil, nil
+	}
+	if why, bad := intercept.CaseVariant(rel, []string{"taskId"}); bad {
+		return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: related task: " + why}
+	}
+	if rel.Kind() != '{' || intercept.Member(rel, "taskId").Kind() != '"' {
+		return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: _meta[%q] needs a taskId, a string", relatedTaskMeta)}
+	}
+	id := intercept.StringMember(rel, "taskId")
+	u, own, ok := a.splitTaskID(id)
+	if !ok {
+		return nil, errRelatedTask(id)
+	}
+	in, err := a.inner(r, s, u)
+	if err != nil {
+		if _, ok := errors.AsType[*routeError](err); ok {
+			return nil, err
+		}
+		return nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: "upstream " + u + ": " + err.Error()}
+	}
+	if !a.ownsTask(r, s, u, in, own, msgs) {
+		return nil, errRelatedTask(id)
+	}
+	return &relatedTask{upstream: u, own: own}, nil
+}
+
+// ownsTask reports whether the client of r owns task id of upstream as
+// that upstream's route decides it for an inner request in session in:
+// with the call context (principal, agent, task scope) the route gives
+// that request (exchange.callContext).
+func (a *aggregator) ownsTask(r *http.Request, s *aggSession, upstream string, in *innerSession, id string, msgs []*intercept.Message) bool {
+	rt := a.g.routes[upstream]
+	if rt == nil {
+		return false
+	}
+	x := &exchange{rt: rt, principal: intercept.PrincipalFrom(r.Context()), virtual: s.id}
+	if in.id != "" {
+		x.sess = a.g.sessions.get(in.id, upstream)
+	}
+	if x.sess != nil {
+		x.owner = x.sess.owner
+	} else {
+		c, err := a.g.ident.identify(r, msgs)
+		if err != nil {
+			return false
+		}
+		x.owner = c.principal()
+	}
+	x.agent, x.clientName = x.owner.agent, x.owner.clientName()
+	return a.g.ic.OwnsTask(r.Context(), x.callContext(), id)
+}
+
+// relatedTaskFor returns v, params (or a result) bound for upstream, with
+// its related task as upstream knows it: rel's own id on rel's upstream;
+// on any other, which never issued it, without one.
+func relatedTaskFor(v jsontext.Value, rel *relatedTask, upstream string) jsontext.Value {
+	meta := intercept.Member(v, "_meta")
+	if rel == nil || intercept.Member(meta, relatedTaskMeta) == nil {
+		return v
+	}
+	if upstream != rel.upstream {
+		m, err := intercept.WithoutMember(meta, relatedTaskMeta)
+		if err != nil {
+			return v
+		}
+		return withMember(v, "_meta", m)
+	}
+	q, _ := json.Marshal(rel.own)
+	rt := withMember(intercept.Member(meta, relatedTaskMeta), "taskId", q)
+	return withMember(v, "_meta", withMember(meta, relatedTaskMeta, rt))
+}
+
+// relatedTaskOf is the related task of the client's message r carries.
+func relatedTaskOf(r *http.Request) *relatedTask {
+	rel, _ := r.Context().Value(relatedTaskKey{}).(*relatedTask)
+	return rel
+}
+
+// withRelatedTask returns r carrying rel, if any.
+func withRelatedTask(r *http.Request, rel *relatedTask) *http.Request {
+	if rel == nil {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), relatedTaskKey{}, rel))
 }
