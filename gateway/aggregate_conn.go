@@ -58,7 +58,7 @@ func (g *Gateway) serveVirtualConn(w http.ResponseWriter, r *http.Request, a *ag
 		a.sse.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), openedKey{}, r)))
 		return
 	}
-	c, err := transport.AcceptWS(w, r, func(r *http.Request) bool { return g.originAllowed(r) })
+	c, err := transport.AcceptWS(w, r, g.wsAcceptOptions())
 	if err != nil {
 		return // AcceptWS has answered
 	}

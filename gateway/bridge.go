@@ -48,7 +48,10 @@ type bridgeState struct {
 	closed       bool
 }
 
-// The backlog's bounds: the oldest messages go first past either.
+// The backlog's bounds: the oldest messages go first past either. The
+// newest message is always kept, so one larger than maxBacklogBytes (up
+// to max_answer_bytes, the bound of every upstream message) still waits
+// alone for a stream.
 const (
 	maxBacklog      = 1024
 	maxBacklogBytes = 16 << 20
@@ -157,7 +160,7 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 	for {
 		msg, err := b.up.Read(ctx)
 		if err != nil {
-			b.fail(err)
+			b.fail(g.withheld.readFailed(err))
 			return
 		}
 		for _, one := range batchElements(msg) {

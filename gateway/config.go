@@ -97,13 +97,21 @@ type Options struct {
 	// Host and Origin checks: pattern -> handler, as http.ServeMux takes
 	// them (the A2A gateway mounts "/a2a/").
 	Mount map[string]http.Handler
-	// MaxBodyBytes limits a request body. Zero means 4 MiB.
+	// MaxBodyBytes limits a request body, and every message from a
+	// client: a /ws message (a longer one closes the connection with
+	// status 1009) and an /sse POST (413). Zero means
+	// DefaultMaxBodyBytes. A Conn given to ServeConn brings its own
+	// limit; `sluice wrap` gives its stdio this one.
 	MaxBodyBytes int64
-	// MaxAnswerBytes bounds an HTTP upstream's JSON answer to a POST,
-	// which the gateway reads whole to screen before passing it on: a
-	// longer one is not passed on, and its requests get a JSON-RPC error
-	// saying so. Zero means 32 MiB. (An event of an upstream's event
-	// stream, and a message over stdio or WebSocket, is bounded at 16 MiB.)
+	// MaxAnswerBytes bounds every message from an upstream, which the
+	// gateway reads whole to screen before passing it on: an HTTP
+	// upstream's JSON answer to a POST, the data of one event of its
+	// event stream, a stdio upstream's line, a WebSocket upstream's
+	// message. A longer one is not passed on (counted as withheld,
+	// reason too_large), and the requests waiting for it get a JSON-RPC
+	// error naming the limit; past a stream's event, stdio line or
+	// WebSocket message the stream cannot be read on, so it ends (a
+	// stdio upstream is restarted). Zero means DefaultMaxAnswerBytes.
 	MaxAnswerBytes int64
 	// AllowedHosts are Host header values accepted in addition to the
 	// loopback names, which are always accepted when the listener is on
@@ -211,18 +219,24 @@ type Options struct {
 	now func() time.Time
 }
 
+// The limits that zero MaxBodyBytes and MaxAnswerBytes stand for.
+const (
+	DefaultMaxBodyBytes   = 4 << 20
+	DefaultMaxAnswerBytes = 32 << 20
+)
+
 func (o *Options) maxBody() int64 {
 	if o.MaxBodyBytes > 0 {
 		return o.MaxBodyBytes
 	}
-	return 4 << 20
+	return DefaultMaxBodyBytes
 }
 
 func (o *Options) maxAnswer() int64 {
 	if o.MaxAnswerBytes > 0 {
 		return o.MaxAnswerBytes
 	}
-	return 32 << 20
+	return DefaultMaxAnswerBytes
 }
 
 func (o *Options) idleTimeout() time.Duration {

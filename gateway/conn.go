@@ -577,6 +577,7 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 	for {
 		b, err := r.upc.Read(ctx)
 		if err != nil {
+			err = r.withheld.readFailed(err)
 			r.failPending(ctx, err)
 			return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 		}

@@ -132,7 +132,7 @@ func (d holdingDialer) Dial(ctx context.Context) (transport.Conn, error) {
 			}
 		}
 	}()
-	return &pipeConn{Conn: transport.NewStdioConn(toGW, fromGW), w: fromGW}, nil
+	return &pipeConn{Conn: transport.NewStdioConn(toGW, fromGW, nil), w: fromGW}, nil
 }
 
 // holdingGateway serves route "u", whose upstream is a holdingDialer

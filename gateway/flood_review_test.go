@@ -154,7 +154,7 @@ func (d *deafUpstream) Dial(ctx context.Context) (transport.Conn, error) {
 		return nil, err
 	}
 	d.keep = append(d.keep, childIn, childOut)
-	return transport.NewStdioConn(stdout, stdin), nil
+	return transport.NewStdioConn(stdout, stdin, nil), nil
 }
 
 // sizedCall is a 2026-07-28 tools/call of echo padded to exactly n bytes.
@@ -470,7 +470,7 @@ func (silentUpstream) Dial(ctx context.Context) (transport.Conn, error) {
 			}
 		}
 	}()
-	return &pipeConn{Conn: transport.NewStdioConn(toGW, fromGW), w: fromGW}, nil
+	return &pipeConn{Conn: transport.NewStdioConn(toGW, fromGW, nil), w: fromGW}, nil
 }
 
 // TestConnOutstandingRequestsUnbounded: a /ws (or /sse) connection keeps,

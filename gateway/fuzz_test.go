@@ -193,7 +193,7 @@ func (d *pipeDialer) Dial(ctx context.Context) (transport.Conn, error) {
 			}
 		}
 	}()
-	return &pipeConn{Conn: transport.NewStdioConn(toGW, fromGW), w: fromGW}, nil
+	return &pipeConn{Conn: transport.NewStdioConn(toGW, fromGW, nil), w: fromGW}, nil
 }
 
 // pipeConn closes the write end too, which ends the model's reader.
@@ -299,7 +299,7 @@ func newNoCallHarness(tb testing.TB, kind Transport) *noCallHarness {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		g.ServeConn(ctx, "u", transport.NewStdioConn(c2g, g2c))
+		g.ServeConn(ctx, "u", transport.NewStdioConn(c2g, g2c, nil))
 		g2c.Close()
 	}()
 	x.wrapIn, x.wrapOut = fromClient, bufio.NewReader(toClient)

@@ -220,10 +220,10 @@ func sseOpener(t *testing.T, f *fixture, agent string) transport.Conn {
 func stdioOpener(t *testing.T, f *fixture, _ string) transport.Conn {
 	toGW, fromClient := io.Pipe()
 	toClient, fromGW := io.Pipe()
-	down := transport.NewStdioConn(toGW, fromGW)
+	down := transport.NewStdioConn(toGW, fromGW, nil)
 	done := make(chan error, 1)
 	go func() { done <- f.g.ServeConn(context.Background(), "demo", down) }()
-	c := transport.NewStdioConn(toClient, fromClient)
+	c := transport.NewStdioConn(toClient, fromClient, nil)
 	t.Cleanup(func() { fromClient.Close(); c.Close(); <-done })
 	return c
 }
@@ -462,7 +462,7 @@ func TestAgentHeaderRequired(t *testing.T) {
 	}
 	toGW, _ := io.Pipe()
 	_, fromGW := io.Pipe()
-	if err := f.g.ServeConn(t.Context(), "demo", transport.NewStdioConn(toGW, fromGW)); !errors.Is(err, ErrAgentHeaderRequired) {
+	if err := f.g.ServeConn(t.Context(), "demo", transport.NewStdioConn(toGW, fromGW, nil)); !errors.Is(err, ErrAgentHeaderRequired) {
 		t.Errorf("ServeConn: got %v, want ErrAgentHeaderRequired", err)
 	}
 }

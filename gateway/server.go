@@ -137,7 +137,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		if _, dup := g.routes[up.Name]; dup {
 			return nil, fmt.Errorf("gateway: upstreams[%d]: name %q is used twice", i, up.Name)
 		}
-		r, err := newRoute(up, log)
+		r, err := g.newRoute(up)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: upstreams[%d] (%s): %w", i, up.Name, err)
 		}
@@ -192,7 +192,10 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 	return g, nil
 }
 
-func newRoute(up Upstream, log *slog.Logger) (*route, error) {
+// newRoute returns the route to up. Every message read from it is
+// bounded by max_answer_bytes, whatever its transport.
+func (g *Gateway) newRoute(up Upstream) (*route, error) {
+	limit := g.opts.maxAnswer()
 	if up.Transport == "" {
 		switch {
 		case up.URL != "":
@@ -218,18 +221,18 @@ func newRoute(up Upstream, log *slog.Logger) (*route, error) {
 			return nil, err
 		}
 		r.url = u
-		r.dialer = &transport.StreamableHTTPDialer{URL: up.URL, Header: hdr, Client: client}
+		r.dialer = &transport.StreamableHTTPDialer{URL: up.URL, Header: hdr, Client: client, MaxMessageBytes: limit}
 	case TransportSSE:
 		if _, err := parseHTTPURL(up.URL); err != nil {
 			return nil, err
 		}
-		r.dialer = &transport.SSEDialer{URL: up.URL, Header: hdr, Client: client}
+		r.dialer = &transport.SSEDialer{URL: up.URL, Header: hdr, Client: client, MaxMessageBytes: limit}
 	case TransportWebSocket:
 		u, err := url.Parse(up.URL)
 		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") {
 			return nil, fmt.Errorf("url %q: a websocket upstream needs a ws:// or wss:// URL", up.URL)
 		}
-		r.dialer = &transport.WSDialer{URL: up.URL, Header: hdr}
+		r.dialer = &transport.WSDialer{URL: up.URL, Header: hdr, MaxMessageBytes: limit}
 	case TransportStdio:
 		if up.Command == "" {
 			return nil, errors.New("a stdio upstream needs a command")
@@ -241,9 +244,12 @@ func newRoute(up Upstream, log *slog.Logger) (*route, error) {
 		// A crashed child is restarted with backoff and the session's
 		// initialize replayed; calls pending at the crash get an error.
 		r.dialer = &transport.Restarting{
-			Dialer: &transport.StdioDialer{Command: up.Command, Args: up.Args, Env: env, Stderr: os.Stderr},
+			Dialer: &transport.StdioDialer{Command: up.Command, Args: up.Args, Env: env, Stderr: os.Stderr, MaxMessageBytes: limit},
 			OnRestart: func(err error) {
-				log.Warn("stdio upstream failed; restarting", "upstream", up.Name, "err", err)
+				// A line too long is not passed on; the calls waiting
+				// get the restart's error, which names the limit.
+				err = g.withheld.readFailed(err)
+				g.log.Warn("stdio upstream failed; restarting", "upstream", up.Name, "err", err)
 			},
 		}
 	default:
@@ -484,11 +490,21 @@ func (g *Gateway) handleWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer adm.release()
-	c, err := transport.AcceptWS(w, r, func(r *http.Request) bool { return g.originAllowed(r) })
+	c, err := transport.AcceptWS(w, r, g.wsAcceptOptions())
 	if err != nil {
 		return // AcceptWS has answered
 	}
 	g.serveConn(context.WithValue(r.Context(), admissionKey{}, adm), rt, c, newSessionID(), "websocket", r)
+}
+
+// wsAcceptOptions are the options of every /ws connection: the gateway's
+// Origin check, and a message from the client bounded like a request
+// body (max_body_bytes).
+func (g *Gateway) wsAcceptOptions() *transport.WSAcceptOptions {
+	return &transport.WSAcceptOptions{
+		CheckOrigin:     func(r *http.Request) bool { return g.originAllowed(r) },
+		MaxMessageBytes: g.opts.maxBody(),
+	}
 }
 
 // identified answers a request whose identity cannot be read (a required

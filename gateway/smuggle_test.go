@@ -254,7 +254,7 @@ func smuggleWrap(t *testing.T, _ string, g *Gateway) {
 	toClient, g2c := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- g.ServeConn(ctx, "u", transport.NewStdioConn(c2g, g2c))
+		done <- g.ServeConn(ctx, "u", transport.NewStdioConn(c2g, g2c, nil))
 		g2c.Close() // the client reads to the end
 	}()
 	stop := context.AfterFunc(ctx, func() { g2c.Close() })

@@ -214,7 +214,7 @@ func (b *statelessBridge) readLoop(up transport.Conn) {
 	for {
 		raw, err := up.Read(b.g.ctx)
 		if err != nil {
-			b.fail(up, err)
+			b.fail(up, b.g.withheld.readFailed(err))
 			return
 		}
 		m, err := intercept.DecodeMessage(raw)

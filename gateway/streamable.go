@@ -647,6 +647,7 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 	defer ob.endSink()
 	_ = http.NewResponseController(w).Flush()
 	rd := transport.NewSSEReader(body)
+	rd.MaxDataBytes = g.opts.maxAnswer()
 	var drops dropLog
 	var unread error // the last message not delivered for being unreadable
 	for {
@@ -663,10 +664,7 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 			if ctx.Err() != nil {
 				return errCancelled
 			}
-			if errors.Is(err, transport.ErrSSETooLong) {
-				g.withheld.answer(err) // the event is not passed on
-			}
-			return err
+			return g.withheld.readFailed(err) // an event too long is not passed on
 		}
 		data := ev.Data
 		// Every event's data is a message, whatever its type: clients

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -62,12 +63,32 @@ func (w *withheldTasks) unreadable(d *dropLog, upstream string, err error) {
 // would read it (unreadable). The caller logs it.
 func (w *withheldTasks) answer(err error) {
 	reason := "unreadable"
-	if _, ok := errors.AsType[*answerTooLarge](err); ok || errors.Is(err, transport.ErrSSETooLong) {
+	if _, ok := errors.AsType[*answerTooLarge](err); ok || tooLong(err) {
 		reason = "too_large"
 	}
 	if w.metrics != nil {
 		w.metrics.MessageWithheld(reason)
 	}
+}
+
+// tooLong reports whether err ended reading an upstream at a message
+// longer than the gateway reads (max_answer_bytes): a stdio line, a
+// WebSocket message, an event's data.
+func tooLong(err error) bool {
+	_, ok := errors.AsType[*transport.TooLongError](err)
+	return ok
+}
+
+// readFailed returns err, why reading from an upstream ended, as the
+// requests waiting on it are told. A message longer than the gateway
+// reads is counted as withheld (too_large), and the setting that bounds
+// it is named.
+func (w *withheldTasks) readFailed(err error) error {
+	if !tooLong(err) {
+		return err
+	}
+	w.answer(err)
+	return fmt.Errorf("%w (max_answer_bytes)", err)
 }
 
 // stray counts one result (on a list's stream, any response) from an

@@ -281,8 +281,8 @@ func TestHideDeniedTools(t *testing.T) {
 		defer cancel()
 		c2g, fromClient := io.Pipe()
 		toClient, g2c := io.Pipe()
-		down := transport.NewStdioConn(c2g, g2c)
-		client := transport.NewStdioConn(toClient, fromClient)
+		down := transport.NewStdioConn(c2g, g2c, nil)
+		client := transport.NewStdioConn(toClient, fromClient, nil)
 		defer client.Close()
 		done := make(chan error, 1)
 		// The SSE upstream: a JSON body's trailing newline cannot be

@@ -72,7 +72,7 @@ func (s *scriptUpstream) Dial(ctx context.Context) (transport.Conn, error) {
 			}
 		}
 	}()
-	return &pipeConn{Conn: transport.NewStdioConn(toGW, fromGW), w: fromGW}, nil
+	return &pipeConn{Conn: transport.NewStdioConn(toGW, fromGW, nil), w: fromGW}, nil
 }
 
 type reqView struct {

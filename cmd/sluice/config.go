@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -66,10 +67,13 @@ type config struct {
 	// listener, if set, is the agents' listener, already bound to Listen
 	// (tests that must know the address before the config is written).
 	listener net.Listener
-	// MaxBodyBytes limits request bodies (default 4 MiB).
+	// MaxBodyBytes limits request bodies and every message from a
+	// client: a /ws message, an /sse POST, a line `sluice wrap` reads
+	// from its client (default 4 MiB).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
-	// MaxAnswerBytes bounds an HTTP upstream's JSON answer, which is read
-	// whole to be screened; a longer one is refused (default 32 MiB).
+	// MaxAnswerBytes bounds every message from an upstream, which is read
+	// whole to be screened: an HTTP JSON answer, an event's data, a stdio
+	// line, a WebSocket message; a longer one is refused (default 32 MiB).
 	MaxAnswerBytes int64 `yaml:"max_answer_bytes"`
 	// AllowedHosts and AllowedOrigins extend the loopback defaults of the
 	// DNS-rebinding protection.
@@ -276,10 +280,7 @@ func (c *config) checkLimits() error {
 			return fmt.Errorf("%s: %d is negative; give a positive limit, or 0 for the default", l.key, l.v)
 		}
 	}
-	maxBody := c.MaxBodyBytes
-	if maxBody == 0 {
-		maxBody = 4 << 20
-	}
+	maxBody := cmp.Or(c.MaxBodyBytes, gateway.DefaultMaxBodyBytes)
 	if c.MaxInflightBodyBytes != 0 && c.MaxInflightBodyBytes < maxBody {
 		return fmt.Errorf("max_inflight_body_bytes: %d is less than max_body_bytes (%d), so a body of the largest allowed size could never be read; raise it, or 0 for 16 × max_body_bytes", c.MaxInflightBodyBytes, maxBody)
 	}

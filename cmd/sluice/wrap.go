@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,7 +139,9 @@ func wrapIO(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 	if ready != nil {
 		ready(at)
 	}
-	err = g.ServeConn(ctx, up.Name, transport.NewStdioConn(stdin, stdout))
+	// The client's lines are requests: bounded like a request body.
+	down := transport.NewStdioConn(stdin, stdout, &transport.StdioOptions{MaxMessageBytes: cmp.Or(opts.MaxBodyBytes, gateway.DefaultMaxBodyBytes)})
+	err = g.ServeConn(ctx, up.Name, down)
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, transport.ErrClosed) {
 		return nil
 	}

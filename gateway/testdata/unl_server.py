@@ -6,7 +6,8 @@ JSON-RPC are skipped, as the SDK skips them.
 
 Every tools/call it executes appends the tool's name and a newline to the
 file named by SLUICE_TEST_LOG: the ground truth of what ran. It offers the
-tools echo and send_email."""
+tools echo and send_email, and big, whose result is a text of as many Qs as
+its argument bytes says (a large tool result, such as an image)."""
 
 import io
 import json
@@ -16,7 +17,7 @@ import sys
 LOG = os.environ["SLUICE_TEST_LOG"]
 TOOLS = [
     {"name": name, "description": name, "inputSchema": {"type": "object"}}
-    for name in ("echo", "send_email")
+    for name in ("echo", "send_email", "big")
 ]
 
 
@@ -39,6 +40,9 @@ def answer(msg):
         name = params.get("name")
         with open(LOG, "a", encoding="utf-8") as f:
             f.write(f"{name}\n")
+        if name == "big":
+            size = int((params.get("arguments") or {}).get("bytes", 0))
+            return {"content": [{"type": "text", "text": "Q" * size}]}
         return {"content": [{"type": "text", "text": f"ran {name}"}]}
     if method == "ping":
         return {}

@@ -63,6 +63,11 @@ type StreamableHTTPDialer struct {
 	// header timeout, since a response may stream for as long as its
 	// request runs; its idle connections are closed with the Conn.
 	Client *http.Client
+	// MaxMessageBytes bounds a JSON response body, and the data of one
+	// event of a response or GET stream: a longer body is not delivered,
+	// and the requests it answers get an error; a longer event ends the
+	// stream as a broken one. Zero means [DefaultMaxMessageBytes].
+	MaxMessageBytes int64
 }
 
 var _ Dialer = (*StreamableHTTPDialer)(nil)
@@ -84,11 +89,12 @@ func (d *StreamableHTTPDialer) Dial(ctx context.Context) (Conn, error) {
 		return nil, err
 	}
 	c := &httpStreamableConn{
-		endpoint: u.String(),
-		safeURL:  httpRedactURL(u),
-		header:   d.Header.Clone(),
-		client:   d.Client,
-		incoming: make(chan []byte),
+		endpoint:   u.String(),
+		safeURL:    httpRedactURL(u),
+		header:     d.Header.Clone(),
+		client:     d.Client,
+		maxMessage: maxMessage(d.MaxMessageBytes),
+		incoming:   make(chan []byte),
 	}
 	if c.client == nil {
 		c.client, c.ownClient = httpStreamingClient(), true
@@ -123,14 +129,15 @@ func httpStreamingClient() *http.Client {
 
 // httpStreamableConn is the client side of one Streamable HTTP session.
 type httpStreamableConn struct {
-	endpoint  string
-	safeURL   string // endpoint as named in errors sent downstream
-	header    http.Header
-	client    *http.Client
-	ownClient bool
-	incoming  chan []byte
-	ctx       context.Context // the Conn's lifetime; every request and goroutine is tied to it
-	cancel    context.CancelFunc
+	endpoint   string
+	safeURL    string // endpoint as named in errors sent downstream
+	header     http.Header
+	client     *http.Client
+	ownClient  bool
+	maxMessage int64 // the most a JSON body or an event's data may have
+	incoming   chan []byte
+	ctx        context.Context // the Conn's lifetime; every request and goroutine is tied to it
+	cancel     context.CancelFunc
 
 	mu              sync.Mutex // guards the fields below
 	wg              sync.WaitGroup
@@ -457,12 +464,12 @@ func (c *httpStreamableConn) roundTrip(req *http.Request, p *httpPost, signal fu
 		err := c.consume(resp.Body, st)
 		c.finishStream(st, err)
 	case mediaType == "application/json":
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxSSEData+1))
+		body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxMessage+1))
 		switch {
 		case err != nil:
 			c.failRequests(st.pendingIDs(), p.batch, fmt.Sprintf("upstream %s: reading response: %v", c.safeURL, httpCause(err)), nil)
-		case len(body) > maxSSEData:
-			c.failRequests(st.pendingIDs(), p.batch, fmt.Sprintf("upstream %s: response larger than 16 MiB", c.safeURL), nil)
+		case int64(len(body)) > c.maxMessage:
+			c.failRequests(st.pendingIDs(), p.batch, fmt.Sprintf("upstream %s: response larger than %s", c.safeURL, sizeString(c.maxMessage)), nil)
 		case len(bytes.TrimSpace(body)) > 0:
 			// A JSON body usually ends in a newline; a message passed on
 			// to a stdio client must not contain one.
@@ -554,6 +561,7 @@ func (c *httpStreamableConn) observe(msg []byte, st *httpStreamState) {
 // closes, or (on a response stream) every request has been answered.
 func (c *httpStreamableConn) consume(body io.Reader, st *httpStreamState) error {
 	r := NewSSEReader(body)
+	r.MaxDataBytes = c.maxMessage
 	st.delivered = false
 	for {
 		ev, err := r.Next()

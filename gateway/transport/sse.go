@@ -3,24 +3,10 @@ package transport
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 )
-
-// maxSSEData bounds the data of one event, and maxSSELine one line (room
-// for the field name on top), so a hostile peer cannot make a reader
-// buffer without limit.
-const (
-	maxSSEData = 16 << 20
-	maxSSELine = maxSSEData + len("data: ")
-)
-
-// ErrSSETooLong is returned by [SSEReader.Next] when a line, or the data of
-// one event, is longer than 16 MiB. The stream cannot be resynchronised
-// after it.
-var ErrSSETooLong = errors.New("transport: server-sent event longer than 16 MiB")
 
 // An SSEEvent is one dispatched server-sent event. Fields hold the values
 // of the fields seen in that event's block only: an empty ID means the
@@ -41,6 +27,13 @@ type SSEEvent struct {
 // non-numeric retry are ignored. Bytes are passed through without UTF-8
 // decoding. It is not safe for concurrent use.
 type SSEReader struct {
+	// MaxDataBytes bounds the data of one event, and a line to that plus
+	// room for the field name, so a hostile peer cannot make the reader
+	// buffer without limit: past it Next returns a *[TooLongError], and
+	// the stream cannot be resynchronised. Zero means
+	// [DefaultMaxMessageBytes]. Set it before the first call to Next.
+	MaxDataBytes int64
+
 	br     *bufio.Reader
 	line   []byte
 	lastID string
@@ -65,6 +58,7 @@ func (r *SSEReader) LastEventID() string { return r.lastID }
 // then discarded as the standard requires. Errors from the underlying
 // reader are returned as they are.
 func (r *SSEReader) Next() (SSEEvent, error) {
+	limit := maxMessage(r.MaxDataBytes)
 	var (
 		ev      SSEEvent
 		data    []byte
@@ -72,7 +66,7 @@ func (r *SSEReader) Next() (SSEEvent, error) {
 		pending bool // a field has been seen since the last dispatch
 	)
 	for {
-		line, err := r.readLine()
+		line, err := r.readLine(limit)
 		if err != nil {
 			if err == io.EOF && (pending || len(line) > 0) {
 				err = io.ErrUnexpectedEOF
@@ -100,8 +94,8 @@ func (r *SSEReader) Next() (SSEEvent, error) {
 		}
 		switch string(name) {
 		case "data":
-			if len(data)+len(value)+1 > maxSSEData+1 {
-				return SSEEvent{}, ErrSSETooLong
+			if int64(len(data)+len(value)) > limit {
+				return SSEEvent{}, &TooLongError{What: "server-sent event", Limit: limit}
 			}
 			data = append(data, value...)
 			data = append(data, '\n')
@@ -121,10 +115,11 @@ func (r *SSEReader) Next() (SSEEvent, error) {
 	}
 }
 
-// readLine returns the next line without its terminator. The returned
-// slice is valid until the next call. Partial input at the end of the
-// stream is returned with io.EOF.
-func (r *SSEReader) readLine() ([]byte, error) {
+// readLine returns the next line without its terminator: at most limit
+// bytes of data and its field name. The returned slice is valid until the
+// next call. Partial input at the end of the stream is returned with
+// io.EOF.
+func (r *SSEReader) readLine(limit int64) ([]byte, error) {
 	r.line = r.line[:0]
 	for {
 		if r.br.Buffered() == 0 {
@@ -145,8 +140,8 @@ func (r *SSEReader) readLine() ([]byte, error) {
 		if i < 0 {
 			n = len(buf)
 		}
-		if len(r.line)+n > maxSSELine {
-			return nil, ErrSSETooLong
+		if int64(len(r.line)+n) > limit+int64(len("data: ")) {
+			return nil, &TooLongError{What: "server-sent event", Limit: limit}
 		}
 		r.line = append(r.line, buf[:n]...)
 		if i < 0 {

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -134,29 +135,40 @@ func TestSSEReaderStreams(t *testing.T) {
 }
 
 func TestSSEReaderLimits(t *testing.T) {
-	big := strings.Repeat("x", maxSSEData)
-	t.Run("16 MiB data fits", func(t *testing.T) {
-		ev, err := NewSSEReader(strings.NewReader("data: " + big + "\n\n")).Next()
-		if err != nil {
-			t.Fatalf("got %v, want nil", err)
-		}
-		if len(ev.Data) != maxSSEData {
-			t.Errorf("data length: got %d, want %d", len(ev.Data), maxSSEData)
-		}
-	})
-	t.Run("long line", func(t *testing.T) {
-		_, err := NewSSEReader(strings.NewReader(": " + big + big + "\n\n")).Next()
-		if err != ErrSSETooLong {
-			t.Errorf("got %v, want ErrSSETooLong", err)
-		}
-	})
-	t.Run("long data in many lines", func(t *testing.T) {
-		half := strings.Repeat("x", maxSSEData/2)
-		_, err := NewSSEReader(strings.NewReader("data: " + half + "\ndata: " + half + "\n\n")).Next()
-		if err != ErrSSETooLong {
-			t.Errorf("got %v, want ErrSSETooLong", err)
-		}
-	})
+	tests := []struct {
+		name    string
+		limit   int64 // MaxDataBytes
+		stream  string
+		wantLen int // of the event's data; -1: a *TooLongError
+	}{
+		{"16 MiB data fits", 0, "data: " + strings.Repeat("x", DefaultMaxMessageBytes) + "\n\n", DefaultMaxMessageBytes},
+		{"long line", 0, ": " + strings.Repeat("x", 2*DefaultMaxMessageBytes) + "\n\n", -1},
+		{"long data in many lines", 0, "data: " + strings.Repeat("x", DefaultMaxMessageBytes/2) + "\ndata: " + strings.Repeat("x", DefaultMaxMessageBytes/2) + "\n\n", -1},
+		{"data at a set limit", 1000, "data: " + strings.Repeat("x", 500) + "\r\ndata: " + strings.Repeat("x", 499) + "\n\n", 1000},
+		{"data past a set limit", 1000, "data: " + strings.Repeat("x", 1001) + "\n\n", -1},
+		{"many lines past a set limit", 1000, "data: " + strings.Repeat("x", 500) + "\ndata: " + strings.Repeat("x", 500) + "\n\n", -1},
+		{"long line past a set limit", 1000, ": " + strings.Repeat("x", 1010) + "\n\n", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewSSEReader(strings.NewReader(tt.stream))
+			r.MaxDataBytes = tt.limit
+			ev, err := r.Next()
+			if tt.wantLen < 0 {
+				want := TooLongError{What: "server-sent event", Limit: cmp.Or(tt.limit, DefaultMaxMessageBytes)}
+				if got, ok := errors.AsType[*TooLongError](err); !ok || *got != want {
+					t.Errorf("got %v, want %v", err, &want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got %v, want nil", err)
+			}
+			if len(ev.Data) != tt.wantLen {
+				t.Errorf("data length: got %d, want %d", len(ev.Data), tt.wantLen)
+			}
+		})
+	}
 }
 
 func TestWriteSSEEvent(t *testing.T) {

@@ -27,6 +27,11 @@ type SSEDialer struct {
 	// connect and TLS handshake timeouts but no overall timeout; its idle
 	// connections are closed with the Conn.
 	Client *http.Client
+	// MaxMessageBytes bounds the data of one event of the stream: a
+	// longer event ends the stream, and with it the session, with an
+	// error wrapping a *[TooLongError]. Zero means
+	// [DefaultMaxMessageBytes].
+	MaxMessageBytes int64
 }
 
 var _ Dialer = (*SSEDialer)(nil)
@@ -47,11 +52,12 @@ func (d *SSEDialer) Dial(ctx context.Context) (Conn, error) {
 		return nil, err
 	}
 	c := &sseClientConn{
-		safeURL:  httpRedactURL(u),
-		header:   d.Header.Clone(),
-		client:   d.Client,
-		incoming: make(chan []byte),
-		ended:    make(chan struct{}),
+		safeURL:    httpRedactURL(u),
+		header:     d.Header.Clone(),
+		client:     d.Client,
+		maxMessage: d.MaxMessageBytes,
+		incoming:   make(chan []byte),
+		ended:      make(chan struct{}),
 	}
 	if c.client == nil {
 		c.client, c.ownClient = httpStreamingClient(), true
@@ -69,17 +75,18 @@ func (d *SSEDialer) Dial(ctx context.Context) (Conn, error) {
 
 // sseClientConn is the client side of one legacy HTTP+SSE session.
 type sseClientConn struct {
-	safeURL   string
-	header    http.Header
-	client    *http.Client
-	ownClient bool
-	endpoint  string // where messages are POSTed; set by open
-	safeEP    string // endpoint as named in errors sent downstream
-	incoming  chan []byte
-	ended     chan struct{} // closed when the event stream has ended
-	endErr    error         // why; written before ended is closed
-	ctx       context.Context
-	cancel    context.CancelFunc
+	safeURL    string
+	header     http.Header
+	client     *http.Client
+	ownClient  bool
+	maxMessage int64  // of one event's data; zero: the default
+	endpoint   string // where messages are POSTed; set by open
+	safeEP     string // endpoint as named in errors sent downstream
+	incoming   chan []byte
+	ended      chan struct{} // closed when the event stream has ended
+	endErr     error         // why; written before ended is closed
+	ctx        context.Context
+	cancel     context.CancelFunc
 
 	mu     sync.Mutex // guards the fields below
 	wg     sync.WaitGroup
@@ -115,6 +122,7 @@ func (c *sseClientConn) open(ctx context.Context, u *url.URL) error {
 		return serr
 	}
 	r := NewSSEReader(resp.Body)
+	r.MaxDataBytes = c.maxMessage
 	for {
 		ev, err := r.Next()
 		if err != nil {

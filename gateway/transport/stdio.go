@@ -12,17 +12,21 @@ import (
 	"time"
 )
 
-// The MCP stdio transport sends one JSON-RPC message per line. stdioMaxLine
-// bounds one line (without its terminator) so a peer cannot make a reader
-// buffer without limit.
-const stdioMaxLine = 16 << 20
-
-// errStdioTooLong ends a stdio stream: after it the framing cannot be
-// trusted, so nothing more is read.
-var errStdioTooLong = fmt.Errorf("transport: stdio message longer than %d bytes", stdioMaxLine)
+// StdioOptions configures [NewStdioConn]. The zero value (or nil) means
+// the defaults.
+type StdioOptions struct {
+	// MaxMessageBytes bounds one line read, without its terminator, so a
+	// peer cannot make the reader buffer without limit: a longer line
+	// ends reading with a *[TooLongError]. Zero means
+	// [DefaultMaxMessageBytes]. The read buffer grows with the lines
+	// read, not to this size up front.
+	MaxMessageBytes int64
+}
 
 // NewStdioConn returns a Conn that reads newline-delimited messages from r
-// and writes them to w, as an MCP server does on its stdin and stdout.
+// and writes them to w, as an MCP server does on its stdin and stdout
+// (the MCP stdio transport sends one JSON-RPC message per line). opts may
+// be nil.
 // Each message is written in the form [Compact] gives it, so no reader
 // splits it into more than one line; one that is not JSON is refused with
 // a *[MessageError].
@@ -35,9 +39,13 @@ var errStdioTooLong = fmt.Errorf("transport: stdio message longer than %d bytes"
 // os.Stdin, where it ends with the process); w is left open. Write honours
 // ctx only if w has a working SetWriteDeadline (os.Pipe ends do);
 // otherwise ctx is only checked before writing.
-func NewStdioConn(r io.Reader, w io.Writer) Conn {
+func NewStdioConn(r io.Reader, w io.Writer, opts *StdioOptions) Conn {
+	var limit int64
+	if opts != nil {
+		limit = opts.MaxMessageBytes
+	}
 	c := &stdioStreamConn{r: r, w: w, closed: make(chan struct{})}
-	c.in = startStdioReader(r, c.closed, func(err error) error {
+	c.in = startStdioReader(r, maxMessage(limit), c.closed, func(err error) error {
 		if errors.Is(err, io.EOF) {
 			return io.EOF
 		}
@@ -90,11 +98,12 @@ type stdioReader struct {
 	done  chan struct{} // closed when the goroutine has returned
 }
 
-// startStdioReader reads r until it fails or quit is closed. finish turns
+// startStdioReader reads r, lines of at most limit bytes, until it fails
+// or quit is closed. finish turns
 // the error that ended reading (io.EOF for a clean end, ErrClosed after
 // quit) into the one Read reports; it runs on the reading goroutine before
 // lines is closed, so it may block, for instance to reap a process.
-func startStdioReader(r io.Reader, quit <-chan struct{}, finish func(error) error) *stdioReader {
+func startStdioReader(r io.Reader, limit int64, quit <-chan struct{}, finish func(error) error) *stdioReader {
 	sr := &stdioReader{lines: make(chan []byte), done: make(chan struct{})}
 	go func() {
 		defer close(sr.done)
@@ -103,7 +112,7 @@ func startStdioReader(r io.Reader, quit <-chan struct{}, finish func(error) erro
 	loop:
 		for {
 			var line []byte
-			if line, err = stdioReadLine(br); err != nil {
+			if line, err = stdioReadLine(br, limit); err != nil {
 				break
 			}
 			select {
@@ -139,14 +148,15 @@ func (sr *stdioReader) read(ctx context.Context, closed <-chan struct{}) ([]byte
 }
 
 // stdioReadLine returns the next non-blank line without its terminator
-// ("\n" or "\r\n"), in a fresh slice.
-func stdioReadLine(br *bufio.Reader) ([]byte, error) {
+// ("\n" or "\r\n"), in a fresh slice, or a *TooLongError for a line
+// longer than limit.
+func stdioReadLine(br *bufio.Reader, limit int64) ([]byte, error) {
 	for {
 		var line []byte
 		for {
 			frag, err := br.ReadSlice('\n')
-			if len(line)+len(frag) > stdioMaxLine+len("\r\n") {
-				return nil, errStdioTooLong
+			if int64(len(line)+len(frag)) > limit+int64(len("\r\n")) {
+				return nil, &TooLongError{What: "stdio message", Limit: limit}
 			}
 			line = append(line, frag...)
 			if err == nil || (err == io.EOF && len(line) > 0) {
@@ -158,8 +168,8 @@ func stdioReadLine(br *bufio.Reader) ([]byte, error) {
 		}
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		line = bytes.TrimSuffix(line, []byte("\r"))
-		if len(line) > stdioMaxLine {
-			return nil, errStdioTooLong
+		if int64(len(line)) > limit {
+			return nil, &TooLongError{What: "stdio message", Limit: limit}
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			return line, nil

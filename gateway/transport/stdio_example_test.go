@@ -81,7 +81,7 @@ func ExampleRestarting() {
 func ExampleNewStdioConn() {
 	ctx := context.Background()
 	in := strings.NewReader("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\n")
-	c := transport.NewStdioConn(in, os.Stdout)
+	c := transport.NewStdioConn(in, os.Stdout, nil)
 	defer c.Close()
 	for {
 		msg, err := c.Read(ctx)

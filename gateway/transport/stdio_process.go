@@ -40,6 +40,11 @@ type StdioDialer struct {
 	// it. A Writer that is not an *os.File is fed from a goroutine, so it
 	// must be safe to use from several children's goroutines at once.
 	Stderr io.Writer
+	// MaxMessageBytes bounds one line of the child's output: a longer
+	// one ends the Conn's output with an *[ExitError] wrapping a
+	// *[TooLongError], and the child is stopped. Zero means
+	// [DefaultMaxMessageBytes].
+	MaxMessageBytes int64
 }
 
 var _ Dialer = (*StdioDialer)(nil)
@@ -93,7 +98,7 @@ func (d *StdioDialer) Dial(ctx context.Context) (Conn, error) {
 		closed:  make(chan struct{}),
 	}
 	go c.wait()
-	c.in = startStdioReader(stdioExitReader{stdout, c.exited}, c.closed, c.finish)
+	c.in = startStdioReader(stdioExitReader{stdout, c.exited}, maxMessage(d.MaxMessageBytes), c.closed, c.finish)
 	return c, nil
 }
 

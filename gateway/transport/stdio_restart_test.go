@@ -139,9 +139,9 @@ func (d *fakeDialer) queue(t *testing.T) *fakeServer {
 	t.Helper()
 	toServerR, toServerW := io.Pipe()
 	toClientR, toClientW := io.Pipe()
-	s := &fakeServer{Conn: NewStdioConn(toServerR, toClientW), readEnd: toServerR, writeEnd: toClientW}
+	s := &fakeServer{Conn: NewStdioConn(toServerR, toClientW, nil), readEnd: toServerR, writeEnd: toClientW}
 	t.Cleanup(func() { s.Close() })
-	d.results <- fakeDial{conn: NewStdioConn(toClientR, toServerW)}
+	d.results <- fakeDial{conn: NewStdioConn(toClientR, toServerW, nil)}
 	return s
 }
 

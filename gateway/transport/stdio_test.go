@@ -410,7 +410,7 @@ func stdioPipeConn(t *testing.T) (c Conn, in *io.PipeWriter, out *io.PipeReader)
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	c = NewStdioConn(inR, outW)
+	c = NewStdioConn(inR, outW, nil)
 	t.Cleanup(func() {
 		c.Close()
 		inW.Close()
@@ -423,21 +423,25 @@ func TestStdioConnFraming(t *testing.T) {
 	stdioNoLeaks(t)
 	tests := []struct {
 		name    string
+		limit   int64 // StdioOptions.MaxMessageBytes
 		input   string
 		want    []string
 		wantErr error
 	}{
-		{"one per line", "{\"a\":1}\n{\"b\":2}\n", []string{`{"a":1}`, `{"b":2}`}, io.EOF},
-		{"blank lines skipped", "\n\n{\"a\":1}\n \t\n\r\n{\"b\":2}\n\n", []string{`{"a":1}`, `{"b":2}`}, io.EOF},
-		{"CRLF", "{\"a\":1}\r\n{\"b\":2}\r\n", []string{`{"a":1}`, `{"b":2}`}, io.EOF},
-		{"last line unterminated", "{\"a\":1}\n{\"b\":2}", []string{`{"a":1}`, `{"b":2}`}, io.EOF},
-		{"empty", "", nil, io.EOF},
-		{"16 MiB line", `"` + strings.Repeat("y", stdioMaxLine-2) + "\"\n", []string{`"` + strings.Repeat("y", stdioMaxLine-2) + `"`}, io.EOF},
-		{"too long", "{}\n" + strings.Repeat("z", stdioMaxLine+1) + "\n{}\n", []string{`{}`}, errStdioTooLong},
+		{"one per line", 0, "{\"a\":1}\n{\"b\":2}\n", []string{`{"a":1}`, `{"b":2}`}, io.EOF},
+		{"blank lines skipped", 0, "\n\n{\"a\":1}\n \t\n\r\n{\"b\":2}\n\n", []string{`{"a":1}`, `{"b":2}`}, io.EOF},
+		{"CRLF", 0, "{\"a\":1}\r\n{\"b\":2}\r\n", []string{`{"a":1}`, `{"b":2}`}, io.EOF},
+		{"last line unterminated", 0, "{\"a\":1}\n{\"b\":2}", []string{`{"a":1}`, `{"b":2}`}, io.EOF},
+		{"empty", 0, "", nil, io.EOF},
+		{"16 MiB line", 0, `"` + strings.Repeat("y", DefaultMaxMessageBytes-2) + "\"\n", []string{`"` + strings.Repeat("y", DefaultMaxMessageBytes-2) + `"`}, io.EOF},
+		{"too long", 0, "{}\n" + strings.Repeat("z", DefaultMaxMessageBytes+1) + "\n{}\n", []string{`{}`}, &TooLongError{What: "stdio message", Limit: DefaultMaxMessageBytes}},
+		{"line at a set limit", 1000, `"` + strings.Repeat("y", 998) + "\"\r\n", []string{`"` + strings.Repeat("y", 998) + `"`}, io.EOF},
+		{"past a set limit", 1000, "{}\n" + strings.Repeat("z", 1001) + "\r\n{}\n", []string{`{}`}, &TooLongError{What: "stdio message", Limit: 1000}},
+		{"past a set limit, unterminated", 1000, strings.Repeat("z", 1001), nil, &TooLongError{What: "stdio message", Limit: 1000}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := NewStdioConn(strings.NewReader(tt.input), io.Discard)
+			c := NewStdioConn(strings.NewReader(tt.input), io.Discard, &StdioOptions{MaxMessageBytes: tt.limit})
 			defer c.Close()
 			var got []string
 			var err error
@@ -448,7 +452,11 @@ func TestStdioConnFraming(t *testing.T) {
 				}
 				got = append(got, string(msg))
 			}
-			if !errors.Is(err, tt.wantErr) {
+			if tl, ok := tt.wantErr.(*TooLongError); ok {
+				if got, ok := errors.AsType[*TooLongError](err); !ok || *got != *tl {
+					t.Errorf("got error %v, want %v", err, tl)
+				}
+			} else if !errors.Is(err, tt.wantErr) {
 				t.Errorf("got error %v, want %v", err, tt.wantErr)
 			}
 			if len(got) != len(tt.want) {
@@ -512,7 +520,7 @@ func TestStdioConnWriteCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pr.Close()
-	c := NewStdioConn(strings.NewReader(""), pw)
+	c := NewStdioConn(strings.NewReader(""), pw, nil)
 	defer c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error)
@@ -565,7 +573,7 @@ func FuzzStdioReadLine(f *testing.F) {
 		br := bufio.NewReaderSize(bytes.NewReader(data), 16)
 		var got [][]byte
 		for {
-			line, err := stdioReadLine(br)
+			line, err := stdioReadLine(br, DefaultMaxMessageBytes)
 			if err != nil {
 				if err != io.EOF {
 					t.Fatalf("got error %v, want io.EOF", err)

@@ -18,8 +18,6 @@ const (
 	// wsSubprotocol is offered by WSDialer and chosen by AcceptWS when the
 	// client offers it.
 	wsSubprotocol = "mcp"
-	// wsReadLimit bounds one incoming message.
-	wsReadLimit = 16 << 20
 	// wsPingInterval is how often AcceptWS's side pings; a peer that has
 	// not answered for two intervals is taken for dead.
 	wsPingInterval = 30 * time.Second
@@ -36,6 +34,11 @@ type WSDialer struct {
 	// Header is sent with the opening handshake, for instance to carry
 	// Authorization; nil sends none beyond the handshake's own.
 	Header http.Header
+	// MaxMessageBytes bounds one message read from the server: a longer
+	// one fails Read with a *[TooLongError] and closes the connection
+	// with status 1009 (message too big). Zero means
+	// [DefaultMaxMessageBytes].
+	MaxMessageBytes int64
 }
 
 var _ Dialer = (*WSDialer)(nil)
@@ -65,43 +68,59 @@ func (d *WSDialer) Dial(ctx context.Context) (Conn, error) {
 		}
 		return nil, fmt.Errorf("transport: websocket dial %s: %w", safe, err)
 	}
-	return newWSConn(ws, 0), nil
+	return newWSConn(ws, maxMessage(d.MaxMessageBytes), 0), nil
+}
+
+// WSAcceptOptions configures [AcceptWS]. The zero value (or nil) means
+// the defaults.
+type WSAcceptOptions struct {
+	// CheckOrigin decides whether a browser's Origin may connect; nil
+	// allows only requests whose Origin matches their Host (or that have
+	// no Origin).
+	CheckOrigin func(*http.Request) bool
+	// MaxMessageBytes bounds one message read from the client: a longer
+	// one fails Read with a *[TooLongError] and closes the connection
+	// with status 1009 (message too big). Zero means
+	// [DefaultMaxMessageBytes].
+	MaxMessageBytes int64
 }
 
 // AcceptWS upgrades an HTTP request to a WebSocket connection carrying one
 // JSON-RPC message per text frame, choosing the "mcp" subprotocol if the
-// client offers it. checkOrigin decides whether a browser's Origin may
-// connect; nil allows only requests whose Origin matches their Host (or
-// that have no Origin). On failure AcceptWS has already answered the
-// request with an HTTP error.
+// client offers it. opts may be nil. On failure AcceptWS has already
+// answered the request with an HTTP error.
 //
 // The server side pings every 30s and takes a peer that stops answering
 // for twice that for dead. As with [WSDialer], a Read or Write whose ctx
 // is done closes the Conn.
-func AcceptWS(w http.ResponseWriter, r *http.Request, checkOrigin func(*http.Request) bool) (Conn, error) {
-	c, err := acceptWS(w, r, checkOrigin, wsPingInterval)
+func AcceptWS(w http.ResponseWriter, r *http.Request, opts *WSAcceptOptions) (Conn, error) {
+	c, err := acceptWS(w, r, opts, wsPingInterval)
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func acceptWS(w http.ResponseWriter, r *http.Request, checkOrigin func(*http.Request) bool, pingInterval time.Duration) (*wsConn, error) {
+func acceptWS(w http.ResponseWriter, r *http.Request, opts *WSAcceptOptions, pingInterval time.Duration) (*wsConn, error) {
+	if opts == nil {
+		opts = &WSAcceptOptions{}
+	}
 	up := websocket.Upgrader{
 		Subprotocols: []string{wsSubprotocol},
-		CheckOrigin:  checkOrigin,
+		CheckOrigin:  opts.CheckOrigin,
 	}
 	ws, err := up.Upgrade(w, r, nil)
 	if err != nil {
 		return nil, fmt.Errorf("transport: websocket accept: %w", err)
 	}
-	return newWSConn(ws, pingInterval), nil
+	return newWSConn(ws, maxMessage(opts.MaxMessageBytes), pingInterval), nil
 }
 
 var _ Conn = (*wsConn)(nil)
 
 type wsConn struct {
 	ws           *websocket.Conn
+	readLimit    int64         // the most one message read may have
 	pingInterval time.Duration // zero: no keepalive
 	closed       chan struct{} // closed by shutdown
 	pinging      chan struct{} // closed when keepalive has returned; nil without keepalive
@@ -109,9 +128,11 @@ type wsConn struct {
 	closeOnce sync.Once
 }
 
-func newWSConn(ws *websocket.Conn, pingInterval time.Duration) *wsConn {
-	ws.SetReadLimit(wsReadLimit)
-	c := &wsConn{ws: ws, pingInterval: pingInterval, closed: make(chan struct{})}
+func newWSConn(ws *websocket.Conn, readLimit int64, pingInterval time.Duration) *wsConn {
+	// gorilla grows the message as its frames arrive, never to the
+	// limit up front.
+	ws.SetReadLimit(readLimit)
+	c := &wsConn{ws: ws, readLimit: readLimit, pingInterval: pingInterval, closed: make(chan struct{})}
 	if pingInterval > 0 {
 		ws.SetPongHandler(func(string) error {
 			return ws.SetReadDeadline(time.Now().Add(2 * pingInterval))
@@ -195,7 +216,7 @@ func (c *wsConn) fail(ctx context.Context, op string, err error) error {
 	default:
 	}
 	if errors.Is(err, websocket.ErrReadLimit) {
-		return fmt.Errorf("transport: websocket %s: message longer than %d bytes: %w", op, wsReadLimit, err)
+		return &TooLongError{What: "websocket message", Limit: c.readLimit}
 	}
 	return fmt.Errorf("transport: websocket %s: %w", op, err)
 }

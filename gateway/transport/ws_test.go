@@ -1,8 +1,10 @@
 package transport
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,11 +23,11 @@ type wsServer struct {
 	errs  chan error
 }
 
-func newWSServer(t *testing.T, checkOrigin func(*http.Request) bool, pingInterval time.Duration) *wsServer {
+func newWSServer(t *testing.T, opts *WSAcceptOptions, pingInterval time.Duration) *wsServer {
 	t.Helper()
 	s := &wsServer{conns: make(chan *wsConn, 1), errs: make(chan error, 1)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := acceptWS(w, r, checkOrigin, pingInterval)
+		c, err := acceptWS(w, r, opts, pingInterval)
 		if err != nil {
 			s.errs <- err
 			return
@@ -153,7 +155,7 @@ func TestWSContextCancelCloses(t *testing.T) {
 
 func TestWSOriginRejected(t *testing.T) {
 	stdioNoLeaks(t)
-	s := newWSServer(t, func(r *http.Request) bool { return r.Header.Get("Origin") == "https://ok.example" }, wsPingInterval)
+	s := newWSServer(t, &WSAcceptOptions{CheckOrigin: func(r *http.Request) bool { return r.Header.Get("Origin") == "https://ok.example" }}, wsPingInterval)
 	_, err := (&WSDialer{URL: s.url, Header: http.Header{"Origin": {"https://evil.example"}}}).Dial(testContext(t))
 	if err == nil || !strings.Contains(err.Error(), "403") {
 		t.Errorf("got %v, want an error naming HTTP 403", err)
@@ -189,16 +191,33 @@ func TestWSWithoutSubprotocol(t *testing.T) {
 
 func TestWSReadLimit(t *testing.T) {
 	stdioNoLeaks(t)
-	s := newWSServer(t, nil, wsPingInterval)
-	ws, _, err := websocket.DefaultDialer.DialContext(testContext(t), s.url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	server := s.accept(t)
-	go ws.WriteMessage(websocket.TextMessage, make([]byte, wsReadLimit+1))
-	if _, err := server.Read(testContext(t)); err == nil || !strings.Contains(err.Error(), "longer than") {
-		t.Errorf("got %v, want a message-too-long error", err)
+	for _, limit := range []int64{0, 1000} {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+			want := TooLongError{What: "websocket message", Limit: cmp.Or(limit, DefaultMaxMessageBytes)}
+			s := newWSServer(t, &WSAcceptOptions{MaxMessageBytes: limit}, wsPingInterval)
+			ws, _, err := websocket.DefaultDialer.DialContext(testContext(t), s.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ws.Close()
+			server := s.accept(t)
+			go func() {
+				ws.WriteMessage(websocket.TextMessage, []byte(`"`+strings.Repeat("x", int(want.Limit)-2)+`"`))
+				ws.WriteMessage(websocket.TextMessage, make([]byte, want.Limit+1))
+			}()
+			if got, err := server.Read(testContext(t)); err != nil || int64(len(got)) != want.Limit {
+				t.Fatalf("a message at the limit: got %d bytes, %v; want %d bytes", len(got), err, want.Limit)
+			}
+			_, err = server.Read(testContext(t))
+			if got, ok := errors.AsType[*TooLongError](err); !ok || *got != want {
+				t.Errorf("got %v, want %v", err, &want)
+			}
+			// The client hears why: 1009, message too big.
+			ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, _, err := ws.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+				t.Errorf("client: got %v, want close 1009", err)
+			}
+		})
 	}
 }
 
