@@ -381,8 +381,15 @@ type rpcResponse struct {
 }
 
 func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
+	// Bounded as a route's body is: limitBodies refuses a declared length
+	// past max_body_bytes, but a chunked body is bounded there only by
+	// the budget all requests share.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.g.opts.maxBody()))
 	if err != nil {
+		if le, ok := asLimitError(err); ok {
+			writeLimitError(w, nil, le)
+			return
+		}
 		writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "request body: " + err.Error()})
 		return
 	}

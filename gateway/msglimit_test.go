@@ -216,3 +216,46 @@ func TestClientWSMessageLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestVirtualBodyLimit (found by an attacker review): a virtual server's
+// POST body is bounded by max_body_bytes as a route's is, whether its
+// length is declared or not. A chunked body was read whole, up to the
+// gateway's shared body budget (16 × max_body_bytes), and handled: one
+// client held every other's budget, and a message past the limit was
+// answered.
+func TestVirtualBodyLimit(t *testing.T) {
+	calls := make(chan string, 10)
+	up := httptest.NewServer(answerRequests(func(w http.ResponseWriter, m *intercept.Message) {
+		calls <- m.Method
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, bigResult(m))
+	}))
+	t.Cleanup(up.Close)
+	url, _ := messageLimitGateway(t, Upstream{Name: "u", URL: up.URL + "/mcp"}, Options{MaxBodyBytes: 64 << 10, VirtualServers: []VirtualServer{{}}})
+	base := strings.TrimSuffix(url, "/mcp/u")
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},` +
+		`"clientInfo":{"name":"t","version":"1"},"_meta":{"pad":"` + strings.Repeat("P", 100<<10) + `"}}}`
+	for _, path := range []string{"/mcp/u", "/mcp"} {
+		for _, chunked := range []bool{false, true} {
+			var body io.Reader = strings.NewReader(init)
+			if chunked { // no declared length: sent chunked
+				body = io.MultiReader(strings.NewReader(init))
+			}
+			req, _ := http.NewRequest(http.MethodPost, base+path, body)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Errorf("%s, chunked %v: a %d-byte body past max_body_bytes (64 KiB): got HTTP %d %.200s, want 413", path, chunked, len(init), resp.StatusCode, b)
+			}
+		}
+	}
+	for len(calls) > 0 {
+		t.Errorf("the upstream got %s from a body past the limit", <-calls)
+	}
+}
