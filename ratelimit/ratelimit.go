@@ -176,6 +176,22 @@ func (l *Local) Take(_ context.Context, key string, lim Limit) (Result, error) {
 	return Result{Allowed: true}, nil
 }
 
+// Refund puts back one token Take took from the bucket named key, as
+// when the call it was taken for is not counted after all; a bucket
+// gone or full is left as it is.
+func (l *Local) Refund(_ context.Context, key string, lim Limit) error {
+	b, ok := l.buckets.Peek(key)
+	if !ok || b.limit != lim {
+		return nil
+	}
+	if now := l.now(); !b.full(now) {
+		// A reservation of -1 adds a token; the next look caps the
+		// bucket at its burst.
+		b.lim.ReserveN(now, -1)
+	}
+	return nil
+}
+
 // Redis keeps buckets in Redis (GCRA, one Lua script per Take, Redis's own
 // clock), shared by every gateway using the same server and prefix.
 type Redis struct {
@@ -204,4 +220,16 @@ func (r *Redis) Take(ctx context.Context, key string, l Limit) (Result, error) {
 		return Result{Allowed: true}, nil
 	}
 	return Result{RetryAfter: max(res.RetryAfter, 0)}, nil
+}
+
+// Refund puts back one token Take took from the bucket named key (GCRA:
+// the bucket's theoretical arrival time moves back one interval, never
+// below now, so a full bucket stays full).
+func (r *Redis) Refund(ctx context.Context, key string, l Limit) error {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if _, err := r.lim.AllowN(ctx, r.prefix+key, redis_rate.Limit{Rate: l.Rate, Period: l.Per, Burst: l.Burst}, -1); err != nil {
+		return fmt.Errorf("rate limit store: %w", err)
+	}
+	return nil
 }

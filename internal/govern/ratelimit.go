@@ -83,8 +83,10 @@ func (r *RateRule) key(d *intercept.ActionDescriptor) string {
 // RateGate takes a token from the bucket of every rule a call matches,
 // in order, before Next is asked; an empty bucket denies with rate_limited
 // (a soft deny with a retry-after hint), and a bucket that cannot be read
-// (Redis down) denies with policy_error: the limit fails closed. A call a
-// later rule refuses has still used the tokens of the rules before it.
+// (Redis down) denies with policy_error: the limit fails closed. A call
+// a rule refuses gives back the tokens of the rules before it, and a call
+// Next holds for approval gives its tokens back (if the Limiter can
+// refund): it is counted once, when it is released, not at every attempt.
 // Safe for concurrent use.
 type RateGate struct {
 	Next    intercept.Decider
@@ -92,13 +94,25 @@ type RateGate struct {
 	Limiter ratelimit.Limiter
 }
 
+// refunder is a Limiter that can give back a token it took.
+type refunder interface {
+	Refund(ctx context.Context, key string, l ratelimit.Limit) error
+}
+
 func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
+	var buf [8]int
+	taken := buf[:0] // the rules a token was taken from
 	for i := range g.Rules {
 		r := &g.Rules[i]
 		if !r.matches(d) {
 			continue
 		}
 		res, err := g.Limiter.Take(ctx, r.key(d), r.Limit)
+		if err != nil || !res.Allowed {
+			// Refused: the rules before keep no token, so an agent over
+			// its own limit cannot drain a shared (global) one.
+			g.refund(ctx, d, taken)
+		}
 		if err != nil {
 			return intercept.Decision{
 				Verdict:      intercept.Deny,
@@ -119,8 +133,29 @@ func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (i
 				Evidence:     intercept.Evidence{MatchedToolName: d.ToolName, ReasonCode: ReasonRateLimited},
 			}, nil
 		}
+		taken = append(taken, i)
 	}
-	return intercept.Decide(ctx, g.Next, d), nil
+	dec := intercept.Decide(ctx, g.Next, d)
+	if dec.Verdict == intercept.RequireApproval {
+		// Held, not forwarded: the hold and every retry while it waits
+		// would otherwise each take a token, and the release another, so
+		// an approved call under 1/h could never go through.
+		g.refund(ctx, d, taken)
+	}
+	return dec, nil
+}
+
+// refund gives back the tokens d took from the rules taken, as far as the
+// Limiter can; a refund that fails leaves the call counted.
+func (g *RateGate) refund(ctx context.Context, d *intercept.ActionDescriptor, taken []int) {
+	rf, ok := g.Limiter.(refunder)
+	if !ok {
+		return
+	}
+	for _, i := range taken {
+		r := &g.Rules[i]
+		_ = rf.Refund(ctx, r.key(d), r.Limit)
+	}
 }
 
 // Forwarded passes route-memory updates and approvals on to Next.
