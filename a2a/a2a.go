@@ -392,6 +392,15 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + k + " must be a string"})
 		return
 	}
+	if spec.kind != send && hasData(intercept.Member(m.Params, "metadata")) {
+		// Only a message is decided, route rules included: a request about
+		// a task (get, cancel, resubscribe, push configs, list) is
+		// forwarded undecided, so it must carry no data of the caller's
+		// to the agent, or an agent a route rule keeps from sending to
+		// the agent would put it in metadata here.
+		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " carries metadata; only a message to the agent, which policy decides, may carry data"})
+		return
+	}
 	owner := ownerOf(r.Context())
 	switch spec.kind {
 	case send:
@@ -1122,6 +1131,15 @@ func taskIDParam(params jsontext.Value) string {
 // and messages: a case variant of one is refused.
 var a2aFields = []string{"id", "taskId", "contextId", "messageId", "message", "parts", "kind", "role", "text", "data", "file",
 	"metadata", "skillId", "configuration", "pushNotificationConfig", "name", "historyLength", "referenceTaskIds", "extensions"}
+
+// hasData reports whether v, a member's value, holds anything: not
+// absent, null or an empty object.
+func hasData(v jsontext.Value) bool {
+	if v == nil || v.Kind() == 'n' {
+		return false
+	}
+	return v.Kind() != '{' || len(bytes.TrimSpace(v[1:len(v)-1])) != 0
+}
 
 // idFields are the ids the gateway checks ownership of, as strings: one
 // of another type (7 where an agent in JavaScript or Python may read "7")
