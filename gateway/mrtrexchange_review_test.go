@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -122,6 +123,16 @@ func TestRequestStatePerExchange(t *testing.T) {
 			for i, env := range envs {
 				if !strings.Contains(first[i], `"requestState":"env=`+env+`"`) {
 					t.Fatalf("deploy %s: %s, want input_required with the state env=%s", env, first[i], env)
+				}
+			}
+			// A result is scanned after the client has it: on the stdio
+			// bridge, after the answer was written; wait for both.
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				mu.Lock()
+				n := len(scanned["staging"]) + len(scanned["dev"])
+				mu.Unlock()
+				if n >= len(envs) || time.Now().After(deadline) {
+					break
 				}
 			}
 			mu.Lock()
