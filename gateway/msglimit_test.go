@@ -187,19 +187,27 @@ func TestClientWSMessageLimit(t *testing.T) {
 			}
 			defer ws.Close()
 			ws.SetReadDeadline(time.Now().Add(30 * time.Second))
-			for _, msg := range []string{
+			msgs := []string{
 				`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 				`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 				`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"pad":"` + strings.Repeat("P", tt.size) + `"}}}`,
-			} {
+			}
+			// The gateway may close the connection while the big frame is
+			// still being written: then the write fails (reset), and the
+			// close is not read.
+			reset := false
+			for i, msg := range msgs {
 				if err := ws.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
-					t.Fatal(err)
+					if i < len(msgs)-1 {
+						t.Fatal(err)
+					}
+					reset = true
 				}
 			}
 			for {
 				_, b, err := ws.ReadMessage()
 				if err != nil {
-					if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+					if !reset && !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
 						t.Errorf("got %v, want the connection closed with 1009 (message too big)", err)
 					}
 					break
