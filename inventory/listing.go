@@ -174,7 +174,7 @@ func allowedHashes(list []string) (map[[sha256.Size]byte]bool, error) {
 	for _, h := range list {
 		b, err := hex.DecodeString(strings.TrimSpace(h))
 		if err != nil || len(b) != sha256.Size {
-			return nil, fmt.Errorf("inventory: allowed_listings: %q is not an item_hash (64 hex digits, from a sluice.tool_poisoning event)", h)
+			return nil, fmt.Errorf("allowed_listings: %q is not an item_hash (64 hex digits, from a sluice.tool_poisoning event)", h)
 		}
 		if out == nil {
 			out = map[[sha256.Size]byte]bool{}

@@ -8,6 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/gateway"
@@ -111,4 +116,27 @@ func startServeOn(t *testing.T, agents net.Listener, yaml string, wrap func(http
 	}
 	t.Cleanup(func() { r.stop() })
 	return r
+}
+
+// mcpgoSession connects mcp-go's client to url (protocol 2025-11-25) and
+// initializes as name; the client is closed when the test ends.
+func mcpgoSession(t *testing.T, url, name string) (*client.Client, *mcp.InitializeResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	trans, err := mcptransport.NewStreamableHTTP(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(trans, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.ProtocolVersion20251125,
+		ClientInfo: mcp.Implementation{Name: name, Version: "1"}}})
+	if err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return c, init
 }

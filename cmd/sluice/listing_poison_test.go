@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -128,19 +127,7 @@ func TestPoisonedListingsWithheld(t *testing.T) {
 		func(http.Handler) http.Handler { return server.NewStreamableHTTPServer(s) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	trans, err := mcptransport.NewStreamableHTTP(g.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(trans, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	init, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "alice", Version: "1"}}})
-	if err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
+	c, init := mcpgoSession(t, g.url, "alice")
 	checkListings(t, ctx, c, init, "withheld")
 
 	if err := g.stop(); err != nil {
@@ -255,19 +242,7 @@ func TestPoisonedListingsWithheldVirtual(t *testing.T) {
 		func(http.Handler) http.Handler { return server.NewStreamableHTTPServer(s) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	trans, err := mcptransport.NewStreamableHTTP(strings.TrimSuffix(g.url, "/demo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(trans, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	init, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "alice", Version: "1"}}})
-	if err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
+	c, init := mcpgoSession(t, strings.TrimSuffix(g.url, "/demo"), "alice")
 	// The virtual server never listed the poisoned prompts: it knows no
 	// upstream to send them to.
 	checkListings(t, ctx, c, init, "no tool or prompt named")

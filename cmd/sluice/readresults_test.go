@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -43,18 +41,7 @@ func TestScanReadResults(t *testing.T) {
 		func(http.Handler) http.Handler { return server.NewStreamableHTTPServer(s) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	trans, err := mcptransport.NewStreamableHTTP(g.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(trans)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "alice", Version: "1"}}}); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
+	c, _ := mcpgoSession(t, g.url, "alice")
 	for _, uri := range []string{"notes://clean", "notes://inbox"} {
 		if _, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}}); err != nil {
 			t.Fatalf("resources/read %s: %v", uri, err)

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -61,18 +59,7 @@ func TestReadsDecidedThroughGateway(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	trans, err := mcptransport.NewStreamableHTTP(g.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(trans, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "alice", Version: "1"}}}); err != nil {
-		t.Fatalf("Initialize: %v", err)
-	}
+	c, _ := mcpgoSession(t, g.url, "alice")
 	read := func(uri string) (string, error) {
 		res, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
 		if err != nil {

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sluicehq/sluice/audit"
@@ -22,18 +20,7 @@ func TestVirtualServerServe(t *testing.T) {
 	g := startServe(t, "upstreams: [{name: demo, url: http://127.0.0.1:1/mcp}]\nvirtual_servers: [{}]\nhide_denied_tools: false\npolicy: {default: allow, deny: [send_email], result_mode: tool_result}\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	trans, err := mcptransport.NewStreamableHTTP(strings.TrimSuffix(g.url, "/demo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(trans, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.ProtocolVersion20251125, ClientInfo: mcp.Implementation{Name: "virtual-test"}}}); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := mcpgoSession(t, strings.TrimSuffix(g.url, "/demo"), "virtual-test")
 	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil || len(tools.Tools) == 0 {
 		t.Fatalf("tools/list: %v %v", tools, err)
