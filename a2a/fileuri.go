@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/inetaton"
 )
 
 // File parts that point at a URI: the agent fetches it, from its own
@@ -166,11 +166,11 @@ func (f *fileURIs) check(h *hostChecks, uri string) string {
 		return "an http(s) URI without a host"
 	}
 	ip, err := netip.ParseAddr(host)
-	if err != nil && endsInNumber(host) {
+	if err != nil && inetaton.EndsInNumber(host) {
 		// 2130706433, 0x7f.1, 0177.0.0.1, 127.1: what browsers and
 		// inet_aton (so curl and Python) read as IPv4.
 		var ok bool
-		if ip, ok = looseIPv4(host); !ok {
+		if ip, ok = inetaton.Parse(host); !ok {
 			return "a malformed IP address"
 		}
 		err = nil
@@ -211,64 +211,6 @@ func (f *fileURIs) check(h *hostChecks, uri string) string {
 // internalSuffixes are domains that name hosts inside a network
 // (metadata.google.internal, printer.local, *.home.arpa).
 var internalSuffixes = []string{".localhost", ".local", ".internal", ".intranet", ".lan", ".localdomain", ".home.arpa", ".corp", ".private"}
-
-// endsInNumber is the WHATWG URL standard's test for a host that must be
-// read as an IPv4 address: its last label is decimal digits or 0x hex.
-func endsInNumber(host string) bool {
-	labels := strings.Split(host, ".")
-	last := labels[len(labels)-1]
-	if last == "" {
-		return false
-	}
-	if strings.Trim(last, "0123456789") == "" {
-		return true
-	}
-	if h, ok := strings.CutPrefix(last, "0x"); ok && strings.Trim(h, "0123456789abcdef") == "" {
-		return true
-	}
-	return false
-}
-
-// looseIPv4 reads host as inet_aton and the WHATWG URL standard do: one to
-// four parts, each decimal, octal (leading 0) or hex (0x), the last
-// filling the remaining bytes.
-func looseIPv4(host string) (netip.Addr, bool) {
-	parts := strings.Split(host, ".")
-	if len(parts) > 4 {
-		return netip.Addr{}, false
-	}
-	var n []uint64
-	for _, p := range parts {
-		base := 10
-		switch {
-		case strings.HasPrefix(p, "0x"):
-			p, base = p[2:], 16
-			if p == "" {
-				p = "0"
-			}
-		case len(p) > 1 && p[0] == '0':
-			p, base = p[1:], 8
-		}
-		v, err := strconv.ParseUint(p, base, 64)
-		if err != nil || p == "" {
-			return netip.Addr{}, false
-		}
-		n = append(n, v)
-	}
-	var addr uint64
-	for i, v := range n[:len(n)-1] {
-		if v > 255 {
-			return netip.Addr{}, false
-		}
-		addr |= v << (8 * (3 - i))
-	}
-	last := n[len(n)-1]
-	if last >= 1<<(8*(5-len(n))) {
-		return netip.Addr{}, false
-	}
-	addr |= last
-	return netip.AddrFrom4([4]byte{byte(addr >> 24), byte(addr >> 16), byte(addr >> 8), byte(addr)}), true
-}
 
 // checkPart refuses a part (or its v0.3 file) carrying a URI the agent
 // must not be sent to fetch: every member whose name says it holds one

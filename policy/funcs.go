@@ -7,13 +7,14 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
-	"strconv"
 	"strings"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"golang.org/x/net/idna"
+
+	"github.com/sluicehq/sluice/internal/inetaton"
 )
 
 // Conditions compare strings literally, and a path, URL or e-mail address
@@ -133,66 +134,17 @@ func normHost(h string) (string, error) {
 }
 
 // ipv4 reads a host whose last label is a number as an IPv4 address, as
-// the WHATWG URL parser and inet_aton do: up to four parts, each decimal,
-// 0x hex or 0 octal, the last filling the remaining bytes. ok is false
+// the WHATWG URL parser and inet_aton do (package inetaton); ok is false
 // for a host that is a name.
 func ipv4(h string) (ip string, ok bool, err error) {
-	parts := strings.Split(h, ".")
-	if !isNumber(parts[len(parts)-1]) {
+	if !inetaton.EndsInNumber(h) {
 		return "", false, nil
 	}
-	fail := fmt.Errorf("host %q ends in a number but is no IPv4 address", h)
-	if len(parts) > 4 {
-		return "", true, fail
+	a, good := inetaton.Parse(h)
+	if !good {
+		return "", true, fmt.Errorf("host %q ends in a number but is no IPv4 address", h)
 	}
-	var n []uint64
-	for _, p := range parts {
-		v, ok := parseIPv4Part(p)
-		if !ok {
-			return "", true, fail
-		}
-		n = append(n, v)
-	}
-	last := n[len(n)-1]
-	if last >= 1<<(8*(5-len(n))) {
-		return "", true, fail
-	}
-	addr := last
-	for i, v := range n[:len(n)-1] {
-		if v > 255 {
-			return "", true, fail
-		}
-		addr |= v << (8 * (3 - i))
-	}
-	return netip.AddrFrom4([4]byte{byte(addr >> 24), byte(addr >> 16), byte(addr >> 8), byte(addr)}).String(), true, nil
-}
-
-func isNumber(p string) bool {
-	if p == "" {
-		return false
-	}
-	if strings.Trim(p, "0123456789") == "" {
-		return true
-	}
-	_, ok := parseIPv4Part(p)
-	return ok && (strings.HasPrefix(p, "0x") || strings.HasPrefix(p, "0X"))
-}
-
-func parseIPv4Part(p string) (uint64, bool) {
-	base := 10
-	switch {
-	case len(p) >= 2 && (p[:2] == "0x" || p[:2] == "0X"):
-		p, base = p[2:], 16
-		if p == "" {
-			return 0, true
-		}
-	case len(p) >= 2 && p[0] == '0':
-		p, base = p[1:], 8
-	case p == "":
-		return 0, false
-	}
-	v, err := strconv.ParseUint(p, base, 64)
-	return v, err == nil && v < 1<<32
+	return a.String(), true, nil
 }
 
 func emailDomain(s string) (string, error) {
