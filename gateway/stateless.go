@@ -206,6 +206,7 @@ func (b *statelessBridge) forget(c *slCall, cause error) bool {
 	if pending {
 		c.uc.end(cause)
 		c.tasks.settle(1)
+		b.g.ic.Answered(c.cc, c.idKey)
 	}
 	return pending
 }
@@ -293,6 +294,9 @@ func (b *statelessBridge) route(m *intercept.Message) {
 	}
 	if m.Kind == intercept.KindResponse && intercept.ActionMethod(c.method) {
 		b.g.ic.ObserveResult(c.cc, c.idKey, m.Result)
+	}
+	if final {
+		b.g.ic.Answered(c.cc, c.idKey)
 	}
 }
 

@@ -440,6 +440,17 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 	return out, nil
 }
 
+// answered tells the interceptor that x's requests have had their answers
+// (intercept.Interceptor.Answered).
+func (g *Gateway) answered(x *exchange) {
+	cc := x.callContext()
+	for _, m := range x.msgs {
+		if m.IsAction() {
+			g.ic.Answered(cc, m.IDKey())
+		}
+	}
+}
+
 // forward relays an allowed POST to an HTTP upstream and its answer back,
 // JSON or SSE exactly as the upstream chose, streaming event by event.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
@@ -456,6 +467,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		}
 		tasks.expect(len(creating))
 		defer func() { tasks.settle(len(creating)) }()
+	}
+	if x.version >= "2026-07-28" {
+		// A stateless exchange's answers come on its own response: once it
+		// is passed on, or has failed, none is left to issue a state.
+		defer g.answered(x)
 	}
 	out, endUpstream, err := g.upstreamCall(r.Context(), r, x)
 	var upErr error // what went wrong with the call, for its span and metric

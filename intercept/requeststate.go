@@ -99,6 +99,26 @@ func (i *Interceptor) expectState(ctx context.Context, m *Message, cc CallContex
 	i.stateCalls.add(resultKey(cc, m.IDKey()), stateCall{bindingPrefix(ctx, m, cc), bytes.Clone(m.Arguments)})
 }
 
+// Answered forgets what expectState noted of the request idKey of the
+// client of cc once its answer has been passed on, or never will be: a
+// requestState in that answer was recorded before the client had it
+// (ObserveRequestState). Without it every answered call stays in the
+// table until two generations have filled, costing a growing map and
+// the collector's time on every call, and an answer slower than 20,000
+// others would find its request forgotten.
+func (i *Interceptor) Answered(cc CallContext, idKey string) {
+	if cc.ProtocolVersion < "2026-07-28" {
+		return
+	}
+	i.stateCalls.take(resultKey(cc, idKey))
+}
+
+// AwaitingAnswers is how many allowed 2026-07-28 requests wait for their
+// answer to be read for a requestState.
+func (i *Interceptor) AwaitingAnswers() int {
+	return i.stateCalls.len()
+}
+
 // awaiting holds requests awaiting an answer in two generations of at
 // most max each: adding to a full one starts a new one and forgets the
 // oldest. Cheaper per request than an LRU list, and as bounded.
@@ -115,6 +135,12 @@ func (a *awaiting) add(k string, c stateCall) {
 		a.prev, a.cur = a.cur, make(map[string]stateCall)
 	}
 	a.cur[k] = c
+}
+
+func (a *awaiting) len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.cur) + len(a.prev)
 }
 
 // take removes and returns k's request.
