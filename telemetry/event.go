@@ -154,6 +154,11 @@ type attrSink interface {
 	str(k, v string)
 	strs(k string, v []string)
 	num(k string, v int64)
+	// float and flag are always recorded, zero too; typed, not passed
+	// as values, so that no call boxes them.
+	float(k string, v float64)
+	flag(k string, v bool)
+	evidence(k string, v Evidence)
 	value(k string, v any)
 }
 
@@ -180,6 +185,10 @@ func (a attrs) num(k string, v int64) {
 	}
 }
 
+func (a attrs) float(k string, v float64)     { a[k] = v }
+func (a attrs) flag(k string, v bool)         { a[k] = v }
+func (a attrs) evidence(k string, v Evidence) { a[k] = v }
+
 // jsonAttrs appends attributes as JSON object members.
 type jsonAttrs struct {
 	b   []byte
@@ -187,13 +196,16 @@ type jsonAttrs struct {
 	err error
 }
 
+// key appends k, an attribute's name: a constant of this package, never
+// in need of escaping, so copied as it is.
 func (j *jsonAttrs) key(k string) {
 	if j.n > 0 {
 		j.b = append(j.b, ',')
 	}
 	j.n++
-	j.b = appendString(j.b, k)
-	j.b = append(j.b, ':')
+	j.b = append(j.b, '"')
+	j.b = append(j.b, k...)
+	j.b = append(j.b, '"', ':')
 }
 
 func (j *jsonAttrs) str(k, v string) {
@@ -214,6 +226,24 @@ func (j *jsonAttrs) num(k string, v int64) {
 		j.key(k)
 		j.b = strconv.AppendInt(j.b, v, 10)
 	}
+}
+
+func (j *jsonAttrs) float(k string, v float64) {
+	if j.err != nil {
+		return
+	}
+	j.key(k)
+	j.b, j.err = appendFloat(j.b, v)
+}
+
+func (j *jsonAttrs) flag(k string, v bool) {
+	j.key(k)
+	j.b = strconv.AppendBool(j.b, v)
+}
+
+func (j *jsonAttrs) evidence(k string, v Evidence) {
+	j.key(k)
+	j.b = appendEvidence(j.b, v)
 }
 
 func (j *jsonAttrs) value(k string, v any) {

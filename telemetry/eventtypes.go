@@ -103,7 +103,7 @@ func (p PolicyEnforcement) attrs(a attrSink) {
 	a.str("rule_id", p.RuleID)
 	a.str("approval_id", p.ApprovalID)
 	if !p.Evidence.empty() {
-		a.value("evidence", p.Evidence)
+		a.evidence("evidence", p.Evidence)
 	}
 	a.num("latency_ns", int64(p.Latency))
 	a.str("tool_inventory_hash", p.ToolInventoryHash)
@@ -186,9 +186,9 @@ func (c IntentClassification) AppendAttrs(b []byte) ([]byte, error) {
 }
 
 func (c IntentClassification) attrs(a attrSink) {
-	a.value("capability_class_confidence", c.CapabilityClassConfidence)
-	a.value("consistent_with_declaration", c.ConsistentWithDeclaration)
-	a.value("composite_confidence", c.CompositeConfidence)
+	a.float("capability_class_confidence", c.CapabilityClassConfidence)
+	a.flag("consistent_with_declaration", c.ConsistentWithDeclaration)
+	a.float("composite_confidence", c.CompositeConfidence)
 	a.str("classifier_id", c.ClassifierID)
 	a.str("capability_class_declared", c.CapabilityClassDeclared)
 	a.str("capability_class_verdict", c.CapabilityClassVerdict)

@@ -49,7 +49,7 @@ func appendEvent(b []byte, e *Event, r Record) ([]byte, error) {
 		return nil, fmt.Errorf("event time %v: year outside of range [0,9999]", e.Time)
 	}
 	b = append(b, `,"time":"`...)
-	b = e.Time.AppendFormat(b, time.RFC3339Nano)
+	b = appendRFC3339Nano(b, e.Time)
 	b = append(b, '"')
 	b = appendField(b, "txn_id", e.TxnID)
 	b = appendField(b, "agent", e.Agent)
@@ -160,16 +160,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, '}'), nil
 	case Evidence:
-		b = append(b, '{')
-		n := len(b)
-		b = appendMember(b, n, "matched_tool_name", v.MatchedToolName)
-		if len(v.MatchedToolClasses) > 0 {
-			b = appendName(b, n, "matched_tool_classes")
-			b, _ = appendValue(b, v.MatchedToolClasses)
-		}
-		b = appendMember(b, n, "matched_route_rule_id", v.MatchedRouteRuleID)
-		b = appendMember(b, n, "reason_code", v.ReasonCode)
-		return append(b, '}'), nil
+		return appendEvidence(b, v), nil
 	case map[string]AxisClassification:
 		if v == nil {
 			return append(b, "null"...), nil
@@ -200,6 +191,19 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, raw...), nil
+}
+
+func appendEvidence(b []byte, v Evidence) []byte {
+	b = append(b, '{')
+	n := len(b)
+	b = appendMember(b, n, "matched_tool_name", v.MatchedToolName)
+	if len(v.MatchedToolClasses) > 0 {
+		b = appendName(b, n, "matched_tool_classes")
+		b, _ = appendValue(b, v.MatchedToolClasses)
+	}
+	b = appendMember(b, n, "matched_route_rule_id", v.MatchedRouteRuleID)
+	b = appendMember(b, n, "reason_code", v.ReasonCode)
+	return append(b, '}')
 }
 
 // AppendJSONString appends s as a JSON string, escaped exactly as in the
@@ -370,4 +374,32 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// appendRFC3339Nano appends t as t.AppendFormat(b, time.RFC3339Nano) does,
+// without its layout interpreter for a UTC time of a four-digit year (every
+// stored event's: the store keeps them in UTC).
+func appendRFC3339Nano(b []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	if t.Location() != time.UTC || year < 0 || year > 9999 {
+		return t.AppendFormat(b, time.RFC3339Nano)
+	}
+	hour, minute, sec := t.Clock()
+	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':', byte('0'+sec/10), byte('0'+sec%10))
+	if ns := t.Nanosecond(); ns != 0 {
+		var d [10]byte
+		d[0] = '.'
+		for i := 9; i > 0; i-- {
+			d[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for d[n-1] == '0' {
+			n--
+		}
+		b = append(b, d[:n]...)
+	}
+	return append(b, 'Z')
 }

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -172,4 +173,27 @@ func BenchmarkAppendJSON(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestAppendRFC3339Nano: the events' own time formatter writes what
+// time.Time.AppendFormat(RFC3339Nano) does, for UTC times of every year
+// it handles (nanoseconds with and without trailing zeros, none, the
+// edges of days and years) and for those it leaves to AppendFormat.
+func TestAppendRFC3339Nano(t *testing.T) {
+	times := []time.Time{
+		time.Unix(0, 0).UTC(), t0, t0.Add(123456789), t0.Add(100 * time.Millisecond), t0.Add(1), t0.Add(999999999),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2024, 2, 29, 12, 7, 9, 10, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 5, time.UTC),
+		time.Date(2026, 11, 27, 8, 0, 0, 5000, time.FixedZone("x", 3600)), t0.Local(),
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		times = append(times, time.Unix(r.Int64N(253402300800), r.Int64N(1e9)*int64(r.IntN(2))).UTC())
+	}
+	for _, tm := range times {
+		want := tm.AppendFormat(nil, time.RFC3339Nano)
+		if got := appendRFC3339Nano(nil, tm); string(got) != string(want) {
+			t.Errorf("%v: got %s, want %s", tm, got, want)
+		}
+	}
 }
