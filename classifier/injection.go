@@ -727,19 +727,28 @@ var roleCue = regexp.MustCompile(`\b(you|your|must|ignore|always|never|instructi
 // encodedRuns calls f with each run of at least min characters for which
 // in is true, at most limit runs.
 func encodedRuns(s string, min, limit int, in *[256]bool, f func(string)) {
-	start := -1
-	for i := 0; i <= len(s) && limit > 0; i++ {
-		if i < len(s) && in[s[i]] {
-			if start < 0 {
-				start = i
-			}
+	// A run of min bytes or more holds one of the bytes min apart: look
+	// at those only, and widen around the ones in the class (most text
+	// is short words, so most of it is never read).
+	lo := 0 // s[lo-1] ends the last run widened: none before lo is read again
+	for i := min - 1; i < len(s) && limit > 0; {
+		if !in[s[i]] {
+			i += min
 			continue
 		}
-		if start >= 0 && i-start >= min {
-			f(s[start:i])
+		start, end := i, i+1
+		for start > lo && in[s[start-1]] {
+			start--
+		}
+		for end < len(s) && in[s[end]] {
+			end++
+		}
+		if end-start >= min {
+			f(s[start:end])
 			limit--
 		}
-		start = -1
+		lo = end + 1
+		i = end + min
 	}
 }
 
