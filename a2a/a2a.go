@@ -9,7 +9,12 @@
 // `a2a:research/send` or `a2a:research/summarize` where it writes
 // `github/create_issue` for MCP, and route rules see an MCP read and a
 // handoff to an agent as one flow. The parameters are the message's text,
-// data and file parts (the text scanned like any argument).
+// data and file parts (the text scanned like any argument). Every other
+// request to the agent that carries bytes of the caller's choosing (a
+// tasks/get with historyLength, a push config, a ListTasks filter) is
+// decided as that agent's "send"; only a plain one, naming the caller's
+// task and nothing else, is sent undecided, re-encoded by the gateway
+// (followup.go).
 //
 // A denial reaches the client as RFC-0002 says for the call's result mode:
 // a soft deny is a completed response whose task is in state rejected,
@@ -106,7 +111,8 @@ type Options struct {
 	// not make an upstream call into the gateway's network).
 	AllowPrivatePushURLs bool
 	// AllowUnknownMethods forwards methods that are neither v0.3 nor v1.0
-	// A2A methods, undecided; refused by default.
+	// A2A methods, each decided as a message of the caller's to the agent
+	// would be (followup.go); refused by default.
 	AllowUnknownMethods bool
 	// MaxTasks bounds the task ownership table, and apart from it the
 	// conversation (contextId) table (zero: 100,000 each); the oldest are
@@ -357,7 +363,11 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			reply(&intercept.WireError{Code: intercept.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not an A2A 0.3 or 1.0 method; the gateway forwards only methods it governs", m.Method)})
 			return
 		}
-		g.forward(w, r, a, m, v1, nil)
+		// Not a method the gateway knows: never plain, always decided
+		// (followup.go).
+		if sent, _, _, ok := g.followUp(w, r, a, m, v1, ownerOf(r.Context())); ok {
+			g.relay(w, r, a, sent, v1, relayed{})
+		}
 		return
 	}
 	if spec.v1 != v1 {
@@ -392,20 +402,12 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + k + " must be a string"})
 		return
 	}
-	if spec.kind != send && hasData(intercept.Member(m.Params, "metadata")) {
-		// Only a message is decided, route rules included: a request about
-		// a task (get, cancel, resubscribe, push configs, list) is
-		// forwarded undecided, so it must carry no data of the caller's
-		// to the agent, or an agent a route rule keeps from sending to
-		// the agent would put it in metadata here.
-		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " carries metadata; only a message to the agent, which policy decides, may carry data"})
+	owner := ownerOf(r.Context())
+	if spec.kind == send {
+		g.send(w, r, a, m, v1, owner)
 		return
 	}
-	owner := ownerOf(r.Context())
-	switch spec.kind {
-	case send:
-		g.send(w, r, a, m, v1, owner)
-	case onTask, pushConfig:
+	if spec.kind == onTask || spec.kind == pushConfig {
 		// A 1.0 push config method's id is the config's; 0.3's get, list
 		// and delete name their task by id (a TaskIdParams), as a2a-go
 		// and @a2a-js/sdk read it.
@@ -422,37 +424,57 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 				reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
 				return
 			}
+			if g.tasks.rejectedOnly(a.Name, id) {
+				// The gateway's own soft denial: the agent never saw the
+				// task, and a caller may make as many as it likes — the
+				// choice of one to name would carry its bits.
+				reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found: the gateway rejected it, the agent never saw it"})
+				return
+			}
 		}
 		if spec.kind == pushConfig {
 			if err := g.checkPushURLs(m.Params); err != nil {
 				reply(err)
 				return
 			}
-			g.forward(w, r, a, m, v1, nil)
-			return
 		}
+	}
+	// A follow-up goes undecided only when it carries no data of the
+	// caller's; otherwise it is decided as the message it amounts to
+	// (followup.go).
+	sent, clientID, decided, ok := g.followUp(w, r, a, m, v1, owner)
+	if !ok {
+		return
+	}
+	rel := relayed{clientID: clientID}
+	switch spec.kind {
+	case onTask:
 		// A task read later (get, cancel, a resubscribe's events) carries
 		// the agent's answer as message/send's did: screened the same way
 		// (OnResult), under the method's name.
 		d := &intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: m.Method, TargetEndpoint: a.URL,
 			Upstream: "a2a:" + a.Name, CallID: m.ID, ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1]}
+		if decided != nil {
+			d.TxnID = decided.TxnID // the result of the action decided
+		}
 		if g.opts.AgentHeader != "" {
 			d.Agent = r.Header.Get(g.opts.AgentHeader)
 		}
-		g.relay(w, r, a, m, v1, nil, d)
+		rel.action = d
 	case list:
-		g.forward(w, r, a, m, v1, func(result jsontext.Value) jsontext.Value {
+		rel.rewrite = func(result jsontext.Value) jsontext.Value {
 			return g.tasks.filterList(r.Context(), a.Name, owner, result)
-		})
+		}
 	case card:
-		g.forward(w, r, a, m, v1, func(result jsontext.Value) jsontext.Value {
+		rel.rewrite = func(result jsontext.Value) jsontext.Value {
 			out, err := g.rewriteCard(r, a, result)
 			if err != nil {
 				return nil
 			}
 			return out
-		})
+		}
 	}
+	g.relay(w, r, a, sent, v1, rel)
 }
 
 // send decides a message to the agent and forwards it if allowed.
@@ -547,12 +569,12 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 	if g.opts.AgentHeader != "" {
 		d.Agent = r.Header.Get(g.opts.AgentHeader)
 	}
-	dec := g.ic.DecideAction(r.Context(), d)
+	dec := g.decide(r.Context(), d)
 	if dec.Verdict != intercept.Allow {
 		g.deny(w, m, v1, d, dec, intercept.StringMember(msg, "contextId"), owner, a)
 		return
 	}
-	g.relay(w, r, a, m, v1, nil, d)
+	g.relay(w, r, a, m, v1, relayed{action: d})
 }
 
 // arguments builds the descriptor's parameters from a message: its text
@@ -779,20 +801,32 @@ func envelope(dec intercept.Decision, txnID string) softEnvelope {
 	return softEnvelope{env, txnID}
 }
 
-// forward sends the request, re-encoded as policy saw it, to the agent's
-// JSON-RPC endpoint and relays the answer: an event stream event by event,
-// anything else whole. rewrite, if set, replaces a non-streamed result
-// (nil: the answer becomes an error).
-func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, a *agent, m *intercept.Message, v1 bool, rewrite func(jsontext.Value) jsontext.Value) {
-	g.relay(w, r, a, m, v1, rewrite, nil)
+// relayed says what relay does with an answer besides passing it on. The
+// zero value passes it on as the agent wrote it.
+type relayed struct {
+	// rewrite, if set, replaces a non-streamed result (nil: the answer
+	// becomes an error).
+	rewrite func(jsontext.Value) jsontext.Value
+	// action, if set, is the action whose result the answer is (each
+	// event's, streamed): screened as a tool call's (the Interceptor's
+	// OnResult: classifier.scan_results).
+	action *intercept.ActionDescriptor
+	// clientID, if set, is the id of the client's request, which the
+	// request sent is not (a plain follow-up re-encoded with the gateway's
+	// id, followup.go): every answer is given it back.
+	clientID jsontext.Value
 }
 
-// relay is forward for the message d decided, if not nil: its answer
-// (each event's, streamed) is the action's result, screened as a tool
-// call's (the Interceptor's OnResult: classifier.scan_results).
-func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *intercept.Message, v1 bool, rewrite func(jsontext.Value) jsontext.Value, d *intercept.ActionDescriptor) {
+// relay sends m, re-encoded as policy saw it, to the agent's JSON-RPC
+// endpoint (or as its REST request) and relays the answer: an event
+// stream event by event, anything else whole.
+func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *intercept.Message, v1 bool, rel relayed) {
+	rewrite, d, id := rel.rewrite, rel.action, m.ID
+	if rel.clientID != nil {
+		id = rel.clientID
+	}
 	fail := func(status int, err error) {
-		writeJSON(w, status, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
+		writeJSON(w, status, intercept.ErrorResponse(id, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
 	}
 	endpoint, rest, err := g.endpoint(r.Context(), a, v1)
 	if err != nil {
@@ -804,13 +838,13 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		// An agent with only the 1.0 HTTP+JSON binding: the same method
 		// as its REST request (restupstream.go).
 		if !v1 {
-			writeJSON(w, http.StatusOK, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: codeVersionNotSupported,
+			writeJSON(w, http.StatusOK, intercept.ErrorResponse(id, &intercept.WireError{Code: codeVersionNotSupported,
 				Message: fmt.Sprintf("agent %q offers only the A2A 1.0 HTTP+JSON binding: send A2A-Version: 1.0", a.Name)}))
 			return
 		}
 		verb, path, body, stream, err := restCall(m.Method, m.Params)
 		if err != nil {
-			writeJSON(w, http.StatusOK, intercept.ErrorResponse(m.ID, err))
+			writeJSON(w, http.StatusOK, intercept.ErrorResponse(id, err))
 			return
 		}
 		var rd io.Reader
@@ -835,9 +869,14 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		req.Header.Set("Accept", "application/json, text/event-stream")
 	}
 	req.Header.Set("Content-Type", "application/json")
-	for _, h := range []string{"A2A-Version", "A2A-Extensions"} {
-		if v := r.Header.Get(h); v != "" {
-			req.Header.Set(h, v)
+	// The version the request was decided as, not the client's spelling
+	// of it: "0.3.x" is 0.3 to the gateway but 1.0 to an agent that takes
+	// only "0.3" for 0.3 (@a2a-js/sdk), and a spelling is a string of the
+	// caller's choosing.
+	req.Header.Set("A2A-Version", map[bool]string{true: "1.0", false: "0.3"}[v1])
+	if rel.clientID == nil {
+		if v := r.Header.Get("A2A-Extensions"); v != "" {
+			req.Header.Set("A2A-Extensions", v)
 		}
 	}
 	for k, v := range a.Headers {
@@ -860,7 +899,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		return
 	}
 	if rest {
-		if err := restToRPC(resp, m.ID, 8*g.opts.MaxBody); err != nil {
+		if err := restToRPC(resp, id, 8*g.opts.MaxBody); err != nil {
 			resp.Body.Close()
 			fail(http.StatusBadGateway, fmt.Errorf("agent %q: %v", a.Name, err))
 			return
@@ -875,7 +914,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 			fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s is an event stream, not one JSON-RPC response", a.Name, m.Method))
 			return
 		}
-		g.relayStream(w, resp, m.ID, a.Name, owner, d)
+		g.relayStream(w, resp, id, rel.clientID != nil, a.Name, owner, d)
 		return
 	}
 	limit := 8 * g.opts.MaxBody
@@ -887,6 +926,12 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 	if int64(len(out)) > limit {
 		fail(http.StatusBadGateway, fmt.Errorf("agent %q: answer larger than %d bytes", a.Name, limit))
 		return
+	}
+	if rel.clientID != nil {
+		if out, err = withID(out, id); err != nil {
+			fail(http.StatusBadGateway, fmt.Errorf("agent %q: %v", a.Name, err))
+			return
+		}
 	}
 	if ans, err := intercept.DecodeMessage(out); err == nil && ans.Kind == intercept.KindResponse {
 		g.tasks.record(r.Context(), a.Name, owner, ans.Result)
@@ -922,7 +967,10 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 // with an error answering id, and one the stream ends inside is dropped
 // (as a client would drop it), so no bytes go out whose task the gateway
 // did not note.
-func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jsontext.Value, agentName, owner string, d *intercept.ActionDescriptor) {
+//
+// With ownID, id is the client's and the request the agent answers was
+// sent with the gateway's own: each event is given id back (withID).
+func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jsontext.Value, ownID bool, agentName, owner string, d *intercept.ActionDescriptor) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(resp.StatusCode)
@@ -958,6 +1006,19 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
 			}
 			if len(trimmed) == 0 { // end of an event
+				if len(data) > 0 && ownID {
+					out, err := withID(data, id)
+					if err != nil {
+						msg := intercept.ErrorResponse(id, &intercept.WireError{Code: intercept.CodeInternalError,
+							Message: fmt.Sprintf("agent %q: %v", agentName, err)})
+						fmt.Fprintf(w, "data: %s\n\n", msg)
+						_ = rc.Flush()
+						return
+					}
+					data = append(data[:0], out...)
+					event.Reset()
+					fmt.Fprintf(&event, "data: %s\n\n", data)
+				}
 				if len(data) > 0 {
 					if ans, err := intercept.DecodeMessage(data); err == nil && ans.Kind == intercept.KindResponse {
 						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result)
@@ -1131,15 +1192,6 @@ func taskIDParam(params jsontext.Value) string {
 // and messages: a case variant of one is refused.
 var a2aFields = []string{"id", "taskId", "contextId", "messageId", "message", "parts", "kind", "role", "text", "data", "file",
 	"metadata", "skillId", "configuration", "pushNotificationConfig", "name", "historyLength", "referenceTaskIds", "extensions"}
-
-// hasData reports whether v, a member's value, holds anything: not
-// absent, null or an empty object.
-func hasData(v jsontext.Value) bool {
-	if v == nil || v.Kind() == 'n' {
-		return false
-	}
-	return v.Kind() != '{' || len(bytes.TrimSpace(v[1:len(v)-1])) != 0
-}
 
 // idFields are the ids the gateway checks ownership of, as strings: one
 // of another type (7 where an agent in JavaScript or Python may read "7")

@@ -55,6 +55,17 @@ func (o *owners) addRejected(agentName, task, owner string) {
 	}
 }
 
+// rejectedOnly reports whether task is one the gateway rejected itself
+// (a soft denial) and the agent never created.
+func (o *owners) rejectedOnly(agentName, task string) bool {
+	key := agentName + "\x00" + task
+	if known, _ := o.table(task).Owns(key, ""); known {
+		return false
+	}
+	known, _ := o.rejected.Owns(key, "")
+	return known
+}
+
 func (o *owners) add(ctx context.Context, agentName, task, owner string) {
 	if task == "" {
 		return

@@ -1,7 +1,7 @@
 // A2A client built on @a2a-js/sdk: runs one scenario against an agent
 // (directly or through Sluice) and prints a transcript as JSON, with ids
 // and timestamps replaced so that two runs compare equal.
-//   node a2a-client.mjs --url BASE [--version 1.0|0.3] [--header 'K: V']... [--scenario basic|send|get]
+//   node a2a-client.mjs --url BASE [--version 1.0|0.3] [--header 'K: V']... [--scenario basic|send|get|cancel]
 //     [--text T] [--task ID] [--raw-ids] [--transport rest]
 import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
@@ -92,6 +92,8 @@ try {
     out.push({ send: await call((o) => transport.sendMessage(req(text), o)) });
   } else if (scenario === 'get') {
     out.push({ get: await call((o) => transport.getTask({ tenant: '', id: opt('--task'), historyLength: undefined }, o)) });
+  } else if (scenario === 'cancel') {
+    out.push({ cancel: await call((o) => transport.cancelTask({ tenant: '', id: opt('--task'), metadata: {} }, o)) });
   }
 } catch (e) {
   out.push({ error: String(e?.message ?? e) });
