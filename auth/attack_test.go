@@ -97,3 +97,40 @@ func TestJWTAgentNameNotChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestMTLSAgentNameNotChecked: a JWT's agent claim must be printable
+// ASCII (TestJWTAgentNameNotChecked); a client certificate's common name
+// was taken as is. A CA that signs the common name a CSR asks for (as
+// most do for client certificates) made "\u0430lice" (Cyrillic а), "alice"
+// with a zero-width space or a newline an agent that logs, the console
+// and manifests cannot tell from alice, with route memory, rate-limit
+// buckets and approvals of its own.
+func TestMTLSAgentNameNotChecked(t *testing.T) {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, _ := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
+	ca, _ := x509.ParseCertificate(caDER)
+	leaf := func(cn string) *x509.Certificate {
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tm := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: cn},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+		der, err := x509.CreateCertificate(rand.Reader, tm, ca, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := x509.ParseCertificate(der)
+		return c
+	}
+	for _, identity := range []string{"", "cn"} {
+		if p, err := certPrincipal(&tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf("alice"), ca}}}, identity); err != nil || p.ID != "alice" {
+			t.Fatalf("identity %q, CN alice: got %v, %v, want agent alice", identity, p, err)
+		}
+		for _, cn := range []string{"\u0430lice", "alice\u200b", "alice\n", " alice", "\uff41lice"} {
+			p, err := certPrincipal(&tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf(cn), ca}}}, identity)
+			if err == nil {
+				t.Errorf("identity %q: CN %q authenticated as agent %q; a JWT could not name this agent", identity, cn, p.ID)
+			}
+		}
+	}
+}

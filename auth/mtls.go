@@ -36,6 +36,13 @@ func certPrincipal(cs *tls.ConnectionState, identity string) (*intercept.Princip
 		return nil, &Failure{Status: http.StatusUnauthorized, Code: CodeInvalidToken, Method: ModeMTLS,
 			Desc: "the client certificate names no agent (no URI SAN or common name, as auth.mtls.identity asks)"}
 	}
+	if !printableASCII(id) {
+		// As for a JWT's agent claim: a common name is what the CSR asked
+		// for, and "\u0430lice" (Cyrillic а) or "alice\u200b" could not be
+		// told from alice in logs, the console or a manifest.
+		return nil, &Failure{Status: http.StatusUnauthorized, Code: CodeInvalidToken, Method: ModeMTLS,
+			Desc: "the client certificate's agent name (URI SAN or common name) must be printable ASCII, at most 256 bytes"}
+	}
 	uris := make([]any, 0, len(leaf.URIs))
 	for _, u := range leaf.URIs {
 		uris = append(uris, u.String())

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -190,6 +191,22 @@ tls: {cert_file: %s, key_file: %s, client_ca_file: %s}
 			}
 			if !strings.Contains(err.Error(), "tls: ") {
 				t.Errorf("got %v, want a TLS alert", err)
+			}
+		})
+	}
+	// A common name the CA signed as the CSR asked, spelled like
+	// another agent (Cyrillic а, a zero-width space): refused, as a JWT
+	// agent claim would be, not a look-alike agent of its own.
+	for _, cn := range []string{"\u0430lice", "cn-agent\u200b"} {
+		t.Run("look-alike CN "+strconv.Quote(cn), func(t *testing.T) {
+			resp, err := clientFor(ca.issue(t, false, cn)).Post(r.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), "printable ASCII") {
+				t.Errorf("got %s %s, want 401 naming printable ASCII", resp.Status, b)
 			}
 		})
 	}
