@@ -9,11 +9,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"math/big"
+	"net/http"
 	"net/url"
 	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // TestCacheKeyReplacedUnderSameKid: the IdP replaces the key
@@ -131,6 +134,46 @@ func TestMTLSAgentNameNotChecked(t *testing.T) {
 			if err == nil {
 				t.Errorf("identity %q: CN %q authenticated as agent %q; a JWT could not name this agent", identity, cn, p.ID)
 			}
+		}
+	}
+}
+
+// TestTokenRouteBinding: an audience naming one route's protected
+// resource admits its token on that route's transports only; one naming
+// no route admits it everywhere; spellings of the path the gateway's mux
+// would route elsewhere do not carry a token there.
+func TestTokenRouteBinding(t *testing.T) {
+	const base = "https://sluice.example.com"
+	v := NewJWTVerifier(JWTConfig{Audience: []string{base + "/mcp/demo", base + "/mcp/all/", base + "/mcp", "sluice"}}, nil, nil)
+	for _, tc := range []struct {
+		aud    any
+		method string
+		path   string
+		want   bool
+	}{
+		{base + "/mcp/demo", "POST", "/mcp/demo", true},
+		{base + "/mcp/demo", "GET", "/sse/demo", true},
+		{base + "/mcp/demo", "POST", "/sse/demo/message", true},
+		{base + "/mcp/demo", "GET", "/ws/demo", true},
+		{base + "/mcp/demo", "POST", "/mcp/all", false},
+		{base + "/mcp/demo", "POST", "/mcp/demox", false},
+		{base + "/mcp/demo", "POST", "/mcp", false},
+		{base + "/mcp/demo", "POST", "/sse/message", false},
+		{base + "/mcp/demo", "POST", "/a2a/research", false},
+		{base + "/mcp/demo", "POST", "/mcp/dem%6F", true}, // the mux's name is demo too
+		{base + "/mcp/demo", "POST", "/mcp/demo%2F..%2Fall", false},
+		{base + "/mcp/all/", "POST", "/mcp/all", true},
+		{base + "/mcp/other", "POST", "/mcp/other", false}, // not a configured audience
+		{base + "/mcp", "POST", "/mcp/all", true},
+		{"sluice", "POST", "/a2a/research", true},
+		{[]any{base + "/mcp/demo", base + "/mcp/all/"}, "POST", "/mcp/all", true},
+		{[]any{base + "/mcp/demo", 7}, "POST", "/mcp/all", false},
+		{nil, "POST", "/mcp/demo", false},
+	} {
+		r, _ := http.NewRequest(tc.method, "https://sluice.example.com"+tc.path, nil)
+		p := &intercept.Principal{ID: "a", Claims: map[string]any{"aud": tc.aud}}
+		if got := v.forRoute(p, requestRoute(r)); got != tc.want {
+			t.Errorf("aud %v on %s %s: got %v, want %v", tc.aud, tc.method, tc.path, got, tc.want)
 		}
 	}
 }

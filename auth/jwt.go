@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +26,10 @@ type JWTVerifier struct {
 	keys  *jwksCache
 	now   func() time.Time
 	claim string
+	// audRoutes maps each configured audience to the route it names
+	// (audienceRoute): a token counts on that route only, or everywhere
+	// for an audience that names none ("").
+	audRoutes map[string]string
 	// verified remembers tokens whose signature and claims checked out,
 	// by SHA-256: an agent sends the same token with every request, and
 	// an ECDSA verification costs tens of microseconds where the hash
@@ -57,7 +62,10 @@ func NewJWTVerifier(cfg JWTConfig, client *http.Client, now func() time.Time) *J
 	if len(algNames) == 0 {
 		algNames = DefaultAlgorithms
 	}
-	v := &JWTVerifier{cfg: cfg, now: now, claim: cfg.AgentClaim}
+	v := &JWTVerifier{cfg: cfg, now: now, claim: cfg.AgentClaim, audRoutes: make(map[string]string, len(cfg.Audience))}
+	for _, a := range cfg.Audience {
+		v.audRoutes[a] = audienceRoute(a)
+	}
 	for _, a := range algNames {
 		v.algs = append(v.algs, jose.SignatureAlgorithm(a))
 	}
@@ -248,4 +256,46 @@ func printableASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// audienceRoute is the route an audience names: {name} when it is the
+// URL of a route's or virtual server's protected resource
+// (…/mcp/{name}, …/sse/{name}, …/ws/{name}, what RFC 9728 metadata
+// gives as resource and an MCP client asks its token for, RFC 8707);
+// "" for an audience that names the gateway as a whole (its base URL,
+// …/mcp, or a name such as sluice).
+func audienceRoute(aud string) string {
+	u, err := url.Parse(aud)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return ""
+	}
+	p := u.EscapedPath()
+	if res := resourcePath(p); res != "" && strings.TrimSuffix(p, "/") == res {
+		name := strings.SplitN(res[1:], "/", 2)[1]
+		if n, err := url.PathUnescape(name); err == nil {
+			return n
+		}
+		return name
+	}
+	return ""
+}
+
+// forRoute reports whether p, a principal v authenticated, may act on
+// route ("" for a path of no route): one of its token's audiences is one
+// v accepts and names route or no route at all. A token issued for one
+// MCP server of the gateway is not spent at another (RFC 8707; the MCP
+// authorization spec's audience validation).
+func (v *JWTVerifier) forRoute(p *intercept.Principal, route string) bool {
+	ok := func(a any) bool {
+		s, _ := a.(string)
+		r, known := v.audRoutes[s]
+		return known && (r == "" || r == route)
+	}
+	switch aud := p.Claims["aud"].(type) {
+	case string:
+		return ok(aud)
+	case []any:
+		return slices.ContainsFunc(aud, ok)
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -157,7 +158,11 @@ func (a *Authenticator) Authenticate(r *http.Request) (*intercept.Principal, err
 	case a.keys != nil && (strings.HasPrefix(tok, KeyPrefix) || a.jwt == nil):
 		return a.keys.Authenticate(tok)
 	case a.jwt != nil:
-		return a.jwt.Authenticate(r.Context(), tok)
+		p, err := a.jwt.Authenticate(r.Context(), tok)
+		if err == nil && !a.jwt.forRoute(p, requestRoute(r)) {
+			return nil, invalidToken(ModeJWT, "the token was issued for another route of this gateway (its audience); get a token for this route's resource", nil)
+		}
+		return p, err
 	}
 	return nil, invalidRequest("this gateway authenticates agents by client certificate, not bearer token")
 }
@@ -236,6 +241,27 @@ func resourcePath(p string) string {
 		}
 	}
 	return ""
+}
+
+// requestRoute is the name of the route or virtual server r is for, as
+// the gateway's mux reads it from the escaped path: /mcp/{name},
+// /sse/{name} (and its message endpoint), /ws/{name}; "" for any other
+// path (the unnamed virtual server's /mcp, /sse, /ws and /sse/message,
+// A2A's /a2a/…).
+func requestRoute(r *http.Request) string {
+	p := r.URL.EscapedPath()
+	if p == "/sse/message" && r.Method == http.MethodPost {
+		return "" // the unnamed virtual server's message endpoint
+	}
+	res := resourcePath(p)
+	if res == "" {
+		return ""
+	}
+	name := strings.SplitN(res[1:], "/", 2)[1]
+	if u, err := url.PathUnescape(name); err == nil {
+		return u
+	}
+	return name
 }
 
 func (a *Authenticator) base(r *http.Request) string {
