@@ -74,7 +74,7 @@ func (s *Store) Handler(token string) http.Handler {
 		by := body.By
 		if p := intercept.PrincipalFrom(r.Context()); p != nil {
 			by = p.ID // proven, not claimed
-			if held, err := s.Get(r.PathValue("id")); err == nil && namesAgent(p, held.Agent) {
+			if held, err := s.Get(r.PathValue("id")); err == nil && namesAgent(p, held.Agent, s.agentClaims) {
 				writeError(w, http.StatusForbidden, ErrSelfApproval)
 				return
 			}
@@ -130,23 +130,29 @@ func IsJSON(r *http.Request) bool {
 // of them (auth.jwt.agent_claim) while the admin is named by sub.
 var clientClaims = []string{"sub", "azp", "client_id", "appid", "cid"}
 
-// Names returns every name the token behind p gives its holder: its ID
-// and the client it was issued to (sub, azp, client_id, appid, cid). An
-// agent never answers its own approval, whichever claim names it.
-func Names(p *intercept.Principal) []string {
+// Names returns every name the token behind p gives its holder: its ID,
+// the client it was issued to (sub, azp, client_id, appid, cid) and the
+// string values of the claims named in also — the claim agents are named
+// by (auth.jwt.agent_claim: preferred_username, email, …), so an
+// operator's token for the account an agent acts as names that agent
+// too. An agent never answers its own approval, whichever claim names it.
+func Names(p *intercept.Principal, also ...string) []string {
 	if p == nil {
 		return nil
 	}
 	names := []string{p.ID}
-	for _, c := range clientClaims {
-		if v, ok := p.Claims[c].(string); ok && v != "" && !slices.Contains(names, v) {
-			names = append(names, v)
+	for _, claims := range [...][]string{clientClaims, also} {
+		for _, c := range claims {
+			if v, ok := p.Claims[c].(string); ok && v != "" && !slices.Contains(names, v) {
+				names = append(names, v)
+			}
 		}
 	}
 	return names
 }
 
-// namesAgent reports whether agent is one of the names p's token gives.
-func namesAgent(p *intercept.Principal, agent string) bool {
-	return agent != "" && slices.Contains(Names(p), agent)
+// namesAgent reports whether agent is one of the names p's token gives
+// (with the claims agents are named by, also).
+func namesAgent(p *intercept.Principal, agent string, also []string) bool {
+	return agent != "" && slices.Contains(Names(p, also...), agent)
 }

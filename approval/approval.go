@@ -91,6 +91,11 @@ type Options struct {
 	Now func() time.Time
 	// OnChange, if set, is called after every change of a request.
 	OnChange func(Request)
+	// AgentClaims name the JWT claims agents are named by besides sub,
+	// azp, client_id, appid and cid (auth.jwt.agent_claim): an admin JWT
+	// whose such claim names the held call's agent cannot answer it
+	// (Handler). Nil: only those five and the principal's ID.
+	AgentClaims []string
 }
 
 const defaultHistory = 100
@@ -104,8 +109,10 @@ type Store struct {
 	history  int
 	now      func() time.Time
 	onChange func(Request)
-	state    cipher.AEAD
-	be       backend // where OpenStore and OpenRedisStore keep requests; nil keeps them in memory only
+	// agentClaims are Options.AgentClaims.
+	agentClaims []string
+	state       cipher.AEAD
+	be          backend // where OpenStore and OpenRedisStore keep requests; nil keeps them in memory only
 
 	mu        sync.Mutex        // guards the fields below
 	tx        backendTx         // the transaction between lock and unlock, with be
@@ -123,7 +130,7 @@ type Store struct {
 // NewStore returns an empty store. It panics if opts.StateKey is set but
 // not 32 bytes long.
 func NewStore(opts Options) *Store {
-	s := &Store{timeout: opts.Timeout, history: opts.History, now: opts.Now, onChange: opts.OnChange,
+	s := &Store{timeout: opts.Timeout, history: opts.History, now: opts.Now, onChange: opts.OnChange, agentClaims: opts.AgentClaims,
 		byID: make(map[string]*Request), byCall: make(map[string]*Request), changed: make(chan struct{})}
 	if s.timeout <= 0 {
 		s.timeout = 15 * time.Minute

@@ -394,3 +394,31 @@ func TestSelfApprovalOtherClaim(t *testing.T) {
 		})
 	}
 }
+
+// TestSelfApprovalAgentClaim: agents named by a claim of their own
+// (auth.jwt.agent_claim: preferred_username) are named by it in an
+// admin JWT too, when the store is told the claim.
+func TestSelfApprovalAgentClaim(t *testing.T) {
+	for _, tc := range []struct {
+		claims []string
+		want   int
+	}{{nil, http.StatusOK}, {[]string{"preferred_username"}, http.StatusForbidden}} {
+		s := NewStore(Options{AgentClaims: tc.claims})
+		d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":3}`))
+		r, _ := s.Get(d.ApprovalID)
+		p := &intercept.Principal{ID: "uuid-1", Method: "jwt", Claims: map[string]any{"sub": "uuid-1", "preferred_username": r.Agent}}
+		h := s.Handler("")
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), p)))
+		}))
+		resp, err := http.Post(srv.URL+"/admin/approvals/"+d.ApprovalID, "application/json", strings.NewReader(`{"action":"approve"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		srv.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("AgentClaims %v: got %d, want %d", tc.claims, resp.StatusCode, tc.want)
+		}
+	}
+}

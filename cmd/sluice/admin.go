@@ -52,6 +52,10 @@ type adminGuard struct {
 	random         bool
 	hosts, origins []string
 	console        http.Handler // /console/; nil: none
+	// agentClaims name the claims agents' JWTs name them by
+	// (agentClaims): a console operator whose admin JWT holds one of
+	// them naming a held call's agent cannot answer it.
+	agentClaims []string
 
 	// Wrong bearer tokens per address in the current minute: the API
 	// refuses an address after maxAdminFailures, as the console's sign-in
@@ -141,7 +145,7 @@ func (a *adminGuard) signIn(ctx context.Context, tok string) (console.Credential
 	if !ok || p == nil {
 		return console.Credential{}, ok
 	}
-	return console.Credential{Subject: p.ID, Names: approval.Names(p), Expires: p.Expires, Check: p.Check}, true
+	return console.Credential{Subject: p.ID, Names: approval.Names(p, a.agentClaims...), Expires: p.Expires, Check: p.Check}, true
 }
 
 func (a *adminGuard) wrap(next http.Handler) http.Handler {
@@ -237,6 +241,7 @@ func adminHandler(cfg *config, gv *governance, logger *slog.Logger) (http.Handle
 	}
 	if cfg.AdminJWT != nil {
 		a.jwt = auth.NewJWTVerifier(*cfg.AdminJWT, nil, nil)
+		a.agentClaims = agentClaims(cfg)
 	}
 	if host, _, _ := net.SplitHostPort(cfg.AdminListen); !isLoopback(host) && len(a.hosts) == 0 {
 		logger.Warn("admin API listening beyond loopback with no admin_allowed_hosts: Host header checks are off (the token is still required)", "admin_listen", cfg.AdminListen)
@@ -438,4 +443,15 @@ func (c *adminClient) resolve() (base, token string, err error) {
 		}
 	}
 	return strings.TrimRight(base, "/"), token, nil
+}
+
+// agentClaims is the claim agents' JWTs name them by (auth.jwt.agent_claim)
+// when it is not one approval.Names reads anyway: an admin JWT for the
+// account an agent acts as names that agent by it too, and never answers
+// that agent's approvals.
+func agentClaims(cfg *config) []string {
+	if cfg.Auth == nil || !cfg.Auth.Mode.Has(auth.ModeJWT) || cfg.Auth.JWT.AgentClaim == "" {
+		return nil
+	}
+	return []string{cfg.Auth.JWT.AgentClaim}
 }

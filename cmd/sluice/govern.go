@@ -167,7 +167,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	// Approvals live in the data directory: a restarted gateway, or another
 	// process on the same directory (several `sluice wrap`), can answer
 	// them; or in Redis, where every replica can.
-	aopts := approval.Options{Timeout: cfg.Approvals.Timeout, OnChange: func(r approval.Request) {
+	aopts := approval.Options{Timeout: cfg.Approvals.Timeout, AgentClaims: agentClaims(cfg), OnChange: func(r approval.Request) {
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
 		rec.approval(r)
 	}}
