@@ -844,7 +844,7 @@ func done(w http.ResponseWriter, r *http.Request, to string, err error, what str
 	}
 	if err != nil {
 		status := http.StatusConflict
-		if errors.Is(err, approval.ErrSelfApproval) {
+		if errors.Is(err, approval.ErrSelfApproval) || errors.Is(err, recommend.ErrSelfDecision) {
 			status = http.StatusForbidden
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -957,6 +957,14 @@ func (c *Console) decideRecommendation(w http.ResponseWriter, r *http.Request, s
 	}
 	id := r.PathValue("id")
 	var err error
+	if rec, _, _ := c.d.Recs.Preview(id); rec.Agent != "" && (rec.Agent == s.name || slices.Contains(s.names, rec.Agent)) {
+		// The agent it is about, by the name typed or any its admin JWT
+		// gives: never its own decider.
+		err = fmt.Errorf("%s: %w", id, recommend.ErrSelfDecision)
+		c.action(s, "recommendation_"+r.PathValue("action"), id, map[string]any{"ok": false})
+		done(w, r, "/console/recommendations/"+url.PathEscape(id), err, r.PathValue("action")+"d "+id)
+		return
+	}
 	switch act := r.PathValue("action"); act {
 	case "approve":
 		_, _, err = c.d.Recs.Approve(r.Context(), id, s.name)

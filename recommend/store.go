@@ -158,6 +158,11 @@ func (s *Store) loadOne(id string) (map[string]*Record, *Record, error) {
 // ErrDecided is returned for a recommendation that is not pending.
 var ErrDecided = errors.New("the recommendation is not pending")
 
+// ErrSelfDecision refuses a decision whose decider is the agent the
+// recommendation is about: an agent never widens (or keeps wide) its own
+// policy, as it never answers its own approval.
+var ErrSelfDecision = errors.New("the agent a recommendation is about cannot decide it; another operator must")
+
 // Decline archives a pending recommendation with who declined it and why;
 // it is not proposed again for [Suppression].
 func (s *Store) Decline(id, by, reason string, now time.Time) (Record, error) {

@@ -6,9 +6,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/auth"
+	"github.com/sluicehq/sluice/recommend"
 )
 
 // TestSelfApprovalByAgentClaim: with auth.jwt.agent_claim naming agents
@@ -109,5 +117,80 @@ admin_jwt: {issuer: %s, audience: [sluice-admin-api], jwks_url: %s/jwks, require
 	}
 	if st := status(id); !strings.Contains(st, `"status":"pending"`) {
 		t.Errorf("console: after the refusal the request is %s, want pending", st)
+	}
+}
+
+// TestRecommendSelfApproval: a recommendation about an agent (ADD_TOOL
+// widens its manifest) was approved through the admin API by an admin JWT
+// naming that agent, or by the admin token with "by" naming it, and on
+// the console by an operator of that name: the agent widened its own
+// policy. Like a held call, a recommendation about an agent is answered
+// by someone else (403; the policy file and the recommendation stay).
+func TestRecommendSelfApproval(t *testing.T) {
+	as := newTestAS(t, nil)
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policy.yaml")
+	const src = "default: allow\nmanifests:\n  agent-a: {allowed_classes: [source:local]}\n"
+	if err := os.WriteFile(pol, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseConfig("c.yaml", []byte("data_dir: "+filepath.Join(dir, "data")+"\npolicy_file: "+pol+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	events, err := audit.Open(filepath.Join(dir, "data", audit.FileName), audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	rc, err := newRecommender(cfg, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.agentClaims = []string{"preferred_username"}
+	var recs []recommend.Recommendation
+	for i := range 4 {
+		recs = append(recs, recommend.Recommendation{ID: fmt.Sprintf("rec_%d", i), Type: recommend.AddTool, Agent: "agent-a",
+			Change: recommend.Change{Path: []string{"manifests", "agent-a", "allowed_classes"}, Operation: "add", Value: []string{"sink:network"}}})
+	}
+	if _, err := rc.store.Merge(recs, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	guard := &adminGuard{token: "t0k", jwt: auth.NewJWTVerifier(auth.JWTConfig{Issuer: as.srv.URL, Audience: []string{"sluice-admin-api"},
+		JWKSURL: as.srv.URL + "/jwks", RequiredClaims: map[string]string{"roles": "sluice-admin"}}, nil, nil)}
+	srv := httptest.NewServer(guard.wrap(rc.handler()))
+	defer srv.Close()
+	adminAs := func(claims map[string]any) string {
+		claims["aud"], claims["roles"] = "sluice-admin-api", []string{"sluice-admin"}
+		return as.sign(claims)
+	}
+	for _, tt := range []struct{ id, action, bearer, body string }{
+		{"rec_0", "approve", adminAs(map[string]any{"sub": "agent-a"}), `{}`},
+		{"rec_1", "approve", adminAs(map[string]any{"sub": "sa-1", "azp": "agent-a"}), `{}`},
+		{"rec_2", "approve", adminAs(map[string]any{"sub": "uuid-1", "preferred_username": "agent-a"}), `{}`},
+		{"rec_3", "approve", "t0k", `{"by":"agent-a"}`},
+		{"rec_0", "decline", adminAs(map[string]any{"sub": "agent-a"}), `{"reason":"NOT_NEEDED"}`},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/admin/recommendations/"+tt.id+"/"+tt.action, strings.NewReader(tt.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tt.bearer)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s %s by the agent it is about: %d %s, want 403", tt.action, tt.id, resp.StatusCode, b)
+		}
+		if rec, _ := rc.store.Get(tt.id); rec.Status != recommend.StatusPending {
+			t.Errorf("%s %s: the recommendation is %s, want pending", tt.action, tt.id, rec.Status)
+		}
+	}
+	if b, _ := os.ReadFile(pol); string(b) != src {
+		t.Errorf("the policy file changed:\n%s", b)
 	}
 }

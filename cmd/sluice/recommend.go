@@ -20,6 +20,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/inventory"
@@ -66,7 +67,11 @@ type recommender struct {
 	events     *audit.Store
 	key        ed25519.PrivateKey
 	now        func() time.Time
-	mu         sync.Mutex // one approval at a time
+	// agentClaims name the claims agents' JWTs name them by
+	// (agentClaims): an admin JWT naming a recommendation's agent by one
+	// of them cannot decide it.
+	agentClaims []string
+	mu          sync.Mutex // one approval at a time
 }
 
 func newRecommender(cfg *config, events *audit.Store) (*recommender, error) {
@@ -78,7 +83,7 @@ func newRecommender(cfg *config, events *audit.Store) (*recommender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy signing key: %w", err)
 	}
-	return &recommender{cfg: cfg.Recommend, policyFile: cfg.PolicyFile, dataDir: dir, events: events, key: key, now: time.Now,
+	return &recommender{cfg: cfg.Recommend, policyFile: cfg.PolicyFile, dataDir: dir, events: events, key: key, now: time.Now, agentClaims: agentClaims(cfg),
 		store: recommend.OpenStore(filepath.Join(dir, "recommendations.json"))}, nil
 }
 
@@ -144,6 +149,9 @@ func (rc *recommender) approve(ctx context.Context, id, by string) (recommend.Re
 	if by == "" {
 		return r, "", errors.New("a decision names who made it")
 	}
+	if r.Agent != "" && by == r.Agent {
+		return r, "", fmt.Errorf("%s: %w", id, recommend.ErrSelfDecision)
+	}
 	src, err := os.ReadFile(rc.policyFile)
 	if err != nil {
 		return r, "", err
@@ -197,6 +205,9 @@ func (rc *recommender) approve(ctx context.Context, id, by string) (recommend.Re
 }
 
 func (rc *recommender) decline(ctx context.Context, id, by, reason string) (recommend.Record, error) {
+	if rec, err := rc.store.Get(id); err == nil && rec.Agent != "" && by == rec.Agent {
+		return rec, fmt.Errorf("%s: %w", id, recommend.ErrSelfDecision)
+	}
 	rec, err := rc.store.Decline(id, by, reason, rc.now())
 	if err != nil {
 		return rec, err
@@ -299,8 +310,15 @@ func (rc *recommender) handler() http.Handler {
 			adminError(w, http.StatusBadRequest, "body: "+err.Error())
 			return
 		}
+		names := []string{body.By}
 		if p := intercept.PrincipalFrom(r.Context()); p != nil {
 			body.By = p.ID // an admin JWT's subject: proven, not claimed
+			names = approval.Names(p, rc.agentClaims...)
+		}
+		if rec, err := rc.store.Get(r.PathValue("id")); err == nil && rec.Agent != "" && slices.Contains(names, rec.Agent) {
+			// Whichever claim of the admin's token names it.
+			replyRecommend(w, map[string]any{"recommendation": rec}, fmt.Errorf("%s: %w", rec.ID, recommend.ErrSelfDecision))
+			return
 		}
 		switch r.PathValue("action") {
 		case "approve":
@@ -338,8 +356,11 @@ func replyRecommend(w http.ResponseWriter, v any, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	if err != nil {
 		status := http.StatusBadRequest
-		if errors.Is(err, recommend.ErrDecided) {
+		switch {
+		case errors.Is(err, recommend.ErrDecided):
 			status = http.StatusConflict
+		case errors.Is(err, recommend.ErrSelfDecision):
+			status = http.StatusForbidden
 		}
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
