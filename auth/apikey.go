@@ -297,6 +297,12 @@ func (s *KeyStore) Authenticate(token string) (*intercept.Principal, error) {
 	case "expired":
 		return nil, invalidToken(ModeAPIKey, "the API key expired", nil)
 	}
+	if !agentName.MatchString(k.Agent) {
+		// `sluice keys create` never writes one; a file edited, merged or
+		// restored by hand might: an empty agent, or "\u0430lice" that logs
+		// and manifests cannot tell from alice.
+		return nil, invalidToken(ModeAPIKey, "the key file names no valid agent for this key; create it again with sluice keys create", nil)
+	}
 	return &intercept.Principal{ID: k.Agent, Method: ModeAPIKey, Claims: map[string]any{"key_id": k.ID},
 		Check: func() error { return s.stillGood(id) }}, nil
 }

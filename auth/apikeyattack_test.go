@@ -50,3 +50,43 @@ func TestDuplicateKeyIDRevocation(t *testing.T) {
 		t.Logf("and revoking again: %v", err)
 	}
 }
+
+// TestKeyFileAgentNameChecked: `sluice keys create` refuses an agent
+// name outside ^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$, but a key file
+// written by hand (or restored, or merged) was taken as is: a key for
+// "\u0430lice" (Cyrillic а) or "alice\n" authenticated as an agent logs
+// and manifests cannot tell from alice. Such a key fails; the others
+// keep working.
+func TestKeyFileAgentNameChecked(t *testing.T) {
+	clock := newClock()
+	path := t.TempDir() + "/agent_keys.json"
+	good, _, err := CreateKey(path, "alice", 0, clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := readKeyFile(path)
+	var bad []string
+	for i, agent := range []string{"\u0430lice", "alice\n", "alice\u200b", ""} {
+		secret := strings.Repeat(string(rune('A'+i)), keySecretLen)
+		sum := sha256.Sum256([]byte(secret))
+		id := strings.Repeat(string(rune('a'+i)), keyIDLen)
+		f.Keys = append(f.Keys, Key{ID: id, Agent: agent, Hash: hex.EncodeToString(sum[:]), Created: clock.Now().UTC()})
+		bad = append(bad, KeyPrefix+id+"_"+secret)
+	}
+	b, _ := json.Marshal(f)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ks, err := NewKeyStore(path, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range bad {
+		if p, err := ks.Authenticate(tok); err == nil {
+			t.Errorf("a key file entry for agent %q authenticated", p.ID)
+		}
+	}
+	if p, err := ks.Authenticate(good); err != nil || p.ID != "alice" {
+		t.Errorf("alice's key: got %v, %v, want alice", p, err)
+	}
+}
