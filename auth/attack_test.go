@@ -144,7 +144,8 @@ func TestMTLSAgentNameNotChecked(t *testing.T) {
 // would route elsewhere do not carry a token there.
 func TestTokenRouteBinding(t *testing.T) {
 	const base = "https://sluice.example.com"
-	v := NewJWTVerifier(JWTConfig{Audience: []string{base + "/mcp/demo", base + "/mcp/all/", base + "/mcp", "sluice"}}, nil, nil)
+	v := NewJWTVerifier(JWTConfig{Audience: []string{base + "/mcp/demo", base + "/mcp/all/", base + "/mcp", "sluice",
+		"https://example.com/sluice/mcp/demo", "https://example.com/sluice/"}}, nil, nil)
 	for _, tc := range []struct {
 		aud    any
 		method string
@@ -163,7 +164,10 @@ func TestTokenRouteBinding(t *testing.T) {
 		{base + "/mcp/demo", "POST", "/mcp/dem%6F", true}, // the mux's name is demo too
 		{base + "/mcp/demo", "POST", "/mcp/demo%2F..%2Fall", false},
 		{base + "/mcp/all/", "POST", "/mcp/all", true},
-		{base + "/mcp/other", "POST", "/mcp/other", false}, // not a configured audience
+		{base + "/mcp/other", "POST", "/mcp/other", false},                 // not a configured audience
+		{"https://example.com/sluice/mcp/demo", "POST", "/mcp/demo", true}, // behind a proxy's path prefix
+		{"https://example.com/sluice/mcp/demo", "POST", "/mcp/all", false},
+		{"https://example.com/sluice/", "POST", "/mcp/all", true},
 		{base + "/mcp", "POST", "/mcp/all", true},
 		{"sluice", "POST", "/a2a/research", true},
 		{[]any{base + "/mcp/demo", base + "/mcp/all/"}, "POST", "/mcp/all", true},

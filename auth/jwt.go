@@ -259,23 +259,28 @@ func printableASCII(s string) bool {
 }
 
 // audienceRoute is the route an audience names: {name} when it is the
-// URL of a route's or virtual server's protected resource
-// (…/mcp/{name}, …/sse/{name}, …/ws/{name}, what RFC 9728 metadata
-// gives as resource and an MCP client asks its token for, RFC 8707);
-// "" for an audience that names the gateway as a whole (its base URL,
-// …/mcp, or a name such as sluice).
+// URL of a route's or virtual server's protected resource, whose path
+// ends in /mcp/{name}, /sse/{name} or /ws/{name} (what RFC 9728 metadata
+// gives as resource and an MCP client asks its token for, RFC 8707;
+// behind a proxy that adds a path prefix, after it); "" for an audience
+// that names the gateway as a whole (its base URL, …/mcp, or a name such
+// as sluice).
 func audienceRoute(aud string) string {
 	u, err := url.Parse(aud)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return ""
 	}
-	p := u.EscapedPath()
-	if res := resourcePath(p); res != "" && strings.TrimSuffix(p, "/") == res {
-		name := strings.SplitN(res[1:], "/", 2)[1]
-		if n, err := url.PathUnescape(name); err == nil {
-			return n
+	segs := strings.Split(strings.TrimSuffix(u.EscapedPath(), "/"), "/")
+	n := len(segs)
+	if n < 3 || segs[n-1] == "" {
+		return ""
+	}
+	switch segs[n-2] {
+	case "mcp", "sse", "ws":
+		if name, err := url.PathUnescape(segs[n-1]); err == nil {
+			return name
 		}
-		return name
+		return segs[n-1]
 	}
 	return ""
 }
