@@ -134,9 +134,11 @@ func TestAggregateEverythingFilesystemDemo(t *testing.T) {
 	dec.mu.Lock()
 	got := slices.Clone(dec.seen)
 	dec.mu.Unlock()
-	// Resource reads and prompts are governed too, on the upstream that has them.
+	// Resource reads and prompts are governed too, on the upstream that
+	// has them, and so are the client's answers to its sampling and
+	// elicitation requests, which carry data to it (mcp:response).
 	if !slices.Equal(got, []string{"everything/echo", "demo/echo", "files/read_text_file", "everything/get-sum",
-		"everything/trigger-sampling-request", "everything/trigger-elicitation-request", "everything/resource:demo://resource/static/document/architecture.md", "everything/prompt:" + out.Prompts[0]}) {
+		"everything/trigger-sampling-request", "everything/mcp:response", "everything/trigger-elicitation-request", "everything/mcp:response", "everything/resource:demo://resource/static/document/architecture.md", "everything/prompt:" + out.Prompts[0]}) {
 		t.Errorf("policy saw %v", got)
 	}
 	if out.Read["ok"] != true {

@@ -236,6 +236,11 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 				m, b, ans = stripped, stripped.Raw, &a
 				msgs = []*intercept.Message{m}
 			}
+			if rm := intercept.Restate(m); rm != m {
+				// A cancellation without its reason (intercept.Restate).
+				m, b = rm, rm.Raw
+				msgs = []*intercept.Message{m}
+			}
 			cctx := r.startSpan(ctx, m, cc)
 			var dec intercept.Decision
 			var reply []byte
@@ -251,7 +256,13 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 				if err := r.toClient(ctx, reply); err != nil {
 					return err
 				}
-				continue
+				sub := intercept.WithheldAnswer(m, dec)
+				if sub == nil {
+					continue
+				}
+				// The client's answer carried data past a closed route:
+				// the upstream's request ends with the gateway's error.
+				m, b, msgs = sub, sub.Raw, []*intercept.Message{sub}
 			}
 			if err := r.forward(ctx, cctx, msgs, false, b); err != nil {
 				return err

@@ -229,6 +229,11 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 			}
 			x.msgs[0], x.body, x.answer = stripped, stripped.Raw, &ans
 		}
+		// A cancellation's reason is dropped (intercept.Restate): the
+		// cancellation goes on whatever policy says of the client.
+		if m := intercept.Restate(x.msgs[0]); m != x.msgs[0] {
+			x.msgs[0], x.body = m, m.Raw
+		}
 	}
 	cc := x.callContext()
 	ctx, endSpan := g.traceCall(r, x)
@@ -240,10 +245,17 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 			return
 		}
 	} else if dec, reply, ok := g.check(ctx, x); !ok {
-		if !g.askApproval(w, r, x, dec, reply) {
-			writeJSON(w, http.StatusOK, reply)
+		sub := intercept.WithheldAnswer(x.msgs[0], dec)
+		if sub == nil {
+			if !g.askApproval(w, r, x, dec, reply) {
+				writeJSON(w, http.StatusOK, reply)
+			}
+			return
 		}
-		return
+		// The client's answer to the upstream's request carried data past
+		// a closed route: the upstream is told it was withheld, so that its
+		// request ends now (the decision is on record).
+		x.msgs[0], x.body = sub, sub.Raw
 	}
 	if x.sess == nil && !batch && msgs[0].Method == "initialize" {
 		// A new session: counted before anything is started upstream.

@@ -58,12 +58,16 @@ func screenToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.
 // an initialize or server/discover answer without the instructions, that
 // the interceptor's Observer withholds (intercept.ListScreener); a
 // tasks/list answer
-// holding only the client's own tasks; a task handle in any other answer
+// holding only the client's own tasks; a list's nextCursor recorded as
+// given to the client; a task handle in any other answer
 // is recorded as the client's (before the client has it, so its first
 // tasks/get finds it), and so is a requestState as issued for that
 // request (so that its retry may carry it). changed reports whether it
 // differs from raw.
 func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, method string, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
+	// A list's next cursor is this client's to send back (intercept's
+	// carry.go): recorded before the client has it.
+	ic.ObserveCursor(ctx, cc, method, result)
 	if ic.ScreensList(method) {
 		// Prompts, resources, templates and instructions the inventory
 		// withholds for looking poisoned.

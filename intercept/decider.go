@@ -127,7 +127,8 @@ func Decide(ctx context.Context, dec Decider, d *ActionDescriptor) (out Decision
 // engine: a tool-name allow list and deny list with a default. It is
 // read-only after construction and safe for concurrent use.
 type StaticDecider struct {
-	// Default applies to tools in neither list. Zero means Deny.
+	// Default applies to tools in neither list. Zero means Deny. A carry
+	// (see [ActionDescriptor.IsCarry]) in no list is allowed.
 	Default Verdict
 	// Allow and Deny list tool names; Deny wins when a name is in both.
 	Allow, Deny []string
@@ -153,6 +154,10 @@ func (s *StaticDecider) Decide(_ context.Context, d *ActionDescriptor) (Decision
 		return Decision{Verdict: RequireApproval, Reason: "approval_required", PublicReason: fmt.Sprintf("calling %s needs a human's approval", d.ToolName), Mode: s.Mode, RuleID: "static.approval"}, nil
 	case has(s.Allow):
 		return Decision{Verdict: Allow, Reason: "tool_allowed", Mode: s.Mode, RuleID: "static.allow"}, nil
+	}
+	if d.IsCarry() {
+		// As policy: a carry no list names goes on (carry.go).
+		return Decision{Verdict: Allow, Reason: "carry_allow", Mode: s.Mode, RuleID: "static.carry"}, nil
 	}
 	v := s.Default
 	if v == "" {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -66,10 +67,24 @@ type ActionDescriptor struct {
 	// conditions as classification.*; nil when there is none. The
 	// classifier itself never sees it.
 	Classification map[string]any `json:"-"`
+	// UpstreamTools, for a carry (see [ActionDescriptor.IsCarry]), are the
+	// names of the tools the upstream listed through this gateway, nil
+	// when it has listed none here: the tools whose closing closes the
+	// upstream to the carry. Nil for every other action. Shared: a
+	// Decider must not change it.
+	UpstreamTools []string `json:"-"`
 }
 
 // IsTool reports whether d is a tools/call (and not a read).
 func (d *ActionDescriptor) IsTool() bool { return d.Method == "" || d.Method == "tools/call" }
+
+// IsCarry reports whether d is not an action but a client message that
+// carries data to the upstream (a completion, a subscription, a
+// notification, an answer to the upstream: carry.go), named
+// [CarryPrefix]+method.
+func (d *ActionDescriptor) IsCarry() bool {
+	return !d.IsTool() && !decidedMethod(d.Method) && strings.HasPrefix(d.ToolName, CarryPrefix)
+}
 
 // NewTxnID returns a 128-bit transaction id in hex; every event about one
 // call carries the same one. The first 48 bits are the Unix time in

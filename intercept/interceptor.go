@@ -112,6 +112,9 @@ type Interceptor struct {
 	statesOnce sync.Once
 	states     *ownership.Table // requestStates issued, with their binding (requeststate.go)
 	stateCalls awaiting         // allowed 2026-07-28 requests awaiting an answer (requeststate.go)
+
+	cursorsOnce sync.Once
+	cursors     *lru.Cache[string, struct{}] // list cursors issued, with their binding (carry.go)
 }
 
 type toolInfo struct {
@@ -123,7 +126,8 @@ type toolInfo struct {
 type toolSet struct {
 	hash  string
 	tools map[string]toolInfo
-	more  bool // the list it was last given a page of goes on (nextCursor)
+	names []string // the keys of tools, for carries' descriptors (carry.go)
+	more  bool     // the list it was last given a page of goes on (nextCursor)
 }
 
 // maxCatalogTools bounds the tools an upstream's catalog holds.
@@ -131,10 +135,11 @@ const maxCatalogTools = 10_000
 
 // Check decides about one client message. It returns forward=true when the
 // message may go to the upstream unchanged; otherwise reply is the complete
-// JSON-RPC response to send the client instead. Only tools/call requests
-// and the reads resources/read and prompts/get are ever held back, and
-// these methods sent as notifications, which have no id to answer and
-// could only run unseen, are refused.
+// JSON-RPC response to send the client instead. tools/call requests and
+// the reads resources/read and prompts/get are decided as actions; these
+// methods sent as notifications, which have no id to answer and could only
+// run unseen, are refused; every other message is forwarded when plain
+// and otherwise decided as a carry of data to the upstream (carry.go).
 func (i *Interceptor) Check(ctx context.Context, m *Message, cc CallContext) (reply []byte, forward bool) {
 	_, reply, forward = i.CheckDecision(ctx, m, cc)
 	return reply, forward
@@ -143,7 +148,8 @@ func (i *Interceptor) Check(ctx context.Context, m *Message, cc CallContext) (re
 // CheckDecision is [Interceptor.Check] that also returns the decision, so
 // a transport that can ask the client's user about a held call (MCP
 // elicitation) knows its approval id. For a message that is not an
-// action (see [Message.IsAction]) the decision is the zero value.
+// action (see [Message.IsAction]) the decision is the zero value when it
+// is plain, and a carry's otherwise (carry.go).
 //
 // An allowed call is committed before CheckDecision returns (see
 // [ForwardObserver]): the caller must forward it.
@@ -157,7 +163,16 @@ func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallCont
 		}
 	}
 	if !m.IsAction() {
-		return Decision{}, nil, true
+		dec, d, reply := i.checkCarry(ctx, m, cc)
+		if reply != nil {
+			return dec, reply, false
+		}
+		if d != nil {
+			if dec = i.commit(ctx, m, cc, d, dec); dec.Verdict != Allow {
+				return dec, carryReply(m, dec, d.TxnID, cc.ProtocolVersion), false
+			}
+		}
+		return dec, nil, true
 	}
 	if reply := i.checkRequestState(ctx, m, cc); reply != nil {
 		return Decision{}, reply, false
@@ -290,10 +305,17 @@ func (i *Interceptor) CheckBatch(ctx context.Context, msgs []*Message, cc CallCo
 		if m.Kind == KindRequest && TaskMethod(m.Method) {
 			if r := i.checkTask(ctx, m, cc); r != nil {
 				replies[n], denied = r, true
+				continue
 			}
-			continue
 		}
 		if !m.IsAction() {
+			dec, d, r := i.checkCarry(ctx, m, cc)
+			if d != nil {
+				calls[n] = decided{d, dec}
+			}
+			if r != nil {
+				replies[n], denied = r, true
+			}
 			continue
 		}
 		if r := i.checkRequestState(ctx, m, cc); r != nil {
@@ -310,7 +332,12 @@ func (i *Interceptor) CheckBatch(ctx context.Context, msgs []*Message, cc CallCo
 		for n, m := range msgs {
 			if c := calls[n]; c.d != nil {
 				if dec := i.commit(ctx, m, cc, c.d, c.dec); dec.Verdict != Allow {
-					replies[n], denied = render(m, dec, c.d.TxnID, cc.ProtocolVersion), true
+					if m.IsAction() {
+						replies[n] = render(m, dec, c.d.TxnID, cc.ProtocolVersion)
+					} else {
+						replies[n] = carryReply(m, dec, c.d.TxnID, cc.ProtocolVersion)
+					}
+					denied = true
 				}
 			}
 		}
@@ -417,6 +444,10 @@ func (i *Interceptor) ObserveTools(upstream string, result jsontext.Value) {
 		}
 		for _, t := range page.Tools {
 			ts.tools[t.Name] = t.toolInfo
+		}
+		ts.names = make([]string, 0, len(ts.tools))
+		for n := range ts.tools {
+			ts.names = append(ts.names, n)
 		}
 		canon := result.Clone()
 		if canon.Canonicalize() == nil {

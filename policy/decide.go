@@ -110,11 +110,14 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 	}()
 	name, read, reserved := actionName(d)
 	st := state{ctx: ctx, d: d, name: name, tr: tr}
+	if d.IsCarry() {
+		return p.decideCarry(&st)
+	}
 	if reserved {
 		if tr != nil {
-			tr.add("tool %q: names starting with %s or %s are reserved for reads; denied", d.ToolName, intercept.ResourcePrefix, intercept.PromptPrefix)
+			tr.add("tool %q: names starting with %s, %s or %s are reserved for reads and carries; denied", d.ToolName, intercept.ResourcePrefix, intercept.PromptPrefix, intercept.CarryPrefix)
 		}
-		return p.decision(intercept.Deny, ReasonReservedName, "tool names starting with resource: or prompt: are reserved by the gateway's policy for resources and prompts", "", "", p.mode, &st)
+		return p.decision(intercept.Deny, ReasonReservedName, "tool names starting with resource:, prompt: or mcp: are reserved by the gateway's policy for resources, prompts and other messages", "", "", p.mode, &st)
 	}
 	classes, known := p.lookup(d.Upstream, st.name)
 	st.classes = classes

@@ -39,13 +39,16 @@ func isRead(name string) bool {
 // actionName is the name policy matches d under, and whether d is a read.
 // A descriptor without a method is a read when its name says so (events
 // replayed from the audit log, `sluice policy explain resource:…`).
-// reserved is set for a tools/call whose tool name is a read's name.
+// reserved is set for a tools/call whose tool name is a read's name or a
+// carry's (mcp:…).
 func actionName(d *intercept.ActionDescriptor) (name string, read, reserved bool) {
 	name = nfc(d.ToolName)
 	switch d.Method {
 	case "", "resources/read", "prompts/get":
 		read = isRead(name)
-	default:
+	case "tools/call":
+		return name, false, isRead(name) || strings.HasPrefix(name, intercept.CarryPrefix)
+	default: // a carry (carry.go), or a method policy does not know
 		return name, false, isRead(name)
 	}
 	if read {

@@ -39,6 +39,11 @@ func (r *RateRule) matches(d *intercept.ActionDescriptor) bool {
 	if !glob(r.Upstream, d.Upstream) {
 		return false
 	}
+	if d.IsCarry() && !strings.HasPrefix(r.Tool, intercept.CarryPrefix) {
+		// A completion or a notification is not a call: only a rule that
+		// names carries (tool: "mcp:*") counts them.
+		return false
+	}
 	return r.Tool == "" || glob(policy.NormalName(r.Tool), policy.ActionName(d))
 }
 

@@ -112,3 +112,24 @@ func BenchmarkRateGate(b *testing.B) {
 		}
 	})
 }
+
+// TestRateGateCarries: a carry (a completion, a notification: intercept's
+// carry.go) is no call: only a rule naming carries counts it.
+func TestRateGateCarries(t *testing.T) {
+	one := ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 1}
+	g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(0, nil), Rules: []RateRule{
+		{ID: "global", Limit: one},
+		{ID: "completions", Tool: "mcp:completion/*", Limit: one},
+	}}
+	ctx := context.Background()
+	complete := &intercept.ActionDescriptor{Method: "completion/complete", ToolName: intercept.CarryPrefix + "completion/complete", Upstream: "u", Agent: "a", Parameters: []byte(`{}`)}
+	if dec := intercept.Decide(ctx, g, complete); dec.Verdict != intercept.Allow {
+		t.Fatalf("first completion: %+v", dec)
+	}
+	if dec := intercept.Decide(ctx, g, complete); dec.Verdict != intercept.Deny || dec.RuleID != "completions" {
+		t.Errorf("second completion: %+v, want denied by completions", dec)
+	}
+	if dec := intercept.Decide(ctx, g, call("a", "u", "t")); dec.Verdict != intercept.Allow {
+		t.Errorf("a call after completions: %+v, want the global token still there", dec)
+	}
+}
