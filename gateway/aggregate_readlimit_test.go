@@ -36,7 +36,7 @@ func TestAggregateReadRateLimited(t *testing.T) {
 	upOther := httptest.NewServer(mcpgoserver.NewStreamableHTTPServer(other))
 	defer upOther.Close()
 
-	gate := &govern.RateGate{Next: &intercept.StaticDecider{Default: intercept.Allow}, Limiter: ratelimit.NewLocal(0, nil), Rules: []govern.RateRule{
+	gate := &govern.RateGate{Next: &intercept.StaticDecider{Default: intercept.Allow}, Limiter: ratelimit.NewLocal(ratelimit.LocalOptions{}), Rules: []govern.RateRule{
 		{ID: "file-reads", By: []string{"principal"}, Upstream: "files", Limit: ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 1}},
 	}}
 	g, err := New(Options{

@@ -23,17 +23,17 @@ func TestRefund(t *testing.T) {
 	c := &clock{t: time.Unix(1e9, 0)}
 	for name, l := range map[string]interface {
 		Limiter
-		Refund(context.Context, string, Limit) error
-	}{"local": NewLocal(0, c.now), "redis": NewRedis(client, "refund:", time.Second)} {
+		Refund(context.Context, Bucket) error
+	}{"local": NewLocal(LocalOptions{Now: c.now}), "redis": NewRedis(client, RedisOptions{Prefix: "refund:", Timeout: time.Second})} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			lim := Limit{Rate: 2, Per: time.Hour, Burst: 2}
-			if err := l.Refund(ctx, "full", lim); err != nil { // never taken: stays at 2
+			if err := l.Refund(ctx, Bucket{Key: "full", Limit: lim}); err != nil { // never taken: stays at 2
 				t.Fatal(err)
 			}
 			takes := func(key string) (n int) {
 				for range 5 {
-					if r, err := l.Take(ctx, key, lim); err == nil && r.Allowed {
+					if r, err := l.Take(ctx, Bucket{Key: key, Limit: lim}); err == nil && r.Allowed {
 						n++
 					}
 				}
@@ -42,7 +42,7 @@ func TestRefund(t *testing.T) {
 			if got := takes("full"); got != 2 {
 				t.Errorf("takes from a bucket refunded while full: got %d, want 2", got)
 			}
-			if err := l.Refund(ctx, "full", lim); err != nil {
+			if err := l.Refund(ctx, Bucket{Key: "full", Limit: lim}); err != nil {
 				t.Fatal(err)
 			}
 			if got := takes("full"); got != 1 {

@@ -30,9 +30,17 @@ type rateLimitsConfig struct {
 	KeyPrefix string `yaml:"key_prefix"`
 	// Timeout of one bucket check in Redis (default 200ms).
 	Timeout time.Duration `yaml:"timeout"`
-	// MaxKeys bounds the in-process buckets (default 100000); the least
-	// recently used is dropped first and starts full when next used.
+	// MaxKeys bounds the in-process buckets (default 100000). Only a
+	// bucket full again is dropped (it carries nothing); when every one
+	// is spent, a call that needs a new bucket is refused (rate_limited,
+	// the table is full) rather than a spent bucket forgotten.
 	MaxKeys int `yaml:"max_keys"`
+	// MaxKeysPerAgent bounds the buckets one agent's calls hold, in
+	// process or in Redis (default 1000, or max_keys/10 in process if
+	// less; never more than max_keys): an agent
+	// calling made-up tools fills its own share and is refused new
+	// buckets, not other agents.
+	MaxKeysPerAgent int `yaml:"max_keys_per_agent"`
 	// Rules are checked in order; a call takes a token from each rule it
 	// matches, and the first empty bucket refuses it.
 	Rules []rateRuleConfig `yaml:"rules"`
@@ -58,8 +66,8 @@ type rateRuleConfig struct {
 // rules checks the section and compiles its rules, naming the key at
 // fault.
 func (c *rateLimitsConfig) rules() ([]govern.RateRule, error) {
-	if c.Timeout < 0 || c.MaxKeys < 0 {
-		return nil, fmt.Errorf("rate_limits: timeout and max_keys must not be negative (0 for the default)")
+	if c.Timeout < 0 || c.MaxKeys < 0 || c.MaxKeysPerAgent < 0 {
+		return nil, fmt.Errorf("rate_limits: timeout, max_keys and max_keys_per_agent must not be negative (0 for the default)")
 	}
 	if len(c.Rules) == 0 && c.RedisURL != "" {
 		return nil, fmt.Errorf("rate_limits: redis_url is set but there are no rules; add rules or remove rate_limits")
@@ -95,11 +103,11 @@ func (c *rateLimitsConfig) rules() ([]govern.RateRule, error) {
 }
 
 // limiter is the buckets' store: Redis when redis_url is set (checked
-// with a PING; an unreachable server at start-up is an error), else the
-// process. close releases it.
+// with a PING, and refused if it may evict keys; an unreachable server at
+// start-up is an error), else the process. close releases it.
 func (c *rateLimitsConfig) limiter(ctx context.Context) (l ratelimit.Limiter, close func(), err error) {
 	if c.RedisURL == "" {
-		return ratelimit.NewLocal(c.MaxKeys, nil), func() {}, nil
+		return ratelimit.NewLocal(ratelimit.LocalOptions{MaxKeys: c.MaxKeys, MaxKeysPerOwner: c.MaxKeysPerAgent}), func() {}, nil
 	}
 	client, err := dialRedis(ctx, "rate_limits.redis_url", c.RedisURL)
 	if err != nil {
@@ -109,5 +117,10 @@ func (c *rateLimitsConfig) limiter(ctx context.Context) (l ratelimit.Limiter, cl
 	if prefix == "" {
 		prefix = "sluice:ratelimit:"
 	}
-	return ratelimit.NewRedis(client, prefix, c.Timeout), func() { _ = client.Close() }, nil
+	r := ratelimit.NewRedis(client, ratelimit.RedisOptions{Prefix: prefix, Timeout: c.Timeout, MaxKeysPerOwner: c.MaxKeysPerAgent})
+	if err := r.CheckEviction(ctx); err != nil {
+		client.Close()
+		return nil, nil, fmt.Errorf("rate_limits.redis_url: %w", err)
+	}
+	return r, func() { _ = client.Close() }, nil
 }

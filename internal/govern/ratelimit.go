@@ -61,6 +61,13 @@ func glob(pattern, s string) bool {
 	return m
 }
 
+// bucket is the bucket of d under r, charged to d's agent: the limiter
+// bounds each agent's buckets, so names it makes up (tools, upstreams)
+// fill its own share only.
+func (r *RateRule) bucket(d *intercept.ActionDescriptor) ratelimit.Bucket {
+	return ratelimit.Bucket{Key: r.key(d), Owner: d.Agent, Limit: r.Limit}
+}
+
 // key is the bucket of d under r: the rule's id and the values of its
 // dimensions, length-prefixed so no agent name can spell another's key.
 func (r *RateRule) key(d *intercept.ActionDescriptor) string {
@@ -87,8 +94,10 @@ func (r *RateRule) key(d *intercept.ActionDescriptor) string {
 
 // RateGate takes a token from the bucket of every rule a call matches,
 // in order, before Next is asked; an empty bucket denies with rate_limited
-// (a soft deny with a retry-after hint), and a bucket that cannot be read
-// (Redis down) denies with policy_error: the limit fails closed. A call
+// (a soft deny with a retry-after hint), as does a bucket the Limiter has
+// no room to make (its table for the agent is full of spent buckets:
+// forgetting one would hand it back full), and a bucket that cannot be
+// read (Redis down) denies with policy_error: the limit fails closed. A call
 // a rule refuses gives back the tokens of the rules before it, and a call
 // Next holds for approval gives its tokens back (if the Limiter can
 // refund): it is counted once, when it is released, not at every attempt.
@@ -101,7 +110,7 @@ type RateGate struct {
 
 // refunder is a Limiter that can give back a token it took.
 type refunder interface {
-	Refund(ctx context.Context, key string, l ratelimit.Limit) error
+	Refund(ctx context.Context, b ratelimit.Bucket) error
 }
 
 func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
@@ -112,7 +121,7 @@ func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (i
 		if !r.matches(d) {
 			continue
 		}
-		res, err := g.Limiter.Take(ctx, r.key(d), r.Limit)
+		res, err := g.Limiter.Take(ctx, r.bucket(d))
 		if err != nil || !res.Allowed {
 			// Refused: the rules before keep no token, so an agent over
 			// its own limit cannot drain a shared (global) one.
@@ -128,10 +137,14 @@ func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (i
 			}, nil
 		}
 		if !res.Allowed {
+			why := fmt.Sprintf("rate limit %s (%s) reached; retry after %.1fs", r.ID, r.Limit, res.RetryAfter.Seconds())
+			if res.TableFull {
+				why = fmt.Sprintf("rate limit %s (%s): the rate limiter's table is full, and a spent bucket is never forgotten to make room; retry after %.1fs", r.ID, r.Limit, res.RetryAfter.Seconds())
+			}
 			return intercept.Decision{
 				Verdict:      intercept.Deny,
 				Reason:       ReasonRateLimited,
-				PublicReason: fmt.Sprintf("rate limit %s (%s) reached; retry after %.1fs", r.ID, r.Limit, res.RetryAfter.Seconds()),
+				PublicReason: why,
 				Mode:         intercept.ModeToolResult,
 				RuleID:       r.ID,
 				RetryAfter:   res.RetryAfter,
@@ -159,7 +172,7 @@ func (g *RateGate) refund(ctx context.Context, d *intercept.ActionDescriptor, ta
 	}
 	for _, i := range taken {
 		r := &g.Rules[i]
-		_ = rf.Refund(ctx, r.key(d), r.Limit)
+		_ = rf.Refund(ctx, r.bucket(d))
 	}
 }
 

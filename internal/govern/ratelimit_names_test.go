@@ -25,7 +25,7 @@ func TestRateGateReadNames(t *testing.T) {
 
 	// 1. A glob over every read.
 	for _, pattern := range []string{"resource:*", "*"} {
-		g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(0, nil), Rules: []RateRule{
+		g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(ratelimit.LocalOptions{}), Rules: []RateRule{
 			{ID: "reads", By: []string{"principal"}, Tool: pattern, Limit: hour},
 		}}
 		intercept.Decide(ctx, g, read("alice", "fs", "file:///srv/a.txt"))
@@ -41,7 +41,7 @@ func TestRateGateReadNames(t *testing.T) {
 		"file:///srv/%73ecret/key",
 		"file:///srv/./secret/key",
 	} {
-		g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(0, nil), Rules: []RateRule{
+		g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(ratelimit.LocalOptions{}), Rules: []RateRule{
 			{ID: "secret", By: []string{"principal"}, Tool: "resource:file:///srv/secret/key", Limit: hour},
 		}}
 		intercept.Decide(ctx, g, read("alice", "fs", "file:///srv/secret/key"))
@@ -51,7 +51,7 @@ func TestRateGateReadNames(t *testing.T) {
 	}
 
 	// 3. A per-tool bucket, split by spelling.
-	g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(0, nil), Rules: []RateRule{
+	g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(ratelimit.LocalOptions{}), Rules: []RateRule{
 		{ID: "per-read", By: []string{"principal", "tool"}, Limit: hour},
 	}}
 	intercept.Decide(ctx, g, read("alice", "fs", "file:///srv/secret/key"))

@@ -17,7 +17,7 @@ import (
 // rate_limited.
 func TestRateGateRefusedCallsKeepNoTokens(t *testing.T) {
 	hour := func(n int) ratelimit.Limit { return ratelimit.Limit{Rate: n, Per: time.Hour, Burst: n} }
-	g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(0, nil), Rules: []RateRule{
+	g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(ratelimit.LocalOptions{}), Rules: []RateRule{
 		{ID: "global", Limit: hour(5)},
 		{ID: "per-agent", By: []string{"principal"}, Limit: hour(1)},
 	}}

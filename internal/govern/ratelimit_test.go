@@ -26,7 +26,7 @@ func call(agent, upstream, tool string) *intercept.ActionDescriptor {
 func TestRateGate(t *testing.T) {
 	next := &countingDecider{}
 	hour := func(n int) ratelimit.Limit { return ratelimit.Limit{Rate: n, Per: time.Hour, Burst: n} }
-	g := &RateGate{Next: next, Limiter: ratelimit.NewLocal(0, nil), Rules: []RateRule{
+	g := &RateGate{Next: next, Limiter: ratelimit.NewLocal(ratelimit.LocalOptions{}), Rules: []RateRule{
 		{ID: "per-agent", By: []string{"principal"}, Limit: hour(3)},
 		{ID: "github-writes", By: []string{"principal"}, Upstream: "github", Tool: "create_*", Limit: hour(1)},
 		{ID: "global", Limit: hour(4)},
@@ -74,7 +74,7 @@ func TestRateGate(t *testing.T) {
 
 type brokenLimiter struct{}
 
-func (brokenLimiter) Take(context.Context, string, ratelimit.Limit) (ratelimit.Result, error) {
+func (brokenLimiter) Take(context.Context, ratelimit.Bucket) (ratelimit.Result, error) {
 	return ratelimit.Result{}, errors.New("connection refused")
 }
 
@@ -98,7 +98,7 @@ func TestRateLimitedRendering(t *testing.T) {
 // at most 2 µs).
 func BenchmarkRateGate(b *testing.B) {
 	lim := ratelimit.Limit{Rate: 1 << 30, Per: time.Second, Burst: 1 << 30}
-	g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(0, nil), Rules: []RateRule{
+	g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(ratelimit.LocalOptions{}), Rules: []RateRule{
 		{ID: "per-agent", By: []string{"principal"}, Limit: lim},
 		{ID: "per-tool", By: []string{"upstream", "tool"}, Limit: lim},
 		{ID: "global", Limit: lim},
