@@ -117,7 +117,7 @@ func BenchmarkRateGate(b *testing.B) {
 // carry.go) is no call: only a rule naming carries counts it.
 func TestRateGateCarries(t *testing.T) {
 	one := ratelimit.Limit{Rate: 1, Per: time.Hour, Burst: 1}
-	g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(0, nil), Rules: []RateRule{
+	g := &RateGate{Next: &countingDecider{}, Limiter: ratelimit.NewLocal(ratelimit.LocalOptions{}), Rules: []RateRule{
 		{ID: "global", Limit: one},
 		{ID: "completions", Tool: "mcp:completion/*", Limit: one},
 	}}
