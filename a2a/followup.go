@@ -100,7 +100,7 @@ func plainRequest(r *http.Request, m *intercept.Message) (*intercept.Message, []
 		switch {
 		case key != "" && k == key && v.Kind() == '"' && unquote(v) != "":
 			task = v
-		case empty(v):
+		case intercept.EmptyValue(v):
 		default:
 			extra = append(extra, "params."+k)
 		}
@@ -123,19 +123,6 @@ func plainRequest(r *http.Request, m *intercept.Message) (*intercept.Message, []
 		return nil, []string{"params"}
 	}
 	return sent, nil
-}
-
-// empty reports whether v holds nothing: null, "", {} or [].
-func empty(v jsontext.Value) bool {
-	switch v.Kind() {
-	case 'n':
-		return true
-	case '"':
-		return string(v) == `""`
-	case '{', '[':
-		return len(strings.TrimSpace(string(v[1:len(v)-1]))) == 0
-	}
-	return false
 }
 
 // followUp gets m, a request that is not a message, past the decision

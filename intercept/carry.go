@@ -114,7 +114,7 @@ func (i *Interceptor) IsPlain(ctx context.Context, m *Message, cc CallContext) b
 	switch m.Kind {
 	case KindResponse:
 		switch {
-		case emptyValue(m.Result):
+		case EmptyValue(m.Result):
 			return true // a ping's answer
 		case m.Result.Kind() == '{':
 			// An elicitation declined or cancelled: which of the two is
@@ -151,7 +151,7 @@ func (i *Interceptor) IsPlain(ctx context.Context, m *Message, cc CallContext) b
 		switch {
 		case k == "_meta":
 			plain = plainMetaOnly(v)
-		case emptyValue(v):
+		case EmptyValue(v):
 			// An unset member, as SDKs send them: nothing chosen.
 			plain = knownMember(m.Method, k)
 		default:
@@ -210,7 +210,7 @@ func plainCapabilities(v jsontext.Value, depth int) bool {
 	}
 	return onlyMembers(v, func(k string, v jsontext.Value) bool {
 		if depth == 0 && (k == "experimental" || k == "extensions") {
-			return emptyValue(v) // declared empty, as some SDKs do
+			return EmptyValue(v) // declared empty, as some SDKs do
 		}
 		return capabilityWords[k] && plainCapabilities(v, depth+1)
 	})
@@ -318,8 +318,9 @@ func envelopeOnly(m *Message) bool {
 	return ok
 }
 
-// emptyValue reports whether v holds nothing: null, "", {} or [].
-func emptyValue(v jsontext.Value) bool {
+// EmptyValue reports whether v holds nothing: null, "", {} or [] (an
+// unset member, as SDK clients send them).
+func EmptyValue(v jsontext.Value) bool {
 	switch v.Kind() {
 	case 'n':
 		return true
@@ -341,7 +342,7 @@ func Restate(m *Message) *Message {
 		return m
 	}
 	reason := ValidMember(m.Params, "reason")
-	if reason == nil || emptyValue(reason) {
+	if reason == nil || EmptyValue(reason) {
 		return m
 	}
 	params, err := WithoutMember(m.Params, "reason")
@@ -359,32 +360,14 @@ func Restate(m *Message) *Message {
 	return out
 }
 
-// carryDescriptor builds the descriptor a carry m is decided with.
+// carryDescriptor builds the descriptor a carry m is decided with: an
+// action's (Descriptor), named and argued as a carry.
 func (i *Interceptor) carryDescriptor(m *Message, cc CallContext) (*ActionDescriptor, error) {
 	args, err := carryArguments(m)
-	d := &ActionDescriptor{
-		TxnID:           NewTxnID(),
-		Method:          m.Method,
-		ToolName:        CarryPrefix + m.Method,
-		Parameters:      args,
-		TargetEndpoint:  cc.Target,
-		SessionID:       cc.SessionID,
-		Upstream:        cc.Upstream,
-		Agent:           cc.Agent,
-		CallID:          m.ID,
-		ProtocolVersion: cc.ProtocolVersion,
-		Principal:       cc.Principal,
-		ClientName:      cc.ClientName,
-		UpstreamTools:   i.catalogNames(cc.Upstream),
-	}
+	d := i.Descriptor(m, cc)
+	d.ToolName, d.Parameters, d.UpstreamTools = CarryPrefix+m.Method, args, i.catalogNames(cc.Upstream)
 	if m.Kind == KindResponse || m.Kind == KindError {
 		d.Method, d.ToolName, d.CallID = CarryResponse, CarryPrefix+CarryResponse, nil
-	}
-	if p := cc.Principal; p != nil && p.ID != d.Agent {
-		if d.ClientName == "" {
-			d.ClientName = d.Agent
-		}
-		d.Agent = p.ID
 	}
 	if d.Parameters == nil {
 		d.Parameters = jsontext.Value("{}")
