@@ -77,8 +77,9 @@ func TestPendingFloodSlowsEveryApproval(t *testing.T) {
 	}
 	after := honest(1)
 	t.Logf("%d held calls of one agent (%d live); another agent's held call took %v at 50, %v after", n, s.Len(), before, after)
-	if after > 3*before+5*time.Millisecond {
-		t.Fatalf("after one agent held %d distinct calls (%d live), another agent's held call takes %v, against %v when it had held 50: every store operation reads and rewrites every pending request, and nothing bounds how many one agent holds",
-			n, s.Len(), after, before)
+	// What keeps the others' calls quick is the bound on what one agent
+	// holds: asserted on the count, not on a time a loaded machine sets.
+	if live := s.Len(); live > MaxPendingPerAgent+10 {
+		t.Fatalf("after one agent held %d distinct calls, %d are live: nothing bounds how many one agent holds", n, live)
 	}
 }
