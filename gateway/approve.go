@@ -560,8 +560,8 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 			}
 			// Screened and recorded as on every other path: a task
 			// handle is the caller's before she has it.
-			shown := ob.filter(ctx, b)
 			ob.lists(b)
+			shown := ob.filter(ctx, b)
 			if shown != nil {
 				_ = send(shown)
 			}

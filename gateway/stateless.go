@@ -267,14 +267,14 @@ func (b *statelessBridge) route(m *intercept.Message) {
 			return
 		}
 	}
-	list := m.Kind == intercept.KindResponse && c.method == "tools/list"
+	if m.Kind == intercept.KindResponse && c.method == "tools/list" {
+		// Recorded before the client has it: a call it makes on seeing
+		// the list is decided with the list, and the list is screened
+		// against what was recorded (a drifted tool shown as pinned).
+		b.g.ic.ObserveTools(b.rt.up.Name, m.Result)
+	}
 	if m.Kind == intercept.KindResponse && screened(c.method, out) {
 		out, _ = screenAnswer(b.g.ctx, b.g.ic, c.cc, c.method, c.id, c.idKey, out, m.Result)
-	}
-	if list {
-		// Recorded before the client has it: a call it makes on seeing
-		// the list is decided with the list.
-		b.g.ic.ObserveTools(b.rt.up.Name, m.Result)
 	}
 	if m.Kind != intercept.KindNotification {
 		// Its handle, if any, is recorded: what was held about the task

@@ -585,6 +585,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	shown := b
 	if resp.StatusCode/100 == 2 {
+		// Recorded before it is screened (a tool is shown as the
+		// inventory, having seen this list, lets it) and before the
+		// client has it.
+		ob.lists(b)
 		shown = ob.filter(r.Context(), b)
 	}
 	if shown == nil {
@@ -596,9 +600,6 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	if resp.ContentLength >= 0 {
 		w.Header().Set("Content-Length", strconv.Itoa(len(shown)))
-	}
-	if resp.StatusCode/100 == 2 {
-		ob.lists(b)
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(shown)

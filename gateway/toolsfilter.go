@@ -39,16 +39,33 @@ func hideToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.Ca
 // could be read two ways (intercept.CheckToolsResult), so that the
 // inventory and the classifier never record one tool while the client is
 // shown another; else with the tools hidden that the client of cc can
-// never call, when the interceptor's HideDeniedTools is set. changed
-// reports whether it differs from raw.
+// never call, when the interceptor's HideDeniedTools is set. Each tool is
+// first shown as the interceptor's Observer allows (a ToolScreener: the
+// inventory shows a drifted tool as pinned and leaves out one outside the
+// pin), so the model never reads a definition nobody approved; the list
+// must have been recorded with ObserveTools before. changed reports
+// whether it differs from raw.
 func screenToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, id, raw, result jsontext.Value) (jsontext.Value, bool) {
 	if err := intercept.CheckToolsResult(result); err != nil {
 		return listRefused(id, "tools/list", err), true
 	}
-	if !ic.HideDeniedTools {
-		return raw, false
+	res, screened, err := ic.ScreenToolsResult(cc, result)
+	if err != nil {
+		return listRefused(id, "tools/list", err), true
 	}
-	return hideToolsIn(ctx, ic, cc, raw, result)
+	if screened {
+		if raw, err = intercept.WithMember(raw, "result", res); err != nil {
+			return listRefused(id, "tools/list", err), true
+		}
+		result = res
+	}
+	if !ic.HideDeniedTools {
+		return raw, screened
+	}
+	if out, hidden := hideToolsIn(ctx, ic, cc, raw, result); hidden {
+		return out, true
+	}
+	return raw, screened
 }
 
 // screenAnswer returns raw, the response (to id, whose IDKey is idKey) of

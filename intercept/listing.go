@@ -115,3 +115,65 @@ func (i *Interceptor) ScreenListResult(cc CallContext, method string, result jso
 	}
 	return out, changed
 }
+
+// A ToolScreener is an Observer that also decides which version of each
+// tool of a tools/list answer the client is shown: the inventory shows a
+// tool as the operator approved it, not as the upstream changed it since.
+// Implementations must not block.
+type ToolScreener interface {
+	// ScreenTools returns, for each element of the tools of a tools/list
+	// result of upstream (already passed to ObserveTools), the element to
+	// show in its place: itself, another (the approved version), or nil to
+	// leave it out. A result shorter than tools keeps the rest as they are.
+	ScreenTools(upstream string, tools []jsontext.Value) []jsontext.Value
+}
+
+// ScreenToolsResult returns result, a tools/list result answered by the
+// upstream of cc and recorded with ObserveTools, with each tool as the
+// Observer (a ToolScreener) lets the client see it. Every other member
+// stays byte for byte as it was; changed is false, and out is result
+// itself, when no tool was replaced or left out. A result whose tools
+// cannot be read is an error (the transports refuse such an answer):
+// what the client would make of it is not known.
+func (i *Interceptor) ScreenToolsResult(cc CallContext, result jsontext.Value) (out jsontext.Value, changed bool, err error) {
+	ts, ok := i.Observer.(ToolScreener)
+	if !ok {
+		return result, false, nil
+	}
+	tools := Member(result, "tools")
+	if tools.Kind() != '[' {
+		return result, false, nil
+	}
+	var items []jsontext.Value
+	if err := eachElement(tools, func(it jsontext.Value) error { items = append(items, it); return nil }); err != nil {
+		return nil, true, err
+	}
+	shown := ts.ScreenTools(cc.Upstream, items)
+	var kept bytes.Buffer
+	kept.Grow(len(tools))
+	kept.WriteByte('[')
+	for j, it := range items {
+		if j < len(shown) {
+			if !bytes.Equal(shown[j], it) {
+				changed = true
+			}
+			it = shown[j]
+		}
+		if it == nil {
+			continue
+		}
+		if kept.Len() > 1 {
+			kept.WriteByte(',')
+		}
+		kept.Write(it)
+	}
+	if !changed {
+		return result, false, nil
+	}
+	kept.WriteByte(']')
+	out, err = WithMember(result, "tools", kept.Bytes())
+	if err != nil {
+		return nil, true, err
+	}
+	return out, true, nil
+}

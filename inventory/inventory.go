@@ -214,6 +214,7 @@ type upstreamView struct {
 	blocked  map[string]string // tool -> reason
 	allowed  map[string]bool   // if not nil, tools outside it are blocked
 	findings map[string][]Finding
+	pinned   *Snapshot // with DriftBlock, what ScreenTools shows
 }
 
 // New opens the inventory in opts.Dir, loading and verifying the stored
@@ -996,6 +997,7 @@ func (inv *Inventory) publish() {
 				uv.blockAll = fmt.Sprintf("upstream %q has no pinned inventory; "+
 					"review with \"sluice inventory diff %s\" and pin with \"sluice inventory pin %s\"", name, name, name)
 			case u.pinned != nil:
+				uv.pinned = u.pinned
 				uv.allowed = make(map[string]bool, len(u.pinned.Tools))
 				for _, t := range u.pinned.Tools {
 					uv.allowed[t.Name] = true

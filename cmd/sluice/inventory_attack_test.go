@@ -20,8 +20,8 @@ import (
 // The tests in this file were written by an attacker review of the
 // inventory (a malicious server showing clients a poisoned tool the
 // gateway does not record); each failed before its fix. Either the client
-// is never shown the poisoned list (the gateway refuses it whole), or the
-// tool is blocked with inventory_drift.
+// is never shown the poisoned list (the gateway refuses it whole, or shows
+// web_search as pinned), and the tool is blocked with inventory_drift.
 
 // rewriteLists wraps an upstream handler so that, while on is set, every
 // tools/list answer is passed through edit before the gateway sees it.
@@ -132,7 +132,9 @@ func TestInventoryUnfinishedPageHidesDrift(t *testing.T) {
 		if refused(list) {
 			return // refused whole: never shown
 		}
-		t.Fatalf("the client was not shown the poisoned page; list: %s", list)
+		if !shownPinned(list, evil) || !strings.Contains(list, "page-2") {
+			t.Fatalf("the client was not shown the page, neither poisoned nor as pinned; list: %s", list)
+		}
 	}
 	got := modernCall(t, g.url, "tools/call", "web_search", `{"name":"web_search","arguments":{"query":"sluice"}}`)
 	if !strings.Contains(got, "inventory_drift") {
@@ -161,7 +163,9 @@ func TestInventoryLaterListLaundersDrift(t *testing.T) {
 		if refused(list) {
 			return // refused whole: never shown
 		}
-		t.Fatalf("the victim was not shown the poisoned description; list: %s", list)
+		if !shownPinned(list, evil) {
+			t.Fatalf("the victim was shown web_search neither poisoned nor as pinned; list: %s", list)
+		}
 	}
 	if got := modernCallAs(t, g.url, "victim", "tools/call", "web_search", `{"name":"web_search","arguments":{"query":"sluice"}}`); !strings.Contains(got, "inventory_drift") {
 		t.Fatalf("drift not seen at all: %.300s", got)
@@ -304,8 +308,8 @@ func poisonedListNotServed(t *testing.T, url string, poison *atomic.Bool, evil s
 			shown = tl.Description
 		}
 	}
-	if shown != evil {
-		t.Fatalf("mcp-go client shows web_search as %q, neither refused nor the poisoned text", shown)
+	if shown != evil && !strings.HasPrefix(shown, "Search the web") {
+		t.Fatalf("mcp-go client shows web_search as %q, neither refused, as pinned nor the poisoned text", shown)
 	}
 	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "web_search", Arguments: map[string]any{"query": "sluice"}}})
 	if err != nil {
@@ -314,6 +318,13 @@ func poisonedListNotServed(t *testing.T, url string, poison *atomic.Bool, evil s
 	if !res.IsError {
 		t.Fatalf("web_search was called after the client was shown a poisoned description the gateway never recorded: %.200v", res.Content)
 	}
+}
+
+// shownPinned reports whether a tools/list answer shows web_search as it
+// was pinned, without evil: the gateway showed the approved version of a
+// drifted tool (inventory.ScreenTools).
+func shownPinned(answer, evil string) bool {
+	return !strings.Contains(answer, evil) && webSearchDesc.MatchString(answer)
 }
 
 // refused reports whether a tools/list answer is the gateway's refusal of

@@ -37,6 +37,7 @@ import (
 
 var _ intercept.ToolsObserver = (*inventory.Inventory)(nil)
 var _ intercept.ListScreener = (*inventory.Inventory)(nil)
+var _ intercept.ToolScreener = (*inventory.Inventory)(nil)
 var _ govern.Withholder = (*inventory.Inventory)(nil)
 
 func main() {

@@ -73,7 +73,8 @@ func (g *DriftGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor
 }
 
 // Visible implements intercept.ToolFilter by asking Next: drift blocks are
-// temporary, so they hide nothing.
+// temporary, so they hide nothing here (the inventory, a ToolScreener,
+// shows a drifted tool as pinned and leaves out one outside the pin).
 func (g *DriftGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
 	return visibleTo(g.Next, ctx, d)
 }
