@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -333,10 +334,38 @@ func (inv *Inventory) ObserveTools(upstream string, result jsontext.Value) {
 	}
 	page, err := parsePage(result)
 	if err != nil {
-		inv.emit([]Event{invalidList(upstream, err)})
+		inv.emit(inv.unreadable(upstream, result, err))
 		return
 	}
 	inv.emit(inv.observe(upstream, page, digest))
+}
+
+// unreadable reports a list that cannot be read as a whole (a title that
+// is not a string, a schema number no float holds) and compares the tools
+// of it that can be read alone with the pin, as for a rejected list: a
+// client may read the list all the same, and be shown a pinned tool
+// changed there (ScreenTools shows it as pinned, and leaves out the tools
+// that cannot be read), so that tool is drift seen.
+func (inv *Inventory) unreadable(upstream string, result jsontext.Value, err error) []Event {
+	var raw struct {
+		Tools []jsontext.Value `json:"tools"`
+	}
+	if json.Unmarshal(result, &raw) != nil {
+		return []Event{invalidList(upstream, err)}
+	}
+	page := Page{}
+	for _, it := range raw.Tools {
+		if p, err := parsePage(jsontext.Value(`{"tools":[` + string(it) + `]}`)); err == nil && len(p.Tools) == 1 {
+			page.Tools = append(page.Tools, p.Tools[0])
+		}
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	u := inv.ups[upstream]
+	if u == nil {
+		return []Event{invalidList(upstream, err)}
+	}
+	return inv.rejectedDrift(u, page, err)
 }
 
 // rejectedDrift compares the pinned tools on a page of a list the
