@@ -172,6 +172,9 @@ type upstream struct {
 	name     string
 	pinned   *Snapshot
 	pinErr   error // the stored pin failed verification; pinned is nil
+	// unpinned is why a list of an upstream not pinned yet was rejected
+	// (too many tools or bytes): it blocks every tool until a pin.
+	unpinned error
 	observed *Snapshot
 	pages    pages
 	// lastList is the SHA-256 of the raw result that made observed, if it
@@ -340,30 +343,53 @@ func (inv *Inventory) ObserveTools(upstream string, result jsontext.Value) {
 	inv.emit(inv.observe(upstream, page, digest))
 }
 
-// unreadable reports a list that cannot be read as a whole (a title that
-// is not a string, a schema number no float holds) and compares the tools
-// of it that can be read alone with the pin, as for a rejected list: a
-// client may read the list all the same, and be shown a pinned tool
-// changed there (ScreenTools shows it as pinned, and leaves out the tools
-// that cannot be read), so that tool is drift seen.
+// unreadable takes a list that cannot be read as a whole (a title or
+// description that is not a string) as the list of the tools in it that
+// can be read alone, and reports it: a client may read the list all the
+// same. A pinned tool changed there is drift, one that cannot be read is
+// missing from it (removed), and an upstream not pinned yet is pinned
+// with the readable tools, if any (ScreenTools leaves the others out;
+// the transports refuse some such lists whole, e.g. a tool without a
+// name, and then the client was shown nothing of it); otherwise a
+// server could keep its upstream unpinned, and its changes no drift, by
+// listing one odd tool.
 func (inv *Inventory) unreadable(upstream string, result jsontext.Value, err error) []Event {
+	evs := []Event{invalidList(upstream, err)}
 	var raw struct {
-		Tools []jsontext.Value `json:"tools"`
+		Tools      []jsontext.Value `json:"tools"`
+		NextCursor string           `json:"nextCursor"`
 	}
 	if json.Unmarshal(result, &raw) != nil {
-		return []Event{invalidList(upstream, err)}
+		return evs
 	}
-	page := Page{}
+	page := Page{NextCursor: raw.NextCursor}
+	count := map[string]int{}
 	for _, it := range raw.Tools {
 		if p, err := parsePage(jsontext.Value(`{"tools":[` + string(it) + `]}`)); err == nil && len(p.Tools) == 1 {
 			page.Tools = append(page.Tools, p.Tools[0])
+			count[p.Tools[0].Name]++
 		}
 	}
-	inv.mu.Lock()
-	defer inv.mu.Unlock()
-	u := inv.ups[upstream]
-	if u == nil {
-		return []Event{invalidList(upstream, err)}
+	// A name listed twice is neither version: it is missing.
+	page.Tools = slices.DeleteFunc(page.Tools, func(t Tool) bool { return count[t.Name] > 1 })
+	if len(page.Tools) == 0 {
+		// Nothing to compare or pin: a pin of nothing would block every
+		// tool of a server whose one answer was broken.
+		return evs
+	}
+	return append(evs, inv.observe(upstream, page, [sha256.Size]byte{})...)
+}
+
+// rejected handles a page of a list the inventory rejects (past MaxTools
+// or MaxListBytes): compared with the pin (rejectedDrift), or, on an
+// upstream not pinned yet, every tool of the upstream is blocked until a
+// list is pinned. The client may be shown such a list; were it simply
+// ignored, a server could keep its upstream unpinned, its tools callable
+// and its changes no drift, by listing too much. Callers hold mu.
+func (inv *Inventory) rejected(u *upstream, page Page, err error) []Event {
+	if u.pinned == nil && u.pinErr == nil && u.unpinned == nil {
+		u.unpinned = err
+		defer inv.publish()
 	}
 	return inv.rejectedDrift(u, page, err)
 }
@@ -406,11 +432,11 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 	u.lastList = [sha256.Size]byte{}
 	if len(page.Tools) > MaxTools {
 		u.pages.tools = nil
-		return inv.rejectedDrift(u, page, fmt.Errorf("%w: %d tools, more than %d", ErrInvalidList, len(page.Tools), MaxTools))
+		return inv.rejected(u, page, fmt.Errorf("%w: %d tools, more than %d", ErrInvalidList, len(page.Tools), MaxTools))
 	}
 	tools, done, err := u.pages.add(page)
 	if err != nil {
-		return inv.rejectedDrift(u, page, err)
+		return inv.rejected(u, page, err)
 	}
 	if !done {
 		return inv.pageDrift(u, page)
@@ -542,7 +568,7 @@ func (inv *Inventory) setPin(u *upstream, snap *Snapshot) []Event {
 		u.pinned, u.pinErr = kept, nil
 		return nil
 	}
-	u.pinned, u.pinErr, u.seen = snap, nil, nil
+	u.pinned, u.pinErr, u.seen, u.unpinned = snap, nil, nil, nil
 	return []Event{ev}
 }
 
@@ -1022,6 +1048,10 @@ func (inv *Inventory) publish() {
 				uv.blockAll = fmt.Sprintf("the pinned inventory of upstream %q failed verification (%v); "+
 					"review with \"sluice inventory diff %s\" and re-pin with \"sluice inventory pin %s\"",
 					name, errors.Unwrap(u.pinErr), name, name)
+			case u.pinned == nil && u.unpinned != nil:
+				uv.blockAll = fmt.Sprintf("upstream %q has no pinned inventory and its tools/list was rejected (%v); "+
+					"it is pinned on the first list within the bounds",
+					name, u.unpinned)
 			case u.pinned == nil && inv.pinning == PinManually:
 				uv.blockAll = fmt.Sprintf("upstream %q has no pinned inventory; "+
 					"review with \"sluice inventory diff %s\" and pin with \"sluice inventory pin %s\"", name, name, name)

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -107,5 +108,51 @@ func TestScreenTools(t *testing.T) {
 		if got := inv.ScreenTools("up", []jsontext.Value{jsontext.Value(changed)}); string(got[0]) != changed {
 			t.Errorf("got %s after approval, want it as sent", got[0])
 		}
+	})
+}
+
+// TestUnpinnableFirstList: under PinFirstSeen a server whose first list the
+// inventory could not take (a tool it cannot read; more than MaxTools
+// tools) was never pinned, so none of its tools was ever blocked, and
+// whatever it changed later was no drift: it could keep the upstream
+// unpinned for good. Now the tools that can be read are the list (the pin
+// on first sight), and a list past the bounds blocks the upstream until a
+// list is pinned.
+func TestUnpinnableFirstList(t *testing.T) {
+	t.Run("a tool that cannot be read", func(t *testing.T) {
+		inv, _ := newInv(t, t.TempDir(), Options{})
+		odd := jsontext.Value(`{"name":"odd","title":5,"description":"x"}`)
+		add := jsontext.Value(`{"name":"add","description":"Add two numbers."}`)
+		inv.ObserveTools("up", jsontext.Value(`{"tools":[`+string(odd)+`,`+string(add)+`]}`))
+		if inv.Snapshot("up", Pinned) == nil {
+			t.Fatal("got no pin, want the readable tools pinned")
+		}
+		wantBlocked(t, inv, "up", "add", false, "")
+		wantBlocked(t, inv, "up", "odd", true, "not in the pinned inventory")
+		if got := inv.ScreenTools("up", []jsontext.Value{odd, add}); got[0] != nil || string(got[1]) != string(add) {
+			t.Errorf("got %s, want odd left out and add as sent", got)
+		}
+		// A later change of add is drift.
+		inv.ObserveTools("up", jsontext.Value(`{"tools":[`+string(odd)+`,{"name":"add","description":"changed"}]}`))
+		wantBlocked(t, inv, "up", "add", true, "changed since it was pinned")
+	})
+	t.Run("more than MaxTools", func(t *testing.T) {
+		inv, _ := newInv(t, t.TempDir(), Options{})
+		var b strings.Builder
+		b.WriteString(`{"tools":[`)
+		for i := range MaxTools + 1 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"name":"t%d"}`, i)
+		}
+		b.WriteString(`]}`)
+		inv.ObserveTools("up", jsontext.Value(b.String()))
+		wantBlocked(t, inv, "up", "t1", true, "")
+		if got := inv.ScreenTools("up", []jsontext.Value{jsontext.Value(`{"name":"t1"}`)}); got[0] != nil {
+			t.Errorf("got %s shown, want it left out", got[0])
+		}
+		inv.ObserveTools("up", jsontext.Value(`{"tools":[{"name":"t1"}]}`))
+		wantBlocked(t, inv, "up", "t1", false, "")
 	})
 }
