@@ -169,9 +169,9 @@ type Inventory struct {
 
 // upstream is the mutable state of one upstream, guarded by Inventory.mu.
 type upstream struct {
-	name     string
-	pinned   *Snapshot
-	pinErr   error // the stored pin failed verification; pinned is nil
+	name   string
+	pinned *Snapshot
+	pinErr error // the stored pin failed verification; pinned is nil
 	// unpinned is why a list of an upstream not pinned yet was rejected
 	// (too many tools or bytes): it blocks every tool until a pin.
 	unpinned error
