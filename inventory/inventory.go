@@ -172,6 +172,10 @@ type upstream struct {
 	name   string
 	pinned *Snapshot
 	pinErr error // the stored pin failed verification; pinned is nil
+	// partial: the pin was made from a listing abandoned unfinished
+	// (pinAbandoned); the next complete list completes it. In memory: a
+	// restart forgets it, and the missing tools are then new.
+	partial bool
 	// unpinned is why a list of an upstream not pinned yet was rejected
 	// (too many tools or bytes): it blocks every tool until a pin.
 	unpinned error
@@ -434,24 +438,36 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 		u.pages.tools = nil
 		return inv.rejected(u, page, fmt.Errorf("%w: %d tools, more than %d", ErrInvalidList, len(page.Tools), MaxTools))
 	}
+	var evs []Event
+	if inv.autoPin(u) && u.pages.restarts(page) {
+		evs = inv.pinAbandoned(u)
+	}
 	tools, done, err := u.pages.add(page)
 	if err != nil {
-		return inv.rejected(u, page, err)
+		return append(evs, inv.rejected(u, page, err)...)
 	}
 	if !done {
-		return inv.pageDrift(u, page)
+		return append(evs, inv.pageDrift(u, page)...)
 	}
 	if single {
 		u.lastList = digest
 	}
 	snap, err := newSnapshot(upstream, tools, inv.now())
 	if err != nil {
-		return []Event{invalidList(upstream, err)}
+		return append(evs, invalidList(upstream, err))
+	}
+	if u.partial {
+		// The first complete list after a pin of an unfinished one: its
+		// tools on the pages no one had read join the pin.
+		evs = append(evs, inv.completePin(u, snap)...)
 	}
 	if u.observed != nil && u.observed.Hash == snap.Hash && !inv.autoPin(u) {
-		return nil
+		if len(evs) > 0 {
+			evs = append(evs, inv.refresh(upstream)...)
+			inv.publish()
+		}
+		return evs
 	}
-	var evs []Event
 	u.observed = snap
 	if err := inv.store.Save(Observed, snap); err != nil {
 		evs = append(evs, storeError(upstream, Observed, err))
@@ -462,6 +478,65 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 	evs = append(evs, inv.refresh(upstream)...)
 	inv.publish()
 	return evs
+}
+
+// pinAbandoned pins, under PinFirstSeen, the tools collected from a
+// listing of an upstream not pinned yet that was abandoned before its last
+// page (the page just come starts another): they are what clients were
+// shown first. Without it a server answering every listing with a
+// nextCursor, to clients that read one page, would never be pinned, and
+// could change those tools at will. The pin is partial: the first
+// complete list adds the tools of the pages no one read (completePin).
+// Callers hold mu.
+func (inv *Inventory) pinAbandoned(u *upstream) []Event {
+	tools := make([]Tool, 0, len(u.pages.tools))
+	for _, t := range u.pages.tools {
+		tools = append(tools, t)
+	}
+	snap, err := newSnapshot(u.name, tools, inv.now())
+	if err != nil {
+		return []Event{invalidList(u.name, err)}
+	}
+	var evs []Event
+	u.observed = snap
+	if err := inv.store.Save(Observed, snap); err != nil {
+		evs = append(evs, storeError(u.name, Observed, err))
+	}
+	evs = append(evs, inv.setPin(u, snap)...)
+	u.partial = u.pinned == snap
+	evs = append(evs, inv.refresh(u.name)...)
+	inv.publish()
+	return evs
+}
+
+// completePin adds to a partial pin (pinAbandoned) the tools of snap, the
+// first complete list since, that it does not name; a tool it names that
+// differs is drift as ever. Callers hold mu.
+func (inv *Inventory) completePin(u *upstream, snap *Snapshot) []Event {
+	u.partial = false
+	if u.pinned == nil {
+		return nil
+	}
+	tools := slices.Clone(u.pinned.Tools)
+	for _, t := range snap.Tools {
+		if _, ok := u.pinned.Tool(t.Name); !ok {
+			tools = append(tools, t)
+		}
+	}
+	if len(tools) == len(u.pinned.Tools) {
+		return nil
+	}
+	pin, err := newSnapshot(u.name, tools, inv.now())
+	if err != nil {
+		return []Event{invalidList(u.name, err)}
+	}
+	if err := inv.store.Save(Pinned, pin); err != nil {
+		return []Event{storeError(u.name, Pinned, err)}
+	}
+	u.pinned = pin
+	return []Event{{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
+		"hash": pin.Hash, "tools": len(pin.Tools), "first_seen": true, "completed": true,
+	}}}
 }
 
 // pageDrift compares a page of an unfinished list with the pin as it

@@ -156,3 +156,37 @@ func TestUnpinnableFirstList(t *testing.T) {
 		wantBlocked(t, inv, "up", "t1", false, "")
 	})
 }
+
+// TestUnfinishedFirstListing: under PinFirstSeen an upstream was pinned
+// only by a complete list. A server that answers every listing with a
+// nextCursor (clients that read one page, such as the TypeScript SDK's
+// listTools, never see the end) was never pinned: it could change the
+// first page at will, unblocked. Now a listing abandoned unfinished (the
+// next page restarts it) is pinned as far as it went, and the first
+// complete list after that adds its other tools to the pin rather than
+// blocking them, so an ordinary paginated server read to the end by
+// another client is not held up.
+func TestUnfinishedFirstListing(t *testing.T) {
+	inv, _ := newInv(t, t.TempDir(), Options{})
+	inv.ObserveTools("demo", tl("c1", "a", "A", "b", "B"))
+	wantBlocked(t, inv, "demo", "a", false, "")
+	inv.ObserveTools("demo", tl("c1", "a", "A", "b", "B")) // read again: the first listing was abandoned
+	if inv.Snapshot("demo", Pinned) == nil {
+		t.Fatal("got no pin after an abandoned first listing, want its tools pinned")
+	}
+	inv.ObserveTools("demo", tl("c1", "a", "A2", "b", "B"))
+	wantBlocked(t, inv, "demo", "a", true, "changed since it was pinned")
+	wantBlocked(t, inv, "demo", "b", false, "")
+
+	// A client reading every page: the other pages' tools join the pin.
+	ok, _ := newInv(t, t.TempDir(), Options{})
+	ok.ObserveTools("demo", tl("c1", "a", "A"))
+	ok.ObserveTools("demo", tl("c1", "a", "A"))
+	ok.ObserveTools("demo", tl("c1", "a", "A"))
+	ok.ObserveTools("demo", tl("", "c", "C"))
+	wantBlocked(t, ok, "demo", "a", false, "")
+	wantBlocked(t, ok, "demo", "c", false, "")
+	// After that complete list, a new tool is drift as ever.
+	ok.ObserveTools("demo", tl("", "a", "A", "c", "C", "d", "D"))
+	wantBlocked(t, ok, "demo", "d", true, "new since")
+}

@@ -257,6 +257,20 @@ type pages struct {
 	bytes int // what tools holds, Tool.size
 }
 
+// restarts reports whether p starts a new listing while one is being
+// collected: it repeats a name collected already (see add).
+func (ps *pages) restarts(p Page) bool {
+	if ps.tools == nil {
+		return false
+	}
+	for _, t := range p.Tools {
+		if _, dup := ps.tools[t.Name]; dup {
+			return true
+		}
+	}
+	return false
+}
+
 // add merges p. It reports done with the complete tool list when p was the
 // last page.
 func (ps *pages) add(p Page) (tools []Tool, done bool, err error) {
