@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/rediseviction"
 )
 
 // Redis keeps buckets in Redis (GCRA, one Lua script per Take, Redis's own
@@ -144,11 +146,7 @@ var _ Limiter = (*Redis)(nil)
 // limit are denied. A server that does not allow CONFIG GET (some managed
 // services) is not checked.
 func (r *Redis) CheckEviction(ctx context.Context) error {
-	cfg, err := r.client.ConfigGet(ctx, "maxmemory*").Result()
-	if err != nil {
-		return nil
-	}
-	if mm, policy := cfg["maxmemory"], cfg["maxmemory-policy"]; mm != "" && mm != "0" && policy != "" && policy != "noeviction" {
+	if policy, mm, evicts := rediseviction.Policy(ctx, r.client); evicts {
 		return fmt.Errorf("maxmemory-policy is %s with maxmemory %s, so Redis may evict a spent rate-limit bucket, which would come back full; set maxmemory-policy noeviction (or maxmemory 0) on the server sluice uses", policy, mm)
 	}
 	return nil

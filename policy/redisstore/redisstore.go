@@ -30,6 +30,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/rediseviction"
 	"github.com/sluicehq/sluice/policy"
 )
 
@@ -327,11 +328,7 @@ func (s *Store) noted() error {
 // waiting on them are denied. A server that does not allow CONFIG GET
 // (some managed services) is not checked.
 func (s *Store) checkEviction(ctx context.Context) error {
-	cfg, err := s.rdb.ConfigGet(ctx, "maxmemory*").Result()
-	if err != nil {
-		return nil
-	}
-	if mm, policy := cfg["maxmemory"], cfg["maxmemory-policy"]; mm != "" && mm != "0" && policy != "" && policy != "noeviction" {
+	if policy, mm, evicts := rediseviction.Policy(ctx, s.rdb); evicts {
 		return fmt.Errorf("maxmemory-policy is %s with maxmemory %s, so Redis may evict route memory, which would let a sink through after a forgotten source; set maxmemory-policy noeviction (or maxmemory 0) on the server sluice uses", policy, mm)
 	}
 	return nil
