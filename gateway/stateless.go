@@ -285,6 +285,12 @@ func (b *statelessBridge) route(m *intercept.Message) {
 	// on one. A notification its client is too slow for is dropped; the
 	// answer waits for the client on a goroutine of its own.
 	final := m.Kind != intercept.KindNotification
+	if final {
+		// Its requestState, if any, is recorded (screenAnswer): nothing
+		// is left for what expectState noted, forgotten before the
+		// client has the answer.
+		b.g.ic.Answered(c.cc, c.idKey)
+	}
 	if !c.s.offer(out, final) {
 		c.dropped++
 	}
@@ -294,9 +300,6 @@ func (b *statelessBridge) route(m *intercept.Message) {
 	}
 	if m.Kind == intercept.KindResponse && intercept.ActionMethod(c.method) {
 		b.g.ic.ObserveResult(c.cc, c.idKey, m.Result)
-	}
-	if final {
-		b.g.ic.Answered(c.cc, c.idKey)
 	}
 }
 
