@@ -5,9 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,27 +91,9 @@ admin_jwt: {issuer: %s, audience: [sluice-admin-api], jwks_url: %s/jwks, require
 	}
 
 	id = hold()
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar}
-	resp, err := browser.PostForm("http://"+g.admin+"/console/login", url.Values{"name": {"someone"}, "token": {adminOf("robot")}, "next": {"/console/approvals"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	m := csrfField.FindSubmatch(page)
-	if m == nil {
-		t.Fatalf("console sign-in: %d %.300s", resp.StatusCode, page)
-	}
-	sbase, _ := strings.CutSuffix(resp.Request.URL.String(), "/approvals")
-	resp, err = browser.PostForm(sbase+"/approvals/"+id, url.Values{"csrf": {string(m[1])}, "action": {"approve"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("console, admin JWT whose preferred_username is the held call's agent: %d %.200s, want 403", resp.StatusCode, b)
+	code, b := consoleApprove(t, g.admin, adminOf("robot"), id)
+	if code != http.StatusForbidden {
+		t.Errorf("console, admin JWT whose preferred_username is the held call's agent: %d %.200s, want 403", code, b)
 	}
 	if st := status(id); !strings.Contains(st, `"status":"pending"`) {
 		t.Errorf("console: after the refusal the request is %s, want pending", st)

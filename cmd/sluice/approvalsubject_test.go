@@ -149,27 +149,9 @@ func TestApprovalDeciderProven(t *testing.T) {
 	// agent, or that was issued to it (azp).
 	for _, tok := range []string{admin("robot"), adminAzp} {
 		id := hold()
-		jar, _ := cookiejar.New(nil)
-		browser := &http.Client{Jar: jar}
-		resp, err := browser.PostForm("http://"+g.admin+"/console/login", url.Values{"name": {"someone"}, "token": {tok}, "next": {"/console/approvals"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		page, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		m := csrfField.FindSubmatch(page)
-		if m == nil {
-			t.Fatalf("console sign-in: %d %.300s", resp.StatusCode, page)
-		}
-		sbase, _ := strings.CutSuffix(resp.Request.URL.String(), "/approvals")
-		resp, err = browser.PostForm(sbase+"/approvals/"+id, url.Values{"csrf": {string(m[1])}, "action": {"approve"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("console approval by the held call's agent: %d %s, want 403", resp.StatusCode, b)
+		code, b := consoleApprove(t, g.admin, tok, id)
+		if code != http.StatusForbidden {
+			t.Errorf("console approval by the held call's agent: %d %s, want 403", code, b)
 		}
 		if st := status(id); st != "pending" {
 			t.Errorf("console approval by the held call's agent: the request is %s, want pending", st)
@@ -275,4 +257,30 @@ func TestRecommendDeciderProven(t *testing.T) {
 			t.Errorf("%s %s with %q: decision %+v (%v), want it decided by %q", tt.action, tt.id, tt.body, rec.Decision, err, tt.wantBy)
 		}
 	}
+}
+
+// consoleApprove signs in to the console at admin with token, approves
+// the held request id there, and returns the answer's status and body.
+func consoleApprove(t *testing.T, admin, token, id string) (int, []byte) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	resp, err := browser.PostForm("http://"+admin+"/console/login", url.Values{"name": {"someone"}, "token": {token}, "next": {"/console/approvals"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := csrfField.FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("console sign-in: %d %.300s", resp.StatusCode, page)
+	}
+	sbase, _ := strings.CutSuffix(resp.Request.URL.String(), "/approvals")
+	resp, err = browser.PostForm(sbase+"/approvals/"+id, url.Values{"csrf": {string(m[1])}, "action": {"approve"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, b
 }
