@@ -3,20 +3,19 @@ package gateway
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json"
-	"github.com/gorilla/websocket"
 	"github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/policy"
 )
@@ -242,60 +241,69 @@ func TestAttackCarryPastRouteRule(t *testing.T) {
 // TestAttackCarryPastRouteRuleWebSocket: the same over /ws, where the
 // relay carries the client's messages.
 func TestAttackCarryPastRouteRuleWebSocket(t *testing.T) {
-	gw, web := carryGateway(t)
-	readSecret(t, gw.URL)
-	ws, _, err := websocket.DefaultDialer.DialContext(t.Context(), "ws"+strings.TrimPrefix(gw.URL, "http")+"/ws/web", http.Header{"Sec-WebSocket-Protocol": {"mcp"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	send := func(m string) {
-		if err := ws.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	recv := func() string {
-		ws.SetReadDeadline(time.Now().Add(10 * time.Second))
-		_, b, err := ws.ReadMessage()
-		if err != nil {
-			t.Fatalf("/ws: %v", err)
-		}
-		return string(b)
-	}
-	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	recv()
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	for n, s := range carryShapes {
-		if strings.HasSuffix(s.name, " answer") {
-			// Answers to requests the upstream never made end the
-			// connection (the upstream refuses them); a real one is
-			// TestCarrySamplingAnswer's.
-			continue
-		}
-		mark := markOf(200 + n)
-		send(strings.ReplaceAll(s.msg, "{{M}}", mark))
-		// A ping after each: its answer comes after whatever the shape
-		// was answered with, and after the shape reached the upstream.
-		send(`{"jsonrpc":"2.0","id":"probe-` + itoa(n) + `","method":"ping"}`)
-		var got []string
-		for {
-			b := recv()
-			if strings.Contains(b, `"probe-`+itoa(n)+`"`) {
-				break
+	for _, tr := range []struct {
+		name string
+		dial func(gw string) transport.Dialer
+	}{
+		{"ws", func(gw string) transport.Dialer {
+			return &transport.WSDialer{URL: "ws" + strings.TrimPrefix(gw, "http") + "/ws/web"}
+		}},
+		{"sse", func(gw string) transport.Dialer { return &transport.SSEDialer{URL: gw + "/sse/web"} }},
+	} {
+		t.Run(tr.name, func(t *testing.T) {
+			gw, web := carryGateway(t)
+			readSecret(t, gw.URL)
+			c := dialWith(t, tr.dial(gw.URL))
+			send := func(m string) {
+				if err := c.Write(t.Context(), []byte(m)); err != nil {
+					t.Fatal(err)
+				}
 			}
-			got = append(got, b)
-		}
-		if web.reached(mark) {
-			t.Errorf("%s: the secret reached the closed upstream over /ws (gateway sent %.300v)", s.name, got)
-		}
-	}
-	// Its own cancellation still goes, without the reason.
-	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8,"reason":"SECRET-ws-reason"}}`)
-	send(`{"jsonrpc":"2.0","id":"probe-last","method":"ping"}`)
-	for !strings.Contains(recv(), `"probe-last"`) {
-	}
-	if web.reached("SECRET-ws-reason") || !web.reached(`"notifications/cancelled","params":{"requestId":8}`) {
-		t.Error("cancellation over /ws: want it forwarded without its reason")
+			recv := func() string {
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				defer cancel()
+				b, err := c.Read(ctx)
+				if err != nil {
+					t.Fatalf("/%s: %v", tr.name, err)
+				}
+				return string(b)
+			}
+			send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+			recv()
+			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			for n, s := range carryShapes {
+				if strings.HasSuffix(s.name, " answer") {
+					// Answers to requests the upstream never made end the
+					// connection (the upstream refuses them); a real one is
+					// TestCarrySamplingAnswer's.
+					continue
+				}
+				mark := markOf(200 + n)
+				send(strings.ReplaceAll(s.msg, "{{M}}", mark))
+				// A ping after each: its answer comes after whatever the shape
+				// was answered with, and after the shape reached the upstream.
+				send(`{"jsonrpc":"2.0","id":"probe-` + itoa(n) + `","method":"ping"}`)
+				var got []string
+				for {
+					b := recv()
+					if strings.Contains(b, `"probe-`+itoa(n)+`"`) {
+						break
+					}
+					got = append(got, b)
+				}
+				if web.reached(mark) {
+					t.Errorf("%s: the secret reached the closed upstream over /%s (gateway sent %.300v)", s.name, tr.name, got)
+				}
+			}
+			// Its own cancellation still goes, without the reason.
+			send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8,"reason":"SECRET-relay-reason"}}`)
+			send(`{"jsonrpc":"2.0","id":"probe-last","method":"ping"}`)
+			for !strings.Contains(recv(), `"probe-last"`) {
+			}
+			if web.reached("SECRET-relay-reason") || !web.reached(`"notifications/cancelled","params":{"requestId":8}`) {
+				t.Errorf("cancellation over /%s: want it forwarded without its reason", tr.name)
+			}
+		})
 	}
 }
 
