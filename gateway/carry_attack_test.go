@@ -238,9 +238,9 @@ func TestAttackCarryPastRouteRule(t *testing.T) {
 	})
 }
 
-// TestAttackCarryPastRouteRuleWebSocket: the same over /ws, where the
+// TestAttackCarryPastRouteRuleRelayed: the same over /ws and /sse, where the
 // relay carries the client's messages.
-func TestAttackCarryPastRouteRuleWebSocket(t *testing.T) {
+func TestAttackCarryPastRouteRuleRelayed(t *testing.T) {
 	for _, tr := range []struct {
 		name string
 		dial func(gw string) transport.Dialer
