@@ -108,3 +108,66 @@ func TestRedisSharedBucket(t *testing.T) {
 		t.Error("take with Redis gone: no error")
 	}
 }
+
+// TestRedisStalled: a Redis that stops answering (SIGSTOP: its connections
+// stay open) fails a Take within the timeout (on a client that honours
+// context deadlines, as serve's does), with an error (which the
+// RateGate turns into policy_error, a deny), and never allows the call;
+// once it answers again, Takes work without a new limiter.
+func TestRedisStalled(t *testing.T) {
+	srv := redistest.Start(t)
+	opt, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.ContextTimeoutEnabled = true // as sluice serve dials it: the timeout bounds the wait
+	c := redis.NewClient(opt)
+	defer c.Close()
+	l := NewRedis(c, RedisOptions{Prefix: "t:", Timeout: 200 * time.Millisecond})
+	ctx := context.Background()
+	b := Bucket{Key: "agent", Owner: "agent", Limit: Limit{Rate: 100, Per: time.Hour, Burst: 100}}
+	if r, err := l.Take(ctx, b); err != nil || !r.Allowed {
+		t.Fatalf("first take: %+v, %v", r, err)
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = srv.Resume()
+		}
+	}()
+	done := make(chan error, 1)
+	var r Result
+	start := time.Now()
+	go func() {
+		var err error
+		r, err = l.Take(ctx, b)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || r.Allowed {
+			t.Fatalf("take with Redis stalled: %+v, %v; want an error and no token", r, err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("take with Redis stalled took %v, want about the 200ms timeout", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("take with Redis stalled did not return")
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	var last error
+	for range 50 {
+		var r Result
+		if r, last = l.Take(ctx, b); last == nil && r.Allowed {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("after Redis answers again: %v", last)
+}

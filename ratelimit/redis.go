@@ -33,6 +33,9 @@ type RedisOptions struct {
 	// Prefix is put before every key.
 	Prefix string
 	// Timeout bounds one Take or Refund (0: 200ms); past it, it fails.
+	// It bounds the wait on a stalled server only if the client honours
+	// context deadlines (redis.Options.ContextTimeoutEnabled, as sluice
+	// serve dials it); otherwise the client's own read timeout does.
 	Timeout time.Duration
 	// MaxKeysPerOwner bounds the buckets not yet full that one owner took
 	// from (0: DefaultMaxKeysPerOwner).
