@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"bytes"
 	"context"
 	"hash/maphash"
 	"slices"
@@ -173,8 +174,10 @@ func (b *Builtin) classify(d *intercept.ActionDescriptor) Verdict {
 	target := tf.target
 	c.scanArgs(d.Parameters, &k.args)
 	// Only for tools whose name names no operation of its own: a
-	// run_command's "command" is the payload, not an operation.
-	if k.lex.nameVerb == "" || vagueVerbs[k.lex.nameVerb] {
+	// run_command's "command" is the payload, not an operation. A
+	// subcommand identifier ("compute_vm_create") is an operation
+	// whatever the tool is called ("compute"), unless the tool runs it.
+	if k.lex.nameVerb == "" || vagueVerbs[k.lex.nameVerb] || k.lex.nameVerb != "" && !execVerbs[k.lex.nameVerb] && hasRouterKey(d.Parameters) {
 		k.routeLex(d)
 	}
 	return b.finish(k, d, target)
@@ -184,13 +187,39 @@ func (b *Builtin) classify(d *intercept.ActionDescriptor) Verdict {
 // parameter says.
 var vagueVerbs = wordSet("manage", "handle", "use", "perform", "do", "operate", "access", "work", "process")
 
+// execVerbs run what their command parameter says: it is a payload.
+var execVerbs = wordSet("run", "exec", "execute", "shell", "eval", "evaluate", "invoke", "call", "launch", "trigger", "send")
+
+// hasRouterKey is a cheap test for a subcommand parameter, before
+// routerWords decodes the arguments.
+func hasRouterKey(params jsontext.Value) bool {
+	return bytes.Contains(params, []byte(`"command"`)) || bytes.Contains(params, []byte(`"subcommand"`)) || bytes.Contains(params, []byte(`"cmd"`))
+}
+
 func (k *call) routeLex(d *intercept.ActionDescriptor) {
-	if rw := routerWords(nil, d.Parameters); len(rw) > 0 {
+	op, intent, cli := routerWords(d.Parameters)
+	if k.lex.nameVerb != "" && !vagueVerbs[k.lex.nameVerb] && !cli {
+		return
+	}
+	if n := len(op); cli {
+		// "compute_vm_create", "deploy_app_logs_get": the verb of a
+		// CLI's subcommand comes last.
+		if kd, _ := verbOf(op[n-1]); kd != vNone {
+			last := op[n-1]
+			copy(op[1:], op[:n-1])
+			op[0] = last
+		}
+	}
+	for _, rw := range [2][]string{op, intent} {
+		if len(rw) == 0 {
+			continue
+		}
 		// The operation the call names, with the tool's name for its
 		// objects ("create" + "dns_record").
 		if la := lexicalAction(append(rw, k.name...), nil, k.cmd); la.action != "" && la.source == SourceToolName && la.nameVerb != "" && slices.Contains(rw, la.nameVerb) {
 			la.source = SourceParameters
 			k.lex = la
+			return
 		}
 	}
 }

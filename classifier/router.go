@@ -12,34 +12,46 @@ import (
 // the call does, whatever the tool's name says.
 var routerKeys = wordSet("command", "action", "operation", "op", "subcommand", "intent", "method", "cmd", "tool", "mode", "verb")
 
-// routerWords returns the words of the first router parameter of a call's
-// top-level arguments that holds a short string, nil if there is none.
-func routerWords(dst []string, params jsontext.Value) []string {
+// routerWords returns the words of the router parameters of a call's
+// top-level arguments that hold a short string: op, the operation named
+// ("command", "action"), and intent, a free-text "intent" beside it. cli
+// reports that op is a single subcommand identifier ("acr_registry_list",
+// no spaces, several words): CLIs name the group first and the verb last.
+func routerWords(params jsontext.Value) (op, intent []string, cli bool) {
 	if len(params) == 0 || params[0] != '{' {
-		return dst
+		return nil, nil, false
 	}
 	d := jsontext.NewDecoder(strings.NewReader(string(params)))
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return dst
+		return nil, nil, false
 	}
 	for d.PeekKind() != '}' {
 		name, err := d.ReadToken()
 		if err != nil {
-			return dst
+			break
 		}
-		if routerKeys[strings.ToLower(name.String())] && d.PeekKind() == '"' {
+		key := strings.ToLower(name.String())
+		if routerKeys[key] && d.PeekKind() == '"' {
 			v, err := d.ReadToken()
 			if err != nil {
-				return dst
+				break
 			}
-			if s := v.String(); len(s) <= 120 {
-				return words(dst, s)
+			if s := v.String(); len(s) <= 120 && s != "" {
+				switch {
+				case key == "intent":
+					if intent == nil {
+						intent = words(nil, s)
+					}
+				case op == nil:
+					op = words(nil, s)
+					cli = (key == "command" || key == "subcommand" || key == "cmd") && len(op) >= 2 && !strings.ContainsAny(s, " \t\n")
+				}
 			}
 			continue
 		}
 		if err := d.SkipValue(); err != nil {
-			return dst
+			break
 		}
 	}
-	return dst
+	return op, intent, cli
 }
