@@ -322,6 +322,14 @@ var descAmbiguous = wordSet("set", "order", "type", "record", "link", "label", "
 	"ping", "capture", "render", "select", "fill", "press", "type", "close", "apply", "order", "reply",
 	"react", "follow", "schedule", "message", "find", "get", "read", "write", "update", "create", "add")
 
+// nounVerbs are verbs that are as often nouns at the start of a name
+// ("schedule_list", "group_members_get", "credits_balance_get").
+var nounVerbs = wordSet("record", "link", "label", "tag", "mark", "star", "book", "post", "stage", "format",
+	"comment", "check", "count", "view", "snapshot", "screenshot", "scan", "watch", "monitor", "copy", "share",
+	"store", "trade", "charge", "transfer", "signal", "lock", "pin", "build", "export", "import", "commit",
+	"merge", "test", "capture", "order", "reply", "schedule", "group", "credit", "debit", "split", "switch",
+	"clone", "return", "alert", "message", "research", "audit", "estimate", "diff", "upload", "download", "backup")
+
 var destroyVerbs = wordSet("delete", "remove", "drop", "destroy", "purge", "truncate", "wipe", "erase",
 	"kill", "terminate", "uninstall", "revoke", "deprovision", "undeploy", "overwrite", "cleanup", "clean")
 
@@ -385,7 +393,22 @@ func lexicalAction(name, desc, cmd []string) lexical {
 	}
 
 	for i, w := range name {
-		if k, _ := verbOf(w); k != vNone && !nounCompound(name, i) {
+		if k, base := verbOf(w); k != vNone && !nounCompound(name, i) {
+			if nounVerbs[base] {
+				// "schedule_list", "credits_get": a word that is
+				// as often a noun names the object when a plain
+				// verb follows it.
+				for j := i + 1; j < len(name); j++ {
+					if k2, b2 := verbOf(name[j]); k2 != vNone && !nounVerbs[b2] && !nounCompound(name, j) {
+						i, w, k = j, name[j], k2
+						break
+					}
+				}
+			}
+			if base == "test" && len(name) == 1 {
+				// "test X" checks X; "test" alone runs the tests.
+				k = vExecute
+			}
 			l.action = resolve(k, name[i+1:])
 			l.nameVerb = w
 			l.nameRead = l.action == Read

@@ -184,7 +184,8 @@ var verbs = map[string]verbKind{
 	"return": vRead, "resolve": vRead, "scan": vRead, "wait": vRead, "ping": vRead, "lint": vRead,
 	"watch": vRead, "monitor": vRead, "audit": vRead, "estimate": vRead, "recommend": vRead, "suggest": vRead,
 	"geocode": vRead, "translate": vRead, "format": vRead, "render": vRead, "lookups": vRead, "peek": vRead,
-	"receive": vRead, "poll": vRead, "extract": vRead,
+	"receive": vRead, "poll": vRead, "extract": vRead, "diagnose": vRead, "detect": vRead, "measure": vRead,
+	"research": vRead, "debug": vRead, "learn": vRead, "transform": vRead, "symbolicate": vRead, "test": vRead,
 	// Write
 	"create": vWrite, "update": vWrite, "write": vWrite, "send": vWrite, "delete": vWrite, "edit": vWrite,
 	"move": vWrite, "add": vWrite, "remove": vWrite, "set": vWrite, "patch": vWrite, "insert": vWrite,
@@ -208,6 +209,11 @@ var verbs = map[string]verbKind{
 	"assign": vDelegate, "unassign": vWrite, "emulate": vWrite, "type": vWrite, "scroll": vWrite,
 	"reorder": vWrite, "transition": vWrite, "attach": vWrite, "detach": vWrite, "mute": vWrite,
 	"unmute": vWrite, "pin": vWrite, "unpin": vWrite, "cordon": vWrite, "drain": vWrite,
+	"activate": vWrite, "deactivate": vWrite, "freeze": vWrite, "unfreeze": vWrite, "credit": vWrite,
+	"debit": vWrite, "reverse": vWrite, "ingest": vWrite, "acknowledge": vWrite, "ack": vWrite, "group": vWrite,
+	"ungroup": vWrite, "align": vWrite, "distribute": vWrite, "clone": vWrite, "flatten": vWrite,
+	"switch": vWrite, "join": vWrite, "leave": vWrite, "extend": vWrite, "split": vWrite, "swipe": vWrite,
+	"tap": vWrite, "longpress": vWrite, "pinch": vWrite, "rotate": vWrite,
 	// Execute
 	"run": vExecute, "exec": vExecute, "execute": vExecute, "eval": vExecute, "evaluate": vExecute,
 	"invoke": vExecute, "call": vExecute, "trigger": vExecute, "launch": vExecute, "rerun": vExecute,
@@ -215,14 +221,15 @@ var verbs = map[string]verbKind{
 	"start": vControl, "stop": vControl, "cancel": vControl, "abort": vControl, "pause": vControl,
 	"resume": vControl, "restart": vControl, "interact": vControl, "signal": vControl, "retry": vExecute,
 	"reconcile": vExecute, "boot": vControl, "reboot": vControl, "shutdown": vControl, "step": vExecute,
-	"infer": vExecute, "predict": vExecute,
+	"infer": vExecute, "predict": vExecute, "transcribe": vExecute, "recognize": vExecute, "synthesize": vExecute,
+	"suspend": vControl, "continue": vControl,
 	// Orchestrate
 	"delegate": vOrchestrate, "spawn": vOrchestrate, "handoff": vOrchestrate, "orchestrate": vOrchestrate,
 	"request": vDelegate, "ask": vDelegate, "dispatch": vDelegate,
 	// Provision
 	"grant": vProvision, "revoke": vProvision, "provision": vProvision, "deprovision": vProvision,
 	"deploy": vProvision, "undeploy": vProvision, "install": vProvision, "uninstall": vProvision,
-	"authorize": vProvision, "rotate": vProvision, "login": vProvision, "logout": vProvision,
+	"authorize": vProvision, "login": vProvision, "logout": vProvision,
 	"authenticate": vProvision, "allocate": vProvision, "deallocate": vProvision, "setup": vWrite,
 }
 
@@ -261,7 +268,7 @@ var (
 	// keyQualifiers make "key" a credential ("api key", "ssh key") rather
 	// than a keyboard or map key.
 	keyQualifiers = wordSet("api", "access", "ssh", "deploy", "private", "secret", "signing", "encryption",
-		"license", "gpg", "pgp", "kms", "service", "account")
+		"license", "gpg", "pgp", "kms", "service", "account", "rotate")
 	// infraWords mark an infrastructure context: mutating a resource there
 	// changes service configuration, which is Provision (§5.2).
 	infraWords = wordSet("kubernetes", "kubectl", "k8s", "helm", "terraform", "pulumi", "cloudformation",
