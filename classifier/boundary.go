@@ -174,6 +174,11 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	if k.args.localPath {
 		return AxisVerdict{Classified: Local, Confidence: 0.85, Source: SourceParameters}
 	}
+	if idZone == Local && describesRemote(k.desc) {
+		// A local tool's server whose tool names the web or a
+		// service ("search the internet", "Google docs").
+		return AxisVerdict{Classified: External, Confidence: 0.7, Source: SourceToolDescription}
+	}
 	if idZone == Local {
 		// Its words and openWorldHint do not move a local tool: on the
 		// dev split they were wrong five times in six.
@@ -351,6 +356,18 @@ func describesLocal(ws []string) bool {
 		}
 	}
 	return local
+}
+
+// describesRemote is describesExternal without the page words: a local
+// tool's "target webpage" is the page a local browser shows.
+func describesRemote(ws []string) bool {
+	for i, w := range ws {
+		if externalServices[w] && !commonWordServices[w] || w == "internet" || w == "online" ||
+			w == "web" && i+1 < len(ws) && ws[i+1] == "search" {
+			return true
+		}
+	}
+	return false
 }
 
 // describesExternal reports whether description words say the tool

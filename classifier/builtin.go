@@ -324,11 +324,11 @@ var descAmbiguous = wordSet("set", "order", "type", "record", "link", "label", "
 
 // nounVerbs are verbs that are as often nouns at the start of a name
 // ("schedule_list", "group_members_get", "credits_balance_get").
-var nounVerbs = wordSet("record", "link", "label", "tag", "mark", "star", "book", "post", "stage", "format",
+var nounVerbs = wordSet("record", "link", "label", "tag", "star", "book", "post", "stage", "format",
 	"comment", "check", "count", "view", "snapshot", "screenshot", "scan", "watch", "monitor", "copy", "share",
 	"store", "trade", "charge", "transfer", "signal", "lock", "pin", "build", "export", "import", "commit",
 	"merge", "test", "capture", "order", "reply", "schedule", "group", "credit", "debit", "split", "switch",
-	"clone", "return", "alert", "message", "research", "audit", "estimate", "diff", "upload", "download", "backup")
+	"clone", "return", "alert", "message", "reverse", "research", "audit", "estimate", "upload", "download", "backup")
 
 var destroyVerbs = wordSet("delete", "remove", "drop", "destroy", "purge", "truncate", "wipe", "erase",
 	"kill", "terminate", "uninstall", "revoke", "deprovision", "undeploy", "overwrite", "cleanup", "clean")
@@ -346,8 +346,9 @@ var adminWords = wordSet("admin", "administrator", "sudo", "root", "permission",
 // sentence of its description, in the context of its upstream's command.
 func lexicalAction(name, desc, cmd []string) lexical {
 	var l lexical
-	agent, prov := false, false
+	agent, prov, recording := false, false, false
 	for i, w := range name {
+		recording = recording || recordingObjects[w]
 		l.jobObject = l.jobObject || jobObjects[w]
 		agent = agent || agentObjects[w]
 		prov = prov || provisionObjects[w] || (w == "key" || w == "keys") && i > 0 && keyQualifiers[name[i-1]] || provisionHeads[w] && headNoun(name, i) && creatingVerb(name)
@@ -375,6 +376,11 @@ func lexicalAction(name, desc, cmd []string) lexical {
 		}
 		switch k {
 		case vControl:
+			if recording {
+				// Starting or stopping a trace, recording or
+				// screencast observes: what is saved is an artefact.
+				return Read
+			}
 			if l.jobObject || l.infra {
 				return Execute
 			}
@@ -455,6 +461,10 @@ func lexicalAction(name, desc, cmd []string) lexical {
 	}
 	return l
 }
+
+// recordingObjects are observations a control verb starts or stops.
+var recordingObjects = wordSet("recording", "recordings", "trace", "traces", "tracing", "screencast", "profiling",
+	"profiler", "capture")
 
 // modelWords name a model or what one computes.
 var modelWords = wordSet("ai", "model", "models", "llm", "llms", "gpt", "embedding", "embeddings", "inference",

@@ -193,7 +193,7 @@ var verbs = map[string]verbKind{
 	"push": vWrite, "commit": vWrite, "merge": vWrite, "close": vWrite, "comment": vWrite, "reply": vWrite,
 	"react": vWrite, "fork": vWrite, "star": vWrite, "unstar": vWrite, "archive": vWrite, "unarchive": vWrite,
 	"publish": vWrite, "unpublish": vWrite, "mark": vWrite, "dismiss": vWrite, "approve": vWrite,
-	"reject": vWrite, "submit": vWrite, "fill": vWrite, "click": vWrite, "press": vWrite, "hover": vWrite,
+	"reject": vWrite, "submit": vWrite, "fill": vWrite, "click": vWrite, "press": vWrite, "hover": vRead,
 	"select": vWrite, "drag": vWrite, "drop": vWrite, "clear": vWrite, "reset": vWrite, "restore": vWrite,
 	"lock": vWrite, "unlock": vWrite, "truncate": vWrite, "purge": vWrite, "destroy": vWrite, "wipe": vWrite,
 	"erase": vWrite, "mkdir": vWrite, "copy": vWrite, "duplicate": vWrite, "link": vWrite, "unlink": vWrite,
