@@ -152,6 +152,17 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	if zone, conf := c.commandZone(t.command); zone != "" {
 		return AxisVerdict{Classified: zone, Confidence: conf, Source: SourceEndpointInference}
 	}
+	if k.args.urlZone == "" && selfTool(k.name, k.desc) {
+		// A tool about the server itself (its cache, health, tools,
+		// log level, the session's active selection) stays on this
+		// host, whichever service the server fronts.
+		return AxisVerdict{Classified: Local, Confidence: 0.7, Source: SourceToolName}
+	}
+	if k.args.urlZone == "" && browserManagement(k.name, k.cmd) {
+		// Browser management (tabs, window size, closing a page,
+		// emulation) changes the local browser, not a site.
+		return AxisVerdict{Classified: Local, Confidence: 0.7, Source: SourceToolName}
+	}
 	// A client of a named service calls that service, whatever its
 	// annotations say and whichever local file it uploads.
 	idZone, idConf := c.serverZone(t.command)
@@ -385,4 +396,103 @@ func describesExternal(ws []string) bool {
 		}
 	}
 	return false
+}
+
+// selfTool reports whether a tool's name and description are about the
+// server itself rather than what it fronts: its cache, health, log level,
+// its own tools, or which object the session has made active.
+func selfTool(name, desc []string) bool {
+	verb := ""
+	for _, w := range name {
+		if k, base := verbOf(w); k != vNone {
+			verb = base
+			break
+		}
+	}
+	selection := verb == "set" || verb == "select" || verb == "switch" || verb == "use"
+	for i, w := range name {
+		switch w {
+		case "cache", "caches":
+			if verb != "purge" {
+				return true
+			}
+		case "health":
+			// "get_health", "health_check": the server's own, not an
+			// endpoint's or a resource's.
+			own := true
+			for _, o := range name {
+				if k, _ := verbOf(o); k == vNone && !healthWords[o] {
+					own = false
+				}
+			}
+			if own {
+				return true
+			}
+		case "tool", "tools":
+			// The server's own catalogue ("get_tool_help",
+			// "getEnabledTools"), not a service's tools.
+			for _, o := range name {
+				if o == "help" || o == "enabled" || o == "mcp" {
+					return true
+				}
+			}
+		case "level":
+			if i > 0 && (name[i-1] == "log" || name[i-1] == "logging") {
+				return true
+			}
+		case "active", "current":
+			if selection {
+				return true
+			}
+		}
+	}
+	for i, w := range desc {
+		switch {
+		case w == "server" && i > 0 && (desc[i-1] == "this" || desc[i-1] == "mcp"),
+			w == "server" && i+1 < len(desc) && (desc[i+1] == "state" || desc[i+1] == "data"),
+			selection && (w == "active" || w == "future"):
+			return true
+		}
+	}
+	return false
+}
+
+var healthWords = wordSet("health", "check", "status", "system", "server", "performance", "aaa")
+
+// browserManagement reports whether a browser server's tool manages the
+// browser (tabs, window, emulation, closing or listing pages) rather than
+// acting on a page.
+func browserManagement(name, cmd []string) bool {
+	browser := false
+	for _, w := range cmd {
+		if browserWords[w] {
+			browser = true
+			break
+		}
+	}
+	if !browser {
+		return false
+	}
+	verb := ""
+	for _, w := range name {
+		if k, base := verbOf(w); k != vNone {
+			verb = base
+			break
+		}
+	}
+	for _, w := range name {
+		switch w {
+		case "tab", "tabs", "window", "viewport", "emulate", "resize":
+			return true
+		case "page", "pages":
+			if verb == "close" || verb == "list" || verb == "select" {
+				return true
+			}
+		case "close":
+			if len(name) <= 2 {
+				return true
+			}
+		}
+	}
+	return verb == "emulate" || verb == "resize"
 }
