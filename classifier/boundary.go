@@ -152,7 +152,7 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	if zone, conf := c.commandZone(t.command); zone != "" {
 		return AxisVerdict{Classified: zone, Confidence: conf, Source: SourceEndpointInference}
 	}
-	if k.args.urlZone == "" && selfTool(k.name, k.desc) {
+	if k.args.urlZone == "" && (k.localPhrase && !moves(k.name) || selfTool(k.name, k.desc)) {
 		// A tool about the server itself (its cache, health, tools,
 		// log level, the session's active selection) stays on this
 		// host, whichever service the server fronts.
@@ -448,7 +448,7 @@ func selfTool(name, desc []string) bool {
 	}
 	for i, w := range desc {
 		switch {
-		case w == "server" && i > 0 && (desc[i-1] == "this" || desc[i-1] == "mcp"),
+		case w == "server" && i > 0 && desc[i-1] == "this",
 			w == "server" && i+1 < len(desc) && (desc[i+1] == "state" || desc[i+1] == "data"),
 			selection && (w == "active" || w == "future"):
 			return true
@@ -495,4 +495,36 @@ func browserManagement(name, cmd []string) bool {
 		}
 	}
 	return verb == "emulate" || verb == "resize"
+}
+
+// localPhrases in a tool's description say it answers from this host:
+// "no API calls", "cache-only", "the local cache", "this MCP server".
+var localPhrases = [...]string{"no api call", "cache-only", "local cache", "this server", "this mcp server",
+	"local library", "never query", "never calls"}
+
+// saysLocal reports whether a description (up to its first 2 KiB) holds
+// one of localPhrases.
+func saysLocal(desc string) bool {
+	if len(desc) > 2048 {
+		desc = desc[:2048]
+	}
+	lower := strings.ToLower(desc)
+	for _, p := range localPhrases {
+		if strings.Contains(lower, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// moves reports whether a name's verb carries data between this host and
+// elsewhere ("sync_project", "upload_file"): what it says of a local cache
+// is where the data lands.
+func moves(name []string) bool {
+	for _, w := range name {
+		if k, base := verbOf(w); k != vNone {
+			return movingVerbs[base] || base == "download" || base == "fetch" || base == "pull"
+		}
+	}
+	return false
 }

@@ -74,6 +74,8 @@ type call struct {
 	classes []string
 	args    argFacts
 	lex     lexical
+
+	localPhrase bool
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -91,6 +93,7 @@ type toolFacts struct {
 	name, desc, cmd []string
 	lex             lexical
 	target          target
+	localPhrase     bool // the description says the tool stays on this host
 }
 
 type toolKey struct{ upstream, tool string }
@@ -149,6 +152,7 @@ func (c *compiled) toolFacts(d *intercept.ActionDescriptor) *toolFacts {
 		tf.cmd = words(nil, tf.target.command)
 	}
 	tf.lex = lexicalAction(tf.name, tf.desc, tf.cmd)
+	tf.localPhrase = saysLocal(d.ToolDescription)
 	if cacheable {
 		c.facts.Add(toolKey{strings.Clone(d.Upstream), name}, tf)
 	}
@@ -165,6 +169,7 @@ func (b *Builtin) classify(d *intercept.ActionDescriptor) Verdict {
 	k.d = d
 	tf := c.toolFacts(d)
 	k.tc, k.hasTC, k.hints, k.name, k.desc, k.cmd, k.lex = tf.tc, tf.hasTC, tf.hints, tf.name, tf.desc, tf.cmd, tf.lex
+	k.localPhrase = tf.localPhrase
 	k.classes = k.tc.Classes
 	if c.classes != nil {
 		if more := c.classes(d.Upstream, d.ToolName); len(more) > 0 {
