@@ -546,7 +546,21 @@ func looksLikeHost(s string) bool {
 			return false
 		}
 	}
+	if i := strings.LastIndexByte(s, ':'); i >= 0 && strings.Count(s, ":") == 1 && !allDigits(s[i+1:]) {
+		// "sc-domain:example.com", "repo:owner/name": a prefix, not a
+		// host and port.
+		return false
+	}
 	return strings.ContainsAny(s, ".:") || strings.EqualFold(s, "localhost")
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // hostOnly strips a port from host:port ([v6]:port, v4:port, name:port).

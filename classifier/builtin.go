@@ -351,9 +351,13 @@ var adminWords = wordSet("admin", "administrator", "sudo", "root", "permission",
 // sentence of its description, in the context of its upstream's command.
 func lexicalAction(name, desc, cmd []string) lexical {
 	var l lexical
-	agent, prov, recording := false, false, false
+	agent, prov, recording, runObject, startVerb := false, false, false, false, false
 	for i, w := range name {
 		recording = recording || recordingObjects[w]
+		runObject = runObject || runObjects[w]
+		if _, base := verbOf(w); startVerbs[base] {
+			startVerb = true
+		}
 		l.jobObject = l.jobObject || jobObjects[w]
 		agent = agent || agentObjects[w]
 		prov = prov || provisionObjects[w] || (w == "key" || w == "keys") && i > 0 && keyQualifiers[name[i-1]] || provisionHeads[w] && headNoun(name, i) && creatingVerb(name)
@@ -399,6 +403,11 @@ func lexicalAction(name, desc, cmd []string) lexical {
 		a := k.action()
 		if a == Write && (prov || l.infra) {
 			return Provision
+		}
+		if a == Write && runObject && startVerb {
+			// Creating, submitting or applying a job, a run or a
+			// migration starts it running.
+			return Execute
 		}
 		return a
 	}
@@ -466,6 +475,12 @@ func lexicalAction(name, desc, cmd []string) lexical {
 	}
 	return l
 }
+
+// runObjects run once created or submitted; startVerbs create or submit.
+var (
+	runObjects = wordSet("job", "jobs", "run", "runs", "migration", "migrations", "execution", "executions", "runsync")
+	startVerbs = wordSet("create", "submit", "apply", "new", "queue", "enqueue")
+)
 
 // recordingObjects are observations a control verb starts or stops.
 var recordingObjects = wordSet("recording", "recordings", "trace", "traces", "tracing", "screencast", "profiling",
@@ -603,6 +618,10 @@ func (c *compiled) actionType(k *call) AxisVerdict {
 			// defaults (destructive, not idempotent, open world), as
 			// some SDKs and OpenAPI wrappers write them on every tool.
 			return AxisVerdict{Classified: Read, Confidence: 0.6, Source: SourceToolName}
+		case l.nameVerb == "" && l.action == Read && (h.destructive != isTrue || h.specDefaults()):
+			// A name that is only nouns ("definition", "references")
+			// and a description that starts by reading: as doubtful.
+			return AxisVerdict{Classified: Read, Confidence: 0.6, Source: SourceToolDescription}
 		}
 		// "May modify" and no word of how: a guess (right a quarter of
 		// the time on the corpus's dev split).

@@ -240,7 +240,8 @@ var (
 		"task", "tasks", "session", "sessions", "build", "builds", "pipeline", "pipelines", "container",
 		"containers", "daemon", "worker", "workers", "thread", "command", "commands", "script", "scripts",
 		"server", "service", "services", "terminal", "repl", "pod", "pods", "device", "devices", "simulator",
-		"simulators", "emulator", "emulators", "debugger", "vm", "vms", "machine", "machines", "instance", "instances")
+		"simulators", "emulator", "emulators", "debugger", "vm", "vms", "machine", "machines", "instance", "instances",
+		"migration", "migrations", "deployment", "deployments", "execution")
 	// agentObjects turn delegation verbs into Orchestrate.
 	agentObjects = wordSet("agent", "agents", "subagent", "subagents", "copilot", "assistant", "assistants",
 		"bot", "bots", "worker_agent", "crew", "swarm")
