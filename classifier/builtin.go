@@ -352,6 +352,20 @@ var adminWords = wordSet("admin", "administrator", "sudo", "root", "permission",
 func lexicalAction(name, desc, cmd []string) lexical {
 	var l lexical
 	agent, prov, recording, runObject, startVerb := false, false, false, false, false
+	// What a name is about comes before a preposition: "add_list_to_board"
+	// adds a list, "copy_between_databases" copies rows.
+	// Put into or taken out of a record ("add_project_to_task",
+	// "remove_member_from_card"), it is that record that changes.
+	head, inRecord := name, false
+	for i, w := range name {
+		if i > 0 && prepositions[w] {
+			head = name[:i]
+			for _, c := range name[i+1:] {
+				inRecord = inRecord || dataObjects[c]
+			}
+			break
+		}
+	}
 	for i, w := range name {
 		recording = recording || recordingObjects[w]
 		runObject = runObject || runObjects[w]
@@ -360,7 +374,8 @@ func lexicalAction(name, desc, cmd []string) lexical {
 		}
 		l.jobObject = l.jobObject || jobObjects[w]
 		agent = agent || agentObjects[w]
-		prov = prov || provisionObjects[w] || (w == "key" || w == "keys") && i > 0 && keyQualifiers[name[i-1]] || provisionHeads[w] && headNoun(name, i) && creatingVerb(name)
+		prov = prov || !(inRecord && i < len(head)) && provisionObjects[w] || (w == "key" || w == "keys") && i > 0 && keyQualifiers[name[i-1]] || provisionHeads[w] && i < len(head) && !inRecord && headNoun(head, i) && creatingVerb(name) ||
+			envVars[w] && i > 0 && (name[i-1] == "env" || name[i-1] == "environment")
 		l.infra = l.infra || infraWords[w]
 		l.destroys = l.destroys || destroyVerbs[w]
 		l.financial = l.financial || financialWords[w]
@@ -476,6 +491,11 @@ func lexicalAction(name, desc, cmd []string) lexical {
 	return l
 }
 
+var prepositions = wordSet("to", "from", "in", "into", "on", "onto", "for", "between", "within", "across", "of", "with")
+
+// envVars after "env" or "environment" are a service's configuration.
+var envVars = wordSet("var", "vars", "variable", "variables")
+
 // runObjects run once created or submitted; startVerbs create or submit.
 var (
 	runObjects = wordSet("job", "jobs", "run", "runs", "migration", "migrations", "execution", "executions", "runsync")
@@ -528,7 +548,8 @@ func creatingVerb(name []string) bool {
 }
 
 var creatingVerbs = wordSet("create", "new", "add", "delete", "remove", "destroy", "drop", "fork", "setup",
-	"set", "update", "put", "rollback", "deploy", "scale", "configure", "enable", "disable", "rename", "transfer")
+	"set", "update", "put", "rollback", "deploy", "scale", "configure", "enable", "disable", "rename", "transfer",
+	"copy", "duplicate", "clone", "share", "activate", "deactivate", "publish")
 
 // headNoun reports whether name[i] is what the name is about: its last
 // word, or the word before a final verb ("cron_delete").

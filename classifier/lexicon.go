@@ -265,7 +265,7 @@ var (
 		"environments", "env", "worker", "workers", "workflow", "workflows", "flag", "flags", "user", "users",
 		"workspace", "workspaces", "endpoint", "endpoints", "volume", "volumes", "server", "servers",
 		"registry", "registries", "board", "boards", "site", "sites", "organization", "organizations", "org", "orgs",
-		"mount", "mounts")
+		"mount", "mounts", "service", "services", "pod", "pods")
 	// keyQualifiers make "key" a credential ("api key", "ssh key") rather
 	// than a keyboard or map key.
 	keyQualifiers = wordSet("api", "access", "ssh", "deploy", "private", "secret", "signing", "encryption",
