@@ -351,7 +351,8 @@ var adminWords = wordSet("admin", "administrator", "sudo", "root", "permission",
 // sentence of its description, in the context of its upstream's command.
 func lexicalAction(name, desc, cmd []string) lexical {
 	var l lexical
-	agent, prov, recording, runObject, startVerb := false, false, false, false, false
+	agent, prov, recording, runObject, startVerb, active := false, false, false, false, false, false
+	worker := false // an agent that works, not a chat bot speaking for the caller
 	// What a name is about comes before a preposition: "add_list_to_board"
 	// adds a list, "copy_between_databases" copies rows.
 	// Put into or taken out of a record ("add_project_to_task",
@@ -367,6 +368,8 @@ func lexicalAction(name, desc, cmd []string) lexical {
 		}
 	}
 	for i, w := range name {
+		// "set_active_board": which one the session uses, not the board.
+		active = active || w == "active" || w == "current"
 		recording = recording || recordingObjects[w]
 		runObject = runObject || runObjects[w]
 		if _, base := verbOf(w); startVerbs[base] {
@@ -374,6 +377,7 @@ func lexicalAction(name, desc, cmd []string) lexical {
 		}
 		l.jobObject = l.jobObject || jobObjects[w]
 		agent = agent || agentObjects[w]
+		worker = worker || agentObjects[w] && w != "bot" && w != "bots"
 		prov = prov || !(inRecord && i < len(head)) && provisionObjects[w] || (w == "key" || w == "keys") && i > 0 && keyQualifiers[name[i-1]] || provisionHeads[w] && i < len(head) && !inRecord && headNoun(head, i) && creatingVerb(name) ||
 			envVars[w] && i > 0 && (name[i-1] == "env" || name[i-1] == "environment")
 		l.infra = l.infra || infraWords[w]
@@ -384,12 +388,13 @@ func lexicalAction(name, desc, cmd []string) lexical {
 	for _, w := range desc {
 		l.jobObject = l.jobObject || jobObjects[w]
 		agent = agent || agentObjects[w]
+		worker = worker || agentObjects[w] && w != "bot" && w != "bots"
 		l.infra = l.infra || infraWords[w]
 	}
 	for _, w := range cmd {
 		l.infra = l.infra || infraWords[w]
 	}
-	resolve := func(k verbKind, rest []string) string {
+	resolve := func(k verbKind, base string, rest []string) string {
 		if k == vMethod {
 			for _, w := range rest {
 				if k2, _ := verbOf(w); k2 != vNone && k2 != vMethod {
@@ -416,7 +421,11 @@ func lexicalAction(name, desc, cmd []string) lexical {
 			return Write
 		}
 		a := k.action()
-		if a == Write && (prov || l.infra) {
+		if worker && !active && (a == Execute || a == Write && agentVerbs[base]) {
+			// Running, creating or messaging an agent hands it work.
+			return Orchestrate
+		}
+		if a == Write && (prov || l.infra) && !active {
 			return Provision
 		}
 		if a == Write && runObject && startVerb {
@@ -435,7 +444,7 @@ func lexicalAction(name, desc, cmd []string) lexical {
 				// verb follows it.
 				for j := i + 1; j < len(name); j++ {
 					if k2, b2 := verbOf(name[j]); k2 != vNone && !nounVerbs[b2] && !nounCompound(name, j) {
-						i, w, k = j, name[j], k2
+						i, w, k, base = j, name[j], k2, b2
 						break
 					}
 				}
@@ -444,7 +453,7 @@ func lexicalAction(name, desc, cmd []string) lexical {
 				// "test X" checks X; "test" alone runs the tests.
 				k = vExecute
 			}
-			l.action = resolve(k, name[i+1:])
+			l.action = resolve(k, base, name[i+1:])
 			l.nameVerb = w
 			l.nameRead = l.action == Read
 			l.conf, l.source = 0.85, SourceToolName
@@ -460,7 +469,7 @@ func lexicalAction(name, desc, cmd []string) lexical {
 		if k == vNone || nounCompound(desc, i) || (i > 0 && descAmbiguous[base]) {
 			continue
 		}
-		l.descAction = resolve(k, desc[i+1:])
+		l.descAction = resolve(k, base, desc[i+1:])
 		descConf = 0.7
 		if i > 0 {
 			descConf = 0.6
@@ -492,6 +501,9 @@ func lexicalAction(name, desc, cmd []string) lexical {
 }
 
 var prepositions = wordSet("to", "from", "in", "into", "on", "onto", "for", "between", "within", "across", "of", "with")
+
+// agentVerbs make, start or message an agent.
+var agentVerbs = wordSet("create", "new", "send", "message", "reply", "spawn", "start", "launch")
 
 // envVars after "env" or "environment" are a service's configuration.
 var envVars = wordSet("var", "vars", "variable", "variables")
