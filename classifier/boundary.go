@@ -152,13 +152,13 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	if zone, conf := c.commandZone(t.command); zone != "" {
 		return AxisVerdict{Classified: zone, Confidence: conf, Source: SourceEndpointInference}
 	}
-	if k.args.urlZone == "" && (k.localPhrase && !moves(k.name) || selfTool(k.name, k.desc)) {
+	if k.args.urlZone == "" && k.selfLocal {
 		// A tool about the server itself (its cache, health, tools,
 		// log level, the session's active selection) stays on this
 		// host, whichever service the server fronts.
 		return AxisVerdict{Classified: Local, Confidence: 0.7, Source: SourceToolName}
 	}
-	if k.args.urlZone == "" && browserManagement(k.name, k.cmd) {
+	if k.args.urlZone == "" && k.browserMgmt {
 		// Browser management (tabs, window size, closing a page,
 		// emulation) changes the local browser, not a site.
 		return AxisVerdict{Classified: Local, Confidence: 0.7, Source: SourceToolName}

@@ -75,7 +75,7 @@ type call struct {
 	args    argFacts
 	lex     lexical
 
-	localPhrase bool
+	selfLocal, browserMgmt bool
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -93,7 +93,8 @@ type toolFacts struct {
 	name, desc, cmd []string
 	lex             lexical
 	target          target
-	localPhrase     bool // the description says the tool stays on this host
+	selfLocal       bool // the tool is about the server itself (selfTool, saysLocal)
+	browserMgmt     bool // browser management (browserManagement)
 }
 
 type toolKey struct{ upstream, tool string }
@@ -152,7 +153,8 @@ func (c *compiled) toolFacts(d *intercept.ActionDescriptor) *toolFacts {
 		tf.cmd = words(nil, tf.target.command)
 	}
 	tf.lex = lexicalAction(tf.name, tf.desc, tf.cmd)
-	tf.localPhrase = saysLocal(d.ToolDescription)
+	tf.selfLocal = saysLocal(d.ToolDescription) && !moves(tf.name) || selfTool(tf.name, tf.desc)
+	tf.browserMgmt = browserManagement(tf.name, tf.cmd)
 	if cacheable {
 		c.facts.Add(toolKey{strings.Clone(d.Upstream), name}, tf)
 	}
@@ -169,7 +171,7 @@ func (b *Builtin) classify(d *intercept.ActionDescriptor) Verdict {
 	k.d = d
 	tf := c.toolFacts(d)
 	k.tc, k.hasTC, k.hints, k.name, k.desc, k.cmd, k.lex = tf.tc, tf.hasTC, tf.hints, tf.name, tf.desc, tf.cmd, tf.lex
-	k.localPhrase = tf.localPhrase
+	k.selfLocal, k.browserMgmt = tf.selfLocal, tf.browserMgmt
 	k.classes = k.tc.Classes
 	if c.classes != nil {
 		if more := c.classes(d.Upstream, d.ToolName); len(more) > 0 {
