@@ -457,7 +457,7 @@ func selfTool(name, desc []string) bool {
 	return false
 }
 
-var healthWords = wordSet("health", "check", "status", "system", "server", "performance", "aaa")
+var healthWords = wordSet("health", "check", "status", "system", "server", "performance")
 
 // browserManagement reports whether a browser server's tool manages the
 // browser (tabs, window, emulation, closing or listing pages) rather than

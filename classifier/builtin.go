@@ -512,7 +512,7 @@ var envVars = wordSet("var", "vars", "variable", "variables")
 
 // runObjects run once created or submitted; startVerbs create or submit.
 var (
-	runObjects = wordSet("job", "jobs", "run", "runs", "migration", "migrations", "execution", "executions", "runsync")
+	runObjects = wordSet("job", "jobs", "run", "runs", "migration", "migrations", "execution", "executions")
 	startVerbs = wordSet("create", "submit", "apply", "new", "queue", "enqueue")
 )
 

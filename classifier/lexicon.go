@@ -244,7 +244,7 @@ var (
 		"migration", "migrations", "deployment", "deployments", "execution")
 	// agentObjects turn delegation verbs into Orchestrate.
 	agentObjects = wordSet("agent", "agents", "subagent", "subagents", "copilot", "assistant", "assistants",
-		"bot", "bots", "worker_agent", "crew", "swarm", "codex")
+		"bot", "bots", "worker_agent", "crew", "swarm")
 	// provisionObjects turn any mutating verb into Provision: credentials,
 	// access and persistent configuration (§5.2).
 	provisionObjects = wordSet("apikey", "apikeys", "token", "tokens", "credential",
