@@ -15,6 +15,7 @@ type argFacts struct {
 	urlZone   string
 	urlConf   float64
 	localPath bool // an absolute local path in a path-like argument
+	pathArg   bool // any path-like argument (path, file, filename, dir, destination)
 
 	// Resources named by the call (URLs, paths, tables), at most
 	// maxResources, for the intent record and the catalog.
@@ -210,6 +211,9 @@ func (c *compiled) scanString(f *argFacts, kk keyKind, s string) {
 	}
 	trimmed := strings.TrimSpace(s)
 	noSpace := !strings.ContainsAny(trimmed, " \t\n")
+	if kk&kPath != 0 && kk&kContent == 0 {
+		f.pathArg = true
+	}
 
 	// Boundary: URL-like arguments, and any value that is a whole URL
 	// unless it is content.

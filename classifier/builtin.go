@@ -629,7 +629,7 @@ func (c *compiled) actionType(k *call) AxisVerdict {
 		// INSERT through a "read-only" one writes).
 		return AxisVerdict{Classified: a, Confidence: 0.9, Source: SourceParameters}
 	}
-	if h.readOnly == isTrue {
+	if h.readOnly == isTrue && !(savingVerbs[l.nameVerb] && k.args.pathArg) {
 		return AxisVerdict{Classified: Read, Confidence: 1, Source: SourceAnnotations}
 	}
 	if h.readOnly == isFalse || h.destructive == isTrue {
@@ -644,6 +644,8 @@ func (c *compiled) actionType(k *call) AxisVerdict {
 				conf = calibrated(k, l.action, l.conf)
 			}
 			return AxisVerdict{Classified: l.action, Confidence: conf, Source: SourceAnnotations}
+		case l.nameRead && savingVerbs[l.nameVerb] && k.args.pathArg:
+			return savedCopy(k, l)
 		case l.nameRead && (h.destructive != isTrue || h.specDefaults()):
 			// readOnlyHint=false is also the spec's default, and servers
 			// set it on reads that can save an artefact (a screenshot
@@ -666,9 +668,25 @@ func (c *compiled) actionType(k *call) AxisVerdict {
 		return AxisVerdict{Classified: cls, Confidence: 0.9, Source: SourceCapabilityClass}
 	}
 	if l.action != "" {
+		if l.action == Read && savingVerbs[l.nameVerb] {
+			return savedCopy(k, l)
+		}
 		return AxisVerdict{Classified: l.action, Confidence: calibrated(k, l.action, l.conf), Source: l.source}
 	}
 	return AxisVerdict{Classified: Write, Confidence: 0.3, Source: SourceNone}
+}
+
+// savingVerbs read something and may keep a copy of it.
+var savingVerbs = wordSet("download", "downloads", "export", "exports")
+
+// savedCopy: a download or export given a file or directory to write is
+// Write (the corpus guide: a download into a local file is Write); one
+// that returns what it reads is a Read, but a less certain one.
+func savedCopy(k *call, l lexical) AxisVerdict {
+	if k.args.pathArg {
+		return AxisVerdict{Classified: Write, Confidence: 0.8, Source: SourceParameters}
+	}
+	return AxisVerdict{Classified: Read, Confidence: min(l.conf, 0.8), Source: l.source}
 }
 
 // The annotations settle that a tool changes something, not which change
