@@ -201,9 +201,16 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	if k.hints.openWorld == isTrue {
 		return AxisVerdict{Classified: External, Confidence: 0.85, Source: SourceAnnotations}
 	}
-	for _, w := range k.cmd {
-		if externalServices[w] {
+	for i, w := range k.cmd {
+		if externalServices[w] && !(i+1 < len(k.cmd) && (k.cmd[i+1] == "com" || k.cmd[i+1] == "org")) {
+			// Not "github.com/owner/module": where the server's code
+			// is hosted is not where its tools go.
 			return AxisVerdict{Classified: External, Confidence: 0.8, Source: SourceEndpointInference}
+		}
+		if localStoreEngines[w] {
+			// An embedded database named on the command line
+			// ("--dsn sqlite:///./app.db"): its file is on this host.
+			return AxisVerdict{Classified: Local, Confidence: 0.8, Source: SourceEndpointInference}
 		}
 		if browserWords[w] {
 			// A browser with no URL in the call: its pages may be the
@@ -326,6 +333,9 @@ func splitURL(s string) (scheme, host string, ok bool) {
 	}
 	return scheme, rest, true
 }
+
+// localStoreEngines are embedded databases: a file on this host.
+var localStoreEngines = wordSet("sqlite", "sqlite3", "duckdb", "leveldb", "lmdb")
 
 // guidanceWords describe what a server can answer from what it ships.
 var guidanceWords = wordSet("practices", "guidance", "instructions", "schema", "schemas", "tutorial", "tutorials",

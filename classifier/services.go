@@ -129,6 +129,8 @@ var localCapabilities = wordSet(
 	// pure computation
 	"thinking", "sequential", "time", "calculator", "math", "everything")
 
+var docWords = wordSet("docs", "doc", "documentation", "reference")
+
 // serverZone places a stdio server by its identity: a named third-party
 // service is External, a local capability Local; "" if it names neither.
 func serverZone(identity string) (zone string, conf float64) {
@@ -139,6 +141,14 @@ func serverZone(identity string) (zone string, conf float64) {
 	for _, w := range ws {
 		if externalServices[w] {
 			return External, 0.9
+		}
+	}
+	for _, w := range ws {
+		if docWords[w] {
+			// "apple-docs", "android-docs": documentation about a
+			// platform, published by its vendor, not the platform
+			// on this host.
+			return "", 0
 		}
 	}
 	for _, w := range ws {
