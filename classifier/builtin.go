@@ -369,6 +369,10 @@ func lexicalAction(name, desc, cmd []string) lexical {
 			break
 		}
 	}
+	reportObject := false
+	for _, w := range name {
+		reportObject = reportObject || reportObjects[w]
+	}
 	for i, w := range name {
 		// "set_active_board": which one the session uses, not the board.
 		active = active || w == "active" || w == "current"
@@ -423,6 +427,11 @@ func lexicalAction(name, desc, cmd []string) lexical {
 			return Write
 		}
 		a := k.action()
+		if (base == "generate" || base == "run") && reportObject {
+			// Generating or running a report, an audit or a diagram
+			// computes a document and returns it.
+			return Read
+		}
 		if worker && !active && (a == Execute || a == Write && agentVerbs[base]) {
 			// Running, creating or messaging an agent hands it work.
 			return Orchestrate
@@ -499,10 +508,17 @@ func lexicalAction(name, desc, cmd []string) lexical {
 	case l.action == "" && l.descAction != "":
 		l.action, l.conf, l.source = l.descAction, descConf, SourceToolDescription
 	}
+	if reportObject && l.action == Read && (l.nameVerb == "generate" || l.nameVerb == "run") {
+		// A generated report may also be kept: below the high band.
+		l.conf = min(l.conf, 0.85)
+	}
 	return l
 }
 
 var prepositions = wordSet("to", "from", "in", "into", "on", "onto", "for", "between", "within", "across", "of", "with")
+
+// reportObjects are documents computed and returned.
+var reportObjects = wordSet("report", "reports", "audit", "diagram", "chart", "metadata", "summary")
 
 // agentVerbs make, start or message an agent.
 var agentVerbs = wordSet("create", "new", "send", "message", "reply", "spawn", "start", "launch")

@@ -241,7 +241,8 @@ var (
 		"containers", "daemon", "worker", "workers", "thread", "command", "commands", "script", "scripts",
 		"server", "service", "services", "terminal", "repl", "pod", "pods", "device", "devices", "simulator",
 		"simulators", "emulator", "emulators", "debugger", "vm", "vms", "machine", "machines", "instance", "instances",
-		"migration", "migrations", "deployment", "deployments", "execution")
+		"migration", "migrations", "deployment", "deployments", "execution", "sandbox", "sandboxes", "app", "apps",
+		"project", "projects")
 	// agentObjects turn delegation verbs into Orchestrate.
 	agentObjects = wordSet("agent", "agents", "subagent", "subagents", "copilot", "assistant", "assistants",
 		"bot", "bots", "worker_agent", "crew", "swarm")
