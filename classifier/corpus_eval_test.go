@@ -140,9 +140,7 @@ func classifyCorpus(t testing.TB, calls []corpusCall) []scored {
 	base := corpusOptions(calls)
 	var out []scored
 	for _, server := range slices.Sorted(mapsKeys(byServer)) {
-		opts := base
-		opts.leaveOut = server
-		b, err := NewBuiltin(opts)
+		b, err := NewBuiltin(base)
 		if err != nil {
 			t.Fatal(err)
 		}

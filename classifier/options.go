@@ -192,10 +192,6 @@ type Options struct {
 	Sensitivity []SensitivityRule `json:"sensitivity,omitempty" yaml:"sensitivity,omitempty"`
 	// Now is the clock for classified_at. Nil: time.Now.
 	Now func() time.Time `json:"-" yaml:"-"`
-
-	// leaveOut names a corpus server whose knowledge-base entries are
-	// left out (leave-one-server-out evaluation); tests only.
-	leaveOut string
 }
 
 // weights returns the active axes' weights, normalised to sum to 1.
