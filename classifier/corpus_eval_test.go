@@ -129,8 +129,9 @@ type scored struct {
 	src  [2]string
 }
 
-// classifyCorpus classifies every call, each server with the knowledge
-// base entries written from that server left out (leave-one-server-out).
+// classifyCorpus classifies every call, each server by a classifier of its
+// own. No server is scored with knowledge taken from itself because the
+// classifier holds none (testdata/corpus/README.md, Discipline).
 func classifyCorpus(t testing.TB, calls []corpusCall) []scored {
 	t.Helper()
 	byServer := map[string][]corpusCall{}
