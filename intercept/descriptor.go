@@ -67,12 +67,19 @@ type ActionDescriptor struct {
 	// conditions as classification.*; nil when there is none. The
 	// classifier itself never sees it.
 	Classification map[string]any `json:"-"`
-	// UpstreamTools, for a carry (see [ActionDescriptor.IsCarry]), are the
-	// names of the tools the upstream listed through this gateway, nil
-	// when it has listed none here: the tools whose closing closes the
-	// upstream to the carry. Nil for every other action. Shared: a
-	// Decider must not change it.
+	// UpstreamTools, for a carry (see [ActionDescriptor.IsCarry]) or a
+	// read that carries (ReadCarries), are the names of the tools the
+	// upstream listed through this gateway, nil when it has listed none
+	// here: the tools whose closing closes the upstream to the carry. Nil
+	// for every other action. Shared: a Decider must not change it.
 	UpstreamTools []string `json:"-"`
+	// ReadCarries reports that a read (resources/read, prompts/get) holds
+	// bytes of the client's choosing for the upstream: a URI or prompt the
+	// upstream did not list to this client through the gateway,
+	// arguments, or a member or _meta the protocol does not put there.
+	// Policy closes such a read with its upstream, as it closes a carry.
+	// False for a read of a listed item alone, and for every tools/call.
+	ReadCarries bool `json:"read_carries,omitempty"`
 }
 
 // IsTool reports whether d is a tools/call (and not a read).

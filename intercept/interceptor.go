@@ -115,6 +115,9 @@ type Interceptor struct {
 
 	cursorsOnce sync.Once
 	cursors     *lru.Cache[string, struct{}] // list cursors issued, with their binding (carry.go)
+
+	listedOnce sync.Once
+	listed     *lru.Cache[listedKey, struct{}] // resources and prompts listed, with their binding (listed.go)
 }
 
 type toolInfo struct {
@@ -212,6 +215,11 @@ func (i *Interceptor) decide(ctx context.Context, m *Message, cc CallContext) (*
 		cc.Principal = PrincipalFrom(ctx)
 	}
 	d := i.Descriptor(m, cc)
+	if m.Method != "tools/call" && i.readCarries(ctx, m, cc) {
+		// A read of the client's making: closed with its upstream, as
+		// a carry is (listed.go).
+		d.ReadCarries, d.UpstreamTools = true, i.catalogNames(cc.Upstream)
+	}
 	dec := Decide(ctx, i.Decider, d)
 	if i.OnDecision != nil && dec.Verdict != Allow {
 		i.OnDecision(d, dec)

@@ -74,6 +74,11 @@ type Message struct {
 	Meta jsontext.Value
 
 	idKey string // the id as IDKey gives it, when it differs from ID
+	// extra: Raw has a top-level member JSON-RPC does not define.
+	extra bool
+	// readExtra: the params of a resources/read or prompts/get have a
+	// member the method does not define (listed.go).
+	readExtra bool
 }
 
 // IsCall reports whether m is a tools/call request.
@@ -353,6 +358,7 @@ func decodeOne(v jsontext.Value) (*Message, error) {
 			if k := foldedMatch(key, envelopeKeys); k != "" {
 				return invalidRequest("member %q differs from %q only in case", key, k)
 			}
+			m.extra = true
 		}
 		return nil
 	})
@@ -426,6 +432,7 @@ func (m *Message) decodeParams() error {
 	}
 	var hasName bool
 	err := eachValidMember(m.Params, func(key string, val jsontext.Value) error {
+		m.readExtra = m.readExtra || !readMember(m.Method, key)
 		switch key {
 		case "name":
 			if m.Method == "tools/call" || m.Method == "prompts/get" {
@@ -480,6 +487,18 @@ func (m *Message) decodeParams() error {
 		}
 	}
 	return nil
+}
+
+// readMember reports whether key is a params member method defines, when
+// method is a read (resources/read, prompts/get); true for other methods.
+func readMember(method, key string) bool {
+	switch method {
+	case "resources/read":
+		return key == "uri" || key == "_meta" || key == "requestState"
+	case "prompts/get":
+		return key == "name" || key == "arguments" || key == "_meta" || key == "requestState"
+	}
+	return true
 }
 
 // unprintableName reports a rune a decided name must not hold: a control

@@ -36,6 +36,12 @@ import (
 // to allow one by one, a client must be able to complete and subscribe on
 // an upstream it may use, and what closes an upstream to data is route
 // memory.
+//
+// A read that carries (intercept.ActionDescriptor.ReadCarries: a URI or
+// prompt the upstream did not list to the client, a prompt's arguments)
+// is decided as a read, except that the same route-rule test comes first
+// among the allows: once a route rule closes its upstream it is denied as
+// a carry is, whatever rule or default_read would allow it.
 
 // ReasonCarryAllow allows a carry no rule decides and no route rule
 // closes.
@@ -79,7 +85,12 @@ func (p *Policy) decideCarry(st *state) intercept.Decision {
 // closed is false when none does.
 func (p *Policy) carryRoutes(st *state) (dec intercept.Decision, closed bool) {
 	up := st.d.Upstream
-	via := make([]string, len(p.routes)) // the name each rule matched, "" for none
+	var buf [8]string
+	via := buf[:0] // the name each rule matched, "" for none
+	if len(p.routes) > len(buf) {
+		via = make([]string, 0, len(p.routes))
+	}
+	via = via[:len(p.routes)]
 	left := len(p.routes)
 	match := func(name string, classes []string) {
 		for i, r := range p.routes {

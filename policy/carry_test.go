@@ -83,3 +83,55 @@ rules:
 		t.Errorf("tools/call of mcp:…: got %s %s, want %s", dec.Verdict, dec.Reason, ReasonReservedName)
 	}
 }
+
+// read is the descriptor of a resources/read of uri on upstream; carries
+// says whether it holds bytes of the client's choosing (not a URI the
+// upstream listed).
+func read(upstream, uri string, carries bool) *intercept.ActionDescriptor {
+	return &intercept.ActionDescriptor{Method: "resources/read", ToolName: intercept.ResourcePrefix + uri, Upstream: upstream,
+		Agent: "a", SessionID: "s", Parameters: []byte(`{}`), ReadCarries: carries, UpstreamTools: []string{"web_search"}}
+}
+
+// TestReadCarriesClosedByRouteRule: a read that carries the client's bytes
+// is denied like a carry once a route rule closes its upstream, whatever
+// rule would allow it; a read of a listed item, and any read while the
+// upstream is open, is decided as before (default_read, rules, classes).
+func TestReadCarriesClosedByRouteRule(t *testing.T) {
+	const head = "default: deny\nallow: [read_document]\ntool_classes:\n  docs/read_document: [source:sensitive]\n  web/web_search: [sink:network]\n"
+	const routes = `route_rules:
+  - {id: r-class, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:network]}, scope: agent}
+`
+	for _, tc := range []struct {
+		name, policy  string
+		d             *intercept.ActionDescriptor
+		before, after string // verdict and reason
+	}{
+		{"carries", head, read("web", "https://evil.example/?q=s", true), "allow default_allow", "deny route_rule_deny"},
+		{"listed", head, read("web", "https://x.example/a", false), "allow default_allow", "allow default_allow"},
+		{"carries, rule allows", head + "rules:\n  - {id: ok, match: {match_tool: \"web/resource:https://evil.example/?q=s\"}, decision: allow}\n",
+			read("web", "https://evil.example/?q=s", true), "allow rule_allow", "deny route_rule_deny"},
+		{"carries, other upstream", head, read("docs", "https://evil.example/?q=s", true), "allow default_allow", "allow default_allow"},
+		{"carries, default_read deny", head + "default_read: deny\n", read("web", "https://evil.example/?q=s", true), "deny default_deny", "deny route_rule_deny"},
+		{"listed, default_read deny", head + "default_read: deny\n", read("web", "https://x.example/a", false), "deny default_deny", "deny default_deny"},
+		{"listed, classed as a sink", head + "  \"web/resource:*\": [sink:network]\n", read("web", "https://x.example/a", false), "allow default_allow", "deny route_rule_deny"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustCompile(t, tc.policy+routes)
+			ctx := context.Background()
+			if dec := intercept.Decide(ctx, p, tc.d); string(dec.Verdict)+" "+dec.Reason != tc.before {
+				t.Errorf("before the read: got %s %s, want %s", dec.Verdict, dec.Reason, tc.before)
+			}
+			src := &intercept.ActionDescriptor{ToolName: "read_document", Upstream: "docs", Agent: "a", SessionID: "s", Parameters: []byte(`{}`)}
+			if err := p.Forwarded(ctx, src, intercept.Decide(ctx, p, src)); err != nil {
+				t.Fatal(err)
+			}
+			dec := intercept.Decide(ctx, p, tc.d)
+			if string(dec.Verdict)+" "+dec.Reason != tc.after {
+				t.Errorf("after the read: got %s %s (%s), want %s", dec.Verdict, dec.Reason, dec.PublicReason, tc.after)
+			}
+			if dec.Reason == ReasonRouteDeny && dec.Mode != intercept.ModeThrow {
+				t.Errorf("a read's deny: mode %q, want throw", dec.Mode)
+			}
+		})
+	}
+}

@@ -170,6 +170,14 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 			}
 			return p.decision(intercept.Deny, ReasonRouteDeny, r.public, r.id, r.id, r.mode, &st)
 		}
+		if read && d.ReadCarries {
+			// A read of the client's making (a URI the upstream did not
+			// list, a prompt's arguments) is closed with its upstream, as
+			// a carry is (carry.go); a read of a listed item is not.
+			if dec, closed := p.carryRoutes(&st); closed {
+				return dec
+			}
+		}
 	}
 	for _, slot := range [...]int{slotApproval, slotAllow} {
 		if i, err := p.scanRules(slot, srcs, &st); i >= 0 {
