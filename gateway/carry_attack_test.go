@@ -74,15 +74,32 @@ func tapServer(t *testing.T) (*httptest.Server, *recorder) {
 	s.AddPrompt(mcp.NewPrompt("summary", mcp.WithArgument("topic")), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return mcp.NewGetPromptResult("s", nil), nil
 	})
+	s.AddResource(mcp.NewResource(listedURI, "listed"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: "listed contents"}}, nil
+	})
+	s.AddResourceTemplate(mcp.NewResourceTemplate("https://x.example/search/{q}", "search"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: "searched"}}, nil
+	})
 	rec := &recorder{next: server.NewStreamableHTTPServer(s)}
 	up := httptest.NewServer(rec)
 	t.Cleanup(up.Close)
 	return up, rec
 }
 
+// listedURI is the one resource the tap lists.
+const listedURI = "https://x.example/listed"
+
 // carryGateway serves docs (the demo server, whose read_document is the
 // sensitive source) and web (the tap) under carryPolicy.
 func carryGateway(t *testing.T) (gw *httptest.Server, web *recorder) {
+	t.Helper()
+	gw, _, web = carryGatewayG(t)
+	return gw, web
+}
+
+// carryGatewayG is carryGateway that also returns the Gateway, for
+// ServeConn (`sluice wrap`).
+func carryGatewayG(t *testing.T) (gw *httptest.Server, g *Gateway, web *recorder) {
 	t.Helper()
 	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
 	t.Cleanup(docs.Close)
@@ -91,14 +108,14 @@ func carryGateway(t *testing.T) (gw *httptest.Server, web *recorder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL + "/mcp"}}},
+	g, err = New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL + "/mcp"}}},
 		&intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	gw = httptest.NewServer(g.Handler())
 	t.Cleanup(func() { gw.Close(); g.Close() })
-	return gw, rec
+	return gw, g, rec
 }
 
 // readSecret has agent "raw" read a sensitive document on docs.

@@ -85,6 +85,9 @@ func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.C
 	// A list's next cursor is this client's to send back (intercept's
 	// carry.go): recorded before the client has it.
 	ic.ObserveCursor(ctx, cc, method, result)
+	// So are the resources and prompts it lists: reading one of them
+	// carries nothing of the client's (intercept's listed.go).
+	ic.ObserveListed(ctx, cc, method, result)
 	if ic.ScreensList(method) {
 		// Prompts, resources, templates and instructions the inventory
 		// withholds for looking poisoned.
