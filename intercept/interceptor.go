@@ -42,6 +42,11 @@ type CallContext struct {
 	// process) of its own, whose ids another session's may repeat; ""
 	// for the upstream as a whole.
 	TaskScope string
+	// Lister, if not nil, lists the upstream's tools for the gateway
+	// itself: a tools/call of a client that has not listed them waits for
+	// it while the Observer keeps an inventory (unlisted.go). Nil decides
+	// such a call with what was seen before.
+	Lister ToolsLister
 	// ClientCanApprove reports that a held call could be put to the
 	// client's user: the operator lets clients answer (the gateway has an
 	// Approver) and this client can be asked on this transport (see
@@ -214,13 +219,25 @@ func (i *Interceptor) decide(ctx context.Context, m *Message, cc CallContext) (*
 	if cc.Principal == nil {
 		cc.Principal = PrincipalFrom(ctx)
 	}
+	var unlisted error
+	if m.IsCall() {
+		// Decided against what the upstream serves now, not a pin it
+		// may have drifted from since (unlisted.go): before the
+		// descriptor, which the listing describes.
+		unlisted = i.ensureListed(ctx, cc)
+	}
 	d := i.Descriptor(m, cc)
 	if m.Method != "tools/call" && i.readCarries(ctx, m, cc) {
 		// A read of the client's making: closed with its upstream, as
 		// a carry is (listed.go).
 		d.ReadCarries, d.UpstreamTools = true, i.catalogNames(cc.Upstream)
 	}
-	dec := Decide(ctx, i.Decider, d)
+	var dec Decision
+	if unlisted != nil {
+		dec = unlistedDecision(d, unlisted)
+	} else {
+		dec = Decide(ctx, i.Decider, d)
+	}
 	if i.OnDecision != nil && dec.Verdict != Allow {
 		i.OnDecision(d, dec)
 	}

@@ -36,7 +36,7 @@ type listedKey struct {
 	upstream string
 	owner    string // the principal's ID, else the agent
 	agent    bool   // owner is an agent name, not a principal's ID
-	kind     byte   // 'r' a resource URI, 'p' a prompt name
+	kind     byte   // 'r' a resource URI, 'p' a prompt name; 's', 't' tools listed in a session, by an owner (unlisted.go)
 	name     string
 }
 
@@ -57,10 +57,17 @@ func ownerOf(ctx context.Context, cc CallContext) (owner string, agent bool) {
 // ObserveListed records the items of result, the upstream's answer to a
 // resources/list (their URIs) or prompts/list (their names) request of the
 // client of cc, as listed to that client, so that a read of one of them is
-// plain (see above). Other methods are ignored.
+// plain (see above); and for a tools/list, that the client listed the
+// upstream's tools (unlisted.go). Other methods are ignored.
 func (i *Interceptor) ObserveListed(ctx context.Context, cc CallContext, method string, result jsontext.Value) {
 	var kind byte
 	switch method {
+	case "tools/list":
+		if result.Kind() == '{' {
+			// The client has its own listing (unlisted.go).
+			i.listedTable().Add(toolsListedKey(ctx, cc), struct{}{})
+		}
+		return
 	case "resources/list":
 		kind = 'r'
 	case "prompts/list":
