@@ -30,6 +30,7 @@ type relay struct {
 	lastActive atomic.Int64
 
 	up        *Upstream
+	lister    *toolLister // lists up's tools for a client that did not (lister.go)
 	ic        *intercept.Interceptor
 	log       *slog.Logger
 	withheld  *withheldTasks // counts messages about another's task not delivered
@@ -119,7 +120,11 @@ func (r *relay) toUpstream(ctx context.Context, b []byte) error {
 func (r *relay) callContext() intercept.CallContext {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, TaskScope: r.session, Agent: r.owner.agent, ClientName: r.owner.clientName(), ProtocolVersion: r.version}
+	cc := intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, TaskScope: r.session, Agent: r.owner.agent, ClientName: r.owner.clientName(), ProtocolVersion: r.version}
+	if r.lister != nil {
+		cc.Lister = r.lister
+	}
+	return cc
 }
 
 func (r *relay) run(ctx context.Context) error {

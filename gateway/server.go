@@ -68,6 +68,9 @@ type route struct {
 	// children bounds the stdio processes of the route's sessions (see
 	// dialSession); nil for other transports.
 	children *childSlots
+	// lister lists the upstream's tools for a client that did not,
+	// before its call is decided (lister.go).
+	lister *toolLister
 }
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
@@ -147,6 +150,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		if r.up.Transport == TransportStdio {
 			r.children = &childSlots{route: up.Name, max: up.maxChildren(), metrics: g.limits.metrics}
 		}
+		r.lister = newToolLister(g, r)
 		g.routes[up.Name] = r
 	}
 	g.virtual = map[string]*aggregator{}
@@ -406,7 +410,7 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 		failAll(ctx, down, werr)
 		return err
 	}
-	rl := &relay{up: &rt.up, ic: g.ic, log: g.log, withheld: g.withheld, session: id, down: down, upc: up, approver: g.opts.Approver,
+	rl := &relay{up: &rt.up, lister: rt.lister, ic: g.ic, log: g.log, withheld: g.withheld, session: id, down: down, upc: up, approver: g.opts.Approver,
 		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind, opened: opened, ident: g.ident, onRefused: g.opts.OnIdentityRefused}
 	if adm != nil {
 		rl.lease = adm.lease.bindAgent

@@ -98,6 +98,9 @@ type exchange struct {
 // callContext is what the interceptor is told about x.
 func (x *exchange) callContext() intercept.CallContext {
 	cc := intercept.CallContext{Upstream: x.rt.up.Name, Target: x.rt.up.target(), Agent: x.agent, ProtocolVersion: x.version, ClientName: x.clientName, Principal: x.principal}
+	if x.rt.lister != nil {
+		cc.Lister = x.rt.lister
+	}
 	switch {
 	case x.virtual != "":
 		// The client's one session, whichever upstream's inner session
