@@ -2,7 +2,10 @@
 // each upstream and notices when they change.
 //
 // Every tools/list result the gateway passes on is handed to
-// Inventory.ObserveTools. The tools (name, title, description, input and
+// Inventory.ObserveTools, and so is the gateway's own listing of an
+// upstream's tools before a call from a client that listed none (see
+// intercept.ToolsLister), so calls are screened against what the upstream
+// serves now. The tools (name, title, description, input and
 // output schema, annotations, icons, execution, _meta) become a Snapshot, hashed with SHA-256 over
 // RFC 8785 canonical JSON per tool and per snapshot; the snapshot hash is
 // the tool_inventory_hash that action descriptors carry (Inventory.Hash).

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sluicehq/sluice/audit"
@@ -77,9 +79,14 @@ func TestClassifierConfigRejectsDeny(t *testing.T) {
 }
 
 // TestClassifierReadsPolicyClasses: a tool with no annotations and a
-// name that says nothing is classified from its tool_classes.
+// name that says nothing is classified from its tool_classes. (The demo
+// server's echo is listed without its annotations: the gateway lists the
+// tools of a client that calls without listing, and reads them.)
 func TestClassifierReadsPolicyClasses(t *testing.T) {
-	g := startServe(t, "policy: {default: allow, tool_classes: {echo: [exec:command]}}\nclassifier: {on_escalate: log}\n")
+	on := &atomic.Bool{}
+	on.Store(true)
+	g := startServeWith(t, "policy: {default: allow, tool_classes: {echo: [exec:command]}}\nclassifier: {on_escalate: log}\n",
+		rewriteLists(on, func(b []byte) []byte { return noAnnotations.ReplaceAll(b, []byte(`"annotations":{}`)) }))
 	modernCall(t, g.url, "tools/call", "echo", `{"name":"echo","arguments":{"message":"x"}}`)
 	if err := g.stop(); err != nil {
 		t.Fatal(err)
@@ -110,3 +117,5 @@ func TestScanResults(t *testing.T) {
 		t.Errorf("injection_in_result events: got %d\n%s\nwant exactly one, for the poisoned echo", n, &out)
 	}
 }
+
+var noAnnotations = regexp.MustCompile(`"annotations":\{[^{}]*\}`)
