@@ -3,12 +3,18 @@ package gateway
 import (
 	"context"
 	"io"
+	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/policy"
 )
 
 // Reads past a route rule: after a sensitive read closed web (its
@@ -235,5 +241,62 @@ func TestReadsOpenWithoutRouteRule(t *testing.T) {
 	_, _, body = post(t, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"summary","arguments":{"topic":"open-topic"}}}`)
 	if !strings.Contains(body, `"messages"`) || !web.reached("open-topic") {
 		t.Errorf("prompt with arguments while open: got %.300s, want the upstream's answer", body)
+	}
+}
+
+// TestAttackReadPastRouteRuleVirtual: through a virtual server, which
+// lists and reads through the upstreams' routes, a read of the client's
+// making is refused by web's route once web is closed, and the listed
+// resource and prompt are still read.
+func TestAttackReadPastRouteRuleVirtual(t *testing.T) {
+	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
+	t.Cleanup(docs.Close)
+	up, web := tapServer(t)
+	p, err := policy.Compile([]byte(carryPolicy), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL + "/mcp"}},
+		VirtualServers: []VirtualServer{{}}}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	c := aggClient(t, ctx, gw.URL+"/mcp")
+	read := ""
+	for _, n := range toolNames(t, ctx, c) {
+		if strings.HasSuffix(n, "read_document") {
+			read = n
+		}
+	}
+	if txt, isErr := callText(t, ctx, c, read, map[string]any{"path": "/hr/salaries.csv"}); isErr || read == "" {
+		t.Fatalf("sensitive read %q: %s", read, txt)
+	}
+	if _, err := c.ListResources(ctx, mcp.ListResourcesRequest{}); err != nil {
+		t.Fatalf("resources/list: %v", err)
+	}
+	prompts, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	if err != nil || len(prompts.Prompts) != 1 {
+		t.Fatalf("prompts/list: %v, want web's summary", err)
+	}
+	summary := prompts.Prompts[0].Name
+	mark := markOf(900)
+	_, err = c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "https://x.example/search/" + mark}})
+	if web.reached(mark) || err == nil || !strings.Contains(err.Error(), "no-exfil") {
+		t.Errorf("template read after the deny: %v (reached web: %v), want the route rule's error", err, web.reached(mark))
+	}
+	mark = markOf(901)
+	_, err = c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: summary, Arguments: map[string]string{"topic": mark}}})
+	if web.reached(mark) || err == nil || !strings.Contains(err.Error(), "no-exfil") {
+		t.Errorf("prompt with arguments after the deny: %v (reached web: %v), want the route rule's error", err, web.reached(mark))
+	}
+	if res, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: listedURI}}); err != nil || len(res.Contents) == 0 {
+		t.Errorf("listed read after the deny: %v", err)
+	}
+	if _, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: summary}}); err != nil {
+		t.Errorf("listed prompt after the deny: %v", err)
 	}
 }
