@@ -139,3 +139,27 @@ func TestDecideAllowPathAllocs(t *testing.T) {
 		t.Errorf("got trace %q, want route-8 checked", trace)
 	}
 }
+
+// BenchmarkDecideRead: a read of a listed item, and one of the client's
+// making on an upstream no route rule closes (the route-rule test runs:
+// tool_2029 is a sink route-14 governs, its after side not remembered).
+func BenchmarkDecideRead(b *testing.B) {
+	p := benchPolicy(b)
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name    string
+		carries bool
+	}{{"listed", false}, {"carries_open", true}} {
+		d := &intercept.ActionDescriptor{Method: "resources/read", ToolName: "resource:file:///srv/a", Upstream: "files", Agent: "bench", SessionID: "s1",
+			Parameters: jsontext.Value(`{}`), ReadCarries: bc.carries, UpstreamTools: []string{"tool_2", "tool_2029"}}
+		if got, _ := p.Decide(ctx, d); got.Verdict != intercept.Allow {
+			b.Fatalf("%s: got %s (%s), want allow", bc.name, got.Verdict, got.Reason)
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Decide(ctx, d)
+			}
+		})
+	}
+}

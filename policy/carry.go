@@ -85,7 +85,7 @@ func (p *Policy) decideCarry(st *state) intercept.Decision {
 // closed is false when none does.
 func (p *Policy) carryRoutes(st *state) (dec intercept.Decision, closed bool) {
 	up := st.d.Upstream
-	var buf [8]string
+	var buf [32]string
 	via := buf[:0] // the name each rule matched, "" for none
 	if len(p.routes) > len(buf) {
 		via = make([]string, 0, len(p.routes))
@@ -108,21 +108,17 @@ func (p *Policy) carryRoutes(st *state) (dec intercept.Decision, closed bool) {
 		classes, _ := p.lookup(up, name)
 		match(name, classes)
 	}
+	for _, t := range p.pinnedTools[up] {
+		seen(t)
+	}
 	if st.d.UpstreamTools != nil {
 		for _, t := range st.d.UpstreamTools {
 			seen(nfc(t))
 		}
-		for k := range p.classes {
-			if k.upstream == up {
-				seen(k.tool)
-			}
-		}
 	} else {
 		// Not listed here yet: whatever the policy names may be its.
-		for k := range p.classes {
-			if k.upstream == "" || k.upstream == up {
-				seen(k.tool)
-			}
+		for _, t := range p.bareTools {
+			seen(t)
 		}
 		for n := range p.names {
 			seen(n)

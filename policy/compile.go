@@ -46,15 +46,19 @@ type Policy struct {
 	defRead intercept.Verdict // of resources/read and prompts/get
 	mode    intercept.ResultMode
 
-	classes   map[toolKey][]string // {upstream, tool} and {"", tool}
-	prefixes  []prefixClass        // reads' tool_classes keys ending in *, longest first
-	names     map[string]bool      // every configured tool name (tool part)
-	looks     map[string]string    // skeleton -> configured name
-	rules     []*rule
-	routes    []*routeRule
-	idx       index
-	manifests map[string]*manifest
-	after     map[string]bool // every label a route rule's after side names
+	classes map[toolKey][]string // {upstream, tool} and {"", tool}
+	// The keys of classes, for carries (carry.go): the tools pinned to
+	// each upstream, and those of no upstream.
+	pinnedTools map[string][]string
+	bareTools   []string
+	prefixes    []prefixClass     // reads' tool_classes keys ending in *, longest first
+	names       map[string]bool   // every configured tool name (tool part)
+	looks       map[string]string // skeleton -> configured name
+	rules       []*rule
+	routes      []*routeRule
+	idx         index
+	manifests   map[string]*manifest
+	after       map[string]bool // every label a route rule's after side names
 
 	store Store
 	now   func() time.Time
@@ -303,6 +307,18 @@ func (l *loader) compile(rp *rawPolicy, opts Options) *Policy {
 		}
 		p.classes[k] = cs
 		p.names[k.tool] = true
+	}
+	p.pinnedTools = map[string][]string{}
+	for k := range p.classes {
+		if k.upstream == "" {
+			p.bareTools = append(p.bareTools, k.tool)
+		} else {
+			p.pinnedTools[k.upstream] = append(p.pinnedTools[k.upstream], k.tool)
+		}
+	}
+	slices.Sort(p.bareTools) // a carry's deny names the first tool that closed its upstream: the same one each time
+	for _, ts := range p.pinnedTools {
+		slices.Sort(ts)
 	}
 	slices.SortStableFunc(p.prefixes, func(a, b prefixClass) int {
 		if len(a.prefix) != len(b.prefix) {
