@@ -81,3 +81,24 @@ func TestUnlistedCallListed(t *testing.T) {
 type observerFunc func(string, jsontext.Value)
 
 func (f observerFunc) ObserveTools(u string, r jsontext.Value) { f(u, r) }
+
+// TestUnlistedCheckAllocs: a call of a client that listed costs a lookup
+// and no allocation.
+func TestUnlistedCheckAllocs(t *testing.T) {
+	ctx := context.Background()
+	i := &Interceptor{Observer: hashingObserver{}}
+	for _, cc := range []CallContext{
+		{Upstream: "web", Agent: "a", SessionID: "s1", Lister: &countingLister{}},
+		{Upstream: "web", Agent: "a", Lister: &countingLister{}},
+		{Upstream: "web", Principal: &Principal{ID: "p"}, Lister: &countingLister{}},
+	} {
+		i.ObserveListed(ctx, cc, "tools/list", jsontext.Value(`{"tools":[]}`))
+		if n := testing.AllocsPerRun(100, func() {
+			if err := i.ensureListed(ctx, cc); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%+v: %v allocations, want 0", cc, n)
+		}
+	}
+}
