@@ -85,7 +85,16 @@ func (l *toolLister) list(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connecting: %w", err)
 	}
-	defer conn.Close()
+	// Closed once the listing is done, without the call waiting on it: a
+	// stdio child may take its grace period to exit, an HTTP session's
+	// DELETE its round trip.
+	defer func() {
+		l.g.wg.Add(1)
+		go func() {
+			defer l.g.wg.Done()
+			conn.Close()
+		}()
+	}()
 	c := &listConn{conn: conn}
 	meta := ""
 	_, err = c.call(ctx, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":`+listClientInfo+`}`)
