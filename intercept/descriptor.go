@@ -79,7 +79,7 @@ type ActionDescriptor struct {
 	// arguments, or a member or _meta the protocol does not put there.
 	// Policy closes such a read with its upstream, as it closes a carry.
 	// False for a read of a listed item alone, and for every tools/call.
-	ReadCarries bool `json:"read_carries,omitempty"`
+	ReadCarries bool `json:"-"`
 }
 
 // IsTool reports whether d is a tools/call (and not a read).
