@@ -38,7 +38,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -486,6 +488,9 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		return
 	}
 	args, skill, err := g.arguments(r.Context(), msg, a.files)
+	if err == nil {
+		args, err = withExtra(args, m.Params, msg, m.Raw, r.Header.Get("A2A-Extensions"), skill)
+	}
 	if err != nil {
 		reply(err)
 		return
@@ -587,6 +592,9 @@ func (g *Gateway) arguments(ctx context.Context, msg jsontext.Value, files *file
 		MediaType string `json:"media_type,omitempty"`
 		URI       string `json:"uri,omitempty"`
 		Bytes     int    `json:"bytes,omitempty"`
+		// SHA256 is the hex digest of the file's bytes: an approval
+		// binds to the file it was given for, and an event records it.
+		SHA256 string `json:"sha256,omitempty"`
 	}
 	var p struct {
 		Text  string           `json:"text,omitzero"`
@@ -673,6 +681,8 @@ func (g *Gateway) arguments(ctx context.Context, msg jsontext.Value, files *file
 					return bad("file bytes are not valid base64: " + err.Error())
 				}
 				fl.Bytes = len(n)
+				sum := sha256.Sum256(n)
+				fl.SHA256 = hex.EncodeToString(sum[:])
 			}
 			if fl.URI == "" && b64 == nil {
 				return bad("not a text, data or file part")

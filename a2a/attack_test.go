@@ -41,7 +41,11 @@ func newRecAgent(t *testing.T, card string) *recAgent {
 		}
 		b, _ := io.ReadAll(r.Body)
 		a.mu.Lock()
-		a.seen = append(a.seen, r.Method+" "+r.URL.Path+" "+string(b))
+		seen := r.Method + " " + r.URL.Path + " " + string(b)
+		if ext := r.Header.Get("A2A-Extensions"); ext != "" {
+			seen += " A2A-Extensions: " + ext
+		}
+		a.seen = append(a.seen, seen)
 		a.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		if strings.Contains(r.URL.Path, "/rest") {
