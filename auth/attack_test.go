@@ -145,7 +145,7 @@ func TestMTLSAgentNameNotChecked(t *testing.T) {
 func TestTokenRouteBinding(t *testing.T) {
 	const base = "https://sluice.example.com"
 	v := NewJWTVerifier(JWTConfig{Audience: []string{base + "/mcp/demo", base + "/mcp/all/", base + "/mcp", "sluice",
-		"https://example.com/sluice/mcp/demo", "https://example.com/sluice/"}}, nil, nil)
+		"https://example.com/sluice/mcp/demo", "https://example.com/sluice/", base + "/a2a/research", base + "/a2a/"}}, nil, nil)
 	for _, tc := range []struct {
 		aud    any
 		method string
@@ -173,6 +173,19 @@ func TestTokenRouteBinding(t *testing.T) {
 		{[]any{base + "/mcp/demo", base + "/mcp/all/"}, "POST", "/mcp/all", true},
 		{[]any{base + "/mcp/demo", 7}, "POST", "/mcp/all", false},
 		{nil, "POST", "/mcp/demo", false},
+		// An A2A agent's URL binds its token to that agent (attacker
+		// review: it named no route and opened every MCP route).
+		{base + "/a2a/research", "POST", "/a2a/research", true},
+		{base + "/a2a/research", "POST", "/a2a/res%65arch", true},
+		{base + "/a2a/research", "POST", "/a2a/research/rest/message:send", true},
+		{base + "/a2a/research", "GET", "/a2a/research/.well-known/agent-card.json", true},
+		{base + "/a2a/research", "POST", "/mcp/research", false},
+		{base + "/a2a/research", "POST", "/mcp/demo", false},
+		{base + "/a2a/research", "POST", "/mcp", false},
+		{base + "/a2a/research", "POST", "/a2a/other", false},
+		{base + "/a2a/research", "GET", "/a2a/.well-known/jwks.json", false},
+		{base + "/mcp/demo", "POST", "/a2a/demo", false},
+		{base + "/a2a/", "POST", "/mcp/demo", true}, // …/a2a names no agent: the gateway
 	} {
 		r, _ := http.NewRequest(tc.method, "https://sluice.example.com"+tc.path, nil)
 		p := &intercept.Principal{ID: "a", Claims: map[string]any{"aud": tc.aud}}

@@ -262,9 +262,10 @@ func printableASCII(s string) bool {
 // URL of a route's or virtual server's protected resource, whose path
 // ends in /mcp/{name}, /sse/{name} or /ws/{name} (what RFC 9728 metadata
 // gives as resource and an MCP client asks its token for, RFC 8707;
-// behind a proxy that adds a path prefix, after it); "" for an audience
-// that names the gateway as a whole (its base URL, …/mcp, or a name such
-// as sluice).
+// behind a proxy that adds a path prefix, after it); a2aRoute(name) when
+// it is an A2A agent's URL, …/a2a/{name}, as an A2A client asks its token
+// for the agent it calls; "" for an audience that names the gateway as a
+// whole (its base URL, …/mcp, …/a2a, or a name such as sluice).
 func audienceRoute(aud string) string {
 	u, err := url.Parse(aud)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -275,15 +276,23 @@ func audienceRoute(aud string) string {
 	if n < 3 || segs[n-1] == "" {
 		return ""
 	}
+	name, err := url.PathUnescape(segs[n-1])
+	if err != nil {
+		name = segs[n-1]
+	}
 	switch segs[n-2] {
 	case "mcp", "sse", "ws":
-		if name, err := url.PathUnescape(segs[n-1]); err == nil {
-			return name
-		}
-		return segs[n-1]
+		return name
+	case "a2a":
+		return a2aRoute(name)
 	}
 	return ""
 }
+
+// a2aRoute is the route name of the A2A agent name: apart from the MCP
+// routes' names (which hold no ':'), so a token for the agent research
+// opens neither the MCP route research nor another agent.
+func a2aRoute(name string) string { return "a2a:" + name }
 
 // forRoute reports whether p, a principal v authenticated, may act on
 // route ("" for a path of no route): one of its token's audiences is one

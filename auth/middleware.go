@@ -247,9 +247,20 @@ func resourcePath(p string) string {
 // the gateway's mux reads it from the escaped path: /mcp/{name},
 // /sse/{name} (and its message endpoint), /ws/{name}; "" for any other
 // path (the unnamed virtual server's /mcp, /sse, /ws and /sse/message,
-// A2A's /a2a/…).
+// A2A's /a2a/.well-known/…), and a2aRoute(name) for an A2A agent's
+// /a2a/{name}[/…] (its JSON-RPC and REST endpoints and its card).
 func requestRoute(r *http.Request) string {
 	p := r.URL.EscapedPath()
+	if rest, ok := strings.CutPrefix(p, "/a2a/"); ok {
+		name, _, _ := strings.Cut(rest, "/")
+		if u, err := url.PathUnescape(name); err == nil {
+			name = u
+		}
+		if name == "" || name == ".well-known" {
+			return ""
+		}
+		return a2aRoute(name)
+	}
 	if p == "/sse/message" && r.Method == http.MethodPost {
 		return "" // the unnamed virtual server's message endpoint
 	}
