@@ -128,7 +128,13 @@ type Options struct {
 	// request carries no authenticated principal (gateway.Options'
 	// AgentHeader); an authenticated principal always wins.
 	AgentHeader string
-	Logger      *slog.Logger
+	// AgentHeaderRequired refuses a request without AgentHeader and no
+	// authenticated principal (gateway.Options' AgentHeaderRequired).
+	// Either way a request naming the agent twice is refused: a proxy
+	// that names the agent by adding its header after the client's would
+	// otherwise be read as the client says.
+	AgentHeaderRequired bool
+	Logger              *slog.Logger
 	// OnCardRefused, if set, hears of every upstream card refused.
 	OnCardRefused func(agent, reason string)
 	// SigningKey signs the cards the gateway serves (their rewritten URLs
@@ -338,6 +344,10 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, intercept.ErrorResponse(nil, err))
 		return
 	}
+	if err := g.checkAgentHeader(r); err != nil {
+		writeJSON(w, http.StatusBadRequest, intercept.ErrorResponse(m.ID, err))
+		return
+	}
 	if m.Kind != intercept.KindRequest {
 		writeJSON(w, http.StatusBadRequest, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInvalidRequest,
 			Message: "an A2A endpoint takes JSON-RPC requests only"}))
@@ -477,6 +487,24 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	g.relay(w, r, a, sent, v1, rel)
+}
+
+// checkAgentHeader refuses a request whose AgentHeader appears more than
+// once, and (AgentHeaderRequired) one without it, unless the request
+// carries an authenticated principal, who is the agent whatever a header
+// says (as the MCP routes do).
+func (g *Gateway) checkAgentHeader(r *http.Request) error {
+	h := g.opts.AgentHeader
+	if h == "" || intercept.PrincipalFrom(r.Context()) != nil {
+		return nil
+	}
+	switch vs := r.Header.Values(h); {
+	case len(vs) > 1:
+		return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf("the %s header names the agent and must appear once; it appears %d times", h, len(vs))}
+	case len(vs) == 0 && g.opts.AgentHeaderRequired:
+		return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf("the %s header is required: it names the agent making the request", h)}
+	}
+	return nil
 }
 
 // send decides a message to the agent and forwards it if allowed.
