@@ -985,10 +985,11 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 				return
 			}
 		}
-	} else if rewrite != nil && (err != nil || ans.Kind != intercept.KindError) {
-		// Not rewritten, it must not pass: a client that reads it
-		// otherwise (fetch skips a UTF-8 BOM Go refuses) would get what
-		// the rewrite keeps from it.
+	} else if err != nil || ans.Kind != intercept.KindError {
+		// Unread, it must not pass: a client that reads it otherwise
+		// (fetch and Python skip a UTF-8 BOM Go refuses) would get what
+		// the rewrite keeps from it, a result the screen never saw and a
+		// task never recorded as the caller's.
 		fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer is not a JSON-RPC response the gateway can read", a.Name))
 		return
 	}
@@ -1018,6 +1019,16 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
 	var event bytes.Buffer
 	var data []byte
+	first, sawData := true, false
+	// unread ends the stream with an error for what the gateway cannot
+	// read as a client would.
+	unread := func(why string) {
+		g.log.Warn("agent's stream not passed on", "agent", agentName, "why", why)
+		msg := intercept.ErrorResponse(id, &intercept.WireError{Code: intercept.CodeInternalError,
+			Message: fmt.Sprintf("agent %q: %s", agentName, why)})
+		fmt.Fprintf(w, "data: %s\n\n", msg)
+		_ = rc.Flush()
+	}
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -1039,8 +1050,20 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 		}
 		if len(line) > 0 {
 			event.Write(line)
-			trimmed := bytes.TrimRight(line, "\r\n")
+			trimmed := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+			if bytes.IndexByte(trimmed, '\r') >= 0 || (first && bytes.HasPrefix(trimmed, []byte("\xEF\xBB\xBF"))) {
+				// A bare CR ends a line to an SSE parser, and one drops a
+				// BOM opening the stream: the client would read events
+				// the gateway did not.
+				unread("its event stream has a line the gateway reads otherwise than a client (a bare CR, or a BOM)")
+				return
+			}
+			first = false
 			if d, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
+				if sawData {
+					data = append(data, '\n') // as an SSE parser joins data lines
+				}
+				sawData = true
 				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
 			}
 			if len(trimmed) == 0 { // end of an event
@@ -1058,7 +1081,14 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 					fmt.Fprintf(&event, "data: %s\n\n", data)
 				}
 				if len(data) > 0 {
-					if ans, err := intercept.DecodeMessage(data); err == nil && ans.Kind == intercept.KindResponse {
+					ans, err := intercept.DecodeMessage(data)
+					if err != nil || (ans.Kind != intercept.KindResponse && ans.Kind != intercept.KindError) {
+						// Unread, it must not pass: its result would
+						// reach the client unscreened.
+						unread("an event of its stream is not a JSON-RPC response the gateway can read")
+						return
+					}
+					if ans.Kind == intercept.KindResponse {
 						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result)
 						g.observe(d, ans.Result)
 					}
@@ -1070,7 +1100,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 					return
 				}
 				event.Reset()
-				data = data[:0]
+				data, sawData = data[:0], false
 			}
 		}
 		if err != nil {
