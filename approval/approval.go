@@ -56,12 +56,15 @@ const (
 
 // Request is one call waiting for, or given, a human's answer.
 type Request struct {
-	ID            string         `json:"id"`
-	TxnID         string         `json:"txn_id"`
-	Status        Status         `json:"status"`
-	Upstream      string         `json:"upstream"`
-	Tool          string         `json:"tool"`
-	Arguments     jsontext.Value `json:"arguments"`
+	ID        string         `json:"id"`
+	TxnID     string         `json:"txn_id"`
+	Status    Status         `json:"status"`
+	Upstream  string         `json:"upstream"`
+	Tool      string         `json:"tool"`
+	Arguments jsontext.Value `json:"arguments"`
+	// Extra is what the call holds for the upstream beside its
+	// arguments (intercept.ActionDescriptor.CallExtra), bound with them.
+	Extra         jsontext.Value `json:"extra,omitempty"`
 	CallHash      string         `json:"call_hash"`
 	PolicyVersion string         `json:"policy_version,omitempty"`
 	Agent         string         `json:"agent,omitempty"`
@@ -188,6 +191,13 @@ func CallHash(d *intercept.ActionDescriptor, policyVersion string) string {
 	}
 	h.Write([]byte{0})
 	h.Write([]byte(policyVersion))
+	if len(d.CallExtra) > 0 {
+		// What the upstream gets beside the arguments (_meta, other
+		// params members): the approved call is not sent again with
+		// data of the agent's choosing there.
+		h.Write([]byte{0})
+		h.Write(d.CallExtra)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -408,7 +418,7 @@ func (s *Store) expire(r *Request) bool {
 // it joins the history, whose oldest entries leave the store. Callers hold
 // s.mu.
 func (s *Store) finish(r *Request, status Status) {
-	r.Status, r.Arguments = status, nil
+	r.Status, r.Arguments, r.Extra = status, nil, nil
 	s.live--
 	s.done = append(s.done, r.ID)
 	for len(s.done) > s.history {
@@ -530,7 +540,7 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 		}
 		now := s.now()
 		r = &Request{ID: newID(), TxnID: d.TxnID, Status: Pending, Upstream: d.Upstream,
-			Tool: d.ToolName, Arguments: d.Parameters, CallHash: hash, PolicyVersion: dec.PolicyVersion,
+			Tool: d.ToolName, Arguments: d.Parameters, Extra: d.CallExtra, CallHash: hash, PolicyVersion: dec.PolicyVersion,
 			Agent: d.Agent, Session: d.SessionID, Reason: dec.Reason, RuleID: dec.RuleID,
 			Created: now, Expires: now.Add(s.timeout)}
 		s.byID[r.ID] = r

@@ -67,6 +67,17 @@ type ActionDescriptor struct {
 	// conditions as classification.*; nil when there is none. The
 	// classifier itself never sees it.
 	Classification map[string]any `json:"-"`
+	// CallExtra is what the upstream gets of a tools/call, resources/read
+	// or prompts/get besides its name and arguments that is the client's
+	// to fill: params members beside name, uri, arguments, _meta and
+	// requestState, _meta members beside the protocol's
+	// (io.modelcontextprotocol/…), progressToken and trace context, and
+	// envelope members JSON-RPC does not define; as one JSON object, nil
+	// when there are none. Not an argument (rules read args), but part of
+	// the call: an approval binds it (approval.CallHash), so the approved
+	// call is not sent again with data of the agent's choosing beside
+	// its arguments.
+	CallExtra jsontext.Value `json:"-"`
 	// UpstreamTools, for a carry (see [ActionDescriptor.IsCarry]) or a
 	// read that carries (ReadCarries), are the names of the tools the
 	// upstream listed through this gateway, nil when it has listed none
