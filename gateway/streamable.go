@@ -446,6 +446,15 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 	u := *rt.url
 	out.URL, out.Host = &u, strings.TrimSuffix(u.Host, ":")
 	copyHeaders(out.Header, r.Header)
+	// The client's Mcp-Param-* headers (SEP-2243) are not passed on: they
+	// say what an argument is to whatever routes on them in front of the
+	// server, and policy decided on the body. upstreamCall writes them
+	// from the body.
+	for k := range out.Header {
+		if intercept.IsParamHeader(k) {
+			delete(out.Header, k)
+		}
+	}
 	for k, v := range rt.up.Headers {
 		out.Header.Set(k, v)
 	}

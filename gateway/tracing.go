@@ -149,6 +149,12 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 		return nil, end, err
 	}
 	out.ContentLength = int64(len(body))
+	if !x.batch && x.version >= "2026-07-28" {
+		// The arguments the tool routes on, as policy read them.
+		for k, v := range g.ic.ParamHeaders(x.rt.up.Name, x.msgs[0]) {
+			out.Header.Set(k, v)
+		}
+	}
 	telemetry.InjectHTTP(ctx, out.Header)
 	return out, end, nil
 }

@@ -1,0 +1,199 @@
+package intercept
+
+import (
+	"encoding/base64"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// ParamHeaderPrefix starts the names of MCP 2026-07-28's custom headers
+// (SEP-2243): a tools/call mirrors each argument its tool's inputSchema
+// marks with x-mcp-header into Mcp-Param-{that name}, so that load
+// balancers, proxies and rate limiters route on it without reading the
+// body.
+const ParamHeaderPrefix = "Mcp-Param-"
+
+// IsParamHeader reports whether the header name k (any case) is one of
+// SEP-2243's Mcp-Param-* headers.
+func IsParamHeader(k string) bool {
+	return len(k) >= len(ParamHeaderPrefix) && strings.EqualFold(k[:len(ParamHeaderPrefix)], ParamHeaderPrefix)
+}
+
+// maxParamHeaders bounds the headers one call's tool may declare, and
+// maxParamDepth how deep in its inputSchema they are looked for: the
+// schema is the upstream's, any size, and read on every call.
+const (
+	maxParamHeaders = 64
+	maxParamDepth   = 8
+)
+
+// ParamHeaders returns the Mcp-Param-* headers (name -> value) that m, a
+// tools/call about to be forwarded to upstream, carries under SEP-2243:
+// for each property of the tool's inputSchema (as upstream last listed it
+// through this interceptor), at any depth, marked with x-mcp-header, the
+// value of that argument in m, encoded as the SEP has clients encode it (a
+// string as it is, or as =?base64?…?= when it is not plain printable ASCII
+// or looks encoded; true/false; an integer within ±(2^53−1) in decimal).
+// An argument that is absent, null or of another type gets no header, and
+// neither does a name declared twice (in any case) or that is not an HTTP
+// token. The gateway sends these in place of whatever Mcp-Param-* headers
+// the client sent: what something in front of the server routes on is
+// then the arguments policy decided on. It returns nil for anything else
+// (another method, a tool the interceptor never saw listed, no
+// annotations).
+func (i *Interceptor) ParamHeaders(upstream string, m *Message) map[string]string {
+	if m == nil || !m.IsCall() || m.Arguments.Kind() != '{' {
+		return nil
+	}
+	v, ok := i.catalog.Load(upstream)
+	if !ok {
+		return nil
+	}
+	t, ok := v.(*toolSet).tools[m.Name]
+	if !ok || t.InputSchema.Kind() != '{' {
+		return nil
+	}
+	var bs []paramBinding
+	collectParamBindings(t.InputSchema, nil, &bs)
+	if len(bs) == 0 {
+		return nil
+	}
+	// A name declared twice is ambiguous: go-sdk clients drop such a tool
+	// from the list altogether.
+	count := make(map[string]int, len(bs))
+	for _, b := range bs {
+		count[strings.ToLower(b.header)]++
+	}
+	var out map[string]string
+	for _, b := range bs {
+		if count[strings.ToLower(b.header)] > 1 {
+			continue
+		}
+		arg := lookupPath(m.Arguments, b.path)
+		if arg == nil {
+			continue
+		}
+		val, ok := paramHeaderValue(arg)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(bs))
+		}
+		out[http.CanonicalHeaderKey(ParamHeaderPrefix+b.header)] = val
+	}
+	return out
+}
+
+type paramBinding struct {
+	path   []string
+	header string
+}
+
+// collectParamBindings records the x-mcp-header of every property of the
+// schema object, and of their properties in turn.
+func collectParamBindings(schema jsontext.Value, prefix []string, out *[]paramBinding) {
+	if len(prefix) >= maxParamDepth {
+		return
+	}
+	props := Member(schema, "properties")
+	if props.Kind() != '{' {
+		return
+	}
+	_ = eachValidMember(props, func(name string, prop jsontext.Value) error {
+		if len(*out) >= maxParamHeaders || prop.Kind() != '{' {
+			return nil
+		}
+		path := append(prefix[:len(prefix):len(prefix)], name)
+		if h := Member(prop, "x-mcp-header"); h.Kind() == '"' {
+			if name := stringOf(h); httpToken(name) {
+				*out = append(*out, paramBinding{path: path, header: name})
+			}
+		}
+		collectParamBindings(prop, path, out)
+		return nil
+	})
+}
+
+// lookupPath returns the value at path in the object args, nil if there
+// is none (or it is null).
+func lookupPath(args jsontext.Value, path []string) jsontext.Value {
+	cur := args
+	for _, p := range path {
+		if cur.Kind() != '{' {
+			return nil
+		}
+		cur = Member(cur, p)
+		if cur == nil {
+			return nil
+		}
+	}
+	if cur.Kind() == 'n' {
+		return nil
+	}
+	return cur
+}
+
+// paramHeaderValue encodes a primitive argument as SEP-2243 has a client
+// put it in its header; false for any other value.
+func paramHeaderValue(v jsontext.Value) (string, bool) {
+	switch v.Kind() {
+	case 't':
+		return "true", true
+	case 'f':
+		return "false", true
+	case '0':
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > 1<<53-1 {
+			return "", false
+		}
+		return strconv.FormatInt(int64(f), 10), true
+	case '"':
+		s := stringOf(v)
+		if needsBase64(s) {
+			return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=", true
+		}
+		return s, true
+	}
+	return "", false
+}
+
+// needsBase64 reports whether a string value cannot ride in a header as
+// it is: leading or trailing white space, a byte outside printable
+// ASCII, or the shape of an encoded value.
+func needsBase64(s string) bool {
+	if s == "" {
+		return false
+	}
+	if s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t' {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return true
+		}
+	}
+	return strings.HasPrefix(s, "=?base64?") && strings.HasSuffix(s, "?=")
+}
+
+// httpToken reports whether s is an HTTP field-name token (RFC 9110,
+// 1*tchar).
+func httpToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
