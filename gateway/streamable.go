@@ -455,6 +455,13 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 			delete(out.Header, k)
 		}
 	}
+	if body != nil {
+		// What policy decided on is UTF-8 JSON (intercept.Decode). The
+		// client's Content-Type is not passed on: a charset in it is how a
+		// server built on express.json() decodes the body, and in UTF-7 a
+		// string of letters the gateway read is quotes and braces to it.
+		out.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range rt.up.Headers {
 		out.Header.Set(k, v)
 	}
