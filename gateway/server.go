@@ -503,13 +503,27 @@ func (g *Gateway) handleWS(w http.ResponseWriter, r *http.Request) {
 
 // wsAcceptOptions are the options of every /ws connection: the gateway's
 // Origin check, and a message from the client bounded like a request
-// body (max_body_bytes).
+// body: each at most max_body_bytes, held within max_inflight_body_bytes
+// with the request bodies while it is read, and paced like one.
 func (g *Gateway) wsAcceptOptions() *transport.WSAcceptOptions {
 	return &transport.WSAcceptOptions{
 		CheckOrigin:     func(r *http.Request) bool { return g.originAllowed(r) },
 		MaxMessageBytes: g.opts.maxBody(),
+		Budget:          wsBudget{g.bodies},
+		PaceGrace:       bodyGrace,
+		PaceRate:        bodyRate,
 	}
 }
+
+// wsBudget holds /ws messages in the request bodies' budget, waiting for
+// room as long as a POST would.
+type wsBudget struct{ b *byteBudget }
+
+func (w wsBudget) Acquire(ctx context.Context, n int64) error {
+	return w.b.acquireWithin(ctx, n, bodyWait)
+}
+
+func (w wsBudget) Release(n int64) { w.b.release(n) }
 
 // identified answers a request whose identity cannot be read (a required
 // agent header missing) with 400 and reports false.

@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -83,7 +85,49 @@ type WSAcceptOptions struct {
 	// with status 1009 (message too big). Zero means
 	// [DefaultMaxMessageBytes].
 	MaxMessageBytes int64
+	// Budget, if set, is what the bytes of the client's messages are
+	// held against while they are read, with whatever else the server
+	// counts there (the gateway: its request bodies): a message takes
+	// room as its bytes arrive, BudgetStep at a time, and gives it back
+	// once the next Read starts (the reader is done with it) or the Conn
+	// closes. A message that gets no room fails Read with a
+	// *[BudgetError] and closes the connection with status 1013 (try
+	// again later). Without it, each message is read whole however many
+	// connections do so at once.
+	Budget MessageBudget
+	// PaceGrace and PaceRate, with Budget, bound how long a message may
+	// take to arrive once it has started: PaceGrace plus its bytes at
+	// PaceRate a second (a connection that stalls mid-message would hold
+	// its room until the idle timeout); past that Read fails and the
+	// connection closes. A zero PaceRate sets no pace.
+	PaceGrace time.Duration
+	PaceRate  int64
 }
+
+// A MessageBudget holds the bytes of messages being read (see
+// [WSAcceptOptions.Budget]). Acquire takes n bytes, waiting as long as
+// its owner allows, or fails; Release gives n back.
+type MessageBudget interface {
+	Acquire(ctx context.Context, n int64) error
+	Release(n int64)
+}
+
+// BudgetStep is how much room a message takes from a [MessageBudget] at a
+// time.
+const BudgetStep = 64 << 10
+
+// A BudgetError fails a Read whose message got no room in its
+// [MessageBudget].
+type BudgetError struct {
+	// Err is what the budget said.
+	Err error
+}
+
+func (e *BudgetError) Error() string {
+	return "transport: websocket message refused: no room for it among the messages being read: " + e.Err.Error()
+}
+
+func (e *BudgetError) Unwrap() error { return e.Err }
 
 // AcceptWS upgrades an HTTP request to a WebSocket connection carrying one
 // JSON-RPC message per text frame, choosing the "mcp" subprotocol if the
@@ -113,7 +157,9 @@ func acceptWS(w http.ResponseWriter, r *http.Request, opts *WSAcceptOptions, pin
 	if err != nil {
 		return nil, fmt.Errorf("transport: websocket accept: %w", err)
 	}
-	return newWSConn(ws, maxMessage(opts.MaxMessageBytes), pingInterval), nil
+	c := newWSConn(ws, maxMessage(opts.MaxMessageBytes), pingInterval)
+	c.budget, c.grace, c.rate = opts.Budget, opts.PaceGrace, opts.PaceRate
+	return c, nil
 }
 
 var _ Conn = (*wsConn)(nil)
@@ -126,6 +172,15 @@ type wsConn struct {
 	pinging      chan struct{} // closed when keepalive has returned; nil without keepalive
 
 	closeOnce sync.Once
+
+	// budget, grace and rate are WSAcceptOptions'; held is the room the
+	// message last read holds in budget (Read's goroutine adds to it,
+	// giveBack takes it all).
+	budget     MessageBudget
+	grace      time.Duration
+	rate       int64
+	held       atomic.Int64
+	midMessage atomic.Bool // a message is being read: pongs do not push the deadline
 }
 
 func newWSConn(ws *websocket.Conn, readLimit int64, pingInterval time.Duration) *wsConn {
@@ -135,6 +190,9 @@ func newWSConn(ws *websocket.Conn, readLimit int64, pingInterval time.Duration) 
 	c := &wsConn{ws: ws, readLimit: readLimit, pingInterval: pingInterval, closed: make(chan struct{})}
 	if pingInterval > 0 {
 		ws.SetPongHandler(func(string) error {
+			if c.midMessage.Load() {
+				return nil // the message's pace sets the deadline
+			}
 			return ws.SetReadDeadline(time.Now().Add(2 * pingInterval))
 		})
 		c.pinging = make(chan struct{})
@@ -149,18 +207,90 @@ func (c *wsConn) Read(ctx context.Context) ([]byte, error) {
 	}
 	stop := context.AfterFunc(ctx, c.abort)
 	defer stop()
+	c.giveBack() // the caller is done with the message before
 	if c.pingInterval > 0 {
 		// Pongs, handled inside ReadMessage, push the deadline on.
 		c.ws.SetReadDeadline(time.Now().Add(2 * c.pingInterval))
 	}
-	_, msg, err := c.ws.ReadMessage()
+	var msg []byte
+	var err error
+	if c.budget == nil {
+		_, msg, err = c.ws.ReadMessage()
+	} else {
+		msg, err = c.readWithin(ctx)
+	}
 	if err != nil {
+		var be *BudgetError
+		if errors.As(err, &be) {
+			return nil, err
+		}
 		if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived) {
 			return nil, io.EOF
 		}
 		return nil, c.fail(ctx, "read", err)
 	}
 	return msg, nil
+}
+
+// readWithin reads one message as ReadMessage does, taking room for it
+// in c.budget as its bytes arrive and holding it to c's pace.
+func (c *wsConn) readWithin(ctx context.Context) ([]byte, error) {
+	_, r, err := c.ws.NextReader()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	c.midMessage.Store(true)
+	defer func() {
+		c.midMessage.Store(false)
+		if c.pingInterval > 0 {
+			c.ws.SetReadDeadline(time.Now().Add(2 * c.pingInterval))
+		} else {
+			c.ws.SetReadDeadline(time.Time{})
+		}
+		select {
+		case <-c.closed:
+			c.giveBack() // a Close that raced the last Acquire
+		default:
+		}
+	}()
+	var msg []byte
+	var reserved int64 // by this message (a Close may have given it back already)
+	for {
+		if int64(len(msg)) == reserved {
+			if err := c.budget.Acquire(ctx, BudgetStep); err != nil {
+				if ctx.Err() == nil {
+					c.ws.WriteControl(websocket.CloseMessage,
+						websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "the gateway holds too many messages being read; send it again later"),
+						time.Now().Add(wsControlWait))
+				}
+				c.abort()
+				return nil, &BudgetError{Err: err}
+			}
+			c.held.Add(BudgetStep)
+			reserved += BudgetStep
+			if c.rate > 0 {
+				c.ws.SetReadDeadline(start.Add(c.grace + time.Duration(reserved)*time.Second/time.Duration(c.rate)))
+			}
+		}
+		room := int(reserved - int64(len(msg)))
+		msg = slices.Grow(msg, room)
+		n, err := r.Read(msg[len(msg) : len(msg)+room])
+		msg = msg[:len(msg)+n]
+		if err == io.EOF {
+			return msg, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// giveBack returns the room the message last read holds.
+func (c *wsConn) giveBack() {
+	if n := c.held.Swap(0); n > 0 {
+		c.budget.Release(n)
+	}
 }
 
 // Write sends msg in the form [Compact] gives it, refusing one that is not
@@ -185,6 +315,9 @@ func (c *wsConn) Write(ctx context.Context, msg []byte) error {
 // Close sends a normal close frame and closes the connection.
 func (c *wsConn) Close() error {
 	c.shutdown(true)
+	if c.budget != nil {
+		c.giveBack()
+	}
 	if c.pinging != nil {
 		<-c.pinging
 	}
