@@ -608,7 +608,7 @@ func (g *Gateway) openBridge(x *exchange) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	up, err := x.rt.dialSession(g.ctx, nil)
+	up, err := x.rt.dialSession(g.ctx, nil, x.agent)
 	if err != nil {
 		l.release()
 		return nil, err

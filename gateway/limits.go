@@ -251,25 +251,36 @@ func (g *Gateway) takeLease(x *exchange) (*lease, error) {
 // client shares the proxy's address; raise max_sessions_per_client there.
 func clientAddr(r *http.Request) string { return throttle.Client(r.RemoteAddr) }
 
-// childSlots bounds the stdio child processes a route's sessions run. A
+// childSlots bounds the stdio child processes a route's sessions run: at
+// most max in all, and at most half of them (one at least) for one agent,
+// so that one agent holding sessions open cannot leave the others none,
+// as max_sessions_per_agent keeps it from filling the session table. A
 // nil *childSlots bounds nothing.
 type childSlots struct {
 	route   string
 	max     int
 	metrics limitMetrics // nil: none
 
-	mu sync.Mutex // guards n
-	n  int
+	mu      sync.Mutex // guards n and byAgent
+	n       int
+	byAgent map[string]int // children held per agent (not the unnamed)
 }
+
+// agentShare is the most children of a route one agent may hold.
+func (c *childSlots) agentShare() int { return max(1, c.max/2) }
 
 // childSlot is one place taken in a childSlots; release gives it back
 // once. A nil *childSlot holds nothing.
 type childSlot struct {
-	c    *childSlots
-	once sync.Once
+	c     *childSlots
+	agent string
+	once  sync.Once
 }
 
-func (c *childSlots) take() (*childSlot, error) {
+// take takes a place for a session of agent ("" when the agent is not
+// known yet: a /ws or /sse connection without authentication or agent
+// header, counted in all only).
+func (c *childSlots) take(agent string) (*childSlot, error) {
 	if c == nil {
 		return nil, nil
 	}
@@ -282,8 +293,21 @@ func (c *childSlots) take() (*childSlot, error) {
 		return nil, &limitError{key: "max_children", max: int64(c.max), status: http.StatusServiceUnavailable, retryAfter: retrySession,
 			msg: fmt.Sprintf("upstream %q runs its maximum of %d stdio processes, one per session (upstreams[].max_children); end a session or retry later", c.route, c.max)}
 	}
+	if agent != "" && c.byAgent[agent] >= c.agentShare() {
+		if c.metrics != nil {
+			c.metrics.LimitRefused("max_children")
+		}
+		return nil, &limitError{key: "max_children", max: int64(c.agentShare()), status: http.StatusTooManyRequests, retryAfter: retrySession,
+			msg: fmt.Sprintf("agent %q runs %d of upstream %q's stdio processes, one per session, half of its maximum (upstreams[].max_children %d); end a session or retry later", agent, c.agentShare(), c.route, c.max)}
+	}
 	c.n++
-	return &childSlot{c: c}, nil
+	if agent != "" {
+		if c.byAgent == nil {
+			c.byAgent = make(map[string]int)
+		}
+		c.byAgent[agent]++
+	}
+	return &childSlot{c: c, agent: agent}, nil
 }
 
 func (s *childSlot) release() {
@@ -293,6 +317,11 @@ func (s *childSlot) release() {
 	s.once.Do(func() {
 		s.c.mu.Lock()
 		s.c.n--
+		if s.agent != "" {
+			if s.c.byAgent[s.agent]--; s.c.byAgent[s.agent] <= 0 {
+				delete(s.c.byAgent, s.agent)
+			}
+		}
 		s.c.mu.Unlock()
 	})
 }
@@ -312,14 +341,15 @@ func (c *slotConn) Close() error {
 // dialSession dials the upstream for one session (not the shared
 // 2026-07-28 connection), within the route's bound on stdio children. A
 // slot already taken for the session is used, else one is taken here;
-// either way the returned Conn gives it back when closed.
-func (rt *route) dialSession(ctx context.Context, slot *childSlot) (transport.Conn, error) {
+// either way the returned Conn gives it back when closed. agent is the
+// session's, for its share of the children.
+func (rt *route) dialSession(ctx context.Context, slot *childSlot, agent string) (transport.Conn, error) {
 	if rt.children == nil {
 		return rt.dialer.Dial(ctx)
 	}
 	if slot == nil {
 		var err error
-		if slot, err = rt.children.take(); err != nil {
+		if slot, err = rt.children.take(agent); err != nil {
 			return nil, err
 		}
 	}
@@ -354,7 +384,7 @@ func (g *Gateway) admitConn(w http.ResponseWriter, r *http.Request, rt *route, k
 	if !ok {
 		return nil, false
 	}
-	slot, err := rt.children.take()
+	slot, err := rt.children.take(g.connAgent(r))
 	if err != nil {
 		l.release()
 		le, _ := asLimitError(err)
@@ -368,6 +398,19 @@ func (g *Gateway) admitConn(w http.ResponseWriter, r *http.Request, rt *route, k
 // its agent (the principal, else the agent header) and its address;
 // refused, it answers w.
 func (g *Gateway) admitConnLease(w http.ResponseWriter, r *http.Request, kind Transport) (*lease, bool) {
+	l, err := g.limits.admit(string(kind), g.connAgent(r), clientAddr(r))
+	if err != nil {
+		le, _ := asLimitError(err)
+		writeLimitError(w, nil, le)
+		return nil, false
+	}
+	return l, true
+}
+
+// connAgent is the agent of a /ws or /sse connection as its opening
+// request names it: the principal, else the agent header; "" when
+// neither does (its initialize will).
+func (g *Gateway) connAgent(r *http.Request) string {
 	agent := ""
 	if h := g.opts.AgentHeader; h != "" {
 		agent = r.Header.Get(h)
@@ -375,13 +418,7 @@ func (g *Gateway) admitConnLease(w http.ResponseWriter, r *http.Request, kind Tr
 	if a, ok := principalAgent(r.Context()); ok {
 		agent = a
 	}
-	l, err := g.limits.admit(string(kind), agent, clientAddr(r))
-	if err != nil {
-		le, _ := asLimitError(err)
-		writeLimitError(w, nil, le)
-		return nil, false
-	}
-	return l, true
+	return agent
 }
 
 // admitAgent counts the connection against its agent (fixed by its first

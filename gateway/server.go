@@ -398,7 +398,7 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 	if adm != nil {
 		slot = adm.slot
 	}
-	up, err := rt.dialSession(ctx, slot)
+	up, err := rt.dialSession(ctx, slot, "") // a connection took its place when admitted
 	if err != nil {
 		g.log.Warn("upstream dial failed", "upstream", rt.up.Name, "err", err)
 		// Answer what the client sends with an error naming the upstream
