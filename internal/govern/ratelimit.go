@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -154,11 +155,17 @@ func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (i
 		taken = append(taken, i)
 	}
 	dec := intercept.Decide(ctx, g.Next, d)
-	if dec.Verdict == intercept.RequireApproval {
+	switch dec.Verdict {
+	case intercept.RequireApproval:
 		// Held, not forwarded: the hold and every retry while it waits
 		// would otherwise each take a token, and the release another, so
 		// an approved call under 1/h could never go through.
 		g.refund(ctx, d, taken)
+	case intercept.Deny:
+		// Not forwarded: a bucket other agents share gets its token back,
+		// or an agent allowed nothing would drain it with calls that
+		// never reach an upstream. Its own buckets count its attempts.
+		g.refund(ctx, d, slices.DeleteFunc(taken, func(i int) bool { return slices.Contains(g.Rules[i].By, "principal") }))
 	}
 	return dec, nil
 }

@@ -1,0 +1,45 @@
+package govern
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/ratelimit"
+)
+
+// TestAttackDeniedCallsDrainSharedLimit (found by an attacker review): a
+// bucket no rule keys by principal (a global limit, or one per tool or
+// upstream) is every agent's. A call the policy then denied kept the token
+// it took there: an agent allowed nothing drained it with calls that never
+// reached the upstream (send_email, denied), and every other agent's
+// allowed calls were rate_limited. Such a call now gives its shared tokens
+// back; its own buckets (by principal) still count its attempts.
+func TestAttackDeniedCallsDrainSharedLimit(t *testing.T) {
+	hour := func(n int) ratelimit.Limit { return ratelimit.Limit{Rate: n, Per: time.Hour, Burst: n} }
+	next := &intercept.StaticDecider{Allow: []string{"send_slack"}, Deny: []string{"send_email"}}
+	g := &RateGate{Next: next, Limiter: ratelimit.NewLocal(ratelimit.LocalOptions{}), Rules: []RateRule{
+		{ID: "messages", Tool: "send_*", Limit: hour(3)},
+		{ID: "per-tool", By: []string{"tool"}, Limit: hour(3)},
+		{ID: "per-agent", By: []string{"principal"}, Limit: hour(5)},
+	}}
+	ctx := context.Background()
+	for i := range 5 {
+		if dec := intercept.Decide(ctx, g, call("mallory", "u", "send_email")); dec.Verdict != intercept.Deny || dec.Reason == ReasonRateLimited {
+			t.Fatalf("mallory's call %d: %s %s, want the policy's deny", i+1, dec.Verdict, dec.Reason)
+		}
+	}
+	// Her own bucket counted every attempt.
+	if dec := intercept.Decide(ctx, g, call("mallory", "u", "send_email")); dec.Reason != ReasonRateLimited || dec.RuleID != "per-agent" {
+		t.Errorf("mallory's 6th call: %s %s (rule %s), want rate_limited by per-agent", dec.Verdict, dec.Reason, dec.RuleID)
+	}
+	for i := range 3 {
+		if dec := intercept.Decide(ctx, g, call("alice", "u", "send_slack")); dec.Verdict != intercept.Allow {
+			t.Errorf("alice's call %d after mallory's denied ones: %s %s (rule %s), want allow", i+1, dec.Verdict, dec.Reason, dec.RuleID)
+		}
+	}
+	if dec := intercept.Decide(ctx, g, call("alice", "u", "send_slack")); dec.Reason != ReasonRateLimited {
+		t.Errorf("alice's 4th call: %s %s, want rate_limited (the shared limit counts forwarded calls)", dec.Verdict, dec.Reason)
+	}
+}
