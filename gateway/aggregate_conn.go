@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
@@ -73,7 +74,8 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 		defer wmu.Unlock()
 		_ = c.Write(ctx, b)
 	}
-	var sid atomic.Value // string, once initialize has answered
+	var sid atomic.Value     // string, once initialize has answered
+	var serving atomic.Int64 // messages being served on goroutines
 	var wg sync.WaitGroup
 	getCtx, stopGet := context.WithCancel(ctx)
 	defer func() {
@@ -108,12 +110,50 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 			}
 			continue
 		}
+		// Served on a goroutine of its own while the next is read: what
+		// one connection has being served is bounded like what a client
+		// POSTs, each message keeping its room in the request-body
+		// budget (the calls a virtual server makes through its
+		// upstreams' routes take none of their own) until its answer,
+		// and by count like a route's connection.
+		n := int64(len(msg))
+		if err := a.admitConnMessage(ctx, &serving, n); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if m, derr := intercept.DecodeMessage(msg); derr == nil && m.Kind == intercept.KindRequest {
+				write(intercept.ErrorResponse(m.ID, err))
+			}
+			continue
+		}
 		wg.Go(func() {
+			defer func() { serving.Add(-1); a.g.bodies.release(n) }()
 			w := &connWriter{h: http.Header{}, write: write}
 			a.ServeHTTP(w, req)
 			w.finish()
 		})
 	}
+}
+
+// admitConnMessage takes room for a message of n bytes a virtual
+// connection is about to serve, beside the serving it serves already:
+// its place among at most maxConnPending, and n bytes of the request-body
+// budget, waited for as a POST waits. The caller gives both back once the
+// message is answered.
+func (a *aggregator) admitConnMessage(ctx context.Context, serving *atomic.Int64, n int64) error {
+	if serving.Add(1) > maxConnPending {
+		serving.Add(-1)
+		return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
+			"invalid request: not served: this connection already has %d messages being served, the most it may; send more as they are answered", maxConnPending)}
+	}
+	if err := a.g.bodies.acquireWithin(ctx, n, bodyWait); err != nil {
+		serving.Add(-1)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return a.g.bodies.full().wire()
+	}
+	return nil
 }
 
 // connRequest is a request to the virtual server on behalf of the
