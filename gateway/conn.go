@@ -32,6 +32,7 @@ type relay struct {
 	up        *Upstream
 	lister    *toolLister // lists up's tools for a client that did not (lister.go)
 	ic        *intercept.Interceptor
+	budget    *byteBudget // nil: requests hold no room
 	log       *slog.Logger
 	withheld  *withheldTasks // counts messages about another's task not delivered
 	drops     dropLog        // rate-limits the log of unreadable upstream messages
@@ -61,16 +62,21 @@ type relay struct {
 	// pendingBytes is what pending holds (ids and methods): with its
 	// length, bounded by maxConnPending and maxConnPendingBytes.
 	pendingBytes int
-	started      bool // the first request has fixed owner (and a 2026-07-28 one, version)
-	handshake    bool // an initialize request has been admitted
-	owner        principal
-	version      string
-	elicitForm   bool                               // the client declared form elicitation at initialize
-	asks         map[string]chan *intercept.Message // open approval questions by JSON id
-	spans        map[string]telemetry.Span          // server spans of requests awaiting a response
-	upcalls      map[string]*upCall                 // measurements of requests forwarded upstream, by id
-	nextAsk      uint64
-	asking       sync.WaitGroup
+	// held is the room in budget (max_inflight_body_bytes) the requests
+	// in pending keep until they are answered, by the id whose answer
+	// gives it back: a request forwarded to an HTTP upstream is held
+	// until its answer comes, as a POST's body is.
+	held       map[string]int64
+	started    bool // the first request has fixed owner (and a 2026-07-28 one, version)
+	handshake  bool // an initialize request has been admitted
+	owner      principal
+	version    string
+	elicitForm bool                               // the client declared form elicitation at initialize
+	asks       map[string]chan *intercept.Message // open approval questions by JSON id
+	spans      map[string]telemetry.Span          // server spans of requests awaiting a response
+	upcalls    map[string]*upCall                 // measurements of requests forwarded upstream, by id
+	nextAsk    uint64
+	asking     sync.WaitGroup
 	// creating holds the task-augmented requests in pending; tasks, the
 	// messages about tasks not yet known held while they wait, for sink
 	// (taskhold.go). Set by run.
@@ -131,6 +137,8 @@ func (r *relay) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.pending = make(map[string]string)
+	r.held = make(map[string]int64)
+	defer r.releaseHeld()
 	r.asks = make(map[string]chan *intercept.Message)
 	r.spans = make(map[string]telemetry.Span)
 	r.upcalls = make(map[string]*upCall)
@@ -286,6 +294,20 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 // span's trace context in params._meta of the message sent.
 func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, batch bool, b []byte) error {
 	if err := r.roomFor(msgs); err != nil {
+		for _, m := range msgs {
+			if m.Kind == intercept.KindRequest {
+				r.endSpan(m.IDKey(), err)
+				if werr := r.toClient(ctx, intercept.ErrorResponse(m.ID, err)); werr != nil {
+					return werr
+				}
+			}
+		}
+		return nil
+	}
+	if err := r.hold(ctx, msgs, int64(len(b))); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		for _, m := range msgs {
 			if m.Kind == intercept.KindRequest {
 				r.endSpan(m.IDKey(), err)
@@ -687,6 +709,10 @@ func (r *relay) failPending(ctx context.Context, cause error) {
 	}
 	clear(r.pending)
 	r.pendingBytes = 0
+	for id, n := range r.held {
+		delete(r.held, id)
+		r.budget.release(n)
+	}
 	n := len(r.creating)
 	clear(r.creating)
 	r.mu.Unlock()
@@ -705,11 +731,51 @@ const (
 	maxConnPendingBytes = 4 << 20
 )
 
-// forget drops request id from pending; r.mu is held.
+// forget drops request id from pending, giving back the room it held;
+// r.mu is held.
 func (r *relay) forget(id string) {
 	if m, ok := r.pending[id]; ok {
 		r.pendingBytes -= len(id) + len(m)
 		delete(r.pending, id)
+	}
+	if n, ok := r.held[id]; ok {
+		delete(r.held, id)
+		r.budget.release(n)
+	}
+}
+
+// hold takes n bytes of the budget for msgs, about to be forwarded, when
+// they hold a request: kept by the first request until it is answered
+// (or forgotten), waited for as a POST waits for room.
+func (r *relay) hold(ctx context.Context, msgs []*intercept.Message, n int64) error {
+	if r.budget == nil {
+		return nil
+	}
+	for _, m := range msgs {
+		if m.Kind != intercept.KindRequest {
+			continue
+		}
+		if err := r.budget.acquireWithin(ctx, n, bodyWait); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return r.budget.full().wire()
+		}
+		r.mu.Lock()
+		r.held[m.IDKey()] += n
+		r.mu.Unlock()
+		return nil
+	}
+	return nil
+}
+
+// releaseHeld gives back the room of every request still held.
+func (r *relay) releaseHeld() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, n := range r.held {
+		delete(r.held, id)
+		r.budget.release(n)
 	}
 }
 

@@ -410,7 +410,7 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 		failAll(ctx, down, werr)
 		return err
 	}
-	rl := &relay{up: &rt.up, lister: rt.lister, ic: g.ic, log: g.log, withheld: g.withheld, session: id, down: down, upc: up, approver: g.opts.Approver,
+	rl := &relay{up: &rt.up, lister: rt.lister, ic: g.ic, budget: g.bodies, log: g.log, withheld: g.withheld, session: id, down: down, upc: up, approver: g.opts.Approver,
 		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind, opened: opened, ident: g.ident, onRefused: g.opts.OnIdentityRefused}
 	if adm != nil {
 		rl.lease = adm.lease.bindAgent
