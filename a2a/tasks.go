@@ -36,7 +36,11 @@ type owners struct {
 }
 
 func newOwners(n int, shared TaskStore, log *slog.Logger) *owners {
-	return &owners{c: ownership.New(n), contexts: ownership.New(n), shared: shared, log: log, rejected: ownership.New(min(n, 1024))} // n > 0
+	// One principal holds at most a tenth of c and of contexts: one
+	// starting tasks or conversations without end pushes out only its
+	// own, never another's.
+	share := max(1, n/10)
+	return &owners{c: ownership.NewShared(n, share), contexts: ownership.NewShared(n, share), shared: shared, log: log, rejected: ownership.New(min(n, 1024))} // n > 0
 }
 
 // table is where task's owner is kept in the process: a context's

@@ -39,8 +39,13 @@ func sharedTaskKey(key string) string { return "\x00mcp\x00" + key }
 const maxStoreLookups = 256
 
 // maxTasks is how many task owners an Interceptor remembers; past it the
-// oldest are forgotten (and their tasks are "not found").
-const maxTasks = 100_000
+// oldest are forgotten (and their tasks are "not found"). One owner holds
+// at most maxTasksPerOwner of them, its own oldest forgotten past that:
+// an agent starting tasks without end pushes out only its own.
+const (
+	maxTasks         = 100_000
+	maxTasksPerOwner = maxTasks / 10
+)
 
 // TaskMethod reports whether method names a task by params.taskId.
 func TaskMethod(method string) bool {
@@ -52,7 +57,7 @@ func TaskMethod(method string) bool {
 }
 
 func (i *Interceptor) taskTable() *ownership.Table {
-	i.tasksOnce.Do(func() { i.tasks = ownership.New(maxTasks) })
+	i.tasksOnce.Do(func() { i.tasks = ownership.NewShared(maxTasks, maxTasksPerOwner) })
 	return i.tasks
 }
 

@@ -17,15 +17,47 @@ import (
 type Table struct {
 	mu    sync.Mutex
 	seed  maphash.Seed
-	m     map[uint64]uint64 // hash of key -> hash of owner
-	order []uint64          // keys in the order added: a ring of len n
-	next  int               // where the next key goes in order, once full
-	max   int               // n
+	m     map[uint64]entry // hash of key -> its owner and place in order
+	order []uint64         // keys in the order added: a ring of len n
+	next  int              // where the next key goes in order, once full
+	max   int              // n
+	// share, if less than max, is the most keys one owner holds: an
+	// owner adding one past it forgets its own oldest, whose place in
+	// order the new key takes, never another owner's. byOwner holds each
+	// owner's keys (only with a share).
+	share   int
+	byOwner map[uint64]*ownerKeys
+}
+
+type entry struct {
+	owner uint64 // hash of the owner
+	slot  int    // index in order
+}
+
+// ownerKeys is one owner's keys in the order added, oldest from head on.
+// A key forgotten as the ring's oldest stays in keys until passed over:
+// live counts the known ones.
+type ownerKeys struct {
+	keys []uint64
+	head int
+	live int
 }
 
 // New returns a table of at most n (> 0) keys.
-func New(n int) *Table {
-	return &Table{seed: maphash.MakeSeed(), m: make(map[uint64]uint64), order: make([]uint64, 0, min(n, 1024)), max: n}
+func New(n int) *Table { return NewShared(n, n) }
+
+// NewShared returns a table of at most n (> 0) keys of which one owner
+// holds at most share (> 0): an owner adding keys past it forgets its own
+// oldest. So one owner making keys without end (an agent starting tasks)
+// pushes out only its own, never the others'; only many owners together
+// fill the table, and then its oldest key goes, whoever's it is. The
+// unnamed owner ("", no principal: every caller alike) has no share.
+func NewShared(n, share int) *Table {
+	t := &Table{seed: maphash.MakeSeed(), m: make(map[uint64]entry), order: make([]uint64, 0, min(n, 1024)), max: n, share: min(share, n)}
+	if t.share < n {
+		t.byOwner = make(map[uint64]*ownerKeys)
+	}
+	return t
 }
 
 // ContainsOrAdd records owner for key unless key has one.
@@ -36,21 +68,89 @@ func (t *Table) ContainsOrAdd(key, owner string) {
 	if _, ok := t.m[k]; ok {
 		return
 	}
+	shared := t.byOwner != nil && owner != ""
+	if o := t.byOwner[v]; shared && o != nil && o.live >= t.share {
+		if slot, ok := t.popOldest(o, v); ok {
+			t.order[slot] = k
+			t.m[k] = entry{v, slot}
+			t.push(o, k)
+			return
+		}
+	}
+	slot := t.next
 	if len(t.order) < t.max {
+		slot = len(t.order)
 		t.order = append(t.order, k)
 	} else {
-		delete(t.m, t.order[t.next])
-		t.order[t.next] = k
+		t.forgetSlot(slot)
+		t.order[slot] = k
 		t.next = (t.next + 1) % len(t.order)
 	}
-	t.m[k] = v
+	t.m[k] = entry{v, slot}
+	if shared {
+		o := t.byOwner[v]
+		if o == nil {
+			o = &ownerKeys{}
+			t.byOwner[v] = o
+		}
+		t.push(o, k)
+	}
+}
+
+// popOldest forgets owner v's oldest known key and returns its place in
+// order.
+func (t *Table) popOldest(o *ownerKeys, v uint64) (int, bool) {
+	for o.head < len(o.keys) {
+		k := o.keys[o.head]
+		o.head++
+		if e, ok := t.m[k]; ok && e.owner == v {
+			delete(t.m, k)
+			o.live--
+			return e.slot, true
+		}
+	}
+	return 0, false
+}
+
+// push adds k to o, compacting o when most of what it holds is no
+// longer known.
+func (t *Table) push(o *ownerKeys, k uint64) {
+	o.keys = append(o.keys, k)
+	o.live++
+	if n := len(o.keys) - o.head; n > 64 && n > 2*o.live {
+		kept := o.keys[:0]
+		for _, k := range o.keys[o.head:] {
+			if _, ok := t.m[k]; ok {
+				kept = append(kept, k)
+			}
+		}
+		o.keys, o.head = kept, 0
+	}
+}
+
+// forgetSlot forgets the key in order[slot], the ring's oldest.
+func (t *Table) forgetSlot(slot int) {
+	k := t.order[slot]
+	e, ok := t.m[k]
+	if !ok || e.slot != slot {
+		return
+	}
+	delete(t.m, k)
+	if t.byOwner == nil {
+		return
+	}
+	if o := t.byOwner[e.owner]; o != nil {
+		if o.live--; o.live <= 0 {
+			delete(t.byOwner, e.owner)
+		}
+	}
 }
 
 // Owns reports whether key is known, and whether owner is its owner.
 func (t *Table) Owns(key, owner string) (known, owns bool) {
 	k := maphash.String(t.seed, key)
 	t.mu.Lock()
-	v, ok := t.m[k]
+	e, ok := t.m[k]
 	t.mu.Unlock()
-	return ok, ok && v == maphash.String(t.seed, owner)
+	return ok, ok && e.owner == maphash.String(t.seed, owner)
 }

@@ -36,3 +36,62 @@ func TestOwnerTable(t *testing.T) {
 		t.Errorf("%d entries, want 3", len(tb.m))
 	}
 }
+
+// TestOwnerShare: with a share, an owner past it forgets its own oldest
+// keys, never another's; the table still forgets its oldest, whoever's,
+// once many owners fill it; and what an owner holds stays within the
+// share through both.
+func TestOwnerShare(t *testing.T) {
+	tb := NewShared(10, 3)
+	tb.ContainsOrAdd("alice-1", "alice")
+	for i := range 100 {
+		tb.ContainsOrAdd(fmt.Sprintf("mallory-%d", i), "mallory")
+	}
+	if known, owns := tb.Owns("alice-1", "alice"); !known || !owns {
+		t.Errorf("alice's key after mallory added 100: known %v owns %v", known, owns)
+	}
+	for i, want := range map[int]bool{0: false, 96: false, 97: true, 98: true, 99: true} {
+		if known, _ := tb.Owns(fmt.Sprintf("mallory-%d", i), "mallory"); known != want {
+			t.Errorf("mallory-%d known %v, want %v", i, known, want)
+		}
+	}
+	// Many owners fill the table: its oldest goes, alice's among them.
+	for o := range 4 {
+		for i := range 3 {
+			tb.ContainsOrAdd(fmt.Sprintf("o%d-%d", o, i), fmt.Sprintf("owner%d", o))
+		}
+	}
+	if known, _ := tb.Owns("alice-1", "alice"); known {
+		t.Error("alice's key, the oldest, is still known in a full table")
+	}
+	if len(tb.m) > 10 {
+		t.Errorf("%d keys known, want at most 10", len(tb.m))
+	}
+	for v, o := range tb.byOwner {
+		n := 0
+		for _, k := range o.keys[o.head:] {
+			if e, ok := tb.m[k]; ok && e.owner == v {
+				n++
+			}
+		}
+		if n != o.live || n > 3 {
+			t.Errorf("an owner holds %d keys, counted %d (share 3)", n, o.live)
+		}
+	}
+	for i := range 8 { // the unnamed owner has no share
+		tb.ContainsOrAdd(fmt.Sprintf("anon-%d", i), "")
+	}
+	if known, _ := tb.Owns("anon-0", ""); !known {
+		t.Error("the unnamed owner's first of 8 keys is forgotten: it has no share")
+	}
+	for i := range 1000 { // its list of keys stays bounded
+		tb.ContainsOrAdd(fmt.Sprintf("late-%d", i), fmt.Sprintf("late%d", i%20))
+	}
+	total := 0
+	for _, o := range tb.byOwner {
+		total += len(o.keys) - o.head
+	}
+	if total > 20*(64+6) {
+		t.Errorf("owners' key lists hold %d entries for a table of 10", total)
+	}
+}
