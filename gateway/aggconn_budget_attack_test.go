@@ -78,7 +78,8 @@ func TestAttackVirtualConnUnboundedCalls(t *testing.T) {
 	for i := range n {
 		msg := `{"jsonrpc":"2.0","id":` + itoa(10+i) + `,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":2,"delay_ms":3000},"_meta":{"pad":"` + pad + `"}}}`
 		if err := ws.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
-			t.Fatalf("call %d: %v", i, err)
+			t.Logf("call %d: %v", i, err) // the gateway closed the connection (1013)
+			break
 		}
 	}
 	var grown uint64

@@ -59,7 +59,7 @@ func (g *Gateway) serveVirtualConn(w http.ResponseWriter, r *http.Request, a *ag
 		a.sse.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), openedKey{}, r)))
 		return
 	}
-	c, err := transport.AcceptWS(w, r, g.wsAcceptOptions())
+	c, err := transport.AcceptWS(w, r, g.wsAcceptOptions(r))
 	if err != nil {
 		return // AcceptWS has answered
 	}
@@ -74,8 +74,9 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 		defer wmu.Unlock()
 		_ = c.Write(ctx, b)
 	}
-	var sid atomic.Value     // string, once initialize has answered
-	var serving atomic.Int64 // messages being served on goroutines
+	var sid atomic.Value       // string, once initialize has answered
+	var serving atomic.Int64   // messages being served on goroutines
+	key := a.g.bodyKey(opened) // whose room they take in the body budget
 	var wg sync.WaitGroup
 	getCtx, stopGet := context.WithCancel(ctx)
 	defer func() {
@@ -117,7 +118,8 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 		// upstreams' routes take none of their own) until its answer,
 		// and by count like a route's connection.
 		n := int64(len(msg))
-		if err := a.admitConnMessage(ctx, &serving, n); err != nil {
+		releaseMessage(c) // held below instead
+		if err := a.admitConnMessage(ctx, &serving, key, n); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -127,7 +129,7 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 			continue
 		}
 		wg.Go(func() {
-			defer func() { serving.Add(-1); a.g.bodies.release(n) }()
+			defer func() { serving.Add(-1); a.g.bodies.release(key, n) }()
 			w := &connWriter{h: http.Header{}, write: write}
 			a.ServeHTTP(w, req)
 			w.finish()
@@ -140,13 +142,13 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 // its place among at most maxConnPending, and n bytes of the request-body
 // budget, waited for as a POST waits. The caller gives both back once the
 // message is answered.
-func (a *aggregator) admitConnMessage(ctx context.Context, serving *atomic.Int64, n int64) error {
+func (a *aggregator) admitConnMessage(ctx context.Context, serving *atomic.Int64, key string, n int64) error {
 	if serving.Add(1) > maxConnPending {
 		serving.Add(-1)
 		return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
 			"invalid request: not served: this connection already has %d messages being served, the most it may; send more as they are answered", maxConnPending)}
 	}
-	if err := a.g.bodies.acquireWithin(ctx, n, bodyWait); err != nil {
+	if err := a.g.bodies.acquireWithin(ctx, key, n, bodyWait); err != nil {
 		serving.Add(-1)
 		if ctx.Err() != nil {
 			return ctx.Err()

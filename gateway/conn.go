@@ -33,6 +33,7 @@ type relay struct {
 	lister    *toolLister // lists up's tools for a client that did not (lister.go)
 	ic        *intercept.Interceptor
 	budget    *byteBudget // nil: requests hold no room
+	budgetKey string      // the client's, in budget (Gateway.bodyKey)
 	log       *slog.Logger
 	withheld  *withheldTasks // counts messages about another's task not delivered
 	drops     dropLog        // rate-limits the log of unreadable upstream messages
@@ -711,7 +712,7 @@ func (r *relay) failPending(ctx context.Context, cause error) {
 	r.pendingBytes = 0
 	for id, n := range r.held {
 		delete(r.held, id)
-		r.budget.release(n)
+		r.budget.release(r.budgetKey, n)
 	}
 	n := len(r.creating)
 	clear(r.creating)
@@ -740,7 +741,7 @@ func (r *relay) forget(id string) {
 	}
 	if n, ok := r.held[id]; ok {
 		delete(r.held, id)
-		r.budget.release(n)
+		r.budget.release(r.budgetKey, n)
 	}
 }
 
@@ -751,11 +752,13 @@ func (r *relay) hold(ctx context.Context, msgs []*intercept.Message, n int64) er
 	if r.budget == nil {
 		return nil
 	}
+	// The room a /ws message took while it was read is this room now.
+	releaseMessage(r.down)
 	for _, m := range msgs {
 		if m.Kind != intercept.KindRequest {
 			continue
 		}
-		if err := r.budget.acquireWithin(ctx, n, bodyWait); err != nil {
+		if err := r.budget.acquireWithin(ctx, r.budgetKey, n, bodyWait); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -769,13 +772,22 @@ func (r *relay) hold(ctx context.Context, msgs []*intercept.Message, n int64) er
 	return nil
 }
 
+// releaseMessage has c give back the room its last message holds in the
+// body budget, if it holds any (a /ws connection: transport.AcceptWS), for
+// its reader to hold the message there itself.
+func releaseMessage(c transport.Conn) {
+	if rm, ok := c.(interface{ ReleaseMessage() }); ok {
+		rm.ReleaseMessage()
+	}
+}
+
 // releaseHeld gives back the room of every request still held.
 func (r *relay) releaseHeld() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id, n := range r.held {
 		delete(r.held, id)
-		r.budget.release(n)
+		r.budget.release(r.budgetKey, n)
 	}
 }
 

@@ -438,54 +438,73 @@ func (r *relay) admitAgent(ctx context.Context, m *intercept.Message) error {
 	return err
 }
 
-// byteBudget bounds the request body bytes held across the gateway.
-// Waiters are not served in order: a small body may pass a large one.
+// byteBudget bounds the request body bytes held across the gateway, and
+// those one client holds (by key: its principal, else its address; see
+// Gateway.bodyKey) to share, half of it: one client sending large calls to
+// a tool that takes its time must not leave the others no room at all.
+// The key "" has no share. Waiters are not served in order: a small body
+// may pass a large one.
 type byteBudget struct {
 	max     int64
+	share   int64
 	metrics limitMetrics // nil: none
 
 	mu    sync.Mutex // guards the fields below
 	held  int64
+	byKey map[string]int64
 	peak  int64         // the most ever held, for tests
 	freed chan struct{} // closed, and replaced, when bytes are given back
 }
 
-func newByteBudget(max int64, m limitMetrics) *byteBudget {
-	return &byteBudget{max: max, metrics: m, freed: make(chan struct{})}
+// newByteBudget returns a budget of max bytes, of which one key holds at
+// most share.
+func newByteBudget(max, share int64, m limitMetrics) *byteBudget {
+	return &byteBudget{max: max, share: min(share, max), metrics: m, byKey: map[string]int64{}, freed: make(chan struct{})}
 }
 
 // acquireWithin is acquire waiting at most d; a budget with room is
 // taken without making a timer.
-func (b *byteBudget) acquireWithin(ctx context.Context, n int64, d time.Duration) error {
-	if b.tryAcquire(n) {
+func (b *byteBudget) acquireWithin(ctx context.Context, key string, n int64, d time.Duration) error {
+	if b.tryAcquire(key, n) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	return b.acquire(ctx, n)
+	return b.acquire(ctx, key, n)
 }
 
-// tryAcquire takes n bytes if they are free now.
-func (b *byteBudget) tryAcquire(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.held+n > b.max {
-		return false
-	}
+// fits reports whether key may take n more bytes. Callers hold b.mu.
+func (b *byteBudget) fits(key string, n int64) bool {
+	return b.held+n <= b.max && (key == "" || b.byKey[key]+n <= b.share)
+}
+
+// take records n bytes taken by key. Callers hold b.mu.
+func (b *byteBudget) take(key string, n int64) {
 	b.held += n
+	if key != "" {
+		b.byKey[key] += n
+	}
 	b.peak = max(b.peak, b.held)
 	b.report()
+}
+
+// tryAcquire takes n bytes for key if they are free now.
+func (b *byteBudget) tryAcquire(key string, n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.fits(key, n) {
+		return false
+	}
+	b.take(key, n)
 	return true
 }
 
-// acquire takes n bytes, waiting until they are free or ctx ends.
-func (b *byteBudget) acquire(ctx context.Context, n int64) error {
+// acquire takes n bytes for key, waiting until they are free or ctx ends.
+func (b *byteBudget) acquire(ctx context.Context, key string, n int64) error {
 	for {
 		b.mu.Lock()
-		if b.held+n <= b.max {
-			b.held += n
-			b.peak = max(b.peak, b.held)
-			b.report()
+		if b.fits(key, n) {
+			b.take(key, n)
 			b.mu.Unlock()
 			return nil
 		}
@@ -499,12 +518,17 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 	}
 }
 
-func (b *byteBudget) release(n int64) {
+func (b *byteBudget) release(key string, n int64) {
 	if n == 0 {
 		return
 	}
 	b.mu.Lock()
 	b.held -= n
+	if key != "" {
+		if b.byKey[key] -= n; b.byKey[key] <= 0 {
+			delete(b.byKey, key)
+		}
+	}
 	b.report()
 	close(b.freed)
 	b.freed = make(chan struct{})
@@ -552,22 +576,36 @@ func (g *Gateway) limitBodies(next http.Handler) http.Handler {
 		d := &deadlineBody{rc: r.Body, ctl: http.NewResponseController(w), start: time.Now()}
 		d.extend(max(r.ContentLength, 0))
 		r.Body = d
+		key := g.bodyKey(r)
 		if r.ContentLength < 0 {
-			br := &budgetReader{rc: r.Body, ctx: r.Context(), b: g.bodies, paced: d}
-			defer func() { g.bodies.release(br.reserved) }()
+			br := &budgetReader{rc: r.Body, ctx: r.Context(), b: g.bodies, key: key, paced: d}
+			defer func() { g.bodies.release(key, br.reserved) }()
 			r.Body = br
 			next.ServeHTTP(w, r)
 			return
 		}
-		if err := g.bodies.acquireWithin(r.Context(), r.ContentLength, bodyWait); err != nil {
+		if err := g.bodies.acquireWithin(r.Context(), key, r.ContentLength, bodyWait); err != nil {
 			if r.Context().Err() == nil {
 				writeLimitError(w, nil, g.bodies.full())
 			}
 			return
 		}
-		defer g.bodies.release(r.ContentLength)
+		defer g.bodies.release(key, r.ContentLength)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bodyKey is who a request's bytes are held for in the body budget: its
+// principal when authenticated (one agent, whatever its address), else
+// its address (throttle.Client: an IPv6 /64 is one).
+func (g *Gateway) bodyKey(r *http.Request) string {
+	if r == nil {
+		return ""
+	}
+	if a, ok := principalAgent(r.Context()); ok {
+		return "p\x00" + a
+	}
+	return "c\x00" + clientAddr(r)
 }
 
 // budgetReader reserves budget for a body of unknown length as it is
@@ -576,14 +614,15 @@ type budgetReader struct {
 	rc       io.ReadCloser
 	ctx      context.Context
 	b        *byteBudget
-	reserved int64 // given back by the middleware once the request is done
+	key      string // the client's, in b
+	reserved int64  // given back by the middleware once the request is done
 	read     int64
 	paced    *deadlineBody // its read deadline grows with what is reserved
 }
 
 func (br *budgetReader) Read(p []byte) (int, error) {
 	if br.read == br.reserved {
-		if err := br.b.acquireWithin(br.ctx, budgetStep, bodyWait); err != nil {
+		if err := br.b.acquireWithin(br.ctx, br.key, budgetStep, bodyWait); err != nil {
 			if br.ctx.Err() != nil {
 				return 0, br.ctx.Err()
 			}

@@ -164,7 +164,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		}
 		g.virtual[vs.Name] = newAggregator(g, vs)
 	}
-	g.bodies = newByteBudget(opts.maxInflightBody(), g.limits.metrics)
+	g.bodies = newByteBudget(opts.maxInflightBody(), max(opts.maxInflightBody()/2, opts.maxBody()), g.limits.metrics)
 	g.ends = newSessionEnds(g)
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.drain, g.drainNow = context.WithCancel(g.ctx)
@@ -410,7 +410,7 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 		failAll(ctx, down, werr)
 		return err
 	}
-	rl := &relay{up: &rt.up, lister: rt.lister, ic: g.ic, budget: g.bodies, log: g.log, withheld: g.withheld, session: id, down: down, upc: up, approver: g.opts.Approver,
+	rl := &relay{up: &rt.up, lister: rt.lister, ic: g.ic, budget: g.bodies, budgetKey: g.bodyKey(opened), log: g.log, withheld: g.withheld, session: id, down: down, upc: up, approver: g.opts.Approver,
 		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind, opened: opened, ident: g.ident, onRefused: g.opts.OnIdentityRefused}
 	if adm != nil {
 		rl.lease = adm.lease.bindAgent
@@ -494,7 +494,7 @@ func (g *Gateway) handleWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer adm.release()
-	c, err := transport.AcceptWS(w, r, g.wsAcceptOptions())
+	c, err := transport.AcceptWS(w, r, g.wsAcceptOptions(r))
 	if err != nil {
 		return // AcceptWS has answered
 	}
@@ -505,11 +505,11 @@ func (g *Gateway) handleWS(w http.ResponseWriter, r *http.Request) {
 // Origin check, and a message from the client bounded like a request
 // body: each at most max_body_bytes, held within max_inflight_body_bytes
 // with the request bodies while it is read, and paced like one.
-func (g *Gateway) wsAcceptOptions() *transport.WSAcceptOptions {
+func (g *Gateway) wsAcceptOptions(r *http.Request) *transport.WSAcceptOptions {
 	return &transport.WSAcceptOptions{
 		CheckOrigin:     func(r *http.Request) bool { return g.originAllowed(r) },
 		MaxMessageBytes: g.opts.maxBody(),
-		Budget:          wsBudget{g.bodies},
+		Budget:          wsBudget{g.bodies, g.bodyKey(r)},
 		PaceGrace:       bodyGrace,
 		PaceRate:        bodyRate,
 	}
@@ -517,13 +517,16 @@ func (g *Gateway) wsAcceptOptions() *transport.WSAcceptOptions {
 
 // wsBudget holds /ws messages in the request bodies' budget, waiting for
 // room as long as a POST would.
-type wsBudget struct{ b *byteBudget }
-
-func (w wsBudget) Acquire(ctx context.Context, n int64) error {
-	return w.b.acquireWithin(ctx, n, bodyWait)
+type wsBudget struct {
+	b   *byteBudget
+	key string // the client's (bodyKey)
 }
 
-func (w wsBudget) Release(n int64) { w.b.release(n) }
+func (w wsBudget) Acquire(ctx context.Context, n int64) error {
+	return w.b.acquireWithin(ctx, w.key, n, bodyWait)
+}
+
+func (w wsBudget) Release(n int64) { w.b.release(w.key, n) }
 
 // identified answers a request whose identity cannot be read (a required
 // agent header missing) with 400 and reports false.

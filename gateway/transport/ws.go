@@ -286,6 +286,15 @@ func (c *wsConn) readWithin(ctx context.Context) ([]byte, error) {
 	}
 }
 
+// ReleaseMessage gives back the room in WSAcceptOptions.Budget that the
+// message Read returned last holds, before the next Read would: for a
+// caller that holds the message in that budget itself from now on.
+func (c *wsConn) ReleaseMessage() {
+	if c.budget != nil {
+		c.giveBack()
+	}
+}
+
 // giveBack returns the room the message last read holds.
 func (c *wsConn) giveBack() {
 	if n := c.held.Swap(0); n > 0 {
