@@ -28,15 +28,21 @@ import (
 // state it cannot verify.
 
 // maxStates is how many issued requestStates an Interceptor remembers;
-// past it the oldest are forgotten (and refused when sent back).
-const maxStates = 100_000
+// past it the oldest are forgotten (and refused when sent back). One
+// owner (taskOwner) holds at most maxStatesPerOwner of them, its own
+// oldest forgotten past that: an agent made to answer without end pushes
+// out only its own.
+const (
+	maxStates         = 100_000
+	maxStatesPerOwner = maxStates / 10
+)
 
 // stateMember names the state in a result and in the retry's params.
 const stateMember = "requestState"
 
 func (i *Interceptor) stateTable() *ownership.Table {
 	i.statesOnce.Do(func() {
-		i.states = ownership.New(maxStates)
+		i.states = ownership.NewShared(maxStates, maxStatesPerOwner)
 		i.stateCalls.max = maxAwaiting
 	})
 	return i.states
@@ -171,7 +177,9 @@ func (i *Interceptor) ObserveRequestState(ctx context.Context, cc CallContext, i
 		return // not an allowed call's answer: its state is refused
 	}
 	key := c.binding() + "\x00" + state
-	i.states.ContainsOrAdd(key, "")
+	// Held for the client it was issued to (the key binds it too): its
+	// share of the table, not everyone's.
+	i.states.ContainsOrAdd(key, taskOwner(ctx, cc))
 	if i.shares(cc) {
 		// Another replica may get the retry. One that fails leaves the
 		// state known here only: other replicas refuse it.
@@ -224,7 +232,7 @@ func (i *Interceptor) checkRequestState(ctx context.Context, m *Message, cc Call
 			return ErrorResponse(m.ID, &WireError{Code: CodeInternalError, Message: "requestState not checked: it was not issued through this replica, and the store the replicas share issued states in did not answer; the request was not forwarded; send it again"})
 		}
 		if ok {
-			i.states.ContainsOrAdd(key, "")
+			i.states.ContainsOrAdd(key, taskOwner(ctx, cc))
 			known = true
 		}
 	}
