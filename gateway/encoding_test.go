@@ -217,3 +217,50 @@ func TestEncodedRequestRefused(t *testing.T) {
 		t.Errorf("the upstream got %d encoded requests, want 0", n)
 	}
 }
+
+// TestAttackAnswerCharset: a hostile upstream labels its answer with a
+// charset the gateway does not read it in (it reads JSON and events as
+// UTF-8). Passed on, a client that honours the parameter (Python's
+// httpx-sse decodes events by it) reads another text than the gateway
+// screened. The client gets the media type alone, and the answer.
+func TestAttackAnswerCharset(t *testing.T) {
+	result := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`
+	for _, c := range []struct{ name, ct, want, body string }{
+		{"json utf-7", "application/json; charset=utf-7", "application/json", result},
+		{"JSON upper case", "Application/JSON ; Charset=UTF-16", "application/json", result},
+		{"events utf-7", "text/event-stream; charset=utf-7", "text/event-stream", "event: message\ndata: " + result + "\n\n"},
+		{"plain", "application/json", "application/json", result},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", c.ct)
+				io.WriteString(w, c.body)
+			}))
+			defer up.Close()
+			g, err := New(Options{Upstreams: []Upstream{{Name: "demo", URL: up.URL + "/mcp"}}}, &intercept.Interceptor{Decider: allowEcho}, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := httptest.NewServer(g.Handler())
+			defer func() { gw.Close(); g.Close() }()
+			req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp/demo", strings.NewReader(modernCall(1, "echo", `{"message":"hi"}`)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range modernHeaders("tools/call", "echo") {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if got := resp.Header.Get("Content-Type"); got != c.want {
+				t.Errorf("the client got Content-Type %q, want %q", got, c.want)
+			}
+			msgs, err := fetchRead(resp)
+			if err != nil || !strings.Contains(strings.Join(msgs, "\n"), `"text":"hi"`) {
+				t.Errorf("the client did not get the answer: %q, %v", msgs, err)
+			}
+		})
+	}
+}

@@ -554,6 +554,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		}
 	}
 	copyHeaders(w.Header(), resp.Header)
+	plainMediaType(w.Header())
 	if sess != nil && resp.Header.Get(hdrSession) != "" {
 		w.Header().Set(hdrSession, sess.id)
 	}
@@ -678,6 +679,23 @@ func statusError(resp *http.Response) error {
 		return nil
 	}
 	return &telemetry.CallError{Type: strconv.Itoa(resp.StatusCode), Message: "upstream answered HTTP " + resp.Status}
+}
+
+// plainMediaType leaves an answer's Content-Type its media type alone
+// when that is JSON or an event stream, both of which the gateway reads
+// as UTF-8 (RFC 8259; the SSE standard): a charset parameter passed on
+// would have a client that honours it (Python's httpx-sse decodes events
+// by it) read another text than the gateway screened.
+func plainMediaType(h http.Header) {
+	ct := h.Get("Content-Type")
+	i := strings.IndexByte(ct, ';')
+	if i < 0 {
+		return
+	}
+	switch mt := strings.ToLower(strings.TrimSpace(ct[:i])); mt {
+	case "application/json", "text/event-stream":
+		h.Set("Content-Type", mt)
+	}
 }
 
 func isEventStream(h http.Header) bool {
@@ -994,6 +1012,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 		return
 	}
 	copyHeaders(w.Header(), resp.Header)
+	plainMediaType(w.Header())
 	if sess != nil && resp.Header.Get(hdrSession) != "" {
 		w.Header().Set(hdrSession, sess.id)
 	}
