@@ -76,6 +76,10 @@ func NormalName(name string) string {
 	return name
 }
 
+// defaultPorts are the ports of the special schemes whose URIs name a
+// server, which a URI may spell or leave out.
+var defaultPorts = map[string]string{"http": "80", "https": "443", "ws": "80", "wss": "443", "ftp": "21"}
+
 // normRead puts a read's name in the normal form rules are compiled in.
 func normRead(name string) string {
 	if uri, ok := strings.CutPrefix(name, intercept.ResourcePrefix); ok {
@@ -92,7 +96,8 @@ func normRead(name string) string {
 // into a path or request: surrounding spaces and control characters go, so
 // does a fragment (and a file URI's query), a backslash before the query is
 // a slash, and a file URI's host "localhost" or missing authority (file:/p,
-// file:p) is file:///p.
+// file:p) is file:///p. A server's URI (http, https, ws, wss, ftp) loses
+// its userinfo, its scheme's default port and its host's trailing dot.
 func normURI(s string) string {
 	trimmed := strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) // WHATWG: C0 controls and space
 	scheme, _, _ := strings.Cut(trimmed, ":")
@@ -132,6 +137,26 @@ func normURI(s string) string {
 		return s
 	}
 	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if port, ok := defaultPorts[u.Scheme]; ok {
+		// The same server, however the URI names it: userinfo is not where
+		// it is, the scheme's own port is no port, and a fully qualified
+		// host's trailing dot is the host (a server's fetch goes to each).
+		u.User = nil
+		host, p := u.Hostname(), u.Port()
+		if p == port {
+			p = ""
+		}
+		if h := strings.TrimSuffix(host, "."); h != "" {
+			host = h
+		}
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+		if p != "" {
+			host += ":" + p
+		}
+		u.Host = host
+	}
 	if u.Scheme == "file" {
 		if u.Host == "localhost" {
 			u.Host = ""

@@ -56,3 +56,48 @@ policy:
 		t.Errorf("resources/read %q: %s (%s), but file:///srv/keys/id_rsa is denied%s", spelling, got.Verdict, got.Reason, same)
 	}
 }
+
+// TestServerURISpellings: a prefix class on a web resource
+// ("resource:https://intranet.example/*") was dodged by naming the same
+// server otherwise — userinfo, the scheme's default port, a trailing dot
+// on the host, upper case — which a server's fetch of the URI goes to all
+// the same. Each is read as the server the rule names; another port or
+// host is not.
+func TestServerURISpellings(t *testing.T) {
+	p, err := policy.Compile([]byte(`
+policy:
+  default: allow
+  default_read: allow
+  tool_classes:
+    "resource:https://intranet.example/*": [source:sensitive]
+  rules:
+    - id: no-intranet
+      match: {match_any_class: [source:sensitive]}
+      decision: deny
+`), "policy.yaml", policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func(uri string) intercept.Verdict {
+		q, _ := json.Marshal(uri)
+		msgs, _, err := intercept.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":` + string(q) + `}}`))
+		if err != nil {
+			t.Fatalf("%s: %v", uri, err)
+		}
+		d := &intercept.ActionDescriptor{Method: "resources/read", ToolName: msgs[0].ActionName(), Upstream: "web", Agent: "a"}
+		return intercept.Decide(context.Background(), p, d).Verdict
+	}
+	for _, uri := range []string{
+		"https://intranet.example/payroll", "https://user:pw@intranet.example/payroll", "https://intranet.example:443/payroll",
+		"https://intranet.example./payroll", "HTTPS://INTRANET.EXAMPLE.:443/payroll", "https://@intranet.example/payroll",
+	} {
+		if got := decide(uri); got != intercept.Deny {
+			t.Errorf("resources/read %s: %s, want deny (it is https://intranet.example/payroll)", uri, got)
+		}
+	}
+	for _, uri := range []string{"https://intranet.example:8443/payroll", "https://intranet.example.evil/payroll", "http://intranet.example/payroll"} {
+		if got := decide(uri); got == intercept.Deny {
+			t.Errorf("resources/read %s: denied, but it is another server than the rule names", uri)
+		}
+	}
+}
