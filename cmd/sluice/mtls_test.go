@@ -215,14 +215,19 @@ tls: {cert_file: %s, key_file: %s, client_ca_file: %s}
 	}
 }
 
-// atomicCounter counts the requests an upstream receives.
+// atomicCounter counts the requests an upstream receives, but DELETEs:
+// the gateway ends the sessions it opens to list an upstream's tools for a
+// client that had not (intercept's unlisted.go) after the call, without
+// the call waiting on it, so such a DELETE may come at any later time.
 type atomicCounter struct{ v atomic.Int64 }
 
 func (c *atomicCounter) n() int64 { return c.v.Load() }
 
 func (c *atomicCounter) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.v.Add(1)
+		if r.Method != http.MethodDelete {
+			c.v.Add(1)
+		}
 		h.ServeHTTP(w, r)
 	})
 }
