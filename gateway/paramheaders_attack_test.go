@@ -140,10 +140,13 @@ rules:
 	if status, body := call(2, `{"region":"us","amount":5}`, map[string][]string{"Mcp-Param-Region": {"us"}}); status != 200 || !strings.Contains(body, "executed in us") {
 		t.Fatalf("a legitimate US transfer: %d %s", status, body)
 	}
-	// A client that does not mirror it (an SDK without custom headers)
-	// gets it written by the gateway, which knows the tool's schema.
-	if status, body := call(3, `{"region":"us","amount":5,"note":{"tag":"rent"}}`, nil); status != 200 || !strings.Contains(body, "executed in us") {
-		t.Errorf("a US transfer without Mcp-Param headers: %d %s", status, body)
+	if status, body := call(3, `{"region":"us","amount":5,"note":{"tag":"rent"}}`, map[string][]string{"Mcp-Param-Region": {"us"}, "Mcp-Param-Tag": {"  rent "}}); status != 200 || !strings.Contains(body, "executed in us") {
+		t.Errorf("a US transfer mirroring its region and tag: %d %s", status, body)
+	}
+	// A client that does not mirror them is refused as the server would
+	// refuse it (-32020), not sent on with headers it never wrote.
+	if _, body := call(5, `{"region":"us","amount":5}`, nil); !strings.Contains(body, "-32020") {
+		t.Errorf("a transfer without its Mcp-Param-Region header: %s, want -32020 as the server answers", body)
 	}
 	// The policy denies the EU region in the body.
 	if _, body := call(4, `{"region":"eu","amount":5}`, map[string][]string{"Mcp-Param-Region": {"eu"}}); !strings.Contains(body, `"status":"denied"`) {
@@ -161,6 +164,9 @@ rules:
 	for i, h := range attacks {
 		status, body := call(10+i, `{"region":"us","amount":5}`, h)
 		t.Logf("attack %v: %d %.160s", h, status, body)
+		if i < 4 && !strings.Contains(body, "-32020") {
+			t.Errorf("attack %v: %d %.160s, want the header mismatch (-32020)", h, status, body)
+		}
 	}
 	// The same through the virtual server, which calls through the route.
 	route = "/mcp"

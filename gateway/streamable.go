@@ -367,6 +367,42 @@ func (g *Gateway) classify(r *http.Request, x *exchange) error {
 			return mismatch(fmt.Sprintf("%s header %q does not match body name %q", hdrName, name, m.Name))
 		}
 	}
+	if modern && m.Method == "tools/call" && x.rt.url != nil {
+		return g.checkParamHeaders(r.Header, x.rt.up.Name, m)
+	}
+	return nil
+}
+
+// checkParamHeaders refuses a 2026-07-28 tools/call to an HTTP upstream
+// whose Mcp-Param-* headers disagree with its arguments (SEP-2243) — a
+// value that differs, is not valid base64, appears twice, or is missing
+// while the arguments hold it — as the server behind the gateway would
+// (go-sdk does; the conformance suite's http-custom-header-server-validation
+// asks it). The gateway writes those headers afresh from the arguments
+// policy decided on (upstreamCall), so the server never sees the client's
+// to refuse. A tool the gateway has not seen listed is not checked: it has
+// no schema to read the headers from, and the client's are dropped.
+func (g *Gateway) checkParamHeaders(h http.Header, upstream string, m *intercept.Message) error {
+	want := g.ic.ParamHeaders(upstream, m)
+	if len(want) == 0 {
+		return nil
+	}
+	for k, v := range want {
+		got := h.Values(k)
+		switch {
+		case len(got) == 0:
+			return mismatch(fmt.Sprintf("%s header is required: the arguments hold its value", k))
+		case len(got) > 1:
+			return mismatch(fmt.Sprintf("the %s header must appear once; it appears %d times", k, len(got)))
+		}
+		gv, ok := decodeHeaderValue(strings.Trim(got[0], " \t"))
+		if !ok {
+			return mismatch(k + " header has invalid base64 encoding")
+		}
+		if wv, _ := decodeHeaderValue(v); gv != wv {
+			return mismatch(fmt.Sprintf("%s header %q does not match the argument's value %q", k, gv, wv))
+		}
+	}
 	return nil
 }
 
