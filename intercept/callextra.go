@@ -1,6 +1,7 @@
 package intercept
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -10,7 +11,7 @@ import (
 // CallExtra is ActionDescriptor.CallExtra for m: what of the action m
 // the client chose besides its name and arguments, or nil.
 func CallExtra(m *Message) jsontext.Value {
-	if !m.extra && !paramsBeyondCall(m.Params) && m.Meta == nil {
+	if !m.extra && !m.paramsExtra && !metaBeyondProtocol(m.Meta) {
 		return nil
 	}
 	out := map[string]jsontext.Value{}
@@ -24,10 +25,7 @@ func CallExtra(m *Message) jsontext.Value {
 	})
 	if m.Meta.Kind() == '{' {
 		_ = eachValidMember(m.Meta, func(k string, v jsontext.Value) error {
-			switch {
-			case strings.HasPrefix(k, "io.modelcontextprotocol/"), k == "progressToken", k == "traceparent", k == "tracestate", k == "baggage":
-				// The protocol's, made afresh per request by SDKs.
-			default:
+			if !protocolMeta(k) {
 				out["_meta."+k] = v.Clone()
 			}
 			return nil
@@ -55,20 +53,29 @@ func CallExtra(m *Message) jsontext.Value {
 	return b
 }
 
-// paramsBeyondCall reports whether params may hold a member beside name, uri,
-// arguments and _meta: a quick look before walking it.
-func paramsBeyondCall(params jsontext.Value) bool {
-	if params.Kind() != '{' {
+// protocolMeta reports whether the _meta member k is the protocol's, made
+// afresh per request by SDKs.
+func protocolMeta(k string) bool {
+	return strings.HasPrefix(k, "io.modelcontextprotocol/") || k == "progressToken" || k == "traceparent" || k == "tracestate" || k == "baggage"
+}
+
+// errBeyond stops a walk of _meta at its first member not the protocol's.
+var errBeyond = errors.New("beyond the protocol's")
+
+// metaBeyondProtocol reports whether meta, a request's _meta, holds
+// anything but the protocol's members: a quick look before CallExtra
+// builds anything (every 2026-07-28 request has a _meta).
+func metaBeyondProtocol(meta jsontext.Value) bool {
+	switch {
+	case meta == nil:
 		return false
+	case meta.Kind() != '{':
+		return string(meta) != "null"
 	}
-	n := 0
-	_ = eachValidMember(params, func(k string, _ jsontext.Value) error {
-		switch k {
-		case "name", "uri", "arguments", "_meta":
-		default:
-			n++
+	return eachValidMember(meta, func(k string, _ jsontext.Value) error {
+		if !protocolMeta(k) {
+			return errBeyond
 		}
 		return nil
-	})
-	return n > 0
+	}) != nil
 }

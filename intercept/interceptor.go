@@ -129,6 +129,10 @@ type toolInfo struct {
 	Description string         `json:"description"`
 	Annotations jsontext.Value `json:"annotations"`
 	InputSchema jsontext.Value `json:"inputSchema"`
+
+	// params are the arguments InputSchema marks with x-mcp-header, read
+	// once per listing (ParamHeaders).
+	params []paramBinding
 }
 
 type toolSet struct {
@@ -469,6 +473,7 @@ func (i *Interceptor) ObserveTools(upstream string, result jsontext.Value) {
 			}
 		}
 		for _, t := range page.Tools {
+			t.params = paramBindings(t.InputSchema)
 			ts.tools[t.Name] = t.toolInfo
 		}
 		ts.names = make([]string, 0, len(ts.tools))

@@ -79,6 +79,9 @@ type Message struct {
 	// readExtra: the params of a resources/read or prompts/get have a
 	// member the method does not define (listed.go).
 	readExtra bool
+	// paramsExtra: params has a member beside name, uri, arguments, _meta
+	// and requestState (CallExtra).
+	paramsExtra bool
 }
 
 // IsCall reports whether m is a tools/call request.
@@ -434,6 +437,7 @@ func (m *Message) decodeParams() error {
 	err := eachValidMember(m.Params, func(key string, val jsontext.Value) error {
 		m.readExtra = m.readExtra || !readMember(m.Method, key)
 		switch key {
+		case "requestState":
 		case "name":
 			if m.Method == "tools/call" || m.Method == "prompts/get" {
 				if val.Kind() != '"' {
@@ -456,6 +460,7 @@ func (m *Message) decodeParams() error {
 			if k := foldedMatch(key, callKeys); k != "" {
 				return &WireError{Code: CodeInvalidParams, Message: fmt.Sprintf("invalid params: member %q differs from %q only in case", key, k)}
 			}
+			m.paramsExtra = true
 		}
 		return nil
 	})

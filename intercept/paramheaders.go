@@ -54,25 +54,11 @@ func (i *Interceptor) ParamHeaders(upstream string, m *Message) map[string]strin
 		return nil
 	}
 	t, ok := v.(*toolSet).tools[m.Name]
-	if !ok || t.InputSchema.Kind() != '{' {
+	if !ok || len(t.params) == 0 {
 		return nil
-	}
-	var bs []paramBinding
-	collectParamBindings(t.InputSchema, nil, &bs)
-	if len(bs) == 0 {
-		return nil
-	}
-	// A name declared twice is ambiguous: go-sdk clients drop such a tool
-	// from the list altogether.
-	count := make(map[string]int, len(bs))
-	for _, b := range bs {
-		count[strings.ToLower(b.header)]++
 	}
 	var out map[string]string
-	for _, b := range bs {
-		if count[strings.ToLower(b.header)] > 1 {
-			continue
-		}
+	for _, b := range t.params {
 		arg := lookupPath(m.Arguments, b.path)
 		if arg == nil {
 			continue
@@ -82,7 +68,7 @@ func (i *Interceptor) ParamHeaders(upstream string, m *Message) map[string]strin
 			continue
 		}
 		if out == nil {
-			out = make(map[string]string, len(bs))
+			out = make(map[string]string, len(t.params))
 		}
 		out[http.CanonicalHeaderKey(ParamHeaderPrefix+b.header)] = val
 	}
@@ -92,6 +78,31 @@ func (i *Interceptor) ParamHeaders(upstream string, m *Message) map[string]strin
 type paramBinding struct {
 	path   []string
 	header string
+}
+
+// paramBindings returns the arguments schema marks with x-mcp-header, but
+// for a header name declared twice (in any case), which is ambiguous:
+// go-sdk clients drop such a tool from the list altogether.
+func paramBindings(schema jsontext.Value) []paramBinding {
+	if schema.Kind() != '{' {
+		return nil
+	}
+	var bs []paramBinding
+	collectParamBindings(schema, nil, &bs)
+	if len(bs) == 0 {
+		return nil
+	}
+	count := make(map[string]int, len(bs))
+	for _, b := range bs {
+		count[strings.ToLower(b.header)]++
+	}
+	out := bs[:0]
+	for _, b := range bs {
+		if count[strings.ToLower(b.header)] == 1 {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // collectParamBindings records the x-mcp-header of every property of the
