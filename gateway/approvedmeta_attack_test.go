@@ -21,16 +21,21 @@ func TestAttackApprovedCallMeta(t *testing.T) {
 	if _, err := store.Decide(onlyRequest(t, store).ID, true, "operator"); err != nil {
 		t.Fatal(err)
 	}
-	swapped := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"note":"SECRET-META"},"note":"SECRET-MEMBER"}}`
-	_, _, body := post(t, url, hdr, swapped)
-	if f.upstreamSaw("SECRET-") {
-		t.Errorf("a call other than the approved one reached the upstream under its approval: %s", body)
-	}
-	if !strings.Contains(body, "approval_required") {
-		t.Errorf("the changed call was not held for an approval of its own: %s", body)
+	for _, swapped := range []string{
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"note":"SECRET-META"}}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"note":"SECRET-MEMBER"}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}},"note":"SECRET-ENVELOPE"}`,
+	} {
+		_, _, body := post(t, url, hdr, swapped)
+		if f.upstreamSaw("SECRET-") {
+			t.Errorf("a call other than the approved one reached the upstream under its approval: %s", body)
+		}
+		if !strings.Contains(body, "approval_required") {
+			t.Errorf("the changed call %s was not held for an approval of its own: %s", swapped, body)
+		}
 	}
 	// The approved call, with a progress token of its own, still goes.
-	_, _, body = post(t, url, hdr, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"progressToken":"p-9"}}}`)
+	_, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"progressToken":"p-9"}}}`)
 	if !strings.Contains(body, `"text":"5"`) {
 		t.Errorf("the approved call with a progress token: %s", body)
 	}
