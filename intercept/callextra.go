@@ -2,7 +2,6 @@ package intercept
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -25,7 +24,7 @@ func CallExtra(m *Message) jsontext.Value {
 	})
 	if m.Meta.Kind() == '{' {
 		_ = eachValidMember(m.Meta, func(k string, v jsontext.Value) error {
-			if !protocolMeta(k) {
+			if !protocolMeta(k, v) {
 				out["_meta."+k] = v.Clone()
 			}
 			return nil
@@ -53,10 +52,22 @@ func CallExtra(m *Message) jsontext.Value {
 	return b
 }
 
-// protocolMeta reports whether the _meta member k is the protocol's, made
-// afresh per request by SDKs.
-func protocolMeta(k string) bool {
-	return strings.HasPrefix(k, "io.modelcontextprotocol/") || k == "progressToken" || k == "traceparent" || k == "tracestate" || k == "baggage"
+// protocolMeta reports whether the _meta member k, of value v, is the
+// protocol's, made afresh per request by SDKs (a progress token a number
+// or a short string, a W3C traceparent). Any other io.modelcontextprotocol/
+// name, tracestate and baggage (free text, carried from request to
+// request), and a token or traceparent of another shape are not: the agent
+// could put anything there.
+func protocolMeta(k string, v jsontext.Value) bool {
+	switch k {
+	case "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities":
+		return true
+	case "progressToken":
+		return freshToken(v)
+	case "traceparent":
+		return traceparentShape(v)
+	}
+	return false
 }
 
 // errBeyond stops a walk of _meta at its first member not the protocol's.
@@ -72,10 +83,38 @@ func metaBeyondProtocol(meta jsontext.Value) bool {
 	case meta.Kind() != '{':
 		return string(meta) != "null"
 	}
-	return eachValidMember(meta, func(k string, _ jsontext.Value) error {
-		if !protocolMeta(k) {
+	return eachValidMember(meta, func(k string, v jsontext.Value) error {
+		if !protocolMeta(k, v) {
 			return errBeyond
 		}
 		return nil
 	}) != nil
+}
+
+// maxFreshToken is the longest progress token string left out of
+// CallExtra: SDKs make a number, a counter or a UUID.
+const maxFreshToken = 64
+
+// freshToken reports whether v is a progress token as SDKs make them
+// afresh per request: a number, or a string of at most maxFreshToken bytes.
+func freshToken(v jsontext.Value) bool {
+	return v.Kind() == '0' && len(v) <= maxFreshToken || v.Kind() == '"' && len(v) <= maxFreshToken+2
+}
+
+// traceparentShape reports whether v is a W3C traceparent string
+// (version-traceid-parentid-flags, lower-case hex).
+func traceparentShape(v jsontext.Value) bool {
+	if v.Kind() != '"' {
+		return false
+	}
+	s := stringOf(v)
+	if len(s) != 55 || s[2] != '-' || s[35] != '-' || s[52] != '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '-' && !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -71,7 +71,8 @@ type ActionDescriptor struct {
 	// or prompts/get besides its name and arguments that is the client's
 	// to fill: params members beside name, uri, arguments, _meta and
 	// requestState, _meta members beside the protocol's
-	// (io.modelcontextprotocol/…), progressToken and trace context, and
+	// (io.modelcontextprotocol/protocolVersion, clientInfo and
+	// clientCapabilities), a short progressToken and a traceparent, and
 	// envelope members JSON-RPC does not define; as one JSON object, nil
 	// when there are none. Not an argument (rules read args), but part of
 	// the call: an approval binds it (approval.CallHash), so the approved
