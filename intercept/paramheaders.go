@@ -19,8 +19,22 @@ const ParamHeaderPrefix = "Mcp-Param-"
 
 // IsParamHeader reports whether the header name k (any case) is one of
 // SEP-2243's Mcp-Param-* headers.
+// An underscore counts as a hyphen: CGI, WSGI and nginx's $http_
+// variables read Mcp_Param_Region as Mcp-Param-Region.
 func IsParamHeader(k string) bool {
-	return len(k) >= len(ParamHeaderPrefix) && strings.EqualFold(k[:len(ParamHeaderPrefix)], ParamHeaderPrefix)
+	if len(k) < len(ParamHeaderPrefix) {
+		return false
+	}
+	for i := 0; i < len(ParamHeaderPrefix); i++ {
+		c, p := k[i], ParamHeaderPrefix[i]
+		if c == '_' {
+			c = '-'
+		}
+		if c|0x20 != p|0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 // maxParamHeaders bounds the headers one call's tool may declare, and

@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/policy"
+)
+
+// TestAttackParamHeaderUnderscore (attacker review): the gateway drops the
+// client's Mcp-Param-* headers and writes them from the decided arguments,
+// but a header spelt with underscores (Mcp_Param_Tag) went on as the client
+// sent it. Whatever reads headers as CGI, WSGI or nginx's $http_ variables
+// do (lower case, '-' and '_' alike) takes it for Mcp-Param-Tag: with the
+// argument absent from the body, the gateway writes none, and the router
+// routes on the client's value. Such spellings are dropped too.
+func TestAttackParamHeaderUnderscore(t *testing.T) {
+	var executed sync.Map
+	us := regionBackend(t, "us", &executed)
+	var mu sync.Mutex
+	var seen []string // every header a CGI-style reader takes for Mcp-Param-*
+	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if r.Header.Get("Mcp-Method") == "tools/call" {
+			mu.Lock()
+			for k, vs := range r.Header {
+				if strings.HasPrefix(strings.ReplaceAll(strings.ToLower(k), "_", "-"), "mcp-param-") {
+					seen = append(seen, k+": "+strings.Join(vs, ","))
+				}
+			}
+			mu.Unlock()
+		}
+		u, _ := url.Parse(us.URL)
+		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+	}))
+	t.Cleanup(lb.Close)
+	p, err := policy.Compile([]byte(`default: deny
+result_mode: tool_result
+rules:
+  - id: us-only
+    match: {match_tool: transfer}
+    when: 'args.region == "us"'
+    decision: allow
+`), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "bank", URL: lb.URL + "/mcp"}}}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	if status, _, body := post(t, gw.URL+"/mcp/bank", modernHeaders("tools/list", ""), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`); status != 200 || !strings.Contains(body, "transfer") {
+		t.Fatalf("tools/list: %d %s", status, body)
+	}
+	hdr := modernHeaders("tools/call", "transfer")
+	hdr["Mcp-Param-Region"] = "us"
+	hdr["Mcp_Param_Tag"] = "SMUGGLED"
+	hdr["mcp_param_region"] = "eu"
+	_, _, body := post(t, gw.URL+"/mcp/bank", hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"transfer","arguments":{"region":"us","amount":5},`+meta+`}}`)
+	if !strings.Contains(body, "executed in us") {
+		t.Fatalf("the US transfer: %s", body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, h := range seen {
+		if h != "Mcp-Param-Region: us" {
+			t.Errorf("the router got %q, which a CGI-style reader takes for an Mcp-Param header; policy decided on region \"us\" and no tag", h)
+		}
+	}
+}
