@@ -24,8 +24,9 @@ import (
 //	{"text": …, "extra": {"message": {"metadata": …}, "parts": {"0": {"metadata": …}},
 //	 "params": {"configuration": …}, "envelope": {…}, "extensions": "…"}}
 //
-// Left out, as no content: the ids the gateway checks (messageId aside,
-// which SDK clients make up afresh for every message, a retry too), a
+// Left out, as no content: the ids the gateway checks, a messageId of up
+// to 64 bytes (SDK clients make one up afresh for every message, a retry
+// too; a longer one is bound), a
 // standard kind or role, the skill the decision is named after, empty
 // members (null, "", {}, []: SDK clients send unset fields so) and the
 // JSON-RPC id. A message without any of the rest keeps its arguments as
@@ -33,8 +34,13 @@ import (
 
 // messageRead are the members of a message the arguments hold or the
 // gateway checks (ids it owns, refused spellings).
-var messageRead = map[string]bool{"parts": true, "messageId": true, "taskId": true, "contextId": true,
+var messageRead = map[string]bool{"parts": true, "taskId": true, "contextId": true,
 	"referenceTaskIds": true, "reference_task_ids": true}
+
+// maxFreshMessageID is the longest messageId left out of the arguments:
+// SDK clients make a UUID or a counter. A longer one is the caller's data
+// to the agent, and bound like any.
+const maxFreshMessageID = 64
 
 // withExtra adds to args what params (whose message is msg), the
 // envelope raw and the A2A-Extensions header ext hold beyond them.
@@ -44,6 +50,7 @@ func withExtra(args, params, msg jsontext.Value, raw jsontext.Value, ext string,
 	err := intercept.EachMember(msg, func(k string, v jsontext.Value) error {
 		switch {
 		case messageRead[k], intercept.EmptyValue(v):
+		case k == "messageId" && v.Kind() == '"' && len(v) <= maxFreshMessageID+2:
 		case k == "kind" && stringIs(v, "message"):
 		case k == "role" && stringIs(v, "user", "agent", "ROLE_USER", "ROLE_AGENT"):
 		case k == "metadata":
