@@ -622,7 +622,7 @@ func (l *loader) toolRef(s str, what string) (toolKey, bool) {
 		k = toolKey{upstream: up, tool: tool}
 	}
 	if prefix, ok := strings.CutSuffix(k.tool, "*"); ok {
-		k.tool = normRead(prefix) + "*"
+		k.tool = normReadPrefix(prefix) + "*"
 	} else {
 		k.tool = normRead(k.tool)
 	}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"net/url"
 	"path"
 	"strings"
@@ -88,6 +89,24 @@ func normRead(name string) string {
 	return name
 }
 
+// normReadPrefix is normRead for a read's prefix (a name that ended in
+// *). A server URI's prefix that ends within its authority
+// ("resource:http://192.168.*") names a host or port begun, not one
+// named: it is lower-cased only, since read as a whole host it would lose
+// its trailing dot (matching http://192.168evil) or turn into another
+// address (192.168 is 192.0.0.168).
+func normReadPrefix(prefix string) string {
+	uri, ok := strings.CutPrefix(prefix, intercept.ResourcePrefix)
+	if !ok {
+		return prefix
+	}
+	scheme, rest, found := strings.Cut(strings.TrimLeft(uri, " "), "://")
+	if _, server := defaultPorts[strings.ToLower(scheme)]; found && server && !strings.ContainsAny(rest, `/?#\`) {
+		return intercept.ResourcePrefix + strings.ToLower(strings.TrimLeft(uri, " "))
+	}
+	return normRead(prefix)
+}
+
 // normURI lower-cases a URI's scheme and host, decodes its path and
 // removes dot segments from it (keeping a final slash). A URI that does
 // not parse, or has no hierarchical path, is returned as it is. Special
@@ -143,11 +162,23 @@ func normURI(s string) string {
 		// host's trailing dot is the host (a server's fetch goes to each).
 		u.User = nil
 		host, p := u.Hostname(), u.Port()
+		if t := strings.TrimLeft(p, "0"); p != "" && t != p {
+			// :0443 is port 443 (WHATWG, and Python's int()).
+			if t == "" {
+				t = "0"
+			}
+			p = t
+		}
 		if p == port {
 			p = ""
 		}
 		if h := strings.TrimSuffix(host, "."); h != "" {
 			host = h
+		}
+		if ip, ok := whatwgIPv4(host); ok {
+			// 167772161, 0xa.0.0.1, 012.0.0.1 and 10.1 are 10.0.0.1 to
+			// a WHATWG parser and to getaddrinfo alike.
+			host = ip
 		}
 		if strings.Contains(host, ":") {
 			host = "[" + host + "]"
@@ -185,4 +216,62 @@ func (p *Policy) lookupPrefix(upstream, name string) ([]string, bool) {
 		}
 	}
 	return nil, false
+}
+
+// whatwgIPv4 reads host as the WHATWG URL standard's IPv4 parser does
+// when its last label is a number (decimal, 0x hex, or octal with a
+// leading 0), as inet_aton does too: one to four parts, the last filling
+// the bytes the others leave. It returns the dotted-decimal address, or
+// false when host is no such number (a name, or an invalid address,
+// which is left as spelt).
+func whatwgIPv4(host string) (string, bool) {
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 {
+		return "", false
+	}
+	nums := make([]uint64, len(parts))
+	for i, part := range parts {
+		base, digits := 10, part
+		switch {
+		case len(part) >= 2 && (part[:2] == "0x" || part[:2] == "0X"):
+			base, digits = 16, part[2:]
+		case len(part) >= 2 && part[0] == '0':
+			base, digits = 8, part[1:]
+		}
+		if part == "" {
+			return "", false
+		}
+		var n uint64
+		for j := 0; j < len(digits); j++ {
+			c := digits[j]
+			var d uint64
+			switch {
+			case '0' <= c && c <= '9':
+				d = uint64(c - '0')
+			case base == 16 && 'a' <= c|0x20 && c|0x20 <= 'f':
+				d = uint64(c|0x20-'a') + 10
+			default:
+				return "", false
+			}
+			if d >= uint64(base) {
+				return "", false
+			}
+			if n = n*uint64(base) + d; n > 1<<32 {
+				return "", false
+			}
+		}
+		nums[i] = n
+	}
+	last := nums[len(nums)-1]
+	if last >= 1<<(8*(5-len(nums))) {
+		return "", false
+	}
+	addr := last
+	for i, n := range nums[:len(nums)-1] {
+		if n > 255 {
+			return "", false
+		}
+		addr |= n << (8 * (3 - i))
+	}
+	return fmt.Sprintf("%d.%d.%d.%d", addr>>24, addr>>16&255, addr>>8&255, addr&255), true
 }
