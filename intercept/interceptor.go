@@ -122,7 +122,7 @@ type Interceptor struct {
 	cursors     *lru.Cache[string, struct{}] // list cursors issued, with their binding (carry.go)
 
 	listedOnce sync.Once
-	listed     *lru.Cache[listedKey, struct{}] // resources and prompts listed, with their binding (listed.go)
+	listed     *ownership.Table // resources, prompts and tools listed, with their binding (listed.go)
 }
 
 type toolInfo struct {

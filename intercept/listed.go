@@ -2,10 +2,12 @@ package intercept
 
 import (
 	"context"
+	"encoding/binary"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/sluicehq/sluice/internal/ownership"
 )
 
 // Reads that carry: a resources/read or prompts/get goes to the upstream
@@ -23,12 +25,19 @@ import (
 //
 // What was listed is kept like issued cursors: per upstream and whoever
 // was given it (the principal, else the agent), the last maxListed items,
-// in the process. A read of an item forgotten, or listed through another
+// in the process, of which one principal (else agent) holds at most
+// maxListedPerOwner, its own oldest forgotten past that: one listing
+// without end (many sessions, an upstream listing a URI per note it
+// made) pushes out only its own. A read of an item forgotten, or listed through another
 // replica, is decided as carrying: denied while a route rule closes the
 // upstream, which costs a client only a listing.
 
-// maxListed is how many listed items an Interceptor remembers.
-const maxListed = 100_000
+// maxListed is how many listed items an Interceptor remembers, and
+// maxListedPerOwner how many of them one principal (else agent) holds.
+const (
+	maxListed         = 100_000
+	maxListedPerOwner = maxListed / 10
+)
 
 // listedKey names one item an upstream listed to a client. Strings only,
 // so a lookup allocates nothing.
@@ -40,9 +49,48 @@ type listedKey struct {
 	name     string
 }
 
-func (i *Interceptor) listedTable() *lru.Cache[listedKey, struct{}] {
-	i.listedOnce.Do(func() { i.listed, _ = lru.New[listedKey, struct{}](maxListed) })
+func (i *Interceptor) listedTable() *ownership.Table {
+	i.listedOnce.Do(func() { i.listed = ownership.NewShared(maxListed, maxListedPerOwner) })
 	return i.listed
+}
+
+// listedHas reports whether k is recorded, without allocating.
+func (i *Interceptor) listedHas(k listedKey) bool {
+	t := i.listedTable()
+	return t.ContainsHash(k.hash(t))
+}
+
+// listedAdd records k for the client of cc, in its share of the table.
+func (i *Interceptor) listedAdd(ctx context.Context, cc CallContext, k listedKey) {
+	t := i.listedTable()
+	owner, agent := ownerOf(ctx, cc)
+	if owner != "" {
+		if agent {
+			owner = "a\x00" + owner
+		} else {
+			owner = "p\x00" + owner
+		}
+	}
+	t.ContainsOrAddHash(k.hash(t), owner)
+}
+
+// hash is k's hash in t, its parts length-prefixed.
+func (k listedKey) hash(t *ownership.Table) uint64 {
+	h := t.Hasher()
+	var n [8]byte
+	for _, s := range [...]string{k.upstream, k.owner} {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.WriteString(s)
+	}
+	flag := byte(0)
+	if k.agent {
+		flag = 1
+	}
+	h.WriteByte(flag)
+	h.WriteByte(k.kind)
+	h.WriteString(k.name)
+	return h.Sum64()
 }
 
 // ownerOf is who a listing is given to: the principal, else the agent
@@ -65,7 +113,7 @@ func (i *Interceptor) ObserveListed(ctx context.Context, cc CallContext, method 
 	case "tools/list":
 		if result.Kind() == '{' {
 			// The client has its own listing (unlisted.go).
-			i.listedTable().Add(toolsListedKey(ctx, cc), struct{}{})
+			i.listedAdd(ctx, cc, toolsListedKey(ctx, cc))
 		}
 		return
 	case "resources/list":
@@ -90,10 +138,9 @@ func (i *Interceptor) ObserveListed(ctx context.Context, cc CallContext, method 
 		return // what cannot be read was not listed
 	}
 	owner, agent := ownerOf(ctx, cc)
-	t := i.listedTable()
 	add := func(name string) {
 		if name != "" {
-			t.Add(listedKey{upstream: cc.Upstream, owner: owner, agent: agent, kind: kind, name: name}, struct{}{})
+			i.listedAdd(ctx, cc, listedKey{upstream: cc.Upstream, owner: owner, agent: agent, kind: kind, name: name})
 		}
 	}
 	for _, r := range page.Resources {
@@ -128,5 +175,5 @@ func (i *Interceptor) wasListed(ctx context.Context, cc CallContext, m *Message)
 		kind = 'p'
 	}
 	owner, agent := ownerOf(ctx, cc)
-	return i.listedTable().Contains(listedKey{upstream: cc.Upstream, owner: owner, agent: agent, kind: kind, name: m.Name})
+	return i.listedHas(listedKey{upstream: cc.Upstream, owner: owner, agent: agent, kind: kind, name: m.Name})
 }

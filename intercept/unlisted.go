@@ -58,8 +58,7 @@ func (i *Interceptor) ensureListed(ctx context.Context, cc CallContext) (err err
 		return nil
 	}
 	key := toolsListedKey(ctx, cc)
-	t := i.listedTable()
-	if t.Contains(key) {
+	if i.listedHas(key) {
 		return nil
 	}
 	defer func() {
@@ -70,7 +69,7 @@ func (i *Interceptor) ensureListed(ctx context.Context, cc CallContext) (err err
 	if err := cc.Lister.ListTools(ctx); err != nil {
 		return err
 	}
-	t.Add(key, struct{}{})
+	i.listedAdd(ctx, cc, key)
 	return nil
 }
 

@@ -62,7 +62,29 @@ func NewShared(n, share int) *Table {
 
 // ContainsOrAdd records owner for key unless key has one.
 func (t *Table) ContainsOrAdd(key, owner string) {
-	k, v := maphash.String(t.seed, key), maphash.String(t.seed, owner)
+	t.ContainsOrAddHash(maphash.String(t.seed, key), owner)
+}
+
+// Hasher returns a hash seeded as the table's keys are, for a key made of
+// several parts (ContainsOrAddHash, ContainsHash) without building it
+// as one string.
+func (t *Table) Hasher() maphash.Hash {
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	return h
+}
+
+// ContainsHash reports whether the key of hash k (Hasher) is known.
+func (t *Table) ContainsHash(k uint64) bool {
+	t.mu.Lock()
+	_, ok := t.m[k]
+	t.mu.Unlock()
+	return ok
+}
+
+// ContainsOrAddHash is ContainsOrAdd for the key of hash k (Hasher).
+func (t *Table) ContainsOrAddHash(k uint64, owner string) {
+	v := maphash.String(t.seed, owner)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.m[k]; ok {
