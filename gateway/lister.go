@@ -26,8 +26,9 @@ import (
 // time; callers that waited for one take its outcome.
 
 const (
-	// listTimeout bounds one listing, connection included.
-	listTimeout = 10 * time.Second
+	// listTimeout bounds one listing, connection included: a stdio server
+	// started by npx or uvx may take seconds to answer initialize.
+	listTimeout = 30 * time.Second
 	// maxListPages bounds the pages of one listing (a server whose list
 	// never ends is pinned as far as it went: see the inventory).
 	maxListPages = 100
