@@ -469,11 +469,10 @@ func TestCarrySamplingAnswer(t *testing.T) {
 	}
 }
 
-// TestCarryVirtualServer: a virtual server pages each upstream's lists
-// with the cursors the upstream gave it, through the upstream's route:
-// after a sensitive read closed web, the merged list still holds every
-// tool of web, page by page.
-func TestCarryVirtualServer(t *testing.T) {
+// carryVirtualClient is an aggregate client of the unnamed virtual server
+// over docs (the demo server) and web (a tap), under carryPolicy.
+func carryVirtualClient(t *testing.T, ctx context.Context) (*client.Client, *recorder) {
+	t.Helper()
 	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
 	t.Cleanup(docs.Close)
 	up, web := tapServer(t)
@@ -488,9 +487,17 @@ func TestCarryVirtualServer(t *testing.T) {
 	}
 	gw := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { gw.Close(); g.Close() })
+	return aggClient(t, ctx, gw.URL+"/mcp"), web
+}
+
+// TestCarryVirtualServer: a virtual server pages each upstream's lists
+// with the cursors the upstream gave it, through the upstream's route:
+// after a sensitive read closed web, the merged list still holds every
+// tool of web, page by page.
+func TestCarryVirtualServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	c := aggClient(t, ctx, gw.URL+"/mcp")
+	c, web := carryVirtualClient(t, ctx)
 	read := ""
 	names := toolNames(t, ctx, c)
 	for _, n := range names {

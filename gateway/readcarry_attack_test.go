@@ -3,18 +3,14 @@ package gateway
 import (
 	"context"
 	"io"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
-	"github.com/sluicehq/sluice/policy"
 )
 
 // Reads past a route rule: after a sensitive read closed web (its
@@ -249,23 +245,9 @@ func TestReadsOpenWithoutRouteRule(t *testing.T) {
 // making is refused by web's route once web is closed, and the listed
 // resource and prompt are still read.
 func TestAttackReadPastRouteRuleVirtual(t *testing.T) {
-	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
-	t.Cleanup(docs.Close)
-	up, web := tapServer(t)
-	p, err := policy.Compile([]byte(carryPolicy), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL + "/mcp"}},
-		VirtualServers: []VirtualServer{{}}}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	c := aggClient(t, ctx, gw.URL+"/mcp")
+	c, web := carryVirtualClient(t, ctx)
 	read := ""
 	for _, n := range toolNames(t, ctx, c) {
 		if strings.HasSuffix(n, "read_document") {

@@ -79,13 +79,11 @@ policy:
 		t.Fatal(err)
 	}
 	decide := func(uri string) intercept.Verdict {
-		q, _ := json.Marshal(uri)
-		msgs, _, err := intercept.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":` + string(q) + `}}`))
+		v, err := decideRead(p, uri)
 		if err != nil {
 			t.Fatalf("%s: %v", uri, err)
 		}
-		d := &intercept.ActionDescriptor{Method: "resources/read", ToolName: msgs[0].ActionName(), Upstream: "web", Agent: "a"}
-		return intercept.Decide(context.Background(), p, d).Verdict
+		return v
 	}
 	for _, uri := range []string{
 		"https://intranet.example/payroll", "https://user:pw@intranet.example/payroll", "https://intranet.example:443/payroll",

@@ -9,6 +9,18 @@ import (
 	"github.com/sluicehq/sluice/policy"
 )
 
+// decideRead is p's verdict on a resources/read of uri from upstream web,
+// decoded as the gateway decodes it (an error if it refuses the request).
+func decideRead(p *policy.Policy, uri string) (intercept.Verdict, error) {
+	q, _ := json.Marshal(uri)
+	msgs, _, err := intercept.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":` + string(q) + `}}`))
+	if err != nil {
+		return "", err
+	}
+	d := &intercept.ActionDescriptor{Method: "resources/read", ToolName: msgs[0].ActionName(), Upstream: "web", Agent: "a"}
+	return intercept.Decide(context.Background(), p, d).Verdict, nil
+}
+
 // TestAttackServerURINumericSpellings (attacker review): a web resource
 // URI names its server however it is spelt, as the server's fetch (WHATWG
 // URL, Python's urllib with getaddrinfo) reads it. A port with leading
@@ -33,15 +45,7 @@ policy:
 	if err != nil {
 		t.Fatal(err)
 	}
-	decide := func(uri string) (intercept.Verdict, error) {
-		q, _ := json.Marshal(uri)
-		msgs, _, err := intercept.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":` + string(q) + `}}`))
-		if err != nil {
-			return "", err
-		}
-		d := &intercept.ActionDescriptor{Method: "resources/read", ToolName: msgs[0].ActionName(), Upstream: "web", Agent: "a"}
-		return intercept.Decide(context.Background(), p, d).Verdict, nil
-	}
+	decide := func(uri string) (intercept.Verdict, error) { return decideRead(p, uri) }
 	for _, uri := range []string{
 		"https://intranet.example:0443/payroll", "https://intranet.example:00443/payroll",
 		"http://167772161/x", "http://0xa.0.0.1/x", "http://0xA000001/x", "http://012.0.0.1/x", "http://10.1/x", "http://10.0.1/x", "http://10.0.0.1.:080/x",
