@@ -42,6 +42,24 @@ func regionBackend(t *testing.T, name string, executed *sync.Map) *httptest.Serv
 	return up
 }
 
+// usOnlyPolicy allows regionBackend's transfer for region "us" alone.
+func usOnlyPolicy(t *testing.T) *policy.Policy {
+	t.Helper()
+	p, err := policy.Compile([]byte(`default: deny
+result_mode: tool_result
+rules:
+  - id: us-only
+    match: {match_tool: transfer}
+    when: 'args.region == "us"'
+    decision: allow
+    reason: transfers stay in the US region
+`), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestAttackParamHeaderDisagreesWithBody (found by an attacker review): MCP
 // 2026-07-28 (SEP-2243) has clients mirror the arguments a tool marks with
 // x-mcp-header into Mcp-Param-{Name} headers, so that load balancers,
@@ -82,18 +100,7 @@ func TestAttackParamHeaderDisagreesWithBody(t *testing.T) {
 	}))
 	t.Cleanup(lb.Close)
 
-	p, err := policy.Compile([]byte(`default: deny
-result_mode: tool_result
-rules:
-  - id: us-only
-    match: {match_tool: transfer}
-    when: 'args.region == "us"'
-    decision: allow
-    reason: transfers stay in the US region
-`), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := usOnlyPolicy(t)
 	g, err := New(Options{Upstreams: []Upstream{{Name: "bank", URL: lb.URL + "/mcp"}}, VirtualServers: []VirtualServer{{}}}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/intercept"
-	"github.com/sluicehq/sluice/policy"
 )
 
 // TestAttackParamHeaderUnderscore (attacker review): the gateway drops the
@@ -44,18 +43,7 @@ func TestAttackParamHeaderUnderscore(t *testing.T) {
 		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
 	}))
 	t.Cleanup(lb.Close)
-	p, err := policy.Compile([]byte(`default: deny
-result_mode: tool_result
-rules:
-  - id: us-only
-    match: {match_tool: transfer}
-    when: 'args.region == "us"'
-    decision: allow
-`), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "bank", URL: lb.URL + "/mcp"}}}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
+	g, err := New(Options{Upstreams: []Upstream{{Name: "bank", URL: lb.URL + "/mcp"}}}, &intercept.Interceptor{Decider: usOnlyPolicy(t)}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
