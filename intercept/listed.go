@@ -111,8 +111,10 @@ func (i *Interceptor) ObserveListed(ctx context.Context, cc CallContext, method 
 	var kind byte
 	switch method {
 	case "tools/list":
-		if result.Kind() == '{' {
-			// The client has its own listing (unlisted.go).
+		// The client has its own listing (unlisted.go) once it has seen
+		// the last page: a tool on a page it did not fetch is one the
+		// inventory has not seen as the upstream serves it now.
+		if result.Kind() == '{' && StringMember(result, "nextCursor") == "" {
 			i.listedAdd(ctx, cc, toolsListedKey(ctx, cc))
 		}
 		return
