@@ -489,7 +489,10 @@ type Gate struct {
 	Store *Store
 }
 
-var _ intercept.ForwardObserver = (*Gate)(nil)
+var (
+	_ intercept.ForwardObserver = (*Gate)(nil)
+	_ intercept.RouteCloser     = (*Gate)(nil)
+)
 
 // Decide asks Next and, for require_approval, answers from the store: an
 // approved request for this exact call allows it (the approval is used up
@@ -606,4 +609,10 @@ func orSomeone(s string) string {
 func (g *Gate) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
 	tf, ok := g.Next.(intercept.ToolFilter)
 	return !ok || tf.Visible(ctx, d)
+}
+
+// Closes implements intercept.RouteCloser by asking Next.
+func (g *Gate) Closes(ctx context.Context, d *intercept.ActionDescriptor) bool {
+	rc, ok := g.Next.(intercept.RouteCloser)
+	return ok && rc.Closes(ctx, d)
 }

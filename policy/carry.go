@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -143,4 +144,35 @@ func (p *Policy) carryRoutes(st *state) (dec intercept.Decision, closed bool) {
 		}
 	}
 	return intercept.Decision{}, false
+}
+
+var (
+	_ intercept.RouteCloser = (*Policy)(nil)
+	_ intercept.RouteCloser = (*Watcher)(nil)
+)
+
+// Closes implements intercept.RouteCloser with the test a carry is denied
+// by (carryRoutes): a route rule whose after side is remembered closes d's
+// upstream (itself, d's carry name, or one of its tools). A memory that
+// was evicted or cannot be read, a panic and a nil *Policy (which denies
+// everything) close it. Without route rules it costs nothing.
+func (p *Policy) Closes(ctx context.Context, d *intercept.ActionDescriptor) (closed bool) {
+	if p == nil || d == nil {
+		return true
+	}
+	if len(p.routes) == 0 {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			closed = true
+		}
+	}()
+	_, closed = p.carryRoutes(&state{ctx: ctx, d: d, name: nfc(d.ToolName)})
+	return closed
+}
+
+// Closes implements intercept.RouteCloser with the current policy.
+func (w *Watcher) Closes(ctx context.Context, d *intercept.ActionDescriptor) bool {
+	return w.cur.Load().Closes(ctx, d)
 }

@@ -46,6 +46,18 @@ func TestCarryClosedByRouteRule(t *testing.T) {
 			if dec := intercept.Decide(ctx, p, tc.d); dec.Verdict != intercept.Allow || dec.Reason != ReasonCarryAllow {
 				t.Fatalf("before the read: got %s %s, want allow %s", dec.Verdict, dec.Reason, ReasonCarryAllow)
 			}
+			// The client's HTTP headers are closed by the same test
+			// (intercept.RouteCloser).
+			hd := *tc.d
+			hd.Method, hd.ToolName, hd.Parameters = intercept.CarryHeaders, intercept.CarryPrefix+intercept.CarryHeaders, nil
+			defer func() {
+				if got, want := p.Closes(ctx, &hd), tc.want == intercept.Deny; got != want {
+					t.Errorf("after the read: Closes got %v, want %v", got, want)
+				}
+			}()
+			if p.Closes(ctx, &hd) {
+				t.Errorf("before the read: Closes got true, want false")
+			}
 			src := &intercept.ActionDescriptor{ToolName: "read_document", Upstream: "docs", Agent: "a", SessionID: "s", Parameters: []byte(`{}`)}
 			if err := p.Forwarded(ctx, src, intercept.Decide(ctx, p, src)); err != nil {
 				t.Fatal(err)
@@ -133,5 +145,18 @@ func TestReadCarriesClosedByRouteRule(t *testing.T) {
 				t.Errorf("a read's deny: mode %q, want throw", dec.Mode)
 			}
 		})
+	}
+}
+
+// TestClosesWithoutRoutes: without route rules nothing is closed; a nil
+// policy, which denies everything, closes everything.
+func TestClosesWithoutRoutes(t *testing.T) {
+	ctx := context.Background()
+	d := carry("web", nil)
+	if mustCompile(t, "default: allow\n").Closes(ctx, d) {
+		t.Error("no route rules: Closes got true, want false")
+	}
+	if !(*Policy)(nil).Closes(ctx, d) {
+		t.Error("nil policy: Closes got false, want true")
 	}
 }

@@ -306,3 +306,9 @@ func (a *Advisor) Visible(ctx context.Context, d *intercept.ActionDescriptor) bo
 	tf, ok := a.Policy.(intercept.ToolFilter)
 	return !ok || tf.Visible(ctx, d)
 }
+
+// Closes implements intercept.RouteCloser by asking the policy: route
+// memory is the policy's.
+func (a *Advisor) Closes(ctx context.Context, d *intercept.ActionDescriptor) bool {
+	return closesTo(a.Policy, ctx, d)
+}

@@ -81,4 +81,13 @@ func (g *AuditGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) 
 var (
 	_ intercept.ForwardObserver = (*AuditGate)(nil)
 	_ intercept.ToolFilter      = (*AuditGate)(nil)
+	_ intercept.RouteCloser     = (*AuditGate)(nil)
+	_ intercept.RouteCloser     = (*RateGate)(nil)
+	_ intercept.RouteCloser     = (*DriftGate)(nil)
+	_ intercept.RouteCloser     = (*Advisor)(nil)
 )
+
+// Closes implements intercept.RouteCloser by asking Next.
+func (g *AuditGate) Closes(ctx context.Context, d *intercept.ActionDescriptor) bool {
+	return closesTo(g.Next, ctx, d)
+}

@@ -22,3 +22,10 @@ func visibleTo(next intercept.Decider, ctx context.Context, d *intercept.ActionD
 	tf, ok := next.(intercept.ToolFilter)
 	return !ok || tf.Visible(ctx, d)
 }
+
+// closesTo asks next whether an upstream is closed to a client, if it
+// can tell.
+func closesTo(next intercept.Decider, ctx context.Context, d *intercept.ActionDescriptor) bool {
+	rc, ok := next.(intercept.RouteCloser)
+	return ok && rc.Closes(ctx, d)
+}

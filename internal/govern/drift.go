@@ -78,3 +78,8 @@ func (g *DriftGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor
 func (g *DriftGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
 	return visibleTo(g.Next, ctx, d)
 }
+
+// Closes implements intercept.RouteCloser by asking Next.
+func (g *DriftGate) Closes(ctx context.Context, d *intercept.ActionDescriptor) bool {
+	return closesTo(g.Next, ctx, d)
+}

@@ -193,3 +193,9 @@ func (g *RateGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor,
 func (g *RateGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
 	return visibleTo(g.Next, ctx, d)
 }
+
+// Closes implements intercept.RouteCloser by asking Next: a bucket closes
+// no upstream.
+func (g *RateGate) Closes(ctx context.Context, d *intercept.ActionDescriptor) bool {
+	return closesTo(g.Next, ctx, d)
+}
