@@ -32,6 +32,14 @@ type Upstream struct {
 	URL string `yaml:"url"`
 	// Headers are added to every request to an HTTP upstream.
 	Headers map[string]string `yaml:"headers"`
+	// PassHeaders are client headers a streamable-http upstream gets, as
+	// the client sent them, even while a route rule closes it to that
+	// client, when every other header of the client's but the protocol's
+	// own is dropped (see the README's carries). Nil passes none then;
+	// an upstream not closed gets the client's headers whatever it says.
+	// Hop-by-hop headers, Authorization and the headers the gateway
+	// writes are never passed.
+	PassHeaders []string `yaml:"pass_headers"`
 	// OAuth, if set, gets an access token with the OAuth 2.0 client
 	// credentials grant and sends it as Authorization: Bearer on every
 	// request to the upstream (streamable-http and sse only), refreshed

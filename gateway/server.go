@@ -34,22 +34,23 @@ import (
 // Gateway serves every configured upstream downstream over Streamable
 // HTTP, legacy HTTP+SSE and WebSocket. It is safe for concurrent use.
 type Gateway struct {
-	opts      Options
-	ident     identifier
-	ic        *intercept.Interceptor
-	log       *slog.Logger
-	routes    map[string]*route
-	sessions  *sessionTable
-	limits    *limits      // session counts: in all, per agent, per address
-	bodies    *byteBudget  // request body bytes held
-	ends      *sessionEnds // upstream DELETEs of ended sessions, paced
-	sealer    *sealer      // seals session ids when Options.SessionKeys are set
-	client    *http.Client
-	sse       map[string]*transport.SSEServer // route name -> legacy SSE server
-	stateless map[string]*statelessBridge     // bridged route name -> shared 2026-07-28 connection
-	virtual   map[string]*aggregator          // virtual server name ("" for /mcp) -> its handler
-	withheld  *withheldTasks                  // messages about another's task not delivered
-	exchanges atomic.Uint64                   // numbers the POSTs (exchange.seq)
+	opts        Options
+	ident       identifier
+	ic          *intercept.Interceptor
+	log         *slog.Logger
+	routes      map[string]*route
+	sessions    *sessionTable
+	limits      *limits      // session counts: in all, per agent, per address
+	bodies      *byteBudget  // request body bytes held
+	ends        *sessionEnds // upstream DELETEs of ended sessions, paced
+	sealer      *sealer      // seals session ids when Options.SessionKeys are set
+	client      *http.Client
+	sse         map[string]*transport.SSEServer // route name -> legacy SSE server
+	stateless   map[string]*statelessBridge     // bridged route name -> shared 2026-07-28 connection
+	virtual     map[string]*aggregator          // virtual server name ("" for /mcp) -> its handler
+	withheld    *withheldTasks                  // messages about another's task not delivered
+	headerDrops *headerWithholding              // client headers a closed upstream was not sent
+	exchanges   atomic.Uint64                   // numbers the POSTs (exchange.seq)
 
 	ctx    context.Context // ends with Close; parent of every session
 	cancel context.CancelFunc
@@ -71,6 +72,9 @@ type route struct {
 	// lister lists the upstream's tools for a client that did not,
 	// before its call is decided (lister.go).
 	lister *toolLister
+	// passHeaders are the client headers a closed upstream still gets
+	// (upstreams[].pass_headers, canonical); nil for none (headers.go).
+	passHeaders map[string]bool
 }
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
@@ -97,16 +101,17 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		opts.Metrics = nil
 	}
 	g := &Gateway{
-		opts:      opts,
-		ident:     identifier{header: opts.AgentHeader, required: opts.AgentHeaderRequired},
-		ic:        ic,
-		log:       log,
-		routes:    make(map[string]*route),
-		sessions:  newSessionTable(opts.maxSessions(), opts.idleTimeout(), opts.now),
-		limits:    newLimits(&opts),
-		sse:       make(map[string]*transport.SSEServer),
-		stateless: make(map[string]*statelessBridge),
-		withheld:  &withheldTasks{log: log},
+		opts:        opts,
+		ident:       identifier{header: opts.AgentHeader, required: opts.AgentHeaderRequired},
+		ic:          ic,
+		log:         log,
+		routes:      make(map[string]*route),
+		sessions:    newSessionTable(opts.maxSessions(), opts.idleTimeout(), opts.now),
+		limits:      newLimits(&opts),
+		sse:         make(map[string]*transport.SSEServer),
+		stateless:   make(map[string]*statelessBridge),
+		withheld:    &withheldTasks{log: log},
+		headerDrops: &headerWithholding{log: log},
 		// Plain-HTTP upstreams are served on the calling goroutine
 		// (internal/h1: no reader and writer goroutines per connection
 		// to hand each call between); TLS upstreams by net/http.
@@ -124,6 +129,9 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 	}
 	if m, ok := opts.Metrics.(interface{ MessageWithheld(reason string) }); ok {
 		g.withheld.metrics = m
+	}
+	if m, ok := opts.Metrics.(interface{ HeadersWithheld(string, int) }); ok {
+		g.headerDrops.metrics = m
 	}
 	if len(opts.SessionKeys) > 0 {
 		sl, err := newSealer(opts.SessionKeys)
@@ -218,6 +226,15 @@ func (g *Gateway) newRoute(up Upstream) (*route, error) {
 	}
 	up.described = up.describe() // parsed once, not on every call
 	r := &route{up: up, client: client}
+	if err := up.CheckPassHeaders(); err != nil {
+		return nil, err
+	}
+	for _, h := range up.PassHeaders {
+		if r.passHeaders == nil {
+			r.passHeaders = make(map[string]bool, len(up.PassHeaders))
+		}
+		r.passHeaders[http.CanonicalHeaderKey(h)] = true
+	}
 	switch up.Transport {
 	case TransportStreamableHTTP:
 		u, err := parseHTTPURL(up.URL)

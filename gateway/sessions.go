@@ -43,6 +43,11 @@ type session struct {
 	lastUsed time.Time
 	answers  map[string]chan *intercept.Message // id of an approval elicitation -> its waiter
 	asked    uint64                             // requests the gateway sent this client itself
+	// events are the ids of the last events passed on to the client on
+	// the session's streams, oldest first from nextEvent: a closed
+	// upstream is sent only a Last-Event-ID among them (headers.go).
+	events    [maxEventIDs]string
+	nextEvent int
 }
 
 // taskHold returns the session's taskHold, made on first use.

@@ -468,7 +468,11 @@ func copyHeaders(dst, src http.Header) {
 	}
 }
 
-func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *route, sess *session, body []byte) (*http.Request, error) {
+// upstreamRequest is the request to rt's upstream for r, a client's
+// request on sess (nil for none) whose call context is cc, with body (nil
+// for none). The client's headers go on but those the gateway writes,
+// unless the upstream is closed to the client (headers.go).
+func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *route, sess *session, cc intercept.CallContext, body []byte) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -481,14 +485,20 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 	}
 	u := *rt.url
 	out.URL, out.Host = &u, strings.TrimSuffix(u.Host, ":")
-	copyHeaders(out.Header, r.Header)
-	// The client's Mcp-Param-* headers (SEP-2243) are not passed on: they
-	// say what an argument is to whatever routes on them in front of the
-	// server, and policy decided on the body. upstreamCall writes them
-	// from the body.
-	for k := range out.Header {
-		if intercept.IsParamHeader(k) {
-			delete(out.Header, k)
+	var dropped []string
+	closed := g.ic.Closed(ctx, cc)
+	if closed {
+		dropped = closedHeaders(out.Header, r, rt, sess)
+	} else {
+		copyHeaders(out.Header, r.Header)
+		// The client's Mcp-Param-* headers (SEP-2243) are not passed on:
+		// they say what an argument is to whatever routes on them in
+		// front of the server, and policy decided on the body.
+		// upstreamCall writes them from the body.
+		for k := range out.Header {
+			if intercept.IsParamHeader(k) {
+				delete(out.Header, k)
+			}
 		}
 	}
 	if body != nil {
@@ -503,6 +513,15 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 	}
 	if sess != nil && sess.upstreamID != "" {
 		out.Header.Set(hdrSession, sess.upstreamID)
+	}
+	// The trace context of the call (its span's, or the one the client
+	// sent when nothing records spans): only a POST's context has one.
+	telemetry.InjectHTTP(ctx, out.Header)
+	if closed {
+		dropped = append(dropped, screenTrace(out.Header)...)
+		if len(dropped) > 0 {
+			g.headerDrops.dropped(rt.up.Name, dropped)
+		}
 	}
 	return out, nil
 }
@@ -818,6 +837,9 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 		if err := ob.sink.event(ev); err != nil {
 			return errCancelled
 		}
+		if ev.ID != "" && ob.sess != nil {
+			ob.sess.passedEvent(ev.ID) // a Last-Event-ID a closed upstream may get
+		}
 		if msg {
 			o.message(data)
 			ob.delivered(o)
@@ -1019,7 +1041,14 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 	defer cancel()
 	stop := context.AfterFunc(g.drain, cancel)
 	defer stop()
-	out, err := g.upstreamRequest(ctx, r, rt, sess, nil)
+	// No request waits on the stream: the session's owner is who its
+	// messages are for (tasks of others are withheld).
+	cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), Principal: intercept.PrincipalFrom(r.Context())}
+	if sess != nil {
+		cc.SessionID = sess.id
+		cc.Agent, cc.ProtocolVersion = sess.info()
+	}
+	out, err := g.upstreamRequest(ctx, r, rt, sess, cc, nil)
 	if err != nil {
 		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
 		return
@@ -1054,13 +1083,6 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	if isEventStream(resp.Header) {
-		// No request waits on it: the session's owner is who its
-		// messages are for (tasks of others are withheld).
-		cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), Principal: intercept.PrincipalFrom(r.Context())}
-		if sess != nil {
-			cc.SessionID = sess.id
-			cc.Agent, cc.ProtocolVersion = sess.info()
-		}
 		ob := &observer{g: g, rt: rt, sess: sess, stream: true, cc: cc, resumed: r.Header.Get(hdrLastEvID) != ""}
 		err := g.pipeEvents(ctx, w, resp.Body, ob)
 		if err != nil && err != errCancelled {
@@ -1112,7 +1134,9 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	out, err := g.upstreamRequest(r.Context(), r, rt, sess, nil)
+	cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), SessionID: sess.id, Principal: intercept.PrincipalFrom(r.Context())}
+	cc.Agent, cc.ProtocolVersion = sess.info()
+	out, err := g.upstreamRequest(r.Context(), r, rt, sess, cc, nil)
 	if err != nil {
 		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
 		return

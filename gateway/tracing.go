@@ -144,7 +144,7 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 	if body, err = transport.CompactValid(body); err != nil {
 		return nil, end, err
 	}
-	out, err = g.upstreamRequest(ctx, r, x.rt, x.sess, body)
+	out, err = g.upstreamRequest(ctx, r, x.rt, x.sess, x.callContext(), body)
 	if err != nil {
 		return nil, end, err
 	}
@@ -155,7 +155,6 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 			out.Header.Set(k, v)
 		}
 	}
-	telemetry.InjectHTTP(ctx, out.Header)
 	return out, end, nil
 }
 

@@ -28,6 +28,9 @@ const (
 	// too_large: longer than the gateway reads; stray: a result for a
 	// request not waiting on that stream).
 	MetricMessagesWithheld = "sluice.messages.withheld"
+	// MetricHeadersWithheld counts client HTTP headers not sent to an
+	// upstream a route rule closes to the client, by upstream.
+	MetricHeadersWithheld = "sluice.headers.withheld"
 )
 
 // TODO(approvals): a gauge of pending approvals belongs beside these,
@@ -39,6 +42,7 @@ const (
 type limitInstruments struct {
 	refusals  metric.Int64Counter
 	withheld  metric.Int64Counter
+	headers   metric.Int64Counter
 	bodyBytes atomic.Int64
 
 	mu       sync.Mutex // guards sessions
@@ -59,6 +63,9 @@ func (l *limitInstruments) init(m metric.Meter) error {
 	errs = append(errs, err)
 	l.withheld, err = m.Int64Counter(MetricMessagesWithheld, metric.WithUnit("{message}"),
 		metric.WithDescription("Messages from upstreams not delivered to a client, by reason."))
+	errs = append(errs, err)
+	l.headers, err = m.Int64Counter(MetricHeadersWithheld, metric.WithUnit("{header}"),
+		metric.WithDescription("Client HTTP headers not sent to an upstream a route rule closes to the client, by upstream."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("telemetry: creating limit instruments: %w", err)
@@ -91,6 +98,12 @@ func (l *limitInstruments) InflightBodyBytes(n int64) { l.bodyBytes.Store(n) }
 // LimitRefused counts one request refused by the named limit.
 func (l *limitInstruments) LimitRefused(limit string) {
 	l.refusals.Add(bg, 1, metric.WithAttributes(attribute.String("limit", limit)))
+}
+
+// HeadersWithheld counts n client headers not sent to upstream, closed
+// to the client.
+func (l *limitInstruments) HeadersWithheld(upstream string, n int) {
+	l.headers.Add(bg, int64(n), metric.WithAttributes(attribute.String("upstream", upstream)))
 }
 
 // MessageWithheld counts one upstream message not delivered to a client,

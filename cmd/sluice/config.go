@@ -291,6 +291,9 @@ func (c *config) checkLimits() error {
 		case u.MaxChildren > 0 && u.Command == "":
 			return fmt.Errorf("upstreams[%d] (%s): max_children applies only to stdio upstreams (command:); remove it", i, u.Name)
 		}
+		if err := u.CheckPassHeaders(); err != nil {
+			return fmt.Errorf("upstreams[%d] (%s): %w", i, u.Name, err)
+		}
 	}
 	return nil
 }

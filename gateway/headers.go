@@ -1,0 +1,305 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// The client's HTTP headers and a closed upstream. A route rule that
+// closes an upstream after a sensitive read (carry.go in intercept and
+// policy) closes it to every message that carries bytes of the client's
+// choosing; the HTTP headers of a plain ping carry them as well (X-Leak,
+// User-Agent, Cookie, a traceparent's ids, a Last-Event-ID). So while the
+// upstream is closed to the request's client — the same test a carry is
+// denied by (intercept.RouteCloser) — an HTTP upstream gets only the
+// headers the gateway can vouch for:
+//
+//   - those it writes itself: Content-Type, Mcp-Session-Id, Mcp-Param-*,
+//     upstreams[].headers, its own User-Agent (gatewayUserAgent, in place
+//     of the client's), its trace context;
+//   - the protocol's, each only with a value its grammar allows:
+//     Mcp-Protocol-Version a version MCP defines, Accept the media types
+//     MCP uses, Mcp-Method and Mcp-Name on a POST (checked against the
+//     body, classify), traceparent in W3C form (version 00) and tracestate
+//     beside it in W3C form and at most maxTracestate bytes,
+//     Last-Event-ID only one the gateway passed on to the session
+//     (session.sentEvent);
+//   - those the operator lists in upstreams[].pass_headers, as sent.
+//
+// Every other client header is dropped: counted (HeadersWithheld, the
+// metric sluice.headers.withheld by upstream) and logged, at most once per
+// unreadableLogEvery. An upstream that is not closed gets the client's
+// headers as before (copyHeaders): a permissive policy is transparent.
+
+// gatewayUserAgent is the User-Agent a closed upstream is sent.
+const gatewayUserAgent = "sluice"
+
+// maxTracestate bounds the tracestate a closed upstream gets; W3C asks
+// vendors to propagate at least 512 bytes, and a longer one is dropped.
+const maxTracestate = 512
+
+// mcpVersions are the protocol versions a closed upstream's
+// Mcp-Protocol-Version may name.
+var mcpVersions = map[string]bool{"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true, modernVersion: true}
+
+// headerWithholding counts the client headers a closed upstream was not
+// sent; safe for concurrent use.
+type headerWithholding struct {
+	log     *slog.Logger                              // never nil
+	metrics interface{ HeadersWithheld(string, int) } // nil: none
+	n       atomic.Uint64
+	drops   dropLog
+}
+
+// dropped counts and logs the headers names not sent to upstream.
+func (h *headerWithholding) dropped(upstream string, names []string) {
+	h.n.Add(uint64(len(names)))
+	if h.metrics != nil {
+		h.metrics.HeadersWithheld(upstream, len(names))
+	}
+	h.drops.warn(h.log, "client HTTP headers not sent to an upstream closed to the client by a route rule; list one in upstreams[].pass_headers to send it",
+		"upstream", upstream, "headers", names)
+}
+
+// HeadersWithheld is how many client HTTP headers the gateway has not
+// sent to upstreams closed to the client (see headers.go).
+func (g *Gateway) HeadersWithheld() uint64 { return g.headerDrops.n.Load() }
+
+// closedHeaders copies to dst the headers of r, a client's request to
+// rt's upstream on sess (nil for none), that a closed upstream may get
+// (see above), and returns the names of those it did not copy. post: r's
+// body is the one the gateway decided, its Mcp-Method and Mcp-Name
+// checked against it.
+func closedHeaders(dst http.Header, r *http.Request, rt *route, sess *session) (dropped []string) {
+	post := r.Method == http.MethodPost
+	for k, vv := range r.Header {
+		switch {
+		case hopHeaders[k] || intercept.IsParamHeader(k) || k == "Content-Type":
+			continue // the gateway's to write, or no one's
+		case rt.passHeaders[k]:
+			dst[k] = append([]string(nil), vv...)
+			continue
+		case k == "User-Agent":
+			continue // replaced below
+		}
+		ok := len(vv) == 1
+		if ok {
+			v := vv[0]
+			switch k {
+			case hdrVersion:
+				ok = mcpVersions[v]
+			case "Accept":
+				ok = mcpAccept(v)
+			case hdrMethod, hdrName:
+				ok = post
+			case "Traceparent":
+				ok = validTraceparent(v)
+			case "Tracestate":
+				ok = validTraceparent(r.Header.Get("Traceparent")) && len(r.Header["Traceparent"]) == 1 && validTracestate(v)
+			case "Last-Event-Id": // hdrLastEvID, canonical
+				ok = r.Method == http.MethodGet && sess != nil && sess.sentEvent(v)
+			default:
+				ok = false
+			}
+		}
+		if !ok {
+			dropped = append(dropped, k)
+			continue
+		}
+		dst[k] = []string{vv[0]}
+	}
+	if !rt.passHeaders["User-Agent"] {
+		dst.Set("User-Agent", gatewayUserAgent)
+	}
+	return dropped
+}
+
+// screenTrace drops from h, a request to a closed upstream after the
+// gateway wrote its trace context, what of it came from the client in
+// another form than the one closedHeaders lets through: baggage (free
+// text, never the gateway's own) and a tracestate longer than allowed.
+func screenTrace(h http.Header) (dropped []string) {
+	if _, ok := h["Baggage"]; ok {
+		delete(h, "Baggage")
+		dropped = append(dropped, "Baggage")
+	}
+	for _, k := range [...]string{"Traceparent", "Tracestate"} {
+		vv, ok := h[k]
+		if !ok {
+			continue
+		}
+		valid := len(vv) == 1
+		if valid && k == "Traceparent" {
+			valid = validTraceparent(vv[0])
+		} else if valid {
+			valid = validTracestate(vv[0])
+		}
+		if !valid {
+			delete(h, k)
+			dropped = append(dropped, k)
+		}
+	}
+	return dropped
+}
+
+// mcpAccept reports whether v, an Accept header, names only the media
+// types MCP uses (JSON and event streams, or their wildcards), at most
+// four of them, with no parameter but a q value.
+func mcpAccept(v string) bool {
+	n := 0
+	for part := range strings.SplitSeq(v, ",") {
+		if n++; n > 4 {
+			return false
+		}
+		mt, params, _ := strings.Cut(part, ";")
+		switch strings.ToLower(strings.TrimSpace(mt)) {
+		case "application/json", "text/event-stream", "application/*", "text/*", "*/*":
+		default:
+			return false
+		}
+		if params != "" && !qValue(strings.TrimSpace(params)) {
+			return false
+		}
+	}
+	return true
+}
+
+// qValue reports whether p is q=1, q=0 or q=0.d{1,3} (RFC 9110 §12.4.2).
+func qValue(p string) bool {
+	v, ok := strings.CutPrefix(p, "q=")
+	if !ok {
+		v, ok = strings.CutPrefix(p, "Q=")
+	}
+	switch {
+	case !ok || v == "":
+		return false
+	case v == "1" || v == "0" || v == "1.0" || v == "1.00" || v == "1.000":
+		return true
+	case len(v) < 3 || len(v) > 5 || v[:2] != "0.":
+		return false
+	}
+	for _, c := range v[2:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// validTraceparent reports whether v is a W3C traceparent of version 00:
+// 00-<32 hex>-<16 hex>-<2 hex>, lower case, ids not all zeros.
+func validTraceparent(v string) bool {
+	if len(v) != 55 || v[:3] != "00-" || v[35] != '-' || v[52] != '-' {
+		return false
+	}
+	return lowerHex(v[3:35]) && lowerHex(v[36:52]) && lowerHex(v[53:]) &&
+		strings.Trim(v[3:35], "0") != "" && strings.Trim(v[36:52], "0") != ""
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// validTracestate reports whether v is a W3C tracestate of at most 32
+// list members and maxTracestate bytes: key=value, the key of lower-case
+// letters, digits and _-*/@, the value printable ASCII but , and =.
+func validTracestate(v string) bool {
+	if len(v) > maxTracestate {
+		return false
+	}
+	n := 0
+	for m := range strings.SplitSeq(v, ",") {
+		m = strings.Trim(m, " \t")
+		if m == "" {
+			continue // empty list members are allowed
+		}
+		if n++; n > 32 {
+			return false
+		}
+		key, val, ok := strings.Cut(m, "=")
+		if !ok || key == "" || len(key) > 256 || val == "" || len(val) > 256 || val[len(val)-1] == ' ' {
+			return false
+		}
+		for i := 0; i < len(key); i++ {
+			c := key[i]
+			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && !strings.ContainsRune("_-*/@", rune(c)) {
+				return false
+			}
+		}
+		for i := 0; i < len(val); i++ {
+			if c := val[i]; c < 0x20 || c > 0x7e || c == ',' || c == '=' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// maxEventIDs is how many of the event ids passed on to a session's
+// client the session remembers, for a resumption on a closed upstream.
+const maxEventIDs = 32
+
+// passedEvent records id, the id of an event passed on to the client of s.
+func (s *session) passedEvent(id string) {
+	s.mu.Lock()
+	s.events[s.nextEvent] = id
+	s.nextEvent = (s.nextEvent + 1) % maxEventIDs
+	s.mu.Unlock()
+}
+
+// sentEvent reports whether id is one of the last event ids passed on to
+// the client of s: the only Last-Event-ID a closed upstream gets, which
+// it chose itself.
+func (s *session) sentEvent(id string) bool {
+	if id == "" {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.events {
+		if e == id {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckPassHeaders says why u's pass_headers cannot be, naming the
+// entry and the fix, or returns nil.
+func (u *Upstream) CheckPassHeaders() error {
+	tr := u.Transport
+	if tr == "" && u.URL != "" {
+		tr = TransportStreamableHTTP
+	}
+	for i, h := range u.PassHeaders {
+		k := http.CanonicalHeaderKey(h)
+		var err error
+		switch {
+		case tr != TransportStreamableHTTP:
+			err = errors.New("only a streamable-http upstream gets the client's headers; remove pass_headers")
+		case !httpguts.ValidHeaderFieldName(h):
+			err = fmt.Errorf("%q is not a header name", h)
+		case k == "Authorization":
+			err = errors.New("Authorization is never passed on: the agent's credential is not the upstream's (its own goes in headers or oauth); remove it")
+		case hopHeaders[k] || intercept.IsParamHeader(k) || k == "Content-Type":
+			err = fmt.Errorf("%s is the gateway's to write, never the client's; remove it", k)
+		}
+		if err != nil {
+			return fmt.Errorf("pass_headers[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
