@@ -11,7 +11,9 @@ import (
 // closer closes upstream web (intercept.RouteCloser).
 type closer struct{ countingDecider }
 
-func (*closer) Closes(_ context.Context, d *intercept.ActionDescriptor) bool { return d.Upstream == "web" }
+func (*closer) Closes(_ context.Context, d *intercept.ActionDescriptor) bool {
+	return d.Upstream == "web"
+}
 
 // TestChainCloses: the gates `sluice run` puts around the policy pass on
 // its answer to whether an upstream is closed to a client: a gate that
