@@ -28,9 +28,9 @@ import (
 //   - the protocol's, each only with a value its grammar allows:
 //     Mcp-Protocol-Version a version MCP defines, Accept the media types
 //     MCP uses, Mcp-Method and Mcp-Name on a POST (checked against the
-//     body, classify), traceparent in W3C form (version 00) and tracestate
-//     beside it in W3C form and at most maxTracestate bytes,
-//     Last-Event-ID only one the gateway passed on to the session
+//     body, classify), traceparent in W3C form (version 00: its ids are
+//     all a trace needs; a tracestate is up to 512 bytes of the client's
+//     choosing and is dropped), Last-Event-ID only one the gateway passed on to the session
 //     (session.sentEvent);
 //   - those the operator lists in upstreams[].pass_headers, as sent.
 //
@@ -41,10 +41,6 @@ import (
 
 // gatewayUserAgent is the User-Agent a closed upstream is sent.
 const gatewayUserAgent = "sluice"
-
-// maxTracestate bounds the tracestate a closed upstream gets; W3C asks
-// vendors to propagate at least 512 bytes, and a longer one is dropped.
-const maxTracestate = 512
 
 // mcpVersions are the protocol versions a closed upstream's
 // Mcp-Protocol-Version may name.
@@ -102,8 +98,6 @@ func closedHeaders(dst http.Header, r *http.Request, rt *route, sess *session) (
 				ok = post
 			case "Traceparent":
 				ok = validTraceparent(v)
-			case "Tracestate":
-				ok = validTraceparent(r.Header.Get("Traceparent")) && len(r.Header["Traceparent"]) == 1 && validTracestate(v)
 			case "Last-Event-Id": // hdrLastEvID, canonical
 				ok = r.Method == http.MethodGet && sess != nil && sess.sentEvent(v)
 			default:
@@ -124,28 +118,19 @@ func closedHeaders(dst http.Header, r *http.Request, rt *route, sess *session) (
 
 // screenTrace drops from h, a request to a closed upstream after the
 // gateway wrote its trace context, what of it came from the client in
-// another form than the one closedHeaders lets through: baggage (free
-// text, never the gateway's own) and a tracestate longer than allowed.
+// another form than the one closedHeaders lets through: baggage and
+// tracestate (free text the gateway's propagator carries on from the
+// client's request; never its own) and a traceparent not in W3C form.
 func screenTrace(h http.Header) (dropped []string) {
-	if _, ok := h["Baggage"]; ok {
-		delete(h, "Baggage")
-		dropped = append(dropped, "Baggage")
-	}
-	for _, k := range [...]string{"Traceparent", "Tracestate"} {
-		vv, ok := h[k]
-		if !ok {
-			continue
-		}
-		valid := len(vv) == 1
-		if valid && k == "Traceparent" {
-			valid = validTraceparent(vv[0])
-		} else if valid {
-			valid = validTracestate(vv[0])
-		}
-		if !valid {
+	for _, k := range [...]string{"Baggage", "Tracestate"} {
+		if _, ok := h[k]; ok {
 			delete(h, k)
 			dropped = append(dropped, k)
 		}
+	}
+	if vv, ok := h["Traceparent"]; ok && (len(vv) != 1 || !validTraceparent(vv[0])) {
+		delete(h, "Traceparent")
+		dropped = append(dropped, "Traceparent")
 	}
 	return dropped
 }
@@ -208,41 +193,6 @@ func lowerHex(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return false
-		}
-	}
-	return true
-}
-
-// validTracestate reports whether v is a W3C tracestate of at most 32
-// list members and maxTracestate bytes: key=value, the key of lower-case
-// letters, digits and _-*/@, the value printable ASCII but , and =.
-func validTracestate(v string) bool {
-	if len(v) > maxTracestate {
-		return false
-	}
-	n := 0
-	for m := range strings.SplitSeq(v, ",") {
-		m = strings.Trim(m, " \t")
-		if m == "" {
-			continue // empty list members are allowed
-		}
-		if n++; n > 32 {
-			return false
-		}
-		key, val, ok := strings.Cut(m, "=")
-		if !ok || key == "" || len(key) > 256 || val == "" || len(val) > 256 || val[len(val)-1] == ' ' {
-			return false
-		}
-		for i := 0; i < len(key); i++ {
-			c := key[i]
-			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && !strings.ContainsRune("_-*/@", rune(c)) {
-				return false
-			}
-		}
-		for i := 0; i < len(val); i++ {
-			if c := val[i]; c < 0x20 || c > 0x7e || c == ',' || c == '=' {
-				return false
-			}
 		}
 	}
 	return true
