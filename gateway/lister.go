@@ -23,7 +23,8 @@ import (
 // The listing speaks 2025-11-25 (initialize, then tools/list page by
 // page); an upstream that refuses initialize is asked as a 2026-07-28
 // server, with the version in _meta. One listing runs per upstream at a
-// time; callers that waited for one take its outcome.
+// time; callers that waited for one take its outcome, unless it ended
+// because the caller that started it went away.
 
 const (
 	// listTimeout bounds one listing, connection included: a stdio server
@@ -63,11 +64,17 @@ func (l *toolLister) ListTools(ctx context.Context) error {
 	if l.done.After(asked) {
 		return l.err // a listing ended while this caller waited: it serves it too
 	}
-	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	stop := context.AfterFunc(l.g.ctx, cancel)
 	defer stop()
-	err := l.list(ctx)
+	err := l.list(lctx)
+	if err != nil && ctx.Err() != nil && l.g.ctx.Err() == nil {
+		// This caller went away (its client dropped the request): that
+		// says nothing of the upstream, and callers that waited on this
+		// listing list for themselves rather than take its error.
+		return err
+	}
 	if err != nil {
 		err = fmt.Errorf("listing upstream %s's tools: %w", l.rt.up.Name, err)
 		l.g.log.Warn("could not list an upstream's tools for a client that had not", "upstream", l.rt.up.Name, "err", err)
