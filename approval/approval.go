@@ -198,6 +198,20 @@ func CallHash(d *intercept.ActionDescriptor, policyVersion string) string {
 		h.Write([]byte{0})
 		h.Write(d.CallExtra)
 	}
+	if info, caps := intercept.ValidMembers(d.Meta, "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities"); info != nil || caps != nil {
+		// The protocol's members CallExtra leaves out (every 2026-07-28
+		// request has them) are the client's to fill all the same: a
+		// client name, version or capability of the agent's choosing is
+		// not sent under the approval of a call that had others.
+		for _, v := range [...]jsontext.Value{info, caps} {
+			h.Write([]byte{1})
+			c := v.Clone()
+			if c.Canonicalize() != nil {
+				c = v
+			}
+			h.Write(c)
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

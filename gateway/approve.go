@@ -222,7 +222,7 @@ func admitAnswer(ap Approver, a *approvalAnswer, m *intercept.Message, cc interc
 	}
 	st, err := sealer.OpenState(a.state)
 	if err == nil {
-		err = st.Check(&intercept.ActionDescriptor{Upstream: cc.Upstream, ToolName: m.Name, Parameters: m.Arguments, Agent: cc.Agent, CallExtra: intercept.CallExtra(m)})
+		err = st.Check(&intercept.ActionDescriptor{Upstream: cc.Upstream, ToolName: m.Name, Parameters: m.Arguments, Agent: cc.Agent, CallExtra: intercept.CallExtra(m), Meta: m.Meta})
 	}
 	if err != nil {
 		return refuse(err.Error() + "; send the call again without inputResponses to be asked again")

@@ -79,6 +79,13 @@ type ActionDescriptor struct {
 	// call is not sent again with data of the agent's choosing beside
 	// its arguments.
 	CallExtra jsontext.Value `json:"-"`
+	// Meta is the request's _meta as the client sent it, nil for none;
+	// shared with the message: a Decider must not change it. An approval
+	// binds its io.modelcontextprotocol/clientInfo and clientCapabilities
+	// (approval.CallHash), which CallExtra leaves out: they are the
+	// client's to fill, but every 2026-07-28 request has them, and
+	// building them into CallExtra would cost every call.
+	Meta jsontext.Value `json:"-"`
 	// UpstreamTools, for a carry (see [ActionDescriptor.IsCarry]) or a
 	// read that carries (ReadCarries), are the names of the tools the
 	// upstream listed through this gateway, nil when it has listed none

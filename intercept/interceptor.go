@@ -414,7 +414,7 @@ func (i *Interceptor) Descriptor(m *Message, cc CallContext) *ActionDescriptor {
 		ClientName:      cc.ClientName,
 	}
 	d.ClientCanApprove = cc.ClientCanApprove
-	d.CallExtra = CallExtra(m)
+	d.CallExtra, d.Meta = CallExtra(m), m.Meta
 	if p := cc.Principal; p != nil && p.ID != d.Agent {
 		// The principal is the agent, whichever transport built cc; a
 		// different name the client gave is kept aside.
