@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"net/url"
 	"path"
 	"strings"
@@ -116,7 +115,9 @@ func normReadPrefix(prefix string) string {
 // does a fragment (and a file URI's query), a backslash before the query is
 // a slash, and a file URI's host "localhost" or missing authority (file:/p,
 // file:p) is file:///p. A server's URI (http, https, ws, wss, ftp) loses
-// its userinfo, its scheme's default port and its host's trailing dot.
+// its userinfo, its scheme's default port and its host's trailing dot,
+// takes any number of slashes after its colon, and has its host read as
+// a WHATWG parser reads it (serverAuthority, normHost).
 func normURI(s string) string {
 	trimmed := strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) // WHATWG: C0 controls and space
 	scheme, _, _ := strings.Cut(trimmed, ":")
@@ -138,6 +139,9 @@ func normURI(s string) string {
 		}
 		if strings.Contains(s[:end], `\`) {
 			s = strings.ReplaceAll(s[:end], `\`, "/") + s[end:]
+		}
+		if _, server := defaultPorts[scheme]; server {
+			s = serverAuthority(s, len(scheme))
 		}
 	}
 	u, err := url.Parse(s)
@@ -172,13 +176,15 @@ func normURI(s string) string {
 		if p == port {
 			p = ""
 		}
-		if h := strings.TrimSuffix(host, "."); h != "" {
+		if h, err := normHost(host); err == nil {
+			// As a WHATWG parser reads the host: mapped by UTS #46
+			// (ＩＮＴＲＡＮＥＴ。example is intranet.example), 167772161,
+			// 0xa.0.0.1, 012.0.0.1 and 10.1 are 10.0.0.1 (to getaddrinfo
+			// too), an IPv6 address in its one spelling, an IPv4-mapped
+			// one the IPv4 address it reaches.
 			host = h
-		}
-		if ip, ok := whatwgIPv4(host); ok {
-			// 167772161, 0xa.0.0.1, 012.0.0.1 and 10.1 are 10.0.0.1 to
-			// a WHATWG parser and to getaddrinfo alike.
-			host = ip
+		} else if h := strings.TrimSuffix(host, "."); h != "" {
+			host = h // no host a parser would accept: as spelt
 		}
 		if strings.Contains(host, ":") {
 			host = "[" + host + "]"
@@ -218,60 +224,32 @@ func (p *Policy) lookupPrefix(upstream, name string) ([]string, bool) {
 	return nil, false
 }
 
-// whatwgIPv4 reads host as the WHATWG URL standard's IPv4 parser does
-// when its last label is a number (decimal, 0x hex, or octal with a
-// leading 0), as inet_aton does too: one to four parts, the last filling
-// the bytes the others leave. It returns the dotted-decimal address, or
-// false when host is no such number (a name, or an invalid address,
-// which is left as spelt).
-func whatwgIPv4(host string) (string, bool) {
-	parts := strings.Split(host, ".")
-	if len(parts) > 4 {
-		return "", false
+// serverAuthority returns s, a URI of a server's scheme (http, https, ws,
+// wss, ftp) of n bytes, backslashes before its query made slashes, as a
+// WHATWG parser reads its authority: after any number of slashes
+// (http:host/x and http:///host/x are http://host/x), userinfo dropped,
+// the host percent-decoded (%69ntranet is intranet). A host that decodes
+// to something no host holds is left as spelt.
+func serverAuthority(s string, n int) string {
+	rest := strings.TrimLeft(s[n+1:], "/")
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
 	}
-	nums := make([]uint64, len(parts))
-	for i, part := range parts {
-		base, digits := 10, part
-		switch {
-		case len(part) >= 2 && (part[:2] == "0x" || part[:2] == "0X"):
-			base, digits = 16, part[2:]
-		case len(part) >= 2 && part[0] == '0':
-			base, digits = 8, part[1:]
-		}
-		if part == "" {
-			return "", false
-		}
-		var n uint64
-		for j := 0; j < len(digits); j++ {
-			c := digits[j]
-			var d uint64
-			switch {
-			case '0' <= c && c <= '9':
-				d = uint64(c - '0')
-			case base == 16 && 'a' <= c|0x20 && c|0x20 <= 'f':
-				d = uint64(c|0x20-'a') + 10
-			default:
-				return "", false
-			}
-			if d >= uint64(base) {
-				return "", false
-			}
-			if n = n*uint64(base) + d; n > 1<<32 {
-				return "", false
-			}
-		}
-		nums[i] = n
+	auth := rest[:end]
+	if i := strings.LastIndexByte(auth, '@'); i >= 0 {
+		auth = auth[i+1:]
 	}
-	last := nums[len(nums)-1]
-	if last >= 1<<(8*(5-len(nums))) {
-		return "", false
-	}
-	addr := last
-	for i, n := range nums[:len(nums)-1] {
-		if n > 255 {
-			return "", false
+	if strings.IndexByte(auth, '%') >= 0 && !strings.HasPrefix(auth, "[") {
+		host, port := auth, ""
+		if i := strings.LastIndexByte(auth, ':'); i >= 0 {
+			host, port = auth[:i], auth[i:]
 		}
-		addr |= n << (8 * (3 - i))
+		if h, err := url.PathUnescape(host); err == nil && !strings.ContainsFunc(h, func(r rune) bool {
+			return r <= ' ' || r == 0x7f || strings.ContainsRune(`/?#@:[]\%`, r)
+		}) {
+			auth = h + port
+		}
 	}
-	return fmt.Sprintf("%d.%d.%d.%d", addr>>24, addr>>16&255, addr>>8&255, addr&255), true
+	return s[:n] + "://" + auth + rest[end:]
 }

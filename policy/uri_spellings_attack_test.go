@@ -101,3 +101,50 @@ policy:
 		}
 	}
 }
+
+// TestAttackServerURIHostSpellings (attacker review): a WHATWG parser (a
+// TypeScript server's new URL, fetch) reads a special scheme's URI with
+// any number of slashes after the colon (http:intranet.example/x,
+// http:///intranet.example/x), percent-decodes the host and maps it as
+// UTS #46 does (fullwidth letters, the ideographic full stop), and reads
+// an IPv6 host in any of its spellings, an IPv4-mapped one reaching the
+// IPv4 address. These named the server a rule closes and were allowed.
+func TestAttackServerURIHostSpellings(t *testing.T) {
+	p, err := policy.Compile([]byte(`
+policy:
+  default: allow
+  default_read: allow
+  tool_classes:
+    "resource:https://intranet.example/*": [source:sensitive]
+    "resource:http://10.0.0.1/*": [source:sensitive]
+    "resource:http://[fd00::1]/*": [source:sensitive]
+  rules:
+    - id: no-intranet
+      match: {match_any_class: [source:sensitive]}
+      decision: deny
+`), "policy.yaml", policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, uri := range []string{
+		"https:intranet.example/payroll", "https:/intranet.example/payroll", "https:///intranet.example/payroll", `https:\\\intranet.example/payroll`,
+		"https://ＩＮＴＲＡＮＥＴ.example/payroll", "https://intranet。example/payroll", "https://%69ntranet.example/payroll", "https://intranet%2eexample/payroll",
+		"https://user@%49NTRANET.example:443/payroll",
+		"http://%31%30.0.0.1/x", "http://[::ffff:10.0.0.1]/x", "http://[::ffff:a00:1]/x", "http:10.0.0.1/x",
+		"http://[fd00:0::1]/x", "http://[FD00:0:0:0:0:0:0:1]/x",
+	} {
+		got, err := decideRead(p, uri)
+		if err != nil {
+			t.Logf("%q refused: %v", uri, err)
+			continue
+		}
+		if got != intercept.Deny {
+			t.Errorf("resources/read %q: %s, want deny (the server a rule closes)", uri, got)
+		}
+	}
+	for _, uri := range []string{"https://intranet.example.evil/x", "https://xn--ntranet-9ya.example/x", "http://[fd00::2]/x", "http://[::ffff:10.0.0.2]/x", "note:intranet.example/payroll", "https://evil.example/intranet.example/payroll"} {
+		if got, err := decideRead(p, uri); err == nil && got == intercept.Deny {
+			t.Errorf("resources/read %q: denied, but it is another server than the rules name", uri)
+		}
+	}
+}
