@@ -44,6 +44,11 @@ type toolLister struct {
 	// Written while holding turn, read by the next holder.
 	done time.Time // when the last listing ended
 	err  error     // how it ended
+	// closed is closed once the last listing's connection is: the next
+	// listing waits for it, so that a stdio server slow to exit (up to
+	// the stop's grace period) does not have a process of every listing
+	// running at once, outside max_children. Nil before the first.
+	closed chan struct{}
 }
 
 var _ intercept.ToolsLister = (*toolLister)(nil)
@@ -89,17 +94,27 @@ func (l *toolLister) ListTools(ctx context.Context) error {
 const listClientInfo = `{"name":"sluice","version":"1"}`
 
 func (l *toolLister) list(ctx context.Context) error {
+	if l.closed != nil {
+		select {
+		case <-l.closed:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the last listing's connection to close: %w", ctx.Err())
+		}
+	}
 	conn, err := l.rt.dialer.Dial(ctx)
 	if err != nil {
 		return fmt.Errorf("connecting: %w", err)
 	}
 	// Closed once the listing is done, without the call waiting on it: a
 	// stdio child may take its grace period to exit, an HTTP session's
-	// DELETE its round trip.
+	// DELETE its round trip. The next listing waits for it (closed).
+	closed := make(chan struct{})
+	l.closed = closed
 	defer func() {
 		l.g.wg.Add(1)
 		go func() {
 			defer l.g.wg.Done()
+			defer close(closed)
 			conn.Close()
 		}()
 	}()

@@ -6,8 +6,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,5 +100,39 @@ func TestAttackListingCancelledForOthers(t *testing.T) {
 	got := <-aliceGot
 	if !strings.Contains(got, "fetched") {
 		t.Errorf("alice's call: got %.300s, want it forwarded (mallory's dropped request must not fail alice's listing)", got)
+	}
+}
+
+// TestAttackListingChildrenPileUp: every 2026-07-28 request of a client
+// that has not listed has the gateway list the upstream's tools, and on a
+// stdio upstream each listing is a process of its own, outside
+// max_children, stopped after the listing without the call waiting on it.
+// A server slow to exit once its stdin ends lives on for the stop's grace
+// period: mallory, calling under a fresh client name each time, had a new
+// child started for each call while the ones before still ran. One
+// listing's child at a time may run.
+func TestAttackListingChildrenPileUp(t *testing.T) {
+	gw, _, r := rugGateway(t)
+	if err := os.WriteFile(filepath.Join(r.dir, "linger"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := gw.URL + "/mcp/stdio"
+	const calls = 3
+	for i := range calls {
+		if got := statelessAs(t, url, "mallory-"+strconv.Itoa(i), "tools/call", "fetch", fetchCall); !strings.Contains(got, "fetched") {
+			t.Fatalf("call %d: %.300s", i, got)
+		}
+	}
+	pids, _ := filepath.Glob(filepath.Join(r.dir, "pid-*"))
+	alive := 0
+	for _, f := range pids {
+		pid, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(f), "pid-"))
+		if syscall.Kill(pid, 0) == nil {
+			alive++
+		}
+	}
+	// The shared 2026-07-28 connection's child, and the last listing's.
+	if alive > 2 {
+		t.Errorf("%d of %d children still run after %d calls, want at most 2 (the shared connection's and one listing's)", alive, len(pids), calls)
 	}
 }

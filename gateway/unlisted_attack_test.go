@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,7 +39,9 @@ const (
 // nolist exists, which lists echo alone on a first page and fetch on a
 // second while the file paged exists, and which refuses initialize, as a server of 2026-07-28
 // alone, while the file noinit exists. It appends "list" and "call NAME" to the file log in dir
-// for every tools/list and tools/call it answers. The state is in files so
+// for every tools/list and tools/call it answers. As a stdio child, while
+// the file linger exists, it writes the file pid-PID and does not exit
+// when its stdin ends. The state is in files so
 // that stdio children, each a process, share it with the test.
 type rug struct {
 	dir string
@@ -144,6 +147,10 @@ func TestHelperRugStdio(t *testing.T) {
 		return
 	}
 	r := &rug{dir: dir}
+	if r.has("linger") {
+		// Its pid, for a test to see whether it still runs.
+		os.WriteFile(filepath.Join(dir, "pid-"+strconv.Itoa(os.Getpid())), nil, 0o600)
+	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
@@ -151,6 +158,11 @@ func TestHelperRugStdio(t *testing.T) {
 			os.Stdout.Write(append(out, '\n'))
 		}
 		if err != nil {
+			if r.has("linger") {
+				// A server slow to exit once its stdin ends: the
+				// gateway stops it after its grace period.
+				time.Sleep(time.Minute)
+			}
 			os.Exit(0) // before the test framework writes to stdout
 		}
 	}
