@@ -25,8 +25,9 @@ import (
 //
 // What was listed is kept like issued cursors: per upstream and whoever
 // was given it (the principal, else the agent), the last maxListed items,
-// in the process, of which one principal (else agent) holds at most
-// maxListedPerOwner, its own oldest forgotten past that: one listing
+// in the process, of which one principal (else agent; the clients that
+// name none together) holds at most maxListedPerOwner, its own oldest
+// forgotten past that: one listing
 // without end (many sessions, an upstream listing a URI per note it
 // made) pushes out only its own. A read of an item forgotten, or listed through another
 // replica, is decided as carrying: denied while a route rule closes the
@@ -64,12 +65,16 @@ func (i *Interceptor) listedHas(k listedKey) bool {
 func (i *Interceptor) listedAdd(ctx context.Context, cc CallContext, k listedKey) {
 	t := i.listedTable()
 	owner, agent := ownerOf(ctx, cc)
-	if owner != "" {
-		if agent {
-			owner = "a\x00" + owner
-		} else {
-			owner = "p\x00" + owner
-		}
+	switch {
+	case !agent:
+		owner = "p\x00" + owner
+	case owner != "":
+		owner = "a\x00" + owner
+	default:
+		// Clients that name no agent share one share: the table's
+		// unnamed owner has none, and one of them opening sessions
+		// without end would push every principal's items out.
+		owner = "u\x00"
 	}
 	t.ContainsOrAddHash(k.hash(t), owner)
 }
