@@ -7,7 +7,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/sluicehq/sluice/internal/ownership"
 )
 
 // Carries: every client message that is not an action (tools/call,
@@ -63,10 +64,15 @@ const CarryPrefix = "mcp:"
 // its action name.
 const CarryResponse = "response"
 
-// maxCursors is how many list cursors an Interceptor remembers as issued;
-// past it the oldest are forgotten (a list paged with one is then decided
-// as a carry: allowed while the upstream is open to the client).
-const maxCursors = 100_000
+// maxCursors is how many list cursors an Interceptor remembers as issued,
+// and maxCursorsPerOwner how many of them one principal (else agent)
+// holds, its own oldest forgotten past that: one client listing without
+// end pushes out only its own. A list paged with a cursor forgotten is
+// decided as a carry (allowed while the upstream is open to the client).
+const (
+	maxCursors         = 100_000
+	maxCursorsPerOwner = maxCursors / 10
+)
 
 // loggingLevels are the values of logging/setLevel (RFC 5424 names).
 var loggingLevels = map[string]bool{"debug": true, "info": true, "notice": true, "warning": true,
@@ -77,9 +83,15 @@ var loggingLevels = map[string]bool{"debug": true, "info": true, "notice": true,
 var cursorLists = map[string]bool{"tools/list": true, "prompts/list": true, "resources/list": true,
 	"resources/templates/list": true, "tasks/list": true}
 
-func (i *Interceptor) cursorTable() *lru.Cache[string, struct{}] {
-	i.cursorsOnce.Do(func() { i.cursors, _ = lru.New[string, struct{}](maxCursors) })
+func (i *Interceptor) cursorTable() *ownership.Table {
+	i.cursorsOnce.Do(func() { i.cursors = ownership.NewShared(maxCursors, maxCursorsPerOwner) })
 	return i.cursors
+}
+
+// cursorIssued reports whether the cursor of key (cursorKey) was given.
+func (i *Interceptor) cursorIssued(key string) bool {
+	known, _ := i.cursorTable().Owns(key, "")
+	return known
 }
 
 // cursorKey binds a cursor to the upstream, the list and whoever was
@@ -101,7 +113,7 @@ func (i *Interceptor) ObserveCursor(ctx context.Context, cc CallContext, method 
 		return
 	}
 	if c := stringOf(next); c != "" {
-		i.cursorTable().Add(cursorKey(ctx, cc, method, c), struct{}{})
+		i.cursorTable().ContainsOrAdd(cursorKey(ctx, cc, method, c), taskOwner(ctx, cc))
 	}
 }
 
@@ -262,7 +274,7 @@ func knownMember(method, k string) bool {
 func (i *Interceptor) plainMember(ctx context.Context, method, k string, v jsontext.Value, cc CallContext) bool {
 	switch {
 	case cursorLists[method] && k == "cursor":
-		return v.Kind() == '"' && i.cursorTable().Contains(cursorKey(ctx, cc, method, stringOf(v)))
+		return v.Kind() == '"' && i.cursorIssued(cursorKey(ctx, cc, method, stringOf(v)))
 	case method == "logging/setLevel" && k == "level":
 		return v.Kind() == '"' && loggingLevels[stringOf(v)]
 	case method == "notifications/cancelled" && k == "requestId":

@@ -119,7 +119,7 @@ type Interceptor struct {
 	stateCalls awaiting         // allowed 2026-07-28 requests awaiting an answer (requeststate.go)
 
 	cursorsOnce sync.Once
-	cursors     *lru.Cache[string, struct{}] // list cursors issued, with their binding (carry.go)
+	cursors     *ownership.Table // list cursors issued, with their binding (carry.go)
 
 	listedOnce sync.Once
 	listed     *ownership.Table // resources, prompts and tools listed, with their binding (listed.go)
