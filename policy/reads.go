@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/inetaton"
 )
 
 // Reads (resources/read and prompts/get) are decided like tools, under
@@ -176,7 +177,9 @@ func normURI(s string) string {
 		if p == port {
 			p = ""
 		}
-		if h, err := normHost(host); err == nil {
+		if h := strings.TrimSuffix(host, "."); plainHost(h) {
+			host = h
+		} else if h, err := normHost(host); err == nil {
 			// As a WHATWG parser reads the host: mapped by UTS #46
 			// (ＩＮＴＲＡＮＥＴ。example is intranet.example), 167772161,
 			// 0xa.0.0.1, 012.0.0.1 and 10.1 are 10.0.0.1 (to getaddrinfo
@@ -224,6 +227,26 @@ func (p *Policy) lookupPrefix(upstream, name string) ([]string, bool) {
 	return nil, false
 }
 
+// plainHost reports whether host, lower-cased, is already in the form
+// normHost gives but for a trailing dot: a name of ASCII letters, digits,
+// '-' and '_' whose last label is no number (most URIs: no IDNA mapping
+// to pay for).
+func plainHost(host string) bool {
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	if host == "" || host == "." {
+		return false
+	}
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if strings.Trim(last, "0123456789abcdefx") != "" {
+		return true // a name's label: no number (and nothing parsed to say so)
+	}
+	return !inetaton.EndsInNumber(host)
+}
+
 // serverAuthority returns s, a URI of a server's scheme (http, https, ws,
 // wss, ftp) of n bytes, backslashes before its query made slashes, as a
 // WHATWG parser reads its authority: after any number of slashes
@@ -240,7 +263,11 @@ func serverAuthority(s string, n int) string {
 	if i := strings.LastIndexByte(auth, '@'); i >= 0 {
 		auth = auth[i+1:]
 	}
-	if strings.IndexByte(auth, '%') >= 0 && !strings.HasPrefix(auth, "[") {
+	encoded := strings.IndexByte(auth, '%') >= 0 && !strings.HasPrefix(auth, "[")
+	if !encoded && len(s)-len(rest) == n+3 {
+		return s // scheme://host as it should be (most URIs)
+	}
+	if encoded {
 		host, port := auth, ""
 		if i := strings.LastIndexByte(auth, ':'); i >= 0 {
 			host, port = auth[:i], auth[i:]
