@@ -97,24 +97,6 @@ func hostZoneStatic(host string) (string, float64) {
 
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
-// externalServices are names of third-party services: an upstream whose
-// command line or tool description names one reaches beyond the perimeter.
-var externalServices = wordSet("github", "gitlab", "bitbucket", "slack", "discord", "notion", "google",
-	"gdrive", "gmail", "youtube", "aws", "azure", "gcp", "cloudflare", "stripe", "paypal", "twilio",
-	"sendgrid", "mailgun", "jira", "atlassian", "confluence", "linear", "asana", "trello", "hubspot",
-	"salesforce", "zendesk", "intercom", "shopify", "openai", "anthropic", "brave", "tavily", "exa",
-	"firecrawl", "perplexity", "serpapi", "bing", "duckduckgo", "wikipedia", "arxiv", "sentry", "datadog",
-	"pagerduty", "vercel", "netlify", "heroku", "supabase", "airtable", "figma", "dropbox", "twitter",
-	"reddit", "spotify", "telegram", "whatsapp", "zoom", "outlook", "onedrive", "sharepoint",
-	"huggingface", "replicate", "apify", "browserbase", "context7", "upstash", "algolia", "mapbox",
-	"openweathermap", "gemini", "mistral", "cohere", "groq", "todoist", "monday", "clickup", "miro",
-	"canva", "box", "docusign", "quickbooks", "xero", "plaid", "coinbase", "binance", "kaggle")
-
-// commonWordServices are service names that are also everyday words ("a
-// text box", "linear regression"): they count on a command line only.
-var commonWordServices = wordSet("linear", "box", "monday", "zoom", "exa", "notion", "intercom", "sentry",
-	"discord", "plaid", "replicate", "brave", "canva", "gemini")
-
 // browserWords mark browser automation: its pages come from the open web.
 var browserWords = wordSet("puppeteer", "playwright", "chrome", "chromium", "browser", "selenium",
 	"webdriver", "devtools", "firefox", "browserbase", "stagehand")
@@ -241,6 +223,11 @@ func (c *compiled) serverZone(cmd string) (string, float64) {
 		return z.zone, z.conf
 	}
 	z, conf := serverZone(serverIdentity(cmd))
+	if z == "" && commandService(cmd) != "" {
+		// A service's host among the server's arguments: the store,
+		// site or tenant it serves.
+		z, conf = External, 0.9
+	}
 	c.idZones.Store(cmd, idZone{z, conf})
 	return z, conf
 }
