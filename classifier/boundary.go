@@ -140,6 +140,11 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 		// host, whichever service the server fronts.
 		return AxisVerdict{Classified: Local, Confidence: 0.7, Source: SourceToolName}
 	}
+	if k.args.urlZone == "" && reasoningTool(k.name) {
+		// A thinking scratchpad or a calculator computes over its
+		// arguments, whichever service its server fronts.
+		return AxisVerdict{Classified: Local, Confidence: 0.7, Source: SourceToolName}
+	}
 	if k.args.urlZone == "" && k.browserMgmt {
 		// Browser management (tabs, window size, closing a page,
 		// emulation) changes the local browser, not a site.
@@ -320,6 +325,12 @@ func splitURL(s string) (scheme, host string, ok bool) {
 	}
 	return scheme, rest, true
 }
+
+// reasoningWords name tools that compute over their arguments alone.
+var reasoningWords = wordSet("think", "thinking", "sequentialthinking", "thought", "thoughts", "reasoning", "scratchpad", "calculator",
+	"arithmetic")
+
+func reasoningTool(name []string) bool { return anyIn(name, reasoningWords) }
 
 // localStoreEngines are embedded databases: a file on this host.
 var localStoreEngines = wordSet("sqlite", "sqlite3", "duckdb", "leveldb", "lmdb")

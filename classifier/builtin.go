@@ -508,6 +508,11 @@ func lexicalAction(name, desc, cmd []string) lexical {
 	case l.action == "" && l.descAction != "":
 		l.action, l.conf, l.source = l.descAction, descConf, SourceToolDescription
 	}
+	if l.action != Read && reasoningTool(name) && !anyIn(name, agentObjects) {
+		// A thinking scratchpad ("a multi-step reasoning tool") or a
+		// calculator returns what it works out (§5.2: pure computation).
+		l.action, l.conf, l.source = Read, 0.7, SourceToolName
+	}
 	if reportObject && l.action == Read && (l.nameVerb == "generate" || l.nameVerb == "run") {
 		// A generated report may also be kept: below the high band.
 		l.conf = min(l.conf, 0.85)
