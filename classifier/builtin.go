@@ -584,7 +584,8 @@ func creatingVerb(name []string) bool {
 
 var creatingVerbs = wordSet("create", "new", "add", "delete", "remove", "destroy", "drop", "fork", "setup",
 	"set", "update", "put", "rollback", "deploy", "scale", "configure", "enable", "disable", "rename", "transfer",
-	"copy", "duplicate", "clone", "share", "activate", "deactivate", "publish")
+	"copy", "duplicate", "clone", "share", "activate", "deactivate", "publish", "reconfigure", "renew",
+	"redeploy", "promote")
 
 // headNoun reports whether name[i] is what the name is about: its last
 // word, or the word before a final verb ("cron_delete").

@@ -231,6 +231,8 @@ var verbs = map[string]verbKind{
 	"deploy": vProvision, "undeploy": vProvision, "install": vProvision, "uninstall": vProvision,
 	"authorize": vProvision, "login": vProvision, "logout": vProvision,
 	"authenticate": vProvision, "allocate": vProvision, "deallocate": vProvision, "setup": vWrite,
+	"configure": vProvision, "reconfigure": vProvision, "renew": vProvision,
+	"redeploy": vProvision, "promote": vProvision,
 }
 
 // Object words that change what a verb means.
@@ -254,7 +256,12 @@ var (
 		"webhook", "webhooks", "config", "configuration", "settings", "collaborator", "collaborators",
 		"member", "members", "membership", "oauth", "sso", "ssh", "privilege", "privileges", "access",
 		"grant", "grants", "serviceaccount", "deployment", "deployments", "cluster", "clusters",
-		"infrastructure", "instance", "instances", "vm", "vms", "dns", "domain", "domains", "firewall", "auth", "perms", "issuer", "issuers")
+		"infrastructure", "instance", "instances", "vm", "vms", "dns", "domain", "domains", "firewall", "auth", "perms", "issuer", "issuers",
+		// network and access configuration of a cloud (the object names of
+		// the AWS, GCP and Azure consoles)
+		"keypair", "keypairs", "rbac", "quota", "quotas", "subnet", "subnets", "vpc",
+		"vpcs", "loadbalancer", "loadbalancers", "ingress", "nameserver", "nameservers", "ssl", "tls", "waf",
+		"allowlist", "whitelist", "blocklist", "denylist", "nodepool", "nodepools", "replica", "replicas")
 	// provisionHeads are things that outlast the session and carry
 	// capability or configuration: created, changed or deleted they are
 	// Provision — when the name is about them ("create_project",
@@ -266,7 +273,15 @@ var (
 		"environments", "env", "worker", "workers", "workflow", "workflows", "flag", "flags", "user", "users",
 		"workspace", "workspaces", "endpoint", "endpoints", "volume", "volumes", "server", "servers",
 		"registry", "registries", "board", "boards", "site", "sites", "organization", "organizations", "org", "orgs",
-		"mount", "mounts", "service", "services", "pod", "pods")
+		"mount", "mounts", "service", "services", "pod", "pods",
+		// teams and tenants grant access; functions, stacks, networks,
+		// gateways, tunnels, disks and machines are infrastructure; rules,
+		// alerts, hooks, integrations, data sources and plugins configure a
+		// service
+		"team", "teams", "tenant", "tenants", "function", "functions", "stack", "stacks", "network", "networks",
+		"gateway", "gateways", "tunnel", "tunnels", "disk", "disks", "machine", "machines", "rule", "rules", "alert", "alerts", "hook", "hooks", "integration", "integrations",
+		"datasource", "datasources", "plugin", "plugins", "extension", "extensions",
+		"addon", "addons")
 	// keyQualifiers make "key" a credential ("api key", "ssh key") rather
 	// than a keyboard or map key.
 	keyQualifiers = wordSet("api", "access", "ssh", "deploy", "private", "secret", "signing", "encryption",
