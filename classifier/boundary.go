@@ -154,10 +154,11 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	// annotations say and whichever local file it uploads.
 	idZone, idConf := c.serverZone(t.command)
 	if idZone == External {
-		if idConf >= 0.9 && guidanceTool(k.desc) {
+		if idConf >= 0.9 && (guidanceTool(k.desc) || computes(k.lex.nameVerb)) {
 			// A service's server may answer this one from what it
-			// ships (best practices, schemas, instructions): the
-			// service is a guess here, not a certainty.
+			// ships (best practices, schemas, instructions) or work
+			// it out from the arguments (convert, validate, format):
+			// the service is a guess here, not a certainty.
 			idConf = 0.85
 		}
 		return AxisVerdict{Classified: External, Confidence: idConf, Source: SourceEndpointInference}
@@ -334,6 +335,16 @@ func reasoningTool(name []string) bool { return anyIn(name, reasoningWords) }
 
 // localStoreEngines are embedded databases: a file on this host.
 var localStoreEngines = wordSet("sqlite", "sqlite3", "duckdb", "leveldb", "lmdb")
+
+// computeVerbs work a result out of their arguments; a server may do it
+// without calling anything.
+var computeVerbs = wordSet("convert", "validate", "format", "parse", "calculate", "compute", "lint", "diff",
+	"transform", "estimate")
+
+func computes(nameVerb string) bool {
+	_, base := verbOf(nameVerb)
+	return computeVerbs[base]
+}
 
 // guidanceWords describe what a server can answer from what it ships.
 var guidanceWords = wordSet("practices", "guidance", "instructions", "schema", "schemas", "tutorial", "tutorials",
