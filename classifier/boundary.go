@@ -183,6 +183,9 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 		// dev split they were wrong five times in six.
 		return AxisVerdict{Classified: Local, Confidence: idConf, Source: SourceEndpointInference}
 	}
+	if idZone == IntraOrg {
+		return AxisVerdict{Classified: IntraOrg, Confidence: idConf, Source: SourceEndpointInference}
+	}
 	// openWorldHint: false is no evidence of Local: on the corpus's dev
 	// split, 161 tools saying it reach a remote service and 95 stay on the
 	// host (SaaS wrappers copy the annotation from examples).

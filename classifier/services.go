@@ -420,6 +420,17 @@ func serviceOfHost(host string) string {
 	return ""
 }
 
+// selfHosted are software that organisations mostly run themselves
+// (clusters, databases, queues, CI, monitoring): a server for one
+// reaches the organisation's own network unless its URL says otherwise
+// (the corpus guide: "a Kubernetes cluster or database the organisation
+// runs" is Intra-org).
+var selfHosted = wordSet("kubernetes", "k8s", "kubectl", "openshift", "helm", "argocd", "rancher", "nomad",
+	"consul", "proxmox", "vsphere", "vmware", "esxi", "jenkins", "grafana", "prometheus", "loki", "elasticsearch",
+	"opensearch", "kibana", "kafka", "rabbitmq", "nats", "postgres", "postgresql", "mysql", "mariadb", "mssql",
+	"mongodb", "mongo", "clickhouse", "cassandra", "neo4j", "influxdb", "etcd", "minio", "gitea", "keycloak",
+	"zabbix", "nagios", "sonarqube", "nexus", "artifactory", "harbor", "airflow", "temporal")
+
 // localCapabilities are words of a server's identity naming what acts on
 // this host: the local-only tool categories of the same registries
 // (filesystems, shells, version control working copies, embedded
@@ -488,6 +499,11 @@ func serverZone(identity string) (zone string, conf float64) {
 	}
 	if anyIn(ws, localCapabilities) {
 		return Local, 0.85
+	}
+	if anyIn(ws, selfHosted) {
+		// A cluster or database that organisations run themselves: its
+		// address is in the environment, which no descriptor carries.
+		return IntraOrg, 0.65
 	}
 	return "", 0
 }
