@@ -260,7 +260,7 @@ var (
 		// network and access configuration of a cloud (the object names of
 		// the AWS, GCP and Azure consoles)
 		"keypair", "keypairs", "rbac", "quota", "quotas", "subnet", "subnets", "vpc",
-		"vpcs", "loadbalancer", "loadbalancers", "ingress", "nameserver", "nameservers", "ssl", "tls", "waf",
+		"vpcs", "loadbalancer", "loadbalancers", "balancer", "balancers", "ingress", "nameserver", "nameservers", "ssl", "tls", "waf",
 		"allowlist", "whitelist", "blocklist", "denylist", "nodepool", "nodepools", "replica", "replicas")
 	// provisionHeads are things that outlast the session and carry
 	// capability or configuration: created, changed or deleted they are

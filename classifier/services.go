@@ -81,6 +81,32 @@ func serverIdentity(cmd string) string {
 			}
 		}
 		return ""
+	case "uv":
+		// "uv run server.py", "uv --directory /src/weather run weather.py":
+		// the script, else the project directory.
+		dir := ""
+		for i := 0; i < len(args); i++ {
+			switch a := args[i]; {
+			case a == "--directory" || a == "--project":
+				if i+1 < len(args) {
+					dir = path.Base(args[i+1])
+				}
+				i++
+			case a == "run" || a == "tool" || strings.HasPrefix(a, "-"):
+			case a == "--with" || a == "--from":
+				i++
+			default:
+				return strings.TrimSuffix(path.Base(a), path.Ext(a))
+			}
+		}
+		return dir
+	case "java":
+		for i, a := range args {
+			if a == "-jar" && i+1 < len(args) {
+				return strings.TrimSuffix(path.Base(args[i+1]), ".jar")
+			}
+		}
+		return prog
 	case "node", "python", "python3", "deno", "bun":
 		for _, a := range args {
 			if !strings.HasPrefix(a, "-") {
@@ -161,7 +187,7 @@ var knownServices = [...]knownService{
 	{"context7", "", "context7.com"},
 	{"stackoverflow", "stackexchange", "api.stackexchange.com"},
 	// Cloud and hosting.
-	{"aws", "amazonaws bedrock dynamodb cloudwatch cloudformation", "amazonaws.com"},
+	{"aws", "amazonaws bedrock dynamodb cloudwatch cloudformation ec2 sqs sns route53 cognito", "amazonaws.com"},
 	{"azure", "entra", "management.azure.com azure.com"},
 	{"gcp", "bigquery firestore firebase gcloud", "googleapis.com firebaseio.com"},
 	{"cloudflare", "", "api.cloudflare.com"},
@@ -383,6 +409,9 @@ var knownServices = [...]knownService{
 	{"ifttt", "", "ifttt.com"},
 	{"pipedream", "", "api.pipedream.com"},
 	{"kaggle", "", "kaggle.com"},
+	// Networking as a service.
+	{"tailscale", "", "api.tailscale.com"},
+	{"ngrok", "", "api.ngrok.com"},
 }
 
 // externalServices are the words naming a knownServices entry.
@@ -429,7 +458,8 @@ var selfHosted = wordSet("kubernetes", "k8s", "kubectl", "openshift", "helm", "a
 	"consul", "proxmox", "vsphere", "vmware", "esxi", "jenkins", "grafana", "prometheus", "loki", "elasticsearch",
 	"opensearch", "kibana", "kafka", "rabbitmq", "nats", "postgres", "postgresql", "mysql", "mariadb", "mssql",
 	"mongodb", "mongo", "clickhouse", "cassandra", "neo4j", "influxdb", "etcd", "minio", "gitea", "keycloak",
-	"zabbix", "nagios", "sonarqube", "nexus", "artifactory", "harbor", "airflow", "temporal")
+	"zabbix", "nagios", "sonarqube", "nexus", "artifactory", "harbor", "airflow", "temporal", "homeassistant",
+	"hass", "openhab", "mqtt")
 
 // localCapabilities are words of a server's identity naming what acts on
 // this host: the local-only tool categories of the same registries
@@ -440,10 +470,11 @@ var localCapabilities = wordSet(
 	// files and documents on disk, and local conversions of them
 	"filesystem", "fs", "file", "files", "directory", "folder", "pdf", "docx", "xlsx", "pptx", "excel", "csv",
 	"markdown", "markitdown", "pandoc", "epub", "latex", "ocr", "tesseract", "ffmpeg", "imagemagick", "exif",
-	"obsidian", "logseq", "joplin", "anki", "calibre",
+	"obsidian", "logseq", "joplin", "anki", "calibre", "kiwix", "docling", "pymupdf", "libreoffice", "powerpoint",
+	"thunderbird", "keepass", "keepassxc", "taskwarrior",
 	// shells, processes, terminals
 	"shell", "terminal", "bash", "zsh", "powershell", "pwsh", "command", "commander", "exec", "process",
-	"processes", "pty", "repl", "desktop", "tmux", "ssh", "iterm", "wezterm", "kitty", "jupyter", "ipython",
+	"processes", "pty", "repl", "desktop", "tmux", "ssh", "iterm", "wezterm", "kitty", "zellij", "wsl", "jupyter", "ipython", "marimo",
 	// version control working copies
 	"git", "mercurial", "hg", "svn",
 	// embedded and on-disk stores, memory and knowledge graphs kept by the server
@@ -452,21 +483,22 @@ var localCapabilities = wordSet(
 	// developer tooling on this machine
 	"lsp", "language", "gopls", "eslint", "lint", "linter", "prettier", "ruff", "mypy", "pylint", "clippy",
 	"vitest", "jest", "pytest", "debugger", "gdb", "lldb", "delve", "nodejs", "node", "nx", "xcode",
-	"xcodebuild", "gradle", "cmake", "bazel", "treesitter", "ast", "ripgrep", "ctags", "codebase", "repomix",
+	"xcodebuild", "gradle", "cmake", "bazel", "treesitter", "sitter", "ast", "grep", "ripgrep", "fzf", "ctags", "pyright",
+	"tsserver", "vite", "webpack", "storybook", "codebase", "repomix", "ghidra", "radare2", "yara",
 	"serena", "vscode", "neovim", "nvim", "vim", "emacs", "jetbrains", "intellij", "docker", "podman",
-	"android", "ios", "simulator", "adb", "device", "mobile", "emulator",
+	"android", "ios", "simulator", "adb", "device", "mobile", "emulator", "vagrant", "virtualbox", "qemu", "libvirt",
 	// desktop applications and the OS
 	"apple", "macos", "mac", "osascript", "applescript", "automator", "reminders", "windows", "linux",
 	"clipboard", "screenshot", "keyboard", "mouse", "xdotool", "autohotkey", "imessage", "things3", "omnifocus",
 	"raycast", "alfred", "hammerspoon", "keychain", "godot", "unity", "unreal", "blender", "ableton", "roblox",
 	"excalidraw", "photoshop", "illustrator", "gimp", "inkscape", "krita", "kicad", "freecad", "openscad",
 	"autocad", "sketchup", "rhino", "maya", "houdini", "cinema4d", "touchdesigner", "reaper", "musescore",
-	"obs", "qgis", "arduino",
+	"obs", "qgis", "arduino", "platformio", "midi",
 	// local models
 	"ollama", "lmstudio", "llamafile",
 	// pure computation
 	"thinking", "think", "reasoning", "sequential", "scratchpad", "time", "timezone", "datetime", "clock",
-	"calculator", "calc", "math", "sympy", "uuid", "regex", "diagram", "diagrams", "plantuml",
+	"calculator", "calc", "math", "sympy", "matlab", "octave", "mathematica", "rstudio", "uuid", "regex", "diagram", "diagrams", "plantuml",
 	"graphviz", "everything")
 
 var docWords = wordSet("docs", "doc", "documentation", "reference")

@@ -15,6 +15,16 @@ func TestServerIdentity(t *testing.T) {
 		{"env DEBUG=1 npx -y @sentry/mcp-server@1.0.0", "@sentry/mcp-server", External},
 		{"docker run -i --rm -e TOKEN ghcr.io/acme/jira-bridge:1.2", "ghcr.io/acme/jira-bridge", External},
 		{"npx -y acme-widgets-mcp@1.0.0", "acme-widgets-mcp", ""},
+		// The npm scope is the publisher: a shell under a service's scope is a shell.
+		{"npx -y @openai/codex-shell-tool-mcp@0.97.0", "@openai/codex-shell-tool-mcp", Local},
+		{"npx -y @acme/hubspot-crm@1.0.0", "@acme/hubspot-crm", External},
+		{"npx -y mcp-server-ollama@1.0.0", "mcp-server-ollama", Local},
+		{"uv --directory /srv/mcp/duckdb-tools run server.py", "server", ""},
+		{"uv --directory /srv/mcp/duckdb-tools run", "duckdb-tools", Local},
+		{"uvx mcp-server-time --local-timezone UTC", "mcp-server-time", Local},
+		{"java -jar /opt/mcp/jira-bridge-1.0.jar", "jira-bridge-1.0", External},
+		// Software organisations run themselves, its address in the environment.
+		{"npx -y mcp-server-kubernetes@2.0.0", "mcp-server-kubernetes", IntraOrg},
 	} {
 		got := serverIdentity(tc.cmd)
 		if got != tc.want {
@@ -42,5 +52,65 @@ func TestSaaSWrapperIsExternal(t *testing.T) {
 	got := classifyOne(t, b, builtinCall{target: "stdio:npx -y @playwright/mcp@0.0.40", tool: "browser_navigate", args: `{"url":"http://127.0.0.1:3000/"}`}).Axes[AxisBoundary]
 	if got.Classified != Local {
 		t.Errorf("browser to loopback: %+v, want Local", got)
+	}
+}
+
+// A service's API host on the command line names the service even without
+// a scheme ("--domain acme.myshopify.com").
+func TestCommandService(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"npx -y store-tools@1.0.0 --domain acme-store.myshopify.com": "shopify",
+		"npx -y store-tools@1.0.0 --api=https://api.stripe.com":      "", // a URL: commandZone reads it
+		"npx -y store-tools@1.0.0 --db ./data.db":                    "",
+		"npx -y store-tools@1.0.0 --host api.notion.com":             "notion",
+	} {
+		if got := commandService(cmd); got != want {
+			t.Errorf("commandService(%q) = %q, want %q", cmd, got, want)
+		}
+	}
+	b := mustBuiltin(t, Options{})
+	got := classifyOne(t, b, builtinCall{target: "stdio:npx -y store-tools@1.0.0 --domain acme-store.myshopify.com", tool: "list_orders"}).Axes[AxisBoundary]
+	if got.Classified != External || got.Confidence < 0.9 {
+		t.Errorf("a store's tools: boundary %+v, want External at 0.9", got)
+	}
+}
+
+// Thinking scratchpads and calculators compute over their arguments:
+// Read and Local on any server.
+func TestReasoningToolIsLocalRead(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	for _, c := range []builtinCall{
+		{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: "sequentialthinking", desc: "A multi-step reasoning tool for dynamic problem-solving", args: `{"thought":"x"}`},
+		{target: "stdio:npx -y @acme/notion-helper@1.0.0", tool: "think", desc: "A scratchpad for reasoning"},
+		{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: "calculator", desc: "Evaluate arithmetic", args: `{"expression":"2+2"}`},
+	} {
+		v := classifyOne(t, b, c)
+		if at, bd := v.Axes[AxisActionType], v.Axes[AxisBoundary]; at.Classified != Read || bd.Classified != Local {
+			t.Errorf("%s: got %s/%s, want Read/Local", c.tool, at.Classified, bd.Classified)
+		}
+	}
+}
+
+// The cloud and access vocabulary of the corpus guide's Provision.
+func TestProvisionVocabulary(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	for tool, want := range map[string]string{
+		"create_vpc":                Provision,
+		"delete_subnet":             Provision,
+		"update_load_balancer":      Provision,
+		"create_loadbalancer":       Provision,
+		"create_team":               Provision,
+		"delete_function":           Provision,
+		"create_alert_rule":         Provision,
+		"configure_service":         Provision,
+		"renew_certificate":         Provision,
+		"redeploy_app":              Provision,
+		"update_firewall_allowlist": Provision,
+		"create_issue":              Write,
+		"add_comment_to_rule":       Write,
+	} {
+		if got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool}).Axes[AxisActionType]; got.Classified != want {
+			t.Errorf("%s: got %s, want %s", tool, got.Classified, want)
+		}
 	}
 }
