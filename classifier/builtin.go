@@ -384,7 +384,9 @@ func lexicalAction(name, desc, cmd []string) lexical {
 		l.jobObject = l.jobObject || jobObjects[w]
 		agent = agent || agentObjects[w]
 		worker = worker || agentObjects[w] && w != "bot" && w != "bots"
-		prov = prov || !(inRecord && i < len(head)) && provisionObjects[w] || (w == "key" || w == "keys") && i > 0 && keyQualifiers[name[i-1]] || provisionHeads[w] && i < len(head) && !inRecord && headNoun(head, i) && creatingVerb(name) ||
+		prov = prov || !(inRecord && i < len(head)) && provisionObjects[w] || (w == "key" || w == "keys") && i > 0 && keyQualifiers[name[i-1]] ||
+			(w == "link" || w == "links") && i > 0 && linkQualifiers[name[i-1]] ||
+			(w == "account" || w == "accounts") && i > 0 && accountQualifiers[name[i-1]] || provisionHeads[w] && i < len(head) && !inRecord && headNoun(head, i) && creatingVerb(name) ||
 			envVars[w] && i > 0 && (name[i-1] == "env" || name[i-1] == "environment")
 		l.infra = l.infra || infraWords[w]
 		l.destroys = l.destroys || destroyVerbs[w]
@@ -585,7 +587,7 @@ func creatingVerb(name []string) bool {
 var creatingVerbs = wordSet("create", "new", "add", "delete", "remove", "destroy", "drop", "fork", "setup",
 	"set", "update", "put", "rollback", "deploy", "scale", "configure", "enable", "disable", "rename", "transfer",
 	"copy", "duplicate", "clone", "share", "activate", "deactivate", "publish", "reconfigure", "renew",
-	"redeploy", "promote")
+	"redeploy", "promote", "invite", "uninvite")
 
 // headNoun reports whether name[i] is what the name is about: its last
 // word, or the word before a final verb ("cron_delete").

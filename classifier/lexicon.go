@@ -281,11 +281,18 @@ var (
 		"team", "teams", "tenant", "tenants", "function", "functions", "stack", "stacks", "network", "networks",
 		"gateway", "gateways", "tunnel", "tunnels", "disk", "disks", "machine", "machines", "rule", "rules", "alert", "alerts", "hook", "hooks", "integration", "integrations",
 		"datasource", "datasources", "plugin", "plugins", "extension", "extensions",
-		"addon", "addons")
+		"addon", "addons", "zone", "zones", "mailbox", "mailboxes")
 	// keyQualifiers make "key" a credential ("api key", "ssh key") rather
 	// than a keyboard or map key.
 	keyQualifiers = wordSet("api", "access", "ssh", "deploy", "private", "secret", "signing", "encryption",
 		"license", "gpg", "pgp", "kms", "service", "account", "rotate")
+	// linkQualifiers make a link a bearer credential or a standing way to
+	// pay or join ("payment link", "billing portal link", "invite link")
+	// rather than a hyperlink (the corpus guide's Provision).
+	linkQualifiers = wordSet("payment", "billing", "portal", "invite", "invitation", "signup", "login", "magic")
+	// accountQualifiers make an account a principal ("service account",
+	// "user account") rather than a customer record.
+	accountQualifiers = wordSet("service", "user", "admin", "member", "billing")
 	// infraWords mark an infrastructure context: mutating a resource there
 	// changes service configuration, which is Provision (§5.2).
 	infraWords = wordSet("kubernetes", "kubectl", "k8s", "helm", "terraform", "pulumi", "cloudformation",
