@@ -185,6 +185,7 @@ var knownServices = [...]knownService{
 	{"swaggerhub", "", "api.swaggerhub.com"},
 	{"appstoreconnect", "testflight", "api.appstoreconnect.apple.com"},
 	{"context7", "", "context7.com"},
+	{"deepwiki", "", "deepwiki.com"},
 	{"stackoverflow", "stackexchange", "api.stackexchange.com"},
 	// Cloud and hosting.
 	{"aws", "amazonaws bedrock dynamodb cloudwatch cloudformation ec2 sqs sns route53 cognito", "amazonaws.com"},
@@ -210,6 +211,7 @@ var knownServices = [...]knownService{
 	{"snowflake", "", "snowflakecomputing.com"},
 	{"databricks", "", "cloud.databricks.com"},
 	{"pinecone", "", "pinecone.io"},
+	{"motherduck", "", "api.motherduck.com"},
 	{"algolia", "", "algolia.net algolia.io"},
 	{"fauna", "", "db.fauna.com"},
 	{"xata", "", "xata.sh"},
@@ -484,7 +486,7 @@ var localCapabilities = wordSet(
 	"lsp", "language", "gopls", "eslint", "lint", "linter", "prettier", "ruff", "mypy", "pylint", "clippy",
 	"vitest", "jest", "pytest", "debugger", "gdb", "lldb", "delve", "nodejs", "node", "nx", "xcode",
 	"xcodebuild", "gradle", "cmake", "bazel", "treesitter", "sitter", "ast", "grep", "ripgrep", "fzf", "ctags", "pyright",
-	"tsserver", "vite", "webpack", "storybook", "codebase", "repomix", "ghidra", "radare2", "yara",
+	"tsserver", "vite", "webpack", "storybook", "cargo", "editor", "codebase", "repomix", "ghidra", "radare2", "yara",
 	"serena", "vscode", "neovim", "nvim", "vim", "emacs", "jetbrains", "intellij", "docker", "podman",
 	"android", "ios", "simulator", "adb", "device", "mobile", "emulator", "vagrant", "virtualbox", "qemu", "libvirt",
 	// desktop applications and the OS
