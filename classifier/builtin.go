@@ -742,12 +742,17 @@ func calibrated(k *call, action string, conf float64) float64 {
 		return conf
 	}
 	for _, w := range k.name {
-		if dataObjects[w] || provisionObjects[w] {
+		if dataObjects[w] && !dualObjects[w] || provisionObjects[w] {
 			return conf
 		}
 	}
 	return 0.85
 }
+
+// dualObjects are bounded data in one service and provisioned in another:
+// a git branch is a ref, a database branch (Neon, Supabase, PlanetScale)
+// a copy of the database with its own endpoint.
+var dualObjects = wordSet("branch", "branches")
 
 // dataObjects are bounded records: creating or changing one is Write.
 var dataObjects = wordSet("message", "messages", "comment", "comments", "issue", "issues", "file", "files",
