@@ -435,7 +435,8 @@ func serviceWords() map[string]bool {
 // service on a command line only, not in a description.
 var commonWordServices = wordSet("linear", "box", "monday", "zoom", "exa", "notion", "intercom", "sentry",
 	"discord", "plaid", "replicate", "brave", "canva", "gemini", "stability", "neon", "coda", "kraken", "alpaca", "lark", "loom", "gusto", "twitch", "basecamp", "vertex", "entra", "amazon", "yahoo", "deel", "travis", "hf", "gh", "tweet", "tweets", "railway",
-	"lucid", "fauna", "uber", "jina")
+	"lucid", "fauna", "uber", "jina", "bedrock", "grok", "amplitude", "postmark", "honeycomb", "pinecone", "intuit",
+	"rippling", "workday", "snowflake")
 
 // serviceOfHost returns the knownServices name whose API host host is or
 // is under; "" if none.
