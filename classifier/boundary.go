@@ -386,6 +386,11 @@ func describesLocal(ws []string) bool {
 			local = true
 		case w == "this" && i+1 < len(ws) && (ws[i+1] == "machine" || ws[i+1] == "host" || ws[i+1] == "computer") && i > 0 && ws[i-1] == "on":
 			local = true
+		case w == "memory" && i > 0 && ws[i-1] == "in",
+			// "in memory", "in-memory": the server's own store.
+			(w == "working" || w == "current") && i+1 < len(ws) && ws[i+1] == "directory",
+			(w == "network" || w == "internet") && i > 0 && (ws[i-1] == "no" || ws[i-1] == "without"):
+			local = true
 		}
 	}
 	return local

@@ -121,3 +121,20 @@ func TestProvisionVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// A tool of a server naming nothing, whose description places its data on
+// this host, is Local.
+func TestDescribesLocal(t *testing.T) {
+	for desc, want := range map[string]bool{
+		"Stores entities in memory for later recall":          true,
+		"Lists files in the current directory":                true,
+		"Works without network access":                        true,
+		"Uploads the local file to the bucket":                false,
+		"Sends a message to the channel":                      false,
+		"Keeps the graph in-memory, persisted to a JSON file": true,
+	} {
+		if got := describesLocal(words(nil, desc)); got != want {
+			t.Errorf("describesLocal(%q) = %v, want %v", desc, got, want)
+		}
+	}
+}
