@@ -654,6 +654,14 @@ func (c *compiled) actionType(k *call) AxisVerdict {
 		return AxisVerdict{Classified: a, Confidence: 0.9, Source: SourceParameters}
 	}
 	if h.readOnly == isTrue && !(savingVerbs[l.nameVerb] && k.args.pathArg) {
+		if l.nameVerb != "" && !l.nameRead {
+			// The server's hint against its own name ("execute_…",
+			// "generate_…", "manage_…" said to be read-only):
+			// annotations are the server's word, not evidence (MCP
+			// calls them untrusted hints), so a Read below the high
+			// band.
+			return AxisVerdict{Classified: Read, Confidence: 0.85, Source: SourceAnnotations}
+		}
 		return AxisVerdict{Classified: Read, Confidence: 1, Source: SourceAnnotations}
 	}
 	if h.readOnly == isFalse || h.destructive == isTrue {

@@ -478,3 +478,15 @@ func TestAnnotationsNeverLowerConfidence(t *testing.T) {
 		t.Fatal("no tool here is classified at 0.9 or more without annotations: the test checks nothing")
 	}
 }
+
+// readOnlyHint is the server's word: against a name whose verb changes or
+// runs something it still says Read, below the high band.
+func TestReadOnlyHintAgainstName(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	for tool, want := range map[string]float64{"list_alerts": 1, "execute_analyzer": 0.85, "status": 1} {
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool, ann: `{"readOnlyHint":true}`}).Axes[AxisActionType]
+		if got.Classified != Read || got.Confidence != want {
+			t.Errorf("%s: got %s at %.2f, want Read at %.2f", tool, got.Classified, got.Confidence, want)
+		}
+	}
+}
