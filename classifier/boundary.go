@@ -455,12 +455,21 @@ func selfTool(name, desc []string) bool {
 			if own {
 				return true
 			}
-		case "tool", "tools":
+		case "tool", "tools", "toolset", "toolsets":
 			// The server's own catalogue ("get_tool_help",
-			// "getEnabledTools"), not a service's tools.
+			// "getEnabledTools", "search the MCP tool catalog"),
+			// not a service's tools.
 			for _, o := range name {
 				if o == "help" || o == "enabled" || o == "mcp" {
 					return true
+				}
+			}
+			if kd, _ := verbOf(verb); kd == vRead {
+				// Searching or listing them; running one runs it.
+				for _, o := range desc {
+					if o == "mcp" || o == "catalog" || o == "catalogue" {
+						return true
+					}
 				}
 			}
 		case "level":
