@@ -426,6 +426,10 @@ func lexicalAction(name, desc, cmd []string) lexical {
 			if agent {
 				return Orchestrate
 			}
+			if prov && !active {
+				// Assigning a role, a permission or a policy grants it.
+				return Provision
+			}
 			return Write
 		}
 		a := k.action()
@@ -587,7 +591,8 @@ func creatingVerb(name []string) bool {
 var creatingVerbs = wordSet("create", "new", "add", "delete", "remove", "destroy", "drop", "fork", "setup",
 	"set", "update", "put", "rollback", "deploy", "scale", "configure", "enable", "disable", "rename", "transfer",
 	"copy", "duplicate", "clone", "share", "activate", "deactivate", "publish", "reconfigure", "renew",
-	"redeploy", "promote", "invite", "uninvite")
+	"redeploy", "promote", "invite", "uninvite", "archive", "unarchive", "import", "restore", "upgrade", "downgrade",
+	"attach", "detach")
 
 // headNoun reports whether name[i] is what the name is about: its last
 // word, or the word before a final verb ("cron_delete").

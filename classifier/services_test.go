@@ -113,6 +113,11 @@ func TestProvisionVocabulary(t *testing.T) {
 		"create_dns_zone":            Provision,
 		"add_link_to_page":           Write,
 		"update_account":             Write,
+		"assign_role_to_user":        Provision,
+		"assign_issue_to_user":       Write,
+		"archive_repository":         Provision,
+		"archive_issue":              Write,
+		"restore_database":           Provision,
 		"create_issue":               Write,
 		"add_comment_to_rule":        Write,
 	} {
