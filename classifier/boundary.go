@@ -331,8 +331,8 @@ func splitURL(s string) (scheme, host string, ok bool) {
 }
 
 // reasoningWords name tools that compute over their arguments alone.
-var reasoningWords = wordSet("think", "thinking", "sequentialthinking", "thought", "thoughts", "reasoning", "scratchpad", "calculator",
-	"arithmetic")
+var reasoningWords = wordSet("think", "thinking", "sequentialthinking", "thought", "thoughts", "reasoning",
+	"scratchpad", "calculator", "arithmetic")
 
 func reasoningTool(name []string) bool { return anyIn(name, reasoningWords) }
 

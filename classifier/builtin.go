@@ -384,9 +384,11 @@ func lexicalAction(name, desc, cmd []string) lexical {
 		l.jobObject = l.jobObject || jobObjects[w]
 		agent = agent || agentObjects[w]
 		worker = worker || agentObjects[w] && w != "bot" && w != "bots"
-		prov = prov || !(inRecord && i < len(head)) && provisionObjects[w] || (w == "key" || w == "keys") && i > 0 && keyQualifiers[name[i-1]] ||
+		prov = prov || !(inRecord && i < len(head)) && provisionObjects[w] ||
+			(w == "key" || w == "keys") && i > 0 && keyQualifiers[name[i-1]] ||
 			(w == "link" || w == "links") && i > 0 && linkQualifiers[name[i-1]] ||
-			(w == "account" || w == "accounts") && i > 0 && accountQualifiers[name[i-1]] || provisionHeads[w] && i < len(head) && !inRecord && headNoun(head, i) && creatingVerb(name) ||
+			(w == "account" || w == "accounts") && i > 0 && accountQualifiers[name[i-1]] ||
+			provisionHeads[w] && i < len(head) && !inRecord && headNoun(head, i) && creatingVerb(name) ||
 			envVars[w] && i > 0 && (name[i-1] == "env" || name[i-1] == "environment")
 		l.infra = l.infra || infraWords[w]
 		l.destroys = l.destroys || destroyVerbs[w]

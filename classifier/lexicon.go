@@ -259,8 +259,8 @@ var (
 		"infrastructure", "instance", "instances", "vm", "vms", "dns", "domain", "domains", "firewall", "auth", "perms", "issuer", "issuers",
 		// network and access configuration of a cloud (the object names of
 		// the AWS, GCP and Azure consoles)
-		"keypair", "keypairs", "rbac", "quota", "quotas", "subnet", "subnets", "vpc",
-		"vpcs", "loadbalancer", "loadbalancers", "balancer", "balancers", "ingress", "nameserver", "nameservers", "ssl", "tls", "waf",
+		"keypair", "keypairs", "rbac", "quota", "quotas", "subnet", "subnets", "vpc", "vpcs", "loadbalancer",
+		"loadbalancers", "balancer", "balancers", "ingress", "nameserver", "nameservers", "ssl", "tls", "waf",
 		"allowlist", "whitelist", "blocklist", "denylist", "nodepool", "nodepools", "replica", "replicas")
 	// provisionHeads are things that outlast the session and carry
 	// capability or configuration: created, changed or deleted they are
@@ -279,9 +279,9 @@ var (
 		// alerts, hooks, integrations, data sources and plugins configure a
 		// service
 		"team", "teams", "tenant", "tenants", "function", "functions", "stack", "stacks", "network", "networks",
-		"gateway", "gateways", "tunnel", "tunnels", "disk", "disks", "machine", "machines", "rule", "rules", "alert", "alerts", "hook", "hooks", "integration", "integrations",
-		"datasource", "datasources", "plugin", "plugins", "extension", "extensions",
-		"addon", "addons", "zone", "zones", "mailbox", "mailboxes")
+		"gateway", "gateways", "tunnel", "tunnels", "disk", "disks", "machine", "machines", "rule", "rules",
+		"alert", "alerts", "hook", "hooks", "integration", "integrations", "datasource", "datasources", "plugin",
+		"plugins", "extension", "extensions", "addon", "addons", "zone", "zones", "mailbox", "mailboxes")
 	// keyQualifiers make "key" a credential ("api key", "ssh key") rather
 	// than a keyboard or map key.
 	keyQualifiers = wordSet("api", "access", "ssh", "deploy", "private", "secret", "signing", "encryption",
