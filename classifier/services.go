@@ -13,10 +13,11 @@ import (
 // here (GitHub, Notion, Stripe, a cloud). Where a call goes is decided by
 // the second far more often than its openWorldHint or its words admit, so
 // the server's identity — the npm package, the Go module, the program — is
-// read first: its package words name a third-party service (External), or
-// a local capability (Local). A server that names neither is taken to
-// front a remote API, with a confidence below the high band: most
-// published servers do, but the guess is a prior, not evidence.
+// read first: its package words name a third-party service (External), a
+// local capability (Local), or software organisations run themselves
+// (Intra-org, less surely). A server that names none is taken to front a
+// remote API, with a confidence below the high band: most published
+// servers do, but the guess is a prior, not evidence.
 //
 // The word sets are general knowledge of services and capabilities, not
 // lists of the corpus's servers (testdata/corpus/README.md).
@@ -153,10 +154,10 @@ func stripVersion(pkg string) string {
 // an everyday English word is in commonWordServices: it names the
 // service on a command line only, never in a description.
 //
-// Services that are as often run by the organisation itself (GitLab
-// self-managed, Grafana, Jenkins, Elasticsearch, Redis, PostgreSQL,
-// MongoDB, Kafka, Vault, Kubernetes) are not here: where they are is in
-// the server's URL or environment, not its name.
+// Software as often run by the organisation itself (Grafana, Jenkins,
+// Elasticsearch, PostgreSQL, MongoDB, Kafka, Kubernetes) is not here but
+// in selfHosted: where it runs is in the server's URL or environment, not
+// its name. GitLab is here: gitlab.com is the common case.
 
 // knownService is one third-party service: the word that names it, other
 // words that name it alone, and the hosts of its API (host suffixes).
@@ -434,9 +435,10 @@ func serviceWords() map[string]bool {
 // text box", "linear regression", "the workspace"): they name the
 // service on a command line only, not in a description.
 var commonWordServices = wordSet("linear", "box", "monday", "zoom", "exa", "notion", "intercom", "sentry",
-	"discord", "plaid", "replicate", "brave", "canva", "gemini", "stability", "neon", "coda", "kraken", "alpaca", "lark", "loom", "gusto", "twitch", "basecamp", "vertex", "entra", "amazon", "yahoo", "deel", "travis", "hf", "gh", "tweet", "tweets", "railway",
-	"lucid", "fauna", "uber", "jina", "bedrock", "grok", "amplitude", "postmark", "honeycomb", "pinecone", "intuit",
-	"rippling", "workday", "snowflake")
+	"discord", "plaid", "replicate", "brave", "canva", "gemini", "stability", "neon", "coda", "kraken",
+	"alpaca", "lark", "loom", "gusto", "twitch", "basecamp", "vertex", "entra", "amazon", "yahoo", "deel",
+	"travis", "hf", "gh", "tweet", "tweets", "railway", "lucid", "fauna", "uber", "jina", "bedrock", "grok",
+	"amplitude", "postmark", "honeycomb", "pinecone", "intuit", "rippling", "workday", "snowflake")
 
 // serviceOfHost returns the knownServices name whose API host host is or
 // is under; "" if none.
@@ -473,11 +475,12 @@ var localCapabilities = wordSet(
 	// files and documents on disk, and local conversions of them
 	"filesystem", "fs", "file", "files", "directory", "folder", "pdf", "docx", "xlsx", "pptx", "excel", "csv",
 	"markdown", "markitdown", "pandoc", "epub", "latex", "ocr", "tesseract", "ffmpeg", "imagemagick", "exif",
-	"obsidian", "logseq", "joplin", "anki", "calibre", "kiwix", "docling", "pymupdf", "libreoffice", "powerpoint",
-	"thunderbird", "keepass", "keepassxc", "taskwarrior",
+	"obsidian", "logseq", "joplin", "anki", "calibre", "kiwix", "docling", "pymupdf", "libreoffice",
+	"powerpoint", "thunderbird", "keepass", "keepassxc", "taskwarrior",
 	// shells, processes, terminals
 	"shell", "terminal", "bash", "zsh", "powershell", "pwsh", "command", "commander", "exec", "process",
-	"processes", "pty", "repl", "desktop", "tmux", "ssh", "iterm", "wezterm", "kitty", "zellij", "wsl", "jupyter", "ipython", "marimo",
+	"processes", "pty", "repl", "desktop", "tmux", "ssh", "iterm", "wezterm", "kitty", "zellij", "wsl",
+	"jupyter", "ipython", "marimo",
 	// version control working copies
 	"git", "mercurial", "hg", "svn",
 	// embedded and on-disk stores, memory and knowledge graphs kept by the server
@@ -486,28 +489,30 @@ var localCapabilities = wordSet(
 	// developer tooling on this machine
 	"lsp", "language", "gopls", "eslint", "lint", "linter", "prettier", "ruff", "mypy", "pylint", "clippy",
 	"vitest", "jest", "pytest", "debugger", "gdb", "lldb", "delve", "nodejs", "node", "nx", "xcode",
-	"xcodebuild", "gradle", "cmake", "bazel", "treesitter", "sitter", "ast", "grep", "ripgrep", "fzf", "ctags", "pyright",
-	"tsserver", "vite", "webpack", "storybook", "cargo", "editor", "codebase", "repomix", "ghidra", "radare2", "yara",
-	"serena", "vscode", "neovim", "nvim", "vim", "emacs", "jetbrains", "intellij", "docker", "podman",
-	"android", "ios", "simulator", "adb", "device", "mobile", "emulator", "vagrant", "virtualbox", "qemu", "libvirt",
+	"xcodebuild", "gradle", "cmake", "bazel", "treesitter", "sitter", "ast", "grep", "ripgrep", "fzf", "ctags",
+	"pyright", "tsserver", "vite", "webpack", "storybook", "cargo", "editor", "codebase", "repomix", "ghidra",
+	"radare2", "yara", "serena", "vscode", "neovim", "nvim", "vim", "emacs", "jetbrains", "intellij", "docker",
+	"podman", "android", "ios", "simulator", "adb", "device", "mobile", "emulator", "vagrant", "virtualbox",
+	"qemu", "libvirt",
 	// desktop applications and the OS
 	"apple", "macos", "mac", "osascript", "applescript", "automator", "reminders", "windows", "linux",
-	"clipboard", "screenshot", "keyboard", "mouse", "xdotool", "autohotkey", "imessage", "things3", "omnifocus",
-	"raycast", "alfred", "hammerspoon", "keychain", "godot", "unity", "unreal", "blender", "ableton", "roblox",
-	"excalidraw", "photoshop", "illustrator", "gimp", "inkscape", "krita", "kicad", "freecad", "openscad",
-	"autocad", "sketchup", "rhino", "maya", "houdini", "cinema4d", "touchdesigner", "reaper", "musescore",
-	"obs", "qgis", "arduino", "platformio", "midi",
+	"clipboard", "screenshot", "keyboard", "mouse", "xdotool", "autohotkey", "imessage", "things3",
+	"omnifocus", "raycast", "alfred", "hammerspoon", "keychain", "godot", "unity", "unreal", "blender",
+	"ableton", "roblox", "excalidraw", "photoshop", "illustrator", "gimp", "inkscape", "krita", "kicad",
+	"freecad", "openscad", "autocad", "sketchup", "rhino", "maya", "houdini", "cinema4d", "touchdesigner",
+	"reaper", "musescore", "obs", "qgis", "arduino", "platformio", "midi",
 	// local models
 	"ollama", "lmstudio", "llamafile",
 	// pure computation
 	"thinking", "think", "reasoning", "sequential", "scratchpad", "time", "timezone", "datetime", "clock",
-	"calculator", "calc", "math", "sympy", "matlab", "octave", "mathematica", "rstudio", "uuid", "regex", "diagram", "diagrams", "plantuml",
-	"graphviz", "everything")
+	"calculator", "calc", "math", "sympy", "matlab", "octave", "mathematica", "rstudio", "uuid", "regex",
+	"diagram", "diagrams", "plantuml", "graphviz", "everything")
 
 var docWords = wordSet("docs", "doc", "documentation", "reference")
 
 // serverZone places a stdio server by its identity: a named third-party
-// service is External, a local capability Local; "" if it names neither.
+// service is External, a local capability Local, self-hosted software
+// Intra-org; "" if it names none.
 func serverZone(identity string) (zone string, conf float64) {
 	if identity == "" {
 		return "", 0
