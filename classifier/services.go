@@ -432,12 +432,12 @@ func serviceWords() map[string]bool {
 }
 
 // commonWordServices are service names that are also everyday words ("a
-// text box", "linear regression", "the workspace"): they name the
+// text box", "linear regression"): they name the
 // service on a command line only, not in a description.
 var commonWordServices = wordSet("linear", "box", "monday", "zoom", "exa", "notion", "intercom", "sentry",
 	"discord", "plaid", "replicate", "brave", "canva", "gemini", "stability", "neon", "coda", "kraken",
 	"alpaca", "lark", "loom", "gusto", "twitch", "basecamp", "vertex", "entra", "amazon", "yahoo", "deel",
-	"travis", "hf", "gh", "tweet", "tweets", "railway", "lucid", "fauna", "uber", "jina", "bedrock", "grok",
+	"travis", "hf", "gh", "railway", "lucid", "fauna", "uber", "jina", "bedrock", "grok",
 	"amplitude", "postmark", "honeycomb", "pinecone", "intuit", "rippling", "workday", "snowflake")
 
 // serviceOfHost returns the knownServices name whose API host host is or
