@@ -122,6 +122,13 @@ func (c *compiled) boundary(k *call, t target) AxisVerdict {
 
 func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	if z, ok := c.zones[k.d.Upstream]; ok {
+		if k.args.urlZone == "" && (k.selfLocal || reasoningTool(k.name) || anyIn(k.name, localConfigWords)) {
+			// The operator's zone is a floor for every call, but
+			// this tool looks like it stays on the host (the
+			// server's own state, a scratchpad, a local kubeconfig):
+			// the zone holds, less surely.
+			return AxisVerdict{Classified: z, Confidence: 0.85, Source: SourceConfig}
+		}
 		return AxisVerdict{Classified: z, Confidence: 1, Source: SourceConfig}
 	}
 	if !t.parsed {
@@ -329,6 +336,9 @@ func splitURL(s string) (scheme, host string, ok bool) {
 	}
 	return scheme, rest, true
 }
+
+// localConfigWords name a client's configuration files on this host.
+var localConfigWords = wordSet("kubeconfig", "dotenv")
 
 // reasoningWords name tools that compute over their arguments alone.
 var reasoningWords = wordSet("think", "thinking", "sequentialthinking", "thought", "thoughts", "reasoning",

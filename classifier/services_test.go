@@ -143,3 +143,15 @@ func TestDescribesLocal(t *testing.T) {
 		}
 	}
 }
+
+// An operator's zone holds for every call of its upstream; a tool that
+// looks like it stays on the host keeps it below the high band.
+func TestConfiguredZoneLocalTool(t *testing.T) {
+	b := mustBuiltin(t, Options{Upstreams: map[string]UpstreamConfig{"k8s": {Zone: IntraOrg}}})
+	for tool, want := range map[string]float64{"list_pods": 1, "get_kubeconfig_contexts": 0.85, "think": 0.85} {
+		got := classifyOne(t, b, builtinCall{upstream: "k8s", target: "stdio:kube-tools", tool: tool}).Axes[AxisBoundary]
+		if got.Classified != IntraOrg || got.Confidence != want {
+			t.Errorf("%s: got %s at %.2f, want Intra-org at %.2f", tool, got.Classified, got.Confidence, want)
+		}
+	}
+}
