@@ -529,6 +529,11 @@ func serverZone(identity string) (zone string, conf float64) {
 				return Local, 0.7
 			}
 		}
+		if anyIn(ws, docWords) {
+			// A service's documentation server may fetch the docs
+			// or ship them: the service says less here.
+			return External, 0.8
+		}
 		return External, 0.9
 	}
 	if anyIn(ws, docWords) {

@@ -19,6 +19,7 @@ func TestServerIdentity(t *testing.T) {
 		{"npx -y @openai/codex-shell-tool-mcp@0.97.0", "@openai/codex-shell-tool-mcp", Local},
 		{"npx -y @acme/hubspot-crm@1.0.0", "@acme/hubspot-crm", External},
 		{"npx -y mcp-server-ollama@1.0.0", "mcp-server-ollama", Local},
+		{"uvx awslabs.aws-documentation-mcp-server@1.0.0", "awslabs.aws-documentation-mcp-server", External},
 		{"uv --directory /srv/mcp/duckdb-tools run server.py", "server", ""},
 		{"uv --directory /srv/mcp/duckdb-tools run", "duckdb-tools", Local},
 		{"uvx mcp-server-time --local-timezone UTC", "mcp-server-time", Local},
