@@ -594,7 +594,7 @@ var creatingVerbs = wordSet("create", "new", "add", "delete", "remove", "destroy
 	"set", "update", "put", "rollback", "deploy", "scale", "configure", "enable", "disable", "rename", "transfer",
 	"copy", "duplicate", "clone", "share", "activate", "deactivate", "publish", "reconfigure", "renew",
 	"redeploy", "promote", "invite", "uninvite", "archive", "unarchive", "import", "restore", "upgrade", "downgrade",
-	"attach", "detach")
+	"attach", "detach", "toggle")
 
 // headNoun reports whether name[i] is what the name is about: its last
 // word, or the word before a final verb ("cron_delete").

@@ -261,7 +261,8 @@ var (
 		// the AWS, GCP and Azure consoles)
 		"keypair", "keypairs", "rbac", "quota", "quotas", "subnet", "subnets", "vpc", "vpcs", "loadbalancer",
 		"loadbalancers", "balancer", "balancers", "ingress", "nameserver", "nameservers", "ssl", "tls", "waf",
-		"allowlist", "whitelist", "blocklist", "denylist", "nodepool", "nodepools", "replica", "replicas")
+		"allowlist", "whitelist", "blocklist", "denylist", "nodepool", "nodepools", "replica", "replicas",
+		"keyvault", "keyring", "keyrings", "protection", "protections", "manifest", "manifests")
 	// provisionHeads are things that outlast the session and carry
 	// capability or configuration: created, changed or deleted they are
 	// Provision — when the name is about them ("create_project",
@@ -281,7 +282,7 @@ var (
 		"team", "teams", "tenant", "tenants", "function", "functions", "stack", "stacks", "network", "networks",
 		"gateway", "gateways", "tunnel", "tunnels", "disk", "disks", "machine", "machines", "rule", "rules",
 		"alert", "alerts", "hook", "hooks", "integration", "integrations", "datasource", "datasources", "plugin",
-		"plugins", "extension", "extensions", "addon", "addons", "zone", "zones", "mailbox", "mailboxes")
+		"plugins", "extension", "extensions", "addon", "addons", "zone", "zones", "mailbox", "mailboxes", "cdn")
 	// keyQualifiers make "key" a credential ("api key", "ssh key") rather
 	// than a keyboard or map key.
 	keyQualifiers = wordSet("api", "access", "ssh", "deploy", "private", "secret", "signing", "encryption",
