@@ -139,6 +139,9 @@ func classifyCorpus(t testing.TB, calls []corpusCall) []scored {
 		byServer[c.server] = append(byServer[c.server], c)
 	}
 	base := corpusOptions(calls)
+	if os.Getenv("SLUICE_CORPUS_KB") == "strict" {
+		withoutCorpusServices(t, slices.Collect(mapsKeys(byServer)))
+	}
 	var out []scored
 	for _, server := range slices.Sorted(mapsKeys(byServer)) {
 		b, err := NewBuiltin(base)
@@ -155,6 +158,34 @@ func classifyCorpus(t testing.TB, calls []corpusCall) []scored {
 		}
 	}
 	return out
+}
+
+// withoutCorpusServices takes out of the knowledge base, until the test
+// ends, every service a word of which (three letters or more) is in the
+// id of a corpus server: the table as it would be had no service any
+// corpus server fronts been named (SLUICE_CORPUS_KB=strict; see
+// testdata/corpus/README.md, Discipline).
+func withoutCorpusServices(t testing.TB, ids []string) {
+	saved := knownServices
+	t.Cleanup(func() { knownServices, externalServices = saved, serviceWords() })
+	names := func(id string) string { return strings.ToLower(id) + " " + strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(id)) }
+	var all strings.Builder
+	for _, id := range ids {
+		all.WriteString(names(id) + " ")
+	}
+	removed := 0
+	for i, s := range knownServices {
+		for _, w := range append(strings.Fields(s.also), s.name) {
+			if len(w) >= 3 && strings.Contains(all.String(), w) {
+				knownServices[i] = knownService{}
+				removed++
+				break
+			}
+		}
+	}
+	externalServices = serviceWords()
+	delete(externalServices, "")
+	t.Logf("knowledge base without the %d services a corpus server's id names", removed)
 }
 
 func mapsKeys[M ~map[string]V, V any](m M) func(func(string) bool) {
