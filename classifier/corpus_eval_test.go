@@ -168,7 +168,9 @@ func classifyCorpus(t testing.TB, calls []corpusCall) []scored {
 func withoutCorpusServices(t testing.TB, ids []string) {
 	saved := knownServices
 	t.Cleanup(func() { knownServices, externalServices = saved, serviceWords() })
-	names := func(id string) string { return strings.ToLower(id) + " " + strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(id)) }
+	names := func(id string) string {
+		return strings.ToLower(id) + " " + strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(id))
+	}
 	var all strings.Builder
 	for _, id := range ids {
 		all.WriteString(names(id) + " ")
