@@ -14,7 +14,9 @@ import (
 // choosing under any other io.modelcontextprotocol/ name, or in baggage
 // or tracestate, or as a progressToken or traceparent of any length, and
 // reached the upstream under the approval. They are bound now; a short
-// progress token and a W3C traceparent are not.
+// progress token and a W3C traceparent are not. So, later (attacker
+// review), are the three io.modelcontextprotocol/ keys as sent: they had
+// been left out whatever they held.
 func TestAttackApprovedCallProtocolMeta(t *testing.T) {
 	for name, meta := range map[string]string{
 		"reserved prefix": `{"io.modelcontextprotocol/note":"SECRET-META"}`,
@@ -22,6 +24,13 @@ func TestAttackApprovedCallProtocolMeta(t *testing.T) {
 		"tracestate":      `{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":"v=SECRET-META"}`,
 		"traceparent":     `{"traceparent":"SECRET-META"}`,
 		"progressToken":   `{"progressToken":"SECRET-META ` + strings.Repeat("x", 100) + `"}`,
+		// The three that are the protocol's were left out whatever they
+		// held: data of the agent's choosing as its protocol version,
+		// client name or an experimental capability.
+		"protocolVersion":    `{"io.modelcontextprotocol/protocolVersion":"SECRET-META"}`,
+		"clientInfo":         `{"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1","websiteUrl":"https://SECRET-META.example"}}`,
+		"clientInfo.version": `{"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"SECRET-META"}}`,
+		"clientCapabilities": `{"io.modelcontextprotocol/clientCapabilities":{"experimental":{"SECRET-META":{}}}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, store := approvalFixture(t, Options{}, true)
