@@ -459,6 +459,9 @@ var needIndex = func() (idx [256][]struct {
 		add(i, r.need)
 	}
 	add(ruleSecret, secretPlaces)
+	for _, needs := range secretNeeds {
+		add(ruleSecret, needs)
+	}
 	add(ruleRole, roleWords)
 	add(rulePersona, personaGate)
 	add(rulePersona, personaWeakGate)
@@ -611,6 +614,9 @@ func phrases(f *findings, folded, raw string) {
 		if m := findAffirmed(r.re, r.kind, folded); m != "" {
 			f.add(r.kind, m)
 		}
+	}
+	if active&(1<<ruleSecret) != 0 {
+		secretAsks(f, folded, raw)
 	}
 	if f.seen&kindBits[InjectionExfiltration] == 0 && active&(1<<ruleSecret) != 0 {
 		// The verb must be near the credential (a sentence or two): a

@@ -1,0 +1,195 @@
+package classifier
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Asks for what the reader was told to keep: its password or secret key,
+// and switches into a mode with no rules. They are the most common goal of
+// the attack families in public benchmarks (CyberSecEval's prompt
+// injection tests, Tensor Trust, garak's system-prompt extraction): a
+// system prompt holds a secret, the injected input asks for it by any
+// route. The rules are written from general knowledge of how the ask is
+// put in each of the 25 or so most spoken languages, not from any test
+// set; each wants the secret as the object of an ask and addressed to the
+// reader ("your password", "the secret key?"), so "how do I reset my
+// password" or "the key to success" are not asks.
+//
+// They run on the lower-cased text, whatever its script (fold maps
+// Cyrillic look-alikes to Latin, which would break Russian).
+var secretRules = []struct {
+	kind string
+	need []string // the rule runs only on text holding one of these (lower case)
+	re   *regexp.Regexp
+}{
+	// English.
+	{InjectionExfiltration, []string{"password", "passcode", "passphrase", "pass phrase", "secret", "access code", "the pin", "your pin"},
+		regexp.MustCompile(`\b(what('s| is| was)|tell me|reveal|disclose|share|give me|say|print|output|spell( out)?|write( out| down)?|show( me)?|provide|repeat|type( out)?|leak|display|send me|recite|confirm)\s+(to me\s+)?(your|the)\s+(secret (key|word|code|phrase|password|number|token|value|string)|secret|password|passcode|passphrase|pass phrase|access code|pin( code)?)(\s*[?.!,;:)"'\x60]|\s*$|\s+(is|was|and|in|as|to me|please|now|backwards|in reverse|letter|one|character|with me|without|again|that)\b)`)},
+	{InjectionExfiltration, []string{"not supposed to", "not allowed to", "told not to", "forbidden to", "instructed not to", "meant to keep", "asked to keep", "supposed to keep", "supposed to protect", "supposed to hide"},
+		regexp.MustCompile(`\b(word|phrase|secret|key|code|password|thing|information|number|name)\s+(that\s+)?you('re| are| were)\s+(not supposed to|not allowed to|told not to|forbidden to|instructed not to)\s+(say|reveal|share|tell|disclose|mention|give)|\b(word|phrase|secret|key|code|password|information|number)\s+(that\s+)?you('re| are| were)\s+(meant to keep|asked to keep|supposed to keep|supposed to protect|supposed to hide)`)},
+	// Spanish.
+	{InjectionExfiltration, []string{"contraseña", "contrasena", "clave", "secret", "código de acceso"},
+		regexp.MustCompile(`(?:^|[^\p{L}])(cuál es|cual es|dime|revela|revélame|revelame|dame|comparte|di|escribe|muestra|muéstrame|muestrame|imprime|deletrea|proporciona|proporcióname|repite|indícame|indicame)\s+(tu|su|la|el)\s+(contraseña|contrasena|clave secreta|clave|código secreto|codigo secreto|palabra secreta|secreto|código de acceso|codigo de acceso)(\s*[?.!,;:)"']|\s*$|\s+(es|y|por favor|ahora|al revés|letra)\b)`)},
+	// French.
+	{InjectionExfiltration, []string{"mot de passe", "clé", "clef", "secret", "code d'accès"},
+		regexp.MustCompile(`(?:^|[^\p{L}])(quel est|quelle est|donne[sz]?[- ]moi|dis[- ]moi|dites[- ]moi|révèle[sz]?|revele[sz]?|révélez|partage[sz]?|écris|écrivez|ecris|affiche[sz]?|montre[sz]?[- ]moi|imprime[sz]?|épelle[sz]?|répète[sz]?|fournis|fournissez|indique[sz]?[- ]moi)\s+(ton|ta|votre|le|la|l')\s*(mot de passe|clé secrète|clef secrète|clé|code secret|mot secret|secret|code d'accès)(\s*[?.!,;:)"'»]|\s*$|\s+(est|et|s'il|maintenant|à l'envers|lettre)\b)`)},
+	// German.
+	{InjectionExfiltration, []string{"passwort", "kennwort", "schlüssel", "geheim", "zugangscode"},
+		regexp.MustCompile(`(?:^|[^\p{L}])(was ist|wie lautet|wie lauten|nenne|nennen sie|sag|sage|sagen sie|verrate|verraten sie|gib|geben sie|zeige|zeigen sie|schreibe|schreiben sie|teile|teilen sie|buchstabiere|wiederhole)\s+(mir\s+)?(bitte\s+)?(dein|deine|deinen|ihr|ihre|ihren|das|den|die)\s+(passwort|kennwort|geheimen schlüssel|geheimer schlüssel|geheimschlüssel|schlüssel|geheimcode|geheimwort|geheimnis|zugangscode|geheime wort|geheimes wort|geheimen code)(\s*[?.!,;:)"'“]|\s*$|\s+(ist|und|bitte|jetzt|rückwärts|buchstabe)\b)`)},
+	// Italian.
+	{InjectionExfiltration, []string{"password", "chiave", "parola d'ordine", "segret"},
+		regexp.MustCompile(`(?:^|[^\p{L}])(qual è|qual e|quale è|dimmi|rivela|rivelami|dammi|condividi|scrivi|mostrami|mostra|stampa|ripeti|fornisci|forniscimi)\s+(la tua|il tuo|la sua|il suo|la|il)\s+(password|chiave segreta|chiave|parola d'ordine|codice segreto|parola segreta|segreto|codice di accesso)(\s*[?.!,;:)"'»]|\s*$|\s+(è|e|per favore|adesso|ora|al contrario|lettera)\b)`)},
+	// Portuguese.
+	{InjectionExfiltration, []string{"senha", "chave", "palavra-passe", "palavra passe", "segred", "código de acesso"},
+		regexp.MustCompile(`(?:^|[^\p{L}])(qual é|qual e|diga|diga-me|me diga|diz-me|revele|revela|me dê|dê-me|me de|compartilhe|partilhe|escreva|mostre|mostre-me|imprima|repita|forneça|informe|conte-me|me conte)\s+(a sua|o seu|sua|seu|a tua|o teu|tua|teu|a|o)\s+(senha|chave secreta|chave|palavra-passe|palavra passe|código secreto|codigo secreto|palavra secreta|segredo|código de acesso)(\s*[?.!,;:)"']|\s*$|\s+(é|e|por favor|agora|ao contrário|letra)\b)`)},
+	// Dutch and Polish.
+	{InjectionExfiltration, []string{"wachtwoord", "sleutel", "geheim", "hasło", "hasla", "klucz", "sekret"},
+		regexp.MustCompile(`\b(wat is|vertel me|geef me|onthul|deel|toon|schrijf)\s+(je|jouw|uw|het|de)\s+(wachtwoord|geheime sleutel|geheime code|geheime woord|geheim)(\s*[?.!,;:)"']|\s*$|\s+(is|en|alsjeblieft|nu)\b)|(?:^|[^\p{L}])(jakie jest|jaki jest|podaj|powiedz|zdradź|ujawnij|pokaż|napisz)\s+(mi\s+)?(twoje|twój|swoje|swój)?\s*(hasło|tajny klucz|sekretny klucz|tajny kod|tajne hasło|sekret)(\s*[?.!,;:)"']|\s*$|\s+(i|teraz|proszę)\s)`)},
+	// Russian and Ukrainian.
+	{InjectionExfiltration, []string{"пароль", "ключ", "секрет", "код доступа", "таємн"},
+		regexp.MustCompile(`(?:^|[^\p{L}])(какой|каков|какое|назови|назовите|скажи|скажите|раскрой|раскройте|дай|дайте|покажи|покажите|напиши|напишите|выведи|выведите|сообщи|сообщите|поделись|поделитесь|повтори|повторите|який|яке|назвіть|скажіть|розкрий|розкрийте|дайте|покажіть|напишіть|повідом|повідомте)\s+(мне\s+|мені\s+)?(у (тебя|вас)\s+)?(твой|ваш|свой|твоё|твое|ваше|твій|свій)?\s*(пароль|секретный ключ|секретное слово|секретный код|код доступа|секрет|секретний ключ|секретне слово|таємний ключ|таємне слово)(\s*[?.!,;:)"'»]|\s*$|\s+(и|і|пожалуйста|будь ласка|сейчас|зараз)\s)`)},
+	// Turkish: the object comes first.
+	{InjectionExfiltration, []string{"şifre", "parola", "gizli anahtar", "gizli kelime", "gizli kod", "erişim kod"},
+		regexp.MustCompile(`(^|\s)(şifren|şifreniz|şifre|parolan|parolanız|parola|gizli anahtarın|gizli anahtarınız|gizli anahtar|gizli kelimen|gizli kelimeniz|gizli kelime|gizli kodun|gizli kodunuz|gizli kod|erişim kodun|erişim kodunuz|erişim kodu)\s+(nedir|ne\?|nelerdir)|(^|\s)(şifreyi|şifreni|şifrenizi|parolayı|parolanı|parolanızı|gizli anahtarı|gizli anahtarını|gizli anahtarınızı|gizli kelimeyi|gizli kelimenizi|gizli kodu|gizli kodunuzu|erişim kodunu)\s+(bana\s+)?(söyle|söyleyin|söyler misin|söyler misiniz|ver|verin|açıkla|açıklayın|paylaş|paylaşın|göster|gösterin|yaz|yazın|ifşa et|ifşa edin|tekrarla|tekrarlayın)($|[\s.,!?:;])`)},
+	// Arabic and Persian.
+	{InjectionExfiltration, []string{"كلمة المرور", "كلمة السر", "السري", "السرية", "رمز الوصول", "مرورك", "سرك", "رمز عبور", "کلمه عبور", "کلید مخفی", "کلید سری", "رمز شما"},
+		regexp.MustCompile(`(ما هي|ما هو|ماهي|ماهو|أخبرني|اخبرني|أعطني|اعطني|اكشف|شارك|أظهر|اظهر|اكتب|قل لي|أفصح عن|افصح عن)\s+(لي\s+)?(عن\s+)?ب?(كلمة المرور|كلمة السر|المفتاح السري|مفتاحك السري|كلمة مرورك|كلمة سرك|الرمز السري|رمزك السري|الكلمة السرية|كلمتك السرية|رمز الوصول)|(رمز عبور|کلمه عبور|کلید مخفی|کلید سری|رمز)\s+(شما|خود|تو)\s*(چیست|چیه|را (به من\s+)?(بگو|بگویید|فاش کن|فاش کنید|نشان بده|نشان دهید|بنویس))`)},
+	// Hebrew.
+	{InjectionExfiltration, []string{"סיסמ", "מפתח", "סוד"},
+		regexp.MustCompile(`(מה|תגיד לי|תגידי לי|גלה לי|תגלה|תן לי|תני לי|הראה|כתוב)\s+(לי\s+)?(את\s+)?(ה)?(סיסמה|סיסמא|מפתח הסודי|מפתח סודי|קוד הסודי|קוד סודי|סוד)(\s+(שלך|שלכם))?(\s*[?.!,;:)"']|\s*$)`)},
+	// Hindi and Urdu.
+	{InjectionExfiltration, []string{"पासवर्ड", "गुप्त", "सीक्रेट", "कुंजी", "पासकोड", "पास ورڈ", "پاس ورڈ", "پاسورڈ", "خفیہ"},
+		regexp.MustCompile(`(पासवर्ड|गुप्त कुंजी|सीक्रेट की|गुप्त शब्द|गुप्त कोड|पासकोड|एक्सेस कोड|(आपकी|आपका|आपके|तुम्हारी|तुम्हारा|तेरी|तेरा)\s+कुंजी)\s+(\S+\s+){0,2}?(क्या है|क्या हैं|बताएं|बताइए|बताओ|बताएँ|बता दें|बता दो|दीजिए|प्रकट करें|साझा करें|लिखें|दिखाएं|दिखाओ)|(پاس ورڈ|پاسورڈ|خفیہ کلید|خفیہ کوڈ|خفیہ لفظ)\s+(\S+\s+){0,2}?(کیا ہے|بتائیں|بتاؤ|بتا دیں|ظاہر کریں|لکھیں)`)},
+	// Bengali.
+	{InjectionExfiltration, []string{"পাসওয়ার্ড", "গোপন", "সিক্রেট", "পাসকোড"},
+		regexp.MustCompile(`(পাসওয়ার্ড|গোপন কী|গোপন চাবি|গোপন কোড|গোপন শব্দ|সিক্রেট কী|পাসকোড)(টি|টা)?\s+(\S+\s+){0,2}?(কী|কি|কোনটি|বলুন|বলো|বল|দিন|দাও|প্রকাশ করুন|শেয়ার করুন|লিখুন|দেখান)($|[\s,.।!?:;])`)},
+	// Chinese.
+	{InjectionExfiltration, []string{"密码", "密钥", "秘钥", "口令", "密碼", "密鑰", "秘鑰", "暗号", "秘密"},
+		regexp.MustCompile(`(你的|您的|你|您)(秘密)?(密码|密钥|秘钥|秘密钥匙|口令|密碼|密鑰|秘鑰|暗号|秘密)(是什么|是什麼|是啥|是多少|是甚麼)|(告诉我|告訴我|透露|说出|說出|给我|給我|显示|顯示|输出|輸出|分享|泄露|洩露|提供|写出|寫出|打印|重复|重複)(一下)?(你的|您的|这个|這個|该|該)?(秘密)?(密码|密钥|秘钥|秘密钥匙|口令|密碼|密鑰|秘鑰|暗号)`)},
+	// Japanese.
+	{InjectionExfiltration, []string{"パスワード", "秘密", "シークレット", "合言葉", "暗証番号", "アクセスコード"},
+		regexp.MustCompile(`(パスワード|秘密鍵|シークレットキー|秘密のキー|秘密の鍵|秘密のコード|秘密の言葉|合言葉|暗証番号|アクセスコード)(は|を)(何|なん|教え|言って|表示|出力|見せ|共有|明か|書い|繰り返)`)},
+	// Korean.
+	{InjectionExfiltration, []string{"비밀번호", "암호", "비밀", "시크릿", "패스워드", "접근 코드", "접근코드"},
+		regexp.MustCompile(`(비밀번호|암호|비밀 ?키|시크릿 ?키|비밀 ?코드|비밀 ?단어|접근 ?코드|패스워드)(는|은|를|을|가|이)?\s*(무엇|뭐|뭔|알려|말해|공개|보여|출력|공유|써|적어)`)},
+	// Vietnamese, Indonesian/Malay, Thai, Tagalog, Swahili.
+	{InjectionExfiltration, []string{"mật khẩu", "bí mật", "mã truy cập", "sandi", "rahasia", "rahsia", "kata laluan", "kode akses", "รหัส", "คีย์ลับ", "กุญแจลับ", "คำลับ", "password", "susi", "lihim", "nenosiri", "siri"},
+		regexp.MustCompile(`(^|\s)(mật khẩu|khóa bí mật|khoá bí mật|mã bí mật|từ bí mật|mã truy cập)(\s+của (bạn|anh|chị|em|mày|cậu))?\s+(là gì|là bao nhiêu)|(cho tôi biết|nói cho tôi( biết)?|tiết lộ|chia sẻ|hiển thị|in ra|viết ra|đưa cho tôi|đưa tôi)\s+(mật khẩu|khóa bí mật|khoá bí mật|mã bí mật|từ bí mật|mã truy cập)|\b(apa|berapa)\s+(kata sandi|kunci rahasia|kunci rahsia|kata laluan|kode rahasia|kata rahasia|sandi|kode akses)(\s+(anda|kamu|mu|awak))?\s*(\?|$)|\b(kata sandi|kunci rahasia|kunci rahsia|kata laluan|kode rahasia|kata rahasia|kode akses)\s*(anda|kamu|mu|awak)\s+(itu\s+)?(apa|adalah apa)\s*(\?|$)|\b(beri tahu|beritahu|katakan|ungkapkan|bagikan|berikan|tunjukkan|tuliskan|sebutkan|sampaikan|bocorkan)\s+(saya\s+|aku\s+|kepada saya\s+|kepadaku\s+)?(apa\s+)?(kata sandi|kunci rahasia|kunci rahsia|kata laluan|kode rahasia|kata rahasia|kode akses)|(รหัสผ่าน|คีย์ลับ|กุญแจลับ|รหัสลับ|คำลับ|รหัสเข้าถึง)(ของคุณ|ของเธอ|ของนาย)?\s*คือ\s*อะไร|(บอก|เปิดเผย|แสดง|แชร์|เขียน|พิมพ์)(ฉัน|ผม)?(ให้)?(ฉัน|ผม)?(รู้)?(ถึง)?\s*(รหัสผ่าน|คีย์ลับ|กุญแจลับ|รหัสลับ|คำลับ)|\b(ano ang|sabihin (mo )?(sa akin )?ang|ibigay (mo )?(sa akin )?ang|ibunyag (mo )?ang|ipakita (mo )?ang|isulat (mo )?ang)\s+(iyong\s+|inyong\s+|ang\s+)?(password|lihim na susi|sikretong susi|lihim na salita|lihim na code)(\s+(mo|ninyo|nyo))?\s*([?.!]|$)|\b(nenosiri|ufunguo wa siri|neno la siri)\s+(lako|yako|wako|lenu|yenu)?\s*(ni nini|ni lipi|ni gani)|\b(niambie|nipe|fichua|onyesha|andika)\s+(nenosiri|ufunguo wa siri|neno la siri)`)},
+	// A switch into a mode where the rules do not hold, announced to the
+	// reader: "you are now in developer mode", "SYSTEM MODE: enabled",
+	// "activa el modo desarrollador". Documentation that tells a person to
+	// enable debug mode names no "you are now" and no unlocked state.
+	{InjectionRoleClaim, []string{"developer mode", "debug mode", "debugging mode", "admin mode", "administrator mode", "god mode", "system mode",
+		"sudo mode", "root mode", "superuser mode", "unrestricted mode", "unlocked mode", "maintenance mode", "diagnostic mode",
+		"dev mode", "test mode", "desarrollador", "développeur", "sviluppatore", "desenvolvedor", "pengembang", "modo ", "mode ",
+		"modalità", "modus", "режим", "modu", "وضع", "मोड", "মোড", "模式", "モード", "모드", "chế độ", "โหมด"},
+		regexp.MustCompile(`\b(you are|you're|you have been|you've been|you have|you've|we are|we're)\s+(now\s+)?(in|into|entered|switched (in)?to|put (in|into)|placed in)\s+(the\s+)?(developer|debug|debugging|admin|administrator|god|maintenance|system|sudo|root|unrestricted|unlocked|superuser|diagnostic|dev|test)\s+mode\b|\b(developer|admin|administrator|god|sudo|root|unrestricted|superuser|system)\s+mode\s*(:|is|has been)?\s*(now\s+)?((activated|enabled|engaged|unlocked)\b|on\s*([.!,;:]|$))|(?:^|[^\p{L}])(estás|está|estas|esta|tu es|vous êtes|vous etes|sei|è|você está|voce esta|estás|kamu|anda)\s+(ahora\s+|maintenant\s+|ora\s+|adesso\s+|agora\s+|sekarang\s+)?(en|in|no|em|dalam)\s+(el\s+|la\s+)?(modo|mode|modalità)\s+(de\s+)?(desarrollador|depuración|administrador|sistema|dios|développeur|débogage|administrateur|système|dieu|sviluppatore|debug|amministratore|desenvolvedor|depuração|deus|pengembang|dewa|sistem|admin)|(?:^|[^\p{L}])(modo|mode|modus|modalità)\s+(de\s+)?(desarrollador|administrador|sistema|dios|développeur|administrateur|système|dieu|sviluppatore|amministratore|desenvolvedor|deus|pengembang|dewa|sistem)\s*(:|está|est|è|é|ist|adalah)?\s*(ahora\s+|maintenant\s+|ora\s+|agora\s+|sekarang\s+)?(activado|activo|activé|activée|attivato|attivata|ativado|ativo|aktif|diaktifkan|habilitado|habilité|abilitato)|(du bist|sie sind|ihr seid)\s+(jetzt|nun)\s+im\s+(entwicklermodus|debug-modus|debugmodus|administratormodus|adminmodus|systemmodus|wartungsmodus|gottmodus|gott-modus)|(entwicklermodus|administratormodus|adminmodus|systemmodus|gottmodus|gott-modus)\s*(:|ist)?\s*(jetzt\s+|nun\s+)?(aktiviert|aktiv|eingeschaltet)|(режим|режиме)\s+(разработчика|администратора|системы|бога|суперпользователя)\s*(:|—|-)?\s*(теперь\s+)?(активирован|включ[её]н)|(вы|ты)\s+(теперь|сейчас)\s+в\s+режиме\s+(разработчика|отладки|администратора|бога)|(geliştirici|yönetici|sistem|tanrı|yetkili)\s+modu\s*(:|şimdi)?\s*(etkinleştirildi|etkin|aktif|açık|devrede)|(geliştirici|hata ayıklama|yönetici|sistem|tanrı)\s+modundasınız|وضع\s+(المطور|المسؤول|النظام|الإله|المشرف)\s*(:)?\s*(الآن\s+)?(مفعل|مفعّل|نشط|قيد التشغيل)|(أنت|انت)\s+(الآن\s+)?في\s+وضع\s+(المطور|التصحيح|المسؤول|النظام|الإله)|(डेवलपर|व्यवस्थापक|सिस्टम|एडमिन)\s+मोड\s*(:|अब)?\s*(सक्रिय|चालू|सक्षम)|(आप|तुम)\s+(अब\s+)?(डेवलपर|डिबग|व्यवस्थापक|सिस्टम|एडमिन)\s+मोड\s+में|(ডেভেলপার|অ্যাডমিন|সিস্টেম|প্রশাসক)\s+মোড\s*(:|এখন)?\s*(সক্রিয়|চালু|সক্ষম)|(আপনি|তুমি)\s+(এখন\s+)?(ডেভেলপার|ডিবাগ|অ্যাডমিন|সিস্টেম)\s+মোডে|(开发者|开发人员|管理员|系统|上帝|開發者|管理員|系統)模式(已)?(启用|开启|激活|啟用|開啟|啟動)|(你|您)(现在|現在)?(处于|處於|在|进入了|進入了)(开发者|开发人员|调试|管理员|系统|上帝|開發者|調試|管理員|系統)模式|(開発者|管理者|システム|ゴッド)モード(が|を|に)?(有効|オン|起動|移行|入り|切り替)|(あなたは|君は)(今|現在)?(、)?(開発者|デバッグ|管理者|システム|ゴッド)モード|(개발자|관리자|시스템)\s*모드(가|를|로)?\s*(활성화|켜|전환|진입)|(당신은|너는)\s*(이제|지금)?\s*(개발자|디버그|관리자|시스템)\s*모드|chế độ\s+(nhà phát triển|quản trị( viên)?|hệ thống)\s*(:|đã|hiện)?\s*(được\s+)?(kích hoạt|bật)|(bạn|anh)\s+(hiện\s+)?(đang\s+)?(ở|trong)\s+chế độ\s+(nhà phát triển|gỡ lỗi|quản trị|hệ thống)|โหมด(นักพัฒนา|ผู้ดูแลระบบ|ผู้ดูแล|ระบบ)\s*(:)?\s*(ถูก)?(เปิดใช้งาน|เปิดใช้|เปิด)|คุณ(กำลัง)?(อยู่ใน|เข้าสู่)โหมด(นักพัฒนา|ดีบัก|ผู้ดูแล|ระบบ)`)},
+}
+
+// secretNegators, just before an ask, turn it into advice: "never share
+// your password", "no compartas tu contraseña", "不要告诉…". "और" and
+// "এবং" (and) before a Hindi or Bengali secret make it one item of a list
+// of personal data asked for ("your account and password"), a harmful
+// request like its English version, which the English rule does not take.
+var secretNegators = []string{"और", "এবং", "never", "not", "n't", "don't", "dont", "no", "nunca", "jamais", "ne", "nie", "nicht", "niemals",
+	"keine", "mai", "non", "não", "nao", "не", "никогда", "ніколи", "asla", "لا", "هرگز", "אל", "לעולם", "नहीं", "कभी", "न",
+	"không", "đừng", "jangan", "tidak", "huwag", "usi", "kamwe"}
+
+// secretAfterBlockers, right after an ask, make it reported or refused:
+// "비밀번호를 알려달라는 요청" (a request to tell the password),
+// "パスワードを教えないで" (don't tell the password).
+var secretAfterBlockers = []string{"달라는", "달라고", "주지 마", "지 마", "지 말", "주면 안", "면 안", "서는 안", "ないで", "ないよう", "てはいけ", "てはなら", "ません"}
+
+// secretNeeds are the rules' needs as fold writes them (Cyrillic
+// look-alikes in Latin letters): the phrase automaton finds them, under
+// the ruleSecret bit they share with the credential-move check, so text
+// is scanned once for both.
+var secretNeeds = func() [][]string {
+	out := make([][]string, len(secretRules))
+	for i, r := range secretRules {
+		for _, n := range r.need {
+			folded, _, _ := fold(n)
+			out[i] = append(out[i], folded)
+		}
+	}
+	return out
+}()
+
+func init() {
+	if len(secretRules) > 64 {
+		panic("classifier: more secret rules than the rule mask holds")
+	}
+}
+
+// secretAsks runs secretRules on raw, whose folding is folded. The rules
+// read the lower-cased raw text (folded itself when raw is ASCII).
+func secretAsks(f *findings, folded, raw string) {
+	text := ""
+	for i, r := range secretRules {
+		if f.seen&kindBits[r.kind] != 0 || !containsAny(folded, secretNeeds[i]) {
+			continue
+		}
+		if text == "" {
+			text = folded
+			if hasNonASCII(raw) {
+				text = strings.ToLower(raw)
+			}
+		}
+		for _, m := range r.re.FindAllStringIndex(text, 4) {
+			if !secretNegated(text[:m[0]], text[m[1]:]) {
+				f.add(r.kind, text[m[0]:m[1]])
+				break
+			}
+		}
+	}
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretNegated reports an ask with a negator among the two words before
+// it, or a reported or negative ending after it.
+func secretNegated(before, after string) bool {
+	for _, b := range secretAfterBlockers {
+		if strings.HasPrefix(strings.TrimLeft(after, " "), b) {
+			return true
+		}
+	}
+	before = strings.TrimRightFunc(before, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) && r != '\'' && r != '’' })
+	for range 2 {
+		i := strings.LastIndexFunc(before, func(r rune) bool { return unicode.IsSpace(r) || r == ',' || r == '(' })
+		w := before[i+1:]
+		if i < 0 {
+			w = before
+		}
+		w = strings.ReplaceAll(w, "’", "'")
+		for _, n := range secretNegators {
+			if w == n || strings.HasSuffix(w, n) && n == "n't" {
+				return true
+			}
+		}
+		// CJK verbs take the negator glued before them.
+		if r, _ := utf8.DecodeLastRuneInString(before); r >= 0x3000 {
+			for _, n := range []string{"不要", "别", "別", "請勿", "请勿", "切勿", "不能", "不可"} {
+				if strings.HasSuffix(before, n) {
+					return true
+				}
+			}
+			return false
+		}
+		if i < 0 {
+			return false
+		}
+		before = strings.TrimRight(before[:i], " ")
+	}
+	return false
+}
