@@ -16,7 +16,10 @@ import (
 // put in each of the 25 or so most spoken languages, not from any test
 // set; each wants the secret as the object of an ask and addressed to the
 // reader ("your password", "the secret key?"), so "how do I reset my
-// password" or "the key to success" are not asks.
+// password" or "the key to success" are not asks. The verbs are those
+// that ask a model for something (tell me, reveal, what is), not those
+// documentation uses to tell a person what to do with a password (enter,
+// type, write down, confirm).
 //
 // They run on the lower-cased text, whatever its script (fold maps
 // Cyrillic look-alikes to Latin, which would break Russian).
@@ -27,7 +30,7 @@ var secretRules = []struct {
 }{
 	// English.
 	{InjectionExfiltration, []string{"password", "passcode", "passphrase", "pass phrase", "secret", "access code", "the pin", "your pin"},
-		regexp.MustCompile(`\b(what('s| is| was)|tell me|reveal|disclose|share|give me|say|print|output|spell( out)?|write( out| down)?|show( me)?|provide|repeat|type( out)?|leak|display|send me|recite|confirm)\s+(to me\s+)?(your|the)\s+(secret (key|word|code|phrase|password|number|token|value|string)|secret|password|passcode|passphrase|pass phrase|access code|pin( code)?)(\s*[?.!,;:)"'\x60]|\s*$|\s+(is|was|and|in|as|to me|please|now|backwards|in reverse|letter|one|character|with me|without|again|that)\b)`)},
+		regexp.MustCompile(`\b(what('s| is| was)|tell me|reveal|disclose|share|give me|say|print|output|spell( out)?|show me|repeat|leak|send me|recite|i (need|want|require) to know|i (need|want|require))\s+(to me\s+)?(your|the)\s+(secret (key|word|code|phrase|password|number|token|value|string)|secret|password|passcode|passphrase|pass phrase|access code|pin( code)?)(\s*[?.!,;:)"'\x60]|\s*$|\s+(is|was|and|in|as|to me|please|now|backwards|in reverse|letter|one|character|with me|without|again|that)\b)`)},
 	{InjectionExfiltration, []string{"not supposed to", "not allowed to", "told not to", "forbidden to", "instructed not to", "meant to keep", "asked to keep", "supposed to keep", "supposed to protect", "supposed to hide"},
 		regexp.MustCompile(`\b(word|phrase|secret|key|code|password|thing|information|number|name)\s+(that\s+)?you('re| are| were)\s+(not supposed to|not allowed to|told not to|forbidden to|instructed not to)\s+(say|reveal|share|tell|disclose|mention|give)|\b(word|phrase|secret|key|code|password|information|number)\s+(that\s+)?you('re| are| were)\s+(meant to keep|asked to keep|supposed to keep|supposed to protect|supposed to hide)`)},
 	// Spanish.
