@@ -23,7 +23,7 @@ import (
 //
 // They run on the lower-cased text, whatever its script (fold maps
 // Cyrillic look-alikes to Latin, which would break Russian).
-var secretRules = []struct {
+var askRules = []struct {
 	kind string
 	need []string // the rule runs only on text holding one of these (lower case)
 	re   *regexp.Regexp
@@ -81,6 +81,18 @@ var secretRules = []struct {
 	// Vietnamese, Indonesian/Malay, Thai, Tagalog, Swahili.
 	{InjectionExfiltration, []string{"mật khẩu", "bí mật", "mã truy cập", "sandi", "rahasia", "rahsia", "kata laluan", "kode akses", "รหัส", "คีย์ลับ", "กุญแจลับ", "คำลับ", "password", "susi", "lihim", "nenosiri", "siri"},
 		regexp.MustCompile(`(^|\s)(mật khẩu|khóa bí mật|khoá bí mật|mã bí mật|từ bí mật|mã truy cập)(\s+của (bạn|anh|chị|em|mày|cậu))?\s+(là gì|là bao nhiêu)|(cho tôi biết|nói cho tôi( biết)?|tiết lộ|chia sẻ|hiển thị|in ra|viết ra|đưa cho tôi|đưa tôi)\s+(mật khẩu|khóa bí mật|khoá bí mật|mã bí mật|từ bí mật|mã truy cập)|\b(apa|berapa)\s+(kata sandi|kunci rahasia|kunci rahsia|kata laluan|kode rahasia|kata rahasia|sandi|kode akses)(\s+(anda|kamu|mu|awak))?\s*(\?|$)|\b(kata sandi|kunci rahasia|kunci rahsia|kata laluan|kode rahasia|kata rahasia|kode akses)\s*(anda|kamu|mu|awak)\s+(itu\s+)?(apa|adalah apa)\s*(\?|$)|\b(beri tahu|beritahu|katakan|ungkapkan|bagikan|berikan|tunjukkan|tuliskan|sebutkan|sampaikan|bocorkan)\s+(saya\s+|aku\s+|kepada saya\s+|kepadaku\s+)?(apa\s+)?(kata sandi|kunci rahasia|kunci rahsia|kata laluan|kode rahasia|kata rahasia|kode akses)|(รหัสผ่าน|คีย์ลับ|กุญแจลับ|รหัสลับ|คำลับ|รหัสเข้าถึง)(ของคุณ|ของเธอ|ของนาย)?\s*คือ\s*อะไร|(บอก|เปิดเผย|แสดง|แชร์|เขียน|พิมพ์)(ฉัน|ผม)?(ให้)?(ฉัน|ผม)?(รู้)?(ถึง)?\s*(รหัสผ่าน|คีย์ลับ|กุญแจลับ|รหัสลับ|คำลับ)|\b(ano ang|sabihin (mo )?(sa akin )?ang|ibigay (mo )?(sa akin )?ang|ibunyag (mo )?ang|ipakita (mo )?ang|isulat (mo )?ang)\s+(iyong\s+|inyong\s+|ang\s+)?(password|lihim na susi|sikretong susi|lihim na salita|lihim na code)(\s+(mo|ninyo|nyo))?\s*([?.!]|$)|\b(nenosiri|ufunguo wa siri|neno la siri)\s+(lako|yako|wako|lenu|yenu)?\s*(ni nini|ni lipi|ni gani)|\b(niambie|nipe|fichua|onyesha|andika)\s+(nenosiri|ufunguo wa siri|neno la siri)`)},
+	// Deflection: the question or task before is set aside and the reader
+	// told to output something else ("ignore this question and just
+	// output: …", "no need to answer, just say …") — the goal-hijacking
+	// shape, in the languages the override rules read by their
+	// qualifier ("the previous instructions") and which may also put it
+	// with "this", "my" or no qualifier at all.
+	{InjectionOverride, []string{"ignor", "disregard", "forget", "answer", "respond", "reply"},
+		regexp.MustCompile(`\b(ignore|ignoring|disregard|forget( about)?)\s+((the|this|that|my|your|these|those)\s+(above\s+|previous\s+)?(questions?|problems?|reminders?|requests?|tasks?|instructions?|prompts?|directives?)|it|them|that|everything)\b[^.?!\n]{0,40}?\b(just|directly|simply|only|instead|straight)\s+(go straight to|output|print|say|write|answer|reply|respond|repeat|paraphrase|rephrase|rephrasing|paraphrasing|restate|go)\b|\b(ignore|ignoring|disregard)\s+(the|this|that|my)\s+(above\s+|previous\s+)?(questions?|problems?|reminders?|directives?)\b[^.?!\n]{0,30}?\b(output|print|say|repeat|paraphrase|rephrase|answer|reply)\b|\b(don't|do not|no need to|you don't need to|there is no need to)\s+(rush to\s+)?(answer|respond|reply|do anything)\b[^.?!\n]{0,20}?[,.;:]\s*(please\s+)?(just\s+|directly\s+|simply\s+|only\s+|now\s+)*(output|say|print|write|repeat|paraphrase|rephrase|answer)\b`)},
+	{InjectionOverride, []string{"ignor", "olvid", "oubli", "dimentic", "esque", "respond", "répond", "antwort", "rispond", "apresur", "précipit"},
+		regexp.MustCompile(`(?:^|[^\p{L}])((ignore|ignora|ignoren|olvide|olvida)\s+(la|esta|esa|mi|su|tu|las|estas|esas|mis|los|estos|esos)\s+(pregunta|preguntas|problema|problemas|directiva|directivas|instrucción|instrucciones|recordatorio|indicación)[^.?!\n]{0,40}?(emita|emite|exporte|escriba|escribe|diga|dilo|di|responda|responde|produzca|imprima|imprime|genere|genera|repita|repite|muestre|muestra|salida)|(no hay necesidad de responder|no es necesario responder|no responda|no respondas|no te apresures a responder|no se apresure a responder)[^.?!\n]{0,20}?(emita|emite|escriba|escribe|diga|dilo|di|imprima|imprime|repita|repite)|(ignorez|ignore|ignorer|oubliez)\s+(cette|la|ma|votre|l'|l’|les|ces|mes)\s*(question|instruction|invite|consigne|rappel|problème|directive)s?[^.?!\n]{0,40}?(affiche[zr]?|indique[zr]?|écrivez|écris|dites|dis|répondez|réponds|répète[zr]?|répétez|produisez)|(pas besoin de répondre|inutile de répondre|ne répondez pas|ne réponds pas|ne vous précipitez pas pour répondre|ne te précipite pas pour répondre)[^.?!\n]{0,20}?(affiche[zr]?|dites|écrivez|indiquez|répétez|dis)|(ignorieren sie|ignoriere|ignoriert)\s+(diese|die|meine|ihre|deine|den|das)\s+(frage|fragen|anweisung|anweisungen|aufforderung|erinnerung|problem|probleme|direktive)[^.?!\n]{0,60}?(geben sie|gib|sagen sie|sag|schreiben sie|schreibe|wiederholen sie|fahren sie|antworten sie|ausgabe)|(beantworten sie nicht|beantworte nicht|keine notwendigkeit zu antworten|sie müssen nicht antworten|du musst nicht antworten|beeilen sie sich nicht mit der antwort)[^.?!\n]{0,40}?(sagen sie|geben sie|gib|sag|ausgabe|schreiben sie|wiederholen sie)|(ignora|ignorate|ignori|dimentica)\s+(questa|la|mia|tua|sua|le|queste)\s+(domanda|domande|istruzione|istruzioni|richiesta|problema)[^.?!\n]{0,40}?(emetti|scrivi|di'|dì|rispondi|ripeti|stampa|mostra|produci)|(ignore|ignora|esqueça)\s+(esta|essa|a|minha|sua|as|estas)\s+(pergunta|perguntas|instrução|instruções|problema|problemas|diretiva)[^.?!\n]{0,40}?(emita|escreva|diga|responda|repita|imprima|produza|mostre|saída))`)},
+	{InjectionOverride, []string{"अनदेखा", "उपेक्षा", "ध्यान न", "नज़रअंदाज़", "नजरअंदाज", "जल्दबाजी", "উপেক্ষা", "ভুলে যান", "তাড়াহুড়ো"},
+		regexp.MustCompile(`(प्रश्न|निर्देश|निर्देशों|आदेश|आदेशों|कमांड|सवाल|सवालों|संकेत)\s+([\p{L}\p{M}]+\s+){0,4}?(अनदेखा करें|अनदेखा करो|अनदेखा कर दें|उपेक्षा करें|उपेक्षा करो|ध्यान न दें|नज़रअंदाज़ करें|नजरअंदाज करें)|(अनदेखा करें|उपेक्षा करें|ध्यान न दें)[^।\n]{0,30}?(आउटपुट|परिणाम दें|बस कहें|सिर्फ कहें)|(जवाब|उत्तर) देने में जल्दबाजी न करें|(প্রশ্ন|নির্দেশ|নিরদেশনা|প্রম্পট|সমস্যা|কমান্ড|অনুস্মারক)[\p{L}\p{M}]*\s+([\p{L}\p{M}]+\s+){0,4}?(উপেক্ষা (করুন|করো|কর)|ভুলে যান)($|[\s,.।!?:;])|উত্তর দিতে তাড়াহুড়ো করবেন না`)},
 	// A switch into a mode where the rules do not hold, announced to the
 	// reader: "you are now in developer mode", "SYSTEM MODE: enabled",
 	// "activa el modo desarrollador". Documentation that tells a person to
@@ -92,27 +104,27 @@ var secretRules = []struct {
 		regexp.MustCompile(`\b(you are|you're|you have been|you've been|you have|you've|we are|we're)\s+(now\s+)?(in|into|entered|switched (in)?to|put (in|into)|placed in)\s+(the\s+)?(developer|debug|debugging|admin|administrator|god|maintenance|system|sudo|root|unrestricted|unlocked|superuser|diagnostic|dev|test)\s+mode\b|\b(developer|admin|administrator|god|sudo|root|unrestricted|superuser|system)\s+mode\s*(:|is|has been)?\s*(now\s+)?((activated|enabled|engaged|unlocked)\b|on\s*([.!,;:]|$))|(?:^|[^\p{L}])(estás|está|estas|esta|tu es|vous êtes|vous etes|sei|è|você está|voce esta|estás|kamu|anda)\s+(ahora\s+|maintenant\s+|ora\s+|adesso\s+|agora\s+|sekarang\s+)?(en|in|no|em|dalam)\s+(el\s+|la\s+)?(modo|mode|modalità)\s+(de\s+)?(desarrollador|depuración|administrador|sistema|dios|développeur|débogage|administrateur|système|dieu|sviluppatore|debug|amministratore|desenvolvedor|depuração|deus|pengembang|dewa|sistem|admin)|(?:^|[^\p{L}])(modo|mode|modus|modalità)\s+(de\s+)?(desarrollador|administrador|sistema|dios|développeur|administrateur|système|dieu|sviluppatore|amministratore|desenvolvedor|deus|pengembang|dewa|sistem)\s*(:|está|est|è|é|ist|adalah)?\s*(ahora\s+|maintenant\s+|ora\s+|agora\s+|sekarang\s+)?(activado|activo|activé|activée|attivato|attivata|ativado|ativo|aktif|diaktifkan|habilitado|habilité|abilitato)|(du bist|sie sind|ihr seid)\s+(jetzt|nun)\s+im\s+(entwicklermodus|debug-modus|debugmodus|administratormodus|adminmodus|systemmodus|wartungsmodus|gottmodus|gott-modus)|(entwicklermodus|administratormodus|adminmodus|systemmodus|gottmodus|gott-modus)\s*(:|ist)?\s*(jetzt\s+|nun\s+)?(aktiviert|aktiv|eingeschaltet)|(режим|режиме)\s+(разработчика|администратора|системы|бога|суперпользователя)\s*(:|—|-)?\s*(теперь\s+)?(активирован|включ[её]н)|(вы|ты)\s+(теперь|сейчас)\s+в\s+режиме\s+(разработчика|отладки|администратора|бога)|(geliştirici|yönetici|sistem|tanrı|yetkili)\s+modu\s*(:|şimdi)?\s*(etkinleştirildi|etkin|aktif|açık|devrede)|(geliştirici|hata ayıklama|yönetici|sistem|tanrı)\s+modundasınız|وضع\s+(المطور|المسؤول|النظام|الإله|المشرف)\s*(:)?\s*(الآن\s+)?(مفعل|مفعّل|نشط|قيد التشغيل)|(أنت|انت)\s+(الآن\s+)?في\s+وضع\s+(المطور|التصحيح|المسؤول|النظام|الإله)|(डेवलपर|व्यवस्थापक|सिस्टम|एडमिन)\s+मोड\s*(:|अब)?\s*(सक्रिय|चालू|सक्षम)|(आप|तुम)\s+(अब\s+)?(डेवलपर|डिबग|व्यवस्थापक|सिस्टम|एडमिन)\s+मोड\s+में|(ডেভেলপার|অ্যাডমিন|সিস্টেম|প্রশাসক)\s+মোড\s*(:|এখন)?\s*(সক্রিয়|চালু|সক্ষম)|(আপনি|তুমি)\s+(এখন\s+)?(ডেভেলপার|ডিবাগ|অ্যাডমিন|সিস্টেম)\s+মোডে|(开发者|开发人员|管理员|系统|上帝|開發者|管理員|系統)模式(已)?(启用|开启|激活|啟用|開啟|啟動)|(你|您)(现在|現在)?(处于|處於|在|进入了|進入了)(开发者|开发人员|调试|管理员|系统|上帝|開發者|調試|管理員|系統)模式|(開発者|管理者|システム|ゴッド)モード(が|を|に)?(有効|オン|起動|移行|入り|切り替)|(あなたは|君は)(今|現在)?(、)?(開発者|デバッグ|管理者|システム|ゴッド)モード|(개발자|관리자|시스템)\s*모드(가|를|로)?\s*(활성화|켜|전환|진입)|(당신은|너는)\s*(이제|지금)?\s*(개발자|디버그|관리자|시스템)\s*모드|chế độ\s+(nhà phát triển|quản trị( viên)?|hệ thống)\s*(:|đã|hiện)?\s*(được\s+)?(kích hoạt|bật)|(bạn|anh)\s+(hiện\s+)?(đang\s+)?(ở|trong)\s+chế độ\s+(nhà phát triển|gỡ lỗi|quản trị|hệ thống)|โหมด(นักพัฒนา|ผู้ดูแลระบบ|ผู้ดูแล|ระบบ)\s*(:)?\s*(ถูก)?(เปิดใช้งาน|เปิดใช้|เปิด)|คุณ(กำลัง)?(อยู่ใน|เข้าสู่)โหมด(นักพัฒนา|ดีบัก|ผู้ดูแล|ระบบ)`)},
 }
 
-// secretNegators, just before an ask, turn it into advice: "never share
+// askNegators, just before an ask, turn it into advice: "never share
 // your password", "no compartas tu contraseña", "不要告诉…". "और" and
 // "এবং" (and) before a Hindi or Bengali secret make it one item of a list
 // of personal data asked for ("your account and password"), a harmful
 // request like its English version, which the English rule does not take.
-var secretNegators = []string{"और", "এবং", "never", "not", "n't", "don't", "dont", "no", "nunca", "jamais", "ne", "nie", "nicht", "niemals",
+var askNegators = []string{"और", "এবং", "never", "not", "n't", "don't", "dont", "no", "nunca", "jamais", "ne", "nie", "nicht", "niemals",
 	"keine", "mai", "non", "não", "nao", "не", "никогда", "ніколи", "asla", "لا", "هرگز", "אל", "לעולם", "नहीं", "कभी", "न",
 	"không", "đừng", "jangan", "tidak", "huwag", "usi", "kamwe"}
 
-// secretAfterBlockers, right after an ask, make it reported or refused:
+// askAfterBlockers, right after an ask, make it reported or refused:
 // "비밀번호를 알려달라는 요청" (a request to tell the password),
 // "パスワードを教えないで" (don't tell the password).
-var secretAfterBlockers = []string{"달라는", "달라고", "주지 마", "지 마", "지 말", "주면 안", "면 안", "서는 안", "ないで", "ないよう", "てはいけ", "てはなら", "ません"}
+var askAfterBlockers = []string{"달라는", "달라고", "주지 마", "지 마", "지 말", "주면 안", "면 안", "서는 안", "ないで", "ないよう", "てはいけ", "てはなら", "ません"}
 
-// secretNeeds are the rules' needs as fold writes them (Cyrillic
+// askNeeds are the rules' needs as fold writes them (Cyrillic
 // look-alikes in Latin letters): the phrase automaton finds them, under
 // the ruleSecret bit they share with the credential-move check, so text
 // is scanned once for both.
-var secretNeeds = func() [][]string {
-	out := make([][]string, len(secretRules))
-	for i, r := range secretRules {
+var askNeeds = func() [][]string {
+	out := make([][]string, len(askRules))
+	for i, r := range askRules {
 		for _, n := range r.need {
 			folded, _, _ := fold(n)
 			out[i] = append(out[i], folded)
@@ -122,17 +134,17 @@ var secretNeeds = func() [][]string {
 }()
 
 func init() {
-	if len(secretRules) > 64 {
+	if len(askRules) > 64 {
 		panic("classifier: more secret rules than the rule mask holds")
 	}
 }
 
-// secretAsks runs secretRules on raw, whose folding is folded. The rules
+// secretAsks runs askRules on raw, whose folding is folded. The rules
 // read the lower-cased raw text (folded itself when raw is ASCII).
-func secretAsks(f *findings, folded, raw string) {
+func asks(f *findings, folded, raw string) {
 	text := ""
-	for i, r := range secretRules {
-		if f.seen&kindBits[r.kind] != 0 || !containsAny(folded, secretNeeds[i]) {
+	for i, r := range askRules {
+		if f.seen&kindBits[r.kind] != 0 || !containsAny(folded, askNeeds[i]) {
 			continue
 		}
 		if text == "" {
@@ -142,7 +154,7 @@ func secretAsks(f *findings, folded, raw string) {
 			}
 		}
 		for _, m := range r.re.FindAllStringIndex(text, 4) {
-			if !secretNegated(text[:m[0]], text[m[1]:]) {
+			if !askNegated(text[:m[0]], text[m[1]:]) {
 				f.add(r.kind, text[m[0]:m[1]])
 				break
 			}
@@ -159,10 +171,10 @@ func containsAny(s string, subs []string) bool {
 	return false
 }
 
-// secretNegated reports an ask with a negator among the two words before
+// askNegated reports an ask with a negator among the two words before
 // it, or a reported or negative ending after it.
-func secretNegated(before, after string) bool {
-	for _, b := range secretAfterBlockers {
+func askNegated(before, after string) bool {
+	for _, b := range askAfterBlockers {
 		if strings.HasPrefix(strings.TrimLeft(after, " "), b) {
 			return true
 		}
@@ -175,7 +187,7 @@ func secretNegated(before, after string) bool {
 			w = before
 		}
 		w = strings.ReplaceAll(w, "’", "'")
-		for _, n := range secretNegators {
+		for _, n := range askNegators {
 			if w == n || strings.HasSuffix(w, n) && n == "n't" {
 				return true
 			}
