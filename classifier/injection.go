@@ -618,7 +618,9 @@ func phrases(f *findings, folded, raw string) {
 	if active&(1<<ruleSecret) != 0 {
 		asks(f, folded, raw)
 	}
-	if f.seen&kindBits[InjectionExfiltration] == 0 && active&(1<<ruleSecret) != 0 {
+	// The ruleSecret bit stands for the asks' needs too: a text may hold
+	// those and no credential place.
+	if f.seen&kindBits[InjectionExfiltration] == 0 && active&(1<<ruleSecret) != 0 && containsAny(folded, secretPlaces) {
 		// The verb must be near the credential (a sentence or two): a
 		// README that mentions credentials in one section and "include
 		// the file" in another is no instruction to ship them.

@@ -1,7 +1,9 @@
 package classifier
 
 import (
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -50,8 +52,10 @@ var askRules = []struct {
 	{InjectionExfiltration, []string{"senha", "chave", "palavra-passe", "palavra passe", "segred", "código de acesso"},
 		regexp.MustCompile(`(?:^|[^\p{L}])(qual é|qual e|diga|diga-me|me diga|diz-me|revele|revela|me dê|dê-me|me de|compartilhe|partilhe|escreva|mostre|mostre-me|imprima|repita|forneça|informe|conte-me|me conte)\s+(a sua|o seu|sua|seu|a tua|o teu|tua|teu|a|o)\s+(senha|chave secreta|chave|palavra-passe|palavra passe|código secreto|codigo secreto|palavra secreta|segredo|código de acesso)(\s*[?.!,;:)"']|\s*$|\s+(é|e|por favor|agora|ao contrário|letra)\b)`)},
 	// Dutch and Polish.
-	{InjectionExfiltration, []string{"wachtwoord", "sleutel", "geheim", "hasło", "hasla", "klucz", "sekret"},
-		regexp.MustCompile(`\b(wat is|vertel me|geef me|onthul|deel|toon|schrijf)\s+(je|jouw|uw|het|de)\s+(wachtwoord|geheime sleutel|geheime code|geheime woord|geheim)(\s*[?.!,;:)"']|\s*$|\s+(is|en|alsjeblieft|nu)\b)|(?:^|[^\p{L}])(jakie jest|jaki jest|podaj|powiedz|zdradź|ujawnij|pokaż|napisz)\s+(mi\s+)?(twoje|twój|swoje|swój)?\s*(hasło|tajny klucz|sekretny klucz|tajny kod|tajne hasło|sekret)(\s*[?.!,;:)"']|\s*$|\s+(i|teraz|proszę)\s)`)},
+	{InjectionExfiltration, []string{"wachtwoord", "sleutel", "geheim"},
+		regexp.MustCompile(`\b(wat is|vertel me|geef me|onthul|deel|toon|schrijf)\s+(je|jouw|uw|het|de)\s+(wachtwoord|geheime sleutel|geheime code|geheime woord|geheim)(\s*[?.!,;:)"']|\s*$|\s+(is|en|alsjeblieft|nu)\b)`)},
+	{InjectionExfiltration, []string{"hasło", "klucz", "sekret"},
+		regexp.MustCompile(`(?:^|[^\p{L}])(jakie jest|jaki jest|podaj|powiedz|zdradź|ujawnij|pokaż|napisz)\s+(mi\s+)?(twoje|twój|swoje|swój)?\s*(hasło|tajny klucz|sekretny klucz|tajny kod|tajne hasło|sekret)(\s*[?.!,;:)"']|\s*$|\s+(i|teraz|proszę)\s)`)},
 	// Russian and Ukrainian.
 	{InjectionExfiltration, []string{"пароль", "ключ", "секрет", "код доступа", "таємн"},
 		regexp.MustCompile(`(?:^|[^\p{L}])(какой|каков|какое|назови|назовите|скажи|скажите|раскрой|раскройте|дай|дайте|покажи|покажите|напиши|напишите|выведи|выведите|сообщи|сообщите|поделись|поделитесь|повтори|повторите|який|яке|назвіть|скажіть|розкрий|розкрийте|дайте|покажіть|напишіть|повідом|повідомте)\s+(мне\s+|мені\s+)?(у (тебя|вас)\s+)?(твой|ваш|свой|твоё|твое|ваше|твій|свій)?\s*(пароль|секретный ключ|секретное слово|секретный код|код доступа|секрет|секретний ключ|секретне слово|таємний ключ|таємне слово)(\s*[?.!,;:)"'»]|\s*$|\s+(и|і|пожалуйста|будь ласка|сейчас|зараз)\s)`)},
@@ -61,14 +65,18 @@ var askRules = []struct {
 	{InjectionExfiltration, []string{"şifre", "parola", "gizli anahtar", "gizli kelime", "gizli kod", "erişim kod"},
 		regexp.MustCompile(`(^|\s)(şifren|şifreniz|parolan|parolanız|gizli anahtarın|gizli anahtarınız|gizli kelimen|gizli kelimeniz|gizli kodun|gizli kodunuz|erişim kodun|erişim kodunuz)\s+(nedir|ne\?|nelerdir)|(^|\s)(şifreyi|şifreni|şifrenizi|parolayı|parolanı|parolanızı|gizli anahtarı|gizli anahtarını|gizli anahtarınızı|gizli kelimeyi|gizli kelimenizi|gizli kodu|gizli kodunuzu|erişim kodunu)\s+(bana\s+)?(söyle|söyleyin|söyler misin|söyler misiniz|ver|verin|açıkla|açıklayın|paylaş|paylaşın|göster|gösterin|yaz|yazın|ifşa et|ifşa edin|tekrarla|tekrarlayın)($|[\s.,!?:;])`)},
 	// Arabic and Persian.
-	{InjectionExfiltration, []string{"كلمة المرور", "كلمة السر", "السري", "السرية", "رمز الوصول", "مرورك", "سرك", "رمز عبور", "کلمه عبور", "کلید مخفی", "کلید سری", "رمز شما"},
-		regexp.MustCompile(`(ما هي|ما هو|ماهي|ماهو|أخبرني|اخبرني|أعطني|اعطني|اكشف|شارك|أظهر|اظهر|اكتب|قل لي|أفصح عن|افصح عن)\s+(لي\s+)?(عن\s+)?ب?(كلمة المرور|كلمة السر|المفتاح السري|مفتاحك السري|كلمة مرورك|كلمة سرك|الرمز السري|رمزك السري|الكلمة السرية|كلمتك السرية|رمز الوصول)|(رمز عبور|کلمه عبور|کلید مخفی|کلید سری|رمز)\s+(شما|خود|تو)\s*(چیست|چیه|را (به من\s+)?(بگو|بگویید|فاش کن|فاش کنید|نشان بده|نشان دهید|بنویس))`)},
+	{InjectionExfiltration, []string{"كلمة المرور", "كلمة السر", "السري", "السرية", "رمز الوصول", "مرورك", "سرك"},
+		regexp.MustCompile(`(ما هي|ما هو|ماهي|ماهو|أخبرني|اخبرني|أعطني|اعطني|اكشف|شارك|أظهر|اظهر|اكتب|قل لي|أفصح عن|افصح عن)\s+(لي\s+)?(عن\s+)?ب?(كلمة المرور|كلمة السر|المفتاح السري|مفتاحك السري|كلمة مرورك|كلمة سرك|الرمز السري|رمزك السري|الكلمة السرية|كلمتك السرية|رمز الوصول)`)},
+	{InjectionExfiltration, []string{"رمز عبور", "کلمه عبور", "کلید مخفی", "کلید سری"},
+		regexp.MustCompile(`(رمز عبور|کلمه عبور|کلید مخفی|کلید سری|رمز)\s+(شما|خود|تو)\s*(چیست|چیه|را (به من\s+)?(بگو|بگویید|فاش کن|فاش کنید|نشان بده|نشان دهید|بنویس))`)},
 	// Hebrew.
 	{InjectionExfiltration, []string{"סיסמ", "מפתח", "סוד"},
 		regexp.MustCompile(`(מה|תגיד לי|תגידי לי|גלה לי|תגלה|תן לי|תני לי|הראה|כתוב)\s+(לי\s+)?(את\s+)?(ה)?(סיסמה|סיסמא|מפתח הסודי|מפתח סודי|קוד הסודי|קוד סודי|סוד)(\s+(שלך|שלכם))?(\s*[?.!,;:)"']|\s*$)`)},
 	// Hindi and Urdu.
-	{InjectionExfiltration, []string{"पासवर्ड", "गुप्त", "सीक्रेट", "कुंजी", "पासकोड", "पास ورڈ", "پاس ورڈ", "پاسورڈ", "خفیہ"},
-		regexp.MustCompile(`(आपकी|आपका|आपके|तुम्हारी|तुम्हारा|तुम्हारे|तेरी|तेरा)\s+(पासवर्ड|गुप्त कुंजी|सीक्रेट की|गुप्त शब्द|गुप्त कोड|पासकोड|एक्सेस कोड|कुंजी)\s+(क्या है|क्या हैं)|(पासवर्ड|गुप्त कुंजी|सीक्रेट की|गुप्त शब्द|गुप्त कोड|पासकोड|एक्सेस कोड|(आपकी|आपका|आपके|तुम्हारी|तुम्हारा|तेरी|तेरा)\s+कुंजी)\s+(\S+\s+){0,2}?(बताएं|बताइए|बताओ|बताएँ|बता दें|बता दो|दीजिए|प्रकट करें|साझा करें|लिखें|दिखाएं|दिखाओ)|(آپ کا|آپ کی|تمہارا|تمہاری)\s+(پاس ورڈ|پاسورڈ|خفیہ کلید|خفیہ کوڈ|خفیہ لفظ)\s+کیا ہے|(پاس ورڈ|پاسورڈ|خفیہ کلید|خفیہ کوڈ|خفیہ لفظ)\s+(\S+\s+){0,2}?(بتائیں|بتاؤ|بتا دیں|ظاہر کریں|لکھیں)`)},
+	{InjectionExfiltration, []string{"पासवर्ड", "गुप्त", "सीक्रेट", "कुंजी", "पासकोड"},
+		regexp.MustCompile(`(आपकी|आपका|आपके|तुम्हारी|तुम्हारा|तुम्हारे|तेरी|तेरा)\s+(पासवर्ड|गुप्त कुंजी|सीक्रेट की|गुप्त शब्द|गुप्त कोड|पासकोड|एक्सेस कोड|कुंजी)\s+(क्या है|क्या हैं)|(पासवर्ड|गुप्त कुंजी|सीक्रेट की|गुप्त शब्द|गुप्त कोड|पासकोड|एक्सेस कोड|(आपकी|आपका|आपके|तुम्हारी|तुम्हारा|तेरी|तेरा)\s+कुंजी)\s+(\S+\s+){0,2}?(बताएं|बताइए|बताओ|बताएँ|बता दें|बता दो|दीजिए|प्रकट करें|साझा करें|लिखें|दिखाएं|दिखाओ)`)},
+	{InjectionExfiltration, []string{"پاس ورڈ", "پاسورڈ", "خفیہ"},
+		regexp.MustCompile(`(آپ کا|آپ کی|تمہارا|تمہاری)\s+(پاس ورڈ|پاسورڈ|خفیہ کلید|خفیہ کوڈ|خفیہ لفظ)\s+کیا ہے|(پاس ورڈ|پاسورڈ|خفیہ کلید|خفیہ کوڈ|خفیہ لفظ)\s+(\S+\s+){0,2}?(بتائیں|بتاؤ|بتا دیں|ظاہر کریں|لکھیں)`)},
 	// Bengali.
 	{InjectionExfiltration, []string{"পাসওয়ার্ড", "গোপন", "সিক্রেট", "পাসকোড"},
 		regexp.MustCompile(`(আপনার|তোমার|তোর)\s+(পাসওয়ার্ড|গোপন কী|গোপন চাবি|গোপন কোড|গোপন শব্দ|সিক্রেট কী|পাসকোড)(টি|টা)?\s+(কী|কি|কোনটি)($|[\s,.।!?:;])|(পাসওয়ার্ড|গোপন কী|গোপন চাবি|গোপন কোড|গোপন শব্দ|সিক্রেট কী|পাসকোড)(টি|টা)?\s+(\S+\s+){0,2}?(বলুন|বলো|বল|দিন|দাও|প্রকাশ করুন|শেয়ার করুন|লিখুন|দেখান)($|[\s,.।!?:;])`)},
@@ -82,8 +90,16 @@ var askRules = []struct {
 	{InjectionExfiltration, []string{"비밀번호", "암호", "비밀", "시크릿", "패스워드", "접근 코드", "접근코드"},
 		regexp.MustCompile(`(비밀번호|암호|비밀 ?키|시크릿 ?키|비밀 ?코드|비밀 ?단어|접근 ?코드|패스워드)(는|은|를|을|가|이)?\s*(무엇|뭐|뭔|알려|말해|공개|보여|출력|공유|써|적어)`)},
 	// Vietnamese, Indonesian/Malay, Thai, Tagalog, Swahili.
-	{InjectionExfiltration, []string{"mật khẩu", "bí mật", "mã truy cập", "sandi", "rahasia", "rahsia", "kata laluan", "kode akses", "รหัส", "คีย์ลับ", "กุญแจลับ", "คำลับ", "password", "susi", "lihim", "nenosiri", "siri"},
-		regexp.MustCompile(`(^|\s)(mật khẩu|khóa bí mật|khoá bí mật|mã bí mật|từ bí mật|mã truy cập)\s+của (bạn|anh|chị|em|mày|cậu)\s+(là gì|là bao nhiêu)|(cho tôi biết|nói cho tôi( biết)?|tiết lộ|chia sẻ|hiển thị|in ra|viết ra|đưa cho tôi|đưa tôi)\s+(mật khẩu|khóa bí mật|khoá bí mật|mã bí mật|từ bí mật|mã truy cập)|\b(apa|berapa)\s+(kata sandi|kunci rahasia|kunci rahsia|kata laluan|kode rahasia|kata rahasia|sandi|kode akses)(\s+(anda|kamu|mu|awak))?\s*(\?|$)|\b(kata sandi|kunci rahasia|kunci rahsia|kata laluan|kode rahasia|kata rahasia|kode akses)\s*(anda|kamu|mu|awak)\s+(itu\s+)?(apa|adalah apa)\s*(\?|$)|\b(beri tahu|beritahu|katakan|ungkapkan|bagikan|berikan|tunjukkan|tuliskan|sebutkan|sampaikan|bocorkan)\s+(saya\s+|aku\s+|kepada saya\s+|kepadaku\s+)?(apa\s+)?(kata sandi|kunci rahasia|kunci rahsia|kata laluan|kode rahasia|kata rahasia|kode akses)|(รหัสผ่าน|คีย์ลับ|กุญแจลับ|รหัสลับ|คำลับ|รหัสเข้าถึง)(ของคุณ|ของเธอ|ของนาย)\s*คือ\s*อะไร|(บอก|เปิดเผย|แสดง|แชร์|เขียน|พิมพ์)(ฉัน|ผม)?(ให้)?(ฉัน|ผม)?(รู้)?(ถึง)?\s*(รหัสผ่าน|คีย์ลับ|กุญแจลับ|รหัสลับ|คำลับ)|\b(ano ang|sabihin (mo )?(sa akin )?ang|ibigay (mo )?(sa akin )?ang|ibunyag (mo )?ang|ipakita (mo )?ang|isulat (mo )?ang)\s+(iyong\s+|inyong\s+|ang\s+)?(password|lihim na susi|sikretong susi|lihim na salita|lihim na code)(\s+(mo|ninyo|nyo))?\s*([?.!]|$)|\b(nenosiri|ufunguo wa siri|neno la siri)\s+(lako|yako|wako|lenu|yenu)?\s*(ni nini|ni lipi|ni gani)|\b(niambie|nipe|fichua|onyesha|andika)\s+(nenosiri|ufunguo wa siri|neno la siri)`)},
+	{InjectionExfiltration, []string{"mật khẩu của", "bí mật của", "truy cập của", "cho tôi biết", "nói cho tôi", "tiết lộ", "chia sẻ", "hiển thị", "in ra", "viết ra", "đưa cho tôi", "đưa tôi"},
+		regexp.MustCompile(`(^|\s)(mật khẩu|khóa bí mật|khoá bí mật|mã bí mật|từ bí mật|mã truy cập)\s+của (bạn|anh|chị|em|mày|cậu)\s+(là gì|là bao nhiêu)|(cho tôi biết|nói cho tôi( biết)?|tiết lộ|chia sẻ|hiển thị|in ra|viết ra|đưa cho tôi|đưa tôi)\s+(mật khẩu|khóa bí mật|khoá bí mật|mã bí mật|từ bí mật|mã truy cập)`)},
+	{InjectionExfiltration, []string{"sandi", "rahasia", "rahsia", "kata laluan", "kode akses"},
+		regexp.MustCompile(`\b(apa|berapa)\s+(kata sandi|kunci rahasia|kunci rahsia|kata laluan|kode rahasia|kata rahasia|sandi|kode akses)(\s+(anda|kamu|mu|awak))?\s*(\?|$)|\b(kata sandi|kunci rahasia|kunci rahsia|kata laluan|kode rahasia|kata rahasia|kode akses)\s*(anda|kamu|mu|awak)\s+(itu\s+)?(apa|adalah apa)\s*(\?|$)|\b(beri tahu|beritahu|katakan|ungkapkan|bagikan|berikan|tunjukkan|tuliskan|sebutkan|sampaikan|bocorkan)\s+(saya\s+|aku\s+|kepada saya\s+|kepadaku\s+)?(apa\s+)?(kata sandi|kunci rahasia|kunci rahsia|kata laluan|kode rahasia|kata rahasia|kode akses)`)},
+	{InjectionExfiltration, []string{"รหัส", "คีย์ลับ", "กุญแจลับ", "คำลับ"},
+		regexp.MustCompile(`(รหัสผ่าน|คีย์ลับ|กุญแจลับ|รหัสลับ|คำลับ|รหัสเข้าถึง)(ของคุณ|ของเธอ|ของนาย)\s*คือ\s*อะไร|(บอก|เปิดเผย|แสดง|แชร์|เขียน|พิมพ์)(ฉัน|ผม)?(ให้)?(ฉัน|ผม)?(รู้)?(ถึง)?\s*(รหัสผ่าน|คีย์ลับ|กุญแจลับ|รหัสลับ|คำลับ)`)},
+	{InjectionExfiltration, []string{"password", "susi", "lihim"},
+		regexp.MustCompile(`\b(ano ang|sabihin (mo )?(sa akin )?ang|ibigay (mo )?(sa akin )?ang|ibunyag (mo )?ang|ipakita (mo )?ang|isulat (mo )?ang)\s+(iyong\s+|inyong\s+|ang\s+)?(password|lihim na susi|sikretong susi|lihim na salita|lihim na code)(\s+(mo|ninyo|nyo))?\s*([?.!]|$)`)},
+	{InjectionExfiltration, []string{"nenosiri", "siri"},
+		regexp.MustCompile(`\b(nenosiri|ufunguo wa siri|neno la siri)\s+(lako|yako|wako|lenu|yenu)?\s*(ni nini|ni lipi|ni gani)|\b(niambie|nipe|fichua|onyesha|andika)\s+(nenosiri|ufunguo wa siri|neno la siri)`)},
 	// Deflection: the question or task before is set aside and the reader
 	// told to output something else ("ignore this question and just
 	// output: …", "no need to answer, just say …") — the goal-hijacking
@@ -92,19 +108,61 @@ var askRules = []struct {
 	// with "this", "my" or no qualifier at all.
 	{InjectionOverride, []string{"ignor", "disregard", "forget", "answer", "respond", "reply", "follow", "obey"},
 		regexp.MustCompile(`\b(do not|don't|stop|no longer|never again)\s+(follow|obey|following|obeying|adhere to|adhering to)\s+(your|the\s+(previous|prior|above|original|system|initial|earlier))\s+((previous|prior|above|original|system|initial|earlier|current)\s+)?(instructions|rules|guidelines|directives|programming|system prompt|prompt)\b|\b(ignore|ignoring|disregard|forget( about)?)\s+((the|this|that|my|your|these|those)\s+(above\s+|previous\s+)?(questions?|problems?|reminders?|requests?|tasks?|instructions?|prompts?|directives?)|it|them|that|everything)\b[^.?!\n]{0,40}?\b(just|directly|simply|only|instead|straight)\s+(go straight to|output|print|say|write|answer|reply|respond|repeat|paraphrase|rephrase|rephrasing|paraphrasing|restate|go)\b|\b(ignore|ignoring|disregard)\s+(the|this|that|my)\s+(above\s+|previous\s+)?(questions?|problems?|reminders?|directives?)\b[^.?!\n]{0,30}?\b(output|print|say|repeat|paraphrase|rephrase|answer|reply)\b|\b(don't|do not|no need to|you don't need to|there is no need to)\s+(rush to\s+)?(answer|respond|reply|do anything)\b[^.?!\n]{0,20}?[,.;:]\s*(please\s+)?(just\s+|directly\s+|simply\s+|only\s+|now\s+)*(output|say|print|write|repeat|paraphrase|rephrase|answer)\b`)},
-	{InjectionOverride, []string{"ignor", "olvid", "oubli", "dimentic", "esque", "respond", "répond", "antwort", "rispond", "apresur", "précipit"},
-		regexp.MustCompile(`(?:^|[^\p{L}])((ignore|ignora|ignoren|olvide|olvida)\s+(la|esta|esa|mi|su|tu|las|estas|esas|mis|los|estos|esos)\s+(pregunta|preguntas|problema|problemas|directiva|directivas|instrucción|instrucciones|recordatorio|indicación)[^.?!\n]{0,40}?(emita|emite|exporte|escriba|escribe|diga|dilo|di|responda|responde|produzca|imprima|imprime|genere|genera|repita|repite|muestre|muestra|salida)|(no hay necesidad de responder|no es necesario responder|no responda|no respondas|no te apresures a responder|no se apresure a responder)[^.?!\n]{0,20}?(emita|emite|escriba|escribe|diga|dilo|di|imprima|imprime|repita|repite)|(ignorez|ignore|ignorer|oubliez)\s+(cette|la|ma|votre|l'|l’|les|ces|mes)\s*(question|instruction|invite|consigne|rappel|problème|directive)s?[^.?!\n]{0,40}?(affiche[zr]?|indique[zr]?|écrivez|écris|dites|dis|répondez|réponds|répète[zr]?|répétez|produisez)|(pas besoin de répondre|inutile de répondre|ne répondez pas|ne réponds pas|ne vous précipitez pas pour répondre|ne te précipite pas pour répondre)[^.?!\n]{0,20}?(affiche[zr]?|dites|écrivez|indiquez|répétez|dis)|(ignorieren sie|ignoriere|ignoriert)\s+(diese|die|meine|ihre|deine|den|das)\s+(frage|fragen|anweisung|anweisungen|aufforderung|erinnerung|problem|probleme|direktive)[^.?!\n]{0,60}?(geben sie|gib|sagen sie|sag|schreiben sie|schreibe|wiederholen sie|fahren sie|antworten sie|ausgabe)|(beantworten sie nicht|beantworte nicht|keine notwendigkeit zu antworten|sie müssen nicht antworten|du musst nicht antworten|beeilen sie sich nicht mit der antwort)[^.?!\n]{0,40}?(sagen sie|geben sie|gib|sag|ausgabe|schreiben sie|wiederholen sie)|(ignora|ignorate|ignori|dimentica)\s+(questa|la|mia|tua|sua|le|queste)\s+(domanda|domande|istruzione|istruzioni|richiesta|problema)[^.?!\n]{0,40}?(emetti|scrivi|di'|dì|rispondi|ripeti|stampa|mostra|produci)|(ignore|ignora|esqueça)\s+(esta|essa|a|minha|sua|as|estas)\s+(pergunta|perguntas|instrução|instruções|problema|problemas|diretiva)[^.?!\n]{0,40}?(emita|escreva|diga|responda|repita|imprima|produza|mostre|saída))`)},
-	{InjectionOverride, []string{"अनदेखा", "उपेक्षा", "ध्यान न", "नज़रअंदाज़", "नजरअंदाज", "जल्दबाजी", "উপেক্ষা", "ভুলে যান", "তাড়াহুড়ো"},
-		regexp.MustCompile(`(प्रश्न|निर्देश|निर्देशों|आदेश|आदेशों|कमांड|सवाल|सवालों|संकेत)\s+([\p{L}\p{M}]+\s+){0,4}?(अनदेखा करें|अनदेखा करो|अनदेखा कर दें|उपेक्षा करें|उपेक्षा करो|ध्यान न दें|नज़रअंदाज़ करें|नजरअंदाज करें)|(अनदेखा करें|उपेक्षा करें|ध्यान न दें)[^।\n]{0,30}?(आउटपुट|परिणाम दें|बस कहें|सिर्फ कहें)|(जवाब|उत्तर) देने में जल्दबाजी न करें|(প্রশ্ন|নির্দেশ|নিরদেশনা|প্রম্পট|সমস্যা|কমান্ড|অনুস্মারক)[\p{L}\p{M}]*\s+([\p{L}\p{M}]+\s+){0,4}?(উপেক্ষা (করুন|করো|কর)|ভুলে যান)($|[\s,.।!?:;])|উত্তর দিতে তাড়াহুড়ো করবেন না`)},
+	{InjectionOverride, []string{"ignor", "olvid", "respond"},
+		regexp.MustCompile(`(?:^|[^\p{L}])((ignore|ignora|ignoren|olvide|olvida)\s+(la|esta|esa|mi|su|tu|las|estas|esas|mis|los|estos|esos)\s+(pregunta|preguntas|problema|problemas|directiva|directivas|instrucción|instrucciones|recordatorio|indicación)[^.?!\n]{0,40}?(emita|emite|exporte|escriba|escribe|diga|dilo|di|responda|responde|produzca|imprima|imprime|genere|genera|repita|repite|muestre|muestra|salida))`)},
+	{InjectionOverride, []string{"respond", "apresur"},
+		regexp.MustCompile(`(?:^|[^\p{L}])((no hay necesidad de responder|no es necesario responder|no responda|no respondas|no te apresures a responder|no se apresure a responder)[^.?!\n]{0,20}?(emita|emite|escriba|escribe|diga|dilo|di|imprima|imprime|repita|repite))`)},
+	{InjectionOverride, []string{"ignor", "oubli", "répond"},
+		regexp.MustCompile(`(?:^|[^\p{L}])((ignorez|ignore|ignorer|oubliez)\s+(cette|la|ma|votre|l'|l’|les|ces|mes)\s*(question|instruction|invite|consigne|rappel|problème|directive)s?[^.?!\n]{0,40}?(affiche[zr]?|indique[zr]?|écrivez|écris|dites|dis|répondez|réponds|répète[zr]?|répétez|produisez))`)},
+	{InjectionOverride, []string{"répond", "précipit"},
+		regexp.MustCompile(`(?:^|[^\p{L}])((pas besoin de répondre|inutile de répondre|ne répondez pas|ne réponds pas|ne vous précipitez pas pour répondre|ne te précipite pas pour répondre)[^.?!\n]{0,20}?(affiche[zr]?|dites|écrivez|indiquez|répétez|dis))`)},
+	{InjectionOverride, []string{"ignor", "antwort"},
+		regexp.MustCompile(`(?:^|[^\p{L}])((ignorieren sie|ignoriere|ignoriert)\s+(diese|die|meine|ihre|deine|den|das)\s+(frage|fragen|anweisung|anweisungen|aufforderung|erinnerung|problem|probleme|direktive)[^.?!\n]{0,60}?(geben sie|gib|sagen sie|sag|schreiben sie|schreibe|wiederholen sie|fahren sie|antworten sie|ausgabe))`)},
+	{InjectionOverride, []string{"antwort"},
+		regexp.MustCompile(`(?:^|[^\p{L}])((beantworten sie nicht|beantworte nicht|keine notwendigkeit zu antworten|sie müssen nicht antworten|du musst nicht antworten|beeilen sie sich nicht mit der antwort)[^.?!\n]{0,40}?(sagen sie|geben sie|gib|sag|ausgabe|schreiben sie|wiederholen sie))`)},
+	{InjectionOverride, []string{"ignor", "dimentic", "rispond"},
+		regexp.MustCompile(`(?:^|[^\p{L}])((ignora|ignorate|ignori|dimentica)\s+(questa|la|mia|tua|sua|le|queste)\s+(domanda|domande|istruzione|istruzioni|richiesta|problema)[^.?!\n]{0,40}?(emetti|scrivi|di'|dì|rispondi|ripeti|stampa|mostra|produci))`)},
+	{InjectionOverride, []string{"ignor", "esque", "respond"},
+		regexp.MustCompile(`(?:^|[^\p{L}])((ignore|ignora|esqueça)\s+(esta|essa|a|minha|sua|as|estas)\s+(pergunta|perguntas|instrução|instruções|problema|problemas|diretiva)[^.?!\n]{0,40}?(emita|escreva|diga|responda|repita|imprima|produza|mostre|saída))`)},
+	{InjectionOverride, []string{"अनदेखा", "उपेक्षा", "ध्यान न", "नज़रअंदाज़", "नजरअंदाज", "जल्दबाजी"},
+		regexp.MustCompile(`(प्रश्न|निर्देश|निर्देशों|आदेश|आदेशों|कमांड|सवाल|सवालों|संकेत)\s+([\p{L}\p{M}]+\s+){0,4}?(अनदेखा करें|अनदेखा करो|अनदेखा कर दें|उपेक्षा करें|उपेक्षा करो|ध्यान न दें|नज़रअंदाज़ करें|नजरअंदाज करें)|(अनदेखा करें|उपेक्षा करें|ध्यान न दें)[^।\n]{0,30}?(आउटपुट|परिणाम दें|बस कहें|सिर्फ कहें)|(जवाब|उत्तर) देने में जल्दबाजी न करें`)},
+	{InjectionOverride, []string{"উপেক্ষা", "ভুলে যান", "তাড়াহুড়ো"},
+		regexp.MustCompile(`(প্রশ্ন|নির্দেশ|নিরদেশনা|প্রম্পট|সমস্যা|কমান্ড|অনুস্মারক)[\p{L}\p{M}]*\s+([\p{L}\p{M}]+\s+){0,4}?(উপেক্ষা (করুন|করো|কর)|ভুলে যান)($|[\s,.।!?:;])|উত্তর দিতে তাড়াহুড়ো করবেন না`)},
+	// New instructions announced, and the reader's own instructions asked
+	// for, in the languages the phrase and multilingual rules lack (the
+	// English, German, French, Spanish, Italian, Portuguese, Chinese,
+	// Japanese, Korean and Russian forms are there).
+	{InjectionOverride, []string{"yeni talimat", "تعليمات جديدة", "التعليمات الجديدة", "नए निर्देश", "नया निर्देश", "নতুন নির্দেশ", "hướng dẫn mới", "chỉ dẫn mới", "instruksi baru", "คำสั่งใหม่", "คำแนะนำใหม่", "bagong tagubilin", "maagizo mapya", "nowe instrukcje", "нові інструкції"},
+		regexp.MustCompile(`(^|\s)(yeni talimatlar|yeni talimat|تعليمات جديدة|التعليمات الجديدة|नए निर्देश|नया निर्देश|নতুন নির্দেশ(না|াবলী)?|hướng dẫn mới|chỉ dẫn mới|instruksi baru|คำสั่งใหม่|คำแนะนำใหม่|bagong tagubilin|maagizo mapya|nowe instrukcje|нові інструкції)\s*[:：]`)},
+	{InjectionOverride, []string{"talimat", "sistem istemi"},
+		regexp.MustCompile(`(^|\s)(talimatlarını|talimatlarınızı|sistem istemini|sistem isteminizi)\s+(\S+\s+)?(göster|gösterin|tekrarla|tekrarlayın|yaz|yazın|söyle|söyleyin|açıkla|açıklayın|paylaş)`)},
+	{InjectionOverride, []string{"تعليمات", "موجه النظام"},
+		regexp.MustCompile(`(اعرض|كرر|اكتب|أظهر|اظهر|أخبرني|اطبع|شارك)\s+(لي\s+)?(تعليماتك|التعليمات السابقة|التعليمات أعلاه|موجه النظام|تعليمات النظام|موجهك)`)},
+	{InjectionOverride, []string{"निर्देश", "प्रॉम्प्ट"},
+		regexp.MustCompile(`(अपने|आपके|अपनी|आपकी)\s+(सभी\s+)?(निर्देश|निर्देशों|सिस्टम प्रॉम्प्ट|प्रॉम्प्ट)\s+([\p{L}\p{M}]+\s+){0,2}?(दिखाएं|दिखाओ|दोहराएं|दोहराओ|बताएं|बताओ|लिखें|प्रिंट करें)`)},
+	{InjectionOverride, []string{"নির্দেশ", "প্রম্পট"},
+		regexp.MustCompile(`(আপনার|তোমার)\s+(সমস্ত\s+|সব\s+)?(নির্দেশাবলী|নির্দেশনা|নির্দেশ|সিস্টেম প্রম্পট|প্রম্পট)[\p{L}\p{M}]*\s+([\p{L}\p{M}]+\s+){0,2}?(দেখান|দেখাও|পুনরাবৃত্তি করুন|বলুন|বলো|লিখুন|প্রিন্ট করুন)`)},
+	{InjectionOverride, []string{"hiển thị", "lặp lại", "cho tôi biết", "in ra", "viết ra", "tiết lộ", "nhắc lại"},
+		regexp.MustCompile(`(hiển thị|lặp lại|cho tôi biết|in ra|viết ra|tiết lộ|nhắc lại)\s+(tất cả\s+)?(các\s+|những\s+)?(hướng dẫn|chỉ dẫn|lời nhắc hệ thống|chỉ thị)\s+(của bạn|trước đó|ở trên|ban đầu|hệ thống)`)},
+	{InjectionOverride, []string{"instruksi", "prompt sistem"},
+		regexp.MustCompile(`(tampilkan|ulangi|tuliskan|beri tahu saya|beritahu saya|ungkapkan|sebutkan|cetak)\s+(semua\s+)?(instruksi|perintah|prompt sistem|petunjuk)\s+(anda|kamu|sebelumnya|di atas|awal|sistem)`)},
+	{InjectionOverride, []string{"คำสั่ง", "คำแนะนำ", "พรอมต์"},
+		regexp.MustCompile(`(แสดง|ทวน|พิมพ์|บอก|เปิดเผย)[^\n]{0,6}(คำสั่ง|คำแนะนำ|พรอมต์ระบบ|พรอมต์)(ทั้งหมด)?(ของคุณ|ก่อนหน้า|ระบบ)`)},
 	// A switch into a mode where the rules do not hold, announced to the
 	// reader: "you are now in developer mode", "SYSTEM MODE: enabled",
 	// "activa el modo desarrollador". Documentation that tells a person to
 	// enable debug mode names no "you are now" and no unlocked state.
-	{InjectionRoleClaim, []string{"developer mode", "debug mode", "debugging mode", "admin mode", "administrator mode", "god mode", "system mode",
-		"sudo mode", "root mode", "superuser mode", "unrestricted mode", "unlocked mode", "maintenance mode", "diagnostic mode",
-		"dev mode", "test mode", "desarrollador", "développeur", "sviluppatore", "desenvolvedor", "pengembang", "modo ", "mode ",
-		"modalità", "modus", "режим", "modu", "وضع", "मोड", "মোড", "模式", "モード", "모드", "chế độ", "โหมด"},
-		regexp.MustCompile(`\b(you are|you're|you have been|you've been|you have|you've|we are|we're)\s+(now\s+)?(in|into|entered|switched (in)?to|put (in|into)|placed in)\s+(the\s+)?(developer|debug|debugging|admin|administrator|god|maintenance|system|sudo|root|unrestricted|unlocked|superuser|diagnostic|dev|test)\s+mode\b|\b(developer|admin|administrator|god|sudo|root|unrestricted|superuser|system)\s+mode\s*(:|is|has been)?\s*(now\s+)?((activated|enabled|engaged|unlocked)\b|on\s*([.!,;:]|$))|(?:^|[^\p{L}])(estás|está|estas|esta|tu es|vous êtes|vous etes|sei|è|você está|voce esta|estás|kamu|anda)\s+(ahora\s+|maintenant\s+|ora\s+|adesso\s+|agora\s+|sekarang\s+)?(en|in|no|em|dalam)\s+(el\s+|la\s+)?(modo|mode|modalità)\s+(de\s+)?(desarrollador|depuración|administrador|sistema|dios|développeur|débogage|administrateur|système|dieu|sviluppatore|debug|amministratore|desenvolvedor|depuração|deus|pengembang|dewa|sistem|admin)|(?:^|[^\p{L}])(modo|mode|modus|modalità)\s+(de\s+)?(desarrollador|administrador|sistema|dios|développeur|administrateur|système|dieu|sviluppatore|amministratore|desenvolvedor|deus|pengembang|dewa|sistem)\s*(:|está|est|è|é|ist|adalah)?\s*(ahora\s+|maintenant\s+|ora\s+|agora\s+|sekarang\s+)?(activado|activo|activé|activée|attivato|attivata|ativado|ativo|aktif|diaktifkan|habilitado|habilité|abilitato)|(du bist|sie sind|ihr seid)\s+(jetzt|nun)\s+im\s+(entwicklermodus|debug-modus|debugmodus|administratormodus|adminmodus|systemmodus|wartungsmodus|gottmodus|gott-modus)|(entwicklermodus|administratormodus|adminmodus|systemmodus|gottmodus|gott-modus)\s*(:|ist)?\s*(jetzt\s+|nun\s+)?(aktiviert|aktiv|eingeschaltet)|(режим|режиме)\s+(разработчика|администратора|системы|бога|суперпользователя)\s*(:|—|-)?\s*(теперь\s+)?(активирован|включ[её]н)|(вы|ты)\s+(теперь|сейчас)\s+в\s+режиме\s+(разработчика|отладки|администратора|бога)|(geliştirici|yönetici|sistem|tanrı|yetkili)\s+modu\s*(:|şimdi)?\s*(etkinleştirildi|etkin|aktif|açık|devrede)|(geliştirici|hata ayıklama|yönetici|sistem|tanrı)\s+modundasınız|وضع\s+(المطور|المسؤول|النظام|الإله|المشرف)\s*(:)?\s*(الآن\s+)?(مفعل|مفعّل|نشط|قيد التشغيل)|(أنت|انت)\s+(الآن\s+)?في\s+وضع\s+(المطور|التصحيح|المسؤول|النظام|الإله)|(डेवलपर|व्यवस्थापक|सिस्टम|एडमिन)\s+मोड\s*(:|अब)?\s*(सक्रिय|चालू|सक्षम)|(आप|तुम)\s+(अब\s+)?(डेवलपर|डिबग|व्यवस्थापक|सिस्टम|एडमिन)\s+मोड\s+में|(ডেভেলপার|অ্যাডমিন|সিস্টেম|প্রশাসক)\s+মোড\s*(:|এখন)?\s*(সক্রিয়|চালু|সক্ষম)|(আপনি|তুমি)\s+(এখন\s+)?(ডেভেলপার|ডিবাগ|অ্যাডমিন|সিস্টেম)\s+মোডে|(开发者|开发人员|管理员|系统|上帝|開發者|管理員|系統)模式(已)?(启用|开启|激活|啟用|開啟|啟動)|(你|您)(现在|現在)?(处于|處於|在|进入了|進入了)(开发者|开发人员|调试|管理员|系统|上帝|開發者|調試|管理員|系統)模式|(開発者|管理者|システム|ゴッド)モード(が|を|に)?(有効|オン|起動|移行|入り|切り替)|(あなたは|君は)(今|現在)?(、)?(開発者|デバッグ|管理者|システム|ゴッド)モード|(개발자|관리자|시스템)\s*모드(가|를|로)?\s*(활성화|켜|전환|진입)|(당신은|너는)\s*(이제|지금)?\s*(개발자|디버그|관리자|시스템)\s*모드|chế độ\s+(nhà phát triển|quản trị( viên)?|hệ thống)\s*(:|đã|hiện)?\s*(được\s+)?(kích hoạt|bật)|(bạn|anh)\s+(hiện\s+)?(đang\s+)?(ở|trong)\s+chế độ\s+(nhà phát triển|gỡ lỗi|quản trị|hệ thống)|โหมด(นักพัฒนา|ผู้ดูแลระบบ|ผู้ดูแล|ระบบ)\s*(:)?\s*(ถูก)?(เปิดใช้งาน|เปิดใช้|เปิด)|คุณ(กำลัง)?(อยู่ใน|เข้าสู่)โหมด(นักพัฒนา|ดีบัก|ผู้ดูแล|ระบบ)`)},
+	{InjectionRoleClaim, []string{"developer mode", "debug mode", "debugging mode", "admin mode", "administrator mode", "god mode", "system mode", "sudo mode", "root mode", "superuser mode", "unrestricted mode", "unlocked mode", "maintenance mode", "diagnostic mode", "dev mode", "test mode"},
+		regexp.MustCompile(`\b(you are|you're|you have been|you've been|you have|you've|we are|we're)\s+(now\s+)?(in|into|entered|switched (in)?to|put (in|into)|placed in)\s+(the\s+)?(developer|debug|debugging|admin|administrator|god|maintenance|system|sudo|root|unrestricted|unlocked|superuser|diagnostic|dev|test)\s+mode\b|\b(developer|admin|administrator|god|sudo|root|unrestricted|superuser|system)\s+mode\s*(:|is|has been)?\s*(now\s+)?((activated|enabled|engaged|unlocked)\b|on\s*([.!,;:]|$))`)},
+	// Mode switches: Spanish, French, Italian, Portuguese, Indonesian, German.
+	{InjectionRoleClaim, []string{"modo desarrollador", "modo de desarrollador", "modo administrador", "modo de administrador", "modo sistema", "modo de sistema", "modo dios", "modo depuración", "modo de depuración", "mode développeur", "mode administrateur", "mode système", "mode dieu", "mode débogage", "mode de débogage", "modalità sviluppatore", "modalità amministratore", "modalità sistema", "modalità dio", "modalità debug", "modo desenvolvedor", "modo de desenvolvedor", "modo deus", "modo de depuração", "mode pengembang", "mode dewa", "mode admin", "mode sistem", "mode debug", "entwicklermodus", "adminmodus", "administratormodus", "systemmodus", "gottmodus", "gott-modus", "debug-modus", "debugmodus", "wartungsmodus"},
+		regexp.MustCompile(`(?:^|[^\p{L}])(estás|está|estas|esta|tu es|vous êtes|vous etes|sei|è|você está|voce esta|estás|kamu|anda)\s+(ahora\s+|maintenant\s+|ora\s+|adesso\s+|agora\s+|sekarang\s+)?(en|in|no|em|dalam)\s+(el\s+|la\s+)?(modo|mode|modalità)\s+(de\s+)?(desarrollador|depuración|administrador|sistema|dios|développeur|débogage|administrateur|système|dieu|sviluppatore|debug|amministratore|desenvolvedor|depuração|deus|pengembang|dewa|sistem|admin)|(?:^|[^\p{L}])(modo|mode|modus|modalità)\s+(de\s+)?(desarrollador|administrador|sistema|dios|développeur|administrateur|système|dieu|sviluppatore|amministratore|desenvolvedor|deus|pengembang|dewa|sistem)\s*(:|está|est|è|é|ist|adalah)?\s*(ahora\s+|maintenant\s+|ora\s+|agora\s+|sekarang\s+)?(activado|activo|activé|activée|attivato|attivata|ativado|ativo|aktif|diaktifkan|habilitado|habilité|abilitato)|(du bist|sie sind|ihr seid)\s+(jetzt|nun)\s+im\s+(entwicklermodus|debug-modus|debugmodus|administratormodus|adminmodus|systemmodus|wartungsmodus|gottmodus|gott-modus)|(entwicklermodus|administratormodus|adminmodus|systemmodus|gottmodus|gott-modus)\s*(:|ist)?\s*(jetzt\s+|nun\s+)?(aktiviert|aktiv|eingeschaltet)`)},
+	// Mode switches: Russian, Turkish, Arabic.
+	{InjectionRoleClaim, []string{"режим разработчика", "режиме разработчика", "режим администратора", "режиме администратора", "режим бога", "режиме бога", "режим системы", "режиме системы", "режиме отладки", "режим суперпользователя", "geliştirici mod", "yönetici mod", "sistem mod", "tanrı mod", "yetkili mod", "hata ayıklama mod", "وضع المطور", "وضع المسؤول", "وضع النظام", "وضع الإله", "وضع المشرف", "وضع التصحيح"},
+		regexp.MustCompile(`(режим|режиме)\s+(разработчика|администратора|системы|бога|суперпользователя)\s*(:|—|-)?\s*(теперь\s+)?(активирован|включ[её]н)|(вы|ты)\s+(теперь|сейчас)\s+в\s+режиме\s+(разработчика|отладки|администратора|бога)|(geliştirici|yönetici|sistem|tanrı|yetkili)\s+modu\s*(:|şimdi)?\s*(etkinleştirildi|etkin|aktif|açık|devrede)|(geliştirici|hata ayıklama|yönetici|sistem|tanrı)\s+modundasınız|وضع\s+(المطور|المسؤول|النظام|الإله|المشرف)\s*(:)?\s*(الآن\s+)?(مفعل|مفعّل|نشط|قيد التشغيل)|(أنت|انت)\s+(الآن\s+)?في\s+وضع\s+(المطور|التصحيح|المسؤول|النظام|الإله)`)},
+	// Mode switches: Hindi, Bengali, Chinese, Japanese, Korean, Vietnamese, Thai.
+	{InjectionRoleClaim, []string{"डेवलपर मोड", "डिबग मोड", "व्यवस्थापक मोड", "सिस्टम मोड", "एडमिन मोड", "ডেভেলপার মোড", "ডিবাগ মোড", "অ্যাডমিন মোড", "সিস্টেম মোড", "প্রশাসক মোড", "开发者模式", "开发人员模式", "调试模式", "管理员模式", "系统模式", "上帝模式", "開發者模式", "調試模式", "管理員模式", "系統模式", "開発者モード", "デバッグモード", "管理者モード", "システムモード", "ゴッドモード", "개발자 모드", "개발자모드", "디버그 모드", "디버그모드", "관리자 모드", "관리자모드", "시스템 모드", "시스템모드", "chế độ nhà phát triển", "chế độ gỡ lỗi", "chế độ quản trị", "chế độ hệ thống", "โหมดนักพัฒนา", "โหมดดีบัก", "โหมดผู้ดูแล", "โหมดระบบ"},
+		regexp.MustCompile(`(डेवलपर|व्यवस्थापक|सिस्टम|एडमिन)\s+मोड\s*(:|अब)?\s*(सक्रिय|चालू|सक्षम)|(आप|तुम)\s+(अब\s+)?(डेवलपर|डिबग|व्यवस्थापक|सिस्टम|एडमिन)\s+मोड\s+में|(ডেভেলপার|অ্যাডমিন|সিস্টেম|প্রশাসক)\s+মোড\s*(:|এখন)?\s*(সক্রিয়|চালু|সক্ষম)|(আপনি|তুমি)\s+(এখন\s+)?(ডেভেলপার|ডিবাগ|অ্যাডমিন|সিস্টেম)\s+মোডে|(开发者|开发人员|管理员|系统|上帝|開發者|管理員|系統)模式(已)?(启用|开启|激活|啟用|開啟|啟動)|(你|您)(现在|現在)?(处于|處於|在|进入了|進入了)(开发者|开发人员|调试|管理员|系统|上帝|開發者|調試|管理員|系統)模式|(開発者|管理者|システム|ゴッド)モード(が|を|に)?(有効|オン|起動|移行|入り|切り替)|(あなたは|君は)(今|現在)?(、)?(開発者|デバッグ|管理者|システム|ゴッド)モード|(개발자|관리자|시스템)\s*모드(가|를|로)?\s*(활성화|켜|전환|진입)|(당신은|너는)\s*(이제|지금)?\s*(개발자|디버그|관리자|시스템)\s*모드|chế độ\s+(nhà phát triển|quản trị( viên)?|hệ thống)\s*(:|đã|hiện)?\s*(được\s+)?(kích hoạt|bật)|(bạn|anh)\s+(hiện\s+)?(đang\s+)?(ở|trong)\s+chế độ\s+(nhà phát triển|gỡ lỗi|quản trị|hệ thống)|โหมด(นักพัฒนา|ผู้ดูแลระบบ|ผู้ดูแล|ระบบ)\s*(:)?\s*(ถูก)?(เปิดใช้งาน|เปิดใช้|เปิด)|คุณ(กำลัง)?(อยู่ใน|เข้าสู่)โหมด(นักพัฒนา|ดีบัก|ผู้ดูแล|ระบบ)`)},
 }
 
 // askNegators, just before an ask, turn it into advice: "never share
@@ -123,8 +181,8 @@ var askAfterBlockers = []string{"달라는", "달라고", "주지 마", "지 마
 
 // askNeeds are the rules' needs as fold writes them (Cyrillic
 // look-alikes in Latin letters): the phrase automaton finds them, under
-// the ruleSecret bit they share with the credential-move check, so text
-// is scanned once for both.
+// the ruleSecret bit they share with the credential-move check, and only
+// a text holding one of them is scanned again, by askDFA, for which.
 var askNeeds = func() [][]string {
 	out := make([][]string, len(askRules))
 	for i, r := range askRules {
@@ -136,18 +194,27 @@ var askNeeds = func() [][]string {
 	return out
 }()
 
-func init() {
+// askDFA finds which ask rules have a need in folded text.
+var askDFA = func() dfa {
 	if len(askRules) > 64 {
-		panic("classifier: more secret rules than the rule mask holds")
+		panic(fmt.Sprintf("classifier: %d ask rules, at most 64 fit the rule mask", len(askRules)))
 	}
-}
+	var needs []need
+	for i, ns := range askNeeds {
+		for _, n := range ns {
+			needs = append(needs, need{n, i})
+		}
+	}
+	return buildDFA(needs)
+}()
 
-// secretAsks runs askRules on raw, whose folding is folded. The rules
-// read the lower-cased raw text (folded itself when raw is ASCII).
+// asks runs askRules on raw, whose folding is folded. The rules read the
+// lower-cased raw text (folded itself when raw is ASCII).
 func asks(f *findings, folded, raw string) {
+	active := askDFA.scan(folded)
 	text := ""
 	for i, r := range askRules {
-		if f.seen&kindBits[r.kind] != 0 || !containsAny(folded, askNeeds[i]) {
+		if active&(1<<i) == 0 || f.seen&kindBits[r.kind] != 0 {
 			continue
 		}
 		if text == "" {
@@ -156,13 +223,66 @@ func asks(f *findings, folded, raw string) {
 				text = strings.ToLower(raw)
 			}
 		}
-		for _, m := range r.re.FindAllStringIndex(text, 4) {
-			if !askNegated(text[:m[0]], text[m[1]:]) {
-				f.add(r.kind, text[m[0]:m[1]])
-				break
-			}
+		if m := askMatch(r.re, r.need, text); m != "" {
+			f.add(r.kind, m)
 		}
 	}
+}
+
+// An ask is short and holds one of its rule's needs: a rule reads only
+// the askSpan bytes either side of each of the first askWindows places
+// where a need is, not the whole text. A regexp with large alternations
+// reads 4 KiB in a few milliseconds; a window in tens of microseconds.
+const (
+	askSpan    = 120
+	askWindows = 8
+)
+
+// askMatch returns the first match of re, near one of needs in text, that
+// askNegated does not turn into advice.
+func askMatch(re *regexp.Regexp, needs []string, text string) string {
+	var at []int
+	for _, n := range needs {
+		for off := 0; len(at) < 4*askWindows; {
+			j := strings.Index(text[off:], n)
+			if j < 0 {
+				break
+			}
+			at = append(at, off+j)
+			off += j + len(n)
+		}
+	}
+	slices.Sort(at)
+	done, windows := 0, 0 // text[:done] has been read
+	for _, p := range at {
+		if p < done {
+			continue
+		}
+		if windows++; windows > askWindows {
+			break
+		}
+		lo, hi := max(0, p-askSpan, done), min(len(text), p+askSpan)
+		if lo > 0 {
+			// Start after a space, so "^" and "(^|\s)" anchors hold;
+			// in scripts written without spaces, at a character.
+			if k := strings.IndexAny(text[lo:p], " \n"); k >= 0 {
+				lo += k + 1
+			}
+			for lo < p && !utf8.RuneStart(text[lo]) {
+				lo++
+			}
+		}
+		for hi < len(text) && !utf8.RuneStart(text[hi]) {
+			hi++
+		}
+		for _, m := range re.FindAllStringIndex(text[lo:hi], 4) {
+			if !askNegated(text[:lo+m[0]], text[lo+m[1]:]) {
+				return text[lo+m[0] : lo+m[1]]
+			}
+		}
+		done = hi
+	}
+	return ""
 }
 
 func containsAny(s string, subs []string) bool {
