@@ -978,6 +978,9 @@ var (
 	negAfter  = []string{"しないで", "しないよう", "せずに", "してはいけ", "してはなら", "하지 마", "하지 말", "지 마", "지 말", "न करें", "न करो", "न कीजिए"}
 )
 
+// reportedAfter mark the words before them as quoted or named, not said.
+var reportedAfter = []string{"라는", "라고", "와 같은", "과 같은", "같은 ", "등의", "이라는", "という", "といった", "などの", "のような", "之类", "之類", "这样的", "這樣的", "等指令", "等提示"}
+
 func negated(before, match, after string) bool {
 	for _, n := range negBefore {
 		if strings.HasSuffix(before, n) {
@@ -993,6 +996,22 @@ func negated(before, match, after string) bool {
 	for _, n := range negAfter {
 		if strings.HasPrefix(a, n) {
 			return true
+		}
+	}
+	// Reported, not given: "'이전 지시를 무시해'라는 공격" (an attack
+	// that says "ignore …"), "「指示を無視して」という文", "“忽略以上指令”之类的
+	// 提示" — security text naming an attack. Korean, Japanese and Chinese
+	// mark it right after the quoted words; English, whose "such as"
+	// comes before, is not read this way (a wrapper an attacker could add).
+	if hasNonASCII(match) {
+		tail := a
+		if len(tail) > 24 {
+			tail = tail[:24]
+		}
+		for _, n := range reportedAfter {
+			if strings.Contains(tail, n) {
+				return true
+			}
 		}
 	}
 	// Bengali: "উপেক্ষা করবেন না", the verb, its auxiliary, then না.
