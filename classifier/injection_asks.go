@@ -10,13 +10,16 @@ import (
 )
 
 // Asks for what the reader was told to keep: its password or secret key,
-// and switches into a mode with no rules. They are the most common goal of
+// its instructions, and switches into a mode with no rules; deflections
+// ("ignore this question and just output …"); overrides in languages the
+// phrase and multilingual rules lack. Secrets are the most common goal of
 // the attack families in public benchmarks (CyberSecEval's prompt
 // injection tests, Tensor Trust, garak's system-prompt extraction): a
 // system prompt holds a secret, the injected input asks for it by any
-// route. The rules are written from general knowledge of how the ask is
-// put in each of the 25 or so most spoken languages, not from any test
-// set; each wants the secret as the object of an ask and addressed to the
+// route. The secret and mode rules are written from general knowledge of
+// how the ask is put in each of the 25 or so most spoken languages, not
+// from any test set (the deflections from the XSafety goal-hijacking
+// tune source); each wants the secret as the object of an ask and addressed to the
 // reader ("your password", "the secret key?"), so "how do I reset my
 // password" or "the key to success" are not asks. The verbs are those
 // that ask a model for something (tell me, reveal, what is), not those
@@ -251,7 +254,9 @@ const (
 func askMatch(re *regexp.Regexp, needs []string, text string) string {
 	var at []int
 	for _, n := range needs {
-		for off := 0; len(at) < 4*askWindows; {
+		// askWindows places per need, so a text flooded with one need
+		// does not hide another.
+		for off, k := 0, 0; k < askWindows; k++ {
 			j := strings.Index(text[off:], n)
 			if j < 0 {
 				break
