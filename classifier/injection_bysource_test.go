@@ -195,6 +195,6 @@ func TestInjectionBySource(t *testing.T) {
 }
 
 const (
-	injectionFloorPrecision = 0.88
-	injectionFloorRecall    = 0.135
+	injectionFloorPrecision = 0.935
+	injectionFloorRecall    = 0.205
 )
