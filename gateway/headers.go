@@ -205,6 +205,9 @@ const maxEventIDs = 32
 // passedEvent records id, the id of an event passed on to the client of s.
 func (s *session) passedEvent(id string) {
 	s.mu.Lock()
+	if s.events == nil {
+		s.events = new([maxEventIDs]string)
+	}
 	s.events[s.nextEvent] = id
 	s.nextEvent = (s.nextEvent + 1) % maxEventIDs
 	s.mu.Unlock()
@@ -219,6 +222,9 @@ func (s *session) sentEvent(id string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.events == nil {
+		return false
+	}
 	for _, e := range s.events {
 		if e == id {
 			return true

@@ -46,7 +46,7 @@ type session struct {
 	// events are the ids of the last events passed on to the client on
 	// the session's streams, oldest first from nextEvent: a closed
 	// upstream is sent only a Last-Event-ID among them (headers.go).
-	events    [maxEventIDs]string
+	events    *[maxEventIDs]string // made at the first event with an id: most sessions never have one
 	nextEvent int
 }
 
