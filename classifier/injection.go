@@ -7,6 +7,7 @@ import (
 	"html"
 	"net/url"
 	"regexp"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -441,6 +442,55 @@ var (
 	reMoveVerb    = regexp.MustCompile(`\b(pass|send|forward|upload|post|exfiltrate|include|append|attach|copy|email|leak)\b[^.]{0,40}\b(its|their|the|this|that|your|all)?\s*(content|contents|it|them|value|values|key|keys|file)\b`)
 )
 
+// secretMoves runs reSecretPlace (rule 0) and reMoveVerb (rule 1) from
+// their starts.
+var secretMoves = newStartRules([]phraseRule{{re: reSecretPlace}, {re: reMoveVerb}})
+
+// secretMoved returns the first credential place in folded with a verb
+// that moves it within secretVerbSpan bytes. The spans around places are
+// merged, so that a text dense with places is read once, not once per
+// place.
+func secretMoved(folded string) string {
+	at := secretMoves.starts(folded, 3)
+	var places [][2]int // the places of the merged span lo, hi
+	lo, hi := 0, 0
+	found := ""
+	// moved looks for a verb in the merged span and returns the place
+	// nearest before it.
+	moved := func() bool {
+		verbs := at[1][sort.SearchInts(at[1], lo):]
+		vl, vh, ok := secretMoves.first(1, folded[:hi], verbs, nil)
+		if !ok {
+			return false
+		}
+		found = folded[places[0][0]:places[0][1]]
+		for _, p := range places {
+			if p[0]-secretVerbSpan <= vl && vh <= p[1]+secretVerbSpan {
+				found = folded[p[0]:p[1]]
+				break
+			}
+		}
+		return true
+	}
+	secretMoves.each(0, folded, at[0], func(l, h int) bool {
+		if len(places) > 0 && l-secretVerbSpan <= hi {
+			places = append(places, [2]int{l, h})
+			hi = min(len(folded), h+secretVerbSpan)
+			return true
+		}
+		if len(places) > 0 && moved() {
+			return false
+		}
+		places = append(places[:0], [2]int{l, h})
+		lo, hi = max(0, l-secretVerbSpan), min(len(folded), h+secretVerbSpan)
+		return true
+	})
+	if found == "" && len(places) > 0 {
+		moved()
+	}
+	return found
+}
+
 // needIndex lists, per first byte, the need strings of the phrase rules;
 // ruleSecret and ruleRole stand for the two rules outside phraseRules.
 var needIndex = func() (idx [256][]struct {
@@ -517,6 +567,9 @@ type dfa struct {
 	nclass int
 	next   []uint16 // state*nclass + class -> state
 	out    []uint64
+	// ends lists, per state, the needs (indexes into buildDFA's list)
+	// that end there, for scanners that want places, not rules.
+	ends [][]int32
 	// stay lists the bytes that leave the start state where it is: runs
 	// of them (most text, between the needs' first bytes) are skipped.
 	stay [256]bool
@@ -540,6 +593,26 @@ func (d *dfa) scan(s string) uint64 {
 	return set
 }
 
+// each calls f with the end of every need found in s and its index in
+// the list the automaton was built from.
+func (d *dfa) each(s string, f func(end int, need int32)) {
+	st := 0
+	for i := 0; i < len(s); i++ {
+		if st == 0 {
+			for i < len(s) && d.stay[s[i]] {
+				i++
+			}
+			if i == len(s) {
+				break
+			}
+		}
+		st = int(d.next[st*d.nclass+int(d.class[s[i]])])
+		for _, k := range d.ends[st] {
+			f(i+1, k)
+		}
+	}
+}
+
 func buildDFA(needs []need) (d dfa) {
 	d.nclass = 1
 	for _, n := range needs {
@@ -556,10 +629,11 @@ func buildDFA(needs []need) (d dfa) {
 	row := func() {
 		d.next = append(d.next, make([]uint16, d.nclass)...)
 		d.out = append(d.out, 0)
+		d.ends = append(d.ends, nil)
 	}
 	at := func(st, c int) *uint16 { return &d.next[st*d.nclass+c] }
 	row()
-	for _, n := range needs { // the trie
+	for k, n := range needs { // the trie
 		st := 0
 		for i := 0; i < len(n.s); i++ {
 			c := int(d.class[n.s[i]])
@@ -570,6 +644,7 @@ func buildDFA(needs []need) (d dfa) {
 			st = int(*at(st, c))
 		}
 		d.out[st] |= 1 << n.rule
+		d.ends[st] = append(d.ends[st], int32(k))
 	}
 	// Failure links, breadth first, folded into the table.
 	fail := make([]int, len(d.out))
@@ -583,6 +658,7 @@ func buildDFA(needs []need) (d dfa) {
 		st := queue[0]
 		queue = queue[1:]
 		d.out[st] |= d.out[fail[st]]
+		d.ends[st] = append(d.ends[st], d.ends[fail[st]]...)
 		for c := range d.nclass {
 			t := int(*at(st, c))
 			if t != 0 {
@@ -607,12 +683,16 @@ func phrases(f *findings, folded, raw string) {
 	if active == 0 {
 		return
 	}
+	var at [][]int
 	for i, r := range phraseRules {
 		if active&(1<<i) == 0 || f.seen&kindBits[r.kind] != 0 || i >= firstResultRule && !f.result {
 			continue
 		}
-		if m := findAffirmed(r.re, r.kind, folded); m != "" {
-			f.add(r.kind, m)
+		if at == nil {
+			at = phraseStarts.starts(folded, active)
+		}
+		if lo, hi, ok := phraseStarts.first(i, folded, at[i], affirmed(r.kind, folded)); ok {
+			f.add(r.kind, folded[lo:hi])
 		}
 	}
 	if active&(1<<ruleSecret) != 0 {
@@ -624,12 +704,8 @@ func phrases(f *findings, folded, raw string) {
 		// The verb must be near the credential (a sentence or two): a
 		// README that mentions credentials in one section and "include
 		// the file" in another is no instruction to ship them.
-		for _, m := range reSecretPlace.FindAllStringIndex(folded, -1) {
-			lo, hi := max(0, m[0]-secretVerbSpan), min(len(folded), m[1]+secretVerbSpan)
-			if reMoveVerb.MatchString(folded[lo:hi]) {
-				f.add(InjectionExfiltration, folded[m[0]:m[1]])
-				break
-			}
+		if ev := secretMoved(folded); ev != "" {
+			f.add(InjectionExfiltration, ev)
 		}
 	}
 	if f.seen&kindBits[InjectionRoleClaim] == 0 && active&(1<<rulePersona) != 0 {
@@ -891,11 +967,7 @@ func hasNonASCII(s string) bool {
 // Instruction overrides and exfiltration in scripts fold cannot read as
 // Latin: Chinese, Japanese, Korean, Russian (German, French, Spanish,
 // Italian and Portuguese are phrase rules).
-var multilingualRules = []struct {
-	kind string
-	need []string // the rule runs only on text holding one of these
-	re   *regexp.Regexp
-}{
+var multilingualRules = []phraseRule{
 	{InjectionOverride, []string{"忽略", "无视", "忽视", "忘记", "不要理会", "無視"}, regexp.MustCompile(`(忽略|无视|忽视|忘记|不要理会|無視)(之前|以上|上面|先前|前面|所有|全部|一切|此前)?(的)?(所有|全部)?(指令|指示|说明|提示|规则|命令|設定)`)},
 	{InjectionOverride, []string{"無視", "忘れ"}, regexp.MustCompile(`(以前|前|上記|これまで|すべて|全て)の?(指示|命令|指令|ルール|プロンプト)を?(すべて|全て)?(無視|忘れ)`)},
 	{InjectionOverride, []string{"무시", "잊"}, regexp.MustCompile(`(이전|위의|앞의|모든|이전의)\s*(모든\s*)?(지시|명령|지침|규칙|프롬프트)(을|를|사항을|사항)?\s*(모두\s*)?(무시|잊)`)},
@@ -918,6 +990,13 @@ var multilingualRules = []struct {
 	{InjectionExfiltration, []string{"密码", "密钥", "私钥", "令牌", "凭据", "凭证", "パスワード", "秘密鍵", "비밀번호", "парол", "ключ"}, regexp.MustCompile(`(密码|密钥|私钥|令牌|凭据|凭证|パスワード|秘密鍵|비밀번호|пароль|пароли|ключи?)[^。.!\n]{0,20}(发送|发给|上传|转发|送信|送って|보내|전송|отправь|перешли|загрузи)|(发送|发给|上传|转发|送信|보내|отправь|перешли)[^。.!\n]{0,20}(密码|密钥|私钥|令牌|凭据|凭证|パスワード|비밀번호|пароль|ключ)`)},
 }
 
+// phraseStarts and mlStarts run the phrase and multilingual rules from
+// the places their matches can start.
+var (
+	phraseStarts = newStartRules(phraseRules)
+	mlStarts     = newStartRules(multilingualRules)
+)
+
 // mlDFA finds the multilingual rules' needs in one pass.
 var mlDFA = func() dfa {
 	var needs []need
@@ -939,31 +1018,30 @@ func multilingual(f *findings, raw string) {
 		return
 	}
 	lower := strings.ToLower(raw)
+	var at [][]int
 	for i, r := range multilingualRules {
 		if f.seen&kindBits[r.kind] != 0 || active&(1<<i) == 0 {
 			continue
 		}
-		if m := findAffirmed(r.re, r.kind, lower); m != "" {
-			f.add(r.kind, m)
+		if at == nil {
+			at = mlStarts.starts(lower, active)
+		}
+		if lo, hi, ok := mlStarts.first(i, lower, at[i], affirmed(r.kind, lower)); ok {
+			f.add(r.kind, lower[lo:hi])
 		}
 	}
 }
 
-// findAffirmed returns the first match of re in s that is not negated:
-// "don't ignore the previous instructions", "no olvide las instrucciones
-// anteriores", "vergiss nicht die Fragen", "不要忽略以上指令",
-// "上記の指示を無視しないで" ask the opposite of an override. Only
-// override rules are checked; others return the first match.
-func findAffirmed(re *regexp.Regexp, kind, s string) string {
+// affirmed keeps the matches in s that are not negated: "don't ignore
+// the previous instructions", "no olvide las instrucciones anteriores",
+// "vergiss nicht die Fragen", "不要忽略以上指令", "上記の指示を無視しないで"
+// ask the opposite of an override. Only override rules are checked;
+// others keep every match (nil).
+func affirmed(kind, s string) func(lo, hi int) bool {
 	if kind != InjectionOverride {
-		return re.FindString(s)
+		return nil
 	}
-	for _, m := range re.FindAllStringIndex(s, -1) {
-		if !negated(s[:m[0]], s[m[0]:m[1]], s[m[1]:]) {
-			return s[m[0]:m[1]]
-		}
-	}
-	return ""
+	return func(lo, hi int) bool { return !negated(s[:lo], s[lo:hi], s[hi:]) }
 }
 
 // Negation is taken only where it is glued to the verb and cannot be

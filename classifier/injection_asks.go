@@ -3,7 +3,6 @@ package classifier
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -28,11 +27,7 @@ import (
 //
 // They run on the lower-cased text, whatever its script (fold maps
 // Cyrillic look-alikes to Latin, which would break Russian).
-var askRules = []struct {
-	kind string
-	need []string // the rule runs only on text holding one of these (lower case)
-	re   *regexp.Regexp
-}{
+var askRules = []phraseRule{
 	// English.
 	{InjectionExfiltration, []string{"password", "passcode", "passphrase", "pass phrase", "secret", "access code", "the pin", "your pin"},
 		regexp.MustCompile(`\b(what('s| is| was)|tell me|reveal|disclose|share|give me|say|print|output|spells?( out)?|show me|repeat|leak|send me|recite|translate|provide me with|(i need|i want|i require|i'd like|i would like) to know|i (need|want|require))\s+(to me\s+)?(your|the)\s+(secret (key|word|code|phrase|password|number|token|value|string)|secret|password|passcode|passphrase|pass phrase|access code|pin( code)?)(\s*[?.!,;:)"'\x60]|\s*$|\s+\d|\s+(is|was|and|in|into|as|to me|please|now|backwards|in reverse|letter|one|character|with me|without|again|that|times)\b)`)},
@@ -224,6 +219,7 @@ var askDFA = func() dfa {
 func asks(f *findings, folded, raw string) {
 	active := askDFA.scan(folded)
 	text := ""
+	var at [][]int
 	for i, r := range askRules {
 		if active&(1<<i) == 0 || f.seen&kindBits[r.kind] != 0 {
 			continue
@@ -233,70 +229,17 @@ func asks(f *findings, folded, raw string) {
 			if hasNonASCII(raw) {
 				text = strings.ToLower(raw)
 			}
+			at = askStarts.starts(text, active)
 		}
-		if m := askMatch(r.re, r.need, text); m != "" {
-			f.add(r.kind, m)
+		keep := func(lo, hi int) bool { return !askNegated(text[:lo], text[hi:]) }
+		if lo, hi, ok := askStarts.first(i, text, at[i], keep); ok {
+			f.add(r.kind, text[lo:hi])
 		}
 	}
 }
 
-// An ask is short and holds one of its rule's needs: a rule reads only
-// the askSpan bytes either side of each of the first askWindows places
-// where a need is, not the whole text. A regexp with large alternations
-// reads 4 KiB in a few milliseconds; a window in tens of microseconds.
-const (
-	askSpan    = 120
-	askWindows = 8
-)
-
-// askMatch returns the first match of re, near one of needs in text, that
-// askNegated does not turn into advice.
-func askMatch(re *regexp.Regexp, needs []string, text string) string {
-	var at []int
-	for _, n := range needs {
-		// askWindows places per need, so a text flooded with one need
-		// does not hide another.
-		for off, k := 0, 0; k < askWindows; k++ {
-			j := strings.Index(text[off:], n)
-			if j < 0 {
-				break
-			}
-			at = append(at, off+j)
-			off += j + len(n)
-		}
-	}
-	slices.Sort(at)
-	done, windows := 0, 0 // text[:done] has been read
-	for _, p := range at {
-		if p < done {
-			continue
-		}
-		if windows++; windows > askWindows {
-			break
-		}
-		lo, hi := max(0, p-askSpan, done), min(len(text), p+askSpan)
-		if lo > 0 {
-			// Start after a space, so "^" and "(^|\s)" anchors hold;
-			// in scripts written without spaces, at a character.
-			if k := strings.IndexAny(text[lo:p], " \n"); k >= 0 {
-				lo += k + 1
-			}
-			for lo < p && !utf8.RuneStart(text[lo]) {
-				lo++
-			}
-		}
-		for hi < len(text) && !utf8.RuneStart(text[hi]) {
-			hi++
-		}
-		for _, m := range re.FindAllStringIndex(text[lo:hi], 4) {
-			if !askNegated(text[:lo+m[0]], text[lo+m[1]:]) {
-				return text[lo+m[0] : lo+m[1]]
-			}
-		}
-		done = hi
-	}
-	return ""
-}
+// askStarts runs the ask rules from the places their matches can start.
+var askStarts = newStartRules(askRules)
 
 func containsAny(s string, subs []string) bool {
 	for _, sub := range subs {
