@@ -458,7 +458,10 @@ func secretMoved(folded string) string {
 	// moved looks for a verb in the merged span and returns the place
 	// nearest before it.
 	moved := func() bool {
-		verbs := at[1][sort.SearchInts(at[1], lo):]
+		verbs := at[1]
+		if !isWholeText(verbs) {
+			verbs = verbs[sort.SearchInts(verbs, lo):]
+		}
 		vl, vh, ok := secretMoves.first(1, folded[:hi], verbs, nil)
 		if !ok {
 			return false

@@ -263,8 +263,37 @@ func newStartRules(rules []phraseRule) *startRules {
 }
 
 // starts returns, for each rule in mask that has start words, the places
-// in text where a match of it may start, in order.
+// in text where a match of it may start, in order, or wholeText.
+//
+// Where a rule's starts are dense (more than one per startsDense bytes,
+// "密码密码密码…"), tries from each overlap and read the same bytes again
+// and again, while the whole-text search runs them together, as one
+// state set: the rule gets wholeText and is searched the old way, at
+// the cost it always had. Sparse starts, the common case and that of a
+// text padded with one phrase, are tried one by one.
 func (sr *startRules) starts(text string, mask uint64) [][]int {
+	out := sr.candidates(text, mask)
+	for i, at := range out {
+		if len(at) >= startsDenseMin && len(at)*startsDense > len(text) {
+			out[i] = wholeText
+		}
+	}
+	return out
+}
+
+const (
+	startsDense    = 16
+	startsDenseMin = 16
+)
+
+// wholeText, as the starts of a rule, says to search all of the text.
+var wholeText = []int{-1}
+
+func isWholeText(at []int) bool { return len(at) == 1 && at[0] == -1 }
+
+// candidates returns, for each rule in mask that has start words, the
+// places in text where a match of it may start, in order.
+func (sr *startRules) candidates(text string, mask uint64) [][]int {
 	out := make([][]int, len(sr.rules))
 	sr.auto.each(text, func(end int, k int32) {
 		n := sr.needs[k]
@@ -315,7 +344,7 @@ func (sr *startRules) first(i int, text string, at []int, keep func(lo, hi int) 
 // it tries no match starting inside the one before.
 func (sr *startRules) each(i int, text string, at []int, f func(lo, hi int) bool) {
 	r := &sr.rules[i]
-	if r.atStart == nil {
+	if r.atStart == nil || isWholeText(at) {
 		for _, m := range r.re.FindAllStringIndex(text, -1) {
 			if !f(m[0], m[1]) {
 				return
