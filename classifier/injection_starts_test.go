@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"bufio"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -118,6 +119,61 @@ func TestStartRulesAllAnchored(t *testing.T) {
 		for i, r := range sr.rules {
 			if r.atStart == nil {
 				t.Errorf("%s rule %d (%.60s…): no start words", family, i, r.re)
+			}
+		}
+	}
+}
+
+// TestStartRulesSameMatchesRandom: the same, on random texts made of the
+// rules' own start words and the characters their edges test (spaces,
+// punctuation, letters glued on, runs), where the corpora are thin.
+func TestStartRulesSameMatchesRandom(t *testing.T) {
+	var vocab []string
+	for _, sr := range []*startRules{phraseStarts, mlStarts, askStarts, secretMoves} {
+		for _, r := range sr.rules {
+			words, _, _, _, _ := startWords(r.re)
+			vocab = append(vocab, words...)
+		}
+	}
+	vocab = append(vocab, " ", " ", " ", "  ", "\n", ".", ",", "?", ":", "x", "é", "的", "-", "===", "instructions", "previous",
+		"your", "password", "the", "all", "above", "system prompt", "send", "to", "me", "what is", "new", "mode", "enabled", "'",
+		"end of user input", "begin", "#####")
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 3000 {
+		var b strings.Builder
+		for range 1 + r.IntN(24) {
+			b.WriteString(vocab[r.IntN(len(vocab))])
+		}
+		raw := b.String()
+		folded, _, _ := fold(raw)
+		lower := strings.ToLower(raw)
+		askText := folded
+		if hasNonASCII(raw) {
+			askText = lower
+		}
+		for _, c := range []struct {
+			sr    *startRules
+			rules []phraseRule
+			text  string
+			keep  func(kind string) func(lo, hi int) bool
+		}{
+			{phraseStarts, phraseRules, folded, func(kind string) func(lo, hi int) bool { return affirmed(kind, folded) }},
+			{mlStarts, multilingualRules, lower, func(kind string) func(lo, hi int) bool { return affirmed(kind, lower) }},
+			{askStarts, askRules, askText, func(string) func(lo, hi int) bool {
+				return func(lo, hi int) bool { return !askNegated(askText[:lo], askText[hi:]) }
+			}},
+		} {
+			at := c.sr.candidates(c.text, ^uint64(0))
+			for i, rule := range c.rules {
+				want := wholeTextFirst(rule.re, c.text, c.keep(rule.kind))
+				lo, hi, ok := c.sr.first(i, c.text, at[i], c.keep(rule.kind))
+				got := ""
+				if ok {
+					got = c.text[lo:hi]
+				}
+				if got != want {
+					t.Fatalf("rule %.50s… on %q: got %q, want %q", rule.re, c.text, got, want)
+				}
 			}
 		}
 	}
