@@ -22,6 +22,11 @@ func TestInjectionDenseCost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("times calls of 1 MiB")
 	}
+	if raceEnabled {
+		// The race detector slows the regexp engine more than the rest:
+		// English comes out at 30 times, not 12.
+		t.Skip("the race detector changes the ratio")
+	}
 	call := func(para string) jsontext.Value {
 		s := strings.Repeat(para, (64<<10)/len(para)+1)[:64<<10]
 		s = strings.ToValidUTF8(s[:len(s)-4], "") // no rune cut at the end

@@ -1,0 +1,5 @@
+//go:build !race
+
+package classifier
+
+const raceEnabled = false
