@@ -53,7 +53,7 @@ func startWords(re *regexp.Regexp) (words []string, back, run, edge []bool, ok b
 		return nil, nil, nil, nil, false
 	}
 	// Not simplified: "={3,}" stays a repeat, not "==" and "=+".
-	pieces, ok := starts(parsed, true)
+	pieces, ok := startPieces(parsed, true)
 	if !ok {
 		return nil, nil, nil, nil, false
 	}
@@ -69,9 +69,9 @@ func startWords(re *regexp.Regexp) (words []string, back, run, edge []bool, ok b
 	return words, back, run, edge, true
 }
 
-// starts returns the start pieces of re; first says re begins the match,
+// startPieces returns the start pieces of re; first says re begins the match,
 // where one unlisted character may be taken as the one before the word.
-func starts(re *syntax.Regexp, first bool) ([]startPiece, bool) {
+func startPieces(re *syntax.Regexp, first bool) ([]startPiece, bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
 		if re.Flags&syntax.FoldCase != 0 {
@@ -106,11 +106,11 @@ func starts(re *syntax.Regexp, first bool) ([]startPiece, bool) {
 		}
 		return nil, false
 	case syntax.OpCapture:
-		return starts(re.Sub[0], first)
+		return startPieces(re.Sub[0], first)
 	case syntax.OpAlternate:
 		var out []startPiece
 		for _, sub := range re.Sub {
-			ps, ok := starts(sub, first)
+			ps, ok := startPieces(sub, first)
 			if !ok {
 				return nil, false
 			}
@@ -118,7 +118,7 @@ func starts(re *syntax.Regexp, first bool) ([]startPiece, bool) {
 		}
 		return out, len(out) <= startMaxPieces
 	case syntax.OpQuest, syntax.OpStar, syntax.OpPlus, syntax.OpRepeat:
-		ps, ok := starts(re.Sub[0], first)
+		ps, ok := startPieces(re.Sub[0], first)
 		if !ok {
 			return nil, false
 		}
@@ -146,7 +146,7 @@ func starts(re *syntax.Regexp, first bool) ([]startPiece, bool) {
 			// The sub begins the match while every piece so far is empty
 			// and not already one character back.
 			lead := first && !slices.ContainsFunc(cur, func(p startPiece) bool { return p.s != "" || p.back })
-			next, ok := starts(sub, lead)
+			next, ok := startPieces(sub, lead)
 			if !ok {
 				// Stop every piece here, unless one is still empty.
 				for i := range cur {
