@@ -526,7 +526,7 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 		_ = send(intercept.ErrorResponse(id, upstreamError(x.rt.up.Name, err)))
 		return
 	}
-	ob := &observer{g: g, rt: x.rt, sess: x.sess, pending: x.requests(), cc: x.callContext()}
+	ob := &observer{g: g, rt: x.rt, sess: x.sess, pending: x.requests(), cc: x.callContext(), swap: x.swap}
 	if isEventStream(resp.Header) {
 		ob.stream = true
 		err := g.pipeEvents(ctx, w, resp.Body, ob)
@@ -546,6 +546,9 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, g.opts.maxAnswer()+1))
 	if err == nil && int64(len(b)) <= g.opts.maxAnswer() {
+		if x.swap != nil {
+			b = x.swap.restore(b)
+		}
 		m, derr := intercept.DecodeMessage(b)
 		switch {
 		case derr != nil || m.Kind != intercept.KindResponse && m.Kind != intercept.KindError:

@@ -371,7 +371,7 @@ func TestUpstreamRequestAllocs(t *testing.T) {
 			cc := intercept.CallContext{Upstream: "web", Agent: "raw", SessionID: "s"}
 			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 			n := testing.AllocsPerRun(100, func() {
-				if _, err := g.upstreamRequest(t.Context(), r, rt, nil, cc, body); err != nil {
+				if _, err := g.upstreamRequest(t.Context(), r, rt, nil, g.ic.Closed(t.Context(), cc), body); err != nil {
 					t.Fatal(err)
 				}
 			})

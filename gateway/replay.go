@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -41,7 +43,7 @@ const (
 // answer, by id, and of the ids its open exchanges wait on; its zero
 // value is ready.
 type replays struct {
-	mu    sync.Mutex // guards calls and open
+	mu    sync.Mutex // guards calls, open and upIDs
 	calls map[string]replayCall
 	// open holds the ids the session's open exchanges wait on (a POST's
 	// requests, the requests a resumed stream took from calls), each with
@@ -51,6 +53,10 @@ type replays struct {
 	// for the other's and screen it so. An id is held until its
 	// exchange ends, so open is as large as the requests in flight.
 	open map[string]*hold
+	// upIDs maps the id key of an open request sent to a closed upstream
+	// with the gateway's id to that id (ids.go): what the client's
+	// cancellation of it is sent with.
+	upIDs map[string]jsontext.Value
 }
 
 // hold is an open exchange's hold on the ids it waits on.

@@ -93,6 +93,9 @@ type exchange struct {
 	// requests' answers are told from another client's by it
 	// (intercept.CallContext.Exchange).
 	seq string
+	// swap is what the exchange was sent upstream with in place of the
+	// client's ids (ids.go); nil: the client's own.
+	swap *idSwap
 }
 
 // callContext is what the interceptor is told about x.
@@ -469,10 +472,11 @@ func copyHeaders(dst, src http.Header) {
 }
 
 // upstreamRequest is the request to rt's upstream for r, a client's
-// request on sess (nil for none) whose call context is cc, with body (nil
-// for none). The client's headers go on but those the gateway writes,
-// unless the upstream is closed to the client (headers.go).
-func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *route, sess *session, cc intercept.CallContext, body []byte) (*http.Request, error) {
+// request on sess (nil for none), with body (nil for none). The client's
+// headers go on but those the gateway writes, unless the upstream is
+// closed to the client (closed: g.ic.Closed of the request's call
+// context; headers.go).
+func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *route, sess *session, closed bool, body []byte) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -486,7 +490,6 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 	u := *rt.url
 	out.URL, out.Host = &u, strings.TrimSuffix(u.Host, ":")
 	var dropped []string
-	closed := g.ic.Closed(ctx, cc)
 	if closed {
 		dropped = closedHeaders(out.Header, r, rt, sess)
 	} else {
@@ -562,6 +565,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	out, endUpstream, err := g.upstreamCall(r.Context(), r, x)
 	var upErr error // what went wrong with the call, for its span and metric
 	defer func() { endUpstream(upErr) }()
+	if errors.Is(err, errNothingSent) {
+		w.WriteHeader(http.StatusAccepted) // as the upstream would have
+		return
+	}
 	var resp *http.Response
 	if err == nil {
 		resp, err = g.do(x.rt, out)
@@ -613,7 +620,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if sess != nil && resp.Header.Get(hdrSession) != "" {
 		w.Header().Set(hdrSession, sess.id)
 	}
-	ob := &observer{g: g, rt: x.rt, sess: sess, pending: x.requests(), cc: x.callContext()}
+	ob := &observer{g: g, rt: x.rt, sess: sess, pending: x.requests(), cc: x.callContext(), swap: x.swap}
 	defer func() {
 		if upErr == nil {
 			upErr = ob.failed
@@ -643,6 +650,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	if err != nil && upErr == nil {
 		upErr = err
+	}
+	if x.swap != nil && err == nil {
+		b = x.swap.restore(b)
 	}
 	if unread := unreadAnswer(resp.StatusCode, ob, b, err, g.opts.maxAnswer()); unread != nil {
 		// The client could read it otherwise than the gateway did, or
@@ -788,6 +798,9 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 			return g.withheld.readFailed(err) // an event too long is not passed on
 		}
 		data := ev.Data
+		if ob.swap != nil && len(data) > 0 {
+			data = ob.swap.restore(data)
+		}
 		// Every event's data is a message, whatever its type: clients
 		// (mcp-go's) read the data of any event, so an event typed
 		// otherwise must not pass unread.
@@ -899,7 +912,10 @@ type observer struct {
 	sess    *session
 	pending map[string]string
 	cc      intercept.CallContext // of the requests in pending
-	failed  error                 // the first JSON-RPC error answering a pending request
+	// swap gives back the client's ids in what the upstream sent
+	// (ids.go); nil: they are the client's.
+	swap   *idSwap
+	failed error // the first JSON-RPC error answering a pending request
 	// answered holds the pending requests whose response has been
 	// passed on; only an event stream needs it (failUnanswered).
 	answered map[string]bool
@@ -1048,7 +1064,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 		cc.SessionID = sess.id
 		cc.Agent, cc.ProtocolVersion = sess.info()
 	}
-	out, err := g.upstreamRequest(ctx, r, rt, sess, cc, nil)
+	out, err := g.upstreamRequest(ctx, r, rt, sess, g.ic.Closed(ctx, cc), nil)
 	if err != nil {
 		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
 		return
@@ -1136,7 +1152,7 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 	}
 	cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), SessionID: sess.id, Principal: intercept.PrincipalFrom(r.Context())}
 	cc.Agent, cc.ProtocolVersion = sess.info()
-	out, err := g.upstreamRequest(r.Context(), r, rt, sess, cc, nil)
+	out, err := g.upstreamRequest(r.Context(), r, rt, sess, g.ic.Closed(r.Context(), cc), nil)
 	if err != nil {
 		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
 		return

@@ -121,11 +121,24 @@ func (g *Gateway) traceStage(ctx context.Context, stage string, fn func(ctx cont
 // requests is one upstream call. end must be called once the answer is
 // complete, with what went wrong with the call, if anything.
 func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange) (out *http.Request, end func(error), err error) {
-	body := x.body
 	var uc *upCall
+	cc := x.callContext()
+	closed := g.ic.Closed(ctx, cc)
+	msgs, body := x.msgs, x.body
+	if closed {
+		// Its ids are the gateway's (ids.go).
+		var upstreamID func(string) jsontext.Value
+		if x.sess != nil {
+			upstreamID = x.sess.replays.upstreamID
+		}
+		if x.swap, err = swapIDs(x.msgs, x.batch, upstreamID); err != nil {
+			return nil, uc.end, err
+		}
+		msgs, body = x.swap.msgs, x.swap.body
+	}
 	switch {
-	case !x.batch && x.msgs[0].Kind == intercept.KindRequest:
-		m := x.msgs[0]
+	case !x.batch && msgs[0].Kind == intercept.KindRequest:
+		m := msgs[0]
 		if telemetry.Records(g.opts.Tracer) {
 			ctx, uc = g.startUpCall(ctx, x, g.callInfo(x), true)
 		} else {
@@ -138,13 +151,23 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 		_, uc = g.startUpCall(ctx, x, telemetry.Call{}, false)
 	}
 	end = uc.end
+	if x.swap != nil && x.sess != nil {
+		// A cancellation of one of its requests names the gateway's id
+		// until the exchange ends.
+		s, sess := x.swap, x.sess
+		sess.replays.swapped(s)
+		end = func(err error) {
+			sess.replays.unswapped(s)
+			uc.end(err)
+		}
+	}
 	// An HTTP server's JSON parser does not split lines, but the upstream
 	// may be a bridge that passes the body on to a line-framed server, so
 	// it gets the form every transport sends (see transport.Compact).
 	if body, err = transport.CompactValid(body); err != nil {
 		return nil, end, err
 	}
-	out, err = g.upstreamRequest(ctx, r, x.rt, x.sess, x.callContext(), body)
+	out, err = g.upstreamRequest(ctx, r, x.rt, x.sess, closed, body)
 	if err != nil {
 		return nil, end, err
 	}

@@ -133,6 +133,17 @@ func (m *Message) IDKey() string {
 	return string(m.ID)
 }
 
+// IDKeyOf returns the key [Message.IDKey] gives a request whose id is v,
+// a value of a message [Decode] accepted (the requestId a cancellation
+// names).
+func IDKeyOf(v jsontext.Value) string {
+	if v.Kind() == '"' && bytes.IndexByte(v, '\\') >= 0 {
+		key, _ := jsontext.AppendQuote(nil, unquote(v))
+		return string(key)
+	}
+	return string(v)
+}
+
 // JSON-RPC 2.0 error codes used by Sluice.
 const (
 	CodeParseError     = -32700

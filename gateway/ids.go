@@ -1,0 +1,241 @@
+package gateway
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// The client's ids and a closed upstream. A route rule that closes an
+// upstream (intercept's carry.go) lets only plain messages through, but a
+// plain message still has an id, a string of the client's choosing of any
+// length: {"id":"<secret>","method":"ping"} would hand the upstream what
+// the rule closed it to. So is the progress token of a request and the
+// requestId a cancellation names. While the upstream is closed to the
+// request's client (intercept.Interceptor.Closed, the test its HTTP
+// headers are screened by), an exchange is sent with ids and progress
+// tokens of the gateway's making instead (swapIDs), and every message of
+// the upstream's answer that names them — its responses and errors, the
+// progress notifications on its stream — is given the client's back
+// (idSwap.restore) before anything else reads it, so the client, and
+// everything the gateway records, see what they would have seen. A
+// cancellation names the gateway's id for the request it cancels, which
+// the session remembers while that request's exchange is open
+// (replays.swapped); one naming anything else cancels nothing the
+// upstream was sent, and is not passed on.
+//
+// The gateway's ids are random ("sluice-" and 13 characters of base 36 at
+// most): a counter would tell the upstream how busy the gateway is, and
+// would repeat on another replica serving the same session.
+
+// idSwap is what one exchange sent a closed upstream in place of the
+// client's ids and progress tokens. It is read by the exchange's
+// goroutine alone.
+type idSwap struct {
+	msgs []*intercept.Message // the exchange's messages as sent upstream
+	body []byte               // and as one body
+
+	ids    map[string]jsontext.Value // the gateway's id key -> the client's id
+	tokens map[string]jsontext.Value // the gateway's progress token -> the client's
+	// client maps the key of each swapped request's client id to the
+	// gateway's id, for the session's cancellations.
+	client map[string]jsontext.Value
+}
+
+// errNothingSent: every message of the exchange was a cancellation that
+// names no request the upstream was sent (see above); none is sent.
+var errNothingSent = errors.New("nothing to send: the cancellation names no request the closed upstream was sent")
+
+// newUpstreamID returns a JSON string the gateway sends a closed upstream
+// in place of a client's id or progress token.
+func newUpstreamID() jsontext.Value {
+	b := make([]byte, 0, 24)
+	b = append(b, `"sluice-`...)
+	b = strconv.AppendUint(b, rand.Uint64(), 36)
+	return append(b, '"')
+}
+
+// swapIDs returns what msgs, an exchange's messages to a closed upstream
+// (a batch when batch), are sent as (see above). upstreamID gives the
+// gateway's id for a request of the client's still open on the session,
+// by its id key; nil: none is. A message that cannot be rewritten is an
+// error; a cancellation of nothing the upstream was sent is left out, and
+// when nothing is left the error is errNothingSent.
+func swapIDs(msgs []*intercept.Message, batch bool, upstreamID func(key string) jsontext.Value) (*idSwap, error) {
+	s := &idSwap{msgs: make([]*intercept.Message, 0, len(msgs))}
+	for _, m := range msgs {
+		raw, err := s.swap(m, upstreamID)
+		if err != nil {
+			return nil, err
+		}
+		if raw == nil {
+			continue // a cancellation of nothing sent
+		}
+		if &raw[0] == &m.Raw[0] {
+			s.msgs = append(s.msgs, m)
+			continue
+		}
+		out, err := intercept.DecodeMessage(raw)
+		if err != nil {
+			return nil, err
+		}
+		s.msgs = append(s.msgs, out)
+	}
+	switch {
+	case len(s.msgs) == 0:
+		return nil, errNothingSent
+	case batch:
+		raws := make([]jsontext.Value, len(s.msgs))
+		for i, m := range s.msgs {
+			raws[i] = m.Raw
+		}
+		s.body = marshalArray(raws)
+	default:
+		s.body = s.msgs[0].Raw
+	}
+	return s, nil
+}
+
+// swap returns m as a closed upstream is sent it: m.Raw itself when
+// nothing in it is swapped, nil when it is not sent at all.
+func (s *idSwap) swap(m *intercept.Message, upstreamID func(string) jsontext.Value) (jsontext.Value, error) {
+	switch {
+	case m.Kind == intercept.KindRequest:
+		id := newUpstreamID()
+		raw, err := intercept.WithMember(m.Raw, "id", id)
+		if err != nil {
+			return nil, err
+		}
+		if s.ids == nil {
+			s.ids, s.client = make(map[string]jsontext.Value, 1), make(map[string]jsontext.Value, 1)
+		}
+		s.ids[string(id)], s.client[m.IDKey()] = m.ID, id
+		tok := intercept.ValidMember(m.Meta, "progressToken")
+		if tok == nil {
+			return raw, nil
+		}
+		up := newUpstreamID()
+		meta, err := intercept.WithMember(m.Meta, "progressToken", up)
+		if err != nil {
+			return nil, err
+		}
+		params, err := intercept.WithMember(m.Params, "_meta", meta)
+		if err != nil {
+			return nil, err
+		}
+		if s.tokens == nil {
+			s.tokens = make(map[string]jsontext.Value, 1)
+		}
+		s.tokens[string(up)] = tok
+		return intercept.WithMember(raw, "params", params)
+	case m.Kind == intercept.KindNotification && m.Method == "notifications/cancelled":
+		rid := intercept.ValidMember(m.Params, "requestId")
+		var up jsontext.Value
+		if rid != nil {
+			key := intercept.IDKeyOf(rid)
+			if up = s.client[key]; up == nil && upstreamID != nil {
+				up = upstreamID(key)
+			}
+		}
+		if up == nil {
+			return nil, nil
+		}
+		params, err := intercept.WithMember(m.Params, "requestId", up)
+		if err != nil {
+			return nil, err
+		}
+		return intercept.WithMember(m.Raw, "params", params)
+	}
+	return m.Raw, nil
+}
+
+// restore returns b, a message (or batch) of the upstream's answer, with
+// the client's ids in the responses and errors to the swapped requests
+// and the client's tokens in progress notifications naming swapped ones;
+// b itself when none is there, or when b is not JSON-RPC (which is not
+// passed on as it is: see unreadAnswer and pipeEvents).
+func (s *idSwap) restore(b []byte) []byte {
+	msgs, batch, err := intercept.Decode(b)
+	if err != nil {
+		return b
+	}
+	changed := false
+	raws := make([]jsontext.Value, len(msgs))
+	for i, m := range msgs {
+		raws[i] = m.Raw
+		var out jsontext.Value
+		switch m.Kind {
+		case intercept.KindResponse, intercept.KindError:
+			if id := s.ids[m.IDKey()]; id != nil {
+				out, err = intercept.WithMember(m.Raw, "id", id)
+			}
+		case intercept.KindNotification:
+			if m.Method != "notifications/progress" {
+				break
+			}
+			tok := intercept.ValidMember(m.Params, "progressToken")
+			if c := s.tokens[intercept.IDKeyOf(tok)]; c != nil {
+				var params jsontext.Value
+				if params, err = intercept.WithMember(m.Params, "progressToken", c); err == nil {
+					out, err = intercept.WithMember(m.Raw, "params", params)
+				}
+			}
+		}
+		if err != nil {
+			return b
+		}
+		if out != nil {
+			raws[i], changed = out, true
+		}
+	}
+	switch {
+	case !changed:
+		return b
+	case batch:
+		return marshalArray(raws)
+	}
+	return raws[0]
+}
+
+// swapped records that the requests of s, an open exchange of the
+// session, were sent with the gateway's ids.
+func (r *replays) swapped(s *idSwap) {
+	if len(s.client) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.upIDs == nil {
+		r.upIDs = make(map[string]jsontext.Value, len(s.client))
+	}
+	for k, id := range s.client {
+		r.upIDs[k] = id
+	}
+}
+
+// unswapped forgets what swapped recorded of s, its exchange having
+// ended.
+func (r *replays) unswapped(s *idSwap) {
+	if len(s.client) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, id := range s.client {
+		if string(r.upIDs[k]) == string(id) {
+			delete(r.upIDs, k)
+		}
+	}
+}
+
+// upstreamID returns the gateway's id for the session's open request
+// whose client id has key, or nil.
+func (r *replays) upstreamID(key string) jsontext.Value {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.upIDs[key]
+}

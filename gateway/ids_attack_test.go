@@ -1,0 +1,146 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The client's ids and a closed upstream (ids.go): after a sensitive read
+// closes web to the agent, a plain message's id, a request's progress
+// token and a cancellation's requestId carry no byte of the client's to
+// web, and the client still sees its own ids in every answer.
+
+// idShapes are plain messages (or allowed calls) whose correlation values
+// the client chooses; {{M}} stands for the mark. want is what the client
+// must find in the answer, "" for a notification.
+var idShapes = []struct{ name, msg, want string }{
+	{"ping id", `{"jsonrpc":"2.0","id":"{{M}}","method":"ping"}`, `"id":"{{M}}","result":{}`},
+	{"tools/list id", `{"jsonrpc":"2.0","id":"{{M}}","method":"tools/list"}`, `"id":"{{M}}","result":{`},
+	{"listed read id", `{"jsonrpc":"2.0","id":"{{M}}","method":"resources/read","params":{"uri":"` + listedURI + `"}}`, `"id":"{{M}}","result":{`},
+	{"call id", `{"jsonrpc":"2.0","id":"{{M}}","method":"tools/call","params":{"name":"lookup","arguments":{"query":"x"}}}`, `"id":"{{M}}","result":{`},
+	{"call progressToken", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lookup","arguments":{"query":"x"},"_meta":{"progressToken":"{{M}}"}}}`, `"id":3,"result":{`},
+	{"escaped id", `{"jsonrpc":"2.0","id":"\u0053{{M}}","method":"ping"}`, `"result":{}`},
+	{"cancelled requestId", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"{{M}}"}}`, ""},
+}
+
+// TestAttackIDPastRouteRule: each shape, on a 2025-11-25 session and as
+// a 2026-07-28 request, reached the closed upstream with the mark in it
+// before.
+func TestAttackIDPastRouteRule(t *testing.T) {
+	gw, web := carryGateway(t)
+	readSecret(t, gw.URL)
+
+	t.Run("session", func(t *testing.T) {
+		sid := initialize(t, gw.URL+"/mcp/web")
+		hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+		if _, _, body := post(t, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","id":1,"method":"resources/list"}`); !strings.Contains(body, listedURI) {
+			t.Fatalf("resources/list: %s", body)
+		}
+		for n, s := range idShapes {
+			mark := markOf(300 + n)
+			status, _, body := post(t, gw.URL+"/mcp/web", hdr, strings.ReplaceAll(s.msg, "{{M}}", mark))
+			if web.reached(mark) {
+				t.Errorf("%s: the mark reached the closed upstream (gateway answered %d %.200s)", s.name, status, body)
+			}
+			if want := strings.ReplaceAll(s.want, "{{M}}", mark); !strings.Contains(body, want) {
+				t.Errorf("%s: got %d %.300s, want an answer holding %s", s.name, status, body, want)
+			}
+		}
+	})
+
+	t.Run("stateless", func(t *testing.T) {
+		const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+		for n, s := range []struct{ method, name, msg string }{
+			{"resources/list", "", `{"jsonrpc":"2.0","id":"{{M}}","method":"resources/list","params":{` + meta + `}}`},
+			{"tools/list", "", `{"jsonrpc":"2.0","id":"{{M}}","method":"tools/list","params":{` + meta + `}}`},
+			{"tools/call", "lookup", `{"jsonrpc":"2.0","id":"{{M}}","method":"tools/call","params":{"name":"lookup","arguments":{"query":"x"},` + meta + `}}`},
+		} {
+			mark := markOf(400 + n)
+			status, _, body := post(t, gw.URL+"/mcp/web", modernHeaders(s.method, s.name), strings.ReplaceAll(s.msg, "{{M}}", mark))
+			if web.reached(mark) {
+				t.Errorf("%s: the mark reached the closed upstream (gateway answered %d %.200s)", s.method, status, body)
+			}
+			if want := `"id":"` + mark + `"`; !strings.Contains(body, want) || !strings.Contains(body, `"result"`) {
+				t.Errorf("%s: got %d %.300s, want a result under %s", s.method, status, body, want)
+			}
+		}
+	})
+}
+
+// TestClosedUpstreamIDsLegit: on a closed upstream a client's ids of every
+// JSON type come back as sent; its cancellation of an open call reaches
+// the upstream under the gateway's id and ends the call; with nothing
+// closed, the upstream gets the client's ids as before.
+func TestClosedUpstreamIDsLegit(t *testing.T) {
+	gw, web := carryGateway(t)
+	sid := initialize(t, gw.URL+"/mcp/web")
+	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+	post(t, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if _, _, body := post(t, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","id":"open-1","method":"ping"}`); !strings.Contains(body, `"id":"open-1"`) {
+		t.Fatalf("ping before the read: %s", body)
+	}
+	if !web.reached(`"id":"open-1"`) {
+		t.Errorf("before the read: want the upstream to get the client's id")
+	}
+
+	readSecret(t, gw.URL)
+	for _, id := range []string{`0`, `-7`, `9007199254740991`, `""`, `"a"`, `"a\"b"`, `"ünï"`, `"x\u0041"`} {
+		msg := `{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`
+		status, _, body := post(t, gw.URL+"/mcp/web", hdr, msg)
+		if status != 200 || !strings.Contains(body, `"id":`+id+`,`) && !strings.Contains(body, `"id":`+id+`}`) {
+			t.Errorf("ping id %s: got %d %s, want its answer under the same id", id, status, body)
+		}
+	}
+	if web.reached(`"id":-7`) || web.reached(`"id":9007199254740991`) || web.reached(`"ünï"`) {
+		t.Errorf("after the read: a client's id reached the closed upstream")
+	}
+
+	// A call that waits until cancelled, on its own stream.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	waited := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/mcp/web",
+			strings.NewReader(`{"jsonrpc":"2.0","id":"w-1","method":"tools/call","params":{"name":"wait","arguments":{"query":"x"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			waited <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		waited <- string(b)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for !web.reached(`"name":"wait"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the wait call never reached the upstream")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if status, _, body := post(t, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w-1","reason":"bored"}}`); status != http.StatusAccepted {
+		t.Errorf("cancellation: got %d %s, want 202", status, body)
+	}
+	if !web.reached(`"notifications/cancelled","params":{"requestId":"sluice-`) || web.reached(`"requestId":"w-1"`) || web.reached("bored") {
+		t.Errorf("cancellation: want it sent under the gateway's id of the call, without its reason; posts %q", web.posts)
+	}
+	// mcp-go's server ends the call's handler on the cancellation and
+	// answers it (the spec lets it): under the client's id.
+	select {
+	case b := <-waited:
+		if !strings.Contains(b, `"id":"w-1"`) || !strings.Contains(b, "cancelled") || strings.Contains(b, "sluice-") {
+			t.Errorf("the cancelled call's answer: got %s, want the handler's under the client's id", b)
+		}
+	case <-ctx.Done():
+		t.Error("the cancelled call never ended")
+	}
+}
