@@ -30,6 +30,9 @@ type bridgeState struct {
 	// through sink.
 	tasks *taskHold
 	sink  *bridgeSink
+	// ids are the requests sent under the gateway's ids while the
+	// upstream was closed to the client (ids.go).
+	ids idTable
 
 	mu      sync.Mutex // guards the fields below
 	waiters map[string]*stream
@@ -205,6 +208,7 @@ func batchElements(msg []byte) [][]byte {
 // tools/list result is recorded (ic.ObserveTools), before the client has
 // the response.
 func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, sess *session, msg []byte) (*intercept.Message, bridgeCall) {
+	msg = b.ids.restore(msg)
 	m, err := intercept.DecodeMessage(msg)
 	if err != nil {
 		// Not JSON (a server logging to stdout), or JSON-RPC the client
@@ -469,7 +473,15 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 		uc.end(errReplaced)
 	}
 
-	if err := b.write(r.Context(), body); err != nil {
+	body, err := g.closedBody(r.Context(), x, &b.ids, body)
+	if errors.Is(err, errNothingSent) {
+		w.WriteHeader(http.StatusAccepted) // only a cancellation of nothing sent
+		return
+	}
+	if err == nil {
+		err = b.write(r.Context(), body)
+	}
+	if err != nil {
 		if s != nil {
 			b.release(s, ids, err)
 		}
@@ -531,7 +543,11 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 		}
 	}
 	defer b.release(s, []string{id}, errCancelled)
-	if err := b.write(r.Context(), body); err != nil {
+	body, err := g.closedBody(r.Context(), x, &b.ids, body)
+	if err == nil {
+		err = b.write(r.Context(), body)
+	}
+	if err != nil {
 		b.release(s, []string{id}, err)
 		_ = send(intercept.ErrorResponse(x.msgs[0].ID, upstreamError(x.rt.up.Name, err)))
 		return

@@ -58,6 +58,10 @@ type relay struct {
 	// pumps, approval questions); a Conn takes one writer at a time.
 	downMu, upMu sync.Mutex
 
+	// ids are the requests sent under the gateway's ids while the
+	// upstream was closed to the client (ids.go).
+	ids idTable
+
 	mu      sync.Mutex        // guards the fields below
 	pending map[string]string // request id -> method, client to upstream
 	// pendingBytes is what pending holds (ids and methods): with its
@@ -344,6 +348,17 @@ func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, 
 		r.mu.Unlock()
 		old.end(errReplaced)
 	}
+	if carriesIDs(msgs) && r.ic.Closed(ctx, r.callContext()) {
+		sent, err := r.ids.send(b, batch)
+		switch {
+		case errors.Is(err, errNothingSent):
+			return nil // a cancellation of nothing sent
+		case err != nil:
+			r.refuse(ctx, msgs, err)
+			return nil
+		}
+		b = sent
+	}
 	r.track(msgs)
 	if err := r.toUpstream(ctx, b); err != nil {
 		if _, ok := errors.AsType[*transport.MessageError](err); ok {
@@ -621,6 +636,7 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 			return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 		}
 		r.lastActive.Store(time.Now().UnixNano())
+		b = r.ids.restore(b)
 		answers, err := r.received(b)
 		if err != nil {
 			// JSON-RPC the client could read otherwise than the gateway (an

@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -238,4 +241,155 @@ func (r *replays) upstreamID(key string) jsontext.Value {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.upIDs[key]
+}
+
+// idTable is a connection's memory of the requests it sent a closed
+// upstream under the gateway's ids (a /ws, /sse or `sluice wrap` relay's,
+// a bridged session's), from when they are sent until their answer comes
+// or the client cancels them: an answer, and progress on a request's
+// token, may come at any time on the connection. Safe for concurrent use;
+// its zero value is empty, and costs restore a load while it is.
+type idTable struct {
+	n atomic.Int64 // len(ids)
+
+	mu     sync.Mutex                // guards the fields below
+	ids    map[string]swappedRequest // the gateway's id key -> the request
+	client map[string]jsontext.Value // the client's id key -> the gateway's id
+	tokens map[string]jsontext.Value // the gateway's progress token -> the client's
+}
+
+// swappedRequest is a request an idTable holds.
+type swappedRequest struct {
+	id    jsontext.Value // the client's
+	key   string         // its id key
+	token string         // the gateway's progress token for it, if any
+}
+
+// send returns b, the client's messages (a batch when batch) as the
+// gateway forwards them, rewritten for a closed upstream (swapIDs) and
+// remembered until answered; errNothingSent when none is left to send.
+func (t *idTable) send(b []byte, batch bool) ([]byte, error) {
+	msgs, _, err := intercept.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	s, err := swapIDs(msgs, batch, t.upstreamID)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, m := range msgs {
+		if key, ok := cancelledID(m); ok {
+			t.forgetClient(intercept.IDKeyOf(jsontext.Value(key)))
+		}
+	}
+	if len(s.client) == 0 {
+		return s.body, nil
+	}
+	if t.ids == nil {
+		t.ids, t.client, t.tokens = make(map[string]swappedRequest), make(map[string]jsontext.Value), make(map[string]jsontext.Value)
+	}
+	for _, m := range s.msgs {
+		if m.Kind != intercept.KindRequest {
+			continue
+		}
+		req := swappedRequest{id: s.ids[m.IDKey()]}
+		req.key = intercept.IDKeyOf(req.id)
+		if tok := intercept.ValidMember(m.Meta, "progressToken"); tok != nil {
+			req.token = string(tok)
+			t.tokens[req.token] = s.tokens[req.token]
+		}
+		t.forgetClient(req.key) // a request reusing an id: the older is not answered now
+		t.ids[m.IDKey()], t.client[req.key] = req, m.ID
+	}
+	t.n.Store(int64(len(t.ids)))
+	return s.body, nil
+}
+
+// upstreamID returns the gateway's id for the request whose client id
+// has key, or nil.
+func (t *idTable) upstreamID(key string) jsontext.Value {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.client[key]
+}
+
+// forgetClient forgets the request whose client id has key; t.mu is held.
+func (t *idTable) forgetClient(key string) {
+	if up, ok := t.client[key]; ok {
+		t.forget(intercept.IDKeyOf(up))
+	}
+}
+
+// forget forgets the request whose gateway's id has key; t.mu is held.
+func (t *idTable) forget(key string) {
+	if req, ok := t.ids[key]; ok {
+		delete(t.ids, key)
+		delete(t.client, req.key)
+		delete(t.tokens, req.token)
+		t.n.Store(int64(len(t.ids)))
+	}
+}
+
+// restore returns b, a message (or batch) from the upstream, with the
+// client's ids and progress tokens in place of the gateway's (idSwap's
+// restore); a response or error forgets its request. b itself when t is
+// empty or nothing in b is the gateway's.
+func (t *idTable) restore(b []byte) []byte {
+	if t.n.Load() == 0 {
+		return b
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.ids) == 0 {
+		return b
+	}
+	msgs, _, err := intercept.Decode(b)
+	if err != nil {
+		return b
+	}
+	s := &idSwap{ids: make(map[string]jsontext.Value), tokens: make(map[string]jsontext.Value)}
+	for _, m := range msgs {
+		switch m.Kind {
+		case intercept.KindResponse, intercept.KindError:
+			if req, ok := t.ids[m.IDKey()]; ok {
+				s.ids[m.IDKey()] = req.id
+				t.forget(m.IDKey())
+			}
+		case intercept.KindNotification:
+			tok := intercept.IDKeyOf(intercept.ValidMember(m.Params, "progressToken"))
+			if c, ok := t.tokens[tok]; ok {
+				s.tokens[tok] = c
+			}
+		}
+	}
+	if len(s.ids) == 0 && len(s.tokens) == 0 {
+		return b
+	}
+	return s.restore(b)
+}
+
+// closedBody returns body, what x sends its bridged upstream, as t sends
+// it when the upstream is closed to x's client; body itself otherwise.
+func (g *Gateway) closedBody(ctx context.Context, x *exchange, t *idTable, body []byte) ([]byte, error) {
+	if !carriesIDs(x.msgs) || !g.ic.Closed(ctx, x.callContext()) {
+		return body, nil
+	}
+	return t.send(body, x.batch)
+}
+
+// carriesIDs reports whether any of msgs holds an id or token of the
+// client's that a closed upstream is sent the gateway's for: a request,
+// or a cancellation.
+func carriesIDs(msgs []*intercept.Message) bool {
+	for _, m := range msgs {
+		if m.Kind == intercept.KindRequest {
+			return true
+		}
+		if _, ok := cancelledID(m); ok {
+			return true
+		}
+	}
+	return false
 }

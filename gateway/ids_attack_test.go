@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // The client's ids and a closed upstream (ids.go): after a sensitive read
@@ -142,5 +145,103 @@ func TestClosedUpstreamIDsLegit(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Error("the cancelled call never ended")
+	}
+}
+
+// relayedIDShapes are idShapes as a relay's client sends them: each
+// request's answer must come under its id.
+var relayedIDShapes = []struct{ name, msg string }{
+	{"ping id", `{"jsonrpc":"2.0","id":"{{M}}","method":"ping"}`},
+	{"tools/list id", `{"jsonrpc":"2.0","id":"{{M}}","method":"tools/list"}`},
+	{"call id", `{"jsonrpc":"2.0","id":"{{M}}","method":"tools/call","params":{"name":"lookup","arguments":{"query":"x"}}}`},
+	{"call progressToken", `{"jsonrpc":"2.0","id":-3,"method":"tools/call","params":{"name":"lookup","arguments":{"query":"x"},"_meta":{"progressToken":"{{M}}"}}}`},
+	{"cancelled requestId", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"{{M}}"}}`},
+}
+
+// TestAttackIDPastRouteRuleRelayed: the same over /ws, /sse and the stdio
+// of `sluice wrap` (ServeConn), which the relay serves: each shape reached
+// the closed upstream with the mark in it before.
+func TestAttackIDPastRouteRuleRelayed(t *testing.T) {
+	for n, tr := range []struct {
+		name string
+		open func(t *testing.T, gw string, g *Gateway) transport.Conn
+	}{
+		{"ws", func(t *testing.T, gw string, _ *Gateway) transport.Conn {
+			return dialWith(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(gw, "http") + "/ws/web"})
+		}},
+		{"sse", func(t *testing.T, gw string, _ *Gateway) transport.Conn {
+			return dialWith(t, &transport.SSEDialer{URL: gw + "/sse/web"})
+		}},
+		{"stdio", func(t *testing.T, _ string, g *Gateway) transport.Conn {
+			toGW, fromClient := io.Pipe()
+			toClient, fromGW := io.Pipe()
+			done := make(chan error, 1)
+			go func() { done <- g.ServeConn(context.Background(), "web", transport.NewStdioConn(toGW, fromGW, nil)) }()
+			c := transport.NewStdioConn(toClient, fromClient, nil)
+			t.Cleanup(func() { fromClient.Close(); c.Close(); <-done })
+			return c
+		}},
+	} {
+		t.Run(tr.name, func(t *testing.T) {
+			gw, g, web := carryGatewayG(t)
+			readSecret(t, gw.URL)
+			send := relayedSender(t, tr.open(t, gw.URL, g))
+			send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			for i, s := range relayedIDShapes {
+				mark := markOf(600 + 100*n + i)
+				msg := strings.ReplaceAll(s.msg, "{{M}}", mark)
+				answer := send(msg)
+				if web.reached(mark) {
+					t.Errorf("%s: the mark reached the closed upstream over %s", s.name, tr.name)
+				}
+				if strings.Contains(msg, `"id":`) && !strings.Contains(answer, `"result"`) {
+					t.Errorf("%s: got %.300s, want a result under the client's id", s.name, answer)
+				}
+			}
+		})
+	}
+}
+
+// relayedSender returns a func that writes msg to c and a ping after it,
+// and returns msg's answer, if it is a request, once both are answered
+// (by then msg reached the upstream, if it was forwarded). An answer is
+// msg's only under msg's own id.
+func relayedSender(t *testing.T, c transport.Conn) func(msg string) string {
+	probe := 0
+	recv := func() string {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	return func(msg string) string {
+		m, err := intercept.DecodeMessage([]byte(msg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		probe++
+		id := `"probe-` + itoa(probe) + `"`
+		for _, m := range []string{msg, `{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`} {
+			if err := c.Write(t.Context(), []byte(m)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		answer, pinged := "", false
+		for !pinged || (m.Kind == intercept.KindRequest && answer == "") {
+			b := recv()
+			a, err := intercept.DecodeMessage([]byte(b))
+			switch {
+			case err != nil || a.Kind == intercept.KindRequest || a.Kind == intercept.KindNotification:
+			case a.IDKey() == id:
+				pinged = true
+			case a.IDKey() == m.IDKey():
+				answer = b
+			}
+		}
+		return answer
 	}
 }
