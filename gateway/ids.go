@@ -256,7 +256,15 @@ type idTable struct {
 	ids    map[string]swappedRequest // the gateway's id key -> the request
 	client map[string]jsontext.Value // the client's id key -> the gateway's id
 	tokens map[string]jsontext.Value // the gateway's progress token -> the client's
+	// cancels are the gateway's id keys of the requests the client
+	// cancelled, oldest first: a server may still answer one, under the
+	// client's id as it would have been, but need not, and past
+	// maxCancelsKept the oldest is forgotten.
+	cancels []string
 }
+
+// maxCancelsKept bounds the cancelled requests an idTable remembers.
+const maxCancelsKept = 256
 
 // swappedRequest is a request an idTable holds.
 type swappedRequest struct {
@@ -281,7 +289,7 @@ func (t *idTable) send(b []byte, batch bool) ([]byte, error) {
 	defer t.mu.Unlock()
 	for _, m := range msgs {
 		if key, ok := cancelledID(m); ok {
-			t.forgetClient(intercept.IDKeyOf(jsontext.Value(key)))
+			t.cancelled(intercept.IDKeyOf(jsontext.Value(key)))
 		}
 	}
 	if len(s.client) == 0 {
@@ -319,6 +327,21 @@ func (t *idTable) upstreamID(key string) jsontext.Value {
 func (t *idTable) forgetClient(key string) {
 	if up, ok := t.client[key]; ok {
 		t.forget(intercept.IDKeyOf(up))
+	}
+}
+
+// cancelled notes that the client cancelled the request whose client id
+// has key; t.mu is held.
+func (t *idTable) cancelled(key string) {
+	up, ok := t.client[key]
+	if !ok {
+		return
+	}
+	t.cancels = append(t.cancels, intercept.IDKeyOf(up))
+	if len(t.cancels) > maxCancelsKept {
+		t.forget(t.cancels[0])
+		t.cancels[0] = ""
+		t.cancels = t.cancels[1:]
 	}
 }
 

@@ -2,16 +2,22 @@ package gateway
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/policy"
 )
@@ -110,5 +116,207 @@ func TestClosedUpstreamProgressMCPGo(t *testing.T) {
 				t.Errorf("the upstream was not sent the gateway's progress token")
 			}
 		})
+	}
+}
+
+// scriptedWeb is a bridged upstream (over SSE) that records every message
+// it reads. It offers web_search (so carryPolicy's route rule closes it),
+// count, which reports progress twice on its token, and wait, answered
+// only when cancelled; every other request gets an empty result.
+type scriptedWeb struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (s *scriptedWeb) reached(mark string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.got {
+		if strings.Contains(m, mark) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scriptedWeb) serve(ctx context.Context, c transport.Conn) {
+	waiting := map[string]jsontext.Value{}
+	write := func(msg string) { _ = c.Write(ctx, []byte(msg)) }
+	result := func(id jsontext.Value, r string) {
+		write(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + r + `}`)
+	}
+	for {
+		b, err := c.Read(ctx)
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.got = append(s.got, string(b))
+		s.mu.Unlock()
+		m, err := intercept.DecodeMessage(b)
+		switch {
+		case err != nil:
+		case m.Method == "initialize":
+			result(m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"web","version":"1"}}`)
+		case m.Method == "tools/list":
+			result(m.ID, `{"tools":[{"name":"web_search","inputSchema":{"type":"object"}},{"name":"count","inputSchema":{"type":"object"}},{"name":"wait","inputSchema":{"type":"object"}}]}`)
+		case m.Method == "tools/call" && m.Name == "count":
+			tok := intercept.Member(m.Meta, "progressToken")
+			for i := 1; i <= 2 && tok != nil; i++ {
+				write(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + string(tok) + `,"progress":` + itoa(i) + `,"total":2}}`)
+			}
+			result(m.ID, `{"content":[{"type":"text","text":"counted"}]}`)
+		case m.Method == "tools/call" && m.Name == "wait":
+			waiting[m.IDKey()] = m.ID
+		case m.Method == "notifications/cancelled":
+			key := intercept.IDKeyOf(intercept.Member(m.Params, "requestId"))
+			if id, ok := waiting[key]; ok {
+				delete(waiting, key)
+				result(id, `{"content":[{"type":"text","text":"cancelled"}]}`)
+			}
+		case m.Kind == intercept.KindRequest:
+			result(m.ID, `{}`)
+		}
+	}
+}
+
+// bridgedGateway serves docs (the demo server) and web, a scriptedWeb over
+// SSE, under carryPolicy.
+func bridgedGateway(t *testing.T) (gw *httptest.Server, web *scriptedWeb) {
+	t.Helper()
+	web = new(scriptedWeb)
+	srv := &transport.SSEServer{OnSession: func(ctx context.Context, _ string, c transport.Conn) { web.serve(ctx, c) }}
+	up := httptest.NewServer(srv)
+	t.Cleanup(up.Close)
+	t.Cleanup(func() { srv.Close() })
+	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
+	t.Cleanup(docs.Close)
+	p, err := policy.Compile([]byte(carryPolicy), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", Transport: TransportSSE, URL: up.URL + "/sse"}}},
+		&intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw = httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	return gw, web
+}
+
+// TestClosedBridgedUpstreamIDs: a 2025 session with a bridged upstream
+// closed to its client sends it none of the client's ids, tokens or
+// cancellation requestIds (each reached it before), and the client gets
+// its answers, progress and cancellations as before.
+func TestClosedBridgedUpstreamIDs(t *testing.T) {
+	gw, web := bridgedGateway(t)
+	readSecret(t, gw.URL)
+	sid := initialize(t, gw.URL+"/mcp/web")
+	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+	post(t, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if _, _, body := post(t, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"web_search","arguments":{}}}`); !strings.Contains(body, "no-exfil") {
+		t.Fatalf("web_search after the read: %s, want the route rule's deny", body)
+	}
+	for n, s := range []struct{ name, msg, want string }{
+		{"ping id", `{"jsonrpc":"2.0","id":"{{M}}","method":"ping"}`, `"id":"{{M}}","result":{}`},
+		{"tools/list id", `{"jsonrpc":"2.0","id":"{{M}}","method":"tools/list"}`, `"id":"{{M}}","result":{"tools"`},
+		{"zero id", `{"jsonrpc":"2.0","id":0,"method":"ping","params":{"_meta":{}},"x":null}`, ``},
+		{"call progressToken", `{"jsonrpc":"2.0","id":-5,"method":"tools/call","params":{"name":"count","arguments":{},"_meta":{"progressToken":"{{M}}"}}}`,
+			`"progressToken":"{{M}}","progress":1,`},
+		{"cancelled requestId", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"{{M}}"}}`, ``},
+	} {
+		mark := markOf(900 + n)
+		status, _, body := post(t, gw.URL+"/mcp/web", hdr, strings.ReplaceAll(s.msg, "{{M}}", mark))
+		if web.reached(mark) {
+			t.Errorf("%s: the mark reached the closed upstream (gateway answered %d %.200s)", s.name, status, body)
+		}
+		if want := strings.ReplaceAll(s.want, "{{M}}", mark); !strings.Contains(body, want) {
+			t.Errorf("%s: got %d %.300s, want an answer holding %s", s.name, status, body, want)
+		}
+		if s.name == "call progressToken" && (strings.Count(body, mark) != 2 || !strings.Contains(body, `"id":-5,"result"`)) {
+			t.Errorf("%s: got %.400s, want both progress notifications under the client's token and the result under -5", s.name, body)
+		}
+	}
+
+	// A call that waits until cancelled.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	waited := make(chan string, 1)
+	go func() {
+		resp := openPost(t, ctx, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","id":"w-1","method":"tools/call","params":{"name":"wait","arguments":{}}}`)
+		b, _ := io.ReadAll(resp.Body)
+		waited <- string(b)
+	}()
+	for !web.reached(`"name":"wait"`) {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the wait call never reached the upstream")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	post(t, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w-1"}}`)
+	select {
+	case b := <-waited:
+		if !strings.Contains(b, `"id":"w-1"`) || !strings.Contains(b, "cancelled") {
+			t.Errorf("the cancelled call: got %s, want the upstream's answer under the client's id", b)
+		}
+	case <-ctx.Done():
+		t.Error("the cancellation never reached the upstream under the gateway's id of the call")
+	}
+	if web.reached(`"w-1"`) {
+		t.Error("the client's id of the wait call reached the closed upstream")
+	}
+}
+
+// TestClosedRelayedUpstreamIDsLegit: over /ws, a client of a closed
+// upstream gets progress under its own token and its answers under its
+// own ids, 0 among them, and its cancellation of an open call reaches the
+// upstream under the gateway's id.
+func TestClosedRelayedUpstreamIDsLegit(t *testing.T) {
+	gw, web := bridgedGateway(t)
+	readSecret(t, gw.URL)
+	c := dialWith(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(gw.URL, "http") + "/ws/web"})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	write := func(m string) {
+		if err := c.Write(ctx, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// until reads messages until one holds want, and returns those read.
+	until := func(want string) []string {
+		var got []string
+		for {
+			b, err := c.Read(ctx)
+			if err != nil {
+				t.Fatalf("waiting for %s: %v (read %q)", want, err, got)
+			}
+			got = append(got, string(b))
+			if strings.Contains(string(b), want) {
+				return got
+			}
+		}
+	}
+	write(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	until(`"id":"init"`)
+	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	write(`{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"count","arguments":{},"_meta":{"progressToken":7}}}`)
+	got := until(`"id":0,"result"`)
+	if n := strings.Count(strings.Join(got, "\n"), `"progressToken":7,`); n != 2 {
+		t.Errorf("count: got %q, want two progress notifications under token 7", got)
+	}
+	write(`{"jsonrpc":"2.0","id":"w-2","method":"tools/call","params":{"name":"wait","arguments":{}}}`)
+	for !web.reached(`"name":"wait"`) {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the wait call never reached the upstream")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	write(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w-2"}}`)
+	until(`"id":"w-2","result":{"content":[{"type":"text","text":"cancelled"}]}`)
+	if web.reached(`"w-2"`) || web.reached(`"progressToken":7`) || web.reached(`"id":0,`) {
+		t.Error("a client's id or token reached the closed upstream")
 	}
 }
