@@ -156,6 +156,15 @@ func (s *idSwap) swap(m *intercept.Message, upstreamID func(string) jsontext.Val
 	return m.Raw, nil
 }
 
+// upstreamID returns the gateway's id for the request of s whose client
+// id has key, or nil; nil for a nil s.
+func (s *idSwap) upstreamID(key string) jsontext.Value {
+	if s == nil {
+		return nil
+	}
+	return s.client[key]
+}
+
 // restore returns b, a message (or batch) of the upstream's answer, with
 // the client's ids in the responses and errors to the swapped requests
 // and the client's tokens in progress notifications naming swapped ones;

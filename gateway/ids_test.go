@@ -320,3 +320,59 @@ func TestClosedRelayedUpstreamIDsLegit(t *testing.T) {
 		t.Error("a client's id or token reached the closed upstream")
 	}
 }
+
+// TestClosedUpstreamResumedGoSDK: go-sdk's client on a session of an
+// upstream closed to it (a go-sdk server that answers tools/list and
+// tools/call only on a resumed stream, SEP-1699) gets both answers on the
+// resumed GET stream under its own ids.
+func TestClosedUpstreamResumedGoSDK(t *testing.T) {
+	up := resumingUpstream(t)
+	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
+	t.Cleanup(docs.Close)
+	const pol = `default: allow
+tool_classes:
+  docs/read_document: [source:sensitive]
+  web/send_email: [sink:network]
+route_rules:
+  - {id: no-exfil, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:network]}, scope: agent}
+`
+	p, err := policy.Compile([]byte(pol), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic := &intercept.Interceptor{Decider: p}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL}}}, ic, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	readSecret(t, gw.URL)
+	if !ic.Closed(t.Context(), intercept.CallContext{Upstream: "web", Agent: "raw"}) {
+		t.Fatal("web is not closed to raw after the read")
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "raw", Version: "1"}, nil).Connect(ctx,
+		&sdk.StreamableClientTransport{Endpoint: gw.URL + "/mcp/web", DisableStandaloneSSE: true},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	if len(tools.Tools) == 0 || tools.Tools[0].Name != "echo" {
+		t.Errorf("tools/list: got %d tools, want echo first", len(tools.Tools))
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
+	if err != nil {
+		t.Fatalf("tools/call: %v", err)
+	}
+	if tc, ok := res.Content[0].(*sdk.TextContent); !ok || tc.Text != "Echo: hi" {
+		t.Errorf("tools/call: got %+v, want Echo: hi", res.Content)
+	}
+}

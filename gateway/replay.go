@@ -29,6 +29,9 @@ type replayCall struct {
 	method string
 	cc     intercept.CallContext // the request's
 	at     time.Time             // when its stream ended
+	// id is the client's id of a request sent under the gateway's
+	// (ids.go), whose key the call is remembered by; nil for another.
+	id jsontext.Value
 }
 
 // The bounds of a session's memory of such requests: past maxReplays the
@@ -57,6 +60,10 @@ type replays struct {
 	// with the gateway's id to that id (ids.go): what the client's
 	// cancellation of it is sent with.
 	upIDs map[string]jsontext.Value
+	// swappedCalls maps the client's id key of each call in calls
+	// remembered under the gateway's id to that id's key: a request the
+	// client sends anew under its id forgets it too.
+	swappedCalls map[string]string
 }
 
 // hold is an open exchange's hold on the ids it waits on.
@@ -94,9 +101,24 @@ func (r *replays) claim(msgs []*intercept.Message) (h *hold, reused string) {
 		}
 		r.open[m.IDKey()] = h
 		h.ids = append(h.ids, m.IDKey())
-		delete(r.calls, m.IDKey())
+		r.drop(m.IDKey())
+		if up, ok := r.swappedCalls[m.IDKey()]; ok {
+			r.drop(up)
+		}
 	}
 	return h, ""
+}
+
+// drop forgets the request id; r.mu is held.
+func (r *replays) drop(id string) {
+	c, ok := r.calls[id]
+	if !ok {
+		return
+	}
+	delete(r.calls, id)
+	if c.id != nil {
+		delete(r.swappedCalls, intercept.IDKeyOf(c.id))
+	}
 }
 
 // release lets go of the ids h holds, its exchange having ended (and
@@ -131,11 +153,17 @@ func (r *replays) remember(id string, c replayCall, now time.Time) (forgot bool)
 				oldest = k
 			}
 		}
-		delete(r.calls, oldest)
+		r.drop(oldest)
 		forgot = true
 	}
 	c.at = now
 	r.calls[id] = c
+	if c.id != nil {
+		if r.swappedCalls == nil {
+			r.swappedCalls = make(map[string]string)
+		}
+		r.swappedCalls[intercept.IDKeyOf(c.id)] = id
+	}
 	return forgot
 }
 
@@ -147,13 +175,18 @@ func (r *replays) take(id string, now time.Time, h *hold) (replayCall, bool) {
 	defer r.mu.Unlock()
 	r.expire(now)
 	c, ok := r.calls[id]
-	delete(r.calls, id)
+	r.drop(id)
 	if ok && h != nil {
 		if r.open == nil {
 			r.open = make(map[string]*hold)
 		}
 		r.open[id] = h
 		h.ids = append(h.ids, id)
+		if c.id != nil {
+			// The client's id is the one it could send anew.
+			r.open[intercept.IDKeyOf(c.id)] = h
+			h.ids = append(h.ids, intercept.IDKeyOf(c.id))
+		}
 	}
 	return c, ok
 }
@@ -175,7 +208,7 @@ func (r *replays) hold(id string, h *hold) {
 func (r *replays) expire(now time.Time) {
 	for id, c := range r.calls {
 		if now.Sub(c.at) > replayTTL {
-			delete(r.calls, id)
+			r.drop(id)
 		}
 	}
 }
@@ -212,7 +245,15 @@ func (o *observer) replay(ctx context.Context, data []byte) *observer {
 		}
 		// The requests of one session share its owner: a message answering
 		// several is screened with the call context of any of them.
-		r.pending[m.IDKey()], r.cc = c.method, c.cc
+		key := m.IDKey()
+		if c.id != nil {
+			// Sent under the gateway's id: the client has its own back.
+			if r.swap == nil {
+				r.swap = &idSwap{ids: make(map[string]jsontext.Value, 1)}
+			}
+			r.swap.ids[key], key = c.id, intercept.IDKeyOf(c.id)
+		}
+		r.pending[key], r.cc = c.method, c.cc
 		if o.took == nil {
 			o.took = make(map[string]replayCall, 1)
 		}
@@ -249,27 +290,44 @@ func (o *observer) keep(gone bool) {
 		return
 	}
 	var calls map[string]replayCall
-	remember := func(id string, c replayCall) {
-		if gone || !o.answered[id] {
+	// remember keeps c under key unless its answer, as the client knows
+	// it (answered), was passed on.
+	remember := func(key, answered string, c replayCall) {
+		if gone || !o.answered[answered] {
 			if calls == nil {
 				calls = make(map[string]replayCall)
 			}
-			calls[id] = c
+			calls[key] = c
 		}
 	}
+	shares := o.g.shares(o.sess)
 	if o.resumed {
-		for id, c := range o.took {
-			remember(id, c)
+		for key, c := range o.took {
+			answered := key
+			if c.id != nil {
+				answered = intercept.IDKeyOf(c.id)
+			}
+			remember(key, answered, c)
 		}
 	} else {
 		for id, method := range o.pending {
-			remember(id, replayCall{method: method, cc: o.cc})
+			c, key := replayCall{method: method, cc: o.cc}, id
+			if up := o.swap.upstreamID(id); up != nil {
+				if shares {
+					// The store keeps calls by the id a client would
+					// send anew; its answer on a resumed stream is
+					// withheld (README).
+					continue
+				}
+				key, c.id = intercept.IDKeyOf(up), o.swap.ids[string(up)]
+			}
+			remember(key, id, c)
 		}
 	}
 	if len(calls) == 0 {
 		return
 	}
-	if o.g.shares(o.sess) {
+	if shares {
 		o.g.rememberShared(o.sess, o.rt.up.Name, calls)
 		return
 	}

@@ -808,6 +808,9 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 		o := ob
 		if msg && ob.resumed {
 			o = ob.replay(ctx, data) // the requests it answers, if remembered
+			if o.swap != nil {
+				data = o.swap.restore(data)
+			}
 		}
 		if msg && !o.listWaiting() {
 			// (While a list waits for its answer, filter answers it with
