@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -243,5 +246,47 @@ func relayedSender(t *testing.T, c transport.Conn) func(msg string) string {
 			}
 		}
 		return answer
+	}
+}
+
+// TestAttackIDPastRouteRuleVirtual: through a virtual server, whose inner
+// requests take each upstream's route, a call's id and progress token
+// reach no upstream closed to the client.
+func TestAttackIDPastRouteRuleVirtual(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	c, web := carryVirtualClient(t, ctx)
+	read, lookup := "", ""
+	for _, n := range toolNames(t, ctx, c) {
+		switch {
+		case strings.HasSuffix(n, "read_document"):
+			read = n
+		case strings.HasSuffix(n, "lookup"):
+			lookup = n
+		}
+	}
+	if txt, isErr := callText(t, ctx, c, read, map[string]any{"path": "/hr/salaries.csv"}); isErr || read == "" || lookup == "" {
+		t.Fatalf("sensitive read %q (lookup %q): %s", read, lookup, txt)
+	}
+	for n, req := range []mcptransport.JSONRPCRequest{
+		{ID: mcp.NewRequestId("{{M}}"), Method: "tools/call", Params: map[string]any{"name": lookup, "arguments": map[string]any{"query": "x"}}},
+		{ID: mcp.NewRequestId(int64(-9)), Method: "tools/call", Params: map[string]any{"name": lookup, "arguments": map[string]any{"query": "x"},
+			"_meta": map[string]any{"progressToken": "{{M}}"}}},
+	} {
+		mark := markOf(950 + n)
+		if id, ok := req.ID.Value().(string); ok {
+			req.ID = mcp.NewRequestId(strings.ReplaceAll(id, "{{M}}", mark))
+		}
+		if p := req.Params.(map[string]any); p["_meta"] != nil {
+			p["_meta"] = map[string]any{"progressToken": mark}
+		}
+		req.JSONRPC = "2.0"
+		resp, err := c.GetTransport().SendRequest(ctx, req)
+		if err != nil || resp.Error != nil || !strings.Contains(string(resp.Result), "results") || resp.ID.String() != req.ID.String() {
+			t.Errorf("call %d: got %+v, %v, want web's result under %v", n, resp, err, req.ID)
+		}
+		if web.reached(mark) {
+			t.Errorf("call %d: the mark reached the closed upstream through the virtual server", n)
+		}
 	}
 }
