@@ -376,3 +376,52 @@ route_rules:
 		t.Errorf("tools/call: got %+v, want Echo: hi", res.Content)
 	}
 }
+
+// TestIDTableOpenCostsNothing: while no request waits under the
+// gateway's ids (an upstream never closed), restoring what the upstream
+// sends is a load: no allocation, the message itself.
+func TestIDTableOpenCostsNothing(t *testing.T) {
+	var ids idTable
+	msg := []byte(`{"jsonrpc":"2.0","id":"a","result":{}}`)
+	if n := testing.AllocsPerRun(100, func() {
+		if out := ids.restore(msg); &out[0] != &msg[0] {
+			t.Fatal("restore changed the message")
+		}
+	}); n != 0 {
+		t.Errorf("got %v allocations per message, want 0", n)
+	}
+	if carriesIDs([]*intercept.Message{{Kind: intercept.KindNotification, Method: "notifications/initialized"}}) {
+		t.Error("notifications/initialized: want no closed check")
+	}
+}
+
+// FuzzIDSwapRestore: whatever an upstream sends, giving back the
+// client's ids never panics, leaves a message naming none of the
+// gateway's ids or tokens as it was, and yields JSON-RPC the gateway
+// reads when it changed something.
+func FuzzIDSwapRestore(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":"sluice-1","result":{}}`,
+		`[{"jsonrpc":"2.0","id":"sluice-1","error":{"code":1,"message":"x"}},{"jsonrpc":"2.0","id":2,"result":{}}]`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"sluice-p","progress":1}}`,
+		`{"jsonrpc":"2.0","id":"sluice-1","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"sluice\u002d1","result":{}}`,
+		`not json`,
+	} {
+		f.Add([]byte(s))
+	}
+	s := &idSwap{ids: map[string]jsontext.Value{`"sluice-1"`: jsontext.Value(`"client"`)},
+		tokens: map[string]jsontext.Value{`"sluice-p"`: jsontext.Value(`0`)}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out := s.restore(b)
+		if string(out) == string(b) {
+			return
+		}
+		if _, _, err := intercept.Decode(out); err != nil {
+			t.Fatalf("restore(%q) = %q, which does not decode: %v", b, out, err)
+		}
+		if strings.Contains(string(out), "sluice-1") && !strings.Contains(string(b), `"method"`) {
+			t.Errorf("restore(%q) = %q still names the gateway's id", b, out)
+		}
+	})
+}
