@@ -259,6 +259,9 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 				msg = out
 			}
 		}
+		if m.Kind == intercept.KindRequest {
+			sess.askedUp.add(m.IDKey())
+		}
 		if answered && call.creates {
 			// Its handle is recorded: what was held about the task goes
 			// first, in the order the upstream sent it.

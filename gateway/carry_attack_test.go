@@ -209,13 +209,15 @@ func TestAttackCarryPastRouteRule(t *testing.T) {
 			}
 			switch {
 			case s.name == "cancelled reason":
-				continue // forwarded without its reason: TestCarryPlainAfterDeny
+				continue // of nothing sent, not passed on: TestCarryPlainAfterDeny
 			case strings.HasSuffix(s.name, " answer"):
-				// The upstream's request ends with the gateway's error
-				// under its id.
+				// The upstream never asked srv-N: not even the gateway's
+				// error goes under an id of the client's choosing (ids.go).
+				// A request it did make ends with that error under its id:
+				// TestCarrySamplingAnswer.
 				id := s.msg[strings.Index(s.msg, `"srv-`):][:7]
-				if !web.reached(`"id":`+id, `"code":-32001,"message":"the client's answer was withheld by the gateway's policy (rule no-exfil)"`) {
-					t.Errorf("%s: the upstream was not told its request's answer was withheld", s.name)
+				if web.reached(`"id":` + id) {
+					t.Errorf("%s: an answer to a request the upstream never made reached it", s.name)
 				}
 				continue
 			}

@@ -59,8 +59,10 @@ type relay struct {
 	downMu, upMu sync.Mutex
 
 	// ids are the requests sent under the gateway's ids while the
-	// upstream was closed to the client (ids.go).
-	ids idTable
+	// upstream was closed to the client, asked the upstream's requests
+	// passed on to it until answered (ids.go).
+	ids   idTable
+	asked askedIDs
 
 	mu      sync.Mutex        // guards the fields below
 	pending map[string]string // request id -> method, client to upstream
@@ -349,7 +351,7 @@ func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, 
 		old.end(errReplaced)
 	}
 	if carriesIDs(msgs) && r.ic.Closed(ctx, r.callContext()) {
-		sent, err := r.ids.send(b, batch)
+		sent, err := r.ids.send(b, batch, &r.asked)
 		switch {
 		case errors.Is(err, errNothingSent):
 			return nil // a cancellation of nothing sent
@@ -678,6 +680,9 @@ func (r *relay) received(b []byte) ([]*intercept.Message, error) {
 	}
 	answers := msgs[:0]
 	for _, m := range msgs {
+		if m.Kind == intercept.KindRequest {
+			r.asked.add(m.IDKey())
+		}
 		if m.Kind != intercept.KindResponse && m.Kind != intercept.KindError {
 			continue
 		}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -29,7 +30,11 @@ import (
 // cancellation names the gateway's id for the request it cancels, which
 // the session remembers while that request's exchange is open
 // (replays.swapped); one naming anything else cancels nothing the
-// upstream was sent, and is not passed on.
+// upstream was sent, and is not passed on. The client's answers name the
+// upstream's own ids, and so must they: an answer under an id no request
+// of the upstream's passed on to this client had (askedIDs; an empty
+// result, {"id":"<secret>","result":{}}, is plain) is not passed on
+// either.
 //
 // The gateway's ids are random ("sluice-" and 13 characters of base 36 at
 // most): a counter would tell the upstream how busy the gateway is, and
@@ -65,12 +70,17 @@ func newUpstreamID() jsontext.Value {
 // swapIDs returns what msgs, an exchange's messages to a closed upstream
 // (a batch when batch), are sent as (see above). upstreamID gives the
 // gateway's id for a request of the client's still open on the session,
-// by its id key; nil: none is. A message that cannot be rewritten is an
-// error; a cancellation of nothing the upstream was sent is left out, and
-// when nothing is left the error is errNothingSent.
-func swapIDs(msgs []*intercept.Message, batch bool, upstreamID func(key string) jsontext.Value) (*idSwap, error) {
+// by its id key; nil: none is. asked takes the id key of a request the
+// upstream sent the client, if it did; nil: none. A message that cannot
+// be rewritten is an error; a cancellation of nothing the upstream was
+// sent and an answer to nothing it asked are left out, and when nothing is
+// left the error is errNothingSent.
+func swapIDs(msgs []*intercept.Message, batch bool, upstreamID func(key string) jsontext.Value, asked *askedIDs) (*idSwap, error) {
 	s := &idSwap{msgs: make([]*intercept.Message, 0, len(msgs))}
 	for _, m := range msgs {
+		if (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) && !asked.take(m.IDKey()) {
+			continue // an answer to nothing asked
+		}
 		raw, err := s.swap(m, upstreamID)
 		if err != nil {
 			return nil, err
@@ -285,12 +295,13 @@ type swappedRequest struct {
 // send returns b, the client's messages (a batch when batch) as the
 // gateway forwards them, rewritten for a closed upstream (swapIDs) and
 // remembered until answered; errNothingSent when none is left to send.
-func (t *idTable) send(b []byte, batch bool) ([]byte, error) {
+// asked: see swapIDs.
+func (t *idTable) send(b []byte, batch bool, asked *askedIDs) ([]byte, error) {
 	msgs, _, err := intercept.Decode(b)
 	if err != nil {
 		return nil, err
 	}
-	s, err := swapIDs(msgs, batch, t.upstreamID)
+	s, err := swapIDs(msgs, batch, t.upstreamID, asked)
 	if err != nil {
 		return nil, err
 	}
@@ -408,15 +419,15 @@ func (g *Gateway) closedBody(ctx context.Context, x *exchange, t *idTable, body 
 	if !carriesIDs(x.msgs) || !g.ic.Closed(ctx, x.callContext()) {
 		return body, nil
 	}
-	return t.send(body, x.batch)
+	return t.send(body, x.batch, &x.sess.askedUp)
 }
 
 // carriesIDs reports whether any of msgs holds an id or token of the
-// client's that a closed upstream is sent the gateway's for: a request,
-// or a cancellation.
+// client's that a closed upstream is sent the gateway's for, or checked:
+// a request, an answer, or a cancellation.
 func carriesIDs(msgs []*intercept.Message) bool {
 	for _, m := range msgs {
-		if m.Kind == intercept.KindRequest {
+		if m.Kind != intercept.KindNotification {
 			return true
 		}
 		if _, ok := cancelledID(m); ok {
@@ -424,4 +435,64 @@ func carriesIDs(msgs []*intercept.Message) bool {
 		}
 	}
 	return false
+}
+
+// askedIDs remembers the ids of the requests an upstream sent a client
+// through the gateway, until the client answers them: the only ids a
+// client's answer to a closed upstream may name. At most maxAskedIDs,
+// the oldest forgotten past that (an upstream asks a client few things at
+// once). Safe for concurrent use; its zero value is empty.
+type askedIDs struct {
+	mu    sync.Mutex // guards the fields below
+	ids   map[string]bool
+	order []string // oldest first; may name ids answered since
+}
+
+// maxAskedIDs bounds the requests an askedIDs remembers.
+const maxAskedIDs = 256
+
+// add remembers the id key of a request passed on to the client.
+func (a *askedIDs) add(key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ids == nil {
+		a.ids = make(map[string]bool)
+	}
+	if a.ids[key] {
+		return
+	}
+	a.ids[key] = true
+	a.order = append(a.order, key)
+	for len(a.ids) > maxAskedIDs || len(a.order) > 2*maxAskedIDs {
+		delete(a.ids, a.order[0])
+		a.order[0] = ""
+		a.order = a.order[1:]
+	}
+}
+
+// take reports whether the request with id key was passed on to the
+// client and not answered yet, and forgets it; false for a nil a.
+func (a *askedIDs) take(key string) bool {
+	if a == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ok := a.ids[key]
+	delete(a.ids, key)
+	return ok
+}
+
+// askedIn remembers in a the requests among msgs, the messages of b, an
+// upstream's message passed on to the client (decoded only when it may
+// be a request).
+func (a *askedIDs) askedIn(b []byte, msgs func() []*intercept.Message) {
+	if !bytes.Contains(b, []byte(`"method"`)) || !bytes.Contains(b, []byte(`"id"`)) {
+		return
+	}
+	for _, m := range msgs() {
+		if m.Kind == intercept.KindRequest {
+			a.add(m.IDKey())
+		}
+	}
 }

@@ -290,3 +290,47 @@ func TestAttackIDPastRouteRuleVirtual(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackAnswerIDPastRouteRule: an answer is plain when its result is
+// empty, and its id was the client's to choose: under an id the closed
+// upstream never asked the client, it reached the upstream before, on a
+// session to an HTTP upstream, over /ws and on a bridged session.
+func TestAttackAnswerIDPastRouteRule(t *testing.T) {
+	const answer = `{"jsonrpc":"2.0","id":"{{M}}","result":{}}`
+	t.Run("session", func(t *testing.T) {
+		gw, web := carryGateway(t)
+		readSecret(t, gw.URL)
+		sid := initialize(t, gw.URL+"/mcp/web")
+		hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+		mark := markOf(970)
+		status, _, body := post(t, gw.URL+"/mcp/web", hdr, strings.ReplaceAll(answer, "{{M}}", mark))
+		if web.reached(mark) || status != http.StatusAccepted {
+			t.Errorf("got %d %s (reached: %v), want 202 and nothing at the upstream", status, body, web.reached(mark))
+		}
+	})
+	t.Run("ws", func(t *testing.T) {
+		gw, web := carryGateway(t)
+		readSecret(t, gw.URL)
+		send := relayedSender(t, dialWith(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(gw.URL, "http") + "/ws/web"}))
+		send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+		send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		mark := markOf(971)
+		send(strings.ReplaceAll(answer, "{{M}}", mark))
+		if web.reached(mark) {
+			t.Error("the answer's id reached the closed upstream over /ws")
+		}
+	})
+	t.Run("bridged", func(t *testing.T) {
+		gw, web := bridgedGateway(t)
+		readSecret(t, gw.URL)
+		sid := initialize(t, gw.URL+"/mcp/web")
+		hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+		mark := markOf(972)
+		post(t, gw.URL+"/mcp/web", hdr, strings.ReplaceAll(answer, "{{M}}", mark))
+		// A ping after it: by its answer the answer was written, if it was.
+		post(t, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","id":"probe","method":"ping"}`)
+		if web.reached(mark) {
+			t.Error("the answer's id reached the closed bridged upstream")
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"log/slog"
@@ -121,8 +122,9 @@ func TestClosedUpstreamProgressMCPGo(t *testing.T) {
 
 // scriptedWeb is a bridged upstream (over SSE) that records every message
 // it reads. It offers web_search (so carryPolicy's route rule closes it),
-// count, which reports progress twice on its token, and wait, answered
-// only when cancelled; every other request gets an empty result.
+// count, which reports progress twice on its token, wait, answered only
+// when cancelled, and ask, which pings the client and answers once the
+// client answered the ping; every other request gets an empty result.
 type scriptedWeb struct {
 	mu  sync.Mutex
 	got []string
@@ -141,6 +143,7 @@ func (s *scriptedWeb) reached(mark string) bool {
 
 func (s *scriptedWeb) serve(ctx context.Context, c transport.Conn) {
 	waiting := map[string]jsontext.Value{}
+	asking := map[string]jsontext.Value{} // the ping's id key -> the ask call's id
 	write := func(msg string) { _ = c.Write(ctx, []byte(msg)) }
 	result := func(id jsontext.Value, r string) {
 		write(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + r + `}`)
@@ -159,7 +162,8 @@ func (s *scriptedWeb) serve(ctx context.Context, c transport.Conn) {
 		case m.Method == "initialize":
 			result(m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"web","version":"1"}}`)
 		case m.Method == "tools/list":
-			result(m.ID, `{"tools":[{"name":"web_search","inputSchema":{"type":"object"}},{"name":"count","inputSchema":{"type":"object"}},{"name":"wait","inputSchema":{"type":"object"}}]}`)
+			result(m.ID, `{"tools":[{"name":"web_search","inputSchema":{"type":"object"}},{"name":"count","inputSchema":{"type":"object"}},`+
+				`{"name":"wait","inputSchema":{"type":"object"}},{"name":"ask","inputSchema":{"type":"object"}}]}`)
 		case m.Method == "tools/call" && m.Name == "count":
 			tok := intercept.Member(m.Meta, "progressToken")
 			for i := 1; i <= 2 && tok != nil; i++ {
@@ -168,6 +172,13 @@ func (s *scriptedWeb) serve(ctx context.Context, c transport.Conn) {
 			result(m.ID, `{"content":[{"type":"text","text":"counted"}]}`)
 		case m.Method == "tools/call" && m.Name == "wait":
 			waiting[m.IDKey()] = m.ID
+		case m.Method == "tools/call" && m.Name == "ask":
+			ping := `"up-ping-` + itoa(len(asking)) + `"`
+			asking[ping] = m.ID
+			write(`{"jsonrpc":"2.0","id":` + ping + `,"method":"ping"}`)
+		case m.Kind == intercept.KindResponse && asking[m.IDKey()] != nil:
+			result(asking[m.IDKey()], `{"content":[{"type":"text","text":"asked"}]}`)
+			delete(asking, m.IDKey())
 		case m.Method == "notifications/cancelled":
 			key := intercept.IDKeyOf(intercept.Member(m.Params, "requestId"))
 			if id, ok := waiting[key]; ok {
@@ -271,8 +282,9 @@ func TestClosedBridgedUpstreamIDs(t *testing.T) {
 
 // TestClosedRelayedUpstreamIDsLegit: over /ws, a client of a closed
 // upstream gets progress under its own token and its answers under its
-// own ids, 0 among them, and its cancellation of an open call reaches the
-// upstream under the gateway's id.
+// own ids, 0 among them, its cancellation of an open call reaches the
+// upstream under the gateway's id, and its answer to the upstream's ping
+// reaches it.
 func TestClosedRelayedUpstreamIDsLegit(t *testing.T) {
 	gw, web := bridgedGateway(t)
 	readSecret(t, gw.URL)
@@ -316,6 +328,11 @@ func TestClosedRelayedUpstreamIDsLegit(t *testing.T) {
 	}
 	write(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w-2"}}`)
 	until(`"id":"w-2","result":{"content":[{"type":"text","text":"cancelled"}]}`)
+	// The upstream's own request is answered under its id.
+	write(`{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"ask","arguments":{}}}`)
+	until(`"method":"ping"`)
+	write(`{"jsonrpc":"2.0","id":"up-ping-0","result":{}}`)
+	until(`"id":"a-1","result":{"content":[{"type":"text","text":"asked"}]}`)
 	if web.reached(`"w-2"`) || web.reached(`"progressToken":7`) || web.reached(`"id":0,`) {
 		t.Error("a client's id or token reached the closed upstream")
 	}
@@ -424,4 +441,35 @@ func FuzzIDSwapRestore(f *testing.F) {
 			t.Errorf("restore(%q) = %q still names the gateway's id", b, out)
 		}
 	})
+}
+
+// TestClosedBridgedUpstreamAnswers: on a bridged session closed to its
+// client, the client's answer to the upstream's own request (a ping while
+// a call waits) reaches the upstream, and the call ends.
+func TestClosedBridgedUpstreamAnswers(t *testing.T) {
+	gw, _ := bridgedGateway(t)
+	readSecret(t, gw.URL)
+	sid := initialize(t, gw.URL+"/mcp/web")
+	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+	post(t, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	resp := openPost(t, ctx, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"ask","arguments":{}}}`)
+	rd := bufio.NewReader(resp.Body)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the call's stream ended before the upstream's ping: %v", err)
+		}
+		if strings.Contains(line, `"method":"ping"`) {
+			break
+		}
+	}
+	if status, _, body := post(t, gw.URL+"/mcp/web", hdr, `{"jsonrpc":"2.0","id":"up-ping-0","result":{}}`); status != http.StatusAccepted {
+		t.Fatalf("the answer to the ping: got %d %s", status, body)
+	}
+	rest, _ := io.ReadAll(rd)
+	if !strings.Contains(string(rest), `"id":"a-1","result":{"content":[{"type":"text","text":"asked"}]}`) {
+		t.Errorf("the call after the answer: got %s, want the upstream's result", rest)
+	}
 }

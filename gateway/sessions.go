@@ -37,6 +37,9 @@ type session struct {
 	// its task-augmented requests await answers (taskhold.go); nil until
 	// one is sent.
 	tasks atomic.Pointer[taskHold]
+	// askedUp holds the requests its upstream sent its client, until
+	// answered: what a closed upstream may be answered (ids.go).
+	askedUp askedIDs
 
 	mu       sync.Mutex // guards the fields below
 	version  string

@@ -856,6 +856,10 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 		if ev.ID != "" && ob.sess != nil {
 			ob.sess.passedEvent(ev.ID) // a Last-Event-ID a closed upstream may get
 		}
+		if msg && ob.sess != nil {
+			// An id a closed upstream may be answered under.
+			ob.sess.askedUp.askedIn(data, func() []*intercept.Message { msgs, _ := o.decode(data); return msgs })
+		}
 		if msg {
 			o.message(data)
 			ob.delivered(o)

@@ -128,10 +128,11 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 	if closed {
 		// Its ids are the gateway's (ids.go).
 		var upstreamID func(string) jsontext.Value
+		var asked *askedIDs
 		if x.sess != nil {
-			upstreamID = x.sess.replays.upstreamID
+			upstreamID, asked = x.sess.replays.upstreamID, &x.sess.askedUp
 		}
-		if x.swap, err = swapIDs(x.msgs, x.batch, upstreamID); err != nil {
+		if x.swap, err = swapIDs(x.msgs, x.batch, upstreamID, asked); err != nil {
 			return nil, uc.end, err
 		}
 		msgs, body = x.swap.msgs, x.swap.body

@@ -170,3 +170,17 @@ func TestIDKey(t *testing.T) {
 		}
 	}
 }
+
+// TestIDKeyOf: a value keys as the same id in a message does, whatever
+// its spelling.
+func TestIDKeyOf(t *testing.T) {
+	for _, id := range []string{`"a\u0062"`, `"ab"`, `7`, `-3`, `"\u003ca\u003e"`, `""`} {
+		m, err := DecodeMessage([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := IDKeyOf(m.ID), m.IDKey(); got != want {
+			t.Errorf("IDKeyOf(%s) = %s, want %s", id, got, want)
+		}
+	}
+}
