@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -483,14 +482,10 @@ func (a *askedIDs) take(key string) bool {
 	return ok
 }
 
-// askedIn remembers in a the requests among msgs, the messages of b, an
-// upstream's message passed on to the client (decoded only when it may
-// be a request).
-func (a *askedIDs) askedIn(b []byte, msgs func() []*intercept.Message) {
-	if !bytes.Contains(b, []byte(`"method"`)) || !bytes.Contains(b, []byte(`"id"`)) {
-		return
-	}
-	for _, m := range msgs() {
+// addRequests remembers the requests among msgs, an upstream's message
+// passed on to the client.
+func (a *askedIDs) addRequests(msgs []*intercept.Message) {
+	for _, m := range msgs {
 		if m.Kind == intercept.KindRequest {
 			a.add(m.IDKey())
 		}

@@ -857,8 +857,11 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 			ob.sess.passedEvent(ev.ID) // a Last-Event-ID a closed upstream may get
 		}
 		if msg && ob.sess != nil {
-			// An id a closed upstream may be answered under.
-			ob.sess.askedUp.askedIn(data, func() []*intercept.Message { msgs, _ := o.decode(data); return msgs })
+			// The ids a closed upstream may be answered under (decoded
+			// already, but while a list waits).
+			if msgs, err := o.decode(data); err == nil {
+				ob.sess.askedUp.addRequests(msgs)
+			}
 		}
 		if msg {
 			o.message(data)
