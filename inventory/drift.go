@@ -253,19 +253,36 @@ func diffTool(p, o Tool) []FieldChange {
 	} {
 		if !bytes.Equal(m.p, m.o) {
 			var vs []ValueChange
-			diffValues("", m.p, m.o, &vs)
+			budget := diffBudget * (len(m.p) + len(m.o) + 1024)
+			diffValues("", m.p, m.o, &vs, &budget)
 			fs = append(fs, FieldChange{Field: m.name, Values: vs})
 		}
 	}
 	return fs
 }
 
+// diffBudget bounds the work of diffing two versions of a member, as a
+// multiple of their size: each level descended into decodes what is below
+// it again, and each change found is written with its path, so that two
+// values nested thousands deep (an upstream's answer can be 32 MiB) cost
+// thousands of times their size to diff. Past the budget a value is
+// reported whole at the path reached. Ordinary schemas, a few levels
+// deep, are diffed to their leaves well within it.
+const diffBudget = 16
+
 // diffValues appends the differences between two canonical JSON values,
-// descending into objects and arrays present on both sides.
-func diffValues(path string, a, b jsontext.Value, out *[]ValueChange) {
+// descending into objects and arrays present on both sides while the
+// budget (in bytes read or written) lasts.
+func diffValues(path string, a, b jsontext.Value, out *[]ValueChange, budget *int) {
+	*budget -= min(len(a), len(b)) + len(path)
 	if bytes.Equal(a, b) {
 		return
 	}
+	if *budget < len(a)+len(b) {
+		*out = append(*out, ValueChange{Path: path, Pinned: a, Observed: b})
+		return
+	}
+	*budget -= len(a) + len(b)
 	switch {
 	case kind(a) == '{' && kind(b) == '{':
 		var ma, mb map[string]jsontext.Value
@@ -280,7 +297,12 @@ func diffValues(path string, a, b jsontext.Value, out *[]ValueChange) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			diffValues(path+"/"+escapePointer(k), ma[k], mb[k], out)
+			if *budget < 0 {
+				// Spent among many members: the rest is this value whole.
+				*out = append(*out, ValueChange{Path: path, Pinned: a, Observed: b})
+				return
+			}
+			diffValues(path+"/"+escapePointer(k), ma[k], mb[k], out, budget)
 		}
 		return
 	case kind(a) == '[' && kind(b) == '[':
@@ -296,7 +318,11 @@ func diffValues(path string, a, b jsontext.Value, out *[]ValueChange) {
 			if i < len(sb) {
 				y = sb[i]
 			}
-			diffValues(fmt.Sprintf("%s/%d", path, i), x, y, out)
+			if *budget < 0 {
+				*out = append(*out, ValueChange{Path: path, Pinned: a, Observed: b})
+				return
+			}
+			diffValues(fmt.Sprintf("%s/%d", path, i), x, y, out, budget)
 		}
 		return
 	}
