@@ -55,3 +55,66 @@ func TestAttackDeepDrift(t *testing.T) {
 		t.Errorf("deep schema: got %+v, want it reported changed", fs)
 	}
 }
+
+// TestAttackScanPointerFlood: the poisoning scan named every string of a
+// schema by its JSON Pointer before looking at it, a copy of the depth and
+// of every member name above it. A tools/list whose schema puts a long
+// member name (or a thousand levels of arrays) over many short strings
+// cost the name's length (or the depth) for each: a 1 MiB name over
+// 262,144 strings, one 2 MiB answer, ran for minutes, under the
+// inventory's lock. The scan must cost about what a flat schema as long
+// does.
+func TestAttackScanPointerFlood(t *testing.T) {
+	const key, depth, strs = 16 << 10, 4000, 32 << 10
+	arr := strings.Repeat(`"a",`, strs) + `"a"`
+	flat := Tool{Name: "t", InputSchema: jsontext.Value(`{"enum":[` + arr + `],"k":"` + strings.Repeat("k", key) + `"}`)}
+	named := Tool{Name: "t", InputSchema: jsontext.Value(`{"properties":{"` + strings.Repeat("k", key) + `":{"enum":[` + arr + `]}}}`)}
+	deep := Tool{Name: "t", InputSchema: jsontext.Value(strings.Repeat("[", depth) + arr + strings.Repeat("]", depth))}
+	base := leastOf3(func() { Scan(flat, ScanOptions{}) })
+	for _, c := range []struct {
+		name string
+		tool Tool
+	}{{"long name", named}, {"deep", deep}} {
+		took := leastOf3(func() { Scan(c.tool, ScanOptions{}) })
+		ratio := float64(took) / float64(base)
+		t.Logf("%s: %v; flat: %v; ratio %.1f", c.name, took, base, ratio)
+		if ratio > 50 {
+			t.Errorf("%s over %d strings: the scan took %v, %.0f times the %v of a flat schema as long (want the pointer worked out only for a finding)", c.name, strs, took, ratio, base)
+		}
+	}
+
+	// Every string tripping a rule makes a bounded number of findings,
+	// their fields clipped.
+	bad := Tool{Name: "t", InputSchema: jsontext.Value(`{"properties":{"` + strings.Repeat("k", key) + `":{"enum":[` +
+		strings.Repeat(`"a\u200b",`, strs) + `"a"]}}}`)}
+	fs := Scan(bad, ScanOptions{})
+	if len(fs) == 0 || len(fs) > maxPerRule*4 {
+		t.Errorf("%d strings each with an invisible character: %d findings, want 1 to %d", strs, len(fs), maxPerRule*4)
+	}
+	for _, f := range fs {
+		if len(f.Field) > maxFieldName+len("/inputSchema#name…") {
+			t.Errorf("finding %s: field of %d bytes, want it clipped to about %d", f.Rule, len(f.Field), maxFieldName)
+		}
+	}
+}
+
+// TestScanFieldIsPointer: the field a finding inside a JSON value names
+// is its JSON Pointer, as the decoder's StackPointer gives it, for names
+// with '~' and '/', arrays and member names themselves.
+func TestScanFieldIsPointer(t *testing.T) {
+	schema := `{"type":"object","properties":{"a/b":{"type":"string","description":"x\u200by"},` +
+		`"c~d":{"items":[{"enum":["p","q\u200b"]}]},"e\u200bf":{"type":"number"}},"required":["a/b"]}`
+	fs := Scan(Tool{Name: "t", InputSchema: jsontext.Value(schema)}, ScanOptions{})
+	var got []string
+	for _, f := range fs {
+		got = append(got, f.Field)
+	}
+	want := []string{
+		"/inputSchema/properties/a~1b/description",
+		"/inputSchema/properties/c~0d/items/0/enum/1",
+		"/inputSchema/properties/e\u200bf#name",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got fields\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1083,7 +1083,7 @@ func crossReferences(t Tool, foreign *foreignIndex) []Finding {
 	if foreign == nil || len(foreign.byRun)+len(foreign.odd) == 0 {
 		return nil
 	}
-	s := scanner{seen: map[[2]string]bool{}, foreignOnly: true, foreign: foreign}
+	s := scanner{foreignOnly: true, foreign: foreign}
 	s.tool(t)
 	return s.found
 }

@@ -317,7 +317,7 @@ var identMembers = []string{"name", "uri", "uriTemplate", "mimeType"}
 // "Description" as the description (Go's encoding/json) shows it to the
 // model.
 func scanItem(item jsontext.Value, opts ScanOptions, fx *foreignIndex) []Finding {
-	s := scanner{opts: opts, seen: map[[2]string]bool{}, foreign: fx}
+	s := scanner{opts: opts, foreign: fx}
 	s.item("", item)
 	maxLen := opts.MaxDescription
 	if maxLen == 0 {
@@ -325,7 +325,7 @@ func scanItem(item jsontext.Value, opts ScanOptions, fx *foreignIndex) []Finding
 	}
 	for _, f := range []string{"description", "instructions"} {
 		if n := len([]rune(stringMember(item, f))); maxLen > 0 && n > maxLen {
-			s.add("long_description", SeverityLow, "/"+f, fmt.Sprintf("%d characters, more than %d", n, maxLen))
+			s.add("long_description", SeverityLow, at("/"+f), fmt.Sprintf("%d characters, more than %d", n, maxLen))
 		}
 	}
 	slices.SortStableFunc(s.found, func(a, b Finding) int { return int(b.Severity - a.Severity) })
@@ -350,11 +350,11 @@ func (s *scanner) item(base string, obj jsontext.Value) {
 			return
 		}
 		field := base + "/" + escapePointer(key)
-		s.text(field+"#name", key, true)
+		s.text(at(field+"#name"), key, true)
 		switch {
 		case slices.ContainsFunc(identMembers, func(m string) bool { return strings.EqualFold(m, key) }):
 			if v.Kind() == '"' {
-				s.invisible(field, unquote(v))
+				s.invisible(at(field), unquote(v))
 				continue
 			}
 			s.json(field, v)

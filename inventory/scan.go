@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -249,14 +250,14 @@ var rules = []rule{
 // Findings are sorted by severity, highest first; each rule is reported at
 // most once per field.
 func Scan(t Tool, opts ScanOptions) []Finding {
-	s := scanner{opts: opts, seen: map[[2]string]bool{}}
+	s := scanner{opts: opts}
 	s.tool(t)
 	maxLen := opts.MaxDescription
 	if maxLen == 0 {
 		maxLen = DefaultMaxDescription
 	}
 	if n := utf8.RuneCountInString(t.Description); maxLen > 0 && n > maxLen {
-		s.add("long_description", SeverityLow, "/description", fmt.Sprintf("%d characters, more than %d", n, maxLen))
+		s.add("long_description", SeverityLow, at("/description"), fmt.Sprintf("%d characters, more than %d", n, maxLen))
 	}
 	slices.SortStableFunc(s.found, func(a, b Finding) int { return int(b.Severity - a.Severity) })
 	return s.found
@@ -268,29 +269,100 @@ type scanner struct {
 	foreignOnly bool
 	seen        map[[2]string]bool // rule, field
 	found       []Finding
-	foreign     *foreignIndex // of opts.ForeignTools, built on first use
+	perRule     map[string]int // findings of each rule
+	foreign     *foreignIndex  // of opts.ForeignTools, built on first use
 }
 
 func (s *scanner) tool(t Tool) {
 	if !s.foreignOnly {
 		// Names are identifiers that benign tools fill with verbs like
 		// read and secrets, so only invisible characters count there.
-		s.invisible("/name", t.Name)
+		s.invisible(at("/name"), t.Name)
 	}
-	s.text("/title", t.Title, false)
-	s.text("/description", t.Description, false)
+	s.text(at("/title"), t.Title, false)
+	s.text(at("/description"), t.Description, false)
 	s.json("/inputSchema", t.InputSchema)
 	s.json("/outputSchema", t.OutputSchema)
 	s.json("/annotations", t.Annotations)
 }
 
-func (s *scanner) add(rule string, sev Severity, field, excerpt string) {
-	k := [2]string{rule, field}
+// maxPerRule bounds the findings of one rule in one scan: the rule's
+// severity is what blocks a tool, and each finding is an event, so a list
+// whose every string trips a rule (hundreds of thousands in one answer)
+// must not make as many findings, each naming where it is.
+const maxPerRule = 16
+
+func (s *scanner) add(rule string, sev Severity, f field, excerpt string) {
+	if s.perRule[rule] >= maxPerRule {
+		return
+	}
+	name := f.String()
+	k := [2]string{rule, name}
 	if s.seen[k] {
 		return
 	}
+	if s.seen == nil {
+		s.seen = map[[2]string]bool{}
+	}
+	if s.perRule == nil {
+		s.perRule = map[string]int{}
+	}
 	s.seen[k] = true
-	s.found = append(s.found, Finding{Rule: rule, Severity: sev, Field: field, Excerpt: excerpt})
+	s.perRule[rule]++
+	s.found = append(s.found, Finding{Rule: rule, Severity: sev, Field: name, Excerpt: excerpt})
+}
+
+// field names where a text is: a path, or a string inside a JSON value
+// at a path, whose JSON Pointer is worked out only when something is
+// found there. Worked out for every string, as it was, a value's strings
+// cost the depth and the length of the names above each: one 1 MiB member
+// name over an array of 300,000 strings was 300 GB of pointers.
+type field struct {
+	path   string
+	js     *jsonPath // the string being read at path, if any
+	suffix string
+}
+
+func at(path string) field { return field{path: path} }
+
+// Limits on a field's name as reported: past them a name is clipped ("…").
+const (
+	maxFieldName    = 512 // bytes of the whole name
+	maxFieldSegment = 64  // bytes of one member name in it
+)
+
+func (f field) String() string {
+	path := f.path
+	if len(path) > maxFieldName {
+		path = clip(path, maxFieldName)
+	}
+	if f.js == nil {
+		return path + f.suffix
+	}
+	var b strings.Builder
+	b.WriteString(path)
+	d := f.js.dec
+	for i := 1; i <= d.StackDepth(); i++ {
+		if b.Len() >= maxFieldName {
+			b.WriteString("…")
+			break
+		}
+		b.WriteByte('/')
+		kind, n := d.StackIndex(i)
+		if kind == '[' {
+			b.WriteString(strconv.FormatInt(n-1, 10))
+			continue
+		}
+		b.WriteString(escapePointer(f.js.names[i-1]))
+	}
+	b.WriteString(f.suffix)
+	return b.String()
+}
+
+// jsonPath follows the member names above the token a decoder read last.
+type jsonPath struct {
+	dec   *jsontext.Decoder
+	names []string // by depth, clipped to maxFieldSegment
 }
 
 // json scans every string and member name of a JSON value.
@@ -299,28 +371,39 @@ func (s *scanner) json(base string, v jsontext.Value) {
 		return
 	}
 	d := jsontext.NewDecoder(strings.NewReader(string(v)))
+	js := &jsonPath{dec: d}
 	for {
 		tok, err := d.ReadToken()
 		if err != nil {
 			return // end of value; the value was validated when sealed
 		}
-		if tok.Kind() != '"' {
+		switch tok.Kind() {
+		case '{', '[':
+			js.names = append(js.names[:d.StackDepth()-1], "")
+			continue
+		case '"':
+		default:
 			continue
 		}
-		ptr := string(d.StackPointer())
+		text := tok.String()
 		kind, n := d.StackIndex(d.StackDepth())
 		if kind == '{' && n%2 == 1 {
-			// An object member's name: ptr already names the member.
-			s.text(base+ptr+"#name", tok.String(), true)
+			// An object member's name: the pointer names the member.
+			name := text
+			if len(name) > maxFieldSegment {
+				name = strings.Clone(clip(name, maxFieldSegment))
+			}
+			js.names[d.StackDepth()-1] = name
+			s.text(field{path: base, js: js, suffix: "#name"}, text, true)
 			continue
 		}
-		s.text(base+ptr, tok.String(), false)
+		s.text(field{path: base, js: js}, text, false)
 	}
 }
 
 // text runs every check on one string. ident marks a member name, whose
 // words are joined by '_', '-' or camelCase rather than spaces.
-func (s *scanner) text(field, raw string, ident bool) {
+func (s *scanner) text(field field, raw string, ident bool) {
 	if raw == "" {
 		return
 	}
@@ -411,7 +494,7 @@ func (x *foreignIndex) find(s string) (at, n int) {
 }
 
 // patterns runs the pattern rules over normalized text.
-func (s *scanner) patterns(field, norm string) {
+func (s *scanner) patterns(field field, norm string) {
 	for _, r := range rules {
 		if r.need != nil && !slices.ContainsFunc(r.need, func(n string) bool { return strings.Contains(norm, n) }) {
 			continue
@@ -429,7 +512,7 @@ func (s *scanner) patterns(field, norm string) {
 
 // invisible reports characters that a person reading the text does not
 // see but a model does.
-func (s *scanner) invisible(field, raw string) {
+func (s *scanner) invisible(field field, raw string) {
 	var tags strings.Builder
 	for i, r := range raw {
 		switch {
@@ -457,7 +540,9 @@ func (s *scanner) invisible(field, raw string) {
 	if tags.Len() > 0 {
 		s.add("invisible_unicode", SeverityHigh, field, "hidden tag text: "+clip(tags.String(), 200))
 		// The hidden text is what the model reads: check it as well.
-		s.text(field+"#tags", tags.String(), false)
+		tagged := field
+		tagged.suffix += "#tags"
+		s.text(tagged, tags.String(), false)
 	}
 }
 
