@@ -32,6 +32,7 @@ func hashArguments(raw []byte, extra []string) (sum string, ok bool) {
 	// which costs less than the decoder's own check.
 	d.dec.Reset(&d.rd, jsontext.AllowDuplicateNames(true))
 	c.extra = extra
+	c.copyBudget = copyBudget * (len(raw) + 1024)
 	out, ok := c.value(&d.dec, c.buf(0)[:0])
 	if out != nil {
 		c.keep(0, out)
@@ -58,11 +59,22 @@ var decoders = sync.Pool{New: func() any { return new(pooledDecoder) }}
 // call to the next (it lives in a pooled decoder): bufs[0] holds the
 // output, bufs[d] and members[d-1] an object's members at depth d.
 type canonWriter struct {
-	extra   []string
-	depth   int
-	bufs    [][]byte
-	members [][]member
+	extra []string
+	depth int
+	// copyBudget is what is left to copy of objects' members into the
+	// object above them.
+	copyBudget int
+	bufs       [][]byte
+	members    [][]member
 }
+
+// copyBudget bounds, as a multiple of the arguments' size, the bytes
+// copied from each object's scratch buffer into its parent's: each level
+// of nested objects copies all that is below it again, so that objects
+// nested 5,000 deep around a 1 MiB string cost 5,000 MiB of copying (85
+// times the hash of flat arguments as long). Past the budget the hash is
+// left to the decoding path, which writes each byte once.
+const copyBudget = 8
 
 // maxKeptBuf bounds the buffers a pooled canonWriter keeps.
 const maxKeptBuf = 64 << 10
@@ -193,6 +205,9 @@ func (c *canonWriter) value(dec *jsontext.Decoder, b []byte) ([]byte, bool) {
 		if pairNamed && pairValued {
 			// Perhaps a name/value pair naming a credential
 			// (secretPair): the decoding path redacts those.
+			return nil, false
+		}
+		if c.copyBudget -= len(scratch); c.copyBudget < 0 {
 			return nil, false
 		}
 		slices.SortFunc(members, func(x, y member) int { return compareUTF16(x.name, y.name) })
