@@ -283,11 +283,18 @@ func (rs *readSet) variant(v any, at string, known bool) error {
 					return variantErr(k, n)
 				}
 			}
-			p := k
-			if at != "" {
-				p = at + "\x00" + k
+			// The path is made only where it is looked up: below a
+			// path no name is read at, it is not, and making it for
+			// every member copied the (agent-chosen) names above it.
+			p, inner := "", false
+			if known {
+				p = k
+				if at != "" {
+					p = at + "\x00" + k
+				}
+				inner = rs.inner[p]
 			}
-			if err := rs.variant(x, p, known && rs.inner[p]); err != nil {
+			if err := rs.variant(x, p, inner); err != nil {
 				return err
 			}
 		}
