@@ -73,14 +73,19 @@ func (i *Interceptor) ScreenListResult(cc CallContext, method string, result jso
 	}) != nil {
 		return result, false
 	}
-	out = result
+	// What is withheld is gathered first and the result rewritten once:
+	// rewriting it for each member (there may be as many as the member's
+	// name has spellings, 131,072 of resourceTemplates) cost their
+	// number times the result.
+	var repl map[string]jsontext.Value // a key's new value, nil to remove it
 	for n, k := range keys {
 		v := vals[n]
 		if !listed {
 			if v.Kind() == '"' && !ls.ScreenInstructions(cc.Upstream, method, unquote(v)) {
-				if o, err := WithoutMember(out, k); err == nil {
-					out, changed = o, true
+				if repl == nil {
+					repl = map[string]jsontext.Value{}
 				}
+				repl[k] = nil
 			}
 			continue
 		}
@@ -109,11 +114,19 @@ func (i *Interceptor) ScreenListResult(cc CallContext, method string, result jso
 			continue
 		}
 		kept.WriteByte(']')
-		if o, err := WithMember(out, k, kept.Bytes()); err == nil {
-			out, changed = o, true
+		if repl == nil {
+			repl = map[string]jsontext.Value{}
 		}
+		repl[k] = kept.Bytes()
 	}
-	return out, changed
+	if repl == nil {
+		return result, false
+	}
+	out, err := rewriteMembers(result, repl)
+	if err != nil {
+		return result, false
+	}
+	return out, true
 }
 
 // A ToolScreener is an Observer that also decides which version of each

@@ -74,6 +74,37 @@ func WithoutMember(obj jsontext.Value, key string) (jsontext.Value, error) {
 	return out.Bytes(), nil
 }
 
+// rewriteMembers returns a copy of the JSON object obj with each member
+// named in repl given the value it has there, or left out where that is
+// nil; every other member byte for byte as it was. One pass over obj,
+// however many members change.
+func rewriteMembers(obj jsontext.Value, repl map[string]jsontext.Value) (jsontext.Value, error) {
+	var out bytes.Buffer
+	out.Grow(len(obj))
+	out.WriteByte('{')
+	n := 0
+	err := eachMember(obj, func(k string, v jsontext.Value) error {
+		if r, ok := repl[k]; ok {
+			if r == nil {
+				return nil
+			}
+			v = r
+		}
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		n++
+		writeKey(&out, k)
+		out.Write(v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
 // EachMember calls fn with each member of obj, a JSON object, in order,
 // in one pass; the values are slices of obj. It stops at fn's first error
 // and returns it, or a parse error.

@@ -1,0 +1,98 @@
+package intercept
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// dropPoison is a ListScreener that withholds the items holding "poison"
+// and instructions holding it.
+type dropPoison struct{}
+
+func (dropPoison) ObserveTools(string, jsontext.Value) {}
+func (dropPoison) ScreenListed(_, _ string, items []jsontext.Value) []bool {
+	show := make([]bool, len(items))
+	for i, it := range items {
+		show[i] = !bytes.Contains(it, []byte("poison"))
+	}
+	return show
+}
+func (dropPoison) ScreenInstructions(_, _, s string) bool { return !strings.Contains(s, "poison") }
+
+// caseVariants returns the first n spellings of word in other cases.
+func caseVariants(word string, n int) []string {
+	var out []string
+	for mask := 0; len(out) < n && mask < 1<<len(word); mask++ {
+		b := []byte(word)
+		for i := range b {
+			if mask&(1<<i) != 0 {
+				b[i] = b[i] - 'a' + 'A'
+			}
+		}
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// TestAttackListVariantsFlood: a list result's members are screened
+// whatever their case ("Resources" as well as "resources", as Go's
+// encoding/json reads them), and each one an item was withheld from was
+// put back by rewriting the whole result: a pass over every member for
+// each. An upstream answering resources/templates/list with thousands of
+// spellings of resourceTemplates (17 letters: 131,072 of them fit in an
+// answer), each holding an item the inventory withholds, cost the square
+// of their number. Screening must cost about what one member holding as
+// many items does.
+func TestAttackListVariantsFlood(t *testing.T) {
+	const n = 4096
+	var variants, plain bytes.Buffer
+	variants.WriteByte('{')
+	plain.WriteString(`{"resourceTemplates":[`)
+	for i, k := range caseVariants("resourcetemplates", n) {
+		if i > 0 {
+			variants.WriteByte(',')
+			plain.WriteByte(',')
+		}
+		variants.WriteString(`"` + k + `":[{"name":"poison"}]`)
+		plain.WriteString(`{"name":"poison","x":"` + strings.Repeat("x", len(k)) + `"}`)
+	}
+	variants.WriteByte('}')
+	plain.WriteString(`]}`)
+	ic := &Interceptor{Decider: &StaticDecider{}, Observer: dropPoison{}}
+	cc := CallContext{Upstream: "u"}
+	screen := func(result []byte) time.Duration {
+		least := time.Duration(1<<63 - 1)
+		for range 3 {
+			start := time.Now()
+			ic.ScreenListResult(cc, "resources/templates/list", result)
+			least = min(least, time.Since(start))
+		}
+		return least
+	}
+	v, p := screen(variants.Bytes()), screen(plain.Bytes())
+	ratio := float64(v) / float64(p)
+	t.Logf("%d spellings: %v; one member of as many items: %v; ratio %.1f", n, v, p, ratio)
+	if ratio > 20 {
+		t.Errorf("%d spellings of resourceTemplates took %v to screen, %.0f times the %v of one member holding as many items (want the result rewritten once)", n, v, ratio, p)
+	}
+
+	// What the screen is for still holds: withheld items are left out in
+	// every spelling, other members stay as they were, instructions
+	// withheld in any spelling are removed.
+	for _, c := range []struct{ method, in, want string }{
+		{"resources/list", `{"resources":[{"name":"a"},{"name":"poison"}],"Resources":[{"name":"poison"}],"x":1,"RESOURCES":[{"name":"b"}]}`,
+			`{"resources":[{"name":"a"}],"Resources":[],"x":1,"RESOURCES":[{"name":"b"}]}`},
+		{"initialize", `{"instructions":"poison","Instructions":"fine","INSTRUCTIONS":"poison too","y":[1]}`,
+			`{"Instructions":"fine","y":[1]}`},
+		{"prompts/list", `{"prompts":[{"name":"a"}]}`, `{"prompts":[{"name":"a"}]}`},
+	} {
+		out, _ := ic.ScreenListResult(cc, c.method, jsontext.Value(c.in))
+		if string(out) != c.want {
+			t.Errorf("%s %s:\ngot  %s\nwant %s", c.method, c.in, out, c.want)
+		}
+	}
+}
