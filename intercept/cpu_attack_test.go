@@ -96,3 +96,20 @@ func TestAttackListVariantsFlood(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldedDuplicateFindsExact: the case-variant walk reads without the
+// decoder's own duplicate check (validation did it), and still finds two
+// members of one name, in small objects and in large ones.
+func TestFoldedDuplicateFindsExact(t *testing.T) {
+	var large strings.Builder
+	large.WriteString(`{"x":{`)
+	for i := range 40 {
+		large.WriteString(`"k` + strings.Repeat("i", i) + `":1,`)
+	}
+	large.WriteString(`"k":2}}`)
+	for _, v := range []string{`{"a":1,"a":2}`, `[{"b":{"a":1,"a":2}}]`, large.String()} {
+		if _, _, found := foldedDuplicate(jsontext.Value(v)); !found {
+			t.Errorf("%.60s…: no duplicate found, want one", v)
+		}
+	}
+}
