@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -335,22 +336,57 @@ func scanItem(item jsontext.Value, opts ScanOptions, fx *foreignIndex) []Finding
 // item scans the members of an object at base (see scanItem); a prompt's
 // arguments are items themselves.
 func (s *scanner) item(base string, obj jsontext.Value) {
-	d := jsontext.NewDecoder(strings.NewReader(string(obj)))
+	s.itemFrom(base, jsontext.NewDecoder(bytes.NewReader(obj)))
+}
+
+// itemFrom scans the object d is at, reading the items among its
+// arguments from d as well: read as values of their own, as they were,
+// each level of arguments nested in arguments was copied and decoded
+// again, the depth times the item's size. Paths are clipped to what a
+// finding reports (maxFieldName), so that deep items do not copy theirs
+// for every member either. It reports false if d could not be read.
+func (s *scanner) itemFrom(base string, d *jsontext.Decoder) bool {
+	if len(base) > maxFieldName {
+		base = clip(base, maxFieldName)
+	}
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return
+		return false
 	}
 	for d.PeekKind() != '}' {
 		tok, err := d.ReadToken()
 		if err != nil {
-			return
+			return false
 		}
 		key := tok.String() // before the decoder moves on
-		v, err := d.ReadValue()
-		if err != nil {
-			return
-		}
 		field := base + "/" + escapePointer(key)
 		s.text(at(field+"#name"), key, true)
+		if strings.EqualFold(key, "arguments") && d.PeekKind() == '[' {
+			if _, err := d.ReadToken(); err != nil {
+				return false
+			}
+			for n := 0; d.PeekKind() != ']'; n++ {
+				p := fmt.Sprintf("%s/%d", field, n)
+				if d.PeekKind() == '{' {
+					if !s.itemFrom(p, d) {
+						return false
+					}
+					continue
+				}
+				arg, err := d.ReadValue()
+				if err != nil {
+					return false
+				}
+				s.json(p, arg)
+			}
+			if _, err := d.ReadToken(); err != nil {
+				return false
+			}
+			continue
+		}
+		v, err := d.ReadValue()
+		if err != nil {
+			return false
+		}
 		switch {
 		case slices.ContainsFunc(identMembers, func(m string) bool { return strings.EqualFold(m, key) }):
 			if v.Kind() == '"' {
@@ -359,26 +395,12 @@ func (s *scanner) item(base string, obj jsontext.Value) {
 			}
 			s.json(field, v)
 		case strings.EqualFold(key, "_meta"), strings.EqualFold(key, "icons"):
-		case strings.EqualFold(key, "arguments") && v.Kind() == '[':
-			ad := jsontext.NewDecoder(strings.NewReader(string(v)))
-			if _, err := ad.ReadToken(); err != nil {
-				continue
-			}
-			for n := 0; ad.PeekKind() != ']'; n++ {
-				arg, err := ad.ReadValue()
-				if err != nil {
-					break
-				}
-				if arg.Kind() == '{' {
-					s.item(fmt.Sprintf("%s/%d", field, n), arg)
-				} else {
-					s.json(fmt.Sprintf("%s/%d", field, n), arg)
-				}
-			}
 		default:
 			s.json(field, v)
 		}
 	}
+	_, err := d.ReadToken()
+	return err == nil
 }
 
 // stringMember returns the string member key of obj, or "".
