@@ -445,7 +445,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if spec.kind == pushConfig {
-			if err := g.checkPushURLs(m.Params); err != nil {
+			if err := g.checkPushURLs(r.Context(), m.Params); err != nil {
 				reply(err)
 				return
 			}
@@ -577,7 +577,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: write message.taskId and message.contextId, not task_id and context_id"})
 		return
 	}
-	if err := g.checkPushURLs(intercept.Member(m.Params, "configuration")); err != nil {
+	if err := g.checkPushURLs(r.Context(), intercept.Member(m.Params, "configuration")); err != nil {
 		reply(err)
 		return
 	}
@@ -1130,11 +1130,18 @@ func (g *Gateway) observe(d *intercept.ActionDescriptor, result jsontext.Value) 
 
 // checkPushURLs refuses push notification URLs that reach loopback,
 // private or link-local addresses, anywhere in v (a message's
-// configuration or a push config's params).
-func (g *Gateway) checkPushURLs(v jsontext.Value) error {
+// configuration or a push config's params). Host names are looked up as
+// a file URI's are: each once, at most maxFileHosts of them, within one
+// deadline tied to ctx. Looked up one after another without a bound, a
+// request naming thousands of hosts of a slow domain held the gateway
+// for as many lookups.
+func (g *Gateway) checkPushURLs(ctx context.Context, v jsontext.Value) error {
 	if g.opts.AllowPrivatePushURLs || v == nil {
 		return nil
 	}
+	hosts := newHostChecks(ctx)
+	hosts.what = "its push notification URLs"
+	defer hosts.done()
 	var bad error
 	walkStrings(v, "", func(key, s string) {
 		if bad != nil || !strings.EqualFold(key, "url") {
@@ -1145,7 +1152,7 @@ func (g *Gateway) checkPushURLs(v jsontext.Value) error {
 			bad = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: push notification url %q is not an http(s) URL", s)}
 			return
 		}
-		if reason := privateHost(u.Hostname()); reason != "" {
+		if reason := hosts.private(u.Hostname()); reason != "" {
 			bad = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: push notification url %q names %s; the gateway does not let an agent call into its network", s, reason)}
 		}
 	})
@@ -1221,27 +1228,43 @@ var (
 	}
 )
 
-// walkStrings calls fn for every string in v with the name of the member
-// holding it ("" in arrays).
+// walkStrings calls fn for every string value in v with the name of the
+// member holding it (in an array, the array's), key at the top. It reads
+// v once: decoded level by level, as it was, each level read all below
+// it again, the depth times v's size. It stops where v cannot be read.
 func walkStrings(v jsontext.Value, key string, fn func(key, s string)) {
-	switch v.Kind() {
-	case '"':
-		var s string
-		if json.Unmarshal(v, &s) == nil {
-			fn(key, s)
+	d := jsontext.NewDecoder(bytes.NewReader(v))
+	// The name each open object's next value is held under, or the name
+	// an open array is held under.
+	type level struct {
+		key string
+		obj bool
+	}
+	var stack []level
+	for {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return
 		}
-	case '{':
-		var obj map[string]jsontext.Value
-		if json.Unmarshal(v, &obj) == nil {
-			for k, c := range obj {
-				walkStrings(c, k, fn)
+		k := key
+		if n := len(stack); n > 0 {
+			k = stack[n-1].key
+		}
+		switch tok.Kind() {
+		case '"':
+			if n := len(stack); n > 0 && stack[n-1].obj {
+				if _, i := d.StackIndex(d.StackDepth()); i%2 == 1 {
+					stack[n-1].key = tok.String() // a member's name
+					continue
+				}
 			}
-		}
-	case '[':
-		var arr []jsontext.Value
-		if json.Unmarshal(v, &arr) == nil {
-			for _, c := range arr {
-				walkStrings(c, key, fn)
+			fn(k, tok.String())
+		case '{', '[':
+			stack = append(stack, level{key: k, obj: tok.Kind() == '{'})
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				return
 			}
 		}
 	}

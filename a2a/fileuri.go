@@ -90,9 +90,12 @@ type hostChecks struct {
 	ctx    context.Context // the request's, then bounded by fileLookupTime
 	cancel context.CancelFunc
 	seen   map[string]string // host -> why not, or ""
+	what   string            // where the message names hosts
 }
 
-func newHostChecks(ctx context.Context) *hostChecks { return &hostChecks{ctx: ctx} }
+func newHostChecks(ctx context.Context) *hostChecks {
+	return &hostChecks{ctx: ctx, what: "its file URIs"}
+}
 
 // private says why host, a name, must not be fetched, or "".
 func (h *hostChecks) private(host string) string {
@@ -100,7 +103,7 @@ func (h *hostChecks) private(host string) string {
 		return why
 	}
 	if len(h.seen) >= maxFileHosts {
-		return fmt.Sprintf("a host name past the %d one message may name in its file URIs", maxFileHosts)
+		return fmt.Sprintf("a host name past the %d one message may name in %s", maxFileHosts, h.what)
 	}
 	if h.cancel == nil {
 		h.ctx, h.cancel = context.WithTimeout(h.ctx, fileLookupTime)
