@@ -20,6 +20,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/internal/jcs"
 )
 
 // Agent card signatures (A2A: a JWS over the card's canonical JSON, the
@@ -211,7 +213,7 @@ func canonicalCard(card map[string]any) ([]byte, error) {
 		return nil, err
 	}
 	v := jsontext.Value(b)
-	if err := v.Canonicalize(); err != nil {
+	if err := jcs.Canonicalize(&v); err != nil {
 		return nil, err
 	}
 	return v, nil

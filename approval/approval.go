@@ -30,6 +30,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/jcs"
 )
 
 // Status of an approval request.
@@ -177,7 +178,7 @@ func CallHash(d *intercept.ActionDescriptor, policyVersion string) string {
 		Arguments jsontext.Value `json:"arguments"`
 	}{d.Upstream, d.ToolName, args})
 	canon := jsontext.Value(v)
-	if err != nil || canon.Canonicalize() != nil {
+	if err != nil || jcs.Canonicalize(&canon) != nil {
 		canon = jsontext.Value(d.Upstream + "\x00" + d.ToolName + "\x00" + string(args))
 	}
 	h := sha256.New()
@@ -206,7 +207,7 @@ func CallHash(d *intercept.ActionDescriptor, policyVersion string) string {
 		for _, v := range [...]jsontext.Value{info, caps} {
 			h.Write([]byte{1})
 			c := v.Clone()
-			if c.Canonicalize() != nil {
+			if jcs.Canonicalize(&c) != nil {
 				c = v
 			}
 			h.Write(c)

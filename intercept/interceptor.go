@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/sluicehq/sluice/internal/jcs"
 	"github.com/sluicehq/sluice/internal/ownership"
 )
 
@@ -481,7 +482,7 @@ func (i *Interceptor) ObserveTools(upstream string, result jsontext.Value) {
 			ts.names = append(ts.names, n)
 		}
 		canon := result.Clone()
-		if canon.Canonicalize() == nil {
+		if jcs.Canonicalize(&canon) == nil {
 			sum := sha256.Sum256(canon)
 			ts.hash = hex.EncodeToString(sum[:])
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/sluicehq/sluice/internal/jcs"
 	"github.com/sluicehq/sluice/internal/ownership"
 )
 
@@ -80,7 +81,7 @@ func argsHash(args jsontext.Value) string {
 	if len(args) == 0 || args.Kind() == 'n' {
 		args = jsontext.Value("{}")
 	}
-	if c := args.Clone(); c.Canonicalize() == nil {
+	if c := args.Clone(); jcs.Canonicalize(&c) == nil {
 		args = c
 	}
 	sum := sha256.Sum256(args)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/internal/jcs"
 )
 
 // canonical returns the RFC 8785 (JSON Canonicalization Scheme) form of v in
@@ -13,7 +15,7 @@ import (
 // are errors, as RFC 8785 requires I-JSON input.
 func canonical(v jsontext.Value) (jsontext.Value, error) {
 	c := v.Clone()
-	if err := c.Canonicalize(); err != nil {
+	if err := jcs.Canonicalize(&c); err != nil {
 		return nil, fmt.Errorf("canonical JSON: %w", err)
 	}
 	return c, nil

@@ -154,3 +154,33 @@ func TestAttackDeepPromptArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackDeepSchemaPin: a listed tool is pinned by the hash of its
+// canonical form, and putting objects' members in order moved all inside
+// each object again at every level: a schema of objects 5,000 deep
+// around 1 MiB cost hundreds of times a flat one as long, on every
+// tools/list of the upstream. Such a tool is refused (the list is
+// invalid), at about the cost of reading it.
+func TestAttackDeepSchemaPin(t *testing.T) {
+	const n, depth = 1 << 20, 5000
+	schema := func(deep bool) string {
+		if deep {
+			return strings.Repeat(`{"b":1,"a":`, depth) + `"` + strings.Repeat("x", n) + `"` + strings.Repeat("}", depth)
+		}
+		return `{"b":1,"a":"` + strings.Repeat("x", n+11*depth) + `"}`
+	}
+	list := func(deep bool) jsontext.Value {
+		return jsontext.Value(`{"tools":[{"name":"t","inputSchema":` + schema(deep) + `}]}`)
+	}
+	var deepErr error
+	d := leastOf3(func() { _, deepErr = ParsePage(list(true)) })
+	f := leastOf3(func() { _, _ = ParsePage(list(false)) })
+	ratio := float64(d) / float64(f)
+	t.Logf("%d deep: %v; flat: %v; ratio %.1f", depth, d, f, ratio)
+	if ratio > 20 {
+		t.Errorf("a schema of objects %d deep took %v to pin, %.0f times the %v of a flat one as long", depth, d, ratio, f)
+	}
+	if deepErr == nil {
+		t.Errorf("a schema of objects %d deep: pinned, want the list refused", depth)
+	}
+}
