@@ -2,6 +2,8 @@ package intercept
 
 import (
 	"bytes"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +113,49 @@ func TestFoldedDuplicateFindsExact(t *testing.T) {
 		if _, _, found := foldedDuplicate(jsontext.Value(v)); !found {
 			t.Errorf("%.60s…: no duplicate found, want one", v)
 		}
+	}
+}
+
+// TestAttackParamHeadersFlood: a tool marking arguments with
+// x-mcp-header has each call's arguments read for them, twice per call
+// (the header check and the upstream request), and they were read once
+// per marked argument: under a tool marking 64 (the most taken), a call
+// of 1 MiB of arguments cost 2 s, 64 times a tool marking one. The
+// arguments must be read about once, whatever the number of marks.
+func TestAttackParamHeadersFlood(t *testing.T) {
+	var props []string
+	for k := range maxParamHeaders {
+		props = append(props, fmt.Sprintf(`"p%d":{"type":"string","x-mcp-header":"H%d"}`, k, k))
+	}
+	i := &Interceptor{}
+	i.ObserveTools("many", []byte(`{"tools":[{"name":"t","inputSchema":{"type":"object","properties":{`+strings.Join(props, ",")+`}}}]}`))
+	i.ObserveTools("one", []byte(`{"tools":[{"name":"t","inputSchema":{"type":"object","properties":{`+props[0]+`}}}]}`))
+	var b strings.Builder
+	b.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{`)
+	for k := 0; b.Len() < 256<<10; k++ {
+		b.WriteString(`"a` + strconv.Itoa(k) + `":1,`)
+	}
+	b.WriteString(`"p63":"last","p0":"first"}}}`)
+	m, err := DecodeMessage([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := func(up string) time.Duration {
+		least := time.Duration(1<<63 - 1)
+		for range 3 {
+			start := time.Now()
+			i.ParamHeaders(up, m)
+			least = min(least, time.Since(start))
+		}
+		return least
+	}
+	many, one := took("many"), took("one")
+	ratio := float64(many) / float64(one)
+	t.Logf("%d marks: %v; one: %v; ratio %.1f", maxParamHeaders, many, one, ratio)
+	if ratio > 20 {
+		t.Errorf("%d marked arguments took %v to read, %.0f times the %v of one (want the arguments read once)", maxParamHeaders, many, ratio, one)
+	}
+	if h := i.ParamHeaders("many", m); len(h) != 2 || h["Mcp-Param-H63"] != "last" || h["Mcp-Param-H0"] != "first" {
+		t.Errorf("got %v, want Mcp-Param-H0: first and Mcp-Param-H63: last", h)
 	}
 }
