@@ -629,7 +629,7 @@ func (g *Gateway) arguments(ctx context.Context, msg jsontext.Value, files *file
 		Data  []jsontext.Value `json:"data,omitempty"`
 		Files []file           `json:"files,omitempty"`
 	}
-	parts := intercept.Member(msg, "parts")
+	parts := intercept.ValidMember(msg, "parts")
 	if parts.Kind() != '[' {
 		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message.parts must be an array"}
 	}
@@ -649,7 +649,7 @@ func (g *Gateway) arguments(ctx context.Context, msg jsontext.Value, files *file
 		if why, variant := intercept.CaseVariant(part, partFields); variant {
 			return bad(why)
 		}
-		if f := intercept.Member(part, "file"); f.Kind() == '{' {
+		if f := intercept.ValidMember(part, "file"); f.Kind() == '{' {
 			if why, variant := intercept.CaseVariant(f, partFields); variant {
 				return bad("file: " + why)
 			}
@@ -659,17 +659,17 @@ func (g *Gateway) arguments(ctx context.Context, msg jsontext.Value, files *file
 		// as its text while the agent acts on its data.
 		var contents []string
 		for _, k := range []string{"text", "data", "file", "raw", "url"} {
-			if intercept.Member(part, k) != nil {
+			if intercept.ValidMember(part, k) != nil {
 				contents = append(contents, k)
 			}
 		}
 		if len(contents) > 1 {
 			return bad("a part carries more than one content (" + strings.Join(contents, ", ") + ")")
 		}
-		if kind := intercept.StringMember(part, "kind"); kind != "" && len(contents) == 1 && kind != contents[0] && !(kind == "file" && contents[0] == "file") {
+		if kind := intercept.ValidStringMember(part, "kind"); kind != "" && len(contents) == 1 && kind != contents[0] && !(kind == "file" && contents[0] == "file") {
 			return bad(fmt.Sprintf("kind %q but the part carries %s", kind, contents[0]))
 		}
-		switch t := intercept.Member(part, "text"); {
+		switch t := intercept.ValidMember(part, "text"); {
 		case t != nil:
 			if t.Kind() != '"' {
 				return bad("text must be a string")
@@ -679,22 +679,22 @@ func (g *Gateway) arguments(ctx context.Context, msg jsontext.Value, files *file
 				return bad("text must be a string")
 			}
 			texts = append(texts, string(s))
-		case intercept.Member(part, "data") != nil:
-			p.Data = append(p.Data, intercept.Member(part, "data"))
+		case intercept.ValidMember(part, "data") != nil:
+			p.Data = append(p.Data, intercept.ValidMember(part, "data"))
 		default:
 			// v0.3 {"kind":"file","file":{"bytes"|"uri",...}}; v1.0
 			// {"raw": base64} or {"url": ...} with filename/mediaType.
-			f := intercept.Member(part, "file")
+			f := intercept.ValidMember(part, "file")
 			if f == nil {
 				f = part
 			}
 			var fl file
-			fl.Name = intercept.StringMember(f, "name") + intercept.StringMember(part, "filename")
-			fl.MediaType = intercept.StringMember(f, "mimeType") + intercept.StringMember(part, "mediaType")
-			fl.URI = intercept.StringMember(f, "uri") + intercept.StringMember(part, "url")
-			b64 := intercept.Member(f, "bytes")
+			fl.Name = intercept.ValidStringMember(f, "name") + intercept.ValidStringMember(part, "filename")
+			fl.MediaType = intercept.ValidStringMember(f, "mimeType") + intercept.ValidStringMember(part, "mediaType")
+			fl.URI = intercept.ValidStringMember(f, "uri") + intercept.ValidStringMember(part, "url")
+			b64 := intercept.ValidMember(f, "bytes")
 			if b64 == nil {
-				b64 = intercept.Member(part, "raw")
+				b64 = intercept.ValidMember(part, "raw")
 			}
 			if b64 != nil {
 				var s string
@@ -736,10 +736,10 @@ func (g *Gateway) arguments(ctx context.Context, msg jsontext.Value, files *file
 	if err != nil {
 		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + err.Error()}
 	}
-	meta := intercept.Member(msg, "metadata")
-	skill := intercept.StringMember(meta, "skillId")
+	meta := intercept.ValidMember(msg, "metadata")
+	skill := intercept.ValidStringMember(meta, "skillId")
 	if skill == "" {
-		skill = intercept.StringMember(meta, "skill")
+		skill = intercept.ValidStringMember(meta, "skill")
 	}
 	return out, skill, nil
 }

@@ -107,15 +107,15 @@ func withExtra(args, params, msg jsontext.Value, raw jsontext.Value, ext string,
 func partExtra(part jsontext.Value) jsontext.Value {
 	read := map[string]bool{}
 	isString := func(obj jsontext.Value, k string) bool {
-		v := intercept.Member(obj, k)
+		v := intercept.ValidMember(obj, k)
 		return v != nil && v.Kind() == '"'
 	}
-	f := intercept.Member(part, "file")
+	f := intercept.ValidMember(part, "file")
 	var fileRead map[string]bool
 	switch {
-	case intercept.Member(part, "text") != nil:
+	case intercept.ValidMember(part, "text") != nil:
 		read["text"] = true
-	case intercept.Member(part, "data") != nil:
+	case intercept.ValidMember(part, "data") != nil:
 		read["data"] = true
 	default:
 		// As arguments reads a file part: name, media type and URI from
@@ -134,17 +134,17 @@ func partExtra(part jsontext.Value) jsontext.Value {
 		for k, counterpart := range map[string]string{"filename": "name", "mediaType": "mimeType", "url": "uri"} {
 			// Concatenated with the file's own: read as a part of it only
 			// when that is empty.
-			if isString(part, k) && intercept.StringMember(src, counterpart) == "" {
+			if isString(part, k) && intercept.ValidStringMember(src, counterpart) == "" {
 				read[k] = true
 			}
 		}
-		if intercept.Member(src, "bytes") != nil {
+		if intercept.ValidMember(src, "bytes") != nil {
 			srcRead["bytes"] = true
-		} else if intercept.Member(part, "raw") != nil {
+		} else if intercept.ValidMember(part, "raw") != nil {
 			read["raw"] = true
 		}
 	}
-	if v := intercept.Member(part, "kind"); v != nil && stringIs(v, "text", "data", "file") {
+	if v := intercept.ValidMember(part, "kind"); v != nil && stringIs(v, "text", "data", "file") {
 		read["kind"] = true
 	}
 	rest := map[string]jsontext.Value{}
