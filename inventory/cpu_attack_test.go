@@ -26,7 +26,8 @@ func leastOf3(f func()) time.Duration {
 // upstream that pinned a schema nested a thousand deep and then changes
 // its innermost leaf had the inventory decode its list a thousand times
 // over on the answer's path (holding the inventory's lock, which every
-// call's Blocked waits on): a 2 MiB schema 5,000 deep took minutes. The
+// upstream's tools/list and listing screen waits on): a 2 MiB schema
+// 5,000 deep took minutes. The
 // diff must cost a bounded multiple of the values' size.
 func TestAttackDeepDrift(t *testing.T) {
 	const n, depth = 128 << 10, 1000
