@@ -629,8 +629,22 @@ func buildDFA(needs []need) (d dfa) {
 	if d.nclass > 255 {
 		panic("injection needs: too many distinct bytes")
 	}
+	// One state per distinct prefix of the needs, and the root: counted
+	// first and made at once, the tables grow no garbage at start-up
+	// (tens of MB with the start words of every rule).
+	prefixes := map[string]struct{}{}
+	for _, n := range needs {
+		for i := 1; i <= len(n.s); i++ {
+			prefixes[n.s[:i]] = struct{}{}
+		}
+	}
+	states := 1 + len(prefixes)
+	clear(prefixes)
+	d.next = make([]uint16, 0, states*d.nclass)
+	d.out = make([]uint64, 0, states)
+	d.ends = make([][]int32, 0, states)
 	row := func() {
-		d.next = append(d.next, make([]uint16, d.nclass)...)
+		d.next = d.next[:len(d.next)+d.nclass]
 		d.out = append(d.out, 0)
 		d.ends = append(d.ends, nil)
 	}
