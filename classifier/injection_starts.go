@@ -5,6 +5,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -215,7 +216,13 @@ func dedupe(ps []startPiece) []startPiece {
 }
 
 // startRules are a family of rules (at most 64) run from their starts.
+// Their automaton and anchored expressions are made at first use (a few
+// MB for every family): a process that never scans text (the CLI, sluice
+// bench's proxies) does not hold them.
 type startRules struct {
+	src  []phraseRule
+	once sync.Once
+
 	auto  dfa
 	needs []startNeed // by the automaton's need index
 	rules []startRule
@@ -242,7 +249,18 @@ func newStartRules(rules []phraseRule) *startRules {
 	if len(rules) > 64 {
 		panic("classifier: more than 64 rules in one family")
 	}
-	sr := &startRules{rules: make([]startRule, len(rules))}
+	return &startRules{src: rules}
+}
+
+// ready makes sr's automaton and expressions, once, and returns sr.
+func (sr *startRules) ready() *startRules {
+	sr.once.Do(sr.build)
+	return sr
+}
+
+func (sr *startRules) build() {
+	rules := sr.src
+	sr.rules = make([]startRule, len(rules))
 	var needs []need
 	for i, r := range rules {
 		re := r.re
@@ -259,7 +277,6 @@ func newStartRules(rules []phraseRule) *startRules {
 		}
 	}
 	sr.auto = buildDFA(needs)
-	return sr
 }
 
 // starts returns, for each rule in mask that has start words, the places
@@ -272,6 +289,7 @@ func newStartRules(rules []phraseRule) *startRules {
 // the cost it always had. Sparse starts, the common case and that of a
 // text padded with one phrase, are tried one by one.
 func (sr *startRules) starts(text string, mask uint64) [][]int {
+	sr.ready()
 	out := sr.candidates(text, mask)
 	for i, at := range out {
 		if len(at) >= startsDenseMin && len(at)*startsDense > len(text) {
@@ -294,6 +312,7 @@ func isWholeText(at []int) bool { return len(at) == 1 && at[0] == -1 }
 // candidates returns, for each rule in mask that has start words, the
 // places in text where a match of it may start, in order.
 func (sr *startRules) candidates(text string, mask uint64) [][]int {
+	sr.ready()
 	out := make([][]int, len(sr.rules))
 	sr.auto.each(text, func(end int, k int32) {
 		n := sr.needs[k]
@@ -329,6 +348,7 @@ func (sr *startRules) candidates(text string, mask uint64) [][]int {
 // first returns the first match of rule i in text, of those starting at
 // one of at, that keep does not reject (nil keeps all).
 func (sr *startRules) first(i int, text string, at []int, keep func(lo, hi int) bool) (lo, hi int, ok bool) {
+	sr.ready()
 	sr.each(i, text, at, func(l, h int) bool {
 		if keep == nil || keep(l, h) {
 			lo, hi, ok = l, h, true
@@ -343,6 +363,7 @@ func (sr *startRules) first(i int, text string, at []int, keep func(lo, hi int) 
 // one of at, in order, until f returns false. Like FindAllStringIndex,
 // it tries no match starting inside the one before.
 func (sr *startRules) each(i int, text string, at []int, f func(lo, hi int) bool) {
+	sr.ready()
 	r := &sr.rules[i]
 	if r.atStart == nil || isWholeText(at) {
 		for _, m := range r.re.FindAllStringIndex(text, -1) {

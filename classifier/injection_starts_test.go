@@ -116,7 +116,7 @@ func readInjectionTexts(t *testing.T, path string) []string {
 // back to the whole-text search (the cost TestInjectionDenseCost bounds).
 func TestStartRulesAllAnchored(t *testing.T) {
 	for family, sr := range map[string]*startRules{"phrase": phraseStarts, "multilingual": mlStarts, "ask": askStarts, "secret": secretMoves} {
-		for i, r := range sr.rules {
+		for i, r := range sr.ready().rules {
 			if r.atStart == nil {
 				t.Errorf("%s rule %d (%.60s…): no start words", family, i, r.re)
 			}
@@ -130,7 +130,7 @@ func TestStartRulesAllAnchored(t *testing.T) {
 func TestStartRulesSameMatchesRandom(t *testing.T) {
 	var vocab []string
 	for _, sr := range []*startRules{phraseStarts, mlStarts, askStarts, secretMoves} {
-		for _, r := range sr.rules {
+		for _, r := range sr.ready().rules {
 			words, _, _, _, _ := startWords(r.re)
 			vocab = append(vocab, words...)
 		}
