@@ -86,16 +86,24 @@ func closedHeaders(dst http.Header, r *http.Request, rt *route, sess *session) (
 		case k == "User-Agent":
 			continue // replaced below
 		}
+		if post && (k == hdrMethod || k == hdrName) {
+			continue // written from the body (protocolHeaders)
+		}
 		ok := len(vv) == 1
+		var v string
 		if ok {
-			v := vv[0]
+			v = vv[0]
 			switch k {
 			case hdrVersion:
-				ok = mcpVersions[v]
+				// A session's is the one it negotiated, not whichever
+				// of the others the client names this time.
+				if ok = mcpVersions[v]; ok && sess != nil {
+					if _, sv := sess.info(); mcpVersions[sv] {
+						v = sv
+					}
+				}
 			case "Accept":
-				ok = mcpAccept(v)
-			case hdrMethod, hdrName:
-				ok = post
+				v, ok = mcpAccept(v)
 			case "Traceparent":
 				ok = validTraceparent(v)
 			case "Last-Event-Id": // hdrLastEvID, canonical
@@ -108,12 +116,39 @@ func closedHeaders(dst http.Header, r *http.Request, rt *route, sess *session) (
 			dropped = append(dropped, k)
 			continue
 		}
-		dst[k] = []string{vv[0]}
+		dst[k] = []string{v}
 	}
 	if !rt.passHeaders["User-Agent"] {
 		dst.Set("User-Agent", gatewayUserAgent)
 	}
 	return dropped
+}
+
+// protocolHeaders writes to h, the headers of the request forwarding x
+// to a closed upstream, the Mcp-Method and Mcp-Name of x's message
+// where the client's request r had them (classify checked them against
+// the body): in the gateway's spelling, and never on an answer or a
+// batch, which classify does not check them on.
+func protocolHeaders(h http.Header, r *http.Request, x *exchange) {
+	if x.batch {
+		return
+	}
+	m := x.msgs[0]
+	if m.Kind != intercept.KindRequest && m.Kind != intercept.KindNotification {
+		return
+	}
+	if _, ok := r.Header[hdrMethod]; ok {
+		h.Set(hdrMethod, m.Method)
+	}
+	if _, ok := r.Header[hdrName]; !ok {
+		return
+	}
+	switch {
+	case intercept.TaskMethod(m.Method) && m.Method != "tasks/result":
+		h.Set(hdrName, encodeHeaderValue(intercept.StringMember(m.Params, "taskId")))
+	case namedMethod(m.Method):
+		h.Set(hdrName, encodeHeaderValue(m.Name))
+	}
 }
 
 // screenTrace drops from h, a request to a closed upstream after the
@@ -135,26 +170,47 @@ func screenTrace(h http.Header) (dropped []string) {
 	return dropped
 }
 
-// mcpAccept reports whether v, an Accept header, names only the media
-// types MCP uses (JSON and event streams, or their wildcards), at most
-// four of them, with no parameter but a q value.
-func mcpAccept(v string) bool {
+// mcpAccept returns v, an Accept header, as a closed upstream is sent
+// it: which of JSON and event streams it accepts, in the gateway's
+// spelling (the case of its letters, its order and q values were the
+// client's to choose). ok is false unless v names only the media types
+// MCP uses (JSON and event streams, or their wildcards), at most four of
+// them, with no parameter but a q value, and accepts one.
+func mcpAccept(v string) (canon string, ok bool) {
 	n := 0
+	var json, events bool
 	for part := range strings.SplitSeq(v, ",") {
 		if n++; n > 4 {
-			return false
+			return "", false
 		}
 		mt, params, _ := strings.Cut(part, ";")
-		switch strings.ToLower(strings.TrimSpace(mt)) {
-		case "application/json", "text/event-stream", "application/*", "text/*", "*/*":
-		default:
-			return false
+		params = strings.TrimSpace(params)
+		if params != "" && !qValue(params) {
+			return "", false
 		}
-		if params != "" && !qValue(strings.TrimSpace(params)) {
-			return false
+		if q, _ := strings.CutPrefix(strings.ToLower(params), "q="); q != "" && strings.Trim(q, "0.") == "" {
+			continue // q=0: not acceptable
+		}
+		switch strings.ToLower(strings.TrimSpace(mt)) {
+		case "application/json", "application/*":
+			json = true
+		case "text/event-stream", "text/*":
+			events = true
+		case "*/*":
+			json, events = true, true
+		default:
+			return "", false
 		}
 	}
-	return true
+	switch {
+	case json && events:
+		return "application/json, text/event-stream", true
+	case json:
+		return "application/json", true
+	case events:
+		return "text/event-stream", true
+	}
+	return "", false
 }
 
 // qValue reports whether p is q=1, q=0 or q=0.d{1,3} (RFC 9110 §12.4.2).

@@ -172,6 +172,9 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 	if err != nil {
 		return nil, end, err
 	}
+	if closed {
+		protocolHeaders(out.Header, r, x)
+	}
 	out.ContentLength = int64(len(body))
 	if !x.batch && x.version >= "2026-07-28" {
 		// The arguments the tool routes on, as policy read them.
