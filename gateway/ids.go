@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -87,7 +88,11 @@ func swapIDs(msgs []*intercept.Message, batch bool, upstreamID func(key string) 
 		if raw == nil {
 			continue // a cancellation of nothing sent
 		}
-		if &raw[0] == &m.Raw[0] {
+		same := &raw[0] == &m.Raw[0]
+		if raw, err = gatewaySpelling(raw); err != nil {
+			return nil, err
+		}
+		if same && &raw[0] == &m.Raw[0] {
 			s.msgs = append(s.msgs, m)
 			continue
 		}
@@ -110,6 +115,25 @@ func swapIDs(msgs []*intercept.Message, batch bool, upstreamID func(key string) 
 		s.body = s.msgs[0].Raw
 	}
 	return s, nil
+}
+
+// gatewaySpelling returns raw, a message to a closed upstream, in the gateway's
+// spelling: its strings with no escape they do not need, its floating
+// point numbers in their shortest form, and the members of its objects
+// in order of their names (RFC 8785; integers are left as they are, which
+// JCS would round past 2^53). Which characters a client escaped, in which
+// hex case, and in which order it wrote members, were a few bits a
+// character of every plain message. raw itself when it is spelt so
+// already (most messages).
+func gatewaySpelling(raw jsontext.Value) (jsontext.Value, error) {
+	out := jsontext.Value(bytes.Clone(raw)) // Format writes over what it formats
+	if err := out.Format(jsontext.ReorderRawObjects(true), jsontext.CanonicalizeRawFloats(true), jsontext.EscapeForJS(true)); err != nil {
+		return nil, err
+	}
+	if bytes.Equal(out, raw) {
+		return raw, nil
+	}
+	return out, nil
 }
 
 // swap returns m as a closed upstream is sent it: m.Raw itself when
@@ -421,15 +445,20 @@ func (g *Gateway) closedBody(ctx context.Context, x *exchange, t *idTable, body 
 	return t.send(body, x.batch, &x.sess.askedUp)
 }
 
-// carriesIDs reports whether any of msgs holds an id or token of the
-// client's that a closed upstream is sent the gateway's for, or checked:
-// a request, an answer, or a cancellation.
+// carriesIDs reports whether any of msgs holds what a closed upstream is
+// sent otherwise than the client sent it, or checked: an id or token of
+// the client's (a request, an answer, a cancellation), or a spelling of
+// the client's (gatewaySpelling; a client's notification is spelt so
+// already, and costs no closed check).
 func carriesIDs(msgs []*intercept.Message) bool {
 	for _, m := range msgs {
 		if m.Kind != intercept.KindNotification {
 			return true
 		}
 		if _, ok := cancelledID(m); ok {
+			return true
+		}
+		if out, err := gatewaySpelling(m.Raw); err != nil || &out[0] != &m.Raw[0] {
 			return true
 		}
 	}

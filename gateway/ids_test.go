@@ -407,7 +407,8 @@ func TestIDTableOpenCostsNothing(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("got %v allocations per message, want 0", n)
 	}
-	if carriesIDs([]*intercept.Message{{Kind: intercept.KindNotification, Method: "notifications/initialized"}}) {
+	initialized := []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if carriesIDs([]*intercept.Message{{Kind: intercept.KindNotification, Method: "notifications/initialized", Raw: initialized}}) {
 		t.Error("notifications/initialized: want no closed check")
 	}
 }
