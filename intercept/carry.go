@@ -387,15 +387,19 @@ func (i *Interceptor) carryDescriptor(m *Message, cc CallContext) (*ActionDescri
 	return d, err
 }
 
-// catalogNames are the names of the tools upstream listed (its catalog),
-// nil when it has listed none here; shared, never changed.
+// catalogNames are the names of every tool upstream has listed here (see
+// toolSet), nil when it has listed none, or more than maxCatalogTools;
+// shared, never changed.
 func (i *Interceptor) catalogNames(upstream string) []string {
 	v, ok := i.catalog.Load(upstream)
 	if !ok {
 		return nil
 	}
-	if names := v.(*toolSet).names; names != nil {
-		return names
+	switch ts := v.(*toolSet); {
+	case ts.overflow:
+		return nil
+	case ts.names != nil:
+		return ts.names
 	}
 	return []string{}
 }

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/go-json-experiment/json"
@@ -139,8 +141,48 @@ type toolInfo struct {
 type toolSet struct {
 	hash  string
 	tools map[string]toolInfo
-	names []string // the keys of tools, for carries' descriptors (carry.go)
-	more  bool     // the list it was last given a page of goes on (nextCursor)
+	more  bool // the list it was last given a page of goes on (nextCursor)
+	// names are every tool the upstream has listed here, on any page of
+	// any listing, for the route rules a carry is matched against
+	// (carry.go): a listing that shows fewer (one page asked for anew,
+	// a tool gone) must not open an upstream a rule closed through a tool
+	// it listed before. Shared, never changed. seen holds the same names;
+	// past maxCatalogTools of them, overflow is set and names and seen
+	// are nil: every tool the policy names counts (fail closed).
+	names    []string
+	seen     map[string]struct{}
+	overflow bool
+}
+
+// addListed sets the names of ts (see toolSet) to those of prev, the
+// upstream's catalog before (nil for none), and the tools of a page,
+// copying prev's only when the page lists one they do not hold.
+func (ts *toolSet) addListed(prev *toolSet, page []string) {
+	if prev != nil {
+		ts.names, ts.seen, ts.overflow = prev.names, prev.seen, prev.overflow
+	}
+	copied := false
+	for _, n := range page {
+		if ts.overflow {
+			return
+		}
+		if _, ok := ts.seen[n]; ok {
+			continue
+		}
+		if !copied {
+			ts.names, ts.seen = slices.Clone(ts.names), maps.Clone(ts.seen)
+			if ts.seen == nil {
+				ts.seen = make(map[string]struct{}, len(page))
+			}
+			copied = true
+		}
+		if len(ts.names) == maxCatalogTools {
+			ts.names, ts.seen, ts.overflow = nil, nil, true
+			return
+		}
+		ts.seen[n] = struct{}{}
+		ts.names = append(ts.names, n)
+	}
 }
 
 // maxCatalogTools bounds the tools an upstream's catalog holds.
@@ -477,10 +519,15 @@ func (i *Interceptor) ObserveTools(upstream string, result jsontext.Value) {
 			t.params = paramBindings(t.InputSchema)
 			ts.tools[t.Name] = t.toolInfo
 		}
-		ts.names = make([]string, 0, len(ts.tools))
-		for n := range ts.tools {
-			ts.names = append(ts.names, n)
+		names := make([]string, len(page.Tools))
+		for k, t := range page.Tools {
+			names[k] = t.Name
 		}
+		var prev *toolSet
+		if v, ok := i.catalog.Load(upstream); ok {
+			prev = v.(*toolSet)
+		}
+		ts.addListed(prev, names)
 		canon := result.Clone()
 		if jcs.Canonicalize(&canon) == nil {
 			sum := sha256.Sum256(canon)
