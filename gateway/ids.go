@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -303,10 +304,26 @@ type idTable struct {
 	// client's id as it would have been, but need not, and past
 	// maxCancelsKept the oldest is forgotten.
 	cancels []string
+	// order are the gateway's id keys of the requests, oldest first (it
+	// may name some forgotten since), and bytes the size of their client
+	// ids: past maxSwapped or maxSwappedBytes the oldest is forgotten.
+	// A bridged session's request stays until its answer when the
+	// client's POST has gone: one the upstream never answers would stay
+	// for good, ids of any length a client sends without end.
+	order []string
+	bytes int
 }
 
 // maxCancelsKept bounds the cancelled requests an idTable remembers.
 const maxCancelsKept = 256
+
+// maxSwapped and maxSwappedBytes bound the requests an idTable remembers
+// and the size of their client ids, as maxConnPending and
+// maxConnPendingBytes bound a relay's.
+const (
+	maxSwapped      = 1024
+	maxSwappedBytes = 4 << 20
+)
 
 // swappedRequest is a request an idTable holds.
 type swappedRequest struct {
@@ -345,14 +362,26 @@ func (t *idTable) send(b []byte, batch bool, asked *askedIDs) ([]byte, error) {
 		if m.Kind != intercept.KindRequest {
 			continue
 		}
-		req := swappedRequest{id: s.ids[m.IDKey()]}
+		// A copy: the client's id is a slice of its whole message.
+		req := swappedRequest{id: bytes.Clone(s.ids[m.IDKey()])}
 		req.key = intercept.IDKeyOf(req.id)
 		if tok := intercept.ValidMember(m.Meta, "progressToken"); tok != nil {
 			req.token = string(tok)
-			t.tokens[req.token] = s.tokens[req.token]
+			t.tokens[req.token] = bytes.Clone(s.tokens[req.token])
 		}
 		t.forgetClient(req.key) // a request reusing an id: the older is not answered now
 		t.ids[m.IDKey()], t.client[req.key] = req, m.ID
+		t.order = append(t.order, m.IDKey())
+		t.bytes += len(req.id) + len(t.tokens[req.token])
+		for len(t.ids) > maxSwapped || t.bytes > maxSwappedBytes {
+			t.forget(t.order[0])
+			t.order[0] = ""
+			t.order = t.order[1:]
+		}
+		if len(t.order) > 2*maxSwapped {
+			// Keys of requests answered since.
+			t.order = slices.DeleteFunc(t.order, func(k string) bool { _, ok := t.ids[k]; return !ok })
+		}
 	}
 	t.n.Store(int64(len(t.ids)))
 	return s.body, nil
@@ -391,6 +420,7 @@ func (t *idTable) cancelled(key string) {
 // forget forgets the request whose gateway's id has key; t.mu is held.
 func (t *idTable) forget(key string) {
 	if req, ok := t.ids[key]; ok {
+		t.bytes -= len(req.id) + len(t.tokens[req.token])
 		delete(t.ids, key)
 		delete(t.client, req.key)
 		delete(t.tokens, req.token)

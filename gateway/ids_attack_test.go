@@ -334,3 +334,39 @@ func TestAttackAnswerIDPastRouteRule(t *testing.T) {
 		}
 	})
 }
+
+// TestAttackIDTableFlood: a bridged session remembers a request sent
+// under the gateway's id until the upstream answers it, though the
+// client's POST has gone; a client sending requests the upstream never
+// answers (a long call, a method it ignores), under ids as long as a body
+// may be, grew its session's table without end (it held every body,
+// too: the id was a slice of it). The table keeps the newest maxSwapped,
+// within maxSwappedBytes of ids, and a recent request is still answered
+// under the client's id.
+func TestAttackIDTableFlood(t *testing.T) {
+	var ids idTable
+	long := strings.Repeat("x", 8<<10)
+	for n := range 3 * maxSwapped {
+		msg := `{"jsonrpc":"2.0","id":"` + long + itoa(n) + `","method":"tools/call","params":{"name":"wait","arguments":{},"_meta":{"progressToken":"` + long + `"}}}`
+		if _, err := ids.send([]byte(msg), false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids.mu.Lock()
+	n, b, order := len(ids.ids), ids.bytes, len(ids.order)
+	ids.mu.Unlock()
+	if n > maxSwapped || b > maxSwappedBytes || order > 2*maxSwapped+1 {
+		t.Errorf("got %d requests, %d bytes of ids, %d keys in order; want at most %d, %d, %d", n, b, order, maxSwapped, maxSwappedBytes, 2*maxSwapped+1)
+	}
+	sent, err := ids.send([]byte(`{"jsonrpc":"2.0","id":7,"method":"ping"}`), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := intercept.DecodeMessage(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(ids.restore([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`))); got != `{"jsonrpc":"2.0","id":7,"result":{}}` {
+		t.Errorf("the answer to the newest request: got %s, want it under id 7", got)
+	}
+}
