@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/intercept"
@@ -140,5 +142,22 @@ func TestAttackProtocolHeaderSpellings(t *testing.T) {
 				t.Errorf("the closed upstream got %s: %q, want %q", tc.header, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAttackSessionlessGETPastRouteRule: a GET with no Mcp-Session-Id
+// goes on to the upstream, and the closed test it was screened by named
+// no agent: with an agent header, the agent the route rule closed web to
+// sent its headers to web on such a GET.
+func TestAttackSessionlessGETPastRouteRule(t *testing.T) {
+	gw, _, tap := headerGateway(t, Options{AgentHeader: "X-Agent"})
+	readSecret(t, gw.URL) // agent raw, by its client's name
+	tap.reset()
+	mark := markOf(997)
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	request(t, ctx, http.MethodGet, gw.URL+"/mcp/web", map[string]string{"X-Agent": "raw", "X-Leak": mark, "Accept": "text/event-stream"}, "")
+	if l := tap.leaked(mark); len(l) > 0 {
+		t.Errorf("the secret reached the closed upstream in headers of a GET without a session: %q", l)
 	}
 }

@@ -1055,7 +1055,7 @@ func (o *observer) wants() bool {
 // get opens the server's GET stream for a session, passing Last-Event-ID
 // on so the upstream can resume.
 func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
-	sess, ok := g.requireSession(w, r, rt)
+	sess, agent, ok := g.requireSession(w, r, rt)
 	if !ok {
 		return
 	}
@@ -1069,7 +1069,9 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 	defer stop()
 	// No request waits on the stream: the session's owner is who its
 	// messages are for (tasks of others are withheld).
-	cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), Principal: intercept.PrincipalFrom(r.Context())}
+	// Without a session, the agent the request names: the closed test
+	// is of its route memory.
+	cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), Agent: agent, Principal: intercept.PrincipalFrom(r.Context())}
 	if sess != nil {
 		cc.SessionID = sess.id
 		cc.Agent, cc.ProtocolVersion = sess.info()
@@ -1122,28 +1124,30 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 }
 
 // requireSession resolves the request's session. A missing header is
-// fine (stateless servers); an unknown id, or another agent's, is a 404.
-func (g *Gateway) requireSession(w http.ResponseWriter, r *http.Request, rt *route) (*session, bool) {
+// fine (stateless servers): sess is nil, and agent is who the request
+// names (its principal or agent header), "" for none; an unknown id, or
+// another agent's, is a 404.
+func (g *Gateway) requireSession(w http.ResponseWriter, r *http.Request, rt *route) (sess *session, agent string, ok bool) {
 	c, err := g.ident.identify(r, nil)
 	if err != nil {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, err)
-		return nil, false
+		return nil, "", false
 	}
 	sid := r.Header.Get(hdrSession)
 	if sid == "" {
-		return nil, true
+		return nil, c.principal().agent, true
 	}
-	sess, err := g.session(sid, rt, c, clientAddr(r))
+	sess, err = g.session(sid, rt, c, clientAddr(r))
 	if sess == nil {
 		writeSessionError(w, nil, err)
-		return nil, false
+		return nil, "", false
 	}
-	return sess, true
+	return sess, "", true
 }
 
 // delete ends a session here and upstream.
 func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
-	sess, ok := g.requireSession(w, r, rt)
+	sess, _, ok := g.requireSession(w, r, rt)
 	if !ok {
 		return
 	}
