@@ -118,17 +118,18 @@ func swapIDs(msgs []*intercept.Message, batch bool, upstreamID func(key string) 
 	return s, nil
 }
 
-// gatewaySpelling returns raw, a message to a closed upstream, in the gateway's
-// spelling: its strings with no escape they do not need, its floating
-// point numbers in their shortest form, and the members of its objects
-// in order of their names (RFC 8785; integers are left as they are, which
-// JCS would round past 2^53). Which characters a client escaped, in which
-// hex case, and in which order it wrote members, were a few bits a
-// character of every plain message. raw itself when it is spelt so
-// already (most messages).
+// gatewaySpelling returns raw, a message to a closed upstream, in the
+// gateway's spelling: its strings with no escape they do not need, and
+// the members of its objects in order of their names (RFC 8785's order).
+// Which characters a client escaped, in which hex case, and in which order
+// it wrote members, were a few bits a character of every plain message.
+// Numbers are left as they are: a plain message holds none of the
+// client's (its id and progress token are the gateway's), and the id of
+// an answer is the upstream's own, to be sent back as it was. raw itself
+// when it is spelt so already.
 func gatewaySpelling(raw jsontext.Value) (jsontext.Value, error) {
 	out := jsontext.Value(bytes.Clone(raw)) // Format writes over what it formats
-	if err := out.Format(jsontext.ReorderRawObjects(true), jsontext.CanonicalizeRawFloats(true), jsontext.EscapeForJS(true)); err != nil {
+	if err := out.Format(jsontext.ReorderRawObjects(true), jsontext.EscapeForJS(true)); err != nil {
 		return nil, err
 	}
 	if bytes.Equal(out, raw) {
