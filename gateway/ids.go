@@ -476,6 +476,22 @@ func (g *Gateway) closedBody(ctx context.Context, x *exchange, t *idTable, body 
 	return t.send(body, x.batch, &x.sess.askedUp)
 }
 
+// closedSpelling returns msg, what x sends the shared connection of a
+// bridged upstream (stateless.go, whose ids are the gateway's always), in
+// the gateway's spelling (gatewaySpelling) when the upstream is closed to
+// x's client; msg itself otherwise, and when it is spelt so already
+// (which costs no closed check).
+func (g *Gateway) closedSpelling(ctx context.Context, x *exchange, msg []byte) ([]byte, error) {
+	spelt, err := gatewaySpelling(msg)
+	if err != nil {
+		return nil, err
+	}
+	if len(msg) == 0 || &spelt[0] == &msg[0] || !g.ic.Closed(ctx, x.callContext()) {
+		return msg, nil
+	}
+	return spelt, nil
+}
+
 // carriesIDs reports whether any of msgs holds what a closed upstream is
 // sent otherwise than the client sent it, or checked: an id or token of
 // the client's (a request, an answer, a cancellation), or a spelling of

@@ -77,6 +77,26 @@ func TestAttackSpellingPastRouteRule(t *testing.T) {
 			t.Errorf("the client's spelling reached the closed bridged upstream: %q", s)
 		}
 	})
+	// (A 2026-07-28 notification names no agent without auth: it is
+	// screened as no one's, README's Identity.)
+	t.Run("stateless bridged", func(t *testing.T) {
+		gw, web := bridgedGateway(t)
+		readSecret(t, gw.URL)
+		const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+		for _, m := range []struct{ method, msg string }{
+			{"ping", `{"jsonrpc":"2.0","id":"s1","method":"p\u0069ng","params":{` + meta + `}}`},
+			{"tools/list", `{"method":"tools/list","jsonrpc":"2.0","id":"s2","params":{` + meta + `}}`},
+		} {
+			post(t, gw.URL+"/mcp/web", modernHeaders(m.method, ""), m.msg)
+		}
+		post(t, gw.URL+"/mcp/web", modernHeaders("ping", ""), `{"jsonrpc":"2.0","id":"probe","method":"ping","params":{`+meta+`}}`)
+		web.mu.Lock()
+		got := append([]string(nil), web.got...)
+		web.mu.Unlock()
+		if s := spelt(got); len(s) > 0 {
+			t.Errorf("the client's spelling reached the closed bridged upstream as 2026-07-28 requests: %q", s)
+		}
+	})
 	t.Run("ws", func(t *testing.T) {
 		gw, web := carryGateway(t)
 		readSecret(t, gw.URL)

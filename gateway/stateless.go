@@ -97,11 +97,15 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 		// notifications/cancelled with the upstream id; progress names a
 		// token of the upstream's, which no client has been given.
 		if m.Method != "notifications/cancelled" && m.Method != "notifications/progress" {
-			b.mu.Lock()
-			up, err := b.conn()
-			b.mu.Unlock()
+			body, err := b.g.closedSpelling(r.Context(), x, x.body)
+			var up transport.Conn
 			if err == nil {
-				err = b.write(r.Context(), up, x.body)
+				b.mu.Lock()
+				up, err = b.conn()
+				b.mu.Unlock()
+			}
+			if err == nil {
+				err = b.write(r.Context(), up, body)
 			}
 			if err != nil {
 				writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(b.rt.up.Name, err))
@@ -157,6 +161,9 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 	}
 	b.calls[c.upID] = c
 	b.mu.Unlock()
+	if err == nil {
+		msg, err = b.g.closedSpelling(r.Context(), x, msg)
+	}
 	if err == nil {
 		err = b.write(r.Context(), up, msg)
 	}
