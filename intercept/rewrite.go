@@ -51,27 +51,7 @@ func WithoutMember(obj jsontext.Value, key string) (jsontext.Value, error) {
 	if Member(obj, key) == nil {
 		return obj, nil
 	}
-	var out bytes.Buffer
-	out.Grow(len(obj))
-	out.WriteByte('{')
-	n := 0
-	err := eachMember(obj, func(k string, v jsontext.Value) error {
-		if k == key {
-			return nil
-		}
-		if n > 0 {
-			out.WriteByte(',')
-		}
-		n++
-		writeKey(&out, k)
-		out.Write(v)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	out.WriteByte('}')
-	return out.Bytes(), nil
+	return rewriteMembers(obj, map[string]jsontext.Value{key: nil})
 }
 
 // rewriteMembers returns a copy of the JSON object obj with each member
