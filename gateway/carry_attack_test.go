@@ -101,21 +101,29 @@ func carryGateway(t *testing.T) (gw *httptest.Server, web *recorder) {
 // ServeConn (`sluice wrap`).
 func carryGatewayG(t *testing.T) (gw *httptest.Server, g *Gateway, web *recorder) {
 	t.Helper()
+	up, rec := tapServer(t)
+	gw, g = carryStack(t, Options{}, Upstream{Name: "web", URL: up.URL + "/mcp"})
+	return gw, g, rec
+}
+
+// carryStack serves docs (the demo server, whose read_document is the
+// sensitive source) and web under carryPolicy, with opts for the rest.
+func carryStack(t *testing.T, opts Options, web Upstream) (*httptest.Server, *Gateway) {
+	t.Helper()
 	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
 	t.Cleanup(docs.Close)
-	up, rec := tapServer(t)
 	p, err := policy.Compile([]byte(carryPolicy), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err = New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL + "/mcp"}}},
-		&intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
+	opts.Upstreams = []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, web}
+	g, err := New(opts, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw = httptest.NewServer(g.Handler())
+	gw := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { gw.Close(); g.Close() })
-	return gw, g, rec
+	return gw, g
 }
 
 // readSecret has agent "raw" read a sensitive document on docs.
@@ -480,20 +488,8 @@ func TestCarrySamplingAnswer(t *testing.T) {
 // over docs (the demo server) and web (a tap), under carryPolicy.
 func carryVirtualClient(t *testing.T, ctx context.Context) (*client.Client, *recorder) {
 	t.Helper()
-	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
-	t.Cleanup(docs.Close)
 	up, web := tapServer(t)
-	p, err := policy.Compile([]byte(carryPolicy), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL + "/mcp"}},
-		VirtualServers: []VirtualServer{{}}}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	gw, _ := carryStack(t, Options{VirtualServers: []VirtualServer{{}}}, Upstream{Name: "web", URL: up.URL + "/mcp"})
 	return aggClient(t, ctx, gw.URL+"/mcp"), web
 }
 

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/intercept"
-	"github.com/sluicehq/sluice/policy"
 )
 
 // askingWeb is a scripted streamable-http upstream that asks its client
@@ -75,22 +72,10 @@ func (a *askingWeb) last() http.Header {
 // web (an askingWeb) under carryPolicy.
 func askingGateway(t *testing.T) (gw *httptest.Server, web *askingWeb) {
 	t.Helper()
-	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
-	t.Cleanup(docs.Close)
 	web = &askingWeb{}
 	up := httptest.NewServer(web)
 	t.Cleanup(up.Close)
-	p, err := policy.Compile([]byte(carryPolicy), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL + "/mcp"}}},
-		&intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw = httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	gw, _ = carryStack(t, Options{}, Upstream{Name: "web", URL: up.URL + "/mcp"})
 	return gw, web
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/policy"
@@ -81,8 +80,6 @@ func (h *headerTap) has(line string) bool {
 // /mcp. web passes X-Tenant (pass_headers).
 func headerGateway(t *testing.T, opts Options) (gw *httptest.Server, g *Gateway, tap *headerTap) {
 	t.Helper()
-	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
-	t.Cleanup(docs.Close)
 	s := server.NewMCPServer("web", "1", server.WithToolCapabilities(false))
 	s.AddTool(mcp.NewTool("web_search", mcp.WithString("query")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("results"), nil
@@ -90,18 +87,8 @@ func headerGateway(t *testing.T, opts Options) (gw *httptest.Server, g *Gateway,
 	tap = &headerTap{next: server.NewStreamableHTTPServer(s)}
 	up := httptest.NewServer(tap)
 	t.Cleanup(up.Close)
-	p, err := policy.Compile([]byte(carryPolicy), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Upstreams = []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL + "/mcp", PassHeaders: []string{"x-tenant"}}}
 	opts.VirtualServers = []VirtualServer{{Upstreams: []string{"web"}}}
-	g, err = New(opts, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw = httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	gw, g = carryStack(t, opts, Upstream{Name: "web", URL: up.URL + "/mcp", PassHeaders: []string{"x-tenant"}})
 	return gw, g, tap
 }
 

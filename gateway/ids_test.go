@@ -59,19 +59,7 @@ func progressGateway(t *testing.T) (gw *httptest.Server, web *recorder) {
 	})}
 	up := httptest.NewServer(web)
 	t.Cleanup(up.Close)
-	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
-	t.Cleanup(docs.Close)
-	p, err := policy.Compile([]byte(carryPolicy), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL + "/mcp"}}},
-		&intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw = httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	gw, _ = carryStack(t, Options{}, Upstream{Name: "web", URL: up.URL + "/mcp"})
 	return gw, web
 }
 
@@ -200,19 +188,7 @@ func bridgedGateway(t *testing.T) (gw *httptest.Server, web *scriptedWeb) {
 	up := httptest.NewServer(srv)
 	t.Cleanup(up.Close)
 	t.Cleanup(func() { srv.Close() })
-	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
-	t.Cleanup(docs.Close)
-	p, err := policy.Compile([]byte(carryPolicy), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", Transport: TransportSSE, URL: up.URL + "/sse"}}},
-		&intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw = httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	gw, _ = carryStack(t, Options{}, Upstream{Name: "web", Transport: TransportSSE, URL: up.URL + "/sse"})
 	return gw, web
 }
 
