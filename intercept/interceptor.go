@@ -141,7 +141,8 @@ type toolInfo struct {
 type toolSet struct {
 	hash  string
 	tools map[string]toolInfo
-	more  bool // the list it was last given a page of goes on (nextCursor)
+	more  bool   // the list it was last given a page of goes on (nextCursor)
+	next  string // that page's nextCursor
 	// names are every tool the upstream has listed here, on any page of
 	// any listing, for the route rules a carry is matched against
 	// (carry.go): a listing that shows fewer (one page asked for anew,
@@ -493,8 +494,35 @@ func (i *Interceptor) Descriptor(m *Message, cc CallContext) *ActionDescriptor {
 // ObserveTools records a tools/list result of upstream so later descriptors
 // carry the tool's description and the inventory hash, then hands it on to
 // the Observer. A result that cannot be read is ignored: the catalog is
-// descriptive, never a reason to change what the client receives.
+// descriptive, never a reason to change what the client receives. Not told
+// which page result is, it takes it for the next page of a list that goes
+// on; the transports use ObserveToolsPage.
 func (i *Interceptor) ObserveTools(upstream string, result jsontext.Value) {
+	i.catalogPage(upstream, result, nil)
+	if i.Observer != nil {
+		i.Observer.ObserveTools(upstream, result)
+	}
+}
+
+// ObserveToolsPage is ObserveTools told the cursor of the request result
+// answers (ListCursor; "" for the first page): the page joins the
+// catalog's list only if it is asked for with the cursor that list's
+// last page gave, and an Observer that is a [ToolsPageObserver] is told
+// the cursor too (see pages.go).
+func (i *Interceptor) ObserveToolsPage(upstream string, result jsontext.Value, cursor string) {
+	i.catalogPage(upstream, result, &cursor)
+	switch o := i.Observer.(type) {
+	case nil:
+	case ToolsPageObserver:
+		o.ObserveToolsPage(upstream, result, cursor)
+	default:
+		o.ObserveTools(upstream, result)
+	}
+}
+
+// catalogPage records a page of upstream's tools in the catalog; cursor is
+// that of the request it answers, nil when not known.
+func (i *Interceptor) catalogPage(upstream string, result jsontext.Value, cursor *string) {
 	var page struct {
 		Tools []struct {
 			Name string `json:"name"`
@@ -502,42 +530,46 @@ func (i *Interceptor) ObserveTools(upstream string, result jsontext.Value) {
 		} `json:"tools"`
 		NextCursor string `json:"nextCursor"`
 	}
-	if err := json.Unmarshal(result, &page); err == nil {
-		ts := &toolSet{tools: make(map[string]toolInfo, len(page.Tools)), more: page.NextCursor != ""}
-		// Later pages of a paginated list add to the earlier ones; the
-		// page after a list's last starts the catalog over, and so does
-		// one that would take it past maxCatalogTools (an upstream whose
-		// pages never end).
-		if v, ok := i.catalog.Load(upstream); ok {
-			if prev := v.(*toolSet); prev.more && len(prev.tools)+len(page.Tools) <= maxCatalogTools {
-				for k, t := range prev.tools {
-					ts.tools[k] = t
-				}
-			}
+	if err := json.Unmarshal(result, &page); err != nil {
+		return
+	}
+	var prev *toolSet
+	if v, ok := i.catalog.Load(upstream); ok {
+		prev = v.(*toolSet)
+	}
+	ts := &toolSet{tools: make(map[string]toolInfo, len(page.Tools)), more: page.NextCursor != "", next: page.NextCursor}
+	// Later pages of a paginated list add to the earlier ones; the
+	// page after a list's last starts the catalog over, and so does
+	// one that would take it past maxCatalogTools (an upstream whose
+	// pages never end). A page asked for with a cursor that continues
+	// no list (one asked for alone) updates the tools on it and leaves
+	// the list as it was.
+	joins := prev != nil && prev.more && (cursor == nil || *cursor != "" && *cursor == prev.next)
+	alone := prev != nil && cursor != nil && *cursor != "" && !joins
+	if (joins || alone) && len(prev.tools)+len(page.Tools) <= maxCatalogTools {
+		for k, t := range prev.tools {
+			ts.tools[k] = t
 		}
-		for _, t := range page.Tools {
-			t.params = paramBindings(t.InputSchema)
-			ts.tools[t.Name] = t.toolInfo
-		}
-		names := make([]string, len(page.Tools))
-		for k, t := range page.Tools {
-			names[k] = t.Name
-		}
-		var prev *toolSet
-		if v, ok := i.catalog.Load(upstream); ok {
-			prev = v.(*toolSet)
-		}
-		ts.addListed(prev, names)
+	}
+	for _, t := range page.Tools {
+		t.params = paramBindings(t.InputSchema)
+		ts.tools[t.Name] = t.toolInfo
+	}
+	names := make([]string, len(page.Tools))
+	for k, t := range page.Tools {
+		names[k] = t.Name
+	}
+	ts.addListed(prev, names)
+	if alone {
+		ts.hash, ts.more, ts.next = prev.hash, prev.more, prev.next
+	} else {
 		canon := result.Clone()
 		if jcs.Canonicalize(&canon) == nil {
 			sum := sha256.Sum256(canon)
 			ts.hash = hex.EncodeToString(sum[:])
 		}
-		i.catalog.Store(upstream, ts)
 	}
-	if i.Observer != nil {
-		i.Observer.ObserveTools(upstream, result)
-	}
+	i.catalog.Store(upstream, ts)
 }
 
 // FilterToolsResult removes from result, a tools/list result sent towards

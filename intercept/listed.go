@@ -47,7 +47,7 @@ type listedKey struct {
 	owner    string // the principal's ID, else the agent
 	agent    bool   // owner is an agent name, not a principal's ID
 	kind     byte   // 'r' a resource URI, 'p' a prompt name; 's', 't' tools listed in a session, by an owner (unlisted.go)
-	name     string
+	name     string // for 's' and 't': "", or "c" and a cursor given on the way (ObserveListedPage)
 }
 
 func (i *Interceptor) listedTable() *ownership.Table {
@@ -107,21 +107,45 @@ func ownerOf(ctx context.Context, cc CallContext) (owner string, agent bool) {
 	return cc.Agent, true
 }
 
-// ObserveListed records the items of result, the upstream's answer to a
-// resources/list (their URIs) or prompts/list (their names) request of the
-// client of cc, as listed to that client, so that a read of one of them is
-// plain (see above); and for a tools/list, that the client listed the
-// upstream's tools (unlisted.go). Other methods are ignored.
+// ObserveListed is ObserveListedPage for an answer to a request without
+// a cursor (a first page).
 func (i *Interceptor) ObserveListed(ctx context.Context, cc CallContext, method string, result jsontext.Value) {
+	i.ObserveListedPage(ctx, cc, method, "", result)
+}
+
+// ObserveListedPage records the items of result, the upstream's answer to
+// a resources/list (their URIs) or prompts/list (their names) request of
+// the client of cc, as listed to that client, so that a read of one of
+// them is plain (see above); and for a tools/list asked for with cursor
+// (ListCursor; "" for the first page), that the client listed the
+// upstream's tools (unlisted.go) when result is the last page of a
+// listing it followed from the first. Other methods are ignored.
+func (i *Interceptor) ObserveListedPage(ctx context.Context, cc CallContext, method, cursor string, result jsontext.Value) {
 	var kind byte
 	switch method {
 	case "tools/list":
 		// The client has its own listing (unlisted.go) once it has seen
-		// the last page: a tool on a page it did not fetch is one the
-		// inventory has not seen as the upstream serves it now.
-		if result.Kind() == '{' && StringMember(result, "nextCursor") == "" {
-			i.listedAdd(ctx, cc, toolsListedKey(ctx, cc))
+		// every page, the first to the last: a tool on a page it did not
+		// fetch is one the inventory has not seen as the upstream serves
+		// it now. A last page asked for alone, with a cursor this client
+		// was not given in a listing it began (given in another session,
+		// or of its own making), is no listing. The cursors given on the
+		// way are kept as the listing is, under its key.
+		if result.Kind() != '{' {
+			return
 		}
+		key := toolsListedKey(ctx, cc)
+		if cursor != "" {
+			chain := key
+			chain.name = "c" + cursor
+			if !i.listedHas(chain) {
+				return
+			}
+		}
+		if next := StringMember(result, "nextCursor"); next != "" {
+			key.name = "c" + next
+		}
+		i.listedAdd(ctx, cc, key)
 		return
 	case "resources/list":
 		kind = 'r'

@@ -331,8 +331,26 @@ func (inv *Inventory) KeyID() string { return inv.store.KeyID() }
 // nextCursor; the complete list becomes the observed snapshot. The work is
 // synchronous and proportional to the list; file writes happen only when
 // the inventory changed. A result that cannot be read is reported as an
-// EventInvalidList and otherwise ignored.
+// EventInvalidList and otherwise ignored. Not told which page result is,
+// it takes it for the next page of the listing being collected, if any;
+// callers that know the request use ObserveToolsPage.
 func (inv *Inventory) ObserveTools(upstream string, result jsontext.Value) {
+	inv.observeTools(upstream, result, nil)
+}
+
+// ObserveToolsPage is ObserveTools told the cursor of the request result
+// answers: "" for the first page, which starts a listing. A page asked
+// for with the nextCursor of the last page collected continues that
+// listing. Any other (a later page asked for alone, with a cursor given
+// in another listing or of the client's making) is compared with the pin
+// tool by tool, a tool changed or added there blocked as on any page, but
+// it joins no listing and concludes nothing: the tools it does not show
+// are not taken as removed, and it pins nothing.
+func (inv *Inventory) ObserveToolsPage(upstream string, result jsontext.Value, cursor string) {
+	inv.observeTools(upstream, result, &cursor)
+}
+
+func (inv *Inventory) observeTools(upstream string, result jsontext.Value, cursor *string) {
 	// Most lists repeat the previous one byte for byte; recognizing that
 	// is much cheaper than canonicalizing every schema again.
 	digest := sha256.Sum256(result)
@@ -341,10 +359,10 @@ func (inv *Inventory) ObserveTools(upstream string, result jsontext.Value) {
 	}
 	page, err := parsePage(result)
 	if err != nil {
-		inv.emit(inv.unreadable(upstream, result, err))
+		inv.emit(inv.unreadable(upstream, result, err, cursor))
 		return
 	}
-	inv.emit(inv.observe(upstream, page, digest))
+	inv.emit(inv.observe(upstream, page, digest, cursor))
 }
 
 // unreadable takes a list that cannot be read as a whole (a title or
@@ -357,7 +375,7 @@ func (inv *Inventory) ObserveTools(upstream string, result jsontext.Value) {
 // name, and then the client was shown nothing of it); otherwise a
 // server could keep its upstream unpinned, and its changes no drift, by
 // listing one odd tool.
-func (inv *Inventory) unreadable(upstream string, result jsontext.Value, err error) []Event {
+func (inv *Inventory) unreadable(upstream string, result jsontext.Value, err error, cursor *string) []Event {
 	evs := []Event{invalidList(upstream, err)}
 	var raw struct {
 		Tools      []jsontext.Value `json:"tools"`
@@ -381,7 +399,7 @@ func (inv *Inventory) unreadable(upstream string, result jsontext.Value, err err
 		// tool of a server whose one answer was broken.
 		return evs
 	}
-	return append(evs, inv.observe(upstream, page, [sha256.Size]byte{})...)
+	return append(evs, inv.observe(upstream, page, [sha256.Size]byte{}, cursor)...)
 }
 
 // rejected handles a page of a list the inventory rejects (past MaxTools
@@ -427,20 +445,35 @@ func (inv *Inventory) repeated(upstream string, digest [sha256.Size]byte) bool {
 	return u != nil && u.observed != nil && u.lastList == digest && u.pages.tools == nil && !inv.autoPin(u)
 }
 
-// observe merges a page and, when the list is complete, records it.
-func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]byte) []Event {
+// observe merges a page, asked for with cursor (nil: not known), and,
+// when the list is complete, records it.
+func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]byte, cursor *string) []Event {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	u := inv.upstream(upstream)
+	if cursor != nil && *cursor != "" && !u.pages.continues(*cursor) {
+		// A page asked for alone (ObserveToolsPage).
+		if len(page.Tools) > MaxTools {
+			return inv.rejectedDrift(u, page, fmt.Errorf("%w: %d tools, more than %d", ErrInvalidList, len(page.Tools), MaxTools))
+		}
+		return inv.pageDrift(u, page)
+	}
+	var evs []Event
+	if cursor != nil && *cursor == "" && u.pages.tools != nil {
+		// A first page: the listing being collected was abandoned.
+		if inv.autoPin(u) {
+			evs = inv.pinAbandoned(u)
+		}
+		u.pages.tools = nil
+	}
 	single := u.pages.tools == nil && page.NextCursor == ""
 	u.lastList = [sha256.Size]byte{}
 	if len(page.Tools) > MaxTools {
 		u.pages.tools = nil
 		return inv.rejected(u, page, fmt.Errorf("%w: %d tools, more than %d", ErrInvalidList, len(page.Tools), MaxTools))
 	}
-	var evs []Event
 	if inv.autoPin(u) && u.pages.restarts(page) {
-		evs = inv.pinAbandoned(u)
+		evs = append(evs, inv.pinAbandoned(u)...)
 	}
 	tools, done, err := u.pages.add(page)
 	if err != nil {

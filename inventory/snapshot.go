@@ -248,13 +248,20 @@ func parsePage(result jsontext.Value) (Page, error) {
 	return p, nil
 }
 
-// pages merges the pages of one paginated tools/list into one list. The
-// observer sees results, not requests, so it cannot tell a follow-up page
-// from the first page of a new listing by the cursor; a page that repeats a
-// name already collected is taken to start a new listing.
+// pages merges the pages of one paginated tools/list into one list. A page
+// that repeats a name already collected is taken to start a new listing
+// (the only sign of one ObserveTools has, not told the request's cursor).
 type pages struct {
 	tools map[string]Tool
-	bytes int // what tools holds, Tool.size
+	bytes int    // what tools holds, Tool.size
+	next  string // the nextCursor of the page added last, while tools is not nil
+}
+
+// continues reports whether a page asked for with cursor continues the
+// listing being collected: one is, and cursor is its last page's
+// nextCursor.
+func (ps *pages) continues(cursor string) bool {
+	return ps.tools != nil && cursor == ps.next
 }
 
 // restarts reports whether p starts a new listing while one is being
@@ -296,6 +303,7 @@ func (ps *pages) add(p Page) (tools []Tool, done bool, err error) {
 		return nil, false, fmt.Errorf("%w: more than %d bytes of tools across pages", ErrInvalidList, MaxListBytes)
 	}
 	if p.NextCursor != "" {
+		ps.next = p.NextCursor
 		return nil, false, nil
 	}
 	tools = make([]Tool, 0, len(ps.tools))

@@ -36,6 +36,7 @@ import (
 )
 
 var _ intercept.ToolsObserver = (*inventory.Inventory)(nil)
+var _ intercept.ToolsPageObserver = (*inventory.Inventory)(nil)
 var _ intercept.ListScreener = (*inventory.Inventory)(nil)
 var _ intercept.ToolScreener = (*inventory.Inventory)(nil)
 var _ govern.Withholder = (*inventory.Inventory)(nil)
