@@ -526,7 +526,7 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 		_ = send(intercept.ErrorResponse(id, upstreamError(x.rt.up.Name, err)))
 		return
 	}
-	ob := &observer{g: g, rt: x.rt, sess: x.sess, pending: x.requests(), cc: x.callContext(), swap: x.swap}
+	ob := &observer{g: g, rt: x.rt, sess: x.sess, pending: x.requests(), cursors: x.cursors(), cc: x.callContext(), swap: x.swap}
 	if isEventStream(resp.Header) {
 		ob.stream = true
 		err := g.pipeEvents(ctx, w, resp.Body, ob)

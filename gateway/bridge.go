@@ -63,6 +63,7 @@ const (
 // bridgeCall is a request waiting for its response on a bridged session.
 type bridgeCall struct {
 	method  string
+	cursor  string                // of a tools/list asked with one (intercept.ListCursor)
 	creates bool                  // a task-augmented request: tasks expects its answer
 	cc      intercept.CallContext // the request's, for hiding tools in its answer
 	up      *upCall               // its measurement; nil: none
@@ -205,7 +206,7 @@ func batchElements(msg []byte) [][]byte {
 // requesting agent can never call; a message about a task the session's
 // client does not own is not delivered (w). The upstream call a response answers
 // ends, an initialize result sets sess's protocol version, and a
-// tools/list result is recorded (ic.ObserveTools), before the client has
+// tools/list result is recorded (ic.ObserveToolsPage), before the client has
 // the response.
 func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, sess *session, msg []byte) (*intercept.Message, bridgeCall) {
 	msg = b.ids.restore(msg)
@@ -250,12 +251,12 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 			sess.setVersion(protocolVersionFromResult(m.Result))
 		}
 		if call.method == "tools/list" && m.Kind == intercept.KindResponse {
-			ic.ObserveTools(call.cc.Upstream, m.Result)
+			ic.ObserveToolsPage(call.cc.Upstream, m.Result, call.cursor)
 		}
 	}
 	if target != nil {
 		if m.Kind == intercept.KindResponse && screened(call.method, msg) {
-			if out, changed := screenAnswer(ctx, ic, call.cc, call.method, m.ID, m.IDKey(), m.Raw, m.Result); changed {
+			if out, changed := screenAnswer(ctx, ic, call.cc, call.method, call.cursor, m.ID, m.IDKey(), m.Raw, m.Result); changed {
 				msg = out
 			}
 		}
@@ -452,6 +453,7 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 	if len(reqs) > 0 {
 		s = newStream()
 		cc := x.callContext()
+		cursors := x.cursors()
 		for id, method := range reqs {
 			if old, ok := b.calls[id]; ok {
 				replaced = append(replaced, old.up)
@@ -460,7 +462,7 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 				}
 			}
 			b.waiters[id] = s
-			b.calls[id] = bridgeCall{method: method, creates: creating[id], cc: cc, up: ucs[id]}
+			b.calls[id] = bridgeCall{method: method, cursor: cursors[id], creates: creating[id], cc: cc, up: ucs[id]}
 			ids = append(ids, id)
 		}
 		b.cc = cc
@@ -532,7 +534,7 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 	old, replaced := b.calls[id]
 	creates := createsTask(x.msgs[0])
 	b.waiters[id] = s
-	b.calls[id] = bridgeCall{method: x.msgs[0].Method, creates: creates, cc: x.callContext(), up: ucs[id]}
+	b.calls[id] = bridgeCall{method: x.msgs[0].Method, cursor: x.cursors()[id], creates: creates, cc: x.callContext(), up: ucs[id]}
 	b.cc = b.calls[id].cc
 	b.streams = append(b.streams, s)
 	b.mu.Unlock()

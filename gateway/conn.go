@@ -66,8 +66,12 @@ type relay struct {
 
 	mu      sync.Mutex        // guards the fields below
 	pending map[string]string // request id -> method, client to upstream
-	// pendingBytes is what pending holds (ids and methods): with its
-	// length, bounded by maxConnPending and maxConnPendingBytes.
+	// cursors are the cursors of the tools/list requests in pending
+	// asked with one (intercept.ListCursor), by id.
+	cursors map[string]string
+	// pendingBytes is what pending and cursors hold (ids, methods and
+	// cursors): with its length, bounded by maxConnPending and
+	// maxConnPendingBytes.
 	pendingBytes int
 	// held is the room in budget (max_inflight_body_bytes) the requests
 	// in pending keep until they are answered, by the id whose answer
@@ -144,6 +148,7 @@ func (r *relay) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.pending = make(map[string]string)
+	r.cursors = make(map[string]string)
 	r.held = make(map[string]int64)
 	defer r.releaseHeld()
 	r.asks = make(map[string]chan *intercept.Message)
@@ -584,8 +589,16 @@ func (r *relay) track(msgs []*intercept.Message) {
 			if old, ok := r.pending[m.IDKey()]; ok {
 				r.pendingBytes -= len(m.IDKey()) + len(old)
 			}
+			if old, ok := r.cursors[m.IDKey()]; ok {
+				r.pendingBytes -= len(old)
+				delete(r.cursors, m.IDKey())
+			}
 			r.pending[m.IDKey()] = m.Method
 			r.pendingBytes += len(m.IDKey()) + len(m.Method)
+			if c := listCursors([]*intercept.Message{m})[m.IDKey()]; c != "" {
+				r.cursors[m.IDKey()] = c
+				r.pendingBytes += len(c)
+			}
 			if m.Method == "initialize" {
 				r.elicitForm = formElicitation(intercept.Member(m.Params, "capabilities"))
 			}
@@ -688,7 +701,7 @@ func (r *relay) received(b []byte) ([]*intercept.Message, error) {
 		}
 		answers = append(answers, m)
 		r.mu.Lock()
-		method := r.pending[m.IDKey()]
+		method, cursor := r.pending[m.IDKey()], r.cursors[m.IDKey()]
 		if m.Kind == intercept.KindResponse && method == "initialize" {
 			r.version = protocolVersionFromResult(m.Result)
 		}
@@ -696,7 +709,7 @@ func (r *relay) received(b []byte) ([]*intercept.Message, error) {
 		if m.Kind == intercept.KindResponse && method == "tools/list" {
 			// Recorded before the client has it: a call it makes on
 			// seeing the list is decided with the list.
-			r.ic.ObserveTools(r.up.Name, m.Result)
+			r.ic.ObserveToolsPage(r.up.Name, m.Result, cursor)
 		}
 		r.endUpCall(m.IDKey(), responseError(m))
 	}
@@ -730,6 +743,7 @@ func (r *relay) failPending(ctx context.Context, cause error) {
 		ids = append(ids, id)
 	}
 	clear(r.pending)
+	clear(r.cursors)
 	r.pendingBytes = 0
 	for id, n := range r.held {
 		delete(r.held, id)
@@ -759,6 +773,10 @@ func (r *relay) forget(id string) {
 	if m, ok := r.pending[id]; ok {
 		r.pendingBytes -= len(id) + len(m)
 		delete(r.pending, id)
+	}
+	if c, ok := r.cursors[id]; ok {
+		r.pendingBytes -= len(c)
+		delete(r.cursors, id)
 	}
 	if n, ok := r.held[id]; ok {
 		delete(r.held, id)
@@ -819,7 +837,7 @@ func (r *relay) roomFor(msgs []*intercept.Message) error {
 	for _, m := range msgs {
 		if m.Kind == intercept.KindRequest {
 			n++
-			size += len(m.IDKey()) + len(m.Method)
+			size += len(m.IDKey()) + len(m.Method) + len(listCursors([]*intercept.Message{m})[m.IDKey()])
 		}
 	}
 	if n == 0 {

@@ -18,7 +18,8 @@ import (
 // has the route's toolLister list them with a connection of the gateway's
 // own — the route's dialer, as a session's: an HTTP upstream gets a
 // session of its own (ended with DELETE), a stdio upstream a process of its
-// own — and record every page with ObserveTools, so the inventory compares
+// own — and record every page with ObserveToolsPage (told the cursor it
+// asked with), so the inventory compares
 // what the upstream serves now with the pin before the call is decided.
 // The listing speaks 2025-11-25 (initialize, then tools/list page by
 // page); an upstream that refuses initialize is asked as a 2026-07-28
@@ -153,7 +154,7 @@ func (l *toolLister) list(ctx context.Context) error {
 		if res.Kind() != '{' {
 			return errors.New("tools/list: the answer is not an object")
 		}
-		l.g.ic.ObserveTools(l.rt.up.Name, res)
+		l.g.ic.ObserveToolsPage(l.rt.up.Name, res, cursor)
 		if cursor = intercept.StringMember(res, "nextCursor"); cursor == "" {
 			return nil
 		}

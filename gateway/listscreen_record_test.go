@@ -36,7 +36,7 @@ func TestScreenedListStillRecordsTask(t *testing.T) {
 			cc := intercept.CallContext{Upstream: "u", SessionID: "s1", Agent: "alice"}
 			result := jsontext.Value(`{"prompts":[],"resources":[],"task":{"taskId":"t-7","status":"working"}}`)
 			raw := jsontext.Value(`{"jsonrpc":"2.0","id":1,"result":` + string(result) + `}`)
-			screenAnswer(context.Background(), ic, cc, method, jsontext.Value(`1`), "1", raw, result)
+			screenAnswer(context.Background(), ic, cc, method, "", jsontext.Value(`1`), "1", raw, result)
 			if !ic.OwnsTask(context.Background(), cc, "t-7") {
 				t.Errorf("the task handle in a %s answer was not recorded as the client's", method)
 			}

@@ -27,6 +27,7 @@ import (
 // replayCall is a request whose answer a resumed stream may carry.
 type replayCall struct {
 	method string
+	cursor string                // of a tools/list asked with one (intercept.ListCursor)
 	cc     intercept.CallContext // the request's
 	at     time.Time             // when its stream ended
 	// id is the client's id of a request sent under the gateway's
@@ -254,6 +255,12 @@ func (o *observer) replay(ctx context.Context, data []byte) *observer {
 			r.swap.ids[key], key = c.id, intercept.IDKeyOf(c.id)
 		}
 		r.pending[key], r.cc = c.method, c.cc
+		if c.cursor != "" {
+			if r.cursors == nil {
+				r.cursors = make(map[string]string, 1)
+			}
+			r.cursors[key] = c.cursor
+		}
 		if o.took == nil {
 			o.took = make(map[string]replayCall, 1)
 		}
@@ -311,7 +318,7 @@ func (o *observer) keep(gone bool) {
 		}
 	} else {
 		for id, method := range o.pending {
-			c, key := replayCall{method: method, cc: o.cc}, id
+			c, key := replayCall{method: method, cursor: o.cursors[id], cc: o.cc}, id
 			if up := o.swap.upstreamID(id); up != nil {
 				if shares {
 					// The store keeps calls by the id a client would

@@ -172,6 +172,7 @@ func (h *hold) share(g *Gateway, sess *session, ids ...string) {
 // principal twice.
 type sharedCall struct {
 	Method     string               `json:"m"`
+	Cursor     string               `json:"r,omitempty"` // replayCall.cursor
 	Upstream   string               `json:"u,omitempty"`
 	Target     string               `json:"t,omitempty"`
 	Agent      string               `json:"a,omitempty"`
@@ -188,7 +189,7 @@ type sharedCall struct {
 
 // encodeCall encodes c, request id, for the store.
 func (g *Gateway) encodeCall(id string, c replayCall) []byte {
-	s := sharedCall{Method: c.method, Upstream: c.cc.Upstream, Target: c.cc.Target,
+	s := sharedCall{Method: c.method, Cursor: c.cursor, Upstream: c.cc.Upstream, Target: c.cc.Target,
 		Agent: c.cc.Agent, Version: c.cc.ProtocolVersion, ClientName: c.cc.ClientName, TaskScope: c.cc.TaskScope,
 		Approve: c.cc.ClientCanApprove, Principal: c.cc.Principal}
 	if intercept.ActionMethod(c.method) {
@@ -215,7 +216,7 @@ func (g *Gateway) decodeCall(sess *session, id string, b []byte) (replayCall, er
 	if s.Method == "" {
 		return replayCall{}, errors.New("no method")
 	}
-	c := replayCall{method: s.Method, cc: intercept.CallContext{Upstream: s.Upstream, Target: s.Target, SessionID: sess.id,
+	c := replayCall{method: s.Method, cursor: s.Cursor, cc: intercept.CallContext{Upstream: s.Upstream, Target: s.Target, SessionID: sess.id,
 		Agent: s.Agent, ProtocolVersion: s.Version, ClientName: s.ClientName, TaskScope: s.TaskScope,
 		ClientCanApprove: s.Approve, Principal: s.Principal}}
 	if s.Call != nil && intercept.ActionMethod(s.Method) {

@@ -42,6 +42,7 @@ type slCall struct {
 	upID    string
 	upToken string
 	method  string
+	cursor  string                // of a tools/list asked with one (intercept.ListCursor)
 	cc      intercept.CallContext // the request's, for hiding tools in its answer
 	uc      *upCall               // its measurement; nil: none
 	dropped int                   // notifications its client was too slow for (the reader's)
@@ -138,7 +139,7 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 	}
 	b.next++
 	n := strconv.FormatUint(b.next, 10)
-	c := &slCall{s: newStream(), id: m.ID, idKey: m.IDKey(), upID: `"sluice-` + n + `"`, method: m.Method, cc: x.callContext(), uc: uc}
+	c := &slCall{s: newStream(), id: m.ID, idKey: m.IDKey(), upID: `"sluice-` + n + `"`, method: m.Method, cursor: listCursors([]*intercept.Message{m})[m.IDKey()], cc: x.callContext(), uc: uc}
 	if createsTask(m) {
 		c.tasks = newTaskHold(b.g.ic, b.g.withheld)
 		c.tasks.expect(1)
@@ -278,10 +279,10 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		// Recorded before the client has it: a call it makes on seeing
 		// the list is decided with the list, and the list is screened
 		// against what was recorded (a drifted tool shown as pinned).
-		b.g.ic.ObserveTools(b.rt.up.Name, m.Result)
+		b.g.ic.ObserveToolsPage(b.rt.up.Name, m.Result, c.cursor)
 	}
 	if m.Kind == intercept.KindResponse && screened(c.method, out) {
-		out, _ = screenAnswer(b.g.ctx, b.g.ic, c.cc, c.method, c.id, c.idKey, out, m.Result)
+		out, _ = screenAnswer(b.g.ctx, b.g.ic, c.cc, c.method, c.cursor, c.id, c.idKey, out, m.Result)
 	}
 	if m.Kind != intercept.KindNotification {
 		// Its handle, if any, is recorded: what was held about the task

@@ -120,6 +120,10 @@ func (x *exchange) callContext() intercept.CallContext {
 	return cc
 }
 
+// cursors maps the ids of the exchange's tools/list requests asked with a
+// cursor to it (intercept.ListCursor).
+func (x *exchange) cursors() map[string]string { return listCursors(x.msgs) }
+
 // requests maps the ids of the exchange's requests to their methods.
 func (x *exchange) requests() map[string]string {
 	var out map[string]string
@@ -620,7 +624,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if sess != nil && resp.Header.Get(hdrSession) != "" {
 		w.Header().Set(hdrSession, sess.id)
 	}
-	ob := &observer{g: g, rt: x.rt, sess: sess, pending: x.requests(), cc: x.callContext(), swap: x.swap}
+	ob := &observer{g: g, rt: x.rt, sess: sess, pending: x.requests(), cursors: x.cursors(), cc: x.callContext(), swap: x.swap}
 	defer func() {
 		if upErr == nil {
 			upErr = ob.failed
@@ -921,6 +925,9 @@ type observer struct {
 	rt      *route
 	sess    *session
 	pending map[string]string
+	// cursors are the cursors of the tools/list requests in pending
+	// asked with one (intercept.ListCursor), by id.
+	cursors map[string]string
 	cc      intercept.CallContext // of the requests in pending
 	// swap gives back the client's ids in what the upstream sent
 	// (ids.go); nil: they are the client's.
@@ -1036,7 +1043,7 @@ func (o *observer) lists(b []byte) {
 	}
 	for _, m := range msgs {
 		if m.Kind == intercept.KindResponse && o.pending[m.IDKey()] == "tools/list" {
-			o.g.ic.ObserveTools(o.rt.up.Name, m.Result)
+			o.g.ic.ObserveToolsPage(o.rt.up.Name, m.Result, o.cursors[m.IDKey()])
 		}
 	}
 }

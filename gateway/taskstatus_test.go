@@ -139,11 +139,11 @@ func TestTaskMessagesWithheld(t *testing.T) {
 	alice := intercept.CallContext{Upstream: "tasks", Agent: "alice"}
 	bob := intercept.CallContext{Upstream: "tasks", Agent: "bob"}
 	ic.ObserveTask(context.Background(), alice, []byte(`{"task":{"taskId":"t1"}}`))
-	methodOf := func(id string) string {
+	methodOf := func(id string) (string, string) {
 		if id == "9" {
-			return "tools/call"
+			return "tools/call", ""
 		}
-		return ""
+		return "", ""
 	}
 	status := `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t1","status":"completed","statusMessage":"alice's"}}`
 	related := `{"jsonrpc":"2.0","id":5,"method":"elicitation/create","params":{"message":"m","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t1"}}}}`

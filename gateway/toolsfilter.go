@@ -69,8 +69,9 @@ func screenToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.
 }
 
 // screenAnswer returns raw, the response (to id, whose IDKey is idKey) of
-// a method request whose result is result, as the client of cc may see
-// it: a tools/list answer screened (screenToolsIn); a prompts/list,
+// a method request (a list asked with cursor: intercept.ListCursor) whose
+// result is result, as the client of cc may see it: a tools/list answer
+// screened (screenToolsIn); a prompts/list,
 // resources/list or resources/templates/list answer without the items,
 // an initialize or server/discover answer without the instructions, that
 // the interceptor's Observer withholds (intercept.ListScreener); a
@@ -81,13 +82,13 @@ func screenToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.
 // tasks/get finds it), and so is a requestState as issued for that
 // request (so that its retry may carry it). changed reports whether it
 // differs from raw.
-func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, method string, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
+func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, method, cursor string, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
 	// A list's next cursor is this client's to send back (intercept's
 	// carry.go): recorded before the client has it.
 	ic.ObserveCursor(ctx, cc, method, result)
 	// So are the resources and prompts it lists: reading one of them
 	// carries nothing of the client's (intercept's listed.go).
-	ic.ObserveListed(ctx, cc, method, result)
+	ic.ObserveListedPage(ctx, cc, method, cursor, result)
 	if ic.ScreensList(method) {
 		// Prompts, resources, templates and instructions the inventory
 		// withholds for looking poisoned.
@@ -174,7 +175,8 @@ func listRefused(id jsontext.Value, method string, err error) []byte {
 
 // hideTools applies screenAnswer to b, one JSON-RPC message or a batch
 // from an upstream, for every response, with the method of the request
-// methodOf says its id answers ("" for none), and then leaves out every
+// methodOf says its id answers ("" for none), asked with the cursor it
+// says (intercept.ListCursor; "" for none), and then leaves out every
 // message about a task the client of cc does not own (w.withhold): the
 // responses go first, so that a task a response creates is the client's
 // before a message of the same batch about it is looked at. It returns b
@@ -186,7 +188,7 @@ func listRefused(id jsontext.Value, method string, err error) []byte {
 // about a task the client does not own is first offered to hold (nil:
 // none), which may keep it for when its task is the client's (taskhold.go)
 // or find it is the client's already.
-func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, cc intercept.CallContext, b []byte, methodOf func(id string) string, lists []string, hold holdFunc) []byte {
+func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, cc intercept.CallContext, b []byte, methodOf func(id string) (method, cursor string), lists []string, hold holdFunc) []byte {
 	msgs, batch, err := intercept.Decode(b)
 	if err != nil {
 		if len(lists) == 0 {
@@ -194,7 +196,8 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 		}
 		out := make([]jsontext.Value, len(lists))
 		for i, id := range lists {
-			out[i] = listRefused(jsontext.Value(id), methodOf(id), fmt.Errorf("an answer while it was pending was not valid JSON-RPC (%v)", err))
+			method, _ := methodOf(id)
+			out[i] = listRefused(jsontext.Value(id), method, fmt.Errorf("an answer while it was pending was not valid JSON-RPC (%v)", err))
 		}
 		if len(out) == 1 {
 			return out[0]
@@ -206,7 +209,8 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 	for i, m := range msgs {
 		out[i] = m.Raw
 		if m.Kind == intercept.KindResponse {
-			if raw, ok := screenAnswer(ctx, ic, cc, methodOf(m.IDKey()), m.ID, m.IDKey(), m.Raw, m.Result); ok {
+			method, cursor := methodOf(m.IDKey())
+			if raw, ok := screenAnswer(ctx, ic, cc, method, cursor, m.ID, m.IDKey(), m.Raw, m.Result); ok {
 				out[i], changed = raw, true
 			}
 		}
@@ -269,7 +273,7 @@ func (o *observer) filter(ctx context.Context, b []byte) []byte {
 		}
 		return marshalArray(out)
 	}
-	return hideTools(ctx, o.g.ic, o.g.withheld, o.cc, b, func(id string) string { return o.pending[id] }, lists, o.holdTask(ctx))
+	return hideTools(ctx, o.g.ic, o.g.withheld, o.cc, b, func(id string) (string, string) { return o.pending[id], o.cursors[id] }, lists, o.holdTask(ctx))
 }
 
 // stray reports whether b, a message of an upstream's answer, holds a
@@ -336,11 +340,29 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 		return b
 	}
 	cc := r.callContext()
-	return hideTools(ctx, r.ic, r.withheld, cc, b, func(id string) string {
+	return hideTools(ctx, r.ic, r.withheld, cc, b, func(id string) (string, string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return r.pending[id]
+		return r.pending[id], r.cursors[id]
 	}, lists, func(m *intercept.Message) (held, owned bool) {
 		return r.tasks.hold(ctx, cc, m, m.Raw, r.sink)
 	})
+}
+
+// listCursors maps the ids of the tools/list requests among msgs asked
+// with a cursor to it (intercept.ListCursor); nil for none.
+func listCursors(msgs []*intercept.Message) map[string]string {
+	var out map[string]string
+	for _, m := range msgs {
+		if m.Kind != intercept.KindRequest || m.Method != "tools/list" {
+			continue
+		}
+		if c := intercept.ListCursor(m); c != "" {
+			if out == nil {
+				out = make(map[string]string, 1)
+			}
+			out[m.IDKey()] = c
+		}
+	}
+	return out
 }

@@ -392,11 +392,11 @@ func TestListedClientNotListedAgain(t *testing.T) {
 // TestRugPullLastPageOnly: fetch is on the first of two pages. After
 // the pin, fetch is rug-pulled; a client that asks for the last page
 // alone, with a cursor it did not reach in this listing (given to the same
-// agent in another session, or of its own making), has a listing counted
-// (a last page is all that counts), but its call of fetch is not forwarded
-// to the rug: the inventory took that page for the whole list, without
-// fetch, and blocks fetch as removed (for every client, until an operator
-// approves it again: README, Still open).
+// agent in another session, or of its own making), has no listing counted
+// (a last page counts only at the end of a listing the client followed
+// from its first page), so the gateway lists for its call of fetch, sees
+// the rug pull and blocks the call as drift. (The page alone is not taken
+// for the whole list: TestAttackLaterPageAlone.)
 func TestRugPullLastPageOnly(t *testing.T) {
 	for _, route := range []string{"http", "stdio"} {
 		t.Run(route, func(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 // (or nothing), and forwarded to a tool that changed behind it. So before
 // a tools/call of a client (session, or principal without one) that has not
 // listed the upstream's tools through this gateway, the gateway lists them
-// itself ([CallContext.Lister]) and hands every page to ObserveTools, as it
+// itself ([CallContext.Lister]) and hands every page to ObserveToolsPage, as it
 // does a client's listing: the call is then decided against what the
 // upstream serves now (drift blocked, poisoning a risk factor, the catalog
 // describing the tool). If that listing fails the call is denied
@@ -33,7 +33,7 @@ const ReasonToolsNotListed = "tools_not_listed"
 
 // A ToolsLister lists an upstream's tools for the gateway itself, with
 // the gateway's own connection to it, and records every page with the
-// Interceptor's ObserveTools before it returns, as an answer to a client
+// Interceptor's ObserveToolsPage before it returns, as an answer to a client
 // would be. ListTools must be safe for concurrent use; it may serve
 // callers that wait on one listing with its outcome.
 type ToolsLister interface {
