@@ -80,6 +80,10 @@ try {
 
   // Approve the held call; the agent's retry goes through.
   await page.getByRole("link", { name: "Approvals" }).click();
+  // Measured once the page and its stylesheet are in: a click waits for
+  // the navigation to commit only, and an unstyled table is wider (seen
+  // once in CI on a loaded machine).
+  await page.waitForURL(/\/approvals/, { waitUntil: "load" });
   const held = page.locator(`tr[data-id="${HELD}"]`);
   step("held_listed", await held.count());
   // The whole of each argument is in sight, not past the right edge of
