@@ -1,14 +1,10 @@
 package gateway
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/sluicehq/sluice/gateway/transport"
 )
 
 // laterPageAskers are the ways a client asks for the second page of the
@@ -33,27 +29,7 @@ var laterPageAskers = []struct {
 		return statelessAs(t, gw+"/mcp/"+route, "mallory", "tools/list", "", `{"Cursor":"p2"}`)
 	}},
 	{"ws", func(t *testing.T, gw, route string) string {
-		c := dialWith(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(gw, "http") + "/ws/" + route})
-		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-		defer cancel()
-		for _, m := range []string{
-			`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"ws","version":"1"}}}`,
-			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"p2"}}`,
-		} {
-			if err := c.Write(ctx, []byte(m)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for {
-			b, err := c.Read(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(string(b), `"id":1`) {
-				return string(b)
-			}
-		}
+		return wsRequest(t, gw, route, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"p2"}}`)
 	}},
 }
 

@@ -236,28 +236,35 @@ var unlistedCallers = []struct {
 		return statelessAs(t, gw+"/mcp/"+route, "fresh", "tools/call", "fetch", fetchCall)
 	}},
 	{"ws", func(t *testing.T, gw, route string) string {
-		c := dialWith(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(gw, "http") + "/ws/" + route})
-		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-		defer cancel()
-		for _, m := range []string{
-			`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"ws","version":"1"}}}`,
-			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + fetchCall + `}`,
-		} {
-			if err := c.Write(ctx, []byte(m)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for {
-			b, err := c.Read(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(string(b), `"id":1`) {
-				return string(b)
-			}
-		}
+		return wsRequest(t, gw, route, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+fetchCall+`}`)
 	}},
+}
+
+// wsRequest opens a /ws connection to route, initializes it in
+// 2025-11-25, sends req (a request with id 1) and returns its answer.
+func wsRequest(t *testing.T, gw, route, req string) string {
+	t.Helper()
+	c := dialWith(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(gw, "http") + "/ws/" + route})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for _, m := range []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"ws","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		req,
+	} {
+		if err := c.Write(ctx, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), `"id":1`) {
+			return string(b)
+		}
+	}
 }
 
 // TestAttackRugPullCalledUnlisted: the rug is pinned from one client's
