@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/sluicehq/sluice/intercept"
@@ -158,5 +159,21 @@ func TestClosesWithoutRoutes(t *testing.T) {
 	}
 	if !(*Policy)(nil).Closes(ctx, d) {
 		t.Error("nil policy: Closes got false, want true")
+	}
+}
+
+// TestClosesWhenMemoryFails: a route memory that cannot be read (Redis
+// down or stalled past its timeout, a store that panics) closes the
+// upstream a route rule's deny side names: the client's headers and ids
+// are withheld rather than passed on unchecked.
+func TestClosesWhenMemoryFails(t *testing.T) {
+	for name, st := range map[string]Store{"error": failingStore{err: errors.New("redis is down")}, "panic": failingStore{panic: true}} {
+		p, err := Compile([]byte(routePolicy), "p.yaml", Options{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Closes(context.Background(), carry("web", []string{"web_search"})) {
+			t.Errorf("%s: Closes got false, want true (a memory that cannot be read closes)", name)
+		}
 	}
 }
