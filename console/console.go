@@ -40,6 +40,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/internal/throttle"
@@ -800,20 +802,55 @@ func (c *Console) agents(w http.ResponseWriter, r *http.Request, s *session) {
 func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) {
 	data := map[string]any{}
 	if c.d.Approvals != nil {
-		var pending, done []approval.Request
+		var pending []heldCall
+		var done []approval.Request
 		for _, q := range c.d.Approvals.List() {
-			if !c.d.KeepArguments {
-				q.Arguments = nil
-			}
-			if q.Status == approval.Pending {
-				pending = append(pending, q)
-			} else {
+			if q.Status != approval.Pending {
 				done = append(done, q)
+				continue
 			}
+			h := heldCall{Request: q, ExtraNames: memberNames(q.Extra)}
+			if !c.d.KeepArguments {
+				h.Arguments, h.Extra = nil, nil
+			}
+			pending = append(pending, h)
 		}
 		data["Pending"], data["Done"] = pending, done
 	}
 	c.render(w, r, "approvals", s, data)
+}
+
+// heldCall is a held call as the Approvals page shows it.
+type heldCall struct {
+	approval.Request
+	// ExtraNames are the members of Extra: what the call sends the
+	// upstream beside its arguments, bound to the approval as they are.
+	// They are shown even when the values are not (audit.keep_arguments
+	// off), so that an operator knows the call holds more than arguments.
+	ExtraNames []string
+}
+
+// memberNames returns the names of the members of a JSON object, in order.
+func memberNames(v jsontext.Value) []string {
+	var names []string
+	if v.Kind() != '{' {
+		return nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(v))
+	if _, err := dec.ReadToken(); err != nil {
+		return nil
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return names
+		}
+		names = append(names, tok.String())
+		if err := dec.SkipValue(); err != nil {
+			return names
+		}
+	}
+	return names
 }
 
 func (c *Console) decideApproval(w http.ResponseWriter, r *http.Request, s *session) {

