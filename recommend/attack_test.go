@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -201,5 +202,54 @@ func TestAttackAddToolFlood(t *testing.T) {
 	}
 	if minFlood < 6 {
 		t.Errorf("the flooder's kept proposals include one with %d denials; want those with the most evidence", minFlood)
+	}
+}
+
+// TestAttackMadeUpNamesExhaustMemory: a call to a tool no rule allows is
+// denied and recorded, and so is its classification; the engine kept a
+// tally of each for every tool name an agent made up, and a last-call
+// time and action types too, some 2 KB a name: 50,000 calls to made-up
+// names had each run hold 100 MB in the serving gateway, a million 2 GB.
+// The engine now keeps a bounded lot (MaxToolsPerAgent, MaxTallies), those
+// with the most events, and proposes what it proposed before.
+func TestAttackMadeUpNamesExhaustMemory(t *testing.T) {
+	doc, err := ParseDoc([]byte(basePolicy), "policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	eng := NewEngine(doc, Options{Now: func() time.Time { return now }})
+	for i := range 8 { // denials that call for a proposal, before and after the flood
+		at := now.Add(-time.Duration(i) * time.Hour)
+		eng.Observe(enforced(at, "mallory", "mail", "send_email", "deny", "default_deny", ""))
+		eng.Observe(enforced(at, "agent-b", "mail", "send_email", "deny", "default_deny", ""))
+	}
+	for i := range 50_000 {
+		tool := fmt.Sprintf("made_up_%06d", i)
+		at := now.Add(-time.Duration(i) * time.Second)
+		eng.Observe(enforced(at, "mallory", "web", tool, "deny", "default_deny", ""))
+		eng.Observe(classified(at, "mallory", "web", tool, "", "web:read", "Read"))
+	}
+	for i := range 8 {
+		eng.Observe(enforced(now.Add(-time.Duration(i)*time.Minute), "agent-c", "mail", "send_email", "deny", "default_deny", ""))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	if held := int64(ms.HeapAlloc) - int64(before); held > 25<<20 {
+		t.Errorf("the engine holds %d MB after 50,000 calls to made-up tool names; want it bounded (under 25 MB)", held>>20)
+	}
+	want := map[string]bool{"mallory": false, "agent-b": false, "agent-c": false}
+	for _, r := range only(t, eng.Recommendations(), AddTool) {
+		if r.Tool == "mail/send_email" {
+			want[r.Agent] = true
+		}
+	}
+	for agent, got := range want {
+		if !got {
+			t.Errorf("no ADD_TOOL for %s's mail/send_email after the flood", agent)
+		}
 	}
 }

@@ -134,12 +134,15 @@ type Engine struct {
 	now  time.Time
 
 	first    time.Time // the oldest event seen
-	denials  map[pair]*tally
-	lastCall map[string]time.Time // tool -> last policy_enforced
-	held     map[string]bool      // tool -> ever require_approval
-	intents  map[pair]*intentTally
-	bounds   map[string]*boundTally // agent -> its allowed calls' declared boundaries
-	actions  map[string]map[string]int
+	denials  tallies[*tally]
+	lastCall map[string]time.Time // tool the policy names -> last policy_enforced
+	held     map[string]bool      // tool the policy names -> ever require_approval
+	intents  tallies[*intentTally]
+	bounds   map[string]*boundTally    // agent -> its allowed calls' declared boundaries
+	actions  map[string]map[string]int // tool the policy names -> action type -> calls
+	// named caches Doc.named for the tools seen (a bounded lot: names an
+	// agent makes up are forgotten once there are too many).
+	named map[string]bool
 }
 
 type pair struct{ agent, tool string } // tool is "upstream/tool"
@@ -188,8 +191,22 @@ type boundTally struct {
 // NewEngine returns an engine that proposes changes to doc.
 func NewEngine(doc *Doc, opts Options) *Engine {
 	return &Engine{opts: opts, doc: doc, now: opts.now(),
-		denials: map[pair]*tally{}, lastCall: map[string]time.Time{}, held: map[string]bool{},
-		intents: map[pair]*intentTally{}, bounds: map[string]*boundTally{}, actions: map[string]map[string]int{}}
+		denials: newTallies[*tally](), lastCall: map[string]time.Time{}, held: map[string]bool{},
+		intents: newTallies[*intentTally](), bounds: map[string]*boundTally{}, actions: map[string]map[string]int{},
+		named: map[string]bool{}}
+}
+
+// names reports whether the policy names tool (Doc.named).
+func (e *Engine) names(tool string) bool {
+	n, ok := e.named[tool]
+	if !ok {
+		if len(e.named) >= 2*MaxTallies {
+			clear(e.named)
+		}
+		n = e.doc.named(tool)
+		e.named[tool] = n
+	}
+	return n
 }
 
 func toolKey(e telemetry.Event) string {
@@ -213,6 +230,9 @@ func (e *Engine) Observe(ev telemetry.Event) {
 			return
 		}
 		for _, t := range []string{k.tool, p.Tool} {
+			if !e.names(t) {
+				continue
+			}
 			if ev.Time.After(e.lastCall[t]) {
 				e.lastCall[t] = ev.Time
 			}
@@ -225,11 +245,7 @@ func (e *Engine) Observe(ev telemetry.Event) {
 		}
 		switch {
 		case p.Decision == "deny" && (p.Reason == "manifest_class_not_allowed" || p.Reason == "default_deny"):
-			t := e.denials[k]
-			if t == nil {
-				t = &tally{reasons: map[string]int{}}
-				e.denials[k] = t
-			}
+			t := e.denials.get(k, func() *tally { return &tally{reasons: map[string]int{}} })
 			t.add(ev)
 			t.reasons[p.Reason]++
 			if len(p.Evidence.MatchedToolClasses) > 0 {
@@ -238,6 +254,7 @@ func (e *Engine) Observe(ev telemetry.Event) {
 		case p.Decision == "allow" && ev.Agent != "":
 			b := e.bounds[ev.Agent]
 			if b == nil {
+				trimBounds(e.bounds)
 				b = &boundTally{}
 				e.bounds[ev.Agent] = b
 			}
@@ -257,11 +274,9 @@ func (e *Engine) Observe(ev telemetry.Event) {
 		if ev.Decode(&c) != nil || c.Tool == "" {
 			return
 		}
-		t := e.intents[k]
-		if t == nil {
-			t = &intentTally{verdicts: map[string]int{}, axes: map[string]map[string]*axisSum{}}
-			e.intents[k] = t
-		}
+		t := e.intents.get(k, func() *intentTally {
+			return &intentTally{verdicts: map[string]int{}, axes: map[string]map[string]*axisSum{}}
+		})
 		t.add(ev)
 		if c.CapabilityClassDeclared != "" {
 			t.declared = c.CapabilityClassDeclared
@@ -284,7 +299,7 @@ func (e *Engine) Observe(ev telemetry.Event) {
 			s.n++
 			s.sum += v.Confidence
 		}
-		if at, ok := c.Axes["action_type"]; ok && at.Classified != "" {
+		if at, ok := c.Axes["action_type"]; ok && at.Classified != "" && e.names(k.tool) {
 			m := e.actions[k.tool]
 			if m == nil {
 				m = map[string]int{}
@@ -370,7 +385,7 @@ const MaxAddToolPerAgent = 20
 func (e *Engine) addTool() []Recommendation {
 	// The candidates of each agent, most evidence first.
 	byAgent := map[string][]pair{}
-	for k, t := range e.denials {
+	for k, t := range e.denials.m {
 		if t.n < e.opts.minEvidence() || k.agent == "" || k.agent == anyAgent {
 			continue
 		}
@@ -379,15 +394,15 @@ func (e *Engine) addTool() []Recommendation {
 	kept := map[pair]bool{}
 	for _, ks := range byAgent {
 		slices.SortFunc(ks, func(a, b pair) int {
-			return cmp.Or(cmp.Compare(e.denials[b].n, e.denials[a].n), cmp.Compare(a.tool, b.tool))
+			return cmp.Or(cmp.Compare(e.denials.m[b].n, e.denials.m[a].n), cmp.Compare(a.tool, b.tool))
 		})
 		for _, k := range ks[:min(len(ks), MaxAddToolPerAgent)] {
 			kept[k] = true
 		}
 	}
 	var out []Recommendation
-	for _, k := range sortedKeys(e.denials) {
-		t := e.denials[k]
+	for _, k := range sortedKeys(e.denials.m) {
+		t := e.denials.m[k]
 		if !kept[k] {
 			continue
 		}
@@ -457,8 +472,8 @@ func axesOf(t *intentTally) map[string]map[string]AxisCount {
 
 func (e *Engine) elevateClass() []Recommendation {
 	var out []Recommendation
-	for _, k := range sortedKeys(e.intents) {
-		t := e.intents[k]
+	for _, k := range sortedKeys(e.intents.m) {
+		t := e.intents.m[k]
 		if t.inconsistent < e.opts.minEvidence() || float64(t.inconsistent) < 0.8*float64(t.n) {
 			continue
 		}

@@ -1,0 +1,118 @@
+package recommend
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// The engine keeps a tally for every agent and tool it sees denied or
+// classified, and tool names are the agents' to make up (a call to a tool
+// no rule allows is denied and recorded all the same), as are agent names
+// without authentication. Unbounded, an agent that called a million
+// made-up names had every run of the engine hold some 2 KB for each, 2 GB
+// in the serving gateway (the schedule runs at start too). So:
+//
+//   - an agent keeps the tallies of at most MaxToolsPerAgent tools of
+//     each kind (denials, classifications), those with the most events:
+//     past twice that many the rest are dropped, so names it makes up
+//     crowd out only its own proposals;
+//   - the engine keeps at most MaxTallies of each kind in all, the same
+//     way, for agents made up too;
+//   - when a tool was last called, and the action types the classifier
+//     found, are kept only for the tools REMOVE_TOOL and SPLIT_CLASS can
+//     ask about: those the policy names.
+//
+// A tally dropped and seen again starts over, so a finding can need more
+// than MinEvidence events while an agent floods.
+const (
+	MaxToolsPerAgent = 1000
+	MaxTallies       = 10_000
+)
+
+type counted interface{ count() int }
+
+func (t *tally) count() int { return t.n }
+
+// tallies are the tallies of one kind, by agent and tool, bounded as
+// above.
+type tallies[V counted] struct {
+	m        map[pair]V
+	perAgent map[string]int
+}
+
+func newTallies[V counted]() tallies[V] {
+	return tallies[V]{m: map[pair]V{}, perAgent: map[string]int{}}
+}
+
+// get returns k's tally, made by fresh if there is none; room is made
+// first by dropping the tallies with the fewest events.
+func (t *tallies[V]) get(k pair, fresh func() V) V {
+	if v, ok := t.m[k]; ok {
+		return v
+	}
+	if t.perAgent[k.agent] >= 2*MaxToolsPerAgent {
+		t.trim(func(p pair) bool { return p.agent == k.agent }, MaxToolsPerAgent)
+	}
+	if len(t.m) >= 2*MaxTallies {
+		t.trim(func(pair) bool { return true }, MaxTallies)
+	}
+	v := fresh()
+	t.m[k] = v
+	t.perAgent[k.agent]++
+	return v
+}
+
+// trim keeps, of the tallies whose key is in, the keep with the most
+// events.
+func (t *tallies[V]) trim(in func(pair) bool, keep int) {
+	var keys []pair
+	for k := range t.m {
+		if in(k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b pair) int {
+		return cmp.Or(cmp.Compare(t.m[b].count(), t.m[a].count()), cmp.Compare(a.agent, b.agent), cmp.Compare(a.tool, b.tool))
+	})
+	for _, k := range keys[min(keep, len(keys)):] {
+		delete(t.m, k)
+		if t.perAgent[k.agent]--; t.perAgent[k.agent] == 0 {
+			delete(t.perAgent, k.agent)
+		}
+	}
+}
+
+// trimBounds keeps the MaxTallies agents with the most allowed calls once
+// there are twice as many.
+func trimBounds(m map[string]*boundTally) {
+	if len(m) < 2*MaxTallies {
+		return
+	}
+	agents := make([]string, 0, len(m))
+	for a := range m {
+		agents = append(agents, a)
+	}
+	slices.SortFunc(agents, func(a, b string) int { return cmp.Or(cmp.Compare(m[b].n, m[a].n), cmp.Compare(a, b)) })
+	for _, a := range agents[MaxTallies:] {
+		delete(m, a)
+	}
+}
+
+// named reports whether the policy names tool (a tool key, upstream/tool,
+// or a bare name) where REMOVE_TOOL (the allow list) or SPLIT_CLASS
+// (tool_classes, where a bare key takes in the tool of every upstream)
+// looks for it.
+func (d *Doc) named(tool string) bool {
+	if slices.Contains(d.Allow, tool) {
+		return true
+	}
+	if _, ok := d.ToolClasses[tool]; ok {
+		return true
+	}
+	if i := strings.LastIndexByte(tool, '/'); i >= 0 {
+		_, ok := d.ToolClasses[tool[i+1:]]
+		return ok
+	}
+	return false
+}
