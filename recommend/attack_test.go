@@ -5,6 +5,7 @@ package recommend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -250,6 +251,86 @@ func TestAttackMadeUpNamesExhaustMemory(t *testing.T) {
 	for agent, got := range want {
 		if !got {
 			t.Errorf("no ADD_TOOL for %s's mail/send_email after the flood", agent)
+		}
+	}
+}
+
+// TestAttackElevateClassAllowsDefaultDenied: ELEVATE_CLASS reads as
+// scrutiny ("class delete_repo as vcs:read too: the classifier finds it
+// there"), but a class added to a tool is a class rules match: under
+// default: deny, a destructive tool no rule names is denied, and the
+// class an agent's shaped arguments had the classifier find for it was
+// one an allow rule takes. Approving it allowed delete_repo for every
+// agent. A change that lets any agent do more than before is no
+// elevation: it is not proposed.
+func TestAttackElevateClassAllowsDefaultDenied(t *testing.T) {
+	const src = `default: deny
+tool_classes:
+  delete_repo: [vcs:destructive]
+  read_repo: [vcs:read]
+rules:
+  - id: reads
+    match: {match_any_class: [vcs:read]}
+    decision: allow
+`
+	if d := decideIn(t, []byte(src), "mallory", "github", "delete_repo", ""); d.Verdict != intercept.Deny {
+		t.Fatalf("before: %s", d.Verdict)
+	}
+	var evs []telemetry.Event
+	for i := range 6 { // mallory shapes its arguments so the classifier calls them reads
+		evs = append(evs, classified(now.Add(-time.Duration(i)*time.Hour), "mallory", "github", "delete_repo", "vcs:destructive", "vcs:read", "Read"))
+	}
+	for _, r := range corpusOf(t, src, evs) {
+		out, err := Apply([]byte(src), r)
+		if err != nil {
+			t.Errorf("proposed %s %q, which cannot be approved: %v", r.Type, r.Summary, err)
+			continue
+		}
+		if d := decideIn(t, out, "mallory", "github", "delete_repo", ""); d.Verdict != intercept.Deny {
+			t.Errorf("approving %s %q makes mallory's delete_repo %s by %q; diff:\n%s", r.Type, r.Summary, d.Verdict, d.RuleID, Diff([]byte(src), out))
+		}
+	}
+	// Nor is it applied, if the policy has come to allow the class since
+	// it was proposed.
+	r := Recommendation{ID: "rec_x", Type: ElevateClass, Agent: "mallory", Tool: "github/delete_repo",
+		Change: Change{Path: []string{"tool_classes", "github/delete_repo"}, Operation: "add", Value: "vcs:read"}}
+	if _, err := Apply([]byte(src), r); !errors.Is(err, ErrWidens) {
+		t.Errorf("Apply of %s to %s: got %v, want ErrWidens", r.Change.Value, r.Change.Field(), err)
+	}
+}
+
+// TestAttackSplitClassAllowsDefaultDenied: SPLIT_CLASS gives the tools of
+// a class that the classifier finds writing the class {class}:write, "so
+// rules can tell them apart"; where a rule already allows that class (for
+// the tools classed so by hand), the split allowed them.
+func TestAttackSplitClassAllowsDefaultDenied(t *testing.T) {
+	const src = `default: deny
+tool_classes:
+  read_doc: [docs]
+  purge_doc: [docs]
+  write_note: [docs:write]
+rules:
+  - id: notes
+    match: {match_any_class: [docs:write]}
+    decision: allow
+`
+	if d := decideIn(t, []byte(src), "mallory", "docs", "purge_doc", ""); d.Verdict != intercept.Deny {
+		t.Fatalf("before: %s", d.Verdict)
+	}
+	var evs []telemetry.Event
+	for i := range 4 {
+		at := now.Add(-time.Duration(i) * time.Hour)
+		evs = append(evs, classified(at, "mallory", "docs", "read_doc", "docs", "docs", "Read"),
+			classified(at, "mallory", "docs", "purge_doc", "docs", "docs", "Write"))
+	}
+	for _, r := range corpusOf(t, src, evs) {
+		out, err := Apply([]byte(src), r)
+		if err != nil {
+			t.Errorf("proposed %s %q, which cannot be approved: %v", r.Type, r.Summary, err)
+			continue
+		}
+		if d := decideIn(t, out, "mallory", "docs", "purge_doc", ""); d.Verdict != intercept.Deny {
+			t.Errorf("approving %s %q makes mallory's purge_doc %s by %q; diff:\n%s", r.Type, r.Summary, d.Verdict, d.RuleID, Diff([]byte(src), out))
 		}
 	}
 }

@@ -20,6 +20,9 @@ type Doc struct {
 	Manifests   map[string]Manifest
 	ToolClasses map[string][]string
 	Allow       []string
+	// src is the document as read (ParseDoc); nil for a Doc made
+	// otherwise.
+	src []byte
 }
 
 // Manifest is one agent's manifest.
@@ -47,7 +50,7 @@ func ParseDoc(src []byte, filename string) (*Doc, error) {
 	if err := pol.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("%s: %w", filename, err)
 	}
-	d := &Doc{Version: p.Version(), Manifests: raw.Manifests, ToolClasses: raw.ToolClasses, Allow: raw.Allow}
+	d := &Doc{Version: p.Version(), Manifests: raw.Manifests, ToolClasses: raw.ToolClasses, Allow: raw.Allow, src: src}
 	if d.Manifests == nil {
 		d.Manifests = map[string]Manifest{}
 	}
@@ -267,6 +270,19 @@ func Apply(src []byte, r Recommendation) ([]byte, error) {
 	p, err := policy.Compile(buf.Bytes(), "recommended policy", policy.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("recommendation %s: the changed policy does not compile: %w", r.ID, err)
+	}
+	if tools := classChanged(r); len(tools) > 0 {
+		old, err := policy.Compile(src, "policy", policy.Options{})
+		if err != nil {
+			return nil, err
+		}
+		var raw struct {
+			Manifests map[string]Manifest `yaml:"manifests"`
+		}
+		_ = pol.Decode(&raw)
+		if err := widens(old, p, r, raw.Manifests, tools); err != nil {
+			return nil, err
+		}
 	}
 	// The encoder quotes class names ('source:local') that the author
 	// wrote plain; unquote them when that reads back the same, so the diff

@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -346,6 +347,15 @@ func (e *Engine) Recommendations() []Recommendation {
 		r.PolicyVersion = e.doc.Version
 		r.Evidence.Window = e.opts.window().String()
 	}
+	// A class added to tools must not let anyone do more (ErrWidens):
+	// such a proposal is not made, for approving it would be refused.
+	out = slices.DeleteFunc(out, func(r Recommendation) bool {
+		if e.doc.src == nil || classChanged(r) == nil {
+			return false
+		}
+		_, err := Apply(e.doc.src, r)
+		return errors.Is(err, ErrWidens)
+	})
 	slices.SortFunc(out, func(a, b Recommendation) int {
 		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.ID, b.ID))
 	})
