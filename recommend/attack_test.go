@@ -334,3 +334,46 @@ rules:
 		}
 	}
 }
+
+// TestAttackRestrictBoundaryRaisesDefaultCeiling: RESTRICT_BOUNDARY
+// compared an agent's calls with the ceiling of its own manifest only. An
+// agent governed by "*" (ceiling local) whose allowed calls in the window
+// declared intra-org (made before "*" was tightened) got "lower intern's
+// boundary ceiling to intra-org" proposed, which gave it a manifest of its
+// own with the wider ceiling: approving it let intern's intra-org calls
+// through again. The ceiling that applies to the agent is compared, and a
+// change that raises it is not applied.
+func TestAttackRestrictBoundaryRaisesDefaultCeiling(t *testing.T) {
+	const src = `default: deny
+tool_classes:
+  read_doc: [docs:read]
+rules:
+  - id: docs
+    match: {match_any_class: [docs:read]}
+    decision: allow
+manifests:
+  "*": {allowed_classes: [docs:read], boundary_ceiling: local}
+`
+	if d := decideIn(t, []byte(src), "intern", "docs", "read_doc", "intra-org"); d.Verdict != intercept.Deny {
+		t.Fatalf("before: %s", d.Verdict)
+	}
+	var evs []telemetry.Event
+	for i := range 6 {
+		evs = append(evs, enforced(now.Add(-time.Duration(i)*time.Hour), "intern", "docs", "read_doc", "allow", "rule_allow", "intra-org", "docs:read"))
+	}
+	for _, r := range corpusOf(t, src, evs) {
+		out, err := Apply([]byte(src), r)
+		if err != nil {
+			t.Errorf("proposed %s %q, which cannot be approved: %v", r.Type, r.Summary, err)
+			continue
+		}
+		if d := decideIn(t, out, "intern", "docs", "read_doc", "intra-org"); d.Verdict != intercept.Deny {
+			t.Errorf("approving %s %q makes intern's intra-org read_doc %s; diff:\n%s", r.Type, r.Summary, d.Verdict, Diff([]byte(src), out))
+		}
+	}
+	r := Recommendation{ID: "rec_x", Type: RestrictBoundary, Agent: "intern",
+		Change: Change{Path: []string{"manifests", "intern", "boundary_ceiling"}, Operation: "set", Value: "external"}}
+	if _, err := Apply([]byte(src), r); !errors.Is(err, ErrWidens) {
+		t.Errorf("Apply of ceiling %s for intern under a local default: got %v, want ErrWidens", r.Change.Value, err)
+	}
+}

@@ -170,6 +170,27 @@ func seedManifest(pol *yaml.Node, agent string) {
 	ms.Content = append(ms.Content, scalar(agent), deepCopy(def))
 }
 
+// ceilingOf is the level of the boundary ceiling that applies to agent:
+// its manifest's, or the default manifest's ("*") when it has none; 0 for
+// none.
+func ceilingOf(pol *yaml.Node, agent string) int {
+	ms := mapValue(pol, "manifests")
+	if ms == nil || ms.Kind != yaml.MappingNode {
+		return 0
+	}
+	m := mapValue(ms, agent)
+	if m == nil {
+		m = mapValue(ms, anyAgent)
+	}
+	if m == nil || m.Kind != yaml.MappingNode {
+		return 0
+	}
+	if c := mapValue(m, "boundary_ceiling"); c != nil {
+		return boundaryLevel(c.Value)
+	}
+	return 0
+}
+
 func deepCopy(n *yaml.Node) *yaml.Node {
 	c := *n
 	c.Content = make([]*yaml.Node, len(n.Content))
@@ -205,6 +226,10 @@ func Apply(src []byte, r Recommendation) ([]byte, error) {
 		}
 		addToList(seq, toStrings(c.Value)...)
 	case len(c.Path) == 3 && c.Path[0] == "manifests" && c.Path[2] == "boundary_ceiling" && c.Operation == "set":
+		if was, now := ceilingOf(pol, c.Path[1]), boundaryLevel(fmt.Sprint(c.Value)); was != 0 && (now == 0 || now > was) {
+			return nil, fmt.Errorf("recommendation %s: %s's boundary ceiling is %s, and %v would raise it: %w",
+				r.ID, c.Path[1], boundaryNames[was], c.Value, ErrWidens)
+		}
 		seedManifest(pol, c.Path[1])
 		v, err := at(pol, yaml.ScalarNode, c.Path...)
 		if err != nil {

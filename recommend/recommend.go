@@ -520,7 +520,13 @@ func (e *Engine) restrictBoundary() []Recommendation {
 	var out []Recommendation
 	for _, a := range agents {
 		b := e.bounds[a]
-		ceiling := boundaryLevel(e.doc.Manifests[a].BoundaryCeiling)
+		// The ceiling that applies: the agent's own manifest's, or the
+		// default's, which a manifest of its own would replace.
+		m, ok := e.doc.Manifests[a]
+		if !ok {
+			m = e.doc.Manifests[anyAgent]
+		}
+		ceiling := boundaryLevel(m.BoundaryCeiling)
 		if a == anyAgent || b.n < e.opts.minEvidence() || b.unknown > 0 || b.max == 0 || b.max >= 3 || (ceiling != 0 && ceiling <= b.max) {
 			continue
 		}
