@@ -25,6 +25,7 @@ const (
 	DefaultPollInterval  = 250 * time.Millisecond
 	DefaultPruneInterval = time.Hour
 	DefaultCheckInterval = 2 * time.Second
+	DefaultStallAfter    = time.Second
 )
 
 var (
@@ -88,14 +89,23 @@ type Options struct {
 	// failed. It runs on the writer goroutine and must not call the Store.
 	OnPrune func(events int64, err error)
 	// OnHealth, if set, is told when writing starts to fail, with the
-	// error of the first failed attempt (before any retry), and when a
-	// write succeeds again, with nil; [Store.Err] says the same at any
-	// time. It runs on the writer goroutine and must not call the Store.
+	// error of the first failed attempt (before any retry) or of a write
+	// that stalls (StallAfter), and when a write succeeds again, with nil;
+	// [Store.Err] says the same at any time. It runs on the writer
+	// goroutine, or a timer's for a stall, one call (of it and OnLost) at
+	// a time, and must not call the Store.
 	OnHealth func(err error)
 	// OnLost, if set, is told of every batch of events given up on: how
 	// many events were not written (acknowledged or not) and why. It runs
 	// on the writer goroutine and must not call the Store.
 	OnLost func(events int, err error)
+	// StallAfter is how long one attempt to write may go on before the
+	// store counts as failing (Err, OnHealth) until a write succeeds: a
+	// database another process holds locked makes every attempt wait out
+	// SQLite's busy timeout (10 s), a stalled disk for ever, and until then
+	// nothing said so (calls went on under audit.on_failure: deny). Zero
+	// means DefaultStallAfter, negative never.
+	StallAfter time.Duration
 	// CheckInterval is how often the writer makes sure the database file
 	// is still the one it opened, while idle; every batch checks too.
 	// Zero means DefaultCheckInterval, negative checks only at batches.
@@ -125,6 +135,7 @@ type Store struct {
 	onHealth      func(error)
 	onLost        func(int, error)
 	checkInterval time.Duration
+	stallAfter    time.Duration
 	file          os.FileInfo // the database file as opened, to notice it vanish
 
 	// The writer's own connection; nil when read-only.
@@ -138,9 +149,12 @@ type Store struct {
 	closing atomic.Bool   // set by Close: no lingering either
 	done    chan struct{} // closed when the writer has exited
 
-	failing     error                 // the writer's: why the last write failed, nil if it succeeded
 	vanished    error                 // the writer's: set for good once the file is gone
 	unavailable atomic.Pointer[error] // failing, for Err
+
+	healthMu sync.Mutex // guards the fields below, and calls of onHealth and onLost
+	failing  error      // why the last write failed or why the one in progress stalls, nil if it succeeded
+	attempt  uint64     // counts write attempts begun and ended, for the stall watchdog
 
 	mu     sync.RWMutex // guards closed; held for reading while sending on queue, so Close never closes it under a sender
 	closed bool
@@ -182,10 +196,14 @@ func Open(path string, opts Options) (*Store, error) {
 		onHealth:      opts.OnHealth,
 		onLost:        opts.OnLost,
 		checkInterval: opts.CheckInterval,
+		stallAfter:    opts.StallAfter,
 		notify:        make(chan struct{}),
 	}
 	if s.checkInterval == 0 {
 		s.checkInterval = DefaultCheckInterval
+	}
+	if s.stallAfter == 0 {
+		s.stallAfter = DefaultStallAfter
 	}
 	s.linger = opts.Linger
 	if s.linger == 0 {
@@ -516,11 +534,16 @@ func (s *Store) write(batch []*request) error {
 	var err error
 	var prev int64
 	attempts := 4
+	s.healthMu.Lock()
 	if s.failing != nil {
 		attempts = 1
 	}
+	s.healthMu.Unlock()
 	for i, backoff := 0, 10*time.Millisecond; i < attempts; i, backoff = i+1, backoff*5 {
-		if err = s.writeBlock(&b, prev); err == nil {
+		stop := s.watch()
+		err = s.writeBlock(&b, prev)
+		stop()
+		if err == nil {
 			s.report(nil)
 			return nil
 		}
@@ -551,12 +574,49 @@ func (s *Store) checkFile() error {
 	return nil
 }
 
+// watch starts the stall watchdog of one write attempt; the function it
+// returns ends it, before the attempt's outcome is reported.
+func (s *Store) watch() (stop func()) {
+	if s.stallAfter <= 0 {
+		return func() {}
+	}
+	s.healthMu.Lock()
+	s.attempt++
+	n := s.attempt
+	s.healthMu.Unlock()
+	t := time.AfterFunc(s.stallAfter, func() { s.stalled(n) })
+	return func() {
+		t.Stop()
+		s.healthMu.Lock()
+		s.attempt++ // a watchdog already firing finds its attempt over
+		s.healthMu.Unlock()
+	}
+}
+
+// stalled reports write attempt n as failing if it is still going on.
+func (s *Store) stalled(n uint64) {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	if s.attempt != n || s.failing != nil {
+		return
+	}
+	s.setFailing(fmt.Errorf("audit: a write has not finished in %s: the event database is locked by another process, or its disk stalls", s.stallAfter))
+}
+
 // report records the outcome of a write, nil for success, for Err and
 // OnHealth. Only the writer calls it.
 func (s *Store) report(err error) {
 	if s.vanished != nil {
 		err = s.vanished
 	}
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	s.setFailing(err)
+}
+
+// setFailing records why writes fail (nil: they succeed); s.healthMu is
+// held.
+func (s *Store) setFailing(err error) {
 	was := s.failing
 	s.failing = err
 	if err == nil {
@@ -581,7 +641,9 @@ func (s *Store) recordFailure(batch []*request, err error) {
 		}
 	}
 	if all > 0 && s.onLost != nil {
+		s.healthMu.Lock()
 		s.onLost(all, err)
+		s.healthMu.Unlock()
 	}
 	s.failMu.Lock()
 	s.lost += n
