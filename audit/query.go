@@ -38,6 +38,13 @@ type Filter struct {
 	// Limit in append order, Tail starts with the last Limit. Zero means
 	// no limit.
 	Limit int
+	// MaxBytes caps what Query, Latest and Scan read by the events' stored
+	// size: they stop after the event that brings the total to it. What
+	// an event holds is largely the agent's to choose (a tool name or
+	// arguments as long as a request body), so a page that holds the
+	// newest events says how many bytes, not only how many. Zero means no
+	// cap.
+	MaxBytes int
 }
 
 // blockWhere is the condition on blocks that may hold events f selects,
@@ -140,7 +147,7 @@ var errStop = errors.New("stop")
 // zero), in append order, or with desc in reverse append order.
 func (s *Store) scan(ctx context.Context, f Filter, desc bool, fn func(telemetry.Event) error) error {
 	f = f.stored()
-	n := 0
+	n, size := 0, 0
 	need := f.needles()
 	err := s.scanBlocks(ctx, f, desc, func(first int64, data []byte) error {
 		lines, err := blockLines(first, data)
@@ -171,6 +178,9 @@ func (s *Store) scan(ctx context.Context, f Filter, desc bool, fn func(telemetry
 				return err
 			}
 			if n++; f.Limit > 0 && n >= f.Limit {
+				return errStop
+			}
+			if size += len(lines[i]); f.MaxBytes > 0 && size >= f.MaxBytes {
 				return errStop
 			}
 		}

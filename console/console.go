@@ -553,12 +553,20 @@ func (c *Console) feed(w http.ResponseWriter, r *http.Request, s *session) {
 	c.render(w, r, "feed", s, data)
 }
 
+// maxPageBytes bounds the events a page reads, by their stored size. An
+// agent chooses much of what its events hold (a tool name, a client name,
+// kept arguments, each as long as a request body): the Agents page read
+// the newest 5,000 events whatever their size, and 5,000 calls with 4 MiB
+// tool names had one view of it hold 20 GiB in the gateway.
+const maxPageBytes = 32 << 20
+
 // latest returns up to n of the newest events f selects that keep
 // accepts.
 func (c *Console) latest(ctx context.Context, f audit.Filter, n int, keep func(telemetry.Event) bool) ([]telemetry.Event, error) {
 	if f.Limit == 0 {
 		f.Limit = 50 * n // a filter the store cannot apply: look a little further back
 	}
+	f.MaxBytes = maxPageBytes
 	evs, err := c.d.Events.Latest(ctx, f)
 	out := evs[:0]
 	for _, e := range evs {
@@ -711,7 +719,7 @@ type sourceTouch struct {
 func (c *Console) agents(w http.ResponseWriter, r *http.Request, s *session) {
 	data := map[string]any{}
 	if c.d.Events != nil {
-		evs, err := c.d.Events.Latest(r.Context(), audit.Filter{Limit: 5000})
+		evs, err := c.d.Events.Latest(r.Context(), audit.Filter{Limit: 5000, MaxBytes: maxPageBytes})
 		if err != nil {
 			data["Error"] = err.Error()
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -234,13 +235,19 @@ func TestAttackMadeUpNamesExhaustMemory(t *testing.T) {
 		eng.Observe(enforced(at, "mallory", "web", tool, "deny", "default_deny", ""))
 		eng.Observe(classified(at, "mallory", "web", tool, "", "web:read", "Read"))
 	}
+	for i := range 3_000 { // and names as long as a request body allows
+		tool := fmt.Sprintf("long_%06d_", i) + strings.Repeat("x", 64<<10)
+		at := now.Add(-time.Duration(i) * time.Second)
+		eng.Observe(enforced(at, "mallory", "web", tool, "deny", "default_deny", ""))
+		eng.Observe(classified(at, "mallory", "web", tool, "", "web:read", "Read"))
+	}
 	for i := range 8 {
 		eng.Observe(enforced(now.Add(-time.Duration(i)*time.Minute), "agent-c", "mail", "send_email", "deny", "default_deny", ""))
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	if held := int64(ms.HeapAlloc) - int64(before); held > 25<<20 {
-		t.Errorf("the engine holds %d MB after 50,000 calls to made-up tool names; want it bounded (under 25 MB)", held>>20)
+		t.Errorf("the engine holds %d MB after 53,000 calls to made-up tool names; want it bounded (under 25 MB)", held>>20)
 	}
 	want := map[string]bool{"mallory": false, "agent-b": false, "agent-c": false}
 	for _, r := range only(t, eng.Recommendations(), AddTool) {

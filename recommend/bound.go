@@ -28,6 +28,10 @@ import (
 const (
 	MaxToolsPerAgent = 1000
 	MaxTallies       = 10_000
+	// MaxNameBytes is the longest agent or tool name tallied; the
+	// events of longer ones (a made-up name as long as a request body)
+	// are passed over. MCP names tools in at most 128 characters.
+	MaxNameBytes = 4 << 10
 )
 
 type counted interface{ count() int }
@@ -66,16 +70,21 @@ func (t *tallies[V]) get(k pair, fresh func() V) V {
 // trim keeps, of the tallies whose key is in, the keep with the most
 // events.
 func (t *tallies[V]) trim(in func(pair) bool, keep int) {
-	var keys []pair
-	for k := range t.m {
+	type entry struct {
+		k pair
+		n int
+	}
+	var es []entry
+	for k, v := range t.m {
 		if in(k) {
-			keys = append(keys, k)
+			es = append(es, entry{k, v.count()})
 		}
 	}
-	slices.SortFunc(keys, func(a, b pair) int {
-		return cmp.Or(cmp.Compare(t.m[b].count(), t.m[a].count()), cmp.Compare(a.agent, b.agent), cmp.Compare(a.tool, b.tool))
+	slices.SortFunc(es, func(a, b entry) int {
+		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.k.agent, b.k.agent), cmp.Compare(a.k.tool, b.k.tool))
 	})
-	for _, k := range keys[min(keep, len(keys)):] {
+	for _, e := range es[min(keep, len(es)):] {
+		k := e.k
 		delete(t.m, k)
 		if t.perAgent[k.agent]--; t.perAgent[k.agent] == 0 {
 			delete(t.perAgent, k.agent)

@@ -222,6 +222,9 @@ func (e *Engine) Observe(ev telemetry.Event) {
 	if e.first.IsZero() || ev.Time.Before(e.first) {
 		e.first = ev.Time
 	}
+	if len(ev.Agent) > MaxNameBytes || len(ev.Upstream)+len(ev.Tool) > MaxNameBytes {
+		return
+	}
 	inWindow := !ev.Time.Before(e.now.Add(-e.opts.window()))
 	k := pair{ev.Agent, toolKey(ev)}
 	switch ev.Type {
