@@ -20,7 +20,9 @@ import (
 //     spelt out as \u{202E} on every page and on the live feed: they
 //     would otherwise turn the rest of a line around, as in an agent's
 //     name (a tool's name with them never gets this far: the gateway
-//     refuses it);
+//     refuses it); so are the other invisible characters (zero-width
+//     spaces and joiners, soft hyphens, tag characters, controls but
+//     line breaks and tabs), with which "ali\u200bce" reads as alice;
 //   - a call's arguments are laid out by the console, not by the agent:
 //     indented JSON, one member a line, with every invisible character in
 //     a string written as its \u escape, so white space between members
@@ -37,16 +39,23 @@ func isBidi(r rune) bool {
 	return false
 }
 
-// spellBidi writes the bidirectional controls in b as \u{XXXX}; b itself
-// is returned when it holds none. The text written is plain ASCII, safe
-// in any place of an HTML page or a JSON string.
+// hidden reports a character a page spells out: a bidirectional control
+// or another invisible character, but for the line breaks and tabs of
+// the page itself.
+func hidden(r rune) bool {
+	return isBidi(r) || invisible(r) && r != '\n' && r != '\t' && r != '\r'
+}
+
+// spellBidi writes the hidden characters in b as \u{XXXX}; b itself is
+// returned when it holds none. The text written is plain ASCII, safe in
+// any place of an HTML page or a JSON string.
 func spellBidi(b []byte) []byte {
-	if !bytes.ContainsFunc(b, isBidi) {
+	if !bytes.ContainsFunc(b, hidden) {
 		return b
 	}
 	out := make([]byte, 0, len(b)+32)
 	for len(b) > 0 {
-		i := bytes.IndexFunc(b, isBidi)
+		i := bytes.IndexFunc(b, hidden)
 		if i < 0 {
 			return append(out, b...)
 		}
@@ -59,7 +68,7 @@ func spellBidi(b []byte) []byte {
 }
 
 func spellBidiString(s string) string {
-	if strings.IndexFunc(s, isBidi) < 0 {
+	if strings.IndexFunc(s, hidden) < 0 {
 		return s
 	}
 	return string(spellBidi([]byte(s)))
