@@ -365,8 +365,113 @@ func TestCorpusLeaveOneServerOut(t *testing.T) {
 		}
 		sort.Strings(rows)
 		t.Log("dev by source:\n" + strings.Join(rows, "\n"))
+		t.Log("dev boundary by evidence:\n" + boundaryEvidenceTable(t, res))
 	}
 	if held[0] < corpusFloorActionType || held[1] < corpusFloorBoundary {
 		t.Errorf("held-out accuracy %.3f / %.3f is below the floors %.3f / %.3f", held[0], held[1], corpusFloorActionType, corpusFloorBoundary)
 	}
+}
+
+// boundaryEvidence names the evidence behind a boundary verdict, finer
+// than its source: which fact of the command line, the arguments or the
+// configuration set it. It is worked out again from the call, for the
+// dev split's breakdown only.
+func boundaryEvidence(c *compiled, r scored) string {
+	cmd := strings.TrimPrefix(r.d.TargetEndpoint, "stdio:")
+	var f argFacts
+	c.scanArgs(r.d.Parameters, &f)
+	switch r.src[1] {
+	case SourceConfig:
+		return "upstream zone configured"
+	case SourceParameters:
+		if f.urlZone != "" {
+			return "argument URL (" + f.urlZone + ")"
+		}
+		return "argument local path"
+	case SourceEndpointInference:
+		if z, _ := c.commandZone(cmd); z != "" {
+			return "command-line URL (" + z + ")"
+		}
+		id := serverIdentity(cmd)
+		ws := words(nil, id)
+		switch z, _ := serverZone(id); {
+		case z == External && anyIn(ws, docWords):
+			return "identity: service docs"
+		case z == External:
+			return "identity: service name"
+		case z == Local && anyIn(ws, externalServices):
+			return "identity: capability under a service's scope"
+		case z == Local:
+			return "identity: local capability"
+		case z == IntraOrg:
+			return "identity: self-hosted software"
+		}
+		if commandService(cmd) != "" {
+			return "command-line service host"
+		}
+		return "command words or no service (prior)"
+	}
+	return r.src[1]
+}
+
+// boundaryEvidenceTable is the dev split's boundary verdicts by evidence
+// and confidence, with how often each is right.
+func boundaryEvidenceTable(t testing.TB, res []scored) string {
+	b, err := NewBuiltin(corpusOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		ev   string
+		conf float64
+	}
+	n, ok := map[key]int{}, map[key]int{}
+	wrong := map[key][]string{}
+	// Errors come in servers: a rule wrong for one server is wrong for
+	// all its tools. Per server, the share of its calls right, averaged
+	// over the servers the rule scored, is the rule's accuracy on a
+	// server not yet seen.
+	type skey struct {
+		key
+		server string
+	}
+	sn, sok := map[skey]int{}, map[skey]int{}
+	var hi, hiOK int
+	for _, r := range res {
+		if r.heldOut {
+			continue
+		}
+		k := key{boundaryEvidence(b.c, r), r.conf[1]}
+		n[k]++
+		sn[skey{k, r.server}]++
+		if r.got[1] == r.want[1] {
+			ok[k]++
+			sok[skey{k, r.server}]++
+		} else if len(wrong[k]) < 4 {
+			wrong[k] = append(wrong[k], r.server+"/"+r.d.ToolName)
+		}
+		if r.conf[1] >= 0.9 {
+			hi++
+			if r.got[1] == r.want[1] {
+				hiOK++
+			}
+		}
+	}
+	servers, macro := map[key]int{}, map[key]float64{}
+	for sk, c := range sn {
+		servers[sk.key]++
+		macro[sk.key] += float64(sok[sk]) / float64(c)
+	}
+	var rows []string
+	for k, c := range n {
+		rows = append(rows, fmt.Sprintf("%.2f %-46s %5d calls, right %.3f; %3d servers, right %.3f %v", k.conf, k.ev, c, float64(ok[k])/float64(c), servers[k], macro[k]/float64(servers[k]), wrong[k]))
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(rows)))
+	dev := 0
+	for _, r := range res {
+		if !r.heldOut {
+			dev++
+		}
+	}
+	return strings.Join(rows, "\n") + fmt.Sprintf("\ndev boundary >= 0.9: %d of %d calls (%.0f %%), right on %.3f", hi, dev, 100*float64(hi)/float64(dev), float64(hiOK)/float64(max(hi, 1)))
 }
