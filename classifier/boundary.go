@@ -122,11 +122,13 @@ func (c *compiled) boundary(k *call, t target) AxisVerdict {
 
 func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	if z, ok := c.zones[k.d.Upstream]; ok {
-		if k.args.urlZone == "" && (k.selfLocal || reasoningTool(k.name) || anyIn(k.name, localConfigWords)) {
+		if k.args.urlZone == "" && (k.selfLocal || reasoningTool(k.name) || anyIn(k.name, localConfigWords) ||
+			anyIn(k.desc, localConfigWords) || anyIn(k.name, docWords)) {
 			// The operator's zone is a floor for every call, but
 			// this tool looks like it stays on the host (the
-			// server's own state, a scratchpad, a local kubeconfig):
-			// the zone holds, less surely.
+			// server's own state, a scratchpad, a local kubeconfig,
+			// the documentation it ships or searches): the zone
+			// holds, less surely.
 			return AxisVerdict{Classified: z, Confidence: 0.85, Source: SourceConfig}
 		}
 		return AxisVerdict{Classified: z, Confidence: 1, Source: SourceConfig}
