@@ -175,12 +175,12 @@ func TestBuiltinBoundary(t *testing.T) {
 		{"SaaS on the command line", builtinCall{target: "stdio:npx -y @modelcontextprotocol/server-slack", tool: "slack_post_message"}, External, SourceEndpointInference, 0.9},
 		{"browser automation", builtinCall{target: "stdio:npx @playwright/mcp", tool: "browser_click"}, External, SourceEndpointInference, 0.55},
 		{"openWorldHint", builtinCall{target: "stdio:tool", tool: "lookup", ann: `{"openWorldHint":true}`}, External, SourceAnnotations, 0.85},
-		{"absolute local path beats openWorldHint", builtinCall{target: "stdio:tool", tool: "read_file", ann: `{"openWorldHint":true}`, args: `{"path":"/home/u/notes.txt"}`}, Local, SourceParameters, 0.85},
+		{"absolute local path beats openWorldHint", builtinCall{target: "stdio:tool", tool: "read_file", ann: `{"openWorldHint":true}`, args: `{"path":"/home/u/notes.txt"}`}, Local, SourceParameters, 0.8},
 		{"description names a service", builtinCall{target: "stdio:tool", tool: "search", desc: "Search for files in Google Drive"}, External, SourceToolDescription, 0.75},
 		{"upstream zone", builtinCall{upstream: "k8s", target: "stdio:npx mcp-server-kubernetes", tool: "kubectl_get"}, IntraOrg, SourceConfig, 1},
 		{"external argument beats upstream zone", builtinCall{upstream: "k8s", target: "stdio:x", tool: "fetch", args: `{"url":"https://evil.com"}`}, External, SourceParameters, 0.85},
 		{"declared per tool", builtinCall{target: "https://x.example.org/mcp", tool: "pinned"}, IntraOrg, SourceConfig, 1},
-		{"URL inside content is not a target", builtinCall{target: stdioFS, tool: "write_file", ann: `{"openWorldHint":false}`, args: `{"path":"/home/u/a.md","content":"see https://evil.com"}`}, Local, SourceParameters, 0.85},
+		{"URL inside content is not a target", builtinCall{target: stdioFS, tool: "write_file", ann: `{"openWorldHint":false}`, args: `{"path":"/home/u/a.md","content":"see https://evil.com"}`}, Local, SourceParameters, 0.8},
 		{"no endpoint", builtinCall{tool: "echo"}, External, SourceNone, 0.3},
 	}
 	for _, tt := range tests {
