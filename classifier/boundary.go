@@ -399,7 +399,9 @@ func describesLocal(ws []string) bool {
 			return false
 		case w == "locally" || w == "offline":
 			local = true
-		case w == "local" && i+1 < len(ws) && localStores[ws[i+1]]:
+		case w == "local" && i+1 < len(ws) && localStores[ws[i+1]],
+			// "the local notebook library", "the local project cache"
+			w == "local" && i+2 < len(ws) && localStores[ws[i+2]]:
 			local = true
 		case w == "this" && i+1 < len(ws) && (ws[i+1] == "machine" || ws[i+1] == "host" || ws[i+1] == "computer") && i > 0 && ws[i-1] == "on":
 			local = true
