@@ -98,6 +98,12 @@ func classifyKey(key string) keyKind {
 	if key == "" {
 		return 0
 	}
+	if key[0] == '@' || key[0] == '$' {
+		// JSON-LD and JSON Schema keywords ("@context", "@id",
+		// "$schema", "$ref"): their URLs name vocabularies and
+		// documents, they are not where a call goes.
+		return kContent
+	}
 	// Split into lower-case words in a stack buffer: names such as
 	// "connectionString" or "per_page" must not allocate.
 	var buf [64]byte
