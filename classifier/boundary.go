@@ -170,6 +170,13 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 			// the service is a guess here, not a certainty.
 			idConf = 0.85
 		}
+		if idConf >= 0.9 && describesLocal(k.desc) {
+			// The tool's own words place its data on this host ("from
+			// the local cache"): the server and the tool disagree.
+			// External stays, the conservative side, below the high
+			// band.
+			idConf = 0.75
+		}
 		return AxisVerdict{Classified: External, Confidence: idConf, Source: SourceEndpointInference}
 	}
 	// Otherwise a URL the call names is where it goes (a browser opening

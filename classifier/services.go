@@ -534,6 +534,11 @@ func serverZone(identity string) (zone string, conf float64) {
 			// or ship them: the service says less here.
 			return External, 0.8
 		}
+		if anyIn(ws, localCapabilities) {
+			// "aws-diagram", "figma-desktop": the name says both a
+			// service and something done on this host.
+			return External, 0.8
+		}
 		return External, 0.9
 	}
 	if anyIn(ws, docWords) {

@@ -56,6 +56,27 @@ func TestSaaSWrapperIsExternal(t *testing.T) {
 	}
 }
 
+// A service-named server's tool is External in the high band unless the
+// evidence disagrees: the server's name says a local capability too, or the
+// tool's words place its data on this host. It stays External, the
+// conservative side, below the band.
+func TestServiceNameDisagreeing(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	for _, tc := range []struct {
+		call builtinCall
+		want float64
+	}{
+		{builtinCall{target: "stdio:npx -y acme-slack-mcp@1.0.0", tool: "list_channels", desc: "List the channels of the workspace"}, 0.9},
+		{builtinCall{target: "stdio:npx -y acme-figma-desktop@1.0.0", tool: "get_node", desc: "Read a node of the open document"}, 0.8},
+		{builtinCall{target: "stdio:npx -y acme-slack-mcp@1.0.0", tool: "get_channel", desc: "Read a channel from the local message cache"}, 0.75},
+	} {
+		got := classifyOne(t, b, tc.call).Axes[AxisBoundary]
+		if got.Classified != External || got.Confidence != tc.want {
+			t.Errorf("%s %s: got %s at %.2f, want External at %.2f", tc.call.target, tc.call.tool, got.Classified, got.Confidence, tc.want)
+		}
+	}
+}
+
 // A service's API host on the command line names the service even without
 // a scheme ("--domain acme.myshopify.com").
 func TestCommandService(t *testing.T) {
