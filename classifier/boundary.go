@@ -193,9 +193,10 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 		// in ten: not the 0.85 band.
 		return AxisVerdict{Classified: Local, Confidence: 0.8, Source: SourceParameters}
 	}
-	if idZone == Local && describesRemote(k.desc) {
-		// A local tool's server whose tool names the web or a
-		// service ("search the internet", "Google docs").
+	if idZone == Local && (describesRemote(k.desc) || k.namesHost) {
+		// A local tool's server whose tool names the web, a service
+		// or a public host ("search the internet", "Google docs", "a
+		// shareable excalidraw.com link", "the cloud provider").
 		return AxisVerdict{Classified: External, Confidence: 0.7, Source: SourceToolDescription}
 	}
 	if idZone == Local {
@@ -427,11 +428,60 @@ func describesLocal(ws []string) bool {
 func describesRemote(ws []string) bool {
 	for i, w := range ws {
 		if externalServices[w] && !commonWordServices[w] || w == "internet" || w == "online" ||
-			w == "web" && i+1 < len(ws) && ws[i+1] == "search" {
+			w == "web" && i+1 < len(ws) && ws[i+1] == "search" ||
+			w == "cloud" && i+1 < len(ws) && cloudNouns[ws[i+1]] ||
+			w == "remote" && i+1 < len(ws) && ws[i+1] == "cloud" {
 			return true
 		}
 	}
 	return false
+}
+
+// cloudNouns follow "cloud" where it names somebody's service ("the cloud
+// provider", "cloud storage"), not a word or point cloud.
+var cloudNouns = wordSet("provider", "providers", "service", "services", "storage", "account", "accounts", "api",
+	"fleet", "console", "platform")
+
+// publicTLDs end the host names a description gives for where a tool goes
+// ("a shareable excalidraw.com link"); file names (".json", ".md") do not.
+var publicTLDs = wordSet("com", "io", "ai", "dev", "net", "org", "app", "co", "cloud")
+
+// namesPublicHost reports whether a description's first sentence names a
+// public host: a dotted word (a URL's host or a bare name) whose last
+// label is one of publicTLDs.
+func namesPublicHost(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '.' || i == 0 || !isHostByte(s[i-1]) {
+			continue
+		}
+		// The label after this dot, if it is the last of a name.
+		j := i + 1
+		for j < len(s) && isHostByte(s[j]) && s[j] != '.' {
+			j++
+		}
+		if j < len(s) && (s[j] == '.' && j+1 < len(s) && isHostByte(s[j+1]) || s[j] == '@') {
+			continue // not the last label, or an e-mail's user part
+		}
+		if tld := s[i+1 : j]; len(tld) <= 5 && publicTLDs[asciiLower(tld)] {
+			return true
+		}
+	}
+	return false
+}
+
+func isHostByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-'
+}
+
+// asciiLower lowers a short ASCII word without allocating when it is
+// already lower case.
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 'A' && s[i] <= 'Z' {
+			return strings.ToLower(s)
+		}
+	}
+	return s
 }
 
 // describesExternal reports whether description words say the tool

@@ -75,7 +75,7 @@ type call struct {
 	args    argFacts
 	lex     lexical
 
-	selfLocal, browserMgmt bool
+	selfLocal, browserMgmt, namesHost bool
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -95,6 +95,7 @@ type toolFacts struct {
 	target          target
 	selfLocal       bool // the tool is about the server itself (selfTool, saysLocal)
 	browserMgmt     bool // browser management (browserManagement)
+	namesHost       bool // the first sentence names a public host (namesPublicHost)
 }
 
 type toolKey struct{ upstream, tool string }
@@ -155,6 +156,7 @@ func (c *compiled) toolFacts(d *intercept.ActionDescriptor) *toolFacts {
 	tf.lex = lexicalAction(tf.name, tf.desc, tf.cmd)
 	tf.selfLocal = saysLocal(d.ToolDescription) && !moves(tf.name) || selfTool(tf.name, tf.desc)
 	tf.browserMgmt = browserManagement(tf.name, tf.cmd)
+	tf.namesHost = namesPublicHost(first)
 	if cacheable {
 		c.facts.Add(toolKey{strings.Clone(d.Upstream), name}, tf)
 	}
@@ -171,7 +173,7 @@ func (b *Builtin) classify(d *intercept.ActionDescriptor) Verdict {
 	k.d = d
 	tf := c.toolFacts(d)
 	k.tc, k.hasTC, k.hints, k.name, k.desc, k.cmd, k.lex = tf.tc, tf.hasTC, tf.hints, tf.name, tf.desc, tf.cmd, tf.lex
-	k.selfLocal, k.browserMgmt = tf.selfLocal, tf.browserMgmt
+	k.selfLocal, k.browserMgmt, k.namesHost = tf.selfLocal, tf.browserMgmt, tf.namesHost
 	k.classes = k.tc.Classes
 	if c.classes != nil {
 		if more := c.classes(d.Upstream, d.ToolName); len(more) > 0 {

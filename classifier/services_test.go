@@ -190,3 +190,30 @@ func TestConfiguredZoneLocalTool(t *testing.T) {
 		}
 	}
 }
+
+// A tool of a local capability's server reaches out where its words name a
+// public host or somebody's cloud, not where they name a file or a cloud of
+// points.
+func TestLocalServerNamesRemote(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	for desc, want := range map[string]string{
+		"Export the canvas to a shareable draw.example.com link":     External,
+		"List the devices of the remote cloud fleet":                 External,
+		"Sign this machine in with the device cloud provider":        External,
+		"Read the package.json file of the project":                  Local,
+		"Render a word cloud of the document":                        Local,
+		"Open http://localhost:5173/ in the simulator and return it": Local,
+	} {
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-mobile-mcp@1.0.0", tool: "do_it", desc: desc}).Axes[AxisBoundary]
+		if got.Classified != want {
+			t.Errorf("%q: got %s (%.2f, %s), want %s", desc, got.Classified, got.Confidence, got.Source, want)
+		}
+	}
+}
+
+func BenchmarkNamesPublicHost(b *testing.B) {
+	s := "Export the current canvas to a shareable excalidraw.com URL (the diagram is encrypted and uploaded)"
+	for b.Loop() {
+		namesPublicHost(s)
+	}
+}
