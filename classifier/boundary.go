@@ -429,7 +429,7 @@ func describesRemote(ws []string) bool {
 	for i, w := range ws {
 		if externalServices[w] && !commonWordServices[w] || w == "internet" || w == "online" ||
 			w == "web" && i+1 < len(ws) && ws[i+1] == "search" ||
-			w == "cloud" && i+1 < len(ws) && cloudNouns[ws[i+1]] ||
+			w == "cloud" && i+1 < len(ws) && cloudNoun(ws[i+1]) ||
 			w == "remote" && i+1 < len(ws) && ws[i+1] == "cloud" {
 			return true
 		}
@@ -437,18 +437,32 @@ func describesRemote(ws []string) bool {
 	return false
 }
 
-// cloudNouns follow "cloud" where it names somebody's service ("the cloud
-// provider", "cloud storage"), not a word or point cloud.
-var cloudNouns = wordSet("provider", "providers", "service", "services", "storage", "account", "accounts", "api",
-	"fleet", "console", "platform")
+// cloudNoun reports whether w follows "cloud" where it names somebody's
+// service ("the cloud provider", "cloud storage"), not a word or point
+// cloud. (A switch, as publicTLD: no map built at start-up.)
+func cloudNoun(w string) bool {
+	switch w {
+	case "provider", "providers", "service", "services", "storage", "account", "accounts", "api", "fleet",
+		"console", "platform":
+		return true
+	}
+	return false
+}
 
-// publicTLDs end the host names a description gives for where a tool goes
-// ("a shareable excalidraw.com link"); file names (".json", ".md") do not.
-var publicTLDs = wordSet("com", "io", "ai", "dev", "net", "org", "app", "co", "cloud")
+// publicTLD reports whether a host name ending in tld is one a description
+// gives for where a tool goes ("a shareable excalidraw.com link"); file
+// names (".json", ".md") do not end so.
+func publicTLD(tld string) bool {
+	switch tld {
+	case "com", "io", "ai", "dev", "net", "org", "app", "co", "cloud":
+		return true
+	}
+	return false
+}
 
 // namesPublicHost reports whether a description's first sentence names a
 // public host: a dotted word (a URL's host or a bare name) whose last
-// label is one of publicTLDs.
+// label is a publicTLD.
 func namesPublicHost(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] != '.' || i == 0 || !isHostByte(s[i-1]) {
@@ -462,7 +476,7 @@ func namesPublicHost(s string) bool {
 		if j < len(s) && (s[j] == '.' && j+1 < len(s) && isHostByte(s[j+1]) || s[j] == '@') {
 			continue // not the last label, or an e-mail's user part
 		}
-		if tld := s[i+1 : j]; len(tld) <= 5 && publicTLDs[asciiLower(tld)] {
+		if tld := s[i+1 : j]; len(tld) <= 5 && publicTLD(asciiLower(tld)) {
 			return true
 		}
 	}
