@@ -178,6 +178,17 @@ var sensitivePathParts = [...]string{"/.ssh/", "id_rsa", "id_ed25519", "id_ecdsa
 	"credentials.json", ".pem", ".p12", ".pfx", ".key", "/.env", ".env.", "secrets.", "/secrets/", "mcp.json",
 	".gnupg/", "keychain", "vault"}
 
+// inJSONPatch reports whether a value is inside a JSON Patch (RFC 6902):
+// an array named patch or patches.
+func inJSONPatch(stack []walkFrame) bool {
+	for _, fr := range stack {
+		if fr.array && (strings.EqualFold(fr.key, "patch") || strings.EqualFold(fr.key, "patches")) {
+			return true
+		}
+	}
+	return false
+}
+
 // scanArgs walks the call's arguments once and fills f.
 func (c *compiled) scanArgs(params jsontext.Value, f *argFacts) {
 	walkJSON(params, false, func(w *jsonWalker, ev walkEvent) {
@@ -185,6 +196,11 @@ func (c *compiled) scanArgs(params jsontext.Value, f *argFacts) {
 		kk := classifyKey(ev.key)
 		switch ev.kind {
 		case '"':
+			if kk&kPath != 0 && inJSONPatch(w.stack) {
+				// A JSON Patch operation's "path" is a
+				// JSON Pointer into a document, not a file.
+				kk &^= kPath
+			}
 			c.scanString(f, kk, ev.str)
 		case '0':
 			if kk&kLimit != 0 && ev.num > 0 {
