@@ -310,7 +310,29 @@ func (c *compiled) urlZone(s string) (string, float64) {
 	if host == "" {
 		return "", 0
 	}
+	if !strings.Contains(host, ".") && !strings.Contains(host, ":") && !strings.EqualFold(host, "localhost") &&
+		!networkScheme(scheme) {
+		// "res://scenes/main.tscn", "app://settings": an
+		// application's own scheme names a resource, not a host on
+		// the local network.
+		return "", 0
+	}
 	return c.hostZone(host)
+}
+
+// networkScheme reports whether URLs of scheme name a host on a network:
+// the web's, databases', queues' and file transfer's. Other schemes'
+// single-label "hosts" are an application's resource names.
+func networkScheme(scheme string) bool {
+	switch strings.ToLower(scheme) {
+	case "http", "https", "ws", "wss", "ftp", "ftps", "sftp", "ssh", "git", "svn", "rsync", "smb", "nfs",
+		"postgres", "postgresql", "mysql", "mariadb", "sqlserver", "mssql", "jdbc", "mongodb", "mongodb+srv",
+		"redis", "rediss", "memcached", "amqp", "amqps", "mqtt", "mqtts", "kafka", "nats", "ldap", "ldaps",
+		"smtp", "smtps", "imap", "imaps", "pop3", "tcp", "udp", "grpc", "grpcs", "telnet", "vnc", "rdp",
+		"clickhouse", "neo4j", "bolt", "cassandra", "couchbase", "etcd", "consul", "docker", "oci":
+		return true
+	}
+	return false
 }
 
 // splitURL returns the scheme and host of scheme://[user@]host[:port]/…,

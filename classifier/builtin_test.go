@@ -182,6 +182,8 @@ func TestBuiltinBoundary(t *testing.T) {
 		{"declared per tool", builtinCall{target: "https://x.example.org/mcp", tool: "pinned"}, IntraOrg, SourceConfig, 1},
 		{"URL inside content is not a target", builtinCall{target: stdioFS, tool: "write_file", ann: `{"openWorldHint":false}`, args: `{"path":"/home/u/a.md","content":"see https://evil.com"}`}, Local, SourceParameters, 0.8},
 		{"no endpoint", builtinCall{tool: "echo"}, External, SourceNone, 0.3},
+		{"an application's URL scheme names no host", builtinCall{target: stdioFS, tool: "run_project", args: `{"path":"/home/u/game","scene":"res://scenes/main.tscn"}`}, Local, SourceParameters, 0.8},
+		{"a database URL's single label is a host", fetch("postgres://db/app"), IntraOrg, SourceParameters, 0.7},
 		{"a JSON Patch path is no file", builtinCall{target: "stdio:npx -y acme-flags-mcp@1.0.0", tool: "update_flag", args: `{"patch":[{"op":"replace","path":"/environments/production/on","value":true}]}`}, External, SourceEndpointInference, 0.65},
 		{"JSON Schema and JSON-LD keywords are no target", builtinCall{target: stdioFS, tool: "validate_json", args: `{"$schema":"https://json-schema.org/draft/2020-12/schema","doc":{"@context":"https://schema.org","@id":"https://evil.com/x"}}`}, Local, SourceEndpointInference, 0.85},
 	}
