@@ -246,7 +246,7 @@ func (c *compiled) scanString(f *argFacts, kk keyKind, s string) {
 			zone, conf = c.urlZone(trimmed)
 		case kk&(kHost|kURL) != 0 && looksLikeHost(trimmed):
 			zone, conf = c.hostZone(hostOnly(trimmed))
-		case kk&kPath != 0 && isAbsPath(trimmed):
+		case kk&kPath != 0 && isAbsPath(trimmed) && !apiPath(trimmed):
 			f.localPath = true
 		}
 		if zone != "" {
@@ -600,6 +600,35 @@ func hostOnly(s string) string {
 		return s[:strings.IndexByte(s, ':')]
 	}
 	return s
+}
+
+// apiPath reports whether an absolute path is an HTTP API's rather than a
+// file's: it has a query ("/orders?status=eq.paid") or its first segment
+// is an API prefix ("/rest/api/3/issue", "/v1/customers", "/graphql").
+func apiPath(s string) bool {
+	if !strings.HasPrefix(s, "/") {
+		return false
+	}
+	if strings.ContainsRune(s, '?') {
+		return true
+	}
+	seg := s[1:]
+	if i := strings.IndexByte(seg, '/'); i >= 0 {
+		seg = seg[:i]
+	}
+	switch strings.ToLower(seg) {
+	case "api", "apis", "rest", "graphql", "rpc", "odata":
+		return true
+	}
+	if len(seg) >= 2 && (seg[0] == 'v' || seg[0] == 'V') {
+		for i := 1; i < len(seg); i++ {
+			if seg[i] < '0' || seg[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func isAbsPath(s string) bool {
