@@ -116,15 +116,37 @@ func serverIdentity(cmd string) string {
 		}
 		return ""
 	case "docker", "podman":
-		// docker run [flags] IMAGE: the image is the identity.
-		for i := len(args) - 1; i > 0; i-- {
-			if args[i-1] != "-e" && args[i-1] != "-v" && !strings.HasPrefix(args[i], "-") && strings.Contains(args[i], "/") {
-				return stripVersion(args[i])
+		// docker run [flags] IMAGE [COMMAND] [ARG...]: the image is
+		// the identity, not a path or flag given to the container.
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case a == "run" || a == "container" && i+1 < len(args) && args[i+1] == "run":
+			case strings.HasPrefix(a, "-"):
+				if !strings.Contains(a, "=") && containerValueFlag(a) {
+					i++
+				}
+			default:
+				return stripVersion(a)
 			}
 		}
 		return prog
 	}
 	return prog
+}
+
+// containerValueFlag reports whether a docker or podman run flag takes a
+// value as the next argument (a switch: no map built at start-up).
+func containerValueFlag(f string) bool {
+	switch f {
+	case "-e", "--env", "--env-file", "-v", "--volume", "--mount", "-p", "--publish", "--name", "--network",
+		"--net", "-w", "--workdir", "-u", "--user", "--entrypoint", "-l", "--label", "--platform", "--pull", "-m",
+		"--memory", "--cpus", "--add-host", "--dns", "-h", "--hostname", "--cap-add", "--cap-drop",
+		"--security-opt", "--tmpfs", "--device", "--ulimit", "--restart", "--pid", "--ipc", "--log-driver",
+		"--log-opt", "--runtime", "--shm-size", "--stop-signal", "--userns", "--volumes-from", "--cidfile", "--gpus":
+		return true
+	}
+	return false
 }
 
 // stripVersion drops "@1.2.3" (not the scope's "@") and ":tag".

@@ -14,6 +14,10 @@ func TestServerIdentity(t *testing.T) {
 		{`sh -c 'mkdir -p .cfg && printf "a = 1\n" > .cfg/x && exec npx -y @cloudflare/mcp-server-cloudflare@0.2.0 run abc'`, "@cloudflare/mcp-server-cloudflare", External},
 		{"env DEBUG=1 npx -y @sentry/mcp-server@1.0.0", "@sentry/mcp-server", External},
 		{"docker run -i --rm -e TOKEN ghcr.io/acme/jira-bridge:1.2", "ghcr.io/acme/jira-bridge", External},
+		// Arguments after the image are the container's, not the image.
+		{"docker run -i --rm -v /home/u:/projects mcp/filesystem /projects", "mcp/filesystem", Local},
+		{"docker run -i --rm --name fs -e A=b mcp-sqlite --db /data/app.db", "mcp-sqlite", Local},
+		{"podman run --env=TOKEN -i ghcr.io/acme/notion-bridge", "ghcr.io/acme/notion-bridge", External},
 		{"npx -y acme-widgets-mcp@1.0.0", "acme-widgets-mcp", ""},
 		// The npm scope is the publisher: a shell under a service's scope is a shell.
 		{"npx -y @openai/codex-shell-tool-mcp@0.97.0", "@openai/codex-shell-tool-mcp", Local},
