@@ -204,7 +204,7 @@ func mapsKeys[M ~map[string]V, V any](m M) func(func(string) bool) {
 // when they were set. The targets are 0.95 on both axes.
 const (
 	corpusFloorActionType = 0.88
-	corpusFloorBoundary   = 0.84
+	corpusFloorBoundary   = 0.85
 
 	corpusFloorCalibAction   = 0.96
 	corpusFloorCalibBoundary = 0.89
