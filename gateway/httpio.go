@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -76,4 +77,35 @@ func (g *Gateway) originAllowed(r *http.Request) bool {
 	}
 	u, err := url.Parse(o)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackHost(u.Hostname())
+}
+
+// sizedReadMax bounds the buffer readBody makes from a declared length
+// before any of the body has come: past it, the buffer grows as bytes
+// arrive.
+const sizedReadMax = 1 << 20
+
+// readBody is io.ReadAll of a body that declares size bytes (-1: not
+// said), read into one buffer of that size where io.ReadAll would start at
+// 512 bytes and grow, a new buffer and a copy at each step, for every
+// body longer than that. The declared size only sizes the buffer: what is
+// returned is what r gave up to its end, as io.ReadAll's.
+func readBody(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 {
+		return io.ReadAll(r)
+	}
+	// One byte more, so that the read which finds the end needs no room.
+	b := make([]byte, 0, min(size, sizedReadMax)+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }

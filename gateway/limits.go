@@ -453,7 +453,10 @@ type byteBudget struct {
 	held  int64
 	byKey map[string]int64
 	peak  int64         // the most ever held, for tests
-	freed chan struct{} // closed, and replaced, when bytes are given back
+	freed chan struct{} // closed, and replaced, when bytes are given back while waiting > 0
+	// waiting counts the acquires waiting on freed: with none, a release
+	// (every request's) makes no new channel.
+	waiting int
 }
 
 // newByteBudget returns a budget of max bytes, of which one key holds at
@@ -509,11 +512,19 @@ func (b *byteBudget) acquire(ctx context.Context, key string, n int64) error {
 			return nil
 		}
 		freed := b.freed
+		b.waiting++
 		b.mu.Unlock()
+		var err error
 		select {
 		case <-freed:
 		case <-ctx.Done():
-			return ctx.Err()
+			err = ctx.Err()
+		}
+		b.mu.Lock()
+		b.waiting--
+		b.mu.Unlock()
+		if err != nil {
+			return err
 		}
 	}
 }
@@ -530,8 +541,10 @@ func (b *byteBudget) release(key string, n int64) {
 		}
 	}
 	b.report()
-	close(b.freed)
-	b.freed = make(chan struct{})
+	if b.waiting > 0 {
+		close(b.freed)
+		b.freed = make(chan struct{})
+	}
 	b.mu.Unlock()
 }
 

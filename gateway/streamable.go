@@ -146,7 +146,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 			Message: fmt.Sprintf("the request has Content-Encoding %q; send the body with no content coding", strings.Join(cs, ", "))})
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.maxBody()))
+	body, err := readBody(http.MaxBytesReader(w, r.Body, g.opts.maxBody()), r.ContentLength)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if le, ok := asLimitError(err); ok {
@@ -647,7 +647,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		ob.keep(err == errCancelled)
 		return
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, g.opts.maxAnswer()+1))
+	b, err := readBody(io.LimitReader(resp.Body, g.opts.maxAnswer()+1), resp.ContentLength)
 	if err != nil && r.Context().Err() != nil {
 		upErr = errCancelled
 		return // the client went away; nothing to answer

@@ -123,5 +123,7 @@ func NewTxnID() string {
 	ms := uint64(time.Now().UnixMilli())
 	binary.BigEndian.PutUint16(b[0:2], uint16(ms>>32))
 	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
-	return hex.EncodeToString(b[:])
+	var x [32]byte // one allocation, the string, where EncodeToString makes two
+	hex.Encode(x[:], b[:])
+	return string(x[:])
 }

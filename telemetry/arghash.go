@@ -44,7 +44,9 @@ func hashArguments(raw []byte, extra []string) (sum string, ok bool) {
 		return "", false
 	}
 	h := sha256.Sum256(out)
-	return hex.EncodeToString(h[:]), true
+	var x [2 * sha256.Size]byte // one allocation, the string, where EncodeToString makes two
+	hex.Encode(x[:], h[:])
+	return string(x[:]), true
 }
 
 type pooledDecoder struct {

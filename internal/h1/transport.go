@@ -54,7 +54,8 @@ type conn struct {
 	lim   *limited // what br reads from: nc, bounded while a head is read
 	br    *bufio.Reader
 	bw    *bufio.Writer
-	since time.Time // when it went idle
+	sent  countWriter // what bw writes to: nc, counted for each request
+	since time.Time   // when it went idle
 }
 
 var dialer = &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
@@ -127,7 +128,8 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request, re
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
 	}
-	sent := &countWriter{w: c.nc}
+	sent := &c.sent
+	*sent = countWriter{w: c.nc}
 	c.bw.Reset(sent)
 	err := req.Write(c.bw)
 	if err == nil {

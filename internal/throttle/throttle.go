@@ -5,6 +5,7 @@ package throttle
 
 import (
 	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -14,6 +15,12 @@ func Client(remoteAddr string) string {
 	ap, err := netip.ParseAddrPort(remoteAddr)
 	if err != nil {
 		return remoteAddr
+	}
+	if ap.Addr().Is4() {
+		// As written: ParseAddrPort takes an IPv4 address only in its one
+		// dotted-decimal form (no leading zeros, no zone), so this is
+		// Addr.String without formatting a string for every request.
+		return remoteAddr[:strings.LastIndexByte(remoteAddr, ':')]
 	}
 	a := ap.Addr().Unmap()
 	if a.Is4() {

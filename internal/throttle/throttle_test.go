@@ -9,6 +9,9 @@ import (
 func TestKeys(t *testing.T) {
 	for _, tt := range []struct{ addr, client, guesser string }{
 		{"203.0.113.7:1234", "203.0.113.7", "203.0.113.7"},
+		{"0.0.0.0:0", "0.0.0.0", "0.0.0.0"},
+		{"255.255.255.255:65535", "255.255.255.255", "255.255.255.255"},
+		{"203.0.113.007:1", "203.0.113.007:1", "203.0.113.007:1"}, // not an address: as it is
 		{"127.0.0.1:1", "127.0.0.1", "loopback"},
 		{"127.0.0.42:1", "127.0.0.42", "loopback"},
 		{"[::1]:1", "::/64", "loopback"},
@@ -21,6 +24,14 @@ func TestKeys(t *testing.T) {
 		if got := Guesser(tt.addr); got != tt.guesser {
 			t.Errorf("Guesser(%s) = %s, want %s", tt.addr, got, tt.guesser)
 		}
+	}
+}
+
+// The IPv4 client of every request is the address as written: no string
+// is made for it.
+func TestClientIPv4Allocs(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _ = Client("203.0.113.7:1234") }); n != 0 {
+		t.Errorf("Client allocates %v times, want 0", n)
 	}
 }
 
