@@ -457,21 +457,22 @@ var hopHeaders = map[string]bool{
 	"Www-Authenticate": true,
 }
 
-func copyHeaders(dst, src http.Header) {
-	// One backing array for every value, as http.Header.Clone does: a
-	// slice per header would be an allocation per header per call.
-	n := 0
-	for _, vv := range src {
-		n += len(vv)
-	}
-	all := make([]string, n)
+// copyHeaders copies to dst the headers of src but hopHeaders and those
+// skip reports (nil: none), in one pass over src.
+func copyHeaders(dst, src http.Header, skip func(name string) bool) {
+	// One backing array for the values, as http.Header.Clone has: a slice
+	// per header would be an allocation per header per call. Sized for a
+	// value a header, as most have; one with more may move the array on,
+	// which leaves the slices already handed out as they are (each is
+	// capped at its own values).
+	all := make([]string, 0, len(src))
 	for k, vv := range src {
-		if hopHeaders[k] {
+		if hopHeaders[k] || skip != nil && skip(k) {
 			continue
 		}
-		m := copy(all, vv)
-		dst[k] = all[:m:m]
-		all = all[m:]
+		i := len(all)
+		all = append(all, vv...)
+		dst[k] = all[i:len(all):len(all)]
 	}
 }
 
@@ -497,16 +498,11 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 	if closed {
 		dropped = closedHeaders(out.Header, r, rt, sess)
 	} else {
-		copyHeaders(out.Header, r.Header)
 		// The client's Mcp-Param-* headers (SEP-2243) are not passed on:
 		// they say what an argument is to whatever routes on them in
 		// front of the server, and policy decided on the body.
 		// upstreamCall writes them from the body.
-		for k := range out.Header {
-			if intercept.IsParamHeader(k) {
-				delete(out.Header, k)
-			}
-		}
+		copyHeaders(out.Header, r.Header, intercept.IsParamHeader)
 	}
 	if body != nil {
 		// What policy decided on is UTF-8 JSON (intercept.Decode). The
@@ -619,7 +615,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 			return
 		}
 	}
-	copyHeaders(w.Header(), resp.Header)
+	copyHeaders(w.Header(), resp.Header, nil)
 	plainMediaType(w.Header())
 	if sess != nil && resp.Header.Get(hdrSession) != "" {
 		w.Header().Set(hdrSession, sess.id)
@@ -1111,7 +1107,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
 		return
 	}
-	copyHeaders(w.Header(), resp.Header)
+	copyHeaders(w.Header(), resp.Header, nil)
 	plainMediaType(w.Header())
 	if sess != nil && resp.Header.Get(hdrSession) != "" {
 		w.Header().Set(hdrSession, sess.id)
@@ -1190,7 +1186,7 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 			g.opts.OnSessionEnd(sess.id)
 		}
 	}
-	copyHeaders(w.Header(), resp.Header)
+	copyHeaders(w.Header(), resp.Header, nil)
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
 }
