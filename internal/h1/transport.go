@@ -8,7 +8,9 @@
 // cluster) that hand-off is a large part of the hop's CPU. Transport
 // writes the request and reads the response on the calling goroutine with
 // net/http's own wire code (Request.Write, ReadResponse), so what goes on
-// the wire is what net/http would send, and pools the connections.
+// the wire is what net/http would send, and pools the connections. The
+// head of a plain POST is written by writeRequest, byte for byte what
+// Request.Write writes.
 // Anything else — TLS, upgrades, Expect: 100-continue — goes to Fallback.
 package h1
 
@@ -131,7 +133,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request, re
 	sent := &c.sent
 	*sent = countWriter{w: c.nc}
 	c.bw.Reset(sent)
-	err := req.Write(c.bw)
+	err := writeRequest(c.bw, req)
 	if err == nil {
 		err = c.bw.Flush()
 	}
