@@ -481,6 +481,11 @@ func parseConfig(path string, b []byte) (*config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		if te := (*yaml.TypeError)(nil); errors.As(err, &te) {
+			if verr := valueErrors(path, &doc, reflect.TypeFor[config]()); verr != nil {
+				return nil, verr
+			}
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if c.AgentHeader != "" && !headerName.MatchString(c.AgentHeader) {

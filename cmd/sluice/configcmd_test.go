@@ -53,6 +53,18 @@ func TestConfigValidate(t *testing.T) {
 			wantErr: []string{`unknown key "isuer" in auth.jwt; did you mean "issuer"?`}},
 		{name: "every typo at once", files: map[string]string{"sluice.yaml": up + "polcy: {}\nlisen: x\n"},
 			wantErr: []string{`"polcy"`, `"lisen"; did you mean "listen"?`}},
+		// yaml's own "line 2: cannot unmarshal !!str `30d` into time.Duration"
+		// named neither the key nor what it takes.
+		{name: "a duration in days", files: map[string]string{"sluice.yaml": up + "audit:\n  retention: 30d\n"},
+			wantErr: []string{`sluice.yaml:3:14: audit.retention: "30d" is not a duration such as`, "720h"}},
+		{name: "a word for a number", files: map[string]string{"sluice.yaml": "upstreams:\n  - name: a\n    url: http://127.0.0.1:9/mcp\n    max_children: many\n"},
+			wantErr: []string{`sluice.yaml:4:19: upstreams[0].max_children: "many" is not a whole number`}},
+		{name: "a mapping for a list", files: map[string]string{"sluice.yaml": "upstreams: {name: a}\n"},
+			wantErr: []string{`sluice.yaml:1:12: upstreams: a mapping is not a list`}},
+		{name: "a list for the config", files: map[string]string{"sluice.yaml": "- name: a\n"},
+			wantErr: []string{`sluice.yaml:1:1: a list is not a mapping`}},
+		{name: "every wrong value at once", files: map[string]string{"sluice.yaml": up + "hide_denied_tools: maybe\nmax_body_bytes: lots\n"},
+			wantErr: []string{`sluice.yaml:2:20: hide_denied_tools: "maybe" is not true or false`, `sluice.yaml:3:17: max_body_bytes: "lots" is not a whole number`}},
 		{name: "policy_file relative to the config", files: map[string]string{
 			"sluice.yaml": up + "listen: " + held.Addr().String() + "\npolicy_file: policy.yaml\n",
 			"policy.yaml": "default: allow\n"},

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -151,4 +153,122 @@ func nearest(key string, fields map[string]reflect.Type) string {
 		return ""
 	}
 	return best
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// valueErrors reports each value in doc that the config struct t cannot
+// hold, with its file, line, column and key and what the key takes: yaml's
+// own `line 2: cannot unmarshal !!str `30d` into time.Duration` names
+// neither the key nor the fix. It is called once the decoder has failed
+// with a type error; nil means it found none to name better.
+func valueErrors(file string, doc *yaml.Node, t reflect.Type) error {
+	var errs []error
+	walkValues(file, doc, t, "", &errs)
+	return errors.Join(errs...)
+}
+
+func walkValues(file string, n *yaml.Node, t reflect.Type, where string, errs *[]error) {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n == nil || t == nodeType {
+		return
+	}
+	if n.Kind == yaml.DocumentNode {
+		for _, c := range n.Content {
+			walkValues(file, c, t, where, errs)
+		}
+		return
+	}
+	if n.Tag == "!!null" {
+		return // an empty value leaves the zero value
+	}
+	at := fmt.Sprintf("%s:%d:%d: %s: ", file, n.Line, n.Column, where)
+	if where == "" { // the document itself
+		at = fmt.Sprintf("%s:%d:%d: ", file, n.Line, n.Column)
+	}
+	wrong := func(want string) {
+		*errs = append(*errs, fmt.Errorf("%s%s is not %s", at, shownValue(n), want))
+	}
+	switch {
+	case reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textType):
+		if err := n.Decode(reflect.New(t).Interface()); err != nil {
+			*errs = append(*errs, fmt.Errorf("%s%v", at, err))
+		}
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			wrong("a mapping (key: value lines)")
+			return
+		}
+		fields := map[string]reflect.Type{}
+		yamlFields(t, fields)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "<<" {
+				walkValues(file, v, t, where, errs)
+			} else if ft, ok := fields[k.Value]; ok {
+				walkValues(file, v, ft, join(where, k.Value), errs)
+			}
+		}
+	case t.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			wrong("a mapping (key: value lines)")
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			walkValues(file, n.Content[i+1], t.Elem(), join(where, n.Content[i].Value), errs)
+		}
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		if n.Kind != yaml.SequenceNode {
+			wrong("a list ([a, b], or lines starting with -)")
+			return
+		}
+		for i, c := range n.Content {
+			walkValues(file, c, t.Elem(), fmt.Sprintf("%s[%d]", where, i), errs)
+		}
+	default:
+		err := n.Decode(reflect.New(t).Interface())
+		switch want := valueWanted(t); {
+		case err == nil:
+		case want != "":
+			wrong(want)
+		default:
+			*errs = append(*errs, fmt.Errorf("%s%v", at, err))
+		}
+	}
+}
+
+// valueWanted says what a value of a plain type t is written as; "" for
+// a type whose own decoder explains itself.
+func valueWanted(t reflect.Type) string {
+	switch {
+	case t == durationType:
+		return "a duration such as 500ms, 30s, 15m or 720h (h is the largest unit: 30 days is 720h)"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		return "a whole number"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "a number"
+	case t.Kind() == reflect.String:
+		return "a string"
+	}
+	return ""
+}
+
+// shownValue is n as an error quotes it: a scalar's text, else its kind.
+func shownValue(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return strconv.Quote(n.Value)
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return "the value"
 }
