@@ -79,7 +79,7 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	warmup := fs.Duration("warmup", time.Second, "warm-up before each measured run")
 	rounds := fs.Int("rounds", 1, "measure every target and concurrency this many times, interleaved, and report the totals")
 	conc := fs.String("concurrency", "1,32", "comma-separated concurrency levels")
-	targets := fs.String("targets", strings.Join(benchTargets, ","), "comma-separated targets: "+strings.Join(benchTargets, ", "))
+	targets := fs.String("targets", strings.Join(benchTargets, ","), "comma-separated targets: "+strings.Join(benchTargets, ", ")+"; run only when named: "+strings.Join(slices.Concat(a2aBenchTargets, replicaBenchTargets), ", ")+" (A2A SendMessage; two replicas of sluice)")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	profDir := fs.String("cpuprofile-dir", "", "write a CPU profile of each child process to DIR/<role>.pprof")
 	sluiceLog := fs.String("sluice-log", "info", "log level of the Sluice child: info logs every decision, as sluice serve does; warn does not")

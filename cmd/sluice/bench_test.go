@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,6 +101,21 @@ func TestParseBenchFlags(t *testing.T) {
 	}
 	if _, err := parseTargets("nginx"); err == nil {
 		t.Error("parseTargets(\"nginx\"): got no error, want one")
+	}
+}
+
+// TestBenchHelpNamesEveryTarget: `sluice bench --help` names every target
+// --targets takes, the ones run only when named (the README's a2a-* and
+// sluice-2x) as well as the default ones.
+func TestBenchHelpNamesEveryTarget(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if rc := run(context.Background(), []string{"bench", "--help"}, &stdout, &stderr); rc != 0 {
+		t.Fatalf("got exit %d (stderr %q), want 0", rc, &stderr)
+	}
+	for _, target := range slices.Concat(benchTargets, a2aBenchTargets, replicaBenchTargets) {
+		if !strings.Contains(stdout.String(), target) {
+			t.Errorf("got help %q, want it to name target %q", &stdout, target)
+		}
 	}
 }
 
