@@ -99,7 +99,7 @@ func runClassify(_ context.Context, args []string, in io.Reader, out io.Writer) 
 		} else {
 			res = classifyLine(b, n, line)
 		}
-		if err := json.MarshalEncode(enc, res); err != nil {
+		if err := json.MarshalEncode(enc, res, json.Deterministic(true)); err != nil {
 			return err
 		}
 	}

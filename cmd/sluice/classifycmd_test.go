@@ -69,3 +69,25 @@ func TestClassifyCommand(t *testing.T) {
 		t.Errorf("--text: got\n%s", out.String())
 	}
 }
+
+// TestClassifyCommandStableOutput: the same line gives the same bytes,
+// axes in name order, so that outputs can be diffed from run to run; the
+// axes came out in map order, action_type or boundary first by chance.
+func TestClassifyCommandStableOutput(t *testing.T) {
+	line := `{"tool":"create_repository","target":"stdio:npx -y @acme/github-tools","arguments":{"name":"x"}}` + "\n"
+	var first string
+	for i := range 20 {
+		var out bytes.Buffer
+		if err := runClassify(context.Background(), nil, strings.NewReader(line), &out); err != nil {
+			t.Fatal(err)
+		}
+		if a, b := strings.Index(out.String(), `"action_type"`), strings.Index(out.String(), `"boundary"`); a < 0 || b < a {
+			t.Fatalf("run %d: got %s, want action_type before boundary", i, &out)
+		}
+		if i == 0 {
+			first = out.String()
+		} else if out.String() != first {
+			t.Fatalf("run %d: got %s, want the first run's %s", i, &out, first)
+		}
+	}
+}
