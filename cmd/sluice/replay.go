@@ -168,12 +168,15 @@ func runReplay(ctx context.Context, args []string, out, progress io.Writer) erro
 	}
 	for _, c := range sum.Changes {
 		note := ""
+		if c.Rule != "" { // a default decision has none
+			note = " rule " + c.Rule
+		}
 		if c.NoArguments {
-			note = " (arguments not recorded)"
+			note += " (arguments not recorded)"
 		}
 		// Agents may have named themselves: quoted inert, as sluice events does.
-		fmt.Fprintf(out, "%s  %-10s %s/%s  %s (%s) -> %s (%s) rule %s%s\n", c.Time.Format(time.RFC3339), inert(c.Agent), inert(c.Upstream), inert(c.Tool),
-			c.Was, c.WasReason, c.Now, c.NowReason, c.Rule, note)
+		fmt.Fprintf(out, "%s  %-10s %s/%s  %s (%s) -> %s (%s)%s\n", c.Time.Format(time.RFC3339), inert(c.Agent), inert(c.Upstream), inert(c.Tool),
+			c.Was, c.WasReason, c.Now, c.NowReason, note)
 	}
 	if len(sum.UndeterminedCalls) > 0 {
 		fmt.Fprintln(out, "undetermined (arguments not recorded; the new policy's conditions read them):")

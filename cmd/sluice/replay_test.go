@@ -123,3 +123,24 @@ route_rules:
 		t.Errorf("text report: got\n%s\nwant the adds counted as undetermined, not listed as changes", &out)
 	}
 }
+
+// TestReplayTextDefaultDecision: a change to the policy's default names no
+// rule, and the text says so rather than "rule  (arguments not recorded)",
+// which read as a rule of that name.
+func TestReplayTextDefaultDecision(t *testing.T) {
+	g := startServe(t, "policy: {default: allow, result_mode: tool_result}\nclassifier: {provider: off}\n")
+	modernCall(t, g.url, "tools/call", "echo", `{"name":"echo","arguments":{"message":"hi"}}`)
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+	deny := filepath.Join(t.TempDir(), "deny.yaml")
+	os.WriteFile(deny, []byte("default: deny\n"), 0o600)
+	var out bytes.Buffer
+	if err := runReplay(context.Background(), []string{"--events", filepath.Join(g.dir, audit.FileName), "--policy", deny}, &out, &bytes.Buffer{}); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	line, _, _ := strings.Cut(out.String(), "\n")
+	if !strings.Contains(line, "-> deny (default_deny)") || strings.Contains(line, "rule ") {
+		t.Errorf("got %q, want the change to deny (default_deny) without a rule", line)
+	}
+}
