@@ -245,6 +245,12 @@ func (s *Store) decode(kind Kind, upstream string, b []byte) (*Snapshot, error) 
 		return nil, fmt.Errorf("%w with key %s: the file was changed after the gateway signed it; "+
 			"review it and re-pin with: sluice inventory pin %s", ErrBadSignature, s.keyID, upstream)
 	}
+	// The file is indented, and a tool's schemas and annotations are kept
+	// as raw JSON: compacted, they are byte for byte what was listed, so
+	// a drift diff compares them by value, not by the file's whitespace.
+	if err := f.Snapshot.Compact(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
 	var snap Snapshot
 	if err := json.Unmarshal(f.Snapshot, &snap, json.RejectUnknownMembers(true)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
