@@ -519,6 +519,18 @@ func parseConfig(path string, b []byte) (*config, error) {
 			return v
 		})
 	}
+	// expanded reports a variable or file that could not be expanded: it
+	// goes before a check of an expanded value, which would otherwise
+	// call a ${VAR} left unset "missing" or a URL "".
+	expanded := func() error {
+		if len(missing) > 0 {
+			return fmt.Errorf("%s: environment variables %v are referenced but not set", path, missing)
+		}
+		if fileErr != nil {
+			return fmt.Errorf("%s: %w", path, fileErr)
+		}
+		return nil
+	}
 	c.RouteMemory.RedisURL = expand(c.RouteMemory.RedisURL)
 	c.RateLimits.RedisURL = expand(c.RateLimits.RedisURL)
 	c.Approvals.RedisURL = expand(c.Approvals.RedisURL)
@@ -563,6 +575,9 @@ func parseConfig(path string, b []byte) (*config, error) {
 		for k, v := range a.Headers {
 			a.Headers[k] = expand(v)
 		}
+		if err := expanded(); err != nil {
+			return nil, err
+		}
 		if err := a2a.ValidateAgent(*a); err != nil {
 			return nil, fmt.Errorf("%s: agents[%d]: %w", path, i, err)
 		}
@@ -585,6 +600,9 @@ func parseConfig(path string, b []byte) (*config, error) {
 		}
 		if o := u.OAuth; o != nil {
 			o.TokenURL, o.ClientID, o.ClientSecret = expand(o.TokenURL), expand(o.ClientID), expand(o.ClientSecret)
+			if err := expanded(); err != nil {
+				return nil, err
+			}
 			if err := o.Validate(fmt.Sprintf("upstreams[%d].oauth", i)); err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
@@ -607,11 +625,8 @@ func parseConfig(path string, b []byte) (*config, error) {
 		c.Auth.JWT.JWKSURL = expand(c.Auth.JWT.JWKSURL)
 	}
 	c.DataDir = expand(c.DataDir)
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("%s: environment variables %v are referenced but not set", path, missing)
-	}
-	if fileErr != nil {
-		return nil, fmt.Errorf("%s: %w", path, fileErr)
+	if err := expanded(); err != nil {
+		return nil, err
 	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {

@@ -65,6 +65,14 @@ func TestConfigValidate(t *testing.T) {
 			wantErr: []string{`sluice.yaml:1:1: a list is not a mapping`}},
 		{name: "every wrong value at once", files: map[string]string{"sluice.yaml": up + "hide_denied_tools: maybe\nmax_body_bytes: lots\n"},
 			wantErr: []string{`sluice.yaml:2:20: hide_denied_tools: "maybe" is not true or false`, `sluice.yaml:3:17: max_body_bytes: "lots" is not a whole number`}},
+		// A secret that could not be read was called missing, as if the
+		// config did not give it, and an agent's unset URL "".
+		{name: "oauth secret from a missing file", files: map[string]string{"sluice.yaml": "upstreams:\n  - name: crm\n    url: https://crm.example/mcp\n    oauth: {token_url: 'https://idp.example/token', client_id: sluice, client_secret: '${file:/no/such/crm_secret}'}\n"},
+			wantErr: []string{"/no/such/crm_secret", "no such file"}},
+		{name: "oauth secret from an unset variable", files: map[string]string{"sluice.yaml": "upstreams:\n  - name: crm\n    url: https://crm.example/mcp\n    oauth: {token_url: 'https://idp.example/token', client_id: sluice, client_secret: '${SLUICE_TEST_UNSET_SECRET}'}\n"},
+			wantErr: []string{"[SLUICE_TEST_UNSET_SECRET] are referenced but not set"}},
+		{name: "agent URL from an unset variable", files: map[string]string{"sluice.yaml": "agents: [{name: research, url: '${SLUICE_TEST_UNSET_URL}'}]\n"},
+			wantErr: []string{"[SLUICE_TEST_UNSET_URL] are referenced but not set"}},
 		{name: "policy_file relative to the config", files: map[string]string{
 			"sluice.yaml": up + "listen: " + held.Addr().String() + "\npolicy_file: policy.yaml\n",
 			"policy.yaml": "default: allow\n"},
