@@ -52,7 +52,7 @@ func (c *config) preflight() (*checked, error) {
 		return nil, fmt.Errorf("%s: %w", c.path, err)
 	}
 	g.Close()
-	if len(c.Upstreams) == 0 {
+	if len(c.Upstreams) == 0 && len(c.Agents) == 0 { // A2A agents are routes too
 		ck.warn("no upstreams: the gateway has nothing to route to; add upstreams: with a url or a command (fine for a config only sluice wrap uses: it names its upstream itself)")
 	}
 	for i, u := range c.Upstreams {

@@ -85,6 +85,8 @@ func TestConfigValidate(t *testing.T) {
 			wantOut: []string{"warning: no policy", "every tools/call is denied"}},
 		{name: "no upstreams", files: map[string]string{"sluice.yaml": "policy: {default: allow}\n"},
 			wantOut: []string{"warning: no upstreams"}},
+		{name: "A2A agents only", files: map[string]string{"sluice.yaml": "policy: {default: allow}\nagents: [{name: research, url: 'https://research.example'}]\n"},
+			wantOut: []string{"sluice.yaml: ok", "0 warnings"}},
 		{name: "missing stdio command", files: map[string]string{"sluice.yaml": "policy: {default: allow}\nupstreams: [{name: fs, command: ./bin/no-such-server}]\n"},
 			wantOut: []string{"warning: upstreams[0] (fs): command", "conf/bin/no-such-server", "not found"}},
 		{name: "bad upstream name", files: map[string]string{"sluice.yaml": "upstreams: [{name: 'a b', url: 'http://x/mcp'}]\n"},
