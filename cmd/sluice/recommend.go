@@ -437,6 +437,12 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 		if id == "" {
 			return usageErrorf("recommend %s needs a recommendation id", verb)
 		}
+		if verb != "show" && *by == "" {
+			return usageErrorf("recommend %s needs --by NAME: who decides, recorded with the decision", verb)
+		}
+		if verb == "decline" && *reason == "" {
+			return usageErrorf("recommend decline needs --reason: one of %s", strings.Join(recommend.ReasonCodes, ", "))
+		}
 		switch verb {
 		case "show":
 			rec, diff, err := rc.preview(id)

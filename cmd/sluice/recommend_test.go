@@ -201,3 +201,26 @@ func TestRecommendApproveStoreFails(t *testing.T) {
 		t.Errorf("audit trail: %v %v", got, err)
 	}
 }
+
+// TestRecommendDecideNeedsFlags: approve and decline without --by, and
+// decline without --reason, name the flag to give; they said "a decision
+// names who made it" and `reason code "": want one of [...]`.
+func TestRecommendDecideNeedsFlags(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "sluice.yaml")
+	os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte("default: deny\n"), 0o600)
+	os.WriteFile(cfgFile, []byte("data_dir: "+filepath.Join(dir, "data")+"\npolicy_file: policy.yaml\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"approve", "rec_1a2b3c4d5e6f7a8b"}, "--by NAME"},
+		{[]string{"decline", "rec_1a2b3c4d5e6f7a8b", "--reason", "DEFERRED"}, "--by NAME"},
+		{[]string{"decline", "rec_1a2b3c4d5e6f7a8b", "--by", "alice"}, "--reason: one of NOT_NEEDED"},
+	} {
+		err := runRecommend(context.Background(), append(tc.args, "--config", cfgFile), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("recommend %v: got %v, want an error naming %q", tc.args, err, tc.want)
+		}
+	}
+}
