@@ -420,7 +420,8 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 	b := x.sess.bridge
 	reqs := x.requests()
-	body, ucs := g.startUpCalls(r.Context(), x)
+	closed := g.closedIDs(r.Context(), x)
+	body, ucs, trace := g.startUpCalls(r.Context(), x, closed)
 	var s *stream
 	ids := make([]string, 0, len(reqs))
 	var cancelled, replaced []*upCall
@@ -478,7 +479,10 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 		uc.end(errReplaced)
 	}
 
-	body, err := g.closedBody(r.Context(), x, &b.ids, body)
+	var err error
+	if closed {
+		body, err = b.ids.send(body, x.batch, &x.sess.askedUp, trace)
+	}
 	if errors.Is(err, errNothingSent) {
 		w.WriteHeader(http.StatusAccepted) // only a cancellation of nothing sent
 		return
@@ -516,7 +520,8 @@ func (b *bridgeState) write(ctx context.Context, msg []byte) error {
 func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) error) {
 	b := x.sess.bridge
 	id := x.msgs[0].IDKey()
-	body, ucs := g.startUpCalls(r.Context(), x)
+	closed := g.closedIDs(r.Context(), x)
+	body, ucs, trace := g.startUpCalls(r.Context(), x, closed)
 	s := newStream()
 	b.mu.Lock()
 	if b.closed {
@@ -548,7 +553,10 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 		}
 	}
 	defer b.release(s, []string{id}, errCancelled)
-	body, err := g.closedBody(r.Context(), x, &b.ids, body)
+	var err error
+	if closed {
+		body, err = b.ids.send(body, x.batch, &x.sess.askedUp, trace)
+	}
 	if err == nil {
 		err = b.write(r.Context(), body)
 	}

@@ -330,11 +330,13 @@ func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, 
 		}
 		return nil
 	}
+	closed := carriesIDs(msgs) && r.ic.Closed(ctx, r.callContext())
 	measured := r.tracer != nil || r.metrics != nil
 	var cc intercept.CallContext
 	if measured {
 		cc = r.callContext()
 	}
+	var trace jsontext.Value // a closed upstream's in place of the client's
 	for _, m := range msgs {
 		if id, ok := cancelledID(m); ok {
 			r.cancelled(id)
@@ -343,8 +345,15 @@ func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, 
 		if !measured || m.Kind != intercept.KindRequest {
 			continue
 		}
-		sctx, uc := startUpCall(parent, r.tracer, r.metrics, r.up, connCall(m, cc, r.kind), !batch)
+		how := untraced
 		if !batch {
+			how = traceFor(closed)
+		}
+		sctx, uc := startUpCall(parent, r.tracer, r.metrics, r.up, connCall(m, cc, r.kind), how)
+		switch how {
+		case tracedApart:
+			trace = traceparentOf(sctx)
+		case traced:
 			if out, ok := withTraceMeta(sctx, m.Raw, m.Params, m.Meta); ok {
 				b = out
 			}
@@ -355,8 +364,8 @@ func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, 
 		r.mu.Unlock()
 		old.end(errReplaced)
 	}
-	if carriesIDs(msgs) && r.ic.Closed(ctx, r.callContext()) {
-		sent, err := r.ids.send(b, batch, &r.asked)
+	if closed {
+		sent, err := r.ids.send(b, batch, &r.asked, trace)
 		switch {
 		case errors.Is(err, errNothingSent):
 			return nil // a cancellation of nothing sent

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -29,15 +30,28 @@ import (
 type headerTap struct {
 	next http.Handler
 	mu   sync.Mutex
-	seen []string // "METHOD Name: value" lines
+	seen []string      // "METHOD Name: value" lines, and "POST body: …"
+	saw  chan struct{} // closed on the next request seen; nil: none waits
 }
 
 func (h *headerTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body []byte
+	if r.Method == http.MethodPost {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	h.mu.Lock()
 	for k, vv := range r.Header {
 		for _, v := range vv {
 			h.seen = append(h.seen, r.Method+" "+k+": "+v)
 		}
+	}
+	if body != nil {
+		h.seen = append(h.seen, "POST body: "+string(body))
+	}
+	if h.saw != nil {
+		close(h.saw)
+		h.saw = nil
 	}
 	h.mu.Unlock()
 	h.next.ServeHTTP(w, r)
@@ -50,7 +64,31 @@ func (h *headerTap) reset() {
 	h.mu.Unlock()
 }
 
-// leaked returns the headers seen holding mark.
+// waitFor waits until a request of method has been seen.
+func (h *headerTap) waitFor(t *testing.T, method string) {
+	t.Helper()
+	for {
+		h.mu.Lock()
+		for _, s := range h.seen {
+			if strings.HasPrefix(s, method+" ") {
+				h.mu.Unlock()
+				return
+			}
+		}
+		if h.saw == nil {
+			h.saw = make(chan struct{})
+		}
+		saw := h.saw
+		h.mu.Unlock()
+		select {
+		case <-saw:
+		case <-t.Context().Done():
+			t.Fatalf("no %s reached the upstream", method)
+		}
+	}
+}
+
+// leaked returns the headers (and bodies) seen holding mark.
 func (h *headerTap) leaked(mark string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -76,13 +114,16 @@ func (h *headerTap) has(line string) bool {
 }
 
 // headerGateway serves docs (the demo server) and web (an mcp-go server
-// behind a headerTap) under carryPolicy, and a virtual server of both at
-// /mcp. web passes X-Tenant (pass_headers).
+// of web_search and lookup behind a headerTap) under carryPolicy, and a
+// virtual server of both at /mcp. web passes X-Tenant (pass_headers).
 func headerGateway(t *testing.T, opts Options) (gw *httptest.Server, g *Gateway, tap *headerTap) {
 	t.Helper()
 	s := server.NewMCPServer("web", "1", server.WithToolCapabilities(false))
 	s.AddTool(mcp.NewTool("web_search", mcp.WithString("query")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("results"), nil
+	})
+	s.AddTool(mcp.NewTool("lookup", mcp.WithString("query")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("looked up"), nil
 	})
 	tap = &headerTap{next: server.NewStreamableHTTPServer(s)}
 	up := httptest.NewServer(tap)
@@ -164,8 +205,8 @@ func TestAttackHeadersPastRouteRule(t *testing.T) {
 	sid := initialize(t, web) // before the read: web is open
 	readSecret(t, gw.URL)
 	tap.reset()
-	// Not hex: a traceparent holding it is not W3C's (one in W3C form
-	// passes, its ids chosen by the client: README).
+	// Not hex: a traceparent holding it is not W3C's (one in W3C form:
+	// TestAttackTraceparentPastRouteRule).
 	const mark = "SECRET-hr-salaries-7f3a"
 	h := secretHeaders(mark)
 	sess := withHdr(h, "Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-11-25")
@@ -260,7 +301,8 @@ func TestAttackHeadersPastRouteRule(t *testing.T) {
 // TestClosedUpstreamLegitHeaders: what a legitimate client still sends.
 // An upstream not closed gets the client's headers as before; a closed one
 // gets the protocol's in their grammar, the gateway's User-Agent, and the
-// operator's pass_headers as sent.
+// operator's pass_headers as sent (and no traceparent, tracing being off:
+// TestClosedUpstreamTraceLegit).
 func TestClosedUpstreamLegitHeaders(t *testing.T) {
 	gw, g, tap := headerGateway(t, Options{})
 	web := gw.URL + "/mcp/web"
@@ -288,14 +330,14 @@ func TestClosedUpstreamLegitHeaders(t *testing.T) {
 	if _, body := request(t, t.Context(), http.MethodPost, web, h, ping); !strings.Contains(body, `"result"`) {
 		t.Fatalf("ping after the read: %s", body)
 	}
-	for _, line := range []string{"X-Tenant: acme", "User-Agent: " + gatewayUserAgent, "Traceparent: " + tp,
+	for _, line := range []string{"X-Tenant: acme", "User-Agent: " + gatewayUserAgent,
 		"Mcp-Protocol-Version: 2025-11-25", "Accept: application/json, text/event-stream"} {
 		if !tap.has(line) {
 			t.Errorf("closed upstream: %q not passed on", line)
 		}
 	}
-	if tap.has("X-Custom: open-only") || tap.has("User-Agent: my-agent/1.0") || tap.has("Tracestate: congo=t61rcWkgMzE") {
-		t.Error("closed upstream: got the client's own header, want it dropped")
+	if tap.has("X-Custom: open-only") || tap.has("User-Agent: my-agent/1.0") || tap.has("Tracestate: congo=t61rcWkgMzE") || tap.has("Traceparent: "+tp) {
+		t.Error("closed upstream: got the client's own header, want it dropped (its traceparent the gateway's, none with tracing off)")
 	}
 	if n := g.HeadersWithheld(); n != 2 {
 		t.Errorf("closed upstream: got %d headers withheld, want 2 (X-Custom, Tracestate)", n)

@@ -24,14 +24,14 @@ import (
 //
 //   - those it writes itself: Content-Type, Mcp-Session-Id, Mcp-Param-*,
 //     upstreams[].headers, its own User-Agent (gatewayUserAgent, in place
-//     of the client's), its trace context;
+//     of the client's), its own trace context in place of the client's
+//     traceparent (a span of a trace of its own, or none: upstreamCall;
+//     the client's tracestate and baggage are dropped);
 //   - the protocol's, each only with a value its grammar allows:
 //     Mcp-Protocol-Version a version MCP defines, Accept the media types
 //     MCP uses, Mcp-Method and Mcp-Name on a POST (checked against the
-//     body, classify), traceparent in W3C form (version 00: its ids are
-//     all a trace needs; a tracestate is up to 512 bytes of the client's
-//     choosing and is dropped), Last-Event-ID only one the gateway passed on to the session
-//     (session.sentEvent);
+//     body, classify), Last-Event-ID only one the gateway passed on to
+//     the session (session.sentEvent);
 //   - those the operator lists in upstreams[].pass_headers, as sent.
 //
 // Every other client header is dropped: counted (HeadersWithheld, the
@@ -85,6 +85,10 @@ func closedHeaders(dst http.Header, r *http.Request, rt *route, sess *session) (
 			continue
 		case k == "User-Agent":
 			continue // replaced below
+		case k == "Traceparent":
+			// Its ids are 24 bytes of the client's choosing: the upstream
+			// gets the gateway's trace context, or none (upstreamCall).
+			continue
 		}
 		if post && (k == hdrMethod || k == hdrName) {
 			continue // written from the body (protocolHeaders)
@@ -104,8 +108,6 @@ func closedHeaders(dst http.Header, r *http.Request, rt *route, sess *session) (
 				}
 			case "Accept":
 				v, ok = mcpAccept(v)
-			case "Traceparent":
-				ok = validTraceparent(v)
 			case "Last-Event-Id": // hdrLastEvID, canonical
 				ok = r.Method == http.MethodGet && sess != nil && sess.sentEvent(v)
 			default:
@@ -152,10 +154,11 @@ func protocolHeaders(h http.Header, r *http.Request, x *exchange) {
 }
 
 // screenTrace drops from h, a request to a closed upstream after the
-// gateway wrote its trace context, what of it came from the client in
-// another form than the one closedHeaders lets through: baggage and
-// tracestate (free text the gateway's propagator carries on from the
-// client's request; never its own) and a traceparent not in W3C form.
+// gateway wrote its trace context, what of it could have come from the
+// client: baggage and tracestate (free text the gateway's propagator
+// would carry on from the client's request; never its own; the context
+// it writes from is untraced, telemetry.Untraced, so none should be
+// there) and a traceparent not in W3C form.
 func screenTrace(h http.Header) (dropped []string) {
 	for _, k := range [...]string{"Baggage", "Tracestate"} {
 		if _, ok := h[k]; ok {

@@ -72,17 +72,23 @@ func newUpstreamID() jsontext.Value {
 // (a batch when batch), are sent as (see above). upstreamID gives the
 // gateway's id for a request of the client's still open on the session,
 // by its id key; nil: none is. asked takes the id key of a request the
-// upstream sent the client, if it did; nil: none. A message that cannot
-// be rewritten is an error; a cancellation of nothing the upstream was
-// sent and an answer to nothing it asked are left out, and when nothing is
-// left the error is errNothingSent.
-func swapIDs(msgs []*intercept.Message, batch bool, upstreamID func(key string) jsontext.Value, asked *askedIDs) (*idSwap, error) {
+// upstream sent the client, if it did; nil: none. trace is the trace
+// context a single request goes with in params._meta, the gateway's own
+// traceparent as a JSON string (tracing.go; nil: none, as for a batch's
+// requests), in place of the client's. A message that cannot be rewritten
+// is an error; a cancellation of nothing the upstream was sent and an
+// answer to nothing it asked are left out, and when nothing is left the
+// error is errNothingSent.
+func swapIDs(msgs []*intercept.Message, batch bool, upstreamID func(key string) jsontext.Value, asked *askedIDs, trace jsontext.Value) (*idSwap, error) {
 	s := &idSwap{msgs: make([]*intercept.Message, 0, len(msgs))}
+	if batch {
+		trace = nil
+	}
 	for _, m := range msgs {
 		if (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) && !asked.take(m.IDKey()) {
 			continue // an answer to nothing asked
 		}
-		raw, err := s.swap(m, upstreamID)
+		raw, err := s.swap(m, upstreamID, trace)
 		if err != nil {
 			return nil, err
 		}
@@ -139,8 +145,9 @@ func gatewaySpelling(raw jsontext.Value) (jsontext.Value, error) {
 }
 
 // swap returns m as a closed upstream is sent it: m.Raw itself when
-// nothing in it is swapped, nil when it is not sent at all.
-func (s *idSwap) swap(m *intercept.Message, upstreamID func(string) jsontext.Value) (jsontext.Value, error) {
+// nothing in it is swapped, nil when it is not sent at all. trace: see
+// swapIDs.
+func (s *idSwap) swap(m *intercept.Message, upstreamID func(string) jsontext.Value, trace jsontext.Value) (jsontext.Value, error) {
 	switch {
 	case m.Kind == intercept.KindRequest:
 		id := newUpstreamID()
@@ -152,24 +159,27 @@ func (s *idSwap) swap(m *intercept.Message, upstreamID func(string) jsontext.Val
 			s.ids, s.client = make(map[string]jsontext.Value, 1), make(map[string]jsontext.Value, 1)
 		}
 		s.ids[string(id)], s.client[m.IDKey()] = m.ID, id
-		tok := intercept.ValidMember(m.Meta, "progressToken")
-		if tok == nil {
-			return raw, nil
+		meta := m.Meta
+		if tok := intercept.ValidMember(meta, "progressToken"); tok != nil {
+			up := newUpstreamID()
+			if meta, err = intercept.WithMember(meta, "progressToken", up); err != nil {
+				return nil, err
+			}
+			if s.tokens == nil {
+				s.tokens = make(map[string]jsontext.Value, 1)
+			}
+			s.tokens[string(up)] = tok
 		}
-		up := newUpstreamID()
-		meta, err := intercept.WithMember(m.Meta, "progressToken", up)
-		if err != nil {
-			return nil, err
+		params := m.Params
+		if string(meta) != string(m.Meta) {
+			if params, err = intercept.WithMember(params, "_meta", meta); err != nil {
+				return nil, err
+			}
+			if raw, err = intercept.WithMember(raw, "params", params); err != nil {
+				return nil, err
+			}
 		}
-		params, err := intercept.WithMember(m.Params, "_meta", meta)
-		if err != nil {
-			return nil, err
-		}
-		if s.tokens == nil {
-			s.tokens = make(map[string]jsontext.Value, 1)
-		}
-		s.tokens[string(up)] = tok
-		return intercept.WithMember(raw, "params", params)
+		return withGatewayTrace(raw, params, meta, trace)
 	case m.Kind == intercept.KindNotification && m.Method == "notifications/cancelled":
 		rid := intercept.ValidMember(m.Params, "requestId")
 		var up jsontext.Value
@@ -336,13 +346,13 @@ type swappedRequest struct {
 // send returns b, the client's messages (a batch when batch) as the
 // gateway forwards them, rewritten for a closed upstream (swapIDs) and
 // remembered until answered; errNothingSent when none is left to send.
-// asked: see swapIDs.
-func (t *idTable) send(b []byte, batch bool, asked *askedIDs) ([]byte, error) {
+// asked and trace: see swapIDs.
+func (t *idTable) send(b []byte, batch bool, asked *askedIDs, trace jsontext.Value) ([]byte, error) {
 	msgs, _, err := intercept.Decode(b)
 	if err != nil {
 		return nil, err
 	}
-	s, err := swapIDs(msgs, batch, t.upstreamID, asked)
+	s, err := swapIDs(msgs, batch, t.upstreamID, asked, trace)
 	if err != nil {
 		return nil, err
 	}
@@ -467,13 +477,11 @@ func (t *idTable) restore(b []byte) []byte {
 	return s.restore(b)
 }
 
-// closedBody returns body, what x sends its bridged upstream, as t sends
-// it when the upstream is closed to x's client; body itself otherwise.
-func (g *Gateway) closedBody(ctx context.Context, x *exchange, t *idTable, body []byte) ([]byte, error) {
-	if !carriesIDs(x.msgs) || !g.ic.Closed(ctx, x.callContext()) {
-		return body, nil
-	}
-	return t.send(body, x.batch, &x.sess.askedUp)
+// closedIDs reports whether what x sends its bridged upstream goes as
+// the session's idTable sends it: the upstream is closed to x's client,
+// and x holds something the client chose (carriesIDs).
+func (g *Gateway) closedIDs(ctx context.Context, x *exchange) bool {
+	return carriesIDs(x.msgs) && g.ic.Closed(ctx, x.callContext())
 }
 
 // closedSpelling returns msg, what x sends the shared connection of a

@@ -348,7 +348,7 @@ func TestAttackIDTableFlood(t *testing.T) {
 	long := strings.Repeat("x", 8<<10)
 	for n := range 3 * maxSwapped {
 		msg := `{"jsonrpc":"2.0","id":"` + long + itoa(n) + `","method":"tools/call","params":{"name":"wait","arguments":{},"_meta":{"progressToken":"` + long + `"}}}`
-		if _, err := ids.send([]byte(msg), false, nil); err != nil {
+		if _, err := ids.send([]byte(msg), false, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -358,7 +358,7 @@ func TestAttackIDTableFlood(t *testing.T) {
 	if n > maxSwapped || b > maxSwappedBytes || order > 2*maxSwapped+1 {
 		t.Errorf("got %d requests, %d bytes of ids, %d keys in order; want at most %d, %d, %d", n, b, order, maxSwapped, maxSwappedBytes, 2*maxSwapped+1)
 	}
-	sent, err := ids.send([]byte(`{"jsonrpc":"2.0","id":7,"method":"ping"}`), false, nil)
+	sent, err := ids.send([]byte(`{"jsonrpc":"2.0","id":7,"method":"ping"}`), false, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

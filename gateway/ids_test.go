@@ -183,12 +183,18 @@ func (s *scriptedWeb) serve(ctx context.Context, c transport.Conn) {
 // SSE, under carryPolicy.
 func bridgedGateway(t *testing.T) (gw *httptest.Server, web *scriptedWeb) {
 	t.Helper()
+	return bridgedGatewayWith(t, Options{})
+}
+
+// bridgedGatewayWith is bridgedGateway with opts for the rest.
+func bridgedGatewayWith(t *testing.T, opts Options) (gw *httptest.Server, web *scriptedWeb) {
+	t.Helper()
 	web = new(scriptedWeb)
 	srv := &transport.SSEServer{OnSession: func(ctx context.Context, _ string, c transport.Conn) { web.serve(ctx, c) }}
 	up := httptest.NewServer(srv)
 	t.Cleanup(up.Close)
 	t.Cleanup(func() { srv.Close() })
-	gw, _ = carryStack(t, Options{}, Upstream{Name: "web", Transport: TransportSSE, URL: up.URL + "/sse"})
+	gw, _ = carryStack(t, opts, Upstream{Name: "web", Transport: TransportSSE, URL: up.URL + "/sse"})
 	return gw, web
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // statelessBridge carries MCP 2026-07-28 requests, which belong to no
@@ -127,8 +128,15 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 		return
 	}
 	// The client span's context goes on in the message; its attributes
-	// carry the client's id, not the gateway's.
-	sctx, uc := b.g.startUpCall(r.Context(), x, b.g.callInfo(x), true)
+	// carry the client's id, not the gateway's. An upstream closed to the
+	// client gets the gateway's trace context, not the client's
+	// (upstreamCall), so that is asked first when the message could carry
+	// the client's: when tracing is on (the call's context is the
+	// client's), or its _meta has some.
+	tp, ts := intercept.ValidMembers(m.Meta, telemetry.MetaTraceparent, telemetry.MetaTracestate)
+	asked := b.g.opts.Tracer != nil || tp != nil || ts != nil
+	closed := asked && b.g.ic.Closed(r.Context(), x.callContext())
+	sctx, uc := b.g.startUpCall(r.Context(), x, b.g.callInfo(x), traceFor(closed))
 	b.mu.Lock()
 	up, err := b.conn()
 	if err != nil {
@@ -155,14 +163,22 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 		}
 		b.tokens[c.upToken] = c
 	}
-	if err == nil {
+	switch {
+	case err != nil:
+	case closed:
+		msg, err = withGatewayTrace(msg, params, meta, traceparentOf(sctx))
+	default:
 		if traced, ok := withTraceMeta(sctx, msg, params, meta); ok {
 			msg = traced
 		}
 	}
 	b.calls[c.upID] = c
 	b.mu.Unlock()
-	if err == nil {
+	switch {
+	case err != nil:
+	case closed:
+		msg, err = gatewaySpelling(msg)
+	case !asked:
 		msg, err = b.g.closedSpelling(r.Context(), x, msg)
 	}
 	if err == nil {

@@ -120,38 +120,49 @@ func (g *Gateway) traceStage(ctx context.Context, stage string, fn func(ctx cont
 // nothing else in the body changes. With metrics, a POST carrying
 // requests is one upstream call. end must be called once the answer is
 // complete, with what went wrong with the call, if anything.
+//
+// An upstream closed to the client gets no trace context of the
+// client's: a traceparent's ids are 24 bytes of its choosing, and a span
+// parented to them carries its trace-id on. The client span is then the
+// root of a trace of its own, linked to the call's server span (in the
+// client's trace), and the upstream gets its context, in the header and
+// in params._meta in place of the client's; with nothing recording spans
+// it gets none (telemetry.StartUpstreamRoot).
 func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange) (out *http.Request, end func(error), err error) {
 	var uc *upCall
 	cc := x.callContext()
 	closed := g.ic.Closed(ctx, cc)
 	msgs, body := x.msgs, x.body
+	single := !x.batch && msgs[0].Kind == intercept.KindRequest
+	recorded := single && telemetry.Records(g.opts.Tracer)
+	switch {
+	case recorded:
+		ctx, uc = g.startUpCall(ctx, x, g.callInfo(x), traceFor(closed))
+	case single, x.requests() != nil:
+		_, uc = g.startUpCall(ctx, x, telemetry.Call{}, untraced) // metrics only
+	}
+	end = uc.end
 	if closed {
-		// Its ids are the gateway's (ids.go).
+		// Its ids are the gateway's (ids.go), and so is its trace context:
+		// the root span's, or none.
+		if !recorded {
+			ctx = telemetry.Untraced(ctx)
+		}
 		var upstreamID func(string) jsontext.Value
 		var asked *askedIDs
 		if x.sess != nil {
 			upstreamID, asked = x.sess.replays.upstreamID, &x.sess.askedUp
 		}
-		if x.swap, err = swapIDs(x.msgs, x.batch, upstreamID, asked); err != nil {
-			return nil, uc.end, err
+		if x.swap, err = swapIDs(x.msgs, x.batch, upstreamID, asked, traceparentOf(ctx)); err != nil {
+			return nil, end, err
 		}
 		msgs, body = x.swap.msgs, x.swap.body
-	}
-	switch {
-	case !x.batch && msgs[0].Kind == intercept.KindRequest:
+	} else if single {
 		m := msgs[0]
-		if telemetry.Records(g.opts.Tracer) {
-			ctx, uc = g.startUpCall(ctx, x, g.callInfo(x), true)
-		} else {
-			_, uc = g.startUpCall(ctx, x, telemetry.Call{}, false) // metrics only
-		}
 		if b, ok := withTraceMeta(ctx, m.Raw, m.Params, m.Meta); ok {
 			body = b
 		}
-	case x.requests() != nil:
-		_, uc = g.startUpCall(ctx, x, telemetry.Call{}, false)
 	}
-	end = uc.end
 	if x.swap != nil && x.sess != nil {
 		// A cancellation of one of its requests names the gateway's id
 		// until the exchange ends.
@@ -183,6 +194,57 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 		}
 	}
 	return out, end, nil
+}
+
+// traceparentOf is the traceparent of the span in ctx as a JSON string,
+// or nil if there is none.
+func traceparentOf(ctx context.Context) jsontext.Value {
+	tp := telemetry.Traceparent(ctx)
+	if tp == "" {
+		return nil
+	}
+	return jsontext.Value(`"` + tp + `"`) // hex and dashes: nothing to escape
+}
+
+// withGatewayTrace returns raw, a request to an upstream closed to its
+// client whose params and params._meta are params and meta, with trace as
+// its only trace context (gatewayTrace); raw itself when nothing changes.
+func withGatewayTrace(raw, params, meta, trace jsontext.Value) (jsontext.Value, error) {
+	if params.Kind() != '{' {
+		return raw, nil // no _meta, and none to add
+	}
+	out, err := gatewayTrace(meta, trace)
+	if err != nil || string(out) == string(meta) {
+		return raw, err
+	}
+	if params, err = intercept.WithMember(params, "_meta", out); err != nil {
+		return nil, err
+	}
+	return intercept.WithMember(raw, "params", params)
+}
+
+// gatewayTrace returns meta, the params._meta of a request to an upstream
+// closed to its client (nil for none), with trace, the gateway's
+// traceparent as a JSON string (nil for none), as its only trace context:
+// the client's traceparent and tracestate are left out, their ids and text
+// being the client's to choose. meta itself when nothing changes.
+func gatewayTrace(meta, trace jsontext.Value) (jsontext.Value, error) {
+	if meta.Kind() != '{' {
+		if trace == nil {
+			return meta, nil
+		}
+		meta = jsontext.Value("{}")
+	}
+	var err error
+	for _, k := range [...]string{telemetry.MetaTraceparent, telemetry.MetaTracestate} {
+		if meta, err = intercept.WithoutMember(meta, k); err != nil {
+			return nil, err
+		}
+	}
+	if trace == nil {
+		return meta, nil
+	}
+	return intercept.WithMember(meta, telemetry.MetaTraceparent, trace)
 }
 
 // withTraceMeta returns raw, a request about to be forwarded whose params

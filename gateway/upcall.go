@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/telemetry"
@@ -53,48 +54,84 @@ func reusedIDError(id, upstream string) error {
 		"invalid request: not sent: a request with id %s is still waiting on upstream %q; give each request its own id", id, upstream)}
 }
 
+// upTrace is how startUpCall traces a request's upstream call.
+type upTrace int
+
+const (
+	// untraced: measured only (a request of a batch).
+	untraced upTrace = iota
+	// traced: the client span is a child of the call's span in ctx.
+	traced
+	// tracedApart: the upstream is closed to the client, and gets no
+	// trace context of the client's (tracing.go): the client span is the
+	// root of a trace of its own, linked to the call's, and the context
+	// returned holds no other, even with nothing measured.
+	tracedApart
+)
+
+// traceFor is how a single request's upstream call is traced: apart
+// when the upstream is closed to the client.
+func traceFor(closed bool) upTrace {
+	if closed {
+		return tracedApart
+	}
+	return traced
+}
+
 // startUpCall starts measuring a request about to be sent to upstream up,
-// described by c. With tracer set and traced true (a single request, not
-// part of a batch), the client span starts as a child of the span in ctx
-// and the returned context carries it, for [withTraceMeta]. It returns
-// ctx and nil when there is nothing to measure.
-func startUpCall(ctx context.Context, tracer telemetry.Tracer, metrics telemetry.Metrics, up *Upstream, c telemetry.Call, traced bool) (context.Context, *upCall) {
-	traced = traced && tracer != nil
-	if !traced && metrics == nil {
+// described by c. With tracer set and how traced or tracedApart (a single
+// request, not part of a batch), the client span starts and the returned
+// context carries it, for [withTraceMeta]. It returns ctx (for
+// tracedApart, without the client's trace context) and nil when there is
+// nothing to measure.
+func startUpCall(ctx context.Context, tracer telemetry.Tracer, metrics telemetry.Metrics, up *Upstream, c telemetry.Call, how upTrace) (context.Context, *upCall) {
+	var span telemetry.Span
+	switch {
+	case how == tracedApart:
+		ctx, span = telemetry.StartUpstreamRoot(ctx, tracer, onUpstream(c, up))
+	case how == traced && tracer != nil:
+		ctx, span = telemetry.StartUpstream(ctx, tracer, onUpstream(c, up))
+	}
+	if tracer == nil {
+		span = nil
+	}
+	if span == nil && metrics == nil {
 		return ctx, nil
 	}
-	uc := &upCall{metrics: metrics, upstream: up.Name, start: time.Now()}
-	if traced {
-		ctx, uc.span = telemetry.StartUpstream(ctx, tracer, onUpstream(c, up))
-	}
-	return ctx, uc
+	return ctx, &upCall{span: span, metrics: metrics, upstream: up.Name, start: time.Now()}
 }
 
 // startUpCall starts measuring a request of x; see the function of the
 // same name.
-func (g *Gateway) startUpCall(ctx context.Context, x *exchange, c telemetry.Call, traced bool) (context.Context, *upCall) {
-	return startUpCall(ctx, g.opts.Tracer, g.opts.Metrics, &x.rt.up, c, traced)
+func (g *Gateway) startUpCall(ctx context.Context, x *exchange, c telemetry.Call, how upTrace) (context.Context, *upCall) {
+	return startUpCall(ctx, g.opts.Tracer, g.opts.Metrics, &x.rt.up, c, how)
 }
 
 // startUpCalls starts measuring the requests of x, about to be sent to a
 // bridged upstream, by id, and returns the body to send: x.body, with the
 // client span's trace context in params._meta when x is a single request.
-func (g *Gateway) startUpCalls(ctx context.Context, x *exchange) ([]byte, map[string]*upCall) {
-	body := x.body
+// When closed (the upstream is closed to x's client) the body is x.body,
+// and trace is the trace context its single request is to be sent with
+// instead of the client's (tracedApart; nil for none), for swapIDs.
+func (g *Gateway) startUpCalls(ctx context.Context, x *exchange, closed bool) (body []byte, ucs map[string]*upCall, trace jsontext.Value) {
+	body = x.body
 	if g.opts.Tracer == nil && g.opts.Metrics == nil {
-		return body, nil
+		return body, nil, nil
 	}
-	var ucs map[string]*upCall
 	for _, m := range x.msgs {
 		if m.Kind != intercept.KindRequest {
 			continue
 		}
 		var c telemetry.Call
+		how := untraced
 		if !x.batch {
-			c = g.callInfo(x)
+			c, how = g.callInfo(x), traceFor(closed)
 		}
-		sctx, uc := g.startUpCall(ctx, x, c, !x.batch)
-		if !x.batch {
+		sctx, uc := g.startUpCall(ctx, x, c, how)
+		switch {
+		case how == tracedApart:
+			trace = traceparentOf(sctx)
+		case how == traced:
 			if b, ok := withTraceMeta(sctx, m.Raw, m.Params, m.Meta); ok {
 				body = b
 			}
@@ -105,7 +142,7 @@ func (g *Gateway) startUpCalls(ctx context.Context, x *exchange) ([]byte, map[st
 		ucs[m.IDKey()].end(errReplaced) // a batch reusing an id
 		ucs[m.IDKey()] = uc
 	}
-	return body, ucs
+	return body, ucs, trace
 }
 
 func (uc *upCall) end(err error) {

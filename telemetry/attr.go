@@ -88,3 +88,9 @@ const (
 // [Tracer.Start]; it is only meaningful there. Kinds are not a separate
 // Start parameter so that Tracer stays one method.
 func Kind(k SpanKind) Attr { return Attr{Key: KeySpanKind, Value: k} }
+
+// KeySpanLink is the key of the pseudo-attribute that links a span to
+// another, whose trace.SpanContext is its value ([StartUpstreamRoot]
+// makes one). It is consumed by the tracer and never recorded; a tracer
+// that does not know it loses the link and nothing else.
+const KeySpanLink = "span.link"

@@ -30,7 +30,14 @@ var _ Tracer = otelTracer{}
 func (o otelTracer) Start(ctx context.Context, name string, attrs ...Attr) (context.Context, Span) {
 	kind := trace.SpanKindInternal
 	kvs := make([]attribute.KeyValue, 0, len(attrs))
+	var links []trace.Link
 	for _, a := range attrs {
+		if a.Key == KeySpanLink {
+			if sc, ok := a.Value.(trace.SpanContext); ok {
+				links = append(links, trace.Link{SpanContext: sc})
+			}
+			continue
+		}
 		if a.Key == KeySpanKind {
 			switch a.Value {
 			case SpanKindServer:
@@ -42,7 +49,7 @@ func (o otelTracer) Start(ctx context.Context, name string, attrs ...Attr) (cont
 		}
 		kvs = append(kvs, otelAttr(a))
 	}
-	ctx, s := o.t.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(kvs...))
+	ctx, s := o.t.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(kvs...), trace.WithLinks(links...))
 	return ctx, otelSpan{s: s}
 }
 

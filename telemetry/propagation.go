@@ -78,3 +78,13 @@ func TraceID(ctx context.Context) string {
 	}
 	return sc.TraceID().String()
 }
+
+// Traceparent returns the W3C traceparent (version 00) of the span in
+// ctx, or "" if there is none.
+func Traceparent(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + (sc.TraceFlags() & trace.FlagsSampled).String()
+}

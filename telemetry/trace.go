@@ -3,6 +3,9 @@ package telemetry
 import (
 	"context"
 	"errors"
+
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // A Tracer starts spans. Start returns a context carrying the new span, to
@@ -150,6 +153,41 @@ func StartUpstream(ctx context.Context, t Tracer, c Call) (context.Context, Span
 		return start(ctx, t, c.SpanName(), SpanKindClient, c.Attrs())
 	}
 	return ctx, nopSpan{}
+}
+
+// StartUpstreamRoot starts the client span of the call as forwarded to an
+// upstream that must not be sent the trace context the call came with:
+// one a route rule closed to the client, to which a traceparent's ids are
+// 24 bytes of the client's choosing, and the gateway's span would carry
+// the client's trace-id on. The span is the root of a trace of its own,
+// linked to the span in ctx (the call's server span, in the client's
+// trace) so that trace still leads to it. The returned context carries
+// the new span and no baggage; when t keeps no spans (nil, [Nop]) it
+// carries no trace context at all, so nothing is injected from it.
+func StartUpstreamRoot(ctx context.Context, t Tracer, c Call) (context.Context, Span) {
+	link := trace.SpanContextFromContext(ctx)
+	ctx = Untraced(ctx)
+	if !records(t) {
+		return ctx, nopSpan{}
+	}
+	attrs := c.Attrs()
+	if link.IsValid() {
+		attrs = append(attrs, Attr{Key: KeySpanLink, Value: link})
+	}
+	return start(ctx, t, c.SpanName(), SpanKindClient, attrs)
+}
+
+// Untraced returns ctx without its span context and baggage: a span
+// started from it is a root, and [InjectHTTP] and [InjectMeta] write
+// nothing from it. Its values and cancellation are those of ctx.
+func Untraced(ctx context.Context) context.Context {
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
+	}
+	if baggage.FromContext(ctx).Len() > 0 {
+		ctx = baggage.ContextWithoutBaggage(ctx)
+	}
+	return ctx
 }
 
 // Names of the internal spans of the steps of a governed call.

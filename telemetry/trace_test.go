@@ -303,3 +303,57 @@ func TestExtractHTTPHeaders(t *testing.T) {
 		t.Errorf("baggage header alone: member %q, want acme", m.Value())
 	}
 }
+
+// TestStartUpstreamRoot: the client span of a call to an upstream closed
+// to the client is the root of a trace of its own, linked to the call's
+// server span, and its context carries nothing of the client's: not its
+// trace-id, not its baggage. A tracer that keeps no spans leaves no trace
+// context at all.
+func TestStartUpstreamRoot(t *testing.T) {
+	tr, exp := newRecorded(t)
+	h := http.Header{"Traceparent": {clientParent}, "Baggage": {"leak=secret"}}
+	ctx, server := StartCall(ExtractHTTP(context.Background(), h), tr, Call{Method: "ping"})
+	up, span := StartUpstreamRoot(ctx, tr, Call{Method: "ping"})
+	out := http.Header{}
+	InjectHTTP(up, out)
+	meta := InjectMeta(up, nil)
+	span.End(nil)
+	server.End(nil)
+
+	tp := out.Get("Traceparent")
+	if tp == "" || strings.Contains(tp, clientTraceID) || meta[MetaTraceparent] != tp || Traceparent(up) != tp {
+		t.Errorf("got traceparent %q (_meta %q, Traceparent %q), want one and the same of another trace than %s", tp, meta[MetaTraceparent], Traceparent(up), clientTraceID)
+	}
+	if out.Get("Baggage") != "" || out.Get("Tracestate") != "" || meta[MetaBaggage] != "" {
+		t.Errorf("got baggage %q, tracestate %q, want none", out.Get("Baggage"), out.Get("Tracestate"))
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("got %d spans, want 2", len(spans))
+	}
+	root, srv := spans[0], spans[1]
+	switch {
+	case root.Parent.IsValid():
+		t.Errorf("the upstream span: got parent %v, want none", root.Parent)
+	case root.SpanKind != trace.SpanKindClient:
+		t.Errorf("the upstream span: got kind %v, want client", root.SpanKind)
+	case len(root.Links) != 1 || !root.Links[0].SpanContext.Equal(srv.SpanContext):
+		t.Errorf("the upstream span: got links %v, want one to the server span %v", root.Links, srv.SpanContext)
+	case srv.SpanContext.TraceID().String() != clientTraceID:
+		t.Errorf("the server span: got trace %s, want the client's", srv.SpanContext.TraceID())
+	}
+	for _, a := range root.Attributes {
+		if a.Key == KeySpanLink {
+			t.Errorf("the link pseudo-attribute was recorded: %v", a)
+		}
+	}
+
+	for _, nop := range []Tracer{nil, Nop()} {
+		up, _ := StartUpstreamRoot(ExtractHTTP(context.Background(), h), nop, Call{Method: "ping"})
+		out := http.Header{}
+		InjectHTTP(up, out)
+		if len(out) != 0 || Traceparent(up) != "" || baggage.FromContext(up).Len() != 0 {
+			t.Errorf("tracer %T: got %v, want no trace context", nop, out)
+		}
+	}
+}
