@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
-	"github.com/sluicehq/sluice/telemetry"
 )
 
 // statelessBridge carries MCP 2026-07-28 requests, which belong to no
@@ -132,9 +132,9 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 	// client gets the gateway's trace context, not the client's
 	// (upstreamCall), so that is asked first when the message could carry
 	// the client's: when tracing is on (the call's context is the
-	// client's), or its _meta has some.
-	tp, ts := intercept.ValidMembers(m.Meta, telemetry.MetaTraceparent, telemetry.MetaTracestate)
-	asked := b.g.opts.Tracer != nil || tp != nil || ts != nil
+	// client's), or its _meta may have some (a byte search: any other
+	// spelling of the names has an escape).
+	asked := b.g.opts.Tracer != nil || bytes.Contains(m.Meta, []byte("trace")) || bytes.IndexByte(m.Meta, '\\') >= 0
 	closed := asked && b.g.ic.Closed(r.Context(), x.callContext())
 	sctx, uc := b.g.startUpCall(r.Context(), x, b.g.callInfo(x), traceFor(closed))
 	b.mu.Lock()

@@ -133,6 +133,13 @@ func TestAttackTraceparentPastRouteRule(t *testing.T) {
 				if web.reached(leakTraceID[:16]) || web.reached(leakSpanID) {
 					t.Error("2026 request to a bridged upstream: the client's trace ids reached the closed upstream")
 				}
+				escaped := strings.Replace(strings.Replace(modern, `"traceparent"`, `"tr\u0061ceparent"`, 1), `"id":"s"`, `"id":"e"`, 1)
+				if _, _, body := post(t, gw.URL+"/mcp/web", modernHeaders("tools/call", "count"), escaped); !strings.Contains(body, "counted") {
+					t.Fatalf("2026 bridged call, escaped: %s", body)
+				}
+				if web.reached(leakTraceID[:16]) || web.reached(leakSpanID) {
+					t.Error("2026 request to a bridged upstream, its traceparent's name escaped: the client's trace ids reached the closed upstream")
+				}
 			})
 		})
 	}
