@@ -67,6 +67,9 @@ type bridgeCall struct {
 	creates bool                  // a task-augmented request: tasks expects its answer
 	cc      intercept.CallContext // the request's, for hiding tools in its answer
 	up      *upCall               // its measurement; nil: none
+	// asIs: sent under the client's id, the upstream not being closed to
+	// the client then (bridgeState.sentAsIs).
+	asIs bool
 }
 
 // stream is one open HTTP response the bridge writes messages to.
@@ -463,7 +466,7 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 				}
 			}
 			b.waiters[id] = s
-			b.calls[id] = bridgeCall{method: method, cursor: cursors[id], creates: creating[id], cc: cc, up: ucs[id]}
+			b.calls[id] = bridgeCall{method: method, cursor: cursors[id], creates: creating[id], cc: cc, up: ucs[id], asIs: !closed}
 			ids = append(ids, id)
 		}
 		b.cc = cc
@@ -505,6 +508,15 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 	g.answer(w, r, s, len(ids), len(reqs) == 1 && !x.batch)
 }
 
+// sentAsIs reports whether the request whose client id has key went to
+// the upstream under that id and still waits (idTable.asIs).
+func (b *bridgeState) sentAsIs(key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, ok := b.calls[key]
+	return ok && c.asIs
+}
+
 func (b *bridgeState) write(ctx context.Context, msg []byte) error {
 	if err := b.wmu.lock(ctx); err != nil {
 		return err
@@ -539,7 +551,7 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 	old, replaced := b.calls[id]
 	creates := createsTask(x.msgs[0])
 	b.waiters[id] = s
-	b.calls[id] = bridgeCall{method: x.msgs[0].Method, cursor: x.cursors()[id], creates: creates, cc: x.callContext(), up: ucs[id]}
+	b.calls[id] = bridgeCall{method: x.msgs[0].Method, cursor: x.cursors()[id], creates: creates, cc: x.callContext(), up: ucs[id], asIs: !closed}
 	b.cc = b.calls[id].cc
 	b.streams = append(b.streams, s)
 	b.mu.Unlock()
@@ -647,6 +659,7 @@ func (g *Gateway) openBridge(x *exchange) (*session, error) {
 	sess.bridge = &bridgeState{up: up, name: x.rt.up.Name, done: make(chan struct{}),
 		waiters: make(map[string]*stream), calls: make(map[string]bridgeCall), tasks: newTaskHold(g.ic, g.withheld)}
 	sess.bridge.sink = &bridgeSink{sess.bridge}
+	sess.bridge.ids.asIs = sess.bridge.sentAsIs
 	if err := g.sessions.add(sess); err != nil {
 		l.release()
 		_ = up.Close()

@@ -289,12 +289,20 @@ func (r *replays) unswapped(s *idSwap) {
 	}
 }
 
-// upstreamID returns the gateway's id for the session's open request
-// whose client id has key, or nil.
+// upstreamID returns the id the upstream knows the session's open
+// request whose client id has key by, or nil: the gateway's, or the
+// client's own (key itself, in the gateway's spelling) for a request sent
+// before the upstream was closed to the client.
 func (r *replays) upstreamID(key string) jsontext.Value {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.upIDs[key]
+	if id := r.upIDs[key]; id != nil {
+		return id
+	}
+	if h := r.open[key]; h != nil && h.asIs.Load() {
+		return jsontext.Value(key)
+	}
+	return nil
 }
 
 // idTable is a connection's memory of the requests it sent a closed
@@ -304,6 +312,12 @@ func (r *replays) upstreamID(key string) jsontext.Value {
 // token, may come at any time on the connection. Safe for concurrent use;
 // its zero value is empty, and costs restore a load while it is.
 type idTable struct {
+	// asIs reports whether the connection's request whose client id has
+	// key went to the upstream under that id (before it was closed to
+	// the client) and still waits: a cancellation of it goes on under
+	// that id. Nil: none did. Set before the table is used.
+	asIs func(key string) bool
+
 	n atomic.Int64 // len(ids)
 
 	mu     sync.Mutex                // guards the fields below
@@ -398,12 +412,16 @@ func (t *idTable) send(b []byte, batch bool, asked *askedIDs, trace jsontext.Val
 	return s.body, nil
 }
 
-// upstreamID returns the gateway's id for the request whose client id
-// has key, or nil.
+// upstreamID returns the id the upstream knows the request whose client
+// id has key by, or nil: the gateway's, or the client's own (asIs).
 func (t *idTable) upstreamID(key string) jsontext.Value {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.client[key]
+	up := t.client[key]
+	t.mu.Unlock()
+	if up == nil && t.asIs != nil && t.asIs(key) {
+		return jsontext.Value(key)
+	}
+	return up
 }
 
 // forgetClient forgets the request whose client id has key; t.mu is held.

@@ -116,6 +116,31 @@ func TestClosedUpstreamProgressMCPGo(t *testing.T) {
 type scriptedWeb struct {
 	mu  sync.Mutex
 	got []string
+	saw chan struct{} // closed on the next message read; nil: none waits
+}
+
+// waitFor waits until web has read a message holding mark.
+func (s *scriptedWeb) waitFor(t *testing.T, mark string) {
+	t.Helper()
+	for {
+		s.mu.Lock()
+		for _, m := range s.got {
+			if strings.Contains(m, mark) {
+				s.mu.Unlock()
+				return
+			}
+		}
+		if s.saw == nil {
+			s.saw = make(chan struct{})
+		}
+		saw := s.saw
+		s.mu.Unlock()
+		select {
+		case <-saw:
+		case <-t.Context().Done():
+			t.Fatalf("web never read %s", mark)
+		}
+	}
 }
 
 func (s *scriptedWeb) reached(mark string) bool {
@@ -143,6 +168,10 @@ func (s *scriptedWeb) serve(ctx context.Context, c transport.Conn) {
 		}
 		s.mu.Lock()
 		s.got = append(s.got, string(b))
+		if s.saw != nil {
+			close(s.saw)
+			s.saw = nil
+		}
 		s.mu.Unlock()
 		m, err := intercept.DecodeMessage(b)
 		switch {

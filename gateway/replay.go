@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -70,6 +71,11 @@ type replays struct {
 // hold is an open exchange's hold on the ids it waits on.
 type hold struct {
 	ids []string // held in process; guarded by the replays' mu
+	// asIs: the exchange's requests went to the upstream under the
+	// client's own ids, the upstream not being closed to the client then
+	// (upstreamCall): a cancellation of one is passed on under its id,
+	// whatever the upstream is now (replays.upstreamID).
+	asIs atomic.Bool
 
 	// For a shared session (replayshare.go): token names the exchange in
 	// the store, which holds shared for it, renewed by renew.

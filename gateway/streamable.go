@@ -96,6 +96,9 @@ type exchange struct {
 	// swap is what the exchange was sent upstream with in place of the
 	// client's ids (ids.go); nil: the client's own.
 	swap *idSwap
+	// hold is the exchange's hold on its requests' ids on the session
+	// (replay.go); nil: none.
+	hold *hold
 }
 
 // callContext is what the interceptor is told about x.
@@ -216,6 +219,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 			return
 		}
 		defer g.releaseIDs(x.sess, h) // after what the exchange remembers (keep)
+		x.hold = h
 	}
 	if !batch && isApprovalAnswer(msgs[0]) {
 		// The client's answer to the gateway's own question (approve.go):

@@ -157,10 +157,15 @@ func (g *Gateway) upstreamCall(ctx context.Context, r *http.Request, x *exchange
 			return nil, end, err
 		}
 		msgs, body = x.swap.msgs, x.swap.body
-	} else if single {
-		m := msgs[0]
-		if b, ok := withTraceMeta(ctx, m.Raw, m.Params, m.Meta); ok {
-			body = b
+	} else {
+		if x.hold != nil {
+			x.hold.asIs.Store(true)
+		}
+		if single {
+			m := msgs[0]
+			if b, ok := withTraceMeta(ctx, m.Raw, m.Params, m.Meta); ok {
+				body = b
+			}
 		}
 	}
 	if x.swap != nil && x.sess != nil {

@@ -1,0 +1,125 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A cancellation of a request sent before the route closed (ids.go): the
+// upstream was sent that request under the client's own id, so the
+// cancellation goes on under that id, and only that one.
+
+// notifyOn returns next, which also closes the returned channel the
+// first time a POST body holding mark passes.
+func notifyOn(next http.Handler, mark string) (http.Handler, <-chan struct{}) {
+	ch := make(chan struct{})
+	var once sync.Once
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			if strings.Contains(string(b), mark) {
+				once.Do(func() { close(ch) })
+			}
+		}
+		next.ServeHTTP(w, r)
+	}), ch
+}
+
+// TestClosedUpstreamCancelsEarlierCall: a call sent to web while it was
+// open to the client, and still running when a sensitive read closed web,
+// is cancelled by the client: its cancellation reaches web under the
+// call's id, the one web was sent, and the call ends with web's answer
+// (before, it was not passed on and the call ran to its end). A
+// cancellation naming a call that has ended, or one never sent, is still
+// not passed on.
+func TestClosedUpstreamCancelsEarlierCall(t *testing.T) {
+	t.Run("session", func(t *testing.T) {
+		up, web := tapServer(t)
+		var started <-chan struct{}
+		web.next, started = notifyOn(web.next, `"name":"wait"`)
+		gw, _ := carryStack(t, Options{}, Upstream{Name: "web", URL: up.URL + "/mcp"})
+		url := gw.URL + "/mcp/web"
+		sid := initialize(t, url)
+		hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+		if _, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","id":"done-1","method":"tools/call","params":{"name":"lookup","arguments":{"query":"x"}}}`); !strings.Contains(body, "results") {
+			t.Fatalf("lookup: %s", body)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		waited := make(chan string, 1)
+		go func() {
+			_, b := request(t, ctx, http.MethodPost, url, hdr, `{"jsonrpc":"2.0","id":"early-1","method":"tools/call","params":{"name":"wait","arguments":{"query":"x"}}}`)
+			waited <- b
+		}()
+		<-started
+		readSecret(t, gw.URL)
+
+		for _, id := range []string{`"done-1"`, `"never-1"`} {
+			if status, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`}}`); status != http.StatusAccepted {
+				t.Errorf("cancellation of %s: got %d %s, want 202", id, status, body)
+			}
+			if web.reached(`"requestId":` + id) {
+				t.Errorf("cancellation of %s, no call waiting on web: passed on, want it not", id)
+			}
+		}
+		if status, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"early-1","reason":"bored"}}`); status != http.StatusAccepted {
+			t.Errorf("cancellation: got %d %s, want 202", status, body)
+		}
+		if !web.reached(`"method":"notifications/cancelled","params":{"requestId":"early-1"}`) || web.reached("bored") {
+			t.Fatalf("the cancellation of the call sent before the read: not passed on under its id without its reason; posts %q", web.posts)
+		}
+		if b := <-waited; !strings.Contains(b, `"id":"early-1"`) || !strings.Contains(b, "cancelled") {
+			t.Errorf("the cancelled call: got %s, want web's answer under its id", b)
+		}
+	})
+
+	t.Run("bridged", func(t *testing.T) {
+		gw, web := bridgedGateway(t)
+		url := gw.URL + "/mcp/web"
+		sid := initialize(t, url)
+		hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+		if _, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","id":"done-2","method":"tools/call","params":{"name":"count","arguments":{}}}`); !strings.Contains(body, "counted") {
+			t.Fatalf("count: %s", body)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		waited := make(chan string, 1)
+		go func() {
+			_, b := request(t, ctx, http.MethodPost, url, hdr, `{"jsonrpc":"2.0","id":"early-2","method":"tools/call","params":{"name":"wait","arguments":{}}}`)
+			waited <- b
+		}()
+		web.waitFor(t, `"name":"wait"`)
+		readSecret(t, gw.URL)
+
+		for _, m := range []string{
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"done-2"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"never-2"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"early-2","reason":"bored"}}`,
+		} {
+			if status, _, body := post(t, url, hdr, m); status != http.StatusAccepted {
+				t.Errorf("%s: got %d %s, want 202", m, status, body)
+			}
+		}
+		// The bridge writes one message at a time, in order, and web
+		// reads them so: once a ping sent after them is answered, web has
+		// read every cancellation passed on.
+		if _, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","id":"after-cancel","method":"ping"}`); !strings.Contains(body, `"result"`) {
+			t.Fatalf("ping: %s", body)
+		}
+		if web.reached(`"requestId":"done-2"`) || web.reached(`"requestId":"never-2"`) {
+			t.Error("a cancellation naming no call waiting on web was passed on")
+		}
+		if !web.reached(`"method":"notifications/cancelled","params":{"requestId":"early-2"}`) || web.reached("bored") {
+			t.Fatal("the cancellation of the call sent before the read: not passed on under its id without its reason")
+		}
+		if b := <-waited; !strings.Contains(b, `"id":"early-2"`) || !strings.Contains(b, "cancelled") {
+			t.Errorf("the cancelled call: got %s, want web's answer under its id", b)
+		}
+	})
+}
