@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sluicehq/sluice/gateway/transport"
 )
 
 // A cancellation of a request sent before the route closed (ids.go): the
@@ -122,4 +124,83 @@ func TestClosedUpstreamCancelsEarlierCall(t *testing.T) {
 			t.Errorf("the cancelled call: got %s, want web's answer under its id", b)
 		}
 	})
+	t.Run("ws", func(t *testing.T) {
+		gw, web := bridgedGateway(t)
+		c := dialWith(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(gw.URL, "http") + "/ws/web"})
+		// until reads messages until one holds want, and returns them all.
+		until := func(want string) string {
+			var got []string
+			for {
+				b, err := c.Read(t.Context())
+				if err != nil {
+					t.Fatalf("waiting for %s: %v (read %q)", want, err, got)
+				}
+				got = append(got, string(b))
+				if strings.Contains(string(b), want) {
+					return strings.Join(got, "\n")
+				}
+			}
+		}
+		write := func(m string) {
+			if err := c.Write(t.Context(), []byte(m)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+		until(`"id":"init"`)
+		write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		write(`{"jsonrpc":"2.0","id":"done-3","method":"tools/call","params":{"name":"count","arguments":{}}}`)
+		until(`"id":"done-3","result"`)
+		write(`{"jsonrpc":"2.0","id":"early-3","method":"tools/call","params":{"name":"wait","arguments":{}}}`)
+		web.waitFor(t, `"name":"wait"`)
+		readSecret(t, gw.URL)
+
+		write(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"done-3"}}`)
+		write(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"never-3"}}`)
+		write(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"early-3","reason":"bored"}}`)
+		// The relay and web take messages in order: web's answer to a
+		// ping sent last comes after all it does with those before.
+		write(`{"jsonrpc":"2.0","id":"after-cancel","method":"ping"}`)
+		got := until(`"id":"after-cancel"`)
+		if web.reached(`"requestId":"done-3"`) || web.reached(`"requestId":"never-3"`) {
+			t.Error("a cancellation naming no call waiting on web was passed on")
+		}
+		if !web.reached(`"method":"notifications/cancelled","params":{"requestId":"early-3"}`) || web.reached("bored") {
+			t.Fatal("the cancellation of the call sent before the read: not passed on under its id without its reason")
+		}
+		if !strings.Contains(got, `"id":"early-3","result":{"content":[{"type":"text","text":"cancelled"}]}`) {
+			t.Errorf("the cancelled call: got %q, want web's answer under its id", got)
+		}
+	})
+}
+
+// TestAttackCancelForgottenSwap: a relay's table of requests sent under
+// the gateway's ids forgets the oldest past 4 MiB of the client's ids and
+// tokens, while the relay still waits on it. Taking every request waiting
+// without a gateway's id for one sent under the client's own would pass
+// on a cancellation of that forgotten one under the client's id, the
+// secret: a request sent after the read is never taken for one sent before.
+func TestAttackCancelForgottenSwap(t *testing.T) {
+	gw, web := bridgedGateway(t)
+	c := dialWith(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(gw.URL, "http") + "/ws/web"})
+	send := relayedSender(t, c)
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	readSecret(t, gw.URL)
+	const mark = "SECRET-hr-salaries-cancel"
+	write := func(m string) {
+		if err := c.Write(t.Context(), []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"jsonrpc":"2.0","id":"` + mark + `","method":"tools/call","params":{"name":"wait","arguments":{}}}`)
+	// Tokens of 1 MiB push it out of the table of the gateway's ids.
+	token := strings.Repeat("t", 1<<20)
+	for i := range 5 {
+		write(`{"jsonrpc":"2.0","id":"flood-` + itoa(i) + `","method":"tools/call","params":{"name":"wait","arguments":{},"_meta":{"progressToken":"` + token + itoa(i) + `"}}}`)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"` + mark + `"}}`)
+	if web.reached(mark) {
+		t.Error("the cancellation of a request sent after the read reached the closed upstream under the client's id")
+	}
 }

@@ -66,6 +66,9 @@ type relay struct {
 
 	mu      sync.Mutex        // guards the fields below
 	pending map[string]string // request id -> method, client to upstream
+	// swapped holds the requests in pending sent under the gateway's ids
+	// (ids.go): the others went under the client's (sentAsIs).
+	swapped map[string]bool
 	// cursors are the cursors of the tools/list requests in pending
 	// asked with one (intercept.ListCursor), by id.
 	cursors map[string]string
@@ -337,9 +340,12 @@ func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, 
 		cc = r.callContext()
 	}
 	var trace jsontext.Value // a closed upstream's in place of the client's
+	var cancels []string
 	for _, m := range msgs {
 		if id, ok := cancelledID(m); ok {
-			r.cancelled(id)
+			// Ended once the closed upstream's ids are asked (ids.send):
+			// ending it forgets it.
+			cancels = append(cancels, id)
 			continue
 		}
 		if !measured || m.Kind != intercept.KindRequest {
@@ -364,18 +370,22 @@ func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, 
 		r.mu.Unlock()
 		old.end(errReplaced)
 	}
+	sent, err := b, error(nil)
 	if closed {
-		sent, err := r.ids.send(b, batch, &r.asked, trace)
-		switch {
-		case errors.Is(err, errNothingSent):
-			return nil // a cancellation of nothing sent
-		case err != nil:
-			r.refuse(ctx, msgs, err)
-			return nil
-		}
-		b = sent
+		sent, err = r.ids.send(b, batch, &r.asked, trace)
 	}
-	r.track(msgs)
+	for _, id := range cancels {
+		r.cancelled(id)
+	}
+	switch {
+	case errors.Is(err, errNothingSent):
+		return nil // a cancellation of nothing sent
+	case err != nil:
+		r.refuse(ctx, msgs, err)
+		return nil
+	}
+	b = sent
+	r.track(msgs, closed)
 	if err := r.toUpstream(ctx, b); err != nil {
 		if _, ok := errors.AsType[*transport.MessageError](err); ok {
 			// Nothing was sent (b was rewritten into something that is not
@@ -387,6 +397,16 @@ func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, 
 		return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 	}
 	return nil
+}
+
+// sentAsIs reports whether the client's request whose id has key went to
+// the upstream under that id (it was not closed to the client) and still
+// waits (idTable.asIs).
+func (r *relay) sentAsIs(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.pending[key]
+	return ok && !r.swapped[key]
 }
 
 // cancelled ends the spans and the measurement of the request with id
@@ -583,8 +603,9 @@ func (r *relay) answer(m *intercept.Message) {
 }
 
 // track remembers the client's requests so their responses can be observed
-// and, if the upstream dies, answered with an error.
-func (r *relay) track(msgs []*intercept.Message) {
+// and, if the upstream dies, answered with an error; swapped: they were
+// sent under the gateway's ids.
+func (r *relay) track(msgs []*intercept.Message, swapped bool) {
 	n := 0
 	defer func() { r.tasks.expect(n) }()
 	r.mu.Lock()
@@ -604,6 +625,14 @@ func (r *relay) track(msgs []*intercept.Message) {
 			}
 			r.pending[m.IDKey()] = m.Method
 			r.pendingBytes += len(m.IDKey()) + len(m.Method)
+			switch {
+			case swapped && r.swapped == nil:
+				r.swapped = map[string]bool{m.IDKey(): true}
+			case swapped:
+				r.swapped[m.IDKey()] = true
+			default:
+				delete(r.swapped, m.IDKey())
+			}
 			if c := listCursors([]*intercept.Message{m})[m.IDKey()]; c != "" {
 				r.cursors[m.IDKey()] = c
 				r.pendingBytes += len(c)
@@ -782,6 +811,7 @@ func (r *relay) forget(id string) {
 	if m, ok := r.pending[id]; ok {
 		r.pendingBytes -= len(id) + len(m)
 		delete(r.pending, id)
+		delete(r.swapped, id)
 	}
 	if c, ok := r.cursors[id]; ok {
 		r.pendingBytes -= len(c)

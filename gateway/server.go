@@ -429,6 +429,7 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 	}
 	rl := &relay{up: &rt.up, lister: rt.lister, ic: g.ic, budget: g.bodies, budgetKey: g.bodyKey(opened), log: g.log, withheld: g.withheld, session: id, down: down, upc: up, approver: g.opts.Approver,
 		tracer: g.opts.Tracer, metrics: g.opts.Metrics, kind: kind, opened: opened, ident: g.ident, onRefused: g.opts.OnIdentityRefused}
+	rl.ids.asIs = rl.sentAsIs
 	if adm != nil {
 		rl.lease = adm.lease.bindAgent
 	}
