@@ -63,13 +63,13 @@ const (
 // bridgeCall is a request waiting for its response on a bridged session.
 type bridgeCall struct {
 	method  string
-	cursor  string                // of a tools/list asked with one (intercept.ListCursor)
-	creates bool                  // a task-augmented request: tasks expects its answer
-	cc      intercept.CallContext // the request's, for hiding tools in its answer
-	up      *upCall               // its measurement; nil: none
+	cursor  string // of a tools/list asked with one (intercept.ListCursor)
+	creates bool   // a task-augmented request: tasks expects its answer
 	// asIs: sent under the client's id, the upstream not being closed to
 	// the client then (bridgeState.sentAsIs).
 	asIs bool
+	cc   intercept.CallContext // the request's, for hiding tools in its answer
+	up   *upCall               // its measurement; nil: none
 }
 
 // stream is one open HTTP response the bridge writes messages to.

@@ -49,7 +49,13 @@ func (o otelTracer) Start(ctx context.Context, name string, attrs ...Attr) (cont
 		}
 		kvs = append(kvs, otelAttr(a))
 	}
-	ctx, s := o.t.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(kvs...), trace.WithLinks(links...))
+	if len(links) > 0 {
+		// An option more is an allocation more: only the spans that link
+		// (StartUpstreamRoot) pay it.
+		ctx, s := o.t.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(kvs...), trace.WithLinks(links...))
+		return ctx, otelSpan{s: s}
+	}
+	ctx, s := o.t.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(kvs...))
 	return ctx, otelSpan{s: s}
 }
 
