@@ -30,8 +30,11 @@ import (
 // everything the gateway records, see what they would have seen. A
 // cancellation names the gateway's id for the request it cancels, which
 // the session remembers while that request's exchange is open
-// (replays.swapped); one naming anything else cancels nothing the
-// upstream was sent, and is not passed on. The client's answers name the
+// (replays.swapped), or, for a request sent before the upstream was
+// closed to the client and still waiting, the client's own, which the
+// upstream was sent already (hold.asIs, bridgeCall.asIs, relay.swapped);
+// one naming anything else cancels nothing the upstream was sent, and is
+// not passed on. The client's answers name the
 // upstream's own ids, and so must they: an answer under an id no request
 // of the upstream's passed on to this client had (askedIDs; an empty
 // result, {"id":"<secret>","result":{}}, is plain) is not passed on

@@ -24,7 +24,8 @@ func (g *Gateway) traceCall(r *http.Request, x *exchange) (context.Context, func
 	}
 	m := x.msgs[0]
 	// Without tracing the client's trace context is still read, to be
-	// passed on to the upstream (upstreamCall), but no span is started.
+	// passed on to an upstream not closed to the client (upstreamCall),
+	// but no span is started.
 	ctx = extractMeta(telemetry.ExtractHTTP(ctx, r.Header), m)
 	if !telemetry.Records(g.opts.Tracer) {
 		return ctx, func(error) {}
