@@ -5,11 +5,14 @@
 //
 //   - [Tracer] and [Span] make spans; [StartCall], [StartUpstream] and
 //     [StartStage] name and attribute them after the OpenTelemetry MCP
-//     semantic conventions.
+//     semantic conventions. [StartUpstreamRoot] starts the span of a call
+//     to an upstream that must not learn the client's trace context: the
+//     root of a trace of its own, linked to the call's.
 //   - [Metrics] records decisions, latencies, breaker states and queue
 //     depths.
 //   - [ExtractMeta], [InjectMeta], [ExtractHTTP] and [InjectHTTP] carry W3C
-//     trace context through MCP params._meta and HTTP headers.
+//     trace context through MCP params._meta and HTTP headers;
+//     [Traceparent] writes one, [Untraced] drops it from a context.
 //   - [Event] and its typed builders ([PolicyEnforcement],
 //     [IntentClassification], …) describe what the audit store keeps;
 //     [Redactor] makes sure tool arguments are stored only redacted or
