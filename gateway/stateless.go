@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // statelessBridge carries MCP 2026-07-28 requests, which belong to no
@@ -131,10 +132,12 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 	// carry the client's id, not the gateway's. An upstream closed to the
 	// client gets the gateway's trace context, not the client's
 	// (upstreamCall), so that is asked first when the message could carry
-	// the client's: when tracing is on (the call's context is the
-	// client's), or its _meta may have some (a byte search: any other
-	// spelling of the names has an escape).
-	asked := b.g.opts.Tracer != nil || bytes.Contains(m.Meta, []byte("trace")) || bytes.IndexByte(m.Meta, '\\') >= 0
+	// the client's: when spans are recorded (the gateway's is then a root
+	// apart), when the client sent a traceparent header (read into the
+	// call's context: traceCall), or when its _meta may have one (a byte
+	// search: any other spelling of the names has an escape).
+	asked := telemetry.Records(b.g.opts.Tracer) || len(r.Header["Traceparent"]) > 0 ||
+		bytes.Contains(m.Meta, []byte("trace")) || bytes.IndexByte(m.Meta, '\\') >= 0
 	closed := asked && b.g.ic.Closed(r.Context(), x.callContext())
 	sctx, uc := b.g.startUpCall(r.Context(), x, b.g.callInfo(x), traceFor(closed))
 	b.mu.Lock()

@@ -140,6 +140,13 @@ func TestAttackTraceparentPastRouteRule(t *testing.T) {
 				if web.reached(leakTraceID[:16]) || web.reached(leakSpanID) {
 					t.Error("2026 request to a bridged upstream, its traceparent's name escaped: the client's trace ids reached the closed upstream")
 				}
+				header := `{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"count","arguments":{},"_meta":{` + rawMeta + `}}}`
+				if _, _, body := post(t, gw.URL+"/mcp/web", withHdr(modernHeaders("tools/call", "count"), "Traceparent", leakTP), header); !strings.Contains(body, "counted") {
+					t.Fatalf("2026 bridged call, traceparent header: %s", body)
+				}
+				if web.reached(leakTraceID[:16]) || web.reached(leakSpanID) {
+					t.Error("2026 request to a bridged upstream, a traceparent header: the client's trace ids reached the closed upstream")
+				}
 			})
 		})
 	}
