@@ -324,7 +324,7 @@ func TestCorpusLeaveOneServerOut(t *testing.T) {
 	}
 	// Floors at what is reached today (the issue asks for 0.97 on both).
 	if calib[0] < corpusFloorCalibAction || calib[1] < corpusFloorCalibBoundary {
-		t.Errorf("held-out calls scored >= 0.9 are right on %.3f / %.3f, below the floors %.3f / %.3f", calib[0], calib[1], corpusFloorCalibAction, corpusFloorCalibBoundary)
+		belowFloor(t, "held-out calls scored >= 0.9 are right on %.3f / %.3f, below the floors %.3f / %.3f", calib[0], calib[1], corpusFloorCalibAction, corpusFloorCalibBoundary)
 	}
 	t.Log(sb.String())
 
@@ -368,8 +368,21 @@ func TestCorpusLeaveOneServerOut(t *testing.T) {
 		t.Log("dev boundary by evidence:\n" + boundaryEvidenceTable(t, res))
 	}
 	if held[0] < corpusFloorActionType || held[1] < corpusFloorBoundary {
-		t.Errorf("held-out accuracy %.3f / %.3f is below the floors %.3f / %.3f", held[0], held[1], corpusFloorActionType, corpusFloorBoundary)
+		belowFloor(t, "held-out accuracy %.3f / %.3f is below the floors %.3f / %.3f", held[0], held[1], corpusFloorActionType, corpusFloorBoundary)
 	}
+}
+
+// belowFloor fails the test, or only says so with SLUICE_CORPUS_KB=strict:
+// the floors are what the shipped knowledge base reaches; the strict run
+// measures how much of that the entries naming corpus services make, and
+// without them the high-confidence band is expected to be below them.
+func belowFloor(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("SLUICE_CORPUS_KB") == "strict" {
+		t.Logf("(strict knowledge base, floors not applied) "+format, args...)
+		return
+	}
+	t.Errorf(format, args...)
 }
 
 // boundaryEvidence names the evidence behind a boundary verdict, finer
