@@ -59,9 +59,10 @@ type Options struct {
 	// rejected (see policy.Retainer); rules without a window see back this
 	// far.
 	TTL time.Duration
-	// Timeout bounds each command (dial, read, write); zero means
-	// DefaultTimeout. A decision waiting on Redis waits at most this long
-	// before it is denied.
+	// Timeout bounds each Remember and Seen, every command, retry and
+	// wait for a connection included; zero means DefaultTimeout. A
+	// decision waiting on Redis waits at most this long before it is
+	// denied.
 	Timeout time.Duration
 	// EpochFile, if set, is a file where the store notes the epoch key's
 	// value it last saw. Redis may lose its data while no gateway runs (a
@@ -79,9 +80,10 @@ type Options struct {
 
 // Store is a policy.Store in Redis. It is safe for concurrent use.
 type Store struct {
-	rdb    *redis.Client
-	prefix string
-	ttl    time.Duration
+	rdb     *redis.Client
+	prefix  string
+	ttl     time.Duration
+	timeout time.Duration // bounds each Remember and Seen, retries and pool waits included
 
 	// The epoch key tells a Redis that lost its data (restarted without
 	// persistence, a failover to a replica that had not caught up) from
@@ -237,7 +239,13 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	}
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = timeout, timeout, timeout
 	ro.MaxRetries = 1
-	s := &Store{rdb: redis.NewClient(ro), prefix: opts.KeyPrefix, ttl: opts.TTL, epochFile: opts.EpochFile, onFileErr: opts.OnEpochFileError}
+	// Each operation's deadline (timeout) bounds its commands: without
+	// it a stalled server held a lookup for a read timeout per attempt
+	// and per command, and calls queued for a connection for a pool
+	// timeout per attempt (with 500ms, 2 s alone and 3.7 s with 300 at
+	// once).
+	ro.ContextTimeoutEnabled = true
+	s := &Store{rdb: redis.NewClient(ro), prefix: opts.KeyPrefix, ttl: opts.TTL, timeout: timeout, epochFile: opts.EpochFile, onFileErr: opts.OnEpochFileError}
 	if s.prefix == "" {
 		s.prefix = DefaultKeyPrefix
 	}
@@ -348,6 +356,8 @@ func (s *Store) Remember(ctx context.Context, k policy.Key, labels []string, at 
 	if len(labels) == 0 {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	args := make([]any, 0, len(labels)+2)
 	args = append(args, at.UnixNano(), s.ttl.Milliseconds())
 	for _, l := range labels {
@@ -364,6 +374,8 @@ func (s *Store) Seen(ctx context.Context, k policy.Key, labels []string, since t
 	if len(labels) == 0 {
 		return false, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	pipe := s.rdb.Pipeline()
 	hm := pipe.HMGet(ctx, s.key(k), labels...)
 	ep := pipe.Get(ctx, s.epochKey())

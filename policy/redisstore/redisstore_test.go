@@ -99,6 +99,82 @@ func TestOutageIsAnError(t *testing.T) {
 	}
 }
 
+// TestStalledServerDeniesWithinTimeout: a Redis that stops answering
+// (SIGSTOP: connections stay open) fails every Seen and Remember within
+// about the timeout, also with many at once, and they work again once it
+// answers. Each used to wait a read timeout per attempt and per command,
+// and the calls queued for one of the pool's connections a pool timeout
+// per attempt: with 200ms, a lookup took 0.9 s and 300 at once 2.9 s.
+func TestStalledServerDeniesWithinTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	const timeout = 200 * time.Millisecond
+	s, err := New(t.Context(), Options{URL: srv.URL(), Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := policy.Key{Scope: policy.ScopeAgent, Agent: "alice"}
+	if err := s.Remember(t.Context(), k, []string{"source:sensitive"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = srv.Resume()
+		}
+	}()
+	const calls = 300
+	type result struct {
+		took time.Duration
+		err  error
+	}
+	results := make(chan result, calls)
+	for i := range calls {
+		go func() {
+			start := time.Now()
+			var err error
+			if i%2 == 0 {
+				_, err = s.Seen(context.Background(), k, []string{"source:sensitive"}, time.Time{})
+			} else {
+				err = s.Remember(context.Background(), k, []string{"source:sensitive"}, time.Now())
+			}
+			results <- result{time.Since(start), err}
+		}()
+	}
+	hang := time.After(30 * time.Second)
+	var worst time.Duration
+	for range calls {
+		select {
+		case r := <-results:
+			if r.err == nil {
+				t.Fatal("a call with Redis stalled: got nil error, want one (the policy denies on it)")
+			}
+			worst = max(worst, r.took)
+		case <-hang:
+			t.Fatal("calls with Redis stalled did not return within 30s")
+		}
+	}
+	if worst > 10*timeout {
+		t.Errorf("%d calls with Redis stalled: the slowest took %v, want about the %v timeout", calls, worst, timeout)
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	var last error
+	for range 50 {
+		var seen bool
+		if seen, last = s.Seen(context.Background(), k, []string{"source:sensitive"}, time.Time{}); last == nil && seen {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("after Redis answers again: %v", last)
+}
+
 // BenchmarkStore measures one Seen and one Remember against a local
 // redis-server, from 32 goroutines: what route memory in Redis adds to a
 // decision that needs it.
