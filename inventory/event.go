@@ -6,7 +6,8 @@ type EventType string
 
 const (
 	// EventPinned: a snapshot became the pinned inventory of an upstream,
-	// on first sight or by Pin. Detail: hash, tools.
+	// on first sight or by Pin, or a pin held was saved again in a store
+	// that had lost it. Detail: hash, tools, and first_seen or restored.
 	EventPinned EventType = "sluice.inventory_pinned"
 	// EventApproved: an operator approved the current version of a tool
 	// (Tool set) or of all tools (Tool empty). Detail: pinned_hash,

@@ -502,6 +502,9 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 		return evs
 	}
 	u.observed = snap
+	// The pin first: a replica starting on a store that lost it would
+	// otherwise pin the list saved next.
+	evs = append(evs, inv.keepPin(u)...)
 	if err := inv.store.Save(Observed, snap); err != nil {
 		evs = append(evs, storeError(upstream, Observed, err))
 	}
@@ -694,7 +697,8 @@ func (inv *Inventory) Watch(ctx context.Context) error {
 		func() { inv.emit(inv.resync()) })
 }
 
-// resync reloads every stored snapshot that differs from the one held.
+// resync reloads every stored snapshot that differs from the one held,
+// and puts back the pins held that the store lost (keepPin).
 func (inv *Inventory) resync() []Event {
 	var evs []Event
 	for _, kind := range []Kind{Pinned, Observed} {
@@ -702,11 +706,54 @@ func (inv *Inventory) resync() []Event {
 		if err != nil {
 			return append(evs, storeError("", kind, err))
 		}
+		if kind == Pinned {
+			evs = append(evs, inv.keepPins(names)...)
+		}
 		for _, name := range names {
 			evs = append(evs, inv.reload(kind, name)...)
 		}
 	}
 	return evs
+}
+
+// keepPins puts back the pins held of upstreams not among stored, the
+// upstreams the store has a pin of.
+func (inv *Inventory) keepPins(stored []string) []Event {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	var evs []Event
+	for _, name := range slices.Sorted(maps.Keys(inv.ups)) {
+		if !slices.Contains(stored, name) {
+			evs = append(evs, inv.keepPin(inv.ups[name])...)
+		}
+	}
+	return evs
+}
+
+// keepPin saves u's pin again if the store no longer has one: a Redis
+// restarted without persistence, flushed or failed over to a replica
+// that had not caught up has lost it. Otherwise a replica starting then
+// would pin what the upstream shows it first, a list this pin holds the
+// upstream to (drift), and every other replica would take that pin from
+// the store as an approval through another replica. A pin the store has
+// is left alone, whoever saved it. Callers hold mu.
+func (inv *Inventory) keepPin(u *upstream) []Event {
+	if u.pinned == nil || u.pinErr != nil {
+		return nil
+	}
+	kept, err := inv.store.SaveFirst(Pinned, u.pinned)
+	var bad *LoadError
+	switch {
+	case errors.As(err, &bad):
+		return nil // another writer's pin, which reload rejects
+	case err != nil:
+		return []Event{storeError(u.name, Pinned, err)}
+	case kept != u.pinned:
+		return nil // stored already, by this replica or another
+	}
+	return []Event{{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
+		"hash": u.pinned.Hash, "tools": len(u.pinned.Tools), "restored": true,
+	}}}
 }
 
 // reload makes the stored snapshot of kind for upstream the one held, if

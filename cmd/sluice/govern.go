@@ -365,7 +365,7 @@ func logInventory(logger *slog.Logger, e inventory.Event) {
 		level = slog.LevelError
 	}
 	attrs := []any{"event", e.Type, "upstream", e.Upstream, "tool", e.Tool}
-	for _, k := range []string{"rule", "severity", "field", "change", "blocked", "hash", "tools", "error"} {
+	for _, k := range []string{"rule", "severity", "field", "change", "blocked", "hash", "tools", "restored", "error"} {
 		if v, ok := e.Detail[k]; ok {
 			attrs = append(attrs, k, v)
 		}
