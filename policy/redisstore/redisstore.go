@@ -86,8 +86,10 @@ type Store struct {
 	timeout time.Duration // bounds each Remember and Seen, retries and pool waits included
 
 	// The epoch key tells a Redis that lost its data (restarted without
-	// persistence, a failover to a replica that had not caught up) from
-	// one that never had any: it is written when the memory starts, and
+	// persistence, flushed) from one that never had any (writes lost
+	// with the key kept, by a failover to a replica that had not caught
+	// up or a restart from an older snapshot, are not noticed: the
+	// README says how an operator marks them, "lost:" and the time): it is written when the memory starts, and
 	// a read that finds it gone or changed records when the memory was
 	// lost. Memory from before then is unknown: Seen answers ErrEvicted
 	// for a window reaching back past it (route_memory_evicted) rather

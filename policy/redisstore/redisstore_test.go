@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -290,6 +291,43 @@ func TestDataLossNoticed(t *testing.T) {
 	}
 	if seen, err := b.Seen(ctx, k, []string{"source:sensitive"}, hour); seen || err != nil {
 		t.Errorf("after the operator accepted the loss: %v %v, want clean", seen, err)
+	}
+}
+
+// Writes Redis lost while it kept the epoch key (a restart from an RDB
+// snapshot or from an AOF fsynced every second, a failover to a replica
+// that had not caught up) are not noticed: the memory reads as never
+// written. The README says so, and how an operator marks such a loss,
+// which every store then takes as one it noticed.
+func TestLostWritesMarkedByOperator(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	s, err := New(ctx, Options{URL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := policy.Key{Scope: policy.ScopeAgent, Agent: "alice"}
+	if err := s.Remember(ctx, k, []string{"source:sensitive"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	hour := time.Now().Add(-time.Hour)
+	// What a replica that had not caught up holds: the epoch, not the write.
+	if err := s.rdb.Del(ctx, s.key(k)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seen, err := s.Seen(ctx, k, []string{"source:sensitive"}, hour); seen || err != nil {
+		t.Fatalf("a write lost with the epoch kept: %v %v; want not seen (the README's limit)", seen, err)
+	}
+	lost := time.Now()
+	if err := s.rdb.Set(ctx, DefaultKeyPrefix+"epoch", "lost:"+strconv.FormatInt(lost.UnixNano(), 10), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Seen(ctx, k, []string{"source:sensitive"}, hour); !errors.Is(err, policy.ErrEvicted) {
+		t.Errorf("after the operator marked the loss, a window reaching back past it: %v, want ErrEvicted", err)
+	}
+	if seen, err := s.Seen(ctx, k, []string{"source:sensitive"}, lost.Add(time.Second)); seen || err != nil {
+		t.Errorf("a window starting after the marked loss: %v %v, want not seen", seen, err)
 	}
 }
 
