@@ -1,0 +1,52 @@
+package rediseviction
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// TestPolicy: a server that may evict is told from one that may not, also
+// for a user whose ACL forbids CONFIG (as managed services do): INFO
+// memory says the same. Attack: such a server, with the managed services'
+// default volatile-lru, was taken as not evicting, and route memory and
+// spent buckets, whose keys have a TTL, could be evicted under memory
+// pressure: a sink allowed after a forgotten source, a bucket full again.
+func TestPolicy(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Socket})
+	defer admin.Close()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "managed", "on", ">pw", "~*", "&*", "+@all", "-config").Err(); err != nil {
+		t.Fatal(err)
+	}
+	managed := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Socket, Username: "managed", Password: "pw"})
+	defer managed.Close()
+	if err := managed.ConfigGet(ctx, "maxmemory").Err(); err == nil {
+		t.Fatal("CONFIG GET allowed to a user whose ACL forbids it")
+	}
+	for _, tc := range []struct {
+		policy, maxmemory string
+		evicts            bool
+	}{
+		{"noeviction", "100mb", false},
+		{"volatile-lru", "0", false},
+		{"volatile-lru", "100mb", true},
+		{"allkeys-lru", "100mb", true},
+	} {
+		for k, v := range map[string]string{"maxmemory-policy": tc.policy, "maxmemory": tc.maxmemory} {
+			if err := admin.ConfigSet(ctx, k, v).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for name, c := range map[string]*redis.Client{"CONFIG allowed": admin, "CONFIG forbidden": managed} {
+			p, _, evicts := Policy(ctx, c)
+			if evicts != tc.evicts || (evicts && p != tc.policy) {
+				t.Errorf("%s, %s with maxmemory %s: got %q, %v; want evicts %v", name, tc.policy, tc.maxmemory, p, evicts, tc.evicts)
+			}
+		}
+	}
+}
