@@ -23,7 +23,9 @@ const DefaultRedisPrefix = "{sluice:inventory}:"
 // announced on the channel prefix+"changed", so that the other replicas'
 // Inventory.Watch reloads it: an approval through any replica's admin API
 // applies on all of them. Each operation waits at most timeout (zero: 2s)
-// for Redis. Close closes client.
+// for Redis (with a client honouring context deadlines, as sluice serve
+// dials it); within a second of one that failed, they fail at once.
+// Close closes client.
 func OpenRedisBackend(client redis.UniversalClient, prefix string, timeout time.Duration) *RedisBackend {
 	if prefix == "" {
 		prefix = DefaultRedisPrefix
@@ -47,7 +49,41 @@ type RedisBackend struct {
 	// announcement was lost (zero: 30s). Set it before Watch.
 	ResyncEvery time.Duration
 
-	lastErr atomic.Pointer[error] // why Watch last failed to subscribe
+	lastErr atomic.Pointer[error]   // why Watch last failed to subscribe
+	failed  atomic.Pointer[failure] // the last operation's failure; nil once one succeeds
+}
+
+// failure is an operation that failed, and when.
+type failure struct {
+	at  time.Time
+	err error
+}
+
+// failFast is how long after a failed operation the next ones fail
+// without asking Redis: they run under the inventory's lock (a
+// tools/list is saved as it passes), so a stalled server would otherwise
+// hold each for the timeout in turn, every upstream's lists queued
+// behind them. A failed save is reported and retried by the next change.
+const failFast = time.Second
+
+// do runs op with the timeout, unless an operation failed less than
+// failFast ago. redis.Nil (no such document) is not a failure.
+func (b *RedisBackend) do(op func(ctx context.Context) error) error {
+	if f := b.failed.Load(); f != nil {
+		if ago := time.Since(f.at); ago < failFast {
+			return fmt.Errorf("redis: not asked, it failed %v ago: %w", ago.Round(time.Millisecond), f.err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	err := op(ctx)
+	switch {
+	case err == nil || errors.Is(err, redis.Nil):
+		b.failed.Store(nil)
+	default:
+		b.failed.Store(&failure{at: time.Now(), err: err})
+	}
+	return err
 }
 
 var _ Watcher = (*RedisBackend)(nil)
@@ -57,18 +93,16 @@ func (b *RedisBackend) Close() error { return b.c.Close() }
 
 func (b *RedisBackend) key(kind Kind) string { return b.prefix + string(kind) }
 
-func (b *RedisBackend) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), b.timeout)
-}
-
 func (b *RedisBackend) Where(kind Kind, upstream string) string {
 	return fmt.Sprintf("redis %s field %q", b.key(kind), upstream)
 }
 
 func (b *RedisBackend) Get(kind Kind, upstream string) ([]byte, error) {
-	ctx, cancel := b.ctx()
-	defer cancel()
-	doc, err := b.c.HGet(ctx, b.key(kind), upstream).Bytes()
+	var doc []byte
+	err := b.do(func(ctx context.Context) (err error) {
+		doc, err = b.c.HGet(ctx, b.key(kind), upstream).Bytes()
+		return err
+	})
 	if errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("%s: %w", b.Where(kind, upstream), fs.ErrNotExist)
 	}
@@ -84,42 +118,52 @@ func (b *RedisBackend) announce(ctx context.Context, kind Kind, upstream string)
 }
 
 func (b *RedisBackend) Put(kind Kind, upstream string, doc []byte) error {
-	ctx, cancel := b.ctx()
-	defer cancel()
-	if err := b.c.HSet(ctx, b.key(kind), upstream, doc).Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
-	}
-	if err := b.announce(ctx, kind, upstream); err != nil {
+	var stored bool
+	err := b.do(func(ctx context.Context) error {
+		if err := b.c.HSet(ctx, b.key(kind), upstream, doc).Err(); err != nil {
+			return err
+		}
+		stored = true
+		return b.announce(ctx, kind, upstream)
+	})
+	switch {
+	case err == nil:
+		return nil
+	case stored:
 		// Stored: the others see it on their next resync.
 		return fmt.Errorf("redis: stored, but announcing the change: %w", err)
 	}
-	return nil
+	return fmt.Errorf("redis: %w", err)
 }
 
 func (b *RedisBackend) PutIfAbsent(kind Kind, upstream string, doc []byte) ([]byte, error) {
-	ctx, cancel := b.ctx()
-	defer cancel()
-	set, err := b.c.HSetNX(ctx, b.key(kind), upstream, doc).Result()
-	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
-	}
-	if !set {
-		kept, err := b.c.HGet(ctx, b.key(kind), upstream).Bytes()
-		if err != nil {
-			return nil, fmt.Errorf("redis: %w", err)
+	var set bool
+	var kept []byte
+	err := b.do(func(ctx context.Context) (err error) {
+		if set, err = b.c.HSetNX(ctx, b.key(kind), upstream, doc).Result(); err != nil {
+			return err
 		}
+		if !set {
+			kept, err = b.c.HGet(ctx, b.key(kind), upstream).Bytes()
+			return err
+		}
+		return b.announce(ctx, kind, upstream)
+	})
+	switch {
+	case err == nil:
 		return kept, nil
-	}
-	if err := b.announce(ctx, kind, upstream); err != nil {
+	case set:
 		return nil, fmt.Errorf("redis: stored, but announcing the change: %w", err)
 	}
-	return nil, nil
+	return nil, fmt.Errorf("redis: %w", err)
 }
 
 func (b *RedisBackend) List(kind Kind) ([]string, error) {
-	ctx, cancel := b.ctx()
-	defer cancel()
-	names, err := b.c.HKeys(ctx, b.key(kind)).Result()
+	var names []string
+	err := b.do(func(ctx context.Context) (err error) {
+		names, err = b.c.HKeys(ctx, b.key(kind)).Result()
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
@@ -127,12 +171,12 @@ func (b *RedisBackend) List(kind Kind) ([]string, error) {
 }
 
 func (b *RedisBackend) Remove(kind Kind, upstream string) error {
-	ctx, cancel := b.ctx()
-	defer cancel()
-	if err := b.c.HDel(ctx, b.key(kind), upstream).Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
-	}
-	return b.announce(ctx, kind, upstream)
+	return b.do(func(ctx context.Context) error {
+		if err := b.c.HDel(ctx, b.key(kind), upstream).Err(); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+		return b.announce(ctx, kind, upstream)
+	})
 }
 
 // Watch subscribes to the change channel until ctx is done. go-redis

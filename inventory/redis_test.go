@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ func replica(t *testing.T, srv *redistest.Server, key ed25519.PrivateKey, opts O
 		t.Fatal(err)
 	}
 	ropt.MaxRetries = -1
+	ropt.ContextTimeoutEnabled = true // as sluice serve dials it: the timeout bounds the wait
 	be := OpenRedisBackend(redis.NewClient(ropt), "", 500*time.Millisecond)
 	be.ResyncEvery = time.Hour // announcements, not resyncs, are under test
 	t.Cleanup(func() { be.Close() })
@@ -236,4 +238,64 @@ func TestPinKeptThroughRedisLoss(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A stalled Redis (SIGSTOP) holds one save for the timeout, not every
+// save queued behind it: the saves that follow within a second fail at
+// once, as a failed save does (the lists still count: drift blocks), and
+// saves work again once Redis answers. Attack: an upstream whose list
+// differs each time (a clock in a description) has every tools/list
+// saved under the inventory's lock; with Redis stalled, each waited out
+// the timeout in turn, so 20 lists at once took 20 timeouts (10 s with
+// 500ms) and every other upstream's tools/list waited behind them.
+func TestStalledRedisSavesDoNotQueue(t *testing.T) {
+	srv := redistest.Start(t)
+	a, arec := replica(t, srv, testKey(t), Options{})
+	a.ObserveTools("demo", tl("", "echo", "Echo a message."))
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = srv.Resume()
+		}
+	}()
+	const lists = 20
+	done := make(chan struct{}, lists)
+	start := time.Now()
+	for i := range lists {
+		go func() {
+			a.ObserveTools("demo", tl("", "echo", fmt.Sprintf("Echo a message. It is %d o'clock.", i)))
+			done <- struct{}{}
+		}()
+	}
+	hang := time.After(60 * time.Second)
+	for range lists {
+		select {
+		case <-done:
+		case <-hang:
+			t.Fatal("tools/list observations with Redis stalled did not return within 60s")
+		}
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("%d lists with Redis stalled took %v, want about one 500ms timeout", lists, took)
+	}
+	if !blocked(a, "demo", "echo") {
+		t.Error("the drifted tool is not blocked while Redis is stalled")
+	}
+	if len(arec.take(EventStoreError)) == 0 {
+		t.Error("no store error reported while Redis is stalled")
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	n := 0
+	eventually(t, "saves work again", func() bool {
+		n++ // a list that changed: one that did not is not saved again
+		a.ObserveTools("demo", tl("", "echo", fmt.Sprintf("Echo a message. Redis is back (%d).", n)))
+		snap, err := a.store.Load(Observed, "demo")
+		return err == nil && snap.Hash == a.Hash("demo")
+	})
 }
