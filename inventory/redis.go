@@ -112,50 +112,46 @@ func (b *RedisBackend) Get(kind Kind, upstream string) ([]byte, error) {
 	return doc, nil
 }
 
-// announcement is "<sender> <kind> <upstream>".
-func (b *RedisBackend) announce(ctx context.Context, kind Kind, upstream string) error {
-	return b.c.Publish(ctx, b.prefix+"changed", b.self+" "+string(kind)+" "+upstream).Err()
+// announce tells the other replicas that the document of kind for
+// upstream changed: "<sender> <kind> <upstream>". Its failure is not the
+// store's (the document is stored; the others see it on their next
+// resync), so it does not make the next operations fail at once.
+func (b *RedisBackend) announce(kind Kind, upstream string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	if err := b.c.Publish(ctx, b.prefix+"changed", b.self+" "+string(kind)+" "+upstream).Err(); err != nil {
+		return fmt.Errorf("redis: stored, but announcing the change: %w", err)
+	}
+	return nil
 }
 
 func (b *RedisBackend) Put(kind Kind, upstream string, doc []byte) error {
-	var stored bool
 	err := b.do(func(ctx context.Context) error {
-		if err := b.c.HSet(ctx, b.key(kind), upstream, doc).Err(); err != nil {
-			return err
-		}
-		stored = true
-		return b.announce(ctx, kind, upstream)
+		return b.c.HSet(ctx, b.key(kind), upstream, doc).Err()
 	})
-	switch {
-	case err == nil:
-		return nil
-	case stored:
-		// Stored: the others see it on their next resync.
-		return fmt.Errorf("redis: stored, but announcing the change: %w", err)
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
 	}
-	return fmt.Errorf("redis: %w", err)
+	return b.announce(kind, upstream)
 }
 
 func (b *RedisBackend) PutIfAbsent(kind Kind, upstream string, doc []byte) ([]byte, error) {
 	var set bool
 	var kept []byte
 	err := b.do(func(ctx context.Context) (err error) {
-		if set, err = b.c.HSetNX(ctx, b.key(kind), upstream, doc).Result(); err != nil {
+		if set, err = b.c.HSetNX(ctx, b.key(kind), upstream, doc).Result(); err != nil || set {
 			return err
 		}
-		if !set {
-			kept, err = b.c.HGet(ctx, b.key(kind), upstream).Bytes()
-			return err
-		}
-		return b.announce(ctx, kind, upstream)
+		kept, err = b.c.HGet(ctx, b.key(kind), upstream).Bytes()
+		return err
 	})
 	switch {
-	case err == nil:
+	case err != nil:
+		return nil, fmt.Errorf("redis: %w", err)
+	case !set:
 		return kept, nil
-	case set:
-		return nil, fmt.Errorf("redis: stored, but announcing the change: %w", err)
 	}
-	return nil, fmt.Errorf("redis: %w", err)
+	return nil, b.announce(kind, upstream)
 }
 
 func (b *RedisBackend) List(kind Kind) ([]string, error) {
@@ -171,26 +167,34 @@ func (b *RedisBackend) List(kind Kind) ([]string, error) {
 }
 
 func (b *RedisBackend) Remove(kind Kind, upstream string) error {
-	return b.do(func(ctx context.Context) error {
-		if err := b.c.HDel(ctx, b.key(kind), upstream).Err(); err != nil {
-			return fmt.Errorf("redis: %w", err)
-		}
-		return b.announce(ctx, kind, upstream)
+	err := b.do(func(ctx context.Context) error {
+		return b.c.HDel(ctx, b.key(kind), upstream).Err()
 	})
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return b.announce(kind, upstream)
 }
 
 // Watch subscribes to the change channel until ctx is done. go-redis
 // reconnects a broken subscription by itself, but announcements sent
 // meanwhile are lost: so resync runs once subscribed and then every
 // ResyncEvery (a replica that missed a change sees it at most that late).
-// While Redis cannot be reached, Watch retries every second.
+// While it cannot subscribe (Redis unreachable, an ACL or a proxy that
+// refuses SUBSCRIBE), Watch retries every second, and resyncs every
+// ResyncEvery all the same.
 func (b *RedisBackend) Watch(ctx context.Context, changed func(Kind, string), resync func()) error {
+	var last time.Time // of the last resync
+	resynced := func() { last = time.Now(); resync() }
 	for {
-		err := b.watch(ctx, changed, resync)
+		err := b.watch(ctx, changed, resynced)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		b.lastErr.Store(&err)
+		if time.Since(last) >= b.resyncEvery() {
+			resynced()
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -199,19 +203,25 @@ func (b *RedisBackend) Watch(ctx context.Context, changed func(Kind, string), re
 	}
 }
 
+func (b *RedisBackend) resyncEvery() time.Duration {
+	if b.ResyncEvery <= 0 {
+		return 30 * time.Second
+	}
+	return b.ResyncEvery
+}
+
 func (b *RedisBackend) watch(ctx context.Context, changed func(Kind, string), resync func()) error {
 	ps := b.c.Subscribe(ctx, b.prefix+"changed")
 	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
+	rctx, cancel := context.WithTimeout(ctx, b.timeout)
+	_, err := ps.Receive(rctx) // the subscription's confirmation
+	cancel()
+	if err != nil {
 		return fmt.Errorf("redis: subscribing to %schanged: %w", b.prefix, err)
 	}
 	msgs := ps.Channel()
 	resync()
-	every := b.ResyncEvery
-	if every <= 0 {
-		every = 30 * time.Second
-	}
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(b.resyncEvery())
 	defer tick.Stop()
 	for {
 		select {
