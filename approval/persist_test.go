@@ -170,3 +170,45 @@ func testPersistHistoryBound(t *testing.T, open func(Options) *Store) {
 		t.Errorf("after reopening: got %d requests, want the newest 2 (%v)", len(got), ids[2:])
 	}
 }
+
+// TestRedisStateKeyKeptThroughLoss: a Redis that lost the requestState
+// key (restarted without persistence, flushed) gets it back from the
+// stores using it at their next operation, so a replica started after the
+// loss seals and opens with the same key. Before, it wrote a key of its
+// own: a state sealed by any other replica was refused there ("not a
+// state this gateway issued"), and its states by them, until every
+// replica restarted.
+func TestRedisStateKeyKeptThroughLoss(t *testing.T) {
+	srv := redistest.Start(t)
+	opt, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() *Store {
+		s, err := OpenRedisStore(context.Background(), redis.NewClient(opt), "test:", Options{Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	ctx := context.Background()
+	a := open()
+	admin := redis.NewClient(opt)
+	defer admin.Close()
+	if err := admin.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	d := intercept.Decide(ctx, &Gate{Next: holdPay, Store: a}, call(`{"amount":5}`))
+	if d.Verdict != intercept.RequireApproval || d.ApprovalID == "" {
+		t.Fatalf("call held after the loss: got %s %q, want require_approval with an id", d.Verdict, d.ApprovalID)
+	}
+	sealed, err := a.SealState(d.ApprovalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := open() // a replica started after the loss
+	if st, err := b.OpenState(sealed); err != nil || st.ApprovalID != d.ApprovalID {
+		t.Errorf("a state sealed by the replica that ran on: got %+v, %v; want it opened", st, err)
+	}
+}

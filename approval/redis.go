@@ -39,6 +39,7 @@ func OpenRedisStore(ctx context.Context, client redis.UniversalClient, prefix st
 			return nil, fmt.Errorf("approval: redis: the stored requestState key is %d bytes, want 32", len(key))
 		}
 		opts.StateKey = key
+		b.stateKey = key
 	}
 	s := NewStore(opts)
 	s.be = b
@@ -51,12 +52,18 @@ type redisBackend struct {
 	prefix string
 	wait   time.Duration // longest wait for the lock
 	lease  time.Duration // how long a taken lock lasts if its holder dies
+	// stateKey is the requestState key kept in Redis (nil: the caller's
+	// own), which each commit puts back if Redis lost it: a replica
+	// started after the loss would otherwise seal with a key of its
+	// own, and the states every other replica seals would be refused
+	// there, and its states by them.
+	stateKey []byte
 }
 
 func (b *redisBackend) close() error { return b.c.Close() }
 
 func (b *redisBackend) keys() []string {
-	return []string{b.prefix + "lock", b.prefix + "requests", b.prefix + "done", b.prefix + "seq"}
+	return []string{b.prefix + "lock", b.prefix + "requests", b.prefix + "done", b.prefix + "seq", b.prefix + "state_key"}
 }
 
 func (b *redisBackend) begin() (backendTx, error) {
@@ -131,12 +138,16 @@ func (t *redisTx) put(id, data string, linked, finished bool) error {
 }
 
 // commitScript applies a transaction's writes if its lock is still held,
+// puts back the requestState key (ARGV[2], unless empty) if it is gone,
 // then releases the lock.
 var commitScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('the approvals lock expired before the write')
 end
-local i = 2
+if ARGV[2] ~= '' then
+  redis.call('SET', KEYS[5], ARGV[2], 'NX')
+end
+local i = 3
 while i <= #ARGV do
   local op, id = ARGV[i], ARGV[i+1]
   if op == 'del' then
@@ -163,7 +174,7 @@ return 0
 func (t *redisTx) commit() error {
 	ctx, cancel := t.ctx()
 	defer cancel()
-	return commitScript.Run(ctx, t.b.c, t.b.keys(), append([]any{t.token}, t.ops...)...).Err()
+	return commitScript.Run(ctx, t.b.c, t.b.keys(), append([]any{t.token, t.b.stateKey}, t.ops...)...).Err()
 }
 
 func (t *redisTx) rollback() {
