@@ -178,8 +178,9 @@ func (b *RedisBackend) Remove(kind Kind, upstream string) error {
 
 // Watch subscribes to the change channel until ctx is done. go-redis
 // reconnects a broken subscription by itself, but announcements sent
-// meanwhile are lost: so resync runs once subscribed and then every
-// ResyncEvery (a replica that missed a change sees it at most that late).
+// meanwhile are lost: so resync runs once subscribed, again each time
+// the subscription is made anew, and every ResyncEvery (a replica that
+// missed a change sees it at most that late).
 // While it cannot subscribe (Redis unreachable, an ACL or a proxy that
 // refuses SUBSCRIBE), Watch retries every second, and resyncs every
 // ResyncEvery all the same.
@@ -219,7 +220,10 @@ func (b *RedisBackend) watch(ctx context.Context, changed func(Kind, string), re
 	if err != nil {
 		return fmt.Errorf("redis: subscribing to %schanged: %w", b.prefix, err)
 	}
-	msgs := ps.Channel()
+	// With the subscriptions' confirmations: after the first, each says
+	// that go-redis subscribed again on a new connection, Redis having
+	// come back (perhaps restarted empty: resync puts the pins back).
+	msgs := ps.ChannelWithSubscriptions()
 	resync()
 	tick := time.NewTicker(b.resyncEvery())
 	defer tick.Stop()
@@ -229,9 +233,16 @@ func (b *RedisBackend) watch(ctx context.Context, changed func(Kind, string), re
 			return ctx.Err()
 		case <-tick.C:
 			resync()
-		case m, ok := <-msgs:
+		case msg, ok := <-msgs:
 			if !ok {
 				return errors.New("redis: the change subscription was closed")
+			}
+			m, isMsg := msg.(*redis.Message)
+			if !isMsg {
+				if sub, ok := msg.(*redis.Subscription); ok && sub.Kind == "subscribe" {
+					resync()
+				}
+				continue
 			}
 			sender, rest, ok := strings.Cut(m.Payload, " ")
 			if !ok || sender == b.self {

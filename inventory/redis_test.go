@@ -22,8 +22,8 @@ func replica(t *testing.T, srv *redistest.Server, key ed25519.PrivateKey, opts O
 	if err != nil {
 		t.Fatal(err)
 	}
-	ropt.MaxRetries = -1
-	ropt.ContextTimeoutEnabled = true // as sluice serve dials it: the timeout bounds the wait
+	ropt.MaxRetries = 1               // as sluice serve dials it: a connection Redis closed is tried again
+	ropt.ContextTimeoutEnabled = true // and the timeout bounds the wait
 	be := OpenRedisBackend(redis.NewClient(ropt), "", 500*time.Millisecond)
 	be.ResyncEvery = time.Hour // announcements, not resyncs, are under test
 	t.Cleanup(func() { be.Close() })
@@ -344,4 +344,23 @@ func TestChangesApplyWithoutSubscription(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "A releases the tool approved through B", func() bool { return !blocked(a, "demo", "echo") })
+}
+
+// A replica notices that Redis came back (its subscription is made again)
+// and resyncs then, putting back at once the pins a Redis restarted empty
+// lost, rather than at its next periodic resync (30 s by default: time
+// for a replica rescheduled with Redis to start and pin what it sees).
+func TestPinRestoredWhenRedisReturns(t *testing.T) {
+	srv := redistest.Start(t)
+	a, _ := replica(t, srv, testKey(t), Options{}) // resyncs every hour
+	a.ObserveTools("demo", tl("", "echo", "Echo a message."))
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	admin := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Socket})
+	defer admin.Close()
+	eventually(t, "the pin is back in Redis", func() bool {
+		n, err := admin.HExists(context.Background(), DefaultRedisPrefix+"pinned", "demo").Result()
+		return err == nil && n
+	})
 }
