@@ -26,7 +26,8 @@ func writeRequest(w *bufio.Writer, req *http.Request) error {
 	}
 	// The head, as Request.write and transferWriter.writeHeader write it
 	// for such a request: request line, Host, User-Agent (the client's,
-	// trimmed, or Go's unless the header is there and empty),
+	// trimmed, or Go's unless the header is there and empty; one of blanks
+	// is an empty line),
 	// Content-Length, then the other headers sorted by name, each value
 	// trimmed.
 	w.WriteString("POST ")
@@ -38,12 +39,14 @@ func writeRequest(w *bufio.Writer, req *http.Request) error {
 	if vv, ok := req.Header["User-Agent"]; ok {
 		ua = ""
 		if len(vv) > 0 {
-			ua = textproto.TrimString(vv[0])
+			ua = vv[0]
 		}
 	}
 	if ua != "" {
+		// Trimmed after the test, as Request.Write does: a value of
+		// blanks is a User-Agent line with none.
 		w.WriteString("User-Agent: ")
-		w.WriteString(ua)
+		w.WriteString(textproto.TrimString(ua))
 		w.WriteString("\r\n")
 	}
 	w.WriteString("Content-Length: ")

@@ -72,6 +72,7 @@ func TestWriteRequestIsRequestWrite(t *testing.T) {
 		{name: "ipv6", url: "http://[::1]:8080/mcp", body: "{}"},
 		{name: "no port", url: "http://upstream/mcp", body: "{}"},
 		{name: "user agent", url: "http://h/mcp", header: http.Header{"User-Agent": {"  agent/1.0 \t"}}, body: "{}"},
+		{name: "blank user agent", url: "http://h/mcp", header: http.Header{"User-Agent": {" \t "}}, body: "{}"},
 		{name: "empty user agent", url: "http://h/mcp", header: http.Header{"User-Agent": {""}}, body: "{}"},
 		{name: "user agent without values", url: "http://h/mcp", header: http.Header{"User-Agent": {}}, body: "{}"},
 		{name: "two user agents", url: "http://h/mcp", header: http.Header{"User-Agent": {"a", "b"}}, body: "{}"},
@@ -145,6 +146,7 @@ func FuzzWriteRequest(f *testing.F) {
 	f.Add("http://127.0.0.1:8080/mcp", "", "Content-Type", "application/json", "Accept", "text/event-stream", "{}", int64(0))
 	f.Add("http://h/mcp?x=1", "h:1", "User-Agent", " a ", "X-B", "", "{\"a\":1}", int64(3))
 	f.Add("http://[::1]/", "[fe80::1%25x]", "x", "1\n2", "User-Agent", "", "", int64(-1))
+	f.Add("http://h/", "", "User-Agent", " ", "X", "1", "{}", int64(0))
 	f.Fuzz(func(t *testing.T, url, host, k1, v1, k2, v2, body string, length int64) {
 		mk := func() *http.Request {
 			req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(body))
