@@ -6,6 +6,20 @@ package policy
 // not recorded, such decisions cannot be reproduced. A nil *Policy reads
 // nothing.
 func (p *Policy) ReadsArguments(upstream, tool string) bool {
+	return p.anyMatching(upstream, tool, func(c *condition) bool { return c.args })
+}
+
+// Conditional reports whether a decision about tool on upstream may turn
+// on a rule's condition, whatever it reads (arguments, the principal, the
+// classifier's advice, the session): whether a rule that can match the
+// tool has one. A nil *Policy has none.
+func (p *Policy) Conditional(upstream, tool string) bool {
+	return p.anyMatching(upstream, tool, func(*condition) bool { return true })
+}
+
+// anyMatching reports whether a rule that can match tool on upstream has a
+// condition of which is reports true.
+func (p *Policy) anyMatching(upstream, tool string, is func(*condition) bool) bool {
 	if p == nil {
 		return false
 	}
@@ -14,7 +28,7 @@ func (p *Policy) ReadsArguments(upstream, tool string) bool {
 	for _, src := range p.sources(buf[:0], upstream, tool, classes) {
 		for _, slot := range []int{slotDeny, slotApproval, slotAllow} {
 			for _, i := range src.s[slot] {
-				if r := p.rules[i]; r.when != nil && r.when.args && r.m.matches(upstream, tool, classes) {
+				if r := p.rules[i]; r.when != nil && is(r.when) && r.m.matches(upstream, tool, classes) {
 					return true
 				}
 			}

@@ -384,3 +384,105 @@ manifests:
 		t.Errorf("Apply of ceiling %s for intern under a local default: got %v, want ErrWidens", r.Change.Value, err)
 	}
 }
+
+// TestAttackElevateClassPastCondition: widens probed the tool with no
+// arguments, no principal and no classification, where a condition on an
+// allow rule fails; the calls the agent makes have them. Under default:
+// deny, "class delete_repo as vcs:read too" was proposed and applied
+// where the rule allowing vcs:read asks for a repo argument (or an admin
+// principal, or a Read classification, which the agent's shaped arguments
+// get), and approving it allowed delete_repo {"repo": "prod"}.
+func TestAttackElevateClassPastCondition(t *testing.T) {
+	for _, when := range []string{
+		`has(args.repo)`,
+		`args.repo.startsWith("p")`,
+		`principal.id == "mallory"`,
+		`classification.action_type == "Read"`,
+	} {
+		t.Run(when, func(t *testing.T) {
+			src := `default: deny
+tool_classes:
+  delete_repo: [vcs:destructive]
+  read_repo: [vcs:read]
+rules:
+  - id: reads
+    match: {match_any_class: [vcs:read]}
+    when: '` + when + `'
+    decision: allow
+`
+			decide := func(src []byte) intercept.Decision {
+				p, err := policy.Compile(src, "p.yaml", policy.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, _ := p.Decide(context.Background(), &intercept.ActionDescriptor{Method: "tools/call", ToolName: "delete_repo", Upstream: "github",
+					Agent: "mallory", SessionID: "s", Parameters: jsontext.Value(`{"repo":"prod"}`),
+					Principal:      &intercept.Principal{ID: "mallory", Method: "api_key"},
+					Classification: map[string]any{"action_type": "Read"}})
+				return d
+			}
+			if d := decide([]byte(src)); d.Verdict != intercept.Deny {
+				t.Fatalf("before: %s", d.Verdict)
+			}
+			var evs []telemetry.Event
+			for i := range 6 {
+				evs = append(evs, classified(now.Add(-time.Duration(i)*time.Hour), "mallory", "github", "delete_repo", "vcs:destructive", "vcs:read", "Read"))
+			}
+			for _, r := range corpusOf(t, src, evs) {
+				out, err := Apply([]byte(src), r)
+				if err != nil {
+					continue
+				}
+				if d := decide(out); d.Verdict != intercept.Deny {
+					t.Errorf("approving %s %q makes mallory's delete_repo {\"repo\":\"prod\"} %s by %q; diff:\n%s", r.Type, r.Summary, d.Verdict, d.RuleID, Diff([]byte(src), out))
+				}
+			}
+			r := Recommendation{ID: "rec_x", Type: ElevateClass, Agent: "mallory", Tool: "github/delete_repo",
+				Change: Change{Path: []string{"tool_classes", "github/delete_repo"}, Operation: "add", Value: "vcs:read"}}
+			if _, err := Apply([]byte(src), r); !errors.Is(err, ErrWidens) {
+				t.Errorf("Apply of %s to %s: got %v, want ErrWidens", r.Change.Value, r.Change.Field(), err)
+			}
+		})
+	}
+}
+
+// TestAttackSplitClassOnNamedUpstream: widens probed a bare tool key on
+// no upstream, where a rule scoped to one (upstream: docs) does not
+// match; the calls are on that upstream. "split docs: give purge_doc the
+// class docs:write" was proposed and applied where only docs's
+// docs:write tools are allowed, and approving it allowed purge_doc there.
+func TestAttackSplitClassOnNamedUpstream(t *testing.T) {
+	const src = `default: deny
+tool_classes:
+  read_doc: [docs]
+  purge_doc: [docs]
+  write_note: [docs:write]
+rules:
+  - id: notes
+    match: {upstream: docs, match_any_class: [docs:write]}
+    decision: allow
+`
+	if d := decideIn(t, []byte(src), "mallory", "docs", "purge_doc", ""); d.Verdict != intercept.Deny {
+		t.Fatalf("before: %s", d.Verdict)
+	}
+	var evs []telemetry.Event
+	for i := range 4 {
+		at := now.Add(-time.Duration(i) * time.Hour)
+		evs = append(evs, classified(at, "mallory", "docs", "read_doc", "docs", "docs", "Read"),
+			classified(at, "mallory", "docs", "purge_doc", "docs", "docs", "Write"))
+	}
+	for _, r := range corpusOf(t, src, evs) {
+		out, err := Apply([]byte(src), r)
+		if err != nil {
+			continue
+		}
+		if d := decideIn(t, out, "mallory", "docs", "purge_doc", ""); d.Verdict != intercept.Deny {
+			t.Errorf("approving %s %q makes mallory's purge_doc %s by %q; diff:\n%s", r.Type, r.Summary, d.Verdict, d.RuleID, Diff([]byte(src), out))
+		}
+	}
+	r := Recommendation{ID: "rec_x", Type: SplitClass, CapabilityClass: "docs",
+		Change: Change{Path: []string{"tool_classes"}, Operation: "add", Value: map[string]any{"class": "docs:write", "tools": []any{"purge_doc"}}}}
+	if _, err := Apply([]byte(src), r); !errors.Is(err, ErrWidens) {
+		t.Errorf("Apply of the split: got %v, want ErrWidens", err)
+	}
+}
