@@ -324,10 +324,15 @@ func (c *compiled) urlZone(s string) (string, float64) {
 }
 
 // networkScheme reports whether URLs of scheme name a host on a network:
-// the web's, databases', queues' and file transfer's. Other schemes'
-// single-label "hosts" are an application's resource names.
+// the web's, databases', queues', file transfer's and object stores' (a
+// bucket's name, "s3://bucket/key", is a single label and the internet's).
+// Other schemes' single-label "hosts" are an application's resource names.
 func networkScheme(scheme string) bool {
 	switch strings.ToLower(scheme) {
+	case "s3", "s3a", "s3n", "gs", "gcs", "az", "abfs", "abfss", "wasb", "wasbs", "adl", "oss", "cos", "r2", "b2",
+		"swift", "hdfs", "webhdfs", "webdav", "webdavs", "dav", "davs", "ipfs", "ipns", "irc", "ircs", "xmpp",
+		"sip", "sips", "rtsp", "rtmp", "rtmps", "gopher", "ssh2", "scp":
+		return true
 	case "http", "https", "ws", "wss", "ftp", "ftps", "sftp", "ssh", "git", "svn", "rsync", "smb", "nfs",
 		"postgres", "postgresql", "mysql", "mariadb", "sqlserver", "mssql", "jdbc", "mongodb", "mongodb+srv",
 		"redis", "rediss", "memcached", "amqp", "amqps", "mqtt", "mqtts", "kafka", "nats", "ldap", "ldaps",

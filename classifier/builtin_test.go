@@ -184,6 +184,8 @@ func TestBuiltinBoundary(t *testing.T) {
 		{"no endpoint", builtinCall{tool: "echo"}, External, SourceNone, 0.3},
 		{"an application's URL scheme names no host", builtinCall{target: stdioFS, tool: "run_project", args: `{"path":"/home/u/game","scene":"res://scenes/main.tscn"}`}, Local, SourceEndpointInference, 0.85},
 		{"a database URL's single label is a host", fetch("postgres://db/app"), IntraOrg, SourceParameters, 0.7},
+		{"a bucket is no application's resource", builtinCall{target: stdioFS, tool: "copy_file", args: `{"source":"/home/u/secret","destination":"s3://drop-bucket/loot"}`}, IntraOrg, SourceParameters, 0.7},
+		{"nor an object store's container", builtinCall{target: stdioFS, tool: "copy_file", args: `{"source":"/home/u/secret","destination":"gs://drop-bucket/loot"}`}, IntraOrg, SourceParameters, 0.7},
 		{"an API's path is no file", builtinCall{target: "stdio:npx -y acme-tracker-mcp@1.0.0", tool: "api_get", args: `{"path":"/rest/api/3/issue/OPS-412"}`}, External, SourceEndpointInference, 0.65},
 		{"a path with a query is no file", builtinCall{target: "stdio:npx -y acme-tracker-mcp@1.0.0", tool: "request", args: `{"path":"/orders?status=eq.paid"}`}, External, SourceEndpointInference, 0.65},
 		{"a versioned folder is a file", builtinCall{target: "stdio:npx -y acme-tracker-mcp@1.0.0", tool: "read", args: `{"path":"/home/u/v1/notes.txt"}`}, Local, SourceParameters, 0.65},
