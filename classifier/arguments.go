@@ -58,6 +58,9 @@ const (
 	kSQL
 	kTable
 	kAll
+	// kVocab: a JSON-LD or JSON Schema keyword ("@context", "$ref"),
+	// content unless its URL is not a vocabulary's (vocabularyURL).
+	kVocab
 )
 
 var keyWords = map[string]keyKind{
@@ -101,8 +104,10 @@ func classifyKey(key string) keyKind {
 	if key[0] == '@' || key[0] == '$' {
 		// JSON-LD and JSON Schema keywords ("@context", "@id",
 		// "$schema", "$ref"): their URLs name vocabularies and
-		// documents, they are not where a call goes.
-		return kContent
+		// documents, not where a call goes, when they are a
+		// vocabulary's (vocabularyURL); any other is a document a
+		// JSON-LD processor or a schema validator may fetch.
+		return kContent | kVocab
 	}
 	// Split into lower-case words in a stack buffer: names such as
 	// "connectionString" or "per_page" must not allocate.
@@ -178,6 +183,41 @@ var sensitivePathParts = [...]string{"/.ssh/", "id_rsa", "id_ed25519", "id_ecdsa
 	"credentials.json", ".pem", ".p12", ".pfx", ".key", "/.env", ".env.", "secrets.", "/secrets/", "mcp.json",
 	".gnupg/", "keychain", "vault"}
 
+// vocabularyHosts publish the vocabularies and schemas JSON-LD contexts
+// and JSON Schema documents name, or are reserved for examples (RFC
+// 2606): a URL of theirs names a vocabulary, and a processor fetching it
+// (most JSON-LD document loaders fetch a remote @context; a validator a
+// remote $ref) sends nothing of the call's anywhere that matters.
+var vocabularyHosts = [...]string{"schema.org", "json-schema.org", "w3.org", "w3id.org", "purl.org", "json-ld.org",
+	"schemastore.org", "xmlns.com", "ogp.me", "example.com", "example.org", "example.net"}
+
+// vocabularyURL reports whether s, the value of a JSON-LD or JSON Schema
+// keyword, is no URL or one of a vocabulary host (vocabularyHosts) or a
+// subdomain of one; not one of a host the agent may have chosen
+// ("@context": "https://attacker.example/?d=…").
+func vocabularyURL(s string) bool {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return true
+	}
+	host := s[i+3:]
+	if j := strings.IndexAny(host, "/?#\\"); j >= 0 {
+		host = host[:j]
+	}
+	if strings.ContainsAny(host, "@[") {
+		return false // userinfo, whose host a reader may take for another
+	}
+	if j := strings.IndexByte(host, ':'); j >= 0 {
+		host = host[:j]
+	}
+	for _, v := range vocabularyHosts {
+		if strings.EqualFold(host, v) || len(host) > len(v) && host[len(host)-len(v)-1] == '.' && strings.EqualFold(host[len(host)-len(v):], v) {
+			return true
+		}
+	}
+	return false
+}
+
 // inJSONPatch reports whether a value is inside a JSON Patch (RFC 6902):
 // an array named patch or patches.
 func inJSONPatch(stack []walkFrame) bool {
@@ -239,7 +279,7 @@ func (c *compiled) scanString(f *argFacts, kk keyKind, s string) {
 
 	// Boundary: URL-like arguments, and any value that is a whole URL
 	// unless it is content.
-	if kk&kContent == 0 && noSpace && len(trimmed) < 4096 {
+	if (kk&kContent == 0 || kk&kVocab != 0 && !vocabularyURL(trimmed)) && noSpace && len(trimmed) < 4096 {
 		zone, conf := "", 0.0
 		switch {
 		case strings.Contains(trimmed, "://"):

