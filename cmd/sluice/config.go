@@ -475,6 +475,9 @@ func parseConfig(path string, b []byte) (*config, error) {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := checkAliases(path, &doc); err != nil {
+		return nil, err
+	}
 	if err := unknownKeys(path, &doc, reflect.TypeFor[config]()); err != nil {
 		return nil, err
 	}

@@ -15,6 +15,48 @@ import (
 	"github.com/sluicehq/sluice/internal/spelling"
 )
 
+// maxExpanded bounds the values a config stands for with its aliases
+// expanded. Merge keys naming one anchor twice, each level twice the one
+// below, make a few hundred bytes stand for millions of sections, which
+// the key and value checks walk and yaml decodes one by one; a config
+// that repeats a section or two by alias stays far below it.
+const maxExpanded = 100_000
+
+// checkAliases refuses doc, the config as parsed, when its aliases
+// expand it to more than maxExpanded values: before anything walks it.
+func checkAliases(file string, doc *yaml.Node) error {
+	sizes := map[*yaml.Node]int{} // a node's size expanded; -1 while it is counted
+	var size func(n *yaml.Node) int
+	size = func(n *yaml.Node) int {
+		for n != nil && n.Kind == yaml.AliasNode {
+			n = n.Alias
+		}
+		if n == nil {
+			return 0
+		}
+		if s, ok := sizes[n]; ok {
+			if s < 0 {
+				return maxExpanded + 1 // an anchor inside itself
+			}
+			return s
+		}
+		sizes[n] = -1
+		s := 1
+		for _, c := range n.Content {
+			if s += size(c); s > maxExpanded {
+				s = maxExpanded + 1
+				break
+			}
+		}
+		sizes[n] = s
+		return s
+	}
+	if size(doc) > maxExpanded {
+		return fmt.Errorf("%s: its aliases (*name, <<: *name) expand it to more than %d values: write the repeated parts out, or alias each at most once or twice", file, maxExpanded)
+	}
+	return nil
+}
+
 // unknownKeys reports every mapping key in doc that the config struct t
 // (and the sections inside it) has no field for, each with its file,
 // line and column, where it is, and the nearest known key when one is
