@@ -77,10 +77,13 @@ func spellBidiString(s string) string {
 // invisible reports a character that shows as nothing, or as something
 // else: format characters (bidirectional controls, zero-width spaces and
 // joiners, soft hyphens, tag characters), controls, the line and
-// paragraph separators and the Hangul fillers.
+// paragraph separators, and Unicode's other default-ignorable characters
+// (variation selectors, the combining grapheme joiner, the Hangul
+// fillers, Khmer's inherent vowels), with which "ali\uFE0Fce" reads as
+// alice too.
 func invisible(r rune) bool {
-	return unicode.In(r, unicode.Cf, unicode.Cc, unicode.Zl, unicode.Zp) ||
-		r >= 0xe0000 && r <= 0xe01ef || r == 0x115f || r == 0x1160 || r == 0x3164 || r == 0xffa0
+	return unicode.In(r, unicode.Cf, unicode.Cc, unicode.Zl, unicode.Zp, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) ||
+		r >= 0xe0000 && r <= 0xe01ef
 }
 
 // argumentsText lays out a call's arguments for a page: a held call's raw

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -51,6 +52,23 @@ func TestConsoleSpellsOutInvisibleCharacters(t *testing.T) {
 		page := reviewGet(t, cl, base+p)
 		if strings.ContainsRune(page, '\u200b') || !strings.Contains(page, `ali\u{200B}ce`) {
 			t.Errorf("%s shows the agent ali\\u200bce with its zero-width space raw, want it spelt out:\n%s", p, page)
+		}
+	}
+}
+
+// TestConsoleSpellsOutDefaultIgnorables: the characters Unicode says to
+// show as nothing go beyond format characters: a variation selector
+// ("ali\uFE0Fce"), the combining grapheme joiner, Khmer's inherent
+// vowels. Each held call of such an agent read as alice's on the
+// Approvals page; each is spelt out now.
+func TestConsoleSpellsOutDefaultIgnorables(t *testing.T) {
+	for _, r := range []rune{'\ufe0f', '\ufe00', '\u034f', '\u17b4'} {
+		agent := "ali" + string(r) + "ce"
+		st := approval.NewStore(approval.Options{})
+		holdCall(t, st, agent, "send_email", `{}`)
+		_, cl, base := reviewConsole(t, Deps{Approvals: st})
+		if page := reviewGet(t, cl, base+"/approvals"); strings.ContainsRune(page, r) || !strings.Contains(page, fmt.Sprintf(`ali\u{%04X}ce`, r)) {
+			t.Errorf("/approvals shows the agent ali\\u%04xce with U+%04X raw, want it spelt out", r, r)
 		}
 	}
 }
