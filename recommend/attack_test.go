@@ -280,29 +280,57 @@ rules:
     match: {match_any_class: [vcs:read]}
     decision: allow
 `
-	if d := decideIn(t, []byte(src), "mallory", "github", "delete_repo", ""); d.Verdict != intercept.Deny {
-		t.Fatalf("before: %s", d.Verdict)
-	}
+	approvalsKeepDenied(t, src, shapedReads(), "mallory's delete_repo", true, func(p []byte) intercept.Decision {
+		return decideIn(t, p, "mallory", "github", "delete_repo", "")
+	})
+	// Nor is it applied, if the policy has come to allow the class since
+	// it was proposed.
+	applyRefused(t, src, elevateDeleteRepoToRead)
+}
+
+// shapedReads are mallory's delete_repo calls, their arguments shaped so
+// that the classifier calls them reads.
+func shapedReads() []telemetry.Event {
 	var evs []telemetry.Event
-	for i := range 6 { // mallory shapes its arguments so the classifier calls them reads
+	for i := range 6 {
 		evs = append(evs, classified(now.Add(-time.Duration(i)*time.Hour), "mallory", "github", "delete_repo", "vcs:destructive", "vcs:read", "Read"))
+	}
+	return evs
+}
+
+// elevateDeleteRepoToRead is the elevation those calls argue for.
+var elevateDeleteRepoToRead = Recommendation{ID: "rec_x", Type: ElevateClass, Agent: "mallory", Tool: "github/delete_repo",
+	Change: Change{Path: []string{"tool_classes", "github/delete_repo"}, Operation: "add", Value: "vcs:read"}}
+
+// approvalsKeepDenied checks that the call decide makes is denied under
+// src, and still is once any recommendation the engine makes of evs is
+// approved; with strict, a proposal that cannot be applied is an error
+// too.
+func approvalsKeepDenied(t *testing.T, src string, evs []telemetry.Event, call string, strict bool, decide func([]byte) intercept.Decision) {
+	t.Helper()
+	if d := decide([]byte(src)); d.Verdict != intercept.Deny {
+		t.Fatalf("before: %s %s", call, d.Verdict)
 	}
 	for _, r := range corpusOf(t, src, evs) {
 		out, err := Apply([]byte(src), r)
 		if err != nil {
-			t.Errorf("proposed %s %q, which cannot be approved: %v", r.Type, r.Summary, err)
+			if strict {
+				t.Errorf("proposed %s %q, which cannot be approved: %v", r.Type, r.Summary, err)
+			}
 			continue
 		}
-		if d := decideIn(t, out, "mallory", "github", "delete_repo", ""); d.Verdict != intercept.Deny {
-			t.Errorf("approving %s %q makes mallory's delete_repo %s by %q; diff:\n%s", r.Type, r.Summary, d.Verdict, d.RuleID, Diff([]byte(src), out))
+		if d := decide(out); d.Verdict != intercept.Deny {
+			t.Errorf("approving %s %q makes %s %s by %q; diff:\n%s", r.Type, r.Summary, call, d.Verdict, d.RuleID, Diff([]byte(src), out))
 		}
 	}
-	// Nor is it applied, if the policy has come to allow the class since
-	// it was proposed.
-	r := Recommendation{ID: "rec_x", Type: ElevateClass, Agent: "mallory", Tool: "github/delete_repo",
-		Change: Change{Path: []string{"tool_classes", "github/delete_repo"}, Operation: "add", Value: "vcs:read"}}
+}
+
+// applyRefused checks that Apply refuses r under src as a change that
+// widens what an agent may do.
+func applyRefused(t *testing.T, src string, r Recommendation) {
+	t.Helper()
 	if _, err := Apply([]byte(src), r); !errors.Is(err, ErrWidens) {
-		t.Errorf("Apply of %s to %s: got %v, want ErrWidens", r.Change.Value, r.Change.Field(), err)
+		t.Errorf("Apply of %s %v at %s: got %v, want ErrWidens", r.Type, r.Change.Value, r.Change.Field(), err)
 	}
 }
 
@@ -321,25 +349,23 @@ rules:
     match: {match_any_class: [docs:write]}
     decision: allow
 `
-	if d := decideIn(t, []byte(src), "mallory", "docs", "purge_doc", ""); d.Verdict != intercept.Deny {
-		t.Fatalf("before: %s", d.Verdict)
-	}
+	approvalsKeepDenied(t, src, docsReadAndPurge(), "mallory's purge_doc", true, decidePurgeDoc(t))
+}
+
+// docsReadAndPurge are calls of one class, docs, that the classifier
+// finds reading (read_doc) and writing (purge_doc).
+func docsReadAndPurge() []telemetry.Event {
 	var evs []telemetry.Event
 	for i := range 4 {
 		at := now.Add(-time.Duration(i) * time.Hour)
 		evs = append(evs, classified(at, "mallory", "docs", "read_doc", "docs", "docs", "Read"),
 			classified(at, "mallory", "docs", "purge_doc", "docs", "docs", "Write"))
 	}
-	for _, r := range corpusOf(t, src, evs) {
-		out, err := Apply([]byte(src), r)
-		if err != nil {
-			t.Errorf("proposed %s %q, which cannot be approved: %v", r.Type, r.Summary, err)
-			continue
-		}
-		if d := decideIn(t, out, "mallory", "docs", "purge_doc", ""); d.Verdict != intercept.Deny {
-			t.Errorf("approving %s %q makes mallory's purge_doc %s by %q; diff:\n%s", r.Type, r.Summary, d.Verdict, d.RuleID, Diff([]byte(src), out))
-		}
-	}
+	return evs
+}
+
+func decidePurgeDoc(t *testing.T) func([]byte) intercept.Decision {
+	return func(p []byte) intercept.Decision { return decideIn(t, p, "mallory", "docs", "purge_doc", "") }
 }
 
 // TestAttackRestrictBoundaryRaisesDefaultCeiling: RESTRICT_BOUNDARY
@@ -361,28 +387,15 @@ rules:
 manifests:
   "*": {allowed_classes: [docs:read], boundary_ceiling: local}
 `
-	if d := decideIn(t, []byte(src), "intern", "docs", "read_doc", "intra-org"); d.Verdict != intercept.Deny {
-		t.Fatalf("before: %s", d.Verdict)
-	}
 	var evs []telemetry.Event
 	for i := range 6 {
 		evs = append(evs, enforced(now.Add(-time.Duration(i)*time.Hour), "intern", "docs", "read_doc", "allow", "rule_allow", "intra-org", "docs:read"))
 	}
-	for _, r := range corpusOf(t, src, evs) {
-		out, err := Apply([]byte(src), r)
-		if err != nil {
-			t.Errorf("proposed %s %q, which cannot be approved: %v", r.Type, r.Summary, err)
-			continue
-		}
-		if d := decideIn(t, out, "intern", "docs", "read_doc", "intra-org"); d.Verdict != intercept.Deny {
-			t.Errorf("approving %s %q makes intern's intra-org read_doc %s; diff:\n%s", r.Type, r.Summary, d.Verdict, Diff([]byte(src), out))
-		}
-	}
-	r := Recommendation{ID: "rec_x", Type: RestrictBoundary, Agent: "intern",
-		Change: Change{Path: []string{"manifests", "intern", "boundary_ceiling"}, Operation: "set", Value: "external"}}
-	if _, err := Apply([]byte(src), r); !errors.Is(err, ErrWidens) {
-		t.Errorf("Apply of ceiling %s for intern under a local default: got %v, want ErrWidens", r.Change.Value, err)
-	}
+	approvalsKeepDenied(t, src, evs, "intern's intra-org read_doc", true, func(p []byte) intercept.Decision {
+		return decideIn(t, p, "intern", "docs", "read_doc", "intra-org")
+	})
+	applyRefused(t, src, Recommendation{ID: "rec_x", Type: RestrictBoundary, Agent: "intern",
+		Change: Change{Path: []string{"manifests", "intern", "boundary_ceiling"}, Operation: "set", Value: "external"}})
 }
 
 // TestAttackElevateClassPastCondition: widens probed the tool with no
@@ -421,27 +434,8 @@ rules:
 					Classification: map[string]any{"action_type": "Read"}})
 				return d
 			}
-			if d := decide([]byte(src)); d.Verdict != intercept.Deny {
-				t.Fatalf("before: %s", d.Verdict)
-			}
-			var evs []telemetry.Event
-			for i := range 6 {
-				evs = append(evs, classified(now.Add(-time.Duration(i)*time.Hour), "mallory", "github", "delete_repo", "vcs:destructive", "vcs:read", "Read"))
-			}
-			for _, r := range corpusOf(t, src, evs) {
-				out, err := Apply([]byte(src), r)
-				if err != nil {
-					continue
-				}
-				if d := decide(out); d.Verdict != intercept.Deny {
-					t.Errorf("approving %s %q makes mallory's delete_repo {\"repo\":\"prod\"} %s by %q; diff:\n%s", r.Type, r.Summary, d.Verdict, d.RuleID, Diff([]byte(src), out))
-				}
-			}
-			r := Recommendation{ID: "rec_x", Type: ElevateClass, Agent: "mallory", Tool: "github/delete_repo",
-				Change: Change{Path: []string{"tool_classes", "github/delete_repo"}, Operation: "add", Value: "vcs:read"}}
-			if _, err := Apply([]byte(src), r); !errors.Is(err, ErrWidens) {
-				t.Errorf("Apply of %s to %s: got %v, want ErrWidens", r.Change.Value, r.Change.Field(), err)
-			}
+			approvalsKeepDenied(t, src, shapedReads(), `mallory's delete_repo {"repo":"prod"}`, false, decide)
+			applyRefused(t, src, elevateDeleteRepoToRead)
 		})
 	}
 }
@@ -462,27 +456,7 @@ rules:
     match: {upstream: docs, match_any_class: [docs:write]}
     decision: allow
 `
-	if d := decideIn(t, []byte(src), "mallory", "docs", "purge_doc", ""); d.Verdict != intercept.Deny {
-		t.Fatalf("before: %s", d.Verdict)
-	}
-	var evs []telemetry.Event
-	for i := range 4 {
-		at := now.Add(-time.Duration(i) * time.Hour)
-		evs = append(evs, classified(at, "mallory", "docs", "read_doc", "docs", "docs", "Read"),
-			classified(at, "mallory", "docs", "purge_doc", "docs", "docs", "Write"))
-	}
-	for _, r := range corpusOf(t, src, evs) {
-		out, err := Apply([]byte(src), r)
-		if err != nil {
-			continue
-		}
-		if d := decideIn(t, out, "mallory", "docs", "purge_doc", ""); d.Verdict != intercept.Deny {
-			t.Errorf("approving %s %q makes mallory's purge_doc %s by %q; diff:\n%s", r.Type, r.Summary, d.Verdict, d.RuleID, Diff([]byte(src), out))
-		}
-	}
-	r := Recommendation{ID: "rec_x", Type: SplitClass, CapabilityClass: "docs",
-		Change: Change{Path: []string{"tool_classes"}, Operation: "add", Value: map[string]any{"class": "docs:write", "tools": []any{"purge_doc"}}}}
-	if _, err := Apply([]byte(src), r); !errors.Is(err, ErrWidens) {
-		t.Errorf("Apply of the split: got %v, want ErrWidens", err)
-	}
+	approvalsKeepDenied(t, src, docsReadAndPurge(), "mallory's purge_doc", false, decidePurgeDoc(t))
+	applyRefused(t, src, Recommendation{ID: "rec_x", Type: SplitClass, CapabilityClass: "docs",
+		Change: Change{Path: []string{"tool_classes"}, Operation: "add", Value: map[string]any{"class": "docs:write", "tools": []any{"purge_doc"}}}})
 }
