@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/invisible"
 	"strings"
-	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -43,7 +43,7 @@ func isBidi(r rune) bool {
 // or another invisible character, but for the line breaks and tabs of
 // the page itself.
 func hidden(r rune) bool {
-	return isBidi(r) || invisible(r) && r != '\n' && r != '\t' && r != '\r'
+	return isBidi(r) || invisible.Is(r) && r != '\n' && r != '\t' && r != '\r'
 }
 
 // spellBidi writes the hidden characters in b as \u{XXXX}; b itself is
@@ -72,18 +72,6 @@ func spellBidiString(s string) string {
 		return s
 	}
 	return string(spellBidi([]byte(s)))
-}
-
-// invisible reports a character that shows as nothing, or as something
-// else: format characters (bidirectional controls, zero-width spaces and
-// joiners, soft hyphens, tag characters), controls, the line and
-// paragraph separators, and Unicode's other default-ignorable characters
-// (variation selectors, the combining grapheme joiner, the Hangul
-// fillers, Khmer's inherent vowels), with which "ali\uFE0Fce" reads as
-// alice too.
-func invisible(r rune) bool {
-	return unicode.In(r, unicode.Cf, unicode.Cc, unicode.Zl, unicode.Zp, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) ||
-		r >= 0xe0000 && r <= 0xe01ef
 }
 
 // argumentsText lays out a call's arguments for a page: a held call's raw
@@ -115,13 +103,13 @@ func argumentsText(v any) string {
 		}
 		out = bytes.TrimRight(b.Bytes(), "\n")
 	}
-	if !bytes.ContainsFunc(out, func(r rune) bool { return r != '\n' && invisible(r) }) {
+	if !bytes.ContainsFunc(out, func(r rune) bool { return r != '\n' && invisible.Is(r) }) {
 		return string(out)
 	}
 	var s strings.Builder
 	for _, r := range string(out) {
 		switch {
-		case r == '\n' || !invisible(r):
+		case r == '\n' || !invisible.Is(r):
 			s.WriteRune(r)
 		case r > 0xffff:
 			hi, lo := utf16.EncodeRune(r)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/invisible"
 	"io"
 	"net/http"
 	"os"
@@ -122,12 +123,29 @@ func adminCall(ctx context.Context, method, url, token string, body []byte, into
 
 // inert is s as a terminal shows it harmlessly: quoted, control characters
 // and tabs escaped, when it holds any (names and arguments are the
-// agent's to choose; a row must not erase or forge another).
+// agent's to choose; a row must not erase or forge another), and
+// characters that show as nothing spelt out too ("ali\uFE0Fce", which
+// strconv.Quote keeps as it is, reads as alice).
 func inert(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return r == '\t' || !unicode.IsPrint(r) && r != ' ' }) >= 0 {
-		return strconv.Quote(s)
+	if strings.IndexFunc(s, func(r rune) bool { return r == '\t' || !unicode.IsPrint(r) && r != ' ' || invisible.Is(r) }) < 0 {
+		return s
 	}
-	return s
+	q := strconv.Quote(s)
+	if strings.IndexFunc(q, invisible.Is) < 0 {
+		return q
+	}
+	var b strings.Builder
+	for _, r := range q {
+		switch {
+		case !invisible.Is(r):
+			b.WriteRune(r)
+		case r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }
 
 // osUser is who runs the CLI: $USER, else the account's name.

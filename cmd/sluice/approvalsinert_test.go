@@ -45,3 +45,25 @@ func TestApprovalsListShowsWhatElseIsSent(t *testing.T) {
 		t.Errorf("got\n%s\nwant the call's _meta.bcc shown", out.String())
 	}
 }
+
+// An agent name (its own to choose without auth:) holding characters that
+// show as nothing read as another agent's in `sluice approvals list`:
+// strconv.Quote escapes format characters but keeps variation selectors
+// and the other default-ignorables, so "ali\uFE0Fce" printed as alice.
+func TestApprovalsListSpellsOutInvisibleNames(t *testing.T) {
+	for _, name := range []string{"ali\u200bce", "ali\ufe0fce", "ali\u034fce", "ali\U000e0100ce"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`[{"id":"apr_1","status":"pending","upstream":"bank","tool":"pay","agent":"` + name + `","arguments":{},"expires":"2030-01-01T00:00:00Z"}]`))
+		}))
+		var out bytes.Buffer
+		err := runApprovals(context.Background(), []string{"list", "--admin", srv.URL, "--token", "x"}, &out)
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(out.Bytes(), []byte(name)) || !bytes.Contains(out.Bytes(), []byte(`"ali\u`)) && !bytes.Contains(out.Bytes(), []byte(`"ali\U`)) {
+			t.Errorf("agent %+q printed as\n%s\nwant its invisible character spelt out", name, out.String())
+		}
+	}
+}
