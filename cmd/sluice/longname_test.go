@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sluicehq/sluice/audit"
+)
+
+// TestLongToolNamesDoNotFloodTheRecord: an agent calls made-up tools
+// whose names are as long as a request body allows (4 MiB each). Each
+// call is denied and recorded, but with the name bounded (a prefix and a
+// marker with the name's length and SHA-256): before, the events of 4
+// such calls filled the 32 MiB the console's Agents page reads, so an
+// ordinary agent's call made before them vanished from it, and `sluice
+// events query` printed 4 MiB a line.
+func TestLongToolNamesDoNotFloodTheRecord(t *testing.T) {
+	g := startServe(t, "policy: {default: allow, result_mode: tool_result}\nadmin_token: t0k\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	alice, _ := mcpgoSession(t, g.url, "alice")
+	if _, err := alice.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "web_search", Arguments: map[string]any{"query": "sluice"}}}); err != nil {
+		t.Fatal(err)
+	}
+	mallory, _ := mcpgoSession(t, g.url, "mallory")
+	const calls = 10
+	long := strings.Repeat("x", 4<<20-4<<10) // a request of it fits max_body_bytes
+	var last string
+	for i := range calls {
+		last = fmt.Sprintf("made_up_%02d_", i) + long
+		res, err := mallory.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: last}})
+		if err == nil && !res.IsError {
+			t.Fatalf("call %d to a made-up tool was not refused", i)
+		}
+	}
+	sum := sha256.Sum256([]byte(last))
+	marker := fmt.Sprintf("[cut: %d bytes, sha256:%s]", len(last), hex.EncodeToString(sum[:]))
+
+	c, at := consoleLogin(t, "http://"+g.admin, "ops")
+	if page := consoleGet(t, c, at("/console/agents")); !strings.Contains(page, "alice") || !strings.Contains(page, "mallory") {
+		t.Errorf("the Agents page lost alice (or mallory) after %d calls with 4 MiB names (%d bytes):\n%.3000s", calls, len(page), page)
+	}
+	if page := consoleGet(t, c, at("/console/feed")); !strings.Contains(page, marker) || len(page) > 1<<20 {
+		t.Errorf("the feed (%d bytes) does not show the newest name cut with %s", len(page), marker)
+	}
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	var out bytes.Buffer
+	db := filepath.Join(g.dir, audit.FileName)
+	if err := runEvents(context.Background(), []string{"query", "--db", db, "--limit", "100", "--json"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if !strings.Contains(got, `"tool":"web_search"`) || !strings.Contains(got, marker) || len(got) > 1<<20 {
+		t.Errorf("events query (%d bytes): want alice's web_search and the long names cut with %s", len(got), marker)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
+		if len(line) > 16<<10 {
+			t.Errorf("events query printed a %d-byte event: %.300s…", len(line), line)
+			break
+		}
+	}
+}
