@@ -54,6 +54,10 @@ func encode(e telemetry.Event, r telemetry.Record, now func() time.Time) (pendin
 		e.ID = telemetry.NewEventID(e.Time)
 	}
 	e.Seq = 0 // the block's position gives it
+	// A client's names (a tool's, MiBs long) are kept as a prefix and
+	// the whole's length and SHA-256, so a few calls cannot fill what
+	// the console reads.
+	e.BoundNames()
 	buf := linePool.Get().(*[]byte)
 	var line []byte
 	var err error

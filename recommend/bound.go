@@ -30,7 +30,9 @@ const (
 	MaxTallies       = 10_000
 	// MaxNameBytes is the longest agent or tool name tallied; the
 	// events of longer ones (a made-up name as long as a request body)
-	// are passed over. MCP names tools in at most 128 characters.
+	// are passed over, as are the names the audit store cut to
+	// telemetry.MaxRecordedName. MCP names tools in at most 128
+	// characters.
 	MaxNameBytes = 4 << 10
 )
 

@@ -217,12 +217,18 @@ func toolKey(e telemetry.Event) string {
 	return e.Upstream + "/" + e.Tool
 }
 
+// cut reports whether name is one the audit store cut to its bound
+// (telemetry.Bound): longer than any a rule could name.
+func cut(name string) bool {
+	return strings.Contains(name, telemetry.CutMark)
+}
+
 // Observe takes one event; events of other types are ignored.
 func (e *Engine) Observe(ev telemetry.Event) {
 	if e.first.IsZero() || ev.Time.Before(e.first) {
 		e.first = ev.Time
 	}
-	if len(ev.Agent) > MaxNameBytes || len(ev.Upstream)+len(ev.Tool) > MaxNameBytes {
+	if len(ev.Agent) > MaxNameBytes || len(ev.Upstream)+len(ev.Tool) > MaxNameBytes || cut(ev.Agent) || cut(ev.Tool) {
 		return
 	}
 	inWindow := !ev.Time.Before(e.now.Add(-e.opts.window()))

@@ -169,7 +169,7 @@ func (a attrs) value(k string, v any) { a[k] = v }
 
 func (a attrs) str(k, v string) {
 	if v != "" {
-		a[k] = v
+		a[k] = Bound(v, MaxRecordedText)
 	}
 }
 
@@ -187,7 +187,7 @@ func (a attrs) num(k string, v int64) {
 
 func (a attrs) float(k string, v float64)     { a[k] = v }
 func (a attrs) flag(k string, v bool)         { a[k] = v }
-func (a attrs) evidence(k string, v Evidence) { a[k] = v }
+func (a attrs) evidence(k string, v Evidence) { a[k] = v.bounded() }
 
 // jsonAttrs appends attributes as JSON object members.
 type jsonAttrs struct {
@@ -211,7 +211,7 @@ func (j *jsonAttrs) key(k string) {
 func (j *jsonAttrs) str(k, v string) {
 	if v != "" {
 		j.key(k)
-		j.b = appendString(j.b, v)
+		j.b = appendString(j.b, Bound(v, MaxRecordedText))
 	}
 }
 
@@ -243,7 +243,7 @@ func (j *jsonAttrs) flag(k string, v bool) {
 
 func (j *jsonAttrs) evidence(k string, v Evidence) {
 	j.key(k)
-	j.b = appendEvidence(j.b, v)
+	j.b = appendEvidence(j.b, v.bounded())
 }
 
 func (j *jsonAttrs) value(k string, v any) {

@@ -19,6 +19,12 @@ type Evidence struct {
 	ReasonCode         string   `json:"reason_code,omitempty"`
 }
 
+// bounded is e with its tool name bounded by [BoundName]: the agent's.
+func (e Evidence) bounded() Evidence {
+	e.MatchedToolName = BoundName(e.MatchedToolName)
+	return e
+}
+
 func (e Evidence) empty() bool {
 	return e.MatchedToolName == "" && len(e.MatchedToolClasses) == 0 && e.MatchedRouteRuleID == "" && e.ReasonCode == ""
 }

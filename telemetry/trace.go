@@ -92,19 +92,20 @@ type Call struct {
 func (c Call) SpanName() string {
 	switch {
 	case c.Tool != "":
-		return c.Method + " " + c.Tool
+		return c.Method + " " + BoundName(c.Tool)
 	case c.Prompt != "":
-		return c.Method + " " + c.Prompt
+		return c.Method + " " + BoundName(c.Prompt)
 	}
 	return c.Method
 }
 
-// Attrs returns the conventions' attributes for c, plus Sluice's own.
+// Attrs returns the conventions' attributes for c, plus Sluice's own,
+// each bounded by [BoundName]: most are the client's to choose.
 func (c Call) Attrs() []Attr {
 	a := make([]Attr, 0, 12)
 	add := func(k, v string) {
 		if v != "" {
-			a = append(a, String(k, v))
+			a = append(a, String(k, BoundName(v)))
 		}
 	}
 	add(KeyMCPMethodName, c.Method)

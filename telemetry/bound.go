@@ -1,0 +1,72 @@
+package telemetry
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Bounds of what is recorded of a string a client chose. A tool name is
+// the agent's to choose and may be as long as a request body (MiBs); a
+// call to a made-up tool is denied and recorded, and events that held
+// such names whole filled what the console reads of the store (32 MiB)
+// with a few calls. MCP's naming guidance keeps tool names to 128
+// characters and gateways' server names to 64, so no legitimate name
+// comes near MaxRecordedName.
+const (
+	// MaxRecordedName bounds an identifier recorded in an event's top-level
+	// fields (agent, session, upstream, tool), the evidence's tool name and
+	// a span's names and attributes (gen_ai.tool.name, gen_ai.prompt.name,
+	// mcp.resource.uri, ...).
+	MaxRecordedName = 1 << 10
+	// MaxRecordedText bounds every other string attribute of an event,
+	// such as a public_reason that quotes the tool name.
+	MaxRecordedText = 4 << 10
+)
+
+// CutMark is what a bounded string holds after its kept prefix:
+// "…[cut: {bytes} bytes, sha256:{hex}]", the length and SHA-256 of the
+// whole string as received, by which the full name can be recognised.
+const CutMark = "…[cut: "
+
+// Bound returns s if it is at most max bytes long; otherwise its longest
+// prefix (whole UTF-8 sequences) that leaves room for the marker, then
+// "…[cut: N bytes, sha256:HEX]" with N and HEX of the whole of s. The
+// result is at most max bytes (max at least 128), and bounding it again
+// changes nothing. Only the record is bounded: decisions are made on s.
+func Bound(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	mark := make([]byte, 0, 128)
+	mark = append(mark, CutMark...)
+	mark = strconv.AppendInt(mark, int64(len(s)), 10)
+	mark = append(mark, " bytes, sha256:"...)
+	mark = hex.AppendEncode(mark, sum[:])
+	mark = append(mark, ']')
+	n := max - len(mark)
+	if n < 0 {
+		n = 0
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + string(mark)
+}
+
+// BoundName is Bound(s, MaxRecordedName).
+func BoundName(s string) string { return Bound(s, MaxRecordedName) }
+
+// BoundNames bounds e's top-level identifiers with [BoundName]: the audit
+// store calls it on every event it is given.
+func (e *Event) BoundNames() {
+	e.Agent = BoundName(e.Agent)
+	e.Session = BoundName(e.Session)
+	e.Upstream = BoundName(e.Upstream)
+	e.Tool = BoundName(e.Tool)
+	e.TxnID = BoundName(e.TxnID)
+	e.Decision = BoundName(e.Decision)
+	e.Reason = BoundName(e.Reason)
+}
