@@ -20,6 +20,8 @@ import (
 // read the newest 5,000 events whatever their size: 5,000 calls with
 // 4 MiB names had one view of it hold 20 GiB in the gateway. Here 120 calls
 // with 1 MiB names were all read; the page now stops at maxPageBytes.
+// Names are now recorded bounded (telemetry.Bound), kept arguments are
+// not: here they make the events large.
 func TestConsoleAgentsPageBoundedByBytes(t *testing.T) {
 	ev, err := audit.Open(filepath.Join(t.TempDir(), "events.db"), audit.Options{})
 	if err != nil {
@@ -30,7 +32,8 @@ func TestConsoleAgentsPageBoundedByBytes(t *testing.T) {
 	const calls, nameBytes = 120, 1 << 20
 	for i := range calls {
 		if err := ev.Append(ctx, telemetry.PolicyEnforcement{Time: time.Now(), TxnID: fmt.Sprint("txn", i), Agent: "mallory", Upstream: "mail",
-			Tool: fmt.Sprintf("%04d", i) + strings.Repeat("x", nameBytes), Decision: "deny", Reason: "default_deny"}.Event()); err != nil {
+			Tool: fmt.Sprintf("%04d", i), Decision: "deny", Reason: "default_deny",
+			Arguments: telemetry.Arguments{Value: map[string]any{"body": strings.Repeat("x", nameBytes)}}}.Event()); err != nil {
 			t.Fatal(err)
 		}
 	}
