@@ -11,9 +11,10 @@ import (
 // the agent's to choose and may be as long as a request body (MiBs); a
 // call to a made-up tool is denied and recorded, and events that held
 // such names whole filled what the console reads of the store (32 MiB)
-// with a few calls. MCP's naming guidance keeps tool names to 128
-// characters and gateways' server names to 64, so no legitimate name
-// comes near MaxRecordedName.
+// with a few calls. MCP's naming guidance (specification 2025-11-25,
+// SEP-986) keeps tool names to ASCII and at most 128 characters, and
+// gateways' server names to 64, so no legitimate name comes near
+// MaxRecordedName.
 const (
 	// MaxRecordedName bounds an identifier recorded in an event's top-level
 	// fields (agent, session, upstream, tool), the evidence's tool name and
