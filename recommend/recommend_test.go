@@ -290,3 +290,17 @@ func TestApplyKeepsTheRest(t *testing.T) {
 		t.Errorf("diff changes more than the manifest line:\n%s", d)
 	}
 }
+
+// TestCutNamesNotProposed: a name the audit store cut (longer than any a
+// rule could name, recorded as a prefix and a marker) is no tool to
+// propose a rule for, as the whole name was not before.
+func TestCutNamesNotProposed(t *testing.T) {
+	var evs []telemetry.Event
+	long := strings.Repeat("x", 8<<10)
+	for i := range 6 {
+		evs = append(evs, enforced(now.Add(-time.Duration(i)*time.Hour), "agent-b", "mail", long, "deny", "default_deny", ""))
+	}
+	if recs := only(t, corpus(t, evs), AddTool); len(recs) != 0 {
+		t.Errorf("ADD_TOOL for a cut name: %.300v", recs)
+	}
+}
