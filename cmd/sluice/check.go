@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -177,6 +178,14 @@ func validateConfig(path string, override func(*config), out io.Writer) error {
 	if ck.Policy != nil {
 		version = ck.Policy.Version()
 	}
-	fmt.Fprintf(out, "%s: ok (%d upstreams, policy version %s, %d warnings)\n", path, len(cfg.Upstreams), version, len(ck.Warnings))
+	fmt.Fprintf(out, "%s: ok (%s, policy version %s, %s)\n", path, count(len(cfg.Upstreams), "upstream"), version, count(len(ck.Warnings), "warning"))
 	return nil
+}
+
+// count is n and noun, in the plural unless n is one: "1 upstream", "0 warnings".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -76,7 +76,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "policy_file relative to the config", files: map[string]string{
 			"sluice.yaml": up + "listen: " + held.Addr().String() + "\npolicy_file: policy.yaml\n",
 			"policy.yaml": "default: allow\n"},
-			wantOut: []string{"sluice.yaml: ok", "policy version"}},
+			wantOut: []string{"sluice.yaml: ok (1 upstream, policy version", ", 0 warnings)"}},
 		{name: "bad policy in policy_file", files: map[string]string{"sluice.yaml": up + "policy_file: policy.yaml\n", "policy.yaml": "default: maybe\n"},
 			wantErr: []string{"policy.yaml:1"}},
 		{name: "missing policy_file", files: map[string]string{"sluice.yaml": up + "policy_file: nope.yaml\n"},
