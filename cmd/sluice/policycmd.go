@@ -76,7 +76,7 @@ func policyValidate(args []string, out io.Writer) error {
 	for _, w := range ws {
 		fmt.Fprintln(out, "warning:", w)
 	}
-	fmt.Fprintf(out, "%s: ok (%d warnings), policy version %s\n", args[0], len(ws), p.Version())
+	fmt.Fprintf(out, "%s: ok (%s), policy version %s\n", args[0], count(len(ws), "warning"), p.Version())
 	return nil
 }
 
