@@ -3,6 +3,7 @@ package a2a
 import (
 	"context"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/costratio"
 	"slices"
 	"strings"
 	"testing"
@@ -22,19 +23,14 @@ func TestAttackDeepPushConfig(t *testing.T) {
 	deep := jsontext.Value(strings.Repeat(`{"a":[`, depth) + `{` + pad + `}` + strings.Repeat(`]}`, depth))
 	flat := jsontext.Value(`{"a":[{` + pad + `,"b":"` + strings.Repeat("y", len(deep)-len(pad)-20) + `"}]}`)
 	g := &Gateway{}
-	took := func(v jsontext.Value) time.Duration {
-		least := time.Duration(1<<63 - 1)
-		for range 3 {
-			start := time.Now()
+	search := func(v jsontext.Value) func() {
+		return func() {
 			if err := g.checkPushURLs(context.Background(), v); err != nil {
 				t.Fatal(err)
 			}
-			least = min(least, time.Since(start))
 		}
-		return least
 	}
-	d, f := took(deep), took(flat)
-	ratio := float64(d) / float64(f)
+	ratio, d, f := costratio.Of(search(deep), search(flat))
 	t.Logf("%d deep: %v; flat: %v; ratio %.1f", depth, d, f, ratio)
 	if ratio > 20 {
 		t.Errorf("a configuration %d deep took %v to search for push URLs, %.0f times the %v of a flat one as long (want it read once)", depth, d, ratio, f)

@@ -1,9 +1,9 @@
 package approval
 
 import (
+	"github.com/sluicehq/sluice/internal/costratio"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -19,18 +19,11 @@ func TestAttackDeepCallHash(t *testing.T) {
 	const n, depth = 1 << 20, 5000
 	deep := strings.Repeat(`{"b":1,"a":`, depth) + `"` + strings.Repeat("x", n) + `"` + strings.Repeat("}", depth)
 	flat := `{"b":1,"a":"` + strings.Repeat("x", len(deep)-14) + `"}`
-	took := func(args string) time.Duration {
+	hash := func(args string) func() {
 		d := &intercept.ActionDescriptor{Upstream: "u", ToolName: "t", Parameters: jsontext.Value(args)}
-		least := time.Duration(1<<63 - 1)
-		for range 3 {
-			start := time.Now()
-			CallHash(d, "v1")
-			least = min(least, time.Since(start))
-		}
-		return least
+		return func() { CallHash(d, "v1") }
 	}
-	dt, ft := took(deep), took(flat)
-	ratio := float64(dt) / float64(ft)
+	ratio, dt, ft := costratio.Of(hash(deep), hash(flat))
 	t.Logf("%d deep: %v; flat: %v; ratio %.1f", depth, dt, ft, ratio)
 	if ratio > 20 {
 		t.Errorf("hashing a call whose arguments nest %d deep took %v, %.0f times the %v of flat ones as long", depth, dt, ratio, ft)

@@ -1,9 +1,9 @@
 package telemetry
 
 import (
+	"github.com/sluicehq/sluice/internal/costratio"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestAttackDeepArgumentsHash: the hash of a call's arguments is written
@@ -17,17 +17,8 @@ func TestAttackDeepArgumentsHash(t *testing.T) {
 	const n, depth = 256 << 10, 2000
 	deep := strings.Repeat(`{"a":`, depth) + `"` + strings.Repeat("x", n) + `"` + strings.Repeat("}", depth)
 	flat := `{"a":"` + strings.Repeat("x", len(deep)-8) + `"}`
-	leastOf3 := func(raw string) time.Duration {
-		least := time.Duration(1<<63 - 1)
-		for range 3 {
-			start := time.Now()
-			Redactor{}.Arguments([]byte(raw))
-			least = min(least, time.Since(start))
-		}
-		return least
-	}
-	d, f := leastOf3(deep), leastOf3(flat)
-	ratio := float64(d) / float64(f)
+	hash := func(raw string) func() { return func() { Redactor{}.Arguments([]byte(raw)) } }
+	ratio, d, f := costratio.Of(hash(deep), hash(flat))
 	t.Logf("%d deep: %v; flat: %v; ratio %.1f", depth, d, f, ratio)
 	if ratio > 20 {
 		t.Errorf("hashing arguments %d objects deep took %v, %.0f times the %v of flat ones as long (want a bounded multiple of their size)", depth, d, ratio, f)
