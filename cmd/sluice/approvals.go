@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/sluicehq/sluice/internal/invisible"
 	"io"
 	"net/http"
 	"os"
@@ -16,7 +15,10 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/internal/invisible"
 )
 
 // runApprovals is the operator's side of held calls:
@@ -75,7 +77,7 @@ func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(tw, "ID\tSTATUS\tAGENT\tUPSTREAM/TOOL\tARGUMENTS\tALSO SENT\tEXPIRES")
 		for _, r := range reqs {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", inert(r.ID), inert(string(r.Status)), inert(r.Agent), inert(r.Upstream), inert(r.Tool),
-				inert(string(r.Arguments)), inert(string(r.Extra)), r.Expires.Format(time.RFC3339))
+				inert(heldJSON(r.Arguments)), inert(heldJSON(r.Extra)), r.Expires.Format(time.RFC3339))
 		}
 		return tw.Flush()
 	case "approve", "decline":
@@ -94,6 +96,16 @@ func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	}
 	return nil
+}
+
+// heldJSON is a held call's arguments or other members as the list shows
+// them: "-" once the request is finished (the gateway drops what it held
+// then) or when there are none.
+func heldJSON(v jsontext.Value) string {
+	if len(v) == 0 || string(v) == "null" {
+		return "-"
+	}
+	return string(v)
 }
 
 func adminCall(ctx context.Context, method, url, token string, body []byte, into any) error {

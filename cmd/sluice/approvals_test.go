@@ -41,6 +41,17 @@ func TestApprovalFlow(t *testing.T) {
 	if got := callAdd(); !strings.Contains(got, "approval_required") {
 		t.Fatalf("third call: got %s, want a new hold (an approval is used once)", got)
 	}
+	// The first request is finished: the gateway dropped what it held, and
+	// the list says so with "-", not "null".
+	out.Reset()
+	if err := runApprovals(ctx, append([]string{"list"}, admin...), &out); err != nil {
+		t.Fatalf("approvals list: %v", err)
+	}
+	for line := range strings.Lines(out.String()) {
+		if strings.HasPrefix(line, id+" ") && (strings.Contains(line, "null") || len(strings.Fields(line)) != 7 || strings.Fields(line)[4] != "-") {
+			t.Errorf("finished request's row: %q, want its arguments and other members shown as -", line)
+		}
+	}
 }
 
 // TestApprovalAcrossReplicas: two gateways with their own data

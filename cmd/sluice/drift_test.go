@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -72,5 +73,17 @@ func TestInventoryDriftBlocksUntilApproved(t *testing.T) {
 	}
 	if got := search(); strings.Contains(got, "inventory_drift") || !strings.Contains(got, "sluice") {
 		t.Fatalf("after approval: got %s, want search results", got)
+	}
+	// One upstream: no collisions, said as an empty list, not null.
+	out.Reset()
+	if err := runInventory(ctx, append([]string{"list"}, admin...), &out); err != nil {
+		t.Fatalf("inventory list: %v", err)
+	}
+	var listed struct {
+		Upstreams  map[string]string `json:"upstreams"`
+		Collisions *[]any            `json:"collisions"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &listed); err != nil || listed.Upstreams["demo"] == "" || listed.Collisions == nil || len(*listed.Collisions) != 0 {
+		t.Errorf("inventory list: %v\n%s\nwant demo's hash and \"collisions\": []", err, &out)
 	}
 }

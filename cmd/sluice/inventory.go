@@ -131,7 +131,11 @@ func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 		for _, u := range inv.Upstreams() {
 			ups[u] = inv.Hash(u)
 		}
-		reply(w, map[string]any{"upstreams": ups, "collisions": inv.Collisions(), "key_id": inv.KeyID()}, nil)
+		collisions := inv.Collisions()
+		if collisions == nil {
+			collisions = []inventory.Collision{} // "collisions": [], not null
+		}
+		reply(w, map[string]any{"upstreams": ups, "collisions": collisions, "key_id": inv.KeyID()}, nil)
 	})
 	mux.HandleFunc("GET /admin/inventory/{upstream}/diff", func(w http.ResponseWriter, r *http.Request) {
 		d, err := inv.Diff(r.PathValue("upstream"))
