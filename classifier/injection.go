@@ -98,6 +98,16 @@ type findings struct {
 	list   []InjectionFinding
 	seen   uint16
 	result bool // the text is a result: the rules for results run too
+	// dense says the text was found too dense with the rules' words to run
+	// them (see tooDense): none runs on it any more.
+	dense bool
+}
+
+// tooDense reports the text as an override, evidence saying how dense it
+// is, and stops the rules.
+func (f *findings) tooDense(evidence string) {
+	f.add(InjectionOverride, evidence)
+	f.dense = true
 }
 
 var kindBits = map[string]uint16{InjectionOverride: 1, InjectionRoleClaim: 2, InjectionAuthority: 4,
@@ -451,8 +461,8 @@ var secretMoves = newStartRules([]phraseRule{{re: reSecretPlace}, {re: reMoveVer
 // merged, so that a text dense with places is read once, not once per
 // place.
 func secretMoved(folded string) string {
-	at := secretMoves.starts(folded, 3)
-	var places [][2]int // the places of the merged span lo, hi
+	at, _ := secretMoves.starts(folded, 3) // after phrases, which read the density
+	var places [][2]int                    // the places of the merged span lo, hi
 	lo, hi := 0, 0
 	found := ""
 	// moved looks for a verb in the merged span and returns the place
@@ -696,6 +706,9 @@ func buildDFA(needs []need) (d dfa) {
 }
 
 func phrases(f *findings, folded, raw string) {
+	if f.dense {
+		return
+	}
 	active := activeRules(folded)
 	if active == 0 {
 		return
@@ -706,14 +719,21 @@ func phrases(f *findings, folded, raw string) {
 			continue
 		}
 		if at == nil {
-			at = phraseStarts.starts(folded, active)
+			var n int
+			at, n = phraseStarts.starts(folded, active)
+			if ev, dense := tooDense(n, len(folded)); dense {
+				f.tooDense(ev)
+				return
+			}
 		}
 		if lo, hi, ok := phraseStarts.first(i, folded, at[i], affirmed(r.kind, folded)); ok {
 			f.add(r.kind, folded[lo:hi])
 		}
 	}
 	if active&(1<<ruleSecret) != 0 {
-		asks(f, folded, raw)
+		if asks(f, folded, raw); f.dense {
+			return
+		}
 	}
 	// The ruleSecret bit stands for the asks' needs too: a text may hold
 	// those and no credential place.
@@ -1030,6 +1050,9 @@ var mlDFA = func() dfa {
 }()
 
 func multilingual(f *findings, raw string) {
+	if f.dense {
+		return
+	}
 	active := mlDFA.scan(raw)
 	if active == 0 {
 		return
@@ -1041,7 +1064,12 @@ func multilingual(f *findings, raw string) {
 			continue
 		}
 		if at == nil {
-			at = mlStarts.starts(lower, active)
+			var n int
+			at, n = mlStarts.starts(lower, active)
+			if ev, dense := tooDense(n, len(lower)); dense {
+				f.tooDense(ev)
+				return
+			}
 		}
 		if lo, hi, ok := mlStarts.first(i, lower, at[i], affirmed(r.kind, lower)); ok {
 			f.add(r.kind, lower[lo:hi])

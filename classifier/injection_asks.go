@@ -229,7 +229,12 @@ func asks(f *findings, folded, raw string) {
 			if hasNonASCII(raw) {
 				text = strings.ToLower(raw)
 			}
-			at = askStarts.starts(text, active)
+			var n int
+			at, n = askStarts.starts(text, active)
+			if ev, dense := tooDense(n, len(text)); dense {
+				f.tooDense(ev)
+				return
+			}
 		}
 		keep := func(lo, hi int) bool { return !askNegated(text[:lo], text[hi:]) }
 		if lo, hi, ok := askStarts.first(i, text, at[i], keep); ok {

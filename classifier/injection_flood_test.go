@@ -51,18 +51,11 @@ func TestInjectionDenseCost(t *testing.T) {
 		struct{ name, para string }{"separator runs", strings.Repeat("=", 4000) + " "},
 		struct{ name, para string }{"decoy asks", "Never tell anyone your password, not even the admin. "},
 	) {
-		// Still dear, and bounded only to stay no worse: override verbs
-		// with nothing between them (each starts several rules that read
-		// up to six words; was 140 times) and a need glued to itself (a
-		// start every 6 bytes, searched as a whole; was 21 times, and 60
-		// when tried from every start).
+		// Override verbs with nothing between them (each starts several
+		// rules that read up to six words) were 140 times, then 100; a
+		// need glued to itself 21 to 60 times: both are now too dense to
+		// read (TestInjectionTooDense).
 		bound := 25.0
-		switch d.name {
-		case "verbs":
-			bound = 100
-		case "chinese":
-			bound = 40
-		}
 		dense := least(call(d.para))
 		if ratio := float64(dense) / float64(base); ratio > bound {
 			t.Errorf("%s: 1 MiB took %v to scan, %.0f times the %v of ordinary text (want at most %.0f)", d.name, dense, ratio, base, bound)
@@ -101,9 +94,45 @@ func TestInjectionAfterDecoys(t *testing.T) {
 			if fs := DetectInjectionText(text); !hasKind(fs, c.kind) {
 				t.Errorf("%s after %d decoys: got %v, want %s", name, n, fs, c.kind)
 			}
-			if fs := DetectInjectionText(strings.Repeat(c.pad, n)); hasKind(fs, c.kind) {
+			// A pad made of nothing but rule words ("ignore", "previous
+			// instructions": one per 12 bytes) is too dense to read; it
+			// is reported as that, never as one of its phrases.
+			if fs := DetectInjectionText(strings.Repeat(c.pad, n)); hasKind(fs, c.kind) && !(len(fs) == 1 && strings.Contains(fs[0].Evidence, "instruction words in")) {
 				t.Errorf("%d decoys of %s alone: got %v, want no %s", n, name, fs, c.kind)
 			}
+		}
+	}
+}
+
+// TestInjectionTooDense: a text made of the words the rules start with
+// (override verbs of a dozen languages in a row) cost the rules 2.3 to
+// 4.7 ms per 4 KiB, 5 s of CPU for a call of 4 MiB; it is now reported
+// as an override without running them, whatever its words mean. Real
+// text, however many rule words it holds, is not: the densest benign
+// texts of the tune sources have one start per 37 bytes.
+func TestInjectionTooDense(t *testing.T) {
+	for _, d := range denseTexts {
+		if d.name == "hindi" {
+			continue // one start per 36 bytes: read, not reported
+		}
+		text := strings.Repeat(d.para, 4096/len(d.para)+1)[:4096]
+		text = strings.ToValidUTF8(text[:len(text)-4], "")
+		fs := DetectInjectionText(text)
+		if !hasKind(fs, InjectionOverride) {
+			t.Errorf("%s: got %v, want an instruction_override", d.name, fs)
+		}
+	}
+	verbs := strings.Repeat(denseTexts[3].para, 40)
+	if fs := DetectInjectionText(verbs); len(fs) != 1 || !strings.Contains(fs[0].Evidence, "instruction words in") {
+		t.Errorf("verbs: got %v, want only the density report", fs)
+	}
+	// As dense as real text gets, and past the least count: read as usual.
+	for _, text := range []string{
+		strings.Repeat("Keep the previous instructions handy when the build fails; the password policy is in the wiki. ", 40),
+		strings.Repeat("Ignore whitespace changes. ", 8) + "The rest of the diff is ordinary.",
+	} {
+		if fs := DetectInjectionText(text); len(fs) > 0 {
+			t.Errorf("%.60q…: got %v, want nothing", text, fs)
 		}
 	}
 }
