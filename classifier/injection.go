@@ -461,8 +461,9 @@ var secretMoves = newStartRules([]phraseRule{{re: reSecretPlace}, {re: reMoveVer
 // merged, so that a text dense with places is read once, not once per
 // place.
 func secretMoved(folded string) string {
-	at, _ := secretMoves.starts(folded, 3) // after phrases, which read the density
-	var places [][2]int                    // the places of the merged span lo, hi
+	// Run after phrases, which stop at a text too dense to read.
+	at, _ := secretMoves.starts(folded, 3)
+	var places [][2]int // the places of the merged span lo, hi
 	lo, hi := 0, 0
 	found := ""
 	// moved looks for a verb in the merged span and returns the place
