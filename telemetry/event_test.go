@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -143,5 +145,26 @@ func TestScrubHandler(t *testing.T) {
 	h := RedactHeaders(map[string][]string{"Authorization": {"Bearer x"}, "Accept": {"application/json"}, "X-Api-Key": {"k"}})
 	if h["Authorization"][0] != Redacted || h["X-Api-Key"][0] != Redacted || h["Accept"][0] != "application/json" {
 		t.Errorf("RedactHeaders: got %v", h)
+	}
+}
+
+// TestScrubHandlerBoundsLines: the gateway logs each denied call with its
+// tool name, which the agent chooses: a made-up name of 4 MiB wrote a
+// 4 MiB log line per call, scrubbed whole. Strings are bounded first
+// (messages, values, errors, in groups), their length and SHA-256 kept.
+func TestScrubHandlerBoundsLines(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(ScrubHandler(slog.NewJSONHandler(&buf, nil)))
+	long := strings.Repeat("password token secret ", 4<<20/22)
+	log.Info("decision "+long, "tool", long, "err", errors.New(long), slog.Group("g", "name", long), "raw", []byte(long))
+	if n := buf.Len(); n > 32<<10 {
+		t.Errorf("one log line of %d bytes, want at most 32 KiB", n)
+	}
+	sum := sha256.Sum256([]byte(long))
+	if got, want := strings.Count(buf.String(), hex.EncodeToString(sum[:])), 4; got != want {
+		t.Errorf("the long value's SHA-256 appears %d times, want %d (tool, err, g.name, raw):\n%.400s", got, want, buf.String())
+	}
+	if !strings.Contains(buf.String(), `"tool":"password token`) {
+		t.Errorf("the tool's prefix is not kept:\n%.400s", buf.String())
 	}
 }

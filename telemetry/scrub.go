@@ -146,19 +146,30 @@ func Scrub(s string) string {
 // log line: messages and string values are passed through [Scrub], and the
 // values of attributes whose keys look secret ([IsSecretKey]) become
 // [Redacted], in groups too. Errors and Stringers are logged as their
-// scrubbed text.
-func ScrubHandler(h slog.Handler) slog.Handler { return scrubHandler{h} }
+// scrubbed text. Each string is bounded first, as by [BoundHandler].
+func ScrubHandler(h slog.Handler) slog.Handler { return scrubHandler{h, true} }
 
-type scrubHandler struct{ h slog.Handler }
+// BoundHandler wraps a slog.Handler so that no string of a log line
+// (message, values, errors and Stringers, in groups too) is longer than
+// [MaxRecordedText]: a longer one is logged as by [Bound]. A denied call
+// is logged with its tool name and agent, which the agent chooses and may
+// make as long as a request body: 4 MiB written to the log per call.
+func BoundHandler(h slog.Handler) slog.Handler { return scrubHandler{h, false} }
+
+// scrubHandler bounds every string, and scrubs it too if scrub is set.
+type scrubHandler struct {
+	h     slog.Handler
+	scrub bool
+}
 
 var _ slog.Handler = scrubHandler{}
 
 func (s scrubHandler) Enabled(ctx context.Context, l slog.Level) bool { return s.h.Enabled(ctx, l) }
 
 func (s scrubHandler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, Scrub(r.Message), r.PC)
+	out := slog.NewRecord(r.Time, r.Level, s.text(r.Message), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(scrubAttr(a))
+		out.AddAttrs(s.attr(a))
 		return true
 	})
 	return s.h.Handle(ctx, out)
@@ -167,38 +178,51 @@ func (s scrubHandler) Handle(ctx context.Context, r slog.Record) error {
 func (s scrubHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	clean := make([]slog.Attr, len(attrs))
 	for i, a := range attrs {
-		clean[i] = scrubAttr(a)
+		clean[i] = s.attr(a)
 	}
-	return scrubHandler{s.h.WithAttrs(clean)}
+	return scrubHandler{s.h.WithAttrs(clean), s.scrub}
 }
 
-func (s scrubHandler) WithGroup(name string) slog.Handler { return scrubHandler{s.h.WithGroup(name)} }
+func (s scrubHandler) WithGroup(name string) slog.Handler {
+	return scrubHandler{s.h.WithGroup(name), s.scrub}
+}
 
-func scrubAttr(a slog.Attr) slog.Attr {
-	if IsSecretKey(a.Key) {
+// text is what a log line shows of t: bounded, then scrubbed if asked.
+func (s scrubHandler) text(t string) string {
+	t = Bound(t, MaxRecordedText)
+	if s.scrub {
+		t = Scrub(t)
+	}
+	return t
+}
+
+func (s scrubHandler) attr(a slog.Attr) slog.Attr {
+	if s.scrub && IsSecretKey(a.Key) {
 		return slog.String(a.Key, Redacted)
 	}
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, Scrub(v.String()))
+		return slog.String(a.Key, s.text(v.String()))
 	case slog.KindGroup:
 		group := v.Group()
 		clean := make([]slog.Attr, len(group))
 		for i, g := range group {
-			clean[i] = scrubAttr(g)
+			clean[i] = s.attr(g)
 		}
 		return slog.Attr{Key: a.Key, Value: slog.GroupValue(clean...)}
 	case slog.KindAny:
 		switch x := v.Any().(type) {
 		case error:
-			return slog.String(a.Key, Scrub(x.Error()))
+			return slog.String(a.Key, s.text(x.Error()))
 		case interface{ String() string }:
-			return slog.String(a.Key, Scrub(x.String()))
+			return slog.String(a.Key, s.text(x.String()))
 		case []byte:
-			return slog.String(a.Key, Scrub(string(x)))
+			return slog.String(a.Key, s.text(string(x)))
 		case map[string]any, []any:
-			return slog.Any(a.Key, Redactor{}.Redact(x))
+			if s.scrub {
+				return slog.Any(a.Key, Redactor{}.Redact(x))
+			}
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}

@@ -25,6 +25,10 @@ type running struct {
 	stop            func() error // stops the gateway, returns serve's error
 }
 
+// serveLogger, when set, is the logger startServe's gateways log to
+// (nil: nothing is logged).
+var serveLogger *slog.Logger
+
 // startServe runs serve with the YAML config in front of a fresh demo
 // server, with an admin listener (none for admin_listen: off) and a
 // temporary data directory.
@@ -85,7 +89,11 @@ func startServeOn(t *testing.T, agents net.Listener, yaml string, wrap func(http
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan bound, 1)
 	served := make(chan error, 1)
-	go func() { served <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(at bound) { addrc <- at }) }()
+	logger := serveLogger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	go func() { served <- serve(ctx, cfg, logger, func(at bound) { addrc <- at }) }()
 	select {
 	case at := <-addrc:
 		scheme := "http://"

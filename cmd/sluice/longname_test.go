@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,5 +71,44 @@ func TestLongToolNamesDoNotFloodTheRecord(t *testing.T) {
 			t.Errorf("events query printed a %d-byte event: %.300s…", len(line), line)
 			break
 		}
+	}
+}
+
+// TestLongToolNameLogLineBounded: a denied call is logged at info with
+// its tool name and agent, both the agent's to choose: a made-up tool
+// name of 4 MiB wrote a 4 MiB line to the gateway's log per call. The
+// gateway's logger (newLogger, text and json) bounds every string.
+func TestLongToolNameLogLineBounded(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			var buf syncBuffer
+			logger, err := newLogger(&buf, format, slog.LevelInfo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			serveLogger = logger
+			defer func() { serveLogger = nil }()
+			g := startServe(t, "policy: {default: allow, result_mode: tool_result}\n")
+			name := "made_up_" + strings.Repeat("x", 1<<20)
+			agent := strings.Repeat("a", 64<<10)
+			c, _ := mcpgoSession(t, g.url, agent)
+			res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name}})
+			if err == nil && !res.IsError {
+				t.Fatal("the call to a made-up tool was not refused")
+			}
+			if err := g.stop(); err != nil {
+				t.Fatal(err)
+			}
+			logged := buf.String()
+			sum := sha256.Sum256([]byte(name))
+			if !strings.Contains(logged, "decision") || !strings.Contains(logged, hex.EncodeToString(sum[:])) {
+				t.Errorf("no decision line naming the tool by its SHA-256 in the log (%d bytes): %.500s", len(logged), logged)
+			}
+			for _, line := range strings.Split(logged, "\n") {
+				if len(line) > 16<<10 {
+					t.Errorf("a log line of %d bytes: %.300s…", len(line), line)
+				}
+			}
+		})
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/sluicehq/sluice/a2a"
 	"io"
 	"log/slog"
 	"net"
@@ -27,12 +26,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicehq/sluice/a2a"
 	"github.com/sluicehq/sluice/auth"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/gateway/redisstore"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/inventory"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 var _ intercept.ToolsObserver = (*inventory.Inventory)(nil)
@@ -58,15 +59,22 @@ func logFlags(fs *flag.FlagSet) func() (*slog.Logger, error) {
 		if err := l.UnmarshalText([]byte(*level)); err != nil {
 			return nil, usageErrorf("--log-level: %q is not debug, info, warn or error", *level)
 		}
-		o := &slog.HandlerOptions{Level: l}
-		switch *format {
-		case "text":
-			return slog.New(slog.NewTextHandler(os.Stderr, o)), nil
-		case "json":
-			return slog.New(slog.NewJSONHandler(os.Stderr, o)), nil
-		}
-		return nil, usageErrorf("--log-format: %q is not text or json", *format)
+		return newLogger(os.Stderr, *format, l)
 	}
+}
+
+// newLogger is the gateway's logger: format "text" or "json" to w, each
+// string of a line bounded (telemetry.BoundHandler), since denied calls
+// are logged with the tool name and agent the agent chose.
+func newLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, error) {
+	o := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "text":
+		return slog.New(telemetry.BoundHandler(slog.NewTextHandler(w, o))), nil
+	case "json":
+		return slog.New(telemetry.BoundHandler(slog.NewJSONHandler(w, o))), nil
+	}
+	return nil, usageErrorf("--log-format: %q is not text or json", format)
 }
 
 func runServe(ctx context.Context, args []string, out io.Writer) error {
