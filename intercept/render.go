@@ -3,6 +3,8 @@ package intercept
 import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // Envelope is RFC-0002's tool result envelope.
@@ -45,8 +47,13 @@ type throwData struct {
 // structuredContent; in throw mode a JSON-RPC error whose data carries the
 // envelope and the txn_id. version is the MCP protocol version of the call;
 // from 2026-07-28 on a result carries resultType.
+//
+// The public reason and the evidence's tool name are bounded as events
+// are (telemetry.Bound): they quote the tool name, which the agent chose
+// and may make as long as a request body, and a deny quoting a 4 MiB name
+// five times answered 20 MiB.
 func RenderDecision(id jsontext.Value, d Decision, txnID, version string) []byte {
-	env := Envelope{Status: "denied", Code: d.Reason, PublicReason: d.PublicReason}
+	env := Envelope{Status: "denied", Code: d.Reason, PublicReason: telemetry.Bound(d.PublicReason, telemetry.MaxRecordedText)}
 	switch {
 	case d.ApprovalID != "":
 		env.Data = map[string]string{"approval_id": d.ApprovalID}
@@ -54,6 +61,7 @@ func RenderDecision(id jsontext.Value, d Decision, txnID, version string) []byte
 		env.Data = map[string]int64{"retry_after_ms": max(d.RetryAfter.Milliseconds(), 1)}
 	}
 	if ev := d.Evidence; ev.MatchedToolName != "" || len(ev.MatchedToolClasses) > 0 || ev.MatchedRouteRuleID != "" || ev.ReasonCode != "" {
+		ev.MatchedToolName = telemetry.BoundName(ev.MatchedToolName)
 		env.Evidence = &ev
 	}
 	code := CodePolicyDenied
