@@ -268,6 +268,26 @@ func appendMember(b []byte, start int, name, value string) []byte {
 
 // appendFloat formats f as encoding/json does.
 func appendFloat(b []byte, f float64) ([]byte, error) {
+	// Confidences are mostly hundredths (0.7, 0.85, 1), written on every
+	// call's events: those are formatted here, without strconv's
+	// shortest-representation search. The decimal k/100 parses back to f
+	// and no decimal of fewer digits lies within f's rounding interval
+	// (the doubles up to 1e6 are far closer together than 0.01 is wide),
+	// so it is what strconv would write. TestAppendFloatHundredths holds
+	// it to strconv.
+	if f >= 0 && f <= 1e6 && !math.Signbit(f) {
+		if k := math.Round(f * 100); k/100 == f {
+			n := int64(k)
+			b = strconv.AppendInt(b, n/100, 10)
+			if c := n % 100; c != 0 {
+				b = append(b, '.', byte('0'+c/10))
+				if c%10 != 0 {
+					b = append(b, byte('0'+c%10))
+				}
+			}
+			return b, nil
+		}
+	}
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return nil, &json.UnsupportedValueError{Str: strconv.FormatFloat(f, 'g', -1, 64)}
 	}
