@@ -10,7 +10,8 @@
 // net/http's own wire code (Request.Write, ReadResponse), so what goes on
 // the wire is what net/http would send, and pools the connections. The
 // head of a plain POST is written by writeRequest, byte for byte what
-// Request.Write writes.
+// Request.Write writes, and a plain answer with a Content-Length is read
+// by readResponse, into what ReadResponse makes of it.
 // Anything else — TLS, upgrades, Expect: 100-continue — goes to Fallback.
 package h1
 
@@ -144,7 +145,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request, re
 	}
 	for informational := 0; ; informational++ {
 		c.lim.n = maxHead // as net/http's MaxResponseHeaderBytes: an upstream cannot make the head take all memory
-		resp, err := http.ReadResponse(c.br, req)
+		resp, err := readResponse(c.br, req)
 		c.lim.n = -1
 		if err != nil {
 			stop()
