@@ -253,7 +253,7 @@ func (b *Builtin) finish(k *call, d *intercept.ActionDescriptor, target target) 
 		v.Axes[AxisReversibility] = c.reversibility(k, at.Classified)
 	}
 	ApplyConservativeDefaults(&v, c.opts)
-	v.CapabilityClassVerdict, v.CapabilityClassConfidence = capabilityClass(k, v.Axes[AxisActionType])
+	v.CapabilityClassVerdict, v.CapabilityClassConfidence = c.capabilityClass(k, v.Axes[AxisActionType])
 	v.ConsistentWithDeclaration = consistent(d, &v, k)
 	v.CompositeConfidence = Composite(v, c.opts)
 	return v
@@ -787,18 +787,39 @@ var dataObjects = wordSet("message", "messages", "comment", "comments", "issue",
 
 // capabilityClass returns the declared class, the first of the tool's
 // classes, or domain.action derived from the upstream's name.
-func capabilityClass(k *call, at AxisVerdict) (string, float64) {
+func (c *compiled) capabilityClass(k *call, at AxisVerdict) (string, float64) {
 	if k.tc.CapabilityClass != "" {
 		return k.tc.CapabilityClass, 1
 	}
 	if len(k.classes) > 0 {
 		return k.classes[0], 0.9
 	}
-	domain := classDomain(k.d.Upstream)
+	return c.derivedClass(k.d.Upstream, at.Classified), unitClamp(at.Confidence * 0.9)
+}
+
+// maxDerived bounds the classes compiled.derived keeps.
+const maxDerived = 4096
+
+type classKey struct{ upstream, action string }
+
+// derivedClass is domain.action for an upstream and an action type,
+// remembered: every call of a tool with no configured class asks for it,
+// and splitting the upstream's name into words was most of classifying
+// such a call.
+func (c *compiled) derivedClass(upstream, action string) string {
+	key := classKey{upstream, action}
+	if v, ok := c.derived.Load(key); ok {
+		return v.(string)
+	}
+	domain := classDomain(upstream)
 	if domain == "" {
 		domain = "tool"
 	}
-	return domain + "." + strings.ToLower(at.Classified), unitClamp(at.Confidence * 0.9)
+	class := domain + "." + strings.ToLower(action)
+	if c.nDerived.Add(1) <= maxDerived {
+		c.derived.Store(key, class)
+	}
+	return class
 }
 
 // classDomain turns an upstream name into a class segment: lower case,

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -256,7 +257,12 @@ func rank(axis, value string) int {
 
 // compiled is Options after validation: immutable, shared by every call.
 type compiled struct {
-	idZones    sync.Map // stdio command line -> idZone
+	idZones sync.Map // stdio command line -> idZone
+	// derived memoizes derivedClass: classKey -> string, at most
+	// maxDerived of them (upstream names are the configuration's, the
+	// action types a handful; the bound is a backstop).
+	derived    sync.Map
+	nDerived   atomic.Int64
 	facts      *lru.Cache[toolKey, *toolFacts]
 	profile    Profile
 	axes       []string
