@@ -147,19 +147,72 @@ func NewEventID(t time.Time) string {
 	return string(s[:])
 }
 
-// An attrSink receives an event's attributes: attrs builds the Attrs map,
-// jsonAttrs the JSON the audit store keeps, from the same code. str, strs
-// and num leave out empty values so stored events stay small.
-type attrSink interface {
-	str(k, v string)
-	strs(k string, v []string)
-	num(k string, v int64)
-	// float and flag are always recorded, zero too; typed, not passed
-	// as values, so that no call boxes them.
-	float(k string, v float64)
-	flag(k string, v bool)
-	evidence(k string, v Evidence)
-	value(k string, v any)
+// An attrSink receives an event's attributes: into the Attrs map m
+// builds, or as the JSON the audit store keeps (j, when set), from the
+// same code. str, strs and num leave out empty values so stored events
+// stay small; float and flag are always recorded, zero too, and typed,
+// not passed as values, so that no call boxes them. A struct, not an
+// interface of the two: a jsonAttrs passed as an interface escaped to the
+// heap, an allocation for each event of every call.
+type attrSink struct {
+	m attrs
+	j *jsonAttrs
+}
+
+func (a attrSink) str(k, v string) {
+	if a.j != nil {
+		a.j.str(k, v)
+		return
+	}
+	a.m.str(k, v)
+}
+
+func (a attrSink) strs(k string, v []string) {
+	if a.j != nil {
+		a.j.strs(k, v)
+		return
+	}
+	a.m.strs(k, v)
+}
+
+func (a attrSink) num(k string, v int64) {
+	if a.j != nil {
+		a.j.num(k, v)
+		return
+	}
+	a.m.num(k, v)
+}
+
+func (a attrSink) float(k string, v float64) {
+	if a.j != nil {
+		a.j.float(k, v)
+		return
+	}
+	a.m.float(k, v)
+}
+
+func (a attrSink) flag(k string, v bool) {
+	if a.j != nil {
+		a.j.flag(k, v)
+		return
+	}
+	a.m.flag(k, v)
+}
+
+func (a attrSink) evidence(k string, v Evidence) {
+	if a.j != nil {
+		a.j.evidence(k, v)
+		return
+	}
+	a.m.evidence(k, v)
+}
+
+func (a attrSink) value(k string, v any) {
+	if a.j != nil {
+		a.j.value(k, v)
+		return
+	}
+	a.m.value(k, v)
 }
 
 // attrs builds an Attrs map.

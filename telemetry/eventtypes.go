@@ -81,7 +81,7 @@ func (p PolicyEnforcement) Event() Event { return withAttrs(p.Header(), p.attrs)
 // withAttrs returns h with the Attrs that fill writes.
 func withAttrs(h Event, fill func(attrSink)) Event {
 	a := make(attrs, 16)
-	fill(a)
+	fill(attrSink{m: a})
 	h.Attrs = a
 	return h
 }
@@ -97,7 +97,7 @@ func (p PolicyEnforcement) Header() Event {
 // AppendAttrs appends p's attrs as JSON object members ([Record]).
 func (p PolicyEnforcement) AppendAttrs(b []byte) ([]byte, error) {
 	j := jsonAttrs{b: b}
-	p.attrs(&j)
+	p.attrs(attrSink{j: &j})
 	return j.b, j.err
 }
 
@@ -187,7 +187,7 @@ func (c IntentClassification) Header() Event {
 // AppendAttrs appends c's attrs as JSON object members ([Record]).
 func (c IntentClassification) AppendAttrs(b []byte) ([]byte, error) {
 	j := jsonAttrs{b: b}
-	c.attrs(&j)
+	c.attrs(attrSink{j: &j})
 	return j.b, j.err
 }
 
