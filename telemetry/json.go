@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -400,14 +401,27 @@ func appendString(b []byte, s string) []byte {
 // without its layout interpreter for a UTC time of a four-digit year (every
 // stored event's: the store keeps them in UTC).
 func appendRFC3339Nano(b []byte, t time.Time) []byte {
-	year, month, day := t.Date()
-	if t.Location() != time.UTC || year < 0 || year > 9999 {
+	if t.Location() != time.UTC {
 		return t.AppendFormat(b, time.RFC3339Nano)
 	}
-	hour, minute, sec := t.Clock()
-	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
-		byte('0'+int(month)/10), byte('0'+int(month)%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
-		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':', byte('0'+sec/10), byte('0'+sec%10))
+	// The events of a second share its text: reading the calendar (two
+	// walks from the absolute time, Date and Clock) was most of encoding
+	// an event's header.
+	sec := t.Unix()
+	if c := lastSecond.Load(); c != nil && c.sec == sec {
+		b = append(b, c.text[:]...)
+	} else {
+		year, month, day := t.Date()
+		if year < 0 || year > 9999 {
+			return t.AppendFormat(b, time.RFC3339Nano)
+		}
+		hour, minute, sec := t.Clock()
+		c := &secondText{sec: t.Unix(), text: [19]byte{byte('0' + year/1000), byte('0' + year/100%10), byte('0' + year/10%10), byte('0' + year%10), '-',
+			byte('0' + int(month)/10), byte('0' + int(month)%10), '-', byte('0' + day/10), byte('0' + day%10), 'T',
+			byte('0' + hour/10), byte('0' + hour%10), ':', byte('0' + minute/10), byte('0' + minute%10), ':', byte('0' + sec/10), byte('0' + sec%10)}}
+		lastSecond.Store(c)
+		b = append(b, c.text[:]...)
+	}
 	if ns := t.Nanosecond(); ns != 0 {
 		var d [10]byte
 		d[0] = '.'
@@ -423,3 +437,13 @@ func appendRFC3339Nano(b []byte, t time.Time) []byte {
 	}
 	return append(b, 'Z')
 }
+
+// secondText is the RFC 3339 text of a UTC second, up to the seconds.
+type secondText struct {
+	sec  int64 // Unix seconds
+	text [19]byte
+}
+
+// lastSecond is the text of the second appendRFC3339Nano wrote last: a
+// memo of a pure function, shared by every caller.
+var lastSecond atomic.Pointer[secondText]
