@@ -9,7 +9,7 @@ import (
 // Bounds of what wellFormed vouches for; past them validate asks jsontext.
 const (
 	wellFormedDepth   = 64 // nesting
-	wellFormedMembers = 32 // members of one object, compared pairwise for duplicates
+	wellFormedMembers = 16 // members of one object, compared pairwise for duplicates (as foldWalk's maxFoldPairs)
 )
 
 // wellFormed reports whether body is one JSON value that validate's

@@ -2,6 +2,7 @@ package intercept
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -28,6 +29,7 @@ var wellFormedSeeds = append([]string{
 	`{"a":1}}`, `[1]]`, `{"a":1]`, `[1}`, "[1]\x00", " [1] ", "\ufeff[1]", `"\x"`, `"\u12"`, `"\u12G4"`,
 	strings.Repeat("[", 64) + strings.Repeat("]", 64), strings.Repeat("[", 65) + strings.Repeat("]", 65),
 	strings.Repeat(`{"a":`, 70) + "1" + strings.Repeat("}", 70),
+	objectOf(16, false), objectOf(17, false), objectOf(16, true), objectOf(17, true),
 }, validMemberSeeds...)
 
 // TestWellFormed: the one-pass check takes the messages the gateway
@@ -61,4 +63,22 @@ func checkWellFormed(t *testing.T, b []byte) {
 	if wellFormed(b) && !decoderValid(b) {
 		t.Errorf("wellFormed(%q) = true, but the decoder refuses it", b)
 	}
+}
+
+// objectOf is an object of n members named m0, m1, … (with dup, the last
+// named as the first).
+func objectOf(n int, dup bool) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		if dup && i == n-1 {
+			i = 0
+		}
+		fmt.Fprintf(&b, `"m%d":{"x":%d}`, i, i)
+	}
+	b.WriteString("}")
+	return b.String()
 }
