@@ -479,7 +479,12 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		}
 	case card:
 		rel.rewrite = func(result jsontext.Value) jsontext.Value {
-			out, err := g.rewriteCard(r, a, result)
+			reviewed, err := g.reviewedExtendedCard(r.Context(), a, v1, result)
+			if err != nil {
+				g.log.Warn("a2a: extended agent card refused", "agent", a.Name, "err", err)
+				return nil
+			}
+			out, err := g.rewriteCard(r, a, reviewed)
 			if err != nil {
 				return nil
 			}

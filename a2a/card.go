@@ -426,6 +426,70 @@ func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (j
 	return out, err
 }
 
+// reviewedExtendedCard is an agent's authenticated extended card (the
+// answer to agent/getAuthenticatedExtendedCard or GetExtendedAgentCard)
+// with only the text the gateway reviewed: the card's name and
+// description and each skill's name, description, tags and examples as
+// the public card, whose skills the inventory pins and scans, gives them
+// for the same skill id; a skill the public card does not declare is left
+// out, as a message naming it is refused. Clients take the extended card
+// in place of the public one, so text only it carries would reach the
+// calling agent unreviewed (and signed by the gateway).
+func (g *Gateway) reviewedExtendedCard(ctx context.Context, a *agent, v1 bool, extended jsontext.Value) (jsontext.Value, error) {
+	public, err := g.card(ctx, a, v1)
+	if err != nil {
+		return nil, err
+	}
+	var pub, ext map[string]any
+	if err := json.Unmarshal(public, &pub); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(extended, &ext); err != nil {
+		return nil, err
+	}
+	reviewed := map[string]map[string]any{}
+	pubSkills, _ := pub["skills"].([]any)
+	for _, x := range pubSkills {
+		if s, ok := x.(map[string]any); ok {
+			if id, _ := s["id"].(string); id != "" {
+				reviewed[id] = s
+			}
+		}
+	}
+	for _, k := range []string{"name", "description"} {
+		setAs(ext, pub, k)
+	}
+	if skills, ok := ext["skills"].([]any); ok {
+		keep := []any{}
+		for _, x := range skills {
+			s, ok := x.(map[string]any)
+			if !ok {
+				continue
+			}
+			id, _ := s["id"].(string)
+			p, declared := reviewed[id]
+			if !declared {
+				continue
+			}
+			for _, k := range []string{"name", "description", "tags", "examples"} {
+				setAs(s, p, k)
+			}
+			keep = append(keep, s)
+		}
+		ext["skills"] = keep
+	}
+	return json.Marshal(ext, json.Deterministic(true))
+}
+
+// setAs makes dst's member k what src's is, or absent if src has none.
+func setAs(dst, src map[string]any, k string) {
+	if v, ok := src[k]; ok {
+		dst[k] = v
+	} else {
+		delete(dst, k)
+	}
+}
+
 // driftWithheld replaces the text of a skill that changed since it was
 // pinned and awaits approval.
 const driftWithheld = "This skill changed since it was approved; it is unavailable until an operator approves the change."
