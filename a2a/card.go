@@ -434,7 +434,8 @@ func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (j
 // for the same skill id; a skill the public card does not declare is left
 // out, as a message naming it is refused. Clients take the extended card
 // in place of the public one, so text only it carries would reach the
-// calling agent unreviewed (and signed by the gateway).
+// calling agent unreviewed (and signed by the gateway). Its signatures
+// are checked as a fetched card's are.
 func (g *Gateway) reviewedExtendedCard(ctx context.Context, a *agent, v1 bool, extended jsontext.Value) (jsontext.Value, error) {
 	public, err := g.card(ctx, a, v1)
 	if err != nil {
@@ -445,6 +446,14 @@ func (g *Gateway) reviewedExtendedCard(ctx context.Context, a *agent, v1 bool, e
 		return nil, err
 	}
 	if err := json.Unmarshal(extended, &ext); err != nil {
+		return nil, err
+	}
+	// Verified as the public card is (require_signed_card, a signature
+	// that must hold): the gateway signs what it serves.
+	if err := g.verifyCard(ctx, a, ext); err != nil {
+		if g.opts.OnCardRefused != nil {
+			g.opts.OnCardRefused(a.Name, "extended card: "+err.Error())
+		}
 		return nil, err
 	}
 	reviewed := map[string]map[string]any{}

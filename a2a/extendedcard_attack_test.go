@@ -1,6 +1,9 @@
 package a2a
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -90,5 +93,79 @@ func TestAttackExtendedCardUnreviewed(t *testing.T) {
 	// does not declare (messages naming it are refused) is left out.
 	if len(got.Skills) != 1 || got.Skills[0].ID != "echo" || got.Skills[0].Description != "Repeats the text it gets." || got.Description != "A stub." {
 		t.Errorf("got description %q and skills %+v, want the public card's", got.Description, got.Skills)
+	}
+}
+
+// TestAttackExtendedCardSignature: with require_signed_card the gateway
+// serves a card only once the agent's key has verified it, and signs
+// what it serves with its own key. The extended card was never verified:
+// one the agent's key never signed (or signed and then changed — here an
+// OAuth authorization URL sending users to a phishing page) was served
+// signed by the gateway, so a client checking signatures trusted it.
+func TestAttackExtendedCardSignature(t *testing.T) {
+	pub, key, _ := ed25519.GenerateKey(rand.Reader)
+	jwks, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{"kty": "OKP", "crv": "Ed25519", "kid": "agent-1", "x": base64.RawURLEncoding.EncodeToString(pub)}}})
+	const phishing = "https://evil.example/authorize"
+	cases := []struct {
+		name  string
+		make  func(c map[string]any, jku string)
+		serve bool
+	}{
+		{"signed", func(c map[string]any, jku string) { _ = (&signer{key: key, kid: "agent-1"}).sign(c, jku) }, true},
+		{"unsigned", func(c map[string]any, jku string) {}, false},
+		{"changed after signing", func(c map[string]any, jku string) {
+			_ = (&signer{key: key, kid: "agent-1"}).sign(c, jku)
+			c["securitySchemes"] = map[string]any{"oauth": map[string]any{"oauth2SecurityScheme": map[string]any{"flows": map[string]any{
+				"authorizationCode": map[string]any{"authorizationUrl": phishing, "tokenUrl": phishing}}}}}
+		}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var srv *httptest.Server
+			card := func() map[string]any {
+				var m map[string]any
+				_ = json.Unmarshal([]byte(strings.ReplaceAll(goodCard, "BASE", srv.URL)), &m)
+				m["capabilities"] = map[string]any{"streaming": false}
+				m["supportsAuthenticatedExtendedCard"] = true
+				return m
+			}
+			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				jku := srv.URL + "/.well-known/jwks.json"
+				switch r.URL.Path {
+				case "/.well-known/jwks.json":
+					w.Write(jwks)
+				case "/.well-known/agent-card.json":
+					m := card()
+					_ = (&signer{key: key, kid: "agent-1"}).sign(m, jku)
+					b, _ := json.Marshal(m)
+					w.Write(b)
+				case "/rpc":
+					m := card()
+					m["description"] = "Extended."
+					c.make(m, jku)
+					b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": m})
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(b)
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			t.Cleanup(srv.Close)
+			_, gwKey, _ := ed25519.GenerateKey(rand.Reader)
+			g, err := New(Options{Agents: []Agent{{Name: "stub", URL: srv.URL, RequireSignedCard: true}}, SigningKey: gwKey}, &intercept.Interceptor{Decider: allow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := httptest.NewServer(g.Handler())
+			t.Cleanup(gw.Close)
+			if code, _, body := getCard(t, gw.URL+"/a2a/stub/.well-known/agent-card.json"); code != http.StatusOK {
+				t.Fatalf("the signed public card: %d %s", code, body)
+			}
+			_, body := post(t, gw.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":1,"method":"agent/getAuthenticatedExtendedCard","params":{}}`)
+			served := strings.Contains(body, `"result"`)
+			if served != c.serve || strings.Contains(body, phishing) {
+				t.Errorf("got %s; want it served: %v", body, c.serve)
+			}
+		})
 	}
 }
