@@ -33,10 +33,21 @@ type bridgeState struct {
 	// ids are the requests sent under the gateway's ids while the
 	// upstream was closed to the client (ids.go).
 	ids idTable
+	// drops rate-limits the log of results not delivered (stray).
+	drops dropLog
 
 	mu      sync.Mutex // guards the fields below
 	waiters map[string]*stream
 	calls   map[string]bridgeCall // request id -> what it was, for observation and hiding tools
+	// orphans are the requests whose POST stream ended unanswered (its
+	// client went away, or its connection broke), at most maxOrphans,
+	// the oldest forgotten first (orphanOrder): a late answer to one is
+	// screened as what it answers and goes to the session's streams,
+	// where a client still waiting takes it by its id. A result under
+	// any other id no request waits for is not delivered.
+	orphans     map[string]orphanCall
+	orphanOrder []orphanKey
+	orphanSeq   uint64
 	// cc is the call context of the session's latest request: whose the
 	// messages no request waits for are (tasks of others are withheld).
 	cc      intercept.CallContext
@@ -59,6 +70,21 @@ const (
 	maxBacklog      = 1024
 	maxBacklogBytes = 16 << 20
 )
+
+// maxOrphans bounds a bridged session's orphans.
+const maxOrphans = 64
+
+// orphanCall is a request its POST stream ended without answering; seq
+// tells it from an earlier one under the same id in orphanOrder.
+type orphanCall struct {
+	bridgeCall
+	seq uint64
+}
+
+type orphanKey struct {
+	id  string
+	seq uint64
+}
 
 // bridgeCall is a request waiting for its response on a bridged session.
 type bridgeCall struct {
@@ -223,18 +249,29 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 	}
 	var target *stream
 	var call bridgeCall
+	late := false
 	b.mu.Lock()
 	if m.Kind == intercept.KindResponse || m.Kind == intercept.KindError {
 		if s := b.waiters[m.IDKey()]; s != nil {
 			target, call = s, b.calls[m.IDKey()]
 			delete(b.waiters, m.IDKey())
 			delete(b.calls, m.IDKey())
+		} else if c, ok := b.orphans[m.IDKey()]; ok {
+			call, late = c.bridgeCall, true
+			delete(b.orphans, m.IDKey())
+		} else if m.Kind == intercept.KindResponse {
+			// A client takes a result by its id, whatever stream it
+			// comes on: under the id of a call held for approval, or
+			// of one answered already, it would be taken unscreened
+			// for what the upstream was never asked or answered.
+			b.mu.Unlock()
+			w.stray(&b.drops, b.name)
+			return m, bridgeCall{}
 		}
 	}
-	answered := target != nil
-	if target == nil && ic.ForeignTask(ctx, b.cc, m) {
-		cc := b.cc
-		b.mu.Unlock()
+	answered, cc := target != nil, b.cc
+	b.mu.Unlock()
+	if target == nil && ic.ForeignTask(ctx, cc, m) {
 		held, owned := b.tasks.hold(ctx, cc, m, msg, b.sink)
 		if !owned {
 			if !held {
@@ -242,13 +279,8 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 			}
 			return m, call
 		}
-		b.mu.Lock()
 	}
-	if target == nil {
-		target = b.serverTarget(msg)
-	}
-	b.mu.Unlock()
-	if answered {
+	if answered || late {
 		call.up.end(responseError(m))
 		if call.method == "initialize" && m.Kind == intercept.KindResponse {
 			sess.setVersion(protocolVersionFromResult(m.Result))
@@ -256,13 +288,24 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 		if call.method == "tools/list" && m.Kind == intercept.KindResponse {
 			ic.ObserveToolsPage(call.cc.Upstream, m.Result, call.cursor)
 		}
-	}
-	if target != nil {
 		if m.Kind == intercept.KindResponse && screened(call.method, msg) {
 			if out, changed := screenAnswer(ctx, ic, call.cc, call.method, call.cursor, m.ID, m.IDKey(), m.Raw, m.Result); changed {
 				msg = out
 			}
 		}
+	}
+	if target == nil {
+		b.mu.Lock()
+		if m.Kind == intercept.KindResponse || m.Kind == intercept.KindError {
+			// Never on the stream of another request: its POST would
+			// end with this for its answer, and its own would be lost.
+			target = b.getTarget(msg)
+		} else {
+			target = b.serverTarget(msg)
+		}
+		b.mu.Unlock()
+	}
+	if target != nil {
 		if m.Kind == intercept.KindRequest {
 			sess.askedUp.add(m.IDKey())
 		}
@@ -280,10 +323,16 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 // waits for: the newest POST stream, else the GET stream; with neither,
 // msg waits in the backlog and serverTarget returns nil. b.mu is held.
 func (b *bridgeState) serverTarget(msg []byte) *stream {
-	switch {
-	case len(b.streams) > 0:
+	if len(b.streams) > 0 {
 		return b.streams[len(b.streams)-1]
-	case b.get != nil:
+	}
+	return b.getTarget(msg)
+}
+
+// getTarget returns the GET stream to take msg; with none, msg waits in
+// the backlog and getTarget returns nil. b.mu is held.
+func (b *bridgeState) getTarget(msg []byte) *stream {
+	if b.get != nil {
 		return b.get
 	}
 	b.backlog = append(b.backlog, msg)
@@ -331,6 +380,7 @@ func (b *bridgeState) release(s *stream, ids []string, cause error) {
 				creating++
 			}
 			unanswered = append(unanswered, b.calls[id].up)
+			b.orphan(id, b.calls[id])
 			delete(b.waiters, id)
 			delete(b.calls, id)
 		}
@@ -342,6 +392,25 @@ func (b *bridgeState) release(s *stream, ids []string, cause error) {
 		if o == s {
 			b.streams = append(b.streams[:i], b.streams[i+1:]...)
 			break
+		}
+	}
+}
+
+// orphan keeps call, whose POST stream ended before its answer (see
+// orphans), forgetting the oldest past maxOrphans; b.mu is held.
+func (b *bridgeState) orphan(id string, call bridgeCall) {
+	if b.orphans == nil {
+		b.orphans = make(map[string]orphanCall)
+	}
+	call.creates = false // settled by release
+	b.orphanSeq++
+	b.orphans[id] = orphanCall{call, b.orphanSeq}
+	b.orphanOrder = append(b.orphanOrder, orphanKey{id, b.orphanSeq})
+	for len(b.orphanOrder) > maxOrphans {
+		k := b.orphanOrder[0]
+		b.orphanOrder = b.orphanOrder[1:]
+		if c, ok := b.orphans[k.id]; ok && c.seq == k.seq {
+			delete(b.orphans, k.id)
 		}
 	}
 }
@@ -465,6 +534,7 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 					replacedCreating++
 				}
 			}
+			delete(b.orphans, id) // taken over
 			b.waiters[id] = s
 			b.calls[id] = bridgeCall{method: method, cursor: cursors[id], creates: creating[id], cc: cc, up: ucs[id], asIs: !closed}
 			ids = append(ids, id)

@@ -690,13 +690,16 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 		}
 		r.lastActive.Store(time.Now().UnixNano())
 		b = r.ids.restore(b)
-		answers, err := r.received(b)
+		b, answers, err := r.received(b)
 		if err != nil {
 			// JSON-RPC the client could read otherwise than the gateway (an
 			// id spelled 7.0, which a client pairs with its request 7): an
 			// answer nothing here screened goes nowhere, as on the bridge.
 			r.withheld.unreadable(&r.drops, r.up.Name, err)
 			continue
+		}
+		if b == nil {
+			continue // only results for requests not waiting
 		}
 		shown := r.hideTools(ctx, b)
 		// A task handle among answers is recorded: what was held about
@@ -719,17 +722,39 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 }
 
 // received looks at a message from the upstream before it is passed on
-// and returns the responses in it. The upstream calls they answer end
-// now, an initialize result sets the protocol version and a tools/list
-// result is recorded before the client, having it, can send a request
-// that the version or the list describes. A message that does not decode
-// is an error: it is not passed on.
-func (r *relay) received(b []byte) ([]*intercept.Message, error) {
-	msgs, _, err := intercept.Decode(b)
+// and returns it as it goes on, with the responses in it. The upstream
+// calls they answer end now, an initialize result sets the protocol
+// version and a tools/list result is recorded before the client, having
+// it, can send a request that the version or the list describes. A
+// message that does not decode is an error: it is not passed on. Nor is a
+// result for a request the gateway did not send or no longer waits for
+// (one it holds for approval, denied, answered already): the client
+// would take it by its id for the answer to its request, unscreened (nil
+// when nothing else is left).
+func (r *relay) received(b []byte) ([]byte, []*intercept.Message, error) {
+	msgs, batch, err := intercept.Decode(b)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	answers := msgs[:0]
+	if kept := r.withoutStray(msgs); len(kept) < len(msgs) {
+		for range len(msgs) - len(kept) {
+			r.withheld.stray(&r.drops, r.up.Name)
+		}
+		switch {
+		case len(kept) == 0:
+			return nil, nil, nil
+		case batch:
+			raws := make([]jsontext.Value, len(kept))
+			for i, m := range kept {
+				raws[i] = m.Raw
+			}
+			b = marshalArray(raws)
+		default:
+			b = kept[0].Raw
+		}
+		msgs = kept
+	}
+	answers := make([]*intercept.Message, 0, len(msgs))
 	for _, m := range msgs {
 		if m.Kind == intercept.KindRequest {
 			r.asked.add(m.IDKey())
@@ -751,7 +776,29 @@ func (r *relay) received(b []byte) ([]*intercept.Message, error) {
 		}
 		r.endUpCall(m.IDKey(), responseError(m))
 	}
-	return answers, nil
+	return b, answers, nil
+}
+
+// withoutStray returns msgs without the results whose ids no request
+// sent to the upstream waits for (msgs itself when there is none).
+func (r *relay) withoutStray(msgs []*intercept.Message) []*intercept.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var kept []*intercept.Message
+	for i, m := range msgs {
+		_, waits := r.pending[m.IDKey()]
+		stray := m.Kind == intercept.KindResponse && !waits
+		switch {
+		case stray && kept == nil:
+			kept = append(make([]*intercept.Message, 0, len(msgs)), msgs[:i]...)
+		case !stray && kept != nil:
+			kept = append(kept, m)
+		}
+	}
+	if kept == nil {
+		return msgs
+	}
+	return kept
 }
 
 // observe looks at the responses from the upstream after they were
