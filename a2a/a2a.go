@@ -390,6 +390,10 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		reply(&intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf("method %q is A2A %s, but the request's A2A-Version says otherwise", m.Method, want)})
 		return
 	}
+	if (spec.kind == card || spec.kind == list) && (m.Params == nil || m.Params.Kind() == 'n') {
+		// Methods that take no params: a2a-go's client sends null.
+		m.Params = jsontext.Value("{}")
+	}
 	if m.Params.Kind() != '{' {
 		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " needs a params object"})
 		return

@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -10,8 +11,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	a2ago "github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
+	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 	"github.com/a2aproject/a2a-go/a2asrv"
 
 	"github.com/sluicehq/sluice/intercept"
@@ -167,5 +171,41 @@ func TestAttackExtendedCardSignature(t *testing.T) {
 				t.Errorf("got %s; want it served: %v", body, c.serve)
 			}
 		})
+	}
+}
+
+// TestA2AGoClientExtendedCard: a2a-go's client asks for the extended card
+// with params null (the method takes none); the gateway refused it
+// (-32602 needs a params object), so a2a-go could not read the card at
+// all through the gateway. It gets the reviewed card.
+func TestA2AGoClientExtendedCard(t *testing.T) {
+	const public = `{"name":"stub","description":"A stub.","version":"1","url":"BASE/rpc","preferredTransport":"JSONRPC","protocolVersion":"0.3",
+"capabilities":{},"defaultInputModes":["text"],"defaultOutputModes":["text"],"supportsAuthenticatedExtendedCard":true,
+"skills":[{"id":"echo","name":"Echo","tags":["echo"],"description":"Repeats the text it gets."}]}`
+	extended := &a2ago.AgentCard{
+		Name: "stub", Description: "A stub.", Version: "1", ProtocolVersion: "0.3",
+		PreferredTransport: a2ago.TransportProtocolJSONRPC, DefaultInputModes: []string{"text"}, DefaultOutputModes: []string{"text"},
+		SupportsAuthenticatedExtendedCard: true,
+		Skills:                            []a2ago.AgentSkill{{ID: "echo", Name: "Echo", Tags: []string{"echo"}, Description: "Repeats the text it gets."}},
+	}
+	agent := extendedCardAgent(t, public, extended)
+	gw := serve(t, allow, agent.URL, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	card, err := agentcard.DefaultResolver.Resolve(ctx, gw.URL+"/a2a/stub")
+	if err != nil {
+		t.Fatalf("the public card through the gateway: %v", err)
+	}
+	cl, err := a2aclient.NewFromCard(ctx, card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Destroy()
+	got, err := cl.GetAgentCard(ctx)
+	if err != nil {
+		t.Fatalf("a2a-go's GetAgentCard through the gateway: %v", err)
+	}
+	if !strings.HasPrefix(got.URL, gw.URL) || len(got.Skills) != 1 || got.Skills[0].ID != "echo" {
+		t.Errorf("got %+v, want the extended card pointed at the gateway", got)
 	}
 }
