@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,10 @@ type relay struct {
 
 	mu      sync.Mutex        // guards the fields below
 	pending map[string]string // request id -> method, client to upstream
+	// cancels are the latest requests the client cancelled, at most
+	// maxCancels, oldest first: an answer the upstream sends one anyway
+	// is passed on (the client ignores it), not withheld as stray.
+	cancels []string
 	// swapped holds the requests in pending sent under the gateway's ids
 	// (ids.go): the others went under the client's (sentAsIs).
 	swapped map[string]bool
@@ -419,11 +424,18 @@ func (r *relay) cancelled(id string) {
 	// timer. A list stays: should its answer come anyway, it is still
 	// screened and recorded as one.
 	r.mu.Lock()
-	if !listMethod(r.pending[id]) {
+	if _, ok := r.pending[id]; ok && !listMethod(r.pending[id]) {
 		r.forget(id)
+		r.cancels = append(r.cancels, id)
+		if len(r.cancels) > maxCancels {
+			r.cancels = r.cancels[1:]
+		}
 	}
 	r.mu.Unlock()
 }
+
+// maxCancels bounds relay.cancels.
+const maxCancels = 64
 
 // check decides about m, applying the user's answer to a 2026-07-28
 // approval question (admitted by admitAnswer) when m carried one for the
@@ -787,6 +799,11 @@ func (r *relay) withoutStray(msgs []*intercept.Message) []*intercept.Message {
 	var kept []*intercept.Message
 	for i, m := range msgs {
 		_, waits := r.pending[m.IDKey()]
+		if !waits && m.Kind == intercept.KindResponse {
+			if j := slices.Index(r.cancels, m.IDKey()); j >= 0 {
+				r.cancels, waits = slices.Delete(r.cancels, j, j+1), true
+			}
+		}
 		stray := m.Kind == intercept.KindResponse && !waits
 		switch {
 		case stray && kept == nil:
