@@ -380,7 +380,9 @@ func (b *bridgeState) release(s *stream, ids []string, cause error) {
 				creating++
 			}
 			unanswered = append(unanswered, b.calls[id].up)
-			b.orphan(id, b.calls[id])
+			if cause == errCancelled { // sent, its stream gone: it may yet be answered
+				b.orphan(id, b.calls[id])
+			}
 			delete(b.waiters, id)
 			delete(b.calls, id)
 		}
@@ -620,6 +622,7 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 	}
 	old, replaced := b.calls[id]
 	creates := createsTask(x.msgs[0])
+	delete(b.orphans, id) // taken over
 	b.waiters[id] = s
 	b.calls[id] = bridgeCall{method: x.msgs[0].Method, cursor: x.cursors()[id], creates: creates, cc: x.callContext(), up: ucs[id], asIs: !closed}
 	b.cc = b.calls[id].cc
