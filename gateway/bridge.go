@@ -42,9 +42,9 @@ type bridgeState struct {
 	// orphans are the requests whose POST stream ended unanswered (its
 	// client went away, or its connection broke), at most maxOrphans,
 	// the oldest forgotten first (orphanOrder): a late answer to one is
-	// screened as what it answers and goes to the session's streams,
-	// where a client still waiting takes it by its id. A result under
-	// any other id no request waits for is not delivered.
+	// screened as what it answers and goes to the GET stream, where a
+	// client still waiting takes it by its id. A result under any other
+	// id no request waits for is not delivered.
 	orphans     map[string]orphanCall
 	orphanOrder []orphanKey
 	orphanSeq   uint64
