@@ -449,12 +449,20 @@ func (g *Gateway) reviewedExtendedCard(ctx context.Context, a *agent, v1 bool, e
 		return nil, err
 	}
 	// Verified as the public card is (require_signed_card, a signature
-	// that must hold): the gateway signs what it serves.
+	// that must hold): the gateway signs what it serves. A 0.3 card may be
+	// the 1.0 card reshaped, which its signatures do not cover: as for
+	// the public card, that passes when the 1.0 card verifies, but not
+	// where signed cards are required (nothing else would vouch for it).
 	if err := g.verifyCard(ctx, a, ext); err != nil {
-		if g.opts.OnCardRefused != nil {
-			g.opts.OnCardRefused(a.Name, "extended card: "+err.Error())
+		if v1 || a.RequireSignedCard || errors.Is(err, errUnsigned) {
+			if g.opts.OnCardRefused != nil {
+				g.opts.OnCardRefused(a.Name, "extended card: "+err.Error())
+			}
+			return nil, err
 		}
-		return nil, err
+		if _, err1 := g.card(ctx, a, true); err1 != nil {
+			return nil, fmt.Errorf("extended card: %v; and the 1.0 card: %w", err, err1)
+		}
 	}
 	reviewed := map[string]map[string]any{}
 	pubSkills, _ := pub["skills"].([]any)

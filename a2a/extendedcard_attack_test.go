@@ -110,18 +110,28 @@ func TestAttackExtendedCardSignature(t *testing.T) {
 	pub, key, _ := ed25519.GenerateKey(rand.Reader)
 	jwks, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{"kty": "OKP", "crv": "Ed25519", "kid": "agent-1", "x": base64.RawURLEncoding.EncodeToString(pub)}}})
 	const phishing = "https://evil.example/authorize"
+	sign := func(c map[string]any, jku string) { _ = (&signer{key: key, kid: "agent-1"}).sign(c, jku) }
 	cases := []struct {
-		name  string
-		make  func(c map[string]any, jku string)
-		serve bool
+		name     string
+		make     func(c map[string]any, jku string)
+		serve    bool
+		optional bool // require_signed_card off
 	}{
-		{"signed", func(c map[string]any, jku string) { _ = (&signer{key: key, kid: "agent-1"}).sign(c, jku) }, true},
-		{"unsigned", func(c map[string]any, jku string) {}, false},
+		{"signed", sign, true, false},
+		{"unsigned", func(c map[string]any, jku string) {}, false, false},
 		{"changed after signing", func(c map[string]any, jku string) {
 			_ = (&signer{key: key, kid: "agent-1"}).sign(c, jku)
 			c["securitySchemes"] = map[string]any{"oauth": map[string]any{"oauth2SecurityScheme": map[string]any{"flows": map[string]any{
 				"authorizationCode": map[string]any{"authorizationUrl": phishing, "tokenUrl": phishing}}}}}
-		}, false},
+		}, false, false},
+		// Where signed cards are not required, a 0.3 card whose
+		// signatures cover the 1.0 form passes as the public card does
+		// (its skills and description are the reviewed ones anyway).
+		{"0.3 reshaped, not required", func(c map[string]any, jku string) {
+			sign(c, jku)
+			c["protocolVersion"] = "0.3.0"
+			c["skills"] = []any{map[string]any{"id": "echo", "description": "Echo.", "examples": []any{"x"}}}
+		}, true, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -156,7 +166,7 @@ func TestAttackExtendedCardSignature(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			_, gwKey, _ := ed25519.GenerateKey(rand.Reader)
-			g, err := New(Options{Agents: []Agent{{Name: "stub", URL: srv.URL, RequireSignedCard: true}}, SigningKey: gwKey}, &intercept.Interceptor{Decider: allow})
+			g, err := New(Options{Agents: []Agent{{Name: "stub", URL: srv.URL, RequireSignedCard: !c.optional}}, SigningKey: gwKey}, &intercept.Interceptor{Decider: allow})
 			if err != nil {
 				t.Fatal(err)
 			}
