@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 
-	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -50,17 +49,8 @@ func strayUpstream() *scriptUpstream {
 func TestAttackStrayResultOnConnection(t *testing.T) {
 	setup := func(t *testing.T) (*scriptUpstream, string) {
 		up := strayUpstream()
-		store := approval.NewStore(approval.Options{})
-		dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
-		g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}, Approver: store},
-			&intercept.Interceptor{Decider: dec}, slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.routes["u"].dialer = up
-		srv := httptest.NewServer(g.Handler())
-		t.Cleanup(func() { srv.Close(); g.Close() })
-		return up, srv.URL
+		base, _ := holdingAddGateway(t, up)
+		return up, base
 	}
 	const initialize = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"desk","version":"1"}}}`
 	const held = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}`

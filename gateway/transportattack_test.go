@@ -192,6 +192,25 @@ func TestStatelessStalledClientBlocksOthers(t *testing.T) {
 	}
 }
 
+// holdingAddGateway serves route "u" in front of up, a scripted stdio
+// upstream, allowing every call but holding "add" for approval (asked of
+// the client by elicitation); it returns the server's base URL and the
+// approvals store.
+func holdingAddGateway(t *testing.T, up *scriptUpstream) (string, *approval.Store) {
+	t.Helper()
+	store := approval.NewStore(approval.Options{})
+	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}, Approver: store},
+		&intercept.Interceptor{Decider: dec}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.routes["u"].dialer = up
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	return srv.URL, store
+}
+
 // A malicious upstream sends the client an elicitation/create under the
 // id the gateway gives its own approval questions ("sluice-approval-1").
 // The user accepts what the server asked ("Continue?"); the gateway takes
@@ -212,19 +231,10 @@ func TestServerRequestSpoofsApprovalQuestion(t *testing.T) {
 		}
 		return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`)}
 	}}
-	store := approval.NewStore(approval.Options{})
-	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}, Approver: store},
-		&intercept.Interceptor{Decider: dec}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.routes["u"].dialer = up
-	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { srv.Close(); g.Close() })
+	base, store := holdingAddGateway(t, up)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := (&transport.WSDialer{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws/u"}).Dial(ctx)
+	c, err := (&transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/u"}).Dial(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
