@@ -16,6 +16,11 @@ type argFacts struct {
 	urlConf   float64
 	localPath bool // an absolute local path in a path-like argument
 	pathArg   bool // any path-like argument (path, file, filename, dir, destination)
+	// inlineData: the call carries the data it works on (rows, a
+	// component's props, a schema, a multi-line document) rather than
+	// naming it; remoteRef: an argument names a resource somewhere (an
+	// id, key, URL, host, table or path).
+	inlineData, remoteRef bool
 
 	// Resources named by the call (URLs, paths, tables), at most
 	// maxResources, for the intent record and the catalog.
@@ -61,6 +66,9 @@ const (
 	// kVocab: a JSON-LD or JSON Schema keyword ("@context", "$ref"),
 	// content unless its URL is not a vocabulary's (vocabularyURL).
 	kVocab
+	// kRef: a container a service keeps resources in (a repository, a
+	// project, an account): the call names something kept elsewhere.
+	kRef
 )
 
 var keyWords = map[string]keyKind{
@@ -82,6 +90,8 @@ var keyWords = map[string]keyKind{
 	"bearer": kSecret, "privatekey": kSecret, "cookie": kSecret, "passphrase": kSecret,
 	"limit": kLimit, "max": kLimit, "top": kLimit, "first": kLimit, "last": kLimit, "count": kLimit,
 	"perpage": kLimit, "pagesize": kLimit, "maxresults": kLimit,
+	"organization": kRef, "org": kRef, "repository": kRef, "repo": kRef, "owner": kRef, "project": kRef,
+	"workspace": kRef, "account": kRef, "tenant": kRef, "channel": kRef,
 	"id": kID, "uuid": kID, "sha": kID, "number": kID, "key": kID, "slug": kID, "ref": kID,
 	"ids": kID, "keys": kID, "names": kID, "shas": kID, "numbers": kID,
 	"ssn": kPII, "dob": kPII, "birth": kPII, "passport": kPII, "diagnosis": kPII, "medical": kPII,
@@ -218,6 +228,11 @@ func vocabularyURL(s string) bool {
 	return false
 }
 
+// argWrappers hold a call's parameters, as OpenAPI wrappers nest them
+// ({"request": {...}}), or its options: not data it is given to work on.
+var argWrappers = wordSet("request", "params", "parameters", "options", "opts", "arguments", "args", "input",
+	"body", "payload", "config", "settings")
+
 // inJSONPatch reports whether a value is inside a JSON Patch (RFC 6902):
 // an array named patch or patches.
 func inJSONPatch(stack []walkFrame) bool {
@@ -234,8 +249,16 @@ func (c *compiled) scanArgs(params jsontext.Value, f *argFacts) {
 	walkJSON(params, false, func(w *jsonWalker, ev walkEvent) {
 		f.values++
 		kk := classifyKey(ev.key)
+		if kk&(kID|kURL|kHost|kTable|kPath|kRef) != 0 {
+			f.remoteRef = true
+		}
 		switch ev.kind {
 		case '"':
+			if !f.inlineData && len(w.stack) == 1 && kk&(kSQL|kFilter|kContent) == 0 && strings.Count(ev.str, "\n") >= 2 {
+				// A document given to work on (a diagram's source,
+				// a config file), not a message to send.
+				f.inlineData = true
+			}
 			if kk&kPath != 0 && inJSONPatch(w.stack) {
 				// A JSON Patch operation's "path" is a
 				// JSON Pointer into a document, not a file.
@@ -262,6 +285,12 @@ func (c *compiled) scanArgs(params jsontext.Value, f *argFacts) {
 		case '{':
 			if kk&kFilter != 0 && ev.n == 0 {
 				f.wildcard = true
+			}
+			if len(w.stack) >= 1 && ev.n >= 2 && classifyKey(w.stack[0].key)&(kFilter|kSQL) == 0 &&
+				!(len(w.stack) == 1 && argWrappers[strings.ToLower(w.stack[0].key)]) {
+				// A record or a structure, not a filter on what to
+				// look up.
+				f.inlineData = true
 			}
 		}
 	})

@@ -217,6 +217,13 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	if k.hints.openWorld == isTrue {
 		return AxisVerdict{Classified: External, Confidence: 0.85, Source: SourceAnnotations}
 	}
+	if k.args.inlineData && !k.args.remoteRef && k.lex.action == Read {
+		// A read that is given the data it works on (rows to chart, a
+		// schema to validate, a diagram's source) and names nothing
+		// to fetch computes over its arguments (§5.2's pure
+		// computation), on a server that names no service.
+		return AxisVerdict{Classified: Local, Confidence: 0.65, Source: SourceParameters}
+	}
 	for i, w := range k.cmd {
 		if externalServices[w] && !(i+1 < len(k.cmd) && (k.cmd[i+1] == "com" || k.cmd[i+1] == "org")) {
 			// Not "github.com/owner/module": where the server's code

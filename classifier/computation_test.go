@@ -1,0 +1,29 @@
+package classifier
+
+import "testing"
+
+// A read given the data it works on, naming nothing kept elsewhere, on a
+// server that names no service, computes over its arguments: Local. A
+// reference to a resource, a filter or an OpenAPI request wrapper keeps
+// the prior.
+func TestReadOverInlineDataIsLocal(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	const target = "stdio:npx -y acme-widgets-mcp@1.0.0"
+	for _, c := range []struct {
+		tool, args string
+		want       string
+	}{
+		{"suggest_charts", `{"data":[{"month":"2026-08","signups":420},{"month":"2026-09","signups":510}]}`, Local},
+		{"render_chart", `{"component":"LineChart","props":{"data":[{"x":1,"y":2}],"width":600}}`, Local},
+		{"validate_diagram", `{"diagram":"graph TD\n  A-->B\n  B-->C"}`, Local},
+		{"list_issues", `{"repository":"webapp","options":{"levels":["Error"],"categories":["performance"]}}`, External},
+		{"get_entries", `{"request":{"spec":"proj/default","limit":20}}`, External},
+		{"search_records", `{"filter":{"status":"open","owner":"me"}}`, External},
+		{"update_records", `{"rows":[{"id":1,"v":2},{"id":2,"v":3}]}`, External},
+	} {
+		got := classifyOne(t, b, builtinCall{target: target, tool: c.tool, args: c.args}).Axes[AxisBoundary]
+		if got.Classified != c.want {
+			t.Errorf("%s %s: got %s (%.2f, %s), want %s", c.tool, c.args, got.Classified, got.Confidence, got.Source, c.want)
+		}
+	}
+}
