@@ -317,6 +317,7 @@ type lexical struct {
 	admin      bool
 	nameVerb   string
 	descAction string
+	modelRun   bool // the description says a model works the answer out (modelDoesIt)
 }
 
 // descAmbiguous are words that are verbs in names but usually nouns or
@@ -510,6 +511,13 @@ func lexicalAction(name, desc, cmd []string) lexical {
 			l.descAction = Execute
 		}
 	}
+	if (l.action == Read || l.action == "" && l.descAction == Read) && !lookupVerbs[firstVerb(name)] && !lookupVerbs[firstVerb(desc)] && modelDoesIt(desc) {
+		// "Explain the query in natural language using Davis CoPilot
+		// AI", "summarize with GPT": the answer is a remote model's
+		// (§5.2 remote computation), whatever the verb; a search ranked
+		// "by AI" still reads.
+		l.action, l.descAction, l.conf, l.source, l.modelRun = Execute, Execute, 0.85, SourceToolDescription, true
+	}
 	switch {
 	case l.action != "" && l.descAction == l.action:
 		l.conf = 0.95
@@ -574,6 +582,41 @@ func generatesWithModel(name, desc []string) bool {
 	for _, ws := range [][]string{name, desc} {
 		for _, w := range ws {
 			if modelWords[w] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// modelAgents are the words naming a model as the one doing the work:
+// "using AI", "with an LLM", "via Copilot".
+var modelAgents = wordSet("ai", "llm", "llms", "copilot", "gpt", "genai", "chatgpt")
+
+// lookupVerbs find or fetch what exists: a model ranking the results
+// does not make them computed.
+var lookupVerbs = wordSet("search", "list", "get", "fetch", "find", "query", "retrieve", "lookup", "browse")
+
+// firstVerb is the base form of the first verb among ws; "" if none.
+func firstVerb(ws []string) string {
+	for _, w := range ws {
+		if k, base := verbOf(w); k != vNone {
+			return base
+		}
+	}
+	return ""
+}
+
+// modelDoesIt reports whether description words say the work is done by a
+// model: "using", "with", "via", "by" or "through", then within four words
+// a word of modelAgents.
+func modelDoesIt(desc []string) bool {
+	for i, w := range desc {
+		if w != "using" && w != "with" && w != "via" && w != "by" && w != "through" {
+			continue
+		}
+		for j := i + 1; j < len(desc) && j <= i+4; j++ {
+			if modelAgents[desc[j]] {
 				return true
 			}
 		}
@@ -661,6 +704,11 @@ func (c *compiled) actionType(k *call) AxisVerdict {
 		// its hints say (a SELECT through a "destructive" tool reads; an
 		// INSERT through a "read-only" one writes).
 		return AxisVerdict{Classified: a, Confidence: 0.9, Source: SourceParameters}
+	}
+	if l.modelRun {
+		// Read-only to the server, but a remote model computes the
+		// answer (§5.2): the hint does not make it a read.
+		return AxisVerdict{Classified: Execute, Confidence: l.conf, Source: SourceToolDescription}
 	}
 	if h.readOnly == isTrue && !(savingVerbs[l.nameVerb] && k.args.pathArg) {
 		if l.nameVerb != "" && !l.nameRead {

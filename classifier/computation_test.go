@@ -27,3 +27,26 @@ func TestReadOverInlineDataIsLocal(t *testing.T) {
 		}
 	}
 }
+
+// A tool whose answer a model works out is remote computation (§5.2),
+// Execute, even where the server calls it read-only; a search a model
+// only ranks still reads.
+func TestModelComputedAnswerIsExecute(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	const target = "stdio:npx -y acme-widgets-mcp@1.0.0"
+	ro := `{"readOnlyHint":true}`
+	for _, c := range []struct {
+		tool, desc, ann, want string
+	}{
+		{"explain_query", "Explain a query in natural language using the Acme Copilot AI.", ro, Execute},
+		{"summarize_thread", "Summarize a thread with an LLM", "", Execute},
+		{"discover", "Search the web and rank results by AI-driven relevance", ro, Read},
+		{"get_summary", "Get the summary produced by AI for a record", "", Read},
+		{"explain_query", "Explain what a query does", ro, Read},
+	} {
+		got := classifyOne(t, b, builtinCall{target: target, tool: c.tool, desc: c.desc, ann: c.ann}).Axes[AxisActionType]
+		if got.Classified != c.want {
+			t.Errorf("%s %q: got %s (%.2f, %s), want %s", c.tool, c.desc, got.Classified, got.Confidence, got.Source, c.want)
+		}
+	}
+}
