@@ -482,7 +482,7 @@ func lexicalAction(name, desc, cmd []string) lexical {
 			break
 		}
 	}
-	descConf := 0.0
+	descConf, descProv := 0.0, false
 	for i, w := range desc {
 		if i >= 8 {
 			break
@@ -496,7 +496,15 @@ func lexicalAction(name, desc, cmd []string) lexical {
 		if i > 0 {
 			descConf = 0.6
 		}
+		descProv = l.descAction == Write && creatingVerbs[base] && provisionObjectPhrase(desc[i+1:])
 		break
+	}
+	if descProv && l.action == Write && !active && !l.admin {
+		// The name says a change, its description what is changed: "a
+		// mock server", "a serverless endpoint", "service accounts".
+		// Name and description disagree on the kind: below the high
+		// band.
+		l.action, l.conf = Provision, 0.75
 	}
 	if readOnlyPhrase(desc) && (l.action == "" || l.action == Read) {
 		l.descAction, descConf = Read, 0.9
@@ -596,6 +604,21 @@ var modelAgents = wordSet("ai", "llm", "llms", "copilot", "gpt", "genai", "chatg
 // lookupVerbs find or fetch what exists: a model ranking the results
 // does not make them computed.
 var lookupVerbs = wordSet("search", "list", "get", "fetch", "find", "query", "retrieve", "lookup", "browse")
+
+// provisionObjectPhrase reports whether the object of a description's
+// verb — its head noun, the last of its words up to a preposition, at
+// most five — names something provisioned: "a mock server", "Apex
+// triggers", not "an app card item" or "a license key instance".
+func provisionObjectPhrase(ws []string) bool {
+	head := ""
+	for i, w := range ws {
+		if i >= 5 || prepositions[w] {
+			break
+		}
+		head = w
+	}
+	return head != "instance" && head != "instances" && (provisionObjects[head] || provisionHeads[head])
+}
 
 // firstVerb is the base form of the first verb among ws; "" if none.
 func firstVerb(ws []string) string {

@@ -50,3 +50,25 @@ func TestModelComputedAnswerIsExecute(t *testing.T) {
 		}
 	}
 }
+
+// A tool whose name says only a change is Provision when its
+// description's object is something provisioned (its head noun, before
+// any preposition), below the high band as the name does not say so.
+func TestDescriptionObjectProvisions(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	const target = "stdio:npx -y acme-widgets-mcp@1.0.0"
+	for _, c := range []struct {
+		tool, desc, want string
+	}{
+		{"createMock", "Creates a mock server in a collection.", Provision},
+		{"write_apex_trigger", "Create or update Apex triggers in the org.", Provision},
+		{"create_card_item", "Create a new app card item on a board", Write},
+		{"deactivate_license", "Deactivate a license key instance.", Write},
+		{"sync_items", "Sync an entire project to the local cache", Write},
+	} {
+		got := classifyOne(t, b, builtinCall{target: target, tool: c.tool, desc: c.desc}).Axes[AxisActionType]
+		if got.Classified != c.want || got.Classified == Provision && got.Confidence >= 0.9 {
+			t.Errorf("%s %q: got %s (%.2f, %s), want %s below 0.9", c.tool, c.desc, got.Classified, got.Confidence, got.Source, c.want)
+		}
+	}
+}
