@@ -132,6 +132,14 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 			// was in it for none of five calls: 0.7, not 0.85.
 			return AxisVerdict{Classified: z, Confidence: 0.7, Source: SourceConfig}
 		}
+		if k.args.urlZone == "" && (mayStayOnHost(k) || describesLocal(k.desc)) {
+			// The zone is where the upstream's service lives; a tool
+			// that may answer on this host (a computation over its
+			// arguments, guidance it ships, the client's own
+			// connections or contexts) or that says nothing of what
+			// it does is in it less surely.
+			return AxisVerdict{Classified: z, Confidence: 0.85, Source: SourceConfig}
+		}
 		return AxisVerdict{Classified: z, Confidence: 1, Source: SourceConfig}
 	}
 	if !t.parsed {
@@ -164,11 +172,13 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	// annotations say and whichever local file it uploads.
 	idZone, idConf := c.serverZone(t.command)
 	if idZone == External {
-		if idConf >= 0.9 && (guidanceTool(k.desc) || computes(k.lex.nameVerb)) {
+		if idConf >= 0.9 && mayStayOnHost(k) {
 			// A service's server may answer this one from what it
-			// ships (best practices, schemas, instructions) or work
-			// it out from the arguments (convert, validate, format):
-			// the service is a guess here, not a certainty.
+			// ships (best practices, schemas, instructions), work it
+			// out from the arguments (convert, validate, format) or
+			// read the client's own state, and where nothing says
+			// what the tool does nothing says where: the service is
+			// a guess here, not a certainty.
 			idConf = 0.85
 		}
 		if idConf >= 0.9 && describesLocal(k.desc) {
@@ -387,6 +397,19 @@ func splitURL(s string) (scheme, host string, ok bool) {
 		rest = rest[:j]
 	}
 	return scheme, rest, true
+}
+
+// clientStateWords name what a client keeps on this host about the
+// services it reaches: its contexts, connections and profiles.
+var clientStateWords = wordSet("context", "contexts", "connection", "connections", "profile", "profiles")
+
+// mayStayOnHost reports whether a tool may be answered on this host
+// whatever service its server fronts: it computes over its arguments,
+// ships guidance, reads the client's own state, manages the browser, or
+// nothing says what it does.
+func mayStayOnHost(k *call) bool {
+	return computes(k.lex.nameVerb) || guidanceTool(k.desc) || anyIn(k.name, clientStateWords) ||
+		k.browserMgmt || k.lex.action == ""
 }
 
 // localConfigWords name a client's configuration files on this host.

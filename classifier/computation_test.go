@@ -72,3 +72,27 @@ func TestDescriptionObjectProvisions(t *testing.T) {
 		}
 	}
 }
+
+// A service's server, named or configured, is where its tools go; a tool
+// that may stay on this host (the client's connections, a computation,
+// or one whose words say nothing of what it does) keeps the zone below
+// the high band.
+func TestMayStayOnHostBelowHighBand(t *testing.T) {
+	b := mustBuiltin(t, Options{Upstreams: map[string]UpstreamConfig{"db": {Zone: IntraOrg}}})
+	for _, c := range []struct {
+		upstream, target, tool, desc string
+		want                         string
+		conf                         float64
+	}{
+		{"", "stdio:npx -y slack-mcp-server@1.0.0", "send_message", "Send a message to a channel", External, 0.9},
+		{"", "stdio:npx -y slack-mcp-server@1.0.0", "perform_system_repair", "Attempt to automatically repair common system issues", External, 0.85},
+		{"db", "stdio:db-tools", "run_query", "Run a query on the database", IntraOrg, 1},
+		{"db", "stdio:db-tools", "list_connections", "List the connections", IntraOrg, 0.85},
+		{"db", "stdio:db-tools", "format_sql", "Format a SQL statement", IntraOrg, 0.85},
+	} {
+		got := classifyOne(t, b, builtinCall{upstream: c.upstream, target: c.target, tool: c.tool, desc: c.desc}).Axes[AxisBoundary]
+		if got.Classified != c.want || got.Confidence != c.conf {
+			t.Errorf("%s: got %s at %.2f (%s), want %s at %.2f", c.tool, got.Classified, got.Confidence, got.Source, c.want, c.conf)
+		}
+	}
+}
