@@ -21,6 +21,10 @@ type argFacts struct {
 	// naming it; remoteRef: an argument names a resource somewhere (an
 	// id, key, URL, host, table or path).
 	inlineData, remoteRef bool
+	// urlTarget: a top-level argument named only for a URL ("url",
+	// "uri", "href", "endpoint") holds one: the call's own target,
+	// unlike a "repoURL" or a value that happens to be a URL.
+	urlTarget bool
 
 	// Resources named by the call (URLs, paths, tables), at most
 	// maxResources, for the intent record and the catalog.
@@ -228,6 +232,16 @@ func vocabularyURL(s string) bool {
 	return false
 }
 
+// targetKey reports whether an argument's name is only that of a URL
+// the call goes to.
+func targetKey(k string) bool {
+	switch strings.ToLower(k) {
+	case "url", "uri", "href", "endpoint", "link", "website", "target", "address":
+		return true
+	}
+	return false
+}
+
 // argWrappers hold a call's parameters, as OpenAPI wrappers nest them
 // ({"request": {...}}), or its options: not data it is given to work on.
 var argWrappers = wordSet("request", "params", "parameters", "options", "opts", "arguments", "args", "input",
@@ -254,6 +268,9 @@ func (c *compiled) scanArgs(params jsontext.Value, f *argFacts) {
 		}
 		switch ev.kind {
 		case '"':
+			if len(w.stack) == 1 && targetKey(ev.key) && strings.Contains(ev.str, "://") {
+				f.urlTarget = true
+			}
 			if !f.inlineData && len(w.stack) == 1 && kk&(kSQL|kFilter|kContent) == 0 && strings.Count(ev.str, "\n") >= 2 {
 				// A document given to work on (a diagram's source,
 				// a config file), not a message to send.

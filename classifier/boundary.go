@@ -112,6 +112,16 @@ func (c *compiled) boundary(k *call, t target) AxisVerdict {
 		return AxisVerdict{Classified: k.tc.Boundary, Confidence: 1, Source: SourceConfig}
 	}
 	base := c.upstreamBoundary(k, t)
+	if _, configured := c.zones[k.d.Upstream]; configured && k.args.urlZone != "" && !k.args.urlTarget && rank(AxisBoundary, k.args.urlZone) > rank(AxisBoundary, base.Classified) {
+		// The operator placed this upstream: a URL more external among
+		// the arguments, other than one named only as a URL ("url"),
+		// is as often data the upstream is given (a chart
+		// repository, a manifest's source, a variable's value) as
+		// where the call goes — on the dev split it was data in all
+		// eight such calls. The zone holds, below the high band.
+		base.Confidence = min(base.Confidence, 0.85)
+		return base
+	}
 	if z := k.args.urlZone; z != "" && rank(AxisBoundary, z) >= rank(AxisBoundary, base.Classified) {
 		if z != base.Classified || k.args.urlConf > base.Confidence {
 			return AxisVerdict{Classified: z, Confidence: min(k.args.urlConf, 0.85), Source: SourceParameters}

@@ -96,3 +96,20 @@ func TestMayStayOnHostBelowHighBand(t *testing.T) {
 		}
 	}
 }
+
+// A URL among the arguments of an upstream whose zone the operator
+// configured is data it is given (a chart repository), not where the call
+// goes: the zone holds, below the high band. Unconfigured, the URL still
+// speaks.
+func TestConfiguredZoneOverArgumentURL(t *testing.T) {
+	b := mustBuiltin(t, Options{Upstreams: map[string]UpstreamConfig{"k8s": {Zone: IntraOrg}}})
+	call := builtinCall{upstream: "k8s", target: "stdio:kube-tools", tool: "helm_install", desc: "Install a Helm chart",
+		args: `{"chart":"ingress-nginx","repoURL":"https://charts.example.com/stable"}`}
+	if got := classifyOne(t, b, call).Axes[AxisBoundary]; got.Classified != IntraOrg || got.Confidence != 0.85 {
+		t.Errorf("configured: got %s at %.2f (%s), want Intra-org at 0.85", got.Classified, got.Confidence, got.Source)
+	}
+	call.upstream = "other"
+	if got := classifyOne(t, b, call).Axes[AxisBoundary]; got.Classified != External {
+		t.Errorf("not configured: got %s at %.2f (%s), want External", got.Classified, got.Confidence, got.Source)
+	}
+}
