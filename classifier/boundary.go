@@ -237,11 +237,12 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	if k.hints.openWorld == isTrue {
 		return AxisVerdict{Classified: External, Confidence: 0.85, Source: SourceAnnotations}
 	}
-	if k.args.inlineData && !k.args.remoteRef && k.lex.action == Read {
+	if k.args.inlineData && !k.args.remoteRef && k.lex.action == Read && !lookupVerbs[firstVerb(k.name)] {
 		// A read that is given the data it works on (rows to chart, a
 		// schema to validate, a diagram's source) and names nothing
 		// to fetch computes over its arguments (§5.2's pure
-		// computation), on a server that names no service.
+		// computation), on a server that names no service; a lookup
+		// ("get_prices" of the items given) asks somebody.
 		return AxisVerdict{Classified: Local, Confidence: 0.65, Source: SourceParameters}
 	}
 	for i, w := range k.cmd {

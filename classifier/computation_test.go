@@ -20,6 +20,7 @@ func TestReadOverInlineDataIsLocal(t *testing.T) {
 		{"get_entries", `{"request":{"spec":"proj/default","limit":20}}`, External},
 		{"search_records", `{"filter":{"status":"open","owner":"me"}}`, External},
 		{"update_records", `{"rows":[{"id":1,"v":2},{"id":2,"v":3}]}`, External},
+		{"get_prices", `{"items":[{"sku":"a","qty":2},{"sku":"b","qty":1}]}`, External},
 	} {
 		got := classifyOne(t, b, builtinCall{target: target, tool: c.tool, args: c.args}).Axes[AxisBoundary]
 		if got.Classified != c.want {
