@@ -438,6 +438,11 @@ func lexicalAction(name, desc, cmd []string) lexical {
 			return Write
 		}
 		a := k.action()
+		if base == "resolve" && (anyIn(rest, resolvableObjects) || anyIn(name, resolvableObjects)) {
+			// Resolving a comment, a thread or an incident closes it;
+			// resolving a name or an id looks it up.
+			return Write
+		}
 		if (base == "generate" || base == "run") && reportObject {
 			// Generating or running a report, an audit or a diagram
 			// computes a document and returns it.
@@ -545,6 +550,11 @@ func lexicalAction(name, desc, cmd []string) lexical {
 	}
 	return l
 }
+
+// resolvableObjects are records a "resolve" closes rather than looks up.
+var resolvableObjects = wordSet("comment", "comments", "conversation", "conversations", "thread", "threads",
+	"discussion", "discussions", "issue", "issues", "ticket", "tickets", "incident", "incidents", "alert", "alerts",
+	"problem", "problems", "review", "reviews")
 
 var prepositions = wordSet("to", "from", "in", "into", "on", "onto", "for", "between", "within", "across", "of", "with")
 

@@ -114,3 +114,21 @@ func TestConfiguredZoneOverArgumentURL(t *testing.T) {
 		t.Errorf("not configured: got %s at %.2f (%s), want External", got.Classified, got.Confidence, got.Source)
 	}
 }
+
+// Resolving a comment, a thread or an incident closes it (Write);
+// resolving a name or an id looks it up (Read).
+func TestResolveClosesRecords(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	for tool, want := range map[string]string{
+		"resolve_conversation": Write,
+		"resolve_comment":      Write,
+		"resolve_incident":     Write,
+		"resolve_library_id":   Read,
+		"resolve_hostname":     Read,
+	} {
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool}).Axes[AxisActionType]
+		if got.Classified != want {
+			t.Errorf("%s: got %s (%.2f), want %s", tool, got.Classified, got.Confidence, want)
+		}
+	}
+}
