@@ -438,6 +438,11 @@ func lexicalAction(name, desc, cmd []string) lexical {
 			return Write
 		}
 		a := k.action()
+		if consumeVerbs[base] && anyIn(name, queueWords) && (anyIn(name, messageWords) || anyIn(rest, messageWords)) {
+			// Taking a message off a queue (SQS, Pub/Sub, a Worker
+			// queue) consumes it: the next reader does not see it.
+			return Write
+		}
 		if base == "resolve" && (anyIn(rest, resolvableObjects) || anyIn(name, resolvableObjects)) {
 			// Resolving a comment, a thread or an incident closes it;
 			// resolving a name or an id looks it up.
@@ -550,6 +555,14 @@ func lexicalAction(name, desc, cmd []string) lexical {
 	}
 	return l
 }
+
+// consumeVerbs take messages off a queue; queueWords and messageWords
+// name the queue and what is taken.
+var (
+	consumeVerbs = wordSet("get", "receive", "pull", "pop", "consume", "dequeue")
+	queueWords   = wordSet("queue", "queues", "subscription", "subscriptions")
+	messageWords = wordSet("message", "messages")
+)
 
 // resolvableObjects are records a "resolve" closes rather than looks up.
 var resolvableObjects = wordSet("comment", "comments", "conversation", "conversations", "thread", "threads",

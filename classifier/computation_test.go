@@ -132,3 +132,21 @@ func TestResolveClosesRecords(t *testing.T) {
 		}
 	}
 }
+
+// Taking a message off a queue consumes it (Write); reading the queue's
+// attributes or listing its messages does not.
+func TestQueueReceiveConsumes(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	for tool, want := range map[string]string{
+		"queue_get_message":      Write,
+		"receive_queue_messages": Write,
+		"get_queue_attributes":   Read,
+		"list_queue_messages":    Read,
+		"get_message":            Read,
+	} {
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool}).Axes[AxisActionType]
+		if got.Classified != want {
+			t.Errorf("%s: got %s (%.2f), want %s", tool, got.Classified, got.Confidence, want)
+		}
+	}
+}
