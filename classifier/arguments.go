@@ -25,6 +25,7 @@ type argFacts struct {
 	// "uri", "href", "endpoint") holds one: the call's own target,
 	// unlike a "repoURL" or a value that happens to be a URL.
 	urlTarget bool
+	content   bool // a content argument (text, body, code, markdown …)
 
 	// Resources named by the call (URLs, paths, tables), at most
 	// maxResources, for the intent record and the catalog.
@@ -268,6 +269,9 @@ func (c *compiled) scanArgs(params jsontext.Value, f *argFacts) {
 		}
 		switch ev.kind {
 		case '"':
+			if kk&kContent != 0 {
+				f.content = true
+			}
 			if len(w.stack) == 1 && targetKey(ev.key) && strings.Contains(ev.str, "://") {
 				f.urlTarget = true
 			}

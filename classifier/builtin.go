@@ -556,6 +556,10 @@ func lexicalAction(name, desc, cmd []string) lexical {
 	return l
 }
 
+// inPlaceVerbs compute a new form of what they are given, or give
+// something kept a new form.
+var inPlaceVerbs = wordSet("convert", "format", "transform")
+
 // consumeVerbs take messages off a queue; queueWords and messageWords
 // name the queue and what is taken.
 var (
@@ -750,6 +754,15 @@ func (c *compiled) actionType(k *call) AxisVerdict {
 		// its hints say (a SELECT through a "destructive" tool reads; an
 		// INSERT through a "read-only" one writes).
 		return AxisVerdict{Classified: a, Confidence: 0.9, Source: SourceParameters}
+	}
+	if l.action == Read && h.readOnly != isTrue && inPlaceVerbs[firstVerb(k.name)] && (k.args.remoteRef || k.args.idScalar) &&
+		!k.args.inlineData && !k.args.content {
+		// Converting or formatting something kept (a node, a range of
+		// a sheet) by its reference, given nothing to work on, changes
+		// it; given the text or data it computes (§5.2 pure
+		// computation). Which of the two the server does, the name does
+		// not say: below the high band.
+		return AxisVerdict{Classified: Write, Confidence: 0.7, Source: SourceParameters}
 	}
 	if l.modelRun {
 		// Read-only to the server, but a remote model computes the

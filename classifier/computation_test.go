@@ -150,3 +150,22 @@ func TestQueueReceiveConsumes(t *testing.T) {
 		}
 	}
 }
+
+// Converting or formatting something kept, named by reference, changes
+// it; converting the text or data given computes (Read).
+func TestInPlaceConversionWrites(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	for _, c := range []struct {
+		tool, args, want string
+	}{
+		{"convert_to_frame", `{"nodeId":"12:34"}`, Write},
+		{"format_range", `{"path":"/home/u/budget.xlsx","range":"A1:C9","styles":{"bold":true}}`, Write},
+		{"convert_markdown", `{"markdown":"# Title\nbody"}`, Read},
+		{"format_date", `{"date":"2026-11-27","pattern":"dd MMM"}`, Read},
+	} {
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: c.tool, args: c.args}).Axes[AxisActionType]
+		if got.Classified != c.want || got.Classified == Write && got.Confidence >= 0.9 {
+			t.Errorf("%s %s: got %s (%.2f), want %s", c.tool, c.args, got.Classified, got.Confidence, c.want)
+		}
+	}
+}
