@@ -447,7 +447,7 @@ func computes(nameVerb string) bool {
 
 // guidanceWords describe what a server can answer from what it ships.
 var guidanceWords = wordSet("practices", "guidance", "instructions", "schema", "schemas", "tutorial", "tutorials",
-	"guide", "guides", "documentation", "docs", "examples")
+	"guide", "guides", "documentation", "docs", "examples", "template", "templates", "boilerplate", "recommendations")
 
 func guidanceTool(ws []string) bool {
 	for _, w := range ws {

@@ -87,6 +87,7 @@ func TestMayStayOnHostBelowHighBand(t *testing.T) {
 	}{
 		{"", "stdio:npx -y slack-mcp-server@1.0.0", "send_message", "Send a message to a channel", External, 0.9},
 		{"", "stdio:npx -y slack-mcp-server@1.0.0", "perform_system_repair", "Attempt to automatically repair common system issues", External, 0.85},
+		{"", "stdio:npx -y slack-mcp-server@1.0.0", "get_function_code", "Get function code from the templates", External, 0.85},
 		{"db", "stdio:db-tools", "run_query", "Run a query on the database", IntraOrg, 1},
 		{"db", "stdio:db-tools", "list_connections", "List the connections", IntraOrg, 0.85},
 		{"db", "stdio:db-tools", "format_sql", "Format a SQL statement", IntraOrg, 0.85},
