@@ -26,6 +26,10 @@ type argFacts struct {
 	// unlike a "repoURL" or a value that happens to be a URL.
 	urlTarget bool
 	content   bool // a content argument (text, body, code, markdown …)
+	// code: an argument holds code or a command line to run; codeRemote:
+	// one of them names a host or fetches from one (a URL, curl, ssh,
+	// npm install …): where it runs is not all it reaches.
+	code, codeRemote bool
 
 	// Resources named by the call (URLs, paths, tables), at most
 	// maxResources, for the intent record and the catalog.
@@ -243,6 +247,39 @@ func targetKey(k string) bool {
 	return false
 }
 
+// codeKey reports whether an argument's name is that of code or a command
+// line to run ("command", "cmd", "code", "script", "js_code").
+func codeKey(k string) bool {
+	if len(k) > 64 {
+		return false
+	}
+	k = strings.ToLower(k)
+	for _, w := range [...]string{"command", "cmd", "code", "script", "snippet"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteCommands are what, inside a command line or code, reach another
+// host (the corpus guide: hosts inside shell commands decide).
+var remoteCommands = [...]string{"://", "curl ", "wget ", "ssh ", "scp ", "rsync ", "git clone", "git push", "git pull",
+	"git fetch", "npm install", "npm i ", "pip install", "docker pull", "fetch(", "requests.", "http."}
+
+// reachesHost reports whether code or a command line reaches another host.
+func reachesHost(s string) bool {
+	if len(s) > 16<<10 {
+		return true
+	}
+	for _, r := range remoteCommands {
+		if strings.Contains(s, r) {
+			return true
+		}
+	}
+	return false
+}
+
 // argWrappers hold a call's parameters, as OpenAPI wrappers nest them
 // ({"request": {...}}), or its options: not data it is given to work on.
 var argWrappers = wordSet("request", "params", "parameters", "options", "opts", "arguments", "args", "input",
@@ -271,6 +308,10 @@ func (c *compiled) scanArgs(params jsontext.Value, f *argFacts) {
 		case '"':
 			if kk&kContent != 0 {
 				f.content = true
+			}
+			if codeKey(ev.key) && strings.TrimSpace(ev.str) != "" {
+				f.code = true
+				f.codeRemote = f.codeRemote || reachesHost(ev.str)
 			}
 			if len(w.stack) == 1 && targetKey(ev.key) && strings.Contains(ev.str, "://") {
 				f.urlTarget = true

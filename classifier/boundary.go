@@ -262,6 +262,13 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 			return AxisVerdict{Classified: External, Confidence: 0.55, Source: SourceEndpointInference}
 		}
 	}
+	if k.args.code && !k.args.codeRemote && k.lex.action == Execute && !describesRemote(k.desc) {
+		// Code or a command line run by a server that names no service
+		// runs where the server does (the corpus guide: shell commands,
+		// scripts and notebooks are this host's), unless it reaches
+		// another host.
+		return AxisVerdict{Classified: Local, Confidence: 0.65, Source: SourceParameters}
+	}
 	if describesExternal(k.desc) {
 		return AxisVerdict{Classified: External, Confidence: 0.75, Source: SourceToolDescription}
 	}

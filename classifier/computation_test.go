@@ -170,3 +170,25 @@ func TestInPlaceConversionWrites(t *testing.T) {
 		}
 	}
 }
+
+// Code or a command line run by a server that names no service runs on
+// this host, unless it reaches another host (hosts inside shell commands
+// decide).
+func TestCodeRunsHere(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	const target = "stdio:npx -y acme-widgets-mcp@1.0.0"
+	for _, c := range []struct {
+		tool, args, want string
+	}{
+		{"run_code", `{"code":"print(sum(range(10)))","language":"python"}`, Local},
+		{"execute_command", `{"command":"ls -la && wc -l notes.txt"}`, Local},
+		{"execute_command", `{"command":"curl -s https://api.example.com/v1/x"}`, External},
+		{"run_code", `{"code":"import requests; requests.get(u)"}`, External},
+		{"get_discount", `{"discountCode":"SPRING25"}`, External},
+	} {
+		got := classifyOne(t, b, builtinCall{target: target, tool: c.tool, args: c.args}).Axes[AxisBoundary]
+		if got.Classified != c.want {
+			t.Errorf("%s %s: got %s (%.2f, %s), want %s", c.tool, c.args, got.Classified, got.Confidence, got.Source, c.want)
+		}
+	}
+}
