@@ -240,9 +240,10 @@ func vocabularyURL(s string) bool {
 // targetKey reports whether an argument's name is only that of a URL
 // the call goes to.
 func targetKey(k string) bool {
-	switch strings.ToLower(k) {
-	case "url", "uri", "href", "endpoint", "link", "website", "target", "address":
-		return true
+	for _, t := range [...]string{"url", "uri", "href", "endpoint", "link", "website", "target", "address"} {
+		if strings.EqualFold(k, t) {
+			return true
+		}
 	}
 	return false
 }
@@ -253,9 +254,19 @@ func codeKey(k string) bool {
 	if len(k) > 64 {
 		return false
 	}
-	k = strings.ToLower(k)
 	for _, w := range [...]string{"command", "cmd", "code", "script", "snippet"} {
-		if strings.Contains(k, w) {
+		if containsFold(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold reports whether s holds the lower-case ASCII word w in any
+// case, without allocating.
+func containsFold(s, w string) bool {
+	for i := 0; i+len(w) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(w)], w) {
 			return true
 		}
 	}
@@ -280,10 +291,18 @@ func reachesHost(s string) bool {
 	return false
 }
 
-// argWrappers hold a call's parameters, as OpenAPI wrappers nest them
-// ({"request": {...}}), or its options: not data it is given to work on.
-var argWrappers = wordSet("request", "params", "parameters", "options", "opts", "arguments", "args", "input",
-	"body", "payload", "config", "settings")
+// argWrapper reports whether an argument holds a call's parameters, as
+// OpenAPI wrappers nest them ({"request": {...}}), or its options: not
+// data it is given to work on.
+func argWrapper(k string) bool {
+	for _, w := range [...]string{"request", "params", "parameters", "options", "opts", "arguments", "args", "input",
+		"body", "payload", "config", "settings"} {
+		if strings.EqualFold(k, w) {
+			return true
+		}
+	}
+	return false
+}
 
 // inJSONPatch reports whether a value is inside a JSON Patch (RFC 6902):
 // an array named patch or patches.
@@ -349,7 +368,7 @@ func (c *compiled) scanArgs(params jsontext.Value, f *argFacts) {
 				f.wildcard = true
 			}
 			if len(w.stack) >= 1 && ev.n >= 2 && classifyKey(w.stack[0].key)&(kFilter|kSQL) == 0 &&
-				!(len(w.stack) == 1 && argWrappers[strings.ToLower(w.stack[0].key)]) {
+				!(len(w.stack) == 1 && argWrapper(w.stack[0].key)) {
 				// A record or a structure, not a filter on what to
 				// look up.
 				f.inlineData = true
