@@ -186,7 +186,8 @@ func (b *Builtin) classify(d *intercept.ActionDescriptor) Verdict {
 	// run_command's "command" is the payload, not an operation. A
 	// subcommand identifier ("compute_vm_create") is an operation
 	// whatever the tool is called ("compute"), unless the tool runs it.
-	if k.lex.nameVerb == "" || vagueVerbs[k.lex.nameVerb] || k.lex.nameVerb != "" && !execVerbs[k.lex.nameVerb] && hasRouterKey(d.Parameters) {
+	if (k.lex.nameVerb == "" || vagueVerbs[k.lex.nameVerb] || k.lex.nameVerb != "" && !execVerbs[k.lex.nameVerb] && hasRouterKey(d.Parameters)) &&
+		!shellTool(k.name) {
 		k.routeLex(d)
 	}
 	return b.finish(k, d, target)
@@ -198,6 +199,19 @@ var vagueVerbs = wordSet("manage", "handle", "use", "perform", "do", "operate", 
 
 // execVerbs run what their command parameter says: it is a payload.
 var execVerbs = wordSet("run", "exec", "execute", "shell", "eval", "evaluate", "invoke", "call", "launch", "trigger", "send")
+
+// shellWords name a shell: a tool called only that runs its command line,
+// whatever the command's first word ("bash" with "grep …" runs grep).
+var shellWords = wordSet("bash", "sh", "zsh", "fish", "shell", "terminal", "powershell", "pwsh", "cmd", "console")
+
+func shellTool(name []string) bool {
+	for _, w := range name {
+		if !shellWords[w] {
+			return false
+		}
+	}
+	return len(name) > 0
+}
 
 // hasRouterKey is a cheap test for a subcommand parameter, before
 // routerWords decodes the arguments.

@@ -192,3 +192,16 @@ func TestCodeRunsHere(t *testing.T) {
 		}
 	}
 }
+
+// A tool named for a shell runs its command line: the command's first
+// word ("grep") is the payload, not the tool's operation.
+func TestShellToolRunsItsCommand(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	for _, tool := range []string{"bash", "terminal", "powershell"} {
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool,
+			desc: "Execute commands in the sandbox", args: `{"command":"grep -c ERROR app.log"}`}).Axes[AxisActionType]
+		if got.Classified != Execute {
+			t.Errorf("%s: got %s (%.2f, %s), want Execute", tool, got.Classified, got.Confidence, got.Source)
+		}
+	}
+}
