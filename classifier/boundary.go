@@ -641,6 +641,12 @@ func selfTool(name, desc []string) bool {
 					}
 				}
 			}
+		case "help":
+			// "help", "get_tool_help": the server's own usage, not a
+			// help centre's articles ("get_help_article").
+			if i == len(name)-1 {
+				return true
+			}
 		case "level":
 			if i > 0 && (name[i-1] == "log" || name[i-1] == "logging") {
 				return true

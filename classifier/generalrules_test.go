@@ -205,3 +205,15 @@ func TestShellToolRunsItsCommand(t *testing.T) {
 		}
 	}
 }
+
+// A tool for the server's own help is about the server, whichever service
+// it fronts; a help centre's articles are the service's.
+func TestHelpToolIsTheServers(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	for tool, want := range map[string]string{"get_tool_help": Local, "help": Local, "get_help_article": External} {
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y slack-mcp-server@1.0.0", tool: tool}).Axes[AxisBoundary]
+		if got.Classified != want {
+			t.Errorf("%s: got %s (%.2f, %s), want %s", tool, got.Classified, got.Confidence, got.Source, want)
+		}
+	}
+}
