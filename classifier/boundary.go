@@ -484,7 +484,9 @@ func describesLocal(ws []string) bool {
 		switch {
 		case movingVerbs[w]:
 			return false
-		case w == "locally" || w == "offline":
+		case w == "locally" || w == "offline" || w == "tmux" || w == "clipboard":
+			// A terminal multiplexer's panes and the clipboard are
+			// this host's.
 			local = true
 		case w == "local" && i+1 < len(ws) && localStores[ws[i+1]],
 			// "the local notebook library", "the local project cache"

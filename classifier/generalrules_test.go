@@ -217,3 +217,16 @@ func TestHelpToolIsTheServers(t *testing.T) {
 		}
 	}
 }
+
+// A terminal multiplexer's panes and the clipboard are this host's.
+func TestDescribesLocalPanesAndClipboard(t *testing.T) {
+	for desc, want := range map[string]bool{
+		"Delete an agent and its tmux pane":        true,
+		"Read the current clipboard text":          true,
+		"Upload the clipboard image to the bucket": false,
+	} {
+		if got := describesLocal(words(nil, desc)); got != want {
+			t.Errorf("describesLocal(%q) = %v, want %v", desc, got, want)
+		}
+	}
+}
