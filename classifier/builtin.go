@@ -386,6 +386,7 @@ func lexicalAction(name, desc, cmd []string) lexical {
 			break
 		}
 	}
+	onDevice := anyIn(name, deviceWords) || anyIn(desc, deviceWords)
 	reportObject := false
 	for _, w := range name {
 		reportObject = reportObject || reportObjects[w]
@@ -452,6 +453,12 @@ func lexicalAction(name, desc, cmd []string) lexical {
 			return Write
 		}
 		a := k.action()
+		if (base == "install" || base == "uninstall") && onDevice {
+			// An app put on or taken off a phone, a simulator or an
+			// emulator is that device's data, not a capability
+			// provisioned beyond the session.
+			return Write
+		}
 		if consumeVerbs[base] && anyIn(name, queueWords) && (anyIn(name, messageWords) || anyIn(rest, messageWords)) {
 			// Taking a message off a queue (SQS, Pub/Sub, a Worker
 			// queue) consumes it: the next reader does not see it.
@@ -573,6 +580,11 @@ func lexicalAction(name, desc, cmd []string) lexical {
 // inPlaceVerbs compute a new form of what they are given, or give
 // something kept a new form.
 var inPlaceVerbs = wordSet("convert", "format", "transform")
+
+// deviceWords name a phone or its stand-ins, on which apps are
+// installed for testing.
+var deviceWords = wordSet("device", "devices", "simulator", "simulators", "emulator", "emulators", "phone", "iphone",
+	"ipad")
 
 // consumeVerbs take messages off a queue; queueWords and messageWords
 // name the queue and what is taken.

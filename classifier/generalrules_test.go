@@ -230,3 +230,20 @@ func TestDescribesLocalPanesAndClipboard(t *testing.T) {
 		}
 	}
 }
+
+// An app installed on or removed from a phone, a simulator or an emulator
+// is that device's data (Write); installed into a workspace it is a
+// capability (Provision).
+func TestInstallOnDeviceWrites(t *testing.T) {
+	b := mustBuiltin(t, Options{})
+	for _, c := range []struct{ tool, desc, want string }{
+		{"install_app", "Install an app on the mobile device", Write},
+		{"uninstall_app", "Uninstall an app from the simulator", Write},
+		{"install_app", "Install an app into the workspace", Provision},
+	} {
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: c.tool, desc: c.desc}).Axes[AxisActionType]
+		if got.Classified != c.want {
+			t.Errorf("%s %q: got %s (%.2f), want %s", c.tool, c.desc, got.Classified, got.Confidence, c.want)
+		}
+	}
+}
