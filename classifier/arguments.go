@@ -240,6 +240,9 @@ func vocabularyURL(s string) bool {
 // targetKey reports whether an argument's name is only that of a URL
 // the call goes to.
 func targetKey(k string) bool {
+	if len(k) < 3 || len(k) > 8 {
+		return false
+	}
 	for _, t := range [...]string{"url", "uri", "href", "endpoint", "link", "website", "target", "address"} {
 		if strings.EqualFold(k, t) {
 			return true
@@ -249,25 +252,21 @@ func targetKey(k string) bool {
 }
 
 // codeKey reports whether an argument's name is that of code or a command
-// line to run ("command", "cmd", "code", "script", "js_code").
+// line to run ("command", "cmd", "code", "script", "js_code"), without
+// allocating: each word starts with c or s, so only there is it compared.
 func codeKey(k string) bool {
 	if len(k) > 64 {
 		return false
 	}
-	for _, w := range [...]string{"command", "cmd", "code", "script", "snippet"} {
-		if containsFold(k, w) {
-			return true
+	for i := 0; i < len(k); i++ {
+		if c := k[i] | 0x20; c != 'c' && c != 's' {
+			continue
 		}
-	}
-	return false
-}
-
-// containsFold reports whether s holds the lower-case ASCII word w in any
-// case, without allocating.
-func containsFold(s, w string) bool {
-	for i := 0; i+len(w) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(w)], w) {
-			return true
+		rest := k[i:]
+		for _, w := range [...]string{"command", "cmd", "code", "script", "snippet"} {
+			if len(rest) >= len(w) && strings.EqualFold(rest[:len(w)], w) {
+				return true
+			}
 		}
 	}
 	return false

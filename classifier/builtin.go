@@ -332,6 +332,7 @@ type lexical struct {
 	nameVerb   string
 	descAction string
 	modelRun   bool // the description says a model works the answer out (modelDoesIt)
+	inPlace    bool // the name's first verb is one of inPlaceVerbs
 }
 
 // descAmbiguous are words that are verbs in names but usually nouns or
@@ -550,6 +551,7 @@ func lexicalAction(name, desc, cmd []string) lexical {
 			l.descAction = Execute
 		}
 	}
+	l.inPlace = inPlaceVerbs[firstVerb(name)]
 	if (l.action == Read || l.action == "" && l.descAction == Read) && !lookupVerbs[firstVerb(name)] && !lookupVerbs[firstVerb(desc)] && modelDoesIt(desc) {
 		// "Explain the query in natural language using Davis CoPilot
 		// AI", "summarize with GPT": the answer is a remote model's
@@ -781,7 +783,7 @@ func (c *compiled) actionType(k *call) AxisVerdict {
 		// INSERT through a "read-only" one writes).
 		return AxisVerdict{Classified: a, Confidence: 0.9, Source: SourceParameters}
 	}
-	if l.action == Read && h.readOnly != isTrue && inPlaceVerbs[firstVerb(k.name)] && (k.args.remoteRef || k.args.idScalar) &&
+	if l.action == Read && h.readOnly != isTrue && l.inPlace && (k.args.remoteRef || k.args.idScalar) &&
 		!k.args.inlineData && !k.args.content {
 		// Converting or formatting something kept (a node, a range of
 		// a sheet) by its reference, given nothing to work on, changes
