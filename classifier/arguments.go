@@ -19,17 +19,10 @@ type argFacts struct {
 	// inlineData: the call carries the data it works on (rows, a
 	// component's props, a schema, a multi-line document) rather than
 	// naming it; remoteRef: an argument names a resource somewhere (an
-	// id, key, URL, host, table or path).
-	inlineData, remoteRef bool
-	// urlTarget: a top-level argument named only for a URL ("url",
-	// "uri", "href", "endpoint") holds one: the call's own target,
-	// unlike a "repoURL" or a value that happens to be a URL.
-	urlTarget bool
-	content   bool // a content argument (text, body, code, markdown …)
-	// code: an argument holds code or a command line to run; codeRemote:
-	// one of them names a host or fetches from one (a URL, curl, ssh,
-	// npm install …): where it runs is not all it reaches.
-	code, codeRemote bool
+	// id, key, URL, host, table or path); content: a content argument
+	// (text, body, code, markdown …). A conversion of what is given
+	// computes; of what is named, changes it (inPlaceVerbs).
+	inlineData, remoteRef, content bool
 
 	// Resources named by the call (URLs, paths, tables), at most
 	// maxResources, for the intent record and the catalog.
@@ -237,59 +230,6 @@ func vocabularyURL(s string) bool {
 	return false
 }
 
-// targetKey reports whether an argument's name is only that of a URL
-// the call goes to.
-func targetKey(k string) bool {
-	if len(k) < 3 || len(k) > 8 {
-		return false
-	}
-	for _, t := range [...]string{"url", "uri", "href", "endpoint", "link", "website", "target", "address"} {
-		if strings.EqualFold(k, t) {
-			return true
-		}
-	}
-	return false
-}
-
-// codeKey reports whether an argument's name is that of code or a command
-// line to run ("command", "cmd", "code", "script", "js_code"), without
-// allocating: each word starts with c or s, so only there is it compared.
-func codeKey(k string) bool {
-	if len(k) > 64 {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if c := k[i] | 0x20; c != 'c' && c != 's' {
-			continue
-		}
-		rest := k[i:]
-		for _, w := range [...]string{"command", "cmd", "code", "script", "snippet"} {
-			if len(rest) >= len(w) && strings.EqualFold(rest[:len(w)], w) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// remoteCommands are what, inside a command line or code, reach another
-// host (the corpus guide: hosts inside shell commands decide).
-var remoteCommands = [...]string{"://", "curl ", "wget ", "ssh ", "scp ", "rsync ", "git clone", "git push", "git pull",
-	"git fetch", "npm install", "npm i ", "pip install", "docker pull", "fetch(", "requests.", "http."}
-
-// reachesHost reports whether code or a command line reaches another host.
-func reachesHost(s string) bool {
-	if len(s) > 16<<10 {
-		return true
-	}
-	for _, r := range remoteCommands {
-		if strings.Contains(s, r) {
-			return true
-		}
-	}
-	return false
-}
-
 // argWrapper reports whether an argument holds a call's parameters, as
 // OpenAPI wrappers nest them ({"request": {...}}), or its options: not
 // data it is given to work on.
@@ -326,13 +266,6 @@ func (c *compiled) scanArgs(params jsontext.Value, f *argFacts) {
 		case '"':
 			if kk&kContent != 0 {
 				f.content = true
-			}
-			if codeKey(ev.key) && strings.TrimSpace(ev.str) != "" {
-				f.code = true
-				f.codeRemote = f.codeRemote || reachesHost(ev.str)
-			}
-			if len(w.stack) == 1 && targetKey(ev.key) && strings.Contains(ev.str, "://") {
-				f.urlTarget = true
 			}
 			if !f.inlineData && len(w.stack) == 1 && kk&(kSQL|kFilter|kContent) == 0 && strings.Count(ev.str, "\n") >= 2 {
 				// A document given to work on (a diagram's source,

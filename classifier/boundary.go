@@ -112,16 +112,6 @@ func (c *compiled) boundary(k *call, t target) AxisVerdict {
 		return AxisVerdict{Classified: k.tc.Boundary, Confidence: 1, Source: SourceConfig}
 	}
 	base := c.upstreamBoundary(k, t)
-	if _, configured := c.zones[k.d.Upstream]; configured && k.args.urlZone != "" && !k.args.urlTarget && rank(AxisBoundary, k.args.urlZone) > rank(AxisBoundary, base.Classified) {
-		// The operator placed this upstream: a URL more external among
-		// the arguments, other than one named only as a URL ("url"),
-		// is as often data the upstream is given (a chart
-		// repository, a manifest's source, a variable's value) as
-		// where the call goes — on the dev split it was data in all
-		// eight such calls. The zone holds, below the high band.
-		base.Confidence = min(base.Confidence, 0.85)
-		return base
-	}
 	if z := k.args.urlZone; z != "" && rank(AxisBoundary, z) >= rank(AxisBoundary, base.Classified) {
 		if z != base.Classified || k.args.urlConf > base.Confidence {
 			return AxisVerdict{Classified: z, Confidence: min(k.args.urlConf, 0.85), Source: SourceParameters}
@@ -237,14 +227,6 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	if k.hints.openWorld == isTrue {
 		return AxisVerdict{Classified: External, Confidence: 0.85, Source: SourceAnnotations}
 	}
-	if k.args.inlineData && !k.args.remoteRef && k.lex.action == Read && !lookupVerbs[firstVerb(k.name)] {
-		// A read that is given the data it works on (rows to chart, a
-		// schema to validate, a diagram's source) and names nothing
-		// to fetch computes over its arguments (§5.2's pure
-		// computation), on a server that names no service; a lookup
-		// ("get_prices" of the items given) asks somebody.
-		return AxisVerdict{Classified: Local, Confidence: 0.65, Source: SourceParameters}
-	}
 	for i, w := range k.cmd {
 		if externalServices[w] && !(i+1 < len(k.cmd) && (k.cmd[i+1] == "com" || k.cmd[i+1] == "org")) {
 			// Not "github.com/owner/module": where the server's code
@@ -261,13 +243,6 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 			// open web or a local app; nothing here says which.
 			return AxisVerdict{Classified: External, Confidence: 0.55, Source: SourceEndpointInference}
 		}
-	}
-	if k.args.code && !k.args.codeRemote && k.lex.action == Execute && !describesRemote(k.desc) {
-		// Code or a command line run by a server that names no service
-		// runs where the server does (the corpus guide: shell commands,
-		// scripts and notebooks are this host's), unless it reaches
-		// another host.
-		return AxisVerdict{Classified: Local, Confidence: 0.65, Source: SourceParameters}
 	}
 	if describesExternal(k.desc) {
 		return AxisVerdict{Classified: External, Confidence: 0.75, Source: SourceToolDescription}
@@ -484,9 +459,7 @@ func describesLocal(ws []string) bool {
 		switch {
 		case movingVerbs[w]:
 			return false
-		case w == "locally" || w == "offline" || w == "tmux" || w == "clipboard":
-			// A terminal multiplexer's panes and the clipboard are
-			// this host's.
+		case w == "locally" || w == "offline":
 			local = true
 		case w == "local" && i+1 < len(ws) && localStores[ws[i+1]],
 			// "the local notebook library", "the local project cache"
@@ -642,12 +615,6 @@ func selfTool(name, desc []string) bool {
 						return true
 					}
 				}
-			}
-		case "help":
-			// "help", "get_tool_help": the server's own usage, not a
-			// help centre's articles ("get_help_article").
-			if i == len(name)-1 {
-				return true
 			}
 		case "level":
 			if i > 0 && (name[i-1] == "log" || name[i-1] == "logging") {

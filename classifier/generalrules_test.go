@@ -2,33 +2,6 @@ package classifier
 
 import "testing"
 
-// A read given the data it works on, naming nothing kept elsewhere, on a
-// server that names no service, computes over its arguments: Local. A
-// reference to a resource, a filter or an OpenAPI request wrapper keeps
-// the prior.
-func TestReadOverInlineDataIsLocal(t *testing.T) {
-	b := mustBuiltin(t, Options{})
-	const target = "stdio:npx -y acme-widgets-mcp@1.0.0"
-	for _, c := range []struct {
-		tool, args string
-		want       string
-	}{
-		{"suggest_charts", `{"data":[{"month":"2026-08","signups":420},{"month":"2026-09","signups":510}]}`, Local},
-		{"render_chart", `{"component":"LineChart","props":{"data":[{"x":1,"y":2}],"width":600}}`, Local},
-		{"validate_diagram", `{"diagram":"graph TD\n  A-->B\n  B-->C"}`, Local},
-		{"list_issues", `{"repository":"webapp","options":{"levels":["Error"],"categories":["performance"]}}`, External},
-		{"get_entries", `{"request":{"spec":"proj/default","limit":20}}`, External},
-		{"search_records", `{"filter":{"status":"open","owner":"me"}}`, External},
-		{"update_records", `{"rows":[{"id":1,"v":2},{"id":2,"v":3}]}`, External},
-		{"get_prices", `{"items":[{"sku":"a","qty":2},{"sku":"b","qty":1}]}`, External},
-	} {
-		got := classifyOne(t, b, builtinCall{target: target, tool: c.tool, args: c.args}).Axes[AxisBoundary]
-		if got.Classified != c.want {
-			t.Errorf("%s %s: got %s (%.2f, %s), want %s", c.tool, c.args, got.Classified, got.Confidence, got.Source, c.want)
-		}
-	}
-}
-
 // A tool whose answer a model works out is remote computation (§5.2),
 // Execute, even where the server calls it read-only; a search a model
 // only ranks still reads.
@@ -99,23 +72,6 @@ func TestMayStayOnHostBelowHighBand(t *testing.T) {
 	}
 }
 
-// A URL among the arguments of an upstream whose zone the operator
-// configured is data it is given (a chart repository), not where the call
-// goes: the zone holds, below the high band. Unconfigured, the URL still
-// speaks.
-func TestConfiguredZoneOverArgumentURL(t *testing.T) {
-	b := mustBuiltin(t, Options{Upstreams: map[string]UpstreamConfig{"k8s": {Zone: IntraOrg}}})
-	call := builtinCall{upstream: "k8s", target: "stdio:kube-tools", tool: "helm_install", desc: "Install a Helm chart",
-		args: `{"chart":"ingress-nginx","repoURL":"https://charts.example.com/stable"}`}
-	if got := classifyOne(t, b, call).Axes[AxisBoundary]; got.Classified != IntraOrg || got.Confidence != 0.85 {
-		t.Errorf("configured: got %s at %.2f (%s), want Intra-org at 0.85", got.Classified, got.Confidence, got.Source)
-	}
-	call.upstream = "other"
-	if got := classifyOne(t, b, call).Axes[AxisBoundary]; got.Classified != External {
-		t.Errorf("not configured: got %s at %.2f (%s), want External", got.Classified, got.Confidence, got.Source)
-	}
-}
-
 // Resolving a comment, a thread or an incident closes it (Write);
 // resolving a name or an id looks it up (Read).
 func TestResolveClosesRecords(t *testing.T) {
@@ -171,28 +127,6 @@ func TestInPlaceConversionWrites(t *testing.T) {
 	}
 }
 
-// Code or a command line run by a server that names no service runs on
-// this host, unless it reaches another host (hosts inside shell commands
-// decide).
-func TestCodeRunsHere(t *testing.T) {
-	b := mustBuiltin(t, Options{})
-	const target = "stdio:npx -y acme-widgets-mcp@1.0.0"
-	for _, c := range []struct {
-		tool, args, want string
-	}{
-		{"run_code", `{"code":"print(sum(range(10)))","language":"python"}`, Local},
-		{"execute_command", `{"command":"ls -la && wc -l notes.txt"}`, Local},
-		{"execute_command", `{"command":"curl -s https://api.example.com/v1/x"}`, External},
-		{"run_code", `{"code":"import requests; requests.get(u)"}`, External},
-		{"get_discount", `{"discountCode":"SPRING25"}`, External},
-	} {
-		got := classifyOne(t, b, builtinCall{target: target, tool: c.tool, args: c.args}).Axes[AxisBoundary]
-		if got.Classified != c.want {
-			t.Errorf("%s %s: got %s (%.2f, %s), want %s", c.tool, c.args, got.Classified, got.Confidence, got.Source, c.want)
-		}
-	}
-}
-
 // A tool named for a shell runs its command line: the command's first
 // word ("grep") is the payload, not the tool's operation.
 func TestShellToolRunsItsCommand(t *testing.T) {
@@ -202,31 +136,6 @@ func TestShellToolRunsItsCommand(t *testing.T) {
 			desc: "Execute commands in the sandbox", args: `{"command":"grep -c ERROR app.log"}`}).Axes[AxisActionType]
 		if got.Classified != Execute {
 			t.Errorf("%s: got %s (%.2f, %s), want Execute", tool, got.Classified, got.Confidence, got.Source)
-		}
-	}
-}
-
-// A tool for the server's own help is about the server, whichever service
-// it fronts; a help centre's articles are the service's.
-func TestHelpToolIsTheServers(t *testing.T) {
-	b := mustBuiltin(t, Options{})
-	for tool, want := range map[string]string{"get_tool_help": Local, "help": Local, "get_help_article": External} {
-		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y slack-mcp-server@1.0.0", tool: tool}).Axes[AxisBoundary]
-		if got.Classified != want {
-			t.Errorf("%s: got %s (%.2f, %s), want %s", tool, got.Classified, got.Confidence, got.Source, want)
-		}
-	}
-}
-
-// A terminal multiplexer's panes and the clipboard are this host's.
-func TestDescribesLocalPanesAndClipboard(t *testing.T) {
-	for desc, want := range map[string]bool{
-		"Delete an agent and its tmux pane":        true,
-		"Read the current clipboard text":          true,
-		"Upload the clipboard image to the bucket": false,
-	} {
-		if got := describesLocal(words(nil, desc)); got != want {
-			t.Errorf("describesLocal(%q) = %v, want %v", desc, got, want)
 		}
 	}
 }
