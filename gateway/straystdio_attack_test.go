@@ -108,28 +108,7 @@ func TestAttackStrayResultOnConnection(t *testing.T) {
 		}
 		// The client reads its GET stream too, as SDK clients do: a
 		// message no request waits for goes there.
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		req.Header.Set("Accept", "text/event-stream")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		get, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer get.Body.Close()
-		gets := make(chan string, 8)
-		go func() {
-			rd := transport.NewSSEReader(get.Body)
-			for {
-				ev, err := rd.Next()
-				if err != nil {
-					close(gets)
-					return
-				}
-				gets <- string(ev.Data)
-			}
-		}()
+		gets := getMessages(t, ctx, url, hdr)
 		status, _, body := post(t, url, hdr, echo)
 		if status != 200 || strings.Contains(body, "STRAY") || !strings.Contains(body, "ran echo") {
 			t.Errorf("echo: got %d %s, want its own answer alone", status, body)
@@ -186,28 +165,7 @@ func TestLateListAnswerScreened(t *testing.T) {
 	hdr := initializeWith(t, url, `{}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	get, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer get.Body.Close()
-	gets := make(chan string, 8)
-	go func() {
-		defer close(gets)
-		rd := transport.NewSSEReader(get.Body)
-		for {
-			ev, err := rd.Next()
-			if err != nil {
-				return
-			}
-			gets <- string(ev.Data)
-		}
-	}()
+	gets := getMessages(t, ctx, url, hdr)
 
 	// The list's POST goes away before its answer.
 	lctx, lcancel := context.WithCancel(ctx)
@@ -252,4 +210,34 @@ func TestLateListAnswerScreened(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Errorf("the late list never reached the GET stream")
 	}
+}
+
+// getMessages opens the session's GET stream and sends the data of each of
+// its events on the channel it returns, closed when the stream ends (the
+// stream is closed at the test's end).
+func getMessages(t *testing.T, ctx context.Context, url string, hdr map[string]string) <-chan string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	get, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { get.Body.Close() })
+	gets := make(chan string, 8)
+	go func() {
+		defer close(gets)
+		rd := transport.NewSSEReader(get.Body)
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				return
+			}
+			gets <- string(ev.Data)
+		}
+	}()
+	return gets
 }
