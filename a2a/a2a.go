@@ -830,22 +830,7 @@ type softEnvelope struct {
 }
 
 func envelope(dec intercept.Decision, txnID string) softEnvelope {
-	env := intercept.Envelope{Status: "denied", Code: dec.Reason, PublicReason: dec.PublicReason}
-	if dec.Verdict == intercept.RequireApproval {
-		env.Status = "approval_required"
-	}
-	if dec.ApprovalID != "" {
-		env.Data = map[string]string{"approval_id": dec.ApprovalID}
-	} else if dec.RetryAfter > 0 {
-		env.Data = map[string]int64{"retry_after_ms": max(dec.RetryAfter.Milliseconds(), 1)}
-	}
-	if ev := dec.Evidence; ev.MatchedToolName != "" || len(ev.MatchedToolClasses) > 0 || ev.MatchedRouteRuleID != "" || ev.ReasonCode != "" {
-		env.Evidence = &ev
-	}
-	if env.PublicReason == "" {
-		env.PublicReason = dec.Reason
-	}
-	return softEnvelope{env, txnID}
+	return softEnvelope{intercept.NewEnvelope(dec), txnID}
 }
 
 // relayed says what relay does with an answer besides passing it on. The

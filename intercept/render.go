@@ -42,18 +42,16 @@ type throwData struct {
 	TxnID string `json:"txn_id"`
 }
 
-// RenderDecision answers a call that was not allowed, per RFC-0002: in
-// tool_result mode a normal result with isError and the envelope in
-// structuredContent; in throw mode a JSON-RPC error whose data carries the
-// envelope and the txn_id. version is the MCP protocol version of the call;
-// from 2026-07-28 on a result carries resultType.
-//
-// The public reason and the evidence's tool name are bounded as events
-// are (telemetry.Bound): they quote the tool name, which the agent chose
-// and may make as long as a request body, and a deny quoting a 4 MiB name
-// five times answered 20 MiB.
-func RenderDecision(id jsontext.Value, d Decision, txnID, version string) []byte {
+// NewEnvelope is the envelope of decision d (one not allowed), as every
+// transport renders it. The public reason and the evidence's tool name
+// are bounded as events are (telemetry.Bound): they quote the tool name,
+// which the agent chose and may make as long as a request body, and a
+// deny quoting a 4 MiB name five times answered 20 MiB.
+func NewEnvelope(d Decision) Envelope {
 	env := Envelope{Status: "denied", Code: d.Reason, PublicReason: telemetry.Bound(d.PublicReason, telemetry.MaxRecordedText)}
+	if d.Verdict == RequireApproval {
+		env.Status = "approval_required"
+	}
 	switch {
 	case d.ApprovalID != "":
 		env.Data = map[string]string{"approval_id": d.ApprovalID}
@@ -64,13 +62,22 @@ func RenderDecision(id jsontext.Value, d Decision, txnID, version string) []byte
 		ev.MatchedToolName = telemetry.BoundName(ev.MatchedToolName)
 		env.Evidence = &ev
 	}
-	code := CodePolicyDenied
-	if d.Verdict == RequireApproval {
-		env.Status = "approval_required"
-		code = CodeApprovalRequired
-	}
 	if env.PublicReason == "" {
 		env.PublicReason = d.Reason
+	}
+	return env
+}
+
+// RenderDecision answers a call that was not allowed, per RFC-0002: in
+// tool_result mode a normal result with isError and the envelope in
+// structuredContent; in throw mode a JSON-RPC error whose data carries the
+// envelope and the txn_id. version is the MCP protocol version of the call;
+// from 2026-07-28 on a result carries resultType.
+func RenderDecision(id jsontext.Value, d Decision, txnID, version string) []byte {
+	env := NewEnvelope(d)
+	code := CodePolicyDenied
+	if d.Verdict == RequireApproval {
+		code = CodeApprovalRequired
 	}
 	if d.Mode == ModeToolResult {
 		var rt string
