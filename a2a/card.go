@@ -33,6 +33,9 @@ type cardEntry struct {
 	// once: its JSON-RPC interface, or its 1.0 HTTP+JSON one (rest).
 	endpoint string
 	rest     bool
+	// signedBy1 says the card (a 0.3 one) was accepted because the 1.0
+	// card verified: that card's signatures are what vouch for it.
+	signedBy1 bool
 }
 
 func vi(v1 bool) int {
@@ -54,29 +57,41 @@ func (c *cardCache) skill(id string) (string, bool) {
 // card returns the agent's card for the version, fetched at most CardTTL
 // ago. A card that cannot be fetched or is not a JSON object is an error.
 func (g *Gateway) card(ctx context.Context, a *agent, v1 bool) (jsontext.Value, error) {
+	card, _, err := g.signedCard(ctx, a, v1)
+	return card, err
+}
+
+// signedCard is card, and the card whose verified signatures vouch for
+// it: itself, or for a 0.3 card accepted through the agent's verified
+// 1.0 card, that one.
+func (g *Gateway) signedCard(ctx context.Context, a *agent, v1 bool) (card, signed jsontext.Value, err error) {
 	a.cards.mu.Lock()
-	e := a.cards.entries[vi(v1)]
+	e, e1 := a.cards.entries[vi(v1)], a.cards.entries[1]
 	a.cards.mu.Unlock()
 	if e.card != nil && time.Since(e.fetched) < g.opts.CardTTL {
-		return e.card, nil
+		if e.signedBy1 {
+			return e.card, e1.card, nil
+		}
+		return e.card, e.card, nil
 	}
-	card, err := g.fetchCard(ctx, a, v1)
+	card, err = g.fetchCard(ctx, a, v1)
+	by1 := false
 	if err == nil {
-		err = g.checkSignatures(ctx, a, card, v1)
+		signed, by1, err = g.checkSignatures(ctx, a, card, v1)
 	}
 	if err != nil {
 		if g.opts.OnCardRefused != nil {
 			g.opts.OnCardRefused(a.Name, err.Error())
 		}
 		g.log.Warn("a2a: agent card refused", "agent", a.Name, "err", err)
-		return nil, err
+		return nil, nil, err
 	}
 	endpoint, rest, err := g.pickEndpoint(a, card, v1)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a.cards.mu.Lock()
-	a.cards.entries[vi(v1)] = cardEntry{card: card, fetched: time.Now(), endpoint: endpoint, rest: rest}
+	a.cards.entries[vi(v1)] = cardEntry{card: card, fetched: time.Now(), endpoint: endpoint, rest: rest, signedBy1: by1}
 	list, skills := skillTools(card)
 	a.cards.skills = skills
 	a.cards.mu.Unlock()
@@ -85,32 +100,36 @@ func (g *Gateway) card(ctx context.Context, a *agent, v1 bool) (jsontext.Value, 
 		// scanned by the inventory like an MCP server's tools/list.
 		g.ic.ObserveTools("a2a:"+a.Name, list)
 	}
-	return card, nil
+	return card, signed, nil
 }
 
-// checkSignatures verifies the card's signatures. A 0.3 card is the
-// agent's 1.0 card in the 0.3 shape, which its signatures (over the 1.0
-// form) do not cover: it is accepted when the 1.0 card verifies and both
-// name the same skills.
-func (g *Gateway) checkSignatures(ctx context.Context, a *agent, card jsontext.Value, v1 bool) error {
+// checkSignatures verifies the card's signatures and returns the card
+// they vouch for. A 0.3 card is the agent's 1.0 card in the 0.3 shape,
+// which its signatures (over the 1.0 form) do not cover: it is accepted
+// when the 1.0 card verifies and both name the same skills, and the 1.0
+// card is returned (by1).
+func (g *Gateway) checkSignatures(ctx context.Context, a *agent, card jsontext.Value, v1 bool) (signed jsontext.Value, by1 bool, err error) {
 	var c map[string]any
 	if err := json.Unmarshal(card, &c); err != nil {
-		return err
+		return nil, false, err
 	}
-	err := g.verifyCard(ctx, a, c)
-	if err == nil || v1 || errors.Is(err, errUnsigned) {
-		return err
+	err = g.verifyCard(ctx, a, c)
+	if err == nil {
+		return card, false, nil
+	}
+	if v1 || errors.Is(err, errUnsigned) {
+		return nil, false, err
 	}
 	signed, err1 := g.card(ctx, a, true)
 	if err1 != nil {
-		return fmt.Errorf("%v; and the 1.0 card: %w", err, err1)
+		return nil, false, fmt.Errorf("%v; and the 1.0 card: %w", err, err1)
 	}
 	got, _ := skillTools(card)
 	want, _ := skillTools(signed)
 	if string(got) != string(want) {
-		return fmt.Errorf("%v; and its skills differ from the verified 1.0 card's", err)
+		return nil, false, fmt.Errorf("%v; and its skills differ from the verified 1.0 card's", err)
 	}
-	return nil
+	return signed, true, nil
 }
 
 // skillTools turns a card's skills into a tools/list result, one tool per
@@ -353,7 +372,10 @@ func (g *Gateway) serveCard(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, intercept.ErrorResponse(nil, &intercept.WireError{Code: codeVersionNotSupported, Message: err.Error()}))
 		return
 	}
-	card, err := g.card(r.Context(), a, v1)
+	card, signed, err := g.signedCard(r.Context(), a, v1)
+	if err == nil && a.RequireSignedCard {
+		card, err = vouched(card, signed, v1)
+	}
 	if err != nil {
 		writeJSON(w, http.StatusBadGateway, intercept.ErrorResponse(nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
 		return
@@ -366,6 +388,19 @@ func (g *Gateway) serveCard(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Vary", "A2A-Version")
 	w.Header().Set("Cache-Control", "max-age=60")
 	writeJSON(w, http.StatusOK, out)
+}
+
+// vouched is card as signedView gives it, signed the card that vouches
+// for it.
+func vouched(card, signed jsontext.Value, v1 bool) (jsontext.Value, error) {
+	var c, sc map[string]any
+	if err := json.Unmarshal(card, &c); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(signed, &sc); err != nil {
+		return nil, err
+	}
+	return json.Marshal(signedView(c, signedContent(sc), v1), json.Deterministic(true))
 }
 
 // rewriteCard points the card's JSON-RPC interfaces at the gateway and
@@ -463,6 +498,10 @@ func (g *Gateway) reviewedExtendedCard(ctx context.Context, a *agent, v1 bool, e
 		if _, err1 := g.card(ctx, a, true); err1 != nil {
 			return nil, fmt.Errorf("extended card: %v; and the 1.0 card: %w", err, err1)
 		}
+	}
+	if a.RequireSignedCard {
+		// Verified itself (above): served as far as its signatures vouch.
+		ext = signedView(ext, signedContent(ext), v1)
 	}
 	reviewed := map[string]map[string]any{}
 	pubSkills, _ := pub["skills"].([]any)

@@ -200,15 +200,149 @@ func cleanEmpty(v any) any {
 	return v
 }
 
-// canonicalCard is the payload a card's signatures sign.
-func canonicalCard(card map[string]any) ([]byte, error) {
+// signedContent is what a card's signatures cover: the card read as the
+// 1.0 AgentCard, without its signatures and empty values.
+func signedContent(card map[string]any) map[string]any {
 	n, _ := normalize(card, "AgentCard").(map[string]any)
 	delete(n, "signatures")
-	c := cleanEmpty(n)
+	c, _ := cleanEmpty(n).(map[string]any)
 	if c == nil {
-		return []byte("{}"), nil
+		c = map[string]any{}
 	}
-	b, err := json.Marshal(c)
+	return c
+}
+
+// signedView is card as far as verified signatures vouch for it, covered
+// being what they cover (signedContent of the card that verified): with
+// require_signed_card the gateway serves nothing else under its own
+// signature. Each member is taken from covered, except the 0.3
+// interfaces (url, preferredTransport, additionalInterfaces), which the
+// gateway rewrites to itself, and empty members, which say nothing. A
+// 0.3 client reads some members in another shape than 1.0's, so for it
+// they are spelt from what covered says: the security schemes and
+// requirements, the extended card flag; its protocolVersion is the 0.3
+// the gateway speaks to it. A 0.3 member nothing signed (a scheme only in
+// the 0.3 shape, which the 1.0 form does not read) is left out.
+func signedView(card, covered map[string]any, v1 bool) map[string]any {
+	out := covered
+	for k, v := range card {
+		switch k {
+		case "url", "preferredTransport", "additionalInterfaces":
+			out[k] = v
+		default:
+			if _, ok := out[k]; !ok && k != "signatures" && v != nil && cleanEmpty(v) == nil {
+				out[k] = v
+			}
+		}
+	}
+	if v1 {
+		return out
+	}
+	schemes, reqs := schemesV03(covered["securitySchemes"]), requirementsV03(covered["securityRequirements"])
+	caps, _ := covered["capabilities"].(map[string]any)
+	delete(out, "securitySchemes")
+	delete(out, "security")
+	delete(out, "supportsAuthenticatedExtendedCard")
+	if pv, _ := card["protocolVersion"].(string); strings.HasPrefix(pv, "0.3") {
+		out["protocolVersion"] = pv
+	} else {
+		out["protocolVersion"] = "0.3.0"
+	}
+	if len(schemes) > 0 {
+		out["securitySchemes"] = schemes
+	}
+	if len(reqs) > 0 {
+		out["security"] = reqs
+	}
+	if caps["extendedAgentCard"] == true {
+		out["supportsAuthenticatedExtendedCard"] = true
+	}
+	return out
+}
+
+// schemesV03 spells 1.0 security schemes (one member naming the kind) in
+// A2A 0.3's OpenAPI shape (a "type" member).
+func schemesV03(v any) map[string]any {
+	in, _ := v.(map[string]any)
+	out := map[string]any{}
+	for name, x := range in {
+		m, _ := x.(map[string]any)
+		for kind, body := range m {
+			b, _ := body.(map[string]any)
+			s := map[string]any{}
+			copyMembers(s, b, "description")
+			switch kind {
+			case "apiKeySecurityScheme":
+				s["type"] = "apiKey"
+				copyMembers(s, b, "name")
+				if l, ok := b["location"]; ok {
+					s["in"] = l
+				}
+			case "httpAuthSecurityScheme":
+				s["type"] = "http"
+				copyMembers(s, b, "scheme", "bearerFormat")
+			case "oauth2SecurityScheme":
+				s["type"] = "oauth2"
+				copyMembers(s, b, "oauth2MetadataUrl")
+				flows := map[string]any{}
+				f, _ := b["flows"].(map[string]any)
+				for _, k := range []string{"authorizationCode", "clientCredentials", "implicit", "password"} {
+					if fl, ok := f[k].(map[string]any); ok {
+						g := map[string]any{"scopes": map[string]any{}}
+						copyMembers(g, fl, "authorizationUrl", "tokenUrl", "refreshUrl", "scopes")
+						flows[k] = g
+					}
+				}
+				s["flows"] = flows
+			case "openIdConnectSecurityScheme":
+				s["type"] = "openIdConnect"
+				copyMembers(s, b, "openIdConnectUrl")
+			case "mtlsSecurityScheme":
+				s["type"] = "mutualTLS"
+			default:
+				continue
+			}
+			out[name] = s
+		}
+	}
+	return out
+}
+
+// requirementsV03 spells 1.0 security requirements ({"schemes": {name:
+// {"list": scopes}}}) as 0.3's ({name: scopes}).
+func requirementsV03(v any) []any {
+	in, _ := v.([]any)
+	var out []any
+	for _, x := range in {
+		m, _ := x.(map[string]any)
+		schemes, _ := m["schemes"].(map[string]any)
+		r := map[string]any{}
+		for name, l := range schemes {
+			lm, _ := l.(map[string]any)
+			scopes, _ := lm["list"].([]any)
+			if scopes == nil {
+				scopes = []any{}
+			}
+			r[name] = scopes
+		}
+		if len(r) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func copyMembers(dst, src map[string]any, names ...string) {
+	for _, k := range names {
+		if v, ok := src[k]; ok {
+			dst[k] = v
+		}
+	}
+}
+
+// canonicalCard is the payload a card's signatures sign.
+func canonicalCard(card map[string]any) ([]byte, error) {
+	b, err := json.Marshal(signedContent(card))
 	if err != nil {
 		return nil, err
 	}
