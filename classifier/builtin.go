@@ -76,6 +76,9 @@ type call struct {
 	lex     lexical
 
 	selfLocal, browserMgmt, namesHost bool
+	// reads: the action type's verdict is Read (set before the
+	// boundary is worked out).
+	reads bool
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -259,6 +262,7 @@ func (b *Builtin) finish(k *call, d *intercept.ActionDescriptor, target target) 
 		argTierKnown: len(c.rules) == 0,
 	}
 	at := c.actionType(k)
+	k.reads = at.Classified == Read
 	v.Axes[AxisActionType] = at
 	v.Axes[AxisBoundary] = c.boundary(k, target)
 	if c.profile == ProfileExtended {

@@ -61,16 +61,21 @@ func TestSaaSWrapperIsExternal(t *testing.T) {
 }
 
 // A service-named server's tool is External in the high band unless the
-// evidence disagrees: the server's name says a local capability too, or the
-// tool's words place its data on this host. It stays External, the
-// conservative side, below the band.
+// evidence disagrees or is missing: the server's name says a local
+// capability too, the tool's words place its data on this host, or a read
+// names nothing the service keeps. It stays External, the conservative
+// side, below the band.
 func TestServiceNameDisagreeing(t *testing.T) {
 	b := mustBuiltin(t, Options{})
 	for _, tc := range []struct {
 		call builtinCall
 		want float64
 	}{
-		{builtinCall{target: "stdio:npx -y acme-slack-mcp@1.0.0", tool: "list_channels", desc: "List the channels of the workspace"}, 0.9},
+		{builtinCall{target: "stdio:npx -y acme-slack-mcp@1.0.0", tool: "list_channels", desc: "List the channels of the workspace", args: `{"workspace":"acme"}`}, 0.9},
+		{builtinCall{target: "stdio:npx -y acme-slack-mcp@1.0.0", tool: "post_message", desc: "Post a message to a channel", args: `{"text":"hi"}`}, 0.9},
+		// Only the server's name places it: a list of presets or of the
+		// client's settings reads as this does.
+		{builtinCall{target: "stdio:npx -y acme-slack-mcp@1.0.0", tool: "list_channels", desc: "List the channels of the workspace"}, 0.85},
 		{builtinCall{target: "stdio:npx -y acme-figma-desktop@1.0.0", tool: "get_node", desc: "Read a node of the open document"}, 0.8},
 		{builtinCall{target: "stdio:npx -y acme-slack-mcp@1.0.0", tool: "get_channel", desc: "Read a channel from the local message cache"}, 0.75},
 	} {
@@ -95,7 +100,7 @@ func TestCommandService(t *testing.T) {
 		}
 	}
 	b := mustBuiltin(t, Options{})
-	got := classifyOne(t, b, builtinCall{target: "stdio:npx -y store-tools@1.0.0 --domain acme-store.myshopify.com", tool: "list_orders"}).Axes[AxisBoundary]
+	got := classifyOne(t, b, builtinCall{target: "stdio:npx -y store-tools@1.0.0 --domain acme-store.myshopify.com", tool: "get_order", args: `{"order_id":"1001"}`}).Axes[AxisBoundary]
 	if got.Classified != External || got.Confidence < 0.9 {
 		t.Errorf("a store's tools: boundary %+v, want External at 0.9", got)
 	}
