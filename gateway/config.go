@@ -45,11 +45,26 @@ type Upstream struct {
 	// request to the upstream (streamable-http and sse only), refreshed
 	// before it expires. Nil sends none.
 	OAuth *credential.ClientCredentialsConfig `yaml:"oauth"`
-	// Command, Args and Env start a stdio upstream. Env adds to the
-	// gateway's own environment.
+	// Command, Args and Env start a stdio upstream. Of the gateway's own
+	// environment the server inherits only HOME, LOGNAME, PATH, SHELL,
+	// TERM and USER (the set the official MCP SDKs' stdio clients pass;
+	// transport.DefaultInheritedEnv) and what InheritEnv names; Env is
+	// added to that, replacing an inherited variable of the same name.
 	Command string            `yaml:"command"`
 	Args    []string          `yaml:"args"`
 	Env     map[string]string `yaml:"env"`
+	// InheritEnv names more of the gateway's environment variables a
+	// stdio upstream inherits: NAME, or PREFIX* for every name that
+	// starts with PREFIX ("*" alone for the whole environment). A
+	// pattern never matches a name in WithholdEnv, nor one starting with
+	// SLUICE_; a NAME given in full does. Nil inherits only the default
+	// set. Only for stdio upstreams.
+	InheritEnv []string `yaml:"inherit_env"`
+	// WithholdEnv names environment variables that are the gateway's
+	// own, such as those its config's ${VAR}s read: a pattern in
+	// InheritEnv does not pass them. Set by the sluice command, not in
+	// the config file.
+	WithholdEnv []string `yaml:"-"`
 	// MaxChildren bounds the processes a stdio upstream's sessions run:
 	// each session before MCP 2026-07-28 (Streamable HTTP, /sse, /ws) has
 	// a child of its own, and a new session over the bound is refused

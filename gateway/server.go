@@ -152,6 +152,9 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		if err != nil {
 			return nil, fmt.Errorf("gateway: upstreams[%d] (%s): %w", i, up.Name, err)
 		}
+		if err := up.CheckInheritEnv(); err != nil {
+			return nil, fmt.Errorf("gateway: upstreams[%d] (%s): %w", i, up.Name, err)
+		}
 		if up.MaxChildren < 0 || (up.MaxChildren > 0 && r.up.Transport != TransportStdio) {
 			return nil, fmt.Errorf("gateway: upstreams[%d] (%s): max_children %d: want a positive number, on a stdio upstream only", i, up.Name, up.MaxChildren)
 		}
@@ -265,7 +268,8 @@ func (g *Gateway) newRoute(up Upstream) (*route, error) {
 		// A crashed child is restarted with backoff and the session's
 		// initialize replayed; calls pending at the crash get an error.
 		r.dialer = &transport.Restarting{
-			Dialer: &transport.StdioDialer{Command: up.Command, Args: up.Args, Env: env, Stderr: os.Stderr, MaxMessageBytes: limit},
+			Dialer: &transport.StdioDialer{Command: up.Command, Args: up.Args, Env: env, InheritEnv: up.inheritEnv(),
+				Stderr: os.Stderr, MaxMessageBytes: limit},
 			OnRestart: func(err error) {
 				// A line too long is not passed on; the calls waiting
 				// get the restart's error, which names the limit.

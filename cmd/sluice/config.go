@@ -155,6 +155,10 @@ type config struct {
 	// when no redis_url is set: `sluice wrap`, where each wrapped server is
 	// a process of its own and a desktop client runs several.
 	routeMemoryFile bool
+	// ownEnv names the environment variables the config's ${VAR}s
+	// outside upstreams read, upstreamEnv those the upstreams' read: no
+	// stdio upstream's inherit_env pattern passes them (withheldEnv).
+	ownEnv, upstreamEnv []string
 	// MaxSessions bounds the open sessions, /ws and /sse connections
 	// included (default 10000).
 	MaxSessions int `yaml:"max_sessions"`
@@ -294,8 +298,33 @@ func (c *config) checkLimits() error {
 		if err := u.CheckPassHeaders(); err != nil {
 			return fmt.Errorf("upstreams[%d] (%s): %w", i, u.Name, err)
 		}
+		if err := u.CheckInheritEnv(); err != nil {
+			return fmt.Errorf("upstreams[%d] (%s): %w", i, u.Name, err)
+		}
 	}
 	return nil
+}
+
+// withheldEnv names the variables of the gateway's environment that are
+// its own, so that no stdio upstream's inherit_env pattern passes them:
+// what its config's ${VAR}s outside upstreams and its api_key_env read,
+// and the OTLP exporter's settings while it exports over OTLP (the
+// OpenTelemetry SDK reads OTEL_EXPORTER_OTLP_HEADERS, often an API key).
+func (c *config) withheldEnv() []string {
+	names := slices.Clone(c.ownEnv)
+	if c.Classifier.APIKeyEnv != "" {
+		names = append(names, c.Classifier.APIKeyEnv)
+	}
+	if otlp := func(e telemetry.Exporter) bool {
+		return e == telemetry.ExporterOTLPHTTP || e == telemetry.ExporterOTLPGRPC
+	}; otlp(c.Telemetry.Traces) || otlp(c.Telemetry.Metrics) {
+		for _, kv := range os.Environ() {
+			if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
+				names = append(names, k)
+			}
+		}
+	}
+	return names
 }
 
 // decider compiles the config's policy: the file named by policy_file
@@ -438,9 +467,21 @@ func (c *config) dataDirPath() (string, error) {
 	return dir, nil
 }
 
+// upstreams are c's upstreams, whose inherit_env patterns pass neither
+// the gateway's own environment nor what the upstreams' ${VAR}s read
+// (one upstream's credential is not another's).
+func (c *config) upstreams() []gateway.Upstream {
+	ups := slices.Clone(c.Upstreams)
+	withheld := append(c.withheldEnv(), c.upstreamEnv...)
+	for i := range ups {
+		ups[i].WithholdEnv = withheld
+	}
+	return ups
+}
+
 func (c *config) options() gateway.Options {
 	return gateway.Options{
-		Upstreams:           c.Upstreams,
+		Upstreams:           c.upstreams(),
 		VirtualServers:      c.VirtualServers,
 		MaxBodyBytes:        c.MaxBodyBytes,
 		MaxAnswerBytes:      c.MaxAnswerBytes,
@@ -505,6 +546,7 @@ func parseConfig(path string, b []byte) (*config, error) {
 	}
 	var missing []string
 	var fileErr error
+	refs := &c.ownEnv
 	expand := func(s string) string {
 		return varRef.ReplaceAllStringFunc(s, func(ref string) string {
 			name := ref[2 : len(ref)-1]
@@ -515,6 +557,7 @@ func parseConfig(path string, b []byte) (*config, error) {
 				}
 				return v
 			}
+			*refs = append(*refs, name)
 			v, ok := os.LookupEnv(name)
 			if !ok {
 				missing = append(missing, name)
@@ -589,6 +632,7 @@ func parseConfig(path string, b []byte) (*config, error) {
 		}
 		seenAgents[a.Name] = true
 	}
+	refs = &c.upstreamEnv
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
 		u.URL, u.Command = expand(u.URL), expand(u.Command)
@@ -619,6 +663,7 @@ func parseConfig(path string, b []byte) (*config, error) {
 			return nil, fmt.Errorf("%s: upstreams[%d] (%s): set url (for an HTTP, SSE or WebSocket server) or command (for a stdio server)", path, i, u.Name)
 		}
 	}
+	refs = &c.ownEnv
 	c.AdminToken = expand(c.AdminToken)
 	if c.AdminJWT != nil {
 		c.AdminJWT.JWKSURL = expand(c.AdminJWT.JWKSURL)

@@ -72,6 +72,11 @@ func wrapIO(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 		return usageErrorf("wrap: give a command after -- or --url")
 	case flags.NArg() > 0:
 		up.Command, up.Args = flags.Arg(0), flags.Args()[1:]
+		// The client that runs wrap gives it the server's environment
+		// (its config's env), so the server inherits it all, but for
+		// what is Sluice's own: SLUICE_*, what this config's ${VAR}s and
+		// api_key_env read, OTEL_* while Sluice exports over OTLP.
+		up.InheritEnv, up.WithholdEnv = []string{"*"}, cfg.withheldEnv()
 	}
 	up.Name = *name
 	if up.Name == "" {

@@ -31,9 +31,16 @@ type StdioDialer struct {
 	Command string
 	// Args are the arguments after the program name.
 	Args []string
-	// Env holds extra KEY=VALUE entries added to the gateway's own
-	// environment; an entry replaces an inherited one with the same key.
+	// Env holds KEY=VALUE entries for the child, added to those it
+	// inherits; an entry replaces an inherited one with the same key.
 	Env []string
+	// InheritEnv says which of the gateway's environment variables the
+	// child inherits, by name. Nil means only those [InheritedByDefault]
+	// accepts, as the official MCP SDKs' stdio clients do: the gateway's
+	// own environment holds its secrets (admin token, Redis and OTLP
+	// credentials, a cloud host's keys), which a stdio server, run to
+	// serve agents, has no business reading.
+	InheritEnv func(name string) bool
 	// Dir is the child's working directory; empty means the gateway's.
 	Dir string
 	// Stderr receives the child's stderr, usually its log; nil discards
@@ -75,7 +82,7 @@ func (d *StdioDialer) Dial(ctx context.Context) (Conn, error) {
 		return nil, fmt.Errorf("transport: start stdio upstream %q: %w", d.Command, err)
 	}
 	cmd := exec.Command(d.Command, d.Args...)
-	cmd.Env = append(os.Environ(), d.Env...)
+	cmd.Env = append(inheritedEnv(os.Environ(), d.InheritEnv), d.Env...)
 	cmd.Dir = d.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = childIn, childOut, d.Stderr
 	// A grandchild holding stderr open must not keep Wait from returning.

@@ -125,6 +125,8 @@ func stdioHelper(mode string) int {
 		case "whoami":
 			dir, _ := os.Getwd()
 			result = map[string]any{"pid": os.Getpid(), "initID": initID, "initialized": initialized, "env": os.Getenv("SLUICE_TEST_VAR"), "dir": dir}
+		case "environ":
+			result = map[string]any{"environ": os.Environ()}
 		case "hang":
 			continue
 		case "crash":
