@@ -14,6 +14,7 @@ package approval
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/cipher"
 	"crypto/rand"
@@ -50,8 +51,10 @@ const (
 	ReasonDeclined = "approval_declined"
 	ReasonTimeout  = "approval_timeout"
 	// ReasonTooMany denies a call that would be held while its agent
-	// already has MaxPendingPerAgent calls waiting (or the store
-	// MaxLive): a flood of held calls must not slow every approval.
+	// already has MaxPendingPerAgent calls waiting, its client address
+	// (unauthenticated) a tenth of the store's MaxLive, or the store
+	// MaxLive: a flood of held calls must not slow every approval, nor
+	// leave no room for other agents' calls.
 	ReasonTooMany = "approval_limit"
 )
 
@@ -70,6 +73,11 @@ type Request struct {
 	PolicyVersion string         `json:"policy_version,omitempty"`
 	Agent         string         `json:"agent,omitempty"`
 	Session       string         `json:"session,omitempty"`
+	// Client is the address the call came from (an IP, an IPv6 /64)
+	// when its agent is not authenticated, so named by itself: a
+	// client renaming itself at each call counts against one bound.
+	// Empty for an authenticated agent, or over stdio.
+	Client string `json:"client,omitempty"`
 	Reason        string         `json:"reason"`
 	RuleID        string         `json:"rule_id,omitempty"`
 	Created       time.Time      `json:"created"`
@@ -93,6 +101,11 @@ type Options struct {
 	StateKey []byte
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// MaxLive bounds the live requests (waiting, or approved and not yet
+	// used) of the store; a call past it is not held but denied with
+	// approval_limit. Unauthenticated calls from one client address may
+	// hold a tenth of it (at least 1). Zero means [MaxLive].
+	MaxLive int
 	// OnChange, if set, is called after every change of a request.
 	OnChange func(Request)
 	// AgentClaims name the JWT claims agents are named by besides sub,
@@ -115,6 +128,7 @@ type Store struct {
 	onChange func(Request)
 	// agentClaims are Options.AgentClaims.
 	agentClaims []string
+	maxLive     int
 	state       cipher.AEAD
 	be          backend // where OpenStore and OpenRedisStore keep requests; nil keeps them in memory only
 
@@ -135,7 +149,8 @@ type Store struct {
 // not 32 bytes long.
 func NewStore(opts Options) *Store {
 	s := &Store{timeout: opts.Timeout, history: opts.History, now: opts.Now, onChange: opts.OnChange, agentClaims: opts.AgentClaims,
-		byID: make(map[string]*Request), byCall: make(map[string]*Request), changed: make(chan struct{})}
+		maxLive: cmp.Or(max(opts.MaxLive, 0), MaxLive),
+		byID:    make(map[string]*Request), byCall: make(map[string]*Request), changed: make(chan struct{})}
 	if s.timeout <= 0 {
 		s.timeout = 15 * time.Minute
 	}
@@ -522,6 +537,10 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 	s := g.Store
 	hash := CallHash(d, dec.PolicyVersion)
 	key := callKey(d.Agent, hash)
+	var client string
+	if d.Principal == nil && intercept.PrincipalFrom(ctx) == nil {
+		client = intercept.ClientAddrFrom(ctx)
+	}
 	if err := s.lock(); err != nil {
 		return dec, s.unlock(err)
 	}
@@ -550,7 +569,7 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 	case r != nil && r.Status == Pending:
 		out.ApprovalID = r.ID
 	default:
-		if why := s.full(d.Agent); why != "" {
+		if why := s.full(d.Agent, client); why != "" {
 			out.Verdict, out.Reason, out.ApprovalID = intercept.Deny, ReasonTooMany, ""
 			out.PublicReason = why
 			out.Evidence.ReasonCode = ReasonTooMany
@@ -559,7 +578,7 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 		now := s.now()
 		r = &Request{ID: newID(), TxnID: d.TxnID, Status: Pending, Upstream: d.Upstream,
 			Tool: d.ToolName, Arguments: d.Parameters, Extra: d.CallExtra, CallHash: hash, PolicyVersion: dec.PolicyVersion,
-			Agent: d.Agent, Session: d.SessionID, Reason: dec.Reason, RuleID: dec.RuleID,
+			Agent: d.Agent, Session: d.SessionID, Client: client, Reason: dec.Reason, RuleID: dec.RuleID,
 			Created: now, Expires: now.Add(s.timeout)}
 		s.byID[r.ID] = r
 		s.byCall[key] = r
@@ -574,22 +593,40 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 	return out, nil
 }
 
-// Bounds on live requests (waiting, or approved and not yet used).
+// Bounds on live requests (waiting, or approved and not yet used). The
+// calls of unauthenticated agents from one client address may hold a
+// tenth of MaxLive: without authentication an agent is whoever the
+// client says it is, and a client that gave itself a new name for each
+// hundred calls would otherwise fill the store, and no other agent's
+// call could be held.
 const (
 	MaxPendingPerAgent = 100
 	MaxLive            = 10_000
 )
 
-// full returns why no more calls of agent may be held, or ""; s is locked.
-func (s *Store) full(agent string) string {
-	if s.live >= MaxLive {
-		return fmt.Sprintf("%d calls are already waiting for approval, the most the gateway holds; this call was not held", MaxLive)
+// maxPerClient is the live requests one client address's
+// unauthenticated calls may hold.
+func (s *Store) maxPerClient() int { return max(1, s.maxLive/10) }
+
+// full returns why no more calls of agent, sent from client ("" when it
+// is authenticated), may be held, or ""; s is locked.
+func (s *Store) full(agent, client string) string {
+	if s.live >= s.maxLive {
+		return fmt.Sprintf("%d calls are already waiting for approval, the most the gateway holds; this call was not held", s.maxLive)
 	}
-	n := 0
+	perAgent, perClient := 0, 0
 	for _, r := range s.byID {
-		if r.Agent == agent && (r.Status == Pending || r.Status == Approved) {
-			if n++; n >= MaxPendingPerAgent {
+		if r.Status != Pending && r.Status != Approved {
+			continue
+		}
+		if r.Agent == agent {
+			if perAgent++; perAgent >= MaxPendingPerAgent {
 				return fmt.Sprintf("this agent already has %d calls waiting for approval, the most it may; this call was not held (it can be sent again once they are answered)", MaxPendingPerAgent)
+			}
+		}
+		if client != "" && r.Client == client {
+			if perClient++; perClient >= s.maxPerClient() {
+				return fmt.Sprintf("unauthenticated agents at this client's address (%s) already have %d calls waiting for approval, the most they may; this call was not held (it can be sent again once they are answered)", client, s.maxPerClient())
 			}
 		}
 	}

@@ -314,7 +314,17 @@ func (g *Gateway) Handler() http.Handler {
 	for pattern, h := range g.opts.Mount {
 		mux.Handle(pattern, h)
 	}
-	return g.checkHostOrigin(mux)
+	return g.checkHostOrigin(withClientAddr(mux))
+}
+
+// withClientAddr puts the request's client address in its context
+// (intercept.WithClientAddr): the approval store bounds what the
+// unauthenticated calls of one address may hold, since their agents are
+// whatever names the client gives.
+func withClientAddr(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(intercept.WithClientAddr(r.Context(), clientAddr(r))))
+	})
 }
 
 func (g *Gateway) lookupRoute(w http.ResponseWriter, r *http.Request) *route {

@@ -51,3 +51,21 @@ func PrincipalFrom(ctx context.Context) *Principal {
 	p, _ := ctx.Value(principalKey{}).(*Principal)
 	return p
 }
+
+type clientAddrKey struct{}
+
+// WithClientAddr returns ctx carrying addr, the network address a call
+// came from as bounds count it (an IP; an IPv6 /64), for deciders that
+// bound what unauthenticated clients may hold: without authentication
+// an agent is the name the client gives, and a client can give a new
+// one at each call, but not a new address.
+func WithClientAddr(ctx context.Context, addr string) context.Context {
+	return context.WithValue(ctx, clientAddrKey{}, addr)
+}
+
+// ClientAddrFrom returns the address [WithClientAddr] put in ctx, or ""
+// (stdio; a call the gateway makes itself).
+func ClientAddrFrom(ctx context.Context) string {
+	a, _ := ctx.Value(clientAddrKey{}).(string)
+	return a
+}
