@@ -77,12 +77,12 @@ type Request struct {
 	// when its agent is not authenticated, so named by itself: a
 	// client renaming itself at each call counts against one bound.
 	// Empty for an authenticated agent, or over stdio.
-	Client string `json:"client,omitempty"`
-	Reason        string         `json:"reason"`
-	RuleID        string         `json:"rule_id,omitempty"`
-	Created       time.Time      `json:"created"`
-	Expires       time.Time      `json:"expires"`
-	DecidedBy     string         `json:"decided_by,omitempty"`
+	Client    string    `json:"client,omitempty"`
+	Reason    string    `json:"reason"`
+	RuleID    string    `json:"rule_id,omitempty"`
+	Created   time.Time `json:"created"`
+	Expires   time.Time `json:"expires"`
+	DecidedBy string    `json:"decided_by,omitempty"`
 }
 
 // Options configure a Store; the zero value means the defaults.
