@@ -20,6 +20,12 @@ func modernCall(t *testing.T, url, method, name, params string) string {
 // modernCallAs is modernCall from a client named agent.
 func modernCallAs(t *testing.T, url, agent, method, name, params string) string {
 	t.Helper()
+	return modernCallFrom(t, http.DefaultClient, url, agent, method, name, params)
+}
+
+// modernCallFrom is modernCallAs sent with c.
+func modernCallFrom(t *testing.T, c *http.Client, url, agent, method, name, params string) string {
+	t.Helper()
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"` + agent + `","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 	if params == "" {
 		params = "{" + meta + "}"
@@ -35,7 +41,7 @@ func modernCallAs(t *testing.T, url, agent, method, name, params string) string 
 	if name != "" {
 		req.Header.Set("Mcp-Name", name)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,8 +50,11 @@ type rateLimitsConfig struct {
 type rateRuleConfig struct {
 	// ID names the rule in denials and events; required, unique.
 	ID string `yaml:"id"`
-	// By: principal, upstream and/or tool, each distinct value getting
-	// its own bucket; empty: one bucket for all matching calls.
+	// By: principal, client (the caller's address: an IP, an IPv6 /64;
+	// one bucket over stdio), upstream and/or tool, each distinct value
+	// getting its own bucket; empty: one bucket for all matching calls.
+	// Without auth: the principal is the name the client gives, which it
+	// may change at each call; client holds against that.
 	By []string `yaml:"by"`
 	// Upstream and Tool restrict the rule to matching calls (glob
 	// patterns; reads are resource:URI and prompt:NAME).
@@ -84,8 +87,8 @@ func (c *rateLimitsConfig) rules() ([]govern.RateRule, error) {
 		}
 		seen[r.ID] = true
 		for _, b := range r.By {
-			if !slices.Contains([]string{"principal", "upstream", "tool"}, b) {
-				return nil, fmt.Errorf("%s (%s): by: %q is not principal, upstream or tool", where, r.ID, b)
+			if !slices.Contains([]string{"principal", "client", "upstream", "tool"}, b) {
+				return nil, fmt.Errorf("%s (%s): by: %q is not principal, client, upstream or tool", where, r.ID, b)
 			}
 		}
 		lim, err := ratelimit.ParseLimit(r.Rate, r.Burst)

@@ -65,7 +65,7 @@ func TestRateLimitsConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"rate_limits: {rules: [{rate: 1/s}]}", "rate_limits.rules[0]: id is required"},
 		{"rate_limits: {rules: [{id: a, rate: 1/s}, {id: a, rate: 2/s}]}", `rate_limits.rules[1]: id "a" is used twice`},
-		{"rate_limits: {rules: [{id: a, by: [agent], rate: 1/s}]}", `by: "agent" is not principal, upstream or tool`},
+		{"rate_limits: {rules: [{id: a, by: [agent], rate: 1/s}]}", `by: "agent" is not principal, client, upstream or tool`},
 		{"rate_limits: {rules: [{id: a, rate: lots}]}", `rate_limits.rules[0] (a): rate "lots"`},
 		{"rate_limits: {rules: [{id: a, rate: 1/s, tool: \"[\"}]}", `pattern "["`},
 		{"rate_limits: {redis_url: redis://x:6379}", "no rules"},

@@ -23,8 +23,12 @@ type RateRule struct {
 	// ID names the rule in denials, evidence and bucket keys.
 	ID string
 	// By is what gets its own bucket: any of "principal" (the calling
-	// agent), "upstream", "tool"; empty is one bucket for every call the
-	// rule matches (a global limit).
+	// agent), "client" (the address the call came from, as
+	// intercept.ClientAddrFrom its context gives it: an IP, an IPv6 /64;
+	// "" over stdio), "upstream", "tool"; empty is one bucket for every
+	// call the rule matches (a global limit). Without authentication the
+	// principal is the name the client gives, which it may change at each
+	// call; its address it cannot.
 	By []string
 	// Upstream and Tool, if not empty, are path.Match patterns the call's
 	// upstream and tool must match, except that * also matches "/" ("*"
@@ -65,13 +69,14 @@ func glob(pattern, s string) bool {
 // bucket is the bucket of d under r, charged to d's agent: the limiter
 // bounds each agent's buckets, so names it makes up (tools, upstreams)
 // fill its own share only.
-func (r *RateRule) bucket(d *intercept.ActionDescriptor) ratelimit.Bucket {
-	return ratelimit.Bucket{Key: r.key(d), Owner: d.Agent, Limit: r.Limit}
+func (r *RateRule) bucket(d *intercept.ActionDescriptor, client string) ratelimit.Bucket {
+	return ratelimit.Bucket{Key: r.key(d, client), Owner: d.Agent, Limit: r.Limit}
 }
 
-// key is the bucket of d under r: the rule's id and the values of its
-// dimensions, length-prefixed so no agent name can spell another's key.
-func (r *RateRule) key(d *intercept.ActionDescriptor) string {
+// key is the bucket of d, sent from client, under r: the rule's id and
+// the values of its dimensions, length-prefixed so no agent name can
+// spell another's key.
+func (r *RateRule) key(d *intercept.ActionDescriptor, client string) string {
 	var b strings.Builder
 	b.Grow(len(r.ID) + 64)
 	b.WriteString(r.ID)
@@ -80,6 +85,8 @@ func (r *RateRule) key(d *intercept.ActionDescriptor) string {
 		switch dim {
 		case "principal":
 			v = d.Agent
+		case "client":
+			v = client
 		case "upstream":
 			v = d.Upstream
 		case "tool":
@@ -117,12 +124,13 @@ type refunder interface {
 func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
 	var buf [8]int
 	taken := buf[:0] // the rules a token was taken from
+	client := intercept.ClientAddrFrom(ctx)
 	for i := range g.Rules {
 		r := &g.Rules[i]
 		if !r.matches(d) {
 			continue
 		}
-		res, err := g.Limiter.Take(ctx, r.bucket(d))
+		res, err := g.Limiter.Take(ctx, r.bucket(d, client))
 		if err != nil || !res.Allowed {
 			// Refused: the rules before keep no token, so an agent over
 			// its own limit cannot drain a shared (global) one.
@@ -177,9 +185,10 @@ func (g *RateGate) refund(ctx context.Context, d *intercept.ActionDescriptor, ta
 	if !ok {
 		return
 	}
+	client := intercept.ClientAddrFrom(ctx)
 	for _, i := range taken {
 		r := &g.Rules[i]
-		_ = rf.Refund(ctx, r.bucket(d))
+		_ = rf.Refund(ctx, r.bucket(d, client))
 	}
 }
 
