@@ -113,7 +113,7 @@ func (i *Interceptor) ObserveCursor(ctx context.Context, cc CallContext, method 
 		return
 	}
 	if c := stringOf(next); c != "" {
-		i.cursorTable().ContainsOrAdd(cursorKey(ctx, cc, method, c), taskOwner(ctx, cc))
+		i.cursorTable().ContainsOrAdd(cursorKey(ctx, cc, method, c), shareOf(ctx, cc))
 	}
 }
 

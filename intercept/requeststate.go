@@ -180,7 +180,7 @@ func (i *Interceptor) ObserveRequestState(ctx context.Context, cc CallContext, i
 	key := c.binding() + "\x00" + state
 	// Held for the client it was issued to (the key binds it too): its
 	// share of the table, not everyone's.
-	i.states.ContainsOrAdd(key, taskOwner(ctx, cc))
+	i.states.ContainsOrAdd(key, shareOf(ctx, cc))
 	if i.shares(cc) {
 		// Another replica may get the retry. One that fails leaves the
 		// state known here only: other replicas refuse it.
@@ -233,7 +233,7 @@ func (i *Interceptor) checkRequestState(ctx context.Context, m *Message, cc Call
 			return ErrorResponse(m.ID, &WireError{Code: CodeInternalError, Message: "requestState not checked: it was not issued through this replica, and the store the replicas share issued states in did not answer; the request was not forwarded; send it again"})
 		}
 		if ok {
-			i.states.ContainsOrAdd(key, taskOwner(ctx, cc))
+			i.states.ContainsOrAdd(key, shareOf(ctx, cc))
 			known = true
 		}
 	}

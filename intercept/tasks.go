@@ -70,6 +70,24 @@ func taskOwner(ctx context.Context, cc CallContext) string {
 	return "a\x00" + cc.Agent
 }
 
+// shareOf is whose share of a bounded table (ownership.NewShared) a
+// record made for the client of cc counts against, where the table binds
+// the owner in the key and checks no owner of its own (cursors,
+// requestStates): the principal when authenticated; else the client's
+// address when it has one, since an unauthenticated agent is the name
+// the client gives, which it may change at each call, and a client
+// renaming itself every share would fill the table and push out every
+// other client's records; else the agent (stdio: one client).
+func shareOf(ctx context.Context, cc CallContext) string {
+	if p := principalOf(ctx, cc); p != nil {
+		return "p\x00" + p.ID
+	}
+	if a := ClientAddrFrom(ctx); a != "" {
+		return "c\x00" + a
+	}
+	return "a\x00" + cc.Agent
+}
+
 // taskKey names task id of cc's upstream, within its TaskScope.
 func taskKey(cc CallContext, id string) string {
 	return cc.Upstream + "\x00" + cc.TaskScope + "\x00" + id
