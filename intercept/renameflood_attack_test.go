@@ -67,3 +67,30 @@ func TestAttackRenamedCursorFloodForgetsOthers(t *testing.T) {
 		t.Error("a client renaming itself pushed out the cursor another client was given")
 	}
 }
+
+// TestAttackRenamedTaskFloodForgetsOthers: the tasks' owners the same
+// way, though there the owner is checked (a task is its starter's): a
+// client renaming itself every 10,000 tasks pushed out another client's
+// task, "task not found" to its owner for good. The records now count
+// against the address's share; each task is still owned by its agent.
+func TestAttackRenamedTaskFloodForgetsOthers(t *testing.T) {
+	i := &Interceptor{}
+	aliceCtx := WithClientAddr(context.Background(), "192.0.2.1")
+	malloryCtx := WithClientAddr(context.Background(), "192.0.2.66")
+	alice := CallContext{Upstream: "u", Agent: "alice"}
+	i.ObserveTask(aliceCtx, alice, []byte(`{"task":{"taskId":"alice-1"}}`))
+	for n := range maxTasks {
+		mallory := CallContext{Upstream: "u", Agent: "mallory-" + strconv.Itoa(n/maxTasksPerOwner)}
+		i.ObserveTask(malloryCtx, mallory, []byte(`{"task":{"taskId":"m-`+strconv.Itoa(n)+`"}}`))
+	}
+	if !i.OwnsTask(aliceCtx, alice, "alice-1") {
+		t.Errorf("alice's task is forgotten after a client renaming itself started %d tasks", maxTasks)
+	}
+	last := CallContext{Upstream: "u", Agent: "mallory-" + strconv.Itoa((maxTasks-1)/maxTasksPerOwner)}
+	if !i.OwnsTask(malloryCtx, last, "m-"+strconv.Itoa(maxTasks-1)) {
+		t.Error("the renaming client's newest task is forgotten")
+	}
+	if i.OwnsTask(malloryCtx, alice, "m-"+strconv.Itoa(maxTasks-1)) {
+		t.Error("a task is owned by another agent than its starter")
+	}
+}

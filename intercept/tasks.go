@@ -72,8 +72,8 @@ func taskOwner(ctx context.Context, cc CallContext) string {
 
 // shareOf is whose share of a bounded table (ownership.NewShared) a
 // record made for the client of cc counts against, where the table binds
-// the owner in the key and checks no owner of its own (cursors,
-// requestStates): the principal when authenticated; else the client's
+// the owner in the key (cursors, requestStates) or keeps it apart from
+// the share (tasks: ownership.Table.ContainsOrAddIn): the principal when authenticated; else the client's
 // address when it has one, since an unauthenticated agent is the name
 // the client gives, which it may change at each call, and a client
 // renaming itself every share would fill the table and push out every
@@ -129,7 +129,7 @@ func (i *Interceptor) ObserveTask(ctx context.Context, cc CallContext, result js
 			owner = first
 		}
 	}
-	i.taskTable().ContainsOrAdd(key, owner)
+	i.taskTable().ContainsOrAddIn(key, owner, shareOf(ctx, cc))
 }
 
 // shares reports whether the tasks of cc's upstream are kept in the
@@ -156,7 +156,11 @@ func (i *Interceptor) ownsTask(ctx context.Context, cc CallContext, id string, l
 	if err != nil || !ok {
 		return false, true
 	}
-	i.taskTable().ContainsOrAdd(key, got)
+	share := got // someone else's: its owner's share
+	if got == owner {
+		share = shareOf(ctx, cc)
+	}
+	i.taskTable().ContainsOrAddIn(key, got, share)
 	return got == owner, true
 }
 

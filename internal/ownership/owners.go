@@ -31,6 +31,7 @@ type Table struct {
 
 type entry struct {
 	owner uint64 // hash of the owner
+	share uint64 // hash of whose share the key counts against (the owner's unless ContainsOrAddIn said otherwise)
 	slot  int    // index in order
 }
 
@@ -65,6 +66,15 @@ func (t *Table) ContainsOrAdd(key, owner string) {
 	t.ContainsOrAddHash(maphash.String(t.seed, key), owner)
 }
 
+// ContainsOrAddIn is ContainsOrAdd with the key counted against share's
+// share of the table rather than owner's: owners that one party can
+// make up at will (the names an unauthenticated client gives itself)
+// share the share of what it cannot (its address). An empty share is
+// the unnamed one, which has no bound.
+func (t *Table) ContainsOrAddIn(key, owner, share string) {
+	t.containsOrAdd(maphash.String(t.seed, key), owner, share)
+}
+
 // Hasher returns a hash seeded as the table's keys are, for a key made of
 // several parts (ContainsOrAddHash, ContainsHash) without building it
 // as one string.
@@ -84,17 +94,21 @@ func (t *Table) ContainsHash(k uint64) bool {
 
 // ContainsOrAddHash is ContainsOrAdd for the key of hash k (Hasher).
 func (t *Table) ContainsOrAddHash(k uint64, owner string) {
-	v := maphash.String(t.seed, owner)
+	t.containsOrAdd(k, owner, owner)
+}
+
+func (t *Table) containsOrAdd(k uint64, owner, share string) {
+	v, sv := maphash.String(t.seed, owner), maphash.String(t.seed, share)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.m[k]; ok {
 		return
 	}
-	shared := t.byOwner != nil && owner != ""
-	if o := t.byOwner[v]; shared && o != nil && o.live >= t.share {
-		if slot, ok := t.popOldest(o, v); ok {
+	shared := t.byOwner != nil && share != ""
+	if o := t.byOwner[sv]; shared && o != nil && o.live >= t.share {
+		if slot, ok := t.popOldest(o, sv); ok {
 			t.order[slot] = k
-			t.m[k] = entry{v, slot}
+			t.m[k] = entry{v, sv, slot}
 			t.push(o, k)
 			return
 		}
@@ -108,24 +122,24 @@ func (t *Table) ContainsOrAddHash(k uint64, owner string) {
 		t.order[slot] = k
 		t.next = (t.next + 1) % len(t.order)
 	}
-	t.m[k] = entry{v, slot}
+	t.m[k] = entry{v, sv, slot}
 	if shared {
-		o := t.byOwner[v]
+		o := t.byOwner[sv]
 		if o == nil {
 			o = &ownerKeys{}
-			t.byOwner[v] = o
+			t.byOwner[sv] = o
 		}
 		t.push(o, k)
 	}
 }
 
-// popOldest forgets owner v's oldest known key and returns its place in
+// popOldest forgets share v's oldest known key and returns its place in
 // order.
 func (t *Table) popOldest(o *ownerKeys, v uint64) (int, bool) {
 	for o.head < len(o.keys) {
 		k := o.keys[o.head]
 		o.head++
-		if e, ok := t.m[k]; ok && e.owner == v {
+		if e, ok := t.m[k]; ok && e.share == v {
 			delete(t.m, k)
 			o.live--
 			return e.slot, true
@@ -161,9 +175,9 @@ func (t *Table) forgetSlot(slot int) {
 	if t.byOwner == nil {
 		return
 	}
-	if o := t.byOwner[e.owner]; o != nil {
+	if o := t.byOwner[e.share]; o != nil {
 		if o.live--; o.live <= 0 {
-			delete(t.byOwner, e.owner)
+			delete(t.byOwner, e.share)
 		}
 	}
 }

@@ -95,3 +95,22 @@ func TestOwnerShare(t *testing.T) {
 		t.Errorf("owners' key lists hold %d entries for a table of 10", total)
 	}
 }
+
+// TestContainsOrAddIn: keys of several owners counted against one share
+// push out that share's oldest, never another's, and keep their owners.
+func TestContainsOrAddIn(t *testing.T) {
+	tb := NewShared(10, 3)
+	tb.ContainsOrAdd("alice-1", "alice")
+	for n := range 12 {
+		tb.ContainsOrAddIn(fmt.Sprintf("m-%d", n), fmt.Sprintf("mallory-%d", n), "addr")
+	}
+	if _, owns := tb.Owns("alice-1", "alice"); !owns {
+		t.Error("alice's key was pushed out by owners sharing one share")
+	}
+	if _, owns := tb.Owns("m-11", "mallory-11"); !owns {
+		t.Error("the newest key of the share: got it forgotten or not its owner's")
+	}
+	if known, _ := tb.Owns("m-8", "mallory-8"); known {
+		t.Error("the share holds more than 3 keys")
+	}
+}
