@@ -223,9 +223,10 @@ func TestWSReadLimit(t *testing.T) {
 
 func TestWSKeepalive(t *testing.T) {
 	stdioNoLeaks(t)
-	// Long enough that a loaded machine (CI runs the race detector) answers
-	// a ping within the pong deadline.
-	const interval = 250 * time.Millisecond
+	// Long enough that a loaded machine (CI runs the race detector, every
+	// package at once, on two CPUs) answers a ping within the pong
+	// deadline (two intervals): at 250 ms it once did not.
+	const interval = time.Second
 	tests := []struct {
 		name     string
 		answer   bool // whether the client answers pings
