@@ -491,13 +491,14 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 		rd = bytes.NewReader(body)
 	}
 	// The route's URL was parsed once; a copy spares formatting and
-	// parsing it again for every call.
+	// parsing it again for every call. It goes into the URL the request
+	// was made with (the empty one's, its own), not a new one.
 	out, err := http.NewRequestWithContext(ctx, r.Method, "", rd)
 	if err != nil {
 		return nil, err
 	}
-	u := *rt.url
-	out.URL, out.Host = &u, strings.TrimSuffix(u.Host, ":")
+	*out.URL = *rt.url
+	out.Host = strings.TrimSuffix(out.URL.Host, ":")
 	var dropped []string
 	if closed {
 		dropped = closedHeaders(out.Header, r, rt, sess)
