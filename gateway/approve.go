@@ -251,7 +251,11 @@ func takeApprovalAnswer(m *intercept.Message) (stripped *intercept.Message, ans 
 		return nil, ans, false, nil
 	}
 	if st := intercept.ValidMember(m.Params, "requestState"); st.Kind() == '"' {
-		_ = json.Unmarshal(st, &ans.state)
+		// Into a variable of its own: the address of ans would put it on
+		// the heap for every call, answering or not.
+		var state string
+		_ = json.Unmarshal(st, &state)
+		ans.state = state
 	}
 	ans.approve, ans.answered = readApproval(mine)
 	// Case variants go too: an upstream decoding case-insensitively must

@@ -475,6 +475,23 @@ func TestTakeApprovalAnswer(t *testing.T) {
 	}
 }
 
+// TestTakeApprovalAnswerAllocs: a call that answers nothing costs
+// takeApprovalAnswer no allocation (its answer was on the heap for every
+// call while requestState was decoded into it by address).
+func TestTakeApprovalAnswerAllocs(t *testing.T) {
+	m, err := intercept.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if _, _, ok, err := takeApprovalAnswer(m); ok || err != nil {
+			t.Fatalf("got ok=%v err=%v, want nothing taken", ok, err)
+		}
+	}); n != 0 {
+		t.Errorf("got %v allocations per call, want 0", n)
+	}
+}
+
 type elicitFunc func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
 
 func (f elicitFunc) Elicit(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {

@@ -237,11 +237,14 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 			return
 		}
 		if ok {
-			if err := admitAnswer(g.opts.Approver, &ans, stripped, x.callContext()); err != nil {
+			// A copy, on the heap only for a call that answers: with the
+			// address of ans taken, every call would pay for it.
+			a := ans
+			if err := admitAnswer(g.opts.Approver, &a, stripped, x.callContext()); err != nil {
 				writeJSON(w, http.StatusOK, intercept.ErrorResponse(firstID, err))
 				return
 			}
-			x.msgs[0], x.body, x.answer = stripped, stripped.Raw, &ans
+			x.msgs[0], x.body, x.answer = stripped, stripped.Raw, &a
 		}
 		// A cancellation's reason is dropped (intercept.Restate): the
 		// cancellation goes on whatever policy says of the client.
