@@ -127,22 +127,26 @@ type classified struct {
 	err error
 }
 
+// classify runs the classifier on d in a span of its own. A method, not
+// a closure in Decide: a closure that a goroutine may run is on the heap,
+// for every call, immediate classifiers' too.
+func (a *Advisor) classify(ctx context.Context, d *intercept.ActionDescriptor) classified {
+	cctx, span := telemetry.StartStage(ctx, a.Tracer, telemetry.StageClassification)
+	v, err := a.Classifier.Classify(cctx, d)
+	span.End(err)
+	return classified{v, err}
+}
+
 func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
 	if a.Classifier == nil || !d.IsTool() {
 		// The classifier judges tool calls; reads are the policy's alone.
 		return intercept.Decide(ctx, a.Policy, d), nil
 	}
 	start := time.Now()
-	classify := func() classified {
-		cctx, span := telemetry.StartStage(ctx, a.Tracer, telemetry.StageClassification)
-		v, err := a.Classifier.Classify(cctx, d)
-		span.End(err)
-		return classified{v, err}
-	}
 	var ch chan classified
 	if !classifier.Immediate(a.Classifier) {
 		ch = make(chan classified, 1)
-		go func() { ch <- classify() }()
+		go func() { ch <- a.classify(ctx, d) }()
 	}
 	// The deterministic decision needs no classifier: compute it while the
 	// classifier works, so the slower of the two sets the latency.
@@ -169,7 +173,7 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 	if ch != nil {
 		r = <-ch
 	} else {
-		r = classify()
+		r = a.classify(ctx, d)
 	}
 
 	adv := advices.Get().(*Advice)
