@@ -1,0 +1,5 @@
+//go:build !race
+
+package govern
+
+const raceEnabled = false
