@@ -43,6 +43,10 @@ const (
 	Declined Status = "declined"
 	Expired  Status = "expired"
 	Used     Status = "used"
+	// Withdrawn: the client cancelled the call while it was held (see
+	// Store.Withdraw). Nobody can approve it any more; the same call sent
+	// again is held anew.
+	Withdrawn Status = "withdrawn"
 )
 
 // Reason codes of decisions the gate makes.
@@ -346,6 +350,38 @@ func (s *Store) Decide(id string, approve bool, by string) (Request, error) {
 	return out, nil
 }
 
+// Withdraw ends pending request id because the client that sent the call
+// cancelled it while it was held: an operator cannot approve it any more,
+// so an abandoned call never runs on a later approval. by is recorded as
+// who withdrew it. A request no longer pending gets ErrNotPending and
+// stays as it is (an approval already given stays usable by the call
+// sent again).
+func (s *Store) Withdraw(id, by string) (Request, error) {
+	if err := s.lock(); err != nil {
+		return Request{}, s.unlock(err)
+	}
+	r, ok := s.byID[id]
+	if !ok {
+		s.unlock(nil)
+		return Request{}, ErrNotFound
+	}
+	if s.expire(r) || r.Status != Pending {
+		out := *r
+		if err := s.unlock(nil); err != nil {
+			return Request{}, err
+		}
+		return out, ErrNotPending
+	}
+	r.DecidedBy = by
+	s.finish(r, Withdrawn)
+	out := *r
+	if err := s.unlock(nil); err != nil {
+		return Request{}, err
+	}
+	s.notify(out)
+	return out, nil
+}
+
 // pollInterval is how often Wait reads the database of a persistent
 // Store, where another process may decide the request.
 const pollInterval = 250 * time.Millisecond
@@ -569,6 +605,8 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 	case r != nil && r.Status == Pending:
 		out.ApprovalID = r.ID
 	default:
+		// None, or one withdrawn (its client cancelled the call): a new
+		// request.
 		if why := s.full(d.Agent, client); why != "" {
 			out.Verdict, out.Reason, out.ApprovalID = intercept.Deny, ReasonTooMany, ""
 			out.PublicReason = why

@@ -423,6 +423,16 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 	ctx := r.Context()
 	id, answers := x.sess.expectAnswer(approvalIDPrefix)
 	defer x.sess.dropAnswer(id)
+	key := x.msgs[0].IDKey()
+	hold := x.sess.held.hold(key, dec.ApprovalID)
+	left := false // the client went away: it may still cancel the call
+	defer func() {
+		if left {
+			x.sess.held.releaseLater(key, hold)
+		} else {
+			x.sess.held.release(key, hold)
+		}
+	}()
 
 	// An operator may decide through the admin API meanwhile, or the
 	// request may expire: either ends the wait too.
@@ -455,8 +465,17 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 	for waiting, elsewhere := true, (<-chan struct{})(decided); waiting; {
 		select {
 		case <-ctx.Done():
-			return // the client went away: the request stays pending for an operator
+			// The client went away: the request stays pending for an
+			// operator, unless the client cancels the call after.
+			left = true
+			return
 		case <-g.ctx.Done():
+			return
+		case <-hold.cancelled:
+			// The client cancelled the call (heldcalls.go): it is not
+			// answered, and the question is withdrawn.
+			cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the client cancelled the call"}}`, id)
+			_ = send([]byte(cancel))
 			return
 		case ans = <-answers:
 			waiting = false
@@ -488,6 +507,9 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 		if _, err := g.opts.Approver.Decide(dec.ApprovalID, approve, approvedBy(x.agent)); err != nil {
 			g.log.Debug("approval answer not applied", "approval", dec.ApprovalID, "err", err)
 		}
+	}
+	if !x.sess.held.release(key, hold) {
+		return // cancelled meanwhile: it goes nowhere, and gets no answer
 	}
 	if _, reply, ok := g.check(ctx, x); !ok {
 		_ = send(reply)

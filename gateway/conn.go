@@ -64,6 +64,9 @@ type relay struct {
 	// passed on to it until answered (ids.go).
 	ids   idTable
 	asked askedIDs
+	// holds are the calls waiting for the user's approval, which the
+	// client may cancel (heldcalls.go).
+	holds heldCalls
 
 	mu      sync.Mutex        // guards the fields below
 	pending map[string]string // request id -> method, client to upstream
@@ -238,7 +241,10 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 		}
 		cc := r.callContext()
 		if batch {
-			if reply := checkBatch(ctx, r.ic, msgs, cc); reply != nil {
+			for _, m := range msgs {
+			r.holds.cancel(m, r.approver, cc.Agent)
+		}
+		if reply := checkBatch(ctx, r.ic, msgs, cc); reply != nil {
 				if err := r.toClient(ctx, reply); err != nil {
 					return err
 				}
@@ -273,6 +279,9 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 				// A cancellation without its reason (intercept.Restate).
 				m, b = rm, rm.Raw
 				msgs = []*intercept.Message{m}
+			}
+			if r.holds.cancel(m, r.approver, cc.Agent) {
+				continue // a call held for approval: the upstream never saw it
 			}
 			cctx := r.startSpan(ctx, m, cc)
 			var dec intercept.Decision
@@ -485,6 +494,7 @@ func (r *relay) ask(ctx context.Context, m *intercept.Message, raw []byte, dec i
 	if !can {
 		return false
 	}
+	h := r.holds.hold(m.IDKey(), dec.ApprovalID)
 	r.asking.Add(1)
 	go func() {
 		defer r.asking.Done()
@@ -492,15 +502,16 @@ func (r *relay) ask(ctx context.Context, m *intercept.Message, raw []byte, dec i
 			r.mu.Lock()
 			delete(r.asks, id)
 			r.mu.Unlock()
+			r.holds.release(m.IDKey(), h)
 		}()
-		r.elicit(ctx, m, raw, dec, held, id, form, answers)
+		r.elicit(ctx, m, raw, dec, held, id, form, answers, h)
 	}()
 	return true
 }
 
 // elicit asks, waits for the user (or an operator, or the timeout), then
 // forwards the call or answers it with the outcome.
-func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, dec intercept.Decision, held []byte, id string, form elicitParams, answers <-chan *intercept.Message) {
+func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, dec intercept.Decision, held []byte, id string, form elicitParams, answers <-chan *intercept.Message, h *heldCall) {
 	q, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": jsontext.Value(id), "method": "elicitation/create", "params": form},
 		json.Deterministic(true), jsontext.AllowInvalidUTF8(true))
 	if err != nil || r.toClient(ctx, q) != nil {
@@ -517,6 +528,12 @@ func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, de
 	select {
 	case <-ctx.Done():
 		return // the session ended: the request stays pending for an operator
+	case <-h.cancelled:
+		// The client cancelled the call (heldcalls.go): it is not
+		// answered, and the question is withdrawn.
+		cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the client cancelled the call"}}`, id)
+		_ = r.toClient(ctx, []byte(cancel))
+		return
 	case ans := <-answers:
 		approve, answered := false, false
 		if ans.Kind == intercept.KindResponse {
@@ -535,6 +552,9 @@ func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, de
 		if r.toClient(ctx, []byte(cancel)) != nil {
 			return
 		}
+	}
+	if !r.holds.release(m.IDKey(), h) {
+		return // cancelled meanwhile: it goes nowhere, and gets no answer
 	}
 	if _, reply, ok := r.check(ctx, m, r.callContext(), nil); !ok {
 		_ = r.toClient(ctx, reply)

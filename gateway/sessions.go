@@ -40,6 +40,9 @@ type session struct {
 	// askedUp holds the requests its upstream sent its client, until
 	// answered: what a closed upstream may be answered (ids.go).
 	askedUp askedIDs
+	// held are the calls waiting for its user's approval (approve.go),
+	// which its client may cancel (heldcalls.go).
+	held heldCalls
 
 	mu       sync.Mutex // guards the fields below
 	version  string

@@ -252,6 +252,18 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 			x.msgs[0], x.body = m, m.Raw
 		}
 	}
+	if x.sess != nil {
+		// A cancellation of a call held for approval ends the hold
+		// (heldcalls.go); the upstream never saw that call.
+		taken := false
+		for _, m := range x.msgs {
+			taken = x.sess.held.cancel(m, g.opts.Approver, x.agent) || taken
+		}
+		if taken && !batch {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+	}
 	cc := x.callContext()
 	ctx, endSpan := g.traceCall(r, x)
 	defer func() { endSpan(nil) }()

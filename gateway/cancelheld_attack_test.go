@@ -1,0 +1,165 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/gateway/transport"
+)
+
+// A call held for the user's approval (approvals.client_may_answer, a
+// client that elicits) waits on the gateway. The client cancels it
+// (notifications/cancelled: its user gave up, or the TypeScript SDK's
+// AbortSignal fired, which keeps the POST's stream open). Before, the
+// cancellation was passed on to the upstream, which never saw the call,
+// and the gateway kept holding it: an operator who then approved the
+// request from `sluice approvals list` had the abandoned call run
+// upstream. Now the hold ends, the question is withdrawn, the approval
+// request is withdrawn (an operator can no longer approve it), and the
+// call is not answered (the client cancelled it).
+
+const cancelAdd = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"the user gave up"}}`
+
+// checkWithdrawn fails t unless the store's only request was withdrawn and
+// an operator's approval of it is refused.
+func checkWithdrawn(t *testing.T, store *approval.Store) {
+	t.Helper()
+	req := onlyRequest(t, store)
+	if req.Status != approval.Withdrawn {
+		t.Errorf("approval request after the cancellation: got %s, want %s", req.Status, approval.Withdrawn)
+	}
+	if _, err := store.Decide(req.ID, true, "alice"); err == nil {
+		t.Errorf("an operator approved the call the client cancelled")
+	}
+}
+
+func TestAttackCancelledHeldCallRuns(t *testing.T) {
+	t.Run("streamable-http", func(t *testing.T) {
+		f, store := approvalFixture(t, Options{}, false)
+		url := f.gw.URL + "/mcp/demo"
+		hdr := initializeWith(t, url, `{"elicitation":{}}`)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		rd := transport.NewSSEReader(openPost(t, ctx, url, hdr, addCall).Body)
+		q, _ := nextMessage(t, rd)
+		if q.Method != "elicitation/create" {
+			t.Fatalf("first event: got %+v, want the approval question", q)
+		}
+		status, _, body := post(t, url, hdr, cancelAdd)
+		if status != http.StatusAccepted {
+			t.Fatalf("cancellation: got %d %s, want 202", status, body)
+		}
+		if f.upstreamSaw("notifications/cancelled") {
+			t.Errorf("the cancellation of a call the upstream was never sent was passed on")
+		}
+		// An operator approves it (or tries to).
+		if rs := store.List(); len(rs) == 1 && rs[0].Status == approval.Pending {
+			_, _ = store.Decide(rs[0].ID, true, "alice")
+		}
+		n, raw := nextMessage(t, rd)
+		if n.Method != "notifications/cancelled" || !strings.Contains(raw, `"requestId":`+string(q.ID)) {
+			t.Errorf("after the cancellation: got %s, want the question withdrawn", raw)
+		}
+		if ev, err := rd.Next(); err != io.EOF {
+			t.Errorf("after the question was withdrawn: got %q (%v), want the stream to end without an answer", ev.Data, err)
+		}
+		if f.upstreamSaw(`"name":"add"`) {
+			t.Fatalf("the call the client cancelled ran upstream after an operator approved it")
+		}
+		checkWithdrawn(t, store)
+	})
+	t.Run("streamable-http after the client left", func(t *testing.T) {
+		// A client that gives up closes its request first and cancels
+		// after: the cancellation still withdraws the request.
+		f, store := approvalFixture(t, Options{}, false)
+		url := f.gw.URL + "/mcp/demo"
+		hdr := initializeWith(t, url, `{"elicitation":{}}`)
+		ctx, cancel := context.WithCancel(context.Background())
+		resp := openPost(t, ctx, url, hdr, addCall)
+		nextMessage(t, transport.NewSSEReader(resp.Body))
+		cancel()
+		resp.Body.Close()
+		deadline := time.Now().Add(5 * time.Second)
+		for stacksContaining("gateway.(*Gateway).elicitApproval") > 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("still holding the call 5s after the client left")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if status, _, body := post(t, url, hdr, cancelAdd); status != http.StatusAccepted {
+			t.Fatalf("cancellation: got %d %s, want 202", status, body)
+		}
+		checkWithdrawn(t, store)
+		if f.upstreamSaw(`"name":"add"`) || f.upstreamSaw("notifications/cancelled") {
+			t.Errorf("the held call or its cancellation reached the upstream")
+		}
+	})
+	t.Run("ws", func(t *testing.T) {
+		up := &scriptUpstream{handle: func(msg []byte) [][]byte {
+			var r reqView
+			if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
+				return nil
+			}
+			if r.Method == "initialize" {
+				return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`)}
+			}
+			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`)}
+		}}
+		base, store := holdingAddGateway(t, up)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := (&transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/u"}).Dial(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		read := func() (rpc, string) {
+			t.Helper()
+			b, err := c.Read(ctx)
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			var m rpc
+			json.Unmarshal(b, &m)
+			return m, string(b)
+		}
+		c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"desk","version":"1"}}}`))
+		read()
+		c.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+		c.Write(ctx, []byte(addCall))
+		q, _ := read()
+		if q.Method != "elicitation/create" {
+			t.Fatalf("want the gateway's question, got %+v", q)
+		}
+		c.Write(ctx, []byte(cancelAdd))
+		n, raw := read()
+		if n.Method != "notifications/cancelled" || !strings.Contains(raw, `"requestId":`+string(q.ID)) {
+			t.Errorf("after the cancellation: got %s, want the question withdrawn", raw)
+		}
+		if rs := store.List(); len(rs) == 1 && rs[0].Status == approval.Pending {
+			_, _ = store.Decide(rs[0].ID, true, "alice")
+		}
+		// A ping after: its answer comes next, not the call's.
+		c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{}}}`))
+		if m, raw := read(); string(m.ID) != "9" {
+			t.Errorf("after the cancellation: got %s, want only the echo's answer", raw)
+		}
+		for _, m := range up.got() {
+			if bytes.Contains(m, []byte(`"name":"add"`)) {
+				t.Fatalf("the call the client cancelled ran upstream after an operator approved it: %s", m)
+			}
+			if bytes.Contains(m, []byte(`notifications/cancelled`)) {
+				t.Errorf("the cancellation of a call the upstream was never sent was passed on: %s", m)
+			}
+		}
+		checkWithdrawn(t, store)
+	})
+}

@@ -1,0 +1,111 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// Calls held while the client's user is asked (approve.go) can be
+// cancelled by the client (notifications/cancelled). A cancelled call is
+// never forwarded, whoever approves it later: the wait ends, and the
+// approval request is withdrawn (approval.Store.Withdraw), so an operator
+// cannot approve a call its agent abandoned. The cancellation itself is
+// not passed on: the upstream never saw the call.
+
+// withdrawer is an Approver that can withdraw a pending request whose
+// call the client cancelled.
+type withdrawer interface {
+	Withdraw(id, by string) (approval.Request, error)
+}
+
+var _ withdrawer = (*approval.Store)(nil)
+
+// heldCall is one call of the client's waiting for its approval.
+type heldCall struct {
+	approvalID string
+	// cancelled is closed when the client cancels the call while it is
+	// still held; the call is then never forwarded.
+	cancelled chan struct{}
+}
+
+// heldCalls are a session's or a connection's held calls, by the JSON id
+// key of the client's request. The zero value is empty and ready.
+type heldCalls struct {
+	mu sync.Mutex // guards m
+	m  map[string]*heldCall
+}
+
+// hold registers the held call whose request id has key, waiting under
+// approval request approvalID. A call held again under the same id takes
+// its place.
+func (hc *heldCalls) hold(key, approvalID string) *heldCall {
+	h := &heldCall{approvalID: approvalID, cancelled: make(chan struct{})}
+	hc.mu.Lock()
+	if hc.m == nil {
+		hc.m = map[string]*heldCall{}
+	}
+	hc.m[key] = h
+	hc.mu.Unlock()
+	return h
+}
+
+// release forgets h: the call was forwarded, answered or refused, so a
+// cancellation naming its id is no longer the gateway's to take. It
+// reports false when the client cancelled h first, and the call must not
+// go on.
+func (hc *heldCalls) release(key string, h *heldCall) bool {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	select {
+	case <-h.cancelled:
+		return false
+	default:
+	}
+	if hc.m[key] == h {
+		delete(hc.m, key)
+	}
+	return true
+}
+
+// releaseLater forgets h after cancelGrace: its client went away while
+// the call was held, and a client that gives up closes its request first
+// and cancels after.
+func (hc *heldCalls) releaseLater(key string, h *heldCall) {
+	time.AfterFunc(cancelGrace, func() { hc.release(key, h) })
+}
+
+// cancel takes the client's cancellation m if it names a call still held
+// here: the call is marked cancelled (its wait ends and it is never
+// forwarded) and its approval request withdrawn through ap on behalf of
+// agent. It reports whether m named one.
+func (hc *heldCalls) cancel(m *intercept.Message, ap Approver, agent string) bool {
+	id, ok := cancelledID(m)
+	if !ok {
+		return false
+	}
+	key := intercept.IDKeyOf([]byte(id))
+	hc.mu.Lock()
+	h := hc.m[key]
+	delete(hc.m, key)
+	if h != nil {
+		close(h.cancelled) // before the withdrawal wakes the wait
+	}
+	hc.mu.Unlock()
+	if h == nil {
+		return false
+	}
+	if w, ok := ap.(withdrawer); ok {
+		_, _ = w.Withdraw(h.approvalID, cancelledBy(agent))
+	}
+	return true
+}
+
+func cancelledBy(agent string) string {
+	if agent == "" {
+		agent = "client"
+	}
+	return "mcp-cancel:" + agent
+}
