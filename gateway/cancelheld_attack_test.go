@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/gateway/transport"
@@ -162,4 +163,82 @@ func TestAttackCancelledHeldCallRuns(t *testing.T) {
 		}
 		checkWithdrawn(t, store)
 	})
+}
+
+// TestCancelledHeldCallGoSDK: go-sdk's client, whose call's context ends
+// while its user is asked, sends notifications/cancelled; the held call
+// never runs, on a route and through a virtual server, even when an
+// operator approves it after.
+func TestCancelledHeldCallGoSDK(t *testing.T) {
+	for _, tc := range []struct {
+		name, path, tool, version string
+		opts                      Options
+	}{
+		{"route", "/mcp/demo", "add", "2025-11-25", Options{}},
+		{"virtual server", "/mcp", "demo_add", "2025-11-25", Options{VirtualServers: []VirtualServer{{Naming: NamingPrefix}}}},
+		// A 2026-07-28 client is asked by an input_required result and
+		// cancels by not sending the call again: nothing is held on the
+		// gateway, the request stays pending, and its approval runs
+		// nothing by itself.
+		{"2026-07-28", "/mcp/demo", "add", "", Options{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, store := approvalFixture(t, tc.opts, false)
+			asked := make(chan struct{}, 1)
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			callCtx, giveUp := context.WithCancel(ctx)
+			client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked <- struct{}{}
+					select { // the user never answers; the agent gives up
+					case <-ctx.Done():
+					case <-callCtx.Done():
+					}
+					return nil, context.Canceled
+				},
+			})
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.gw.URL + tc.path}, &mcp.ClientSessionOptions{ProtocolVersion: tc.version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: tc.tool, Arguments: map[string]any{"a": 2, "b": 3}})
+				done <- err
+			}()
+			select {
+			case <-asked:
+			case err := <-done:
+				t.Fatalf("the call ended before its user was asked: %v", err)
+			}
+			giveUp()
+			select {
+			case <-done:
+			case <-ctx.Done():
+				t.Fatal("the cancelled call did not return")
+			}
+			// The cancellation withdraws the request.
+			deadline := time.Now().Add(5 * time.Second)
+			for tc.version != "" && onlyRequest(t, store).Status == approval.Pending && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if rs := store.List(); len(rs) == 1 && rs[0].Status == approval.Pending {
+				_, _ = store.Decide(rs[0].ID, true, "alice")
+			}
+			// Something else goes through after, so that the held call,
+			// had it been released, would have reached the upstream first.
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: strings.TrimSuffix(tc.tool, "add") + "echo", Arguments: map[string]any{"message": "hi"}}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if f.upstreamSaw(`"name":"add"`) {
+				t.Fatalf("the call the client cancelled ran upstream after an operator approved it")
+			}
+			if tc.version != "" {
+				checkWithdrawn(t, store)
+			}
+		})
+	}
 }

@@ -242,9 +242,9 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 		cc := r.callContext()
 		if batch {
 			for _, m := range msgs {
-			r.holds.cancel(m, r.approver, cc.Agent)
-		}
-		if reply := checkBatch(ctx, r.ic, msgs, cc); reply != nil {
+				r.holds.cancel(m, r.approver, cc.Agent)
+			}
+			if reply := checkBatch(ctx, r.ic, msgs, cc); reply != nil {
 				if err := r.toClient(ctx, reply); err != nil {
 					return err
 				}
