@@ -340,6 +340,8 @@ const (
 	ApprovalApproved  = "approved"
 	ApprovalDeclined  = "declined"
 	ApprovalExpired   = "expired"
+	// ApprovalWithdrawn: the client cancelled the held call.
+	ApprovalWithdrawn = "withdrawn"
 )
 
 // Approval is a [TypeApproval] event: a human approval of a held call, or

@@ -268,7 +268,8 @@ func (r *recorder) resultInjection(d *intercept.ActionDescriptor, fs []classifie
 
 func (r *recorder) approval(req approval.Request) {
 	state := map[approval.Status]string{approval.Pending: telemetry.ApprovalRequested, approval.Approved: telemetry.ApprovalApproved,
-		approval.Declined: telemetry.ApprovalDeclined, approval.Expired: telemetry.ApprovalExpired, approval.Used: "used"}[req.Status]
+		approval.Declined: telemetry.ApprovalDeclined, approval.Expired: telemetry.ApprovalExpired, approval.Used: "used",
+		approval.Withdrawn: telemetry.ApprovalWithdrawn}[req.Status]
 	r.append(telemetry.Approval{Time: time.Now(), ApprovalID: req.ID, TxnID: req.TxnID, Agent: req.Agent, Session: req.Session,
 		Upstream: req.Upstream, Tool: req.Tool, State: state, By: req.DecidedBy}.Event())
 }
