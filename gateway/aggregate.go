@@ -264,6 +264,11 @@ type aggSession struct {
 	closed    bool
 	asks      map[string]pendingAsk // relayed requests awaiting the client's answer
 	asked     uint64
+	// gone are the latest relayed requests whose exchange ended before
+	// the client answered, at most maxGoneAsks, oldest first: a late
+	// answer to one is taken and dropped (the question was withdrawn, or
+	// its call ended), not refused as forged.
+	gone []string
 	calls     map[string]pendingCall // inner calls in flight, by the client's request id
 }
 

@@ -95,8 +95,32 @@ func (k *askSet) drop(s *aggSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, key := range k.keys {
+		if _, ok := s.asks[key]; !ok {
+			continue // answered
+		}
 		delete(s.asks, key)
+		s.gone = append(s.gone, key)
+		if len(s.gone) > maxGoneAsks {
+			s.gone = s.gone[1:]
+		}
 	}
+}
+
+// maxGoneAsks bounds aggSession.gone.
+const maxGoneAsks = 64
+
+// wasAsked reports whether key is a relayed request whose exchange ended
+// unanswered lately, and forgets it: it is answered once.
+func (s *aggSession) wasAsked(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, k := range s.gone {
+		if k == key {
+			s.gone = append(s.gone[:i], s.gone[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // ask relays msg, a request from upstream, to the client through send
@@ -147,6 +171,15 @@ func (a *aggregator) answer(w http.ResponseWriter, r *http.Request, resp rpcResp
 		// Relayed by another replica: the sealed id says where to.
 		pa, in, ok = a.openAsk(s, key)
 		sealed = ok
+	}
+	if !ok && s.wasAsked(key) {
+		// Asked, but its exchange ended first (the gateway withdrew its
+		// approval question, or the call's client left): as a route
+		// takes a late answer to its own question, the answer is taken
+		// and goes nowhere. go-sdk's client closes the session when an
+		// answer it sends is refused.
+		w.WriteHeader(http.StatusAccepted)
+		return
 	}
 	if !ok || in == nil {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, noAsk(key))

@@ -103,66 +103,102 @@ func TestAttackCancelledHeldCallRuns(t *testing.T) {
 			t.Errorf("the held call or its cancellation reached the upstream")
 		}
 	})
-	t.Run("ws", func(t *testing.T) {
-		up := &scriptUpstream{handle: func(msg []byte) [][]byte {
-			var r reqView
-			if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
-				return nil
-			}
-			if r.Method == "initialize" {
-				return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`)}
-			}
-			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`)}
-		}}
-		base, store := holdingAddGateway(t, up)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		c, err := (&transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/u"}).Dial(ctx)
+	for _, relayed := range []struct {
+		name string
+		dial func(base string) transport.Dialer
+	}{
+		{"ws", func(base string) transport.Dialer {
+			return &transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/u"}
+		}},
+		{"sse", func(base string) transport.Dialer { return &transport.SSEDialer{URL: base + "/sse/u"} }},
+	} {
+		t.Run(relayed.name, func(t *testing.T) { cancelHeldRelayed(t, relayed.dial) })
+	}
+}
+
+// cancelHeldRelayed is TestAttackCancelledHeldCallRuns on a connection
+// relayed to a stdio upstream, dialled by dial.
+func cancelHeldRelayed(t *testing.T, dial func(base string) transport.Dialer) {
+
+	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
+		var r reqView
+		if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
+			return nil
+		}
+		if r.Method == "initialize" {
+			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`)}
+		}
+		return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`)}
+	}}
+	base, store := holdingAddGateway(t, up)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := dial(base).Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	read := func() (rpc, string) {
+		t.Helper()
+		b, err := c.Read(ctx)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("read: %v", err)
 		}
-		defer c.Close()
-		read := func() (rpc, string) {
-			t.Helper()
-			b, err := c.Read(ctx)
-			if err != nil {
-				t.Fatalf("read: %v", err)
+		var m rpc
+		json.Unmarshal(b, &m)
+		return m, string(b)
+	}
+	c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"desk","version":"1"}}}`))
+	read()
+	c.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	c.Write(ctx, []byte(addCall))
+	q, _ := read()
+	if q.Method != "elicitation/create" {
+		t.Fatalf("want the gateway's question, got %+v", q)
+	}
+	c.Write(ctx, []byte(cancelAdd))
+	// Messages are taken in order: once the echo is answered, the
+	// cancellation was.
+	withdrawn := false
+	echo := func(id string) {
+		t.Helper()
+		c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo","arguments":{}}}`))
+		for {
+			m, raw := read()
+			switch {
+			case string(m.ID) == id:
+				return
+			case m.Method == "notifications/cancelled" && strings.Contains(raw, `"requestId":`+string(q.ID)):
+				withdrawn = true
+			default:
+				t.Errorf("after the cancellation: got %s, want only the echo's answer and the question withdrawn", raw)
 			}
-			var m rpc
-			json.Unmarshal(b, &m)
-			return m, string(b)
 		}
-		c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"desk","version":"1"}}}`))
-		read()
-		c.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-		c.Write(ctx, []byte(addCall))
-		q, _ := read()
-		if q.Method != "elicitation/create" {
-			t.Fatalf("want the gateway's question, got %+v", q)
+	}
+	echo("9")
+	if rs := store.List(); len(rs) == 1 && rs[0].Status == approval.Pending {
+		_, _ = store.Decide(rs[0].ID, true, "alice")
+	}
+	echo("10")
+	for _, m := range up.got() {
+		if bytes.Contains(m, []byte(`"name":"add"`)) {
+			t.Fatalf("the call the client cancelled ran upstream after an operator approved it: %s", m)
 		}
-		c.Write(ctx, []byte(cancelAdd))
-		n, raw := read()
-		if n.Method != "notifications/cancelled" || !strings.Contains(raw, `"requestId":`+string(q.ID)) {
+	}
+	if !withdrawn { // sent by the question's own goroutine: it may come last
+		if m, raw := read(); m.Method != "notifications/cancelled" || !strings.Contains(raw, `"requestId":`+string(q.ID)) {
 			t.Errorf("after the cancellation: got %s, want the question withdrawn", raw)
 		}
-		if rs := store.List(); len(rs) == 1 && rs[0].Status == approval.Pending {
-			_, _ = store.Decide(rs[0].ID, true, "alice")
+	}
+	for _, m := range up.got() {
+		if bytes.Contains(m, []byte(`"name":"add"`)) {
+			t.Fatalf("the call the client cancelled ran upstream after an operator approved it: %s", m)
 		}
-		// A ping after: its answer comes next, not the call's.
-		c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{}}}`))
-		if m, raw := read(); string(m.ID) != "9" {
-			t.Errorf("after the cancellation: got %s, want only the echo's answer", raw)
+		if bytes.Contains(m, []byte(`notifications/cancelled`)) {
+			t.Errorf("the cancellation of a call the upstream was never sent was passed on: %s", m)
 		}
-		for _, m := range up.got() {
-			if bytes.Contains(m, []byte(`"name":"add"`)) {
-				t.Fatalf("the call the client cancelled ran upstream after an operator approved it: %s", m)
-			}
-			if bytes.Contains(m, []byte(`notifications/cancelled`)) {
-				t.Errorf("the cancellation of a call the upstream was never sent was passed on: %s", m)
-			}
-		}
-		checkWithdrawn(t, store)
-	})
+	}
+	checkWithdrawn(t, store)
 }
 
 // TestCancelledHeldCallGoSDK: go-sdk's client, whose call's context ends
@@ -240,5 +276,56 @@ func TestCancelledHeldCallGoSDK(t *testing.T) {
 				checkWithdrawn(t, store)
 			}
 		})
+	}
+}
+
+// TestAggregateLateAnswerTaken: through a virtual server, the user's
+// answer to an approval question that was withdrawn meanwhile (an
+// operator decided, or the client cancelled the call) is taken and
+// dropped, as on a route. Before, it was refused with 400 as an answer
+// to a request never made, and go-sdk's client, whose elicitation
+// handler answered after the gateway gave up on it, closed the session
+// ("client is closing: sending jsonrpc response: Bad Request").
+func TestAggregateLateAnswerTaken(t *testing.T) {
+	f, store := approvalFixture(t, Options{VirtualServers: []VirtualServer{{Naming: NamingPrefix}}}, false)
+	url := f.gw.URL + "/mcp"
+	hdr := initializeWith(t, url, `{"elicitation":{}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rd := transport.NewSSEReader(openPost(t, ctx, url, hdr, strings.Replace(addCall, `"add"`, `"demo_add"`, 1)).Body)
+	q, _ := nextMessage(t, rd)
+	if q.Method != "elicitation/create" {
+		t.Fatalf("first event: got %+v, want the approval question", q)
+	}
+	if _, err := store.Decide(onlyRequest(t, store).ID, true, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, raw := nextMessage(t, rd)
+		if string(m.ID) == "7" {
+			if !strings.Contains(raw, `"text":"5"`) {
+				t.Fatalf("the call's answer: got %s, want the add result", raw)
+			}
+			break
+		}
+	}
+	for { // the stream ends with the call, and the exchange with it
+		if _, err := rd.Next(); err != nil {
+			break
+		}
+	}
+	status, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","id":`+string(q.ID)+`,"result":{"action":"accept","content":{"approve":true}}}`)
+	if status != http.StatusAccepted {
+		t.Errorf("late answer: got %d %s, want 202", status, body)
+	}
+	// Taken once: the same answer again, or one to an id never asked, is
+	// refused as before.
+	for _, id := range []string{string(q.ID), `"sluice-ask-99"`} {
+		if status, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","id":`+id+`,"result":{"action":"decline"}}`); status != http.StatusBadRequest {
+			t.Errorf("answer to %s: got %d %s, want 400", id, status, body)
+		}
+	}
+	if f.upstreamSaw(`"action"`) {
+		t.Errorf("an answer reached the upstream")
 	}
 }
