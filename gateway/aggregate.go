@@ -268,8 +268,8 @@ type aggSession struct {
 	// the client answered, at most maxGoneAsks, oldest first: a late
 	// answer to one is taken and dropped (the question was withdrawn, or
 	// its call ended), not refused as forged.
-	gone []string
-	calls     map[string]pendingCall // inner calls in flight, by the client's request id
+	gone  []string
+	calls map[string]pendingCall // inner calls in flight, by the client's request id
 }
 
 type innerSession struct {
