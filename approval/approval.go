@@ -312,42 +312,20 @@ func (s *Store) Get(id string) (Request, error) {
 // recorded with it. A by naming the request's agent gets ErrSelfApproval
 // and changes nothing.
 func (s *Store) Decide(id string, approve bool, by string) (Request, error) {
-	if err := s.lock(); err != nil {
-		return Request{}, s.unlock(err)
-	}
-	r, ok := s.byID[id]
-	if !ok {
-		s.unlock(nil)
-		return Request{}, ErrNotFound
-	}
-	if s.expire(r) || r.Status != Pending {
-		out := *r
-		if err := s.unlock(nil); err != nil {
-			return Request{}, err
+	return s.settle(id, func(r *Request) error {
+		if by != "" && by == r.Agent {
+			return ErrSelfApproval
 		}
-		return out, ErrNotPending
-	}
-	if by != "" && by == r.Agent {
-		out := *r
-		if err := s.unlock(nil); err != nil {
-			return Request{}, err
+		r.DecidedBy = by
+		if approve {
+			r.Status = Approved
+			// An approval is usable for one timeout from the moment it is given.
+			r.Expires = s.now().Add(s.timeout)
+		} else {
+			s.finish(r, Declined)
 		}
-		return out, ErrSelfApproval
-	}
-	r.DecidedBy = by
-	if approve {
-		r.Status = Approved
-		// An approval is usable for one timeout from the moment it is given.
-		r.Expires = s.now().Add(s.timeout)
-	} else {
-		s.finish(r, Declined)
-	}
-	out := *r
-	if err := s.unlock(nil); err != nil {
-		return Request{}, err
-	}
-	s.notify(out)
-	return out, nil
+		return nil
+	})
 }
 
 // Withdraw ends pending request id because the client that sent the call
@@ -357,6 +335,17 @@ func (s *Store) Decide(id string, approve bool, by string) (Request, error) {
 // stays as it is (an approval already given stays usable by the call
 // sent again).
 func (s *Store) Withdraw(id, by string) (Request, error) {
+	return s.settle(id, func(r *Request) error {
+		r.DecidedBy = by
+		s.finish(r, Withdrawn)
+		return nil
+	})
+}
+
+// settle applies change to request id, if it is still pending, under
+// the store's lock, and notifies the change. A request no longer pending
+// gets ErrNotPending; one change refuses (its error) stays as it is.
+func (s *Store) settle(id string, change func(*Request) error) (Request, error) {
 	if err := s.lock(); err != nil {
 		return Request{}, s.unlock(err)
 	}
@@ -365,18 +354,16 @@ func (s *Store) Withdraw(id, by string) (Request, error) {
 		s.unlock(nil)
 		return Request{}, ErrNotFound
 	}
-	if s.expire(r) || r.Status != Pending {
-		out := *r
-		if err := s.unlock(nil); err != nil {
-			return Request{}, err
-		}
-		return out, ErrNotPending
+	err := ErrNotPending
+	if !s.expire(r) && r.Status == Pending {
+		err = change(r)
 	}
-	r.DecidedBy = by
-	s.finish(r, Withdrawn)
 	out := *r
-	if err := s.unlock(nil); err != nil {
-		return Request{}, err
+	if uerr := s.unlock(nil); uerr != nil {
+		return Request{}, uerr
+	}
+	if err != nil {
+		return out, err
 	}
 	s.notify(out)
 	return out, nil

@@ -78,6 +78,21 @@ type rpc struct {
 	Result jsontext.Value `json:"result"`
 }
 
+// rpcReader reads c's next message, decoded and as sent; a read that
+// fails ends the test.
+func rpcReader(t *testing.T, ctx context.Context, c transport.Conn) func() (rpc, string) {
+	return func() (rpc, string) {
+		t.Helper()
+		b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		var m rpc
+		json.Unmarshal(b, &m)
+		return m, string(b)
+	}
+}
+
 func nextMessage(t *testing.T, rd *transport.SSEReader) (rpc, string) {
 	t.Helper()
 	ev, err := rd.Next()

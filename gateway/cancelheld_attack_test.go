@@ -138,16 +138,7 @@ func cancelHeldRelayed(t *testing.T, dial func(base string) transport.Dialer) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	read := func() (rpc, string) {
-		t.Helper()
-		b, err := c.Read(ctx)
-		if err != nil {
-			t.Fatalf("read: %v", err)
-		}
-		var m rpc
-		json.Unmarshal(b, &m)
-		return m, string(b)
-	}
+	read := rpcReader(t, ctx, c)
 	c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"desk","version":"1"}}}`))
 	read()
 	c.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))

@@ -65,16 +65,7 @@ func TestAttackStrayResultOnConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		read := func() (rpc, string) {
-			t.Helper()
-			b, err := c.Read(ctx)
-			if err != nil {
-				t.Fatalf("read: %v", err)
-			}
-			var m rpc
-			json.Unmarshal(b, &m)
-			return m, string(b)
-		}
+		read := rpcReader(t, ctx, c)
 		c.Write(ctx, []byte(initialize))
 		read()
 		c.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
