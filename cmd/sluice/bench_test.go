@@ -16,7 +16,8 @@ import (
 )
 
 // TestMain lets the test binary stand in for the sluice binary when the
-// benchmark re-executes itself (os.Executable) to start its children.
+// benchmark re-executes itself (os.Executable) to start its children, and
+// for the scripted stdio server `sluice wrap` runs (wraprelay_test.go).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "bench" {
 		if err := runBench(context.Background(), os.Args[2:]); err != nil {
@@ -24,6 +25,9 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	}
+	if len(os.Args) > 1 && os.Args[1] == scriptedServerArg {
+		os.Exit(scriptedServer(os.Args[2:]))
 	}
 	os.Exit(m.Run())
 }
