@@ -33,7 +33,9 @@ const scriptedServerArg = "wrap-scripted-server"
 //   - add: answers 5 (the tests hold it for approval: it must never run);
 //   - wait: is never answered;
 //   - stray: first writes a result under the id in its arguments (text:
-//     its arguments' text), then answers itself.
+//     its arguments' text), then answers itself;
+//   - spaced: answers on a line of its own spelling, with a CR and spaces
+//     between tokens, and U+2028, U+2029 and U+0085 raw in the text.
 func scriptedServer(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "want the log file")
@@ -78,7 +80,7 @@ func scriptedServer(args []string) int {
 				"capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "scripted", "version": "1"}}})
 		case "tools/list":
 			var tools []any
-			for _, name := range []string{"echo", "add", "wait", "stray"} {
+			for _, name := range []string{"echo", "add", "wait", "stray", "spaced"} {
 				tools = append(tools, map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
 			}
 			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": tools}})
@@ -89,6 +91,8 @@ func scriptedServer(args []string) int {
 			case "add":
 				answer(m.ID, "5")
 			case "wait":
+			case "spaced":
+				out.WriteString("{ \"jsonrpc\": \"2.0\",\r\"id\": " + string(m.ID) + ", \"result\": {\"content\": [{\"type\": \"text\", \"text\": \"a\u2028b\u2029c\u0085d\"}]}}\n")
 			case "stray":
 				answer(m.Params.Arguments.ID, m.Params.Arguments.Text)
 				answer(m.ID, "strayed")
@@ -297,6 +301,57 @@ func TestWrapStrayResult(t *testing.T) {
 	}
 	if got := w.metric(stray); got != "1" {
 		t.Errorf("stray results counted after the late answer: got %q, want still 1", got)
+	}
+
+	// A second answer to a request answered already.
+	w.send(`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"stray","arguments":{"id":8,"text":"again"}}}`)
+	if before, _ = w.until("11"); len(before) > 0 {
+		t.Errorf("before the third stray call's answer the client got %q; want nothing (a second answer to 8, dropped)", before)
+	}
+	if got := w.metric(stray); got != "2" {
+		t.Errorf("stray results counted after a second answer to 8: got %q, want 2", got)
+	}
+}
+
+// TestWrapFraming: what `sluice wrap` passes on either way is re-encoded
+// compact, with U+2028, U+2029 and U+0085 escaped: a server (or a client)
+// that splits lines at CR or at JavaScript line terminators finds no
+// second message in a line wrap wrote. The client's line has a CR and
+// spaces between its tokens and the three characters raw in a string; so
+// has the server's answer.
+func TestWrapFraming(t *testing.T) {
+	w := startWrappedLines(t, "policy: {default: allow}\n")
+	framed := func(who, line string) {
+		t.Helper()
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, []byte(line)); err != nil || compact.String() != line || strings.ContainsAny(line, "\r\u2028\u2029\u0085") {
+			t.Errorf("%s got %q, want it compact with U+2028, U+2029 and U+0085 escaped", who, line)
+		}
+	}
+	w.send("{ \"jsonrpc\": \"2.0\",\r\"id\": 8, \"method\": \"tools/call\", \"params\": {\"name\": \"echo\", \"arguments\": {\"message\": \"a\u2028b\u2029c\u0085d\"}}}")
+	_, ans := w.until("8")
+	framed("the client", ans)
+	var res struct {
+		Result struct{ Content []struct{ Text string } }
+	}
+	if json.Unmarshal([]byte(ans), &res); len(res.Result.Content) != 1 || res.Result.Content[0].Text != "Echo: a\u2028b\u2029c\u0085d" {
+		t.Errorf("echo: got %s, want the message as sent", ans)
+	}
+	var sent string
+	for line := range strings.Lines(w.serverGot()) {
+		if strings.Contains(line, `"name":"echo"`) {
+			sent = strings.TrimSuffix(line, "\n")
+		}
+	}
+	framed("the server", sent)
+	w.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"spaced","arguments":{}}}`)
+	before, ans := w.until("9")
+	if len(before) > 0 {
+		t.Errorf("before the spaced answer the client got %q, want nothing", before)
+	}
+	framed("the client", ans)
+	if json.Unmarshal([]byte(ans), &res); len(res.Result.Content) != 1 || res.Result.Content[0].Text != "a\u2028b\u2029c\u0085d" {
+		t.Errorf("spaced: got %s, want the server's text", ans)
 	}
 }
 
