@@ -35,7 +35,10 @@ const scriptedServerArg = "wrap-scripted-server"
 //   - stray: first writes a result under the id in its arguments (text:
 //     its arguments' text), then answers itself;
 //   - spaced: answers on a line of its own spelling, with a CR and spaces
-//     between tokens, and U+2028, U+2029 and U+0085 raw in the text.
+//     between tokens, and U+2028, U+2029 and U+0085 raw in the text;
+//   - garbage: writes a line that is not JSON and an answer to itself
+//     under its id spelled as a number with a fraction (7 as 7.0), then
+//     answers itself.
 func scriptedServer(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "want the log file")
@@ -80,7 +83,7 @@ func scriptedServer(args []string) int {
 				"capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "scripted", "version": "1"}}})
 		case "tools/list":
 			var tools []any
-			for _, name := range []string{"echo", "add", "wait", "stray", "spaced"} {
+			for _, name := range []string{"echo", "add", "wait", "stray", "spaced", "garbage"} {
 				tools = append(tools, map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
 			}
 			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": tools}})
@@ -93,6 +96,10 @@ func scriptedServer(args []string) int {
 			case "wait":
 			case "spaced":
 				out.WriteString("{ \"jsonrpc\": \"2.0\",\r\"id\": " + string(m.ID) + ", \"result\": {\"content\": [{\"type\": \"text\", \"text\": \"a\u2028b\u2029c\u0085d\"}]}}\n")
+			case "garbage":
+				out.WriteString("garbage: a log line on stdout\n")
+				send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(string(m.ID) + ".0"), "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "unscreened"}}}})
+				answer(m.ID, "the answer")
 			case "stray":
 				answer(m.Params.Arguments.ID, m.Params.Arguments.Text)
 				answer(m.ID, "strayed")
@@ -303,13 +310,31 @@ func TestWrapStrayResult(t *testing.T) {
 		t.Errorf("stray results counted after the late answer: got %q, want still 1", got)
 	}
 
+	// Only the last 64 cancelled are remembered: of 65 cancelled, the
+	// first one's answer is stray, the second's is not.
+	for id := 100; id <= 164; id++ {
+		w.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wait","arguments":{}}}`, id))
+		w.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, id))
+	}
+	w.send(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"stray","arguments":{"id":100,"text":"late"}}}`)
+	w.send(`{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"stray","arguments":{"id":101,"text":"late"}}}`)
+	if before, _ = w.until("12"); len(before) > 0 {
+		t.Errorf("before the answer to 12 the client got %q; want nothing (the answer to 100, cancelled 65th from last, dropped)", before)
+	}
+	if before, _ = w.until("13"); len(before) != 1 || !strings.Contains(before[0], `"id":101`) {
+		t.Errorf("before the answer to 13 the client got %q; want the late answer to 101, cancelled 64th from last", before)
+	}
+	if got := w.metric(stray); got != "2" {
+		t.Errorf("stray results counted after answers to 100 and 101: got %q, want 2", got)
+	}
+
 	// A second answer to a request answered already.
 	w.send(`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"stray","arguments":{"id":8,"text":"again"}}}`)
 	if before, _ = w.until("11"); len(before) > 0 {
 		t.Errorf("before the third stray call's answer the client got %q; want nothing (a second answer to 8, dropped)", before)
 	}
-	if got := w.metric(stray); got != "2" {
-		t.Errorf("stray results counted after a second answer to 8: got %q, want 2", got)
+	if got := w.metric(stray); got != "3" {
+		t.Errorf("stray results counted after a second answer to 8: got %q, want 3", got)
 	}
 }
 
@@ -412,5 +437,23 @@ func TestWrapCancelledHeldCall(t *testing.T) {
 	}
 	if strings.Contains(got, "notifications/cancelled") {
 		t.Errorf("the cancellation of a call the server was never sent was passed on:\n%s", got)
+	}
+}
+
+// TestWrapUnreadableAnswer: a line of the wrapped server's that is not
+// JSON (a log line on stdout), and an answer whose id a client would pair
+// with its request though it is spelled otherwise (7.0 for 7), are not
+// delivered through `sluice wrap`, and are counted
+// (sluice_messages_withheld_total{reason="unreadable"}): the call gets its
+// own answer alone.
+func TestWrapUnreadableAnswer(t *testing.T) {
+	w := startWrappedLines(t, "policy: {default: allow}\n")
+	w.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"garbage","arguments":{}}}`)
+	before, ans := w.until("7")
+	if len(before) > 0 || !strings.Contains(ans, "the answer") {
+		t.Errorf("garbage: got %q and then %s, want its own answer alone", before, ans)
+	}
+	if got := w.metric(`sluice_messages_withheld_total\{[^}]*reason="unreadable"[^}]*\}`); got != "2" {
+		t.Errorf("unreadable messages counted: got %q, want 2", got)
 	}
 }
