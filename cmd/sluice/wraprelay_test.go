@@ -158,7 +158,9 @@ func startWrappedLines(t *testing.T, yaml string) *wrappedLines {
 		outW.Close()
 		done <- err
 	}()
+	quit := make(chan struct{}) // the test reads no more
 	t.Cleanup(func() {
+		close(quit)
 		inW.Close()
 		cancel()
 		if err := <-done; err != nil {
@@ -169,6 +171,7 @@ func startWrappedLines(t *testing.T, yaml string) *wrappedLines {
 	case b := <-ready:
 		w.admin = b.Admin
 	case err := <-done:
+		done <- err // for the cleanup
 		t.Fatalf("wrap: %v", err)
 	}
 	go func() {
@@ -176,9 +179,14 @@ func startWrappedLines(t *testing.T, yaml string) *wrappedLines {
 		sc := bufio.NewScanner(outR)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
-			w.lines <- sc.Text()
+			select {
+			case w.lines <- sc.Text():
+			case <-quit:
+				io.Copy(io.Discard, outR) // wrap may still write as it ends
+				return
+			}
 		}
-		io.Copy(io.Discard, outR) // wrap may still write once the test stops reading
+		io.Copy(io.Discard, outR)
 	}()
 	w.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"desktop","version":"1"}}}`)
 	if m, raw := w.read(); string(m.ID) != "0" || m.Result == nil {
