@@ -38,7 +38,11 @@ const scriptedServerArg = "wrap-scripted-server"
 //     between tokens, and U+2028, U+2029 and U+0085 raw in the text;
 //   - garbage: writes a line that is not JSON and an answer to itself
 //     under its id spelled as a number with a fraction (7 as 7.0), then
-//     answers itself.
+//     answers itself;
+//   - ask: sends the client a sampling/createMessage request (id
+//     "srv-1"), and answers itself with the line the client answered it
+//     with, once it comes;
+//   - sink: answers "sent" (the tests class it a network sink).
 func scriptedServer(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "want the log file")
@@ -58,6 +62,7 @@ func scriptedServer(args []string) int {
 	answer := func(id json.RawMessage, text string) {
 		send(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}}})
 	}
+	var asking json.RawMessage // the ask call waiting for the client's answer
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 1<<20)
 	for in.Scan() {
@@ -74,8 +79,16 @@ func scriptedServer(args []string) int {
 				} `json:"arguments"`
 			} `json:"params"`
 		}
-		if json.Unmarshal(in.Bytes(), &m) != nil || m.Method == "" || m.ID == nil {
-			continue // notifications and answers are only logged
+		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
+			continue // notifications are only logged
+		}
+		if m.Method == "" {
+			if string(m.ID) == `"srv-1"` && asking != nil {
+				answer(asking, "client said: "+in.Text())
+				asking = nil
+				out.Flush()
+			}
+			continue
 		}
 		switch m.Method {
 		case "initialize":
@@ -83,7 +96,7 @@ func scriptedServer(args []string) int {
 				"capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "scripted", "version": "1"}}})
 		case "tools/list":
 			var tools []any
-			for _, name := range []string{"echo", "add", "wait", "stray", "spaced", "garbage"} {
+			for _, name := range []string{"echo", "add", "wait", "stray", "spaced", "garbage", "ask", "sink"} {
 				tools = append(tools, map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
 			}
 			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": tools}})
@@ -100,6 +113,12 @@ func scriptedServer(args []string) int {
 				out.WriteString("garbage: a log line on stdout\n")
 				send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(string(m.ID) + ".0"), "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "unscreened"}}}})
 				answer(m.ID, "the answer")
+			case "ask":
+				asking = m.ID
+				send(map[string]any{"jsonrpc": "2.0", "id": "srv-1", "method": "sampling/createMessage",
+					"params": map[string]any{"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "q"}}}, "maxTokens": 10}})
+			case "sink":
+				answer(m.ID, "sent")
 			case "stray":
 				answer(m.Params.Arguments.ID, m.Params.Arguments.Text)
 				answer(m.ID, "strayed")
@@ -135,7 +154,7 @@ type wrappedLines struct {
 // startWrappedLines starts wrap with the policy YAML (a data directory, an
 // admin listener and Prometheus metrics are added) in front of
 // scriptedServer, and initializes it as a 2025-11-25 client that can
-// answer elicitations.
+// answer elicitations and sampling requests.
 func startWrappedLines(t *testing.T, yaml string) *wrappedLines {
 	t.Helper()
 	exe, err := os.Executable()
@@ -188,7 +207,7 @@ func startWrappedLines(t *testing.T, yaml string) *wrappedLines {
 		}
 		io.Copy(io.Discard, outR)
 	}()
-	w.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"desktop","version":"1"}}}`)
+	w.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}},"sampling":{}},"clientInfo":{"name":"desktop","version":"1"}}}`)
 	if m, raw := w.read(); string(m.ID) != "0" || m.Result == nil {
 		t.Fatalf("initialize: got %s, want its result", raw)
 	}
@@ -464,4 +483,55 @@ func TestWrapUnreadableAnswer(t *testing.T) {
 	if got := w.metric(`sluice_messages_withheld_total\{[^}]*reason="unreadable"[^}]*\}`); got != "2" {
 		t.Errorf("unreadable messages counted: got %q, want 2", got)
 	}
+}
+
+// TestWrapServerRequestAnswered: through `sluice wrap`, the wrapped
+// server's request (sampling/createMessage) reaches the client and the
+// client's answer reaches the server. Once a sensitive read closes the
+// server (a route rule denies its network sink), the answer, bytes of the
+// client's choosing, is withheld: the server's request ends at once with
+// the gateway's -32001 error under its own id, and the client is sent the
+// denial too.
+func TestWrapServerRequestAnswered(t *testing.T) {
+	w := startWrappedLines(t, `policy:
+  default: allow
+  tool_classes:
+    echo: [source:sensitive]
+    sink: [sink:network]
+  route_rules:
+    - {id: no-exfil, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:network]}, reason: no sink after a sensitive read}
+`)
+	ask := func(id, answer string) (before []string, ans string) {
+		t.Helper()
+		w.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"ask","arguments":{}}}`)
+		q, raw := w.read()
+		if q.Method != "sampling/createMessage" || string(q.ID) != `"srv-1"` {
+			t.Fatalf("ask: got %s, want the server's sampling request", raw)
+		}
+		w.send(`{"jsonrpc":"2.0","id":"srv-1","result":{"role":"assistant","content":{"type":"text","text":"` + answer + `"},"model":"m"}}`)
+		return w.until(id)
+	}
+	if before, ans := ask("7", "OPEN-answer"); len(before) > 0 || !strings.Contains(ans, "client said:") || !strings.Contains(ans, "OPEN-answer") {
+		t.Fatalf("ask while open: got %q and then %s, want the client's answer to reach the server", before, ans)
+	}
+	if _, ans := w.until(w.sendID("8", `{"name":"echo","arguments":{"message":"salaries"}}`)); !strings.Contains(ans, "Echo: salaries") {
+		t.Fatalf("the sensitive read: got %s", ans)
+	}
+	before, ans := ask("9", "SECRET-answer")
+	if strings.Contains(w.serverGot(), "SECRET-answer") {
+		t.Fatalf("after the read the client's answer reached the closed server:\n%s", w.serverGot())
+	}
+	if !strings.Contains(ans, "client said:") || !strings.Contains(ans, "-32001") || !strings.Contains(ans, "withheld by the gateway") {
+		t.Errorf("ask after the read: got %s, want the server's request ended with the gateway's error", ans)
+	}
+	if len(before) != 1 || !strings.Contains(before[0], "-32001") || !strings.Contains(before[0], "no-exfil") {
+		t.Errorf("the client after answering: got %q, want the denial naming the route rule", before)
+	}
+}
+
+// sendID sends a tools/call with id and params, and returns id.
+func (w *wrappedLines) sendID(id, params string) string {
+	w.t.Helper()
+	w.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`)
+	return id
 }
