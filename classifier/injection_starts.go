@@ -244,6 +244,76 @@ type startRule struct {
 	// so that \b, ^ and a leading class see what the whole-text search
 	// sees. Both nil: re has no start words and runs over the whole text.
 	atStart, inside *regexp.Regexp
+	// jumps, if not nil, are the runs re starts with: see runJumps.
+	jumps []runJump
+}
+
+// runJump says a match starting with a run of c (of at least n) takes
+// all of the run: the try can start n before its end.
+type runJump struct {
+	c rune
+	n int
+}
+
+// runJumps returns, for a regexp made of a choice of runs of one
+// character each ("(={3,}|-{3,})") then a rest that cannot start with
+// any of those characters, the runs; else nil. A match of such a regexp
+// starting at a run of c takes all of the run (the rest cannot start
+// inside it), and reads no character before it, so it is the match
+// starting n before the run's end with its start moved back: trying it
+// there reads the run once, not the 4,000 "=" of a separator line at
+// the NFA's cost of some 100 ns a byte.
+func runJumps(re *regexp.Regexp) []runJump {
+	parsed, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	for parsed.Op == syntax.OpCapture {
+		parsed = parsed.Sub[0]
+	}
+	if parsed.Op != syntax.OpConcat || len(parsed.Sub) < 2 {
+		return nil
+	}
+	head := parsed.Sub[0]
+	for head.Op == syntax.OpCapture {
+		head = head.Sub[0]
+	}
+	choices := []*syntax.Regexp{head}
+	if head.Op == syntax.OpAlternate {
+		choices = head.Sub
+	}
+	var jumps []runJump
+	for _, c := range choices {
+		for c.Op == syntax.OpCapture {
+			c = c.Sub[0]
+		}
+		unbounded := c.Op == syntax.OpPlus || c.Op == syntax.OpRepeat && c.Min >= 1 && c.Max == -1
+		if !unbounded || c.Flags&syntax.NonGreedy != 0 {
+			return nil
+		}
+		lit := c.Sub[0]
+		if lit.Op != syntax.OpLiteral || len(lit.Rune) != 1 || lit.Flags&syntax.FoldCase != 0 {
+			return nil
+		}
+		jumps = append(jumps, runJump{c: lit.Rune[0], n: max(1, c.Min)})
+	}
+	rest := &syntax.Regexp{Op: syntax.OpConcat, Sub: parsed.Sub[1:]}
+	pieces, ok := startPieces(rest, false)
+	if !ok {
+		return nil
+	}
+	for _, p := range pieces {
+		if p.s == "" || p.back || p.edge {
+			return nil
+		}
+		r, _ := utf8.DecodeRuneInString(p.s)
+		for _, j := range jumps {
+			if r == j.c {
+				return nil
+			}
+		}
+	}
+	return jumps
 }
 
 func newStartRules(rules []phraseRule) *startRules {
@@ -272,6 +342,7 @@ func (sr *startRules) build() {
 		}
 		sr.rules[i].atStart = regexp.MustCompile(`^(?:` + re.String() + `)`)
 		sr.rules[i].inside = regexp.MustCompile(`^(?s:.)(?:` + re.String() + `)`)
+		sr.rules[i].jumps = runJumps(re)
 		for k, w := range words {
 			needs = append(needs, need{w, i})
 			sr.needs = append(sr.needs, startNeed{rule: i, n: len(w), back: back[k], run: run[k], edge: edge[k]})
@@ -348,8 +419,13 @@ func (sr *startRules) candidates(text string, mask uint64) [][]int {
 			return
 		}
 		if n.run && q > 0 {
-			r, _ := utf8.DecodeRuneInString(text[q:])
-			if prev, _ := utf8.DecodeLastRuneInString(text[:q]); prev == r {
+			// Inside a run: tried at its start (an ASCII character is the
+			// rune before it only as the byte before it).
+			if c := text[q]; c < utf8.RuneSelf {
+				if text[q-1] == c {
+					return
+				}
+			} else if r, _ := utf8.DecodeRuneInString(text[q:]); r == lastRune(text[:q]) {
 				return
 			}
 		}
@@ -403,23 +479,54 @@ func (sr *startRules) each(i int, text string, at []int, f func(lo, hi int) bool
 			continue
 		}
 		var end int
-		if q == 0 {
+		if p := jumpTo(r.jumps, text, q); p == 0 {
 			m := r.atStart.FindStringIndex(text)
 			if m == nil {
 				continue
 			}
 			end = m[1]
 		} else {
-			_, size := utf8.DecodeLastRuneInString(text[:q])
-			m := r.inside.FindStringIndex(text[q-size:])
+			_, size := utf8.DecodeLastRuneInString(text[:p])
+			m := r.inside.FindStringIndex(text[p-size:])
 			if m == nil {
 				continue
 			}
-			end = q - size + m[1]
+			end = p - size + m[1]
 		}
 		if !f(q, end) {
 			return
 		}
 		done = end
 	}
+}
+
+// jumpTo returns where to try a match that starts at q: n characters
+// before the end of the run of c that starts there, if one of jumps
+// says so (see runJumps), else q.
+func jumpTo(jumps []runJump, text string, q int) int {
+	if len(jumps) == 0 || q >= len(text) {
+		return q
+	}
+	c, size := utf8.DecodeRuneInString(text[q:])
+	for _, j := range jumps {
+		if j.c != c {
+			continue
+		}
+		end := q + size
+		if size == 1 {
+			for end < len(text) && text[end] == text[q] {
+				end++
+			}
+		}
+		for end+size <= len(text) && text[end:end+size] == text[q:q+size] {
+			end += size
+		}
+		return max(q, end-j.n*size)
+	}
+	return q
+}
+
+func lastRune(s string) rune {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return r
 }
