@@ -101,6 +101,17 @@ type findings struct {
 	// dense says the text was found too dense with the rules' words to run
 	// them (see tooDense): none runs on it any more.
 	dense bool
+	// lowered is lowerText(loweredOf), kept for the rules that read
+	// the lower-cased raw text (multilingual, asks).
+	loweredOf, lowered string
+}
+
+// lower returns lowerText(raw), made once for both its readers.
+func (f *findings) lower(raw string) string {
+	if f.lowered == "" || f.loweredOf != raw {
+		f.loweredOf, f.lowered = raw, lowerText(raw)
+	}
+	return f.lowered
 }
 
 // tooDense reports the text as an override, evidence saying how dense it
@@ -168,6 +179,7 @@ func fold(s string) (folded, hidden, invisible string) {
 	}
 	var b, h strings.Builder
 	b.Grow(len(s))
+	plain := caselessRunes()
 	var tags, bidi, zw, vs int
 	var prev rune // the last rune written or folded as a space
 	var last rune // the rune before this one, whatever became of it
@@ -238,6 +250,13 @@ func fold(s string) (folded, hidden, invisible string) {
 			continue
 		case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF:
 			vs++
+			continue
+		}
+		if n > 1 && caseless(plain, r) && (r < 0x0130 || r > 0x052F) {
+			// No case, no space, no look-alike: as it is.
+			space = false
+			b.WriteString(s[i-n : i])
+			prev = r
 			continue
 		}
 		switch {
@@ -1058,7 +1077,7 @@ func multilingual(f *findings, raw string) {
 	if active == 0 {
 		return
 	}
-	lower := strings.ToLower(raw)
+	lower := f.lower(raw)
 	var at [][]int
 	for i, r := range multilingualRules {
 		if f.seen&kindBits[r.kind] != 0 || active&(1<<i) == 0 {

@@ -227,7 +227,7 @@ func asks(f *findings, folded, raw string) {
 		if text == "" {
 			text = folded
 			if hasNonASCII(raw) {
-				text = strings.ToLower(raw)
+				text = f.lower(raw)
 			}
 			var n int
 			at, n = askStarts.starts(text, active)
