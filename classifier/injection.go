@@ -1180,6 +1180,10 @@ func tokenFlood(folded string) string {
 	// tokens in a row equal to the one k before them.
 	var p [4]string
 	var run [4]int
+	// filler's answer for the token last asked about: a run of one token
+	// asks about it at every repeat past floodRepeats.
+	var asked string
+	var isFiller bool
 	for rest := folded; rest != ""; {
 		var t string
 		if i := strings.IndexByte(rest, ' '); i >= 0 {
@@ -1201,7 +1205,13 @@ func tokenFlood(folded string) string {
 					run[k] = 0
 					continue
 				}
-				if run[k]++; run[k]+k+1 >= floodRepeats*(k+1) && !filler(t) {
+				if run[k]++; run[k]+k+1 < floodRepeats*(k+1) {
+					continue
+				}
+				if t != asked {
+					asked, isFiller = t, filler(t)
+				}
+				if !isFiller {
 					return fmt.Sprintf("token flood: %q repeated %d times", t, floodRepeats)
 				}
 			}
@@ -1271,12 +1281,20 @@ func oneRune(u string) bool {
 	return true
 }
 
+// separatorASCII are the ASCII characters separator takes.
+var separatorASCII = func() (in [utf8.RuneSelf]bool) {
+	for _, c := range "-=_|*#.~+:<>/\\%;!^'\"`" {
+		in[c] = true
+	}
+	return in
+}()
+
 // separator reports tokens made only of the characters tables, rules,
 // underlines and comment banners are drawn with, or of emoji.
 func separator(t string) bool {
 	for _, r := range t {
 		switch {
-		case strings.ContainsRune("-=_|*#.~+:<>/\\%;!^'\"`", r),
+		case r < utf8.RuneSelf && separatorASCII[r],
 			r >= 0x2010 && r <= 0x2015,                // dashes
 			r == 0x2026 || r == 0x203B || r == 0x30FC, // … ※ ー
 			r >= 0x2190 && r <= 0x21FF,                // arrows
