@@ -404,7 +404,7 @@ var anyTextRules = []phraseRule{
 	{InjectionConcealment, []string{"without "}, regexp.MustCompile(`\bwithout (telling|informing|notifying|alerting|asking) (the )?(user|human)\b`)},
 	// Exfiltration through a rendered image: its URL carries a placeholder
 	// for data ("![](https://x/?q={conversation})").
-	{InjectionExfiltration, []string{"](http", "](//", "]( http"}, regexp.MustCompile(`!\[[^\]]{0,100}\]\(\s*(https?:)?//[^)\s]{1,300}[?&][^)\s=]{1,40}=[^)\s]*(\{|\$|%7b|<|\[)`)},
+	{InjectionExfiltration, []string{"](http", "](//", "]( http"}, reImageLeak},
 	{InjectionExfiltration, []string{"image"}, regexp.MustCompile(`\b(render|display|show|include|embed|output|add)\b[^.]{0,40}\bimage\b[^.]{0,80}\b(append|add|include|with|containing|put)\b[^.]{0,40}\b(conversation|chat|history|secrets?|passwords?|tokens?|api keys?|credentials|summary|emails?|user data)\b`)},
 	// Plain instructions to read or ship credential files.
 	{InjectionExfiltration, []string{"~/.", "/etc/", "id_rsa", "id_ed25519"}, regexp.MustCompile(`\b(cat|type|less|more|head|tail|read|print|open|upload|send|post|curl|scp|rsync|base64|exfiltrate|copy|paste|attach)\b[^\n]{0,40}(~/\.ssh/(id_\w+|config|authorized_keys)\b($|[^.])|~/\.aws/(credentials|config)|/etc/(passwd|shadow)|~/\.netrc|~/\.docker/config\.json|~/\.kube/config|~/\.config/gcloud|\bid_(rsa|ed25519|ecdsa)\b($|[^.]))`)},
@@ -457,6 +457,52 @@ var resultRules = []phraseRule{
 	{InjectionOverride, []string{"your response", "your answer", "your reply", "your message", "your output", "reply using", "reply in", "respond using", "respond in", "answer using", "answer in"}, regexp.MustCompile(`\byour\s+(responses?|answers?|reply|replies|message|output)('s)?\b([^.\n]|\.\S){0,60}\b(cipher|base ?64|rot ?13|anagram\w*|emojis?|misspell\w*|reverse|backwards|without (any )?spaces|morse|hex(adecimal)?|leetspeak|homophonic|substitution)\b|\b(cipher|base ?64|rot ?13|anagram\w*|emojis?|misspell\w*|reverse|backwards|spaces|morse|hexadecimal|leetspeak|homophonic|substitution|symbols|numbers|vowels)\b([^.\n]|\.\S){0,60}\b(in|to|for|of|from)\s+your\s+(responses?|answers?|reply|replies|message|output)\b|\b(reply|respond|answer)\s+(using|in|with)\s+(a\s+)?(base ?64|reverse|backwards|cipher|caesar|emojis?|morse|hex|rot ?13|leetspeak)\b`)},
 	// Code the reader is told to put into its own answer.
 	{InjectionOverride, []string{"following code", "subsequent code", "below code", "following snippet", "following script", "code snippet", "code block", "code section", "code excerpt"}, regexp.MustCompile(`\b(following|subsequent|below)\s+(code|snippet|script|code (snippet|block|section|excerpt))\b[^.\n]{0,80}\b(your|the)\s+(code|solution|implementation|codebase|answer|response|algorithm|program|elucidation)\b|\byour\s+(code|solution|implementation|codebase|algorithm|program)\b[^.\n]{0,60}\b(following|subsequent|below)\s+(code|snippet|script)`)},
+}
+
+// reImageLeak is an image whose URL carries a placeholder for data.
+var reImageLeak = regexp.MustCompile(`!\[[^\]]{0,100}\]\(\s*(https?:)?//[^)\s]{1,300}[?&][^)\s=]{1,40}=[^)\s]*(\{|\$|%7b|<|\[)`)
+
+// imageMayLeak reports whether a match of reImageLeak may start at
+// text[q:] ("!["): the URL after "](" and its spaces, up to the next ")"
+// or space, must hold one of the placeholder's characters. Every
+// character of a match's URL is one of [^)\s], so the URL is in that run;
+// a page of ordinary images ("![x](https://e.com/i.png?q=1)" 140 times
+// per 4 KiB) costs the regexp's tries some 1.4 µs each, this a scan of
+// the URL.
+func imageMayLeak(text string, q int) bool {
+	j := strings.IndexByte(text[min(q+2, len(text)):], ']')
+	if j < 0 {
+		return false
+	}
+	k := q + 2 + j + 1
+	if k >= len(text) || text[k] != '(' {
+		return false
+	}
+	k++
+	for k < len(text) && strings.IndexByte(" \t\n\f\r", text[k]) >= 0 {
+		k++
+	}
+	url := text[k:]
+	if e := strings.IndexAny(url, ") \t\n\f\r"); e >= 0 {
+		url = url[:e]
+	}
+	// In a match, "//" comes first, then "?" or "&" a character or more
+	// later, then "=" a character or more later, then the placeholder:
+	// the first of each, found after the one before, is no later.
+	i := strings.Index(url, "//")
+	if i < 0 {
+		return false
+	}
+	url = url[i+2:]
+	if i = strings.IndexAny(url, "?&"); i < 0 {
+		return false
+	}
+	url = url[i+1:]
+	if i = strings.IndexByte(url, '='); i < 0 {
+		return false
+	}
+	url = url[i+1:]
+	return strings.ContainsAny(url, "{$<[") || strings.Contains(url, "%7b")
 }
 
 // Credential material and the verbs that move it: both in one text is an

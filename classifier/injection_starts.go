@@ -246,6 +246,13 @@ type startRule struct {
 	atStart, inside *regexp.Regexp
 	// jumps, if not nil, are the runs re starts with: see runJumps.
 	jumps []runJump
+	// may, if not nil, is false where no match of re can start.
+	may func(text string, q int) bool
+}
+
+// startChecks are the quick tests of a match's start some rules have.
+var startChecks = map[*regexp.Regexp]func(text string, q int) bool{
+	reImageLeak: imageMayLeak,
 }
 
 // runJump says a match starting with a run of c (of at least n) takes
@@ -343,6 +350,7 @@ func (sr *startRules) build() {
 		sr.rules[i].atStart = regexp.MustCompile(`^(?:` + re.String() + `)`)
 		sr.rules[i].inside = regexp.MustCompile(`^(?s:.)(?:` + re.String() + `)`)
 		sr.rules[i].jumps = runJumps(re)
+		sr.rules[i].may = startChecks[re]
 		for k, w := range words {
 			needs = append(needs, need{w, i})
 			sr.needs = append(sr.needs, startNeed{rule: i, n: len(w), back: back[k], run: run[k], edge: edge[k]})
@@ -475,7 +483,7 @@ func (sr *startRules) each(i int, text string, at []int, f func(lo, hi int) bool
 	}
 	done := 0
 	for _, q := range at {
-		if q < done || q >= len(text) {
+		if q < done || q >= len(text) || r.may != nil && !r.may(text, q) {
 			continue
 		}
 		var end int

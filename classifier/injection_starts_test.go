@@ -207,3 +207,47 @@ func TestRunJumps(t *testing.T) {
 		}
 	}
 }
+
+// TestImageMayLeak: imageMayLeak is never false where reImageLeak
+// matches, on random texts made of the pieces the regexp reads.
+func TestImageMayLeak(t *testing.T) {
+	anchored := regexp.MustCompile(`^(?:` + reImageLeak.String() + `)`)
+	check := func(text string) {
+		for q := strings.Index(text, "!["); q >= 0; {
+			if anchored.MatchString(text[q:]) && !imageMayLeak(text, q) {
+				t.Fatalf("%q at %d: a match, but imageMayLeak says none", text, q)
+			}
+			next := strings.Index(text[q+1:], "![")
+			if next < 0 {
+				break
+			}
+			q += 1 + next
+		}
+	}
+	check("![x](https://e.com/a?q={chat}) ![](//x?a=1&b=$s) ![a]( \thttp://x/?k=%7bv ![y](https://a?b=<c)")
+	pieces := []string{"![", "]", "(", " ", "\t", "\n", ")", "https:", "//", "?", "&", "=", "{", "$", "%7b", "<", "[", "a", "é", "\xff"}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		var b strings.Builder
+		b.WriteString("![")
+		for range rnd.IntN(24) {
+			b.WriteString(pieces[rnd.IntN(len(pieces))])
+		}
+		check(b.String())
+	}
+	if imageMayLeak(strings.Repeat("![x](https://e.com/i.png?q=1) ", 3), 0) {
+		t.Error("an image with no placeholder: got may leak, want not")
+	}
+}
+
+// FuzzImageMayLeak: imageMayLeak is never false where reImageLeak matches.
+func FuzzImageMayLeak(f *testing.F) {
+	anchored := regexp.MustCompile(`^(?:` + reImageLeak.String() + `)`)
+	f.Add("](https://e.com/a?q={chat})")
+	f.Fuzz(func(t *testing.T, s string) {
+		text := "![" + s
+		if anchored.MatchString(text) && !imageMayLeak(text, 0) {
+			t.Errorf("%q: a match, but imageMayLeak says none", text)
+		}
+	})
+}
