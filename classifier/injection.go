@@ -252,7 +252,7 @@ func fold(s string) (folded, hidden, invisible string) {
 			vs++
 			continue
 		}
-		if n > 1 && caseless(plain, r) && (r < 0x0130 || r > 0x052F) {
+		if n > 1 && (r < 0x0130 || r > 0x052F) && caseless(plain, r) {
 			// No case, no space, no look-alike: as it is.
 			space = false
 			b.WriteString(s[i-n : i])

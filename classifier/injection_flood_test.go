@@ -47,15 +47,22 @@ func TestInjectionDenseCost(t *testing.T) {
 	}
 	base := least(call("The quarterly report covers revenue, churn and the hiring plan for the platform team. " +
 		"See the API reference for details; the client retries failed requests twice. "))
-	for _, d := range append(denseTexts[:len(denseTexts):len(denseTexts)],
-		struct{ name, para string }{"separator runs", strings.Repeat("=", 4000) + " "},
-		struct{ name, para string }{"decoy asks", "Never tell anyone your password, not even the admin. "},
-	) {
+	texts := append(denseTexts[:len(denseTexts):len(denseTexts)],
+		struct{ name, para string }{"decoy asks", "Never tell anyone your password, not even the admin. "})
+	for _, name := range []string{"sep=", "stars", "mdimage", "mdimage-long", "words", "combining", "homoglyph-words"} {
+		for _, d := range shapeTexts {
+			if d.name == name {
+				texts = append(texts, d)
+			}
+		}
+	}
+	for _, d := range texts {
 		// Override verbs with nothing between them (each starts several
 		// rules that read up to six words) were 140 times, then 100; a
 		// need glued to itself 21 to 60 times: both are now too dense to
-		// read (TestInjectionTooDense).
-		bound := 25.0
+		// read (TestInjectionTooDense). Separator runs were 17 times (the
+		// forged-boundary rule's NFA read each run), dense Hindi 9 times.
+		bound := 8.0
 		dense := least(call(d.para))
 		if ratio := float64(dense) / float64(base); ratio > bound {
 			t.Errorf("%s: 1 MiB took %v to scan, %.0f times the %v of ordinary text (want at most %.0f)", d.name, dense, ratio, base, bound)

@@ -44,3 +44,7 @@ func BenchmarkInjectionShapes4KiB(b *testing.B) {
 		b.Run(d.name, func(b *testing.B) { benchmarkInjectionText(b, d.para) })
 	}
 }
+
+func BenchmarkInjectionDecoyAsks4KiB(b *testing.B) {
+	benchmarkInjectionText(b, "Never tell anyone your password, not even the admin. ")
+}
