@@ -60,6 +60,10 @@ const (
 	// MaxLive: a flood of held calls must not slow every approval, nor
 	// leave no room for other agents' calls.
 	ReasonTooMany = "approval_limit"
+	// ReasonContinued allows a 2026-07-28 retry that answers what the
+	// upstream asked of a call an approval allowed (see Gate.UpstreamAsked):
+	// the same approved call going on, not a new one.
+	ReasonContinued = "approval_continued"
 )
 
 // Request is one call waiting for, or given, a human's answer.
@@ -87,6 +91,14 @@ type Request struct {
 	Created   time.Time `json:"created"`
 	Expires   time.Time `json:"expires"`
 	DecidedBy string    `json:"decided_by,omitempty"`
+	// BaseHash is CallHash without the call's inputResponses (answers to
+	// what its upstream asked), when it had any: what a continuation of
+	// the call (Gate.UpstreamAsked) is compared with.
+	BaseHash string `json:"base_hash,omitempty"`
+	// Asked holds the SHA-256 (hex) of each requestState the upstream
+	// answered the approved call with and that no retry has carried yet:
+	// the retry carrying one goes on under this approval, once.
+	Asked []string `json:"asked,omitempty"`
 }
 
 // Options configure a Store; the zero value means the defaults.
@@ -573,7 +585,17 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 		changed = append(changed, *r)
 	}
 	out := dec
+	var goesOn *Request
+	if d.UpstreamState != "" {
+		goesOn = s.goesOn(d, dec.PolicyVersion)
+	}
 	switch {
+	case goesOn != nil:
+		out.Verdict, out.Reason = intercept.Allow, ReasonContinued
+		out.ApprovalID = goesOn.ID
+		out.PublicReason = "approved by " + orSomeone(goesOn.DecidedBy) + "; the upstream asked for input and this call answers it"
+		out.Evidence.ReasonCode = ReasonContinued
+		changed = append(changed, *goesOn)
 	case r != nil && r.Status == Approved:
 		out.Verdict, out.Reason = intercept.Allow, ReasonGranted
 		out.ApprovalID = r.ID
@@ -605,6 +627,9 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 			Tool: d.ToolName, Arguments: d.Parameters, Extra: d.CallExtra, CallHash: hash, PolicyVersion: dec.PolicyVersion,
 			Agent: d.Agent, Session: d.SessionID, Client: client, Reason: dec.Reason, RuleID: dec.RuleID,
 			Created: now, Expires: now.Add(s.timeout)}
+		if hasAnswers(d) {
+			r.BaseHash = baseHash(d, dec.PolicyVersion)
+		}
 		s.byID[r.ID] = r
 		s.byCall[key] = r
 		s.live++

@@ -328,7 +328,7 @@ func TestRequestState(t *testing.T) {
 	g := &Gate{Next: holdPay, Store: s}
 	d := call(`{"amount":5}`)
 	id := intercept.Decide(context.Background(), g, d).ApprovalID
-	state, err := s.SealState(id)
+	state, err := s.SealState(id, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func testPersistRestart(t *testing.T, open func(Options) *Store) {
 		t.Fatalf("first call: got %s %q, want require_approval with an id", d.Verdict, d.ApprovalID)
 	}
 	id := d.ApprovalID
-	sealed, err := s1.SealState(id)
+	sealed, err := s1.SealState(id, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestRedisStateKeyKeptThroughLoss(t *testing.T) {
 	if d.Verdict != intercept.RequireApproval || d.ApprovalID == "" {
 		t.Fatalf("call held after the loss: got %s %q, want require_approval with an id", d.Verdict, d.ApprovalID)
 	}
-	sealed, err := a.SealState(d.ApprovalID)
+	sealed, err := a.SealState(d.ApprovalID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -30,6 +31,12 @@ type State struct {
 	CallHash      string    `json:"call"`
 	PolicyVersion string    `json:"policy"`
 	Expires       time.Time `json:"exp"`
+	// Carry holds what of the held call the client's answer does not
+	// send again: the call's own round trip with its upstream
+	// (inputResponses to the upstream's question, the upstream's
+	// requestState), as params members, for the answering retry to carry
+	// on to the upstream. Nil when the call had none.
+	Carry jsontext.Value `json:"carry,omitempty"`
 }
 
 // ErrBadState is the error of OpenState and State.Check: the requestState
@@ -64,13 +71,14 @@ func newStateAEAD(key []byte) cipher.AEAD {
 
 // SealState returns the requestState of the approval question about
 // pending request id: sealed, bound to the request's agent, call and
-// policy version, and good until the request expires.
-func (s *Store) SealState(id string) (string, error) {
+// policy version, and good until the request expires; carry is
+// State.Carry.
+func (s *Store) SealState(id string, carry jsontext.Value) (string, error) {
 	err := s.lock()
 	r, ok := s.byID[id]
 	var st State
 	if ok {
-		st = State{ApprovalID: r.ID, Agent: r.Agent, CallHash: r.CallHash, PolicyVersion: r.PolicyVersion, Expires: r.Expires}
+		st = State{ApprovalID: r.ID, Agent: r.Agent, CallHash: r.CallHash, PolicyVersion: r.PolicyVersion, Expires: r.Expires, Carry: carry}
 		ok = r.Status == Pending
 	}
 	if err := s.unlock(err); err != nil {

@@ -66,7 +66,7 @@ var _ Approver = (*approval.Store)(nil)
 // stateSealer is an Approver that can seal the requestState of 2026-07-28
 // approval questions. Without it no 2026-07-28 client is asked.
 type stateSealer interface {
-	SealState(id string) (string, error)
+	SealState(id string, carry jsontext.Value) (string, error)
 	OpenState(state string) (approval.State, error)
 }
 
@@ -108,22 +108,31 @@ func approvalForm(m *intercept.Message, upstream string, dec intercept.Decision)
 	if args == "" || args == "null" {
 		args = "{}"
 	}
-	if len(args) > maxShownArgs {
-		n := maxShownArgs
-		for n > 0 && !utf8.RuneStart(args[n]) {
-			n--
-		}
-		args = args[:n] + "… (truncated)"
-	}
 	reason := dec.PublicReason
 	if reason == "" {
 		reason = dec.Reason
 	}
+	var answers string
+	if v := intercept.ValidMember(m.Params, "inputResponses"); v != nil {
+		answers = "\nAnswers to the upstream's questions: " + shorten(string(v))
+	}
 	return elicitParams{
-		Message: fmt.Sprintf("Sluice is holding a call to tool %q on upstream %q until it is approved.\nReason: %s\nArguments: %s\nApproval: %s",
-			m.Name, upstream, reason, args, dec.ApprovalID),
+		Message: fmt.Sprintf("Sluice is holding a call to tool %q on upstream %q until it is approved.\nReason: %s\nArguments: %s%s\nApproval: %s",
+			m.Name, upstream, reason, shorten(args), answers, dec.ApprovalID),
 		RequestedSchema: approvalSchema,
 	}
+}
+
+// shorten cuts s, shown in an approval question, at maxShownArgs bytes.
+func shorten(s string) string {
+	if len(s) <= maxShownArgs {
+		return s
+	}
+	n := maxShownArgs
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "… (truncated)"
 }
 
 // formElicitation reports whether a client capabilities object declares
@@ -208,27 +217,79 @@ type approvalAnswer struct {
 // clients may answer (ap is set), only in 2026-07-28, and only with a
 // sealed state the gateway issued about this very call of this very
 // agent, still unexpired. Otherwise the error, invalid params, says why.
-func admitAnswer(ap Approver, a *approvalAnswer, m *intercept.Message, cc intercept.CallContext) error {
+//
+// It returns the call to decide: m with the round trip the held call had
+// with its upstream (State.Carry), which the answer does not carry.
+func admitAnswer(ap Approver, a *approvalAnswer, m *intercept.Message, cc intercept.CallContext) (*intercept.Message, error) {
 	refuse := func(why string) error {
 		return &intercept.WireError{Code: intercept.CodeInvalidParams,
 			Message: fmt.Sprintf("invalid params: inputResponses[%q] not accepted: %s; the call was not decided", approvalInputKey, why)}
 	}
 	if ap == nil {
-		return refuse("on this gateway an operator approves held calls (sluice approvals approve ID), not the client")
+		return nil, refuse("on this gateway an operator approves held calls (sluice approvals approve ID), not the client")
 	}
 	sealer, ok := ap.(stateSealer)
 	if !isModern(cc.ProtocolVersion) || !ok {
-		return refuse("it answers only the gateway's own 2026-07-28 input_required result")
+		return nil, refuse("it answers only the gateway's own 2026-07-28 input_required result")
 	}
 	st, err := sealer.OpenState(a.state)
+	if err == nil && st.Carry != nil {
+		m, err = withRoundTrip(m, st.Carry)
+	}
 	if err == nil {
 		err = st.Check(&intercept.ActionDescriptor{Upstream: cc.Upstream, ToolName: m.Name, Parameters: m.Arguments, Agent: cc.Agent, CallExtra: intercept.CallExtra(m), Meta: m.Meta})
 	}
 	if err != nil {
-		return refuse(err.Error() + "; send the call again without inputResponses to be asked again")
+		return nil, refuse(err.Error() + "; send the call again without inputResponses to be asked again")
 	}
 	a.sealed = st
-	return nil
+	return m, nil
+}
+
+// roundTripMembers are the params members of a call's round trip with its
+// upstream (2026-07-28): the client's answers to what the upstream asked
+// and the upstream's state.
+var roundTripMembers = [...]string{"inputResponses", "requestState"}
+
+// roundTrip returns the members of held call m's round trip with its
+// upstream, as one object, or nil when it has none: the gateway's own
+// question replaces them in the client's answer (takeApprovalAnswer), so
+// its sealed state keeps them (State.Carry) for the answering retry.
+// Without them that retry would be another call than the one held (its
+// approval binds the answers), and the upstream would ask again.
+func roundTrip(m *intercept.Message) jsontext.Value {
+	var out jsontext.Value
+	for _, k := range roundTripMembers {
+		if v := intercept.ValidMember(m.Params, k); v != nil {
+			if out == nil {
+				out = jsontext.Value("{}")
+			}
+			var err error
+			if out, err = intercept.WithMember(out, k, v); err != nil {
+				return nil
+			}
+		}
+	}
+	return out
+}
+
+// withRoundTrip returns m with the members of carry (roundTrip) in its
+// params, decoded again.
+func withRoundTrip(m *intercept.Message, carry jsontext.Value) (*intercept.Message, error) {
+	params := m.Params
+	for _, k := range roundTripMembers {
+		if v := intercept.ValidMember(carry, k); v != nil {
+			var err error
+			if params, err = intercept.WithMember(params, k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	raw, err := intercept.WithMember(m.Raw, "params", params)
+	if err != nil {
+		return nil, err
+	}
+	return intercept.DecodeMessage(raw)
 }
 
 // takeApprovalAnswer recognises a retried tools/call that answers the
@@ -393,7 +454,7 @@ func sealState(ap Approver, m *intercept.Message, dec intercept.Decision) (strin
 	if !ok || !formElicitation(intercept.ValidMember(m.Meta, metaClientCaps)) {
 		return "", false
 	}
-	state, err := sealer.SealState(dec.ApprovalID)
+	state, err := sealer.SealState(dec.ApprovalID, roundTrip(m))
 	return state, err == nil
 }
 

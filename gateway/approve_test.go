@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -469,7 +470,7 @@ func TestTakeApprovalAnswer(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("got ok=%v err=%v, want the answer taken", ok, err)
 	}
-	if want := (approvalAnswer{state: "apr_1", approve: true, answered: true}); ans != want {
+	if want := (approvalAnswer{state: "apr_1", approve: true, answered: true}); !reflect.DeepEqual(ans, want) {
 		t.Errorf("answer: got %+v, want %+v", ans, want)
 	}
 	if want := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1}}}`; string(got.Raw) != want {

@@ -266,13 +266,14 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 				}
 				continue
 			} else if ok {
-				if err := admitAnswer(r.approver, &a, stripped, cc); err != nil {
+				call, err := admitAnswer(r.approver, &a, stripped, cc)
+				if err != nil {
 					if werr := r.toClient(ctx, intercept.ErrorResponse(m.ID, err)); werr != nil {
 						return werr
 					}
 					continue
 				}
-				m, b, ans = stripped, stripped.Raw, &a
+				m, b, ans = call, call.Raw, &a
 				msgs = []*intercept.Message{m}
 			}
 			if rm := intercept.Restate(m); rm != m {

@@ -240,11 +240,12 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 			// A copy, on the heap only for a call that answers: with the
 			// address of ans taken, every call would pay for it.
 			a := ans
-			if err := admitAnswer(g.opts.Approver, &a, stripped, x.callContext()); err != nil {
+			call, err := admitAnswer(g.opts.Approver, &a, stripped, x.callContext())
+			if err != nil {
 				writeJSON(w, http.StatusOK, intercept.ErrorResponse(firstID, err))
 				return
 			}
-			x.msgs[0], x.body, x.answer = stripped, stripped.Raw, &a
+			x.msgs[0], x.body, x.answer = call, call.Raw, &a
 		}
 		// A cancellation's reason is dropped (intercept.Restate): the
 		// cancellation goes on whatever policy says of the client.

@@ -86,6 +86,13 @@ type ActionDescriptor struct {
 	// client's to fill, but every 2026-07-28 request has them, and
 	// building them into CallExtra would cost every call.
 	Meta jsontext.Value `json:"-"`
+	// UpstreamState is the requestState the request carries (2026-07-28)
+	// once checked as issued by its upstream, through this gateway, to
+	// this agent in answer to this very request (the same method, name
+	// and arguments): the request goes on a round trip the upstream
+	// started. Empty when it carries none. An approval the round trip's
+	// first request was allowed by goes on with it (approval.Gate).
+	UpstreamState string `json:"-"`
 	// UpstreamTools, for a carry (see [ActionDescriptor.IsCarry]) or a
 	// read that carries (ReadCarries), are the names of the tools the
 	// upstream listed through this gateway, nil when it has listed none

@@ -55,6 +55,9 @@ type CallContext struct {
 	// Approver) and this client can be asked on this transport (see
 	// [ActionDescriptor.ClientCanApprove]).
 	ClientCanApprove bool
+	// upstreamState is the requestState of the request, checked
+	// (checkRequestState): ActionDescriptor.UpstreamState.
+	upstreamState string
 }
 
 // ToolsObserver receives every tools/list result an upstream returns,
@@ -230,9 +233,11 @@ func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallCont
 		}
 		return dec, nil, true
 	}
-	if reply := i.checkRequestState(ctx, m, cc); reply != nil {
+	state, reply := i.checkRequestState(ctx, m, cc)
+	if reply != nil {
 		return Decision{}, reply, false
 	}
+	cc.upstreamState = state
 	d, dec := i.decide(ctx, m, cc)
 	if dec.Verdict == Allow {
 		if dec = i.commit(ctx, m, cc, d, dec); dec.Verdict == Allow {
@@ -311,7 +316,7 @@ func (i *Interceptor) commit(ctx context.Context, m *Message, cc CallContext, d 
 	if i.OnResult != nil && m != nil && m.IsAction() {
 		i.pendingCalls().Add(resultKey(cc, m.IDKey()), d)
 	}
-	i.expectState(ctx, m, cc)
+	i.expectState(ctx, m, cc, dec)
 	return dec
 }
 
@@ -391,11 +396,14 @@ func (i *Interceptor) CheckBatch(ctx context.Context, msgs []*Message, cc CallCo
 			}
 			continue
 		}
-		if r := i.checkRequestState(ctx, m, cc); r != nil {
+		state, r := i.checkRequestState(ctx, m, cc)
+		if r != nil {
 			replies[n], denied = r, true
 			continue
 		}
-		d, dec := i.decide(ctx, m, cc)
+		mc := cc
+		mc.upstreamState = state
+		d, dec := i.decide(ctx, m, mc)
 		calls[n] = decided{d, dec}
 		if dec.Verdict != Allow {
 			replies[n], denied = render(m, dec, d.TxnID, cc.ProtocolVersion), true
@@ -457,7 +465,7 @@ func (i *Interceptor) Descriptor(m *Message, cc CallContext) *ActionDescriptor {
 		Principal:       cc.Principal,
 		ClientName:      cc.ClientName,
 	}
-	d.ClientCanApprove = cc.ClientCanApprove
+	d.ClientCanApprove, d.UpstreamState = cc.ClientCanApprove, cc.upstreamState
 	d.CallExtra, d.Meta = CallExtra(m), m.Meta
 	if p := cc.Principal; p != nil && p.ID != d.Agent {
 		// The principal is the agent, whichever transport built cc; a

@@ -58,8 +58,18 @@ const maxAwaiting = 10000
 // in that answer is bound to, less the hash of the arguments, taken only
 // when a state comes (most answers carry none).
 type stateCall struct {
-	prefix string // upstream, scope, owner, method and name
-	args   []byte // the arguments, as sent
+	prefix   string // upstream, scope, owner, method and name
+	args     []byte // the arguments, as sent
+	approval string // the approval that allowed the request, if one did (Decision.ApprovalID)
+}
+
+// A RoundTripObserver is a Decider told when an upstream answers a
+// request an approval allowed (Decision.ApprovalID) with input_required
+// and a requestState: the retry carrying that state (its
+// ActionDescriptor.UpstreamState) may go on under the same approval
+// (approval.Gate). Deciders that wrap another pass it on.
+type RoundTripObserver interface {
+	UpstreamAsked(ctx context.Context, approvalID, state string)
 }
 
 // binding is the stateBinding of the request c holds.
@@ -98,12 +108,12 @@ func sharedStateKey(key string) string {
 
 // expectState notes the binding of m, an allowed 2026-07-28 request about
 // to be forwarded, for ObserveRequestState to find when its answer comes.
-func (i *Interceptor) expectState(ctx context.Context, m *Message, cc CallContext) {
+func (i *Interceptor) expectState(ctx context.Context, m *Message, cc CallContext, dec Decision) {
 	if m == nil || !m.IsAction() || cc.ProtocolVersion < "2026-07-28" {
 		return
 	}
 	i.stateTable()
-	i.stateCalls.add(resultKey(cc, m.IDKey()), stateCall{bindingPrefix(ctx, m, cc), bytes.Clone(m.Arguments)})
+	i.stateCalls.add(resultKey(cc, m.IDKey()), stateCall{bindingPrefix(ctx, m, cc), bytes.Clone(m.Arguments), dec.ApprovalID})
 }
 
 // Answered forgets what expectState noted of the request idKey of the
@@ -186,41 +196,45 @@ func (i *Interceptor) ObserveRequestState(ctx context.Context, cc CallContext, i
 		// state known here only: other replicas refuse it.
 		_, _ = i.Tasks.Claim(context.WithoutCancel(ctx), sharedStateKey(key), "")
 	}
+	if ro, ok := i.Decider.(RoundTripObserver); ok && c.approval != "" {
+		ro.UpstreamAsked(context.WithoutCancel(ctx), c.approval, state)
+	}
 }
 
 // checkRequestState answers an action request m that carries a
 // requestState not issued to the client of cc for this very request, or
 // one an upstream could read otherwise (a case variant, which Go servers
-// accept, or not a string); nil lets it go on.
-func (i *Interceptor) checkRequestState(ctx context.Context, m *Message, cc CallContext) []byte {
+// accept, or not a string); a nil reply lets it go on, with the state it
+// carries, if any.
+func (i *Interceptor) checkRequestState(ctx context.Context, m *Message, cc CallContext) (state string, reply []byte) {
 	if !mayHoldState(m.Params) {
-		return nil
+		return "", nil
 	}
-	var state jsontext.Value
+	var val jsontext.Value
 	var why string
-	_ = eachValidMember(m.Params, func(key string, val jsontext.Value) error {
+	_ = eachValidMember(m.Params, func(key string, v jsontext.Value) error {
 		if strings.EqualFold(key, stateMember) {
 			if key != stateMember && why == "" {
 				why = fmt.Sprintf("member %q differs from %q only in case", key, stateMember)
 			}
-			state = val
+			val = v
 		}
 		return nil
 	})
-	refuse := func(why string) []byte {
-		return ErrorResponse(m.ID, &WireError{Code: CodeInvalidParams, Message: "invalid params: requestState refused: " + why})
+	refuse := func(why string) (string, []byte) {
+		return "", ErrorResponse(m.ID, &WireError{Code: CodeInvalidParams, Message: "invalid params: requestState refused: " + why})
 	}
 	switch {
 	case why != "":
 		return refuse(why)
-	case state == nil || state.Kind() == 'n':
-		return nil
-	case state.Kind() != '"':
+	case val == nil || val.Kind() == 'n':
+		return "", nil
+	case val.Kind() != '"':
 		return refuse("it must be a string")
 	}
-	s := unquote(state)
+	s := unquote(val)
 	if s == "" {
-		return nil
+		return "", nil
 	}
 	key := stateBinding(ctx, m, cc) + "\x00" + s
 	known, _ := i.stateTable().Owns(key, "")
@@ -230,7 +244,7 @@ func (i *Interceptor) checkRequestState(ctx context.Context, m *Message, cc Call
 			// Not known to be forged: the client is told to try again,
 			// not to start its round trip over. The store's error (an
 			// address, say) is the operator's, in the store's log.
-			return ErrorResponse(m.ID, &WireError{Code: CodeInternalError, Message: "requestState not checked: it was not issued through this replica, and the store the replicas share issued states in did not answer; the request was not forwarded; send it again"})
+			return "", ErrorResponse(m.ID, &WireError{Code: CodeInternalError, Message: "requestState not checked: it was not issued through this replica, and the store the replicas share issued states in did not answer; the request was not forwarded; send it again"})
 		}
 		if ok {
 			i.states.ContainsOrAdd(key, shareOf(ctx, cc))
@@ -240,7 +254,7 @@ func (i *Interceptor) checkRequestState(ctx context.Context, m *Message, cc Call
 	if !known {
 		return refuse(fmt.Sprintf("upstream %q did not issue it to this agent in answer to this %s (the same name and arguments); send the request again without it", cc.Upstream, m.Method))
 	}
-	return nil
+	return s, nil
 }
 
 // mayHoldState reports whether params may have a member that a server

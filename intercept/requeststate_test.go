@@ -81,7 +81,7 @@ func TestMayHoldState(t *testing.T) {
 		t.Fatal(err)
 	}
 	var i Interceptor
-	if r := i.checkRequestState(context.Background(), m, CallContext{Upstream: "u", ProtocolVersion: "2026-07-28"}); r == nil {
+	if _, r := i.checkRequestState(context.Background(), m, CallContext{Upstream: "u", ProtocolVersion: "2026-07-28"}); r == nil {
 		t.Error("a requestState spelled with ſ was not refused")
 	}
 }

@@ -85,7 +85,15 @@ var (
 	_ intercept.RouteCloser     = (*RateGate)(nil)
 	_ intercept.RouteCloser     = (*DriftGate)(nil)
 	_ intercept.RouteCloser     = (*Advisor)(nil)
+
+	_ intercept.RoundTripObserver = (*AuditGate)(nil)
+	_ intercept.RoundTripObserver = (*RateGate)(nil)
 )
+
+// UpstreamAsked implements intercept.RoundTripObserver by telling Next.
+func (g *AuditGate) UpstreamAsked(ctx context.Context, approvalID, state string) {
+	askedTo(g.Next, ctx, approvalID, state)
+}
 
 // Closes implements intercept.RouteCloser by asking Next.
 func (g *AuditGate) Closes(ctx context.Context, d *intercept.ActionDescriptor) bool {

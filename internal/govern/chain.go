@@ -29,3 +29,11 @@ func closesTo(next intercept.Decider, ctx context.Context, d *intercept.ActionDe
 	rc, ok := next.(intercept.RouteCloser)
 	return ok && rc.Closes(ctx, d)
 }
+
+// askedTo passes an upstream's round trip on an approved call on to next
+// (intercept.RoundTripObserver).
+func askedTo(next intercept.Decider, ctx context.Context, approvalID, state string) {
+	if ro, ok := next.(intercept.RoundTripObserver); ok {
+		ro.UpstreamAsked(ctx, approvalID, state)
+	}
+}

@@ -197,6 +197,11 @@ func (g *RateGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor,
 	return forwardTo(g.Next, ctx, d, dec)
 }
 
+// UpstreamAsked implements intercept.RoundTripObserver by telling Next.
+func (g *RateGate) UpstreamAsked(ctx context.Context, approvalID, state string) {
+	askedTo(g.Next, ctx, approvalID, state)
+}
+
 // Visible implements intercept.ToolFilter by asking Next: an empty bucket
 // is temporary and hides nothing.
 func (g *RateGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
