@@ -63,7 +63,11 @@ func testUpstreamAsked(t *testing.T, holder, other *Store) {
 		{"another state", retryOf(`{"amount":5}`, "s2", answers)},
 		{"other arguments", retryOf(`{"amount":500}`, "s1", answers)},
 		{"a member beside the answers", retryOf(`{"amount":5}`, "s1", `{"params.inputResponses":{},"params.priority":"now"}`)},
-		{"another agent", func() *intercept.ActionDescriptor { d := retryOf(`{"amount":5}`, "s1", answers); d.Agent = "a2"; return d }()},
+		{"another agent", func() *intercept.ActionDescriptor {
+			d := retryOf(`{"amount":5}`, "s1", answers)
+			d.Agent = "a2"
+			return d
+		}()},
 	} {
 		if d := intercept.Decide(ctx, og, tc.d); d.Verdict != intercept.RequireApproval {
 			t.Errorf("%s: got %s %s, want held", tc.name, d.Verdict, d.Reason)
