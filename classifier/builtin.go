@@ -263,8 +263,9 @@ func (b *Builtin) finish(k *call, d *intercept.ActionDescriptor, target target) 
 	}
 	at := c.actionType(k)
 	k.reads = at.Classified == Read
+	at = calibrate(AxisActionType, at, c.fitted)
 	v.Axes[AxisActionType] = at
-	v.Axes[AxisBoundary] = c.boundary(k, target)
+	v.Axes[AxisBoundary] = calibrate(AxisBoundary, c.boundary(k, target), c.fitted)
 	if c.profile == ProfileExtended {
 		v.Axes[AxisSensitivity] = c.sensitivity(k, at.Classified)
 		v.Axes[AxisScale] = c.scale(k, at.Classified)

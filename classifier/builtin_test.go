@@ -85,7 +85,7 @@ func TestBuiltinActionType(t *testing.T) {
 	}{
 		{"declared in config", builtinCall{upstream: "ops", target: stdioFS, tool: "rotate"}, Provision, SourceConfig, 1, false},
 		{"declared wins over annotations", builtinCall{upstream: "fs", tool: "weird_op", ann: `{"destructiveHint":true}`}, Read, SourceConfig, 1, false},
-		{"readOnlyHint", builtinCall{tool: "read_file", ann: `{"readOnlyHint":true}`}, Read, SourceAnnotations, 1, false},
+		{"readOnlyHint", builtinCall{tool: "read_file", ann: `{"readOnlyHint":true}`}, Read, SourceAnnotations, 0.97, false},                             // fitted, calibration.go
 		{"destructive, verb picks the kind", builtinCall{tool: "exec_in_pod", ann: `{"destructiveHint":true}`}, Execute, SourceAnnotations, 0.85, false}, // Execute is calibrated below 0.9,
 		{"spec defaults spelled out do not override a read verb", builtinCall{tool: "browser_navigate", ann: `{"readOnlyHint":false,"destructiveHint":true}`}, Read, SourceToolName, 0.6, false},
 		{"every default, as some SDKs write them", builtinCall{tool: "excel_read_sheet", ann: `{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":true}`}, Read, SourceToolName, 0.6, false},
@@ -119,11 +119,11 @@ func TestBuiltinActionType(t *testing.T) {
 		{"nothing to go on", builtinCall{tool: "frobnicate"}, Write, SourceNone, 0.3, true},
 		// SQL runners do what their statement does.
 		{"SELECT through execute_sql", builtinCall{tool: "execute_sql", args: `{"sql":"SELECT id FROM users WHERE id = 1"}`}, Read, SourceParameters, 0.9, false},
-		{"INSERT through execute_sql", builtinCall{tool: "execute_sql", args: `{"sql":"INSERT INTO users (name) VALUES ('a')"}`}, Write, SourceParameters, 0.9, false},
+		{"INSERT through execute_sql", builtinCall{tool: "execute_sql", args: `{"sql":"INSERT INTO users (name) VALUES ('a')"}`}, Write, SourceParameters, 0.8, false}, // fitted, calibration.go
 		{"GRANT through run_query", builtinCall{tool: "run_query", args: `{"query":"GRANT ALL ON db TO bob"}`}, Provision, SourceParameters, 0.9, false},
-		{"DELETE through a read-only tool", builtinCall{tool: "query", ann: `{"readOnlyHint":true}`, args: `{"sql":"DELETE FROM users"}`}, Write, SourceParameters, 0.9, false},
+		{"DELETE through a read-only tool", builtinCall{tool: "query", ann: `{"readOnlyHint":true}`, args: `{"sql":"DELETE FROM users"}`}, Write, SourceParameters, 0.8, false},
 		{"SELECT calling a function that acts", builtinCall{tool: "execute_sql", args: `{"sql":"SELECT pg_terminate_backend(pid) FROM pg_stat_activity"}`}, Execute, SourceToolName, 0.85, false},
-		{"SELECT INTO makes a table", builtinCall{tool: "execute_sql", args: `{"sql":"SELECT * INTO backup FROM users"}`}, Write, SourceParameters, 0.9, false},
+		{"SELECT INTO makes a table", builtinCall{tool: "execute_sql", args: `{"sql":"SELECT * INTO backup FROM users"}`}, Write, SourceParameters, 0.8, false},
 		{"a sentence in a query argument is no statement", builtinCall{tool: "web_search", args: `{"query":"update me on the election results"}`}, Read, SourceToolName, 0.85, false},
 		{"several statements say nothing alone", builtinCall{tool: "execute_sql", args: `{"sql":"SELECT 1; DROP TABLE users"}`}, Execute, SourceToolName, 0.85, false},
 		// Verbs of scripts written without spaces.
@@ -272,12 +272,13 @@ func TestBuiltinVerdict(t *testing.T) {
 	if v.SessionID != "s1" || v.ToolName != "read_file" || v.ClassifierID != BuiltinID || v.ClassifiedAt != 1746000124 {
 		t.Errorf("got %+v, want session s1, tool read_file, id %s, classified_at 1746000124", v, BuiltinID)
 	}
-	if v.CapabilityClassVerdict != "fs.read" || v.CapabilityClassConfidence != 0.9 {
-		t.Errorf("class: got %q (%.2f), want fs.read (0.90)", v.CapabilityClassVerdict, v.CapabilityClassConfidence)
+	// A read by readOnlyHint is fitted at 0.97 (calibration.go).
+	if v.CapabilityClassVerdict != "fs.read" || !near(v.CapabilityClassConfidence, 0.9*0.97) {
+		t.Errorf("class: got %q (%.3f), want fs.read (0.873)", v.CapabilityClassVerdict, v.CapabilityClassConfidence)
 	}
-	// (0.40×1.0 + 0.30×0.85) / 0.70: a filesystem server is Local by
+	// (0.40×0.97 + 0.30×0.85) / 0.70: a filesystem server is Local by
 	// what it is (0.85)
-	if want := (0.4*1 + 0.3*0.85) / 0.7; !near(v.CompositeConfidence, want) {
+	if want := (0.4*0.97 + 0.3*0.85) / 0.7; !near(v.CompositeConfidence, want) {
 		t.Errorf("composite: got %v, want %v", v.CompositeConfidence, want)
 	}
 	if !v.ConsistentWithDeclaration {
@@ -493,10 +494,11 @@ func TestAnnotationsNeverLowerConfidence(t *testing.T) {
 }
 
 // readOnlyHint is the server's word: against a name whose verb changes or
-// runs something it still says Read, below the high band.
+// runs something it still says Read, below the high band (otherwise at
+// the 0.97 fitted in calibration.go).
 func TestReadOnlyHintAgainstName(t *testing.T) {
 	b := mustBuiltin(t, Options{})
-	for tool, want := range map[string]float64{"list_alerts": 1, "execute_analyzer": 0.85, "status": 1} {
+	for tool, want := range map[string]float64{"list_alerts": 0.97, "execute_analyzer": 0.85, "status": 0.97} {
 		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool, ann: `{"readOnlyHint":true}`}).Axes[AxisActionType]
 		if got.Classified != Read || got.Confidence != want {
 			t.Errorf("%s: got %s at %.2f, want Read at %.2f", tool, got.Classified, got.Confidence, want)

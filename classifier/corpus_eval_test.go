@@ -134,6 +134,13 @@ type scored struct {
 // classifier holds none (testdata/corpus/README.md, Discipline).
 func classifyCorpus(t testing.TB, calls []corpusCall) []scored {
 	t.Helper()
+	return classifyCorpusFitted(t, calls, fittedConfidence)
+}
+
+// classifyCorpusFitted is classifyCorpus with the given table of fitted
+// confidences; nil scores every call with its rule's own claim.
+func classifyCorpusFitted(t testing.TB, calls []corpusCall, fitted map[rulePath]float64) []scored {
+	t.Helper()
 	byServer := map[string][]corpusCall{}
 	for _, c := range calls {
 		byServer[c.server] = append(byServer[c.server], c)
@@ -148,6 +155,7 @@ func classifyCorpus(t testing.TB, calls []corpusCall) []scored {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b.c.fitted = fitted
 		for _, c := range byServer[server] {
 			v, err := b.Classify(context.Background(), c.d)
 			if err != nil {
@@ -201,13 +209,15 @@ func mapsKeys[M ~map[string]V, V any](m M) func(func(string) bool) {
 }
 
 // Floors of TestCorpusLeaveOneServerOut: what the held-out split reached
-// when they were set. The targets are 0.95 on both axes.
+// when they were set (the boundary's 0.9 band at 0.935 with the fitted
+// confidences of calibration.go, review cls58). The targets are
+// 0.95 accuracy on both axes and 0.97 in the 0.9 band.
 const (
 	corpusFloorActionType = 0.88
 	corpusFloorBoundary   = 0.85
 
 	corpusFloorCalibAction   = 0.96
-	corpusFloorCalibBoundary = 0.90
+	corpusFloorCalibBoundary = 0.93
 )
 
 // TestCorpusLeaveOneServerOut measures the built-in classifier on the

@@ -276,6 +276,9 @@ type compiled struct {
 	rules      []catalogRule
 	now        func() time.Time
 	thresholds Thresholds
+	// fitted is fittedConfidence; nil gives every rule's own claim (the
+	// dev fit of TestFittedConfidence reads those).
+	fitted map[rulePath]float64
 }
 
 type catalogRule struct {
@@ -342,6 +345,7 @@ func compile(o Options) (*compiled, error) {
 		zones:      make(map[string]string, len(o.Upstreams)),
 		now:        o.Now,
 		thresholds: th,
+		fitted:     fittedConfidence,
 	}
 	c.facts, _ = lru.New[toolKey, *toolFacts](maxToolFacts) // errs only for a size <= 0
 	if c.profile == "" {
