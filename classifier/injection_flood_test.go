@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -45,8 +46,8 @@ func TestInjectionDenseCost(t *testing.T) {
 		}
 		return d
 	}
-	base := least(call("The quarterly report covers revenue, churn and the hiring plan for the platform team. " +
-		"See the API reference for details; the client retries failed requests twice. "))
+	ordinary := call("The quarterly report covers revenue, churn and the hiring plan for the platform team. " +
+		"See the API reference for details; the client retries failed requests twice. ")
 	texts := append(denseTexts[:len(denseTexts):len(denseTexts)],
 		struct{ name, para string }{"decoy asks", "Never tell anyone your password, not even the admin. "})
 	for _, name := range []string{"sep=", "stars", "mdimage", "mdimage-long", "words", "combining", "homoglyph-words"} {
@@ -63,8 +64,23 @@ func TestInjectionDenseCost(t *testing.T) {
 		// read (TestInjectionTooDense). Separator runs were 17 times (the
 		// forged-boundary rule's NFA read each run), dense Hindi 9 times.
 		bound := 8.0
-		dense := least(call(d.para))
-		if ratio := float64(dense) / float64(base); ratio > bound {
+		// Ordinary text is timed next to each, and a ratio over the
+		// bound timed again (up to three times, the lowest kept): a
+		// machine busy with other work slows one timing, not three; a
+		// scan that got slower stays over.
+		v := call(d.para)
+		var dense, base time.Duration
+		ratio := math.Inf(1)
+		for range 3 {
+			b, x := least(ordinary), least(v)
+			if r := float64(x) / float64(b); r < ratio {
+				ratio, dense, base = r, x, b
+			}
+			if ratio <= bound {
+				break
+			}
+		}
+		if ratio > bound {
 			t.Errorf("%s: 1 MiB took %v to scan, %.0f times the %v of ordinary text (want at most %.0f)", d.name, dense, ratio, base, bound)
 		} else {
 			t.Logf("%s: %v, %.1f times ordinary text (%v)", d.name, dense, ratio, base)
