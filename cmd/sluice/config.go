@@ -75,6 +75,10 @@ type config struct {
 	// whole to be screened: an HTTP JSON answer, an event's data, a stdio
 	// line, a WebSocket message; a longer one is refused (default 32 MiB).
 	MaxAnswerBytes int64 `yaml:"max_answer_bytes"`
+	// GCHeapFloorBytes is the heap the garbage collector lets grow before
+	// collecting (internal/gcfloor; default 64 MiB); GOGC in the
+	// environment leaves Go's own setting alone instead.
+	GCHeapFloorBytes int64 `yaml:"gc_heap_floor_bytes"`
 	// AllowedHosts and AllowedOrigins extend the loopback defaults of the
 	// DNS-rebinding protection.
 	AllowedHosts   []string `yaml:"allowed_hosts"`
@@ -279,6 +283,7 @@ func (c *config) checkLimits() error {
 		{"max_sessions_per_agent", int64(c.MaxSessionsPerAgent)},
 		{"max_sessions_per_client", int64(c.MaxSessionsPerClient)},
 		{"max_inflight_body_bytes", c.MaxInflightBodyBytes},
+		{"gc_heap_floor_bytes", c.GCHeapFloorBytes},
 	} {
 		if l.v < 0 {
 			return fmt.Errorf("%s: %d is negative; give a positive limit, or 0 for the default", l.key, l.v)
