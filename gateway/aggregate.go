@@ -431,6 +431,14 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 			writeJSONRPCError(w, http.StatusBadRequest, req.ID, err)
 			return
 		}
+		// Identified as a route identifies it (the agent header once, or
+		// present when required): its inner requests carry the header's
+		// first value only, which the route could not tell from the one
+		// a proxy in front appended.
+		if _, err := a.g.ident.identify(r, msgs); err != nil {
+			writeJSONRPCError(w, http.StatusBadRequest, req.ID, err)
+			return
+		}
 		s = &aggSession{owner: owner(r), version: modernVersion, modern: true, meta: meta, inner: map[string]*innerSession{}}
 	} else if s = a.session(w, r, msgs); s == nil {
 		return
