@@ -1458,10 +1458,21 @@ func sseData(body []byte) [][]byte {
 	return out
 }
 
-// checkModernHeaders checks a 2026-07-28 request's Mcp-Method and Mcp-Name
-// headers against its body, as the upstream routes do: a request whose
-// headers say something else than its body is refused.
+// checkModernHeaders checks a 2026-07-28 request's Mcp-Method, Mcp-Name
+// and Mcp-Protocol-Version headers against its body, as the upstream
+// routes do (classify): a request whose headers say something else than
+// its body, or say it twice (a filter in front may read the second), is
+// refused. The inner requests are written afresh, but what sits in front
+// of the gateway acts on the client's.
 func checkModernHeaders(r *http.Request, req rpcRequest) error {
+	for _, h := range [...]string{hdrVersion, hdrMethod, hdrName} {
+		if n := len(r.Header.Values(h)); n > 1 {
+			return mismatch(fmt.Sprintf("the %s header must appear once; it appears %d times", h, n))
+		}
+	}
+	if hv, mv := r.Header.Get(hdrVersion), intercept.StringMember(intercept.Member(req.Params, "_meta"), "io.modelcontextprotocol/protocolVersion"); hv != "" && mv != "" && hv != mv {
+		return mismatch(fmt.Sprintf("%s header %q does not match _meta protocol version %q", hdrVersion, hv, mv))
+	}
 	if hm := r.Header.Get(hdrMethod); hm != req.Method {
 		return mismatch(fmt.Sprintf("%s header %q does not match body method %q", hdrMethod, hm, req.Method))
 	}
