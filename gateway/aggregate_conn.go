@@ -69,9 +69,23 @@ func (g *Gateway) serveVirtualConn(w http.ResponseWriter, r *http.Request, a *ag
 
 func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *http.Request) {
 	var wmu sync.Mutex
+	p := intercept.PrincipalFrom(ctx)
+	cut := false // guarded by wmu
 	write := func(b []byte) {
 		wmu.Lock()
 		defer wmu.Unlock()
+		if cut {
+			return
+		}
+		if err := principalGone(p); err != nil {
+			// Nothing more for a client whose credential no longer
+			// holds: the error, and the connection ends (its reader
+			// returns).
+			cut = true
+			_ = c.Write(ctx, intercept.ErrorResponse(nil, err))
+			_ = c.Close()
+			return
+		}
 		_ = c.Write(ctx, b)
 	}
 	var sid atomic.Value       // string, once initialize has answered

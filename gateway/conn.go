@@ -714,12 +714,17 @@ func (r *relay) admit(msgs []*intercept.Message) error {
 }
 
 func (r *relay) upstreamToClient(ctx context.Context) error {
+	p := intercept.PrincipalFrom(ctx)
 	for {
 		b, err := r.upc.Read(ctx)
 		if err != nil {
 			err = r.withheld.readFailed(err)
 			r.failPending(ctx, err)
 			return fmt.Errorf("upstream %s: %w", r.up.Name, err)
+		}
+		if err := principalGone(p); err != nil {
+			_ = r.toClient(ctx, intercept.ErrorResponse(nil, err))
+			return err // ends the connection
 		}
 		r.lastActive.Store(time.Now().UnixNano())
 		b = r.ids.restore(b)

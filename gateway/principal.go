@@ -17,8 +17,14 @@ import (
 // token or certificate expired (intercept.Principal.Check). The
 // authentication middleware checked it once, at the upgrade; a
 // connection lives on, so every message asks again.
-func credentialGone(ctx context.Context) error {
-	p := intercept.PrincipalFrom(ctx)
+func credentialGone(ctx context.Context) error { return principalGone(intercept.PrincipalFrom(ctx)) }
+
+// principalGone is credentialGone of the principal p (nil: none), for a
+// loop that looked it up once: what the upstream sends a connection is
+// not passed on once its credential no longer holds either, or a revoked
+// agent that sends nothing goes on reading (the results of its calls, the
+// server's own requests with their data).
+func principalGone(p *intercept.Principal) error {
 	if p == nil || p.Check == nil {
 		return nil
 	}
