@@ -669,12 +669,24 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, s *stream, n int, single bool) bool {
 	rc := http.NewResponseController(w)
 	sse, got := false, 0
+	p := intercept.PrincipalFrom(r.Context())
 	for {
 		var msg []byte
 		select {
 		case <-r.Context().Done():
 			return false
 		case msg = <-s.ch:
+		}
+		if err := principalGone(p); err != nil {
+			// Nothing more for a client whose credential stopped
+			// holding while it waited: as for a client gone.
+			msg = intercept.ErrorResponse(nil, err)
+			if !sse {
+				writeJSON(w, http.StatusOK, msg)
+			} else {
+				_ = g.writeSSEMessage(w, msg)
+			}
+			return false
 		}
 		resp := isResponse(msg)
 		if resp {
@@ -777,6 +789,7 @@ func (g *Gateway) bridgeGet(w http.ResponseWriter, r *http.Request, rt *route, s
 		}
 	}
 	_ = rc.Flush()
+	p := intercept.PrincipalFrom(r.Context())
 	for {
 		select {
 		case <-r.Context().Done():
@@ -786,6 +799,10 @@ func (g *Gateway) bridgeGet(w http.ResponseWriter, r *http.Request, rt *route, s
 		case <-g.drain.Done():
 			return
 		case msg := <-s.ch:
+			if err := principalGone(p); err != nil {
+				_ = g.writeSSEMessage(w, intercept.ErrorResponse(nil, err))
+				return
+			}
 			if g.writeSSEMessage(w, msg) != nil || rc.Flush() != nil {
 				return
 			}

@@ -802,6 +802,7 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 	rd.MaxDataBytes = g.opts.maxAnswer()
 	var drops dropLog
 	var unread error // the last message not delivered for being unreadable
+	p := intercept.PrincipalFrom(ctx)
 	for {
 		ev, err := rd.Next()
 		if err == io.EOF {
@@ -817,6 +818,13 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 				return errCancelled
 			}
 			return g.withheld.readFailed(err) // an event too long is not passed on
+		}
+		if err := principalGone(p); err != nil {
+			// Authenticated when the request came; a stream outlives
+			// that. Its requests are remembered as for a client gone
+			// (resumed by a request that authenticates again).
+			_ = ob.sink.send(intercept.ErrorResponse(nil, err))
+			return errCancelled
 		}
 		data := ev.Data
 		if ob.swap != nil && len(data) > 0 {
