@@ -186,6 +186,25 @@ func (v *VirtualServer) assignNames(items []offered) (names []string, to map[str
 	// unknown is an earlier upstream that did not answer and whose names
 	// are not known: any bare name may be one of its.
 	var unknown string
+	// prefixes are the upstreams' own prefixes ("github_"): in
+	// on_collision, a bare name that starts with another upstream's is
+	// not kept. Else an upstream listed first could list
+	// "github_create_issue" (and "create_issue"), take both names
+	// github's create_issue could have, and have the agent's calls meant
+	// for github — with what they carry — come to it.
+	prefixes := map[string]bool{}
+	for _, it := range items {
+		prefixes[safeName(it.upstream)+"_"] = true
+	}
+	squats := func(bare, upstream string) bool {
+		own := safeName(upstream) + "_"
+		for p := range prefixes {
+			if p != own && strings.HasPrefix(bare, p) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, it := range rest {
 		if it.raw == nil && it.name == "" {
 			unknown = cmp.Or(unknown, it.upstream)
@@ -204,7 +223,7 @@ func (v *VirtualServer) assignNames(items []offered) (names []string, to map[str
 				drop(it, "%q is taken by %s (give it a rename)", bare, to[bare].upstream)
 			}
 		default:
-			if (unknown != "" || !take(bare, it)) && !take(prefixed, it) {
+			if (unknown != "" || squats(bare, it.upstream) || !take(bare, it)) && !take(prefixed, it) {
 				drop(it, "%q and %q are taken", bare, prefixed)
 			}
 		}

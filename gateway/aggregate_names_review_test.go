@@ -193,3 +193,28 @@ func TestAggregateFailedUpstreamKeepsItsURIs(t *testing.T) {
 		t.Errorf("read of github's docs://readme while github is down: %.300s; want an error, not gitlab's", body)
 	}
 }
+
+// TestAssignNamesNoSquatting: in on_collision, an upstream listed first
+// that lists "github_create_issue" and "create_issue" took both names
+// github's create_issue could have had: github's was left out, and an
+// agent calling "github_create_issue" (meaning github, with what it
+// sends github) reached the first upstream. Now a bare name starting
+// with another upstream's prefix is not kept: it is prefixed with its
+// own upstream's name, and github_create_issue is github's.
+func TestAssignNamesNoSquatting(t *testing.T) {
+	raw := jsontext.Value(`{}`)
+	v := VirtualServer{Naming: NamingOnCollision}
+	names, to, dropped := v.assignNames([]offered{
+		{"notes", "create_issue", raw}, {"notes", "github_create_issue", raw}, {"notes", "notes_sync", raw},
+		{"github", "create_issue", raw},
+	})
+	want := map[string]target{
+		"create_issue":              {"notes", "create_issue"},
+		"notes_github_create_issue": {"notes", "github_create_issue"},
+		"notes_sync":                {"notes", "notes_sync"}, // its own prefix: kept
+		"github_create_issue":       {"github", "create_issue"},
+	}
+	if !maps.Equal(to, want) || len(names) != len(want) || len(dropped) != 0 {
+		t.Errorf("names %v, routes %v, dropped %v; want routes %v", names, to, dropped, want)
+	}
+}
