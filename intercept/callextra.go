@@ -2,6 +2,7 @@ package intercept
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -37,7 +38,7 @@ func CallExtra(m *Message) jsontext.Value {
 			switch k {
 			case "jsonrpc", "id", "method", "params":
 			default:
-				out[k] = v.Clone()
+				out[envelopeKey(k)] = v.Clone()
 			}
 			return nil
 		})
@@ -50,6 +51,22 @@ func CallExtra(m *Message) jsontext.Value {
 		return m.Raw.Clone() // all of it, then
 	}
 	return b
+}
+
+// envelopeKey is the name in CallExtra of envelope member k: k itself,
+// unless k could be taken for a params member ("params.<name>"), a _meta
+// member ("_meta.<name>", or "_meta" for a _meta not an object) or another
+// envelope member so renamed: then "envelope." and k. Without it an
+// envelope member "params.note" took the place of params.note in the
+// map, and a call with a note of the agent's choosing, the approved note
+// beside it in the envelope, went under the approval of the other.
+func envelopeKey(k string) string {
+	for _, p := range [...]string{"params.", "_meta", "envelope."} {
+		if strings.HasPrefix(k, p) {
+			return "envelope." + k
+		}
+	}
+	return k
 }
 
 // protocolMeta reports whether the _meta member k, of value v, is the

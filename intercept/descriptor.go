@@ -73,7 +73,9 @@ type ActionDescriptor struct {
 	// requestState, _meta members beside the protocol's
 	// (io.modelcontextprotocol/protocolVersion, clientInfo and
 	// clientCapabilities), a short progressToken and a traceparent, and
-	// envelope members JSON-RPC does not define; as one JSON object, nil
+	// envelope members JSON-RPC does not define (a name that could be taken
+	// for a params or _meta member's is prefixed "envelope."); as one
+	// JSON object, nil
 	// when there are none. Not an argument (rules read args), but part of
 	// the call: an approval binds it (approval.CallHash), so the approved
 	// call is not sent again with data of the agent's choosing beside
