@@ -595,7 +595,8 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 		out.ApprovalID = goesOn.ID
 		out.PublicReason = "approved by " + orSomeone(goesOn.DecidedBy) + "; the upstream asked for input and this call answers it"
 		out.Evidence.ReasonCode = ReasonContinued
-		changed = append(changed, *goesOn)
+		// Not among the changed: its status is what it was (see
+		// UpstreamAsked).
 	case r != nil && r.Status == Approved:
 		out.Verdict, out.Reason = intercept.Allow, ReasonGranted
 		out.ApprovalID = r.ID

@@ -47,14 +47,12 @@ func (g *Gate) UpstreamAsked(ctx context.Context, id, state string) {
 		_ = s.unlock(err)
 		return
 	}
-	r, ok := s.byID[id]
-	ok = ok && r.Status == Used && s.now().Before(r.Expires) && len(r.Asked) < maxAsked
-	if ok {
+	if r, ok := s.byID[id]; ok && r.Status == Used && s.now().Before(r.Expires) && len(r.Asked) < maxAsked {
 		r.Asked = append(r.Asked, stateHash(state))
 	}
-	if s.unlock(nil) == nil && ok {
-		s.notify(*r)
-	}
+	// Nobody is told (notify): the request's status is what it was, and
+	// OnChange would record the approval as used again.
+	_ = s.unlock(nil)
 }
 
 // goesOn returns the approval that call d, a retry carrying its upstream's

@@ -143,3 +143,33 @@ func TestUpstreamAskedExpired(t *testing.T) {
 		t.Errorf("after the approval expired: got %s %s, want held", d.Verdict, d.Reason)
 	}
 }
+
+// TestUpstreamAskedNotUsedAgain: an approval going on with its upstream's
+// round trip does not change its status: OnChange (the audit's approval
+// events, the log) hears of its use once. Before, every state the
+// upstream issued and every retry that went on was told as the approval
+// used again.
+func TestUpstreamAskedNotUsedAgain(t *testing.T) {
+	ctx := context.Background()
+	var used []string
+	s := NewStore(Options{OnChange: func(r Request) {
+		if r.Status == Used {
+			used = append(used, r.ID)
+		}
+	}})
+	g := &Gate{Next: holdPay, Store: s}
+	d := intercept.Decide(ctx, g, call(`{"amount":5}`))
+	_, _ = s.Decide(d.ApprovalID, true, "alice")
+	c := call(`{"amount":5}`)
+	d = intercept.Decide(ctx, g, c)
+	_ = g.Forwarded(ctx, c, d)
+	for _, st := range []string{"s1", "s2"} {
+		g.UpstreamAsked(ctx, d.ApprovalID, st)
+		if got := intercept.Decide(ctx, g, retryOf(`{"amount":5}`, st, answers)); got.Reason != ReasonContinued {
+			t.Fatalf("retry with %s: got %s %s, want %s", st, got.Verdict, got.Reason, ReasonContinued)
+		}
+	}
+	if len(used) != 1 {
+		t.Errorf("OnChange heard of the approval used %d times, want 1", len(used))
+	}
+}
