@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,5 +104,54 @@ agent_tasks: {redis_url: "` + srv.URL() + `", key_prefix: "test:st:", timeout: 2
 	// Known to the replica that issued it, whatever Redis does.
 	if got := modernCallAs(t, a.url, "alice", "tools/call", "echo", echo("three")+strings.Replace(retry, "st-one", "st-three", 1)); !strings.Contains(got, `"text":"Echo: three"`) {
 		t.Errorf("retry through the issuing replica, Redis stalled: %s, want the echo", got)
+	}
+}
+
+// TestApprovedCallUpstreamAsksReplicas: two replicas sharing approvals
+// and issued requestStates through Redis. A call held and approved, whose
+// upstream then asks back (input_required with a state), goes on under
+// its approval through the serve wiring (the audit and rate gates pass
+// the upstream's state on to the approval gate): the retry carrying the
+// state runs once, whichever replica it reaches and however many copies
+// are sent at once to both; another agent sending it is refused.
+func TestApprovedCallUpstreamAsksReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	cfg := "policy: {default: allow, result_mode: tool_result, require_approval: [echo]}\nadmin_token: t0k\n" +
+		"approvals: {redis_url: \"" + srv.URL() + "\", key_prefix: \"test:ap:\"}\n" +
+		"agent_tasks: {redis_url: \"" + srv.URL() + "\", key_prefix: \"test:st:\"}\n"
+	a, b := startServeWith(t, cfg, mrtrEcho), startServeWith(t, cfg, mrtrEcho)
+	const echo = `{"name":"echo","arguments":{"message":"one"}`
+	const retry = echo + `,"inputResponses":{"confirm":{"action":"accept","content":{}}},"requestState":"st-one"}`
+	held := modernCallAs(t, a.url, "alice", "tools/call", "echo", echo+"}")
+	m := regexp.MustCompile(`"approval_id":"(apr_[0-9a-f]+)"`).FindStringSubmatch(held)
+	if m == nil {
+		t.Fatalf("call: got %s, want approval_required with an approval_id", held)
+	}
+	var out bytes.Buffer
+	if err := runApprovals(context.Background(), []string{"approve", m[1], "--by", "ops", "--admin", "http://" + b.admin, "--token", "t0k"}, &out); err != nil {
+		t.Fatalf("approve on B: %v", err)
+	}
+	if got := modernCallAs(t, a.url, "alice", "tools/call", "echo", echo+"}"); !strings.Contains(got, `"requestState":"st-one"`) {
+		t.Fatalf("approved call: got %s, want input_required with the state st-one", got)
+	}
+	if got := modernCallAs(t, b.url, "bob", "tools/call", "echo", retry); strings.Contains(got, "Echo: one") {
+		t.Errorf("bob sending alice's retry: got %s, want it refused", got)
+	}
+	var wg sync.WaitGroup
+	var ran atomic.Int32
+	for i := range 6 {
+		wg.Go(func() {
+			g := a
+			if i%2 == 1 {
+				g = b
+			}
+			if strings.Contains(modernCallAs(t, g.url, "alice", "tools/call", "echo", retry), `"text":"Echo: one"`) {
+				ran.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := ran.Load(); n != 1 {
+		t.Errorf("6 copies of the retry at once on both replicas: %d ran, want 1", n)
 	}
 }
