@@ -3,12 +3,14 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,5 +211,47 @@ func TestApprovedCallUpstreamAsksNoState(t *testing.T) {
 	rs := f.store.List()
 	if len(rs) != 2 || rs[0].Status != approval.Used || rs[1].Status != approval.Used {
 		t.Errorf("approval requests: got %+v, want two, used", rs)
+	}
+}
+
+// TestApprovedCallCompleteWithState: an upstream whose complete result
+// carries a requestState (echoed, say) asked nothing: a retry carrying
+// that state is the approved call again, and is held, not run again.
+func TestApprovedCallCompleteWithState(t *testing.T) {
+	var runs atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &m)
+		runs.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"resultType":"complete","content":[{"type":"text","text":"deployed"}],"requestState":"done-1"}}`)
+	}))
+	t.Cleanup(up.Close)
+	store := approval.NewStore(approval.Options{})
+	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"deploy"}, Mode: intercept.ModeToolResult}, Store: store}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "deployer", URL: up.URL}}}, &intercept.Interceptor{Decider: dec}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	url, hdr := gw.URL+"/mcp/deployer", modernHeaders("tools/call", "deploy")
+	call := modernCallWith(1, `{"env":"prod"}`, `{}`, "agent-a", "")
+	call = strings.Replace(call, `"name":"add"`, `"name":"deploy"`, 1)
+	if _, _, body := post(t, url, hdr, call); !strings.Contains(body, "approval_required") {
+		t.Fatalf("first call: %s, want it held", body)
+	}
+	if _, err := store.Decide(onlyRequest(t, store).ID, true, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, body := post(t, url, hdr, call); !strings.Contains(body, `"deployed"`) || runs.Load() != 1 {
+		t.Fatalf("the approved call: %s (%d runs), want it run once", body, runs.Load())
+	}
+	again := strings.Replace(modernCallWith(2, `{"env":"prod"}`, `{}`, "agent-a", `,"inputResponses":{},"requestState":"done-1"`), `"name":"add"`, `"name":"deploy"`, 1)
+	if _, _, body := post(t, url, hdr, again); !strings.Contains(body, "approval_required") || runs.Load() != 1 {
+		t.Errorf("the call again with the complete result's state: %s (%d runs), want it held and not run again", body, runs.Load())
 	}
 }

@@ -196,7 +196,10 @@ func (i *Interceptor) ObserveRequestState(ctx context.Context, cc CallContext, i
 		// state known here only: other replicas refuse it.
 		_, _ = i.Tasks.Claim(context.WithoutCancel(ctx), sharedStateKey(key), "")
 	}
-	if ro, ok := i.Decider.(RoundTripObserver); ok && c.approval != "" {
+	// Only a question goes on under the approval: a state in a complete
+	// result (an upstream may echo one) is the call done, and a retry
+	// carrying it would run the approved call again.
+	if ro, ok := i.Decider.(RoundTripObserver); ok && c.approval != "" && StringMember(result, "resultType") == "input_required" {
 		ro.UpstreamAsked(context.WithoutCancel(ctx), c.approval, state)
 	}
 }
