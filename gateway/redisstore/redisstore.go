@@ -1,8 +1,10 @@
 // Package redisstore keeps in Redis what the exchanges of a sealed MCP
 // session leave for one another, so that every replica of the gateway
 // serving the session sees it (gateway.ExchangeStore): the ids its open
-// requests wait on, and the requests whose answer stream broke off, which
-// a resumed stream may answer through any replica.
+// requests wait on, the requests whose answer stream broke off, which a
+// resumed stream may answer through any replica, and the calls held for
+// approval on one replica, which the client may cancel through any
+// (gateway.CallHolds).
 //
 // A session's keys share a hash tag, the SHA-256 of its id (the sealed id
 // itself, which lets a caller use the session, is not written):
@@ -10,6 +12,8 @@
 //	prefix{h}r      hash: request id -> the call, as the gateway encoded it
 //	prefix{h}o      sorted set: request id -> when it is forgotten (ms)
 //	prefix{h}w:id   string: the token of the exchange that holds id (PX)
+//	prefix{h}a:id   string: the approval request id is held under (PX),
+//	                "!" before it once the client cancelled the call
 //
 // Each method is one Lua script (one round trip, atomic among replicas);
 // each is bounded by Options.Timeout, and its error returned: the gateway
@@ -234,4 +238,85 @@ func (s *Store) Take(ctx context.Context, session, id, token string, ttl time.Du
 		return nil, false, fmt.Errorf("redis: %w", err)
 	}
 	return []byte(v), true, nil
+}
+
+// holdCall: KEYS[1] the id's held-call key; ARGV the approval and the
+// TTL in ms. A call cancelled meanwhile stays so (1 is returned).
+var holdCall = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == '!' .. ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 0`)
+
+// releaseCall: KEYS[1] the id's held-call key; ARGV[1] the approval.
+var releaseCall = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] or v == '!' .. ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0`)
+
+// cancelCalls: KEYS the ids' held-call keys. Each held call is marked
+// cancelled and its approval returned, once; "" for the others.
+var cancelCalls = redis.NewScript(`
+local out = {}
+for i = 1, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  out[i] = ''
+  if v and string.sub(v, 1, 1) ~= '!' then
+    local ttl = redis.call('PTTL', KEYS[i])
+    if ttl > 0 then
+      redis.call('SET', KEYS[i], '!' .. v, 'PX', ttl)
+      out[i] = v
+    end
+  end
+end
+return out`)
+
+// HoldCall records that request id of session is held under approval
+// for ttl, or renews the record; cancelled reports that a CancelCalls
+// marked it meanwhile.
+func (s *Store) HoldCall(ctx context.Context, session, id, approval string, ttl time.Duration) (cancelled bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	n, err := holdCall.Run(ctx, s.c, []string{s.base(session) + "a:" + idKey(id)}, approval, ms(ttl)).Int()
+	if err != nil {
+		return false, fmt.Errorf("redis: %w", err)
+	}
+	return n == 1, nil
+}
+
+// ReleaseCall forgets the record of request id of session held under
+// approval, cancelled or not.
+func (s *Store) ReleaseCall(ctx context.Context, session, id, approval string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := releaseCall.Run(ctx, s.c, []string{s.base(session) + "a:" + idKey(id)}, approval).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+// CancelCalls marks those of ids of session held for approval as
+// cancelled, and returns the approval each was held under ("" for an id
+// not held, or marked already), in one round trip.
+func (s *Store) CancelCalls(ctx context.Context, session string, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	b := s.base(session)
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = b + "a:" + idKey(id)
+	}
+	out, err := cancelCalls.Run(ctx, s.c, keys).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	if len(out) != len(ids) {
+		return nil, fmt.Errorf("redis: cancel answered %d of %d ids", len(out), len(ids))
+	}
+	return out, nil
 }

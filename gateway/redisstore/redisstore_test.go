@@ -95,3 +95,54 @@ func TestStore(t *testing.T) {
 		t.Errorf("a hold's expiry: %v, want within its TTL", ttl)
 	}
 }
+
+// TestHeldCalls: a held call's record gives its approval to the first
+// cancellation only, marked cancelled, which its holder then sees when
+// it renews it; a record is one session's, released by its own approval
+// only, and lapses after its TTL.
+func TestHeldCalls(t *testing.T) {
+	srv := redistest.Start(t)
+	opt, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	s := New(c, Options{KeyPrefix: "test:"})
+	ctx := t.Context()
+
+	long := strings.Repeat("x", 200)
+	for _, id := range []string{"7", long} {
+		if cancelled, err := s.HoldCall(ctx, "s1", id, "ap-"+id[:1], time.Minute); cancelled || err != nil {
+			t.Fatalf("hold %.8s: %v %v", id, cancelled, err)
+		}
+	}
+	if got, err := s.CancelCalls(ctx, "s2", []string{"7"}); err != nil || got[0] != "" {
+		t.Errorf("cancel in another session: got %q %v, want nothing held", got, err)
+	}
+	got, err := s.CancelCalls(ctx, "s1", []string{"9", "7", long})
+	if err != nil || len(got) != 3 || got[0] != "" || got[1] != "ap-7" || got[2] != "ap-x" {
+		t.Fatalf("cancel: got %q %v, want [\"\" ap-7 ap-x]", got, err)
+	}
+	if got, _ := s.CancelCalls(ctx, "s1", []string{"7"}); got[0] != "" {
+		t.Errorf("cancelled twice: got %q the second time, want nothing", got)
+	}
+	if cancelled, err := s.HoldCall(ctx, "s1", "7", "ap-7", time.Minute); !cancelled || err != nil {
+		t.Errorf("renewing a cancelled hold: %v %v, want it cancelled", cancelled, err)
+	}
+	if ttl := c.PTTL(ctx, s.base("s1")+"a:7").Val(); ttl <= 0 || ttl > time.Minute {
+		t.Errorf("a held call's record expires in %v, want within its TTL", ttl)
+	}
+	s.ReleaseCall(ctx, "s1", "7", "ap-other")
+	if c.Exists(ctx, s.base("s1")+"a:7").Val() != 1 {
+		t.Error("released under another approval")
+	}
+	s.ReleaseCall(ctx, "s1", "7", "ap-7")
+	if c.Exists(ctx, s.base("s1")+"a:7").Val() != 0 {
+		t.Error("a cancelled record stays after its release")
+	}
+	// Held anew under the same id: not cancelled.
+	if cancelled, _ := s.HoldCall(ctx, "s1", "7", "ap-8", time.Minute); cancelled {
+		t.Error("held anew: cancelled")
+	}
+}
