@@ -42,6 +42,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
@@ -485,6 +486,18 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 	id, answers := x.sess.expectAnswer(approvalIDPrefix)
 	defer x.sess.dropAnswer(id)
 	key := x.msgs[0].IDKey()
+	// Recorded where the session's other replicas, which its client's
+	// cancellation may reach, find it (heldshare.go): a call that could be
+	// cancelled unseen is not held.
+	shared, err := g.shareHold(ctx, x.sess, key, dec.ApprovalID)
+	if err != nil {
+		g.log.Warn("held call refused: the session's shared store did not record it", "approval", dec.ApprovalID, "err", err)
+		if wd, ok := g.opts.Approver.(withdrawer); ok {
+			_, _ = wd.Withdraw(dec.ApprovalID, "sluice")
+		}
+		writeJSON(w, http.StatusOK, intercept.ErrorResponse(x.msgs[0].ID, errHoldUnshared))
+		return
+	}
 	hold := x.sess.held.hold(key, dec.ApprovalID)
 	left := false // the client went away: it may still cancel the call
 	defer func() {
@@ -493,16 +506,28 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 		} else {
 			x.sess.held.release(key, hold)
 		}
+		if shared != nil {
+			grace := time.Duration(0)
+			if left {
+				grace = cancelGrace
+			}
+			time.AfterFunc(grace, func() {
+				if err := shared.forget(g.ctx); err != nil {
+					g.log.Debug("a held call's record in the shared store lapses by itself", "ttl", holdTTL, "err", err)
+				}
+			})
+		}
 	}()
 
 	// An operator may decide through the admin API meanwhile, or the
 	// request may expire: either ends the wait too.
 	waitCtx, stopWait := context.WithCancel(ctx)
 	decided := make(chan struct{})
-	var waitErr error // written before decided is closed
+	var waited approval.Request // written before decided is closed
+	var waitErr error
 	go func() {
 		defer close(decided)
-		_, waitErr = g.opts.Approver.Wait(waitCtx, dec.ApprovalID)
+		waited, waitErr = g.opts.Approver.Wait(waitCtx, dec.ApprovalID)
 	}()
 	defer func() { stopWait(); <-decided }()
 
@@ -522,9 +547,32 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 		return
 	}
 
+	var renew <-chan time.Time
+	if shared != nil {
+		t := time.NewTicker(holdRenew)
+		defer t.Stop()
+		renew = t.C
+	}
+	// withdraw ends the wait for a call its client cancelled through
+	// another replica, as for one it cancelled here (heldcalls.go).
+	withdraw := func() {
+		if wd, ok := g.opts.Approver.(withdrawer); ok {
+			_, _ = wd.Withdraw(dec.ApprovalID, cancelledBy(x.agent))
+		}
+		cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the client cancelled the call"}}`, id)
+		_ = send([]byte(cancel))
+	}
+
 	var ans *intercept.Message
 	for waiting, elsewhere := true, (<-chan struct{})(decided); waiting; {
 		select {
+		case <-renew:
+			if cancelled, err := shared.check(ctx); err != nil {
+				g.log.Warn("a held call's record in the shared store not renewed", "approval", dec.ApprovalID, "err", err)
+			} else if cancelled {
+				withdraw()
+				return
+			}
 		case <-ctx.Done():
 			// The client went away: the request stays pending for an
 			// operator, unless the client cancels the call after.
@@ -546,6 +594,12 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 				g.log.Warn("cannot watch approval request", "approval", dec.ApprovalID, "err", waitErr)
 				elsewhere = nil
 				continue
+			}
+			if waited.Status == approval.Withdrawn {
+				// The client cancelled the call through another replica:
+				// it is not answered, and the question is withdrawn.
+				withdraw()
+				return
 			}
 			// Decided through the admin API, or expired: withdraw the question.
 			cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the approval was decided elsewhere or expired"}}`, id)
@@ -571,6 +625,20 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 	}
 	if !x.sess.held.release(key, hold) {
 		return // cancelled meanwhile: it goes nowhere, and gets no answer
+	}
+	if shared != nil {
+		// Cancelled through another replica whose withdrawal this
+		// replica's approvals store did not see, it goes nowhere either;
+		// not knowing, it is not sent.
+		cancelled, err := shared.check(ctx)
+		if err != nil {
+			g.log.Warn("approved call not sent: the session's shared store did not say whether it was cancelled through another replica", "approval", dec.ApprovalID, "err", err)
+			_ = send(intercept.ErrorResponse(x.msgs[0].ID, errHeldUnchecked))
+			return
+		}
+		if cancelled {
+			return
+		}
 	}
 	if _, reply, ok := g.check(ctx, x); !ok {
 		_ = send(reply)

@@ -256,11 +256,28 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 	if x.sess != nil {
 		// A cancellation of a call held for approval ends the hold
 		// (heldcalls.go); the upstream never saw that call.
+		// One held on another replica is looked up in the session's
+		// shared store (heldshare.go).
 		taken := false
+		var rest []*intercept.Message
 		for _, m := range x.msgs {
-			taken = x.sess.held.cancel(m, g.opts.Approver, x.agent) || taken
+			if x.sess.held.cancel(m, g.opts.Approver, x.agent) {
+				taken = true
+			} else {
+				rest = append(rest, m)
+			}
 		}
-		if taken && !batch {
+		elsewhere, err := g.cancelShared(r.Context(), x.sess, rest, x.agent)
+		switch {
+		case errors.Is(err, errTooManyIDs):
+			writeJSONRPCError(w, http.StatusBadRequest, firstID, errTooManyIDs)
+			return
+		case err != nil:
+			g.log.Warn("cancellation refused: the session's shared store did not say whether another replica holds the call", "err", err)
+			writeJSONRPCError(w, http.StatusServiceUnavailable, firstID, errCancelUnchecked)
+			return
+		}
+		if taken = taken || elsewhere; taken && !batch {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}

@@ -1,0 +1,344 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/gateway/redisstore"
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+var _ CallHolds = (*redisstore.Store)(nil)
+
+// Issue 13: replicas share session_keys and Redis, so any replica serves
+// any request of a 2025-era session. A call held for approval on replica
+// A whose cancellation reaches replica B used to be passed upstream by B
+// (the upstream never saw the call) while A held on; an operator who then
+// approved the request had the abandoned call run upstream.
+
+// heldReplicas are replicas of one gateway on one upstream, sharing
+// session keys, each holding "add" for approval in its approvals store.
+type heldReplicas struct {
+	urls      []string
+	approvals []*approval.Store
+	up        string
+	rec       *recorder
+}
+
+// holdingReplicas starts two heldReplicas on exchanges, with approvals
+// from approvals(i) for replica i.
+func holdingReplicas(t *testing.T, exchanges ExchangeStore, approvals func(i int) *approval.Store) *heldReplicas {
+	t.Helper()
+	rec := &recorder{next: demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})}
+	up := httptest.NewServer(rec)
+	t.Cleanup(up.Close)
+	h := &heldReplicas{rec: rec, up: up.URL + "/mcp"}
+	for i := range 2 {
+		h.add(t, exchanges, approvals(i))
+	}
+	return h
+}
+
+// add starts one more replica, on exchanges and store, and returns its URL.
+func (h *heldReplicas) add(t *testing.T, exchanges ExchangeStore, store *approval.Store) string {
+	t.Helper()
+	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "demo", URL: h.up}}, SessionKeys: [][]byte{key(1)}, Exchanges: exchanges, Approver: store},
+		&intercept.Interceptor{Decider: dec}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	h.urls, h.approvals = append(h.urls, gw.URL+"/mcp/demo"), append(h.approvals, store)
+	return gw.URL + "/mcp/demo"
+}
+
+func (h *heldReplicas) upstreamSaw(s string) bool {
+	return (&fixture{rec: h.rec}).upstreamSaw(s)
+}
+
+// redisApprovals opens an approvals store in srv for each replica: the
+// replicas share their requests, as with approvals.redis_url.
+func redisApprovals(t *testing.T, srv *redistest.Server) func(int) *approval.Store {
+	return func(int) *approval.Store {
+		s, err := approval.OpenRedisStore(t.Context(), redisClient(t, srv), "", approval.Options{Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+// holdOnA opens a session whose client elicits through replica A and
+// has A hold the add call; it returns the session's headers and A's
+// stream, its approval question read.
+func (h *heldReplicas) holdOnA(t *testing.T) (map[string]string, *transport.SSEReader, rpc) {
+	t.Helper()
+	hdr := initializeWith(t, h.urls[0], `{"elicitation":{}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	rd := transport.NewSSEReader(openPost(t, ctx, h.urls[0], hdr, addCall).Body)
+	q, _ := nextMessage(t, rd)
+	if q.Method != "elicitation/create" {
+		t.Fatalf("first event on A: got %+v, want the approval question", q)
+	}
+	return hdr, rd, q
+}
+
+// checkEndedUnanswered fails t unless rd, A's stream of the held call,
+// carries the question withdrawn and ends without an answer.
+func checkEndedUnanswered(t *testing.T, rd *transport.SSEReader, q rpc) {
+	t.Helper()
+	n, raw := nextMessage(t, rd)
+	if n.Method != "notifications/cancelled" || !strings.Contains(raw, `"requestId":`+string(q.ID)) {
+		t.Errorf("A's stream after the cancellation: got %s, want the question withdrawn", raw)
+	}
+	if ev, err := rd.Next(); err != io.EOF {
+		t.Errorf("A's stream after the question was withdrawn: got %q (%v), want it to end without an answer", ev.Data, err)
+	}
+}
+
+// TestAttackCancelledHeldCallOtherReplica: the call is held on A, its
+// cancellation sent through B. B finds it held (one lookup in the
+// session's shared store), withdraws the approval request and does not
+// pass the cancellation on; A's hold ends without an answer, an
+// operator's approval through either replica is refused, and nothing
+// reaches the upstream. With approvals kept per replica (B cannot
+// withdraw A's request), A still never runs the call: the operator's
+// approval there finds the call cancelled in the shared store.
+func TestAttackCancelledHeldCallOtherReplica(t *testing.T) {
+	t.Run("approvals in redis", func(t *testing.T) {
+		srv := redistest.Start(t)
+		h := holdingReplicas(t, sharedStore(t, srv), redisApprovals(t, srv))
+		hdr, rd, q := h.holdOnA(t)
+		status, _, body := post(t, h.urls[1], hdr, cancelAdd)
+		if status != http.StatusAccepted {
+			t.Fatalf("cancellation through B: got %d %s, want 202", status, body)
+		}
+		if h.upstreamSaw("notifications/cancelled") {
+			t.Errorf("B passed on the cancellation of a call the upstream was never sent")
+		}
+		// An operator approves it (or tries to), through B's admin API.
+		if rs := h.approvals[1].List(); len(rs) == 1 && rs[0].Status == approval.Pending {
+			_, _ = h.approvals[1].Decide(rs[0].ID, true, "alice")
+		}
+		checkEndedUnanswered(t, rd, q)
+		if h.upstreamSaw(`"name":"add"`) {
+			t.Fatalf("the call the client cancelled through B ran upstream after an operator approved it")
+		}
+		checkWithdrawn(t, h.approvals[0])
+		if req := onlyRequest(t, h.approvals[0]); !strings.HasPrefix(req.DecidedBy, "mcp-cancel:") {
+			t.Errorf("withdrawn by %q, want mcp-cancel:<agent>", req.DecidedBy)
+		}
+	})
+	t.Run("approvals per replica", func(t *testing.T) {
+		srv := redistest.Start(t)
+		h := holdingReplicas(t, sharedStore(t, srv), func(int) *approval.Store { return approval.NewStore(approval.Options{}) })
+		hdr, rd, q := h.holdOnA(t)
+		if status, _, body := post(t, h.urls[1], hdr, cancelAdd); status != http.StatusAccepted {
+			t.Fatalf("cancellation through B: got %d %s, want 202", status, body)
+		}
+		if h.upstreamSaw("notifications/cancelled") {
+			t.Errorf("B passed on the cancellation of a call the upstream was never sent")
+		}
+		// Only A's admin API knows the request.
+		_, _ = h.approvals[0].Decide(onlyRequest(t, h.approvals[0]).ID, true, "alice")
+		checkEndedUnanswered(t, rd, q)
+		if h.upstreamSaw(`"name":"add"`) {
+			t.Fatalf("the call the client cancelled through B ran upstream after an operator approved it on A")
+		}
+	})
+}
+
+// countingHeld counts the lookups of cancelled ids in the shared store.
+type countingHeld struct {
+	*redisstore.Store
+	lookups, ids atomic.Int64
+}
+
+func (s *countingHeld) CancelCalls(ctx context.Context, session string, ids []string) ([]string, error) {
+	s.lookups.Add(1)
+	s.ids.Add(int64(len(ids)))
+	return s.Store.CancelCalls(ctx, session, ids)
+}
+
+// TestCancelFloodSparesApprovals: cancellations through B of ids no
+// replica holds cost one lookup each in the session's shared store and
+// nothing in the approvals store (whose every operation takes a lock in
+// Redis shared by all replicas): no command reaches its Redis. They are
+// passed on, as before, and a call held meanwhile on A stays held.
+func TestCancelFloodSparesApprovals(t *testing.T) {
+	srv := redistest.Start(t)
+	store := &countingHeld{Store: sharedStore(t, srv)}
+	var approvalCmds atomic.Int64
+	h := holdingReplicas(t, store, func(i int) *approval.Store {
+		c := redisClient(t, srv)
+		if i == 1 {
+			c.AddHook(countHook{&approvalCmds})
+		}
+		s, err := approval.OpenRedisStore(t.Context(), c, "", approval.Options{Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+	hdr, _, _ := h.holdOnA(t)
+	approvalCmds.Store(0)
+	const flood = 200
+	for i := range flood {
+		cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + itoa(1000+i) + `}}`
+		if status, _, body := post(t, h.urls[1], hdr, cancel); status != http.StatusAccepted {
+			t.Fatalf("cancellation %d through B: got %d %s, want 202", i, status, body)
+		}
+	}
+	if n := approvalCmds.Load(); n != 0 {
+		t.Errorf("%d cancellations of ids nobody holds sent %d commands to the approvals store, want 0", flood, n)
+	}
+	if n, ids := store.lookups.Load(), store.ids.Load(); n != flood || ids != flood {
+		t.Errorf("%d cancellations: %d lookups of %d ids in the shared store, want one each", flood, n, ids)
+	}
+	if req := onlyRequest(t, h.approvals[0]); req.Status != approval.Pending {
+		t.Errorf("the call held on A: %s, want still pending", req.Status)
+	}
+	h.rec.mu.Lock()
+	passed := 0
+	for _, p := range h.rec.posts {
+		if strings.Contains(string(p), "notifications/cancelled") {
+			passed++
+		}
+	}
+	h.rec.mu.Unlock()
+	if passed != flood {
+		t.Errorf("the upstream got %d cancellations of calls it was sent, want %d (passed on as before)", passed, flood)
+	}
+}
+
+type countHook struct{ n *atomic.Int64 }
+
+func (countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(int64(len(cmds))); return next(ctx, cmds) }
+}
+
+// stalledRedis is an address that accepts connections and never
+// answers: a Redis that stalled.
+func stalledRedis(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// switchedHeld is a shared store whose held-call records fail while down.
+type switchedHeld struct {
+	*redisstore.Store
+	down atomic.Bool
+}
+
+var errDown = errors.New("redis: i/o timeout")
+
+func (s *switchedHeld) HoldCall(ctx context.Context, session, id, approval string, ttl time.Duration) (bool, error) {
+	if s.down.Load() {
+		return false, errDown
+	}
+	return s.Store.HoldCall(ctx, session, id, approval, ttl)
+}
+
+// TestCancelHeldOtherReplicaStoreDown: fail closed. A cancellation
+// through B whose lookup the shared store does not answer (a stalled
+// Redis) is refused with 503 and an error saying it was not taken, within
+// the store's timeout, and not passed on; the call stays held on A. A
+// held call whose record A cannot renew when an operator approves it is
+// not run (A cannot tell it was not cancelled through another replica):
+// it is answered with an error instead.
+func TestCancelHeldOtherReplicaStoreDown(t *testing.T) {
+	srv := redistest.Start(t)
+	shared := &switchedHeld{Store: sharedStore(t, srv)}
+	h := holdingReplicas(t, shared, redisApprovals(t, srv))
+	hdr, rd, _ := h.holdOnA(t)
+
+	// B, on a Redis that stalled.
+	stalled := redis.NewClient(&redis.Options{Addr: stalledRedis(t), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { stalled.Close() })
+	b := h.add(t, redisstore.New(stalled, redisstore.Options{Timeout: 300 * time.Millisecond}), h.approvals[1])
+	start := time.Now()
+	status, _, body := post(t, b, hdr, cancelAdd)
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "not taken") {
+		t.Errorf("cancellation through B, its Redis stalled: got %d %s, want 503 saying it was not taken", status, body)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the refused cancellation took %v, want it bounded by the store's timeout", d)
+	}
+	if h.upstreamSaw("notifications/cancelled") {
+		t.Errorf("a cancellation B could not check was passed on")
+	}
+	if req := onlyRequest(t, h.approvals[0]); req.Status != approval.Pending {
+		t.Fatalf("the held call after a cancellation B could not check: %s, want pending", req.Status)
+	}
+
+	// A's Redis stalls too; an operator approves.
+	shared.down.Store(true)
+	if _, err := h.approvals[0].Decide(onlyRequest(t, h.approvals[0]).ID, true, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	var answer string
+	for {
+		m, raw := nextMessage(t, rd)
+		if string(m.ID) == "7" {
+			answer = raw
+			break
+		}
+	}
+	if !strings.Contains(answer, `"error"`) || !strings.Contains(answer, "not sent") {
+		t.Errorf("the approved call A could not check: got %s, want an error saying it was not sent", answer)
+	}
+	if h.upstreamSaw(`"name":"add"`) {
+		t.Errorf("an approved call A could not check against cancellations through other replicas ran upstream")
+	}
+
+	// Another call to hold while A's Redis is still down: one that could
+	// be cancelled through B unseen is not held.
+	status, _, body = post(t, h.urls[0], hdr, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":1}}}`)
+	if status != http.StatusOK || !strings.Contains(body, "could not record") {
+		t.Errorf("a call to hold, A's Redis down: got %d %s, want an error saying it could not be recorded", status, body)
+	}
+	for _, r := range h.approvals[0].List() {
+		if r.Status == approval.Pending {
+			t.Errorf("approval request %s of a call not held: pending, want it withdrawn", r.ID)
+		}
+	}
+	if h.upstreamSaw(`"name":"add"`) {
+		t.Errorf("a call A could not hold ran upstream")
+	}
+}

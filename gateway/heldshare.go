@@ -1,0 +1,152 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// Held calls across replicas. A call held for its user's approval waits
+// on the replica that holds it (approve.go), but its client's
+// cancellation may reach any replica serving the session (a sealed
+// session, Options.SessionKeys). So the holding replica records the
+// held call in the session's shared store (Options.Exchanges), under
+// the SHA-256 of the session id and the request id, with the approval
+// request it waits on, for holdTTL, renewed every holdRenew while held
+// and deleted when the hold ends. A replica that gets a cancellation
+// naming an id it does not hold looks it up there: one round trip per
+// POST, no lock, and nothing asked of the approvals store (whose every
+// operation takes a lock shared by all replicas) unless the call is held.
+// A held call is marked cancelled in the store, its approval request
+// withdrawn, and the cancellation not passed on: the holding replica's
+// wait sees the request withdrawn and ends the hold unanswered, as it
+// does for a cancellation it gets itself. Where the approvals store is
+// not shared (the withdrawal finds no such request), the holding replica
+// sees the mark at its next renewal, and before it sends an approved
+// call.
+//
+// Fail closed: a cancellation the store cannot look up is refused (503),
+// not passed on, as it may name a call held elsewhere; a call whose hold
+// the store cannot record is not held (the request is withdrawn and the
+// call answered with an error); an approved call whose record cannot be
+// read again is not sent.
+
+// CallHolds is an ExchangeStore that also records which requests of a
+// session are held for approval, for a cancellation reaching another
+// replica. Without it a cancellation is taken only by the replica
+// holding the call, and passed on by the others.
+type CallHolds interface {
+	// HoldCall records that request id of session is held under
+	// approval for ttl, or renews the record; cancelled reports that
+	// CancelCalls marked it meanwhile.
+	HoldCall(ctx context.Context, session, id, approval string, ttl time.Duration) (cancelled bool, err error)
+	// ReleaseCall forgets the record, cancelled or not.
+	ReleaseCall(ctx context.Context, session, id, approval string) error
+	// CancelCalls marks those of ids that are held as cancelled and
+	// returns the approval each is held under ("" for an id not held,
+	// or marked already).
+	CancelCalls(ctx context.Context, session string, ids []string) ([]string, error)
+}
+
+// errCancelUnchecked refuses a cancellation the shared store could not
+// look up.
+var errCancelUnchecked = &intercept.WireError{Code: intercept.CodeInternalError,
+	Message: "not taken: the gateway could not check whether another replica holds the cancelled request for approval (the replicas' shared store did not answer); send the cancellation again"}
+
+// errHoldUnshared answers a call the gateway could not hold where the
+// session's other replicas see it.
+var errHoldUnshared = &intercept.WireError{Code: intercept.CodeInternalError,
+	Message: "not sent: the call needs approval, and the gateway could not record it as held where the session's other replicas see it (the replicas' shared store did not answer); try again"}
+
+// errHeldUnchecked answers an approved call the gateway could not check
+// for a cancellation through another replica.
+var errHeldUnchecked = &intercept.WireError{Code: intercept.CodeInternalError,
+	Message: "not sent: the call was approved, but the gateway could not check that it was not cancelled through another replica (the replicas' shared store did not answer); send it again"}
+
+// callHolds returns the store that records sess's held calls, or nil
+// when no other replica can serve sess or the store cannot record them.
+func (g *Gateway) callHolds(sess *session) CallHolds {
+	if !g.shares(sess) {
+		return nil
+	}
+	ch, _ := g.opts.Exchanges.(CallHolds)
+	return ch
+}
+
+// sharedHold is a held call as recorded in the session's shared store.
+type sharedHold struct {
+	store                 CallHolds
+	session, id, approval string
+}
+
+// shareHold records the call of sess with request id key, held under
+// approval, in the shared store; nil if sess is not shared.
+func (g *Gateway) shareHold(ctx context.Context, sess *session, key, approval string) (*sharedHold, error) {
+	store := g.callHolds(sess)
+	if store == nil {
+		return nil, nil
+	}
+	h := &sharedHold{store: store, session: sess.id, id: key, approval: approval}
+	if _, err := h.check(ctx); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// check renews h and reports whether the call was cancelled through
+// another replica.
+func (h *sharedHold) check(ctx context.Context) (cancelled bool, err error) {
+	return h.store.HoldCall(ctx, h.session, h.id, h.approval, holdTTL)
+}
+
+// forget deletes h's record. If the store does not answer, the record
+// lapses after holdTTL.
+func (h *sharedHold) forget(ctx context.Context) error {
+	return h.store.ReleaseCall(context.WithoutCancel(ctx), h.session, h.id, h.approval)
+}
+
+// cancelShared takes the cancellations among msgs naming calls of sess
+// held on another replica: each is marked cancelled in the shared store,
+// and its approval request withdrawn on behalf of agent. It reports
+// whether it took one; err says the store could not be asked (then none
+// is taken), or errTooManyIDs that the cancellations are too many.
+// msgs naming calls held here are taken before (heldCalls.cancel).
+func (g *Gateway) cancelShared(ctx context.Context, sess *session, msgs []*intercept.Message, agent string) (bool, error) {
+	store := g.callHolds(sess)
+	if store == nil || g.opts.Approver == nil || !sess.elicitForm {
+		return false, nil // nothing of sess is held for its user anywhere
+	}
+	var ids []string
+	for _, m := range msgs {
+		if id, ok := cancelledID(m); ok {
+			ids = append(ids, intercept.IDKeyOf([]byte(id)))
+		}
+	}
+	if len(ids) == 0 {
+		return false, nil
+	}
+	if len(ids) > maxSharedIDs {
+		return false, errTooManyIDs
+	}
+	approvals, err := store.CancelCalls(ctx, sess.id, ids)
+	if err != nil {
+		return false, fmt.Errorf("looking up held calls: %w", err)
+	}
+	taken := false
+	for _, a := range approvals {
+		if a == "" {
+			continue
+		}
+		taken = true
+		if w, ok := g.opts.Approver.(withdrawer); ok {
+			if _, err := w.Withdraw(a, cancelledBy(agent)); err != nil {
+				// Not in this replica's approvals store, or decided: the
+				// holding replica sees the mark.
+				g.log.Debug("cancelled call held on another replica: approval request not withdrawn here", "approval", a, "err", err)
+			}
+		}
+	}
+	return taken, nil
+}
