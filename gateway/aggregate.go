@@ -481,7 +481,11 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		case req.Method == "notifications/roots/list_changed":
 			a.broadcast(r, s, body)
 		case req.Method == "notifications/cancelled":
-			a.cancel(r, s, req.Params)
+			if err := a.cancel(r, s, req.Params); err != nil {
+				a.g.log.Warn("cancellation refused: the session's shared store did not say whether another replica holds the call", "err", err)
+				writeJSONRPCError(w, http.StatusServiceUnavailable, nil, errCancelUnchecked)
+				return
+			}
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return

@@ -284,14 +284,24 @@ func (s *aggSession) track(ctx context.Context, outer string, c pendingCall) fun
 }
 
 // cancel passes the client's notifications/cancelled on to the upstream
-// serving that request, under the id the upstream knows it by.
-func (a *aggregator) cancel(r *http.Request, s *aggSession, params jsontext.Value) {
+// serving that request, under the id the upstream knows it by. A request
+// this replica does not serve may be a call another replica holds for
+// approval (heldshare.go): that is looked up in the shared store, and err
+// says the store did not answer.
+func (a *aggregator) cancel(r *http.Request, s *aggSession, params jsontext.Value) error {
 	id := intercept.Member(params, "requestId")
 	s.mu.Lock()
 	c, ok := s.calls[string(id)]
 	s.mu.Unlock()
 	if !ok {
-		return // finished, or never ours: nothing to cancel
+		// (Capabilities too large to seal with the session are not known
+		// here: looked up all the same.)
+		caps := intercept.Member(s.init, "capabilities")
+		if store, shared := a.g.opts.Exchanges.(CallHolds); shared && a.g.sealer != nil && id != nil && (caps == nil || formElicitation(caps)) {
+			_, err := a.g.cancelElsewhere(r.Context(), store, s.id, []string{string(id)}, s.who.agent)
+			return err
+		}
+		return nil // finished, or never ours: nothing to cancel
 	}
 	p := map[string]any{"requestId": c.id}
 	if reason := intercept.StringMember(params, "reason"); reason != "" {
@@ -299,7 +309,8 @@ func (a *aggregator) cancel(r *http.Request, s *aggSession, params jsontext.Valu
 	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": p})
 	if err != nil {
-		return
+		return nil
 	}
 	a.g.handleMCP(&discard{h: http.Header{}}, a.innerRequest(r, http.MethodPost, c.upstream, c.in, body))
+	return nil
 }

@@ -489,7 +489,7 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 	// Recorded where the session's other replicas, which its client's
 	// cancellation may reach, find it (heldshare.go): a call that could be
 	// cancelled unseen is not held.
-	shared, err := g.shareHold(ctx, x.sess, key, dec.ApprovalID)
+	shared, err := g.shareHold(ctx, x, dec.ApprovalID)
 	if err != nil {
 		g.log.Warn("held call refused: the session's shared store did not record it", "approval", dec.ApprovalID, "err", err)
 		if wd, ok := g.opts.Approver.(withdrawer); ok {

@@ -38,35 +38,49 @@ type heldReplicas struct {
 	approvals []*approval.Store
 	up        string
 	rec       *recorder
+	// opts are every replica's, path the route or virtual server, add
+	// the held tool's name there.
+	opts      Options
+	path, add string
 }
 
 // holdingReplicas starts two heldReplicas on exchanges, with approvals
-// from approvals(i) for replica i.
+// from approvals(i) for replica i, serving the route.
 func holdingReplicas(t *testing.T, exchanges ExchangeStore, approvals func(i int) *approval.Store) *heldReplicas {
+	return holdingReplicasWith(t, Options{}, exchanges, approvals)
+}
+
+// holdingReplicasWith is holdingReplicas with opts; with a virtual
+// server, the call is held through it.
+func holdingReplicasWith(t *testing.T, opts Options, exchanges ExchangeStore, approvals func(i int) *approval.Store) *heldReplicas {
 	t.Helper()
 	rec := &recorder{next: demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})}
 	up := httptest.NewServer(rec)
 	t.Cleanup(up.Close)
-	h := &heldReplicas{rec: rec, up: up.URL + "/mcp"}
+	h := &heldReplicas{rec: rec, up: up.URL + "/mcp", opts: opts, path: "/mcp/demo", add: "add"}
+	if len(opts.VirtualServers) > 0 {
+		h.path, h.add = "/mcp", "demo_add"
+	}
 	for i := range 2 {
-		h.add(t, exchanges, approvals(i))
+		h.start(t, exchanges, approvals(i))
 	}
 	return h
 }
 
-// add starts one more replica, on exchanges and store, and returns its URL.
-func (h *heldReplicas) add(t *testing.T, exchanges ExchangeStore, store *approval.Store) string {
+// start starts one more replica, on exchanges and store, and returns its URL.
+func (h *heldReplicas) start(t *testing.T, exchanges ExchangeStore, store *approval.Store) string {
 	t.Helper()
 	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "demo", URL: h.up}}, SessionKeys: [][]byte{key(1)}, Exchanges: exchanges, Approver: store},
-		&intercept.Interceptor{Decider: dec}, slog.New(slog.DiscardHandler))
+	opts := h.opts
+	opts.Upstreams, opts.SessionKeys, opts.Exchanges, opts.Approver = []Upstream{{Name: "demo", URL: h.up}}, [][]byte{key(1)}, exchanges, store
+	g, err := New(opts, &intercept.Interceptor{Decider: dec}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { gw.Close(); g.Close() })
-	h.urls, h.approvals = append(h.urls, gw.URL+"/mcp/demo"), append(h.approvals, store)
-	return gw.URL + "/mcp/demo"
+	h.urls, h.approvals = append(h.urls, gw.URL+h.path), append(h.approvals, store)
+	return gw.URL + h.path
 }
 
 func (h *heldReplicas) upstreamSaw(s string) bool {
@@ -93,7 +107,7 @@ func (h *heldReplicas) holdOnA(t *testing.T) (map[string]string, *transport.SSER
 	hdr := initializeWith(t, h.urls[0], `{"elicitation":{}}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
-	rd := transport.NewSSEReader(openPost(t, ctx, h.urls[0], hdr, addCall).Body)
+	rd := transport.NewSSEReader(openPost(t, ctx, h.urls[0], hdr, strings.Replace(addCall, `"add"`, `"`+h.add+`"`, 1)).Body)
 	q, _ := nextMessage(t, rd)
 	if q.Method != "elicitation/create" {
 		t.Fatalf("first event on A: got %+v, want the approval question", q)
@@ -123,30 +137,54 @@ func checkEndedUnanswered(t *testing.T, rd *transport.SSEReader, q rpc) {
 // withdraw A's request), A still never runs the call: the operator's
 // approval there finds the call cancelled in the shared store.
 func TestAttackCancelledHeldCallOtherReplica(t *testing.T) {
-	t.Run("approvals in redis", func(t *testing.T) {
-		srv := redistest.Start(t)
-		h := holdingReplicas(t, sharedStore(t, srv), redisApprovals(t, srv))
-		hdr, rd, q := h.holdOnA(t)
-		status, _, body := post(t, h.urls[1], hdr, cancelAdd)
-		if status != http.StatusAccepted {
-			t.Fatalf("cancellation through B: got %d %s, want 202", status, body)
-		}
-		if h.upstreamSaw("notifications/cancelled") {
-			t.Errorf("B passed on the cancellation of a call the upstream was never sent")
-		}
-		// An operator approves it (or tries to), through B's admin API.
-		if rs := h.approvals[1].List(); len(rs) == 1 && rs[0].Status == approval.Pending {
-			_, _ = h.approvals[1].Decide(rs[0].ID, true, "alice")
-		}
-		checkEndedUnanswered(t, rd, q)
-		if h.upstreamSaw(`"name":"add"`) {
-			t.Fatalf("the call the client cancelled through B ran upstream after an operator approved it")
-		}
-		checkWithdrawn(t, h.approvals[0])
-		if req := onlyRequest(t, h.approvals[0]); !strings.HasPrefix(req.DecidedBy, "mcp-cancel:") {
-			t.Errorf("withdrawn by %q, want mcp-cancel:<agent>", req.DecidedBy)
-		}
-	})
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"approvals in redis", Options{}},
+		{"approvals in redis, virtual server", Options{VirtualServers: []VirtualServer{{Naming: NamingPrefix}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			h := holdingReplicasWith(t, tc.opts, sharedStore(t, srv), redisApprovals(t, srv))
+			hdr, rd, q := h.holdOnA(t)
+			status, _, body := post(t, h.urls[1], hdr, cancelAdd)
+			if status != http.StatusAccepted {
+				t.Fatalf("cancellation through B: got %d %s, want 202", status, body)
+			}
+			if h.upstreamSaw("notifications/cancelled") {
+				t.Errorf("B passed on the cancellation of a call the upstream was never sent")
+			}
+			// An operator approves it (or tries to), through B's admin API.
+			if rs := h.approvals[1].List(); len(rs) == 1 && rs[0].Status == approval.Pending {
+				_, _ = h.approvals[1].Decide(rs[0].ID, true, "alice")
+			}
+			if h.path == "/mcp" {
+				// Through a virtual server the stream ends as for a
+				// cancellation through A (the question withdrawn under its
+				// inner id, the call answered with an error): it carries
+				// no result.
+				for {
+					ev, err := rd.Next()
+					if err != nil {
+						break
+					}
+					if strings.Contains(string(ev.Data), `"result"`) {
+						t.Errorf("A's stream after the cancellation: got %s, want no result", ev.Data)
+					}
+				}
+			} else {
+				checkEndedUnanswered(t, rd, q)
+			}
+			if h.upstreamSaw(`"name":"add"`) {
+				t.Fatalf("the call the client cancelled through B ran upstream after an operator approved it")
+			}
+			checkWithdrawn(t, h.approvals[0])
+			if req := onlyRequest(t, h.approvals[0]); !strings.HasPrefix(req.DecidedBy, "mcp-cancel:") {
+				t.Errorf("withdrawn by %q, want mcp-cancel:<agent>", req.DecidedBy)
+			}
+		})
+	}
 	t.Run("approvals per replica", func(t *testing.T) {
 		srv := redistest.Start(t)
 		h := holdingReplicas(t, sharedStore(t, srv), func(int) *approval.Store { return approval.NewStore(approval.Options{}) })
@@ -291,7 +329,7 @@ func TestCancelHeldOtherReplicaStoreDown(t *testing.T) {
 	// B, on a Redis that stalled.
 	stalled := redis.NewClient(&redis.Options{Addr: stalledRedis(t), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { stalled.Close() })
-	b := h.add(t, redisstore.New(stalled, redisstore.Options{Timeout: 300 * time.Millisecond}), h.approvals[1])
+	b := h.start(t, redisstore.New(stalled, redisstore.Options{Timeout: 300 * time.Millisecond}), h.approvals[1])
 	start := time.Now()
 	status, _, body := post(t, b, hdr, cancelAdd)
 	if status != http.StatusServiceUnavailable || !strings.Contains(body, "not taken") {

@@ -25,7 +25,10 @@ import (
 // does for a cancellation it gets itself. Where the approvals store is
 // not shared (the withdrawal finds no such request), the holding replica
 // sees the mark at its next renewal, and before it sends an approved
-// call.
+// call. A call held through a virtual server is recorded under the
+// virtual session and the client's request id, which the client's
+// cancellation names, and looked up by the aggregator of a replica that
+// does not serve that request.
 //
 // Fail closed: a cancellation the store cannot look up is refused (503),
 // not passed on, as it may name a call held elsewhere; a call whose hold
@@ -81,14 +84,23 @@ type sharedHold struct {
 	session, id, approval string
 }
 
-// shareHold records the call of sess with request id key, held under
-// approval, in the shared store; nil if sess is not shared.
-func (g *Gateway) shareHold(ctx context.Context, sess *session, key, approval string) (*sharedHold, error) {
-	store := g.callHolds(sess)
-	if store == nil {
+// shareHold records the held call of x, held under approval, in the
+// shared store; nil if no other replica can serve its session. An inner
+// call of a virtual server's session (ctx has the client's request id)
+// is recorded under that session and id, which the client cancels.
+func (g *Gateway) shareHold(ctx context.Context, x *exchange, approval string) (*sharedHold, error) {
+	h := &sharedHold{session: x.sess.id, id: x.msgs[0].IDKey(), approval: approval}
+	if outer, ok := ctx.Value(outerIDKey{}).(string); ok && x.virtual != "" {
+		h.session, h.id = x.virtual, intercept.IDKeyOf([]byte(outer))
+		if g.sealer != nil { // the virtual session moves between replicas
+			h.store, _ = g.opts.Exchanges.(CallHolds)
+		}
+	} else {
+		h.store = g.callHolds(x.sess)
+	}
+	if h.store == nil {
 		return nil, nil
 	}
-	h := &sharedHold{store: store, session: sess.id, id: key, approval: approval}
 	if _, err := h.check(ctx); err != nil {
 		return nil, err
 	}
@@ -115,22 +127,32 @@ func (h *sharedHold) forget(ctx context.Context) error {
 // msgs naming calls held here are taken before (heldCalls.cancel).
 func (g *Gateway) cancelShared(ctx context.Context, sess *session, msgs []*intercept.Message, agent string) (bool, error) {
 	store := g.callHolds(sess)
-	if store == nil || g.opts.Approver == nil || !sess.elicitForm {
+	if store == nil || !sess.elicitForm {
 		return false, nil // nothing of sess is held for its user anywhere
 	}
 	var ids []string
 	for _, m := range msgs {
 		if id, ok := cancelledID(m); ok {
-			ids = append(ids, intercept.IDKeyOf([]byte(id)))
+			ids = append(ids, id)
 		}
 	}
-	if len(ids) == 0 {
+	return g.cancelElsewhere(ctx, store, sess.id, ids, agent)
+}
+
+// cancelElsewhere takes the cancellations of ids (JSON), requests of
+// session, that a replica holds for approval, as cancelShared.
+func (g *Gateway) cancelElsewhere(ctx context.Context, store CallHolds, session string, ids []string, agent string) (bool, error) {
+	if len(ids) == 0 || g.opts.Approver == nil {
 		return false, nil
 	}
 	if len(ids) > maxSharedIDs {
 		return false, errTooManyIDs
 	}
-	approvals, err := store.CancelCalls(ctx, sess.id, ids)
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = intercept.IDKeyOf([]byte(id))
+	}
+	approvals, err := store.CancelCalls(ctx, session, keys)
 	if err != nil {
 		return false, fmt.Errorf("looking up held calls: %w", err)
 	}
