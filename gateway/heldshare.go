@@ -58,6 +58,11 @@ type CallHolds interface {
 var errCancelUnchecked = &intercept.WireError{Code: intercept.CodeInternalError,
 	Message: "not taken: the gateway could not check whether another replica holds the cancelled request for approval (the replicas' shared store did not answer); send the cancellation again"}
 
+// errTooManyCancels refuses a batch naming more cancelled requests than
+// one lookup in the shared store may.
+var errTooManyCancels = &intercept.WireError{Code: intercept.CodeInvalidRequest,
+	Message: fmt.Sprintf("not taken: a batch may cancel at most %d requests in a session shared between replicas; send it in parts", maxSharedIDs)}
+
 // errHoldUnshared answers a call the gateway could not hold where the
 // session's other replicas see it.
 var errHoldUnshared = &intercept.WireError{Code: intercept.CodeInternalError,
@@ -123,7 +128,7 @@ func (h *sharedHold) forget(ctx context.Context) error {
 // held on another replica: each is marked cancelled in the shared store,
 // and its approval request withdrawn on behalf of agent. It reports
 // whether it took one; err says the store could not be asked (then none
-// is taken), or errTooManyIDs that the cancellations are too many.
+// is taken), or errTooManyCancels that the cancellations are too many.
 // msgs naming calls held here are taken before (heldCalls.cancel).
 func (g *Gateway) cancelShared(ctx context.Context, sess *session, msgs []*intercept.Message, agent string) (bool, error) {
 	store := g.callHolds(sess)
@@ -146,7 +151,7 @@ func (g *Gateway) cancelElsewhere(ctx context.Context, store CallHolds, session 
 		return false, nil
 	}
 	if len(ids) > maxSharedIDs {
-		return false, errTooManyIDs
+		return false, errTooManyCancels
 	}
 	keys := make([]string, len(ids))
 	for i, id := range ids {

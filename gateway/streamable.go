@@ -269,8 +269,8 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		}
 		elsewhere, err := g.cancelShared(r.Context(), x.sess, rest, x.agent)
 		switch {
-		case errors.Is(err, errTooManyIDs):
-			writeJSONRPCError(w, http.StatusBadRequest, firstID, errTooManyIDs)
+		case errors.Is(err, errTooManyCancels):
+			writeJSONRPCError(w, http.StatusBadRequest, firstID, errTooManyCancels)
 			return
 		case err != nil:
 			g.log.Warn("cancellation refused: the session's shared store did not say whether another replica holds the call", "err", err)
