@@ -8,11 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/approval"
@@ -379,4 +382,88 @@ func TestCancelHeldOtherReplicaStoreDown(t *testing.T) {
 	if h.upstreamSaw(`"name":"add"`) {
 		t.Errorf("a call A could not hold ran upstream")
 	}
+}
+
+// TestCancelledHeldCallGoSDKOtherReplica: go-sdk's client, whose call's
+// context ends while its user is asked, closes the call's request and
+// sends notifications/cancelled; behind a load balancer that sends the
+// cancellation to replica B while A holds the call, the request is
+// withdrawn, the cancellation not passed on, and the call never runs.
+// Before, B passed it on and the request stayed pending: an operator's
+// approval let the same call, sent again, run without being asked.
+func TestCancelledHeldCallGoSDKOtherReplica(t *testing.T) {
+	srv := redistest.Start(t)
+	h := holdingReplicas(t, sharedStore(t, srv), redisApprovals(t, srv))
+	var toB atomic.Int64
+	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		to := h.urls[0]
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(strings.NewReader(string(b)))
+			if strings.Contains(string(b), "notifications/cancelled") {
+				toB.Add(1)
+				to = h.urls[1]
+			}
+		}
+		u, _ := url.Parse(to)
+		httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host}).ServeHTTP(w, r)
+	}))
+	t.Cleanup(lb.Close)
+
+	asked := make(chan struct{}, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	callCtx, giveUp := context.WithCancel(ctx)
+	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- struct{}{}
+			select { // the user never answers; the agent gives up
+			case <-ctx.Done():
+			case <-callCtx.Done():
+			}
+			return nil, context.Canceled
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: lb.URL + "/mcp/demo"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}})
+		done <- err
+	}()
+	select {
+	case <-asked:
+	case err := <-done:
+		t.Fatalf("the call ended before its user was asked: %v", err)
+	}
+	giveUp()
+	<-done
+	deadline := time.Now().Add(5 * time.Second)
+	for onlyRequest(t, h.approvals[0]).Status == approval.Pending && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if toB.Load() == 0 {
+		t.Fatal("the client sent no cancellation: the test proves nothing")
+	}
+	if rs := h.approvals[0].List(); len(rs) == 1 && rs[0].Status == approval.Pending {
+		_, _ = h.approvals[0].Decide(rs[0].ID, true, "alice")
+	}
+	// Once A no longer holds it, the call ran or never will.
+	deadline = time.Now().Add(5 * time.Second)
+	for stacksContaining("gateway.(*Gateway).elicitApproval") > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("A still holds the call 5s after it was cancelled")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h.upstreamSaw(`"name":"add"`) {
+		t.Fatalf("the call the client cancelled through B ran upstream after an operator approved it")
+	}
+	if h.upstreamSaw("notifications/cancelled") {
+		t.Errorf("B passed on the cancellation of a call the upstream was never sent")
+	}
+	checkWithdrawn(t, h.approvals[0])
 }
