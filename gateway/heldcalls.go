@@ -13,7 +13,8 @@ import (
 // never forwarded, whoever approves it later: the wait ends, and the
 // approval request is withdrawn (approval.Store.Withdraw), so an operator
 // cannot approve a call its agent abandoned. The cancellation itself is
-// not passed on: the upstream never saw the call.
+// not passed on: the upstream never saw the call. A cancellation reaching
+// another replica of the session is heldshare.go's.
 
 // withdrawer is an Approver that can withdraw a pending request whose
 // call the client cancelled.
