@@ -499,7 +499,7 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 		return
 	}
 	hold := x.sess.held.hold(key, dec.ApprovalID)
-	left := false // the client went away: it may still cancel the call
+	left := false // the client went away, or answered the question with an error: it may still cancel the call
 	defer func() {
 		if left {
 			x.sess.held.releaseLater(key, hold)
@@ -615,8 +615,12 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 			approve, answered = readApproval(ans.Result)
 		}
 		if !answered {
-			// The client could not ask its user: the call stays held.
+			// The client could not ask its user: the call stays held. Or
+			// its user gave up: go-sdk's client answers the question with
+			// an error, then cancels the call, which still withdraws the
+			// request (as for a client that went away).
 			_ = send(held)
+			left = true
 			return
 		}
 		if _, err := g.opts.Approver.Decide(dec.ApprovalID, approve, approvedBy(x.agent)); err != nil {
