@@ -13,8 +13,8 @@ import (
 // cancellation may reach any replica serving the session (a sealed
 // session, Options.SessionKeys). So the holding replica records the
 // held call in the session's shared store (Options.Exchanges), under
-// the SHA-256 of the session id and the request id, with the approval
-// request it waits on, for holdTTL, renewed every holdRenew while held
+// the SHA-256 of the session id (not the id itself) by request id, with
+// the approval request it waits on, for holdTTL, renewed every holdRenew while held
 // and deleted when the hold ends. A replica that gets a cancellation
 // naming an id it does not hold looks it up there: one round trip per
 // POST, no lock, and nothing asked of the approvals store (whose every
@@ -39,7 +39,9 @@ import (
 // CallHolds is an ExchangeStore that also records which requests of a
 // session are held for approval, for a cancellation reaching another
 // replica. Without it a cancellation is taken only by the replica
-// holding the call, and passed on by the others.
+// holding the call, and passed on by the others. Its methods must be
+// safe for concurrent use and return within a bounded time, as
+// ExchangeStore's.
 type CallHolds interface {
 	// HoldCall records that request id of session is held under
 	// approval for ttl, or renews the record; cancelled reports that
