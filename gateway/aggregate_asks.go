@@ -298,7 +298,7 @@ func (a *aggregator) cancel(r *http.Request, s *aggSession, params jsontext.Valu
 		// here: looked up all the same.)
 		caps := intercept.Member(s.init, "capabilities")
 		if store, shared := a.g.opts.Exchanges.(CallHolds); shared && a.g.sealer != nil && id != nil && (caps == nil || formElicitation(caps)) {
-			_, err := a.g.cancelElsewhere(r.Context(), store, s.id, []string{string(id)}, s.who.agent)
+			_, err := a.g.cancelElsewhere(context.WithoutCancel(r.Context()), store, s.id, []string{string(id)}, s.who.agent)
 			return err
 		}
 		return nil // finished, or never ours: nothing to cancel

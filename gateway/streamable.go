@@ -257,7 +257,8 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		// A cancellation of a call held for approval ends the hold
 		// (heldcalls.go); the upstream never saw that call.
 		// One held on another replica is looked up in the session's
-		// shared store (heldshare.go).
+		// shared store (heldshare.go), also if the client hangs up
+		// meanwhile: the store's timeout bounds it.
 		taken := false
 		var rest []*intercept.Message
 		for _, m := range x.msgs {
@@ -267,7 +268,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 				rest = append(rest, m)
 			}
 		}
-		elsewhere, err := g.cancelShared(r.Context(), x.sess, rest, x.agent)
+		elsewhere, err := g.cancelShared(context.WithoutCancel(r.Context()), x.sess, rest, x.agent)
 		switch {
 		case errors.Is(err, errTooManyCancels):
 			writeJSONRPCError(w, http.StatusBadRequest, firstID, errTooManyCancels)
