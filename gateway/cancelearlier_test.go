@@ -151,6 +151,14 @@ func TestClosedUpstreamCancelsEarlierCall(t *testing.T) {
 		write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 		write(`{"jsonrpc":"2.0","id":"done-3","method":"tools/call","params":{"name":"count","arguments":{}}}`)
 		until(`"id":"done-3","result"`)
+		// The relay forgets an answered request just after passing the
+		// answer on, from the goroutine that passes the next one: once a
+		// ping's answer is here, done-3 has ended. Before that, a
+		// cancellation of done-3 may still be taken for a request waiting
+		// on web, and passed on (harmless: web knows that id, and a
+		// cancellation crossing an answer is one the protocol allows).
+		write(`{"jsonrpc":"2.0","id":"before-cancel","method":"ping"}`)
+		until(`"id":"before-cancel"`)
 		write(`{"jsonrpc":"2.0","id":"early-3","method":"tools/call","params":{"name":"wait","arguments":{}}}`)
 		web.waitFor(t, `"name":"wait"`)
 		readSecret(t, gw.URL)
@@ -162,6 +170,11 @@ func TestClosedUpstreamCancelsEarlierCall(t *testing.T) {
 		// ping sent last comes after all it does with those before.
 		write(`{"jsonrpc":"2.0","id":"after-cancel","method":"ping"}`)
 		got := until(`"id":"after-cancel"`)
+		if !strings.Contains(got, `"id":"early-3"`) {
+			// web answers the cancelled call from the call's own
+			// goroutine, which may write after the ping's answer.
+			got += "\n" + until(`"id":"early-3"`)
+		}
 		if web.reached(`"requestId":"done-3"`) || web.reached(`"requestId":"never-3"`) {
 			t.Error("a cancellation naming no call waiting on web was passed on")
 		}

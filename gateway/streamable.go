@@ -264,8 +264,8 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		for _, m := range x.msgs {
 			if x.sess.held.cancel(m, g.opts.Approver, x.agent) {
 				taken = true
-			} else {
-				rest = append(rest, m)
+			} else if m.Kind == intercept.KindNotification && m.Method == "notifications/cancelled" {
+				rest = append(rest, m) // only these: a call's POST allocates nothing here
 			}
 		}
 		elsewhere, err := g.cancelShared(context.WithoutCancel(r.Context()), x.sess, rest, x.agent)
