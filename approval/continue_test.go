@@ -39,18 +39,26 @@ func retryOf(args, state, extra string) *intercept.ActionDescriptor {
 
 const answers = `{"params.inputResponses":{"confirm":{"action":"accept"}}}`
 
-func testUpstreamAsked(t *testing.T, holder, other *Store) {
+// usedApproval holds pay {"amount":5} on g, approves it and forwards the
+// call sent again: the approval is used. It returns its id.
+func usedApproval(t *testing.T, g *Gate) string {
+	t.Helper()
 	ctx := context.Background()
-	g, og := &Gate{Next: holdPay, Store: holder}, &Gate{Next: holdPay, Store: other}
 	d := intercept.Decide(ctx, g, call(`{"amount":5}`))
-	if _, err := holder.Decide(d.ApprovalID, true, "alice"); err != nil {
+	if _, err := g.Store.Decide(d.ApprovalID, true, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	c := call(`{"amount":5}`)
 	if d = intercept.Decide(ctx, g, c); d.Verdict != intercept.Allow || g.Forwarded(ctx, c, d) != nil {
 		t.Fatalf("approved call: got %s", d.Verdict)
 	}
-	id := d.ApprovalID
+	return d.ApprovalID
+}
+
+func testUpstreamAsked(t *testing.T, holder, other *Store) {
+	ctx := context.Background()
+	g, og := &Gate{Next: holdPay, Store: holder}, &Gate{Next: holdPay, Store: other}
+	id := usedApproval(t, g)
 	// Before the upstream asked, a state goes on with nothing.
 	if d := intercept.Decide(ctx, og, retryOf(`{"amount":5}`, "s1", answers)); d.Verdict != intercept.RequireApproval {
 		t.Fatalf("a retry the approval was not told of: got %s, want held", d.Verdict)
@@ -74,7 +82,7 @@ func testUpstreamAsked(t *testing.T, holder, other *Store) {
 		}
 	}
 	r := retryOf(`{"amount":5}`, "s1", answers)
-	d = intercept.Decide(ctx, og, r)
+	d := intercept.Decide(ctx, og, r)
 	if d.Verdict != intercept.Allow || d.Reason != ReasonContinued || d.ApprovalID != id {
 		t.Fatalf("the retry carrying the state: got %s %s %s, want allowed under %s", d.Verdict, d.Reason, d.ApprovalID, id)
 	}
@@ -99,12 +107,7 @@ func TestUpstreamAskedOnce(t *testing.T) {
 	ctx := context.Background()
 	s := NewStore(Options{})
 	g := &Gate{Next: holdPay, Store: s}
-	d := intercept.Decide(ctx, g, call(`{"amount":5}`))
-	_, _ = s.Decide(d.ApprovalID, true, "alice")
-	c := call(`{"amount":5}`)
-	d = intercept.Decide(ctx, g, c)
-	_ = g.Forwarded(ctx, c, d)
-	g.UpstreamAsked(ctx, d.ApprovalID, "s1")
+	g.UpstreamAsked(ctx, usedApproval(t, g), "s1")
 	var mu sync.Mutex
 	allowed := 0
 	var wg sync.WaitGroup
@@ -132,12 +135,7 @@ func TestUpstreamAskedExpired(t *testing.T) {
 	c := &clock{t: time.Unix(1000, 0)}
 	s := NewStore(Options{Timeout: time.Minute, Now: c.now})
 	g := &Gate{Next: holdPay, Store: s}
-	d := intercept.Decide(ctx, g, call(`{"amount":5}`))
-	_, _ = s.Decide(d.ApprovalID, true, "alice")
-	cl := call(`{"amount":5}`)
-	d = intercept.Decide(ctx, g, cl)
-	_ = g.Forwarded(ctx, cl, d)
-	g.UpstreamAsked(ctx, d.ApprovalID, "s1")
+	g.UpstreamAsked(ctx, usedApproval(t, g), "s1")
 	c.t = c.t.Add(2 * time.Minute)
 	if d := intercept.Decide(ctx, g, retryOf(`{"amount":5}`, "s1", answers)); d.Verdict != intercept.RequireApproval {
 		t.Errorf("after the approval expired: got %s %s, want held", d.Verdict, d.Reason)
@@ -158,13 +156,9 @@ func TestUpstreamAskedNotUsedAgain(t *testing.T) {
 		}
 	}})
 	g := &Gate{Next: holdPay, Store: s}
-	d := intercept.Decide(ctx, g, call(`{"amount":5}`))
-	_, _ = s.Decide(d.ApprovalID, true, "alice")
-	c := call(`{"amount":5}`)
-	d = intercept.Decide(ctx, g, c)
-	_ = g.Forwarded(ctx, c, d)
+	id := usedApproval(t, g)
 	for _, st := range []string{"s1", "s2"} {
-		g.UpstreamAsked(ctx, d.ApprovalID, st)
+		g.UpstreamAsked(ctx, id, st)
 		if got := intercept.Decide(ctx, g, retryOf(`{"amount":5}`, st, answers)); got.Reason != ReasonContinued {
 			t.Fatalf("retry with %s: got %s %s, want %s", st, got.Verdict, got.Reason, ReasonContinued)
 		}

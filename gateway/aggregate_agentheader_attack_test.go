@@ -45,17 +45,7 @@ func TestAttackVirtualModernAgentHeaderTwice(t *testing.T) {
 	if _, body := send(f.gw.URL+"/mcp", "web_search", search(2), "mallory"); !routeDenied(body) {
 		t.Fatalf("mallory's web_search after the read: %s, want the route rule's denial", body)
 	}
-	searches := func() int {
-		f.rec.mu.Lock()
-		defer f.rec.mu.Unlock()
-		n := 0
-		for _, p := range f.rec.posts {
-			if strings.Contains(string(p), `"web_search"`) {
-				n++
-			}
-		}
-		return n
-	}
+	searches := func() int { return f.rec.count(`"web_search"`) }
 	for _, url := range []string{f.gw.URL + "/mcp/demo", f.gw.URL + "/mcp"} {
 		before := searches()
 		code, body := send(url, "web_search", search(3), "bob", "mallory")

@@ -17,17 +17,7 @@ import (
 // on a 2026-07-28 body, went through. Now it refuses them as a route does.
 func TestAttackVirtualModernHeadersDisagree(t *testing.T) {
 	f, _ := identityFixture(t, Options{VirtualServers: []VirtualServer{{}}})
-	searches := func() int {
-		f.rec.mu.Lock()
-		defer f.rec.mu.Unlock()
-		n := 0
-		for _, p := range f.rec.posts {
-			if strings.Contains(string(p), `"web_search"`) {
-				n++
-			}
-		}
-		return n
-	}
+	searches := func() int { return f.rec.count(`"web_search"`) }
 	body := webSearch(1, "q", meta2026)
 	for _, tc := range []struct {
 		name string

@@ -110,16 +110,7 @@ func nextMessage(t *testing.T, rd *transport.SSEReader) (rpc, string) {
 const addCall = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}`
 
 // upstreamSaw reports whether any POST that reached the upstream contains s.
-func (f *fixture) upstreamSaw(s string) bool {
-	f.rec.mu.Lock()
-	defer f.rec.mu.Unlock()
-	for _, p := range f.rec.posts {
-		if bytes.Contains(p, []byte(s)) {
-			return true
-		}
-	}
-	return false
-}
+func (f *fixture) upstreamSaw(s string) bool { return f.rec.count(s) > 0 }
 
 // onlyRequest returns the store's single request.
 func onlyRequest(t *testing.T, store *approval.Store) approval.Request {

@@ -26,6 +26,19 @@ type recorder struct {
 	n     atomic.Int64
 }
 
+// count is how many POSTs that reached the upstream contain s.
+func (rc *recorder) count(s string) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	n := 0
+	for _, p := range rc.posts {
+		if bytes.Contains(p, []byte(s)) {
+			n++
+		}
+	}
+	return n
+}
+
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		b, _ := io.ReadAll(r.Body)
