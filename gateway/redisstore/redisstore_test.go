@@ -18,14 +18,7 @@ import (
 // release with another token lets go of nothing); holding an id anew
 // forgets the call remembered for it; a take holds the id for the taker.
 func TestStore(t *testing.T) {
-	srv := redistest.Start(t)
-	opt, err := redis.ParseURL(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { c.Close() })
-	s := New(c, Options{KeyPrefix: "test:"})
+	s, c := newTestStore(t)
 	ctx := t.Context()
 
 	calls := map[string][]byte{}
@@ -101,14 +94,7 @@ func TestStore(t *testing.T) {
 // it renews it; a record is one session's, released by its own approval
 // only, and lapses after its TTL.
 func TestHeldCalls(t *testing.T) {
-	srv := redistest.Start(t)
-	opt, err := redis.ParseURL(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { c.Close() })
-	s := New(c, Options{KeyPrefix: "test:"})
+	s, c := newTestStore(t)
 	ctx := t.Context()
 
 	long := strings.Repeat("x", 200)
@@ -145,4 +131,18 @@ func TestHeldCalls(t *testing.T) {
 	if cancelled, _ := s.HoldCall(ctx, "s1", "7", "ap-8", time.Minute); cancelled {
 		t.Error("held anew: cancelled")
 	}
+}
+
+// newTestStore is a Store on a fresh redis-server, keys prefixed test:,
+// and its client.
+func newTestStore(t *testing.T) (*Store, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	opt, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	return New(c, Options{KeyPrefix: "test:"}), c
 }
