@@ -512,7 +512,7 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 				grace = cancelGrace
 			}
 			time.AfterFunc(grace, func() {
-				if err := shared.forget(g.ctx); err != nil {
+				if _, err := shared.forget(g.ctx); err != nil {
 					g.log.Debug("a held call's record in the shared store lapses by itself", "ttl", holdTTL, "err", err)
 				}
 			})
@@ -633,13 +633,18 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 	if shared != nil {
 		// Cancelled through another replica whose withdrawal this
 		// replica's approvals store did not see, it goes nowhere either;
-		// not knowing, it is not sent.
-		cancelled, err := shared.check(ctx)
+		// not knowing, it is not sent. Checked and forgotten at once: a
+		// cancellation through another replica after this reaches the
+		// call where it runs (a record kept until the answer had that
+		// replica take it as for a held call, and the upstream never
+		// heard of it).
+		cancelled, err := shared.forget(ctx)
 		if err != nil {
 			g.log.Warn("approved call not sent: the session's shared store did not say whether it was cancelled through another replica", "approval", dec.ApprovalID, "err", err)
 			_ = send(intercept.ErrorResponse(x.msgs[0].ID, errHeldUnchecked))
 			return
 		}
+		shared = nil // forgotten
 		if cancelled {
 			return
 		}

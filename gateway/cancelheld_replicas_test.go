@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -316,6 +318,13 @@ func (s *switchedHeld) HoldCall(ctx context.Context, session, id, approval strin
 	return s.Store.HoldCall(ctx, session, id, approval, ttl)
 }
 
+func (s *switchedHeld) ReleaseCall(ctx context.Context, session, id, approval string) (bool, error) {
+	if s.down.Load() {
+		return false, errDown
+	}
+	return s.Store.ReleaseCall(ctx, session, id, approval)
+}
+
 // TestCancelHeldOtherReplicaStoreDown: fail closed. A cancellation
 // through B whose lookup the shared store does not answer (a stalled
 // Redis) is refused with 503 and an error saying it was not taken, within
@@ -466,4 +475,63 @@ func TestCancelledHeldCallGoSDKOtherReplica(t *testing.T) {
 		t.Errorf("B passed on the cancellation of a call the upstream was never sent")
 	}
 	checkWithdrawn(t, h.approvals[0])
+}
+
+// slowAdd holds the upstream's "add" calls until release is closed (or
+// the call's request ends); started is closed when the first arrives.
+type slowAdd struct {
+	next             http.Handler
+	started, release chan struct{}
+	once             sync.Once
+}
+
+func (s *slowAdd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		if bytes.Contains(b, []byte(`"name":"add"`)) {
+			s.once.Do(func() { close(s.started) })
+			select {
+			case <-s.release:
+			case <-r.Context().Done():
+			}
+		}
+	}
+	s.next.ServeHTTP(w, r)
+}
+
+// TestAttackCancelApprovedRunningCallOtherReplica: the call held on A is
+// approved and sent upstream, where it runs; its client then cancels it
+// through B. A kept its record in the shared store until the call's
+// answer, so B found it "held", marked it, and swallowed the
+// cancellation: the upstream ran the call to the end. Once A has sent the
+// call its record is gone (checked and forgotten in one step), and B
+// passes the cancellation on as for any call it does not hold.
+func TestAttackCancelApprovedRunningCallOtherReplica(t *testing.T) {
+	srv := redistest.Start(t)
+	slow := &slowAdd{next: demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}), started: make(chan struct{}), release: make(chan struct{})}
+	rec := &recorder{next: slow}
+	up := httptest.NewServer(rec)
+	t.Cleanup(up.Close)
+	defer close(slow.release)
+	h := &heldReplicas{rec: rec, up: up.URL + "/mcp", path: "/mcp/demo", add: "add"}
+	exchanges, approvals := sharedStore(t, srv), redisApprovals(t, srv)
+	for i := range 2 {
+		h.start(t, exchanges, approvals(i))
+	}
+	hdr, _, q := h.holdOnA(t)
+	if status, _, body := post(t, h.urls[0], hdr, `{"jsonrpc":"2.0","id":`+string(q.ID)+`,"result":{"action":"accept","content":{"approve":true}}}`); status != http.StatusAccepted {
+		t.Fatalf("approval through A: got %d %s, want 202", status, body)
+	}
+	select {
+	case <-slow.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the approved call never reached the upstream")
+	}
+	if status, _, body := post(t, h.urls[1], hdr, cancelAdd); status != http.StatusAccepted {
+		t.Fatalf("cancellation through B: got %d %s, want 202", status, body)
+	}
+	if !h.upstreamSaw("notifications/cancelled") {
+		t.Errorf("the cancellation of the approved call running upstream, sent through B, never reached the upstream")
+	}
 }

@@ -47,8 +47,11 @@ type CallHolds interface {
 	// approval for ttl, or renews the record; cancelled reports that
 	// CancelCalls marked it meanwhile.
 	HoldCall(ctx context.Context, session, id, approval string, ttl time.Duration) (cancelled bool, err error)
-	// ReleaseCall forgets the record, cancelled or not.
-	ReleaseCall(ctx context.Context, session, id, approval string) error
+	// ReleaseCall forgets the record; cancelled reports that
+	// CancelCalls had marked it. A call sent on is released first, so
+	// that a cancellation through another replica is passed on to where
+	// the call runs rather than taken as for a held call.
+	ReleaseCall(ctx context.Context, session, id, approval string) (cancelled bool, err error)
 	// CancelCalls marks those of ids that are held as cancelled and
 	// returns the approval each is held under ("" for an id not held,
 	// or marked already).
@@ -120,9 +123,10 @@ func (h *sharedHold) check(ctx context.Context) (cancelled bool, err error) {
 	return h.store.HoldCall(ctx, h.session, h.id, h.approval, holdTTL)
 }
 
-// forget deletes h's record. If the store does not answer, the record
-// lapses after holdTTL.
-func (h *sharedHold) forget(ctx context.Context) error {
+// forget deletes h's record and reports whether the call was cancelled
+// through another replica meanwhile. If the store does not answer, the
+// record lapses after holdTTL.
+func (h *sharedHold) forget(ctx context.Context) (cancelled bool, err error) {
 	return h.store.ReleaseCall(context.WithoutCancel(ctx), h.session, h.id, h.approval)
 }
 

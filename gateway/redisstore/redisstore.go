@@ -251,9 +251,17 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 0`)
 
 // releaseCall: KEYS[1] the id's held-call key; ARGV[1] the approval.
+// 1 if the call was marked cancelled.
 var releaseCall = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] or v == '!' .. ARGV[1] then redis.call('DEL', KEYS[1]) end
+if v == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 0
+end
+if v == '!' .. ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
 return 0`)
 
 // cancelCalls: KEYS the ids' held-call keys. Each held call is marked
@@ -287,14 +295,15 @@ func (s *Store) HoldCall(ctx context.Context, session, id, approval string, ttl 
 }
 
 // ReleaseCall forgets the record of request id of session held under
-// approval, cancelled or not.
-func (s *Store) ReleaseCall(ctx context.Context, session, id, approval string) error {
+// approval; cancelled reports that a CancelCalls had marked it.
+func (s *Store) ReleaseCall(ctx context.Context, session, id, approval string) (cancelled bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	if err := releaseCall.Run(ctx, s.c, []string{s.base(session) + "a:" + idKey(id)}, approval).Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
+	n, err := releaseCall.Run(ctx, s.c, []string{s.base(session) + "a:" + idKey(id)}, approval).Int()
+	if err != nil {
+		return false, fmt.Errorf("redis: %w", err)
 	}
-	return nil
+	return n == 1, nil
 }
 
 // CancelCalls marks those of ids of session held for approval as

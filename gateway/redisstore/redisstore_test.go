@@ -123,13 +123,18 @@ func TestHeldCalls(t *testing.T) {
 	if c.Exists(ctx, s.base("s1")+"a:7").Val() != 1 {
 		t.Error("released under another approval")
 	}
-	s.ReleaseCall(ctx, "s1", "7", "ap-7")
+	if cancelled, err := s.ReleaseCall(ctx, "s1", "7", "ap-7"); !cancelled || err != nil {
+		t.Errorf("releasing a cancelled hold: %v %v, want it cancelled", cancelled, err)
+	}
 	if c.Exists(ctx, s.base("s1")+"a:7").Val() != 0 {
 		t.Error("a cancelled record stays after its release")
 	}
-	// Held anew under the same id: not cancelled.
+	// Held anew under the same id: not cancelled, nor released so.
 	if cancelled, _ := s.HoldCall(ctx, "s1", "7", "ap-8", time.Minute); cancelled {
 		t.Error("held anew: cancelled")
+	}
+	if cancelled, err := s.ReleaseCall(ctx, "s1", "7", "ap-8"); cancelled || err != nil {
+		t.Errorf("releasing a hold not cancelled: %v %v, want it not cancelled", cancelled, err)
 	}
 }
 
