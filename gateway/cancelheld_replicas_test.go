@@ -535,3 +535,42 @@ func TestAttackCancelApprovedRunningCallOtherReplica(t *testing.T) {
 		t.Errorf("the cancellation of the approved call running upstream, sent through B, never reached the upstream")
 	}
 }
+
+// TestHeldCallRecordLostNotRun: fail closed. The record of the call held
+// on A is lost from Redis (a restart, a failover to a replica that had
+// not got it, an eviction); the client's cancellation through B finds
+// nothing held, so it is passed on, and the upstream ignores it. When an
+// operator then approves the call on A, A used to read the missing record
+// as "not cancelled" and run the call; it cannot tell, so the call is not
+// sent and the client is told so.
+func TestHeldCallRecordLostNotRun(t *testing.T) {
+	srv := redistest.Start(t)
+	h := holdingReplicas(t, sharedStore(t, srv), func(int) *approval.Store { return approval.NewStore(approval.Options{}) })
+	hdr, rd, _ := h.holdOnA(t)
+	c := redisClient(t, srv)
+	keys, err := c.Keys(t.Context(), "*a:7").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("the held call's record: got %q %v, want one key", keys, err)
+	}
+	c.Del(t.Context(), keys...)
+	if status, _, body := post(t, h.urls[1], hdr, cancelAdd); status != http.StatusAccepted {
+		t.Fatalf("cancellation through B: got %d %s, want 202", status, body)
+	}
+	if _, err := h.approvals[0].Decide(onlyRequest(t, h.approvals[0]).ID, true, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	var answer string
+	for {
+		m, raw := nextMessage(t, rd)
+		if string(m.ID) == "7" {
+			answer = raw
+			break
+		}
+	}
+	if !strings.Contains(answer, `"error"`) || !strings.Contains(answer, "not sent") {
+		t.Errorf("A's answer after its record was lost: got %s, want an error saying it was not sent", answer)
+	}
+	if h.upstreamSaw(`"name":"add"`) {
+		t.Errorf("a call whose cancellation through B may have gone unseen ran upstream")
+	}
+}

@@ -50,7 +50,9 @@ type CallHolds interface {
 	// ReleaseCall forgets the record; cancelled reports that
 	// CancelCalls had marked it. A call sent on is released first, so
 	// that a cancellation through another replica is passed on to where
-	// the call runs rather than taken as for a held call.
+	// the call runs rather than taken as for a held call. A record that
+	// is not there (lapsed, or lost by the store) is an error: a
+	// cancellation may have gone unseen, and the call is not sent.
 	ReleaseCall(ctx context.Context, session, id, approval string) (cancelled bool, err error)
 	// CancelCalls marks those of ids that are held as cancelled and
 	// returns the approval each is held under ("" for an id not held,

@@ -251,7 +251,8 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 0`)
 
 // releaseCall: KEYS[1] the id's held-call key; ARGV[1] the approval.
-// 1 if the call was marked cancelled.
+// 1 if the call was marked cancelled, 2 if it is not recorded (under
+// that approval).
 var releaseCall = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
@@ -262,7 +263,12 @@ if v == '!' .. ARGV[1] then
   redis.call('DEL', KEYS[1])
   return 1
 end
-return 0`)
+return 2`)
+
+// ErrNotHeld is ReleaseCall's error for a call whose record is gone: it
+// lapsed, or Redis lost it (a restart, a failover, an eviction). A
+// cancellation meanwhile may have gone unseen.
+var ErrNotHeld = errors.New("redis: the held call's record is gone (it lapsed, or Redis lost it)")
 
 // cancelCalls: KEYS the ids' held-call keys. Each held call is marked
 // cancelled and its approval returned, once; "" for the others.
@@ -295,13 +301,17 @@ func (s *Store) HoldCall(ctx context.Context, session, id, approval string, ttl 
 }
 
 // ReleaseCall forgets the record of request id of session held under
-// approval; cancelled reports that a CancelCalls had marked it.
+// approval; cancelled reports that a CancelCalls had marked it, and
+// ErrNotHeld that there was no record to tell.
 func (s *Store) ReleaseCall(ctx context.Context, session, id, approval string) (cancelled bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	n, err := releaseCall.Run(ctx, s.c, []string{s.base(session) + "a:" + idKey(id)}, approval).Int()
-	if err != nil {
+	switch {
+	case err != nil:
 		return false, fmt.Errorf("redis: %w", err)
+	case n == 2:
+		return false, ErrNotHeld
 	}
 	return n == 1, nil
 }

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,7 +120,9 @@ func TestHeldCalls(t *testing.T) {
 	if ttl := c.PTTL(ctx, s.base("s1")+"a:7").Val(); ttl <= 0 || ttl > time.Minute {
 		t.Errorf("a held call's record expires in %v, want within its TTL", ttl)
 	}
-	s.ReleaseCall(ctx, "s1", "7", "ap-other")
+	if _, err := s.ReleaseCall(ctx, "s1", "7", "ap-other"); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("released under another approval: got %v, want ErrNotHeld", err)
+	}
 	if c.Exists(ctx, s.base("s1")+"a:7").Val() != 1 {
 		t.Error("released under another approval")
 	}
@@ -135,6 +138,9 @@ func TestHeldCalls(t *testing.T) {
 	}
 	if cancelled, err := s.ReleaseCall(ctx, "s1", "7", "ap-8"); cancelled || err != nil {
 		t.Errorf("releasing a hold not cancelled: %v %v, want it not cancelled", cancelled, err)
+	}
+	if _, err := s.ReleaseCall(ctx, "s1", "7", "ap-8"); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("released twice: got %v, want ErrNotHeld (a lost record cannot tell a cancellation)", err)
 	}
 }
 
