@@ -320,3 +320,62 @@ func TestAggregateLateAnswerTaken(t *testing.T) {
 		t.Errorf("an answer reached the upstream")
 	}
 }
+
+// TestCancelAfterErrorAnswerRelayed: on /ws and /sse, a client whose user
+// gave up answers the approval question with an error, then cancels the
+// call (go-sdk's order). The error answer ended the hold at once, so the
+// cancellation found nothing: the request stayed pending, and an
+// operator could approve the call its client had cancelled. Now the hold
+// stays cancellable for cancelGrace after such an answer, as on an HTTP
+// session: the request is withdrawn.
+func TestCancelAfterErrorAnswerRelayed(t *testing.T) {
+	for _, relayed := range []struct {
+		name string
+		dial func(base string) transport.Dialer
+	}{
+		{"ws", func(base string) transport.Dialer {
+			return &transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/u"}
+		}},
+		{"sse", func(base string) transport.Dialer { return &transport.SSEDialer{URL: base + "/sse/u"} }},
+	} {
+		t.Run(relayed.name, func(t *testing.T) {
+			up := &scriptUpstream{handle: func(msg []byte) [][]byte {
+				var r reqView
+				if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
+					return nil
+				}
+				if r.Method == "initialize" {
+					return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`)}
+				}
+				return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`)}
+			}}
+			base, store := holdingAddGateway(t, up)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			c, err := relayed.dial(base).Dial(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			read := rpcReader(t, ctx, c)
+			c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"desk","version":"1"}}}`))
+			read()
+			c.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+			c.Write(ctx, []byte(addCall))
+			q, _ := read()
+			if q.Method != "elicitation/create" {
+				t.Fatalf("want the gateway's question, got %+v", q)
+			}
+			c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":`+string(q.ID)+`,"error":{"code":-32603,"message":"the user gave up"}}`))
+			if m, raw := read(); string(m.ID) != "7" || !strings.Contains(raw, "approval_required") {
+				t.Fatalf("after the error answer: got %s, want the call's hold", raw)
+			}
+			c.Write(ctx, []byte(cancelAdd))
+			deadline := time.Now().Add(5 * time.Second)
+			for onlyRequest(t, store).Status == approval.Pending && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			checkWithdrawn(t, store)
+		})
+	}
+}

@@ -499,20 +499,28 @@ func (r *relay) ask(ctx context.Context, m *intercept.Message, raw []byte, dec i
 	r.asking.Add(1)
 	go func() {
 		defer r.asking.Done()
+		later := false
 		defer func() {
 			r.mu.Lock()
 			delete(r.asks, id)
 			r.mu.Unlock()
-			r.holds.release(m.IDKey(), h)
+			if later {
+				r.holds.releaseLater(m.IDKey(), h)
+			} else {
+				r.holds.release(m.IDKey(), h)
+			}
 		}()
-		r.elicit(ctx, m, raw, dec, held, id, form, answers, h)
+		later = r.elicit(ctx, m, raw, dec, held, id, form, answers, h)
 	}()
 	return true
 }
 
 // elicit asks, waits for the user (or an operator, or the timeout), then
-// forwards the call or answers it with the outcome.
-func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, dec intercept.Decision, held []byte, id string, form elicitParams, answers <-chan *intercept.Message, h *heldCall) {
+// forwards the call or answers it with the outcome. It reports whether the
+// client may still cancel the call it ended the wait for: it answered the
+// question with an error (go-sdk's client, whose user gave up, does, then
+// cancels the call, which withdraws the request, as on an HTTP session).
+func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, dec intercept.Decision, held []byte, id string, form elicitParams, answers <-chan *intercept.Message, h *heldCall) (mayCancel bool) {
 	q, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": jsontext.Value(id), "method": "elicitation/create", "params": form},
 		json.Deterministic(true), jsontext.AllowInvalidUTF8(true))
 	if err != nil || r.toClient(ctx, q) != nil {
@@ -542,7 +550,7 @@ func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, de
 		}
 		if !answered {
 			_ = r.toClient(ctx, held)
-			return
+			return true
 		}
 		cc := r.callContext()
 		if _, err := r.approver.Decide(dec.ApprovalID, approve, approvedBy(cc.Agent)); err != nil {
@@ -562,6 +570,7 @@ func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, de
 		return
 	}
 	_ = r.forward(ctx, ctx, []*intercept.Message{m}, false, raw)
+	return false
 }
 
 // ErrSessionEnded ends the spans of requests a session left unanswered.
