@@ -34,6 +34,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -549,7 +550,7 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 
 	var renew <-chan time.Time
 	if shared != nil {
-		t := time.NewTicker(holdRenew)
+		t := time.NewTicker(cmp.Or(g.opts.holdRenew, holdRenew))
 		defer t.Stop()
 		renew = t.C
 	}
@@ -567,7 +568,17 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 	for waiting, elsewhere := true, (<-chan struct{})(decided); waiting; {
 		select {
 		case <-renew:
-			if cancelled, err := shared.check(ctx); err != nil {
+			if cancelled, err := shared.check(ctx); holdLost(err) {
+				// Written again, it would hide a cancellation that found
+				// nothing meanwhile: the hold ends, unsent.
+				g.log.Warn("held call not sent: its record in the shared store was lost", "approval", dec.ApprovalID)
+				if wd, ok := g.opts.Approver.(withdrawer); ok {
+					_, _ = wd.Withdraw(dec.ApprovalID, "sluice")
+				}
+				shared = nil // nothing to forget
+				_ = send(intercept.ErrorResponse(x.msgs[0].ID, errHoldLost))
+				return
+			} else if err != nil {
 				g.log.Warn("a held call's record in the shared store not renewed", "approval", dec.ApprovalID, "err", err)
 			} else if cancelled {
 				withdraw()

@@ -311,11 +311,11 @@ type switchedHeld struct {
 
 var errDown = errors.New("redis: i/o timeout")
 
-func (s *switchedHeld) HoldCall(ctx context.Context, session, id, approval string, ttl time.Duration) (bool, error) {
+func (s *switchedHeld) HoldCall(ctx context.Context, session, id, approval string, ttl time.Duration, renew bool) (bool, error) {
 	if s.down.Load() {
 		return false, errDown
 	}
-	return s.Store.HoldCall(ctx, session, id, approval, ttl)
+	return s.Store.HoldCall(ctx, session, id, approval, ttl, renew)
 }
 
 func (s *switchedHeld) ReleaseCall(ctx context.Context, session, id, approval string) (bool, error) {
@@ -572,5 +572,44 @@ func TestHeldCallRecordLostNotRun(t *testing.T) {
 	}
 	if h.upstreamSaw(`"name":"add"`) {
 		t.Errorf("a call whose cancellation through B may have gone unseen ran upstream")
+	}
+}
+
+// TestHeldCallRecordLostRenewal: fail closed. The record of the call held
+// on A is lost from Redis while it is held; A's next renewal used to
+// write it again, hiding a cancellation through B that found nothing
+// meanwhile, and an operator's approval after ran the call. Now the
+// renewal writes nothing: the hold ends, the request is withdrawn and
+// the call answered "not sent".
+func TestHeldCallRecordLostRenewal(t *testing.T) {
+	srv := redistest.Start(t)
+	h := holdingReplicasWith(t, Options{holdRenew: 20 * time.Millisecond}, sharedStore(t, srv), func(int) *approval.Store { return approval.NewStore(approval.Options{}) })
+	_, rd, _ := h.holdOnA(t)
+	c := redisClient(t, srv)
+	keys, err := c.Keys(t.Context(), "*a:7").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("the held call's record: got %q %v, want one key", keys, err)
+	}
+	c.Del(t.Context(), keys...)
+	time.Sleep(200 * time.Millisecond) // several renewals
+	if n := c.Exists(t.Context(), keys...).Val(); n != 0 {
+		t.Fatalf("A's renewal wrote the lost record again")
+	}
+	var answer string
+	for {
+		m, raw := nextMessage(t, rd)
+		if string(m.ID) == "7" {
+			answer = raw
+			break
+		}
+	}
+	if !strings.Contains(answer, `"error"`) || !strings.Contains(answer, "not sent") {
+		t.Errorf("A's answer after its record was lost: got %s, want an error saying it was not sent", answer)
+	}
+	if got := onlyRequest(t, h.approvals[0]).Status; got != approval.Withdrawn {
+		t.Errorf("the request after the hold ended: %s, want withdrawn", got)
+	}
+	if h.upstreamSaw(`"name":"add"`) {
+		t.Errorf("the call whose record was lost ran upstream")
 	}
 }

@@ -240,6 +240,10 @@ type Options struct {
 
 	// now, if set, is the sessions' clock (tests).
 	now func() time.Time
+
+	// holdRenew, if set, is how often a held call's shared record is
+	// renewed (default holdRenew); tests shorten it.
+	holdRenew time.Duration
 }
 
 // The limits that zero MaxBodyBytes and MaxAnswerBytes stand for.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -46,7 +47,10 @@ type CallHolds interface {
 	// HoldCall records that request id of session is held under
 	// approval for ttl, or renews the record; cancelled reports that
 	// CancelCalls marked it meanwhile.
-	HoldCall(ctx context.Context, session, id, approval string, ttl time.Duration) (cancelled bool, err error)
+	// With renew, a record that is gone is not written again: the
+	// error then has a method HoldLost reporting true (holdLost), as a
+	// cancellation meanwhile may have gone unseen.
+	HoldCall(ctx context.Context, session, id, approval string, ttl time.Duration, renew bool) (cancelled bool, err error)
 	// ReleaseCall forgets the record; cancelled reports that
 	// CancelCalls had marked it. A call sent on is released first, so
 	// that a cancellation through another replica is passed on to where
@@ -113,17 +117,29 @@ func (g *Gateway) shareHold(ctx context.Context, x *exchange, approval string) (
 	if h.store == nil {
 		return nil, nil
 	}
-	if _, err := h.check(ctx); err != nil {
+	if _, err := h.store.HoldCall(ctx, h.session, h.id, h.approval, holdTTL, false); err != nil {
 		return nil, err
 	}
 	return h, nil
 }
 
 // check renews h and reports whether the call was cancelled through
-// another replica.
+// another replica; a record that is gone is an error holdLost reports.
 func (h *sharedHold) check(ctx context.Context) (cancelled bool, err error) {
-	return h.store.HoldCall(ctx, h.session, h.id, h.approval, holdTTL)
+	return h.store.HoldCall(ctx, h.session, h.id, h.approval, holdTTL, true)
 }
+
+// holdLost reports whether err says a held call's record is gone
+// (CallHolds.HoldCall with renew).
+func holdLost(err error) bool {
+	var l interface{ HoldLost() bool }
+	return errors.As(err, &l) && l.HoldLost()
+}
+
+// errHoldLost answers a held call whose record other replicas see is
+// gone: a cancellation through one of them may have gone unseen.
+var errHoldLost = &intercept.WireError{Code: intercept.CodeInternalError,
+	Message: "not sent: the call was held for approval, but the record the session's other replicas see of it was lost (the replicas' shared store lost it), so a cancellation may have gone unseen; send it again"}
 
 // forget deletes h's record and reports whether the call was cancelled
 // through another replica meanwhile. If the store does not answer, the

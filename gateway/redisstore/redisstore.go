@@ -240,12 +240,17 @@ func (s *Store) Take(ctx context.Context, session, id, token string, ttl time.Du
 	return []byte(v), true, nil
 }
 
-// holdCall: KEYS[1] the id's held-call key; ARGV the approval and the
-// TTL in ms. A call cancelled meanwhile stays so (1 is returned).
+// holdCall: KEYS[1] the id's held-call key; ARGV the approval, the TTL
+// in ms and "1" to renew only. A call cancelled meanwhile stays so (1 is
+// returned); a renewal finding no record of its own writes none (2).
 var holdCall = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == '!' .. ARGV[1] then
+local v = redis.call('GET', KEYS[1])
+if v == '!' .. ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
+end
+if ARGV[3] == '1' and v ~= ARGV[1] then
+  return 2
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 0`)
@@ -268,7 +273,16 @@ return 2`)
 // ErrNotHeld is ReleaseCall's error for a call whose record is gone: it
 // lapsed, or Redis lost it (a restart, a failover, an eviction). A
 // cancellation meanwhile may have gone unseen.
-var ErrNotHeld = errors.New("redis: the held call's record is gone (it lapsed, or Redis lost it)")
+var ErrNotHeld error = notHeld{}
+
+// notHeld is ErrNotHeld: it says so (HoldLost) to a caller that cannot
+// import this package (the gateway defines the interface it implements).
+type notHeld struct{}
+
+func (notHeld) Error() string {
+	return "redis: the held call's record is gone (it lapsed, or Redis lost it)"
+}
+func (notHeld) HoldLost() bool { return true }
 
 // cancelCalls: KEYS the ids' held-call keys. Each held call is marked
 // cancelled and its approval returned, once; "" for the others.
@@ -288,14 +302,23 @@ end
 return out`)
 
 // HoldCall records that request id of session is held under approval
-// for ttl, or renews the record; cancelled reports that a CancelCalls
-// marked it meanwhile.
-func (s *Store) HoldCall(ctx context.Context, session, id, approval string, ttl time.Duration) (cancelled bool, err error) {
+// for ttl, or, with renew, renews the record; cancelled reports that a
+// CancelCalls marked it meanwhile, and ErrNotHeld that a renewal found
+// no record (it lapsed, or Redis lost it: a cancellation meanwhile may
+// have gone unseen).
+func (s *Store) HoldCall(ctx context.Context, session, id, approval string, ttl time.Duration, renew bool) (cancelled bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	n, err := holdCall.Run(ctx, s.c, []string{s.base(session) + "a:" + idKey(id)}, approval, ms(ttl)).Int()
-	if err != nil {
+	flag := "0"
+	if renew {
+		flag = "1"
+	}
+	n, err := holdCall.Run(ctx, s.c, []string{s.base(session) + "a:" + idKey(id)}, approval, ms(ttl), flag).Int()
+	switch {
+	case err != nil:
 		return false, fmt.Errorf("redis: %w", err)
+	case n == 2:
+		return false, ErrNotHeld
 	}
 	return n == 1, nil
 }

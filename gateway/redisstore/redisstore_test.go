@@ -100,7 +100,7 @@ func TestHeldCalls(t *testing.T) {
 
 	long := strings.Repeat("x", 200)
 	for _, id := range []string{"7", long} {
-		if cancelled, err := s.HoldCall(ctx, "s1", id, "ap-"+id[:1], time.Minute); cancelled || err != nil {
+		if cancelled, err := s.HoldCall(ctx, "s1", id, "ap-"+id[:1], time.Minute, false); cancelled || err != nil {
 			t.Fatalf("hold %.8s: %v %v", id, cancelled, err)
 		}
 	}
@@ -114,7 +114,7 @@ func TestHeldCalls(t *testing.T) {
 	if got, _ := s.CancelCalls(ctx, "s1", []string{"7"}); got[0] != "" {
 		t.Errorf("cancelled twice: got %q the second time, want nothing", got)
 	}
-	if cancelled, err := s.HoldCall(ctx, "s1", "7", "ap-7", time.Minute); !cancelled || err != nil {
+	if cancelled, err := s.HoldCall(ctx, "s1", "7", "ap-7", time.Minute, true); !cancelled || err != nil {
 		t.Errorf("renewing a cancelled hold: %v %v, want it cancelled", cancelled, err)
 	}
 	if ttl := c.PTTL(ctx, s.base("s1")+"a:7").Val(); ttl <= 0 || ttl > time.Minute {
@@ -133,7 +133,7 @@ func TestHeldCalls(t *testing.T) {
 		t.Error("a cancelled record stays after its release")
 	}
 	// Held anew under the same id: not cancelled, nor released so.
-	if cancelled, _ := s.HoldCall(ctx, "s1", "7", "ap-8", time.Minute); cancelled {
+	if cancelled, _ := s.HoldCall(ctx, "s1", "7", "ap-8", time.Minute, false); cancelled {
 		t.Error("held anew: cancelled")
 	}
 	if cancelled, err := s.ReleaseCall(ctx, "s1", "7", "ap-8"); cancelled || err != nil {
@@ -141,6 +141,18 @@ func TestHeldCalls(t *testing.T) {
 	}
 	if _, err := s.ReleaseCall(ctx, "s1", "7", "ap-8"); !errors.Is(err, ErrNotHeld) {
 		t.Errorf("released twice: got %v, want ErrNotHeld (a lost record cannot tell a cancellation)", err)
+	}
+	// A renewal finding no record writes none: written again, it would
+	// hide a cancellation that found nothing meanwhile.
+	if s.HoldCall(ctx, "s1", "7", "ap-9", time.Minute, false); c.Del(ctx, s.base("s1")+"a:7").Val() != 1 {
+		t.Fatal("the record to lose is not there")
+	}
+	_, err = s.HoldCall(ctx, "s1", "7", "ap-9", time.Minute, true)
+	if l, ok := err.(interface{ HoldLost() bool }); !errors.Is(err, ErrNotHeld) || !ok || !l.HoldLost() {
+		t.Errorf("renewing a lost record: got %v, want ErrNotHeld saying HoldLost", err)
+	}
+	if c.Exists(ctx, s.base("s1")+"a:7").Val() != 0 {
+		t.Error("a renewal wrote a lost record again")
 	}
 }
 
