@@ -118,8 +118,12 @@ func TestAttackCancelledHeldCallRuns(t *testing.T) {
 
 // cancelHeldRelayed is TestAttackCancelledHeldCallRuns on a connection
 // relayed to a stdio upstream, dialled by dial.
-func cancelHeldRelayed(t *testing.T, dial func(base string) transport.Dialer) {
-
+// heldOnConn dials a gateway holding add for approval in front of a
+// scripted stdio upstream with dial, opens a 2025 session declaring
+// elicitation and sends addCall: it returns the connection, a reader of
+// it, the gateway's question and the approvals store.
+func heldOnConn(t *testing.T, dial func(base string) transport.Dialer) (context.Context, transport.Conn, func() (rpc, string), rpc, *approval.Store, *scriptUpstream) {
+	t.Helper()
 	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
 		var r reqView
 		if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
@@ -132,12 +136,12 @@ func cancelHeldRelayed(t *testing.T, dial func(base string) transport.Dialer) {
 	}}
 	base, store := holdingAddGateway(t, up)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	c, err := dial(base).Dial(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	read := rpcReader(t, ctx, c)
 	c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"desk","version":"1"}}}`))
 	read()
@@ -147,6 +151,11 @@ func cancelHeldRelayed(t *testing.T, dial func(base string) transport.Dialer) {
 	if q.Method != "elicitation/create" {
 		t.Fatalf("want the gateway's question, got %+v", q)
 	}
+	return ctx, c, read, q, store, up
+}
+
+func cancelHeldRelayed(t *testing.T, dial func(base string) transport.Dialer) {
+	ctx, c, read, q, store, up := heldOnConn(t, dial)
 	c.Write(ctx, []byte(cancelAdd))
 	// Messages are taken in order: once the echo is answered, the
 	// cancellation was.
@@ -339,33 +348,7 @@ func TestCancelAfterErrorAnswerRelayed(t *testing.T) {
 		{"sse", func(base string) transport.Dialer { return &transport.SSEDialer{URL: base + "/sse/u"} }},
 	} {
 		t.Run(relayed.name, func(t *testing.T) {
-			up := &scriptUpstream{handle: func(msg []byte) [][]byte {
-				var r reqView
-				if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
-					return nil
-				}
-				if r.Method == "initialize" {
-					return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`)}
-				}
-				return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`)}
-			}}
-			base, store := holdingAddGateway(t, up)
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			defer cancel()
-			c, err := relayed.dial(base).Dial(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			read := rpcReader(t, ctx, c)
-			c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"desk","version":"1"}}}`))
-			read()
-			c.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-			c.Write(ctx, []byte(addCall))
-			q, _ := read()
-			if q.Method != "elicitation/create" {
-				t.Fatalf("want the gateway's question, got %+v", q)
-			}
+			ctx, c, read, q, store, _ := heldOnConn(t, relayed.dial)
 			c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":`+string(q.ID)+`,"error":{"code":-32603,"message":"the user gave up"}}`))
 			if m, raw := read(); string(m.ID) != "7" || !strings.Contains(raw, "approval_required") {
 				t.Fatalf("after the error answer: got %s, want the call's hold", raw)

@@ -362,17 +362,7 @@ func TestCancelHeldOtherReplicaStoreDown(t *testing.T) {
 	if _, err := h.approvals[0].Decide(onlyRequest(t, h.approvals[0]).ID, true, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	var answer string
-	for {
-		m, raw := nextMessage(t, rd)
-		if string(m.ID) == "7" {
-			answer = raw
-			break
-		}
-	}
-	if !strings.Contains(answer, `"error"`) || !strings.Contains(answer, "not sent") {
-		t.Errorf("the approved call A could not check: got %s, want an error saying it was not sent", answer)
-	}
+	checkNotSent(t, rd, "the approved call A could not check")
 	if h.upstreamSaw(`"name":"add"`) {
 		t.Errorf("an approved call A could not check against cancellations through other replicas ran upstream")
 	}
@@ -547,29 +537,14 @@ func TestHeldCallRecordLostNotRun(t *testing.T) {
 	srv := redistest.Start(t)
 	h := holdingReplicas(t, sharedStore(t, srv), func(int) *approval.Store { return approval.NewStore(approval.Options{}) })
 	hdr, rd, _ := h.holdOnA(t)
-	c := redisClient(t, srv)
-	keys, err := c.Keys(t.Context(), "*a:7").Result()
-	if err != nil || len(keys) != 1 {
-		t.Fatalf("the held call's record: got %q %v, want one key", keys, err)
-	}
-	c.Del(t.Context(), keys...)
+	loseRecord(t, srv)
 	if status, _, body := post(t, h.urls[1], hdr, cancelAdd); status != http.StatusAccepted {
 		t.Fatalf("cancellation through B: got %d %s, want 202", status, body)
 	}
 	if _, err := h.approvals[0].Decide(onlyRequest(t, h.approvals[0]).ID, true, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	var answer string
-	for {
-		m, raw := nextMessage(t, rd)
-		if string(m.ID) == "7" {
-			answer = raw
-			break
-		}
-	}
-	if !strings.Contains(answer, `"error"`) || !strings.Contains(answer, "not sent") {
-		t.Errorf("A's answer after its record was lost: got %s, want an error saying it was not sent", answer)
-	}
+	checkNotSent(t, rd, "A's answer after its record was lost")
 	if h.upstreamSaw(`"name":"add"`) {
 		t.Errorf("a call whose cancellation through B may have gone unseen ran upstream")
 	}
@@ -585,31 +560,45 @@ func TestHeldCallRecordLostRenewal(t *testing.T) {
 	srv := redistest.Start(t)
 	h := holdingReplicasWith(t, Options{holdRenew: 20 * time.Millisecond}, sharedStore(t, srv), func(int) *approval.Store { return approval.NewStore(approval.Options{}) })
 	_, rd, _ := h.holdOnA(t)
-	c := redisClient(t, srv)
-	keys, err := c.Keys(t.Context(), "*a:7").Result()
-	if err != nil || len(keys) != 1 {
-		t.Fatalf("the held call's record: got %q %v, want one key", keys, err)
-	}
-	c.Del(t.Context(), keys...)
+	c, keys := loseRecord(t, srv)
 	time.Sleep(200 * time.Millisecond) // several renewals
 	if n := c.Exists(t.Context(), keys...).Val(); n != 0 {
 		t.Fatalf("A's renewal wrote the lost record again")
 	}
-	var answer string
-	for {
-		m, raw := nextMessage(t, rd)
-		if string(m.ID) == "7" {
-			answer = raw
-			break
-		}
-	}
-	if !strings.Contains(answer, `"error"`) || !strings.Contains(answer, "not sent") {
-		t.Errorf("A's answer after its record was lost: got %s, want an error saying it was not sent", answer)
-	}
+	checkNotSent(t, rd, "A's answer after its record was lost")
 	if got := onlyRequest(t, h.approvals[0]).Status; got != approval.Withdrawn {
 		t.Errorf("the request after the hold ended: %s, want withdrawn", got)
 	}
 	if h.upstreamSaw(`"name":"add"`) {
 		t.Errorf("the call whose record was lost ran upstream")
 	}
+}
+
+// checkNotSent fails t unless the held call 7's answer on rd, A's stream,
+// is an error saying it was not sent; what names the case.
+func checkNotSent(t *testing.T, rd *transport.SSEReader, what string) {
+	t.Helper()
+	for {
+		m, raw := nextMessage(t, rd)
+		if string(m.ID) != "7" {
+			continue
+		}
+		if !strings.Contains(raw, `"error"`) || !strings.Contains(raw, "not sent") {
+			t.Errorf("%s: got %s, want an error saying it was not sent", what, raw)
+		}
+		return
+	}
+}
+
+// loseRecord deletes the record of held call 7 from srv, as a Redis
+// restart, failover or eviction would, and returns the client and its key.
+func loseRecord(t *testing.T, srv *redistest.Server) (*redis.Client, []string) {
+	t.Helper()
+	c := redisClient(t, srv)
+	keys, err := c.Keys(t.Context(), "*a:7").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("the held call's record: got %q %v, want one key", keys, err)
+	}
+	c.Del(t.Context(), keys...)
+	return c, keys
 }

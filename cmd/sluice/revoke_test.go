@@ -19,15 +19,7 @@ import (
 func TestRevokedKeyEndsConnection(t *testing.T) {
 	for _, path := range []string{"/ws/demo", "/ws"} {
 		t.Run(path, func(t *testing.T) {
-			keyFile, key, _ := aliceAndMallory(t)
-			g := startServe(t, "virtual_servers: [{}]\npolicy: {default: allow}\nauth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n")
-			base := strings.TrimSuffix(g.url, "/mcp/demo")
-			ws, _, err := (&websocket.Dialer{Subprotocols: []string{"mcp"}}).Dial("ws"+strings.TrimPrefix(base, "http")+path,
-				http.Header{"Authorization": {"Bearer " + key}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ws.Close()
+			ws, keyFile := keyedWS(t, path)
 			roundTrip := func(msg string) (string, error) {
 				if err := ws.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
 					return "", err
@@ -62,4 +54,21 @@ func TestRevokedKeyEndsConnection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyedWS starts serve with a virtual server and API keys, and opens
+// path (/ws/demo or /ws) with alice's key; it returns the connection and
+// the key file, in which the test revokes the key.
+func keyedWS(t *testing.T, path string) (*websocket.Conn, string) {
+	t.Helper()
+	keyFile, key, _ := aliceAndMallory(t)
+	g := startServe(t, "virtual_servers: [{}]\npolicy: {default: allow}\nauth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n")
+	base := strings.TrimSuffix(g.url, "/mcp/demo")
+	ws, _, err := (&websocket.Dialer{Subprotocols: []string{"mcp"}}).Dial("ws"+strings.TrimPrefix(base, "http")+path,
+		http.Header{"Authorization": {"Bearer " + key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return ws, keyFile
 }

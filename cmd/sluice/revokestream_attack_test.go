@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -23,15 +22,7 @@ import (
 func TestAttackRevokedKeyStillReceives(t *testing.T) {
 	for _, path := range []string{"/ws/demo", "/ws"} {
 		t.Run(path, func(t *testing.T) {
-			keyFile, key, _ := aliceAndMallory(t)
-			g := startServe(t, "virtual_servers: [{}]\npolicy: {default: allow}\nauth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n")
-			base := strings.TrimSuffix(g.url, "/mcp/demo")
-			ws, _, err := (&websocket.Dialer{Subprotocols: []string{"mcp"}}).Dial("ws"+strings.TrimPrefix(base, "http")+path,
-				http.Header{"Authorization": {"Bearer " + key}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ws.Close()
+			ws, keyFile := keyedWS(t, path)
 			read := func(d time.Duration) (string, error) {
 				ws.SetReadDeadline(time.Now().Add(d))
 				_, b, err := ws.ReadMessage()
