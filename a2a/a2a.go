@@ -1014,6 +1014,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 	var event bytes.Buffer
 	var data []byte
 	first, sawData := true, false
+	p := intercept.PrincipalFrom(resp.Request.Context())
 	// unread ends the stream with an error for what the gateway cannot
 	// read as a client would.
 	unread := func(why string) {
@@ -1061,6 +1062,14 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
 			}
 			if len(trimmed) == 0 { // end of an event
+				if err := p.Gone(); err != nil {
+					// Authenticated when the request came; a stream
+					// outlives that, and an agent whose credential no
+					// longer holds must not go on reading it.
+					fmt.Fprintf(w, "data: %s\n\n", intercept.ErrorResponse(id, err))
+					_ = rc.Flush()
+					return
+				}
 				if len(data) > 0 && ownID {
 					out, err := withID(data, id)
 					if err != nil {

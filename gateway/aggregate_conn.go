@@ -77,7 +77,7 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 		if cut {
 			return
 		}
-		if err := principalGone(p); err != nil {
+		if err := p.Gone(); err != nil {
 			// Nothing more for a client whose credential no longer
 			// holds: the error, and the connection ends (its reader
 			// returns).

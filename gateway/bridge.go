@@ -677,7 +677,7 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, s *stream, n in
 			return false
 		case msg = <-s.ch:
 		}
-		if err := principalGone(p); err != nil {
+		if err := p.Gone(); err != nil {
 			// Nothing more for a client whose credential stopped
 			// holding while it waited: as for a client gone.
 			msg = intercept.ErrorResponse(nil, err)
@@ -799,7 +799,7 @@ func (g *Gateway) bridgeGet(w http.ResponseWriter, r *http.Request, rt *route, s
 		case <-g.drain.Done():
 			return
 		case msg := <-s.ch:
-			if err := principalGone(p); err != nil {
+			if err := p.Gone(); err != nil {
 				_ = g.writeSSEMessage(w, intercept.ErrorResponse(nil, err))
 				return
 			}

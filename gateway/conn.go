@@ -731,7 +731,7 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 			r.failPending(ctx, err)
 			return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 		}
-		if err := principalGone(p); err != nil {
+		if err := p.Gone(); err != nil {
 			_ = r.toClient(ctx, intercept.ErrorResponse(nil, err))
 			return err // ends the connection
 		}

@@ -7,27 +7,10 @@ import (
 )
 
 // credentialGone is why the principal that opened a connection (in ctx)
-// may no longer act through it, or nil: its API key was revoked, its
-// token or certificate expired (intercept.Principal.Check). The
+// may no longer act through it, or nil (intercept.Principal.Gone): the
 // authentication middleware checked it once, at the upgrade; a
 // connection lives on, so every message asks again.
-func credentialGone(ctx context.Context) error { return principalGone(intercept.PrincipalFrom(ctx)) }
-
-// principalGone is credentialGone of the principal p (nil: none), for a
-// loop that looked it up once: what the upstream sends a connection is
-// not passed on once its credential no longer holds either, or a revoked
-// agent that sends nothing goes on reading (the results of its calls, the
-// server's own requests with their data).
-func principalGone(p *intercept.Principal) error {
-	if p == nil || p.Check == nil {
-		return nil
-	}
-	if err := p.Check(); err != nil {
-		return &intercept.WireError{Code: intercept.CodeInvalidRequest,
-			Message: "the credential this connection was opened with no longer holds (" + err.Error() + "); the connection is closed: open a new one with a valid credential"}
-	}
-	return nil
-}
+func credentialGone(ctx context.Context) error { return intercept.PrincipalFrom(ctx).Gone() }
 
 // principalAgent returns the ID of the authenticated principal ctx (a
 // request's, or a /ws or /sse connection's) carries, put there by the

@@ -837,7 +837,7 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 			}
 			return g.withheld.readFailed(err) // an event too long is not passed on
 		}
-		if err := principalGone(p); err != nil {
+		if err := p.Gone(); err != nil {
 			// Authenticated when the request came; a stream outlives
 			// that. Its requests are remembered as for a client gone
 			// (resumed by a request that authenticates again).

@@ -35,6 +35,23 @@ type Principal struct {
 	Expires time.Time `json:"-"`
 }
 
+// Gone is the error a connection or stream opened by p ends with once
+// p's credential no longer holds (Check), or nil: p is nil (no
+// credential to lose), has no Check, or still holds. A connection or a
+// stream outlives the request that authenticated it, so what the upstream
+// sends it is not passed on past that point either: an agent that sends
+// nothing would otherwise go on reading.
+func (p *Principal) Gone() error {
+	if p == nil || p.Check == nil {
+		return nil
+	}
+	if err := p.Check(); err != nil {
+		return &WireError{Code: CodeInvalidRequest,
+			Message: "the credential this connection was opened with no longer holds (" + err.Error() + "); the connection is closed: open a new one with a valid credential"}
+	}
+	return nil
+}
+
 type principalKey struct{}
 
 // WithPrincipal returns ctx carrying p. A nil p returns ctx unchanged.
