@@ -233,6 +233,15 @@ func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallCont
 		}
 		return dec, nil, true
 	}
+	// Authenticated when the request came (or the connection opened);
+	// a call may be decided again much later — held for approval, it waits
+	// for a human — and must not go on once the credential is gone.
+	if cc.Principal == nil {
+		cc.Principal = PrincipalFrom(ctx)
+	}
+	if err := cc.Principal.Gone(); err != nil {
+		return Decision{}, ErrorResponse(m.ID, err), false
+	}
 	state, reply := i.checkRequestState(ctx, m, cc)
 	if reply != nil {
 		return Decision{}, reply, false
