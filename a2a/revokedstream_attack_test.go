@@ -27,6 +27,7 @@ func TestAttackRevokedAgentStreamsOn(t *testing.T) {
 	for _, c := range []struct{ name, version, method string }{
 		{"v0.3", "", "message/stream"},
 		{"v1.0", "1.0", "SendStreamingMessage"},
+		{"v1.0 REST", "1.0", "message:stream"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			next := make(chan struct{})
@@ -69,10 +70,15 @@ func TestAttackRevokedAgentStreamsOn(t *testing.T) {
 			t.Cleanup(gw.Close)
 
 			params := `{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}`
-			if c.method == "SendStreamingMessage" {
-				params = `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}`
+			body := `{"jsonrpc":"2.0","id":1,"method":"` + c.method + `","params":` + params + `}`
+			url := gw.URL + "/a2a/stub"
+			switch c.method {
+			case "SendStreamingMessage":
+				body = `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
+			case "message:stream":
+				body, url = `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}`, url+"/rest/message:stream"
 			}
-			req, _ := http.NewRequest(http.MethodPost, gw.URL+"/a2a/stub", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+c.method+`","params":`+params+`}`))
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "text/event-stream")
 			if c.version != "" {
