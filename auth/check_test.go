@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,5 +49,40 @@ func TestKeyPrincipalCheck(t *testing.T) {
 	now = now.Add(11 * time.Hour)
 	if err := p2.Check(); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("after its expiry: %v, want expired", err)
+	}
+}
+
+// TestJWTPrincipalCheckStaleSet: a JWT's principal asked later (a call
+// held for approval, a long stream) after the key set went unfetched past
+// jwks_cache_ttl — nobody else's token made it fetch again — fetches it
+// again rather than call the key withdrawn: before, a quiet gateway
+// refused an approved call, or cut a stream, as "no longer published"
+// though the IdP still published it. A key gone from the set, or a set
+// that cannot be fetched past the ttl, still fails.
+func TestJWTPrincipalCheckStaleSet(t *testing.T) {
+	idp, clock := newIdP(t), newClock()
+	v := NewJWTVerifier(idp.jwtConfig(), nil, clock.Now)
+	p, err := v.Authenticate(context.Background(), sign(t, idp.current(), clock.Now(), map[string]any{"exp": clock.Now().Add(10 * time.Hour).Unix()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(61 * time.Minute) // past jwks_cache_ttl
+	if err := p.Check(); err != nil {
+		t.Errorf("the set stale, its key still published: %v, want nil", err)
+	}
+	if n := idp.fetches.Load(); n != 2 {
+		t.Errorf("got %d fetches, want 2 (the set fetched again)", n)
+	}
+	idp.down.Store(true)
+	clock.Advance(61 * time.Minute)
+	if err := p.Check(); err == nil {
+		t.Error("the set stale and the JWKS down: got nil, want an error")
+	}
+	idp.down.Store(false)
+	clock.Advance(2 * time.Minute) // past jwks_min_refresh
+	idp.rotate()
+	clock.Advance(61 * time.Minute)
+	if err := p.Check(); err == nil || !strings.Contains(err.Error(), "no longer published") {
+		t.Errorf("its key rotated out: %v, want no longer published", err)
 	}
 }

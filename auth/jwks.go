@@ -35,6 +35,9 @@ type jwksCache struct {
 	lastErr   error
 }
 
+// jwksFetchTimeout bounds one fetch of the set.
+const jwksFetchTimeout = 10 * time.Second
+
 // maxJWKSBytes bounds a JWKS document.
 const maxJWKSBytes = 1 << 20
 
@@ -135,7 +138,7 @@ func (c *jwksCache) fetch(done chan struct{}) {
 }
 
 func (c *jwksCache) get() (map[string]jose.JSONWebKey, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), jwksFetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
 	if err != nil {

@@ -193,10 +193,19 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 		if !v.now().Add(-v.cfg.ClockSkew).Before(exp) {
 			return errors.New("the token expired")
 		}
-		if !v.keys.hasKey(kid, pub) {
-			return errors.New("the token's signing key is no longer published")
+		if v.keys.hasKey(kid, pub) {
+			return nil
 		}
-		return nil
+		// Not fresh, perhaps, rather than withdrawn: nobody's token made
+		// the set be fetched again within jwks_cache_ttl. Fetched now (at
+		// most once per jwks_min_refresh, shared with every asker), as a
+		// new request's token would have it.
+		ctx, cancel := context.WithTimeout(context.Background(), jwksFetchTimeout)
+		defer cancel()
+		if _, err := v.keys.lookup(ctx, kid); err == nil && v.keys.hasKey(kid, pub) {
+			return nil
+		}
+		return errors.New("the token's signing key is no longer published")
 	}
 	return verifiedToken{p: &intercept.Principal{ID: id, Method: ModeJWT, Claims: all, Check: check, Expires: exp}, exp: exp, kid: kid, key: pub}, nil
 }
