@@ -2,11 +2,9 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,13 +20,7 @@ import (
 // call is not sent, and the client gets an error saying why.
 func TestAttackRevokedAgentHeldCallRuns(t *testing.T) {
 	f, store := approvalFixture(t, Options{}, false)
-	var revoked atomic.Bool
-	p := &intercept.Principal{ID: "alice", Method: "api_key", Check: func() error {
-		if revoked.Load() {
-			return errors.New("the API key was revoked")
-		}
-		return nil
-	}}
+	p, revoked := revocable("alice")
 	h := f.g.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), p)))

@@ -31,6 +31,18 @@ func TestHelperDemoStdio(t *testing.T) {
 	os.Exit(0)
 }
 
+// revocable is the principal id of an API key that is revoked once
+// revoked is set.
+func revocable(id string) (p *intercept.Principal, revoked *atomic.Bool) {
+	revoked = new(atomic.Bool)
+	return &intercept.Principal{ID: id, Method: "api_key", Check: func() error {
+		if revoked.Load() {
+			return errors.New("the API key was revoked")
+		}
+		return nil
+	}}, revoked
+}
+
 // TestAttackRevokedPrincipalStreamsOn: a call's SSE answer on /mcp went on
 // streaming the upstream's messages — progress, the result — to a client
 // whose credential was revoked while it streamed: the gateway asked about
@@ -49,13 +61,7 @@ func TestAttackRevokedPrincipalStreamsOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var revoked atomic.Bool
-	alice := &intercept.Principal{ID: "alice", Method: "api_key", Check: func() error {
-		if revoked.Load() {
-			return errors.New("the API key was revoked")
-		}
-		return nil
-	}}
+	alice, revoked := revocable("alice")
 	h := g.Handler()
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if alice.Check() != nil { // as the auth middleware refuses a revoked key

@@ -36,13 +36,7 @@ func TestRevokedKeyEndsConnection(t *testing.T) {
 			if got, err := roundTrip(call); err != nil || !strings.Contains(got, "Echo: hi") {
 				t.Fatalf("call before revoking: %v %s", err, got)
 			}
-			ids, err := auth.ListKeys(keyFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := auth.RevokeKey(keyFile, ids[0].ID, time.Now()); err != nil {
-				t.Fatal(err)
-			}
+			revokeFirstKey(t, keyFile)
 			time.Sleep(1100 * time.Millisecond) // the key file is read again at most once a second
 			got, err := roundTrip(strings.Replace(call, `"id":2`, `"id":3`, 1))
 			if err != nil || strings.Contains(got, "Echo: hi") || !strings.Contains(got, "revoked") {
@@ -54,6 +48,21 @@ func TestRevokedKeyEndsConnection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// revokeFirstKey revokes the first key of keyFile (alice's, of
+// aliceAndMallory) and returns when it did.
+func revokeFirstKey(t *testing.T, keyFile string) time.Time {
+	t.Helper()
+	ids, err := auth.ListKeys(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := auth.RevokeKey(keyFile, ids[0].ID, now); err != nil {
+		t.Fatal(err)
+	}
+	return now
 }
 
 // keyedWS starts serve with a virtual server and API keys, and opens

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-
-	"github.com/sluicehq/sluice/auth"
 )
 
 // TestAttackRevokedKeyHeldCallRuns: alice's call held for approval on a
@@ -60,13 +58,7 @@ func TestAttackRevokedKeyHeldCallRuns(t *testing.T) {
 	if err != nil || !strings.Contains(q, "elicitation/create") || id == "" {
 		t.Fatalf("want the gateway's question naming the approval, got %v %s", err, q)
 	}
-	ids, err := auth.ListKeys(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := auth.RevokeKey(keyFile, ids[0].ID, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	revokeFirstKey(t, keyFile)
 	time.Sleep(1100 * time.Millisecond) // the key file is read again at most once a second
 	if got := adminDo(t, "POST", "http://"+g.admin+"/admin/approvals/"+id, "application/json", `{"action":"approve"}`,
 		map[string]string{"Authorization": "Bearer t0k"}); got != http.StatusOK {

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-
-	"github.com/sluicehq/sluice/auth"
 )
 
 // TestAttackRevokedKeyStillReceives: an agent whose API key was revoked
@@ -38,14 +36,7 @@ func TestAttackRevokedKeyStillReceives(t *testing.T) {
 			if got, err := read(10 * time.Second); err != nil || !strings.Contains(got, "notifications/progress") {
 				t.Fatalf("the call's first progress: %v %s", err, got)
 			}
-			ids, err := auth.ListKeys(keyFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := auth.RevokeKey(keyFile, ids[0].ID, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			revoked := time.Now()
+			revoked := revokeFirstKey(t, keyFile)
 			// The key file is read again at most once a second: what comes
 			// in that second may still pass. After it, nothing but the
 			// error, and the connection ends.
