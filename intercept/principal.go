@@ -47,7 +47,7 @@ func (p *Principal) Gone() error {
 	}
 	if err := p.Check(); err != nil {
 		return &WireError{Code: CodeInvalidRequest,
-			Message: "the credential this connection was opened with no longer holds (" + err.Error() + "); the connection is closed: open a new one with a valid credential"}
+			Message: "the credential this was authenticated with no longer holds (" + err.Error() + "): nothing more is sent or passed on for it; authenticate again with a valid credential"}
 	}
 	return nil
 }
