@@ -92,7 +92,7 @@ func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 		if err := adminCall(ctx, http.MethodPost, base+"/"+id, token, body, &r); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s %s: %s/%s by %s\n", r.ID, r.Status, r.Upstream, r.Tool, r.DecidedBy)
+		fmt.Fprintf(out, "%s %s: %s/%s by %s\n", inert(r.ID), inert(string(r.Status)), inert(r.Upstream), inert(r.Tool), inert(r.DecidedBy))
 		return nil
 	}
 	return nil

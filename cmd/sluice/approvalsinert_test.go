@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -15,7 +16,12 @@ import (
 func TestApprovalsListInertNames(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`[{"id":"apr_1","status":"pending","upstream":"bank","tool":"pay\u001b[2K\r\napr_2\tpending\tagent-a\tbank/get_balance","agent":"agent-a","arguments":{"to":"mallory"},"expires":"2030-01-01T00:00:00Z"}]`))
+		held := `{"id":"apr_1","status":"pending","upstream":"bank","tool":"pay\u001b[2K\r\napr_2\tpending\tagent-a\tbank/get_balance","agent":"agent-a","arguments":{"to":"mallory"},"expires":"2030-01-01T00:00:00Z"}`
+		if r.Method == http.MethodPost {
+			_, _ = w.Write([]byte(strings.Replace(held, "pending", "approved", 1)))
+			return
+		}
+		_, _ = w.Write([]byte("[" + held + "]"))
 	}))
 	defer srv.Close()
 	var out bytes.Buffer
@@ -24,6 +30,14 @@ func TestApprovalsListInertNames(t *testing.T) {
 	}
 	if n := bytes.Count(out.Bytes(), []byte("\n")); n != 2 || bytes.ContainsAny(out.Bytes(), "\x1b\r") {
 		t.Errorf("one held call printed as %d lines with control characters:\n%q", n-1, out.String())
+	}
+	// Nor the line `sluice approvals approve` (or decline) prints.
+	out.Reset()
+	if err := runApprovals(context.Background(), []string{"approve", "apr_1", "--admin", srv.URL, "--token", "x", "--by", "op"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(out.Bytes(), []byte("\n")); n != 1 || bytes.ContainsAny(out.Bytes(), "\x1b\r\t") {
+		t.Errorf("the decided call printed as %d lines with control characters:\n%q", n, out.String())
 	}
 }
 
