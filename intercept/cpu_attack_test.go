@@ -6,9 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/internal/costratio"
 )
 
 // dropPoison is a ListScreener that withholds the items holding "poison"
@@ -66,17 +67,10 @@ func TestAttackListVariantsFlood(t *testing.T) {
 	plain.WriteString(`]}`)
 	ic := &Interceptor{Decider: &StaticDecider{}, Observer: dropPoison{}}
 	cc := CallContext{Upstream: "u"}
-	screen := func(result []byte) time.Duration {
-		least := time.Duration(1<<63 - 1)
-		for range 5 {
-			start := time.Now()
-			ic.ScreenListResult(cc, "resources/templates/list", result)
-			least = min(least, time.Since(start))
-		}
-		return least
+	screen := func(result []byte) func() {
+		return func() { ic.ScreenListResult(cc, "resources/templates/list", result) }
 	}
-	v, p := screen(variants.Bytes()), screen(plain.Bytes())
-	ratio := float64(v) / float64(p)
+	ratio, v, p := costratio.Of(screen(variants.Bytes()), screen(plain.Bytes()))
 	t.Logf("%d spellings: %v; one member of as many items: %v; ratio %.1f", n, v, p, ratio)
 	// About 8 here; the quadratic screen this guards against rewrote the
 	// whole result once per spelling, on the order of n (4096) times one
@@ -144,23 +138,10 @@ func TestAttackParamHeadersFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	took := func(up string) time.Duration {
-		least := time.Duration(1<<63 - 1)
-		for range 3 {
-			start := time.Now()
-			i.ParamHeaders(up, m)
-			least = min(least, time.Since(start))
-		}
-		return least
-	}
-	many, one := took("many"), took("one")
-	ratio := float64(many) / float64(one)
+	read := func(up string) func() { return func() { i.ParamHeaders(up, m) } }
+	ratio, many, one := costratio.Of(read("many"), read("one"))
 	t.Logf("%d marks: %v; one: %v; ratio %.1f", maxParamHeaders, many, one, ratio)
-	// About 8 here; the quadratic screen this guards against rewrote the
-	// whole result once per spelling, on the order of n (4096) times one
-	// member's cost. 50 leaves room for a loaded machine (20 was once
-	// reached with two other test runs going).
-	if ratio > 50 {
+	if ratio > 20 {
 		t.Errorf("%d marked arguments took %v to read, %.0f times the %v of one (want the arguments read once)", maxParamHeaders, many, ratio, one)
 	}
 	if h := i.ParamHeaders("many", m); len(h) != 2 || h["Mcp-Param-H63"] != "last" || h["Mcp-Param-H0"] != "first" {

@@ -3,23 +3,11 @@ package inventory
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
-)
 
-// leastOf3 is the least time f takes in three runs: compared as a ratio
-// with another input's, so that a loaded machine (or -race) slows both
-// sides alike.
-func leastOf3(f func()) time.Duration {
-	least := time.Duration(1<<63 - 1)
-	for range 3 {
-		start := time.Now()
-		f()
-		least = min(least, time.Since(start))
-	}
-	return least
-}
+	"github.com/sluicehq/sluice/internal/costratio"
+)
 
 // TestAttackDeepDrift: the drift of a pinned tool is diffed down to the
 // changed leaves, each level decoding again all that is below it. An
@@ -36,9 +24,7 @@ func TestAttackDeepDrift(t *testing.T) {
 		return Tool{Name: "t", InputSchema: jsontext.Value("[" + strings.Repeat(open, depth-1) +
 			`"` + strings.Repeat("x", n-2*depth) + `","` + leaf + `"` + strings.Repeat(close, depth-1) + "]")}
 	}
-	deep := leastOf3(func() { diffTool(tool("[", "]", "a"), tool("[", "]", "b")) })
-	flat := leastOf3(func() { diffTool(tool(" ", " ", "a"), tool(" ", " ", "b")) })
-	ratio := float64(deep) / float64(flat)
+	ratio, deep, flat := costratio.Of(func() { diffTool(tool("[", "]", "a"), tool("[", "]", "b")) }, func() { diffTool(tool(" ", " ", "a"), tool(" ", " ", "b")) })
 	t.Logf("%d deep: %v; flat: %v; ratio %.1f", depth, deep, flat, ratio)
 	if ratio > 50 {
 		t.Errorf("diffing a schema %d deep took %v, %.0f times the %v of one as long and flat (want a bounded multiple of its size)", depth, deep, ratio, flat)
@@ -71,13 +57,11 @@ func TestAttackScanPointerFlood(t *testing.T) {
 	flat := Tool{Name: "t", InputSchema: jsontext.Value(`{"enum":[` + arr + `],"k":"` + strings.Repeat("k", key) + `"}`)}
 	named := Tool{Name: "t", InputSchema: jsontext.Value(`{"properties":{"` + strings.Repeat("k", key) + `":{"enum":[` + arr + `]}}}`)}
 	deep := Tool{Name: "t", InputSchema: jsontext.Value(strings.Repeat("[", depth) + arr + strings.Repeat("]", depth))}
-	base := leastOf3(func() { Scan(flat, ScanOptions{}) })
 	for _, c := range []struct {
 		name string
 		tool Tool
 	}{{"long name", named}, {"deep", deep}} {
-		took := leastOf3(func() { Scan(c.tool, ScanOptions{}) })
-		ratio := float64(took) / float64(base)
+		ratio, took, base := costratio.Of(func() { Scan(c.tool, ScanOptions{}) }, func() { Scan(flat, ScanOptions{}) })
 		t.Logf("%s: %v; flat: %v; ratio %.1f", c.name, took, base, ratio)
 		if ratio > 50 {
 			t.Errorf("%s over %d strings: the scan took %v, %.0f times the %v of a flat schema as long (want the pointer worked out only for a finding)", c.name, strs, took, ratio, base)
@@ -132,9 +116,7 @@ func TestAttackDeepPromptArguments(t *testing.T) {
 	pay := `"description":"` + strings.Repeat("lorem ipsum ", n/12) + `"`
 	deep := `{"name":"p",` + strings.Repeat(`"arguments":[{"name":"a",`, depth) + pay + strings.Repeat(`}]`, depth) + `}`
 	flat := `{"name":"p","arguments":[{"name":"a",` + pay + `,"x":"` + strings.Repeat("x", len(deep)-len(pay)-40) + `"}]}`
-	f := leastOf3(func() { scanItem(jsontext.Value(flat), ScanOptions{}, nil) })
-	d := leastOf3(func() { scanItem(jsontext.Value(deep), ScanOptions{}, nil) })
-	ratio := float64(d) / float64(f)
+	ratio, d, f := costratio.Of(func() { scanItem(jsontext.Value(deep), ScanOptions{}, nil) }, func() { scanItem(jsontext.Value(flat), ScanOptions{}, nil) })
 	t.Logf("%d deep: %v; flat: %v; ratio %.1f", depth, d, f, ratio)
 	if ratio > 20 {
 		t.Errorf("a prompt whose arguments nest %d deep took %v to scan, %.0f times the %v of a flat one as long (want each level read once)", depth, d, ratio, f)
@@ -174,9 +156,7 @@ func TestAttackDeepSchemaPin(t *testing.T) {
 		return jsontext.Value(`{"tools":[{"name":"t","inputSchema":` + schema(deep) + `}]}`)
 	}
 	var deepErr error
-	d := leastOf3(func() { _, deepErr = ParsePage(list(true)) })
-	f := leastOf3(func() { _, _ = ParsePage(list(false)) })
-	ratio := float64(d) / float64(f)
+	ratio, d, f := costratio.Of(func() { _, deepErr = ParsePage(list(true)) }, func() { _, _ = ParsePage(list(false)) })
 	t.Logf("%d deep: %v; flat: %v; ratio %.1f", depth, d, f, ratio)
 	if ratio > 20 {
 		t.Errorf("a schema of objects %d deep took %v to pin, %.0f times the %v of a flat one as long", depth, d, ratio, f)

@@ -1,9 +1,10 @@
 package telemetry
 
 import (
-	"github.com/sluicehq/sluice/internal/costratio"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/costratio"
 )
 
 // TestAttackDeepArgumentsHash: the hash of a call's arguments is written

@@ -5,20 +5,18 @@ package costratio
 
 import "time"
 
-// Least is the shortest of three runs of f.
-func Least(f func()) time.Duration {
-	least := time.Duration(1<<63 - 1)
-	for range 3 {
-		start := time.Now()
-		f()
-		least = min(least, time.Since(start))
-	}
-	return least
-}
-
 // Of returns how many times ordinary's time attack takes, the least of
-// three runs of each, and the two times.
+// five runs of each, and the two times. The runs alternate, so that a
+// burst of load elsewhere slows both sides rather than one.
 func Of(attack, ordinary func()) (ratio float64, a, o time.Duration) {
-	a, o = Least(attack), Least(ordinary)
+	a, o = time.Duration(1<<63-1), time.Duration(1<<63-1)
+	for range 5 {
+		start := time.Now()
+		attack()
+		a = min(a, time.Since(start))
+		start = time.Now()
+		ordinary()
+		o = min(o, time.Since(start))
+	}
 	return float64(a) / float64(o), a, o
 }
