@@ -26,21 +26,23 @@ type Principal struct {
 	// an API key's id, a certificate's subject. Nil means none.
 	Claims map[string]any `json:"claims,omitempty"`
 	// Check, if set, reports why the credential no longer holds (an API
-	// key revoked or expired since, a token past its exp), or nil. A
-	// connection that outlives the request that opened it (/ws, /sse)
-	// asks it before each message it takes from the client.
+	// key revoked or expired since, a token past its exp), or nil (see
+	// Gone): a connection that outlives the request that opened it (/ws,
+	// /sse) asks it before each message it takes from the client and
+	// passes on, a stream before each event, the Interceptor before each
+	// decision (a held call's comes when the wait ends).
 	Check func() error `json:"-"`
 	// Expires is when the credential stops holding (a JWT's exp); zero
 	// means it has no expiry of its own.
 	Expires time.Time `json:"-"`
 }
 
-// Gone is the error a connection or stream opened by p ends with once
-// p's credential no longer holds (Check), or nil: p is nil (no
-// credential to lose), has no Check, or still holds. A connection or a
-// stream outlives the request that authenticated it, so what the upstream
-// sends it is not passed on past that point either: an agent that sends
-// nothing would otherwise go on reading.
+// Gone is the error a call, connection or stream of p gets once p's
+// credential no longer holds (Check), or nil: p is nil (no credential to
+// lose), has no Check, or still holds. A connection or a stream outlives
+// the request that authenticated it, so what the upstream sends it is not
+// passed on past that point either (an agent that sends nothing would
+// otherwise go on reading), and a call held for approval is not sent.
 func (p *Principal) Gone() error {
 	if p == nil || p.Check == nil {
 		return nil
