@@ -92,8 +92,9 @@ type Request struct {
 	Expires   time.Time `json:"expires"`
 	DecidedBy string    `json:"decided_by,omitempty"`
 	// BaseHash is CallHash without the call's inputResponses (answers to
-	// what its upstream asked), when it had any: what a continuation of
-	// the call (Gate.UpstreamAsked) is compared with.
+	// what its upstream asked) and requestState (the upstream's), when it
+	// had any: what a continuation of the call (Gate.UpstreamAsked),
+	// carrying a state the approval was told of, is compared with.
 	BaseHash string `json:"base_hash,omitempty"`
 	// Asked holds the SHA-256 (hex) of each requestState the upstream
 	// answered the approved call with and that no retry has carried yet:
@@ -243,6 +244,16 @@ func CallHash(d *intercept.ActionDescriptor, policyVersion string) string {
 			}
 			h.Write(c)
 		}
+	}
+	if d.UpstreamState != "" {
+		// The upstream acts on its requestState, not on what the operator
+		// saw: the approved answers sent with another state it issued this
+		// agent for the same call (another round, another run) would
+		// answer another question. The approved call goes on with its
+		// own state only; the states its upstream answers it with next
+		// go on under the approval too (Gate.UpstreamAsked).
+		h.Write([]byte{2})
+		h.Write([]byte(stateHash(d.UpstreamState)))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -628,7 +639,7 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 			Tool: d.ToolName, Arguments: d.Parameters, Extra: d.CallExtra, CallHash: hash, PolicyVersion: dec.PolicyVersion,
 			Agent: d.Agent, Session: d.SessionID, Client: client, Reason: dec.Reason, RuleID: dec.RuleID,
 			Created: now, Expires: now.Add(s.timeout)}
-		if hasAnswers(d) {
+		if hasAnswers(d) || d.UpstreamState != "" {
 			r.BaseHash = baseHash(d, dec.PolicyVersion)
 		}
 		s.byID[r.ID] = r

@@ -92,22 +92,25 @@ func hasAnswers(d *intercept.ActionDescriptor) bool {
 	return bytes.Contains(d.CallExtra, []byte(`"params.inputResponses"`))
 }
 
-// baseHash is CallHash of d without its inputResponses.
+// baseHash is CallHash of d without its inputResponses and its
+// upstream's requestState: a continuation carries a state of its own,
+// one the approval was told of (goesOn checks it).
 func baseHash(d *intercept.ActionDescriptor, policyVersion string) string {
+	c := *d
+	c.UpstreamState = ""
 	if !hasAnswers(d) {
-		return CallHash(d, policyVersion)
+		return CallHash(&c, policyVersion)
 	}
 	var extra map[string]jsontext.Value
 	if err := json.Unmarshal(d.CallExtra, &extra); err != nil {
-		return CallHash(d, policyVersion)
+		return CallHash(&c, policyVersion)
 	}
 	delete(extra, "params.inputResponses")
-	c := *d
 	c.CallExtra = nil
 	if len(extra) > 0 {
 		b, err := json.Marshal(extra, json.Deterministic(true))
 		if err != nil {
-			return CallHash(d, policyVersion)
+			return CallHash(&c, policyVersion)
 		}
 		c.CallExtra = b
 	}

@@ -167,3 +167,73 @@ func TestUpstreamAskedNotUsedAgain(t *testing.T) {
 		t.Errorf("OnChange heard of the approval used %d times, want 1", len(used))
 	}
 }
+
+// TestApprovalBindsUpstreamState: an approval of a call that carries its
+// upstream's requestState allows that call with that state only. The
+// upstream acts on the state, not on what the operator saw: with another
+// state it issued this agent for the same call (an earlier round, or
+// another run of the same call), the answers approved would answer
+// another question. So the call with another state, or with none, and
+// the call without one approved then sent with one, are held anew. The
+// approved call's own round trip goes on as before: the state the
+// upstream answers it with next (UpstreamAsked) goes on under it.
+func TestApprovalBindsUpstreamState(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		s := NewStore(Options{})
+		testApprovalBindsState(t, s, s)
+	})
+	eachBackend(t, func(t *testing.T, open func(Options) *Store) {
+		testApprovalBindsState(t, open(Options{}), open(Options{}))
+	})
+}
+
+func testApprovalBindsState(t *testing.T, holder, other *Store) {
+	ctx := context.Background()
+	g, og := &Gate{Next: holdPay, Store: holder}, &Gate{Next: holdPay, Store: other}
+	d := intercept.Decide(ctx, g, retryOf(`{"amount":5}`, "s1", answers))
+	if d.Verdict != intercept.RequireApproval || d.ApprovalID == "" {
+		t.Fatalf("the retry carrying s1: got %s, want held", d.Verdict)
+	}
+	id := d.ApprovalID
+	if _, err := holder.Decide(id, true, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		d    *intercept.ActionDescriptor
+	}{
+		{"another state", retryOf(`{"amount":5}`, "s2", answers)},
+		{"no state", retryOf(`{"amount":5}`, "", answers)},
+	} {
+		if got := intercept.Decide(ctx, og, tc.d); got.Verdict != intercept.RequireApproval || got.ApprovalID == id {
+			t.Errorf("%s: got %s %s under %q, want held anew", tc.name, got.Verdict, got.Reason, got.ApprovalID)
+		}
+	}
+	r := retryOf(`{"amount":5}`, "s1", answers)
+	d = intercept.Decide(ctx, og, r)
+	if d.Verdict != intercept.Allow || d.Reason != ReasonGranted || d.ApprovalID != id {
+		t.Fatalf("the approved retry: got %s %s %s, want allowed under %s", d.Verdict, d.Reason, d.ApprovalID, id)
+	}
+	if err := og.Forwarded(ctx, r, d); err != nil {
+		t.Fatal(err)
+	}
+	// Its upstream asks again: the next retry goes on under it.
+	g.UpstreamAsked(ctx, id, "s3")
+	if d := intercept.Decide(ctx, og, retryOf(`{"amount":5}`, "s3", `{"params.inputResponses":{"confirm":{"action":"decline"}}}`)); d.Verdict != intercept.Allow || d.Reason != ReasonContinued {
+		t.Errorf("the next round's retry: got %s %s, want %s", d.Verdict, d.Reason, ReasonContinued)
+	}
+
+	// A call approved without a state is not sent with one.
+	plain := intercept.Decide(ctx, g, call(`{"amount":7}`))
+	if _, err := holder.Decide(plain.ApprovalID, true, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	withState := call(`{"amount":7}`)
+	withState.UpstreamState = "s4"
+	if got := intercept.Decide(ctx, og, withState); got.Verdict != intercept.RequireApproval || got.ApprovalID == plain.ApprovalID {
+		t.Errorf("the call approved without a state, sent with one: got %s %s under %q (%s), want held anew", got.Verdict, got.Reason, got.ApprovalID, got.PublicReason)
+	}
+	if got := intercept.Decide(ctx, og, call(`{"amount":7}`)); got.Verdict != intercept.Allow || got.ApprovalID != plain.ApprovalID {
+		t.Errorf("the call approved without a state: got %s %s, want allowed", got.Verdict, got.Reason)
+	}
+}

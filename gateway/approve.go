@@ -239,7 +239,13 @@ func admitAnswer(ap Approver, a *approvalAnswer, m *intercept.Message, cc interc
 		m, err = withRoundTrip(m, st.Carry)
 	}
 	if err == nil {
-		err = st.Check(&intercept.ActionDescriptor{Upstream: cc.Upstream, ToolName: m.Name, Parameters: m.Arguments, Agent: cc.Agent, CallExtra: intercept.CallExtra(m), Meta: m.Meta})
+		// The held call's own round trip, carried back: the approval
+		// binds the upstream's state it had (approval.CallHash).
+		d := &intercept.ActionDescriptor{Upstream: cc.Upstream, ToolName: m.Name, Parameters: m.Arguments, Agent: cc.Agent, CallExtra: intercept.CallExtra(m), Meta: m.Meta}
+		if v := intercept.ValidMember(m.Params, "requestState"); v.Kind() == '"' {
+			_ = json.Unmarshal(v, &d.UpstreamState)
+		}
+		err = st.Check(d)
 	}
 	if err != nil {
 		return nil, refuse(err.Error() + "; send the call again without inputResponses to be asked again")
