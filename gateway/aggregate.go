@@ -350,6 +350,20 @@ func (a *aggregator) session(w http.ResponseWriter, r *http.Request, msgs []*int
 			Message: "Mcp-Session-Id is required after initialize on " + a.path()})
 		return nil
 	}
+	if a.g.sealer != nil && a.g.sealer.expired(id) {
+		a.mu.Lock()
+		s := a.sessions[id]
+		delete(a.sessions, id)
+		a.mu.Unlock()
+		if s != nil {
+			s.close()
+			if a.g.opts.OnSessionEnd != nil {
+				a.g.opts.OnSessionEnd(id) // what policy kept under it: no DELETE can come now
+			}
+		}
+		writeJSONRPCError(w, http.StatusNotFound, nil, a.g.sealer.errSessionExpired())
+		return nil
+	}
 	a.mu.Lock()
 	s := a.sessions[id]
 	a.mu.Unlock()

@@ -363,7 +363,7 @@ func TestAggregateAcrossReplicas(t *testing.T) {
 	// replica.
 	_, h, _ := post(t, gw1+"/mcp", nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw"}}}`)
 	sid := h.Get("Mcp-Session-Id")
-	if !strings.HasPrefix(sid, "v1.") {
+	if !strings.HasPrefix(sid, virtualPrefix) {
 		t.Fatalf("session id %q is not sealed", sid)
 	}
 	for i, gw := range []string{gw2, gw1} {

@@ -27,8 +27,9 @@ import (
 // notifications, an upstream first used after initialize (it was down),
 // and notifications/cancelled for a call served elsewhere.
 
-// virtualPrefix marks a sealed virtual-server session id.
-const virtualPrefix = "v1."
+// virtualPrefix marks a sealed virtual-server session id, which carries
+// its issue time as a route's (sealed.go); v1 ids did not.
+const virtualPrefix = "v2."
 
 var virtualAD = []byte("sluice virtual session v1")
 
@@ -86,6 +87,9 @@ func (s *sealer) openAny(prefix string, ad []byte, id string, v any) bool {
 // sealSession opens the session's inner sessions on every upstream (in
 // parallel, each bounded by listTimeout) and returns its sealed id.
 func (a *aggregator) sealSession(r *http.Request, s *aggSession) string {
+	// Issued before its inner sessions are: it never outlives them
+	// (SessionMaxAge).
+	at := a.g.sealer.now()
 	var wg sync.WaitGroup
 	for _, u := range a.vs.Upstreams {
 		wg.Go(func() {
@@ -101,7 +105,7 @@ func (a *aggregator) sealSession(r *http.Request, s *aggSession) string {
 		st.Inner[u] = sealedUpInner{ID: in.id, Version: in.version}
 	}
 	s.mu.Unlock()
-	return a.g.sealer.sealAny(virtualPrefix, virtualAD, st)
+	return a.g.sealer.sealIssued(virtualPrefix, virtualAD, at, st)
 }
 
 // adopt serves a sealed session this replica has not seen, if id is one
@@ -111,7 +115,7 @@ func (a *aggregator) adopt(r *http.Request, id string) *aggSession {
 		return nil
 	}
 	var st sealedVirtual
-	if a.g.sealer.isEnded(id) || !a.g.sealer.openAny(virtualPrefix, virtualAD, id, &st) || st.Virtual != a.vs.Name || st.Owner != owner(r) {
+	if a.g.sealer.isEnded(id) || !a.g.sealer.openIssued(virtualPrefix, virtualAD, id, &st) || st.Virtual != a.vs.Name || st.Owner != owner(r) {
 		return nil
 	}
 	s := &aggSession{id: id, owner: st.Owner, who: principal{header: st.Header, agent: st.Agent, client: st.Client}, client: clientAddr(r), version: st.Version, init: st.Init, inner: map[string]*innerSession{}}

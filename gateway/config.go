@@ -151,6 +151,13 @@ type Options struct {
 	// key seals, every key opens (rotate by putting the new key first and
 	// keeping the old one until its sessions are gone). See sealed.go.
 	SessionKeys [][]byte
+	// SessionMaxAge bounds how long after initialize a sealed session id
+	// (SessionKeys) is served: each id carries its issue time, and past
+	// it every replica answers 404 (the session expired: the client
+	// starts a new one), whatever its use. Zero means 24 hours; negative,
+	// no bound (an id is good until its key is rotated out). Unsealed
+	// sessions live in one replica's memory and end idle.
+	SessionMaxAge time.Duration
 	// Exchanges, if set, shares between the replicas serving a sealed
 	// session (SessionKeys) what its exchanges leave for one another: the
 	// ids its open requests wait on (a request reusing one is refused on
@@ -271,6 +278,19 @@ func (o *Options) idleTimeout() time.Duration {
 		return o.SessionIdleTimeout
 	}
 	return 30 * time.Minute
+}
+
+// DefaultSessionMaxAge is what a zero SessionMaxAge stands for.
+const DefaultSessionMaxAge = 24 * time.Hour
+
+func (o *Options) sessionMaxAge() time.Duration {
+	switch {
+	case o.SessionMaxAge < 0:
+		return 0
+	case o.SessionMaxAge == 0:
+		return DefaultSessionMaxAge
+	}
+	return o.SessionMaxAge
 }
 
 func (o *Options) maxSessions() int {

@@ -181,6 +181,9 @@ func invalid(msg string) error {
 // what to answer when it cannot be (limits, or a session bound to another
 // replica).
 func (g *Gateway) session(id string, rt *route, c claim, client string) (*session, error) {
+	if g.sealer != nil && g.sealer.expired(id) {
+		return nil, g.expire(id)
+	}
 	s := g.sessions.get(id, rt.up.Name)
 	if s == nil {
 		if other := g.sessions.find(id); other != nil {

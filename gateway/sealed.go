@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -35,9 +38,16 @@ import (
 // replica and cannot move: its id is sealed too, naming the replica, so
 // that another replica answers with a clear 404 saying so instead of
 // "unknown session".
+//
+// A sealed id shows its issue time (base 36 Unix seconds, after the
+// prefix), which its sealing binds: every replica refuses it past
+// Options.SessionMaxAge, with 404, without opening it or keeping
+// anything per session. A copy of the id (a log, a proxy, a stolen
+// header) is otherwise good until its key is rotated out.
 
-// sealedPrefix marks a sealed id, and its version.
-const sealedPrefix = "s1."
+// sealedPrefix marks a sealed id, and its version: s2 ids carry their
+// issue time (s1 ids, which did not, are unknown sessions).
+const sealedPrefix = "s2."
 
 type sealedSession struct {
 	Route    string `json:"r"`
@@ -60,6 +70,10 @@ type sealer struct {
 	// oldest are forgotten. Another replica does not know them; there a
 	// replayed id reaches an upstream that was told the session ended.
 	ended *lru.Cache[[32]byte, struct{}]
+	// maxAge is how long after its issue time a sealed session id is
+	// served (0: no bound); now is the clock.
+	maxAge time.Duration
+	now    func() time.Time
 }
 
 // maxEnded bounds the ended session ids a replica remembers (about 100
@@ -77,7 +91,7 @@ func newSealer(keys [][]byte) (*sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sealer{ended: ended}
+	s := &sealer{ended: ended, maxAge: DefaultSessionMaxAge, now: time.Now}
 	for i, k := range keys {
 		if len(k) != 32 {
 			return nil, fmt.Errorf("session key %d is %d bytes, want 32 (AES-256)", i+1, len(k))
@@ -104,7 +118,7 @@ func (s *sealer) seal(st sealedSession) string {
 	var n [6]byte
 	_, _ = rand.Read(n[:])
 	st.Nonce = base64.RawURLEncoding.EncodeToString(n[:])
-	return s.sealAny(sealedPrefix, sealedAD, st)
+	return s.sealIssued(sealedPrefix, sealedAD, s.now(), st)
 }
 
 func (s *sealer) open(id string) (sealedSession, bool) {
@@ -112,8 +126,79 @@ func (s *sealer) open(id string) (sealedSession, bool) {
 	if len(id) > len(sealedPrefix)+4096 {
 		return st, false
 	}
-	ok := s.openAny(sealedPrefix, sealedAD, id, &st)
+	ok := s.openIssued(sealedPrefix, sealedAD, id, &st)
 	return st, ok
+}
+
+// sealIssued seals v as sealAny does, behind prefix and its issue time
+// at, which the id shows and the sealing binds (in the additional data).
+func (s *sealer) sealIssued(prefix string, ad []byte, at time.Time, v any) string {
+	t := strconv.FormatInt(at.Unix(), 36)
+	return s.sealAny(prefix+t+".", issuedAD(ad, t), v)
+}
+
+// openIssued opens what sealIssued sealed into v. An id whose time was
+// altered, or spelt otherwise, does not open.
+func (s *sealer) openIssued(prefix string, ad []byte, id string, v any) bool {
+	t, ok := issuedPart(prefix, id)
+	return ok && s.openAny(prefix+t+".", issuedAD(ad, t), id, v)
+}
+
+func issuedAD(ad []byte, t string) []byte {
+	out := make([]byte, 0, len(ad)+1+len(t))
+	return append(append(append(out, ad...), 0), t...)
+}
+
+// issuedPart returns the issue time of id, behind prefix, as it is spelt.
+func issuedPart(prefix, id string) (string, bool) {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok {
+		return "", false
+	}
+	i := strings.IndexByte(rest, '.')
+	if i <= 0 || i > 13 { // 13 base 36 digits hold any int64
+		return "", false
+	}
+	return rest[:i], true
+}
+
+// expired reports whether id, a sealed session id (a route's or a
+// virtual server's), was issued longer than maxAge ago. It does not open
+// the id: an id with an altered time is not this replica's session and
+// does not open either. Anything else is not expired (and is looked up
+// as before).
+func (s *sealer) expired(id string) bool {
+	if s.maxAge <= 0 {
+		return false
+	}
+	t, ok := issuedPart(sealedPrefix, id)
+	if !ok {
+		if t, ok = issuedPart(virtualPrefix, id); !ok {
+			return false
+		}
+	}
+	sec, err := strconv.ParseInt(t, 36, 64)
+	return err == nil && s.now().Sub(time.Unix(sec, 0)) > s.maxAge
+}
+
+// errSessionExpired answers a request whose sealed session id is past
+// its maximum age: 404, which a client takes as its session gone.
+func (s *sealer) errSessionExpired() error {
+	return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
+		"session expired: a session is served for at most %s after initialize (session_max_age); start a new session with initialize", s.maxAge)}
+}
+
+// expire lets go of session id, expired (sealer.expired), if it is here,
+// and returns the error to answer with. No replica serves it any more:
+// what policy keeps under it goes too.
+func (g *Gateway) expire(id string) error {
+	if s := g.sessions.remove(id); s != nil {
+		g.endSession(s)
+		if g.opts.OnSessionEnd != nil && s.upstreamID != "" {
+			g.opts.OnSessionEnd(s.id) // endSession leaves it to a DELETE, which cannot come now
+		}
+	}
+	return g.sealer.errSessionExpired()
 }
 
 // sessionID is the id of a new session: sealed when keys are configured.

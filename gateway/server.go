@@ -138,6 +138,10 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
+		sl.maxAge = opts.sessionMaxAge()
+		if opts.now != nil {
+			sl.now = opts.now
+		}
 		g.sealer = sl
 	}
 	for i := range opts.Upstreams {

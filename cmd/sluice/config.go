@@ -155,6 +155,10 @@ type config struct {
 	// expanded; the first seals, all open (rotate by prepending a new key).
 	SessionKeys []string `yaml:"session_keys"`
 	sessionKeys [][]byte
+	// SessionMaxAge bounds how long after initialize a sealed session id
+	// (session_keys) is served, on every replica, however much it is used
+	// (default 24h; negative: until its key is rotated out).
+	SessionMaxAge time.Duration `yaml:"session_max_age"`
 	// routeMemoryFile keeps route memory in data_dir (route-memory.db)
 	// when no redis_url is set: `sluice wrap`, where each wrapped server is
 	// a process of its own and a desktop client runs several.
@@ -496,6 +500,7 @@ func (c *config) options() gateway.Options {
 		AgentHeaderRequired: c.AgentHeaderRequired,
 		SessionIdleTimeout:  c.SessionIdleTimeout,
 		SessionKeys:         c.sessionKeys,
+		SessionMaxAge:       c.SessionMaxAge,
 
 		MaxSessions:          c.MaxSessions,
 		MaxSessionsPerAgent:  c.MaxSessionsPerAgent,

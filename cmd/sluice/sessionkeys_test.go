@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSessionKeysConfig(t *testing.T) {
@@ -19,6 +20,12 @@ func TestSessionKeysConfig(t *testing.T) {
 	keys := cfg.options().SessionKeys
 	if len(keys) != 2 || string(keys[0]) != strings.Repeat("a", 32) || string(keys[1]) != strings.Repeat("b", 32) {
 		t.Errorf("session keys: got %q", keys)
+	}
+	if got := cfg.options().SessionMaxAge; got != 0 {
+		t.Errorf("session max age unset: got %s, want 0 (the gateway's default)", got)
+	}
+	if cfg, err := parseConfig("sluice.yaml", []byte("session_keys: [\""+k1+"\"]\nsession_max_age: 8h\n")); err != nil || cfg.options().SessionMaxAge != 8*time.Hour {
+		t.Errorf("session_max_age: 8h: got %v, %v", cfg, err)
 	}
 	for _, bad := range []string{"c2hvcnQ=", "not base64!"} {
 		if _, err := parseConfig("sluice.yaml", []byte("session_keys: [\""+bad+"\"]\n")); err == nil || !strings.Contains(err.Error(), "session_keys[0]") {
