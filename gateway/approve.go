@@ -496,13 +496,26 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 	// Recorded where the session's other replicas, which its client's
 	// cancellation may reach, find it (heldshare.go): a call that could be
 	// cancelled unseen is not held.
-	shared, err := g.shareHold(ctx, x, dec.ApprovalID)
+	shared, cancelled, err := g.shareHold(ctx, x, dec.ApprovalID)
 	if err != nil {
 		g.log.Warn("held call refused: the session's shared store did not record it", "approval", dec.ApprovalID, "err", err)
 		if wd, ok := g.opts.Approver.(withdrawer); ok {
 			_, _ = wd.Withdraw(dec.ApprovalID, "sluice")
 		}
 		writeJSON(w, http.StatusOK, intercept.ErrorResponse(x.msgs[0].ID, errHoldUnshared))
+		return
+	}
+	if cancelled {
+		// The client cancelled the call through another replica before
+		// its hold was recorded (heldshare.go): it is not held, its
+		// request is withdrawn, and, as for any cancelled request, no
+		// answer follows: the stream ends empty.
+		if wd, ok := g.opts.Approver.(withdrawer); ok {
+			_, _ = wd.Withdraw(dec.ApprovalID, cancelledBy(x.agent))
+		}
+		_, _ = shared.forget(g.ctx)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	hold := x.sess.held.hold(key, dec.ApprovalID)

@@ -31,6 +31,14 @@ import (
 // cancellation names, and looked up by the aggregator of a replica that
 // does not serve that request.
 //
+// A cancellation may reach another replica before the holding one has
+// recorded the hold (between the policy's decision and the record, or
+// even before the call itself): the store then marks the id cancelled
+// for a while (CallHolds.CancelCalls), and the hold, recorded after,
+// finds the mark. The call is not held, its request is withdrawn, and
+// the question never asked. The mark costs nothing more: it is written
+// by the lookup the cancellation makes anyway.
+//
 // Fail closed: a cancellation the store cannot look up is refused (503),
 // not passed on, as it may name a call held elsewhere; a call whose hold
 // the store cannot record is not held (the request is withdrawn and the
@@ -60,7 +68,10 @@ type CallHolds interface {
 	ReleaseCall(ctx context.Context, session, id, approval string) (cancelled bool, err error)
 	// CancelCalls marks those of ids that are held as cancelled and
 	// returns the approval each is held under ("" for an id not held,
-	// or marked already).
+	// or marked already). An id not held is marked too, for a while:
+	// a HoldCall of it meanwhile (not a renewal) records the hold
+	// cancelled and reports so, as the cancellation may have come
+	// before the holding replica recorded the hold.
 	CancelCalls(ctx context.Context, session string, ids []string) ([]string, error)
 }
 
@@ -104,8 +115,10 @@ type sharedHold struct {
 // shared store; nil if no other replica can serve its session. An inner
 // call of a virtual server's session (ctx has the client's request id)
 // is recorded under that session and id, which the client cancels.
-func (g *Gateway) shareHold(ctx context.Context, x *exchange, approval string) (*sharedHold, error) {
-	h := &sharedHold{session: x.sess.id, id: x.msgs[0].IDKey(), approval: approval}
+// cancelled reports that the client cancelled the call through another
+// replica before the hold was recorded: it must not be held.
+func (g *Gateway) shareHold(ctx context.Context, x *exchange, approval string) (h *sharedHold, cancelled bool, err error) {
+	h = &sharedHold{session: x.sess.id, id: x.msgs[0].IDKey(), approval: approval}
 	if outer, ok := ctx.Value(outerIDKey{}).(string); ok && x.virtual != "" {
 		h.session, h.id = x.virtual, intercept.IDKeyOf([]byte(outer))
 		if g.sealer != nil { // the virtual session moves between replicas
@@ -115,12 +128,12 @@ func (g *Gateway) shareHold(ctx context.Context, x *exchange, approval string) (
 		h.store = g.callHolds(x.sess)
 	}
 	if h.store == nil {
-		return nil, nil
+		return nil, false, nil
 	}
-	if _, err := h.store.HoldCall(ctx, h.session, h.id, h.approval, holdTTL, false); err != nil {
-		return nil, err
+	if cancelled, err = h.store.HoldCall(ctx, h.session, h.id, h.approval, holdTTL, false); err != nil {
+		return nil, false, err
 	}
-	return h, nil
+	return h, cancelled, nil
 }
 
 // check renews h and reports whether the call was cancelled through

@@ -242,9 +242,15 @@ func (s *Store) Take(ctx context.Context, session, id, token string, ttl time.Du
 
 // holdCall: KEYS[1] the id's held-call key; ARGV the approval, the TTL
 // in ms and "1" to renew only. A call cancelled meanwhile stays so (1 is
-// returned); a renewal finding no record of its own writes none (2).
+// returned), as does one whose cancellation came before its hold was
+// recorded (the mark cancelCalls left: '!' alone); a renewal finding no
+// record of its own writes none (2).
 var holdCall = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
+if v == '!' and ARGV[3] ~= '1' then
+  redis.call('SET', KEYS[1], '!' .. ARGV[1], 'PX', ARGV[2])
+  return 1
+end
 if v == '!' .. ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
@@ -284,14 +290,18 @@ func (notHeld) Error() string {
 }
 func (notHeld) HoldLost() bool { return true }
 
-// cancelCalls: KEYS the ids' held-call keys. Each held call is marked
-// cancelled and its approval returned, once; "" for the others.
+// cancelCalls: KEYS the ids' held-call keys; ARGV[1] how long (ms) the
+// mark of an id not held lasts. Each held call is marked cancelled and
+// its approval returned, once; "" for the others. An id with no record
+// is marked cancelled ('!' alone), for a hold recorded after to find.
 var cancelCalls = redis.NewScript(`
 local out = {}
 for i = 1, #KEYS do
   local v = redis.call('GET', KEYS[i])
   out[i] = ''
-  if v and string.sub(v, 1, 1) ~= '!' then
+  if not v then
+    redis.call('SET', KEYS[i], '!', 'PX', ARGV[1])
+  elseif string.sub(v, 1, 1) ~= '!' then
     local ttl = redis.call('PTTL', KEYS[i])
     if ttl > 0 then
       redis.call('SET', KEYS[i], '!' .. v, 'PX', ttl)
@@ -301,9 +311,19 @@ for i = 1, #KEYS do
 end
 return out`)
 
+// CancelMarkTTL is how long CancelCalls marks an id no call is held
+// under as cancelled: a hold recorded meanwhile (HoldCall) is cancelled
+// at once. It covers the time between a replica's decision to hold a
+// call and its record of the hold, which a cancellation through another
+// replica may fall in, with a wide margin; ids are not reused within a
+// session, so the mark of one cancelled after its call ran holds nothing
+// back.
+const CancelMarkTTL = 30 * time.Second
+
 // HoldCall records that request id of session is held under approval
 // for ttl, or, with renew, renews the record; cancelled reports that a
-// CancelCalls marked it meanwhile, and ErrNotHeld that a renewal found
+// CancelCalls marked it meanwhile, or before (CancelMarkTTL), and
+// ErrNotHeld that a renewal found
 // no record (it lapsed, or Redis lost it: a cancellation meanwhile may
 // have gone unseen).
 func (s *Store) HoldCall(ctx context.Context, session, id, approval string, ttl time.Duration, renew bool) (cancelled bool, err error) {
@@ -341,7 +361,9 @@ func (s *Store) ReleaseCall(ctx context.Context, session, id, approval string) (
 
 // CancelCalls marks those of ids of session held for approval as
 // cancelled, and returns the approval each was held under ("" for an id
-// not held, or marked already), in one round trip.
+// not held, or marked already), in one round trip. An id not held is
+// marked too, for CancelMarkTTL: a hold of it recorded meanwhile is
+// cancelled (HoldCall).
 func (s *Store) CancelCalls(ctx context.Context, session string, ids []string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -353,7 +375,7 @@ func (s *Store) CancelCalls(ctx context.Context, session string, ids []string) (
 	for i, id := range ids {
 		keys[i] = b + "a:" + idKey(id)
 	}
-	out, err := cancelCalls.Run(ctx, s.c, keys).StringSlice()
+	out, err := cancelCalls.Run(ctx, s.c, keys, ms(CancelMarkTTL)).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}

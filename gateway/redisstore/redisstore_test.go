@@ -156,6 +156,39 @@ func TestHeldCalls(t *testing.T) {
 	}
 }
 
+// TestCancelBeforeHold: a cancellation of an id not held marks it
+// cancelled for CancelMarkTTL; the hold recorded after is cancelled at
+// once (and released so), and the mark gives no approval to another
+// cancellation, nor is it renewed as a hold.
+func TestCancelBeforeHold(t *testing.T) {
+	s, c := newTestStore(t)
+	ctx := t.Context()
+	if got, err := s.CancelCalls(ctx, "s1", []string{"5", "6"}); err != nil || got[0] != "" || got[1] != "" {
+		t.Fatalf("cancel of ids not held: got %q %v, want nothing held", got, err)
+	}
+	if ttl := c.PTTL(ctx, s.base("s1")+"a:5").Val(); ttl <= 0 || ttl > CancelMarkTTL {
+		t.Errorf("the mark expires in %v, want within %v", ttl, CancelMarkTTL)
+	}
+	if got, _ := s.CancelCalls(ctx, "s1", []string{"5"}); got[0] != "" {
+		t.Errorf("cancelled again: got %q, want nothing", got)
+	}
+	if _, err := s.HoldCall(ctx, "s1", "6", "ap-6", time.Minute, true); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("renewing a mark: got %v, want ErrNotHeld", err)
+	}
+	if cancelled, err := s.HoldCall(ctx, "s1", "5", "ap-5", time.Minute, false); !cancelled || err != nil {
+		t.Fatalf("holding a cancelled id: %v %v, want it cancelled", cancelled, err)
+	}
+	if ttl := c.PTTL(ctx, s.base("s1")+"a:5").Val(); ttl <= CancelMarkTTL || ttl > time.Minute {
+		t.Errorf("the cancelled hold's record expires in %v, want within its TTL", ttl)
+	}
+	if cancelled, err := s.ReleaseCall(ctx, "s1", "5", "ap-5"); !cancelled || err != nil {
+		t.Errorf("releasing it: %v %v, want it cancelled", cancelled, err)
+	}
+	if cancelled, err := s.HoldCall(ctx, "s2", "5", "ap-7", time.Minute, false); cancelled || err != nil {
+		t.Errorf("the same id in another session: %v %v, want it held", cancelled, err)
+	}
+}
+
 // newTestStore is a Store on a fresh redis-server, keys prefixed test:,
 // and its client.
 func newTestStore(t *testing.T) (*Store, *redis.Client) {
