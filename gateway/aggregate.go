@@ -1193,7 +1193,11 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 	var asked askSet
 	defer asked.drop(s)
 	if outer, ok := r.Context().Value(outerIDKey{}).(string); ok && namedMethod(method) {
-		defer s.track(r.Context(), outer, pendingCall{upstream: upstream, in: in, id: id})()
+		untrack, cancelled := s.track(r.Context(), outer, pendingCall{upstream: upstream, in: in, id: id})
+		if cancelled {
+			return nil, errCancelledEarly
+		}
+		defer untrack()
 	}
 	rec.onEvent = func(data []byte) {
 		var m rpcResponse

@@ -250,6 +250,10 @@ type pendingCall struct {
 	upstream string
 	in       *innerSession
 	id       int64
+	// marked, when set, makes this no call but the mark of a
+	// cancellation that named no call of the session, at that time
+	// (markCancelled).
+	marked time.Time
 }
 
 // cancelGrace is how long a call whose client went away stays known: a
@@ -259,9 +263,17 @@ const cancelGrace = 30 * time.Second
 
 // track registers the inner call serving the client's request outer until
 // the returned func is called (or, if the client went away, cancelGrace
-// after).
-func (s *aggSession) track(ctx context.Context, outer string, c pendingCall) func() {
+// after). cancelled reports that the client cancelled the request before
+// (markCancelled): the call must not be sent, and nothing is registered.
+func (s *aggSession) track(ctx context.Context, outer string, c pendingCall) (untrack func(), cancelled bool) {
 	s.mu.Lock()
+	if old, ok := s.calls[outer]; ok && !old.marked.IsZero() {
+		delete(s.calls, outer)
+		if time.Since(old.marked) < cancelMarkTTL {
+			s.mu.Unlock()
+			return nil, true
+		}
+	}
 	if s.calls == nil {
 		s.calls = map[string]pendingCall{}
 	}
@@ -280,8 +292,45 @@ func (s *aggSession) track(ctx context.Context, outer string, c pendingCall) fun
 			return
 		}
 		forget()
-	}
+	}, false
 }
+
+// markCancelled remembers the client's cancellation of request outer,
+// which names no call of the session: its call may still be on its way
+// (its POST taken, the tools being listed) and then must not be sent
+// (track). Marks last cancelMarkTTL; past maxMarks the oldest goes.
+func (s *aggSession) markCancelled(outer string) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.calls[outer]; ok && old.marked.IsZero() {
+		return
+	}
+	if s.calls == nil {
+		s.calls = map[string]pendingCall{}
+	}
+	marks, oldest := 0, ""
+	for k, c := range s.calls {
+		switch {
+		case c.marked.IsZero():
+		case now.Sub(c.marked) >= cancelMarkTTL:
+			delete(s.calls, k)
+		default:
+			marks++
+			if oldest == "" || c.marked.Before(s.calls[oldest].marked) {
+				oldest = k
+			}
+		}
+	}
+	if marks >= maxMarks {
+		delete(s.calls, oldest)
+	}
+	s.calls[outer] = pendingCall{marked: now}
+}
+
+// errCancelledEarly answers a call its client cancelled before it was
+// sent: nobody reads it.
+var errCancelledEarly = &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "not sent: the client cancelled this request"}
 
 // cancel passes the client's notifications/cancelled on to the upstream
 // serving that request, under the id the upstream knows it by. A request
@@ -293,6 +342,12 @@ func (a *aggregator) cancel(r *http.Request, s *aggSession, params jsontext.Valu
 	s.mu.Lock()
 	c, ok := s.calls[string(id)]
 	s.mu.Unlock()
+	if ok && !c.marked.IsZero() {
+		ok = false // a mark: no call
+	}
+	if !ok && id != nil {
+		s.markCancelled(string(id))
+	}
 	if !ok {
 		// (Capabilities too large to seal with the session are not known
 		// here: looked up all the same.)

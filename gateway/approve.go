@@ -505,19 +505,6 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 		writeJSON(w, http.StatusOK, intercept.ErrorResponse(x.msgs[0].ID, errHoldUnshared))
 		return
 	}
-	if cancelled {
-		// The client cancelled the call through another replica before
-		// its hold was recorded (heldshare.go): it is not held, its
-		// request is withdrawn, and, as for any cancelled request, no
-		// answer follows: the stream ends empty.
-		if wd, ok := g.opts.Approver.(withdrawer); ok {
-			_, _ = wd.Withdraw(dec.ApprovalID, cancelledBy(x.agent))
-		}
-		_, _ = shared.forget(g.ctx)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		return
-	}
 	hold := x.sess.held.hold(key, dec.ApprovalID)
 	left := false // the client went away, or answered the question with an error: it may still cancel the call
 	defer func() {
@@ -538,6 +525,25 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 			})
 		}
 	}()
+	select {
+	case <-hold.cancelled:
+		// The client cancelled the call before it was held: through
+		// this replica while it was being decided (heldcalls.go).
+		cancelled = true
+	default:
+	}
+	if cancelled {
+		// Or through another replica before its hold was recorded
+		// (heldshare.go). It is not held, its request is withdrawn, and,
+		// as for any cancelled request, no answer follows: the stream
+		// ends empty.
+		if wd, ok := g.opts.Approver.(withdrawer); ok {
+			_, _ = wd.Withdraw(dec.ApprovalID, cancelledBy(x.agent))
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 
 	// An operator may decide through the admin API meanwhile, or the
 	// request may expire: either ends the wait too.

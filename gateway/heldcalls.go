@@ -15,6 +15,13 @@ import (
 // cannot approve a call its agent abandoned. The cancellation itself is
 // not passed on: the upstream never saw the call. A cancellation reaching
 // another replica of the session is heldshare.go's.
+//
+// On an HTTP session the cancellation comes on a POST of its own, which
+// may be taken while the call's POST is still being decided (a slow
+// classifier, a slow approvals store): no call is held under its id yet.
+// So a session remembers such a cancellation for a while (markCancelled),
+// and the hold that follows is cancelled at once (hold). On a connection
+// messages are taken in order: a cancellation never overtakes its call.
 
 // withdrawer is an Approver that can withdraw a pending request whose
 // call the client cancelled.
@@ -27,6 +34,9 @@ var _ withdrawer = (*approval.Store)(nil)
 // heldCall is one call of the client's waiting for its approval.
 type heldCall struct {
 	approvalID string
+	// marked, when set, makes this no held call but the mark of a
+	// cancellation that named no held call, at that time.
+	marked time.Time
 	// cancelled is closed when the client cancels the call while it is
 	// still held; the call is then never forwarded.
 	cancelled chan struct{}
@@ -42,15 +52,70 @@ type heldCalls struct {
 // hold registers the held call whose request id has key, waiting under
 // approval request approvalID. A call held again under the same id takes
 // its place.
+//
+// If the client cancelled the call before (markCancelled), the returned
+// call is cancelled already, and not registered: the caller withdraws its
+// approval request.
 func (hc *heldCalls) hold(key, approvalID string) *heldCall {
 	h := &heldCall{approvalID: approvalID, cancelled: make(chan struct{})}
 	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if old := hc.m[key]; old != nil && !old.marked.IsZero() {
+		delete(hc.m, key)
+		if time.Since(old.marked) < cancelMarkTTL {
+			close(h.cancelled)
+			return h
+		}
+	}
 	if hc.m == nil {
 		hc.m = map[string]*heldCall{}
 	}
 	hc.m[key] = h
-	hc.mu.Unlock()
 	return h
+}
+
+// cancelMarkTTL is how long a cancellation naming no held call is
+// remembered (markCancelled), and maxMarks how many a session remembers.
+const (
+	cancelMarkTTL = 30 * time.Second
+	maxMarks      = 64
+)
+
+// markCancelled remembers the cancellation m, which named no held call,
+// for a hold of its id within cancelMarkTTL to find. Past maxMarks the
+// oldest mark is forgotten.
+func (hc *heldCalls) markCancelled(m *intercept.Message) {
+	id, ok := cancelledID(m)
+	if !ok {
+		return
+	}
+	key := intercept.IDKeyOf([]byte(id))
+	now := time.Now()
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if hc.m == nil {
+		hc.m = map[string]*heldCall{}
+	}
+	if old := hc.m[key]; old != nil && old.marked.IsZero() {
+		return // held meanwhile: that call's cancellation is cancel's
+	}
+	marks, oldest := 0, ""
+	for k, h := range hc.m {
+		switch {
+		case h.marked.IsZero():
+		case now.Sub(h.marked) >= cancelMarkTTL:
+			delete(hc.m, k)
+		default:
+			marks++
+			if oldest == "" || h.marked.Before(hc.m[oldest].marked) {
+				oldest = k
+			}
+		}
+	}
+	if marks >= maxMarks {
+		delete(hc.m, oldest)
+	}
+	hc.m[key] = &heldCall{marked: now}
 }
 
 // release forgets h: the call was forwarded, answered or refused, so a
@@ -90,7 +155,11 @@ func (hc *heldCalls) cancel(m *intercept.Message, ap Approver, agent string) boo
 	key := intercept.IDKeyOf([]byte(id))
 	hc.mu.Lock()
 	h := hc.m[key]
-	delete(hc.m, key)
+	if h != nil && !h.marked.IsZero() {
+		h = nil // a mark (markCancelled), no held call
+	} else {
+		delete(hc.m, key)
+	}
 	if h != nil {
 		close(h.cancelled) // before the withdrawal wakes the wait
 	}
