@@ -345,8 +345,8 @@ func (a *aggregator) cancel(r *http.Request, s *aggSession, params jsontext.Valu
 	if ok && !c.marked.IsZero() {
 		ok = false // a mark: no call
 	}
-	if !ok && id != nil {
-		s.markCancelled(string(id))
+	if !ok && id != nil && a.g.opts.Approver != nil {
+		s.markCancelled(string(id)) // its call may be on its way to a hold
 	}
 	if !ok {
 		// (Capabilities too large to seal with the session are not known

@@ -266,8 +266,10 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 				taken = true
 			} else if m.Kind == intercept.KindNotification && m.Method == "notifications/cancelled" {
 				rest = append(rest, m) // only these: a call's POST allocates nothing here
-				// Its call may still be on its way to a hold here.
-				x.sess.held.markCancelled(m)
+				if g.opts.Approver != nil && x.sess.elicitForm {
+					// Its call may still be on its way to a hold here.
+					x.sess.held.markCancelled(m)
+				}
 			}
 		}
 		elsewhere, err := g.cancelShared(context.WithoutCancel(r.Context()), x.sess, rest, x.agent)
