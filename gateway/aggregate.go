@@ -361,7 +361,7 @@ func (a *aggregator) session(w http.ResponseWriter, r *http.Request, msgs []*int
 				a.g.opts.OnSessionEnd(id) // what policy kept under it: no DELETE can come now
 			}
 		}
-		writeJSONRPCError(w, http.StatusNotFound, nil, a.g.sealer.errSessionExpired())
+		writeSessionExpired(w, a.g.sealer.errSessionExpired())
 		return nil
 	}
 	a.mu.Lock()

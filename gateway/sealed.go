@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -181,11 +182,27 @@ func (s *sealer) expired(id string) bool {
 	return err == nil && s.now().Sub(time.Unix(sec, 0)) > s.maxAge
 }
 
-// errSessionExpired answers a request whose sealed session id is past
-// its maximum age: 404, which a client takes as its session gone.
-func (s *sealer) errSessionExpired() error {
-	return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
-		"session expired: a session is served for at most %s after initialize (session_max_age); start a new session with initialize", s.maxAge)}
+// sessionExpired is the error of a request whose sealed session id is
+// past its maximum age.
+type sessionExpired struct{ maxAge time.Duration }
+
+func (e sessionExpired) Error() string {
+	return fmt.Sprintf("session expired: a session is served for at most %s after initialize (session_max_age); start a new session with initialize", e.maxAge)
+}
+
+func (s *sealer) errSessionExpired() error { return sessionExpired{s.maxAge} }
+
+// writeSessionExpired answers a request whose session expired: 404, which
+// the MCP specification has a client take as its session gone, and start
+// a new one. The body is the reason as text, not a JSON-RPC error: go-sdk's
+// client (v1.8) reads a JSON-RPC error in a 404 as the request refused,
+// the session going on, and only a 404 without one as its session gone
+// (ErrSessionMissing); the TypeScript SDK's shows the text either way.
+func writeSessionExpired(w http.ResponseWriter, err error) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = io.WriteString(w, err.Error()+"\n")
 }
 
 // expire lets go of session id, expired (sealer.expired), if it is here,
@@ -270,6 +287,10 @@ func (t *sessionTable) addOnce(s *session) (*session, error) {
 // with err's message when there is one (a session that cannot move here),
 // a limit's answer for a limit.
 func writeSessionError(w http.ResponseWriter, id jsontext.Value, err error) {
+	if _, ok := err.(sessionExpired); ok {
+		writeSessionExpired(w, err)
+		return
+	}
 	if le, ok := asLimitError(err); ok {
 		writeLimitError(w, id, le)
 		return

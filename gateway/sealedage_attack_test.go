@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -98,5 +101,17 @@ func TestAttackSealedSessionNeverExpires(t *testing.T) {
 				t.Errorf("a new session: %d %s", status, body)
 			}
 		})
+	}
+	// go-sdk's client takes the 404 as its session gone (ErrSessionMissing),
+	// on which the MCP specification has a client initialize again.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: urls[0] + "/mcp/demo", DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	clock.add(61 * time.Minute)
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hop"}}); !errors.Is(err, mcp.ErrSessionMissing) {
+		t.Errorf("go-sdk's call past the max age: got %v, want ErrSessionMissing", err)
 	}
 }
