@@ -361,7 +361,7 @@ func (a *aggregator) session(w http.ResponseWriter, r *http.Request, msgs []*int
 				a.g.opts.OnSessionEnd(id) // what policy kept under it: no DELETE can come now
 			}
 		}
-		writeSessionExpired(w, a.g.sealer.errSessionExpired())
+		writeSessionGone(w, a.g.sealer.errSessionExpired())
 		return nil
 	}
 	a.mu.Lock()
@@ -371,7 +371,7 @@ func (a *aggregator) session(w http.ResponseWriter, r *http.Request, msgs []*int
 		s = a.adopt(r, id) // sealed by another replica
 	}
 	if s == nil || s.owner != owner(r) || !s.who.admits(c) {
-		writeJSONRPCError(w, http.StatusNotFound, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "unknown or expired session"})
+		writeSessionGone(w, errors.New("unknown or expired session: start a new session with initialize"))
 		return nil
 	}
 	s.last.Store(time.Now().UnixNano())
@@ -1038,7 +1038,7 @@ func (a *aggregator) innerCall(r *http.Request, s *aggSession, upstream, method 
 		return nil, err
 	}
 	resp, err := a.roundTrip(r, s, upstream, in, method, params)
-	if err == nil && !s.modern && sessionGone(resp.Error) {
+	if !s.modern && errors.Is(err, errInnerSessionGone) {
 		// The route no longer has that session here: it ended upstream,
 		// or it is bound to another replica (a stdio upstream behind a
 		// sealed session). The virtual session goes on with a new one.
@@ -1074,14 +1074,9 @@ func decided(e jsontext.Value) bool {
 	return json.Unmarshal(e, &o) == nil && o.Data.TxnID != "" && (o.Data.Status == "denied" || o.Data.Status == "approval_required")
 }
 
-// sessionGone reports whether a route's error says it has no such session.
-func sessionGone(e jsontext.Value) bool {
-	var o struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}
-	return len(e) > 0 && json.Unmarshal(e, &o) == nil && o.Code == intercept.CodeInvalidRequest && strings.HasPrefix(o.Message, "session not found")
-}
+// errInnerSessionGone is a route's 404 to an inner session
+// (writeSessionGone): it ended, expired, or cannot be served here.
+var errInnerSessionGone = errors.New("the route no longer has this session")
 
 func (a *aggregator) inner(r *http.Request, s *aggSession, upstream string) (*innerSession, error) {
 	s.mu.Lock()
@@ -1261,6 +1256,9 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 		}
 	}
 	if found == nil {
+		if rec.status() == http.StatusNotFound && in.id != "" {
+			return nil, fmt.Errorf("upstream %q: %w", upstream, errInnerSessionGone)
+		}
 		return nil, fmt.Errorf("upstream %q answered %s with HTTP %d and no JSON-RPC response", upstream, method, rec.status())
 	}
 	return found, nil

@@ -159,7 +159,9 @@ func TestBadInput(t *testing.T) {
 		{"missing method header", map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, call, 400, intercept.CodeHeaderMismatch},
 		{"version header mismatch", map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}, call, 400, intercept.CodeHeaderMismatch},
 		{"base64 name header mismatch", modernHeaders("tools/call", "=?base64?c2VuZF9lbWFpbA==?="), call, 400, intercept.CodeHeaderMismatch},
-		{"unknown session", map[string]string{"Mcp-Session-Id": "nope"}, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 404, intercept.CodeInvalidRequest},
+		// A session not here is 404 with the reason as text (code 0), which
+		// every SDK's client takes as its session gone (TestGoSDKSessionGone).
+		{"unknown session", map[string]string{"Mcp-Session-Id": "nope"}, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 404, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,7 +170,11 @@ func TestBadInput(t *testing.T) {
 			if status != tt.status {
 				t.Errorf("status: got %d, want %d (%s)", status, tt.status, body)
 			}
-			if got := errorCode(t, body); got != tt.code {
+			if tt.code == 0 {
+				if !strings.HasPrefix(body, "session not found") {
+					t.Errorf("body: got %q, want the reason as text", body)
+				}
+			} else if got := errorCode(t, body); got != tt.code {
 				t.Errorf("code: got %d, want %d (%s)", got, tt.code, body)
 			}
 			if got := f.rec.n.Load(); got != before {

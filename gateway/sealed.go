@@ -192,17 +192,22 @@ func (e sessionExpired) Error() string {
 
 func (s *sealer) errSessionExpired() error { return sessionExpired{s.maxAge} }
 
-// writeSessionExpired answers a request whose session expired: 404, which
-// the MCP specification has a client take as its session gone, and start
-// a new one. The body is the reason as text, not a JSON-RPC error: go-sdk's
+// writeSessionGone answers a request whose session is not here (ended,
+// expired, unknown, another route's or agent's): 404, which the MCP
+// specification has a client take as its session gone, and start a new
+// one. The body is the reason as text, not a JSON-RPC error: go-sdk's
 // client (v1.8) reads a JSON-RPC error in a 404 as the request refused,
 // the session going on, and only a 404 without one as its session gone
-// (ErrSessionMissing); the TypeScript SDK's shows the text either way.
-func writeSessionExpired(w http.ResponseWriter, err error) {
+// (ErrSessionMissing); mcp-go's and the TypeScript SDK's go by the status.
+func writeSessionGone(w http.ResponseWriter, err error) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	msg := err.Error()
+	if we, ok := errors.AsType[*intercept.WireError](err); ok {
+		msg = we.Message
+	}
 	w.WriteHeader(http.StatusNotFound)
-	_, _ = io.WriteString(w, err.Error()+"\n")
+	_, _ = io.WriteString(w, msg+"\n")
 }
 
 // expire lets go of session id, expired (sealer.expired), if it is here,
@@ -283,14 +288,10 @@ func (t *sessionTable) addOnce(s *session) (*session, error) {
 	return s, nil
 }
 
-// writeSessionError answers a request whose session was not found: 404,
-// with err's message when there is one (a session that cannot move here),
-// a limit's answer for a limit.
+// writeSessionError answers a request whose session was not found: 404
+// (writeSessionGone), with err's message when there is one (a session that
+// cannot move here, one expired), a limit's answer for a limit.
 func writeSessionError(w http.ResponseWriter, id jsontext.Value, err error) {
-	if _, ok := err.(sessionExpired); ok {
-		writeSessionExpired(w, err)
-		return
-	}
 	if le, ok := asLimitError(err); ok {
 		writeLimitError(w, id, le)
 		return
@@ -298,5 +299,5 @@ func writeSessionError(w http.ResponseWriter, id jsontext.Value, err error) {
 	if err == nil {
 		err = errNoSession
 	}
-	writeJSONRPCError(w, http.StatusNotFound, id, err)
+	writeSessionGone(w, err)
 }
