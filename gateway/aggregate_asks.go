@@ -309,22 +309,7 @@ func (s *aggSession) markCancelled(outer string) {
 	if s.calls == nil {
 		s.calls = map[string]pendingCall{}
 	}
-	marks, oldest := 0, ""
-	for k, c := range s.calls {
-		switch {
-		case c.marked.IsZero():
-		case now.Sub(c.marked) >= cancelMarkTTL:
-			delete(s.calls, k)
-		default:
-			marks++
-			if oldest == "" || c.marked.Before(s.calls[oldest].marked) {
-				oldest = k
-			}
-		}
-	}
-	if marks >= maxMarks {
-		delete(s.calls, oldest)
-	}
+	roomForMark(s.calls, now, func(c pendingCall) time.Time { return c.marked })
 	s.calls[outer] = pendingCall{marked: now}
 }
 

@@ -99,23 +99,31 @@ func (hc *heldCalls) markCancelled(m *intercept.Message) {
 	if old := hc.m[key]; old != nil && old.marked.IsZero() {
 		return // held meanwhile: that call's cancellation is cancel's
 	}
+	roomForMark(hc.m, now, func(h *heldCall) time.Time { return h.marked })
+	hc.m[key] = &heldCall{marked: now}
+}
+
+// roomForMark drops the marks of cancellations in m (entries whose marked
+// time is set) past cancelMarkTTL and, when maxMarks are left, the
+// oldest, so that one more fits.
+func roomForMark[V any](m map[string]V, now time.Time, marked func(V) time.Time) {
 	marks, oldest := 0, ""
-	for k, h := range hc.m {
+	for k, v := range m {
+		t := marked(v)
 		switch {
-		case h.marked.IsZero():
-		case now.Sub(h.marked) >= cancelMarkTTL:
-			delete(hc.m, k)
+		case t.IsZero():
+		case now.Sub(t) >= cancelMarkTTL:
+			delete(m, k)
 		default:
 			marks++
-			if oldest == "" || h.marked.Before(hc.m[oldest].marked) {
+			if oldest == "" || t.Before(marked(m[oldest])) {
 				oldest = k
 			}
 		}
 	}
 	if marks >= maxMarks {
-		delete(hc.m, oldest)
+		delete(m, oldest)
 	}
-	hc.m[key] = &heldCall{marked: now}
 }
 
 // release forgets h: the call was forwarded, answered or refused, so a

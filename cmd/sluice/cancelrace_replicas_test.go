@@ -90,30 +90,8 @@ func stallRedis(t *testing.T, srv *redistest.Server, marks ...string) *stallingR
 // and an operator's approval ran it.
 func TestCancelBeforeHoldRecordedAcrossServeReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	var mu sync.Mutex
-	var posts []string
-	record := func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodPost {
-				b, _ := io.ReadAll(r.Body)
-				r.Body = io.NopCloser(bytes.NewReader(b))
-				mu.Lock()
-				posts = append(posts, string(b))
-				mu.Unlock()
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-	upstreamSaw := func(s string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, p := range posts {
-			if strings.Contains(p, s) {
-				return true
-			}
-		}
-		return false
-	}
+	var rec upstreamPosts
+	record, upstreamSaw := rec.wrap, rec.saw
 	// A's hold record: the one command naming an approval request and
 	// the hold's TTL (2m).
 	stall := stallRedis(t, srv, "apr_", "120000")

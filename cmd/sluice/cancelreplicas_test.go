@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,29 +30,8 @@ import (
 // cancellation on and the request stayed pending for an operator.
 func TestCancelledHeldCallAcrossServeReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	var mu sync.Mutex
-	var posts []string
-	demoUp := demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})
-	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			b, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(b))
-			mu.Lock()
-			posts = append(posts, string(b))
-			mu.Unlock()
-		}
-		demoUp.ServeHTTP(w, r)
-	})
-	upstreamSaw := func(s string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, p := range posts {
-			if strings.Contains(p, s) {
-				return true
-			}
-		}
-		return false
-	}
+	var rec upstreamPosts
+	up, upstreamSaw := rec.wrap(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})), rec.saw
 	same := func(http.Handler) http.Handler { return up }
 	cfg := holdAdd + "admin_token: t0k\n" +
 		"session_keys: [\"" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32))) + "\"]\n" +

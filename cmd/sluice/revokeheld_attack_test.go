@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,20 +18,8 @@ import (
 // saying why.
 func TestAttackRevokedKeyHeldCallRuns(t *testing.T) {
 	keyFile, key, _ := aliceAndMallory(t)
-	var adds atomic.Int32
-	g := startServeWith(t, "policy: {default: allow, require_approval: [add]}\napprovals: {client_may_answer: true}\nadmin_token: t0k\nauth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n",
-		func(h http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Method == http.MethodPost {
-					b, _ := io.ReadAll(r.Body)
-					r.Body = io.NopCloser(bytes.NewReader(b))
-					if strings.Contains(string(b), `"name":"add"`) {
-						adds.Add(1)
-					}
-				}
-				h.ServeHTTP(w, r)
-			})
-		})
+	var rec upstreamPosts
+	g := startServeWith(t, "policy: {default: allow, require_approval: [add]}\napprovals: {client_may_answer: true}\nadmin_token: t0k\nauth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n", rec.wrap)
 	base := strings.TrimSuffix(g.url, "/mcp/demo")
 	ws, _, err := (&websocket.Dialer{Subprotocols: []string{"mcp"}}).Dial("ws"+strings.TrimPrefix(base, "http")+"/ws/demo",
 		http.Header{"Authorization": {"Bearer " + key}})
@@ -76,8 +61,8 @@ func TestAttackRevokedKeyHeldCallRuns(t *testing.T) {
 		}
 	}
 	joined := strings.Join(all, "\n")
-	if adds.Load() != 0 || strings.Contains(joined, `"text":"5"`) {
-		t.Errorf("the held call of a revoked key reached the upstream once approved (%d add calls); the client read %.300s", adds.Load(), joined)
+	if rec.saw(`"name":"add"`) || strings.Contains(joined, `"text":"5"`) {
+		t.Errorf("the held call of a revoked key reached the upstream once approved; the client read %.300s", joined)
 	}
 	if !strings.Contains(joined, "revoked") {
 		t.Errorf("after the approval the client read %.300s, want an error saying the key was revoked", joined)
