@@ -959,6 +959,13 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		fail(http.StatusBadGateway, fmt.Errorf("agent %q: answer larger than %d bytes", a.Name, limit))
 		return
 	}
+	if err := intercept.PrincipalFrom(r.Context()).Gone(); err != nil {
+		// Authenticated when the request came; the answer comes later,
+		// and is withheld as a stream's events are (relayStream): the
+		// task is not recorded as its caller's either.
+		writeJSON(w, http.StatusOK, intercept.ErrorResponse(id, err))
+		return
+	}
 	if rel.clientID != nil {
 		if out, err = withID(out, id); err != nil {
 			fail(http.StatusBadGateway, fmt.Errorf("agent %q: %v", a.Name, err))

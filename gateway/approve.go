@@ -749,6 +749,11 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 		if x.swap != nil {
 			b = x.swap.restore(b)
 		}
+		if gone := intercept.PrincipalFrom(ctx).Gone(); gone != nil {
+			// As in forward: revoked while the upstream worked.
+			_ = send(intercept.ErrorResponse(id, gone))
+			return
+		}
 		m, derr := intercept.DecodeMessage(b)
 		switch {
 		case derr != nil || m.Kind != intercept.KindResponse && m.Kind != intercept.KindError:

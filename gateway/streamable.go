@@ -697,6 +697,14 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if x.swap != nil && err == nil {
 		b = x.swap.restore(b)
 	}
+	if gone := intercept.PrincipalFrom(r.Context()).Gone(); gone != nil {
+		// Authenticated when the request came; a long call's answer
+		// comes later, and is withheld as an event stream's is
+		// (pipeEvents).
+		w.Header().Del("Content-Length")
+		answerGone(w, x, gone)
+		return
+	}
 	if unread := unreadAnswer(resp.StatusCode, ob, b, err, g.opts.maxAnswer()); unread != nil {
 		// The client could read it otherwise than the gateway did, or
 		// read what the gateway never saw: a result unscanned, a task
@@ -947,6 +955,25 @@ func (g *Gateway) failExchange(w http.ResponseWriter, x *exchange, cause error) 
 		return
 	}
 	writeJSON(w, http.StatusBadGateway, marshalArray(out))
+}
+
+// answerGone answers the requests of x with gone, the error of a
+// credential that no longer holds (intercept.Principal.Gone).
+func answerGone(w http.ResponseWriter, x *exchange, gone error) {
+	var out []jsontext.Value
+	for _, m := range x.msgs {
+		if m.Kind == intercept.KindRequest {
+			out = append(out, intercept.ErrorResponse(m.ID, gone))
+		}
+	}
+	switch {
+	case len(out) == 0:
+		w.WriteHeader(http.StatusAccepted)
+	case !x.batch:
+		writeJSON(w, http.StatusOK, out[0])
+	default:
+		writeJSON(w, http.StatusOK, marshalArray(out))
+	}
 }
 
 func marshalArray(vs []jsontext.Value) []byte {

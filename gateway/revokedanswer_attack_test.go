@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// TestAttackRevokedPrincipalAnswered: a call on /mcp whose HTTP upstream
+// answers with one JSON body (no event stream) had that answer passed on
+// to a client whose credential was revoked while the upstream worked: the
+// gateway asked about the credential when the POST came, never again,
+// while the same answer sent as an event stream was withheld
+// (TestAttackRevokedPrincipalStreamsOn). A long call's result — what a
+// revoked agent most wants — is now withheld too: the call gets an error
+// saying why, in both eras, and so is the answer to a call held for
+// approval, approved by the client's user, whose credential was revoked
+// while the upstream worked on it.
+func TestAttackRevokedPrincipalAnswered(t *testing.T) {
+	alice, revoked := revocable("alice")
+	demoH := demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{JSONResponse: true})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if bytes.Contains(b, []byte(`"tools/call"`)) {
+			// The key is revoked while the upstream works on the call.
+			revoked.Store(true)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		demoH.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+	store := approval.NewStore(approval.Options{})
+	gate := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}}, Store: store}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "demo", URL: up.URL + "/mcp"}}, Approver: store},
+		&intercept.Interceptor{Decider: gate}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := g.Handler()
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if alice.Check() != nil { // as the auth middleware refuses a revoked key
+			http.Error(w, "revoked", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), alice)))
+	}))
+	t.Cleanup(func() { gw.Close(); g.Close() })
+
+	const echo = `"name":"echo","arguments":{"message":"the secret result"}`
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(era, func(t *testing.T) {
+			revoked.Store(false)
+			url := gw.URL + "/mcp/demo"
+			var hdr map[string]string
+			body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{` + echo + `}}`
+			if era == "2025-11-25" {
+				hdr = openSession(t, url, "c", nil)
+			} else {
+				hdr = modernHeaders("tools/call", "echo")
+				body = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{` + echo + `,"_meta":{` + meta2026 + `}}}`
+			}
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range hdr {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			got, _ := io.ReadAll(resp.Body)
+			if !revoked.Load() {
+				t.Fatalf("the upstream never got the call; answer %.300s", got)
+			}
+			if strings.Contains(string(got), "the secret result") || !strings.Contains(string(got), "no longer holds") {
+				t.Errorf("answer after the credential was revoked: %.300s; want an error saying the credential no longer holds", got)
+			}
+		})
+	}
+
+	t.Run("held", func(t *testing.T) {
+		revoked.Store(false)
+		url := gw.URL + "/mcp/demo"
+		hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		rd := transport.NewSSEReader(openPost(t, ctx, url, hdr, addCall).Body)
+		q, raw := nextMessage(t, rd)
+		if q.Method != "elicitation/create" {
+			t.Fatalf("want the gateway's question, got %s", raw)
+		}
+		post(t, url, hdr, `{"jsonrpc":"2.0","id":`+string(q.ID)+`,"result":{"action":"accept","content":{"approve":true}}}`)
+		last, raw := nextMessage(t, rd)
+		for last.Method != "" {
+			last, raw = nextMessage(t, rd)
+		}
+		if !revoked.Load() {
+			t.Fatalf("the upstream never got the approved call; final message %s", raw)
+		}
+		if strings.Contains(raw, `"result"`) || !strings.Contains(raw, "no longer holds") {
+			t.Errorf("final message after the credential was revoked: %s; want an error saying the credential no longer holds", raw)
+		}
+	})
+}
