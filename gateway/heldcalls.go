@@ -181,6 +181,24 @@ func (hc *heldCalls) cancel(m *intercept.Message, ap Approver, agent string) boo
 	return true
 }
 
+// cancelAll cancels every call still held here, as cancel does one: the
+// session or connection they were sent on was ended by its client, which
+// abandons them all, so no later approval sends one.
+func (hc *heldCalls) cancelAll(ap Approver, agent string) {
+	hc.mu.Lock()
+	held := hc.m
+	hc.m = nil
+	for _, h := range held {
+		close(h.cancelled) // before the withdrawal wakes the wait
+	}
+	hc.mu.Unlock()
+	if w, ok := ap.(withdrawer); ok {
+		for _, h := range held {
+			_, _ = w.Withdraw(h.approvalID, cancelledBy(agent))
+		}
+	}
+}
+
 func cancelledBy(agent string) string {
 	if agent == "" {
 		agent = "client"

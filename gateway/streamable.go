@@ -1241,6 +1241,7 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 	}
 	if rt.url == nil {
 		g.sessions.remove(sess.id)
+		sess.held.cancelAll(g.opts.Approver, sess.owner.agent)
 		g.endSession(sess)
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -1260,6 +1261,9 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		g.sessions.remove(sess.id)
+		// Its calls held for approval go with it: an operator's later
+		// approval must not send a call of a session its client ended.
+		sess.held.cancelAll(g.opts.Approver, sess.owner.agent)
 		if g.opts.OnSessionEnd != nil {
 			g.opts.OnSessionEnd(sess.id)
 		}

@@ -1,0 +1,79 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/gateway/transport"
+)
+
+// TestAttackDeletedSessionHeldCallRuns: a call held while the client's
+// user is asked (approvals.client_may_answer) waits on its session; a
+// client that then ended the session (DELETE) left the call held and its
+// approval request pending, and an operator who approved it later had the
+// call of a session that no longer existed run upstream, its answer on the
+// stream the client had kept open — decided against that session's route
+// memory, which the DELETE had dropped (a source read during the wait was
+// forgotten). Ending a session abandons its calls as cancelling each
+// would: the hold ends, the question is withdrawn, the approval request is
+// withdrawn and the call never goes upstream, on a route and through a
+// virtual server.
+func TestAttackDeletedSessionHeldCallRuns(t *testing.T) {
+	for _, c := range []struct{ name, path, tool string }{
+		{"route", "/mcp/demo", "add"},
+		{"virtual server", "/mcp", "demo_add"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := Options{}
+			if c.path == "/mcp" {
+				opts.VirtualServers = []VirtualServer{{Naming: NamingPrefix}}
+			}
+			f, store := approvalFixture(t, opts, false)
+			url := f.gw.URL + c.path
+			hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			rd := transport.NewSSEReader(openPost(t, ctx, url, hdr, strings.Replace(addCall, `"add"`, `"`+c.tool+`"`, 1)).Body)
+			q, raw := nextMessage(t, rd)
+			if q.Method != "elicitation/create" {
+				t.Fatalf("want the gateway's question, got %s", raw)
+			}
+			req, _ := http.NewRequest(http.MethodDelete, url, nil)
+			for k, v := range hdr {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				t.Fatalf("DELETE: got %d, want the session ended", resp.StatusCode)
+			}
+			// An operator approves the call (or tries to).
+			if _, err := store.Decide(onlyRequest(t, store).ID, true, "operator"); err == nil {
+				t.Errorf("an operator approved a held call of a session its client had ended")
+			}
+			for {
+				ev, err := rd.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(string(ev.Data), `"result":{"content"`) {
+					t.Errorf("the held call of the ended session was answered: %s", ev.Data)
+				}
+			}
+			if f.upstreamSaw(`"name":"add"`) {
+				t.Errorf("the held call of a session its client had ended ran upstream once approved")
+			}
+			checkWithdrawn(t, store)
+		})
+	}
+}
