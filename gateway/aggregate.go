@@ -648,7 +648,7 @@ func (a *aggregator) reapLocked() {
 	cutoff := time.Now().Add(-a.g.opts.idleTimeout()).UnixNano()
 	var ended []string
 	for id, s := range a.sessions {
-		if s.last.Load() < cutoff {
+		if s.last.Load() < cutoff && !s.calling() {
 			delete(a.sessions, id)
 			s.close()
 			ended = append(ended, id)
@@ -663,6 +663,16 @@ func (a *aggregator) reapLocked() {
 			}
 		}()
 	}
+}
+
+// calling reports whether a call of s is in flight (track): a call held
+// for its user's approval, which its client waits on and which is decided
+// against the session's route memory once approved, keeps s from being
+// idle.
+func (s *aggSession) calling() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls) > 0
 }
 
 func (s *aggSession) close() {

@@ -126,6 +126,18 @@ func roomForMark[V any](m map[string]V, now time.Time, marked func(V) time.Time)
 	}
 }
 
+// any reports whether a call is held here (a mark is none).
+func (hc *heldCalls) any() bool {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	for _, h := range hc.m {
+		if h.marked.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
 // release forgets h: the call was forwarded, answered or refused, so a
 // cancellation naming its id is no longer the gateway's to take. It
 // reports false when the client cancelled h first, and the call must not

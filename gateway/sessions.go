@@ -211,7 +211,10 @@ func (t *sessionTable) reap(ctx context.Context, end func(*session)) {
 			s.mu.Lock()
 			old := s.lastUsed.Before(cutoff)
 			s.mu.Unlock()
-			if old {
+			// Not idle while a call of its waits for approval: its
+			// client waits on the call's POST, and the call, once
+			// approved, is decided against the session's memory.
+			if old && !s.held.any() {
 				delete(t.m, id)
 				s.lease.release()
 				idle = append(idle, s)
