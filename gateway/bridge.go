@@ -650,11 +650,18 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 		_ = send(intercept.ErrorResponse(x.msgs[0].ID, upstreamError(x.rt.up.Name, err)))
 		return
 	}
+	p := intercept.PrincipalFrom(r.Context())
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case msg := <-s.ch:
+			if err := p.Gone(); err != nil {
+				// As answer does: nothing more once the credential
+				// stopped holding while the call ran.
+				_ = send(intercept.ErrorResponse(x.msgs[0].ID, err))
+				return
+			}
 			if send(msg) != nil || isResponse(msg) {
 				return
 			}

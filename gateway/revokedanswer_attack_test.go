@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +115,66 @@ func TestAttackRevokedPrincipalAnswered(t *testing.T) {
 			t.Errorf("final message after the credential was revoked: %s; want an error saying the credential no longer holds", raw)
 		}
 	})
+}
+
+// TestAttackRevokedPrincipalHeldStdio: a call held for approval on a
+// session bridged to a stdio upstream, approved by the client's user, went
+// on passing the upstream's messages — progress, the result — to a client
+// whose credential was revoked while the call ran: the approved call's
+// stream was not asked about the credential, as every other stream is
+// (TestAttackRevokedPrincipalStreamsOn). Now it ends with an error
+// saying why.
+func TestAttackRevokedPrincipalHeldStdio(t *testing.T) {
+	store := approval.NewStore(approval.Options{})
+	gate := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"slow_count"}}, Store: store}
+	g, err := New(Options{Upstreams: []Upstream{
+		{Name: "stdio", Command: os.Args[0], Args: []string{"-test.run=^TestHelperDemoStdio$"}, Env: map[string]string{"SLUICE_TEST_DEMO_STDIO": "1"}},
+	}, Approver: store}, &intercept.Interceptor{Decider: gate}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, revoked := revocable("alice")
+	h := g.Handler()
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if alice.Check() != nil {
+			http.Error(w, "revoked", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), alice)))
+	}))
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	url := gw.URL + "/mcp/stdio"
+	hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const count = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":20,"delay_ms":50},"_meta":{"progressToken":"p"}}}`
+	rd := transport.NewSSEReader(openPost(t, ctx, url, hdr, count).Body)
+	q, raw := nextMessage(t, rd)
+	if q.Method != "elicitation/create" {
+		t.Fatalf("want the gateway's question, got %s", raw)
+	}
+	post(t, url, hdr, `{"jsonrpc":"2.0","id":`+string(q.ID)+`,"result":{"action":"accept","content":{"approve":true}}}`)
+	progress, after := 0, 0
+	for {
+		m, raw := nextMessage(t, rd)
+		if revoked.Load() {
+			after++
+		}
+		if m.Method == "notifications/progress" {
+			if progress++; progress == 2 {
+				revoked.Store(true)
+			}
+			continue
+		}
+		if m.Method != "" {
+			continue
+		}
+		if strings.Contains(raw, "counted to") || !strings.Contains(raw, "no longer holds") || after > 2 {
+			t.Errorf("after its credential was revoked the approved call's stream carried %d more messages and ended with %.200s; want it to end at once with an error saying why", after, raw)
+		}
+		break
+	}
+	if progress < 2 {
+		t.Fatalf("the approved call's stream: %d progress notifications", progress)
+	}
 }
