@@ -697,6 +697,13 @@ func (a *aggregator) end(r *http.Request, s *aggSession) {
 	s.mu.Unlock()
 	s.close()
 	for _, in := range inner {
+		// Its calls held for approval go with it, whether or not the
+		// upstream ends the inner session (one may answer DELETE with
+		// 405): they are decided as the virtual session's, whose route
+		// memory goes below.
+		if is := a.g.sessions.find(in.sess.id); is != nil {
+			is.held.cancelAll(a.g.opts.Approver, s.who.agent)
+		}
 		req := a.innerRequest(r, http.MethodDelete, in.upstream, in.sess, nil)
 		a.g.handleMCP(&discard{h: http.Header{}}, req)
 	}

@@ -3,12 +3,17 @@ package gateway
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // TestAttackDeletedSessionHeldCallRuns: a call held while the client's
@@ -23,17 +28,38 @@ import (
 // withdrawn and the call never goes upstream, on a route and through a
 // virtual server.
 func TestAttackDeletedSessionHeldCallRuns(t *testing.T) {
-	for _, c := range []struct{ name, path, tool string }{
-		{"route", "/mcp/demo", "add"},
-		{"virtual server", "/mcp", "demo_add"},
+	for _, c := range []struct {
+		name, path, tool string
+		noDelete         bool // the upstream answers DELETE with 405, as the specification lets it
+	}{
+		{"route", "/mcp/demo", "add", false},
+		{"virtual server", "/mcp", "demo_add", false},
+		{"virtual server, upstream without DELETE", "/mcp", "demo_add", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			opts := Options{}
+			demoH := demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})
+			rec := &recorder{next: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if c.noDelete && r.Method == http.MethodDelete {
+					w.WriteHeader(http.StatusMethodNotAllowed)
+					return
+				}
+				demoH.ServeHTTP(w, r)
+			})}
+			up := httptest.NewServer(rec)
+			t.Cleanup(up.Close)
+			store := approval.NewStore(approval.Options{})
+			opts := Options{Upstreams: []Upstream{{Name: "demo", URL: up.URL + "/mcp"}}, Approver: store}
 			if c.path == "/mcp" {
 				opts.VirtualServers = []VirtualServer{{Naming: NamingPrefix}}
 			}
-			f, store := approvalFixture(t, opts, false)
-			url := f.gw.URL + c.path
+			dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
+			g, err := New(opts, &intercept.Interceptor{Decider: dec}, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := httptest.NewServer(g.Handler())
+			t.Cleanup(func() { gw.Close(); g.Close() })
+			url := gw.URL + c.path
 			hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -70,7 +96,7 @@ func TestAttackDeletedSessionHeldCallRuns(t *testing.T) {
 					t.Errorf("the held call of the ended session was answered: %s", ev.Data)
 				}
 			}
-			if f.upstreamSaw(`"name":"add"`) {
+			if rec.count(`"name":"add"`) > 0 {
 				t.Errorf("the held call of a session its client had ended ran upstream once approved")
 			}
 			checkWithdrawn(t, store)
