@@ -198,11 +198,14 @@ func (hc *heldCalls) cancel(m *intercept.Message, ap Approver, agent string) boo
 // abandons them all, so no later approval sends one.
 func (hc *heldCalls) cancelAll(ap Approver, agent string) {
 	hc.mu.Lock()
-	held := hc.m
-	hc.m = nil
-	for _, h := range held {
-		close(h.cancelled) // before the withdrawal wakes the wait
+	var held []*heldCall
+	for _, h := range hc.m {
+		if h.marked.IsZero() { // a mark (markCancelled) is no call
+			close(h.cancelled) // before the withdrawal wakes the wait
+			held = append(held, h)
+		}
 	}
+	hc.m = nil
 	hc.mu.Unlock()
 	if w, ok := ap.(withdrawer); ok {
 		for _, h := range held {
