@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,8 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/sluicehq/sluice/intercept"
 )
 
 // TestAttackRevokedAgentAnswered: an agent whose credential stopped
@@ -40,35 +37,7 @@ func TestAttackRevokedAgentAnswered(t *testing.T) {
 				fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{"kind":"task","id":"t1","contextId":"c1","status":{"state":"completed"},"artifacts":[{"artifactId":"a","parts":[{"kind":"text","text":"SECRET"}]}]}}`)
 			}))
 			t.Cleanup(srv.Close)
-			g, err := New(Options{Agents: []Agent{{Name: "stub", URL: srv.URL}}}, &intercept.Interceptor{Decider: allow})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := &intercept.Principal{ID: "alice", Method: "api_key", Check: func() error {
-				if revoked.Load() {
-					return errors.New("API key revoked")
-				}
-				return nil
-			}}
-			h := g.Handler()
-			gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), p)))
-			}))
-			t.Cleanup(gw.Close)
-
-			body := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`
-			url := gw.URL + "/a2a/stub"
-			switch c.method {
-			case "SendMessage":
-				body = `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
-			case "message:send":
-				body, url = `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}`, url+"/rest/message:send"
-			}
-			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			if c.version != "" {
-				req.Header.Set("A2A-Version", c.version)
-			}
+			req := revocableRequest(t, srv.URL, &revoked, c.method, c.version)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)

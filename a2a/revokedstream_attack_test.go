@@ -51,39 +51,9 @@ func TestAttackRevokedAgentStreamsOn(t *testing.T) {
 				}
 			}))
 			t.Cleanup(srv.Close)
-			opts := Options{Agents: []Agent{{Name: "stub", URL: srv.URL}}}
-			g, err := New(opts, &intercept.Interceptor{Decider: allow})
-			if err != nil {
-				t.Fatal(err)
-			}
 			var revoked atomic.Bool
-			p := &intercept.Principal{ID: "alice", Method: "api_key", Check: func() error {
-				if revoked.Load() {
-					return errors.New("API key revoked")
-				}
-				return nil
-			}}
-			h := g.Handler()
-			gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), p)))
-			}))
-			t.Cleanup(gw.Close)
-
-			params := `{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}`
-			body := `{"jsonrpc":"2.0","id":1,"method":"` + c.method + `","params":` + params + `}`
-			url := gw.URL + "/a2a/stub"
-			switch c.method {
-			case "SendStreamingMessage":
-				body = `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
-			case "message:stream":
-				body, url = `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}`, url+"/rest/message:stream"
-			}
-			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
+			req := revocableRequest(t, srv.URL, &revoked, c.method, c.version)
 			req.Header.Set("Accept", "text/event-stream")
-			if c.version != "" {
-				req.Header.Set("A2A-Version", c.version)
-			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -118,4 +88,42 @@ func TestAttackRevokedAgentStreamsOn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// revocableRequest serves agentURL (the stub agent) through a gateway whose
+// requests carry alice's API key, revoked once revoked is set, and returns
+// the request of method (message/send or /stream, SendMessage or
+// SendStreamingMessage, or the REST binding's message:send or
+// message:stream) in A2A version.
+func revocableRequest(t *testing.T, agentURL string, revoked *atomic.Bool, method, version string) *http.Request {
+	t.Helper()
+	g, err := New(Options{Agents: []Agent{{Name: "stub", URL: agentURL}}}, &intercept.Interceptor{Decider: allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &intercept.Principal{ID: "alice", Method: "api_key", Check: func() error {
+		if revoked.Load() {
+			return errors.New("API key revoked")
+		}
+		return nil
+	}}
+	h := g.Handler()
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), p)))
+	}))
+	t.Cleanup(gw.Close)
+	url := gw.URL + "/a2a/stub"
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`
+	switch {
+	case strings.Contains(method, ":"):
+		body, url = `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}`, url+"/rest/"+method
+	case version == "1.0":
+		body = `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if version != "" {
+		req.Header.Set("A2A-Version", version)
+	}
+	return req
 }
