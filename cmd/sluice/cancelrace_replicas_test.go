@@ -90,7 +90,7 @@ func stallRedis(t *testing.T, srv *redistest.Server, marks ...string) *stallingR
 // and an operator's approval ran it.
 func TestCancelBeforeHoldRecordedAcrossServeReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	var rec upstreamPosts
+	var rec upstreamLog
 	record, upstreamSaw := rec.wrap, rec.saw
 	// A's hold record: the one command naming an approval request and
 	// the hold's TTL (2m).

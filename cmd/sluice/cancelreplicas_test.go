@@ -30,7 +30,7 @@ import (
 // cancellation on and the request stayed pending for an operator.
 func TestCancelledHeldCallAcrossServeReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	var rec upstreamPosts
+	var rec upstreamLog
 	up, upstreamSaw := rec.wrap(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})), rec.saw
 	same := func(http.Handler) http.Handler { return up }
 	cfg := holdAdd + "admin_token: t0k\n" +

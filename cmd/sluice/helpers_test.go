@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -151,36 +147,4 @@ func mcpgoSession(t *testing.T, url, name string) (*client.Client, *mcp.Initiali
 		t.Fatalf("initialize: %v", err)
 	}
 	return c, init
-}
-
-// upstreamPosts records the bodies of the POSTs an upstream's handler
-// takes (wrap), for tests asking what reached it (saw).
-type upstreamPosts struct {
-	mu    sync.Mutex
-	posts []string
-}
-
-func (u *upstreamPosts) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			b, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(b))
-			u.mu.Lock()
-			u.posts = append(u.posts, string(b))
-			u.mu.Unlock()
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// saw reports whether a POST the upstream took holds s.
-func (u *upstreamPosts) saw(s string) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for _, p := range u.posts {
-		if strings.Contains(p, s) {
-			return true
-		}
-	}
-	return false
 }

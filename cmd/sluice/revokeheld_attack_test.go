@@ -18,7 +18,7 @@ import (
 // saying why.
 func TestAttackRevokedKeyHeldCallRuns(t *testing.T) {
 	keyFile, key, _ := aliceAndMallory(t)
-	var rec upstreamPosts
+	var rec upstreamLog
 	g := startServeWith(t, "policy: {default: allow, require_approval: [add]}\napprovals: {client_may_answer: true}\nadmin_token: t0k\nauth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n", rec.wrap)
 	base := strings.TrimSuffix(g.url, "/mcp/demo")
 	ws, _, err := (&websocket.Dialer{Subprotocols: []string{"mcp"}}).Dial("ws"+strings.TrimPrefix(base, "http")+"/ws/demo",
