@@ -18,6 +18,24 @@ import (
 // test ends.
 func replica(t *testing.T, srv *redistest.Server, key ed25519.PrivateKey, opts Options) (*Inventory, *recorder) {
 	t.Helper()
+	inv, rec := unwatched(t, srv, key, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- inv.Watch(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Watch = %v, want context.Canceled", err)
+		}
+	})
+	return inv, rec
+}
+
+// unwatched is a replica that does not watch the store: it reloads only
+// when told to (resync), so that a test of what resync restores is not
+// raced by the watch resyncing on its own as it resubscribes.
+func unwatched(t *testing.T, srv *redistest.Server, key ed25519.PrivateKey, opts Options) (*Inventory, *recorder) {
+	t.Helper()
 	ropt, err := redis.ParseURL(srv.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -29,17 +47,7 @@ func replica(t *testing.T, srv *redistest.Server, key ed25519.PrivateKey, opts O
 	t.Cleanup(func() { be.Close() })
 	opts.Backend = be
 	opts.Key = key
-	inv, rec := newInv(t, t.TempDir(), opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- inv.Watch(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Errorf("Watch = %v, want context.Canceled", err)
-		}
-	})
-	return inv, rec
+	return newInv(t, t.TempDir(), opts)
 }
 
 // eventually polls cond for up to 5 s.
@@ -206,7 +214,7 @@ func TestPinKeptThroughRedisLoss(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			key := testKey(t)
-			a, arec := replica(t, srv, key, Options{})
+			a, arec := unwatched(t, srv, key, Options{})
 			a.ObserveTools("demo", good)
 			pin := a.Hash("demo")
 			arec.take(EventPinned)
