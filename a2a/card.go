@@ -16,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/throttle"
 )
 
 // cardCache keeps an agent's upstream card per protocol version (an A2A
@@ -595,7 +596,7 @@ func (g *Gateway) baseURL(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil && g.trusted(ap.Addr()) {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil && throttle.Trusted(g.opts.TrustedProxies, ap.Addr()) {
 		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
 			scheme = p
 		}
@@ -604,13 +605,4 @@ func (g *Gateway) baseURL(r *http.Request) string {
 		}
 	}
 	return scheme + "://" + host
-}
-
-func (g *Gateway) trusted(ip netip.Addr) bool {
-	for _, p := range g.opts.TrustedProxies {
-		if p.Contains(ip.Unmap()) {
-			return true
-		}
-	}
-	return false
 }

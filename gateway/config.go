@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -179,10 +180,17 @@ type Options struct {
 	// limits. Zero means a tenth of MaxSessions (at least 1).
 	MaxSessionsPerAgent int
 	// MaxSessionsPerClient bounds the sessions opened from one client
-	// address (the peer's IP; an IPv6 /64), with 429 beyond it. Behind a
-	// reverse proxy every client has the proxy's address. Zero means a
-	// tenth of MaxSessions (at least 1).
+	// address (the peer's IP; an IPv6 /64; from a trusted proxy, the
+	// client it forwards for), with 429 beyond it. Zero means a tenth of
+	// MaxSessions (at least 1).
 	MaxSessionsPerClient int
+	// TrustedProxies are the reverse proxies in front of the gateway. A
+	// request from one counts as the client its X-Forwarded-For names
+	// last that is not itself one of them (throttle.Behind), for every
+	// per-client bound: sessions, request bodies held, and the rate limits
+	// and held calls of unauthenticated clients. From anyone else the
+	// header is ignored. Empty: every request is its peer's.
+	TrustedProxies []netip.Prefix
 	// MaxInflightBodyBytes bounds the request body bytes the gateway holds
 	// at once, across every client: a POST whose body does not fit waits
 	// up to 2s, then gets 503 with Retry-After. It must be at least

@@ -245,11 +245,18 @@ func (g *Gateway) takeLease(x *exchange) (*lease, error) {
 	return g.limits.admit(string(TransportStreamableHTTP), x.agent, x.client)
 }
 
-// clientAddr is the address a request's sessions are counted under: the
-// peer's IP (the HTTP server's RemoteAddr), or for IPv6 its /64, since
-// one host commonly holds a whole /64. Behind a reverse proxy every
-// client shares the proxy's address; raise max_sessions_per_client there.
-func clientAddr(r *http.Request) string { return throttle.Client(r.RemoteAddr) }
+// clientAddr is the address a request's sessions, bodies and
+// unauthenticated calls are counted under: the peer's IP (the HTTP
+// server's RemoteAddr), or for IPv6 its /64, since one host commonly
+// holds a whole /64; behind a proxy of Options.TrustedProxies, the
+// client its X-Forwarded-For names (throttle.Behind). Handler's
+// withClientAddr works it out once per request.
+func clientAddr(r *http.Request) string {
+	if a := intercept.ClientAddrFrom(r.Context()); a != "" {
+		return a
+	}
+	return throttle.Client(r.RemoteAddr)
+}
 
 // childSlots bounds the stdio child processes a route's sessions run: at
 // most max in all, and at most half of them (one at least) for one agent,

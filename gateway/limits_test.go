@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -508,4 +509,44 @@ func TestClientAddr(t *testing.T) {
 			t.Errorf("clientAddr(%q): got %q, want %q", tc.remote, got, tc.want)
 		}
 	}
+}
+
+// TestTrustedProxySessions: max_sessions_per_client counts the client a
+// trusted proxy forwards for, not the proxy (before, every client behind
+// it shared one allowance), and from any other peer X-Forwarded-For is
+// not believed (a client rotating it is still its address).
+func TestTrustedProxySessions(t *testing.T) {
+	f := newFixture(t, allowEcho, Options{MaxSessions: 10, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}) // one per address
+	url := f.gw.URL + "/mcp/demo"
+	initFor := func(c *http.Client, xff, agent string) (int, http.Header, string) {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"` + agent + `","version":"1"}}}`
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Forwarded-For", xff)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	proxy := clientFrom("127.0.0.1")
+	if status, _, body := initFor(proxy, "203.0.113.1", "a"); status != http.StatusOK {
+		t.Fatalf("first client behind the proxy: %d %s", status, body)
+	}
+	if status, _, body := initFor(proxy, "203.0.113.2", "b"); status != http.StatusOK {
+		t.Fatalf("second client behind the proxy: %d %s, want its own allowance", status, body)
+	}
+	status, hdr, body := initFor(proxy, "198.51.100.9, 203.0.113.1", "c")
+	wantLimited(t, "the first client again, its own claim before the proxy's", status, hdr, body, http.StatusTooManyRequests, "max_sessions_per_client")
+
+	direct := clientFrom("127.0.0.5")
+	if status, _, body := initFor(direct, "203.0.113.3", "d"); status != http.StatusOK {
+		t.Fatalf("a client reaching the gateway directly: %d %s", status, body)
+	}
+	status, hdr, body = initFor(direct, "203.0.113.4", "e")
+	wantLimited(t, "the direct client claiming another address", status, hdr, body, http.StatusTooManyRequests, "max_sessions_per_client")
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/h1"
+	"github.com/sluicehq/sluice/internal/throttle"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -318,16 +319,19 @@ func (g *Gateway) Handler() http.Handler {
 	for pattern, h := range g.opts.Mount {
 		mux.Handle(pattern, h)
 	}
-	return g.checkHostOrigin(withClientAddr(mux))
+	return g.checkHostOrigin(g.withClientAddr(mux))
 }
 
 // withClientAddr puts the request's client address in its context
-// (intercept.WithClientAddr): the approval store bounds what the
-// unauthenticated calls of one address may hold, since their agents are
-// whatever names the client gives.
-func withClientAddr(next http.Handler) http.Handler {
+// (intercept.WithClientAddr), the peer's or, from a trusted proxy, the
+// client's it forwards for: the session and body limits count it, and
+// the approval store and rate limits bound what the unauthenticated
+// calls of one address may hold, since their agents are whatever names
+// the client gives.
+func (g *Gateway) withClientAddr(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(intercept.WithClientAddr(r.Context(), clientAddr(r))))
+		addr := throttle.Behind(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), g.opts.TrustedProxies)
+		next.ServeHTTP(w, r.WithContext(intercept.WithClientAddr(r.Context(), addr)))
 	})
 }
 

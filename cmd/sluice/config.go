@@ -47,7 +47,9 @@ type config struct {
 	// AgentTasks says where A2A task owners live (agent_tasks:).
 	AgentTasks agentTasksConfig `yaml:"agent_tasks"`
 	// TrustedProxies are the addresses or CIDR prefixes of reverse proxies
-	// whose X-Forwarded-Proto and X-Forwarded-Host the gateway believes
+	// in front of the gateway: their X-Forwarded-For names the client
+	// every per-client bound counts (gateway.Options.TrustedProxies), and
+	// their X-Forwarded-Proto and X-Forwarded-Host the gateway believes
 	// when it writes its own URL into A2A agent cards; from anyone else
 	// those headers are ignored.
 	TrustedProxies []string `yaml:"trusted_proxies"`
@@ -498,6 +500,7 @@ func (c *config) options() gateway.Options {
 		AllowedOrigins:      c.AllowedOrigins,
 		AgentHeader:         c.AgentHeader,
 		AgentHeaderRequired: c.AgentHeaderRequired,
+		TrustedProxies:      c.trustedProxies,
 		SessionIdleTimeout:  c.SessionIdleTimeout,
 		SessionKeys:         c.sessionKeys,
 		SessionMaxAge:       c.SessionMaxAge,

@@ -22,7 +22,12 @@ func Client(remoteAddr string) string {
 		// Addr.String without formatting a string for every request.
 		return remoteAddr[:strings.LastIndexByte(remoteAddr, ':')]
 	}
-	a := ap.Addr().Unmap()
+	return key(ap.Addr())
+}
+
+// key is Client of an address.
+func key(a netip.Addr) string {
+	a = a.Unmap()
 	if a.Is4() {
 		return a.String()
 	}
@@ -31,6 +36,84 @@ func Client(remoteAddr string) string {
 		return a.String()
 	}
 	return p.String()
+}
+
+// MaxForwardHops bounds the X-Forwarded-For entries Behind looks at: a
+// chain of more trusted proxies than this is taken as malformed.
+const MaxForwardHops = 16
+
+// Behind is the client a request from remoteAddr counts as when
+// reverse proxies stand in front of the gateway: trusted are the
+// proxies' addresses and forwardedFor the request's X-Forwarded-For
+// header lines, in order. From a trusted peer, the client is the last
+// address of the header that is not itself a trusted proxy: each proxy
+// appends the address it was reached from, so what a client writes in
+// the header comes before that and is never taken unless only trusted
+// proxies stand after it. From any other peer the header is the
+// client's own word and is ignored: Client(remoteAddr). A header that
+// is missing, malformed where it is read or longer than MaxForwardHops
+// trusted hops leaves the request counted as the last trusted hop read
+// (the proxy that can be told apart, never a client's claim).
+func Behind(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) string {
+	if len(trusted) == 0 {
+		return Client(remoteAddr)
+	}
+	ap, err := netip.ParseAddrPort(remoteAddr)
+	if err != nil || !Trusted(trusted, ap.Addr()) {
+		return Client(remoteAddr)
+	}
+	last := ap.Addr()
+	hops := 0
+	for i := len(forwardedFor) - 1; i >= 0; i-- {
+		line := forwardedFor[i]
+		for line != "" {
+			entry := line
+			if c := strings.LastIndexByte(line, ','); c >= 0 {
+				entry, line = line[c+1:], line[:c]
+			} else {
+				line = ""
+			}
+			a, ok := forwardedAddr(strings.TrimSpace(entry))
+			if !ok {
+				return key(last)
+			}
+			if !Trusted(trusted, a) {
+				return key(a)
+			}
+			last = a
+			if hops++; hops == MaxForwardHops {
+				return key(last)
+			}
+		}
+	}
+	return key(last)
+}
+
+// forwardedAddr parses an X-Forwarded-For entry: an address, or an
+// address and port (IPv6 in brackets), as proxies write them.
+func forwardedAddr(s string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+		return a.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil && ap.Addr().Zone() == "" {
+		return ap.Addr().Unmap(), true
+	}
+	if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
+		return forwardedAddr(s[1 : len(s)-1])
+	}
+	return netip.Addr{}, false
+}
+
+// Trusted reports whether a is in one of prefixes (an IPv4-mapped IPv6
+// address as its IPv4 one).
+func Trusted(prefixes []netip.Prefix, a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range prefixes {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // Guesser is Client with every loopback address one client: on Linux an

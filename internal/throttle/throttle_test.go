@@ -2,6 +2,8 @@ package throttle
 
 import (
 	"fmt"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,5 +58,60 @@ func TestSlot(t *testing.T) {
 	}
 	if got := Slot(m, "new", now.Add(2*time.Minute), since); got != "new" || len(m) != 0 {
 		t.Errorf("after a minute: slot %q, %d counts left", got, len(m))
+	}
+}
+
+// Behind believes X-Forwarded-For only from a trusted proxy, and from it
+// only the last address that is not a trusted proxy: what a client
+// writes into the header itself (before its proxy's append) is never
+// its key.
+func TestBehind(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:ffff::/48")}
+	hops := make([]string, MaxForwardHops+1)
+	for i := range hops {
+		hops[i] = fmt.Sprintf("10.0.0.%d", i+1)
+	}
+	for _, tt := range []struct {
+		peer string
+		xff  []string
+		want string
+	}{
+		{"10.0.0.1:5", []string{"203.0.113.7"}, "203.0.113.7"},
+		{"10.0.0.1:5", []string{"203.0.113.7:4711"}, "203.0.113.7"},
+		{"10.0.0.1:5", []string{"[2001:db8:1:2::9]:4711"}, "2001:db8:1:2::/64"},
+		{"10.0.0.1:5", []string{"2001:db8:1:2::9"}, "2001:db8:1:2::/64"},
+		// The client's own claim comes first; its proxy appends the truth.
+		{"10.0.0.1:5", []string{"198.51.100.1, 203.0.113.7"}, "203.0.113.7"},
+		{"10.0.0.1:5", []string{"198.51.100.1", "203.0.113.7"}, "203.0.113.7"},
+		// Two proxies of ours: the one before them is the client.
+		{"10.0.0.1:5", []string{"198.51.100.1, 203.0.113.7, 10.9.9.9"}, "203.0.113.7"},
+		{"[::ffff:10.0.0.1]:5", []string{"203.0.113.7"}, "203.0.113.7"},
+		// Not from a trusted proxy: the header is the client's word.
+		{"203.0.113.9:5", []string{"198.51.100.1"}, "203.0.113.9"},
+		{"[2001:db8:2::1]:5", []string{"198.51.100.1"}, "2001:db8:2::/64"},
+		// Missing or malformed: the last trusted hop.
+		{"10.0.0.1:5", nil, "10.0.0.1"},
+		{"10.0.0.1:5", []string{""}, "10.0.0.1"},
+		{"10.0.0.1:5", []string{"unknown"}, "10.0.0.1"},
+		{"10.0.0.1:5", []string{"203.0.113.7, garbage, 10.2.2.2"}, "10.2.2.2"},
+		{"10.0.0.1:5", []string{"203.0.113.7,,"}, "10.0.0.1"},
+		{"10.0.0.1:5", []string{"fe80::1%eth0"}, "10.0.0.1"},
+		// Only trusted hops: the first of them.
+		{"10.0.0.1:5", []string{"10.1.1.1, 10.2.2.2"}, "10.1.1.1"},
+		{"10.0.0.1:5", []string{"203.0.113.7, " + strings.Join(hops, ", ")}, "10.0.0.2"},
+	} {
+		if got := Behind(tt.peer, tt.xff, trusted); got != tt.want {
+			t.Errorf("Behind(%s, %q) = %s, want %s", tt.peer, tt.xff, got, tt.want)
+		}
+	}
+	if got := Behind("10.0.0.1:5", []string{"203.0.113.7"}, nil); got != "10.0.0.1" {
+		t.Errorf("with no trusted proxies: %s, want the peer", got)
+	}
+}
+
+// With no trusted proxies, Behind costs what Client does.
+func TestBehindNoProxyAllocs(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _ = Behind("203.0.113.7:1234", []string{"198.51.100.1"}, nil) }); n != 0 {
+		t.Errorf("Behind allocates %v times, want 0", n)
 	}
 }
