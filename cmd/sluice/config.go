@@ -614,6 +614,15 @@ func parseConfig(path string, b []byte) (*config, error) {
 			}
 			pfx = netip.PrefixFrom(a, a.BitLen())
 		}
+		if pfx.Addr().Is4In6() && pfx.Bits() >= 96 {
+			// As the peer's address is compared: IPv4-mapped as IPv4.
+			pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
+		}
+		if pfx.Bits() == 0 {
+			// Every address a proxy: the first X-Forwarded-For entry,
+			// which the client writes, would name it.
+			return nil, fmt.Errorf("%s: trusted_proxies[%d]: %q trusts every address, so any client could name itself in X-Forwarded-For; list your proxies' addresses or networks", path, i, p)
+		}
 		c.trustedProxies = append(c.trustedProxies, pfx.Masked())
 	}
 	seenVirtual := map[string]bool{}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,7 +98,8 @@ func TestAgentsConfig(t *testing.T) {
 }
 
 // TestTrustedProxiesConfig: addresses and prefixes are accepted, anything
-// else names the key.
+// else names the key; so does a prefix of every address, under which a
+// client's own X-Forwarded-For entry would be believed.
 func TestTrustedProxiesConfig(t *testing.T) {
 	cfg, err := parseConfig("sluice.yaml", []byte("trusted_proxies: [10.0.0.0/8, \"::1\", 192.168.1.7]\n"))
 	if err != nil {
@@ -108,5 +110,14 @@ func TestTrustedProxiesConfig(t *testing.T) {
 	}
 	if _, err := parseConfig("sluice.yaml", []byte("trusted_proxies: [proxy.local]\n")); err == nil || !strings.Contains(err.Error(), "trusted_proxies[0]") {
 		t.Errorf("a host name: got %v, want an error naming trusted_proxies[0]", err)
+	}
+	cfg, err = parseConfig("sluice.yaml", []byte("trusted_proxies: [\"::ffff:10.0.0.0/104\"]\n"))
+	if err != nil || len(cfg.trustedProxies) != 1 || cfg.trustedProxies[0] != netip.MustParsePrefix("10.0.0.0/8") {
+		t.Errorf("an IPv4-mapped prefix: %v, %v; want 10.0.0.0/8, as peers are compared", cfg.trustedProxies, err)
+	}
+	for _, all := range []string{"0.0.0.0/0", "\"::/0\"", "\"::ffff:0.0.0.0/96\""} {
+		if _, err := parseConfig("sluice.yaml", []byte("trusted_proxies: [10.0.0.1, "+all+"]\n")); err == nil || !strings.Contains(err.Error(), "trusted_proxies[1]") {
+			t.Errorf("%s, every address a proxy: got %v, want an error naming trusted_proxies[1]", all, err)
+		}
 	}
 }
