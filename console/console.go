@@ -31,6 +31,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -79,6 +80,10 @@ type Deps struct {
 	// from the operator's address cannot lock the operator out). A chosen
 	// token keeps the lockout: it may be guessable.
 	RandomToken bool
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client a failed sign-in is counted against
+	// (throttle.GuesserBehind); from anyone else it is the peer.
+	TrustedProxies []netip.Prefix
 	// Record appends an audit event (the console's own actions).
 	Record func(telemetry.Event)
 	// Replay re-decides the recorded calls under a draft policy and
@@ -369,7 +374,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	name := strings.TrimSpace(r.PostForm.Get("name"))
 	token := strings.TrimSpace(r.PostForm.Get("token"))
-	client := throttle.Guesser(r.RemoteAddr)
+	client := throttle.GuesserBehind(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), c.d.TrustedProxies)
 	// The attempt is counted before the token is checked, so guesses sent
 	// at once cannot all pass the limit while the first is being checked;
 	// a good one gives its count back.

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -51,7 +52,10 @@ type adminGuard struct {
 	// keeps the lockout, whatever its length: it may be guessable.
 	random         bool
 	hosts, origins []string
-	console        http.Handler // /console/; nil: none
+	// proxies are trusted_proxies: wrong tokens through one count
+	// against the client it forwards for (throttle.GuesserBehind).
+	proxies []netip.Prefix
+	console http.Handler // /console/; nil: none
 	// agentClaims name the claims agents' JWTs name them by
 	// (agentClaims): a console operator whose admin JWT holds one of
 	// them naming a held call's agent cannot answer it.
@@ -190,7 +194,7 @@ func (a *adminGuard) admitted(w http.ResponseWriter, r *http.Request, want []byt
 		adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 		return nil, false // no credential: no guess to count
 	}
-	throttled, ok := a.attempt(throttle.Guesser(r.RemoteAddr))
+	throttled, ok := a.attempt(throttle.GuesserBehind(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), a.proxies))
 	if throttled && !a.random {
 		w.Header().Set("Retry-After", "60")
 		adminError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address: wait a minute")
@@ -224,7 +228,7 @@ func adminError(w http.ResponseWriter, status int, msg string) {
 // from the config or, failing that, from (or newly generated into) the
 // data directory.
 func adminHandler(cfg *config, gv *governance, logger *slog.Logger) (http.Handler, error) {
-	a := &adminGuard{token: cfg.AdminToken, hosts: cfg.AdminAllowedHosts, origins: cfg.AdminAllowedOrigins}
+	a := &adminGuard{token: cfg.AdminToken, hosts: cfg.AdminAllowedHosts, origins: cfg.AdminAllowedOrigins, proxies: cfg.trustedProxies}
 	a.random = cfg.adminTokenRandom
 	if a.token == "" {
 		dir, err := cfg.dataDir()
@@ -263,8 +267,8 @@ func newConsole(cfg *config, gv *governance, a *adminGuard) (http.Handler, error
 	}
 	d := console.Deps{
 		Approvals: gv.approvals, Inventory: gv.inv,
-		SignIn:        a.signIn,
-		RandomToken:   a.random,
+		SignIn:      a.signIn,
+		RandomToken: a.random, TrustedProxies: a.proxies,
 		PolicyFile:    cfg.PolicyFile,
 		HistoryDir:    filepath.Join(dir, "policy-history"),
 		KeepArguments: cfg.Audit.KeepArguments,

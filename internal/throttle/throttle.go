@@ -58,11 +58,37 @@ func Behind(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) st
 	if len(trusted) == 0 {
 		return Client(remoteAddr)
 	}
-	ap, err := netip.ParseAddrPort(remoteAddr)
-	if err != nil || !Trusted(trusted, ap.Addr()) {
+	a, ok := forwarded(remoteAddr, forwardedFor, trusted)
+	if !ok {
 		return Client(remoteAddr)
 	}
-	last := ap.Addr()
+	return key(a)
+}
+
+// GuesserBehind is Guesser of the client Behind finds: the one a sign-in
+// attempt through a trusted proxy is counted under.
+func GuesserBehind(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) string {
+	a, ok := forwarded(remoteAddr, forwardedFor, trusted)
+	switch {
+	case !ok:
+		return Guesser(remoteAddr)
+	case a.IsLoopback():
+		return "loopback"
+	}
+	return key(a)
+}
+
+// forwarded is the client address Behind keys, false if remoteAddr is not
+// an address.
+func forwarded(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(remoteAddr)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	last := ap.Addr().Unmap()
+	if !Trusted(trusted, last) {
+		return last, true
+	}
 	hops := 0
 	for i := len(forwardedFor) - 1; i >= 0; i-- {
 		line := forwardedFor[i]
@@ -75,18 +101,18 @@ func Behind(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) st
 			}
 			a, ok := forwardedAddr(strings.TrimSpace(entry))
 			if !ok {
-				return key(last)
+				return last, true
 			}
 			if !Trusted(trusted, a) {
-				return key(a)
+				return a, true
 			}
 			last = a
 			if hops++; hops == MaxForwardHops {
-				return key(last)
+				return last, true
 			}
 		}
 	}
-	return key(last)
+	return last, true
 }
 
 // forwardedAddr parses an X-Forwarded-For entry: an address, or an

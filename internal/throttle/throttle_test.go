@@ -104,6 +104,19 @@ func TestBehind(t *testing.T) {
 			t.Errorf("Behind(%s, %q) = %s, want %s", tt.peer, tt.xff, got, tt.want)
 		}
 	}
+	for _, tt := range []struct {
+		peer string
+		xff  []string
+		want string
+	}{
+		{"10.0.0.1:5", []string{"198.51.100.1, 203.0.113.7"}, "203.0.113.7"},
+		{"10.0.0.1:5", []string{"127.0.0.9"}, "loopback"},
+		{"127.0.0.2:5", []string{"203.0.113.7"}, "loopback"},
+	} {
+		if got := GuesserBehind(tt.peer, tt.xff, trusted); got != tt.want {
+			t.Errorf("GuesserBehind(%s, %q) = %s, want %s", tt.peer, tt.xff, got, tt.want)
+		}
+	}
 	if got := Behind("10.0.0.1:5", []string{"203.0.113.7"}, nil); got != "10.0.0.1" {
 		t.Errorf("with no trusted proxies: %s, want the peer", got)
 	}
