@@ -124,6 +124,14 @@ func TestAttackCancelledHeldCallRuns(t *testing.T) {
 // it, the gateway's question and the approvals store.
 func heldOnConn(t *testing.T, dial func(base string) transport.Dialer) (context.Context, transport.Conn, func() (rpc, string), rpc, *approval.Store, *scriptUpstream) {
 	t.Helper()
+	return heldOnConnWith(t, Options{}, "add", func(base string, _ *Gateway) transport.Dialer { return dial(base) })
+}
+
+// heldOnConnWith is heldOnConn on a gateway with opts (a virtual server,
+// whose name for add is tool), dialled by dial, which is given the
+// gateway too (`sluice wrap` serves a Conn of its own).
+func heldOnConnWith(t *testing.T, opts Options, tool string, dial func(base string, g *Gateway) transport.Dialer) (context.Context, transport.Conn, func() (rpc, string), rpc, *approval.Store, *scriptUpstream) {
+	t.Helper()
 	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
 		var r reqView
 		if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
@@ -132,12 +140,15 @@ func heldOnConn(t *testing.T, dial func(base string) transport.Dialer) (context.
 		if r.Method == "initialize" {
 			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`)}
 		}
+		if r.Method == "tools/list" { // what a virtual server lists to name the tools
+			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"tools":[{"name":"add","inputSchema":{"type":"object"}},{"name":"echo","inputSchema":{"type":"object"}}]}}`)}
+		}
 		return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`)}
 	}}
-	base, store := holdingAddGateway(t, up)
+	g, base, store := holdingAddGatewayWith(t, up, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
-	c, err := dial(base).Dial(ctx)
+	c, err := dial(base, g).Dial(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +157,10 @@ func heldOnConn(t *testing.T, dial func(base string) transport.Dialer) (context.
 	c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"desk","version":"1"}}}`))
 	read()
 	c.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	c.Write(ctx, []byte(addCall))
-	q, _ := read()
+	c.Write(ctx, []byte(strings.Replace(addCall, `"add"`, `"`+tool+`"`, 1)))
+	q, raw := read()
 	if q.Method != "elicitation/create" {
-		t.Fatalf("want the gateway's question, got %+v", q)
+		t.Fatalf("want the gateway's question, got %s", raw)
 	}
 	return ctx, c, read, q, store, up
 }

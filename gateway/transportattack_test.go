@@ -198,17 +198,25 @@ func TestStatelessStalledClientBlocksOthers(t *testing.T) {
 // approvals store.
 func holdingAddGateway(t *testing.T, up *scriptUpstream) (string, *approval.Store) {
 	t.Helper()
+	_, base, store := holdingAddGatewayWith(t, up, Options{})
+	return base, store
+}
+
+// holdingAddGatewayWith is holdingAddGateway with opts (their upstreams
+// and approver are its own), returning the gateway too.
+func holdingAddGatewayWith(t *testing.T, up *scriptUpstream, opts Options) (*Gateway, string, *approval.Store) {
+	t.Helper()
 	store := approval.NewStore(approval.Options{})
 	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}, Approver: store},
-		&intercept.Interceptor{Decider: dec}, slog.New(slog.DiscardHandler))
+	opts.Upstreams, opts.Approver = []Upstream{{Name: "u", Command: "true"}}, store
+	g, err := New(opts, &intercept.Interceptor{Decider: dec}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.routes["u"].dialer = up
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { srv.Close(); g.Close() })
-	return srv.URL, store
+	return g, srv.URL, store
 }
 
 // A malicious upstream sends the client an elicitation/create under the
