@@ -182,6 +182,11 @@ func (r *relay) run(ctx context.Context) error {
 	r.down.Close()
 	r.upc.Close()
 	<-errc
+	// The connection is its client's session: the calls still held on
+	// it are abandoned, as a session's DELETE abandons its own
+	// (heldcalls.go), and no later approval sends one. Its pumps have
+	// ended: none is held after this.
+	r.holds.cancelAll(r.approver, r.callContext().Agent)
 	return err
 }
 
@@ -504,9 +509,12 @@ func (r *relay) ask(ctx context.Context, m *intercept.Message, raw []byte, dec i
 			r.mu.Lock()
 			delete(r.asks, id)
 			r.mu.Unlock()
-			if later {
+			switch {
+			case ctx.Err() != nil:
+				// The connection ended: its hold is run's to cancel.
+			case later:
 				r.holds.releaseLater(m.IDKey(), h)
-			} else {
+			default:
 				r.holds.release(m.IDKey(), h)
 			}
 		}()
@@ -519,12 +527,18 @@ func (r *relay) ask(ctx context.Context, m *intercept.Message, raw []byte, dec i
 // forwards the call or answers it with the outcome. It reports whether the
 // client may still cancel the call it ended the wait for: it answered the
 // question with an error (go-sdk's client, whose user gave up, does, then
-// cancels the call, which withdraws the request, as on an HTTP session).
+// cancels the call, which withdraws the request, as on an HTTP session),
+// or the question could not be sent (the connection is going away).
 func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, dec intercept.Decision, held []byte, id string, form elicitParams, answers <-chan *intercept.Message, h *heldCall) (mayCancel bool) {
 	q, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": jsontext.Value(id), "method": "elicitation/create", "params": form},
 		json.Deterministic(true), jsontext.AllowInvalidUTF8(true))
-	if err != nil || r.toClient(ctx, q) != nil {
+	if err != nil {
 		return
+	}
+	if r.toClient(ctx, q) != nil {
+		// The connection is going away: the call stays held a while, for
+		// its end to cancel (run).
+		return true
 	}
 	waitCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -536,7 +550,7 @@ func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, de
 	defer func() { stop(); <-decided }()
 	select {
 	case <-ctx.Done():
-		return // the session ended: the request stays pending for an operator
+		return // the connection ended: run withdraws the request
 	case <-h.cancelled:
 		// The client cancelled the call (heldcalls.go): it is not
 		// answered, and the question is withdrawn.
