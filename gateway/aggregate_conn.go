@@ -92,8 +92,14 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 	var serving atomic.Int64   // messages being served on goroutines
 	key := a.g.bodyKey(opened) // whose room they take in the body budget
 	var wg sync.WaitGroup
+	// The messages being served when the connection ends have no one to
+	// answer: they end with it (a WebSocket's request context does not),
+	// so that its calls held for approval are still held, and withdrawn,
+	// when its session ends below (aggregator.end).
+	msgCtx, stopMsgs := context.WithCancel(ctx)
 	getCtx, stopGet := context.WithCancel(ctx)
 	defer func() {
+		stopMsgs()
 		stopGet()
 		wg.Wait()
 		if id, _ := sid.Load().(string); id != "" {
@@ -112,7 +118,7 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 			return
 		}
 		id, _ := sid.Load().(string)
-		req := a.connRequest(ctx, opened, http.MethodPost, id, msg)
+		req := a.connRequest(msgCtx, opened, http.MethodPost, id, msg)
 		if id == "" {
 			w := &connWriter{h: http.Header{}, write: write}
 			a.ServeHTTP(w, req)
