@@ -144,7 +144,9 @@ type Options struct {
 	// AllowedOrigins are Origin header values accepted besides loopback
 	// origins. "*" accepts any origin.
 	AllowedOrigins []string
-	// SessionIdleTimeout ends sessions unused for this long. Zero means 30m.
+	// SessionIdleTimeout ends sessions unused for this long: with no
+	// request in flight (nor a call held for approval), counted from the
+	// end of the last. Zero means 30m.
 	SessionIdleTimeout time.Duration
 	// SessionKeys, if set, seal the session ids of 2025-era sessions
 	// (AES-256-GCM, 32 bytes each) so that any replica holding the same

@@ -531,11 +531,13 @@ func TestConnOutstandingRequestsUnbounded(t *testing.T) {
 
 // TestStalledClientStopsReaper: on a bridged route (stdio here) the
 // session's upstream reader hands each message to the client's stream and
-// waits while the client does not read (stream.deliver). A client that
-// POSTs a call whose upstream answers with a long stream (log or
-// progress) and then stops reading its socket without closing it leaves
-// that reader waiting for good. Once the session is idle (its lastUsed is
-// the POST's start), the reaper takes it out of the table and ends it:
+// waits while the client does not read (stream.deliver). A client whose
+// GET stream takes a long run of messages (log, here sent after a call's
+// answer) and that stops reading its socket without closing it leaves
+// that reader waiting for good. (A stalled answer to a POST is a call in
+// flight, which keeps its session from going idle:
+// TestAttackIdleSessionCallInFlightForgets; a GET stream does not.)
+// Once the session is idle, the reaper takes it out of the table and ends it:
 // endSession → bridgeState.close, which waits for the reader to return —
 // forever. The reaper is one goroutine: from then on no idle session of
 // any client, on any route, is ever ended, so their places in
@@ -553,11 +555,11 @@ func TestStalledClientStopsReaper(t *testing.T) {
 		case "initialize":
 			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"s","version":"1"}}}`)}
 		case "tools/call":
-			var out [][]byte
-			for i := range 400 {
+			out := [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ok"}]}}`)}
+			for i := range 400 { // after the answer: to the GET stream
 				out = append(out, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"%d %s"}}`, i, big)))
 			}
-			return append(out, []byte(`{"jsonrpc":"2.0","id":`+string(r.ID)+`,"result":{"content":[{"type":"text","text":"ok"}]}}`))
+			return out
 		}
 		return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{}}`)}
 	}}
@@ -584,7 +586,8 @@ func TestStalledClientStopsReaper(t *testing.T) {
 		t.Fatalf("initialize: %d %s", status, body)
 	}
 	sid := hdr.Get(hdrSession)
-	// The stalled client: a call on a raw connection that is never read.
+	// The stalled client: a GET stream on a raw connection that is never
+	// read.
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	raddr, _ := net.ResolveTCPAddr("tcp", addr)
 	conn, err := net.DialTCP("tcp", nil, raddr)
@@ -593,8 +596,14 @@ func TestStalledClientStopsReaper(t *testing.T) {
 	}
 	defer conn.Close() // before the deferred Close above: it unblocks the gateway
 	conn.SetReadBuffer(4096)
-	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`
-	fmt.Fprintf(conn, "POST /mcp/u HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s", addr, sid, len(call), call)
+	fmt.Fprintf(conn, "GET /mcp/u HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: %s\r\n\r\n", addr, sid)
+	if _, err := bufio.NewReader(conn).ReadString('\n'); err != nil { // the stream is open
+		t.Fatal(err)
+	}
+	hdrs := map[string]string{hdrSession: sid, "Mcp-Protocol-Version": "2025-11-25"}
+	if _, _, body := post(t, url, hdrs, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`); !strings.Contains(body, `"ok"`) {
+		t.Fatalf("the call: %s", body)
+	}
 	time.Sleep(1500 * time.Millisecond) // the stalled session is idle now, and reaped
 	// Another client's session, which goes idle at once.
 	status, _, body = postInitializeAs(t, clientFrom("127.0.0.1"), url, "idle")

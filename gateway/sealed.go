@@ -283,7 +283,7 @@ func (t *sessionTable) addOnce(s *session) (*session, error) {
 	if len(t.m) >= t.max {
 		return nil, errTooManySessions
 	}
-	s.lastUsed = t.now()
+	s.lastUsed.Store(t.now().UnixNano())
 	t.m[s.id] = s
 	return s, nil
 }

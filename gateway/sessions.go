@@ -43,12 +43,17 @@ type session struct {
 	// held are the calls waiting for its user's approval (approve.go),
 	// which its client may cancel (heldcalls.go).
 	held heldCalls
+	// serving counts the client's requests being served (sessionTable.use
+	// to done): a session with one in flight is not idle. lastUsed is
+	// when it was last used, or the last of them ended (unix
+	// nanoseconds by its table's clock).
+	serving  atomic.Int64
+	lastUsed atomic.Int64
 
-	mu       sync.Mutex // guards the fields below
-	version  string
-	lastUsed time.Time
-	answers  map[string]chan *intercept.Message // id of an approval elicitation -> its waiter
-	asked    uint64                             // requests the gateway sent this client itself
+	mu      sync.Mutex // guards the fields below
+	version string
+	answers map[string]chan *intercept.Message // id of an approval elicitation -> its waiter
+	asked   uint64                             // requests the gateway sent this client itself
 	// events are the ids of the last events passed on to the client on
 	// the session's streams, oldest first from nextEvent: a closed
 	// upstream is sent only a Last-Event-ID among them (headers.go).
@@ -149,7 +154,7 @@ func (t *sessionTable) add(s *session) error {
 	if len(t.m) >= t.max {
 		return errTooManySessions
 	}
-	s.lastUsed = t.now()
+	s.lastUsed.Store(t.now().UnixNano())
 	t.m[s.id] = s
 	return nil
 }
@@ -158,15 +163,25 @@ func (t *sessionTable) add(s *session) error {
 // through another route than the one that created it.
 func (t *sessionTable) get(id, route string) *session {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	s := t.m[id]
-	t.mu.Unlock()
 	if s == nil || s.route != route {
 		return nil
 	}
-	s.mu.Lock()
-	s.lastUsed = t.now()
-	s.mu.Unlock()
+	// Under t.mu: reap, which holds it, either sees the session used
+	// now or has removed it, and it is not found.
+	s.lastUsed.Store(t.now().UnixNano())
 	return s
+}
+
+// use counts a request of s being served from now until done: s, found
+// (get) the moment before, is not idle meanwhile.
+func (t *sessionTable) use(s *session) { s.serving.Add(1) }
+
+// done ends what use began: the session's idle time counts from now.
+func (t *sessionTable) done(s *session) {
+	s.lastUsed.Store(t.now().UnixNano())
+	s.serving.Add(-1) // after: reap, seeing none, sees this use too
 }
 
 // find returns session id on whichever route, or nil, without counting
@@ -205,16 +220,15 @@ func (t *sessionTable) reap(ctx context.Context, end func(*session)) {
 		case <-tick.C:
 		}
 		var idle []*session
-		cutoff := t.now().Add(-t.idle)
+		cutoff := t.now().Add(-t.idle).UnixNano()
 		t.mu.Lock()
 		for id, s := range t.m {
-			s.mu.Lock()
-			old := s.lastUsed.Before(cutoff)
-			s.mu.Unlock()
-			// Not idle while a call of its waits for approval: its
-			// client waits on the call's POST, and the call, once
-			// approved, is decided against the session's memory.
-			if old && !s.held.any() {
+			// Not idle while a call of its is in flight, or waits for
+			// approval: its client waits on the call's POST, and the
+			// call's answer (the call, once approved) is recorded in,
+			// or decided against, the session's memory. serving
+			// first: done sets lastUsed before it counts down.
+			if s.serving.Load() == 0 && s.lastUsed.Load() < cutoff && !s.held.any() {
 				delete(t.m, id)
 				s.lease.release()
 				idle = append(idle, s)

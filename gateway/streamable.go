@@ -188,6 +188,10 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 			writeSessionError(w, firstID, err)
 			return
 		}
+		// In flight until its answer is passed on, or its client or
+		// upstream gave up: the session is not idle meanwhile.
+		g.sessions.use(x.sess)
+		defer g.sessions.done(x.sess)
 		x.owner = x.sess.owner
 		_, v := x.sess.info()
 		if err := c.continues(v); err != nil {
