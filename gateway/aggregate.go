@@ -266,7 +266,10 @@ type aggSession struct {
 	client  string    // the client's address (clientAddr), for the per-client limit
 	version string
 	init    jsontext.Value // the client's initialize params
-	last    atomic.Int64   // unix nanos of the last request
+	last    atomic.Int64   // unix nanos (aggregator.now) of the last request, or of when the last served ended
+	// serving counts the requests of the session being served (post): a
+	// session with one in flight is not idle.
+	serving atomic.Int64
 
 	// modern: a 2026-07-28 request, served without a session; meta is
 	// its _meta (version, client info, capabilities), sent on with every
@@ -364,19 +367,27 @@ func (a *aggregator) session(w http.ResponseWriter, r *http.Request, msgs []*int
 		writeSessionGone(w, a.g.sealer.errSessionExpired())
 		return nil
 	}
+	own := owner(r)
 	a.mu.Lock()
 	s := a.sessions[id]
+	if s != nil && s.owner == own && s.who.admits(c) {
+		// Under a.mu: reapLocked, which holds it, either sees the
+		// session used now or has removed it, and it is not found.
+		s.last.Store(a.now())
+	}
 	a.mu.Unlock()
 	if s == nil {
 		s = a.adopt(r, id) // sealed by another replica
 	}
-	if s == nil || s.owner != owner(r) || !s.who.admits(c) {
+	if s == nil || s.owner != own || !s.who.admits(c) {
 		writeSessionGone(w, errors.New("unknown or expired session: start a new session with initialize"))
 		return nil
 	}
-	s.last.Store(time.Now().UnixNano())
 	return s
 }
+
+// now is the sessions' clock, in unix nanoseconds.
+func (a *aggregator) now() int64 { return a.g.sessions.now().UnixNano() }
 
 // fullLocked applies the gateway's session limits to s, a session about
 // to be entered (opened or adopted), so that one agent or one address
@@ -477,6 +488,14 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.id != "" {
+		// In flight until answered, or its client or the upstream gave
+		// up: the session is not idle meanwhile, and its idle time
+		// counts from the end.
+		s.serving.Add(1)
+		defer func() {
+			s.last.Store(a.now())
+			s.serving.Add(-1) // after: reapLocked, seeing none, sees the end
+		}()
 		// Policy sees the client's session, not each upstream's inner one
 		// (route rules of session scope, the classifier's lifecycle).
 		r = r.WithContext(context.WithValue(r.Context(), virtualSessionKey{}, s.id))
@@ -597,7 +616,7 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 		version = p.ProtocolVersion
 	}
 	s := &aggSession{id: newSessionID(), owner: owner(r), who: c.principal(), client: clientAddr(r), version: version, init: req.Params, inner: map[string]*innerSession{}}
-	s.last.Store(time.Now().UnixNano())
+	s.last.Store(a.now())
 	a.mu.Lock()
 	a.reapLocked()
 	if status, msg := a.fullLocked(s); status != 0 {
@@ -643,12 +662,13 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 	writeJSON(w, http.StatusOK, b)
 }
 
-// reapLocked ends sessions idle beyond the gateway's session timeout.
+// reapLocked ends sessions idle beyond the gateway's session timeout:
+// none with a request being served, or a call in flight (calling).
 func (a *aggregator) reapLocked() {
-	cutoff := time.Now().Add(-a.g.opts.idleTimeout()).UnixNano()
+	cutoff := a.now() - a.g.opts.idleTimeout().Nanoseconds()
 	var ended []string
 	for id, s := range a.sessions {
-		if s.last.Load() < cutoff && !s.calling() {
+		if s.serving.Load() == 0 && s.last.Load() < cutoff && !s.calling() {
 			delete(a.sessions, id)
 			s.close()
 			ended = append(ended, id)

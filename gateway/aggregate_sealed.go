@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -122,7 +121,7 @@ func (a *aggregator) adopt(r *http.Request, id string) *aggSession {
 	for u, in := range st.Inner {
 		s.inner[u] = &innerSession{id: in.ID, version: in.Version}
 	}
-	s.last.Store(time.Now().UnixNano())
+	s.last.Store(a.now())
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if old := a.sessions[id]; old != nil {
