@@ -94,6 +94,86 @@ func TestAttackIdleSessionCallInFlightForgets(t *testing.T) {
 	}
 }
 
+// TestSessionIdleOnceCallsEnd: what keeps a session with a call in
+// flight from going idle (TestAttackIdleSessionCallInFlightForgets) ends
+// with the call, however it ends — answered, its client gone, its
+// upstream broken off, the gateway's handler panicking (net/http
+// recovers) — and the session, a route's or a virtual server's with its
+// inner one, is ended once idle again.
+func TestSessionIdleOnceCallsEnd(t *testing.T) {
+	const quick = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":1,"delay_ms":1}}}`
+	for _, where := range []struct{ name, path string }{{"route", "/mcp/demo"}, {"virtual server", "/mcp"}} {
+		path := where.path
+		for _, c := range []struct {
+			name string
+			call func(t *testing.T, is *idleSessions, url string, hdr map[string]string)
+		}{
+			{"answered", func(t *testing.T, _ *idleSessions, url string, hdr map[string]string) {
+				if _, _, body := post(t, url, hdr, quick); !strings.Contains(body, "counted to 1") {
+					t.Fatalf("the call's answer: %s", body)
+				}
+			}},
+			{"client gone", func(t *testing.T, _ *idleSessions, url string, hdr map[string]string) {
+				resp, cancel := startSlowCount(t, url, hdr[hdrSession], 3, 100, 50)
+				defer resp.Body.Close()
+				if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+					t.Fatalf("the call's progress: %v", err)
+				}
+				cancel()
+			}},
+			{"upstream broke off", func(t *testing.T, is *idleSessions, url string, hdr map[string]string) {
+				resp, cancel := startSlowCount(t, url, hdr[hdrSession], 3, 100, 50)
+				defer cancel()
+				defer resp.Body.Close()
+				answer := bufio.NewReader(resp.Body)
+				if _, err := answer.ReadString('\n'); err != nil {
+					t.Fatalf("the call's progress: %v", err)
+				}
+				is.up.CloseClientConnections()
+				io.Copy(io.Discard, answer) // to the gateway's error
+			}},
+			{"panicked", func(t *testing.T, is *idleSessions, url string, hdr map[string]string) {
+				req := httptest.NewRequest(http.MethodPost, url, strings.NewReader(quick))
+				req.Host, req.RemoteAddr = strings.TrimPrefix(is.gw, "http://"), "127.0.0.1:1"
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				for k, v := range hdr {
+					req.Header.Set(k, v)
+				}
+				defer func() {
+					if recover() == nil {
+						t.Fatal("the answer was written: no panic")
+					}
+				}()
+				is.g.Handler().ServeHTTP(panicking{}, req)
+			}},
+		} {
+			t.Run(where.name+", "+c.name, func(t *testing.T) {
+				is := newIdleSessions(t)
+				url := is.gw + path
+				sid := initialize(t, url)
+				c.call(t, is, url, map[string]string{hdrSession: sid, "Mcp-Protocol-Version": "2025-11-25"})
+				// A virtual session whose client went away during a call
+				// keeps the call known for cancelGrace, for the
+				// cancellation that may follow (aggSession.track): only
+				// the count of what it serves is back to none.
+				graced := path == "/mcp" && c.name == "client gone"
+				if !is.reapedSoon(path == "/mcp", graced) {
+					t.Errorf("the session was not ended in 5s of going idle once its call had ended")
+				}
+			})
+		}
+	}
+}
+
+// panicking is a ResponseWriter that panics when the answer is written,
+// as net/http's does to abort a handler (http.ErrAbortHandler).
+type panicking struct{}
+
+func (panicking) Header() http.Header        { return http.Header{} }
+func (panicking) Write([]byte) (int, error)  { panic(http.ErrAbortHandler) }
+func (panicking) WriteHeader(statusCode int) { panic(http.ErrAbortHandler) }
+
 // idleSessions is a gateway in front of the demo server whose sessions
 // go idle after 40ms by a clock the test moves, with a policy that denies
 // web_search after slow_count (a sensitive read, here) in a session.
@@ -167,4 +247,26 @@ func (is *idleSessions) look() {
 	a.mu.Lock()
 	a.reapLocked()
 	a.mu.Unlock()
+}
+
+// reapedSoon reports whether every session (and, if virtual, every
+// virtual session; if graced too, only what they serve) is ended within
+// 5s, the clock moving on an hour at each look.
+func (is *idleSessions) reapedSoon(virtual, graced bool) bool {
+	a := is.g.virtual[""]
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		is.idle(virtual)
+		a.mu.Lock()
+		left := 0
+		for _, s := range a.sessions {
+			if !graced || s.serving.Load() > 0 {
+				left++
+			}
+		}
+		a.mu.Unlock()
+		if is.g.sessions.len() == 0 && (!virtual || left == 0) {
+			return true
+		}
+	}
+	return false
 }
