@@ -97,7 +97,29 @@ func TestAttackRevokedAgentStreamsOn(t *testing.T) {
 // message:stream) in A2A version.
 func revocableRequest(t *testing.T, agentURL string, revoked *atomic.Bool, method, version string) *http.Request {
 	t.Helper()
-	g, err := New(Options{Agents: []Agent{{Name: "stub", URL: agentURL}}}, &intercept.Interceptor{Decider: allow})
+	url := revocableGateway(t, agentURL, revoked, Options{})
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`
+	switch {
+	case strings.Contains(method, ":"):
+		body, url = `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}`, url+"/rest/"+method
+	case version == "1.0":
+		body = `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if version != "" {
+		req.Header.Set("A2A-Version", version)
+	}
+	return req
+}
+
+// revocableGateway serves agentURL (as agent "stub") through a gateway
+// with opts whose every request carries alice's API key, revoked once
+// revoked is set, and returns the agent's URL there.
+func revocableGateway(t *testing.T, agentURL string, revoked *atomic.Bool, opts Options) string {
+	t.Helper()
+	opts.Agents = []Agent{{Name: "stub", URL: agentURL}}
+	g, err := New(opts, &intercept.Interceptor{Decider: allow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,18 +134,5 @@ func revocableRequest(t *testing.T, agentURL string, revoked *atomic.Bool, metho
 		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), p)))
 	}))
 	t.Cleanup(gw.Close)
-	url := gw.URL + "/a2a/stub"
-	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`
-	switch {
-	case strings.Contains(method, ":"):
-		body, url = `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}`, url+"/rest/"+method
-	case version == "1.0":
-		body = `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
-	}
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if version != "" {
-		req.Header.Set("A2A-Version", version)
-	}
-	return req
+	return gw.URL + "/a2a/stub"
 }
