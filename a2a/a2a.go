@@ -31,6 +31,12 @@
 // forgot) is refused: the agent may still keep its history. File parts
 // may name only http(s) URIs of public hosts unless the agent's
 // AllowFileURIs says otherwise (fileuri.go).
+//
+// Push notifications go from the agent straight to the URL its caller
+// registered, not through the gateway, which could not withhold them
+// once the caller's credential stops holding: a caller authenticated
+// with a credential that can (an API key, a JWT, a certificate) may not
+// register a push config, and polls or subscribes instead (push.go).
 package a2a
 
 import (
@@ -449,6 +455,12 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if spec.kind == pushConfig {
+			if registersPush(m.Method, m.Params) {
+				if err := ungovernedPush(r.Context()); err != nil {
+					reply(err)
+					return
+				}
+			}
 			if err := g.checkPushURLs(r.Context(), m.Params); err != nil {
 				reply(err)
 				return
@@ -585,6 +597,12 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 	if intercept.Member(msg, "task_id") != nil || intercept.Member(msg, "context_id") != nil {
 		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: write message.taskId and message.contextId, not task_id and context_id"})
 		return
+	}
+	if registersPush(m.Method, m.Params) {
+		if err := ungovernedPush(r.Context()); err != nil {
+			reply(err)
+			return
+		}
 	}
 	if err := g.checkPushURLs(r.Context(), intercept.Member(m.Params, "configuration")); err != nil {
 		reply(err)

@@ -1,0 +1,75 @@
+package a2a
+
+import (
+	"context"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// Push notifications do not pass through the gateway: the agent POSTs
+// each update of a task straight to the URL its caller registered (a
+// push config: message/send's configuration.pushNotificationConfig,
+// tasks/pushNotificationConfig/set, CreateTaskPushNotificationConfig,
+// REST POST /tasks/{id}/pushNotificationConfigs), for as long as the
+// agent keeps the config. So the gateway can check the URL when it is
+// registered (checkPushURLs), but cannot withhold a push once the caller's
+// credential stops holding (an API key revoked, a token expired), as it
+// withholds a stream's events and an answer (intercept.Principal.Gone).
+// A caller whose credential can stop holding therefore registers no push
+// config: the request is refused with PushNotificationNotSupported
+// (-32003; 400 PUSH_NOTIFICATION_NOT_SUPPORTED on REST), and the caller
+// polls (tasks/get) or subscribes (message/stream, tasks/resubscribe)
+// through the gateway instead. Getting, listing and deleting configs
+// stays open, so a caller can remove one it registered before.
+
+// codePushNotSupported is A2A's PushNotificationNotSupportedError.
+const codePushNotSupported = -32003
+
+// registersPush reports whether a request of method with params
+// registers a push config with the agent.
+func registersPush(method string, params jsontext.Value) bool {
+	switch method {
+	case "tasks/pushNotificationConfig/set", "CreateTaskPushNotificationConfig":
+		return true
+	}
+	spec, ok := methods[method]
+	if !ok || spec.kind != send {
+		return false
+	}
+	// A message's configuration registers one in pushNotificationConfig
+	// (snake case for Python agents; whatever a later version calls it):
+	// any member naming a push, and any URL, which nothing else there
+	// carries (checkPushURLs reads every one as a push URL).
+	conf := intercept.Member(params, "configuration")
+	if conf.Kind() != '{' {
+		return false
+	}
+	found := false
+	_ = intercept.EachMember(conf, func(name string, v jsontext.Value) error {
+		if strings.Contains(strings.ToLower(name), "push") && !intercept.EmptyValue(v) {
+			found = true
+		}
+		return nil
+	})
+	walkStrings(conf, "", func(key, _ string) {
+		if strings.EqualFold(key, "url") {
+			found = true
+		}
+	})
+	return found
+}
+
+// ungovernedPush refuses a push config registered for the principal in
+// ctx if its credential can stop holding: the gateway could not stop the
+// agent's pushes then. A request without a credential, or one that
+// cannot lapse, has nothing to lose.
+func ungovernedPush(ctx context.Context) error {
+	p := intercept.PrincipalFrom(ctx)
+	if p == nil || (p.Check == nil && p.Expires.IsZero()) {
+		return nil
+	}
+	return &intercept.WireError{Code: codePushNotSupported,
+		Message: "push notifications are not supported through the gateway for a caller authenticated with a credential: the agent would deliver them straight to the URL, past the gateway, which could not stop them once the credential no longer holds; poll tasks/get or subscribe (message/stream, tasks/resubscribe) instead"}
+}

@@ -1,0 +1,181 @@
+package a2a
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	a2ago "github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/a2asrv/push"
+	"github.com/go-json-experiment/json"
+)
+
+// TestAttackRevokedAgentPushed: an agent whose credential stopped holding
+// (an API key revoked) no longer gets a stream's events or an answer
+// through the gateway (TestAttackRevokedAgentStreamsOn,
+// TestAttackRevokedAgentAnswered), but a push notification config it had
+// registered while its key held went on working: the A2A agent (a2a-go's
+// server, with its HTTP push sender) POSTs each update of the task, its
+// artifacts and messages, straight to the webhook the caller named — past
+// the gateway, which cannot stop it once the credential goes. Now a push
+// config is not registered for a caller whose credential can stop holding
+// (message/send's configuration, tasks/pushNotificationConfig/set): the
+// request is refused with -32003 (PushNotificationNotSupported) saying
+// why, and the caller polls or subscribes through the gateway instead.
+func TestAttackRevokedAgentPushed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// register has alice register hook for pushes of a task of hers
+		// through gw, and returns the gateway's answer to it.
+		register func(t *testing.T, gw, hook string) string
+	}{
+		{"message/send configuration", func(t *testing.T, gw, hook string) string {
+			return do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]},"configuration":{"blocking":false,"pushNotificationConfig":{"url":"`+hook+`","token":"alice-hook"}}}}`)
+		}},
+		{"tasks/pushNotificationConfig/set", func(t *testing.T, gw, hook string) string {
+			var task struct {
+				Result struct {
+					ID string `json:"id"`
+				} `json:"result"`
+			}
+			got := do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]},"configuration":{"blocking":false}}}`)
+			if err := json.Unmarshal([]byte(got), &task, json.RejectUnknownMembers(false)); err != nil || task.Result.ID == "" {
+				t.Fatalf("alice's task: %s", got)
+			}
+			return do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task.Result.ID+`","pushNotificationConfig":{"id":"cfg","url":"`+hook+`","token":"alice-hook"}}}`)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pushed := make(chan string, 16)
+			hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				select {
+				case pushed <- string(b):
+				default:
+				}
+			}))
+			t.Cleanup(hook.Close)
+			release := make(chan struct{})
+			tasks := &memTasks{m: map[a2ago.TaskID]*a2ago.Task{}}
+			configs := push.NewInMemoryStore()
+			h := a2asrv.NewHandler(worksUntil{release}, a2asrv.WithTaskStore(tasks),
+				a2asrv.WithPushNotifications(configs, push.NewHTTPPushSender(nil)))
+			mux := http.NewServeMux()
+			var agent *httptest.Server
+			mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, strings.ReplaceAll(goodCard, "BASE", agent.URL))
+			})
+			mux.Handle("POST /rpc", a2asrv.NewJSONRPCHandler(h))
+			agent = httptest.NewServer(mux)
+			t.Cleanup(agent.Close)
+			var revoked atomic.Bool
+			gw := revocableGateway(t, agent.URL, &revoked, Options{AllowPrivatePushURLs: true})
+
+			answer := c.register(t, gw, hook.URL+"/alice")
+			// Alice's key is revoked, and then the agent finishes her task.
+			revoked.Store(true)
+			close(release)
+			registered := false
+			tasks.mu.Lock()
+			for id := range tasks.m {
+				if cs, _ := configs.List(context.Background(), id); len(cs) > 0 {
+					registered = true
+				}
+			}
+			tasks.mu.Unlock()
+			if !registered {
+				if !strings.Contains(answer, "-32003") || !strings.Contains(answer, "credential") {
+					t.Errorf("registration refused with %.300s; want -32003 saying why", answer)
+				}
+				return
+			}
+			timeout := time.After(10 * time.Second)
+			for {
+				select {
+				case got := <-pushed:
+					if strings.Contains(got, "SECRET-AFTER-REVOCATION") {
+						t.Fatalf("after alice's key was revoked the agent pushed her task's result to her webhook: %.300s (registered through the gateway: %.200s)", got, answer)
+					}
+				case <-timeout:
+					t.Fatalf("a push config registered through the gateway (%.200s) by a caller whose key was then revoked: want it refused", answer)
+				}
+			}
+		})
+	}
+}
+
+// worksUntil is an agent that starts a task, works on it until release
+// is closed, and completes it with a secret.
+type worksUntil struct{ release <-chan struct{} }
+
+func (a worksUntil) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	if rc.StoredTask == nil {
+		if err := q.Write(ctx, a2ago.NewSubmittedTask(rc, rc.Message)); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-a.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	ev := a2ago.NewStatusUpdateEvent(rc, a2ago.TaskStateCompleted,
+		a2ago.NewMessageForTask(a2ago.MessageRoleAgent, rc, a2ago.TextPart{Text: "SECRET-AFTER-REVOCATION"}))
+	ev.Final = true
+	return q.Write(ctx, ev)
+}
+
+func (worksUntil) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	return nil
+}
+
+// TestPushConfigRefusedForLapsingCredential: every way of registering a
+// push config (TestAttackRevokedAgentPushed's two in 0.3, and 1.0's, on
+// JSON-RPC and REST) is refused for a caller whose credential can stop
+// holding, and never reaches the agent; reading and deleting configs
+// still does.
+func TestPushConfigRefusedForLapsingCredential(t *testing.T) {
+	agent, posts := stubAgent(t, goodCard)
+	var revoked atomic.Bool
+	gw := revocableGateway(t, agent.URL, &revoked, Options{})
+	if got := do(t, "POST", gw, "alice", "", sendHi); !strings.Contains(got, `"t1"`) {
+		t.Fatalf("alice's task: %s", got)
+	}
+	const hook = `"url":"https://93.184.216.34/hook","token":"alice-hook"`
+	const msg03 = `"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}`
+	const msg10 = `"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}`
+	for _, c := range []struct {
+		name, path, version, body string
+		refused                   bool
+	}{
+		{"0.3 message/stream configuration", "", "", `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{` + msg03 + `,"configuration":{"pushNotificationConfig":{` + hook + `}}}}`, true},
+		{"0.3 snake case configuration", "", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{` + msg03 + `,"configuration":{"push_notification_config":{` + hook + `}}}}`, true},
+		{"1.0 SendMessage configuration", "", "1.0", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{` + msg10 + `,"configuration":{"pushNotificationConfig":{` + hook + `}}}}`, true},
+		{"1.0 CreateTaskPushNotificationConfig", "", "1.0", `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{"taskId":"t1",` + hook + `}}`, true},
+		{"REST message:send configuration", "/rest/message:send", "1.0", `{` + msg10 + `,"configuration":{"pushNotificationConfig":{` + hook + `}}}`, true},
+		{"REST create", "/rest/tasks/t1/pushNotificationConfigs", "1.0", `{` + hook + `}`, true},
+		{"0.3 list", "", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/list","params":{"id":"t1"}}`, false},
+		{"0.3 delete", "", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/delete","params":{"id":"t1","pushNotificationConfigId":"cfg"}}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := posts.Load()
+			got := do(t, "POST", gw+c.path, "alice", c.version, c.body)
+			sent := posts.Load() != before
+			switch {
+			case c.refused && sent:
+				t.Errorf("the agent got the push config of a caller whose credential can stop holding (answer %.300s)", got)
+			case c.refused && !strings.Contains(got, "-32003") && !strings.Contains(got, "PUSH_NOTIFICATION_NOT_SUPPORTED"):
+				t.Errorf("got %.300s, want PushNotificationNotSupported", got)
+			case !c.refused && !sent:
+				t.Errorf("got %.300s, want it sent to the agent", got)
+			}
+		})
+	}
+}
