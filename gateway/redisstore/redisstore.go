@@ -14,10 +14,15 @@
 //	prefix{h}w:id   string: the token of the exchange that holds id (PX)
 //	prefix{h}a:id   string: the approval request id is held under (PX),
 //	                "!" before it once the client cancelled the call
+//	prefix{h}h      set: the ids held for approval (their a:id keys may
+//	                have lapsed), for the session's end to cancel (PX)
+//	prefix{h}x      string: the session was ended (PX CancelMarkTTL)
 //
 // Each method is one Lua script (one round trip, atomic among replicas);
 // each is bounded by Options.Timeout, and its error returned: the gateway
-// fails closed.
+// fails closed. CancelSession's script reads the a:id keys its set names,
+// which it cannot declare: they share the session's hash tag, so a Redis
+// Cluster keeps them on the one node the declared keys are on.
 //
 //	s := redisstore.New(client, redisstore.Options{KeyPrefix: "sluice:a2a:task:\x00session\x00"})
 //	g, err := gateway.New(gateway.Options{SessionKeys: keys, Exchanges: s}, ic, log)
@@ -240,14 +245,16 @@ func (s *Store) Take(ctx context.Context, session, id, token string, ttl time.Du
 	return []byte(v), true, nil
 }
 
-// holdCall: KEYS[1] the id's held-call key; ARGV the approval, the TTL
-// in ms and "1" to renew only. A call cancelled meanwhile stays so (1 is
-// returned), as does one whose cancellation came before its hold was
-// recorded (the mark cancelCalls left: '!' alone); a renewal finding no
-// record of its own writes none (2).
+// holdCall: KEYS the id's held-call key, the session's held set and its
+// end mark; ARGV the approval, the TTL in ms, "1" to renew only, and the
+// id's key. A call cancelled meanwhile stays so (1 is returned), as does
+// one whose cancellation came before its hold was recorded (the mark
+// cancelCalls left: '!' alone), or whose session was ended before (the
+// mark cancelSession left); a renewal finding no record of its own writes
+// none (2).
 var holdCall = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
-if v == '!' and ARGV[3] ~= '1' then
+if ARGV[3] ~= '1' and (v == '!' or redis.call('EXISTS', KEYS[3]) == 1) then
   redis.call('SET', KEYS[1], '!' .. ARGV[1], 'PX', ARGV[2])
   return 1
 end
@@ -259,22 +266,47 @@ if ARGV[3] == '1' and v ~= ARGV[1] then
   return 2
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 0`)
 
-// releaseCall: KEYS[1] the id's held-call key; ARGV[1] the approval.
-// 1 if the call was marked cancelled, 2 if it is not recorded (under
-// that approval).
+// releaseCall: KEYS the id's held-call key and the session's held set;
+// ARGV the approval and the id's key. 1 if the call was marked
+// cancelled, 2 if it is not recorded (under that approval).
 var releaseCall = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
   redis.call('DEL', KEYS[1])
+  redis.call('SREM', KEYS[2], ARGV[2])
   return 0
 end
 if v == '!' .. ARGV[1] then
   redis.call('DEL', KEYS[1])
+  redis.call('SREM', KEYS[2], ARGV[2])
   return 1
 end
 return 2`)
+
+// cancelSession: KEYS the session's end mark and held set; ARGV how long
+// (ms) the end mark lasts and the prefix of its held-call keys. The
+// session is marked ended, for a hold recorded after to find, and each
+// call held is marked cancelled and its approval returned, once.
+var cancelSession = redis.NewScript(`
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+local out = {}
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  local k = ARGV[2] .. id
+  local v = redis.call('GET', k)
+  if v and string.sub(v, 1, 1) ~= '!' then
+    local ttl = redis.call('PTTL', k)
+    if ttl > 0 then
+      redis.call('SET', k, '!' .. v, 'PX', ttl)
+      out[#out + 1] = v
+    end
+  end
+end
+redis.call('DEL', KEYS[2])
+return out`)
 
 // ErrNotHeld is ReleaseCall's error for a call whose record is gone: it
 // lapsed, or Redis lost it (a restart, a failover, an eviction). A
@@ -322,7 +354,8 @@ const CancelMarkTTL = 30 * time.Second
 
 // HoldCall records that request id of session is held under approval
 // for ttl, or, with renew, renews the record; cancelled reports that a
-// CancelCalls marked it meanwhile, or before (CancelMarkTTL), and
+// CancelCalls or CancelSession marked it meanwhile, or before
+// (CancelMarkTTL), and
 // ErrNotHeld that a renewal found
 // no record (it lapsed, or Redis lost it: a cancellation meanwhile may
 // have gone unseen).
@@ -333,7 +366,8 @@ func (s *Store) HoldCall(ctx context.Context, session, id, approval string, ttl 
 	if renew {
 		flag = "1"
 	}
-	n, err := holdCall.Run(ctx, s.c, []string{s.base(session) + "a:" + idKey(id)}, approval, ms(ttl), flag).Int()
+	b := s.base(session)
+	n, err := holdCall.Run(ctx, s.c, []string{b + "a:" + idKey(id), b + "h", b + "x"}, approval, ms(ttl), flag, idKey(id)).Int()
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("redis: %w", err)
@@ -349,7 +383,8 @@ func (s *Store) HoldCall(ctx context.Context, session, id, approval string, ttl 
 func (s *Store) ReleaseCall(ctx context.Context, session, id, approval string) (cancelled bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	n, err := releaseCall.Run(ctx, s.c, []string{s.base(session) + "a:" + idKey(id)}, approval).Int()
+	b := s.base(session)
+	n, err := releaseCall.Run(ctx, s.c, []string{b + "a:" + idKey(id), b + "h"}, approval, idKey(id)).Int()
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("redis: %w", err)
@@ -381,6 +416,22 @@ func (s *Store) CancelCalls(ctx context.Context, session string, ids []string) (
 	}
 	if len(out) != len(ids) {
 		return nil, fmt.Errorf("redis: cancel answered %d of %d ids", len(out), len(ids))
+	}
+	return out, nil
+}
+
+// CancelSession marks every call of session held for approval as
+// cancelled, and returns the approvals they were held under, in one round
+// trip: the client ended the session. The session is marked ended too,
+// for CancelMarkTTL: a hold of it recorded meanwhile is cancelled
+// (HoldCall).
+func (s *Store) CancelSession(ctx context.Context, session string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	b := s.base(session)
+	out, err := cancelSession.Run(ctx, s.c, []string{b + "x", b + "h"}, ms(CancelMarkTTL), b+"a:").StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -201,4 +202,48 @@ func newTestStore(t *testing.T) (*Store, *redis.Client) {
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { c.Close() })
 	return New(c, Options{KeyPrefix: "test:"}), c
+}
+
+// TestCancelSession: the end of a session cancels each call of it held
+// (its approval returned once, a renewal and the release then find it
+// cancelled), and a hold recorded after it, for CancelMarkTTL; another
+// session's calls are not touched.
+func TestCancelSession(t *testing.T) {
+	s, c := newTestStore(t)
+	ctx := t.Context()
+	long := strings.Repeat("x", 100)
+	for _, id := range []string{"7", long, "8"} {
+		if cancelled, err := s.HoldCall(ctx, "s1", id, "ap-"+id[:1], time.Minute, false); cancelled || err != nil {
+			t.Fatalf("hold %.8s: %v %v", id, cancelled, err)
+		}
+	}
+	if _, err := s.ReleaseCall(ctx, "s1", "8", "ap-8"); err != nil {
+		t.Fatal(err)
+	}
+	if cancelled, err := s.HoldCall(ctx, "s2", "7", "ap-other", time.Minute, false); cancelled || err != nil {
+		t.Fatalf("hold in another session: %v %v", cancelled, err)
+	}
+	got, err := s.CancelSession(ctx, "s1")
+	slices.Sort(got)
+	if err != nil || !slices.Equal(got, []string{"ap-7", "ap-x"}) {
+		t.Fatalf("end: got %q %v, want [ap-7 ap-x]", got, err)
+	}
+	if got, err := s.CancelSession(ctx, "s1"); err != nil || len(got) != 0 {
+		t.Errorf("ended twice: got %q %v the second time, want nothing", got, err)
+	}
+	if cancelled, err := s.HoldCall(ctx, "s1", "7", "ap-7", time.Minute, true); !cancelled || err != nil {
+		t.Errorf("renewing a hold of the ended session: %v %v, want it cancelled", cancelled, err)
+	}
+	if cancelled, err := s.ReleaseCall(ctx, "s1", long, "ap-x"); !cancelled || err != nil {
+		t.Errorf("releasing a hold of the ended session: %v %v, want it cancelled", cancelled, err)
+	}
+	if cancelled, err := s.HoldCall(ctx, "s1", "9", "ap-9", time.Minute, false); !cancelled || err != nil {
+		t.Errorf("holding a call of the ended session: %v %v, want it cancelled", cancelled, err)
+	}
+	if ttl := c.PTTL(ctx, s.base("s1")+"x").Val(); ttl <= 0 || ttl > CancelMarkTTL {
+		t.Errorf("the end mark expires in %v, want within %v", ttl, CancelMarkTTL)
+	}
+	if cancelled, err := s.ReleaseCall(ctx, "s2", "7", "ap-other"); cancelled || err != nil {
+		t.Errorf("another session's call: %v %v, want it held", cancelled, err)
+	}
 }
