@@ -320,6 +320,11 @@ func (a *aggregator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.get(w, r)
 	case http.MethodDelete:
 		if s := a.session(w, r, nil); s != nil {
+			if err := a.endShared(r, s); err != nil {
+				a.g.log.Warn("session end refused: the session's shared store did not cancel its calls held on other replicas", "err", err)
+				writeJSONRPCError(w, http.StatusServiceUnavailable, nil, errEndUnshared)
+				return
+			}
 			a.end(r, s)
 			w.WriteHeader(http.StatusNoContent)
 		}
@@ -703,6 +708,18 @@ func (s *aggSession) close() {
 		close(s.notify)
 		s.notify = nil
 	}
+}
+
+// endShared cancels the calls of s held for approval on other replicas,
+// which record them under the virtual session (heldshare.go): its client
+// ends it. err says the shared store could not be asked.
+func (a *aggregator) endShared(r *http.Request, s *aggSession) error {
+	store, shared := a.g.opts.Exchanges.(CallHolds)
+	caps := intercept.Member(s.init, "capabilities")
+	if !shared || a.g.sealer == nil || a.g.opts.Approver == nil || (caps != nil && !formElicitation(caps)) {
+		return nil // nothing of s is held for its user anywhere
+	}
+	return a.g.endShared(context.WithoutCancel(r.Context()), store, s.id, s.who.agent)
 }
 
 func (a *aggregator) end(r *http.Request, s *aggSession) {

@@ -31,6 +31,14 @@ import (
 // cancellation names, and looked up by the aggregator of a replica that
 // does not serve that request.
 //
+// A client's DELETE of the session, on whichever replica it lands,
+// abandons every call of the session held on any replica, as cancelling
+// each would (heldCalls.cancelAll on the replica that takes the DELETE):
+// the session is marked ended in the store, each call held there marked
+// cancelled and its approval request withdrawn (CallHolds.CancelSession),
+// before the session is ended upstream. A DELETE the store cannot take is
+// refused (503) and ends nothing.
+//
 // A cancellation may reach another replica before the holding one has
 // recorded the hold (between the policy's decision and the record, or
 // even before the call itself): the store then marks the id cancelled
@@ -73,6 +81,13 @@ type CallHolds interface {
 	// cancelled and reports so, as the cancellation may have come
 	// before the holding replica recorded the hold.
 	CancelCalls(ctx context.Context, session string, ids []string) ([]string, error)
+	// CancelSession marks every call of session held as cancelled and
+	// returns the approvals they are held under, once: the client ended
+	// the session. The session is marked too, for a while: a HoldCall of
+	// it meanwhile (not a renewal) records the hold cancelled and
+	// reports so, as the end may have come before the holding replica
+	// recorded the hold.
+	CancelSession(ctx context.Context, session string) ([]string, error)
 }
 
 // errCancelUnchecked refuses a cancellation the shared store could not
@@ -198,6 +213,30 @@ func (g *Gateway) cancelElsewhere(ctx context.Context, store CallHolds, session 
 	if err != nil {
 		return false, fmt.Errorf("looking up held calls: %w", err)
 	}
+	return g.withdrawElsewhere(approvals, agent), nil
+}
+
+// errEndUnshared refuses a DELETE whose session's held calls the shared
+// store could not cancel on the other replicas.
+var errEndUnshared = &intercept.WireError{Code: intercept.CodeInternalError,
+	Message: "not ended: the gateway could not cancel the session's calls held for approval on other replicas (the replicas' shared store did not answer); send DELETE again"}
+
+// endShared cancels the calls of session held for approval on any
+// replica, in store, and withdraws their approval requests on behalf of
+// agent: its client ends it. err says the store could not be asked.
+func (g *Gateway) endShared(ctx context.Context, store CallHolds, session, agent string) error {
+	approvals, err := store.CancelSession(ctx, session)
+	if err != nil {
+		return fmt.Errorf("cancelling the ended session's held calls: %w", err)
+	}
+	g.withdrawElsewhere(approvals, agent)
+	return nil
+}
+
+// withdrawElsewhere withdraws the approval requests of calls held on
+// other replicas that their client cancelled (approvals, "" for none),
+// on behalf of agent, and reports whether there was one.
+func (g *Gateway) withdrawElsewhere(approvals []string, agent string) bool {
 	taken := false
 	for _, a := range approvals {
 		if a == "" {
@@ -212,5 +251,5 @@ func (g *Gateway) cancelElsewhere(ctx context.Context, store CallHolds, session 
 			}
 		}
 	}
-	return taken, nil
+	return taken
 }

@@ -1240,12 +1240,24 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: "DELETE needs an " + hdrSession + " header"})
 		return
 	}
+	// Its calls held for approval go with it, here and on every other
+	// replica (heldshare.go), whatever the upstream answers: an
+	// operator's later approval must not send a call of a session its
+	// client ended. First, so that a DELETE the shared store cannot take
+	// ends nothing.
+	if store := g.callHolds(sess); store != nil && sess.elicitForm && g.opts.Approver != nil {
+		if err := g.endShared(context.WithoutCancel(r.Context()), store, sess.id, sess.owner.agent); err != nil {
+			g.log.Warn("session end refused: the session's shared store did not cancel its calls held on other replicas", "err", err)
+			writeJSONRPCError(w, http.StatusServiceUnavailable, nil, errEndUnshared)
+			return
+		}
+	}
+	sess.held.cancelAll(g.opts.Approver, sess.owner.agent)
 	if g.sealer != nil {
 		g.sealer.end(sess.id) // its id must not bring it back (adopt)
 	}
 	if rt.url == nil {
 		g.sessions.remove(sess.id)
-		sess.held.cancelAll(g.opts.Approver, sess.owner.agent)
 		g.endSession(sess)
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -1265,9 +1277,6 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		g.sessions.remove(sess.id)
-		// Its calls held for approval go with it: an operator's later
-		// approval must not send a call of a session its client ended.
-		sess.held.cancelAll(g.opts.Approver, sess.owner.agent)
 		if g.opts.OnSessionEnd != nil {
 			g.opts.OnSessionEnd(sess.id)
 		}
