@@ -733,6 +733,9 @@ func (a *aggregator) end(r *http.Request, s *aggSession) {
 	inner := innerList(s.inner)
 	s.mu.Unlock()
 	s.close()
+	// The inner sessions' DELETEs say whose they are: their calls held on
+	// other replicas were recorded under s, and cancelled (endShared).
+	r = r.WithContext(context.WithValue(r.Context(), virtualSessionKey{}, s.id))
 	for _, in := range inner {
 		// Its calls held for approval go with it, whether or not the
 		// upstream ends the inner session (one may answer DELETE with

@@ -1244,8 +1244,11 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 	// replica (heldshare.go), whatever the upstream answers: an
 	// operator's later approval must not send a call of a session its
 	// client ended. First, so that a DELETE the shared store cannot take
-	// ends nothing.
-	if store := g.callHolds(sess); store != nil && sess.elicitForm && g.opts.Approver != nil {
+	// ends nothing. A virtual session's inner session has its calls held
+	// on other replicas recorded under the virtual session, which its
+	// aggregator ended so before.
+	_, inner := r.Context().Value(virtualSessionKey{}).(string)
+	if store := g.callHolds(sess); store != nil && !inner && sess.elicitForm && g.opts.Approver != nil {
 		if err := g.endShared(context.WithoutCancel(r.Context()), store, sess.id, sess.owner.agent); err != nil {
 			g.log.Warn("session end refused: the session's shared store did not cancel its calls held on other replicas", "err", err)
 			writeJSONRPCError(w, http.StatusServiceUnavailable, nil, errEndUnshared)
