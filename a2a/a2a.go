@@ -114,6 +114,12 @@ type Options struct {
 	// request's Host or forwarding headers say, so a card is never
 	// signed for a host a client made up.
 	PublicURL string
+	// CredentialsLapse says callers authenticate with credentials that
+	// can stop holding (sluice serve's auth:), whose push configs are
+	// refused (push.go): the served cards then say so, with
+	// capabilities.pushNotifications false, so that a client does not
+	// plan on pushes it cannot register.
+	CredentialsLapse bool
 	// AllowPrivatePushURLs lets push notification URLs name loopback,
 	// private and link-local addresses (refused by default: an agent must
 	// not make an upstream call into the gateway's network).

@@ -451,6 +451,11 @@ func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (j
 		}
 		c[list] = keep
 	}
+	if caps, ok := c["capabilities"].(map[string]any); ok && g.opts.CredentialsLapse {
+		if _, declared := caps["pushNotifications"]; declared {
+			caps["pushNotifications"] = false // push.go: refused
+		}
+	}
 	g.withholdDrifted(a, c)
 	delete(c, "signatures")
 	if g.signer != nil {

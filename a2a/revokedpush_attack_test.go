@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,8 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 	"github.com/a2aproject/a2a-go/a2asrv/push"
 	"github.com/go-json-experiment/json"
+
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // TestAttackRevokedAgentPushed: an agent whose credential stopped holding
@@ -177,5 +180,23 @@ func TestPushConfigRefusedForLapsingCredential(t *testing.T) {
 				t.Errorf("got %.300s, want it sent to the agent", got)
 			}
 		})
+	}
+}
+
+// TestCardSaysPushRefused: where callers' credentials can lapse, their
+// push configs are refused, and the card the gateway serves (and signs)
+// says so rather than advertising what the agent offers, on both
+// versions' card paths; without auth: the agent's word stands.
+func TestCardSaysPushRefused(t *testing.T) {
+	rec := newRecAgent(t, `{"name":"stub","url":"BASE/rpc","protocolVersion":"0.3","capabilities":{"pushNotifications":true,"streaming":true},"skills":[{"id":"echo","description":"Echo."}]}`)
+	for _, lapse := range []bool{true, false} {
+		gw := serveAs(t, &intercept.StaticDecider{}, rec.srv.URL, Options{CredentialsLapse: lapse})
+		for _, path := range []string{"/a2a/stub/.well-known/agent-card.json", "/a2a/stub/.well-known/agent.json"} {
+			got := do(t, "GET", gw.URL+path, "", "", "")
+			want := `"pushNotifications":` + strconv.FormatBool(!lapse)
+			if !strings.Contains(got, want) || !strings.Contains(got, `"streaming":true`) {
+				t.Errorf("credentials lapse %v, %s: %s; want %s and streaming kept", lapse, path, got, want)
+			}
+		}
 	}
 }
