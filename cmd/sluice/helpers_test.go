@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,4 +150,33 @@ func mcpgoSession(t *testing.T, url, name string) (*client.Client, *mcp.Initiali
 		t.Fatalf("initialize: %v", err)
 	}
 	return c, init
+}
+
+// session2025 opens a 2025-11-25 session at url as agent declaring caps
+// (its capabilities object) and returns the headers its requests carry.
+func session2025(t *testing.T, url, agent, caps string) map[string]string {
+	t.Helper()
+	hdr := map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
+	status, h, body := postWithHeaders(t, url, hdr, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"`+agent+`","version":"1"}}}`)
+	if status != 200 || h.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize: %d %s", status, body)
+	}
+	hdr["Mcp-Session-Id"] = h.Get("Mcp-Session-Id")
+	postWithHeaders(t, url, hdr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return hdr
+}
+
+// readUntil reads r until what it read holds s, and returns it; err is
+// why r ended before.
+func readUntil(r io.Reader, s string) (string, error) {
+	var got bytes.Buffer
+	buf := make([]byte, 4096)
+	for !strings.Contains(got.String(), s) {
+		n, err := r.Read(buf)
+		got.Write(buf[:n])
+		if err != nil {
+			return got.String(), err
+		}
+	}
+	return got.String(), nil
 }
