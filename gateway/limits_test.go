@@ -36,11 +36,20 @@ func clientFrom(ip string) *http.Client {
 // the response.
 func postInitializeAs(t *testing.T, c *http.Client, url, agent string) (int, http.Header, string) {
 	t.Helper()
+	return postInitializeWith(t, c, url, agent, nil)
+}
+
+// postInitializeWith is postInitializeAs with the headers hdr too.
+func postInitializeWith(t *testing.T, c *http.Client, url, agent string, hdr map[string]string) (int, http.Header, string) {
+	t.Helper()
 	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"` + agent + `","version":"1"}}}`
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -520,18 +529,7 @@ func TestTrustedProxySessions(t *testing.T) {
 	url := f.gw.URL + "/mcp/demo"
 	initFor := func(c *http.Client, xff, agent string) (int, http.Header, string) {
 		t.Helper()
-		body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"` + agent + `","version":"1"}}}`
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("X-Forwarded-For", xff)
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header, string(b)
+		return postInitializeWith(t, c, url, agent, map[string]string{"X-Forwarded-For": xff})
 	}
 	proxy := clientFrom("127.0.0.1")
 	if status, _, body := initFor(proxy, "203.0.113.1", "a"); status != http.StatusOK {
