@@ -366,6 +366,26 @@ func safeNext(next string) string {
 	return next
 }
 
+// fail counts a failed sign-in of key, a client or a proxy (c.mu held),
+// unless it has had limit this minute: throttled, and nothing counted.
+func (c *Console) fail(key string, limit int) (f *failures, throttled bool) {
+	key = throttle.Slot(c.failures, key, c.d.Now(), func(f *failures) time.Time { return f.since })
+	f = c.failures[key]
+	if f != nil && c.d.Now().Sub(f.since) > time.Minute {
+		delete(c.failures, key)
+		f = nil
+	}
+	if f != nil && f.n >= limit {
+		return f, true
+	}
+	if f == nil {
+		f = &failures{since: c.d.Now()}
+		c.failures[key] = f
+	}
+	f.n++
+	return f, false
+}
+
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
 	if err := r.ParseForm(); err != nil {
@@ -377,21 +397,15 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	client := throttle.GuesserBehind(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), c.d.TrustedProxies)
 	// The attempt is counted before the token is checked, so guesses sent
 	// at once cannot all pass the limit while the first is being checked;
-	// a good one gives its count back.
+	// a good one gives its count back. Through a trusted proxy it counts
+	// against the proxy too (throttle.Via).
 	c.mu.Lock()
-	client = throttle.Slot(c.failures, client, c.d.Now(), func(f *failures) time.Time { return f.since })
-	f := c.failures[client]
-	if f != nil && c.d.Now().Sub(f.since) > time.Minute {
-		delete(c.failures, client)
-		f = nil
-	}
-	throttled := f != nil && f.n >= maxFailures
-	if !throttled {
-		if f == nil {
-			f = &failures{since: c.d.Now()}
-			c.failures[client] = f
+	f, throttled := c.fail(client, maxFailures)
+	var pf *failures
+	if via := throttle.Via(r.RemoteAddr, c.d.TrustedProxies); via != "" && !throttled {
+		if pf, throttled = c.fail(via, maxFailures*throttle.ProxyGuessers); throttled {
+			f.n--
 		}
-		f.n++
 	}
 	c.mu.Unlock()
 	tooMany := func() {
@@ -410,6 +424,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if ok && !throttled {
 		c.mu.Lock()
 		f.n--
+		if pf != nil {
+			pf.n--
+		}
 		c.mu.Unlock()
 	}
 	if !ok && throttled {

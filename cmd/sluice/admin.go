@@ -75,33 +75,55 @@ type adminFails struct {
 
 const maxAdminFailures = 5
 
-// throttled reports whether client has used up its wrong tokens, and
-// otherwise counts one attempt; ok gives it back.
-func (a *adminGuard) attempt(client string) (throttled bool, ok func()) {
+// throttled reports whether client, or the trusted proxy via it came
+// through (throttle.Via; "" for none), has used up its wrong tokens, and
+// otherwise counts one attempt against both; ok gives it back.
+func (a *adminGuard) attempt(client, via string) (throttled bool, ok func()) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := time.Now()
 	if a.fails == nil {
 		a.fails = map[string]*adminFails{}
 	}
-	client = throttle.Slot(a.fails, client, now, func(f *adminFails) time.Time { return f.since })
-	f := a.fails[client]
-	if f != nil && now.Sub(f.since) > time.Minute {
-		f = nil
-	}
-	if f != nil && f.n >= maxAdminFailures {
+	f := a.fail(client, maxAdminFailures, now)
+	if f == nil {
 		return true, nil
 	}
-	if f == nil {
-		f = &adminFails{since: now}
-		a.fails[client] = f
+	var pf *adminFails
+	if via != "" {
+		if pf = a.fail(via, maxAdminFailures*throttle.ProxyGuessers, now); pf == nil {
+			f.n--
+			return true, nil
+		}
 	}
-	f.n++
 	return false, func() {
 		a.mu.Lock()
 		f.n--
+		if pf != nil {
+			pf.n--
+		}
 		a.mu.Unlock()
 	}
+}
+
+// fail counts a wrong token of key, a client or a proxy (a.mu held),
+// and returns its count; nil, counting nothing, once it has had limit
+// this minute.
+func (a *adminGuard) fail(key string, limit int, now time.Time) *adminFails {
+	key = throttle.Slot(a.fails, key, now, func(f *adminFails) time.Time { return f.since })
+	f := a.fails[key]
+	if f != nil && now.Sub(f.since) > time.Minute {
+		f = nil
+	}
+	if f != nil && f.n >= limit {
+		return nil
+	}
+	if f == nil {
+		f = &adminFails{since: now}
+		a.fails[key] = f
+	}
+	f.n++
+	return f
 }
 
 // authorized reports whether r carries the admin token or, with
@@ -194,7 +216,7 @@ func (a *adminGuard) admitted(w http.ResponseWriter, r *http.Request, want []byt
 		adminError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 		return nil, false // no credential: no guess to count
 	}
-	throttled, ok := a.attempt(throttle.GuesserBehind(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), a.proxies))
+	throttled, ok := a.attempt(throttle.GuesserBehind(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), a.proxies), throttle.Via(r.RemoteAddr, a.proxies))
 	if throttled && !a.random {
 		w.Header().Set("Retry-After", "60")
 		adminError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address: wait a minute")

@@ -78,6 +78,25 @@ func GuesserBehind(remoteAddr string, forwardedFor []string, trusted []netip.Pre
 	return key(a)
 }
 
+// ProxyGuessers is how many clients' worth of wrong sign-in tokens a
+// minute one trusted proxy passes on, whoever it names (Via).
+const ProxyGuessers = 10
+
+// Via is the key the wrong sign-in tokens of every client behind the
+// trusted proxy remoteAddr count against together, up to ProxyGuessers
+// clients' allowance: "" when remoteAddr is not a trusted proxy. A peer
+// trusted to name its clients can name a fresh one at every guess (an
+// agent on a proxy's host connects from its address), so what it sends
+// has a ceiling besides each client's own; its Guesser key, so that all
+// of loopback is one proxy.
+func Via(remoteAddr string, trusted []netip.Prefix) string {
+	ap, err := netip.ParseAddrPort(remoteAddr)
+	if err != nil || !Trusted(trusted, ap.Addr()) {
+		return ""
+	}
+	return "\x00via " + Guesser(remoteAddr)
+}
+
 // forwarded is the client address Behind keys, false if remoteAddr is not
 // an address.
 func forwarded(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) (netip.Addr, bool) {
