@@ -128,3 +128,23 @@ func TestBehindNoProxyAllocs(t *testing.T) {
 		t.Errorf("Behind allocates %v times, want 0", n)
 	}
 }
+
+// Via keys the trusted proxy a request came through, whatever client it
+// names, loopback as one; nothing for any other peer.
+func TestVia(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.0/8")}
+	for _, tt := range []struct{ peer, want string }{
+		{"10.0.0.1:5", "\x00via 10.0.0.1"},
+		{"[::ffff:10.0.0.1]:5", "\x00via 10.0.0.1"},
+		{"127.0.0.2:5", "\x00via loopback"},
+		{"203.0.113.7:5", ""},
+		{"not an address", ""},
+	} {
+		if got := Via(tt.peer, trusted); got != tt.want {
+			t.Errorf("Via(%s) = %q, want %q", tt.peer, got, tt.want)
+		}
+	}
+	if got := Via("10.0.0.1:5", nil); got != "" {
+		t.Errorf("with no trusted proxies: %q, want none", got)
+	}
+}
