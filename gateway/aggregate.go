@@ -1352,6 +1352,8 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
+	r, stop := a.g.untilExpiry(r, s.id)
+	defer stop()
 	ch := make(chan []byte, 8)
 	s.mu.Lock()
 	if s.notify != nil || s.closed {

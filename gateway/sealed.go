@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -169,17 +170,41 @@ func issuedPart(prefix, id string) (string, bool) {
 // does not open either. Anything else is not expired (and is looked up
 // as before).
 func (s *sealer) expired(id string) bool {
-	if s.maxAge <= 0 {
-		return false
+	left, ok := s.left(id)
+	return ok && left < 0
+}
+
+// left is how long sealed session id has before it expires; false if it
+// does not (not a sealed id, or no maximum age).
+func (s *sealer) left(id string) (time.Duration, bool) {
+	if s == nil || s.maxAge <= 0 {
+		return 0, false
 	}
 	t, ok := issuedPart(sealedPrefix, id)
 	if !ok {
 		if t, ok = issuedPart(virtualPrefix, id); !ok {
-			return false
+			return 0, false
 		}
 	}
 	sec, err := strconv.ParseInt(t, 36, 64)
-	return err == nil && s.now().Sub(time.Unix(sec, 0)) > s.maxAge
+	if err != nil {
+		return 0, false
+	}
+	return s.maxAge - s.now().Sub(time.Unix(sec, 0)), true
+}
+
+// untilExpiry returns r with a context that ends when session id
+// expires (sealer.left), so that a stream opened before its expiry (a
+// GET stream) is not served past it: its client's next request gets the
+// 404 of an expired session and starts a new one. stop releases the
+// timer.
+func (g *Gateway) untilExpiry(r *http.Request, id string) (_ *http.Request, stop func()) {
+	left, ok := g.sealer.left(id)
+	if !ok {
+		return r, func() {}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), max(left, 0))
+	return r.WithContext(ctx), cancel
 }
 
 // sessionExpired is the error of a request whose sealed session id is

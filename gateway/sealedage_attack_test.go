@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -113,5 +115,62 @@ func TestAttackSealedSessionNeverExpires(t *testing.T) {
 	clock.add(61 * time.Minute)
 	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hop"}}); !errors.Is(err, mcp.ErrSessionMissing) {
 		t.Errorf("go-sdk's call past the max age: got %v, want ErrSessionMissing", err)
+	}
+}
+
+// TestAttackSealedGetStreamOutlivesAge: a sealed session past
+// session_max_age is refused on every request, but its GET stream opened
+// just before went on for as long as the client kept it: the server's
+// messages (sampling, elicitation, notifications) of a session that no
+// longer exists, unbounded. Now the stream ends at the session's expiry,
+// on a route and a virtual server, and the client's next GET is 404.
+func TestAttackSealedGetStreamOutlivesAge(t *testing.T) {
+	up := strictUpstream()
+	t.Cleanup(up.Close)
+	g, err := New(Options{
+		Upstreams:      []Upstream{{Name: "demo", URL: up.URL + "/mcp"}},
+		VirtualServers: []VirtualServer{{Naming: NamingPrefix}},
+		SessionKeys:    [][]byte{key(1)},
+		SessionMaxAge:  3 * time.Second, // ids carry their issue time in seconds: 2-3 s left
+	}, &intercept.Interceptor{Decider: allowEcho}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	get := func(ctx context.Context, url string, hdr map[string]string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		return http.DefaultClient.Do(req)
+	}
+	for _, path := range []string{"/mcp/demo", "/mcp"} {
+		t.Run(path, func(t *testing.T) {
+			hdr := openSession(t, gw.URL+path, "alice", nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+			defer cancel()
+			resp, err := get(ctx, gw.URL+path, hdr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET stream before the session's expiry: %d", resp.StatusCode)
+			}
+			_, err = io.Copy(io.Discard, resp.Body)
+			if ctx.Err() != nil {
+				t.Fatalf("the GET stream of a session past its max age still open after 8s (%v)", err)
+			}
+			again, err := get(ctx, gw.URL+path, hdr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again.Body.Close()
+			if again.StatusCode != http.StatusNotFound {
+				t.Errorf("GET after the stream ended: %d, want 404 (expired)", again.StatusCode)
+			}
+		})
 	}
 }

@@ -1144,6 +1144,11 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 	if !ok {
 		return
 	}
+	if sess != nil {
+		var stop func()
+		r, stop = g.untilExpiry(r, sess.id)
+		defer stop()
+	}
 	if rt.url == nil {
 		g.bridgeGet(w, r, rt, sess)
 		return
