@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/classifier"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/govern"
+	"github.com/sluicehq/sluice/internal/throttle"
 	"github.com/sluicehq/sluice/inventory"
 	"github.com/sluicehq/sluice/telemetry"
 )
@@ -29,6 +31,7 @@ type recorder struct {
 	redact  telemetry.Redactor
 	metrics telemetry.Metrics
 	log     *slog.Logger
+	proxies []netip.Prefix // trusted_proxies: whose X-Forwarded-For names the client
 
 	// recorded holds the descriptors of allowed calls whose event
 	// forwarded wrote (sync: commit), so that decision does not write it
@@ -181,9 +184,12 @@ func (r *recorder) authFailure(req *http.Request, f *auth.Failure) {
 	if r.authCount.Add(1) > authEventsPerSecond {
 		return
 	}
-	r.log.Info("request refused: authentication failed", "path", req.URL.Path, "client", req.RemoteAddr, "status", f.Status, "error", f.Code, "reason", f.Desc)
+	// Through a trusted proxy, the client it forwards for (the proxy is
+	// every client's peer there).
+	client := throttle.Forwarded(req.RemoteAddr, req.Header.Values("X-Forwarded-For"), r.proxies)
+	r.log.Info("request refused: authentication failed", "path", req.URL.Path, "client", client, "status", f.Status, "error", f.Code, "reason", f.Desc)
 	r.append(telemetry.Event{Type: "sluice.auth_failure", Time: time.Now(), Attrs: map[string]any{
-		"status": f.Status, "error": f.Code, "method": f.Method, "reason": f.Desc, "path": req.URL.Path, "client": req.RemoteAddr,
+		"status": f.Status, "error": f.Code, "method": f.Method, "reason": f.Desc, "path": req.URL.Path, "client": client,
 	}})
 }
 

@@ -119,7 +119,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	if local != nil {
 		go reportMemory(pctx, local, tp.Metrics())
 	}
-	rec := &recorder{redact: cfg.Audit.Redactor, metrics: tp.Metrics(), log: logger}
+	rec := &recorder{redact: cfg.Audit.Redactor, metrics: tp.Metrics(), log: logger, proxies: cfg.trustedProxies}
 	gv.rec = rec
 	if !cfg.Audit.Off {
 		loss := &lossReport{log: logger, metrics: tp.Metrics(), deny: cfg.Audit.OnFailure == auditDeny}

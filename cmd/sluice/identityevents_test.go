@@ -121,3 +121,46 @@ func TestIdentityRefusedEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthFailureEventsNameClient: a request refused by authentication is
+// a sluice.auth_failure event naming the client; behind a proxy in
+// trusted_proxies, the client it forwards for (before: the proxy, every
+// client's peer there, so the events could not tell an attacker from
+// the operator), and from any other peer the peer, whatever its
+// X-Forwarded-For says.
+func TestAuthFailureEventsNameClient(t *testing.T) {
+	keyFile, _, _ := aliceAndMallory(t)
+	r := startServe(t, evasionPolicy+"trusted_proxies: [127.0.0.1]\nauth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n")
+	for _, ip := range []string{"127.0.0.1", "127.0.0.2"} {
+		c := forwardingFor(ip, func(int) string { return "198.51.100.7" })
+		req, _ := http.NewRequest(http.MethodPost, r.url, strings.NewReader(initializeBody))
+		req.Header.Set("Authorization", "Bearer sk-wrong")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a wrong key from %s: %d, want 401", ip, resp.StatusCode)
+		}
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runEvents(context.Background(), []string{"export", "--db", filepath.Join(r.dir, audit.FileName), "--type", "sluice.auth_failure"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var clients []string
+	for line := range strings.Lines(out.String()) {
+		var e struct{ Attrs struct{ Client string } }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("event %q: %v", line, err)
+		}
+		clients = append(clients, e.Attrs.Client)
+	}
+	if len(clients) != 2 || clients[0] != "198.51.100.7" || !strings.HasPrefix(clients[1], "127.0.0.2:") {
+		t.Errorf("auth_failure clients: %q; want the forwarded client through the trusted proxy, then the untrusted peer itself", clients)
+	}
+}

@@ -78,6 +78,21 @@ func GuesserBehind(remoteAddr string, forwardedFor []string, trusted []netip.Pre
 	return key(a)
 }
 
+// Forwarded is the address of the client a request from remoteAddr came
+// from, as Behind finds it (the address itself, not its key), for logs
+// and events; remoteAddr as it is when it is not a trusted proxy's.
+func Forwarded(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) string {
+	if len(trusted) == 0 {
+		return remoteAddr
+	}
+	ap, err := netip.ParseAddrPort(remoteAddr)
+	if err != nil || !Trusted(trusted, ap.Addr()) {
+		return remoteAddr
+	}
+	a, _ := forwarded(remoteAddr, forwardedFor, trusted)
+	return a.String()
+}
+
 // ProxyGuessers is how many clients' worth of wrong sign-in tokens a
 // minute one trusted proxy passes on, whoever it names (Via).
 const ProxyGuessers = 10

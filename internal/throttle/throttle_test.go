@@ -117,6 +117,15 @@ func TestBehind(t *testing.T) {
 			t.Errorf("GuesserBehind(%s, %q) = %s, want %s", tt.peer, tt.xff, got, tt.want)
 		}
 	}
+	for _, tt := range [][3]string{
+		{"10.0.0.1:5", "198.51.100.1, 2001:db8:1:2::9", "2001:db8:1:2::9"},
+		{"10.0.0.1:5", "garbage", "10.0.0.1"},
+		{"203.0.113.9:5", "198.51.100.1", "203.0.113.9:5"},
+	} {
+		if got := Forwarded(tt[0], []string{tt[1]}, trusted); got != tt[2] {
+			t.Errorf("Forwarded(%s, %q) = %s, want %s", tt[0], tt[1], got, tt[2])
+		}
+	}
 	if got := Behind("10.0.0.1:5", []string{"203.0.113.7"}, nil); got != "10.0.0.1" {
 		t.Errorf("with no trusted proxies: %s, want the peer", got)
 	}
