@@ -434,7 +434,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "ok": false, "client": r.RemoteAddr}})
+		c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "ok": false, "client": throttle.Forwarded(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), c.d.TrustedProxies)}})
 		w.WriteHeader(http.StatusUnauthorized)
 		c.render(w, r, "login", nil, map[string]any{"Next": safeNext(r.PostForm.Get("next")), "Error": "wrong token, or no name given"})
 		return
@@ -459,7 +459,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	c.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: s.base() + "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode, MaxAge: max(int(s.expires.Sub(now)/time.Second), 1)})
-	c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "auth": method, "ok": true, "client": r.RemoteAddr}})
+	c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "auth": method, "ok": true, "client": throttle.Forwarded(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), c.d.TrustedProxies)}})
 	http.Redirect(w, r, s.base()+strings.TrimPrefix(safeNext(r.PostForm.Get("next")), "/console"), http.StatusSeeOther)
 }
 

@@ -8,7 +8,10 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // TestSignInThrottleBehindProxy: behind a reverse proxy every sign-in
@@ -20,9 +23,16 @@ import (
 // proxy's entry is still one client, and from an untrusted peer the
 // header is not believed.
 func TestSignInThrottleBehindProxy(t *testing.T) {
+	var mu sync.Mutex
+	var clients []string // of the sluice.console_login events
 	c, err := New(Deps{
 		SignIn:         func(_ context.Context, tok string) (Credential, bool) { return Credential{}, tok == "t0k" },
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		Record: func(e telemetry.Event) {
+			mu.Lock()
+			clients = append(clients, fmt.Sprint(e.Attrs["client"]))
+			mu.Unlock()
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -52,5 +62,10 @@ func TestSignInThrottleBehindProxy(t *testing.T) {
 	}
 	if code := signIn("203.0.113.10", "t0k"); code == http.StatusTooManyRequests || code >= 400 {
 		t.Errorf("the operator behind the same proxy, right token: %d, want signed in", code)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(clients) == 0 || clients[0] != "203.0.113.9" || clients[len(clients)-1] != "203.0.113.10" {
+		t.Errorf("console_login events' clients: %q; want the attacker's and then the operator's forwarded address, not the proxy's", clients)
 	}
 }
