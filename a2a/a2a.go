@@ -388,7 +388,14 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// Not a method the gateway knows: never plain, always decided
-		// (followup.go).
+		// (followup.go), and, for a caller whose credential can stop
+		// holding, never a push config's registration (push.go).
+		if unknownRegistersPush(m.Params) {
+			if err := ungovernedPush(r.Context()); err != nil {
+				reply(err)
+				return
+			}
+		}
 		if sent, _, _, ok := g.followUp(w, r, a, m, v1, ownerOf(r.Context())); ok {
 			g.relay(w, r, a, sent, v1, relayed{})
 		}

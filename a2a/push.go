@@ -73,3 +73,25 @@ func ungovernedPush(ctx context.Context) error {
 	return &intercept.WireError{Code: codePushNotSupported,
 		Message: "push notifications are not supported through the gateway for a caller authenticated with a credential: the agent would deliver them straight to the URL, past the gateway, which could not stop them once the credential no longer holds; poll tasks/get or subscribe (message/stream, tasks/resubscribe) instead"}
 }
+
+// unknownRegistersPush reports whether params of a method the gateway
+// does not know (Options.AllowUnknownMethods) may register a push
+// config: agents take one under names the gateway's table lacks (drafts'
+// SetTaskPushNotificationConfig, a .../create alias, another case), so
+// any member naming a push, a webhook or a callback, any URL or URI
+// member, and any string holding a URL counts.
+func unknownRegistersPush(params jsontext.Value) bool {
+	found := false
+	walkStrings(params, "", func(key, s string) {
+		k := strings.ToLower(key)
+		for _, w := range []string{"push", "webhook", "callback", "url", "uri"} {
+			if strings.Contains(k, w) {
+				found = true
+			}
+		}
+		if strings.Contains(s, "://") {
+			found = true
+		}
+	})
+	return found
+}

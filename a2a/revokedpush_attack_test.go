@@ -200,3 +200,40 @@ func TestCardSaysPushRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackUnknownMethodRegistersPush: with AllowUnknownMethods the
+// gateway forwards methods it does not know, decided as a message; many
+// agents register a push config under names the gateway's table lacks
+// (1.0 drafts' SetTaskPushNotificationConfig, a .../create alias, a
+// method name in another case), and such a config reached the agent for
+// a caller whose credential can stop holding.
+func TestAttackUnknownMethodRegistersPush(t *testing.T) {
+	agent, posts := stubAgent(t, goodCard)
+	var revoked atomic.Bool
+	gw := revocableGateway(t, agent.URL, &revoked, Options{AllowUnknownMethods: true})
+	if got := do(t, "POST", gw, "alice", "", sendHi); !strings.Contains(got, `"t1"`) {
+		t.Fatalf("alice's task: %s", got)
+	}
+	const hook = `"url":"https://93.184.216.34/hook","token":"alice-hook"`
+	for _, c := range []struct{ name, version, body string }{
+		{"SetTaskPushNotificationConfig", "1.0", `{"jsonrpc":"2.0","id":1,"method":"SetTaskPushNotificationConfig","params":{"taskId":"t1","pushNotificationConfig":{` + hook + `}}}`},
+		{"create alias", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/create","params":{"taskId":"t1","pushNotificationConfig":{` + hook + `}}}`},
+		{"case variant", "", `{"jsonrpc":"2.0","id":1,"method":"Tasks/PushNotificationConfig/Set","params":{"taskId":"t1","pushNotificationConfig":{` + hook + `}}}`},
+		{"url only", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/notify","params":{"taskId":"t1",` + hook + `}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := posts.Load()
+			got := do(t, "POST", gw, "alice", c.version, c.body)
+			if posts.Load() != before {
+				t.Errorf("the agent got the push config of a caller whose credential can stop holding (answer %.300s)", got)
+			} else if !strings.Contains(got, "-32003") {
+				t.Errorf("got %.300s, want PushNotificationNotSupported", got)
+			}
+		})
+	}
+	// A method that registers nothing still goes through.
+	before := posts.Load()
+	if got := do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/custom","params":{"taskId":"t1"}}`); posts.Load() == before {
+		t.Errorf("an unknown method registering no push config was not forwarded: %.300s", got)
+	}
+}
