@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -64,19 +62,11 @@ func TestDeletedSessionHeldCallAcrossServeReplicas(t *testing.T) {
 		t.Fatalf("DELETE through B: %d, want the session ended", dresp.StatusCode)
 	}
 
-	adminB := []string{"--admin", "http://" + b.admin, "--token", "t0k"}
-	var out bytes.Buffer
-	if err := runApprovals(ctx, append([]string{"list"}, adminB...), &out); err != nil {
-		t.Fatalf("approvals list on B: %v", err)
+	apr, listing := heldOn(t, ctx, b.admin)
+	if !strings.Contains(listing, "withdrawn") {
+		t.Errorf("approvals list on B after the session's DELETE through B: %s, want the request withdrawn", listing)
 	}
-	apr := regexp.MustCompile(`apr_[0-9a-f]+`).FindString(out.String())
-	if apr == "" {
-		t.Fatalf("approvals list on B: %s, want the held call's request", &out)
-	}
-	if !strings.Contains(out.String(), "withdrawn") {
-		t.Errorf("approvals list on B after the session's DELETE through B: %s, want the request withdrawn", &out)
-	}
-	if err := runApprovals(ctx, append([]string{"approve", apr, "--by", "ops"}, adminB...), io.Discard); err == nil {
+	if err := runApprovals(ctx, []string{"approve", apr, "--by", "ops", "--admin", "http://" + b.admin, "--token", "t0k"}, io.Discard); err == nil {
 		t.Errorf("an operator approved, through B, the held call of a session its client ended through B")
 	}
 	// A's stream ends once the hold does: without the call's answer.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -179,4 +180,20 @@ func readUntil(r io.Reader, s string) (string, error) {
 		}
 	}
 	return got.String(), nil
+}
+
+// heldOn lists the approval requests on the admin API at admin (token
+// t0k) and returns the first one's id and the listing; it fails the test
+// when none is listed.
+func heldOn(t *testing.T, ctx context.Context, admin string) (apr, listing string) {
+	t.Helper()
+	var out bytes.Buffer
+	if err := runApprovals(ctx, []string{"list", "--admin", "http://" + admin, "--token", "t0k"}, &out); err != nil {
+		t.Fatalf("approvals list on %s: %v", admin, err)
+	}
+	apr = regexp.MustCompile(`apr_[0-9a-f]+`).FindString(out.String())
+	if apr == "" {
+		t.Fatalf("approvals list on %s: %s, want the held call's request", admin, &out)
+	}
+	return apr, out.String()
 }
