@@ -395,6 +395,11 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 				reply(err)
 				return
 			}
+			// As a known push config's: no URL into the gateway's network.
+			if err := g.checkPushURLs(r.Context(), m.Params); err != nil {
+				reply(err)
+				return
+			}
 		}
 		if sent, _, _, ok := g.followUp(w, r, a, m, v1, ownerOf(r.Context())); ok {
 			g.relay(w, r, a, sent, v1, relayed{})

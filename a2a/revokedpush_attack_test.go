@@ -237,3 +237,23 @@ func TestAttackUnknownMethodRegistersPush(t *testing.T) {
 		t.Errorf("an unknown method registering no push config was not forwarded: %.300s", got)
 	}
 }
+
+// TestAttackUnknownMethodPrivatePushURL: without auth: push configs are
+// allowed, but their URLs may not name the gateway's network; a push
+// config under a method the gateway does not know (AllowUnknownMethods)
+// skipped that check, and the agent was told to POST into a private
+// address.
+func TestAttackUnknownMethodPrivatePushURL(t *testing.T) {
+	agent, posts := stubAgent(t, goodCard)
+	gw := serveAs(t, allow, agent.URL, Options{AllowUnknownMethods: true})
+	set := func(url string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"SetTaskPushNotificationConfig","params":{"taskId":"t1","pushNotificationConfig":{"url":"` + url + `"}}}`
+	}
+	before := posts.Load()
+	if got := do(t, "POST", gw.URL+"/a2a/stub", "alice", "", set("http://10.1.2.3/hook")); posts.Load() != before || !strings.Contains(got, "private") {
+		t.Errorf("a push URL into a private network under an unknown method: %.300s (agent posts %d → %d), want refused", got, before, posts.Load())
+	}
+	if do(t, "POST", gw.URL+"/a2a/stub", "alice", "", set("https://93.184.216.34/hook")); posts.Load() == before {
+		t.Error("a public push URL under an unknown method was not forwarded")
+	}
+}
