@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +23,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -79,6 +81,10 @@ type Config struct {
 	MetricInterval time.Duration `yaml:"metric_interval" json:"metric_interval,omitempty"`
 	// Stdout is where the stdout exporters write; nil means os.Stdout.
 	Stdout io.Writer `yaml:"-" json:"-"`
+	// Logger gets a warning, at most every 10s, while spans are dropped
+	// because the trace exporter is not keeping up; nil logs nothing
+	// (the sluice.telemetry.spans_dropped metric counts them either way).
+	Logger *slog.Logger `yaml:"-" json:"-"`
 }
 
 // Validate reports the first thing wrong with c, naming the field.
@@ -141,6 +147,7 @@ func New(ctx context.Context, c Config) (*Provider, error) {
 		out = os.Stdout
 	}
 
+	var spans *spanQueue
 	if c.Traces != ExporterNone {
 		exp, err := traceExporter(ctx, c, out)
 		if err != nil {
@@ -150,9 +157,10 @@ func New(ctx context.Context, c Config) (*Provider, error) {
 		if ratio == 0 {
 			ratio = 1
 		}
+		spans = newSpanQueue(sdktrace.NewBatchSpanProcessor(exp, sdktrace.WithBlocking()), c.Logger, spanQueueSize)
 		tp := sdktrace.NewTracerProvider(
 			sdktrace.WithResource(res),
-			sdktrace.WithBatcher(exp),
+			sdktrace.WithSpanProcessor(spans),
 			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
 		)
 		p.tracer = NewTracer(tp)
@@ -205,6 +213,18 @@ func New(ctx context.Context, c Config) (*Provider, error) {
 		return nil, err
 	}
 	p.metrics = m
+	if spans != nil {
+		_, err := mp.Meter(InstrumentationName).Int64ObservableCounter(MetricSpansDropped, metric.WithUnit("{span}"),
+			metric.WithDescription("Spans dropped because the trace exporter was not keeping up (its collector slow or unreachable)"),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(spans.Dropped())
+				return nil
+			}))
+		if err != nil {
+			_ = p.Shutdown(ctx)
+			return nil, err
+		}
+	}
 	return p, nil
 }
 

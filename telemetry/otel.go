@@ -118,6 +118,7 @@ const (
 	MetricQueueDepth             = "sluice.audit.queue_depth"
 	MetricAuditLost              = "sluice.audit.events_lost"
 	MetricAuditAvailable         = "sluice.audit.available"
+	MetricSpansDropped           = "sluice.telemetry.spans_dropped"
 )
 
 // durationBuckets are in seconds, from 50µs (a cached decision) to 30s (a

@@ -107,7 +107,9 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	if err := cfg.Telemetry.Validate(); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
-	if gv.tp, err = telemetry.New(ctx, cfg.Telemetry); err != nil {
+	tc := cfg.Telemetry
+	tc.Logger = logger // spans dropped for a collector that does not keep up
+	if gv.tp, err = telemetry.New(ctx, tc); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	tp := gv.tp
