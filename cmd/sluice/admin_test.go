@@ -31,15 +31,11 @@ func rawPost(t *testing.T, url string, hdr map[string]string, body string) (int,
 // postWithHeaders is rawPost returning the answer's headers.
 func postWithHeaders(t *testing.T, url string, hdr map[string]string, body string) (int, http.Header, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
 	// A stream that never ends (an elicitation nobody answers) must not
 	// hang the test.
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := openPost(ctx, url, hdr, body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,13 +109,7 @@ func TestCancelBeforeHoldRecordedAcrossServeReplicas(t *testing.T) {
 	defer cancel()
 	callDone := make(chan string, 1)
 	go func() {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, a.url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := openPost(ctx, a.url, hdr, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}`)
 		if err != nil {
 			callDone <- err.Error()
 			return

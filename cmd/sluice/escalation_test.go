@@ -92,13 +92,7 @@ func TestEscalationHoldsOnlyWhereAnswered(t *testing.T) {
 		// open for the answer: read its first event only.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.url, bytes.NewReader([]byte(call)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range session(`{"elicitation":{}}`) {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := openPost(ctx, g.url, session(`{"elicitation":{}}`), call)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -167,6 +167,22 @@ func session2025(t *testing.T, url, agent, caps string) map[string]string {
 	return hdr
 }
 
+// openPost posts body to url as an MCP client does (JSON, accepting JSON
+// or an event stream) with the headers hdr, and returns the answer with
+// its body unread: the stream of a held or streamed call.
+func openPost(ctx context.Context, url string, hdr map[string]string, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	return http.DefaultClient.Do(req)
+}
+
 // readUntil reads r until what it read holds s, and returns it; err is
 // why r ended before.
 func readUntil(r io.Reader, s string) (string, error) {
