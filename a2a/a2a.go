@@ -391,12 +391,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		// (followup.go), and, for a caller whose credential can stop
 		// holding, never a push config's registration (push.go).
 		if unknownRegistersPush(m.Params) {
-			if err := ungovernedPush(r.Context()); err != nil {
-				reply(err)
-				return
-			}
-			// As a known push config's: no URL into the gateway's network.
-			if err := g.checkPushURLs(r.Context(), m.Params); err != nil {
+			if err := g.pushAllowed(r.Context(), true, m.Params); err != nil {
 				reply(err)
 				return
 			}
@@ -473,13 +468,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if spec.kind == pushConfig {
-			if registersPush(m.Method, m.Params) {
-				if err := ungovernedPush(r.Context()); err != nil {
-					reply(err)
-					return
-				}
-			}
-			if err := g.checkPushURLs(r.Context(), m.Params); err != nil {
+			if err := g.pushAllowed(r.Context(), registersPush(m.Method, m.Params), m.Params); err != nil {
 				reply(err)
 				return
 			}
@@ -1172,6 +1161,18 @@ func (g *Gateway) observe(d *intercept.ActionDescriptor, result jsontext.Value) 
 	if d != nil && g.ic != nil && g.ic.OnResult != nil {
 		g.ic.OnResult(d, result)
 	}
+}
+
+// pushAllowed is nil when the push config in params may reach the agent:
+// one it registers (registers) only for a caller whose credential cannot
+// lapse (ungovernedPush), and none with a URL into the gateway's network.
+func (g *Gateway) pushAllowed(ctx context.Context, registers bool, params jsontext.Value) error {
+	if registers {
+		if err := ungovernedPush(ctx); err != nil {
+			return err
+		}
+	}
+	return g.checkPushURLs(ctx, params)
 }
 
 // checkPushURLs refuses push notification URLs that reach loopback,
