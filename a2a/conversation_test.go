@@ -67,15 +67,24 @@ func newHistoryAgent(t *testing.T) (*httptest.Server, *historyAgent) {
 	t.Helper()
 	exec := &historyAgent{hist: map[string][]string{}}
 	h := a2asrv.NewHandler(exec, a2asrv.WithTaskStore(&memTasks{m: map[a2ago.TaskID]*a2ago.Task{}}))
+	return serveA2AGo(t, goodCard, h), exec
+}
+
+// serveA2AGo serves h, a2a-go's handler, as an agent: JSON-RPC at /rpc
+// and card (BASE standing for the agent's URL) at the well-known path.
+// It is closed when the test ends.
+func serveA2AGo(t *testing.T, card string, h a2asrv.RequestHandler) *httptest.Server {
+	t.Helper()
 	mux := http.NewServeMux()
-	var srv *httptest.Server
+	var agent *httptest.Server
 	mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, strings.ReplaceAll(goodCard, "BASE", srv.URL))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, strings.ReplaceAll(card, "BASE", agent.URL))
 	})
 	mux.Handle("POST /rpc", a2asrv.NewJSONRPCHandler(h))
-	srv = httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv, exec
+	agent = httptest.NewServer(mux)
+	t.Cleanup(agent.Close)
+	return agent
 }
 
 // asPrincipal sends every request as principal (X-Test-Principal, which

@@ -170,14 +170,7 @@ func TestReferenceTaskIDsOfOthers(t *testing.T) {
 	store := &memTasks{m: map[a2ago.TaskID]*a2ago.Task{}}
 	h := a2asrv.NewHandler(relatedEcho{}, a2asrv.WithTaskStore(store),
 		a2asrv.WithRequestContextInterceptor(&a2asrv.ReferencedTasksLoader{Store: store}))
-	mux := http.NewServeMux()
-	var agent *httptest.Server
-	mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, strings.ReplaceAll(goodCard, "BASE", agent.URL))
-	})
-	mux.Handle("POST /rpc", a2asrv.NewJSONRPCHandler(h))
-	agent = httptest.NewServer(mux)
-	t.Cleanup(agent.Close)
+	agent := serveA2AGo(t, goodCard, h)
 	gw := serveAs(t, allow, agent.URL, Options{})
 
 	got := do(t, "POST", gw.URL+"/a2a/stub", "alice", "",

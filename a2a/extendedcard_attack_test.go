@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -29,15 +28,7 @@ func extendedCardAgent(t *testing.T, card string, extended *a2ago.AgentCard) *ht
 	t.Helper()
 	h := a2asrv.NewHandler(relatedEcho{}, a2asrv.WithTaskStore(&memTasks{m: map[a2ago.TaskID]*a2ago.Task{}}),
 		a2asrv.WithExtendedAgentCard(extended))
-	mux := http.NewServeMux()
-	var agent *httptest.Server
-	mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, strings.ReplaceAll(card, "BASE", agent.URL))
-	})
-	mux.Handle("POST /rpc", a2asrv.NewJSONRPCHandler(h))
-	agent = httptest.NewServer(mux)
-	t.Cleanup(agent.Close)
+	agent := serveA2AGo(t, card, h)
 	extended.URL = agent.URL + "/rpc"
 	return agent
 }

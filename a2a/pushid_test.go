@@ -1,9 +1,6 @@
 package a2a
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,14 +21,7 @@ func TestAttackPushConfigIDOfOthers03(t *testing.T) {
 	store := &memTasks{m: map[a2ago.TaskID]*a2ago.Task{}}
 	h := a2asrv.NewHandler(relatedEcho{}, a2asrv.WithTaskStore(store),
 		a2asrv.WithPushNotifications(push.NewInMemoryStore(), push.NewHTTPPushSender(nil)))
-	mux := http.NewServeMux()
-	var agent *httptest.Server
-	mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, strings.ReplaceAll(goodCard, "BASE", agent.URL))
-	})
-	mux.Handle("POST /rpc", a2asrv.NewJSONRPCHandler(h))
-	agent = httptest.NewServer(mux)
-	t.Cleanup(agent.Close)
+	agent := serveA2AGo(t, goodCard, h)
 	gw := serveAs(t, allow, agent.URL, Options{AllowPrivatePushURLs: true})
 
 	taskOf := func(who string) string {

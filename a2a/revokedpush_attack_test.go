@@ -70,14 +70,7 @@ func TestAttackRevokedAgentPushed(t *testing.T) {
 			configs := push.NewInMemoryStore()
 			h := a2asrv.NewHandler(worksUntil{release}, a2asrv.WithTaskStore(tasks),
 				a2asrv.WithPushNotifications(configs, push.NewHTTPPushSender(nil)))
-			mux := http.NewServeMux()
-			var agent *httptest.Server
-			mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
-				io.WriteString(w, strings.ReplaceAll(goodCard, "BASE", agent.URL))
-			})
-			mux.Handle("POST /rpc", a2asrv.NewJSONRPCHandler(h))
-			agent = httptest.NewServer(mux)
-			t.Cleanup(agent.Close)
+			agent := serveA2AGo(t, goodCard, h)
 			var revoked atomic.Bool
 			gw := revocableGateway(t, agent.URL, &revoked, Options{AllowPrivatePushURLs: true})
 
