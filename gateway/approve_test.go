@@ -57,13 +57,7 @@ func initializeWith(t *testing.T, url, caps string) map[string]string {
 // openPost sends body and returns the response unread, for streams.
 func openPost(t *testing.T, ctx context.Context, url string, hdr map[string]string, body string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := sendPost(ctx, url, hdr, body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,13 +45,7 @@ func TestAttackCancelBeforeHeldOneReplica(t *testing.T) {
 	defer cancel()
 	first := make(chan string, 1)
 	go func() {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(addCall))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := sendPost(ctx, url, hdr, addCall)
 		if err != nil {
 			first <- err.Error()
 			return
@@ -119,13 +113,7 @@ func TestAttackCancelBeforeCallVirtualServer(t *testing.T) {
 	first := make(chan string, 1)
 	go func() {
 		call := strings.Replace(addCall, `"name":"add"`, `"name":"demo_add"`, 1)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(call))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := sendPost(ctx, url, hdr, call)
 		if err != nil {
 			first <- err.Error()
 			return

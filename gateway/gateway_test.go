@@ -78,19 +78,29 @@ var allowEcho = &intercept.StaticDecider{Allow: []string{"echo", "add", "slow_co
 // post sends body to route with MCP headers and returns status and body.
 func post(t *testing.T, url string, hdr map[string]string, body string) (int, http.Header, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := sendPost(context.Background(), url, hdr, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, string(b)
+}
+
+// sendPost sends body to url as an MCP client does (JSON, accepting JSON
+// or an event stream) with the headers hdr, and returns the answer
+// unread. Unlike post and openPost it may run off the test's goroutine.
+func sendPost(ctx context.Context, url string, hdr map[string]string, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	return http.DefaultClient.Do(req)
 }
 
 func modernCall(id int, tool, args string) string {

@@ -57,15 +57,8 @@ func TestAttackIdleSessionCallInFlightForgets(t *testing.T) {
 				go func() { rest, _ := io.ReadAll(answer); answered <- string(rest) }()
 			} else {
 				// Its POST has no answer, not even headers, until the end.
-				req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(
-					`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":10,"delay_ms":100}}}`))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				for k, v := range hdr {
-					req.Header.Set(k, v)
-				}
 				go func() {
-					resp, err := http.DefaultClient.Do(req)
+					resp, err := sendPost(t.Context(), url, hdr, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":10,"delay_ms":100}}}`)
 					if err != nil {
 						answered <- err.Error()
 						return

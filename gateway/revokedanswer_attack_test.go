@@ -71,18 +71,7 @@ func TestAttackRevokedPrincipalAnswered(t *testing.T) {
 				hdr = modernHeaders("tools/call", "echo")
 				body = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{` + echo + `,"_meta":{` + meta2026 + `}}}`
 			}
-			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			for k, v := range hdr {
-				req.Header.Set(k, v)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			got, _ := io.ReadAll(resp.Body)
+			_, _, got := post(t, url, hdr, body)
 			if !revoked.Load() {
 				t.Fatalf("the upstream never got the call; answer %.300s", got)
 			}

@@ -86,17 +86,7 @@ func TestAttackRevokedPrincipalStreamsOn(t *testing.T) {
 					hdr = modernHeaders("tools/call", "slow_count")
 					body = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{` + count + `,"_meta":{"progressToken":"p",` + meta2026 + `}}}`
 				}
-				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				for k, v := range hdr {
-					req.Header.Set(k, v)
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
+				resp := openPost(t, t.Context(), url, hdr, body)
 				sc := bufio.NewScanner(resp.Body)
 				progress, after, ended := 0, 0, ""
 				for sc.Scan() {
