@@ -36,6 +36,7 @@ import (
 	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/inventory"
 	"github.com/sluicehq/sluice/telemetry"
+	"go.opentelemetry.io/otel"
 )
 
 var _ intercept.ToolsObserver = (*inventory.Inventory)(nil)
@@ -95,6 +96,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	otel.SetErrorHandler(otelErrors(logger))
 	override := func(c *config) {
 		if *listen != "" {
 			c.Listen = *listen
@@ -125,6 +127,16 @@ type bound struct {
 // listeners' addresses once both accept connections.
 // defaultGCHeapFloor is gc_heap_floor_bytes's default.
 const defaultGCHeapFloor = 64 << 20
+
+// otelErrors is OpenTelemetry's error handler for the gateway's process:
+// its exporters report their failures (a collector down or not
+// answering) through it, by default as unstructured lines on stderr,
+// which break a log read as JSON. Through the gateway's log instead.
+func otelErrors(logger *slog.Logger) otel.ErrorHandler {
+	return otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("telemetry: export failed", "err", telemetry.Scrub(err.Error()))
+	})
+}
 
 func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bound)) error {
 	if cfg.Listen == "" {
