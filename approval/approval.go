@@ -44,8 +44,9 @@ const (
 	Expired  Status = "expired"
 	Used     Status = "used"
 	// Withdrawn: the client cancelled the call while it was held (see
-	// Store.Withdraw). Nobody can approve it any more; the same call sent
-	// again is held anew.
+	// Store.Withdraw), or the gateway refused it because its credential
+	// no longer held (Store.Abandon). Nobody can approve it any more, nor
+	// use an approval it had; the same call sent again is held anew.
 	Withdrawn Status = "withdrawn"
 )
 
@@ -365,10 +366,31 @@ func (s *Store) Withdraw(id, by string) (Request, error) {
 	})
 }
 
+// Abandon ends request id, pending or approved and not yet used, because
+// the gateway refused the held call it was for: the credential the call
+// came with no longer holds (revoked, expired), so the call was not sent.
+// Unlike Withdraw it ends an approval already given: given for a call
+// that was refused, it must not send the same call again when the agent
+// comes back with another credential; that call is held anew. by is
+// recorded as who ended it. A request neither pending nor approved gets
+// ErrNotPending and stays as it is.
+func (s *Store) Abandon(id, by string) (Request, error) {
+	return s.settleIf(id, func(r *Request) bool { return r.Status == Pending || r.Status == Approved }, func(r *Request) error {
+		r.DecidedBy = by
+		s.finish(r, Withdrawn)
+		return nil
+	})
+}
+
 // settle applies change to request id, if it is still pending, under
 // the store's lock, and notifies the change. A request no longer pending
 // gets ErrNotPending; one change refuses (its error) stays as it is.
 func (s *Store) settle(id string, change func(*Request) error) (Request, error) {
+	return s.settleIf(id, func(r *Request) bool { return r.Status == Pending }, change)
+}
+
+// settleIf is settle for a request whose status open accepts.
+func (s *Store) settleIf(id string, open func(*Request) bool, change func(*Request) error) (Request, error) {
 	if err := s.lock(); err != nil {
 		return Request{}, s.unlock(err)
 	}
@@ -378,7 +400,7 @@ func (s *Store) settle(id string, change func(*Request) error) (Request, error) 
 		return Request{}, ErrNotFound
 	}
 	err := ErrNotPending
-	if !s.expire(r) && r.Status == Pending {
+	if !s.expire(r) && open(r) {
 		err = change(r)
 	}
 	out := *r

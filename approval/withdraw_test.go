@@ -65,3 +65,38 @@ func testWithdraw(t *testing.T, holder, other *Store) {
 		t.Errorf("approved request after a withdrawal: got %s, want approved", got.Status)
 	}
 }
+
+// TestAbandon: a request whose held call the gateway refused (its
+// credential no longer held) ends even once approved, in memory and
+// through another process on the same file or Redis: its approval
+// allows nothing, and the same call sent again is held anew. A used
+// request stays as it is.
+func TestAbandon(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		s := NewStore(Options{})
+		testAbandon(t, s, s)
+	})
+	eachBackend(t, func(t *testing.T, open func(Options) *Store) {
+		testAbandon(t, open(Options{}), open(Options{}))
+	})
+}
+
+func testAbandon(t *testing.T, holder, other *Store) {
+	ctx := context.Background()
+	g := &Gate{Next: holdPay, Store: holder}
+	id := intercept.Decide(ctx, g, call(`{"amount":7}`)).ApprovalID
+	if _, err := holder.Decide(id, true, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := other.Abandon(id, "credential-lapsed:bot")
+	if err != nil || got.Status != Withdrawn || got.DecidedBy != "credential-lapsed:bot" {
+		t.Fatalf("Abandon of an approved request: got %+v, %v, want withdrawn by credential-lapsed:bot", got, err)
+	}
+	d := intercept.Decide(ctx, g, call(`{"amount":7}`))
+	if d.Verdict != intercept.RequireApproval || d.ApprovalID == "" || d.ApprovalID == id {
+		t.Fatalf("the call sent again: got %s %q, want a new hold", d.Verdict, d.ApprovalID)
+	}
+	if _, err := other.Abandon(id, "credential-lapsed:bot"); !errors.Is(err, ErrNotPending) {
+		t.Errorf("abandoning it again: got %v, want ErrNotPending", err)
+	}
+}

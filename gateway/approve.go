@@ -403,7 +403,10 @@ func (g *Gateway) check(ctx context.Context, x *exchange) (dec intercept.Decisio
 		if _, err := g.opts.Approver.Decide(dec.ApprovalID, a.approve, approvedBy(x.agent)); err != nil {
 			g.log.Debug("approval answer not applied", "approval", dec.ApprovalID, "err", err)
 		}
-		decide()
+		id := dec.ApprovalID
+		if decide(); !ok {
+			endLapsed(ctx, g.opts.Approver, id, x.agent)
+		}
 	}
 	return dec, reply, ok
 }
@@ -686,6 +689,7 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 		}
 	}
 	if _, reply, ok := g.check(ctx, x); !ok {
+		endLapsed(ctx, g.opts.Approver, dec.ApprovalID, x.agent)
 		_ = send(reply)
 		return
 	}

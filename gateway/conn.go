@@ -465,7 +465,10 @@ func (r *relay) check(ctx context.Context, m *intercept.Message, cc intercept.Ca
 		if _, err := r.approver.Decide(dec.ApprovalID, a.approve, approvedBy(cc.Agent)); err != nil {
 			r.log.Debug("approval answer not applied", "approval", dec.ApprovalID, "err", err)
 		}
-		dec, reply, ok = r.ic.CheckDecision(ctx, m, cc)
+		id := dec.ApprovalID
+		if dec, reply, ok = r.ic.CheckDecision(ctx, m, cc); !ok {
+			endLapsed(ctx, r.approver, id, cc.Agent)
+		}
 	}
 	return dec, reply, ok
 }
@@ -579,7 +582,9 @@ func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, de
 	if !r.holds.release(m.IDKey(), h) {
 		return // cancelled meanwhile: it goes nowhere, and gets no answer
 	}
-	if _, reply, ok := r.check(ctx, m, r.callContext(), nil); !ok {
+	cc := r.callContext()
+	if _, reply, ok := r.check(ctx, m, cc, nil); !ok {
+		endLapsed(ctx, r.approver, dec.ApprovalID, cc.Agent)
 		_ = r.toClient(ctx, reply)
 		return
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -30,6 +31,36 @@ type withdrawer interface {
 }
 
 var _ withdrawer = (*approval.Store)(nil)
+
+// abandoner is an Approver that can end a request, pending or approved,
+// whose held call the gateway refused.
+type abandoner interface {
+	Abandon(id, by string) (approval.Request, error)
+}
+
+var _ abandoner = (*approval.Store)(nil)
+
+// endLapsed ends approval request id, through ap, when the held call it
+// was for was refused because the credential of its agent (ctx's
+// principal) no longer holds: an approval given while the call waited,
+// or after, would otherwise stay usable and send the same call again
+// once the agent comes back with a new credential. The operator sees it
+// withdrawn by the credential's lapse.
+func endLapsed(ctx context.Context, ap Approver, id, agent string) {
+	if id == "" || credentialGone(ctx) == nil {
+		return
+	}
+	if a, ok := ap.(abandoner); ok {
+		_, _ = a.Abandon(id, lapsedBy(agent))
+	}
+}
+
+func lapsedBy(agent string) string {
+	if agent == "" {
+		agent = "client"
+	}
+	return "credential-lapsed:" + agent
+}
 
 // heldCall is one call of the client's waiting for its approval.
 type heldCall struct {

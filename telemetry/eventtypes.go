@@ -340,7 +340,8 @@ const (
 	ApprovalApproved  = "approved"
 	ApprovalDeclined  = "declined"
 	ApprovalExpired   = "expired"
-	// ApprovalWithdrawn: the client cancelled the held call.
+	// ApprovalWithdrawn: the client cancelled the held call, or the
+	// gateway refused it because its credential no longer held.
 	ApprovalWithdrawn = "withdrawn"
 )
 
