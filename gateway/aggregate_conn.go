@@ -71,6 +71,19 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 	var wmu sync.Mutex
 	p := intercept.PrincipalFrom(ctx)
 	cut := false // guarded by wmu
+	// cutOff ends the connection of a client whose credential no longer
+	// holds: the error, and it closes (1008 on a WebSocket; its reader
+	// returns). Callers hold wmu.
+	cutOff := func(err error) {
+		if cut {
+			return
+		}
+		cut = true
+		wctx, cancel := context.WithTimeout(ctx, lapsedWriteWait)
+		_ = c.Write(wctx, intercept.ErrorResponse(nil, err))
+		cancel()
+		closeLapsed(c)
+	}
 	write := func(b []byte) {
 		wmu.Lock()
 		defer wmu.Unlock()
@@ -78,16 +91,23 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 			return
 		}
 		if err := p.Gone(); err != nil {
-			// Nothing more for a client whose credential no longer
-			// holds: the error, and the connection ends (its reader
-			// returns).
-			cut = true
-			_ = c.Write(ctx, intercept.ErrorResponse(nil, err))
-			_ = c.Close()
+			cutOff(err) // nothing more for it
 			return
 		}
 		_ = c.Write(ctx, b)
 	}
+	// A quiet connection is cut off too, as soon as the credential
+	// lapses (watchCredential).
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	var watching sync.WaitGroup
+	watching.Go(func() {
+		watchCredential(watchCtx, func(err error) {
+			wmu.Lock()
+			defer wmu.Unlock()
+			cutOff(err)
+		})
+	})
+	defer func() { stopWatch(); watching.Wait() }()
 	var sid atomic.Value       // string, once initialize has answered
 	var serving atomic.Int64   // messages being served on goroutines
 	key := a.g.bodyKey(opened) // whose room they take in the body budget
@@ -114,7 +134,9 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 			return
 		}
 		if err := credentialGone(ctx); err != nil {
-			write(intercept.ErrorResponse(nil, err))
+			wmu.Lock()
+			cutOff(err)
+			wmu.Unlock()
 			return
 		}
 		id, _ := sid.Load().(string)

@@ -67,6 +67,9 @@ type relay struct {
 	// holds are the calls waiting for the user's approval, which the
 	// client may cancel (heldcalls.go).
 	holds heldCalls
+	// lapse ends the connection once, when its principal's credential
+	// no longer holds (lapsed).
+	lapse sync.Once
 
 	mu      sync.Mutex        // guards the fields below
 	pending map[string]string // request id -> method, client to upstream
@@ -177,11 +180,14 @@ func (r *relay) run(ctx context.Context) error {
 	}
 	go func() { errc <- r.clientToUpstream(ctx) }()
 	go func() { errc <- r.upstreamToClient(ctx) }()
+	var watching sync.WaitGroup
+	watching.Go(func() { watchCredential(ctx, func(err error) { r.lapsed(ctx, err) }) })
 	err := <-errc
 	cancel()
 	r.down.Close()
 	r.upc.Close()
 	<-errc
+	watching.Wait()
 	// The connection is its client's session: the calls still held on
 	// it are abandoned, as a session's DELETE abandons its own
 	// (heldcalls.go), and no later approval sends one. Its pumps have
@@ -224,7 +230,7 @@ func (r *relay) clientToUpstream(ctx context.Context) error {
 		}
 		r.lastActive.Store(time.Now().UnixNano())
 		if err := credentialGone(ctx); err != nil {
-			_ = r.toClient(ctx, intercept.ErrorResponse(nil, err))
+			r.lapsed(ctx, err)
 			return err // ends the connection
 		}
 		msgs, batch, err := intercept.Decode(b)
@@ -586,10 +592,30 @@ func (r *relay) elicit(ctx context.Context, m *intercept.Message, raw []byte, de
 	if _, reply, ok := r.check(ctx, m, cc, nil); !ok {
 		endLapsed(ctx, r.approver, dec.ApprovalID, cc.Agent)
 		_ = r.toClient(ctx, reply)
+		if err := credentialGone(ctx); err != nil {
+			r.lapsed(ctx, err) // refused for it: nothing more on this connection
+		}
 		return
 	}
 	_ = r.forward(ctx, ctx, []*intercept.Message{m}, false, raw)
 	return false
+}
+
+// lapsedWriteWait bounds sending the error that tells a client its
+// credential no longer holds, before its connection is closed.
+const lapsedWriteWait = 5 * time.Second
+
+// lapsed ends the connection, whose principal's credential no longer
+// holds (err, intercept.Principal.Gone), once: the client gets err, then
+// the connection closes (with status 1008 on a WebSocket), its reader
+// returns and run ends the relay, abandoning its held calls.
+func (r *relay) lapsed(ctx context.Context, err error) {
+	r.lapse.Do(func() {
+		wctx, cancel := context.WithTimeout(ctx, lapsedWriteWait)
+		_ = r.toClient(wctx, intercept.ErrorResponse(nil, err))
+		cancel()
+		closeLapsed(r.down)
+	})
 }
 
 // ErrSessionEnded ends the spans of requests a session left unanswered.
@@ -751,7 +777,7 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 			return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 		}
 		if err := p.Gone(); err != nil {
-			_ = r.toClient(ctx, intercept.ErrorResponse(nil, err))
+			r.lapsed(ctx, err)
 			return err // ends the connection
 		}
 		r.lastActive.Store(time.Now().UnixNano())

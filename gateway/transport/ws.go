@@ -321,6 +321,25 @@ func (c *wsConn) Write(ctx context.Context, msg []byte) error {
 	return nil
 }
 
+// StatusPolicyViolation is the WebSocket close status (RFC 6455 7.4.1)
+// for a peer that may no longer use the connection, which the CloseWith
+// method of a Conn from [AcceptWS] or [WSDialer] sends.
+const StatusPolicyViolation = websocket.ClosePolicyViolation
+
+// CloseWith sends a close frame with status code and reason (cut to the
+// 123 bytes a close frame holds) and closes the connection. After Close
+// it does nothing.
+func (c *wsConn) CloseWith(code int, reason string) error {
+	c.shutdownWith(code, reason)
+	if c.budget != nil {
+		c.giveBack()
+	}
+	if c.pinging != nil {
+		<-c.pinging
+	}
+	return nil
+}
+
 // Close sends a normal close frame and closes the connection.
 func (c *wsConn) Close() error {
 	c.shutdown(true)
@@ -367,12 +386,24 @@ func (c *wsConn) fail(ctx context.Context, op string, err error) error {
 // calls it too. A close frame would have to wait for a Write in progress,
 // so only a plain Close sends one.
 func (c *wsConn) shutdown(closeFrame bool) {
+	if !closeFrame {
+		c.shutdownWith(0, "")
+		return
+	}
+	c.shutdownWith(websocket.CloseNormalClosure, "")
+}
+
+// shutdownWith is shutdown with a close frame of status code and reason,
+// or none when code is zero.
+func (c *wsConn) shutdownWith(code int, reason string) {
 	c.closeOnce.Do(func() {
 		close(c.closed)
-		if closeFrame {
-			c.ws.WriteControl(websocket.CloseMessage,
-				websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""),
-				time.Now().Add(wsControlWait))
+		if code != 0 {
+			const maxReason = 123 // a control frame's 125 bytes, less the status
+			if len(reason) > maxReason {
+				reason = reason[:maxReason]
+			}
+			c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(wsControlWait))
 		}
 		c.ws.Close()
 	})

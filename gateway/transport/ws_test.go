@@ -291,3 +291,23 @@ func TestWSKeepalive(t *testing.T) {
 		})
 	}
 }
+
+// TestWSCloseWith: CloseWith sends its status and reason, cut to what a
+// close frame holds, and the Conn is closed.
+func TestWSCloseWith(t *testing.T) {
+	stdioNoLeaks(t)
+	s := newWSServer(t, nil, wsPingInterval)
+	client := mustDial(t, &WSDialer{URL: s.url})
+	server := s.accept(t)
+	if err := server.CloseWith(StatusPolicyViolation, strings.Repeat("r", 200)); err != nil {
+		t.Fatalf("CloseWith: %v", err)
+	}
+	_, err := client.Read(testContext(t))
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || len(ce.Text) != 123 {
+		t.Errorf("client Read after CloseWith: got %v, want close 1008 with a 123-byte reason", err)
+	}
+	if err := server.Write(testContext(t), []byte(`{}`)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Write after CloseWith: got %v, want ErrClosed", err)
+	}
+}
