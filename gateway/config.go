@@ -148,6 +148,14 @@ type Options struct {
 	// request in flight (nor a call held for approval), counted from the
 	// end of the last. Zero means 30m.
 	SessionIdleTimeout time.Duration
+	// WriteStallTimeout bounds how long one write of an answer to a
+	// client (a JSON body, an event of an SSE stream, its flush) may make
+	// no progress: a client that keeps its socket open without reading
+	// has the write fail after it, and the response end, so that the
+	// request is done and its session can go idle. A stream with nothing
+	// to write (an idle GET stream) is not cut for it: only a write that
+	// is stuck is. Zero means DefaultWriteStallTimeout.
+	WriteStallTimeout time.Duration
 	// SessionKeys, if set, seal the session ids of 2025-era sessions
 	// (AES-256-GCM, 32 bytes each) so that any replica holding the same
 	// keys serves any request of a session on an HTTP upstream: the first
@@ -288,6 +296,16 @@ func (o *Options) idleTimeout() time.Duration {
 		return o.SessionIdleTimeout
 	}
 	return 30 * time.Minute
+}
+
+// DefaultWriteStallTimeout is what a zero WriteStallTimeout stands for.
+const DefaultWriteStallTimeout = 30 * time.Second
+
+func (o *Options) writeStallTimeout() time.Duration {
+	if o.WriteStallTimeout > 0 {
+		return o.WriteStallTimeout
+	}
+	return DefaultWriteStallTimeout
 }
 
 // DefaultSessionMaxAge is what a zero SessionMaxAge stands for.

@@ -319,7 +319,7 @@ func (g *Gateway) Handler() http.Handler {
 	for pattern, h := range g.opts.Mount {
 		mux.Handle(pattern, h)
 	}
-	return g.checkHostOrigin(g.withClientAddr(mux))
+	return g.checkHostOrigin(g.withClientAddr(g.stallGuard(mux)))
 }
 
 // withClientAddr puts the request's client address in its context

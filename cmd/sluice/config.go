@@ -151,6 +151,11 @@ type config struct {
 	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
 	// SessionIdleTimeout ends idle sessions (default 30m).
 	SessionIdleTimeout time.Duration `yaml:"session_idle_timeout"`
+	// WriteStallTimeout ends a response whose write to the client has
+	// made no progress for this long (default 30s): a client that keeps
+	// its socket open without reading otherwise keeps its request in
+	// flight, and its session, for ever. An idle stream is not cut.
+	WriteStallTimeout time.Duration `yaml:"write_stall_timeout"`
 	// SessionKeys seal 2025-era session ids so that every replica with
 	// the same keys serves every session on an HTTP upstream: base64 of 32
 	// random bytes each (`openssl rand -base64 32`), ${VAR} and ${file:PATH}
@@ -294,6 +299,9 @@ func (c *config) checkLimits() error {
 		if l.v < 0 {
 			return fmt.Errorf("%s: %d is negative; give a positive limit, or 0 for the default", l.key, l.v)
 		}
+	}
+	if c.WriteStallTimeout < 0 {
+		return fmt.Errorf("write_stall_timeout: %v is negative; give how long a write to a client may make no progress, such as 30s, or 0 for the default", c.WriteStallTimeout)
 	}
 	maxBody := cmp.Or(c.MaxBodyBytes, gateway.DefaultMaxBodyBytes)
 	if c.MaxInflightBodyBytes != 0 && c.MaxInflightBodyBytes < maxBody {
@@ -502,6 +510,7 @@ func (c *config) options() gateway.Options {
 		AgentHeaderRequired: c.AgentHeaderRequired,
 		TrustedProxies:      c.trustedProxies,
 		SessionIdleTimeout:  c.SessionIdleTimeout,
+		WriteStallTimeout:   c.WriteStallTimeout,
 		SessionKeys:         c.sessionKeys,
 		SessionMaxAge:       c.SessionMaxAge,
 
