@@ -59,9 +59,19 @@ func TestAttackRevokedAgentHeldCallRuns(t *testing.T) {
 // until the approval expired, had it run under that approval, which was
 // given for a call the gateway had refused. Now the refusal ends the
 // request (withdrawn, by the credential's lapse, as an operator listing
-// it sees), and the call sent again is held anew.
+// it sees), and the call sent again is held anew, on a route and a
+// virtual server.
 func TestAttackRevokedHeldApprovalReused(t *testing.T) {
-	f, store := approvalFixture(t, Options{}, false)
+	for _, c := range []struct{ name, path, call string }{
+		{"route", "/mcp/demo", addCall},
+		{"virtual server", "/mcp", strings.Replace(addCall, `"add"`, `"demo_add"`, 1)},
+	} {
+		t.Run(c.name, func(t *testing.T) { testRevokedHeldApprovalReused(t, c.path, c.call) })
+	}
+}
+
+func testRevokedHeldApprovalReused(t *testing.T, path, call string) {
+	f, store := approvalFixture(t, Options{VirtualServers: []VirtualServer{{Naming: NamingPrefix}}}, false)
 	old, revoked := revocable("alice")
 	fresh, _ := revocable("alice") // the agent's new key
 	h := f.g.Handler()
@@ -77,11 +87,11 @@ func TestAttackRevokedHeldApprovalReused(t *testing.T) {
 		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), p)))
 	}))
 	t.Cleanup(srv.Close)
-	url := srv.URL + "/mcp/demo"
+	url := srv.URL + path
 	hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rd := transport.NewSSEReader(openPost(t, ctx, url, hdr, addCall).Body)
+	rd := transport.NewSSEReader(openPost(t, ctx, url, hdr, call).Body)
 	if q, raw := nextMessage(t, rd); q.Method != "elicitation/create" {
 		t.Fatalf("want the gateway's question, got %s", raw)
 	}
@@ -101,9 +111,10 @@ func TestAttackRevokedHeldApprovalReused(t *testing.T) {
 		t.Errorf("approval request of the refused call: got %s by %q, want withdrawn by the credential's lapse", req.Status, req.DecidedBy)
 	}
 
-	// The agent sends the same call again with its new key.
+	// The agent sends the same call again with its new key (under a new
+	// request id: the first one's may still be finishing).
 	hdr["X-Key"] = "fresh"
-	resp := openPost(t, ctx, url, hdr, addCall)
+	resp := openPost(t, ctx, url, hdr, strings.Replace(call, `"id":7`, `"id":8`, 1))
 	var first rpc
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		first, raw = nextMessage(t, transport.NewSSEReader(resp.Body))
