@@ -24,33 +24,56 @@ import (
 func (g *Gateway) stallGuard(next http.Handler) http.Handler {
 	stall := g.opts.writeStallTimeout()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(&stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall}, r)
+		next.ServeHTTP(&stallWriter{ResponseWriter: w, stall: stall}, r)
 	})
 }
+
+// unflushedRoom is what a response may have written since its last flush
+// and still be sure no byte of it went to the connection: net/http (and
+// its HTTP/2 server) buffer at least this much of a response before
+// writing any, so such a write cannot stall and needs no deadline. Most
+// answers (a tool result of a few hundred bytes) are written so, without
+// setting one.
+const unflushedRoom = 2048
 
 // stallWriter is a ResponseWriter whose writes and flushes fail once
 // they have made no progress for stall. It is used by one goroutine at
 // a time, as a ResponseWriter is.
 type stallWriter struct {
 	http.ResponseWriter
-	rc    *http.ResponseController // of ResponseWriter
-	stall time.Duration
+	rc        *http.ResponseController // of ResponseWriter, made at the first bounded write
+	stall     time.Duration
+	unflushed int // bytes written since the last flush, while within unflushedRoom
+}
+
+func (s *stallWriter) controller() *http.ResponseController {
+	if s.rc == nil {
+		s.rc = http.NewResponseController(s.ResponseWriter)
+	}
+	return s.rc
 }
 
 // bounded runs write with the connection's write deadline stall away,
 // and clears it after: the server writes the response's end and later
-// responses on the same connection without one. A ResponseWriter that
-// cannot set deadlines (a test's recorder) is written without.
+// responses on the same connection without one (and an HTTP/2 stream
+// whose deadline passed is reset, written to or not). A ResponseWriter
+// that cannot set deadlines (a test's recorder) is written without.
 func (s *stallWriter) bounded(write func() error) error {
-	if s.rc.SetWriteDeadline(time.Now().Add(s.stall)) != nil {
+	rc := s.controller()
+	if rc.SetWriteDeadline(time.Now().Add(s.stall)) != nil {
 		return write()
 	}
 	err := write()
-	_ = s.rc.SetWriteDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
 	return err
 }
 
 func (s *stallWriter) Write(b []byte) (n int, err error) {
+	if s.unflushed+len(b) <= unflushedRoom {
+		s.unflushed += len(b)
+		return s.ResponseWriter.Write(b) // buffered: no byte goes out
+	}
+	s.unflushed = unflushedRoom + 1 // bounded from now until a flush
 	err = s.bounded(func() error {
 		n, err = s.ResponseWriter.Write(b)
 		return err
@@ -63,14 +86,17 @@ func (s *stallWriter) Write(b []byte) (n int, err error) {
 
 // FlushError flushes what is buffered to the client, bounded; an
 // http.ResponseController's Flush calls it.
-func (s *stallWriter) FlushError() error { return s.bounded(s.rc.Flush) }
+func (s *stallWriter) FlushError() error {
+	s.unflushed = 0
+	return s.bounded(s.controller().Flush)
+}
 
 // Flush is FlushError for callers that take an http.Flusher.
 func (s *stallWriter) Flush() { _ = s.FlushError() }
 
 // Hijack hands the connection over (a WebSocket upgrade takes an
 // http.Hijacker), without a deadline: its new owner sets its own.
-func (s *stallWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) { return s.rc.Hijack() }
+func (s *stallWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) { return s.controller().Hijack() }
 
 // Unwrap lets an http.ResponseController reach the ResponseWriter
 // beneath for what stallWriter does not do itself (deadlines, full
