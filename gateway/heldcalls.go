@@ -76,21 +76,29 @@ type heldCall struct {
 // heldCalls are a session's or a connection's held calls, by the JSON id
 // key of the client's request. The zero value is empty and ready.
 type heldCalls struct {
-	mu sync.Mutex // guards m
+	mu sync.Mutex // guards the fields below
 	m  map[string]*heldCall
+	// ended: the session or connection was ended (cancelAll). A call
+	// still being decided then is held after, and is cancelled as it is.
+	ended bool
 }
 
 // hold registers the held call whose request id has key, waiting under
 // approval request approvalID. A call held again under the same id takes
 // its place.
 //
-// If the client cancelled the call before (markCancelled), the returned
-// call is cancelled already, and not registered: the caller withdraws its
-// approval request.
+// If the client cancelled the call before (markCancelled), or ended its
+// session or connection (cancelAll) while the call was being decided, the
+// returned call is cancelled already, and not registered: the caller
+// withdraws its approval request.
 func (hc *heldCalls) hold(key, approvalID string) *heldCall {
 	h := &heldCall{approvalID: approvalID, cancelled: make(chan struct{})}
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
+	if hc.ended {
+		close(h.cancelled)
+		return h
+	}
 	if old := hc.m[key]; old != nil && !old.marked.IsZero() {
 		delete(hc.m, key)
 		if time.Since(old.marked) < cancelMarkTTL {
@@ -226,9 +234,11 @@ func (hc *heldCalls) cancel(m *intercept.Message, ap Approver, agent string) boo
 
 // cancelAll cancels every call still held here, as cancel does one: the
 // session or connection they were sent on was ended by its client, which
-// abandons them all, so no later approval sends one.
+// abandons them all, so no later approval sends one. So are those held
+// after (hold), whose decision was under way.
 func (hc *heldCalls) cancelAll(ap Approver, agent string) {
 	hc.mu.Lock()
+	hc.ended = true
 	var held []*heldCall
 	for _, h := range hc.m {
 		if h.marked.IsZero() { // a mark (markCancelled) is no call
@@ -243,6 +253,14 @@ func (hc *heldCalls) cancelAll(ap Approver, agent string) {
 			_, _ = w.Withdraw(h.approvalID, cancelledBy(agent))
 		}
 	}
+}
+
+// reopen lets calls be held again after cancelAll: the session goes on
+// (its upstream refused to end it).
+func (hc *heldCalls) reopen() {
+	hc.mu.Lock()
+	hc.ended = false
+	hc.mu.Unlock()
 }
 
 func cancelledBy(agent string) string {

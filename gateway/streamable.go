@@ -1288,6 +1288,10 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 		if g.opts.OnSessionEnd != nil {
 			g.opts.OnSessionEnd(sess.id)
 		}
+	} else if !inner {
+		// The session goes on: its calls from now on may be held. Not a
+		// virtual session's inner one: that session has ended.
+		sess.held.reopen()
 	}
 	copyHeaders(w.Header(), resp.Header, nil)
 	w.WriteHeader(resp.StatusCode)

@@ -1,0 +1,176 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// TestAttackDeleteBeforeHeld: on one replica, without a shared store, a
+// client ends its session (DELETE) while a call of it is still being
+// decided (a slow classifier, a slow approvals store): no call is held
+// yet, so the DELETE's cancellation of its held calls found none, and the
+// hold that followed went on for a session that no longer existed. The
+// client's user was asked on the stream the client kept open, the
+// approval request stayed pending, and an operator's approval sent the
+// call upstream, decided against the route memory the DELETE had
+// dropped. A session's end now refuses the holds that come after it, as
+// a cancellation before its call's hold does
+// (TestAttackCancelBeforeHeldOneReplica): the stream ends without the
+// question, the request is withdrawn, and nothing goes upstream.
+func TestAttackDeleteBeforeHeld(t *testing.T) {
+	for _, c := range []struct {
+		name, path, tool string
+		noDelete         bool // the upstream answers DELETE with 405, as the specification lets it
+	}{
+		{"route", "/mcp/demo", "add", false},
+		{"virtual server", "/mcp", "demo_add", false},
+		{"virtual server, upstream without DELETE", "/mcp", "demo_add", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			created := make(chan string, 1)
+			store := approval.NewStore(approval.Options{OnChange: func(r approval.Request) {
+				if r.Status == approval.Pending {
+					select {
+					case created <- r.ID:
+					default:
+					}
+				}
+			}})
+			entered, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			slow := intercept.DeciderFunc(func(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
+				if d.ToolName == "add" {
+					once.Do(func() { close(entered) })
+					<-release
+				}
+				return (&intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}).Decide(ctx, d)
+			})
+			opts := Options{Approver: store}
+			if c.path == "/mcp" {
+				opts.VirtualServers = []VirtualServer{{Naming: NamingPrefix}}
+			}
+			f := newFixture(t, &approval.Gate{Next: slow, Store: store}, opts)
+			if c.noDelete {
+				next := f.rec.next
+				f.rec.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == http.MethodDelete {
+						w.WriteHeader(http.StatusMethodNotAllowed)
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
+			}
+			url := f.gw.URL + c.path
+			hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			events := make(chan string)
+			go func() {
+				defer close(events)
+				resp, err := sendPost(ctx, url, hdr, strings.Replace(addCall, `"add"`, `"`+c.tool+`"`, 1))
+				if err != nil {
+					return
+				}
+				defer resp.Body.Close()
+				rd := transport.NewSSEReader(resp.Body)
+				for {
+					ev, err := rd.Next()
+					if err != nil {
+						return
+					}
+					events <- string(ev.Data)
+				}
+			}()
+			select {
+			case <-entered:
+			case <-ctx.Done():
+				t.Fatal("the call was never decided")
+			}
+			req, _ := http.NewRequest(http.MethodDelete, url, nil)
+			for k, v := range hdr {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				t.Fatalf("DELETE: got %d, want the session ended", resp.StatusCode)
+			}
+			close(release)
+			// An operator approves the call's request as soon as it is
+			// made (or tries to).
+			select {
+			case id := <-created:
+				_, _ = store.Decide(id, true, "operator")
+			case <-ctx.Done():
+				t.Fatal("no approval request was made")
+			}
+			for ev := range events {
+				if strings.Contains(ev, "elicitation/create") {
+					t.Errorf("the user was asked about a call of a session its client had ended: %s", ev)
+				}
+				if strings.Contains(ev, `"result":{"content"`) {
+					t.Errorf("the call of the ended session was answered: %s", ev)
+				}
+			}
+			if f.upstreamSaw(`"name":"add"`) {
+				t.Errorf("the call of a session its client had ended ran upstream once approved")
+			}
+		})
+	}
+}
+
+// TestDeleteRefusedSessionHolds: a session whose upstream refuses its
+// DELETE (405, as the specification lets it) goes on, and a call of it
+// sent after is held and its user asked as before: the DELETE's refusal
+// of later holds (TestAttackDeleteBeforeHeld) ends with the refusal.
+func TestDeleteRefusedSessionHolds(t *testing.T) {
+	store := approval.NewStore(approval.Options{})
+	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
+	f := newFixture(t, dec, Options{Approver: store})
+	next := f.rec.next
+	f.rec.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+	url := f.gw.URL + "/mcp/demo"
+	hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
+	req, _ := http.NewRequest(http.MethodDelete, url, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("DELETE: got %d, want the upstream's 405", resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err = sendPost(ctx, url, hdr, addCall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ev, err := transport.NewSSEReader(resp.Body).Next()
+	if err != nil || !strings.Contains(string(ev.Data), "elicitation/create") {
+		t.Fatalf("a call of the session that goes on: got %v %v, want its user asked", ev, err)
+	}
+}
