@@ -1137,10 +1137,13 @@ var errInnerSessionGone = errors.New("the route no longer has this session")
 
 func (a *aggregator) inner(r *http.Request, s *aggSession, upstream string) (*innerSession, error) {
 	s.mu.Lock()
-	in := s.inner[upstream]
+	in, closed := s.inner[upstream], s.closed
 	s.mu.Unlock()
 	if in != nil {
 		return in, nil
+	}
+	if closed {
+		return nil, errVirtualEnded
 	}
 	if s.modern {
 		in = &innerSession{version: modernVersion}
@@ -1179,13 +1182,29 @@ func (a *aggregator) inner(r *http.Request, s *aggSession, upstream string) (*in
 	note := a.innerRequest(r, http.MethodPost, upstream, fresh, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	a.g.handleMCP(&discard{h: http.Header{}}, note)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if prev := s.inner[upstream]; prev != nil { // another request got there first
+	prev, closed := s.inner[upstream], s.closed
+	if prev == nil && !closed {
+		s.inner[upstream] = fresh
+	}
+	s.mu.Unlock()
+	switch {
+	case closed:
+		// Ended while this one opened: its end ended the inner sessions
+		// it knew, and so this one now, which would go on unended and
+		// hold calls of the ended session for approval.
+		end := r.WithContext(context.WithValue(r.Context(), virtualSessionKey{}, s.id))
+		a.g.handleMCP(&discard{h: http.Header{}}, a.innerRequest(end, http.MethodDelete, upstream, fresh, nil))
+		return nil, errVirtualEnded
+	case prev != nil: // another request got there first
 		return prev, nil
 	}
-	s.inner[upstream] = fresh
 	return fresh, nil
 }
+
+// errVirtualEnded answers a request of a virtual session that its client
+// ended (DELETE) while it was served: no inner session is opened for it.
+var errVirtualEnded = &intercept.WireError{Code: intercept.CodeInvalidRequest,
+	Message: "not sent: the session was ended (its client's DELETE) while this request was served; start a new session with initialize"}
 
 // innerRequest builds a request to an upstream's route that carries the
 // outer request's context (and so its authenticated principal), Host,

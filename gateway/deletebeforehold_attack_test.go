@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,5 +174,81 @@ func TestDeleteRefusedSessionHolds(t *testing.T) {
 	ev, err := transport.NewSSEReader(resp.Body).Next()
 	if err != nil || !strings.Contains(string(ev.Data), "elicitation/create") {
 		t.Fatalf("a call of the session that goes on: got %v %v, want its user asked", ev, err)
+	}
+}
+
+// TestAttackDeleteBeforeInnerSession: through a virtual server, the
+// client ends its session (DELETE) while a call of it is finding its
+// upstream (the session's tools being listed). The end ended the inner
+// sessions, one per upstream; the call, sent after on its upstream's,
+// found it gone, and the virtual session went on with a new one, as for
+// an inner session its route let go: the call was held on that one, its
+// approval request left pending for an operator (whose approval, given
+// before the client's answer came, sent it upstream), and the new inner
+// session, never ended, kept its upstream session open and its room
+// among the sessions of the agent and of its address.
+func TestAttackDeleteBeforeInnerSession(t *testing.T) {
+	store := approval.NewStore(approval.Options{})
+	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
+	f := newFixture(t, dec, Options{Approver: store, VirtualServers: []VirtualServer{{Naming: NamingPrefix}}})
+	var armed atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	next := f.rec.next
+	f.rec.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		if armed.Load() && bytes.Contains(b, []byte(`"tools/list"`)) {
+			once.Do(func() { close(entered) })
+			<-release
+		}
+		next.ServeHTTP(w, r)
+	})
+	url := f.gw.URL + "/mcp"
+	hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
+	armed.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := sendPost(ctx, url, hdr, strings.Replace(addCall, `"add"`, `"demo_add"`, 1))
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answered <- string(b)
+	}()
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("the tools were never listed")
+	}
+	req, _ := http.NewRequest(http.MethodDelete, url, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("DELETE: got %d, want the session ended", resp.StatusCode)
+	}
+	close(release)
+	got := <-answered
+	if n := f.g.sessions.len(); n != 0 {
+		t.Errorf("inner sessions left after the virtual session ended: got %d, want 0", n)
+	}
+	for _, r := range store.List() {
+		if r.Status == approval.Pending {
+			t.Errorf("the call of the ended session left its approval request pending (answer %.120s)", got)
+			_, _ = store.Decide(r.ID, true, "operator")
+		}
+	}
+	if f.upstreamSaw(`"name":"add"`) {
+		t.Errorf("the call of a session its client had ended ran upstream")
 	}
 }
