@@ -391,7 +391,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		// (followup.go), and, for a caller whose credential can stop
 		// holding, never a push config's registration (push.go).
 		if unknownRegistersPush(m.Params) {
-			if err := g.pushAllowed(r.Context(), true, m.Params); err != nil {
+			if err := g.pushAllowed(r.Context(), m.Params, true, true); err != nil {
 				reply(err)
 				return
 			}
@@ -468,7 +468,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if spec.kind == pushConfig {
-			if err := g.pushAllowed(r.Context(), registersPush(m.Method, m.Params), m.Params); err != nil {
+			if err := g.pushAllowed(r.Context(), m.Params, registersPush(m.Method, m.Params), false); err != nil {
 				reply(err)
 				return
 			}
@@ -611,7 +611,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 			return
 		}
 	}
-	if err := g.checkPushURLs(r.Context(), intercept.Member(m.Params, "configuration")); err != nil {
+	if err := g.checkPushURLs(r.Context(), intercept.Member(m.Params, "configuration"), false); err != nil {
 		reply(err)
 		return
 	}
@@ -1166,23 +1166,28 @@ func (g *Gateway) observe(d *intercept.ActionDescriptor, result jsontext.Value) 
 // pushAllowed is nil when the push config in params may reach the agent:
 // one it registers (registers) only for a caller whose credential cannot
 // lapse (ungovernedPush), and none with a URL into the gateway's network.
-func (g *Gateway) pushAllowed(ctx context.Context, registers bool, params jsontext.Value) error {
+// For a method the gateway does not know (unknown), where a push config
+// may take any name, every string that is an http(s) URL is checked, not
+// only url members.
+func (g *Gateway) pushAllowed(ctx context.Context, params jsontext.Value, registers, unknown bool) error {
 	if registers {
 		if err := ungovernedPush(ctx); err != nil {
 			return err
 		}
 	}
-	return g.checkPushURLs(ctx, params)
+	return g.checkPushURLs(ctx, params, unknown)
 }
 
 // checkPushURLs refuses push notification URLs that reach loopback,
 // private or link-local addresses, anywhere in v (a message's
-// configuration or a push config's params). Host names are looked up as
+// configuration or a push config's params): url members, and with
+// anyMember every string that is an http(s) URL as a WHATWG parser reads
+// it (webURL). Host names are looked up as
 // a file URI's are: each once, at most maxFileHosts of them, within one
 // deadline tied to ctx. Looked up one after another without a bound, a
 // request naming thousands of hosts of a slow domain held the gateway
 // for as many lookups.
-func (g *Gateway) checkPushURLs(ctx context.Context, v jsontext.Value) error {
+func (g *Gateway) checkPushURLs(ctx context.Context, v jsontext.Value, anyMember bool) error {
 	if g.opts.AllowPrivatePushURLs || v == nil {
 		return nil
 	}
@@ -1191,10 +1196,16 @@ func (g *Gateway) checkPushURLs(ctx context.Context, v jsontext.Value) error {
 	defer hosts.done()
 	var bad error
 	walkStrings(v, "", func(key, s string) {
-		if bad != nil || !strings.EqualFold(key, "url") {
+		if bad != nil {
 			return
 		}
-		u, err := url.Parse(s)
+		target := s
+		if !strings.EqualFold(key, "url") {
+			if target = webURL(s); !anyMember || target == "" {
+				return
+			}
+		}
+		u, err := url.Parse(target)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 			bad = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: push notification url %q is not an http(s) URL", s)}
 			return

@@ -249,7 +249,7 @@ func TestAttackPushURLForms(t *testing.T) {
 		"http://[::127.0.0.1]/",                    // IPv4-compatible
 	} {
 		body := []byte(`{"pushNotificationConfig":{"url":"` + u + `"}}`)
-		if err := g.checkPushURLs(context.Background(), body); err == nil {
+		if err := g.checkPushURLs(context.Background(), body, false); err == nil {
 			t.Errorf("push url %s accepted", u)
 		}
 	}

@@ -25,7 +25,7 @@ func TestAttackDeepPushConfig(t *testing.T) {
 	g := &Gateway{}
 	search := func(v jsontext.Value) func() {
 		return func() {
-			if err := g.checkPushURLs(context.Background(), v); err != nil {
+			if err := g.checkPushURLs(context.Background(), v, false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -41,7 +41,7 @@ func TestAttackDeepPushConfig(t *testing.T) {
 		`{"pushNotificationConfig":{"URL":["http://ok.example/","http://10.0.0.1/"]}}`,
 		`{"a":{"url":"http://[::1]/"},"b":1}`,
 	} {
-		if err := g.checkPushURLs(context.Background(), jsontext.Value(v)); err == nil {
+		if err := g.checkPushURLs(context.Background(), jsontext.Value(v), false); err == nil {
 			t.Errorf("%.60s…: accepted, want its private push url refused", v)
 		}
 	}
@@ -65,7 +65,7 @@ func TestAttackPushURLLookupFlood(t *testing.T) {
 		urls = append(urls, fmt.Sprintf(`{"url":"https://h%d.slow.example/hook"}`, i))
 	}
 	g := &Gateway{}
-	err := g.checkPushURLs(context.Background(), jsontext.Value(`{"configs":[`+strings.Join(urls, ",")+`]}`))
+	err := g.checkPushURLs(context.Background(), jsontext.Value(`{"configs":[`+strings.Join(urls, ",")+`]}`), false)
 	if err == nil {
 		t.Errorf("200 push hosts accepted, want refused past %d", maxFileHosts)
 	}

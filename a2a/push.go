@@ -89,9 +89,32 @@ func unknownRegistersPush(params jsontext.Value) bool {
 				found = true
 			}
 		}
-		if strings.Contains(s, "://") {
+		if strings.Contains(s, "://") || webURL(s) != "" {
 			found = true
 		}
 	})
 	return found
+}
+
+// webURL is s as a WHATWG URL parser (Node's, a browser's) reads it
+// when it is an http(s) URL, written so that url.Parse reads the same
+// host; "" when s is not one. Such parsers drop leading and trailing
+// spaces and control characters and every tab and newline, take any case
+// of the scheme, a backslash for a slash and any number of slashes
+// (none too) after it: " HT\ttPs:evil.example" is https://evil.example.
+func webURL(s string) string {
+	s = strings.Trim(s, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f ")
+	if strings.ContainsAny(s, "\t\n\r") {
+		s = strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(s)
+	}
+	scheme, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return ""
+	}
+	scheme = strings.ToLower(scheme)
+	if scheme != "http" && scheme != "https" {
+		return ""
+	}
+	rest = strings.TrimLeft(strings.ReplaceAll(rest, `\`, "/"), "/")
+	return scheme + "://" + rest
 }

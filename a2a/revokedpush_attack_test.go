@@ -213,6 +213,11 @@ func TestAttackUnknownMethodRegistersPush(t *testing.T) {
 		{"create alias", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/create","params":{"taskId":"t1","pushNotificationConfig":{` + hook + `}}}`},
 		{"case variant", "", `{"jsonrpc":"2.0","id":1,"method":"Tasks/PushNotificationConfig/Set","params":{"taskId":"t1","pushNotificationConfig":{` + hook + `}}}`},
 		{"url only", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/notify","params":{"taskId":"t1",` + hook + `}}`},
+		// A URL without "//", which WHATWG parsers (Node's, browsers')
+		// read as https://evil.example/hook, under a name the gateway
+		// does not look for.
+		{"url without slashes", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/notify","params":{"taskId":"t1","endpoint":"https:evil.example/hook"}}`},
+		{"url without slashes, odd case and a tab", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/notify","params":{"taskId":"t1","endpoint":" HT\ttPs:evil.example/hook"}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := posts.Load()
@@ -246,7 +251,19 @@ func TestAttackUnknownMethodPrivatePushURL(t *testing.T) {
 	if got := do(t, "POST", gw.URL+"/a2a/stub", "alice", "", set("http://10.1.2.3/hook")); posts.Load() != before || !strings.Contains(got, "private") {
 		t.Errorf("a push URL into a private network under an unknown method: %.300s (agent posts %d → %d), want refused", got, before, posts.Load())
 	}
+	// Under another name than url, and spelt as WHATWG parsers still
+	// read as http://10.1.2.3/hook.
+	for _, endpoint := range []string{`http://10.1.2.3/hook`, `HTTP:10.1.2.3/hook`, `https:\\\\10.1.2.3\\hook`, ` http://10.1.2.3/hook`} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tasks/notify","params":{"taskId":"t1","endpoint":"` + endpoint + `"}}`
+		if got := do(t, "POST", gw.URL+"/a2a/stub", "alice", "", body); posts.Load() != before {
+			t.Errorf("endpoint %s under an unknown method reached the agent: %.300s", endpoint, got)
+		}
+	}
 	if do(t, "POST", gw.URL+"/a2a/stub", "alice", "", set("https://93.184.216.34/hook")); posts.Load() == before {
 		t.Error("a public push URL under an unknown method was not forwarded")
+	}
+	before = posts.Load()
+	if got := do(t, "POST", gw.URL+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/notify","params":{"taskId":"t1","note":"see http://10.1.2.3/wiki for details"}}`); posts.Load() == before {
+		t.Errorf("an unknown method whose text mentions an intranet page was refused: %.300s", got)
 	}
 }
