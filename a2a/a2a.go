@@ -109,6 +109,10 @@ type Options struct {
 	// the rewritten card's URLs then use; from anyone else they are
 	// ignored.
 	TrustedProxies []netip.Prefix
+	// HostAllowed, if set, says which hosts a trusted proxy's
+	// X-Forwarded-Host may name (the gateway's allowed_hosts); another is
+	// ignored. Nil takes any.
+	HostAllowed func(hostport string) bool
 	// PublicURL, if set, is the gateway's own URL as agents reach it
 	// (scheme and host, no path): served cards name it whatever the
 	// request's Host or forwarding headers say, so a card is never

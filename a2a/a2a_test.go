@@ -214,3 +214,29 @@ func TestCardBehindProxy(t *testing.T) {
 		t.Errorf("a trusted proxy's forwarded host is not in the card: %s", got)
 	}
 }
+
+// TestAttackForwardedHostNotAllowed: a trusted proxy that passes its
+// client's X-Forwarded-Host on had the gateway sign a card naming any
+// host; one the gateway does not serve (allowed_hosts) is ignored.
+func TestAttackForwardedHostNotAllowed(t *testing.T) {
+	agent, _ := stubAgent(t, goodCard)
+	gw := serve(t, allow, agent.URL, Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		HostAllowed: func(h string) bool { return h == "agents.example.com" }})
+	card := func(host string) string {
+		req, _ := http.NewRequest(http.MethodGet, gw.URL+"/a2a/stub/.well-known/agent-card.json", nil)
+		req.Header.Set("X-Forwarded-Host", host)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := card("evil.example"); strings.Contains(got, "evil.example") {
+		t.Errorf("a forwarded host outside allowed_hosts went into the card: %s", got)
+	}
+	if got := card("agents.example.com"); !strings.Contains(got, "//agents.example.com/a2a/stub") {
+		t.Errorf("an allowed forwarded host is not in the card: %s", got)
+	}
+}

@@ -605,7 +605,12 @@ func (g *Gateway) baseURL(r *http.Request) string {
 		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
 			scheme = p
 		}
-		if h := r.Header.Get("X-Forwarded-Host"); h != "" && !strings.ContainsAny(h, "/ \t,") {
+		// A host the gateway would not serve under its own Host header is
+		// not one the card (signed by the gateway) may name either: a
+		// proxy that passes its client's header on would have the
+		// gateway sign a card sending agents elsewhere.
+		if h := r.Header.Get("X-Forwarded-Host"); h != "" && !strings.ContainsAny(h, "/ \t,") &&
+			(g.opts.HostAllowed == nil || g.opts.HostAllowed(h)) {
 			host = h
 		}
 	}

@@ -59,12 +59,20 @@ func stripPort(hostport string) string {
 }
 
 func (g *Gateway) hostAllowed(hostport string) bool {
+	return HostAllowed(g.opts.AllowedHosts, hostport)
+}
+
+// HostAllowed reports whether a request may name hostport (a Host header,
+// or what a proxy forwards as one) under Options.AllowedHosts allowed:
+// a loopback name always, any with "*", else one listed with or without
+// its port.
+func HostAllowed(allowed []string, hostport string) bool {
 	h := stripPort(hostport)
 	if isLoopbackHost(h) {
 		return true
 	}
-	return slices.Contains(g.opts.AllowedHosts, "*") ||
-		slices.ContainsFunc(g.opts.AllowedHosts, func(a string) bool { return strings.EqualFold(a, h) || strings.EqualFold(a, hostport) })
+	return slices.Contains(allowed, "*") ||
+		slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(a, h) || strings.EqualFold(a, hostport) })
 }
 
 func (g *Gateway) originAllowed(r *http.Request) bool {

@@ -217,6 +217,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 			logger.Warn("A2A cards are signed for whatever Host a request names (allowed_hosts admits any): set public_url to the gateway's URL")
 		}
 		ag, err := a2a.New(a2a.Options{Agents: cfg.Agents, AgentHeader: opts.AgentHeader, AgentHeaderRequired: opts.AgentHeaderRequired, TrustedProxies: cfg.trustedProxies, Logger: logger,
+			HostAllowed:      func(h string) bool { return gateway.HostAllowed(opts.AllowedHosts, h) },
 			CredentialsLapse: cfg.Auth != nil, // every principal's key, token or certificate can stop holding
 			OnCardRefused:    gv.rec.cardRefused, SigningKey: key, Tasks: shared, PublicURL: cfg.PublicURL}, gv.ic)
 		if err != nil {
