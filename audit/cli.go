@@ -58,7 +58,7 @@ func RunEventsCLI(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&f.Upstream, "upstream", "", "only events about this upstream")
 	fs.StringVar(&f.Tool, "tool", "", "only events about this tool")
 	fs.StringVar(&f.Decision, "decision", "", "only events with this decision (allow, deny, require_approval)")
-	fs.StringVar(&f.Type, "type", "", "only events of this type, e.g. sluice.policy_enforced")
+	fs.StringVar(&f.Type, "type", "", "only events of this type, e.g. policy_enforced (as printed) or sluice.policy_enforced")
 	fs.StringVar(&f.TxnID, "txn", "", "only events of this transaction")
 	since := fs.String("since", "", "only events at or after this time")
 	until := fs.String("until", "", "only events before this time")
@@ -73,6 +73,11 @@ func RunEventsCLI(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("events %s: unexpected argument %q\n%s", cmd, fs.Arg(0), eventsUsage)
+	}
+	// The text output prints a type without its "sluice." prefix: a type
+	// as printed (no dot) is that type, not one that never exists.
+	if f.Type != "" && !strings.Contains(f.Type, ".") {
+		f.Type = "sluice." + f.Type
 	}
 	now := time.Now()
 	var err error

@@ -29,6 +29,7 @@ func TestEventsCLI(t *testing.T) {
 		{"query decision json", []string{"query", "--decision=deny", "--json"}, 1, []string{`"type":"sluice.policy_enforced"`, `"rule_id":"static.deny"`}, []string{"ghp_secret"}},
 		{"query tool and since", []string{"query", "--tool", "read_file", "--since", "2025-05-01T12:00:02Z"}, 1, []string{"txn=txn-3"}, nil},
 		{"query until", []string{"query", "--until", "2025-05-01T12:00:01Z", "--type", "sluice.intent_classified"}, 1, []string{"intent_classified"}, nil},
+		{"query type as printed", []string{"query", "--type", "breaker_state_changed"}, 1, []string{"breaker_state_changed upstream=github"}, nil},
 		{"query session limit", []string{"query", "--session", "s1", "--limit", "1"}, 1, []string{"txn=txn-1"}, nil},
 		{"export", []string{"export", "--upstream", "fs"}, 2, []string{`"txn_id":"txn-2"`, `"txn_id":"txn-3"`}, nil},
 		{"export txn", []string{"export", "--txn", "txn-1"}, 2, []string{`"capability_class_verdict":"dev.issues"`}, nil},
