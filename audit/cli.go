@@ -26,8 +26,9 @@ const eventsUsage = `usage:
   sluice events query  [filters] [--limit N] [--json]   print matching events
   sluice events tail   [filters] [--limit N] [--json]   print the last N (default 10), then follow
   sluice events export [filters] [--limit N]            write matching events as JSON Lines
+the store: --config sluice.yaml (its data_dir's events.db) or --db PATH; neither: the default data_dir's
 filters:
-  --db PATH  --agent A  --session S  --upstream U  --tool T  --decision D  --type T  --txn ID
+  --agent A  --session S  --upstream U  --tool T  --decision D  --type T  --txn ID
   --since T  --until T  (RFC 3339, YYYY-MM-DD, or a duration such as 1h meaning that long ago)
 `
 

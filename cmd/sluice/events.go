@@ -289,7 +289,18 @@ func (r *recorder) inventory(e inventory.Event) {
 func runEvents(ctx context.Context, args []string, out io.Writer) error {
 	var cfgPath string
 	for i := 0; i < len(args); i++ {
-		if args[i] == "--config" && i+1 < len(args) {
+		// Every spelling Go's flag package takes, as the other verbs do:
+		// --config FILE, --config=FILE, -config FILE, -config=FILE.
+		name, value, hasValue := strings.Cut(args[i], "=")
+		if name != "--config" && name != "-config" {
+			continue
+		}
+		if hasValue {
+			cfgPath = value
+			args = append(args[:i:i], args[i+1:]...)
+			break
+		}
+		if i+1 < len(args) {
 			cfgPath = args[i+1]
 			args = append(args[:i:i], args[i+2:]...)
 			break

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // TestEventsAndMetrics makes calls through a running gateway, stops it,
@@ -105,5 +107,37 @@ func TestAuditRetentionConfig(t *testing.T) {
 	}
 	if _, err := parseConfig("test", []byte("audit: {retention: -1h}\n")); err == nil || !strings.Contains(err.Error(), "audit.retention") {
 		t.Errorf("negative audit.retention: got %v, want an error naming it", err)
+	}
+}
+
+// TestEventsConfigSpellings reads the events of a config's data_dir with
+// every spelling of --config the other verbs take: --config=FILE was
+// refused ("flag provided but not defined: -config").
+func TestEventsConfigSpellings(t *testing.T) {
+	dir := t.TempDir()
+	st, err := audit.Open(filepath.Join(dir, "data", audit.FileName), audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Append(context.Background(), telemetry.Event{Type: telemetry.TypePolicyEnforced, Time: time.Now(), Agent: "alice", Tool: "send_email"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(cfg, []byte("data_dir: data\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"query", "--config", cfg},
+		{"query", "--config=" + cfg},
+		{"query", "-config", cfg},
+		{"query", "-config=" + cfg, "--agent", "alice"},
+	} {
+		var out bytes.Buffer
+		if err := runEvents(context.Background(), args, &out); err != nil || !strings.Contains(out.String(), "tool=send_email") {
+			t.Errorf("events %q: %v\n%s", args, err, &out)
+		}
 	}
 }
