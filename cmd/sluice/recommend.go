@@ -91,7 +91,7 @@ func newRecommender(cfg *config, events *audit.Store) (*recommender, error) {
 // recommendations pending now.
 func (rc *recommender) run(ctx context.Context) ([]recommend.Record, error) {
 	if rc.policyFile == "" {
-		return nil, errors.New("recommendations need policy_file: approving one rewrites that file (an inline policy: is not rewritten)")
+		return nil, errors.New("recommendations need policy_file: approving one rewrites that file, and an inline policy: is not rewritten; move the policy: section into a file of its own (the same keys, under policy: or at the top) and name it in the config with policy_file: FILE")
 	}
 	src, err := os.ReadFile(rc.policyFile)
 	if err != nil {
