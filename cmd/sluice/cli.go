@@ -303,3 +303,13 @@ func runHealth(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintln(out, "ok")
 	return nil
 }
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) (set bool) {
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}

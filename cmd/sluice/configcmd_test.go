@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -151,5 +152,22 @@ func TestServeCheck(t *testing.T) {
 	bad := writeConfig(t, map[string]string{"sluice.yaml": "polcy: {}\n"})
 	if err := runServe(context.Background(), []string{"--config", bad, "--check"}, &out); err == nil || !strings.Contains(err.Error(), `did you mean "policy"`) {
 		t.Errorf("serve --check of a typo: got %v, want the suggestion", err)
+	}
+}
+
+// TestServeWithoutConfigSaysHow: `sluice serve` where there is no
+// sluice.yaml, the first thing a new user may type, says how to give one
+// (or to try the demo), not only "open sluice.yaml: no such file".
+func TestServeWithoutConfigSaysHow(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{nil, {"--check"}} {
+		err := runServe(context.Background(), args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--config FILE") || !strings.Contains(err.Error(), "sluice demo") {
+			t.Errorf("serve %q: %v; want it to name --config FILE and sluice demo", args, err)
+		}
+	}
+	// A --config naming a missing file is that file's error.
+	if err := runServe(context.Background(), []string{"--config", "missing.yaml"}, io.Discard); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("serve --config missing.yaml: %v", err)
 	}
 }

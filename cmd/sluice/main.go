@@ -97,6 +97,11 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	otel.SetErrorHandler(otelErrors(logger))
+	if !flagSet(fs, "config") {
+		if _, err := os.Stat(*cfgPath); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("serve: no --config given and there is no %s here: pass --config FILE (the README's Quickstart runs examples/sluice.yaml), or try `sluice demo`, which needs no config", *cfgPath)
+		}
+	}
 	override := func(c *config) {
 		if *listen != "" {
 			c.Listen = *listen
