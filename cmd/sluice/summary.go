@@ -10,8 +10,9 @@ import (
 	"github.com/sluicehq/sluice/internal/govern"
 )
 
-// logSummary says at start-up what the gateway will do: where each route
-// is served (at.Listen empty: stdio, for wrap), the policy, the classifier
+// logSummary says at start-up what the gateway will do: where each route,
+// virtual server and A2A agent is served (at.Listen empty: stdio, for
+// wrap), the policy, the classifier
 // and its escalation, and where events go. Identity is logged by
 // checkIdentity, problems by preflight's warnings.
 func logSummary(logger *slog.Logger, cfg *config, ck *checked, ups []gateway.Upstream, at bound, tls bool) {
@@ -27,6 +28,18 @@ func logSummary(logger *slog.Logger, cfg *config, ck *checked, ups []gateway.Ups
 			}
 			logger.Info("route", "upstream", u.Name, "target", target,
 				"streamable_http", http+listen+"/mcp/"+u.Name, "sse", http+listen+"/sse/"+u.Name, "websocket", ws+listen+"/ws/"+u.Name)
+		}
+		for _, v := range cfg.VirtualServers {
+			path := ""
+			if v.Name != "" {
+				path = "/" + v.Name
+			}
+			logger.Info("virtual server", "name", v.Name, "upstreams", strings.Join(v.Upstreams, ","), "naming", string(v.Naming),
+				"streamable_http", http+listen+"/mcp"+path, "sse", http+listen+"/sse"+path, "websocket", ws+listen+"/ws"+path)
+		}
+		for _, a := range cfg.Agents {
+			logger.Info("a2a agent", "agent", a.Name, "target", a.URL,
+				"jsonrpc", http+listen+"/a2a/"+a.Name, "card", http+listen+"/a2a/"+a.Name+"/.well-known/agent-card.json")
 		}
 	}
 	switch {

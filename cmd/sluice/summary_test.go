@@ -108,6 +108,20 @@ func TestStartupSummary(t *testing.T) {
 		t.Errorf("inventory_pinned: got %v, want it at INFO", l)
 	}
 
+	// Virtual servers and A2A agents are served at URLs of their own, logged as a route's are.
+	lines = serveLogged(t, "policy: {default: allow}\nvirtual_servers: [{}, {name: code, naming: prefix}]\nagents: [{name: research, url: 'https://research.example.com'}]\n", srv.URL+"/mcp", func(listen string) {
+		addr = listen
+	})
+	if l := find(lines, "virtual server", map[string]any{"name": "", "upstreams": "demo", "naming": "on_collision", "streamable_http": "http://" + addr + "/mcp", "websocket": "ws://" + addr + "/ws"}); l == nil {
+		t.Errorf("no virtual server line with /mcp in\n%v", lines)
+	}
+	if l := find(lines, "virtual server", map[string]any{"name": "code", "naming": "prefix", "sse": "http://" + addr + "/sse/code"}); l == nil {
+		t.Errorf("no virtual server line with /sse/code in\n%v", lines)
+	}
+	if l := find(lines, "a2a agent", map[string]any{"agent": "research", "jsonrpc": "http://" + addr + "/a2a/research", "card": "http://" + addr + "/a2a/research/.well-known/agent-card.json"}); l == nil {
+		t.Errorf("no a2a agent line with /a2a/research in\n%v", lines)
+	}
+
 	lines = serveLogged(t, "upstreams: [{name: fs, command: /no/such/mcp-server}]\n", "", func(string) {})
 	for _, want := range []string{"no policy: every tools/call is denied", "upstreams[0] (fs): command \"/no/such/mcp-server\" not found"} {
 		found := false
