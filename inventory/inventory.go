@@ -909,7 +909,10 @@ func (inv *Inventory) Blocked(upstream, tool string) (reason string, blocked boo
 		return r, true
 	}
 	if u.allowed != nil && !u.allowed[tool] {
-		return fmt.Sprintf("tool %q is not in the pinned inventory of upstream %q", tool, upstream), true
+		// Not pinned and not a change: its upstream's latest tools/list
+		// has no such tool either (a typo, a made-up name), which no
+		// review would let through.
+		return fmt.Sprintf("tool %q is not in the pinned inventory of upstream %q nor in its latest tools/list: the upstream does not offer it (check the name)", tool, upstream), true
 	}
 	return "", false
 }

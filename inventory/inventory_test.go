@@ -172,7 +172,8 @@ func TestDriftBlocksUntilApproved(t *testing.T) {
 	wantBlocked(t, inv, "demo", "search", true, `tool "search" of upstream "demo" changed since it was pinned (description)`)
 	wantBlocked(t, inv, "demo", "new", true, "is new since the inventory was pinned")
 	wantBlocked(t, inv, "demo", "old", true, "was removed")
-	wantBlocked(t, inv, "demo", "never-listed", true, "not in the pinned inventory")
+	// Neither pinned nor listed: no review would help, so the reason says the upstream has no such tool.
+	wantBlocked(t, inv, "demo", "never-listed", true, "not in the pinned inventory of upstream \"demo\" nor in its latest tools/list: the upstream does not offer it")
 	wantBlocked(t, inv, "other-upstream", "x", false, "")
 	if rf := inv.RiskFactors("demo", "search"); !Suspicious(rf) {
 		t.Errorf("RiskFactors(search) = %+v, want suspicious", rf)
