@@ -41,8 +41,14 @@ func (c *config) preflight() (*checked, error) {
 		if a.v == "" {
 			continue
 		}
-		if _, _, err := net.SplitHostPort(a.v); err != nil {
+		_, port, err := net.SplitHostPort(a.v)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %q is not host:port; give an address such as 127.0.0.1:8080", c.path, a.key, a.v)
+		}
+		// A port out of range (or a service name not in /etc/services)
+		// passed here and failed only at bind ("invalid port").
+		if _, err := net.LookupPort("tcp", port); err != nil {
+			return nil, fmt.Errorf("%s: %s: %q: port %q is not a port (0 to 65535; 0 takes a free one); give an address such as 127.0.0.1:8080", c.path, a.key, a.v, port)
 		}
 	}
 	if err := identityError(c); err != nil {

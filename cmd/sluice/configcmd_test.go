@@ -52,6 +52,11 @@ func TestConfigValidate(t *testing.T) {
 			wantErr: []string{`sluice.yaml:3:5: unknown key "comand" in upstreams[0]; did you mean "command"?`}},
 		{name: "auth typo", files: map[string]string{"sluice.yaml": up + "auth:\n  mode: jwt\n  jwt: {isuer: x}\n"},
 			wantErr: []string{`unknown key "isuer" in auth.jwt; did you mean "issuer"?`}},
+		// A port out of range passed and serve failed at bind ("invalid port").
+		{name: "listen port out of range", files: map[string]string{"sluice.yaml": up + "listen: 127.0.0.1:99999\n"},
+			wantErr: []string{`listen: "127.0.0.1:99999": port "99999" is not a port`}},
+		{name: "admin_listen port out of range", files: map[string]string{"sluice.yaml": up + "admin_listen: 127.0.0.1:-1\n"},
+			wantErr: []string{`admin_listen: "127.0.0.1:-1": port "-1" is not a port`}},
 		{name: "every typo at once", files: map[string]string{"sluice.yaml": up + "polcy: {}\nlisen: x\n"},
 			wantErr: []string{`"polcy"`, `"lisen"; did you mean "listen"?`}},
 		// yaml's own "line 2: cannot unmarshal !!str `30d` into time.Duration"
