@@ -97,7 +97,7 @@ func RunEventsCLI(ctx context.Context, args []string, stdout io.Writer) error {
 
 	st, err := Open(*db, Options{ReadOnly: true})
 	if err != nil {
-		return fmt.Errorf("events %s: %w (is --db right?)", cmd, err)
+		return fmt.Errorf("events %s: %w (no gateway has recorded events there yet, or the gateway's data_dir is elsewhere: pass --config with its config, or --db)", cmd, err)
 	}
 	defer st.Close()
 
