@@ -47,7 +47,7 @@ func (g *DriftGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (
 			return intercept.Decision{
 				Verdict:      intercept.Deny,
 				Reason:       ReasonDrift,
-				PublicReason: fmt.Sprintf("tool %s is blocked by its upstream's pinned inventory (%s)", d.ToolName, why),
+				PublicReason: fmt.Sprintf("tool %s is blocked by the gateway's tool inventory (%s)", d.ToolName, why),
 				Mode:         intercept.ModeToolResult,
 				Evidence:     intercept.Evidence{MatchedToolName: d.ToolName, ReasonCode: ReasonDrift},
 			}, nil
