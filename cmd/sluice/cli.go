@@ -313,3 +313,18 @@ func flagSet(fs *flag.FlagSet, name string) (set bool) {
 	})
 	return set
 }
+
+// noDefaultFile is the error of a command whose --NAME was not given and
+// whose default file is not in the working directory: the bare "open
+// sluice.yaml: no such file or directory" did not say that a default was
+// looked for, nor how to name the file. It is nil when the flag was set
+// or the file exists.
+func noDefaultFile(fs *flag.FlagSet, name, path, what string) error {
+	if flagSet(fs, name) {
+		return nil
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("%s: no --%s given and there is no %s here: pass --%s FILE with %s", fs.Name(), name, path, name, what)
+}

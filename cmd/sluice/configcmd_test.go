@@ -176,3 +176,21 @@ func TestServeWithoutConfigSaysHow(t *testing.T) {
 		t.Errorf("serve --config missing.yaml: %v", err)
 	}
 }
+
+// TestNoDefaultFileSaysHow: `sluice recommend` and `sluice policy
+// explain` where their default file (sluice.yaml) is not, say which flag
+// names it, not only "open sluice.yaml: no such file or directory".
+func TestNoDefaultFileSaysHow(t *testing.T) {
+	t.Chdir(t.TempDir())
+	ctx := context.Background()
+	if err := runRecommend(ctx, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "pass --config FILE") {
+		t.Errorf("recommend: %v; want it to name --config FILE", err)
+	}
+	if err := policyExplain(ctx, []string{"--tool", "echo"}, io.Discard); err == nil || !strings.Contains(err.Error(), "pass --policy FILE") {
+		t.Errorf("policy explain: %v; want it to name --policy FILE", err)
+	}
+	// A file named on the command line is that file's error.
+	if err := policyExplain(ctx, []string{"--tool", "echo", "--policy", "missing.yaml"}, io.Discard); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("policy explain --policy missing.yaml: %v", err)
+	}
+}

@@ -160,6 +160,9 @@ func policyExplain(ctx context.Context, args []string, out io.Writer) error {
 	if !jsontext.Value(*argsJSON).IsValid() {
 		return fmt.Errorf("policy explain: --args is not valid JSON: %s", *argsJSON)
 	}
+	if err := noDefaultFile(fs, "policy", *file, "the policy (a policy file, or a sluice.yaml with a policy: section)"); err != nil {
+		return err
+	}
 	src, err := os.ReadFile(*file)
 	if err != nil {
 		return err

@@ -395,6 +395,9 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 	if *by == "" {
 		*by = os.Getenv("USER")
 	}
+	if err := noDefaultFile(fs, "config", *cfgPath, "the gateway's config (its data_dir and policy_file)"); err != nil {
+		return err
+	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		return err
