@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -192,5 +193,30 @@ func TestNoDefaultFileSaysHow(t *testing.T) {
 	// A file named on the command line is that file's error.
 	if err := policyExplain(ctx, []string{"--tool", "echo", "--policy", "missing.yaml"}, io.Discard); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("policy explain --policy missing.yaml: %v", err)
+	}
+}
+
+// TestServePortInUseSaysHow: `sluice serve` (the Quickstart while the
+// demo runs) on a port another program has says to pick another, as the
+// demo did; before serve said only "bind: address already in use".
+func TestServePortInUseSaysHow(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	for _, tc := range []struct{ yaml, want string }{
+		{"listen: " + held.Addr().String() + "\n", "pick another address with --listen or the config's listen"},
+		{"listen: 127.0.0.1:0\nadmin_listen: " + held.Addr().String() + "\n", "set another admin_listen"},
+	} {
+		cfg, err := parseConfig("test", []byte(tc.yaml+"policy: {default: deny}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DataDir = t.TempDir()
+		err = serve(context.Background(), cfg, slog.New(slog.DiscardHandler), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), held.Addr().String()) {
+			t.Errorf("serve %q: %v; want it to say %q", tc.yaml, err, tc.want)
+		}
 	}
 }

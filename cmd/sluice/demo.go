@@ -1,10 +1,8 @@
 package main
 
 import (
-	"errors"
 	"io"
 	"path/filepath"
-	"syscall"
 
 	"context"
 	"crypto/rand"
@@ -128,8 +126,5 @@ Operator console: http://%[3]s/console/ (sign in with any name and the token %[4
 Audit events: sluice events query --db %[5]s (removed when the demo stops)
 `, url, addr, at.Admin, cfg.AdminToken, filepath.Join(dir, audit.FileName))
 	})
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("%w: another program (another demo?) has %s; pick another address with --listen (127.0.0.1:0 takes a free port)", err, *listen)
-	}
-	return err
+	return err // a port in use: serve says to pick another with --listen
 }

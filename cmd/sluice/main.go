@@ -205,6 +205,9 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 	if ln == nil {
 		ln, err = net.Listen("tcp", cfg.Listen)
 	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w: another program (a gateway, `sluice demo`?) has %s; stop it, or pick another address with --listen or the config's listen (127.0.0.1:0 takes a free port)", err, cfg.Listen)
+	}
 	if err != nil {
 		return err
 	}
@@ -262,6 +265,10 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 			return err
 		}
 		aln, err := net.Listen("tcp", cfg.AdminListen)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			srv.Close()
+			return fmt.Errorf("admin_listen: %w: another program (a gateway with this config?) has %s; set another admin_listen (127.0.0.1:0 takes a free port)", err, cfg.AdminListen)
+		}
 		if err != nil {
 			srv.Close()
 			return fmt.Errorf("admin_listen: %w", err)
