@@ -196,16 +196,7 @@ func TestCardBehindProxy(t *testing.T) {
 	agent, _ := stubAgent(t, goodCard)
 	get := func(trusted []netip.Prefix) string {
 		gw := serve(t, allow, agent.URL, Options{TrustedProxies: trusted})
-		req, _ := http.NewRequest(http.MethodGet, gw.URL+"/a2a/stub/.well-known/agent-card.json", nil)
-		req.Header.Set("X-Forwarded-Proto", "https")
-		req.Header.Set("X-Forwarded-Host", "agents.example.com")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		return cardAs(t, gw.URL+"/a2a/stub", map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "agents.example.com"})
 	}
 	if got := get(nil); strings.Contains(got, "agents.example.com") {
 		t.Errorf("an untrusted client's X-Forwarded-Host went into the card: %s", got)
@@ -223,15 +214,7 @@ func TestAttackForwardedHostNotAllowed(t *testing.T) {
 	gw := serve(t, allow, agent.URL, Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		HostAllowed: func(h string) bool { return h == "agents.example.com" }})
 	card := func(host string) string {
-		req, _ := http.NewRequest(http.MethodGet, gw.URL+"/a2a/stub/.well-known/agent-card.json", nil)
-		req.Header.Set("X-Forwarded-Host", host)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		return cardAs(t, gw.URL+"/a2a/stub", map[string]string{"X-Forwarded-Host": host})
 	}
 	if got := card("evil.example"); strings.Contains(got, "evil.example") {
 		t.Errorf("a forwarded host outside allowed_hosts went into the card: %s", got)
@@ -239,4 +222,21 @@ func TestAttackForwardedHostNotAllowed(t *testing.T) {
 	if got := card("agents.example.com"); !strings.Contains(got, "//agents.example.com/a2a/stub") {
 		t.Errorf("an allowed forwarded host is not in the card: %s", got)
 	}
+}
+
+// cardAs is the card the agent route at route serves a request with the
+// headers hdr.
+func cardAs(t *testing.T, route string, hdr map[string]string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, route+"/.well-known/agent-card.json", nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
