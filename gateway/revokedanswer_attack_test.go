@@ -48,15 +48,8 @@ func TestAttackRevokedPrincipalAnswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := g.Handler()
-	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if alice.Check() != nil { // as the auth middleware refuses a revoked key
-			http.Error(w, "revoked", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), alice)))
-	}))
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { g.Close() })
+	gw := servedAs(t, g, as(alice))
 
 	const echo = `"name":"echo","arguments":{"message":"the secret result"}`
 	for _, era := range []string{"2025-11-25", "2026-07-28"} {

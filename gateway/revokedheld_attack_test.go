@@ -74,19 +74,12 @@ func testRevokedHeldApprovalReused(t *testing.T, path, call string) {
 	f, store := approvalFixture(t, Options{VirtualServers: []VirtualServer{{Naming: NamingPrefix}}}, false)
 	old, revoked := revocable("alice")
 	fresh, _ := revocable("alice") // the agent's new key
-	h := f.g.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := old
+	srv := servedAs(t, f.g, func(r *http.Request) *intercept.Principal {
 		if r.Header.Get("X-Key") == "fresh" {
-			p = fresh
+			return fresh
 		}
-		if p.Check() != nil { // as the auth middleware refuses a revoked key
-			http.Error(w, "revoked", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), p)))
-	}))
-	t.Cleanup(srv.Close)
+		return old
+	})
 	url := srv.URL + path
 	hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

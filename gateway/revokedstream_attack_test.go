@@ -43,6 +43,30 @@ func revocable(id string) (p *intercept.Principal, revoked *atomic.Bool) {
 	}}, revoked
 }
 
+// servedAs serves g's handler to requests authenticated as who says (a
+// principal with a credential check), refusing with 401 those whose
+// credential no longer holds, as the auth middleware does. It is closed
+// when the test ends.
+func servedAs(t *testing.T, g *Gateway, who func(*http.Request) *intercept.Principal) *httptest.Server {
+	t.Helper()
+	h := g.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := who(r)
+		if p.Check() != nil {
+			http.Error(w, "revoked", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), p)))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// as is servedAs's who for every request authenticated as p.
+func as(p *intercept.Principal) func(*http.Request) *intercept.Principal {
+	return func(*http.Request) *intercept.Principal { return p }
+}
+
 // TestAttackRevokedPrincipalStreamsOn: a call's SSE answer on /mcp went on
 // streaming the upstream's messages — progress, the result — to a client
 // whose credential was revoked while it streamed: the gateway asked about
@@ -62,15 +86,8 @@ func TestAttackRevokedPrincipalStreamsOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice, revoked := revocable("alice")
-	h := g.Handler()
-	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if alice.Check() != nil { // as the auth middleware refuses a revoked key
-			http.Error(w, "revoked", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), alice)))
-	}))
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { g.Close() })
+	gw := servedAs(t, g, as(alice))
 
 	const count = `"name":"slow_count","arguments":{"n":40,"delay_ms":50}`
 	for _, route := range []string{"demo", "stdio"} {

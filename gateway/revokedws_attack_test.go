@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -33,15 +32,8 @@ func TestAttackRevokedWSStaysOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice, revoked := revocable("alice")
-	h := g.Handler()
-	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if alice.Check() != nil { // as the auth middleware refuses a revoked key
-			http.Error(w, "revoked", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), alice)))
-	}))
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { g.Close() })
+	gw := servedAs(t, g, as(alice))
 
 	for _, path := range []string{"/ws/demo", "/ws"} {
 		t.Run(path, func(t *testing.T) {
