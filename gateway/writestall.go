@@ -74,12 +74,25 @@ func (s *stallWriter) Write(b []byte) (n int, err error) {
 		return s.ResponseWriter.Write(b) // buffered: no byte goes out
 	}
 	s.unflushed = unflushedRoom + 1 // bounded from now until a flush
-	err = s.bounded(func() error {
-		n, err = s.ResponseWriter.Write(b)
-		return err
-	})
+	// A long write (a tool's answer of megabytes) goes in parts, each
+	// bounded afresh: stall bounds a write that makes no progress, not
+	// the time an honest slow client takes to read a whole answer.
+	for len(b) > 0 && err == nil {
+		part := b[:min(len(b), stallPart)]
+		err = s.bounded(func() error {
+			m, err := s.ResponseWriter.Write(part)
+			n += m
+			return err
+		})
+		b = b[len(part):]
+	}
 	return n, err
 }
+
+// stallPart is the most of a write that must go out within one stall:
+// a client reading less than this in write_stall_timeout (a byte or so
+// a second at the default) is taken to have stopped.
+const stallPart = 32 << 10
 
 // WriteHeader writes nothing to the connection (the header goes with
 // the first write or flush); it needs no bound.

@@ -1,0 +1,88 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// TestAttackSlowReaderCutOff: write_stall_timeout bounds a write that
+// makes no progress, not the time a client takes to read an answer. A
+// tool's answer (up to max_answer_bytes, 32 MiB by default) is written
+// to the client in one write; with the whole write under one deadline,
+// an honest client reading it steadily, only more slowly than the
+// answer's size over the timeout (a 16 MiB answer over 30s: a link
+// under 560 KB/s), had its answer cut short and the connection closed.
+// Each part of a long write now has the timeout afresh, so a client
+// that reads keeps being written to.
+func TestAttackSlowReaderCutOff(t *testing.T) {
+	const stall = 500 * time.Millisecond
+	const size = 24 << 20
+	demoH := demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(b, []byte(`"big"`)) {
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			demoH.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"%s"}]}}`, strings.Repeat("x", size))
+	}))
+	t.Cleanup(up.Close)
+	g, err := New(Options{Upstreams: []Upstream{{Name: "demo", URL: up.URL + "/mcp"}}, WriteStallTimeout: stall},
+		&intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { gw.Close(); g.Close() })
+	host := strings.TrimPrefix(gw.URL, "http://")
+	sid := initialize(t, gw.URL+"/mcp/demo")
+
+	c, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"big"}}}`
+	fmt.Fprintf(c, "POST /mcp/demo HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+		"Mcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n%s", host, sid, len(body), body)
+	// The client reads on steadily, 128 KiB every 20ms (6.4 MB/s): never
+	// a pause near the stall timeout, but the whole answer takes some
+	// seconds, many times it.
+	start := time.Now()
+	resp, err := http.ReadResponse(bufio.NewReaderSize(c, 4<<10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var got int64
+	for {
+		n, err := io.CopyN(io.Discard, resp.Body, 128<<10)
+		got += n
+		if err != nil {
+			if err != io.EOF {
+				t.Fatalf("a client reading steadily: answer cut after %d bytes (%v) in %v, want it whole", got, err, time.Since(start))
+			}
+			break
+		}
+		<-tick.C
+	}
+	if got < size {
+		t.Errorf("answer read: got %d bytes, want more than %d", got, size)
+	}
+}
