@@ -97,18 +97,8 @@ func TestAttackDeleteBeforeHeld(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("the call was never decided")
 			}
-			req, _ := http.NewRequest(http.MethodDelete, url, nil)
-			for k, v := range hdr {
-				req.Header.Set(k, v)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode/100 != 2 {
-				t.Fatalf("DELETE: got %d, want the session ended", resp.StatusCode)
+			if status := deleteSession(t, url, hdr); status/100 != 2 {
+				t.Fatalf("DELETE: got %d, want the session ended", status)
 			}
 			close(release)
 			// An operator approves the call's request as soon as it is
@@ -152,21 +142,12 @@ func TestDeleteRefusedSessionHolds(t *testing.T) {
 	})
 	url := f.gw.URL + "/mcp/demo"
 	hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
-	req, _ := http.NewRequest(http.MethodDelete, url, nil)
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Fatalf("DELETE: got %d, want the upstream's 405", resp.StatusCode)
+	if status := deleteSession(t, url, hdr); status != http.StatusMethodNotAllowed {
+		t.Fatalf("DELETE: got %d, want the upstream's 405", status)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	resp, err = sendPost(ctx, url, hdr, addCall)
+	resp, err := sendPost(ctx, url, hdr, addCall)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,17 +206,8 @@ func TestAttackDeleteBeforeInnerSession(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the tools were never listed")
 	}
-	req, _ := http.NewRequest(http.MethodDelete, url, nil)
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("DELETE: got %d, want the session ended", resp.StatusCode)
+	if status := deleteSession(t, url, hdr); status/100 != 2 {
+		t.Fatalf("DELETE: got %d, want the session ended", status)
 	}
 	close(release)
 	got := <-answered

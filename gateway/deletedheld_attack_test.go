@@ -68,17 +68,8 @@ func TestAttackDeletedSessionHeldCallRuns(t *testing.T) {
 			if q.Method != "elicitation/create" {
 				t.Fatalf("want the gateway's question, got %s", raw)
 			}
-			req, _ := http.NewRequest(http.MethodDelete, url, nil)
-			for k, v := range hdr {
-				req.Header.Set(k, v)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode/100 != 2 {
-				t.Fatalf("DELETE: got %d, want the session ended", resp.StatusCode)
+			if status := deleteSession(t, url, hdr); status/100 != 2 {
+				t.Fatalf("DELETE: got %d, want the session ended", status)
 			}
 			// An operator approves the call (or tries to).
 			if _, err := store.Decide(onlyRequest(t, store).ID, true, "operator"); err == nil {
