@@ -116,5 +116,10 @@ func webURL(s string) string {
 		return ""
 	}
 	rest = strings.TrimLeft(strings.ReplaceAll(rest, `\`, "/"), "/")
+	// No host, or one with a space (which such a parser refuses): not a
+	// URL anything fetches, such as "HTTPS: required".
+	if host, _, _ := strings.Cut(rest, "/"); host == "" || strings.ContainsAny(host, " ") {
+		return ""
+	}
 	return scheme + "://" + rest
 }

@@ -262,8 +262,10 @@ func TestAttackUnknownMethodPrivatePushURL(t *testing.T) {
 	if do(t, "POST", gw.URL+"/a2a/stub", "alice", "", set("https://93.184.216.34/hook")); posts.Load() == before {
 		t.Error("a public push URL under an unknown method was not forwarded")
 	}
-	before = posts.Load()
-	if got := do(t, "POST", gw.URL+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/notify","params":{"taskId":"t1","note":"see http://10.1.2.3/wiki for details"}}`); posts.Load() == before {
-		t.Errorf("an unknown method whose text mentions an intranet page was refused: %.300s", got)
+	for _, text := range []string{"see http://10.1.2.3/wiki for details", "HTTPS: required", "http:"} {
+		before = posts.Load()
+		if got := do(t, "POST", gw.URL+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/notify","params":{"taskId":"t1","note":"`+text+`"}}`); posts.Load() == before {
+			t.Errorf("an unknown method whose text is %q was refused: %.300s", text, got)
+		}
 	}
 }
