@@ -89,22 +89,7 @@ func TestAttackCancelBeforeHeldOneReplica(t *testing.T) {
 // Before, the cancellation was dropped (no call known), the call was
 // held, and an operator's approval ran it.
 func TestAttackCancelBeforeCallVirtualServer(t *testing.T) {
-	store := approval.NewStore(approval.Options{})
-	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
-	f := newFixture(t, dec, Options{Approver: store, VirtualServers: []VirtualServer{{Naming: NamingPrefix}}})
-	var armed atomic.Bool
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	next := f.rec.next
-	f.rec.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		if armed.Load() && bytes.Contains(b, []byte(`"tools/list"`)) {
-			once.Do(func() { close(entered) })
-			<-release
-		}
-		next.ServeHTTP(w, r)
-	})
+	f, store, armed, entered, release := listStalledVirtual(t)
 	url := f.gw.URL + "/mcp"
 	hdr := initializeWith(t, url, `{"elicitation":{}}`)
 	armed.Store(true)
@@ -151,4 +136,29 @@ func TestAttackCancelBeforeCallVirtualServer(t *testing.T) {
 	if f.upstreamSaw(`"name":"add"`) {
 		t.Errorf("the call the client cancelled ran upstream")
 	}
+}
+
+// listStalledVirtual is a virtual server (prefix naming) over demo whose
+// add is held for approval in store. Once armed, the first tools/list
+// the upstream gets closes entered and waits for release to be closed:
+// a call is caught while it is finding its upstream.
+func listStalledVirtual(t *testing.T) (f *fixture, store *approval.Store, armed *atomic.Bool, entered, release chan struct{}) {
+	t.Helper()
+	store = approval.NewStore(approval.Options{})
+	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
+	f = newFixture(t, dec, Options{Approver: store, VirtualServers: []VirtualServer{{Naming: NamingPrefix}}})
+	armed = new(atomic.Bool)
+	entered, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	next := f.rec.next
+	f.rec.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		if armed.Load() && bytes.Contains(b, []byte(`"tools/list"`)) {
+			once.Do(func() { close(entered) })
+			<-release
+		}
+		next.ServeHTTP(w, r)
+	})
+	return f, store, armed, entered, release
 }

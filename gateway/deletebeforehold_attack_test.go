@@ -1,13 +1,11 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,22 +167,7 @@ func TestDeleteRefusedSessionHolds(t *testing.T) {
 // session, never ended, kept its upstream session open and its room
 // among the sessions of the agent and of its address.
 func TestAttackDeleteBeforeInnerSession(t *testing.T) {
-	store := approval.NewStore(approval.Options{})
-	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
-	f := newFixture(t, dec, Options{Approver: store, VirtualServers: []VirtualServer{{Naming: NamingPrefix}}})
-	var armed atomic.Bool
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	next := f.rec.next
-	f.rec.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		if armed.Load() && bytes.Contains(b, []byte(`"tools/list"`)) {
-			once.Do(func() { close(entered) })
-			<-release
-		}
-		next.ServeHTTP(w, r)
-	})
+	f, store, armed, entered, release := listStalledVirtual(t)
 	url := f.gw.URL + "/mcp"
 	hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
 	armed.Store(true)

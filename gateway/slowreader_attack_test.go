@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -29,14 +27,7 @@ import (
 func TestAttackSlowReaderCutOff(t *testing.T) {
 	const stall = 500 * time.Millisecond
 	const size = 24 << 20
-	demoH := demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		if !bytes.Contains(b, []byte(`"big"`)) {
-			r.Body = io.NopCloser(bytes.NewReader(b))
-			demoH.ServeHTTP(w, r)
-			return
-		}
+	up := httptest.NewServer(demoUnless(`"big"`, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"%s"}]}}`, strings.Repeat("x", size))
 	}))

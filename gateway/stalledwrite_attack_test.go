@@ -31,16 +31,9 @@ import (
 // with nothing to write is not cut for it.
 func TestAttackUnreadStreamKeepsSession(t *testing.T) {
 	const stall = 300 * time.Millisecond
-	demoH := demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})
 	flooding := make(chan struct{})
 	var once sync.Once
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		if !bytes.Contains(b, []byte(`"flood"`)) {
-			r.Body = io.NopCloser(bytes.NewReader(b))
-			demoH.ServeHTTP(w, r)
-			return
-		}
+	up := httptest.NewServer(demoUnless(`"flood"`, func(w http.ResponseWriter, r *http.Request) {
 		// The call's answer streams: log messages of 64 KiB, up to
 		// 256 MiB, far past what the sockets between hold.
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -112,5 +105,20 @@ func TestAttackUnreadStreamKeepsSession(t *testing.T) {
 		if ne, ok := errors.AsType[net.Error](err); !ok || !ne.Timeout() {
 			t.Errorf("an idle GET stream after %v: got %v, want it still open", 4*stall, err)
 		}
+	})
+}
+
+// demoUnless is the demo server, but for requests whose body holds
+// marker, which special answers instead.
+func demoUnless(marker string, special http.HandlerFunc) http.Handler {
+	demoH := demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		if bytes.Contains(b, []byte(marker)) {
+			special(w, r)
+			return
+		}
+		demoH.ServeHTTP(w, r)
 	})
 }
