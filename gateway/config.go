@@ -154,7 +154,9 @@ type Options struct {
 	// has the write fail after it, and the response end, so that the
 	// request is done and its session can go idle. A stream with nothing
 	// to write (an idle GET stream) is not cut for it: only a write that
-	// is stuck is. Zero means DefaultWriteStallTimeout.
+	// is stuck is. A /ws message is bounded the same way, and a write
+	// stalled on it closes the connection. Zero means
+	// DefaultWriteStallTimeout.
 	WriteStallTimeout time.Duration
 	// SessionKeys, if set, seal the session ids of 2025-era sessions
 	// (AES-256-GCM, 32 bytes each) so that any replica holding the same

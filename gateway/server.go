@@ -552,6 +552,7 @@ func (g *Gateway) wsAcceptOptions(r *http.Request) *transport.WSAcceptOptions {
 		Budget:          wsBudget{g.bodies, g.bodyKey(r)},
 		PaceGrace:       bodyGrace,
 		PaceRate:        bodyRate,
+		WriteStall:      g.opts.writeStallTimeout(),
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -42,38 +44,78 @@ func TestAttackSlowReaderCutOff(t *testing.T) {
 	host := strings.TrimPrefix(gw.URL, "http://")
 	sid := initialize(t, gw.URL+"/mcp/demo")
 
-	c, err := net.Dial("tcp", host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"big"}}}`
-	fmt.Fprintf(c, "POST /mcp/demo HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
-		"Mcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n%s", host, sid, len(body), body)
-	// The client reads on steadily, 128 KiB every 20ms (6.4 MB/s): never
-	// a pause near the stall timeout, but the whole answer takes some
-	// seconds, many times it.
-	start := time.Now()
-	resp, err := http.ReadResponse(bufio.NewReaderSize(c, 4<<10), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	var got int64
-	for {
-		n, err := io.CopyN(io.Discard, resp.Body, 128<<10)
-		got += n
+	t.Run("POST", func(t *testing.T) {
+		c, err := net.Dial("tcp", host)
 		if err != nil {
-			if err != io.EOF {
-				t.Fatalf("a client reading steadily: answer cut after %d bytes (%v) in %v, want it whole", got, err, time.Since(start))
-			}
-			break
+			t.Fatal(err)
 		}
-		<-tick.C
-	}
-	if got < size {
-		t.Errorf("answer read: got %d bytes, want more than %d", got, size)
-	}
+		t.Cleanup(func() { c.Close() })
+		body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"big"}}}`
+		fmt.Fprintf(c, "POST /mcp/demo HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+			"Mcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n%s", host, sid, len(body), body)
+		// The client reads on steadily, 128 KiB every 20ms (6.4 MB/s): never
+		// a pause near the stall timeout, but the whole answer takes some
+		// seconds, many times it.
+		start := time.Now()
+		resp, err := http.ReadResponse(bufio.NewReaderSize(c, 4<<10), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		var got int64
+		for {
+			n, err := io.CopyN(io.Discard, resp.Body, 128<<10)
+			got += n
+			if err != nil {
+				if err != io.EOF {
+					t.Fatalf("a client reading steadily: answer cut after %d bytes (%v) in %v, want it whole", got, err, time.Since(start))
+				}
+				break
+			}
+			<-tick.C
+		}
+		if got < size {
+			t.Errorf("answer read: got %d bytes, want more than %d", got, size)
+		}
+	})
+
+	// A /ws connection's writes are bounded by the same timeout, in the
+	// same parts.
+	t.Run("/ws", func(t *testing.T) {
+		ws, _, err := websocket.DefaultDialer.DialContext(t.Context(), "ws"+strings.TrimPrefix(gw.URL, "http")+"/ws/demo", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		ws.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+		if _, b, err := ws.ReadMessage(); err != nil || !strings.Contains(string(b), "protocolVersion") {
+			t.Fatalf("initialize: %v %s", err, b)
+		}
+		ws.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+		ws.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"big"}}}`))
+		start := time.Now()
+		_, r, err := ws.NextReader()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		var got int64
+		for {
+			n, err := io.CopyN(io.Discard, r, 128<<10)
+			got += n
+			if err != nil {
+				if err != io.EOF {
+					t.Fatalf("a client reading steadily: answer cut after %d bytes (%v) in %v, want it whole", got, err, time.Since(start))
+				}
+				break
+			}
+			<-tick.C
+		}
+		if got < size {
+			t.Errorf("answer read: got %d bytes, want more than %d", got, size)
+		}
+	})
 }

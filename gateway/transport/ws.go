@@ -102,6 +102,13 @@ type WSAcceptOptions struct {
 	// connection closes. A zero PaceRate sets no pace.
 	PaceGrace time.Duration
 	PaceRate  int64
+	// WriteStall, if positive, bounds each write to the client: a message
+	// goes out in parts of at most 32 KiB, each of which must be sent
+	// within WriteStall, or Write fails and the connection closes. A
+	// client that keeps sending (pongs, requests) but reads nothing is
+	// not caught by the keepalive, which only reads; without WriteStall
+	// a write to it waits for as long as it likes. Zero sets no bound.
+	WriteStall time.Duration
 }
 
 // A MessageBudget holds the bytes of messages being read (see
@@ -158,7 +165,7 @@ func acceptWS(w http.ResponseWriter, r *http.Request, opts *WSAcceptOptions, pin
 		return nil, fmt.Errorf("transport: websocket accept: %w", err)
 	}
 	c := newWSConn(ws, maxMessage(opts.MaxMessageBytes), pingInterval)
-	c.budget, c.grace, c.rate = opts.Budget, opts.PaceGrace, opts.PaceRate
+	c.budget, c.grace, c.rate, c.writeStall = opts.Budget, opts.PaceGrace, opts.PaceRate, opts.WriteStall
 	return c, nil
 }
 
@@ -179,6 +186,7 @@ type wsConn struct {
 	budget     MessageBudget
 	grace      time.Duration
 	rate       int64
+	writeStall time.Duration // WSAcceptOptions.WriteStall; zero: none
 	held       atomic.Int64
 	midMessage atomic.Bool // a message is being read: pongs do not push the deadline
 }
@@ -315,10 +323,47 @@ func (c *wsConn) Write(ctx context.Context, msg []byte) error {
 	}
 	stop := context.AfterFunc(ctx, c.abort)
 	defer stop()
-	if err := c.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
+	if err := c.writeMessage(msg); err != nil {
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			// A frame cut off leaves nothing to resume from.
+			c.abort()
+			return fmt.Errorf("transport: websocket write: the client read nothing for %v: %w", c.writeStall, err)
+		}
 		return c.fail(ctx, "write", err)
 	}
 	return nil
+}
+
+// wsStallPart is the most of a message that must go out within one
+// WriteStall: a client reading a large message slowly is not cut off,
+// one reading under 32 KiB in WriteStall is taken to have stopped.
+const wsStallPart = 32 << 10
+
+// writeMessage sends msg as one text message, bounded by c.writeStall.
+// The deadline is applied to every frame written after it is set, pings
+// and close frames excepted (they carry their own).
+func (c *wsConn) writeMessage(msg []byte) error {
+	if c.writeStall <= 0 {
+		return c.ws.WriteMessage(websocket.TextMessage, msg)
+	}
+	c.ws.SetWriteDeadline(time.Now().Add(c.writeStall))
+	if len(msg) <= wsStallPart {
+		return c.ws.WriteMessage(websocket.TextMessage, msg)
+	}
+	w, err := c.ws.NextWriter(websocket.TextMessage)
+	if err != nil {
+		return err
+	}
+	for len(msg) > 0 {
+		part := msg[:min(len(msg), wsStallPart)]
+		c.ws.SetWriteDeadline(time.Now().Add(c.writeStall))
+		if _, err := w.Write(part); err != nil {
+			return err
+		}
+		msg = msg[len(part):]
+	}
+	c.ws.SetWriteDeadline(time.Now().Add(c.writeStall))
+	return w.Close()
 }
 
 // StatusPolicyViolation is the WebSocket close status (RFC 6455 7.4.1)
