@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -22,7 +23,8 @@ import (
 // open on the revoked key for as long as it liked. Now the gateway asks
 // about the credential while the connection is quiet too, and closes it
 // at once with status 1008 (policy violation) and a reason saying why,
-// on a route and on a virtual server.
+// on a route and on a virtual server; a legacy /sse stream ends after a
+// JSON-RPC error saying why.
 func TestAttackRevokedWSStaysOpen(t *testing.T) {
 	up := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
 	t.Cleanup(up.Close)
@@ -74,6 +76,39 @@ func TestAttackRevokedWSStaysOpen(t *testing.T) {
 				}
 				if ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "credential") {
 					t.Errorf("close frame: got %d %q, want 1008 saying the credential no longer holds", ce.Code, ce.Text)
+				}
+				return
+			}
+		})
+	}
+
+	// The legacy SSE transport: the stream ends, after an error saying
+	// why, on a route and on a virtual server.
+	for _, path := range []string{"/sse/demo", "/sse"} {
+		t.Run(path, func(t *testing.T) {
+			revoked.Store(false)
+			c := dialWith(t, &transport.SSEDialer{URL: gw.URL + path})
+			if m := exchangeOn(t, c, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, "0"); m.Kind != intercept.KindResponse {
+				t.Fatalf("initialize: got %s", m.Raw)
+			}
+			if m := exchangeOn(t, c, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "1"); m.Kind != intercept.KindResponse {
+				t.Fatalf("ping: got %s", m.Raw)
+			}
+			revoked.Store(true)
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			var said []string
+			for {
+				b, err := c.Read(ctx)
+				if err == nil {
+					said = append(said, string(b))
+					continue
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("a quiet SSE stream whose key was revoked: still open after 5s (%d messages %q); want it ended", len(said), said)
+				}
+				if len(said) == 0 || !strings.Contains(said[len(said)-1], "credential") {
+					t.Errorf("the stream ended (%v) after %q; want an error saying the credential no longer holds", err, said)
 				}
 				return
 			}
