@@ -32,11 +32,15 @@
 // may name only http(s) URIs of public hosts unless the agent's
 // AllowFileURIs says otherwise (fileuri.go).
 //
-// Push notifications go from the agent straight to the URL its caller
-// registered, not through the gateway, which could not withhold them
-// once the caller's credential stops holding: a caller authenticated
-// with a credential that can (an API key, a JWT, a certificate) may not
-// register a push config, and polls or subscribes instead (push.go).
+// Push notifications go through the gateway with Options.PushRelay: the
+// agent is given a relay URL of the gateway's for each push config, and
+// the gateway delivers each push to the caller's URL while the caller's
+// credential holds, connecting to no address in its own network
+// (pushrelay.go). Without the relay they go from the agent straight to
+// the caller's URL, which the gateway could not stop once the caller's
+// credential stops holding: a caller authenticated with a credential that
+// can (an API key, a JWT, a certificate) may then not register a push
+// config, and polls or subscribes instead (push.go).
 package a2a
 
 import (
@@ -88,6 +92,13 @@ type Agent struct {
 	// private, link-local or internal host, or another scheme (file:), is
 	// refused.
 	AllowFileURIs []string `yaml:"allow_file_uris"`
+	// AllowPushAddresses are the addresses (IPs and CIDR prefixes) in the
+	// gateway's network that the push relay (Options.PushRelay) may
+	// deliver this agent's pushes to, and that a push config's URL may
+	// name. Empty: loopback, private, link-local and metadata addresses
+	// are refused, when the config is set and again when a push is
+	// delivered.
+	AllowPushAddresses []string `yaml:"allow_push_addresses"`
 }
 
 // Options configure a Gateway. The zero value of each field is a
@@ -120,10 +131,34 @@ type Options struct {
 	PublicURL string
 	// CredentialsLapse says callers authenticate with credentials that
 	// can stop holding (sluice serve's auth:), whose push configs are
-	// refused (push.go): the served cards then say so, with
-	// capabilities.pushNotifications false, so that a client does not
-	// plan on pushes it cannot register.
+	// refused (push.go) unless PushRelay: the served cards then say so,
+	// with capabilities.pushNotifications false, so that a client does
+	// not plan on pushes it cannot register.
 	CredentialsLapse bool
+	// PushRelay relays push notifications through the gateway
+	// (pushrelay.go): the agent is given the gateway's URL and token for
+	// each push config, and the gateway delivers each push to the
+	// caller's URL while the caller's credential holds. It needs
+	// PublicURL, which the agent POSTs to. False: with CredentialsLapse
+	// push configs are refused; without, they reach the agent as sent.
+	PushRelay bool
+	// PushTimeout bounds one delivery of a relayed push, connecting
+	// included (zero: 10s).
+	PushTimeout time.Duration
+	// PushDeliveries bounds the relayed pushes delivered at once (zero:
+	// 64); past it the agent is answered 503.
+	PushDeliveries int
+	// MaxPushRelays bounds the push configs relayed (zero: 10,000); one
+	// principal holds at most a tenth, its oldest ending first.
+	MaxPushRelays int
+	// PushRelayTTL ends a relay unused this long (zero: 24h); one also
+	// ends with its task's final state, its config's deletion, or its
+	// caller's credential.
+	PushRelayTTL time.Duration
+	// OnPushRefused, if set, hears of every push the relay did not
+	// deliver for its own reasons (a wrong token, a lapsed credential,
+	// another task): agent and principal are "" when the relay is unknown.
+	OnPushRefused func(agent, principal, reason string)
 	// AllowPrivatePushURLs lets push notification URLs name loopback,
 	// private and link-local addresses (refused by default: an agent must
 	// not make an upstream call into the gateway's network).
@@ -172,6 +207,10 @@ type Gateway struct {
 	// agent: messages and card fetches carry the operator's headers, and
 	// were decided about for the configured agent (h1.NoRedirects).
 	calls *http.Client
+	// pushes are the relayed push configs (PushRelay); pushSlots bounds
+	// the deliveries at once.
+	pushes    *pushRelays
+	pushSlots chan struct{}
 }
 
 // New returns a gateway deciding with ic.
@@ -197,6 +236,21 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 	if opts.MaxTasks <= 0 {
 		opts.MaxTasks = 100_000
 	}
+	if opts.PushTimeout <= 0 {
+		opts.PushTimeout = 10 * time.Second
+	}
+	if opts.PushDeliveries <= 0 {
+		opts.PushDeliveries = 64
+	}
+	if opts.MaxPushRelays <= 0 {
+		opts.MaxPushRelays = 10_000
+	}
+	if opts.PushRelayTTL <= 0 {
+		opts.PushRelayTTL = 24 * time.Hour
+	}
+	if opts.PushRelay && opts.PublicURL == "" {
+		return nil, errors.New("push relay: set public_url to the URL agents reach the gateway at (https://gw.example.com): agents POST their push notifications there")
+	}
 	if opts.PublicURL != "" {
 		u, err := url.Parse(opts.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "" {
@@ -209,7 +263,8 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{opts: opts, ic: ic, calls: h1.NoRedirects(opts.Client), agents: map[string]*agent{}, tasks: newOwners(opts.MaxTasks, opts.Tasks, log), log: log,
-		signer: newSigner(opts.SigningKey), keys: keyCache{sets: map[string]keyEntry{}}}
+		signer: newSigner(opts.SigningKey), keys: keyCache{sets: map[string]keyEntry{}},
+		pushes: newPushRelays(opts.MaxPushRelays, opts.PushRelayTTL), pushSlots: make(chan struct{}, opts.PushDeliveries)}
 	for i, a := range opts.Agents {
 		if err := ValidateAgent(a); err != nil {
 			return nil, fmt.Errorf("agents[%d]: %w", i, err)
@@ -219,7 +274,11 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 		}
 		u, _ := url.Parse(a.URL)
 		files, _ := compileFileURIs(a.AllowFileURIs) // ValidateAgent compiled it
-		g.agents[a.Name] = &agent{Agent: a, base: u, files: files}
+		pushTo, _ := compileAddresses(a.AllowPushAddresses)
+		if opts.AllowPrivatePushURLs {
+			pushTo = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
+		}
+		g.agents[a.Name] = &agent{Agent: a, base: u, files: files, pushTo: pushTo, pushes: pushClient(pushTo, opts.PushTimeout)}
 	}
 	return g, nil
 }
@@ -236,6 +295,9 @@ func ValidateAgent(a Agent) error {
 	if _, err := compileFileURIs(a.AllowFileURIs); err != nil {
 		return fmt.Errorf("agent %q: %w", a.Name, err)
 	}
+	if _, err := compileAddresses(a.AllowPushAddresses); err != nil {
+		return fmt.Errorf("agent %q: %w", a.Name, err)
+	}
 	return nil
 }
 
@@ -247,6 +309,9 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("GET /a2a/{name}/.well-known/agent.json", g.serveCard)
 	mux.HandleFunc("POST /a2a/{name}", g.serveRPC)
 	mux.HandleFunc("/a2a/{name}/rest/{rest...}", g.serveREST)
+	if g.opts.PushRelay {
+		mux.HandleFunc("POST "+relayPath+"{id}", g.servePush)
+	}
 	return mux
 }
 
@@ -254,7 +319,10 @@ type agent struct {
 	Agent
 	base  *url.URL
 	files *fileURIs // AllowFileURIs
-	cards cardCache
+	// pushTo are AllowPushAddresses; pushes delivers relayed pushes.
+	pushTo []netip.Prefix
+	pushes *http.Client
+	cards  cardCache
 }
 
 func (g *Gateway) agent(w http.ResponseWriter, r *http.Request) *agent {
@@ -395,7 +463,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		// (followup.go), and, for a caller whose credential can stop
 		// holding, never a push config's registration (push.go).
 		if unknownRegistersPush(m.Params) {
-			if err := g.pushAllowed(r.Context(), m.Params, true, true); err != nil {
+			if err := g.pushAllowed(r.Context(), a, m.Params, true, true); err != nil {
 				reply(err)
 				return
 			}
@@ -446,11 +514,13 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		g.send(w, r, a, m, v1, owner)
 		return
 	}
+	var ids []string
+	registers := false // a push config method registering one
 	if spec.kind == onTask || spec.kind == pushConfig {
 		// A 1.0 push config method's id is the config's; 0.3's get, list
 		// and delete name their task by id (a TaskIdParams), as a2a-go
 		// and @a2a-js/sdk read it.
-		ids := requestTaskIDs(m.Params, spec.kind == pushConfig && spec.v1)
+		ids = requestTaskIDs(m.Params, spec.kind == pushConfig && spec.v1)
 		if len(ids) == 0 && !(spec.kind == pushConfig && strings.Contains(strings.ToLower(m.Method), "list")) {
 			reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + m.Method + " needs the task's id"})
 			return
@@ -472,8 +542,13 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if spec.kind == pushConfig {
-			if err := g.pushAllowed(r.Context(), m.Params, registersPush(m.Method, m.Params), false); err != nil {
+			registers = registersPush(m.Method, m.Params)
+			if err := g.pushAllowed(r.Context(), a, m.Params, registers, false); err != nil {
 				reply(err)
+				return
+			}
+			if registers && g.opts.PushRelay && len(ids) != 1 {
+				reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: a push config names one task"})
 				return
 			}
 		}
@@ -486,7 +561,36 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rel := relayed{clientID: clientID}
+	if registers && g.opts.PushRelay {
+		// The agent gets the gateway's relay for the caller's URL
+		// (pushrelay.go), after the decision on what the caller sent.
+		relayedMsg, rec, err := g.relayMessage(r.Context(), a, sent, "", ids[0])
+		if err != nil {
+			reply(err)
+			return
+		}
+		sent, rel.push = relayedMsg, rec
+	}
 	switch spec.kind {
+	case pushConfig:
+		if !g.opts.PushRelay {
+			break
+		}
+		// The caller sees its own URL and token, never the relay's; a
+		// deleted config's relay ends.
+		deleted := ""
+		if strings.Contains(strings.ToLower(m.Method), "delete") && len(ids) > 0 {
+			deleted = intercept.StringMember(m.Params, "pushNotificationConfigId")
+			if v1 {
+				deleted = intercept.StringMember(m.Params, "id")
+			}
+		}
+		rel.rewrite = func(result jsontext.Value) jsontext.Value {
+			if deleted != "" {
+				g.pushes.removeConfig(a.Name, owner, ids[0], deleted)
+			}
+			return g.showCaller(a.Name, owner, result)
+		}
 	case onTask:
 		// A task read later (get, cancel, a resubscribe's events) carries
 		// the agent's answer as message/send's did: screened the same way
@@ -609,13 +713,16 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: write message.taskId and message.contextId, not task_id and context_id"})
 		return
 	}
+	relayPush := false
 	if registersPush(m.Method, m.Params) {
-		if err := ungovernedPush(r.Context()); err != nil {
+		if g.opts.PushRelay {
+			relayPush = true
+		} else if err := ungovernedPush(r.Context()); err != nil {
 			reply(err)
 			return
 		}
 	}
-	if err := g.checkPushURLs(r.Context(), intercept.Member(m.Params, "configuration"), false); err != nil {
+	if err := g.checkPushURLsFor(r.Context(), a, intercept.Member(m.Params, "configuration"), false); err != nil {
 		reply(err)
 		return
 	}
@@ -645,7 +752,19 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		g.deny(w, m, v1, d, dec, intercept.StringMember(msg, "contextId"), owner, a)
 		return
 	}
-	g.relay(w, r, a, m, v1, relayed{action: d})
+	var rec *pushRecord
+	if relayPush {
+		// The agent gets the gateway's relay for the caller's URL
+		// (pushrelay.go), bound to the task its answer names.
+		sent, r2, err := g.relayMessage(r.Context(), a, m, "configuration", intercept.StringMember(msg, "taskId"))
+		if err != nil {
+			reply(err)
+			return
+		}
+		m, rec = sent, r2
+		defer g.pushes.dropUnbound(rec)
+	}
+	g.relay(w, r, a, m, v1, relayed{action: d, push: rec})
 }
 
 // arguments builds the descriptor's parameters from a message: its text
@@ -876,6 +995,9 @@ type relayed struct {
 	// request sent is not (a plain follow-up re-encoded with the gateway's
 	// id, followup.go): every answer is given it back.
 	clientID jsontext.Value
+	// push, if set, is the relay the request registers: bound to the
+	// task the answer names (pushrelay.go).
+	push *pushRecord
 }
 
 // relay sends m, re-encoded as policy saw it, to the agent's JSON-RPC
@@ -975,7 +1097,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 			fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s is an event stream, not one JSON-RPC response", a.Name, m.Method))
 			return
 		}
-		g.relayStream(w, resp, id, rel.clientID != nil, a.Name, owner, d)
+		g.relayStream(w, resp, id, rel.clientID != nil, a.Name, owner, d, rel.push)
 		return
 	}
 	limit := 8 * g.opts.MaxBody
@@ -1003,6 +1125,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 	}
 	if ans, err := intercept.DecodeMessage(out); err == nil && ans.Kind == intercept.KindResponse {
 		g.tasks.record(r.Context(), a.Name, owner, ans.Result)
+		g.pushes.bind(rel.push, taskIDs(ans.Result))
 		g.observe(d, ans.Result)
 		if rewrite != nil {
 			res := rewrite(ans.Result)
@@ -1039,7 +1162,10 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 //
 // With ownID, id is the client's and the request the agent answers was
 // sent with the gateway's own: each event is given id back (withID).
-func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jsontext.Value, ownID bool, agentName, owner string, d *intercept.ActionDescriptor) {
+//
+// push, if set, is the relay the request registers, bound to the first
+// task an event names.
+func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jsontext.Value, ownID bool, agentName, owner string, d *intercept.ActionDescriptor, push *pushRecord) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(resp.StatusCode)
@@ -1129,6 +1255,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 					}
 					if ans.Kind == intercept.KindResponse {
 						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result)
+						g.pushes.bind(push, taskIDs(ans.Result))
 						g.observe(d, ans.Result)
 					}
 				}
@@ -1173,13 +1300,19 @@ func (g *Gateway) observe(d *intercept.ActionDescriptor, result jsontext.Value) 
 // For a method the gateway does not know (unknown), where a push config
 // may take any name, every string that is an http(s) URL is checked, not
 // only url members.
-func (g *Gateway) pushAllowed(ctx context.Context, params jsontext.Value, registers, unknown bool) error {
-	if registers {
+func (g *Gateway) pushAllowed(ctx context.Context, a *agent, params jsontext.Value, registers, unknown bool) error {
+	switch {
+	case registers && unknown && g.opts.PushRelay:
+		// Where the config is in a method the gateway does not know, it
+		// cannot point it at its relay: the agent would push past it.
+		return &intercept.WireError{Code: codePushNotSupported,
+			Message: "push notifications are relayed through the gateway, which cannot relay a push config registered with a method it does not know; use tasks/pushNotificationConfig/set or CreateTaskPushNotificationConfig"}
+	case registers && !g.opts.PushRelay:
 		if err := ungovernedPush(ctx); err != nil {
 			return err
 		}
 	}
-	return g.checkPushURLs(ctx, params, unknown)
+	return g.checkPushURLsFor(ctx, a, params, unknown)
 }
 
 // checkPushURLs refuses push notification URLs that reach loopback,
@@ -1192,11 +1325,20 @@ func (g *Gateway) pushAllowed(ctx context.Context, params jsontext.Value, regist
 // request naming thousands of hosts of a slow domain held the gateway
 // for as many lookups.
 func (g *Gateway) checkPushURLs(ctx context.Context, v jsontext.Value, anyMember bool) error {
+	return g.checkPushURLsFor(ctx, nil, v, anyMember)
+}
+
+// checkPushURLsFor is checkPushURLs letting through the addresses agent
+// a's AllowPushAddresses name (a nil: none).
+func (g *Gateway) checkPushURLsFor(ctx context.Context, a *agent, v jsontext.Value, anyMember bool) error {
 	if g.opts.AllowPrivatePushURLs || v == nil {
 		return nil
 	}
 	hosts := newHostChecks(ctx)
 	hosts.what = "its push notification URLs"
+	if a != nil {
+		hosts.allowed = a.pushTo
+	}
 	defer hosts.done()
 	var bad error
 	walkStrings(v, "", func(key, s string) {
@@ -1227,8 +1369,14 @@ func privateHost(host string) string { return privateHostCtx(context.Background(
 
 // privateHostCtx is privateHost, its lookup ending with ctx.
 func privateHostCtx(ctx context.Context, host string) string {
+	return privateHostAllowing(ctx, host, nil)
+}
+
+// privateHostAllowing is privateHostCtx but for addresses in allowed (an
+// agent's AllowPushAddresses).
+func privateHostAllowing(ctx context.Context, host string, allowed []netip.Prefix) string {
 	h := strings.ToLower(strings.TrimSuffix(host, "."))
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+	if (h == "localhost" || strings.HasSuffix(h, ".localhost")) && len(allowed) == 0 {
 		return "the loopback host"
 	}
 	ips := []netip.Addr{}
@@ -1244,6 +1392,20 @@ func privateHostCtx(ctx context.Context, host string) string {
 		ips = addrs
 	}
 	for _, ip := range ips {
+		if slices.ContainsFunc(allowed, func(p netip.Prefix) bool { return p.Contains(ip.Unmap().WithZone("")) }) {
+			continue
+		}
+		if why := privateAddr(ip); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// privateAddr says what is wrong with ip as a push target (privateHost),
+// or "".
+func privateAddr(ip netip.Addr) string {
+	{
 		ip = ip.Unmap()
 		if ip.Is6() {
 			// IPv4 carried in IPv6: NAT64 (64:ff9b::/96), IPv4-compatible

@@ -451,9 +451,9 @@ func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (j
 		}
 		c[list] = keep
 	}
-	if caps, ok := c["capabilities"].(map[string]any); ok && g.opts.CredentialsLapse {
+	if caps, ok := c["capabilities"].(map[string]any); ok && g.opts.CredentialsLapse && !g.opts.PushRelay {
 		if _, declared := caps["pushNotifications"]; declared {
-			caps["pushNotifications"] = false // push.go: refused
+			caps["pushNotifications"] = false // push.go: refused, not relayed
 		}
 	}
 	g.withholdDrifted(a, c)

@@ -91,6 +91,8 @@ type hostChecks struct {
 	cancel context.CancelFunc
 	seen   map[string]string // host -> why not, or ""
 	what   string            // where the message names hosts
+	// allowed are addresses let through (an agent's AllowPushAddresses).
+	allowed []netip.Prefix
 }
 
 func newHostChecks(ctx context.Context) *hostChecks {
@@ -108,7 +110,7 @@ func (h *hostChecks) private(host string) string {
 	if h.cancel == nil {
 		h.ctx, h.cancel = context.WithTimeout(h.ctx, fileLookupTime)
 	}
-	why := privateHostCtx(h.ctx, host)
+	why := privateHostAllowing(h.ctx, host, h.allowed)
 	if h.seen == nil {
 		h.seen = map[string]string{}
 	}

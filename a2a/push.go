@@ -8,21 +8,24 @@ import (
 	"github.com/sluicehq/sluice/intercept"
 )
 
-// Push notifications do not pass through the gateway: the agent POSTs
-// each update of a task straight to the URL its caller registered (a
-// push config: message/send's configuration.pushNotificationConfig,
-// tasks/pushNotificationConfig/set, CreateTaskPushNotificationConfig,
-// REST POST /tasks/{id}/pushNotificationConfigs), for as long as the
-// agent keeps the config. So the gateway can check the URL when it is
-// registered (checkPushURLs), but cannot withhold a push once the caller's
+// Push notifications: without the relay (Options.PushRelay,
+// pushrelay.go), the agent POSTs each update of a task straight to the
+// URL its caller registered (a push config: message/send's
+// configuration.pushNotificationConfig, tasks/pushNotificationConfig/set,
+// CreateTaskPushNotificationConfig, REST POST
+// /tasks/{id}/pushNotificationConfigs), for as long as the agent keeps the
+// config. So the gateway can check the URL when it is registered
+// (checkPushURLs), but cannot withhold a push once the caller's
 // credential stops holding (an API key revoked, a token expired), as it
 // withholds a stream's events and an answer (intercept.Principal.Gone).
-// A caller whose credential can stop holding therefore registers no push
-// config: the request is refused with PushNotificationNotSupported
-// (-32003; 400 PUSH_NOTIFICATION_NOT_SUPPORTED on REST), and the caller
-// polls (tasks/get) or subscribes (message/stream, tasks/resubscribe)
-// through the gateway instead. Getting, listing and deleting configs
-// stays open, so a caller can remove one it registered before.
+// Without the relay, a caller whose credential can stop holding therefore
+// registers no push config: the request is refused with
+// PushNotificationNotSupported (-32003; 400 PUSH_NOTIFICATION_NOT_SUPPORTED
+// on REST), and the caller polls (tasks/get) or subscribes (message/stream,
+// tasks/resubscribe) through the gateway instead. Getting, listing and
+// deleting configs stays open, so a caller can remove one it registered
+// before. With the relay, the agent is given the gateway's URL instead,
+// and the gateway delivers each push while the credential holds.
 
 // codePushNotSupported is A2A's PushNotificationNotSupportedError.
 const codePushNotSupported = -32003

@@ -1,0 +1,718 @@
+package a2a
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// The push relay (Options.PushRelay). A push config a caller registers
+// (a message's configuration.pushNotificationConfig,
+// tasks/pushNotificationConfig/set, CreateTaskPushNotificationConfig,
+// REST POST /tasks/{id}/pushNotificationConfigs) reaches the agent with
+// the gateway's URL, PublicURL/a2a/.push/{id} with an unguessable id, and
+// a token of the gateway's, never the caller's URL, token or
+// authentication. When the agent POSTs an update there, the gateway
+//
+//   - refuses it (401) unless it carries the relay's token, compared in
+//     constant time;
+//   - drops it (410), ending the relay, once the credential of the caller
+//     that registered it no longer holds (intercept.Principal.Gone, as a
+//     stream's events are withheld);
+//   - refuses a body larger than MaxBody (413), or one naming another
+//     task than the config's (403);
+//   - and delivers it to the caller's URL with the caller's token
+//     (X-A2A-Notification-Token) and authentication, through a client
+//     that refuses at connect time every loopback, private, link-local
+//     and metadata address a name resolves to (pushDialControl), follows
+//     no redirect and gives up after PushTimeout; the agent is answered
+//     with the delivery's status class.
+//
+// Relays live in this process (the caller's credential check is a
+// function of this process's authenticator): a replica that did not
+// register one answers 404 for it.
+
+// relayPath is where the gateway takes agents' pushes: under /a2a/, on
+// the gateway's own listener. Agent names may not contain '/', so no
+// agent's routes reach it.
+const relayPath = "/a2a/.push/"
+
+// relayHopHeader marks the gateway's own deliveries: one arriving at a
+// relay (a caller's URL that leads back to the gateway) is a loop.
+const relayHopHeader = "Sluice-Push-Relay"
+
+// tokenHeader is where A2A puts a push config's token.
+const tokenHeader = "X-A2A-Notification-Token"
+
+// pushRecord is one relayed push config. Fields above mu never change.
+type pushRecord struct {
+	id        string // the relay URL's last segment
+	token     string // the agent's, checked on every push
+	agent     string
+	owner     string
+	principal *intercept.Principal // nil: no credential to lose
+	url       string               // the caller's URL, token, authentication
+	callerTok string
+	auth      jsontext.Value // the caller's authentication member, or nil
+
+	// guarded by pushRelays.mu:
+	task     string // "" until the agent's answer (or first push) names it
+	configID string
+	used     time.Time
+}
+
+// pushRelays are the relayed push configs, bounded: one principal holds
+// at most a tenth of them, its oldest going first; past the bound a
+// registration is refused.
+type pushRelays struct {
+	max, perOwner int
+	ttl           time.Duration
+	mu            sync.Mutex // guards the fields below and records' task, configID, used
+	byID          map[string]*pushRecord
+	owned         map[string]int // owner -> records
+}
+
+func newPushRelays(n int, ttl time.Duration) *pushRelays {
+	return &pushRelays{max: n, perOwner: max(1, n/10), ttl: ttl, byID: map[string]*pushRecord{}, owned: map[string]int{}}
+}
+
+// errRelaysFull refuses a registration past the bound.
+var errRelaysFull = &intercept.WireError{Code: codePushNotSupported, Message: "push notifications: the gateway relays as many push configs as it keeps; delete one, or poll tasks/get or subscribe instead"}
+
+func (p *pushRelays) add(r *pushRecord) error {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r.used = now
+	if p.owned[r.owner] >= p.perOwner {
+		var oldest *pushRecord
+		for _, x := range p.byID {
+			if x.owner == r.owner && (oldest == nil || x.used.Before(oldest.used)) {
+				oldest = x
+			}
+		}
+		if oldest != nil {
+			p.removeLocked(oldest)
+		}
+	}
+	if len(p.byID) >= p.max {
+		for _, x := range p.byID {
+			if now.Sub(x.used) > p.ttl {
+				p.removeLocked(x)
+			}
+		}
+	}
+	if len(p.byID) >= p.max {
+		return errRelaysFull
+	}
+	p.byID[r.id] = r
+	p.owned[r.owner]++
+	return nil
+}
+
+func (p *pushRelays) removeLocked(r *pushRecord) {
+	if p.byID[r.id] != r {
+		return
+	}
+	delete(p.byID, r.id)
+	if p.owned[r.owner]--; p.owned[r.owner] <= 0 {
+		delete(p.owned, r.owner)
+	}
+}
+
+func (p *pushRelays) remove(r *pushRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.removeLocked(r)
+}
+
+// get returns the live record id names, or nil.
+func (p *pushRelays) get(id string) *pushRecord {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.byID[id]
+	if r != nil && time.Since(r.used) > p.ttl {
+		p.removeLocked(r)
+		return nil
+	}
+	return r
+}
+
+// bind ties r to the first of tasks if it names none yet (the answer to
+// the message that registered it names the task it created).
+func (p *pushRelays) bind(r *pushRecord, tasks []string) {
+	if r == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range tasks {
+		if r.task == "" && t != "" {
+			r.task = t
+		}
+	}
+}
+
+// dropUnbound ends r if no task was named for it: the agent answered the
+// message that registered it with no task, or not at all.
+func (p *pushRelays) dropUnbound(r *pushRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r.task == "" {
+		p.removeLocked(r)
+	}
+}
+
+// removeConfig ends the relays of owner's config configID on task, after
+// the agent deleted it.
+func (p *pushRelays) removeConfig(agent, owner, task, configID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.byID {
+		if r.agent == agent && r.owner == owner && r.task == task && (configID == "" || r.configID == configID) {
+			p.removeLocked(r)
+		}
+	}
+}
+
+// len is how many relays there are.
+func (p *pushRelays) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.byID)
+}
+
+// randomID is n random bytes, base64url.
+func randomID(n int) string {
+	b := make([]byte, n)
+	rand.Read(b) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// relayURL is r's URL for the agent.
+func (g *Gateway) relayURL(id string) string { return g.opts.PublicURL + relayPath + id }
+
+// relayConfig returns v (a push config method's params, or a message's
+// configuration) with its push config (the one object holding a url)
+// pointed at a new relay for owner's task (or, "", the task the agent's
+// answer names), and the relay, not yet added.
+func (g *Gateway) relayConfig(ctx context.Context, a *agent, v jsontext.Value, task string) (jsontext.Value, *pushRecord, error) {
+	rec := &pushRecord{id: randomID(16), token: randomID(32), agent: a.Name, owner: ownerOf(ctx),
+		principal: intercept.PrincipalFrom(ctx), task: task}
+	found := 0
+	var bad error
+	out, err := rewriteObjects(v, func(ms []jsonMember) []jsonMember {
+		at := -1
+		for i, m := range ms {
+			if strings.EqualFold(m.name, "url") {
+				if m.name != "url" || m.value.Kind() != '"' {
+					bad = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: a push config's url is written url, as a string (not %s)", m.name)}
+				}
+				at = i
+			}
+		}
+		if at < 0 {
+			return ms
+		}
+		if found++; found > 1 {
+			bad = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: one push config (one url) per request"}
+			return ms
+		}
+		kept := ms[:0:0]
+		hasID := false
+		for _, m := range ms {
+			switch m.name {
+			case "url":
+				rec.url = unquote(m.value)
+				m.value, _ = jsontext.AppendQuote(nil, g.relayURL(rec.id))
+			case "token":
+				if m.value.Kind() != '"' && m.value.Kind() != 'n' {
+					bad = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: a push config's token must be a string"}
+				}
+				rec.callerTok = unquote(m.value)
+				continue // put back below, the relay's
+			case "authentication":
+				if !intercept.EmptyValue(m.value) {
+					rec.auth = append(jsontext.Value(nil), m.value...)
+				}
+				continue // the caller's credentials for its webhook: never the agent's
+			case "id":
+				rec.configID = unquote(m.value)
+				hasID = rec.configID != ""
+				if !hasID {
+					continue
+				}
+			}
+			kept = append(kept, m)
+		}
+		tok, _ := jsontext.AppendQuote(nil, rec.token)
+		kept = append(kept, jsonMember{"token", tok})
+		if !hasID {
+			// An id of the gateway's, so that a delete names the relay
+			// it ends (the agent would pick one it never tells).
+			rec.configID = randomID(9)
+			id, _ := jsontext.AppendQuote(nil, rec.configID)
+			kept = append(kept, jsonMember{"id", id})
+		}
+		return kept
+	})
+	if err == nil {
+		err = bad
+	}
+	if err == nil && found == 0 {
+		err = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: a push config needs a url"}
+	}
+	if err == nil && pointsAtRelay(rec.url) {
+		err = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: push notification url %q leads to the gateway's own push relay, a loop", rec.url)}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, rec, nil
+}
+
+// pointsAtRelay reports whether u's path, as any server would read it,
+// is under a relay's.
+func pointsAtRelay(u string) bool {
+	p, err := url.Parse(webURL(u))
+	if err != nil {
+		return true
+	}
+	path := strings.ToLower(strings.ReplaceAll(p.Path, `\`, "/"))
+	return strings.Contains(path, strings.TrimSuffix(relayPath, "/"))
+}
+
+// relayMessage returns m with its push config relayed (relayConfig) in
+// params, or in params' member under (a message's configuration), and the
+// relay, added.
+func (g *Gateway) relayMessage(ctx context.Context, a *agent, m *intercept.Message, under, task string) (*intercept.Message, *pushRecord, error) {
+	v := m.Params
+	if under != "" {
+		v = intercept.Member(m.Params, under)
+	}
+	out, rec, err := g.relayConfig(ctx, a, v, task)
+	if err != nil {
+		return nil, nil, err
+	}
+	params := out
+	if under != "" {
+		if params, err = intercept.WithMember(m.Params, under, out); err != nil {
+			return nil, nil, err
+		}
+	}
+	raw, err := intercept.WithMember(m.Raw, "params", params)
+	if err != nil {
+		return nil, nil, err
+	}
+	sent, err := intercept.DecodeMessage(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := g.pushes.add(rec); err != nil {
+		return nil, nil, err
+	}
+	return sent, rec, nil
+}
+
+// showCaller rewrites, in an agent's answer about push configs, each
+// config naming one of owner's relays back to what the caller registered
+// (its url, token and authentication), learning the config's id; a relay
+// that is not owner's, or is gone, keeps its URL but loses its token.
+// The relay's token never reaches a caller.
+func (g *Gateway) showCaller(agentName, owner string, result jsontext.Value) jsontext.Value {
+	if result == nil {
+		return jsontext.Value("null")
+	}
+	prefix := g.relayURL("")
+	out, err := rewriteObjects(result, func(ms []jsonMember) []jsonMember {
+		var rec *pushRecord
+		ours := false
+		for _, m := range ms {
+			if m.name == "url" {
+				if id, ok := strings.CutPrefix(unquote(m.value), prefix); ok {
+					ours = true
+					if r := g.pushes.get(id); r != nil && r.agent == agentName && r.owner == owner {
+						rec = r
+					}
+				}
+			}
+		}
+		if !ours {
+			return ms
+		}
+		kept := ms[:0:0]
+		for _, m := range ms {
+			switch m.name {
+			case "token", "authentication":
+				continue
+			case "url":
+				if rec != nil {
+					m.value, _ = jsontext.AppendQuote(nil, rec.url)
+				}
+			case "id":
+				if rec != nil {
+					g.pushes.mu.Lock()
+					if rec.configID == "" {
+						rec.configID = unquote(m.value)
+					}
+					g.pushes.mu.Unlock()
+				}
+			}
+			kept = append(kept, m)
+		}
+		if rec != nil {
+			if rec.callerTok != "" {
+				tok, _ := jsontext.AppendQuote(nil, rec.callerTok)
+				kept = append(kept, jsonMember{"token", tok})
+			}
+			if rec.auth != nil {
+				kept = append(kept, jsonMember{"authentication", rec.auth})
+			}
+		}
+		return kept
+	})
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// servePush takes an agent's push for a relay and delivers it.
+func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
+	answer := func(status int, msg string) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		io.WriteString(w, msg+"\n")
+	}
+	if r.Header.Get(relayHopHeader) != "" {
+		g.log.Warn("a2a: push relay: a push the gateway delivered came back to it (a caller's URL leads to the gateway): refused")
+		answer(http.StatusLoopDetected, "a push the gateway delivered came back to its relay: not delivered")
+		return
+	}
+	rec := g.pushes.get(r.PathValue("id"))
+	if rec == nil {
+		g.log.Warn("a2a: push relay: a push for a relay the gateway does not hold", "remote", r.RemoteAddr)
+		g.pushRefused("", "", "no such relay")
+		answer(http.StatusNotFound, "no push relay with this id here: deleted, expired, or registered through another replica (relays are kept by the replica that registered them)")
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get(tokenHeader)), []byte(rec.token)) != 1 {
+		g.log.Warn("a2a: push relay: a push without the relay's token refused", "agent", rec.agent, "principal", rec.owner, "remote", r.RemoteAddr)
+		g.pushRefused(rec.agent, rec.owner, "wrong or missing token")
+		answer(http.StatusUnauthorized, "the push does not carry the token the gateway gave this push config")
+		return
+	}
+	if why := lapsed(rec.principal); why != "" {
+		g.pushes.remove(rec)
+		g.log.Info("a2a: push relay: push dropped and the relay ended: the caller's credential no longer holds", "agent", rec.agent, "principal", rec.owner, "why", why)
+		g.pushRefused(rec.agent, rec.owner, "the caller's credential no longer holds: "+why)
+		answer(http.StatusGone, "the caller that registered this push config is no longer authenticated: not delivered, and the relay is ended")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBody))
+	if err != nil {
+		g.pushRefused(rec.agent, rec.owner, "body too large or unreadable")
+		answer(http.StatusRequestEntityTooLarge, fmt.Sprintf("a push larger than %d bytes, or unreadable: not delivered", g.opts.MaxBody))
+		return
+	}
+	if why := g.pushNamesTask(r.Context(), rec, body); why != "" {
+		g.log.Warn("a2a: push relay: push refused", "agent", rec.agent, "principal", rec.owner, "why", why)
+		g.pushRefused(rec.agent, rec.owner, why)
+		answer(http.StatusForbidden, why+": not delivered")
+		return
+	}
+	select {
+	case g.pushSlots <- struct{}{}:
+		defer func() { <-g.pushSlots }()
+	default:
+		answer(http.StatusServiceUnavailable, "the gateway is delivering as many pushes as it does at once; try again")
+		return
+	}
+	status, err := g.deliver(r.Context(), rec, body)
+	if err != nil {
+		g.log.Warn("a2a: push relay: delivery failed", "agent", rec.agent, "principal", rec.owner, "err", err)
+		code := http.StatusBadGateway
+		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+			code = http.StatusGatewayTimeout
+		}
+		answer(code, "delivering the push to the caller failed: "+err.Error())
+		return
+	}
+	if terminal(body) {
+		// The task's last update: the agent pushes no more for it.
+		g.pushes.remove(rec)
+	} else {
+		g.pushes.mu.Lock()
+		rec.used = time.Now()
+		g.pushes.mu.Unlock()
+	}
+	// The delivery's status class, not its body or headers: the caller's
+	// answer is none of the agent's business.
+	switch {
+	case status >= 200 && status < 300:
+		answer(http.StatusOK, "delivered")
+	case status >= 400 && status < 500:
+		answer(http.StatusBadRequest, fmt.Sprintf("the caller's webhook refused the push (HTTP %d)", status))
+	default:
+		answer(http.StatusBadGateway, fmt.Sprintf("the caller's webhook answered HTTP %d", status))
+	}
+}
+
+// pushRefused tells Options.OnPushRefused.
+func (g *Gateway) pushRefused(agent, principal, reason string) {
+	if g.opts.OnPushRefused != nil {
+		g.opts.OnPushRefused(agent, principal, reason)
+	}
+}
+
+// lapsed says why p's credential no longer holds, or "".
+func lapsed(p *intercept.Principal) string {
+	if p == nil {
+		return ""
+	}
+	if !p.Expires.IsZero() && !time.Now().Before(p.Expires) {
+		return "expired"
+	}
+	if p.Check != nil {
+		if err := p.Check(); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+// pushNamesTask says what is wrong with a push body for rec, or "": it
+// must name rec's task and no other. A relay registered with a message
+// names no task until the agent's answer does; a push that comes first
+// (a blocking message/send is answered when the task ends) binds it to
+// its task, if that task is the caller's or no one's yet.
+func (g *Gateway) pushNamesTask(ctx context.Context, rec *pushRecord, body []byte) string {
+	b := jsontext.Value(body)
+	if !b.IsValid() || b.Kind() != '{' {
+		return "the push is not a JSON object"
+	}
+	if why, bad := intercept.CaseVariant(b, a2aFields); bad {
+		return "the push: " + why
+	}
+	ids := taskIDs(b)
+	task := ""
+	for _, id := range ids {
+		if id == "" || (task != "" && id != task) {
+			return "the push names no task, or more than one"
+		}
+		task = id
+	}
+	if task == "" {
+		return "the push names no task"
+	}
+	g.pushes.mu.Lock()
+	bound := rec.task
+	g.pushes.mu.Unlock()
+	if bound == "" {
+		g.tasks.add(ctx, rec.agent, task, rec.owner) // the first owner stays
+		if !g.tasks.owns(ctx, rec.agent, task, rec.owner) {
+			return "the push names another caller's task"
+		}
+		g.pushes.bind(rec, []string{task})
+		g.pushes.mu.Lock()
+		bound = rec.task
+		g.pushes.mu.Unlock()
+	}
+	if task != bound {
+		return "the push names another task than the one its config was registered for"
+	}
+	return ""
+}
+
+// terminal reports whether a push carries its task's final state.
+func terminal(body jsontext.Value) bool {
+	state := ""
+	for _, v := range []jsontext.Value{body, intercept.Member(body, "task"), intercept.Member(body, "statusUpdate")} {
+		if s := intercept.StringMember(intercept.Member(v, "status"), "state"); s != "" {
+			state = s
+		}
+	}
+	switch strings.TrimPrefix(strings.ToLower(state), "task_state_") {
+	case "completed", "canceled", "cancelled", "failed", "rejected":
+		return true
+	}
+	return false
+}
+
+// deliver POSTs body to rec's caller's URL with its token and
+// authentication, and returns the webhook's status.
+func (g *Gateway) deliver(ctx context.Context, rec *pushRecord, body []byte) (int, error) {
+	a := g.agents[rec.agent]
+	ctx, cancel := context.WithTimeout(ctx, g.opts.PushTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rec.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(relayHopHeader, "1")
+	if rec.callerTok != "" {
+		req.Header.Set(tokenHeader, rec.callerTok)
+	}
+	if h := authorization(rec.auth); h != "" {
+		req.Header.Set("Authorization", h)
+	}
+	resp, err := a.pushes.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, nil
+}
+
+// authorization is the Authorization header a push config's
+// authentication asks for (0.3 {"schemes": [...], "credentials"}, 1.0
+// {"scheme", "credentials"}), as a2a-go's sender writes it: Bearer or
+// Basic with the credentials; "" for none.
+func authorization(auth jsontext.Value) string {
+	creds := intercept.StringMember(auth, "credentials")
+	if creds == "" || strings.ContainsAny(creds, "\r\n") {
+		return ""
+	}
+	schemes := []string{intercept.StringMember(auth, "scheme")}
+	_ = intercept.EachElement(intercept.Member(auth, "schemes"), func(_ int, v jsontext.Value) error {
+		schemes = append(schemes, unquote(v))
+		return nil
+	})
+	for _, s := range schemes {
+		switch strings.ToLower(s) {
+		case "bearer":
+			return "Bearer " + creds
+		case "basic":
+			return "Basic " + creds
+		}
+	}
+	return ""
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// errPushAddress is a delivery's connection refused by pushDialControl.
+var errPushAddress = errors.New("the push URL's host resolves to an address in the gateway's network")
+
+// pushClient is the client that delivers an agent's pushes: it connects
+// to no loopback, private, link-local or metadata address, checked on
+// the address dialled (after resolution, so a name that resolves
+// otherwise than when the push config was set is caught), except those
+// in allowed; uses no proxy (which would connect for it); follows no
+// redirect; and gives up after timeout.
+func pushClient(allowed []netip.Prefix, timeout time.Duration) *http.Client {
+	d := &net.Dialer{Timeout: timeout, Control: pushDialControl(allowed)}
+	t := &http.Transport{DialContext: d.DialContext, TLSHandshakeTimeout: timeout, ResponseHeaderTimeout: timeout,
+		MaxIdleConns: 256, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second, ForceAttemptHTTP2: true}
+	return &http.Client{Transport: t, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// pushDialControl refuses a connection to an address privateAddr names,
+// unless allowed holds it.
+func pushDialControl(allowed []netip.Prefix) func(network, address string, _ syscall.RawConn) error {
+	return func(network, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: %q is not an address", errPushAddress, address)
+		}
+		ip := ap.Addr().Unmap().WithZone("")
+		for _, p := range allowed {
+			if p.Contains(ip) {
+				return nil
+			}
+		}
+		if why := privateAddr(ip); why != "" {
+			return fmt.Errorf("%w (%s, %s)", errPushAddress, ip, why)
+		}
+		return nil
+	}
+}
+
+// compileAddresses reads an agent's allow_push_addresses.
+func compileAddresses(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for i, e := range list {
+		e = strings.TrimSpace(e)
+		if p, err := netip.ParsePrefix(e); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		ip, err := netip.ParseAddr(e)
+		if err != nil {
+			return nil, fmt.Errorf("allow_push_addresses[%d] %q: write an IP address (10.0.0.7) or a CIDR prefix (10.0.0.0/8)", i, list[i])
+		}
+		ip = ip.Unmap()
+		out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
+	}
+	return out, nil
+}
+
+// jsonMember is one member of a JSON object, its value as written.
+type jsonMember struct {
+	name  string
+	value jsontext.Value
+}
+
+// rewriteObjects returns v with every object in it, innermost first,
+// replaced by what fn makes of its members; the rest as written.
+func rewriteObjects(v jsontext.Value, fn func([]jsonMember) []jsonMember) (jsontext.Value, error) {
+	switch v.Kind() {
+	case '{':
+		var ms []jsonMember
+		err := intercept.EachMember(v, func(k string, x jsontext.Value) error {
+			x, err := rewriteObjects(x, fn)
+			ms = append(ms, jsonMember{k, x})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		var out []byte
+		out = append(out, '{')
+		for i, m := range fn(ms) {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out, _ = jsontext.AppendQuote(out, m.name)
+			out = append(out, ':')
+			out = append(out, m.value...)
+		}
+		return append(out, '}'), nil
+	case '[':
+		out := []byte{'['}
+		err := intercept.EachElement(v, func(i int, x jsontext.Value) error {
+			x, err := rewriteObjects(x, fn)
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, x...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return append(out, ']'), nil
+	}
+	return v, nil
+}

@@ -1,0 +1,544 @@
+package a2a
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	a2ago "github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/a2asrv/push"
+	"github.com/go-json-experiment/json"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// relayEnv is a gateway relaying pushes (Options.PushRelay) in front of
+// one agent, "stub", whose callers are named by X-Test-Principal and
+// whose credentials can be revoked one by one.
+type relayEnv struct {
+	g   *Gateway
+	url string // the gateway's base URL (its PublicURL)
+
+	mu      sync.Mutex
+	revoked map[string]bool
+	refused []string // OnPushRefused: "principal: reason"
+}
+
+func newRelayEnv(t *testing.T, agent Agent, opts Options) *relayEnv {
+	t.Helper()
+	e := &relayEnv{revoked: map[string]bool{}}
+	srv := httptest.NewUnstartedServer(nil)
+	e.url = "http://" + srv.Listener.Addr().String()
+	agent.Name = "stub"
+	opts.Agents = []Agent{agent}
+	opts.PushRelay, opts.PublicURL = true, e.url
+	opts.OnPushRefused = func(_, principal, reason string) {
+		e.mu.Lock()
+		e.refused = append(e.refused, principal+": "+reason)
+		e.mu.Unlock()
+	}
+	g, err := New(opts, &intercept.Interceptor{Decider: allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.g = g
+	h := g.Handler()
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name := r.Header.Get("X-Test-Principal"); name != "" {
+			p := &intercept.Principal{ID: name, Method: "api_key", Check: func() error {
+				e.mu.Lock()
+				defer e.mu.Unlock()
+				if e.revoked[name] {
+					return errors.New("API key revoked")
+				}
+				return nil
+			}}
+			r = r.WithContext(intercept.WithPrincipal(r.Context(), p))
+		}
+		h.ServeHTTP(w, r)
+	})
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return e
+}
+
+func (e *relayEnv) revoke(name string) {
+	e.mu.Lock()
+	e.revoked[name] = true
+	e.mu.Unlock()
+}
+
+// heard reports whether OnPushRefused heard s.
+func (e *relayEnv) heard(s string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.refused {
+		if strings.Contains(r, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// webhook is a caller's push endpoint: every push it gets, with the
+// token and authorization it came with.
+type webhook struct {
+	srv    *httptest.Server
+	pushes chan string // "token|authorization|body"
+}
+
+func newWebhook(t *testing.T) *webhook {
+	h := &webhook{pushes: make(chan string, 64)}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h.pushes <- r.Header.Get("X-A2A-Notification-Token") + "|" + r.Header.Get("Authorization") + "|" + string(b)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+// next is the next push, or "" when none comes within d.
+func (h *webhook) next(d time.Duration) string {
+	select {
+	case p := <-h.pushes:
+		return p
+	case <-time.After(d):
+		return ""
+	}
+}
+
+// goPushAgent is a2a-go's server with its push config store and HTTP push
+// sender, running steps.
+func goPushAgent(t *testing.T, steps stepsAgent) (*httptest.Server, *memTasks, *push.InMemoryPushConfigStore) {
+	tasks := &memTasks{m: map[a2ago.TaskID]*a2ago.Task{}}
+	configs := push.NewInMemoryStore()
+	h := a2asrv.NewHandler(steps, a2asrv.WithTaskStore(tasks),
+		a2asrv.WithPushNotifications(configs, push.NewHTTPPushSender(nil)))
+	return serveA2AGo(t, goodCard, h), tasks, configs
+}
+
+// agentConfigs are the push configs the agent holds, for any task.
+func agentConfigs(tasks *memTasks, configs *push.InMemoryPushConfigStore) []*a2ago.PushConfig {
+	var out []*a2ago.PushConfig
+	tasks.mu.Lock()
+	defer tasks.mu.Unlock()
+	for id := range tasks.m {
+		cs, _ := configs.List(context.Background(), id)
+		out = append(out, cs...)
+	}
+	return out
+}
+
+// stepsAgent starts a task, reports progress ("PROGRESS") once step is
+// closed, and completes it with a secret once release is.
+type stepsAgent struct{ step, release <-chan struct{} }
+
+func (a stepsAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	if err := q.Write(ctx, a2ago.NewSubmittedTask(rc, rc.Message)); err != nil {
+		return err
+	}
+	for i, ch := range []<-chan struct{}{a.step, a.release} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		state, text := a2ago.TaskStateWorking, "PROGRESS"
+		if i == 1 {
+			state, text = a2ago.TaskStateCompleted, "SECRET-AFTER-REVOCATION"
+		}
+		ev := a2ago.NewStatusUpdateEvent(rc, state, a2ago.NewMessageForTask(a2ago.MessageRoleAgent, rc, a2ago.TextPart{Text: text}))
+		ev.Final = i == 1
+		if err := q.Write(ctx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (stepsAgent) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	return nil
+}
+
+func taskOf(t *testing.T, answer string) string {
+	t.Helper()
+	var task struct {
+		Result struct {
+			ID string `json:"id"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(answer), &task, json.RejectUnknownMembers(false)); err != nil || task.Result.ID == "" {
+		t.Fatalf("no task in %s", answer)
+	}
+	return task.Result.ID
+}
+
+const msgHi = `"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}`
+
+// TestPushRelayedToCaller: with auth: (a credential that can be revoked)
+// a caller registers a push config through the gateway, with a2a-go's
+// server and HTTP push sender as the agent: the agent holds the gateway's
+// relay URL and token, never the caller's URL, token or credentials; the
+// agent's push reaches the caller's webhook with the caller's token and
+// authentication; a get or list shows the caller what it registered; and
+// once the caller's key is revoked, the agent's next push is not
+// delivered, the relay ends, and the drop is heard.
+func TestPushRelayedToCaller(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		register func(t *testing.T, gw, hook string) (task string)
+	}{
+		{"message/send configuration", func(t *testing.T, gw, hook string) string {
+			return taskOf(t, do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{`+msgHi+`,"configuration":{"blocking":false,"pushNotificationConfig":{"url":"`+hook+`","token":"alice-hook","authentication":{"schemes":["Bearer"],"credentials":"alice-webhook-secret"}}}}}`))
+		}},
+		{"tasks/pushNotificationConfig/set", func(t *testing.T, gw, hook string) string {
+			task := taskOf(t, do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{`+msgHi+`,"configuration":{"blocking":false}}}`))
+			got := do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task+`","pushNotificationConfig":{"id":"cfg","url":"`+hook+`","token":"alice-hook","authentication":{"schemes":["Bearer"],"credentials":"alice-webhook-secret"}}}}`)
+			if !strings.Contains(got, hook) || !strings.Contains(got, "alice-hook") || strings.Contains(got, "/a2a/.push/") {
+				t.Errorf("set answered %s; want alice's own URL and token, not the relay's", got)
+			}
+			return task
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hook := newWebhook(t)
+			step, release := make(chan struct{}), make(chan struct{})
+			agent, tasks, configs := goPushAgent(t, stepsAgent{step, release})
+			e := newRelayEnv(t, Agent{URL: agent.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{})
+			gw := e.url + "/a2a/stub"
+			task := c.register(t, gw, hook.srv.URL+"/alice")
+
+			held := agentConfigs(tasks, configs)
+			if len(held) != 1 {
+				t.Fatalf("the agent holds %d push configs, want 1", len(held))
+			}
+			if cfg := held[0]; !strings.HasPrefix(cfg.URL, e.url+"/a2a/.push/") || cfg.Token == "" || cfg.Token == "alice-hook" || cfg.Auth != nil {
+				t.Fatalf("the agent holds url %q token %q auth %v; want the gateway's relay and token, nothing of alice's", cfg.URL, cfg.Token, cfg.Auth)
+			}
+			// The task's progress, delivered with alice's token and
+			// credentials.
+			close(step)
+			got := ""
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(got, "PROGRESS") && time.Now().Before(deadline); {
+				got = hook.next(100 * time.Millisecond)
+			}
+			if !strings.HasPrefix(got, "alice-hook|Bearer alice-webhook-secret|") || !strings.Contains(got, task) {
+				t.Fatalf("alice's webhook got %.300q; want the task's push with her token and credentials", got)
+			}
+			list := do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/list","params":{"id":"`+task+`"}}`)
+			if !strings.Contains(list, hook.srv.URL+"/alice") || !strings.Contains(list, "alice-hook") || strings.Contains(list, "/a2a/.push/") || strings.Contains(list, held[0].Token) {
+				t.Errorf("list answered %s; want alice's own URL and token, not the relay's", list)
+			}
+
+			e.revoke("alice")
+			close(release) // the agent completes the task, with a secret
+			deadline := time.Now().Add(10 * time.Second)
+			for !e.heard("alice: the caller's credential no longer holds") && time.Now().Before(deadline) {
+				if got := hook.next(50 * time.Millisecond); strings.Contains(got, "SECRET-AFTER-REVOCATION") {
+					t.Fatalf("after alice's key was revoked her webhook got %.300s", got)
+				}
+			}
+			if !e.heard("alice: the caller's credential no longer holds") {
+				t.Fatal("no push dropped for the revoked caller was heard")
+			}
+			if got := hook.next(100 * time.Millisecond); strings.Contains(got, "SECRET") {
+				t.Errorf("after alice's key was revoked her webhook got %.300s", got)
+			}
+			if n := e.g.pushes.len(); n != 0 {
+				t.Errorf("%d relays left after the caller's credential lapsed, want 0", n)
+			}
+		})
+	}
+}
+
+// relayOf registers hook for a task of principal's through e with 0.3's
+// tasks/pushNotificationConfig/set (the agent: rec, which answers every
+// message with a completed task of its own id and records what it gets)
+// and returns the task and the relay URL and token the agent was given.
+func relayOf(t *testing.T, e *relayEnv, rec *recAgent, principal, hook string) (task, url, token string) {
+	t.Helper()
+	gw := e.url + "/a2a/stub"
+	task = taskOf(t, do(t, "POST", gw, principal, "", sendHi))
+	got := do(t, "POST", gw, principal, "", `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task+`","pushNotificationConfig":{"url":"`+hook+`","token":"`+principal+`-hook"}}}`)
+	if strings.Contains(got, `"error"`) {
+		t.Fatalf("set: %s", got)
+	}
+	rec.mu.Lock()
+	last := rec.seen[len(rec.seen)-1]
+	rec.mu.Unlock()
+	var req struct {
+		Params struct {
+			Config struct {
+				URL   string `json:"url"`
+				Token string `json:"token"`
+			} `json:"pushNotificationConfig"`
+		} `json:"params"`
+	}
+	_, body, _ := strings.Cut(strings.TrimPrefix(last, "POST "), " ")
+	if err := json.Unmarshal([]byte(body), &req, json.RejectUnknownMembers(false)); err != nil || !strings.HasPrefix(req.Params.Config.URL, e.url+relayPath) {
+		t.Fatalf("the agent got %s; want a relay URL", last)
+	}
+	return task, req.Params.Config.URL, req.Params.Config.Token
+}
+
+// pushAs POSTs body to a relay as an agent would, with token (none if
+// ""), and returns the status and answer.
+func pushAs(t *testing.T, url, token, body string, header ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("X-A2A-Notification-Token", token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func taskPush(task, state string) string {
+	return `{"kind":"task","id":"` + task + `","contextId":"c","status":{"state":"` + state + `"}}`
+}
+
+// TestAttackPushRelay: what an agent, another caller or anyone who can
+// reach the gateway might do with a relay, each refused without a
+// delivery: a push without the relay's token or with another's, a forged
+// or replayed one, another task's update through the relay, a body past
+// the bound, a push that comes back to the relay; and what a caller
+// might register: a URL leading to the gateway's own relay.
+func TestAttackPushRelay(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	hook := newWebhook(t)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{MaxBody: 64 << 10})
+	aliceTask, aliceURL, aliceTok := relayOf(t, e, rec, "alice", hook.srv.URL+"/alice")
+	bobTask, bobURL, bobTok := relayOf(t, e, rec, "bob", hook.srv.URL+"/bob")
+
+	for _, c := range []struct {
+		name, url, token, body string
+		header                 []string
+		status                 int
+	}{
+		{"no token", aliceURL, "", taskPush(aliceTask, "working"), nil, http.StatusUnauthorized},
+		{"another relay's token", aliceURL, bobTok, taskPush(aliceTask, "working"), nil, http.StatusUnauthorized},
+		{"a forged token", aliceURL, aliceTok[:len(aliceTok)-1] + "A", taskPush(aliceTask, "working"), nil, http.StatusUnauthorized},
+		{"a relay id made up", e.url + relayPath + "AAAAAAAAAAAAAAAAAAAAAA", aliceTok, taskPush(aliceTask, "working"), nil, http.StatusNotFound},
+		{"another caller's task through alice's relay", aliceURL, aliceTok, taskPush(bobTask, "working"), nil, http.StatusForbidden},
+		{"a task id in a case variant", aliceURL, aliceTok, `{"kind":"task","id":"` + aliceTask + `","ID":"` + bobTask + `","status":{"state":"working"}}`, nil, http.StatusForbidden},
+		{"two tasks", aliceURL, aliceTok, `{"kind":"status-update","taskId":"` + aliceTask + `","task":{"id":"` + bobTask + `"}}`, nil, http.StatusForbidden},
+		{"no task", aliceURL, aliceTok, `{"kind":"task","status":{"state":"working"}}`, nil, http.StatusForbidden},
+		{"a body past the bound", aliceURL, aliceTok, `{"kind":"task","id":"` + aliceTask + `","metadata":{"pad":"` + strings.Repeat("x", 128<<10) + `"}}`, nil, http.StatusRequestEntityTooLarge},
+		{"a push the gateway delivered, come back", aliceURL, aliceTok, taskPush(aliceTask, "working"), []string{relayHopHeader, "1"}, http.StatusLoopDetected},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if status, got := pushAs(t, c.url, c.token, c.body, c.header...); status != c.status {
+				t.Errorf("got HTTP %d %s, want %d", status, got, c.status)
+			}
+			if got := hook.next(20 * time.Millisecond); got != "" {
+				t.Errorf("the webhook got %.200s", got)
+			}
+		})
+	}
+	if !e.heard("alice: wrong or missing token") || !e.heard("alice: the push names another task") {
+		t.Errorf("refusals heard: %q; want the wrong tokens and the other task", e.refused)
+	}
+
+	// Each relay delivers its own caller's task to its own caller.
+	if status, got := pushAs(t, bobURL, bobTok, taskPush(bobTask, "working")); status != http.StatusOK {
+		t.Fatalf("bob's push: HTTP %d %s", status, got)
+	}
+	if got := hook.next(5 * time.Second); !strings.HasPrefix(got, "bob-hook||") || !strings.Contains(got, bobTask) {
+		t.Fatalf("bob's webhook got %.200q", got)
+	}
+	// A task's final state ends its relay: the token replayed later
+	// delivers nothing.
+	if status, got := pushAs(t, aliceURL, aliceTok, taskPush(aliceTask, "completed")); status != http.StatusOK {
+		t.Fatalf("alice's push: HTTP %d %s", status, got)
+	}
+	hook.next(5 * time.Second)
+	if status, _ := pushAs(t, aliceURL, aliceTok, taskPush(aliceTask, "working")); status != http.StatusNotFound {
+		t.Errorf("a push replayed after the task ended: HTTP %d, want 404", status)
+	}
+	if got := hook.next(20 * time.Millisecond); got != "" {
+		t.Errorf("the webhook got a replayed push: %.200s", got)
+	}
+
+	// A caller's URL leading to the gateway's own relay (in any spelling
+	// a server reads as that path) is refused when it is registered.
+	gw := e.url + "/a2a/stub"
+	for _, loop := range []string{bobURL, strings.Replace(bobURL, "/a2a/.push/", "/A2A/.PUSH/", 1), "https://93.184.216.34/a2a/.push/x"} {
+		got := do(t, "POST", gw, "bob", "", `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+bobTask+`","pushNotificationConfig":{"url":"`+loop+`"}}}`)
+		if !strings.Contains(got, "loop") {
+			t.Errorf("a push URL leading to the relay (%s): %.300s, want refused", loop, got)
+		}
+	}
+}
+
+// TestAttackPushRelayDialsPrivate: a push URL is checked when the config
+// is set, but the agent's pushes come later, when the name may resolve
+// elsewhere (DNS rebinding). The relay checks the address it connects to:
+// a name that resolves to loopback is refused at dial time, unless the
+// agent's allow_push_addresses lets it through.
+func TestAttackPushRelayDialsPrivate(t *testing.T) {
+	hook := newWebhook(t)
+	_, port, _ := net.SplitHostPort(hook.srv.Listener.Addr().String())
+	for _, c := range []struct {
+		allow     []string
+		delivered bool
+	}{
+		{nil, false},
+		{[]string{"127.0.0.0/8", "::1"}, true},
+	} {
+		t.Run(fmt.Sprint(c.allow), func(t *testing.T) {
+			rec := newRecAgent(t, goodCard)
+			e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: c.allow}, Options{})
+			task := taskOf(t, do(t, "POST", e.url+"/a2a/stub", "alice", "", sendHi))
+			// What the check at registration let through, as a public
+			// name: now it resolves to loopback.
+			r := &pushRecord{id: randomID(16), token: randomID(32), agent: "stub", owner: "alice", task: task,
+				url: "http://localhost:" + port + "/rebound", callerTok: "alice-hook"}
+			if err := e.g.pushes.add(r); err != nil {
+				t.Fatal(err)
+			}
+			status, got := pushAs(t, e.g.relayURL(r.id), r.token, taskPush(task, "working"))
+			delivered := hook.next(200*time.Millisecond) != ""
+			if delivered != c.delivered {
+				t.Errorf("delivered %v (agent answered HTTP %d %s), want %v", delivered, status, got, c.delivered)
+			}
+			if !c.delivered && (status != http.StatusBadGateway || !strings.Contains(got, "gateway's network")) {
+				t.Errorf("agent answered HTTP %d %s; want 502 naming the refused address", status, got)
+			}
+		})
+	}
+}
+
+// TestPushRelaySlowWebhook: a caller's webhook that never answers holds
+// the agent's push for PushTimeout, not for ever.
+func TestPushRelaySlowWebhook(t *testing.T) {
+	stop := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	rec := newRecAgent(t, goodCard)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{PushTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { close(stop) }) // first: the gateway's Close waits for the push
+	task, url, token := relayOf(t, e, rec, "alice", slow.URL+"/hook")
+	done := make(chan int, 1)
+	go func() {
+		status, _ := pushAs(t, url, token, taskPush(task, "working"))
+		done <- status
+	}()
+	select {
+	case status := <-done:
+		if status != http.StatusGatewayTimeout {
+			t.Errorf("got HTTP %d, want 504", status)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent's push is still held by a webhook that does not answer")
+	}
+}
+
+// TestPushRelayDelete: deleting a push config through the gateway ends
+// its relay: the agent's token is good for nothing after, and get shows
+// the caller its own URL, never the relay's token.
+func TestPushRelayDelete(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	hook := newWebhook(t)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{})
+	task, url, token := relayOf(t, e, rec, "alice", hook.srv.URL+"/alice")
+	var id string
+	e.g.pushes.mu.Lock()
+	for _, r := range e.g.pushes.byID {
+		id = r.configID
+	}
+	e.g.pushes.mu.Unlock()
+	if id == "" {
+		t.Fatal("the relay has no config id")
+	}
+	got := do(t, "POST", e.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/delete","params":{"id":"`+task+`","pushNotificationConfigId":"`+id+`"}}`)
+	if strings.Contains(got, `"error"`) {
+		t.Fatalf("delete: %s", got)
+	}
+	if status, _ := pushAs(t, url, token, taskPush(task, "working")); status != http.StatusNotFound {
+		t.Errorf("a push after its config was deleted: HTTP %d, want 404", status)
+	}
+}
+
+// TestPushRelayShowsCaller: an agent's answer about push configs names the
+// relay; the caller is shown what it registered, and a relay not its own
+// (or gone) loses its token.
+func TestPushRelayShowsCaller(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{})
+	_, url, token := relayOf(t, e, rec, "alice", "http://127.0.0.1:9/alice")
+	answer := `{"configs":[{"taskId":"t","pushNotificationConfig":{"id":"x","url":"` + url + `","token":"` + token + `"}}]}`
+	for _, c := range []struct{ owner, want, notWant string }{
+		{"alice", `"url":"http://127.0.0.1:9/alice"`, token},
+		{"bob", `"url":"` + url + `"`, token},
+	} {
+		got := string(e.g.showCaller("stub", c.owner, []byte(answer)))
+		if !strings.Contains(got, c.want) || strings.Contains(got, c.notWant) {
+			t.Errorf("%s is shown %s; want %s and no relay token", c.owner, got, c.want)
+		}
+	}
+}
+
+// TestCardSaysPushRelayed: where callers' credentials can lapse but the
+// gateway relays their pushes, the card it serves says what the agent
+// says of push notifications again.
+func TestCardSaysPushRelayed(t *testing.T) {
+	rec := newRecAgent(t, `{"name":"stub","url":"BASE/rpc","protocolVersion":"0.3","capabilities":{"pushNotifications":true},"skills":[{"id":"echo","description":"Echo."}]}`)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL}, Options{CredentialsLapse: true})
+	if got := do(t, "GET", e.url+"/a2a/stub/.well-known/agent-card.json", "", "", ""); !strings.Contains(got, `"pushNotifications":true`) {
+		t.Errorf("card %s; want pushNotifications true", got)
+	}
+}
+
+// TestPushRelayed10: 1.0's ways of registering a push config, on
+// JSON-RPC and REST, reach the agent with the relay's URL and token and
+// none of the caller's, and the caller is answered with its own.
+func TestPushRelayed10(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL}, Options{})
+	gw := e.url + "/a2a/stub"
+	task := taskOf(t, do(t, "POST", gw, "alice", "", sendHi))
+	const hook = `"url":"https://93.184.216.34/alice","token":"alice-hook","authentication":{"scheme":"Bearer","credentials":"alice-secret"}`
+	const msg10 = `"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}`
+	for _, c := range []struct{ name, path, body string }{
+		{"CreateTaskPushNotificationConfig", "", `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{"taskId":"` + task + `",` + hook + `}}`},
+		{"SendMessage configuration", "", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{` + msg10 + `,"configuration":{"pushNotificationConfig":{` + hook + `}}}}`},
+		{"REST create", "/rest/tasks/" + task + "/pushNotificationConfigs", `{` + hook + `}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := do(t, "POST", gw+c.path, "alice", "1.0", c.body)
+			if strings.Contains(got, "error") || strings.Contains(got, "ERROR") {
+				t.Fatalf("got %.300s", got)
+			}
+			rec.mu.Lock()
+			last := rec.seen[len(rec.seen)-1]
+			rec.mu.Unlock()
+			if !strings.Contains(last, e.url+relayPath) || strings.Contains(last, "alice-hook") || strings.Contains(last, "alice-secret") || strings.Contains(last, "93.184.216.34") {
+				t.Errorf("the agent got %.400s; want the relay's URL and token, nothing of alice's", last)
+			}
+		})
+	}
+}
