@@ -310,7 +310,7 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("POST /a2a/{name}", g.serveRPC)
 	mux.HandleFunc("/a2a/{name}/rest/{rest...}", g.serveREST)
 	if g.opts.PushRelay {
-		mux.HandleFunc("POST "+relayPath+"{id}", g.servePush)
+		mux.HandleFunc("POST "+PushRelayPath+"{id}", g.servePush)
 	}
 	return mux
 }

@@ -48,10 +48,19 @@ import (
 // function of this process's authenticator): a replica that did not
 // register one answers 404 for it.
 
-// relayPath is where the gateway takes agents' pushes: under /a2a/, on
-// the gateway's own listener. Agent names may not contain '/', so no
-// agent's routes reach it.
-const relayPath = "/a2a/.push/"
+// PushRelayPath is where the gateway takes agents' pushes: under /a2a/,
+// on the gateway's own listener, {id} after it. Agent names may not
+// contain '/', so no agent's routes reach it. Agents do not authenticate
+// as callers there: each relay's token is its credential, so sluice serve
+// lets a POST to it past auth: (IsPushRelay).
+const PushRelayPath = "/a2a/.push/"
+
+// IsPushRelay reports whether r is an agent's push to a relay: a POST
+// to PushRelayPath{id}, one segment, its path clean.
+func IsPushRelay(r *http.Request) bool {
+	id, ok := strings.CutPrefix(r.URL.Path, PushRelayPath)
+	return ok && r.Method == http.MethodPost && id != "" && !strings.ContainsAny(id, "/\\") && id != "." && id != ".."
+}
 
 // relayHopHeader marks the gateway's own deliveries: one arriving at a
 // relay (a caller's URL that leads back to the gateway) is a loop.
@@ -206,7 +215,7 @@ func randomID(n int) string {
 }
 
 // relayURL is r's URL for the agent.
-func (g *Gateway) relayURL(id string) string { return g.opts.PublicURL + relayPath + id }
+func (g *Gateway) relayURL(id string) string { return g.opts.PublicURL + PushRelayPath + id }
 
 // relayConfig returns v (a push config method's params, or a message's
 // configuration) with its push config (the one object holding a url)
@@ -295,7 +304,7 @@ func pointsAtRelay(u string) bool {
 		return true
 	}
 	path := strings.ToLower(strings.ReplaceAll(p.Path, `\`, "/"))
-	return strings.Contains(path, strings.TrimSuffix(relayPath, "/"))
+	return strings.Contains(path, strings.TrimSuffix(PushRelayPath, "/"))
 }
 
 // relayMessage returns m with its push config relayed (relayConfig) in

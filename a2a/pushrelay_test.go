@@ -285,7 +285,7 @@ func relayOf(t *testing.T, e *relayEnv, rec *recAgent, principal, hook string) (
 		} `json:"params"`
 	}
 	_, body, _ := strings.Cut(strings.TrimPrefix(last, "POST "), " ")
-	if err := json.Unmarshal([]byte(body), &req, json.RejectUnknownMembers(false)); err != nil || !strings.HasPrefix(req.Params.Config.URL, e.url+relayPath) {
+	if err := json.Unmarshal([]byte(body), &req, json.RejectUnknownMembers(false)); err != nil || !strings.HasPrefix(req.Params.Config.URL, e.url+PushRelayPath) {
 		t.Fatalf("the agent got %s; want a relay URL", last)
 	}
 	return task, req.Params.Config.URL, req.Params.Config.Token
@@ -337,7 +337,7 @@ func TestAttackPushRelay(t *testing.T) {
 		{"no token", aliceURL, "", taskPush(aliceTask, "working"), nil, http.StatusUnauthorized},
 		{"another relay's token", aliceURL, bobTok, taskPush(aliceTask, "working"), nil, http.StatusUnauthorized},
 		{"a forged token", aliceURL, aliceTok[:len(aliceTok)-1] + "A", taskPush(aliceTask, "working"), nil, http.StatusUnauthorized},
-		{"a relay id made up", e.url + relayPath + "AAAAAAAAAAAAAAAAAAAAAA", aliceTok, taskPush(aliceTask, "working"), nil, http.StatusNotFound},
+		{"a relay id made up", e.url + PushRelayPath + "AAAAAAAAAAAAAAAAAAAAAA", aliceTok, taskPush(aliceTask, "working"), nil, http.StatusNotFound},
 		{"another caller's task through alice's relay", aliceURL, aliceTok, taskPush(bobTask, "working"), nil, http.StatusForbidden},
 		{"a task id in a case variant", aliceURL, aliceTok, `{"kind":"task","id":"` + aliceTask + `","ID":"` + bobTask + `","status":{"state":"working"}}`, nil, http.StatusForbidden},
 		{"two tasks", aliceURL, aliceTok, `{"kind":"status-update","taskId":"` + aliceTask + `","task":{"id":"` + bobTask + `"}}`, nil, http.StatusForbidden},
@@ -536,7 +536,7 @@ func TestPushRelayed10(t *testing.T) {
 			rec.mu.Lock()
 			last := rec.seen[len(rec.seen)-1]
 			rec.mu.Unlock()
-			if !strings.Contains(last, e.url+relayPath) || strings.Contains(last, "alice-hook") || strings.Contains(last, "alice-secret") || strings.Contains(last, "93.184.216.34") {
+			if !strings.Contains(last, e.url+PushRelayPath) || strings.Contains(last, "alice-hook") || strings.Contains(last, "alice-secret") || strings.Contains(last, "93.184.216.34") {
 				t.Errorf("the agent got %.400s; want the relay's URL and token, nothing of alice's", last)
 			}
 		})

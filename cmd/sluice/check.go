@@ -96,6 +96,11 @@ func (c *config) preflight() (*checked, error) {
 			return nil, fmt.Errorf("%s: %w", c.path, err)
 		}
 	}
+	if len(c.Agents) > 0 {
+		if _, err := c.pushRelay(); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.path, err)
+		}
+	}
 	if err := c.Telemetry.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: telemetry: %w", c.path, err)
 	}

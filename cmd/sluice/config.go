@@ -58,6 +58,9 @@ type config struct {
 	// (https://gw.example.com); A2A cards name it whatever Host a request
 	// says. Empty: the request's Host (checked by allowed_hosts).
 	PublicURL string `yaml:"public_url"`
+	// PushRelay relays A2A push notifications through the gateway
+	// (push_relay:).
+	PushRelay pushRelayConfig `yaml:"push_relay"`
 	// Policy is the inline policy (see package policy for its schema).
 	Policy yaml.Node `yaml:"policy"`
 	// PolicyFile names a policy file instead; it is hot-reloaded when it

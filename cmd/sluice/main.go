@@ -211,6 +211,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 	if err != nil {
 		return err
 	}
+	pushRelayed := false // agents' pushes come to the relay, past authn
 	if len(cfg.Agents) > 0 {
 		key, err := cfg.signingKey()
 		if err != nil {
@@ -224,14 +225,26 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		if key != nil && cfg.PublicURL == "" && slices.Contains(opts.AllowedHosts, "*") {
 			logger.Warn("A2A cards are signed for whatever Host a request names (allowed_hosts admits any): set public_url to the gateway's URL")
 		}
-		ag, err := a2a.New(a2a.Options{Agents: cfg.Agents, AgentHeader: opts.AgentHeader, AgentHeaderRequired: opts.AgentHeaderRequired, TrustedProxies: cfg.trustedProxies, Logger: logger,
-			HostAllowed:      func(h string) bool { return gateway.HostAllowed(opts.AllowedHosts, h) },
-			CredentialsLapse: cfg.Auth != nil, // every principal's key, token or certificate can stop holding
-			OnCardRefused:    gv.rec.cardRefused, SigningKey: key, Tasks: shared, PublicURL: cfg.PublicURL}, gv.ic)
+		relay, err := cfg.pushRelay()
 		if err != nil {
 			ln.Close()
 			return err
 		}
+		if cfg.Auth != nil && !relay {
+			logger.Warn("A2A push notification configs are refused for authenticated callers: set public_url (the URL agents reach the gateway at) to relay them through the gateway (push_relay)")
+		}
+		ao := a2a.Options{Agents: cfg.Agents, AgentHeader: opts.AgentHeader, AgentHeaderRequired: opts.AgentHeaderRequired, TrustedProxies: cfg.trustedProxies, Logger: logger,
+			HostAllowed:      func(h string) bool { return gateway.HostAllowed(opts.AllowedHosts, h) },
+			CredentialsLapse: cfg.Auth != nil, // every principal's key, token or certificate can stop holding
+			OnCardRefused:    gv.rec.cardRefused, SigningKey: key, Tasks: shared, PublicURL: cfg.PublicURL,
+			OnPushRefused: gv.rec.pushRefused}
+		cfg.withPushRelay(&ao, relay)
+		ag, err := a2a.New(ao, gv.ic)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		pushRelayed = relay
 		opts.Mount = map[string]http.Handler{"/a2a/": ag.Handler()}
 	}
 	g, err := gateway.New(opts, gv.ic, logger)
@@ -253,7 +266,12 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 	if tc != nil {
 		ln = tls.NewListener(ln, tc)
 	}
-	srv := &http.Server{Handler: authn.Middleware(g.Handler()), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tc}
+	gh := g.Handler()
+	handler := authn.Middleware(gh)
+	if pushRelayed {
+		handler = pushRelayOpen(gh, handler)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tc}
 	srv.RegisterOnShutdown(g.Drain)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()

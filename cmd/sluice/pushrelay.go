@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice/a2a"
+)
+
+// pushRelayConfig is the push_relay: section: A2A push notifications
+// relayed through the gateway (README, A2A; a2a.Options.PushRelay).
+type pushRelayConfig struct {
+	// Enabled relays every push config a caller registers: the agent is
+	// given the gateway's URL (public_url/a2a/.push/{id}) and token, and
+	// the gateway delivers each push to the caller's URL while the
+	// caller's credential holds. Unset: on with auth: when public_url is
+	// set; off otherwise (with auth:, push configs are then refused).
+	Enabled *bool `yaml:"enabled"`
+	// Timeout bounds one delivery to a caller's URL (default 10s).
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxConcurrent bounds the deliveries at once (default 64); past it an
+	// agent's push is answered 503.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxRelays bounds the push configs relayed (default 10,000), a tenth
+	// of them per principal.
+	MaxRelays int `yaml:"max_relays"`
+	// TTL ends a relay unused this long (default 24h).
+	TTL time.Duration `yaml:"ttl"`
+}
+
+// pushRelay reports whether push notifications are relayed, or why the
+// config cannot relay them.
+func (c *config) pushRelay() (bool, error) {
+	on := c.Auth != nil && c.PublicURL != ""
+	if c.PushRelay.Enabled != nil {
+		on = *c.PushRelay.Enabled
+	}
+	if on && c.PublicURL == "" {
+		return false, errors.New("push_relay.enabled needs public_url, the URL agents reach the gateway at (https://gw.example.com): they POST their push notifications there; set public_url, or push_relay.enabled: false")
+	}
+	if c.PushRelay.Timeout < 0 || c.PushRelay.TTL < 0 || c.PushRelay.MaxConcurrent < 0 || c.PushRelay.MaxRelays < 0 {
+		return false, errors.New("push_relay: timeout, ttl, max_concurrent and max_relays must not be negative (0 takes the default)")
+	}
+	return on, nil
+}
+
+// withPushRelay sets o's push relay from the config.
+func (c *config) withPushRelay(o *a2a.Options, on bool) {
+	o.PushRelay = on
+	o.PushTimeout, o.PushDeliveries = c.PushRelay.Timeout, c.PushRelay.MaxConcurrent
+	o.MaxPushRelays, o.PushRelayTTL = c.PushRelay.MaxRelays, c.PushRelay.TTL
+}
+
+// pushRelayOpen serves an agent's push to a relay (a2a.IsPushRelay) with
+// open, past authn: the agent is not a caller, and the relay's token is
+// what it authenticates with. Everything else goes to authed.
+func pushRelayOpen(open, authed http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a2a.IsPushRelay(r) {
+			open.ServeHTTP(w, r)
+			return
+		}
+		authed.ServeHTTP(w, r)
+	})
+}

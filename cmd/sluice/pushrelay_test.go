@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	a2ago "github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/a2asrv/push"
+)
+
+// TestPushRelayedWithAPIKey, end to end through sluice serve with auth:
+// (API keys) and public_url: alice registers a push config with her
+// message to an agent (a2a-go's server with its HTTP push sender); the
+// agent's push reaches her webhook, past the gateway's authentication
+// (the relay's token is the agent's credential there), with her token;
+// after her key is revoked the agent's next push is not delivered. Before,
+// with auth: her push config was refused (-32003).
+func TestPushRelayedWithAPIKey(t *testing.T) {
+	keyFile, key, _ := aliceAndMallory(t)
+	pushes := make(chan string, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		pushes <- r.Header.Get("X-A2A-Notification-Token") + "|" + string(b)
+	}))
+	t.Cleanup(hook.Close)
+	step, release := make(chan struct{}), make(chan struct{})
+	sent := make(chan string, 16) // the state of each push the agent sent
+	h := a2asrv.NewHandler(pushSteps{step, release}, a2asrv.WithPushNotifications(push.NewInMemoryStore(),
+		notedSender{push.NewHTTPPushSender(nil), sent}))
+	mux := http.NewServeMux()
+	var agent *httptest.Server
+	mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"name":"research","url":"%s/rpc","preferredTransport":"JSONRPC","protocolVersion":"0.3","capabilities":{"pushNotifications":true},"skills":[{"id":"echo","description":"Echo."}]}`, agent.URL)
+	})
+	mux.Handle("POST /rpc", a2asrv.NewJSONRPCHandler(h))
+	agent = httptest.NewServer(mux)
+	t.Cleanup(agent.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	startServeOn(t, ln, fmt.Sprintf("policy: {default: allow}\nauth: {mode: api_key, api_keys: {file: %s}}\npublic_url: %s\nagents: [{name: research, url: %s, allow_push_addresses: [127.0.0.1]}]\n",
+		keyFile, base, agent.URL), nil)
+	call := func(body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/a2a/research", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if card := get(t, base+"/a2a/research/.well-known/agent-card.json", key); !strings.Contains(card, `"pushNotifications":true`) {
+		t.Errorf("card %s; want pushNotifications true (relayed)", card)
+	}
+	_, got := call(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]},"configuration":{"blocking":false,"pushNotificationConfig":{"url":"` + hook.URL + `/alice","token":"alice-hook"}}}}`)
+	if strings.Contains(got, `"error"`) {
+		t.Fatalf("alice's message with a push config: %s", got)
+	}
+	close(step)
+	for deadline := time.After(10 * time.Second); ; {
+		select {
+		case p := <-pushes:
+			if !strings.HasPrefix(p, "alice-hook|") {
+				t.Fatalf("alice's webhook got %.200s; want her token", p)
+			}
+			if !strings.Contains(p, "PROGRESS") {
+				continue
+			}
+		case <-deadline:
+			t.Fatal("the agent's push never reached alice's webhook")
+		}
+		break
+	}
+	revokeFirstKey(t, keyFile)
+	// The key file is read again at most once a second: until the
+	// gateway refuses the key, the revocation has not taken.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if status, _ := call(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":"x"}}`); status == http.StatusUnauthorized {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("alice's revoked key still admitted")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(release)
+	for deadline := time.After(10 * time.Second); ; {
+		select {
+		case state := <-sent:
+			if state != string(a2ago.TaskStateCompleted) {
+				continue
+			}
+		case <-deadline:
+			t.Fatal("the agent never pushed the task's completion")
+		}
+		break
+	}
+	select {
+	case p := <-pushes:
+		t.Errorf("after alice's key was revoked her webhook got %.200s", p)
+	default:
+	}
+}
+
+func get(t *testing.T, url, key string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// notedSender is a push sender that tells sent the state of each task
+// once its push is sent (delivered or not).
+type notedSender struct {
+	inner a2asrv.PushSender
+	sent  chan<- string
+}
+
+func (s notedSender) SendPush(ctx context.Context, c *a2ago.PushConfig, task *a2ago.Task) error {
+	err := s.inner.SendPush(ctx, c, task)
+	s.sent <- string(task.Status.State)
+	return err
+}
+
+// pushSteps starts a task, reports progress once step is closed, and
+// completes it with a secret once release is.
+type pushSteps struct{ step, release <-chan struct{} }
+
+func (a pushSteps) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	if err := q.Write(ctx, a2ago.NewSubmittedTask(rc, rc.Message)); err != nil {
+		return err
+	}
+	for i, ch := range []<-chan struct{}{a.step, a.release} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		state, text := a2ago.TaskStateWorking, "PROGRESS"
+		if i == 1 {
+			state, text = a2ago.TaskStateCompleted, "SECRET-AFTER-REVOCATION"
+		}
+		ev := a2ago.NewStatusUpdateEvent(rc, state, a2ago.NewMessageForTask(a2ago.MessageRoleAgent, rc, a2ago.TextPart{Text: text}))
+		ev.Final = i == 1
+		if err := q.Write(ctx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (pushSteps) Cancel(context.Context, *a2asrv.RequestContext, eventqueue.Queue) error { return nil }
+
+// TestPushRelayNeedsPublicURL: the relay is on by default with auth: and
+// public_url; asked for without public_url (the URL agents reach the
+// gateway at), the config is refused at start-up saying what to set.
+func TestPushRelayNeedsPublicURL(t *testing.T) {
+	keyFile, _, _ := aliceAndMallory(t)
+	const agents = "agents: [{name: research, url: http://127.0.0.1:9}]\npolicy: {default: allow}\n"
+	authed := "auth: {mode: api_key, api_keys: {file: " + keyFile + "}}\n"
+	for _, c := range []struct {
+		name, yaml string
+		on         bool
+		err        string
+	}{
+		{"auth and public_url", agents + authed + "public_url: https://gw.example.com\n", true, ""},
+		{"auth without public_url", agents + authed, false, ""},
+		{"no auth", agents + "public_url: https://gw.example.com\n", false, ""},
+		{"asked for without auth", agents + "public_url: https://gw.example.com\npush_relay: {enabled: true}\n", true, ""},
+		{"turned off", agents + authed + "public_url: https://gw.example.com\npush_relay: {enabled: false}\n", false, ""},
+		{"asked for without public_url", agents + authed + "push_relay: {enabled: true, timeout: 5s}\n", false, "push_relay.enabled needs public_url"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := parseConfig("c.yaml", []byte("data_dir: "+t.TempDir()+"\n"+c.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = cfg.preflight()
+			switch {
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "c.yaml")):
+				t.Fatalf("got %v, want an error naming the file and saying %q", err, c.err)
+			case c.err == "" && err != nil:
+				t.Fatalf("got %v", err)
+			}
+			if on, _ := cfg.pushRelay(); c.err == "" && on != c.on {
+				t.Errorf("relay on %v, want %v", on, c.on)
+			}
+		})
+	}
+}
