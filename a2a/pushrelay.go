@@ -130,6 +130,14 @@ func (p *pushRelays) add(r *pushRecord) error {
 	if len(p.byID) >= p.max {
 		return errRelaysFull
 	}
+	if r.task != "" {
+		// The agent replaces a config of the same id: so does the relay.
+		for _, x := range p.byID {
+			if x.agent == r.agent && x.owner == r.owner && x.task == r.task && x.configID == r.configID {
+				p.removeLocked(x)
+			}
+		}
+	}
 	p.byID[r.id] = r
 	p.owned[r.owner]++
 	return nil

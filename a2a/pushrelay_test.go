@@ -542,3 +542,29 @@ func TestPushRelayed10(t *testing.T) {
 		})
 	}
 }
+
+// TestPushRelayReplaced: a config set again under its id replaces the
+// agent's, and the relay of the one replaced ends with it: its token
+// delivers nothing after.
+func TestPushRelayReplaced(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	hook := newWebhook(t)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{})
+	gw := e.url + "/a2a/stub"
+	task := taskOf(t, do(t, "POST", gw, "alice", "", sendHi))
+	set := `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"` + task + `","pushNotificationConfig":{"id":"cfg","url":"` + hook.srv.URL + `/alice"}}}`
+	do(t, "POST", gw, "alice", "", set)
+	var first *pushRecord
+	e.g.pushes.mu.Lock()
+	for _, r := range e.g.pushes.byID {
+		first = r
+	}
+	e.g.pushes.mu.Unlock()
+	do(t, "POST", gw, "alice", "", set)
+	if n := e.g.pushes.len(); n != 1 {
+		t.Errorf("%d relays after setting one config twice, want 1", n)
+	}
+	if status, _ := pushAs(t, e.g.relayURL(first.id), first.token, taskPush(task, "working")); status != http.StatusNotFound {
+		t.Errorf("the replaced relay's push: HTTP %d, want 404", status)
+	}
+}

@@ -97,8 +97,12 @@ func (c *config) preflight() (*checked, error) {
 		}
 	}
 	if len(c.Agents) > 0 {
-		if _, err := c.pushRelay(); err != nil {
+		relay, err := c.pushRelay()
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.path, err)
+		}
+		if c.Auth != nil && !relay && c.PushRelay.Enabled == nil {
+			ck.warn("A2A push notification configs are refused for authenticated callers: set public_url (the URL agents reach the gateway at) to relay them through the gateway (push_relay)")
 		}
 	}
 	if err := c.Telemetry.Validate(); err != nil {

@@ -230,9 +230,6 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 			ln.Close()
 			return err
 		}
-		if cfg.Auth != nil && !relay {
-			logger.Warn("A2A push notification configs are refused for authenticated callers: set public_url (the URL agents reach the gateway at) to relay them through the gateway (push_relay)")
-		}
 		ao := a2a.Options{Agents: cfg.Agents, AgentHeader: opts.AgentHeader, AgentHeaderRequired: opts.AgentHeaderRequired, TrustedProxies: cfg.trustedProxies, Logger: logger,
 			HostAllowed:      func(h string) bool { return gateway.HostAllowed(opts.AllowedHosts, h) },
 			CredentialsLapse: cfg.Auth != nil, // every principal's key, token or certificate can stop holding
