@@ -448,12 +448,18 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		answer(http.StatusRequestEntityTooLarge, fmt.Sprintf("a push larger than %d bytes, or unreadable: not delivered", g.opts.MaxBody))
 		return
 	}
-	if why := g.pushNamesTask(r.Context(), rec, body); why != "" {
+	b := jsontext.Value(body)
+	if why := g.pushNamesTask(r.Context(), rec, b); why != "" {
 		g.log.Warn("a2a: push relay: push refused", "agent", rec.agent, "principal", rec.owner, "why", why)
 		g.pushRefused(rec.agent, rec.owner, why)
 		answer(http.StatusForbidden, why+": not delivered")
 		return
 	}
+	// What the agent pushes is its answer, read later: screened as one
+	// (the Interceptor's OnResult: classifier.scan_results).
+	a := g.agents[rec.agent]
+	g.observe(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.URL,
+		Upstream: "a2a:" + a.Name, Agent: rec.owner}, b)
 	select {
 	case g.pushSlots <- struct{}{}:
 		defer func() { <-g.pushSlots }()
@@ -519,8 +525,7 @@ func lapsed(p *intercept.Principal) string {
 // names no task until the agent's answer does; a push that comes first
 // (a blocking message/send is answered when the task ends) binds it to
 // its task, if that task is the caller's or no one's yet.
-func (g *Gateway) pushNamesTask(ctx context.Context, rec *pushRecord, body []byte) string {
-	b := jsontext.Value(body)
+func (g *Gateway) pushNamesTask(ctx context.Context, rec *pushRecord, b jsontext.Value) string {
 	if !b.IsValid() || b.Kind() != '{' {
 		return "the push is not a JSON object"
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 	"github.com/a2aproject/a2a-go/a2asrv/push"
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -32,6 +34,7 @@ type relayEnv struct {
 	mu      sync.Mutex
 	revoked map[string]bool
 	refused []string // OnPushRefused: "principal: reason"
+	results []string // the Interceptor's OnResult: "tool agent result"
 }
 
 func newRelayEnv(t *testing.T, agent Agent, opts Options) *relayEnv {
@@ -47,7 +50,11 @@ func newRelayEnv(t *testing.T, agent Agent, opts Options) *relayEnv {
 		e.refused = append(e.refused, principal+": "+reason)
 		e.mu.Unlock()
 	}
-	g, err := New(opts, &intercept.Interceptor{Decider: allow})
+	g, err := New(opts, &intercept.Interceptor{Decider: allow, OnResult: func(d *intercept.ActionDescriptor, result jsontext.Value) {
+		e.mu.Lock()
+		e.results = append(e.results, d.ToolName+" "+d.Agent+" "+string(result))
+		e.mu.Unlock()
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,6 +371,13 @@ func TestAttackPushRelay(t *testing.T) {
 	}
 	if got := hook.next(5 * time.Second); !strings.HasPrefix(got, "bob-hook||") || !strings.Contains(got, bobTask) {
 		t.Fatalf("bob's webhook got %.200q", got)
+	}
+	// What was delivered was screened as an answer is (scan_results).
+	e.mu.Lock()
+	screened := slices.ContainsFunc(e.results, func(r string) bool { return strings.HasPrefix(r, "push bob ") && strings.Contains(r, bobTask) })
+	e.mu.Unlock()
+	if !screened {
+		t.Errorf("the push delivered was not handed to OnResult (%q)", e.results)
 	}
 	// A task's final state ends its relay: the token replayed later
 	// delivers nothing.
