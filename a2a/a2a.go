@@ -155,9 +155,10 @@ type Options struct {
 	// ends with its task's final state, its config's deletion, or its
 	// caller's credential.
 	PushRelayTTL time.Duration
-	// OnPushRefused, if set, hears of every push the relay did not
-	// deliver for its own reasons (a wrong token, a lapsed credential,
-	// another task): agent and principal are "" when the relay is unknown.
+	// OnPushRefused, if set, hears of every push for a relay the gateway
+	// holds that it did not deliver for its own reasons (a wrong token, a
+	// lapsed credential, another task); not of one for a relay it does not
+	// hold (anyone may POST those, unauthenticated).
 	OnPushRefused func(agent, principal, reason string)
 	// AllowPrivatePushURLs lets push notification URLs name loopback,
 	// private and link-local addresses (refused by default: an agent must

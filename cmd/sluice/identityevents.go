@@ -42,14 +42,9 @@ func (r *recorder) cardRefused(agent, reason string) {
 }
 
 // pushRefused records an agent's push the A2A push relay did not deliver
-// for its own reasons (a wrong token, a lapsed credential, another task);
-// agent and principal are "" for a relay it does not hold.
+// for its own reasons (a wrong token, a lapsed credential, another task).
 func (r *recorder) pushRefused(agent, principal, reason string) {
-	up := ""
-	if agent != "" {
-		up = "a2a:" + agent
-	}
-	r.append(telemetry.Event{Type: "sluice.a2a_push_refused", Time: time.Now(), Upstream: up, Agent: principal, Attrs: map[string]any{
+	r.append(telemetry.Event{Type: "sluice.a2a_push_refused", Time: time.Now(), Upstream: "a2a:" + agent, Agent: principal, Attrs: map[string]any{
 		"agent": agent, "principal": principal, "reason": reason,
 	}})
 }
