@@ -69,7 +69,8 @@ const relayHopHeader = "Sluice-Push-Relay"
 // tokenHeader is where A2A puts a push config's token.
 const tokenHeader = "X-A2A-Notification-Token"
 
-// pushRecord is one relayed push config. Fields above mu never change.
+// pushRecord is one relayed push config. The fields before task never
+// change once it is added; the rest are guarded by pushRelays.mu.
 type pushRecord struct {
 	id        string // the relay URL's last segment
 	token     string // the agent's, checked on every push
@@ -246,6 +247,15 @@ func (g *Gateway) relayConfig(ctx context.Context, a *agent, v jsontext.Value, t
 		}
 		if at < 0 {
 			return ms
+		}
+		// An agent matching names without regard to case (a2a-go) would
+		// read "Token" or "Authentication" as what the relay replaces.
+		for _, m := range ms {
+			for _, k := range []string{"token", "authentication", "id"} {
+				if strings.EqualFold(m.name, k) && m.name != k {
+					bad = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: a push config's %s is written %s, not %s", k, k, m.name)}
+				}
+			}
 		}
 		if found++; found > 1 {
 			bad = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: one push config (one url) per request"}

@@ -395,6 +395,12 @@ func TestAttackPushRelay(t *testing.T) {
 	// A caller's URL leading to the gateway's own relay (in any spelling
 	// a server reads as that path) is refused when it is registered.
 	gw := e.url + "/a2a/stub"
+	for _, variant := range []string{`"Token":"x"`, `"AUTHENTICATION":{"schemes":["Bearer"],"credentials":"c"}`, `"Id":"c"`} {
+		got := do(t, "POST", gw, "bob", "", `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+bobTask+`","pushNotificationConfig":{"url":"`+hook.srv.URL+`/bob",`+variant+`}}}`)
+		if !strings.Contains(got, "is written") {
+			t.Errorf("a push config with %s: %.300s, want refused", variant, got)
+		}
+	}
 	for _, loop := range []string{bobURL, strings.Replace(bobURL, "/a2a/.push/", "/A2A/.PUSH/", 1), "https://93.184.216.34/a2a/.push/x"} {
 		got := do(t, "POST", gw, "bob", "", `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+bobTask+`","pushNotificationConfig":{"url":"`+loop+`"}}}`)
 		if !strings.Contains(got, "loop") {
