@@ -93,20 +93,21 @@ type pushRecord struct {
 type pushRelays struct {
 	max, perOwner int
 	ttl           time.Duration
-	mu            sync.Mutex // guards the fields below and records' task, configID, used
+	now           func() time.Time // time.Now; a test's clock
+	mu            sync.Mutex       // guards the fields below and records' task, configID, used
 	byID          map[string]*pushRecord
 	owned         map[string]int // owner -> records
 }
 
 func newPushRelays(n int, ttl time.Duration) *pushRelays {
-	return &pushRelays{max: n, perOwner: max(1, n/10), ttl: ttl, byID: map[string]*pushRecord{}, owned: map[string]int{}}
+	return &pushRelays{max: n, perOwner: max(1, n/10), ttl: ttl, now: time.Now, byID: map[string]*pushRecord{}, owned: map[string]int{}}
 }
 
 // errRelaysFull refuses a registration past the bound.
 var errRelaysFull = &intercept.WireError{Code: codePushNotSupported, Message: "push notifications: the gateway relays as many push configs as it keeps; delete one, or poll tasks/get or subscribe instead"}
 
 func (p *pushRelays) add(r *pushRecord) error {
-	now := time.Now()
+	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r.used = now
@@ -160,12 +161,19 @@ func (p *pushRelays) remove(r *pushRecord) {
 	p.removeLocked(r)
 }
 
+// touch marks r used now.
+func (p *pushRelays) touch(r *pushRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r.used = p.now()
+}
+
 // get returns the live record id names, or nil.
 func (p *pushRelays) get(id string) *pushRecord {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.byID[id]
-	if r != nil && time.Since(r.used) > p.ttl {
+	if r != nil && p.now().Sub(r.used) > p.ttl {
 		p.removeLocked(r)
 		return nil
 	}
@@ -493,9 +501,7 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		// The task's last update: the agent pushes no more for it.
 		g.pushes.remove(rec)
 	} else {
-		g.pushes.mu.Lock()
-		rec.used = time.Now()
-		g.pushes.mu.Unlock()
+		g.pushes.touch(rec)
 	}
 	// The delivery's status class, not its body or headers: the caller's
 	// answer is none of the agent's business.

@@ -448,10 +448,12 @@ func TestAttackPushRelayDialsPrivate(t *testing.T) {
 }
 
 // TestPushRelaySlowWebhook: a caller's webhook that never answers holds
-// the agent's push for PushTimeout, not for ever.
+// the agent's push for PushTimeout, not for ever, and holds one of the
+// PushDeliveries at once: past them another push is answered 503 at once.
 func TestPushRelaySlowWebhook(t *testing.T) {
-	stop := make(chan struct{})
+	stop, arrived := make(chan struct{}), make(chan struct{}, 1)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
 		select {
 		case <-stop:
 		case <-r.Context().Done():
@@ -459,14 +461,25 @@ func TestPushRelaySlowWebhook(t *testing.T) {
 	}))
 	t.Cleanup(slow.Close)
 	rec := newRecAgent(t, goodCard)
-	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{PushTimeout: 300 * time.Millisecond})
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{PushTimeout: time.Second, PushDeliveries: 1})
 	t.Cleanup(func() { close(stop) }) // first: the gateway's Close waits for the push
 	task, url, token := relayOf(t, e, rec, "alice", slow.URL+"/hook")
 	done := make(chan int, 1)
 	go func() {
-		status, _ := pushAs(t, url, token, taskPush(task, "working"))
-		done <- status
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(taskPush(task, "working")))
+		req.Header.Set("X-A2A-Notification-Token", token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
 	}()
+	<-arrived
+	if status, got := pushAs(t, url, token, taskPush(task, "working")); status != http.StatusServiceUnavailable {
+		t.Errorf("a push while the one delivery allowed is held: HTTP %d %s, want 503", status, got)
+	}
 	select {
 	case status := <-done:
 		if status != http.StatusGatewayTimeout {
@@ -586,5 +599,43 @@ func TestPushRelayReplaced(t *testing.T) {
 	}
 	if status, _ := pushAs(t, e.g.relayURL(first.id), first.token, taskPush(task, "working")); status != http.StatusNotFound {
 		t.Errorf("the replaced relay's push: HTTP %d, want 404", status)
+	}
+}
+
+// TestPushRelaysBound: one principal holds at most a tenth of the relays,
+// its oldest ending first, so that one registering without end does not
+// end another's; past the bound a registration is refused; a relay
+// unused past the TTL ends.
+func TestPushRelaysBound(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := newPushRelays(10, time.Hour)
+	p.now = func() time.Time { return now }
+	add := func(owner string) (*pushRecord, error) {
+		r := &pushRecord{id: randomID(16), owner: owner}
+		now = now.Add(time.Second)
+		return r, p.add(r)
+	}
+	first, _ := add("alice")
+	second, _ := add("alice")
+	if p.get(first.id) != nil || p.get(second.id) == nil {
+		t.Errorf("alice's second relay did not end her first (a tenth of 10 each)")
+	}
+	for i := range 9 {
+		if _, err := add(fmt.Sprint("p", i)); err != nil {
+			t.Fatalf("relay %d: %v", i, err)
+		}
+	}
+	if _, err := add("mallory"); err == nil {
+		t.Error("an 11th principal's relay past the bound of 10 was taken")
+	}
+	if p.get(second.id) == nil {
+		t.Error("alice's relay ended for another principal's")
+	}
+	now = now.Add(2 * time.Hour)
+	if p.get(second.id) != nil {
+		t.Error("a relay unused past its TTL still answers")
+	}
+	if _, err := add("mallory"); err != nil {
+		t.Errorf("with the relays expired: %v", err)
 	}
 }
