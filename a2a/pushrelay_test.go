@@ -639,3 +639,46 @@ func TestPushRelaysBound(t *testing.T) {
 		t.Errorf("with the relays expired: %v", err)
 	}
 }
+
+// TestPushRelayBindsFirstPush: a config registered with a message names
+// no task until the agent's answer does; a push that comes first (a
+// blocking message/send is answered when its task ends) binds the relay
+// to the task it names, if that task is the caller's or no one's yet,
+// never another caller's; 1.0's shapes (statusUpdate) are read as 0.3's,
+// and a final state ends the relay.
+func TestPushRelayBindsFirstPush(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	hook := newWebhook(t)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{})
+	bobTask := taskOf(t, do(t, "POST", e.url+"/a2a/stub", "bob", "", sendHi))
+	unbound := func() *pushRecord {
+		r := &pushRecord{id: randomID(16), token: randomID(32), agent: "stub", owner: "alice", url: hook.srv.URL + "/alice"}
+		if err := e.g.pushes.add(r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := unbound()
+	if status, got := pushAs(t, e.g.relayURL(r.id), r.token, taskPush(bobTask, "working")); status != http.StatusForbidden || !strings.Contains(got, "another caller's task") {
+		t.Errorf("bob's task through alice's unbound relay: HTTP %d %s, want 403", status, got)
+	}
+	if status, got := pushAs(t, e.g.relayURL(r.id), r.token, `{"statusUpdate":{"taskId":"fresh","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}}`); status != http.StatusOK {
+		t.Fatalf("the first push of a task no one owns: HTTP %d %s", status, got)
+	}
+	if got := hook.next(5 * time.Second); !strings.Contains(got, "fresh") {
+		t.Fatalf("alice's webhook got %.200q", got)
+	}
+	if !e.g.tasks.owns(context.Background(), "stub", "fresh", "alice") {
+		t.Error("the task the first push named is not alice's")
+	}
+	if status, _ := pushAs(t, e.g.relayURL(r.id), r.token, `{"statusUpdate":{"taskId":"other","status":{"state":"TASK_STATE_WORKING"}}}`); status != http.StatusForbidden {
+		t.Errorf("another task after the relay was bound: HTTP %d, want 403", status)
+	}
+	if status, _ := pushAs(t, e.g.relayURL(r.id), r.token, `{"statusUpdate":{"taskId":"fresh","status":{"state":"TASK_STATE_COMPLETED"}}}`); status != http.StatusOK {
+		t.Errorf("the task's final push: HTTP %d", status)
+	}
+	hook.next(5 * time.Second)
+	if status, got := pushAs(t, e.g.relayURL(r.id), r.token, `{"statusUpdate":{"taskId":"fresh","status":{"state":"TASK_STATE_WORKING"}}}`); status != http.StatusNotFound || !strings.Contains(got, "another replica") {
+		t.Errorf("a push after the task's final state: HTTP %d %s, want 404 saying why", status, got)
+	}
+}
