@@ -208,3 +208,27 @@ func TestPushRelayNeedsPublicURL(t *testing.T) {
 		})
 	}
 }
+
+// TestPushRelaySummary: the start-up summary says where agents' pushes
+// are relayed, and warns when auth: without public_url leaves push configs
+// refused.
+func TestPushRelaySummary(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	keyFile, _, _ := aliceAndMallory(t)
+	authed := "policy: {default: allow}\nauth: {mode: api_key, api_keys: {file: " + keyFile + "}}\nagents: [{name: research, url: 'https://research.example.com'}]\n"
+	lines := serveLogged(t, authed+"public_url: https://gw.example.com\n", srv.URL+"/mcp", func(string) {})
+	if find(lines, "a2a push notifications relayed", map[string]any{"relay": "https://gw.example.com/a2a/.push/"}) == nil {
+		t.Errorf("no push relay line in\n%v", lines)
+	}
+	lines = serveLogged(t, authed, srv.URL+"/mcp", func(string) {})
+	found := false
+	for _, l := range lines {
+		if l["level"] == "WARN" && strings.Contains(l["msg"].(string), "push notification configs are refused") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no WARN that push configs are refused in\n%v", lines)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/a2a"
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/govern"
@@ -40,6 +41,9 @@ func logSummary(logger *slog.Logger, cfg *config, ck *checked, ups []gateway.Ups
 		for _, a := range cfg.Agents {
 			logger.Info("a2a agent", "agent", a.Name, "target", a.URL,
 				"jsonrpc", http+listen+"/a2a/"+a.Name, "card", http+listen+"/a2a/"+a.Name+"/.well-known/agent-card.json")
+		}
+		if relay, _ := cfg.pushRelay(); relay && len(cfg.Agents) > 0 {
+			logger.Info("a2a push notifications relayed", "relay", cfg.PublicURL+a2a.PushRelayPath)
 		}
 	}
 	switch {
