@@ -579,7 +579,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		}
 		// The caller sees its own URL and token, never the relay's; a
 		// deleted config's relay ends.
-		deleted := ""
+		deleted, taken := "", false
 		if strings.Contains(strings.ToLower(m.Method), "delete") && len(ids) > 0 {
 			deleted = intercept.StringMember(m.Params, "pushNotificationConfigId")
 			if v1 {
@@ -590,7 +590,17 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			if deleted != "" {
 				g.pushes.removeConfig(a.Name, owner, ids[0], deleted)
 			}
+			taken = true
 			return g.showCaller(a.Name, owner, result)
+		}
+		if rel.push != nil {
+			// A config the agent did not take (an error, no answer) has
+			// no relay.
+			defer func() {
+				if !taken {
+					g.pushes.remove(rel.push)
+				}
+			}()
 		}
 	case onTask:
 		// A task read later (get, cancel, a resubscribe's events) carries

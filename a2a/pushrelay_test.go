@@ -682,3 +682,33 @@ func TestPushRelayBindsFirstPush(t *testing.T) {
 		t.Errorf("a push after the task's final state: HTTP %d %s, want 404 saying why", status, got)
 	}
 }
+
+// TestPushRelayNotTaken: a push config the agent refuses (an error
+// answer) leaves no relay behind.
+func TestPushRelayNotTaken(t *testing.T) {
+	var agent *httptest.Server
+	agent = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			io.WriteString(w, strings.ReplaceAll(goodCard, "BASE", agent.URL))
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(string(b), "message/send") {
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"kind":"task","id":"t1","contextId":"c1","status":{"state":"working"}}}`)
+			return
+		}
+		io.WriteString(w, `{"jsonrpc":"2.0","id":2,"error":{"code":-32003,"message":"push notifications not supported"}}`)
+	}))
+	t.Cleanup(agent.Close)
+	e := newRelayEnv(t, Agent{URL: agent.URL}, Options{})
+	gw := e.url + "/a2a/stub"
+	task := taskOf(t, do(t, "POST", gw, "alice", "", sendHi))
+	got := do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task+`","pushNotificationConfig":{"url":"https://93.184.216.34/alice"}}}`)
+	if !strings.Contains(got, `"error"`) {
+		t.Fatalf("set: %s, want the agent's error", got)
+	}
+	if n := e.g.pushes.len(); n != 0 {
+		t.Errorf("%d relays after the agent refused the config, want 0", n)
+	}
+}
