@@ -712,3 +712,29 @@ func TestPushRelayNotTaken(t *testing.T) {
 		t.Errorf("%d relays after the agent refused the config, want 0", n)
 	}
 }
+
+// TestIsPushRelay: only a POST of one clean segment under PushRelayPath
+// passes sluice serve's authentication as an agent's push; a path that
+// leads elsewhere once cleaned, or another method, does not.
+func TestIsPushRelay(t *testing.T) {
+	for _, c := range []struct {
+		method, path string
+		want         bool
+	}{
+		{"POST", "/a2a/.push/abc", true},
+		{"GET", "/a2a/.push/abc", false},
+		{"POST", "/a2a/.push/", false},
+		{"POST", "/a2a/.push/..", false},
+		{"POST", "/a2a/.push/abc/../../stub", false},
+		{"POST", "/a2a/.push/abc/rest", false},
+		{"POST", `/a2a/.push/abc\..\..\stub`, false},
+		{"POST", "/a2a/.pushx/abc", false},
+		{"POST", "/a2a/stub", false},
+	} {
+		r := httptest.NewRequest(c.method, "http://gw.example.com/", nil)
+		r.URL.Path = c.path
+		if got := IsPushRelay(r); got != c.want {
+			t.Errorf("%s %s: got %v, want %v", c.method, c.path, got, c.want)
+		}
+	}
+}

@@ -63,6 +63,18 @@ func TestPushRelayedWithAPIKey(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	// Only an agent's push to a relay passes authentication: a path that
+	// leads elsewhere once cleaned does not.
+	for _, path := range []string{"/a2a/.push/x/../../research", "/a2a/.push/x/..%2f..%2fresearch"} {
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("an unauthenticated POST to %s: HTTP %d, want 401", path, resp.StatusCode)
+		}
+	}
 	if card := get(t, base+"/a2a/research/.well-known/agent-card.json", key); !strings.Contains(card, `"pushNotifications":true`) {
 		t.Errorf("card %s; want pushNotifications true (relayed)", card)
 	}
