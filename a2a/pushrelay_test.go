@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -207,6 +208,28 @@ func TestPushRelayedToCaller(t *testing.T) {
 	}{
 		{"message/send configuration", func(t *testing.T, gw, hook string) string {
 			return taskOf(t, do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{`+msgHi+`,"configuration":{"blocking":false,"pushNotificationConfig":{"url":"`+hook+`","token":"alice-hook","authentication":{"schemes":["Bearer"],"credentials":"alice-webhook-secret"}}}}}`))
+		}},
+		{"message/stream configuration", func(t *testing.T, gw, hook string) string {
+			req, _ := http.NewRequest(http.MethodPost, gw, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{`+msgHi+`,"configuration":{"pushNotificationConfig":{"url":"`+hook+`","token":"alice-hook","authentication":{"schemes":["Bearer"],"credentials":"alice-webhook-secret"}}}}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Test-Principal", "alice")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { resp.Body.Close() })
+			// The stream's first event names the task; the stream stays
+			// open while the agent works.
+			br := bufio.NewReader(resp.Body)
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					t.Fatalf("the stream ended before an event: %v", err)
+				}
+				if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data:"); ok {
+					return taskOf(t, data)
+				}
+			}
 		}},
 		{"tasks/pushNotificationConfig/set", func(t *testing.T, gw, hook string) string {
 			task := taskOf(t, do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{`+msgHi+`,"configuration":{"blocking":false}}}`))
