@@ -3,7 +3,10 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,30 +37,7 @@ func TestLockedDatabaseReportedPromptly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dsn, err := dsn(path, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	lock, err := other.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	locked := true
-	defer func() {
-		if locked {
-			_, _ = lock.ExecContext(ctx, "ROLLBACK")
-		}
-	}()
-
+	unlock := lockDatabase(t, path)
 	start := time.Now()
 	if err := st.Append(ctx, telemetry.Event{Type: "t", Agent: "b"}); err != nil {
 		t.Fatal(err)
@@ -70,10 +50,7 @@ func TestLockedDatabaseReportedPromptly(t *testing.T) {
 	}
 	t.Logf("unavailable after %s: %v", time.Since(start).Round(time.Millisecond), st.Err())
 
-	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
-	locked = false
+	unlock()
 	if err := st.Flush(ctx); err != nil {
 		t.Fatalf("Flush once the lock is gone: %v", err)
 	}
@@ -86,5 +63,110 @@ func TestLockedDatabaseReportedPromptly(t *testing.T) {
 	evs, err := st.Query(ctx, Filter{Agent: "b"})
 	if err != nil || len(evs) != 1 {
 		t.Errorf("the event appended while locked: got %d, %v; want it written", len(evs), err)
+	}
+}
+
+// lockDatabase holds the write lock of the database at path, as another
+// process in a transaction would, until the function it returns (or the
+// test's end) lets it go.
+func lockDatabase(t *testing.T, path string) (unlock func()) {
+	t.Helper()
+	ctx := context.Background()
+	dsn, err := dsn(path, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := other.Conn(ctx)
+	if err != nil {
+		other.Close()
+		t.Fatal(err)
+	}
+	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		lock.Close()
+		other.Close()
+		t.Fatal(err)
+	}
+	var once sync.Once
+	unlock = func() {
+		once.Do(func() {
+			if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
+				t.Error(err)
+			}
+			lock.Close()
+			other.Close()
+		})
+	}
+	t.Cleanup(unlock)
+	return unlock
+}
+
+// TestShutdownGivesUpOnLockedDatabase: Shutdown returns once its context
+// ends, with the events it could not write given up and said so, when
+// another process holds the database's write lock. Close waited for the
+// writer to take every queued batch through SQLite's 10 s busy timeout
+// (four attempts for the first), then for the WAL checkpoint's: sluice
+// serve took 40 s and more past its shutdown_timeout to exit, and for
+// ever on a disk that stalls.
+func TestShutdownGivesUpOnLockedDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	h := newHealth()
+	st, err := Open(path, h.options(Options{Linger: -1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := st.Append(ctx, telemetry.Event{Type: "t", Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	unlock := lockDatabase(t, path)
+	// One event the writer is held on, then two queued behind it.
+	if err := st.Append(ctx, telemetry.Event{Type: "t", Agent: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitChange(t, 1) // the write stalls
+	for i := range 2 {
+		if err := st.Append(ctx, telemetry.Event{Type: "t", Agent: fmt.Sprint("c", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	start := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err = st.Shutdown(sctx)
+	took := time.Since(start)
+	if took > 2*time.Second {
+		t.Errorf("Shutdown with a 300ms deadline and the database locked: returned after %s, want about 300ms", took.Round(time.Millisecond))
+	}
+	if err == nil || !strings.Contains(err.Error(), "given up") {
+		t.Errorf("Shutdown's error: got %v, want the queued events given up", err)
+	}
+
+	// The writer lets go of the database once the write under way ends.
+	unlock()
+	select {
+	case <-st.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the writer still runs 15s after the lock was let go")
+	}
+	if _, lost := h.snapshot(); lost != 2 {
+		t.Errorf("OnLost: got %d events, want the 2 queued given up", lost)
+	}
+	ro, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	for agent, want := range map[string]int{"b": 1, "c0": 0} {
+		if evs, err := ro.Query(ctx, Filter{Agent: agent}); err != nil || len(evs) != want {
+			t.Errorf("events of %s: got %d, %v; want %d (the write under way ends as it would have)", agent, len(evs), err, want)
+		}
 	}
 }

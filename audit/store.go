@@ -147,6 +147,7 @@ type Store struct {
 	wakeAt  int           // queue length at which an Append pokes wake
 	waiters atomic.Int64  // queued requests someone waits on: no lingering while there are any
 	closing atomic.Bool   // set by Close: no lingering either
+	giveUp  atomic.Bool   // set by Shutdown past its deadline: what is queued is not written
 	done    chan struct{} // closed when the writer has exited
 
 	vanished    error                 // the writer's: set for good once the file is gone
@@ -473,7 +474,15 @@ func (s *Store) run() {
 		if s.hook != nil {
 			s.hook()
 		}
-		err := s.write(batch)
+		var err error
+		if s.giveUp.Load() {
+			for _, r := range batch {
+				r.ev.release()
+			}
+			err = errGivenUp
+		} else {
+			err = s.write(batch)
+		}
 		if err != nil {
 			s.recordFailure(batch, err)
 			failed = err
@@ -549,6 +558,9 @@ func (s *Store) write(batch []*request) error {
 		}
 		s.report(err)
 		prev = b.first // zero if the attempt failed before choosing its seq
+		if s.giveUp.Load() {
+			break
+		}
 		if i < attempts-1 {
 			time.Sleep(backoff)
 		}
@@ -651,11 +663,26 @@ func (s *Store) recordFailure(batch []*request, err error) {
 	s.failMu.Unlock()
 }
 
+// errGivenUp is the loss of the events still queued when Shutdown's
+// deadline passed.
+var errGivenUp = errors.New("audit: given up at shutdown: the event database did not take them in time")
+
 // Close stops accepting events, writes everything already queued, and
 // closes the database. Appends blocked on a full queue when Close is
 // called are written too. It returns an error if any event acknowledged
-// on enqueue could not be written during the store's life.
-func (s *Store) Close() error {
+// on enqueue could not be written during the store's life. It is
+// Shutdown without a deadline: a database another process holds locked
+// keeps it for SQLite's busy timeout (10 s) per batch, and a disk that
+// stalls for ever.
+func (s *Store) Close() error { return s.Shutdown(context.Background()) }
+
+// Shutdown is Close within ctx: once ctx ends, the events still queued
+// are given up (Options.OnLost is told of them as the writer drops them),
+// and Shutdown returns an error saying so without waiting for the write
+// under way, which cannot be interrupted; the writer closes the database
+// once that write returns. A process stopping within a deadline (sluice
+// serve's shutdown_timeout) uses it.
+func (s *Store) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -669,19 +696,43 @@ func (s *Store) Close() error {
 	}
 	s.mu.Unlock()
 
-	var errs []error
-	if !s.readOnly {
+	if s.readOnly {
+		return s.db.Close()
+	}
+	closed := make(chan error, 1)
+	go func() {
 		<-s.done
-		for _, st := range s.stmts {
-			errs = append(errs, st.Close())
-		}
-		// Fold the WAL back into the database so the directory holds one
-		// file when the gateway is down.
+		closed <- s.closeWriter()
+	}()
+	select {
+	case err := <-closed:
+		return err
+	case <-ctx.Done():
+	}
+	s.giveUp.Store(true)
+	queued := len(s.queue)
+	why := s.Err()
+	if why == nil {
+		why = ctx.Err()
+	}
+	return fmt.Errorf("audit: the event database did not take the last events before the shutdown deadline: %d queued events are given up, and the write under way may not end: %w", queued, why)
+}
+
+// closeWriter releases the writer's connection and the database once the
+// writer has exited, and returns the store's error.
+func (s *Store) closeWriter() error {
+	var errs []error
+	for _, st := range s.stmts {
+		errs = append(errs, st.Close())
+	}
+	if !s.giveUp.Load() {
+		// Fold the WAL back into the database so the directory holds
+		// one file when the gateway is down.
 		if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 			errs = append(errs, fmt.Errorf("audit: checkpoint: %w", err))
 		}
-		errs = append(errs, s.wconn.Close())
 	}
+	errs = append(errs, s.wconn.Close())
 	errs = append(errs, s.db.Close())
 	s.failMu.Lock()
 	if s.lost > 0 {

@@ -78,7 +78,7 @@ func governFor(t *testing.T, yaml, dir string) *governed {
 
 func (g *governed) close() {
 	if g.gv != nil {
-		g.gv.close()
+		g.gv.close(context.Background())
 		g.gv = nil
 	}
 }

@@ -44,7 +44,7 @@ type governance struct {
 	// recommend serves the recommendation engine on the admin listener;
 	// nil without an audit store.
 	recommend *recommender
-	closers   []func()
+	closers   []func(context.Context)
 }
 
 // buildGovernance builds the decision chain: audit gate ← approval hold ←
@@ -54,7 +54,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	gv = built
 	defer func() {
 		if err != nil {
-			built.close() // gv is nil on the error returns
+			built.close(context.Background()) // gv is nil on the error returns
 		}
 	}()
 	var mem policy.Store
@@ -79,14 +79,14 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		if err != nil {
 			return nil, err
 		}
-		gv.closers = append(gv.closers, func() { _ = rs.Close() })
+		gv.closers = append(gv.closers, func(context.Context) { _ = rs.Close() })
 		mem, local = rs, nil
 	} else if cfg.routeMemoryFile && cfg.DataDir != "" {
 		fs, err := sqlitestore.Open(filepath.Join(cfg.DataDir, sqlitestore.FileName), rm.TTL)
 		if err != nil {
 			return nil, err
 		}
-		gv.closers = append(gv.closers, func() { _ = fs.Close() })
+		gv.closers = append(gv.closers, func(context.Context) { _ = fs.Close() })
 		mem, local = fs, nil
 	} else {
 		mem = local
@@ -97,7 +97,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		return nil, err
 	}
 	pctx, stopPolicy := context.WithCancel(ctx)
-	gv.closers = append(gv.closers, stopPolicy)
+	gv.closers = append(gv.closers, func(context.Context) { stopPolicy() })
 	go runPolicy(pctx)
 
 	dir, err := cfg.dataDir()
@@ -113,7 +113,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	tp := gv.tp
-	gv.closers = append(gv.closers, func() {
+	gv.closers = append(gv.closers, func(context.Context) {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = tp.Shutdown(sctx)
@@ -137,8 +137,8 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		if err != nil {
 			return nil, fmt.Errorf("audit: %w", err)
 		}
-		gv.closers = append(gv.closers, func() {
-			if err := store.Close(); err != nil {
+		gv.closers = append(gv.closers, func(ctx context.Context) {
+			if err := store.Shutdown(ctx); err != nil {
 				logger.Error("audit: closing the event store", "err", err)
 			}
 		})
@@ -159,7 +159,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	}
 	if ibe != nil {
 		iopts.Backend = ibe
-		gv.closers = append(gv.closers, func() { _ = ibe.Close() })
+		gv.closers = append(gv.closers, func(context.Context) { _ = ibe.Close() })
 	}
 	gv.inv, err = inventory.New(iopts)
 	if err != nil {
@@ -186,7 +186,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		return nil, fmt.Errorf("approvals: %w", err)
 	}
 	approvals := gv.approvals
-	gv.closers = append(gv.closers, func() { _ = approvals.Close() })
+	gv.closers = append(gv.closers, func(context.Context) { _ = approvals.Close() })
 	go gv.approvals.Run(pctx) // releases requests nobody answers
 	// The classifier reads a tool's classes from the policy's tool_classes
 	// (for action type, after declared values and annotations).
@@ -244,7 +244,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		if err != nil {
 			return nil, err
 		}
-		gv.closers = append(gv.closers, closeLim)
+		gv.closers = append(gv.closers, func(context.Context) { closeLim() })
 		decider = &govern.RateGate{Next: decider, Rules: rules, Limiter: lim}
 	}
 	if rec.store != nil {
@@ -320,10 +320,12 @@ func (gv *governance) admin() http.Handler {
 }
 
 // close releases everything in reverse order of creation; the audit store
-// flushes.
-func (gv *governance) close() {
+// writes what is queued until ctx ends, and then gives it up (logged): a
+// database another process holds locked, or a disk that stalls, does not
+// keep the process from exiting.
+func (gv *governance) close(ctx context.Context) {
 	for i := len(gv.closers) - 1; i >= 0; i-- {
-		gv.closers[i]()
+		gv.closers[i](ctx)
 	}
 	gv.closers = nil
 }

@@ -172,7 +172,12 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 	if err != nil {
 		return err
 	}
-	defer gv.close()
+	var closeBy time.Time // the shutdown's deadline, once it began
+	defer func() {
+		cctx, cancel := closeWithin(closeBy)
+		defer cancel()
+		gv.close(cctx)
+	}()
 	if gv.rec != nil && gv.rec.store != nil {
 		if gv.recommend, err = newRecommender(cfg, gv.rec.store); err != nil {
 			return err
@@ -313,11 +318,12 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 	}
 	timeout := cfg.ShutdownTimeout
 	if timeout <= 0 {
-		timeout = 15 * time.Second
+		timeout = defaultShutdownTimeout
 	}
 	logger.Info("shutting down: draining in-flight calls", "timeout", timeout)
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	closeBy = time.Now().Add(timeout)
 	if err := srv.Shutdown(sctx); err != nil {
 		logger.Warn("drain timed out; closing remaining connections", "err", err)
 		srv.Close()
@@ -326,6 +332,27 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		return err
 	}
 	return nil
+}
+
+// defaultShutdownTimeout is shutdown_timeout's default.
+const defaultShutdownTimeout = 15 * time.Second
+
+// closeGrace is the least time the audit store has to write what is
+// queued once the gateway has stopped, however long the drain took: a
+// healthy disk takes milliseconds.
+const closeGrace = time.Second
+
+// closeWithin is the context of the last writes at exit: until by (the
+// end of shutdown_timeout), or closeGrace from now if that is later;
+// without a deadline for a zero by (serve returning before it served).
+func closeWithin(by time.Time) (context.Context, context.CancelFunc) {
+	if by.IsZero() {
+		return context.WithCancel(context.Background())
+	}
+	if grace := time.Now().Add(closeGrace); grace.After(by) {
+		by = grace
+	}
+	return context.WithDeadline(context.Background(), by)
 }
 
 // checkIdentity refuses to serve agents beyond loopback without an auth:

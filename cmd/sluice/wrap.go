@@ -103,7 +103,13 @@ func wrapIO(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 	if err != nil {
 		return err
 	}
-	defer gv.close()
+	defer func() {
+		// A wrap has no drain: its client is gone. The audit store's
+		// last writes get shutdown_timeout, whatever holds the database.
+		cctx, cancel := closeWithin(time.Now().Add(cmp.Or(cfg.ShutdownTimeout, defaultShutdownTimeout)))
+		defer cancel()
+		gv.close(cctx)
+	}()
 	var at bound
 	if cfg.AdminListen != "" {
 		// Approvals and inventory reviews need the admin API here too;
