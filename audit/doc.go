@@ -5,7 +5,10 @@
 //
 // Writes go through a bounded queue to a single writer goroutine, which
 // commits them in batches, one transaction per batch. When the queue is
-// full, Append waits: events are never dropped to keep up.
+// full, Append waits: events are never dropped to keep up. But no append
+// waits for a writer whose writes fail or stall (Store.Err): an event
+// that finds the queue full then is turned away (Options.OnLost), and a
+// Sync append returns an error without waiting for its commit.
 //
 // Each batch is stored as one block: its events as JSON Lines compressed
 // with S2, beside the block's seq and time ranges, a Bloom filter of its
@@ -49,7 +52,7 @@
 //
 //	st, err := audit.Open(filepath.Join(dataDir, audit.FileName), audit.Options{Sync: true})
 //	if err != nil { ... }
-//	defer st.Close(context.Background())
+//	defer st.Close()
 //	err = st.Append(ctx, telemetry.PolicyEnforcement{TxnID: txn, Tool: "search", Decision: "allow", Reason: "tool_allowed"}.Event())
 //
 //	evs, err := st.Query(ctx, audit.Filter{Agent: "claude-code", Decision: "deny", Limit: 100})

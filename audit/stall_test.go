@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -168,5 +169,49 @@ func TestShutdownGivesUpOnLockedDatabase(t *testing.T) {
 		if evs, err := ro.Query(ctx, Filter{Agent: agent}); err != nil || len(evs) != want {
 			t.Errorf("events of %s: got %d, %v; want %d (the write under way ends as it would have)", agent, len(evs), err, want)
 		}
+	}
+}
+
+// TestAppendDoesNotWaitForStuckWriter: while another process holds the
+// database locked, an Append waits for its commit (Sync) or for room in
+// the queue only until the write is found stalled (StallAfter): before,
+// a Sync append waited out the busy timeout four times (40 s) and an
+// append to a full queue as long, a disk that stalls for ever. An event
+// turned away from the full queue is told to OnLost.
+func TestAppendDoesNotWaitForStuckWriter(t *testing.T) {
+	for _, sync := range []bool{true, false} {
+		t.Run(fmt.Sprint("sync=", sync), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), FileName)
+			h := newHealth()
+			st, err := Open(path, h.options(Options{Linger: -1, Sync: sync, QueueSize: 2, StallAfter: 200 * time.Millisecond}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := st.Append(ctx, telemetry.Event{Type: "t", Agent: "a"}); err != nil {
+				t.Fatal(err)
+			}
+			unlock := lockDatabase(t, path)
+			start := time.Now()
+			var errs []error
+			for i := range 20 {
+				errs = append(errs, st.Append(ctx, telemetry.Event{Type: "t", Agent: fmt.Sprint("b", i)}))
+			}
+			if took := time.Since(start); took > 3*time.Second {
+				t.Errorf("20 appends with the database locked took %s, want about StallAfter (200ms)", took.Round(time.Millisecond))
+			}
+			if errors.Join(errs...) == nil {
+				t.Errorf("appends with the database locked: got no error, want the store's")
+			}
+			if !sync {
+				if _, lost := h.snapshot(); lost == 0 {
+					t.Errorf("OnLost: got nothing, want the events turned away from the full queue")
+				}
+			}
+			unlock()
+			if err := st.Close(); err != nil && sync {
+				t.Errorf("Close: %v", err)
+			}
+		})
 	}
 }

@@ -52,7 +52,9 @@ type DepthRecorder interface {
 // the defaults below, acknowledging appends on enqueue.
 type Options struct {
 	// QueueSize bounds the events waiting to be written; zero means
-	// DefaultQueueSize. When the queue is full, Append waits.
+	// DefaultQueueSize. When the queue is full, Append waits, unless
+	// writes are failing (Err): then the event is turned away at once and
+	// counted lost (OnLost), as the writer it would wait for is stuck.
 	QueueSize int
 	// BatchSize is the most events committed in one transaction, which
 	// become one stored block; zero means DefaultBatchSize.
@@ -97,7 +99,9 @@ type Options struct {
 	OnHealth func(err error)
 	// OnLost, if set, is told of every batch of events given up on: how
 	// many events were not written (acknowledged or not) and why. It runs
-	// on the writer goroutine and must not call the Store.
+	// on the writer goroutine (or, for an event turned away from a full
+	// queue, the appender's), one call at a time, and must not call the
+	// Store.
 	OnLost func(events int, err error)
 	// StallAfter is how long one attempt to write may go on before the
 	// store counts as failing (Err, OnHealth) until a write succeeds: a
@@ -152,6 +156,9 @@ type Store struct {
 
 	vanished    error                 // the writer's: set for good once the file is gone
 	unavailable atomic.Pointer[error] // failing, for Err
+	// failed is closed while writes fail, and replaced by an open one
+	// when one succeeds: appenders waiting for the writer stop waiting.
+	failed atomic.Pointer[chan struct{}]
 
 	healthMu sync.Mutex // guards the fields below, and calls of onHealth and onLost
 	failing  error      // why the last write failed or why the one in progress stalls, nil if it succeeded
@@ -200,6 +207,8 @@ func Open(path string, opts Options) (*Store, error) {
 		stallAfter:    opts.StallAfter,
 		notify:        make(chan struct{}),
 	}
+	healthy := make(chan struct{})
+	s.failed.Store(&healthy)
 	if s.checkInterval == 0 {
 		s.checkInterval = DefaultCheckInterval
 	}
@@ -287,8 +296,9 @@ func (s *Store) Err() error {
 // Append adds e to the store. A zero e.Time is stamped with the store's
 // clock and an empty e.ID gets a new one. It waits while the queue is
 // full and, with Options.Sync, until the event is committed; ctx bounds
-// both waits. See the package documentation for what a nil error
-// promises.
+// both waits, and so do failing writes (Err): a write that fails or
+// stalls ends them with an error, the event counted lost if it found no
+// room. See the package documentation for what a nil error promises.
 func (s *Store) Append(ctx context.Context, e telemetry.Event) error {
 	if s.readOnly {
 		return ErrReadOnly
@@ -321,7 +331,7 @@ func (s *Store) appendEncoded(ctx context.Context, p pending) error {
 	if err := s.enqueue(ctx, req); err != nil {
 		return err
 	}
-	return wait(ctx, req)
+	return s.wait(ctx, req, true)
 }
 
 // Flush waits until every event appended before it is committed (and,
@@ -335,19 +345,42 @@ func (s *Store) Flush(ctx context.Context) error {
 	if err := s.enqueue(ctx, req); err != nil {
 		return err
 	}
-	return wait(ctx, req)
+	return s.wait(ctx, req, false)
 }
 
-func wait(ctx context.Context, req *request) error {
+// wait waits for req's acknowledgement, if it has one, until ctx ends or,
+// with whileFailing set, writes fail: an append then returns at once,
+// its event left queued (the writer's next attempt may still write it),
+// rather than wait out a locked database's busy timeout or a stalled
+// disk.
+func (s *Store) wait(ctx context.Context, req *request, whileFailing bool) error {
 	if req.ack == nil {
 		return nil
+	}
+	var failed <-chan struct{}
+	if whileFailing {
+		failed = *s.failed.Load()
 	}
 	select {
 	case err := <-req.ack:
 		return err
 	case <-ctx.Done():
 		return fmt.Errorf("audit: waiting for commit: %w", ctx.Err())
+	case <-failed:
+		return fmt.Errorf("audit: not committed, events cannot be written now: %w", s.errOr(ErrUnavailable))
 	}
+}
+
+// ErrUnavailable is the error of an append turned away, or not waited
+// for, while writes fail, when the failure itself is not known.
+var ErrUnavailable = errors.New("audit: events cannot be written now")
+
+// errOr returns Err, or err if it is nil.
+func (s *Store) errOr(err error) error {
+	if e := s.Err(); e != nil {
+		return e
+	}
+	return err
 }
 
 func (s *Store) enqueue(ctx context.Context, req *request) error {
@@ -362,7 +395,11 @@ func (s *Store) enqueue(ctx context.Context, req *request) error {
 	select {
 	case s.queue <- req:
 	default:
-		// Full: wait for the writer rather than drop anything.
+		// Full: wait for the writer rather than drop anything, while it
+		// writes. A writer whose writes fail or stall is not waited for:
+		// a locked database held each call for a busy timeout (10 s) per
+		// thousand events queued, a stalled disk for ever, whatever
+		// audit.on_failure said.
 		s.poke()
 		select {
 		case s.queue <- req:
@@ -371,6 +408,16 @@ func (s *Store) enqueue(ctx context.Context, req *request) error {
 				s.waiters.Add(-1)
 			}
 			return fmt.Errorf("audit: waiting for room in the queue: %w", ctx.Err())
+		case <-*s.failed.Load():
+			if req.ack != nil {
+				s.waiters.Add(-1)
+			}
+			err := fmt.Errorf("audit: the queue is full and events cannot be written now: %w", s.errOr(ErrUnavailable))
+			if !req.flush {
+				req.ev.release()
+				s.turnedAway(err)
+			}
+			return err
 		}
 	}
 	if req.ack != nil || len(s.queue) >= s.wakeAt {
@@ -636,8 +683,25 @@ func (s *Store) setFailing(err error) {
 	} else {
 		s.unavailable.Store(&err)
 	}
+	switch {
+	case was == nil && err != nil:
+		close(*s.failed.Load())
+	case was != nil && err == nil:
+		healthy := make(chan struct{})
+		s.failed.Store(&healthy)
+	}
 	if (was == nil) != (err == nil) && s.onHealth != nil {
 		s.onHealth(err)
+	}
+}
+
+// turnedAway tells OnLost of an event Append found no room for while
+// writes fail (its caller has the error: Close does not count it).
+func (s *Store) turnedAway(err error) {
+	if s.onLost != nil {
+		s.healthMu.Lock()
+		s.onLost(1, err)
+		s.healthMu.Unlock()
 	}
 }
 

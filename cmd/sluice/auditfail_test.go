@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -505,4 +506,62 @@ func postCall(url string, n int64) error {
 	defer resp.Body.Close()
 	_, err = io.Copy(io.Discard, resp.Body)
 	return err
+}
+
+// TestAuditLockedQueueFullCallsGoOn: with the event database locked by
+// another process (a sqlite3 shell in a transaction) the writer is stuck
+// and its queue of 10,000 events fills; then each call waited for room,
+// a whole busy timeout (10 s) per batch of a thousand, so a locked
+// database (or a disk that stalls, for ever) held every call, under
+// on_failure: warn (which promises calls go on unrecorded) and deny (whose
+// refusals are recorded too) alike. A failing store's full queue now
+// turns the event away at once, counted lost.
+func TestAuditLockedQueueFullCallsGoOn(t *testing.T) {
+	for _, mode := range []string{"warn", "deny"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			g := governFor(t, "policy: {default: allow}\naudit: {on_failure: "+mode+"}\n", dir)
+			if _, fwd, reply := g.call(t); !fwd {
+				t.Fatalf("before the lock: got %s, want the call forwarded", reply)
+			}
+			lockEvents(t, dir)
+			start := time.Now()
+			for n := 0; n < 15_000; n++ {
+				t0 := time.Now()
+				_, fwd, reply := g.call(t)
+				if took := time.Since(t0); took > 2*time.Second {
+					t.Fatalf("call %d took %s with the event database locked, want no wait for the writer", n, took.Round(time.Millisecond))
+				}
+				if mode == "warn" && !fwd {
+					t.Fatalf("call %d: got %s, want it forwarded (on_failure: warn)", n, reply)
+				}
+			}
+			t.Logf("15,000 calls in %s", time.Since(start).Round(time.Millisecond))
+			g.waitMetric(t, "sluice_audit_events_lost_total", func(v float64) bool { return v >= 1 })
+		})
+	}
+}
+
+// lockEvents holds the write lock of dir's event database, as another
+// process in a transaction would, until the test ends.
+func lockEvents(t *testing.T, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, audit.FileName)+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	lock, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		lock.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = lock.ExecContext(ctx, "ROLLBACK")
+		lock.Close()
+	})
 }
