@@ -147,9 +147,14 @@ var _ Limiter = (*Redis)(nil)
 // memory: an evicted bucket that was spent would come back full. With
 // noeviction a full server fails writes instead, and the calls under a
 // limit are denied. A server that does not allow CONFIG GET (some managed
-// services) is not checked.
+// services) is checked with INFO memory, one that allows neither is not;
+// one that does not answer is an error.
 func (r *Redis) CheckEviction(ctx context.Context) error {
-	if policy, mm, evicts := rediseviction.Policy(ctx, r.client); evicts {
+	policy, mm, evicts, err := rediseviction.Policy(ctx, r.client)
+	if err != nil {
+		return fmt.Errorf("the server did not say whether it may evict a spent rate-limit bucket: %w", err)
+	}
+	if evicts {
 		return fmt.Errorf("maxmemory-policy is %s with maxmemory %s, so Redis may evict a spent rate-limit bucket, which would come back full; set maxmemory-policy noeviction (or maxmemory 0) on the server sluice uses", policy, mm)
 	}
 	return nil

@@ -7,11 +7,16 @@
 // stopped server does and no one else can take it.
 //
 //	addr := deadpeer.Addr(t) // "127.0.0.1:41234"; every dial there is reset
+//
+// Silent is the other way a peer fails: it accepts, then never answers.
+//
+//	addr := deadpeer.Silent(t) // connects, and every read waits for ever
 package deadpeer
 
 import (
 	"errors"
 	"net"
+	"sync"
 	"testing"
 )
 
@@ -43,6 +48,46 @@ func Addr(t testing.TB) string {
 	t.Cleanup(func() {
 		ln.Close()
 		<-done
+	})
+	return ln.Addr().String()
+}
+
+// Silent returns the host:port of a loopback listener that accepts every
+// connection and never answers nor closes it until the test ends: a peer
+// that stalls (a server paused, a partition after the handshake), which
+// only a timeout gets a caller past.
+func Silent(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					return
+				}
+				continue
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
 	})
 	return ln.Addr().String()
 }

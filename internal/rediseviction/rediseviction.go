@@ -5,6 +5,8 @@ package rediseviction
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -15,15 +17,25 @@ import (
 // false when it may not. It asks CONFIG GET, and INFO memory where CONFIG
 // is not allowed (managed services rename or forbid it, and their default
 // policy, volatile-lru, evicts keys with a TTL: memories and buckets); a
-// server that answers neither is not checked.
-func Policy(ctx context.Context, c redis.Cmdable) (policy, maxmemory string, evicts bool) {
+// server that refuses both (an error reply) is not checked. A server that
+// does not answer (a timeout, a broken connection) is an error: it was
+// taken as one refusing both, and a Redis stalled at start-up passed the
+// check whatever its policy.
+func Policy(ctx context.Context, c redis.Cmdable) (policy, maxmemory string, evicts bool, err error) {
 	cfg, err := c.ConfigGet(ctx, "maxmemory*").Result()
 	if err == nil {
-		return evicting(cfg["maxmemory-policy"], cfg["maxmemory"])
+		policy, maxmemory, evicts = evicting(cfg["maxmemory-policy"], cfg["maxmemory"])
+		return policy, maxmemory, evicts, nil
+	}
+	if !refused(err) {
+		return "", "", false, fmt.Errorf("asking its maxmemory-policy (CONFIG GET): %w", err)
 	}
 	info, err := c.Info(ctx, "memory").Result()
+	if refused(err) {
+		return "", "", false, nil
+	}
 	if err != nil {
-		return "", "", false
+		return "", "", false, fmt.Errorf("asking its maxmemory-policy (INFO memory): %w", err)
 	}
 	fields := map[string]string{}
 	for _, line := range strings.Split(info, "\n") {
@@ -31,7 +43,15 @@ func Policy(ctx context.Context, c redis.Cmdable) (policy, maxmemory string, evi
 			fields[k] = v
 		}
 	}
-	return evicting(fields["maxmemory_policy"], fields["maxmemory"])
+	policy, maxmemory, evicts = evicting(fields["maxmemory_policy"], fields["maxmemory"])
+	return policy, maxmemory, evicts, nil
+}
+
+// refused reports whether err is the server's error reply (NOPERM, an
+// unknown or renamed command), not a failure to hear one.
+func refused(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply)
 }
 
 func evicting(p, mm string) (policy, maxmemory string, evicts bool) {

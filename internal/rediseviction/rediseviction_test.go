@@ -3,9 +3,11 @@ package rediseviction
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/deadpeer"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
@@ -43,10 +45,38 @@ func TestPolicy(t *testing.T) {
 			}
 		}
 		for name, c := range map[string]*redis.Client{"CONFIG allowed": admin, "CONFIG forbidden": managed} {
-			p, _, evicts := Policy(ctx, c)
-			if evicts != tc.evicts || (evicts && p != tc.policy) {
-				t.Errorf("%s, %s with maxmemory %s: got %q, %v; want evicts %v", name, tc.policy, tc.maxmemory, p, evicts, tc.evicts)
+			p, _, evicts, err := Policy(ctx, c)
+			if err != nil || evicts != tc.evicts || (evicts && p != tc.policy) {
+				t.Errorf("%s, %s with maxmemory %s: got %q, %v, %v; want evicts %v", name, tc.policy, tc.maxmemory, p, evicts, err, tc.evicts)
 			}
 		}
+	}
+}
+
+// TestPolicyServerNotAnswering: a server that accepts the connection and
+// never answers is an error, not a server refusing CONFIG and INFO, which
+// is not checked: a Redis stalled while the gateway started passed the
+// check whatever its policy, and route memory and spent buckets went on a
+// server that may evict them. One that refuses both commands (its ACL)
+// is still not checked.
+func TestPolicyServerNotAnswering(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: deadpeer.Silent(t), ReadTimeout: 100 * time.Millisecond, MaxRetries: -1, Protocol: 2})
+	defer c.Close()
+	_, _, evicts, err := Policy(context.Background(), c)
+	if err == nil {
+		t.Fatalf("a server that does not answer: got evicts %v and no error, want an error", evicts)
+	}
+
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Socket})
+	defer admin.Close()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "locked", "on", ">pw", "~*", "&*", "+@all", "-config", "-info").Err(); err != nil {
+		t.Fatal(err)
+	}
+	locked := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Socket, Username: "locked", Password: "pw"})
+	defer locked.Close()
+	if _, _, evicts, err := Policy(ctx, locked); err != nil || evicts {
+		t.Errorf("a server refusing CONFIG and INFO: got evicts %v, %v; want it not checked (false, nil)", evicts, err)
 	}
 }

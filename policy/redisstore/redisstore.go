@@ -336,9 +336,14 @@ func (s *Store) noted() error {
 // memory: an evicted memory would read as an agent that touched nothing.
 // With noeviction a full server fails writes instead, and the calls
 // waiting on them are denied. A server that does not allow CONFIG GET
-// (some managed services) is not checked.
+// (some managed services) is checked with INFO memory, one that allows
+// neither is not; one that does not answer is an error.
 func (s *Store) checkEviction(ctx context.Context) error {
-	if policy, mm, evicts := rediseviction.Policy(ctx, s.rdb); evicts {
+	policy, mm, evicts, err := rediseviction.Policy(ctx, s.rdb)
+	if err != nil {
+		return fmt.Errorf("the server did not say whether it may evict route memory: %w", err)
+	}
+	if evicts {
 		return fmt.Errorf("maxmemory-policy is %s with maxmemory %s, so Redis may evict route memory, which would let a sink through after a forgotten source; set maxmemory-policy noeviction (or maxmemory 0) on the server sluice uses", policy, mm)
 	}
 	return nil
