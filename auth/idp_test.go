@@ -39,13 +39,16 @@ func (c *testClock) Advance(d time.Duration) {
 }
 
 // testIdP is an identity provider's JWKS endpoint whose keys rotate, go
-// down and turn to garbage on demand.
+// down, turn to garbage and stall on demand.
 type testIdP struct {
 	t       testing.TB
 	srv     *httptest.Server
 	fetches atomic.Int32
 	down    atomic.Bool
 	garbage atomic.Bool
+	// stalled, while set, is closed to let the fetches it holds go: each
+	// gets its headers and the start of a set, and then nothing.
+	stalled atomic.Pointer[chan struct{}]
 
 	mu   sync.Mutex
 	keys []jose.JSONWebKey // private keys of the published set
@@ -69,6 +72,16 @@ func newIdP(t testing.TB) *testIdP {
 			w.Write([]byte(`{"keys": [{"kty": "RSA", "n": "!!"`))
 			return
 		}
+		if release := p.stalled.Load(); release != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"keys": [`))
+			w.(http.Flusher).Flush()
+			select {
+			case <-*release:
+			case <-r.Context().Done():
+			}
+			return
+		}
 		p.mu.Lock()
 		var set jose.JSONWebKeySet
 		for _, k := range p.keys {
@@ -81,6 +94,22 @@ func newIdP(t testing.TB) *testIdP {
 	t.Cleanup(p.srv.Close)
 	p.rotate()
 	return p
+}
+
+// stall makes the JWKS stall until the test ends or the function it
+// returns is called.
+func (p *testIdP) stall() (release func()) {
+	ch := make(chan struct{})
+	p.stalled.Store(&ch)
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			p.stalled.Store(nil)
+			close(ch)
+		})
+	}
+	p.t.Cleanup(release) // before the server's Close, which waits for its handlers
+	return release
 }
 
 // rotate publishes a new key in place of the old ones and returns it.

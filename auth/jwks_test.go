@@ -78,6 +78,52 @@ func TestJWKSRotationAndOutage(t *testing.T) {
 	}
 }
 
+// TestJWKSStalled: a JWKS endpoint that accepts the fetch and then sends
+// nothing more (the start of a set, then a stall) neither holds up tokens
+// signed with a key the gateway holds, nor keeps a key valid past
+// jwks_cache_ttl: a token whose kid makes the gateway refetch waits no
+// longer than its request, a token whose key expired while the endpoint
+// stalls is refused once its request ends, and once the endpoint answers
+// again the keys are fetched anew.
+func TestJWKSStalled(t *testing.T) {
+	idp, clock := newIdP(t), newClock()
+	v := NewJWTVerifier(idp.jwtConfig(), nil, clock.Now)
+	k1 := idp.current()
+	authOK(t, v, sign(t, k1, clock.Now(), nil))
+	release := idp.stall()
+	clock.Advance(time.Minute) // past jwks_min_refresh
+
+	ask := func(tok string) (time.Duration, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := v.Authenticate(ctx, tok)
+		return time.Since(start), err
+	}
+	unknown := jose.JSONWebKey{Key: k1.Key, KeyID: "new", Algorithm: "ES256"}
+	if took, err := ask(sign(t, unknown, clock.Now(), nil)); err == nil || took > 2*time.Second {
+		t.Errorf("a token with an unknown kid, the JWKS stalled: got %v after %s, want refused when its request ends (300ms)", err, took.Round(time.Millisecond))
+	}
+	// The fetch is still under way: known keys do not wait for it.
+	if took, err := ask(sign(t, k1, clock.Now(), nil)); err != nil || took > 100*time.Millisecond {
+		t.Errorf("a token with a held key, the JWKS stalled: got %v after %s, want accepted at once", err, took.Round(time.Millisecond))
+	}
+	clock.Advance(time.Hour) // past jwks_cache_ttl
+	if took, err := ask(sign(t, k1, clock.Now(), nil)); err == nil || took > 2*time.Second {
+		t.Errorf("a token whose key expired, the JWKS stalled: got %v after %s, want refused when its request ends", err, took.Round(time.Millisecond))
+	}
+	release()
+	clock.Advance(time.Minute)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := v.Authenticate(context.Background(), sign(t, k1, clock.Now(), nil)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the JWKS answers again: a token with its key still refused after 15s")
+		}
+	}
+}
+
 // A JWKS endpoint that is down from the start fails every token closed.
 func TestJWKSDownAtStart(t *testing.T) {
 	idp, clock := newIdP(t), newClock()
