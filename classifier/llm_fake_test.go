@@ -26,6 +26,7 @@ const (
 	llmSlow                            // no answer until the client gives up
 	llm5xx                             // 503 whose body echoes the API key
 	llmEnvelope                        // 200 that is not the provider's format
+	llmStallBody                       // 200, half the answer, then nothing until the client gives up
 )
 
 // llmTestKey is long and unusual so a leak is easy to spot.
@@ -139,6 +140,13 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case llm5xx:
 		http.Error(w, `{"error":{"message":"overloaded, key `+f.key+` rejected"}}`, http.StatusServiceUnavailable)
+		return
+	case llmStallBody:
+		env := f.envelope(text)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(env[:len(env)/2])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
 		return
 	case llmEnvelope:
 		w.Header().Set("Content-Type", "text/html")

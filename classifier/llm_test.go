@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sony/gobreaker/v2"
 	"go.uber.org/goleak"
 )
 
@@ -179,6 +180,51 @@ func TestLLMCallerDeadline(t *testing.T) {
 		t.Errorf("got %v after %v, want an error at the caller's deadline", err, time.Since(start))
 	}
 	llmCheckFallback(t, v, AxisActionType, AxisBoundary)
+}
+
+// TestLLMStallMidBody: a provider that answers 200, sends half its reply
+// and then nothing yields the low-confidence fallback within the timeout,
+// for each of many concurrent calls at once (none waits for another's
+// stall), and the breaker opens after five: a stall counts as the
+// provider's failure, the calls after it are not sent.
+func TestLLMStallMidBody(t *testing.T) {
+	f := newFakeLLM(t, ProviderOpenAI)
+	f.setMode(llmStallBody)
+	_, o := f.serve()
+	o.Timeout = 200 * time.Millisecond
+	l := mustLLM(t, o)
+	const n = 8
+	took := make([]time.Duration, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			start := time.Now()
+			var v Verdict
+			v, errs[i] = l.Classify(context.Background(), llmDescriptor(fmt.Sprint("s", i)))
+			took[i] = time.Since(start)
+			if v.CompositeConfidence != 0 {
+				t.Errorf("call %d: got composite %v, want the fallback's 0", i, v.CompositeConfidence)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] == nil || took[i] > time.Second {
+			t.Errorf("call %d of %d concurrent ones, the provider stalled mid-body: got %v after %s, want an error within the 200ms timeout", i, n, errs[i], took[i].Round(time.Millisecond))
+		}
+	}
+	if got := l.BreakerState(); got != gobreaker.StateOpen {
+		t.Errorf("breaker after %d stalls: got %v, want open", n, got)
+	}
+	before := f.calls.Load()
+	start := time.Now()
+	if _, err := l.Classify(context.Background(), llmDescriptor("after")); err == nil || time.Since(start) > 50*time.Millisecond {
+		t.Errorf("with the breaker open: got %v after %s, want an error at once", err, time.Since(start))
+	}
+	if f.calls.Load() != before {
+		t.Errorf("with the breaker open: the provider was asked")
+	}
 }
 
 func TestLLMNoGoroutineLeak(t *testing.T) {
