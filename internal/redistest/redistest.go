@@ -43,6 +43,42 @@ func (s *Server) Pause() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
 // Resume lets a paused server run again (SIGCONT).
 func (s *Server) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
 
+// ClientPause has the server hold every client's commands for d (CLIENT
+// PAUSE ALL, a real Redis command: what a failover or a DEBUG SLEEP does):
+// connections stay open and commands wait, then run once it ends, as if
+// late. It returns when the pause ends; nothing, CLIENT UNPAUSE included,
+// is answered before.
+func (s *Server) ClientPause(t testing.TB, d time.Duration) (ends time.Time) {
+	t.Helper()
+	ends = time.Now().Add(d)
+	if err := s.admin(fmt.Sprintf("CLIENT PAUSE %d ALL", d.Milliseconds())); err != nil {
+		t.Fatal(err)
+	}
+	return ends
+}
+
+// admin sends one inline command on a connection of its own and reads
+// its status reply.
+func (s *Server) admin(cmd string) error {
+	c, err := net.DialTimeout("unix", s.Socket, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := fmt.Fprint(c, cmd+"\r\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+OK") {
+		return fmt.Errorf("%s: %s", cmd, strings.TrimSpace(line))
+	}
+	return nil
+}
+
 // Start runs redis-server without persistence on a Unix socket in a
 // fresh directory until the test ends. A socket path, unlike a TCP port
 // picked by opening and closing a listener, cannot be taken by another
