@@ -83,22 +83,29 @@ type Deps struct {
 
 // ClientCredentials gets access tokens with the client credentials grant
 // and caches each until refreshBefore its expiry (or half its lifetime, if
-// that is shorter), so a request never goes out with a token about to
-// lapse. One fetch runs at a time; callers meanwhile wait for it. It is
-// safe for concurrent use.
+// that is shorter). One fetch runs at a time, on its own (a caller that
+// goes away does not end it, and it waits at most fetchTimeout); callers
+// without a valid token wait for it, each no longer than its context,
+// while a token due for refresh but still valid is used at once, the
+// refresh fetched behind it. It is safe for concurrent use.
 type ClientCredentials struct {
 	cfg    ClientCredentialsConfig
 	client *http.Client
 	now    func() time.Time
 
-	mu      sync.Mutex // guards the fields below; held during a fetch
-	token   string
-	refresh time.Time // when the token is to be replaced
-	expiry  time.Time // when it lapses
+	mu       sync.Mutex // guards the fields below
+	token    string
+	refresh  time.Time     // when the token is to be replaced
+	expiry   time.Time     // when it lapses
+	inflight chan struct{} // closed when the fetch under way ends; nil when none is
+	lastErr  error         // why the last fetch failed; nil if it succeeded
 }
 
 // refreshBefore is how long before its expiry a token is replaced.
 const refreshBefore = time.Minute
+
+// fetchTimeout bounds one fetch of a token, whatever client Deps gave.
+const fetchTimeout = 10 * time.Second
 
 // maxTokenResponse bounds the token endpoint's answer.
 const maxTokenResponse = 1 << 20
@@ -107,7 +114,7 @@ const maxTokenResponse = 1 << 20
 // passed Validate.
 func NewClientCredentials(cfg ClientCredentialsConfig, d Deps) *ClientCredentials {
 	if d.Client == nil {
-		d.Client = &http.Client{Timeout: 10 * time.Second}
+		d.Client = &http.Client{Timeout: fetchTimeout}
 	}
 	if d.Now == nil {
 		d.Now = time.Now
@@ -116,21 +123,63 @@ func NewClientCredentials(cfg ClientCredentialsConfig, d Deps) *ClientCredential
 }
 
 // Token returns a valid access token, fetching one when there is none or
-// the cached one is due for refresh.
+// the cached one is due for refresh. A token endpoint that stalls holds a
+// caller with no valid token until its ctx ends or the fetch times out,
+// and none with one: before, every call to the upstream queued behind
+// the fetch under one lock, and each fetched again in turn, a stalled
+// endpoint's timeout (10 s) apiece, valid token or not.
 func (c *ClientCredentials) Token(ctx context.Context) (string, error) {
 	c.mu.Lock()
+	now := c.now()
+	if c.token != "" && now.Before(c.refresh) {
+		tok := c.token
+		c.mu.Unlock()
+		return tok, nil
+	}
+	wait := c.inflight
+	if wait == nil {
+		wait = make(chan struct{})
+		c.inflight = wait
+		go c.fetchShared(wait)
+	}
+	if c.token != "" && now.Before(c.expiry) {
+		// Due for refresh, still valid: the refresh goes on behind it. A
+		// token still valid is better than none while the authorization
+		// server is away.
+		tok := c.token
+		c.mu.Unlock()
+		return tok, nil
+	}
+	c.mu.Unlock()
+	select {
+	case <-wait:
+	case <-ctx.Done():
+		return "", fmt.Errorf("%w: waiting for the token endpoint %s: %w", ErrTokenEndpoint, c.cfg.TokenURL, ctx.Err())
+	}
+	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.token != "" && c.now().Before(c.refresh) {
+	if c.token != "" && c.now().Before(c.expiry) {
 		return c.token, nil
 	}
+	if c.lastErr != nil {
+		return "", c.lastErr
+	}
+	return "", fmt.Errorf("%w: token endpoint %s: the token lapsed as it came", ErrTokenEndpoint, c.cfg.TokenURL)
+}
+
+// fetchShared fetches a token for every caller, stores it (or why not)
+// and closes done.
+func (c *ClientCredentials) fetchShared(done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
+	defer cancel()
 	tok, life, err := c.fetch(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer close(done)
+	c.inflight = nil
+	c.lastErr = err
 	if err != nil {
-		// A token still valid is better than none while the authorization
-		// server is briefly away; the next call tries again.
-		if c.token != "" && c.now().Before(c.expiry) {
-			return c.token, nil
-		}
-		return "", err
+		return
 	}
 	now := c.now()
 	early := refreshBefore
@@ -138,7 +187,6 @@ func (c *ClientCredentials) Token(ctx context.Context) (string, error) {
 		early = life / 2
 	}
 	c.token, c.expiry, c.refresh = tok, now.Add(life), now.Add(life-early)
-	return tok, nil
 }
 
 // Invalidate drops token if it is the cached one: the upstream refused it

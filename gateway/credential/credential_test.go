@@ -91,8 +91,11 @@ func TestClientCredentialsCache(t *testing.T) {
 		t.Errorf("within its lifetime: got %s after %d fetches, want tok-1 from the cache", got, ts.issued.Load())
 	}
 	clk.Advance(time.Minute + time.Second) // 4m01s of 5m: inside the last minute
-	if got := get(); got != "tok-2" {
-		t.Errorf("a minute before expiry: got %s, want a fresh tok-2", got)
+	if got := get(); got != "tok-1" {
+		t.Errorf("a minute before expiry: got %s, want tok-1, still valid, while tok-2 is fetched", got)
+	}
+	if got := refreshed(t, get, "tok-1"); got != "tok-2" {
+		t.Errorf("a minute before expiry, once fetched: got %s, want a fresh tok-2", got)
 	}
 	ts.fail.Store(true)
 	clk.Advance(4*time.Minute + 30*time.Second) // due for refresh, not expired
@@ -119,10 +122,90 @@ func TestClientCredentialsCache(t *testing.T) {
 			t.Errorf("at 14s of 30s: got %s, want %s", again, first)
 		}
 		clk.Advance(2 * time.Second)
-		if again, _ := c.Token(ctx); again == first {
+		get := func() string { tok, _ := c.Token(ctx); return tok }
+		if again := refreshed(t, get, first); again == first {
 			t.Errorf("at 16s of 30s: got %s again, want a new token", again)
 		}
 	})
+}
+
+// refreshed calls get until it returns another token than old (a
+// refresh fetched behind the valid token), for up to 5s.
+func refreshed(t *testing.T, get func() string, old string) string {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if tok := get(); tok != old || time.Now().After(deadline) {
+			return tok
+		}
+	}
+}
+
+// TestClientCredentialsStalledEndpoint: a token endpoint that accepts
+// the request and never answers held every call to its upstream: Token
+// fetched under one lock with the first caller's context, so the callers
+// queued behind it, each fetching again in turn for the client's 10 s
+// timeout, the k-th waiting k times that, and a lock does not heed a
+// caller's context. A token due for refresh but valid waited the same.
+// Now callers share one fetch, wait no longer than their context, and a
+// valid token is used at once.
+func TestClientCredentialsStalledEndpoint(t *testing.T) {
+	ts := newTokenServer(t)
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := NewClientCredentials(ts.config(), Deps{Now: clk.Now})
+	release := make(chan struct{})
+	var stalled atomic.Bool
+	stall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if stalled.Load() {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		ts.srv.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(stall.Close)
+	t.Cleanup(func() { close(release) }) // before stall.Close, which waits for its handlers
+	c.cfg.TokenURL = stall.URL + "/token"
+	if _, err := c.Token(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stalled.Store(true)
+
+	// Due for refresh, still valid: no wait.
+	clk.Advance(4*time.Minute + 30*time.Second)
+	start := time.Now()
+	for range 10 {
+		if tok, err := c.Token(context.Background()); tok != "tok-1" || err != nil {
+			t.Fatalf("due for refresh, endpoint stalled: got %q, %v; want tok-1", tok, err)
+		}
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("10 calls with a valid token due for refresh, the endpoint stalled: took %s, want no wait", took.Round(time.Millisecond))
+	}
+
+	// Expired: each caller waits for the one fetch, up to its context.
+	clk.Advance(time.Minute)
+	const n = 8
+	var wg sync.WaitGroup
+	took := make([]time.Duration, n)
+	for i := range n {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			if _, err := c.Token(ctx); !errors.Is(err, ErrTokenEndpoint) {
+				t.Errorf("caller %d, token expired, endpoint stalled: got %v, want ErrTokenEndpoint", i, err)
+			}
+			took[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for i, d := range took {
+		if d > 2*time.Second {
+			t.Errorf("caller %d of %d, token expired, endpoint stalled: waited %s, want its context's 300ms", i, n, d.Round(time.Millisecond))
+		}
+	}
 }
 
 func TestClientCredentialsErrors(t *testing.T) {
