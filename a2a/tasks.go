@@ -90,36 +90,37 @@ func (o *owners) add(ctx context.Context, agentName, task, owner string) {
 // owns reports whether owner created the task. A task the gateway never
 // saw created is no one's: not found.
 func (o *owners) owns(ctx context.Context, agentName, task, owner string) bool {
-	owns, _ := o.ownsAsking(ctx, agentName, task, owner, true)
+	owns, _, _ := o.ownsAsking(ctx, agentName, task, owner, true)
 	return owns
 }
 
 // ownsAsking is owns, asking the shared store only if ask; asked reports
-// whether it did.
-func (o *owners) ownsAsking(ctx context.Context, agentName, task, owner string, ask bool) (owns, asked bool) {
+// whether it did, failed that it did not answer.
+func (o *owners) ownsAsking(ctx context.Context, agentName, task, owner string, ask bool) (owns, asked, failed bool) {
 	key := agentName + "\x00" + task
 	if known, owns := o.table(task).Owns(key, owner); known {
-		return owns, false
+		return owns, false, false
 	}
 	if known, owns := o.rejected.Owns(key, owner); known {
-		return owns, false
+		return owns, false, false
 	}
 	if o.shared == nil || !ask {
-		return false, false
+		return false, false, false
 	}
-	return o.ownsShared(ctx, agentName, task, key, owner), true
+	owns, failed = o.ownsShared(ctx, agentName, task, key, owner)
+	return owns, true, failed
 }
 
-func (o *owners) ownsShared(ctx context.Context, agentName, task, key, owner string) bool {
+func (o *owners) ownsShared(ctx context.Context, agentName, task, key, owner string) (owns, failed bool) {
 	got, ok, err := o.shared.Owner(ctx, key)
 	if err != nil {
 		o.log.Warn("a2a: task owner unknown: the shared store did not answer", "agent", agentName, "task", task, "err", err)
-		return false
+		return false, true
 	}
 	if ok {
 		o.table(task).ContainsOrAdd(key, got)
 	}
-	return ok && got == owner
+	return ok && got == owner, false
 }
 
 // record notes the tasks an answer (a result or a stream event's result)
@@ -211,7 +212,8 @@ func unquote(v jsontext.Value) string {
 // in the shared store (as MCP's tasks/list): an agent answering with a
 // page of thousands of tasks would otherwise cost as many Redis round
 // trips. Tasks past it that this process has not seen are held back, as
-// tasks whose owner is unknown.
+// tasks whose owner is unknown, and so are those after a lookup that
+// failed.
 const maxListLookups = 256
 
 // filterList keeps, of a ListTasks result, the tasks owner created.
@@ -227,8 +229,14 @@ func (o *owners) filterList(ctx context.Context, agentName, owner string, result
 	kept := []jsontext.Value{}
 	lookups := 0
 	for _, t := range tasks {
-		owns, asked := o.ownsAsking(ctx, agentName, intercept.StringMember(t, "id"), owner, lookups < maxListLookups)
-		if asked {
+		owns, asked, failed := o.ownsAsking(ctx, agentName, intercept.StringMember(t, "id"), owner, lookups < maxListLookups)
+		switch {
+		case failed:
+			// The store does not answer (down, or stalled: each lookup
+			// waits out its timeout): the rest are held back unasked
+			// rather than the answer held a timeout per task.
+			lookups = maxListLookups
+		case asked:
 			lookups++
 		}
 		if owns {

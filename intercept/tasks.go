@@ -35,7 +35,8 @@ func sharedTaskKey(key string) string { return "\x00mcp\x00" + key }
 
 // maxStoreLookups bounds how many owners one tasks/list answer may look
 // up in the shared store; tasks past it that this process has not seen
-// are held back, as tasks whose owner is unknown.
+// are held back, as tasks whose owner is unknown, and so are those after
+// a lookup that failed.
 const maxStoreLookups = 256
 
 // maxTasks is how many task owners an Interceptor remembers; past it the
@@ -140,28 +141,28 @@ func (i *Interceptor) shares(cc CallContext) bool { return i.Tasks != nil && cc.
 // OwnsTask reports whether the client of cc owns the task id on its
 // upstream.
 func (i *Interceptor) OwnsTask(ctx context.Context, cc CallContext, id string) bool {
-	owns, _ := i.ownsTask(ctx, cc, id, true)
+	owns, _, _ := i.ownsTask(ctx, cc, id, true)
 	return owns
 }
 
 // ownsTask is OwnsTask; lookup says the shared store may be asked about a
 // task this process has not seen, and asked whether it was.
-func (i *Interceptor) ownsTask(ctx context.Context, cc CallContext, id string, lookup bool) (owns, asked bool) {
+func (i *Interceptor) ownsTask(ctx context.Context, cc CallContext, id string, lookup bool) (owns, asked, failed bool) {
 	key, owner := taskKey(cc, id), taskOwner(ctx, cc)
 	known, owns := i.taskTable().Owns(key, owner)
 	if known || !lookup || !i.shares(cc) {
-		return owns, false
+		return owns, false, false
 	}
 	got, ok, err := i.Tasks.Owner(ctx, sharedTaskKey(key))
 	if err != nil || !ok {
-		return false, true
+		return false, true, err != nil
 	}
 	share := got // someone else's: its owner's share
 	if got == owner {
 		share = shareOf(ctx, cc)
 	}
 	i.taskTable().ContainsOrAddIn(key, got, share)
-	return got == owner, true
+	return got == owner, true, false
 }
 
 // checkTask answers a tasks/* request m that names a task the client of
@@ -199,9 +200,16 @@ func (i *Interceptor) FilterTasksResult(ctx context.Context, cc CallContext, res
 		id := StringMember(t, "taskId")
 		owns := false
 		if id != "" {
-			var asked bool
-			owns, asked = i.ownsTask(ctx, cc, id, lookups < maxStoreLookups)
-			if asked {
+			var asked, failed bool
+			owns, asked, failed = i.ownsTask(ctx, cc, id, lookups < maxStoreLookups)
+			switch {
+			case failed:
+				// The store does not answer (down, or stalled: each
+				// lookup waits out its timeout): the rest are held
+				// back unasked rather than the answer held a timeout
+				// per task.
+				lookups = maxStoreLookups
+			case asked:
 				lookups++
 			}
 		}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -102,6 +104,56 @@ func (s *mapTasks) Owner(_ context.Context, key string) (string, bool, error) {
 	s.lookups++
 	owner, ok := s.m[key]
 	return owner, ok, nil
+}
+
+// stalledTasks is a TaskStore that does not answer: each lookup waits
+// out its timeout, as the Redis store's does.
+type stalledTasks struct {
+	timeout time.Duration
+	lookups atomic.Int32
+}
+
+func (s *stalledTasks) Claim(ctx context.Context, _, _ string) (string, error) {
+	_, _, err := s.Owner(ctx, "")
+	return "", err
+}
+
+func (s *stalledTasks) Owner(ctx context.Context, _ string) (string, bool, error) {
+	s.lookups.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	<-ctx.Done()
+	return "", false, ctx.Err()
+}
+
+// TestTasksListStalledStore: a tasks/list answer naming tasks this
+// replica has not seen, with the shared store not answering, asked it
+// about each in turn, a timeout apiece: 256 of them at agent_tasks.timeout
+// (500ms) held the answer for over two minutes (and logged 256 WARN
+// lines). After the first lookup that fails, the rest of the answer's
+// unknown tasks are held back unasked.
+func TestTasksListStalledStore(t *testing.T) {
+	store := &stalledTasks{timeout: 20 * time.Millisecond}
+	ic := &Interceptor{Tasks: store}
+	alice := CallContext{Upstream: "u", Agent: "alice"}
+	var many strings.Builder
+	many.WriteString(`{"tasks":[`)
+	for n := range maxStoreLookups {
+		if n > 0 {
+			many.WriteByte(',')
+		}
+		fmt.Fprintf(&many, `{"taskId":"x%d"}`, n)
+	}
+	many.WriteString(`]}`)
+	start := time.Now()
+	out, _ := ic.FilterTasksResult(context.Background(), alice, jsontext.Value(many.String()))
+	took := time.Since(start)
+	if string(out) != `{"tasks":[]}` {
+		t.Errorf("unknown tasks, the store stalled: kept %.60s, want none", out)
+	}
+	if n := store.lookups.Load(); n != 1 || took > time.Second {
+		t.Errorf("%d unknown tasks, the store stalled: %d lookups in %s, want 1 (one timeout, 20ms)", maxStoreLookups, n, took.Round(time.Millisecond))
+	}
 }
 
 // TestSharedTaskOwners: replicas sharing a TaskStore agree on who owns a
