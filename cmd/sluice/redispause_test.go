@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/deadpeer"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/inventory"
 )
 
 // TestServeRedisClientPause: one real redis-server behind every shared
@@ -114,4 +118,53 @@ agent_tasks: {redis_url: "`+url+`", timeout: 200ms}
 		t.Errorf("serve still running %s after its context ended, Redis paused, with shutdown_timeout 1s", time.Since(start).Round(time.Millisecond))
 	}
 	<-done
+}
+
+// TestServeStartRedisSilent: each Redis a config names accepts the
+// connection and never answers. serve does not start, and says which
+// key's Redis did not answer, within its start-up bound (5 s; route
+// memory's timeout); a signal meanwhile stops it within 2 s.
+func TestServeStartRedisSilent(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "inventory-key.pem")
+	if _, err := inventory.LoadOrCreateKey(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ key, names, yaml string }{
+		{"route_memory", "route memory: redis at", "route_memory: {redis_url: \"redis://ADDR/0\"}\n"},
+		{"rate_limits", "rate_limits.redis_url", "rate_limits: {redis_url: \"redis://ADDR/0\", rules: [{id: r, by: [principal], rate: 10/s}]}\n"},
+		{"approvals", "approvals.redis_url", "approvals: {redis_url: \"redis://ADDR/0\"}\n"},
+		{"agent_tasks", "agent_tasks.redis_url", "agent_tasks: {redis_url: \"redis://ADDR/0\"}\n"},
+		{"inventory", "inventory.redis_url", "inventory: {redis_url: \"redis://ADDR/0\", key_file: \"" + keyFile + "\"}\n"},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			t.Parallel() // each waits on its silent peer
+			yaml := "listen: 127.0.0.1:0\npolicy: {default: allow}\nupstreams: [{name: demo, url: \"http://127.0.0.1:1/mcp\"}]\n" +
+				strings.ReplaceAll(c.yaml, "ADDR", deadpeer.Silent(t))
+			for _, signal := range []bool{false, true} {
+				cfg, err := parseConfig("test", []byte(yaml))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.DataDir = t.TempDir()
+				ctx, cancel := context.WithCancel(context.Background())
+				if signal {
+					time.AfterFunc(300*time.Millisecond, cancel)
+				}
+				start := time.Now()
+				err = serve(ctx, cfg, slog.New(slog.DiscardHandler), func(bound) { t.Error("serve started with its Redis not answering") })
+				took := time.Since(start)
+				cancel()
+				// A signal is heard at the read deadline of the command
+				// under way (go-redis reads to a deadline, not a
+				// cancellation): 2 s at most.
+				bound := 7 * time.Second
+				if signal {
+					bound = 3 * time.Second
+				}
+				if err == nil || took > bound || !signal && !strings.Contains(err.Error(), c.names) {
+					t.Errorf("signal %v: serve returned %v after %s; want an error naming %s within %s", signal, err, took.Round(time.Millisecond), c.names, bound)
+				}
+			}
+		})
+	}
 }
