@@ -206,9 +206,16 @@ type KeyStore struct {
 	cur       atomic.Pointer[keySet]
 	nextCheck atomic.Int64 // unix nanoseconds of the next stat
 
-	mu   sync.Mutex // guards stat and serialises reloads
-	stat os.FileInfo
+	mu      sync.Mutex // guards the fields below
+	stat    os.FileInfo
+	last    *keySet       // what the last read found, which a stall's failure gives way to
+	reading chan struct{} // closed when the read under way ends; nil when none is
 }
+
+// keyFileWait bounds how long a request waits for the key file to be read
+// again: on a disk or network file system that stalls, the read may never
+// end. Past it, every key fails (closed) until a read ends.
+const keyFileWait = 2 * time.Second
 
 type keySet struct {
 	keys map[string]*storedKey
@@ -227,33 +234,83 @@ func NewKeyStore(path string, now func() time.Time) (*KeyStore, error) {
 		now = time.Now
 	}
 	s := &KeyStore{path: path, now: now}
-	s.reload()
+	s.reread()
 	if err := s.cur.Load().err; err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// reload reads the file if it changed since the last read. A file that
-// cannot be read fails every key, closed, until it is fixed.
-func (s *KeyStore) reload() {
+// refresh rereads the file at most once a second.
+func (s *KeyStore) refresh() {
+	if n := s.now().UnixNano(); n >= s.nextCheck.Load() {
+		s.nextCheck.Store(n + int64(time.Second))
+		s.reread()
+	}
+}
+
+// reread has the file read again if it changed, one read at a time, and
+// waits for that read at most keyFileWait: a read that stalls (a hung
+// disk or NFS mount) held the request that started it for ever, and one
+// more each second behind its lock, while the keys read before, revoked
+// since or not, went on authenticating; now every key fails, closed,
+// until a read ends.
+func (s *KeyStore) reread() {
+	s.mu.Lock()
+	done := s.reading
+	if done == nil {
+		done = make(chan struct{})
+		s.reading = done
+		go s.reload(done)
+	}
+	s.mu.Unlock()
+	t := time.NewTimer(keyFileWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.mu.Lock()
+		if s.reading == done {
+			s.cur.Store(&keySet{err: fmt.Errorf("key file %s: reading it has not finished in %s (its disk or file system stalls)", s.path, keyFileWait)})
+		}
+		s.mu.Unlock()
+	}
+}
+
+// reload reads the file if it changed since the last read, then closes
+// done. A file that cannot be read fails every key, closed, until it is
+// fixed.
+func (s *KeyStore) reload(done chan struct{}) {
+	ks, fi, changed := s.read()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer close(done)
+	s.reading = nil
+	if changed {
+		s.stat, s.last = fi, ks
+	}
+	// Unchanged, the set read before stands again (a stall had failed
+	// every key meanwhile).
+	s.cur.Store(s.last)
+}
+
+// read reads the file unless it is the one last read, unchanged.
+func (s *KeyStore) read() (ks *keySet, fi os.FileInfo, changed bool) {
+	s.mu.Lock()
+	last := s.stat
+	s.mu.Unlock()
 	fi, err := os.Stat(s.path)
-	if err == nil && s.stat != nil && os.SameFile(fi, s.stat) && fi.ModTime().Equal(s.stat.ModTime()) && fi.Size() == s.stat.Size() {
-		return
+	if err == nil && last != nil && os.SameFile(fi, last) && fi.ModTime().Equal(last.ModTime()) && fi.Size() == last.Size() {
+		return nil, nil, false
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		s.cur.Store(&keySet{err: err})
-		return
+		return &keySet{err: err}, nil, true // read again next time, whatever Stat says then
 	}
-	s.stat = fi
 	f, err := readKeyFile(s.path)
 	if err != nil {
-		s.cur.Store(&keySet{err: err})
-		return
+		return &keySet{err: err}, nil, true
 	}
-	ks := &keySet{keys: make(map[string]*storedKey, len(f.Keys))}
+	ks = &keySet{keys: make(map[string]*storedKey, len(f.Keys))}
 	for _, k := range f.Keys {
 		sk := &storedKey{Key: k}
 		if h, err := hex.DecodeString(k.Hash); err != nil || len(h) != sha256.Size {
@@ -268,16 +325,13 @@ func (s *KeyStore) reload() {
 		}
 		ks.keys[k.ID] = sk
 	}
-	s.cur.Store(ks)
+	return ks, fi, true
 }
 
 // Authenticate returns the principal of an API key, or a *Failure.
 func (s *KeyStore) Authenticate(token string) (*intercept.Principal, error) {
+	s.refresh()
 	now := s.now()
-	if n := now.UnixNano(); n >= s.nextCheck.Load() {
-		s.nextCheck.Store(n + int64(time.Second))
-		s.reload()
-	}
 	if len(token) != keyLen || token[len(KeyPrefix)+keyIDLen] != '_' {
 		return nil, invalidToken(ModeAPIKey, "malformed API key", nil)
 	}
@@ -310,11 +364,8 @@ func (s *KeyStore) Authenticate(token string) (*intercept.Principal, error) {
 // stillGood reports why the key with id no longer holds, or nil: the
 // key file is read again at most once a second, as by Authenticate.
 func (s *KeyStore) stillGood(id string) error {
+	s.refresh()
 	now := s.now()
-	if n := now.UnixNano(); n >= s.nextCheck.Load() {
-		s.nextCheck.Store(n + int64(time.Second))
-		s.reload()
-	}
 	ks := s.cur.Load()
 	if ks.err != nil {
 		return errors.New("the key file cannot be read")

@@ -3,7 +3,9 @@ package auth
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,6 +167,90 @@ func TestAPIKeyRevocationSeenLive(t *testing.T) {
 	keys, err := ListKeys(path)
 	if err != nil || len(keys) != 1 || keys[0].Status(clock.Now()) != "revoked" || keys[0].Hash == "" {
 		t.Fatalf("got %+v, %v; want one revoked key", keys, err)
+	}
+}
+
+// TestAPIKeyFileReadStalls: a key file whose read never ends (a hung
+// disk or NFS mount; here a FIFO nobody writes, renamed over it) held the
+// request that reread it for ever, and one more each second behind the
+// store's lock, while every other request went on with the keys read
+// before, revoked since or not. Now a request waits for the read at most
+// keyFileWait, every key fails (closed) until a read ends, and then the
+// file read decides again.
+func TestAPIKeyFileReadStalls(t *testing.T) {
+	clock := newClock()
+	dir := t.TempDir()
+	path := dir + "/agent_keys.json"
+	tok, _, err := CreateKey(path, "reporter", 0, clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := NewKeyStore(path, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := dir + "/stalled"
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	if err := os.Rename(fifo, path); err != nil {
+		t.Fatal(err)
+	}
+	// Let the stalled read end when the test does: a writer that closes
+	// at once gives it an empty file.
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+
+	clock.Advance(1100 * time.Millisecond)
+	type result struct {
+		took time.Duration
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		start := time.Now()
+		_, err := ks.Authenticate(tok)
+		res <- result{time.Since(start), err}
+	}()
+	const wait = 2 * time.Second // keyFileWait
+	select {
+	case r := <-res:
+		if r.err == nil || r.took > wait+time.Second {
+			t.Errorf("the key file's read stalled: got %v after %s, want the key refused within %s", r.err, r.took.Round(time.Millisecond), wait)
+		}
+	case <-time.After(wait + 3*time.Second):
+		t.Fatalf("the key file's read stalled: the request still waits %s later", wait+3*time.Second)
+	}
+	clock.Advance(100 * time.Millisecond) // within the second: no read started
+	if _, err := ks.Authenticate(tok); err == nil {
+		t.Error("another request while the read stalls: accepted with the keys read before, want refused")
+	}
+
+	// The file is back: once its read ends, keys are decided by it again.
+	tmp := dir + "/back"
+	if err := os.WriteFile(tmp, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		f.Close() // ends the stalled read
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		clock.Advance(1100 * time.Millisecond)
+		if _, err := ks.Authenticate(tok); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the key file readable again: the key still refused after 10s: %v", err)
+		}
 	}
 }
 
