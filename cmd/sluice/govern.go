@@ -77,7 +77,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		}
 		rs, err := redisstore.New(ctx, opts)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("route_memory.redis_url: %w", err) // named as the other Redis keys are
 		}
 		gv.closers = append(gv.closers, func(context.Context) { _ = rs.Close() })
 		mem, local = rs, nil

@@ -130,7 +130,7 @@ func TestServeStartRedisSilent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ key, names, yaml string }{
-		{"route_memory", "route memory: redis at", "route_memory: {redis_url: \"redis://ADDR/0\"}\n"},
+		{"route_memory", "route_memory.redis_url", "route_memory: {redis_url: \"redis://ADDR/0\"}\n"},
 		{"rate_limits", "rate_limits.redis_url", "rate_limits: {redis_url: \"redis://ADDR/0\", rules: [{id: r, by: [principal], rate: 10/s}]}\n"},
 		{"approvals", "approvals.redis_url", "approvals: {redis_url: \"redis://ADDR/0\"}\n"},
 		{"agent_tasks", "agent_tasks.redis_url", "agent_tasks: {redis_url: \"redis://ADDR/0\"}\n"},
