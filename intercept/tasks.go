@@ -146,7 +146,8 @@ func (i *Interceptor) OwnsTask(ctx context.Context, cc CallContext, id string) b
 }
 
 // ownsTask is OwnsTask; lookup says the shared store may be asked about a
-// task this process has not seen, and asked whether it was.
+// task this process has not seen, asked whether it was, and failed that it
+// did not answer.
 func (i *Interceptor) ownsTask(ctx context.Context, cc CallContext, id string, lookup bool) (owns, asked, failed bool) {
 	key, owner := taskKey(cc, id), taskOwner(ctx, cc)
 	known, owns := i.taskTable().Owns(key, owner)
