@@ -62,23 +62,7 @@ func TestAttackSlowReaderCutOff(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		var got int64
-		for {
-			n, err := io.CopyN(io.Discard, resp.Body, 128<<10)
-			got += n
-			if err != nil {
-				if err != io.EOF {
-					t.Fatalf("a client reading steadily: answer cut after %d bytes (%v) in %v, want it whole", got, err, time.Since(start))
-				}
-				break
-			}
-			<-tick.C
-		}
-		if got < size {
-			t.Errorf("answer read: got %d bytes, want more than %d", got, size)
-		}
+		readSteadily(t, resp.Body, start, size)
 	})
 
 	// A /ws connection's writes are bounded by the same timeout, in the
@@ -100,22 +84,30 @@ func TestAttackSlowReaderCutOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		var got int64
-		for {
-			n, err := io.CopyN(io.Discard, r, 128<<10)
-			got += n
-			if err != nil {
-				if err != io.EOF {
-					t.Fatalf("a client reading steadily: answer cut after %d bytes (%v) in %v, want it whole", got, err, time.Since(start))
-				}
-				break
-			}
-			<-tick.C
-		}
-		if got < size {
-			t.Errorf("answer read: got %d bytes, want more than %d", got, size)
-		}
+		readSteadily(t, r, start, size)
 	})
+}
+
+// readSteadily reads r to its end as a slow but steady client does,
+// 128 KiB every 20ms (6.4 MB/s), and fails t if the answer, started at
+// start, is cut or shorter than size.
+func readSteadily(t *testing.T, r io.Reader, start time.Time, size int64) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var got int64
+	for {
+		n, err := io.CopyN(io.Discard, r, 128<<10)
+		got += n
+		if err != nil {
+			if err != io.EOF {
+				t.Fatalf("a client reading steadily: answer cut after %d bytes (%v) in %v, want it whole", got, err, time.Since(start))
+			}
+			break
+		}
+		<-tick.C
+	}
+	if got < size {
+		t.Errorf("answer read: got %d bytes, want more than %d", got, size)
+	}
 }
