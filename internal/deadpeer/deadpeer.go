@@ -24,32 +24,12 @@ import (
 // immediately resets (RST) every connection until the test ends.
 func Addr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-				continue
-			}
-			if tc, ok := c.(*net.TCPConn); ok {
-				_ = tc.SetLinger(0) // reset, not an orderly close
-			}
-			c.Close()
+	return listen(t, func(c net.Conn) {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // reset, not an orderly close
 		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
-	return ln.Addr().String()
+		c.Close()
+	}, nil)
 }
 
 // Silent returns the host:port of a loopback listener that accepts every
@@ -58,12 +38,30 @@ func Addr(t testing.TB) string {
 // only a timeout gets a caller past.
 func Silent(t testing.TB) string {
 	t.Helper()
+	var mu sync.Mutex
+	var held []net.Conn
+	return listen(t, func(c net.Conn) {
+		mu.Lock()
+		held = append(held, c)
+		mu.Unlock()
+	}, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+}
+
+// listen serves a loopback listener until the test ends, handing each
+// connection to accepted; after the listener closes, cleanup (if set)
+// runs.
+func listen(t testing.TB, accepted func(net.Conn), cleanup func()) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var held []net.Conn
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -75,18 +73,14 @@ func Silent(t testing.TB) string {
 				}
 				continue
 			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
+			accepted(c)
 		}
 	}()
 	t.Cleanup(func() {
 		ln.Close()
 		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
+		if cleanup != nil {
+			cleanup()
 		}
 	})
 	return ln.Addr().String()
