@@ -455,11 +455,18 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		answer(http.StatusUnauthorized, "the push does not carry the token the gateway gave this push config")
 		return
 	}
-	if why := lapsed(rec.principal); why != "" {
+	gone := func() bool {
+		why := lapsed(rec.principal)
+		if why == "" {
+			return false
+		}
 		g.pushes.remove(rec)
 		g.log.Info("a2a: push relay: push dropped and the relay ended: the caller's credential no longer holds", "agent", rec.agent, "principal", rec.owner, "why", why)
 		g.pushRefused(rec.agent, rec.owner, "the caller's credential no longer holds: "+why)
 		answer(http.StatusGone, "the caller that registered this push config is no longer authenticated: not delivered, and the relay is ended")
+		return true
+	}
+	if gone() {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBody))
@@ -489,12 +496,17 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	}
 	status, err := g.deliver(r.Context(), rec, body)
 	if err != nil {
-		g.log.Warn("a2a: push relay: delivery failed", "agent", rec.agent, "principal", rec.owner, "err", err)
-		code := http.StatusBadGateway
-		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
-			code = http.StatusGatewayTimeout
+		// The caller's URL is not the agent's to know (its path or query
+		// may hold the webhook's secret), nor the log's beyond its host.
+		g.log.Warn("a2a: push relay: delivery failed", "agent", rec.agent, "principal", rec.owner, "err", redactURL(err))
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+			answer(http.StatusGatewayTimeout, "delivering the push to the caller timed out")
+		case errors.Is(err, errPushAddress):
+			answer(http.StatusBadGateway, "delivering the push to the caller failed: the caller's URL leads into the gateway's network")
+		default:
+			answer(http.StatusBadGateway, "delivering the push to the caller failed")
 		}
-		answer(code, "delivering the push to the caller failed: "+err.Error())
 		return
 	}
 	if terminal(body) {
@@ -645,6 +657,20 @@ func authorization(auth jsontext.Value) string {
 		}
 	}
 	return ""
+}
+
+// redactURL returns err with the URL a *url.Error names cut to its
+// scheme and host.
+func redactURL(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	short := "the push URL"
+	if u, perr := url.Parse(ue.URL); perr == nil {
+		short = u.Scheme + "://" + u.Host
+	}
+	return &url.Error{Op: ue.Op, URL: short, Err: ue.Err}
 }
 
 func isTimeout(err error) bool {

@@ -2,10 +2,12 @@ package a2a
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -34,8 +36,9 @@ type relayEnv struct {
 
 	mu      sync.Mutex
 	revoked map[string]bool
-	refused []string // OnPushRefused: "principal: reason"
-	results []string // the Interceptor's OnResult: "tool agent result"
+	checked func(name string) // if set, told of each credential check
+	refused []string          // OnPushRefused: "principal: reason"
+	results []string          // the Interceptor's OnResult: "tool agent result"
 }
 
 func newRelayEnv(t *testing.T, agent Agent, opts Options) *relayEnv {
@@ -66,6 +69,9 @@ func newRelayEnv(t *testing.T, agent Agent, opts Options) *relayEnv {
 			p := &intercept.Principal{ID: name, Method: "api_key", Check: func() error {
 				e.mu.Lock()
 				defer e.mu.Unlock()
+				if e.checked != nil {
+					e.checked(name)
+				}
 				if e.revoked[name] {
 					return errors.New("API key revoked")
 				}
@@ -760,4 +766,67 @@ func TestIsPushRelay(t *testing.T) {
 			t.Errorf("%s %s: got %v, want %v", c.method, c.path, got, c.want)
 		}
 	}
+}
+
+// TestAttackPushRelayFailureHidesCaller: a delivery that fails answers
+// the agent without the caller's URL (its host, path or query, where
+// webhooks keep secrets), and logs it without its path and query: the
+// agent was given the relay so that it never learns where pushes go.
+func TestAttackPushRelayFailureHidesCaller(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close() // nothing listens there now: connection refused
+	for _, c := range []struct {
+		name  string
+		allow []string
+		want  int
+	}{
+		{"connection refused", []string{"127.0.0.1"}, http.StatusBadGateway},
+		{"address refused", nil, http.StatusBadGateway},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs syncBuffer
+			rec := newRecAgent(t, goodCard)
+			e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: c.allow}, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			task := taskOf(t, do(t, "POST", e.url+"/a2a/stub", "alice", "", sendHi))
+			secretURL := closedURL + "/hooks/T0-alice-secret-path?sig=s3cr3t-query"
+			r := &pushRecord{id: randomID(16), token: randomID(32), agent: "stub", owner: "alice", task: task, url: secretURL, callerTok: "alice-hook"}
+			if err := e.g.pushes.add(r); err != nil {
+				t.Fatal(err)
+			}
+			status, got := pushAs(t, e.g.relayURL(r.id), r.token, taskPush(task, "working"))
+			if status != c.want {
+				t.Errorf("got HTTP %d %s, want %d", status, got, c.want)
+			}
+			host := strings.TrimPrefix(closedURL, "http://")
+			for _, secret := range []string{host, "alice-secret-path", "s3cr3t-query"} {
+				if strings.Contains(got, secret) {
+					t.Errorf("the agent was answered %q, naming the caller's URL (%s)", got, secret)
+				}
+			}
+			for _, secret := range []string{"alice-secret-path", "s3cr3t-query", "alice-hook"} {
+				if strings.Contains(logs.String(), secret) {
+					t.Errorf("the log names %s of the caller's URL or token: %s", secret, logs.String())
+				}
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger and a test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
