@@ -475,6 +475,12 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		answer(http.StatusRequestEntityTooLarge, fmt.Sprintf("a push larger than %d bytes, or unreadable: not delivered", g.opts.MaxBody))
 		return
 	}
+	// The body may have taken as long as the agent liked (the server
+	// bounds only the headers' read): the credential is checked again for
+	// what is delivered now.
+	if gone() {
+		return
+	}
 	b := jsontext.Value(body)
 	if why := g.pushNamesTask(r.Context(), rec, b); why != "" {
 		g.log.Warn("a2a: push relay: push refused", "agent", rec.agent, "principal", rec.owner, "why", why)

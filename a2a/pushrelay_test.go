@@ -813,6 +813,55 @@ func TestAttackPushRelayFailureHidesCaller(t *testing.T) {
 	}
 }
 
+// TestPushRelayRevokedWhileReading: the caller's credential is checked
+// again once the agent's push has been read, before it is delivered: an
+// agent that starts a push while the caller's key holds and sends the
+// rest of its body after the key is revoked delivers nothing.
+func TestPushRelayRevokedWhileReading(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	hook := newWebhook(t)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{})
+	task, url, token := relayOf(t, e, rec, "alice", hook.srv.URL+"/alice")
+	checked := make(chan struct{}, 16)
+	e.mu.Lock()
+	e.checked = func(string) { checked <- struct{}{} }
+	e.mu.Unlock()
+
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest(http.MethodPost, url, pr)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-A2A-Notification-Token", token)
+	done := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	body := taskPush(task, "working")
+	io.WriteString(pw, body[:10])
+	select {
+	case <-checked: // the check before the body is read: the key held
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay did not check the caller's credential")
+	}
+	e.revoke("alice")
+	io.WriteString(pw, body[10:])
+	pw.Close()
+	if status := <-done; status != http.StatusGone {
+		t.Errorf("got HTTP %d, want 410", status)
+	}
+	if got := hook.next(100 * time.Millisecond); got != "" {
+		t.Errorf("a push finished after the caller's key was revoked was delivered: %.200s", got)
+	}
+	if n := e.g.pushes.len(); n != 0 {
+		t.Errorf("%d relays left after the caller's credential lapsed, want 0", n)
+	}
+}
+
 // syncBuffer is a bytes.Buffer a logger and a test share.
 type syncBuffer struct {
 	mu sync.Mutex
