@@ -146,7 +146,8 @@ type Options struct {
 	// included (zero: 10s).
 	PushTimeout time.Duration
 	// PushDeliveries bounds the relayed pushes delivered at once (zero:
-	// 64); past it the agent is answered 503.
+	// 64), a quarter of them (at least one) to one principal's URLs; past
+	// either the agent is answered 503.
 	PushDeliveries int
 	// MaxPushRelays bounds the push configs relayed (zero: 10,000); one
 	// principal holds at most a tenth, its oldest ending first.
@@ -208,10 +209,10 @@ type Gateway struct {
 	// agent: messages and card fetches carry the operator's headers, and
 	// were decided about for the configured agent (h1.NoRedirects).
 	calls *http.Client
-	// pushes are the relayed push configs (PushRelay); pushSlots bounds
-	// the deliveries at once.
-	pushes    *pushRelays
-	pushSlots chan struct{}
+	// pushes are the relayed push configs (PushRelay); delivering
+	// bounds the deliveries at once.
+	pushes     *pushRelays
+	delivering *deliveries
 }
 
 // New returns a gateway deciding with ic.
@@ -265,7 +266,7 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 	}
 	g := &Gateway{opts: opts, ic: ic, calls: h1.NoRedirects(opts.Client), agents: map[string]*agent{}, tasks: newOwners(opts.MaxTasks, opts.Tasks, log), log: log,
 		signer: newSigner(opts.SigningKey), keys: keyCache{sets: map[string]keyEntry{}},
-		pushes: newPushRelays(opts.MaxPushRelays, opts.PushRelayTTL), pushSlots: make(chan struct{}, opts.PushDeliveries)}
+		pushes: newPushRelays(opts.MaxPushRelays, opts.PushRelayTTL), delivering: newDeliveries(opts.PushDeliveries)}
 	for i, a := range opts.Agents {
 		if err := ValidateAgent(a); err != nil {
 			return nil, fmt.Errorf("agents[%d]: %w", i, err)

@@ -224,6 +224,50 @@ func (p *pushRelays) len() int {
 	return len(p.byID)
 }
 
+// deliveries bounds the pushes delivered at once: max in all, a quarter
+// of them (at least one) to one principal's URLs, so that a caller whose
+// webhook stalls holds no more than its share while every other caller's
+// pushes wait out PushTimeout behind it.
+type deliveries struct {
+	max, perOwner int
+	mu            sync.Mutex // guards the fields below
+	n             int
+	byOwner       map[string]int
+}
+
+func newDeliveries(n int) *deliveries {
+	return &deliveries{max: n, perOwner: max(1, n/4), byOwner: map[string]int{}}
+}
+
+var (
+	errBusy      = errors.New("as many deliveries as allowed at once")
+	errOwnerBusy = errors.New("as many deliveries to this principal as allowed at once")
+)
+
+// start takes a delivery for owner, or says why not; end gives it back.
+func (d *deliveries) start(owner string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.n >= d.max:
+		return errBusy
+	case d.byOwner[owner] >= d.perOwner:
+		return errOwnerBusy
+	}
+	d.n++
+	d.byOwner[owner]++
+	return nil
+}
+
+func (d *deliveries) end(owner string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.n--
+	if d.byOwner[owner]--; d.byOwner[owner] <= 0 {
+		delete(d.byOwner, owner)
+	}
+}
+
 // randomID is n random bytes, base64url.
 func randomID(n int) string {
 	b := make([]byte, n)
@@ -493,13 +537,15 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	a := g.agents[rec.agent]
 	g.observe(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.URL,
 		Upstream: "a2a:" + a.Name, Agent: rec.owner}, b)
-	select {
-	case g.pushSlots <- struct{}{}:
-		defer func() { <-g.pushSlots }()
-	default:
+	switch g.delivering.start(rec.owner) {
+	case errBusy:
 		answer(http.StatusServiceUnavailable, "the gateway is delivering as many pushes as it does at once; try again")
 		return
+	case errOwnerBusy:
+		answer(http.StatusServiceUnavailable, "the gateway is delivering as many pushes to this caller as it does at once; try again")
+		return
 	}
+	defer g.delivering.end(rec.owner)
 	status, err := g.deliver(r.Context(), rec, body)
 	if err != nil {
 		// The caller's URL is not the agent's to know (its path or query

@@ -879,3 +879,56 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestAttackPushRelayOneCallerHoldsDeliveries: a caller whose webhook
+// never answers holds at most a quarter of PushDeliveries at once, not
+// all of them: another caller's push is still delivered while hers wait
+// out PushTimeout, and hers past her share are answered 503 at once.
+func TestAttackPushRelayOneCallerHoldsDeliveries(t *testing.T) {
+	stop, arrived := make(chan struct{}), make(chan struct{}, 16)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	hook := newWebhook(t)
+	rec := newRecAgent(t, goodCard)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{PushTimeout: 5 * time.Second, PushDeliveries: 4})
+	t.Cleanup(func() { close(stop) }) // first: the gateway's Close waits for the pushes
+	aliceTask, aliceURL, aliceTok := relayOf(t, e, rec, "alice", slow.URL+"/hook")
+	bobTask, bobURL, bobTok := relayOf(t, e, rec, "bob", hook.srv.URL+"/bob")
+	held := 0
+	for range 4 {
+		done := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, aliceURL, strings.NewReader(taskPush(aliceTask, "working")))
+			req.Header.Set("X-A2A-Notification-Token", aliceTok)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		select {
+		case <-arrived:
+			held++
+		case status := <-done:
+			if status != http.StatusServiceUnavailable {
+				t.Errorf("alice's push past her share: HTTP %d, want 503", status)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("alice's push neither arrived nor was answered")
+		}
+	}
+	if held != 1 {
+		t.Errorf("alice's stalled webhook holds %d of 4 deliveries, want 1 (a quarter)", held)
+	}
+	if status, got := pushAs(t, bobURL, bobTok, taskPush(bobTask, "working")); status != http.StatusOK {
+		t.Errorf("bob's push while alice's webhook stalls: HTTP %d %s, want 200", status, got)
+	}
+}

@@ -19,7 +19,8 @@ type pushRelayConfig struct {
 	Enabled *bool `yaml:"enabled"`
 	// Timeout bounds one delivery to a caller's URL (default 10s).
 	Timeout time.Duration `yaml:"timeout"`
-	// MaxConcurrent bounds the deliveries at once (default 64); past it an
+	// MaxConcurrent bounds the deliveries at once (default 64), a quarter
+	// of them (at least one) to one principal's URLs; past either an
 	// agent's push is answered 503.
 	MaxConcurrent int `yaml:"max_concurrent"`
 	// MaxRelays bounds the push configs relayed (default 10,000), a tenth
