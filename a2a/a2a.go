@@ -313,6 +313,7 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("/a2a/{name}/rest/{rest...}", g.serveREST)
 	if g.opts.PushRelay {
 		mux.HandleFunc("POST "+PushRelayPath+"{id}", g.servePush)
+		return g.refuseDelivered(mux)
 	}
 	return mux
 }

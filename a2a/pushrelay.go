@@ -62,8 +62,9 @@ func IsPushRelay(r *http.Request) bool {
 	return ok && r.Method == http.MethodPost && id != "" && !strings.ContainsAny(id, "/\\") && id != "." && id != ".."
 }
 
-// relayHopHeader marks the gateway's own deliveries: one arriving at a
-// relay (a caller's URL that leads back to the gateway) is a loop.
+// relayHopHeader marks the gateway's own deliveries: one arriving back at
+// the gateway (a caller's URL that leads to it) is refused on every path
+// (DeliveredByRelay).
 const relayHopHeader = "Sluice-Push-Relay"
 
 // tokenHeader is where A2A puts a push config's token.
@@ -360,6 +361,11 @@ func (g *Gateway) relayConfig(ctx context.Context, a *agent, v jsontext.Value, t
 	if err == nil && pointsAtRelay(rec.url) {
 		err = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: push notification url %q leads to the gateway's own push relay, a loop", rec.url)}
 	}
+	if err == nil && sameHost(rec.url, g.opts.PublicURL) {
+		// The agent's pushes would be calls to the gateway, with the
+		// caller's authentication: the agent acting as the caller.
+		err = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: push notification url %q leads to the gateway itself (public_url): the agent's pushes would be calls to it with this config's authentication", rec.url)}
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -375,6 +381,56 @@ func pointsAtRelay(u string) bool {
 	}
 	path := strings.ToLower(strings.ReplaceAll(p.Path, `\`, "/"))
 	return strings.Contains(path, strings.TrimSuffix(PushRelayPath, "/"))
+}
+
+// sameHost reports whether u and public name the same host and port,
+// as a server would read them.
+func sameHost(u, public string) bool {
+	a, err := url.Parse(webURL(u))
+	if err != nil {
+		return true
+	}
+	b, err := url.Parse(public)
+	if err != nil {
+		return false
+	}
+	port := func(x *url.URL) string {
+		if p := x.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(x.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	host := func(x *url.URL) string { return strings.TrimSuffix(strings.ToLower(x.Hostname()), ".") }
+	return host(a) == host(b) && port(a) == port(b)
+}
+
+// DeliveredByRelay reports whether r is a push the gateway's relay
+// delivered, come back to the gateway: a caller's URL that leads to it
+// under another name than public_url's. No such request is served, on any
+// path: it would be the agent calling the gateway with the caller's
+// authentication (or a loop through the relay).
+func DeliveredByRelay(r *http.Request) bool { return r.Header.Get(relayHopHeader) != "" }
+
+// refuseDelivered answers 508 to a request DeliveredByRelay.
+func (g *Gateway) refuseDelivered(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if DeliveredByRelay(r) {
+			g.log.Warn("a2a: push relay: a push the gateway delivered came back to it (a caller's URL leads to the gateway): refused", "path", r.URL.Path)
+			LoopDetected(w)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// LoopDetected answers a request DeliveredByRelay.
+func LoopDetected(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusLoopDetected)
+	io.WriteString(w, "a push the gateway delivered came back to it: not served\n")
 }
 
 // relayMessage returns m with its push config relayed (relayConfig) in
@@ -478,11 +534,6 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(status)
 		io.WriteString(w, msg+"\n")
-	}
-	if r.Header.Get(relayHopHeader) != "" {
-		g.log.Warn("a2a: push relay: a push the gateway delivered came back to it (a caller's URL leads to the gateway): refused")
-		answer(http.StatusLoopDetected, "a push the gateway delivered came back to its relay: not delivered")
-		return
 	}
 	rec := g.pushes.get(r.PathValue("id"))
 	if rec == nil {

@@ -65,7 +65,11 @@ func newRelayEnv(t *testing.T, agent Agent, opts Options) *relayEnv {
 	e.g = g
 	h := g.Handler()
 	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if name := r.Header.Get("X-Test-Principal"); name != "" {
+		name := r.Header.Get("X-Test-Principal")
+		if key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer key-of-"); ok && name == "" {
+			name = key // a caller's key, as a push config's authentication may carry it
+		}
+		if name != "" {
 			p := &intercept.Principal{ID: name, Method: "api_key", Check: func() error {
 				e.mu.Lock()
 				defer e.mu.Unlock()
@@ -930,5 +934,56 @@ func TestAttackPushRelayOneCallerHoldsDeliveries(t *testing.T) {
 	}
 	if status, got := pushAs(t, bobURL, bobTok, taskPush(bobTask, "working")); status != http.StatusOK {
 		t.Errorf("bob's push while alice's webhook stalls: HTTP %d %s, want 200", status, got)
+	}
+}
+
+// TestAttackPushRelayIntoGateway: a push config whose URL leads back to
+// the gateway's own endpoints (its A2A or MCP routes, not the relay) with
+// the caller's gateway credential as its authentication would let the
+// agent call the gateway as the caller, with bodies of its choosing. A URL
+// on public_url's host is refused when it is set; one reaching the
+// gateway under another name is refused when the push arrives there
+// (508: the gateway's deliveries are marked), and reaches no agent.
+func TestAttackPushRelayIntoGateway(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1", "::1"}}, Options{})
+	gw := e.url + "/a2a/stub"
+	task := taskOf(t, do(t, "POST", gw, "alice", "", sendHi))
+	const auth = `"authentication":{"schemes":["Bearer"],"credentials":"key-of-alice"}`
+	got := do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task+`","pushNotificationConfig":{"url":"`+strings.ToUpper(e.url)+`/a2a/stub",`+auth+`}}}`)
+	if !strings.Contains(got, "the gateway itself") {
+		t.Errorf("a push URL on public_url's host: %.300s, want refused", got)
+	}
+
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.url, "http://"))
+	alias := "http://localhost:" + port + "/a2a/stub" // the gateway, by another name
+	got = do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task+`","pushNotificationConfig":{"url":"`+alias+`",`+auth+`}}}`)
+	if strings.Contains(got, `"error"`) {
+		t.Fatalf("set: %s", got)
+	}
+	rec.mu.Lock()
+	last := rec.seen[len(rec.seen)-1]
+	n := len(rec.seen)
+	rec.mu.Unlock()
+	var req struct {
+		Params struct {
+			Config struct {
+				URL   string `json:"url"`
+				Token string `json:"token"`
+			} `json:"pushNotificationConfig"`
+		} `json:"params"`
+	}
+	_, body, _ := strings.Cut(strings.TrimPrefix(last, "POST "), " ")
+	if err := json.Unmarshal([]byte(body), &req, json.RejectUnknownMembers(false)); err != nil {
+		t.Fatal(err)
+	}
+	// The agent's push: a JSON-RPC call of its own, naming the task.
+	push := `{"jsonrpc":"2.0","id":"` + task + `","kind":"task","method":"message/send","params":{"message":{"kind":"message","messageId":"x","role":"user","parts":[{"kind":"text","text":"INJECTED AS ALICE"}]}}}`
+	status, answer := pushAs(t, req.Params.Config.URL, req.Params.Config.Token, push)
+	rec.mu.Lock()
+	injected := slices.ContainsFunc(rec.seen[n:], func(s string) bool { return strings.Contains(s, "INJECTED AS ALICE") })
+	rec.mu.Unlock()
+	if injected || status == http.StatusOK {
+		t.Errorf("the agent's push, delivered to the gateway's own endpoint, reached an agent as alice (%v; the agent answered HTTP %d %s)", injected, status, answer)
 	}
 }

@@ -55,9 +55,16 @@ func (c *config) withPushRelay(o *a2a.Options, on bool) {
 
 // pushRelayOpen serves an agent's push to a relay (a2a.IsPushRelay) with
 // open, past authn: the agent is not a caller, and the relay's token is
-// what it authenticates with. Everything else goes to authed.
+// what it authenticates with. A push the relay delivered that comes back
+// to the gateway (a2a.DeliveredByRelay) is refused on every path, MCP's
+// too, before authn could take the caller's credentials it carries.
+// Everything else goes to authed.
 func pushRelayOpen(open, authed http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a2a.DeliveredByRelay(r) {
+			a2a.LoopDetected(w)
+			return
+		}
 		if a2a.IsPushRelay(r) {
 			open.ServeHTTP(w, r)
 			return

@@ -244,3 +244,24 @@ func TestPushRelaySummary(t *testing.T) {
 		t.Errorf("no WARN that push configs are refused in\n%v", lines)
 	}
 }
+
+// TestPushRelayOpenRefusesDelivered: a push the relay delivered that
+// comes back to the gateway on any path, an MCP route's as an A2A one's,
+// is answered 508 before authentication could admit the caller's
+// credentials it carries (the agent calling the gateway as the caller).
+func TestPushRelayOpenRefusesDelivered(t *testing.T) {
+	served := ""
+	h := pushRelayOpen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served = "open" }),
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served = "authed" }))
+	for _, path := range []string{"/mcp/files", "/a2a/research", "/a2a/.push/abc"} {
+		served = ""
+		r := httptest.NewRequest(http.MethodPost, "http://gw.example.com"+path, strings.NewReader(`{}`))
+		r.Header.Set("Sluice-Push-Relay", "1")
+		r.Header.Set("Authorization", "Bearer alice-key")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusLoopDetected || served != "" {
+			t.Errorf("%s: HTTP %d, served by %q; want 508, by neither", path, w.Code, served)
+		}
+	}
+}
