@@ -150,7 +150,9 @@ type Options struct {
 	// either the agent is answered 503.
 	PushDeliveries int
 	// MaxPushRelays bounds the push configs relayed (zero: 10,000); one
-	// principal holds at most a tenth, its oldest ending first.
+	// principal holds at most a tenth, its oldest ending first; when they
+	// are full, the principal holding the most gives up its oldest to one
+	// holding fewer.
 	MaxPushRelays int
 	// PushRelayTTL ends a relay unused this long (zero: 24h); one also
 	// ends with its task's final state, its config's deletion, or its

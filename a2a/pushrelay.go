@@ -89,8 +89,9 @@ type pushRecord struct {
 }
 
 // pushRelays are the relayed push configs, bounded: one principal holds
-// at most a tenth of them, its oldest going first; past the bound a
-// registration is refused.
+// at most a tenth of them, its oldest going first; past the bound the
+// principal holding the most gives up its oldest to one holding fewer,
+// and a registration is otherwise refused.
 type pushRelays struct {
 	max, perOwner int
 	ttl           time.Duration
@@ -131,7 +132,24 @@ func (p *pushRelays) add(r *pushRecord) error {
 		}
 	}
 	if len(p.byID) >= p.max {
-		return errRelaysFull
+		// Full: the principal holding the most gives up its oldest, if it
+		// would still hold more than r's owner; or principals filling the
+		// relays between them (each within its tenth) would keep every
+		// other caller from registering one until the TTL.
+		var give *pushRecord
+		for _, x := range p.byID {
+			n, m := p.owned[x.owner], 0
+			if give != nil {
+				m = p.owned[give.owner]
+			}
+			if give == nil || n > m || (n == m && x.used.Before(give.used)) {
+				give = x
+			}
+		}
+		if give == nil || p.owned[give.owner] <= p.owned[r.owner]+1 {
+			return errRelaysFull
+		}
+		p.removeLocked(give)
 	}
 	if r.task != "" {
 		// The agent replaces a config of the same id: so does the relay.

@@ -987,3 +987,45 @@ func TestAttackPushRelayIntoGateway(t *testing.T) {
 		t.Errorf("the agent's push, delivered to the gateway's own endpoint, reached an agent as alice (%v; the agent answered HTTP %d %s)", injected, status, answer)
 	}
 }
+
+// TestAttackPushRelaysFilled: principals that fill the relays between
+// them (each within its tenth) do not keep every other caller from
+// registering one: when the relays are full, the principal holding the
+// most gives up its oldest to one holding fewer, and a principal never
+// loses one to another that would then hold as many.
+func TestAttackPushRelaysFilled(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := newPushRelays(20, time.Hour)
+	p.now = func() time.Time { return now }
+	add := func(owner string) (*pushRecord, error) {
+		r := &pushRecord{id: randomID(16), owner: owner}
+		now = now.Add(time.Second)
+		return r, p.add(r)
+	}
+	var first *pushRecord
+	for i := range 20 {
+		r, err := add(fmt.Sprint("mallory", i%10))
+		if err != nil {
+			t.Fatalf("relay %d: %v", i, err)
+		}
+		if i == 0 {
+			first = r
+		}
+	}
+	alice, err := add("alice")
+	if err != nil {
+		t.Fatalf("alice's first relay with 10 principals holding 2 each: %v", err)
+	}
+	if p.get(first.id) != nil {
+		t.Error("the oldest relay of a principal holding the most did not end for alice's")
+	}
+	if p.len() != 20 {
+		t.Errorf("%d relays, want 20", p.len())
+	}
+	if _, err := add("alice"); err == nil {
+		t.Error("alice's second relay taken from a principal that would then hold as many as she does")
+	}
+	if _, err := add("mallory0"); err == nil || p.get(alice.id) == nil {
+		t.Errorf("mallory0, holding 1, took alice's only relay (err %v)", err)
+	}
+}

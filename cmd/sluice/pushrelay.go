@@ -24,7 +24,8 @@ type pushRelayConfig struct {
 	// agent's push is answered 503.
 	MaxConcurrent int `yaml:"max_concurrent"`
 	// MaxRelays bounds the push configs relayed (default 10,000), a tenth
-	// of them per principal.
+	// of them per principal; when full, the principal holding the most
+	// gives up its oldest to one holding fewer.
 	MaxRelays int `yaml:"max_relays"`
 	// TTL ends a relay unused this long (default 24h).
 	TTL time.Duration `yaml:"ttl"`
