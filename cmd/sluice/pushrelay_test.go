@@ -265,3 +265,79 @@ func TestPushRelayOpenRefusesDelivered(t *testing.T) {
 		}
 	}
 }
+
+// TestPushRelayOpenPathTricks: requests without credentials written to
+// look like a push to a relay but to reach something else (encoded
+// slashes and dots, doubled slashes, another case, a query or fragment,
+// an absolute-form target, a method override header) get 401 from
+// authentication, or the relay's own 404; none reaches an agent or an
+// MCP upstream.
+func TestPushRelayOpenPathTricks(t *testing.T) {
+	keyFile, _, _ := aliceAndMallory(t)
+	reached := make(chan string, 64)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			reached <- r.Method + " " + r.URL.String()
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(agent.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := ln.Addr().String()
+	startServeOn(t, ln, fmt.Sprintf("policy: {default: allow}\nauth: {mode: api_key, api_keys: {file: %s}}\npublic_url: http://%s\nagents: [{name: research, url: %s}]\n",
+		keyFile, host, agent.URL), func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			reached <- "mcp " + r.Method + " " + r.URL.String()
+			h.ServeHTTP(w, r)
+		})
+	})
+	const rpc = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	for _, c := range []struct {
+		target string
+		header string
+		want   int
+	}{
+		{"/a2a/.push/x", "", http.StatusNotFound}, // the relay's: no such relay
+		{"/a2a/.push/x?next=/../../research", "", http.StatusNotFound},
+		{"/a2a/.push/x/../../research", "", http.StatusUnauthorized},
+		{"/a2a/.push/..%2fresearch", "", http.StatusUnauthorized},
+		{"/a2a/.push/%2e%2e", "", http.StatusUnauthorized},
+		{"/a2a/.push/x%2F..%2F..%2Fresearch", "", http.StatusUnauthorized},
+		{"/a2a/.push/x;/../../research", "", http.StatusUnauthorized},
+		{`/a2a/.push/x\..\..\research`, "", http.StatusUnauthorized},
+		{"//a2a/.push/x", "", http.StatusUnauthorized},
+		{"/a2a//.push/x", "", http.StatusUnauthorized},
+		{"/A2A/.PUSH/x", "", http.StatusUnauthorized},
+		{"/a2a/%2Epush/x", "", http.StatusNotFound}, // the same path, spelt otherwise: the relay's
+		{"/a2a/.push/x/", "", http.StatusUnauthorized},
+		{"/a2a/.push/x%00", "", http.StatusNotFound},
+		{"http://" + host + "/a2a/.push/x", "", http.StatusNotFound},
+		{"http://" + host + "/a2a/.push/x/../../../mcp/demo", "", http.StatusUnauthorized},
+		{"/mcp/demo", "X-HTTP-Method-Override: POST\r\nX-Original-URL: /a2a/.push/x\r\nX-Rewrite-URL: /a2a/.push/x\r\n", http.StatusUnauthorized},
+	} {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%sConnection: close\r\n\r\n%s", c.target, host, len(rpc), c.header, rpc)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, _ := io.ReadAll(conn)
+		conn.Close()
+		status := 0
+		fmt.Sscanf(string(b), "HTTP/1.1 %d", &status)
+		if status != c.want {
+			t.Errorf("POST %s: HTTP %d, want %d\n%.300s", c.target, status, c.want, b)
+		}
+		if status == http.StatusNotFound && !strings.Contains(string(b), "no push relay") {
+			t.Errorf("POST %s: a 404 not the relay's: %.300s", c.target, b)
+		}
+	}
+	select {
+	case r := <-reached:
+		t.Errorf("an unauthenticated request reached %s", r)
+	default:
+	}
+}
