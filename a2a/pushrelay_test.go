@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -1027,5 +1028,68 @@ func TestAttackPushRelaysFilled(t *testing.T) {
 	}
 	if _, err := add("mallory0"); err == nil || p.get(alice.id) == nil {
 		t.Errorf("mallory0, holding 1, took alice's only relay (err %v)", err)
+	}
+}
+
+// TestPushDialControlAddresses: the address the relay's client connects
+// to, whatever the URL spelt (a name, decimal or octal, brackets) and
+// resolved to, is refused when it is in the gateway's network in any
+// form: unspecified, IPv4-mapped, IPv4-compatible, NAT64 (well-known and
+// local), 6to4, zoned link-local, metadata, CGNAT, ULA, multicast; and an
+// allowed address is let through mapped as plain.
+func TestPushDialControlAddresses(t *testing.T) {
+	refuse := pushDialControl(nil)
+	for _, a := range []string{"0.0.0.0:80", "[::]:80", "[::ffff:127.0.0.1]:80", "[::127.0.0.1]:80", "[64:ff9b::a00:1]:80",
+		"[64:ff9b:1::a00:1]:80", "[2002:7f00:1::]:80", "[fe80::1%eth0]:80", "169.254.169.254:80", "[fd00:ec2::254]:80",
+		"100.64.0.1:80", "[::1]:443", "127.1.2.3:80", "10.0.0.1:443", "192.168.1.1:80", "172.16.0.1:80", "192.0.0.170:80",
+		"224.0.0.1:80", "[ff02::1]:80", "[::ffff:0:a00:1]:80"} {
+		if err := refuse("tcp", a, nil); !errors.Is(err, errPushAddress) {
+			t.Errorf("%s: got %v, want refused", a, err)
+		}
+	}
+	for _, a := range []string{"93.184.216.34:443", "[2606:2800:220:1:248:1893:25c8:1946]:443"} {
+		if err := refuse("tcp", a, nil); err != nil {
+			t.Errorf("%s: got %v, want let through", a, err)
+		}
+	}
+	allow := pushDialControl([]netip.Prefix{netip.MustParsePrefix("10.0.0.7/32")})
+	if err := allow("tcp", "[::ffff:10.0.0.7]:80", nil); err != nil {
+		t.Errorf("10.0.0.7, allowed, mapped: got %v, want let through", err)
+	}
+	if err := allow("tcp", "10.0.0.8:80", nil); err == nil {
+		t.Error("10.0.0.8, beside the one allowed: let through")
+	}
+}
+
+// TestPushClientNoProxyNoRedirect: the relay's client uses no proxy (one
+// the environment names would connect for it, past the dial check; a
+// check of the transport, since net/http never proxies the loopback
+// hosts a test can use) and follows no redirect (a webhook's 3xx is its
+// answer, the Location not fetched).
+func TestPushClientNoProxyNoRedirect(t *testing.T) {
+	reached := make(chan string, 4)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached <- "redirect target" }))
+	t.Cleanup(target.Close)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/internal", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(hook.Close)
+	c := pushClient([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, 5*time.Second)
+	if tr, ok := c.Transport.(*http.Transport); !ok || tr.Proxy != nil {
+		t.Error("the relay's client may use a proxy")
+	}
+	req, _ := http.NewRequest(http.MethodPost, hook.URL+"/hook", strings.NewReader(`{}`))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTemporaryRedirect {
+		t.Errorf("got HTTP %d, want the webhook's 307", resp.StatusCode)
+	}
+	select {
+	case r := <-reached:
+		t.Errorf("the push reached the %s", r)
+	default:
 	}
 }
