@@ -77,6 +77,7 @@ type pushRecord struct {
 	token     string // the agent's, checked on every push
 	agent     string
 	owner     string
+	share     string               // what the bounds count it against (relayShare)
 	principal *intercept.Principal // nil: no credential to lose
 	url       string               // the caller's URL, token, authentication
 	callerTok string
@@ -98,7 +99,7 @@ type pushRelays struct {
 	now           func() time.Time // time.Now; a test's clock
 	mu            sync.Mutex       // guards the fields below and records' task, configID, used
 	byID          map[string]*pushRecord
-	owned         map[string]int // owner -> records
+	owned         map[string]int // share -> records
 }
 
 func newPushRelays(n int, ttl time.Duration) *pushRelays {
@@ -113,10 +114,10 @@ func (p *pushRelays) add(r *pushRecord) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r.used = now
-	if p.owned[r.owner] >= p.perOwner {
+	if p.owned[r.share] >= p.perOwner {
 		var oldest *pushRecord
 		for _, x := range p.byID {
-			if x.owner == r.owner && (oldest == nil || x.used.Before(oldest.used)) {
+			if x.share == r.share && (oldest == nil || x.used.Before(oldest.used)) {
 				oldest = x
 			}
 		}
@@ -138,15 +139,15 @@ func (p *pushRelays) add(r *pushRecord) error {
 		// other caller from registering one until the TTL.
 		var give *pushRecord
 		for _, x := range p.byID {
-			n, m := p.owned[x.owner], 0
+			n, m := p.owned[x.share], 0
 			if give != nil {
-				m = p.owned[give.owner]
+				m = p.owned[give.share]
 			}
 			if give == nil || n > m || (n == m && x.used.Before(give.used)) {
 				give = x
 			}
 		}
-		if give == nil || p.owned[give.owner] <= p.owned[r.owner]+1 {
+		if give == nil || p.owned[give.share] <= p.owned[r.share]+1 {
 			return errRelaysFull
 		}
 		p.removeLocked(give)
@@ -160,7 +161,7 @@ func (p *pushRelays) add(r *pushRecord) error {
 		}
 	}
 	p.byID[r.id] = r
-	p.owned[r.owner]++
+	p.owned[r.share]++
 	return nil
 }
 
@@ -169,8 +170,8 @@ func (p *pushRelays) removeLocked(r *pushRecord) {
 		return
 	}
 	delete(p.byID, r.id)
-	if p.owned[r.owner]--; p.owned[r.owner] <= 0 {
-		delete(p.owned, r.owner)
+	if p.owned[r.share]--; p.owned[r.share] <= 0 {
+		delete(p.owned, r.share)
 	}
 }
 
@@ -244,18 +245,18 @@ func (p *pushRelays) len() int {
 }
 
 // deliveries bounds the pushes delivered at once: max in all, a quarter
-// of them (at least one) to one principal's URLs, so that a caller whose
+// of them (at least one) to one principal's URLs (one share, relayShare), so that a caller whose
 // webhook stalls holds no more than its share while every other caller's
 // pushes wait out PushTimeout behind it.
 type deliveries struct {
-	max, perOwner int
+	max, perShare int
 	mu            sync.Mutex // guards the fields below
 	n             int
-	byOwner       map[string]int
+	byShare       map[string]int
 }
 
 func newDeliveries(n int) *deliveries {
-	return &deliveries{max: n, perOwner: max(1, n/4), byOwner: map[string]int{}}
+	return &deliveries{max: n, perShare: max(1, n/4), byShare: map[string]int{}}
 }
 
 var (
@@ -263,28 +264,40 @@ var (
 	errOwnerBusy = errors.New("as many deliveries to this principal as allowed at once")
 )
 
-// start takes a delivery for owner, or says why not; end gives it back.
-func (d *deliveries) start(owner string) error {
+// start takes a delivery for share, or says why not; end gives it back.
+func (d *deliveries) start(share string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {
 	case d.n >= d.max:
 		return errBusy
-	case d.byOwner[owner] >= d.perOwner:
+	case d.byShare[share] >= d.perShare:
 		return errOwnerBusy
 	}
 	d.n++
-	d.byOwner[owner]++
+	d.byShare[share]++
 	return nil
 }
 
-func (d *deliveries) end(owner string) {
+func (d *deliveries) end(share string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.n--
-	if d.byOwner[owner]--; d.byOwner[owner] <= 0 {
-		delete(d.byOwner, owner)
+	if d.byShare[share]--; d.byShare[share] <= 0 {
+		delete(d.byShare, share)
 	}
+}
+
+// relayShare is what the relays and deliveries of ctx's caller count
+// against: its principal; without one (no auth:, every caller the same
+// owner, none) its address, as intercept counts an unauthenticated
+// client's tasks, so that one client cannot end every other's relays or
+// hold their deliveries.
+func relayShare(ctx context.Context) string {
+	if p := intercept.PrincipalFrom(ctx); p != nil {
+		return "p\x00" + p.ID
+	}
+	return "c\x00" + intercept.ClientAddrFrom(ctx)
 }
 
 // randomID is n random bytes, base64url.
@@ -302,7 +315,7 @@ func (g *Gateway) relayURL(id string) string { return g.opts.PublicURL + PushRel
 // pointed at a new relay for owner's task (or, "", the task the agent's
 // answer names), and the relay, not yet added.
 func (g *Gateway) relayConfig(ctx context.Context, a *agent, v jsontext.Value, task string) (jsontext.Value, *pushRecord, error) {
-	rec := &pushRecord{id: randomID(16), token: randomID(32), agent: a.Name, owner: ownerOf(ctx),
+	rec := &pushRecord{id: randomID(16), token: randomID(32), agent: a.Name, owner: ownerOf(ctx), share: relayShare(ctx),
 		principal: intercept.PrincipalFrom(ctx), task: task}
 	found := 0
 	var bad error
@@ -606,7 +619,7 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	a := g.agents[rec.agent]
 	g.observe(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.URL,
 		Upstream: "a2a:" + a.Name, Agent: rec.owner}, b)
-	switch g.delivering.start(rec.owner) {
+	switch g.delivering.start(rec.share) {
 	case errBusy:
 		answer(http.StatusServiceUnavailable, "the gateway is delivering as many pushes as it does at once; try again")
 		return
@@ -614,7 +627,7 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		answer(http.StatusServiceUnavailable, "the gateway is delivering as many pushes to this caller as it does at once; try again")
 		return
 	}
-	defer g.delivering.end(rec.owner)
+	defer g.delivering.end(rec.share)
 	status, err := g.deliver(r.Context(), rec, body)
 	if err != nil {
 		// The caller's URL is not the agent's to know (its path or query

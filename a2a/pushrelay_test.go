@@ -645,7 +645,7 @@ func TestPushRelaysBound(t *testing.T) {
 	p := newPushRelays(10, time.Hour)
 	p.now = func() time.Time { return now }
 	add := func(owner string) (*pushRecord, error) {
-		r := &pushRecord{id: randomID(16), owner: owner}
+		r := &pushRecord{id: randomID(16), owner: owner, share: owner}
 		now = now.Add(time.Second)
 		return r, p.add(r)
 	}
@@ -999,7 +999,7 @@ func TestAttackPushRelaysFilled(t *testing.T) {
 	p := newPushRelays(20, time.Hour)
 	p.now = func() time.Time { return now }
 	add := func(owner string) (*pushRecord, error) {
-		r := &pushRecord{id: randomID(16), owner: owner}
+		r := &pushRecord{id: randomID(16), owner: owner, share: owner}
 		now = now.Add(time.Second)
 		return r, p.add(r)
 	}
@@ -1091,5 +1091,48 @@ func TestPushClientNoProxyNoRedirect(t *testing.T) {
 	case r := <-reached:
 		t.Errorf("the push reached the %s", r)
 	default:
+	}
+}
+
+// TestAttackPushRelaysAnonymous: with the relay on and no auth: (every
+// caller the same principal, none), the bounds count each client
+// address as they would a principal: one client registering relays
+// without end ends its own oldest, never another client's, and holds no
+// more than its share of the deliveries.
+func TestAttackPushRelaysAnonymous(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL}, Options{MaxPushRelays: 20, PushDeliveries: 4})
+	a := e.g.agents["stub"]
+	register := func(addr string) *pushRecord {
+		t.Helper()
+		m, err := intercept.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"t","pushNotificationConfig":{"url":"https://93.184.216.34/hook"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, r, err := e.g.relayMessage(intercept.WithClientAddr(context.Background(), addr), a, m, "", "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	first, second := register("192.0.2.1"), register("192.0.2.1")
+	var last *pushRecord
+	for range 5 {
+		last = register("198.51.100.7")
+	}
+	if e.g.pushes.get(first.id) == nil || e.g.pushes.get(second.id) == nil {
+		t.Error("another client's registrations ended 192.0.2.1's relays")
+	}
+	if e.g.pushes.get(last.id) == nil || e.g.pushes.len() != 4 {
+		t.Errorf("%d relays, want 4 (two per client, a tenth of 20 each)", e.g.pushes.len())
+	}
+	if err := e.g.delivering.start(first.share); err != nil {
+		t.Fatal(err)
+	}
+	defer e.g.delivering.end(first.share)
+	if err := e.g.delivering.start(last.share); err != nil {
+		t.Errorf("a delivery for one client while another's is under way: %v", err)
+	} else {
+		e.g.delivering.end(last.share)
 	}
 }
