@@ -614,11 +614,6 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		answer(http.StatusForbidden, why+": not delivered")
 		return
 	}
-	// What the agent pushes is its answer, read later: screened as one
-	// (the Interceptor's OnResult: classifier.scan_results).
-	a := g.agents[rec.agent]
-	g.observe(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.URL,
-		Upstream: "a2a:" + a.Name, Agent: rec.owner}, b)
 	switch g.delivering.start(rec.share) {
 	case errBusy:
 		answer(http.StatusServiceUnavailable, "the gateway is delivering as many pushes as it does at once; try again")
@@ -628,6 +623,14 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer g.delivering.end(rec.share)
+	// What the agent pushes is its answer, read later: screened as one
+	// (the Interceptor's OnResult: classifier.scan_results), once it is
+	// to be delivered: a push turned away is not screened, nor recorded
+	// as an injection its caller never got, and the screening of pushes
+	// is bounded as their deliveries are.
+	a := g.agents[rec.agent]
+	g.observe(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.URL,
+		Upstream: "a2a:" + a.Name, Agent: rec.owner}, b)
 	status, err := g.deliver(r.Context(), rec, body)
 	if err != nil {
 		// The caller's URL is not the agent's to know (its path or query

@@ -947,6 +947,19 @@ func TestAttackPushRelayOneCallerHoldsDeliveries(t *testing.T) {
 	if status, got := pushAs(t, bobURL, bobTok, taskPush(bobTask, "working")); status != http.StatusOK {
 		t.Errorf("bob's push while alice's webhook stalls: HTTP %d %s, want 200", status, got)
 	}
+	// Only what is delivered is screened (OnResult): not the pushes
+	// turned away.
+	e.mu.Lock()
+	screened := 0
+	for _, r := range e.results {
+		if strings.HasPrefix(r, "push alice ") {
+			screened++
+		}
+	}
+	e.mu.Unlock()
+	if screened != held {
+		t.Errorf("%d of alice's pushes screened, want the %d delivered", screened, held)
+	}
 }
 
 // TestAttackPushRelayIntoGateway: a push config whose URL leads back to
