@@ -571,12 +571,12 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		// Anyone may POST here, unauthenticated: no event, and only a
 		// debug line, or each such request would be a write to the audit
 		// log.
-		g.log.Debug("a2a: push relay: a push for a relay the gateway does not hold", "remote", r.RemoteAddr)
+		g.log.Debug("a2a: push relay: a push for a relay the gateway does not hold", "remote", remoteAddr(r))
 		answer(http.StatusNotFound, "no push relay with this id here: deleted, expired, or registered through another replica (relays are kept by the replica that registered them)")
 		return
 	}
 	if subtle.ConstantTimeCompare([]byte(r.Header.Get(tokenHeader)), []byte(rec.token)) != 1 {
-		g.log.Warn("a2a: push relay: a push without the relay's token refused", "agent", rec.agent, "principal", rec.owner, "remote", r.RemoteAddr)
+		g.log.Warn("a2a: push relay: a push without the relay's token refused", "agent", rec.agent, "principal", rec.owner, "remote", remoteAddr(r))
 		g.pushRefused(rec.agent, rec.owner, "wrong or missing token")
 		answer(http.StatusUnauthorized, "the push does not carry the token the gateway gave this push config")
 		return
@@ -662,6 +662,15 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	default:
 		answer(http.StatusBadGateway, fmt.Sprintf("the caller's webhook answered HTTP %d", status))
 	}
+}
+
+// remoteAddr is the client r came from: behind trusted_proxies the one
+// they forward for (intercept.ClientAddrFrom), not the proxy.
+func remoteAddr(r *http.Request) string {
+	if a := intercept.ClientAddrFrom(r.Context()); a != "" {
+		return a
+	}
+	return r.RemoteAddr
 }
 
 // pushRefused tells Options.OnPushRefused.

@@ -84,6 +84,9 @@ func newRelayEnv(t *testing.T, agent Agent, opts Options) *relayEnv {
 			}}
 			r = r.WithContext(intercept.WithPrincipal(r.Context(), p))
 		}
+		if a := r.Header.Get("X-Test-Client"); a != "" { // as a trusted proxy forwards it
+			r = r.WithContext(intercept.WithClientAddr(r.Context(), a))
+		}
 		h.ServeHTTP(w, r)
 	})
 	srv.Start()
@@ -1158,5 +1161,21 @@ func TestAttackPushRelaysAnonymous(t *testing.T) {
 		t.Errorf("a delivery for one client while another's is under way: %v", err)
 	} else {
 		e.g.delivering.end(last.share)
+	}
+}
+
+// TestPushRelayLogsClient: a refused push is logged with the client it
+// came from, behind trusted_proxies the one they forward for, not the
+// proxy's address.
+func TestPushRelayLogsClient(t *testing.T) {
+	var logs syncBuffer
+	rec := newRecAgent(t, goodCard)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	task, url, _ := relayOf(t, e, rec, "alice", "http://127.0.0.1:9/alice")
+	if status, _ := pushAs(t, url, "wrong", taskPush(task, "working"), "X-Test-Client", "203.0.113.9"); status != http.StatusUnauthorized {
+		t.Fatalf("got HTTP %d, want 401", status)
+	}
+	if !strings.Contains(logs.String(), "remote=203.0.113.9") {
+		t.Errorf("the refusal's log does not name the client 203.0.113.9: %s", logs.String())
 	}
 }
