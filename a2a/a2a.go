@@ -1140,7 +1140,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 	}
 	if ans, err := intercept.DecodeMessage(out); err == nil && ans.Kind == intercept.KindResponse {
 		g.tasks.record(r.Context(), a.Name, owner, ans.Result)
-		g.pushes.bind(rel.push, taskIDs(ans.Result))
+		g.bindPush(r.Context(), rel.push, taskIDs(ans.Result))
 		g.observe(d, ans.Result)
 		if rewrite != nil {
 			res := rewrite(ans.Result)
@@ -1270,7 +1270,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 					}
 					if ans.Kind == intercept.KindResponse {
 						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result)
-						g.pushes.bind(push, taskIDs(ans.Result))
+						g.bindPush(resp.Request.Context(), push, taskIDs(ans.Result))
 						g.observe(d, ans.Result)
 					}
 				}

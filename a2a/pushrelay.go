@@ -215,6 +215,30 @@ func (p *pushRelays) bind(r *pushRecord, tasks []string) {
 	}
 }
 
+// bindPush binds r (bind) to the first of tasks that is its caller's:
+// an answer naming another caller's task (an agent's mistake, or worse)
+// does not make the relay deliver that task's pushes to r's caller, as a
+// first push naming it does not (pushNamesTask).
+func (g *Gateway) bindPush(ctx context.Context, r *pushRecord, tasks []string) {
+	if r == nil {
+		return
+	}
+	g.pushes.mu.Lock()
+	bound := r.task != ""
+	g.pushes.mu.Unlock()
+	if bound { // a stream's later events: no lookups
+		return
+	}
+	mine := make([]string, 0, 1)
+	for _, t := range tasks {
+		if t != "" && g.tasks.owns(ctx, r.agent, t, r.owner) {
+			mine = append(mine, t)
+			break
+		}
+	}
+	g.pushes.bind(r, mine)
+}
+
 // dropUnbound ends r if no task was named for it: the agent answered the
 // message that registered it with no task, or not at all.
 func (p *pushRelays) dropUnbound(r *pushRecord) {

@@ -1179,3 +1179,61 @@ func TestPushRelayLogsClient(t *testing.T) {
 		t.Errorf("the refusal's log does not name the client 203.0.113.9: %s", logs.String())
 	}
 }
+
+// TestAttackPushRelayBindsOthersTask: a relay registered with a message
+// is bound to the task the agent's answer names only if that task is the
+// caller's, as a first push binds it: an agent answering alice's message
+// with bob's task does not get alice's relay bound to bob's task, and
+// its pushes of bob's task through it are not delivered to alice.
+func TestAttackPushRelayBindsOthersTask(t *testing.T) {
+	var mu sync.Mutex
+	var relayURL, relayTok string
+	var agent *httptest.Server
+	agent = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			io.WriteString(w, strings.ReplaceAll(goodCard, "BASE", agent.URL))
+			return
+		}
+		var req struct {
+			ID     jsontext.Value `json:"id"`
+			Params struct {
+				Configuration struct {
+					Push struct {
+						URL   string `json:"url"`
+						Token string `json:"token"`
+					} `json:"pushNotificationConfig"`
+				} `json:"configuration"`
+			} `json:"params"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &req, json.RejectUnknownMembers(false))
+		if req.Params.Configuration.Push.URL != "" {
+			mu.Lock()
+			relayURL, relayTok = req.Params.Configuration.Push.URL, req.Params.Configuration.Push.Token
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		// Every message answered with the one task, bob's.
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"kind":"task","id":"bob-task","contextId":"c-%d","status":{"state":"working"}}}`, req.ID, time.Now().UnixNano())
+	}))
+	t.Cleanup(agent.Close)
+	hook := newWebhook(t)
+	e := newRelayEnv(t, Agent{URL: agent.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{})
+	gw := e.url + "/a2a/stub"
+	if task := taskOf(t, do(t, "POST", gw, "bob", "", sendHi)); task != "bob-task" {
+		t.Fatalf("bob's task %q", task)
+	}
+	do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{`+msgHi+`,"configuration":{"blocking":false,"pushNotificationConfig":{"url":"`+hook.srv.URL+`/alice","token":"alice-hook"}}}}`)
+	mu.Lock()
+	url, tok := relayURL, relayTok
+	mu.Unlock()
+	if url == "" {
+		t.Fatal("the agent got no relay")
+	}
+	if status, got := pushAs(t, url, tok, taskPush("bob-task", "working")); status == http.StatusOK {
+		t.Errorf("bob's task through alice's relay: HTTP %d %s, want refused", status, got)
+	}
+	if got := hook.next(100 * time.Millisecond); got != "" {
+		t.Errorf("alice's webhook got bob's task: %.200s", got)
+	}
+}
