@@ -94,7 +94,7 @@ type pushRecord struct {
 // principal holding the most gives up its oldest to one holding fewer,
 // and a registration is otherwise refused.
 type pushRelays struct {
-	max, perOwner int
+	max, perShare int
 	ttl           time.Duration
 	now           func() time.Time // time.Now; a test's clock
 	mu            sync.Mutex       // guards the fields below and records' task, configID, used
@@ -103,7 +103,7 @@ type pushRelays struct {
 }
 
 func newPushRelays(n int, ttl time.Duration) *pushRelays {
-	return &pushRelays{max: n, perOwner: max(1, n/10), ttl: ttl, now: time.Now, byID: map[string]*pushRecord{}, owned: map[string]int{}}
+	return &pushRelays{max: n, perShare: max(1, n/10), ttl: ttl, now: time.Now, byID: map[string]*pushRecord{}, owned: map[string]int{}}
 }
 
 // errRelaysFull refuses a registration past the bound.
@@ -114,7 +114,7 @@ func (p *pushRelays) add(r *pushRecord) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r.used = now
-	if p.owned[r.share] >= p.perOwner {
+	if p.owned[r.share] >= p.perShare {
 		var oldest *pushRecord
 		for _, x := range p.byID {
 			if x.share == r.share && (oldest == nil || x.used.Before(oldest.used)) {
@@ -133,8 +133,8 @@ func (p *pushRelays) add(r *pushRecord) error {
 		}
 	}
 	if len(p.byID) >= p.max {
-		// Full: the principal holding the most gives up its oldest, if it
-		// would still hold more than r's owner; or principals filling the
+		// Full: the share holding the most gives up its oldest, if it
+		// would still hold more than r's; or principals filling the
 		// relays between them (each within its tenth) would keep every
 		// other caller from registering one until the TTL.
 		var give *pushRecord
@@ -269,9 +269,10 @@ func (p *pushRelays) len() int {
 }
 
 // deliveries bounds the pushes delivered at once: max in all, a quarter
-// of them (at least one) to one principal's URLs (one share, relayShare), so that a caller whose
-// webhook stalls holds no more than its share while every other caller's
-// pushes wait out PushTimeout behind it.
+// of them (at least one) to one share's URLs (relayShare: a principal's,
+// or an unauthenticated client's), so that a caller whose webhook stalls
+// holds no more than its share rather than every other caller's pushes
+// waiting out PushTimeout behind it.
 type deliveries struct {
 	max, perShare int
 	mu            sync.Mutex // guards the fields below
