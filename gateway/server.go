@@ -317,7 +317,9 @@ func (g *Gateway) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", g.handleReady)
 	for pattern, h := range g.opts.Mount {
-		mux.Handle(pattern, h)
+		// What is mounted (the A2A gateway) takes request bodies too: in
+		// the same budget and at the same pace as the MCP routes'.
+		mux.Handle(pattern, g.limitBodies(h))
 	}
 	return g.checkHostOrigin(g.withClientAddr(g.stallGuard(mux)))
 }
