@@ -2,6 +2,9 @@ package rediseviction
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +81,54 @@ func TestPolicyServerNotAnswering(t *testing.T) {
 	defer locked.Close()
 	if _, _, evicts, err := Policy(ctx, locked); err != nil || evicts {
 		t.Errorf("a server refusing CONFIG and INFO: got evicts %v, %v; want it not checked (false, nil)", evicts, err)
+	}
+}
+
+// TestPolicyServerBusy: a Redis busy running a script (another client's
+// EVAL past busy-reply-threshold) answers CONFIG GET and INFO with a BUSY
+// error reply. That is a server that cannot answer now, not one whose ACL
+// forbids the commands: an error, not a server left unchecked. Attack:
+// with a long script running as the gateway started, a Redis with
+// allkeys-lru and maxmemory passed the check, and route memory and spent
+// buckets went on a server that may evict them.
+func TestPolicyServerBusy(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Socket, MaxRetries: -1})
+	defer admin.Close()
+	for k, v := range map[string]string{"maxmemory-policy": "allkeys-lru", "maxmemory": "100mb", "busy-reply-threshold": "10"} {
+		if err := admin.ConfigSet(ctx, k, v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The script runs until SCRIPT KILL, sent on a connection of its own.
+	script, err := net.Dial("unix", srv.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer script.Close()
+	if _, err := fmt.Fprint(script, "EVAL \"while true do end\" 0\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Do(context.Background(), "SCRIPT", "KILL").Err() })
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := admin.Ping(ctx).Err()
+		if err != nil && strings.HasPrefix(err.Error(), "BUSY") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server is not busy with the script: PING got %v", err)
+		}
+	}
+
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Socket, MaxRetries: -1})
+	defer c.Close()
+	p, mm, evicts, err := Policy(ctx, c)
+	if err == nil {
+		t.Fatalf("a server busy with a script: got %q, %q, evicts %v and no error, want an error", p, mm, evicts)
+	}
+	if !strings.Contains(err.Error(), "BUSY") {
+		t.Errorf("got error %v, want it to say the server is busy", err)
 	}
 }
