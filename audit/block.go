@@ -229,7 +229,13 @@ func (s *Store) prune() {
 	var err error
 	for {
 		var n int64
-		if n, err = s.pruneSome(ctx, cutoff); err != nil || n == 0 {
+		// Watched as a write is: a database locked by another process
+		// holds BEGIN IMMEDIATE for the busy timeout, a stalled disk for
+		// ever, and the events queued meanwhile wait.
+		stop := s.watch()
+		n, err = s.pruneSome(ctx, cutoff)
+		stop()
+		if err != nil || n == 0 {
 			break
 		}
 		total += n

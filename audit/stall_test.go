@@ -215,3 +215,71 @@ func TestAppendDoesNotWaitForStuckWriter(t *testing.T) {
 		})
 	}
 }
+
+// TestPruneOnLockedDatabaseDoesNotHoldAppends: the writer deleting events
+// past Retention (at open, and every PruneInterval) on a database another
+// process holds locked waits out SQLite's busy timeout (10 s) in BEGIN
+// IMMEDIATE, on a disk that stalls for ever; the stall watchdog covered
+// only the writing of events, so Err said nothing meanwhile and a Sync
+// append waited for its commit, an append to a full queue for room, as
+// long: under audit.on_failure: deny calls were let through and held. A
+// prune that stalls now makes the store unavailable after StallAfter,
+// and once the lock goes what was left queued is written.
+func TestPruneOnLockedDatabaseDoesNotHoldAppends(t *testing.T) {
+	for _, sync := range []bool{true, false} {
+		t.Run(fmt.Sprint("sync=", sync), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), FileName)
+			first, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := first.Close(); err != nil {
+				t.Fatal(err)
+			}
+			unlock := lockDatabase(t, path)
+			h := newHealth()
+			// The writer prunes as it starts: held in BEGIN IMMEDIATE.
+			st, err := Open(path, h.options(Options{Linger: -1, Sync: sync, QueueSize: 2, StallAfter: 200 * time.Millisecond,
+				Retention: time.Hour}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			start := time.Now()
+			var errs []error
+			for i := range 5 {
+				errs = append(errs, st.Append(ctx, telemetry.Event{Type: "t", Agent: fmt.Sprint("b", i)}))
+			}
+			took := time.Since(start)
+			if took > 2*time.Second {
+				t.Errorf("5 appends while a prune waits on the locked database took %s, want about StallAfter (200ms)", took.Round(time.Millisecond))
+			}
+			if errors.Join(errs...) == nil {
+				t.Errorf("appends while the writer is stuck: got no error, want the store's")
+			}
+			if st.Err() == nil {
+				t.Errorf("Err while a prune waits on the locked database: nil, want the store unavailable")
+			}
+
+			unlock()
+			if ch := h.waitChange(t, 2); ch[0] == nil || ch[1] != nil {
+				t.Errorf("OnHealth: got %v, want an error, then nil once the queue is written", ch)
+			}
+			fctx, fcancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer fcancel()
+			if err := st.Flush(fctx); err != nil {
+				t.Fatalf("Flush once the lock is gone: %v", err)
+			}
+			if err := st.Err(); err != nil {
+				t.Errorf("Err once the queue was written: %v, want nil", err)
+			}
+			if evs, err := st.Query(context.Background(), Filter{Agent: "b0"}); err != nil || len(evs) != 1 {
+				t.Errorf("the first event, queued while the writer was stuck: got %d, %v; want it written once the lock went", len(evs), err)
+			}
+			if err := st.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+	}
+}

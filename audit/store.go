@@ -103,7 +103,8 @@ type Options struct {
 	// queue, the appender's), one call at a time, and must not call the
 	// Store.
 	OnLost func(events int, err error)
-	// StallAfter is how long one attempt to write may go on before the
+	// StallAfter is how long one attempt to write (or one transaction of
+	// a Retention prune, or a check of the file) may go on before the
 	// store counts as failing (Err, OnHealth) until a write succeeds: a
 	// database another process holds locked makes every attempt wait out
 	// SQLite's busy timeout (10 s), a stalled disk for ever, and until then
@@ -472,7 +473,7 @@ func (s *Store) run() {
 			s.prune()
 			continue
 		case <-check:
-			if err := s.checkFile(); err != nil {
+			if err := s.watchedCheckFile(); err != nil {
 				s.report(err)
 			}
 			continue
@@ -567,7 +568,7 @@ func (s *Store) run() {
 // failing, a batch gets one attempt, so that callers waiting on it hear of
 // the failure without delay and the first success ends it.
 func (s *Store) write(batch []*request) error {
-	if err := s.checkFile(); err != nil {
+	if err := s.watchedCheckFile(); err != nil {
 		for _, req := range batch {
 			req.ev.release()
 		}
@@ -633,7 +634,17 @@ func (s *Store) checkFile() error {
 	return nil
 }
 
-// watch starts the stall watchdog of one write attempt; the function it
+// watchedCheckFile is checkFile under the stall watchdog: a Stat on a
+// file system that stalls (a hung NFS mount) holds the writer as a write
+// does.
+func (s *Store) watchedCheckFile() error {
+	stop := s.watch()
+	defer stop()
+	return s.checkFile()
+}
+
+// watch starts the stall watchdog of one write attempt (or of anything
+// else that holds the writer on the database: a prune, a check); the function it
 // returns ends it, before the attempt's outcome is reported.
 func (s *Store) watch() (stop func()) {
 	if s.stallAfter <= 0 {
