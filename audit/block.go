@@ -235,6 +235,11 @@ func (s *Store) prune() {
 		stop := s.watch()
 		n, err = s.pruneSome(ctx, cutoff)
 		stop()
+		if err == nil {
+			// A commit: writes go through (a stall it caused is over,
+			// with no event needed to say so).
+			s.report(nil)
+		}
 		if err != nil || n == 0 {
 			break
 		}

@@ -283,3 +283,35 @@ func TestPruneOnLockedDatabaseDoesNotHoldAppends(t *testing.T) {
 		})
 	}
 }
+
+// TestPruneStallEndsWhenPruneCommits: a prune that stalled on a locked
+// database and then went through (the lock let go) says the store can
+// write again, with no event appended: its commit is one. Otherwise an
+// idle gateway stayed unavailable until an event was written, and under
+// audit.on_failure: deny its next call was refused for a stall that was
+// over.
+func TestPruneStallEndsWhenPruneCommits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	first, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	unlock := lockDatabase(t, path)
+	h := newHealth()
+	st, err := Open(path, h.options(Options{StallAfter: 100 * time.Millisecond, Retention: time.Hour}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h.waitChange(t, 1) // the prune at open stalls
+	unlock()
+	if ch := h.waitChange(t, 2); ch[0] == nil || ch[1] != nil {
+		t.Errorf("OnHealth: got %v, want an error, then nil once the prune commits", ch)
+	}
+	if err := st.Err(); err != nil {
+		t.Errorf("Err once the prune went through, nothing appended: %v, want nil", err)
+	}
+}
