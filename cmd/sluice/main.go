@@ -174,6 +174,14 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 	}
 	var closeBy time.Time // the shutdown's deadline, once it began
 	defer func() {
+		if closeBy.IsZero() {
+			// Returning on an error (start-up that failed, a listener
+			// that died): the same bound from now. Without one, a
+			// database another process held locked kept serve 10 s and
+			// more in the audit store's last writes, a stalled disk for
+			// ever, the signal that would stop it already spent.
+			closeBy = time.Now().Add(shutdownTimeout(cfg))
+		}
 		cctx, cancel := closeWithin(closeBy)
 		defer cancel()
 		gv.close(cctx)
@@ -316,10 +324,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		return err
 	case <-ctx.Done():
 	}
-	timeout := cfg.ShutdownTimeout
-	if timeout <= 0 {
-		timeout = defaultShutdownTimeout
-	}
+	timeout := shutdownTimeout(cfg)
 	logger.Info("shutting down: draining in-flight calls", "timeout", timeout)
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -337,18 +342,22 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 // defaultShutdownTimeout is shutdown_timeout's default.
 const defaultShutdownTimeout = 15 * time.Second
 
+// shutdownTimeout is cfg's shutdown_timeout, or its default.
+func shutdownTimeout(cfg *config) time.Duration {
+	if cfg.ShutdownTimeout > 0 {
+		return cfg.ShutdownTimeout
+	}
+	return defaultShutdownTimeout
+}
+
 // closeGrace is the least time the audit store has to write what is
 // queued once the gateway has stopped, however long the drain took: a
 // healthy disk takes milliseconds.
 const closeGrace = time.Second
 
 // closeWithin is the context of the last writes at exit: until by (the
-// end of shutdown_timeout), or closeGrace from now if that is later;
-// without a deadline for a zero by (serve returning before it served).
+// end of shutdown_timeout), or closeGrace from now if that is later.
 func closeWithin(by time.Time) (context.Context, context.CancelFunc) {
-	if by.IsZero() {
-		return context.WithCancel(context.Background())
-	}
 	if grace := time.Now().Add(closeGrace); grace.After(by) {
 		by = grace
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/internal/deadpeer"
 )
 
 // TestShutdownAuditLocked: sluice serve stops within shutdown_timeout
@@ -57,5 +59,61 @@ func TestShutdownAuditLocked(t *testing.T) {
 		t.Logf("stopped after %s", time.Since(start).Round(time.Millisecond))
 	case <-time.After(5 * time.Second):
 		t.Fatalf("serve still running %s after its context ended, with shutdown_timeout 1s and the event database locked", time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// TestServeStartFailsAuditLocked: a serve that fails after opening its
+// event database (here agent_tasks' Redis not answering) returns within
+// shutdown_timeout of the failure when another process holds that
+// database locked, and so does one stopped by a signal meanwhile: the
+// audit store was closed without a deadline on that path, its WAL
+// checkpoint waiting out SQLite's 10 s busy timeout (each queued batch
+// as long, a stalled disk for ever), with the signal already spent.
+func TestServeStartFailsAuditLocked(t *testing.T) {
+	for _, signal := range []bool{false, true} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, audit.FileName)
+		st, err := audit.Open(path, audit.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+
+		cfg, err := parseConfig("test", []byte("listen: 127.0.0.1:0\nshutdown_timeout: 1s\npolicy: {default: allow}\n"+
+			"upstreams: [{name: demo, url: \"http://127.0.0.1:1/mcp\"}]\n"+
+			"agent_tasks: {redis_url: \"redis://"+deadpeer.Silent(t)+"/0\"}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DataDir = dir
+		sctx, cancel := context.WithCancel(ctx)
+		if signal {
+			time.AfterFunc(300*time.Millisecond, cancel)
+		}
+		start := time.Now()
+		err = serve(sctx, cfg, slog.New(slog.DiscardHandler), func(bound) { t.Error("serve started with its Redis not answering") })
+		took := time.Since(start)
+		cancel()
+		// The Redis read deadline (2 s), then shutdown_timeout (1 s).
+		if err == nil || took > 5*time.Second {
+			t.Errorf("signal %v, events.db locked: serve returned %v after %s; want an error within 5s", signal, err, took.Round(time.Millisecond))
+		}
+		lock.ExecContext(ctx, "ROLLBACK")
+		lock.Close()
+		db.Close()
 	}
 }

@@ -106,7 +106,7 @@ func wrapIO(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 	defer func() {
 		// A wrap has no drain: its client is gone. The audit store's
 		// last writes get shutdown_timeout, whatever holds the database.
-		cctx, cancel := closeWithin(time.Now().Add(cmp.Or(cfg.ShutdownTimeout, defaultShutdownTimeout)))
+		cctx, cancel := closeWithin(time.Now().Add(shutdownTimeout(cfg)))
 		defer cancel()
 		gv.close(cctx)
 	}()
