@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -313,5 +315,40 @@ func TestPruneStallEndsWhenPruneCommits(t *testing.T) {
 	}
 	if err := st.Err(); err != nil {
 		t.Errorf("Err once the prune went through, nothing appended: %v, want nil", err)
+	}
+}
+
+// TestCheckStallEndsWhenCheckDoes: the writer's check that events.db is
+// still the file it opened (every CheckInterval while idle) stalling on a
+// hung file system makes the store unavailable after StallAfter, so that
+// no call waits behind it; once the check ends, with the file still
+// there, the store is available again with no event written: otherwise an
+// idle gateway stayed unavailable, and under audit.on_failure: deny its
+// next call was refused, for a stall that was over.
+func TestCheckStallEndsWhenCheckDoes(t *testing.T) {
+	release := make(chan struct{})
+	var stalls atomic.Int32
+	h := newHealth()
+	opts := h.options(Options{StallAfter: 100 * time.Millisecond, CheckInterval: 20 * time.Millisecond})
+	opts.stat = func(path string) (os.FileInfo, error) {
+		if stalls.Add(1) == 3 { // the second idle check: open and the first pass
+			<-release
+		}
+		return os.Stat(path)
+	}
+	st, err := Open(filepath.Join(t.TempDir(), FileName), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if ch := h.waitChange(t, 1); ch[0] == nil {
+		t.Fatalf("OnHealth while the check stalls: got %v, want an error", ch)
+	}
+	close(release)
+	if ch := h.waitChange(t, 2); ch[1] != nil {
+		t.Errorf("OnHealth: got %v, want an error, then nil once the check ended", ch)
+	}
+	if err := st.Err(); err != nil {
+		t.Errorf("Err once the check ended, nothing appended: %v, want nil", err)
 	}
 }

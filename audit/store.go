@@ -116,6 +116,9 @@ type Options struct {
 	// Zero means DefaultCheckInterval, negative checks only at batches.
 	CheckInterval time.Duration
 
+	// stat, if set, replaces os.Stat in the check of the database file;
+	// tests use it to stall the check as a hung file system would.
+	stat func(string) (os.FileInfo, error)
 	// beforeWrite, if set, runs in the writer before each batch; tests
 	// use it to hold the writer.
 	beforeWrite func()
@@ -133,6 +136,7 @@ type Store struct {
 	now      func() time.Time
 	depth    DepthRecorder
 	hook     func()
+	stat     func(string) (os.FileInfo, error)
 
 	retention     time.Duration
 	pruneInterval time.Duration
@@ -164,6 +168,8 @@ type Store struct {
 	healthMu sync.Mutex // guards the fields below, and calls of onHealth and onLost
 	failing  error      // why the last write failed or why the one in progress stalls, nil if it succeeded
 	attempt  uint64     // counts write attempts begun and ended, for the stall watchdog
+	// stalledAt is the attempt whose stall made the store failing last.
+	stalledAt uint64
 
 	mu     sync.RWMutex // guards closed; held for reading while sending on queue, so Close never closes it under a sender
 	closed bool
@@ -198,6 +204,7 @@ func Open(path string, opts Options) (*Store, error) {
 		now:      opts.Now,
 		depth:    opts.Depth,
 		hook:     opts.beforeWrite,
+		stat:     opts.stat,
 
 		retention:     opts.Retention,
 		pruneInterval: opts.PruneInterval,
@@ -210,6 +217,9 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	healthy := make(chan struct{})
 	s.failed.Store(&healthy)
+	if s.stat == nil {
+		s.stat = os.Stat
+	}
 	if s.checkInterval == 0 {
 		s.checkInterval = DefaultCheckInterval
 	}
@@ -622,7 +632,7 @@ func (s *Store) checkFile() error {
 	if s.vanished != nil {
 		return s.vanished
 	}
-	fi, err := os.Stat(s.path)
+	fi, err := s.stat(s.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist) || err == nil && !os.SameFile(fi, s.file):
 		s.vanished = fmt.Errorf("%w (%s)", ErrVanished, s.path)
@@ -639,27 +649,36 @@ func (s *Store) checkFile() error {
 // does.
 func (s *Store) watchedCheckFile() error {
 	stop := s.watch()
-	defer stop()
-	return s.checkFile()
+	err := s.checkFile()
+	if stalled := stop(); stalled && err == nil {
+		// The store was writing before the check stalled it, and the
+		// file is still there: an idle store is available again
+		// without waiting for an event to say so.
+		s.report(nil)
+	}
+	return err
 }
 
 // watch starts the stall watchdog of one write attempt (or of anything
-// else that holds the writer on the database: a prune, a check); the function it
-// returns ends it, before the attempt's outcome is reported.
-func (s *Store) watch() (stop func()) {
+// else that holds the writer on the database: a prune, a check); the
+// function it returns ends it, before the attempt's outcome is reported,
+// and says whether the watchdog found it stalled and made the store
+// failing.
+func (s *Store) watch() (stop func() (stalled bool)) {
 	if s.stallAfter <= 0 {
-		return func() {}
+		return func() bool { return false }
 	}
 	s.healthMu.Lock()
 	s.attempt++
 	n := s.attempt
 	s.healthMu.Unlock()
 	t := time.AfterFunc(s.stallAfter, func() { s.stalled(n) })
-	return func() {
+	return func() bool {
 		t.Stop()
 		s.healthMu.Lock()
+		defer s.healthMu.Unlock()
 		s.attempt++ // a watchdog already firing finds its attempt over
-		s.healthMu.Unlock()
+		return s.stalledAt == n && s.failing != nil
 	}
 }
 
@@ -670,6 +689,7 @@ func (s *Store) stalled(n uint64) {
 	if s.attempt != n || s.failing != nil {
 		return
 	}
+	s.stalledAt = n
 	s.setFailing(fmt.Errorf("audit: a write has not finished in %s: the event database is locked by another process, or its disk stalls", s.stallAfter))
 }
 
