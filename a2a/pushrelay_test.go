@@ -512,18 +512,7 @@ func TestPushRelaySlowWebhook(t *testing.T) {
 	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{PushTimeout: time.Second, PushDeliveries: 1})
 	t.Cleanup(func() { close(stop) }) // first: the gateway's Close waits for the push
 	task, url, token := relayOf(t, e, rec, "alice", slow.URL+"/hook")
-	done := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(taskPush(task, "working")))
-		req.Header.Set("X-A2A-Notification-Token", token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- 0
-			return
-		}
-		resp.Body.Close()
-		done <- resp.StatusCode
-	}()
+	done := pushAsync(url, token, taskPush(task, "working"))
 	<-arrived
 	if status, got := pushAs(t, url, token, taskPush(task, "working")); status != http.StatusServiceUnavailable {
 		t.Errorf("a push while the one delivery allowed is held: HTTP %d %s, want 503", status, got)
@@ -921,18 +910,7 @@ func TestAttackPushRelayOneCallerHoldsDeliveries(t *testing.T) {
 	bobTask, bobURL, bobTok := relayOf(t, e, rec, "bob", hook.srv.URL+"/bob")
 	held := 0
 	for range 4 {
-		done := make(chan int, 1)
-		go func() {
-			req, _ := http.NewRequest(http.MethodPost, aliceURL, strings.NewReader(taskPush(aliceTask, "working")))
-			req.Header.Set("X-A2A-Notification-Token", aliceTok)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				done <- 0
-				return
-			}
-			resp.Body.Close()
-			done <- resp.StatusCode
-		}()
+		done := pushAsync(aliceURL, aliceTok, taskPush(aliceTask, "working"))
 		select {
 		case <-arrived:
 			held++
@@ -1236,4 +1214,22 @@ func TestAttackPushRelayBindsOthersTask(t *testing.T) {
 	if got := hook.next(100 * time.Millisecond); got != "" {
 		t.Errorf("alice's webhook got bob's task: %.200s", got)
 	}
+}
+
+// pushAsync sends an agent's push to a relay url with token, and says
+// its status when answered (0 if the request failed).
+func pushAsync(url, token, body string) <-chan int {
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("X-A2A-Notification-Token", token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	return done
 }

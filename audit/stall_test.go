@@ -230,14 +230,7 @@ func TestAppendDoesNotWaitForStuckWriter(t *testing.T) {
 func TestPruneOnLockedDatabaseDoesNotHoldAppends(t *testing.T) {
 	for _, sync := range []bool{true, false} {
 		t.Run(fmt.Sprint("sync=", sync), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), FileName)
-			first, err := Open(path, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := first.Close(); err != nil {
-				t.Fatal(err)
-			}
+			path := createdDB(t)
 			unlock := lockDatabase(t, path)
 			h := newHealth()
 			// The writer prunes as it starts: held in BEGIN IMMEDIATE.
@@ -293,14 +286,7 @@ func TestPruneOnLockedDatabaseDoesNotHoldAppends(t *testing.T) {
 // audit.on_failure: deny its next call was refused for a stall that was
 // over.
 func TestPruneStallEndsWhenPruneCommits(t *testing.T) {
-	path := filepath.Join(t.TempDir(), FileName)
-	first, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := createdDB(t)
 	unlock := lockDatabase(t, path)
 	h := newHealth()
 	st, err := Open(path, h.options(Options{StallAfter: 100 * time.Millisecond, Retention: time.Hour}))
@@ -351,4 +337,19 @@ func TestCheckStallEndsWhenCheckDoes(t *testing.T) {
 	if err := st.Err(); err != nil {
 		t.Errorf("Err once the check ended, nothing appended: %v, want nil", err)
 	}
+}
+
+// createdDB returns the path of an event database made and closed, for
+// a test to lock before the store under test opens it.
+func createdDB(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), FileName)
+	first, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
