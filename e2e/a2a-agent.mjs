@@ -2,11 +2,18 @@
 // legacyCompat, v0.3) and the agent card. It prints its base URL on
 // stdout once listening. A message whose text contains "slow" works for
 // 1.5 s (cancellable), everything else completes at once.
+// PUSH=1: the card says pushNotifications and the SDK's own push store and
+// sender (InMemoryPushNotificationStore, DefaultPushNotificationSender)
+// deliver each update; a message whose text contains "hold" stays working
+// until POST /release, then reports progress (working again) and waits for
+// another; GET /seen lists the push configs the agent stored
+// (the URL and token it was given) and each push it sent ("ok" or the
+// sender's error).
 import express from 'express';
 import { randomUUID } from 'node:crypto';
 import { AGENT_CARD_PATH, A2A_PROTOCOL_VERSION, TaskState, Role, generateAgentCardSignature } from '@a2a-js/sdk';
 import { generateKeyPair, exportJWK } from 'jose';
-import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent } from '@a2a-js/sdk/server';
+import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent, InMemoryPushNotificationStore, DefaultPushNotificationSender } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 
 const card = {
@@ -31,6 +38,31 @@ const card = {
 // REST_ONLY=1: the agent offers (and serves) only the HTTP+JSON binding.
 if (process.env.REST_ONLY === '1') card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolBinding === 'HTTP+JSON');
 
+const push = process.env.PUSH === '1';
+if (push) card.capabilities.pushNotifications = true;
+const seen = { configs: [], pushes: [] };
+let release, released;
+const hold = () => { released = new Promise((r) => { release = r; }); };
+hold();
+class NotedStore extends InMemoryPushNotificationStore {
+  async save(taskId, context, config) {
+    seen.configs.push({ taskId, url: config.url, token: config.token, authentication: config.authentication ?? null });
+    return super.save(taskId, context, config);
+  }
+}
+class NotedSender extends DefaultPushNotificationSender {
+  async _dispatchNotification(streamResponse, stored, taskId, task) {
+    const state = streamResponse.payload?.value?.status?.state ?? null;
+    try {
+      await super._dispatchNotification(streamResponse, stored, taskId, task);
+      seen.pushes.push({ url: stored.config.url, state, result: 'ok' });
+    } catch (e) {
+      seen.pushes.push({ url: stored.config.url, state, result: String(e?.message ?? e) });
+      throw e;
+    }
+  }
+}
+
 const cancelled = new Set();
 const text = (s) => ({ content: { $case: 'text', value: s }, metadata: undefined, filename: '', mediaType: 'text/plain' });
 const executor = {
@@ -43,6 +75,11 @@ const executor = {
       bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, timestamp: now() }, artifacts: [], history: [userMessage], metadata: {} }));
     }
     bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, timestamp: now() }, metadata: {} }));
+    if (said.includes('hold')) {
+      await released;
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_WORKING, timestamp: now() }, metadata: { progress: 'half' } }));
+      await released;
+    }
     if (said.includes('slow')) {
       for (let i = 0; i < 30 && !cancelled.has(taskId); i++) await new Promise((r) => setTimeout(r, 50));
       if (cancelled.has(taskId)) {
@@ -55,8 +92,12 @@ const executor = {
   },
 };
 
-const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+const pushStore = push ? new NotedStore() : undefined;
+const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor, undefined, pushStore,
+  push ? new NotedSender(pushStore) : undefined);
 const app = express();
+app.get('/seen', (req, res) => res.json(seen));
+app.post('/release', (req, res) => { release(); hold(); res.end(); });
 app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }));
 if (process.env.REST_ONLY !== '1') app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
 app.use('/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));

@@ -2,8 +2,13 @@
 // (directly or through Sluice) and prints a transcript as JSON, with ids
 // and timestamps replaced so that two runs compare equal.
 //   node a2a-client.mjs --url BASE [--version 1.0|0.3] [--header 'K: V']... [--scenario basic|send|get|cancel]
-//     [--text T] [--task ID] [--raw-ids] [--transport rest]
-import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
+//     [--text T] [--task ID] [--raw-ids] [--transport rest] [--hook URL --token T]
+// Scenario push (1.0): a message that holds its task open registers a push
+// config for --hook/msg with --token, CreateTaskPushNotificationConfig one
+// for --hook/set with --token-set; then get and list. The card, too, is
+// fetched with the --header values (an API key), as a caller behind auth:
+// must.
+import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { randomUUID } from 'node:crypto';
 
@@ -49,7 +54,16 @@ if (version === '0.3') {
 } else {
   // --transport rest prefers the HTTP+JSON binding the card offers.
   const preferred = opt('--transport', '') === 'rest' ? ['HTTP+JSON'] : undefined;
-  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: preferred }));
+  const withHeaders = (input, init = {}) => {
+    const h = new Headers(init.headers);
+    for (const [k, v] of Object.entries(headers)) h.set(k, v);
+    return fetch(input, { ...init, headers: h });
+  };
+  const authed = scenario === 'push' ? {
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl: withHeaders }),
+    transports: [new JsonRpcTransportFactory({ fetchImpl: withHeaders }), new RestTransportFactory({ fetchImpl: withHeaders })],
+  } : {};
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: preferred, ...authed }));
   const client = await factory.createFromUrl(base);
   transport = client;
 }
@@ -88,6 +102,18 @@ try {
     const cancelled = await call((o) => transport.cancelTask({ tenant: '', id: slowId, metadata: {} }, o));
     out.push({ cancel: cancelled?.status?.state });
     await it.return?.(); await sub.return?.();
+  } else if (scenario === 'push') {
+    const hook = opt('--hook'), token = opt('--token');
+    const pc = (url, tok, taskId = '') => ({ tenant: '', id: '', taskId, url, token: tok, authentication: undefined });
+    const sent = await call((o) => transport.sendMessage({ tenant: '', message: msg('hold'), metadata: undefined,
+      configuration: { acceptedOutputModes: [], taskPushNotificationConfig: pc(hook + '/msg', token), returnImmediately: true } }, o));
+    out.push({ send: sent });
+    const taskId = sent?.payload?.value?.id ?? sent?.id;
+    const created = await call((o) => transport.createTaskPushNotificationConfig(pc(hook + '/set', token + '-set', taskId), o));
+    out.push({ created });
+    out.push({ got: await call((o) => transport.getTaskPushNotificationConfig({ tenant: '', taskId, id: created.id }, o)) });
+    out.push({ listed: await call((o) => transport.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' }, o)) });
+    out.push({ binding: { name: transport.transport?.constructor?.name, version: transport.protocolVersion } });
   } else if (scenario === 'send') {
     out.push({ send: await call((o) => transport.sendMessage(req(text), o)) });
   } else if (scenario === 'get') {

@@ -1,0 +1,396 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hookPush is one POST a caller's webhook received.
+type hookPush struct {
+	path, token, authorization, contentType, body string
+}
+
+// agentSeen is what a2a-agent.mjs (PUSH=1) reports at /seen: the push
+// configs the SDK's store was given and each push its sender sent.
+type agentSeen struct {
+	Configs []struct {
+		TaskID, URL, Token string
+	}
+	Pushes []struct {
+		URL    string
+		State  *int // the SDK's TaskState enum: 3 is TASK_STATE_COMPLETED
+		Result string
+	}
+}
+
+// TestPushRelayJSSDK: the push relay end to end with @a2a-js/sdk on both
+// sides, set up as the README says: `sluice serve` with API keys made by
+// `sluice keys create` (auth: {mode: api_key}), public_url, and the agent
+// (the SDK's server with its own InMemoryPushNotificationStore and
+// DefaultPushNotificationSender, card capabilities.pushNotifications) at
+// agents[].url with allow_push_addresses: [127.0.0.1], which the test needs
+// because the caller's webhook is an httptest server on loopback (without
+// it the relay refuses to deliver there, as it refuses every address in the
+// gateway's network). For each binding the SDK's client speaks in A2A 1.0
+// (JSON-RPC with A2A-Version: 1.0 and the 1.0 method names, and REST), the
+// caller registers a push config with a message
+// (configuration.taskPushNotificationConfig) and another with
+// CreateTaskPushNotificationConfig, each with its token: the agent stores
+// only the gateway's URL and token, never the caller's; get and list show
+// the caller its own URL and token; the agent's push (the SDK's sender,
+// application/a2a+json, X-A2A-Notification-Token) reaches the caller's
+// webhook with the caller's token and not the relay's; after the caller's
+// key is revoked (`sluice keys revoke`), the task's completion is not
+// delivered (the sender gets 410).
+func TestPushRelayJSSDK(t *testing.T) {
+	requireNode(t)
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./cmd/sluice")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	agent := startAgent(t, "PUSH=1")
+
+	var mu sync.Mutex
+	var got []hookPush
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, hookPush{r.URL.Path, r.Header.Get("X-A2A-Notification-Token"), r.Header.Get("Authorization"), r.Header.Get("Content-Type"), string(b)})
+		mu.Unlock()
+	}))
+	t.Cleanup(hook.Close)
+	pushesTo := func(prefix string) []hookPush {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []hookPush
+		for _, p := range got {
+			if strings.HasPrefix(p.path, prefix) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+
+	// public_url must be known before serve listens: a port the kernel
+	// gave and took back.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	public := "http://" + addr
+	dir := t.TempDir()
+	config := filepath.Join(dir, "sluice.yaml")
+	yaml := fmt.Sprintf("listen: %s\ndata_dir: %s\npolicy: {default: allow}\nauth: {mode: api_key}\npublic_url: %s\n"+
+		"agents: [{name: echo, url: %s, allow_push_addresses: [127.0.0.1]}]\n", addr, filepath.Join(dir, "data"), public, agent)
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(args ...string) string {
+		out, err := exec.Command(filepath.Join(bin, "sluice"), append(append([]string{"keys"}, args...), "--config", config)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("sluice keys %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	// Keys are made before serve starts, as the README's order has it
+	// (and a key file must exist for serve to read).
+	callers := map[string]string{}
+	for _, name := range []string{"alice-jsonrpc", "alice-rest"} {
+		out := keys("create", "--agent", name)
+		for _, f := range strings.Fields(out) {
+			if strings.HasPrefix(f, "sk_") {
+				callers[name] = f
+			}
+		}
+		if callers[name] == "" {
+			t.Fatalf("sluice keys create printed no key: %s", out)
+		}
+	}
+	gw := startServeFile(t, bin, config)
+	if gw != public {
+		t.Fatalf("serve listens at %s, want %s", gw, public)
+	}
+	base := gw + "/a2a/echo/" // with the slash: the SDK resolves the card path against it
+
+	for _, c := range []struct{ name, transport string }{{"alice-jsonrpc", ""}, {"alice-rest", "rest"}} {
+		t.Run(c.name, func(t *testing.T) {
+			key := callers[c.name]
+			token := "hook-token-" + c.name
+			args := []string{"--url", base, "--header", "Authorization: Bearer " + key, "--scenario", "push", "--raw-ids",
+				"--hook", hook.URL + "/" + c.name, "--token", token}
+			if c.transport != "" {
+				args = append(args, "--transport", c.transport)
+			}
+			var steps []map[string]json.RawMessage
+			out := a2aClient(t, args...)
+			if err := json.Unmarshal([]byte(out), &steps); err != nil || len(steps) != 5 {
+				t.Fatalf("client transcript %s: %v", out, err)
+			}
+			var sent struct{ ID string }
+			var created, gotCfg struct{ ID, TaskID, URL, Token string }
+			var listed struct{ Configs []struct{ URL, Token string } }
+			for i, v := range []any{&sent, &created, &gotCfg, &listed} {
+				for _, raw := range steps[i] {
+					if err := json.Unmarshal(raw, v); err != nil {
+						t.Fatalf("step %d %s: %v", i, raw, err)
+					}
+				}
+			}
+			var binding struct{ Name, Version string }
+			_ = json.Unmarshal(steps[4]["binding"], &binding)
+			if wantName := map[string]string{"": "JsonRpcTransport", "rest": "RestTransport"}[c.transport]; strings.TrimPrefix(binding.Name, "_") != wantName || binding.Version != "1.0" {
+				t.Errorf("the SDK's client spoke %+v; want %s in A2A 1.0", binding, wantName)
+			}
+			if sent.ID == "" {
+				t.Fatalf("the message with a push config: %s", out)
+			}
+			caller := hook.URL + "/" + c.name
+			if created.URL != caller+"/set" || created.Token != token+"-set" || gotCfg.URL != caller+"/set" || gotCfg.Token != token+"-set" {
+				t.Errorf("create and get through Sluice showed %+v and %+v; want the caller's URL %s/set and token", created, gotCfg, caller)
+			}
+			urls := map[string]string{}
+			for _, l := range listed.Configs {
+				urls[l.URL] = l.Token
+			}
+			if len(urls) != 2 || urls[caller+"/msg"] != token || urls[caller+"/set"] != token+"-set" {
+				t.Errorf("list through Sluice showed %+v; want the caller's two URLs and tokens", listed.Configs)
+			}
+			if strings.Contains(out, "/a2a/.push/") {
+				t.Errorf("the caller was shown a relay's URL: %s", out)
+			}
+
+			// The SDK's sender pushes the task's states to the relay of the
+			// config registered with the message; once released, the agent
+			// reports progress to both relays.
+			waitPushes := func(paths ...string) {
+				t.Helper()
+				for deadline := time.Now().Add(10 * time.Second); ; {
+					n := 0
+					for _, p := range paths {
+						if len(pushesTo("/"+c.name+p)) > 0 {
+							n++
+						}
+					}
+					if n == len(paths) {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("the agent's pushes never reached %v: %+v; agent saw %+v", paths, pushesTo("/"+c.name), seen(t, agent))
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			waitPushes("/msg")
+			release(t, agent)
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				if p := pushesTo("/" + c.name + "/set"); len(p) > 0 && strings.Contains(p[0].body, "half") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the progress push never reached the webhook of the config created with CreateTaskPushNotificationConfig: %+v", pushesTo("/"+c.name))
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			waitPushes("/msg", "/set")
+			for _, p := range pushesTo("/" + c.name) {
+				want := token
+				if strings.HasSuffix(p.path, "/set") {
+					want += "-set"
+				}
+				if p.token != want || p.authorization != "" {
+					t.Errorf("webhook %s got token %q and Authorization %q; want the caller's token %q and no Authorization", p.path, p.token, p.authorization, want)
+				}
+				if !strings.Contains(p.body, sent.ID) {
+					t.Errorf("webhook %s got %.200s; want the task %s", p.path, p.body, sent.ID)
+				}
+			}
+			// The agent was given the gateway's URL and token only.
+			relays := map[string]bool{}
+			for _, cfg := range seen(t, agent).Configs {
+				if cfg.TaskID != sent.ID {
+					continue
+				}
+				relays[cfg.URL] = true
+				if !strings.HasPrefix(cfg.URL, public+"/a2a/.push/") || strings.Contains(cfg.Token, token) || cfg.Token == "" {
+					t.Errorf("the agent stored url %s token %q; want the gateway's relay and its own token", cfg.URL, cfg.Token)
+				}
+			}
+			if len(relays) != 2 {
+				t.Errorf("the agent stored %d push configs for the task, want 2", len(relays))
+			}
+
+			before := len(pushesTo("/" + c.name))
+			sentBefore := len(seen(t, agent).Pushes)
+			keys("revoke", keyID(t, keys("list", "--json"), c.name))
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				req, _ := http.NewRequest(http.MethodGet, base+".well-known/agent-card.json", nil)
+				req.Header.Set("Authorization", "Bearer "+key)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusUnauthorized {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the revoked key still admitted: HTTP %d", resp.StatusCode)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			release(t, agent)
+			// Every push after the revocation is refused: the first to each
+			// relay with 410, which ends the relay, the rest (the task's
+			// completion) with 404.
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				pushes := seen(t, agent).Pushes
+				var after []string
+				done, first := 0, map[string]string{}
+				for _, p := range pushes[sentBefore:] {
+					if !relays[p.URL] {
+						continue
+					}
+					after = append(after, p.Result)
+					if _, ok := first[p.URL]; !ok {
+						first[p.URL] = p.Result
+					}
+					if p.State != nil && *p.State == 3 {
+						done++
+					}
+				}
+				if done == 2 {
+					for u, r := range first {
+						if !strings.Contains(r, "410") {
+							t.Errorf("the SDK's sender got %q for the first push to %s after revocation; want HTTP 410", r, u)
+						}
+					}
+					for _, r := range after {
+						if !strings.Contains(r, "410") && !strings.Contains(r, "404") {
+							t.Errorf("the SDK's sender got %q for a push after revocation; want HTTP 410 or 404", r)
+						}
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the agent never pushed the completion to both relays: %+v", pushes)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if after := pushesTo("/" + c.name); len(after) != before {
+				t.Errorf("after the key was revoked the webhook got %+v", after[before:])
+			}
+		})
+	}
+}
+
+// release lets the PUSH=1 agent's held tasks go on.
+func release(t *testing.T, agent string) {
+	t.Helper()
+	resp, err := http.Post(agent+"/release", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// seen is what the PUSH=1 agent reports at /seen.
+func seen(t *testing.T, agent string) agentSeen {
+	t.Helper()
+	resp, err := http.Get(agent + "/seen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s agentSeen
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// keyID is the id of agent's key in `sluice keys list --json`.
+func keyID(t *testing.T, list, agent string) string {
+	t.Helper()
+	var ks []map[string]any
+	if err := json.Unmarshal([]byte(list), &ks); err != nil {
+		t.Fatalf("keys list --json %s: %v", list, err)
+	}
+	for _, k := range ks {
+		for _, v := range k {
+			if v == agent {
+				if id, ok := k["id"].(string); ok {
+					return id
+				}
+			}
+		}
+	}
+	t.Fatalf("no key of %s in %s", agent, list)
+	return ""
+}
+
+// startServeFile runs `sluice serve --config path` and returns its base
+// URL, read from its "sluice listening" log line.
+func startServeFile(t *testing.T, bin, path string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "sluice"), "serve", "--config", path)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	found := make(chan string, 1)
+	read := make(chan []string, 1)
+	go func() {
+		var log []string
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			log = append(log, line)
+			if addr, ok := listeningAddr(line); ok {
+				found <- "http://" + addr
+			}
+		}
+		close(found)
+		read <- log
+	}()
+	t.Cleanup(func() {
+		cancel()
+		log := <-read
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("sluice log:\n%s", lastLines(strings.Join(log, "\n"), 60))
+		}
+	})
+	select {
+	case u, ok := <-found:
+		if !ok {
+			t.Fatal("sluice exited before it listened")
+		}
+		return u
+	case <-time.After(time.Minute):
+		t.Fatal("sluice did not listen within a minute")
+		return ""
+	}
+}
