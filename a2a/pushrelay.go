@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/netip"
@@ -656,7 +657,7 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	a := g.agents[rec.agent]
 	g.observe(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.URL,
 		Upstream: "a2a:" + a.Name, Agent: rec.owner}, b)
-	status, err := g.deliver(r.Context(), rec, body)
+	status, err := g.deliver(r.Context(), rec, body, r.Header.Get("Content-Type"))
 	if err != nil {
 		// The caller's URL is not the agent's to know (its path or query
 		// may hold the webhook's secret), nor the log's beyond its host.
@@ -779,8 +780,9 @@ func terminal(body jsontext.Value) bool {
 }
 
 // deliver POSTs body to rec's caller's URL with its token and
-// authentication, and returns the webhook's status.
-func (g *Gateway) deliver(ctx context.Context, rec *pushRecord, body []byte) (int, error) {
+// authentication, as the JSON media type the agent sent (pushContentType),
+// and returns the webhook's status.
+func (g *Gateway) deliver(ctx context.Context, rec *pushRecord, body []byte, contentType string) (int, error) {
 	a := g.agents[rec.agent]
 	ctx, cancel := context.WithTimeout(ctx, g.opts.PushTimeout)
 	defer cancel()
@@ -788,7 +790,7 @@ func (g *Gateway) deliver(ctx context.Context, rec *pushRecord, body []byte) (in
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", pushContentType(contentType))
 	req.Header.Set(relayHopHeader, "1")
 	if rec.callerTok != "" {
 		req.Header.Set(tokenHeader, rec.callerTok)
@@ -803,6 +805,27 @@ func (g *Gateway) deliver(ctx context.Context, rec *pushRecord, body []byte) (in
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	return resp.StatusCode, nil
+}
+
+// pushContentType is the Content-Type a push is delivered with: the
+// agent's when it names one of A2A's JSON media types (application/json,
+// and application/a2a+json, which @a2a-js/sdk's sender gives a 1.0
+// StreamResponse, so that a webhook telling 1.0 from 0.3 by it still can),
+// with its charset; application/json for anything else, the relay passing
+// on nothing of the agent's it does not know.
+func pushContentType(sent string) string {
+	mt, params, err := mime.ParseMediaType(sent)
+	if err != nil || (mt != "application/json" && mt != "application/a2a+json") {
+		return "application/json"
+	}
+	var keep map[string]string
+	if cs, ok := params["charset"]; ok {
+		keep = map[string]string{"charset": cs}
+	}
+	if out := mime.FormatMediaType(mt, keep); out != "" {
+		return out
+	}
+	return "application/json"
 }
 
 // authorization is the Authorization header a push config's

@@ -1233,3 +1233,44 @@ func pushAsync(url, token, body string) <-chan int {
 	}()
 	return done
 }
+
+// TestPushRelayKeepsContentType: a push reaches the caller's webhook with
+// the JSON media type the agent sent it as (@a2a-js/sdk's sender posts a
+// 1.0 StreamResponse as application/a2a+json, a2a-go's as
+// application/json); anything else the agent names (a form, text,
+// nothing) is delivered as application/json, the only kind the relay
+// passes. Before, every push was application/json: a webhook that reads
+// application/a2a+json as A2A 1.0 took a 1.0 push for something else.
+func TestPushRelayKeepsContentType(t *testing.T) {
+	hook := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hook <- r.Header.Get("Content-Type")
+	}))
+	t.Cleanup(srv.Close)
+	rec := newRecAgent(t, goodCard)
+	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{})
+	task := taskOf(t, do(t, "POST", e.url+"/a2a/stub", "alice", "", sendHi))
+	r := &pushRecord{id: randomID(16), token: randomID(32), agent: "stub", owner: "alice", task: task, url: srv.URL, callerTok: "alice-hook"}
+	if err := e.g.pushes.add(r); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ sent, want string }{
+		{"application/a2a+json", "application/a2a+json"},
+		{"application/json; charset=utf-8", "application/json; charset=utf-8"},
+		{"Application/A2A+JSON", "application/a2a+json"},
+		{"application/a2a+json; version=1.0; charset=utf-8", "application/a2a+json; charset=utf-8"},
+		{"application/json", "application/json"},
+		{"", "application/json"},
+		{"text/html", "application/json"},
+		{"application/x-www-form-urlencoded", "application/json"},
+		{"application/vnd.evil+json", "application/json"},
+	} {
+		status, got := pushAs(t, e.g.relayURL(r.id), r.token, `{"statusUpdate":{"taskId":"`+task+`","status":{"state":"TASK_STATE_WORKING"}}}`, "Content-Type", c.sent)
+		if status != http.StatusOK {
+			t.Fatalf("push sent as %q: HTTP %d %s", c.sent, status, got)
+		}
+		if ct := <-hook; ct != c.want {
+			t.Errorf("push sent as %q reached the webhook as %q, want %q", c.sent, ct, c.want)
+		}
+	}
+}

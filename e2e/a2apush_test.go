@@ -52,7 +52,7 @@ type agentSeen struct {
 // only the gateway's URL and token, never the caller's; get and list show
 // the caller its own URL and token; the agent's push (the SDK's sender,
 // application/a2a+json, X-A2A-Notification-Token) reaches the caller's
-// webhook with the caller's token and not the relay's; after the caller's
+// webhook, as application/a2a+json, with the caller's token and not the relay's; after the caller's
 // key is revoked (`sluice keys revoke`), the task's completion is not
 // delivered (the sender gets 410).
 func TestPushRelayJSSDK(t *testing.T) {
@@ -219,6 +219,9 @@ func TestPushRelayJSSDK(t *testing.T) {
 				}
 				if !strings.Contains(p.body, sent.ID) {
 					t.Errorf("webhook %s got %.200s; want the task %s", p.path, p.body, sent.ID)
+				}
+				if p.contentType != "application/a2a+json" {
+					t.Errorf("webhook %s got Content-Type %q; want the SDK sender's application/a2a+json", p.path, p.contentType)
 				}
 			}
 			// The agent was given the gateway's URL and token only.
