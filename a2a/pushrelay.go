@@ -829,28 +829,60 @@ func pushContentType(sent string) string {
 }
 
 // authorization is the Authorization header a push config's
-// authentication asks for (0.3 {"schemes": [...], "credentials"}, 1.0
-// {"scheme", "credentials"}), as a2a-go's sender writes it: Bearer or
-// Basic with the credentials; "" for none.
+// authentication asks for, "" for none. A2A 1.0's {"scheme",
+// "credentials"} names an HTTP authentication scheme (IANA's registry:
+// Bearer, Basic, Digest…), written as @a2a-js/sdk's sender writes it,
+// "scheme credentials" (Bearer and Basic in their usual case); 0.3's
+// {"schemes": [...], "credentials"} names the card's security schemes, of
+// which Bearer and Basic are taken, as a2a-go's sender takes them.
 func authorization(auth jsontext.Value) string {
 	creds := intercept.StringMember(auth, "credentials")
 	if creds == "" || strings.ContainsAny(creds, "\r\n") {
 		return ""
 	}
-	schemes := []string{intercept.StringMember(auth, "scheme")}
-	_ = intercept.EachElement(intercept.Member(auth, "schemes"), func(_ int, v jsontext.Value) error {
-		schemes = append(schemes, unquote(v))
-		return nil
-	})
-	for _, s := range schemes {
+	known := func(s string) string {
 		switch strings.ToLower(s) {
 		case "bearer":
-			return "Bearer " + creds
+			return "Bearer"
 		case "basic":
-			return "Basic " + creds
+			return "Basic"
+		}
+		return ""
+	}
+	if s := intercept.StringMember(auth, "scheme"); s != "" {
+		if k := known(s); k != "" {
+			return k + " " + creds
+		}
+		if httpToken(s) {
+			return s + " " + creds
+		}
+		return ""
+	}
+	found := ""
+	_ = intercept.EachElement(intercept.Member(auth, "schemes"), func(_ int, v jsontext.Value) error {
+		if k := known(unquote(v)); k != "" && found == "" {
+			found = k + " " + creds
+		}
+		return nil
+	})
+	return found
+}
+
+// httpToken reports whether s is an HTTP token (RFC 9110 5.6.2), as an
+// authentication scheme's name must be.
+func httpToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
 		}
 	}
-	return ""
+	return true
 }
 
 // redactURL returns err with the URL a *url.Error names cut to its

@@ -5,7 +5,8 @@
 //     [--text T] [--task ID] [--raw-ids] [--transport rest] [--hook URL --token T]
 // Scenario push (1.0): a message that holds its task open registers a push
 // config for --hook/msg with --token, CreateTaskPushNotificationConfig one
-// for --hook/set with --token-set; then get and list. The card, too, is
+// for --hook/set with --token-set and authentication ApiKey --token-cred;
+// then get and list. The card, too, is
 // fetched with the --header values (an API key), as a caller behind auth:
 // must.
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
@@ -104,12 +105,12 @@ try {
     await it.return?.(); await sub.return?.();
   } else if (scenario === 'push') {
     const hook = opt('--hook'), token = opt('--token');
-    const pc = (url, tok, taskId = '') => ({ tenant: '', id: '', taskId, url, token: tok, authentication: undefined });
+    const pc = (url, tok, taskId = '', authentication = undefined) => ({ tenant: '', id: '', taskId, url, token: tok, authentication });
     const sent = await call((o) => transport.sendMessage({ tenant: '', message: msg('hold'), metadata: undefined,
       configuration: { acceptedOutputModes: [], taskPushNotificationConfig: pc(hook + '/msg', token), returnImmediately: true } }, o));
     out.push({ send: sent });
     const taskId = sent?.payload?.value?.id ?? sent?.id;
-    const created = await call((o) => transport.createTaskPushNotificationConfig(pc(hook + '/set', token + '-set', taskId), o));
+    const created = await call((o) => transport.createTaskPushNotificationConfig(pc(hook + '/set', token + '-set', taskId, { scheme: 'ApiKey', credentials: token + '-cred' }), o));
     out.push({ created });
     out.push({ got: await call((o) => transport.getTaskPushNotificationConfig({ tenant: '', taskId, id: created.id }, o)) });
     out.push({ listed: await call((o) => transport.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' }, o)) });

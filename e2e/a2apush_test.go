@@ -28,6 +28,7 @@ type hookPush struct {
 type agentSeen struct {
 	Configs []struct {
 		TaskID, URL, Token string
+		Authentication     any
 	}
 	Pushes []struct {
 		URL    string
@@ -48,7 +49,9 @@ type agentSeen struct {
 // (JSON-RPC with A2A-Version: 1.0 and the 1.0 method names, and REST), the
 // caller registers a push config with a message
 // (configuration.taskPushNotificationConfig) and another with
-// CreateTaskPushNotificationConfig, each with its token: the agent stores
+// CreateTaskPushNotificationConfig, each with its token (the second with
+// authentication too, scheme ApiKey, which the SDK's sender writes as
+// "Authorization: ApiKey ..."): the agent stores
 // only the gateway's URL and token, never the caller's; get and list show
 // the caller its own URL and token; the agent's push (the SDK's sender,
 // application/a2a+json, X-A2A-Notification-Token) reaches the caller's
@@ -144,7 +147,10 @@ func TestPushRelayJSSDK(t *testing.T) {
 				t.Fatalf("client transcript %s: %v", out, err)
 			}
 			var sent struct{ ID string }
-			var created, gotCfg struct{ ID, TaskID, URL, Token string }
+			var created, gotCfg struct {
+				ID, TaskID, URL, Token string
+				Authentication         struct{ Scheme, Credentials string }
+			}
 			var listed struct{ Configs []struct{ URL, Token string } }
 			for i, v := range []any{&sent, &created, &gotCfg, &listed} {
 				for _, raw := range steps[i] {
@@ -164,6 +170,9 @@ func TestPushRelayJSSDK(t *testing.T) {
 			caller := hook.URL + "/" + c.name
 			if created.URL != caller+"/set" || created.Token != token+"-set" || gotCfg.URL != caller+"/set" || gotCfg.Token != token+"-set" {
 				t.Errorf("create and get through Sluice showed %+v and %+v; want the caller's URL %s/set and token", created, gotCfg, caller)
+			}
+			if a := gotCfg.Authentication; a.Scheme != "ApiKey" || a.Credentials != token+"-cred" {
+				t.Errorf("get through Sluice showed authentication %+v; want the caller's", a)
 			}
 			urls := map[string]string{}
 			for _, l := range listed.Configs {
@@ -210,12 +219,14 @@ func TestPushRelayJSSDK(t *testing.T) {
 			}
 			waitPushes("/msg", "/set")
 			for _, p := range pushesTo("/" + c.name) {
-				want := token
+				want, wantAuth := token, ""
 				if strings.HasSuffix(p.path, "/set") {
-					want += "-set"
+					// Sluice sends the token too, where the SDK's sender
+					// sends only Authorization when a config has both.
+					want, wantAuth = token+"-set", "ApiKey "+token+"-cred"
 				}
-				if p.token != want || p.authorization != "" {
-					t.Errorf("webhook %s got token %q and Authorization %q; want the caller's token %q and no Authorization", p.path, p.token, p.authorization, want)
+				if p.token != want || p.authorization != wantAuth {
+					t.Errorf("webhook %s got token %q and Authorization %q; want the caller's token %q and Authorization %q", p.path, p.token, p.authorization, want, wantAuth)
 				}
 				if !strings.Contains(p.body, sent.ID) {
 					t.Errorf("webhook %s got %.200s; want the task %s", p.path, p.body, sent.ID)
@@ -231,8 +242,8 @@ func TestPushRelayJSSDK(t *testing.T) {
 					continue
 				}
 				relays[cfg.URL] = true
-				if !strings.HasPrefix(cfg.URL, public+"/a2a/.push/") || strings.Contains(cfg.Token, token) || cfg.Token == "" {
-					t.Errorf("the agent stored url %s token %q; want the gateway's relay and its own token", cfg.URL, cfg.Token)
+				if !strings.HasPrefix(cfg.URL, public+"/a2a/.push/") || strings.Contains(cfg.Token, token) || cfg.Token == "" || cfg.Authentication != nil {
+					t.Errorf("the agent stored url %s token %q authentication %v; want the gateway's relay and its own token, no authentication", cfg.URL, cfg.Token, cfg.Authentication)
 				}
 			}
 			if len(relays) != 2 {
