@@ -131,6 +131,13 @@ func TestPushRelayJSSDK(t *testing.T) {
 		t.Fatalf("serve listens at %s, want %s", gw, public)
 	}
 	base := gw + "/a2a/echo/" // with the slash: the SDK resolves the card path against it
+	// The card is behind auth: too (the README says to give the SDK's
+	// card resolver a fetch that sends the key).
+	if resp, err := http.Get(base + ".well-known/agent-card.json"); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the card without a key: HTTP %d, want 401", resp.StatusCode)
+	}
 
 	for _, c := range []struct{ name, transport string }{{"alice-jsonrpc", ""}, {"alice-rest", "rest"}} {
 		t.Run(c.name, func(t *testing.T) {
