@@ -832,9 +832,10 @@ func pushContentType(sent string) string {
 // authentication asks for, "" for none. A2A 1.0's {"scheme",
 // "credentials"} names an HTTP authentication scheme (IANA's registry:
 // Bearer, Basic, Digest…), written as @a2a-js/sdk's sender writes it,
-// "scheme credentials" (Bearer and Basic in their usual case); 0.3's
-// {"schemes": [...], "credentials"} names the card's security schemes, of
-// which Bearer and Basic are taken, as a2a-go's sender takes them.
+// "scheme credentials" (Bearer and Basic in their usual case); of 0.3's
+// {"schemes": [...], "credentials"}, Bearer or Basic when listed (all
+// a2a-go's sender takes), else the first HTTP scheme (the one the SDK's
+// compat layer keeps).
 func authorization(auth jsontext.Value) string {
 	creds := intercept.StringMember(auth, "credentials")
 	if creds == "" || strings.ContainsAny(creds, "\r\n") {
@@ -858,14 +859,24 @@ func authorization(auth jsontext.Value) string {
 		}
 		return ""
 	}
-	found := ""
+	found, first := "", ""
 	_ = intercept.EachElement(intercept.Member(auth, "schemes"), func(_ int, v jsontext.Value) error {
-		if k := known(unquote(v)); k != "" && found == "" {
-			found = k + " " + creds
+		s := unquote(v)
+		if k := known(s); k != "" && found == "" {
+			found = k
+		}
+		if first == "" && httpToken(s) {
+			first = s
 		}
 		return nil
 	})
-	return found
+	if found == "" {
+		found = first
+	}
+	if found == "" {
+		return ""
+	}
+	return found + " " + creds
 }
 
 // httpToken reports whether s is an HTTP token (RFC 9110 5.6.2), as an

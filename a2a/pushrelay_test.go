@@ -1278,11 +1278,12 @@ func TestPushRelayKeepsContentType(t *testing.T) {
 // TestPushAuthorization: the Authorization header a delivery carries for a
 // push config's authentication. A2A 1.0's scheme is an HTTP
 // authentication scheme (Bearer, Basic, Digest, any in IANA's registry),
-// written as @a2a-js/sdk's sender writes it, "scheme credentials"; 0.3's
-// schemes name the card's security schemes, of which Bearer and Basic are
-// taken, as a2a-go's sender takes them. Before, a 1.0 scheme other than
-// Bearer or Basic was dropped, and the caller's webhook got no credential
-// from the relay where the SDK's sender, pushing straight to it, sent one.
+// written as @a2a-js/sdk's sender writes it, "scheme credentials"; of
+// 0.3's schemes, Bearer or Basic when listed (a2a-go's sender takes only
+// those), else the first that is an HTTP scheme (the SDK's compat layer
+// keeps the first). Before, any scheme other than Bearer or Basic was
+// dropped, and the caller's webhook got no credential from the relay where
+// the SDK's sender, pushing straight to it, sent one.
 func TestPushAuthorization(t *testing.T) {
 	for _, c := range []struct{ auth, want string }{
 		{`{"scheme":"Bearer","credentials":"s"}`, "Bearer s"},
@@ -1292,7 +1293,10 @@ func TestPushAuthorization(t *testing.T) {
 		{`{"scheme":"ApiKey","credentials":"k1"}`, "ApiKey k1"},
 		{`{"schemes":["Bearer"],"credentials":"s"}`, "Bearer s"},
 		{`{"schemes":["oauth2","basic"],"credentials":"YTpi"}`, "Basic YTpi"},
-		{`{"schemes":["ApiKey"],"credentials":"k1"}`, ""},
+		{`{"schemes":["ApiKey"],"credentials":"k1"}`, "ApiKey k1"},
+		{`{"schemes":["ApiKey","Bearer"],"credentials":"k1"}`, "Bearer k1"},
+		{`{"schemes":["not a scheme","ApiKey"],"credentials":"k1"}`, "ApiKey k1"},
+		{`{"schemes":[],"credentials":"k1"}`, ""},
 		{`{"scheme":"","credentials":"s"}`, ""},
 		{`{"scheme":"Bearer","credentials":""}`, ""},
 		{`{"scheme":"Bearer","credentials":"s\r\nX-Injected: 1"}`, ""},

@@ -15,6 +15,7 @@ import { AGENT_CARD_PATH, A2A_PROTOCOL_VERSION, TaskState, Role, generateAgentCa
 import { generateKeyPair, exportJWK } from 'jose';
 import { DefaultRequestHandler, InMemoryTaskStore, AgentEvent, InMemoryPushNotificationStore, DefaultPushNotificationSender } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 
 const card = {
   name: 'Echo agent',
@@ -94,7 +95,9 @@ const executor = {
 
 const pushStore = push ? new NotedStore() : undefined;
 const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor, undefined, pushStore,
-  push ? new NotedSender(pushStore) : undefined);
+  // A config registered over 0.3 is pushed in 0.3's shape, as the SDK's
+  // createLegacyAwarePushNotificationSender sets it up.
+  push ? new NotedSender(pushStore, { serializers: { '0.3': new V03PushNotificationSerializer() } }) : undefined);
 const app = express();
 app.get('/seen', (req, res) => res.json(seen));
 app.post('/release', (req, res) => { release(); hold(); res.end(); });

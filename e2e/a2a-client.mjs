@@ -114,7 +114,7 @@ try {
     out.push({ created });
     out.push({ got: await call((o) => transport.getTaskPushNotificationConfig({ tenant: '', taskId, id: created.id }, o)) });
     out.push({ listed: await call((o) => transport.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' }, o)) });
-    out.push({ binding: { name: transport.transport?.constructor?.name, version: transport.protocolVersion } });
+    out.push({ binding: { name: (transport.transport ?? transport).constructor?.name, version: transport.protocolVersion ?? version } });
   } else if (scenario === 'send') {
     out.push({ send: await call((o) => transport.sendMessage(req(text), o)) });
   } else if (scenario === 'get') {

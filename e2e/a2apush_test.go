@@ -115,7 +115,7 @@ func TestPushRelayJSSDK(t *testing.T) {
 	// Keys are made before serve starts, as the README's order has it
 	// (and a key file must exist for serve to read).
 	callers := map[string]string{}
-	for _, name := range []string{"alice-jsonrpc", "alice-rest"} {
+	for _, name := range []string{"alice-jsonrpc", "alice-rest", "alice-0.3"} {
 		out := keys("create", "--agent", name)
 		for _, f := range strings.Fields(out) {
 			if strings.HasPrefix(f, "sk_") {
@@ -139,7 +139,13 @@ func TestPushRelayJSSDK(t *testing.T) {
 		t.Errorf("the card without a key: HTTP %d, want 401", resp.StatusCode)
 	}
 
-	for _, c := range []struct{ name, transport string }{{"alice-jsonrpc", ""}, {"alice-rest", "rest"}} {
+	for _, c := range []struct{ name, transport, version, binding, contentType string }{
+		{"alice-jsonrpc", "", "1.0", "JsonRpcTransport", "application/a2a+json"},
+		{"alice-rest", "rest", "1.0", "RestTransport", "application/a2a+json"},
+		// 0.3's JSON-RPC (the SDK's LegacyJsonRpcTransport and its
+		// server's legacyCompat): the agent pushes 0.3's bare events.
+		{"alice-0.3", "", "0.3", "LegacyJsonRpcTransport", "application/json"},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			key := callers[c.name]
 			token := "hook-token-" + c.name
@@ -148,6 +154,7 @@ func TestPushRelayJSSDK(t *testing.T) {
 			if c.transport != "" {
 				args = append(args, "--transport", c.transport)
 			}
+			args = append(args, "--version", c.version)
 			var steps []map[string]json.RawMessage
 			out := a2aClient(t, args...)
 			if err := json.Unmarshal([]byte(out), &steps); err != nil || len(steps) != 5 {
@@ -168,8 +175,8 @@ func TestPushRelayJSSDK(t *testing.T) {
 			}
 			var binding struct{ Name, Version string }
 			_ = json.Unmarshal(steps[4]["binding"], &binding)
-			if wantName := map[string]string{"": "JsonRpcTransport", "rest": "RestTransport"}[c.transport]; strings.TrimPrefix(binding.Name, "_") != wantName || binding.Version != "1.0" {
-				t.Errorf("the SDK's client spoke %+v; want %s in A2A 1.0", binding, wantName)
+			if strings.TrimPrefix(binding.Name, "_") != c.binding || binding.Version != c.version {
+				t.Errorf("the SDK's client spoke %+v; want %s in A2A %s", binding, c.binding, c.version)
 			}
 			if sent.ID == "" {
 				t.Fatalf("the message with a push config: %s", out)
@@ -238,8 +245,8 @@ func TestPushRelayJSSDK(t *testing.T) {
 				if !strings.Contains(p.body, sent.ID) {
 					t.Errorf("webhook %s got %.200s; want the task %s", p.path, p.body, sent.ID)
 				}
-				if p.contentType != "application/a2a+json" {
-					t.Errorf("webhook %s got Content-Type %q; want the SDK sender's application/a2a+json", p.path, p.contentType)
+				if p.contentType != c.contentType {
+					t.Errorf("webhook %s got Content-Type %q; want the SDK sender's %s", p.path, p.contentType, c.contentType)
 				}
 			}
 			// The agent was given the gateway's URL and token only.
