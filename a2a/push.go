@@ -42,7 +42,8 @@ func registersPush(method string, params jsontext.Value) bool {
 		return false
 	}
 	// A message's configuration registers one in pushNotificationConfig
-	// (snake case for Python agents; whatever a later version calls it):
+	// (1.0's taskPushNotificationConfig, as @a2a-js/sdk sends it; snake
+	// case for Python agents; whatever a later version calls it):
 	// any member naming a push, and any URL, which nothing else there
 	// carries (checkPushURLs reads every one as a push URL).
 	conf := intercept.Member(params, "configuration")

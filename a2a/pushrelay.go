@@ -24,8 +24,9 @@ import (
 )
 
 // The push relay (Options.PushRelay). A push config a caller registers
-// (a message's configuration.pushNotificationConfig,
-// tasks/pushNotificationConfig/set, CreateTaskPushNotificationConfig,
+// (a message's configuration.pushNotificationConfig, or 1.0's
+// taskPushNotificationConfig, tasks/pushNotificationConfig/set,
+// CreateTaskPushNotificationConfig,
 // REST POST /tasks/{id}/pushNotificationConfigs) reaches the agent with
 // the gateway's URL, PublicURL/a2a/.push/{id} with an unguessable id, and
 // a token of the gateway's, never the caller's URL, token or
