@@ -6,7 +6,8 @@
 // Scenario push (1.0): a message that holds its task open registers a push
 // config for --hook/msg with --token, CreateTaskPushNotificationConfig one
 // for --hook/set with --token-set and authentication ApiKey --token-cred;
-// then get and list. The card, too, is
+// then get and list. Scenario push-delete deletes config --config of task
+// --task, then lists. The card, too, is
 // fetched with the --header values (an API key), as a caller behind auth:
 // must.
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
@@ -60,7 +61,7 @@ if (version === '0.3') {
     for (const [k, v] of Object.entries(headers)) h.set(k, v);
     return fetch(input, { ...init, headers: h });
   };
-  const authed = scenario === 'push' ? {
+  const authed = scenario.startsWith('push') ? {
     cardResolver: new DefaultAgentCardResolver({ fetchImpl: withHeaders }),
     transports: [new JsonRpcTransportFactory({ fetchImpl: withHeaders }), new RestTransportFactory({ fetchImpl: withHeaders })],
   } : {};
@@ -115,6 +116,10 @@ try {
     out.push({ got: await call((o) => transport.getTaskPushNotificationConfig({ tenant: '', taskId, id: created.id }, o)) });
     out.push({ listed: await call((o) => transport.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' }, o)) });
     out.push({ binding: { name: (transport.transport ?? transport).constructor?.name, version: transport.protocolVersion ?? version } });
+  } else if (scenario === 'push-delete') {
+    const taskId = opt('--task');
+    await call((o) => transport.deleteTaskPushNotificationConfig({ tenant: '', taskId, id: opt('--config') }, o));
+    out.push({ listed: await call((o) => transport.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' }, o)) });
   } else if (scenario === 'send') {
     out.push({ send: await call((o) => transport.sendMessage(req(text), o)) });
   } else if (scenario === 'get') {

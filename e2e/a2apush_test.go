@@ -56,7 +56,8 @@ type agentSeen struct {
 // the caller its own URL and token; the agent's push (the SDK's sender,
 // application/a2a+json, X-A2A-Notification-Token) reaches the caller's
 // webhook, as application/a2a+json, with the caller's token and not the relay's; after the caller's
-// key is revoked (`sluice keys revoke`), the task's completion is not
+// second config is deleted through Sluice (the agent drops it); after the
+// caller's key is revoked (`sluice keys revoke`), the task's completion is not
 // delivered (the sender gets 410).
 func TestPushRelayJSSDK(t *testing.T) {
 	requireNode(t)
@@ -149,14 +150,15 @@ func TestPushRelayJSSDK(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			key := callers[c.name]
 			token := "hook-token-" + c.name
-			args := []string{"--url", base, "--header", "Authorization: Bearer " + key, "--scenario", "push", "--raw-ids",
-				"--hook", hook.URL + "/" + c.name, "--token", token}
-			if c.transport != "" {
-				args = append(args, "--transport", c.transport)
+			client := func(args ...string) string {
+				args = append(args, "--url", base, "--header", "Authorization: Bearer "+key, "--raw-ids", "--version", c.version)
+				if c.transport != "" {
+					args = append(args, "--transport", c.transport)
+				}
+				return a2aClient(t, args...)
 			}
-			args = append(args, "--version", c.version)
 			var steps []map[string]json.RawMessage
-			out := a2aClient(t, args...)
+			out := client("--scenario", "push", "--hook", hook.URL+"/"+c.name, "--token", token)
 			if err := json.Unmarshal([]byte(out), &steps); err != nil || len(steps) != 5 {
 				t.Fatalf("client transcript %s: %v", out, err)
 			}
@@ -251,11 +253,13 @@ func TestPushRelayJSSDK(t *testing.T) {
 			}
 			// The agent was given the gateway's URL and token only.
 			relays := map[string]bool{}
+			var setRelay, setToken string // the second stored: CreateTaskPushNotificationConfig's
 			for _, cfg := range seen(t, agent).Configs {
 				if cfg.TaskID != sent.ID {
 					continue
 				}
 				relays[cfg.URL] = true
+				setRelay, setToken = cfg.URL, cfg.Token
 				if !strings.HasPrefix(cfg.URL, public+"/a2a/.push/") || strings.Contains(cfg.Token, token) || cfg.Token == "" || cfg.Authentication != nil {
 					t.Errorf("the agent stored url %s token %q authentication %v; want the gateway's relay and its own token, no authentication", cfg.URL, cfg.Token, cfg.Authentication)
 				}
@@ -264,6 +268,19 @@ func TestPushRelayJSSDK(t *testing.T) {
 				t.Errorf("the agent stored %d push configs for the task, want 2", len(relays))
 			}
 
+			// The config created with CreateTaskPushNotificationConfig is
+			// deleted through Sluice: the agent drops it, its relay ends.
+			out = client("--scenario", "push-delete", "--task", sent.ID, "--config", created.ID)
+			if strings.Contains(out, "error") || strings.Contains(out, "/set") || !strings.Contains(out, caller+"/msg") {
+				t.Errorf("after deleting the /set config, list through Sluice showed %s; want only %s/msg", out, caller)
+			}
+			req, _ := http.NewRequest(http.MethodPost, setRelay, strings.NewReader(`{"statusUpdate":{"taskId":"`+sent.ID+`","status":{"state":"TASK_STATE_WORKING"}}}`))
+			req.Header.Set("X-A2A-Notification-Token", setToken)
+			if resp, err := http.DefaultClient.Do(req); err != nil {
+				t.Fatal(err)
+			} else if resp.Body.Close(); resp.StatusCode != http.StatusNotFound {
+				t.Errorf("a push to the deleted config's relay: HTTP %d, want 404 (the relay ended)", resp.StatusCode)
+			}
 			before := len(pushesTo("/" + c.name))
 			sentBefore := len(seen(t, agent).Pushes)
 			keys("revoke", keyID(t, keys("list", "--json"), c.name))
@@ -284,8 +301,9 @@ func TestPushRelayJSSDK(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 			}
 			release(t, agent)
-			// Every push after the revocation is refused: the first to each
-			// relay with 410, which ends the relay, the rest (the task's
+			// Every push after the revocation (to the relay of the config
+			// registered with the message, the one left) is refused: the
+			// first with 410, which ends the relay, the rest (the task's
 			// completion) with 404.
 			for deadline := time.Now().Add(10 * time.Second); ; {
 				pushes := seen(t, agent).Pushes
@@ -303,7 +321,7 @@ func TestPushRelayJSSDK(t *testing.T) {
 						done++
 					}
 				}
-				if done == 2 {
+				if done == 1 {
 					for u, r := range first {
 						if !strings.Contains(r, "410") {
 							t.Errorf("the SDK's sender got %q for the first push to %s after revocation; want HTTP 410", r, u)
@@ -317,7 +335,7 @@ func TestPushRelayJSSDK(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("the agent never pushed the completion to both relays: %+v", pushes)
+					t.Fatalf("the agent never pushed the completion to the relay left: %+v", pushes)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
