@@ -6,14 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -90,15 +92,20 @@ func TestPushRelayJSSDK(t *testing.T) {
 		return out
 	}
 
-	// public_url must be known before serve listens: a port the kernel
-	// gave and took back.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	public := "http://" + addr
+	// public_url must be known before serve listens, and serve binds a
+	// port of the kernel's choosing: agents reach it through a front the
+	// test holds from the start, forwarding to serve once it is up.
+	var backend atomic.Pointer[httputil.ReverseProxy]
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := backend.Load(); p != nil {
+			p.ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "sluice serve is not up yet", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(front.Close)
+	public := front.URL
+	addr := "127.0.0.1:0"
 	dir := t.TempDir()
 	config := filepath.Join(dir, "sluice.yaml")
 	yaml := fmt.Sprintf("listen: %s\ndata_dir: %s\npolicy: {default: allow}\nauth: {mode: api_key}\npublic_url: %s\n"+
@@ -128,9 +135,14 @@ func TestPushRelayJSSDK(t *testing.T) {
 		}
 	}
 	gw := startServeFile(t, bin, config)
-	if gw != public {
-		t.Fatalf("serve listens at %s, want %s", gw, public)
+	target, err := url.Parse(gw)
+	if err != nil {
+		t.Fatal(err)
 	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	rewrite := proxy.Director
+	proxy.Director = func(r *http.Request) { rewrite(r); r.Host = target.Host } // a Host serve admits
+	backend.Store(proxy)
 	base := gw + "/a2a/echo/" // with the slash: the SDK resolves the card path against it
 	// The card is behind auth: too (the README says to give the SDK's
 	// card resolver a fetch that sends the key).
