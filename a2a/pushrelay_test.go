@@ -320,19 +320,11 @@ func relayOf(t *testing.T, e *relayEnv, rec *recAgent, principal, hook string) (
 	rec.mu.Lock()
 	last := rec.seen[len(rec.seen)-1]
 	rec.mu.Unlock()
-	var req struct {
-		Params struct {
-			Config struct {
-				URL   string `json:"url"`
-				Token string `json:"token"`
-			} `json:"pushNotificationConfig"`
-		} `json:"params"`
-	}
-	_, body, _ := strings.Cut(strings.TrimPrefix(last, "POST "), " ")
-	if err := json.Unmarshal([]byte(body), &req, json.RejectUnknownMembers(false)); err != nil || !strings.HasPrefix(req.Params.Config.URL, e.url+PushRelayPath) {
+	relayURL, relayToken, ok := agentGotConfig(last)
+	if !ok || !strings.HasPrefix(relayURL, e.url+PushRelayPath) {
 		t.Fatalf("the agent got %s; want a relay URL", last)
 	}
-	return task, req.Params.Config.URL, req.Params.Config.Token
+	return task, relayURL, relayToken
 }
 
 // pushAs POSTs body to a relay as an agent would, with token (none if
@@ -971,21 +963,13 @@ func TestAttackPushRelayIntoGateway(t *testing.T) {
 	last := rec.seen[len(rec.seen)-1]
 	n := len(rec.seen)
 	rec.mu.Unlock()
-	var req struct {
-		Params struct {
-			Config struct {
-				URL   string `json:"url"`
-				Token string `json:"token"`
-			} `json:"pushNotificationConfig"`
-		} `json:"params"`
-	}
-	_, body, _ := strings.Cut(strings.TrimPrefix(last, "POST "), " ")
-	if err := json.Unmarshal([]byte(body), &req, json.RejectUnknownMembers(false)); err != nil {
-		t.Fatal(err)
+	relayURL, relayToken, ok := agentGotConfig(last)
+	if !ok {
+		t.Fatalf("the agent got %s; want a push config", last)
 	}
 	// The agent's push: a JSON-RPC call of its own, naming the task.
 	push := `{"jsonrpc":"2.0","id":"` + task + `","kind":"task","method":"message/send","params":{"message":{"kind":"message","messageId":"x","role":"user","parts":[{"kind":"text","text":"INJECTED AS ALICE"}]}}}`
-	status, answer := pushAs(t, req.Params.Config.URL, req.Params.Config.Token, push)
+	status, answer := pushAs(t, relayURL, relayToken, push)
 	rec.mu.Lock()
 	injected := slices.ContainsFunc(rec.seen[n:], func(s string) bool { return strings.Contains(s, "INJECTED AS ALICE") })
 	rec.mu.Unlock()
@@ -1308,4 +1292,22 @@ func TestPushAuthorization(t *testing.T) {
 			t.Errorf("authentication %s: got %q, want %q", c.auth, got, c.want)
 		}
 	}
+}
+
+// agentGotConfig reads the push config's url and token from a request
+// the recording agent saw ("POST path body").
+func agentGotConfig(seen string) (url, token string, ok bool) {
+	var req struct {
+		Params struct {
+			Config struct {
+				URL   string `json:"url"`
+				Token string `json:"token"`
+			} `json:"pushNotificationConfig"`
+		} `json:"params"`
+	}
+	_, body, _ := strings.Cut(strings.TrimPrefix(seen, "POST "), " ")
+	if err := json.Unmarshal([]byte(body), &req, json.RejectUnknownMembers(false)); err != nil {
+		return "", "", false
+	}
+	return req.Params.Config.URL, req.Params.Config.Token, true
 }
