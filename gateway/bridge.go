@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -671,17 +672,41 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 
 // answer writes what arrives on s to the client until all n responses
 // owed on it have been written: as one JSON body when single and the first
-// message is the response, else as an SSE stream.
+// message is the response, else as an SSE stream, which a client taking
+// one gets once nothing has come for bridgeStreamAfter.
 // It reports whether all of them were written (false: the client left).
 func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, s *stream, n int, single bool) bool {
 	rc := http.NewResponseController(w)
 	sse, got := false, 0
 	p := intercept.PrincipalFrom(r.Context())
+	startSSE := func() {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		sse = true
+	}
+	var early <-chan time.Time
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		t := time.NewTimer(bridgeStreamAfter)
+		defer t.Stop()
+		early = t.C
+	}
 	for {
 		var msg []byte
 		select {
 		case <-r.Context().Done():
 			return false
+		case <-early:
+			// Nothing yet: the stream starts now, as an HTTP server's
+			// does at once, for a client that waits for its headers.
+			early = nil
+			if !sse {
+				startSSE()
+				if rc.Flush() != nil {
+					return false
+				}
+			}
+			continue
 		case msg = <-s.ch:
 		}
 		if err := p.Gone(); err != nil {
@@ -704,10 +729,7 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, s *stream, n in
 				writeJSON(w, http.StatusOK, msg)
 				return true
 			}
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Cache-Control", "no-cache")
-			w.WriteHeader(http.StatusOK)
-			sse = true
+			startSSE()
 		}
 		if g.writeSSEMessage(w, msg) != nil || rc.Flush() != nil {
 			return false
@@ -717,6 +739,15 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, s *stream, n in
 		}
 	}
 }
+
+// bridgeStreamAfter is how long an answer from a stdio upstream may wait
+// for its first message before its event stream starts (its headers
+// sent). Over HTTP a server starts its stream at once: a client may wait
+// for the headers before it goes on (go-sdk's Connect waits on its
+// subscriptions/listen), and a stdio server answering late and silent
+// left it waiting for as long. An answer that comes sooner is still one
+// JSON body.
+const bridgeStreamAfter = time.Second
 
 // writeSSEMessage writes msg to an SSE stream as a message event, compacted.
 // A message that is not JSON (an upstream sent it) cannot be framed: it is
