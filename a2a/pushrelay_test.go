@@ -491,15 +491,7 @@ func TestAttackPushRelayDialsPrivate(t *testing.T) {
 // the agent's push for PushTimeout, not for ever, and holds one of the
 // PushDeliveries at once: past them another push is answered 503 at once.
 func TestPushRelaySlowWebhook(t *testing.T) {
-	stop, arrived := make(chan struct{}), make(chan struct{}, 1)
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		select {
-		case <-stop:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(slow.Close)
+	slow, stop, arrived := stalledWebhook(t, 1)
 	rec := newRecAgent(t, goodCard)
 	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{PushTimeout: time.Second, PushDeliveries: 1})
 	t.Cleanup(func() { close(stop) }) // first: the gateway's Close waits for the push
@@ -885,15 +877,7 @@ func (s *syncBuffer) String() string {
 // all of them: another caller's push is still delivered while hers wait
 // out PushTimeout, and hers past her share are answered 503 at once.
 func TestAttackPushRelayOneCallerHoldsDeliveries(t *testing.T) {
-	stop, arrived := make(chan struct{}), make(chan struct{}, 16)
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		select {
-		case <-stop:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(slow.Close)
+	slow, stop, arrived := stalledWebhook(t, 16)
 	hook := newWebhook(t)
 	rec := newRecAgent(t, goodCard)
 	e := newRelayEnv(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}, Options{PushTimeout: 5 * time.Second, PushDeliveries: 4})
@@ -1310,4 +1294,22 @@ func agentGotConfig(seen string) (url, token string, ok bool) {
 		return "", "", false
 	}
 	return req.Params.Config.URL, req.Params.Config.Token, true
+}
+
+// stalledWebhook is a caller's webhook that never answers: arrived (of
+// room n) hears of each push that reached it, and closing stop lets
+// them all go. A test closes stop in a cleanup registered after its
+// gateway's, so that it runs first: the gateway's Close waits for its
+// pushes.
+func stalledWebhook(t *testing.T, n int) (slow *httptest.Server, stop chan struct{}, arrived chan struct{}) {
+	stop, arrived = make(chan struct{}), make(chan struct{}, n)
+	slow = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	return slow, stop, arrived
 }

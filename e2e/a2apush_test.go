@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -401,54 +399,4 @@ func keyID(t *testing.T, list, agent string) string {
 	}
 	t.Fatalf("no key of %s in %s", agent, list)
 	return ""
-}
-
-// startServeFile runs `sluice serve --config path` and returns its base
-// URL, read from its "sluice listening" log line.
-func startServeFile(t *testing.T, bin, path string) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "sluice"), "serve", "--config", path)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	found := make(chan string, 1)
-	read := make(chan []string, 1)
-	go func() {
-		var log []string
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			log = append(log, line)
-			if addr, ok := listeningAddr(line); ok {
-				found <- "http://" + addr
-			}
-		}
-		close(found)
-		read <- log
-	}()
-	t.Cleanup(func() {
-		cancel()
-		log := <-read
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("sluice log:\n%s", lastLines(strings.Join(log, "\n"), 60))
-		}
-	})
-	select {
-	case u, ok := <-found:
-		if !ok {
-			t.Fatal("sluice exited before it listened")
-		}
-		return u
-	case <-time.After(time.Minute):
-		t.Fatal("sluice did not listen within a minute")
-		return ""
-	}
 }

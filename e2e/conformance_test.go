@@ -164,6 +164,13 @@ func startSluice(t *testing.T, bin, config string) string {
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return startServeFile(t, bin, path)
+}
+
+// startServeFile runs `sluice serve --config path` and returns its base
+// URL, read from its "sluice listening" log line.
+func startServeFile(t *testing.T, bin, path string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "sluice"), "serve", "--config", path)
 	stderr, err := cmd.StderrPipe()
@@ -178,8 +185,8 @@ func startSluice(t *testing.T, bin, config string) string {
 	found := make(chan string, 1)
 	read := make(chan []string, 1)
 	go func() {
-		sc := bufio.NewScanner(stderr)
 		var log []string
+		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
 			log = append(log, line)
