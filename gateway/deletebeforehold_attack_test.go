@@ -27,14 +27,7 @@ import (
 // (TestAttackCancelBeforeHeldOneReplica): the stream ends without the
 // question, the request is withdrawn, and nothing goes upstream.
 func TestAttackDeleteBeforeHeld(t *testing.T) {
-	for _, c := range []struct {
-		name, path, tool string
-		noDelete         bool // the upstream answers DELETE with 405, as the specification lets it
-	}{
-		{"route", "/mcp/demo", "add", false},
-		{"virtual server", "/mcp", "demo_add", false},
-		{"virtual server, upstream without DELETE", "/mcp", "demo_add", true},
-	} {
+	for _, c := range deleteCases {
 		t.Run(c.name, func(t *testing.T) {
 			created := make(chan string, 1)
 			store := approval.NewStore(approval.Options{OnChange: func(r approval.Request) {

@@ -28,14 +28,7 @@ import (
 // withdrawn and the call never goes upstream, on a route and through a
 // virtual server.
 func TestAttackDeletedSessionHeldCallRuns(t *testing.T) {
-	for _, c := range []struct {
-		name, path, tool string
-		noDelete         bool // the upstream answers DELETE with 405, as the specification lets it
-	}{
-		{"route", "/mcp/demo", "add", false},
-		{"virtual server", "/mcp", "demo_add", false},
-		{"virtual server, upstream without DELETE", "/mcp", "demo_add", true},
-	} {
+	for _, c := range deleteCases {
 		t.Run(c.name, func(t *testing.T) {
 			demoH := demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{})
 			rec := &recorder{next: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -93,4 +86,16 @@ func TestAttackDeletedSessionHeldCallRuns(t *testing.T) {
 			checkWithdrawn(t, store)
 		})
 	}
+}
+
+// deleteCases are where the DELETE tests end a session holding a call:
+// a route, and a virtual server whose upstream takes the DELETE or, as
+// the specification lets it, answers it with 405.
+var deleteCases = []struct {
+	name, path, tool string
+	noDelete         bool // the upstream answers DELETE with 405
+}{
+	{"route", "/mcp/demo", "add", false},
+	{"virtual server", "/mcp", "demo_add", false},
+	{"virtual server, upstream without DELETE", "/mcp", "demo_add", true},
 }
