@@ -23,7 +23,8 @@ type corpusCall struct {
 	server, kind string
 	heldOut      bool
 	d            *intercept.ActionDescriptor
-	zone         string // the label file's upstream_zone
+	zone         string   // the label file's upstream_zone
+	envNames     []string // the names of the spec's env (its values are placeholders)
 	want         [2]string
 }
 
@@ -45,9 +46,10 @@ func loadCorpus(t testing.TB) []corpusCall {
 	for _, path := range files {
 		var srv struct {
 			Spec struct {
-				ID      string   `json:"id"`
-				Kind    string   `json:"kind"`
-				Command []string `json:"command"`
+				ID      string            `json:"id"`
+				Kind    string            `json:"kind"`
+				Command []string          `json:"command"`
+				Env     map[string]string `json:"env"`
 			} `json:"spec"`
 			Recorded struct {
 				Tools []struct {
@@ -74,6 +76,10 @@ func loadCorpus(t testing.TB) []corpusCall {
 			labels[l.Name] = i
 		}
 		id := srv.Spec.ID
+		envNames := slices.Sorted(mapsKeys(srv.Spec.Env))
+		if envNames == nil {
+			envNames = []string{} // known: none
+		}
 		for _, tool := range srv.Recorded.Tools {
 			i, ok := labels[tool.Name]
 			if !ok {
@@ -86,7 +92,8 @@ func loadCorpus(t testing.TB) []corpusCall {
 			}
 			out = append(out, corpusCall{
 				server: id, kind: srv.Spec.Kind, heldOut: corpusFold(id) >= 3, zone: lab.UpstreamZone,
-				want: [2]string{l.ActionType, l.Boundary},
+				envNames: envNames,
+				want:     [2]string{l.ActionType, l.Boundary},
 				d: &intercept.ActionDescriptor{
 					TxnID: "txn", Method: "tools/call", ToolName: tool.Name, ToolDescription: tool.Description,
 					Parameters: args, TargetEndpoint: "stdio:" + strings.Join(srv.Spec.Command, " "),
@@ -110,13 +117,14 @@ func readJSON(t testing.TB, path string, v any) {
 }
 
 // corpusOptions is what the operator of server id would configure: the
-// trust zone of an upstream whose target only its environment names.
+// trust zone of an upstream whose target only its environment names, and
+// the names of the environment it is started with (the spec's env: the
+// collector gives a server what it needs to start, with placeholder
+// values, which are not read).
 func corpusOptions(calls []corpusCall) Options {
 	opts := Options{Upstreams: map[string]UpstreamConfig{}}
 	for _, c := range calls {
-		if c.zone != "" {
-			opts.Upstreams[c.server] = UpstreamConfig{Zone: c.zone}
-		}
+		opts.Upstreams[c.server] = UpstreamConfig{Zone: c.zone, EnvNames: c.envNames}
 	}
 	return opts
 }
@@ -432,7 +440,18 @@ func boundaryEvidence(c *compiled, r scored) string {
 		if commandService(cmd) != "" {
 			return "command-line service host"
 		}
-		return "command words or no service (prior)"
+		for _, w := range words(nil, cmd) {
+			if browserWords[w] || externalServices[w] || localStoreEngines[w] {
+				return "command words"
+			}
+		}
+		switch c.serverCredential(r.server, cmd) {
+		case envCredential:
+			return "no service named (prior, credential)"
+		case envNone:
+			return "no service named (prior, none given)"
+		}
+		return "no service named (prior)"
 	}
 	return r.src[1]
 }
@@ -440,7 +459,11 @@ func boundaryEvidence(c *compiled, r scored) string {
 // boundaryEvidenceTable is the dev split's boundary verdicts by evidence
 // and confidence, with how often each is right.
 func boundaryEvidenceTable(t testing.TB, res []scored) string {
-	b, err := NewBuiltin(corpusOptions(nil))
+	calls := make([]corpusCall, len(res))
+	for i, r := range res {
+		calls[i] = r.corpusCall
+	}
+	b, err := NewBuiltin(corpusOptions(calls))
 	if err != nil {
 		t.Fatal(err)
 	}

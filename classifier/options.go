@@ -142,6 +142,18 @@ type UpstreamConfig struct {
 	// Zone is the trust zone every call to the upstream is at least in:
 	// Local, Intra-org or External. Empty: inferred from its endpoint.
 	Zone string `json:"zone,omitempty" yaml:"zone,omitempty"`
+	// EnvNames are the names (never the values) of the environment
+	// variables the operator gives a stdio upstream, such as
+	// ["GITHUB_TOKEN", "LOG_LEVEL"]. A server given a credential
+	// (a name ending in _KEY, _TOKEN, _SECRET, _PASSWORD, _PAT or
+	// _CREDENTIALS) or one on its command line (--api-key …) is
+	// configured to reach a service; one given none may as well stay
+	// on this host. Where nothing else places a call (the server names
+	// no service, the call no URL or path) the first is External more
+	// surely, the second less (see the boundary's prior). Nil: not
+	// known; empty: known to be none. sluice fills it from the
+	// upstream's env and the names its inherit_env gives in full.
+	EnvNames []string `json:"env_names,omitempty" yaml:"env_names,omitempty"`
 }
 
 // SensitivityRule maps resources to a sensitivity tier.
@@ -271,6 +283,7 @@ type compiled struct {
 	tools      map[string]ToolConfig
 	classes    func(upstream, tool string) []string
 	zones      map[string]string
+	envs       map[string]envKind // UpstreamConfig.EnvNames, read
 	domains    []string
 	cidrs      []netip.Prefix
 	rules      []catalogRule
@@ -343,6 +356,7 @@ func compile(o Options) (*compiled, error) {
 		tools:      make(map[string]ToolConfig, len(o.Tools)),
 		classes:    o.Classes,
 		zones:      make(map[string]string, len(o.Upstreams)),
+		envs:       make(map[string]envKind),
 		now:        o.Now,
 		thresholds: th,
 		fitted:     fittedConfidence,
@@ -372,6 +386,9 @@ func compile(o Options) (*compiled, error) {
 		oneOf(fmt.Sprintf("upstreams[%q].zone", name), AxisBoundary, z)
 		if z != "" {
 			c.zones[name] = z
+		}
+		if names := o.Upstreams[name].EnvNames; names != nil {
+			c.envs[name] = envNamesKind(names)
 		}
 	}
 	for i, d := range o.InternalDomains {
