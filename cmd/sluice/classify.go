@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
@@ -58,6 +61,7 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory fun
 	if err := cc.validate(); err != nil {
 		return nil, err
 	}
+	cc.Options = c.classifierOptions()
 	adv := &govern.Advisor{Options: cc.Options, OnEscalate: cc.OnEscalate, OnInjection: cc.OnInjection}
 	adv.OperatorAnswers = c.AdminListen != "" // clients that can be asked say so per call
 	switch cc.Provider {
@@ -141,6 +145,53 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory fun
 		logger.Log(context.Background(), level, "intent_classified", attrs...)
 	}
 	return adv, nil
+}
+
+// classifierOptions is the classifier section's options with what the
+// upstreams' own configuration tells the built-in classifier: the names
+// (never the values) of the environment each stdio upstream is started
+// with, its env and the names its inherit_env gives in full
+// (UpstreamConfig.EnvNames). An upstream whose inherit_env has a pattern
+// (PREFIX*, "*") may be given anything of the gateway's: its names are
+// left unknown. Names the classifier section gives for an upstream
+// (upstreams.NAME.env_names) are kept as they are.
+func (c *config) classifierOptions() classifier.Options {
+	o := c.Classifier.Options
+	var ups map[string]classifier.UpstreamConfig
+	for _, u := range c.Upstreams {
+		if u.Command == "" || o.Upstreams[u.Name].EnvNames != nil {
+			continue
+		}
+		names := make([]string, 0, len(u.Env)+len(u.InheritEnv))
+		for n := range u.Env {
+			names = append(names, n)
+		}
+		known := true
+		for _, n := range u.InheritEnv {
+			if strings.Contains(n, "*") {
+				known = false
+				break
+			}
+			names = append(names, n)
+		}
+		if !known {
+			continue
+		}
+		if ups == nil {
+			ups = maps.Clone(o.Upstreams)
+			if ups == nil {
+				ups = map[string]classifier.UpstreamConfig{}
+			}
+		}
+		slices.Sort(names)
+		uc := ups[u.Name]
+		uc.EnvNames = slices.Compact(names)
+		ups[u.Name] = uc
+	}
+	if ups != nil {
+		o.Upstreams = ups
+	}
+	return o
 }
 
 // validate checks the section: the classifier's options, the escalation

@@ -63,7 +63,7 @@ func runClassify(_ context.Context, args []string, in io.Reader, out io.Writer) 
 		if err != nil {
 			return err
 		}
-		opts = cfg.Classifier.Options
+		opts = cfg.classifierOptions()
 	}
 	b, err := classifier.NewBuiltin(opts)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,5 +90,77 @@ func TestClassifyCommandStableOutput(t *testing.T) {
 		} else if out.String() != first {
 			t.Fatalf("run %d: got %s, want the first run's %s", i, &out, first)
 		}
+	}
+}
+
+// TestClassifierEnvNames: the built-in classifier is told the names of
+// the environment each stdio upstream is started with (its env, the names
+// inherit_env gives in full), never the values; an upstream that may
+// inherit anything (a pattern), or is not stdio, is left unknown, and
+// names the classifier section gives win. `sluice classify --config`
+// scores with them: where only the prior places a call, a server given
+// an API key is External at 0.85, one given nothing falls to the
+// conservative default.
+func TestClassifierEnvNames(t *testing.T) {
+	yaml := `upstreams:
+  - {name: keyed, command: npx, args: [-y, widgetry-mcp], env: {ACME_API_KEY: sk-x, LOG_LEVEL: debug}}
+  - {name: bare, command: npx, args: [-y, widgetry-mcp]}
+  - {name: inherits, command: npx, args: [-y, widgetry-mcp], inherit_env: [ACME_TOKEN]}
+  - {name: anything, command: npx, args: [-y, widgetry-mcp], inherit_env: ["ACME_*"]}
+  - {name: remote, url: "https://mcp.example.com/mcp"}
+  - {name: declared, command: npx, args: [-y, widgetry-mcp], env: {ACME_API_KEY: sk-x}}
+classifier:
+  upstreams: {declared: {env_names: [LOG_LEVEL]}, remote: {zone: External}}
+`
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ups := cfg.classifierOptions().Upstreams
+	for name, want := range map[string][]string{
+		"keyed": {"ACME_API_KEY", "LOG_LEVEL"}, "bare": {}, "inherits": {"ACME_TOKEN"},
+		"anything": nil, "remote": nil, "declared": {"LOG_LEVEL"},
+	} {
+		got := ups[name].EnvNames
+		if (got == nil) != (want == nil) || !slices.Equal(got, want) {
+			t.Errorf("upstream %s: env names %q, want %q", name, got, want)
+		}
+	}
+	if ups["remote"].Zone != "External" {
+		t.Errorf("the classifier section's zone was lost: %+v", ups["remote"])
+	}
+	if cfg.Classifier.Options.Upstreams["keyed"].EnvNames != nil {
+		t.Error("classifierOptions changed the config's own options")
+	}
+
+	var in strings.Builder
+	for _, u := range []string{"keyed", "bare"} {
+		in.WriteString(`{"tool":"update_widget","upstream":"` + u + `","target":"stdio:npx -y widgetry-mcp","arguments":{"id":"w1"}}` + "\n")
+	}
+	var out bytes.Buffer
+	if err := runClassify(context.Background(), []string{"--config", path}, strings.NewReader(in.String()), &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %q, want two verdicts", out.String())
+	}
+	var keyed, bare classifyOutput
+	if err := json.Unmarshal([]byte(lines[0]), &keyed); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &bare); err != nil {
+		t.Fatal(err)
+	}
+	if b := keyed.Axes["boundary"]; b.Value != "External" || b.Confidence != 0.85 || b.Default {
+		t.Errorf("server given an API key: boundary %+v, want External at 0.85", b)
+	}
+	if b := bare.Axes["boundary"]; b.Value != "External" || b.Confidence != 0.55 || !b.Default {
+		t.Errorf("server given nothing: boundary %+v, want External at 0.55, the conservative default", b)
 	}
 }
