@@ -144,15 +144,18 @@ type UpstreamConfig struct {
 	Zone string `json:"zone,omitempty" yaml:"zone,omitempty"`
 	// EnvNames are the names (never the values) of the environment
 	// variables the operator gives a stdio upstream, such as
-	// ["GITHUB_TOKEN", "LOG_LEVEL"]. A server given a credential
-	// (a name ending in _KEY, _TOKEN, _SECRET, _PASSWORD, _PAT or
-	// _CREDENTIALS) or one on its command line (--api-key …) is
-	// configured to reach a service; one given none may as well stay
-	// on this host. Where nothing else places a call (the server names
-	// no service, the call no URL or path) the first is External more
-	// surely, the second less (see the boundary's prior). Nil: not
-	// known; empty: known to be none. sluice fills it from the
-	// upstream's env and the names its inherit_env gives in full.
+	// ["GITHUB_TOKEN", "LOG_LEVEL"]. A server given an API's
+	// credential (a name ending in _KEY, _TOKEN or _PAT, or holding
+	// SECRET or CREDENTIALS), or one on its command line (--api-key,
+	// --token), is configured to reach a service; one given nothing
+	// of the kind may as well stay on this host. Where nothing else
+	// places a call (the server names no service, the call no URL or
+	// path) the first is External at 0.85, the second only as the
+	// conservative default (0.55); an address or a password alone
+	// (_URL, _HOST, _PASSWORD: a loopback database's too) leaves it at
+	// 0.65. Nil: not known; empty: known to be none. sluice fills it
+	// from a stdio upstream's env and the names its inherit_env gives
+	// in full.
 	EnvNames []string `json:"env_names,omitempty" yaml:"env_names,omitempty"`
 }
 
