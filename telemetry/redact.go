@@ -26,6 +26,9 @@ var secretWords = []string{
 	"authkey", "sshkey", "licensekey", "basicauth", "signature", "pincode",
 }
 
+// secretFragments finds secretWords in a normalized key in one pass.
+var secretFragments = newFragments(secretWords)
+
 // secretSuffixes make a key secret when it ends with one: dbPass, db_pwd,
 // mfa_otp (as fragments they would catch "compass" or "footprint").
 var secretSuffixes = []string{"pwd", "pass", "otp"}
@@ -78,10 +81,8 @@ func isSecretNormalized(n string, extra []string) bool {
 	if slices.Contains(secretKeys, n) {
 		return true
 	}
-	for _, w := range secretWords {
-		if strings.Contains(n, w) {
-			return true
-		}
+	if secretFragments.in(n) {
+		return true
 	}
 	for _, w := range secretSuffixes {
 		if strings.HasSuffix(n, w) {

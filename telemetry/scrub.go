@@ -280,29 +280,33 @@ func RedactHeaders(h map[string][]string) map[string][]string {
 // nearly all text holds none and is returned as it is, where searching
 // for each hint in turn (some forty) and lowering the text first cost
 // most of what scrubbing an argument or a log line did.
-var scrubHints = newHintIndex()
+var scrubHints = newFragments(func() (hs []string) {
+	for _, sc := range scrubbers {
+		hs = append(hs, sc.hints...)
+	}
+	return hs
+}())
 
-// hintIndex holds the hints of scrubbers by their first two bytes.
-type hintIndex struct {
-	// pairs is, for the first two bytes of a hint, 1 + the index in
-	// hints of those starting with them; 0 for none.
-	pairs [1 << 16]uint8
-	hints [][]string
+// fragments finds which of a set of lower-case ASCII strings, at least
+// two bytes each, text contains, in one pass over it: they are held by
+// their first two bytes.
+type fragments struct {
+	// pairs is, for the first two bytes of a fragment, 1 + the index in
+	// byPair of those starting with them; 0 for none.
+	pairs  [1 << 16]uint8
+	byPair [][]string
 }
 
-func newHintIndex() *hintIndex {
-	x := &hintIndex{}
-	for _, sc := range scrubbers {
-		for _, h := range sc.hints {
-			k := uint16(h[0])<<8 | uint16(h[1])
-			if x.pairs[k] == 0 {
-				x.hints = append(x.hints, nil)
-				x.pairs[k] = uint8(len(x.hints))
-			}
-			i := x.pairs[k] - 1
-			if !slices.Contains(x.hints[i], h) {
-				x.hints[i] = append(x.hints[i], h)
-			}
+func newFragments(words []string) *fragments {
+	x := &fragments{}
+	for _, w := range words {
+		k := uint16(w[0])<<8 | uint16(w[1])
+		if x.pairs[k] == 0 {
+			x.byPair = append(x.byPair, nil)
+			x.pairs[k] = uint8(len(x.byPair))
+		}
+		if i := x.pairs[k] - 1; !slices.Contains(x.byPair[i], w) {
+			x.byPair[i] = append(x.byPair[i], w)
 		}
 	}
 	return x
@@ -319,14 +323,20 @@ var asciiLower = func() (t [256]byte) {
 	return t
 }()
 
-// mayHold reports whether strings.ToLower(s) may contain a hint: true if
-// it does, or if s is not all ASCII (lowering other text can make ASCII
-// letters: U+212A KELVIN SIGN lowers to "k"), which the caller then
-// searches as before.
-func (x *hintIndex) mayHold(s string) bool {
+// mayHold reports whether strings.ToLower(s) may contain a fragment:
+// true if it does, or if s is not all ASCII (lowering other text can
+// make ASCII letters: U+212A KELVIN SIGN lowers to "k"), which the
+// caller then searches as before.
+func (x *fragments) mayHold(s string) bool { return x.find(s, true) }
+
+// in reports whether s, which has no upper-case ASCII letters, contains
+// a fragment: strings.Contains for each, in one pass.
+func (x *fragments) in(s string) bool { return x.find(s, false) }
+
+func (x *fragments) find(s string, stopNonASCII bool) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= utf8.RuneSelf {
+		if c >= utf8.RuneSelf && stopNonASCII {
 			return true
 		}
 		if i+1 == len(s) {
@@ -334,8 +344,8 @@ func (x *hintIndex) mayHold(s string) bool {
 		}
 		k := uint16(asciiLower[c])<<8 | uint16(asciiLower[s[i+1]])
 		if j := x.pairs[k]; j != 0 {
-			for _, h := range x.hints[j-1] {
-				if hasLowerPrefix(s[i:], h) {
+			for _, w := range x.byPair[j-1] {
+				if hasLowerPrefix(s[i:], w) {
 					return true
 				}
 			}
@@ -344,13 +354,13 @@ func (x *hintIndex) mayHold(s string) bool {
 	return false
 }
 
-// hasLowerPrefix reports whether s, lowered as ASCII, starts with h.
-func hasLowerPrefix(s, h string) bool {
-	if len(s) < len(h) {
+// hasLowerPrefix reports whether s, lowered as ASCII, starts with w.
+func hasLowerPrefix(s, w string) bool {
+	if len(s) < len(w) {
 		return false
 	}
-	for i := 0; i < len(h); i++ {
-		if asciiLower[s[i]] != h[i] {
+	for i := 0; i < len(w); i++ {
+		if asciiLower[s[i]] != w[i] {
 			return false
 		}
 	}

@@ -43,3 +43,21 @@ func isASCII(s string) bool {
 	}
 	return true
 }
+
+// TestSecretFragmentsAgree checks the one-pass search of secret words in
+// a normalized key against strings.Contains for each.
+func TestSecretFragmentsAgree(t *testing.T) {
+	keys := []string{"", "a", "message", "maxtokens", "caf\u00e9token", "\xffpasswd", "x"}
+	for _, w := range secretWords {
+		keys = append(keys, w, "x"+w, w+"x", w[:len(w)-1], "my"+w[:len(w)-1]+"z"+w[len(w)-1:])
+	}
+	for _, k := range keys {
+		want := false
+		for _, w := range secretWords {
+			want = want || strings.Contains(k, w)
+		}
+		if got := secretFragments.in(k); got != want {
+			t.Errorf("secretFragments.in(%q): got %v, want %v", k, got, want)
+		}
+	}
+}
