@@ -701,7 +701,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if x.swap != nil && err == nil {
 		b = x.swap.restore(b)
 	}
-	if gone := intercept.PrincipalFrom(r.Context()).Gone(); gone != nil {
+	if gone := x.principal.Gone(); gone != nil {
 		// Authenticated when the request came; a long call's answer
 		// comes later, and is withheld as an event stream's is
 		// (pipeEvents).
