@@ -59,7 +59,12 @@ type conn struct {
 	bw    *bufio.Writer
 	sent  countWriter // what bw writes to: nc, counted for each request
 	since time.Time   // when it went idle
+	// abort unblocks whatever the connection is doing (c.unblock, made
+	// once: a func value made for each exchange would be an allocation).
+	abort func()
 }
+
+func (c *conn) unblock() { c.nc.SetDeadline(time.Unix(1, 0)) }
 
 var dialer = &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 
@@ -129,7 +134,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request, re
 	// connection is then closed, never pooled.
 	stop := func() bool { return true }
 	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+		stop = context.AfterFunc(ctx, c.abort)
 	}
 	sent := &c.sent
 	*sent = countWriter{w: c.nc}
@@ -220,7 +225,9 @@ func (t *Transport) get(ctx context.Context, addr string) (*conn, bool, error) {
 		return nil, false, err
 	}
 	lim := &limited{r: nc, n: -1}
-	return &conn{addr: addr, nc: nc, lim: lim, br: bufio.NewReaderSize(lim, 4096), bw: bufio.NewWriterSize(nc, 4096)}, false, nil
+	c := &conn{addr: addr, nc: nc, lim: lim, br: bufio.NewReaderSize(lim, 4096), bw: bufio.NewWriterSize(nc, 4096)}
+	c.abort = c.unblock
+	return c, false, nil
 }
 
 // put returns c to the pool, or closes it if the pool is full.
