@@ -593,7 +593,7 @@ func (g *Gateway) limitBodies(next http.Handler) http.Handler {
 		// A body must come at a pace: budget is held for it while it is
 		// read, and a client that sends headers and then stalls must not
 		// hold it (or a goroutine) for as long as it keeps the socket.
-		d := &deadlineBody{rc: r.Body, ctl: http.NewResponseController(w), start: time.Now()}
+		d := &deadlineBody{rc: r.Body, ctl: *http.NewResponseController(w), start: time.Now()}
 		d.extend(max(r.ContentLength, 0))
 		r.Body = d
 		key := g.bodyKey(r)
@@ -696,7 +696,7 @@ const (
 // deadline left set would end a long answer's stream.
 type deadlineBody struct {
 	rc    io.ReadCloser
-	ctl   *http.ResponseController
+	ctl   http.ResponseController // a copy of the one for the request: no allocation of its own
 	start time.Time
 	bytes int64 // the length the deadline allows for
 	done  bool

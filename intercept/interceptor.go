@@ -322,10 +322,15 @@ func (i *Interceptor) commit(ctx context.Context, m *Message, cc CallContext, d 
 				Evidence:     Evidence{MatchedToolName: d.ToolName, ReasonCode: ReasonPolicyError}}
 		}
 	}
-	if i.OnResult != nil && m != nil && m.IsAction() {
-		i.pendingCalls().Add(resultKey(cc, m.IDKey()), d)
+	// Both tables key the request alike: the key is made once.
+	var key string
+	if m != nil && m.IsAction() && (i.OnResult != nil || expectsState(cc)) {
+		key = resultKey(cc, m.IDKey())
 	}
-	i.expectState(ctx, m, cc, dec)
+	if i.OnResult != nil && key != "" {
+		i.pendingCalls().Add(key, d)
+	}
+	i.expectState(ctx, m, cc, dec, key)
 	return dec
 }
 

@@ -108,13 +108,18 @@ func sharedStateKey(key string) string {
 
 // expectState notes the binding of m, an allowed 2026-07-28 request about
 // to be forwarded, for ObserveRequestState to find when its answer comes.
-func (i *Interceptor) expectState(ctx context.Context, m *Message, cc CallContext, dec Decision) {
-	if m == nil || !m.IsAction() || cc.ProtocolVersion < "2026-07-28" {
+// key is resultKey(cc, m.IDKey()), which the caller has made.
+func (i *Interceptor) expectState(ctx context.Context, m *Message, cc CallContext, dec Decision, key string) {
+	if m == nil || !m.IsAction() || !expectsState(cc) {
 		return
 	}
 	i.stateTable()
-	i.stateCalls.add(resultKey(cc, m.IDKey()), stateCall{bindingPrefix(ctx, m, cc), bytes.Clone(m.Arguments), dec.ApprovalID})
+	i.stateCalls.add(key, stateCall{bindingPrefix(ctx, m, cc), bytes.Clone(m.Arguments), dec.ApprovalID})
 }
+
+// expectsState reports whether the requests of the client of cc may be
+// answered with a requestState (2026-07-28 and later).
+func expectsState(cc CallContext) bool { return cc.ProtocolVersion >= "2026-07-28" }
 
 // Answered forgets what expectState noted of the request idKey of the
 // client of cc once its answer has been passed on, or never will be: a
