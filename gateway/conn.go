@@ -419,6 +419,18 @@ func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, 
 			r.refuse(ctx, msgs, err)
 			return nil
 		}
+		if se, ok := errors.AsType[*transport.HTTPStatusError](err); ok && se.StatusCode != http.StatusNotFound {
+			// The upstream refused this message (notifications or
+			// answers: a request's refusal comes back as its error
+			// answer), not the session, which goes on, as a client
+			// directly on the upstream's goes on: before, one refused
+			// notification (mcp-go's 400 to a 2026-07-28 client's
+			// notifications/roots/list_changed) ended the connection.
+			// 404 is the session gone.
+			r.log.Warn("upstream refused a message", "upstream", r.up.Name, "session", r.session, "err", redactURLs(err))
+			r.refuse(ctx, msgs, err)
+			return nil
+		}
 		r.failPending(ctx, err)
 		return fmt.Errorf("upstream %s: %w", r.up.Name, err)
 	}

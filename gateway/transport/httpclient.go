@@ -144,7 +144,18 @@ type httpStreamableConn struct {
 	closed          bool
 	sessionID       string
 	protocolVersion string
-	listening       bool // the standalone GET stream has been started
+	// statelessVersion is the protocol version of sessions without
+	// initialize: the one named in the _meta of the latest request that
+	// named one of them, until an initialize. It is the version of the
+	// messages that name none (a 2026-07-28 client's ping, or a
+	// notification), which sent without it a server takes for a 2025 era
+	// message outside any session and refuses.
+	statelessVersion string
+	// inflight are the POSTs of requests sent under a stateless version,
+	// by id key, until answered: closing one's response stream is how
+	// such a request is cancelled (notifications/cancelled is not sent).
+	inflight  map[string]*httpInflight
+	listening bool // the standalone GET stream has been started
 	// initializing is closed when the initialize in flight has its answer
 	// (and with it the session id); nil when none is in flight. Messages
 	// written meanwhile wait for it: sent without the id, a server
@@ -153,6 +164,12 @@ type httpStreamableConn struct {
 }
 
 var _ Conn = (*httpStreamableConn)(nil)
+
+// An httpInflight is the POST of a request sent under a stateless
+// protocol version.
+type httpInflight struct {
+	cancel context.CancelFunc
+}
 
 func (c *httpStreamableConn) Read(ctx context.Context) ([]byte, error) {
 	if c.ctx.Err() != nil {
@@ -279,12 +296,31 @@ func (c *httpStreamableConn) Write(ctx context.Context, msg []byte) error {
 		}
 	}
 	version := c.protocolVersion
+	if p.initID != "" {
+		c.statelessVersion = "" // the client falls back to a session
+	} else if version == "" {
+		version = c.statelessVersion
+	}
 	if !batch {
 		if v := httpRequestedVersion(envs[0].Params); v != "" {
 			version = v
+			if v >= httpStatelessVersion && c.protocolVersion == "" {
+				c.statelessVersion = v
+			}
 		}
 	}
 	p.stateful = version < httpStatelessVersion
+	if !p.stateful && !batch && p.method == "notifications/cancelled" {
+		// Over Streamable HTTP a stateless request is cancelled by
+		// closing its response stream, and only so: the server expects
+		// no notification, and mcp-go's refuses one (400).
+		id := httpCancelledID(envs[0].Params)
+		if f := c.inflight[id]; f != nil {
+			f.cancel()
+		}
+		c.mu.Unlock()
+		return nil
+	}
 	if version != "" {
 		req.Header.Set(httpHeaderProtocolVersion, version)
 	}
@@ -316,6 +352,27 @@ func (c *httpStreamableConn) Write(ctx context.Context, msg []byte) error {
 		})
 	}
 	req = req.WithContext(reqCtx)
+	if !p.stateful && !batch && len(p.ids) == 1 {
+		flight := &httpInflight{cancel: cancelReq}
+		c.mu.Lock()
+		if c.inflight == nil {
+			c.inflight = map[string]*httpInflight{}
+		}
+		key := httpIDKey(p.ids[0])
+		c.inflight[key] = flight
+		c.mu.Unlock()
+		// Forgotten when its POST is done (below), not when Write
+		// returns: the answer comes later.
+		inner := cancelReq
+		cancelReq = func() {
+			inner()
+			c.mu.Lock()
+			if c.inflight[key] == flight {
+				delete(c.inflight, key)
+			}
+			c.mu.Unlock()
+		}
+	}
 	if !c.goTracked(func() { defer cancelReq(); c.roundTrip(req, p, signal) }) {
 		cancelReq()
 		if p.initialized != nil {
@@ -358,6 +415,18 @@ func httpRequestedVersion(params json.RawMessage) string {
 		return ""
 	}
 	return v
+}
+
+// httpCancelledID returns the id key of the request a
+// notifications/cancelled names, or "".
+func httpCancelledID(params json.RawMessage) string {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.RequestID) == 0 {
+		return ""
+	}
+	return httpIDKey(p.RequestID)
 }
 
 // httpNameHeader returns the Mcp-Name header value for a method that has one:
@@ -456,6 +525,7 @@ func (c *httpStreamableConn) roundTrip(req *http.Request, p *httpPost, signal fu
 	}
 
 	st := httpNewStreamState(p)
+	st.withdrawn = req.Context()
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
@@ -506,6 +576,9 @@ type httpStreamState struct {
 	lastEventID string
 	retry       time.Duration // from the server's retry field, or 0
 	delivered   bool          // by the latest connection
+	// withdrawn is the context of the POST: done when it was abandoned.
+	// Nil for a GET stream.
+	withdrawn context.Context
 }
 
 func httpNewStreamState(p *httpPost) *httpStreamState {
@@ -520,6 +593,11 @@ func httpNewStreamState(p *httpPost) *httpStreamState {
 }
 
 func (st *httpStreamState) pendingIDs() []json.RawMessage {
+	if st.withdrawn != nil && st.withdrawn.Err() != nil {
+		// Its POST was abandoned (the request cancelled, the Conn
+		// closed): nobody waits for an answer, made up or not.
+		return nil
+	}
 	var ids []json.RawMessage
 	for _, id := range st.pending {
 		ids = append(ids, id)
