@@ -1324,7 +1324,7 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 			continue
 		}
 		if resp.Method != "" {
-			a.notified(s, resp.Method)
+			a.notified(s, resp.Method, m)
 			continue
 		}
 		if string(resp.ID) == fmt.Sprint(id) || (len(resp.Error) > 0 && (len(resp.ID) == 0 || string(resp.ID) == "null")) {
@@ -1340,9 +1340,12 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 	return found, nil
 }
 
-// notified handles a notification from an upstream: a list change drops
-// the session's names (the next call lists again) and is passed on.
-func (a *aggregator) notified(s *aggSession, method string) {
+// notified handles msg, a notification from an upstream: a list change
+// drops the session's names (the next call lists again) and is passed on
+// in the upstream's shape: with its params, when it had any (before, a
+// `params: {}` was dropped), but not their _meta, which is about the
+// upstream's own session or subscription.
+func (a *aggregator) notified(s *aggSession, method string, msg []byte) {
 	if !strings.HasPrefix(method, "notifications/") || !strings.HasSuffix(method, "/list_changed") {
 		return
 	}
@@ -1356,9 +1359,19 @@ func (a *aggregator) notified(s *aggSession, method string) {
 	case "notifications/resources/list_changed":
 		s.resources = nil
 	}
+	name, err := json.Marshal(method) // as JSON: an upstream names it
+	if err != nil {
+		return
+	}
+	out := jsontext.Value(`{"jsonrpc":"2.0","method":` + string(name) + `}`)
+	if params := intercept.Member(msg, "params"); params.Kind() == '{' {
+		if p, err := intercept.WithoutMember(params, "_meta"); err == nil {
+			out = withMember(out, "params", p)
+		}
+	}
 	if s.notify != nil {
 		select {
-		case s.notify <- []byte(`{"jsonrpc":"2.0","method":"` + method + `"}`):
+		case s.notify <- out:
 		default: // the stream is behind; one pending change is enough
 		}
 	}
@@ -1417,7 +1430,7 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 					// The route passes only those of the caller's tasks.
 					send(taskMessageOut(u, m))
 				default:
-					a.notified(s, n.Method)
+					a.notified(s, n.Method, m)
 				}
 			}}, req)
 		})
