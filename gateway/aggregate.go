@@ -1377,7 +1377,8 @@ func (a *aggregator) notified(s *aggSession, method string, msg []byte) {
 	}
 }
 
-// get serves the session's GET stream: list_changed from any upstream. It
+// get serves the session's GET stream: list_changed from any upstream,
+// the other notifications and the requests upstreams send on theirs. It
 // opens a GET stream on every upstream's route for as long as it lasts.
 func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 	s := a.session(w, r, nil)
@@ -1429,6 +1430,14 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 				case n.Method == "notifications/tasks/status":
 					// The route passes only those of the caller's tasks.
 					send(taskMessageOut(u, m))
+				case strings.HasPrefix(n.Method, "notifications/") && !strings.HasSuffix(n.Method, "/list_changed") && n.Method != "notifications/cancelled":
+					// Progress and log notifications an upstream sends on
+					// its GET stream go on the client's, as they would
+					// directly: mcp-go's server sends a call's first
+					// progress there, before its answer becomes a stream.
+					// Not a cancellation: it names a request by the
+					// upstream's id, which the client knows by another.
+					send(m)
 				default:
 					a.notified(s, n.Method, m)
 				}
