@@ -654,6 +654,9 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 	if t := a.tasksCapability(); t != nil {
 		caps["tasks"] = t
 	}
+	if l := a.loggingCapability(); l != nil {
+		caps["logging"] = l
+	}
 	if e := a.extensionsCapability(); e != nil {
 		caps["extensions"] = e
 	}
@@ -793,10 +796,24 @@ func (a *aggregator) dispatch(r *http.Request, s *aggSession, req rpcRequest) (j
 	case "tasks/list":
 		return a.list(r, s, "tasks/list", "tasks")
 	case "logging/setLevel":
-		for _, u := range a.vs.Upstreams {
-			_, _ = a.innerCall(r, s, u, req.Method, req.Params)
+		// Offered as the capability says (initialize): to the upstreams
+		// that declare logging, and not at all when none does, as a
+		// server without logging answers. A 2026-07-28 client need not
+		// have asked server/discover here: what upstreams declare is
+		// learnt as it would have been (at most once per eraTTL).
+		if s.modern {
+			a.legacyEra(r, s)
 		}
-		return jsontext.Value(`{}`), nil
+		offered := false
+		for _, u := range a.vs.Upstreams {
+			if a.logs(u) {
+				offered = true
+				_, _ = a.innerCall(r, s, u, req.Method, req.Params)
+			}
+		}
+		if offered {
+			return jsontext.Value(`{}`), nil
+		}
 	}
 	if intercept.TaskMethod(req.Method) {
 		return a.task(r, s, req)
@@ -1761,6 +1778,9 @@ func (a *aggregator) discover() jsontext.Value {
 	caps := map[string]any{"tools": map[string]any{}, "prompts": map[string]any{}, "resources": map[string]any{}}
 	if t := a.tasksCapability(); t != nil {
 		caps["tasks"] = t
+	}
+	if l := a.loggingCapability(); l != nil {
+		caps["logging"] = l
 	}
 	if e := a.extensionsCapability(); e != nil {
 		caps["extensions"] = e

@@ -174,6 +174,7 @@ func taskMessageOut(upstream string, msg []byte) []byte {
 type upstreamCaps struct {
 	tasks    jsontext.Value // its capabilities.tasks; nil: it declares none
 	tasksExt bool           // it declares the 2026-07-28 tasks extension (capabilities.extensions)
+	logging  bool           // it declares logging
 	answered bool           // it has answered initialize or server/discover
 	probed   time.Time      // when initialize last tried to learn it
 }
@@ -191,7 +192,27 @@ func (a *aggregator) noteCaps(upstream string, caps jsontext.Value) {
 		tasks = nil
 	}
 	ext := intercept.Member(intercept.Member(caps, "extensions"), tasksExtension)
-	a.caps[upstream] = upstreamCaps{tasks: bytes.Clone(tasks), tasksExt: ext.Kind() == '{', answered: true}
+	a.caps[upstream] = upstreamCaps{tasks: bytes.Clone(tasks), tasksExt: ext.Kind() == '{', logging: intercept.Member(caps, "logging").Kind() == '{', answered: true}
+}
+
+// logs reports whether upstream declares logging.
+func (a *aggregator) logs(upstream string) bool {
+	a.capsMu.Lock()
+	defer a.capsMu.Unlock()
+	return a.caps[upstream].logging
+}
+
+// loggingCapability is the logging capability the virtual server
+// declares: the one MCP gives a server that sends log messages, when an
+// upstream declares it (its log messages reach the client); nil when
+// none does, and then logging/setLevel is not offered.
+func (a *aggregator) loggingCapability() map[string]any {
+	for _, u := range a.vs.Upstreams {
+		if a.logs(u) {
+			return map[string]any{}
+		}
+	}
+	return nil
 }
 
 // learnCaps opens the inner sessions of s (in parallel, each bounded by
