@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,8 +129,19 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 		}
 		if classes != nil {
 			tr.add("classes: %v", classes)
-		} else {
+		} else if d.Upstream != "" {
 			tr.add("classes: none (%s is not in tool_classes under %s/%s or %s)", st.name, d.Upstream, st.name, st.name)
+		} else if keys := p.upstreamKeys(st.name); len(keys) > 0 {
+			// tool_classes names the tool only under an upstream, which a
+			// call naming none does not match: say which, or the operator
+			// reads "none" for a tool the gateway does class.
+			names := make([]string, len(keys))
+			for i, k := range keys {
+				names[i] = k.String()
+			}
+			tr.add("classes: none (%s is in tool_classes only as %s, and this call names no upstream: give one, as policy explain --upstream %s)", st.name, strings.Join(names, ", "), keys[0].upstream)
+		} else {
+			tr.add("classes: none (%s is not in tool_classes)", st.name)
 		}
 	}
 
@@ -203,6 +215,19 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 
 // lookup returns a tool's classes, pinned entry first, and whether the
 // tool is in tool_classes at all.
+// upstreamKeys lists, by upstream, the keys of tool_classes that name the
+// tool under an upstream.
+func (p *Policy) upstreamKeys(name string) []toolKey {
+	var keys []toolKey
+	for k := range p.classes {
+		if k.upstream != "" && k.tool == name {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b toolKey) int { return strings.Compare(a.upstream, b.upstream) })
+	return keys
+}
+
 func (p *Policy) lookup(upstream, name string) ([]string, bool) {
 	if cs, ok := p.classes[toolKey{upstream, name}]; ok && upstream != "" {
 		return cs, true

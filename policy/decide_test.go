@@ -384,3 +384,25 @@ func TestMatchedClassesAreShared(t *testing.T) {
 		t.Errorf("got %v (cap %d), want [x y] with cap 2", got.Evidence.MatchedToolClasses, cap(got.Evidence.MatchedToolClasses))
 	}
 }
+
+// A tool classed only as upstream/tool, explained without an upstream: the
+// trace said "classes: none (add is not in tool_classes under /add or
+// add)" for the README's `demo/add`, which the gateway does class. It
+// names the key and the upstream to give instead.
+func TestExplainToolClassedUnderUpstreamOnly(t *testing.T) {
+	p := mustCompile(t, "tool_classes: {demo/add: [compute:local]}\nallow: [add]\n")
+	ctx := context.Background()
+	_, trace := p.Explain(ctx, &intercept.ActionDescriptor{ToolName: "add", Parameters: jsontext.Value("{}")})
+	all := strings.Join(trace, "\n")
+	if want := "classes: none (add is in tool_classes only as demo/add, and this call names no upstream: give one, as policy explain --upstream demo)"; !strings.Contains(all, want) {
+		t.Errorf("got trace\n%s\nwant a line with %q", all, want)
+	}
+	_, trace = p.Explain(ctx, &intercept.ActionDescriptor{ToolName: "sub", Parameters: jsontext.Value("{}")})
+	if all, want := strings.Join(trace, "\n"), "classes: none (sub is not in tool_classes)"; !strings.Contains(all, want) {
+		t.Errorf("got trace\n%s\nwant a line with %q", all, want)
+	}
+	_, trace = p.Explain(ctx, &intercept.ActionDescriptor{ToolName: "add", Upstream: "demo", Parameters: jsontext.Value("{}")})
+	if all, want := strings.Join(trace, "\n"), "classes: [compute:local]"; !strings.Contains(all, want) {
+		t.Errorf("got trace\n%s\nwant a line with %q", all, want)
+	}
+}
