@@ -57,6 +57,12 @@ func runClassify(_ context.Context, args []string, in io.Reader, out io.Writer) 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if *asResult && !*text {
+		return usageErrorf("classify: --result scans lines of text as tool results: give --text with it")
+	}
+	if fs.NArg() > 1 {
+		return usageErrorf("classify: one FILE at most, got %q too", fs.Arg(1))
+	}
 	opts := classifier.Options{}
 	if *cfgPath != "" {
 		cfg, err := loadConfig(*cfgPath)
