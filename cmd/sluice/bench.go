@@ -82,7 +82,7 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	targets := fs.String("targets", strings.Join(benchTargets, ","), "comma-separated targets: "+strings.Join(benchTargets, ", ")+"; run only when named: "+strings.Join(slices.Concat(a2aBenchTargets, replicaBenchTargets), ", ")+" (A2A SendMessage; two replicas of sluice)")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	profDir := fs.String("cpuprofile-dir", "", "write a CPU profile of each child process to DIR/<role>.pprof")
-	sluiceLog := fs.String("sluice-log", "info", "log level of the Sluice child: info logs every decision, as sluice serve does; warn does not")
+	sluiceLog := fs.String("sluice-log", "info", "log level of the Sluice child, as sluice serve's --log-level: info (serve's default) logs denied and held calls, which the bench makes none of; debug logs every decision, allows included")
 	sessions := fs.Int("sessions", 0, "instead of measuring calls, open this many idle 2025-era sessions through the default stack and report its RSS per session, then wait out --session-idle-timeout and check they are gone")
 	sessionIdle := fs.Duration("session-idle-timeout", 0, "the Sluice child's session_idle_timeout (--sessions mode; default 30s there)")
 	// The child roles; not for people.
