@@ -53,7 +53,7 @@ sluice policy test DIR|FILE
 sluice policy explain --policy FILE --tool NAME [--args JSON] [--history t1,t2] [--agent A]
   Check, test and explain a policy.`,
 			func(ctx context.Context, a []string, o, _ io.Writer) error { return runPolicy(ctx, a, o) }},
-		{"inventory", `sluice inventory list|diff|pin|approve [UPSTREAM [TOOL]] [--config sluice.yaml | --admin URL --token T]
+		{"inventory", `sluice inventory list | diff UPSTREAM | pin UPSTREAM | approve UPSTREAM [TOOL] [--config sluice.yaml | --admin URL --token T]
   Review pinned tool inventories through a running gateway's admin API.`,
 			func(ctx context.Context, a []string, o, _ io.Writer) error { return runInventory(ctx, a, o) }},
 		{"keys", `sluice keys create --agent NAME [--expires 720h] [--config sluice.yaml | --file PATH]

@@ -190,6 +190,12 @@ func runInventory(ctx context.Context, args []string, out io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("inventory %s: unexpected argument %q", verb, fs.Arg(0))
 	}
+	// A name more than the verb takes was ignored: `inventory list demo`
+	// listed every upstream, `inventory pin demo web_search` pinned all of
+	// demo's tools.
+	if most := map[string]int{"list": 0, "diff": 1, "pin": 1, "approve": 2}[verb]; len(pos) > most {
+		return usageErrorf("inventory %s: unexpected argument %q (want list, diff UPSTREAM, pin UPSTREAM or approve UPSTREAM [TOOL|*])", verb, pos[most])
+	}
 	admin, token, err := ac.resolve()
 	if err != nil {
 		return err
