@@ -59,6 +59,9 @@ func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("approvals %s: unexpected argument %q", verb, fs.Arg(0))
 	}
+	if verb == "list" && id != "" {
+		return usageErrorf("approvals list: unexpected argument %q (list takes no ID; approve ID or decline ID answer one)", id)
+	}
 	admin, token, err := ac.resolve()
 	if err != nil {
 		return err

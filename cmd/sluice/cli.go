@@ -286,6 +286,9 @@ func runHealth(ctx context.Context, args []string, out io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 { // `sluice health URL` checked the default URL, maybe another gateway
+		return usageErrorf("health: unexpected argument %q (give the URL as --url)", fs.Arg(0))
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *u, nil)

@@ -77,6 +77,9 @@ func runKeys(_ context.Context, args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "# id %s, agent %s, expires %s; shown once: send it as Authorization: Bearer <key>\n", k.ID, k.Agent, exp)
 	case "list":
+		if len(pos) > 0 {
+			return usageErrorf("keys list: unexpected argument %q", pos[0])
+		}
 		keys, err := auth.ListKeys(path)
 		if err != nil {
 			return err
@@ -98,7 +101,7 @@ func runKeys(_ context.Context, args []string, out io.Writer) error {
 		return tw.Flush()
 	case "revoke":
 		if len(pos) != 1 {
-			return errors.New("keys revoke: give the key's ID (see sluice keys list)")
+			return usageErrorf("keys revoke: give one key ID (see sluice keys list), got %d", len(pos))
 		}
 		k, err := auth.RevokeKey(path, pos[0], now)
 		if err != nil {

@@ -392,6 +392,15 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return usageErrorf("%v", err)
 	}
+	// Flags end at the first word that is not one: `recommend show ID x
+	// --config c.yaml` read no --config, and `recommend --config c.yaml
+	// show ID` ran the engine instead of showing ID.
+	if fs.NArg() > 0 {
+		return usageErrorf("recommend %s: unexpected argument %q (the verb comes first: sluice recommend [run|list] or show|approve|decline ID, then the flags)", verb, fs.Arg(0))
+	}
+	if id != "" && (verb == "run" || verb == "list") {
+		return usageErrorf("recommend %s: unexpected argument %q (%s takes no ID; show, approve and decline do)", verb, id, verb)
+	}
 	if *by == "" {
 		*by = os.Getenv("USER")
 	}
