@@ -1,17 +1,18 @@
 package main
 
 import (
-	"io"
-	"path/filepath"
-
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/sluicehq/sluice/audit"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/gateway"
 )
@@ -120,11 +121,36 @@ Route memory: call read_document {"path":"/hr/salaries.csv"}, then web_search {"
 Or point any MCP client at %[1]s. Ctrl-C stops.
 
 A call held for a human: add {"a":5000,"b":1} is held until approved on the console's Approvals page,
-or with: sluice approvals list --admin %[3]s --token %[4]s (then approve ID), and the retried call goes through.
+or with: %[6]s approvals list --admin %[3]s --token %[4]s
+then: %[6]s approvals approve ID --admin %[3]s --token %[4]s, and the retried call goes through.
 
 Operator console: http://%[3]s/console/ (sign in with any name and the token %[4]s)
-Audit events: sluice events query --db %[5]s (removed when the demo stops)
-`, url, addr, at.Admin, cfg.AdminToken, filepath.Join(dir, audit.FileName))
+Audit events: %[6]s events query --db %[5]s (removed when the demo stops)
+`, url, addr, at.Admin, cfg.AdminToken, filepath.Join(dir, audit.FileName), selfCommand())
 	})
 	return err // a port in use: serve says to pick another with --listen
+}
+
+// selfCommand is how a shell runs this program again: "sluice" when that
+// is what PATH finds, else the executable's path. Under `go run
+// ./cmd/sluice demo`, the README's first command, no sluice is on PATH,
+// and the demo's printed `sluice approvals list …` was "command not
+// found"; the executable go run built stays while the demo runs, which is
+// as long as the printed commands are of use.
+func selfCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "sluice"
+	}
+	if p, err := exec.LookPath("sluice"); err == nil {
+		a, errA := os.Stat(p)
+		b, errB := os.Stat(exe)
+		if errA == nil && errB == nil && os.SameFile(a, b) {
+			return "sluice"
+		}
+	}
+	if strings.ContainsAny(exe, " '\"$`\\") {
+		return "'" + strings.ReplaceAll(exe, "'", `'\''`) + "'"
+	}
+	return exe
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 // call held for approval and approved with the printed command, and the
 // audit events at the printed path.
 func TestDemoWalkthrough(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no sluice on PATH, as under go run
 	out := &syncBuffer{}
 	demoOut = out
 	defer func() { demoOut = os.Stdout }()
@@ -28,18 +30,32 @@ func TestDemoWalkthrough(t *testing.T) {
 		}
 	}()
 	endpoint := regexp.MustCompile(`MCP endpoint \(Streamable HTTP\): (\S+)`)
-	approvals := regexp.MustCompile(`sluice approvals list --admin (\S+) --token (\S+)`)
-	events := regexp.MustCompile(`sluice events query --db (\S+)`)
+	approvals := regexp.MustCompile(`(\S+) approvals list --admin (\S+) --token (\S+)`)
+	approve := regexp.MustCompile(`(\S+) approvals approve ID --admin (\S+) --token (\S+),`)
+	events := regexp.MustCompile(`(\S+) events query --db (\S+)`)
 	deadline := time.Now().Add(20 * time.Second)
 	for !approvals.MatchString(out.String()) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	text := out.String()
-	if !approvals.MatchString(text) || !endpoint.MatchString(text) || !events.MatchString(text) {
+	if !approvals.MatchString(text) || !approve.MatchString(text) || !endpoint.MatchString(text) || !events.MatchString(text) {
 		t.Fatalf("demo output:\n%s", text)
 	}
 	url := endpoint.FindStringSubmatch(text)[1]
-	adm := approvals.FindStringSubmatch(text)
+	adm := approvals.FindStringSubmatch(text)[1:]
+	// The printed commands name a program a shell finds: under `go run
+	// ./cmd/sluice demo` (the README's first command) no sluice is on
+	// PATH, and they said `sluice approvals list …`: command not found.
+	// Here the test binary is the demo, and PATH has no sluice.
+	for _, prog := range []string{adm[0], approve.FindStringSubmatch(text)[1], events.FindStringSubmatch(text)[1]} {
+		if _, err := exec.LookPath(prog); err != nil {
+			t.Errorf("the demo prints commands running %q, which a shell does not find: %v", prog, err)
+		}
+	}
+	adm = adm[1:]
+	if a := approve.FindStringSubmatch(text); a[2] != adm[0] || a[3] != adm[1] {
+		t.Errorf("the approve command names admin %s token %s, the list command %s %s", a[2], a[3], adm[0], adm[1])
+	}
 	call := func(tool, args string) string {
 		hdr := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}
 		_, _, b := rawPost(t, url, hdr, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+modernMeta+`}}`)
@@ -57,16 +73,16 @@ func TestDemoWalkthrough(t *testing.T) {
 		t.Fatalf("add 5000: not held: %s", held)
 	}
 	var list bytes.Buffer
-	if err := runApprovals(ctx, []string{"list", "--admin", adm[1], "--token", adm[2]}, &list); err != nil || !strings.Contains(list.String(), id) {
+	if err := runApprovals(ctx, []string{"list", "--admin", adm[0], "--token", adm[1]}, &list); err != nil || !strings.Contains(list.String(), id) {
 		t.Fatalf("the printed approvals command: %v\n%s", err, list.String())
 	}
-	if err := runApprovals(ctx, []string{"approve", id, "--admin", adm[1], "--token", adm[2], "--by", "newcomer"}, &list); err != nil {
+	if err := runApprovals(ctx, []string{"approve", id, "--admin", adm[0], "--token", adm[1], "--by", "newcomer"}, &list); err != nil {
 		t.Fatal(err)
 	}
 	if got := call("add", `{"a":5000,"b":1}`); !strings.Contains(got, "5001") {
 		t.Errorf("add 5000 after approval: %s", got)
 	}
-	if _, err := os.Stat(events.FindStringSubmatch(text)[1]); err != nil {
+	if _, err := os.Stat(events.FindStringSubmatch(text)[2]); err != nil {
 		t.Errorf("the printed events database: %v", err)
 	}
 }
