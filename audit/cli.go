@@ -75,6 +75,13 @@ func RunEventsCLI(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("events %s: unexpected argument %q\n%s", cmd, fs.Arg(0), eventsUsage)
 	}
+	// A decision is one of three verdicts: another word (held, approved,
+	// denied) matched nothing and printed nothing, as if no call had been.
+	switch f.Decision {
+	case "", "allow", "deny", "require_approval":
+	default:
+		return fmt.Errorf("events %s: --decision %q: want allow, deny or require_approval (a held call's decision)\n%s", cmd, f.Decision, eventsUsage)
+	}
 	// The text output prints a type without its "sluice." prefix: a type
 	// as printed (no dot) is that type, not one that never exists.
 	if f.Type != "" && !strings.Contains(f.Type, ".") {

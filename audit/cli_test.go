@@ -139,3 +139,18 @@ func TestParseTime(t *testing.T) {
 		}
 	}
 }
+
+// --decision held (or denied, approved) matched no event and printed
+// nothing, as if no call had been made; it is refused, naming the three.
+func TestEventsCLIDecisionWord(t *testing.T) {
+	st, path := openTest(t, Options{Sync: true})
+	defer st.Close()
+	appendAll(t, st, sample())
+	for _, d := range []string{"held", "denied", "Deny"} {
+		var out bytes.Buffer
+		err := RunEventsCLI(context.Background(), []string{"query", "--decision", d, "--db", path}, &out)
+		if err == nil || !strings.Contains(err.Error(), "want allow, deny or require_approval") {
+			t.Errorf("--decision %s: got %v, output %q; want an error naming the decisions", d, err, out.String())
+		}
+	}
+}
