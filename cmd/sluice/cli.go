@@ -50,7 +50,7 @@ sluice approvals approve|decline ID [--by NAME] [--config sluice.yaml | --admin 
 			func(ctx context.Context, a []string, o, _ io.Writer) error { return runApprovals(ctx, a, o) }},
 		{"policy", `sluice policy validate FILE
 sluice policy test DIR|FILE
-sluice policy explain --policy FILE --tool NAME [--args JSON] [--history t1,t2] [--agent A]
+sluice policy explain --policy FILE --tool NAME [--upstream U] [--args JSON] [--history t1,t2] [--agent A]
   Check, test and explain a policy.`,
 			func(ctx context.Context, a []string, o, _ io.Writer) error { return runPolicy(ctx, a, o) }},
 		{"inventory", `sluice inventory list | diff UPSTREAM | pin UPSTREAM | approve UPSTREAM [TOOL] [--config sluice.yaml | --admin URL --token T]
