@@ -149,8 +149,13 @@ func selfCommand() string {
 			return "sluice"
 		}
 	}
-	if strings.ContainsAny(exe, " '\"$`\\") {
-		return "'" + strings.ReplaceAll(exe, "'", `'\''`) + "'"
+	return shellQuote(exe)
+}
+
+// shellQuote writes s as one word of a POSIX shell command line.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"$`\\;&|<>()*?[]#~!{}") {
+		return s
 	}
-	return exe
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -495,7 +495,7 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 		r := v["recommendation"].(recommend.Record)
 		// The summary names the agent, which chose its own name.
 		fmt.Fprintf(stdout, "%s %s (%s): %s\n", r.ID, r.Type, r.Status, inert(r.Summary))
-		writeEvidence(stdout, r.Evidence)
+		writeEvidence(stdout, r.Evidence, *cfgPath)
 		if d, _ := v["diff"].(string); d != "" {
 			fmt.Fprintf(stdout, "\n%s", inertDiff(d))
 		}
@@ -507,8 +507,10 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 
 // writeEvidence prints what a recommendation rests on, as `recommend show`
 // does without --json. Event-sourced text (tool names, txn ids) is quoted
-// inert.
-func writeEvidence(w io.Writer, e recommend.Evidence) {
+// inert. The command it prints for an example call reads the events of
+// cfgPath's data_dir: without --config it read the default data_dir's,
+// and printed nothing for a gateway whose data_dir is another.
+func writeEvidence(w io.Writer, e recommend.Evidence, cfgPath string) {
 	fmt.Fprintf(w, "evidence: %d events in %s", e.Count, e.Window)
 	if !e.FirstObserved.IsZero() {
 		fmt.Fprintf(w, ", first %s, last %s", e.FirstObserved.UTC().Format(time.RFC3339), e.LastObserved.UTC().Format(time.RFC3339))
@@ -524,7 +526,7 @@ func writeEvidence(w io.Writer, e recommend.Evidence) {
 		fmt.Fprintf(w, "  tool %s: %s\n", inert(k), inert(e.Tools[k]))
 	}
 	for _, id := range e.ExampleTxnIDs {
-		fmt.Fprintf(w, "  example call: %s (sluice events query --txn %s)\n", inert(id), inert(id))
+		fmt.Fprintf(w, "  example call: %s (sluice events query --config %s --txn %s)\n", inert(id), shellQuote(cfgPath), inert(id))
 	}
 	if e.Note != "" {
 		fmt.Fprintf(w, "  note: %s\n", inert(e.Note))

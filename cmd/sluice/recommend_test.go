@@ -154,6 +154,18 @@ func TestRecommendApproveReloads(t *testing.T) {
 		!regexp.MustCompile(`evidence: \d+ events in `).MatchString(show.String()) || !strings.Contains(show.String(), "example call: ") {
 		t.Errorf("recommend show: %v\n%s", err, show.String())
 	}
+	// Its example calls' command reads this gateway's events: it said
+	// `sluice events query --txn ID`, which reads the default data_dir's
+	// and printed nothing for this one.
+	ex := regexp.MustCompile(`\(sluice events (query .*--txn (\S+))\)`).FindStringSubmatch(show.String())
+	if ex == nil || !strings.Contains(ex[1], "--config "+cfgFile) {
+		t.Errorf("recommend show: the example call's command does not name --config %s:\n%s", cfgFile, show.String())
+	} else {
+		var got bytes.Buffer
+		if err := runEvents(context.Background(), strings.Fields(ex[1]), &got); err != nil || !strings.Contains(got.String(), ex[2]) {
+			t.Errorf("the printed sluice events %s: %v, %q", ex[1], err, got.String())
+		}
+	}
 	var declined bytes.Buffer
 	if err := runRecommend(context.Background(), []string{"decline", id, "--reason", "NOT_NEEDED", "--by", "ops", "--config", cfgFile}, &declined); err == nil {
 		t.Errorf("declined an approved recommendation: %s", declined.String())
