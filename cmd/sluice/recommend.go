@@ -122,6 +122,13 @@ func (rc *recommender) preview(id string) (recommend.Record, string, error) {
 	if err != nil {
 		return r, "", err
 	}
+	// Only a pending recommendation has a change still to make: an
+	// approved one's is in the policy already, and applying it again
+	// failed (`recommend show` of an approved rule: "the changed policy
+	// does not compile: id … is already used").
+	if r.Status != recommend.StatusPending {
+		return r, "", nil
+	}
 	src, err := os.ReadFile(rc.policyFile)
 	if err != nil {
 		return r, "", err
@@ -496,6 +503,16 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 		// The summary names the agent, which chose its own name.
 		fmt.Fprintf(stdout, "%s %s (%s): %s\n", r.ID, r.Type, r.Status, inert(r.Summary))
 		writeEvidence(stdout, r.Evidence, *cfgPath)
+		if dc := r.Decision; dc != nil {
+			fmt.Fprintf(stdout, "decided: %s by %s at %s", dc.Decision, inert(dc.DecidedBy), dc.DecidedAt.UTC().Format(time.RFC3339))
+			if dc.ResultingPolicyVersion != "" {
+				fmt.Fprintf(stdout, ", policy version %s", dc.ResultingPolicyVersion)
+			}
+			if dc.ReasonCode != "" {
+				fmt.Fprintf(stdout, ", reason %s", dc.ReasonCode)
+			}
+			fmt.Fprintln(stdout)
+		}
 		if d, _ := v["diff"].(string); d != "" {
 			fmt.Fprintf(stdout, "\n%s", inertDiff(d))
 		}

@@ -236,3 +236,47 @@ func TestRecommendDecideNeedsFlags(t *testing.T) {
 		}
 	}
 }
+
+// `recommend show` of an approved recommendation that added a rule
+// failed: the preview applied the change again to the policy that already
+// had it ("the changed policy does not compile: id … is already used").
+// It shows the recommendation and its decision, and no diff to make.
+func TestRecommendShowApproved(t *testing.T) {
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policy.yaml")
+	os.WriteFile(pol, []byte("default: deny\nrules:\n  - {id: echo, match: {match_tool: echo}, decision: allow}\n"), 0o644)
+	cfgFile := filepath.Join(dir, "sluice.yaml")
+	os.WriteFile(cfgFile, []byte("data_dir: "+filepath.Join(dir, "data")+"\npolicy_file: "+pol+"\n"), 0o600)
+	cfg, err := loadConfig(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "data"), 0o700)
+	events, err := audit.Open(filepath.Join(dir, "data", audit.FileName), audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := newRecommender(cfg, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := map[string]any{"match": map[string]any{"match_tool": "add", "upstream": "demo"}, "when": `agent == "calc"`, "decision": "allow", "reason": "calc may call demo/add"}
+	r := recommend.Recommendation{ID: "rec_1a2b3c4d5e6f7a8b", Type: recommend.AddTool, Agent: "calc", Tool: "demo/add",
+		Change: recommend.Change{Path: []string{"rules"}, Operation: "add", Value: rule}}
+	if _, err := rc.store.Merge([]recommend.Recommendation{r}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var show bytes.Buffer
+	if err := runRecommend(context.Background(), []string{"show", r.ID, "--config", cfgFile}, &show); err != nil || !strings.Contains(show.String(), "match_tool: add") {
+		t.Fatalf("show pending: %v\n%s", err, show.String())
+	}
+	if _, _, err := rc.approve(context.Background(), r.ID, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	events.Close()
+	show.Reset()
+	if err := runRecommend(context.Background(), []string{"show", r.ID, "--config", cfgFile}, &show); err != nil ||
+		!strings.Contains(show.String(), "(approved)") || !strings.Contains(show.String(), "decided: APPROVE by ops") {
+		t.Errorf("show approved: %v\n%s", err, show.String())
+	}
+}
