@@ -47,12 +47,18 @@ func runKeys(_ context.Context, args []string, out io.Writer) error {
 		rest = fs.Args()[1:]
 	}
 	path := *file
+	// A key made for a config whose gateway asks for none: the key file
+	// filled up and every agent went on unauthenticated, nothing said.
+	var unasked string
 	if path == "" {
 		cfg := &config{}
 		if *cfgPath != "" {
 			var err error
 			if cfg, err = loadConfig(*cfgPath); err != nil {
 				return err
+			}
+			if cfg.Auth == nil || !cfg.Auth.Mode.Has(auth.ModeAPIKey) {
+				unasked = fmt.Sprintf("# note: %s's auth: does not take api_key, so its gateway does not ask for this key; set auth: {mode: api_key} (or list api_key among its modes)\n", *cfgPath)
 			}
 		}
 		var err error
@@ -76,6 +82,7 @@ func runKeys(_ context.Context, args []string, out io.Writer) error {
 			exp = k.Expires.Format(time.RFC3339)
 		}
 		fmt.Fprintf(out, "# id %s, agent %s, expires %s; shown once: send it as Authorization: Bearer <key>\n", k.ID, k.Agent, exp)
+		fmt.Fprint(out, unasked)
 	case "list":
 		if len(pos) > 0 {
 			return usageErrorf("keys list: unexpected argument %q", pos[0])
