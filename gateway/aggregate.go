@@ -1454,7 +1454,9 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 					// progress there, before its answer becomes a stream.
 					// Not a cancellation: it names a request by the
 					// upstream's id, which the client knows by another.
-					send(m)
+					// A related task is named as the client knows it,
+					// as on a call's answer.
+					send(taskMessageOut(u, m))
 				default:
 					a.notified(s, n.Method, m)
 				}

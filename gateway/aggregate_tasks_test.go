@@ -367,3 +367,87 @@ func TestVirtualTaskIDsOut(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackVirtualRelatedTaskOnGETStream: a notification an upstream
+// sends on its GET stream about a task (a related-task _meta) names the
+// task as the client knows it, {upstream}/{id}, as the same notification
+// on a call's answer does. Before, the virtual server passed the GET
+// stream's notifications as the upstream wrote them: the client got an id
+// it never had, and an upstream that names its task "two/…" made its log
+// message read as being about a task of the upstream two.
+func TestAttackVirtualRelatedTaskOnGETStream(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var mu sync.Mutex
+	var sessions []server.ClientSession // one's, to send a _meta mcp-go's SendNotification* drops
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) {
+		mu.Lock()
+		defer mu.Unlock()
+		sessions = append(sessions, cs)
+	})
+	s1, one := taskUpstream(t, "one", release, server.WithHooks(hooks))
+	_, two := taskUpstream(t, "two", nil)
+	u := vtaskGateway(t, nil, Upstream{Name: "one", URL: one}, Upstream{Name: "two", URL: two})
+	alice, _ := vopen(t, u, "alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range alice {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	rd := transport.NewSSEReader(resp.Body)
+	until := func(want string) string {
+		t.Helper()
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				t.Fatalf("the GET stream ended before %q: %v", want, err)
+			}
+			if strings.Contains(string(ev.Data), want) {
+				return string(ev.Data)
+			}
+		}
+	}
+	// The virtual server's GET stream on one is open once a marker comes.
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				s1.SendNotificationToAllClients("notifications/tools/list_changed", nil)
+			}
+		}
+	}()
+	until("tools/list_changed")
+	close(stop)
+
+	task := vtask(t, u, alice, "read_secret", "alice")
+	raw := strings.TrimPrefix(task, "one/")
+	mu.Lock()
+	for _, cs := range sessions {
+		select {
+		case cs.NotificationChannel() <- mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+			Method: "notifications/message",
+			Params: mcp.NotificationParams{
+				Meta:             map[string]any{relatedTaskMeta: map[string]any{"taskId": raw}},
+				AdditionalFields: map[string]any{"level": "info", "data": "about the task"},
+			},
+		}}:
+		default:
+		}
+	}
+	mu.Unlock()
+	got := until("about the task")
+	if strings.Contains(got, `"taskId":"`+raw+`"`) || !strings.Contains(got, `"taskId":"`+task+`"`) {
+		t.Errorf("got %s, want its related task named %q", got, task)
+	}
+}
