@@ -1303,6 +1303,12 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 			if key := a.ask(r, s, upstream, in, data, send); key != "" {
 				asked.add(key)
 			}
+		case m.Method == "notifications/cancelled":
+			// It names a request by the upstream's id: passed on only
+			// as the client knows that request, one this upstream asked.
+			if out := a.cancelOut(s, upstream, data); relay != nil && out != nil {
+				relay(out)
+			}
 		case relay != nil && strings.HasPrefix(m.Method, "notifications/") && !strings.HasSuffix(m.Method, "/list_changed"):
 			// Progress and log notifications about this call go to the
 			// client as they come, on its own SSE answer.
@@ -1447,13 +1453,15 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 				case n.Method == "notifications/tasks/status":
 					// The route passes only those of the caller's tasks.
 					send(taskMessageOut(u, m))
-				case strings.HasPrefix(n.Method, "notifications/") && !strings.HasSuffix(n.Method, "/list_changed") && n.Method != "notifications/cancelled":
+				case n.Method == "notifications/cancelled":
+					if out := a.cancelOut(s, u, m); out != nil {
+						send(out)
+					}
+				case strings.HasPrefix(n.Method, "notifications/") && !strings.HasSuffix(n.Method, "/list_changed"):
 					// Progress and log notifications an upstream sends on
 					// its GET stream go on the client's, as they would
 					// directly: mcp-go's server sends a call's first
 					// progress there, before its answer becomes a stream.
-					// Not a cancellation: it names a request by the
-					// upstream's id, which the client knows by another.
 					// A related task is named as the client knows it,
 					// as on a call's answer.
 					send(taskMessageOut(u, m))

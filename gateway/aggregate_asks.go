@@ -154,6 +154,44 @@ func (a *aggregator) ask(r *http.Request, s *aggSession, upstream string, in *in
 	return ""
 }
 
+// cancelOut returns msg, an upstream's notifications/cancelled, naming
+// the request it withdraws by the id the client knows it by: one this
+// upstream asked the client in session s. Nil for any other: the client
+// knows the requests relayed to it by ids the virtual server mints, and
+// one an upstream names may be another upstream's request, or the
+// gateway's approval question, that the client has under that id. A
+// sealed ask (aggregate_sealed.go) is kept nowhere to look up, and its
+// cancellation is not passed on either.
+func (a *aggregator) cancelOut(s *aggSession, upstream string, msg []byte) []byte {
+	params := intercept.Member(msg, "params")
+	rid := intercept.Member(params, "requestId")
+	if rid == nil {
+		return nil
+	}
+	key := intercept.IDKeyOf(rid)
+	minted := ""
+	s.mu.Lock()
+	for k, pa := range s.asks {
+		if pa.upstream == upstream && intercept.IDKeyOf(pa.id) == key {
+			minted = k
+			break
+		}
+	}
+	s.mu.Unlock()
+	if minted == "" {
+		return nil
+	}
+	params, err := intercept.WithMember(params, "requestId", jsontext.Value(minted))
+	if err != nil {
+		return nil
+	}
+	out, err := intercept.WithMember(msg, "params", params)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
 // answer takes a client's response to a relayed request back to the
 // upstream that asked, under the upstream's id.
 func (a *aggregator) answer(w http.ResponseWriter, r *http.Request, resp rpcResponse) {
