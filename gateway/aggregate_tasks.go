@@ -96,7 +96,7 @@ func (a *aggregator) task(r *http.Request, s *aggSession, req rpcRequest) (jsont
 // task's (a 2025-11-25 task handle), each of its tasks' (tasks/list) and
 // its related task's.
 func taskIDsOut(upstream string, v jsontext.Value) jsontext.Value {
-	if v.Kind() != '{' || !bytes.Contains(v, taskIDMember) {
+	if v.Kind() != '{' || !mayHoldMember(v, taskIDMember) {
 		return v
 	}
 	v = withTaskID(upstream, v)
@@ -154,7 +154,7 @@ func withMember(obj jsontext.Value, key string, val jsontext.Value) jsontext.Val
 // request's related task (a request's own taskId names a task the client
 // runs, not one of the upstream's).
 func taskMessageOut(upstream string, msg []byte) []byte {
-	if !bytes.Contains(msg, taskIDMember) {
+	if !mayHoldMember(msg, taskIDMember) {
 		return msg
 	}
 	params := intercept.Member(msg, "params")

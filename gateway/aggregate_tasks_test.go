@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -449,5 +450,101 @@ func TestAttackVirtualRelatedTaskOnGETStream(t *testing.T) {
 	got := until("about the task")
 	if strings.Contains(got, `"taskId":"`+raw+`"`) || !strings.Contains(got, `"taskId":"`+task+`"`) {
 		t.Errorf("got %s, want its related task named %q", got, task)
+	}
+}
+
+// escapingWriter writes what an mcp-go server answers with every
+// "taskId" member name spelled with an escape ("task\u0049d"), as a
+// hostile upstream may: the same name to any JSON reader.
+type escapingWriter struct{ http.ResponseWriter }
+
+func (w escapingWriter) WriteHeader(code int) {
+	w.Header().Del("Content-Length")
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w escapingWriter) Write(b []byte) (int, error) {
+	_, err := w.ResponseWriter.Write(bytes.ReplaceAll(b, []byte(`"taskId"`), []byte(`"task\u0049d"`)))
+	return len(b), err
+}
+
+func (w escapingWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
+
+// TestAttackVirtualEscapedTaskID: a task id an upstream writes under an
+// escaped member name ("task\u0049d", which every JSON reader reads as
+// taskId) still reaches the client as {upstream}/{id}, and the task's
+// status still reaches its owner only. Before, the virtual server, and
+// the route screening an upstream's messages, looked for the bytes
+// "taskId" first: the handle went as the upstream wrote it (an id naming
+// no upstream; an upstream naming its task "two/…" sent the client's
+// tasks/get and tasks/result for it to the upstream two), and mcp-go's
+// status of alice's task, sent to every session, reached bob.
+func TestAttackVirtualEscapedTaskID(t *testing.T) {
+	release := make(chan struct{})
+	s := server.NewMCPServer("one", "1.0.0", server.WithToolCapabilities(true), server.WithTaskCapabilities(true, true, true))
+	s.AddTool(mcp.NewTool("read_secret", mcp.WithString("owner"), mcp.WithTaskSupport(mcp.TaskSupportOptional)),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			<-release
+			return mcp.NewToolResultText("42"), nil
+		})
+	h := server.NewStreamableHTTPServer(s)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(escapingWriter{w}, r) }))
+	t.Cleanup(up.Close)
+	_, two := taskUpstream(t, "two", nil)
+	u := vtaskGateway(t, nil, Upstream{Name: "one", URL: up.URL + "/mcp"}, Upstream{Name: "two", URL: two})
+	alice, _ := vopen(t, u, "alice")
+	bob, _ := vopen(t, u, "bob")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range bob {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	bobGet := transport.NewSSEReader(resp.Body)
+	// Bob's stream reaches one's GET stream once a marker comes.
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				s.SendNotificationToAllClients("notifications/tools/list_changed", nil)
+			}
+		}
+	}()
+	next := func() string {
+		t.Helper()
+		ev, err := bobGet.Next()
+		if err != nil {
+			t.Fatalf("bob's GET stream ended: %v", err)
+		}
+		return string(ev.Data)
+	}
+	for !strings.Contains(next(), "tools/list_changed") {
+	}
+	close(stop)
+
+	_, _, body := post(t, u, alice, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_secret","arguments":{"owner":"alice"},"task":{}}}`)
+	if !strings.Contains(body, `"taskId":"one/`) || strings.Contains(body, `task\u0049d`) {
+		t.Errorf("got %s, want the task's id as one/{id}", body)
+	}
+	close(release)
+	time.Sleep(100 * time.Millisecond) // the status went to bob's inner stream too
+	s.SendNotificationToAllClients("notifications/prompts/list_changed", nil)
+	for {
+		m := next()
+		if strings.Contains(m, "tasks/status") {
+			t.Fatalf("bob got %s, the status of alice's task", m)
+		}
+		if strings.Contains(m, "prompts/list_changed") {
+			return
+		}
 	}
 }

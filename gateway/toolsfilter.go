@@ -151,7 +151,15 @@ func listMethod(method string) bool {
 // recorded reports whether b, a message from an upstream, may hold
 // something screenAnswer records: a task handle or a requestState.
 func recorded(b []byte) bool {
-	return bytes.Contains(b, taskIDMember) || bytes.Contains(b, requestStateMember)
+	return mayHoldMember(b, taskIDMember) || mayHoldMember(b, requestStateMember)
+}
+
+// mayHoldMember reports whether b, JSON text, may hold a member named
+// quoted: written so, or with an escape in the text, which may spell it
+// otherwise ("task\u0049d" is taskId to every reader, not to
+// bytes.Contains).
+func mayHoldMember(b, quoted []byte) bool {
+	return bytes.Contains(b, quoted) || bytes.Contains(b, unicodeEscape)
 }
 
 // holdFunc offers m, about a task its client does not own, to a
@@ -161,6 +169,7 @@ type holdFunc func(m *intercept.Message) (held, owned bool)
 var (
 	taskIDMember       = []byte(`"taskId"`)
 	requestStateMember = []byte(`"requestState"`)
+	unicodeEscape      = []byte(`\u`)
 )
 
 // listRefused answers the list request id (of method; "" if unknown)
