@@ -77,6 +77,9 @@ type relay struct {
 	// maxCancels, oldest first: an answer the upstream sends one anyway
 	// is passed on (the client ignores it), not withheld as stray.
 	cancels []string
+	// cancelledLists are the lists in pending the client cancelled, at
+	// most maxCancels, oldest first (cancelled).
+	cancelledLists []string
 	// swapped holds the requests in pending sent under the gateway's ids
 	// (ids.go): the others went under the client's (sentAsIs).
 	swapped map[string]bool
@@ -208,7 +211,7 @@ func (r *relay) endWhenIdle(ctx context.Context) {
 		case <-t.C:
 		}
 		r.mu.Lock()
-		busy := len(r.pending) > 0 || len(r.asks) > 0
+		busy := len(r.pending) > len(r.cancelledLists) || len(r.asks) > 0
 		r.mu.Unlock()
 		if busy {
 			r.lastActive.Store(time.Now().UnixNano())
@@ -454,14 +457,27 @@ func (r *relay) cancelled(id string) {
 	r.endSpan(id, errCancelled)
 	// A cancelled request is answered by nobody (servers should not):
 	// it no longer waits, nor counts against the bounds or the idle
-	// timer. A list stays: should its answer come anyway, it is still
-	// screened and recorded as one.
+	// timer. A list stays, for a while: should its answer come anyway, it
+	// is still screened and recorded as one; but as a server should not
+	// answer it (and over Streamable HTTP in the 2026-07-28 era the
+	// cancel closes its stream, so none can), only the latest maxCancels
+	// stay, and they keep neither the connection busy nor room among
+	// maxConnPending. An older one's answer is a stray, withheld.
 	r.mu.Lock()
-	if _, ok := r.pending[id]; ok && !listMethod(r.pending[id]) {
-		r.forget(id)
-		r.cancels = append(r.cancels, id)
-		if len(r.cancels) > maxCancels {
-			r.cancels = r.cancels[1:]
+	if method, ok := r.pending[id]; ok {
+		if listMethod(method) {
+			if !slices.Contains(r.cancelledLists, id) {
+				r.cancelledLists = append(r.cancelledLists, id)
+			}
+			if len(r.cancelledLists) > maxCancels {
+				r.forget(r.cancelledLists[0])
+			}
+		} else {
+			r.forget(id)
+			r.cancels = append(r.cancels, id)
+			if len(r.cancels) > maxCancels {
+				r.cancels = r.cancels[1:]
+			}
 		}
 	}
 	r.mu.Unlock()
@@ -717,6 +733,10 @@ func (r *relay) track(msgs []*intercept.Message, swapped bool) {
 		if m.Kind == intercept.KindRequest {
 			if old, ok := r.pending[m.IDKey()]; ok {
 				r.pendingBytes -= len(m.IDKey()) + len(old)
+				// A new request under a cancelled list's id is not cancelled.
+				if i := slices.Index(r.cancelledLists, m.IDKey()); i >= 0 {
+					r.cancelledLists = slices.Delete(r.cancelledLists, i, i+1)
+				}
 			}
 			if old, ok := r.cursors[m.IDKey()]; ok {
 				r.pendingBytes -= len(old)
@@ -937,6 +957,7 @@ func (r *relay) failPending(ctx context.Context, cause error) {
 		ids = append(ids, id)
 	}
 	clear(r.pending)
+	r.cancelledLists = r.cancelledLists[:0]
 	clear(r.cursors)
 	r.pendingBytes = 0
 	for id, n := range r.held {
@@ -968,6 +989,11 @@ func (r *relay) forget(id string) {
 		r.pendingBytes -= len(id) + len(m)
 		delete(r.pending, id)
 		delete(r.swapped, id)
+		if len(r.cancelledLists) > 0 {
+			if i := slices.Index(r.cancelledLists, id); i >= 0 {
+				r.cancelledLists = slices.Delete(r.cancelledLists, i, i+1)
+			}
+		}
 	}
 	if c, ok := r.cursors[id]; ok {
 		r.pendingBytes -= len(c)
@@ -1045,7 +1071,7 @@ func (r *relay) roomFor(msgs []*intercept.Message) error {
 			return reusedIDError(m.IDKey(), r.up.Name)
 		}
 	}
-	if len(r.pending)+n > maxConnPending || r.pendingBytes+size > maxConnPendingBytes {
+	if len(r.pending)-len(r.cancelledLists)+n > maxConnPending || r.pendingBytes+size > maxConnPendingBytes {
 		return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
 			"invalid request: not sent: this connection already has %d requests (%d bytes of ids) waiting on upstream %q, the most it may; send more as they are answered",
 			len(r.pending), r.pendingBytes, r.up.Name)}

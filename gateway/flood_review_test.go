@@ -435,10 +435,12 @@ func TestIdleConnectionsNeverEnd(t *testing.T) {
 }
 
 // silentUpstream is an in-process stdio upstream that answers initialize
-// and ping and nothing else, keeping nothing of what it reads.
-type silentUpstream struct{}
+// and ping and nothing else, keeping nothing of what it reads; with
+// listWhenCancelled, it answers a tools/list (send_email and echo) once
+// the list is cancelled, as a server that ignores cancellations does.
+type silentUpstream struct{ listWhenCancelled bool }
 
-func (silentUpstream) Dial(ctx context.Context) (transport.Conn, error) {
+func (s silentUpstream) Dial(ctx context.Context) (transport.Conn, error) {
 	toUp, fromGW := io.Pipe()
 	toGW, fromUp := io.Pipe()
 	out := make(chan []byte, 64)
@@ -451,7 +453,20 @@ func (silentUpstream) Dial(ctx context.Context) (transport.Conn, error) {
 				return
 			}
 			var r reqView
-			if json.Unmarshal(line, &r) != nil || len(r.ID) == 0 {
+			if json.Unmarshal(line, &r) != nil {
+				continue
+			}
+			if s.listWhenCancelled && r.Method == "notifications/cancelled" {
+				var c struct {
+					Params struct {
+						RequestID jsontext.Value `json:"requestId"`
+					} `json:"params"`
+				}
+				if json.Unmarshal(line, &c) == nil && len(c.Params.RequestID) > 0 {
+					out <- []byte(`{"jsonrpc":"2.0","id":` + string(c.Params.RequestID) + `,"result":{"tools":[{"name":"send_email","inputSchema":{"type":"object"}},{"name":"echo","inputSchema":{"type":"object"}}]}}`)
+				}
+			}
+			if len(r.ID) == 0 {
 				continue
 			}
 			switch r.Method {

@@ -34,15 +34,32 @@ import (
 // the connection busy for good, so session_idle_timeout never ends it.)
 // A cancelled request should leave pending (as the spans do) once the
 // client has withdrawn it.
+//
+// A list was left out of that fix, to screen its answer should one come
+// anyway: it stayed in pending for good, since a server does not answer
+// it (and over Streamable HTTP in the 2026-07-28 era the cancel closes its
+// stream, so none can come), and 1024 cancelled lists refused every
+// request the same way. Only the latest maxCancels stay now.
 func TestCancelledRequestsFillConnPending(t *testing.T) {
+	for _, method := range []string{"tools/call", "tools/list"} {
+		t.Run(method, func(t *testing.T) { testCancelledFillConnPending(t, method) })
+	}
+}
+
+func testCancelledFillConnPending(t *testing.T, method string) {
 	g, base := startScriptedGateway(t, nil, Options{})
 	g.routes["u"].dialer = silentUpstream{}
 	cc := dialConn(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/u"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// silentUpstream never answers a tools/call: each one is withdrawn.
+	// silentUpstream never answers a tools/call or a tools/list: each one
+	// is withdrawn.
+	params := `{"name":"echo","arguments":{"message":"x"}}`
+	if method == "tools/list" {
+		params = `{}`
+	}
 	for i := range maxConnPending + 8 {
-		call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}`, 100+i)
+		call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, 100+i, method, params)
 		if err := cc.c.Write(ctx, []byte(call)); err != nil {
 			t.Fatal(err)
 		}
@@ -209,6 +226,45 @@ func TestTaskIDsOfPerSessionUpstreams(t *testing.T) {
 		got := c.conn.rpc(t, `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"task-1"}}`, "2")
 		if got.Kind != intercept.KindResponse {
 			t.Errorf("%s's tasks/get of task-1, the task its own call just created on its own connection: %s", c.who, got.Raw)
+		}
+	}
+}
+
+// TestCancelledListAnswerScreened: a list the client cancelled stays
+// waiting (the latest maxCancels of them) so that an answer the upstream
+// sends anyway is screened as a list's: a tool the policy hides
+// (hide_denied_tools) never reaches the client that way. Passed on as a
+// cancelled request's late answer, it would go unscreened.
+func TestCancelledListAnswerScreened(t *testing.T) {
+	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}},
+		&intercept.Interceptor{Decider: hidesEmail{}, HideDeniedTools: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.routes["u"].dialer = silentUpstream{listWhenCancelled: true}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	cc := dialConn(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws/u"})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for _, m := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`,
+	} {
+		if err := cc.c.Write(ctx, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		b, err := cc.c.Read(ctx)
+		if err != nil {
+			t.Fatalf("the cancelled list's late answer did not arrive: %v", err)
+		}
+		if m, err := intercept.DecodeMessage(b); err == nil && m.IDKey() == "7" {
+			if strings.Contains(string(b), "send_email") || !strings.Contains(string(b), "echo") {
+				t.Fatalf("late answer to a cancelled tools/list: %s; want it screened (echo listed, send_email hidden)", b)
+			}
+			return
 		}
 	}
 }
