@@ -13,8 +13,6 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/sluicehq/sluice/gateway/transport"
 )
 
 // regexpAskID finds the id of a request relayed to the client.
@@ -119,17 +117,7 @@ func TestVirtualRelatedTaskIn(t *testing.T) {
 	// takes JSON answers.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	for k, v := range alice {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET stream: %v %v", resp, err)
-	}
-	defer resp.Body.Close()
-	rd := transport.NewSSEReader(resp.Body)
+	rd := openGetStream(ctx, t, u, alice)
 	jsonOnly := map[string]string{"Accept": "application/json"}
 	for k, v := range alice {
 		jsonOnly[k] = v

@@ -284,19 +284,7 @@ func TestVirtualTaskStatusOnlyToOwner(t *testing.T) {
 	bob, _ := vopen(t, u, "bob")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	stream := func(h map[string]string) *transport.SSEReader {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		req.Header.Set("Accept", "text/event-stream")
-		for k, v := range h {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET stream: %v %v", resp, err)
-		}
-		t.Cleanup(func() { resp.Body.Close() })
-		return transport.NewSSEReader(resp.Body)
-	}
+	stream := func(h map[string]string) *transport.SSEReader { return openGetStream(ctx, t, u, h) }
 	marker := func() { s1.SendNotificationToAllClients("notifications/tools/list_changed", nil) }
 	// until reads rd up to an event holding want, failing on one holding bad.
 	until := func(who string, rd *transport.SSEReader, want, bad string) {
@@ -393,17 +381,7 @@ func TestAttackVirtualRelatedTaskOnGETStream(t *testing.T) {
 	alice, _ := vopen(t, u, "alice")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	for k, v := range alice {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET stream: %v %v", resp, err)
-	}
-	defer resp.Body.Close()
-	rd := transport.NewSSEReader(resp.Body)
+	rd := openGetStream(ctx, t, u, alice)
 	until := func(want string) string {
 		t.Helper()
 		for {
@@ -496,17 +474,7 @@ func TestAttackVirtualEscapedTaskID(t *testing.T) {
 	bob, _ := vopen(t, u, "bob")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	for k, v := range bob {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET stream: %v %v", resp, err)
-	}
-	defer resp.Body.Close()
-	bobGet := transport.NewSSEReader(resp.Body)
+	bobGet := openGetStream(ctx, t, u, bob)
 	// Bob's stream reaches one's GET stream once a marker comes.
 	stop := make(chan struct{})
 	go func() {
@@ -547,4 +515,21 @@ func TestAttackVirtualEscapedTaskID(t *testing.T) {
 			return
 		}
 	}
+}
+
+// openGetStream opens the GET stream of url with the headers h (a session's),
+// until ctx ends or the test does.
+func openGetStream(ctx context.Context, t *testing.T, url string, h map[string]string) *transport.SSEReader {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", resp, err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return transport.NewSSEReader(resp.Body)
 }

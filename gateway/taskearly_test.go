@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -67,19 +66,7 @@ func TestTaskStatusBeforeHandle(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	stream := func(t *testing.T, u string, h map[string]string) *transport.SSEReader {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		req.Header.Set("Accept", "text/event-stream")
-		for k, v := range h {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET stream: %v %v", resp, err)
-		}
-		t.Cleanup(func() { resp.Body.Close() })
-		return transport.NewSSEReader(resp.Body)
-	}
+	stream := func(t *testing.T, u string, h map[string]string) *transport.SSEReader { return openGetStream(ctx, t, u, h) }
 	// upTo reads rd up to the marker and reports whether it carried
 	// something about task before.
 	upTo := func(t *testing.T, who string, rd *transport.SSEReader, task string) bool {

@@ -80,19 +80,7 @@ func TestTaskStatusOnlyToOwner(t *testing.T) {
 		alice, bob := open(t, u, "alice"), open(t, u, "bob")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		stream := func(h map[string]string) *transport.SSEReader {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-			req.Header.Set("Accept", "text/event-stream")
-			for k, v := range h {
-				req.Header.Set(k, v)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil || resp.StatusCode != http.StatusOK {
-				t.Fatalf("GET stream: %v %v", resp, err)
-			}
-			t.Cleanup(func() { resp.Body.Close() })
-			return transport.NewSSEReader(resp.Body)
-		}
+		stream := func(h map[string]string) *transport.SSEReader { return openGetStream(ctx, t, u, h) }
 		aliceGet, bobGet := stream(alice), stream(bob)
 		task := createTask(t, u, alice)
 		close(release)
