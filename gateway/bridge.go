@@ -257,6 +257,14 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 			target, call = s, b.calls[m.IDKey()]
 			delete(b.waiters, m.IDKey())
 			delete(b.calls, m.IDKey())
+			if !b.owes(s) {
+				// Its last answer ends the stream: what comes after
+				// it (a stdio server's notification written after
+				// the answer) goes to a stream still open, else the
+				// GET stream or the backlog, not to one its client
+				// stops reading at this answer.
+				b.unlist(s)
+			}
 		} else if c, ok := b.orphans[m.IDKey()]; ok {
 			call, late = c.bridgeCall, true
 			delete(b.orphans, m.IDKey())
@@ -391,10 +399,27 @@ func (b *bridgeState) release(s *stream, ids []string, cause error) {
 	if b.get == s {
 		b.get = nil
 	}
+	b.unlist(s)
+}
+
+// owes reports whether a request still waits for its answer on s; b.mu
+// is held.
+func (b *bridgeState) owes(s *stream) bool {
+	for _, w := range b.waiters {
+		if w == s {
+			return true
+		}
+	}
+	return false
+}
+
+// unlist takes s out of the POST streams that take messages no request
+// waits for; b.mu is held.
+func (b *bridgeState) unlist(s *stream) {
 	for i, o := range b.streams {
 		if o == s {
 			b.streams = append(b.streams[:i], b.streams[i+1:]...)
-			break
+			return
 		}
 	}
 }

@@ -1,0 +1,72 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/gateway/transport"
+)
+
+// TestBridgedNotificationAfterAnswer: mcp-go's stdio server writes a
+// notification from a goroutine of its own, so one a tool sends
+// (touch's resources/updated) often reaches the gateway after the tool's
+// answer. The bridge gave it to the newest POST stream, the call's own,
+// whose answer had just ended it: the client, done reading there, never
+// got it (review transp69: progress, log, resources/updated and
+// tools/list_changed notifications missing through a route to a stdio
+// mcp-go upstream). A message no request waits for now goes to a stream
+// that is still open, else to the GET stream or, while there is none,
+// the backlog the next GET stream takes: every touch's notification
+// arrives, on its POST stream or the GET stream opened after them.
+func TestBridgedNotificationAfterAnswer(t *testing.T) {
+	_, base := startPermissiveGateway(t, upstreamFor(t, "mcpgo", "stdio"))
+	url := base + "/mcp/up"
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, hdr, _ := post(t, url, nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := map[string]string{hdrSession: hdr.Get(hdrSession), "Mcp-Protocol-Version": "2025-11-25"}
+	if sid[hdrSession] == "" {
+		t.Fatal("initialize: no session id")
+	}
+	if code, _, b := post(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d %s", code, b)
+	}
+	const touches = 20
+	updated := 0
+	for i := 1; i <= touches; i++ {
+		code, _, b := post(t, url, sid, `{"jsonrpc":"2.0","id":`+itoa(i)+`,"method":"tools/call","params":{"name":"touch","arguments":{}}}`)
+		if code != http.StatusOK || !strings.Contains(b, `"touched"`) {
+			t.Fatalf("touch %d: %d %s", i, code, b)
+		}
+		updated += strings.Count(b, "notifications/resources/updated")
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range sid {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET: %d %s", resp.StatusCode, b)
+	}
+	rd := transport.NewSSEReader(resp.Body)
+	for updated < touches {
+		ev, err := rd.Next()
+		if err != nil {
+			t.Fatalf("got %d resources/updated notifications for %d touches, want %d (the GET stream: %v)", updated, touches, touches, err)
+		}
+		updated += strings.Count(string(ev.Data), "notifications/resources/updated")
+	}
+	if updated != touches {
+		t.Errorf("got %d resources/updated notifications for %d touches, want %d", updated, touches, touches)
+	}
+}
