@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/sluicehq/sluice/gateway/transport"
 )
 
@@ -68,5 +70,42 @@ func TestBridgedNotificationAfterAnswer(t *testing.T) {
 	}
 	if updated != touches {
 		t.Errorf("got %d resources/updated notifications for %d touches, want %d", updated, touches, touches)
+	}
+}
+
+// TestVirtualListChangedFromStdioUpstream: the same loss, seen through a
+// virtual server, whose inner session with a stdio upstream is bridged:
+// the tools/list_changed mcp-go's stdio server writes after add_tool's
+// answer went to the inner call's ended POST stream, and the client got
+// no list change most times (the intermittent virtual/stdio cell of
+// TestTransparency). Each round is a fresh session: without the fix,
+// some round's list change is lost.
+func TestVirtualListChangedFromStdioUpstream(t *testing.T) {
+	for round := range 5 {
+		_, base := startPermissiveGateway(t, upstreamFor(t, "mcpgo", "stdio"))
+		changed := make(chan struct{}, 1)
+		c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			},
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		t.Cleanup(cancel)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add_tool", Arguments: map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			t.Errorf("round %d: no notifications/tools/list_changed within 5s of add_tool's answer", round)
+		}
 	}
 }
