@@ -802,7 +802,10 @@ func TestTransparency(t *testing.T) {
 		"TestTransparency/gosdk-client/mcpgo-server/2026-07-28/wrap/http": "the baseline is mcp-go over stdio, which serves a request " +
 			"without a _meta version (go-sdk's ping, logging/setLevel) and answers a cancelled call; over HTTP mcp-go refuses the first (400) " +
 			"and a cancelled request's stream is closed, so nothing answers it (TestWrapStatelessCancel: the session goes on); " +
-			"a resources/updated after a subscription does not arrive: not examined",
+			"and mcp-go's HTTP server (v1.2.1) never sends the touch tool's resources/updated to a 2026-07-28 subscriber: its " +
+			"SendNotificationToAllClients leaves every type but a list change off a subscriptions/listen stream, and it exports no " +
+			"per-URI fan-out (straight to mcp-go's HTTP server, the listen stream gets its acknowledgement and nothing more, so a " +
+			"read of it without a deadline waits for ever); over HTTP it tags a list change with the listen's subscriptionId too",
 		"TestTransparency/mcpgo-client/gosdk-server/2026-07-28/wrap/http": "go-sdk's HTTP server answers server/discover but refuses " +
 			"2026-07-28 requests (400), which its stdio server, the baseline, serves",
 	}
