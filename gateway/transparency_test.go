@@ -92,20 +92,21 @@ func (tr *transcript) add(frame string, msg []byte) {
 	tr.changed = make(chan struct{})
 }
 
-// getStreams is where the GET exchanges are filed: a client opens its
-// GET stream when its scheduler gets to it (mcp-go's from a goroutine of
-// its own, in whichever step is running then), so they are compared over
-// the session, not by step.
-const getStreams = "(GET streams)"
+// unstepped is where the exchanges a client starts when its scheduler
+// gets to them are filed, to be compared over the session, not by step:
+// its GET stream (mcp-go's opened from a goroutine of its own, in
+// whichever step is running then) and its POSTs of notifications/cancelled
+// (go-sdk's sent as the cancelled call returns, in that step or the next).
+const unstepped = "(GET streams and cancellations)"
 
 // exchange files an HTTP exchange's description under the current step
-// (a GET under getStreams) and returns a function that appends to it.
+// (or unstepped) and returns a function that appends to it.
 func (tr *transcript) exchange(desc string) func(string) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	step := tr.step
-	if strings.HasPrefix(desc, http.MethodGet) {
-		step = getStreams
+	if strings.HasPrefix(desc, http.MethodGet) || desc == "POST notifications/cancelled" {
+		step = unstepped
 	}
 	i := len(tr.exchanges[step])
 	tr.exchanges[step] = append(tr.exchanges[step], desc)
@@ -805,6 +806,10 @@ func TestTransparency(t *testing.T) {
 		"TestTransparency/gosdk-client/mcpgo-server/2025-11-25/route/stdio": order + "; and mcp-go's stdio server answers the " +
 			"cancelled call (an error, context canceled), which the gateway passes on to the GET stream (the README's orphans), " +
 			"where mcp-go's HTTP server, the baseline, has no stream left to answer it on",
+		"TestTransparency/gosdk-client/mcpgo-server/2026-07-28/route/http": direct2026 + "; which later call of the script " +
+			"fails once the client closes is its scheduling, so the baseline differs from run to run; and mcp-go's HTTP server " +
+			"drops a notification its forwarder took off the session's channel when the answer is written first (one progress " +
+			"of three missing, directly or through the gateway, now and then)",
 		"TestTransparency/gosdk-client/mcpgo-server/2026-07-28/route/stdio":   direct2026,
 		"TestTransparency/gosdk-client/mcpgo-server/2026-07-28/virtual/http":  direct2026,
 		"TestTransparency/gosdk-client/mcpgo-server/2026-07-28/virtual/stdio": direct2026,
@@ -936,7 +941,14 @@ func compareVirtual(t *testing.T, direct, via *transcript, notificationsRace boo
 // notifications from another goroutine than its answer: directly, a
 // progress or log notification may come after the answer, on the GET
 // stream, in the next step. Then notifications are compared over the
-// whole session only (the first rule), not by step.
+// whole session only (the first rule), not by step. Its HTTP server
+// also drops the notification its forwarder has taken off the session's
+// channel when the answer is written first (mcp-go v1.2.1,
+// streamable_http.go: the forwarder finds the request done and returns):
+// a call's progress or log notification, at most one per call, missing
+// directly or through an HTTP upstream, now and then. Then one such
+// notification a step has on one side and not the other is not a
+// difference (lossy); two are, and any other message is.
 func compareTranscripts(t *testing.T, direct, via *transcript, framing, notificationsRace bool) {
 	t.Helper()
 	compareWith(t, direct, via, framing, notificationsRace, func(m message) string { return m.text }, func(d, v message) bool {
@@ -968,6 +980,9 @@ func compareWith(t *testing.T, direct, via *transcript, framing, notificationsRa
 			}
 		}
 	}
+	if notificationsRace {
+		all, extra = lossy(direct, all), lossy(via, extra)
+	}
 	if len(all) > 0 || len(extra) > 0 {
 		t.Errorf("over the session, through the gateway the client did not receive\n%sand received instead\n%s", show(all), show(extra))
 	}
@@ -987,23 +1002,54 @@ func compareWith(t *testing.T, direct, via *transcript, framing, notificationsRa
 			}
 		}
 		if framing {
-			compareExchanges(t, step, direct, via)
+			compareExchanges(t, step, direct, via, notificationsRace)
 		}
 	}
 	if framing {
-		compareExchanges(t, getStreams, direct, via)
+		compareExchanges(t, unstepped, direct, via, notificationsRace)
 	}
+}
+
+// callNotification reports whether m is a notification an mcp-go HTTP
+// server may drop (compareTranscripts): a call's progress or log.
+func callNotification(m message) bool {
+	return isNotification(m) && (strings.Contains(m.text, `"method":"notifications/progress"`) || strings.Contains(m.text, `"method":"notifications/message"`))
+}
+
+// lossy returns unmatched, the messages of tr the other transcript lacks,
+// less one call notification per step of tr.
+func lossy(tr *transcript, unmatched []message) []message {
+	for _, step := range tr.steps {
+		for _, m := range tr.received[step] {
+			if !callNotification(m) {
+				continue
+			}
+			if i := slices.IndexFunc(unmatched, func(u message) bool { return u == m }); i >= 0 {
+				unmatched = slices.Delete(unmatched, i, i+1)
+				break
+			}
+		}
+	}
+	return unmatched
 }
 
 // compareExchanges compares the HTTP exchanges filed under step, sorted
 // by their description (which of two concurrent exchanges begins first is
 // the scheduler's choice), each settled.
-func compareExchanges(t *testing.T, step string, direct, via *transcript) {
+// With lossy (compareTranscripts' notificationsRace), the call
+// notifications are left out of the descriptions: which stream carries
+// them is mcp-go's scheduling (the first progress of a call may go on the
+// GET stream), and their loss is compared over the session.
+func compareExchanges(t *testing.T, step string, direct, via *transcript, lossy bool) {
 	t.Helper()
 	sorted := func(tr *transcript) []string {
 		var out []string
 		for _, e := range tr.exchanges[step] {
-			out = append(out, settled(e))
+			e = settled(e)
+			if lossy {
+				e = strings.ReplaceAll(strings.ReplaceAll(e, " notifications/progress", ""), " notifications/message", "")
+			}
+			out = append(out, e)
 		}
 		slices.Sort(out)
 		return out
