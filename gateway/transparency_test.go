@@ -766,7 +766,10 @@ func wrapped(t *testing.T, g *Gateway) func() (io.Reader, io.WriteCloser) {
 			g.ServeConn(ctx, "up", transport.NewStdioConn(toGW, fromGW, nil))
 			fromGW.Close()
 		}()
-		t.Cleanup(func() { clientW.Close(); cancel(); <-done })
+		// The client stops reading when it closes: what the gateway
+		// writes then (the answer to a 2026-07-28 subscriptions/listen)
+		// would block on the pipe for ever, and the cleanup with it.
+		t.Cleanup(func() { clientW.Close(); clientR.Close(); cancel(); <-done })
 		return clientR, clientW
 	}
 }
