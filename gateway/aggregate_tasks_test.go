@@ -285,7 +285,6 @@ func TestVirtualTaskStatusOnlyToOwner(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	stream := func(h map[string]string) *transport.SSEReader { return openGetStream(ctx, t, u, h) }
-	marker := func() { s1.SendNotificationToAllClients("notifications/tools/list_changed", nil) }
 	// until reads rd up to an event holding want, failing on one holding bad.
 	until := func(who string, rd *transport.SSEReader, want, bad string) {
 		t.Helper()
@@ -304,20 +303,10 @@ func TestVirtualTaskStatusOnlyToOwner(t *testing.T) {
 	}
 	aliceGet, bobGet := stream(alice), stream(bob)
 	// Both streams reach one's GET stream before the task starts.
-	stop := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-				marker()
-			}
-		}
-	}()
+	stopMarkers := sendMarkers(s1)
 	until("alice", aliceGet, "tools/list_changed", "")
 	until("bob", bobGet, "tools/list_changed", "")
-	close(stop)
+	stopMarkers()
 
 	task := vtask(t, u, alice, "read_secret", "alice")
 	raw := strings.TrimPrefix(task, "one/")
@@ -395,19 +384,9 @@ func TestAttackVirtualRelatedTaskOnGETStream(t *testing.T) {
 		}
 	}
 	// The virtual server's GET stream on one is open once a marker comes.
-	stop := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-				s1.SendNotificationToAllClients("notifications/tools/list_changed", nil)
-			}
-		}
-	}()
+	stopMarkers := sendMarkers(s1)
 	until("tools/list_changed")
-	close(stop)
+	stopMarkers()
 
 	task := vtask(t, u, alice, "read_secret", "alice")
 	raw := strings.TrimPrefix(task, "one/")
@@ -476,17 +455,7 @@ func TestAttackVirtualEscapedTaskID(t *testing.T) {
 	defer cancel()
 	bobGet := openGetStream(ctx, t, u, bob)
 	// Bob's stream reaches one's GET stream once a marker comes.
-	stop := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-				s.SendNotificationToAllClients("notifications/tools/list_changed", nil)
-			}
-		}
-	}()
+	stopMarkers := sendMarkers(s)
 	next := func() string {
 		t.Helper()
 		ev, err := bobGet.Next()
@@ -497,7 +466,7 @@ func TestAttackVirtualEscapedTaskID(t *testing.T) {
 	}
 	for !strings.Contains(next(), "tools/list_changed") {
 	}
-	close(stop)
+	stopMarkers()
 
 	_, _, body := post(t, u, alice, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_secret","arguments":{"owner":"alice"},"task":{}}}`)
 	if !strings.Contains(body, `"taskId":"one/`) || strings.Contains(body, `task\u0049d`) {
@@ -532,4 +501,21 @@ func openGetStream(ctx context.Context, t *testing.T, url string, h map[string]s
 	}
 	t.Cleanup(func() { resp.Body.Close() })
 	return transport.NewSSEReader(resp.Body)
+}
+
+// sendMarkers has s send every client a tools/list_changed every 50 ms,
+// a marker a GET stream reaches once it is open, until stop is called.
+func sendMarkers(s *server.MCPServer) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+				s.SendNotificationToAllClients("notifications/tools/list_changed", nil)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
