@@ -66,7 +66,9 @@ func TestTaskStatusBeforeHandle(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	stream := func(t *testing.T, u string, h map[string]string) *transport.SSEReader { return openGetStream(ctx, t, u, h) }
+	stream := func(t *testing.T, u string, h map[string]string) *transport.SSEReader {
+		return openGetStream(ctx, t, u, h)
+	}
 	// upTo reads rd up to the marker and reports whether it carried
 	// something about task before.
 	upTo := func(t *testing.T, who string, rd *transport.SSEReader, task string) bool {
