@@ -1074,9 +1074,10 @@ func (o *observer) failUnanswered(w http.ResponseWriter, err error) {
 func (o *observer) message(b []byte) {
 	// Only a message that names "error" can be an error response, and only
 	// one that names "id" a response at all: the rest need no decoding
-	// unless a result is worth reading.
-	errs := o.failed == nil && len(o.pending) > 0 && bytes.Contains(b, []byte(`"error"`))
-	open := o.stream && len(o.answered) < len(o.pending) && bytes.Contains(b, []byte(`"id"`))
+	// unless a result is worth reading. (Either name may be spelled with
+	// an escape, "\u0069d", which every reader reads as id.)
+	errs := o.failed == nil && len(o.pending) > 0 && mayHoldMember(b, errorMember)
+	open := o.stream && len(o.answered) < len(o.pending) && mayHoldMember(b, idMember)
 	if !errs && !open && !o.wants() {
 		return // nothing to learn: skip decoding the response
 	}

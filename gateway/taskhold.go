@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -40,9 +39,10 @@ const (
 var taskMember = []byte(`"task"`)
 
 // createsTask reports whether m is a task-augmented request (2025-11-25:
-// params.task an object), whose answer may be a task handle.
+// params.task an object), whose answer may be a task handle. Decode reads
+// "t\u0061sk" as task, and so does the upstream: the quick look takes it.
 func createsTask(m *intercept.Message) bool {
-	return m.Kind == intercept.KindRequest && bytes.Contains(m.Params, taskMember) && intercept.Member(m.Params, "task").Kind() == '{'
+	return m.Kind == intercept.KindRequest && mayHoldMember(m.Params, taskMember) && intercept.Member(m.Params, "task").Kind() == '{'
 }
 
 // creatingTasks returns the ids of the task-augmented requests among
@@ -280,7 +280,7 @@ func (o *observer) holdTask(ctx context.Context) holdFunc {
 // answeredTasks returns how many of o's task-augmented requests b, a
 // message of the upstream's answer, answers, and forgets them.
 func (o *observer) answeredTasks(b []byte) int {
-	if len(o.creating) == 0 || !bytes.Contains(b, []byte(`"id"`)) {
+	if len(o.creating) == 0 || !mayHoldMember(b, idMember) {
 		return 0
 	}
 	msgs, err := o.decode(b)

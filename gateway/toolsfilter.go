@@ -169,6 +169,8 @@ type holdFunc func(m *intercept.Message) (held, owned bool)
 var (
 	taskIDMember       = []byte(`"taskId"`)
 	requestStateMember = []byte(`"requestState"`)
+	idMember           = []byte(`"id"`)
+	errorMember        = []byte(`"error"`)
 	unicodeEscape      = []byte(`\u`)
 )
 
