@@ -2,15 +2,12 @@ package gateway
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/sluicehq/sluice/gateway/transport"
 )
 
 // TestBridgedNotificationAfterAnswer: mcp-go's stdio server writes a
@@ -46,21 +43,7 @@ func TestBridgedNotificationAfterAnswer(t *testing.T) {
 		}
 		updated += strings.Count(b, "notifications/resources/updated")
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	for k, v := range sid {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("GET: %d %s", resp.StatusCode, b)
-	}
-	rd := transport.NewSSEReader(resp.Body)
+	rd := openGetStream(ctx, t, url, sid)
 	for updated < touches {
 		ev, err := rd.Next()
 		if err != nil {

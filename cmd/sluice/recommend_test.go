@@ -183,12 +183,7 @@ func TestRecommendApproveStoreFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.MkdirAll(filepath.Join(dir, "data"), 0o700)
-	events, err := audit.Open(filepath.Join(dir, "data", audit.FileName), audit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer events.Close()
+	events := openDataEvents(t, dir)
 	rc, err := newRecommender(cfg, events)
 	if err != nil {
 		t.Fatal(err)
@@ -251,11 +246,7 @@ func TestRecommendShowApproved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.MkdirAll(filepath.Join(dir, "data"), 0o700)
-	events, err := audit.Open(filepath.Join(dir, "data", audit.FileName), audit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := openDataEvents(t, dir)
 	rc, err := newRecommender(cfg, events)
 	if err != nil {
 		t.Fatal(err)
@@ -279,4 +270,17 @@ func TestRecommendShowApproved(t *testing.T) {
 		!strings.Contains(show.String(), "(approved)") || !strings.Contains(show.String(), "decided: APPROVE by ops") {
 		t.Errorf("show approved: %v\n%s", err, show.String())
 	}
+}
+
+// openDataEvents opens the event store of a config whose data_dir is
+// dir/data, closed at the test's end.
+func openDataEvents(t *testing.T, dir string) *audit.Store {
+	t.Helper()
+	os.MkdirAll(filepath.Join(dir, "data"), 0o700)
+	events, err := audit.Open(filepath.Join(dir, "data", audit.FileName), audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { events.Close() })
+	return events
 }
