@@ -628,14 +628,7 @@ func TestPushRelayReplaced(t *testing.T) {
 // end another's; past the bound a registration is refused; a relay
 // unused past the TTL ends.
 func TestPushRelaysBound(t *testing.T) {
-	now := time.Unix(0, 0)
-	p := newPushRelays(10, time.Hour)
-	p.now = func() time.Time { return now }
-	add := func(owner string) (*pushRecord, error) {
-		r := &pushRecord{id: randomID(16), owner: owner, share: owner}
-		now = now.Add(time.Second)
-		return r, p.add(r)
-	}
+	p, add, advance := clockedRelays(10)
 	first, _ := add("alice")
 	second, _ := add("alice")
 	if p.get(first.id) != nil || p.get(second.id) == nil {
@@ -652,7 +645,7 @@ func TestPushRelaysBound(t *testing.T) {
 	if p.get(second.id) == nil {
 		t.Error("alice's relay ended for another principal's")
 	}
-	now = now.Add(2 * time.Hour)
+	advance(2 * time.Hour)
 	if p.get(second.id) != nil {
 		t.Error("a relay unused past its TTL still answers")
 	}
@@ -968,14 +961,7 @@ func TestAttackPushRelayIntoGateway(t *testing.T) {
 // most gives up its oldest to one holding fewer, and a principal never
 // loses one to another that would then hold as many.
 func TestAttackPushRelaysFilled(t *testing.T) {
-	now := time.Unix(0, 0)
-	p := newPushRelays(20, time.Hour)
-	p.now = func() time.Time { return now }
-	add := func(owner string) (*pushRecord, error) {
-		r := &pushRecord{id: randomID(16), owner: owner, share: owner}
-		now = now.Add(time.Second)
-		return r, p.add(r)
-	}
+	p, add, _ := clockedRelays(20)
 	var first *pushRecord
 	for i := range 20 {
 		r, err := add(fmt.Sprint("mallory", i%10))
@@ -1312,4 +1298,19 @@ func stalledWebhook(t *testing.T, n int) (slow *httptest.Server, stop chan struc
 	}))
 	t.Cleanup(slow.Close)
 	return slow, stop, arrived
+}
+
+// clockedRelays is newPushRelays(max, time.Hour) on a clock of the
+// test's: add registers a relay for owner a second after the last, and
+// advance moves the clock on.
+func clockedRelays(max int) (p *pushRelays, add func(owner string) (*pushRecord, error), advance func(time.Duration)) {
+	now := time.Unix(0, 0)
+	p = newPushRelays(max, time.Hour)
+	p.now = func() time.Time { return now }
+	add = func(owner string) (*pushRecord, error) {
+		r := &pushRecord{id: randomID(16), owner: owner, share: owner}
+		now = now.Add(time.Second)
+		return r, p.add(r)
+	}
+	return p, add, func(d time.Duration) { now = now.Add(d) }
 }

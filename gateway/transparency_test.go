@@ -902,18 +902,7 @@ func compareVirtual(t *testing.T, direct, via *transcript, notificationsRace boo
 		if !slices.ContainsFunc(virtualSteps, func(p string) bool { return strings.HasPrefix(step, p) }) {
 			continue
 		}
-		d, v := filter(direct.received[step], direct.answer), filter(via.received[step], via.answer)
-		if !slices.EqualFunc(d, v, same) {
-			t.Errorf("step %q: the client received answers and requests\n%sthrough the virtual server, want\n%s", step, show(v), show(d))
-		}
-		if !notificationsRace {
-			byKey := func(a, b message) int { return strings.Compare(semantic(a), semantic(b)) }
-			d := slices.SortedFunc(slices.Values(filter(direct.received[step], isNotification)), byKey)
-			v := slices.SortedFunc(slices.Values(filter(via.received[step], isNotification)), byKey)
-			if !slices.EqualFunc(d, v, same) {
-				t.Errorf("step %q: the client received notifications\n%sthrough the virtual server, want\n%s", step, show(v), show(d))
-			}
-		}
+		compareStep(t, step, "the virtual server", direct, via, notificationsRace, semantic, same)
 	}
 }
 
@@ -992,18 +981,7 @@ func compareWith(t *testing.T, direct, via *transcript, framing, notificationsRa
 	for _, step := range direct.steps {
 		// The answer to the cancelled call, if one comes, comes when the
 		// server is done with it: it is compared over the session only.
-		d, v := filter(direct.received[step], direct.answer), filter(via.received[step], via.answer)
-		if !slices.EqualFunc(d, v, same) {
-			t.Errorf("step %q: the client received answers and requests\n%sthrough the gateway, want\n%s", step, show(v), show(d))
-		}
-		if !notificationsRace {
-			byKey := func(a, b message) int { return strings.Compare(key(a), key(b)) }
-			d := slices.SortedFunc(slices.Values(filter(direct.received[step], isNotification)), byKey)
-			v := slices.SortedFunc(slices.Values(filter(via.received[step], isNotification)), byKey)
-			if !slices.EqualFunc(d, v, same) {
-				t.Errorf("step %q: the client received notifications\n%sthrough the gateway, want\n%s", step, show(v), show(d))
-			}
-		}
+		compareStep(t, step, "the gateway", direct, via, notificationsRace, key, same)
 		if framing {
 			compareExchanges(t, step, direct, via, notificationsRace)
 		}
@@ -1115,4 +1093,26 @@ func show(msgs []message) string {
 		fmt.Fprintf(&b, "\t%s %s\n", m.frame, s)
 	}
 	return b.String()
+}
+
+// compareStep compares what the client received in step directly and
+// through where: answers and the server's requests in order (the answer
+// to the cancelled call left out: it comes when the server is done with
+// it), notifications in any order unless notificationsRace (then they
+// are compared over the session only); key orders them, same compares.
+func compareStep(t *testing.T, step, where string, direct, via *transcript, notificationsRace bool, key func(message) string, same func(d, v message) bool) {
+	t.Helper()
+	d, v := filter(direct.received[step], direct.answer), filter(via.received[step], via.answer)
+	if !slices.EqualFunc(d, v, same) {
+		t.Errorf("step %q: the client received answers and requests\n%sthrough %s, want\n%s", step, show(v), where, show(d))
+	}
+	if notificationsRace {
+		return
+	}
+	byKey := func(a, b message) int { return strings.Compare(key(a), key(b)) }
+	d = slices.SortedFunc(slices.Values(filter(direct.received[step], isNotification)), byKey)
+	v = slices.SortedFunc(slices.Values(filter(via.received[step], isNotification)), byKey)
+	if !slices.EqualFunc(d, v, same) {
+		t.Errorf("step %q: the client received notifications\n%sthrough %s, want\n%s", step, show(v), where, show(d))
+	}
 }
