@@ -128,12 +128,19 @@ var overflowTotal atomic.Int64
 
 func newStream() *stream { return &stream{ch: make(chan []byte, 16), gone: make(chan struct{})} }
 
-// deliver hands msg to s, waiting while its client reads, unless the
-// client has gone.
-func (s *stream) deliver(msg []byte) {
+// deliver hands msg to s, waiting while its client reads, and reports
+// whether s took it: not if its client has gone.
+func (s *stream) deliver(msg []byte) bool {
+	select {
+	case <-s.gone:
+		return false
+	default:
+	}
 	select {
 	case s.ch <- msg:
+		return true
 	case <-s.gone:
+		return false
 	}
 }
 
@@ -323,9 +330,61 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 			// first, in the order the upstream sent it.
 			b.tasks.settle(1)
 		}
-		target.deliver(msg)
+		b.deliverTo(target, msg)
 	}
 	return m, call
+}
+
+// deliverTo hands msg to s, or on (handOn) if its client has left; what
+// reached s as its client left is handed on too (reclaim).
+func (b *bridgeState) deliverTo(s *stream, msg []byte) {
+	if !s.deliver(msg) {
+		b.handOn(s, msg)
+		return
+	}
+	select {
+	case <-s.gone:
+		b.reclaim(s)
+	default:
+	}
+}
+
+// handOn delivers msg, which the client of from left without taking, as
+// if from had not been open: a response to the GET stream (as a late
+// answer to an orphan goes, for the client to take by its id), anything
+// else (a request of the upstream's, which waits for its answer; a
+// notification) to another POST stream or the GET stream; with neither,
+// to the backlog the next GET stream takes, within its bounds. What was
+// written to a connection its client closed cannot be recalled; nothing
+// the gateway still holds is lost uncounted.
+func (b *bridgeState) handOn(from *stream, msg []byte) {
+	b.mu.Lock()
+	b.unlist(from)
+	if b.get == from {
+		b.get = nil
+	}
+	var to *stream
+	if isResponse(msg) {
+		to = b.getTarget(msg)
+	} else {
+		to = b.serverTarget(msg)
+	}
+	b.mu.Unlock()
+	if to != nil {
+		b.deliverTo(to, msg)
+	}
+}
+
+// reclaim hands on what waits on s, whose client has left.
+func (b *bridgeState) reclaim(s *stream) {
+	for {
+		select {
+		case msg := <-s.ch:
+			b.handOn(s, msg)
+		default:
+			return
+		}
+	}
 }
 
 // serverTarget returns the stream that takes msg, a message no request
@@ -364,25 +423,19 @@ func (s *bridgeSink) send(msg []byte) error {
 	target := s.b.serverTarget(msg)
 	s.b.mu.Unlock()
 	if target != nil {
-		target.deliver(msg)
+		s.b.deliverTo(target, msg)
 	}
 	return nil
 }
 
 // release forgets a stream: its client went away or got everything. The
-// measurements of requests on it still unanswered end with cause.
+// measurements of requests on it still unanswered end with cause; what
+// waits on s that its client did not take goes on (handOn).
 func (b *bridgeState) release(s *stream, ids []string, cause error) {
 	s.goneOnce.Do(func() { close(s.gone) })
 	var unanswered []*upCall
 	creating := 0
-	defer func() {
-		for _, uc := range unanswered {
-			uc.end(cause)
-		}
-		b.tasks.settle(creating)
-	}()
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	for _, id := range ids {
 		if b.waiters[id] == s {
 			if b.calls[id].creates {
@@ -400,6 +453,12 @@ func (b *bridgeState) release(s *stream, ids []string, cause error) {
 		b.get = nil
 	}
 	b.unlist(s)
+	b.mu.Unlock()
+	for _, uc := range unanswered {
+		uc.end(cause)
+	}
+	b.tasks.settle(creating)
+	b.reclaim(s)
 }
 
 // owes reports whether a request still waits for its answer on s; b.mu
