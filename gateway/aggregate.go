@@ -1135,6 +1135,19 @@ func (a *aggregator) innerCall(r *http.Request, s *aggSession, upstream, method 
 	return resp.Result, nil
 }
 
+// heldAnswer reports whether resp is the route's answer that the call
+// stays held for approval (its user could not answer, or gave up): the
+// client may still cancel it.
+func heldAnswer(resp *rpcResponse) bool {
+	if resp == nil {
+		return false
+	}
+	if len(resp.Error) > 0 {
+		return intercept.StringMember(intercept.Member(resp.Error, "data"), "status") == "approval_required"
+	}
+	return intercept.StringMember(intercept.Member(resp.Result, "structuredContent"), "status") == "approval_required"
+}
+
 // decided reports whether a route's error is the gateway's own decision
 // (intercept.RenderDecision in throw mode): its data carries the
 // envelope's status and the call's txn_id.
@@ -1253,7 +1266,7 @@ func (a *aggregator) innerRequest(r *http.Request, method, upstream string, in *
 // and log notifications, relayed on the client's SSE answer; and requests
 // to the client (sampling, elicitation, roots), relayed the same way
 // (aggregate_asks.go).
-func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, in *innerSession, method string, params jsontext.Value) (_ *rpcResponse, err error) {
+func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, in *innerSession, method string, params jsontext.Value) (resp *rpcResponse, err error) {
 	id := a.ids.Add(1)
 	var name string
 	if s.modern {
@@ -1285,7 +1298,7 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 		if cancelled {
 			return nil, errCancelledEarly
 		}
-		defer untrack()
+		defer func() { untrack(heldAnswer(resp)) }()
 	}
 	rec.onEvent = func(data []byte) {
 		var m rpcResponse

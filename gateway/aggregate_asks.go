@@ -300,10 +300,13 @@ type pendingCall struct {
 const cancelGrace = 30 * time.Second
 
 // track registers the inner call serving the client's request outer until
-// the returned func is called (or, if the client went away, cancelGrace
-// after). cancelled reports that the client cancelled the request before
-// (markCancelled): the call must not be sent, and nothing is registered.
-func (s *aggSession) track(ctx context.Context, outer string, c pendingCall) (untrack func(), cancelled bool) {
+// the returned func is called (or, if the client went away or the call
+// stays held for approval, cancelGrace after: go-sdk's client answers
+// the approval question with an error when its user gives up, takes the
+// hold as the answer, and cancels after). cancelled reports that the
+// client cancelled the request before (markCancelled): the call must not
+// be sent, and nothing is registered.
+func (s *aggSession) track(ctx context.Context, outer string, c pendingCall) (untrack func(held bool), cancelled bool) {
 	s.mu.Lock()
 	if old, ok := s.calls[outer]; ok && !old.marked.IsZero() {
 		delete(s.calls, outer)
@@ -324,8 +327,8 @@ func (s *aggSession) track(ctx context.Context, outer string, c pendingCall) (un
 		}
 		s.mu.Unlock()
 	}
-	return func() {
-		if ctx.Err() != nil {
+	return func(held bool) {
+		if held || ctx.Err() != nil {
 			time.AfterFunc(cancelGrace, forget)
 			return
 		}
