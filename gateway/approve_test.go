@@ -103,6 +103,19 @@ func nextMessage(t *testing.T, rd *transport.SSEReader) (rpc, string) {
 
 const addCall = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}`
 
+// askedToApprove sends addCall, the tool named tool, on url's session hdr
+// and returns its stream and the gateway's approval question, its first
+// message.
+func askedToApprove(t *testing.T, ctx context.Context, url string, hdr map[string]string, tool string) (*transport.SSEReader, rpc) {
+	t.Helper()
+	rd := transport.NewSSEReader(openPost(t, ctx, url, hdr, strings.Replace(addCall, `"add"`, `"`+tool+`"`, 1)).Body)
+	q, raw := nextMessage(t, rd)
+	if q.Method != "elicitation/create" {
+		t.Fatalf("first message: got %s, want the gateway's approval question", raw)
+	}
+	return rd, q
+}
+
 // upstreamSaw reports whether any POST that reached the upstream contains s.
 func (f *fixture) upstreamSaw(s string) bool { return f.rec.count(s) > 0 }
 

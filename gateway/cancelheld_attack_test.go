@@ -303,11 +303,7 @@ func TestAggregateLateAnswerTaken(t *testing.T) {
 	hdr := initializeWith(t, url, `{"elicitation":{}}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rd := transport.NewSSEReader(openPost(t, ctx, url, hdr, strings.Replace(addCall, `"add"`, `"demo_add"`, 1)).Body)
-	q, _ := nextMessage(t, rd)
-	if q.Method != "elicitation/create" {
-		t.Fatalf("first event: got %+v, want the approval question", q)
-	}
+	rd, q := askedToApprove(t, ctx, url, hdr, "demo_add")
 	if _, err := store.Decide(onlyRequest(t, store).ID, true, "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -397,11 +393,7 @@ func TestCancelAfterGivingUp(t *testing.T) {
 			hdr := initializeWith(t, url, `{"elicitation":{}}`)
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
-			rd := transport.NewSSEReader(openPost(t, ctx, url, hdr, strings.Replace(addCall, `"add"`, `"`+tc.tool+`"`, 1)).Body)
-			q, raw := nextMessage(t, rd)
-			if q.Method != "elicitation/create" {
-				t.Fatalf("first message: got %s, want the approval question", raw)
-			}
+			rd, q := askedToApprove(t, ctx, url, hdr, tc.tool)
 			if code, _, b := post(t, url, hdr, `{"jsonrpc":"2.0","id":`+string(q.ID)+`,"error":{"code":-32603,"message":"context canceled"}}`); code != http.StatusAccepted {
 				t.Fatalf("the error answer: %d %s", code, b)
 			}

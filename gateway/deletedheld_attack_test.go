@@ -12,7 +12,6 @@ import (
 
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
-	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -56,11 +55,7 @@ func TestAttackDeletedSessionHeldCallRuns(t *testing.T) {
 			hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			rd := transport.NewSSEReader(openPost(t, ctx, url, hdr, strings.Replace(addCall, `"add"`, `"`+c.tool+`"`, 1)).Body)
-			q, raw := nextMessage(t, rd)
-			if q.Method != "elicitation/create" {
-				t.Fatalf("want the gateway's question, got %s", raw)
-			}
+			rd, _ := askedToApprove(t, ctx, url, hdr, c.tool)
 			if status := deleteSession(t, url, hdr); status/100 != 2 {
 				t.Fatalf("DELETE: got %d, want the session ended", status)
 			}
