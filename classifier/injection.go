@@ -854,7 +854,15 @@ var personaGate = []string{"amoral", "unfiltered", "uncensored", "unrestricted",
 	"without ethics", "without censorship", "without moral", "not bound by", "free from all", "free of all",
 	"never refuse", "never refuses", "never decline", "never declines", "will not refuse", "won't refuse",
 	"cannot refuse", "can't refuse", "doesn't refuse", "does not refuse",
-	"jailbreak", "jailbroken", "broken free", "break free of", "break free from"}
+	"jailbreak", "jailbroken", "broken free", "break free of", "break free from",
+	// What the character is said to be above: the law, the rules, apologies
+	// and warnings (review inj70).
+	"regardless of legality", "regardless of morality", "regardless of ethics",
+	"no matter how immoral", "no matter how unethical", "no matter how illegal", "no matter how offensive",
+	"no matter how harmful", "no matter how dangerous", "illegal or unethical", "unethical or illegal",
+	"immoral or illegal", "illegal or immoral", "doesn't care about", "does not care about", "don't care about",
+	"no apologies", "without apologies", "no disclaimers", "without disclaimers", "no warnings", "without warnings",
+	"never apologize", "never apologizes", "breaks the rules", "break the rules", "free of constraint"}
 
 // personaWeakGate are gates that ordinary role-play and system prompts
 // use too ("stay in character", "nothing unethical", "follow the content
