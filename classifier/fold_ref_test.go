@@ -58,14 +58,15 @@ func foldRef(s string) (folded, hidden, invisible string) {
 			// out so it cannot split a phrase, never a finding.
 			continue
 		case r == 0x200B || r == 0x200C || r == 0x200D || r == 0x2060 || r == 0x180E || r == 0xFEFF:
-			// Joiners are legitimate inside emoji and some scripts; count
-			// only those wedged between ASCII letters, or a BOM after
-			// the start.
+			// Joiners are legitimate inside emoji and some scripts, and a
+			// BOM between a coordinate and its "/" is how Wikipedia's
+			// coordinates render: count only those wedged between ASCII
+			// letters, where they split a word.
 			next := rune(0)
 			if i+1 < len(rs) {
 				next = rs[i+1]
 			}
-			if (isASCIILetter(prev) && isASCIILetter(next)) || (r == 0xFEFF && i > 0) {
+			if isASCIILetter(prev) && isASCIILetter(next) {
 				zw++
 			}
 			continue

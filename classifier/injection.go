@@ -237,14 +237,15 @@ func fold(s string) (folded, hidden, invisible string) {
 			// out so it cannot split a phrase, never a finding.
 			continue
 		case r == 0x200B || r == 0x200C || r == 0x200D || r == 0x2060 || r == 0x180E || r == 0xFEFF:
-			// Joiners are legitimate inside emoji and some scripts; count
-			// only those wedged between ASCII letters, or a BOM after
-			// the start.
+			// Joiners are legitimate inside emoji and some scripts, and a
+			// BOM between a coordinate and its "/" is how Wikipedia's
+			// coordinates render: count only those wedged between ASCII
+			// letters, where they split a word.
 			next := rune(0)
 			if i < len(s) {
 				next, _ = utf8.DecodeRuneInString(s[i:])
 			}
-			if (isASCIILetter(prev) && isASCIILetter(next)) || (r == 0xFEFF && i > n) {
+			if isASCIILetter(prev) && isASCIILetter(next) {
 				zw++
 			}
 			continue
