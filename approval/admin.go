@@ -35,12 +35,19 @@ import (
 func (s *Store) Handler(token string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/approvals", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.List())
+		reqs, err := s.Current()
+		if err != nil {
+			// Not shown as the list: another replica may have decided
+			// or held calls since this process last read the store.
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": err.Error(), "last_known": reqs})
+			return
+		}
+		writeJSON(w, http.StatusOK, reqs)
 	})
 	mux.HandleFunc("GET /admin/approvals/{id}", func(w http.ResponseWriter, r *http.Request) {
 		req, err := s.Get(r.PathValue("id"))
 		if err != nil {
-			writeError(w, http.StatusNotFound, err)
+			writeError(w, errorStatus(err), err)
 			return
 		}
 		writeJSON(w, http.StatusOK, req)
@@ -87,6 +94,8 @@ func (s *Store) Handler(token string) http.Handler {
 			writeError(w, http.StatusNotFound, err)
 		case errors.Is(err, ErrNotPending):
 			writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "request": req})
+		case err != nil:
+			writeError(w, errorStatus(err), err)
 		default:
 			writeJSON(w, http.StatusOK, req)
 		}
@@ -102,6 +111,20 @@ func (s *Store) Handler(token string) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// errorStatus is the HTTP status of err, an error of Get or Decide:
+// 503 when the store did not answer (nothing was read or decided; before,
+// a decision the store failed to record answered 200 with an empty
+// request, and a request it could not read 404).
+func errorStatus(err error) int {
+	switch {
+	case errors.Is(err, ErrUnavailable):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	}
+	return http.StatusInternalServerError
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

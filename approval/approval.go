@@ -197,6 +197,9 @@ var (
 	// ErrSelfApproval refuses a decision whose decider is the agent whose
 	// call is held: an agent never answers its own approval.
 	ErrSelfApproval = errors.New("approval: the agent whose call is held cannot answer it; another operator must")
+	// ErrUnavailable is in every error of a persistent Store whose
+	// database or Redis did not answer: nothing was read or changed.
+	ErrUnavailable = errors.New("approval: the approvals store is unavailable")
 )
 
 // CallHash binds an approval to one exact call under one policy version.
@@ -285,16 +288,24 @@ func numbersRounded(v jsontext.Value) bool {
 // List returns every live request and the recent history, newest first,
 // expiring overdue ones.
 func (s *Store) List() []Request {
+	out, _ := s.Current()
+	return out
+}
+
+// Current is List, and the store's error (ErrUnavailable) when its
+// database or Redis did not answer: the list is then this process's last
+// known state, which another replica's decisions may have changed.
+func (s *Store) Current() ([]Request, error) {
 	err := s.lock()
 	changed := s.sweep(true)
 	out := make([]Request, 0, len(s.byID))
 	for _, r := range s.byID {
 		out = append(out, *r)
 	}
-	_ = s.unlock(err) // the database's error leaves the last known state
+	err = s.unlock(err)
 	s.notify(changed...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
-	return out
+	return out, err
 }
 
 // Len returns how many requests are live: waiting for an answer, or

@@ -143,17 +143,17 @@ func (s *Store) lock() error {
 		// The store just failed (Redis down or hung): the operations
 		// queued behind the one that waited it out fail at once instead
 		// of each waiting as long again, one after another.
-		return fmt.Errorf("approval: the approvals store failed %v ago: %w", time.Since(s.beFailed).Round(time.Millisecond), s.beErr)
+		return fmt.Errorf("%w: it failed %v ago: %w", ErrUnavailable, time.Since(s.beFailed).Round(time.Millisecond), s.beErr)
 	}
 	tx, err := s.be.begin()
 	if err != nil {
 		s.beErr, s.beFailed = err, time.Now()
-		return fmt.Errorf("approval: reading the approvals store: %w", err)
+		return fmt.Errorf("%w: reading it: %w", ErrUnavailable, err)
 	}
 	if err := s.load(tx); err != nil {
 		tx.rollback()
 		s.beErr, s.beFailed = err, time.Now()
-		return fmt.Errorf("approval: reading the approvals store: %w", err)
+		return fmt.Errorf("%w: reading it: %w", ErrUnavailable, err)
 	}
 	s.beErr = nil
 	s.tx = tx
@@ -214,10 +214,10 @@ func (s *Store) unlock(lockErr error) error {
 	s.tx = nil
 	if err := s.save(tx); err != nil {
 		tx.rollback()
-		return fmt.Errorf("approval: writing the approvals store: %w", err)
+		return fmt.Errorf("%w: writing it: %w", ErrUnavailable, err)
 	}
 	if err := tx.commit(); err != nil {
-		return fmt.Errorf("approval: writing the approvals store: %w", err)
+		return fmt.Errorf("%w: writing it: %w", ErrUnavailable, err)
 	}
 	return nil
 }

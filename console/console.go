@@ -834,7 +834,11 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) 
 	if c.d.Approvals != nil {
 		var pending []heldCall
 		var done []approval.Request
-		for _, q := range c.d.Approvals.List() {
+		reqs, err := c.d.Approvals.Current()
+		if err != nil {
+			data["Error"] = "the approvals store did not answer; shown is what this replica last read, which another may have changed since: " + err.Error()
+		}
+		for _, q := range reqs {
 			if q.Status != approval.Pending {
 				done = append(done, q)
 				continue
@@ -911,8 +915,11 @@ func done(w http.ResponseWriter, r *http.Request, to string, err error, what str
 	}
 	if err != nil {
 		status := http.StatusConflict
-		if errors.Is(err, approval.ErrSelfApproval) || errors.Is(err, recommend.ErrSelfDecision) {
+		switch {
+		case errors.Is(err, approval.ErrSelfApproval) || errors.Is(err, recommend.ErrSelfDecision):
 			status = http.StatusForbidden
+		case errors.Is(err, approval.ErrUnavailable):
+			status = http.StatusServiceUnavailable
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(status)

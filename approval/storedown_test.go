@@ -1,0 +1,91 @@
+package approval
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// TestAdminStoreDown: with the approvals kept in Redis and Redis down,
+// the admin API said nothing of it. A decision it could not record was
+// answered 200 with an empty request (`sluice approvals approve` printed
+// a blank line as if done), a request it could not read 404 (as if there
+// were none), and the list was this replica's last known state, shown as
+// the list though another replica may have decided or held calls since.
+// Each is 503 now, naming the store; the list's body keeps the last known
+// state under last_known. Once Redis is back, all three answer again.
+func TestAdminStoreDown(t *testing.T) {
+	srv := redistest.Start(t)
+	opt, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.MaxRetries, opt.DialTimeout, opt.ReadTimeout = -1, 200*time.Millisecond, 200*time.Millisecond
+	s, err := OpenRedisStore(context.Background(), redis.NewClient(opt), "test:", Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":5}`))
+	if d.ApprovalID == "" {
+		t.Fatalf("call not held: %+v", d)
+	}
+	api := httptest.NewServer(s.Handler(""))
+	t.Cleanup(api.Close)
+	do := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, api.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	decide := `{"action":"approve","by":"alice"}`
+
+	srv.Stop()
+	if code, body := do("GET", "/admin/approvals", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "unavailable") || !strings.Contains(body, d.ApprovalID) {
+		t.Errorf("list with the store down: got %d %s, want 503 naming the store, the last known state under last_known", code, body)
+	}
+	if code, body := do("GET", "/admin/approvals/"+d.ApprovalID, ""); code != http.StatusServiceUnavailable {
+		t.Errorf("get with the store down: got %d %s, want 503", code, body)
+	}
+	time.Sleep(backendRetry) // past the quick refusals: the store is asked again
+	if code, body := do("POST", "/admin/approvals/"+d.ApprovalID, decide); code != http.StatusServiceUnavailable || !strings.Contains(body, "unavailable") {
+		t.Errorf("decide with the store down: got %d %s, want 503 naming the store", code, body)
+	}
+
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// Redis restarted without persistence holds nothing: the replica
+	// writes what it knows back at its next change. The API answers again.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := do("GET", "/admin/approvals", "")
+		if code == http.StatusOK {
+			var reqs []Request
+			if err := json.Unmarshal([]byte(body), &reqs); err != nil {
+				t.Fatalf("list after the restart: %v in %s", err, body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("list 10s after Redis came back: %d %s", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
