@@ -201,7 +201,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		}
 	}
 	x.agent, x.clientName = x.owner.agent, x.owner.clientName()
-	if err := g.classify(r, x); err != nil {
+	if err := g.classify(r, x, c.version); err != nil {
 		writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
 		return
 	}
@@ -336,8 +336,10 @@ var errNoSession = &intercept.WireError{Code: intercept.CodeInvalidRequest,
 // classify works out the protocol version of an exchange and
 // enforces that the MCP headers agree with the body (SEP-2243): a request
 // whose headers say one thing and whose body says another is refused before
-// anything reaches the upstream.
-func (g *Gateway) classify(r *http.Request, x *exchange) error {
+// anything reaches the upstream. requestsVersion is the version the
+// exchange's requests declare in _meta, as identify found it (it refuses
+// requests that disagree): their _meta is not read again (issue 13).
+func (g *Gateway) classify(r *http.Request, x *exchange, requestsVersion string) error {
 	for _, h := range [...]string{hdrVersion, hdrMethod, hdrName} {
 		// Forwarded as sent: a second value, which something routing on
 		// the header may read instead of the first, would disagree with
@@ -347,8 +349,11 @@ func (g *Gateway) classify(r *http.Request, x *exchange) error {
 		}
 	}
 	hv := r.Header.Get(hdrVersion)
-	var metaVersion string
+	metaVersion := requestsVersion
 	for _, m := range x.msgs {
+		if m.Kind == intercept.KindRequest {
+			continue // in requestsVersion
+		}
 		if v, _ := versionFromMeta(m.Meta); v != "" {
 			if metaVersion != "" && v != metaVersion {
 				return mismatch("requests in one batch declare different protocol versions")
