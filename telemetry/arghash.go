@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -20,6 +21,9 @@ import (
 // range), which the decoding path then handles: its answer is the
 // reference, and this one must equal it (FuzzArgumentsHash).
 func hashArguments(raw []byte, extra []string) (sum string, ok bool) {
+	if sum, ok := hashFlat(raw, extra); ok {
+		return sum, true
+	}
 	d := decoders.Get().(*pooledDecoder)
 	c := &d.c
 	defer func() {
@@ -228,4 +232,119 @@ func (c *canonWriter) value(dec *jsontext.Decoder, b []byte) ([]byte, bool) {
 		return append(b, '}'), true
 	}
 	return nil, false
+}
+
+// hashFlat is hashArguments for the arguments most calls carry, read
+// without a decoder (the decoder's set-up and tokens were most of the
+// hash's cost; issue 13): one object, written without blanks, of at most
+// maxFlat members whose names and string values are printable ASCII
+// without escapes and whose values are strings, true, false or null. It
+// writes what value writes for them: members sorted by name, a
+// secret-named member's value redacted, strings scrubbed. ok is false
+// for anything else, and for what value leaves to the decoding path (a
+// duplicate name, a name/value pair); hashArguments then reads it.
+func hashFlat(raw []byte, extra []string) (sum string, ok bool) {
+	if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
+		return "", false
+	}
+	var mb [maxFlat]flatMember
+	members := mb[:0]
+	for i := 1; i < len(raw)-1; {
+		if len(members) == maxFlat {
+			return "", false
+		}
+		name, next, ok := flatString(raw, i)
+		if !ok || next >= len(raw) || raw[next] != ':' {
+			return "", false
+		}
+		m := flatMember{name: string(name)}
+		i = next + 1
+		switch {
+		case i < len(raw) && raw[i] == '"':
+			var s []byte
+			if s, i, ok = flatString(raw, i); !ok {
+				return "", false
+			}
+			m.str, m.isStr = string(s), true
+		case bytes.HasPrefix(raw[i:], []byte("true")):
+			m.lit, i = "true", i+4
+		case bytes.HasPrefix(raw[i:], []byte("false")):
+			m.lit, i = "false", i+5
+		case bytes.HasPrefix(raw[i:], []byte("null")):
+			m.lit, i = "null", i+4
+		default:
+			return "", false
+		}
+		members = append(members, m)
+		switch {
+		case i == len(raw)-1:
+		case raw[i] == ',' && i+1 < len(raw)-1:
+			i++
+		default:
+			return "", false
+		}
+	}
+	var pairNamed, pairValued bool
+	for k := range members {
+		n := normalizeKey(members[k].name)
+		pairNamed = pairNamed || pairName(n)
+		pairValued = pairValued || pairValue(n)
+		members[k].secret = isSecretNormalized(n, extra)
+	}
+	if pairNamed && pairValued {
+		return "", false // perhaps a credential's name/value pair: the decoding path redacts those
+	}
+	// Names of ASCII: UTF-16 order is byte order.
+	slices.SortFunc(members, func(x, y flatMember) int { return strings.Compare(x.name, y.name) })
+	var buf [512]byte
+	b := append(buf[:0], '{')
+	for k, m := range members {
+		if k > 0 {
+			if m.name == members[k-1].name {
+				return "", false // a duplicate name: decoding keeps the last
+			}
+			b = append(b, ',')
+		}
+		b = appendCanonString(b, m.name)
+		b = append(b, ':')
+		switch {
+		case m.secret:
+			b = appendCanonString(b, Redacted)
+		case m.isStr:
+			b = appendCanonString(b, Scrub(m.str))
+		default:
+			b = append(b, m.lit...)
+		}
+	}
+	b = append(b, '}')
+	h := sha256.Sum256(b)
+	var x [2 * sha256.Size]byte
+	hex.Encode(x[:], h[:])
+	return string(x[:]), true
+}
+
+// maxFlat is the most members hashFlat takes: its members live on the
+// stack.
+const maxFlat = 8
+
+type flatMember struct {
+	name, str, lit string
+	isStr, secret  bool
+}
+
+// flatString reads the string that starts at raw[i] if it is printable
+// ASCII without escapes, and returns its content and the index after it.
+func flatString(raw []byte, i int) (s []byte, next int, ok bool) {
+	if i >= len(raw) || raw[i] != '"' {
+		return nil, 0, false
+	}
+	for j := i + 1; j < len(raw); j++ {
+		switch c := raw[j]; {
+		case c == '"':
+			return raw[i+1 : j], j + 1, true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
 }

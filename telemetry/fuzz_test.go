@@ -69,6 +69,8 @@ func FuzzArgumentsHash(f *testing.F) {
 		`{"a":1,"a":2}`, `{"a":1} {"b":2}`, `{"a":1}  `, `{"s":"line\nbreak\u0001\"q\"\\"}`, `{"x":1e400}`,
 		`{"my_secret_field":{"nested":[1,2]},"keep":"v","MaxTokens":5}`, `[]`, `{}`, `[[],[{}]]`,
 		`{"url":"https://user:hunter22@example.com/x","k":"AKIAIOSFODNN7EXAMPLE"}`,
+		`{"message":"hi"}`, `{"b":true,"a":null,"c":"sk-abcdefghijklmnopqrstuv","token":false}`, `{"name":"api_key","value":"v"}`,
+		`{"a":"x","a":"y"}`, `{"a":"x",}`, `{"Z":"1","z":"2","_":"3"}`,
 	} {
 		f.Add([]byte(s), "")
 		f.Add([]byte(s), "keep")

@@ -205,6 +205,14 @@ func TestArgumentsHashTokenPath(t *testing.T) {
 
 func BenchmarkArguments(b *testing.B) {
 	raw := []byte(`{"message":"hello from the benchmark","count":3,"options":{"api_key":"sk-abcdefghijklmnopqrstuv","verbose":true}}`)
+	b.Run("flat", func(b *testing.B) {
+		// sluice bench's arguments: hashFlat's.
+		flat := []byte(`{"message":"hi"}`)
+		b.ReportAllocs()
+		for b.Loop() {
+			Redactor{}.Arguments(flat)
+		}
+	})
 	for _, keep := range []bool{false, true} {
 		b.Run(map[bool]string{false: "hash", true: "keep"}[keep], func(b *testing.B) {
 			r := Redactor{KeepArguments: keep}
