@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"encoding/binary"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -58,6 +59,9 @@ func Compact(msg []byte) ([]byte, error) {
 // line terminator to any framing. Anything else, or anything not as
 // promised (a control byte), goes through Compact.
 func CompactValid(msg []byte) ([]byte, error) {
+	if plainCompact(msg) {
+		return msg, nil
+	}
 	inString := false
 	for i := 0; i < len(msg); i++ {
 		c := msg[i]
@@ -76,4 +80,31 @@ func CompactValid(msg []byte) ([]byte, error) {
 		return Compact(msg)
 	}
 	return msg, nil
+}
+
+// plainCompact reports, a word at a time and with bytes' vector scans,
+// what CompactValid's loop finds of most requests byte by byte (a
+// tools/call of sluice bench, 284 bytes: 38 ns, not 178; issue 13): msg
+// is not empty, all printable ASCII, without a blank, and
+// without a backslash its quotes pair up (no string is left open). Such
+// a msg is returned as it is by the loop too.
+func plainCompact(msg []byte) bool {
+	if len(msg) == 0 || bytes.IndexByte(msg, ' ') >= 0 || bytes.IndexByte(msg, '\\') >= 0 || bytes.Count(msg, []byte{'"'})%2 != 0 {
+		return false
+	}
+	i := 0
+	for ; i+8 <= len(msg); i += 8 {
+		// A byte below 0x20 borrows into its top bit when 0x20 is taken
+		// from it (a borrow into the bytes above starts only at such a
+		// byte); one of 0x80 or more has it set already.
+		if w := binary.LittleEndian.Uint64(msg[i:]); ((w-0x2020202020202020)|w)&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for ; i < len(msg); i++ {
+		if c := msg[i]; c < 0x20 || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
