@@ -163,6 +163,19 @@ type Options struct {
 	// lapsed credential, another task); not of one for a relay it does not
 	// hold (anyone may POST those, unauthenticated).
 	OnPushRefused func(agent, principal, reason string)
+	// Relays, if set (with PushRelay), keeps each relay's record where
+	// every replica sees it (pushshare.go), sealed with RelayKeys: any
+	// replica delivers the agent's pushes to any relay, and relays outlive
+	// a restart. Nil: a relay lives in the process that registered it.
+	Relays RelayStore
+	// RelayKeys seal the records in Relays (AES-256-GCM, 32 bytes each):
+	// the first seals, all open. Required with Relays.
+	RelayKeys [][]byte
+	// RecheckKey, if set, reports why the API key with this id no longer
+	// holds (revoked, expired, gone from the key file), or nil: how a
+	// replica that did not take a relay's registration checks the
+	// caller's key. Without it such a relay's pushes are refused (410).
+	RecheckKey func(keyID string) error
 	// AllowPrivatePushURLs lets push notification URLs name loopback,
 	// private and link-local addresses (refused by default: an agent must
 	// not make an upstream call into the gateway's network).
@@ -215,6 +228,7 @@ type Gateway struct {
 	// bounds the deliveries at once.
 	pushes     *pushRelays
 	delivering *deliveries
+	shared     *sharedRelays // Options.Relays; nil: relays in this process only
 }
 
 // New returns a gateway deciding with ic.
@@ -269,6 +283,13 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 	g := &Gateway{opts: opts, ic: ic, calls: h1.NoRedirects(opts.Client), agents: map[string]*agent{}, tasks: newOwners(opts.MaxTasks, opts.Tasks, log), log: log,
 		signer: newSigner(opts.SigningKey), keys: keyCache{sets: map[string]keyEntry{}},
 		pushes: newPushRelays(opts.MaxPushRelays, opts.PushRelayTTL), delivering: newDeliveries(opts.PushDeliveries)}
+	if opts.Relays != nil && opts.PushRelay {
+		s, err := newSharedRelays(opts.Relays, opts.RelayKeys, opts.PushRelayTTL)
+		if err != nil {
+			return nil, err
+		}
+		g.shared, g.pushes.keepEnded = s, true
+	}
 	for i, a := range opts.Agents {
 		if err := ValidateAgent(a); err != nil {
 			return nil, fmt.Errorf("agents[%d]: %w", i, err)
@@ -593,16 +614,17 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		rel.rewrite = func(result jsontext.Value) jsontext.Value {
 			if deleted != "" {
 				g.pushes.removeConfig(a.Name, owner, ids[0], deleted)
+				g.forgetEnded(r.Context())
 			}
 			taken = true
-			return g.showCaller(a.Name, owner, result)
+			return g.showCaller(r.Context(), a.Name, owner, result)
 		}
 		if rel.push != nil {
 			// A config the agent did not take (an error, no answer) has
 			// no relay.
 			defer func() {
 				if !taken {
-					g.pushes.remove(rel.push)
+					g.endRelay(r.Context(), rel.push)
 				}
 			}()
 		}
@@ -777,7 +799,10 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 			return
 		}
 		m, rec = sent, r2
-		defer g.pushes.dropUnbound(rec)
+		defer func() {
+			g.pushes.dropUnbound(rec)
+			g.forgetEnded(r.Context())
+		}()
 	}
 	g.relay(w, r, a, m, v1, relayed{action: d, push: rec})
 }

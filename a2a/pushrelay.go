@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -75,12 +76,14 @@ const tokenHeader = "X-A2A-Notification-Token"
 // pushRecord is one relayed push config. The fields before task never
 // change once it is added; the rest are guarded by pushRelays.mu.
 type pushRecord struct {
-	id        string // the relay URL's last segment
-	token     string // the agent's, checked on every push
+	id        string   // the relay URL's last segment
+	token     string   // the agent's ("" in a record read from the store)
+	tokenHash [32]byte // its SHA-256, checked on every push
 	agent     string
 	owner     string
 	share     string               // what the bounds count it against (relayShare)
-	principal *intercept.Principal // nil: no credential to lose
+	principal *intercept.Principal // nil: no credential to lose, or a record read from the store
+	cred      *relayCredential     // what the store keeps of principal (Options.Relays)
 	url       string               // the caller's URL, token, authentication
 	callerTok string
 	auth      jsontext.Value // the caller's authentication member, or nil
@@ -102,6 +105,10 @@ type pushRelays struct {
 	mu            sync.Mutex       // guards the fields below and records' task, configID, used
 	byID          map[string]*pushRecord
 	owned         map[string]int // share -> records
+	// ended are the ids of relays ended here since takeEnded, for the
+	// shared store (keepEnded) to end on every replica.
+	ended     []string
+	keepEnded bool
 }
 
 func newPushRelays(n int, ttl time.Duration) *pushRelays {
@@ -112,6 +119,7 @@ func newPushRelays(n int, ttl time.Duration) *pushRelays {
 var errRelaysFull = &intercept.WireError{Code: codePushNotSupported, Message: "push notifications: the gateway relays as many push configs as it keeps; delete one, or poll tasks/get or subscribe instead"}
 
 func (p *pushRelays) add(r *pushRecord) error {
+	r.tokenHash = sha256.Sum256([]byte(r.token)) // what a push's is compared with
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -130,7 +138,7 @@ func (p *pushRelays) add(r *pushRecord) error {
 	if len(p.byID) >= p.max {
 		for _, x := range p.byID {
 			if now.Sub(x.used) > p.ttl {
-				p.removeLocked(x)
+				p.dropLocked(x)
 			}
 		}
 	}
@@ -167,7 +175,27 @@ func (p *pushRelays) add(r *pushRecord) error {
 	return nil
 }
 
+// removeLocked ends r here and, once taken (takeEnded), on every
+// replica: but for its TTL, which the shared store keeps itself (another
+// replica may have used it since).
 func (p *pushRelays) removeLocked(r *pushRecord) {
+	p.dropLocked(r)
+	if p.keepEnded {
+		p.ended = append(p.ended, r.id)
+	}
+}
+
+// takeEnded returns the relays ended since it was last called.
+func (p *pushRelays) takeEnded() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := p.ended
+	p.ended = nil
+	return ids
+}
+
+// dropLocked forgets r here only.
+func (p *pushRelays) dropLocked(r *pushRecord) {
 	if p.byID[r.id] != r {
 		return
 	}
@@ -183,6 +211,24 @@ func (p *pushRelays) remove(r *pushRecord) {
 	p.removeLocked(r)
 }
 
+// drop forgets r here only.
+func (p *pushRelays) drop(r *pushRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropLocked(r)
+}
+
+// endRelay ends r here and, with a shared store, on every replica.
+func (g *Gateway) endRelay(ctx context.Context, r *pushRecord) {
+	g.pushes.drop(r)
+	if g.shared == nil {
+		return
+	}
+	if err := g.shared.forget(context.WithoutCancel(ctx), []string{r.id}); err != nil {
+		g.log.Warn("a2a: push relay: an ended relay could not be removed from the shared store: other replicas hold it until push_relay.ttl", "agent", r.agent, "principal", r.owner, "err", err)
+	}
+}
+
 // touch marks r used now.
 func (p *pushRelays) touch(r *pushRecord) {
 	p.mu.Lock()
@@ -196,7 +242,7 @@ func (p *pushRelays) get(id string) *pushRecord {
 	defer p.mu.Unlock()
 	r := p.byID[id]
 	if r != nil && p.now().Sub(r.used) > p.ttl {
-		p.removeLocked(r)
+		p.dropLocked(r)
 		return nil
 	}
 	return r
@@ -239,6 +285,12 @@ func (g *Gateway) bindPush(ctx context.Context, r *pushRecord, tasks []string) {
 		}
 	}
 	g.pushes.bind(r, mine)
+	if len(mine) > 0 {
+		// Other replicas check the agent's pushes against the task too.
+		// One the store did not take is still bound here; there, the
+		// first push binds it as when it comes before the answer.
+		_ = g.saveRelay(ctx, r)
+	}
 }
 
 // dropUnbound ends r if no task was named for it: the agent answered the
@@ -344,6 +396,7 @@ func (g *Gateway) relayURL(id string) string { return g.opts.PublicURL + PushRel
 func (g *Gateway) relayConfig(ctx context.Context, a *agent, v jsontext.Value, task string) (jsontext.Value, *pushRecord, error) {
 	rec := &pushRecord{id: randomID(16), token: randomID(32), agent: a.Name, owner: ownerOf(ctx), share: relayShare(ctx),
 		principal: intercept.PrincipalFrom(ctx), task: task}
+	rec.cred = credentialOf(rec.principal)
 	found := 0
 	var bad error
 	out, err := rewriteObjects(v, func(ms []jsonMember) []jsonMember {
@@ -517,8 +570,14 @@ func (g *Gateway) relayMessage(ctx context.Context, a *agent, m *intercept.Messa
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := g.pushes.add(rec); err != nil {
+	err = g.pushes.add(rec)
+	g.forgetEnded(ctx) // the relays the bounds ended for it
+	if err != nil {
 		return nil, nil, err
+	}
+	if err := g.saveRelay(ctx, rec); err != nil {
+		g.pushes.drop(rec) // the store never held it
+		return nil, nil, errRegisterShared
 	}
 	return sent, rec, nil
 }
@@ -528,11 +587,13 @@ func (g *Gateway) relayMessage(ctx context.Context, a *agent, m *intercept.Messa
 // (its url, token and authentication), learning the config's id; a relay
 // that is not owner's, or is gone, keeps its URL but loses its token.
 // The relay's token never reaches a caller.
-func (g *Gateway) showCaller(agentName, owner string, result jsontext.Value) jsontext.Value {
+func (g *Gateway) showCaller(ctx context.Context, agentName, owner string, result jsontext.Value) jsontext.Value {
 	if result == nil {
 		return jsontext.Value("null")
 	}
 	prefix := g.relayURL("")
+	lookups := 0
+	var learned []*pushRecord
 	out, err := rewriteObjects(result, func(ms []jsonMember) []jsonMember {
 		var rec *pushRecord
 		ours := false
@@ -540,7 +601,7 @@ func (g *Gateway) showCaller(agentName, owner string, result jsontext.Value) jso
 			if m.name == "url" {
 				if id, ok := strings.CutPrefix(unquote(m.value), prefix); ok {
 					ours = true
-					if r := g.pushes.get(id); r != nil && r.agent == agentName && r.owner == owner {
+					if r := g.relayShown(ctx, id, &lookups); r != nil && r.agent == agentName && r.owner == owner {
 						rec = r
 					}
 				}
@@ -563,6 +624,7 @@ func (g *Gateway) showCaller(agentName, owner string, result jsontext.Value) jso
 					g.pushes.mu.Lock()
 					if rec.configID == "" {
 						rec.configID = unquote(m.value)
+						learned = append(learned, rec)
 					}
 					g.pushes.mu.Unlock()
 				}
@@ -583,7 +645,32 @@ func (g *Gateway) showCaller(agentName, owner string, result jsontext.Value) jso
 	if err != nil {
 		return nil
 	}
+	for _, r := range learned {
+		_ = g.saveRelay(ctx, r) // the id a delete through another replica names
+	}
 	return out
+}
+
+// maxShownLookups bounds the relays one answer about push configs may
+// look up in the shared store (a list of thousands would otherwise cost
+// as many round trips); past it, or once the store fails, a config of a
+// relay this process does not hold is shown without its token, as one
+// that is gone.
+const maxShownLookups = 64
+
+// relayShown is the relay id names for showCaller: this process's, or
+// the shared store's (registered through another replica).
+func (g *Gateway) relayShown(ctx context.Context, id string, lookups *int) *pushRecord {
+	if r := g.pushes.get(id); r != nil || g.shared == nil || *lookups >= maxShownLookups {
+		return r
+	}
+	*lookups++
+	r, err := g.shared.load(ctx, id)
+	if err != nil {
+		*lookups = maxShownLookups
+		return nil
+	}
+	return r
 }
 
 // servePush takes an agent's push for a relay and delivers it.
@@ -593,16 +680,28 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		io.WriteString(w, msg+"\n")
 	}
-	rec := g.pushes.get(r.PathValue("id"))
+	rec, err := g.relayFor(r.Context(), r.PathValue("id"))
+	if err != nil {
+		// The store holds the relay, or not: neither delivered unchecked
+		// nor answered 404 (the agent would give up on a live relay).
+		g.log.Warn("a2a: push relay: push refused: the shared relay store did not answer", "remote", remoteAddr(r), "err", err)
+		g.pushRefused("", "", "the shared relay store did not answer")
+		answer(http.StatusServiceUnavailable, "the gateway cannot read its push relays now (its shared store does not answer): not delivered; try again")
+		return
+	}
 	if rec == nil {
 		// Anyone may POST here, unauthenticated: no event, and only a
 		// debug line, or each such request would be a write to the audit
 		// log.
 		g.log.Debug("a2a: push relay: a push for a relay the gateway does not hold", "remote", remoteAddr(r))
+		if g.shared != nil {
+			answer(http.StatusNotFound, "no push relay with this id: deleted, ended or expired")
+			return
+		}
 		answer(http.StatusNotFound, "no push relay with this id here: deleted, expired, or registered through another replica (relays are kept by the replica that registered them)")
 		return
 	}
-	if subtle.ConstantTimeCompare([]byte(r.Header.Get(tokenHeader)), []byte(rec.token)) != 1 {
+	if sum := sha256.Sum256([]byte(r.Header.Get(tokenHeader))); subtle.ConstantTimeCompare(sum[:], rec.tokenHash[:]) != 1 {
 		g.log.Warn("a2a: push relay: a push without the relay's token refused", "agent", rec.agent, "principal", rec.owner, "remote", remoteAddr(r))
 		g.pushRefused(rec.agent, rec.owner, "wrong or missing token")
 		answer(http.StatusUnauthorized, "the push does not carry the token the gateway gave this push config")
@@ -610,10 +709,13 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	}
 	gone := func() bool {
 		why := lapsed(rec.principal)
+		if rec.principal == nil {
+			why = g.storedLapsed(rec.cred) // registered through another replica, or before a restart
+		}
 		if why == "" {
 			return false
 		}
-		g.pushes.remove(rec)
+		g.endRelay(r.Context(), rec)
 		g.log.Info("a2a: push relay: push dropped and the relay ended: the caller's credential no longer holds", "agent", rec.agent, "principal", rec.owner, "why", why)
 		g.pushRefused(rec.agent, rec.owner, "the caller's credential no longer holds: "+why)
 		answer(http.StatusGone, "the caller that registered this push config is no longer authenticated: not delivered, and the relay is ended")
@@ -635,10 +737,20 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b := jsontext.Value(body)
+	g.pushes.mu.Lock()
+	unbound := rec.task == ""
+	g.pushes.mu.Unlock()
 	if why := g.pushNamesTask(r.Context(), rec, b); why != "" {
 		g.log.Warn("a2a: push relay: push refused", "agent", rec.agent, "principal", rec.owner, "why", why)
 		g.pushRefused(rec.agent, rec.owner, why)
 		answer(http.StatusForbidden, why+": not delivered")
+		return
+	}
+	if unbound && g.saveRelay(r.Context(), rec) != nil {
+		// Bound here only: another replica would bind the relay to
+		// whichever task the next push named.
+		g.pushRefused(rec.agent, rec.owner, "the shared relay store did not answer")
+		answer(http.StatusServiceUnavailable, "the gateway cannot record its push relay's task now (its shared store does not answer): not delivered; try again")
 		return
 	}
 	switch g.delivering.start(rec.share) {
@@ -675,9 +787,10 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	}
 	if terminal(body) {
 		// The task's last update: the agent pushes no more for it.
-		g.pushes.remove(rec)
+		g.endRelay(r.Context(), rec)
 	} else {
 		g.pushes.touch(rec)
+		_ = g.saveRelay(r.Context(), rec) // its TTL from now, on every replica
 	}
 	// The delivery's status class, not its body or headers: the caller's
 	// answer is none of the agent's business.
@@ -689,6 +802,41 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	default:
 		answer(http.StatusBadGateway, fmt.Sprintf("the caller's webhook answered HTTP %d", status))
 	}
+}
+
+// relayFor returns the relay id names, or nil. With a shared store
+// (Options.Relays) the store says whether it lives: this process's copy,
+// which holds the caller's Principal, serves only while the store holds
+// the relay (another replica may have ended it), the task the store has
+// bound it to if it had none.
+func (g *Gateway) relayFor(ctx context.Context, id string) (*pushRecord, error) {
+	rec := g.pushes.get(id)
+	if g.shared == nil {
+		return rec, nil
+	}
+	stored, err := g.shared.load(ctx, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case stored == nil:
+		if rec != nil {
+			g.pushes.drop(rec)
+		}
+		return nil, nil
+	case g.agents[stored.agent] == nil:
+		return nil, nil // an agent this replica's config does not name
+	case rec == nil || rec.tokenHash != stored.tokenHash:
+		return stored, nil
+	}
+	g.pushes.mu.Lock()
+	if rec.task == "" {
+		rec.task = stored.task
+	}
+	if rec.configID == "" {
+		rec.configID = stored.configID
+	}
+	g.pushes.mu.Unlock()
+	return rec, nil
 }
 
 // remoteAddr is the client r came from: behind trusted_proxies the one

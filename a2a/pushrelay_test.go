@@ -549,7 +549,7 @@ func TestPushRelayShowsCaller(t *testing.T) {
 		{"alice", `"url":"http://127.0.0.1:9/alice"`, token},
 		{"bob", `"url":"` + url + `"`, token},
 	} {
-		got := string(e.g.showCaller("stub", c.owner, []byte(answer)))
+		got := string(e.g.showCaller(context.Background(), "stub", c.owner, []byte(answer)))
 		if !strings.Contains(got, c.want) || strings.Contains(got, c.notWant) {
 			t.Errorf("%s is shown %s; want %s and no relay token", c.owner, got, c.want)
 		}

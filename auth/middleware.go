@@ -127,6 +127,18 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	})
 }
 
+// KeyHolds reports why the API key with id no longer holds (revoked,
+// expired, gone from the key file), or nil: what a Principal's Check asks,
+// for a process that has only the key's id (another replica's A2A push
+// relay). Without api_key mode every id is refused; a nil Authenticator
+// (no auth:) holds none either.
+func (a *Authenticator) KeyHolds(id string) error {
+	if a == nil || a.keys == nil {
+		return errors.New("API keys are not configured on this replica")
+	}
+	return a.keys.stillGood(id)
+}
+
 // Authenticate returns the principal of r, or a *Failure.
 func (a *Authenticator) Authenticate(r *http.Request) (*intercept.Principal, error) {
 	vals := r.Header.Values("Authorization")

@@ -50,7 +50,7 @@ func certPrincipal(cs *tls.ConnectionState, identity string) (*intercept.Princip
 	return &intercept.Principal{ID: id, Method: ModeMTLS, Claims: map[string]any{
 		"subject": leaf.Subject.String(), "serial": leaf.SerialNumber.String(), "uris": uris,
 		"issuer": leaf.Issuer.String(),
-	}, Check: func() error {
+	}, Expires: leaf.NotAfter, Check: func() error {
 		if time.Now().After(leaf.NotAfter) {
 			return errors.New("the client certificate expired")
 		}

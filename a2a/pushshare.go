@@ -1,0 +1,242 @@
+package a2a
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// Relays shared by replicas (Options.Relays). Without a store a relay
+// lives in the process that took its registration. With one, each relay's
+// record is also kept in the store, sealed with AES-256-GCM under
+// Options.RelayKeys (sluice serve's session_keys) and bound to the
+// relay's id, so that:
+//
+//   - any replica takes the agent's push to any relay: it reads the
+//     record (one store round trip per push) and checks and delivers the
+//     push as the registering replica would;
+//   - a relay outlives the process that registered it;
+//   - a relay ended on one replica (deleted config, the task's last
+//     state, the caller's credential, a bound) is ended on all: the store
+//     is the record of which relays live, and a replica's own copy serves
+//     only while the store still holds the relay.
+//
+// The record holds no secret in clear: the caller's URL, token and
+// authentication are sealed with the rest, and of the agent's token only
+// its SHA-256 is kept, so that even the keys do not give it back.
+//
+// The caller's credential cannot travel: a replica that did not take the
+// registration checks what the record says of it (relayCredential).
+
+// RelayStore keeps relay records where every replica sees them (Redis in
+// sluice serve). Values are opaque (sealed) bytes; a store that cannot
+// answer returns an error, and the gateway refuses what needed it rather
+// than deliver or register unchecked. Its methods are called concurrently.
+type RelayStore interface {
+	// Put stores value under key for ttl, replacing what was there.
+	Put(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// Get returns key's value and whether it has one.
+	Get(ctx context.Context, key string) ([]byte, bool, error)
+	// Delete removes key; a key that is not there is no error.
+	Delete(ctx context.Context, key string) error
+}
+
+// errRelayStore is a relay store that did not answer.
+var errRelayStore = errors.New("the shared relay store did not answer")
+
+// relayCredential is what a record says of the credential of the caller
+// that registered it, for a replica that does not hold its Principal.
+type relayCredential struct {
+	Method  string    `json:"m"`           // api_key, jwt, mtls…
+	KeyID   string    `json:"k,omitempty"` // an API key's id, rechecked against the key file (Options.RecheckKey)
+	Expires time.Time `json:"e,omitzero"`  // a JWT's exp, a certificate's NotAfter
+	Lapses  bool      `json:"l,omitempty"` // the credential can stop holding (Principal.Check)
+}
+
+// credentialOf is what a record keeps of p (nil: no credential to lose).
+func credentialOf(p *intercept.Principal) *relayCredential {
+	if p == nil || (p.Check == nil && p.Expires.IsZero()) {
+		return nil
+	}
+	c := &relayCredential{Method: p.Method, Expires: p.Expires, Lapses: p.Check != nil}
+	if id, ok := p.Claims["key_id"].(string); ok && p.Method == "api_key" {
+		c.KeyID = id
+	}
+	return c
+}
+
+// storedRelay is a relay's record in the store, sealed.
+type storedRelay struct {
+	TokenHash []byte           `json:"th"`
+	Agent     string           `json:"a"`
+	Owner     string           `json:"o"`
+	Share     string           `json:"s"`
+	URL       string           `json:"u"`
+	CallerTok string           `json:"t,omitempty"`
+	Auth      jsontext.Value   `json:"au,omitempty"`
+	Task      string           `json:"k,omitempty"`
+	ConfigID  string           `json:"c,omitempty"`
+	Cred      *relayCredential `json:"cr,omitempty"`
+}
+
+// sharedRelays is a relay store with the keys that seal its records.
+type sharedRelays struct {
+	store RelayStore
+	aeads []cipher.AEAD // the first seals, all open
+	ttl   time.Duration
+}
+
+func newSharedRelays(store RelayStore, keys [][]byte, ttl time.Duration) (*sharedRelays, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("push relay: a shared relay store needs keys to seal its records (session_keys)")
+	}
+	s := &sharedRelays{store: store, ttl: ttl}
+	for i, k := range keys {
+		if len(k) != 32 {
+			return nil, fmt.Errorf("push relay: key %d is %d bytes, want 32 (AES-256)", i+1, len(k))
+		}
+		b, err := aes.NewCipher(k)
+		if err != nil {
+			return nil, err
+		}
+		a, err := cipher.NewGCM(b)
+		if err != nil {
+			return nil, err
+		}
+		s.aeads = append(s.aeads, a)
+	}
+	return s, nil
+}
+
+// relayAD binds a sealed record to its relay's id: a record copied under
+// another relay's key does not open.
+func relayAD(id string) []byte { return []byte("sluice push relay v1\x00" + id) }
+
+// save stores r's record, as it is now.
+func (s *sharedRelays) save(ctx context.Context, p *pushRelays, r *pushRecord) error {
+	p.mu.Lock()
+	st := storedRelay{TokenHash: r.tokenHash[:], Agent: r.agent, Owner: r.owner, Share: r.share, URL: r.url,
+		CallerTok: r.callerTok, Auth: r.auth, Task: r.task, ConfigID: r.configID, Cred: r.cred}
+	p.mu.Unlock()
+	plain, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	a := s.aeads[0]
+	nonce := make([]byte, a.NonceSize(), a.NonceSize()+len(plain)+a.Overhead())
+	rand.Read(nonce) // never fails (crypto/rand)
+	sealed := a.Seal(nonce, nonce, plain, relayAD(r.id))
+	if err := s.store.Put(ctx, r.id, sealed, s.ttl); err != nil {
+		return fmt.Errorf("%w: %w", errRelayStore, err)
+	}
+	return nil
+}
+
+// load returns the relay id names as the store has it, or nil if the
+// store holds none (or one no key opens).
+func (s *sharedRelays) load(ctx context.Context, id string) (*pushRecord, error) {
+	b, ok, err := s.store.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errRelayStore, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	for _, a := range s.aeads {
+		if len(b) < a.NonceSize() {
+			break
+		}
+		plain, err := a.Open(nil, b[:a.NonceSize()], b[a.NonceSize():], relayAD(id))
+		if err != nil {
+			continue
+		}
+		var st storedRelay
+		if json.Unmarshal(plain, &st) != nil || len(st.TokenHash) != sha256.Size {
+			return nil, nil
+		}
+		r := &pushRecord{id: id, agent: st.Agent, owner: st.Owner, share: st.Share, url: st.URL, callerTok: st.CallerTok,
+			auth: st.Auth, cred: st.Cred, task: st.Task, configID: st.ConfigID}
+		copy(r.tokenHash[:], st.TokenHash)
+		return r, nil
+	}
+	return nil, nil
+}
+
+// forget deletes the records of ids, on their own timeout: a relay ended
+// here must end on every replica, whoever's request ended it.
+func (s *sharedRelays) forget(ctx context.Context, ids []string) error {
+	var first error
+	for _, id := range ids {
+		if err := s.store.Delete(ctx, id); err != nil && first == nil {
+			first = fmt.Errorf("%w: %w", errRelayStore, err)
+		}
+	}
+	return first
+}
+
+// saveRelay stores r (Options.Relays); without a store it does nothing.
+func (g *Gateway) saveRelay(ctx context.Context, r *pushRecord) error {
+	if g.shared == nil || r == nil {
+		return nil
+	}
+	err := g.shared.save(context.WithoutCancel(ctx), g.pushes, r)
+	if err != nil {
+		g.log.Warn("a2a: push relay: the relay's record could not be stored: other replicas will not deliver its pushes", "agent", r.agent, "principal", r.owner, "err", err)
+	}
+	return err
+}
+
+// forgetEnded deletes from the store the relays this process ended since
+// it last did (pushRelays.ended); without a store it does nothing.
+func (g *Gateway) forgetEnded(ctx context.Context) {
+	ids := g.pushes.takeEnded()
+	if g.shared == nil || len(ids) == 0 {
+		return
+	}
+	if err := g.shared.forget(context.WithoutCancel(ctx), ids); err != nil {
+		// Left to the record's TTL: a replica that takes a push for it
+		// reads the credential and the task as before.
+		g.log.Warn("a2a: push relay: an ended relay could not be removed from the shared store: other replicas hold it until push_relay.ttl", "relays", len(ids), "err", err)
+	}
+}
+
+// errRegisterShared refuses a registration whose relay the store did
+// not take: other replicas could not deliver its pushes.
+var errRegisterShared = &intercept.WireError{Code: intercept.CodeInternalError,
+	Message: "push notifications: the gateway could not record the push config's relay in its shared store (agent_tasks.redis_url): not registered with the agent; try again"}
+
+// storedLapsed says why the credential a record describes no longer
+// holds, or "": how a replica that did not take the registration checks
+// the caller's credential. An expiry (a JWT's exp, a certificate's
+// NotAfter) is checked here; an API key is looked up again in the key
+// file every replica loads (Options.RecheckKey); a credential that can
+// lapse in a way the record cannot tell is taken as lapsed (fail closed).
+func (g *Gateway) storedLapsed(c *relayCredential) string {
+	if c == nil {
+		return ""
+	}
+	if !c.Expires.IsZero() && !time.Now().Before(c.Expires) {
+		return "expired"
+	}
+	switch {
+	case c.KeyID != "" && g.opts.RecheckKey != nil:
+		if err := g.opts.RecheckKey(c.KeyID); err != nil {
+			return err.Error()
+		}
+		return ""
+	case c.Method == "api_key":
+		return "the API key cannot be checked on this replica"
+	case c.Lapses && c.Expires.IsZero():
+		return "the credential cannot be checked on this replica"
+	}
+	return ""
+}
