@@ -225,6 +225,9 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		return err
 	}
 	pushRelayed := false // agents' pushes come to the relay, past authn
+	// authn is made once the gateway is; a relay registered through
+	// another replica asks it about the caller's API key, once serving.
+	var authn *auth.Authenticator
 	if len(cfg.Agents) > 0 {
 		key, err := cfg.signingKey()
 		if err != nil {
@@ -249,6 +252,13 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 			OnCardRefused:    gv.rec.cardRefused, SigningKey: key, Tasks: shared, PublicURL: cfg.PublicURL,
 			OnPushRefused: gv.rec.pushRefused}
 		cfg.withPushRelay(&ao, relay)
+		var rt *redisTasks
+		if tasks != nil {
+			rt = tasks.s
+		}
+		if w := cfg.withSharedRelays(&ao, rt, func(id string) error { return authn.KeyHolds(id) }); w != "" {
+			logger.Warn(w)
+		}
 		ag, err := a2a.New(ao, gv.ic)
 		if err != nil {
 			ln.Close()
@@ -263,7 +273,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		return err
 	}
 	defer g.Close()
-	authn, err := cfg.authenticator(ctx, gv.rec, logger)
+	authn, err = cfg.authenticator(ctx, gv.rec, logger)
 	if err != nil {
 		ln.Close()
 		return err

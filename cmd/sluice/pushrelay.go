@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/a2a"
 )
 
@@ -72,4 +75,69 @@ func pushRelayOpen(open, authed http.Handler) http.Handler {
 		}
 		authed.ServeHTTP(w, r)
 	})
+}
+
+// relayKeyInfix follows agent_tasks.key_prefix in the keys of shared push
+// relays: A2A task keys go on with an agent's name, which holds no NUL,
+// MCP task keys with "\x00mcp\x00" and sealed sessions' with
+// sessionKeyInfix, so none is one.
+const relayKeyInfix = "\x00relay\x00"
+
+// redisRelays is a2a.RelayStore in the agent_tasks Redis: one key per
+// relay, its value sealed by the a2a package, expiring with the relay's
+// TTL; each command bounded by agent_tasks.timeout.
+type redisRelays struct {
+	c       *redis.Client
+	prefix  string
+	timeout time.Duration
+}
+
+var _ a2a.RelayStore = (*redisRelays)(nil)
+
+func (s *redisRelays) Put(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := s.c.Set(ctx, s.prefix+key, value, ttl).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+func (s *redisRelays) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	b, err := s.c.Get(ctx, s.prefix+key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("redis: %w", err)
+	}
+	return b, true, nil
+}
+
+func (s *redisRelays) Delete(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := s.c.Del(ctx, s.prefix+key).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+// withSharedRelays keeps o's relays in the agent_tasks Redis, sealed with
+// the session_keys, when both are set; keyHolds checks an API key again
+// for a replica that did not take the relay's registration. It returns a
+// warning when Redis is set without keys: relays then stay in each
+// replica rather than sit in Redis in clear.
+func (c *config) withSharedRelays(o *a2a.Options, tasks *redisTasks, keyHolds func(string) error) string {
+	if !o.PushRelay || tasks == nil {
+		return ""
+	}
+	if len(c.sessionKeys) == 0 {
+		return "A2A push relays stay in the replica that registered them (an agent's push that reaches another replica is answered 404): set session_keys, with which agent_tasks.redis_url keeps them sealed for every replica"
+	}
+	o.Relays = &redisRelays{c: tasks.c, prefix: tasks.prefix + relayKeyInfix, timeout: tasks.timeout}
+	o.RelayKeys, o.RecheckKey = c.sessionKeys, keyHolds
+	return ""
 }
