@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	a2ago "github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/a2asrv/push"
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// TestPushRelayAcrossReplicas: two sluice serve replicas on one real
+// redis-server (agent_tasks.redis_url, session_keys), API keys, and
+// a2a-go's server with its HTTP push sender as the agent. Alice registers
+// a push config with her message through replica A; the agent's pushes
+// reach the gateway through a load balancer that sends them to replica B.
+// B delivers them to her webhook with her token; with Redis stopped B
+// answers 503 and a registration through A is refused with a JSON-RPC
+// error; with Redis back (empty) a new registration through A is
+// delivered through B without either gateway restarting; once her key is
+// revoked B answers 410 and delivers nothing. Before, B answered every
+// push 404 (relays lived in A's memory).
+func TestPushRelayAcrossReplicas(t *testing.T) {
+	rs := redistest.Start(t)
+	keyFile, key, _ := aliceAndMallory(t)
+	pushes := make(chan string, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		pushes <- r.Header.Get("X-A2A-Notification-Token") + "|" + string(b)
+	}))
+	t.Cleanup(hook.Close)
+	steps := &scriptedSteps{steps: map[string]chan string{}}
+	h := a2asrv.NewHandler(steps, a2asrv.WithPushNotifications(push.NewInMemoryStore(), push.NewHTTPPushSender(nil)))
+	mux := http.NewServeMux()
+	var agent *httptest.Server
+	mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"name":"research","url":"%s/rpc","preferredTransport":"JSONRPC","protocolVersion":"0.3","capabilities":{"pushNotifications":true},"skills":[{"id":"echo","description":"Echo."}]}`, agent.URL)
+	})
+	mux.Handle("POST /rpc", a2asrv.NewJSONRPCHandler(h))
+	agent = httptest.NewServer(mux)
+	t.Cleanup(agent.Close)
+
+	lnA, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lnB, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseA, baseB := "http://"+lnA.Addr().String(), "http://"+lnB.Addr().String()
+	// The load balancer agents reach the gateway through (public_url):
+	// it sends every push to B, and tells what B answered to each.
+	type answer struct {
+		body   string
+		status int
+	}
+	answered := make(chan answer, 64)
+	target, _ := url.Parse(baseB)
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
+	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		rw := &statusWriter{ResponseWriter: w}
+		proxy.ServeHTTP(rw, r)
+		answered <- answer{string(b), rw.status}
+	}))
+	t.Cleanup(lb.Close)
+	cfg := "session_keys: [\"" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32))) + "\"]\n" +
+		"agent_tasks: {redis_url: '" + rs.URL() + "', timeout: 200ms}\n" +
+		fmt.Sprintf("policy: {default: allow}\nauth: {mode: api_key, api_keys: {file: %s}}\npublic_url: %s\nagents: [{name: research, url: %s, allow_push_addresses: [127.0.0.1]}]\n",
+			keyFile, lb.URL, agent.URL)
+	startServeOn(t, lnA, cfg, nil)
+	startServeOn(t, lnB, cfg, nil)
+
+	call := func(base, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/a2a/research", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	register := func(text string) string {
+		_, got := call(baseA, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"`+text+`","role":"user","parts":[{"kind":"text","text":"`+text+`"}]},"configuration":{"blocking":false,"pushNotificationConfig":{"url":"`+hook.URL+`/alice","token":"alice-hook"}}}}`)
+		return got
+	}
+	// step has the agent push a working update saying text on task's
+	// task, and returns B's answer to it.
+	step := func(task, text string) int {
+		t.Helper()
+		steps.step(task) <- text
+		for deadline := time.After(10 * time.Second); ; {
+			select {
+			case a := <-answered:
+				if strings.Contains(a.body, text) {
+					return a.status
+				}
+			case <-deadline:
+				t.Fatalf("the agent's push %q never reached replica B", text)
+				return 0
+			}
+		}
+	}
+	delivered := func(text string) {
+		t.Helper()
+		for deadline := time.After(10 * time.Second); ; {
+			select {
+			case p := <-pushes:
+				if !strings.HasPrefix(p, "alice-hook|") {
+					t.Fatalf("alice's webhook got %.200s; want her token", p)
+				}
+				if strings.Contains(p, text) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("the agent's push %q never reached alice's webhook", text)
+			}
+		}
+	}
+
+	if got := register("one"); strings.Contains(got, `"error"`) {
+		t.Fatalf("alice's message with a push config through A: %s", got)
+	}
+	if status := step("one", "PROGRESS-ONE"); status != http.StatusOK {
+		t.Fatalf("the agent's push through B: HTTP %d, want 200", status)
+	}
+	delivered("PROGRESS-ONE")
+
+	rs.Stop()
+	if status := step("one", "WHILE-DOWN"); status != http.StatusServiceUnavailable {
+		t.Errorf("a push through B with Redis stopped: HTTP %d, want 503", status)
+	}
+	if got := register("two"); !strings.Contains(got, `"error"`) || !strings.Contains(got, "shared store") {
+		t.Errorf("a push config registered through A with Redis stopped: %s; want a JSON-RPC error naming the shared store", got)
+	}
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// Redis came back empty: the relay registered before is gone; a new
+	// one is delivered, neither gateway restarted.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		got := register("three")
+		if !strings.Contains(got, `"error"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a push config through A after Redis came back: %s", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if status := step("three", "PROGRESS-THREE"); status != http.StatusOK {
+		t.Fatalf("the agent's push through B after Redis came back: HTTP %d, want 200", status)
+	}
+	delivered("PROGRESS-THREE")
+
+	revokeFirstKey(t, keyFile)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if status, _ := call(baseB, `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":"x"}}`); status == http.StatusUnauthorized {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("alice's revoked key still admitted by B")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if status := step("three", "AFTER-REVOCATION"); status != http.StatusGone {
+		t.Errorf("a push through B after alice's key was revoked: HTTP %d, want 410", status)
+	}
+	select {
+	case p := <-pushes:
+		t.Errorf("after alice's key was revoked her webhook got %.200s", p)
+	default:
+	}
+}
+
+// scriptedSteps is an agent whose task for a message whose text is name
+// pushes a working update saying each text sent on step(name).
+type scriptedSteps struct {
+	mu    sync.Mutex
+	steps map[string]chan string
+}
+
+func (s *scriptedSteps) step(name string) chan string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.steps[name] == nil {
+		s.steps[name] = make(chan string)
+	}
+	return s.steps[name]
+}
+
+func (s *scriptedSteps) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	if err := q.Write(ctx, a2ago.NewSubmittedTask(rc, rc.Message)); err != nil {
+		return err
+	}
+	name := ""
+	if tp, ok := rc.Message.Parts[0].(a2ago.TextPart); ok {
+		name = tp.Text
+	}
+	for {
+		select {
+		case text := <-s.step(name):
+			ev := a2ago.NewStatusUpdateEvent(rc, a2ago.TaskStateWorking, a2ago.NewMessageForTask(a2ago.MessageRoleAgent, rc, a2ago.TextPart{Text: text}))
+			if err := q.Write(ctx, ev); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (*scriptedSteps) Cancel(context.Context, *a2asrv.RequestContext, eventqueue.Queue) error {
+	return nil
+}
+
+// statusWriter remembers the status written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	w.status = status
+	w.ResponseWriter.WriteHeader(status)
+}
