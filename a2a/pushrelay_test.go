@@ -71,7 +71,7 @@ func newRelayEnv(t *testing.T, agent Agent, opts Options) *relayEnv {
 			name = key // a caller's key, as a push config's authentication may carry it
 		}
 		if name != "" {
-			p := &intercept.Principal{ID: name, Method: "api_key", Check: func() error {
+			p := &intercept.Principal{ID: name, Method: "api_key", Claims: map[string]any{"key_id": name}, Check: func() error {
 				e.mu.Lock()
 				defer e.mu.Unlock()
 				if e.checked != nil {

@@ -1,0 +1,235 @@
+package a2a
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// redisRelayStore is RelayStore on a real redis-server, as sluice serve
+// keeps it.
+type redisRelayStore struct{ c *redis.Client }
+
+func (s redisRelayStore) Put(ctx context.Context, key string, v []byte, ttl time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	return s.c.Set(ctx, "relay:"+key, v, ttl).Err()
+}
+
+func (s redisRelayStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	b, err := s.c.Get(ctx, "relay:"+key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	return b, err == nil, err
+}
+
+func (s redisRelayStore) Delete(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	return s.c.Del(ctx, "relay:"+key).Err()
+}
+
+// sharedRelayEnvs are two gateways (replicas) sharing their relays in
+// one real redis-server: b rechecks a's principals' API keys as a key
+// file every replica loads would (a's revocations).
+func sharedRelayEnvs(t *testing.T, agent Agent) (a, b *relayEnv, rs *redistest.Server, c *redis.Client) {
+	rs = redistest.Start(t)
+	c = redis.NewClient(&redis.Options{Network: "unix", Addr: rs.Socket, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	keys := [][]byte{[]byte(strings.Repeat("k", 32))}
+	a = newRelayEnv(t, agent, Options{Relays: redisRelayStore{c}, RelayKeys: keys})
+	b = newRelayEnv(t, agent, Options{Relays: redisRelayStore{c}, RelayKeys: keys, RecheckKey: func(id string) error {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.revoked[id] {
+			return errors.New("the API key was revoked")
+		}
+		return nil
+	}})
+	return a, b, rs, c
+}
+
+// TestPushRelayShared: a relay registered through one gateway (replica
+// a) is served by another on the same shared store (b) with every check
+// a makes: the relay's token (401), the config's task (403), the caller's
+// credential, rechecked there by its API key's id (410, ending the relay
+// for a too); a task's last state delivered through b ends it on a too;
+// the store holds none of the caller's URL, token or the relay's token in
+// clear. Before, b answered every push 404.
+func TestPushRelayShared(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	hook := newWebhook(t)
+	a, b, _, c := sharedRelayEnvs(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}})
+	task, url, token := relayOf(t, a, rec, "alice", hook.srv.URL+"/alice-secret-path")
+	other, _, _ := relayOf(t, a, rec, "bob", hook.srv.URL+"/bob")
+	onB := b.url + PushRelayPath + strings.TrimPrefix(url, a.url+PushRelayPath)
+
+	for _, c := range []struct {
+		name, token, body string
+		status            int
+	}{
+		{"no token", "", taskPush(task, "working"), http.StatusUnauthorized},
+		{"a forged token", forged(token), taskPush(task, "working"), http.StatusUnauthorized},
+		{"another task", token, taskPush(other, "working"), http.StatusForbidden},
+		{"a body past the bound", token, `{"kind":"task","id":"` + task + `","metadata":{"pad":"` + strings.Repeat("x", 5<<20) + `"}}`, http.StatusRequestEntityTooLarge},
+		{"a push the gateway delivered, come back", token, taskPush(task, "working"), http.StatusLoopDetected},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var header []string
+			if strings.Contains(c.name, "come back") {
+				header = []string{relayHopHeader, "1"}
+			}
+			if status, got := pushAs(t, onB, c.token, c.body, header...); status != c.status {
+				t.Errorf("through b: HTTP %d %s, want %d", status, got, c.status)
+			}
+			if got := hook.next(20 * time.Millisecond); got != "" {
+				t.Errorf("the webhook got %.200s", got)
+			}
+		})
+	}
+	if status, got := pushAs(t, onB, token, taskPush(task, "working")); status != http.StatusOK {
+		t.Fatalf("alice's push through b: HTTP %d %s, want 200", status, got)
+	}
+	if got := hook.next(5 * time.Second); !strings.HasPrefix(got, "alice-hook||") || !strings.Contains(got, task) {
+		t.Fatalf("alice's webhook got %q; want her token and task", got)
+	}
+
+	// Nothing secret in clear in the store.
+	ks, err := c.Keys(context.Background(), "relay:*").Result()
+	if err != nil || len(ks) != 2 {
+		t.Fatalf("store keys %q (%v); want alice's and bob's relays", ks, err)
+	}
+	for _, k := range ks {
+		v, _ := c.Get(context.Background(), k).Result()
+		for _, secret := range []string{"alice-secret-path", "alice-hook", "bob-hook", token, hook.srv.URL} {
+			if strings.Contains(v, secret) {
+				t.Errorf("the store's %q holds %q in clear", k, secret)
+			}
+		}
+	}
+
+	// The task's last state through b ends the relay on a too.
+	if status, got := pushAs(t, onB, token, taskPush(task, "completed")); status != http.StatusOK {
+		t.Fatalf("alice's last push through b: HTTP %d %s", status, got)
+	}
+	hook.next(5 * time.Second)
+	if status, got := pushAs(t, url, token, taskPush(task, "working")); status != http.StatusNotFound {
+		t.Errorf("a push to a, after b delivered the task's last state: HTTP %d %s, want 404", status, got)
+	}
+
+	// Her key revoked: b refuses, and the relay ends on a too.
+	task, url, token = relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
+	onB = b.url + PushRelayPath + strings.TrimPrefix(url, a.url+PushRelayPath)
+	a.revoke("alice")
+	if status, got := pushAs(t, onB, token, taskPush(task, "working")); status != http.StatusGone {
+		t.Errorf("through b after alice's key was revoked: HTTP %d %s, want 410", status, got)
+	}
+	if !b.heard("alice: the caller's credential no longer holds: the API key was revoked") {
+		t.Errorf("b heard %q; want the revocation", b.refused)
+	}
+	if status, got := pushAs(t, url, token, taskPush(task, "working")); status != http.StatusNotFound {
+		t.Errorf("a push to a after b ended the relay: HTTP %d %s, want 404", status, got)
+	}
+	if got := hook.next(20 * time.Millisecond); got != "" {
+		t.Errorf("after alice's key was revoked her webhook got %.200s", got)
+	}
+}
+
+// TestPushRelaySharedStoreDown: with the shared store stopped, a push is
+// refused 503 (and heard), never delivered unchecked nor answered 404;
+// a registration is refused with a JSON-RPC error and does not reach the
+// agent; once the store is back (restarted, empty) both work again,
+// neither gateway restarted.
+func TestPushRelaySharedStoreDown(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	hook := newWebhook(t)
+	a, b, rs, _ := sharedRelayEnvs(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}})
+	task, url, token := relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
+	onB := b.url + PushRelayPath + strings.TrimPrefix(url, a.url+PushRelayPath)
+	rs.Stop()
+	for _, u := range []string{onB, url} {
+		start := time.Now()
+		if status, got := pushAs(t, u, token, taskPush(task, "working")); status != http.StatusServiceUnavailable {
+			t.Errorf("a push to %s with the store stopped: HTTP %d %s, want 503", u, status, got)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("the refusal took %v", d)
+		}
+	}
+	if !b.heard("the shared relay store did not answer") {
+		t.Errorf("b heard %q; want the store's failure", b.refused)
+	}
+	if got := hook.next(20 * time.Millisecond); got != "" {
+		t.Errorf("with the store stopped the webhook got %.200s", got)
+	}
+	rec.mu.Lock()
+	n := len(rec.seen)
+	rec.mu.Unlock()
+	got := do(t, "POST", a.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task+`","pushNotificationConfig":{"url":"`+hook.srv.URL+`/alice","token":"alice-hook"}}}`)
+	if !strings.Contains(got, `"code":-32603`) || !strings.Contains(got, "shared store") {
+		t.Errorf("a registration with the store stopped: %s; want -32603 naming the shared store", got)
+	}
+	rec.mu.Lock()
+	if len(rec.seen) != n {
+		t.Errorf("the agent got %s; want no registration", rec.seen[len(rec.seen)-1])
+	}
+	rec.mu.Unlock()
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	task, url, token = relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
+	onB = b.url + PushRelayPath + strings.TrimPrefix(url, a.url+PushRelayPath)
+	if status, got := pushAs(t, onB, token, taskPush(task, "working")); status != http.StatusOK {
+		t.Errorf("a push through b once the store is back: HTTP %d %s, want 200", status, got)
+	}
+	if got := hook.next(5 * time.Second); !strings.HasPrefix(got, "alice-hook||") {
+		t.Errorf("alice's webhook got %q once the store is back", got)
+	}
+}
+
+// TestPushRelayStoredCredential: what a replica that did not take a
+// relay's registration checks of the caller's credential, from the
+// record: an expiry (a JWT's exp, a certificate's NotAfter), an API key
+// by its id against the key file, and nothing it cannot tell refused.
+func TestPushRelayStoredCredential(t *testing.T) {
+	revoked := errors.New("the API key was revoked")
+	holds := func(id string) error {
+		if id == "gone" {
+			return revoked
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		name    string
+		cred    *relayCredential
+		recheck func(string) error
+		want    string
+	}{
+		{"no credential", nil, nil, ""},
+		{"a JWT before its exp", &relayCredential{Method: "jwt", Expires: time.Now().Add(time.Hour), Lapses: true}, nil, ""},
+		{"a JWT past its exp", &relayCredential{Method: "jwt", Expires: time.Now().Add(-time.Second), Lapses: true}, nil, "expired"},
+		{"a certificate past its NotAfter", &relayCredential{Method: "mtls", Expires: time.Now().Add(-time.Second), Lapses: true}, nil, "expired"},
+		{"an API key that holds", &relayCredential{Method: "api_key", KeyID: "k1", Lapses: true}, holds, ""},
+		{"an API key revoked", &relayCredential{Method: "api_key", KeyID: "gone", Lapses: true}, holds, "the API key was revoked"},
+		{"an API key, no key file here", &relayCredential{Method: "api_key", KeyID: "k1", Lapses: true}, nil, "cannot be checked"},
+		{"an API key without its id", &relayCredential{Method: "api_key", Lapses: true}, holds, "cannot be checked"},
+		{"a credential that lapses, no expiry", &relayCredential{Method: "other", Lapses: true}, holds, "cannot be checked"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := &Gateway{opts: Options{RecheckKey: c.recheck}}
+			got := g.storedLapsed(c.cred)
+			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
