@@ -615,6 +615,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			if deleted != "" {
 				g.pushes.removeConfig(a.Name, owner, ids[0], deleted)
 				g.forgetEnded(r.Context())
+				g.removeSharedConfig(r.Context(), a.Name, owner, ids[0], deleted)
 			}
 			taken = true
 			return g.showCaller(r.Context(), a.Name, owner, result)

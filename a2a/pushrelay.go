@@ -790,7 +790,7 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		g.endRelay(r.Context(), rec)
 	} else {
 		g.pushes.touch(rec)
-		_ = g.saveRelay(r.Context(), rec) // its TTL from now, on every replica
+		g.touchRelay(r.Context(), rec) // its TTL from now, on every replica
 	}
 	// The delivery's status class, not its body or headers: the caller's
 	// answer is none of the agent's business.

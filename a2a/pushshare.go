@@ -6,6 +6,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -121,8 +122,19 @@ func newSharedRelays(store RelayStore, keys [][]byte, ttl time.Duration) (*share
 // another relay's key does not open.
 func relayAD(id string) []byte { return []byte("sluice push relay v1\x00" + id) }
 
-// save stores r's record, as it is now.
-func (s *sharedRelays) save(ctx context.Context, p *pushRelays, r *pushRecord) error {
+// configKey is the store's key of the relay of owner's config configID
+// on task: a config deleted through any replica ends its relay, and one
+// the agent replaces (the same id) ends the relay it replaces. Hashed: a
+// key names no task or principal.
+func configKey(agent, owner, task, configID string) string {
+	h := sha256.Sum256([]byte(agent + "\x00" + owner + "\x00" + task + "\x00" + configID))
+	return "c." + base64.RawURLEncoding.EncodeToString(h[:]) // a relay id holds no '.'
+}
+
+// save stores r's record, as it is now, and the key of its config
+// (configKey) once it has a task and an id; with replace, a relay the
+// config's key named before is ended (the agent replaced that config).
+func (s *sharedRelays) save(ctx context.Context, p *pushRelays, r *pushRecord, replace bool) error {
 	p.mu.Lock()
 	st := storedRelay{TokenHash: r.tokenHash[:], Agent: r.agent, Owner: r.owner, Share: r.share, URL: r.url,
 		CallerTok: r.callerTok, Auth: r.auth, Task: r.task, ConfigID: r.configID, Cred: r.cred}
@@ -136,6 +148,41 @@ func (s *sharedRelays) save(ctx context.Context, p *pushRelays, r *pushRecord) e
 	rand.Read(nonce) // never fails (crypto/rand)
 	sealed := a.Seal(nonce, nonce, plain, relayAD(r.id))
 	if err := s.store.Put(ctx, r.id, sealed, s.ttl); err != nil {
+		return fmt.Errorf("%w: %w", errRelayStore, err)
+	}
+	if st.Task == "" || st.ConfigID == "" {
+		return nil
+	}
+	key := configKey(st.Agent, st.Owner, st.Task, st.ConfigID)
+	if replace {
+		old, ok, err := s.store.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errRelayStore, err)
+		}
+		if ok && string(old) != r.id {
+			if err := s.store.Delete(ctx, string(old)); err != nil {
+				return fmt.Errorf("%w: %w", errRelayStore, err)
+			}
+		}
+	}
+	if err := s.store.Put(ctx, key, []byte(r.id), s.ttl); err != nil {
+		return fmt.Errorf("%w: %w", errRelayStore, err)
+	}
+	return nil
+}
+
+// removeConfig ends the relay of owner's config configID on task,
+// whichever replica registered it.
+func (s *sharedRelays) removeConfig(ctx context.Context, agent, owner, task, configID string) error {
+	key := configKey(agent, owner, task, configID)
+	id, ok, err := s.store.Get(ctx, key)
+	if err == nil && ok {
+		err = s.store.Delete(ctx, string(id))
+	}
+	if err == nil {
+		err = s.store.Delete(ctx, key)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %w", errRelayStore, err)
 	}
 	return nil
@@ -183,12 +230,33 @@ func (s *sharedRelays) forget(ctx context.Context, ids []string) error {
 	return first
 }
 
-// saveRelay stores r (Options.Relays); without a store it does nothing.
+// saveRelay stores r (Options.Relays), ending a relay of the config it
+// replaces; without a store it does nothing.
 func (g *Gateway) saveRelay(ctx context.Context, r *pushRecord) error {
+	return g.saveRelayReplacing(ctx, r, true)
+}
+
+// touchRelay stores r again, its TTL from now.
+func (g *Gateway) touchRelay(ctx context.Context, r *pushRecord) {
+	_ = g.saveRelayReplacing(ctx, r, false)
+}
+
+// removeSharedConfig ends, in the store, the relay of owner's config
+// configID on task, registered through whichever replica.
+func (g *Gateway) removeSharedConfig(ctx context.Context, agent, owner, task, configID string) {
+	if g.shared == nil {
+		return
+	}
+	if err := g.shared.removeConfig(context.WithoutCancel(ctx), agent, owner, task, configID); err != nil {
+		g.log.Warn("a2a: push relay: a deleted config's relay could not be removed from the shared store: its pushes are delivered until push_relay.ttl", "agent", agent, "principal", owner, "err", err)
+	}
+}
+
+func (g *Gateway) saveRelayReplacing(ctx context.Context, r *pushRecord, replace bool) error {
 	if g.shared == nil || r == nil {
 		return nil
 	}
-	err := g.shared.save(context.WithoutCancel(ctx), g.pushes, r)
+	err := g.shared.save(context.WithoutCancel(ctx), g.pushes, r, replace)
 	if err != nil {
 		g.log.Warn("a2a: push relay: the relay's record could not be stored: other replicas will not deliver its pushes", "agent", r.agent, "principal", r.owner, "err", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
@@ -38,6 +39,25 @@ func (s redisRelayStore) Delete(ctx context.Context, key string) error {
 	return s.c.Del(ctx, "relay:"+key).Err()
 }
 
+// redisTaskStore is TaskStore on the same redis-server: a task created
+// through one gateway is its creator's through the other.
+type redisTaskStore struct{ c *redis.Client }
+
+func (s redisTaskStore) Claim(ctx context.Context, key, owner string) (string, error) {
+	if err := s.c.SetNX(ctx, "task:"+key, owner, time.Hour).Err(); err != nil {
+		return "", err
+	}
+	return s.c.Get(ctx, "task:"+key).Result()
+}
+
+func (s redisTaskStore) Owner(ctx context.Context, key string) (string, bool, error) {
+	v, err := s.c.Get(ctx, "task:"+key).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	return v, err == nil, err
+}
+
 // sharedRelayEnvs are two gateways (replicas) sharing their relays in
 // one real redis-server: b rechecks a's principals' API keys as a key
 // file every replica loads would (a's revocations).
@@ -46,8 +66,8 @@ func sharedRelayEnvs(t *testing.T, agent Agent) (a, b *relayEnv, rs *redistest.S
 	c = redis.NewClient(&redis.Options{Network: "unix", Addr: rs.Socket, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	keys := [][]byte{[]byte(strings.Repeat("k", 32))}
-	a = newRelayEnv(t, agent, Options{Relays: redisRelayStore{c}, RelayKeys: keys})
-	b = newRelayEnv(t, agent, Options{Relays: redisRelayStore{c}, RelayKeys: keys, RecheckKey: func(id string) error {
+	a = newRelayEnv(t, agent, Options{Relays: redisRelayStore{c}, RelayKeys: keys, Tasks: redisTaskStore{c}})
+	b = newRelayEnv(t, agent, Options{Relays: redisRelayStore{c}, RelayKeys: keys, Tasks: redisTaskStore{c}, RecheckKey: func(id string) error {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		if a.revoked[id] {
@@ -105,8 +125,14 @@ func TestPushRelayShared(t *testing.T) {
 
 	// Nothing secret in clear in the store.
 	ks, err := c.Keys(context.Background(), "relay:*").Result()
-	if err != nil || len(ks) != 2 {
-		t.Fatalf("store keys %q (%v); want alice's and bob's relays", ks, err)
+	relays := 0
+	for _, k := range ks {
+		if !strings.HasPrefix(k, "relay:c.") {
+			relays++
+		}
+	}
+	if err != nil || relays != 2 || len(ks) != 4 {
+		t.Fatalf("store keys %q (%v); want alice's and bob's relays and their configs' keys", ks, err)
 	}
 	for _, k := range ks {
 		v, _ := c.Get(context.Background(), k).Result()
@@ -231,5 +257,56 @@ func TestPushRelayStoredCredential(t *testing.T) {
 				t.Errorf("got %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestPushRelaySharedConfigDeleted: a push config registered through one
+// gateway and deleted through the other ends its relay on both; one the
+// caller sets again under the same id ends the relay it replaces, on the
+// other gateway too. Before, the relay went on delivering through the
+// gateway that registered it.
+func TestPushRelaySharedConfigDeleted(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	hook := newWebhook(t)
+	a, b, _, _ := sharedRelayEnvs(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}})
+	configOf := func() string {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		var req struct {
+			Params struct {
+				Config struct {
+					ID string `json:"id"`
+				} `json:"pushNotificationConfig"`
+			} `json:"params"`
+		}
+		_, body, _ := strings.Cut(strings.TrimPrefix(rec.seen[len(rec.seen)-1], "POST "), " ")
+		if err := json.Unmarshal([]byte(body), &req, json.RejectUnknownMembers(false)); err != nil || req.Params.Config.ID == "" {
+			t.Fatalf("no config id in %s", body)
+		}
+		return req.Params.Config.ID
+	}
+	task, url, token := relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
+	got := do(t, "POST", b.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/delete","params":{"id":"`+task+`","pushNotificationConfigId":"`+configOf()+`"}}`)
+	if strings.Contains(got, `"error"`) {
+		t.Fatalf("delete through b: %s", got)
+	}
+	for _, u := range []string{url, b.url + PushRelayPath + strings.TrimPrefix(url, a.url+PushRelayPath)} {
+		if status, got := pushAs(t, u, token, taskPush(task, "working")); status != http.StatusNotFound {
+			t.Errorf("a push to %s after its config was deleted through b: HTTP %d %s, want 404", u, status, got)
+		}
+	}
+
+	// Set again under the same id, through b: a's relay of that id ends.
+	task, url, token = relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
+	id := configOf()
+	got = do(t, "POST", b.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":4,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task+`","pushNotificationConfig":{"id":"`+id+`","url":"`+hook.srv.URL+`/alice2","token":"alice-hook"}}}`)
+	if strings.Contains(got, `"error"`) {
+		t.Fatalf("set again through b: %s", got)
+	}
+	if status, got := pushAs(t, url, token, taskPush(task, "working")); status != http.StatusNotFound {
+		t.Errorf("a push to the replaced relay: HTTP %d %s, want 404", status, got)
+	}
+	if got := hook.next(20 * time.Millisecond); got != "" {
+		t.Errorf("the webhook got %.200s", got)
 	}
 }
