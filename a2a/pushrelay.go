@@ -48,8 +48,9 @@ import (
 //     with the delivery's status class.
 //
 // Relays live in this process (the caller's credential check is a
-// function of this process's authenticator): a replica that did not
-// register one answers 404 for it.
+// function of this process's authenticator): without a shared store
+// (Options.Relays, pushshare.go) a replica that did not register one
+// answers 404 for it, and a restart forgets them.
 
 // PushRelayPath is where the gateway takes agents' pushes: under /a2a/,
 // on the gateway's own listener, {id} after it. Agent names may not
