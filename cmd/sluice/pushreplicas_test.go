@@ -242,3 +242,36 @@ func (w *statusWriter) WriteHeader(status int) {
 	w.status = status
 	w.ResponseWriter.WriteHeader(status)
 }
+
+// TestPushRelayReplicasWarnsWithoutKeys: with agent_tasks.redis_url but
+// no session_keys, relays are not put in Redis with the callers' webhook
+// secrets in clear: they stay in each replica, and serve says so at
+// start; with session_keys it does not warn.
+func TestPushRelayReplicasWarnsWithoutKeys(t *testing.T) {
+	rs := redistest.Start(t)
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	keyFile, _, _ := aliceAndMallory(t)
+	base := "policy: {default: allow}\nauth: {mode: api_key, api_keys: {file: " + keyFile + "}}\npublic_url: https://gw.example.com\n" +
+		"agents: [{name: research, url: 'https://research.example.com'}]\nagent_tasks: {redis_url: '" + rs.URL() + "'}\n"
+	keys := "session_keys: [\"" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32))) + "\"]\n"
+	for _, c := range []struct {
+		name, yaml string
+		warn       bool
+	}{
+		{"without session_keys", base, true},
+		{"with session_keys", base + keys, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			warned := false
+			for _, l := range serveLogged(t, c.yaml, srv.URL+"/mcp", func(string) {}) {
+				if l["level"] == "WARN" && strings.Contains(l["msg"].(string), "A2A push relays stay in the replica") {
+					warned = true
+				}
+			}
+			if warned != c.warn {
+				t.Errorf("warned %v, want %v", warned, c.warn)
+			}
+		})
+	}
+}
