@@ -176,9 +176,10 @@ func (p *pushRelays) add(r *pushRecord) error {
 	return nil
 }
 
-// removeLocked ends r here and, once taken (takeEnded), on every
-// replica: but for its TTL, which the shared store keeps itself (another
-// replica may have used it since).
+// removeLocked ends r here and, with a shared store, notes it for the
+// store to end on every replica (takeEnded). An expiry here only drops r
+// (dropLocked): the store keeps its own TTL, which deliveries through
+// other replicas may have renewed.
 func (p *pushRelays) removeLocked(r *pushRecord) {
 	p.dropLocked(r)
 	if p.keepEnded {
