@@ -150,6 +150,17 @@ func TestTaskMessagesWithheld(t *testing.T) {
 		{"taskId not a string", alice, strings.Replace(status, `"t1"`, `1`, 1), ""},
 		{"created in the same batch", bob, "[" + `{"jsonrpc":"2.0","id":9,"result":{"task":{"taskId":"t3"}}}` + "," + strings.Replace(status, "t1", "t3", 1) + "]",
 			"[" + `{"jsonrpc":"2.0","id":9,"result":{"task":{"taskId":"t3"}}}` + "," + strings.Replace(status, "t1", "t3", 1) + "]"},
+		// Go's encoding/json (mcp-go's and the go-sdk's clients) reads
+		// "TaskId" as taskId, and the related-task meta's name and
+		// members likewise: a case variant names a task too.
+		{"another's status under TaskId", bob, strings.Replace(status, `"taskId"`, `"TaskId"`, 1), ""},
+		{"another's status under TASKID", bob, strings.Replace(status, `"taskId"`, `"TASKID"`, 1), ""},
+		{"another's related request under TaskId", bob, strings.Replace(related, `"taskId"`, `"TaskId"`, 1), ""},
+		{"owner's status under TaskId", alice, strings.Replace(status, `"taskId"`, `"TaskId"`, 1), ""},
+		// What the gateway cannot read is not passed on as unscreened:
+		// every reader takes one of the two (Go's encoding/json and
+		// JavaScript the last).
+		{"another's status under a duplicate taskId", bob, strings.Replace(status, `"taskId":"t1"`, `"taskId":"t9","taskId":"t1"`, 1), ""},
 		{"server's tasks/get names the client's task", bob, `{"jsonrpc":"2.0","id":6,"method":"tasks/get","params":{"taskId":"c1"}}`, `{"jsonrpc":"2.0","id":6,"method":"tasks/get","params":{"taskId":"c1"}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -157,5 +168,27 @@ func TestTaskMessagesWithheld(t *testing.T) {
 				t.Errorf("got %s, want %s", got, c.want)
 			}
 		})
+	}
+}
+
+// The quick look before a message from an upstream is decoded and
+// screened finds taskId in any case: a status under "TaskId" skipped it,
+// and reached bob unscreened on every transport.
+func TestRecordedFindsTaskIDInAnyCase(t *testing.T) {
+	for _, b := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t1"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"TaskId":"t1"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"TASKID":"t1"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"task\u0049d":"t1"}}`,
+		`"taskid"`,
+	} {
+		if !recorded([]byte(b)) {
+			t.Errorf("recorded(%s) = false, want true", b)
+		}
+	}
+	for _, b := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, `"taskI"`, `taskId`} {
+		if recorded([]byte(b)) {
+			t.Errorf("recorded(%s) = true, want false", b)
+		}
 	}
 }

@@ -151,7 +151,28 @@ func listMethod(method string) bool {
 // recorded reports whether b, a message from an upstream, may hold
 // something screenAnswer records: a task handle or a requestState.
 func recorded(b []byte) bool {
-	return mayHoldMember(b, taskIDMember) || mayHoldMember(b, requestStateMember)
+	return mayHoldMemberFold(b, taskIDMember) || mayHoldMember(b, requestStateMember)
+}
+
+// mayHoldMemberFold is mayHoldMember for a name Go's encoding/json, with
+// which mcp-go's and the go-sdk's clients read, takes in any case
+// ("TaskId" and "TASKID" are taskId to them): quoted, an ASCII name, is
+// looked for without regard to case.
+func mayHoldMemberFold(b, quoted []byte) bool {
+	if mayHoldMember(b, quoted) {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 || i+j+len(quoted) > len(b) {
+			return false
+		}
+		i += j
+		if bytes.EqualFold(b[i:i+len(quoted)], quoted) {
+			return true
+		}
+		i++
+	}
 }
 
 // mayHoldMember reports whether b, JSON text, may hold a member named
@@ -203,6 +224,15 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 	msgs, batch, err := intercept.Decode(b)
 	if err != nil {
 		if len(lists) == 0 {
+			if recorded(b) {
+				// It may name a task the gateway could not read, which
+				// the client's parser may read as another's (of two
+				// taskIds, Go's and JavaScript's take the last): not
+				// passed on unscreened.
+				w.log.Warn("withheld an upstream message that may name a task and could not be decoded",
+					"upstream", cc.Upstream, "agent", cc.Agent, "error", err)
+				return nil
+			}
 			return b // not ours to judge: the client gets the bytes unchanged
 		}
 		out := make([]jsontext.Value, len(lists))

@@ -249,8 +249,9 @@ const relatedTask = "io.modelcontextprotocol/related-task"
 // is about one of the upstream's MCP tasks, and which: a notification's
 // params.taskId (notifications/tasks/status carries the whole task), or
 // the related task (params._meta["io.modelcontextprotocol/related-task"]
-// .taskId) of a notification or request. A taskId that is not a string
-// names a task that is nobody's (id ""). A server's own tasks/* requests
+// .taskId) of a notification or request. A taskId that is not a string,
+// or is spelled in another case beside or instead of taskId, names a task
+// that is nobody's (id ""). A server's own tasks/* requests
 // name a task the client runs, not one of the upstream's, and are not
 // about one here.
 func NamedTask(m *Message) (id string, named bool) {
@@ -258,15 +259,28 @@ func NamedTask(m *Message) (id string, named bool) {
 		return "", false
 	}
 	if m.Kind == KindNotification {
+		if _, bad := CaseVariant(m.Params, taskIDName); bad {
+			return "", true // "TaskId": a Go client reads it as taskId
+		}
 		if v := Member(m.Params, "taskId"); v != nil {
 			return stringOf(v), true
 		}
 	}
 	if rel := Member(m.Meta, relatedTask); rel != nil {
+		if _, bad := CaseVariant(rel, taskIDName); bad {
+			return "", true
+		}
 		return StringMember(rel, "taskId"), true
 	}
 	return "", false
 }
+
+// taskIDName is the member naming a task, for CaseVariant: Go's
+// encoding/json, which mcp-go's and the go-sdk's clients read with, takes
+// "TaskId" and "TASKID" for taskId (and of "taskId" and "TaskId" side by
+// side the last), so a message naming its task so names one the exact
+// name would not find. Such a task is nobody's.
+var taskIDName = []string{"taskId"}
 
 // ForeignTask reports whether m, a message from cc's upstream to the
 // client of cc, is about a task that client does not own (another's, or
