@@ -437,7 +437,10 @@ func decodeOne(v jsontext.Value) (*Message, error) {
 	return m, nil
 }
 
-var callKeys = []string{"name", "arguments", "uri", "_meta"}
+// callKeys are the params members whose case variants are refused. task
+// makes a request task-augmented: mcp-go's server reads "Task" as task
+// and runs the call as a task the gateway did not see asked for.
+var callKeys = []string{"name", "arguments", "uri", "_meta", "task"}
 
 // decodeParams pulls out the members the gateway governs. Case variants of
 // them are refused: a Go upstream decoding with encoding/json would match
@@ -473,7 +476,7 @@ func (m *Message) decodeParams() error {
 		case "_meta":
 			m.Meta = val
 		default:
-			if k := foldedMatch(key, callKeys); k != "" {
+			if k := foldedMatch(key, callKeys); k != "" && k != key {
 				return &WireError{Code: CodeInvalidParams, Message: fmt.Sprintf("invalid params: member %q differs from %q only in case", key, k)}
 			}
 			m.paramsExtra = true

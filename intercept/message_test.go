@@ -20,6 +20,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"duplicate name in params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","name":"delete"}}`, CodeInvalidRequest},
 		{"case variant of method", `{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"tools/call"}`, CodeInvalidRequest},
 		{"case variant of name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","Name":"delete"}}`, CodeInvalidParams},
+		// mcp-go's server reads "Task" as task: a call the gateway saw as
+		// plain would run as a task.
+		{"case variant of task", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","Task":{}}}`, CodeInvalidParams},
+		{"task beside a case variant", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","task":null,"TASK":{}}}`, CodeInvalidParams},
 		{"not an object", `"hello"`, CodeInvalidRequest},
 		{"number", `42`, CodeInvalidRequest},
 		{"no version", `{"id":1,"method":"ping"}`, CodeInvalidRequest},
