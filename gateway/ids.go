@@ -264,23 +264,29 @@ func (s *idSwap) restore(b []byte) []byte {
 // swapped records that the requests of s, an open exchange of the
 // session, were sent with the gateway's ids.
 func (r *replays) swapped(s *idSwap) {
-	if len(s.client) == 0 {
+	if len(s.client) == 0 && len(s.tokens) == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.upIDs == nil {
+	if r.upIDs == nil && len(s.client) > 0 {
 		r.upIDs = make(map[string]jsontext.Value, len(s.client))
 	}
 	for k, id := range s.client {
 		r.upIDs[k] = id
+	}
+	if r.upTokens == nil && len(s.tokens) > 0 {
+		r.upTokens = make(map[string]jsontext.Value, len(s.tokens))
+	}
+	for k, tok := range s.tokens {
+		r.upTokens[k] = tok
 	}
 }
 
 // unswapped forgets what swapped recorded of s, its exchange having
 // ended.
 func (r *replays) unswapped(s *idSwap) {
-	if len(s.client) == 0 {
+	if len(s.client) == 0 && len(s.tokens) == 0 {
 		return
 	}
 	r.mu.Lock()
@@ -290,6 +296,35 @@ func (r *replays) unswapped(s *idSwap) {
 			delete(r.upIDs, k)
 		}
 	}
+	for k := range s.tokens {
+		delete(r.upTokens, k) // the gateway's tokens are random: no other exchange's
+	}
+}
+
+// restoreTokens returns b, a message or batch of the session's GET
+// stream, with the client's progress token in every progress
+// notification under the gateway's token of one of its open exchanges to
+// a closed upstream: a server may send a request's progress on the GET
+// stream rather than the request's own (mcp-go's does when the POST's
+// stream is gone), and the client knows its progress by its own token
+// alone.
+func (r *replays) restoreTokens(b []byte) []byte {
+	r.mu.Lock()
+	if len(r.upTokens) == 0 {
+		r.mu.Unlock()
+		return b
+	}
+	s := &idSwap{tokens: make(map[string]jsontext.Value, len(r.upTokens))}
+	for k, tok := range r.upTokens {
+		if bytes.Contains(b, []byte(k)) {
+			s.tokens[k] = tok
+		}
+	}
+	r.mu.Unlock()
+	if len(s.tokens) == 0 {
+		return b
+	}
+	return s.restore(b)
 }
 
 // upstreamID returns the id the upstream knows the session's open

@@ -48,7 +48,7 @@ const (
 // answer, by id, and of the ids its open exchanges wait on; its zero
 // value is ready.
 type replays struct {
-	mu    sync.Mutex // guards calls, open and upIDs
+	mu    sync.Mutex // guards calls, open, upIDs and upTokens
 	calls map[string]replayCall
 	// open holds the ids the session's open exchanges wait on (a POST's
 	// requests, the requests a resumed stream took from calls), each with
@@ -62,6 +62,10 @@ type replays struct {
 	// with the gateway's id to that id (ids.go): what the client's
 	// cancellation of it is sent with.
 	upIDs map[string]jsontext.Value
+	// upTokens maps the gateway's progress token (as JSON) of an open
+	// request sent to a closed upstream to the client's, for the GET
+	// stream (restoreTokens).
+	upTokens map[string]jsontext.Value
 	// swappedCalls maps the client's id key of each call in calls
 	// remembered under the gateway's id to that id's key: a request the
 	// client sends anew under its id forgets it too.

@@ -868,6 +868,8 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 		data := ev.Data
 		if ob.swap != nil && len(data) > 0 {
 			data = ob.swap.restore(data)
+		} else if ob.getStream && ob.sess != nil && len(data) > 0 {
+			data = ob.sess.replays.restoreTokens(data)
 		}
 		// Every event's data is a message, whatever its type: clients
 		// (mcp-go's) read the data of any event, so an event typed
@@ -1020,6 +1022,9 @@ type observer struct {
 	// passed on; only an event stream needs it (failUnanswered).
 	answered map[string]bool
 	stream   bool // the answer is an event stream
+	// getStream: the stream is the session's GET stream, on which an
+	// upstream may send the progress of any open request (restoreTokens).
+	getStream bool
 	// resumed: the stream replays one broken off (Last-Event-ID), whose
 	// results answer requests of earlier exchanges; took holds those it
 	// took from the session's memory (replay.go), answered those of them
@@ -1207,7 +1212,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	if isEventStream(resp.Header) {
-		ob := &observer{g: g, rt: rt, sess: sess, stream: true, cc: cc, resumed: r.Header.Get(hdrLastEvID) != ""}
+		ob := &observer{g: g, rt: rt, sess: sess, stream: true, getStream: true, cc: cc, resumed: r.Header.Get(hdrLastEvID) != ""}
 		err := g.pipeEvents(ctx, w, resp.Body, ob)
 		if err != nil && err != errCancelled {
 			g.log.Warn("upstream event stream broke", "upstream", rt.up.Name, "err", err)
