@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/gateway/transport"
 )
 
 // TestBridgedNotificationAfterAnswer: mcp-go's stdio server writes a
@@ -90,5 +92,46 @@ func TestVirtualListChangedFromStdioUpstream(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Errorf("round %d: no notifications/tools/list_changed within 5s of add_tool's answer", round)
 		}
+	}
+}
+
+// TestRelayedNotificationAfterAnswer: the same over /ws, /sse and the
+// stdio of `sluice wrap`, which relay a stdio upstream over one
+// connection: a notification that comes after its tool's answer still
+// reaches the client (each of the twenty touches' resources/updated).
+func TestRelayedNotificationAfterAnswer(t *testing.T) {
+	for _, tr := range []string{"ws", "sse", "stdio"} {
+		t.Run(tr, func(t *testing.T) {
+			g, base := startPermissiveGateway(t, upstreamFor(t, "mcpgo", "stdio"))
+			var cc *connClient
+			switch tr {
+			case "ws":
+				cc = dialConn(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/up"})
+			case "sse":
+				cc = dialConn(t, &transport.SSEDialer{URL: base + "/sse/up"})
+			case "stdio":
+				cc = dialConn(t, stdioDialer{g: g, upstream: "up"})
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			const touches = 20
+			updated, answered := 0, 0
+			for i := 1; i <= touches; i++ {
+				if err := cc.c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":`+itoa(i)+`,"method":"tools/call","params":{"name":"touch","arguments":{}}}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for updated < touches || answered < touches {
+				b, err := cc.c.Read(ctx)
+				if err != nil {
+					t.Fatalf("got %d resources/updated notifications and %d answers for %d touches, want %d of each (%v)", updated, answered, touches, touches, err)
+				}
+				updated += strings.Count(string(b), "notifications/resources/updated")
+				answered += strings.Count(string(b), `"touched"`)
+			}
+			if updated != touches {
+				t.Errorf("got %d resources/updated notifications for %d touches, want %d", updated, touches, touches)
+			}
+		})
 	}
 }

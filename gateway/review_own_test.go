@@ -40,16 +40,29 @@ import (
 // it (and over Streamable HTTP in the 2026-07-28 era the cancel closes its
 // stream, so none can come), and 1024 cancelled lists refused every
 // request the same way. Only the latest maxCancels stay now.
+//
+// Each transport the relay serves is run: /ws, /sse and the stdio of
+// `sluice wrap` (ServeConn).
 func TestCancelledRequestsFillConnPending(t *testing.T) {
-	for _, method := range []string{"tools/call", "tools/list"} {
-		t.Run(method, func(t *testing.T) { testCancelledFillConnPending(t, method) })
+	for _, tr := range []string{"ws", "sse", "stdio"} {
+		for _, method := range []string{"tools/call", "tools/list"} {
+			t.Run(tr+"/"+method, func(t *testing.T) { testCancelledFillConnPending(t, tr, method) })
+		}
 	}
 }
 
-func testCancelledFillConnPending(t *testing.T, method string) {
+func testCancelledFillConnPending(t *testing.T, tr, method string) {
 	g, base := startScriptedGateway(t, nil, Options{})
 	g.routes["u"].dialer = silentUpstream{}
-	cc := dialConn(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/u"})
+	var cc *connClient
+	switch tr {
+	case "ws":
+		cc = dialConn(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/u"})
+	case "sse":
+		cc = dialConn(t, &transport.SSEDialer{URL: base + "/sse/u"})
+	case "stdio":
+		cc = dialConn(t, stdioDialer{g: g, upstream: "u"})
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// silentUpstream never answers a tools/call or a tools/list: each one
@@ -267,4 +280,30 @@ func TestCancelledListAnswerScreened(t *testing.T) {
 			return
 		}
 	}
+}
+
+// stdioDialer dials g's ServeConn (the stdio of `sluice wrap`) for
+// upstream over pipes; the conn's Close ends it.
+type stdioDialer struct {
+	g        *Gateway
+	upstream string
+}
+
+func (d stdioDialer) Dial(ctx context.Context) (transport.Conn, error) {
+	toGW, fromClient := io.Pipe()
+	toClient, fromGW := io.Pipe()
+	go func() { _ = d.g.ServeConn(context.WithoutCancel(ctx), d.upstream, transport.NewStdioConn(toGW, fromGW, nil)) }()
+	return &pipedConn{Conn: transport.NewStdioConn(toClient, fromClient, nil), in: fromClient}, nil
+}
+
+// pipedConn closes the pipe into the gateway with the conn, so ServeConn
+// ends.
+type pipedConn struct {
+	transport.Conn
+	in *io.PipeWriter
+}
+
+func (c *pipedConn) Close() error {
+	c.in.Close()
+	return c.Conn.Close()
 }
