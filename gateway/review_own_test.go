@@ -292,7 +292,9 @@ type stdioDialer struct {
 func (d stdioDialer) Dial(ctx context.Context) (transport.Conn, error) {
 	toGW, fromClient := io.Pipe()
 	toClient, fromGW := io.Pipe()
-	go func() { _ = d.g.ServeConn(context.WithoutCancel(ctx), d.upstream, transport.NewStdioConn(toGW, fromGW, nil)) }()
+	go func() {
+		_ = d.g.ServeConn(context.WithoutCancel(ctx), d.upstream, transport.NewStdioConn(toGW, fromGW, nil))
+	}()
 	return &pipedConn{Conn: transport.NewStdioConn(toClient, fromClient, nil), in: fromClient}, nil
 }
 
