@@ -189,7 +189,16 @@ func (i *Interceptor) checkTask(ctx context.Context, m *Message, cc CallContext)
 
 // FilterTasksResult returns result, a tasks/list result, holding only the
 // tasks the client of cc owns; changed reports whether any was removed.
+//
+// A result that spells tasks in another case ("Tasks", which Go clients
+// read as tasks), or holds at any depth two members whose names differ
+// only in case ("taskId" and "TaskId": the gateway reads the one, Go
+// clients the last), is none of the client's to see: it is given an
+// empty list alone. A task whose only id is "TaskId" is nobody's.
 func (i *Interceptor) FilterTasksResult(ctx context.Context, cc CallContext, result jsontext.Value) (out jsontext.Value, changed bool) {
+	if _, bad := CaseVariant(result, tasksName); bad && result.Kind() == '{' {
+		return jsontext.Value(`{"tasks":[]}`), true
+	}
 	tasks := Member(result, "tasks")
 	if tasks.Kind() != '[' {
 		return result, false
@@ -281,6 +290,9 @@ func NamedTask(m *Message) (id string, named bool) {
 // side the last), so a message naming its task so names one the exact
 // name would not find. Such a task is nobody's.
 var taskIDName = []string{"taskId"}
+
+// tasksName is a tasks/list result's list, for CaseVariant.
+var tasksName = []string{"tasks"}
 
 // ForeignTask reports whether m, a message from cc's upstream to the
 // client of cc, is about a task that client does not own (another's, or

@@ -198,3 +198,35 @@ func TestSharedTaskOwners(t *testing.T) {
 		t.Errorf("a session's own task: store %v, owned %v", store.m, a.OwnsTask(ctx, own, "s1"))
 	}
 }
+
+// A tasks/list answer whose list or a task's id is spelled in another
+// case is read so by Go's encoding/json (mcp-go's and the go-sdk's
+// clients): "Tasks" passed unfiltered, and of "taskId":"b1","TaskId":"t1"
+// the gateway kept the task as the client's b1 while the client read t1.
+// Neither is shown now.
+func TestFilterTasksResultCaseVariants(t *testing.T) {
+	ic := &Interceptor{}
+	alice := CallContext{Upstream: "u", Agent: "alice"}
+	bob := CallContext{Upstream: "u", Agent: "bob"}
+	ctx := context.Background()
+	ic.ObserveTask(ctx, alice, jsontext.Value(`{"task":{"taskId":"t1"}}`))
+	ic.ObserveTask(ctx, bob, jsontext.Value(`{"task":{"taskId":"b1"}}`))
+	for _, c := range []struct {
+		name string
+		cc   CallContext
+		in   string
+		want string
+	}{
+		{"Tasks", bob, `{"Tasks":[{"taskId":"t1"}],"nextCursor":"c"}`, `{"tasks":[]}`},
+		{"TASKS beside tasks", bob, `{"tasks":[{"taskId":"b1"}],"TASKS":[{"taskId":"t1"}]}`, `{"tasks":[]}`},
+		{"TaskId beside taskId", bob, `{"tasks":[{"taskId":"b1","TaskId":"t1"},{"taskId":"b1"}]}`, `{"tasks":[]}`},
+		{"TaskId alone", alice, `{"tasks":[{"TaskId":"t1"}]}`, `{"tasks":[]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, changed := ic.FilterTasksResult(ctx, c.cc, jsontext.Value(c.in))
+			if !changed || string(out) != c.want {
+				t.Errorf("got %s (changed %v), want %s", out, changed, c.want)
+			}
+		})
+	}
+}
