@@ -155,6 +155,7 @@ func TestTaskMessagesWithheld(t *testing.T) {
 		// members likewise: a case variant names a task too.
 		{"another's status under TaskId", bob, strings.Replace(status, `"taskId"`, `"TaskId"`, 1), ""},
 		{"another's status under TASKID", bob, strings.Replace(status, `"taskId"`, `"TASKID"`, 1), ""},
+		{"another's status under ta\u017fkId", bob, strings.Replace(status, `"taskId"`, "\"ta\u017fkId\"", 1), ""},
 		{"another's related request under TaskId", bob, strings.Replace(related, `"taskId"`, `"TaskId"`, 1), ""},
 		{"owner's status under TaskId", alice, strings.Replace(status, `"taskId"`, `"TaskId"`, 1), ""},
 		// What the gateway cannot read is not passed on as unscreened:
@@ -181,6 +182,10 @@ func TestRecordedFindsTaskIDInAnyCase(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"TASKID":"t1"}}`,
 		`{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"task\u0049d":"t1"}}`,
 		`"taskid"`,
+		// Go's encoding/json folds as bytes.EqualFold: the long s and the
+		// Kelvin sign are s and k to it.
+		"{\"params\":{\"ta\u017fkId\":\"t1\"}}",
+		"{\"params\":{\"tas\u212aId\":\"t1\"}}",
 	} {
 		if !recorded([]byte(b)) {
 			t.Errorf("recorded(%s) = false, want true", b)

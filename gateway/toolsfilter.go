@@ -157,9 +157,11 @@ func recorded(b []byte) bool {
 // mayHoldMemberFold is mayHoldMember for a name Go's encoding/json, with
 // which mcp-go's and the go-sdk's clients read, takes in any case
 // ("TaskId" and "TASKID" are taskId to them): quoted, an ASCII name, is
-// looked for without regard to case.
+// looked for without regard to case. encoding/json folds as
+// bytes.EqualFold, to which the long s (U+017F) is s and the Kelvin sign
+// (U+212A) k: b holding either may hold the name too.
 func mayHoldMemberFold(b, quoted []byte) bool {
-	if mayHoldMember(b, quoted) {
+	if mayHoldMember(b, quoted) || bytes.Contains(b, longS) || bytes.Contains(b, kelvinSign) {
 		return true
 	}
 	for i := 0; ; {
@@ -193,6 +195,8 @@ var (
 	idMember           = []byte(`"id"`)
 	errorMember        = []byte(`"error"`)
 	unicodeEscape      = []byte(`\u`)
+	longS              = []byte("\u017f")
+	kelvinSign         = []byte("\u212a")
 )
 
 // listRefused answers the list request id (of method; "" if unknown)
