@@ -291,7 +291,7 @@ func (g *Gateway) bindPush(ctx context.Context, r *pushRecord, tasks []string) {
 		// Other replicas check the agent's pushes against the task too.
 		// One the store did not take is still bound here; there, the
 		// first push binds it as when it comes before the answer.
-		_ = g.saveRelay(ctx, r)
+		_ = g.updateRelay(ctx, r)
 	}
 }
 
@@ -648,7 +648,7 @@ func (g *Gateway) showCaller(ctx context.Context, agentName, owner string, resul
 		return nil
 	}
 	for _, r := range learned {
-		_ = g.saveRelay(ctx, r) // the id a delete through another replica names
+		_ = g.updateRelay(ctx, r) // the id a delete through another replica names
 	}
 	return out
 }
@@ -748,12 +748,18 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		answer(http.StatusForbidden, why+": not delivered")
 		return
 	}
-	if unbound && g.saveRelay(r.Context(), rec) != nil {
-		// Bound here only: another replica would bind the relay to
-		// whichever task the next push named.
-		g.pushRefused(rec.agent, rec.owner, "the shared relay store did not answer")
-		answer(http.StatusServiceUnavailable, "the gateway cannot record its push relay's task now (its shared store does not answer): not delivered; try again")
-		return
+	if unbound {
+		switch err := g.updateRelay(r.Context(), rec); {
+		case errors.Is(err, errRelayGone):
+			answer(http.StatusNotFound, "no push relay with this id: deleted, ended or expired")
+			return
+		case err != nil:
+			// Bound here only: another replica would bind the relay to
+			// whichever task the next push named.
+			g.pushRefused(rec.agent, rec.owner, "the shared relay store did not answer")
+			answer(http.StatusServiceUnavailable, "the gateway cannot record its push relay's task now (its shared store does not answer): not delivered; try again")
+			return
+		}
 	}
 	switch g.delivering.start(rec.share) {
 	case errBusy:

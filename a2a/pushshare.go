@@ -49,7 +49,16 @@ type RelayStore interface {
 	Get(ctx context.Context, key string) ([]byte, bool, error)
 	// Delete removes key; a key that is not there is no error.
 	Delete(ctx context.Context, key string) error
+	// Renew stores value under key for ttl only if key holds a value now
+	// (a nil value keeps the one there, its TTL from now), and reports
+	// whether it did: a relay ended through another replica while this
+	// one delivered a push or bound it is not brought back.
+	Renew(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error)
 }
+
+// errRelayGone is a relay the store no longer holds when a replica
+// stores it again: ended through another replica meanwhile.
+var errRelayGone = errors.New("the push relay was ended meanwhile")
 
 // errRelayStore is a relay store that did not answer.
 var errRelayStore = errors.New("the shared relay store did not answer")
@@ -132,9 +141,12 @@ func configKey(agent, owner, task, configID string) string {
 }
 
 // save stores r's record, as it is now, and the key of its config
-// (configKey) once it has a task and an id; with replace, a relay the
-// config's key named before is ended (the agent replaced that config).
-func (s *sharedRelays) save(ctx context.Context, p *pushRelays, r *pushRecord, replace bool) error {
+// (configKey) once it has a task and an id, ending a relay the config's
+// key named before (the agent replaced that config). With again, r is a
+// relay stored before (bound to its task, its config's id learned): it
+// is stored only if the store still holds it (errRelayGone if not), or a
+// delete through another replica meanwhile would be undone.
+func (s *sharedRelays) save(ctx context.Context, p *pushRelays, r *pushRecord, again bool) error {
 	p.mu.Lock()
 	st := storedRelay{TokenHash: r.tokenHash[:], Agent: r.agent, Owner: r.owner, Share: r.share, URL: r.url,
 		CallerTok: r.callerTok, Auth: r.auth, Task: r.task, ConfigID: r.configID, Cred: r.cred}
@@ -147,22 +159,28 @@ func (s *sharedRelays) save(ctx context.Context, p *pushRelays, r *pushRecord, r
 	nonce := make([]byte, a.NonceSize(), a.NonceSize()+len(plain)+a.Overhead())
 	rand.Read(nonce) // never fails (crypto/rand)
 	sealed := a.Seal(nonce, nonce, plain, relayAD(r.id))
-	if err := s.store.Put(ctx, r.id, sealed, s.ttl); err != nil {
+	if again {
+		ok, err := s.store.Renew(ctx, r.id, sealed, s.ttl)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errRelayStore, err)
+		}
+		if !ok {
+			return errRelayGone
+		}
+	} else if err := s.store.Put(ctx, r.id, sealed, s.ttl); err != nil {
 		return fmt.Errorf("%w: %w", errRelayStore, err)
 	}
 	if st.Task == "" || st.ConfigID == "" {
 		return nil
 	}
 	key := configKey(st.Agent, st.Owner, st.Task, st.ConfigID)
-	if replace {
-		old, ok, err := s.store.Get(ctx, key)
-		if err != nil {
+	old, ok, err := s.store.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errRelayStore, err)
+	}
+	if ok && string(old) != r.id {
+		if err := s.store.Delete(ctx, string(old)); err != nil {
 			return fmt.Errorf("%w: %w", errRelayStore, err)
-		}
-		if ok && string(old) != r.id {
-			if err := s.store.Delete(ctx, string(old)); err != nil {
-				return fmt.Errorf("%w: %w", errRelayStore, err)
-			}
 		}
 	}
 	if err := s.store.Put(ctx, key, []byte(r.id), s.ttl); err != nil {
@@ -230,15 +248,44 @@ func (s *sharedRelays) forget(ctx context.Context, ids []string) error {
 	return first
 }
 
-// saveRelay stores r (Options.Relays), ending a relay of the config it
-// replaces; without a store it does nothing.
+// saveRelay stores the relay r registers (Options.Relays), ending a
+// relay of the config it replaces; without a store it does nothing.
 func (g *Gateway) saveRelay(ctx context.Context, r *pushRecord) error {
-	return g.saveRelayReplacing(ctx, r, true)
+	return g.storeRelay(ctx, r, false)
 }
 
-// touchRelay stores r again, its TTL from now.
+// updateRelay stores r again, bound to its task or its config's id
+// learned, if the store still holds it; one ended through another
+// replica meanwhile (errRelayGone) is ended here too.
+func (g *Gateway) updateRelay(ctx context.Context, r *pushRecord) error {
+	return g.storeRelay(ctx, r, true)
+}
+
+// touchRelay renews r's record and its config's key, their TTL from
+// now, if the store still holds r: a push delivered while r was ended
+// through another replica (its config deleted, its task's last state, a
+// revoked credential) does not bring it back. One the store no longer
+// holds is ended here too.
 func (g *Gateway) touchRelay(ctx context.Context, r *pushRecord) {
-	_ = g.saveRelayReplacing(ctx, r, false)
+	if g.shared == nil || r == nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	ok, err := g.shared.store.Renew(ctx, r.id, nil, g.shared.ttl)
+	switch {
+	case err != nil:
+		g.log.Warn("a2a: push relay: the relay's TTL could not be renewed in the shared store", "agent", r.agent, "principal", r.owner, "err", err)
+		return
+	case !ok:
+		g.pushes.drop(r)
+		return
+	}
+	g.pushes.mu.Lock()
+	task, configID := r.task, r.configID
+	g.pushes.mu.Unlock()
+	if task != "" && configID != "" {
+		_, _ = g.shared.store.Renew(ctx, configKey(r.agent, r.owner, task, configID), nil, g.shared.ttl)
+	}
 }
 
 // removeSharedConfig ends, in the store, the relay of owner's config
@@ -252,12 +299,15 @@ func (g *Gateway) removeSharedConfig(ctx context.Context, agent, owner, task, co
 	}
 }
 
-func (g *Gateway) saveRelayReplacing(ctx context.Context, r *pushRecord, replace bool) error {
+func (g *Gateway) storeRelay(ctx context.Context, r *pushRecord, again bool) error {
 	if g.shared == nil || r == nil {
 		return nil
 	}
-	err := g.shared.save(context.WithoutCancel(ctx), g.pushes, r, replace)
-	if err != nil {
+	err := g.shared.save(context.WithoutCancel(ctx), g.pushes, r, again)
+	switch {
+	case errors.Is(err, errRelayGone):
+		g.pushes.drop(r)
+	case err != nil:
 		g.log.Warn("a2a: push relay: the relay's record could not be stored: other replicas will not deliver its pushes", "agent", r.agent, "principal", r.owner, "err", err)
 	}
 	return err

@@ -3,7 +3,9 @@ package a2a
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +33,15 @@ func (s redisRelayStore) Get(ctx context.Context, key string) ([]byte, bool, err
 		return nil, false, nil
 	}
 	return b, err == nil, err
+}
+
+func (s redisRelayStore) Renew(ctx context.Context, key string, v []byte, ttl time.Duration) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if v == nil {
+		return s.c.PExpire(ctx, "relay:"+key, ttl).Result()
+	}
+	return s.c.SetXX(ctx, "relay:"+key, v, ttl).Result()
 }
 
 func (s redisRelayStore) Delete(ctx context.Context, key string) error {
@@ -308,5 +319,65 @@ func TestPushRelaySharedConfigDeleted(t *testing.T) {
 	}
 	if got := hook.next(20 * time.Millisecond); got != "" {
 		t.Errorf("the webhook got %.200s", got)
+	}
+}
+
+// TestAttackPushRelayInFlightRevives: a push being delivered through one
+// gateway when the caller deletes its config through the other must not
+// bring the relay back: before, the delivery's end stored the record
+// again (to renew its TTL), and the config's key with it, so the deleted
+// relay went on delivering the agent's pushes, through either gateway,
+// until push_relay.ttl.
+func TestAttackPushRelayInFlightRevives(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	arrived, release := make(chan struct{}, 8), make(chan struct{})
+	delivered := make(chan string, 8)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		arrived <- struct{}{}
+		<-release
+		delivered <- string(b)
+	}))
+	t.Cleanup(hook.Close)
+	a, b, _, _ := sharedRelayEnvs(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}})
+	task, url, token := relayOf(t, a, rec, "alice", hook.URL+"/alice")
+	rec.mu.Lock()
+	set := rec.seen[len(rec.seen)-1]
+	rec.mu.Unlock()
+	_, body, _ := strings.Cut(strings.TrimPrefix(set, "POST "), " ")
+	var req struct {
+		Params struct {
+			Config struct {
+				ID string `json:"id"`
+			} `json:"pushNotificationConfig"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(body), &req, json.RejectUnknownMembers(false)); err != nil || req.Params.Config.ID == "" {
+		t.Fatalf("no config id in %s", body)
+	}
+	onB := b.url + PushRelayPath + strings.TrimPrefix(url, a.url+PushRelayPath)
+
+	done := pushAsync(onB, token, taskPush(task, "working"))
+	select {
+	case <-arrived:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the push did not reach the webhook")
+	}
+	got := do(t, "POST", a.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/delete","params":{"id":"`+task+`","pushNotificationConfigId":"`+req.Params.Config.ID+`"}}`)
+	if strings.Contains(got, `"error"`) {
+		t.Fatalf("delete through a: %s", got)
+	}
+	close(release)
+	<-done
+	<-delivered
+	for _, u := range []string{onB, url} {
+		if status, got := pushAs(t, u, token, taskPush(task, "working")); status != http.StatusNotFound {
+			t.Errorf("a push to %s after its config was deleted during a delivery: HTTP %d %s, want 404", u, status, got)
+		}
+	}
+	select {
+	case got := <-delivered:
+		t.Errorf("after the config was deleted the webhook got %.200s", got)
+	case <-time.After(20 * time.Millisecond):
 	}
 }

@@ -116,6 +116,22 @@ func (s *redisRelays) Get(ctx context.Context, key string) ([]byte, bool, error)
 	return b, true, nil
 }
 
+func (s *redisRelays) Renew(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var ok bool
+	var err error
+	if value == nil {
+		ok, err = s.c.PExpire(ctx, s.prefix+key, ttl).Result()
+	} else {
+		ok, err = s.c.SetXX(ctx, s.prefix+key, value, ttl).Result()
+	}
+	if err != nil {
+		return false, fmt.Errorf("redis: %w", err)
+	}
+	return ok, nil
+}
+
 func (s *redisRelays) Delete(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
