@@ -761,6 +761,16 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	switch live, err := g.liveRelay(r.Context(), rec); {
+	case err != nil:
+		g.log.Warn("a2a: push relay: push refused: the shared relay store did not answer", "remote", remoteAddr(r), "err", err)
+		g.pushRefused(rec.agent, rec.owner, "the shared relay store did not answer")
+		answer(http.StatusServiceUnavailable, "the gateway cannot read its push relays now (its shared store does not answer): not delivered; try again")
+		return
+	case !live:
+		answer(http.StatusNotFound, "no push relay with this id: deleted, ended or expired while the push came")
+		return
+	}
 	switch g.delivering.start(rec.share) {
 	case errBusy:
 		answer(http.StatusServiceUnavailable, "the gateway is delivering as many pushes as it does at once; try again")
@@ -797,8 +807,7 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		// The task's last update: the agent pushes no more for it.
 		g.endRelay(r.Context(), rec)
 	} else {
-		g.pushes.touch(rec)
-		g.touchRelay(r.Context(), rec) // its TTL from now, on every replica
+		g.pushes.touch(rec) // in the store, renewed before the delivery (liveRelay)
 	}
 	// The delivery's status class, not its body or headers: the caller's
 	// answer is none of the agent's business.

@@ -261,24 +261,25 @@ func (g *Gateway) updateRelay(ctx context.Context, r *pushRecord) error {
 	return g.storeRelay(ctx, r, true)
 }
 
-// touchRelay renews r's record and its config's key, their TTL from
-// now, if the store still holds r: a push delivered while r was ended
-// through another replica (its config deleted, its task's last state, a
-// revoked credential) does not bring it back. One the store no longer
-// holds is ended here too.
-func (g *Gateway) touchRelay(ctx context.Context, r *pushRecord) {
-	if g.shared == nil || r == nil {
-		return
+// liveRelay reports whether r still lives, just before a push is
+// delivered: ended meanwhile (its config deleted, its task's last state,
+// a bound), here or through another replica, while the push's body came
+// as slowly as the agent liked, it is not. With a store it renews r's
+// record and its config's key, their TTL from now, only if the store
+// still holds r (so a delivery does not bring back a relay ended
+// meanwhile); one the store no longer holds is ended here too.
+func (g *Gateway) liveRelay(ctx context.Context, r *pushRecord) (bool, error) {
+	if g.shared == nil {
+		return g.pushes.get(r.id) == r, nil
 	}
 	ctx = context.WithoutCancel(ctx)
 	ok, err := g.shared.store.Renew(ctx, r.id, nil, g.shared.ttl)
 	switch {
 	case err != nil:
-		g.log.Warn("a2a: push relay: the relay's TTL could not be renewed in the shared store", "agent", r.agent, "principal", r.owner, "err", err)
-		return
+		return false, fmt.Errorf("%w: %w", errRelayStore, err)
 	case !ok:
 		g.pushes.drop(r)
-		return
+		return false, nil
 	}
 	g.pushes.mu.Lock()
 	task, configID := r.task, r.configID
@@ -286,6 +287,7 @@ func (g *Gateway) touchRelay(ctx context.Context, r *pushRecord) {
 	if task != "" && configID != "" {
 		_, _ = g.shared.store.Renew(ctx, configKey(r.agent, r.owner, task, configID), nil, g.shared.ttl)
 	}
+	return true, nil
 }
 
 // removeSharedConfig ends, in the store, the relay of owner's config

@@ -381,3 +381,85 @@ func TestAttackPushRelayInFlightRevives(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 }
+
+// TestAttackPushRelaySlowBodyAfterDelete: an agent that starts pushes
+// while a relay lives and sends their bodies once the caller deleted the
+// config has none delivered: before, a push whose headers arrived while
+// the relay lived was delivered whatever happened while its body came (the
+// caller's credential alone was checked again), so an agent could hold
+// any number open and deliver them after the caller ended the relay.
+func TestAttackPushRelaySlowBodyAfterDelete(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one gateway", true: "shared store"}[shared], func(t *testing.T) {
+			rec := newRecAgent(t, goodCard)
+			hook := newWebhook(t)
+			agent := Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}}
+			var a, b *relayEnv
+			if shared {
+				a, b, _, _ = sharedRelayEnvs(t, agent)
+			} else {
+				a = newRelayEnv(t, agent, Options{})
+				b = a
+			}
+			task, url, token := relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
+			id := lastConfigID(t, rec)
+			checked := make(chan struct{}, 16)
+			a.mu.Lock()
+			a.checked = func(string) { checked <- struct{}{} }
+			a.mu.Unlock()
+			pr, pw := io.Pipe()
+			req, _ := http.NewRequest(http.MethodPost, url, pr)
+			req.Header.Set("X-A2A-Notification-Token", token)
+			req.Header.Set("Content-Type", "application/json")
+			done := make(chan int, 1)
+			go func() {
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					done <- 0
+					return
+				}
+				resp.Body.Close()
+				done <- resp.StatusCode
+			}()
+			body := taskPush(task, "working")
+			pw.Write([]byte(body[:5]))
+			select {
+			case <-checked: // the relay found, before its body is read
+			case <-time.After(10 * time.Second):
+				t.Fatal("the relay did not check the caller's credential")
+			}
+			got := do(t, "POST", b.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/delete","params":{"id":"`+task+`","pushNotificationConfigId":"`+id+`"}}`)
+			if strings.Contains(got, `"error"`) {
+				t.Fatalf("delete: %s", got)
+			}
+			pw.Write([]byte(body[5:]))
+			pw.Close()
+			if status := <-done; status != http.StatusNotFound {
+				t.Errorf("a push whose body came after its config was deleted: HTTP %d, want 404", status)
+			}
+			if got := hook.next(20 * time.Millisecond); got != "" {
+				t.Errorf("after the config was deleted the webhook got %.200s", got)
+			}
+		})
+	}
+}
+
+// lastConfigID is the id of the push config the agent got last.
+func lastConfigID(t *testing.T, rec *recAgent) string {
+	t.Helper()
+	rec.mu.Lock()
+	set := rec.seen[len(rec.seen)-1]
+	rec.mu.Unlock()
+	_, body, _ := strings.Cut(strings.TrimPrefix(set, "POST "), " ")
+	var req struct {
+		Params struct {
+			Config struct {
+				ID string `json:"id"`
+			} `json:"pushNotificationConfig"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(body), &req, json.RejectUnknownMembers(false)); err != nil || req.Params.Config.ID == "" {
+		t.Fatalf("no config id in %s", body)
+	}
+	return req.Params.Config.ID
+}
