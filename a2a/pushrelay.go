@@ -471,6 +471,9 @@ func (g *Gateway) relayConfig(ctx context.Context, a *agent, v jsontext.Value, t
 	if err == nil && found == 0 {
 		err = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: a push config needs a url"}
 	}
+	if err == nil && len(rec.url)+len(rec.callerTok)+len(rec.auth) > maxRelayKept {
+		err = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: a push config's url, token and authentication are more than %d bytes together", maxRelayKept)}
+	}
 	if err == nil && pointsAtRelay(rec.url) {
 		err = &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("invalid params: push notification url %q leads to the gateway's own push relay, a loop", rec.url)}
 	}
@@ -484,6 +487,12 @@ func (g *Gateway) relayConfig(ctx context.Context, a *agent, v jsontext.Value, t
 	}
 	return out, rec, nil
 }
+
+// maxRelayKept bounds what the gateway keeps of a caller's push config
+// (its url, token and authentication), in process and, with relays
+// shared, in Redis: otherwise the request's bound (4 MiB) times a
+// principal's tenth of max_relays, on every replica and in the store.
+const maxRelayKept = 16 << 10
 
 // pointsAtRelay reports whether u's path, as any server would read it,
 // is under a relay's.

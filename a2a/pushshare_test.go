@@ -463,3 +463,37 @@ func lastConfigID(t *testing.T, rec *recAgent) string {
 	}
 	return req.Params.Config.ID
 }
+
+// TestAttackPushRelayHugeConfig: what the gateway keeps of a push config
+// for the caller (its url, token and authentication: in process, and
+// with relays shared, sealed in Redis) is bounded. Before, only the
+// request's 4 MiB bound held: a caller registering its tenth of
+// max_relays (1,000) configs of 4 MiB each made every replica it reached
+// keep 4 GB, and the shared Redis the same for each, where task owners
+// and sessions live.
+func TestAttackPushRelayHugeConfig(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	hook := newWebhook(t)
+	_, b, _, c := sharedRelayEnvs(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}})
+	gw := b.url + "/a2a/stub"
+	task := taskOf(t, do(t, "POST", gw, "alice", "", sendHi))
+	pad := strings.Repeat("x", 1<<20)
+	for _, cfg := range []string{
+		`{"url":"` + hook.srv.URL + `/alice?` + pad + `","token":"t"}`,
+		`{"url":"` + hook.srv.URL + `/alice","token":"` + pad + `"}`,
+		`{"url":"` + hook.srv.URL + `/alice","authentication":{"schemes":["Bearer"],"credentials":"` + pad + `"}}`,
+	} {
+		got := do(t, "POST", gw, "alice", "", `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task+`","pushNotificationConfig":`+cfg+`}}`)
+		if !strings.Contains(got, `"code":-32602`) {
+			t.Errorf("a push config of a MiB: %.300s; want -32602", got)
+		}
+	}
+	n, err := c.DBSize(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, _ := c.Keys(context.Background(), "relay:*").Result()
+	if len(ks) != 0 {
+		t.Errorf("the store holds %d relay keys (of %d), want none", len(ks), n)
+	}
+}
