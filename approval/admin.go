@@ -81,8 +81,15 @@ func (s *Store) Handler(token string) http.Handler {
 		by := body.By
 		if p := intercept.PrincipalFrom(r.Context()); p != nil {
 			by = p.ID // proven, not claimed
-			if held, err := s.Get(r.PathValue("id")); err == nil && namesAgent(p, held.Agent, s.agentClaims) {
+			held, err := s.Get(r.PathValue("id"))
+			switch {
+			case err == nil && namesAgent(p, held.Agent, s.agentClaims):
 				writeError(w, http.StatusForbidden, ErrSelfApproval)
+				return
+			case err != nil && !errors.Is(err, ErrNotFound):
+				// Unchecked is not allowed: the store may answer the
+				// decision that follows.
+				writeError(w, errorStatus(err), err)
 				return
 			}
 		}

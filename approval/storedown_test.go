@@ -2,10 +2,13 @@ package approval
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,5 +90,72 @@ func TestAdminStoreDown(t *testing.T) {
 			t.Fatalf("list 10s after Redis came back: %d %s", code, body)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// commitFailsOnce is a backend whose next commit fails once fail is set:
+// a store that answers one operation and not the next (a Redis lease
+// lost, a write that timed out).
+type commitFailsOnce struct {
+	backend
+	fail atomic.Bool
+}
+
+func (b *commitFailsOnce) begin() (backendTx, error) {
+	tx, err := b.backend.begin()
+	if err != nil {
+		return nil, err
+	}
+	return &failingTx{backendTx: tx, b: b}, nil
+}
+
+type failingTx struct {
+	backendTx
+	b *commitFailsOnce
+}
+
+func (tx *failingTx) commit() error {
+	if tx.b.fail.CompareAndSwap(true, false) {
+		tx.backendTx.rollback()
+		return errors.New("the store did not answer")
+	}
+	return tx.backendTx.commit()
+}
+
+// TestAttackSelfApprovalStoreBlip: an admin JWT that names the held
+// call's agent in another claim than its subject is refused whether or
+// not the store answered the lookup the refusal needs. Before, a lookup
+// that failed (the store did not answer it) skipped the check, and the
+// decision that followed, the store answering again, approved the agent's
+// own call: 200.
+func TestAttackSelfApprovalStoreBlip(t *testing.T) {
+	s, err := OpenStore(filepath.Join(t.TempDir(), "approvals.db"), Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	be := &commitFailsOnce{backend: s.be}
+	s.be = be
+	d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":3}`))
+	if d.ApprovalID == "" {
+		t.Fatalf("call not held: %+v", d)
+	}
+	p := &intercept.Principal{ID: "service-account-x", Method: "jwt", Claims: map[string]any{"sub": "service-account-x", "azp": "a1"}}
+	h := s.Handler("")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), p)))
+	}))
+	t.Cleanup(srv.Close)
+	be.fail.Store(true)
+	resp, err := http.Post(srv.URL+"/admin/approvals/"+d.ApprovalID, "application/json", strings.NewReader(`{"action":"approve"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusForbidden {
+		t.Errorf("the agent's own approval, the store's lookup failing: got %d, want 503 or 403", resp.StatusCode)
+	}
+	if r, err := s.Get(d.ApprovalID); err != nil || r.Status != Pending {
+		t.Errorf("after it: got %s (%v), want pending", r.Status, err)
 	}
 }
