@@ -899,9 +899,14 @@ func (c *Console) decideApproval(w http.ResponseWriter, r *http.Request, s *sess
 	}
 	var q approval.Request
 	var err error
-	if held, gerr := c.d.Approvals.Get(id); gerr == nil && held.Agent != "" && slices.Contains(s.names, held.Agent) {
+	held, gerr := c.d.Approvals.Get(id)
+	switch {
+	case gerr == nil && held.Agent != "" && slices.Contains(s.names, held.Agent):
 		q, err = held, approval.ErrSelfApproval
-	} else {
+	case gerr != nil && !errors.Is(gerr, approval.ErrNotFound):
+		// Not decided unchecked: the store may answer the decision.
+		err = gerr
+	default:
 		q, err = c.d.Approvals.Decide(id, act == "approve", s.name)
 	}
 	c.action(s, "approval_"+act, id, map[string]any{"txn_id": q.TxnID, "tool": q.Tool, "reason": r.PostForm.Get("reason"), "ok": err == nil})
