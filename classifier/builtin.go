@@ -255,7 +255,6 @@ func (b *Builtin) finish(k *call, d *intercept.ActionDescriptor, target target) 
 	v := Verdict{
 		SessionID:    d.SessionID,
 		ToolName:     d.ToolName,
-		Axes:         make(map[string]AxisVerdict, len(c.axes)),
 		ClassifierID: BuiltinID,
 		ClassifiedAt: c.now().Unix(),
 		argTier:      k.args.tier,
@@ -264,15 +263,15 @@ func (b *Builtin) finish(k *call, d *intercept.ActionDescriptor, target target) 
 	at := c.actionType(k)
 	k.reads = at.Classified == Read
 	at = calibrate(AxisActionType, at, c.fitted)
-	v.Axes[AxisActionType] = at
-	v.Axes[AxisBoundary] = calibrate(AxisBoundary, c.boundary(k, target), c.fitted)
+	v.Axes.Set(AxisActionType, at)
+	v.Axes.Set(AxisBoundary, calibrate(AxisBoundary, c.boundary(k, target), c.fitted))
 	if c.profile == ProfileExtended {
-		v.Axes[AxisSensitivity] = c.sensitivity(k, at.Classified)
-		v.Axes[AxisScale] = c.scale(k, at.Classified)
-		v.Axes[AxisReversibility] = c.reversibility(k, at.Classified)
+		v.Axes.Set(AxisSensitivity, c.sensitivity(k, at.Classified))
+		v.Axes.Set(AxisScale, c.scale(k, at.Classified))
+		v.Axes.Set(AxisReversibility, c.reversibility(k, at.Classified))
 	}
 	ApplyConservativeDefaults(&v, c.opts)
-	v.CapabilityClassVerdict, v.CapabilityClassConfidence = c.capabilityClass(k, v.Axes[AxisActionType])
+	v.CapabilityClassVerdict, v.CapabilityClassConfidence = c.capabilityClass(k, v.Axes.Get(AxisActionType))
 	v.ConsistentWithDeclaration = consistent(d, &v, k)
 	v.CompositeConfidence = Composite(v, c.opts)
 	return v
@@ -974,11 +973,11 @@ func classDomain(upstream string) string {
 // compared; a boundary inside the declared one is consistent (a declared
 // boundary is a ceiling).
 func consistent(d *intercept.ActionDescriptor, v *Verdict, k *call) bool {
-	at := v.Axes[AxisActionType]
+	at := v.Axes.Get(AxisActionType)
 	if d.ActionTypeDeclared != "" && !at.ConservativeDefaultApplied && !strings.EqualFold(d.ActionTypeDeclared, at.Classified) {
 		return false
 	}
-	if bd := v.Axes[AxisBoundary]; d.BoundaryDeclared != "" && !bd.ConservativeDefaultApplied {
+	if bd := v.Axes.Get(AxisBoundary); d.BoundaryDeclared != "" && !bd.ConservativeDefaultApplied {
 		if rank(AxisBoundary, bd.Classified) > rank(AxisBoundary, canonicalValue(AxisBoundary, d.BoundaryDeclared)) {
 			return false
 		}

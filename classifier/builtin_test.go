@@ -133,7 +133,7 @@ func TestBuiltinActionType(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := classifyOne(t, b, tt.call).Axes[AxisActionType]
+			got := classifyOne(t, b, tt.call).Axes.Get(AxisActionType)
 			if got.Classified != tt.want || got.Source != tt.wantSource || got.Confidence != tt.wantConf || got.ConservativeDefaultApplied != tt.wantCons {
 				t.Errorf("got %+v, want %s (%.2f, %s, conservative=%v)", got, tt.want, tt.wantConf, tt.wantSource, tt.wantCons)
 			}
@@ -198,7 +198,7 @@ func TestBuiltinBoundary(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := classifyOne(t, b, tt.call).Axes[AxisBoundary]
+			got := classifyOne(t, b, tt.call).Axes.Get(AxisBoundary)
 			if got.Classified != tt.want || got.Source != tt.wantSource || got.Confidence != tt.wantConf {
 				t.Errorf("got %+v, want %s (%.2f, %s)", got, tt.want, tt.wantConf, tt.wantSource)
 			}
@@ -248,7 +248,7 @@ func TestBuiltinExtendedAxes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := classifyOne(t, b, tt.call).Axes[tt.axis]
+			got := classifyOne(t, b, tt.call).Axes.Get(tt.axis)
 			if got.Classified != tt.want || got.ConservativeDefaultApplied != tt.cons {
 				t.Errorf("%s: got %+v, want %s (conservative=%v)", tt.axis, got, tt.want, tt.cons)
 			}
@@ -260,7 +260,7 @@ func TestBuiltinProfileAxes(t *testing.T) {
 	call := builtinCall{target: stdioFS, tool: "read_file", ann: `{"readOnlyHint":true,"openWorldHint":false}`}
 	for _, p := range []Profile{"", ProfileDefault, ProfileExtended} {
 		v := classifyOne(t, mustBuiltin(t, Options{Profile: p}), call)
-		if got, want := len(v.Axes), len(p.Axes()); got != want {
+		if got, want := v.Axes.Len(), len(p.Axes()); got != want {
 			t.Errorf("profile %q: got %d axes, want %d", p, got, want)
 		}
 	}
@@ -326,8 +326,8 @@ func TestBuiltinMalformedInput(t *testing.T) {
 		{tool: "x", args: `"just a string"`},
 	} {
 		v := classifyOne(t, b, c)
-		if len(v.Axes) != 5 {
-			t.Errorf("%+v: got %d axes, want 5", c, len(v.Axes))
+		if v.Axes.Len() != 5 {
+			t.Errorf("%+v: got %d axes, want 5", c, v.Axes.Len())
 		}
 	}
 }
@@ -385,7 +385,7 @@ func TestToolFactsFollowDefinition(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := v.Axes[AxisActionType].Classified; got != c.action {
+		if got := v.Axes.Get(AxisActionType).Classified; got != c.action {
 			t.Errorf("%d: %q %s: action %s, want %s", i, c.desc, c.ann, got, c.action)
 		}
 		r := NewIntentRecord(d(c.desc, c.ann), v, IntentOptions{})
@@ -412,8 +412,8 @@ func TestToolFactsKeepNoDescription(t *testing.T) {
 		t.Fatal(err)
 	}
 	NewIntentRecord(d, v, IntentOptions{})
-	if v.Axes[AxisActionType].Classified != Read {
-		t.Fatalf("classified %v, want Read", v.Axes[AxisActionType])
+	if v.Axes.Get(AxisActionType).Classified != Read {
+		t.Fatalf("classified %v, want Read", v.Axes.Get(AxisActionType))
 	}
 	d.ToolDescription, desc = "", ""
 	runtime.GC()
@@ -476,13 +476,13 @@ func TestAnnotationsNeverLowerConfidence(t *testing.T) {
 		{tool: "create_repository", desc: "Create a new GitHub repository"},
 		{tool: "exec_in_pod", desc: "Execute a command in a pod"},
 	} {
-		bare := classifyOne(t, b, c).Axes[AxisActionType]
+		bare := classifyOne(t, b, c).Axes.Get(AxisActionType)
 		if bare.Confidence >= 0.9 {
 			high++
 		}
 		for _, ann := range []string{`{"readOnlyHint":false}`, `{"readOnlyHint":false,"destructiveHint":true}`, `{"destructiveHint":true}`} {
 			c.ann = ann
-			got := classifyOne(t, b, c).Axes[AxisActionType]
+			got := classifyOne(t, b, c).Axes.Get(AxisActionType)
 			if got.Classified == bare.Classified && got.Confidence < bare.Confidence {
 				t.Errorf("%s %s: %s at %.2f, without annotations %.2f", c.tool, ann, got.Classified, got.Confidence, bare.Confidence)
 			}
@@ -499,7 +499,7 @@ func TestAnnotationsNeverLowerConfidence(t *testing.T) {
 func TestReadOnlyHintAgainstName(t *testing.T) {
 	b := mustBuiltin(t, Options{})
 	for tool, want := range map[string]float64{"list_alerts": 0.97, "execute_analyzer": 0.85, "status": 0.97} {
-		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool, ann: `{"readOnlyHint":true}`}).Axes[AxisActionType]
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool, ann: `{"readOnlyHint":true}`}).Axes.Get(AxisActionType)
 		if got.Classified != Read || got.Confidence != want {
 			t.Errorf("%s: got %s at %.2f, want Read at %.2f", tool, got.Classified, got.Confidence, want)
 		}

@@ -7,7 +7,6 @@ import (
 	stdjson "encoding/json"
 	"errors"
 	"hash/maphash"
-	"maps"
 	"net/url"
 
 	"github.com/go-json-experiment/json"
@@ -149,7 +148,7 @@ func newVerdictCache(size int) (*verdictCache, error) {
 }
 
 // getRaw looks a verdict up by raw form. Verdicts returned by getRaw and
-// get are copies the caller may change: the axes map is cloned.
+// get are copies the caller may change.
 func (c *verdictCache) getRaw(raw []byte) (Verdict, bool) {
 	if c == nil || len(raw) > cacheRawMax {
 		return Verdict{}, false
@@ -158,11 +157,10 @@ func (c *verdictCache) getRaw(raw []byte) (Verdict, bool) {
 	if !ok || e.raw != string(raw) {
 		return Verdict{}, false
 	}
-	e.v.Axes = maps.Clone(e.v.Axes)
 	return e.v, true
 }
 
-// addRaw remembers v under raw; v's axes map must not change afterwards.
+// addRaw remembers v under raw.
 func (c *verdictCache) addRaw(raw []byte, v Verdict) {
 	if len(raw) <= cacheRawMax {
 		c.raw.Add(maphash.Bytes(c.seed, raw), cacheRawEntry{raw: string(raw), v: v})
@@ -179,8 +177,7 @@ func (c *verdictCache) get(key cacheKey, raw []byte) (Verdict, bool) {
 	if !ok {
 		return Verdict{}, false
 	}
-	c.addRaw(raw, v) // both share one axes map, which nobody changes
-	v.Axes = maps.Clone(v.Axes)
+	c.addRaw(raw, v)
 	return v, true
 }
 
@@ -189,7 +186,6 @@ func (c *verdictCache) add(key cacheKey, raw []byte, v Verdict) {
 	if c == nil {
 		return
 	}
-	v.Axes = maps.Clone(v.Axes)
 	c.canon.Add(key, v)
 	c.addRaw(raw, v)
 }

@@ -79,7 +79,7 @@ func TestLLMCacheHit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first.Axes[AxisActionType] = AxisVerdict{Classified: Provision} // the caller's copy
+	first.Axes.Set(AxisActionType, AxisVerdict{Classified: Provision}) // the caller's copy
 
 	now = time.Unix(2000, 0)
 	second, err := l.Classify(ctx, llmDescriptor("s2"))
@@ -92,7 +92,7 @@ func TestLLMCacheHit(t *testing.T) {
 	if second.SessionID != "s2" || second.ClassifiedAt != 2000 || second.ClassifierID != "urn:sluice:classifier:llm-openai:s2" {
 		t.Errorf("cache hit: got session %q at %d id %q, want s2 at 2000 with s2's id", second.SessionID, second.ClassifiedAt, second.ClassifierID)
 	}
-	if got := second.Axes[AxisActionType].Classified; got != Read {
+	if got := second.Axes.Get(AxisActionType).Classified; got != Read {
 		t.Errorf("got %q, want Read: a caller's change reached the cache", got)
 	}
 	if l.cache.len() != 1 {

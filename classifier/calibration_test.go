@@ -95,10 +95,9 @@ func TestFittedConfidence(t *testing.T) {
 	// Where the composite routes the corpus's calls under the default
 	// thresholds, before and after: lower confidences escalate more.
 	route := func(r scored) Disposition {
-		v := Verdict{Axes: map[string]AxisVerdict{
-			AxisActionType: {Classified: r.got[0], Confidence: r.conf[0]},
-			AxisBoundary:   {Classified: r.got[1], Confidence: r.conf[1]},
-		}}
+		var v Verdict
+		v.Axes.Set(AxisActionType, AxisVerdict{Classified: r.got[0], Confidence: r.conf[0]})
+		v.Axes.Set(AxisBoundary, AxisVerdict{Classified: r.got[1], Confidence: r.conf[1]})
 		return Thresholds{}.Route(Composite(v, Options{}))
 	}
 	moved := map[[2]Disposition]int{}

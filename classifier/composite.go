@@ -70,7 +70,7 @@ func Composite(v Verdict, opts Options) float64 {
 	w := opts.weights()
 	var sum float64
 	for _, a := range opts.Profile.Axes() {
-		if av, ok := v.Axes[a]; ok {
+		if av, ok := v.Axes.Lookup(a); ok {
 			sum += w.Get(a) * unitClamp(av.Confidence)
 		}
 	}
@@ -109,15 +109,11 @@ func ConservativeDefault(axis string) string {
 // axis of v that is missing, has a value outside §5.1, or has a confidence
 // below its floor, and marks it conservative_default_applied. Confidences
 // are left as classified, so the composite still shows how unsure the
-// classifier was. It works on any classifier's verdict; v.Axes is created
-// if nil.
+// classifier was. It works on any classifier's verdict.
 func ApplyConservativeDefaults(v *Verdict, opts Options) {
 	floors := opts.floors()
-	if v.Axes == nil {
-		v.Axes = make(map[string]AxisVerdict, len(opts.Profile.Axes()))
-	}
 	for _, a := range opts.Profile.Axes() {
-		av, ok := v.Axes[a]
+		av, ok := v.Axes.Lookup(a)
 		if !ok {
 			av = AxisVerdict{Source: SourceNone}
 		}
@@ -129,7 +125,7 @@ func ApplyConservativeDefaults(v *Verdict, opts Options) {
 			av.Classified = ConservativeDefault(a)
 			av.ConservativeDefaultApplied = true
 		}
-		v.Axes[a] = av
+		v.Axes.Set(a, av)
 	}
 }
 

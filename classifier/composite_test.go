@@ -6,13 +6,22 @@ import (
 	"testing"
 )
 
-func axes(confs ...float64) map[string]AxisVerdict {
-	m := map[string]AxisVerdict{}
+func axes(confs ...float64) Axes {
+	var v Axes
 	for i, c := range confs {
 		a := extendedAxes[i]
-		m[a] = AxisVerdict{Classified: axisValues[a][0], Confidence: c}
+		v.Set(a, AxisVerdict{Classified: axisValues[a][0], Confidence: c})
 	}
-	return m
+	return v
+}
+
+// axesOf is m as Axes.
+func axesOf(m map[string]AxisVerdict) Axes {
+	var v Axes
+	for a, av := range m {
+		v.Set(a, av)
+	}
+	return v
 }
 
 func TestComposite(t *testing.T) {
@@ -71,13 +80,13 @@ func TestRoute(t *testing.T) {
 }
 
 func TestApplyConservativeDefaults(t *testing.T) {
-	v := Verdict{Axes: map[string]AxisVerdict{
+	v := Verdict{Axes: axesOf(map[string]AxisVerdict{
 		AxisActionType:  {Classified: Read, Confidence: 0.95, Source: "x"},
 		AxisBoundary:    {Classified: "Intranet", Confidence: 0.99, Source: "x"},
 		AxisSensitivity: {Classified: Public, Confidence: 0.59, Source: "x"},
 		AxisScale:       {Classified: Targeted, Confidence: 0.6, Source: "x"},
 		// reversibility missing
-	}}
+	})}
 	ApplyConservativeDefaults(&v, Options{Profile: ProfileExtended})
 	want := map[string]AxisVerdict{
 		AxisActionType:    {Classified: Read, Confidence: 0.95, Source: "x"},
@@ -87,7 +96,7 @@ func TestApplyConservativeDefaults(t *testing.T) {
 		AxisReversibility: {Classified: Irreversible, Confidence: 0, Source: SourceNone, ConservativeDefaultApplied: true},
 	}
 	for a, w := range want {
-		if got := v.Axes[a]; got != w {
+		if got := v.Axes.Get(a); got != w {
 			t.Errorf("%s: got %+v, want %+v", a, got, w)
 		}
 	}

@@ -169,7 +169,7 @@ func classifyCorpusFitted(t testing.TB, calls []corpusCall, fitted map[rulePath]
 			if err != nil {
 				t.Fatal(err)
 			}
-			at, bd := v.Axes[AxisActionType], v.Axes[AxisBoundary]
+			at, bd := v.Axes.Get(AxisActionType), v.Axes.Get(AxisBoundary)
 			out = append(out, scored{corpusCall: c, got: [2]string{at.Classified, bd.Classified}, conf: [2]float64{at.Confidence, bd.Confidence}, src: [2]string{at.Source, bd.Source}})
 		}
 	}

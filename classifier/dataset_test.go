@@ -105,7 +105,7 @@ func TestBuiltinAccuracy(t *testing.T) {
 		}
 		s.n++
 		all.n++
-		at, bd := v.Axes[AxisActionType], v.Axes[AxisBoundary]
+		at, bd := v.Axes.Get(AxisActionType), v.Axes.Get(AxisBoundary)
 		if at.Classified == lt.Want.ActionType {
 			s.action++
 			all.action++

@@ -102,7 +102,7 @@ func TestEnvNamesPrior(t *testing.T) {
 		{"a local path wins", builtinCall{upstream: "withpath", target: widget, tool: "update_widget", args: `{"path":"/home/u/w.json"}`}, Local, 0.65, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := classifyOne(t, b, tt.call).Axes[AxisBoundary]
+			got := classifyOne(t, b, tt.call).Axes.Get(AxisBoundary)
 			if got.Classified != tt.want || got.Confidence != tt.conf || got.ConservativeDefaultApplied != tt.cons {
 				t.Errorf("got %+v, want %s at %.2f (conservative default %v)", got, tt.want, tt.conf, tt.cons)
 			}

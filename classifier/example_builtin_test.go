@@ -27,7 +27,7 @@ func ExampleBuiltin() {
 	}
 	v, _ := b.Classify(context.Background(), d)
 	a := classifier.Assess(v, b.Options())
-	fmt.Println(v.Axes[classifier.AxisActionType].Classified, v.Axes[classifier.AxisBoundary].Classified, v.CapabilityClassVerdict)
+	fmt.Println(v.Axes.Get(classifier.AxisActionType).Classified, v.Axes.Get(classifier.AxisBoundary).Classified, v.CapabilityClassVerdict)
 	fmt.Printf("%.2f %s\n", a.Composite, a.Disposition)
 	// Output:
 	// Read External fetch.read

@@ -18,7 +18,7 @@ func TestModelComputedAnswerIsExecute(t *testing.T) {
 		{"get_summary", "Get the summary produced by AI for a record", "", Read},
 		{"explain_query", "Explain what a query does", ro, Read},
 	} {
-		got := classifyOne(t, b, builtinCall{target: target, tool: c.tool, desc: c.desc, ann: c.ann}).Axes[AxisActionType]
+		got := classifyOne(t, b, builtinCall{target: target, tool: c.tool, desc: c.desc, ann: c.ann}).Axes.Get(AxisActionType)
 		if got.Classified != c.want {
 			t.Errorf("%s %q: got %s (%.2f, %s), want %s", c.tool, c.desc, got.Classified, got.Confidence, got.Source, c.want)
 		}
@@ -40,7 +40,7 @@ func TestDescriptionObjectProvisions(t *testing.T) {
 		{"deactivate_license", "Deactivate a license key instance.", Write},
 		{"sync_items", "Sync an entire project to the local cache", Write},
 	} {
-		got := classifyOne(t, b, builtinCall{target: target, tool: c.tool, desc: c.desc}).Axes[AxisActionType]
+		got := classifyOne(t, b, builtinCall{target: target, tool: c.tool, desc: c.desc}).Axes.Get(AxisActionType)
 		if got.Classified != c.want || got.Classified == Provision && got.Confidence >= 0.9 {
 			t.Errorf("%s %q: got %s (%.2f, %s), want %s below 0.9", c.tool, c.desc, got.Classified, got.Confidence, got.Source, c.want)
 		}
@@ -65,7 +65,7 @@ func TestMayStayOnHostBelowHighBand(t *testing.T) {
 		{"db", "stdio:db-tools", "list_connections", "List the connections", IntraOrg, 0.85},
 		{"db", "stdio:db-tools", "format_sql", "Format a SQL statement", IntraOrg, 0.85},
 	} {
-		got := classifyOne(t, b, builtinCall{upstream: c.upstream, target: c.target, tool: c.tool, desc: c.desc}).Axes[AxisBoundary]
+		got := classifyOne(t, b, builtinCall{upstream: c.upstream, target: c.target, tool: c.tool, desc: c.desc}).Axes.Get(AxisBoundary)
 		if got.Classified != c.want || got.Confidence != c.conf {
 			t.Errorf("%s: got %s at %.2f (%s), want %s at %.2f", c.tool, got.Classified, got.Confidence, got.Source, c.want, c.conf)
 		}
@@ -83,7 +83,7 @@ func TestResolveClosesRecords(t *testing.T) {
 		"resolve_library_id":   Read,
 		"resolve_hostname":     Read,
 	} {
-		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool}).Axes[AxisActionType]
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool}).Axes.Get(AxisActionType)
 		if got.Classified != want {
 			t.Errorf("%s: got %s (%.2f), want %s", tool, got.Classified, got.Confidence, want)
 		}
@@ -101,7 +101,7 @@ func TestQueueReceiveConsumes(t *testing.T) {
 		"list_queue_messages":    Read,
 		"get_message":            Read,
 	} {
-		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool}).Axes[AxisActionType]
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool}).Axes.Get(AxisActionType)
 		if got.Classified != want {
 			t.Errorf("%s: got %s (%.2f), want %s", tool, got.Classified, got.Confidence, want)
 		}
@@ -120,7 +120,7 @@ func TestInPlaceConversionWrites(t *testing.T) {
 		{"convert_markdown", `{"markdown":"# Title\nbody"}`, Read},
 		{"format_date", `{"date":"2026-11-27","pattern":"dd MMM"}`, Read},
 	} {
-		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: c.tool, args: c.args}).Axes[AxisActionType]
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: c.tool, args: c.args}).Axes.Get(AxisActionType)
 		if got.Classified != c.want || got.Classified == Write && got.Confidence >= 0.9 {
 			t.Errorf("%s %s: got %s (%.2f), want %s", c.tool, c.args, got.Classified, got.Confidence, c.want)
 		}
@@ -133,7 +133,7 @@ func TestShellToolRunsItsCommand(t *testing.T) {
 	b := mustBuiltin(t, Options{})
 	for _, tool := range []string{"bash", "terminal", "powershell"} {
 		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool,
-			desc: "Execute commands in the sandbox", args: `{"command":"grep -c ERROR app.log"}`}).Axes[AxisActionType]
+			desc: "Execute commands in the sandbox", args: `{"command":"grep -c ERROR app.log"}`}).Axes.Get(AxisActionType)
 		if got.Classified != Execute {
 			t.Errorf("%s: got %s (%.2f, %s), want Execute", tool, got.Classified, got.Confidence, got.Source)
 		}
@@ -150,7 +150,7 @@ func TestInstallOnDeviceWrites(t *testing.T) {
 		{"uninstall_app", "Uninstall an app from the simulator", Write},
 		{"install_app", "Install an app into the workspace", Provision},
 	} {
-		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: c.tool, desc: c.desc}).Axes[AxisActionType]
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: c.tool, desc: c.desc}).Axes.Get(AxisActionType)
 		if got.Classified != c.want {
 			t.Errorf("%s %q: got %s (%.2f), want %s", c.tool, c.desc, got.Classified, got.Confidence, c.want)
 		}

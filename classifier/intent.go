@@ -116,7 +116,7 @@ func NewIntentRecord(d *intercept.ActionDescriptor, v Verdict, o IntentOptions) 
 	if o.Now != nil {
 		now = o.Now
 	}
-	at, bd := v.Axes[AxisActionType], v.Axes[AxisBoundary]
+	at, bd := v.Axes.Get(AxisActionType), v.Axes.Get(AxisBoundary)
 	action, boundary := at.Classified, bd.Classified
 	if !ValidValue(AxisActionType, action) {
 		action, at.ConservativeDefaultApplied = Write, true
@@ -157,11 +157,11 @@ func NewIntentRecord(d *intercept.ActionDescriptor, v Verdict, o IntentOptions) 
 		r.EntityID = "unknown"
 	}
 	var sensitivity string
-	sens, sensKnown := v.Axes[AxisSensitivity]
+	sens, sensKnown := v.Axes.Lookup(AxisSensitivity)
 	if sensKnown && !sens.ConservativeDefaultApplied {
 		sensitivity = sens.Classified
 	}
-	sc, scKnown := v.Axes[AxisScale]
+	sc, scKnown := v.Axes.Lookup(AxisScale)
 	if scKnown && sc.Classified == Unbounded && !sc.ConservativeDefaultApplied && action != Read {
 		r.RiskFactors = append(r.RiskFactors, FactorUnbounded)
 	}
@@ -230,7 +230,7 @@ func NewIntentRecord(d *intercept.ActionDescriptor, v Verdict, o IntentOptions) 
 	if mutates && lex.destroys {
 		raise(RiskCritical, FactorIrreversible)
 	}
-	if rv, ok := v.Axes[AxisReversibility]; ok && mutates && rv.Classified == Irreversible && !rv.ConservativeDefaultApplied && rv.Confidence >= 0.8 && rv.Source != SourceAnnotations {
+	if rv, ok := v.Axes.Lookup(AxisReversibility); ok && mutates && rv.Classified == Irreversible && !rv.ConservativeDefaultApplied && rv.Confidence >= 0.8 && rv.Source != SourceAnnotations {
 		raise(RiskCritical, FactorIrreversible)
 	}
 	if mutates && h.destructive == isTrue {

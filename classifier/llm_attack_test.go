@@ -57,7 +57,7 @@ func TestAttackOneAgentOpensBreakerForAll(t *testing.T) {
 	}
 	d := llmDescriptor("alice-session")
 	v, err := l.Classify(context.Background(), d)
-	if err != nil || v.Axes[AxisActionType].Source == SourceLLMFallback {
+	if err != nil || v.Axes.Get(AxisActionType).Source == SourceLLMFallback {
 		t.Errorf("alice's ordinary call: got the fallback verdict (composite %.2f), err %v", v.CompositeConfidence, err)
 	}
 }

@@ -53,8 +53,8 @@ func ExampleLLM() {
 		if err != nil {
 			fmt.Println(err)
 		}
-		fmt.Printf("%s %s %s %.2f %s\n", v.SessionID, v.Axes[classifier.AxisActionType].Classified,
-			v.Axes[classifier.AxisBoundary].Classified, v.CompositeConfidence, v.ClassifierID)
+		fmt.Printf("%s %s %s %.2f %s\n", v.SessionID, v.Axes.Get(classifier.AxisActionType).Classified,
+			v.Axes.Get(classifier.AxisBoundary).Classified, v.CompositeConfidence, v.ClassifierID)
 	}
 	fmt.Println("requests:", requests.Load())
 	// Output:

@@ -119,7 +119,6 @@ func (s *llmSchema) verdict(text string, d *intercept.ActionDescriptor, vocab []
 
 	v := Verdict{
 		ToolName:                  d.ToolName,
-		Axes:                      make(map[string]AxisVerdict, len(s.axes)),
 		CapabilityClassVerdict:    class,
 		CapabilityClassConfidence: *r.CapabilityClassConfidence,
 	}
@@ -133,13 +132,13 @@ func (s *llmSchema) verdict(text string, d *intercept.ActionDescriptor, vocab []
 		case !llmInUnit(a.Confidence):
 			return Verdict{}, llmInvalid("axes.%s.confidence missing or outside [0, 1]", axis)
 		}
-		v.Axes[axis] = AxisVerdict{
+		v.Axes.Set(axis, AxisVerdict{
 			Classified: *a.Classified,
 			Confidence: *a.Confidence,
 			Source:     SourceLLM,
 			ConservativeDefaultApplied: a.ConservativeDefaultApplied != nil && *a.ConservativeDefaultApplied &&
 				*a.Classified == ConservativeDefault(axis),
-		}
+		})
 	}
 	// §5.3: an axis the model is unsure of takes the conservative default
 	// whatever the model picked. The composite is the deployment's
@@ -157,10 +156,10 @@ func llmConsistent(d *intercept.ActionDescriptor, v *Verdict) bool {
 	if d.CapabilityClassDeclared != "" && v.CapabilityClassVerdict != d.CapabilityClassDeclared {
 		return false
 	}
-	if d.ActionTypeDeclared != "" && v.Axes[AxisActionType].Classified != d.ActionTypeDeclared {
+	if d.ActionTypeDeclared != "" && v.Axes.Get(AxisActionType).Classified != d.ActionTypeDeclared {
 		return false
 	}
-	if d.BoundaryDeclared != "" && v.Axes[AxisBoundary].Classified != d.BoundaryDeclared {
+	if d.BoundaryDeclared != "" && v.Axes.Get(AxisBoundary).Classified != d.BoundaryDeclared {
 		return false
 	}
 	return true
@@ -173,14 +172,13 @@ func llmConsistent(d *intercept.ActionDescriptor, v *Verdict) bool {
 func (s *llmSchema) fallback(d *intercept.ActionDescriptor) Verdict {
 	v := Verdict{
 		ToolName: d.ToolName,
-		Axes:     make(map[string]AxisVerdict, len(s.axes)),
 	}
 	for _, axis := range s.axes {
-		v.Axes[axis] = AxisVerdict{
+		v.Axes.Set(axis, AxisVerdict{
 			Classified:                 ConservativeDefault(axis),
 			Source:                     SourceLLMFallback,
 			ConservativeDefaultApplied: true,
-		}
+		})
 	}
 	return v
 }

@@ -49,14 +49,14 @@ func TestLLMReplyValidation(t *testing.T) {
 			}},
 		{name: "inactive known axis dropped", text: reply(axisRead + "," + axisBoundary + `,"scale":{"classified":"Unbounded","confidence":1}`),
 			check: func(t *testing.T, v Verdict) {
-				if _, ok := v.Axes[AxisScale]; ok || len(v.Axes) != 2 {
+				if _, ok := v.Axes.Lookup(AxisScale); ok || v.Axes.Len() != 2 {
 					t.Errorf("got axes %v, want action_type and boundary only", v.Axes)
 				}
 			}},
 		{name: "low confidence takes the conservative default", text: reply(`"action_type":{"classified":"Read","confidence":0.4},` + axisBoundary),
 			check: func(t *testing.T, v Verdict) {
 				want := AxisVerdict{Classified: Write, Confidence: 0.4, Source: SourceLLM, ConservativeDefaultApplied: true}
-				if got := v.Axes[AxisActionType]; got != want {
+				if got := v.Axes.Get(AxisActionType); got != want {
 					t.Errorf("got %+v, want %+v", got, want)
 				}
 				if want := (0.4*0.4 + 0.3*0.9) / 0.7; math.Abs(v.CompositeConfidence-want) > 1e-9 {
@@ -65,7 +65,7 @@ func TestLLMReplyValidation(t *testing.T) {
 			}},
 		{name: "model's conservative flag kept on the default value", text: reply(`"action_type":{"classified":"Write","confidence":0.8,"conservative_default_applied":true},` + axisBoundary),
 			check: func(t *testing.T, v Verdict) {
-				if !v.Axes[AxisActionType].ConservativeDefaultApplied {
+				if !v.Axes.Get(AxisActionType).ConservativeDefaultApplied {
 					t.Error("got conservative_default_applied false, want true")
 				}
 			}},
@@ -144,7 +144,7 @@ func TestLLMReplyValidation(t *testing.T) {
 			if err != nil {
 				t.Fatalf("got %v, want a verdict", err)
 			}
-			if len(v.Axes) != 2 || v.CompositeConfidence <= 0 || v.CompositeConfidence > 1 {
+			if v.Axes.Len() != 2 || v.CompositeConfidence <= 0 || v.CompositeConfidence > 1 {
 				t.Errorf("got %+v, want two axes and a composite in (0, 1]", v)
 			}
 			if tc.check != nil {
@@ -161,8 +161,8 @@ func TestLLMReplyExtended(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := 0.40*0.95 + 0.30*0.9 + 0.15*0.8 + 0.10*0.85 + 0.05*0.75
-	if math.Abs(v.CompositeConfidence-want) > 1e-9 || len(v.Axes) != 5 {
-		t.Errorf("got composite %v over %d axes, want %v over 5", v.CompositeConfidence, len(v.Axes), want)
+	if math.Abs(v.CompositeConfidence-want) > 1e-9 || v.Axes.Len() != 5 {
+		t.Errorf("got composite %v over %d axes, want %v over 5", v.CompositeConfidence, v.Axes.Len(), want)
 	}
 	// A Default-profile reply lacks the extended axes.
 	if _, err := s.verdict(llmGoodReply("read_invoice", false), llmDescriptor(""), nil); !errors.Is(err, ErrInvalidReply) {
@@ -203,8 +203,8 @@ func TestLLMSchemaOptions(t *testing.T) {
 			if math.Abs(v.CompositeConfidence-tc.want) > 1e-9 {
 				t.Errorf("got composite %v, want %v", v.CompositeConfidence, tc.want)
 			}
-			if tc.o.Floors.Boundary != 0 && v.Axes[AxisBoundary].Classified != External {
-				t.Errorf("got boundary %+v, want the conservative External below the floor", v.Axes[AxisBoundary])
+			if tc.o.Floors.Boundary != 0 && v.Axes.Get(AxisBoundary).Classified != External {
+				t.Errorf("got boundary %+v, want the conservative External below the floor", v.Axes.Get(AxisBoundary))
 			}
 		})
 	}
@@ -229,10 +229,10 @@ func FuzzLLMReply(f *testing.F) {
 			}
 			return
 		}
-		if len(v.Axes) != 5 {
-			t.Fatalf("got %d axes, want 5", len(v.Axes))
+		if v.Axes.Len() != 5 {
+			t.Fatalf("got %d axes, want 5", v.Axes.Len())
 		}
-		for axis, a := range v.Axes {
+		for axis, a := range v.Axes.All() {
 			if !ValidValue(axis, a.Classified) || a.Confidence < 0 || a.Confidence > 1 {
 				t.Fatalf("axis %s: got %+v, outside the schema", axis, a)
 			}

@@ -312,10 +312,10 @@ func TestLLMConcurrent(t *testing.T) {
 					}
 					continue
 				}
-				if v.Axes[AxisActionType].Classified != Read || v.SessionID != d.SessionID {
+				if v.Axes.Get(AxisActionType).Classified != Read || v.SessionID != d.SessionID {
 					t.Errorf("got %+v, want Read for %s", v, d.SessionID)
 				}
-				v.Axes[AxisActionType] = AxisVerdict{} // callers own their copy
+				v.Axes.Set(AxisActionType, AxisVerdict{}) // callers own their copy
 			}
 		})
 	}

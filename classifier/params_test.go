@@ -59,7 +59,7 @@ func FuzzClassify(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for a, av := range v.Axes {
+		for a, av := range v.Axes.All() {
 			if !ValidValue(a, av.Classified) || av.Confidence < 0 || av.Confidence > 1 {
 				t.Fatalf("%s: invalid %+v", a, av)
 			}

@@ -3,6 +3,7 @@ package classifier
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -19,12 +20,12 @@ func llmCheckFallback(t *testing.T, v Verdict, axes ...string) {
 	if v.CompositeConfidence != 0 || v.ConsistentWithDeclaration {
 		t.Errorf("got composite %v consistent %v, want 0 and false", v.CompositeConfidence, v.ConsistentWithDeclaration)
 	}
-	if len(v.Axes) != len(axes) {
+	if v.Axes.Len() != len(axes) {
 		t.Errorf("got axes %v, want %v", v.Axes, axes)
 	}
 	for _, axis := range axes {
 		want := AxisVerdict{Classified: ConservativeDefault(axis), Source: SourceLLMFallback, ConservativeDefaultApplied: true}
-		if got := v.Axes[axis]; got != want {
+		if got := v.Axes.Get(axis); got != want {
 			t.Errorf("axis %s: got %+v, want %+v", axis, got, want)
 		}
 	}
@@ -84,7 +85,7 @@ func TestLLMProviderWire(t *testing.T) {
 						AxisActionType: {Classified: Read, Confidence: 0.95, Source: SourceLLM},
 						AxisBoundary:   {Classified: IntraOrg, Confidence: 0.9, Source: SourceLLM},
 					}
-					if diff := cmp.Diff(want, v.Axes); diff != "" {
+					if diff := cmp.Diff(want, maps.Collect(v.Axes.All())); diff != "" {
 						t.Errorf("axes (-want +got):\n%s", diff)
 					}
 					if want := (0.4*0.95 + 0.3*0.9) / 0.7; math.Abs(v.CompositeConfidence-want) > 1e-9 {

@@ -49,12 +49,12 @@ func TestSaaSWrapperIsExternal(t *testing.T) {
 		{target: "stdio:npx -y @notionhq/notion-mcp-server@1.9.0", tool: "create_page", ann: `{"openWorldHint":false}`},
 		{target: "stdio:npx -y @acme/dropbox-sync@1.0.0", tool: "upload_file", args: `{"path":"/home/u/report.pdf"}`},
 	} {
-		if got := classifyOne(t, b, c).Axes[AxisBoundary]; got.Classified != External {
+		if got := classifyOne(t, b, c).Axes.Get(AxisBoundary); got.Classified != External {
 			t.Errorf("%s %s: boundary %+v, want External", c.target, c.tool, got)
 		}
 	}
 	// A browser server opening a loopback page stays Local.
-	got := classifyOne(t, b, builtinCall{target: "stdio:npx -y @playwright/mcp@0.0.40", tool: "browser_navigate", args: `{"url":"http://127.0.0.1:3000/"}`}).Axes[AxisBoundary]
+	got := classifyOne(t, b, builtinCall{target: "stdio:npx -y @playwright/mcp@0.0.40", tool: "browser_navigate", args: `{"url":"http://127.0.0.1:3000/"}`}).Axes.Get(AxisBoundary)
 	if got.Classified != Local {
 		t.Errorf("browser to loopback: %+v, want Local", got)
 	}
@@ -79,7 +79,7 @@ func TestServiceNameDisagreeing(t *testing.T) {
 		{builtinCall{target: "stdio:npx -y acme-figma-desktop@1.0.0", tool: "get_node", desc: "Read a node of the open document"}, 0.8},
 		{builtinCall{target: "stdio:npx -y acme-slack-mcp@1.0.0", tool: "get_channel", desc: "Read a channel from the local message cache"}, 0.75},
 	} {
-		got := classifyOne(t, b, tc.call).Axes[AxisBoundary]
+		got := classifyOne(t, b, tc.call).Axes.Get(AxisBoundary)
 		if got.Classified != External || got.Confidence != tc.want {
 			t.Errorf("%s %s: got %s at %.2f, want External at %.2f", tc.call.target, tc.call.tool, got.Classified, got.Confidence, tc.want)
 		}
@@ -100,7 +100,7 @@ func TestCommandService(t *testing.T) {
 		}
 	}
 	b := mustBuiltin(t, Options{})
-	got := classifyOne(t, b, builtinCall{target: "stdio:npx -y store-tools@1.0.0 --domain acme-store.myshopify.com", tool: "get_order", args: `{"order_id":"1001"}`}).Axes[AxisBoundary]
+	got := classifyOne(t, b, builtinCall{target: "stdio:npx -y store-tools@1.0.0 --domain acme-store.myshopify.com", tool: "get_order", args: `{"order_id":"1001"}`}).Axes.Get(AxisBoundary)
 	if got.Classified != External || got.Confidence < 0.9 {
 		t.Errorf("a store's tools: boundary %+v, want External at 0.9", got)
 	}
@@ -116,7 +116,7 @@ func TestReasoningToolIsLocalRead(t *testing.T) {
 		{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: "calculator", desc: "Evaluate arithmetic", args: `{"expression":"2+2"}`},
 	} {
 		v := classifyOne(t, b, c)
-		if at, bd := v.Axes[AxisActionType], v.Axes[AxisBoundary]; at.Classified != Read || bd.Classified != Local {
+		if at, bd := v.Axes.Get(AxisActionType), v.Axes.Get(AxisBoundary); at.Classified != Read || bd.Classified != Local {
 			t.Errorf("%s: got %s/%s, want Read/Local", c.tool, at.Classified, bd.Classified)
 		}
 	}
@@ -156,7 +156,7 @@ func TestProvisionVocabulary(t *testing.T) {
 		"create_issue":                  Write,
 		"add_comment_to_rule":           Write,
 	} {
-		if got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool}).Axes[AxisActionType]; got.Classified != want {
+		if got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-widgets-mcp@1.0.0", tool: tool}).Axes.Get(AxisActionType); got.Classified != want {
 			t.Errorf("%s: got %s, want %s", tool, got.Classified, want)
 		}
 	}
@@ -187,13 +187,13 @@ func TestDescribesLocal(t *testing.T) {
 func TestConfiguredZoneLocalTool(t *testing.T) {
 	b := mustBuiltin(t, Options{Upstreams: map[string]UpstreamConfig{"k8s": {Zone: IntraOrg}}})
 	for tool, want := range map[string]float64{"list_pods": 1, "get_kubeconfig_contexts": 0.7, "think": 0.7, "search_docs": 0.7} {
-		got := classifyOne(t, b, builtinCall{upstream: "k8s", target: "stdio:kube-tools", tool: tool}).Axes[AxisBoundary]
+		got := classifyOne(t, b, builtinCall{upstream: "k8s", target: "stdio:kube-tools", tool: tool}).Axes.Get(AxisBoundary)
 		if got.Classified != IntraOrg || got.Confidence != want {
 			t.Errorf("%s: got %s at %.2f, want Intra-org at %.2f", tool, got.Classified, got.Confidence, want)
 		}
 	}
 	for desc, want := range map[string]float64{"List the pods of a namespace": 1, "Get the current configuration as a kubeconfig YAML": 0.7} {
-		got := classifyOne(t, b, builtinCall{upstream: "k8s", target: "stdio:kube-tools", tool: "view", desc: desc}).Axes[AxisBoundary]
+		got := classifyOne(t, b, builtinCall{upstream: "k8s", target: "stdio:kube-tools", tool: "view", desc: desc}).Axes.Get(AxisBoundary)
 		if got.Classified != IntraOrg || got.Confidence != want {
 			t.Errorf("%s: got %s at %.2f, want Intra-org at %.2f", desc, got.Classified, got.Confidence, want)
 		}
@@ -213,7 +213,7 @@ func TestLocalServerNamesRemote(t *testing.T) {
 		"Render a word cloud of the document":                        Local,
 		"Open http://localhost:5173/ in the simulator and return it": Local,
 	} {
-		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-mobile-mcp@1.0.0", tool: "do_it", desc: desc}).Axes[AxisBoundary]
+		got := classifyOne(t, b, builtinCall{target: "stdio:npx -y acme-mobile-mcp@1.0.0", tool: "do_it", desc: desc}).Axes.Get(AxisBoundary)
 		if got.Classified != want {
 			t.Errorf("%q: got %s (%.2f, %s), want %s", desc, got.Classified, got.Confidence, got.Source, want)
 		}

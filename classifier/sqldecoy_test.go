@@ -28,13 +28,13 @@ func TestSQLDecoysNotRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := v.Axes[AxisActionType].Classified; got == Read {
-			t.Errorf("%s: classified Read (%.2f, %s)", args, v.Axes[AxisActionType].Confidence, v.Axes[AxisActionType].Source)
+		if got := v.Axes.Get(AxisActionType).Classified; got == Read {
+			t.Errorf("%s: classified Read (%.2f, %s)", args, v.Axes.Get(AxisActionType).Confidence, v.Axes.Get(AxisActionType).Source)
 		}
 	}
 	d := &intercept.ActionDescriptor{Upstream: "db", ToolName: "execute_sql", ToolDescription: "Execute a SQL statement.",
 		Parameters: jsontext.Value(`{"sql":"SELECT id FROM users WHERE id = 1"}`), TargetEndpoint: "postgres://db.internal/app"}
-	if v, _ := b.Classify(t.Context(), d); v.Axes[AxisActionType].Classified != Read {
-		t.Errorf("a plain SELECT: %s, want Read", v.Axes[AxisActionType].Classified)
+	if v, _ := b.Classify(t.Context(), d); v.Axes.Get(AxisActionType).Classified != Read {
+		t.Errorf("a plain SELECT: %s, want Read", v.Axes.Get(AxisActionType).Classified)
 	}
 }

@@ -40,15 +40,15 @@ type AxisVerdict struct {
 // Verdict is RFC-010 §7.5's classification verdict, with the same JSON
 // field names (classifier_did is classifier_id: Sluice's own URN scheme).
 type Verdict struct {
-	SessionID                 string                 `json:"session_id"`
-	ToolName                  string                 `json:"tool_name"`
-	Axes                      map[string]AxisVerdict `json:"axes"`
-	CapabilityClassVerdict    string                 `json:"capability_class_verdict"`
-	CapabilityClassConfidence float64                `json:"capability_class_confidence"`
-	CompositeConfidence       float64                `json:"composite_confidence"`
-	ConsistentWithDeclaration bool                   `json:"consistent_with_declaration"`
-	ClassifierID              string                 `json:"classifier_id"`
-	ClassifiedAt              int64                  `json:"classified_at"`
+	SessionID                 string  `json:"session_id"`
+	ToolName                  string  `json:"tool_name"`
+	Axes                      Axes    `json:"axes"`
+	CapabilityClassVerdict    string  `json:"capability_class_verdict"`
+	CapabilityClassConfidence float64 `json:"capability_class_confidence"`
+	CompositeConfidence       float64 `json:"composite_confidence"`
+	ConsistentWithDeclaration bool    `json:"consistent_with_declaration"`
+	ClassifierID              string  `json:"classifier_id"`
+	ClassifiedAt              int64   `json:"classified_at"`
 
 	// argTier is the sensitivity tier the built-in classifier's argument
 	// scan found with no catalog rules configured (as NewIntentRecord's

@@ -141,7 +141,7 @@ func classifyLine(b *classifier.Builtin, n int, line []byte) classifyOutput {
 		Route: b.Options().Thresholds.Route(v.CompositeConfidence).String(), RiskLevel: rec.RiskLevel,
 		RiskFactors: rec.RiskFactors, Injection: rec.Injection,
 	}
-	for name, a := range v.Axes {
+	for name, a := range v.Axes.All() {
 		out.Axes[name] = classifyAxis{Value: a.Classified, Confidence: a.Confidence, Source: a.Source, Default: a.ConservativeDefaultApplied}
 	}
 	return out

@@ -209,7 +209,7 @@ func (r *recorder) advice(a *govern.Advice, provider string, profile classifier.
 		*ic = telemetry.IntentClassification{Axes: axes}
 		classifications.Put(ic)
 	}()
-	for name, av := range v.Axes {
+	for name, av := range v.Axes.All() {
 		axes[name] = telemetry.AxisClassification{Classified: av.Classified, Confidence: av.Confidence, Source: av.Source, ConservativeDefaultApplied: av.ConservativeDefaultApplied}
 	}
 	*ic = telemetry.IntentClassification{

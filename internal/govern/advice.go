@@ -285,7 +285,7 @@ func classificationAttrs(v classifier.Verdict, adv *Advice) map[string]any {
 		"injection_suspected":         adv.Intent.InjectionSuspected,
 		"tool_poisoning":              slices.ContainsFunc(adv.Intent.RiskFactors, isPoisoning),
 	}
-	for axis, av := range v.Axes {
+	for axis, av := range v.Axes.All() {
 		m[axis] = av.Classified
 		m[axis+"_confidence"] = av.Confidence
 	}

@@ -46,7 +46,7 @@ func TestAttackAgentSteersBuiltinToRead(t *testing.T) {
 			d := desc(tc.tool, tc.args)
 			d.TargetEndpoint = "stdio:npx -y @acme/db-tools"
 			dec := intercept.Decide(context.Background(), a, d)
-			at := got.Verdict.Axes[classifier.AxisActionType]
+			at := got.Verdict.Axes.Get(classifier.AxisActionType)
 			if dec.Verdict == intercept.Allow {
 				t.Errorf("%s %s: allowed (action_type %s at %.2f from %s, composite %.2f): the agent chose the classification that allowed it",
 					tc.tool, tc.args, at.Classified, at.Confidence, at.Source, got.Assessment.Composite)

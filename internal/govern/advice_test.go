@@ -25,13 +25,10 @@ func (f fixed) Classify(context.Context, *intercept.ActionDescriptor) (classifie
 }
 
 func verdict(action string, conf float64) classifier.Verdict {
-	return classifier.Verdict{
-		Axes: map[string]classifier.AxisVerdict{
-			classifier.AxisActionType: {Classified: action, Confidence: conf},
-			classifier.AxisBoundary:   {Classified: classifier.Local, Confidence: conf},
-		},
-		CompositeConfidence: conf, ConsistentWithDeclaration: true,
-	}
+	v := classifier.Verdict{CompositeConfidence: conf, ConsistentWithDeclaration: true}
+	v.Axes.Set(classifier.AxisActionType, classifier.AxisVerdict{Classified: action, Confidence: conf})
+	v.Axes.Set(classifier.AxisBoundary, classifier.AxisVerdict{Classified: classifier.Local, Confidence: conf})
+	return v
 }
 
 func compile(t *testing.T, src string) *policy.Policy {
@@ -127,7 +124,7 @@ func TestAdvisorWithBuiltin(t *testing.T) {
 	if dec := intercept.Decide(context.Background(), a, d); dec.Verdict != intercept.Allow {
 		t.Fatalf("got %s/%s (%+v), want allow", dec.Verdict, dec.Reason, got.Assessment)
 	}
-	if got.Verdict.Axes[classifier.AxisActionType].Classified != classifier.Read || got.Intent.RiskLevel == "" {
+	if got.Verdict.Axes.Get(classifier.AxisActionType).Classified != classifier.Read || got.Intent.RiskLevel == "" {
 		t.Errorf("advice: got %+v", got)
 	}
 }
