@@ -2,7 +2,6 @@ package a2a
 
 import (
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/aead"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -109,22 +110,11 @@ func newSharedRelays(store RelayStore, keys [][]byte, ttl time.Duration) (*share
 	if len(keys) == 0 {
 		return nil, errors.New("push relay: a shared relay store needs keys to seal its records (session_keys)")
 	}
-	s := &sharedRelays{store: store, ttl: ttl}
-	for i, k := range keys {
-		if len(k) != 32 {
-			return nil, fmt.Errorf("push relay: key %d is %d bytes, want 32 (AES-256)", i+1, len(k))
-		}
-		b, err := aes.NewCipher(k)
-		if err != nil {
-			return nil, err
-		}
-		a, err := cipher.NewGCM(b)
-		if err != nil {
-			return nil, err
-		}
-		s.aeads = append(s.aeads, a)
+	aeads, err := aead.FromKeys(keys, "push relay: key")
+	if err != nil {
+		return nil, err
 	}
-	return s, nil
+	return &sharedRelays{store: store, ttl: ttl, aeads: aeads}, nil
 }
 
 // relayAD binds a sealed record to its relay's id: a record copied under

@@ -3,6 +3,7 @@ package a2a
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -159,23 +160,17 @@ func TestPushRelayShared(t *testing.T) {
 		t.Fatalf("alice's last push through b: HTTP %d %s", status, got)
 	}
 	hook.next(5 * time.Second)
-	if status, got := pushAs(t, url, token, taskPush(task, "working")); status != http.StatusNotFound {
-		t.Errorf("a push to a, after b delivered the task's last state: HTTP %d %s, want 404", status, got)
-	}
+	wantPush(t, url, token, task, http.StatusNotFound, "a push to a, after b delivered the task's last state")
 
 	// Her key revoked: b refuses, and the relay ends on a too.
 	task, url, token = relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
 	onB = b.url + PushRelayPath + strings.TrimPrefix(url, a.url+PushRelayPath)
 	a.revoke("alice")
-	if status, got := pushAs(t, onB, token, taskPush(task, "working")); status != http.StatusGone {
-		t.Errorf("through b after alice's key was revoked: HTTP %d %s, want 410", status, got)
-	}
+	wantPush(t, onB, token, task, http.StatusGone, "through b after alice's key was revoked")
 	if !b.heard("alice: the caller's credential no longer holds: the API key was revoked") {
 		t.Errorf("b heard %q; want the revocation", b.refused)
 	}
-	if status, got := pushAs(t, url, token, taskPush(task, "working")); status != http.StatusNotFound {
-		t.Errorf("a push to a after b ended the relay: HTTP %d %s, want 404", status, got)
-	}
+	wantPush(t, url, token, task, http.StatusNotFound, "a push to a after b ended the relay")
 	if got := hook.next(20 * time.Millisecond); got != "" {
 		t.Errorf("after alice's key was revoked her webhook got %.200s", got)
 	}
@@ -195,9 +190,7 @@ func TestPushRelaySharedStoreDown(t *testing.T) {
 	rs.Stop()
 	for _, u := range []string{onB, url} {
 		start := time.Now()
-		if status, got := pushAs(t, u, token, taskPush(task, "working")); status != http.StatusServiceUnavailable {
-			t.Errorf("a push to %s with the store stopped: HTTP %d %s, want 503", u, status, got)
-		}
+		wantPush(t, u, token, task, http.StatusServiceUnavailable, fmt.Sprintf("a push to %s with the store stopped", u))
 		if d := time.Since(start); d > 3*time.Second {
 			t.Errorf("the refusal took %v", d)
 		}
@@ -225,9 +218,7 @@ func TestPushRelaySharedStoreDown(t *testing.T) {
 	}
 	task, url, token = relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
 	onB = b.url + PushRelayPath + strings.TrimPrefix(url, a.url+PushRelayPath)
-	if status, got := pushAs(t, onB, token, taskPush(task, "working")); status != http.StatusOK {
-		t.Errorf("a push through b once the store is back: HTTP %d %s, want 200", status, got)
-	}
+	wantPush(t, onB, token, task, http.StatusOK, "a push through b once the store is back")
 	if got := hook.next(5 * time.Second); !strings.HasPrefix(got, "alice-hook||") {
 		t.Errorf("alice's webhook got %q once the store is back", got)
 	}
@@ -302,9 +293,7 @@ func TestPushRelaySharedConfigDeleted(t *testing.T) {
 		t.Fatalf("delete through b: %s", got)
 	}
 	for _, u := range []string{url, b.url + PushRelayPath + strings.TrimPrefix(url, a.url+PushRelayPath)} {
-		if status, got := pushAs(t, u, token, taskPush(task, "working")); status != http.StatusNotFound {
-			t.Errorf("a push to %s after its config was deleted through b: HTTP %d %s, want 404", u, status, got)
-		}
+		wantPush(t, u, token, task, http.StatusNotFound, fmt.Sprintf("a push to %s after its config was deleted through b", u))
 	}
 
 	// Set again under the same id, through b: a's relay of that id ends.
@@ -314,9 +303,7 @@ func TestPushRelaySharedConfigDeleted(t *testing.T) {
 	if strings.Contains(got, `"error"`) {
 		t.Fatalf("set again through b: %s", got)
 	}
-	if status, got := pushAs(t, url, token, taskPush(task, "working")); status != http.StatusNotFound {
-		t.Errorf("a push to the replaced relay: HTTP %d %s, want 404", status, got)
-	}
+	wantPush(t, url, token, task, http.StatusNotFound, "a push to the replaced relay")
 	if got := hook.next(20 * time.Millisecond); got != "" {
 		t.Errorf("the webhook got %.200s", got)
 	}
@@ -371,9 +358,7 @@ func TestAttackPushRelayInFlightRevives(t *testing.T) {
 	<-done
 	<-delivered
 	for _, u := range []string{onB, url} {
-		if status, got := pushAs(t, u, token, taskPush(task, "working")); status != http.StatusNotFound {
-			t.Errorf("a push to %s after its config was deleted during a delivery: HTTP %d %s, want 404", u, status, got)
-		}
+		wantPush(t, u, token, task, http.StatusNotFound, fmt.Sprintf("a push to %s after its config was deleted during a delivery", u))
 	}
 	select {
 	case got := <-delivered:
@@ -495,5 +480,14 @@ func TestAttackPushRelayHugeConfig(t *testing.T) {
 	ks, _ := c.Keys(context.Background(), "relay:*").Result()
 	if len(ks) != 0 {
 		t.Errorf("the store holds %d relay keys (of %d), want none", len(ks), n)
+	}
+}
+
+// wantPush sends a "working" push for task to u with the relay's token and
+// fails t unless it is answered status.
+func wantPush(t *testing.T, u, token, task string, status int, what string) {
+	t.Helper()
+	if got, body := pushAs(t, u, token, taskPush(task, "working")); got != status {
+		t.Errorf("%s: HTTP %d %s, want %d", what, got, body, status)
 	}
 }

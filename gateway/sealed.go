@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/aead"
 
 	"github.com/go-json-experiment/json/jsontext"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -94,19 +95,8 @@ func newSealer(keys [][]byte) (*sealer, error) {
 		return nil, err
 	}
 	s := &sealer{ended: ended, maxAge: DefaultSessionMaxAge, now: time.Now}
-	for i, k := range keys {
-		if len(k) != 32 {
-			return nil, fmt.Errorf("session key %d is %d bytes, want 32 (AES-256)", i+1, len(k))
-		}
-		b, err := aes.NewCipher(k)
-		if err != nil {
-			return nil, err
-		}
-		a, err := cipher.NewGCM(b)
-		if err != nil {
-			return nil, err
-		}
-		s.aeads = append(s.aeads, a)
+	if s.aeads, err = aead.FromKeys(keys, "session key"); err != nil {
+		return nil, err
 	}
 	var r [9]byte
 	_, _ = rand.Read(r[:])

@@ -27,23 +27,12 @@ import (
 func TestPushRelayedWithAPIKey(t *testing.T) {
 	keyFile, key, _ := aliceAndMallory(t)
 	pushes := make(chan string, 16)
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		pushes <- r.Header.Get("X-A2A-Notification-Token") + "|" + string(b)
-	}))
-	t.Cleanup(hook.Close)
+	hook := pushHook(t, pushes)
 	step, release := make(chan struct{}), make(chan struct{})
 	sent := make(chan string, 16) // the state of each push the agent sent
 	h := a2asrv.NewHandler(pushSteps{step, release}, a2asrv.WithPushNotifications(push.NewInMemoryStore(),
 		notedSender{push.NewHTTPPushSender(nil), sent}))
-	mux := http.NewServeMux()
-	var agent *httptest.Server
-	mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `{"name":"research","url":"%s/rpc","preferredTransport":"JSONRPC","protocolVersion":"0.3","capabilities":{"pushNotifications":true},"skills":[{"id":"echo","description":"Echo."}]}`, agent.URL)
-	})
-	mux.Handle("POST /rpc", a2asrv.NewJSONRPCHandler(h))
-	agent = httptest.NewServer(mux)
-	t.Cleanup(agent.Close)
+	agent := pushAgent(t, h)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -340,4 +329,29 @@ func TestPushRelayOpenPathTricks(t *testing.T) {
 		t.Errorf("an unauthenticated request reached %s", r)
 	default:
 	}
+}
+
+// pushHook is a caller's webhook: each push it gets goes to pushes as
+// its token, "|", its body.
+func pushHook(t *testing.T, pushes chan<- string) *httptest.Server {
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		pushes <- r.Header.Get("X-A2A-Notification-Token") + "|" + string(b)
+	}))
+	t.Cleanup(hook.Close)
+	return hook
+}
+
+// pushAgent serves h, an a2a-go handler, as an agent that takes push
+// configs, with its card.
+func pushAgent(t *testing.T, h a2asrv.RequestHandler) *httptest.Server {
+	mux := http.NewServeMux()
+	var agent *httptest.Server
+	mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"name":"research","url":"%s/rpc","preferredTransport":"JSONRPC","protocolVersion":"0.3","capabilities":{"pushNotifications":true},"skills":[{"id":"echo","description":"Echo."}]}`, agent.URL)
+	})
+	mux.Handle("POST /rpc", a2asrv.NewJSONRPCHandler(h))
+	agent = httptest.NewServer(mux)
+	t.Cleanup(agent.Close)
+	return agent
 }

@@ -37,21 +37,10 @@ func TestPushRelayAcrossReplicas(t *testing.T) {
 	rs := redistest.Start(t)
 	keyFile, key, _ := aliceAndMallory(t)
 	pushes := make(chan string, 16)
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		pushes <- r.Header.Get("X-A2A-Notification-Token") + "|" + string(b)
-	}))
-	t.Cleanup(hook.Close)
+	hook := pushHook(t, pushes)
 	steps := &scriptedSteps{steps: map[string]chan string{}}
 	h := a2asrv.NewHandler(steps, a2asrv.WithPushNotifications(push.NewInMemoryStore(), push.NewHTTPPushSender(nil)))
-	mux := http.NewServeMux()
-	var agent *httptest.Server
-	mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `{"name":"research","url":"%s/rpc","preferredTransport":"JSONRPC","protocolVersion":"0.3","capabilities":{"pushNotifications":true},"skills":[{"id":"echo","description":"Echo."}]}`, agent.URL)
-	})
-	mux.Handle("POST /rpc", a2asrv.NewJSONRPCHandler(h))
-	agent = httptest.NewServer(mux)
-	t.Cleanup(agent.Close)
+	agent := pushAgent(t, h)
 
 	lnA, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
