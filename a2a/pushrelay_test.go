@@ -813,19 +813,7 @@ func TestPushRelayRevokedWhileReading(t *testing.T) {
 	e.mu.Unlock()
 
 	pr, pw := io.Pipe()
-	req, _ := http.NewRequest(http.MethodPost, url, pr)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-A2A-Notification-Token", token)
-	done := make(chan int, 1)
-	go func() {
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- 0
-			return
-		}
-		resp.Body.Close()
-		done <- resp.StatusCode
-	}()
+	done := pushFrom(url, token, pr, "application/json")
 	body := taskPush(task, "working")
 	io.WriteString(pw, body[:10])
 	select {
@@ -1173,10 +1161,19 @@ func TestAttackPushRelayBindsOthersTask(t *testing.T) {
 // pushAsync sends an agent's push to a relay url with token, and says
 // its status when answered (0 if the request failed).
 func pushAsync(url, token, body string) <-chan int {
+	return pushFrom(url, token, strings.NewReader(body), "")
+}
+
+// pushFrom is pushAsync of a body read from r (a pipe, for a body sent
+// late), sent as contentType when it is not "".
+func pushFrom(url, token string, r io.Reader, contentType string) <-chan int {
 	done := make(chan int, 1)
 	go func() {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, url, r)
 		req.Header.Set("X-A2A-Notification-Token", token)
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			done <- 0

@@ -271,24 +271,8 @@ func TestPushRelaySharedConfigDeleted(t *testing.T) {
 	rec := newRecAgent(t, goodCard)
 	hook := newWebhook(t)
 	a, b, _, _ := sharedRelayEnvs(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}})
-	configOf := func() string {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		var req struct {
-			Params struct {
-				Config struct {
-					ID string `json:"id"`
-				} `json:"pushNotificationConfig"`
-			} `json:"params"`
-		}
-		_, body, _ := strings.Cut(strings.TrimPrefix(rec.seen[len(rec.seen)-1], "POST "), " ")
-		if err := json.Unmarshal([]byte(body), &req, json.RejectUnknownMembers(false)); err != nil || req.Params.Config.ID == "" {
-			t.Fatalf("no config id in %s", body)
-		}
-		return req.Params.Config.ID
-	}
 	task, url, token := relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
-	got := do(t, "POST", b.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/delete","params":{"id":"`+task+`","pushNotificationConfigId":"`+configOf()+`"}}`)
+	got := do(t, "POST", b.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/delete","params":{"id":"`+task+`","pushNotificationConfigId":"`+lastConfigID(t, rec)+`"}}`)
 	if strings.Contains(got, `"error"`) {
 		t.Fatalf("delete through b: %s", got)
 	}
@@ -298,7 +282,7 @@ func TestPushRelaySharedConfigDeleted(t *testing.T) {
 
 	// Set again under the same id, through b: a's relay of that id ends.
 	task, url, token = relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
-	id := configOf()
+	id := lastConfigID(t, rec)
 	got = do(t, "POST", b.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":4,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task+`","pushNotificationConfig":{"id":"`+id+`","url":"`+hook.srv.URL+`/alice2","token":"alice-hook"}}}`)
 	if strings.Contains(got, `"error"`) {
 		t.Fatalf("set again through b: %s", got)
@@ -328,20 +312,7 @@ func TestAttackPushRelayInFlightRevives(t *testing.T) {
 	t.Cleanup(hook.Close)
 	a, b, _, _ := sharedRelayEnvs(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}})
 	task, url, token := relayOf(t, a, rec, "alice", hook.URL+"/alice")
-	rec.mu.Lock()
-	set := rec.seen[len(rec.seen)-1]
-	rec.mu.Unlock()
-	_, body, _ := strings.Cut(strings.TrimPrefix(set, "POST "), " ")
-	var req struct {
-		Params struct {
-			Config struct {
-				ID string `json:"id"`
-			} `json:"pushNotificationConfig"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal([]byte(body), &req, json.RejectUnknownMembers(false)); err != nil || req.Params.Config.ID == "" {
-		t.Fatalf("no config id in %s", body)
-	}
+	configID := lastConfigID(t, rec)
 	onB := b.url + PushRelayPath + strings.TrimPrefix(url, a.url+PushRelayPath)
 
 	done := pushAsync(onB, token, taskPush(task, "working"))
@@ -350,7 +321,7 @@ func TestAttackPushRelayInFlightRevives(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the push did not reach the webhook")
 	}
-	got := do(t, "POST", a.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/delete","params":{"id":"`+task+`","pushNotificationConfigId":"`+req.Params.Config.ID+`"}}`)
+	got := do(t, "POST", a.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/delete","params":{"id":"`+task+`","pushNotificationConfigId":"`+configID+`"}}`)
 	if strings.Contains(got, `"error"`) {
 		t.Fatalf("delete through a: %s", got)
 	}
@@ -393,19 +364,7 @@ func TestAttackPushRelaySlowBodyAfterDelete(t *testing.T) {
 			a.checked = func(string) { checked <- struct{}{} }
 			a.mu.Unlock()
 			pr, pw := io.Pipe()
-			req, _ := http.NewRequest(http.MethodPost, url, pr)
-			req.Header.Set("X-A2A-Notification-Token", token)
-			req.Header.Set("Content-Type", "application/json")
-			done := make(chan int, 1)
-			go func() {
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					done <- 0
-					return
-				}
-				resp.Body.Close()
-				done <- resp.StatusCode
-			}()
+			done := pushFrom(url, token, pr, "application/json")
 			body := taskPush(task, "working")
 			pw.Write([]byte(body[:5]))
 			select {

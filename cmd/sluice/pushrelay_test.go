@@ -40,18 +40,7 @@ func TestPushRelayedWithAPIKey(t *testing.T) {
 	base := "http://" + ln.Addr().String()
 	startServeOn(t, ln, fmt.Sprintf("policy: {default: allow}\nauth: {mode: api_key, api_keys: {file: %s}}\npublic_url: %s\nagents: [{name: research, url: %s, allow_push_addresses: [127.0.0.1]}]\n",
 		keyFile, base, agent.URL), nil)
-	call := func(body string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, base+"/a2a/research", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	call := func(body string) (int, string) { return callResearch(t, base, key, body) }
 	// Only an agent's push to a relay passes authentication: a path that
 	// leads elsewhere once cleaned does not.
 	for _, path := range []string{"/a2a/.push/x/../../research", "/a2a/.push/x/..%2f..%2fresearch"} {
@@ -354,4 +343,20 @@ func pushAgent(t *testing.T, h a2asrv.RequestHandler) *httptest.Server {
 	agent = httptest.NewServer(mux)
 	t.Cleanup(agent.Close)
 	return agent
+}
+
+// callResearch posts body to the agent "research" through the gateway at
+// base with API key key, and returns the status and body of the answer.
+func callResearch(t *testing.T, base, key, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/a2a/research", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

@@ -75,18 +75,7 @@ func TestPushRelayAcrossReplicas(t *testing.T) {
 	startServeOn(t, lnA, cfg, nil)
 	startServeOn(t, lnB, cfg, nil)
 
-	call := func(base, body string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, base+"/a2a/research", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	call := func(base, body string) (int, string) { return callResearch(t, base, key, body) }
 	register := func(text string) string {
 		_, got := call(baseA, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"`+text+`","role":"user","parts":[{"kind":"text","text":"`+text+`"}]},"configuration":{"blocking":false,"pushNotificationConfig":{"url":"`+hook.URL+`/alice","token":"alice-hook"}}}}`)
 		return got
