@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/sluicehq/sluice/gateway/transport"
 )
 
 // TestBridgedNotificationAfterAnswer: mcp-go's stdio server writes a
@@ -103,15 +101,7 @@ func TestRelayedNotificationAfterAnswer(t *testing.T) {
 	for _, tr := range []string{"ws", "sse", "stdio"} {
 		t.Run(tr, func(t *testing.T) {
 			g, base := startPermissiveGateway(t, upstreamFor(t, "mcpgo", "stdio"))
-			var cc *connClient
-			switch tr {
-			case "ws":
-				cc = dialConn(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/up"})
-			case "sse":
-				cc = dialConn(t, &transport.SSEDialer{URL: base + "/sse/up"})
-			case "stdio":
-				cc = dialConn(t, stdioDialer{g: g, upstream: "up"})
-			}
+			cc := dialRelay(t, g, base, tr, "up")
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			const touches = 20

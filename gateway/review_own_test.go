@@ -54,15 +54,7 @@ func TestCancelledRequestsFillConnPending(t *testing.T) {
 func testCancelledFillConnPending(t *testing.T, tr, method string) {
 	g, base := startScriptedGateway(t, nil, Options{})
 	g.routes["u"].dialer = silentUpstream{}
-	var cc *connClient
-	switch tr {
-	case "ws":
-		cc = dialConn(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/u"})
-	case "sse":
-		cc = dialConn(t, &transport.SSEDialer{URL: base + "/sse/u"})
-	case "stdio":
-		cc = dialConn(t, stdioDialer{g: g, upstream: "u"})
-	}
+	cc := dialRelay(t, g, base, tr, "u")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// silentUpstream never answers a tools/call or a tools/list: each one
@@ -308,4 +300,20 @@ type pipedConn struct {
 func (c *pipedConn) Close() error {
 	c.in.Close()
 	return c.Conn.Close()
+}
+
+// dialRelay connects to upstream's route on g (served at base) over tr:
+// "ws", "sse", or "stdio" (sluice wrap's ServeConn).
+func dialRelay(t *testing.T, g *Gateway, base, tr, upstream string) *connClient {
+	t.Helper()
+	switch tr {
+	case "ws":
+		return dialConn(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/" + upstream})
+	case "sse":
+		return dialConn(t, &transport.SSEDialer{URL: base + "/sse/" + upstream})
+	case "stdio":
+		return dialConn(t, stdioDialer{g: g, upstream: upstream})
+	}
+	t.Fatalf("no transport %q", tr)
+	return nil
 }
