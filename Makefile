@@ -3,11 +3,20 @@
 # server-everything, from e2e/package-lock.json) and runs every test,
 # the Helm chart's included.
 .PHONY: test demo build
+SHELL := /bin/bash
 
 test:
 	cd e2e && npm ci --no-audit --no-fund --loglevel=error
 	go vet ./...
-	go test -race -count=1 -timeout 15m ./...
+	# On failure, the failing tests (and, on a timeout, the tests still running)
+	# are printed again last, where a truncated CI log still shows them.
+	@log=$$(mktemp); set -o pipefail; \
+	if ! go test -race -count=1 -timeout 15m ./... 2>&1 | tee "$$log"; then \
+	  echo "== go test failed; the failures again:"; \
+	  grep -E '^(--- FAIL|FAIL\s)' "$$log"; \
+	  grep -E -A8 '^panic:' "$$log" | grep -v -E '^goroutine |^$$' | head -40; \
+	  rm -f "$$log"; exit 1; \
+	fi; rm -f "$$log"
 	# the Helm chart: lint, template, strict Kubernetes schemas (its own module)
 	cd deploy/helm && go vet ./... && go test -count=1 ./...
 
