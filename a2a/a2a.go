@@ -288,6 +288,7 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.log = log.Warn
 		g.shared, g.pushes.keepEnded = s, true
 	}
 	for i, a := range opts.Agents {

@@ -88,6 +88,7 @@ type pushRecord struct {
 	url       string               // the caller's URL, token, authentication
 	callerTok string
 	auth      jsontext.Value // the caller's authentication member, or nil
+	created   time.Time      // registered (by the registering replica's clock)
 
 	// guarded by pushRelays.mu:
 	task     string // "" until the agent's answer (or first push) names it
@@ -227,7 +228,7 @@ func (g *Gateway) endRelay(ctx context.Context, r *pushRecord) {
 		return
 	}
 	if err := g.shared.forget(context.WithoutCancel(ctx), []string{r.id}); err != nil {
-		g.log.Warn("a2a: push relay: an ended relay could not be removed from the shared store: other replicas hold it until push_relay.ttl", "agent", r.agent, "principal", r.owner, "err", err)
+		g.log.Warn("a2a: push relay: an ended relay could not be removed from the shared store: other replicas hold it until the removal, retried, succeeds", "agent", r.agent, "principal", r.owner, "err", err)
 	}
 }
 
@@ -396,7 +397,7 @@ func (g *Gateway) relayURL(id string) string { return g.opts.PublicURL + PushRel
 // pointed at a new relay for owner's task (or, "", the task the agent's
 // answer names), and the relay, not yet added.
 func (g *Gateway) relayConfig(ctx context.Context, a *agent, v jsontext.Value, task string) (jsontext.Value, *pushRecord, error) {
-	rec := &pushRecord{id: randomID(16), token: randomID(32), agent: a.Name, owner: ownerOf(ctx), share: relayShare(ctx),
+	rec := &pushRecord{id: randomID(16), token: randomID(32), created: time.Now(), agent: a.Name, owner: ownerOf(ctx), share: relayShare(ctx),
 		principal: intercept.PrincipalFrom(ctx), task: task}
 	rec.cred = credentialOf(rec.principal)
 	found := 0

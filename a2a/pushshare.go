@@ -8,6 +8,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/aead"
@@ -97,6 +99,7 @@ type storedRelay struct {
 	Task      string           `json:"k,omitempty"`
 	ConfigID  string           `json:"c,omitempty"`
 	Cred      *relayCredential `json:"cr,omitempty"`
+	Created   time.Time        `json:"at,omitzero"`
 }
 
 // sharedRelays is a relay store with the keys that seal its records.
@@ -104,7 +107,34 @@ type sharedRelays struct {
 	store RelayStore
 	aeads []cipher.AEAD // the first seals, all open
 	ttl   time.Duration
+
+	// Removals the store did not take (it did not answer) are retried
+	// every retryEvery until they succeed or the records' TTL ends them:
+	// a relay ended here must end on every replica once the store is
+	// back, not push_relay.ttl later.
+	mu         sync.Mutex
+	unremoved  []unremoved
+	retrying   bool // a retry is scheduled
+	retryEvery time.Duration
+	log        func(msg string, args ...any)
 }
+
+// unremoved is a removal to retry: a relay's record, or (config) the
+// relay a config's key names and the key.
+type unremoved struct {
+	key    string
+	config bool
+	failed time.Time // when the removal failed
+	until  time.Time // the record's TTL ends it by then
+}
+
+// maxUnremoved bounds the removals kept for a retry; past it the oldest
+// are left to the records' TTL (logged).
+const maxUnremoved = 4096
+
+// retryRemovalsEvery is how often removals the store did not take are
+// retried.
+const retryRemovalsEvery = 2 * time.Second
 
 func newSharedRelays(store RelayStore, keys [][]byte, ttl time.Duration) (*sharedRelays, error) {
 	if len(keys) == 0 {
@@ -114,7 +144,7 @@ func newSharedRelays(store RelayStore, keys [][]byte, ttl time.Duration) (*share
 	if err != nil {
 		return nil, err
 	}
-	return &sharedRelays{store: store, ttl: ttl, aeads: aeads}, nil
+	return &sharedRelays{store: store, ttl: ttl, aeads: aeads, retryEvery: retryRemovalsEvery}, nil
 }
 
 // relayAD binds a sealed record to its relay's id: a record copied under
@@ -139,7 +169,7 @@ func configKey(agent, owner, task, configID string) string {
 func (s *sharedRelays) save(ctx context.Context, p *pushRelays, r *pushRecord, again bool) error {
 	p.mu.Lock()
 	st := storedRelay{TokenHash: r.tokenHash[:], Agent: r.agent, Owner: r.owner, Share: r.share, URL: r.url,
-		CallerTok: r.callerTok, Auth: r.auth, Task: r.task, ConfigID: r.configID, Cred: r.cred}
+		CallerTok: r.callerTok, Auth: r.auth, Task: r.task, ConfigID: r.configID, Cred: r.cred, Created: r.created}
 	p.mu.Unlock()
 	plain, err := json.Marshal(st)
 	if err != nil {
@@ -181,9 +211,28 @@ func (s *sharedRelays) save(ctx context.Context, p *pushRelays, r *pushRecord, a
 
 // removeConfig ends the relay of owner's config configID on task,
 // whichever replica registered it.
+// A removal the store does not take is retried (retryLater).
 func (s *sharedRelays) removeConfig(ctx context.Context, agent, owner, task, configID string) error {
 	key := configKey(agent, owner, task, configID)
+	if err := s.removeConfigKey(ctx, key, time.Time{}); err != nil {
+		s.retryLater([]string{key}, true)
+		return err
+	}
+	return nil
+}
+
+// removeConfigKey deletes the relay the config's key names, then the
+// key. With before set (a retry), a relay registered after it is the
+// config set again since (under the same id): it is kept, and the key
+// that names it.
+func (s *sharedRelays) removeConfigKey(ctx context.Context, key string, before time.Time) error {
 	id, ok, err := s.store.Get(ctx, key)
+	if err == nil && ok && !before.IsZero() {
+		var r *pushRecord
+		if r, err = s.load(ctx, string(id)); err == nil && r != nil && r.created.After(before) {
+			return nil
+		}
+	}
 	if err == nil && ok {
 		err = s.store.Delete(ctx, string(id))
 	}
@@ -219,7 +268,7 @@ func (s *sharedRelays) load(ctx context.Context, id string) (*pushRecord, error)
 			return nil, nil
 		}
 		r := &pushRecord{id: id, agent: st.Agent, owner: st.Owner, share: st.Share, url: st.URL, callerTok: st.CallerTok,
-			auth: st.Auth, cred: st.Cred, task: st.Task, configID: st.ConfigID}
+			auth: st.Auth, cred: st.Cred, task: st.Task, configID: st.ConfigID, created: st.Created}
 		copy(r.tokenHash[:], st.TokenHash)
 		return r, nil
 	}
@@ -227,15 +276,81 @@ func (s *sharedRelays) load(ctx context.Context, id string) (*pushRecord, error)
 }
 
 // forget deletes the records of ids, on their own timeout: a relay ended
-// here must end on every replica, whoever's request ended it.
+// here must end on every replica, whoever's request ended it. Those the
+// store does not take are retried (retryLater).
 func (s *sharedRelays) forget(ctx context.Context, ids []string) error {
 	var first error
+	var failed []string
 	for _, id := range ids {
-		if err := s.store.Delete(ctx, id); err != nil && first == nil {
-			first = fmt.Errorf("%w: %w", errRelayStore, err)
+		if err := s.store.Delete(ctx, id); err != nil {
+			failed = append(failed, id)
+			if first == nil {
+				first = fmt.Errorf("%w: %w", errRelayStore, err)
+			}
 		}
 	}
+	s.retryLater(failed, false)
 	return first
+}
+
+// retryLater keeps keys (relay ids, or config keys) to remove again in
+// retryEvery, until the store takes them or their records' TTL ends.
+func (s *sharedRelays) retryLater(keys []string, config bool) {
+	if len(keys) == 0 {
+		return
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		s.unremoved = append(s.unremoved, unremoved{key: k, config: config, failed: now, until: now.Add(s.ttl)})
+	}
+	if over := len(s.unremoved) - maxUnremoved; over > 0 {
+		s.unremoved = slices.Delete(s.unremoved, 0, over)
+		if s.log != nil {
+			s.log("a2a: push relay: too many ended relays wait for the shared store; the oldest are left to push_relay.ttl", "dropped", over)
+		}
+	}
+	if !s.retrying {
+		s.retrying = true
+		time.AfterFunc(s.retryEvery, s.retry)
+	}
+}
+
+// retry removes again what the store did not take; what it still does
+// not take waits for the next retry, while any is left.
+func (s *sharedRelays) retry() {
+	s.mu.Lock()
+	todo := s.unremoved
+	s.unremoved = nil
+	s.mu.Unlock()
+	ctx := context.Background()
+	now := time.Now()
+	var left []unremoved
+	for i, u := range todo {
+		if now.After(u.until) {
+			continue // the store's TTL ended the record
+		}
+		var err error
+		if u.config {
+			err = s.removeConfigKey(ctx, u.key, u.failed)
+		} else if err = s.store.Delete(ctx, u.key); err != nil {
+			err = fmt.Errorf("%w: %w", errRelayStore, err)
+		}
+		if err != nil {
+			// Still not answering: the rest wait too, without a timeout each.
+			left = append(left, todo[i:]...)
+			break
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unremoved = append(left, s.unremoved...)
+	if len(s.unremoved) == 0 {
+		s.retrying = false
+		return
+	}
+	time.AfterFunc(s.retryEvery, s.retry)
 }
 
 // saveRelay stores the relay r registers (Options.Relays), ending a
@@ -287,7 +402,7 @@ func (g *Gateway) removeSharedConfig(ctx context.Context, agent, owner, task, co
 		return
 	}
 	if err := g.shared.removeConfig(context.WithoutCancel(ctx), agent, owner, task, configID); err != nil {
-		g.log.Warn("a2a: push relay: a deleted config's relay could not be removed from the shared store: its pushes are delivered until push_relay.ttl", "agent", agent, "principal", owner, "err", err)
+		g.log.Warn("a2a: push relay: a deleted config's relay could not be removed from the shared store: other replicas deliver its pushes until the removal, retried, succeeds", "agent", agent, "principal", owner, "err", err)
 	}
 }
 
@@ -313,9 +428,9 @@ func (g *Gateway) forgetEnded(ctx context.Context) {
 		return
 	}
 	if err := g.shared.forget(context.WithoutCancel(ctx), ids); err != nil {
-		// Left to the record's TTL: a replica that takes a push for it
-		// reads the credential and the task as before.
-		g.log.Warn("a2a: push relay: an ended relay could not be removed from the shared store: other replicas hold it until push_relay.ttl", "relays", len(ids), "err", err)
+		// Retried (sharedRelays.retry); meanwhile a replica that takes a
+		// push for it reads the credential and the task as before.
+		g.log.Warn("a2a: push relay: an ended relay could not be removed from the shared store: other replicas hold it until the removal, retried, succeeds", "relays", len(ids), "err", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -448,5 +449,98 @@ func wantPush(t *testing.T, u, token, task string, status int, what string) {
 	t.Helper()
 	if got, body := pushAs(t, u, token, taskPush(task, "working")); got != status {
 		t.Errorf("%s: HTTP %d %s, want %d", what, got, body, status)
+	}
+}
+
+// flakyRelayStore is a relay store whose reads and deletes fail while
+// down is set: a store that stops answering between two steps of a
+// request (the task's owner read, the relay's removal not).
+type flakyRelayStore struct {
+	RelayStore
+	down *atomic.Bool
+}
+
+var errFlaky = errors.New("connection refused")
+
+func (s flakyRelayStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	if s.down.Load() {
+		return nil, false, errFlaky
+	}
+	return s.RelayStore.Get(ctx, key)
+}
+
+func (s flakyRelayStore) Delete(ctx context.Context, key string) error {
+	if s.down.Load() {
+		return errFlaky
+	}
+	return s.RelayStore.Delete(ctx, key)
+}
+
+// TestPushRelaySharedRemovalRetried: a config deleted through one
+// gateway while the shared store did not answer there ends its relay on
+// every gateway once the store answers again (the removal is retried);
+// a config set again under the same id meanwhile keeps its new relay.
+// Before, the deleted config's relay went on delivering through the
+// gateway that registered it until push_relay.ttl.
+func TestPushRelaySharedRemovalRetried(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	hook := newWebhook(t)
+	a, b, _, _ := sharedRelayEnvs(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}})
+	down := new(atomic.Bool)
+	b.g.shared.store = flakyRelayStore{b.g.shared.store, down}
+	b.g.shared.retryEvery = 20 * time.Millisecond
+	retrying := func() bool {
+		b.g.shared.mu.Lock()
+		defer b.g.shared.mu.Unlock()
+		return b.g.shared.retrying
+	}
+	deleteOnB := func(task, id string) {
+		t.Helper()
+		down.Store(true)
+		defer down.Store(false)
+		got := do(t, "POST", b.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/delete","params":{"id":"`+task+`","pushNotificationConfigId":"`+id+`"}}`)
+		if strings.Contains(got, `"error"`) {
+			t.Fatalf("delete through b: %s", got)
+		}
+		if !retrying() {
+			t.Fatal("b keeps no removal to retry")
+		}
+	}
+
+	task, url, token := relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
+	deleteOnB(task, lastConfigID(t, rec))
+	for deadline := time.Now().Add(5 * time.Second); retrying(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("b's removal was not retried once the store answered")
+		}
+	}
+	wantPush(t, url, token, task, http.StatusNotFound, "a push to a's relay once b's removal was retried")
+	b.g.shared.mu.Lock()
+	b.g.shared.retryEvery = time.Hour // retried by hand below
+	b.g.shared.mu.Unlock()
+
+	// Deleted while the store did not answer, then set again under the
+	// same id through a before b's retry: the new relay stays.
+	task, _, _ = relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
+	id := lastConfigID(t, rec)
+	deleteOnB(task, id)
+	got := do(t, "POST", a.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":4,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task+`","pushNotificationConfig":{"id":"`+id+`","url":"`+hook.srv.URL+`/alice2","token":"alice-hook"}}}`)
+	if strings.Contains(got, `"error"`) {
+		t.Fatalf("set again through a: %s", got)
+	}
+	rec.mu.Lock()
+	last := rec.seen[len(rec.seen)-1]
+	rec.mu.Unlock()
+	url, token, ok := agentGotConfig(last)
+	if !ok {
+		t.Fatalf("the agent got %s", last)
+	}
+	b.g.shared.retry()
+	if retrying() {
+		t.Error("b still retries a removal the store took")
+	}
+	wantPush(t, url, token, task, http.StatusOK, "a push to the config set again, after b's retry")
+	if got := hook.next(5 * time.Second); !strings.HasPrefix(got, "alice-hook||") {
+		t.Errorf("the webhook got %q", got)
 	}
 }
