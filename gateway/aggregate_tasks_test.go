@@ -31,7 +31,7 @@ func taskUpstream(t *testing.T, name string, release chan struct{}, opts ...serv
 	s.AddTool(mcp.NewTool("read_secret", mcp.WithString("owner"), mcp.WithTaskSupport(mcp.TaskSupportOptional)),
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if release != nil {
-				<-release // not ctx: mcp-go ends it with the POST that started the task
+				untilReleased(t, release) // not ctx: mcp-go ends it with the POST that started the task
 			}
 			return mcp.NewToolResultText(name + ": the secret of " + req.GetString("owner", "") + " is 42"), nil
 		})
@@ -441,7 +441,7 @@ func TestAttackVirtualEscapedTaskID(t *testing.T) {
 	s := server.NewMCPServer("one", "1.0.0", server.WithToolCapabilities(true), server.WithTaskCapabilities(true, true, true))
 	s.AddTool(mcp.NewTool("read_secret", mcp.WithString("owner"), mcp.WithTaskSupport(mcp.TaskSupportOptional)),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			<-release
+			untilReleased(t, release)
 			return mcp.NewToolResultText("42"), nil
 		})
 	h := server.NewStreamableHTTPServer(s)

@@ -34,7 +34,7 @@ func TestAttackCancelBeforeHeldOneReplica(t *testing.T) {
 	slow := intercept.DeciderFunc(func(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
 		if d.ToolName == "add" {
 			once.Do(func() { close(entered) })
-			<-release
+			untilReleased(t, release)
 		}
 		return (&intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}).Decide(ctx, d)
 	})
@@ -156,7 +156,7 @@ func listStalledVirtual(t *testing.T) (f *fixture, store *approval.Store, armed 
 		r.Body = io.NopCloser(bytes.NewReader(b))
 		if armed.Load() && bytes.Contains(b, []byte(`"tools/list"`)) {
 			once.Do(func() { close(entered) })
-			<-release
+			untilReleased(t, release)
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -43,7 +43,7 @@ func TestAttackDeleteBeforeHeld(t *testing.T) {
 			slow := intercept.DeciderFunc(func(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
 				if d.ToolName == "add" {
 					once.Do(func() { close(entered) })
-					<-release
+					untilReleased(t, release)
 				}
 				return (&intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}).Decide(ctx, d)
 			})

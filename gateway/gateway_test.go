@@ -327,3 +327,15 @@ func TestToolsListObserved(t *testing.T) {
 		t.Errorf("descriptor: got %+v", got)
 	}
 }
+
+// untilReleased waits until release is closed or t ends: a handler or
+// decider a test holds on release must not outlive a test that failed
+// before releasing it, or the servers' Close in t's cleanups waits for
+// it, and the whole package hangs until its timeout, naming no test.
+// (t.Context is cancelled before the cleanups run.)
+func untilReleased(t *testing.T, release <-chan struct{}) {
+	select {
+	case <-release:
+	case <-t.Context().Done():
+	}
+}

@@ -33,7 +33,7 @@ func TestTaskStatusOnlyToOwner(t *testing.T) {
 			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				// Not on ctx: mcp-go ends it with the POST that started the
 				// task, whose stream would then take alice's status.
-				<-release
+				untilReleased(t, release)
 				return mcp.NewToolResultText("alice's secret is 42"), nil
 			})
 		up := httptest.NewServer(server.NewStreamableHTTPServer(s))
