@@ -720,12 +720,21 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gone := func() bool {
-		why := lapsed(rec.principal)
+		err := lapsed(rec.principal)
 		if rec.principal == nil {
-			why = g.storedLapsed(rec.cred) // registered through another replica, or before a restart
+			err = g.storedLapsed(rec.cred) // registered through another replica, or before a restart
 		}
-		if why == "" {
+		if err == nil {
 			return false
+		}
+		why := err.Error()
+		if errors.Is(err, intercept.ErrUncheckable) {
+			// Cannot tell now (the key file unreadable): the agent may
+			// try again; ending the relay could not be undone.
+			g.log.Warn("a2a: push relay: push refused: the caller's credential cannot be checked now", "agent", rec.agent, "principal", rec.owner, "why", why)
+			g.pushRefused(rec.agent, rec.owner, "the caller's credential cannot be checked now: "+why)
+			answer(http.StatusServiceUnavailable, "the gateway cannot check the credential of the caller that registered this push config now: not delivered; try again")
+			return true
 		}
 		g.endRelay(r.Context(), rec)
 		g.log.Info("a2a: push relay: push dropped and the relay ended: the caller's credential no longer holds", "agent", rec.agent, "principal", rec.owner, "why", why)
@@ -883,20 +892,20 @@ func (g *Gateway) pushRefused(agent, principal, reason string) {
 }
 
 // lapsed says why p's credential no longer holds, or "".
-func lapsed(p *intercept.Principal) string {
+func lapsed(p *intercept.Principal) error {
 	if p == nil {
-		return ""
+		return nil
 	}
 	if !p.Expires.IsZero() && !time.Now().Before(p.Expires) {
-		return "expired"
+		return errExpired
 	}
 	if p.Check != nil {
-		if err := p.Check(); err != nil {
-			return err.Error()
-		}
+		return p.Check()
 	}
-	return ""
+	return nil
 }
+
+var errExpired = errors.New("expired")
 
 // pushNamesTask says what is wrong with a push body for rec, or "": it
 // must name rec's task and no other. A relay registered with a message

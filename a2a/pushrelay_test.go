@@ -37,9 +37,12 @@ type relayEnv struct {
 
 	mu      sync.Mutex
 	revoked map[string]bool
-	checked func(name string) // if set, told of each credential check
-	refused []string          // OnPushRefused: "principal: reason"
-	results []string          // the Interceptor's OnResult: "tool agent result"
+	// unreadable: the key file cannot be read (the principals' Check, and
+	// a replica's RecheckKey of them, cannot tell)
+	unreadable bool
+	checked    func(name string) // if set, told of each credential check
+	refused    []string          // OnPushRefused: "principal: reason"
+	results    []string          // the Interceptor's OnResult: "tool agent result"
 }
 
 func newRelayEnv(t *testing.T, agent Agent, opts Options) *relayEnv {
@@ -76,6 +79,9 @@ func newRelayEnv(t *testing.T, agent Agent, opts Options) *relayEnv {
 				defer e.mu.Unlock()
 				if e.checked != nil {
 					e.checked(name)
+				}
+				if e.unreadable {
+					return errKeyFileUnreadable
 				}
 				if e.revoked[name] {
 					return errors.New("API key revoked")

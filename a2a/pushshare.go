@@ -440,28 +440,26 @@ var errRegisterShared = &intercept.WireError{Code: intercept.CodeInternalError,
 	Message: "push notifications: the gateway could not record the push config's relay in its shared store (agent_tasks.redis_url): not registered with the agent; try again"}
 
 // storedLapsed says why the credential a record describes no longer
-// holds, or "": how a replica that did not take the registration checks
+// holds, or nil: how a replica that did not take the registration checks
 // the caller's credential. An expiry (a JWT's exp, a certificate's
 // NotAfter) is checked here; an API key is looked up again in the key
-// file every replica loads (Options.RecheckKey); a credential that can
+// file every replica loads (Options.RecheckKey; an error wrapping
+// intercept.ErrUncheckable: it cannot tell now); a credential that can
 // lapse in a way the record cannot tell is taken as lapsed (fail closed).
-func (g *Gateway) storedLapsed(c *relayCredential) string {
+func (g *Gateway) storedLapsed(c *relayCredential) error {
 	if c == nil {
-		return ""
+		return nil
 	}
 	if !c.Expires.IsZero() && !time.Now().Before(c.Expires) {
-		return "expired"
+		return errExpired
 	}
 	switch {
 	case c.KeyID != "" && g.opts.RecheckKey != nil:
-		if err := g.opts.RecheckKey(c.KeyID); err != nil {
-			return err.Error()
-		}
-		return ""
+		return g.opts.RecheckKey(c.KeyID)
 	case c.Method == "api_key":
-		return "the API key cannot be checked on this replica"
+		return errors.New("the API key cannot be checked on this replica")
 	case c.Lapses && c.Expires.IsZero():
-		return "the credential cannot be checked on this replica"
+		return errors.New("the credential cannot be checked on this replica")
 	}
-	return ""
+	return nil
 }

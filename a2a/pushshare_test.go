@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
@@ -83,6 +84,9 @@ func sharedRelayEnvs(t *testing.T, agent Agent) (a, b *relayEnv, rs *redistest.S
 	b = newRelayEnv(t, agent, Options{Relays: redisRelayStore{c}, RelayKeys: keys, Tasks: redisTaskStore{c}, RecheckKey: func(id string) error {
 		a.mu.Lock()
 		defer a.mu.Unlock()
+		if a.unreadable {
+			return errKeyFileUnreadable
+		}
 		if a.revoked[id] {
 			return errors.New("the API key was revoked")
 		}
@@ -255,7 +259,10 @@ func TestPushRelayStoredCredential(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := &Gateway{opts: Options{RecheckKey: c.recheck}}
-			got := g.storedLapsed(c.cred)
+			got := ""
+			if err := g.storedLapsed(c.cred); err != nil {
+				got = err.Error()
+			}
 			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 				t.Errorf("got %q, want %q", got, c.want)
 			}
@@ -542,5 +549,40 @@ func TestPushRelaySharedRemovalRetried(t *testing.T) {
 	wantPush(t, url, token, task, http.StatusOK, "a push to the config set again, after b's retry")
 	if got := hook.next(5 * time.Second); !strings.HasPrefix(got, "alice-hook||") {
 		t.Errorf("the webhook got %q", got)
+	}
+}
+
+// errKeyFileUnreadable is what auth's key check says while the key file
+// cannot be read.
+var errKeyFileUnreadable = fmt.Errorf("the key file cannot be read: %w", intercept.ErrUncheckable)
+
+// TestPushRelayKeyFileUnreadable: while the key file cannot be read, a
+// push through either gateway is refused 503 (try again) and its relay
+// kept: once the file reads again the push is delivered. Before, the
+// relay was ended (410) on every replica, for good, for a moment's
+// unreadable file.
+func TestPushRelayKeyFileUnreadable(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	hook := newWebhook(t)
+	a, b, _, _ := sharedRelayEnvs(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}})
+	task, url, token := relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
+	onB := b.url + PushRelayPath + strings.TrimPrefix(url, a.url+PushRelayPath)
+	a.mu.Lock()
+	a.unreadable = true
+	a.mu.Unlock()
+	for _, u := range []string{onB, url} {
+		wantPush(t, u, token, task, http.StatusServiceUnavailable, fmt.Sprintf("a push to %s while the key file cannot be read", u))
+	}
+	if got := hook.next(20 * time.Millisecond); got != "" {
+		t.Errorf("the webhook got %.200s", got)
+	}
+	a.mu.Lock()
+	a.unreadable = false
+	a.mu.Unlock()
+	for _, u := range []string{onB, url} {
+		wantPush(t, u, token, task, http.StatusOK, fmt.Sprintf("a push to %s once the key file reads again", u))
+		if got := hook.next(5 * time.Second); !strings.HasPrefix(got, "alice-hook||") {
+			t.Errorf("the webhook got %q", got)
+		}
 	}
 }

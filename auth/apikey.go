@@ -368,7 +368,7 @@ func (s *KeyStore) stillGood(id string) error {
 	now := s.now()
 	ks := s.cur.Load()
 	if ks.err != nil {
-		return errors.New("the key file cannot be read")
+		return fmt.Errorf("the key file cannot be read: %w", intercept.ErrUncheckable)
 	}
 	k := ks.keys[id]
 	if k == nil {

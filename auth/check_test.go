@@ -2,10 +2,14 @@ package auth
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // TestKeyPrincipalCheck: the principal of an API key says, when asked
@@ -84,5 +88,39 @@ func TestJWTPrincipalCheckStaleSet(t *testing.T) {
 	clock.Advance(61 * time.Minute)
 	if err := p.Check(); err == nil || !strings.Contains(err.Error(), "no longer published") {
 		t.Errorf("its key rotated out: %v, want no longer published", err)
+	}
+}
+
+// TestKeyCheckUnreadableFile: while the key file cannot be read, a key's
+// Check (and KeyHolds, which another replica's push relay asks) fails,
+// closed, with an error wrapping intercept.ErrUncheckable: it cannot
+// tell, which a caller may try again, unlike a revoked key.
+func TestKeyCheckUnreadableFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.json")
+	now := time.Now()
+	tok, k, err := CreateKey(path, "alice", time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewKeyStore(path, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Authenticate(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Authenticator{keys: s}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o700); err != nil { // read fails (EISDIR), even as root
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Second) // past the once-a-second reread
+	for name, err := range map[string]error{"Check": p.Check(), "KeyHolds": a.KeyHolds(k.ID)} {
+		if !errors.Is(err, intercept.ErrUncheckable) {
+			t.Errorf("%s with the key file unreadable: %v, want an error wrapping ErrUncheckable", name, err)
+		}
 	}
 }

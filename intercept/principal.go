@@ -2,6 +2,7 @@ package intercept
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -31,11 +32,19 @@ type Principal struct {
 	// /sse) asks it before each message it takes from the client and
 	// passes on, a stream before each event, the Interceptor before each
 	// decision (a held call's comes when the wait ends).
+	// An error wrapping ErrUncheckable says it cannot tell now (the key
+	// file unreadable), not that the credential lapsed.
 	Check func() error `json:"-"`
 	// Expires is when the credential stops holding (a JWT's exp); zero
 	// means it has no expiry of its own.
 	Expires time.Time `json:"-"`
 }
+
+// ErrUncheckable is wrapped by a Principal's Check that cannot tell now
+// whether the credential holds (the key file it reads is unreadable):
+// what can be refused and tried again is, what would be undone for good
+// (a push relay ended) is not.
+var ErrUncheckable = errors.New("the credential cannot be checked now")
 
 // Gone is the error a call, connection or stream of p gets once p's
 // credential no longer holds (Check), or nil: p is nil (no credential to
