@@ -319,18 +319,25 @@ func relayOf(t *testing.T, e *relayEnv, rec *recAgent, principal, hook string) (
 	t.Helper()
 	gw := e.url + "/a2a/stub"
 	task = taskOf(t, do(t, "POST", gw, principal, "", sendHi))
-	got := do(t, "POST", gw, principal, "", `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task+`","pushNotificationConfig":{"url":"`+hook+`","token":"`+principal+`-hook"}}}`)
-	if strings.Contains(got, `"error"`) {
+	url, token = setRelay(t, e, rec, principal, `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"`+task+`","pushNotificationConfig":{"url":"`+hook+`","token":"`+principal+`-hook"}}}`)
+	return task, url, token
+}
+
+// setRelay sends set, a push config's registration, through e as
+// principal and returns the relay URL and token the agent was given.
+func setRelay(t *testing.T, e *relayEnv, rec *recAgent, principal, set string) (url, token string) {
+	t.Helper()
+	if got := do(t, "POST", e.url+"/a2a/stub", principal, "", set); strings.Contains(got, `"error"`) {
 		t.Fatalf("set: %s", got)
 	}
 	rec.mu.Lock()
 	last := rec.seen[len(rec.seen)-1]
 	rec.mu.Unlock()
-	relayURL, relayToken, ok := agentGotConfig(last)
-	if !ok || !strings.HasPrefix(relayURL, e.url+PushRelayPath) {
+	url, token, ok := agentGotConfig(last)
+	if !ok || !strings.HasPrefix(url, e.url+PushRelayPath) {
 		t.Fatalf("the agent got %s; want a relay URL", last)
 	}
-	return task, relayURL, relayToken
+	return url, token
 }
 
 // pushAs POSTs body to a relay as an agent would, with token (none if
