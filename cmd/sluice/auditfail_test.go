@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -343,13 +341,7 @@ func TestAuditFailureConfig(t *testing.T) {
 // missing; by default (linger) only calls forwarded just before the kill
 // may be: their events were still queued.
 func TestKillUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the sluice binary")
-	}
-	bin := filepath.Join(t.TempDir(), "sluice")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildSluice(t)
 	for _, mode := range []string{auditLinger, auditCommit} {
 		t.Run(mode, func(t *testing.T) {
 			up := &executions{at: map[string]time.Time{}}
@@ -362,32 +354,8 @@ func TestKillUnderLoad(t *testing.T) {
 			if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(bin, "serve", "--config", cfgPath)
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			addr := make(chan string, 1)
-			go func() {
-				sc := bufio.NewScanner(stderr)
-				listening := regexp.MustCompile(`msg="sluice listening" addr=(\S+)`)
-				for sc.Scan() {
-					if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-						addr <- m[1]
-					}
-				}
-			}()
-			var url string
-			select {
-			case a := <-addr:
-				url = "http://" + a + "/mcp/demo"
-			case <-time.After(15 * time.Second):
-				t.Fatal("the gateway did not start listening within 15s")
-			}
+			c := startChild(t, bin, cfgPath, false)
+			url := "http://" + c.listen + "/mcp/demo"
 
 			const clients, killAt = 16, 400
 			var next atomic.Int64
@@ -408,12 +376,12 @@ func TestKillUnderLoad(t *testing.T) {
 					t.Fatalf("%d calls executed after 15s, want %d", up.len(), killAt)
 				}
 			}
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
 			killed := time.Now()
 			rate := float64(up.len()) / killed.Sub(start).Seconds()
-			_ = cmd.Wait()
+			<-c.exited
 			wg.Wait()
 
 			allowed := allowEvents(t, filepath.Join(dir, "data", audit.FileName))

@@ -6,6 +6,9 @@
 //	st := open(disk.Dir)
 //	disk.Fill(t) // writes fail from now on
 //	disk.Free(t) // and succeed again
+//
+// For a child process (a real `sluice serve`), Process limits that
+// process's file size instead (prlimit(2)), leaving the test's own alone.
 package fulldisk
 
 import (
@@ -15,6 +18,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Disk is a directory on a filesystem that can be filled.
@@ -91,4 +96,27 @@ func New(t testing.TB) *Disk {
 	return &Disk{Dir: filepath.Join(dir, "data"),
 		fill: func(t testing.TB) { set(t, 0) },
 		free: func(t testing.TB) { set(t, old.Cur) }}
+}
+
+// Process returns a Disk whose Fill and Free set the file-size limit
+// (RLIMIT_FSIZE) of the running process pid: Fill to nothing, so that its
+// every write to a file fails with EFBIG (which SQLite reports as a disk
+// I/O error, SQLITE_IOERR_WRITE, where a full disk's ENOSPC is
+// SQLITE_FULL), Free back to what it was. Dir is empty: the whole
+// process's filesystem is full. Go programs ignore SIGXFSZ, so the
+// process is not killed by the limit.
+func Process(t testing.TB, pid int) *Disk {
+	t.Helper()
+	var old unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, nil, &old); err != nil {
+		t.Skipf("no prlimit(2) on process %d: %v", pid, err)
+	}
+	set := func(t testing.TB, cur uint64) {
+		lim := old
+		lim.Cur = cur
+		if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &lim, nil); err != nil {
+			t.Fatalf("prlimit %d: %v", pid, err)
+		}
+	}
+	return &Disk{fill: func(t testing.TB) { set(t, 0) }, free: func(t testing.TB) { set(t, old.Cur) }}
 }

@@ -1,0 +1,80 @@
+package approval
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/fulldisk"
+)
+
+// TestAdminDiskFull: with the approvals kept in SQLite and the data
+// directory's filesystem full, a decision the store cannot write is not
+// reported done: the admin API answers 503 naming the store, the request
+// stays pending, and once space returns the same decision is taken.
+func TestAdminDiskFull(t *testing.T) {
+	disk := fulldisk.New(t)
+	s, err := OpenStore(filepath.Join(disk.Dir, FileName), Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() }) // before the unmount
+	d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":5}`))
+	if d.ApprovalID == "" {
+		t.Fatalf("call not held: %+v", d)
+	}
+	api := httptest.NewServer(s.Handler(""))
+	t.Cleanup(api.Close)
+	decide := func() (int, string) {
+		t.Helper()
+		resp, err := http.Post(api.URL+"/admin/approvals/"+d.ApprovalID, "application/json", strings.NewReader(`{"action":"approve","by":"alice"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	disk.Fill(t)
+	code, body := decide()
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "unavailable") {
+		t.Errorf("approve with the disk full: got %d %s, want 503 naming the store", code, body)
+	}
+	disk.Free(t)
+	time.Sleep(backendRetry) // past the quick refusals: the store is asked again
+	if r, err := s.Get(d.ApprovalID); err != nil || r.Status != Pending {
+		t.Fatalf("after the failed approve: got %+v %v, want the request still pending", r, err)
+	}
+	if code, body := decide(); code != http.StatusOK || !strings.Contains(body, `"approved"`) {
+		t.Errorf("approve once space returned: got %d %s, want 200 approved", code, body)
+	}
+}
+
+// TestHoldDiskFull: a call that needs approval while the approvals store
+// cannot be written is denied (policy_error), not held in memory only (no
+// operator elsewhere could see it) nor forwarded.
+func TestHoldDiskFull(t *testing.T) {
+	disk := fulldisk.New(t)
+	s, err := OpenStore(filepath.Join(disk.Dir, FileName), Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() }) // before the unmount
+	disk.Fill(t)
+	d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":5}`))
+	if d.Verdict != intercept.Deny || d.Reason != intercept.ReasonPolicyError || d.ApprovalID != "" {
+		t.Errorf("call needing approval with the disk full: got %s %q (approval %q), want a policy_error denial", d.Verdict, d.Reason, d.ApprovalID)
+	}
+	disk.Free(t)
+	time.Sleep(backendRetry)
+	if d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":6}`)); d.ApprovalID == "" {
+		t.Errorf("call needing approval once space returned: got %+v, want it held", d)
+	}
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/internal/fulldisk"
+)
+
+// TestServeDiskFull runs a real `sluice serve` and fills its disk (its
+// file-size limit, fulldisk.Process) while calls flow, then frees it:
+// what a user sees of each SQLite store in the data directory. The
+// process must not die (Go ignores SIGXFSZ), hang a call or spin, and it
+// must recover without a restart.
+func TestServeDiskFull(t *testing.T) {
+	bin := buildSluice(t)
+	up := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
+	t.Cleanup(up.Close)
+	start := func(t *testing.T, extra string) (*child, *fulldisk.Disk) {
+		t.Helper()
+		dir := t.TempDir()
+		cfgPath := filepath.Join(dir, "sluice.yaml")
+		cfg := fmt.Sprintf("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nadmin_token: t0k\ndata_dir: %s\ntelemetry: {prometheus: true}\nclassifier: {provider: off}\nupstreams: [{name: demo, url: %q}]\n%s",
+			filepath.Join(dir, "data"), up.URL+"/mcp", extra)
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := startChild(t, bin, cfgPath, true)
+		return c, fulldisk.Process(t, c.cmd.Process.Pid)
+	}
+
+	t.Run("deny", func(t *testing.T) {
+		c, disk := start(t, "policy: {default: allow}\naudit: {on_failure: deny}\n")
+		if got := c.echo(t, 0); !strings.Contains(got, "call-0") {
+			t.Fatalf("before the disk is full: got %s, want the echo", got)
+		}
+		disk.Fill(t)
+		c.until(t, "a call refused with audit_unavailable", func(n int, reply string) bool {
+			if !strings.Contains(reply, "call-"+strconv.Itoa(n)) && !strings.Contains(reply, "audit_unavailable") {
+				t.Fatalf("call %d with the disk full: got %s, want the echo or audit_unavailable", n, reply)
+			}
+			return strings.Contains(reply, "audit_unavailable")
+		})
+		c.waitLog(t, `level=ERROR msg="audit: events cannot be written; calls are refused (audit_unavailable) until they can"`)
+		for n := 1000; n < 1003; n++ {
+			if got := c.echo(t, n); !strings.Contains(got, `"jsonrpc":"2.0"`) || !strings.Contains(got, "audit_unavailable") {
+				t.Fatalf("while the disk is full: got %s, want a JSON-RPC answer with audit_unavailable", got)
+			}
+		}
+		c.notSpinning(t)
+		disk.Free(t)
+		c.until(t, "a call forwarded once space returned", func(n int, reply string) bool { return strings.Contains(reply, "call-"+strconv.Itoa(n)) })
+		c.waitLog(t, `msg="audit: events are written again"`)
+		if v := c.metric(t, "sluice_audit_available"); v != 1 {
+			t.Errorf("sluice_audit_available once space returned: got %v, want 1", v)
+		}
+	})
+
+	t.Run("warn", func(t *testing.T) {
+		c, disk := start(t, "policy: {default: allow}\n")
+		disk.Fill(t)
+		for n := 0; c.metric(t, "sluice_audit_events_lost_total") < 1; n++ {
+			if got := c.echo(t, n); !strings.Contains(got, "call-"+strconv.Itoa(n)) {
+				t.Fatalf("warn mode, disk full: call %d got %s, want the echo", n, got)
+			}
+			if n > 2000 {
+				t.Fatalf("sluice_audit_events_lost_total still 0 after %d calls on a full disk; logs:\n%s", n, c.logs)
+			}
+		}
+		c.waitLog(t, `level=ERROR msg="audit: events cannot be written; calls go on unrecorded (audit.on_failure: warn)"`)
+		c.waitLog(t, `level=ERROR msg="audit: events lost" events=`)
+		if v := c.metric(t, "sluice_audit_available"); v != 0 {
+			t.Errorf("sluice_audit_available with the disk full: got %v, want 0", v)
+		}
+		c.notSpinning(t)
+		disk.Free(t)
+		c.waitLogAfter(t, `msg="audit: events are written again"`, func() { c.echo(t, -1) })
+	})
+
+	t.Run("approvals", func(t *testing.T) {
+		c, disk := start(t, "policy: {default: allow, result_mode: tool_result, require_approval: [echo]}\n")
+		held := c.echo(t, 1)
+		m := regexp.MustCompile(`"approval_id":"(apr_[0-9a-f]+)"`).FindStringSubmatch(held)
+		if m == nil {
+			t.Fatalf("call: got %s, want it held with an approval_id", held)
+		}
+		disk.Fill(t)
+		code, body := c.decide(t, m[1])
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "approvals store is unavailable") {
+			t.Fatalf("approve with the disk full: got %d %s, want 503 naming the approvals store", code, body)
+		}
+		if got := c.echo(t, 1); strings.Contains(got, "call-1") {
+			t.Fatalf("a call whose approval was not stored was forwarded: %s", got)
+		}
+		// A new call to hold cannot be held: it is denied.
+		if got := c.echo(t, 2); !strings.Contains(got, "policy_error") {
+			t.Fatalf("a call to hold with the disk full: got %s, want policy_error", got)
+		}
+		disk.Free(t)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if code, body = c.decide(t, m[1]); code == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("approve 10s after space returned: got %d %s", code, body)
+			}
+		}
+		if got := c.echo(t, 1); !strings.Contains(got, "call-1") {
+			t.Fatalf("the approved call once space returned: got %s, want the echo", got)
+		}
+	})
+}
+
+// echo calls the demo's echo with message call-n through c, with a
+// timeout: a call that hangs fails the test.
+func (c *child) echo(t *testing.T, n int) string {
+	t.Helper()
+	return modernCallFrom(t, &http.Client{Timeout: 15 * time.Second}, "http://"+c.listen+"/mcp/demo", "agent-1", "tools/call", "echo",
+		fmt.Sprintf(`{"name":"echo","arguments":{"message":"call-%d"}}`, n))
+}
+
+// until calls echo until done says yes of a reply, for up to 10s.
+func (c *child) until(t *testing.T, what string, done func(n int, reply string) bool) {
+	t.Helper()
+	for n, deadline := 1, time.Now().Add(10*time.Second); ; n++ {
+		if done(n, c.echo(t, n)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 10s of calls; logs:\n%s", what, c.logs)
+		}
+	}
+}
+
+// waitLog waits up to 10s for a line of c's log holding want.
+func (c *child) waitLog(t *testing.T, want string) {
+	t.Helper()
+	c.waitLogAfter(t, want, func() {})
+}
+
+// waitLogAfter is waitLog doing poke before each look.
+func (c *child) waitLogAfter(t *testing.T, want string, poke func()) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		poke()
+		if strings.Contains(c.logs.String(), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log %s after 10s:\n%s", want, c.logs)
+		}
+	}
+}
+
+// metric returns the value of the Prometheus series name on c's admin
+// listener, -1 if absent.
+func (c *child) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	code, body := c.admin(t, http.MethodGet, "/metrics", "")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", code, body)
+	}
+	m := regexp.MustCompile(`(?m)^` + name + `(?:\{[^}]*\})? (\S+)$`).FindStringSubmatch(body)
+	if m == nil {
+		return -1
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// decide approves the held request id through c's admin API.
+func (c *child) decide(t *testing.T, id string) (int, string) {
+	t.Helper()
+	return c.admin(t, http.MethodPost, "/admin/approvals/"+id, `{"action":"approve","by":"ops"}`)
+}
+
+func (c *child) admin(t *testing.T, method, path, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+c.admn+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer t0k")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// notSpinning fails the test if c uses more than a quarter of a CPU over
+// a second with no calls, or has exited.
+func (c *child) notSpinning(t *testing.T) {
+	t.Helper()
+	cpu := func() float64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+		if err != nil {
+			t.Fatalf("the gateway is gone: %v; logs:\n%s", err, c.logs)
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		utime, _ := strconv.ParseFloat(f[11], 64) // fields 14 and 15 of stat(5)
+		stime, _ := strconv.ParseFloat(f[12], 64)
+		return (utime + stime) / 100 // clock ticks (USER_HZ) to seconds
+	}
+	before := cpu()
+	time.Sleep(time.Second) // measuring a rate over an interval, not waiting for an event
+	if used := cpu() - before; used > 0.25 {
+		t.Errorf("the gateway used %.2fs of CPU in 1s with no calls and the disk full: spinning", used)
+	}
+	select {
+	case <-c.exited:
+		t.Fatalf("the gateway exited with the disk full; logs:\n%s", c.logs)
+	default:
+	}
+}
