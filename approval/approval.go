@@ -126,6 +126,12 @@ type Options struct {
 	MaxLive int
 	// OnChange, if set, is called after every change of a request.
 	OnChange func(Request)
+	// OnUnavailable, if set, is told of every error of a persistent
+	// Store's backend (each wraps ErrUnavailable): the SQLite file's disk
+	// full, Redis down. The operation failed: a call to hold was denied, a
+	// decision not taken. It is called with the store locked and must not
+	// call the Store.
+	OnUnavailable func(error)
 	// AgentClaims name the JWT claims agents are named by besides sub,
 	// azp, client_id, appid and cid (auth.jwt.agent_claim): an admin JWT
 	// whose such claim names the held call's agent cannot answer it
@@ -144,6 +150,8 @@ type Store struct {
 	history  int
 	now      func() time.Time
 	onChange func(Request)
+	// onUnavailable is Options.OnUnavailable.
+	onUnavailable func(error)
 	// agentClaims are Options.AgentClaims.
 	agentClaims []string
 	maxLive     int
@@ -166,7 +174,7 @@ type Store struct {
 // NewStore returns an empty store. It panics if opts.StateKey is set but
 // not 32 bytes long.
 func NewStore(opts Options) *Store {
-	s := &Store{timeout: opts.Timeout, history: opts.History, now: opts.Now, onChange: opts.OnChange, agentClaims: opts.AgentClaims,
+	s := &Store{timeout: opts.Timeout, history: opts.History, now: opts.Now, onChange: opts.OnChange, onUnavailable: opts.OnUnavailable, agentClaims: opts.AgentClaims,
 		maxLive: cmp.Or(max(opts.MaxLive, 0), MaxLive),
 		byID:    make(map[string]*Request), byCall: make(map[string]*Request), changed: make(chan struct{})}
 	if s.timeout <= 0 {

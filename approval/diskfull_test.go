@@ -2,11 +2,13 @@ package approval
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,13 +16,40 @@ import (
 	"github.com/sluicehq/sluice/internal/fulldisk"
 )
 
+// told records what Options.OnUnavailable was told.
+type told struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (w *told) add(err error) { w.mu.Lock(); w.errs = append(w.errs, err); w.mu.Unlock() }
+
+// check fails t unless OnUnavailable was told of an error since the last
+// check, each one wrapping ErrUnavailable.
+func (w *told) check(t *testing.T, what string) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.errs) == 0 {
+		t.Errorf("%s: OnUnavailable not told: nothing says why the store failed", what)
+	}
+	for _, err := range w.errs {
+		if !errors.Is(err, ErrUnavailable) {
+			t.Errorf("%s: OnUnavailable told %v, want an error wrapping ErrUnavailable", what, err)
+		}
+	}
+	w.errs = nil
+}
+
 // TestAdminDiskFull: with the approvals kept in SQLite and the data
 // directory's filesystem full, a decision the store cannot write is not
 // reported done: the admin API answers 503 naming the store, the request
-// stays pending, and once space returns the same decision is taken.
+// stays pending, OnUnavailable is told (the gateway logs it; before, the
+// log said nothing), and once space returns the same decision is taken.
 func TestAdminDiskFull(t *testing.T) {
 	disk := fulldisk.New(t)
-	s, err := OpenStore(filepath.Join(disk.Dir, FileName), Options{Timeout: time.Minute})
+	var w told
+	s, err := OpenStore(filepath.Join(disk.Dir, FileName), Options{Timeout: time.Minute, OnUnavailable: w.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +76,7 @@ func TestAdminDiskFull(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "unavailable") {
 		t.Errorf("approve with the disk full: got %d %s, want 503 naming the store", code, body)
 	}
+	w.check(t, "approve with the disk full")
 	disk.Free(t)
 	time.Sleep(backendRetry) // past the quick refusals: the store is asked again
 	if r, err := s.Get(d.ApprovalID); err != nil || r.Status != Pending {
@@ -59,10 +89,12 @@ func TestAdminDiskFull(t *testing.T) {
 
 // TestHoldDiskFull: a call that needs approval while the approvals store
 // cannot be written is denied (policy_error), not held in memory only (no
-// operator elsewhere could see it) nor forwarded.
+// operator elsewhere could see it) nor forwarded; OnUnavailable is told
+// why, which the denial itself does not say.
 func TestHoldDiskFull(t *testing.T) {
 	disk := fulldisk.New(t)
-	s, err := OpenStore(filepath.Join(disk.Dir, FileName), Options{Timeout: time.Minute})
+	var w told
+	s, err := OpenStore(filepath.Join(disk.Dir, FileName), Options{Timeout: time.Minute, OnUnavailable: w.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +104,7 @@ func TestHoldDiskFull(t *testing.T) {
 	if d.Verdict != intercept.Deny || d.Reason != intercept.ReasonPolicyError || d.ApprovalID != "" {
 		t.Errorf("call needing approval with the disk full: got %s %q (approval %q), want a policy_error denial", d.Verdict, d.Reason, d.ApprovalID)
 	}
+	w.check(t, "a call to hold with the disk full")
 	disk.Free(t)
 	time.Sleep(backendRetry)
 	if d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":6}`)); d.ApprovalID == "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -204,9 +205,15 @@ func rowKey(data string, linked bool) string {
 }
 
 // unlock writes what changed since lock, commits and releases s.mu. The
-// error is lock's or the write's: then nothing was written.
-func (s *Store) unlock(lockErr error) error {
+// error is lock's or the write's: then nothing was written, and
+// Options.OnUnavailable is told.
+func (s *Store) unlock(lockErr error) (err error) {
 	defer s.mu.Unlock()
+	defer func() {
+		if err != nil && s.onUnavailable != nil && errors.Is(err, ErrUnavailable) {
+			s.onUnavailable(err)
+		}
+	}()
 	if lockErr != nil || s.tx == nil {
 		return lockErr
 	}

@@ -102,9 +102,17 @@ func TestServeDiskFull(t *testing.T) {
 		if got := c.echo(t, 1); strings.Contains(got, "call-1") {
 			t.Fatalf("a call whose approval was not stored was forwarded: %s", got)
 		}
-		// A new call to hold cannot be held: it is denied.
+		// A new call to hold cannot be held: it is denied, and the log
+		// says why, once (a store failing every call does not flood it).
 		if got := c.echo(t, 2); !strings.Contains(got, "policy_error") {
 			t.Fatalf("a call to hold with the disk full: got %s, want policy_error", got)
+		}
+		c.waitLog(t, `level=ERROR msg="approvals: the approvals store cannot be read or written; calls that need approval are denied (policy_error) and decisions refused (503) until it can" failures=1 err="approval: the approvals store is unavailable: writing it: disk I/O error (778)" path=`)
+		for n := 3; n < 10; n++ {
+			c.echo(t, n)
+		}
+		if lines := strings.Count(c.logs.String(), `msg="approvals: the approvals store cannot`); lines != 1 {
+			t.Errorf("ERROR lines about the approvals store after 8 failures: got %d, want 1 (at most one every %v)", lines, lossReportEvery)
 		}
 		disk.Free(t)
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {

@@ -163,6 +163,32 @@ func (l *lossReport) lost(n int, err error) {
 	}
 }
 
+// storeFailures logs the errors of a store a call's decision needs (the
+// approvals store: its file's disk full, its Redis down) at ERROR: the
+// first at once, then at most one line every lossReportEvery counting
+// those between, so a store failing every call does not flood the log.
+// Safe for concurrent use.
+type storeFailures struct {
+	log *slog.Logger
+	msg string
+	// attrs are logged with every line, after the count and the error.
+	attrs []any
+
+	mu       sync.Mutex // guards the fields below
+	unlogged int        // failures not yet in a log line
+	logged   time.Time  // of the last line
+}
+
+func (f *storeFailures) failed(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unlogged++
+	if now := time.Now(); now.Sub(f.logged) >= lossReportEvery {
+		f.log.Error(f.msg, append([]any{"failures", f.unlogged, "err", err}, f.attrs...)...)
+		f.unlogged, f.logged = 0, now
+	}
+}
+
 func authMethod(d *intercept.ActionDescriptor) string {
 	if d.Principal == nil {
 		return ""

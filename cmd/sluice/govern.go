@@ -173,14 +173,18 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
 		rec.approval(r)
 	}}
+	const unavailable = "approvals: the approvals store cannot be read or written; calls that need approval are denied (policy_error) and decisions refused (503) until it can"
 	if u := cfg.Approvals.RedisURL; u != "" {
 		client, err := dialRedis(ctx, "approvals.redis_url", u)
 		if err != nil {
 			return nil, err
 		}
+		aopts.OnUnavailable = (&storeFailures{log: logger, msg: unavailable, attrs: []any{"store", "redis"}}).failed
 		gv.approvals, err = approval.OpenRedisStore(ctx, client, cfg.Approvals.KeyPrefix, aopts)
 	} else {
-		gv.approvals, err = approval.OpenStore(filepath.Join(dir, approval.FileName), aopts)
+		path := filepath.Join(dir, approval.FileName)
+		aopts.OnUnavailable = (&storeFailures{log: logger, msg: unavailable, attrs: []any{"path", path}}).failed
+		gv.approvals, err = approval.OpenStore(path, aopts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("approvals: %w", err)
