@@ -1,17 +1,24 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/internal/fulldisk"
@@ -233,5 +240,85 @@ func (c *child) notSpinning(t *testing.T) {
 	case <-c.exited:
 		t.Fatalf("the gateway exited with the disk full; logs:\n%s", c.logs)
 	default:
+	}
+}
+
+// TestWrapRouteMemoryDiskFull: `sluice wrap` keeps route memory in
+// data_dir/route-memory.db. With its disk full, a sensitive read whose
+// memory cannot be written is denied (policy_error) rather than forwarded
+// unremembered, and the log says why; a sink after a sensitive read
+// remembered (by another wrap) before the disk filled is still denied:
+// the memory is read from the full disk. Once space returns, reads are
+// forwarded again.
+func TestWrapRouteMemoryDiskFull(t *testing.T) {
+	dir := buildWrap(t)
+	cfg := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(cfg, []byte("data_dir: "+filepath.Join(dir, "data")+"\nclassifier: {provider: off}\n"+`policy:
+  default: allow
+  result_mode: tool_result
+  tool_classes:
+    docs/read_document: [source:sensitive]
+    docs/web_search: [sink:network]
+  route_rules:
+    - {id: no-exfil, scope: agent, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:network]}, reason: no sink after a sensitive read}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	logs := &syncBuffer{}
+	var wrap *exec.Cmd
+	start := func() *client.Client {
+		tr := transport.NewStdioWithOptions(filepath.Join(dir, "sluice"), nil,
+			[]string{"wrap", "--name", "docs", "--admin-listen", "off", "--config", cfg, "--", filepath.Join(dir, "demo-server")},
+			transport.WithCommandStderrWriter(logs),
+			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+				wrap = exec.CommandContext(ctx, command, args...)
+				wrap.Env = append(os.Environ(), env...)
+				return wrap, nil
+			}))
+		c := client.NewClient(tr)
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "desktop", Version: "1"}}}); err != nil {
+			t.Fatalf("Initialize through wrap: %v", err)
+		}
+		return c
+	}
+	call := func(c *client.Client, tool, args string) (*mcp.CallToolResult, string) {
+		t.Helper()
+		var a map[string]any
+		if err := json.Unmarshal([]byte(args), &a); err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: a}})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		return res, text(res)
+	}
+	remembered, unremembered := start(), start()
+	if res, got := call(remembered, "read_document", readSalaries); res.IsError {
+		t.Fatalf("sensitive read before the disk is full: %s", got)
+	}
+	disk := fulldisk.Process(t, wrap.Process.Pid) // the second wrap's
+	disk.Fill(t)
+	res, got := call(unremembered, "read_document", readSalaries)
+	if !res.IsError || !strings.Contains(got, "could not be recorded") || strings.Contains(got, "salar") {
+		t.Errorf("sensitive read with route memory unwritable: got %s, want it denied with policy_error", got)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), `level=ERROR msg="policy: cannot write route memory; the call is denied"`); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no ERROR log of the unwritable route memory after 10s:\n%s", logs)
+		}
+	}
+	if res, got := call(unremembered, "web_search", search); !res.IsError || !strings.Contains(got, "no sink after a sensitive read") {
+		t.Errorf("sink with the disk full after a sensitive read remembered before: got %s, want the no-exfil deny", got)
+	}
+	disk.Free(t)
+	if res, got := call(unremembered, "read_document", readSalaries); res.IsError {
+		t.Fatalf("sensitive read once space returned: %s", got)
 	}
 }
