@@ -33,7 +33,8 @@ func TestServeDiskFull(t *testing.T) {
 	bin := buildSluice(t)
 	up := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
 	t.Cleanup(up.Close)
-	start := func(t *testing.T, extra string) (*child, *fulldisk.Disk) {
+	// start returns the gateway, its disk and its data directory.
+	start := func(t *testing.T, extra string) (*child, *fulldisk.Disk, string) {
 		t.Helper()
 		dir := t.TempDir()
 		cfgPath := filepath.Join(dir, "sluice.yaml")
@@ -43,11 +44,11 @@ func TestServeDiskFull(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := startChild(t, bin, cfgPath, true)
-		return c, fulldisk.Process(t, c.cmd.Process.Pid)
+		return c, fulldisk.Process(t, c.cmd.Process.Pid), filepath.Join(dir, "data")
 	}
 
 	t.Run("deny", func(t *testing.T) {
-		c, disk := start(t, "policy: {default: allow}\naudit: {on_failure: deny}\n")
+		c, disk, data := start(t, "policy: {default: allow}\naudit: {on_failure: deny}\n")
 		if got := c.echo(t, 0); !strings.Contains(got, "call-0") {
 			t.Fatalf("before the disk is full: got %s, want the echo", got)
 		}
@@ -59,6 +60,7 @@ func TestServeDiskFull(t *testing.T) {
 			return strings.Contains(reply, "audit_unavailable")
 		})
 		c.waitLog(t, `level=ERROR msg="audit: events cannot be written; calls are refused (audit_unavailable) until they can"`)
+		c.logNames(t, `calls are refused`, filepath.Join(data, "events.db"))
 		for n := 1000; n < 1003; n++ {
 			if got := c.echo(t, n); !strings.Contains(got, `"jsonrpc":"2.0"`) || !strings.Contains(got, "audit_unavailable") {
 				t.Fatalf("while the disk is full: got %s, want a JSON-RPC answer with audit_unavailable", got)
@@ -74,7 +76,7 @@ func TestServeDiskFull(t *testing.T) {
 	})
 
 	t.Run("warn", func(t *testing.T) {
-		c, disk := start(t, "policy: {default: allow}\n")
+		c, disk, data := start(t, "policy: {default: allow}\n")
 		disk.Fill(t)
 		for n := 0; c.metric(t, "sluice_audit_events_lost_total") < 1; n++ {
 			if got := c.echo(t, n); !strings.Contains(got, "call-"+strconv.Itoa(n)) {
@@ -85,6 +87,7 @@ func TestServeDiskFull(t *testing.T) {
 			}
 		}
 		c.waitLog(t, `level=ERROR msg="audit: events cannot be written; calls go on unrecorded (audit.on_failure: warn)"`)
+		c.logNames(t, `calls go on unrecorded`, filepath.Join(data, "events.db"))
 		c.waitLog(t, `level=ERROR msg="audit: events lost" events=`)
 		if v := c.metric(t, "sluice_audit_available"); v != 0 {
 			t.Errorf("sluice_audit_available with the disk full: got %v, want 0", v)
@@ -95,7 +98,7 @@ func TestServeDiskFull(t *testing.T) {
 	})
 
 	t.Run("approvals", func(t *testing.T) {
-		c, disk := start(t, "policy: {default: allow, result_mode: tool_result, require_approval: [echo]}\n")
+		c, disk, _ := start(t, "policy: {default: allow, result_mode: tool_result, require_approval: [echo]}\n")
 		held := c.echo(t, 1)
 		m := regexp.MustCompile(`"approval_id":"(apr_[0-9a-f]+)"`).FindStringSubmatch(held)
 		if m == nil {
@@ -174,6 +177,16 @@ func (c *child) waitLogAfter(t *testing.T, want string, poke func()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no log %s after 10s:\n%s", want, c.logs)
 		}
+	}
+}
+
+// logNames fails t unless the ERROR line of c's log holding msg names the
+// file path after its error: which store failed, not only how.
+func (c *child) logNames(t *testing.T, msg, path string) {
+	t.Helper()
+	line := regexp.MustCompile(`level=ERROR msg="[^"]*` + regexp.QuoteMeta(msg) + `[^"]*" err="[^"]*" path=(\S+)`).FindStringSubmatch(c.logs.String())
+	if line == nil || line[1] != path {
+		t.Errorf("ERROR line %q: got %v, want it to name path=%s; logs:\n%s", msg, line, path, c.logs)
 	}
 }
 

@@ -135,7 +135,8 @@ const lossReportEvery = 10 * time.Second
 type lossReport struct {
 	log     *slog.Logger
 	metrics telemetry.Metrics
-	deny    bool // audit.on_failure: deny
+	deny    bool   // audit.on_failure: deny
+	path    string // the event database, named in the ERROR lines
 
 	unlogged int       // lost events not yet in a log line
 	logged   time.Time // of the last line about losses
@@ -145,9 +146,9 @@ func (l *lossReport) health(err error) {
 	l.metrics.AuditAvailable(err == nil)
 	switch {
 	case err != nil && l.deny:
-		l.log.Error("audit: events cannot be written; calls are refused (audit_unavailable) until they can", "err", err)
+		l.log.Error("audit: events cannot be written; calls are refused (audit_unavailable) until they can", "err", err, "path", l.path)
 	case err != nil:
-		l.log.Error("audit: events cannot be written; calls go on unrecorded (audit.on_failure: warn)", "err", err)
+		l.log.Error("audit: events cannot be written; calls go on unrecorded (audit.on_failure: warn)", "err", err, "path", l.path)
 	default:
 		l.log.Info("audit: events are written again", "lost", l.unlogged)
 		l.unlogged = 0

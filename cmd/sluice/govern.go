@@ -124,8 +124,9 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	rec := &recorder{redact: cfg.Audit.Redactor, metrics: tp.Metrics(), log: logger, proxies: cfg.trustedProxies}
 	gv.rec = rec
 	if !cfg.Audit.Off {
-		loss := &lossReport{log: logger, metrics: tp.Metrics(), deny: cfg.Audit.OnFailure == auditDeny}
-		store, err := audit.Open(filepath.Join(dir, audit.FileName), audit.Options{Depth: tp.Metrics(), Retention: cfg.Audit.Retention,
+		path := filepath.Join(dir, audit.FileName)
+		loss := &lossReport{log: logger, metrics: tp.Metrics(), deny: cfg.Audit.OnFailure == auditDeny, path: path}
+		store, err := audit.Open(path, audit.Options{Depth: tp.Metrics(), Retention: cfg.Audit.Retention,
 			Sync: cfg.Audit.Sync == auditCommit, OnHealth: loss.health, OnLost: loss.lost,
 			OnPrune: func(n int64, err error) {
 				if err != nil {
