@@ -25,10 +25,10 @@ func buildSluice(t *testing.T) string {
 
 // child is a `sluice serve` process.
 type child struct {
-	cmd          *exec.Cmd
-	listen, admn string      // the addresses it bound; admn empty without an admin listener
-	logs         *syncBuffer // its stderr
-	exited       chan struct{}
+	cmd             *exec.Cmd
+	listen, adminAt string      // the addresses it bound; adminAt empty without an admin listener
+	logs            *syncBuffer // its stderr
+	exited          chan struct{}
 }
 
 // startChild runs `bin serve --config cfgPath`, killed at the test's end,
@@ -68,13 +68,13 @@ func startChild(t *testing.T, bin, cfgPath string, admin bool) *child {
 	}()
 	select {
 	case at := <-ready:
-		c.listen, c.admn = at[0], at[1]
+		c.listen, c.adminAt = at[0], at[1]
 	case <-c.exited:
 		t.Fatalf("sluice serve exited before listening:\n%s", c.logs)
 	case <-time.After(15 * time.Second):
 		t.Fatalf("sluice serve did not listen within 15s:\n%s", c.logs)
 	}
-	if admin && c.admn == "" {
+	if admin && c.adminAt == "" {
 		t.Fatalf("sluice serve has no admin listener:\n%s", c.logs)
 	}
 	return c

@@ -217,7 +217,7 @@ func (c *child) decide(t *testing.T, id string) (int, string) {
 
 func (c *child) admin(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, "http://"+c.admn+path, strings.NewReader(body))
+	req, _ := http.NewRequest(method, "http://"+c.adminAt+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer t0k")
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
