@@ -139,6 +139,35 @@ func TestServeDiskFull(t *testing.T) {
 	})
 }
 
+// TestServeStartsOnFullDisk: `sluice serve` started with its disk full
+// (util-linux prlimit --fsize=0) exits at once with an error naming the
+// event database, rather than serving calls it cannot record; before, the
+// error said "audit: audit:".
+func TestServeStartsOnFullDisk(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("no prlimit (util-linux)")
+	}
+	bin := buildSluice(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(cfgPath, []byte("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\ndata_dir: "+filepath.Join(dir, "data")+
+		"\npolicy: {default: allow}\nupstreams: [{name: demo, url: \"http://127.0.0.1:1/mcp\"}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Its output goes to a pipe: a file past the limit could not hold it.
+	out, err := exec.CommandContext(ctx, prlimit, "--fsize=0", "--", bin, "serve", "--config", cfgPath).CombinedOutput()
+	if ctx.Err() != nil || err == nil {
+		t.Fatalf("sluice serve on a full disk: got %v (%v), want it to exit with an error:\n%s", err, ctx.Err(), out)
+	}
+	want := "sluice: audit: " + filepath.Join(dir, "data", "events.db") + ": "
+	if !strings.Contains(string(out), want) || strings.Contains(string(out), "audit: audit:") {
+		t.Errorf("sluice serve on a full disk said:\n%s\nwant a line starting %q", out, want)
+	}
+}
+
 // echo calls the demo's echo with message call-n through c, with a
 // timeout: a call that hangs fails the test.
 func (c *child) echo(t *testing.T, n int) string {

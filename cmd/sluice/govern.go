@@ -136,7 +136,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 				logger.Info("audit: deleted events past the retention", "events", n, "retention", cfg.Audit.Retention)
 			}})
 		if err != nil {
-			return nil, fmt.Errorf("audit: %w", err)
+			return nil, err // audit.Open's errors name the store and its file
 		}
 		gv.closers = append(gv.closers, func(ctx context.Context) {
 			if err := store.Shutdown(ctx); err != nil {
