@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,6 +59,8 @@ func (s redisRelayStore) Delete(ctx context.Context, key string) error {
 type redisTaskStore struct{ c *redis.Client }
 
 func (s redisTaskStore) Claim(ctx context.Context, key, owner string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
 	if err := s.c.SetNX(ctx, "task:"+key, owner, time.Hour).Err(); err != nil {
 		return "", err
 	}
@@ -65,6 +68,8 @@ func (s redisTaskStore) Claim(ctx context.Context, key, owner string) (string, e
 }
 
 func (s redisTaskStore) Owner(ctx context.Context, key string) (string, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
 	v, err := s.c.Get(ctx, "task:"+key).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil
@@ -74,10 +79,11 @@ func (s redisTaskStore) Owner(ctx context.Context, key string) (string, bool, er
 
 // sharedRelayEnvs are two gateways (replicas) sharing their relays in
 // one real redis-server: b rechecks a's principals' API keys as a key
-// file every replica loads would (a's revocations).
+// file every replica loads would (a's revocations). Its client reads to
+// each command's deadline (200ms), as sluice serve's does (dialRedis).
 func sharedRelayEnvs(t *testing.T, agent Agent) (a, b *relayEnv, rs *redistest.Server, c *redis.Client) {
 	rs = redistest.Start(t)
-	c = redis.NewClient(&redis.Options{Network: "unix", Addr: rs.Socket, MaxRetries: -1})
+	c = redis.NewClient(&redis.Options{Network: "unix", Addr: rs.Socket, MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	keys := [][]byte{[]byte(strings.Repeat("k", 32))}
 	a = newRelayEnv(t, agent, Options{Relays: redisRelayStore{c}, RelayKeys: keys, Tasks: redisTaskStore{c}})
@@ -575,4 +581,80 @@ func TestPushRelayKeyFileUnreadable(t *testing.T) {
 			t.Errorf("the webhook got %q", got)
 		}
 	}
+}
+
+// TestPushRelaySharedStoreStalled: the shared store stalled (connections
+// open, nothing answered: SIGSTOP) rather than down. A flood of pushes
+// through either gateway is refused 503 each within about the store's
+// timeout, none delivered; a config deleted meanwhile through a (which
+// registered it) is answered within it too, its removal kept for a
+// retry; once the store answers again, neither gateway restarted, the
+// removal is retried and the relay is ended through b too (404).
+func TestPushRelaySharedStoreStalled(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	hook := newWebhook(t)
+	a, b, rs, _ := sharedRelayEnvs(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}})
+	a.g.shared.retryEvery = 50 * time.Millisecond
+	task, url, token := relayOf(t, a, rec, "alice", hook.srv.URL+"/alice")
+	id := lastConfigID(t, rec)
+	onB := b.url + PushRelayPath + strings.TrimPrefix(url, a.url+PushRelayPath)
+	if err := rs.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rs.Resume() })
+
+	const n = 40
+	statuses := make([]int, n)
+	took := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		u := url
+		if i%2 == 1 {
+			u = onB
+		}
+		wg.Go(func() {
+			start := time.Now()
+			statuses[i], _ = pushAs(t, u, token, taskPush(task, "working"))
+			took[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		// The store's timeout is 200ms (redisRelayStore), for each of the
+		// push's round trips; the pool's 10 connections are shared.
+		if statuses[i] != http.StatusServiceUnavailable || took[i] > 3*time.Second {
+			t.Errorf("push %d of %d with the store stalled: HTTP %d after %s; want 503 within 3s", i, n, statuses[i], took[i].Round(time.Millisecond))
+		}
+	}
+	if got := hook.next(20 * time.Millisecond); got != "" {
+		t.Errorf("with the store stalled the webhook got %.200s", got)
+	}
+
+	start := time.Now()
+	got := do(t, "POST", a.url+"/a2a/stub", "alice", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/delete","params":{"id":"`+task+`","pushNotificationConfigId":"`+id+`"}}`)
+	if d := time.Since(start); strings.Contains(got, `"error"`) || d > 2*time.Second {
+		t.Errorf("a delete through a with the store stalled: %s after %s; want it answered within 2s", got, d.Round(time.Millisecond))
+	}
+	a.g.shared.mu.Lock()
+	kept := len(a.g.shared.unremoved)
+	a.g.shared.mu.Unlock()
+	if kept == 0 {
+		t.Fatal("a keeps no removal to retry")
+	}
+
+	if err := rs.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		a.g.shared.mu.Lock()
+		retrying := a.g.shared.retrying
+		a.g.shared.mu.Unlock()
+		if !retrying {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a's removal was not retried once the store answered again")
+		}
+	}
+	wantPush(t, onB, token, task, http.StatusNotFound, "a push through b once the store answered again and a's removal was retried")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -33,14 +34,27 @@ type owners struct {
 	// the caller nothing, and must not push real tasks out of c (whose
 	// owners would then be unknown, their tasks "not found").
 	rejected *ownership.Table
+
+	// unclaimed holds the owners of tasks the shared store did not take
+	// (it did not answer), apart from c: the store may say another caller
+	// created the task first (an agent's answer naming another's task),
+	// so it is no one's here until the store answers, and then claimed
+	// for whoever was first (ownsShared).
+	mu        sync.Mutex // guards unclaimed
+	unclaimed map[string]string
 }
+
+// maxUnclaimed bounds the tasks kept to claim once the shared store
+// answers again; past it an arbitrary one is forgotten ("not found").
+const maxUnclaimed = 4096
 
 func newOwners(n int, shared TaskStore, log *slog.Logger) *owners {
 	// One principal holds at most a tenth of c and of contexts: one
 	// starting tasks or conversations without end pushes out only its
 	// own, never another's.
 	share := max(1, n/10)
-	return &owners{c: ownership.NewShared(n, share), contexts: ownership.NewShared(n, share), shared: shared, log: log, rejected: ownership.New(min(n, 1024))} // n > 0
+	return &owners{c: ownership.NewShared(n, share), contexts: ownership.NewShared(n, share), shared: shared, log: log, rejected: ownership.New(min(n, 1024)),
+		unclaimed: map[string]string{}} // n > 0
 }
 
 // table is where task's owner is kept in the process: a context's
@@ -76,15 +90,46 @@ func (o *owners) add(ctx context.Context, agentName, task, owner string) {
 	}
 	key := agentName + "\x00" + task
 	if o.shared != nil {
-		// The store decides who was first, across replicas.
+		// The store decides who was first, across replicas (claimed
+		// again when known here: the store may have lost it).
 		first, err := o.shared.Claim(context.WithoutCancel(ctx), key, owner)
 		if err != nil {
-			o.log.Warn("a2a: task owner not shared: other replicas will answer \"task not found\"", "agent", agentName, "task", task, "err", err)
-		} else {
-			owner = first
+			if known, _ := o.table(task).Owns(key, ""); !known {
+				o.log.Warn("a2a: task owner not recorded: the shared store did not answer; the task is \"not found\" until it answers again", "agent", agentName, "task", task, "err", err)
+				o.keepUnclaimed(key, owner)
+			}
+			return
 		}
+		owner = first
 	}
 	o.table(task).ContainsOrAdd(key, owner) // the first owner stays
+}
+
+// keepUnclaimed keeps owner as the first owner key had here, to claim
+// in the shared store once it answers.
+func (o *owners) keepUnclaimed(key, owner string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.unclaimed[key]; ok {
+		return
+	}
+	if len(o.unclaimed) >= maxUnclaimed {
+		for k := range o.unclaimed {
+			delete(o.unclaimed, k)
+			break
+		}
+	}
+	o.unclaimed[key] = owner
+}
+
+// takeUnclaimed returns, and forgets, the owner key had here when the
+// shared store did not take it.
+func (o *owners) takeUnclaimed(key string) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	owner, ok := o.unclaimed[key]
+	delete(o.unclaimed, key)
+	return owner, ok
 }
 
 // owns reports whether owner created the task. A task the gateway never
@@ -116,6 +161,15 @@ func (o *owners) ownsShared(ctx context.Context, agentName, task, key, owner str
 	if err != nil {
 		o.log.Warn("a2a: task owner unknown: the shared store did not answer", "agent", agentName, "task", task, "err", err)
 		return false, true
+	}
+	if first, kept := o.takeUnclaimed(key); kept && !ok {
+		// Seen here first while the store did not answer: claimed now.
+		if got, err = o.shared.Claim(context.WithoutCancel(ctx), key, first); err != nil {
+			o.keepUnclaimed(key, first)
+			o.log.Warn("a2a: task owner unknown: the shared store did not answer", "agent", agentName, "task", task, "err", err)
+			return false, true
+		}
+		ok = true
 	}
 	if ok {
 		o.table(task).ContainsOrAdd(key, got)

@@ -69,6 +69,39 @@ func TestSharedTaskOwners(t *testing.T) {
 	}
 }
 
+// TestTaskOwnerNotTakenWhileStoreDown: an answer to alice through
+// replica b names bob's task (created through a; an agent's mistake, or
+// worse) while the shared store does not answer. Neither then nor once
+// the store answers again is the task alice's on b, and it stays bob's
+// there; a task alice started through b meanwhile is hers once the store
+// answers, on every replica. Before, b took the first answer's caller
+// as the owner when the store did not answer: alice read bob's task
+// through b, and bob lost it there, until b restarted.
+func TestTaskOwnerNotTakenWhileStoreDown(t *testing.T) {
+	ctx := context.Background()
+	store := &mapTasks{m: map[string]string{}}
+	a, b := newOwners(100, store, slog.New(slog.DiscardHandler)), newOwners(100, store, slog.New(slog.DiscardHandler))
+	a.add(ctx, "ag", "bobs", "bob")
+	setDown := func(down bool) {
+		store.mu.Lock()
+		store.down = down
+		store.mu.Unlock()
+	}
+	setDown(true)
+	b.add(ctx, "ag", "bobs", "alice")
+	b.add(ctx, "ag", "alices", "alice")
+	if b.owns(ctx, "ag", "bobs", "alice") {
+		t.Error("with the store down, bob's task is alice's on b")
+	}
+	setDown(false)
+	if b.owns(ctx, "ag", "bobs", "alice") || !b.owns(ctx, "ag", "bobs", "bob") {
+		t.Error("once the store answers again, bob's task is not bob's alone on b")
+	}
+	if !b.owns(ctx, "ag", "alices", "alice") || !a.owns(ctx, "ag", "alices", "alice") {
+		t.Error("a task alice started through b while the store was down is not hers once it answers")
+	}
+}
+
 func TestTaskIDs(t *testing.T) {
 	for _, tc := range []struct {
 		result string
