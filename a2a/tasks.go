@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -40,8 +39,7 @@ type owners struct {
 	// created the task first (an agent's answer naming another's task),
 	// so it is no one's here until the store answers, and then claimed
 	// for whoever was first (ownsShared).
-	mu        sync.Mutex // guards unclaimed
-	unclaimed map[string]string
+	unclaimed *ownership.Unclaimed
 }
 
 // maxUnclaimed bounds the tasks kept to claim once the shared store
@@ -54,7 +52,7 @@ func newOwners(n int, shared TaskStore, log *slog.Logger) *owners {
 	// own, never another's.
 	share := max(1, n/10)
 	return &owners{c: ownership.NewShared(n, share), contexts: ownership.NewShared(n, share), shared: shared, log: log, rejected: ownership.New(min(n, 1024)),
-		unclaimed: map[string]string{}} // n > 0
+		unclaimed: ownership.NewUnclaimed(maxUnclaimed)} // n > 0
 }
 
 // table is where task's owner is kept in the process: a context's
@@ -96,40 +94,13 @@ func (o *owners) add(ctx context.Context, agentName, task, owner string) {
 		if err != nil {
 			if known, _ := o.table(task).Owns(key, ""); !known {
 				o.log.Warn("a2a: task owner not recorded: the shared store did not answer; the task is \"not found\" until it answers again", "agent", agentName, "task", task, "err", err)
-				o.keepUnclaimed(key, owner)
+				o.unclaimed.Keep(key, owner, owner)
 			}
 			return
 		}
 		owner = first
 	}
 	o.table(task).ContainsOrAdd(key, owner) // the first owner stays
-}
-
-// keepUnclaimed keeps owner as the first owner key had here, to claim
-// in the shared store once it answers.
-func (o *owners) keepUnclaimed(key, owner string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if _, ok := o.unclaimed[key]; ok {
-		return
-	}
-	if len(o.unclaimed) >= maxUnclaimed {
-		for k := range o.unclaimed {
-			delete(o.unclaimed, k)
-			break
-		}
-	}
-	o.unclaimed[key] = owner
-}
-
-// takeUnclaimed returns, and forgets, the owner key had here when the
-// shared store did not take it.
-func (o *owners) takeUnclaimed(key string) (string, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	owner, ok := o.unclaimed[key]
-	delete(o.unclaimed, key)
-	return owner, ok
 }
 
 // owns reports whether owner created the task. A task the gateway never
@@ -162,10 +133,10 @@ func (o *owners) ownsShared(ctx context.Context, agentName, task, key, owner str
 		o.log.Warn("a2a: task owner unknown: the shared store did not answer", "agent", agentName, "task", task, "err", err)
 		return false, true
 	}
-	if first, kept := o.takeUnclaimed(key); kept && !ok {
+	if first, _, kept := o.unclaimed.Take(key); kept && !ok {
 		// Seen here first while the store did not answer: claimed now.
 		if got, err = o.shared.Claim(context.WithoutCancel(ctx), key, first); err != nil {
-			o.keepUnclaimed(key, first)
+			o.unclaimed.Keep(key, first, first)
 			o.log.Warn("a2a: task owner unknown: the shared store did not answer", "agent", agentName, "task", task, "err", err)
 			return false, true
 		}

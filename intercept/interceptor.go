@@ -118,7 +118,8 @@ type Interceptor struct {
 	calls     *lru.Cache[string, *ActionDescriptor] // allowed calls awaiting a result, for OnResult
 
 	tasksOnce sync.Once
-	tasks     *ownership.Table // upstream + task id -> who created it (tasks.go)
+	tasks     *ownership.Table     // upstream + task id -> who created it (tasks.go)
+	unclaimed *ownership.Unclaimed // tasks the shared store did not take, to claim once it answers
 
 	statesOnce sync.Once
 	states     *ownership.Table // requestStates issued, with their binding (requeststate.go)

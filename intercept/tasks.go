@@ -58,8 +58,12 @@ func TaskMethod(method string) bool {
 }
 
 func (i *Interceptor) taskTable() *ownership.Table {
-	i.tasksOnce.Do(func() { i.tasks = ownership.NewShared(maxTasks, maxTasksPerOwner) })
+	i.tasksOnce.Do(i.initTasks)
 	return i.tasks
+}
+
+func (i *Interceptor) initTasks() {
+	i.tasks, i.unclaimed = ownership.NewShared(maxTasks, maxTasksPerOwner), ownership.NewUnclaimed(maxUnclaimed)
 }
 
 // taskOwner is who a task created for, or asked about by, the client of
@@ -123,14 +127,30 @@ func (i *Interceptor) ObserveTask(ctx context.Context, cc CallContext, result js
 	}
 	key, owner := taskKey(cc, id), taskOwner(ctx, cc)
 	if i.shares(cc) {
-		// The store decides who was first, across replicas. One that
-		// fails leaves the owner in this process only: other replicas
-		// answer "task not found".
-		if first, err := i.Tasks.Claim(context.WithoutCancel(ctx), sharedTaskKey(key), owner); err == nil {
-			owner = first
+		// The store decides who was first, across replicas (claimed
+		// again when known here: the store may have lost it).
+		first, err := i.Tasks.Claim(context.WithoutCancel(ctx), sharedTaskKey(key), owner)
+		if err != nil {
+			// Not recorded here either: the store may hold another's
+			// (an upstream's handle naming another caller's task). Not
+			// found until the store answers, then claimed (ownsTask).
+			if known, _ := i.taskTable().Owns(key, ""); !known {
+				i.unclaimedTasks().Keep(key, owner, shareOf(ctx, cc))
+			}
+			return
 		}
+		owner = first
 	}
 	i.taskTable().ContainsOrAddIn(key, owner, shareOf(ctx, cc))
+}
+
+// maxUnclaimed bounds the tasks kept to claim once the shared store
+// answers again; past it an arbitrary one is forgotten ("not found").
+const maxUnclaimed = 4096
+
+func (i *Interceptor) unclaimedTasks() *ownership.Unclaimed {
+	i.tasksOnce.Do(i.initTasks)
+	return i.unclaimed
 }
 
 // shares reports whether the tasks of cc's upstream are kept in the
@@ -155,10 +175,24 @@ func (i *Interceptor) ownsTask(ctx context.Context, cc CallContext, id string, l
 		return owns, false, false
 	}
 	got, ok, err := i.Tasks.Owner(ctx, sharedTaskKey(key))
-	if err != nil || !ok {
-		return false, true, err != nil
+	if err != nil {
+		return false, true, true
 	}
 	share := got // someone else's: its owner's share
+	if first, firstShare, kept := i.unclaimedTasks().Take(key); kept && !ok {
+		// Seen here first while the store did not answer: claimed now.
+		if got, err = i.Tasks.Claim(context.WithoutCancel(ctx), sharedTaskKey(key), first); err != nil {
+			i.unclaimedTasks().Keep(key, first, firstShare)
+			return false, true, true
+		}
+		ok, share = true, got
+		if got == first {
+			share = firstShare
+		}
+	}
+	if !ok {
+		return false, true, false
+	}
 	if got == owner {
 		share = shareOf(ctx, cc)
 	}

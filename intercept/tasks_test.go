@@ -2,6 +2,7 @@ package intercept
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -81,16 +82,29 @@ func TestTaskOwnership(t *testing.T) {
 }
 
 // mapTasks is a TaskStore in memory, shared by Interceptors as Redis is
-// shared by replicas; it counts the owners it is asked for.
+// shared by replicas; it counts the owners it is asked for, and answers
+// nothing while down.
 type mapTasks struct {
 	mu      sync.Mutex
 	m       map[string]string
 	lookups int
+	down    bool
+}
+
+var errTasksDown = errors.New("the task store does not answer")
+
+func (s *mapTasks) setDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = down
 }
 
 func (s *mapTasks) Claim(_ context.Context, key, owner string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.down {
+		return "", errTasksDown
+	}
 	if first, ok := s.m[key]; ok {
 		return first, nil
 	}
@@ -102,6 +116,9 @@ func (s *mapTasks) Owner(_ context.Context, key string) (string, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lookups++
+	if s.down {
+		return "", false, errTasksDown
+	}
 	owner, ok := s.m[key]
 	return owner, ok, nil
 }
@@ -153,6 +170,36 @@ func TestTasksListStalledStore(t *testing.T) {
 	}
 	if n := store.lookups.Load(); n != 1 || took > time.Second {
 		t.Errorf("%d unknown tasks, the store stalled: %d lookups in %s, want 1 (one timeout, 20ms)", maxStoreLookups, n, took.Round(time.Millisecond))
+	}
+}
+
+// TestTaskOwnerNotTakenWhileStoreDown: an upstream answers alice
+// through replica b with a handle of bob's task (created through a; a
+// server's mistake, or worse) while the shared store does not answer.
+// Neither then nor once the store answers again is the task alice's on
+// b, and it stays bob's there; a task alice started through b meanwhile
+// is hers once the store answers, on every replica. Before, b took the
+// handle's caller as the owner when the store did not answer: alice read
+// bob's task through b, and bob lost it there, until b restarted.
+func TestTaskOwnerNotTakenWhileStoreDown(t *testing.T) {
+	store := &mapTasks{m: map[string]string{}}
+	a, b := &Interceptor{Tasks: store}, &Interceptor{Tasks: store}
+	alice := CallContext{Upstream: "u", Agent: "alice"}
+	bob := CallContext{Upstream: "u", Agent: "bob"}
+	ctx := context.Background()
+	a.ObserveTask(ctx, bob, jsontext.Value(`{"task":{"taskId":"bobs"}}`))
+	store.setDown(true)
+	b.ObserveTask(ctx, alice, jsontext.Value(`{"task":{"taskId":"bobs"}}`))
+	b.ObserveTask(ctx, alice, jsontext.Value(`{"task":{"taskId":"alices"}}`))
+	if b.OwnsTask(ctx, alice, "bobs") {
+		t.Error("with the store down, bob's task is alice's on b")
+	}
+	store.setDown(false)
+	if b.OwnsTask(ctx, alice, "bobs") || !b.OwnsTask(ctx, bob, "bobs") {
+		t.Error("once the store answers again, bob's task is not bob's alone on b")
+	}
+	if !b.OwnsTask(ctx, alice, "alices") || !a.OwnsTask(ctx, alice, "alices") {
+		t.Error("a task alice started through b while the store was down is not hers once it answers")
 	}
 }
 
