@@ -228,7 +228,8 @@ type Gateway struct {
 	// bounds the deliveries at once.
 	pushes     *pushRelays
 	delivering *deliveries
-	shared     *sharedRelays // Options.Relays; nil: relays in this process only
+	shared     *sharedRelays  // Options.Relays; nil: relays in this process only
+	unanswered refusalSampler // pushes refused as the shared store did not answer
 }
 
 // New returns a gateway deciding with ic.

@@ -696,8 +696,14 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// The store holds the relay, or not: neither delivered unchecked
 		// nor answered 404 (the agent would give up on a live relay).
-		g.log.Warn("a2a: push relay: push refused: the shared relay store did not answer", "remote", remoteAddr(r), "err", err)
-		g.pushRefused("", "", "the shared relay store did not answer")
+		if n, ok := g.unanswered.take(time.Now()); ok {
+			why := "the shared relay store did not answer"
+			if n > 1 {
+				why = fmt.Sprintf("%s (%d pushes refused so since the last such event)", why, n)
+			}
+			g.log.Warn("a2a: push relay: push refused: the shared relay store did not answer", "remote", remoteAddr(r), "refused", n, "err", err)
+			g.pushRefused("", "", why)
+		}
 		answer(http.StatusServiceUnavailable, "the gateway cannot read its push relays now (its shared store does not answer): not delivered; try again")
 		return
 	}
@@ -838,6 +844,30 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	default:
 		answer(http.StatusBadGateway, fmt.Sprintf("the caller's webhook answered HTTP %d", status))
 	}
+}
+
+// refusalSampler bounds what pushes refused before their relay is known
+// (the shared store did not answer) write to the log and the audit:
+// anyone may POST to a relay's URL, with any id, and with the store up
+// a push for a relay that is not there is only a debug line. One line
+// and event a second, with how many pushes were refused since.
+type refusalSampler struct {
+	mu   sync.Mutex // guards the fields below
+	last time.Time  // when the last was heard
+	n    int        // refused since
+}
+
+// take counts a refusal at now and reports whether it is heard, with
+// how many were refused since the last that was.
+func (s *refusalSampler) take(now time.Time) (n int, heard bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	if !s.last.IsZero() && now.Sub(s.last) < time.Second {
+		return 0, false
+	}
+	n, s.n, s.last = s.n, 0, now
+	return n, true
 }
 
 // relayFor returns the relay id names, or nil. With a shared store

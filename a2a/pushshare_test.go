@@ -658,3 +658,38 @@ func TestPushRelaySharedStoreStalled(t *testing.T) {
 	}
 	wantPush(t, onB, token, task, http.StatusNotFound, "a push through b once the store answered again and a's removal was retried")
 }
+
+// TestPushRelayStalledStoreFloodHeardOnce: while the shared store does
+// not answer, anyone's pushes to made-up relay ids (the relay's URL
+// needs no credential) are each refused 503, but heard (a WARN line and
+// an audit event) once a second, with how many were refused since: with
+// the store up such pushes are only a debug line. Before, each was a
+// line and an event: a flood during an outage filled the audit log.
+func TestPushRelayStalledStoreFloodHeardOnce(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	_, b, rs, _ := sharedRelayEnvs(t, Agent{URL: rec.srv.URL, AllowPushAddresses: []string{"127.0.0.1"}})
+	if err := rs.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rs.Resume() })
+	const n = 30
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			statuses[i], _ = pushAs(t, fmt.Sprintf("%s%sx%d", b.url, PushRelayPath, i), "t", taskPush("t", "working"))
+		})
+	}
+	wg.Wait()
+	for i, s := range statuses {
+		if s != http.StatusServiceUnavailable {
+			t.Errorf("push %d with the store stalled: HTTP %d, want 503", i, s)
+		}
+	}
+	b.mu.Lock()
+	heard := len(b.refused)
+	b.mu.Unlock()
+	if heard == 0 || heard > 2 {
+		t.Errorf("%d pushes refused within a second or so, the store stalled: heard %d times, want once (twice across a second's turn)", n, heard)
+	}
+}
