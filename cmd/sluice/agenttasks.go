@@ -45,7 +45,7 @@ type loggedTasks struct {
 func (l *loggedTasks) Claim(ctx context.Context, key, owner string) (string, error) {
 	first, err := l.s.Claim(ctx, key, owner)
 	if err != nil {
-		l.log.Warn("MCP task owner not shared: other replicas will answer \"task not found\"", "err", err)
+		l.log.Warn("MCP task owner not recorded: the shared store did not answer; the task is \"not found\" until it answers again", "err", err)
 	}
 	return first, err
 }
