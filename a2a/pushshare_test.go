@@ -502,11 +502,7 @@ func TestPushRelaySharedRemovalRetried(t *testing.T) {
 	down := new(atomic.Bool)
 	b.g.shared.store = flakyRelayStore{b.g.shared.store, down}
 	b.g.shared.retryEvery = 20 * time.Millisecond
-	retrying := func() bool {
-		b.g.shared.mu.Lock()
-		defer b.g.shared.mu.Unlock()
-		return b.g.shared.retrying
-	}
+	retrying := func() bool { return retryingNow(b.g.shared) }
 	deleteOnB := func(task, id string) {
 		t.Helper()
 		down.Store(true)
@@ -645,13 +641,7 @@ func TestPushRelaySharedStoreStalled(t *testing.T) {
 	if err := rs.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		a.g.shared.mu.Lock()
-		retrying := a.g.shared.retrying
-		a.g.shared.mu.Unlock()
-		if !retrying {
-			break
-		}
+	for deadline := time.Now().Add(10 * time.Second); retryingNow(a.g.shared); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("a's removal was not retried once the store answered again")
 		}
@@ -692,4 +682,71 @@ func TestPushRelayStalledStoreFloodHeardOnce(t *testing.T) {
 	if heard == 0 || heard > 2 {
 		t.Errorf("%d pushes refused within a second or so, the store stalled: heard %d times, want once (twice across a second's turn)", n, heard)
 	}
+}
+
+// retryingNow reports whether s has removals to retry.
+func retryingNow(s *sharedRelays) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.retrying
+}
+
+// countingRelayStore counts the store's Deletes.
+type countingRelayStore struct {
+	RelayStore
+	deletes *atomic.Int32
+}
+
+func (s countingRelayStore) Delete(ctx context.Context, key string) error {
+	s.deletes.Add(1)
+	return s.RelayStore.Delete(ctx, key)
+}
+
+// TestPushRelayRetryStalledStore: removals the store did not take,
+// retried while it stays stalled (SIGSTOP), are retried by one timer at
+// a time, one store command per retry (each waits out its timeout), and
+// not past the records' TTL: then the retries end, the store still
+// stalled. Many removals failing at once add no timer.
+func TestPushRelayRetryStalledStore(t *testing.T) {
+	rs := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: rs.Socket, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	deletes := new(atomic.Int32)
+	s, err := newSharedRelays(countingRelayStore{redisRelayStore{c}, deletes}, [][]byte{[]byte(strings.Repeat("k", 32))}, 700*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.retryEvery = 10 * time.Millisecond
+	if err := rs.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rs.Resume() })
+	ids := make([]string, 50)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("r%d", i)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if s.forget(context.Background(), ids[:5]) == nil {
+				t.Error("forget with the store stalled: no error")
+			}
+		})
+	}
+	wg.Wait()
+	for retryingNow(s) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("still retrying %s after the removals failed, the records' TTL 700ms", time.Since(start).Round(time.Millisecond))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(start)
+	// 4 forgets of 5 ids, each Delete a 200ms timeout, then one Delete
+	// per retry while the TTL lasts: at most one each 200ms+10ms.
+	n := int(deletes.Load())
+	if max := 20 + int(took/(200*time.Millisecond)) + 1; n > max {
+		t.Errorf("%d Deletes in %s with the store stalled; want at most %d (one retry at a time)", n, took.Round(time.Millisecond), max)
+	}
+	t.Logf("retries ended %s after the removals failed; %d Deletes", took.Round(time.Millisecond), n)
 }
