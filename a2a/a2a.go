@@ -1167,7 +1167,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		}
 	}
 	if ans, err := intercept.DecodeMessage(out); err == nil && ans.Kind == intercept.KindResponse {
-		g.tasks.record(r.Context(), a.Name, owner, ans.Result)
+		g.tasks.record(r.Context(), a.Name, owner, ans.Result, nil)
 		g.bindPush(r.Context(), rel.push, taskIDs(ans.Result))
 		g.observe(d, ans.Result)
 		if rewrite != nil {
@@ -1229,6 +1229,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 		fmt.Fprintf(w, "data: %s\n\n", msg)
 		_ = rc.Flush()
 	}
+	recorded := map[string]bool{} // the tasks and contexts its events named (owners.record)
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -1297,7 +1298,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 						return
 					}
 					if ans.Kind == intercept.KindResponse {
-						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result)
+						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result, recorded)
 						g.bindPush(resp.Request.Context(), push, taskIDs(ans.Result))
 						g.observe(d, ans.Result)
 					}

@@ -150,14 +150,29 @@ func (o *owners) ownsShared(ctx context.Context, agentName, task, key, owner str
 
 // record notes the tasks an answer (a result or a stream event's result)
 // creates or names, in both versions' shapes.
-func (o *owners) record(ctx context.Context, agentName, owner string, result jsontext.Value) {
+// With seen (the events of one stream), an id recorded by an earlier
+// event is not claimed again: each claim is a round trip to the shared
+// store, which while it does not answer holds the event its timeout.
+func (o *owners) record(ctx context.Context, agentName, owner string, result jsontext.Value, seen map[string]bool) {
+	add := func(task string) {
+		if seen[task] {
+			return
+		}
+		if seen != nil && len(seen) < maxSeenPerStream {
+			seen[task] = true
+		}
+		o.add(ctx, agentName, task, owner)
+	}
 	for _, id := range taskIDs(result) {
-		o.add(ctx, agentName, id, owner)
+		add(id)
 	}
 	for _, id := range contextIDs(result) {
-		o.add(ctx, agentName, contextKey(id), owner)
+		add(contextKey(id))
 	}
 }
+
+// maxSeenPerStream bounds the ids one stream remembers it recorded.
+const maxSeenPerStream = 64
 
 // contextKey is the key a context id is owned under, apart from task ids
 // (an agent may use one value as both).

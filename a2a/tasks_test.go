@@ -3,7 +3,10 @@ package a2a
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -13,14 +16,16 @@ import (
 )
 
 type mapTasks struct {
-	mu   sync.Mutex
-	m    map[string]string
-	down bool
+	mu     sync.Mutex
+	m      map[string]string
+	down   bool
+	claims int
 }
 
 func (s *mapTasks) Claim(_ context.Context, key, owner string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.claims++
 	if s.down {
 		return "", errors.New("down")
 	}
@@ -99,6 +104,39 @@ func TestTaskOwnerNotTakenWhileStoreDown(t *testing.T) {
 	}
 	if !b.owns(ctx, "ag", "alices", "alice") || !a.owns(ctx, "ag", "alices", "alice") {
 		t.Error("a task alice started through b while the store was down is not hers once it answers")
+	}
+}
+
+// TestStreamClaimsEachTaskOnce: an agent's stream of many events about
+// one task asks the shared store to claim the task (and its context)
+// once, not at every event: while the store does not answer each claim
+// waits out agent_tasks.timeout (500ms), and every event of the stream
+// was held that long (twice: the task and its context) before the
+// caller got it.
+func TestStreamClaimsEachTaskOnce(t *testing.T) {
+	const events = 20
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			io.WriteString(w, strings.ReplaceAll(goodCard, "BASE", srv.URL))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for range events {
+			io.WriteString(w, `data: {"jsonrpc":"2.0","id":1,"result":{"kind":"status-update","taskId":"t-s","contextId":"c-s","status":{"state":"working"}}}`+"\n\n")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	store := &mapTasks{m: map[string]string{}}
+	gw := serve(t, allow, srv.URL, Options{Tasks: store})
+	_, got := post(t, gw.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`)
+	if n := strings.Count(got, "t-s"); n != events {
+		t.Fatalf("the caller got %d events, want %d: %.300s", n, events, got)
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if store.claims > 2 {
+		t.Errorf("a stream of %d events about one task and context: %d claims in the shared store, want 2", events, store.claims)
 	}
 }
 
