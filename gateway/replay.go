@@ -244,8 +244,8 @@ func (o *observer) replay(ctx context.Context, data []byte) *observer {
 			o.held = new(hold)
 		}
 		c, ok := o.sess.replays.take(m.IDKey(), now, o.held)
-		if !ok && o.g.shares(o.sess) {
-			c, ok = o.g.takeShared(ctx, o.sess, o.rt.up.Name, m.IDKey(), o.held)
+		if !ok && o.g.shares(o.sess) && !o.storeFailed {
+			c, ok, o.storeFailed = o.g.takeShared(ctx, o.sess, o.rt.up.Name, m.IDKey(), o.held)
 		}
 		if !ok {
 			continue

@@ -250,27 +250,27 @@ func (g *Gateway) rememberShared(sess *session, upstream string, calls map[strin
 
 // takeShared takes the request id from the store for a resumed stream of
 // sess, whose hold h then holds it; not found, or not known because the
-// store did not answer, the result is withheld.
-func (g *Gateway) takeShared(ctx context.Context, sess *session, upstream, id string, h *hold) (replayCall, bool) {
+// store did not answer (failed), the result is withheld.
+func (g *Gateway) takeShared(ctx context.Context, sess *session, upstream, id string, h *hold) (c replayCall, ok, failed bool) {
 	if h.token == "" {
 		h.token = newToken()
 	}
 	b, ok, err := g.opts.Exchanges.Take(ctx, sess.id, id, h.token, holdTTL)
 	if err != nil {
-		g.log.Warn("a result on a resumed stream is withheld: the session's shared store did not say which request it answers", "upstream", upstream, "err", err)
-		return replayCall{}, false
+		g.log.Warn("a result on a resumed stream is withheld, and its later ones unasked: the session's shared store did not say which request it answers", "upstream", upstream, "err", err)
+		return replayCall{}, false, true
 	}
 	if !ok {
-		return replayCall{}, false
+		return replayCall{}, false, false
 	}
 	h.share(g, sess, id)
-	c, err := g.decodeCall(sess, id, b)
+	c, err = g.decodeCall(sess, id, b)
 	if err != nil {
 		g.log.Warn("a result on a resumed stream is withheld: the session's shared store gave a request the gateway cannot read", "upstream", upstream, "err", err)
-		return replayCall{}, false
+		return replayCall{}, false, false
 	}
 	sess.replays.hold(id, h)
-	return c, true
+	return c, true, false
 }
 
 func newToken() string {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -218,5 +219,39 @@ func TestSharedStoreDownFailsClosed(t *testing.T) {
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("%s: the resumed stream and the POST took %v, want them bounded by the store's timeout", outage.name, d)
 		}
+	}
+}
+
+// TestSharedStoreStalledResumeBounded: a stream resumed through the
+// replica that did not serve the POSTs, while the replicas' Redis is
+// stalled (SIGSTOP), on which the upstream replays many results: each is
+// withheld, and the stream ends within about one store timeout (300ms),
+// not one per result. Before, each result asked the store in turn and
+// waited out its timeout: 20 results held the stream 6 s, a replay of
+// hundreds minutes.
+func TestSharedStoreStalledResumeBounded(t *testing.T) {
+	srv := redistest.Start(t)
+	store := sharedStore(t, srv)
+	const n = 20
+	var replay strings.Builder
+	for i := range n {
+		fmt.Fprintf(&replay, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"tools\":[]}}\n\n", 10+i)
+	}
+	up := hostileResumer(t, "", false, replay.String())
+	var lists atomic.Int64
+	urls, _ := sharingReplicas(t, up, nil, &lists, store)
+	hdr := openSession(t, urls[0], "alice", nil)
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Resume() })
+	start := time.Now()
+	got := resume(t, urls[1], hdr)
+	took := time.Since(start)
+	if strings.Contains(got, `"result"`) {
+		t.Errorf("stream resumed through B, Redis stalled: got %.300q, want every result withheld", got)
+	}
+	if took > 2*time.Second {
+		t.Errorf("a resumed stream of %d results, Redis stalled, took %s; want about one store timeout (300ms)", n, took.Round(time.Millisecond))
 	}
 }
