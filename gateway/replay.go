@@ -224,6 +224,10 @@ func (r *replays) expire(now time.Time) {
 	}
 }
 
+// storeRetry is how long after the session's shared store did not
+// answer a resumed stream's lookup its results are withheld unasked.
+const storeRetry = time.Second
+
 // replay returns the observer of data, a message on o's resumed stream:
 // the requests its responses answer are taken from the session's memory
 // (this replica's, else, for a shared session, the store's) into it, so
@@ -244,8 +248,11 @@ func (o *observer) replay(ctx context.Context, data []byte) *observer {
 			o.held = new(hold)
 		}
 		c, ok := o.sess.replays.take(m.IDKey(), now, o.held)
-		if !ok && o.g.shares(o.sess) && !o.storeFailed {
-			c, ok, o.storeFailed = o.g.takeShared(ctx, o.sess, o.rt.up.Name, m.IDKey(), o.held)
+		if !ok && o.g.shares(o.sess) && time.Since(o.storeFailed) >= storeRetry {
+			var failed bool
+			if c, ok, failed = o.g.takeShared(ctx, o.sess, o.rt.up.Name, m.IDKey(), o.held); failed {
+				o.storeFailed = time.Now()
+			}
 		}
 		if !ok {
 			continue

@@ -257,7 +257,7 @@ func (g *Gateway) takeShared(ctx context.Context, sess *session, upstream, id st
 	}
 	b, ok, err := g.opts.Exchanges.Take(ctx, sess.id, id, h.token, holdTTL)
 	if err != nil {
-		g.log.Warn("a result on a resumed stream is withheld, and its later ones unasked: the session's shared store did not say which request it answers", "upstream", upstream, "err", err)
+		g.log.Warn("a result on a resumed stream is withheld, and those for a second after unasked: the session's shared store did not say which request it answers", "upstream", upstream, "err", err)
 		return replayCall{}, false, true
 	}
 	if !ok {

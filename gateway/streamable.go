@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -1032,10 +1033,10 @@ type observer struct {
 	resumed bool
 	took    map[string]replayCall
 	held    *hold // the ids of took, while the stream is open
-	// storeFailed: the session's shared store did not answer a take; the
-	// stream's later results are withheld unasked, rather than each wait
-	// out the store's timeout in turn.
-	storeFailed bool
+	// storeFailed is when the session's shared store last did not answer
+	// a take: the stream's results for a second after are withheld
+	// unasked, rather than each wait out the store's timeout in turn.
+	storeFailed time.Time
 
 	// creating holds the task-augmented requests of pending not yet
 	// answered, tasks the taskHold they expect (taskhold.go): the
