@@ -557,8 +557,8 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		// reads the field it reads (a push config's taskId, a Python
 		// agent's task_id), whichever the gateway would have picked.
 		for _, id := range ids {
-			if !g.tasks.owns(r.Context(), a.Name, id, owner) {
-				reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
+			if err := g.tasks.notOwned(r.Context(), a.Name, id, owner, "task not found"); err != nil {
+				reply(err)
 				return
 			}
 			if g.tasks.rejectedOnly(a.Name, id) {
@@ -706,9 +706,11 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		return
 	}
 	for _, k := range []string{"taskId", "task_id"} { // Python agents read snake case too
-		if id := intercept.StringMember(msg, k); id != "" && !g.tasks.owns(r.Context(), a.Name, id, owner) {
-			reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found"})
-			return
+		if id := intercept.StringMember(msg, k); id != "" {
+			if err := g.tasks.notOwned(r.Context(), a.Name, id, owner, "task not found"); err != nil {
+				reply(err)
+				return
+			}
 		}
 	}
 	// Tasks the message refers to (A2A's referenceTaskIds; Python agents
@@ -728,8 +730,8 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 			if v.Kind() != '"' || json.Unmarshal(v, &id) != nil {
 				return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message." + k + " must be an array of task ids"}
 			}
-			if !g.tasks.owns(r.Context(), a.Name, id, owner) {
-				return &intercept.WireError{Code: codeTaskNotFound, Message: "task not found"}
+			if err := g.tasks.notOwned(r.Context(), a.Name, id, owner, "task not found"); err != nil {
+				return err
 			}
 			return nil
 		})
@@ -744,8 +746,8 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		// (evicted, expired in the shared store, a restart, a replica
 		// without it) whose history the agent still keeps: whoever named
 		// it first would join that conversation. Closed.
-		if !g.tasks.owns(r.Context(), a.Name, contextKey(cid), owner) {
-			reply(&intercept.WireError{Code: codeTaskNotFound, Message: "context not found: start a conversation without a contextId and go on with the one the agent answers"})
+		if err := g.tasks.notOwned(r.Context(), a.Name, contextKey(cid), owner, "context not found: start a conversation without a contextId and go on with the one the agent answers"); err != nil {
+			reply(err)
 			return
 		}
 	}

@@ -110,6 +110,20 @@ func (o *owners) owns(ctx context.Context, agentName, task, owner string) bool {
 	return owns
 }
 
+// notOwned is nil if owner created the task, else the refusal msg,
+// saying so when the shared store did not answer: the task may well be
+// the caller's, to ask for again, not one to give up on.
+func (o *owners) notOwned(ctx context.Context, agentName, task, owner, msg string) *intercept.WireError {
+	owns, _, failed := o.ownsAsking(ctx, agentName, task, owner, true)
+	switch {
+	case owns:
+		return nil
+	case failed:
+		msg += " (the gateway's shared task store, agent_tasks.redis_url, did not answer: try again)"
+	}
+	return &intercept.WireError{Code: codeTaskNotFound, Message: msg}
+}
+
 // ownsAsking is owns, asking the shared store only if ask; asked reports
 // whether it did, failed that it did not answer.
 func (o *owners) ownsAsking(ctx context.Context, agentName, task, owner string, ask bool) (owns, asked, failed bool) {

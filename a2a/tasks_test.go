@@ -140,6 +140,30 @@ func TestStreamClaimsEachTaskOnce(t *testing.T) {
 	}
 }
 
+// TestTaskStoreDownSaysSo: a task, or a context, this replica has not
+// seen, asked about while the shared store does not answer, is refused
+// "not found" saying the store did not answer (try again), not as a task
+// that is gone; with the store up, one it does not hold is just not
+// found.
+func TestTaskStoreDownSaysSo(t *testing.T) {
+	rec := newRecAgent(t, goodCard)
+	store := &mapTasks{m: map[string]string{}, down: true}
+	gw := serve(t, allow, rec.srv.URL, Options{Tasks: store})
+	get := `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"t-elsewhere"}}`
+	turn := `{"jsonrpc":"2.0","id":2,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","contextId":"c-elsewhere","parts":[{"kind":"text","text":"hi"}]}}}`
+	for _, body := range []string{get, turn} {
+		if _, got := post(t, gw.URL+"/a2a/stub", "", body); !strings.Contains(got, "-32001") || !strings.Contains(got, "shared task store") {
+			t.Errorf("%s, the store down: %s; want -32001 saying the shared task store did not answer", body, got)
+		}
+	}
+	store.mu.Lock()
+	store.down = false
+	store.mu.Unlock()
+	if _, got := post(t, gw.URL+"/a2a/stub", "", get); !strings.Contains(got, "task not found") || strings.Contains(got, "shared task store") {
+		t.Errorf("a task no replica saw, the store up: %s; want task not found, and no word of the store", got)
+	}
+}
+
 func TestTaskIDs(t *testing.T) {
 	for _, tc := range []struct {
 		result string

@@ -215,8 +215,14 @@ func (i *Interceptor) checkTask(ctx context.Context, m *Message, cc CallContext)
 	if s == "" {
 		return ErrorResponse(m.ID, &WireError{Code: CodeInvalidParams, Message: "invalid params: " + m.Method + " needs params.taskId, a string"})
 	}
-	if !i.OwnsTask(ctx, cc, s) {
-		return ErrorResponse(m.ID, &WireError{Code: CodeInvalidParams, Message: "task not found"})
+	if owns, _, failed := i.ownsTask(ctx, cc, s, true); !owns {
+		msg := "task not found"
+		if failed {
+			// The task may well be the caller's: to ask for again, not
+			// to give up on.
+			msg += " (the gateway's shared task store, agent_tasks.redis_url, did not answer: try again)"
+		}
+		return ErrorResponse(m.ID, &WireError{Code: CodeInvalidParams, Message: msg})
 	}
 	return nil
 }

@@ -203,6 +203,28 @@ func TestTaskOwnerNotTakenWhileStoreDown(t *testing.T) {
 	}
 }
 
+// TestTaskStoreDownSaysSo: tasks/get of a task this replica has not
+// seen, while the shared store does not answer, is refused "task not
+// found" saying the store did not answer (try again), not as a task
+// that is gone; with the store up, one it does not hold is just not
+// found.
+func TestTaskStoreDownSaysSo(t *testing.T) {
+	store := &mapTasks{m: map[string]string{}, down: true}
+	ic := &Interceptor{Tasks: store}
+	alice := CallContext{Upstream: "u", Agent: "alice"}
+	get, err := DecodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t-elsewhere"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(ic.checkTask(context.Background(), get, alice)); !strings.Contains(got, "task not found") || !strings.Contains(got, "shared task store") {
+		t.Errorf("the store down: %s; want task not found, saying the shared task store did not answer", got)
+	}
+	store.setDown(false)
+	if got := string(ic.checkTask(context.Background(), get, alice)); !strings.Contains(got, "task not found") || strings.Contains(got, "shared task store") {
+		t.Errorf("a task no replica saw, the store up: %s; want task not found, and no word of the store", got)
+	}
+}
+
 // TestSharedTaskOwners: replicas sharing a TaskStore agree on who owns a
 // task, the first claim winning on any of them; tasks/list answers are
 // filtered with the store too, asking it about at most maxStoreLookups
