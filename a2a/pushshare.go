@@ -276,21 +276,17 @@ func (s *sharedRelays) load(ctx context.Context, id string) (*pushRecord, error)
 }
 
 // forget deletes the records of ids, on their own timeout: a relay ended
-// here must end on every replica, whoever's request ended it. Those the
-// store does not take are retried (retryLater).
+// here must end on every replica, whoever's request ended it. Once the
+// store does not take one, the rest are not asked (each would wait out
+// the timeout in turn): all are retried (retryLater).
 func (s *sharedRelays) forget(ctx context.Context, ids []string) error {
-	var first error
-	var failed []string
-	for _, id := range ids {
+	for i, id := range ids {
 		if err := s.store.Delete(ctx, id); err != nil {
-			failed = append(failed, id)
-			if first == nil {
-				first = fmt.Errorf("%w: %w", errRelayStore, err)
-			}
+			s.retryLater(ids[i:], false)
+			return fmt.Errorf("%w: %w", errRelayStore, err)
 		}
 	}
-	s.retryLater(failed, false)
-	return first
+	return nil
 }
 
 // retryLater keeps keys (relay ids, or config keys) to remove again in
