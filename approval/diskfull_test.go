@@ -47,13 +47,7 @@ func (w *told) check(t *testing.T, what string) {
 // stays pending, OnUnavailable is told (the gateway logs it; before, the
 // log said nothing), and once space returns the same decision is taken.
 func TestAdminDiskFull(t *testing.T) {
-	disk := fulldisk.New(t)
-	var w told
-	s, err := OpenStore(filepath.Join(disk.Dir, FileName), Options{Timeout: time.Minute, OnUnavailable: w.add})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() }) // before the unmount
+	disk, s, w := fullDiskStore(t)
 	d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":5}`))
 	if d.ApprovalID == "" {
 		t.Fatalf("call not held: %+v", d)
@@ -92,13 +86,7 @@ func TestAdminDiskFull(t *testing.T) {
 // operator elsewhere could see it) nor forwarded; OnUnavailable is told
 // why, which the denial itself does not say.
 func TestHoldDiskFull(t *testing.T) {
-	disk := fulldisk.New(t)
-	var w told
-	s, err := OpenStore(filepath.Join(disk.Dir, FileName), Options{Timeout: time.Minute, OnUnavailable: w.add})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() }) // before the unmount
+	disk, s, w := fullDiskStore(t)
 	disk.Fill(t)
 	d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":5}`))
 	if d.Verdict != intercept.Deny || d.Reason != intercept.ReasonPolicyError || d.ApprovalID != "" {
@@ -110,4 +98,18 @@ func TestHoldDiskFull(t *testing.T) {
 	if d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":6}`)); d.ApprovalID == "" {
 		t.Errorf("call needing approval once space returned: got %+v, want it held", d)
 	}
+}
+
+// fullDiskStore is a store in a directory whose filesystem the test can
+// fill (fulldisk), and what its OnUnavailable was told.
+func fullDiskStore(t *testing.T) (*fulldisk.Disk, *Store, *told) {
+	t.Helper()
+	disk := fulldisk.New(t)
+	w := new(told)
+	s, err := OpenStore(filepath.Join(disk.Dir, FileName), Options{Timeout: time.Minute, OnUnavailable: w.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() }) // before the unmount
+	return disk, s, w
 }

@@ -113,7 +113,14 @@ func (g *governed) metric(t *testing.T, name string) float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	g.gv.tp.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	m := regexp.MustCompile(`(?m)^` + name + `(?:\{[^}]*\})? (\S+)$`).FindStringSubmatch(rec.Body.String())
+	return seriesValue(t, rec.Body.String(), name)
+}
+
+// seriesValue is the value of the Prometheus series name (its first, of
+// any labels) in body, a /metrics page; -1 if absent.
+func seriesValue(t *testing.T, body, name string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + name + `(?:\{[^}]*\})? (\S+)$`).FindStringSubmatch(body)
 	if m == nil {
 		return -1
 	}

@@ -227,15 +227,7 @@ func (c *child) metric(t *testing.T, name string) float64 {
 	if code != http.StatusOK {
 		t.Fatalf("/metrics: %d %s", code, body)
 	}
-	m := regexp.MustCompile(`(?m)^` + name + `(?:\{[^}]*\})? (\S+)$`).FindStringSubmatch(body)
-	if m == nil {
-		return -1
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return seriesValue(t, body, name)
 }
 
 // decide approves the held request id through c's admin API.
