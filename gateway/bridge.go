@@ -61,6 +61,14 @@ type bridgeState struct {
 	backlogBytes int
 	dropped      int
 	closed       bool
+	// handing is what was handed on (handOn) to a stream that had no
+	// room for it at once, in order, for handPump to deliver; within the
+	// backlog's bounds, the oldest given up past them (counted in
+	// dropped). handPumping: handPump runs, and whatever is handed on
+	// waits behind it.
+	handing      [][]byte
+	handingBytes int
+	handPumping  bool
 }
 
 // The backlog's bounds: the oldest messages go first past either. The
@@ -357,30 +365,138 @@ func (b *bridgeState) deliverTo(s *stream, msg []byte) {
 // to the backlog the next GET stream takes, within its bounds. What was
 // written to a connection its client closed cannot be recalled; nothing
 // the gateway still holds is lost uncounted.
+//
+// handOn never waits for a client: it runs in release, as the handler of
+// the stream whose client left returns, and that handler must not wait
+// on another client (a GET stream open but not read), nor keep the
+// server's Close or Shutdown waiting for it. What the stream it goes to
+// has no room for at once waits in b.handing, in order, for handPump.
 func (b *bridgeState) handOn(from *stream, msg []byte) {
 	b.mu.Lock()
-	b.unlist(from)
-	if b.get == from {
-		b.get = nil
+	defer b.mu.Unlock()
+	b.handOnLocked(from, msg)
+}
+
+// handOnLocked is handOn with b.mu held.
+func (b *bridgeState) handOnLocked(from *stream, msg []byte) {
+	b.forget(from)
+	if !b.handPumping && b.handNow(msg) {
+		return
 	}
-	var to *stream
+	b.handing = append(b.handing, msg)
+	b.handingBytes += len(msg)
+	for len(b.handing) > 1 && (len(b.handing) > maxBacklog || b.handingBytes > maxBacklogBytes) {
+		b.handingBytes -= len(b.handing[0])
+		b.handing[0] = nil
+		b.handing = b.handing[1:]
+		b.dropped++
+	}
+	if !b.handPumping {
+		b.handPumping = true
+		go b.handPump()
+	}
+}
+
+// handTarget returns the stream a message handed on goes to; nil: it
+// waits in the backlog. b.mu is held.
+func (b *bridgeState) handTarget(msg []byte) *stream {
 	if isResponse(msg) {
-		to = b.getTarget(msg)
-	} else {
-		to = b.serverTarget(msg)
+		return b.getTarget(msg)
 	}
-	b.mu.Unlock()
-	if to != nil {
-		b.deliverTo(to, msg)
+	return b.serverTarget(msg)
+}
+
+// handNow hands msg on if the stream it goes to takes it at once (or it
+// waits in the backlog), and reports whether it did. b.mu is held.
+func (b *bridgeState) handNow(msg []byte) bool {
+	for {
+		to := b.handTarget(msg)
+		if to == nil {
+			return true
+		}
+		select {
+		case <-to.gone:
+			b.forget(to)
+			continue
+		default:
+		}
+		select {
+		case to.ch <- msg:
+		default:
+			return false
+		}
+		select {
+		case <-to.gone:
+			// Its client left as msg reached it: release may have
+			// reclaimed its channel already.
+			b.reclaimLocked(to)
+		default:
+		}
+		return true
+	}
+}
+
+// handPump delivers what waits in b.handing, in order, waiting for the
+// clients it goes to as the upstream's reader does: for as long as the
+// stream it goes to is open (every one is given up when the session
+// ends, see close), not for any handler.
+func (b *bridgeState) handPump() {
+	for {
+		b.mu.Lock()
+		if len(b.handing) == 0 {
+			b.handing, b.handingBytes, b.handPumping = nil, 0, false
+			b.mu.Unlock()
+			return
+		}
+		msg := b.handing[0]
+		b.handing[0] = nil
+		b.handing = b.handing[1:]
+		b.handingBytes -= len(msg)
+		for {
+			to := b.handTarget(msg)
+			if to == nil {
+				break
+			}
+			b.mu.Unlock()
+			ok := to.deliver(msg)
+			b.mu.Lock()
+			if !ok {
+				b.forget(to)
+				continue
+			}
+			select {
+			case <-to.gone:
+				b.reclaimLocked(to)
+			default:
+			}
+			break
+		}
+		b.mu.Unlock()
+	}
+}
+
+// forget takes s, whose client has left, out of the streams that take
+// messages; b.mu is held.
+func (b *bridgeState) forget(s *stream) {
+	b.unlist(s)
+	if s != nil && b.get == s {
+		b.get = nil
 	}
 }
 
 // reclaim hands on what waits on s, whose client has left.
 func (b *bridgeState) reclaim(s *stream) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reclaimLocked(s)
+}
+
+// reclaimLocked is reclaim with b.mu held.
+func (b *bridgeState) reclaimLocked(s *stream) {
 	for {
 		select {
 		case msg := <-s.ch:
-			b.handOn(s, msg)
+			b.handOnLocked(s, msg)
 		default:
 			return
 		}

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -64,5 +66,97 @@ func TestBridgeHandsOnWhatALeavingClientDidNotTake(t *testing.T) {
 	}
 	if len(b.streams) != 0 {
 		t.Errorf("the stream whose client left is still listed")
+	}
+}
+
+// TestBridgeReleaseWaitsForNoClient: release, which a POST handler runs
+// as it returns, handed on what its stream's client had not taken by
+// delivering it, waiting while the stream it went to had no room: a GET
+// stream open but not read (its handler stuck writing to a client that
+// reads nothing) kept the POST handler from returning for as long, and
+// the server's Close or Shutdown waiting for that handler. Now release
+// returns at once; what the GET stream has no room for waits for it, in
+// order, and goes to the backlog if it ends without taking it.
+func TestBridgeReleaseWaitsForNoClient(t *testing.T) {
+	note := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}`, i)
+	}
+	cc := intercept.CallContext{Upstream: "u", Agent: "alice"}
+	get, left := newStream(), newStream()
+	for i := range cap(get.ch) {
+		get.ch <- []byte(note(i))
+	}
+	b := &bridgeState{waiters: map[string]*stream{"1": left}, calls: map[string]bridgeCall{"1": {method: "tools/call", cc: cc}},
+		cc: cc, streams: []*stream{left}, get: get}
+	full := cap(get.ch)
+	for i := range cap(left.ch) {
+		left.ch <- []byte(note(full + i))
+	}
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		b.release(left, []string{"1"}, errCancelled)
+	}()
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		// Let it go: the GET stream's client leaves.
+		get.goneOnce.Do(func() { close(get.gone) })
+		<-released
+		t.Fatal("release waited for the GET stream, which nobody reads, to take what the leaving client did not")
+	}
+
+	// What the GET stream had no room for reaches it, in order, as its
+	// client reads.
+	for i := range full + cap(left.ch) {
+		select {
+		case got := <-get.ch:
+			if string(got) != note(i) {
+				t.Fatalf("the GET stream's message %d is %s, want %s", i, got, note(i))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the GET stream got %d messages, want %d", i, full+cap(left.ch))
+		}
+	}
+
+	// What is handed on while the GET stream has no room, it ending
+	// without taking it, goes to the backlog the next GET stream takes.
+	for i := range cap(get.ch) {
+		get.ch <- []byte(note(i))
+	}
+	late := newStream()
+	b.mu.Lock()
+	b.streams = []*stream{late}
+	b.mu.Unlock()
+	late.ch <- []byte(note(100))
+	b.release(late, nil, errCancelled)
+	get.goneOnce.Do(func() { close(get.gone) })
+	b.release(get, nil, nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.mu.Lock()
+		backlog := append([][]byte(nil), b.backlog...)
+		b.mu.Unlock()
+		if len(backlog) >= cap(get.ch)+1 {
+			// Every one of them, in any order: what reached the GET
+			// stream before and what waited for it race to the backlog.
+			want := map[string]int{note(100): 1}
+			for i := range cap(get.ch) {
+				want[note(i)]++
+			}
+			for _, m := range backlog {
+				want[string(m)]--
+			}
+			for m, n := range want {
+				if n != 0 {
+					t.Errorf("the backlog holds %s %d times too few (%d messages: %q)", m, n, len(backlog), backlog)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the backlog holds %d messages, want the %d the GET stream left and what waited for it", len(backlog), cap(get.ch)+1)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
