@@ -285,7 +285,7 @@ func TestAggregateCancel(t *testing.T) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "wait", Description: "Waits until cancelled"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		select {
 		case <-ctx.Done():
-			cancelled <- struct{}{}
+			tell(t, cancelled, struct{}{})
 			return nil, nil, ctx.Err()
 		case <-time.After(20 * time.Second):
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "never cancelled"}}}, nil, nil

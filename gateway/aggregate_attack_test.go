@@ -121,7 +121,7 @@ func TestAggregateLimitsAndStalls(t *testing.T) {
 		Upstreams:            []Upstream{{Name: "demo", URL: up.URL + "/mcp"}, {Name: "stuck", URL: stalled.URL + "/mcp"}},
 		VirtualServers:       []VirtualServer{{}},
 		MaxSessionsPerClient: 2,
-		OnAggregateDropped:   func(_, upstream, why string) { dropped <- upstream + ": " + why },
+		OnAggregateDropped:   func(_, upstream, why string) { tell(t, dropped, upstream+": "+why) },
 	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

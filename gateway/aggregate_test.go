@@ -233,7 +233,7 @@ func TestAggregateListChanged(t *testing.T) {
 	changed := make(chan struct{}, 4)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
-			changed <- struct{}{}
+			tell(t, changed, struct{}{})
 		}
 	})
 	desc := func() string {

@@ -61,7 +61,7 @@ func TestBridgedBatchAnsweredWithArray(t *testing.T) {
 // OnSessionEnd hears of it, so its session-scoped memory can go.
 func TestConnectionEndIsSessionEnd(t *testing.T) {
 	ended := make(chan string, 1)
-	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}, OnSessionEnd: func(id string) { ended <- id }},
+	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}, OnSessionEnd: func(id string) { tell(t, ended, id) }},
 		&intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"echo"}}}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -237,7 +237,10 @@ func TestCancelledHeldCallGoSDK(t *testing.T) {
 			callCtx, giveUp := context.WithCancel(ctx)
 			client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
 				ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-					asked <- struct{}{}
+					select {
+					case asked <- struct{}{}:
+					default:
+					}
 					select { // the user never answers; the agent gives up
 					case <-ctx.Done():
 					case <-callCtx.Done():

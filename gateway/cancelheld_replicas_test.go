@@ -415,7 +415,10 @@ func TestCancelledHeldCallGoSDKOtherReplica(t *testing.T) {
 	callCtx, giveUp := context.WithCancel(ctx)
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			asked <- struct{}{}
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
 			select { // the user never answers; the agent gives up
 			case <-ctx.Done():
 			case <-callCtx.Done():
@@ -439,7 +442,11 @@ func TestCancelledHeldCallGoSDKOtherReplica(t *testing.T) {
 		t.Fatalf("the call ended before its user was asked: %v", err)
 	}
 	giveUp()
-	<-done
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("the cancelled call did not return")
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for onlyRequest(t, h.approvals[0]).Status == approval.Pending && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

@@ -80,7 +80,7 @@ func TestAttackDeleteBeforeHeld(t *testing.T) {
 					if err != nil {
 						return
 					}
-					events <- string(ev.Data)
+					tell(t, events, string(ev.Data))
 				}
 			}()
 			select {

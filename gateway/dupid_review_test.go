@@ -92,7 +92,10 @@ func TestAttackReusedIDMasksList(t *testing.T) {
 // holdingDialer is a stdio upstream that answers a list only after the
 // request that follows it, as a server answering concurrently may.
 // listed, if set, hears of each list held.
-type holdingDialer struct{ listed chan struct{} }
+type holdingDialer struct {
+	t      *testing.T
+	listed chan struct{}
+}
 
 func (d holdingDialer) Dial(ctx context.Context) (transport.Conn, error) {
 	toUp, fromGW := io.Pipe()
@@ -120,7 +123,7 @@ func (d holdingDialer) Dial(ctx context.Context) (transport.Conn, error) {
 			case "tasks/list":
 				held = []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"tasks":[{"taskId":"someone-elses","status":"working"}]}}` + "\n")
 				if d.listed != nil {
-					d.listed <- struct{}{}
+					tell(d.t, d.listed, struct{}{})
 				}
 				continue
 			}
@@ -145,7 +148,7 @@ func holdingGateway(t *testing.T, listed chan struct{}) *httptest.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
-	g.routes["u"].dialer = holdingDialer{listed: listed}
+	g.routes["u"].dialer = holdingDialer{t: t, listed: listed}
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(srv.Close)
 	return srv

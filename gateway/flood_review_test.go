@@ -285,7 +285,7 @@ func spewUpstream(t *testing.T, n, size int, sent chan<- struct{}, release <-cha
 				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"%d %s\"}}\n\n", i, pad)
 				w.(http.Flusher).Flush()
 			}
-			sent <- struct{}{}
+			tell(t, sent, struct{}{})
 			select {
 			case <-release:
 			case <-r.Context().Done():

@@ -78,8 +78,16 @@ var allowEcho = &intercept.StaticDecider{Allow: []string{"echo", "add", "slow_co
 // post sends body to route with MCP headers and returns status and body.
 func post(t *testing.T, url string, hdr map[string]string, body string) (int, http.Header, string) {
 	t.Helper()
-	resp, err := sendPost(context.Background(), url, hdr, body)
+	// Under the test's context: a post still waiting when its test ends
+	// (one sent from a goroutine, the test failing before its answer
+	// came) is given up, and the gateway's handler with it, rather than
+	// keeping the gateway's server, closed in the test's cleanup, waiting
+	// for it.
+	resp, err := sendPost(t.Context(), url, hdr, body)
 	if err != nil {
+		if t.Context().Err() != nil {
+			return 0, http.Header{}, ""
+		}
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
@@ -336,6 +344,18 @@ func TestToolsListObserved(t *testing.T) {
 func untilReleased(t *testing.T, release <-chan struct{}) {
 	select {
 	case <-release:
+	case <-t.Context().Done():
+	}
+}
+
+// tell sends v on ch, or gives up once t has ended: a handler, hook or
+// tool of a test's upstream or gateway telling the test what happened
+// must not wait for ever on a test that stopped listening (it failed, or
+// took another path, or the event came more often than it counted on),
+// or the server's Close in the test's cleanup waits for it in turn.
+func tell[T any](t testing.TB, ch chan<- T, v T) {
+	select {
+	case ch <- v:
 	case <-t.Context().Done():
 	}
 }

@@ -173,7 +173,7 @@ func TestClientWSMessageLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			calls := make(chan string, 10)
 			up := httptest.NewServer(answerRequests(func(w http.ResponseWriter, m *intercept.Message) {
-				calls <- m.Method
+				tell(t, calls, m.Method)
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, bigResult(m))
 			}))
@@ -234,7 +234,7 @@ func TestClientWSMessageLimit(t *testing.T) {
 func TestVirtualBodyLimit(t *testing.T) {
 	calls := make(chan string, 10)
 	up := httptest.NewServer(answerRequests(func(w http.ResponseWriter, m *intercept.Message) {
-		calls <- m.Method
+		tell(t, calls, m.Method)
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, bigResult(m))
 	}))

@@ -65,7 +65,7 @@ func TestAttackResumedAnswerUnscreened(t *testing.T) {
 	results := make(chan jsontext.Value, 1) // told after the client has it
 	ic := &intercept.Interceptor{Decider: hidesEmail{}, HideDeniedTools: true,
 		Observer: observeFunc(func(string, jsontext.Value) { lists.Add(1) }),
-		OnResult: func(_ *intercept.ActionDescriptor, r jsontext.Value) { results <- r }}
+		OnResult: func(_ *intercept.ActionDescriptor, r jsontext.Value) { tell(t, results, r) }}
 	g, err := New(Options{Upstreams: []Upstream{{Name: "demo", URL: up.URL}}}, ic, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func sharingReplicas(t *testing.T, up *httptest.Server, metrics telemetry.Metric
 		gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			g.Handler().ServeHTTP(w, r)
 			if r.Header.Get("X-Test-Leaves") != "" {
-				left <- struct{}{}
+				tell(t, left, struct{}{})
 			}
 		}))
 		t.Cleanup(func() { gw.Close(); g.Close() })

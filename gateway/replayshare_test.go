@@ -63,7 +63,7 @@ func TestResumedAcrossReplicas(t *testing.T) {
 		OnResult: func(*intercept.ActionDescriptor, jsontext.Value) { onA.Add(1) }})
 	b := replica(&intercept.Interceptor{Decider: hidesEmail{}, HideDeniedTools: true,
 		Observer: observeFunc(func(string, jsontext.Value) { lists.Add(1) }),
-		OnResult: func(_ *intercept.ActionDescriptor, r jsontext.Value) { results <- r }})
+		OnResult: func(_ *intercept.ActionDescriptor, r jsontext.Value) { tell(t, results, r) }})
 	var gets atomic.Int64
 	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {

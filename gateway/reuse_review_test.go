@@ -57,7 +57,7 @@ func routingUpstream(t *testing.T, listed chan<- struct{}) *httptest.Server {
 		streams[m.IDKey()] = ch
 		if m.Method == "tasks/list" || m.Method == "tools/list" {
 			held = m
-			listed <- struct{}{}
+			tell(t, listed, struct{}{})
 		} else {
 			if held != nil {
 				streams[held.IDKey()] <- answer(held)

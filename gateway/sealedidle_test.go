@@ -37,7 +37,7 @@ route_rules:
 		Upstreams:          []Upstream{{Name: "demo", URL: up.URL + "/mcp"}},
 		SessionKeys:        [][]byte{key(1)},
 		SessionIdleTimeout: 40 * time.Millisecond,
-		OnSessionEnd:       func(id string) { store.ForgetSession(id); ended <- id },
+		OnSessionEnd:       func(id string) { store.ForgetSession(id); tell(t, ended, id) },
 	}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

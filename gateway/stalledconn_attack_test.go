@@ -49,18 +49,18 @@ func TestAttackUnreadConnKeepsSession(t *testing.T) {
 			// 256 MiB, far past what the sockets between hold.
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
-			flooding <- struct{}{}
+			tell(t, flooding, struct{}{})
 			note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("x", 64<<10) + `"}}`
 			for range 4096 {
 				if _, err := fmt.Fprintf(w, "data: %s\n\n", note); err != nil {
-					released <- struct{}{}
+					tell(t, released, struct{}{})
 					return
 				}
 			}
 		}))
 		t.Cleanup(up.Close)
 		g, err := New(Options{Upstreams: []Upstream{{Name: "demo", URL: up.URL + "/mcp"}}, VirtualServers: []VirtualServer{{Naming: NamingPrefix}},
-			WriteStallTimeout: stall, OnSessionEnd: func(id string) { ended <- id }},
+			WriteStallTimeout: stall, OnSessionEnd: func(id string) { tell(t, ended, id) }},
 			&intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)

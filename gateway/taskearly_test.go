@@ -33,7 +33,7 @@ func TestTaskStatusBeforeHandle(t *testing.T) {
 		hooks := &server.Hooks{}
 		hooks.AddAfterCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest, _ any) {
 			if req.Params.Task != nil {
-				<-finished // its status is in every session's queue
+				untilReleased(t, finished) // its status is in every session's queue
 			}
 		})
 		s := server.NewMCPServer("taskserver", "1.0.0", server.WithToolCapabilities(true),
