@@ -324,7 +324,7 @@ func allowAllGateway(t *testing.T, opts Options) string {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	return gw.URL
 }
 
@@ -548,7 +548,7 @@ func TestAggregateSealedSessionOtherPrincipal(t *testing.T) {
 			}
 			h.ServeHTTP(w, r)
 		}))
-		t.Cleanup(func() { srv.Close(); g.Close() })
+		t.Cleanup(func() { closeServed(t, srv, g) })
 		urls = append(urls, srv.URL)
 	}
 	_, h, _ := post(t, urls[0]+"/mcp", map[string]string{"X-Principal": "alice"}, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"a"}}}`)

@@ -113,7 +113,7 @@ func TestSealedVirtualSessionAgentFixed(t *testing.T) {
 			t.Fatal(err)
 		}
 		gw := httptest.NewServer(g.Handler())
-		t.Cleanup(func() { gw.Close(); g.Close() })
+		t.Cleanup(func() { closeServed(t, gw, g) })
 		urls = append(urls, gw.URL)
 	}
 	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"cli","version":"1"}}}`

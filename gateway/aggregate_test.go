@@ -75,7 +75,7 @@ func newAggFixture(t *testing.T, vs ...VirtualServer) *aggFixture {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	f.url, f.g = gw.URL, g
 	return f
 }

@@ -43,7 +43,7 @@ route_rules:
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

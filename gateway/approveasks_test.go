@@ -111,7 +111,7 @@ func newAskingFixture(t *testing.T, ctx context.Context, withState, virtual bool
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	asked := new([]string)
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -237,7 +237,7 @@ func TestApprovedCallCompleteWithState(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	url, hdr := gw.URL+"/mcp/deployer", modernHeaders("tools/call", "deploy")
 	call := modernCallWith(1, `{"env":"prod"}`, `{}`, "agent-a", "")
 	call = strings.Replace(call, `"name":"add"`, `"name":"deploy"`, 1)

@@ -88,7 +88,7 @@ func testApprovedRetryOtherState(t *testing.T, virtual, userAnswers bool) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	url, hdr := gw.URL+path, modernHeaders("tools/call", tool)
 	deploy := func(id int, extra string) string {
 		return strings.Replace(modernCallWith(id, `{"env":"prod"}`, caps, "agent-a", extra), `"name":"add"`, `"name":"`+tool+`"`, 1)

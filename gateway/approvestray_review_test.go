@@ -63,7 +63,7 @@ func TestAttackStrayAnswerAfterApproval(t *testing.T) {
 				t.Fatal(err)
 			}
 			gw := httptest.NewServer(g.Handler())
-			t.Cleanup(func() { gw.Close(); g.Close() })
+			t.Cleanup(func() { closeServed(t, gw, g) })
 			url := gw.URL + "/mcp/demo"
 			hdr := initializeWith(t, url, `{"elicitation":{}}`)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

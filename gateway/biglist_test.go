@@ -44,7 +44,7 @@ func TestOversizedToolsListUnscreened(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
 	_, _, got := post(t, gw.URL+"/mcp/demo", modernHeaders("tools/list", ""), body)
 	if strings.Contains(got, `"name":"*"`) || strings.Contains(got, `"Description"`) || strings.Contains(got, `"send_email"`) {

@@ -39,7 +39,7 @@ func bigAnswerGateway(t *testing.T, up http.Handler, opts Options) (url string, 
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	return gw.URL + "/mcp/demo", tp, logs
 }
 
@@ -207,7 +207,7 @@ func TestMaxAnswerBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	hdr := initializeWith(t, gw.URL+"/mcp/demo", `{"elicitation":{}}`)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

@@ -29,7 +29,7 @@ func TestBridgedStreamHeadersEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	body := modernCall(1, "slow_count", `{"n":1,"delay_ms":4000}`)
 	req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp/demo", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")

@@ -83,7 +83,7 @@ func (h *heldReplicas) start(t *testing.T, exchanges ExchangeStore, store *appro
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	h.urls, h.approvals = append(h.urls, gw.URL+h.path), append(h.approvals, store)
 	return gw.URL + h.path
 }

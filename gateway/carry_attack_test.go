@@ -122,7 +122,7 @@ func carryStack(t *testing.T, opts Options, web Upstream) (*httptest.Server, *Ga
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	return gw, g
 }
 

@@ -46,7 +46,7 @@ func TestAttackCatalogPageReopensUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 
 	url := gw.URL + "/mcp/web"
 	hdr := map[string]string{"Mcp-Session-Id": initialize(t, url), "Mcp-Protocol-Version": "2025-11-25"}

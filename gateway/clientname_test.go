@@ -43,7 +43,7 @@ rules:
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(withPrincipal(g.Handler()))
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 
 	check := func(t *testing.T, names []string, call string, want bool) {
 		t.Helper()
@@ -144,7 +144,7 @@ rules:
 			t.Fatal(err)
 		}
 		gw := httptest.NewServer(withPrincipal(g.Handler()))
-		t.Cleanup(func() { gw.Close(); g.Close() })
+		t.Cleanup(func() { closeServed(t, gw, g) })
 		urls = append(urls, gw.URL+"/mcp/demo")
 	}
 	hdr := map[string]string{"Mcp-Protocol-Version": "2025-11-25", "X-Test-Principal": "alice"}

@@ -136,7 +136,7 @@ func TestAttackUnreadableAnswer(t *testing.T) {
 				t.Fatal(err)
 			}
 			gw := httptest.NewServer(g.Handler())
-			defer func() { gw.Close(); g.Close() }()
+			defer closeServed(t, gw, g)
 			body, hdr := modernCall(1, "echo", `{"message":"hi"}`), modernHeaders("tools/call", "echo")
 			if c.list {
 				body = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
@@ -195,7 +195,7 @@ func TestEncodedRequestRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	defer func() { gw.Close(); g.Close() }()
+	defer closeServed(t, gw, g)
 	call := modernCall(1, "echo", `{"message":"hi"}`)
 	for _, c := range []struct {
 		name, ce string
@@ -242,7 +242,7 @@ func TestAttackAnswerCharset(t *testing.T) {
 				t.Fatal(err)
 			}
 			gw := httptest.NewServer(g.Handler())
-			defer func() { gw.Close(); g.Close() }()
+			defer closeServed(t, gw, g)
 			req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp/demo", strings.NewReader(modernCall(1, "echo", `{"message":"hi"}`)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")

@@ -39,7 +39,7 @@ func principalGateway(t *testing.T, g *Gateway) *httptest.Server {
 		}
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	return gw
 }
 

@@ -37,7 +37,7 @@ func startScriptedGateway(t *testing.T, up *scriptUpstream, o Options) (*Gateway
 	}
 	g.routes["u"].dialer = up
 	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { srv.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, srv, g) })
 	return g, srv.URL
 }
 
@@ -191,7 +191,7 @@ func TestStalledUpstreamLeaksBodyBudget(t *testing.T) {
 	}
 	g.routes["u"].dialer, g.routes["v"].dialer = deaf, echo
 	srv := httptest.NewServer(g.Handler())
-	defer func() { srv.Close(); g.Close() }()
+	defer closeServed(t, srv, g)
 	send := func(ctx context.Context, route, body string) (int, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/mcp/"+route, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -332,7 +332,7 @@ func TestVirtualServerBuffersWholeStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	defer func() { close(release); gw.Close(); g.Close() }()
+	defer func() { close(release); closeServed(t, gw, g) }()
 	sid := ""
 	do := func(ctx context.Context, body string) *http.Response {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/mcp", strings.NewReader(body))

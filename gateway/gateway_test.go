@@ -3,14 +3,18 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 
@@ -69,7 +73,7 @@ func newFixture(t *testing.T, dec intercept.Decider, opts Options) *fixture {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	return &fixture{gw: gw, upstream: up, rec: rec, g: g}
 }
 
@@ -359,3 +363,45 @@ func tell[T any](t testing.TB, ch chan<- T, v T) {
 	case <-t.Context().Done():
 	}
 }
+
+// closeServed closes srv, the test server of g's handler, then g, as a
+// test's cleanup does: the server first, g's handlers running on while it
+// waits for them. A handler still running handlerGrace after its test
+// ended is a hang, the test's or the gateway's: rather than leave the
+// package hanging until go test's timeout, which names no test (a
+// cleanup is not one), the test fails, naming it, with every goroutine's
+// stack on stderr; then the clients' connections are closed and g closed
+// under the server, and the test goes on without it if even that does
+// not let its Close return.
+func closeServed(t testing.TB, srv *httptest.Server, g *Gateway) {
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		srv.Close()
+	}()
+	grace := time.NewTimer(handlerGrace)
+	defer grace.Stop()
+	select {
+	case <-closed:
+		g.Close()
+		return
+	case <-grace.C:
+	}
+	buf := make([]byte, 16<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	fmt.Fprintf(os.Stderr, "=== %s: the gateway's test server still waits for a handler %v after the test ended; goroutines:\n%s\n=== end of %s's goroutines\n", t.Name(), handlerGrace, buf, t.Name())
+	t.Errorf("the gateway's test server still waited for a handler %v after the test ended (goroutines on stderr)", handlerGrace)
+	srv.CloseClientConnections()
+	go g.Close()
+	grace.Reset(handlerGrace)
+	select {
+	case <-closed:
+	case <-grace.C:
+		t.Errorf("the gateway's test server still waited for a handler %v after its clients' connections were closed and the gateway too", handlerGrace)
+	}
+}
+
+// handlerGrace is how long after its test ended closeServed waits for the
+// gateway's handlers: longer than any of them may rightly take then (a
+// write stalled for the default write_stall_timeout, 30 s).
+const handlerGrace = time.Minute

@@ -41,7 +41,7 @@ rules:
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(withPrincipal(g.Handler()))
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 
 	for _, route := range []string{"json", "stdio"} {
 		t.Run(route+"/2026-07-28", func(t *testing.T) {

@@ -75,7 +75,7 @@ func identityFixture(t *testing.T, opts Options) (*fixture, *logBuffer) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close(); http.DefaultClient.CloseIdleConnections() })
+	t.Cleanup(func() { closeServed(t, gw, g); http.DefaultClient.CloseIdleConnections() })
 	return &fixture{gw: gw, upstream: up, rec: rec, g: g}, logs
 }
 

@@ -214,7 +214,7 @@ route_rules:
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(is.g.Handler())
-	t.Cleanup(func() { gw.Close(); is.g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, is.g) })
 	is.gw = gw.URL
 	return is
 }

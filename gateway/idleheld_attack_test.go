@@ -62,7 +62,7 @@ route_rules:
 				t.Fatal(err)
 			}
 			gw := httptest.NewServer(g.Handler())
-			t.Cleanup(func() { gw.Close(); g.Close() })
+			t.Cleanup(func() { closeServed(t, gw, g) })
 			url := gw.URL + c.path
 			hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -374,7 +374,7 @@ route_rules:
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	readSecret(t, gw.URL)
 	if !ic.Closed(t.Context(), intercept.CallContext{Upstream: "web", Agent: "raw"}) {
 		t.Fatal("web is not closed to raw after the read")

@@ -58,7 +58,7 @@ func TestIDSpelling(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 
 	ids := []struct {
 		id      string
@@ -185,7 +185,7 @@ func TestUpstreamIDRespelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	url := gw.URL + "/mcp/odd"
 	hdr := map[string]string{"Mcp-Session-Id": initialize(t, url), "Mcp-Protocol-Version": "2025-11-25"}
 	for _, id := range []string{`"s"`, `7`} {

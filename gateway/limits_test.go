@@ -344,7 +344,7 @@ func TestInflightBodyBytesBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			gw := httptest.NewServer(g.Handler())
-			defer func() { gw.Close(); g.Close() }()
+			defer closeServed(t, gw, g)
 
 			const n = 40
 			msg := modernCall(1, "echo", `{"message":"`+strings.Repeat("x", size)+`"}`)

@@ -63,7 +63,7 @@ func TestAttackListingCancelledForOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	url := gw.URL + "/mcp/http"
 
 	// Mallory calls without listing, and drops the request once the

@@ -202,7 +202,7 @@ func TestToolsListRecordedFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 
 	check := func(t *testing.T, upstream, tool string) {
 		t.Helper()

@@ -40,7 +40,7 @@ func TestAttackMountedBodiesUnbounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	host := strings.TrimPrefix(gw.URL, "http://")
 	// post sends a POST's head announcing n bytes of body, and send of
 	// them.

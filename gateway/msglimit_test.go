@@ -152,7 +152,7 @@ func messageLimitGateway(t *testing.T, up Upstream, opts Options) (string, *tele
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	return gw.URL + "/mcp/" + up.Name, tp
 }
 

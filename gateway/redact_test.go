@@ -48,7 +48,7 @@ func TestUpstreamErrorsHideURLSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	defer func() { gw.Close(); g.Close() }()
+	defer closeServed(t, gw, g)
 
 	check := func(t *testing.T, what, got string) {
 		t.Helper()

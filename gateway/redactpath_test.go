@@ -21,7 +21,7 @@ func TestUpstreamErrorHidesPathSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	defer func() { gw.Close(); g.Close() }()
+	defer closeServed(t, gw, g)
 	_, _, body := post(t, gw.URL+"/mcp/http", modernHeaders("tools/call", "echo"), modernCall(2, "echo", `{}`))
 	if strings.Contains(body, "PATHSECRET") {
 		t.Errorf("agent got %s", body)

@@ -71,7 +71,7 @@ func TestAttackResumedAnswerUnscreened(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 
 	checkResumedSession(t, gw.URL+"/mcp/demo", "on a resumed stream")
 	if n := lists.Load(); n != 1 {
@@ -188,7 +188,7 @@ func sharingReplicas(t *testing.T, up *httptest.Server, metrics telemetry.Metric
 				tell(t, left, struct{}{})
 			}
 		}))
-		t.Cleanup(func() { gw.Close(); g.Close() })
+		t.Cleanup(func() { closeServed(t, gw, g) })
 		urls = append(urls, gw.URL+"/mcp/demo")
 	}
 	return urls, left
@@ -313,7 +313,7 @@ func TestResumedTaskHandleRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	url := gw.URL + "/mcp/demo"
 	hdr := openSession(t, url, "alice", nil)
 	post(t, url, hdr, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{},"task":{}}}`)

@@ -40,7 +40,7 @@ func scanningReplicas(t *testing.T, up *httptest.Server, store ExchangeStore) (u
 			t.Fatal(err)
 		}
 		gw := httptest.NewServer(g.Handler())
-		t.Cleanup(func() { gw.Close(); g.Close() })
+		t.Cleanup(func() { closeServed(t, gw, g) })
 		urls = append(urls, gw.URL+"/mcp/demo")
 		results = append(results, ch)
 	}

@@ -27,7 +27,7 @@ func virtualReplicas(t *testing.T, n int, opts Options) []string {
 			t.Fatal(err)
 		}
 		gw := httptest.NewServer(g.Handler())
-		t.Cleanup(func() { gw.Close(); g.Close() })
+		t.Cleanup(func() { closeServed(t, gw, g) })
 		urls = append(urls, gw.URL)
 	}
 	return urls

@@ -41,7 +41,7 @@ func TestAttackRespelledResultOnCallStream(t *testing.T) {
 				t.Fatal(err)
 			}
 			gw := httptest.NewServer(g.Handler())
-			defer func() { gw.Close(); g.Close() }()
+			defer closeServed(t, gw, g)
 			req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp/demo", strings.NewReader(modernCall(1, "echo", `{"message":"hi"}`)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")

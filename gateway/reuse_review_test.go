@@ -101,7 +101,7 @@ func TestAttackReusedIDOnHTTPUpstream(t *testing.T) {
 				t.Fatal(err)
 			}
 			gw := httptest.NewServer(g.Handler())
-			t.Cleanup(func() { gw.Close(); g.Close() })
+			t.Cleanup(func() { closeServed(t, gw, g) })
 			url := gw.URL + "/mcp/u"
 			hdr := openSession(t, url, "alice", nil)
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
@@ -466,7 +466,7 @@ func TestAttackStrayErrorAfterList(t *testing.T) {
 				t.Fatal(err)
 			}
 			gw := httptest.NewServer(g.Handler())
-			t.Cleanup(func() { gw.Close(); g.Close() })
+			t.Cleanup(func() { closeServed(t, gw, g) })
 			url := gw.URL + "/mcp/u"
 			_, h, body := post(t, url, nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
 			if h.Get(hdrSession) == "" {
@@ -523,7 +523,7 @@ func TestStrayErrorOnGetStreamClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx,

@@ -248,7 +248,7 @@ func TestCancelledListAnswerScreened(t *testing.T) {
 	}
 	g.routes["u"].dialer = silentUpstream{listWhenCancelled: true}
 	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { srv.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, srv, g) })
 	cc := dialConn(t, &transport.WSDialer{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws/u"})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

@@ -124,7 +124,7 @@ func TestAttackRevokedPrincipalHeldStdio(t *testing.T) {
 		}
 		h.ServeHTTP(w, r.WithContext(intercept.WithPrincipal(r.Context(), alice)))
 	}))
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	url := gw.URL + "/mcp/stdio"
 	hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -52,7 +52,7 @@ func replicasOf(t *testing.T, up *httptest.Server, n int, keys ...[]byte) []stri
 			t.Fatal(err)
 		}
 		gw := httptest.NewServer(g.Handler())
-		t.Cleanup(func() { gw.Close(); g.Close() })
+		t.Cleanup(func() { closeServed(t, gw, g) })
 		urls = append(urls, gw.URL)
 	}
 	return urls
@@ -168,7 +168,7 @@ func TestReplicaGoneSessionGoesOn(t *testing.T) {
 	}
 	ga, a := mk()
 	gb, b := mk()
-	t.Cleanup(func() { b.Close(); gb.Close() })
+	t.Cleanup(func() { closeServed(t, b, gb) })
 	hdr := openSession(t, a.URL+"/mcp/demo", "alice", nil)
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"on"}}}`
 	if status, _, body := post(t, b.URL+"/mcp/demo", hdr, call); status != 200 || !strings.Contains(body, "Echo: on") {

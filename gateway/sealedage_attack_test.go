@@ -50,7 +50,7 @@ func TestAttackSealedSessionNeverExpires(t *testing.T) {
 			t.Fatal(err)
 		}
 		gw := httptest.NewServer(g.Handler())
-		t.Cleanup(func() { gw.Close(); g.Close() })
+		t.Cleanup(func() { closeServed(t, gw, g) })
 		urls = append(urls, gw.URL)
 	}
 	for _, tc := range []struct{ name, path, tool string }{
@@ -137,7 +137,7 @@ func TestAttackSealedGetStreamOutlivesAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	get := func(ctx context.Context, url string, hdr map[string]string) (*http.Response, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		for k, v := range hdr {

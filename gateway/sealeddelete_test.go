@@ -73,7 +73,7 @@ func TestSealedVirtualSessionDeadAfterDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"alice","version":"1"}}}`
 	status, h, body := post(t, gw.URL+"/mcp", nil, init)
 	sid := h.Get(hdrSession)

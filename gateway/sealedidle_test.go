@@ -43,7 +43,7 @@ route_rules:
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	hdr := openSession(t, gw.URL+"/mcp/demo", "alice", nil)
 	if _, _, body := post(t, gw.URL+"/mcp/demo", hdr, readDocument(1)); strings.Contains(body, `"isError":true`) {
 		t.Fatalf("read_document: %s", body)

@@ -57,7 +57,7 @@ route_rules:
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 
 	for _, url := range []string{gw.URL + "/mcp/demo", gw.URL + "/mcp"} {
 		// An id with spare bits (two in three have them).

@@ -31,7 +31,7 @@ func TestGoSDKSessionGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	for _, tc := range []struct{ name, path, tool string }{
 		{"route", "/mcp/demo", "echo"},
 		{"virtual server", "/mcp", "demo_echo"},

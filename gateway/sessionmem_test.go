@@ -73,7 +73,7 @@ func TestIdleSessionMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	defer func() { gw.Close(); g.Close() }()
+	defer closeServed(t, gw, g)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	open := func(i int) {
 		req, _ := http.NewRequest(http.MethodPost, gw.URL+"/mcp/lean", strings.NewReader(

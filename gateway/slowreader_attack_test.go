@@ -40,7 +40,7 @@ func TestAttackSlowReaderCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	host := strings.TrimPrefix(gw.URL, "http://")
 	sid := initialize(t, gw.URL+"/mcp/demo")
 

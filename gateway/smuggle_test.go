@@ -108,7 +108,7 @@ func TestNoSmugglingToLineFramedUpstreams(t *testing.T) {
 						t.Fatal(err)
 					}
 					gw := httptest.NewServer(g.Handler())
-					defer func() { gw.Close(); g.Close() }()
+					defer closeServed(t, gw, g)
 					tr.run(t, gw.URL, g)
 					b, err := os.ReadFile(logPath)
 					if err != nil {

@@ -66,7 +66,7 @@ func TestAttackUnreadConnKeepsSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		gw := httptest.NewServer(g.Handler())
-		t.Cleanup(func() { gw.Close(); g.Close() })
+		t.Cleanup(func() { closeServed(t, gw, g) })
 		return served{gw.URL, ended, flooding, released}
 	}
 	// smallReads dials with a small receive buffer, so that an unread

@@ -57,7 +57,7 @@ func TestAttackUnreadStreamKeepsSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		gw := httptest.NewServer(g.Handler())
-		t.Cleanup(func() { gw.Close(); g.Close() })
+		t.Cleanup(func() { closeServed(t, gw, g) })
 		host := strings.TrimPrefix(gw.URL, "http://")
 		return g, gw.URL + "/mcp/demo", func(method, sid, body string) net.Conn {
 			c, err := net.Dial("tcp", host)

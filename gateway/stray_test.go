@@ -47,7 +47,7 @@ func TestAttackStrayListResponse(t *testing.T) {
 				t.Fatal(err)
 			}
 			gw := httptest.NewServer(g.Handler())
-			defer func() { gw.Close(); g.Close() }()
+			defer closeServed(t, gw, g)
 			var rd io.Reader
 			if c.method == http.MethodPost {
 				rd = strings.NewReader(modernCall(1, "echo", `{"message":"hi"}`))

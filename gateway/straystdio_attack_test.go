@@ -151,7 +151,7 @@ func TestLateListAnswerScreened(t *testing.T) {
 	}
 	g.routes["u"].dialer = up
 	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { srv.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, srv, g) })
 	url := srv.URL + "/mcp/u"
 	hdr := initializeWith(t, url, `{}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

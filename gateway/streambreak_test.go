@@ -42,7 +42,7 @@ func TestUpstreamStreamBreakAnswersPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	defer func() { gw.Close(); g.Close() }()
+	defer closeServed(t, gw, g)
 
 	tests := []struct {
 		name, version, body string

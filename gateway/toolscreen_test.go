@@ -78,7 +78,7 @@ func TestToolsListScreenedAfterRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 
 	check := func(t *testing.T, list string) {
 		t.Helper()

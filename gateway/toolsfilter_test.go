@@ -137,7 +137,7 @@ func newHidingFixture(t *testing.T, dec intercept.Decider, hide bool, stdio stri
 		t.Fatal(err)
 	}
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	return g, gw.URL, obs
 }
 

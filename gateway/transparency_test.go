@@ -750,7 +750,7 @@ func startPermissiveGateway(t *testing.T, up Upstream) (*Gateway, string) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { srv.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, srv, g) })
 	return g, srv.URL
 }
 

@@ -95,7 +95,7 @@ func startScripted(t *testing.T, up *scriptUpstream) string {
 	}
 	g.routes["u"].dialer = up
 	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { srv.Close(); g.Close(); http.DefaultClient.CloseIdleConnections() })
+	t.Cleanup(func() { closeServed(t, srv, g); http.DefaultClient.CloseIdleConnections() })
 	return srv.URL
 }
 
@@ -215,7 +215,7 @@ func holdingAddGatewayWith(t *testing.T, up *scriptUpstream, opts Options) (*Gat
 	}
 	g.routes["u"].dialer = up
 	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { srv.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, srv, g) })
 	return g, srv.URL, store
 }
 
@@ -314,7 +314,7 @@ func TestBridgeBacklogBoundedInBytes(t *testing.T) {
 	}
 	g.routes["u"].dialer = up
 	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { srv.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, srv, g) })
 	status, hdr, body := post(t, srv.URL+"/mcp/u", nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
 	sid := hdr.Get(hdrSession)
 	if status != 200 || sid == "" {

@@ -198,7 +198,7 @@ func rugGateway(t *testing.T) (gw *httptest.Server, g *Gateway, r *rug) {
 		t.Fatal(err)
 	}
 	gw = httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close() })
+	t.Cleanup(func() { closeServed(t, gw, g) })
 	return gw, g, r
 }
 

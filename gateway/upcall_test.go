@@ -92,7 +92,7 @@ func startGateway(t *testing.T, opts Options, failOn string) (url string, g *Gat
 	rec = &recordingDialer{next: g.routes["stdio"].dialer, failOn: failOn}
 	g.routes["stdio"].dialer = rec
 	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { gw.Close(); g.Close(); http.DefaultClient.CloseIdleConnections() })
+	t.Cleanup(func() { closeServed(t, gw, g); http.DefaultClient.CloseIdleConnections() })
 	return gw.URL, g, rec
 }
 
