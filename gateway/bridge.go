@@ -69,6 +69,7 @@ type bridgeState struct {
 	handing      [][]byte
 	handingBytes int
 	handPumping  bool
+	handed       chan struct{} // closed when handPump ends; nil while it does not run
 }
 
 // The backlog's bounds: the oldest messages go first past either. The
@@ -335,8 +336,10 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 		}
 		if answered && call.creates {
 			// Its handle is recorded: what was held about the task goes
-			// first, in the order the upstream sent it.
+			// first, in the order the upstream sent it (what a stream
+			// had no room for at once is taken before the answer goes).
 			b.tasks.settle(1)
+			b.awaitHanded()
 		}
 		b.deliverTo(target, msg)
 	}
@@ -392,8 +395,20 @@ func (b *bridgeState) handOnLocked(from *stream, msg []byte) {
 		b.dropped++
 	}
 	if !b.handPumping {
-		b.handPumping = true
+		b.handPumping, b.handed = true, make(chan struct{})
 		go b.handPump()
+	}
+}
+
+// awaitHanded waits until what was handed on has been taken (handPump),
+// for as long as the streams it goes to are open: on the upstream's
+// reader only, which waits for its clients anyway.
+func (b *bridgeState) awaitHanded() {
+	b.mu.Lock()
+	handed := b.handed
+	b.mu.Unlock()
+	if handed != nil {
+		<-handed
 	}
 }
 
@@ -445,6 +460,8 @@ func (b *bridgeState) handPump() {
 		b.mu.Lock()
 		if len(b.handing) == 0 {
 			b.handing, b.handingBytes, b.handPumping = nil, 0, false
+			close(b.handed)
+			b.handed = nil
 			b.mu.Unlock()
 			return
 		}
@@ -534,13 +551,10 @@ func (b *bridgeState) getTarget(msg []byte) *stream {
 // waits for.
 type bridgeSink struct{ b *bridgeState }
 
+// It never waits for a client (handOn): taskHold.settle sends under its
+// lock, from release and bridgePost too, on a handler's goroutine.
 func (s *bridgeSink) send(msg []byte) error {
-	s.b.mu.Lock()
-	target := s.b.serverTarget(msg)
-	s.b.mu.Unlock()
-	if target != nil {
-		s.b.deliverTo(target, msg)
-	}
+	s.b.handOn(nil, msg)
 	return nil
 }
 

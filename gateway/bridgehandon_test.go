@@ -160,3 +160,41 @@ func TestBridgeReleaseWaitsForNoClient(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestBridgeSinkWaitsForNoClient: a message held about a task (taskhold.go)
+// is released through the bridge's sink by settle, which runs in release
+// and bridgePost too, on a handler's goroutine, under the hold's lock: it
+// delivered waiting while the stream it went to had no room (a GET
+// stream open but not read), the handler and every other user of the
+// hold with it. It is handed on now, as release hands on.
+func TestBridgeSinkWaitsForNoClient(t *testing.T) {
+	const note = `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t1","status":"completed"}}`
+	get := newStream()
+	for range cap(get.ch) {
+		get.ch <- []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`)
+	}
+	b := &bridgeState{waiters: map[string]*stream{}, calls: map[string]bridgeCall{}, get: get}
+	b.sink = &bridgeSink{b}
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		_ = b.sink.send([]byte(note))
+	}()
+	select {
+	case <-sent:
+	case <-time.After(10 * time.Second):
+		get.goneOnce.Do(func() { close(get.gone) })
+		<-sent
+		t.Fatal("the sink waited for the GET stream, which nobody reads, to take a held message")
+	}
+	for i := 0; ; i++ {
+		select {
+		case got := <-get.ch:
+			if string(got) == note {
+				return
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the held message never reached the GET stream (%d others did)", i)
+		}
+	}
+}
