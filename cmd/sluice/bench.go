@@ -250,7 +250,9 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		c      int
 	}
 	totals := map[key]*bench.Measurement{}
+	report := &bench.Report{}
 	for round := range *rounds {
+		var rows []bench.Row
 		for _, name := range names {
 			for _, c := range levels {
 				p := bench.Phase{Target: name, Concurrency: c, Warmup: *warmup, Duration: *duration, Call: calls[name], UpstreamPID: up.PID()}
@@ -267,6 +269,7 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				if err != nil {
 					return err
 				}
+				rows = append(rows, m.Row()) // before Add, which may change m
 				if t := totals[key{name, c}]; t != nil {
 					t.Add(m)
 				} else {
@@ -274,8 +277,10 @@ func benchTo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				}
 			}
 		}
+		if *rounds > 1 {
+			report.Rounds = append(report.Rounds, rows)
+		}
 	}
-	report := &bench.Report{}
 	for _, name := range names {
 		for _, c := range levels {
 			report.Rows = append(report.Rows, totals[key{name, c}].Row())

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 )
@@ -78,12 +79,19 @@ type Ratio struct {
 	// CPU is target CPU per call over baseline CPU per call: below 1 is
 	// cheaper.
 	CPU float64 `json:"cpu"`
+	// CPURounds is CPU in each round (Report.Rounds), when there were
+	// several: how far one round's ratio is from another's says how much
+	// of a difference is the machine's noise.
+	CPURounds []float64 `json:"cpu_rounds,omitempty"`
 }
 
 // Report is the outcome of a benchmark run.
 type Report struct {
 	Rows   []Row   `json:"rows"`
 	Ratios []Ratio `json:"ratios"`
+	// Rounds are the rows of each round, when there were several (Rows
+	// are their totals).
+	Rounds [][]Row `json:"rounds,omitempty"`
 }
 
 // AddRatios appends the ratios of target to baseline at every concurrency
@@ -97,15 +105,35 @@ func (r *Report) AddRatios(target, baseline string) {
 			if b.Target != baseline || b.Concurrency != t.Concurrency {
 				continue
 			}
-			r.Ratios = append(r.Ratios, Ratio{
+			q := Ratio{
 				Target:      target,
 				Baseline:    baseline,
 				Concurrency: t.Concurrency,
 				Throughput:  div(t.CallsPerSec, b.CallsPerSec),
 				CPU:         div(t.CPUPerCallUs, b.CPUPerCallUs),
-			})
+			}
+			if len(r.Rounds) > 1 {
+				for _, rows := range r.Rounds {
+					rt, okt := findRow(rows, target, t.Concurrency)
+					rb, okb := findRow(rows, baseline, t.Concurrency)
+					if okt && okb {
+						q.CPURounds = append(q.CPURounds, div(rt.CPUPerCallUs, rb.CPUPerCallUs))
+					}
+				}
+			}
+			r.Ratios = append(r.Ratios, q)
 		}
 	}
+}
+
+// findRow returns the row of target at concurrency c in rows.
+func findRow(rows []Row, target string, c int) (Row, bool) {
+	for _, row := range rows {
+		if row.Target == target && row.Concurrency == c {
+			return row, true
+		}
+	}
+	return Row{}, false
 }
 
 func div(a, b float64) float64 {
@@ -149,8 +177,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	for _, q := range r.Ratios {
-		fmt.Fprintf(w, "%s/%s c=%d: throughput %.2f×, CPU per call %.2f×\n",
+		fmt.Fprintf(w, "%s/%s c=%d: throughput %.2f×, CPU per call %.2f×",
 			q.Target, q.Baseline, q.Concurrency, q.Throughput, q.CPU)
+		if n := len(q.CPURounds); n > 1 {
+			rs := slices.Sorted(slices.Values(q.CPURounds))
+			median := rs[n/2]
+			if n%2 == 0 {
+				median = (rs[n/2-1] + rs[n/2]) / 2
+			}
+			fmt.Fprintf(w, " (%d rounds: %.2f× to %.2f×, median %.2f×)", n, rs[0], rs[n-1], median)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, row := range r.Rows {
 		if row.Errors > 0 {

@@ -58,3 +58,46 @@ func TestReport(t *testing.T) {
 		}
 	}
 }
+
+// TestReportRounds: with several rounds, each ratio also says what it was
+// in each round, so that a difference smaller than one round's distance
+// from another is not taken for a change.
+func TestReportRounds(t *testing.T) {
+	row := func(target string, cpu time.Duration) Row {
+		return NewRow(target, 32, &Result{Calls: 1000, Elapsed: time.Second}, "proxy", Sample{CPU: cpu}, Sample{})
+	}
+	r := Report{Rounds: [][]Row{
+		{row("bare-pooled", 100*time.Millisecond), row("sluice", 90*time.Millisecond)},
+		{row("bare-pooled", 100*time.Millisecond), row("sluice", 96*time.Millisecond)},
+		{row("bare-pooled", 80*time.Millisecond), row("sluice", 76*time.Millisecond)},
+	}}
+	r.Rows = []Row{row("bare-pooled", 280*time.Millisecond), row("sluice", 262*time.Millisecond)}
+	r.AddRatios("sluice", "bare-pooled")
+	if len(r.Ratios) != 1 {
+		t.Fatalf("%d ratios, want 1", len(r.Ratios))
+	}
+	q := r.Ratios[0]
+	want := []float64{0.90, 0.96, 0.95}
+	if len(q.CPURounds) != len(want) {
+		t.Fatalf("CPU by round = %v, want %v", q.CPURounds, want)
+	}
+	for i := range want {
+		if d := q.CPURounds[i] - want[i]; d > 1e-9 || d < -1e-9 {
+			t.Errorf("CPU in round %d = %v, want %v", i+1, q.CPURounds[i], want[i])
+		}
+	}
+	var b bytes.Buffer
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "sluice/bare-pooled c=32: throughput 1.00×, CPU per call 0.94× (3 rounds: 0.90× to 0.96×, median 0.95×)"; !strings.Contains(b.String(), want) {
+		t.Errorf("table has no %q:\n%s", want, b.String())
+	}
+
+	// One round: nothing more to say than the total.
+	r = Report{Rows: r.Rows}
+	r.AddRatios("sluice", "bare-pooled")
+	if q := r.Ratios[0]; q.CPURounds != nil {
+		t.Errorf("one round: CPU by round = %v, want none", q.CPURounds)
+	}
+}
