@@ -138,6 +138,9 @@ var (
 	ErrNothingToApprove = errors.New("inventory: tool has no change to approve")
 	// ErrStale: the version to approve is no longer the observed one.
 	ErrStale = errors.New("inventory: tool changed again since the version to approve")
+	// ErrStoreUnavailable: a pin or approval could not be written (a
+	// full disk, an unreachable Redis); nothing changed, try again.
+	ErrStoreUnavailable = errors.New("the inventory store cannot be written now")
 )
 
 // Inventory keeps the tool inventories of the gateway's upstreams: it
@@ -176,6 +179,12 @@ type upstream struct {
 	// (pinAbandoned); the next complete list completes it. In memory: a
 	// restart forgets it, and the missing tools are then new.
 	partial bool
+	// unsaved: pinned could not be written (a full disk, a store that did
+	// not answer) and holds in memory only; a restart would forget it and
+	// pin whatever it saw first. Later listings write it again (keepPin),
+	// at most once every retrySaveEvery (retrySaveAt).
+	unsaved     bool
+	retrySaveAt time.Time
 	// unpinned is why a list of an upstream not pinned yet was rejected
 	// (too many tools or bytes): it blocks every tool until a pin.
 	unpinned error
@@ -442,7 +451,18 @@ func (inv *Inventory) repeated(upstream string, digest [sha256.Size]byte) bool {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	u := inv.ups[upstream]
-	return u != nil && u.observed != nil && u.lastList == digest && u.pages.tools == nil && !inv.autoPin(u)
+	return u != nil && u.observed != nil && u.lastList == digest && u.pages.tools == nil && !inv.autoPin(u) && !inv.retrySave(u)
+}
+
+// retrySaveEvery is how often a pin held in memory only (upstream.unsaved)
+// is written again, as listings come: a full disk is not tried, and its
+// failure logged, at every tools/list.
+const retrySaveEvery = 10 * time.Second
+
+// retrySave reports whether u's pin, held in memory only, is due to be
+// written again. Callers hold mu.
+func (inv *Inventory) retrySave(u *upstream) bool {
+	return u.unsaved && !inv.now().Before(u.retrySaveAt)
 }
 
 // observe merges a page, asked for with cursor (nil: not known), and,
@@ -495,6 +515,9 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 		evs = append(evs, inv.completePin(u, snap)...)
 	}
 	if u.observed != nil && u.observed.Hash == snap.Hash && !inv.autoPin(u) {
+		if inv.retrySave(u) {
+			evs = append(evs, inv.keepPin(u)...)
+		}
 		if len(evs) > 0 {
 			evs = append(evs, inv.refresh(upstream)...)
 			inv.publish()
@@ -570,6 +593,7 @@ func (inv *Inventory) completePin(u *upstream, snap *Snapshot) []Event {
 		return []Event{storeError(u.name, Pinned, err)}
 	}
 	u.pinned = pin
+	u.unsaved = false
 	return []Event{{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
 		"hash": pin.Hash, "tools": len(pin.Tools), "first_seen": true, "completed": true,
 	}}}
@@ -670,16 +694,19 @@ func (inv *Inventory) setPin(u *upstream, snap *Snapshot) []Event {
 		}}}
 	case err != nil:
 		// Pin in memory anyway: the gateway must not run unpinned because
-		// the disk is full, and the next pin or approval retries the write.
+		// the disk is full; later listings write it again (keepPin), and
+		// so does a pin or approval.
 		u.pinned, u.pinErr = snap, nil
+		u.unsaved, u.retrySaveAt = true, inv.now().Add(retrySaveEvery)
 		return []Event{storeError(u.name, Pinned, err), ev}
 	case kept != snap:
 		// Another replica pinned the upstream first: its pin is the pin,
 		// and what this one saw is compared with it.
-		u.pinned, u.pinErr = kept, nil
+		u.pinned, u.pinErr, u.unsaved = kept, nil, false
 		return nil
 	}
 	u.pinned, u.pinErr, u.seen, u.unpinned = snap, nil, nil, nil
+	u.unsaved = false
 	return []Event{ev}
 }
 
@@ -745,12 +772,16 @@ func (inv *Inventory) keepPin(u *upstream) []Event {
 	var bad *LoadError
 	switch {
 	case errors.As(err, &bad):
+		u.unsaved = false
 		return nil // another writer's pin, which reload rejects
 	case err != nil:
+		u.retrySaveAt = inv.now().Add(retrySaveEvery)
 		return []Event{storeError(u.name, Pinned, err)}
 	case kept != u.pinned:
+		u.unsaved = false
 		return nil // stored already, by this replica or another
 	}
+	u.unsaved = false
 	return []Event{{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
 		"hash": u.pinned.Hash, "tools": len(u.pinned.Tools), "restored": true,
 	}}}
@@ -787,6 +818,7 @@ func (inv *Inventory) reload(kind Kind, upstream string) []Event {
 			return nil
 		}
 		u.pinned, u.pinErr = snap, nil
+		u.unsaved = false
 	default:
 		if u.observed != nil && u.observed.Hash == snap.Hash {
 			return nil
@@ -879,6 +911,7 @@ func (inv *Inventory) approveLocked(upstream, tool string, want *string, evType 
 		return nil, err
 	}
 	u.pinned, u.pinErr = snap, nil
+	u.unsaved = false
 	if tool == AllTools {
 		u.seen = nil
 	} else {

@@ -140,7 +140,7 @@ func (s *Store) Save(kind Kind, snap *Snapshot) error {
 		return err
 	}
 	if err := s.be.Put(kind, snap.Upstream, out); err != nil {
-		return fmt.Errorf("inventory: saving %s snapshot of %q: %w", kind, snap.Upstream, err)
+		return fmt.Errorf("inventory: saving %s snapshot of %q: %w: %w", kind, snap.Upstream, ErrStoreUnavailable, err)
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func (s *Store) SaveFirst(kind Kind, snap *Snapshot) (*Snapshot, error) {
 	}
 	kept, err := s.be.PutIfAbsent(kind, snap.Upstream, doc)
 	if err != nil {
-		return nil, fmt.Errorf("inventory: saving %s snapshot of %q: %w", kind, snap.Upstream, err)
+		return nil, fmt.Errorf("inventory: saving %s snapshot of %q: %w: %w", kind, snap.Upstream, ErrStoreUnavailable, err)
 	}
 	if kept == nil {
 		return snap, nil

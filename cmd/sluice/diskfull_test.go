@@ -33,18 +33,23 @@ func TestServeDiskFull(t *testing.T) {
 	bin := buildSluice(t)
 	up := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
 	t.Cleanup(up.Close)
-	// start returns the gateway, its disk and its data directory.
-	start := func(t *testing.T, extra string) (*child, *fulldisk.Disk, string) {
+	// startOn returns a gateway in front of the demo server at upURL, its
+	// disk and its data directory.
+	startOn := func(t *testing.T, upURL, extra string) (*child, *fulldisk.Disk, string) {
 		t.Helper()
 		dir := t.TempDir()
 		cfgPath := filepath.Join(dir, "sluice.yaml")
 		cfg := fmt.Sprintf("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nadmin_token: t0k\ndata_dir: %s\ntelemetry: {prometheus: true}\nclassifier: {provider: off}\nupstreams: [{name: demo, url: %q}]\n%s",
-			filepath.Join(dir, "data"), up.URL+"/mcp", extra)
+			filepath.Join(dir, "data"), upURL+"/mcp", extra)
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		c := startChild(t, bin, cfgPath, true)
 		return c, fulldisk.Process(t, c.cmd.Process.Pid), filepath.Join(dir, "data")
+	}
+	start := func(t *testing.T, extra string) (*child, *fulldisk.Disk, string) {
+		t.Helper()
+		return startOn(t, up.URL, extra)
 	}
 
 	t.Run("deny", func(t *testing.T) {
@@ -95,6 +100,58 @@ func TestServeDiskFull(t *testing.T) {
 		c.notSpinning(t)
 		disk.Free(t)
 		c.waitLogAfter(t, `msg="audit: events are written again"`, func() { c.echo(t, -1) })
+	})
+
+	// The tool pins (inventory, JSON files in the data directory): a pin
+	// that cannot be written holds in memory, so the gateway does not run
+	// unpinned because its disk is full: a tool changed behind it is
+	// still blocked, an operator's approval that cannot be written is
+	// refused and changes nothing, and once space returns the approval is
+	// written and takes effect.
+	t.Run("pins", func(t *testing.T) {
+		up := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
+		t.Cleanup(up.Close)
+		c, disk, data := startOn(t, up.URL, "policy: {default: allow, result_mode: tool_result}\n")
+		url := "http://" + c.listen + "/mcp/demo"
+		search := func() string {
+			return modernCallFrom(t, &http.Client{Timeout: 15 * time.Second}, url, "agent-1", "tools/call", "web_search", `{"name":"web_search","arguments":{"query":"sluice"}}`)
+		}
+		disk.Fill(t)
+		modernCall(t, url, "tools/list", "", "") // first sight: pinned, in memory only
+		c.waitLog(t, `level=ERROR msg=inventory event=sluice.inventory_store_error upstream=demo`)
+		if entries, _ := os.ReadDir(filepath.Join(data, "inventory", "pinned")); len(entries) > 0 {
+			t.Fatalf("a pin was written with the disk full: %v", entries)
+		}
+		if got := search(); strings.Contains(got, "inventory_drift") || !strings.Contains(got, "sluice") {
+			t.Fatalf("the pinned tool with the disk full: got %s, want it forwarded", got)
+		}
+		modernCall(t, url, "tools/call", "rotate_description", `{"name":"rotate_description","arguments":{}}`)
+		modernCall(t, url, "tools/list", "", "") // sees the new description
+		if got := search(); !strings.Contains(got, `"code":"inventory_drift"`) {
+			t.Fatalf("a tool changed behind the gateway with the disk full: got %s, want inventory_drift (the pin holds in memory)", got)
+		}
+		approve := func() (int, string) {
+			return c.admin(t, http.MethodPost, "/admin/inventory/demo/approve", `{"tool":"web_search"}`)
+		}
+		// 503, not 409 (which says the pin's state conflicts): nothing
+		// changed, and the operator may try again.
+		if code, body := approve(); code != http.StatusServiceUnavailable || !strings.Contains(body, "the inventory store cannot be written now") {
+			t.Fatalf("approving the change with the disk full: got %d %s, want 503 saying the inventory store cannot be written", code, body)
+		}
+		if got := search(); !strings.Contains(got, `"code":"inventory_drift"`) {
+			t.Fatalf("after an approval that could not be written: got %s, want still inventory_drift", got)
+		}
+		c.notSpinning(t)
+		disk.Free(t)
+		if code, body := approve(); code != http.StatusOK {
+			t.Fatalf("approving once space returned: got %d %s", code, body)
+		}
+		if got := search(); strings.Contains(got, "inventory_drift") || !strings.Contains(got, "sluice") {
+			t.Fatalf("the approved tool: got %s, want it forwarded", got)
+		}
+		if entries, err := os.ReadDir(filepath.Join(data, "inventory", "pinned")); err != nil || len(entries) == 0 {
+			t.Fatalf("no pin on disk once space returned and the change was approved: %v %v", entries, err)
+		}
 	})
 
 	t.Run("approvals", func(t *testing.T) {

@@ -117,8 +117,13 @@ func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
 			status := http.StatusConflict
-			if errors.Is(err, inventory.ErrUnknownUpstream) {
+			switch {
+			case errors.Is(err, inventory.ErrUnknownUpstream):
 				status = http.StatusNotFound
+			case errors.Is(err, inventory.ErrStoreUnavailable):
+				// Nothing changed; the operator may try again (not a
+				// conflict with the pin's state, which 409 says).
+				status = http.StatusServiceUnavailable
 			}
 			w.WriteHeader(status)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
