@@ -176,6 +176,12 @@ type Options struct {
 	// replica that did not take a relay's registration checks the
 	// caller's key. Without it such a relay's pushes are refused (410).
 	RecheckKey func(keyID string) error
+	// RecheckJWTKey, if set, reports why the JWT signing key ref names
+	// (intercept.Principal.SigningKey) is no longer published by the
+	// issuer, or nil; an error wrapping intercept.ErrUncheckable if the
+	// key set cannot be fetched now. Without it the pushes of a relay
+	// registered with a JWT through another replica are refused (410).
+	RecheckJWTKey func(ref string) error
 	// AllowPrivatePushURLs lets push notification URLs name loopback,
 	// private and link-local addresses (refused by default: an agent must
 	// not make an upstream call into the gateway's network).

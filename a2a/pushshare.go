@@ -73,6 +73,11 @@ type relayCredential struct {
 	KeyID   string    `json:"k,omitempty"` // an API key's id, rechecked against the key file (Options.RecheckKey)
 	Expires time.Time `json:"e,omitzero"`  // a JWT's exp, a certificate's NotAfter
 	Lapses  bool      `json:"l,omitempty"` // the credential can stop holding (Principal.Check)
+	// JWTKey names a JWT's signing key (Principal.SigningKey), asked of
+	// the issuer's key set again (Options.RecheckJWTKey): a key the issuer
+	// withdrew before the token's exp ends the relay on every replica,
+	// not only on the one that holds the Principal.
+	JWTKey string `json:"j,omitempty"`
 }
 
 // credentialOf is what a record keeps of p (nil: no credential to lose).
@@ -80,7 +85,7 @@ func credentialOf(p *intercept.Principal) *relayCredential {
 	if p == nil || (p.Check == nil && p.Expires.IsZero()) {
 		return nil
 	}
-	c := &relayCredential{Method: p.Method, Expires: p.Expires, Lapses: p.Check != nil}
+	c := &relayCredential{Method: p.Method, Expires: p.Expires, Lapses: p.Check != nil, JWTKey: p.SigningKey}
 	if id, ok := p.Claims["key_id"].(string); ok && p.Method == "api_key" {
 		c.KeyID = id
 	}
@@ -440,7 +445,8 @@ var errRegisterShared = &intercept.WireError{Code: intercept.CodeInternalError,
 // the caller's credential. An expiry (a JWT's exp, a certificate's
 // NotAfter) is checked here; an API key is looked up again in the key
 // file every replica loads (Options.RecheckKey; an error wrapping
-// intercept.ErrUncheckable: it cannot tell now); a credential that can
+// intercept.ErrUncheckable: it cannot tell now), a JWT's signing key in
+// the issuer's key set (Options.RecheckJWTKey); a credential that can
 // lapse in a way the record cannot tell is taken as lapsed (fail closed).
 func (g *Gateway) storedLapsed(c *relayCredential) error {
 	if c == nil {
@@ -454,6 +460,10 @@ func (g *Gateway) storedLapsed(c *relayCredential) error {
 		return g.opts.RecheckKey(c.KeyID)
 	case c.Method == "api_key":
 		return errors.New("the API key cannot be checked on this replica")
+	case c.JWTKey != "" && g.opts.RecheckJWTKey != nil:
+		return g.opts.RecheckJWTKey(c.JWTKey)
+	case c.JWTKey != "":
+		return errors.New("the JWT's signing key cannot be checked on this replica")
 	case c.Lapses && c.Expires.IsZero():
 		return errors.New("the credential cannot be checked on this replica")
 	}

@@ -262,9 +262,23 @@ func TestPushRelayStoredCredential(t *testing.T) {
 		{"an API key, no key file here", &relayCredential{Method: "api_key", KeyID: "k1", Lapses: true}, nil, "cannot be checked"},
 		{"an API key without its id", &relayCredential{Method: "api_key", Lapses: true}, holds, "cannot be checked"},
 		{"a credential that lapses, no expiry", &relayCredential{Method: "other", Lapses: true}, holds, "cannot be checked"},
+		// A JWT's signing key is asked of the issuer's key set again: one
+		// withdrawn before the token's exp ends the relay here too.
+		{"a JWT whose key is published", &relayCredential{Method: "jwt", Expires: time.Now().Add(time.Hour), Lapses: true, JWTKey: "sum.kid-1"}, holds, ""},
+		{"a JWT whose key was withdrawn", &relayCredential{Method: "jwt", Expires: time.Now().Add(time.Hour), Lapses: true, JWTKey: "sum.withdrawn"}, holds, "no longer published"},
+		{"a JWT's key, no JWKS here", &relayCredential{Method: "jwt", Expires: time.Now().Add(time.Hour), Lapses: true, JWTKey: "sum.kid-1"}, nil, "cannot be checked"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			g := &Gateway{opts: Options{RecheckKey: c.recheck}}
+			var published func(string) error
+			if c.recheck != nil {
+				published = func(ref string) error {
+					if ref == "sum.withdrawn" {
+						return errors.New("the token's signing key is no longer published")
+					}
+					return nil
+				}
+			}
+			g := &Gateway{opts: Options{RecheckKey: c.recheck, RecheckJWTKey: published}}
 			got := ""
 			if err := g.storedLapsed(c.cred); err != nil {
 				got = err.Error()

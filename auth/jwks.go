@@ -107,6 +107,18 @@ func (c *jwksCache) hasKey(kid string, key any) bool {
 	return ok && eq.Equal(key)
 }
 
+// hasKeyRef is hasKey of the key whose digest (keyDigest) is sum.
+func (c *jwksCache) hasKeyRef(kid, sum string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.keys[kid]
+	if !ok || c.now().Sub(c.fetched) >= c.ttl {
+		return false
+	}
+	got, ok := keyDigest(k.Key)
+	return ok && got == sum
+}
+
 // match returns the keys named kid (all of them for ""). Callers hold mu.
 func (c *jwksCache) match(kid string) []jose.JSONWebKey {
 	if kid != "" {

@@ -3,6 +3,8 @@ package auth
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -193,21 +195,67 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 		if !v.now().Add(-v.cfg.ClockSkew).Before(exp) {
 			return errors.New("the token expired")
 		}
-		if v.keys.hasKey(kid, pub) {
-			return nil
-		}
-		// Not fresh, perhaps, rather than withdrawn: nobody's token made
-		// the set be fetched again within jwks_cache_ttl. Fetched now (at
-		// most once per jwks_min_refresh, shared with every asker), as a
-		// new request's token would have it.
-		ctx, cancel := context.WithTimeout(context.Background(), jwksFetchTimeout)
-		defer cancel()
-		if _, err := v.keys.lookup(ctx, kid); err == nil && v.keys.hasKey(kid, pub) {
-			return nil
-		}
-		return errors.New("the token's signing key is no longer published")
+		return v.published(kid, func() bool { return v.keys.hasKey(kid, pub) })
 	}
-	return verifiedToken{p: &intercept.Principal{ID: id, Method: ModeJWT, Claims: all, Check: check, Expires: exp}, exp: exp, kid: kid, key: pub}, nil
+	return verifiedToken{p: &intercept.Principal{ID: id, Method: ModeJWT, Claims: all, Check: check, Expires: exp,
+		SigningKey: signingKeyRef(kid, pub)}, exp: exp, kid: kid, key: pub}, nil
+}
+
+// published reports why the signing key named kid, which has says is in
+// the set held, is no longer published, or nil. A set held past
+// jwks_cache_ttl is fetched again first (at most once per
+// jwks_min_refresh, shared with every asker), as a new request's token
+// would have it: not fresh, perhaps, rather than withdrawn. A set that
+// cannot be fetched says nothing of the key: an error wrapping
+// intercept.ErrUncheckable.
+func (v *JWTVerifier) published(kid string, has func() bool) error {
+	if has() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jwksFetchTimeout)
+	defer cancel()
+	_, err := v.keys.lookup(ctx, kid)
+	switch {
+	case has():
+		return nil
+	case err != nil && !errors.Is(err, errUnknownKID):
+		return fmt.Errorf("the issuer's signing keys cannot be fetched (%v): %w", err, intercept.ErrUncheckable)
+	}
+	return errors.New("the token's signing key is no longer published")
+}
+
+// KeyPublished reports why the signing key ref names (a Principal's
+// SigningKey) is no longer published by the issuer, or nil: the check a
+// JWT Principal's Check makes, for a process that holds only a record of
+// the credential (another replica's A2A push relay). An error wrapping
+// intercept.ErrUncheckable says the key set cannot be fetched now.
+func (v *JWTVerifier) KeyPublished(ref string) error {
+	sum, kid, ok := strings.Cut(ref, ".")
+	if !ok {
+		return errors.New("not a reference to a JWT signing key")
+	}
+	return v.published(kid, func() bool { return v.keys.hasKeyRef(kid, sum) })
+}
+
+// signingKeyRef names a JWT signing key by the base64url SHA-256 of its
+// public key (PKIX, DER) and its kid, in that order: the kid may hold a
+// '.'; the digest does not. Empty if the key cannot be encoded.
+func signingKeyRef(kid string, pub any) string {
+	sum, ok := keyDigest(pub)
+	if !ok {
+		return ""
+	}
+	return sum + "." + kid
+}
+
+// keyDigest is the base64url SHA-256 of pub's PKIX DER encoding.
+func keyDigest(pub any) (string, bool) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", false
+	}
+	sum := sha256.Sum256(der)
+	return base64.RawURLEncoding.EncodeToString(sum[:]), true
 }
 
 // missingScopes returns the required scopes the token's scope (a space

@@ -139,6 +139,18 @@ func (a *Authenticator) KeyHolds(id string) error {
 	return a.keys.stillGood(id)
 }
 
+// JWTKeyPublished reports why the JWT signing key ref names (a
+// Principal's SigningKey) is no longer published by the issuer, or nil:
+// what a JWT Principal's Check asks of its key, for a process that has
+// only the reference (another replica's A2A push relay). Without jwt mode
+// every reference is refused.
+func (a *Authenticator) JWTKeyPublished(ref string) error {
+	if a == nil || a.jwt == nil {
+		return errors.New("JWTs are not configured on this replica")
+	}
+	return a.jwt.KeyPublished(ref)
+}
+
 // Authenticate returns the principal of r, or a *Failure.
 func (a *Authenticator) Authenticate(r *http.Request) (*intercept.Principal, error) {
 	vals := r.Header.Values("Authorization")

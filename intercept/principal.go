@@ -38,6 +38,12 @@ type Principal struct {
 	// Expires is when the credential stops holding (a JWT's exp); zero
 	// means it has no expiry of its own.
 	Expires time.Time `json:"-"`
+	// SigningKey names the key a JWT was verified with (its SHA-256 and
+	// kid, as package auth makes it): how a process that holds only a
+	// record of the credential (another replica's A2A push relay) asks
+	// whether the issuer still publishes the key. Empty for other
+	// methods.
+	SigningKey string `json:"-"`
 }
 
 // ErrUncheckable is wrapped by a Principal's Check that cannot tell now

@@ -35,6 +35,10 @@ type testAS struct {
 	srv     *httptest.Server
 	key     jose.JSONWebKey
 	clients map[string]string // client_id -> secret
+	// withdrawn: the JWKS publishes next in place of key (the issuer
+	// rotated key out).
+	withdrawn atomic.Bool
+	next      jose.JSONWebKey
 
 	mu  sync.Mutex
 	log []string // "METHOD /path", and for the token endpoint the form
@@ -45,7 +49,12 @@ func newTestAS(t testing.TB, clients map[string]string) *testAS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as := &testAS{t: t, clients: clients, key: jose.JSONWebKey{Key: priv, KeyID: "as-1", Algorithm: "ES256", Use: "sig"}}
+	next, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := &testAS{t: t, clients: clients, key: jose.JSONWebKey{Key: priv, KeyID: "as-1", Algorithm: "ES256", Use: "sig"},
+		next: jose.JSONWebKey{Key: next, KeyID: "as-2", Algorithm: "ES256", Use: "sig"}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
 		u := as.srv.URL
@@ -56,6 +65,10 @@ func newTestAS(t testing.TB, clients map[string]string) *testAS {
 		})
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
+		if as.withdrawn.Load() {
+			writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{as.next.Public()}})
+			return
+		}
 		writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{as.key.Public()}})
 	})
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {

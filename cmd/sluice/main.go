@@ -256,7 +256,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		if tasks != nil {
 			rt = tasks.s
 		}
-		if w := cfg.withSharedRelays(&ao, rt, func(id string) error { return authn.KeyHolds(id) }); w != "" {
+		if w := cfg.withSharedRelays(&ao, rt, func() *auth.Authenticator { return authn }); w != "" {
 			logger.Warn(w)
 		}
 		ag, err := a2a.New(ao, gv.ic)

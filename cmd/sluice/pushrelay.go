@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/a2a"
+	"github.com/sluicehq/sluice/auth"
 )
 
 // pushRelayConfig is the push_relay: section: A2A push notifications
@@ -142,11 +143,11 @@ func (s *redisRelays) Delete(ctx context.Context, key string) error {
 }
 
 // withSharedRelays keeps o's relays in the agent_tasks Redis, sealed with
-// the session_keys, when both are set; keyHolds checks an API key again
-// for a replica that did not take the relay's registration. It returns a
-// warning when Redis is set without keys: relays then stay in each
-// replica rather than sit in Redis in clear.
-func (c *config) withSharedRelays(o *a2a.Options, tasks *redisTasks, keyHolds func(string) error) string {
+// the session_keys, when both are set; authn (made after the gateway,
+// asked when a push comes) checks an API key or a JWT's signing key again
+// for a replica that did not take the relay's registration. It returns a warning when Redis is set without keys:
+// relays then stay in each replica rather than sit in Redis in clear.
+func (c *config) withSharedRelays(o *a2a.Options, tasks *redisTasks, authn func() *auth.Authenticator) string {
 	if !o.PushRelay || tasks == nil {
 		return ""
 	}
@@ -154,6 +155,8 @@ func (c *config) withSharedRelays(o *a2a.Options, tasks *redisTasks, keyHolds fu
 		return "A2A push relays stay in the replica that registered them (an agent's push that reaches another replica is answered 404): set session_keys, with which agent_tasks.redis_url keeps them sealed for every replica"
 	}
 	o.Relays = &redisRelays{c: tasks.c, prefix: tasks.prefix + relayKeyInfix, timeout: tasks.timeout}
-	o.RelayKeys, o.RecheckKey = c.sessionKeys, keyHolds
+	o.RelayKeys = c.sessionKeys
+	o.RecheckKey = func(id string) error { return authn().KeyHolds(id) }
+	o.RecheckJWTKey = func(ref string) error { return authn().JWTKeyPublished(ref) }
 	return ""
 }

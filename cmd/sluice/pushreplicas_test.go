@@ -34,102 +34,27 @@ import (
 // revoked B answers 410 and delivers nothing. Before, B answered every
 // push 404 (relays lived in A's memory).
 func TestPushRelayAcrossReplicas(t *testing.T) {
-	rs := redistest.Start(t)
 	keyFile, key, _ := aliceAndMallory(t)
-	pushes := make(chan string, 16)
-	hook := pushHook(t, pushes)
-	steps := &scriptedSteps{steps: map[string]chan string{}}
-	h := a2asrv.NewHandler(steps, a2asrv.WithPushNotifications(push.NewInMemoryStore(), push.NewHTTPPushSender(nil)))
-	agent := pushAgent(t, h)
-
-	lnA, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lnB, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	baseA, baseB := "http://"+lnA.Addr().String(), "http://"+lnB.Addr().String()
-	// The load balancer agents reach the gateway through (public_url):
-	// it sends every push to B, and tells what B answered to each.
-	type answer struct {
-		body   string
-		status int
-	}
-	answered := make(chan answer, 64)
-	target, _ := url.Parse(baseB)
-	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
-	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(strings.NewReader(string(b)))
-		rw := &statusWriter{ResponseWriter: w}
-		proxy.ServeHTTP(rw, r)
-		answered <- answer{string(b), rw.status}
-	}))
-	t.Cleanup(lb.Close)
-	cfg := "session_keys: [\"" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32))) + "\"]\n" +
-		"agent_tasks: {redis_url: '" + rs.URL() + "', timeout: 200ms}\n" +
-		fmt.Sprintf("policy: {default: allow}\nauth: {mode: api_key, api_keys: {file: %s}}\npublic_url: %s\nagents: [{name: research, url: %s, allow_push_addresses: [127.0.0.1]}]\n",
-			keyFile, lb.URL, agent.URL)
-	startServeOn(t, lnA, cfg, nil)
-	startServeOn(t, lnB, cfg, nil)
-
+	e := newRelayReplicas(t, fmt.Sprintf("auth: {mode: api_key, api_keys: {file: %s}}\n", keyFile))
 	call := func(base, body string) (int, string) { return callResearch(t, base, key, body) }
-	register := func(text string) string {
-		_, got := call(baseA, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"`+text+`","role":"user","parts":[{"kind":"text","text":"`+text+`"}]},"configuration":{"blocking":false,"pushNotificationConfig":{"url":"`+hook.URL+`/alice","token":"alice-hook"}}}}`)
-		return got
-	}
-	// step has the agent push a working update saying text on task's
-	// task, and returns B's answer to it.
-	step := func(task, text string) int {
-		t.Helper()
-		steps.step(task) <- text
-		for deadline := time.After(10 * time.Second); ; {
-			select {
-			case a := <-answered:
-				if strings.Contains(a.body, text) {
-					return a.status
-				}
-			case <-deadline:
-				t.Fatalf("the agent's push %q never reached replica B", text)
-				return 0
-			}
-		}
-	}
-	delivered := func(text string) {
-		t.Helper()
-		for deadline := time.After(10 * time.Second); ; {
-			select {
-			case p := <-pushes:
-				if !strings.HasPrefix(p, "alice-hook|") {
-					t.Fatalf("alice's webhook got %.200s; want her token", p)
-				}
-				if strings.Contains(p, text) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("the agent's push %q never reached alice's webhook", text)
-			}
-		}
-	}
+	register := func(text string) string { return e.register(key, text) }
 
 	if got := register("one"); strings.Contains(got, `"error"`) {
 		t.Fatalf("alice's message with a push config through A: %s", got)
 	}
-	if status := step("one", "PROGRESS-ONE"); status != http.StatusOK {
+	if status := e.step("one", "PROGRESS-ONE"); status != http.StatusOK {
 		t.Fatalf("the agent's push through B: HTTP %d, want 200", status)
 	}
-	delivered("PROGRESS-ONE")
+	e.delivered("PROGRESS-ONE")
 
-	rs.Stop()
-	if status := step("one", "WHILE-DOWN"); status != http.StatusServiceUnavailable {
+	e.rs.Stop()
+	if status := e.step("one", "WHILE-DOWN"); status != http.StatusServiceUnavailable {
 		t.Errorf("a push through B with Redis stopped: HTTP %d, want 503", status)
 	}
 	if got := register("two"); !strings.Contains(got, `"error"`) || !strings.Contains(got, "shared store") {
 		t.Errorf("a push config registered through A with Redis stopped: %s; want a JSON-RPC error naming the shared store", got)
 	}
-	if err := rs.Restart(); err != nil {
+	if err := e.rs.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	// Redis came back empty: the relay registered before is gone; a new
@@ -144,14 +69,14 @@ func TestPushRelayAcrossReplicas(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if status := step("three", "PROGRESS-THREE"); status != http.StatusOK {
+	if status := e.step("three", "PROGRESS-THREE"); status != http.StatusOK {
 		t.Fatalf("the agent's push through B after Redis came back: HTTP %d, want 200", status)
 	}
-	delivered("PROGRESS-THREE")
+	e.delivered("PROGRESS-THREE")
 
 	revokeFirstKey(t, keyFile)
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if status, _ := call(baseB, `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":"x"}}`); status == http.StatusUnauthorized {
+		if status, _ := call(e.baseB, `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":"x"}}`); status == http.StatusUnauthorized {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -159,12 +84,147 @@ func TestPushRelayAcrossReplicas(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if status := step("three", "AFTER-REVOCATION"); status != http.StatusGone {
+	if status := e.step("three", "AFTER-REVOCATION"); status != http.StatusGone {
 		t.Errorf("a push through B after alice's key was revoked: HTTP %d, want 410", status)
 	}
+	e.nothingDelivered("after alice's key was revoked")
+}
+
+// TestPushRelayAcrossReplicasJWTKeyWithdrawn: as
+// TestPushRelayAcrossReplicas with JWT authentication. Alice registers a
+// push config through A with her token; the agent's pushes reach B, which
+// holds only the relay's record, and are delivered; once the issuer
+// withdraws the token's signing key (its JWKS no longer publishes it), B
+// answers 410 and delivers nothing, though the token's exp is an hour
+// away. Before, B checked only the exp: alice's webhook went on receiving
+// the agent's pushes through every replica but A until then.
+func TestPushRelayAcrossReplicasJWTKeyWithdrawn(t *testing.T) {
+	as := newTestAS(t, nil)
+	e := newRelayReplicas(t, fmt.Sprintf("auth: {mode: jwt, jwt: {issuer: %s, audience: [sluice-a2a], jwks_url: %s/jwks, jwks_cache_ttl: 1s, jwks_min_refresh: 100ms}}\n",
+		as.srv.URL, as.srv.URL))
+	token := as.sign(map[string]any{"sub": "alice", "aud": "sluice-a2a"})
+	if got := e.register(token, "one"); strings.Contains(got, `"error"`) {
+		t.Fatalf("alice's message with a push config through A: %s", got)
+	}
+	if status := e.step("one", "PROGRESS-ONE"); status != http.StatusOK {
+		t.Fatalf("the agent's push through B: HTTP %d, want 200", status)
+	}
+	e.delivered("PROGRESS-ONE")
+
+	as.withdrawn.Store(true)
+	time.Sleep(1100 * time.Millisecond) // past jwks_cache_ttl: the keys B holds are stale, and are fetched again
+	if status := e.step("one", "AFTER-WITHDRAWAL"); status != http.StatusGone {
+		t.Errorf("a push through B after the token's signing key was withdrawn: HTTP %d, want 410", status)
+	}
+	e.nothingDelivered("after the token's signing key was withdrawn")
+}
+
+// relayReplicas is two sluice serve replicas, A and B, on one real
+// redis-server (agent_tasks.redis_url, session_keys) with the auth config
+// given, a2a-go's server with its HTTP push sender as the agent, whose
+// pushes reach the gateway through a load balancer (public_url) that
+// sends them all to B, and a webhook for the callers.
+type relayReplicas struct {
+	t            *testing.T
+	rs           *redistest.Server
+	baseA, baseB string
+	steps        *scriptedSteps
+	answered     chan relayAnswer // B's answers to the agent's pushes
+	pushes       chan string      // what the webhook got
+	hook         *httptest.Server
+}
+
+// relayAnswer is B's answer to a push, and the push.
+type relayAnswer struct {
+	body   string
+	status int
+}
+
+func newRelayReplicas(t *testing.T, authCfg string) *relayReplicas {
+	e := &relayReplicas{t: t, rs: redistest.Start(t), steps: &scriptedSteps{steps: map[string]chan string{}},
+		answered: make(chan relayAnswer, 64), pushes: make(chan string, 16)}
+	e.hook = pushHook(t, e.pushes)
+	h := a2asrv.NewHandler(e.steps, a2asrv.WithPushNotifications(push.NewInMemoryStore(), push.NewHTTPPushSender(nil)))
+	agent := pushAgent(t, h)
+
+	lnA, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lnB, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.baseA, e.baseB = "http://"+lnA.Addr().String(), "http://"+lnB.Addr().String()
+	target, _ := url.Parse(e.baseB)
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
+	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		rw := &statusWriter{ResponseWriter: w}
+		proxy.ServeHTTP(rw, r)
+		e.answered <- relayAnswer{string(b), rw.status}
+	}))
+	t.Cleanup(lb.Close)
+	cfg := "session_keys: [\"" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32))) + "\"]\n" +
+		"agent_tasks: {redis_url: '" + e.rs.URL() + "', timeout: 200ms}\n" + authCfg +
+		fmt.Sprintf("policy: {default: allow}\npublic_url: %s\nagents: [{name: research, url: %s, allow_push_addresses: [127.0.0.1]}]\n",
+			lb.URL, agent.URL)
+	startServeOn(t, lnA, cfg, nil)
+	startServeOn(t, lnB, cfg, nil)
+	return e
+}
+
+// register sends, through A with credential, a message whose task is
+// named text, with alice's push config.
+func (e *relayReplicas) register(credential, text string) string {
+	_, got := callResearch(e.t, e.baseA, credential, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"`+text+`","role":"user","parts":[{"kind":"text","text":"`+text+`"}]},"configuration":{"blocking":false,"pushNotificationConfig":{"url":"`+e.hook.URL+`/alice","token":"alice-hook"}}}}`)
+	return got
+}
+
+// step has the agent push a working update saying text on task's task,
+// and returns B's answer to it.
+func (e *relayReplicas) step(task, text string) int {
+	e.t.Helper()
+	e.steps.step(task) <- text
+	for deadline := time.After(10 * time.Second); ; {
+		select {
+		case a := <-e.answered:
+			if strings.Contains(a.body, text) {
+				return a.status
+			}
+		case <-deadline:
+			e.t.Fatalf("the agent's push %q never reached replica B", text)
+			return 0
+		}
+	}
+}
+
+// delivered waits for alice's webhook to get the push saying text.
+func (e *relayReplicas) delivered(text string) {
+	e.t.Helper()
+	for deadline := time.After(10 * time.Second); ; {
+		select {
+		case p := <-e.pushes:
+			if !strings.HasPrefix(p, "alice-hook|") {
+				e.t.Fatalf("alice's webhook got %.200s; want her token", p)
+			}
+			if strings.Contains(p, text) {
+				return
+			}
+		case <-deadline:
+			e.t.Fatalf("the agent's push %q never reached alice's webhook", text)
+		}
+	}
+}
+
+// nothingDelivered fails the test if alice's webhook got a push it has
+// not taken yet.
+func (e *relayReplicas) nothingDelivered(when string) {
+	e.t.Helper()
 	select {
-	case p := <-pushes:
-		t.Errorf("after alice's key was revoked her webhook got %.200s", p)
+	case p := <-e.pushes:
+		e.t.Errorf("%s alice's webhook got %.200s", when, p)
 	default:
 	}
 }
