@@ -334,6 +334,16 @@ func ValidateAgent(a Agent) error {
 	return nil
 }
 
+// Close stops what the gateway does on its own: the retries of removals
+// a shared relay store did not take (Options.Relays), tried once more
+// now, what is left logged. The handler may still be used; removals that
+// fail from then on are left to the records' TTL.
+func (g *Gateway) Close() {
+	if g.shared != nil {
+		g.shared.close()
+	}
+}
+
 // Handler serves /a2a/{name} (JSON-RPC) and the agents' cards.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()

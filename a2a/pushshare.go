@@ -119,7 +119,9 @@ type sharedRelays struct {
 	// back, not push_relay.ttl later.
 	mu         sync.Mutex
 	unremoved  []unremoved
-	retrying   bool // a retry is scheduled
+	retrying   bool        // a retry is scheduled
+	timer      *time.Timer // the retry scheduled, while retrying
+	closed     bool        // close was called: nothing more is scheduled
 	retryEvery time.Duration
 	log        func(msg string, args ...any)
 }
@@ -312,15 +314,50 @@ func (s *sharedRelays) retryLater(keys []string, config bool) {
 			s.log("a2a: push relay: too many ended relays wait for the shared store; the oldest are left to push_relay.ttl", "dropped", over)
 		}
 	}
-	if !s.retrying {
+	switch {
+	case s.closed:
+		if s.log != nil {
+			s.log("a2a: push relay: ended relays the shared store did not take, as the gateway shuts down, are left to push_relay.ttl: other replicas deliver to them until then",
+				"relays", len(keys))
+		}
+	case !s.retrying:
 		s.retrying = true
-		time.AfterFunc(s.retryEvery, s.retry)
+		s.timer = time.AfterFunc(s.retryEvery, s.retry)
 	}
 }
 
 // retry removes again what the store did not take; what it still does
 // not take waits for the next retry, while any is left.
 func (s *sharedRelays) retry() {
+	s.removeAgain()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unremoved) == 0 || s.closed {
+		s.retrying, s.timer = false, nil
+		return
+	}
+	s.timer = time.AfterFunc(s.retryEvery, s.retry)
+}
+
+// close ends the retries: removals waiting for the store are tried once
+// more, and what it still does not take is left to the records' TTL,
+// logged (other replicas deliver to those relays until then).
+func (s *sharedRelays) close() {
+	s.mu.Lock()
+	s.closed = true
+	if s.timer != nil && s.timer.Stop() {
+		s.retrying, s.timer = false, nil
+	}
+	s.mu.Unlock()
+	if n := s.removeAgain(); n > 0 && s.log != nil {
+		s.log("a2a: push relay: ended relays the shared store did not take are left to push_relay.ttl: other replicas deliver to them until then",
+			"relays", n)
+	}
+}
+
+// removeAgain tries once more the removals the store did not take, and
+// returns how many it still does not take (kept for the next try).
+func (s *sharedRelays) removeAgain() int {
 	s.mu.Lock()
 	todo := s.unremoved
 	s.unremoved = nil
@@ -347,11 +384,7 @@ func (s *sharedRelays) retry() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unremoved = append(left, s.unremoved...)
-	if len(s.unremoved) == 0 {
-		s.retrying = false
-		return
-	}
-	time.AfterFunc(s.retryEvery, s.retry)
+	return len(s.unremoved)
 }
 
 // saveRelay stores the relay r registers (Options.Relays), ending a

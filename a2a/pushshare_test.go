@@ -770,3 +770,111 @@ func TestPushRelayRetryStalledStore(t *testing.T) {
 	}
 	t.Logf("retries ended %s after the removals failed; %d Deletes", took.Round(time.Millisecond), n)
 }
+
+// TestPushRelayCloseEndsRetries: Close tries the removals the store did
+// not take once more (taken then: nothing left) and, while the store
+// still does not take them, leaves them to the records' TTL, logging how
+// many, and retries no more. Before, a2a had no Close: a gateway shut
+// down kept a timer retrying until the TTL (push_relay.ttl, a day by
+// default), and said nothing of the relays other replicas would go on
+// delivering to.
+func TestPushRelayCloseEndsRetries(t *testing.T) {
+	store := &memRelayStore{m: map[string][]byte{}}
+	down := new(atomic.Bool)
+	deletes := new(atomic.Int32)
+	newStore := func() (*sharedRelays, *[]string) {
+		s, err := newSharedRelays(countingRelayStore{flakyRelayStore{store, down}, deletes}, [][]byte{[]byte(strings.Repeat("k", 32))}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.retryEvery = 10 * time.Millisecond
+		var logged []string
+		s.log = func(msg string, args ...any) { logged = append(logged, fmt.Sprintf("%s %v", msg, args)) }
+		return s, &logged
+	}
+
+	// The store answers again by Close: taken then, nothing to say.
+	s, logged := newStore()
+	s.retryEvery = time.Hour // only Close retries
+	down.Store(true)
+	if s.forget(context.Background(), []string{"r1", "r2"}) == nil {
+		t.Fatal("forget with the store down: no error")
+	}
+	down.Store(false)
+	s.close()
+	if n := len(s.unremoved); n != 0 {
+		t.Errorf("%d removals left after Close with the store answering, want 0", n)
+	}
+	if len(*logged) != 0 {
+		t.Errorf("Close logged %q with nothing left", *logged)
+	}
+
+	// Still down: left to the TTL, said, and no retry after Close.
+	s, logged = newStore()
+	down.Store(true)
+	if s.forget(context.Background(), []string{"r4", "r5", "r6"}) == nil {
+		t.Fatal("forget with the store down: no error")
+	}
+	s.close()
+	if len(*logged) != 1 || !strings.Contains((*logged)[0], "left to push_relay.ttl") || !strings.Contains((*logged)[0], "[relays 3]") {
+		t.Errorf("Close with 3 removals the store does not take logged %q, want one line saying 3 are left to the TTL", *logged)
+	}
+	before := deletes.Load()
+	time.Sleep(100 * time.Millisecond) // ten retry periods: none may come
+	if n := deletes.Load() - before; n != 0 {
+		t.Errorf("%d Deletes after Close, want none", n)
+	}
+	if retryingNow(s) {
+		t.Error("still retrying after Close")
+	}
+	// A relay ended after Close: said, not scheduled.
+	if s.forget(context.Background(), []string{"r7"}) == nil {
+		t.Fatal("forget with the store down: no error")
+	}
+	if retryingNow(s) || len(*logged) != 2 {
+		t.Errorf("a removal failing after Close: retrying %v, logged %q; want no retry and a second line", retryingNow(s), *logged)
+	}
+}
+
+// memRelayStore is a RelayStore in memory.
+type memRelayStore struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (s *memRelayStore) put(key string, v []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[key] = v
+}
+
+func (s *memRelayStore) Put(_ context.Context, key string, v []byte, _ time.Duration) error {
+	s.put(key, v)
+	return nil
+}
+
+func (s *memRelayStore) Get(_ context.Context, key string) ([]byte, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[key]
+	return v, ok, nil
+}
+
+func (s *memRelayStore) Delete(_ context.Context, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
+	return nil
+}
+
+func (s *memRelayStore) Renew(_ context.Context, key string, v []byte, _ time.Duration) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[key]; !ok {
+		return false, nil
+	}
+	if v != nil {
+		s.m[key] = v
+	}
+	return true, nil
+}

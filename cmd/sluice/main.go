@@ -264,6 +264,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 			ln.Close()
 			return err
 		}
+		defer ag.Close() // at return: after the server has shut down
 		pushRelayed = relay
 		opts.Mount = map[string]http.Handler{"/a2a/": ag.Handler()}
 	}
