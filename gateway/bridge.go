@@ -319,6 +319,10 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 			}
 		}
 	}
+	// What was handed on before (handPump) goes first: delivered now, msg
+	// would take the first room a stream it waits for makes, or reach
+	// the backlog, ahead of what the upstream sent before it.
+	b.awaitHanded()
 	if target == nil {
 		b.mu.Lock()
 		if m.Kind == intercept.KindResponse || m.Kind == intercept.KindError {
