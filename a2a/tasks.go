@@ -43,7 +43,8 @@ type owners struct {
 }
 
 // maxUnclaimed bounds the tasks kept to claim once the shared store
-// answers again; past it an arbitrary one is forgotten ("not found").
+// answers again, a tenth of them one caller's (past it, its own oldest
+// is forgotten); past the bound an arbitrary one is ("not found").
 const maxUnclaimed = 4096
 
 func newOwners(n int, shared TaskStore, log *slog.Logger) *owners {
@@ -52,7 +53,7 @@ func newOwners(n int, shared TaskStore, log *slog.Logger) *owners {
 	// own, never another's.
 	share := max(1, n/10)
 	return &owners{c: ownership.NewShared(n, share), contexts: ownership.NewShared(n, share), shared: shared, log: log, rejected: ownership.New(min(n, 1024)),
-		unclaimed: ownership.NewUnclaimed(maxUnclaimed)} // n > 0
+		unclaimed: ownership.NewUnclaimed(maxUnclaimed, maxUnclaimed/10)} // n > 0
 }
 
 // table is where task's owner is kept in the process: a context's

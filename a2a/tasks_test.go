@@ -3,16 +3,18 @@ package a2a
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 type mapTasks struct {
@@ -200,5 +202,31 @@ func TestTextArgumentsAsMarshal(t *testing.T) {
 		if (gotErr != nil) != (wantErr != nil) || gotErr == nil && string(got) != string(want) {
 			t.Errorf("%q: got %s (%v), json.Marshal %s (%v)", text, got, gotErr, want, wantErr)
 		}
+	}
+}
+
+// TestAttackUnclaimedFloodDuringStall: while the shared store does not
+// answer, the owners of the tasks a replica sees are kept apart
+// (unclaimed) to claim once it answers, at most maxUnclaimed of them,
+// an arbitrary one forgotten past that. Mallory, starting tasks without
+// end during the stall, pushed out alice's: once the store answered,
+// alice's task was "not found" for good. One caller now holds at most a
+// tenth of them and pushes out only its own.
+func TestAttackUnclaimedFloodDuringStall(t *testing.T) {
+	ctx := context.Background()
+	store := &mapTasks{m: map[string]string{}, down: true}
+	o := newOwners(100, store, slog.New(slog.DiscardHandler))
+	o.add(ctx, "ag", "alices", "alice")
+	for i := range 10 * maxUnclaimed {
+		o.add(ctx, "ag", fmt.Sprint("mallory-", i), "mallory")
+	}
+	store.mu.Lock()
+	store.down = false
+	store.mu.Unlock()
+	if !o.owns(ctx, "ag", "alices", "alice") {
+		t.Fatal("alice's task, started while the store did not answer, is not hers once it answers: mallory's tasks pushed it out")
+	}
+	if !o.owns(ctx, "ag", fmt.Sprint("mallory-", 10*maxUnclaimed-1), "mallory") {
+		t.Error("mallory's newest task is not hers once the store answers: a caller past its share keeps its newest")
 	}
 }

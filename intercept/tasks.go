@@ -63,7 +63,7 @@ func (i *Interceptor) taskTable() *ownership.Table {
 }
 
 func (i *Interceptor) initTasks() {
-	i.tasks, i.unclaimed = ownership.NewShared(maxTasks, maxTasksPerOwner), ownership.NewUnclaimed(maxUnclaimed)
+	i.tasks, i.unclaimed = ownership.NewShared(maxTasks, maxTasksPerOwner), ownership.NewUnclaimed(maxUnclaimed, maxUnclaimed/10)
 }
 
 // taskOwner is who a task created for, or asked about by, the client of
@@ -145,7 +145,8 @@ func (i *Interceptor) ObserveTask(ctx context.Context, cc CallContext, result js
 }
 
 // maxUnclaimed bounds the tasks kept to claim once the shared store
-// answers again; past it an arbitrary one is forgotten ("not found").
+// answers again, a tenth of them one caller's (past it, its own oldest
+// is forgotten); past the bound an arbitrary one is ("not found").
 const maxUnclaimed = 4096
 
 func (i *Interceptor) unclaimedTasks() *ownership.Unclaimed {

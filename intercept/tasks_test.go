@@ -299,3 +299,30 @@ func TestFilterTasksResultCaseVariants(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackUnclaimedFloodDuringStall: the task handles a replica records
+// while the shared store does not answer wait (unclaimed) to be claimed
+// once it answers, at most maxUnclaimed of them, an arbitrary one
+// forgotten past that. Mallory, starting tasks without end during the
+// stall, pushed out alice's: once the store answered, alice's task was
+// "not found" for good. One caller's share now holds at most a tenth of
+// them, and pushes out only its own.
+func TestAttackUnclaimedFloodDuringStall(t *testing.T) {
+	ctx := context.Background()
+	store := &mapTasks{m: map[string]string{}}
+	ic := &Interceptor{Tasks: store}
+	alice := CallContext{Upstream: "u", Agent: "alice"}
+	mallory := CallContext{Upstream: "u", Agent: "mallory"}
+	store.setDown(true)
+	ic.ObserveTask(ctx, alice, jsontext.Value(`{"task":{"taskId":"alices"}}`))
+	for i := range 10 * maxUnclaimed {
+		ic.ObserveTask(ctx, mallory, jsontext.Value(fmt.Sprintf(`{"task":{"taskId":"m-%d"}}`, i)))
+	}
+	store.setDown(false)
+	if !ic.OwnsTask(ctx, alice, "alices") {
+		t.Fatal("alice's task, answered while the store did not answer, is not hers once it answers: mallory's tasks pushed it out")
+	}
+	if !ic.OwnsTask(ctx, mallory, fmt.Sprint("m-", 10*maxUnclaimed-1)) {
+		t.Error("mallory's newest task is not hers once the store answers: a caller past its share keeps its newest")
+	}
+}
