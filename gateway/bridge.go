@@ -54,6 +54,10 @@ type bridgeState struct {
 	cc      intercept.CallContext
 	streams []*stream // open POST streams, oldest first
 	get     *stream
+	// open is every stream of the session not released yet, listed or
+	// not (a POST stream is unlisted as its last answer is routed, before
+	// that answer is delivered): close gives up all of them.
+	open    map[*stream]struct{}
 	backlog [][]byte
 	// backlogBytes is the size of backlog; dropped counts the messages
 	// given up to keep it within its bounds, reported when a stream
@@ -587,12 +591,21 @@ func (b *bridgeState) release(s *stream, ids []string, cause error) {
 		b.get = nil
 	}
 	b.unlist(s)
+	delete(b.open, s)
 	b.mu.Unlock()
 	for _, uc := range unanswered {
 		uc.end(cause)
 	}
 	b.tasks.settle(creating)
 	b.reclaim(s)
+}
+
+// opened notes s open on the session until its release; b.mu is held.
+func (b *bridgeState) opened(s *stream) {
+	if b.open == nil {
+		b.open = make(map[*stream]struct{})
+	}
+	b.open[s] = struct{}{}
 }
 
 // owes reports whether a request still waits for its answer on s; b.mu
@@ -661,8 +674,9 @@ func (b *bridgeState) fail(cause error) {
 // close ends the upstream connection and waits for its reader. A client
 // that stopped reading without going away would hold the reader (handing
 // it a message) for as long as it keeps its connection: past closeGrace,
-// every stream of the session is given up, so ending a session never
-// waits on a client.
+// every stream of the session is given up (open: an answered one too,
+// which the reader or handPump may still be delivering to), so ending a
+// session never waits on a client.
 func (b *bridgeState) close() {
 	_ = b.up.Close()
 	select {
@@ -677,6 +691,9 @@ func (b *bridgeState) close() {
 	}
 	if b.get != nil {
 		ss = append(ss, b.get)
+	}
+	for s := range b.open {
+		ss = append(ss, s)
 	}
 	b.mu.Unlock()
 	for _, s := range ss {
@@ -762,6 +779,7 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 		}
 		b.cc = cc
 		b.streams = append(b.streams, s)
+		b.opened(s)
 	}
 	b.mu.Unlock()
 	b.tasks.expect(len(creating))
@@ -846,6 +864,7 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 	b.calls[id] = bridgeCall{method: x.msgs[0].Method, cursor: x.cursors()[id], creates: creates, cc: x.callContext(), up: ucs[id], asIs: !closed}
 	b.cc = b.calls[id].cc
 	b.streams = append(b.streams, s)
+	b.opened(s)
 	b.mu.Unlock()
 	if creates {
 		b.tasks.expect(1)
@@ -1026,6 +1045,7 @@ func (g *Gateway) bridgeGet(w http.ResponseWriter, r *http.Request, rt *route, s
 		return
 	}
 	b.get = s
+	b.opened(s)
 	backlog, dropped := b.backlog, b.dropped
 	b.backlog, b.backlogBytes, b.dropped = nil, 0, 0
 	b.mu.Unlock()

@@ -21,6 +21,8 @@ import (
 // TestBridgePostReturnsWhileGetStreamStalls, run as its child process; on
 // its own it does nothing. Tool fill answers, then writes fillNotes
 // notifications (to the session's GET stream: no request waits on them);
+// tool busy, once the client sends notifications/roots/list_changed,
+// writes as many, flood's with them, to its call's stream, then answers;
 // tool flood never answers, and once the client sends
 // notifications/roots/list_changed floodNotes notifications follow on its
 // call's stream.
@@ -33,6 +35,7 @@ func TestHelperHandOnStdio(t *testing.T) {
 	}
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(nil, 1<<20)
+	var busy json.RawMessage // the id of a busy call not answered yet
 	for sc.Scan() {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -49,6 +52,13 @@ func TestHelperHandOnStdio(t *testing.T) {
 				for i := range floodNotes {
 					fmt.Println(note(100 + i))
 				}
+				if busy != nil {
+					for i := range fillNotes - floodNotes {
+						fmt.Println(note(i))
+					}
+					fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"busy"}]}}`+"\n", busy)
+					busy = nil
+				}
 			}
 			continue
 		}
@@ -57,13 +67,15 @@ func TestHelperHandOnStdio(t *testing.T) {
 		case m.Method == "initialize":
 			answer(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"handon","version":"1"}}`)
 		case m.Method == "tools/list":
-			answer(`{"tools":[{"name":"fill","inputSchema":{"type":"object"}},{"name":"flood","inputSchema":{"type":"object"}}]}`)
+			answer(`{"tools":[{"name":"fill","inputSchema":{"type":"object"}},{"name":"flood","inputSchema":{"type":"object"}},{"name":"busy","inputSchema":{"type":"object"}}]}`)
 		case m.Method == "tools/call" && m.Params.Name == "fill":
 			answer(`{"content":[{"type":"text","text":"filled"}]}`)
 			for i := range fillNotes {
 				fmt.Println(note(i))
 			}
 		case m.Method == "tools/call" && m.Params.Name == "flood":
+		case m.Method == "tools/call" && m.Params.Name == "busy":
+			busy = m.ID
 		default:
 			answer(`{}`)
 		}
@@ -191,5 +203,90 @@ func TestBridgePostReturnsWhileGetStreamStalls(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the POST's handler did not return: it waits to hand on to the GET stream, which takes nothing")
+	}
+}
+
+// TestAttackBridgeCloseWaitsForAnsweredStream: ending a bridged session
+// (its client's DELETE, the idle reaper, the gateway's Close) gives up
+// its streams after closeGrace, so that it never waits on a client; but
+// it gave up only the streams still listed, and a POST stream is
+// unlisted as its last answer is routed, before the answer is
+// delivered. A client that stops reading its call's stream while the
+// upstream's notifications fill it kept the upstream's reader waiting to
+// hand it the answer, and the session's end waiting for the reader, for
+// as long as the client kept its connection open (here until the test
+// ends). The session's end must give up every stream it has open.
+func TestAttackBridgeCloseWaitsForAnsweredStream(t *testing.T) {
+	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: os.Args[0], Args: []string{"-test.run=^TestHelperHandOnStdio$"},
+		Env: map[string]string{"SLUICE_TEST_HANDON_STDIO": "1"}}}}, &intercept.Interceptor{Decider: permissive}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	// Once stalling is set, the credential check of a request marked
+	// X-Test-Stall waits until the test ends: its handler is stuck as on
+	// a write to a client that reads nothing.
+	var stalling atomic.Bool
+	gw := servedAs(t, g, func(r *http.Request) *intercept.Principal {
+		stall := r.Header.Get("X-Test-Stall") != ""
+		return &intercept.Principal{ID: "alice", Method: "api_key", Check: func() error {
+			if stall && stalling.Load() {
+				untilReleased(t, nil)
+			}
+			return nil
+		}}
+	})
+	url := gw.URL + "/mcp/u"
+	hdr := openSession(t, url, "c", nil)
+	sess := g.sessions.find(hdr[hdrSession])
+	if sess == nil || sess.bridge == nil {
+		t.Fatalf("no bridged session %q", hdr[hdrSession])
+	}
+	b := sess.bridge
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			b.mu.Lock()
+			done := ok()
+			b.mu.Unlock()
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 10s, still not %s", what)
+			}
+		}
+	}
+	go func() {
+		resp, err := sendPost(t.Context(), url, with(hdr, "X-Test-Stall", "1"), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"busy","arguments":{}}}`)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	var s *stream
+	waitFor("busy's stream open", func() bool {
+		if len(b.streams) == 1 {
+			s = b.streams[0]
+		}
+		return s != nil
+	})
+	stalling.Store(true)
+	if status, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`); status != http.StatusAccepted {
+		t.Fatalf("roots/list_changed: %d %s", status, body)
+	}
+	waitFor("busy's answer routed to its stream, which has no room", func() bool {
+		return len(b.streams) == 0 && len(b.waiters) == 0 && len(s.ch) == cap(s.ch)
+	})
+
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		b.close()
+	}()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session's end waits for a client that reads nothing: its answered stream was not given up")
 	}
 }
