@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -745,13 +746,14 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 		g.failExchange(w, x, transport.ErrClosed)
 		return
 	}
-	for id := range reqs {
-		if _, ok := b.calls[id]; ok {
+	for id, method := range reqs {
+		err := b.reusedLocked(id, method)
+		if err != nil {
 			b.mu.Unlock()
 			for _, uc := range ucs {
 				uc.end(errReused)
 			}
-			writeJSONRPCError(w, http.StatusBadRequest, nil, reusedIDError(id, x.rt.up.Name))
+			writeJSONRPCError(w, http.StatusBadRequest, nil, err)
 			return
 		}
 	}
@@ -817,6 +819,24 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 	g.answer(w, r, s, len(ids), len(reqs) == 1 && !x.batch)
 }
 
+// reusedLocked refuses a request, id and method, whose id another still
+// holds on the session: a request waiting for its answer, or an orphan
+// of another method. The upstream answers by id, so an orphan's late
+// answer would be taken as the new request's, screened as what it is not
+// (a tools/list a policy hides tools of, taken for a tools/call's
+// answer, unscreened). An orphan of the same method (a request sent
+// again) is taken over. b.mu is held.
+func (b *bridgeState) reusedLocked(id, method string) error {
+	if _, ok := b.calls[id]; ok {
+		return reusedIDError(id, b.name)
+	}
+	if o, ok := b.orphans[id]; ok && o.method != method {
+		return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
+			"invalid request: not sent: the %s with id %s, whose stream ended unanswered, may yet be answered by upstream %q; give each request its own id", o.method, id, b.name)}
+	}
+	return nil
+}
+
 // sentAsIs reports whether the request whose client id has key went to
 // the upstream under that id and still waits (idTable.asIs).
 func (b *bridgeState) sentAsIs(key string) bool {
@@ -851,10 +871,10 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 		_ = send(intercept.ErrorResponse(x.msgs[0].ID, upstreamError(x.rt.up.Name, transport.ErrClosed)))
 		return
 	}
-	if _, ok := b.calls[id]; ok {
+	if err := b.reusedLocked(id, x.msgs[0].Method); err != nil {
 		b.mu.Unlock()
 		ucs[id].end(errReused)
-		_ = send(intercept.ErrorResponse(x.msgs[0].ID, reusedIDError(id, x.rt.up.Name)))
+		_ = send(intercept.ErrorResponse(x.msgs[0].ID, err))
 		return
 	}
 	old, replaced := b.calls[id]

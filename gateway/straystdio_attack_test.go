@@ -203,6 +203,111 @@ func TestLateListAnswerScreened(t *testing.T) {
 	}
 }
 
+// TestAttackOrphanIDReusedForOtherMethod: a request that reused the id
+// of one whose POST stream ended unanswered (an orphan) took it over,
+// and the bridge forgot the orphan: the upstream, which answers by id,
+// had its late answer to the orphan taken as the new request's. A hostile
+// stdio server holding back a tools/list until the client's next call
+// under the same id had the list reach that call's POST unscreened (the
+// tools a policy hides shown), the call's own answer lost. A request
+// reusing an orphan's id for another method is refused now; the late
+// list goes to the GET stream screened, as any orphan's.
+func TestAttackOrphanIDReusedForOtherMethod(t *testing.T) {
+	var mu sync.Mutex
+	var listID string
+	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
+		var r reqView
+		if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
+			return nil
+		}
+		switch r.Method {
+		case "initialize":
+			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"slow","version":"1"}}}`)}
+		case "tools/list":
+			mu.Lock()
+			listID = string(r.ID)
+			mu.Unlock()
+			return nil // answered with the next call's
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return [][]byte{
+			[]byte(`{"jsonrpc":"2.0","id":` + listID + `,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"send_email","inputSchema":{"type":"object"}}]}}`),
+			[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`),
+		}
+	}}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}},
+		&intercept.Interceptor{Decider: &hidingDecider{StaticDecider: *allowEcho}, HideDeniedTools: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.routes["u"].dialer = up
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { closeServed(t, srv, g) })
+	url := srv.URL + "/mcp/u"
+	hdr := initializeWith(t, url, `{}`)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	gets := getMessages(t, ctx, url, hdr)
+
+	// The list's POST goes away before its answer.
+	lctx, lcancel := context.WithCancel(ctx)
+	defer lcancel()
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		if resp, err := sendPost(lctx, url, hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	sess := g.sessions.find(hdr[hdrSession])
+	if sess == nil || sess.bridge == nil {
+		t.Fatalf("no bridged session %q", hdr[hdrSession])
+	}
+	orphaned := func() bool {
+		sess.bridge.mu.Lock()
+		defer sess.bridge.mu.Unlock()
+		_, ok := sess.bridge.orphans["2"]
+		return ok
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		asked := listID != ""
+		mu.Unlock()
+		if asked {
+			lcancel()
+		}
+		if orphaned() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the list was never orphaned")
+		}
+	}
+	<-listed
+
+	// A call under the orphan's id.
+	status, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	if strings.Contains(body, "send_email") {
+		t.Fatalf("the call under the orphaned list's id got the late list for its answer, unscreened: %d %s", status, body)
+	}
+	if status != http.StatusBadRequest || !strings.Contains(body, "give each request its own id") {
+		t.Errorf("a call under the id of a list that may yet be answered: got %d %s, want it refused", status, body)
+	}
+	status, _, body = post(t, url, hdr, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	if status != 200 || !strings.Contains(body, "ran echo") || strings.Contains(body, "send_email") {
+		t.Errorf("echo: got %d %s, want its own answer", status, body)
+	}
+	select {
+	case m := <-gets:
+		if !strings.Contains(m, `"id":2`) || strings.Contains(m, "send_email") {
+			t.Errorf("GET stream: got %s, want the late list with send_email hidden", m)
+		}
+	case <-ctx.Done():
+		t.Errorf("the late list never reached the GET stream")
+	}
+}
+
 // getMessages opens the session's GET stream and sends the data of each of
 // its events on the channel it returns, closed when the stream ends (the
 // stream is closed at the test's end).
