@@ -278,12 +278,14 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 			target, call = s, b.calls[m.IDKey()]
 			delete(b.waiters, m.IDKey())
 			delete(b.calls, m.IDKey())
-			if !b.owes(s) {
+			if !b.owes(s) && !call.creates {
 				// Its last answer ends the stream: what comes after
 				// it (a stdio server's notification written after
 				// the answer) goes to a stream still open, else the
 				// GET stream or the backlog, not to one its client
-				// stops reading at this answer.
+				// stops reading at this answer. (A task handle's
+				// stream stays listed until what was held about the
+				// task has gone before it, below.)
 				b.unlist(s)
 			}
 		} else if c, ok := b.orphans[m.IDKey()]; ok {
@@ -349,6 +351,11 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 			// had no room for at once is taken before the answer goes).
 			b.tasks.settle(1)
 			b.awaitHanded()
+			b.mu.Lock()
+			if !b.owes(target) {
+				b.unlist(target)
+			}
+			b.mu.Unlock()
 		}
 		b.deliverTo(target, msg)
 	}

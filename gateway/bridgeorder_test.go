@@ -63,3 +63,35 @@ func TestAttackBridgeReaderOvertakesHanding(t *testing.T) {
 		<-routed
 	})
 }
+
+// TestBridgeHeldTaskStatusOnItsAnswersStream: a stdio server may write a
+// task's notifications/tasks/status before the handle that makes the
+// task the client's; the bridge holds it, and releases it once the
+// handle is recorded, "where it arrived, before the answer". But the
+// answer's stream was unlisted as the answer was routed, before the
+// release: the status went to the GET stream or, with none, the backlog,
+// and a client reading its call's stream got the handle alone.
+func TestBridgeHeldTaskStatusOnItsAnswersStream(t *testing.T) {
+	const (
+		status = `{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t1","status":"completed"}}`
+		handle = `{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"t1","status":"working"}}}`
+	)
+	ic := &intercept.Interceptor{Decider: permissive}
+	w := &withheldTasks{log: slog.New(slog.DiscardHandler)}
+	cc := intercept.CallContext{Upstream: "u", Agent: "alice"}
+	call := newStream()
+	b := &bridgeState{waiters: map[string]*stream{"1": call}, calls: map[string]bridgeCall{"1": {method: "tools/call", creates: true, cc: cc}},
+		cc: cc, streams: []*stream{call}, tasks: newTaskHold(ic, w)}
+	b.sink = &bridgeSink{b}
+	b.tasks.expect(1)
+	ctx := context.Background()
+	b.route(ctx, ic, w, &session{}, []byte(status))
+	b.route(ctx, ic, w, &session{}, []byte(handle))
+	var got []string
+	for len(call.ch) > 0 {
+		got = append(got, string(<-call.ch))
+	}
+	if len(got) != 2 || got[0] != status || got[1] != handle {
+		t.Errorf("the call's stream got %q, want the status, then the handle (backlog: %q)", got, b.backlog)
+	}
+}
