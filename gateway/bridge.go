@@ -328,8 +328,12 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 	}
 	// What was handed on before (handPump) goes first: delivered now, msg
 	// would take the first room a stream it waits for makes, or reach
-	// the backlog, ahead of what the upstream sent before it.
-	b.awaitHanded()
+	// the backlog, ahead of what the upstream sent before it. Not an
+	// answer to a request waiting on its own stream: a GET stream its
+	// client does not read must not hold the answers to its calls.
+	if !answered {
+		b.awaitHanded()
+	}
 	if target == nil {
 		b.mu.Lock()
 		if m.Kind == intercept.KindResponse || m.Kind == intercept.KindError {

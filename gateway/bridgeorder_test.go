@@ -95,3 +95,47 @@ func TestBridgeHeldTaskStatusOnItsAnswersStream(t *testing.T) {
 		t.Errorf("the call's stream got %q, want the status, then the handle (backlog: %q)", got, b.backlog)
 	}
 }
+
+// TestBridgeAnswerPassesStalledHanding: what is handed on waits for the
+// GET stream, which its client does not read; the answer to a request
+// waiting on its own POST stream goes there at once all the same, as
+// before handing on existed: a GET stream the client does not read must
+// not hold the answers to its calls.
+func TestBridgeAnswerPassesStalledHanding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`
+		const answer = `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`
+		cc := intercept.CallContext{Upstream: "u", Agent: "alice"}
+		get, left, call := newStream(), newStream(), newStream()
+		for range cap(get.ch) {
+			get.ch <- []byte(note)
+		}
+		left.ch <- []byte(note)
+		b := &bridgeState{waiters: map[string]*stream{"1": left}, calls: map[string]bridgeCall{"1": {method: "tools/call", cc: cc}},
+			cc: cc, streams: []*stream{left}, get: get}
+		b.release(left, []string{"1"}, errCancelled)
+		synctest.Wait() // handPump waits for the GET stream
+		// The client's next call.
+		b.mu.Lock()
+		b.waiters["2"], b.calls["2"] = call, bridgeCall{method: "tools/call", cc: cc}
+		b.streams = append(b.streams, call)
+		b.mu.Unlock()
+		routed := make(chan struct{})
+		go func() {
+			defer close(routed)
+			w := &withheldTasks{log: slog.New(slog.DiscardHandler)}
+			b.route(context.Background(), &intercept.Interceptor{Decider: permissive}, w, &session{}, []byte(answer))
+		}()
+		synctest.Wait()
+		select {
+		case got := <-call.ch:
+			if string(got) != answer {
+				t.Errorf("the call's stream got %s, want its answer", got)
+			}
+		default:
+			t.Error("the answer waits behind what was handed on to the GET stream, which nobody reads")
+		}
+		get.goneOnce.Do(func() { close(get.gone) })
+		<-routed
+	})
+}
