@@ -758,8 +758,7 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 		return
 	}
 	for id, method := range reqs {
-		err := b.reusedLocked(id, method)
-		if err != nil {
+		if err := b.reusedLocked(id, method); err != nil {
 			b.mu.Unlock()
 			for _, uc := range ucs {
 				uc.end(errReused)
