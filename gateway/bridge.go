@@ -345,10 +345,11 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 		}
 		b.mu.Unlock()
 	}
+	if m.Kind == intercept.KindRequest {
+		// Delivered now or from the backlog: its client may answer it.
+		sess.askedUp.add(m.IDKey())
+	}
 	if target != nil {
-		if m.Kind == intercept.KindRequest {
-			sess.askedUp.add(m.IDKey())
-		}
 		if answered && call.creates {
 			// Its handle is recorded: what was held about the task goes
 			// first, in the order the upstream sent it (what a stream

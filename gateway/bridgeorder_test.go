@@ -139,3 +139,24 @@ func TestBridgeAnswerPassesStalledHanding(t *testing.T) {
 		<-routed
 	})
 }
+
+// TestBridgeBackloggedRequestMayBeAnswered: a request of the upstream's
+// (a sampling request, a ping) that comes while the session has no
+// stream open waits in the backlog for the next GET stream; on a session
+// closed to its client (ids.go) the client's answer reaches the upstream
+// only if the request is remembered as asked (askedUp), and one that went
+// to the backlog was not: the answer was dropped, and the upstream waited
+// for it for ever.
+func TestBridgeBackloggedRequestMayBeAnswered(t *testing.T) {
+	const ask = `{"jsonrpc":"2.0","id":"up-1","method":"ping"}`
+	b := &bridgeState{waiters: map[string]*stream{}, calls: map[string]bridgeCall{}}
+	sess := &session{}
+	w := &withheldTasks{log: slog.New(slog.DiscardHandler)}
+	m, _ := b.route(context.Background(), &intercept.Interceptor{Decider: permissive}, w, sess, []byte(ask))
+	if len(b.backlog) != 1 {
+		t.Fatalf("the backlog holds %d messages, want the upstream's request", len(b.backlog))
+	}
+	if m == nil || !sess.askedUp.take(m.IDKey()) {
+		t.Error("the upstream's request in the backlog is not remembered as asked: the client's answer to it would not be passed on")
+	}
+}
