@@ -758,8 +758,8 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 		g.failExchange(w, x, transport.ErrClosed)
 		return
 	}
-	for id, method := range reqs {
-		if err := b.reusedLocked(id, method); err != nil {
+	for id := range reqs {
+		if err := b.reusedLocked(id); err != nil {
 			b.mu.Unlock()
 			for _, uc := range ucs {
 				uc.end(errReused)
@@ -785,7 +785,6 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 					replacedCreating++
 				}
 			}
-			delete(b.orphans, id) // taken over
 			b.waiters[id] = s
 			b.calls[id] = bridgeCall{method: method, cursor: cursors[id], creates: creating[id], cc: cc, up: ucs[id], asIs: !closed}
 			ids = append(ids, id)
@@ -830,18 +829,22 @@ func (g *Gateway) bridgePost(w http.ResponseWriter, r *http.Request, x *exchange
 	g.answer(w, r, s, len(ids), len(reqs) == 1 && !x.batch)
 }
 
-// reusedLocked refuses a request, id and method, whose id another still
-// holds on the session: a request waiting for its answer, or an orphan
-// of another method. The upstream answers by id, so an orphan's late
-// answer would be taken as the new request's, screened as what it is not
-// (a tools/list a policy hides tools of, taken for a tools/call's
-// answer, unscreened). An orphan of the same method (a request sent
-// again) is taken over. b.mu is held.
-func (b *bridgeState) reusedLocked(id, method string) error {
+// reusedLocked refuses a request under id, which another still
+// holds on the session: a request waiting for its answer, or an orphan,
+// which the upstream may yet answer. The upstream answers by id, so the
+// orphan's late answer would be taken as the new request's, screened and
+// recorded as what it is not (a tools/list a policy hides tools of taken
+// for a tools/call's answer, unscreened; one tool's result for
+// another's), and the upstream would hold two requests under one id,
+// which MCP forbids ("MUST NOT have been previously used by the requestor
+// within the same session"). No SDK sends a request again under its id
+// (they count ids up, and resume a broken stream with a GET), so none is
+// taken over, not even one of the same method. b.mu is held.
+func (b *bridgeState) reusedLocked(id string) error {
 	if _, ok := b.calls[id]; ok {
 		return reusedIDError(id, b.name)
 	}
-	if o, ok := b.orphans[id]; ok && o.method != method {
+	if o, ok := b.orphans[id]; ok {
 		return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
 			"invalid request: not sent: the %s with id %s, whose stream ended unanswered, may yet be answered by upstream %q; give each request its own id", o.method, id, b.name)}
 	}
@@ -882,7 +885,7 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 		_ = send(intercept.ErrorResponse(x.msgs[0].ID, upstreamError(x.rt.up.Name, transport.ErrClosed)))
 		return
 	}
-	if err := b.reusedLocked(id, x.msgs[0].Method); err != nil {
+	if err := b.reusedLocked(id); err != nil {
 		b.mu.Unlock()
 		ucs[id].end(errReused)
 		_ = send(intercept.ErrorResponse(x.msgs[0].ID, err))
@@ -890,7 +893,6 @@ func (g *Gateway) bridgeInto(r *http.Request, x *exchange, send func([]byte) err
 	}
 	old, replaced := b.calls[id]
 	creates := createsTask(x.msgs[0])
-	delete(b.orphans, id) // taken over
 	b.waiters[id] = s
 	b.calls[id] = bridgeCall{method: x.msgs[0].Method, cursor: x.cursors()[id], creates: creates, cc: x.callContext(), up: ucs[id], asIs: !closed}
 	b.cc = b.calls[id].cc

@@ -236,55 +236,11 @@ func TestAttackOrphanIDReusedForOtherMethod(t *testing.T) {
 			[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`),
 		}
 	}}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}},
-		&intercept.Interceptor{Decider: &hidingDecider{StaticDecider: *allowEcho}, HideDeniedTools: true}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.routes["u"].dialer = up
-	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { closeServed(t, srv, g) })
-	url := srv.URL + "/mcp/u"
-	hdr := initializeWith(t, url, `{}`)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	gets := getMessages(t, ctx, url, hdr)
-
-	// The list's POST goes away before its answer.
-	lctx, lcancel := context.WithCancel(ctx)
-	defer lcancel()
-	listed := make(chan struct{})
-	go func() {
-		defer close(listed)
-		if resp, err := sendPost(lctx, url, hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	sess := g.sessions.find(hdr[hdrSession])
-	if sess == nil || sess.bridge == nil {
-		t.Fatalf("no bridged session %q", hdr[hdrSession])
-	}
-	orphaned := func() bool {
-		sess.bridge.mu.Lock()
-		defer sess.bridge.mu.Unlock()
-		_, ok := sess.bridge.orphans["2"]
-		return ok
-	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	url, hdr, gets, ctx := orphanedRequest(t, up, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "2", func() bool {
 		mu.Lock()
-		asked := listID != ""
-		mu.Unlock()
-		if asked {
-			lcancel()
-		}
-		if orphaned() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the list was never orphaned")
-		}
-	}
-	<-listed
+		defer mu.Unlock()
+		return listID != ""
+	})
 
 	// A call under the orphan's id.
 	status, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
@@ -306,6 +262,118 @@ func TestAttackOrphanIDReusedForOtherMethod(t *testing.T) {
 	case <-ctx.Done():
 		t.Errorf("the late list never reached the GET stream")
 	}
+}
+
+// TestAttackOrphanIDReusedForSameMethod: a request under the id of an
+// orphan of the same method took the orphan over, so the upstream held
+// two requests under one id (which MCP forbids) and the bridge took the
+// first answer under it for the new request's. A hostile or just slow
+// stdio server answering a call to add only once the client's next call
+// came had the add's result reach the next call, to echo, as echo's: the
+// client, the result screen and the audit told echo ran and returned what
+// add did. Every request under an orphan's id is refused now; the late
+// answer goes to the GET stream, as any orphan's.
+func TestAttackOrphanIDReusedForSameMethod(t *testing.T) {
+	var mu sync.Mutex
+	var addID string
+	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
+		var r reqView
+		if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
+			return nil
+		}
+		if r.Method == "initialize" {
+			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"slow","version":"1"}}}`)}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Params.Name == "add" {
+			addID = string(r.ID)
+			return nil // answered with the next call's
+		}
+		return [][]byte{
+			[]byte(`{"jsonrpc":"2.0","id":` + addID + `,"result":{"content":[{"type":"text","text":"ran add"}]}}`),
+			[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`),
+		}
+	}}
+	url, hdr, gets, ctx := orphanedRequest(t, up, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}`, "2", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return addID != ""
+	})
+
+	status, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	if strings.Contains(body, "ran add") {
+		t.Fatalf("the call to echo under the orphaned add's id got add's result for its answer: %d %s", status, body)
+	}
+	if status != http.StatusBadRequest || !strings.Contains(body, "give each request its own id") {
+		t.Errorf("a call under the id of one that may yet be answered: got %d %s, want it refused", status, body)
+	}
+	status, _, body = post(t, url, hdr, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	if status != 200 || !strings.Contains(body, "ran echo") {
+		t.Errorf("echo: got %d %s, want its own answer", status, body)
+	}
+	select {
+	case m := <-gets:
+		if !strings.Contains(m, `"id":2`) || !strings.Contains(m, "ran add") {
+			t.Errorf("GET stream: got %s, want add's late result under id 2", m)
+		}
+	case <-ctx.Done():
+		t.Errorf("add's late result never reached the GET stream")
+	}
+}
+
+// orphanedRequest opens a bridged session to up, with a GET stream whose
+// messages it returns, and sends req, whose id has key, on a POST that
+// goes away once asked reports up has it: req is left an orphan. The
+// context ends with the test or 10s past its start.
+func orphanedRequest(t *testing.T, up *scriptUpstream, req, key string, asked func() bool) (string, map[string]string, <-chan string, context.Context) {
+	t.Helper()
+	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}},
+		&intercept.Interceptor{Decider: &hidingDecider{StaticDecider: *allowEcho}, HideDeniedTools: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.routes["u"].dialer = up
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { closeServed(t, srv, g) })
+	url := srv.URL + "/mcp/u"
+	hdr := initializeWith(t, url, `{}`)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	gets := getMessages(t, ctx, url, hdr)
+
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		if resp, err := sendPost(rctx, url, hdr, req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	sess := g.sessions.find(hdr[hdrSession])
+	if sess == nil || sess.bridge == nil {
+		t.Fatalf("no bridged session %q", hdr[hdrSession])
+	}
+	orphaned := func() bool {
+		sess.bridge.mu.Lock()
+		defer sess.bridge.mu.Unlock()
+		_, ok := sess.bridge.orphans[key]
+		return ok
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if asked() {
+			rcancel()
+		}
+		if orphaned() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was never orphaned", req)
+		}
+	}
+	<-sent
+	return url, hdr, gets, ctx
 }
 
 // getMessages opens the session's GET stream and sends the data of each of
