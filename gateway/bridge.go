@@ -68,13 +68,17 @@ type bridgeState struct {
 	closed       bool
 	// handing is what was handed on (handOn) to a stream that had no
 	// room for it at once, in order, for handPump to deliver; within the
-	// backlog's bounds, the oldest given up past them (counted in
-	// dropped). handPumping: handPump runs, and whatever is handed on
-	// waits behind it.
+	// backlog's bounds and counted in overflow, the oldest given up past
+	// either (counted in dropped). handPumping: handPump runs, and
+	// whatever is handed on waits behind it.
 	handing      [][]byte
 	handingBytes int
 	handPumping  bool
 	handed       chan struct{} // closed when handPump ends; nil while it does not run
+	// overflow counts handing with what other sessions and streams hold
+	// for clients that do not read; nil: the process's (processOverflow).
+	// Set before the session is used.
+	overflow *overflowBudget
 }
 
 // The backlog's bounds: the oldest messages go first past either. The
@@ -129,16 +133,26 @@ type stream struct {
 }
 
 // maxOverflow bounds the messages a stream holds beyond its channel, and
-// maxOverflowTotal those all streams of the process hold: clients that do
-// not read cannot make the gateway hold more than that of notifications
-// however many they are (the dropped ones are counted and logged per call).
+// maxOverflowTotal those all streams of the process hold with what
+// bridged sessions hand on (bridgeState.handing): clients that do not read
+// cannot make the gateway hold more than that of notifications however
+// many they are (the dropped ones are counted and logged per call).
 const (
 	maxOverflow      = 4 << 20
 	maxOverflowTotal = 32 << 20
 )
 
-// overflowTotal is what every stream's overflow holds.
-var overflowTotal atomic.Int64
+// overflowBudget counts what the gateway holds for clients that do not
+// read, past their streams' channels: every stream's overflow, and what a
+// bridged session hands on (handing). Safe for concurrent use.
+type overflowBudget struct {
+	max  int64 // the bound: what is not a final answer is dropped past it
+	held atomic.Int64
+}
+
+// processOverflow is the process's overflowBudget, bounded by
+// maxOverflowTotal.
+var processOverflow = overflowBudget{max: maxOverflowTotal}
 
 func newStream() *stream { return &stream{ch: make(chan []byte, 16), gone: make(chan struct{})} }
 
@@ -175,12 +189,12 @@ func (s *stream) offer(msg []byte, final bool) bool {
 		default:
 		}
 	}
-	if !final && (s.overflowBytes+len(msg) > maxOverflow || overflowTotal.Load()+int64(len(msg)) > maxOverflowTotal) {
+	if !final && (s.overflowBytes+len(msg) > maxOverflow || processOverflow.held.Load()+int64(len(msg)) > processOverflow.max) {
 		return false
 	}
 	s.overflow = append(s.overflow, msg)
 	s.overflowBytes += len(msg)
-	overflowTotal.Add(int64(len(msg)))
+	processOverflow.held.Add(int64(len(msg)))
 	if !s.pumping {
 		s.pumping = true
 		go s.pump()
@@ -202,7 +216,7 @@ func (s *stream) pump() {
 		s.overflow[0] = nil
 		s.overflow = s.overflow[1:]
 		s.overflowBytes -= len(msg)
-		overflowTotal.Add(-int64(len(msg)))
+		processOverflow.held.Add(-int64(len(msg)))
 		s.omu.Unlock()
 		s.deliver(msg)
 	}
@@ -407,10 +421,17 @@ func (b *bridgeState) handOnLocked(from *stream, msg []byte) {
 	if !b.handPumping && b.handNow(msg) {
 		return
 	}
+	// Counted with what every client that does not read makes the
+	// gateway hold: else sessions each with a GET stream open but not
+	// read would hold up to maxBacklogBytes each, however many they are.
+	// As the backlog does, the newest is kept past the bounds.
+	budget := b.budget()
 	b.handing = append(b.handing, msg)
 	b.handingBytes += len(msg)
-	for len(b.handing) > 1 && (len(b.handing) > maxBacklog || b.handingBytes > maxBacklogBytes) {
+	budget.held.Add(int64(len(msg)))
+	for len(b.handing) > 1 && (len(b.handing) > maxBacklog || b.handingBytes > maxBacklogBytes || budget.held.Load() > budget.max) {
 		b.handingBytes -= len(b.handing[0])
+		budget.held.Add(-int64(len(b.handing[0])))
 		b.handing[0] = nil
 		b.handing = b.handing[1:]
 		b.dropped++
@@ -419,6 +440,14 @@ func (b *bridgeState) handOnLocked(from *stream, msg []byte) {
 		b.handPumping, b.handed = true, make(chan struct{})
 		go b.handPump()
 	}
+}
+
+// budget returns what handing is counted in.
+func (b *bridgeState) budget() *overflowBudget {
+	if b.overflow != nil {
+		return b.overflow
+	}
+	return &processOverflow
 }
 
 // awaitHanded waits until what was handed on has been taken (handPump),
@@ -490,6 +519,7 @@ func (b *bridgeState) handPump() {
 		b.handing[0] = nil
 		b.handing = b.handing[1:]
 		b.handingBytes -= len(msg)
+		b.budget().held.Add(-int64(len(msg)))
 		for {
 			to := b.handTarget(msg)
 			if to == nil {

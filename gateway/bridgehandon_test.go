@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,5 +197,88 @@ func TestBridgeSinkWaitsForNoClient(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("the held message never reached the GET stream (%d others did)", i)
 		}
+	}
+}
+
+// TestBridgeHandingCountsAgainstOverflowCap: what a leaving client's
+// stream held and the stream it goes on to had no room for (b.handing)
+// was bounded per session alone, by the backlog's bounds (16 MiB), and
+// not counted in what the gateway holds for clients that do not read
+// (maxOverflowTotal): sessions each with a GET stream open but not read,
+// and a POST whose client left with its stream full, made the gateway
+// hold 16 MiB each, however many they were. It counts now, the oldest
+// given up past the cap (counted as dropped), and the count goes as it
+// is delivered, and as the session ends (to the backlog).
+func TestBridgeHandingCountsAgainstOverflowCap(t *testing.T) {
+	const size = 16 << 10
+	big := func(i int) []byte {
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"%d%s"}}`, i, strings.Repeat("x", size))
+	}
+	budget := &overflowBudget{max: 4 * size}
+	cc := intercept.CallContext{Upstream: "u", Agent: "alice"}
+	get, left := newStream(), newStream()
+	for i := range cap(get.ch) {
+		get.ch <- big(i)
+	}
+	b := &bridgeState{waiters: map[string]*stream{"1": left}, calls: map[string]bridgeCall{"1": {method: "tools/call", cc: cc}},
+		cc: cc, streams: []*stream{left}, get: get, overflow: budget}
+	for i := range cap(left.ch) {
+		left.ch <- big(100 + i)
+	}
+	b.release(left, []string{"1"}, errCancelled)
+	b.mu.Lock()
+	handing, handed, dropped := b.handingBytes, len(b.handing), b.dropped
+	b.mu.Unlock()
+	if held := budget.held.Load(); held != int64(handing) || held > budget.max {
+		t.Fatalf("%d messages (%d bytes) wait to be handed on, %d bytes of them counted: want them all counted, within the cap of %d", handed, handing, held, budget.max)
+	}
+	if dropped == 0 || handed == 0 {
+		t.Errorf("dropped %d and kept %d of the %d handed on, want the oldest dropped past the cap", dropped, handed, cap(left.ch))
+	}
+
+	// Delivered, the newest last: no longer counted.
+	var last []byte
+	for i := range cap(get.ch) + cap(left.ch) - dropped {
+		select {
+		case last = <-get.ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the GET stream got %d messages, want %d", i, cap(get.ch)+cap(left.ch)-dropped)
+		}
+	}
+	if want := big(100 + cap(left.ch) - 1); string(last) != string(want) {
+		t.Errorf("the GET stream's last message is %.40s, want %.40s", last, want)
+	}
+	b.awaitHanded()
+	if held := budget.held.Load(); held != 0 {
+		t.Errorf("after delivery %d bytes are counted, want 0", held)
+	}
+
+	// Handed on again, then the GET stream ends: what waited goes to
+	// the backlog, no longer counted.
+	for i := range cap(get.ch) {
+		get.ch <- big(i)
+	}
+	late := newStream()
+	b.mu.Lock()
+	b.streams = []*stream{late}
+	b.mu.Unlock()
+	for i := range 2 {
+		late.ch <- big(200 + i)
+	}
+	b.release(late, nil, errCancelled)
+	if held, want := budget.held.Load(), int64(len(big(200))); held < want || held > 2*want {
+		t.Errorf("handed on 2 messages: %d bytes counted, want %d or %d (one may be on its way)", held, want, 2*want)
+	}
+	get.goneOnce.Do(func() { close(get.gone) })
+	b.release(get, nil, nil)
+	b.awaitHanded()
+	if held := budget.held.Load(); held != 0 {
+		t.Errorf("after the GET stream ended %d bytes are counted, want 0", held)
+	}
+	b.mu.Lock()
+	backlog := len(b.backlog)
+	b.mu.Unlock()
+	if backlog < 2 {
+		t.Errorf("backlog holds %d messages, want what waited for the GET stream", backlog)
 	}
 }
