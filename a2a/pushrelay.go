@@ -82,7 +82,7 @@ type pushRecord struct {
 	tokenHash [32]byte // its SHA-256, checked on every push
 	agent     string
 	owner     string
-	share     string               // what the bounds count it against (relayShare)
+	share     string               // what the bounds count it against (callerShare)
 	principal *intercept.Principal // nil: no credential to lose, or a record read from the store
 	cred      *relayCredential     // what the store keeps of principal (Options.Relays)
 	url       string               // the caller's URL, token, authentication
@@ -326,7 +326,7 @@ func (p *pushRelays) len() int {
 }
 
 // deliveries bounds the pushes delivered at once: max in all, a quarter
-// of them (at least one) to one share's URLs (relayShare: a principal's,
+// of them (at least one) to one share's URLs (callerShare: a principal's,
 // or an unauthenticated client's), so that a caller whose webhook stalls
 // holds no more than its share rather than every other caller's pushes
 // waiting out PushTimeout behind it.
@@ -370,12 +370,13 @@ func (d *deliveries) end(share string) {
 	}
 }
 
-// relayShare is what the relays and deliveries of ctx's caller count
-// against: its principal; without one (no auth:, every caller the same
-// owner, none) its address, as intercept counts an unauthenticated
-// client's tasks, so that one client cannot end every other's relays or
-// hold their deliveries.
-func relayShare(ctx context.Context) string {
+// callerShare is what the relays, deliveries and unclaimed tasks
+// (owners.add) of ctx's caller count against: its principal; without one
+// (no auth:, every caller the same owner, none) its address, as intercept
+// counts an unauthenticated client's tasks, so that one client cannot
+// end every other's relays, hold their deliveries, or push out their
+// tasks.
+func callerShare(ctx context.Context) string {
 	if p := intercept.PrincipalFrom(ctx); p != nil {
 		return "p\x00" + p.ID
 	}
@@ -397,7 +398,7 @@ func (g *Gateway) relayURL(id string) string { return g.opts.PublicURL + PushRel
 // pointed at a new relay for owner's task (or, "", the task the agent's
 // answer names), and the relay, not yet added.
 func (g *Gateway) relayConfig(ctx context.Context, a *agent, v jsontext.Value, task string) (jsontext.Value, *pushRecord, error) {
-	rec := &pushRecord{id: randomID(16), token: randomID(32), created: time.Now(), agent: a.Name, owner: ownerOf(ctx), share: relayShare(ctx),
+	rec := &pushRecord{id: randomID(16), token: randomID(32), created: time.Now(), agent: a.Name, owner: ownerOf(ctx), share: callerShare(ctx),
 		principal: intercept.PrincipalFrom(ctx), task: task}
 	rec.cred = credentialOf(rec.principal)
 	found := 0
@@ -964,7 +965,7 @@ func (g *Gateway) pushNamesTask(ctx context.Context, rec *pushRecord, b jsontext
 	bound := rec.task
 	g.pushes.mu.Unlock()
 	if bound == "" {
-		g.tasks.add(ctx, rec.agent, task, rec.owner) // the first owner stays
+		g.tasks.add(ctx, rec.agent, task, rec.owner, rec.share) // the first owner stays
 		if !g.tasks.owns(ctx, rec.agent, task, rec.owner) {
 			return "the push names another caller's task"
 		}

@@ -83,7 +83,12 @@ func (o *owners) rejectedOnly(agentName, task string) bool {
 	return known
 }
 
-func (o *owners) add(ctx context.Context, agentName, task, owner string) {
+// add records owner for task, the first owner staying. share
+// (callerShare) is whose tenth of unclaimed the record counts against
+// while the shared store does not answer: the owner of unauthenticated
+// callers ("") is every one of them, so their records count against
+// each caller's address, not against no bound.
+func (o *owners) add(ctx context.Context, agentName, task, owner, share string) {
 	if task == "" {
 		return
 	}
@@ -95,7 +100,7 @@ func (o *owners) add(ctx context.Context, agentName, task, owner string) {
 		if err != nil {
 			if known, _ := o.table(task).Owns(key, ""); !known {
 				o.log.Warn("a2a: task owner not recorded: the shared store did not answer; the task is \"not found\" until it answers again", "agent", agentName, "task", task, "err", err)
-				o.unclaimed.Keep(key, owner, owner)
+				o.unclaimed.Keep(key, owner, share)
 			}
 			return
 		}
@@ -148,10 +153,10 @@ func (o *owners) ownsShared(ctx context.Context, agentName, task, key, owner str
 		o.log.Warn("a2a: task owner unknown: the shared store did not answer", "agent", agentName, "task", task, "err", err)
 		return false, true
 	}
-	if first, _, kept := o.unclaimed.Take(key); kept && !ok {
+	if first, share, kept := o.unclaimed.Take(key); kept && !ok {
 		// Seen here first while the store did not answer: claimed now.
 		if got, err = o.shared.Claim(context.WithoutCancel(ctx), key, first); err != nil {
-			o.unclaimed.Keep(key, first, first)
+			o.unclaimed.Keep(key, first, share)
 			o.log.Warn("a2a: task owner unknown: the shared store did not answer", "agent", agentName, "task", task, "err", err)
 			return false, true
 		}
@@ -169,6 +174,7 @@ func (o *owners) ownsShared(ctx context.Context, agentName, task, key, owner str
 // event is not claimed again: each claim is a round trip to the shared
 // store, which while it does not answer holds the event its timeout.
 func (o *owners) record(ctx context.Context, agentName, owner string, result jsontext.Value, seen map[string]bool) {
+	share := callerShare(ctx)
 	add := func(task string) {
 		if seen[task] {
 			return
@@ -176,7 +182,7 @@ func (o *owners) record(ctx context.Context, agentName, owner string, result jso
 		if seen != nil && len(seen) < maxSeenPerStream {
 			seen[task] = true
 		}
-		o.add(ctx, agentName, task, owner)
+		o.add(ctx, agentName, task, owner, share)
 	}
 	for _, id := range taskIDs(result) {
 		add(id)

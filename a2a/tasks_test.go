@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
 )
 
 type mapTasks struct {
@@ -54,16 +56,16 @@ func TestSharedTaskOwners(t *testing.T) {
 	ctx := context.Background()
 	store := &mapTasks{m: map[string]string{}}
 	a, b := newOwners(10, store, slog.New(slog.DiscardHandler)), newOwners(10, store, slog.New(slog.DiscardHandler))
-	a.add(ctx, "ag", "t1", "alice")
-	b.add(ctx, "ag", "t1", "bob") // a second claim changes nothing
+	a.add(ctx, "ag", "t1", "alice", "alice")
+	b.add(ctx, "ag", "t1", "bob", "bob") // a second claim changes nothing
 	if !b.owns(ctx, "ag", "t1", "alice") || b.owns(ctx, "ag", "t1", "bob") || a.owns(ctx, "ag", "t1", "bob") {
 		t.Error("owner of t1 is not alice on both replicas")
 	}
-	a.add(ctx, "ag", "t2", "")
+	a.add(ctx, "ag", "t2", "", "")
 	if !b.owns(ctx, "ag", "t2", "") {
 		t.Error("an unauthenticated task is not found on the other replica")
 	}
-	a.add(ctx, "ag", "t3", "alice")
+	a.add(ctx, "ag", "t3", "alice", "alice")
 	store.mu.Lock()
 	store.down = true
 	store.mu.Unlock()
@@ -88,15 +90,15 @@ func TestTaskOwnerNotTakenWhileStoreDown(t *testing.T) {
 	ctx := context.Background()
 	store := &mapTasks{m: map[string]string{}}
 	a, b := newOwners(100, store, slog.New(slog.DiscardHandler)), newOwners(100, store, slog.New(slog.DiscardHandler))
-	a.add(ctx, "ag", "bobs", "bob")
+	a.add(ctx, "ag", "bobs", "bob", "bob")
 	setDown := func(down bool) {
 		store.mu.Lock()
 		store.down = down
 		store.mu.Unlock()
 	}
 	setDown(true)
-	b.add(ctx, "ag", "bobs", "alice")
-	b.add(ctx, "ag", "alices", "alice")
+	b.add(ctx, "ag", "bobs", "alice", "alice")
+	b.add(ctx, "ag", "alices", "alice", "alice")
 	if b.owns(ctx, "ag", "bobs", "alice") {
 		t.Error("with the store down, bob's task is alice's on b")
 	}
@@ -216,9 +218,9 @@ func TestAttackUnclaimedFloodDuringStall(t *testing.T) {
 	ctx := context.Background()
 	store := &mapTasks{m: map[string]string{}, down: true}
 	o := newOwners(100, store, slog.New(slog.DiscardHandler))
-	o.add(ctx, "ag", "alices", "alice")
+	o.add(ctx, "ag", "alices", "alice", "alice")
 	for i := range 10 * maxUnclaimed {
-		o.add(ctx, "ag", fmt.Sprint("mallory-", i), "mallory")
+		o.add(ctx, "ag", fmt.Sprint("mallory-", i), "mallory", "mallory")
 	}
 	store.mu.Lock()
 	store.down = false
@@ -228,5 +230,34 @@ func TestAttackUnclaimedFloodDuringStall(t *testing.T) {
 	}
 	if !o.owns(ctx, "ag", fmt.Sprint("mallory-", 10*maxUnclaimed-1), "mallory") {
 		t.Error("mallory's newest task is not hers once the store answers: a caller past its share keeps its newest")
+	}
+}
+
+// TestAttackUnclaimedFloodUnauthenticated: unauthenticated callers are
+// one owner (""), and Unclaimed gives the unnamed share no bound, so the
+// tenth each caller may keep while the shared store does not answer
+// (TestAttackUnclaimedFloodDuringStall) bound no unauthenticated one:
+// mallory, with no credential, starting tasks without end during a stall
+// pushed out the task another unauthenticated client started meanwhile,
+// "not found" for good once the store answered. An unauthenticated
+// caller's keys now count against its address, as its relays and
+// deliveries do (callerShare).
+func TestAttackUnclaimedFloodUnauthenticated(t *testing.T) {
+	alice := intercept.WithClientAddr(context.Background(), "192.0.2.7")
+	mallory := intercept.WithClientAddr(context.Background(), "192.0.2.66")
+	store := &mapTasks{m: map[string]string{}, down: true}
+	o := newOwners(100, store, slog.New(slog.DiscardHandler))
+	o.add(alice, "ag", "alices", "", callerShare(alice))
+	for i := range 10 * maxUnclaimed {
+		o.add(mallory, "ag", fmt.Sprint("mallory-", i), "", callerShare(mallory))
+	}
+	store.mu.Lock()
+	store.down = false
+	store.mu.Unlock()
+	if !o.owns(alice, "ag", "alices", "") {
+		t.Fatal("the task an unauthenticated client started while the store did not answer is not found once it answers: another unauthenticated client's tasks pushed it out")
+	}
+	if !o.owns(mallory, "ag", fmt.Sprint("mallory-", 10*maxUnclaimed-1), "") {
+		t.Error("mallory's newest task is not found once the store answers: a caller past its share keeps its newest")
 	}
 }

@@ -10,7 +10,9 @@ import "sync"
 // without end while the store does not answer cannot push out the keys
 // of others, which would be no one's once it answers. Past max (many
 // shares together) an arbitrary key is forgotten. The unnamed share ("")
-// has no bound of its own, as in a Table. The zero value holds none; use
+// has no bound of its own, as in a Table: the owner all unauthenticated
+// callers share is no share, so callers name theirs by address (a2a's
+// callerShare, intercept's shareOf). The zero value holds none; use
 // NewUnclaimed. Its methods may be called concurrently.
 type Unclaimed struct {
 	max   int
