@@ -60,12 +60,14 @@ type bridgeState struct {
 	// that answer is delivered): close gives up all of them.
 	open    map[*stream]struct{}
 	backlog [][]byte
-	// backlogBytes is the size of backlog; dropped counts the messages
-	// given up to keep it within its bounds, reported when a stream
-	// takes the backlog.
+	// backlogBytes is the size of backlog, counted in overflow; dropped
+	// counts the messages given up to keep it within its bounds,
+	// reported when a stream takes the backlog. ended: close has run,
+	// and nothing more waits in the backlog.
 	backlogBytes int
 	dropped      int
 	closed       bool
+	ended        bool
 	// handing is what was handed on (handOn) to a stream that had no
 	// room for it at once, in order, for handPump to deliver; within the
 	// backlog's bounds and counted in overflow, the oldest given up past
@@ -75,8 +77,9 @@ type bridgeState struct {
 	handingBytes int
 	handPumping  bool
 	handed       chan struct{} // closed when handPump ends; nil while it does not run
-	// overflow counts handing with what other sessions and streams hold
-	// for clients that do not read; nil: the process's (processOverflow).
+	// overflow counts handing and the backlog with what other sessions
+	// and streams hold for clients that do not read; nil: the process's
+	// (processOverflow).
 	// Set before the session is used.
 	overflow *overflowBudget
 }
@@ -587,15 +590,39 @@ func (b *bridgeState) getTarget(msg []byte) *stream {
 	if b.get != nil {
 		return b.get
 	}
+	if b.ended {
+		return nil // no stream will take it
+	}
+	// Counted as handing is (handOnLocked): else a client's sessions
+	// that open no GET stream would hold maxBacklogBytes each.
+	budget := b.budget()
 	b.backlog = append(b.backlog, msg)
 	b.backlogBytes += len(msg)
-	for len(b.backlog) > 1 && (len(b.backlog) > maxBacklog || b.backlogBytes > maxBacklogBytes) {
+	budget.held.Add(int64(len(msg)))
+	for len(b.backlog) > 1 && (len(b.backlog) > maxBacklog || b.backlogBytes > maxBacklogBytes || budget.held.Load() > budget.max) {
 		b.backlogBytes -= len(b.backlog[0])
+		budget.held.Add(-int64(len(b.backlog[0])))
 		b.backlog[0] = nil
 		b.backlog = b.backlog[1:]
 		b.dropped++
 	}
 	return nil
+}
+
+// takeBacklog returns what waits in the backlog, and how many messages
+// were dropped from it, and empties it.
+func (b *bridgeState) takeBacklog() ([][]byte, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.takeBacklogLocked()
+}
+
+// takeBacklogLocked is takeBacklog with b.mu held.
+func (b *bridgeState) takeBacklogLocked() ([][]byte, int) {
+	backlog, dropped := b.backlog, b.dropped
+	b.budget().held.Add(-int64(b.backlogBytes))
+	b.backlog, b.backlogBytes, b.dropped = nil, 0, 0
+	return backlog, dropped
 }
 
 // bridgeSink delivers a message held about a task as one no request
@@ -722,6 +749,14 @@ func (b *bridgeState) fail(cause error) {
 // session never waits on a client.
 func (b *bridgeState) close() {
 	_ = b.up.Close()
+	defer func() {
+		// No stream will take the backlog now: what it holds, and what
+		// would wait in it from now on (handPump ending), is dropped.
+		b.mu.Lock()
+		b.ended = true
+		b.takeBacklogLocked()
+		b.mu.Unlock()
+	}()
 	select {
 	case <-b.done:
 		return
@@ -1109,8 +1144,7 @@ func (g *Gateway) bridgeGet(w http.ResponseWriter, r *http.Request, rt *route, s
 	}
 	b.get = s
 	b.opened(s)
-	backlog, dropped := b.backlog, b.dropped
-	b.backlog, b.backlogBytes, b.dropped = nil, 0, 0
+	backlog, dropped := b.takeBacklogLocked()
 	b.mu.Unlock()
 	if dropped > 0 {
 		g.log.Warn("messages from the upstream were dropped while the session had no stream open to take them",

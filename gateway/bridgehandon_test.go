@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -50,7 +51,7 @@ func TestBridgeHandsOnWhatALeavingClientDidNotTake(t *testing.T) {
 
 	// A stream whose client left while route delivers to it: the
 	// message goes on to the GET stream, which takes it.
-	b.backlog, b.backlogBytes = nil, 0
+	b.takeBacklog()
 	gone := newStream()
 	gone.goneOnce.Do(func() { close(gone.gone) })
 	get := newStream()
@@ -254,7 +255,7 @@ func TestBridgeHandingCountsAgainstOverflowCap(t *testing.T) {
 	}
 
 	// Handed on again, then the GET stream ends: what waited goes to
-	// the backlog, no longer counted.
+	// the backlog, counted there (TestBridgeBacklogCountsAgainstOverflowCap).
 	for i := range cap(get.ch) {
 		get.ch <- big(i)
 	}
@@ -272,13 +273,78 @@ func TestBridgeHandingCountsAgainstOverflowCap(t *testing.T) {
 	get.goneOnce.Do(func() { close(get.gone) })
 	b.release(get, nil, nil)
 	b.awaitHanded()
-	if held := budget.held.Load(); held != 0 {
-		t.Errorf("after the GET stream ended %d bytes are counted, want 0", held)
-	}
 	b.mu.Lock()
-	backlog := len(b.backlog)
+	backlog, backlogBytes := len(b.backlog), b.backlogBytes
 	b.mu.Unlock()
+	if held := budget.held.Load(); held != int64(backlogBytes) {
+		t.Errorf("after the GET stream ended %d bytes are counted, want the backlog's %d alone", held, backlogBytes)
+	}
 	if backlog < 2 {
 		t.Errorf("backlog holds %d messages, want what waited for the GET stream", backlog)
 	}
 }
+
+// TestBridgeBacklogCountsAgainstOverflowCap: what waits in a bridged
+// session's backlog for a GET stream to open (the upstream's messages to
+// a session with no stream open) was bounded per session alone (16 MiB),
+// outside the gateway-wide cap of what is held for clients that do not
+// read: a client opening sessions (up to max_sessions_per_client) whose
+// upstreams write without end, and opening no GET stream, made the
+// gateway hold 16 MiB for each. The backlog counts now, the oldest given
+// up past the cap; the count goes as a GET stream takes the backlog, and
+// as the session ends, after which nothing more waits in it.
+func TestBridgeBacklogCountsAgainstOverflowCap(t *testing.T) {
+	const size = 16 << 10
+	big := func(i int) []byte {
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"%03d%s"}}`, i, strings.Repeat("x", size))
+	}
+	budget := &overflowBudget{max: 4 * size}
+	done := make(chan struct{})
+	close(done)
+	b := &bridgeState{up: endedConn{}, done: done, overflow: budget}
+	for i := range 16 {
+		b.handOn(nil, big(i))
+	}
+	b.mu.Lock()
+	kept, n, dropped := b.backlogBytes, len(b.backlog), b.dropped
+	b.mu.Unlock()
+	if held := budget.held.Load(); held != int64(kept) || held > budget.max {
+		t.Fatalf("%d messages (%d bytes) wait in the backlog, %d bytes of them counted: want them all counted, within the cap of %d", n, kept, held, budget.max)
+	}
+	if dropped != 16-n || n == 0 {
+		t.Errorf("dropped %d and kept %d of 16, want the oldest dropped past the cap", dropped, n)
+	}
+
+	backlog, _ := b.takeBacklog()
+	if len(backlog) != n || string(backlog[n-1]) != string(big(15)) {
+		t.Errorf("a GET stream took %d messages, the last %.40s; want %d, the newest last", len(backlog), backlog[len(backlog)-1], n)
+	}
+	if held := budget.held.Load(); held != 0 {
+		t.Errorf("after a GET stream took the backlog %d bytes are counted, want 0", held)
+	}
+
+	for i := range 2 {
+		b.handOn(nil, big(i))
+	}
+	if held, want := budget.held.Load(), 2*int64(len(big(0))); held != want {
+		t.Errorf("2 messages in the backlog: %d bytes counted, want %d", held, want)
+	}
+	b.close()
+	if held := budget.held.Load(); held != 0 {
+		t.Errorf("after the session ended %d bytes are counted, want 0", held)
+	}
+	b.handOn(nil, big(2))
+	b.mu.Lock()
+	n = len(b.backlog)
+	b.mu.Unlock()
+	if held := budget.held.Load(); held != 0 || n != 0 {
+		t.Errorf("handed on after the session ended: %d in the backlog, %d bytes counted; want none kept", n, held)
+	}
+}
+
+// endedConn is an upstream connection that has ended.
+type endedConn struct{}
+
+func (endedConn) Read(context.Context) ([]byte, error) { return nil, transport.ErrClosed }
+func (endedConn) Write(context.Context, []byte) error  { return transport.ErrClosed }
+func (endedConn) Close() error                         { return nil }
