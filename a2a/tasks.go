@@ -85,9 +85,10 @@ func (o *owners) rejectedOnly(agentName, task string) bool {
 
 // add records owner for task, the first owner staying. share
 // (callerShare) is whose tenth of unclaimed the record counts against
-// while the shared store does not answer: the owner of unauthenticated
-// callers ("") is every one of them, so their records count against
-// each caller's address, not against no bound.
+// while the shared store does not answer, and, for the owner of
+// unauthenticated callers (""), of the owner table: that owner is every
+// one of them, so their records count against each caller's address,
+// not against no bound.
 func (o *owners) add(ctx context.Context, agentName, task, owner, share string) {
 	if task == "" {
 		return
@@ -106,7 +107,14 @@ func (o *owners) add(ctx context.Context, agentName, task, owner, share string) 
 		}
 		owner = first
 	}
-	o.table(task).ContainsOrAdd(key, owner) // the first owner stays
+	// The first owner stays. The unnamed owner's tasks count against
+	// their caller's share: the unnamed owner has none of its own, and
+	// one unauthenticated client starting tasks without end would push
+	// out every other's.
+	if owner != "" {
+		share = owner
+	}
+	o.table(task).ContainsOrAddIn(key, owner, share)
 }
 
 // owns reports whether owner created the task. A task the gateway never

@@ -261,3 +261,25 @@ func TestAttackUnclaimedFloodUnauthenticated(t *testing.T) {
 		t.Error("mallory's newest task is not found once the store answers: a caller past its share keeps its newest")
 	}
 }
+
+// TestAttackTaskFloodUnauthenticated: the owner table keeps one owner's
+// tasks within a tenth of it, but not the unnamed owner's ("", every
+// unauthenticated caller): one client with no credential starting tasks
+// without end pushed out the tasks of every other unauthenticated
+// client, "not found" from then on. Their tasks now count against their
+// caller's address, as in intercept (shareOf).
+func TestAttackTaskFloodUnauthenticated(t *testing.T) {
+	alice := intercept.WithClientAddr(context.Background(), "192.0.2.7")
+	mallory := intercept.WithClientAddr(context.Background(), "192.0.2.66")
+	o := newOwners(100, nil, slog.New(slog.DiscardHandler))
+	o.add(alice, "ag", "alices", "", callerShare(alice))
+	for i := range 1000 {
+		o.add(mallory, "ag", fmt.Sprint("mallory-", i), "", callerShare(mallory))
+	}
+	if !o.owns(alice, "ag", "alices", "") {
+		t.Fatal("the task an unauthenticated client started is not found: another unauthenticated client's tasks pushed it out")
+	}
+	if !o.owns(mallory, "ag", "mallory-999", "") {
+		t.Error("mallory's newest task is not found: a caller past its share keeps its newest")
+	}
+}
