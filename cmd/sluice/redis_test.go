@@ -117,6 +117,10 @@ route_memory: {redis_url: "` + srv.URL() + `", key_prefix: "test:", timeout: 200
 	if !strings.Contains(got, "policy_error") {
 		t.Errorf("source with Redis paused: got %s, want a deny with policy_error", got)
 	}
+	// The agent is told the cause once: which store, which server.
+	if strings.Contains(got, "route memory: route memory") || !strings.Contains(got, "(route memory: redis at "+srv.Socket+": context deadline exceeded)") {
+		t.Errorf("source with Redis paused: got %s, want \"(route memory: redis at %s: context deadline exceeded)\", the prefix once", got, srv.Socket)
+	}
 	if n := count("echo"); n != 0 {
 		t.Fatalf("source with Redis paused: the upstream ran echo %d times, want 0 (it was forwarded although it could not be remembered)", n)
 	}

@@ -84,6 +84,7 @@ type Store struct {
 	prefix  string
 	ttl     time.Duration
 	timeout time.Duration // bounds each Remember and Seen, retries and pool waits included
+	addr    string        // the server's, for errors: policy names the store "route memory"
 
 	// The epoch key tells a Redis that lost its data (restarted without
 	// persistence, flushed) from one that never had any (writes lost
@@ -165,11 +166,11 @@ func (s *Store) checkEpoch(ctx context.Context, got *string) (time.Time, error) 
 		// Gone: Redis lost its data. The first replica to see it says so.
 		v := epochLost + strconv.FormatInt(time.Now().UnixNano(), 10)
 		if err := s.rdb.SetNX(ctx, s.epochKey(), v, 0).Err(); err != nil {
-			return time.Time{}, fmt.Errorf("route memory: redis: %w", err)
+			return time.Time{}, err
 		}
 		cur, err := s.rdb.Get(ctx, s.epochKey()).Result()
 		if err != nil {
-			return time.Time{}, fmt.Errorf("route memory: redis: %w", err)
+			return time.Time{}, err
 		}
 		got = &cur
 	}
@@ -247,7 +248,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	// timeout per attempt (with 500ms, 2 s alone and 3.7 s with 300 at
 	// once).
 	ro.ContextTimeoutEnabled = true
-	s := &Store{rdb: redis.NewClient(ro), prefix: opts.KeyPrefix, ttl: opts.TTL, timeout: timeout, epochFile: opts.EpochFile, onFileErr: opts.OnEpochFileError}
+	s := &Store{rdb: redis.NewClient(ro), prefix: opts.KeyPrefix, ttl: opts.TTL, timeout: timeout, addr: ro.Addr, epochFile: opts.EpochFile, onFileErr: opts.OnEpochFileError}
 	if s.prefix == "" {
 		s.prefix = DefaultKeyPrefix
 	}
@@ -371,7 +372,7 @@ func (s *Store) Remember(ctx context.Context, k policy.Key, labels []string, at 
 		args = append(args, l)
 	}
 	if err := remember.Run(ctx, s.rdb, []string{s.key(k)}, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("route memory: redis: %w", err)
+		return fmt.Errorf("redis at %s: %w", s.addr, err)
 	}
 	return nil
 }
@@ -389,18 +390,18 @@ func (s *Store) Seen(ctx context.Context, k policy.Key, labels []string, since t
 	_, _ = pipe.Exec(ctx)
 	vals, err := hm.Result()
 	if err != nil {
-		return false, fmt.Errorf("route memory: redis: %w", err)
+		return false, fmt.Errorf("redis at %s: %w", s.addr, err)
 	}
 	var epoch *string
 	switch e, err := ep.Result(); {
 	case err == nil:
 		epoch = &e
 	case !errors.Is(err, redis.Nil):
-		return false, fmt.Errorf("route memory: redis: %w", err)
+		return false, fmt.Errorf("redis at %s: %w", s.addr, err)
 	}
 	known, err := s.checkEpoch(ctx, epoch)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("redis at %s: %w", s.addr, err)
 	}
 	for _, v := range vals {
 		str, ok := v.(string)
@@ -409,7 +410,7 @@ func (s *Store) Seen(ctx context.Context, k policy.Key, labels []string, since t
 		}
 		ns, err := strconv.ParseInt(str, 10, 64)
 		if err != nil {
-			return false, fmt.Errorf("route memory: redis: %s holds %q, not a time", s.key(k), str)
+			return false, fmt.Errorf("redis at %s: %s holds %q, not a time", s.addr, s.key(k), str)
 		}
 		if ns >= since.UnixNano() {
 			return true, nil

@@ -43,6 +43,7 @@ const pruneEvery = 1000
 // by several processes too.
 type Store struct {
 	db     *sql.DB
+	path   string // for errors: policy names the store "route memory"
 	ttl    time.Duration
 	writes atomic.Int64
 }
@@ -83,10 +84,10 @@ func Open(path string, ttl time.Duration) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("route memory: %w", err)
 	}
-	s := &Store{db: db, ttl: ttl}
+	s := &Store{db: db, path: abs, ttl: ttl}
 	if err := s.prune(context.Background()); err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("route memory: %w", err)
 	}
 	return s, nil
 }
@@ -116,7 +117,7 @@ func (s *Store) Remember(ctx context.Context, k policy.Key, labels []string, at 
 	}
 	b.WriteString(` ON CONFLICT (key, label) DO UPDATE SET at = max(at, excluded.at)`)
 	if _, err := s.db.ExecContext(ctx, b.String(), args...); err != nil {
-		return fmt.Errorf("route memory: remembering: %w", err)
+		return fmt.Errorf("%s: remembering: %w", s.path, err)
 	}
 	if s.writes.Add(1)%pruneEvery == 0 {
 		return s.prune(ctx)
@@ -146,14 +147,14 @@ func (s *Store) Seen(ctx context.Context, k policy.Key, labels []string, since t
 	case sql.ErrNoRows:
 		return false, nil
 	default:
-		return false, fmt.Errorf("route memory: reading: %w", err)
+		return false, fmt.Errorf("%s: reading: %w", s.path, err)
 	}
 }
 
 // prune deletes the rows not written within the TTL.
 func (s *Store) prune(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM memory WHERE at < ?`, time.Now().Add(-s.ttl).UnixNano()); err != nil {
-		return fmt.Errorf("route memory: deleting expired memories: %w", err)
+		return fmt.Errorf("%s: deleting expired memories: %w", s.path, err)
 	}
 	return nil
 }
