@@ -132,6 +132,11 @@ type Options struct {
 	// decision not taken. It is called with the store locked and must not
 	// call the Store.
 	OnUnavailable func(error)
+	// OnAvailable, if set, is told once when a persistent Store's backend
+	// answers again (an operation read and wrote it) after OnUnavailable
+	// was told of a failure. It is called with the store locked and must
+	// not call the Store.
+	OnAvailable func()
 	// AgentClaims name the JWT claims agents are named by besides sub,
 	// azp, client_id, appid and cid (auth.jwt.agent_claim): an admin JWT
 	// whose such claim names the held call's agent cannot answer it
@@ -152,6 +157,8 @@ type Store struct {
 	onChange func(Request)
 	// onUnavailable is Options.OnUnavailable.
 	onUnavailable func(error)
+	// onAvailable is Options.OnAvailable.
+	onAvailable func()
 	// agentClaims are Options.AgentClaims.
 	agentClaims []string
 	maxLive     int
@@ -162,6 +169,7 @@ type Store struct {
 	tx        backendTx         // the transaction between lock and unlock, with be
 	beErr     error             // the last failure of be, if the last operation failed
 	beFailed  time.Time         // when
+	failing   bool              // the last operation failed with ErrUnavailable: the next to succeed tells onAvailable
 	snap      map[string]string // with be: each request's row as lock read it
 	byID      map[string]*Request
 	byCall    map[string]*Request // agent + call hash -> newest request
@@ -174,7 +182,7 @@ type Store struct {
 // NewStore returns an empty store. It panics if opts.StateKey is set but
 // not 32 bytes long.
 func NewStore(opts Options) *Store {
-	s := &Store{timeout: opts.Timeout, history: opts.History, now: opts.Now, onChange: opts.OnChange, onUnavailable: opts.OnUnavailable, agentClaims: opts.AgentClaims,
+	s := &Store{timeout: opts.Timeout, history: opts.History, now: opts.Now, onChange: opts.OnChange, onUnavailable: opts.OnUnavailable, onAvailable: opts.OnAvailable, agentClaims: opts.AgentClaims,
 		maxLive: cmp.Or(max(opts.MaxLive, 0), MaxLive),
 		byID:    make(map[string]*Request), byCall: make(map[string]*Request), changed: make(chan struct{})}
 	if s.timeout <= 0 {

@@ -206,12 +206,25 @@ func rowKey(data string, linked bool) string {
 
 // unlock writes what changed since lock, commits and releases s.mu. The
 // error is lock's or the write's: then nothing was written, and
-// Options.OnUnavailable is told.
+// Options.OnUnavailable is told. The first write to succeed after such an
+// error tells Options.OnAvailable: with the disk full, reading (and a
+// transaction that writes nothing) still succeeds, and the store does not
+// answer again until it takes what a call or a decision writes.
 func (s *Store) unlock(lockErr error) (err error) {
 	defer s.mu.Unlock()
+	wrote := false
 	defer func() {
-		if err != nil && s.onUnavailable != nil && errors.Is(err, ErrUnavailable) {
-			s.onUnavailable(err)
+		switch {
+		case errors.Is(err, ErrUnavailable):
+			s.failing = true
+			if s.onUnavailable != nil {
+				s.onUnavailable(err)
+			}
+		case err == nil && wrote && s.failing:
+			s.failing = false
+			if s.onAvailable != nil {
+				s.onAvailable()
+			}
 		}
 	}()
 	if lockErr != nil || s.tx == nil {
@@ -219,7 +232,8 @@ func (s *Store) unlock(lockErr error) (err error) {
 	}
 	tx := s.tx
 	s.tx = nil
-	if err := s.save(tx); err != nil {
+	wrote, err = s.save(tx)
+	if err != nil {
 		tx.rollback()
 		return fmt.Errorf("%w: writing it: %w", ErrUnavailable, err)
 	}
@@ -229,18 +243,21 @@ func (s *Store) unlock(lockErr error) (err error) {
 	return nil
 }
 
-func (s *Store) save(tx backendTx) error {
+// save writes what changed since lock into tx; wrote says whether
+// anything did.
+func (s *Store) save(tx backendTx) (wrote bool, err error) {
 	for id := range s.snap {
 		if _, ok := s.byID[id]; !ok {
 			if err := tx.remove(id); err != nil {
-				return err
+				return wrote, err
 			}
+			wrote = true
 		}
 	}
 	for id, r := range s.byID {
 		data, err := json.Marshal(r)
 		if err != nil {
-			return err
+			return wrote, err
 		}
 		linked := s.byCall[callKey(r.Agent, r.CallHash)] == r
 		old, had := s.snap[id]
@@ -248,10 +265,11 @@ func (s *Store) save(tx backendTx) error {
 			continue
 		}
 		if err := tx.put(id, string(data), linked, r.Status != Pending && r.Status != Approved); err != nil {
-			return err
+			return wrote, err
 		}
+		wrote = true
 	}
-	return nil
+	return wrote, nil
 }
 
 // sqliteBackend is OpenStore's.

@@ -193,6 +193,16 @@ func TestServeDiskFull(t *testing.T) {
 		if got := c.echo(t, 1); !strings.Contains(got, "call-1") {
 			t.Fatalf("the approved call once space returned: got %s, want the echo", got)
 		}
+		// The log says the outage ended, once, with how many operations
+		// failed during it (the decision, the calls to hold, the retries).
+		c.waitLog(t, `level=INFO msg="approvals: the approvals store answers again" failures=`)
+		again := regexp.MustCompile(`level=INFO msg="approvals: the approvals store answers again" failures=(\d+) path=\S+approvals\.db`).FindAllStringSubmatch(c.logs.String(), -1)
+		if len(again) != 1 {
+			t.Fatalf("INFO lines saying the approvals store answers again: got %d, want 1:\n%s", len(again), c.logs)
+		}
+		if n, _ := strconv.Atoi(again[0][1]); n < 8 {
+			t.Errorf("failures in the line saying the approvals store answers again: got %d, want at least 8 (the calls to hold echo 2 to 9)", n)
+		}
 	})
 }
 

@@ -168,15 +168,20 @@ func (l *lossReport) lost(n int, err error) {
 // approvals store: its file's disk full, its Redis down) at ERROR: the
 // first at once, then at most one line every lossReportEvery counting
 // those between, so a store failing every call does not flood the log.
+// When the store answers again it says so once at INFO, with the count of
+// failures since it last answered, so the operator knows the outage ended.
 // Safe for concurrent use.
 type storeFailures struct {
 	log *slog.Logger
 	msg string
+	// again is the INFO line's message when the store answers again.
+	again string
 	// attrs are logged with every line, after the count and the error.
 	attrs []any
 
 	mu       sync.Mutex // guards the fields below
 	unlogged int        // failures not yet in a log line
+	failures int        // failures since the store last answered
 	logged   time.Time  // of the last line
 }
 
@@ -184,10 +189,23 @@ func (f *storeFailures) failed(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.unlogged++
+	f.failures++
 	if now := time.Now(); now.Sub(f.logged) >= lossReportEvery {
 		f.log.Error(f.msg, append([]any{"failures", f.unlogged, "err", err}, f.attrs...)...)
 		f.unlogged, f.logged = 0, now
 	}
+}
+
+// answered is told that the store answered after failing.
+func (f *storeFailures) answered() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failures == 0 {
+		return
+	}
+	f.log.Info(f.again, append([]any{"failures", f.failures}, f.attrs...)...)
+	// The next failure is a new outage: logged at once.
+	f.failures, f.unlogged, f.logged = 0, 0, time.Time{}
 }
 
 func authMethod(d *intercept.ActionDescriptor) string {

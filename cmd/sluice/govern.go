@@ -175,16 +175,19 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		rec.approval(r)
 	}}
 	const unavailable = "approvals: the approvals store cannot be read or written; calls that need approval are denied (policy_error) and decisions refused (503) until it can"
+	const answers = "approvals: the approvals store answers again"
 	if u := cfg.Approvals.RedisURL; u != "" {
 		client, err := dialRedis(ctx, "approvals.redis_url", u)
 		if err != nil {
 			return nil, err
 		}
-		aopts.OnUnavailable = (&storeFailures{log: logger, msg: unavailable, attrs: []any{"store", "redis"}}).failed
+		f := &storeFailures{log: logger, msg: unavailable, again: answers, attrs: []any{"store", "redis"}}
+		aopts.OnUnavailable, aopts.OnAvailable = f.failed, f.answered
 		gv.approvals, err = approval.OpenRedisStore(ctx, client, cfg.Approvals.KeyPrefix, aopts)
 	} else {
 		path := filepath.Join(dir, approval.FileName)
-		aopts.OnUnavailable = (&storeFailures{log: logger, msg: unavailable, attrs: []any{"path", path}}).failed
+		f := &storeFailures{log: logger, msg: unavailable, again: answers, attrs: []any{"path", path}}
+		aopts.OnUnavailable, aopts.OnAvailable = f.failed, f.answered
 		gv.approvals, err = approval.OpenStore(path, aopts)
 	}
 	if err != nil {
