@@ -761,14 +761,33 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 // be a whole message, and the gateway's own answer would end cleanly). A
 // successful answer to requests must also decode as JSON-RPC (not JSON, a
 // BOM before it, an event stream labelled otherwise) and carry no result
-// for a request it was not asked.
+// for a request it was not asked. An unsuccessful one (4xx, 5xx), which
+// is passed on unscreened, must carry no result at all: mcp-go's client
+// takes the result in such a body, read by encoding/json (which takes
+// the last of two "result" members, invalid UTF-8 and "RESULT" too), for
+// its request's answer, where the TypeScript SDK's and the go-sdk's see
+// an error; one that may hold a result must decode, and hold none.
 func unreadAnswer(status int, ob *observer, b []byte, err error, limit int64) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("reading the answer: %w", err)
 	case int64(len(b)) > limit:
 		return &answerTooLarge{limit}
-	case status/100 != 2 || len(ob.pending) == 0 || len(bytes.Trim(b, " \t\r\n")) == 0:
+	case len(ob.pending) == 0 || len(bytes.Trim(b, " \t\r\n")) == 0:
+		return nil
+	case status/100 != 2:
+		if !mayHoldMemberFold(b, resultMember) {
+			return nil // an error page, or a JSON-RPC error: no result to take
+		}
+		msgs, derr := ob.decode(b)
+		if derr != nil {
+			return fmt.Errorf("the answer (HTTP %d) may hold a result and is not JSON-RPC the gateway can read (%v)", status, derr)
+		}
+		for _, m := range msgs {
+			if m.Kind == intercept.KindResponse {
+				return fmt.Errorf("the answer carried a result with HTTP status %d, which clients read differently (some as the result, some as an error)", status)
+			}
+		}
 		return nil
 	}
 	msgs, derr := ob.decode(b)

@@ -192,6 +192,7 @@ type holdFunc func(m *intercept.Message) (held, owned bool)
 var (
 	taskIDMember       = []byte(`"taskId"`)
 	requestStateMember = []byte(`"requestState"`)
+	resultMember       = []byte(`"result"`)
 	idMember           = []byte(`"id"`)
 	errorMember        = []byte(`"error"`)
 	unicodeEscape      = []byte(`\u`)
