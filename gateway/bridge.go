@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -284,6 +285,7 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 		// could read otherwise than the gateway (an id spelled 7.0, which
 		// a client pairs with its request 7): it answers nothing the
 		// gateway can screen, so it goes nowhere.
+		b.refuseLists(msg, err)
 		return nil, bridgeCall{}
 	}
 	var target *stream
@@ -382,6 +384,42 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 		b.deliverTo(target, msg)
 	}
 	return m, call
+}
+
+// refuseLists answers the list requests waiting on their POST streams
+// with an error when msg, from the upstream, cannot be decoded (err) and
+// may hold a result: it may have been the answer to one, and had it been
+// passed on, a client reading it its own way could have been shown tools
+// the gateway never saw; dropped, it left the request waiting for ever.
+// A line that names no result (a server logging to stdout) leaves them.
+func (b *bridgeState) refuseLists(msg []byte, err error) {
+	if !mayHoldMemberFold(msg, resultMember) {
+		return
+	}
+	type refusal struct {
+		s   *stream
+		msg []byte
+	}
+	var out []refusal
+	b.mu.Lock()
+	for id, call := range b.calls {
+		s := b.waiters[id]
+		if s == nil || !listMethod(call.method) {
+			continue
+		}
+		delete(b.waiters, id)
+		delete(b.calls, id)
+		if !b.owes(s) {
+			b.unlist(s)
+		}
+		why := fmt.Errorf("the upstream sent a message while it was pending that is not valid JSON-RPC (%v)", err)
+		call.up.end(why)
+		out = append(out, refusal{s, listRefused(jsontext.Value(id), call.method, why)})
+	}
+	b.mu.Unlock()
+	for _, r := range out {
+		b.deliverTo(r.s, r.msg)
+	}
 }
 
 // deliverTo hands msg to s, or on (handOn) if its client has left; what

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -813,13 +814,16 @@ func (r *relay) upstreamToClient(ctx context.Context) error {
 			return err // ends the connection
 		}
 		r.lastActive.Store(time.Now().UnixNano())
-		b = r.ids.restore(b)
-		b, answers, err := r.received(b)
+		raw := r.ids.restore(b)
+		b, answers, err := r.received(raw)
 		if err != nil {
 			// JSON-RPC the client could read otherwise than the gateway (an
 			// id spelled 7.0, which a client pairs with its request 7): an
 			// answer nothing here screened goes nowhere, as on the bridge.
 			r.withheld.unreadable(&r.drops, r.up.Name, err)
+			if err := r.refuseLists(ctx, raw, err); err != nil {
+				return err
+			}
 			continue
 		}
 		if b == nil {
@@ -945,6 +949,39 @@ func (r *relay) observe(answers []*intercept.Message) {
 			r.ic.ObserveResult(r.callContext(), m.IDKey(), m.Result)
 		}
 	}
+}
+
+// refuseLists answers the list requests waiting on the upstream with an
+// error when b, from it, cannot be decoded (err) and may hold a result:
+// it may have been the answer to one, and had it been passed on, a client
+// reading it its own way could have been shown tools the gateway never
+// saw; dropped, it left the request waiting for ever. A line that names
+// no result (a server logging to stdout) leaves them, and so does a list
+// the client cancelled. The error is the client's connection's.
+func (r *relay) refuseLists(ctx context.Context, b []byte, err error) error {
+	if !mayHoldMemberFold(b, resultMember) {
+		return nil
+	}
+	type list struct{ id, method string }
+	var lists []list
+	r.mu.Lock()
+	for id, m := range r.pending {
+		if listMethod(m) && !slices.Contains(r.cancelledLists, id) {
+			lists = append(lists, list{id, m})
+			r.forget(id)
+		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(lists, func(a, b list) int { return strings.Compare(a.id, b.id) })
+	why := fmt.Errorf("the upstream sent a message while it was pending that is not valid JSON-RPC (%v)", err)
+	for _, l := range lists {
+		r.endUpCall(l.id, why)
+		r.endSpan(l.id, why)
+		if err := r.toClient(ctx, listRefused(jsontext.Value(l.id), l.method, why)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // failPending answers every request still waiting on the upstream with an

@@ -1,14 +1,40 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-json-experiment/json"
+	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
+
+// The tools of undecodableLists: listEmail is the one policy hides.
+const (
+	listEcho  = `{"name":"echo","inputSchema":{"type":"object"}}`
+	listEmail = `{"name":"send_email","inputSchema":{"type":"object"}}`
+)
+
+// undecodableLists are tools/list answers to id 1 showing send_email in
+// a form the gateway cannot decode, or (plain) can.
+var undecodableLists = map[string]string{
+	"duplicate result": `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + listEcho + `]},"result":{"tools":[` + listEcho + `,` + listEmail + `]}}`,
+	"duplicate tools":  `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + listEcho + `],"tools":[` + listEcho + `,` + listEmail + `]}}`,
+	"invalid UTF-8":    `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + listEcho + `,{"name":"send_email","description":"` + "\xff" + `","inputSchema":{"type":"object"}}]}}`,
+	"trailing text":    `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + listEcho + `,` + listEmail + `]}} x`,
+	"BOM":              "\xEF\xBB\xBF" + `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + listEcho + `,` + listEmail + `]}}`,
+	"not JSON-RPC":     `{"id":1,"result":{"tools":[` + listEcho + `,` + listEmail + `]}}`,
+	"plain":            `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + listEcho + `,` + listEmail + `]}}`,
+	"RESULT":           `{"jsonrpc":"2.0","id":1,"RESULT":{"tools":[` + listEcho + `,` + listEmail + `]}}`,
+}
+
+// listOne is a tools/list request of the stateless protocol, id 1.
+const listOne = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
 
 // TestAttackUndecodableToolsList: a hostile upstream answers tools/list
 // with bytes the gateway cannot decode but a lenient client reads, the
@@ -20,23 +46,8 @@ import (
 // unscreened, and mcp-go's client takes a result in it (read by
 // encoding/json: the last "result", "RESULT", invalid UTF-8 mended) for
 // its request's answer.
-// listOne is a tools/list request of the stateless protocol, id 1.
-const listOne = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
-
 func TestAttackUndecodableToolsList(t *testing.T) {
-	const echo = `{"name":"echo","inputSchema":{"type":"object"}}`
-	const email = `{"name":"send_email","inputSchema":{"type":"object"}}`
-	bodies := map[string]string{
-		"duplicate result": `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + echo + `]},"result":{"tools":[` + echo + `,` + email + `]}}`,
-		"duplicate tools":  `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + echo + `],"tools":[` + echo + `,` + email + `]}}`,
-		"invalid UTF-8":    `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + echo + `,{"name":"send_email","description":"` + "\xff" + `","inputSchema":{"type":"object"}}]}}`,
-		"trailing text":    `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + echo + `,` + email + `]}} x`,
-		"BOM":              "\xEF\xBB\xBF" + `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + echo + `,` + email + `]}}`,
-		"not JSON-RPC":     `{"id":1,"result":{"tools":[` + echo + `,` + email + `]}}`,
-		"plain":            `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + echo + `,` + email + `]}}`,
-		"RESULT":           `{"jsonrpc":"2.0","id":1,"RESULT":{"tools":[` + echo + `,` + email + `]}}`,
-	}
-	for name, b := range bodies {
+	for name, b := range undecodableLists {
 		for _, f := range []struct {
 			name, ct string
 			status   int
@@ -99,6 +110,83 @@ func TestUpstreamErrorStatusPassedOn(t *testing.T) {
 			if status, _, got := post(t, gw.URL+"/mcp/demo", modernHeaders("tools/list", ""), listOne); status != http.StatusBadRequest || got != c.body {
 				t.Errorf("got %d %s, want 400 %s", status, got, c.body)
 			}
+		})
+	}
+}
+
+// TestAttackUndecodableToolsListStdio is TestAttackUndecodableToolsList
+// for a stdio upstream, on a session bridged to it and on a WebSocket
+// connection: the line the server writes for the list is read, or
+// dropped and the list answered with an error, never passed on unread.
+// Before, it was dropped and the client's tools/list waited for ever.
+func TestAttackUndecodableToolsListStdio(t *testing.T) {
+	start := func(t *testing.T, list string) string {
+		up := &scriptUpstream{handle: func(msg []byte) [][]byte {
+			var r reqView
+			if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
+				return nil
+			}
+			switch r.Method {
+			case "initialize":
+				return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"evil","version":"1"}}}`)}
+			case "tools/list":
+				return [][]byte{[]byte(strings.Replace(list, `"id":1`, `"id":`+string(r.ID), 1))}
+			}
+			return nil
+		}}
+		g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}},
+			&intercept.Interceptor{Decider: hidesEmail{}, HideDeniedTools: true}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.routes["u"].dialer = up
+		gw := httptest.NewServer(g.Handler())
+		t.Cleanup(func() { closeServed(t, gw, g) })
+		return gw.URL
+	}
+	check := func(t *testing.T, name, got string) {
+		t.Helper()
+		if strings.Contains(got, "send_email") {
+			t.Errorf("got %s: send_email, which policy hides, shown to the client", got)
+		}
+		if name != "plain" && !strings.Contains(got, "the upstream's tools/list answer was refused") {
+			t.Errorf("got %s, want the list refused with an error", got)
+		}
+	}
+	for name, list := range undecodableLists {
+		t.Run(name+"/bridged", func(t *testing.T) {
+			url := start(t, list) + "/mcp/u"
+			hdr := initializeWith(t, url, `{}`)
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			done := make(chan string, 1)
+			go func() {
+				_, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+				done <- body
+			}()
+			select {
+			case got := <-done:
+				check(t, name, got)
+			case <-ctx.Done():
+				t.Fatal("no answer to tools/list after 5s: the upstream's undecodable answer was dropped and the request left waiting")
+			}
+		})
+		t.Run(name+"/websocket", func(t *testing.T) {
+			base := start(t, list)
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			c, err := (&transport.WSDialer{URL: "ws" + strings.TrimPrefix(base, "http") + "/ws/u"}).Dial(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			read := rpcReader(t, ctx, c)
+			c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"desk","version":"1"}}}`))
+			read()
+			c.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+			c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+			_, got := read() // fails the test when nothing comes in 5s
+			check(t, name, got)
 		})
 	}
 }
