@@ -113,3 +113,60 @@ func fullDiskStore(t *testing.T) (*fulldisk.Disk, *Store, *told) {
 	t.Cleanup(func() { s.Close() }) // before the unmount
 	return disk, s, w
 }
+
+// TestAvailableAgainDiskFull: OnAvailable is told once when the store
+// takes a write again after OnUnavailable was told of a failure. A read
+// with the disk full succeeds, and says nothing of whether a write
+// would: it does not count.
+func TestAvailableAgainDiskFull(t *testing.T) {
+	disk := fulldisk.New(t)
+	w := new(told)
+	var mu sync.Mutex
+	again := 0
+	s, err := OpenStore(filepath.Join(disk.Dir, FileName), Options{Timeout: time.Minute, OnUnavailable: w.add, OnAvailable: func() {
+		mu.Lock()
+		again++
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() }) // before the unmount
+	told := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return again
+	}
+	hold := func(amount string) intercept.Decision {
+		return intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":`+amount+`}`))
+	}
+
+	if d := hold("1"); d.ApprovalID == "" {
+		t.Fatalf("call not held: %+v", d)
+	}
+	if n := told(); n != 0 {
+		t.Fatalf("OnAvailable told %d times before any failure, want 0", n)
+	}
+	disk.Fill(t)
+	if d := hold("2"); d.ApprovalID != "" {
+		t.Fatalf("call held with the disk full: %+v", d)
+	}
+	w.check(t, "a call to hold with the disk full")
+	time.Sleep(backendRetry) // past the quick refusals: the store is asked again
+	if _, err := s.Current(); err != nil {
+		t.Fatalf("reading with the disk full: %v", err)
+	}
+	if n := told(); n != 0 {
+		t.Errorf("OnAvailable told %d times after a read with the disk still full, want 0", n)
+	}
+	disk.Free(t)
+	if d := hold("3"); d.ApprovalID == "" {
+		t.Fatalf("call needing approval once space returned: got %+v, want it held", d)
+	}
+	if d := hold("4"); d.ApprovalID == "" {
+		t.Fatalf("second call once space returned: got %+v, want it held", d)
+	}
+	if n := told(); n != 1 {
+		t.Errorf("OnAvailable told %d times once the store took writes again, want 1", n)
+	}
+}
