@@ -63,6 +63,9 @@ type Policy struct {
 	store Store
 	now   func() time.Time
 	log   *slog.Logger
+	// memFailures throttle the log of what route memory could not do:
+	// [0] reads, [1] writes.
+	memFailures *[2]memoryFailures
 }
 
 var (
@@ -241,6 +244,7 @@ func Compile(src []byte, filename string, opts Options) (*Policy, error) {
 		opts.Logger = slog.Default()
 	}
 	p.store, p.now, p.log = opts.Store, opts.Now, opts.Logger
+	p.memFailures = &[2]memoryFailures{}
 	return p, nil
 }
 

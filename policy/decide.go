@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/intercept"
@@ -178,6 +179,10 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 				return p.decision(intercept.Deny, ReasonRouteEvicted, "the gateway's memory of what this "+string(r.scope)+" read before was evicted to stay within its bounds, so a call that route rule "+r.id+" governs cannot be allowed", r.id, r.id, r.mode, &st)
 			}
 			if err != nil {
+				if tr == nil {
+					p.memoryFailed(0, "policy: cannot read route memory; calls its route rules govern are denied (policy_error)",
+						"rule", r.id, "tool", d.ToolName, "err", err)
+				}
 				return p.failed(&st, r.id, r.id, r.mode)
 			}
 			return p.decision(intercept.Deny, ReasonRouteDeny, r.public, r.id, r.id, r.mode, &st)
@@ -497,7 +502,7 @@ func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, d
 	now := p.now()
 	for _, k := range [...]Key{{Scope: ScopeSession, Agent: d.Agent, Session: d.SessionID}, {Scope: ScopeAgent, Agent: d.Agent}} {
 		if err := p.store.Remember(ctx, k, labels, now); err != nil {
-			p.log.Error("policy: cannot write route memory; the call is denied", "key", k.String(), "tool", d.ToolName, "err", err)
+			p.memoryFailed(1, "policy: cannot write route memory; the call is denied", "key", k.String(), "tool", d.ToolName, "err", err)
 			return fmt.Errorf("route memory: %w", err)
 		}
 	}
@@ -533,4 +538,41 @@ func neutralClassification(m map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// memoryFailures throttles the log of route memory's failures: while its
+// store does not answer every call governed by a route rule fails, and
+// each was an ERROR line (or, for a read, none at all: the deny said only
+// policy_error). One line at most every memoryFailureLogEvery, with how
+// many failed since the last.
+type memoryFailures struct {
+	mu   sync.Mutex
+	last time.Time
+	n    int
+}
+
+// memoryFailureLogEvery is the least time between two lines of
+// memoryFailures.
+const memoryFailureLogEvery = 10 * time.Second
+
+// memoryFailed logs msg and args at ERROR unless a failure of its kind
+// (0: a read, 1: a write) was logged within memoryFailureLogEvery; a line
+// says how many of its kind failed since the last (failures).
+func (p *Policy) memoryFailed(kind int, msg string, args ...any) {
+	if p.memFailures == nil {
+		p.log.Error(msg, args...)
+		return
+	}
+	f := &p.memFailures[kind]
+	now := p.now()
+	f.mu.Lock()
+	f.n++
+	if !f.last.IsZero() && now.Sub(f.last) < memoryFailureLogEvery {
+		f.mu.Unlock()
+		return
+	}
+	n := f.n
+	f.n, f.last = 0, now
+	f.mu.Unlock()
+	p.log.Error(msg, append(args, "failures", n)...)
 }
