@@ -75,6 +75,10 @@ func (b *redisBackend) begin() (backendTx, error) {
 	for {
 		ok, err := b.c.SetNX(ctx, b.prefix+"lock", t.token, b.lease).Result()
 		if err != nil {
+			// Unanswered, the SET may still be carried out (a stalled
+			// Redis does, once it goes on): the lock would be taken for
+			// its lease by a holder that gave up.
+			b.releaseLater(t.token)
 			return nil, err
 		}
 		if ok {
@@ -174,11 +178,56 @@ return 0
 func (t *redisTx) commit() error {
 	ctx, cancel := t.ctx()
 	defer cancel()
-	return commitScript.Run(ctx, t.b.c, t.b.keys(), append([]any{t.token, t.b.stateKey}, t.ops...)...).Err()
+	err := commitScript.Run(ctx, t.b.c, t.b.keys(), append([]any{t.token, t.b.stateKey}, t.ops...)...).Err()
+	var rerr redis.Error
+	if err != nil && !errors.As(err, &rerr) {
+		// Unanswered: the lock may be held still, or taken later.
+		t.b.releaseLater(t.token)
+	}
+	return err
 }
 
 func (t *redisTx) rollback() {
 	ctx, cancel := t.ctx()
 	defer cancel()
-	_ = releaseScript.Run(ctx, t.b.c, t.b.keys()[:1], t.token).Err()
+	if err := releaseScript.Run(ctx, t.b.c, t.b.keys()[:1], t.token).Err(); err != nil {
+		t.b.releaseLater(t.token)
+	}
 }
+
+// releaseLater releases the lock if token holds it, in the background,
+// once Redis answers: a lock taken by a request its sender gave up on (a
+// Redis that stalled, then went on) kept every replica's approvals store
+// unavailable for the rest of its lease (10 s) after Redis answered again.
+// Redis may carry out the stalled SET after the first release it answers
+// (they need not share a connection), so releases go on for
+// releaseSettle after the first answer, or until one releases the lock;
+// never past the lease, when the lock ends anyway.
+func (b *redisBackend) releaseLater(token string) {
+	go func() {
+		end := time.Now().Add(b.lease)
+		var answered time.Time
+		for now := time.Now(); now.Before(end); now = time.Now() {
+			ctx, cancel := context.WithTimeout(context.Background(), b.wait)
+			n, err := releaseScript.Run(ctx, b.c, b.keys()[:1], token).Int()
+			cancel()
+			switch {
+			case err == nil && n == 1:
+				return // released
+			case errors.Is(err, redis.ErrClosed):
+				return
+			case err == nil && answered.IsZero():
+				answered = time.Now()
+			case err == nil && time.Since(answered) >= releaseSettle:
+				return // not taken by the stalled request: nothing to release
+			}
+			time.Sleep(releaseEvery)
+		}
+	}()
+}
+
+// releaseEvery and releaseSettle pace releaseLater.
+const (
+	releaseEvery  = 20 * time.Millisecond
+	releaseSettle = 500 * time.Millisecond
+)
