@@ -717,6 +717,7 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 		upErr = err
 		if ctx.Err() != nil {
 			upErr = errCancelled
+			g.keepSent(x)
 		} else {
 			g.log.Warn("upstream request failed", "upstream", x.rt.up.Name, "err", err)
 			_ = send(intercept.ErrorResponse(id, upstreamError(x.rt.up.Name, err)))

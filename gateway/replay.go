@@ -89,17 +89,32 @@ type hold struct {
 	renew  *time.Timer
 }
 
-// claim has a new exchange hold the ids of the requests among msgs, which
-// a client sends anew, and forgets them (an answer a resumed stream carries
-// for such an id would be screened as the earlier request's, and taken by
-// the client as the new one's), unless one is held already: then it
-// returns that id, and holds and forgets none.
-func (r *replays) claim(msgs []*intercept.Message) (h *hold, reused string) {
+// claim has a new exchange hold the ids of the requests among msgs,
+// unless one is held already, or is that of a request whose stream broke
+// off, remembered as of now: then it returns that id (and, for the
+// latter, its request's method: broken), and holds none. The upstream
+// answers by id and may yet answer the broken-off request: its answer
+// would be taken for the new request's (on the new request's stream, by
+// an upstream that routes answers by id, or on a resumed stream once the
+// new one's broke off too), screened as what it is not (a tools/list
+// policy hides tools of as a tools/call's result) and passed on. MCP
+// forbids reusing an id within a session, and the SDKs count ids up and
+// resume a broken stream with a GET, so none is taken over. A request
+// remembered under the gateway's id (ids.go) is the exception: the
+// upstream knows it by that id, not the client's, and a request sent anew
+// under the client's id forgets it (its answer is then a stray).
+func (r *replays) claim(msgs []*intercept.Message, now time.Time) (h *hold, reused, broken string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, m := range msgs {
-		if _, ok := r.open[m.IDKey()]; ok && m.Kind == intercept.KindRequest {
-			return nil, m.IDKey()
+		if m.Kind != intercept.KindRequest {
+			continue
+		}
+		if _, ok := r.open[m.IDKey()]; ok {
+			return nil, m.IDKey(), ""
+		}
+		if c, ok := r.calls[m.IDKey()]; ok && c.id == nil && now.Sub(c.at) <= replayTTL {
+			return nil, m.IDKey(), c.method
 		}
 	}
 	h = new(hold)
@@ -112,12 +127,12 @@ func (r *replays) claim(msgs []*intercept.Message) (h *hold, reused string) {
 		}
 		r.open[m.IDKey()] = h
 		h.ids = append(h.ids, m.IDKey())
-		r.drop(m.IDKey())
+		r.drop(m.IDKey()) // expired, or the upstream's id of another
 		if up, ok := r.swappedCalls[m.IDKey()]; ok {
 			r.drop(up)
 		}
 	}
-	return h, ""
+	return h, "", ""
 }
 
 // drop forgets the request id; r.mu is held.

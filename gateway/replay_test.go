@@ -287,19 +287,23 @@ func TestAttackResumedStray(t *testing.T) {
 }
 
 // TestAttackResumedReusedID: a client that gave up on a call whose stream
-// broke off and sends a tools/list under its id is owed a list for that
-// id. Screened as the call's answer, the poisoned list a hostile upstream
-// replays for it on a resumed stream would have been taken by the client
-// unscreened: the id is the new request's, and the result is withheld.
+// broke off and sends a tools/list under its id would be owed a list for
+// that id, and the poisoned list a hostile upstream replays for it on a
+// resumed stream was screened as the call's answer. The list is refused
+// (the upstream may yet answer the call under that id), and what the
+// resumed stream carries is the call's answer, as the upstream sent it.
 func TestAttackResumedReusedID(t *testing.T) {
 	up := hostileResumer(t, "", true, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"tools\":[{\"name\":\"send_email\",\"description\":\""+poisoned+"\",\"inputSchema\":{\"type\":\"object\"}}]}}\n\n")
 	var lists atomic.Int64
 	urls, left := hidingReplicas(t, up, nil, &lists)
 	hdr := openSession(t, urls[0], "alice", nil)
 	leave(t, urls[0], hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`, left)
-	defer openStream(t, urls[0], hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)()
-	if got := resume(t, urls[0], hdr); strings.Contains(got, "send_email") {
-		t.Errorf("resumed stream passed on a list for the id of a waiting tools/list, unscreened: %q", got)
+	status, _, got := post(t, urls[0], hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if status != http.StatusBadRequest || errorCode(t, got) != intercept.CodeInvalidRequest || !strings.Contains(got, "the tools/call with id 2") {
+		t.Errorf("tools/list under the id of a broken-off call: got %d %s, want it refused (-32600)", status, got)
+	}
+	if got := resume(t, urls[0], hdr); !strings.Contains(got, `"id":2`) || lists.Load() != 0 {
+		t.Errorf("resumed stream: got %q (%d lists recorded), want the call's answer, no list", got, lists.Load())
 	}
 }
 
@@ -355,11 +359,17 @@ func TestReplayMemoryBounds(t *testing.T) {
 	}
 	r.remember("5", replayCall{method: "tools/list"}, later)
 	m, _ := intercept.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":5,"method":"ping"}`))
-	h, _ := r.claim([]*intercept.Message{m})
-	defer r.release(h)
-	if _, ok := r.take("5", later, nil); ok {
-		t.Error("a request reusing the id: the earlier one is still remembered")
+	if h, reused, broken := r.claim([]*intercept.Message{m}, later); h != nil || reused != "5" || broken != "tools/list" {
+		t.Errorf("a request reusing the id of a remembered one: claim %v %q %q, want it refused, naming tools/list", h != nil, reused, broken)
 	}
+	if c, ok := r.take("5", later, nil); !ok || c.method != "tools/list" {
+		t.Errorf("a request refused its id: the earlier one forgotten (%+v %v)", c, ok)
+	}
+	h, reused, _ := r.claim([]*intercept.Message{m}, later)
+	if reused != "" {
+		t.Errorf("the id once its request was answered: refused %q", reused)
+	}
+	r.release(h)
 }
 
 // upInitialize reads the message POSTed to a test upstream (nil for a GET

@@ -19,7 +19,8 @@ import (
 // may answer, and the ids the session's open exchanges wait on. With
 // Options.Exchanges set, both live in a store every replica sees
 // (gateway/redisstore): a POST holds its requests' ids there (refused if
-// an exchange on any replica holds one), a stream that ends with requests
+// an exchange on any replica holds one, or a request whose stream broke off
+// is remembered under one), a stream that ends with requests
 // unanswered remembers them there, and a resumed stream on any replica
 // takes from there what it answers, deleting it (an answer is screened
 // once). The store fails closed: a POST whose ids it cannot hold is
@@ -30,9 +31,10 @@ import (
 // IDHolds holds the ids a session's open exchanges wait on.
 type IDHolds interface {
 	// Hold holds ids for token's exchange in session for ttl, unless one
-	// is held for another token: then it returns that id and holds none.
-	// Holding ids anew forgets what the session remembered for them
-	// (ReplayMemory); holding them again for the same token renews them.
+	// is held for another token, or held for none and remembered
+	// (ReplayMemory: a request whose stream broke off, which the upstream
+	// may yet answer): then it returns that id and holds none. Holding
+	// them again for the same token renews them.
 	Hold(ctx context.Context, session, token string, ids []string, ttl time.Duration) (held string, err error)
 	// Release lets go of those of ids still held for token.
 	Release(ctx context.Context, session, token string, ids []string) error
@@ -88,13 +90,17 @@ func (g *Gateway) shares(s *session) bool {
 
 // claimIDs has a new exchange of sess hold the ids of the requests among
 // msgs: in process (replays.claim), and in the store when sess is shared.
-// reused is an id another exchange holds; err says the store could not
-// hold them, or errTooManyIDs that they are too many. Either way nothing
-// is held.
+// reused is an id another exchange holds, or one of a request whose
+// stream broke off (replays.claim); err, which reusedIDError makes, says
+// which. err may also say the store could not hold them, or be
+// errTooManyIDs, that they are too many. Either way nothing is held.
 func (g *Gateway) claimIDs(ctx context.Context, sess *session, msgs []*intercept.Message) (h *hold, reused string, err error) {
-	h, reused = sess.replays.claim(msgs)
-	if reused != "" || !g.shares(sess) || len(h.ids) == 0 {
-		return h, reused, nil
+	h, reused, broken := sess.replays.claim(msgs, g.sessions.now())
+	if reused != "" {
+		return nil, reused, reusedError(reused, broken, sess.route)
+	}
+	if !g.shares(sess) || len(h.ids) == 0 {
+		return h, "", nil
 	}
 	if len(h.ids) > maxSharedIDs {
 		sess.replays.release(h)
@@ -107,8 +113,9 @@ func (g *Gateway) claimIDs(ctx context.Context, sess *session, msgs []*intercept
 		sess.replays.release(h)
 		if err != nil {
 			g.log.Warn("request refused: its id could not be checked against the session's other replicas", "err", err)
+			return nil, "", err
 		}
-		return nil, held, err
+		return nil, held, reusedError(held, "?", sess.route)
 	}
 	h.share(g, sess, ids...)
 	return h, "", nil

@@ -135,7 +135,8 @@ func TestAttackResumedAcrossReplicas(t *testing.T) {
 // session waits on through replica A is refused through replica B
 // (-32600), unsent: an upstream that routes answers by id would answer
 // the one on the other's stream, screened as the other's. Once A's
-// exchange ended the id is free on B.
+// client left, unanswered, the id is still refused: the upstream may yet
+// answer the call.
 func TestReusedIDAcrossReplicas(t *testing.T) {
 	store := sharedStore(t, redistest.Start(t))
 	var sent atomic.Int64
@@ -165,10 +166,17 @@ func TestReusedIDAcrossReplicas(t *testing.T) {
 	}
 	hangUp()
 	<-left
+	// A's client left unanswered: the upstream may yet answer the call,
+	// and its id stays the call's (TestAttackTakeOverBrokenList).
 	_, hangUpB, refused = openPrimed(t, urls[1], hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	hangUpB()
+	if errorCode(t, refused) != intercept.CodeInvalidRequest || !strings.Contains(refused, "give each request its own id") {
+		t.Errorf("tools/list through B once A's client left the call unanswered: got %q, want it refused", refused)
+	}
+	_, hangUpB, refused = openPrimed(t, urls[1], hdr, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	hangUpB()
 	if refused != "" {
-		t.Errorf("tools/list through B once A's exchange ended: %s, want it sent", refused)
+		t.Errorf("tools/list through B under an id of its own: %s, want it sent", refused)
 	}
 }
 

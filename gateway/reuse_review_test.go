@@ -258,7 +258,7 @@ func TestAttackReusedIDRememberedAsOld(t *testing.T) {
 	url := urls[0]
 	hdr := openSession(t, url, "alice", nil)
 	leaves := with(hdr, "X-Test-Leaves", "1")
-	_, hangUpPing, refused := openPrimed(t, url, leaves, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	pinged, hangUpPing, refused := openPrimed(t, url, leaves, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	if refused != "" {
 		t.Fatalf("ping: %s", refused)
 	}
@@ -277,9 +277,17 @@ func TestAttackReusedIDRememberedAsOld(t *testing.T) {
 	if errorCode(t, refused) != intercept.CodeInvalidRequest || !strings.Contains(refused, "still waiting") {
 		t.Errorf("tools/list reusing the waiting ping's id: got %s, want it refused (-32600)", refused)
 	}
+	// The ping's stream broke off: its id is the ping's until the
+	// upstream's answer is resumed.
+	if _, _, refused := openPrimed(t, url, hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); !strings.Contains(refused, "the ping with id 2") {
+		t.Errorf("tools/list under the broken-off ping's id: got %q, want it refused", refused)
+	}
+	if got := resumeFrom(t, url, hdr, pinged); !strings.Contains(got, `"id":2`) {
+		t.Fatalf("the ping's resumed stream: got %q, want its answer", got)
+	}
 	event, hangUpList, refused = openPrimed(t, url, leaves, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	if refused != "" {
-		t.Fatalf("tools/list once the ping's exchange ended: %s, want it sent", refused)
+		t.Fatalf("tools/list once the ping was answered: %s, want it sent", refused)
 	}
 	hangUpList()
 	<-left
@@ -336,11 +344,14 @@ func TestAttackReusedIDWhileResumed(t *testing.T) {
 	if errorCode(t, refused) != intercept.CodeInvalidRequest {
 		t.Errorf("tools/list reusing the id a resumed stream answers: got %s, want it refused (-32600)", refused)
 	}
-	if _, hangUp, refused := openPrimed(t, url, leaves, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); refused != "" {
-		t.Errorf("tools/list once the resumed stream ended: %s, want it sent", refused)
-	} else {
+	// The client left the resumed stream, which may not have reached it:
+	// the ping is remembered again, and its id still the ping's.
+	if _, hangUp, refused := openPrimed(t, url, leaves, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); refused == "" {
 		hangUp()
 		<-left
+		t.Error("tools/list once the resumed stream was left: sent, want it refused")
+	} else if !strings.Contains(refused, "the ping with id 2") {
+		t.Errorf("tools/list once the resumed stream was left: got %s, want it refused, naming the ping", refused)
 	}
 }
 
@@ -359,39 +370,43 @@ func TestWaitingIDsReleased(t *testing.T) {
 	}
 	now := time.Unix(0, 0)
 	r.remember(`"b"`, replayCall{method: "ping"}, now)
-	a, reused := r.claim(msgs(`[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":"b","method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"}]`))
+	if _, reused, broken := r.claim(msgs(`{"jsonrpc":"2.0","id":"b","method":"ping"}`), now); reused != `"b"` || broken != "ping" {
+		t.Errorf("claim of an id remembered for a resumed stream: refused %q %q, want \"b\", ping", reused, broken)
+	}
+	r.remember(`"b"`, replayCall{method: "ping"}, now.Add(-replayTTL-time.Second)) // forgotten by now
+	a, reused, _ := r.claim(msgs(`[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":"b","method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"}]`), now)
 	if reused != "" {
 		t.Fatalf("first claim: refused %s", reused)
 	}
 	if _, ok := r.take(`"b"`, now, nil); ok {
 		t.Error("an id claimed anew is still remembered for a resumed stream")
 	}
-	if _, reused := r.claim(msgs(`{"jsonrpc":"2.0","id":"\u0062","method":"ping"}`)); reused != `"b"` {
+	if _, reused, _ := r.claim(msgs(`{"jsonrpc":"2.0","id":"\u0062","method":"ping"}`), now); reused != `"b"` {
 		t.Errorf("claim of a waiting id respelled: refused %q, want \"b\"", reused)
 	}
-	if _, reused := r.claim(msgs(`[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"}]`)); reused != "1" {
+	if _, reused, _ := r.claim(msgs(`[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"}]`), now); reused != "1" {
 		t.Errorf("batch with a waiting id: refused %q, want 1", reused)
 	}
-	if h, reused := r.claim(msgs(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)); reused != "" {
+	if h, reused, _ := r.claim(msgs(`{"jsonrpc":"2.0","id":7,"method":"ping"}`), now); reused != "" {
 		t.Errorf("id 7, of a batch refused: refused %s, want it free", reused)
 	} else {
 		r.release(h)
 	}
 	r.remember("1", replayCall{method: "tools/list"}, now) // its stream broke off
 	r.release(a)
-	if _, reused := r.claim(msgs(`{"jsonrpc":"2.0","id":"b","method":"ping"}`)); reused != "" {
+	if _, reused, _ := r.claim(msgs(`{"jsonrpc":"2.0","id":"b","method":"ping"}`), now); reused != "" {
 		t.Errorf("after its exchange ended: %s still refused", reused)
 	}
 	g := new(hold) // a resumed stream's
 	if c, ok := r.take("1", now, g); !ok || c.method != "tools/list" {
 		t.Fatalf("take: %+v %v", c, ok)
 	}
-	if _, reused := r.claim(msgs(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)); reused != "1" {
+	if _, reused, _ := r.claim(msgs(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), now); reused != "1" {
 		t.Errorf("an id a resumed stream answers: refused %q, want 1", reused)
 	}
 	r.release(g)
 	r.release(nil)
-	h, reused := r.claim(msgs(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	h, reused, _ := r.claim(msgs(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), now)
 	if reused != "" {
 		t.Errorf("after the resumed stream ended: %s still refused", reused)
 	}

@@ -213,14 +213,14 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		// other's.
 		h, reused, err := g.claimIDs(r.Context(), x.sess, msgs)
 		switch {
+		case reused != "":
+			writeJSONRPCError(w, http.StatusBadRequest, firstID, err)
+			return
 		case errors.Is(err, errTooManyIDs):
 			writeJSONRPCError(w, http.StatusBadRequest, firstID, errTooManyIDs)
 			return
 		case err != nil:
 			writeJSONRPCError(w, http.StatusServiceUnavailable, firstID, errIDsUnchecked)
-			return
-		case reused != "":
-			writeJSONRPCError(w, http.StatusBadRequest, firstID, reusedIDError(reused, rt.up.Name))
 			return
 		}
 		defer g.releaseIDs(x.sess, h) // after what the exchange remembers (keep)
@@ -593,6 +593,19 @@ func (g *Gateway) answered(x *exchange) {
 	}
 }
 
+// keepSent has x's session remember x's requests, which went to the
+// upstream, or may have, and whose client went away before it answered
+// (observer.keep): a request under one of their ids is refused while the
+// upstream may yet answer them, and an answer on a resumed stream is
+// screened as what it answers.
+func (g *Gateway) keepSent(x *exchange) {
+	if x.sess == nil {
+		return
+	}
+	ob := &observer{g: g, rt: x.rt, sess: x.sess, stream: true, pending: x.requests(), cursors: x.cursors(), cc: x.callContext(), swap: x.swap}
+	ob.keep(true)
+}
+
 // forward relays an allowed POST to an HTTP upstream and its answer back,
 // JSON or SSE exactly as the upstream chose, streaming event by event.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
@@ -630,7 +643,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		upErr = err
 		if r.Context().Err() != nil {
 			upErr = errCancelled
-			return // the client went away; nothing to answer
+			// The client went away; nothing to answer. The upstream
+			// may have the requests and answer them yet.
+			g.keepSent(x)
+			return
 		}
 		g.log.Warn("upstream request failed", "upstream", x.rt.up.Name, "err", err)
 		g.failExchange(w, x, err)

@@ -54,6 +54,22 @@ func reusedIDError(id, upstream string) error {
 		"invalid request: not sent: a request with id %s is still waiting on upstream %q; give each request its own id", id, upstream)}
 }
 
+// reusedError refuses a request under id, which another request of the
+// session holds (replays.claim): one still waiting (broken ""), one whose
+// stream broke off unanswered (broken its method), or, as the replicas'
+// shared store says, either ("?").
+func reusedError(id, broken, upstream string) error {
+	switch broken {
+	case "":
+		return reusedIDError(id, upstream)
+	case "?":
+		return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
+			"invalid request: not sent: a request with id %s is still waiting on upstream %q, or its stream ended unanswered and the upstream may yet answer it; give each request its own id", id, upstream)}
+	}
+	return &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: fmt.Sprintf(
+		"invalid request: not sent: the %s with id %s, whose stream ended unanswered, may yet be answered by upstream %q; give each request its own id", broken, id, upstream)}
+}
+
 // upTrace is how startUpCall traces a request's upstream call.
 type upTrace int
 

@@ -93,13 +93,20 @@ func idKey(id string) string {
 
 // hold: KEYS are the ids' hold keys, then the memory's hash and sorted
 // set; ARGV the token, the TTL in ms, then the ids. An id held for
-// another token stops it (its index is returned); one not yet held for
-// this token is forgotten from the memory.
+// another token, or not held for this one and remembered (a request
+// whose stream broke off, which the upstream may yet answer), stops it
+// (its index is returned); a memory of one past its TTL is forgotten.
 var hold = redis.NewScript(`
 local n = #KEYS - 2
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 for i = 1, n do
   local v = redis.call('GET', KEYS[i])
   if v and v ~= ARGV[1] then return i end
+  if not v and redis.call('HEXISTS', KEYS[n+1], ARGV[i+2]) == 1 then
+    local at = redis.call('ZSCORE', KEYS[n+2], ARGV[i+2])
+    if at and tonumber(at) > now then return i end
+  end
 end
 for i = 1, n do
   if redis.call('GET', KEYS[i]) ~= ARGV[1] then
@@ -158,8 +165,8 @@ return v`)
 func ms(d time.Duration) string { return strconv.FormatInt(max(d.Milliseconds(), 1), 10) }
 
 // Hold holds ids for token in session for ttl, unless one is held for
-// another token: then it returns that id and holds none. Ids it holds
-// anew are forgotten from the session's memory.
+// another token, or held for none and remembered: then it returns that
+// id and holds none.
 func (s *Store) Hold(ctx context.Context, session, token string, ids []string, ttl time.Duration) (string, error) {
 	if len(ids) == 0 {
 		return "", nil

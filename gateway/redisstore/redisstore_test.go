@@ -17,8 +17,9 @@ import (
 // most max calls (the first remembered forgotten first) for at most their
 // TTL, gives each once, and only to its own session; an id held for one
 // exchange is not held for another until released by the first (a
-// release with another token lets go of nothing); holding an id anew
-// forgets the call remembered for it; a take holds the id for the taker.
+// release with another token lets go of nothing); an id remembered is
+// not held for a new exchange until taken or past its TTL (then holding
+// it forgets it); a take holds the id for the taker.
 func TestStore(t *testing.T) {
 	s, c := newTestStore(t)
 	ctx := t.Context()
@@ -44,6 +45,16 @@ func TestStore(t *testing.T) {
 	}
 
 	long := strings.Repeat("x", 200) // a client's id, hashed in keys
+	// A request whose stream broke off, which the upstream may yet
+	// answer: its id is refused to a new request.
+	if held, err := s.Hold(ctx, "s1", "A", []string{long, "1"}, time.Minute); held != "1" || err != nil {
+		t.Errorf("hold of a remembered id: got %q %v, want it refused", held, err)
+	}
+	if v, ok, _ := s.Take(ctx, "s1", "3", "", time.Minute); !ok || string(v) != "call 3" {
+		t.Errorf("take: got %q %v, want call 3", v, ok)
+	}
+	// Past its TTL (set to one gone: Redis's clock), no longer.
+	c.ZAdd(ctx, s.base("s1")+"o", redis.Z{Score: 1, Member: "1"})
 	if held, err := s.Hold(ctx, "s1", "A", []string{"1", long}, time.Minute); held != "" || err != nil {
 		t.Fatalf("hold: %q %v", held, err)
 	}
