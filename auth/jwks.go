@@ -31,6 +31,7 @@ type jwksCache struct {
 	keys      map[string]jose.JSONWebKey
 	fetched   time.Time     // last successful fetch: keys expire ttl after it
 	attempted time.Time     // last fetch attempt, successful or not
+	began     time.Time     // when the fetch the keys came from began
 	inflight  chan struct{} // closed when the fetch under way ends; nil when none is
 	lastErr   error
 }
@@ -82,6 +83,38 @@ func (c *jwksCache) lookup(ctx context.Context, kid string) ([]jose.JSONWebKey, 
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// refetch fetches the set again, or waits for the fetch under way,
+// unless one was attempted within minRefresh; fetched reports whether the
+// keys held come from a fetch that began at since or after, err why the
+// last fetch failed.
+func (c *jwksCache) refetch(ctx context.Context, since time.Time) (fetched bool, err error) {
+	c.mu.Lock()
+	wait := c.inflight
+	if wait == nil && !c.fetched.IsZero() && !c.began.Before(since) {
+		c.mu.Unlock()
+		return true, nil
+	}
+	if wait == nil && !c.attempted.IsZero() && c.now().Sub(c.attempted) < c.minRefresh {
+		c.mu.Unlock()
+		return false, nil
+	}
+	if wait == nil {
+		wait = make(chan struct{})
+		c.inflight = wait
+		c.attempted = c.now()
+		go c.fetch(wait)
+	}
+	c.mu.Unlock()
+	select {
+	case <-wait:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.fetched.IsZero() && !c.began.Before(since), c.lastErr
 }
 
 // has reports whether the key named kid is known and fresh, without
@@ -141,7 +174,7 @@ func (c *jwksCache) fetch(done chan struct{}) {
 	keys, err := c.get()
 	c.mu.Lock()
 	if err == nil {
-		c.keys, c.fetched = keys, c.now()
+		c.keys, c.fetched, c.began = keys, c.now(), c.attempted
 	}
 	c.lastErr = err
 	c.inflight = nil

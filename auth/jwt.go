@@ -234,7 +234,27 @@ func (v *JWTVerifier) KeyPublished(ref string) error {
 	if !ok {
 		return errors.New("not a reference to a JWT signing key")
 	}
-	return v.published(kid, func() bool { return v.keys.hasKeyRef(kid, sum) })
+	if v.keys.hasKeyRef(kid, sum) {
+		return nil
+	}
+	// The set held may be older than the key: another replica verified
+	// the token, perhaps with a key the issuer published since this one
+	// last fetched (under a new kid, or new material under an old one).
+	// Withdrawn only if a set fetched from now on says so (at most once
+	// per jwks_min_refresh, shared with every asker); ending a relay
+	// cannot be undone.
+	ctx, cancel := context.WithTimeout(context.Background(), jwksFetchTimeout)
+	defer cancel()
+	fetched, err := v.keys.refetch(ctx, v.now())
+	switch {
+	case v.keys.hasKeyRef(kid, sum):
+		return nil
+	case fetched:
+		return errors.New("the token's signing key is no longer published")
+	case err != nil:
+		return fmt.Errorf("the issuer's signing keys cannot be fetched (%v): %w", err, intercept.ErrUncheckable)
+	}
+	return fmt.Errorf("the key set held, fetched before the key may have been published, does not hold it, and is fetched again at most once per jwks_min_refresh: %w", intercept.ErrUncheckable)
 }
 
 // signingKeyRef names a JWT signing key by the base64url SHA-256 of its
