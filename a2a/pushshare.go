@@ -124,6 +124,9 @@ type sharedRelays struct {
 	closed     bool        // close was called: nothing more is scheduled
 	retryEvery time.Duration
 	log        func(msg string, args ...any)
+	// removing is held by each round of removals (removeAgain): Close
+	// waits for a retry under way, then tries what it left once more.
+	removing sync.Mutex
 }
 
 // unremoved is a removal to retry: a relay's record, or (config) the
@@ -340,8 +343,9 @@ func (s *sharedRelays) retry() {
 }
 
 // close ends the retries: removals waiting for the store are tried once
-// more, and what it still does not take is left to the records' TTL,
-// logged (other replicas deliver to those relays until then).
+// more (after a retry under way, whose removals it would not see), and
+// what it still does not take is left to the records' TTL, logged (other
+// replicas deliver to those relays until then).
 func (s *sharedRelays) close() {
 	s.mu.Lock()
 	s.closed = true
@@ -358,6 +362,8 @@ func (s *sharedRelays) close() {
 // removeAgain tries once more the removals the store did not take, and
 // returns how many it still does not take (kept for the next try).
 func (s *sharedRelays) removeAgain() int {
+	s.removing.Lock()
+	defer s.removing.Unlock()
 	s.mu.Lock()
 	todo := s.unremoved
 	s.unremoved = nil
