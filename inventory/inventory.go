@@ -462,7 +462,7 @@ const retrySaveEvery = 10 * time.Second
 // retrySave reports whether u's pin, held in memory only, is due to be
 // written again. Callers hold mu.
 func (inv *Inventory) retrySave(u *upstream) bool {
-	return u.unsaved && !inv.now().Before(u.retrySaveAt)
+	return u.unsaved && u.pinned != nil && u.pinErr == nil && !inv.now().Before(u.retrySaveAt)
 }
 
 // observe merges a page, asked for with cursor (nil: not known), and,
@@ -688,7 +688,7 @@ func (inv *Inventory) setPin(u *upstream, snap *Snapshot) []Event {
 	case errors.As(err, &bad):
 		// Another writer's pin is kept, and does not verify: block as a
 		// rejected pin found at start would.
-		u.pinned, u.pinErr = nil, err
+		u.pinned, u.pinErr, u.unsaved = nil, err, false
 		return []Event{{Type: EventSnapshotRejected, Upstream: u.name, Detail: map[string]any{
 			"kind": string(Pinned), "path": bad.Path, "error": err.Error(),
 		}}}
@@ -812,7 +812,7 @@ func (inv *Inventory) reload(kind Kind, upstream string) []Event {
 		if kind != Pinned {
 			return evs
 		}
-		u.pinned, u.pinErr = nil, err
+		u.pinned, u.pinErr, u.unsaved = nil, err, false
 	case kind == Pinned:
 		if u.pinned != nil && u.pinned.Hash == snap.Hash {
 			return nil
