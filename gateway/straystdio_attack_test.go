@@ -121,29 +121,8 @@ func TestAttackStrayResultOnConnection(t *testing.T) {
 // its own answer, which was lost. It goes to the GET stream screened, and
 // every POST gets its own answer.
 func TestLateListAnswerScreened(t *testing.T) {
-	var mu sync.Mutex
-	var listID string
-	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
-		var r reqView
-		if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
-			return nil
-		}
-		switch r.Method {
-		case "initialize":
-			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"slow","version":"1"}}}`)}
-		case "tools/list":
-			mu.Lock()
-			listID = string(r.ID)
-			mu.Unlock()
-			return nil // answered with the next call's
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		return [][]byte{
-			[]byte(`{"jsonrpc":"2.0","id":` + listID + `,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"send_email","inputSchema":{"type":"object"}}]}}`),
-			[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`),
-		}
-	}}
+	held := &heldList{}
+	up := held.upstream()
 	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}},
 		&intercept.Interceptor{Decider: &hidingDecider{StaticDecider: *allowEcho}, HideDeniedTools: true}, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -172,9 +151,7 @@ func TestLateListAnswerScreened(t *testing.T) {
 		}
 	}()
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		mu.Lock()
-		asked := listID != ""
-		mu.Unlock()
+		asked := held.asked()
 		if asked {
 			break
 		}
@@ -213,33 +190,10 @@ func TestLateListAnswerScreened(t *testing.T) {
 // reusing an orphan's id for another method is refused now; the late
 // list goes to the GET stream screened, as any orphan's.
 func TestAttackOrphanIDReusedForOtherMethod(t *testing.T) {
-	var mu sync.Mutex
-	var listID string
-	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
-		var r reqView
-		if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
-			return nil
-		}
-		switch r.Method {
-		case "initialize":
-			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"slow","version":"1"}}}`)}
-		case "tools/list":
-			mu.Lock()
-			listID = string(r.ID)
-			mu.Unlock()
-			return nil // answered with the next call's
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		return [][]byte{
-			[]byte(`{"jsonrpc":"2.0","id":` + listID + `,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"send_email","inputSchema":{"type":"object"}}]}}`),
-			[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`),
-		}
-	}}
+	held := &heldList{}
+	up := held.upstream()
 	url, hdr, gets, ctx := orphanedRequest(t, up, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "2", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return listID != ""
+		return held.asked()
 	})
 
 	// A call under the orphan's id.
@@ -404,4 +358,42 @@ func getMessages(t *testing.T, ctx context.Context, url string, hdr map[string]s
 		}
 	}()
 	return gets
+}
+
+// heldList is a stdio server that holds back its answer to tools/list
+// (naming send_email, which policy hides) and sends it with its answer to
+// the next request, just before it.
+type heldList struct {
+	mu sync.Mutex
+	id string // the list's id, once asked
+}
+
+func (h *heldList) asked() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.id != ""
+}
+
+func (h *heldList) upstream() *scriptUpstream {
+	return &scriptUpstream{handle: func(msg []byte) [][]byte {
+		var r reqView
+		if json.Unmarshal(msg, &r) != nil || r.Method == "" || len(r.ID) == 0 {
+			return nil
+		}
+		switch r.Method {
+		case "initialize":
+			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"slow","version":"1"}}}`)}
+		case "tools/list":
+			h.mu.Lock()
+			h.id = string(r.ID)
+			h.mu.Unlock()
+			return nil // answered with the next call's
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return [][]byte{
+			[]byte(`{"jsonrpc":"2.0","id":` + h.id + `,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"send_email","inputSchema":{"type":"object"}}]}}`),
+			[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"content":[{"type":"text","text":"ran ` + r.Params.Name + `"}]}}`),
+		}
+	}}
 }
