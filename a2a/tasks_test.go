@@ -216,20 +216,29 @@ func TestTextArgumentsAsMarshal(t *testing.T) {
 // tenth of them and pushes out only its own.
 func TestAttackUnclaimedFloodDuringStall(t *testing.T) {
 	ctx := context.Background()
+	unclaimedFlood(t, ctx, ctx, "alice", "mallory", "alice", "mallory")
+}
+
+// unclaimedFlood has mallory (of share mShare) start 10*maxUnclaimed
+// tasks while the shared store does not answer, after alice (aShare)
+// started one; once the store answers, alice's task must be hers and
+// mallory's newest hers.
+func unclaimedFlood(t *testing.T, alice, mallory context.Context, aOwner, mOwner, aShare, mShare string) {
+	t.Helper()
 	store := &mapTasks{m: map[string]string{}, down: true}
 	o := newOwners(100, store, slog.New(slog.DiscardHandler))
-	o.add(ctx, "ag", "alices", "alice", "alice")
+	o.add(alice, "ag", "alices", aOwner, aShare)
 	for i := range 10 * maxUnclaimed {
-		o.add(ctx, "ag", fmt.Sprint("mallory-", i), "mallory", "mallory")
+		o.add(mallory, "ag", fmt.Sprint("mallory-", i), mOwner, mShare)
 	}
 	store.mu.Lock()
 	store.down = false
 	store.mu.Unlock()
-	if !o.owns(ctx, "ag", "alices", "alice") {
-		t.Fatal("alice's task, started while the store did not answer, is not hers once it answers: mallory's tasks pushed it out")
+	if !o.owns(alice, "ag", "alices", aOwner) {
+		t.Fatal("alice's task, started while the store did not answer, is not found as hers once it answers: mallory's tasks pushed it out")
 	}
-	if !o.owns(ctx, "ag", fmt.Sprint("mallory-", 10*maxUnclaimed-1), "mallory") {
-		t.Error("mallory's newest task is not hers once the store answers: a caller past its share keeps its newest")
+	if !o.owns(mallory, "ag", fmt.Sprint("mallory-", 10*maxUnclaimed-1), mOwner) {
+		t.Error("mallory's newest task is not found once the store answers: a caller past its share keeps its newest")
 	}
 }
 
@@ -245,21 +254,7 @@ func TestAttackUnclaimedFloodDuringStall(t *testing.T) {
 func TestAttackUnclaimedFloodUnauthenticated(t *testing.T) {
 	alice := intercept.WithClientAddr(context.Background(), "192.0.2.7")
 	mallory := intercept.WithClientAddr(context.Background(), "192.0.2.66")
-	store := &mapTasks{m: map[string]string{}, down: true}
-	o := newOwners(100, store, slog.New(slog.DiscardHandler))
-	o.add(alice, "ag", "alices", "", callerShare(alice))
-	for i := range 10 * maxUnclaimed {
-		o.add(mallory, "ag", fmt.Sprint("mallory-", i), "", callerShare(mallory))
-	}
-	store.mu.Lock()
-	store.down = false
-	store.mu.Unlock()
-	if !o.owns(alice, "ag", "alices", "") {
-		t.Fatal("the task an unauthenticated client started while the store did not answer is not found once it answers: another unauthenticated client's tasks pushed it out")
-	}
-	if !o.owns(mallory, "ag", fmt.Sprint("mallory-", 10*maxUnclaimed-1), "") {
-		t.Error("mallory's newest task is not found once the store answers: a caller past its share keeps its newest")
-	}
+	unclaimedFlood(t, alice, mallory, "", "", callerShare(alice), callerShare(mallory))
 }
 
 // TestAttackTaskFloodUnauthenticated: the owner table keeps one owner's

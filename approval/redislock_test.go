@@ -1,13 +1,9 @@
 package approval
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
@@ -21,20 +17,7 @@ import (
 // Redis was back.
 func TestRedisLockNotLeftAfterStall(t *testing.T) {
 	srv := redistest.Start(t)
-	opt, err := redis.ParseURL(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.MaxRetries, opt.ReadTimeout, opt.ContextTimeoutEnabled = -1, 200*time.Millisecond, true
-	s, err := OpenRedisStore(context.Background(), redis.NewClient(opt), "test:", Options{Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":5}`))
-	if d.ApprovalID == "" {
-		t.Fatalf("call not held: %+v", d)
-	}
+	s, d := heldOnRedis(t, srv)
 
 	if err := srv.Pause(); err != nil {
 		t.Fatal(err)

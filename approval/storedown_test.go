@@ -29,20 +29,7 @@ import (
 // state under last_known. Once Redis is back, all three answer again.
 func TestAdminStoreDown(t *testing.T) {
 	srv := redistest.Start(t)
-	opt, err := redis.ParseURL(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.MaxRetries, opt.DialTimeout, opt.ReadTimeout = -1, 200*time.Millisecond, 200*time.Millisecond
-	s, err := OpenRedisStore(context.Background(), redis.NewClient(opt), "test:", Options{Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":5}`))
-	if d.ApprovalID == "" {
-		t.Fatalf("call not held: %+v", d)
-	}
+	s, d := heldOnRedis(t, srv)
 	api := httptest.NewServer(s.Handler(""))
 	t.Cleanup(api.Close)
 	do := func(method, path, body string) (int, string) {
@@ -158,4 +145,25 @@ func TestAttackSelfApprovalStoreBlip(t *testing.T) {
 	if r, err := s.Get(d.ApprovalID); err != nil || r.Status != Pending {
 		t.Errorf("after it: got %s (%v), want pending", r.Status, err)
 	}
+}
+
+// heldOnRedis opens a store on srv whose commands give up after 200ms,
+// and holds a call in it.
+func heldOnRedis(t *testing.T, srv *redistest.Server) (*Store, intercept.Decision) {
+	t.Helper()
+	opt, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.MaxRetries, opt.DialTimeout, opt.ReadTimeout, opt.ContextTimeoutEnabled = -1, 200*time.Millisecond, 200*time.Millisecond, true
+	s, err := OpenRedisStore(context.Background(), redis.NewClient(opt), "test:", Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	d := intercept.Decide(context.Background(), &Gate{Next: holdPay, Store: s}, call(`{"amount":5}`))
+	if d.ApprovalID == "" {
+		t.Fatalf("call not held: %+v", d)
+	}
+	return s, d
 }

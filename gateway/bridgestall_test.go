@@ -131,37 +131,8 @@ func TestBridgePostReturnsWhileGetStreamStalls(t *testing.T) {
 		}}
 	})
 	url := gw.URL + "/mcp/u"
-	hdr := openSession(t, url, "c", nil)
-	sess := g.sessions.find(hdr[hdrSession])
-	if sess == nil || sess.bridge == nil {
-		t.Fatalf("no bridged session %q", hdr[hdrSession])
-	}
-	b := sess.bridge
-	// waitFor polls what the bridge holds until ok says so.
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			b.mu.Lock()
-			done := ok()
-			b.mu.Unlock()
-			if done {
-				return
-			}
-			if time.Now().After(deadline) {
-				b.mu.Lock()
-				n, get := len(b.streams), -1
-				chs := []int{}
-				for _, s := range b.streams {
-					chs = append(chs, len(s.ch))
-				}
-				if b.get != nil {
-					get = len(b.get.ch)
-				}
-				b.mu.Unlock()
-				t.Fatalf("after 10s, still not %s (%d POST streams holding %v, GET %d, backlog %d)", what, n, chs, get, len(b.backlog))
-			}
-		}
-	}
+	hdr, b := bridgedSession(t, g, url)
+	waitFor := func(what string, ok func() bool) { t.Helper(); waitBridge(t, b, what, ok) }
 
 	// The GET stream's handler takes fill's first notification and
 	// stalls on it; the rest fill its channel.
@@ -237,26 +208,8 @@ func TestAttackBridgeCloseWaitsForAnsweredStream(t *testing.T) {
 		}}
 	})
 	url := gw.URL + "/mcp/u"
-	hdr := openSession(t, url, "c", nil)
-	sess := g.sessions.find(hdr[hdrSession])
-	if sess == nil || sess.bridge == nil {
-		t.Fatalf("no bridged session %q", hdr[hdrSession])
-	}
-	b := sess.bridge
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			b.mu.Lock()
-			done := ok()
-			b.mu.Unlock()
-			if done {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after 10s, still not %s", what)
-			}
-		}
-	}
+	hdr, b := bridgedSession(t, g, url)
+	waitFor := func(what string, ok func() bool) { t.Helper(); waitBridge(t, b, what, ok) }
 	go func() {
 		resp, err := sendPost(t.Context(), url, with(hdr, "X-Test-Stall", "1"), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"busy","arguments":{}}}`)
 		if err == nil {
@@ -288,5 +241,44 @@ func TestAttackBridgeCloseWaitsForAnsweredStream(t *testing.T) {
 	case <-ended:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the session's end waits for a client that reads nothing: its answered stream was not given up")
+	}
+}
+
+// bridgedSession opens a session on url, a route to a stdio upstream of
+// g, and returns its headers and its bridge.
+func bridgedSession(t *testing.T, g *Gateway, url string) (map[string]string, *bridgeState) {
+	t.Helper()
+	hdr := openSession(t, url, "c", nil)
+	sess := g.sessions.find(hdr[hdrSession])
+	if sess == nil || sess.bridge == nil {
+		t.Fatalf("no bridged session %q", hdr[hdrSession])
+	}
+	return hdr, sess.bridge
+}
+
+// waitBridge polls what b holds, under its lock, until ok says so, for up
+// to 10s; failing, it says what b's streams and backlog hold.
+func waitBridge(t *testing.T, b *bridgeState, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		b.mu.Lock()
+		done := ok()
+		b.mu.Unlock()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.mu.Lock()
+			n, get := len(b.streams), -1
+			chs := []int{}
+			for _, s := range b.streams {
+				chs = append(chs, len(s.ch))
+			}
+			if b.get != nil {
+				get = len(b.get.ch)
+			}
+			b.mu.Unlock()
+			t.Fatalf("after 10s, still not %s (%d POST streams holding %v, GET %d, backlog %d)", what, n, chs, get, len(b.backlog))
+		}
 	}
 }
