@@ -1,7 +1,6 @@
 package classifier
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"strings"
 	"time"
@@ -9,6 +8,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/idrand"
 )
 
 // RiskLevel is the INTENT layer's single risk level of a call.
@@ -331,7 +331,7 @@ func intentTarget(boundary string, d *intercept.ActionDescriptor, f *argFacts) s
 // newIntentID returns "int_" and 16 random hex digits.
 func newIntentID() string {
 	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
+	idrand.Read(b[:])
 	var id [4 + 16]byte
 	copy(id[:], "int_")
 	hex.Encode(id[4:], b[:])

@@ -1,13 +1,14 @@
 package intercept
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/internal/idrand"
 )
 
 // ActionDescriptor is what the decision point knows about one tools/call:
@@ -128,7 +129,7 @@ func (d *ActionDescriptor) IsCarry() bool {
 // per call.
 func NewTxnID() string {
 	var b [16]byte
-	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails (Go 1.24+).
+	idrand.Read(b[6:])
 	ms := uint64(time.Now().UnixMilli())
 	binary.BigEndian.PutUint16(b[0:2], uint16(ms>>32))
 	binary.BigEndian.PutUint32(b[2:6], uint32(ms))

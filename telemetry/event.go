@@ -1,13 +1,14 @@
 package telemetry
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/idrand"
 )
 
 // Event types. Every event about one tools/call carries the call's txn_id.
@@ -128,7 +129,7 @@ func (e Event) Decode(v any) error {
 // then random bits, so ids sort roughly by time.
 func NewEventID(t time.Time) string {
 	var b [16]byte
-	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails (Go 1.24+).
+	idrand.Read(b[6:])
 	ms := uint64(t.UnixMilli())
 	binary.BigEndian.PutUint16(b[0:2], uint16(ms>>32))
 	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
