@@ -137,9 +137,14 @@ type toolInfo struct {
 	Annotations jsontext.Value `json:"annotations"`
 	InputSchema jsontext.Value `json:"inputSchema"`
 
+	// OutputSchema is read only to set typed (and then dropped).
+	OutputSchema jsontext.Value `json:"outputSchema"`
+
 	// params are the arguments InputSchema marks with x-mcp-header, read
 	// once per listing (ParamHeaders).
 	params []paramBinding
+	// typed: the listing declares an outputSchema (render).
+	typed bool
 }
 
 type toolSet struct {
@@ -254,17 +259,27 @@ func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallCont
 			return dec, nil, true
 		}
 	}
-	return dec, render(m, dec, d.TxnID, cc.ProtocolVersion), false
+	return dec, i.render(m, cc, dec, d.TxnID), false
 }
 
 // render answers m, which was not allowed. Only a tools/call result can
 // carry a soft deny (isError): any other method is answered with the
-// JSON-RPC error of throw mode.
-func render(m *Message, dec Decision, txnID, version string) []byte {
-	if m.Method != "tools/call" {
+// JSON-RPC error of throw mode, and so is a call of a tool whose listing
+// declares an outputSchema, which the envelope in a soft deny's
+// structuredContent cannot match (clients that validate it, such as the
+// TypeScript SDK, refused the result and lost the reason).
+func (i *Interceptor) render(m *Message, cc CallContext, dec Decision, txnID string) []byte {
+	if m.Method != "tools/call" || i.typedTool(cc.Upstream, m.Name) {
 		dec.Mode = ModeThrow
 	}
-	return RenderDecision(m.ID, dec, txnID, version)
+	return RenderDecision(m.ID, dec, txnID, cc.ProtocolVersion)
+}
+
+// typedTool reports whether upstream's last listing of tool declared an
+// outputSchema.
+func (i *Interceptor) typedTool(upstream, tool string) bool {
+	v, ok := i.catalog.Load(upstream)
+	return ok && v.(*toolSet).tools[tool].typed
 }
 
 // refuseUngoverned answers a message that names a governed method but is
@@ -421,7 +436,7 @@ func (i *Interceptor) CheckBatch(ctx context.Context, msgs []*Message, cc CallCo
 		d, dec := i.decide(ctx, m, mc)
 		calls[n] = decided{d, dec}
 		if dec.Verdict != Allow {
-			replies[n], denied = render(m, dec, d.TxnID, cc.ProtocolVersion), true
+			replies[n], denied = i.render(m, cc, dec, d.TxnID), true
 		}
 	}
 	if !denied {
@@ -429,7 +444,7 @@ func (i *Interceptor) CheckBatch(ctx context.Context, msgs []*Message, cc CallCo
 			if c := calls[n]; c.d != nil {
 				if dec := i.commit(ctx, m, cc, c.d, c.dec); dec.Verdict != Allow {
 					if m.IsAction() {
-						replies[n] = render(m, dec, c.d.TxnID, cc.ProtocolVersion)
+						replies[n] = i.render(m, cc, dec, c.d.TxnID)
 					} else {
 						replies[n] = carryReply(m, dec, c.d.TxnID, cc.ProtocolVersion)
 					}
@@ -576,6 +591,7 @@ func (i *Interceptor) catalogPage(upstream string, result jsontext.Value, cursor
 	}
 	for _, t := range page.Tools {
 		t.params = paramBindings(t.InputSchema)
+		t.typed, t.OutputSchema = len(t.OutputSchema) > 0 && t.OutputSchema.Kind() != 'n', nil
 		ts.tools[t.Name] = t.toolInfo
 	}
 	names := make([]string, len(page.Tools))
