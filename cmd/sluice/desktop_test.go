@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -89,5 +91,28 @@ func TestQuickstartExampleCommand(t *testing.T) {
 	}
 	if got := cfg.Upstreams[0].Command; got != want {
 		t.Errorf("examples/sluice.yaml's demo command resolves to %s, want %s (the quickstart's go build -o bin/demo-server)", got, want)
+	}
+}
+
+// TestExampleConfigsValidate: every config under examples/ passes `sluice
+// config validate`, so an example added later cannot ship unloadable.
+func TestExampleConfigsValidate(t *testing.T) {
+	var n int
+	err := filepath.WalkDir("../../examples", func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || (filepath.Ext(path) != ".yaml" && filepath.Ext(path) != ".yml") {
+			return err
+		}
+		n++
+		var out bytes.Buffer
+		if err := validateConfig(path, nil, &out); err != nil {
+			t.Errorf("sluice config validate %s: %v", path, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 2 {
+		t.Errorf("found %d configs under examples/, want at least examples/sluice.yaml and examples/desktop/sluice.yaml", n)
 	}
 }
