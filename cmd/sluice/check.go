@@ -42,6 +42,9 @@ func (c *config) preflight() (*checked, error) {
 			continue
 		}
 		_, port, err := net.SplitHostPort(a.v)
+		if err != nil && a.key == "admin_listen" && a.v == "off" {
+			return nil, fmt.Errorf("%s: admin_listen: %q is not host:port; leave admin_listen out for no admin API (off is sluice wrap's --admin-listen value)", c.path, a.v)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %q is not host:port; give an address such as 127.0.0.1:8080", c.path, a.key, a.v)
 		}

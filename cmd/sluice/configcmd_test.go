@@ -56,6 +56,10 @@ func TestConfigValidate(t *testing.T) {
 		// A port out of range passed and serve failed at bind ("invalid port").
 		{name: "listen port out of range", files: map[string]string{"sluice.yaml": up + "listen: 127.0.0.1:99999\n"},
 			wantErr: []string{`listen: "127.0.0.1:99999": port "99999" is not a port`}},
+		// The README's table gives admin_listen's default as "off" and
+		// wrap takes --admin-listen off; the config's key is left out.
+		{name: "admin_listen off", files: map[string]string{"sluice.yaml": up + "admin_listen: off\n"},
+			wantErr: []string{`admin_listen: "off" is not host:port; leave admin_listen out for no admin API`}},
 		{name: "admin_listen port out of range", files: map[string]string{"sluice.yaml": up + "admin_listen: 127.0.0.1:-1\n"},
 			wantErr: []string{`admin_listen: "127.0.0.1:-1": port "-1" is not a port`}},
 		{name: "every typo at once", files: map[string]string{"sluice.yaml": up + "polcy: {}\nlisen: x\n"},
