@@ -23,7 +23,7 @@ import (
 var DefaultDBPath = filepath.Join("sluice-data", FileName)
 
 const eventsUsage = `usage:
-  sluice events query  [filters] [--limit N] [--json]   print matching events
+  sluice events query  [filters] [--limit N] [--json]   print matching events, oldest first (--limit: the first N)
   sluice events tail   [filters] [--limit N] [--json]   print the last N (default 10), then follow
   sluice events export [filters] [--limit N]            write matching events as JSON Lines
 the store: --config sluice.yaml (its data_dir's events.db) or --db PATH; neither: the default data_dir's
@@ -63,7 +63,7 @@ func RunEventsCLI(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&f.TxnID, "txn", "", "only events of this transaction")
 	since := fs.String("since", "", "only events at or after this time")
 	until := fs.String("until", "", "only events before this time")
-	limit := fs.Int("limit", -1, "at most this many events (tail: how many to show first)")
+	limit := fs.Int("limit", -1, "at most this many events, the oldest (tail: how many of the newest to show first)")
 	asJSON := fs.Bool("json", false, "print JSON Lines")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
