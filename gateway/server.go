@@ -14,12 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -298,7 +300,7 @@ func parseHTTPURL(s string) (*url.URL, error) {
 
 // Handler returns the gateway's HTTP handler: /mcp/{name}, /sse/{name},
 // /ws/{name}, /healthz and /readyz, and /mcp when a virtual server has no
-// name.
+// name (else a 404 there names the routes).
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp/{name}", g.limitBodies(http.HandlerFunc(g.handleMCP)))
@@ -307,6 +309,8 @@ func (g *Gateway) Handler() http.Handler {
 		mux.HandleFunc("GET /sse", func(w http.ResponseWriter, r *http.Request) { g.serveVirtualConn(w, r, a, TransportSSE) })
 		mux.Handle("POST /sse/message", g.limitBodies(a.sse))
 		mux.HandleFunc("GET /ws", func(w http.ResponseWriter, r *http.Request) { g.serveVirtualConn(w, r, a, TransportWebSocket) })
+	} else {
+		mux.HandleFunc("/mcp", g.handleMCPRoot)
 	}
 	mux.HandleFunc("GET /sse/{name}", g.handleSSE)
 	mux.Handle("POST /sse/{name}/message", g.limitBodies(http.HandlerFunc(g.handleSSEMessage)))
@@ -335,6 +339,28 @@ func (g *Gateway) withClientAddr(next http.Handler) http.Handler {
 		addr := throttle.Behind(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), g.opts.TrustedProxies)
 		next.ServeHTTP(w, r.WithContext(intercept.WithClientAddr(r.Context(), addr)))
 	})
+}
+
+// handleMCPRoot answers /mcp when no virtual server is served there: a
+// client sent to it (the MCP Inspector's CLI posts to the /mcp of a URL
+// such as /mcp/demo) is told where the routes and virtual servers are.
+func (g *Gateway) handleMCPRoot(w http.ResponseWriter, _ *http.Request) {
+	names := slices.AppendSeq(slices.Collect(maps.Keys(g.routes)), maps.Keys(g.virtual))
+	slices.Sort(names)
+	if len(names) == 0 {
+		writeJSONRPCError(w, http.StatusNotFound, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+			Message: "nothing is served at /mcp: the config has no upstreams"})
+		return
+	}
+	var eg []string
+	for _, n := range names[:min(len(names), 5)] {
+		eg = append(eg, "/mcp/"+n)
+	}
+	if len(names) > len(eg) {
+		eg = append(eg, "…")
+	}
+	writeJSONRPCError(w, http.StatusNotFound, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
+		Message: fmt.Sprintf("nothing is served at /mcp: each upstream is at /mcp/{name} (%s); add virtual_servers: [{}] to the config to serve them all at /mcp", strings.Join(eg, ", "))})
 }
 
 func (g *Gateway) lookupRoute(w http.ResponseWriter, r *http.Request) *route {
