@@ -18,6 +18,7 @@
 //                                                     its discovery and token request)
 //                   [--scenario full|deny]            (default full)
 //                   [--tool NAME] [--tool-args JSON]  (deny scenario; default echo {"message":"hello"})
+//                   [--call NAME=JSON ...] [--list-first]  (calls scenario: tools/list first)
 //                   [--timeout MS]                    (per request, default 30000)
 //                   [--deadline MS]                   (whole run, default 120000)
 //                   [--pretty]
@@ -125,6 +126,7 @@ function parseArgs(argv) {
       }
       case "--scenario": o.scenario = next(); break;
       case "--tool": o.tool = next(); break;
+      case "--list-first": o.listFirst = true; break;
       case "--tool-args": {
         const v = next();
         try { o.toolArgs = JSON.parse(v); } catch { usage(`bad JSON for --tool-args: ${v}`); }
@@ -493,6 +495,9 @@ async function runDeny(o, client, out, wire) {
 async function runCalls(o, client, out, wire) {
   // Make each --call in order in this one session and report each like deny.
   out.steps.calls = [];
+  // --list-first lists the tools first, as an agent does: the SDK then
+  // checks each result's structuredContent against the tool's outputSchema.
+  if (o.listFirst) await client.listTools({}, { timeout: o.timeout });
   for (const c of o.calls) {
     wire.responses.length = 0;
     let step;

@@ -206,6 +206,11 @@ policy:
     files/read_text_file: [source:local, source:sensitive]
     files/read_file: [source:local, source:sensitive]
     everything/echo: [sink:network]
+  rules:
+    - id: no_writes
+      match: {match_tool: files/write_file}
+      decision: deny
+      reason: files here are read-only
   route_rules:
     - id: no_sink_after_sensitive_source
       after: {match_any_class: [source:sensitive]}
@@ -227,7 +232,7 @@ policy:
 	t.Cleanup(func() { srv.Close(); g.Close() })
 
 	as := func(agent, route string, calls ...string) string {
-		args := []string{"--transport", "streamable-http", "--url", srv.URL + "/mcp/" + route, "--header", "X-Agent: " + agent, "--scenario", "calls"}
+		args := []string{"--transport", "streamable-http", "--url", srv.URL + "/mcp/" + route, "--header", "X-Agent: " + agent, "--scenario", "calls", "--list-first"}
 		for _, c := range calls {
 			args = append(args, "--call", c)
 		}
@@ -254,5 +259,15 @@ policy:
 	}
 	if got := as("bob", "everything", `echo={"message":"bob"}`); !strings.Contains(got, "Echo: bob") {
 		t.Errorf("another agent: got %s, want the echo", got)
+	}
+	// server-filesystem's tools declare an outputSchema, which the TS SDK
+	// client checks structuredContent against even on an error result: its
+	// soft deny carries none, and the client reads the reason.
+	got := as("bob", "files", `write_file={"path":"`+dir+`/x.txt","content":"y"}`)
+	if !strings.Contains(got, `"ok":true,"result"`) || !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "files here are read-only") || strings.Contains(got, "structuredContent") {
+		t.Errorf("soft deny of a tool with an outputSchema: got %s, want isError and the reason, without structuredContent", got)
+	}
+	if _, err := os.Stat(dir + "/x.txt"); err == nil {
+		t.Errorf("the denied write ran")
 	}
 }

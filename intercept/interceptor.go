@@ -264,15 +264,13 @@ func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallCont
 
 // render answers m, which was not allowed. Only a tools/call result can
 // carry a soft deny (isError): any other method is answered with the
-// JSON-RPC error of throw mode, and so is a call of a tool whose listing
-// declares an outputSchema, which the envelope in a soft deny's
-// structuredContent cannot match (clients that validate it, such as the
-// TypeScript SDK, refused the result and lost the reason).
+// JSON-RPC error of throw mode. A soft deny of a tool whose listing
+// declares an outputSchema has no structuredContent (renderDecision).
 func (i *Interceptor) render(m *Message, cc CallContext, dec Decision, txnID string) []byte {
-	if m.Method != "tools/call" || i.typedTool(cc.Upstream, m.Name) {
+	if m.Method != "tools/call" {
 		dec.Mode = ModeThrow
 	}
-	return RenderDecision(m.ID, dec, txnID, cc.ProtocolVersion)
+	return renderDecision(m.ID, dec, txnID, cc.ProtocolVersion, !i.typedTool(cc.Upstream, m.Name))
 }
 
 // typedTool reports whether upstream's last listing of tool declared an

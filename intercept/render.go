@@ -28,7 +28,7 @@ type toolResult struct {
 	ResultType        string        `json:"resultType,omitempty"`
 	Content           []textContent `json:"content"`
 	IsError           bool          `json:"isError"`
-	StructuredContent Envelope      `json:"structuredContent"`
+	StructuredContent *Envelope     `json:"structuredContent,omitzero"`
 }
 
 type errorObject struct {
@@ -74,6 +74,18 @@ func NewEnvelope(d Decision) Envelope {
 // envelope and the txn_id. version is the MCP protocol version of the call;
 // from 2026-07-28 on a result carries resultType.
 func RenderDecision(id jsontext.Value, d Decision, txnID, version string) []byte {
+	return renderDecision(id, d, txnID, version, true)
+}
+
+// renderDecision is RenderDecision; with structured false a soft deny
+// leaves the envelope out of structuredContent, for a tool whose listing
+// declares an outputSchema: the envelope cannot match the schema, and a
+// client that validates structuredContent even on an error result (the
+// official TypeScript SDK) refused the result, its model reading
+// "Structured content does not match the tool's output schema" in place
+// of the reason. An error result without structuredContent is valid
+// under any schema, and the model still reads the reason.
+func renderDecision(id jsontext.Value, d Decision, txnID, version string, structured bool) []byte {
 	env := NewEnvelope(d)
 	code := CodePolicyDenied
 	if d.Verdict == RequireApproval {
@@ -84,12 +96,11 @@ func RenderDecision(id jsontext.Value, d Decision, txnID, version string) []byte
 		if version >= "2026-07-28" {
 			rt = "complete"
 		}
-		return marshalResponse(id, "result", toolResult{
-			ResultType:        rt,
-			Content:           []textContent{{Type: "text", Text: env.PublicReason}},
-			IsError:           true,
-			StructuredContent: env,
-		})
+		res := toolResult{ResultType: rt, Content: []textContent{{Type: "text", Text: env.PublicReason}}, IsError: true}
+		if structured {
+			res.StructuredContent = &env
+		}
+		return marshalResponse(id, "result", res)
 	}
 	return marshalResponse(id, "error", errorObject{Code: code, Message: env.PublicReason, Data: throwData{env, txnID}})
 }
