@@ -796,6 +796,17 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 			"invalid params: metadata names skill %q, which agent %q's card does not declare; name one of its skills or none", skill, a.Name)})
 		return
 	}
+	if reservedSkill(skill) {
+		// Policy takes a descriptor without a method named resource:…
+		// or prompt:… for a read (as the audit log replays one), decided
+		// under default_read, and mcp:… is a carry's name: a card's
+		// skill of such an id would be decided as what it is not. An MCP
+		// tool of such a name is denied (tool_name_reserved).
+		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf(
+			"invalid params: metadata names skill %q of agent %q, but names starting with %s, %s or %s are reserved by the gateway's policy for reads and other messages; name another of its skills or none",
+			skill, a.Name, intercept.ResourcePrefix, intercept.PromptPrefix, intercept.CarryPrefix)})
+		return
+	}
 	d := &intercept.ActionDescriptor{
 		Method: "", ToolName: skill, Parameters: args, TargetEndpoint: a.URL,
 		Upstream: "a2a:" + a.Name, CallID: m.ID, ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1],
@@ -826,6 +837,13 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		}()
 	}
 	g.relay(w, r, a, m, v1, relayed{action: d, push: rec})
+}
+
+// reservedSkill reports a skill id that policy would not decide as a
+// tool's name: a read's (resource:, prompt:) or a carry's (mcp:).
+func reservedSkill(id string) bool {
+	return strings.HasPrefix(id, intercept.ResourcePrefix) || strings.HasPrefix(id, intercept.PromptPrefix) ||
+		strings.HasPrefix(id, intercept.CarryPrefix)
 }
 
 // arguments builds the descriptor's parameters from a message: its text
