@@ -68,13 +68,19 @@ func ActionName(d *intercept.ActionDescriptor) string {
 }
 
 // NormalName is a name written in configuration (a rule's pattern) in
-// the form ActionName gives.
+// the form ActionName gives. A read's name ending in * is a prefix, put
+// in normal form without its * as tool_classes' prefixes are: a URI's
+// serialisation escapes a * in its path (resource:file:///srv/* would be
+// resource:file:///srv/%2A, which no read's name matches).
 func NormalName(name string) string {
 	name = nfc(name)
-	if isRead(name) {
-		return normRead(name)
+	if !isRead(name) {
+		return name
 	}
-	return name
+	if prefix, ok := strings.CutSuffix(name, "*"); ok {
+		return normReadPrefix(prefix) + "*"
+	}
+	return normRead(name)
 }
 
 // defaultPorts are the ports of the special schemes whose URIs name a
