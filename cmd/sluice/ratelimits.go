@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/govern"
+	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -100,9 +103,28 @@ func (c *rateLimitsConfig) rules() ([]govern.RateRule, error) {
 				return nil, fmt.Errorf("%s (%s): pattern %q: %w", where, r.ID, p, err)
 			}
 		}
+		if n := policy.NormalName(r.Tool); strings.HasPrefix(n, intercept.ResourcePrefix) && !sameGlob(r.Tool, n) {
+			// Matched in the normal form of reads, whose URI escapes a *
+			// in a path (%2A) and a [ (%5B) and cuts a file URI's ? as its
+			// query: the pattern would match no read, and its limit never
+			// apply.
+			return nil, fmt.Errorf("%s (%s): pattern %q: reads are matched in their URI's normal form, which does not keep this pattern's * ? or [ (it reads %q); "+
+				"end the pattern with * for a prefix (resource:file:///srv/*) and write the rest of the URI without glob characters", where, r.ID, r.Tool, n)
+		}
 		out = append(out, govern.RateRule{ID: r.ID, By: r.By, Upstream: r.Upstream, Tool: r.Tool, Limit: lim})
 	}
 	return out, nil
+}
+
+// sameGlob reports whether pattern's normal form n keeps its glob
+// characters.
+func sameGlob(pattern, n string) bool {
+	for _, c := range []string{"*", "?", "["} {
+		if strings.Count(pattern, c) != strings.Count(n, c) {
+			return false
+		}
+	}
+	return true
 }
 
 // limiter is the buckets' store: Redis when redis_url is set (checked

@@ -70,6 +70,13 @@ func TestRateLimitsConfigErrors(t *testing.T) {
 		{"rate_limits: {rules: [{id: a, rate: 1/s, tool: \"[\"}]}", `pattern "["`},
 		{"rate_limits: {redis_url: redis://x:6379}", "no rules"},
 		{"rate_limits: {rules: [{id: a, rate: 1/s, brust: 3}]}", `did you mean "burst"`},
+		// A read's pattern whose glob characters its URI's normal form
+		// does not keep (escaped as %2A, %3F, %5B, or a file URI's ? cut as
+		// a query) matched no read, its limit never applying
+		// (TestAttackRateLimitReadPrefixNeverMatches, for a final *).
+		{"rate_limits: {rules: [{id: a, rate: 1/s, tool: \"resource:file:///srv/*/key\"}]}", `rate_limits.rules[0] (a): pattern "resource:file:///srv/*/key"`},
+		{"rate_limits: {rules: [{id: a, rate: 1/s, tool: \"resource:file:///srv/report-?.csv\"}]}", `pattern "resource:file:///srv/report-?.csv"`},
+		{"rate_limits: {rules: [{id: a, rate: 1/s, tool: \"resource:https://intranet.example/[ab]/x\"}]}", `pattern "resource:https://intranet.example/[ab]/x"`},
 	} {
 		_, err := parseConfig("sluice.yaml", []byte(tc.yaml+"\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
