@@ -123,7 +123,8 @@ func normReadPrefix(prefix string) string {
 // a slash, and a file URI's host "localhost" or missing authority (file:/p,
 // file:p) is file:///p. A server's URI (http, https, ws, wss, ftp) loses
 // its userinfo, its scheme's default port and its host's trailing dot,
-// takes any number of slashes after its colon, and has its host read as
+// has "/" for an empty path (the root it fetches), takes any number of
+// slashes after its colon, and has its host read as
 // a WHATWG parser reads it (serverAuthority, normHost).
 func normURI(s string) string {
 	trimmed := strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) // WHATWG: C0 controls and space
@@ -202,6 +203,13 @@ func normURI(s string) string {
 			host += ":" + p
 		}
 		u.Host = host
+		if u.Path == "" {
+			// A server's URI with no path fetches its root, as
+			// https://intranet.example/ does (WHATWG: a special URL's
+			// path is never empty); without it the URI escaped the
+			// prefix resource:https://intranet.example/*.
+			u.Path = "/"
+		}
 	}
 	if u.Scheme == "file" {
 		if u.Host == "localhost" {
