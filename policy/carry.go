@@ -21,9 +21,11 @@ import (
 // denied when a route rule whose after side is in route memory has a deny
 // side that matches the upstream itself (upstream:, or the carry's name)
 // or any tool of the upstream — by name or by the classes tool_classes
-// gives it there. The upstream's tools are those it listed through the
-// gateway; before it has listed any, every tool tool_classes or a rule
-// names (pinned to it or to no upstream) counts, so a carry fails closed
+// gives it there — or a read tool_classes pins to it (web/resource:https://*
+// makes a fetch server's reads its sinks; a read no upstream is pinned
+// to could be any upstream's, and closes none). The upstream's tools are
+// those it listed through the gateway; before it has listed any, every
+// tool tool_classes or a rule names (pinned to it or to no upstream) counts, so a carry fails closed
 // rather than pass for want of a list. This is the rule an operator
 // already wrote (no_sink_after_sensitive_source closes the server that
 // offers web_search), with nothing new to write.
@@ -110,7 +112,20 @@ func (p *Policy) carryRoutes(st *state) (dec intercept.Decision, closed bool) {
 		match(name, classes)
 	}
 	for _, t := range p.pinnedTools[up] {
+		if isRead(t) {
+			// A read pinned to the upstream is its own as surely as a
+			// tool is: a server whose sink is its reads (a fetch
+			// server's resource:https://…) is closed by them.
+			classes, _ := p.lookup(up, t)
+			match(t, classes)
+			continue
+		}
 		seen(t)
+	}
+	for _, pc := range p.prefixes {
+		if pc.upstream == up {
+			match(pc.prefix+"*", pc.classes)
+		}
 	}
 	if st.d.UpstreamTools != nil {
 		for _, t := range st.d.UpstreamTools {
