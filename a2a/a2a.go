@@ -974,8 +974,18 @@ func (g *Gateway) arguments(ctx context.Context, msg jsontext.Value, files *file
 	}
 	meta := intercept.ValidMember(msg, "metadata")
 	skill := intercept.ValidStringMember(meta, "skillId")
-	if skill == "" {
-		skill = intercept.ValidStringMember(meta, "skill")
+	for _, k := range []string{"skillId", "skill"} {
+		if v := intercept.ValidMember(meta, k); v != nil && v.Kind() != '"' && v.Kind() != 'n' {
+			return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: message.metadata." + k + " must be a string"}
+		}
+	}
+	if other := intercept.ValidStringMember(meta, "skill"); skill == "" {
+		skill = other
+	} else if other != "" && other != skill {
+		// The message is decided as one skill; an agent that reads the
+		// other member would run another.
+		return nil, "", &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf(
+			"invalid params: message.metadata names skill %q as skillId and %q as skill; name one", skill, other)}
 	}
 	return out, skill, nil
 }
