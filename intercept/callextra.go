@@ -53,6 +53,19 @@ func CallExtra(m *Message) jsontext.Value {
 	return b
 }
 
+// callCarries reports whether extra, a tools/call's CallExtra, holds
+// anything but params.task (a task-augmented call is a call like any):
+// bytes of the client's for the upstream (ActionDescriptor.CallCarries).
+// Extra that cannot be read carries.
+func callCarries(extra jsontext.Value) bool {
+	return extra != nil && eachValidMember(extra, func(k string, _ jsontext.Value) error {
+		if k != "params.task" {
+			return errBeyond
+		}
+		return nil
+	}) != nil
+}
+
 // envelopeKey is the name in CallExtra of envelope member k: k itself,
 // unless k could be taken for a params member ("params.<name>"), a _meta
 // member ("_meta.<name>", or "_meta" for a _meta not an object) or another

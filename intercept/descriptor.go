@@ -96,8 +96,8 @@ type ActionDescriptor struct {
 	// started. Empty when it carries none. An approval the round trip's
 	// first request was allowed by goes on with it (approval.Gate).
 	UpstreamState string `json:"-"`
-	// UpstreamTools, for a carry (see [ActionDescriptor.IsCarry]) or a
-	// read that carries (ReadCarries), are the names of the tools the
+	// UpstreamTools, for a carry (see [ActionDescriptor.IsCarry]), a
+	// read that carries (ReadCarries) or a call that does (CallCarries), are the names of the tools the
 	// upstream listed through this gateway, nil when it has listed none
 	// here: the tools whose closing closes the upstream to the carry. Nil
 	// for every other action. Shared: a Decider must not change it.
@@ -109,6 +109,14 @@ type ActionDescriptor struct {
 	// Policy closes such a read with its upstream, as it closes a carry.
 	// False for a read of a listed item alone, and for every tools/call.
 	ReadCarries bool `json:"-"`
+	// CallCarries reports that a tools/call holds, beside its name and
+	// arguments, bytes of the client's choosing for the upstream: a
+	// CallExtra member other than params.task, such as 2026-07-28's
+	// inputResponses (the client's answers to the upstream's questions,
+	// which a 2025-era client sends as a carry), a params member of its
+	// own, _meta beyond the protocol's or an envelope member. Policy
+	// closes such a call with its upstream, as it closes a carry.
+	CallCarries bool `json:"-"`
 }
 
 // IsTool reports whether d is a tools/call (and not a read).

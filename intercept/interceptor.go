@@ -303,7 +303,15 @@ func (i *Interceptor) decide(ctx context.Context, m *Message, cc CallContext) (*
 		unlisted = i.ensureListed(ctx, cc)
 	}
 	d := i.Descriptor(m, cc)
-	if m.Method != "tools/call" && i.readCarries(ctx, m, cc) {
+	switch {
+	case m.Method == "tools/call":
+		if callCarries(d.CallExtra) {
+			// Bytes of the client's beside the arguments (answers to
+			// the upstream, members of its own): closed with its
+			// upstream, as a carry is.
+			d.CallCarries, d.UpstreamTools = true, i.catalogNames(cc.Upstream)
+		}
+	case i.readCarries(ctx, m, cc):
 		// A read of the client's making: closed with its upstream, as
 		// a carry is (listed.go).
 		d.ReadCarries, d.UpstreamTools = true, i.catalogNames(cc.Upstream)

@@ -187,10 +187,12 @@ func (p *Policy) decide(ctx context.Context, d *intercept.ActionDescriptor, tr *
 			}
 			return p.decision(intercept.Deny, ReasonRouteDeny, r.public, r.id, r.id, r.mode, &st)
 		}
-		if read && d.ReadCarries {
+		if (read && d.ReadCarries) || (!read && d.CallCarries) {
 			// A read of the client's making (a URI the upstream did not
-			// list, a prompt's arguments) is closed with its upstream, as
-			// a carry is (carry.go); a read of a listed item is not.
+			// list, a prompt's arguments), or a call with bytes of the
+			// client's beside its arguments (its answers to the
+			// upstream's questions), is closed with its upstream, as a
+			// carry is (carry.go); a read of a listed item is not.
 			if dec, closed := p.carryRoutes(&st); closed {
 				return dec
 			}
