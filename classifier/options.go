@@ -462,6 +462,23 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// Declared returns what o declares about a tool of an upstream, for the
+// action descriptor policy reads (intercept.Interceptor.Declared): its
+// capability class, action type and boundary from tools ("upstream/tool",
+// else "tool"), the boundary else the upstream's zone. Empty where
+// nothing is declared.
+func (o *Options) Declared(upstream, tool string) (capabilityClass, actionType, boundary string) {
+	t, ok := o.Tools[upstream+"/"+tool]
+	if !ok {
+		t = o.Tools[tool]
+	}
+	boundary = t.Boundary
+	if boundary == "" {
+		boundary = o.Upstreams[upstream].Zone
+	}
+	return t.CapabilityClass, t.ActionType, boundary
+}
+
 // tool returns the declaration for a tool of an upstream.
 func (c *compiled) tool(upstream, name string) (ToolConfig, bool) {
 	if len(c.tools) == 0 {

@@ -35,3 +35,20 @@ func (p *Policy) Upstreams() []string {
 	}
 	return slices.Sorted(maps.Keys(seen))
 }
+
+// CappedAgents returns the agents whose manifest sets a boundary_ceiling
+// below external, sorted ("*" for the default manifest). Their calls
+// compare the boundary declared for each tool with it.
+func (p *Policy) CappedAgents() []string {
+	if p == nil {
+		return nil
+	}
+	var agents []string
+	for a, m := range p.manifests {
+		if m.ceiling != boundaryUnknown && m.ceiling < boundaryExternal {
+			agents = append(agents, a)
+		}
+	}
+	slices.Sort(agents)
+	return agents
+}

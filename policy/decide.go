@@ -449,7 +449,11 @@ func (p *Policy) checkManifest(m *manifest, st *state) (intercept.Decision, bool
 			if st.tr != nil {
 				st.tr.add("manifest of %q: boundary %s (declared %q) is above the ceiling %s", m.agent, b, st.d.BoundaryDeclared, m.ceiling)
 			}
-			return p.decision(intercept.Deny, ReasonManifestBoundary, "this call crosses a boundary beyond this agent's manifest ("+m.ceiling.String()+")", "", "", p.mode, st), true
+			why := "this call crosses a boundary beyond this agent's manifest (" + m.ceiling.String() + ")"
+			if b == boundaryUnknown {
+				why = "this agent's manifest allows boundaries up to " + m.ceiling.String() + ", and nothing declares this tool's (classifier.tools or the upstream's zone)"
+			}
+			return p.decision(intercept.Deny, ReasonManifestBoundary, why, "", "", p.mode, st), true
 		}
 	}
 	if st.tr != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -93,6 +94,10 @@ func (c *config) preflight() (*checked, error) {
 		return nil, fmt.Errorf("%s: %w", c.path, err)
 	}
 	c.checkAnswerable(ck)
+	if agents := ck.Policy.CappedAgents(); len(agents) > 0 && c.declared() == nil {
+		ck.warn("policy.manifests: %s set boundary_ceiling, but nothing declares a boundary (classifier.tools.NAME.boundary, classifier.upstreams.NAME.zone): "+
+			"every tools/call of theirs is denied (manifest_boundary_exceeded)", strings.Join(agents, ", "))
+	}
 	switch c.Classifier.Provider {
 	case "openai", "anthropic", "gemini":
 		if _, err := classifier.LoadKey(c.Classifier.APIKeyEnv, c.Classifier.APIKeyFile); err != nil {

@@ -265,6 +265,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	gv.ic = &intercept.Interceptor{
 		OnResult:        onResult,
 		Decider:         decider,
+		Declared:        cfg.declared(),
 		Observer:        gv.inv,
 		HideDeniedTools: cfg.HideDeniedTools == nil || *cfg.HideDeniedTools,
 		OnDecision: func(d *intercept.ActionDescriptor, dc intercept.Decision) {
@@ -383,4 +384,22 @@ func logInventory(logger *slog.Logger, e inventory.Event) {
 		}
 	}
 	logger.Log(context.Background(), level, "inventory", attrs...)
+}
+
+// declared is what the classifier section declares about each tool
+// (classifier.tools, and upstreams' zones for the boundary), for the
+// descriptors policy reads: a manifest's boundary_ceiling compares it,
+// and RESTRICT_BOUNDARY reads it from policy_enforced events. Nil when
+// nothing is declared.
+func (c *config) declared() func(upstream, tool string) (string, string, string) {
+	o := c.Classifier.Options
+	for _, u := range o.Upstreams {
+		if u.Zone != "" {
+			return o.Declared
+		}
+	}
+	if len(o.Tools) > 0 {
+		return o.Declared
+	}
+	return nil
 }
