@@ -239,8 +239,11 @@ func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, f *Failur
 		word = "forbidden"
 	}
 	w.WriteHeader(status)
-	_, _ = w.Write(intercept.ErrorResponse(nil, &intercept.WireError{Code: intercept.CodeInvalidRequest,
-		Message: word + ": " + f.Desc, Data: map[string]string{"error": f.Code}}))
+	we := &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: word + ": " + f.Desc}
+	if f.Code != "" { // none for a request without credentials (RFC 6750 §3.1), as in the challenge
+		we.Data = map[string]string{"error": f.Code}
+	}
+	_, _ = w.Write(intercept.ErrorResponse(nil, we))
 }
 
 // quoteSafe keeps a value inside an auth-param's quoted string.

@@ -184,12 +184,18 @@ func TestBadCredentials(t *testing.T) {
 			var body struct {
 				JSONRPC string `json:"jsonrpc"`
 				Error   struct {
-					Code    int    `json:"code"`
-					Message string `json:"message"`
+					Code    int               `json:"code"`
+					Message string            `json:"message"`
+					Data    map[string]string `json:"data"`
 				} `json:"error"`
 			}
 			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.JSONRPC != "2.0" || body.Error.Code != intercept.CodeInvalidRequest {
 				t.Errorf("got body %s, want a JSON-RPC error", w.Body)
+			}
+			// The body's error code is the challenge's: none without
+			// credentials (it said "error":"").
+			if got, ok := body.Error.Data["error"]; got != tt.code || ok != (tt.code != "") {
+				t.Errorf("got body %s, want data.error %q", w.Body, tt.code)
 			}
 			if testing.Verbose() && len(f.fails) > fails {
 				t.Logf("%v (%v)", f.fails[len(f.fails)-1], f.fails[len(f.fails)-1].Err)
