@@ -103,6 +103,10 @@ func (c *config) preflight() (*checked, error) {
 		if _, err := classifier.LoadKey(c.Classifier.APIKeyEnv, c.Classifier.APIKeyFile); err != nil {
 			return nil, fmt.Errorf("%s: %w", c.path, err)
 		}
+		if c.Classifier.APIKeyEnv == "" && c.Classifier.APIKeyFile == "" && c.Classifier.BaseURL == "" {
+			ck.warn("classifier.provider: %s with no api_key_env or api_key_file: its hosted API refuses requests without a key, "+
+				"and every call is then classified at low confidence (give the key, or base_url for a local server that needs none)", c.Classifier.Provider)
+		}
 	}
 	if len(c.Agents) > 0 {
 		relay, err := c.pushRelay()

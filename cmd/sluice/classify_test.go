@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -119,3 +120,33 @@ func TestScanResults(t *testing.T) {
 }
 
 var noAnnotations = regexp.MustCompile(`"annotations":\{[^{}]*\}`)
+
+// TestConfigValidateWarnsKeylessProvider: a hosted LLM provider without
+// a key validated silently; every call was then classified at low
+// confidence. A base_url (a local server) needs none.
+func TestConfigValidateWarnsKeylessProvider(t *testing.T) {
+	for _, tt := range []struct {
+		name, yaml string
+		warn       bool
+	}{
+		{"openai, no key", "classifier: {provider: openai}\n", true},
+		{"anthropic, no key", "classifier: {provider: anthropic}\n", true},
+		{"local server", "classifier: {provider: openai, base_url: 'http://127.0.0.1:11434/v1'}\n", false},
+		{"builtin", "classifier: {provider: builtin}\n", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sluice.yaml")
+			yaml := "data_dir: " + t.TempDir() + "\npolicy: {default: allow}\nupstreams: [{name: demo, url: 'http://127.0.0.1:1/mcp'}]\n" + tt.yaml
+			if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := runConfig(context.Background(), []string{"validate", path}, &out); err != nil {
+				t.Fatal(err)
+			}
+			if warned := strings.Contains(out.String(), "with no api_key_env or api_key_file"); warned != tt.warn {
+				t.Errorf("config validate said %q: warned %v, want %v", &out, warned, tt.warn)
+			}
+		})
+	}
+}
