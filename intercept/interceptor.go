@@ -377,6 +377,12 @@ func (i *Interceptor) DecideAction(ctx context.Context, d *ActionDescriptor) Dec
 	if d.Parameters == nil {
 		d.Parameters = jsontext.Value("{}")
 	}
+	if i.Declared != nil && d.Method == "" && d.CapabilityClassDeclared == "" && d.ActionTypeDeclared == "" && d.BoundaryDeclared == "" {
+		// What the operator declared about the action (an A2A agent's
+		// skill: classifier.tools, the upstream's zone), as Descriptor
+		// gives a tools/call: a manifest's boundary_ceiling compares it.
+		d.CapabilityClassDeclared, d.ActionTypeDeclared, d.BoundaryDeclared = i.Declared(d.Upstream, d.ToolName)
+	}
 	dec := Decide(ctx, i.Decider, d)
 	if dec.Verdict != Allow {
 		if i.OnDecision != nil {

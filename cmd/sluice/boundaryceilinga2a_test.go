@@ -1,0 +1,63 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/bench"
+)
+
+// TestManifestBoundaryCeilingA2A: a manifest's boundary_ceiling is
+// compared on an A2A message as on a tools/call, with the boundary the
+// operator declared for the agent (classifier.upstreams["a2a:NAME"].zone,
+// classifier.tools["a2a:NAME/skill"]). The A2A descriptors never carried
+// the declarations, so a capped agent was denied every message, those to
+// an agent its operator declared inside the ceiling included.
+func TestManifestBoundaryCeilingA2A(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	agent := &http.Server{Handler: bench.A2AAgent(base)}
+	go agent.Serve(ln)
+	t.Cleanup(func() { agent.Close() })
+	r := startServe(t, `agent_header: X-Agent
+policy:
+  default: allow
+  manifests:
+    capped: {boundary_ceiling: intra-org}
+classifier:
+  upstreams:
+    "a2a:inside": {zone: Intra-org}
+    "a2a:outside": {zone: External}
+agents: [{name: inside, url: `+base+`}, {name: outside, url: `+base+`}]
+`)
+	root := strings.TrimSuffix(r.url, "/mcp/demo")
+	send := func(agentName, who string) string {
+		req, _ := http.NewRequest(http.MethodPost, root+"/a2a/"+agentName, strings.NewReader(
+			`{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("A2A-Version", "1.0")
+		req.Header.Set("X-Agent", who)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return string(out)
+	}
+	if got := send("inside", "capped"); !strings.Contains(got, "TASK_STATE_COMPLETED") {
+		t.Errorf("capped agent to an agent declared Intra-org: got %s, want it sent", got)
+	}
+	if got := send("outside", "capped"); !strings.Contains(got, "manifest_boundary_exceeded") || strings.Contains(got, "nothing declares") {
+		t.Errorf("capped agent to an agent declared External: got %s, want manifest_boundary_exceeded above the ceiling", got)
+	}
+	if got := send("outside", "free"); !strings.Contains(got, "TASK_STATE_COMPLETED") {
+		t.Errorf("an agent without a manifest: got %s", got)
+	}
+}
