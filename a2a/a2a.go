@@ -512,8 +512,8 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if sent, _, _, ok := g.followUp(w, r, a, m, v1, ownerOf(r.Context())); ok {
-			g.relay(w, r, a, sent, v1, relayed{})
+		if sent, _, decided, ok := g.followUp(w, r, a, m, v1, ownerOf(r.Context())); ok {
+			g.relay(w, r, a, sent, v1, relayed{decided: decided})
 		}
 		return
 	}
@@ -604,7 +604,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rel := relayed{clientID: clientID}
+	rel := relayed{clientID: clientID, decided: decided}
 	if registers && g.opts.PushRelay {
 		// The agent gets the gateway's relay for the caller's URL
 		// (pushrelay.go), after the decision on what the caller sent.
@@ -836,7 +836,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 			g.forgetEnded(r.Context())
 		}()
 	}
-	g.relay(w, r, a, m, v1, relayed{action: d, push: rec})
+	g.relay(w, r, a, m, v1, relayed{action: d, decided: d, push: rec})
 }
 
 // reservedSkill reports a skill id that policy would not decide as a
@@ -1087,6 +1087,10 @@ type relayed struct {
 	// push, if set, is the relay the request registers: bound to the
 	// task the answer names (pushrelay.go).
 	push *pushRecord
+	// decided, if set, is the action policy allowed for the request:
+	// each conversation the answer names is linked to its route memory
+	// (linkContexts).
+	decided *intercept.ActionDescriptor
 }
 
 // relay sends m, re-encoded as policy saw it, to the agent's JSON-RPC
@@ -1186,7 +1190,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 			fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s is an event stream, not one JSON-RPC response", a.Name, m.Method))
 			return
 		}
-		g.relayStream(w, resp, id, rel.clientID != nil, a.Name, owner, d, rel.push)
+		g.relayStream(w, resp, id, rel.clientID != nil, a.Name, owner, d, rel.decided, rel.push)
 		return
 	}
 	limit := 8 * g.opts.MaxBody
@@ -1213,6 +1217,10 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		}
 	}
 	if ans, err := intercept.DecodeMessage(out); err == nil && ans.Kind == intercept.KindResponse {
+		if err := g.linkContexts(r.Context(), rel.decided, ans.Result, nil); err != nil {
+			fail(http.StatusBadGateway, err)
+			return
+		}
 		g.tasks.record(r.Context(), a.Name, owner, ans.Result, nil)
 		g.bindPush(r.Context(), rel.push, taskIDs(ans.Result))
 		g.observe(d, ans.Result)
@@ -1254,7 +1262,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 //
 // push, if set, is the relay the request registers, bound to the first
 // task an event names.
-func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jsontext.Value, ownID bool, agentName, owner string, d *intercept.ActionDescriptor, push *pushRecord) {
+func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jsontext.Value, ownID bool, agentName, owner string, d, decided *intercept.ActionDescriptor, push *pushRecord) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(resp.StatusCode)
@@ -1276,6 +1284,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 		_ = rc.Flush()
 	}
 	recorded := map[string]bool{} // the tasks and contexts its events named (owners.record)
+	linked := map[string]bool{}   // the contexts linked to decided's route memory (linkContexts)
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -1344,6 +1353,12 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 						return
 					}
 					if ans.Kind == intercept.KindResponse {
+						if err := g.linkContexts(resp.Request.Context(), decided, ans.Result, linked); err != nil {
+							msg := intercept.ErrorResponse(id, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()})
+							fmt.Fprintf(w, "data: %s\n\n", msg)
+							_ = rc.Flush()
+							return
+						}
 						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result, recorded)
 						g.bindPush(resp.Request.Context(), push, taskIDs(ans.Result))
 						g.observe(d, ans.Result)
@@ -1374,6 +1389,35 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 			return
 		}
 	}
+}
+
+// linkContexts links each conversation result names, other than the one
+// the action decided (nil: none) was decided in, to the action's route
+// memory (intercept.SessionLinker): a message is decided with its
+// contextId as its session, and a conversation's first message has none
+// (a client may not make one up) until the agent answers, so a source
+// read in that first turn would be in no session a later turn of the
+// conversation is decided in, and a session-scope route rule would not
+// close it. An error (route memory not written) withholds the answer,
+// before the conversation is recorded as the caller's: not taken up, it
+// cannot go on. linked, if not nil, are the contexts already linked (one
+// stream's events).
+func (g *Gateway) linkContexts(ctx context.Context, decided *intercept.ActionDescriptor, result jsontext.Value, linked map[string]bool) error {
+	if decided == nil || g.ic == nil {
+		return nil
+	}
+	for _, c := range contextIDs(result) {
+		if c == decided.SessionID || linked[c] {
+			continue
+		}
+		if err := g.ic.LinkSession(ctx, decided, c); err != nil {
+			return fmt.Errorf("the answer names a conversation whose route memory could not be written (%v); it is withheld", err)
+		}
+		if linked != nil && len(linked) < maxSeenPerStream {
+			linked[c] = true
+		}
+	}
+	return nil
 }
 
 // observe hands the result of the action d (nil: none) to the

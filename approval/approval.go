@@ -779,3 +779,11 @@ func (g *Gate) Closes(ctx context.Context, d *intercept.ActionDescriptor) bool {
 	rc, ok := g.Next.(intercept.RouteCloser)
 	return ok && rc.Closes(ctx, d)
 }
+
+// LinkSession implements intercept.SessionLinker by telling Next.
+func (g *Gate) LinkSession(ctx context.Context, d *intercept.ActionDescriptor, session string) error {
+	if sl, ok := g.Next.(intercept.SessionLinker); ok {
+		return sl.LinkSession(ctx, d, session)
+	}
+	return nil
+}

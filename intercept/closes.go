@@ -55,3 +55,25 @@ func (i *Interceptor) Closed(ctx context.Context, cc CallContext) bool {
 	}
 	return rc.Closes(ctx, d)
 }
+
+// SessionLinker is a Decider told that an action it allowed (and was told
+// of as forwarded, [ForwardObserver]) belongs to another session as well,
+// one named only after the decision: an A2A conversation's first message
+// is decided before the agent answers with the conversation's id.
+// LinkSession remembers what Forwarded remembered of d under that session
+// too, so a session-scope route rule closes the conversation its source
+// was read in. An error means it could not: the caller must then not let
+// the session go on.
+type SessionLinker interface {
+	LinkSession(ctx context.Context, d *ActionDescriptor, session string) error
+}
+
+// LinkSession tells the Decider that d, an action DecideAction allowed,
+// belongs to session as well ([SessionLinker]); a Decider that is not a
+// SessionLinker remembers nothing, and nothing fails.
+func (i *Interceptor) LinkSession(ctx context.Context, d *ActionDescriptor, session string) error {
+	if sl, ok := i.Decider.(SessionLinker); ok && d != nil && session != d.SessionID {
+		return sl.LinkSession(ctx, d, session)
+	}
+	return nil
+}

@@ -489,6 +489,23 @@ func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, d
 			err = fmt.Errorf("route memory panicked: %v", r)
 		}
 	}()
+	labels := p.afterLabels(d)
+	if len(labels) == 0 {
+		return nil
+	}
+	now := p.now()
+	for _, k := range [...]Key{{Scope: ScopeSession, Agent: d.Agent, Session: d.SessionID}, {Scope: ScopeAgent, Agent: d.Agent}} {
+		if err := p.store.Remember(ctx, k, labels, now); err != nil {
+			p.memoryFailed(1, "policy: cannot write route memory; the call is denied", "key", k.String(), "tool", d.ToolName, "err", err)
+			return fmt.Errorf("route memory: %w", err)
+		}
+	}
+	return nil
+}
+
+// afterLabels are the labels of d that a route rule's after side names:
+// what Forwarded remembers.
+func (p *Policy) afterLabels(d *intercept.ActionDescriptor) []string {
 	name, _, _ := actionName(d)
 	classes, _ := p.lookup(d.Upstream, name)
 	labels := make([]string, 0, len(classes)+3)
@@ -502,15 +519,31 @@ func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, d
 			labels = append(labels, l)
 		}
 	}
+	return labels
+}
+
+// LinkSession remembers d, an action Forwarded remembered, under session
+// too (intercept.SessionLinker): an A2A conversation's first message,
+// decided before the agent named the conversation, is in its session's
+// route memory as if decided in it. A store error is returned.
+func (p *Policy) LinkSession(ctx context.Context, d *intercept.ActionDescriptor, session string) (err error) {
+	if p == nil || d == nil || len(p.after) == 0 {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("policy: route memory panicked", "tool", d.ToolName, "panic", r)
+			err = fmt.Errorf("route memory panicked: %v", r)
+		}
+	}()
+	labels := p.afterLabels(d)
 	if len(labels) == 0 {
 		return nil
 	}
-	now := p.now()
-	for _, k := range [...]Key{{Scope: ScopeSession, Agent: d.Agent, Session: d.SessionID}, {Scope: ScopeAgent, Agent: d.Agent}} {
-		if err := p.store.Remember(ctx, k, labels, now); err != nil {
-			p.memoryFailed(1, "policy: cannot write route memory; the call is denied", "key", k.String(), "tool", d.ToolName, "err", err)
-			return fmt.Errorf("route memory: %w", err)
-		}
+	k := Key{Scope: ScopeSession, Agent: d.Agent, Session: session}
+	if err := p.store.Remember(ctx, k, labels, p.now()); err != nil {
+		p.memoryFailed(1, "policy: cannot write route memory; the session is not taken up", "key", k.String(), "tool", d.ToolName, "err", err)
+		return fmt.Errorf("route memory: %w", err)
 	}
 	return nil
 }

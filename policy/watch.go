@@ -100,6 +100,11 @@ func (w *Watcher) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, 
 	return w.cur.Load().Forwarded(ctx, d, dec)
 }
 
+// LinkSession implements intercept.SessionLinker with the current policy.
+func (w *Watcher) LinkSession(ctx context.Context, d *intercept.ActionDescriptor, session string) error {
+	return w.cur.Load().LinkSession(ctx, d, session)
+}
+
 // Run checks the file every Interval until ctx is done, and reloads it
 // when its modification time or size changed. It returns ctx's error.
 func (w *Watcher) Run(ctx context.Context) error {

@@ -316,3 +316,8 @@ func (a *Advisor) Visible(ctx context.Context, d *intercept.ActionDescriptor) bo
 func (a *Advisor) Closes(ctx context.Context, d *intercept.ActionDescriptor) bool {
 	return closesTo(a.Policy, ctx, d)
 }
+
+// LinkSession implements intercept.SessionLinker by telling Policy.
+func (a *Advisor) LinkSession(ctx context.Context, d *intercept.ActionDescriptor, session string) error {
+	return linkTo(a.Policy, ctx, d, session)
+}

@@ -99,3 +99,8 @@ func (g *AuditGate) UpstreamAsked(ctx context.Context, approvalID, state string)
 func (g *AuditGate) Closes(ctx context.Context, d *intercept.ActionDescriptor) bool {
 	return closesTo(g.Next, ctx, d)
 }
+
+// LinkSession implements intercept.SessionLinker by telling Next.
+func (g *AuditGate) LinkSession(ctx context.Context, d *intercept.ActionDescriptor, session string) error {
+	return linkTo(g.Next, ctx, d, session)
+}

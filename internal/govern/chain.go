@@ -37,3 +37,12 @@ func askedTo(next intercept.Decider, ctx context.Context, approvalID, state stri
 		ro.UpstreamAsked(ctx, approvalID, state)
 	}
 }
+
+// linkTo passes a session an allowed action belongs to on to next
+// (intercept.SessionLinker).
+func linkTo(next intercept.Decider, ctx context.Context, d *intercept.ActionDescriptor, session string) error {
+	if sl, ok := next.(intercept.SessionLinker); ok {
+		return sl.LinkSession(ctx, d, session)
+	}
+	return nil
+}

@@ -83,3 +83,8 @@ func (g *DriftGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) 
 func (g *DriftGate) Closes(ctx context.Context, d *intercept.ActionDescriptor) bool {
 	return closesTo(g.Next, ctx, d)
 }
+
+// LinkSession implements intercept.SessionLinker by telling Next.
+func (g *DriftGate) LinkSession(ctx context.Context, d *intercept.ActionDescriptor, session string) error {
+	return linkTo(g.Next, ctx, d, session)
+}

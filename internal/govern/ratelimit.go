@@ -213,3 +213,8 @@ func (g *RateGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) b
 func (g *RateGate) Closes(ctx context.Context, d *intercept.ActionDescriptor) bool {
 	return closesTo(g.Next, ctx, d)
 }
+
+// LinkSession implements intercept.SessionLinker by telling Next.
+func (g *RateGate) LinkSession(ctx context.Context, d *intercept.ActionDescriptor, session string) error {
+	return linkTo(g.Next, ctx, d, session)
+}
