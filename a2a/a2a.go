@@ -767,6 +767,15 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 			return
 		}
 	}
+	if task := intercept.StringMember(msg, "taskId"); task != "" && !g.tasks.rejectedOnly(a.Name, task) {
+		// The agent goes on with the task in its own conversation: the
+		// message is decided in the one it names (its session), which
+		// must be that one.
+		if err := g.tasks.notInContext(r.Context(), a.Name, task, intercept.StringMember(msg, "contextId")); err != nil {
+			reply(err)
+			return
+		}
+	}
 	if intercept.Member(msg, "task_id") != nil || intercept.Member(msg, "context_id") != nil {
 		reply(&intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: write message.taskId and message.contextId, not task_id and context_id"})
 		return

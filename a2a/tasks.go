@@ -27,7 +27,11 @@ type owners struct {
 	// (their tasks' turns would then be refused). A context takes a slot
 	// when a conversation starts, a task each turn.
 	contexts *ownership.Table
-	log      *slog.Logger
+	// inContext holds the conversation each task is in (taskContextKey
+	// to the context id, as an owner): a message going on with a task is
+	// decided in the task's conversation, and must name it.
+	inContext *ownership.Table
+	log       *slog.Logger
 	// rejected holds the tasks of the gateway's own soft denials, which
 	// the agent never saw, apart from c: a flood of denied messages costs
 	// the caller nothing, and must not push real tasks out of c (whose
@@ -52,7 +56,7 @@ func newOwners(n int, shared TaskStore, log *slog.Logger) *owners {
 	// starting tasks or conversations without end pushes out only its
 	// own, never another's.
 	share := max(1, n/10)
-	return &owners{c: ownership.NewShared(n, share), contexts: ownership.NewShared(n, share), shared: shared, log: log, rejected: ownership.New(min(n, 1024)),
+	return &owners{c: ownership.NewShared(n, share), contexts: ownership.NewShared(n, share), inContext: ownership.NewShared(n, share), shared: shared, log: log, rejected: ownership.New(min(n, 1024)),
 		unclaimed: ownership.NewUnclaimed(maxUnclaimed, maxUnclaimed/10)} // n > 0
 }
 
@@ -195,9 +199,83 @@ func (o *owners) record(ctx context.Context, agentName, owner string, result jso
 	for _, id := range taskIDs(result) {
 		add(id)
 	}
-	for _, id := range contextIDs(result) {
+	contexts := contextIDs(result)
+	for _, id := range contexts {
 		add(contextKey(id))
 	}
+	// A result naming one task and one conversation: the task is in it.
+	if task, context := only(taskIDs(result)), only(contexts); task != "" && context != "" && !seen[taskContextKey(task)] {
+		if seen != nil && len(seen) < maxSeenPerStream {
+			seen[taskContextKey(task)] = true
+		}
+		o.addInContext(ctx, agentName, task, context, owner, share)
+	}
+}
+
+// only is the one distinct non-empty id of ids, or "".
+func only(ids []string) string {
+	one := ""
+	for _, id := range ids {
+		switch {
+		case id == "" || id == one:
+		case one == "":
+			one = id
+		default:
+			return ""
+		}
+	}
+	return one
+}
+
+// taskContextKey is the key under which the conversation a task is in
+// is kept (as its owner).
+func taskContextKey(task string) string { return taskContextPrefix + task }
+
+const taskContextPrefix = "task-context\x00"
+
+// addInContext records that task is in the conversation contextID, the
+// first one recorded staying; like a task's owner, in the shared store
+// too. The record counts against the caller's share (owner's, else
+// share).
+func (o *owners) addInContext(ctx context.Context, agentName, task, contextID, owner, share string) {
+	key := agentName + "\x00" + taskContextKey(task)
+	if o.shared != nil {
+		first, err := o.shared.Claim(context.WithoutCancel(ctx), key, contextID)
+		if err != nil {
+			o.log.Warn("a2a: the conversation of a task not recorded: the shared store did not answer; messages going on with the task are refused until it answers again", "agent", agentName, "task", task, "err", err)
+			return
+		}
+		contextID = first
+	}
+	if owner != "" {
+		share = owner
+	}
+	o.inContext.ContainsOrAddIn(key, contextID, share)
+}
+
+// notInContext is nil if task is known to be in the conversation
+// contextID, else the refusal: a message going on with a task is decided
+// in the conversation it names (its session), and the agent goes on in
+// the task's.
+func (o *owners) notInContext(ctx context.Context, agentName, task, contextID string) *intercept.WireError {
+	key := agentName + "\x00" + taskContextKey(task)
+	known, in := o.inContext.Owns(key, contextID)
+	if !known && o.shared != nil {
+		got, ok, err := o.shared.Owner(ctx, key)
+		if err != nil {
+			return &intercept.WireError{Code: codeTaskNotFound, Message: "task not found (the gateway's shared task store, agent_tasks.redis_url, did not answer: try again)"}
+		}
+		known, in = ok, ok && got == contextID
+	}
+	switch {
+	case contextID == "":
+		return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: a message going on with task " + task + " names the conversation it is in too (message.contextId): it is decided in that conversation"}
+	case !known:
+		return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: the gateway does not know which conversation task " + task + " is in: the message is not forwarded"}
+	case !in:
+		return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: task " + task + " is not in conversation " + contextID + " (message.contextId): name the task's own"}
+	}
+	return nil
 }
 
 // maxSeenPerStream bounds the ids one stream remembers it recorded.
