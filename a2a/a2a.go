@@ -749,6 +749,14 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 			if err := g.tasks.notOwned(r.Context(), a.Name, id, owner, "task not found"); err != nil {
 				return err
 			}
+			if !g.tasks.rejectedOnly(a.Name, id) {
+				// The agent reads the task's history with the message:
+				// decided in the conversation it names, the task must be
+				// of that one.
+				if err := g.tasks.notInContext(r.Context(), a.Name, id, intercept.StringMember(msg, "contextId")); err != nil {
+					return err
+				}
+			}
 			return nil
 		})
 		if err != nil {

@@ -254,9 +254,9 @@ func (o *owners) addInContext(ctx context.Context, agentName, task, contextID, o
 }
 
 // notInContext is nil if task is known to be in the conversation
-// contextID, else the refusal: a message going on with a task is decided
-// in the conversation it names (its session), and the agent goes on in
-// the task's.
+// contextID, else the refusal: a message going on with a task, or
+// referring to one, is decided in the conversation it names (its
+// session), and the agent goes on in the task's, or reads its history.
 func (o *owners) notInContext(ctx context.Context, agentName, task, contextID string) *intercept.WireError {
 	key := agentName + "\x00" + taskContextKey(task)
 	known, in := o.inContext.Owns(key, contextID)
@@ -269,7 +269,7 @@ func (o *owners) notInContext(ctx context.Context, agentName, task, contextID st
 	}
 	switch {
 	case contextID == "":
-		return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: a message going on with task " + task + " names the conversation it is in too (message.contextId): it is decided in that conversation"}
+		return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: a message naming task " + task + " (taskId, referenceTaskIds) names the conversation the task is in too (message.contextId): it is decided in that conversation"}
 	case !known:
 		return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: the gateway does not know which conversation task " + task + " is in: the message is not forwarded"}
 	case !in:

@@ -18,7 +18,8 @@ import (
 // sink after a source read in that conversation passed a session-scope
 // route rule. And a message naming a contextId and another
 // conversation's task was decided in the one while the agent went on in
-// the other.
+// the other. So was one referring to a task of that conversation from
+// another (referenceTaskIds), whose history the agent reads with it.
 func TestAttackTurnByTaskOutsideConversation(t *testing.T) {
 	var posts atomic.Int32
 	var agent *httptest.Server
@@ -67,15 +68,22 @@ route_rules:
 	if body := send("lookup", `,"contextId":"c1","taskId":"t1"`); !strings.Contains(body, `"contextId":"c1"`) {
 		t.Fatalf("lookup in c1: %s", body)
 	}
-	for _, ids := range []string{`,"taskId":"t1"`, `,"contextId":"c2","taskId":"t1"`} {
+	for _, ids := range []string{`,"taskId":"t1"`, `,"contextId":"c2","taskId":"t1"`,
+		// A task of the conversation that read the record, referenced in
+		// another (the agent reads it as the message's context).
+		`,"contextId":"c2","taskId":"t2","referenceTaskIds":["t1"]`, `,"referenceTaskIds":["t1"]`} {
 		before := posts.Load()
 		body := send("publish", ids)
 		if posts.Load() != before || !strings.Contains(body, "no-publish-after-lookup") && !strings.Contains(body, "-32602") {
 			t.Errorf("publish naming %s, a task of the conversation that read a record: forwarded=%v, %s; want it denied or refused", ids, posts.Load() != before, body)
 		}
 	}
-	// The conversation c2 read nothing: publishing in it goes on.
+	// The conversation c2 read nothing: publishing in it goes on, with a
+	// task of its own referred to.
 	if body := send("publish", `,"contextId":"c2","taskId":"t2"`); !strings.Contains(body, `"contextId":"c2"`) {
 		t.Errorf("publish in c2: %s", body)
+	}
+	if body := send("publish", `,"contextId":"c2","referenceTaskIds":["t2"]`); !strings.Contains(body, `"contextId":"c2"`) {
+		t.Errorf("publish in c2 referring to its task t2: %s", body)
 	}
 }
