@@ -512,7 +512,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if sent, _, decided, ok := g.followUp(w, r, a, m, v1, ownerOf(r.Context())); ok {
+		if sent, _, decided, ok := g.followUp(w, r, a, m, v1, ownerOf(r.Context()), nil); ok {
 			g.relay(w, r, a, sent, v1, relayed{decided: decided})
 		}
 		return
@@ -600,7 +600,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 	// A follow-up goes undecided only when it carries no data of the
 	// caller's; otherwise it is decided as the message it amounts to
 	// (followup.go).
-	sent, clientID, decided, ok := g.followUp(w, r, a, m, v1, owner)
+	sent, clientID, decided, ok := g.followUp(w, r, a, m, v1, owner, ids)
 	if !ok {
 		return
 	}

@@ -132,9 +132,31 @@ func plainRequest(r *http.Request, m *intercept.Message) (*intercept.Message, []
 // (nil for a plain one). ok is false when the client has been answered:
 // denied, or the decision could not be made (the agent's card could not
 // be read): never forwarded.
-func (g *Gateway) followUp(w http.ResponseWriter, r *http.Request, a *agent, m *intercept.Message, v1 bool, owner string) (sent *intercept.Message, clientID jsontext.Value, d *intercept.ActionDescriptor, ok bool) {
+//
+// tasks are the tasks m names (each the caller's): decided, m is decided
+// in their conversation (its session), as a message going on with them
+// is; one whose conversation the gateway does not know is refused.
+func (g *Gateway) followUp(w http.ResponseWriter, r *http.Request, a *agent, m *intercept.Message, v1 bool, owner string, tasks []string) (sent *intercept.Message, clientID jsontext.Value, d *intercept.ActionDescriptor, ok bool) {
 	if plain, _ := plainRequest(r, m); plain != nil {
 		return plain, m.ID, nil, true
+	}
+	session := ""
+	for i, task := range tasks {
+		c, err := g.tasks.conversationOf(r.Context(), a.Name, task)
+		var why string
+		switch {
+		case err != nil:
+			why = "task not found (the gateway's shared task store, agent_tasks.redis_url, did not answer: try again)"
+		case c == "":
+			why = "invalid params: the gateway does not know which conversation task " + task + " is in: " + m.Method + " with more than the task's id is not forwarded"
+		case i > 0 && c != session:
+			why = "invalid params: the tasks " + m.Method + " names are in different conversations"
+		}
+		if why != "" {
+			writeJSON(w, http.StatusOK, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: why}))
+			return nil, nil, nil, false
+		}
+		session = c
 	}
 	// Decided as the message it amounts to. The card first, as for a
 	// message: the decision reads what it declares of "send".
@@ -143,7 +165,7 @@ func (g *Gateway) followUp(w http.ResponseWriter, r *http.Request, a *agent, m *
 		return nil, nil, nil, false
 	}
 	d = &intercept.ActionDescriptor{ToolName: "send", TargetEndpoint: a.URL, Upstream: "a2a:" + a.Name, CallID: m.ID,
-		ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1]}
+		ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1], SessionID: session}
 	d.ToolDescription, _ = a.cards.skill("send")
 	if g.opts.AgentHeader != "" {
 		d.Agent = r.Header.Get(g.opts.AgentHeader)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -31,6 +32,9 @@ type owners struct {
 	// to the context id, as an owner): a message going on with a task is
 	// decided in the task's conversation, and must name it.
 	inContext *ownership.Table
+	// contextOf holds the same, readable: the conversation a decided
+	// follow-up naming the task is decided in.
+	contextOf *ring
 	log       *slog.Logger
 	// rejected holds the tasks of the gateway's own soft denials, which
 	// the agent never saw, apart from c: a flood of denied messages costs
@@ -56,7 +60,7 @@ func newOwners(n int, shared TaskStore, log *slog.Logger) *owners {
 	// starting tasks or conversations without end pushes out only its
 	// own, never another's.
 	share := max(1, n/10)
-	return &owners{c: ownership.NewShared(n, share), contexts: ownership.NewShared(n, share), inContext: ownership.NewShared(n, share), shared: shared, log: log, rejected: ownership.New(min(n, 1024)),
+	return &owners{c: ownership.NewShared(n, share), contexts: ownership.NewShared(n, share), inContext: ownership.NewShared(n, share), contextOf: newRing(n), shared: shared, log: log, rejected: ownership.New(min(n, 1024)),
 		unclaimed: ownership.NewUnclaimed(maxUnclaimed, maxUnclaimed/10)} // n > 0
 }
 
@@ -251,6 +255,60 @@ func (o *owners) addInContext(ctx context.Context, agentName, task, contextID, o
 		share = owner
 	}
 	o.inContext.ContainsOrAddIn(key, contextID, share)
+	o.contextOf.addIfAbsent(key, contextID)
+}
+
+// conversationOf returns the conversation task is in, "" if the gateway
+// does not know it; an error if the shared store did not answer.
+func (o *owners) conversationOf(ctx context.Context, agentName, task string) (string, error) {
+	key := agentName + "\x00" + taskContextKey(task)
+	if c, ok := o.contextOf.get(key); ok {
+		if known, in := o.inContext.Owns(key, c); !known || in {
+			return c, nil
+		}
+	}
+	if o.shared == nil {
+		return "", nil
+	}
+	c, ok, err := o.shared.Owner(ctx, key)
+	if err != nil || !ok {
+		return "", err
+	}
+	return c, nil
+}
+
+// ring is a map of at most n keys, forgetting the oldest first.
+type ring struct {
+	mu    sync.Mutex
+	m     map[string]string
+	order []string
+	next  int
+	n     int
+}
+
+func newRing(n int) *ring { return &ring{m: map[string]string{}, n: max(1, n)} }
+
+func (r *ring) addIfAbsent(k, v string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.m[k]; ok {
+		return
+	}
+	if len(r.order) < r.n {
+		r.order = append(r.order, k)
+	} else {
+		delete(r.m, r.order[r.next])
+		r.order[r.next] = k
+		r.next = (r.next + 1) % r.n
+	}
+	r.m[k] = v
+}
+
+func (r *ring) get(k string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.m[k]
+	return v, ok
 }
 
 // notInContext is nil if task is known to be in the conversation
