@@ -729,6 +729,25 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 			}
 		}
 	}
+	// The conversation the message is decided in (its session): the one
+	// it names, which must be its task's; a message going on with a task
+	// without naming one is the task's.
+	session := intercept.StringMember(msg, "contextId")
+	if task := intercept.StringMember(msg, "taskId"); task != "" && !g.tasks.rejectedOnly(a.Name, task) {
+		// The agent goes on with the task in its own conversation.
+		if session == "" {
+			c, err := g.tasks.conversationOf(r.Context(), a.Name, task)
+			if err != nil {
+				reply(&intercept.WireError{Code: codeTaskNotFound, Message: "task not found (the gateway's shared task store, agent_tasks.redis_url, did not answer: try again)"})
+				return
+			}
+			session = c
+		}
+		if err := g.tasks.notInContext(r.Context(), a.Name, task, session); err != nil {
+			reply(err)
+			return
+		}
+	}
 	// Tasks the message refers to (A2A's referenceTaskIds; Python agents
 	// read snake case too) are loaded by the agent for the caller: each
 	// must be the caller's, as a task named by taskId is.
@@ -753,7 +772,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 				// The agent reads the task's history with the message:
 				// decided in the conversation it names, the task must be
 				// of that one.
-				if err := g.tasks.notInContext(r.Context(), a.Name, id, intercept.StringMember(msg, "contextId")); err != nil {
+				if err := g.tasks.notInContext(r.Context(), a.Name, id, session); err != nil {
 					return err
 				}
 			}
@@ -771,15 +790,6 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		// without it) whose history the agent still keeps: whoever named
 		// it first would join that conversation. Closed.
 		if err := g.tasks.notOwned(r.Context(), a.Name, contextKey(cid), owner, "context not found: start a conversation without a contextId and go on with the one the agent answers"); err != nil {
-			reply(err)
-			return
-		}
-	}
-	if task := intercept.StringMember(msg, "taskId"); task != "" && !g.tasks.rejectedOnly(a.Name, task) {
-		// The agent goes on with the task in its own conversation: the
-		// message is decided in the one it names (its session), which
-		// must be that one.
-		if err := g.tasks.notInContext(r.Context(), a.Name, task, intercept.StringMember(msg, "contextId")); err != nil {
 			reply(err)
 			return
 		}
@@ -827,7 +837,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 	d := &intercept.ActionDescriptor{
 		Method: "", ToolName: skill, Parameters: args, TargetEndpoint: a.URL,
 		Upstream: "a2a:" + a.Name, CallID: m.ID, ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1],
-		SessionID: intercept.StringMember(msg, "contextId"),
+		SessionID: session,
 	}
 	d.ToolDescription = desc
 	if g.opts.AgentHeader != "" {

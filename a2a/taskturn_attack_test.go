@@ -16,7 +16,8 @@ import (
 // task by its taskId alone names no contextId, and the agent carries it
 // on in the task's conversation; it was decided in the session "", so a
 // sink after a source read in that conversation passed a session-scope
-// route rule. And a message naming a contextId and another
+// route rule (it is now decided in the task's conversation). And a
+// message naming a contextId and another
 // conversation's task was decided in the one while the agent went on in
 // the other. So was one referring to a task of that conversation from
 // another (referenceTaskIds), whose history the agent reads with it.
@@ -76,6 +77,9 @@ route_rules:
 		body := send("publish", ids)
 		if posts.Load() != before || !strings.Contains(body, "no-publish-after-lookup") && !strings.Contains(body, "-32602") {
 			t.Errorf("publish naming %s, a task of the conversation that read a record: forwarded=%v, %s; want it denied or refused", ids, posts.Load() != before, body)
+		}
+		if ids == `,"taskId":"t1"` && !strings.Contains(body, "no-publish-after-lookup") {
+			t.Errorf("publish naming only task t1: %s; want it decided in t1's conversation, and denied by the route rule", body)
 		}
 	}
 	// The conversation c2 read nothing: publishing in it goes on, with a
