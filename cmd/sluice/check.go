@@ -96,7 +96,7 @@ func (c *config) preflight() (*checked, error) {
 	c.checkAnswerable(ck)
 	if agents := ck.Policy.CappedAgents(); len(agents) > 0 && c.declared() == nil {
 		ck.warn("policy.manifests: %s set boundary_ceiling, but nothing declares a boundary (classifier.tools.NAME.boundary, classifier.upstreams.NAME.zone): "+
-			"every tools/call of theirs is denied (manifest_boundary_exceeded)", strings.Join(agents, ", "))
+			"every call of theirs is denied (manifest_boundary_exceeded)", strings.Join(agents, ", "))
 	}
 	switch c.Classifier.Provider {
 	case "openai", "anthropic", "gemini":
