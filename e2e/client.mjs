@@ -18,6 +18,8 @@
 //                                                     its discovery and token request)
 //                   [--scenario full|deny]            (default full)
 //                   [--tool NAME] [--tool-args JSON]  (deny scenario; default echo {"message":"hello"})
+//                   [--task]                          (deny scenario: a task-augmented call, the SDK's
+//                                                     experimental.tasks.callToolStream)
 //                   [--call NAME=JSON ...] [--list-first]  (calls scenario: tools/list first)
 //                   [--timeout MS]                    (per request, default 30000)
 //                   [--deadline MS]                   (whole run, default 120000)
@@ -36,6 +38,7 @@ import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotoc
 import { WebSocketClientTransport } from "@modelcontextprotocol/sdk/client/websocket.js";
 import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import {
+  CallToolResultSchema,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   McpError,
@@ -127,6 +130,7 @@ function parseArgs(argv) {
       case "--scenario": o.scenario = next(); break;
       case "--tool": o.tool = next(); break;
       case "--list-first": o.listFirst = true; break;
+      case "--task": o.task = true; break;
       case "--tool-args": {
         const v = next();
         try { o.toolArgs = JSON.parse(v); } catch { usage(`bad JSON for --tool-args: ${v}`); }
@@ -481,8 +485,23 @@ async function runDeny(o, client, out, wire) {
   const t0 = Date.now();
   wire.responses.length = 0;
   try {
-    const r = await client.callTool({ name: o.tool, arguments: o.toolArgs }, undefined, { timeout: o.timeout });
-    out.steps.call = { ok: true, tool: o.tool, result: norm(r) };
+    if (o.task) {
+      // A task-augmented call: the SDK expects a CreateTaskResult (or an
+      // error) and reports what it got as a stream of messages.
+      const stream = [];
+      for await (const m of client.experimental.tasks.callToolStream({ name: o.tool, arguments: o.toolArgs }, CallToolResultSchema, { timeout: o.timeout, task: { ttl: 60000 } })) {
+        if (m.type === "error") throw m.error;
+        stream.push(m.type);
+        if (m.type === "result") {
+          out.steps.call = { ok: true, tool: o.tool, stream, result: norm(m.result) };
+          break;
+        }
+      }
+      out.steps.call ??= { ok: true, tool: o.tool, stream };
+    } else {
+      const r = await client.callTool({ name: o.tool, arguments: o.toolArgs }, undefined, { timeout: o.timeout });
+      out.steps.call = { ok: true, tool: o.tool, result: norm(r) };
+    }
   } catch (e) {
     const error = errInfo(e);
     out.steps.call = { ok: false, tool: o.tool, error };

@@ -264,10 +264,14 @@ func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallCont
 
 // render answers m, which was not allowed. Only a tools/call result can
 // carry a soft deny (isError): any other method is answered with the
-// JSON-RPC error of throw mode. A soft deny of a tool whose listing
-// declares an outputSchema has no structuredContent (renderDecision).
+// JSON-RPC error of throw mode, and so is a task-augmented call (params.task
+// an object), whose client expects a task handle (CreateTaskResult) or an
+// error: the official TypeScript SDK read a soft deny as a malformed handle
+// and reported a schema error ("expected object" at task) in place of the
+// reason. A soft deny of a tool whose listing declares an outputSchema has
+// no structuredContent (renderDecision).
 func (i *Interceptor) render(m *Message, cc CallContext, dec Decision, txnID string) []byte {
-	if m.Method != "tools/call" {
+	if m.Method != "tools/call" || Member(m.Params, "task").Kind() == '{' {
 		dec.Mode = ModeThrow
 	}
 	return renderDecision(m.ID, dec, txnID, cc.ProtocolVersion, !i.typedTool(cc.Upstream, m.Name))
