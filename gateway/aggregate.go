@@ -1206,9 +1206,11 @@ func (a *aggregator) inner(r *http.Request, s *aggSession, upstream string) (*in
 	_ = json.Unmarshal(resp.Result, &res)
 	fresh.version = res.ProtocolVersion
 	a.noteCaps(upstream, res.Capabilities)
-	if fresh.id == "" {
-		return nil, fmt.Errorf("upstream %q: initialize gave no session", upstream)
-	}
+	// An upstream may give no session (a stateless server): its route
+	// serves each request on its own, as it does a client of its own, and
+	// policy still sees the virtual session (virtualSessionKey). Before,
+	// such an upstream was left out of every list and its tools could not
+	// be called.
 	note := a.innerRequest(r, http.MethodPost, upstream, fresh, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	a.g.handleMCP(&discard{h: http.Header{}}, note)
 	s.mu.Lock()
