@@ -3,6 +3,7 @@ package intercept
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -54,6 +55,30 @@ func TestSoftDenyToolWithOutputSchema(t *testing.T) {
 			t.Errorf("%s: got %s, want a soft deny (isError) whose text is the reason", c.tool, reply)
 		case c.wantStructured != (len(r.StructuredContent) > 0):
 			t.Errorf("%s: got %s, want structuredContent %v", c.tool, reply, c.wantStructured)
+		}
+	}
+}
+
+// TestSoftDenyToolWithOutputSchemaKeepsData: without structuredContent, a
+// hold's approval id and a rate limit's retry hint are in the text.
+func TestSoftDenyToolWithOutputSchemaKeepsData(t *testing.T) {
+	for _, c := range []struct {
+		dec  Decision
+		want string
+	}{
+		{Decision{Verdict: RequireApproval, Reason: "approval_required", PublicReason: "needs a human", ApprovalID: "apr_1", Mode: ModeToolResult}, "needs a human (approval_id apr_1)"},
+		{Decision{Verdict: Deny, Reason: "rate_limited", PublicReason: "slow down", RetryAfter: 1500 * time.Millisecond, Mode: ModeToolResult}, "slow down (retry after 1500 ms)"},
+	} {
+		var got struct {
+			Result struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"result"`
+		}
+		reply := renderDecision(jsontext.Value("1"), c.dec, "t", "2025-11-25", false)
+		if err := json.Unmarshal(reply, &got); err != nil || len(got.Result.Content) != 1 || got.Result.Content[0].Text != c.want {
+			t.Errorf("got %s, want the text %q", reply, c.want)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package intercept
 
 import (
+	"fmt"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -97,8 +99,14 @@ func renderDecision(id jsontext.Value, d Decision, txnID, version string, struct
 			rt = "complete"
 		}
 		res := toolResult{ResultType: rt, Content: []textContent{{Type: "text", Text: env.PublicReason}}, IsError: true}
-		if structured {
+		switch {
+		case structured:
 			res.StructuredContent = &env
+		case d.ApprovalID != "":
+			// What the envelope's data would have said, in the text.
+			res.Content[0].Text += " (approval_id " + d.ApprovalID + ")"
+		case d.RetryAfter > 0:
+			res.Content[0].Text += fmt.Sprintf(" (retry after %d ms)", max(d.RetryAfter.Milliseconds(), 1))
 		}
 		return marshalResponse(id, "result", res)
 	}
