@@ -1,10 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -81,17 +77,9 @@ func TestConfigValidateWarnsUndeclaredCeiling(t *testing.T) {
 		{"external ceiling", "policy: {default: allow, manifests: {capped: {boundary_ceiling: external}}}\n", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "sluice.yaml")
-			yaml := "data_dir: " + t.TempDir() + "\nupstreams: [{name: demo, url: 'http://127.0.0.1:1/mcp'}]\n" + tt.yaml
-			if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			if err := runConfig(context.Background(), []string{"validate", path}, &out); err != nil {
-				t.Fatal(err)
-			}
-			if warned := strings.Contains(out.String(), "capped set boundary_ceiling, but nothing declares a boundary"); warned != tt.warn {
-				t.Errorf("config validate said %q: warned %v, want %v", &out, warned, tt.warn)
+			out := validateOut(t, tt.yaml)
+			if warned := strings.Contains(out, "capped set boundary_ceiling, but nothing declares a boundary"); warned != tt.warn {
+				t.Errorf("config validate said %q: warned %v, want %v", out, warned, tt.warn)
 			}
 		})
 	}

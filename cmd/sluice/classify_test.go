@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -135,17 +134,9 @@ func TestConfigValidateWarnsKeylessProvider(t *testing.T) {
 		{"builtin", "classifier: {provider: builtin}\n", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "sluice.yaml")
-			yaml := "data_dir: " + t.TempDir() + "\npolicy: {default: allow}\nupstreams: [{name: demo, url: 'http://127.0.0.1:1/mcp'}]\n" + tt.yaml
-			if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			if err := runConfig(context.Background(), []string{"validate", path}, &out); err != nil {
-				t.Fatal(err)
-			}
-			if warned := strings.Contains(out.String(), "with no api_key_env or api_key_file"); warned != tt.warn {
-				t.Errorf("config validate said %q: warned %v, want %v", &out, warned, tt.warn)
+			out := validateOut(t, "policy: {default: allow}\n"+tt.yaml)
+			if warned := strings.Contains(out, "with no api_key_env or api_key_file"); warned != tt.warn {
+				t.Errorf("config validate said %q: warned %v, want %v", out, warned, tt.warn)
 			}
 		})
 	}

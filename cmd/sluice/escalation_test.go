@@ -122,19 +122,27 @@ func TestConfigValidateWarnsUnanswerable(t *testing.T) {
 		{"log", "classifier: {on_escalate: log}\n", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "sluice.yaml")
-			yaml := "data_dir: " + t.TempDir() + "\npolicy: {default: allow}\nupstreams: [{name: demo, url: 'http://127.0.0.1:1/mcp'}]\n" + tt.yaml
-			if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			if err := runConfig(context.Background(), []string{"validate", path}, &out); err != nil {
-				t.Fatal(err)
-			}
-			warned := strings.Contains(out.String(), "warning: classifier.on_") && strings.Contains(out.String(), "nobody could answer a held call")
+			out := validateOut(t, "policy: {default: allow}\n"+tt.yaml)
+			warned := strings.Contains(out, "warning: classifier.on_") && strings.Contains(out, "nobody could answer a held call")
 			if warned != tt.warn {
-				t.Errorf("config validate said %q: got a nobody-could-answer warning %v, want %v", &out, warned, tt.warn)
+				t.Errorf("config validate said %q: got a nobody-could-answer warning %v, want %v", out, warned, tt.warn)
 			}
 		})
 	}
+}
+
+// validateOut runs sluice config validate on yaml, with a data_dir and an
+// upstream, and returns what it printed.
+func validateOut(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	yaml = "data_dir: " + t.TempDir() + "\nupstreams: [{name: demo, url: 'http://127.0.0.1:1/mcp'}]\n" + yaml
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runConfig(context.Background(), []string{"validate", path}, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
 }
