@@ -246,7 +246,13 @@ func (o *owners) addInContext(ctx context.Context, agentName, task, contextID, o
 	if o.shared != nil {
 		first, err := o.shared.Claim(context.WithoutCancel(ctx), key, contextID)
 		if err != nil {
-			o.log.Warn("a2a: the conversation of a task not recorded: the shared store did not answer; messages going on with the task are refused until it answers again", "agent", agentName, "task", task, "err", err)
+			if known, _ := o.inContext.Owns(key, ""); !known {
+				// Kept to claim once the store answers again, as the
+				// task's owner is (sharedConversation): lost, the task
+				// could never go on.
+				o.log.Warn("a2a: the conversation of a task not recorded: the shared store did not answer; messages going on with the task are refused until it answers again", "agent", agentName, "task", task, "err", err)
+				o.unclaimed.Keep(key, contextID, share)
+			}
 			return
 		}
 		contextID = first
@@ -270,11 +276,29 @@ func (o *owners) conversationOf(ctx context.Context, agentName, task string) (st
 	if o.shared == nil {
 		return "", nil
 	}
-	c, ok, err := o.shared.Owner(ctx, key)
+	c, ok, err := o.sharedConversation(ctx, key)
 	if err != nil || !ok {
 		return "", err
 	}
 	return c, nil
+}
+
+// sharedConversation asks the shared store for the conversation of the
+// task key names (taskContextKey); one recorded here while the store did
+// not answer (unclaimed) is claimed now, the store's first staying.
+func (o *owners) sharedConversation(ctx context.Context, key string) (string, bool, error) {
+	got, ok, err := o.shared.Owner(ctx, key)
+	if err != nil {
+		return "", false, err
+	}
+	if first, share, kept := o.unclaimed.Take(key); kept && !ok {
+		if got, err = o.shared.Claim(context.WithoutCancel(ctx), key, first); err != nil {
+			o.unclaimed.Keep(key, first, share)
+			return "", false, err
+		}
+		ok = true
+	}
+	return got, ok, nil
 }
 
 // ring is a map of at most n keys, forgetting the oldest first.
@@ -319,7 +343,7 @@ func (o *owners) notInContext(ctx context.Context, agentName, task, contextID st
 	key := agentName + "\x00" + taskContextKey(task)
 	known, in := o.inContext.Owns(key, contextID)
 	if !known && o.shared != nil {
-		got, ok, err := o.shared.Owner(ctx, key)
+		got, ok, err := o.sharedConversation(ctx, key)
 		if err != nil {
 			return &intercept.WireError{Code: codeTaskNotFound, Message: "task not found (the gateway's shared task store, agent_tasks.redis_url, did not answer: try again)"}
 		}

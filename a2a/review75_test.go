@@ -1,0 +1,70 @@
+package a2a
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// turnAgent answers each first turn with a new task and conversation
+// (t1/c1, t2/c2, …); a turn naming a task stays in it.
+func turnAgent(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	var posts atomic.Int32
+	var agent *httptest.Server
+	agent = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			io.WriteString(w, strings.ReplaceAll(`{"name":"stub","url":"BASE/rpc","preferredTransport":"JSONRPC","protocolVersion":"0.3",
+"skills":[{"id":"chat","description":"Chat."}]}`, "BASE", agent.URL))
+			return
+		}
+		n := posts.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		ctx, task := "c"+itoa(int(n)), "t"+itoa(int(n))
+		if i := strings.Index(string(b), `"taskId":"`); i >= 0 {
+			task = string(b[i+10:])
+			task = task[:strings.IndexByte(task, '"')]
+			ctx = "c" + task[1:]
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"kind":"task","id":"`+task+`","contextId":"`+ctx+`","status":{"state":"input-required"}}}`)
+	}))
+	t.Cleanup(agent.Close)
+	return agent, &posts
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// TestTaskConversationAfterStoreReturns: a task the agent answered while
+// the shared task store did not answer is claimed for its caller once the
+// store answers again (owners.unclaimed); the conversation it is in must
+// be too, or every later turn of the task (taskId and contextId, as
+// a2a-go and @a2a-js/sdk send them) is refused for good.
+func TestTaskConversationAfterStoreReturns(t *testing.T) {
+	agent, posts := turnAgent(t)
+	store := &mapTasks{m: map[string]string{}, down: true}
+	srv := serve(t, allow, agent.URL, Options{Tasks: store})
+	turn := func(ids string) string {
+		_, body := post(t, srv.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]`+ids+`}}}`)
+		return body
+	}
+	if body := turn(""); !strings.Contains(body, `"id":"t1","contextId":"c1"`) {
+		t.Fatalf("first turn, the store down: %s", body)
+	}
+	store.mu.Lock()
+	store.down = false
+	store.mu.Unlock()
+	for _, ids := range []string{`,"contextId":"c1","taskId":"t1"`, `,"taskId":"t1"`} {
+		before := posts.Load()
+		if body := turn(ids); posts.Load() == before || !strings.Contains(body, `"id":"t1","contextId":"c1"`) {
+			t.Errorf("a turn naming %s once the store answers again: %s; want it forwarded", ids, body)
+		}
+	}
+}
