@@ -1,7 +1,9 @@
 package a2a
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -66,5 +68,32 @@ func TestTaskConversationAfterStoreReturns(t *testing.T) {
 		if body := turn(ids); posts.Load() == before || !strings.Contains(body, `"id":"t1","contextId":"c1"`) {
 			t.Errorf("a turn naming %s once the store answers again: %s; want it forwarded", ids, body)
 		}
+	}
+}
+
+// TestTaskConversationsShared: one caller starting tasks without end
+// pushes out only its own tasks' conversations, never another's, as it
+// does their owners (ownership.NewShared): alice's task, whose owner the
+// gateway still knows, must still be known to be in its conversation,
+// or her turns naming the task alone and her decided follow-ups (a push
+// config, a cancel with metadata) are refused.
+func TestTaskConversationsShared(t *testing.T) {
+	ctx := context.Background()
+	o := newOwners(20, nil, slog.New(slog.DiscardHandler))
+	o.add(ctx, "ag", "ta", "alice", "alice")
+	o.addInContext(ctx, "ag", "ta", "ca", "alice", "alice")
+	for i := range 100 {
+		task := "tb" + itoa(i)
+		o.add(ctx, "ag", task, "bob", "bob")
+		o.addInContext(ctx, "ag", task, "cb"+itoa(i), "bob", "bob")
+	}
+	if !o.owns(ctx, "ag", "ta", "alice") {
+		t.Fatal("alice's task pushed out of the owner table by bob's")
+	}
+	if c, err := o.conversationOf(ctx, "ag", "ta"); c != "ca" || err != nil {
+		t.Errorf("alice's task's conversation after bob started 100 tasks: %q, %v; want ca", c, err)
+	}
+	if err := o.notInContext(ctx, "ag", "ta", "ca"); err != nil {
+		t.Errorf("alice's task in ca: %v", err)
 	}
 }

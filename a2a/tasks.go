@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	clist "container/list"
 	"context"
 	"log/slog"
 	"strings"
@@ -60,7 +61,7 @@ func newOwners(n int, shared TaskStore, log *slog.Logger) *owners {
 	// starting tasks or conversations without end pushes out only its
 	// own, never another's.
 	share := max(1, n/10)
-	return &owners{c: ownership.NewShared(n, share), contexts: ownership.NewShared(n, share), inContext: ownership.NewShared(n, share), contextOf: newRing(n), shared: shared, log: log, rejected: ownership.New(min(n, 1024)),
+	return &owners{c: ownership.NewShared(n, share), contexts: ownership.NewShared(n, share), inContext: ownership.NewShared(n, share), contextOf: newRing(n, share), shared: shared, log: log, rejected: ownership.New(min(n, 1024)),
 		unclaimed: ownership.NewUnclaimed(maxUnclaimed, maxUnclaimed/10)} // n > 0
 }
 
@@ -261,7 +262,7 @@ func (o *owners) addInContext(ctx context.Context, agentName, task, contextID, o
 		share = owner
 	}
 	o.inContext.ContainsOrAddIn(key, contextID, share)
-	o.contextOf.addIfAbsent(key, contextID)
+	o.contextOf.addIfAbsent(key, contextID, share)
 }
 
 // conversationOf returns the conversation task is in, "" if the gateway
@@ -301,38 +302,74 @@ func (o *owners) sharedConversation(ctx context.Context, key string) (string, bo
 	return got, ok, nil
 }
 
-// ring is a map of at most n keys, forgetting the oldest first.
+// ring is a map of at most n keys, forgetting the oldest first, of which
+// one share (the caller's, as ownership.NewShared counts them) holds at
+// most share: a caller adding keys past it forgets its own oldest, never
+// another's. The unnamed share ("") has no bound of its own.
 type ring struct {
-	mu    sync.Mutex
-	m     map[string]string
-	order []string
-	next  int
-	n     int
+	mu      sync.Mutex
+	m       map[string]*ringEntry
+	all     *clist.List            // every entry, oldest first
+	byShare map[string]*clist.List // each share's entries, oldest first
+	n       int
+	share   int
 }
 
-func newRing(n int) *ring { return &ring{m: map[string]string{}, n: max(1, n)} }
+type ringEntry struct {
+	v, share  string
+	all, mine *clist.Element
+	k         string
+}
 
-func (r *ring) addIfAbsent(k, v string) {
+func newRing(n, share int) *ring {
+	return &ring{m: map[string]*ringEntry{}, all: clist.New(), byShare: map[string]*clist.List{}, n: max(1, n), share: max(1, share)}
+}
+
+func (r *ring) addIfAbsent(k, v, share string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.m[k]; ok {
 		return
 	}
-	if len(r.order) < r.n {
-		r.order = append(r.order, k)
-	} else {
-		delete(r.m, r.order[r.next])
-		r.order[r.next] = k
-		r.next = (r.next + 1) % r.n
+	if l := r.byShare[share]; share != "" && l != nil && l.Len() >= r.share {
+		r.remove(l.Front().Value.(*ringEntry))
 	}
-	r.m[k] = v
+	if r.all.Len() >= r.n {
+		r.remove(r.all.Front().Value.(*ringEntry))
+	}
+	e := &ringEntry{k: k, v: v, share: share}
+	e.all = r.all.PushBack(e)
+	if share != "" {
+		l := r.byShare[share]
+		if l == nil {
+			l = clist.New()
+			r.byShare[share] = l
+		}
+		e.mine = l.PushBack(e)
+	}
+	r.m[k] = e
+}
+
+func (r *ring) remove(e *ringEntry) {
+	delete(r.m, e.k)
+	r.all.Remove(e.all)
+	if e.mine != nil {
+		l := r.byShare[e.share]
+		l.Remove(e.mine)
+		if l.Len() == 0 {
+			delete(r.byShare, e.share)
+		}
+	}
 }
 
 func (r *ring) get(k string) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	v, ok := r.m[k]
-	return v, ok
+	e, ok := r.m[k]
+	if !ok {
+		return "", false
+	}
+	return e.v, true
 }
 
 // notInContext is nil if task is known to be in the conversation
