@@ -97,3 +97,23 @@ func TestTaskConversationsShared(t *testing.T) {
 		t.Errorf("alice's task in ca: %v", err)
 	}
 }
+
+// TestTaskAloneUnknownConversationSaysSo: a turn naming only a task whose
+// conversation the gateway does not know (the task was recorded before
+// its conversation was, by an older gateway in the shared store) is
+// refused saying so, not asking for the contextId, which would be
+// refused next for the same reason.
+func TestTaskAloneUnknownConversationSaysSo(t *testing.T) {
+	agent, posts := turnAgent(t)
+	store := &mapTasks{m: map[string]string{"stub\x00t9": ""}}
+	srv := serve(t, allow, agent.URL, Options{Tasks: store})
+	for _, ids := range []string{`,"taskId":"t9"`, `,"taskId":"t9","contextId":"c9"`} {
+		store.mu.Lock()
+		store.m["stub\x00"+contextKey("c9")] = ""
+		store.mu.Unlock()
+		_, body := post(t, srv.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]`+ids+`}}}`)
+		if posts.Load() != 0 || !strings.Contains(body, "does not know which conversation task t9 is in") {
+			t.Errorf("a turn naming %s, a task of no known conversation: %s; want it refused saying the gateway does not know the task's conversation", ids, body)
+		}
+	}
+}

@@ -387,10 +387,11 @@ func (o *owners) notInContext(ctx context.Context, agentName, task, contextID st
 		known, in = ok, ok && got == contextID
 	}
 	switch {
+	case !known:
+		// First: naming the contextId would not help.
+		return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: the gateway does not know which conversation task " + task + " is in: the message is not forwarded"}
 	case contextID == "":
 		return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: a message naming task " + task + " (taskId, referenceTaskIds) names the conversation the task is in too (message.contextId): it is decided in that conversation"}
-	case !known:
-		return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: the gateway does not know which conversation task " + task + " is in: the message is not forwarded"}
 	case !in:
 		return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: task " + task + " is not in conversation " + contextID + " (message.contextId): name the task's own"}
 	}
