@@ -1295,12 +1295,13 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 	}
 	var asked askSet
 	defer asked.drop(s)
+	var held atomic.Bool // the route held the call (markHeld)
 	if outer, ok := r.Context().Value(outerIDKey{}).(string); ok && namedMethod(method) {
 		untrack, cancelled := s.track(r.Context(), outer, pendingCall{upstream: upstream, in: in, id: id})
 		if cancelled {
 			return nil, errCancelledEarly
 		}
-		defer func() { untrack(heldAnswer(resp)) }()
+		defer func() { untrack(heldAnswer(resp) || held.Load()) }()
 	}
 	rec.onEvent = func(data []byte) {
 		var m rpcResponse
@@ -1335,6 +1336,7 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 		}
 	}
 	req := a.innerRequest(r, http.MethodPost, upstream, in, body)
+	req = req.WithContext(context.WithValue(req.Context(), heldMarkKey{}, &held))
 	if s.modern {
 		req.Header.Set(hdrMethod, method)
 		if name != "" {

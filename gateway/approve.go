@@ -43,6 +43,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -408,7 +409,23 @@ func (g *Gateway) check(ctx context.Context, x *exchange) (dec intercept.Decisio
 			endLapsed(ctx, g.opts.Approver, id, x.agent)
 		}
 	}
+	if !ok && dec.Verdict == intercept.RequireApproval {
+		markHeld(ctx)
+	}
 	return dec, reply, ok
+}
+
+// heldMarkKey holds, in an inner request's context (a virtual server's,
+// aggregator.roundTrip), the mark its call was held for approval: the
+// held answer of a tool whose listing declares an outputSchema carries
+// no structuredContent to read it from.
+type heldMarkKey struct{}
+
+// markHeld marks ctx's inner request, if any, as held (heldMarkKey).
+func markHeld(ctx context.Context) {
+	if m, _ := ctx.Value(heldMarkKey{}).(*atomic.Bool); m != nil {
+		m.Store(true)
+	}
 }
 
 // askApproval puts the held call of x to the client's user when an
