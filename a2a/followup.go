@@ -144,16 +144,18 @@ func (g *Gateway) followUp(w http.ResponseWriter, r *http.Request, a *agent, m *
 	for i, task := range tasks {
 		c, err := g.tasks.conversationOf(r.Context(), a.Name, task)
 		var why string
+		code := intercept.CodeInvalidParams
 		switch {
 		case err != nil:
-			why = "task not found (the gateway's shared task store, agent_tasks.redis_url, did not answer: try again)"
+			// As a message naming the task is refused (send).
+			code, why = codeTaskNotFound, "task not found (the gateway's shared task store, agent_tasks.redis_url, did not answer: try again)"
 		case c == "":
 			why = "invalid params: the gateway does not know which conversation task " + task + " is in: " + m.Method + " with more than the task's id is not forwarded"
 		case i > 0 && c != session:
 			why = "invalid params: the tasks " + m.Method + " names are in different conversations"
 		}
 		if why != "" {
-			writeJSON(w, http.StatusOK, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: why}))
+			writeJSON(w, http.StatusOK, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: code, Message: why}))
 			return nil, nil, nil, false
 		}
 		session = c

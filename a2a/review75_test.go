@@ -117,3 +117,32 @@ func TestTaskAloneUnknownConversationSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowUpStoreDownSaysTryAgain: a decided follow-up (a cancel with
+// metadata) of a task whose owner this replica knows, but whose
+// conversation only the shared store holds, asked while the store does
+// not answer, is refused as a message naming the task is: "task not
+// found", saying the store did not answer (try again), under A2A's
+// TaskNotFoundError code, not as invalid params, which says the request
+// itself is wrong.
+func TestFollowUpStoreDownSaysTryAgain(t *testing.T) {
+	agent, _ := turnAgent(t)
+	store := &mapTasks{m: map[string]string{}}
+	a, b := serve(t, allow, agent.URL, Options{Tasks: store}), serve(t, allow, agent.URL, Options{Tasks: store})
+	if _, body := post(t, b.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`); !strings.Contains(body, `"id":"t1","contextId":"c1"`) {
+		t.Fatalf("first turn through b: %s", body)
+	}
+	// a learns the task's owner from the store.
+	post(t, a.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":"t1"}}`)
+	store.mu.Lock()
+	store.down = true
+	store.mu.Unlock()
+	_, body := post(t, a.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"id":"t1","metadata":{"why":"done"}}}`)
+	if !strings.Contains(body, "-32001") || !strings.Contains(body, "shared task store") {
+		t.Errorf("a cancel with metadata through a, the store down: %s; want -32001 saying the shared task store did not answer", body)
+	}
+	_, body = post(t, a.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":4,"method":"message/send","params":{"message":{"kind":"message","messageId":"m2","role":"user","taskId":"t1","parts":[{"kind":"text","text":"hi"}]}}}`)
+	if !strings.Contains(body, "-32001") || !strings.Contains(body, "shared task store") {
+		t.Errorf("a turn naming t1 through a, the store down: %s; want -32001 saying the shared task store did not answer", body)
+	}
+}
