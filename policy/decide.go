@@ -479,10 +479,17 @@ func containsString(l []string, s string) bool {
 // added by a reload sees what was forwarded from then on). A store error
 // is returned, and the interceptor then denies the call: memory never
 // fails open.
-func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) (err error) {
+func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, dec intercept.Decision) error {
 	if p == nil || d == nil || dec.Verdict != intercept.Allow || len(p.after) == 0 {
 		return nil // nothing to remember: no route rule has an after side
 	}
+	return p.remember(ctx, d, "the call is denied", Key{Scope: ScopeSession, Agent: d.Agent, Session: d.SessionID}, Key{Scope: ScopeAgent, Agent: d.Agent})
+}
+
+// remember writes the labels of d a route rule's after side names under
+// each key; a store error (logged, saying what then happens: then) is
+// returned, and a panic of the store is an error.
+func (p *Policy) remember(ctx context.Context, d *intercept.ActionDescriptor, then string, keys ...Key) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.log.Error("policy: route memory panicked", "tool", d.ToolName, "panic", r)
@@ -494,9 +501,9 @@ func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, d
 		return nil
 	}
 	now := p.now()
-	for _, k := range [...]Key{{Scope: ScopeSession, Agent: d.Agent, Session: d.SessionID}, {Scope: ScopeAgent, Agent: d.Agent}} {
+	for _, k := range keys {
 		if err := p.store.Remember(ctx, k, labels, now); err != nil {
-			p.memoryFailed(1, "policy: cannot write route memory; the call is denied", "key", k.String(), "tool", d.ToolName, "err", err)
+			p.memoryFailed(1, "policy: cannot write route memory; "+then, "key", k.String(), "tool", d.ToolName, "err", err)
 			return fmt.Errorf("route memory: %w", err)
 		}
 	}
@@ -526,26 +533,11 @@ func (p *Policy) afterLabels(d *intercept.ActionDescriptor) []string {
 // too (intercept.SessionLinker): an A2A conversation's first message,
 // decided before the agent named the conversation, is in its session's
 // route memory as if decided in it. A store error is returned.
-func (p *Policy) LinkSession(ctx context.Context, d *intercept.ActionDescriptor, session string) (err error) {
+func (p *Policy) LinkSession(ctx context.Context, d *intercept.ActionDescriptor, session string) error {
 	if p == nil || d == nil || len(p.after) == 0 {
 		return nil
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			p.log.Error("policy: route memory panicked", "tool", d.ToolName, "panic", r)
-			err = fmt.Errorf("route memory panicked: %v", r)
-		}
-	}()
-	labels := p.afterLabels(d)
-	if len(labels) == 0 {
-		return nil
-	}
-	k := Key{Scope: ScopeSession, Agent: d.Agent, Session: session}
-	if err := p.store.Remember(ctx, k, labels, p.now()); err != nil {
-		p.memoryFailed(1, "policy: cannot write route memory; the session is not taken up", "key", k.String(), "tool", d.ToolName, "err", err)
-		return fmt.Errorf("route memory: %w", err)
-	}
-	return nil
+	return p.remember(ctx, d, "the session is not taken up", Key{Scope: ScopeSession, Agent: d.Agent, Session: session})
 }
 
 // Classes returns the classes tool_classes gives a tool on an upstream
