@@ -46,17 +46,7 @@ func firstTurnOutsideConversation(t *testing.T, method string) {
 		io.WriteString(w, answer)
 	}))
 	t.Cleanup(agent.Close)
-	p, err := policy.Compile([]byte(`default: allow
-tool_classes:
-  a2a:stub/lookup: [source:sensitive]
-  a2a:stub/publish: [sink:external]
-route_rules:
-  - {id: no-publish-after-lookup, scope: session, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:external]}, reason: no publishing in a conversation that read a record}
-`), "p.yaml", policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := serve(t, p, agent.URL, Options{AgentHeader: "X-Agent"})
+	srv := serveLookupPublish(t, agent.URL)
 	send := func(skill, context string) string {
 		if context != "" {
 			context = `,"contextId":"` + context + `"`
@@ -72,4 +62,22 @@ route_rules:
 	if posts.Load() != before || !strings.Contains(body, "no-publish-after-lookup") {
 		t.Errorf("publish in the conversation whose first turn read a record: forwarded=%v, %s; want the route rule's deny", posts.Load() != before, body)
 	}
+}
+
+// serveLookupPublish is the gateway in front of the stub agent at url
+// whose skill lookup is a sensitive source and publish a sink, closed in
+// a conversation once lookup ran in it (no-publish-after-lookup).
+func serveLookupPublish(t *testing.T, url string) *httptest.Server {
+	t.Helper()
+	p, err := policy.Compile([]byte(`default: allow
+tool_classes:
+  a2a:stub/lookup: [source:sensitive]
+  a2a:stub/publish: [sink:external]
+route_rules:
+  - {id: no-publish-after-lookup, scope: session, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:external]}, reason: no publishing in a conversation that read a record}
+`), "p.yaml", policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, p, url, Options{AgentHeader: "X-Agent"})
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/sluicehq/sluice/policy"
 )
 
 // TestAttackTurnByTaskOutsideConversation (attacker review): a message
@@ -45,17 +43,7 @@ func TestAttackTurnByTaskOutsideConversation(t *testing.T) {
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"kind":"task","id":"`+task+`","contextId":"`+ctx+`","status":{"state":"input-required"}}}`)
 	}))
 	t.Cleanup(agent.Close)
-	p, err := policy.Compile([]byte(`default: allow
-tool_classes:
-  a2a:stub/lookup: [source:sensitive]
-  a2a:stub/publish: [sink:external]
-route_rules:
-  - {id: no-publish-after-lookup, scope: session, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:external]}, reason: no publishing in a conversation that read a record}
-`), "p.yaml", policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := serve(t, p, agent.URL, Options{AgentHeader: "X-Agent"})
+	srv := serveLookupPublish(t, agent.URL)
 	send := func(skill, ids string) string {
 		_, body := postAs(t, srv.URL+"/a2a/stub", "alice", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"salaries"}],"metadata":{"skillId":"`+skill+`"}`+ids+`}}}`)
 		return body
