@@ -78,4 +78,3 @@ func TestCancelAfterGivingUpTypedTool(t *testing.T) {
 	}
 	checkWithdrawn(t, store)
 }
-
