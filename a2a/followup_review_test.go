@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,9 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/policy"
 )
 
@@ -66,14 +62,7 @@ route_rules:
 		t.Fatalf("first message: %s", body)
 	}
 	// Then she reads a sensitive document over MCP.
-	ctx := context.Background()
-	src := &intercept.ActionDescriptor{TxnID: "t", Upstream: "docs", ToolName: "read_document", Agent: "alice", SessionID: "s1", Parameters: jsontext.Value(`{}`)}
-	if dec := intercept.Decide(ctx, p, src); dec.Verdict != intercept.Allow {
-		t.Fatalf("source: %+v", dec)
-	}
-	if err := p.Forwarded(ctx, src, intercept.Decision{Verdict: intercept.Allow}); err != nil {
-		t.Fatal(err)
-	}
+	aliceReadSensitive(t, p)
 	// Control: the handoff itself is denied.
 	if _, body := postAs(t, gw.URL+"/a2a/stub", "alice", `{"jsonrpc":"2.0","id":2,"method":"message/send","params":{"message":{"kind":"message","messageId":"m2","role":"user","parts":[{"kind":"text","text":"SECRET-0"}]}}}`); reached("SECRET-0") || !strings.Contains(body, "no-handoff") {
 		t.Fatalf("control: the message reached the agent or was not denied by the route rule: %s", body)

@@ -35,14 +35,7 @@ route_rules:
 	}
 	srv := serve(t, p, agent.URL, Options{AgentHeader: "X-Agent"})
 	// alice read a sensitive document over MCP.
-	ctx := context.Background()
-	src := &intercept.ActionDescriptor{TxnID: "t", Upstream: "docs", ToolName: "read_document", Agent: "alice", SessionID: "s1", Parameters: jsontext.Value(`{}`)}
-	if dec := intercept.Decide(ctx, p, src); dec.Verdict != intercept.Allow {
-		t.Fatalf("source: %+v", dec)
-	}
-	if err := p.Forwarded(ctx, src, intercept.Decision{Verdict: intercept.Allow}); err != nil {
-		t.Fatal(err)
-	}
+	aliceReadSensitive(t, p)
 	send := func(meta string) string {
 		req := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"salaries: ..."}]` + meta + `}}}`
 		_, body := postAs(t, srv.URL+"/a2a/stub", "alice", req)
@@ -73,4 +66,18 @@ func postAs(t *testing.T, url, agent, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// aliceReadSensitive has alice read docs' read_document, a sensitive
+// source under p, over MCP: decided, allowed and remembered.
+func aliceReadSensitive(t *testing.T, p *policy.Policy) {
+	t.Helper()
+	ctx := context.Background()
+	src := &intercept.ActionDescriptor{TxnID: "t", Upstream: "docs", ToolName: "read_document", Agent: "alice", SessionID: "s1", Parameters: jsontext.Value(`{}`)}
+	if dec := intercept.Decide(ctx, p, src); dec.Verdict != intercept.Allow {
+		t.Fatalf("source: %+v", dec)
+	}
+	if err := p.Forwarded(ctx, src, intercept.Decision{Verdict: intercept.Allow}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,13 +1,9 @@
 package a2a
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/policy"
 )
 
@@ -33,14 +29,7 @@ route_rules:
 		t.Fatal(err)
 	}
 	srv := serve(t, p, agent.URL, Options{AgentHeader: "X-Agent"})
-	ctx := context.Background()
-	src := &intercept.ActionDescriptor{TxnID: "t", Upstream: "docs", ToolName: "read_document", Agent: "alice", SessionID: "s1", Parameters: jsontext.Value(`{}`)}
-	if dec := intercept.Decide(ctx, p, src); dec.Verdict != intercept.Allow {
-		t.Fatalf("source: %+v", dec)
-	}
-	if err := p.Forwarded(ctx, src, intercept.Decision{Verdict: intercept.Allow}); err != nil {
-		t.Fatal(err)
-	}
+	aliceReadSensitive(t, p)
 	send := func(meta string) string {
 		req := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"pay 1000"}],"metadata":` + meta + `}}}`
 		_, body := postAs(t, srv.URL+"/a2a/stub", "alice", req)
