@@ -141,3 +141,39 @@ func readsDenied(t *testing.T, p *policy.Policy, closed, open []string) {
 		}
 	}
 }
+
+// TestAttackServerURIEmptyPath: a web URI with no path fetches its
+// server's root, "/" (WHATWG: a special URL's path is never empty; so
+// does Python's urllib, and an HTTP request line holds at least "/"), but
+// its normal form kept the path empty, so https://intranet.example,
+// https://intranet.example?q=x and https://intranet.example#x did not
+// start with the prefix resource:https://intranet.example/ that classes
+// the server: read unclassed, under default_read, and never remembered
+// as the source a route rule names.
+func TestAttackServerURIEmptyPath(t *testing.T) {
+	p, err := policy.Compile([]byte(`
+policy:
+  default: allow
+  default_read: allow
+  tool_classes:
+    "resource:https://intranet.example/*": [source:sensitive]
+    "resource:ftp://files.example/*": [source:sensitive]
+  rules:
+    - id: no-intranet
+      match: {match_any_class: [source:sensitive]}
+      decision: deny
+`), "policy.yaml", policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readsDenied(t, p, []string{
+		"https://intranet.example/",
+		"https://intranet.example",
+		"https://intranet.example?q=payroll",
+		"https://intranet.example#top",
+		"https://user@intranet.example:443",
+		"HTTPS://INTRANET.EXAMPLE.",
+		"https:intranet.example?q=payroll",
+		"ftp://files.example",
+	}, []string{"https://intranet.example.evil", "https://intranet.example:8443", "https://intranet.examplex?q=1"})
+}

@@ -31,19 +31,7 @@ func TestA2ATasksAcrossReplicas(t *testing.T) {
 	shared := cfg + "agent_tasks: {redis_url: \"" + srv.URL() + "\"}\n"
 	a, b, c, lone := startServe(t, shared), startServe(t, shared), startServe(t, shared), startServe(t, cfg)
 	root := func(r *running) string { return strings.TrimSuffix(r.url, "/mcp/demo") }
-	call := func(r *running, who, body string) string {
-		req, _ := http.NewRequest(http.MethodPost, root(r)+"/a2a/helper", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("A2A-Version", "1.0")
-		req.Header.Set("X-Agent", who)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		return string(out)
-	}
+	call := func(r *running, who, body string) string { return a2aPost(t, root(r)+"/a2a/helper", who, body) }
 	sent := call(a, "alice", `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`)
 	if !strings.Contains(sent, `"id":"t7"`) {
 		t.Fatalf("send through A: %s", sent)
@@ -61,4 +49,21 @@ func TestA2ATasksAcrossReplicas(t *testing.T) {
 	if got := call(c, "alice", get); !strings.Contains(got, "task not found") {
 		t.Errorf("with Redis down, a replica that never saw the task: %s", got)
 	}
+}
+
+// a2aPost posts an A2A v1.0 JSON-RPC body to url as agent who (the
+// X-Agent header) and returns the answer's body.
+func a2aPost(t *testing.T, url, who, body string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("X-Agent", who)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return string(out)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -38,18 +37,7 @@ agents: [{name: inside, url: `+base+`}, {name: outside, url: `+base+`}]
 `)
 	root := strings.TrimSuffix(r.url, "/mcp/demo")
 	send := func(agentName, who string) string {
-		req, _ := http.NewRequest(http.MethodPost, root+"/a2a/"+agentName, strings.NewReader(
-			`{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("A2A-Version", "1.0")
-		req.Header.Set("X-Agent", who)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		return string(out)
+		return a2aPost(t, root+"/a2a/"+agentName, who, `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`)
 	}
 	if got := send("inside", "capped"); !strings.Contains(got, "TASK_STATE_COMPLETED") {
 		t.Errorf("capped agent to an agent declared Intra-org: got %s, want it sent", got)
