@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -60,13 +61,45 @@ func Bound(s string, max int) string {
 // BoundName is Bound(s, MaxRecordedName).
 func BoundName(s string) string { return Bound(s, MaxRecordedName) }
 
-// BoundNames bounds e's top-level identifiers with [BoundName]: the audit
-// store calls it on every event it is given.
+// ReadPrefix starts the action name of a resources/read: "resource:"
+// and the URI read (intercept.ResourcePrefix).
+const ReadPrefix = "resource:"
+
+// ToolName is what is recorded (in events and log lines) of an action
+// named name: [BoundName] of it, and for a read ([ReadPrefix]) [Scrub]
+// of it first. A URI carries credentials as readily as arguments do
+// (https://user:pass@host/, ?sig=, ?api_key=), and the record keeps
+// arguments only redacted; spans scrub mcp.resource.uri the same way.
+// Of a read longer than [MaxRecordedName] only the kept prefix is
+// scrubbed; the cut mark still names the whole as received.
+func ToolName(name string) string {
+	if !strings.HasPrefix(name, ReadPrefix) {
+		return BoundName(name)
+	}
+	b := BoundName(name)
+	if len(b) == len(name) { // not cut
+		return BoundName(Scrub(name))
+	}
+	i := strings.LastIndex(b, CutMark)
+	kept, mark := Scrub(b[:i]), b[i:]
+	n := MaxRecordedName - len(mark)
+	if len(kept) > n { // a redaction longer than what it replaced
+		for n > 0 && !utf8.RuneStart(kept[n]) {
+			n--
+		}
+		kept = kept[:n]
+	}
+	return kept + mark
+}
+
+// BoundNames bounds e's top-level identifiers with [BoundName], and
+// records its tool name as [ToolName]: the audit store calls it on every
+// event it is given.
 func (e *Event) BoundNames() {
 	e.Agent = BoundName(e.Agent)
 	e.Session = BoundName(e.Session)
 	e.Upstream = BoundName(e.Upstream)
-	e.Tool = BoundName(e.Tool)
+	e.Tool = ToolName(e.Tool)
 	e.TxnID = BoundName(e.TxnID)
 	e.Decision = BoundName(e.Decision)
 	e.Reason = BoundName(e.Reason)

@@ -81,3 +81,28 @@ func TestRecordBoundsNames(t *testing.T) {
 		}
 	}
 }
+
+// TestToolNameScrubsReads: a read's name is recorded scrubbed, within
+// MaxRecordedName, and one cut keeps the mark of the whole as received;
+// a tool's name is only bounded.
+func TestToolNameScrubsReads(t *testing.T) {
+	if got := ToolName("send_email"); got != "send_email" {
+		t.Errorf("ToolName(send_email) = %q, want it unchanged", got)
+	}
+	if got := ToolName("password=hunter2"); got != "password=hunter2" {
+		t.Errorf("a tool's name: got %q, want it unchanged (only reads are URIs)", got)
+	}
+	if got, want := ToolName("resource:https://u:hunter2@h/x"), "resource:https://u:"+Redacted+"@h/x"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	long := "resource:https://h/x?sig=a&" + strings.Repeat("p=1&", 2000)
+	got := ToolName(long)
+	if len(got) > MaxRecordedName || strings.Contains(got, "sig=a&") || !strings.HasSuffix(got, BoundName(long)[strings.LastIndex(BoundName(long), CutMark):]) {
+		t.Errorf("a long read: got %d bytes %.200q…, want at most %d, scrubbed, with the whole's cut mark", len(got), got, MaxRecordedName)
+	}
+	// A redaction longer than the secret it replaces, at the cut.
+	long = "resource:https://h/x?" + strings.Repeat("sig=a&", 400)
+	if got := ToolName(long); len(got) > MaxRecordedName || !utf8.ValidString(got) || !strings.Contains(got, CutMark) {
+		t.Errorf("a long read that grows when scrubbed: got %d bytes, want at most %d", len(got), MaxRecordedName)
+	}
+}

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -19,9 +20,9 @@ type Evidence struct {
 	ReasonCode         string   `json:"reason_code,omitempty"`
 }
 
-// bounded is e with its tool name bounded by [BoundName]: the agent's.
+// bounded is e with its tool name as [ToolName] records it: the agent's.
 func (e Evidence) bounded() Evidence {
-	e.MatchedToolName = BoundName(e.MatchedToolName)
+	e.MatchedToolName = ToolName(e.MatchedToolName)
 	return e
 }
 
@@ -103,7 +104,11 @@ func (p PolicyEnforcement) AppendAttrs(b []byte) ([]byte, error) {
 
 func (p PolicyEnforcement) attrs(a attrSink) {
 	a.str("call_id", p.CallID)
-	a.str("public_reason", p.PublicReason)
+	if strings.HasPrefix(p.Tool, ReadPrefix) {
+		a.str("public_reason", Scrub(Bound(p.PublicReason, MaxRecordedText))) // it may quote the URI ([ToolName])
+	} else {
+		a.str("public_reason", p.PublicReason)
+	}
 	a.str("result_mode", p.ResultMode)
 	a.str("policy_version", p.PolicyVersion)
 	a.str("rule_id", p.RuleID)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/classifier"
 	"github.com/sluicehq/sluice/internal/govern"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // classifierConfig is the `classifier:` section of sluice.yaml.
@@ -127,7 +128,7 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory fun
 		if !logger.Enabled(context.Background(), level) {
 			return // the attributes below cost more than the rest of the advice
 		}
-		attrs := []any{"txn_id", a.Descriptor.TxnID, "tool", a.Descriptor.ToolName, "agent", a.Descriptor.Agent,
+		attrs := []any{"txn_id", a.Descriptor.TxnID, "tool", telemetry.ToolName(a.Descriptor.ToolName), "agent", a.Descriptor.Agent,
 			"composite", a.Assessment.Composite, "disposition", a.Assessment.Disposition.String(),
 			"risk", a.Intent.RiskLevel, "injection", a.Intent.InjectionSuspected, "latency", a.Latency}
 		if len(a.Assessment.Mismatch) > 0 {

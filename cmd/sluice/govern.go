@@ -171,7 +171,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	// process on the same directory (several `sluice wrap`), can answer
 	// them; or in Redis, where every replica can.
 	aopts := approval.Options{Timeout: cfg.Approvals.Timeout, AgentClaims: agentClaims(cfg), OnChange: func(r approval.Request) {
-		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", r.Tool, "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
+		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", telemetry.ToolName(r.Tool), "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
 		rec.approval(r)
 	}}
 	const unavailable = "approvals: the approvals store cannot be read or written; calls that need approval are denied (policy_error) and decisions refused (503) until it can"
@@ -241,7 +241,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	if cfg.Classifier.ScanResults {
 		onResult = func(d *intercept.ActionDescriptor, result jsontext.Value) {
 			if fs := classifier.DetectInjectionFrom(result, classifier.InResult); len(fs) > 0 {
-				logger.Warn("a result looks like a prompt injection", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "findings", len(fs))
+				logger.Warn("a result looks like a prompt injection", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", telemetry.ToolName(d.ToolName), "findings", len(fs))
 				rec.resultInjection(d, fs)
 			}
 		}
@@ -274,7 +274,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 				level = slog.LevelInfo
 			}
 			if logger.Enabled(context.Background(), level) { // the attributes cost allocations even unlogged
-				logger.Log(context.Background(), level, "decision", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", d.ToolName, "agent", d.Agent,
+				logger.Log(context.Background(), level, "decision", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", telemetry.ToolName(d.ToolName), "agent", d.Agent,
 					"session", d.SessionID, "decision", dc.Verdict, "reason", dc.Reason, "rule", dc.RuleID)
 			}
 			rec.decision(d, dc, 0)
@@ -377,7 +377,7 @@ func logInventory(logger *slog.Logger, e inventory.Event) {
 	case inventory.EventSnapshotRejected, inventory.EventStoreError:
 		level = slog.LevelError
 	}
-	attrs := []any{"event", e.Type, "upstream", e.Upstream, "tool", e.Tool}
+	attrs := []any{"event", e.Type, "upstream", e.Upstream, "tool", telemetry.ToolName(e.Tool)}
 	for _, k := range []string{"rule", "severity", "field", "change", "blocked", "hash", "tools", "restored", "error"} {
 		if v, ok := e.Detail[k]; ok {
 			attrs = append(attrs, k, v)
