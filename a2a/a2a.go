@@ -311,9 +311,26 @@ func New(opts Options, ic *intercept.Interceptor) (*Gateway, error) {
 		if opts.AllowPrivatePushURLs {
 			pushTo = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
 		}
-		g.agents[a.Name] = &agent{Agent: a, base: u, files: files, pushTo: pushTo, pushes: pushClient(pushTo, opts.PushTimeout)}
+		g.agents[a.Name] = &agent{Agent: a, base: u, target: target(u), shown: shownURL(u), files: files, pushTo: pushTo, pushes: pushClient(pushTo, opts.PushTimeout)}
 	}
 	return g, nil
+}
+
+// target is u without userinfo, query and fragment ([agent].target).
+func target(u *url.URL) string {
+	t := *u
+	t.User, t.RawQuery, t.ForceQuery, t.Fragment, t.RawFragment = nil, "", false, "", ""
+	return t.String()
+}
+
+// shownURL is what an error a client reads says of the agent's URL u:
+// its scheme and host, and "/…" for a path, which may hold a key too.
+func shownURL(u *url.URL) string {
+	out := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+	if u.Path != "" && u.Path != "/" {
+		out += "/…"
+	}
+	return out
 }
 
 // ValidateAgent checks one agent's configuration.
@@ -361,8 +378,14 @@ func (g *Gateway) Handler() http.Handler {
 
 type agent struct {
 	Agent
-	base  *url.URL
-	files *fileURIs // AllowFileURIs
+	base *url.URL
+	// target is URL without the operator's credentials (userinfo, query,
+	// fragment): what every descriptor carries into policy, the
+	// classifier (an LLM provider too) and the audit store, as an MCP
+	// upstream's target is. shown is less still (scheme and host), for
+	// errors the calling client reads.
+	target, shown string
+	files         *fileURIs // AllowFileURIs
 	// pushTo are AllowPushAddresses; pushes delivers relayed pushes.
 	pushTo []netip.Prefix
 	pushes *http.Client
@@ -651,7 +674,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		// A task read later (get, cancel, a resubscribe's events) carries
 		// the agent's answer as message/send's did: screened the same way
 		// (OnResult), under the method's name.
-		d := &intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: m.Method, TargetEndpoint: a.URL,
+		d := &intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: m.Method, TargetEndpoint: a.target,
 			Upstream: "a2a:" + a.Name, CallID: m.ID, ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1]}
 		if decided != nil {
 			d.TxnID = decided.TxnID // the result of the action decided
@@ -835,7 +858,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 		return
 	}
 	d := &intercept.ActionDescriptor{
-		Method: "", ToolName: skill, Parameters: args, TargetEndpoint: a.URL,
+		Method: "", ToolName: skill, Parameters: args, TargetEndpoint: a.target,
 		Upstream: "a2a:" + a.Name, CallID: m.ID, ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1],
 		SessionID: session,
 	}

@@ -185,6 +185,7 @@ func (g *Gateway) fetchCard(ctx context.Context, a *agent, v1 bool) (jsontext.Va
 	var last error
 	for _, path := range []string{"/.well-known/agent-card.json", "/.well-known/agent.json"} {
 		u := strings.TrimSuffix(a.URL, "/") + path
+		shown := a.shown + path // u may hold the operator's credentials: errors reach the client
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
@@ -201,21 +202,24 @@ func (g *Gateway) fetchCard(ctx context.Context, a *agent, v1 bool) (jsontext.Va
 		resp, err := g.calls.Do(req)
 		if err != nil {
 			cancel()
-			return nil, fmt.Errorf("fetching the card of agent %q: %v", a.Name, err)
+			if ue, ok := err.(*url.Error); ok {
+				err = ue.Err // its URL is u, the password starred but the rest whole
+			}
+			return nil, fmt.Errorf("fetching the card of agent %q at %s: %v", a.Name, shown, err)
 		}
 		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 		cancel()
 		if resp.StatusCode == http.StatusNotFound {
-			last = fmt.Errorf("agent %q has no card at %s", a.Name, u)
+			last = fmt.Errorf("agent %q has no card at %s", a.Name, shown)
 			continue
 		}
 		if err != nil || resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("fetching the card of agent %q at %s: status %d %v", a.Name, u, resp.StatusCode, err)
+			return nil, fmt.Errorf("fetching the card of agent %q at %s: status %d %v", a.Name, shown, resp.StatusCode, err)
 		}
 		v := jsontext.Value(b)
 		if !v.IsValid() || v.Kind() != '{' {
-			return nil, fmt.Errorf("the card of agent %q at %s is not a JSON object", a.Name, u)
+			return nil, fmt.Errorf("the card of agent %q at %s is not a JSON object", a.Name, shown)
 		}
 		if _, err := g.interfaces(a, v); err != nil {
 			return nil, err

@@ -166,7 +166,7 @@ func (g *Gateway) followUp(w http.ResponseWriter, r *http.Request, a *agent, m *
 		writeJSON(w, http.StatusBadGateway, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}))
 		return nil, nil, nil, false
 	}
-	d = &intercept.ActionDescriptor{ToolName: "send", TargetEndpoint: a.URL, Upstream: "a2a:" + a.Name, CallID: m.ID,
+	d = &intercept.ActionDescriptor{ToolName: "send", TargetEndpoint: a.target, Upstream: "a2a:" + a.Name, CallID: m.ID,
 		ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1], SessionID: session}
 	d.ToolDescription, _ = a.cards.skill("send")
 	if g.opts.AgentHeader != "" {

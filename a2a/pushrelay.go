@@ -812,7 +812,7 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	// as an injection its caller never got, and the screening of pushes
 	// is bounded as their deliveries are.
 	a := g.agents[rec.agent]
-	g.observe(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.URL,
+	g.observe(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.target,
 		Upstream: "a2a:" + a.Name, Agent: rec.owner}, b)
 	status, err := g.deliver(r.Context(), rec, body, r.Header.Get("Content-Type"))
 	if err != nil {
