@@ -3,6 +3,7 @@ package govern
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"path"
 	"slices"
 	"strconv"
@@ -24,8 +25,9 @@ type RateRule struct {
 	ID string
 	// By is what gets its own bucket: any of "principal" (the calling
 	// agent), "client" (the address the call came from, as
-	// intercept.ClientAddrFrom its context gives it: an IP, an IPv6 /64;
-	// "" over stdio), "upstream", "tool"; empty is one bucket for every
+	// intercept.ClientAddrFrom its context gives it: an IP, an IPv6 /64,
+	// every loopback address one client (rateClient); "" over stdio),
+	// "upstream", "tool"; empty is one bucket for every
 	// call the rule matches (a global limit). Without authentication the
 	// principal is the name the client gives, which it may change at each
 	// call; its address it cannot.
@@ -64,6 +66,20 @@ func glob(pattern, s string) bool {
 	const sep = "\x00" // "/" as a character path.Match does not treat apart
 	m, _ := path.Match(strings.ReplaceAll(pattern, "/", sep), strings.ReplaceAll(s, "/", sep))
 	return m
+}
+
+// rateClient is the client a call from addr (intercept.ClientAddrFrom)
+// counts as under a rule by client: addr, except that every loopback
+// address is one client. On Linux a process on the gateway's host
+// connects from whichever of 127.0.0.0/8 it likes, and would otherwise
+// get a full bucket from each: the address is the one thing a client
+// renaming itself at every call cannot change (as the sign-in throttle
+// counts loopback, throttle.Guesser).
+func rateClient(addr string) string {
+	if a, err := netip.ParseAddr(addr); err == nil && a.Unmap().IsLoopback() {
+		return "loopback"
+	}
+	return addr
 }
 
 // bucket is the bucket of d under r, charged to d's agent: the limiter
@@ -124,7 +140,7 @@ type refunder interface {
 func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (intercept.Decision, error) {
 	var buf [8]int
 	taken := buf[:0] // the rules a token was taken from
-	client := intercept.ClientAddrFrom(ctx)
+	client := rateClient(intercept.ClientAddrFrom(ctx))
 	for i := range g.Rules {
 		r := &g.Rules[i]
 		if !r.matches(d) {
@@ -185,7 +201,7 @@ func (g *RateGate) refund(ctx context.Context, d *intercept.ActionDescriptor, ta
 	if !ok {
 		return
 	}
-	client := intercept.ClientAddrFrom(ctx)
+	client := rateClient(intercept.ClientAddrFrom(ctx))
 	for _, i := range taken {
 		r := &g.Rules[i]
 		_ = rf.Refund(ctx, r.bucket(d, client))
