@@ -54,6 +54,12 @@ var scrubbers = []struct {
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
 		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"},
 		escapedValue, "", scrubEscaped},
+	// An Authorization header written out in text, of a scheme without a
+	// scrubber of its own ("token", "Token", "Bot", "SSWS", "ApiKey"…):
+	// the credential follows the scheme, which the key=value scrubber
+	// below takes for the whole value.
+	{[]string{"authorization"},
+		regexp.MustCompile(`(?i)\b((?:proxy-)?authorization(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?[A-Za-z][A-Za-z0-9!#$%*+.^_|~-]*[ \t]+)((?:[^\s"'&,;}\\]|\\[^"'\\])+)`), "${1}" + Redacted, nil},
 	// key=value, key: value and "key": "value" where the key looks secret.
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
 		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"},
