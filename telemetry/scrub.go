@@ -60,6 +60,13 @@ var scrubbers = []struct {
 	// below takes for the whole value.
 	{[]string{"authorization"},
 		regexp.MustCompile(`(?i)\b((?:proxy-)?authorization(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?[A-Za-z][A-Za-z0-9!#$%*+.^_|~-]*[ \t]+)((?:[^\s"'&,;}\\]|\\[^"'\\])+)`), "${1}" + Redacted, nil},
+	// Credentials a command line passes as options, after a space rather
+	// than = or a colon: --token VALUE, --client-secret "VALUE", and
+	// curl's -u/--user USER:PASSWORD.
+	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
+		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "credential"},
+		regexp.MustCompile(`(?i)((?:^|\s)--?[a-z0-9_.\-]*(?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|credential)[a-z0-9_.\-]*[ \t]+["']?)([^\s"']+)`), "${1}" + Redacted, nil},
+	{[]string{"-u", "--user"}, regexp.MustCompile(`((?:^|\s)(?:-u|--user)(?:[ \t]+|=)?["']?[^\s:"'/]*:)([^\s"'@]+)`), "${1}" + Redacted, nil},
 	// key=value, key: value and "key": "value" where the key looks secret.
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
 		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"},
