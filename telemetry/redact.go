@@ -23,7 +23,7 @@ var secretWords = []string{
 	"password", "passwd", "passphrase", "secret", "token", "apikey",
 	"authorization", "cookie", "privatekey", "credential", "accesskey",
 	"sessionkey", "signingkey", "encryptionkey", "bearer", "jwt",
-	"authkey", "sshkey", "licensekey", "basicauth", "signature", "pincode",
+	"authkey", "sshkey", "licensekey", "basicauth", "signature", "pincode", "accountkey",
 }
 
 // secretFragments finds secretWords in a normalized key in one pass.

@@ -41,6 +41,19 @@ var scrubbers = []struct {
 	{[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`), Redacted, nil},
 	{[]string{"xox"}, regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`), Redacted, nil},
 	{[]string{"aiza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`), Redacted, nil},
+	// GitLab, Hugging Face, npm, Google OAuth access tokens, SendGrid,
+	// Stripe webhook secrets; Slack's webhook URLs, whose path is the key.
+	{[]string{"glpat-"}, regexp.MustCompile(`\bglpat-[A-Za-z0-9_\-]{20,}`), Redacted, nil},
+	{[]string{"hf_"}, regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}`), Redacted, nil},
+	{[]string{"npm_"}, regexp.MustCompile(`\bnpm_[A-Za-z0-9]{30,}`), Redacted, nil},
+	{[]string{"ya29."}, regexp.MustCompile(`\bya29\.[A-Za-z0-9_\-]{20,}`), Redacted, nil},
+	{[]string{"sg."}, regexp.MustCompile(`\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}`), Redacted, nil},
+	{[]string{"whsec_"}, regexp.MustCompile(`\bwhsec_[A-Za-z0-9]{20,}`), Redacted, nil},
+	{[]string{"hooks.slack.com/"}, regexp.MustCompile(`(?i)(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_\-]+`), "${1}" + Redacted, nil},
+	// An Azure Storage connection string's AccountKey (the key=value
+	// scrubber below knows api, access and private keys).
+	{[]string{"accountkey", "account_key", "account-key", "account.key"},
+		regexp.MustCompile(`(?i)(account[_\-.]?key(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?)([^\s"';&,\\]+)`), "${1}" + Redacted, nil},
 	// Passwords in URLs: scheme://user:password@host.
 	{[]string{"://"}, regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*):[^@\s/]+@`), "$1:" + Redacted + "@", nil},
 	// The same with a quoted value, to its closing quote: a password may
