@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+
+	"github.com/sluicehq/sluice/internal/privatefile"
 )
 
 // FileName is the approvals database's name in a data directory.
@@ -36,6 +38,9 @@ func OpenStore(path string, opts Options) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("approval: %s: %w", path, err)
+	}
+	if err := privatefile.Prepare(abs); err != nil {
+		return nil, fmt.Errorf("approval: %w", err)
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/privatefile"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -253,6 +254,8 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit: creating data directory: %w", err)
+	} else if err := privatefile.Prepare(path); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
 	}
 	dsn, err := dsn(path, opts.ReadOnly, opts.Sync)
 	if err != nil {

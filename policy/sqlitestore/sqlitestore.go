@@ -27,6 +27,7 @@ import (
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 
+	"github.com/sluicehq/sluice/internal/privatefile"
 	"github.com/sluicehq/sluice/policy"
 )
 
@@ -64,6 +65,9 @@ func Open(path string, ttl time.Duration) (*Store, error) {
 		return nil, fmt.Errorf("route memory: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("route memory: %w", err)
+	}
+	if err := privatefile.Prepare(abs); err != nil {
 		return nil, fmt.Errorf("route memory: %w", err)
 	}
 	q := url.Values{}
