@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,20 +49,27 @@ rate_limits:
 // TestRateLimitTableFullEvent: past its max_keys_per_agent, an agent's
 // call that needs a new bucket is a soft rate_limited deny with a
 // retry-after that says the limiter's table is full, recorded as an
-// event; another agent is served.
+// event; another agent is served. Without auth an agent's share is its
+// client's (TestAttackRenamedAgentsFillRateLimitTable): the two come from
+// two addresses, named by a trusted proxy.
 func TestRateLimitTableFullEvent(t *testing.T) {
 	srv := redistest.Start(t)
 	for name, store := range map[string]string{"in process": "", "redis": `redis_url: "` + srv.URL() + `"`} {
 		t.Run(name, func(t *testing.T) {
 			g := startServe(t, `policy: {default: allow, result_mode: tool_result}
+trusted_proxies: [127.0.0.1]
 rate_limits:
   `+store+`
   max_keys: 100
   max_keys_per_agent: 4
   rules: [{id: per-tool, by: [principal, tool], rate: 3/h}]
 `)
+			from := map[string]*http.Client{
+				"mallory": forwardingFor("127.0.0.1", func(int) string { return "192.0.2.7" }),
+				"bob":     forwardingFor("127.0.0.1", func(int) string { return "192.0.2.8" }),
+			}
 			call := func(agent, name string) string {
-				return modernCallAs(t, g.url, agent, "tools/call", name, `{"name":"`+name+`","arguments":{"message":"hi"}}`)
+				return modernCallFrom(t, from[agent], g.url, agent, "tools/call", name, `{"name":"`+name+`","arguments":{"message":"hi"}}`)
 			}
 			for i := range 4 {
 				call("mallory", fmt.Sprint("made_up_", i))

@@ -82,11 +82,26 @@ func rateClient(addr string) string {
 	return addr
 }
 
-// bucket is the bucket of d under r, charged to d's agent: the limiter
-// bounds each agent's buckets, so names it makes up (tools, upstreams)
-// fill its own share only.
-func (r *RateRule) bucket(d *intercept.ActionDescriptor, client string) ratelimit.Bucket {
-	return ratelimit.Bucket{Key: r.key(d, client), Owner: d.Agent, Limit: r.Limit}
+// bucket is the bucket of d under r, charged to owner (bucketOwner): the
+// limiter bounds each owner's buckets, so names an agent makes up (tools,
+// upstreams) fill its own share only.
+func (r *RateRule) bucket(d *intercept.ActionDescriptor, client, owner string) ratelimit.Bucket {
+	return ratelimit.Bucket{Key: r.key(d, client), Owner: owner, Limit: r.Limit}
+}
+
+// bucketOwner is whom d's buckets are charged to: its agent when
+// authenticated; otherwise its client (rateClient), since an
+// unauthenticated agent is whatever name its client gives, at every
+// 2026-07-28 call: a client renaming itself had a share for each name,
+// filled the in-process table with spent buckets (every other client's
+// new bucket then refused, "the table is full") and grew Redis's
+// without bound. As held approvals, cursors, states and tasks count an
+// unauthenticated client's records by its address.
+func bucketOwner(ctx context.Context, d *intercept.ActionDescriptor, client string) string {
+	if d.Principal != nil || intercept.PrincipalFrom(ctx) != nil {
+		return d.Agent
+	}
+	return "\x00client " + client
 }
 
 // key is the bucket of d, sent from client, under r: the rule's id and
@@ -141,12 +156,13 @@ func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (i
 	var buf [8]int
 	taken := buf[:0] // the rules a token was taken from
 	client := rateClient(intercept.ClientAddrFrom(ctx))
+	owner := bucketOwner(ctx, d, client)
 	for i := range g.Rules {
 		r := &g.Rules[i]
 		if !r.matches(d) {
 			continue
 		}
-		res, err := g.Limiter.Take(ctx, r.bucket(d, client))
+		res, err := g.Limiter.Take(ctx, r.bucket(d, client, owner))
 		if err != nil || !res.Allowed {
 			// Refused: the rules before keep no token, so an agent over
 			// its own limit cannot drain a shared (global) one.
@@ -202,9 +218,10 @@ func (g *RateGate) refund(ctx context.Context, d *intercept.ActionDescriptor, ta
 		return
 	}
 	client := rateClient(intercept.ClientAddrFrom(ctx))
+	owner := bucketOwner(ctx, d, client)
 	for _, i := range taken {
 		r := &g.Rules[i]
-		_ = rf.Refund(ctx, r.bucket(d, client))
+		_ = rf.Refund(ctx, r.bucket(d, client, owner))
 	}
 }
 

@@ -19,8 +19,11 @@ func (c *countingDecider) Decide(context.Context, *intercept.ActionDescriptor) (
 	return intercept.Decision{Verdict: intercept.Allow, Reason: "ok"}, nil
 }
 
+// call is a call of the authenticated agent (its buckets are its own; an
+// unauthenticated agent's are its client's: bucketOwner).
 func call(agent, upstream, tool string) *intercept.ActionDescriptor {
-	return &intercept.ActionDescriptor{Method: "tools/call", Agent: agent, Upstream: upstream, ToolName: tool}
+	return &intercept.ActionDescriptor{Method: "tools/call", Agent: agent, Upstream: upstream, ToolName: tool,
+		Principal: &intercept.Principal{ID: agent, Method: "api_key"}}
 }
 
 func TestRateGate(t *testing.T) {
