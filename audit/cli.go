@@ -15,6 +15,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/sluicehq/sluice/internal/invisible"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -181,16 +182,34 @@ func writeText(w io.Writer, e telemetry.Event) error {
 
 // quote quotes values with spaces or quotes so a line stays parseable.
 func quote(s string) string {
-	if strings.ContainsAny(s, " \t\n\"=") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+	if strings.ContainsAny(s, " \t\n\"=") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || invisible.Is(r) }) >= 0 {
 		// %q escapes what is not printable: a name an agent chose must
-		// not reach the operator's terminal as control sequences.
-		return fmt.Sprintf("%q", s)
+		// not reach the operator's terminal as control sequences. What
+		// Go calls printable but shows as nothing (a variation selector:
+		// "ali\ufe0fce" reads as alice) is spelt out too.
+		q := fmt.Sprintf("%q", s)
+		if strings.IndexFunc(q, invisible.Is) < 0 {
+			return q
+		}
+		var b strings.Builder
+		for _, r := range q {
+			switch {
+			case !invisible.Is(r):
+				b.WriteRune(r)
+			case r > 0xffff:
+				fmt.Fprintf(&b, `\U%08x`, r)
+			default:
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		}
+		return b.String()
 	}
 	return s
 }
 
 // appendInertJSON appends the JSON document b to dst with every non-ASCII
-// character that is not printable written as a \u escape: format
+// character that is not printable, or shows as nothing (invisible.Is: a
+// variation selector), written as a \u escape: format
 // characters (bidi overrides and isolates, zero-width spaces, tag
 // characters), C1 controls and the like, which encoding/json leaves as
 // they are. An agent's name must not reorder or hide the rest of an
@@ -205,7 +224,7 @@ func appendInertJSON(dst, b []byte) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && size == 1 || unicode.IsPrint(r) {
+		if r == utf8.RuneError && size == 1 || unicode.IsPrint(r) && !invisible.Is(r) {
 			i += size
 			continue
 		}
