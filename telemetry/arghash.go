@@ -151,11 +151,12 @@ func (c *canonWriter) value(dec *jsontext.Decoder, b []byte) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if i == 0 && dec.PeekKind() == '"' {
-				// Perhaps a [name, value] pair naming a credential: the
+			if dec.PeekKind() == '"' {
+				// Perhaps a [name, value] pair naming a credential, or a
+				// program's option naming one before its value: the
 				// decoding path redacts those.
 				tok, err := dec.ReadToken()
-				if err != nil || secretName(tok.String(), c.extra) {
+				if err != nil || i == 0 && secretName(tok.String(), c.extra) || secretOption(tok.String(), c.extra) {
 					return nil, false
 				}
 				b = appendCanonString(b, Scrub(tok.String()))

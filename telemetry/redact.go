@@ -120,6 +120,22 @@ func secretName(s string, extra []string) bool {
 	return len(strings.Fields(s)) <= 3 && isSecretNormalized(normalizeKey(s), extra)
 }
 
+// secretOption reports whether s, an element of an array, is a
+// command-line option whose value, the next element, is a credential:
+// one naming a secret (--password, --client-secret, --token) or curl's
+// -u/--user (USER:PASSWORD). An option given with its value
+// (--password=…) is one string, which Scrub reads.
+func secretOption(s string, extra []string) bool {
+	if len(s) < 2 || s[0] != '-' || strings.ContainsAny(s, "= ") {
+		return false
+	}
+	if s == "-u" || s == "--user" {
+		return true
+	}
+	name := strings.TrimLeft(s, "-")
+	return name != "" && isSecretNormalized(normalizeKey(name), extra)
+}
+
 // secretPair reports whether obj is a name/value pair whose name is a
 // secret-looking key.
 func secretPair(obj map[string]any, extra []string) bool {
@@ -242,6 +258,13 @@ func redact(v any, extra []string) any {
 		out := make([]any, len(v))
 		for i, x := range v {
 			out[i] = redact(x, extra)
+		}
+		for i := range len(v) - 1 {
+			// A program's arguments: an option naming a credential, and
+			// its value in the next element.
+			if s, ok := v[i].(string); ok && secretOption(s, extra) {
+				out[i+1] = Redacted
+			}
 		}
 		if len(v) == 2 {
 			// A [name, value] pair naming a credential (headers as
