@@ -99,18 +99,21 @@ func isSecretNormalized(n string, extra []string) bool {
 
 // A name/value pair is an object naming a credential in one member and
 // holding it in another: {"name": "Authorization", "value": "…"}, as
-// HTTP tools take headers and Kubernetes takes environment variables.
+// HTTP tools take headers, Kubernetes environment variables and
+// CloudFormation a stack's parameters (ParameterKey, ParameterValue).
 // pairName are the normalized names of the naming member, pairValue's
 // those of the member redacted.
 func pairName(n string) bool {
 	switch n {
-	case "name", "key", "header", "headername", "field", "variable", "var", "env", "param", "parameter":
+	case "name", "key", "header", "headername", "field", "variable", "var", "env", "param", "parameter", "parameterkey", "parametername":
 		return true
 	}
 	return false
 }
 
-func pairValue(n string) bool { return n == "value" || n == "values" || n == "val" || n == "content" }
+func pairValue(n string) bool {
+	return n == "value" || n == "values" || n == "val" || n == "content" || n == "parametervalue"
+}
 
 // secretName reports whether s, a string naming something, names a
 // credential as a key would: a name ("API Key", "Client Secret" too), not
