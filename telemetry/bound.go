@@ -70,12 +70,15 @@ const ReadPrefix = "resource:"
 // of it first. A URI carries credentials as readily as arguments do
 // (https://user:pass@host/, ?sig=, ?api_key=), and the record keeps
 // arguments only redacted; spans scrub mcp.resource.uri the same way.
+// A URI's userinfo is left out (withoutUserinfo), as policy's normal
+// form of a read leaves it out.
 // Of a read longer than [MaxRecordedName] only the kept prefix is
 // scrubbed; the cut mark still names the whole as received.
 func ToolName(name string) string {
 	if !strings.HasPrefix(name, ReadPrefix) {
 		return BoundName(name)
 	}
+	name = withoutUserinfo(name)
 	b := BoundName(name)
 	if len(b) == len(name) { // not cut
 		return BoundName(Scrub(name))
@@ -90,6 +93,27 @@ func ToolName(name string) string {
 		kept = kept[:n]
 	}
 	return kept + mark
+}
+
+// withoutUserinfo is read, a read's name, without the userinfo of its
+// URI (user:password@): left in scrubbed, as user:[REDACTED]@, it would
+// no longer parse, and replay would not put the name in the normal form
+// the policy decided on, which leaves userinfo out.
+func withoutUserinfo(read string) string {
+	i := strings.Index(read, "://")
+	if i < 0 {
+		return read
+	}
+	rest := read[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndexByte(rest[:end], '@')
+	if at < 0 {
+		return read
+	}
+	return read[:i+3] + rest[at+1:]
 }
 
 // BoundNames bounds e's top-level identifiers with [BoundName], and

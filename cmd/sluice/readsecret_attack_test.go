@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,9 +29,10 @@ func TestAttackReadURISecretsInRecord(t *testing.T) {
 	}
 	serveLogger = logger
 	defer func() { serveLogger = nil }()
-	g := startServe(t, "policy:\n  default: allow\n  result_mode: tool_result\n"+
-		"  tool_classes: {\"resource:https://files.example.com/*\": [secret:files]}\n"+
-		"  rules: [{id: no-files, match: {match_any_class: [secret:files]}, decision: deny}]\n")
+	policyYAML := "policy:\n  default: allow\n  result_mode: tool_result\n" +
+		"  tool_classes: {\"resource:https://files.example.com/*\": [secret:files]}\n" +
+		"  rules: [{id: no-files, match: {match_any_class: [secret:files]}, decision: deny}]\n"
+	g := startServe(t, policyYAML)
 	secrets := []string{"hunter2pass", "sigsecretvalue", "AKIAIOSFODNN7EXAMPLE"}
 	for _, uri := range []string{
 		"https://bob:hunter2pass@files.example.com/report.csv", // denied
@@ -56,6 +59,21 @@ func TestAttackReadURISecretsInRecord(t *testing.T) {
 				t.Errorf("events %v: a read URI's credential %q reached the record:\n%s", args, s, &out)
 			}
 		}
+	}
+	// Replayed under the same policy, the reads recorded scrubbed are
+	// decided as they were: userinfo, which the policy's normal form of a
+	// URI leaves out anyway, is not recorded as [REDACTED] where it would
+	// spoil that form.
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte(policyYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var replayed bytes.Buffer
+	if err := runReplay(context.Background(), []string{"--events", db, "--policy", policyFile, "--json"}, &replayed, io.Discard); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if strings.Contains(replayed.String(), "resource:") {
+		t.Errorf("replay under the policy that decided the reads reports changes: %s", &replayed)
 	}
 	if !strings.Contains(logged.String(), `"msg":"decision"`) {
 		t.Fatalf("no decision in the log:\n%s", logged.String())
