@@ -1213,7 +1213,13 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		if r.Context().Err() != nil {
 			return // the client is gone
 		}
-		fail(http.StatusBadGateway, fmt.Errorf("agent %q: %v", a.Name, err))
+		if ue, ok := err.(*url.Error); ok {
+			// Its URL is the endpoint the agent's card names, path and
+			// query whole, which the card the client reads points at the
+			// gateway instead.
+			err = ue.Err
+		}
+		fail(http.StatusBadGateway, fmt.Errorf("agent %q at %s: %v", a.Name, a.shown, err))
 		return
 	}
 	if h1.IsRedirect(resp.StatusCode) {

@@ -87,3 +87,33 @@ func TestAttackAgentURLCredentialsInErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackAgentEndpointInRelayError: the card a client reads points
+// every interface at the gateway, but when the agent's own endpoint
+// failed (the connection dropped), the error the client got quoted
+// Go's url.Error: the endpoint the agent's card names, path and query
+// whole, a key in it too.
+func TestAttackAgentEndpointInRelayError(t *testing.T) {
+	const secret = "cardQueryKey123"
+	card := strings.ReplaceAll(goodCard, "BASE/rpc", "BASE/rpc?key="+secret)
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			io.WriteString(w, strings.ReplaceAll(card, "BASE", srv.URL))
+			return
+		}
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close() // the agent drops the call
+		}
+	}))
+	defer srv.Close()
+	gw := serve(t, allow, srv.URL, Options{})
+	_, got := post(t, gw.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`)
+	if !strings.Contains(got, "error") {
+		t.Fatalf("got %s, want an error: the agent dropped the call", got)
+	}
+	if strings.Contains(got, secret) || strings.Contains(got, "/rpc") {
+		t.Errorf("the agent's endpoint reached the client: %s", got)
+	}
+}
