@@ -53,8 +53,8 @@ type rateLimitsConfig struct {
 type rateRuleConfig struct {
 	// ID names the rule in denials and events; required, unique.
 	ID string `yaml:"id"`
-	// By: principal, client (the caller's address: an IP, an IPv6 /64;
-	// one bucket over stdio), upstream and/or tool, each distinct value
+	// By: principal, client (the caller's address: an IP, an IPv6 /64,
+	// every loopback address one; one bucket over stdio), upstream and/or tool, each distinct value
 	// getting its own bucket; empty: one bucket for all matching calls.
 	// Without auth: the principal is the name the client gives, which it
 	// may change at each call; client holds against that.
