@@ -24,7 +24,9 @@ type cacheKey [sha256.Size]byte
 // the fields that differ between otherwise identical calls (txn_id,
 // session_id, call_id), and its hash. The same bytes are what the model is
 // shown, so a cached verdict is always the answer to exactly that input.
-func cacheCanonical(d *intercept.ActionDescriptor) (jsontext.Value, cacheKey, error) {
+//
+// secretKeys are more key fragments redacted (LLMOptions.SecretKeys).
+func cacheCanonical(d *intercept.ActionDescriptor, secretKeys []string) (jsontext.Value, cacheKey, error) {
 	stable := *d
 	stable.TxnID, stable.SessionID, stable.CallID = "", "", nil
 	// The provider is a third party: secrets in the arguments (a
@@ -33,7 +35,7 @@ func cacheCanonical(d *intercept.ActionDescriptor) (jsontext.Value, cacheKey, er
 	if !jsontext.Value(d.Parameters).IsValid() && len(d.Parameters) > 0 {
 		return nil, cacheKey{}, errors.New("classifier: the call's parameters are not valid JSON")
 	}
-	stable.Parameters = redactedParameters(d.Parameters)
+	stable.Parameters = redactedParameters(d.Parameters, secretKeys)
 	stable.TargetEndpoint = withoutCredentials(d.TargetEndpoint)
 	b, err := json.Marshal(&stable)
 	if err != nil {
@@ -198,10 +200,11 @@ func (c *verdictCache) len() int {
 	return c.canon.Len()
 }
 
-// redactedParameters is params with the values of secret-looking keys and
-// credentials inside strings replaced (telemetry.Redactor); numbers stay
-// as written. Params that cannot be read are kept out whole.
-func redactedParameters(params jsontext.Value) jsontext.Value {
+// redactedParameters is params with the values of secret-looking keys
+// (and of those secretKeys name) and credentials inside strings replaced
+// (telemetry.Redactor); numbers stay as written. Params that cannot be
+// read are kept out whole.
+func redactedParameters(params jsontext.Value, secretKeys []string) jsontext.Value {
 	if len(params) == 0 {
 		return params
 	}
@@ -211,7 +214,7 @@ func redactedParameters(params jsontext.Value) jsontext.Value {
 	if err := dec.Decode(&v); err != nil {
 		return jsontext.Value(`"(unreadable arguments left out)"`)
 	}
-	out, err := stdjson.Marshal(telemetry.Redactor{}.Redact(v))
+	out, err := stdjson.Marshal(telemetry.Redactor{SecretKeys: secretKeys}.Redact(v))
 	if err != nil {
 		return jsontext.Value(`"(unreadable arguments left out)"`)
 	}

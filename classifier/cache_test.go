@@ -15,7 +15,7 @@ import (
 
 func TestCacheKey(t *testing.T) {
 	base := llmDescriptor("a")
-	_, want, err := cacheCanonical(base)
+	_, want, err := cacheCanonical(base, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestCacheKey(t *testing.T) {
 	for i, change := range same {
 		d := *base
 		change(&d)
-		if _, got, _ := cacheCanonical(&d); got != want {
+		if _, got, _ := cacheCanonical(&d, nil); got != want {
 			t.Errorf("change %d: got a different key, want the same", i)
 		}
 	}
@@ -46,23 +46,23 @@ func TestCacheKey(t *testing.T) {
 	for i, change := range different {
 		d := *base
 		change(&d)
-		if _, got, _ := cacheCanonical(&d); got == want {
+		if _, got, _ := cacheCanonical(&d, nil); got == want {
 			t.Errorf("change %d: got the same key, want a different one", i)
 		}
 	}
-	canon, _, _ := cacheCanonical(base)
+	canon, _, _ := cacheCanonical(base, nil)
 	const wantCanon = `{"agent":"taxbot","parameters":{"fields":["amount","vendor"],"invoice_id":"INV-2024-0042"},` +
 		`"target_endpoint":"https://finance.acme.internal/api/invoices","tool_description":"Reads one invoice from the finance system.",` +
 		`"tool_name":"read_invoice","txn_id":"","upstream":"finance"}`
 	if string(canon) != wantCanon {
 		t.Errorf("got canonical\n%s\nwant\n%s", canon, wantCanon)
 	}
-	if _, _, err := cacheCanonical(&intercept.ActionDescriptor{ToolName: "bare"}); err != nil {
+	if _, _, err := cacheCanonical(&intercept.ActionDescriptor{ToolName: "bare"}, nil); err != nil {
 		t.Errorf("descriptor without parameters: got %v, want a key", err)
 	}
 	bad := *base
 	bad.Parameters = jsontext.Value(`{"unterminated":`)
-	if _, _, err := cacheCanonical(&bad); err == nil {
+	if _, _, err := cacheCanonical(&bad, nil); err == nil {
 		t.Error("got no error for invalid parameters")
 	}
 }
@@ -167,7 +167,7 @@ func TestVerdictCacheEvicts(t *testing.T) {
 // has been added to intercept.ActionDescriptor and not to cacheRawKey.
 func TestCacheKeysCoverDescriptor(t *testing.T) {
 	base := llmDescriptor("s")
-	_, canon0, _ := cacheCanonical(base)
+	_, canon0, _ := cacheCanonical(base, nil)
 	raw0 := string(cacheRaw(nil, base))
 	volatile := map[string]bool{"TxnID": true, "SessionID": true, "CallID": true}
 	typ := reflect.TypeFor[intercept.ActionDescriptor]()
@@ -188,7 +188,7 @@ func TestCacheKeysCoverDescriptor(t *testing.T) {
 		default:
 			t.Fatalf("field %s has type %v: teach cacheRawKey and this test about it", field.Name, field.Type)
 		}
-		_, canon, err := cacheCanonical(&d)
+		_, canon, err := cacheCanonical(&d, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func BenchmarkCacheKey(b *testing.B) {
 	b.ReportAllocs()
 	cpu := llmCPUTime()
 	for b.Loop() {
-		if _, _, err := cacheCanonical(d); err != nil {
+		if _, _, err := cacheCanonical(d, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,11 @@ type LLMOptions struct {
 	// ClassifierID returns a verdict's classifier_id for a session. Nil
 	// means "urn:sluice:classifier:llm-<provider>:<session_id>".
 	ClassifierID func(sessionID string) string
+	// SecretKeys are more key fragments whose values are redacted before
+	// a descriptor is sent, beside the built-in secret-looking ones, as
+	// telemetry.Redactor's: sluice serve passes audit.secret_keys, so that
+	// a value the record keeps out does not go to the provider either.
+	SecretKeys []string
 }
 
 // String describes the options without the API key.
@@ -155,6 +161,7 @@ type LLM struct {
 	breaker      *gobreaker.CircuitBreaker[string]
 	now          func() time.Time
 	classifierID func(sessionID string) string
+	secretKeys   []string // LLMOptions.SecretKeys
 
 	inactive atomic.Bool // set by a failed Probe, cleared by a good one
 }
@@ -187,6 +194,7 @@ func NewLLM(opts LLMOptions) (*LLM, error) {
 		inventory:    opts.Inventory,
 		now:          opts.Now,
 		classifierID: opts.ClassifierID,
+		secretKeys:   slices.Clone(opts.SecretKeys),
 	}
 	if l.conn.model == "" {
 		l.conn.model = providerDefaults[opts.Provider].model
@@ -338,7 +346,7 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 			return l.stamp(v, d), nil
 		}
 	}
-	canon, key, err := cacheCanonical(d)
+	canon, key, err := cacheCanonical(d, l.secretKeys)
 	if err != nil {
 		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: encoding the descriptor: %w", l.name(), err)
 	}

@@ -155,7 +155,7 @@ func TestLLMProviderPrompt(t *testing.T) {
 			if strings.Contains(sys, strings.Repeat("é", 301)) {
 				t.Error("system prompt holds an untruncated description")
 			}
-			canon, _, _ := cacheCanonical(d)
+			canon, _, _ := cacheCanonical(d, nil)
 			if user != string(canon) {
 				t.Errorf("got user message %s, want the canonical descriptor %s", user, canon)
 			}

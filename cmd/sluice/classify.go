@@ -82,6 +82,7 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory fun
 		llm, err := classifier.NewLLM(classifier.LLMOptions{
 			Provider: classifier.Provider(cc.Provider), Model: cc.Model, BaseURL: cc.BaseURL, APIKey: key,
 			Timeout: cc.Timeout, Profile: cc.Profile, Weights: cc.Weights, Floors: cc.Floors, Inventory: inventory,
+			SecretKeys: c.Audit.SecretKeys, // what the record keeps out does not go to the provider either
 			OnBreakerStateChange: func(from, to gobreaker.State) {
 				// gobreaker holds its lock here: report, never call back in.
 				logger.Warn("classifier circuit breaker", "provider", cc.Provider, "from", from.String(), "to", to.String())
