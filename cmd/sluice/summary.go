@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/govern"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // logSummary says at start-up what the gateway will do: where each route,
@@ -23,9 +25,9 @@ func logSummary(logger *slog.Logger, cfg *config, ck *checked, ups []gateway.Ups
 			http, ws = "https://", "wss://"
 		}
 		for _, u := range ups {
-			target := u.URL
-			if target == "" {
-				target = strings.Join(append([]string{u.Command}, u.Args...), " ")
+			target := withoutCredentials(u.URL)
+			if u.URL == "" {
+				target = telemetry.Scrub(strings.Join(append([]string{u.Command}, u.Args...), " "))
 			}
 			logger.Info("route", "upstream", u.Name, "target", target,
 				"streamable_http", http+listen+"/mcp/"+u.Name, "sse", http+listen+"/sse/"+u.Name, "websocket", ws+listen+"/ws/"+u.Name)
@@ -39,7 +41,7 @@ func logSummary(logger *slog.Logger, cfg *config, ck *checked, ups []gateway.Ups
 				"streamable_http", http+listen+"/mcp"+path, "sse", http+listen+"/sse"+path, "websocket", ws+listen+"/ws"+path)
 		}
 		for _, a := range cfg.Agents {
-			logger.Info("a2a agent", "agent", a.Name, "target", a.URL,
+			logger.Info("a2a agent", "agent", a.Name, "target", withoutCredentials(a.URL),
 				"jsonrpc", http+listen+"/a2a/"+a.Name, "card", http+listen+"/a2a/"+a.Name+"/.well-known/agent-card.json")
 		}
 		if relay, _ := cfg.pushRelay(); relay && len(cfg.Agents) > 0 {
@@ -126,4 +128,17 @@ func escalationSummary(cfg *config, admin string) string {
 		return s
 	}
 	return "escalation: " + handles("on_escalate", cc.OnEscalate) + "; injection: " + handles("on_injection", cc.OnInjection)
+}
+
+// withoutCredentials is raw, an upstream's or agent's URL, as the log
+// shows it: without userinfo, query and fragment, where operators put
+// credentials (as every call's target leaves them out). A URL that does
+// not parse is not shown.
+func withoutCredentials(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(URL not shown: it does not parse)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }
