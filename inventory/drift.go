@@ -213,7 +213,12 @@ func diffSnapshots(pinned, observed *Snapshot) []ToolChange {
 		switch {
 		case j == len(observed.Tools) || i < len(pinnedTools) && pinnedTools[i].Name < observed.Tools[j].Name:
 			p := pinnedTools[i]
-			out = append(out, ToolChange{Tool: p.Name, Kind: ToolRemoved, PinnedHash: p.Hash})
+			if pinned.setHolds(observed.ListedWith, p.Name) {
+				// Missing from a list of a capability set it was pinned
+				// under; one pinned under other sets only is not listed to
+				// this client's.
+				out = append(out, ToolChange{Tool: p.Name, Kind: ToolRemoved, PinnedHash: p.Hash})
+			}
 			i++
 		case i == len(pinnedTools) || observed.Tools[j].Name < pinnedTools[i].Name:
 			o := observed.Tools[j]

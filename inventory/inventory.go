@@ -308,7 +308,8 @@ func New(opts Options) (*Inventory, error) {
 	// observed snapshot without a pin.
 	for _, name := range slices.Sorted(maps.Keys(inv.ups)) {
 		if u := inv.ups[name]; u.observed != nil && inv.autoPin(u) {
-			evs = append(evs, inv.setPin(u, u.observed)...)
+			pinEvs, _ := inv.setPin(u, u.observed)
+			evs = append(evs, pinEvs...)
 		}
 	}
 	// What the stored state implies was reported before the restart: mark
@@ -344,7 +345,7 @@ func (inv *Inventory) KeyID() string { return inv.store.KeyID() }
 // it takes it for the next page of the listing being collected, if any;
 // callers that know the request use ObserveToolsPage.
 func (inv *Inventory) ObserveTools(upstream string, result jsontext.Value) {
-	inv.observeTools(upstream, result, nil)
+	inv.observeTools(upstream, result, nil, "")
 }
 
 // ObserveToolsPage is ObserveTools told the cursor of the request result
@@ -356,22 +357,34 @@ func (inv *Inventory) ObserveTools(upstream string, result jsontext.Value) {
 // it joins no listing and concludes nothing: the tools it does not show
 // are not taken as removed, and it pins nothing.
 func (inv *Inventory) ObserveToolsPage(upstream string, result jsontext.Value, cursor string) {
-	inv.observeTools(upstream, result, &cursor)
+	inv.observeTools(upstream, result, &cursor, "")
 }
 
-func (inv *Inventory) observeTools(upstream string, result jsontext.Value, cursor *string) {
+// ObserveToolsPageWith is ObserveToolsPage told the capabilities the
+// client that asked declared (clientCaps: those of its initialize, or of
+// its 2026-07-28 request's _meta; nil when none): a listing is compared
+// with the names pinned under the client's capability set (CapabilitySet),
+// and a set not pinned yet has its new names pinned on first sight, as the
+// first listing of the upstream was (see capsets.go). A tool of the pin
+// that differs is drift whatever the client declared. ObserveTools and
+// ObserveToolsPage take the client to declare no capabilities.
+func (inv *Inventory) ObserveToolsPageWith(upstream string, result jsontext.Value, cursor string, clientCaps jsontext.Value) {
+	inv.observeTools(upstream, result, &cursor, CapabilitySet(clientCaps))
+}
+
+func (inv *Inventory) observeTools(upstream string, result jsontext.Value, cursor *string, set string) {
 	// Most lists repeat the previous one byte for byte; recognizing that
 	// is much cheaper than canonicalizing every schema again.
 	digest := sha256.Sum256(result)
-	if inv.repeated(upstream, digest) {
+	if inv.repeated(upstream, digest, set) {
 		return
 	}
 	page, err := parsePage(result)
 	if err != nil {
-		inv.emit(inv.unreadable(upstream, result, err, cursor))
+		inv.emit(inv.unreadable(upstream, result, err, cursor, set))
 		return
 	}
-	inv.emit(inv.observe(upstream, page, digest, cursor))
+	inv.emit(inv.observe(upstream, page, digest, cursor, set))
 }
 
 // unreadable takes a list that cannot be read as a whole (a title or
@@ -384,7 +397,7 @@ func (inv *Inventory) observeTools(upstream string, result jsontext.Value, curso
 // name, and then the client was shown nothing of it); otherwise a
 // server could keep its upstream unpinned, and its changes no drift, by
 // listing one odd tool.
-func (inv *Inventory) unreadable(upstream string, result jsontext.Value, err error, cursor *string) []Event {
+func (inv *Inventory) unreadable(upstream string, result jsontext.Value, err error, cursor *string, set string) []Event {
 	evs := []Event{invalidList(upstream, err)}
 	var raw struct {
 		Tools      []jsontext.Value `json:"tools"`
@@ -408,7 +421,7 @@ func (inv *Inventory) unreadable(upstream string, result jsontext.Value, err err
 		// tool of a server whose one answer was broken.
 		return evs
 	}
-	return append(evs, inv.observe(upstream, page, [sha256.Size]byte{}, cursor)...)
+	return append(evs, inv.observe(upstream, page, [sha256.Size]byte{}, cursor, set)...)
 }
 
 // rejected handles a page of a list the inventory rejects (past MaxTools
@@ -442,16 +455,16 @@ func (inv *Inventory) rejectedDrift(u *upstream, page Page, err error) []Event {
 			pinned.Tools = append(pinned.Tools, t)
 		}
 	}
-	return append(evs, inv.pageDrift(u, pinned)...)
+	return append(evs, inv.pageDrift(u, pinned, "")...)
 }
 
 // repeated reports whether result is the same single-page list that was
 // last recorded for upstream, with nothing else to do about it.
-func (inv *Inventory) repeated(upstream string, digest [sha256.Size]byte) bool {
+func (inv *Inventory) repeated(upstream string, digest [sha256.Size]byte, set string) bool {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	u := inv.ups[upstream]
-	return u != nil && u.observed != nil && u.lastList == digest && u.pages.tools == nil && !inv.autoPin(u) && !inv.retrySave(u)
+	return u != nil && u.observed != nil && u.lastList == digest && u.observed.ListedWith == set && u.pages.tools == nil && !inv.autoPin(u) && !inv.retrySave(u)
 }
 
 // retrySaveEvery is how often a pin held in memory only (upstream.unsaved)
@@ -465,18 +478,21 @@ func (inv *Inventory) retrySave(u *upstream) bool {
 	return u.unsaved && u.pinned != nil && u.pinErr == nil && !inv.now().Before(u.retrySaveAt)
 }
 
-// observe merges a page, asked for with cursor (nil: not known), and,
-// when the list is complete, records it.
-func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]byte, cursor *string) []Event {
+// observe merges a page, asked for with cursor (nil: not known) by a
+// client of capability set set, and, when the list is complete, records
+// it.
+func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]byte, cursor *string, set string) []Event {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	u := inv.upstream(upstream)
-	if cursor != nil && *cursor != "" && !u.pages.continues(*cursor) {
-		// A page asked for alone (ObserveToolsPage).
+	if cursor != nil && *cursor != "" && (!u.pages.continues(*cursor) || u.pages.set != set) {
+		// A page asked for alone (ObserveToolsPage), or by a client of
+		// another capability set than the listing's first page: it must
+		// not have its names pinned under the listing's set.
 		if len(page.Tools) > MaxTools {
 			return inv.rejectedDrift(u, page, fmt.Errorf("%w: %d tools, more than %d", ErrInvalidList, len(page.Tools), MaxTools))
 		}
-		return inv.pageDrift(u, page)
+		return inv.pageDrift(u, page, set)
 	}
 	var evs []Event
 	if cursor != nil && *cursor == "" && u.pages.tools != nil {
@@ -495,12 +511,15 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 	if inv.autoPin(u) && u.pages.restarts(page) {
 		evs = append(evs, inv.pinAbandoned(u)...)
 	}
+	if u.pages.tools == nil || u.pages.restarts(page) {
+		u.pages.set = set
+	}
 	tools, done, err := u.pages.add(page)
 	if err != nil {
 		return append(evs, inv.rejected(u, page, err)...)
 	}
 	if !done {
-		return append(evs, inv.pageDrift(u, page)...)
+		return append(evs, inv.pageDrift(u, page, set)...)
 	}
 	if single {
 		u.lastList = digest
@@ -509,12 +528,13 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 	if err != nil {
 		return append(evs, invalidList(upstream, err))
 	}
+	snap.ListedWith = set
 	if u.partial {
 		// The first complete list after a pin of an unfinished one: its
 		// tools on the pages no one had read join the pin.
 		evs = append(evs, inv.completePin(u, snap)...)
 	}
-	if u.observed != nil && u.observed.Hash == snap.Hash && !inv.autoPin(u) {
+	if u.observed != nil && u.observed.Hash == snap.Hash && u.observed.ListedWith == set && !inv.autoPin(u) {
 		if inv.retrySave(u) {
 			evs = append(evs, inv.keepPin(u)...)
 		}
@@ -532,7 +552,10 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 		evs = append(evs, storeError(upstream, Observed, err))
 	}
 	if inv.autoPin(u) {
-		evs = append(evs, inv.setPin(u, snap)...)
+		pinEvs, _ := inv.setPin(u, snap)
+		evs = append(evs, pinEvs...)
+	} else {
+		evs = append(evs, inv.pinSet(u, snap)...)
 	}
 	evs = append(evs, inv.refresh(upstream)...)
 	inv.publish()
@@ -556,13 +579,15 @@ func (inv *Inventory) pinAbandoned(u *upstream) []Event {
 	if err != nil {
 		return []Event{invalidList(u.name, err)}
 	}
+	snap.ListedWith = u.pages.set
 	var evs []Event
 	u.observed = snap
 	if err := inv.store.Save(Observed, snap); err != nil {
 		evs = append(evs, storeError(u.name, Observed, err))
 	}
-	evs = append(evs, inv.setPin(u, snap)...)
-	u.partial = u.pinned == snap
+	pinEvs, ours := inv.setPin(u, snap)
+	evs = append(evs, pinEvs...)
+	u.partial = ours
 	evs = append(evs, inv.refresh(u.name)...)
 	inv.publish()
 	return evs
@@ -589,6 +614,10 @@ func (inv *Inventory) completePin(u *upstream, snap *Snapshot) []Event {
 	if err != nil {
 		return []Event{invalidList(u.name, err)}
 	}
+	if sets := cloneSets(u.pinned.Sets); sets != nil {
+		sets[snap.ListedWith] = addNames(sets[snap.ListedWith], snap.toolNames()...)
+		pin.Sets = sets
+	}
 	if err := inv.store.Save(Pinned, pin); err != nil {
 		return []Event{storeError(u.name, Pinned, err)}
 	}
@@ -603,7 +632,7 @@ func (inv *Inventory) completePin(u *upstream, snap *Snapshot) []Event {
 // comes: a tool changed or added there is blocked at once, as drift seen
 // (upstream.seen), rather than when the last page arrives, which a
 // server need never send while clients read the first. Callers hold mu.
-func (inv *Inventory) pageDrift(u *upstream, page Page) []Event {
+func (inv *Inventory) pageDrift(u *upstream, page Page, set string) []Event {
 	if u.pinned == nil {
 		return nil
 	}
@@ -611,6 +640,12 @@ func (inv *Inventory) pageDrift(u *upstream, page Page) []Event {
 	for _, t := range page.Tools {
 		p, ok := u.pinned.Tool(t.Name)
 		if ok && p.Hash == t.Hash {
+			continue
+		}
+		if !ok && inv.mayPinSet(u, set) {
+			// New under a capability set whose names are pinned on first
+			// sight, when its listing completes (pinSet); blocked as
+			// outside the pin meanwhile.
 			continue
 		}
 		c := ToolChange{Tool: t.Name, Kind: ToolAdded, ObservedHash: t.Hash}
@@ -677,11 +712,14 @@ func (inv *Inventory) autoPin(u *upstream) bool {
 	return u.pinned == nil && u.pinErr == nil && inv.pinning == PinFirstSeen
 }
 
-// setPin pins snap as u's first pin. Callers hold mu.
-func (inv *Inventory) setPin(u *upstream, snap *Snapshot) []Event {
+// setPin pins snap, a listing, as u's first pin, its names as those of
+// its capability set. It reports whether the pin is snap's (not another
+// writer's). Callers hold mu.
+func (inv *Inventory) setPin(u *upstream, snap *Snapshot) ([]Event, bool) {
 	ev := Event{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
-		"hash": snap.Hash, "tools": len(snap.Tools), "first_seen": true,
+		"hash": snap.Hash, "tools": len(snap.Tools), "first_seen": true, "capability_set": snap.ListedWith,
 	}}
+	snap = snap.withSets(map[string][]string{snap.ListedWith: snap.toolNames()})
 	kept, err := inv.store.SaveFirst(Pinned, snap)
 	var bad *LoadError
 	switch {
@@ -691,21 +729,73 @@ func (inv *Inventory) setPin(u *upstream, snap *Snapshot) []Event {
 		u.pinned, u.pinErr, u.unsaved = nil, err, false
 		return []Event{{Type: EventSnapshotRejected, Upstream: u.name, Detail: map[string]any{
 			"kind": string(Pinned), "path": bad.Path, "error": err.Error(),
-		}}}
+		}}}, false
 	case err != nil:
 		// Pin in memory anyway: the gateway must not run unpinned because
 		// the disk is full; later listings write it again (keepPin), and
 		// so does a pin or approval.
 		u.pinned, u.pinErr = snap, nil
 		u.unsaved, u.retrySaveAt = true, inv.now().Add(retrySaveEvery)
-		return []Event{storeError(u.name, Pinned, err), ev}
+		return []Event{storeError(u.name, Pinned, err), ev}, true
 	case kept != snap:
 		// Another replica pinned the upstream first: its pin is the pin,
 		// and what this one saw is compared with it.
 		u.pinned, u.pinErr, u.unsaved = kept, nil, false
-		return nil
+		return nil, false
 	}
 	u.pinned, u.pinErr, u.seen, u.unpinned = snap, nil, nil, nil
+	u.unsaved = false
+	return []Event{ev}, true
+}
+
+// mayPinSet reports whether the names of a listing of capability set set
+// not in u's pin are pinned on first sight: pinning is PinFirstSeen, and
+// the pin keeps capability sets (not one made before they were), has
+// not pinned set, and fewer than maxCapabilitySets of them. Callers hold
+// mu.
+func (inv *Inventory) mayPinSet(u *upstream, set string) bool {
+	return inv.pinning == PinFirstSeen && u.pinned != nil && u.pinErr == nil && !u.partial &&
+		u.pinned.Sets != nil && !u.pinned.setPinned(set) && len(u.pinned.Sets) < maxCapabilitySets
+}
+
+// pinSet pins the names of snap, a complete listing of a capability set
+// not pinned yet (mayPinSet), on first sight: its tools that are not in
+// the pin join it. A tool of the pin that differs in snap stays the
+// pinned version, drift as ever. Callers hold mu.
+func (inv *Inventory) pinSet(u *upstream, snap *Snapshot) []Event {
+	if !inv.mayPinSet(u, snap.ListedWith) {
+		return nil
+	}
+	tools := slices.Clone(u.pinned.Tools)
+	var added []string
+	for _, t := range snap.Tools {
+		if _, ok := u.pinned.Tool(t.Name); !ok {
+			tools = append(tools, t)
+			added = append(added, t.Name)
+		}
+	}
+	if len(tools) > MaxTools {
+		return []Event{invalidList(u.name, fmt.Errorf("%w: the tools of capability set %q would make the pin more than %d tools; they stay outside it",
+			ErrInvalidList, snap.ListedWith, MaxTools))}
+	}
+	pin, err := newSnapshot(u.name, tools, inv.now())
+	if err != nil {
+		return []Event{invalidList(u.name, err)}
+	}
+	pin.Sets = cloneSets(u.pinned.Sets)
+	pin.Sets[snap.ListedWith] = snap.toolNames()
+	ev := Event{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
+		"hash": pin.Hash, "tools": len(pin.Tools), "first_seen": true,
+		"capability_set": snap.ListedWith, "added": added,
+	}}
+	if err := inv.store.Save(Pinned, pin); err != nil {
+		// Not held in memory only, as a first pin is (setPin): the
+		// upstream is pinned already, and a restart would pin the set
+		// again on first sight. Its new names stay drift, and the set's
+		// next listing tries again.
+		return []Event{storeError(u.name, Pinned, err)}
+	}
+	u.pinned = pin
 	u.unsaved = false
 	return []Event{ev}
 }
@@ -883,7 +973,18 @@ func (inv *Inventory) approveLocked(upstream, tool string, want *string, evType 
 		if want != nil && *want != u.observed.Hash {
 			return nil, fmt.Errorf("%w: %q is at %s, not %s", ErrStale, upstream, u.observed.Hash, *want)
 		}
-		snap = u.observed
+		if evType == EventPinned || u.pinned == nil || u.pinned.Sets == nil {
+			// Pinned as a whole: the observed list, the names of its
+			// capability set; other sets are pinned on their first sight.
+			snap = u.observed.withSets(map[string][]string{u.observed.ListedWith: u.observed.toolNames()})
+		} else {
+			// Every change approved, the tools of other capability sets
+			// kept.
+			var err error
+			if snap, err = approvedAll(u, inv.now()); err != nil {
+				return nil, fmt.Errorf("inventory: approving %q: %w", upstream, err)
+			}
+		}
 		ev.Detail = map[string]any{"hash": snap.Hash, "tools": len(snap.Tools)}
 	} else {
 		if u.pinned == nil {
@@ -896,12 +997,8 @@ func (inv *Inventory) approveLocked(upstream, tool string, want *string, evType 
 		if want != nil && *want != c.ObservedHash {
 			return nil, fmt.Errorf("%w: %q of %q is at %q, not %q", ErrStale, tool, upstream, c.ObservedHash, *want)
 		}
-		tools := slices.DeleteFunc(slices.Clone(u.pinned.Tools), func(t Tool) bool { return t.Name == tool })
-		if t, ok := u.observed.Tool(tool); ok {
-			tools = append(tools, t)
-		}
 		var err error
-		if snap, err = newSnapshot(upstream, tools, inv.now()); err != nil {
+		if snap, err = approvedTools(u, []string{tool}, inv.now()); err != nil {
 			return nil, fmt.Errorf("inventory: approving %q of %q: %w", tool, upstream, err)
 		}
 		ev.Tool = tool
@@ -920,6 +1017,57 @@ func (inv *Inventory) approveLocked(upstream, tool string, want *string, evType 
 	evs := append([]Event{ev}, inv.refresh(upstream)...)
 	inv.publish()
 	return evs, nil
+}
+
+// approvedAll is u's pin with every change (u.changes) approved, and the
+// names of the observed list as those of its capability set. Callers hold
+// mu.
+func approvedAll(u *upstream, at time.Time) (*Snapshot, error) {
+	snap, err := approvedTools(u, slices.Sorted(maps.Keys(u.changes)), at)
+	if err != nil {
+		return nil, err
+	}
+	if snap.Sets != nil {
+		snap.Sets[u.observed.ListedWith] = u.observed.toolNames()
+	}
+	return snap, nil
+}
+
+// approvedTools is u's pin with the observed version of each of tools (a
+// tool the observed list lacks dropped, if its capability set was pinned
+// with it), the name added to, or dropped
+// from, the observed list's capability set: a tool dropped from the pin
+// is dropped from every set. Callers hold mu.
+func approvedTools(u *upstream, tools []string, at time.Time) (*Snapshot, error) {
+	pinned := slices.Clone(u.pinned.Tools)
+	sets := cloneSets(u.pinned.Sets)
+	set := u.observed.ListedWith
+	for _, tool := range tools {
+		t, ok := u.observed.Tool(tool)
+		if !ok && !u.pinned.setHolds(set, tool) {
+			// Not listed to the observed list's capability set, nor
+			// pinned under it: that list neither changed nor removed it.
+			continue
+		}
+		pinned = slices.DeleteFunc(pinned, func(t Tool) bool { return t.Name == tool })
+		switch {
+		case ok:
+			pinned = append(pinned, t)
+			if sets != nil {
+				sets[set] = addNames(sets[set], tool)
+			}
+		case sets != nil:
+			for k, names := range sets {
+				sets[k] = slices.DeleteFunc(names, func(n string) bool { return n == tool })
+			}
+		}
+	}
+	snap, err := newSnapshot(u.name, pinned, at)
+	if err != nil {
+		return nil, err
+	}
+	snap.Sets = sets
+	return snap, nil
 }
 
 // Blocked reports whether a call of tool on upstream must be held back

@@ -105,6 +105,14 @@ type Snapshot struct {
 	CreatedAt time.Time `json:"created_at"`
 	// Tools are sorted by name; names are unique.
 	Tools []Tool `json:"tools"`
+	// ListedWith, in an observed snapshot, is the capability set
+	// (CapabilitySet) of the client whose listing it is.
+	ListedWith string `json:"listed_with,omitzero"`
+	// Sets, in a pinned snapshot, maps each capability set a listing was
+	// pinned under to the names of its tools, sorted (see capsets.go).
+	// Nil in a pin made before sets were kept: every set is then held to
+	// all the pin's tools.
+	Sets map[string][]string `json:"capability_sets,omitzero"`
 }
 
 // newSnapshot sorts tools (already sealed) and computes the snapshot hash.
@@ -255,6 +263,7 @@ type pages struct {
 	tools map[string]Tool
 	bytes int    // what tools holds, Tool.size
 	next  string // the nextCursor of the page added last, while tools is not nil
+	set   string // the capability set of the client that asked for the first page
 }
 
 // continues reports whether a page asked for with cursor continues the

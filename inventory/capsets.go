@@ -1,0 +1,147 @@
+package inventory
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Capability sets: servers list tools according to what the client
+// declared it can do (server-everything lists its elicitation tools only
+// to a client that declares elicitation, its roots tool only to one that
+// declares roots). Were the first listing's names the pin for every
+// client, a client declaring more would find the extra tools blocked as
+// new, and one declaring less would block the others as removed, for
+// everyone. So a pin keeps, besides its tools, the names listed under each
+// capability set (Snapshot.Sets): a name first seen under a capability set
+// not pinned yet is pinned on first sight, as the first listing was; under
+// a pinned set a new name is drift, and so is a pinned name missing. What
+// every tool is stays one definition across sets: a tool of the pin that
+// differs in any listing, whatever the client declared, is drift.
+
+// maxCapabilitySets bounds the capability sets pinned per upstream. Each
+// is a window for tools pinned on first sight, and a client chooses what it
+// declares: past it, a new set's new names are drift, as under a set
+// pinned already.
+const maxCapabilitySets = 16
+
+// capabilityRoots are the client capabilities a capability set is made of,
+// and capabilityLeaves the members within them it tells apart (MCP
+// 2025-03-26 to 2026-07-28: elicitation.form and .url, sampling.tools and
+// .context, roots.listChanged, tasks.list and .cancel). Other members
+// (experimental, extensions, names of the client's making) are not: they
+// would let a client make up sets without end.
+var (
+	capabilityRoots  = []string{"elicitation", "roots", "sampling", "tasks"}
+	capabilityLeaves = map[string]bool{"form": true, "url": true, "tools": true, "context": true, "listChanged": true,
+		"list": true, "cancel": true, "requests": true}
+)
+
+// CapabilitySet names the capability set of client capabilities (the
+// capabilities of initialize, or io.modelcontextprotocol/clientCapabilities
+// of a 2026-07-28 request's _meta): the capabilities among elicitation,
+// roots, sampling and tasks declared (with an object, or true), and their
+// known members, as "elicitation,elicitation.form,roots", sorted. No
+// capabilities, or a value that is not an object, is "".
+func CapabilitySet(caps jsontext.Value) string {
+	if caps.Kind() != '{' {
+		return ""
+	}
+	var top map[string]jsontext.Value
+	if json.Unmarshal(caps, &top) != nil {
+		return ""
+	}
+	var words []string
+	for _, k := range capabilityRoots {
+		v, ok := top[k]
+		if !ok || !declared(v) {
+			continue
+		}
+		words = append(words, k)
+		if v.Kind() != '{' {
+			continue
+		}
+		var sub map[string]jsontext.Value
+		if json.Unmarshal(v, &sub) != nil {
+			continue
+		}
+		for _, s := range slices.Sorted(maps.Keys(sub)) {
+			if capabilityLeaves[s] && declared(sub[s]) {
+				words = append(words, k+"."+s)
+			}
+		}
+	}
+	slices.Sort(words)
+	return strings.Join(words, ",")
+}
+
+// declared reports whether a capability's value declares it: an object or
+// true (false and null do not).
+func declared(v jsontext.Value) bool {
+	return v.Kind() == '{' || v.Kind() == 't'
+}
+
+// setHolds reports whether the pin s holds the capability set key to
+// name: a pin from before capability sets were kept holds every set to
+// all its names; otherwise the set's names, none when the set is not
+// pinned.
+func (s *Snapshot) setHolds(key, name string) bool {
+	if s.Sets == nil {
+		return true
+	}
+	_, ok := slices.BinarySearch(s.Sets[key], name)
+	return ok
+}
+
+// setPinned reports whether the pin s has pinned the names of key: every
+// set, for a pin from before capability sets were kept.
+func (s *Snapshot) setPinned(key string) bool {
+	if s.Sets == nil {
+		return true
+	}
+	_, ok := s.Sets[key]
+	return ok
+}
+
+// toolNames returns the sorted names of s's tools.
+func (s *Snapshot) toolNames() []string {
+	names := make([]string, len(s.Tools))
+	for i, t := range s.Tools {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// withSets returns a copy of s whose Sets are sets.
+func (s *Snapshot) withSets(sets map[string][]string) *Snapshot {
+	c := *s
+	c.Sets = sets
+	c.ListedWith = ""
+	return &c
+}
+
+// cloneSets copies sets, names slices included.
+func cloneSets(sets map[string][]string) map[string][]string {
+	if sets == nil {
+		return nil
+	}
+	c := make(map[string][]string, len(sets))
+	for k, v := range sets {
+		c[k] = slices.Clone(v)
+	}
+	return c
+}
+
+// addNames returns names (sorted) with more added, sorted, without repeats.
+func addNames(names []string, more ...string) []string {
+	out := slices.Clone(names)
+	for _, n := range more {
+		if i, ok := slices.BinarySearch(out, n); !ok {
+			out = slices.Insert(out, i, n)
+		}
+	}
+	return out
+}
