@@ -337,7 +337,7 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 			sess.setVersion(protocolVersionFromResult(m.Result))
 		}
 		if call.method == "tools/list" && m.Kind == intercept.KindResponse {
-			ic.ObserveToolsPage(call.cc.Upstream, m.Result, call.cursor)
+			ic.ObserveToolsPageWith(call.cc.Upstream, m.Result, call.cursor, call.cc.ClientCapabilities)
 		}
 		if m.Kind == intercept.KindResponse && screened(call.method, msg) {
 			if out, changed := screenAnswer(ctx, ic, call.cc, call.method, call.cursor, m.ID, m.IDKey(), m.Raw, m.Result); changed {
@@ -1151,7 +1151,7 @@ func (g *Gateway) openBridge(x *exchange) (*session, error) {
 		return nil, err
 	}
 	sess := &session{id: g.sessionID(sealedSession{Route: x.rt.up.Name, Header: x.owner.header, Agent: x.owner.agent, Client: x.owner.client}),
-		route: x.rt.up.Name, owner: x.owner, version: x.version, elicitForm: x.initFormElicitation(), lease: l}
+		route: x.rt.up.Name, owner: x.owner, version: x.version, elicitForm: x.initFormElicitation(), caps: x.clientCapabilities(), lease: l}
 	sess.bridge = &bridgeState{up: up, name: x.rt.up.Name, done: make(chan struct{}),
 		waiters: make(map[string]*stream), calls: make(map[string]bridgeCall), tasks: newTaskHold(g.ic, g.withheld)}
 	sess.bridge.sink = &bridgeSink{sess.bridge}

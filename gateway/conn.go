@@ -87,9 +87,13 @@ type relay struct {
 	// cursors are the cursors of the tools/list requests in pending
 	// asked with one (intercept.ListCursor), by id.
 	cursors map[string]string
-	// pendingBytes is what pending and cursors hold (ids, methods and
-	// cursors): with its length, bounded by maxConnPending and
-	// maxConnPendingBytes.
+	// listCaps are the client capabilities of the tools/list requests in
+	// pending that declare them in their _meta (2026-07-28), by id; the
+	// others are the connection's (clientCaps).
+	listCaps map[string]jsontext.Value
+	// pendingBytes is what pending, cursors and listCaps hold (ids,
+	// methods, cursors and capabilities): with its length, bounded by
+	// maxConnPending and maxConnPendingBytes.
 	pendingBytes int
 	// held is the room in budget (max_inflight_body_bytes) the requests
 	// in pending keep until they are answered, by the id whose answer
@@ -101,6 +105,7 @@ type relay struct {
 	owner      principal
 	version    string
 	elicitForm bool                               // the client declared form elicitation at initialize
+	clientCaps jsontext.Value                     // the capabilities the client declared at initialize
 	asks       map[string]chan *intercept.Message // open approval questions by JSON id
 	spans      map[string]telemetry.Span          // server spans of requests awaiting a response
 	upcalls    map[string]*upCall                 // measurements of requests forwarded upstream, by id
@@ -155,7 +160,8 @@ func (r *relay) toUpstream(ctx context.Context, b []byte) error {
 func (r *relay) callContext() intercept.CallContext {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cc := intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, TaskScope: r.session, Agent: r.owner.agent, ClientName: r.owner.clientName(), ProtocolVersion: r.version}
+	cc := intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, TaskScope: r.session, Agent: r.owner.agent, ClientName: r.owner.clientName(), ProtocolVersion: r.version,
+		ClientCapabilities: r.clientCaps}
 	if r.lister != nil {
 		cc.Lister = r.lister
 	}
@@ -167,6 +173,7 @@ func (r *relay) run(ctx context.Context) error {
 	defer cancel()
 	r.pending = make(map[string]string)
 	r.cursors = make(map[string]string)
+	r.listCaps = make(map[string]jsontext.Value)
 	r.held = make(map[string]int64)
 	defer r.releaseHeld()
 	r.asks = make(map[string]chan *intercept.Message)
@@ -743,6 +750,10 @@ func (r *relay) track(msgs []*intercept.Message, swapped bool) {
 				r.pendingBytes -= len(old)
 				delete(r.cursors, m.IDKey())
 			}
+			if old, ok := r.listCaps[m.IDKey()]; ok {
+				r.pendingBytes -= len(old)
+				delete(r.listCaps, m.IDKey())
+			}
 			r.pending[m.IDKey()] = m.Method
 			r.pendingBytes += len(m.IDKey()) + len(m.Method)
 			switch {
@@ -757,8 +768,13 @@ func (r *relay) track(msgs []*intercept.Message, swapped bool) {
 				r.cursors[m.IDKey()] = c
 				r.pendingBytes += len(c)
 			}
+			if c := metaCapabilities(m); c != nil && m.Method == "tools/list" {
+				r.listCaps[m.IDKey()] = c
+				r.pendingBytes += len(c)
+			}
 			if m.Method == "initialize" {
 				r.elicitForm = formElicitation(intercept.Member(m.Params, "capabilities"))
+				r.clientCaps = initCapabilities(m)
 			}
 		}
 	}
@@ -893,6 +909,10 @@ func (r *relay) received(b []byte) ([]byte, []*intercept.Message, error) {
 		answers = append(answers, m)
 		r.mu.Lock()
 		method, cursor := r.pending[m.IDKey()], r.cursors[m.IDKey()]
+		caps, ok := r.listCaps[m.IDKey()]
+		if !ok {
+			caps = r.clientCaps
+		}
 		if m.Kind == intercept.KindResponse && method == "initialize" {
 			r.version = protocolVersionFromResult(m.Result)
 		}
@@ -900,7 +920,7 @@ func (r *relay) received(b []byte) ([]byte, []*intercept.Message, error) {
 		if m.Kind == intercept.KindResponse && method == "tools/list" {
 			// Recorded before the client has it: a call it makes on
 			// seeing the list is decided with the list.
-			r.ic.ObserveToolsPage(r.up.Name, m.Result, cursor)
+			r.ic.ObserveToolsPageWith(r.up.Name, m.Result, cursor, caps)
 		}
 		r.endUpCall(m.IDKey(), responseError(m))
 	}
@@ -996,6 +1016,7 @@ func (r *relay) failPending(ctx context.Context, cause error) {
 	clear(r.pending)
 	r.cancelledLists = r.cancelledLists[:0]
 	clear(r.cursors)
+	clear(r.listCaps)
 	r.pendingBytes = 0
 	for id, n := range r.held {
 		delete(r.held, id)
@@ -1035,6 +1056,10 @@ func (r *relay) forget(id string) {
 	if c, ok := r.cursors[id]; ok {
 		r.pendingBytes -= len(c)
 		delete(r.cursors, id)
+	}
+	if c, ok := r.listCaps[id]; ok {
+		r.pendingBytes -= len(c)
+		delete(r.listCaps, id)
 	}
 	if n, ok := r.held[id]; ok {
 		delete(r.held, id)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -24,6 +25,10 @@ type session struct {
 	// elicitForm: the client declared form-mode elicitation at initialize,
 	// so a held call can be put to its user (see approve.go).
 	elicitForm bool
+	// caps are the capabilities its client declared at initialize (nil:
+	// none, or a session restored from its sealed id on another replica):
+	// tools/list answers are recorded with them.
+	caps jsontext.Value
 	// lease is the session's place in the gateway's session limits,
 	// given back when it leaves the table (limits.go).
 	lease *lease

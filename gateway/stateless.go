@@ -298,7 +298,7 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		// Recorded before the client has it: a call it makes on seeing
 		// the list is decided with the list, and the list is screened
 		// against what was recorded (a drifted tool shown as pinned).
-		b.g.ic.ObserveToolsPage(b.rt.up.Name, m.Result, c.cursor)
+		b.g.ic.ObserveToolsPageWith(b.rt.up.Name, m.Result, c.cursor, c.cc.ClientCapabilities)
 	}
 	if m.Kind == intercept.KindResponse && screened(c.method, out) {
 		out, _ = screenAnswer(b.g.ctx, b.g.ic, c.cc, c.method, c.cursor, c.id, c.idKey, out, m.Result)

@@ -104,7 +104,8 @@ type exchange struct {
 
 // callContext is what the interceptor is told about x.
 func (x *exchange) callContext() intercept.CallContext {
-	cc := intercept.CallContext{Upstream: x.rt.up.Name, Target: x.rt.up.target(), Agent: x.agent, ProtocolVersion: x.version, ClientName: x.clientName, Principal: x.principal}
+	cc := intercept.CallContext{Upstream: x.rt.up.Name, Target: x.rt.up.target(), Agent: x.agent, ProtocolVersion: x.version, ClientName: x.clientName, Principal: x.principal,
+		ClientCapabilities: x.clientCapabilities()}
 	if x.rt.lister != nil {
 		cc.Lister = x.rt.lister
 	}
@@ -668,7 +669,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if sid := resp.Header.Get(hdrSession); sid != "" && sess == nil {
 		sess = &session{id: g.sessionID(sealedSession{Route: x.rt.up.Name, Upstream: sid, Header: x.owner.header, Agent: x.owner.agent,
 			Client: x.owner.client, Version: x.version, Elicit: x.initFormElicitation()}), route: x.rt.up.Name, upstreamID: sid, owner: x.owner, version: x.version,
-			elicitForm: x.initFormElicitation()}
+			elicitForm: x.initFormElicitation(), caps: x.clientCapabilities()}
 		var err error
 		if sess.lease, err = g.takeLease(x); err == nil {
 			err = g.sessions.add(sess)
@@ -1172,7 +1173,7 @@ func (o *observer) lists(b []byte) {
 	}
 	for _, m := range msgs {
 		if m.Kind == intercept.KindResponse && o.pending[m.IDKey()] == "tools/list" {
-			o.g.ic.ObserveToolsPage(o.rt.up.Name, m.Result, o.cursors[m.IDKey()])
+			o.g.ic.ObserveToolsPageWith(o.rt.up.Name, m.Result, o.cursors[m.IDKey()], o.cc.ClientCapabilities)
 		}
 	}
 }

@@ -50,6 +50,11 @@ type CallContext struct {
 	// it while the Observer keeps an inventory (unlisted.go). Nil decides
 	// such a call with what was seen before.
 	Lister ToolsLister
+	// ClientCapabilities are the capabilities the client declared: at
+	// initialize, for a session; in the request's _meta, for a 2026-07-28
+	// request. Nil when it declared none or they are not known. A
+	// tools/list answer is recorded with them (ObserveToolsPageWith).
+	ClientCapabilities jsontext.Value
 	// ClientCanApprove reports that a held call could be put to the
 	// client's user: the operator lets clients answer (the gateway has an
 	// Approver) and this client can be asked on this transport (see
@@ -572,6 +577,20 @@ func (i *Interceptor) ObserveToolsPage(upstream string, result jsontext.Value, c
 	default:
 		o.ObserveTools(upstream, result)
 	}
+}
+
+// ObserveToolsPageWith is ObserveToolsPage told the capabilities the
+// client that asked declared (CallContext.ClientCapabilities): servers
+// list tools according to them, and an Observer that is a
+// [ToolsCapsObserver] compares the list with what was listed to clients
+// declaring the same.
+func (i *Interceptor) ObserveToolsPageWith(upstream string, result jsontext.Value, cursor string, clientCaps jsontext.Value) {
+	if o, ok := i.Observer.(ToolsCapsObserver); ok {
+		i.catalogPage(upstream, result, &cursor)
+		o.ObserveToolsPageWith(upstream, result, cursor, clientCaps)
+		return
+	}
+	i.ObserveToolsPage(upstream, result, cursor)
 }
 
 // catalogPage records a page of upstream's tools in the catalog; cursor is

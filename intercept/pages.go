@@ -56,3 +56,12 @@ func ListCursor(m *Message) string {
 type ToolsPageObserver interface {
 	ObserveToolsPage(upstream string, result jsontext.Value, cursor string)
 }
+
+// A ToolsCapsObserver is a ToolsPageObserver told the capabilities the
+// client that asked declared (CallContext.ClientCapabilities; nil when none
+// or unknown): servers list tools according to them (an elicitation tool
+// only to a client that declares elicitation). It is used in place of
+// ObserveToolsPage when the Observer implements it.
+type ToolsCapsObserver interface {
+	ObserveToolsPageWith(upstream string, result jsontext.Value, cursor string, clientCaps jsontext.Value)
+}
