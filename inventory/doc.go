@@ -20,6 +20,13 @@
 // against "rug pulls": a server approved with one tool definition that
 // later serves another.
 //
+// Servers list tools according to the capabilities the client declared,
+// so the pin keeps the names listed under each capability set
+// (CapabilitySet; ObserveToolsPageWith is told the client's capabilities):
+// a set's first list pins its new names, later a new name under it is
+// drift and a missing one removed, while a tool of the pin that differs is
+// drift whatever the set (see capsets.go).
+//
 // Every tool version is also scanned for tool poisoning (Scan): hidden
 // instruction blocks, concealment, instruction overrides, references to
 // secrets and to other servers' tools, invisible Unicode, very long
