@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/internal/redistest"
 )
 
 const (
@@ -203,4 +205,48 @@ func TestCapabilitySetManualPinning(t *testing.T) {
 	wantBlocked(t, inv, "ev", "elicit", false, "")
 	listAs(inv, "ev", noCaps, "echo", "Echo.")
 	wantBlocked(t, inv, "ev", "elicit", false, "")
+}
+
+// Replicas on one Redis share the capability sets with the pin: a set one
+// pinned is pinned for the other, whose lists of it are held to its names,
+// and a set the other pins first is pinned for the one.
+func TestCapabilitySetsAcrossReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	key := testKey(t)
+	a, arec := replica(t, srv, key, Options{})
+	b, brec := replica(t, srv, key, Options{})
+
+	listAs(a, "ev", noCaps, "echo", "Echo.")
+	listAs(a, "ev", allCaps, "echo", "Echo.", "elicit", "Ask.")
+	eventually(t, "B learns the sets A pinned", func() bool {
+		p := b.Snapshot("ev", Pinned)
+		return p != nil && len(p.Sets) == 2
+	})
+	if blocked(b, "ev", "elicit") {
+		t.Error("B blocks the tool A pinned under its set")
+	}
+	listAs(b, "ev", allCaps, "echo", "Echo.", "elicit", "Ask.", "later", "Later.")
+	if !blocked(b, "ev", "later") {
+		t.Error("B does not block a tool new under a set A pinned")
+	}
+	eventually(t, "A blocks it too", func() bool { return blocked(a, "ev", "later") })
+
+	brec.take(EventDrift)
+	listAs(b, "ev", `{"roots":{}}`, "echo", "Echo.", "root", "Roots.")
+	if blocked(b, "ev", "root") {
+		t.Error("B blocks the tool of a set listed for the first time")
+	}
+	for _, e := range brec.take(EventDrift) {
+		if e.Tool == "root" {
+			t.Errorf("drift event %+v for the tool of a set listed for the first time", e)
+		}
+	}
+	eventually(t, "A learns the set B pinned", func() bool { return !blocked(a, "ev", "root") && blocked(a, "ev", "later") })
+	// Had A loaded B's list before B's pin of its set, it would have
+	// taken root for drift meanwhile.
+	for _, e := range arec.take(EventDrift) {
+		if e.Tool == "root" {
+			t.Errorf("drift event on A %+v for the tool of a set B listed for the first time", e)
+		}
+	}
 }

@@ -546,16 +546,19 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 	}
 	u.observed = snap
 	// The pin first: a replica starting on a store that lost it would
-	// otherwise pin the list saved next.
+	// otherwise pin the list saved next, and one that loaded the list
+	// before the pin of its capability set would take its new tools for
+	// drift.
 	evs = append(evs, inv.keepPin(u)...)
+	if !inv.autoPin(u) {
+		evs = append(evs, inv.pinSet(u, snap)...)
+	}
 	if err := inv.store.Save(Observed, snap); err != nil {
 		evs = append(evs, storeError(upstream, Observed, err))
 	}
 	if inv.autoPin(u) {
 		pinEvs, _ := inv.setPin(u, snap)
 		evs = append(evs, pinEvs...)
-	} else {
-		evs = append(evs, inv.pinSet(u, snap)...)
 	}
 	evs = append(evs, inv.refresh(upstream)...)
 	inv.publish()
