@@ -22,16 +22,16 @@ import (
 	"github.com/sluicehq/sluice/inventory"
 )
 
-// driftGateway serves ups behind Sluice with an inventory (pinned on first
-// sight, drift blocked) and a policy that allows every call.
-func driftGateway(t *testing.T, ups ...Upstream) (*httptest.Server, *inventory.Inventory) {
+// driftGateway serves opts behind Sluice with an inventory (pinned on
+// first sight, drift blocked) and a policy that allows every call.
+func driftGateway(t *testing.T, opts Options) (*httptest.Server, *inventory.Inventory) {
 	t.Helper()
 	inv, err := inventory.New(inventory.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ic := &intercept.Interceptor{Decider: &govern.DriftGate{Next: &intercept.StaticDecider{Default: intercept.Allow}, Inventory: inv}, Observer: inv}
-	g, err := New(Options{Upstreams: ups}, ic, slog.New(slog.DiscardHandler))
+	g, err := New(opts, ic, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +98,27 @@ func callResult(t *testing.T, cs *mcp.ClientSession, tool string, args map[strin
 // held every later client to that subset: a client declaring sampling,
 // elicitation and roots had the extra tools left out of its list and its
 // calls of them denied inventory_drift, and the first client listing
-// again made them removed, for everyone.
+// again made them removed, for everyone. Through the upstream's route and
+// through the virtual server, whose inner sessions are initialized with
+// the client's capabilities.
 func TestEverythingCapabilityToolsNotDrift(t *testing.T) {
 	bin := everythingBin(t)
-	gw, _ := driftGateway(t, Upstream{Name: "ev", Command: "node", Args: []string{bin, "stdio"}})
-	url := gw.URL + "/mcp/ev"
+	ev := Upstream{Name: "ev", Command: "node", Args: []string{bin, "stdio"}}
+	for _, tc := range []struct {
+		name, path string
+		opts       Options
+	}{
+		{"route", "/mcp/ev", Options{Upstreams: []Upstream{ev}}},
+		{"virtual server", "/mcp", Options{Upstreams: []Upstream{ev}, VirtualServers: []VirtualServer{{}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw, _ := driftGateway(t, tc.opts)
+			everythingCapabilityTools(t, gw.URL+tc.path)
+		})
+	}
+}
+
+func everythingCapabilityTools(t *testing.T, url string) {
 	extra := []string{"get-roots-list", "trigger-elicitation-request", "trigger-sampling-request"}
 
 	plain := sdkConnect(t, url, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
@@ -229,7 +245,7 @@ func TestAttackCapabilitySetRugPull(t *testing.T) {
 	up := &capsUpstream{caps: map[string]bool{}}
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
-	gw, _ := driftGateway(t, Upstream{Name: "caps", URL: srv.URL})
+	gw, _ := driftGateway(t, Options{Upstreams: []Upstream{{Name: "caps", URL: srv.URL}}})
 	url := gw.URL + "/mcp/caps"
 
 	plain := initializeWith(t, url, `{}`)
