@@ -250,3 +250,24 @@ func TestCapabilitySetsAcrossReplicas(t *testing.T) {
 		}
 	}
 }
+
+// The names of a set are looked up by binary search: a pin whose set is
+// not sorted is rejected at load, as one whose tools are not.
+func TestCapabilitySetUnsortedRejected(t *testing.T) {
+	dir := t.TempDir()
+	inv, _ := newInv(t, dir, Options{})
+	listAs(inv, "ev", noCaps, "add", "Add.", "echo", "Echo.")
+	key, err := LoadKey(filepath.Join(dir, KeyFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(filepath.Join(dir, "inventory"), key)
+	if err := st.Save(Pinned, inv.Snapshot("ev", Pinned).withSets(map[string][]string{"": {"echo", "add"}})); err != nil {
+		t.Fatal(err)
+	}
+	inv2, rec := newInv(t, dir, Options{})
+	if evs := rec.take(EventSnapshotRejected); len(evs) != 1 {
+		t.Errorf("rejected events %+v, want one", evs)
+	}
+	wantBlocked(t, inv2, "ev", "add", true, "failed verification")
+}

@@ -174,6 +174,14 @@ func (s *Snapshot) verify() error {
 			return fmt.Errorf("tools not sorted by name or not unique at %q", t.Name)
 		}
 	}
+	for set, names := range s.Sets {
+		// Looked up by binary search (setHolds).
+		for i := 1; i < len(names); i++ {
+			if names[i-1] >= names[i] {
+				return fmt.Errorf("capability set %q: names not sorted or not unique at %q", set, names[i])
+			}
+		}
+	}
 	h, err := inventoryHash(s.Tools)
 	if err != nil {
 		return err
