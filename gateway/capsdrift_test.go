@@ -437,3 +437,31 @@ func capsWS(t *testing.T, gw, caps string) func(method, name, params string) str
 		return send(`{"jsonrpc":"2.0","id":` + itoa(id) + `,"method":"` + method + `","params":` + params + `}`)
 	}
 }
+
+// TestCapabilitySetOfAdoptedSession: a session opened on one replica and
+// served by another (its id sealed with the replicas' session keys) keeps
+// the capabilities its client declared: the other replica records the
+// session's lists with them. It knew none, and took the tools listed to
+// a client declaring elicitation for new under the set of no
+// capabilities: left out, their calls denied inventory_drift.
+func TestCapabilitySetOfAdoptedSession(t *testing.T) {
+	srv := httptest.NewServer(&capsUpstream{caps: map[string]bool{}})
+	t.Cleanup(srv.Close)
+	opts := Options{Upstreams: []Upstream{{Name: "caps", URL: srv.URL}}, SessionKeys: [][]byte{key(7)}}
+	a, _ := driftGateway(t, opts)
+	b, _ := driftGateway(t, opts)
+
+	plain := capsSession(t, b.URL, `{}`)
+	if body := plain("tools/list", "", `{}`); !strings.Contains(body, "Echo a message.") {
+		t.Fatalf("first listing: %s", body)
+	}
+	h := initializeWith(t, a.URL+"/mcp/caps", `{"elicitation":{}}`)
+	_, _, body := post(t, b.URL+"/mcp/caps", h, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if strings.Contains(body, "id_rsa") || !strings.Contains(body, `"ask"`) {
+		t.Errorf("tools/list on B of a session opened on A declaring elicitation: got %s, want echo as pinned and ask", body)
+	}
+	_, _, body = post(t, b.URL+"/mcp/caps", h, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{}}}`)
+	if !strings.Contains(body, "ran ask") {
+		t.Errorf("call of ask on B: got %s, want it run", body)
+	}
+}

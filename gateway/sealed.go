@@ -60,8 +60,11 @@ type sealedSession struct {
 	Client   string `json:"c,omitempty"` // principal.client
 	Version  string `json:"v,omitempty"`
 	Elicit   bool   `json:"e,omitempty"`
-	Replica  string `json:"p,omitempty"` // set for a session bound to one replica (bridged upstreams)
-	Nonce    string `json:"n"`           // random: two sessions never share an id
+	// Caps are the capabilities the client declared at initialize
+	// (session.caps), unless longer than maxSealedCaps.
+	Caps    jsontext.Value `json:"k,omitzero"`
+	Replica string         `json:"p,omitempty"` // set for a session bound to one replica (bridged upstreams)
+	Nonce   string         `json:"n"`           // random: two sessions never share an id
 }
 
 type sealer struct {
@@ -251,6 +254,20 @@ func (g *Gateway) sessionID(st sealedSession) string {
 
 var errSessionElsewhere = errors.New("session bound to another replica")
 
+// maxSealedCaps bounds the client capabilities a sealed session id
+// carries: the id goes in a header on every request. Past it the replica
+// that adopts the session knows none, and its lists count as declaring
+// none (more drift, never less).
+const maxSealedCaps = 512
+
+// sealableCaps returns caps if a sealed id may carry them, else nil.
+func sealableCaps(caps jsontext.Value) jsontext.Value {
+	if len(caps) > maxSealedCaps {
+		return nil
+	}
+	return caps
+}
+
 // adopt serves a sealed session this replica has not seen: it checks the
 // route and the caller as for a known session and enters it in the table
 // (counted against the session limits like a new one).
@@ -279,7 +296,7 @@ func (g *Gateway) adopt(id string, rt *route, c claim, client string) (*session,
 	if err != nil {
 		return nil, err
 	}
-	sess := &session{id: id, route: rt.up.Name, upstreamID: st.Upstream, owner: owner, version: st.Version, elicitForm: st.Elicit, lease: l}
+	sess := &session{id: id, route: rt.up.Name, upstreamID: st.Upstream, owner: owner, version: st.Version, elicitForm: st.Elicit, caps: st.Caps, lease: l}
 	got, err := g.sessions.addOnce(sess)
 	if err != nil || got != sess {
 		l.release() // an error, or another request adopted it first

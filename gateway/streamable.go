@@ -668,7 +668,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	sess := x.sess
 	if sid := resp.Header.Get(hdrSession); sid != "" && sess == nil {
 		sess = &session{id: g.sessionID(sealedSession{Route: x.rt.up.Name, Upstream: sid, Header: x.owner.header, Agent: x.owner.agent,
-			Client: x.owner.client, Version: x.version, Elicit: x.initFormElicitation()}), route: x.rt.up.Name, upstreamID: sid, owner: x.owner, version: x.version,
+			Client: x.owner.client, Version: x.version, Elicit: x.initFormElicitation(), Caps: sealableCaps(x.clientCapabilities())}), route: x.rt.up.Name, upstreamID: sid, owner: x.owner, version: x.version,
 			elicitForm: x.initFormElicitation(), caps: x.clientCapabilities()}
 		var err error
 		if sess.lease, err = g.takeLease(x); err == nil {
