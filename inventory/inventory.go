@@ -764,18 +764,33 @@ func (inv *Inventory) mayPinSet(u *upstream, set string) bool {
 // pinSet pins the names of snap, a complete listing of a capability set
 // not pinned yet (mayPinSet), on first sight: its tools that are not in
 // the pin join it. A tool of the pin that differs in snap stays the
-// pinned version, drift as ever. Callers hold mu.
+// pinned version, drift as ever; and then the set is pinned with the
+// names of the pin alone, its new ones drift too: a server seen changing
+// a tool under a set is not trusted with that set's new tools, which may
+// be the rest of the same rug pull (a changed tool telling the model to
+// call a new one). Callers hold mu.
 func (inv *Inventory) pinSet(u *upstream, snap *Snapshot) []Event {
 	if !inv.mayPinSet(u, snap.ListedWith) {
 		return nil
 	}
 	tools := slices.Clone(u.pinned.Tools)
-	var added []string
+	var added, known []string
+	drifted := false
 	for _, t := range snap.Tools {
-		if _, ok := u.pinned.Tool(t.Name); !ok {
+		p, ok := u.pinned.Tool(t.Name)
+		switch {
+		case !ok:
 			tools = append(tools, t)
 			added = append(added, t.Name)
+		case p.Hash != t.Hash:
+			drifted = true
+			fallthrough
+		default:
+			known = append(known, t.Name)
 		}
+	}
+	if drifted {
+		tools, added = u.pinned.Tools, nil
 	}
 	if len(tools) > MaxTools {
 		return []Event{invalidList(u.name, fmt.Errorf("%w: the tools of capability set %q would make the pin more than %d tools; they stay outside it",
@@ -787,9 +802,12 @@ func (inv *Inventory) pinSet(u *upstream, snap *Snapshot) []Event {
 	}
 	pin.Sets = cloneSets(u.pinned.Sets)
 	pin.Sets[snap.ListedWith] = snap.toolNames()
+	if drifted {
+		pin.Sets[snap.ListedWith] = known // sorted: snap.Tools are
+	}
 	ev := Event{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
 		"hash": pin.Hash, "tools": len(pin.Tools), "first_seen": true,
-		"capability_set": snap.ListedWith, "added": added,
+		"capability_set": snap.ListedWith, "added": added, "drifted": drifted,
 	}}
 	if err := inv.store.Save(Pinned, pin); err != nil {
 		// Not held in memory only, as a first pin is (setPin): the
