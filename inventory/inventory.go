@@ -193,6 +193,11 @@ type upstream struct {
 	// lastList is the SHA-256 of the raw result that made observed, if it
 	// was a single page.
 	lastList [sha256.Size]byte
+	// quiet are the capability sets other than observed's whose last
+	// single-page list, lastList, had nothing to add to observed
+	// (driftsAs), so that clients of several sets taking turns are not
+	// each a write of the store. Emptied when the pin changes (refresh).
+	quiet map[string][sha256.Size]byte
 
 	changes map[string]ToolChange // tool -> drift from pinned
 	// seen are the drifts observed since the pin that no approval has
@@ -464,7 +469,36 @@ func (inv *Inventory) repeated(upstream string, digest [sha256.Size]byte, set st
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	u := inv.ups[upstream]
-	return u != nil && u.observed != nil && u.lastList == digest && u.observed.ListedWith == set && u.pages.tools == nil && !inv.autoPin(u) && !inv.retrySave(u)
+	return u != nil && u.observed != nil && u.lastList == digest && (u.observed.ListedWith == set || u.quiet[set] == digest) &&
+		u.pages.tools == nil && !inv.autoPin(u) && !inv.retrySave(u)
+}
+
+// maxQuiet bounds upstream.quiet: the sets are the clients' choice.
+const maxQuiet = 64
+
+// quietAs records that the single-page list digest, listed to a client of
+// capability set set, has nothing to add to the list held. Callers hold
+// mu.
+func (u *upstream) quietAs(set string, digest [sha256.Size]byte) {
+	if u.quiet == nil || len(u.quiet) >= maxQuiet {
+		u.quiet = map[string][sha256.Size]byte{}
+	}
+	u.quiet[set] = digest
+}
+
+// driftsAs reports whether snap, a list of the same tools as u.observed
+// listed to a client of another capability set, has drift that u has not
+// seen: a tool pinned under its set missing. Callers hold mu.
+func (inv *Inventory) driftsAs(u *upstream, snap *Snapshot) bool {
+	if u.pinned == nil {
+		return false
+	}
+	for _, c := range diffSnapshots(u.pinned, snap) {
+		if old, ok := u.seen[c.Tool]; !ok || old.Kind != c.Kind || old.ObservedHash != c.ObservedHash || old.PinnedHash != c.PinnedHash {
+			return true
+		}
+	}
+	return false
 }
 
 // retrySaveEvery is how often a pin held in memory only (upstream.unsaved)
@@ -533,6 +567,20 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 		// The first complete list after a pin of an unfinished one: its
 		// tools on the pages no one had read join the pin.
 		evs = append(evs, inv.completePin(u, snap)...)
+	}
+	if u.observed != nil && u.observed.Hash == snap.Hash && !inv.autoPin(u) && u.observed.ListedWith != set {
+		// The tools of the list held, listed to a client of another
+		// capability set (clients of a server that lists the same to all
+		// take turns): its set pinned if new, and nothing written unless
+		// that set finds drift the list held did not (a tool it was
+		// pinned with missing).
+		evs = append(evs, inv.pinSet(u, snap)...)
+		if !inv.driftsAs(u, snap) {
+			if single {
+				u.quietAs(set, digest)
+			}
+			set = u.observed.ListedWith
+		}
 	}
 	if u.observed != nil && u.observed.Hash == snap.Hash && u.observed.ListedWith == set && !inv.autoPin(u) {
 		if inv.retrySave(u) {
@@ -925,21 +973,36 @@ func (inv *Inventory) reload(kind Kind, upstream string) []Event {
 		}
 		u.pinned, u.pinErr, u.unsaved = nil, err, false
 	case kind == Pinned:
-		if u.pinned != nil && u.pinned.Hash == snap.Hash {
+		if u.pinned != nil && samePin(u.pinned, snap) {
 			return nil
 		}
 		u.pinned, u.pinErr = snap, nil
 		u.unsaved = false
 	default:
-		if u.observed != nil && u.observed.Hash == snap.Hash {
+		if u.observed != nil && u.observed.Hash == snap.Hash && u.observed.ListedWith == snap.ListedWith {
 			return nil
 		}
 		u.observed = snap
 		u.lastList = [sha256.Size]byte{}
+		// And the pin stored now, which is at least the one saved before
+		// this list (observe saves the pin of a new capability set first):
+		// a list read before that pin's notice came (a resync under way
+		// as the writer saved both) would take the set's new tools for
+		// drift.
+		if pin, err := inv.store.Load(Pinned, upstream); err == nil && u.pinErr == nil && (u.pinned == nil || !samePin(u.pinned, pin)) {
+			u.pinned = pin
+			u.unsaved = false
+		}
 	}
 	evs = append(evs, inv.refresh(upstream)...)
 	inv.publish()
 	return evs
+}
+
+// samePin reports whether two pins hold the same tools under the same
+// capability sets.
+func samePin(a, b *Snapshot) bool {
+	return a.Hash == b.Hash && (a.Sets == nil) == (b.Sets == nil) && maps.EqualFunc(a.Sets, b.Sets, slices.Equal)
 }
 
 func storeError(upstream string, kind Kind, err error) Event {
@@ -1243,6 +1306,7 @@ func (inv *Inventory) refresh(changed string) []Event {
 	inv.toolNames = allNames
 	for _, name := range slices.Sorted(maps.Keys(inv.ups)) {
 		u := inv.ups[name]
+		u.quiet = nil // a pin or list changed: evaluated again
 		reported := map[string]bool{}
 		report := func(key string, ev Event) {
 			reported[key] = true
