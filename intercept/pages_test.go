@@ -2,6 +2,7 @@ package intercept
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -109,4 +110,48 @@ func catalogHash(i *Interceptor, upstream string) string {
 func catalogDescription(i *Interceptor, upstream, tool string) string {
 	v, _ := i.catalog.Load(upstream)
 	return v.(*toolSet).tools[tool].Description
+}
+
+// capsObserver records what each of its methods is told.
+type capsObserver struct{ got []string }
+
+func (o *capsObserver) ObserveTools(up string, _ jsontext.Value) { o.got = append(o.got, "tools "+up) }
+func (o *capsObserver) ObserveToolsPage(up string, _ jsontext.Value, cursor string) {
+	o.got = append(o.got, "page "+up+" "+cursor)
+}
+func (o *capsObserver) ObserveToolsPageWith(up string, _ jsontext.Value, cursor string, caps jsontext.Value) {
+	o.got = append(o.got, "with "+up+" "+cursor+" "+string(caps))
+}
+
+// pageObserver is an Observer told pages but not capabilities.
+type pageObserver struct{ got []string }
+
+func (o *pageObserver) ObserveTools(up string, _ jsontext.Value) { o.got = append(o.got, "tools "+up) }
+func (o *pageObserver) ObserveToolsPage(up string, _ jsontext.Value, cursor string) {
+	o.got = append(o.got, "page "+up+" "+cursor)
+}
+
+// TestObserveToolsPageWith: an Observer that is a ToolsCapsObserver is
+// told the client's capabilities, one that is not is told the page as
+// before, and the catalog has the list either way.
+func TestObserveToolsPageWith(t *testing.T) {
+	list := jsontext.Value(`{"tools":[{"name":"ask","description":"Ask the user."}]}`)
+	co := &capsObserver{}
+	i := &Interceptor{Observer: co}
+	i.ObserveToolsPageWith("ev", list, "", jsontext.Value(`{"elicitation":{}}`))
+	if want := []string{`with ev  {"elicitation":{}}`}; !slices.Equal(co.got, want) {
+		t.Errorf("ToolsCapsObserver told %q, want %q", co.got, want)
+	}
+	if got := catalogDescription(i, "ev", "ask"); got != "Ask the user." {
+		t.Errorf("catalog description %q, want the list's", got)
+	}
+	po := &pageObserver{}
+	i = &Interceptor{Observer: po}
+	i.ObserveToolsPageWith("ev", list, "", jsontext.Value(`{"elicitation":{}}`))
+	if want := []string{"page ev "}; !slices.Equal(po.got, want) {
+		t.Errorf("ToolsPageObserver told %q, want %q", po.got, want)
+	}
+	if got := catalogDescription(i, "ev", "ask"); got != "Ask the user." {
+		t.Errorf("catalog description %q, want the list's", got)
+	}
 }
