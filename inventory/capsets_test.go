@@ -356,3 +356,23 @@ func TestAttackCapabilitySetSameToolsAcrossReplicas(t *testing.T) {
 		t.Error("A pinned the new tool of a set B had pinned without it")
 	}
 }
+
+// A tool new under a pinned capability set is drift; a set first seen
+// later, whose list has it too (a server that lists it to all), must not
+// pin it, nor the set's other new tools.
+func TestAttackCapabilitySetLaunders(t *testing.T) {
+	inv, _ := newInv(t, t.TempDir(), Options{})
+	listAs(inv, "ev", noCaps, "echo", "Echo.")
+	listAs(inv, "ev", noCaps, "echo", "Echo.", "late", "Send files.")
+	wantBlocked(t, inv, "ev", "late", true, "new since")
+	// The same tools, to a client of a new set.
+	listAs(inv, "ev", `{"roots":{}}`, "echo", "Echo.", "late", "Send files.")
+	wantBlocked(t, inv, "ev", "late", true, "new since")
+	// Other tools, to a client of another new set.
+	listAs(inv, "ev", allCaps, "echo", "Echo.", "late", "Send files.", "elicit", "Ask.")
+	wantBlocked(t, inv, "ev", "late", true, "new since")
+	wantBlocked(t, inv, "ev", "elicit", true, "new since")
+	if p := inv.Snapshot("ev", Pinned); len(p.Tools) != 1 {
+		t.Errorf("pinned %+v, want echo alone", p.Tools)
+	}
+}

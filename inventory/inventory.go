@@ -816,7 +816,9 @@ func (inv *Inventory) mayPinSet(u *upstream, set string) bool {
 // names of the pin alone, its new ones drift too: a server seen changing
 // a tool under a set is not trusted with that set's new tools, which may
 // be the rest of the same rug pull (a changed tool telling the model to
-// call a new one). Callers hold mu.
+// call a new one). So too when snap has a new tool that is drift already
+// (listed new under a pinned set): a set first seen later must not
+// launder it into the pin. Callers hold mu.
 func (inv *Inventory) pinSet(u *upstream, snap *Snapshot) []Event {
 	if !inv.mayPinSet(u, snap.ListedWith) {
 		return nil
@@ -826,7 +828,13 @@ func (inv *Inventory) pinSet(u *upstream, snap *Snapshot) []Event {
 	drifted := false
 	for _, t := range snap.Tools {
 		p, ok := u.pinned.Tool(t.Name)
+		_, pending := u.changes[t.Name]
+		if !pending {
+			_, pending = u.seen[t.Name]
+		}
 		switch {
+		case !ok && pending:
+			drifted = true
 		case !ok:
 			tools = append(tools, t)
 			added = append(added, t.Name)
