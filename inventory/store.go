@@ -72,6 +72,10 @@ func (e *LoadError) Unwrap() error { return e.Err }
 //	  "signature": {"alg": "Ed25519", "key_id": "ed25519:…", "value": "<base64>"}
 //	}
 //
+// A pinned snapshot also has "capability_sets" (each client capability set
+// a list was pinned under, to the names it listed) and an observed one
+// "listed_with" (the set of the client whose list it is); see capsets.go.
+//
 // signature.value is the standard base64 (padded) Ed25519 signature of the
 // RFC 8785 form of the object without its "signature" member. Since the
 // signature covers the canonical form, reformatting a file does not break
