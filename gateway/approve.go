@@ -149,42 +149,6 @@ func formElicitation(caps jsontext.Value) bool {
 	return intercept.Member(el, "form") != nil || intercept.Member(el, "url") == nil
 }
 
-// initCapabilities returns the capabilities the client declares in m, an
-// initialize request, or nil.
-func initCapabilities(m *intercept.Message) jsontext.Value {
-	if c := intercept.ValidMember(m.Params, "capabilities"); c.Kind() == '{' {
-		return c
-	}
-	return nil
-}
-
-// metaCapabilities returns the capabilities the client declares in m's
-// _meta (a 2026-07-28 request), or nil.
-func metaCapabilities(m *intercept.Message) jsontext.Value {
-	if c := intercept.ValidMember(m.Meta, metaClientCaps); c.Kind() == '{' {
-		return c
-	}
-	return nil
-}
-
-// clientCapabilities returns the capabilities the client of x declared:
-// in its request's _meta (2026-07-28), or at its session's initialize
-// (or in the initialize x is), or nil.
-func (x *exchange) clientCapabilities() jsontext.Value {
-	if !x.batch {
-		if c := metaCapabilities(x.msgs[0]); c != nil {
-			return c
-		}
-		if x.msgs[0].Method == "initialize" {
-			return initCapabilities(x.msgs[0])
-		}
-	}
-	if x.sess != nil {
-		return x.sess.caps
-	}
-	return nil
-}
-
 // initFormElicitation reports whether x is an initialize request whose
 // client declares form elicitation.
 func (x *exchange) initFormElicitation() bool {
