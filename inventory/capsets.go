@@ -32,20 +32,32 @@ const maxCapabilitySets = 16
 // and capabilityLeaves the members within them it tells apart (MCP
 // 2025-03-26 to 2026-07-28: elicitation.form and .url, sampling.tools and
 // .context, roots.listChanged, tasks.list and .cancel). Other members
-// (experimental, extensions, names of the client's making) are not: they
-// would let a client make up sets without end.
+// (experimental, names of the client's making) are not. The extensions a
+// client declares (capabilities.extensions: an MCP Apps host's
+// io.modelcontextprotocol/ui, to which servers list their UI tools) are,
+// by name, at most maxExtensions of them of at most maxExtensionName
+// bytes; the names are the client's choice, but maxCapabilitySets bounds
+// the sets pinned on first sight all the same.
 var (
 	capabilityRoots  = []string{"elicitation", "roots", "sampling", "tasks"}
 	capabilityLeaves = map[string]bool{"form": true, "url": true, "tools": true, "context": true, "listChanged": true,
 		"list": true, "cancel": true, "requests": true}
 )
 
+const (
+	maxExtensions    = 8
+	maxExtensionName = 128
+)
+
 // CapabilitySet names the capability set of client capabilities (the
 // capabilities of initialize, or io.modelcontextprotocol/clientCapabilities
 // of a 2026-07-28 request's _meta): the capabilities among elicitation,
-// roots, sampling and tasks declared (with an object, or true), and their
-// known members, as "elicitation,elicitation.form,roots", sorted. No
-// capabilities, or a value that is not an object, is "".
+// roots, sampling and tasks declared (with an object, or true), their
+// known members, and the extensions declared, as
+// "elicitation,elicitation.form,extensions/io.modelcontextprotocol/ui,roots",
+// sorted. No capabilities, or a value that is not an object, is "". Past
+// maxExtensions extensions, or with a longer name, the extensions are
+// left out.
 func CapabilitySet(caps jsontext.Value) string {
 	if caps.Kind() != '{' {
 		return ""
@@ -73,6 +85,20 @@ func CapabilitySet(caps jsontext.Value) string {
 				words = append(words, k+"."+s)
 			}
 		}
+	}
+	var ext map[string]jsontext.Value
+	if v, ok := top["extensions"]; ok && v.Kind() == '{' && json.Unmarshal(v, &ext) == nil && len(ext) <= maxExtensions {
+		var names []string
+		for name, v := range ext {
+			if len(name) > maxExtensionName || strings.Contains(name, ",") {
+				names = nil
+				break
+			}
+			if declared(v) {
+				names = append(names, "extensions/"+name)
+			}
+		}
+		words = append(words, names...)
 	}
 	slices.Sort(words)
 	return strings.Join(words, ",")

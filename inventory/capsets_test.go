@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -47,13 +48,18 @@ func TestCapabilitySet(t *testing.T) {
 		{`null`, ""},
 		{`{}`, ""},
 		{`[]`, ""},
-		{`{"experimental":{"x":{}},"extensions":{"y":{}}}`, ""},
+		{`{"experimental":{"x":{}}}`, ""},
+		{`{"experimental":{"x":{}},"extensions":{"y":{}}}`, "extensions/y"},
 		{`{"sampling":{}}`, "sampling"},
 		{`{"sampling":false,"roots":null}`, ""},
 		{`{"roots":{"listChanged":true},"elicitation":{}}`, "elicitation,roots,roots.listChanged"},
 		{`{"roots":{"listChanged":false}}`, "roots"},
 		{`{"elicitation":{"url":{},"form":{},"madeUp":{}}}`, "elicitation,elicitation.form,elicitation.url"},
 		{allCaps, "elicitation,elicitation.form,elicitation.url,roots,roots.listChanged,sampling"},
+		{`{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html"]},"off":false}}`, "extensions/io.modelcontextprotocol/ui"},
+		{`{"extensions":{"a,b":{}}}`, ""},
+		{`{"extensions":{"a":{},"b":{},"c":{},"d":{},"e":{},"f":{},"g":{},"h":{},"i":{}}}`, ""},
+		{`{"extensions":{"` + strings.Repeat("x", 129) + `":{}}}`, ""},
 	} {
 		if got := CapabilitySet(jsontext.Value(tc.caps)); got != tc.want {
 			t.Errorf("CapabilitySet(%s) = %q, want %q", tc.caps, got, tc.want)
@@ -375,4 +381,16 @@ func TestAttackCapabilitySetLaunders(t *testing.T) {
 	if p := inv.Snapshot("ev", Pinned); len(p.Tools) != 1 {
 		t.Errorf("pinned %+v, want echo alone", p.Tools)
 	}
+}
+
+// An MCP Apps server lists its UI tools only to a host that declares the
+// extension io.modelcontextprotocol/ui: listed after a client that does
+// not, they are not drift either.
+func TestCapabilitySetExtensionNotDrift(t *testing.T) {
+	inv, _ := newInv(t, t.TempDir(), Options{})
+	listAs(inv, "apps", noCaps, "echo", "Echo.")
+	listAs(inv, "apps", `{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}`, "echo", "Echo.", "show_chart", "Show a chart.")
+	wantBlocked(t, inv, "apps", "show_chart", false, "")
+	listAs(inv, "apps", noCaps, "echo", "Echo.")
+	wantBlocked(t, inv, "apps", "show_chart", false, "")
 }
