@@ -502,8 +502,10 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 			s.serving.Add(-1) // after: reapLocked, seeing none, sees the end
 		}()
 		// Policy sees the client's session, not each upstream's inner one
-		// (route rules of session scope, the classifier's lifecycle).
-		r = r.WithContext(context.WithValue(r.Context(), virtualSessionKey{}, s.id))
+		// (route rules of session scope, the classifier's lifecycle), and
+		// its agent, also where an upstream gave no inner session.
+		ctx := context.WithValue(r.Context(), virtualSessionKey{}, s.id)
+		r = r.WithContext(context.WithValue(ctx, virtualOwnerKey{}, s.who))
 	}
 	// The task the message says it belongs to, by the id the client was
 	// shown: each inner message carries its upstream's own (roundTrip).
@@ -758,6 +760,12 @@ func (a *aggregator) end(r *http.Request, s *aggSession) {
 // virtualSessionKey holds, in an inner request's context, the id of the
 // virtual session it serves.
 type virtualSessionKey struct{}
+
+// virtualOwnerKey holds, in an inner request's context, who the virtual
+// session it serves belongs to (a principal): the route decides a request
+// that has no inner session (its upstream gave none: a stateless server)
+// as that agent, not as the nameless one its messages alone would make it.
+type virtualOwnerKey struct{}
 
 type upstreamSession struct {
 	upstream string

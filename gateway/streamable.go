@@ -184,6 +184,15 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		return
 	}
 	x.owner = c.principal()
+	if owner, ok := r.Context().Value(virtualOwnerKey{}).(principal); ok && x.virtual != "" {
+		// An inner request of a virtual session: its agent is the
+		// session's, fixed at its initialize, whose clientInfo this
+		// request does not carry. Before, one to an upstream that gave no
+		// session was decided as the agent "" (nobody): route memory,
+		// manifest, rate limits and approvals of another
+		// (TestAttackVirtualSessionlessUpstreamNobody).
+		x.owner = owner
+	}
 	if sid := r.Header.Get(hdrSession); sid != "" {
 		var err error
 		if x.sess, err = g.session(sid, rt, c, x.client); x.sess == nil {
