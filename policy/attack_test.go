@@ -246,3 +246,41 @@ rules:
 		t.Errorf("trailing white space: got %s/%s, want allow", got.Verdict, got.Reason)
 	}
 }
+
+// Without auth the agent is the name its client gives. A manifest is the
+// agent's whichever Unicode spelling of its name the client sends (NFC,
+// TestAttackManifestAgentNFD), but route memory was keyed by the name as
+// sent: the agent read a sensitive source as "jos\u00e9", then sent the
+// sink as "jose\u0301", the same agent to its manifest, and to route
+// memory one that had read nothing.
+func TestAttackRouteMemoryAgentNFD(t *testing.T) {
+	nfcName, nfd := "jos\u00e9", "jose\u0301"
+	p := atkCompile(t, `
+default: allow
+tool_classes:
+  read_secret: [source:sensitive]
+  post: [sink:network]
+manifests:
+  "`+nfcName+`": {allowed_classes: [source:sensitive, sink:network]}
+  "*": {allowed_classes: []}
+route_rules:
+  - {id: no-exfil, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:network]}, scope: agent}
+`)
+	ctx := context.Background()
+	read := call("read_secret")
+	read.Agent, read.SessionID = nfcName, "s1"
+	dec, _ := p.Decide(ctx, read)
+	if dec.Verdict != intercept.Allow {
+		t.Fatalf("the sensitive read: %s/%s, want allow", dec.Verdict, dec.Reason)
+	}
+	if err := p.Forwarded(ctx, read, dec); err != nil {
+		t.Fatal(err)
+	}
+	for _, agent := range []string{nfcName, nfd} {
+		sink := call("post")
+		sink.Agent, sink.SessionID = agent, "s2"
+		if got, _ := p.Decide(ctx, sink); got.Verdict == intercept.Allow {
+			t.Errorf("agent %+q: the sink after %+q's sensitive read was allowed; the same agent to its manifest", agent, nfcName)
+		}
+	}
+}
