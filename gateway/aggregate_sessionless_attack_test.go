@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
@@ -28,6 +29,22 @@ import (
 // memory is the agent's and the session's), and the agent's manifest,
 // rate limits and approvals were another's.
 func TestAttackVirtualSessionlessUpstreamNobody(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		header string // Options.AgentHeader
+		send   map[string]string
+		auth   bool // an authenticated principal, X-Test-Principal
+		want   string
+	}{
+		{name: "client name", want: "agg-test"}, // the hole: decided as ""
+		{name: "agent header", header: "X-Agent", send: map[string]string{"X-Agent": "alice"}, want: "alice"},
+		{name: "principal", auth: true, send: map[string]string{"X-Test-Principal": "alice"}, want: "alice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { virtualSessionlessAgent(t, tc.header, tc.send, tc.auth, tc.want) })
+	}
+}
+
+func virtualSessionlessAgent(t *testing.T, header string, send map[string]string, auth bool, want string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
@@ -63,14 +80,26 @@ route_rules:
 	g, err := New(Options{
 		Upstreams:      []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: web.URL}},
 		VirtualServers: []VirtualServer{{}},
+		AgentHeader:    header,
 	}, &intercept.Interceptor{Decider: decideAndForward{rec, p}}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := httptest.NewServer(g.Handler())
+	h := g.Handler()
+	if auth {
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if id := r.Header.Get("X-Test-Principal"); id != "" {
+				r = r.WithContext(intercept.WithPrincipal(r.Context(), &intercept.Principal{ID: id, Method: "api_key"}))
+			}
+			inner.ServeHTTP(w, r)
+		})
+	}
+	gw := httptest.NewServer(h)
 	t.Cleanup(func() { closeServed(t, gw, g) })
 
-	c := aggClient(t, ctx, gw.URL+"/mcp") // clientInfo agg-test: the session's agent
+	// clientInfo agg-test: the session's agent when nothing else names one
+	c := aggClient(t, ctx, gw.URL+"/mcp", mcptransport.WithHTTPHeaders(send))
 	names := toolNames(t, ctx, c)
 	if !slices.Contains(names, "read_document") || !slices.Contains(names, "post_out") {
 		t.Fatalf("virtual tools %v: want docs' read_document and the sessionless web's post_out", names)
@@ -84,8 +113,8 @@ route_rules:
 	mu.Lock()
 	defer mu.Unlock()
 	for _, tool := range []string{"read_document", "post_out"} {
-		if got := agents[tool]; len(got) == 0 || slices.ContainsFunc(got, func(a string) bool { return a != "agg-test" }) {
-			t.Errorf("%s was decided as agents %q, want the session's agent only (agg-test)", tool, got)
+		if got := agents[tool]; len(got) == 0 || slices.ContainsFunc(got, func(a string) bool { return a != want }) {
+			t.Errorf("%s was decided as agents %q, want the session's agent only (%s)", tool, got, want)
 		}
 	}
 }
