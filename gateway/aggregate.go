@@ -501,11 +501,7 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 			s.last.Store(a.now())
 			s.serving.Add(-1) // after: reapLocked, seeing none, sees the end
 		}()
-		// Policy sees the client's session, not each upstream's inner one
-		// (route rules of session scope, the classifier's lifecycle), and
-		// its agent, also where an upstream gave no inner session.
-		ctx := context.WithValue(r.Context(), virtualSessionKey{}, s.id)
-		r = r.WithContext(context.WithValue(ctx, virtualOwnerKey{}, s.who))
+		r = s.policySees(r)
 	}
 	// The task the message says it belongs to, by the id the client was
 	// shown: each inner message carries its upstream's own (roundTrip).
@@ -760,6 +756,15 @@ func (a *aggregator) end(r *http.Request, s *aggSession) {
 // virtualSessionKey holds, in an inner request's context, the id of the
 // virtual session it serves.
 type virtualSessionKey struct{}
+
+// policySees is r with what policy is to see of the inner requests it
+// makes: the client's session, not each upstream's inner one (route rules
+// of session scope, the classifier's lifecycle), and its agent, also where
+// an upstream gave no inner session.
+func (s *aggSession) policySees(r *http.Request) *http.Request {
+	ctx := context.WithValue(r.Context(), virtualSessionKey{}, s.id)
+	return r.WithContext(context.WithValue(ctx, virtualOwnerKey{}, s.who))
+}
 
 // virtualOwnerKey holds, in an inner request's context, who the virtual
 // session it serves belongs to (a principal): the route decides a request

@@ -249,8 +249,12 @@ func (a *aggregator) answer(w http.ResponseWriter, r *http.Request, resp rpcResp
 		writeJSONRPCError(w, http.StatusBadRequest, nil, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: err.Error()})
 		return
 	}
+	// Decided in the client's session, as the call that was asked: in the
+	// inner session of the upstream that asked, which read nothing, the
+	// answer (a carry) reached an upstream the session had closed
+	// (TestAttackVirtualAnswerOutsideSession).
 	rec := &buffered{h: http.Header{}}
-	a.g.handleMCP(rec, a.innerRequest(r, http.MethodPost, pa.upstream, in, body))
+	a.g.handleMCP(rec, a.innerRequest(s.policySees(r), http.MethodPost, pa.upstream, in, body))
 	if rec.body.Len() > 0 {
 		writeJSON(w, rec.status(), rec.body.Bytes())
 		return

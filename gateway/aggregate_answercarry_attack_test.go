@@ -1,0 +1,76 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sluicehq/sluice/examples/demo-server/demo"
+	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/policy"
+)
+
+// TestAttackVirtualAnswerOutsideSession: through a virtual server the
+// client has one session, and policy sees it (route rules of session
+// scope, the default): a sensitive read through docs closes web to data
+// for that session. The client's answer to web's sampling request is a
+// carry (mcp:response), closed with it. But the answer went to web's
+// route without the virtual session, so policy decided it in web's inner
+// session, which had read nothing: the client's answer, the data, reached
+// the closed upstream.
+func TestAttackVirtualAnswerOutsideSession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	up, web := tapServer(t)
+	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
+	t.Cleanup(docs.Close)
+	// carryPolicy with the default scope: the session's.
+	p, err := policy.Compile([]byte(strings.Replace(carryPolicy, "scope: agent, ", "", 1)), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL + "/mcp"}},
+		VirtualServers: []VirtualServer{{}}}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { closeServed(t, gw, g) })
+
+	trans, err := mcptransport.NewStreamableHTTP(gw.URL+"/mcp", mcptransport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(trans, client.WithSamplingHandler(sampler("SECRET-sampled")), client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.ProtocolVersion20251125,
+		ClientInfo: mcp.Implementation{Name: "raw", Version: "1"}, Capabilities: mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, isErr := callText(t, ctx, c, "ask", map[string]any{"query": "q"}); isErr || !strings.Contains(got, "SECRET-sampled") {
+		t.Fatalf("sampling while open: got %q (error %v), want the client's answer to reach web", got, isErr)
+	}
+	web.mu.Lock()
+	web.posts = nil
+	web.mu.Unlock()
+	if txt, isErr := callText(t, ctx, c, "read_document", map[string]any{"path": "/hr/salaries.csv"}); isErr {
+		t.Fatalf("sensitive read: %s", txt)
+	}
+	if txt, isErr := callText(t, ctx, c, "web_search", map[string]any{"query": "q"}); !isErr {
+		t.Fatalf("web_search after the read in the same session: %q, want it denied (the route rule holds for calls)", txt)
+	}
+	got, isErr := callText(t, ctx, c, "ask", map[string]any{"query": "q"})
+	if web.reached("SECRET-sampled") {
+		t.Errorf("sampling after the read: the client's answer reached the closed upstream (tool said %q, error %v)", got, isErr)
+	}
+}
