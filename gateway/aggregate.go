@@ -1467,7 +1467,7 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		wg.Go(func() {
-			req := a.innerRequest(r.WithContext(ctx), http.MethodGet, u, in, nil)
+			req := a.innerRequest(s.policySees(r.WithContext(ctx)), http.MethodGet, u, in, nil)
 			req.Header.Set("Accept", "text/event-stream")
 			send := s.toGET
 			var asked askSet

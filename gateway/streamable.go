@@ -1223,9 +1223,19 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 	// Without a session, the agent the request names: the closed test
 	// is of its route memory.
 	cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), Agent: agent, Principal: intercept.PrincipalFrom(r.Context())}
+	if owner, ok := r.Context().Value(virtualOwnerKey{}).(principal); ok && sess == nil {
+		cc.Agent = owner.agent
+	}
 	if sess != nil {
 		cc.SessionID = sess.id
 		cc.Agent, cc.ProtocolVersion = sess.info()
+	}
+	if v, _ := r.Context().Value(virtualSessionKey{}).(string); v != "" {
+		// A virtual session's stream on this upstream: policy sees the
+		// client's session, as for its POSTs (callContext). In the inner
+		// one, which had read nothing, the closed test let the client's
+		// headers through (TestAttackVirtualGETOutsideSession).
+		cc.SessionID = v
 	}
 	out, err := g.upstreamRequest(ctx, r, rt, sess, g.ic.Closed(ctx, cc), nil)
 	if err != nil {
