@@ -24,7 +24,8 @@ import (
 // The virtual server's GET stream opens one on each upstream's route,
 // passing the client's Traceparent and Tracestate; the route tested
 // whether web was closed in web's inner session, which had read nothing,
-// so the client's tracestate reached the closed upstream.
+// so the client's tracestate reached the closed upstream; so did its
+// DELETE's, which ends the session on each upstream.
 func TestAttackVirtualGETOutsideSession(t *testing.T) {
 	s := server.NewMCPServer("web", "1", server.WithToolCapabilities(false))
 	s.AddTool(mcp.NewTool("web_search", mcp.WithString("query")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -64,5 +65,16 @@ func TestAttackVirtualGETOutsideSession(t *testing.T) {
 		"Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "Tracestate", "leak="+mark), "")
 	if l := tap.leaked(mark); len(l) > 0 {
 		t.Errorf("the secret reached the closed upstream in the headers of the virtual session's GET: %q", l)
+	}
+	// Its end, likewise: each upstream's inner session is ended with the
+	// DELETE's trace headers.
+	tap.reset()
+	if st, _ := request(t, t.Context(), http.MethodDelete, gw.URL+"/mcp", withHdr(sess,
+		"Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "Tracestate", "leak="+mark), ""); st != http.StatusNoContent {
+		t.Fatalf("DELETE of the virtual session: %d, want 204", st)
+	}
+	tap.waitFor(t, "DELETE")
+	if l := tap.leaked(mark); len(l) > 0 {
+		t.Errorf("the secret reached the closed upstream in the headers of the virtual session's DELETE: %q", l)
 	}
 }

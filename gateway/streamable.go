@@ -1230,13 +1230,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 		cc.SessionID = sess.id
 		cc.Agent, cc.ProtocolVersion = sess.info()
 	}
-	if v, _ := r.Context().Value(virtualSessionKey{}).(string); v != "" {
-		// A virtual session's stream on this upstream: policy sees the
-		// client's session, as for its POSTs (callContext). In the inner
-		// one, which had read nothing, the closed test let the client's
-		// headers through (TestAttackVirtualGETOutsideSession).
-		cc.SessionID = v
-	}
+	cc.SessionID = policySession(r, cc.SessionID)
 	out, err := g.upstreamRequest(ctx, r, rt, sess, g.ic.Closed(ctx, cc), nil)
 	if err != nil {
 		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
@@ -1282,6 +1276,19 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 		return
 	}
 	_, _ = io.Copy(w, resp.Body) // an HTTP error: no client reads it as messages
+}
+
+// policySession is the session policy sees for a GET or DELETE of r on
+// session id ("" for none): the client's, a virtual session's id when r is
+// an inner request of one, as for its POSTs (callContext). In the inner
+// session, which had read nothing, the closed test let the client's
+// headers through to an upstream the client's session had closed
+// (TestAttackVirtualGETOutsideSession).
+func policySession(r *http.Request, id string) string {
+	if v, _ := r.Context().Value(virtualSessionKey{}).(string); v != "" {
+		return v
+	}
+	return id
 }
 
 // requireSession resolves the request's session. A missing header is
@@ -1341,7 +1348,7 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), SessionID: sess.id, Principal: intercept.PrincipalFrom(r.Context())}
+	cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), SessionID: policySession(r, sess.id), Principal: intercept.PrincipalFrom(r.Context())}
 	cc.Agent, cc.ProtocolVersion = sess.info()
 	out, err := g.upstreamRequest(r.Context(), r, rt, sess, g.ic.Closed(r.Context(), cc), nil)
 	if err != nil {
