@@ -30,9 +30,10 @@ func metaCapabilities(m *intercept.Message) jsontext.Value {
 
 // clientCapabilities returns the capabilities the client of x declared:
 // in its request's _meta (2026-07-28), or at its session's initialize
-// (or in the initialize x is), or nil.
+// (or in the initialize x is), or nil. An exchange made to ask the
+// interceptor a question (aggregator.ownsTask) has no messages.
 func (x *exchange) clientCapabilities() jsontext.Value {
-	if !x.batch {
+	if !x.batch && len(x.msgs) == 1 {
 		if c := metaCapabilities(x.msgs[0]); c != nil {
 			return c
 		}
