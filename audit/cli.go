@@ -187,22 +187,7 @@ func quote(s string) string {
 		// not reach the operator's terminal as control sequences. What
 		// Go calls printable but shows as nothing (a variation selector:
 		// "ali\ufe0fce" reads as alice) is spelt out too.
-		q := fmt.Sprintf("%q", s)
-		if strings.IndexFunc(q, invisible.Is) < 0 {
-			return q
-		}
-		var b strings.Builder
-		for _, r := range q {
-			switch {
-			case !invisible.Is(r):
-				b.WriteRune(r)
-			case r > 0xffff:
-				fmt.Fprintf(&b, `\U%08x`, r)
-			default:
-				fmt.Fprintf(&b, `\u%04x`, r)
-			}
-		}
-		return b.String()
+		return invisible.SpellOut(fmt.Sprintf("%q", s))
 	}
 	return s
 }

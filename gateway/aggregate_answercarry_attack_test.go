@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,10 +9,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/sluicehq/sluice/examples/demo-server/demo"
-	"github.com/sluicehq/sluice/intercept"
-	"github.com/sluicehq/sluice/policy"
 )
 
 // TestAttackVirtualAnswerOutsideSession: through a virtual server the
@@ -29,20 +23,7 @@ func TestAttackVirtualAnswerOutsideSession(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	up, web := tapServer(t)
-	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
-	t.Cleanup(docs.Close)
-	// carryPolicy with the default scope: the session's.
-	p, err := policy.Compile([]byte(strings.Replace(carryPolicy, "scope: agent, ", "", 1)), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL + "/mcp"}},
-		VirtualServers: []VirtualServer{{}}}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { closeServed(t, gw, g) })
+	gw := sessionCarryGateway(t, up.URL)
 
 	trans, err := mcptransport.NewStreamableHTTP(gw.URL+"/mcp", mcptransport.WithContinuousListening())
 	if err != nil {

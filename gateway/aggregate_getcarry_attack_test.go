@@ -34,20 +34,7 @@ func TestAttackVirtualGETOutsideSession(t *testing.T) {
 	tap := &headerTap{next: server.NewStreamableHTTPServer(s)}
 	up := httptest.NewServer(tap)
 	t.Cleanup(up.Close)
-	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
-	t.Cleanup(docs.Close)
-	// carryPolicy with the default scope: the session's.
-	p, err := policy.Compile([]byte(strings.Replace(carryPolicy, "scope: agent, ", "", 1)), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: up.URL + "/mcp"}},
-		VirtualServers: []VirtualServer{{}}}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { closeServed(t, gw, g) })
+	gw := sessionCarryGateway(t, up.URL)
 
 	vsid := initialize(t, gw.URL+"/mcp")
 	sess := map[string]string{"Mcp-Session-Id": vsid, "Mcp-Protocol-Version": "2025-11-25"}
@@ -77,4 +64,26 @@ func TestAttackVirtualGETOutsideSession(t *testing.T) {
 	if l := tap.leaked(mark); len(l) > 0 {
 		t.Errorf("the secret reached the closed upstream in the headers of the virtual session's DELETE: %q", l)
 	}
+}
+
+// sessionCarryGateway serves a virtual server over the demo server as
+// docs and webURL's /mcp as web, under carryPolicy with the default route
+// rule scope, the session's: a sensitive read through docs closes web to
+// data for the client's virtual session.
+func sessionCarryGateway(t *testing.T, webURL string) *httptest.Server {
+	t.Helper()
+	docs := httptest.NewServer(demo.NewHTTPHandler(demo.NewServer(demo.Options{}), demo.HTTPOptions{}))
+	t.Cleanup(docs.Close)
+	p, err := policy.Compile([]byte(strings.Replace(carryPolicy, "scope: agent, ", "", 1)), "p.yaml", policy.Options{Store: policy.NewMemoryStore(policy.MemoryOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "docs", URL: docs.URL + "/mcp"}, {Name: "web", URL: webURL + "/mcp"}},
+		VirtualServers: []VirtualServer{{}}}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { closeServed(t, gw, g) })
+	return gw
 }

@@ -145,22 +145,7 @@ func inert(s string) string {
 	if strings.IndexFunc(s, func(r rune) bool { return r == '\t' || !unicode.IsPrint(r) && r != ' ' || invisible.Is(r) }) < 0 {
 		return s
 	}
-	q := strconv.Quote(s)
-	if strings.IndexFunc(q, invisible.Is) < 0 {
-		return q
-	}
-	var b strings.Builder
-	for _, r := range q {
-		switch {
-		case !invisible.Is(r):
-			b.WriteRune(r)
-		case r > 0xffff:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-	}
-	return b.String()
+	return invisible.SpellOut(strconv.Quote(s))
 }
 
 // osUser is who runs the CLI: $USER, else the account's name.

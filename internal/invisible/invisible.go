@@ -4,7 +4,11 @@
 // "ali\uFE0Fce" cannot pass for alice.
 package invisible
 
-import "unicode"
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
 
 // Is reports a character that shows as nothing, or as something else:
 // format characters (bidirectional controls, zero-width spaces and
@@ -15,4 +19,25 @@ import "unicode"
 func Is(r rune) bool {
 	return unicode.In(r, unicode.Cf, unicode.Cc, unicode.Zl, unicode.Zp, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) ||
 		r >= 0xe0000 && r <= 0xe01ef
+}
+
+// SpellOut returns q, a quoted string (strconv.Quote's or %q's, which
+// keep what Go calls printable), with every character Is reports written
+// as its escape: "ali\ufe0fce", not a name that reads as alice.
+func SpellOut(q string) string {
+	if strings.IndexFunc(q, Is) < 0 {
+		return q
+	}
+	var b strings.Builder
+	for _, r := range q {
+		switch {
+		case !Is(r):
+			b.WriteRune(r)
+		case r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }
