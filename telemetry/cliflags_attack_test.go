@@ -39,8 +39,10 @@ func TestAttackCommandLineCredentials(t *testing.T) {
 			}
 		})
 	}
-	// Options without a credential keep their values.
-	for _, text := range []string{"ls -u", "git log --user-agent x", "grep -r token src/", "docker run -v /a:/b img"} {
+	// Options without a credential keep their values, those naming counts
+	// of tokens too (notSecret, as the keys max_tokens and tokens are).
+	for _, text := range []string{"ls -u", "git log --user-agent x", "grep -r token src/", "docker run -v /a:/b img",
+		"llm --max-tokens 100 -m gpt", "--max-output-tokens 2048", "run --tokens 5", "--token-limit 8000"} {
 		if got := Scrub(text); got != text {
 			t.Errorf("Scrub(%q) = %q, want it unchanged", text, got)
 		}

@@ -78,7 +78,7 @@ var scrubbers = []struct {
 	// curl's -u/--user USER:PASSWORD.
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
 		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "credential"},
-		regexp.MustCompile(`(?i)((?:^|\s)--?[a-z0-9_.\-]*(?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|credential)[a-z0-9_.\-]*[ \t]+["']?)([^\s"']+)`), "${1}" + Redacted, nil},
+		regexp.MustCompile(`(?i)((?:^|\s)--?([a-z0-9_.\-]*(?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|credential)[a-z0-9_.\-]*)[ \t]+["']?)([^\s"']+)`), "", scrubOptions},
 	{[]string{"-u", "--user"}, regexp.MustCompile(`((?:^|\s)(?:-u|--user)(?:[ \t]+|=)?["']?[^\s:"'/]*:)([^\s"'@]+)`), "${1}" + Redacted, nil},
 	// key=value, key: value and "key": "value" where the key looks secret.
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
@@ -104,6 +104,32 @@ var escapedValue = regexp.MustCompile(`(?i)(?:password|passwd|passphrase|secret|
 // level of escaping: one behind exactly as many backslashes as the
 // opening quote's. A quote inside the value is escaped once more (three
 // backslashes where the delimiters have one), so it does not end it.
+// scrubOptions redacts the value after each command-line option re finds
+// whose name (its second group) is a secret key as [IsSecretKey] reads
+// one: --max-tokens 100 and --token-limit 8000 name counts (notSecret),
+// as the keys max_tokens and token_limit do, and keep their values.
+func scrubOptions(s string, re *regexp.Regexp) string {
+	ms := re.FindAllStringSubmatchIndex(s, -1)
+	var b strings.Builder
+	last := 0
+	for _, m := range ms {
+		if !IsSecretKey(s[m[4]:m[5]]) {
+			continue
+		}
+		if b.Len() == 0 {
+			b.Grow(len(s))
+		}
+		b.WriteString(s[last:m[6]])
+		b.WriteString(Redacted)
+		last = m[7]
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
 func scrubEscaped(s string, re *regexp.Regexp) string {
 	ms := re.FindAllStringSubmatchIndex(s, -1)
 	if ms == nil {
