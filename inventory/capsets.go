@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"crypto/sha256"
 	"maps"
 	"slices"
 	"strings"
@@ -22,11 +23,54 @@ import (
 // every tool is stays one definition across sets: a tool of the pin that
 // differs in any listing, whatever the client declared, is drift.
 
-// maxCapabilitySets bounds the capability sets pinned per upstream. Each
-// is a window for tools pinned on first sight, and a client chooses what it
-// declares: past it, a new set's new names are drift, as under a set
-// pinned already.
+// maxCapabilitySets bounds the different lists of names the capability
+// sets pinned per upstream hold. Each is a window for tools pinned on
+// first sight, and a client chooses what it declares: past it, a new
+// set's new names are drift, as under a set pinned already. Sets are
+// counted by their lists, not their names: a client declaring odd sets
+// (an extension of its making, members no client combines) is listed
+// what other sets are, and spent no window a legitimate client's set
+// needs later (TestAttackCapabilitySetsExhausted). What the lists are is
+// the upstream's doing.
 const maxCapabilitySets = 16
+
+// maxCapabilitySetKeys bounds the sets pinned per upstream whose list is
+// one another set holds already, for memory: past it such a set is not
+// pinned (it has no new name; a name missing from its lists is not
+// taken as removed). A set with a list of its own is pinned while there
+// are fewer than maxCapabilitySets lists.
+const maxCapabilitySetKeys = 64
+
+// setRoom reports whether sets, a pin's, may take a capability set
+// listing names: a list no set holds yet while there are fewer than
+// maxCapabilitySets lists, one a set holds while there are fewer than
+// maxCapabilitySetKeys sets. With names nil, whether some list may be
+// taken.
+func setRoom(sets map[string][]string, names []string) bool {
+	lists := make(map[[sha256.Size]byte]bool, len(sets))
+	for _, ns := range sets {
+		lists[listKey(ns)] = true
+	}
+	if names == nil {
+		return len(lists) < maxCapabilitySets || len(sets) < maxCapabilitySetKeys
+	}
+	if lists[listKey(names)] {
+		return len(sets) < maxCapabilitySetKeys
+	}
+	return len(lists) < maxCapabilitySets
+}
+
+// listKey identifies a sorted list of names.
+func listKey(names []string) [sha256.Size]byte {
+	h := sha256.New()
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+	}
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k
+}
 
 // capabilityRoots are the client capabilities a capability set is made of,
 // and capabilityLeaves the members within them it tells apart (MCP

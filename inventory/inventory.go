@@ -802,11 +802,11 @@ func (inv *Inventory) setPin(u *upstream, snap *Snapshot) ([]Event, bool) {
 // mayPinSet reports whether the names of a listing of capability set set
 // not in u's pin are pinned on first sight: pinning is PinFirstSeen, and
 // the pin keeps capability sets (not one made before they were), has
-// not pinned set, and fewer than maxCapabilitySets of them. Callers hold
-// mu.
+// not pinned set, and has room for one (setRoom; pinSet tells by the
+// set's list). Callers hold mu.
 func (inv *Inventory) mayPinSet(u *upstream, set string) bool {
 	return inv.pinning == PinFirstSeen && u.pinned != nil && u.pinErr == nil && !u.partial &&
-		u.pinned.Sets != nil && !u.pinned.setPinned(set) && len(u.pinned.Sets) < maxCapabilitySets
+		u.pinned.Sets != nil && !u.pinned.setPinned(set) && setRoom(u.pinned.Sets, nil)
 }
 
 // pinSet pins the names of snap, a complete listing of a capability set
@@ -856,11 +856,17 @@ func (inv *Inventory) pinSet(u *upstream, snap *Snapshot) []Event {
 	if err != nil {
 		return []Event{invalidList(u.name, err)}
 	}
-	pin.Sets = cloneSets(u.pinned.Sets)
-	pin.Sets[snap.ListedWith] = snap.toolNames()
+	names := snap.toolNames()
 	if drifted {
-		pin.Sets[snap.ListedWith] = known // sorted: snap.Tools are
+		names = known // sorted: snap.Tools are
 	}
+	if !setRoom(u.pinned.Sets, names) {
+		// Past the bound: its new names stay drift; a list of other
+		// sets' adds nothing to the pin.
+		return nil
+	}
+	pin.Sets = cloneSets(u.pinned.Sets)
+	pin.Sets[snap.ListedWith] = names
 	ev := Event{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
 		"hash": pin.Hash, "tools": len(pin.Tools), "first_seen": true,
 		"capability_set": snap.ListedWith, "added": added, "drifted": drifted,
