@@ -74,9 +74,14 @@ func glob(pattern, s string) bool {
 // connects from whichever of 127.0.0.0/8 it likes, and would otherwise
 // get a full bucket from each: the address is the one thing a client
 // renaming itself at every call cannot change (as the sign-in throttle
-// counts loopback, throttle.Guesser).
+// counts loopback, throttle.Guesser). An IPv6 client comes as its /64
+// (throttle.Client): ::1 as ::/64, which holds no other address a peer
+// connects from.
 func rateClient(addr string) string {
 	if a, err := netip.ParseAddr(addr); err == nil && a.Unmap().IsLoopback() {
+		return "loopback"
+	}
+	if p, err := netip.ParsePrefix(addr); err == nil && p.Contains(netip.IPv6Loopback()) {
 		return "loopback"
 	}
 	return addr
