@@ -29,10 +29,17 @@ func metaCapabilities(m *intercept.Message) jsontext.Value {
 }
 
 // clientCapabilities returns the capabilities the client of x declared:
-// in its request's _meta (2026-07-28), or at its session's initialize
-// (or in the initialize x is), or nil. An exchange made to ask the
+// at its session's initialize, or in the initialize x is, or in its
+// request's _meta (a 2026-07-28 request, which has no session), or nil.
+// A session's server lists what its initialize declared, whatever a
+// request's _meta says: taking the _meta's, a client pinned a capability
+// set with a list its server had not made for it
+// (TestAttackCapabilitySetMetaInSession). An exchange made to ask the
 // interceptor a question (aggregator.ownsTask) has no messages.
 func (x *exchange) clientCapabilities() jsontext.Value {
+	if x.sess != nil {
+		return x.sess.caps
+	}
 	if !x.batch && len(x.msgs) == 1 {
 		if c := metaCapabilities(x.msgs[0]); c != nil {
 			return c
@@ -40,9 +47,6 @@ func (x *exchange) clientCapabilities() jsontext.Value {
 		if x.msgs[0].Method == "initialize" {
 			return initCapabilities(x.msgs[0])
 		}
-	}
-	if x.sess != nil {
-		return x.sess.caps
 	}
 	return nil
 }

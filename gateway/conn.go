@@ -99,18 +99,19 @@ type relay struct {
 	// in pending keep until they are answered, by the id whose answer
 	// gives it back: a request forwarded to an HTTP upstream is held
 	// until its answer comes, as a POST's body is.
-	held       map[string]int64
-	started    bool // the first request has fixed owner (and a 2026-07-28 one, version)
-	handshake  bool // an initialize request has been admitted
-	owner      principal
-	version    string
-	elicitForm bool                               // the client declared form elicitation at initialize
-	clientCaps jsontext.Value                     // the capabilities the client declared at initialize
-	asks       map[string]chan *intercept.Message // open approval questions by JSON id
-	spans      map[string]telemetry.Span          // server spans of requests awaiting a response
-	upcalls    map[string]*upCall                 // measurements of requests forwarded upstream, by id
-	nextAsk    uint64
-	asking     sync.WaitGroup
+	held        map[string]int64
+	started     bool // the first request has fixed owner (and a 2026-07-28 one, version)
+	handshake   bool // an initialize request has been admitted
+	owner       principal
+	version     string
+	elicitForm  bool                               // the client declared form elicitation at initialize
+	clientCaps  jsontext.Value                     // the capabilities the client declared at initialize
+	initialized bool                               // the client sent initialize: its requests' _meta capabilities are not its session's
+	asks        map[string]chan *intercept.Message // open approval questions by JSON id
+	spans       map[string]telemetry.Span          // server spans of requests awaiting a response
+	upcalls     map[string]*upCall                 // measurements of requests forwarded upstream, by id
+	nextAsk     uint64
+	asking      sync.WaitGroup
 	// creating holds the task-augmented requests in pending; tasks, the
 	// messages about tasks not yet known held while they wait, for sink
 	// (taskhold.go). Set by run.
@@ -768,13 +769,16 @@ func (r *relay) track(msgs []*intercept.Message, swapped bool) {
 				r.cursors[m.IDKey()] = c
 				r.pendingBytes += len(c)
 			}
-			if c := metaCapabilities(m); c != nil && m.Method == "tools/list" {
+			if c := metaCapabilities(m); c != nil && m.Method == "tools/list" && !r.initialized {
+				// A 2026-07-28 request's; in a session its server lists
+				// what its initialize declared (clientCapabilities).
 				r.listCaps[m.IDKey()] = c
 				r.pendingBytes += len(c)
 			}
 			if m.Method == "initialize" {
 				r.elicitForm = formElicitation(intercept.Member(m.Params, "capabilities"))
 				r.clientCaps = initCapabilities(m)
+				r.initialized = true
 			}
 		}
 	}

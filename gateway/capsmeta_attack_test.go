@@ -1,0 +1,54 @@
+package gateway
+
+import (
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestAttackCapabilitySetMetaInSession: a client in a session (a
+// 2025-11-25 initialize, over HTTP or /ws) whose tools/list carries
+// 2026-07-28 capabilities in its _meta is listed by its server what its
+// initialize declared: the _meta is not the session's. The gateway took
+// the _meta's for the list's capability set, so a client declaring
+// roots at initialize and elicitation in _meta had elicitation's set
+// pinned with the tools listed to roots: a client really declaring
+// elicitation then had ask denied inventory_drift, as new under a
+// pinned set, for everyone.
+func TestAttackCapabilitySetMetaInSession(t *testing.T) {
+	srv := httptest.NewServer(&capsUpstream{caps: map[string]map[string]any{}})
+	t.Cleanup(srv.Close)
+	ups := map[string]Upstream{
+		"http":  {Name: "caps", URL: srv.URL},
+		"stdio": {Name: "caps", Command: os.Args[0], Args: []string{"-test.run=^TestHelperCapsStdio$"}, Env: map[string]string{"SLUICE_TEST_CAPS_STDIO": "1"}},
+	}
+	for _, upName := range []string{"http", "stdio"} {
+		for _, cl := range []struct {
+			name string
+			open func(t *testing.T, gw, caps string) func(method, name, params string) string
+		}{
+			{"session", capsSession},
+			{"ws", capsWS},
+		} {
+			t.Run(upName+"/"+cl.name, func(t *testing.T) {
+				gw, _ := driftGateway(t, Options{Upstreams: []Upstream{ups[upName]}})
+				plain := cl.open(t, gw.URL, `{}`)
+				if body := plain("tools/list", "", `{}`); !strings.Contains(body, "Echo a message.") {
+					t.Fatalf("first listing: %s", body)
+				}
+				liar := cl.open(t, gw.URL, `{"roots":{}}`)
+				if body := liar("tools/list", "", `{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}`); strings.Contains(body, `"ask"`) {
+					t.Fatalf("the server listed ask to a session that declared roots: %s", body)
+				}
+				elicit := cl.open(t, gw.URL, `{"elicitation":{}}`)
+				if body := elicit("tools/list", "", `{}`); !strings.Contains(body, `"ask"`) {
+					t.Errorf("tools/list of a client declaring elicitation: got %s, want ask", body)
+				}
+				if body := elicit("tools/call", "ask", `{"name":"ask","arguments":{}}`); !strings.Contains(body, "ran ask") {
+					t.Errorf("call of ask: got %s, want it run", body)
+				}
+			})
+		}
+	}
+}
