@@ -156,7 +156,7 @@ func (c *canonWriter) value(dec *jsontext.Decoder, b []byte) ([]byte, bool) {
 				// program's option naming one before its value: the
 				// decoding path redacts those.
 				tok, err := dec.ReadToken()
-				if err != nil || i == 0 && secretName(tok.String(), c.extra) || secretOption(tok.String(), c.extra) {
+				if err != nil || i == 0 && secretName(tok.String(), c.extra) || secretOption(tok.String(), c.extra) || userOption(tok.String()) {
 					return nil, false
 				}
 				b = appendCanonString(b, Scrub(tok.String()))

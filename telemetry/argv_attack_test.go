@@ -34,13 +34,27 @@ func TestAttackArgvCredentials(t *testing.T) {
 		})
 	}
 	// Options naming no credential keep their values; so does a flag at
-	// the end.
-	args := `{"args":["ls","-l","--color","auto","--password"]}`
-	kept := Redactor{KeepArguments: true}.Arguments([]byte(args))
-	if b, _ := json.Marshal(kept.Value); string(b) != args {
-		t.Errorf("got %s, want %s", b, args)
+	// the end, and -u and --user not followed by USER:PASSWORD (git push
+	// -u origin, python -u app.py, sort -u, ps --user root), and options
+	// naming counts of tokens.
+	for _, args := range []string{
+		`{"args":["ls","-l","--color","auto","--password"]}`,
+		`{"args":["git","push","-u","origin","main"]}`,
+		`{"args":["python","-u","app.py"]}`,
+		`{"args":["ps","--user","root"]}`,
+		`{"args":["llm","--max-tokens","100"]}`,
+	} {
+		kept := Redactor{KeepArguments: true}.Arguments([]byte(args))
+		if b, _ := json.Marshal(kept.Value); string(b) != args {
+			t.Errorf("got %s, want %s", b, args)
+		}
+		if h := (Redactor{}).Arguments([]byte(args)).SHA256; h != kept.SHA256 {
+			t.Errorf("hash paths disagree: %s vs %s", h, kept.SHA256)
+		}
 	}
-	if h := (Redactor{}).Arguments([]byte(args)).SHA256; h != kept.SHA256 {
-		t.Errorf("hash paths disagree: %s vs %s", h, kept.SHA256)
+	// Of -u USER:PASSWORD the user is kept.
+	kept := Redactor{KeepArguments: true}.Arguments([]byte(`{"cmd":["curl","-u","admin:` + secret + `"]}`))
+	if b, _ := json.Marshal(kept.Value); !strings.Contains(string(b), `"admin:`+Redacted+`"`) {
+		t.Errorf("got %s, want the user kept", b)
 	}
 }

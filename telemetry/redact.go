@@ -125,18 +125,35 @@ func secretName(s string, extra []string) bool {
 
 // secretOption reports whether s, an element of an array, is a
 // command-line option whose value, the next element, is a credential:
-// one naming a secret (--password, --client-secret, --token) or curl's
-// -u/--user (USER:PASSWORD). An option given with its value
-// (--password=…) is one string, which Scrub reads.
+// one naming a secret (--password, --client-secret, --token). An option
+// given with its value (--password=…) is one string, which Scrub reads.
 func secretOption(s string, extra []string) bool {
 	if len(s) < 2 || s[0] != '-' || strings.ContainsAny(s, "= ") {
 		return false
 	}
-	if s == "-u" || s == "--user" {
-		return true
-	}
 	name := strings.TrimLeft(s, "-")
 	return name != "" && isSecretNormalized(normalizeKey(name), extra)
+}
+
+// userOption reports whether s, an element of an array, is curl's -u or
+// --user, whose value, the next element, may be USER:PASSWORD
+// (userValue).
+func userOption(s string) bool { return s == "-u" || s == "--user" }
+
+// userValue is v, the value of a userOption, with the password of a
+// USER:PASSWORD redacted, as Scrub does in a command line. Other values
+// are kept: -u is also git push's upstream, python's unbuffered output
+// and sort's unique, --user ps's account.
+func userValue(v any) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	user, pass, found := strings.Cut(s, ":")
+	if !found || pass == "" || strings.ContainsAny(user, "/\\\"' ") || strings.HasPrefix(pass, "//") {
+		return v
+	}
+	return user + ":" + Redacted
 }
 
 // secretPair reports whether obj is a name/value pair whose name is a
@@ -265,8 +282,12 @@ func redact(v any, extra []string) any {
 		for i := range len(v) - 1 {
 			// A program's arguments: an option naming a credential, and
 			// its value in the next element.
-			if s, ok := v[i].(string); ok && secretOption(s, extra) {
+			s, ok := v[i].(string)
+			switch {
+			case ok && secretOption(s, extra):
 				out[i+1] = Redacted
+			case ok && userOption(s):
+				out[i+1] = userValue(out[i+1])
 			}
 		}
 		if len(v) == 2 {
