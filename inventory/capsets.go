@@ -80,8 +80,9 @@ func listKey(names []string) [sha256.Size]byte {
 // client declares (capabilities.extensions: an MCP Apps host's
 // io.modelcontextprotocol/ui, to which servers list their UI tools) are,
 // by name, at most maxExtensions of them of at most maxExtensionName
-// bytes; the names are the client's choice, but maxCapabilitySets bounds
-// the sets pinned on first sight all the same.
+// bytes (more, or a longer name, are the one word "extensions"); the
+// names are the client's choice, but maxCapabilitySets bounds the sets
+// pinned on first sight all the same.
 var (
 	capabilityRoots  = []string{"elicitation", "roots", "sampling", "tasks"}
 	capabilityLeaves = map[string]bool{"form": true, "url": true, "tools": true, "context": true, "listChanged": true,
@@ -100,8 +101,9 @@ const (
 // known members, and the extensions declared, as
 // "elicitation,elicitation.form,extensions/io.modelcontextprotocol/ui,roots",
 // sorted. No capabilities, or a value that is not an object, is "". Past
-// maxExtensions extensions, or with a longer name, the extensions are
-// left out.
+// maxExtensions extensions, or with a longer name, the extensions are the
+// one word "extensions" (TestAttackCapabilitySetExtensionsPastBound):
+// left out, their tools were listed under the set of none.
 func CapabilitySet(caps jsontext.Value) string {
 	if caps.Kind() != '{' {
 		return ""
@@ -131,11 +133,13 @@ func CapabilitySet(caps jsontext.Value) string {
 		}
 	}
 	var ext map[string]jsontext.Value
-	if v, ok := top["extensions"]; ok && v.Kind() == '{' && json.Unmarshal(v, &ext) == nil && len(ext) <= maxExtensions {
+	if v, ok := top["extensions"]; ok && v.Kind() == '{' && json.Unmarshal(v, &ext) == nil {
 		var names []string
 		for name, v := range ext {
-			if len(name) > maxExtensionName || strings.Contains(name, ",") {
-				names = nil
+			if len(ext) > maxExtensions || len(name) > maxExtensionName || strings.Contains(name, ",") {
+				// Not told apart, but not none either: its server
+				// lists it the tools of the extensions it declares.
+				names = []string{"extensions"}
 				break
 			}
 			if declared(v) {

@@ -57,9 +57,9 @@ func TestCapabilitySet(t *testing.T) {
 		{`{"elicitation":{"url":{},"form":{},"madeUp":{}}}`, "elicitation,elicitation.form,elicitation.url"},
 		{allCaps, "elicitation,elicitation.form,elicitation.url,roots,roots.listChanged,sampling"},
 		{`{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html"]},"off":false}}`, "extensions/io.modelcontextprotocol/ui"},
-		{`{"extensions":{"a,b":{}}}`, ""},
-		{`{"extensions":{"a":{},"b":{},"c":{},"d":{},"e":{},"f":{},"g":{},"h":{},"i":{}}}`, ""},
-		{`{"extensions":{"` + strings.Repeat("x", 129) + `":{}}}`, ""},
+		{`{"extensions":{"a,b":{}}}`, "extensions"},
+		{`{"extensions":{"a":{},"b":{},"c":{},"d":{},"e":{},"f":{},"g":{},"h":{},"i":{}}}`, "extensions"},
+		{`{"extensions":{"` + strings.Repeat("x", 129) + `":{}}}`, "extensions"},
 	} {
 		if got := CapabilitySet(jsontext.Value(tc.caps)); got != tc.want {
 			t.Errorf("CapabilitySet(%s) = %q, want %q", tc.caps, got, tc.want)

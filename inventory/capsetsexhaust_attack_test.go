@@ -28,3 +28,22 @@ func TestAttackCapabilitySetsExhausted(t *testing.T) {
 	listAs(inv, "ev", `{"roots":{}}`, "echo", "Echo.", "root", "Roots.")
 	wantBlocked(t, inv, "ev", "root", false, "")
 }
+
+// TestAttackCapabilitySetExtensionsPastBound: a client declaring more
+// extensions than are told apart (or one of a name too long) was taken
+// for declaring none, though its server lists it the tools of the
+// extensions it does declare. An MCP Apps host declaring its UI and eight
+// more had the UI tools listed under the set of no extensions, pinned
+// already: drift, and so left out of the set of a UI host declaring it
+// alone, first seen later (a tool that is drift already is not pinned
+// on first sight), denied for everyone. Past the bounds a client's
+// extensions are a set of their own, "extensions".
+func TestAttackCapabilitySetExtensionsPastBound(t *testing.T) {
+	inv, _ := newInv(t, t.TempDir(), Options{})
+	listAs(inv, "apps", noCaps, "echo", "Echo.")
+	many := `{"extensions":{"io.modelcontextprotocol/ui":{},"a":{},"b":{},"c":{},"d":{},"e":{},"f":{},"g":{},"h":{}}}`
+	listAs(inv, "apps", many, "echo", "Echo.", "show_chart", "Show a chart.")
+	wantBlocked(t, inv, "apps", "show_chart", false, "")
+	listAs(inv, "apps", `{"extensions":{"io.modelcontextprotocol/ui":{}}}`, "echo", "Echo.", "show_chart", "Show a chart.")
+	wantBlocked(t, inv, "apps", "show_chart", false, "")
+}
