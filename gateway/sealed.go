@@ -255,17 +255,44 @@ func (g *Gateway) sessionID(st sealedSession) string {
 var errSessionElsewhere = errors.New("session bound to another replica")
 
 // maxSealedCaps bounds the client capabilities a sealed session id
-// carries: the id goes in a header on every request. Past it the replica
-// that adopts the session knows none, and its lists count as declaring
-// none (more drift, never less).
+// carries: the id goes in a header on every request. Past it the
+// capabilities are cut to the members a capability set is made of
+// (sealedCapMembers), and past it still the replica that adopts the
+// session knows none, and its lists count as declaring none.
 const maxSealedCaps = 512
 
-// sealableCaps returns caps if a sealed id may carry them, else nil.
+// sealedCapMembers are the client capabilities the inventory tells
+// capability sets apart by (inventory.CapabilitySet): the others
+// (experimental, names of the client's making) are what a sealed id
+// leaves out first.
+var sealedCapMembers = []string{"elicitation", "extensions", "roots", "sampling", "tasks"}
+
+// sealableCaps returns caps if a sealed id may carry them, else caps cut
+// to sealedCapMembers if it may carry those, else nil. Before, a client
+// declaring a large experimental member had its lists on another replica
+// taken for a client's declaring nothing: the tools listed to it for
+// its elicitation were drift (TestCapabilitySetOfAdoptedSessionLargeCaps).
 func sealableCaps(caps jsontext.Value) jsontext.Value {
-	if len(caps) > maxSealedCaps {
+	if len(caps) <= maxSealedCaps {
+		return caps
+	}
+	cut := jsontext.Value("{")
+	for _, name := range sealedCapMembers {
+		v := intercept.ValidMember(caps, name)
+		if v == nil {
+			continue
+		}
+		if len(cut) > 1 {
+			cut = append(cut, ',')
+		}
+		cut, _ = jsontext.AppendQuote(cut, name)
+		cut = append(append(cut, ':'), v...)
+	}
+	cut = append(cut, '}')
+	if len(cut) > maxSealedCaps {
 		return nil
 	}
-	return caps
+	return cut
 }
 
 // adopt serves a sealed session this replica has not seen: it checks the
