@@ -35,11 +35,12 @@ import (
 const maxCapabilitySets = 16
 
 // maxCapabilitySetKeys bounds the sets pinned per upstream whose list is
-// one another set holds already, for memory: past it such a set is not
+// one another set holds already, for memory (each holds up to MaxTools
+// names, in a pin every replica loads): past it such a set is not
 // pinned (it has no new name; a name missing from its lists is not
 // taken as removed). A set with a list of its own is pinned while there
 // are fewer than maxCapabilitySets lists.
-const maxCapabilitySetKeys = 64
+const maxCapabilitySetKeys = 32
 
 // setRoom reports whether sets, a pin's, may take a capability set
 // listing names: a list no set holds yet while there are fewer than
