@@ -43,6 +43,9 @@ func TestAttackArgvCredentials(t *testing.T) {
 		`{"args":["python","-u","app.py"]}`,
 		`{"args":["ps","--user","root"]}`,
 		`{"args":["llm","--max-tokens","100"]}`,
+		`{"args":["aws","secretsmanager","get-secret-value","--secret-id","prod/db"]}`,
+		`{"args":["docker","login","--password-stdin","registry.example"]}`,
+		`{"args":["kubectl","--token-file","/run/sa/token"]}`,
 	} {
 		kept := Redactor{KeepArguments: true}.Arguments([]byte(args))
 		if b, _ := json.Marshal(kept.Value); string(b) != args {

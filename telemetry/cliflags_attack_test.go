@@ -42,7 +42,10 @@ func TestAttackCommandLineCredentials(t *testing.T) {
 	// Options without a credential keep their values, those naming counts
 	// of tokens too (notSecret, as the keys max_tokens and tokens are).
 	for _, text := range []string{"ls -u", "git log --user-agent x", "grep -r token src/", "docker run -v /a:/b img",
-		"llm --max-tokens 100 -m gpt", "--max-output-tokens 2048", "run --tokens 5", "--token-limit 8000"} {
+		"llm --max-tokens 100 -m gpt", "--max-output-tokens 2048", "run --tokens 5", "--token-limit 8000",
+		// and those naming where or which the credential is, not it.
+		"aws secretsmanager get-secret-value --secret-id prod/db", "docker login --password-stdin registry.example",
+		"kubectl --token-file /run/sa/token get pods", "gcloud --secret-name api-key"} {
 		if got := Scrub(text); got != text {
 			t.Errorf("Scrub(%q) = %q, want it unchanged", text, got)
 		}

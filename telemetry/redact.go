@@ -131,9 +131,30 @@ func secretOption(s string, extra []string) bool {
 	if len(s) < 2 || s[0] != '-' || strings.ContainsAny(s, "= ") {
 		return false
 	}
-	name := strings.TrimLeft(s, "-")
-	return name != "" && isSecretNormalized(normalizeKey(name), extra)
+	return credentialOption(s, extra)
 }
+
+// credentialOption reports whether opt, a command-line option (with its
+// dashes), names a credential as a key would, and not where or which one
+// it is: the values of --secret-id, --password-file, --token-env and
+// --secret-name (an identifier, a path, a variable's name) are what an
+// audit record is read for, and --password-stdin takes none.
+func credentialOption(opt string, extra []string) bool {
+	n := normalizeKey(strings.TrimLeft(opt, "-"))
+	if n == "" || !isSecretNormalized(n, extra) {
+		return false
+	}
+	for _, w := range locatorSuffixes {
+		if strings.HasSuffix(n, w) && n != w {
+			return false
+		}
+	}
+	return true
+}
+
+// locatorSuffixes end the normalized names of options that locate a
+// credential rather than hold it (credentialOption).
+var locatorSuffixes = []string{"file", "path", "stdin", "id", "name", "arn", "dir", "env", "url", "ref"}
 
 // userOption reports whether s, an element of an array, is curl's -u or
 // --user, whose value, the next element, may be USER:PASSWORD

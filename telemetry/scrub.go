@@ -105,15 +105,16 @@ var escapedValue = regexp.MustCompile(`(?i)(?:password|passwd|passphrase|secret|
 // opening quote's. A quote inside the value is escaped once more (three
 // backslashes where the delimiters have one), so it does not end it.
 // scrubOptions redacts the value after each command-line option re finds
-// whose name (its second group) is a secret key as [IsSecretKey] reads
-// one: --max-tokens 100 and --token-limit 8000 name counts (notSecret),
-// as the keys max_tokens and token_limit do, and keep their values.
+// whose name (its second group) names a credential (credentialOption):
+// --max-tokens 100 and --token-limit 8000 name counts (notSecret), as the
+// keys max_tokens and token_limit do, and --secret-id where one is, and
+// keep their values.
 func scrubOptions(s string, re *regexp.Regexp) string {
 	ms := re.FindAllStringSubmatchIndex(s, -1)
 	var b strings.Builder
 	last := 0
 	for _, m := range ms {
-		if !IsSecretKey(s[m[4]:m[5]]) {
+		if !credentialOption(s[m[4]:m[5]], nil) {
 			continue
 		}
 		if b.Len() == 0 {
