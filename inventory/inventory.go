@@ -848,14 +848,6 @@ func (inv *Inventory) pinSet(u *upstream, snap *Snapshot) []Event {
 	if drifted {
 		tools, added = u.pinned.Tools, nil
 	}
-	if len(tools) > MaxTools {
-		return []Event{invalidList(u.name, fmt.Errorf("%w: the tools of capability set %q would make the pin more than %d tools; they stay outside it",
-			ErrInvalidList, snap.ListedWith, MaxTools))}
-	}
-	pin, err := newSnapshot(u.name, tools, inv.now())
-	if err != nil {
-		return []Event{invalidList(u.name, err)}
-	}
 	names := snap.toolNames()
 	if drifted {
 		names = known // sorted: snap.Tools are
@@ -864,6 +856,14 @@ func (inv *Inventory) pinSet(u *upstream, snap *Snapshot) []Event {
 		// Past the bound: its new names stay drift; a list of other
 		// sets' adds nothing to the pin.
 		return nil
+	}
+	if len(tools) > MaxTools {
+		return []Event{invalidList(u.name, fmt.Errorf("%w: the tools of capability set %q would make the pin more than %d tools; they stay outside it",
+			ErrInvalidList, snap.ListedWith, MaxTools))}
+	}
+	pin, err := newSnapshot(u.name, tools, inv.now())
+	if err != nil {
+		return []Event{invalidList(u.name, err)}
 	}
 	pin.Sets = cloneSets(u.pinned.Sets)
 	pin.Sets[snap.ListedWith] = names
