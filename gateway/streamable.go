@@ -966,18 +966,23 @@ func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io
 				continue
 			}
 		}
+		if msg && ob.sess != nil {
+			// The ids a closed upstream may be answered under (decoded
+			// already, but while a list waits), remembered before the
+			// client can read the request: mcp-go's client answered a
+			// sampling request in the moment between, its answer was
+			// dropped as one to nothing asked, and the upstream's tool
+			// waited for it forever (TestCarrySamplingAnswer, 1 run in 25
+			// under load).
+			if msgs, err := o.decode(data); err == nil {
+				ob.sess.askedUp.addRequests(msgs)
+			}
+		}
 		if err := ob.sink.event(ev); err != nil {
 			return errCancelled
 		}
 		if ev.ID != "" && ob.sess != nil {
 			ob.sess.passedEvent(ev.ID) // a Last-Event-ID a closed upstream may get
-		}
-		if msg && ob.sess != nil {
-			// The ids a closed upstream may be answered under (decoded
-			// already, but while a list waits).
-			if msgs, err := o.decode(data); err == nil {
-				ob.sess.askedUp.addRequests(msgs)
-			}
 		}
 		if msg {
 			o.message(data)
