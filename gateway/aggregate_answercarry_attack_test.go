@@ -50,13 +50,14 @@ func TestAttackVirtualAnswerOutsideSession(t *testing.T) {
 	if txt, isErr := callText(t, ctx, c, "web_search", map[string]any{"query": "q"}); !isErr {
 		t.Fatalf("web_search after the read in the same session: %q, want it denied (the route rule holds for calls)", txt)
 	}
-	// How the tool ends is mcp-go's to decide (under load its server may
-	// not end it at once: TestCarrySamplingAnswer); what matters is where
-	// the client's answer went.
-	actx, acancel := context.WithTimeout(ctx, 5*time.Second)
-	defer acancel()
-	res, err := c.CallTool(actx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"query": "q"}}})
+	// The upstream's tool ends at once with the gateway's error: the
+	// answer withheld is not dropped as one to nothing asked, however
+	// soon the client answers (TestCarrySamplingAnswer).
+	got, isErr := callText(t, ctx, c, "ask", map[string]any{"query": "q"})
 	if web.reached("SECRET-sampled") {
-		t.Errorf("sampling after the read: the client's answer reached the closed upstream (tool said %v, error %v)", res, err)
+		t.Errorf("sampling after the read: the client's answer reached the closed upstream (tool said %q, error %v)", got, isErr)
+	}
+	if !isErr || !strings.Contains(got, "withheld by the gateway's policy") {
+		t.Errorf("sampling after the read: got %q (error %v), want the upstream's tool to fail at once with the gateway's error", got, isErr)
 	}
 }
