@@ -11,8 +11,9 @@ import (
 	"github.com/sluicehq/sluice/approval"
 )
 
-// fromAddr is an HTTP client whose connections come from ip, so that a
-// test can be two clients on one machine (127.0.0.1, 127.0.0.2).
+// fromAddr is an HTTP client whose connections come from ip: an agent on
+// the gateway's host may connect from any of 127.0.0.0/8, all of them
+// one client (TestAttackLoopbackAddressesFillApprovals).
 func fromAddr(ip string) *http.Client {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
@@ -54,9 +55,9 @@ func addCallAs(id int, agent string, a int) string {
 func TestAttackRenamedAgentsFillApprovals(t *testing.T) {
 	for _, era := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(era, func(t *testing.T) {
-			f, store := approvalFixtureWith(t, Options{}, approval.Options{MaxLive: 20}, true)
+			f, store := approvalFixtureWith(t, Options{TrustedProxies: loopbackProxy}, approval.Options{MaxLive: 20}, true)
 			url := f.gw.URL + "/mcp/demo"
-			attacker, honest := fromAddr("127.0.0.1"), fromAddr("127.0.0.2")
+			attacker, honest := proxied("192.0.2.1"), proxied("192.0.2.2")
 			held, limited := 0, 0
 			for i := range 30 {
 				agent := fmt.Sprintf("mallory-%d", i)

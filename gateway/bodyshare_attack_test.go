@@ -19,12 +19,12 @@ import (
 // its address) now holds at most half of the budget.
 func TestAttackOneClientHoldsBodyBudget(t *testing.T) {
 	const limit, budget = 1 << 20, 4 << 20
-	f := newFixture(t, &intercept.StaticDecider{Default: intercept.Allow}, Options{MaxBodyBytes: limit, MaxInflightBodyBytes: budget})
+	f := newFixture(t, &intercept.StaticDecider{Default: intercept.Allow}, Options{MaxBodyBytes: limit, MaxInflightBodyBytes: budget, TrustedProxies: loopbackProxy})
 	url := f.gw.URL + "/mcp/demo"
 	pad := strings.Repeat("P", limit-1<<10)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	mallory := clientFrom("127.0.0.1")
+	mallory := proxied("192.0.2.1")
 	for i := range 4 {
 		wg.Go(func() {
 			body := `{"jsonrpc":"2.0","id":` + itoa(i+1) + `,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":2,"delay_ms":2000},"_meta":{"pad":"` + pad + `",` +
@@ -41,7 +41,7 @@ func TestAttackOneClientHoldsBodyBudget(t *testing.T) {
 		})
 	}
 	time.Sleep(500 * time.Millisecond) // mallory's calls are under way
-	alice := clientFrom("127.0.0.2")
+	alice := proxied("192.0.2.2")
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(modernCall(9, "echo", `{"message":"`+strings.Repeat("h", 200<<10)+`"}`)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")

@@ -25,11 +25,33 @@ import (
 )
 
 // clientFrom returns an HTTP client whose connections come from the
-// loopback address ip (any 127.x.y.z reaches the listener on Linux), so a
-// test can play several client addresses.
+// loopback address ip (any 127.x.y.z reaches the listener on Linux).
+// Every loopback address is one client to the gateway (throttle.Client):
+// a test playing several clients names them through a trusted proxy
+// (proxied).
 func clientFrom(ip string) *http.Client {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+// loopbackProxy is the trusted_proxies of a test that plays several
+// clients on one machine: 127.0.0.1 is a proxy naming them (proxied).
+var loopbackProxy = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+
+// proxied returns an HTTP client whose requests come from 127.0.0.1 with
+// an X-Forwarded-For naming ip: the client ip (192.0.2.N, say) to a
+// gateway whose trusted_proxies are loopbackProxy.
+func proxied(ip string) *http.Client {
+	return &http.Client{Transport: forwarding(ip)}
+}
+
+// forwarding is the transport of proxied: its X-Forwarded-For.
+type forwarding string
+
+func (f forwarding) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Forwarded-For", string(f))
+	return clientFrom("127.0.0.1").Transport.RoundTrip(r)
 }
 
 // postInitializeAs sends a 2025-11-25 initialize for agent from c and returns
@@ -86,20 +108,20 @@ func TestSessionFloodDoesNotLockOutOthers(t *testing.T) {
 		agent, ip func(i int) string
 		key       string
 	}{
-		{"one agent, one address", func(int) string { return "flood" }, func(int) string { return "127.0.0.1" }, "max_sessions_per_"},
-		{"rotating names, one address", func(i int) string { return fmt.Sprintf("flood-%d", i) }, func(int) string { return "127.0.0.1" }, "max_sessions_per_client"},
-		{"one name, many addresses", func(int) string { return "flood" }, func(i int) string { return fmt.Sprintf("127.0.1.%d", i+1) }, "max_sessions_per_agent"},
+		{"one agent, one address", func(int) string { return "flood" }, func(int) string { return "192.0.2.1" }, "max_sessions_per_"},
+		{"rotating names, one address", func(i int) string { return fmt.Sprintf("flood-%d", i) }, func(int) string { return "192.0.2.1" }, "max_sessions_per_client"},
+		{"one name, many addresses", func(int) string { return "flood" }, func(i int) string { return fmt.Sprintf("198.51.100.%d", i+1) }, "max_sessions_per_agent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// MaxSessions 40: each agent and each address may hold a tenth.
-			f := newFixture(t, allowEcho, Options{MaxSessions: 40})
+			f := newFixture(t, allowEcho, Options{MaxSessions: 40, TrustedProxies: loopbackProxy})
 			url := f.gw.URL + "/mcp/demo"
 			clients := map[string]*http.Client{}
 			ok := 0
 			for i := range 40 {
 				c := clients[tc.ip(i)]
 				if c == nil {
-					c = clientFrom(tc.ip(i))
+					c = proxied(tc.ip(i))
 					clients[tc.ip(i)] = c
 				}
 				status, hdr, body := postInitializeAs(t, c, url, tc.agent(i))
@@ -112,7 +134,7 @@ func TestSessionFloodDoesNotLockOutOthers(t *testing.T) {
 			if ok != 4 {
 				t.Errorf("flooding sessions admitted: got %d, want 4", ok)
 			}
-			status, _, body := postInitializeAs(t, clientFrom("127.0.0.2"), url, "victim")
+			status, _, body := postInitializeAs(t, proxied("192.0.2.2"), url, "victim")
 			if status != http.StatusOK {
 				t.Fatalf("another agent from another address: got %d %s, want 200", status, body)
 			}
@@ -207,12 +229,11 @@ func TestConnSessionsCounted(t *testing.T) {
 // another address, has its initialize refused with an error naming
 // max_sessions_per_agent, and the connection ends.
 func TestConnAgentLimit(t *testing.T) {
-	f := newFixture(t, allowEcho, Options{MaxSessions: 10}) // one per agent and address
+	f := newFixture(t, allowEcho, Options{MaxSessions: 10, TrustedProxies: loopbackProxy}) // one per agent and address
 	wsURL := "ws" + strings.TrimPrefix(f.gw.URL, "http") + "/ws/demo"
 	dialConn(t, &transport.WSDialer{URL: wsURL}) // agent "conn", from 127.0.0.1
-	d := websocket.Dialer{Subprotocols: []string{"mcp"},
-		NetDialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.9")}}).DialContext}
-	ws, _, err := d.Dial(wsURL, nil)
+	d := websocket.Dialer{Subprotocols: []string{"mcp"}}
+	ws, _, err := d.Dial(wsURL, http.Header{"X-Forwarded-For": {"192.0.2.9"}})
 	if err != nil {
 		t.Fatalf("a connection from another address: %v", err)
 	}

@@ -10,13 +10,19 @@ import (
 )
 
 // Client is the client a connection from remoteAddr (host:port) counts
-// as: its IPv4 address, or its IPv6 /64 (one host's share of a network).
+// as: its IPv4 address, or its IPv6 /64 (one host's share of a network),
+// and Loopback for every loopback address. On Linux an agent on the
+// gateway's host connects from whichever of 127.0.0.0/8 it likes (::1
+// and ::ffff:127.x too): each was a client of its own to every bound
+// counted by address, held approvals, list cursors, requestStates, task
+// owners and sessions, and enough of them filled the gateway's tables
+// (TestAttackLoopbackAddressesFillApprovals).
 func Client(remoteAddr string) string {
 	ap, err := netip.ParseAddrPort(remoteAddr)
 	if err != nil {
 		return remoteAddr
 	}
-	if ap.Addr().Is4() {
+	if a := ap.Addr(); a.Is4() && !a.IsLoopback() {
 		// As written: ParseAddrPort takes an IPv4 address only in its one
 		// dotted-decimal form (no leading zeros, no zone), so this is
 		// Addr.String without formatting a string for every request.
@@ -25,9 +31,15 @@ func Client(remoteAddr string) string {
 	return key(ap.Addr())
 }
 
+// Loopback is the client every loopback address counts as (Client).
+const Loopback = "loopback"
+
 // key is Client of an address.
 func key(a netip.Addr) string {
 	a = a.Unmap()
+	if a.IsLoopback() {
+		return Loopback
+	}
 	if a.Is4() {
 		return a.String()
 	}
@@ -68,14 +80,7 @@ func Behind(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) st
 // GuesserBehind is Guesser of the client Behind finds: the one a sign-in
 // attempt through a trusted proxy is counted under.
 func GuesserBehind(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) string {
-	a, ok := forwarded(remoteAddr, forwardedFor, trusted)
-	switch {
-	case !ok:
-		return Guesser(remoteAddr)
-	case a.IsLoopback():
-		return "loopback"
-	}
-	return key(a)
+	return Behind(remoteAddr, forwardedFor, trusted)
 }
 
 // Forwarded is the address of the client a request from remoteAddr came
@@ -176,13 +181,10 @@ func Trusted(prefixes []netip.Prefix, a netip.Addr) bool {
 	return false
 }
 
-// Guesser is Client with every loopback address one client: on Linux an
-// agent on the host can connect from any of 127.0.0.0/8, and would
+// Guesser is the client a sign-in attempt from remoteAddr is counted
+// under: Client, every loopback address one client, which would
 // otherwise get a sign-in guesser's allowance from each.
 func Guesser(remoteAddr string) string {
-	if ap, err := netip.ParseAddrPort(remoteAddr); err == nil && ap.Addr().Unmap().IsLoopback() {
-		return "loopback"
-	}
 	return Client(remoteAddr)
 }
 
@@ -196,7 +198,7 @@ const MaxCounted = 10_000
 // then shares one allowance instead of wiping everyone's count. Loopback
 // (the operator's own host) never shares it. since is when a count began.
 func Slot[F any](m map[string]*F, key string, now time.Time, since func(*F) time.Time) string {
-	if _, ok := m[key]; ok || len(m) < MaxCounted || key == "loopback" {
+	if _, ok := m[key]; ok || len(m) < MaxCounted || key == Loopback {
 		return key
 	}
 	for k, f := range m {
