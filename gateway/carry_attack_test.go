@@ -1,14 +1,19 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -579,4 +584,104 @@ func TestCarryMCPGoClientAfterDeny(t *testing.T) {
 			}
 		})
 	}
+}
+
+// answeringStream is a client's GET stream that answers the upstream's
+// sampling request as it is flushed to it, before the gateway's write
+// returns: the quickest a client can be.
+type answeringStream struct {
+	h      http.Header
+	buf    bytes.Buffer
+	answer func(id string)
+}
+
+func (s *answeringStream) Header() http.Header         { return s.h }
+func (s *answeringStream) WriteHeader(int)             {}
+func (s *answeringStream) Write(b []byte) (int, error) { return s.buf.Write(b) }
+
+func (s *answeringStream) Flush() {
+	var m struct {
+		ID     jsontext.Value `json:"id"`
+		Method string         `json:"method"`
+	}
+	for _, l := range strings.Split(s.buf.String(), "\n") {
+		if d, ok := strings.CutPrefix(l, "data:"); ok && json.Unmarshal([]byte(strings.TrimSpace(d)), &m) == nil && m.Method == "sampling/createMessage" {
+			s.answer(string(m.ID))
+		}
+	}
+	s.buf.Reset()
+}
+
+// TestCarrySamplingAnswerAtOnce: a client that answers the closed
+// upstream's sampling request the moment it is written to it still has
+// its answer withheld with the gateway's error, which ends the
+// upstream's tool. Before, the gateway remembered the request as asked
+// only after writing it: the answer was dropped as one to nothing
+// asked, and the tool waited for ever (TestCarrySamplingAnswer hung so
+// 1 run in 25 under load).
+func TestCarrySamplingAnswerAtOnce(t *testing.T) {
+	gw, g, web := carryGatewayG(t)
+	url := gw.URL + "/mcp/web"
+	_, hdr, _ := post(t, url, map[string]string{"Mcp-Protocol-Version": "2025-11-25"},
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	h := map[string]string{"Mcp-Session-Id": hdr.Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-11-25"}
+	post(t, url, h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	readSecret(t, gw.URL)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	answered := make(chan string, 1)
+	stream := &answeringStream{h: http.Header{}, answer: func(id string) {
+		status, body := postRaw(ctx, url, h, `{"jsonrpc":"2.0","id":`+id+`,"result":{"role":"assistant","content":{"type":"text","text":"SECRET-sampled"},"model":"m"}}`)
+		answered <- fmt.Sprint(status, " ", body)
+	}}
+	get := httptest.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	get.RemoteAddr = "127.0.0.1:1"
+	get.Header.Set("Accept", "text/event-stream")
+	for k, v := range h {
+		get.Header.Set(k, v)
+	}
+	streamDone := make(chan struct{})
+	go func() { defer close(streamDone); g.Handler().ServeHTTP(stream, get) }()
+	defer func() { cancel(); <-streamDone }()
+	type result struct {
+		status int
+		body   string
+	}
+	called := make(chan result, 1)
+	go func() {
+		status, body := postRaw(ctx, url, h, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{"query":"q"}}}`)
+		called <- result{status, body}
+	}()
+	select {
+	case a := <-answered:
+		t.Logf("the client's answer: %s", a)
+	case <-ctx.Done():
+		t.Fatal("the upstream's sampling request never reached the client's stream")
+	}
+	r := <-called
+	if web.reached("SECRET-sampled") {
+		t.Errorf("the client's answer reached the closed upstream")
+	}
+	if !strings.Contains(r.body, "withheld by the gateway's policy") {
+		t.Errorf("ask: got %d %s, want the upstream's tool to end with the gateway's error", r.status, r.body)
+	}
+}
+
+// postRaw is post for a goroutine other than the test's: an error is its
+// answer's body, status 0.
+func postRaw(ctx context.Context, url string, hdr map[string]string, body string) (int, string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
