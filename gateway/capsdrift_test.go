@@ -351,44 +351,26 @@ func TestAttackCapabilitySetRugPull(t *testing.T) {
 // requests (their capabilities in each request's _meta) and over /ws: the
 // client's capabilities reach the inventory on every path.
 func TestAttackCapabilitySetTransports(t *testing.T) {
-	srv := httptest.NewServer(&capsUpstream{caps: map[string]map[string]any{}})
-	t.Cleanup(srv.Close)
-	ups := map[string]Upstream{
-		"http":  {Name: "caps", URL: srv.URL},
-		"stdio": {Name: "caps", Command: os.Args[0], Args: []string{"-test.run=^TestHelperCapsStdio$"}, Env: map[string]string{"SLUICE_TEST_CAPS_STDIO": "1"}},
-	}
-	for _, upName := range []string{"http", "stdio"} {
-		for _, cl := range []struct {
-			name string
-			open func(t *testing.T, gw, caps string) func(method, name, params string) string
-		}{
-			{"session", capsSession},
-			{"2026-07-28", capsModern},
-			{"ws", capsWS},
-		} {
-			t.Run(upName+"/"+cl.name, func(t *testing.T) {
-				gw, _ := driftGateway(t, Options{Upstreams: []Upstream{ups[upName]}})
-				plain := cl.open(t, gw.URL, `{}`)
-				if body := plain("tools/list", "", `{}`); !strings.Contains(body, "Echo a message.") {
-					t.Fatalf("first listing: %s", body)
-				}
-				elicit := cl.open(t, gw.URL, `{"elicitation":{}}`)
-				if body := elicit("tools/list", "", `{}`); !strings.Contains(body, `"ask"`) {
-					t.Errorf("tools/list of a client declaring elicitation: got %s, want ask", body)
-				}
-				if body := elicit("tools/call", "ask", `{"name":"ask","arguments":{}}`); !strings.Contains(body, "ran ask") {
-					t.Errorf("call of ask: got %s, want it run", body)
-				}
-				pull := cl.open(t, gw.URL, `{"sampling":{}}`)
-				if body := pull("tools/list", "", `{}`); strings.Contains(body, "id_rsa") || strings.Contains(body, "exfiltrate") || !strings.Contains(body, "Echo a message.") {
-					t.Errorf("tools/list of a client declaring sampling: got %s, want echo as pinned and nothing else", body)
-				}
-				if body := pull("tools/call", "echo", `{"name":"echo","arguments":{}}`); !strings.Contains(body, inventory.ReasonDrift) {
-					t.Errorf("call of the changed echo: got %s, want it denied %s", body, inventory.ReasonDrift)
-				}
-			})
+	eachCapsPath(t, []capsClient{
+		{"session", capsSession},
+		{"2026-07-28", capsModern},
+		{"ws", capsWS},
+	}, func(t *testing.T, open func(caps string) func(method, name, params string) string) {
+		elicit := open(`{"elicitation":{}}`)
+		if body := elicit("tools/list", "", `{}`); !strings.Contains(body, `"ask"`) {
+			t.Errorf("tools/list of a client declaring elicitation: got %s, want ask", body)
 		}
-	}
+		if body := elicit("tools/call", "ask", `{"name":"ask","arguments":{}}`); !strings.Contains(body, "ran ask") {
+			t.Errorf("call of ask: got %s, want it run", body)
+		}
+		pull := open(`{"sampling":{}}`)
+		if body := pull("tools/list", "", `{}`); strings.Contains(body, "id_rsa") || strings.Contains(body, "exfiltrate") || !strings.Contains(body, "Echo a message.") {
+			t.Errorf("tools/list of a client declaring sampling: got %s, want echo as pinned and nothing else", body)
+		}
+		if body := pull("tools/call", "echo", `{"name":"echo","arguments":{}}`); !strings.Contains(body, inventory.ReasonDrift) {
+			t.Errorf("call of the changed echo: got %s, want it denied %s", body, inventory.ReasonDrift)
+		}
+	})
 }
 
 // capsSession opens a 2025-11-25 session on /mcp/caps whose client
@@ -482,5 +464,36 @@ func TestCapabilitySetOfAdoptedSession(t *testing.T) {
 	_, _, body = post(t, b.URL+"/mcp/caps", h, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{}}}`)
 	if !strings.Contains(body, "ran ask") {
 		t.Errorf("call of ask on B: got %s, want it run", body)
+	}
+}
+
+// capsClient is a way of opening a client of /mcp/caps declaring caps.
+type capsClient struct {
+	name string
+	open func(t *testing.T, gw, caps string) func(method, name, params string) string
+}
+
+// eachCapsPath runs fn for an HTTP and a stdio capsUpstream behind a drift
+// gateway and each of clients, once a client of it declaring no
+// capabilities has listed the upstream's tools first; open opens one
+// declaring caps.
+func eachCapsPath(t *testing.T, clients []capsClient, fn func(t *testing.T, open func(caps string) func(method, name, params string) string)) {
+	srv := httptest.NewServer(&capsUpstream{caps: map[string]map[string]any{}})
+	t.Cleanup(srv.Close)
+	ups := map[string]Upstream{
+		"http":  {Name: "caps", URL: srv.URL},
+		"stdio": {Name: "caps", Command: os.Args[0], Args: []string{"-test.run=^TestHelperCapsStdio$"}, Env: map[string]string{"SLUICE_TEST_CAPS_STDIO": "1"}},
+	}
+	for _, upName := range []string{"http", "stdio"} {
+		for _, cl := range clients {
+			t.Run(upName+"/"+cl.name, func(t *testing.T) {
+				gw, _ := driftGateway(t, Options{Upstreams: []Upstream{ups[upName]}})
+				open := func(caps string) func(method, name, params string) string { return cl.open(t, gw.URL, caps) }
+				if body := open(`{}`)("tools/list", "", `{}`); !strings.Contains(body, "Echo a message.") {
+					t.Fatalf("first listing: %s", body)
+				}
+				fn(t, open)
+			})
+		}
 	}
 }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 )
@@ -17,40 +16,22 @@ import (
 // elicitation then had ask denied inventory_drift, as new under a
 // pinned set, for everyone.
 func TestAttackCapabilitySetMetaInSession(t *testing.T) {
-	srv := httptest.NewServer(&capsUpstream{caps: map[string]map[string]any{}})
-	t.Cleanup(srv.Close)
-	ups := map[string]Upstream{
-		"http":  {Name: "caps", URL: srv.URL},
-		"stdio": {Name: "caps", Command: os.Args[0], Args: []string{"-test.run=^TestHelperCapsStdio$"}, Env: map[string]string{"SLUICE_TEST_CAPS_STDIO": "1"}},
-	}
-	for _, upName := range []string{"http", "stdio"} {
-		for _, cl := range []struct {
-			name string
-			open func(t *testing.T, gw, caps string) func(method, name, params string) string
-		}{
-			{"session", capsSession},
-			{"ws", capsWS},
-		} {
-			t.Run(upName+"/"+cl.name, func(t *testing.T) {
-				gw, _ := driftGateway(t, Options{Upstreams: []Upstream{ups[upName]}})
-				plain := cl.open(t, gw.URL, `{}`)
-				if body := plain("tools/list", "", `{}`); !strings.Contains(body, "Echo a message.") {
-					t.Fatalf("first listing: %s", body)
-				}
-				liar := cl.open(t, gw.URL, `{"roots":{}}`)
-				if body := liar("tools/list", "", `{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}`); strings.Contains(body, `"ask"`) {
-					t.Fatalf("the server listed ask to a session that declared roots: %s", body)
-				}
-				elicit := cl.open(t, gw.URL, `{"elicitation":{}}`)
-				if body := elicit("tools/list", "", `{}`); !strings.Contains(body, `"ask"`) {
-					t.Errorf("tools/list of a client declaring elicitation: got %s, want ask", body)
-				}
-				if body := elicit("tools/call", "ask", `{"name":"ask","arguments":{}}`); !strings.Contains(body, "ran ask") {
-					t.Errorf("call of ask: got %s, want it run", body)
-				}
-			})
+	eachCapsPath(t, []capsClient{
+		{"session", capsSession},
+		{"ws", capsWS},
+	}, func(t *testing.T, open func(caps string) func(method, name, params string) string) {
+		liar := open(`{"roots":{}}`)
+		if body := liar("tools/list", "", `{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}`); strings.Contains(body, `"ask"`) {
+			t.Fatalf("the server listed ask to a session that declared roots: %s", body)
 		}
-	}
+		elicit := open(`{"elicitation":{}}`)
+		if body := elicit("tools/list", "", `{}`); !strings.Contains(body, `"ask"`) {
+			t.Errorf("tools/list of a client declaring elicitation: got %s, want ask", body)
+		}
+		if body := elicit("tools/call", "ask", `{"name":"ask","arguments":{}}`); !strings.Contains(body, "ran ask") {
+			t.Errorf("call of ask: got %s, want it run", body)
+		}
+	})
 }
 
 // TestCapabilitySetOfAdoptedSessionLargeCaps: a session whose client
