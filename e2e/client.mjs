@@ -20,7 +20,10 @@
 //                   [--tool NAME] [--tool-args JSON]  (deny scenario; default echo {"message":"hello"})
 //                   [--task]                          (deny scenario: a task-augmented call, the SDK's
 //                                                     experimental.tasks.callToolStream)
-//                   [--call NAME=JSON ...] [--list-first]  (calls scenario: tools/list first)
+//                   [--call NAME=JSON ...] [--list-first]  (calls scenario: tools/list first,
+//                                                     its names reported as steps.tools)
+//                   [--caps default|none|all]         (capabilities declared: default sampling and
+//                                                     elicitation; none; all adds roots, with handlers)
 //                   [--timeout MS]                    (per request, default 30000)
 //                   [--deadline MS]                   (whole run, default 120000)
 //                   [--pretty]
@@ -41,6 +44,7 @@ import {
   CallToolResultSchema,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
+  ListRootsRequestSchema,
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
 
@@ -53,6 +57,7 @@ export const SAMPLING_REPLY = {
   content: { type: "text", text: "sampled reply from sluice e2e client" },
   stopReason: "endTurn",
 };
+export const ROOTS_REPLY = { roots: [{ uri: "file:///sluice-e2e-root", name: "sluice-e2e-root" }] };
 export const ELICITATION_REPLY = {
   action: "accept",
   content: { name: "Sluice Tester", check: true, email: "tester@example.com", integer: 7 },
@@ -90,6 +95,7 @@ function parseArgs(argv) {
     pretty: false,
     oauthClient: undefined,
     oauthIssuer: undefined,
+    caps: "default",
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -130,6 +136,7 @@ function parseArgs(argv) {
       case "--scenario": o.scenario = next(); break;
       case "--tool": o.tool = next(); break;
       case "--list-first": o.listFirst = true; break;
+      case "--caps": o.caps = next(); break;
       case "--task": o.task = true; break;
       case "--tool-args": {
         const v = next();
@@ -163,6 +170,7 @@ function parseArgs(argv) {
   }
   if (!["streamable-http", "sse", "stdio", "websocket"].includes(o.transport)) usage("--transport is required");
   if (!["full", "deny", "calls"].includes(o.scenario)) usage(`unknown scenario ${o.scenario}`);
+  if (!["default", "none", "all"].includes(o.caps)) usage(`unknown --caps ${o.caps}`);
   if (o.transport === "stdio" && !o.command) usage("--command is required for stdio");
   if (o.transport !== "stdio" && !o.url) usage("--url is required for " + o.transport);
   if (o.toolArgs === undefined) o.toolArgs = o.tool === "echo" ? { message: "hello" } : {};
@@ -292,11 +300,22 @@ function tapWire(transport) {
   return wire;
 }
 
+const CAPS = {
+  default: { sampling: {}, elicitation: { form: {} } },
+  none: {},
+  all: { roots: { listChanged: true }, sampling: {}, elicitation: { form: {} } },
+};
+
 function newClient(o, seen) {
   const client = new Client(
     { name: "sluice-e2e-client", version: "1.0.0" },
-    { capabilities: { sampling: {}, elicitation: { form: {} } } },
+    { capabilities: CAPS[o.caps] },
   );
+  if (o.caps === "none") {
+    client.onerror = (e) => process.stderr.write(`client.mjs: client error: ${e?.message ?? e}\n`);
+    return client;
+  }
+  if (o.caps === "all") client.setRequestHandler(ListRootsRequestSchema, async () => ROOTS_REPLY);
   client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
     const p = req.params;
     seen.sampling.push(norm({ messages: p.messages, systemPrompt: p.systemPrompt, maxTokens: p.maxTokens }));
@@ -516,7 +535,7 @@ async function runCalls(o, client, out, wire) {
   out.steps.calls = [];
   // --list-first lists the tools first, as an agent does: the SDK then
   // checks each result's structuredContent against the tool's outputSchema.
-  if (o.listFirst) await client.listTools({}, { timeout: o.timeout });
+  if (o.listFirst) out.steps.tools = (await client.listTools({}, { timeout: o.timeout })).tools.map((t) => t.name).sort();
   for (const c of o.calls) {
     wire.responses.length = 0;
     let step;
