@@ -446,6 +446,14 @@ func capsWS(t *testing.T, gw, caps string) func(method, name, params string) str
 // a client declaring elicitation for new under the set of no
 // capabilities: left out, their calls denied inventory_drift.
 func TestCapabilitySetOfAdoptedSession(t *testing.T) {
+	adoptedSessionListsAsk(t, `{"elicitation":{}}`)
+}
+
+// adoptedSessionListsAsk opens a session on one replica whose client
+// declares caps (elicitation among them) and wants the other replica to
+// list it ask and run its call.
+func adoptedSessionListsAsk(t *testing.T, caps string) {
+	t.Helper()
 	srv := httptest.NewServer(&capsUpstream{caps: map[string]map[string]any{}})
 	t.Cleanup(srv.Close)
 	opts := Options{Upstreams: []Upstream{{Name: "caps", URL: srv.URL}}, SessionKeys: [][]byte{key(7)}}
@@ -456,7 +464,7 @@ func TestCapabilitySetOfAdoptedSession(t *testing.T) {
 	if body := plain("tools/list", "", `{}`); !strings.Contains(body, "Echo a message.") {
 		t.Fatalf("first listing: %s", body)
 	}
-	h := initializeWith(t, a.URL+"/mcp/caps", `{"elicitation":{}}`)
+	h := initializeWith(t, a.URL+"/mcp/caps", caps)
 	_, _, body := post(t, b.URL+"/mcp/caps", h, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	if !strings.Contains(body, `"ask"`) {
 		t.Errorf("tools/list on B of a session opened on A declaring elicitation: got %s, want ask", body)

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -41,23 +40,5 @@ func TestAttackCapabilitySetMetaInSession(t *testing.T) {
 // none: ask, listed to it for its elicitation, was drift under the set of
 // none, and then denied for everyone.
 func TestCapabilitySetOfAdoptedSessionLargeCaps(t *testing.T) {
-	srv := httptest.NewServer(&capsUpstream{caps: map[string]map[string]any{}})
-	t.Cleanup(srv.Close)
-	opts := Options{Upstreams: []Upstream{{Name: "caps", URL: srv.URL}}, SessionKeys: [][]byte{key(7)}}
-	a, _ := driftGateway(t, opts)
-	b, _ := driftGateway(t, opts)
-
-	plain := capsSession(t, b.URL, `{}`)
-	if body := plain("tools/list", "", `{}`); !strings.Contains(body, "Echo a message.") {
-		t.Fatalf("first listing: %s", body)
-	}
-	h := initializeWith(t, a.URL+"/mcp/caps", `{"experimental":{"big":"`+strings.Repeat("x", 600)+`"},"elicitation":{}}`)
-	_, _, body := post(t, b.URL+"/mcp/caps", h, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	if !strings.Contains(body, `"ask"`) {
-		t.Errorf("tools/list on B of a session opened on A declaring elicitation: got %s, want ask", body)
-	}
-	_, _, body = post(t, b.URL+"/mcp/caps", h, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{}}}`)
-	if !strings.Contains(body, "ran ask") {
-		t.Errorf("call of ask on B: got %s, want it run", body)
-	}
+	adoptedSessionListsAsk(t, `{"experimental":{"big":"`+strings.Repeat("x", 600)+`"},"elicitation":{}}`)
 }
