@@ -98,7 +98,7 @@ func TestStatelessOverflowFloodUnbounded(t *testing.T) {
 		body := strings.Replace(modernCall(i+1, "echo", `{}`), `"_meta":{`, fmt.Sprintf(`"_meta":{"progressToken":"p%d",`, i), 1)
 		stalledPost(t, addr, body)
 	}
-	b := g.stateless["u"]
+	b := g.stateless["u"].shared
 	held := func() (n int64, calls int) {
 		b.mu.Lock()
 		cs := make([]*slCall, 0, len(b.calls))

@@ -298,14 +298,14 @@ func (c *childSlots) take(agent string) (*childSlot, error) {
 			c.metrics.LimitRefused("max_children")
 		}
 		return nil, &limitError{key: "max_children", max: int64(c.max), status: http.StatusServiceUnavailable, retryAfter: retrySession,
-			msg: fmt.Sprintf("upstream %q runs its maximum of %d stdio processes, one per session (upstreams[].max_children); end a session or retry later", c.route, c.max)}
+			msg: fmt.Sprintf("upstream %q runs its maximum of %d stdio processes, one per session or principal (upstreams[].max_children); end a session or retry later", c.route, c.max)}
 	}
 	if agent != "" && c.byAgent[agent] >= c.agentShare() {
 		if c.metrics != nil {
 			c.metrics.LimitRefused("max_children")
 		}
 		return nil, &limitError{key: "max_children", max: int64(c.agentShare()), status: http.StatusTooManyRequests, retryAfter: retrySession,
-			msg: fmt.Sprintf("agent %q runs %d of upstream %q's stdio processes, one per session, half of its maximum (upstreams[].max_children %d); end a session or retry later", agent, c.agentShare(), c.route, c.max)}
+			msg: fmt.Sprintf("agent %q runs %d of upstream %q's stdio processes, one per session and one for its requests without a session, half of its maximum (upstreams[].max_children %d); end a session or retry later", agent, c.agentShare(), c.route, c.max)}
 	}
 	c.n++
 	if agent != "" {

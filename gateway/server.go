@@ -49,7 +49,7 @@ type Gateway struct {
 	sealer      *sealer      // seals session ids when Options.SessionKeys are set
 	client      *http.Client
 	sse         map[string]*transport.SSEServer // route name -> legacy SSE server
-	stateless   map[string]*statelessBridge     // bridged route name -> shared 2026-07-28 connection
+	stateless   map[string]*statelessPool       // bridged route name -> its 2026-07-28 connections
 	virtual     map[string]*aggregator          // virtual server name ("" for /mcp) -> its handler
 	withheld    *withheldTasks                  // messages about another's task not delivered
 	headerDrops *headerWithholding              // client headers a closed upstream was not sent
@@ -112,7 +112,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 		sessions:    newSessionTable(opts.maxSessions(), opts.idleTimeout(), opts.now),
 		limits:      newLimits(&opts),
 		sse:         make(map[string]*transport.SSEServer),
-		stateless:   make(map[string]*statelessBridge),
+		stateless:   make(map[string]*statelessPool),
 		withheld:    &withheldTasks{log: log},
 		headerDrops: &headerWithholding{log: log},
 		// Plain-HTTP upstreams are served on the calling goroutine
@@ -193,7 +193,13 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 	}()
 	for name, r := range g.routes {
 		if r.url == nil {
-			g.stateless[name] = newStatelessBridge(g, r)
+			p := newStatelessPool(g, r)
+			g.stateless[name] = p
+			g.wg.Add(1)
+			go func() {
+				defer g.wg.Done()
+				p.reap(g.ctx)
+			}()
 		}
 		g.sse[name] = &transport.SSEServer{
 			MessagePath: func(id string) string { return "/sse/" + name + "/message?sessionId=" + url.QueryEscape(id) },

@@ -16,9 +16,143 @@ import (
 	"github.com/sluicehq/sluice/telemetry"
 )
 
+// statelessPool holds a bridged route's connections for MCP 2026-07-28
+// requests, which belong to no session: one for each authenticated
+// principal, so that what an upstream keeps per connection (a browser's
+// cookies and open pages, a shell's directory, a login, a subscription, a
+// logging level) is never shared between principals, and one for
+// requests without a principal, which nothing tells apart. A principal's
+// connection takes a place among the route's stdio children (its share of
+// upstreams[].max_children, as a session's does; on an SSE or WebSocket
+// upstream, at most max_sessions of them) and ends once idle for
+// session_idle_timeout.
+type statelessPool struct {
+	g  *Gateway
+	rt *route
+
+	shared *statelessBridge // requests without a principal
+
+	mu   sync.Mutex // guards m
+	m    map[string]*pooledBridge
+	idle time.Duration
+}
+
+// pooledBridge is one principal's connection in a statelessPool.
+type pooledBridge struct {
+	b    *statelessBridge
+	slot *childSlot
+	// Guarded by the pool's mu: the requests using it now, and when the
+	// last of them ended.
+	users    int
+	lastUsed time.Time
+}
+
+func newStatelessPool(g *Gateway, rt *route) *statelessPool {
+	return &statelessPool{g: g, rt: rt, shared: newStatelessBridge(g, rt), m: make(map[string]*pooledBridge), idle: g.opts.idleTimeout()}
+}
+
+// post serves a 2026-07-28 request on the connection of its principal.
+func (p *statelessPool) post(w http.ResponseWriter, r *http.Request, x *exchange) {
+	principal, ok := principalAgent(r.Context())
+	if !ok {
+		p.shared.post(w, r, x)
+		return
+	}
+	pb, err := p.acquire(principal)
+	if err != nil {
+		le, _ := asLimitError(err)
+		writeLimitError(w, x.msgs[0].ID, le)
+		return
+	}
+	defer p.release(pb)
+	pb.b.post(w, r, x)
+}
+
+// acquire returns principal's connection, counted as in use until
+// release, making it (and taking its child's place) if it has none.
+func (p *statelessPool) acquire(principal string) (*pooledBridge, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pb := p.m[principal]
+	if pb == nil {
+		var slot *childSlot
+		if p.rt.children != nil {
+			var err error
+			if slot, err = p.rt.children.take(principal); err != nil {
+				return nil, err
+			}
+		} else if limit := p.g.opts.maxSessions(); len(p.m) >= limit {
+			return nil, &limitError{key: "max_sessions", max: int64(limit), status: http.StatusServiceUnavailable, retryAfter: retrySession,
+				msg: fmt.Sprintf("upstream %q holds its maximum of %d connections for principals' stateless requests (max_sessions); retry later", p.rt.up.Name, limit)}
+		}
+		pb = &pooledBridge{b: newStatelessBridge(p.g, p.rt), slot: slot}
+		p.m[principal] = pb
+	}
+	pb.users++
+	return pb, nil
+}
+
+func (p *statelessPool) release(pb *pooledBridge) {
+	p.mu.Lock()
+	pb.users--
+	pb.lastUsed = p.now()
+	p.mu.Unlock()
+}
+
+func (p *statelessPool) now() time.Time {
+	if p.g.opts.now != nil {
+		return p.g.opts.now()
+	}
+	return time.Now()
+}
+
+// reap ends the principals' connections unused for the idle timeout,
+// every tick until ctx ends.
+func (p *statelessPool) reap(ctx context.Context) {
+	tick := time.NewTicker(min(p.idle/2, time.Minute))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var idle []*pooledBridge
+		cutoff := p.now().Add(-p.idle)
+		p.mu.Lock()
+		for principal, pb := range p.m {
+			if pb.users == 0 && pb.lastUsed.Before(cutoff) {
+				delete(p.m, principal)
+				idle = append(idle, pb)
+			}
+		}
+		p.mu.Unlock()
+		for _, pb := range idle {
+			pb.close()
+		}
+	}
+}
+
+func (pb *pooledBridge) close() {
+	pb.b.close()
+	pb.slot.release()
+}
+
+// close ends every connection of the pool.
+func (p *statelessPool) close() {
+	p.mu.Lock()
+	all := p.m
+	p.m = make(map[string]*pooledBridge)
+	p.mu.Unlock()
+	p.shared.close()
+	for _, pb := range all {
+		pb.close()
+	}
+}
+
 // statelessBridge carries MCP 2026-07-28 requests, which belong to no
-// session, to a bridged upstream (stdio, SSE, WebSocket) over one shared
-// connection per route. Request ids and progress tokens are rewritten to
+// session, to a bridged upstream (stdio, SSE, WebSocket) over one
+// connection (statelessPool keeps one per principal). Request ids and progress tokens are rewritten to
 // gateway-unique values on the way up and restored on the way down, so the
 // requests of different clients never collide; nothing else in a message
 // changes. A client that goes away cancels its request upstream.
