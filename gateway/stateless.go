@@ -69,27 +69,51 @@ func (p *statelessPool) post(w http.ResponseWriter, r *http.Request, x *exchange
 }
 
 // acquire returns principal's connection, counted as in use until
-// release, making it (and taking its child's place) if it has none.
+// release, making it (and taking its child's place) if it has none. When
+// the route's children are all running, the principals' connection unused
+// longest ends to make room (what it kept is lost, as after its idle
+// time); sessions' children are never taken. Only when every one is in
+// use is the request refused.
 func (p *statelessPool) acquire(principal string) (*pooledBridge, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pb := p.m[principal]
-	if pb == nil {
-		var slot *childSlot
-		if p.rt.children != nil {
-			var err error
-			if slot, err = p.rt.children.take(principal); err != nil {
-				return nil, err
+	for evicted := false; ; evicted = true {
+		p.mu.Lock()
+		pb, err := p.m[principal], error(nil)
+		if pb == nil {
+			var slot *childSlot
+			if p.rt.children != nil {
+				slot, err = p.rt.children.take(principal)
+			} else if limit := p.g.opts.maxSessions(); len(p.m) >= limit {
+				err = &limitError{key: "max_sessions", max: int64(limit), status: http.StatusServiceUnavailable, retryAfter: retrySession,
+					msg: fmt.Sprintf("upstream %q holds its maximum of %d connections for principals' 2026-07-28 requests (max_sessions); retry later", p.rt.up.Name, limit)}
 			}
-		} else if limit := p.g.opts.maxSessions(); len(p.m) >= limit {
-			return nil, &limitError{key: "max_sessions", max: int64(limit), status: http.StatusServiceUnavailable, retryAfter: retrySession,
-				msg: fmt.Sprintf("upstream %q holds its maximum of %d connections for principals' stateless requests (max_sessions); retry later", p.rt.up.Name, limit)}
+			if err == nil {
+				pb = &pooledBridge{b: newStatelessBridge(p.g, p.rt), slot: slot}
+				p.m[principal] = pb
+			}
 		}
-		pb = &pooledBridge{b: newStatelessBridge(p.g, p.rt), slot: slot}
-		p.m[principal] = pb
+		if err == nil {
+			pb.users++
+			p.mu.Unlock()
+			return pb, nil
+		}
+		var victim *pooledBridge
+		if le, ok := asLimitError(err); ok && le.status == http.StatusServiceUnavailable && !evicted {
+			victimName := ""
+			for name, c := range p.m {
+				if c.users == 0 && (victim == nil || c.lastUsed.Before(victim.lastUsed)) {
+					victim, victimName = c, name
+				}
+			}
+			if victim != nil {
+				delete(p.m, victimName)
+			}
+		}
+		p.mu.Unlock()
+		if victim == nil {
+			return nil, err
+		}
+		victim.close()
 	}
-	pb.users++
-	return pb, nil
 }
 
 func (p *statelessPool) release(pb *pooledBridge) {

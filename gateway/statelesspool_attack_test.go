@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,13 +41,14 @@ func statefulCall(t *testing.T, u, who, tool, args string) (int, string) {
 // shell's directory, a login) was one principal's and every other's: bob
 // recalled what alice had told the server. Each authenticated principal
 // now has a connection (a child) of its own, taking a place among the
-// route's max_children with its share, ended when idle; requests without
-// a principal share one as before.
+// route's max_children with its share, ended when idle or, unused, to make
+// room for another principal's; requests without a principal share one as
+// before.
 func TestAttackStatelessPrincipalsShareChild(t *testing.T) {
 	g, err := New(Options{
 		Upstreams:          []Upstream{{Name: "state", Command: buildStateServer(t), MaxChildren: 2}},
 		SessionIdleTimeout: 200 * time.Millisecond,
-	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"remember", "recall"}}}, slog.New(slog.DiscardHandler))
+	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"remember", "recall", "sleep"}}}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,25 +68,60 @@ func TestAttackStatelessPrincipalsShareChild(t *testing.T) {
 		t.Errorf("a request without a principal reached alice's process: %s", body)
 	}
 
-	// max_children 2: alice and bob hold one each; carol is refused with
-	// the limit's error until one of them is idle long enough to end.
-	status, body := statefulCall(t, u, "carol", "recall", `{}`)
-	if status != 503 || !strings.Contains(body, "max_children") {
-		t.Errorf("carol past max_children: got %d %s, want 503 naming max_children", status, body)
+	// max_children 2, alice's and bob's children running: carol's first
+	// request ends the one unused longest (alice's), whose state is gone.
+	if status, body := statefulCall(t, u, "carol", "recall", `{}`); status != 200 || !strings.Contains(body, "recalled nothing") {
+		t.Errorf("carol with every child idle: %d %s", status, body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		status, body = statefulCall(t, u, "carol", "recall", `{}`)
-		if status == 200 || time.Now().After(deadline) {
+	if _, body := statefulCall(t, u, "alice", "recall", `{}`); !strings.Contains(body, "recalled nothing") {
+		t.Errorf("alice after her idle child made room: %s", body)
+	}
+
+	// With both children in use, a third principal is refused with the
+	// limit's error, and no call in flight is cut.
+	pool := g.stateless["state"]
+	inUse := func() int {
+		pool.mu.Lock()
+		defer pool.mu.Unlock()
+		n := 0
+		for _, pb := range pool.m {
+			n += min(pb.users, 1)
+		}
+		return n
+	}
+	var wg sync.WaitGroup
+	for _, who := range []string{"alice", "bob"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if status, body := statefulCall(t, u, who, "sleep", `{"ms":1500}`); status != 200 || !strings.Contains(body, "slept") {
+				t.Errorf("%s's call in flight: %d %s", who, status, body)
+			}
+		}()
+	}
+	for deadline := time.Now().Add(5 * time.Second); inUse() < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if status, body := statefulCall(t, u, "carol", "recall", `{}`); status != 503 || !strings.Contains(body, "max_children") {
+		t.Errorf("carol with every child in use: got %d %s, want 503 naming max_children", status, body)
+	}
+	wg.Wait()
+
+	// Idle for session_idle_timeout, the principals' children end and
+	// give their places back.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		pool.mu.Lock()
+		n := len(pool.m)
+		pool.mu.Unlock()
+		a, errA := g.routes["state"].children.take("dave")
+		b, errB := g.routes["state"].children.take("erin")
+		a.release()
+		b.release()
+		if n == 0 && errA == nil && errB == nil {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if status != 200 || !strings.Contains(body, "recalled nothing") {
-		t.Errorf("carol after the others' children went idle: %d %s", status, body)
-	}
-	// alice's child ended with its idle time: she starts afresh.
-	if _, body := statefulCall(t, u, "alice", "recall", `{}`); !strings.Contains(body, "recalled nothing") && !strings.Contains(body, "max_children") {
-		t.Errorf("alice after her child ended: %s", body)
+		if time.Now().After(deadline) {
+			t.Fatalf("principals' children still running after their idle time: %d left, places %v %v", n, errA, errB)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 // Command stateserver is an mcp-go stdio server that keeps state for its
 // process, as a browser or shell server keeps cookies or a directory:
-// remember stores a value, recall returns the last one stored. Used by
+// remember stores a value, recall returns the last one stored, sleep
+// waits. Used by
 // TestAttackStatelessPrincipalsShareChild.
 package main
 
@@ -8,6 +9,7 @@ import (
 	"context"
 	"log"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -31,6 +33,14 @@ func main() {
 			mu.Lock()
 			defer mu.Unlock()
 			return mcp.NewToolResultText("recalled " + value), nil
+		})
+	s.AddTool(mcp.NewTool("sleep", mcp.WithNumber("ms", mcp.Required())),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			select {
+			case <-time.After(time.Duration(req.GetFloat("ms", 0)) * time.Millisecond):
+			case <-ctx.Done():
+			}
+			return mcp.NewToolResultText("slept"), nil
 		})
 	if err := server.ServeStdio(s); err != nil {
 		log.Fatal(err)
