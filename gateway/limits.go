@@ -345,6 +345,17 @@ func (c *slotConn) Close() error {
 	return err
 }
 
+// takeChild takes a place among rt's stdio children for agent; when every
+// place is taken, the principals' 2026-07-28 child unused longest, if any,
+// ends to make room (statelessPool.evictIdle).
+func (rt *route) takeChild(agent string) (*childSlot, error) {
+	slot, err := rt.children.take(agent)
+	if le, ok := asLimitError(err); ok && le.status == http.StatusServiceUnavailable && rt.stateless.evictIdle() {
+		return rt.children.take(agent)
+	}
+	return slot, err
+}
+
 // dialSession dials the upstream for one session (not the shared
 // 2026-07-28 connection), within the route's bound on stdio children. A
 // slot already taken for the session is used, else one is taken here;
@@ -356,7 +367,7 @@ func (rt *route) dialSession(ctx context.Context, slot *childSlot, agent string)
 	}
 	if slot == nil {
 		var err error
-		if slot, err = rt.children.take(agent); err != nil {
+		if slot, err = rt.takeChild(agent); err != nil {
 			return nil, err
 		}
 	}
@@ -391,7 +402,7 @@ func (g *Gateway) admitConn(w http.ResponseWriter, r *http.Request, rt *route, k
 	if !ok {
 		return nil, false
 	}
-	slot, err := rt.children.take(g.connAgent(r))
+	slot, err := rt.takeChild(g.connAgent(r))
 	if err != nil {
 		l.release()
 		le, _ := asLimitError(err)

@@ -69,9 +69,13 @@ type route struct {
 	url    *url.URL         // streamable-http upstreams: relayed at the HTTP level
 	dialer transport.Dialer // every upstream: message-level bridging
 	client *http.Client     // sends with the upstream's oauth: credentials; nil: the gateway's client
-	// children bounds the stdio processes of the route's sessions (see
-	// dialSession); nil for other transports.
+	// children bounds the stdio processes of the route's sessions and
+	// principals (see dialSession, statelessPool); nil for other
+	// transports.
 	children *childSlots
+	// stateless holds a bridged route's 2026-07-28 connections; nil for
+	// a Streamable HTTP upstream.
+	stateless *statelessPool
 	// lister lists the upstream's tools for a client that did not,
 	// before its call is decided (lister.go).
 	lister *toolLister
@@ -194,7 +198,7 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 	for name, r := range g.routes {
 		if r.url == nil {
 			p := newStatelessPool(g, r)
-			g.stateless[name] = p
+			g.stateless[name], r.stateless = p, p
 			g.wg.Add(1)
 			go func() {
 				defer g.wg.Done()

@@ -98,15 +98,7 @@ func (p *statelessPool) acquire(principal string) (*pooledBridge, error) {
 		}
 		var victim *pooledBridge
 		if le, ok := asLimitError(err); ok && le.status == http.StatusServiceUnavailable && !evicted {
-			victimName := ""
-			for name, c := range p.m {
-				if c.users == 0 && (victim == nil || c.lastUsed.Before(victim.lastUsed)) {
-					victim, victimName = c, name
-				}
-			}
-			if victim != nil {
-				delete(p.m, victimName)
-			}
+			victim = p.takeIdle()
 		}
 		p.mu.Unlock()
 		if victim == nil {
@@ -114,6 +106,40 @@ func (p *statelessPool) acquire(principal string) (*pooledBridge, error) {
 		}
 		victim.close()
 	}
+}
+
+// takeIdle removes from the pool the principal's connection unused
+// longest that serves no request, and returns it (nil: none). Callers
+// hold p.mu.
+func (p *statelessPool) takeIdle() *pooledBridge {
+	var victim *pooledBridge
+	name := ""
+	for n, c := range p.m {
+		if c.users == 0 && (victim == nil || c.lastUsed.Before(victim.lastUsed)) {
+			victim, name = c, n
+		}
+	}
+	if victim != nil {
+		delete(p.m, name)
+	}
+	return victim
+}
+
+// evictIdle ends the principal's connection unused longest that serves
+// no request, giving its child's place back; it reports whether there was
+// one. A nil pool has none.
+func (p *statelessPool) evictIdle() bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	victim := p.takeIdle()
+	p.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	victim.close()
+	return true
 }
 
 func (p *statelessPool) release(pb *pooledBridge) {

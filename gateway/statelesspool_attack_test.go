@@ -124,4 +124,9 @@ func TestAttackStatelessPrincipalsShareChild(t *testing.T) {
 			t.Fatalf("principals' children still running after their idle time: %d left, places %v %v", n, errA, errB)
 		}
 	}
+
+	// A 2025-era session's child takes the place of an idle principal's.
+	statefulCall(t, u, "alice", "recall", `{}`)
+	statefulCall(t, u, "bob", "recall", `{}`)
+	initialize(t, u)
 }
