@@ -75,7 +75,8 @@ func loopback(host string) bool {
 // Deps are what a ClientCredentials needs besides its config; the zero
 // value is usable.
 type Deps struct {
-	// Client calls the token endpoint; nil is a client with a 10s timeout.
+	// Client calls the token endpoint; nil is a client with a 10s
+	// timeout. A copy of it is used that follows no redirect.
 	Client *http.Client
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
@@ -113,13 +114,34 @@ const maxTokenResponse = 1 << 20
 // NewClientCredentials returns the token source of cfg, which must have
 // passed Validate.
 func NewClientCredentials(cfg ClientCredentialsConfig, d Deps) *ClientCredentials {
-	if d.Client == nil {
-		d.Client = &http.Client{Timeout: fetchTimeout}
+	client := http.Client{Timeout: fetchTimeout}
+	if d.Client != nil {
+		client = *d.Client
 	}
+	client.CheckRedirect = refuseRedirect
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &ClientCredentials{cfg: cfg, client: d.Client, now: d.Now}
+	return &ClientCredentials{cfg: cfg, client: &client, now: d.Now}
+}
+
+// refuseRedirect is the token endpoint client's CheckRedirect: a
+// redirect is not followed. Go's client would send the Authorization
+// header, the client secret, along to the same host and its subdomains,
+// whatever the scheme or port, so a redirect from https to http put the
+// secret on the network in clear, which token_url's https is there to
+// prevent.
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	u := *req.URL
+	u.User, u.RawQuery, u.Fragment = nil, "", "" // may hold credentials
+	return &redirectError{to: u.String()}
+}
+
+// redirectError is a redirect the token endpoint answered with.
+type redirectError struct{ to string }
+
+func (e *redirectError) Error() string {
+	return "it redirected to " + e.to + ", which is not followed (the client secret would go with it); set token_url to where it redirects"
 }
 
 // Token returns a valid access token, fetching one when there is none or
@@ -224,6 +246,10 @@ func (c *ClientCredentials) fetch(ctx context.Context) (string, time.Duration, e
 	// RFC 6749 §2.3.1: the id and secret are form-encoded before Basic.
 	req.SetBasicAuth(url.QueryEscape(c.cfg.ClientID), url.QueryEscape(c.cfg.ClientSecret))
 	resp, err := c.client.Do(req)
+	if re := (*redirectError)(nil); errors.As(err, &re) {
+		// Not Client.Do's error: it names the Location whole.
+		return "", 0, fmt.Errorf("%w: token endpoint %s: %v", ErrTokenEndpoint, c.cfg.TokenURL, re)
+	}
 	if err != nil {
 		return "", 0, fmt.Errorf("%w: %v", ErrTokenEndpoint, err)
 	}

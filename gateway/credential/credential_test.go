@@ -310,3 +310,37 @@ func TestValidate(t *testing.T) {
 		t.Errorf("valid config: %v", err)
 	}
 }
+
+// TestClientCredentialsRedirectKeepsSecret: a token endpoint that
+// answers with a redirect to plain http on its own host (or to a
+// subdomain) was followed with the client secret in Authorization: Go's
+// client keeps the header for the same host and its subdomains, scheme
+// or port aside, so the secret that token_url must send over https went
+// in clear. Now a redirect is not followed.
+func TestClientCredentialsRedirectKeepsSecret(t *testing.T) {
+	var leaked atomic.Value
+	leaked.Store("")
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a := r.Header.Get("Authorization"); a != "" {
+			leaked.Store(a)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"access_token":"tok-plain","token_type":"Bearer","expires_in":300}`)
+	}))
+	defer plain.Close()
+	redirector := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+"/token?x=1", http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	cfg := ClientCredentialsConfig{TokenURL: redirector.URL + "/token", ClientID: "sluice", ClientSecret: "s3cret"}
+	if err := cfg.Validate("oauth"); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := NewClientCredentials(cfg, Deps{Client: redirector.Client()}).Token(context.Background())
+	if a := leaked.Load().(string); a != "" {
+		t.Errorf("the redirect's plain-http target got Authorization %q: the client secret crossed the network in clear", a)
+	}
+	if tok != "" || !errors.Is(err, ErrTokenEndpoint) || !strings.Contains(err.Error(), "redirect") || strings.Contains(err.Error(), "x=1") {
+		t.Errorf("token endpoint redirecting: got %q, %v; want ErrTokenEndpoint saying it redirected (without the Location's query)", tok, err)
+	}
+}
