@@ -88,7 +88,10 @@ type Deps struct {
 // goes away does not end it, and it waits at most fetchTimeout); callers
 // without a valid token wait for it, each no longer than its context,
 // while a token due for refresh but still valid is used at once, the
-// refresh fetched behind it. It is safe for concurrent use.
+// refresh fetched behind it. A fetch that failed, or a token the upstream
+// refused as soon as it replaced a refused one, holds the next fetch for
+// minFetchInterval; callers without a valid token meanwhile get the error
+// at once. It is safe for concurrent use.
 type ClientCredentials struct {
 	cfg    ClientCredentialsConfig
 	client *http.Client
@@ -100,10 +103,23 @@ type ClientCredentials struct {
 	expiry   time.Time     // when it lapses
 	inflight chan struct{} // closed when the fetch under way ends; nil when none is
 	lastErr  error         // why the last fetch failed; nil if it succeeded
+	// hold is when the next fetch may start, after one that failed or a
+	// token refused as soon as it replaced a refused one (minFetchInterval).
+	hold        time.Time
+	fetched     time.Time // when the token was got
+	replacement bool      // the token replaced one the upstream refused
+	dropped     bool      // the upstream refused a token since the last fetch
 }
 
 // refreshBefore is how long before its expiry a token is replaced.
 const refreshBefore = time.Minute
+
+// minFetchInterval is the least time between a fetch that failed and
+// the next, and between the fetch of a token the upstream refused as
+// soon as it replaced a refused one and the next: asked again at every
+// call, an endpoint already failing (or rate-limiting the gateway), and
+// one whose tokens the upstream never takes, got one request a call.
+const minFetchInterval = 5 * time.Second
 
 // fetchTimeout bounds one fetch of a token, whatever client Deps gave.
 const fetchTimeout = 10 * time.Second
@@ -159,6 +175,13 @@ func (c *ClientCredentials) Token(ctx context.Context) (string, error) {
 		return tok, nil
 	}
 	wait := c.inflight
+	if wait == nil && now.Before(c.hold) {
+		defer c.mu.Unlock()
+		if c.token != "" && now.Before(c.expiry) {
+			return c.token, nil
+		}
+		return "", c.heldError(now)
+	}
 	if wait == nil {
 		wait = make(chan struct{})
 		c.inflight = wait
@@ -189,6 +212,17 @@ func (c *ClientCredentials) Token(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("%w: token endpoint %s: the token lapsed as it came", ErrTokenEndpoint, c.cfg.TokenURL)
 }
 
+// heldError is why a caller gets no token while the next fetch is
+// held. c.mu is held.
+func (c *ClientCredentials) heldError(now time.Time) error {
+	in := c.hold.Sub(now).Round(time.Millisecond)
+	if c.lastErr != nil {
+		return fmt.Errorf("%w (asked again in %s)", c.lastErr, in)
+	}
+	return fmt.Errorf("%w: token endpoint %s: the upstream refused the token got %s ago, as it refused the one before; another is fetched in %s",
+		ErrTokenEndpoint, c.cfg.TokenURL, now.Sub(c.fetched).Round(time.Millisecond), in)
+}
+
 // fetchShared fetches a token for every caller, stores it (or why not)
 // and closes done.
 func (c *ClientCredentials) fetchShared(done chan struct{}) {
@@ -200,25 +234,35 @@ func (c *ClientCredentials) fetchShared(done chan struct{}) {
 	defer close(done)
 	c.inflight = nil
 	c.lastErr = err
+	now := c.now()
 	if err != nil {
+		c.hold = now.Add(minFetchInterval)
 		return
 	}
-	now := c.now()
 	early := refreshBefore
 	if life/2 < early {
 		early = life / 2
 	}
 	c.token, c.expiry, c.refresh = tok, now.Add(life), now.Add(life-early)
+	c.fetched, c.replacement, c.dropped = now, c.dropped, false
 }
 
 // Invalidate drops token if it is the cached one: the upstream refused it
-// (revoked, rotated keys), so the next call fetches another.
+// (revoked, rotated keys), so the next call fetches another. A token
+// refused within minFetchInterval of replacing one refused before says
+// the upstream takes none of the endpoint's tokens (their audience or
+// scopes): the next is fetched minFetchInterval after it was, not at the
+// next call, the call after it, and so on.
 func (c *ClientCredentials) Invalidate(token string) {
 	c.mu.Lock()
-	if c.token == token {
-		c.token = ""
+	defer c.mu.Unlock()
+	if token == "" || c.token != token {
+		return
 	}
-	c.mu.Unlock()
+	c.token, c.dropped = "", true
+	if c.replacement && c.now().Sub(c.fetched) < minFetchInterval {
+		c.hold = c.fetched.Add(minFetchInterval)
+	}
 }
 
 // ErrTokenEndpoint wraps every failure to get a token.

@@ -107,6 +107,7 @@ func TestClientCredentialsCache(t *testing.T) {
 		t.Errorf("token endpoint down, token expired: got %v, want ErrTokenEndpoint naming the status", err)
 	}
 	ts.fail.Store(false)
+	clk.Advance(minFetchInterval) // a failed fetch holds the next that long
 	tok := get()
 	c.Invalidate(tok)
 	if got := get(); got == tok {
@@ -342,5 +343,99 @@ func TestClientCredentialsRedirectKeepsSecret(t *testing.T) {
 	}
 	if tok != "" || !errors.Is(err, ErrTokenEndpoint) || !strings.Contains(err.Error(), "redirect") || strings.Contains(err.Error(), "x=1") {
 		t.Errorf("token endpoint redirecting: got %q, %v; want ErrTokenEndpoint saying it redirected (without the Location's query)", tok, err)
+	}
+}
+
+// TestClientCredentialsRefusedTokensNotRefetched: an upstream that
+// refuses every token the gateway gets (its audience or scopes are not
+// what the upstream wants) had each call fetch a new token, since each
+// 401 dropped the one cached: an agent calling the upstream N times
+// asked the token endpoint N times (an IdP that rate-limits or bills
+// client-credentials grants then refused the gateway, for every agent).
+// Now a token refused soon after it replaced a refused one holds the
+// next fetch minFetchInterval after it.
+func TestClientCredentialsRefusedTokensNotRefetched(t *testing.T) {
+	ts := newTokenServer(t)
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer up.Close()
+	client := &http.Client{Transport: &Transport{Tokens: NewClientCredentials(ts.config(), Deps{Now: clk.Now})}}
+	do := func() error {
+		req, _ := http.NewRequest(http.MethodPost, up.URL, strings.NewReader("{}"))
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	for range 20 {
+		_ = do()
+	}
+	if n := ts.issued.Load(); n != 2 {
+		t.Errorf("20 calls to an upstream refusing every token: %d token fetches, want 2 (the token, and one to replace it)", n)
+	}
+	if err := do(); !errors.Is(err, ErrTokenEndpoint) || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("a call while the next fetch is held: got %v, want ErrTokenEndpoint saying the upstream refused the tokens", err)
+	}
+	clk.Advance(minFetchInterval)
+	for range 20 {
+		_ = do()
+	}
+	if n := ts.issued.Load(); n != 3 {
+		t.Errorf("20 more calls %s later: %d token fetches in all, want 3", minFetchInterval, n)
+	}
+}
+
+// TestClientCredentialsFailingEndpointNotHammered: a token endpoint that
+// fails (down, 503, rate-limiting the gateway with 429) was asked again
+// by every call that had no valid token, and by every call in a valid
+// token's refresh window: N calls, N requests to an endpoint already
+// failing. Now it is asked again minFetchInterval after a failure, and
+// the calls between get its error at once.
+func TestClientCredentialsFailingEndpointNotHammered(t *testing.T) {
+	ts := newTokenServer(t)
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := NewClientCredentials(ts.config(), Deps{Now: clk.Now})
+	asked := func() int { ts.mu.Lock(); defer ts.mu.Unlock(); return len(ts.forms) }
+	ts.fail.Store(true)
+	for range 20 {
+		if _, err := c.Token(context.Background()); !errors.Is(err, ErrTokenEndpoint) || !strings.Contains(err.Error(), "HTTP 503") {
+			t.Fatalf("endpoint failing: got %v, want its error", err)
+		}
+	}
+	if n := asked(); n != 1 {
+		t.Errorf("20 calls, the token endpoint failing: asked %d times, want 1", n)
+	}
+	clk.Advance(minFetchInterval)
+	ts.fail.Store(false)
+	if tok, err := c.Token(context.Background()); tok != "tok-1" || err != nil {
+		t.Fatalf("%s after the failure, the endpoint back: got %q, %v; want tok-1", minFetchInterval, tok, err)
+	}
+
+	// A valid token due for refresh, the endpoint failing: the token is
+	// used, the endpoint asked once (in the background), not per call.
+	ts.fail.Store(true)
+	clk.Advance(4*time.Minute + 30*time.Second)
+	before := asked()
+	for range 20 {
+		if tok, err := c.Token(context.Background()); tok != "tok-1" || err != nil {
+			t.Fatalf("due for refresh, endpoint failing: got %q, %v; want tok-1", tok, err)
+		}
+		waitIdle(c)
+	}
+	if n := asked() - before; n != 1 {
+		t.Errorf("20 calls in the refresh window, the endpoint failing: asked %d times, want 1", n)
+	}
+}
+
+// waitIdle waits for c's fetch under way, if any, to end.
+func waitIdle(c *ClientCredentials) {
+	c.mu.Lock()
+	w := c.inflight
+	c.mu.Unlock()
+	if w != nil {
+		<-w
 	}
 }
