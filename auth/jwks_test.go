@@ -3,6 +3,8 @@ package auth
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"syscall"
@@ -308,4 +310,39 @@ func TestVerifiedTokenCache(t *testing.T) {
 	clock.Advance(time.Minute)
 	authOK(t, v, sign(t, idp.current(), clock.Now(), nil)) // refetches: the old key is gone
 	authFails(t, v, tok, "a remembered token whose key was rotated out")
+}
+
+// TestJWKSRedirectToPlainHTTP: jwks_url must be https ("keys fetched over
+// plain http could be replaced in transit"), but a JWKS that answered
+// with a redirect to http:// was followed, and keys whoever sat on that
+// path served were taken: a token they signed named any agent. Now a
+// redirect from https must stay on https.
+func TestJWKSRedirectToPlainHTTP(t *testing.T) {
+	clock := newClock()
+	inTransit := newIdP(t) // what the plain-http leg serves: an attacker's key
+	idp := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, inTransit.srv.URL+"/certs", http.StatusFound)
+	}))
+	defer idp.Close()
+	cfg := inTransit.jwtConfig()
+	cfg.JWKSURL = idp.URL + "/certs"
+	if err := (&Config{Mode: Modes{ModeJWT}, JWT: cfg}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	v := NewJWTVerifier(cfg, idp.Client(), clock.Now)
+	authFails(t, v, sign(t, inTransit.current(), clock.Now(), nil), "a token signed with a key fetched over plain http after a redirect")
+	if n := inTransit.fetches.Load(); n != 0 {
+		t.Errorf("the plain-http target of the redirect was asked %d times, want 0", n)
+	}
+
+	// A redirect that stays on https is followed.
+	good := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, idp.URL+"/elsewhere", http.StatusFound)
+	}))
+	defer good.Close()
+	keys := newIdP(t)
+	idp.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { keys.srv.Config.Handler.ServeHTTP(w, r) })
+	cfg.JWKSURL = good.URL + "/certs"
+	v = NewJWTVerifier(cfg, idp.Client(), clock.Now)
+	authOK(t, v, sign(t, keys.current(), clock.Now(), nil))
 }

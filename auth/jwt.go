@@ -52,14 +52,18 @@ const verifiedTokens = 4096
 
 // NewJWTVerifier returns a verifier for cfg, which must have passed
 // Config.Validate. client fetches the JWKS (nil: a client with a 10s
-// timeout); now may be nil for time.Now.
+// timeout; a copy of it is used, whose redirects never leave https); now
+// may be nil for time.Now.
 func NewJWTVerifier(cfg JWTConfig, client *http.Client, now func() time.Time) *JWTVerifier {
 	if now == nil {
 		now = time.Now
 	}
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
+	c := http.Client{Timeout: 10 * time.Second}
+	if client != nil {
+		c = *client
 	}
+	c.CheckRedirect = jwksRedirect
+	client = &c
 	algNames := cfg.Algorithms
 	if len(algNames) == 0 {
 		algNames = DefaultAlgorithms
@@ -87,6 +91,23 @@ func NewJWTVerifier(cfg JWTConfig, client *http.Client, now func() time.Time) *J
 	v.keys = &jwksCache{url: cfg.JWKSURL, client: client, ttl: ttl, minRefresh: minRefresh, now: now}
 	v.verified, _ = lru.New[[sha256.Size]byte, verifiedToken](verifiedTokens) // fails only for a size <= 0
 	return v
+}
+
+// jwksRedirect is the JWKS client's CheckRedirect: a redirect is followed
+// as jwks_url itself is taken, to https or to plain http on a loopback
+// host, and never from https to http: jwks_url must be https because keys
+// fetched over plain http could be replaced in transit, and a redirect to
+// http:// made them so.
+func jwksRedirect(req *http.Request, via []*http.Request) error {
+	switch u := req.URL; {
+	case len(via) >= 10:
+		return errors.New("stopped after 10 redirects")
+	case u.Scheme == "https", u.Scheme == "http" && via[0].URL.Scheme == "http" && loopbackHost(u.Hostname()):
+		return nil
+	}
+	u := *req.URL
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return fmt.Errorf("the JWKS redirected to %s, which is not followed: keys fetched over plain http could be replaced in transit", u.String())
 }
 
 // Warm fetches the JWKS once, so the first request does not wait for it.
