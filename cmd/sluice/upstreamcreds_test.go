@@ -159,6 +159,24 @@ upstreams:
 	}
 }
 
+// TestUpstreamTokenErrorKeepsURLSecrets: the agent's error for a call
+// whose upstream token could not be got quoted token_url whole, a
+// password in its user information or a key in its query included.
+func TestUpstreamTokenErrorKeepsURLSecrets(t *testing.T) {
+	p := newUpstreamIdP(t)
+	u := strings.Replace(p.srv.URL, "http://", "http://sluice-gw:URLPASSWORD@", 1) + "/token?tenant=URLKEY"
+	r := startServeWith(t, fmt.Sprintf(`policy: {default: allow}
+upstreams:
+  - name: demo
+    url: http://replaced.invalid/mcp
+    oauth: {token_url: "%s", client_id: sluice-gw, client_secret: not-the-secret}
+`, u), p.guard)
+	got := modernCallWithKey(t, r.url, "", "agent", "echo", `{"message":"x"}`)
+	if !strings.Contains(got, `"error"`) || !strings.Contains(got, "demo") || strings.Contains(got, "URLPASSWORD") || strings.Contains(got, "URLKEY") {
+		t.Errorf("got %s, want a JSON-RPC error naming the upstream, without token_url's password or query", got)
+	}
+}
+
 func TestUpstreamCredentialsConfig(t *testing.T) {
 	dir := t.TempDir()
 	for _, tt := range []struct{ yaml, want string }{

@@ -93,9 +93,10 @@ type Deps struct {
 // minFetchInterval; callers without a valid token meanwhile get the error
 // at once. It is safe for concurrent use.
 type ClientCredentials struct {
-	cfg    ClientCredentialsConfig
-	client *http.Client
-	now    func() time.Time
+	cfg      ClientCredentialsConfig
+	endpoint string // TokenURL as errors name it (safeURL)
+	client   *http.Client
+	now      func() time.Time
 
 	mu       sync.Mutex // guards the fields below
 	token    string
@@ -138,7 +139,19 @@ func NewClientCredentials(cfg ClientCredentialsConfig, d Deps) *ClientCredential
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &ClientCredentials{cfg: cfg, client: &client, now: d.Now}
+	return &ClientCredentials{cfg: cfg, endpoint: safeURL(cfg.TokenURL), client: &client, now: d.Now}
+}
+
+// safeURL is u as errors name it, without user information or query (a
+// password, a key): an error getting a token reaches the agent whose call
+// needed it.
+func safeURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(token_url)"
+	}
+	p.User, p.RawQuery, p.ForceQuery, p.Fragment, p.RawFragment = nil, "", false, "", ""
+	return p.String()
 }
 
 // refuseRedirect is the token endpoint client's CheckRedirect: a
@@ -148,9 +161,7 @@ func NewClientCredentials(cfg ClientCredentialsConfig, d Deps) *ClientCredential
 // secret on the network in clear, which token_url's https is there to
 // prevent.
 func refuseRedirect(req *http.Request, _ []*http.Request) error {
-	u := *req.URL
-	u.User, u.RawQuery, u.Fragment = nil, "", "" // may hold credentials
-	return &redirectError{to: u.String()}
+	return &redirectError{to: safeURL(req.URL.String())}
 }
 
 // redirectError is a redirect the token endpoint answered with.
@@ -199,7 +210,7 @@ func (c *ClientCredentials) Token(ctx context.Context) (string, error) {
 	select {
 	case <-wait:
 	case <-ctx.Done():
-		return "", fmt.Errorf("%w: waiting for the token endpoint %s: %w", ErrTokenEndpoint, c.cfg.TokenURL, ctx.Err())
+		return "", fmt.Errorf("%w: waiting for the token endpoint %s: %w", ErrTokenEndpoint, c.endpoint, ctx.Err())
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -209,7 +220,7 @@ func (c *ClientCredentials) Token(ctx context.Context) (string, error) {
 	if c.lastErr != nil {
 		return "", c.lastErr
 	}
-	return "", fmt.Errorf("%w: token endpoint %s: the token lapsed as it came", ErrTokenEndpoint, c.cfg.TokenURL)
+	return "", fmt.Errorf("%w: token endpoint %s: the token lapsed as it came", ErrTokenEndpoint, c.endpoint)
 }
 
 // heldError is why a caller gets no token while the next fetch is
@@ -220,7 +231,7 @@ func (c *ClientCredentials) heldError(now time.Time) error {
 		return fmt.Errorf("%w (asked again in %s)", c.lastErr, in)
 	}
 	return fmt.Errorf("%w: token endpoint %s: the upstream refused the token got %s ago, as it refused the one before; another is fetched in %s",
-		ErrTokenEndpoint, c.cfg.TokenURL, now.Sub(c.fetched).Round(time.Millisecond), in)
+		ErrTokenEndpoint, c.endpoint, now.Sub(c.fetched).Round(time.Millisecond), in)
 }
 
 // fetchShared fetches a token for every caller, stores it (or why not)
@@ -269,7 +280,7 @@ func (c *ClientCredentials) Invalidate(token string) {
 var ErrTokenEndpoint = errors.New("cannot get an access token for the upstream")
 
 // fetch asks the token endpoint for a token and returns it with its
-// lifetime. Errors name the endpoint, never the secret.
+// lifetime. Errors name the endpoint (safeURL), never the secret.
 func (c *ClientCredentials) fetch(ctx context.Context) (string, time.Duration, error) {
 	form := url.Values{"grant_type": {"client_credentials"}}
 	if len(c.cfg.Scopes) > 0 {
@@ -282,8 +293,11 @@ func (c *ClientCredentials) fetch(ctx context.Context) (string, time.Duration, e
 		form.Set("audience", c.cfg.Audience)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.TokenURL, strings.NewReader(form.Encode()))
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return "", 0, fmt.Errorf("%w: token endpoint %s: %v", ErrTokenEndpoint, c.endpoint, ue.Err)
+	}
 	if err != nil {
-		return "", 0, fmt.Errorf("%w: %v", ErrTokenEndpoint, err)
+		return "", 0, fmt.Errorf("%w: token endpoint %s: %v", ErrTokenEndpoint, c.endpoint, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
@@ -292,15 +306,19 @@ func (c *ClientCredentials) fetch(ctx context.Context) (string, time.Duration, e
 	resp, err := c.client.Do(req)
 	if re := (*redirectError)(nil); errors.As(err, &re) {
 		// Not Client.Do's error: it names the Location whole.
-		return "", 0, fmt.Errorf("%w: token endpoint %s: %v", ErrTokenEndpoint, c.cfg.TokenURL, re)
+		return "", 0, fmt.Errorf("%w: token endpoint %s: %v", ErrTokenEndpoint, c.endpoint, re)
+	}
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		// Client.Do's error names the URL with its query.
+		return "", 0, fmt.Errorf("%w: token endpoint %s: %v", ErrTokenEndpoint, c.endpoint, ue.Err)
 	}
 	if err != nil {
-		return "", 0, fmt.Errorf("%w: %v", ErrTokenEndpoint, err)
+		return "", 0, fmt.Errorf("%w: token endpoint %s: %v", ErrTokenEndpoint, c.endpoint, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse))
 	if err != nil {
-		return "", 0, fmt.Errorf("%w: token endpoint %s: %v", ErrTokenEndpoint, c.cfg.TokenURL, err)
+		return "", 0, fmt.Errorf("%w: token endpoint %s: %v", ErrTokenEndpoint, c.endpoint, err)
 	}
 	var tr struct {
 		AccessToken string          `json:"access_token"`
@@ -315,19 +333,19 @@ func (c *ClientCredentials) fetch(ctx context.Context) (string, time.Duration, e
 		if jerr == nil && tr.Error != "" {
 			msg += " " + tr.Error // RFC 6749 §5.2: invalid_client, invalid_scope, …
 		}
-		return "", 0, fmt.Errorf("%w: token endpoint %s: %s", ErrTokenEndpoint, c.cfg.TokenURL, msg)
+		return "", 0, fmt.Errorf("%w: token endpoint %s: %s", ErrTokenEndpoint, c.endpoint, msg)
 	}
 	if jerr != nil || tr.AccessToken == "" {
-		return "", 0, fmt.Errorf("%w: token endpoint %s: the answer has no access_token", ErrTokenEndpoint, c.cfg.TokenURL)
+		return "", 0, fmt.Errorf("%w: token endpoint %s: the answer has no access_token", ErrTokenEndpoint, c.endpoint)
 	}
 	if !strings.EqualFold(tr.TokenType, "bearer") {
-		return "", 0, fmt.Errorf("%w: token endpoint %s: token_type %q, want Bearer", ErrTokenEndpoint, c.cfg.TokenURL, tr.TokenType)
+		return "", 0, fmt.Errorf("%w: token endpoint %s: token_type %q, want Bearer", ErrTokenEndpoint, c.endpoint, tr.TokenType)
 	}
 	life := time.Hour // RFC 6749 §5.1: expires_in is RECOMMENDED; without it, assume an hour and let a 401 invalidate it
 	if tr.ExpiresIn != "" {
 		n, err := tr.ExpiresIn.Int64()
 		if err != nil || n <= 0 {
-			return "", 0, fmt.Errorf("%w: token endpoint %s: expires_in %q is not a positive number of seconds", ErrTokenEndpoint, c.cfg.TokenURL, tr.ExpiresIn)
+			return "", 0, fmt.Errorf("%w: token endpoint %s: expires_in %q is not a positive number of seconds", ErrTokenEndpoint, c.endpoint, tr.ExpiresIn)
 		}
 		life = time.Duration(n) * time.Second
 	}

@@ -439,3 +439,28 @@ func waitIdle(c *ClientCredentials) {
 		<-w
 	}
 }
+
+// TestClientCredentialsErrorsKeepURLSecrets: an error getting a token
+// reaches the agent whose call needed it (the gateway's JSON-RPC error
+// quotes it), and it named token_url whole: a password in its user
+// information or a key in its query went to the agent with it.
+func TestClientCredentialsErrorsKeepURLSecrets(t *testing.T) {
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"error":"invalid_client"}`)
+	}))
+	defer refuse.Close()
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `not json`) }))
+	defer garbage.Close()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	goneURL := gone.URL
+	gone.Close()
+	for _, base := range []string{refuse.URL, garbage.URL, goneURL} {
+		u := strings.Replace(base, "http://", "http://sluice:URLPASSWORD@", 1) + "/token?tenant=URLKEY"
+		cfg := ClientCredentialsConfig{TokenURL: u, ClientID: "sluice", ClientSecret: "s3cret"}
+		_, err := NewClientCredentials(cfg, Deps{}).Token(context.Background())
+		if err == nil || strings.Contains(err.Error(), "URLPASSWORD") || strings.Contains(err.Error(), "URLKEY") || !strings.Contains(err.Error(), strings.TrimPrefix(base, "http://")+"/token") {
+			t.Errorf("token endpoint %s: got %v; want an error naming the endpoint without its password or query", base, err)
+		}
+	}
+}
