@@ -682,6 +682,14 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		if g.opts.AgentHeader != "" {
 			d.Agent = r.Header.Get(g.opts.AgentHeader)
 		}
+		if p := intercept.PrincipalFrom(r.Context()); p != nil {
+			// Not decided (DecideAction would do this): the principal is
+			// the agent, the header's name only the client's, as for the
+			// message that made the task.
+			if d.Principal = p; d.Agent != p.ID {
+				d.ClientName, d.Agent = d.Agent, p.ID
+			}
+		}
 		rel.action = d
 	case list:
 		rel.rewrite = func(result jsontext.Value) jsontext.Value {
