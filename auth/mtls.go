@@ -2,6 +2,8 @@ package auth
 
 import (
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/asn1"
 	"errors"
 	"net/http"
 	"strings"
@@ -21,6 +23,13 @@ func certPrincipal(cs *tls.ConnectionState, identity string) (*intercept.Princip
 	var id string
 	if identity != "cn" && len(leaf.URIs) > 0 {
 		id = leaf.URIs[0].String()
+		if raw := rawURIs(leaf); len(raw) == 0 || raw[0] != id {
+			// Parsed, a URI SAN may read as another: the scheme is
+			// lowercased, so "SPIFFE://corp/alice", which a CA reserving
+			// spiffe:// by prefix signs for anyone, was spiffe://corp/alice.
+			return nil, &Failure{Status: http.StatusUnauthorized, Code: CodeInvalidToken, Method: ModeMTLS,
+				Desc: "the client certificate's URI SAN is not written as the agent name it reads as (" + id + "); the CA must write it so"}
+		}
 	}
 	if id == "" && identity != "uri" {
 		id = leaf.Subject.CommonName
@@ -56,4 +65,35 @@ func certPrincipal(cs *tls.ConnectionState, identity string) (*intercept.Princip
 		}
 		return nil
 	}}, nil
+}
+
+// oidSubjectAltName is the subject alternative name extension's.
+var oidSubjectAltName = asn1.ObjectIdentifier{2, 5, 29, 17}
+
+// rawURIs returns the URI SANs of c as the certificate writes them, in
+// order; c.URIs are those parsed. Nil if the extension cannot be read
+// (x509 parsed it, so it can).
+func rawURIs(c *x509.Certificate) []string {
+	for _, ext := range c.Extensions {
+		if !ext.Id.Equal(oidSubjectAltName) {
+			continue
+		}
+		var seq asn1.RawValue
+		if rest, err := asn1.Unmarshal(ext.Value, &seq); err != nil || len(rest) > 0 {
+			return nil
+		}
+		var out []string
+		for rest := seq.Bytes; len(rest) > 0; {
+			var v asn1.RawValue
+			var err error
+			if rest, err = asn1.Unmarshal(rest, &v); err != nil {
+				return nil
+			}
+			if v.Class == asn1.ClassContextSpecific && v.Tag == 6 { // uniformResourceIdentifier
+				out = append(out, string(v.Bytes))
+			}
+		}
+		return out
+	}
+	return nil
 }

@@ -1,0 +1,69 @@
+package auth
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"math/big"
+	"testing"
+	"time"
+)
+
+// TestMTLSURIReadsAsAnother (attacker review): a client certificate's
+// URI SAN names the agent as Go parses it, and the parse lowercases the
+// scheme, so "SPIFFE://example.org/agent/alice", a string a CA that
+// reserves the spiffe:// namespace for its workloads by prefix lets any
+// requester put in a CSR, became the agent spiffe://example.org/agent/alice.
+// Now a URI SAN that does not read as it is written is refused.
+func TestMTLSURIReadsAsAnother(t *testing.T) {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, _ := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
+	ca, _ := x509.ParseCertificate(caDER)
+	// leaf is a certificate whose SAN extension holds uris as written
+	// (x509.CreateCertificate would write a URL's String()).
+	leaf := func(uris ...string) *x509.Certificate {
+		var names []asn1.RawValue
+		for _, u := range uris {
+			names = append(names, asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 6, Bytes: []byte(u)})
+		}
+		san, err := asn1.Marshal(names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tm := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "workload"},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			ExtraExtensions: []pkix.Extension{{Id: asn1.ObjectIdentifier{2, 5, 29, 17}, Value: san}}}
+		der, err := x509.CreateCertificate(rand.Reader, tm, ca, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	const alice = "spiffe://example.org/agent/alice"
+	for _, identity := range []string{"", "uri"} {
+		p, err := certPrincipal(&tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf(alice), ca}}}, identity)
+		if err != nil || p.ID != alice {
+			t.Fatalf("identity %q: alice's own certificate: got %v, %v", identity, p, err)
+		}
+		for _, uri := range []string{"SPIFFE://example.org/agent/alice", "Spiffe://example.org/agent/alice"} {
+			if p, err := certPrincipal(&tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf(uri), ca}}}, identity); err == nil {
+				t.Errorf("identity %q: a certificate with URI SAN %q authenticated as agent %q", identity, uri, p.ID)
+			}
+		}
+	}
+	// identity: cn takes the common name; the URI SAN says nothing.
+	if p, err := certPrincipal(&tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf("SPIFFE://example.org/agent/alice"), ca}}}, "cn"); err != nil || p.ID != "workload" {
+		t.Errorf("identity cn: got %v, %v; want agent workload", p, err)
+	}
+}
