@@ -32,6 +32,12 @@ func certPrincipal(cs *tls.ConnectionState, identity string) (*intercept.Princip
 		}
 	}
 	if id == "" && identity != "uri" {
+		if commonNames(leaf) > 1 {
+			// Go keeps the last; a CA checking the requester's name most
+			// likely read the first (CN=mallory, CN=alice was alice).
+			return nil, &Failure{Status: http.StatusUnauthorized, Code: CodeInvalidToken, Method: ModeMTLS,
+				Desc: "the client certificate's subject has more than one common name, so which names the agent is ambiguous"}
+		}
 		id = leaf.Subject.CommonName
 		if identity != "cn" && strings.ContainsAny(id, ":/") {
 			// A requester often writes its CSR's common name; a URI SAN is
@@ -96,4 +102,18 @@ func rawURIs(c *x509.Certificate) []string {
 		return out
 	}
 	return nil
+}
+
+// oidCommonName is the common name attribute's.
+var oidCommonName = asn1.ObjectIdentifier{2, 5, 4, 3}
+
+// commonNames is how many common name attributes c's subject holds.
+func commonNames(c *x509.Certificate) int {
+	n := 0
+	for _, a := range c.Subject.Names {
+		if a.Type.Equal(oidCommonName) {
+			n++
+		}
+	}
+	return n
 }

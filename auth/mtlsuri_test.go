@@ -67,3 +67,41 @@ func TestMTLSURIReadsAsAnother(t *testing.T) {
 		t.Errorf("identity cn: got %v, %v; want agent workload", p, err)
 	}
 }
+
+// TestMTLSTwoCommonNames (attacker review): a subject may hold the
+// common name attribute twice, and Go's parse keeps the last, where a
+// CA or registration authority that checks the requester's name
+// (OpenSSL's X509_NAME_get_index_by_NID, most libraries) reads the
+// first: a CSR with CN=mallory, CN=alice, checked as mallory's, became
+// the agent alice. Now a certificate whose agent is its common name and
+// that has more than one is refused.
+func TestMTLSTwoCommonNames(t *testing.T) {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, _ := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
+	ca, _ := x509.ParseCertificate(caDER)
+	leaf := func(cns ...string) *x509.Certificate {
+		var subject pkix.Name
+		for _, cn := range cns {
+			subject.ExtraNames = append(subject.ExtraNames, pkix.AttributeTypeAndValue{Type: asn1.ObjectIdentifier{2, 5, 4, 3}, Value: cn})
+		}
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tm := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: subject,
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+		der, err := x509.CreateCertificate(rand.Reader, tm, ca, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := x509.ParseCertificate(der)
+		return c
+	}
+	for _, identity := range []string{"", "cn"} {
+		if p, err := certPrincipal(&tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf("mallory"), ca}}}, identity); err != nil || p.ID != "mallory" {
+			t.Fatalf("identity %q, one CN: got %v, %v; want agent mallory", identity, p, err)
+		}
+		if p, err := certPrincipal(&tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf("mallory", "alice"), ca}}}, identity); err == nil {
+			t.Errorf("identity %q: a certificate with CN=mallory, CN=alice authenticated as agent %q", identity, p.ID)
+		}
+	}
+}
