@@ -1,10 +1,12 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -96,8 +98,11 @@ const metadataPrefix = "/.well-known/oauth-protected-resource"
 // the Authorization header is removed, so nothing behind can forward the
 // agent's credential. Refusals are 401 (403 for a missing scope) with a
 // WWW-Authenticate challenge naming the resource metadata and a JSON-RPC
-// error body. GET /healthz, GET /readyz and the metadata itself are served
-// without credentials. A nil Authenticator returns next.
+// error body. GET /healthz and the metadata itself are served without
+// credentials, and GET /readyz too, as its status and "ready" or "not
+// ready": the routes it names and why one is not reachable are for an
+// authenticated request (a bad credential is told to OnFailure). A nil
+// Authenticator returns next.
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	if a == nil {
 		return next
@@ -107,11 +112,23 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 			a.serveMetadata(w, r)
 			return
 		}
-		if r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz") {
+		if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
 			next.ServeHTTP(w, r)
 			return
 		}
 		p, err := a.Authenticate(r)
+		if r.Method == http.MethodGet && r.URL.Path == "/readyz" && err != nil {
+			// A probe: its status, not which upstreams are behind the
+			// gateway nor why one is not reachable (addresses, paths). A
+			// bad credential is told of, but a probe sending a stale one
+			// is not made to fail.
+			var f *Failure
+			if !errors.Is(err, ErrNoCredentials) && errors.As(err, &f) && a.onFailure != nil {
+				a.onFailure(r, f)
+			}
+			readyStatus(w, r, next)
+			return
+		}
 		if err != nil {
 			var f *Failure
 			if !errors.As(err, &f) {
@@ -125,6 +142,42 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 		r2.Header.Del("Authorization")
 		next.ServeHTTP(w, r2)
 	})
+}
+
+// readyStatus answers r, a readiness probe without credentials, with the
+// status next gives it and a body that says only ready or not.
+func readyStatus(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	rec := &statusOnly{h: make(http.Header)}
+	next.ServeHTTP(rec, r)
+	status := cmp.Or(rec.status, http.StatusOK)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if status >= 200 && status < 300 {
+		_, _ = io.WriteString(w, "ready\n")
+		return
+	}
+	_, _ = io.WriteString(w, "not ready (an authenticated request is told why)\n")
+}
+
+// statusOnly is a ResponseWriter that keeps the status and drops the
+// rest.
+type statusOnly struct {
+	h      http.Header
+	status int
+}
+
+func (s *statusOnly) Header() http.Header { return s.h }
+
+func (s *statusOnly) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+}
+
+func (s *statusOnly) Write(b []byte) (int, error) {
+	s.WriteHeader(http.StatusOK)
+	return len(b), nil
 }
 
 // KeyHolds reports why the API key with id no longer holds (revoked,

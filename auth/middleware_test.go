@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -278,5 +279,38 @@ func TestResourceMetadata(t *testing.T) {
 	}
 	if f.up.hits.Load() != 0 {
 		t.Error("metadata requests reached the handler")
+	}
+}
+
+// TestReadyzProbeStatusOnly: a readiness probe without credentials gets
+// the status behind it and nothing of what its body says (which upstream
+// is not reachable, at which address); with a JWT, the body; with a bad
+// token, the status (a probe sending a stale one keeps working) and the
+// failure told.
+func TestReadyzProbeStatusOnly(t *testing.T) {
+	f := newFixture(t, nil)
+	detail := "github: dial tcp 10.0.3.7:8443: connect: connection refused\n"
+	h := f.a.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, detail)
+	}))
+	get := func(hdr ...string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "http://sluice.example/readyz", nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			r.Header.Add(hdr[i], hdr[i+1])
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	if w := get(); w.Code != http.StatusServiceUnavailable || strings.Contains(w.Body.String(), "10.0.3.7") || strings.Contains(w.Body.String(), "github") {
+		t.Errorf("probe without credentials: got %d %q; want 503 without the detail", w.Code, w.Body.String())
+	}
+	tok := sign(t, f.idp.current(), f.clock.Now(), nil)
+	if w := get("Authorization", "Bearer "+tok); w.Code != http.StatusServiceUnavailable || w.Body.String() != detail {
+		t.Errorf("with a JWT: got %d %q; want 503 %q", w.Code, w.Body.String(), detail)
+	}
+	if w := get("Authorization", "Bearer nonsense"); w.Code != http.StatusServiceUnavailable || strings.Contains(w.Body.String(), "10.0.3.7") || len(f.fails) != 1 {
+		t.Errorf("with a bad token: got %d %q, %d failures told; want 503 without the detail, 1 failure", w.Code, w.Body.String(), len(f.fails))
 	}
 }
