@@ -336,7 +336,11 @@ func loadOrCreateToken(path string, logger *slog.Logger) (string, error) {
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		logger.Info("admin API token read from the data directory", "file", path)
 		return strings.TrimSpace(string(b)), nil
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	} else if err == nil {
+		// Generating one would find the file in place, read it again as
+		// empty, and so on without end.
+		return "", fmt.Errorf("%s is empty: remove it for a new token, or write the admin token in it", path)
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
 	var b [32]byte

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +271,27 @@ func TestAdminTokenKept(t *testing.T) {
 	}
 	if again, err := loadOrCreateToken(path, slog.New(slog.DiscardHandler)); err != nil || again != first {
 		t.Errorf("second start: got %q, %v; want the same token %q", again, err, first)
+	}
+}
+
+// TestAdminTokenFileEmpty: an admin token file that holds nothing (made
+// by hand, or truncated) made serve recurse without end: read as no
+// token, a new one generated, linking it in place failed because the
+// file exists, read again as no token, and so on, a temporary file left
+// in data_dir at each turn, until the stack overflowed and the process
+// died. Now it is an error naming the file and what to do.
+func TestAdminTokenFileEmpty(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(8 << 20)) // without the fix: a quick overflow, not 1 GB of it
+	dir := t.TempDir()
+	path := filepath.Join(dir, adminTokenFile)
+	if err := os.WriteFile(path, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := loadOrCreateToken(path, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("empty token file: got %q, %v; want an error naming the file as empty", tok, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("data_dir holds %d entries, want only the token file", len(ents))
 	}
 }
