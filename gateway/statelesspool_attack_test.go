@@ -68,6 +68,21 @@ func TestAttackStatelessPrincipalsShareChild(t *testing.T) {
 		t.Errorf("a request without a principal reached alice's process: %s", body)
 	}
 
+	pool := g.stateless["state"]
+	inUse := func() int {
+		pool.mu.Lock()
+		defer pool.mu.Unlock()
+		n := 0
+		for _, pb := range pool.m {
+			n += min(pb.users, 1)
+		}
+		return n
+	}
+	// A request's place in use is given back just after its answer.
+	for deadline := time.Now().Add(5 * time.Second); inUse() > 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+
 	// max_children 2, alice's and bob's children running: carol's first
 	// request ends the one unused longest (alice's), whose state is gone.
 	if status, body := statefulCall(t, u, "carol", "recall", `{}`); status != 200 || !strings.Contains(body, "recalled nothing") {
@@ -79,16 +94,6 @@ func TestAttackStatelessPrincipalsShareChild(t *testing.T) {
 
 	// With both children in use, a third principal is refused with the
 	// limit's error, and no call in flight is cut.
-	pool := g.stateless["state"]
-	inUse := func() int {
-		pool.mu.Lock()
-		defer pool.mu.Unlock()
-		n := 0
-		for _, pb := range pool.m {
-			n += min(pb.users, 1)
-		}
-		return n
-	}
 	var wg sync.WaitGroup
 	for _, who := range []string{"alice", "bob"} {
 		wg.Add(1)
