@@ -34,14 +34,17 @@ func metaCapabilities(m *intercept.Message) jsontext.Value {
 // A session's server lists what its initialize declared, whatever a
 // request's _meta says: taking the _meta's, a client pinned a capability
 // set with a list its server had not made for it
-// (TestAttackCapabilitySetMetaInSession). An exchange made to ask the
+// (TestAttackCapabilitySetMetaInSession). Nor does a request of an
+// earlier version have capabilities in its _meta: taking them, a client
+// pinned a set with what a stateless server lists a client declaring
+// none (TestAttackCapabilitySetMetaOldEra). An exchange made to ask the
 // interceptor a question (aggregator.ownsTask) has no messages.
 func (x *exchange) clientCapabilities() jsontext.Value {
 	if x.sess != nil {
 		return x.sess.caps
 	}
 	if !x.batch && len(x.msgs) == 1 {
-		if c := metaCapabilities(x.msgs[0]); c != nil {
+		if c := metaCapabilities(x.msgs[0]); c != nil && isModern(x.version) {
 			return c
 		}
 		if x.msgs[0].Method == "initialize" {

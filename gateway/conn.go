@@ -769,9 +769,11 @@ func (r *relay) track(msgs []*intercept.Message, swapped bool) {
 				r.cursors[m.IDKey()] = c
 				r.pendingBytes += len(c)
 			}
-			if c := metaCapabilities(m); c != nil && m.Method == "tools/list" && !r.initialized {
+			if c := metaCapabilities(m); c != nil && m.Method == "tools/list" && !r.initialized && isModern(r.version) {
 				// A 2026-07-28 request's; in a session its server lists
-				// what its initialize declared (clientCapabilities).
+				// what its initialize declared (clientCapabilities), and
+				// an earlier request has none in its _meta
+				// (TestAttackCapabilitySetMetaOldEraConn).
 				r.listCaps[m.IDKey()] = c
 				r.pendingBytes += len(c)
 			}
