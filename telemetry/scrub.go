@@ -78,7 +78,7 @@ var scrubbers = []struct {
 	// curl's -u/--user USER:PASSWORD.
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
 		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "credential"},
-		regexp.MustCompile(`(?i)((?:^|\s)--?([a-z0-9_.\-]*(?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|credential)[a-z0-9_.\-]*)[ \t]+["']?)([^\s"']+)`), "", scrubOptions},
+		regexp.MustCompile(`(?i)((?:^|\s)--?([a-z0-9_.\-]*(?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|credential)[a-z0-9_.\-]*)[ \t]+)("[^"\n]*"?|'[^'\n]*'?|[^\s"']+)`), "", scrubOptions},
 	{[]string{"-u", "--user"}, regexp.MustCompile(`((?:^|\s)(?:-u|--user)(?:[ \t]+|=)?["']?[^\s:"'/]*:)([^\s"'@]+)`), "${1}" + Redacted, nil},
 	// key=value, key: value and "key": "value" where the key looks secret.
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
@@ -108,7 +108,9 @@ var escapedValue = regexp.MustCompile(`(?i)(?:password|passwd|passphrase|secret|
 // whose name (its second group) names a credential (credentialOption):
 // --max-tokens 100 and --token-limit 8000 name counts (notSecret), as the
 // keys max_tokens and token_limit do, and --secret-id where one is, and
-// keep their values.
+// keep their values. A quoted value (its third group) is redacted to its
+// closing quote, the quotes kept: a passphrase of several words kept all
+// but its first (TestAttackCommandLineQuotedCredential).
 func scrubOptions(s string, re *regexp.Regexp) string {
 	ms := re.FindAllStringSubmatchIndex(s, -1)
 	var b strings.Builder
@@ -121,7 +123,16 @@ func scrubOptions(s string, re *regexp.Regexp) string {
 			b.Grow(len(s))
 		}
 		b.WriteString(s[last:m[6]])
-		b.WriteString(Redacted)
+		v := s[m[6]:m[7]]
+		if q := v[0]; q == '"' || q == '\'' {
+			b.WriteByte(q)
+			b.WriteString(Redacted)
+			if len(v) > 1 && v[len(v)-1] == q {
+				b.WriteByte(q)
+			}
+		} else {
+			b.WriteString(Redacted)
+		}
 		last = m[7]
 	}
 	if last == 0 {
