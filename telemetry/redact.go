@@ -41,6 +41,33 @@ var secretKeys = []string{"pwd", "pass", "auth", "key", "sig", "signature", "otp
 // or limits, not credentials.
 var notSecret = []string{"maxtokens", "maxoutputtokens", "maxcompletiontokens", "tokencount", "tokens", "inputtokens", "outputtokens", "totaltokens", "tokenlimit"}
 
+// tokenCount reports whether n, a normalized key, names a count of
+// tokens or a tokenizer, with no other secret word in it: max_new_tokens,
+// --max-num-batched-tokens, min_tokens, --tokenizer, tokenization. Their
+// values are limits and names an audit record is read for
+// (TestTokenCountsAndTokenizersKept).
+func tokenCount(n string) bool {
+	var rest string
+	switch {
+	case len(n) >= len("maxtokens") && strings.HasSuffix(n, "tokens") &&
+		(strings.HasPrefix(n, "max") || strings.HasPrefix(n, "min") || strings.HasPrefix(n, "num")):
+		rest = n[3 : len(n)-len("tokens")]
+	case strings.HasPrefix(n, "tokeniz"):
+		rest = n[len("tokeniz"):]
+	default:
+		return false
+	}
+	if secretFragments.in(rest) {
+		return false
+	}
+	for _, w := range secretSuffixes {
+		if strings.HasSuffix(n, w) {
+			return false
+		}
+	}
+	return true
+}
+
 // normalizeKey lowers k and drops the separators people put between the
 // words of a key, so API-Key, api_key, apiKey and x.api.key compare equal.
 func normalizeKey(k string) string {
@@ -76,6 +103,15 @@ func IsSecretKey(k string) bool { return isSecretNormalized(normalizeKey(k), nil
 
 func isSecretNormalized(n string, extra []string) bool {
 	if slices.Contains(notSecret, n) {
+		return false
+	}
+	if tokenCount(n) {
+		// Only the operator's own words make it secret.
+		for _, w := range extra {
+			if strings.Contains(n, w) {
+				return true
+			}
+		}
 		return false
 	}
 	if slices.Contains(secretKeys, n) {
