@@ -29,6 +29,12 @@ type ToolChange struct {
 	PinnedHash   string        `json:"pinned_hash,omitempty"`
 	ObservedHash string        `json:"observed_hash,omitempty"`
 	Fields       []FieldChange `json:"fields,omitempty"` // for ToolChanged
+
+	// setAdd marks a ToolAdded of a tool in the pin (pinned under other
+	// capability sets) listed to a client of set, a capability set pinned
+	// without it: a new name under that set (diffSnapshots).
+	setAdd bool
+	set    string
 }
 
 // FieldChange is a changed member of a tool: "title" or "description",
@@ -226,8 +232,16 @@ func diffSnapshots(pinned, observed *Snapshot) []ToolChange {
 			j++
 		default:
 			p, o := pinnedTools[i], observed.Tools[j]
-			if p.Hash != o.Hash {
+			switch {
+			case p.Hash != o.Hash:
 				out = append(out, ToolChange{Tool: p.Name, Kind: ToolChanged, PinnedHash: p.Hash, ObservedHash: o.Hash, Fields: diffTool(p, o)})
+			case pinned.Sets != nil && pinned.setPinned(observed.ListedWith) && !pinned.setHolds(observed.ListedWith, o.Name):
+				// Pinned under other capability sets only, and listed to
+				// a client of a set pinned without it: a new name under
+				// that set, as one not in the pin is. A set first seen
+				// later that listed it first must not make it no drift
+				// to every set (TestAttackCapabilitySetLaundersFirst).
+				out = append(out, ToolChange{Tool: o.Name, Kind: ToolAdded, ObservedHash: o.Hash, setAdd: true, set: observed.ListedWith})
 			}
 			i++
 			j++

@@ -1139,8 +1139,15 @@ func approvedAll(u *upstream, at time.Time) (*Snapshot, error) {
 func approvedTools(u *upstream, tools []string, at time.Time) (*Snapshot, error) {
 	pinned := slices.Clone(u.pinned.Tools)
 	sets := cloneSets(u.pinned.Sets)
-	set := u.observed.ListedWith
 	for _, tool := range tools {
+		set := u.observed.ListedWith
+		if c, ok := u.changes[tool]; ok && c.setAdd {
+			// A tool of the pin new under a set: that set holds it now.
+			if sets != nil {
+				sets[c.set] = addNames(sets[c.set], tool)
+			}
+			continue
+		}
 		t, ok := u.observed.Tool(tool)
 		if !ok && !u.pinned.setHolds(set, tool) {
 			// Not listed to the observed list's capability set, nor
@@ -1333,8 +1340,13 @@ func (inv *Inventory) refresh(changed string) []Event {
 		u.changes = map[string]ToolChange{}
 		if u.pinned != nil {
 			for tool, c := range u.seen {
-				if t, _ := u.pinned.Tool(tool); t.Hash != c.PinnedHash {
-					delete(u.seen, tool) // its pin moved since: someone approved it (here or on another replica)
+				t, _ := u.pinned.Tool(tool)
+				if c.setAdd && (t.Hash != c.ObservedHash || !u.pinned.setPinned(c.set) || u.pinned.setHolds(c.set, tool)) ||
+					!c.setAdd && t.Hash != c.PinnedHash {
+					// Its pin moved since: someone approved it (here or on
+					// another replica), or the set it was new under holds
+					// it now (or is no longer pinned).
+					delete(u.seen, tool)
 					continue
 				}
 				u.changes[tool] = c // overwritten below if it still differs
