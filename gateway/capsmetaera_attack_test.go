@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"os"
+	"slices"
 
 	"encoding/json"
 	"io"
@@ -11,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/inventory"
 )
 
 // eraUpstream is a stateless MCP server of both eras (it gives no
@@ -176,5 +179,42 @@ func TestAttackCapabilitySetMetaOldEraConn(t *testing.T) {
 	}
 	if body := send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ask","arguments":{},`+meta+`}}`, "4"); !strings.Contains(body, "ran ask") {
 		t.Errorf("call of ask: got %s, want it run", body)
+	}
+}
+
+// TestCapabilitySetOfAdoptedSessionHugeCaps: a session whose client
+// declares elicitation and extensions whose names alone are longer than
+// a sealed id carries keeps, on another replica, a capability set with
+// elicitation in it. It kept no capabilities, and its lists there counted
+// as declaring none: ask, listed to it for its elicitation, was drift
+// under the set of none, denied for everyone.
+func TestCapabilitySetOfAdoptedSessionHugeCaps(t *testing.T) {
+	var ext []string
+	for _, c := range "abcde" {
+		ext = append(ext, `"x.example/`+strings.Repeat(string(c), 110)+`":{}`)
+	}
+	adoptedSessionListsAsk(t, `{"elicitation":{},"extensions":{`+strings.Join(ext, ",")+`}}`)
+}
+
+// TestSealableCapsBounded: whatever a client declares, a sealed id
+// carries at most maxSealedCaps bytes of it, with its capability set.
+func TestSealableCapsBounded(t *testing.T) {
+	leaves := `{"form":{},"url":{},"tools":{},"context":{},"listChanged":true,"list":{},"cancel":{},"requests":{}}`
+	var ext []string
+	for i := range 8 {
+		ext = append(ext, `"`+strings.Repeat(string(rune('a'+i)), 128)+`":{}`)
+	}
+	caps := jsontext.Value(`{"elicitation":` + leaves + `,"roots":` + leaves + `,"sampling":` + leaves + `,"tasks":` + leaves +
+		`,"extensions":{` + strings.Join(ext, ",") + `}}`)
+	got := sealableCaps(caps)
+	if len(got) == 0 || len(got) > maxSealedCaps {
+		t.Fatalf("sealableCaps: %d bytes (%s), want 1 to %d", len(got), got, maxSealedCaps)
+	}
+	want := strings.Split(inventory.CapabilitySet(caps), ",")
+	want = slices.DeleteFunc(want, func(w string) bool { return strings.HasPrefix(w, "extensions/") })
+	want = append(want, "extensions")
+	slices.Sort(want)
+	if set := inventory.CapabilitySet(got); set != strings.Join(want, ",") {
+		t.Errorf("capability set of what is sealed: %q, want %q", set, strings.Join(want, ","))
 	}
 }

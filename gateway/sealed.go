@@ -20,6 +20,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/inventory"
 )
 
 // Sealed session ids let any replica serve any request of a session.
@@ -257,8 +258,9 @@ var errSessionElsewhere = errors.New("session bound to another replica")
 // maxSealedCaps bounds the client capabilities a sealed session id
 // carries: the id goes in a header on every request. Past it the
 // capabilities are cut to the members a capability set is made of
-// (sealedCapMembers), and past it still the replica that adopts the
-// session knows none, and its lists count as declaring none.
+// (sealedCapMembers), and past it still to the smallest that make the
+// client's capability set (inventory.SetCapabilities), its extensions as
+// one word if their names alone are too long.
 const maxSealedCaps = 512
 
 // sealedCapMembers are the client capabilities the inventory tells
@@ -268,10 +270,13 @@ const maxSealedCaps = 512
 var sealedCapMembers = []string{"elicitation", "extensions", "roots", "sampling", "tasks"}
 
 // sealableCaps returns caps if a sealed id may carry them, else caps cut
-// to sealedCapMembers if it may carry those, else nil. Before, a client
-// declaring a large experimental member had its lists on another replica
-// taken for a client's declaring nothing: the tools listed to it for
-// its elicitation were drift (TestCapabilitySetOfAdoptedSessionLargeCaps).
+// to sealedCapMembers if it may carry those, else the smallest with the
+// same capability set. Before, a client declaring a large experimental
+// member had its lists on another replica taken for a client's declaring
+// nothing: the tools listed to it for its elicitation were drift
+// (TestCapabilitySetOfAdoptedSessionLargeCaps); and so did one declaring
+// extensions whose names were longer than the bound
+// (TestCapabilitySetOfAdoptedSessionHugeCaps).
 func sealableCaps(caps jsontext.Value) jsontext.Value {
 	if len(caps) <= maxSealedCaps {
 		return caps
@@ -289,10 +294,15 @@ func sealableCaps(caps jsontext.Value) jsontext.Value {
 		cut = append(append(cut, ':'), v...)
 	}
 	cut = append(cut, '}')
-	if len(cut) > maxSealedCaps {
-		return nil
+	if len(cut) <= maxSealedCaps {
+		return cut
 	}
-	return cut
+	set := inventory.CapabilitySet(caps)
+	if small := inventory.SetCapabilities(set, false); len(small) <= maxSealedCaps {
+		return small
+	}
+	// Every word but the extensions' names fits (SetCapabilities).
+	return inventory.SetCapabilities(set, true)
 }
 
 // adopt serves a sealed session this replica has not seen: it checks the

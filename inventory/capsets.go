@@ -220,3 +220,39 @@ func addNames(names []string, more ...string) []string {
 	}
 	return out
 }
+
+// SetCapabilities returns the smallest client capabilities whose
+// CapabilitySet is set (one CapabilitySet returned): each of its words
+// declared with {}. With extensionsAsOne, the extensions of set are the
+// one word "extensions", declared as an extension whose name has a comma
+// (which CapabilitySet does not tell apart): shorter still, whatever the
+// names. A sealed session id carries them when the client's own are too
+// long (gateway.sealableCaps).
+func SetCapabilities(set string, extensionsAsOne bool) jsontext.Value {
+	caps := map[string]map[string]jsontext.Value{}
+	declare := func(member, name string) {
+		if caps[member] == nil {
+			caps[member] = map[string]jsontext.Value{}
+		}
+		if name != "" || member == "extensions" {
+			caps[member][name] = jsontext.Value("{}")
+		}
+	}
+	for w := range strings.SplitSeq(set, ",") {
+		switch name, ext := strings.CutPrefix(w, "extensions/"); {
+		case w == "":
+		case ext && !extensionsAsOne:
+			declare("extensions", name)
+		case ext || w == "extensions":
+			declare("extensions", ",")
+		default:
+			root, leaf, _ := strings.Cut(w, ".")
+			declare(root, leaf)
+		}
+	}
+	b, err := json.Marshal(caps, json.Deterministic(true))
+	if err != nil {
+		return nil
+	}
+	return b
+}
