@@ -42,6 +42,13 @@ const maxCapabilitySets = 16
 // are fewer than maxCapabilitySets lists.
 const maxCapabilitySetKeys = 32
 
+// approvedSet is the key of a pin's Sets that holds the names of the
+// tools an operator approved (approvedTools) rather than pinned on a
+// capability set's first sight: reviewed, such a tool is new under no
+// set (diffSnapshots). No CapabilitySet is it; it counts toward neither
+// bound (setRoom).
+const approvedSet = "(approved)"
+
 // setRoom reports whether sets, a pin's, may take a capability set
 // listing names: a list no set holds yet while there are fewer than
 // maxCapabilitySets lists, one a set holds while there are fewer than
@@ -49,8 +56,14 @@ const maxCapabilitySetKeys = 32
 // taken.
 func setRoom(sets map[string][]string, names []string) bool {
 	lists := make(map[[sha256.Size]byte]bool, len(sets))
-	for _, ns := range sets {
-		lists[listKey(ns)] = true
+	for k, ns := range sets {
+		if k != approvedSet {
+			lists[listKey(ns)] = true
+		}
+	}
+	if _, ok := sets[approvedSet]; ok {
+		sets = maps.Clone(sets)
+		delete(sets, approvedSet)
 	}
 	if names == nil {
 		return len(lists) < maxCapabilitySets || len(sets) < maxCapabilitySetKeys

@@ -235,12 +235,14 @@ func diffSnapshots(pinned, observed *Snapshot) []ToolChange {
 			switch {
 			case p.Hash != o.Hash:
 				out = append(out, ToolChange{Tool: p.Name, Kind: ToolChanged, PinnedHash: p.Hash, ObservedHash: o.Hash, Fields: diffTool(p, o)})
-			case pinned.Sets != nil && pinned.setPinned(observed.ListedWith) && !pinned.setHolds(observed.ListedWith, o.Name):
+			case pinned.Sets != nil && pinned.setPinned(observed.ListedWith) && !pinned.setHolds(observed.ListedWith, o.Name) &&
+				!pinned.setHolds(approvedSet, o.Name):
 				// Pinned under other capability sets only, and listed to
 				// a client of a set pinned without it: a new name under
 				// that set, as one not in the pin is. A set first seen
 				// later that listed it first must not make it no drift
 				// to every set (TestAttackCapabilitySetLaundersFirst).
+				// One an operator approved is reviewed (approvedSet).
 				out = append(out, ToolChange{Tool: o.Name, Kind: ToolAdded, ObservedHash: o.Hash, setAdd: true, set: observed.ListedWith})
 			}
 			i++

@@ -1142,9 +1142,11 @@ func approvedTools(u *upstream, tools []string, at time.Time) (*Snapshot, error)
 	for _, tool := range tools {
 		set := u.observed.ListedWith
 		if c, ok := u.changes[tool]; ok && c.setAdd {
-			// A tool of the pin new under a set: that set holds it now.
+			// A tool of the pin new under a set: that set holds it now,
+			// and it is reviewed.
 			if sets != nil {
 				sets[c.set] = addNames(sets[c.set], tool)
+				sets[approvedSet] = addNames(sets[approvedSet], tool)
 			}
 			continue
 		}
@@ -1160,6 +1162,7 @@ func approvedTools(u *upstream, tools []string, at time.Time) (*Snapshot, error)
 			pinned = append(pinned, t)
 			if sets != nil {
 				sets[set] = addNames(sets[set], tool)
+				sets[approvedSet] = addNames(sets[approvedSet], tool)
 			}
 		case sets != nil:
 			for k, names := range sets {
@@ -1341,7 +1344,7 @@ func (inv *Inventory) refresh(changed string) []Event {
 		if u.pinned != nil {
 			for tool, c := range u.seen {
 				t, _ := u.pinned.Tool(tool)
-				if c.setAdd && (t.Hash != c.ObservedHash || !u.pinned.setPinned(c.set) || u.pinned.setHolds(c.set, tool)) ||
+				if c.setAdd && (t.Hash != c.ObservedHash || !u.pinned.setPinned(c.set) || u.pinned.setHolds(c.set, tool) || u.pinned.setHolds(approvedSet, tool)) ||
 					!c.setAdd && t.Hash != c.PinnedHash {
 					// Its pin moved since: someone approved it (here or on
 					// another replica), or the set it was new under holds

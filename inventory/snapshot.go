@@ -111,7 +111,8 @@ type Snapshot struct {
 	// Sets, in a pinned snapshot, maps each capability set a listing was
 	// pinned under to the names of its tools, sorted (see capsets.go).
 	// Nil in a pin made before sets were kept: every set is then held to
-	// all the pin's tools.
+	// all the pin's tools. The key approvedSet, "(approved)", is no set:
+	// it holds the names of the tools an operator approved.
 	Sets map[string][]string `json:"capability_sets,omitzero"`
 }
 
