@@ -19,6 +19,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -26,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Transport is an http.RoundTripper. Its zero value sends what it does not
@@ -76,6 +79,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return t.Fallback.RoundTrip(req)
 	}
+	if err := validRequest(req); err != nil {
+		closeBody(req)
+		return nil, err
+	}
 	addr := req.URL.Host
 	if req.URL.Port() == "" {
 		addr = net.JoinHostPort(req.URL.Hostname(), "80")
@@ -125,6 +132,47 @@ func (t *Transport) handles(req *http.Request) bool {
 	}
 	return true
 }
+
+// validRequest refuses what net/http's Transport refuses before it sends
+// anything: a header or trailer field whose name is not a token or whose
+// value holds a line break or another control byte, and a method that is
+// not a token. Request.Write checks none of these: it writes the method
+// as it is (its line breaks start headers nobody set), turns a line break
+// in a value into a space and leaves a bad name out, so the upstream would
+// get another request than the one made.
+func validRequest(req *http.Request) error {
+	if req.Header == nil {
+		return errors.New("http: nil Request.Header")
+	}
+	if err := validFields(req.Header); err != "" {
+		return fmt.Errorf("net/http: invalid header %s", err)
+	}
+	if err := validFields(req.Trailer); err != "" {
+		return fmt.Errorf("net/http: invalid trailer %s", err)
+	}
+	if req.Method != "" && strings.IndexFunc(req.Method, notToken) >= 0 {
+		return fmt.Errorf("net/http: invalid method %q", req.Method)
+	}
+	return nil
+}
+
+// validFields is net/http's validateHeaders: what is wrong with h, or "".
+func validFields(h http.Header) string {
+	for k, vv := range h {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return fmt.Sprintf("field name %q", k)
+		}
+		for _, v := range vv {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				// Not the value itself: it may be a credential.
+				return fmt.Sprintf("field value for %q", k)
+			}
+		}
+	}
+	return ""
+}
+
+func notToken(r rune) bool { return !httpguts.IsTokenRune(r) }
 
 // exchange writes req on c and reads the response head. retry says the
 // request was not sent at all on a reused connection (the server had

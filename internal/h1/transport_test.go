@@ -433,3 +433,95 @@ func TestEarlyCloseMidStream(t *testing.T) {
 		t.Errorf("%d connections, want 2", n)
 	}
 }
+
+// TestInvalidRequestNotSent: a request net/http's Transport refuses — a
+// method that is not a token, a header name that is not one, a value
+// with a line break or another control byte — is refused here too, with
+// net/http's error and before a byte reaches the upstream. Request.Write,
+// which Transport writes with, checks none of them: a method went on the
+// wire as it was (its line breaks a header the caller never set), a
+// value's line break became a space and a bad name was left out, so the
+// upstream got another request than the one made.
+func TestInvalidRequestNotSent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	received := make(chan string, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					received <- fmt.Sprintf("%s %v", req.Method, req.Header)
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}()
+		}
+	}()
+	base := "http://" + ln.Addr().String()
+	for _, tc := range []struct {
+		name string
+		edit func(*http.Request)
+	}{
+		{"method", func(r *http.Request) { r.Method = "GET / HTTP/1.1\r\nX-Smuggled: 1\r\nX-Rest:" }},
+		{"header value with CRLF", func(r *http.Request) { r.Header.Set("X-Tenant", "a\r\nX-Smuggled: 1") }},
+		{"header value with NUL", func(r *http.Request) { r.Header.Set("X-Tenant", "a\x00b") }},
+		{"header name", func(r *http.Request) { r.Header["X Tenant"] = []string{"a"} }},
+		{"GET header value", func(r *http.Request) {
+			r.Method, r.Body, r.ContentLength = http.MethodGet, nil, 0
+			r.Header.Set("X-Tenant", "a\nb")
+		}},
+		{"trailer", func(r *http.Request) {
+			r.TransferEncoding = []string{"chunked"}
+			r.Trailer = http.Header{"X-T": {"a\nb"}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mk := func() *http.Request {
+				req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader("{}"))
+				tc.edit(req)
+				return req
+			}
+			_, want := (&http.Transport{}).RoundTrip(mk())
+			if want == nil {
+				t.Fatalf("net/http sent it: %s", <-received)
+			}
+			resp, err := (&Transport{}).RoundTrip(mk())
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("sent; the upstream got %s; want net/http's error %q", <-received, want)
+			}
+			if err.Error() != want.Error() {
+				t.Errorf("got error %q, want net/http's %q", err, want)
+			}
+		})
+	}
+	// What either sends arrives as made.
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader("{}"))
+	req.Header.Set("X-Tenant", "a\tb")
+	resp, err := (&Transport{}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got, want := <-received, "POST map[Content-Length:[2] User-Agent:[Go-http-client/1.1] X-Tenant:[a\tb]]"; got != want {
+		t.Errorf("the upstream got %q, want %q", got, want)
+	}
+	select {
+	case got := <-received:
+		t.Errorf("the upstream also got %s", got)
+	default:
+	}
+}
