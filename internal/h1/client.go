@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/url"
@@ -31,10 +32,22 @@ func useLastResponse(*http.Request, []*http.Request) error { return http.ErrUseL
 // without the copy of its headers Client.Do keeps for redirects. Errors
 // are reported as Client.Do reports them (a *url.Error naming the method
 // and the URL without its password), and req's body is closed on every
-// path, as the RoundTripper contract says.
+// path, as the RoundTripper contract says. Credentials in the URL go as
+// Basic authorization unless req has an Authorization header, as from
+// Client.Do (which adds the header to a copy of req, not to req).
 func Send(c *http.Client, req *http.Request) (*http.Response, error) {
 	if c.Timeout > 0 || c.Jar != nil {
 		return c.Do(req)
+	}
+	if u := req.URL.User; u != nil && req.Header.Get("Authorization") == "" {
+		password, _ := u.Password()
+		r := *req
+		r.Header = req.Header.Clone()
+		if r.Header == nil {
+			r.Header = make(http.Header)
+		}
+		r.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(u.Username()+":"+password)))
+		req = &r
 	}
 	rt := c.Transport
 	if rt == nil {

@@ -76,3 +76,41 @@ type closeCount struct {
 }
 
 func (c *closeCount) Close() error { c.n++; return nil }
+
+// TestSendUserinfo: credentials in the URL go as Basic authorization, as
+// Client.Do sends them, unless the request has its own Authorization;
+// the caller's headers are left as they were.
+func TestSendUserinfo(t *testing.T) {
+	got := make(chan string, 1)
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Authorization")
+	}))
+	defer s.Close()
+	c := NoRedirects(&http.Client{Transport: &Transport{}})
+	withUser := strings.Replace(s.URL, "http://", "http://user:secret@", 1) + "/mcp"
+	for _, tc := range []struct{ url, auth string }{
+		{withUser, ""},
+		{withUser, "Bearer own"},
+		{s.URL + "/mcp", ""},
+	} {
+		var sent [2]string
+		for i, do := range []func(*http.Request) (*http.Response, error){c.Do, func(r *http.Request) (*http.Response, error) { return Send(c, r) }} {
+			req, _ := http.NewRequest(http.MethodPost, tc.url, strings.NewReader("{}"))
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			sent[i] = <-got
+			if h := req.Header.Get("Authorization"); h != tc.auth {
+				t.Errorf("%s: the caller's request now has Authorization %q, want %q", tc.url, h, tc.auth)
+			}
+		}
+		if sent[1] != sent[0] {
+			t.Errorf("%s with Authorization %q: Send sent %q, want %q as Client.Do", tc.url, tc.auth, sent[1], sent[0])
+		}
+	}
+}
