@@ -213,7 +213,10 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request, re
 			}
 			continue // informational (103 Early Hints): the answer follows
 		}
-		keep := !resp.Close && !req.Close
+		// After a 101 (asked for or not: an upgrade goes to Fallback)
+		// the connection speaks another protocol; net/http's Transport
+		// pools none after a 1xx final answer either.
+		keep := !resp.Close && !req.Close && resp.StatusCode >= 200
 		if resp.Body == http.NoBody {
 			// Nothing to read: the connection is free now.
 			(&body{c: c, t: t, stop: stop, keep: keep}).finish(true)

@@ -525,3 +525,67 @@ func TestInvalidRequestNotSent(t *testing.T) {
 	default:
 	}
 }
+
+// TestUnaskedSwitchNotPooled: after a 101 Switching Protocols to a
+// request that asked for no upgrade, what follows on the connection is
+// not HTTP; as net/http's Transport, which pools no connection after a
+// 1xx final answer, the next call goes on another one.
+func TestUnaskedSwitchNotPooled(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				switched := false
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					switch {
+					case switched:
+						// The connection speaks another protocol now: whatever
+						// comes is answered with what it means there.
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
+					case req.URL.Path == "/switch":
+						io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\n\r\n")
+						switched = true
+					default:
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+					}
+				}
+			}()
+		}
+	}()
+	base := "http://" + ln.Addr().String()
+	for name, rt := range map[string]http.RoundTripper{"net/http": &http.Transport{}, "h1": &Transport{}} {
+		before := accepted.Load()
+		c := &http.Client{Transport: rt}
+		resp, err := c.Post(base+"/switch", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("%s: got %d, want the 101", name, resp.StatusCode)
+		}
+		if got := post(t, c, base+"/next", "{}"); got != "ok" {
+			t.Errorf("%s: the next call got %q, want ok: it went on the switched connection", name, got)
+		}
+		if n := accepted.Load() - before; n != 2 {
+			t.Errorf("%s: %d connections, want 2", name, n)
+		}
+	}
+}
