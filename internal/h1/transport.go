@@ -104,9 +104,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			return resp, nil
 		}
-		if retry && attempt == 0 {
+		if retry && attempt == 0 && ctx.Err() == nil {
 			// A pooled connection the server had closed, found before
 			// a byte of the request left: the request never reached it.
+			// Not when the write failed for the cancellation (its
+			// deadline): written on another, a call nobody waits for
+			// would run.
 			continue
 		}
 		closeBody(req)

@@ -589,3 +589,76 @@ func TestUnaskedSwitchNotPooled(t *testing.T) {
 		}
 	}
 }
+
+// hookConn is a connection whose writes go through write first.
+type hookConn struct {
+	net.Conn
+	write func(c net.Conn, p []byte) (int, error)
+}
+
+func (c *hookConn) Write(p []byte) (int, error) { return c.write(c.Conn, p) }
+
+// TestCancelledNotRetried: a call cancelled while its request was being
+// written on a pooled connection (the cancellation stops the write before
+// a byte left) is not written again on another connection: the upstream
+// would run a call nobody waits for any more, a tools/call the agent
+// cancelled.
+func TestCancelledNotRetried(t *testing.T) {
+	var pair sync.WaitGroup
+	pair.Add(2)
+	s, conns := counted(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/pair" {
+			pair.Done()
+			pair.Wait() // two calls at once: two connections in the pool
+		}
+		echo(w, r)
+	})
+	var (
+		mu     sync.Mutex
+		cancel context.CancelFunc // set: the next write is the one the cancellation stops
+		ctx    context.Context
+		late   int // writes begun after the cancellation
+	)
+	tr := &Transport{Dial: func(dctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dialer.DialContext(dctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &hookConn{Conn: nc, write: func(nc net.Conn, p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case cancel != nil:
+				cancel()
+				cancel = nil
+				return 0, errors.New("write: i/o timeout") // as the cancellation's deadline makes it
+			case ctx != nil && ctx.Err() != nil:
+				late++
+			}
+			return nc.Write(p)
+		}}, nil
+	}}
+	c := &http.Client{Transport: tr}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { post(t, c, s.URL+"/pair", "{}") })
+	}
+	wg.Wait()
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2", n)
+	}
+	callCtx, cancelCall := context.WithCancel(context.Background())
+	defer cancelCall()
+	mu.Lock()
+	ctx, cancel = callCtx, cancelCall
+	mu.Unlock()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/call", strings.NewReader(`{"method":"tools/call"}`))
+	if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if late > 0 {
+		t.Errorf("the cancelled request was written again %d times", late)
+	}
+}
