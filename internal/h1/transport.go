@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -52,6 +53,10 @@ type Transport struct {
 	mu       sync.Mutex
 	idle     map[string][]*conn // LIFO per host:port: the oldest first
 	sweeping bool               // a sweep of expired idle connections is due
+	// closers are the host:ports that closed a pooled connection unasked
+	// soon after an answer: their connections are checked at every reuse,
+	// however short their idle time (checkAfter).
+	closers map[string]bool
 }
 
 type conn struct {
@@ -202,10 +207,18 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request, re
 	for informational := 0; ; informational++ {
 		c.lim.n = maxHead // as net/http's MaxResponseHeaderBytes: an upstream cannot make the head take all memory
 		resp, err := readResponse(c.br, req)
+		read := maxHead - c.lim.n
 		c.lim.n = -1
 		if err != nil {
 			stop()
 			c.nc.Close()
+			if reused && informational == 0 && read == 0 && ctx.Err() == nil && closedByPeer(err) {
+				// The server had closed the connection it left open
+				// after its last answer, or closed it as this request
+				// came: check its connections at every reuse from now on.
+				// This call is not sent again (the server may have read it).
+				t.noteCloser(c.addr)
+			}
 			return nil, err, false
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
@@ -262,9 +275,10 @@ func (t *Transport) get(ctx context.Context, addr string) (*conn, bool, error) {
 		c := list[len(list)-1]
 		list[len(list)-1] = nil
 		t.idle[addr] = list[:len(list)-1]
+		check := t.closers[addr]
 		t.mu.Unlock()
 		idle := now.Sub(c.since)
-		if idle > t.idleTimeout() || c.br.Buffered() > 0 || idle > checkAfter && !idleOpen(c.nc) {
+		if idle > t.idleTimeout() || c.br.Buffered() > 0 || (check || idle > checkAfter) && !idleOpen(c.nc) {
 			c.nc.Close()
 			continue
 		}
@@ -409,8 +423,30 @@ func (b *body) finish(eof bool) {
 // checkAfter is how long a connection must have been idle to be checked
 // before reuse (a syscall): servers close idle connections after seconds
 // (Node 5 s, nginx 75 s), not as soon as they have answered — one that
-// means to says Connection: close.
+// means to says Connection: close. One that closes without saying so
+// fails the call that reuses its connection, once: its connections are
+// checked at every reuse after that (noteCloser).
 const checkAfter = 250 * time.Millisecond
+
+// noteCloser records that addr closed a pooled connection unasked.
+func (t *Transport) noteCloser(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closers == nil {
+		t.closers = make(map[string]bool)
+	}
+	if len(t.closers) < maxClosers {
+		t.closers[addr] = true
+	}
+}
+
+// closedByPeer reports whether err is the end a server's close makes.
+func closedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// maxClosers bounds the host:ports noted as closing unasked.
+const maxClosers = 1024
 
 // maxHead bounds a response's status line and headers.
 const maxHead = 1 << 20

@@ -662,3 +662,48 @@ func TestCancelledNotRetried(t *testing.T) {
 		t.Errorf("the cancelled request was written again %d times", late)
 	}
 }
+
+// TestServerClosesUnasked: a server that closes each connection after its
+// answer without saying Connection: close fails the call that reuses a
+// connection of its once; its connections are checked at every reuse
+// after that, however short their idle time, so no further call fails.
+// Before, every call reusing one within checkAfter failed.
+func TestServerClosesUnasked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				req, err := http.ReadRequest(bufio.NewReader(nc))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			}()
+		}
+	}()
+	c := &http.Client{Transport: &Transport{Fallback: http.DefaultTransport}}
+	failed := 0
+	for range 10 {
+		resp, err := c.Post("http://"+ln.Addr().String()+"/mcp", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			failed++
+		} else {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		time.Sleep(20 * time.Millisecond) // well within checkAfter: the close has arrived
+	}
+	if failed > 1 {
+		t.Errorf("%d of 10 calls failed on connections the server had closed, want at most the first reuse", failed)
+	}
+}
