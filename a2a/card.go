@@ -288,6 +288,13 @@ func (g *Gateway) interfaces(a *agent, card jsontext.Value) ([]iface, error) {
 		if err != nil || !sameOrigin(u, a.base) {
 			return fmt.Errorf("the card of agent %q points elsewhere: interface %s is not at %s://%s; refused", a.Name, raw, a.base.Scheme, a.base.Host)
 		}
+		if u.User == nil && a.base.User != nil {
+			// The operator's credentials for the agent (its url's
+			// userinfo, sent as Basic authorization) go to its
+			// interfaces too: they are at the same origin.
+			u.User = a.base.User
+			raw = u.String()
+		}
 		switch {
 		case strings.EqualFold(binding, "JSONRPC") || binding == "":
 			out = append(out, iface{url: raw, version: version})
