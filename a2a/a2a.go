@@ -1304,7 +1304,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		// (fetch and Python skip a UTF-8 BOM Go refuses) would get what
 		// the rewrite keeps from it, a result the screen never saw and a
 		// task never recorded as the caller's.
-		fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer is not a JSON-RPC response the gateway can read", a.Name))
+		fail(http.StatusBadGateway, unreadableAnswer(a.Name, resp.StatusCode))
 		return
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
@@ -1757,4 +1757,27 @@ func ownerOf(ctx context.Context) string {
 		return p.ID
 	}
 	return ""
+}
+
+// unreadableCard is why an agent's card could not be had from its HTTP
+// status.
+func unreadableCard(status int) error {
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		return fmt.Errorf("HTTP %d %s: the agent refused the gateway's credentials for it (agents[].url's userinfo, agents[].headers)", status, http.StatusText(status))
+	}
+	return fmt.Errorf("HTTP %d %s", status, http.StatusText(status))
+}
+
+// unreadableAnswer is the error for an agent's answer that is not a
+// JSON-RPC response, naming the HTTP status when it is not a success: an
+// agent refusing the gateway's credentials for it (its url's userinfo,
+// its headers) answers 401 or 403 with a page, not JSON-RPC.
+func unreadableAnswer(agent string, status int) error {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return fmt.Errorf("agent %q answered HTTP %d %s, not a JSON-RPC response: it refused the gateway's credentials for it (agents[].url's userinfo, agents[].headers)", agent, status, http.StatusText(status))
+	case status < 200 || status > 299:
+		return fmt.Errorf("agent %q answered HTTP %d %s, not a JSON-RPC response", agent, status, http.StatusText(status))
+	}
+	return fmt.Errorf("agent %q: its answer is not a JSON-RPC response the gateway can read", agent)
 }

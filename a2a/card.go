@@ -214,8 +214,11 @@ func (g *Gateway) fetchCard(ctx context.Context, a *agent, v1 bool) (jsontext.Va
 			last = fmt.Errorf("agent %q has no card at %s", a.Name, shown)
 			continue
 		}
-		if err != nil || resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("fetching the card of agent %q at %s: status %d %v", a.Name, shown, resp.StatusCode, err)
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("fetching the card of agent %q at %s: %w", a.Name, shown, unreadableCard(resp.StatusCode))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fetching the card of agent %q at %s: %v", a.Name, shown, err)
 		}
 		v := jsontext.Value(b)
 		if !v.IsValid() || v.Kind() != '{' {

@@ -62,4 +62,26 @@ func TestAgentURLCredentialsSentToEndpoint(t *testing.T) {
 	if _, got := post(t, gw.URL+"/a2a/stub", "", send); strings.Contains(got, "s3cret") || strings.Contains(got, "svcuser") || !strings.Contains(got, "error") {
 		t.Errorf("a dropped call: got %s, want an error naming no credential", got)
 	}
+
+	// Credentials the agent refuses: the client is told the status and
+	// where the gateway's credentials for the agent are set.
+	gw = serve(t, allow, strings.Replace(srv.URL, "http://", "http://svc:wrong@", 1), Options{})
+	if _, got := post(t, gw.URL+"/a2a/stub", "", send); !strings.Contains(got, "HTTP 401") || strings.Contains(got, "wrong") {
+		t.Errorf("refused credentials: got %s, want an error naming HTTP 401 and no credential", got)
+	}
+
+	// An agent whose card is public and whose endpoint refuses the call.
+	var refusing *httptest.Server
+	refusing = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			io.WriteString(w, strings.ReplaceAll(goodCard, "BASE", refusing.URL))
+			return
+		}
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	}))
+	t.Cleanup(refusing.Close)
+	gw = serve(t, allow, refusing.URL, Options{})
+	if _, got := post(t, gw.URL+"/a2a/stub", "", send); !strings.Contains(got, "answered HTTP 401 Unauthorized") {
+		t.Errorf("a call refused 401: got %s, want an error naming HTTP 401", got)
+	}
 }
