@@ -329,41 +329,25 @@ func TestHeadBounded(t *testing.T) {
 // answer (a second response nobody asked for) is not used again, and an
 // upstream that sends informational responses without end gets an error.
 func TestUnaskedBytes(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var accepted atomic.Int64
-	go func() {
+	addr, accepted := rawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			accepted.Add(1)
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if req.URL.Path == "/1xx" {
-						io.WriteString(c, strings.Repeat("HTTP/1.1 103 Early Hints\r\n\r\n", 10))
-						return // without the bound, the client fails on EOF instead
-					}
-					// The answer, and a forged second one in the same write.
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+
-						"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			if req.URL.Path == "/1xx" {
+				io.WriteString(c, strings.Repeat("HTTP/1.1 103 Early Hints\r\n\r\n", 10))
+				return // without the bound, the client fails on EOF instead
+			}
+			// The answer, and a forged second one in the same write.
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+
+				"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
 		}
-	}()
+	})
 	c := &http.Client{Transport: &Transport{Fallback: http.DefaultTransport}}
-	base := "http://" + ln.Addr().String()
+	base := "http://" + addr
 	for i := range 3 {
 		if got := post(t, c, base+"/", "{}"); got != "ok" {
 			t.Fatalf("call %d got %q: a forged response was taken as the answer", i, got)
@@ -443,34 +427,20 @@ func TestEarlyCloseMidStream(t *testing.T) {
 // value's line break became a space and a bad name was left out, so the
 // upstream got another request than the one made.
 func TestInvalidRequestNotSent(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	received := make(chan string, 16)
-	go func() {
+	addr, _ := rawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					received <- fmt.Sprintf("%s %v", req.Method, req.Header)
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			received <- fmt.Sprintf("%s %v", req.Method, req.Header)
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
-	}()
-	base := "http://" + ln.Addr().String()
+	})
+	base := "http://" + addr
 	for _, tc := range []struct {
 		name string
 		edit func(*http.Request)
@@ -531,45 +501,29 @@ func TestInvalidRequestNotSent(t *testing.T) {
 // not HTTP; as net/http's Transport, which pools no connection after a
 // 1xx final answer, the next call goes on another one.
 func TestUnaskedSwitchNotPooled(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var accepted atomic.Int64
-	go func() {
+	addr, accepted := rawUpstream(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		switched := false
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			accepted.Add(1)
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				switched := false
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					switch {
-					case switched:
-						// The connection speaks another protocol now: whatever
-						// comes is answered with what it means there.
-						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
-					case req.URL.Path == "/switch":
-						io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\n\r\n")
-						switched = true
-					default:
-						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-					}
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			switch {
+			case switched:
+				// The connection speaks another protocol now: whatever
+				// comes is answered with what it means there.
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
+			case req.URL.Path == "/switch":
+				io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\n\r\n")
+				switched = true
+			default:
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			}
 		}
-	}()
-	base := "http://" + ln.Addr().String()
+	})
+	base := "http://" + addr
 	for name, rt := range map[string]http.RoundTripper{"net/http": &http.Transport{}, "h1": &Transport{}} {
 		before := accepted.Load()
 		c := &http.Client{Transport: rt}
@@ -669,32 +623,18 @@ func TestCancelledNotRetried(t *testing.T) {
 // after that, however short their idle time, so no further call fails.
 // Before, every call reusing one within checkAfter failed.
 func TestServerClosesUnasked(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer nc.Close()
-				req, err := http.ReadRequest(bufio.NewReader(nc))
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body)
-				io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			}()
+	addr, _ := rawUpstream(t, func(nc net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(nc))
+		if err != nil {
+			return
 		}
-	}()
+		io.Copy(io.Discard, req.Body)
+		io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
 	c := &http.Client{Transport: &Transport{Fallback: http.DefaultTransport}}
 	failed := 0
 	for range 10 {
-		resp, err := c.Post("http://"+ln.Addr().String()+"/mcp", "application/json", strings.NewReader("{}"))
+		resp, err := c.Post("http://"+addr+"/mcp", "application/json", strings.NewReader("{}"))
 		if err != nil {
 			failed++
 		} else {
@@ -706,4 +646,31 @@ func TestServerClosesUnasked(t *testing.T) {
 	if failed > 1 {
 		t.Errorf("%d of 10 calls failed on connections the server had closed, want at most the first reuse", failed)
 	}
+}
+
+// rawUpstream listens on 127.0.0.1:0 and serves each connection it
+// accepts with serve, on a goroutine of its own, closing it after; it
+// returns the address and the count of connections accepted.
+func rawUpstream(t *testing.T, serve func(c net.Conn)) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	return ln.Addr().String(), &accepted
 }
