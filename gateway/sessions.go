@@ -216,14 +216,7 @@ func (t *sessionTable) len() int {
 
 // reap ends idle sessions until ctx is done.
 func (t *sessionTable) reap(ctx context.Context, end func(*session)) {
-	tick := time.NewTicker(min(t.idle/2, time.Minute))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	everyTick(ctx, min(t.idle/2, time.Minute), func() {
 		var idle []*session
 		cutoff := t.now().Add(-t.idle).UnixNano()
 		t.mu.Lock()
@@ -242,6 +235,20 @@ func (t *sessionTable) reap(ctx context.Context, end func(*session)) {
 		t.mu.Unlock()
 		for _, s := range idle {
 			end(s)
+		}
+	})
+}
+
+// everyTick calls f every d until ctx ends.
+func everyTick(ctx context.Context, d time.Duration, f func()) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			f()
 		}
 	}
 }

@@ -159,14 +159,7 @@ func (p *statelessPool) now() time.Time {
 // reap ends the principals' connections unused for the idle timeout,
 // every tick until ctx ends.
 func (p *statelessPool) reap(ctx context.Context) {
-	tick := time.NewTicker(min(p.idle/2, time.Minute))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	everyTick(ctx, min(p.idle/2, time.Minute), func() {
 		var idle []*pooledBridge
 		cutoff := p.now().Add(-p.idle)
 		p.mu.Lock()
@@ -180,7 +173,7 @@ func (p *statelessPool) reap(ctx context.Context) {
 		for _, pb := range idle {
 			pb.close()
 		}
-	}
+	})
 }
 
 func (pb *pooledBridge) close() {
