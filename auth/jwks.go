@@ -28,7 +28,7 @@ type jwksCache struct {
 	now        func() time.Time
 
 	mu        sync.Mutex // guards the fields below
-	keys      map[string]jose.JSONWebKey
+	keys      jwkSet
 	fetched   time.Time     // last successful fetch: keys expire ttl after it
 	attempted time.Time     // last fetch attempt, successful or not
 	began     time.Time     // when the fetch the keys came from began
@@ -44,9 +44,9 @@ const maxJWKSBytes = 1 << 20
 
 var errUnknownKID = errors.New("no signing key with this kid")
 
-// key returns the key named kid, fetching the set when kid is unknown or
-// the keys have expired and the rate limit allows. An empty kid returns
-// every key.
+// lookup returns the keys named kid, fetching the set when kid is unknown
+// or the keys have expired and the rate limit allows. An empty kid
+// returns every key, in the set's order.
 func (c *jwksCache) lookup(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
 	for tries := 0; ; tries++ {
 		c.mu.Lock()
@@ -117,54 +117,53 @@ func (c *jwksCache) refetch(ctx context.Context, since time.Time) (fetched bool,
 	return !c.fetched.IsZero() && !c.began.Before(since), c.lastErr
 }
 
-// has reports whether the key named kid is known and fresh, without
-// fetching.
-func (c *jwksCache) has(kid string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.keys[kid]
-	return ok && c.now().Sub(c.fetched) < c.ttl
-}
-
 // hasKey reports whether the key named kid is key itself, in a set
 // still fresh: the same material, not only the same name (an IdP may put
 // new material under an old kid after a compromise).
 func (c *jwksCache) hasKey(kid string, key any) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k, ok := c.keys[kid]
-	if !ok || c.now().Sub(c.fetched) >= c.ttl {
+	if c.now().Sub(c.fetched) >= c.ttl {
 		return false
 	}
-	eq, ok := k.Key.(interface{ Equal(crypto.PublicKey) bool })
-	return ok && eq.Equal(key)
+	for _, k := range c.keys.byKID[kid] {
+		if eq, ok := k.Key.(interface{ Equal(crypto.PublicKey) bool }); ok && eq.Equal(key) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasKeyRef is hasKey of the key whose digest (keyDigest) is sum.
 func (c *jwksCache) hasKeyRef(kid, sum string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k, ok := c.keys[kid]
-	if !ok || c.now().Sub(c.fetched) >= c.ttl {
+	if c.now().Sub(c.fetched) >= c.ttl {
 		return false
 	}
-	got, ok := keyDigest(k.Key)
-	return ok && got == sum
+	for _, k := range c.keys.byKID[kid] {
+		if got, ok := keyDigest(k.Key); ok && got == sum {
+			return true
+		}
+	}
+	return false
 }
 
-// match returns the keys named kid (all of them for ""). Callers hold mu.
+// match returns the keys named kid (all of them for ""), in the set's
+// order. Callers hold mu; the slice returned is never written to.
 func (c *jwksCache) match(kid string) []jose.JSONWebKey {
-	if kid != "" {
-		if k, ok := c.keys[kid]; ok {
-			return []jose.JSONWebKey{k}
-		}
-		return nil
+	if kid == "" {
+		return c.keys.all
 	}
-	out := make([]jose.JSONWebKey, 0, len(c.keys))
-	for _, k := range c.keys {
-		out = append(out, k)
-	}
-	return out
+	return c.keys.byKID[kid]
+}
+
+// A jwkSet is a fetched JWKS's signing keys: every one, in the set's
+// order, and by kid. Keys without a kid, or several under one, are all
+// kept: a token without a kid may be signed by any of them.
+type jwkSet struct {
+	all   []jose.JSONWebKey
+	byKID map[string][]jose.JSONWebKey
 }
 
 // fetch gets the set, replacing the keys on success, and closes done. It
@@ -182,36 +181,36 @@ func (c *jwksCache) fetch(done chan struct{}) {
 	close(done)
 }
 
-func (c *jwksCache) get() (map[string]jose.JSONWebKey, error) {
+func (c *jwksCache) get() (jwkSet, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), jwksFetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
 	if err != nil {
-		return nil, err
+		return jwkSet{}, err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return nil, err
+		return jwkSet{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("HTTP %s", resp.Status)
+		return jwkSet{}, fmt.Errorf("HTTP %s", resp.Status)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
 	if err != nil {
-		return nil, err
+		return jwkSet{}, err
 	}
 	if len(b) > maxJWKSBytes {
-		return nil, fmt.Errorf("the key set is larger than %d bytes", maxJWKSBytes)
+		return jwkSet{}, fmt.Errorf("the key set is larger than %d bytes", maxJWKSBytes)
 	}
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
 	if err := json.Unmarshal(b, &set); err != nil {
-		return nil, fmt.Errorf("the key set is not a JWKS: %w", err)
+		return jwkSet{}, fmt.Errorf("the key set is not a JWKS: %w", err)
 	}
-	keys := make(map[string]jose.JSONWebKey, len(set.Keys))
+	keys := jwkSet{byKID: make(map[string][]jose.JSONWebKey, len(set.Keys))}
 	for _, raw := range set.Keys {
 		var k jose.JSONWebKey
 		if err := k.UnmarshalJSON(raw); err != nil {
@@ -222,10 +221,11 @@ func (c *jwksCache) get() (map[string]jose.JSONWebKey, error) {
 		if !k.IsPublic() || !k.Valid() || (k.Use != "" && k.Use != "sig") {
 			continue
 		}
-		keys[k.KeyID] = k
+		keys.all = append(keys.all, k)
+		keys.byKID[k.KeyID] = append(keys.byKID[k.KeyID], k)
 	}
-	if len(keys) == 0 {
-		return nil, errors.New("the key set holds no public signing keys")
+	if len(keys.all) == 0 {
+		return jwkSet{}, errors.New("the key set holds no public signing keys")
 	}
 	return keys, nil
 }

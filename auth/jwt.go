@@ -2,6 +2,10 @@ package auth
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -116,7 +120,12 @@ func (v *JWTVerifier) Warm(ctx context.Context) error {
 	return err
 }
 
-// maxKeysTried bounds the keys tried for a token without a kid.
+// maxKeysTried bounds the signature checks one token costs: the keys of
+// the set for its algorithm under its kid (every key, for a token without
+// one). A token with more is refused before any is tried, every time, not
+// tried against some at random: an unauthenticated caller cannot make a
+// request cost more, and an issuer whose tokens carry no kid while its
+// set holds more keys than this for their algorithm is told to set kid.
 const maxKeysTried = 8
 
 // Authenticate returns the principal of a JWT, or a *Failure.
@@ -156,18 +165,31 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 		}
 		return verifiedToken{}, invalidToken(ModeJWT, desc, err)
 	}
+	// The keys to try, at most one more than maxKeysTried: the set may
+	// hold thousands, and this runs before the caller is known.
+	var buf [maxKeysTried + 1]jose.JSONWebKey
+	try := buf[:0]
+	for _, k := range keys {
+		if keyFor(k, h.Algorithm) {
+			if try = append(try, k); len(try) > maxKeysTried {
+				break
+			}
+		}
+	}
+	switch {
+	case len(try) == 0:
+		return verifiedToken{}, invalidToken(ModeJWT, fmt.Sprintf("no signing key of the issuer's is for the token's algorithm %s", h.Algorithm), nil)
+	case len(try) > maxKeysTried && h.KeyID == "":
+		return verifiedToken{}, invalidToken(ModeJWT, fmt.Sprintf("the token has no kid, and the issuer publishes more than %d keys for %s, the most a token without one is tried against: the issuer must name its key (kid) in its tokens", maxKeysTried, h.Algorithm), nil)
+	case len(try) > maxKeysTried:
+		return verifiedToken{}, invalidToken(ModeJWT, fmt.Sprintf("the issuer publishes more than %d keys for %s under the token's kid, the most a token is tried against", maxKeysTried, h.Algorithm), nil)
+	}
 	var std jwt.Claims
 	var all map[string]any
 	verified := false
 	var kid string
 	var pub any
-	for i, k := range keys {
-		if i == maxKeysTried {
-			break
-		}
-		if k.Algorithm != "" && k.Algorithm != h.Algorithm {
-			continue // the key is for another algorithm (RFC 7517 §4.4)
-		}
+	for _, k := range try {
 		if err = tok.Claims(k.Key, &std, &all); err == nil {
 			verified, kid, pub = true, k.KeyID, k.Key
 			break
@@ -220,6 +242,31 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 	}
 	return verifiedToken{p: &intercept.Principal{ID: id, Method: ModeJWT, Claims: all, Check: check, Expires: exp,
 		SigningKey: signingKeyRef(kid, pub)}, exp: exp, kid: kid, key: pub}, nil
+}
+
+// keyFor reports whether k can verify a signature made with alg: its
+// alg, if it names one, is alg (RFC 7517 §4.4), and its type (and curve)
+// are alg's.
+func keyFor(k jose.JSONWebKey, alg string) bool {
+	if k.Algorithm != "" && k.Algorithm != alg {
+		return false
+	}
+	switch key := k.Key.(type) {
+	case *rsa.PublicKey:
+		return strings.HasPrefix(alg, "RS") || strings.HasPrefix(alg, "PS")
+	case *ecdsa.PublicKey:
+		switch alg {
+		case string(jose.ES256):
+			return key.Curve == elliptic.P256()
+		case string(jose.ES384):
+			return key.Curve == elliptic.P384()
+		case string(jose.ES512):
+			return key.Curve == elliptic.P521()
+		}
+	case ed25519.PublicKey:
+		return alg == string(jose.EdDSA)
+	}
+	return false
 }
 
 // published reports why the signing key named kid, which has says is in
