@@ -27,6 +27,7 @@ const eventsUsage = `usage:
   sluice events query  [filters] [--limit N] [--json]   print matching events, oldest first (--limit: the first N)
   sluice events tail   [filters] [--limit N] [--json]   print the last N (default 10), then follow
   sluice events export [filters] [--limit N]            write matching events as JSON Lines
+  --limit 0: no limit; a negative one is refused
 the store: --config sluice.yaml (its data_dir's events.db) or --db PATH; neither: the default data_dir's
 filters:
   --agent A  --session S  --upstream U  --tool T  --decision D  --type T  --txn ID
@@ -64,7 +65,7 @@ func RunEventsCLI(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&f.TxnID, "txn", "", "only events of this transaction")
 	since := fs.String("since", "", "only events at or after this time")
 	until := fs.String("until", "", "only events before this time")
-	limit := fs.Int("limit", -1, "at most this many events, the oldest (tail: how many of the newest to show first)")
+	limit := fs.Int("limit", 0, "at most this many events, the oldest (tail: how many of the newest to show first); 0: no limit")
 	asJSON := fs.Bool("json", false, "print JSON Lines")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -96,8 +97,13 @@ func RunEventsCLI(ctx context.Context, args []string, stdout io.Writer) error {
 	if f.Until, err = parseTime(*until, now); err != nil {
 		return fmt.Errorf("events %s: --until: %w", cmd, err)
 	}
+	// A negative limit meant no limit at all, as if none had been given.
+	limitSet := false
+	fs.Visit(func(fl *flag.Flag) { limitSet = limitSet || fl.Name == "limit" })
 	switch {
-	case *limit >= 0:
+	case *limit < 0:
+		return fmt.Errorf("events %s: --limit %d: want 0 (no limit) or more\n%s", cmd, *limit, eventsUsage)
+	case limitSet:
 		f.Limit = *limit
 	case cmd == "tail":
 		f.Limit = 10

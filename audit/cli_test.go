@@ -154,3 +154,25 @@ func TestEventsCLIDecisionWord(t *testing.T) {
 		}
 	}
 }
+
+// --limit -5 printed every event, as if no limit had been given: a
+// negative limit is refused, naming the flag, for every command.
+func TestEventsCLINegativeLimit(t *testing.T) {
+	st, path := openTest(t, Options{Sync: true})
+	defer st.Close()
+	appendAll(t, st, sample())
+	for _, cmd := range []string{"query", "export", "tail"} {
+		for _, n := range []string{"-5", "-1"} {
+			ctx, cancel := context.WithCancel(context.Background())
+			if cmd == "tail" {
+				cancel() // tail would follow; it must not get that far
+			}
+			var out bytes.Buffer
+			err := RunEventsCLI(ctx, []string{cmd, "--limit", n, "--db", path}, &out)
+			if err == nil || !strings.Contains(err.Error(), "--limit "+n) || out.Len() > 0 {
+				t.Errorf("%s --limit %s: got %v, output %q; want an error naming --limit and nothing printed", cmd, n, err, out.String())
+			}
+			cancel()
+		}
+	}
+}
