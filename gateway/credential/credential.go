@@ -122,6 +122,12 @@ const refreshBefore = time.Minute
 // one whose tokens the upstream never takes, got one request a call.
 const minFetchInterval = 5 * time.Second
 
+// maxTokenLife caps a token's lifetime as the gateway counts it: one
+// longer is replaced after a day. An expires_in beyond what a
+// time.Duration holds (about 292 years) overflowed into the past, and
+// every call fetched a token again and failed.
+const maxTokenLife = 24 * time.Hour
+
 // fetchTimeout bounds one fetch of a token, whatever client Deps gave.
 const fetchTimeout = 10 * time.Second
 
@@ -347,7 +353,10 @@ func (c *ClientCredentials) fetch(ctx context.Context) (string, time.Duration, e
 		if err != nil || n <= 0 {
 			return "", 0, fmt.Errorf("%w: token endpoint %s: expires_in %q is not a positive number of seconds", ErrTokenEndpoint, c.endpoint, tr.ExpiresIn)
 		}
-		life = time.Duration(n) * time.Second
+		life = maxTokenLife
+		if n < int64(maxTokenLife/time.Second) {
+			life = time.Duration(n) * time.Second
+		}
 	}
 	return tr.AccessToken, life, nil
 }

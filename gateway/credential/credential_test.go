@@ -464,3 +464,36 @@ func TestClientCredentialsErrorsKeepURLSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A token endpoint answering expires_in beyond what a time.Duration holds
+// (about 292 years; here 10^10 s) overflowed the token's lifetime into
+// the past: every call fetched again, and got "the token lapsed as it
+// came". The lifetime is capped at maxTokenLife: the token is used, and
+// replaced once a day.
+func TestClientCredentialsHugeExpiresIn(t *testing.T) {
+	var issued atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"access_token":"tok-%d","token_type":"Bearer","expires_in":10000000000}`, issued.Add(1))
+	}))
+	defer srv.Close()
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := NewClientCredentials(ClientCredentialsConfig{TokenURL: srv.URL, ClientID: "sluice", ClientSecret: "s"}, Deps{Now: clk.Now})
+	get := func() string {
+		t.Helper()
+		tok, err := c.Token(context.Background())
+		if err != nil {
+			t.Fatalf("expires_in 10^10 s: %v", err)
+		}
+		return tok
+	}
+	for range 3 {
+		if got := get(); got != "tok-1" || issued.Load() != 1 {
+			t.Fatalf("expires_in 10^10 s: got %s after %d fetches, want tok-1 from the cache", got, issued.Load())
+		}
+	}
+	clk.Advance(24*time.Hour - refreshBefore + time.Second) // maxTokenLife
+	if got := refreshed(t, get, "tok-1"); got != "tok-2" {
+		t.Errorf("a day on: got %s, want tok-2, fetched as tok-1's capped lifetime ends", got)
+	}
+}
