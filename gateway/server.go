@@ -240,7 +240,7 @@ func (g *Gateway) newRoute(up Upstream) (*route, error) {
 	for k, v := range up.Headers {
 		hdr.Set(k, v)
 	}
-	client, err := upstreamClient(up)
+	client, err := upstreamClient(up, g.client.Transport)
 	if err != nil {
 		return nil, err
 	}

@@ -12,9 +12,14 @@ import (
 )
 
 // upstreamClient is the HTTP client that sends up's requests with the
-// credentials of its oauth: section, or nil (the transport's own client)
-// when it has none.
-func upstreamClient(up Upstream) (*http.Client, error) {
+// credentials of its oauth: section through base, the gateway's own
+// transport, or nil (the transport's own client) when it has none. Its
+// calls connect to the upstream as every other upstream's do, directly:
+// before, they went through Go's default transport, and so through the
+// proxy HTTP_PROXY or HTTPS_PROXY named, the access token with them. The
+// token endpoint is reached as jwks_url is, by Go's default client (a
+// proxy those name included).
+func upstreamClient(up Upstream, base http.RoundTripper) (*http.Client, error) {
 	if up.OAuth == nil {
 		return nil, nil
 	}
@@ -31,7 +36,7 @@ func upstreamClient(up Upstream) (*http.Client, error) {
 	}
 	// No overall timeout: a response may stream as long as its request
 	// runs (as the transports' own clients).
-	return h1.NoRedirects(&http.Client{Transport: &credential.Transport{Tokens: credential.NewClientCredentials(*up.OAuth, credential.Deps{})}}), nil
+	return h1.NoRedirects(&http.Client{Transport: &credential.Transport{Base: base, Tokens: credential.NewClientCredentials(*up.OAuth, credential.Deps{})}}), nil
 }
 
 // ErrUpstreamRefusedCredentials is the cause of the error a call gets
