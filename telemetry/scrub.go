@@ -29,6 +29,10 @@ var scrubbers = []struct {
 	// HTTP authorization schemes.
 	{[]string{"bearer"}, regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*`), "$1 " + Redacted, nil},
 	{[]string{"basic"}, regexp.MustCompile(`(?i)\b(basic)\s+[A-Za-z0-9+/]{12,}={0,2}`), "$1 " + Redacted, nil},
+	// Digest's response, a hash of the password, the nonce and the
+	// request: with the realm and nonce beside it, a password guessed
+	// offline, and the request replayed while the nonce holds.
+	{[]string{"digest"}, regexp.MustCompile(`(?i)(\bdigest\b[^\n]*?\bresponse\s*=\s*(?:\\*["'])?)[0-9a-f]{16,128}`), "${1}" + Redacted, nil},
 	// JSON web tokens.
 	{[]string{"eyj"}, regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`), Redacted, nil},
 	// AWS access key ids.
