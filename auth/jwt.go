@@ -165,37 +165,52 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 		}
 		return verifiedToken{}, invalidToken(ModeJWT, desc, err)
 	}
-	// The keys to try, at most one more than maxKeysTried: the set may
-	// hold thousands, and this runs before the caller is known.
-	var buf [maxKeysTried + 1]jose.JSONWebKey
-	try := buf[:0]
-	for _, k := range keys {
-		if keyFor(k, h.Algorithm) {
-			if try = append(try, k); len(try) > maxKeysTried {
+	var std jwt.Claims
+	var all map[string]any
+	var kid string
+	var pub any
+	for refetched := false; ; refetched = true {
+		// The keys to try, at most one more than maxKeysTried: the set may
+		// hold thousands, and this runs before the caller is known.
+		var buf [maxKeysTried + 1]jose.JSONWebKey
+		try := buf[:0]
+		for _, k := range keys {
+			if keyFor(k, h.Algorithm) {
+				if try = append(try, k); len(try) > maxKeysTried {
+					break
+				}
+			}
+		}
+		switch {
+		case len(try) > maxKeysTried && h.KeyID == "":
+			return verifiedToken{}, invalidToken(ModeJWT, fmt.Sprintf("the token has no kid, and the issuer publishes more than %d keys for %s, the most a token without one is tried against: the issuer must name its key (kid) in its tokens", maxKeysTried, h.Algorithm), nil)
+		case len(try) > maxKeysTried:
+			return verifiedToken{}, invalidToken(ModeJWT, fmt.Sprintf("the issuer publishes more than %d keys for %s under the token's kid, the most a token is tried against", maxKeysTried, h.Algorithm), nil)
+		}
+		verified := false
+		for _, k := range try {
+			if err = tok.Claims(k.Key, &std, &all); err == nil {
+				verified, kid, pub = true, k.KeyID, k.Key
 				break
 			}
 		}
-	}
-	switch {
-	case len(try) == 0:
-		return verifiedToken{}, invalidToken(ModeJWT, fmt.Sprintf("no signing key of the issuer's is for the token's algorithm %s", h.Algorithm), nil)
-	case len(try) > maxKeysTried && h.KeyID == "":
-		return verifiedToken{}, invalidToken(ModeJWT, fmt.Sprintf("the token has no kid, and the issuer publishes more than %d keys for %s, the most a token without one is tried against: the issuer must name its key (kid) in its tokens", maxKeysTried, h.Algorithm), nil)
-	case len(try) > maxKeysTried:
-		return verifiedToken{}, invalidToken(ModeJWT, fmt.Sprintf("the issuer publishes more than %d keys for %s under the token's kid, the most a token is tried against", maxKeysTried, h.Algorithm), nil)
-	}
-	var std jwt.Claims
-	var all map[string]any
-	verified := false
-	var kid string
-	var pub any
-	for _, k := range try {
-		if err = tok.Claims(k.Key, &std, &all); err == nil {
-			verified, kid, pub = true, k.KeyID, k.Key
+		if verified {
 			break
 		}
-	}
-	if !verified {
+		// A token without a kid that no key held verifies may be signed
+		// with a key the issuer published since (a rotation, which an
+		// unknown kid tells of for a token with one): the set is fetched
+		// again, at most once per jwks_min_refresh however many ask.
+		if h.KeyID == "" && !refetched {
+			if fetched, _ := v.keys.refetch(ctx, v.now()); fetched {
+				if keys, err = v.keys.lookup(ctx, ""); err == nil {
+					continue
+				}
+			}
+		}
+		if len(try) == 0 {
+			return verifiedToken{}, invalidToken(ModeJWT, fmt.Sprintf("no signing key of the issuer's is for the token's algorithm %s", h.Algorithm), nil)
+		}
 		return verifiedToken{}, invalidToken(ModeJWT, "bad signature", err)
 	}
 	if std.Expiry == nil {

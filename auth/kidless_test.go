@@ -129,3 +129,30 @@ func TestJWKSKeysWithoutKid(t *testing.T) {
 	authFails(t, v, toks[0], "its key left the set")
 	authOK(t, v, toks[2])
 }
+
+// TestJWKSRotatedKeyWithoutKid: an issuer that names no kid rotates to a
+// new key. A token signed with it failed every check until the set held
+// expired (jwks_cache_ttl), since only an unknown kid made the set be
+// fetched again; now a token without a kid that no held key verifies has
+// the set fetched again (at most once per jwks_min_refresh, as for an
+// unknown kid) and is tried against the new keys.
+func TestJWKSRotatedKeyWithoutKid(t *testing.T) {
+	idp, clock := newIdP(t), newClock()
+	old, rotated := ecKey(t, elliptic.P256(), "", "ES256"), ecKey(t, elliptic.P256(), "", "ES256")
+	idp.publish(old)
+	v := NewJWTVerifier(idp.jwtConfig(), nil, clock.Now)
+	authOK(t, v, sign(t, withoutKID(old), clock.Now(), nil))
+	idp.publish(rotated)
+	clock.Advance(time.Minute) // past jwks_min_refresh
+	authOK(t, v, sign(t, withoutKID(rotated), clock.Now(), nil))
+	// A forged token without a kid has the set fetched again at most once
+	// per jwks_min_refresh.
+	fetches := idp.fetches.Load()
+	forger := ecKey(t, elliptic.P256(), "", "ES256")
+	for range 5 {
+		authFails(t, v, sign(t, withoutKID(forger), clock.Now(), nil), "a key the issuer never published")
+	}
+	if n := idp.fetches.Load() - fetches; n > 1 {
+		t.Errorf("5 forged tokens within jwks_min_refresh fetched the set %d times, want at most 1", n)
+	}
+}
