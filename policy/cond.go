@@ -29,7 +29,7 @@ import (
 //	args            map(string, dyn)  the tool arguments, decoded from JSON
 //	tool            string            the tool name (NFC)
 //	upstream        string            the upstream the call is bound for
-//	agent           string            the calling agent
+//	agent           string            the calling agent (NFC, as its manifest and route memory know it)
 //	session         string            the session id
 //	classes         list(string)      the tool's classes
 //	classification  map(string, dyn)  the classifier's advice (descriptor.Classification); empty without one

@@ -332,7 +332,7 @@ func ruleTrace(r *rule, hit bool, err error) string {
 func (p *Policy) evalWhen(r *rule, st *state) (bool, error) {
 	if st.act == nil {
 		args, err := decodeArgs(st.d.Parameters)
-		st.act = &activation{args: args, tool: st.name, upstream: st.d.Upstream, agent: st.d.Agent, session: st.d.SessionID, classes: st.classes, classification: st.d.Classification, principal: st.d.Principal, clientName: st.d.ClientName}
+		st.act = &activation{args: args, tool: st.name, upstream: st.d.Upstream, agent: nfc(st.d.Agent), session: st.d.SessionID, classes: st.classes, classification: st.d.Classification, principal: st.d.Principal, clientName: st.d.ClientName}
 		st.argsErr = err
 	}
 	if st.argsErr != nil {

@@ -55,7 +55,7 @@ func (p *Policy) Visible(ctx context.Context, d *intercept.ActionDescriptor) (ok
 	}
 	var buf [12]source
 	srcs := p.sources(buf[:0], d.Upstream, name, classes)
-	act := &activation{tool: name, upstream: d.Upstream, agent: d.Agent, classes: classes, principal: d.Principal, clientName: d.ClientName}
+	act := &activation{tool: name, upstream: d.Upstream, agent: nfc(d.Agent), classes: classes, principal: d.Principal, clientName: d.ClientName}
 	if p.anyRule(ctx, slotDeny, srcs, act, true) {
 		return false
 	}
