@@ -235,10 +235,13 @@ func CallHash(d *intercept.ActionDescriptor, policyVersion string) string {
 	}
 	h := sha256.New()
 	h.Write(canon)
-	if numbersRounded(args) {
+	if numbersRounded(args) || foldedNames(args) {
 		// The canonical form reads every number as a float64, but the
 		// upstream gets the literal: 12345678901234567891 would pass for
-		// ...890. Such a call is bound to its exact bytes.
+		// ...890. And it sorts members, but a Go upstream reads names
+		// that differ only in case as one, the last it meets:
+		// {"AMOUNT":9,"amount":5} pays 5 where {"amount":5,"AMOUNT":9}
+		// pays 9. Such a call is bound to its exact bytes.
 		h.Write([]byte{0})
 		h.Write(args)
 	}
@@ -276,6 +279,13 @@ func CallHash(d *intercept.ActionDescriptor, policyVersion string) string {
 		h.Write([]byte(stateHash(d.UpstreamState)))
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// foldedNames reports whether an object in v has two member names that
+// differ only in case.
+func foldedNames(v jsontext.Value) bool {
+	_, bad := intercept.CaseVariant(v, nil)
+	return bad
 }
 
 // numbersRounded reports whether a number in v is written otherwise than
