@@ -40,8 +40,8 @@ import (
 // Arguments are decoded strictly: duplicate object names and invalid UTF-8
 // are errors (an upstream might read the other duplicate), escapes such as
 // \u0031 are decoded before the condition sees the value, integers that fit
-// in int64 are ints and other numbers doubles, and ints and doubles compare
-// with each other. A value of the wrong type is a runtime error, not false:
+// in int64 are ints, larger ones that fit in uint64 uints, and other
+// numbers doubles, and ints, uints and doubles compare with each other. A value of the wrong type is a runtime error, not false:
 // `args.amount > 1000` with amount "1001" (a string), a missing amount, or
 // amount {"value": 5000} all fail, and a failing condition denies the call
 // with policy_error. So do ==, != and in between values of different
@@ -624,6 +624,12 @@ func decodeValue(dec *jsontext.Decoder, depth int) (any, error) {
 	case '0':
 		if i, err := tok.Int(); err == nil {
 			return i, nil
+		}
+		if u, err := tok.Uint(); err == nil {
+			// Above int64: as a float64 it would be rounded
+			// (12345678901234567890 read as ...7168), so a condition
+			// on the number a uint64 field gets would not see it.
+			return u, nil
 		}
 		return tok.Float()
 	case '{':
