@@ -48,3 +48,32 @@ rules:
 		}
 	}
 }
+
+// The way cond.go gives to tolerate a value of another type in a deny
+// rule must still deny every number above the bound: 5000.5 and
+// 10000000000000000000 are a double and a uint, not ints.
+func TestAttackToleratingConditionNumbers(t *testing.T) {
+	p := atkCompile(t, `
+default: allow
+rules:
+  - {id: r, match: {match_tool: pay}, when: 'has(args.amount) && type(args.amount) in [int, uint, double] && args.amount > 1000', decision: deny}
+`)
+	for _, c := range []struct {
+		args string
+		want intercept.Verdict
+	}{
+		{`{"amount":5000}`, intercept.Deny},
+		{`{"amount":5000.5}`, intercept.Deny},
+		{`{"amount":10000000000000000000}`, intercept.Deny},
+		{`{"amount":1e300}`, intercept.Deny},
+		{`{"amount":5}`, intercept.Allow},
+		{`{"amount":"5000"}`, intercept.Allow}, // tolerated: the condition says so
+		{`{}`, intercept.Allow},
+	} {
+		d := call("pay")
+		d.Parameters = jsontext.Value(c.args)
+		if got, _ := p.Decide(context.Background(), d); got.Verdict != c.want {
+			t.Errorf("%s: got %s/%s, want %s", c.args, got.Verdict, got.Reason, c.want)
+		}
+	}
+}

@@ -41,7 +41,8 @@ import (
 // are errors (an upstream might read the other duplicate), escapes such as
 // \u0031 are decoded before the condition sees the value, integers that fit
 // in int64 are ints, larger ones that fit in uint64 uints, and other
-// numbers doubles, and ints, uints and doubles compare with each other. A value of the wrong type is a runtime error, not false:
+// numbers doubles, and ints, uints and doubles compare with each other.
+// A value of the wrong type is a runtime error, not false:
 // `args.amount > 1000` with amount "1001" (a string), a missing amount, or
 // amount {"value": 5000} all fail, and a failing condition denies the call
 // with policy_error. So do ==, != and in between values of different
@@ -50,7 +51,9 @@ import (
 // "x"` with to ["x"], `args.c in ["BTC"]` with c null; only a comparison
 // with the literal null asks about null and compares anything. A condition
 // that must tolerate such input says so, e.g. `has(args.amount) &&
-// type(args.amount) == int && args.amount > 1000`. And since a Go upstream
+// type(args.amount) in [int, uint, double] && args.amount > 1000` (with
+// only int, a deny rule lets 5000.5 and 10000000000000000000 through,
+// which an upstream reads as numbers all the same). And since a Go upstream
 // matches member names case-insensitively, arguments holding a name that
 // differs only in case from one the condition reads (PATH where it reads
 // args.path) make it fail too, whether or not the name itself is there —
