@@ -317,6 +317,16 @@ func (c *childSlots) take(agent string) (*childSlot, error) {
 	return &childSlot{c: c, agent: agent}, nil
 }
 
+// shareFull reports whether agent holds its share of the children.
+func (c *childSlots) shareFull(agent string) bool {
+	if c == nil || agent == "" {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byAgent[agent] >= c.agentShare()
+}
+
 func (s *childSlot) release() {
 	if s == nil {
 		return
@@ -347,10 +357,22 @@ func (c *slotConn) Close() error {
 
 // takeChild takes a place among rt's stdio children for agent; when every
 // place is taken, the principals' 2026-07-28 child unused longest, if any,
-// ends to make room (statelessPool.evictIdle).
+// ends to make room (statelessPool.evictIdle); when agent's share is
+// taken, only its own 2026-07-28 child, if idle, does
+// (statelessPool.evictIdleOf).
 func (rt *route) takeChild(agent string) (*childSlot, error) {
 	slot, err := rt.children.take(agent)
-	if le, ok := asLimitError(err); ok && le.status == http.StatusServiceUnavailable && rt.stateless.evictIdle() {
+	le, ok := asLimitError(err)
+	switch {
+	case !ok:
+		return slot, err
+	case le.status == http.StatusTooManyRequests || rt.children.shareFull(agent):
+		// Another principal's child ending would make no room: only
+		// agent's own frees a place of its share.
+		if rt.stateless.evictIdleOf(agent) {
+			return rt.children.take(agent)
+		}
+	case rt.stateless.evictIdle():
 		return rt.children.take(agent)
 	}
 	return slot, err

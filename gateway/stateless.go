@@ -97,7 +97,9 @@ func (p *statelessPool) acquire(principal string) (*pooledBridge, error) {
 			return pb, nil
 		}
 		var victim *pooledBridge
-		if le, ok := asLimitError(err); ok && le.status == http.StatusServiceUnavailable && !evicted {
+		if le, ok := asLimitError(err); ok && le.status == http.StatusServiceUnavailable && !evicted && !p.rt.children.shareFull(principal) {
+			// With principal's share full, another's child ending would
+			// make no room (TestStatelessIdleChildHoldsAgentShare).
 			victim = p.takeIdle()
 		}
 		p.mu.Unlock()
@@ -139,6 +141,25 @@ func (p *statelessPool) evictIdle() bool {
 		return false
 	}
 	victim.close()
+	return true
+}
+
+// evictIdleOf ends principal's connection if it serves no request, giving
+// its child's place, one of principal's share, back; it reports whether
+// it did (TestStatelessIdleChildHoldsAgentShare). A nil pool has none.
+func (p *statelessPool) evictIdleOf(principal string) bool {
+	if p == nil || principal == "" {
+		return false
+	}
+	p.mu.Lock()
+	pb := p.m[principal]
+	if pb == nil || pb.users > 0 {
+		p.mu.Unlock()
+		return false
+	}
+	delete(p.m, principal)
+	p.mu.Unlock()
+	pb.close()
 	return true
 }
 

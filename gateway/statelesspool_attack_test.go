@@ -135,3 +135,72 @@ func TestAttackStatelessPrincipalsShareChild(t *testing.T) {
 	statefulCall(t, u, "bob", "recall", `{}`)
 	initialize(t, u)
 }
+
+// TestStatelessIdleChildHoldsAgentShare: a principal's 2026-07-28 child
+// counts in its agent's share of max_children (half), so alice, after one
+// 2026-07-28 call to a route of max_children 2 (a share of 1), was refused
+// every 2025-era session there (429) for session_idle_timeout while her
+// own child sat idle: the idle child made room only when every place was
+// taken (503), not when her share was. Her idle child now gives its place
+// to her session. And with every place taken and her share full, her
+// request ended bob's idle child (his state lost) before being refused
+// anyway: another principal's is never taken when her share is full.
+func TestStatelessIdleChildHoldsAgentShare(t *testing.T) {
+	g, err := New(Options{
+		Upstreams: []Upstream{{Name: "state", Command: buildStateServer(t), MaxChildren: 2}},
+	}, &intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"remember", "recall"}}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := principalGateway(t, g)
+	u := gw.URL + "/mcp/state"
+	pool := g.stateless["state"]
+	idle := func() bool {
+		pool.mu.Lock()
+		defer pool.mu.Unlock()
+		for _, pb := range pool.m {
+			if pb.users > 0 {
+				return false
+			}
+		}
+		return true
+	}
+
+	if status, body := statefulCall(t, u, "alice", "remember", `{"value":"x"}`); status != 200 || !strings.Contains(body, "remembered") {
+		t.Fatalf("alice remember: %d %s", status, body)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !idle() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	status, hdr, body := post(t, u, map[string]string{"Mcp-Protocol-Version": "2025-11-25", "X-Test-Principal": "alice"}, init)
+	if status != 200 || hdr.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("alice's session with her 2026-07-28 child idle: got %d %s, want 200", status, body)
+	}
+
+	// Bob's idle child is not alice's to take: with her share held by
+	// her session, her next session and 2026-07-28 calls are refused and
+	// bob keeps his state.
+	if status, body := statefulCall(t, u, "bob", "remember", `{"value":"bob's"}`); status != 200 {
+		t.Fatalf("bob remember: %d %s", status, body)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !idle() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if status, _, body := post(t, u, map[string]string{"Mcp-Protocol-Version": "2025-11-25", "X-Test-Principal": "alice"}, init); status == 200 || !strings.Contains(body, "max_children") {
+		t.Errorf("alice's second session over her share: got %d %s, want refused naming max_children", status, body)
+	}
+	if _, body := statefulCall(t, u, "bob", "recall", `{}`); !strings.Contains(body, "recalled bob's") {
+		t.Errorf("bob's child ended for alice's second session: %s", body)
+	}
+	statefulCall(t, u, "bob", "remember", `{"value":"bob's"}`)
+	for deadline := time.Now().Add(5 * time.Second); !idle() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if status, body := statefulCall(t, u, "alice", "recall", `{}`); status == 200 || !strings.Contains(body, "max_children") {
+		t.Errorf("alice's 2026-07-28 call over her share: got %d %s, want refused naming max_children", status, body)
+	}
+	if _, body := statefulCall(t, u, "bob", "recall", `{}`); !strings.Contains(body, "recalled bob's") {
+		t.Errorf("bob's child ended for alice's 2026-07-28 call: %s", body)
+	}
+}
