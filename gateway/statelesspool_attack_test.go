@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
@@ -202,5 +203,110 @@ func TestStatelessIdleChildHoldsAgentShare(t *testing.T) {
 	}
 	if _, body := statefulCall(t, u, "bob", "recall", `{}`); !strings.Contains(body, "recalled bob's") {
 		t.Errorf("bob's child ended for alice's 2026-07-28 call: %s", body)
+	}
+}
+
+// TestStatelessPrincipalsTaskIDsRepeat: each principal's 2026-07-28
+// requests go to a process of their own, whose task ids another's may
+// repeat (a server numbering its tasks from 1), but the gateway recorded
+// whose a task is per route, first come first served: bob's task 1,
+// made after alice's task 1 in her process, was alice's to the gateway,
+// and bob's tasks/get of his own task answered "task not found". A
+// principal's tasks are now recorded within its connection's scope, as a
+// session's are within the session's.
+func TestStatelessPrincipalsTaskIDsRepeat(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "seqtaskserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/seqtaskserver").CombinedOutput(); err != nil {
+		t.Fatalf("building seqtaskserver: %v\n%s", err, out)
+	}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "seq", Command: bin}}},
+		&intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"make"}}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := principalGateway(t, g)
+	u := gw.URL + "/mcp/seq"
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	as := func(who string, h map[string]string) map[string]string {
+		h["X-Test-Principal"] = who
+		return h
+	}
+	for _, who := range []string{"alice", "bob"} {
+		status, _, body := post(t, u, as(who, modernHeaders("tools/call", "make")),
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"make","arguments":{"value":"`+who+`'s task"},"task":{},`+meta+`}}`)
+		if status != 200 || !strings.Contains(body, `"taskId":"1"`) {
+			t.Fatalf("%s's task: %d %s", who, status, body)
+		}
+	}
+	for _, who := range []string{"alice", "bob"} {
+		_, _, body := post(t, u, as(who, modernHeaders("tasks/get", "1")),
+			`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"1",`+meta+`}}`)
+		if !strings.Contains(body, who+"'s task") {
+			t.Errorf("%s's tasks/get of the task its process made: %s", who, body)
+		}
+	}
+}
+
+// memTasks is an intercept.TaskStore in memory: the store replicas share
+// (agent_tasks.redis_url) without Redis.
+type memTasks struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (s *memTasks) Claim(_ context.Context, key, owner string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if first, ok := s.m[key]; ok {
+		return first, nil
+	}
+	s.m[key] = owner
+	return owner, nil
+}
+
+func (s *memTasks) Owner(_ context.Context, key string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.m[key]
+	return o, ok, nil
+}
+
+// TestStatelessPrincipalsRequestStateAcrossReplicas: a requestState a
+// bridged upstream gave a principal's 2026-07-28 call through one replica
+// is taken with the retry through another sharing the task store, as for
+// requests without a principal (its tasks and states are the principal's
+// own, TestStatelessPrincipalsTaskIDsRepeat, but still shared); another
+// principal's retry with it is refused.
+func TestStatelessPrincipalsRequestStateAcrossReplicas(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "seqtaskserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/seqtaskserver").CombinedOutput(); err != nil {
+		t.Fatalf("building seqtaskserver: %v\n%s", err, out)
+	}
+	store := &memTasks{m: map[string]string{}}
+	var urls []string
+	for range 2 {
+		g, err := New(Options{Upstreams: []Upstream{{Name: "seq", Command: bin}}},
+			&intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"ask"}}, Tasks: store}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, principalGateway(t, g).URL+"/mcp/seq")
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	as := func(who string) map[string]string {
+		h := modernHeaders("tools/call", "ask")
+		h["X-Test-Principal"] = who
+		return h
+	}
+	status, _, body := post(t, urls[0], as("alice"), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"value":"a"},`+meta+`}}`)
+	if status != 200 || !strings.Contains(body, `"requestState":"state-of-a"`) {
+		t.Fatalf("alice's call through replica A: %d %s", status, body)
+	}
+	retry := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{"value":"a"},"requestState":"state-of-a","inputResponses":{"q":{"action":"accept","content":{}}},` + meta + `}}`
+	if _, _, body := post(t, urls[1], as("bob"), retry); strings.Contains(body, "answered") {
+		t.Errorf("bob's retry with alice's state through replica B: %s", body)
+	}
+	if _, _, body := post(t, urls[1], as("alice"), retry); !strings.Contains(body, "answered state-of-a") {
+		t.Errorf("alice's retry through replica B: %s", body)
 	}
 }

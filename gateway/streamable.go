@@ -135,8 +135,16 @@ func (x *exchange) callContext() intercept.CallContext {
 	default:
 		cc.Exchange = x.seq
 	}
-	if x.sess != nil && x.sess.bridge != nil {
+	switch {
+	case x.sess != nil && x.sess.bridge != nil:
 		cc.TaskScope = x.sess.id // its own upstream process
+	case x.sess == nil && x.rt.url == nil && x.principal != nil:
+		// A principal's 2026-07-28 request to a bridged upstream: its
+		// connection (statelessPool) is its own, whose task ids another
+		// principal's may repeat (TestStatelessPrincipalsTaskIDsRepeat);
+		// it has one on each replica, so what is kept of them is shared
+		// still (TestStatelessPrincipalsRequestStateAcrossReplicas).
+		cc.TaskScope, cc.SharedTaskScope = "principal:"+x.principal.ID, true
 	}
 	return cc
 }

@@ -45,6 +45,11 @@ type CallContext struct {
 	// process) of its own, whose ids another session's may repeat; ""
 	// for the upstream as a whole.
 	TaskScope string
+	// SharedTaskScope says TaskScope names no one process but a
+	// principal's connections to the upstream, one on each replica: its
+	// tasks and requestStates are kept in the shared store (Tasks), as
+	// the upstream's as a whole are, rather than in this process only.
+	SharedTaskScope bool
 	// Lister, if not nil, lists the upstream's tools for the gateway
 	// itself: a tools/call of a client that has not listed them waits for
 	// it while the Observer keeps an inventory (unlisted.go). Nil decides

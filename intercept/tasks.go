@@ -157,7 +157,9 @@ func (i *Interceptor) unclaimedTasks() *ownership.Unclaimed {
 // shares reports whether the tasks of cc's upstream are kept in the
 // shared store: not those of an upstream process of one session's own,
 // which no other replica can reach.
-func (i *Interceptor) shares(cc CallContext) bool { return i.Tasks != nil && cc.TaskScope == "" }
+func (i *Interceptor) shares(cc CallContext) bool {
+	return i.Tasks != nil && (cc.TaskScope == "" || cc.SharedTaskScope)
+}
 
 // OwnsTask reports whether the client of cc owns the task id on its
 // upstream.
