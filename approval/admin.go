@@ -184,5 +184,5 @@ func Names(p *intercept.Principal, also ...string) []string {
 // namesAgent reports whether agent is one of the names p's token gives
 // (with the claims agents are named by, also).
 func namesAgent(p *intercept.Principal, agent string, also []string) bool {
-	return agent != "" && slices.Contains(Names(p, also...), agent)
+	return agent != "" && slices.ContainsFunc(Names(p, also...), func(n string) bool { return SameAgent(n, agent) })
 }

@@ -27,6 +27,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -369,12 +371,16 @@ func (s *Store) Get(id string) (Request, error) {
 	return out, nil
 }
 
+// SameAgent reports whether a and b name one agent: equal in Unicode NFC,
+// as manifests, route memory and conditions read agents' names.
+func SameAgent(a, b string) bool { return a == b || norm.NFC.String(a) == norm.NFC.String(b) }
+
 // Decide approves or declines a pending request on behalf of by, who is
 // recorded with it. A by naming the request's agent gets ErrSelfApproval
 // and changes nothing.
 func (s *Store) Decide(id string, approve bool, by string) (Request, error) {
 	return s.settle(id, func(r *Request) error {
-		if by != "" && by == r.Agent {
+		if by != "" && SameAgent(by, r.Agent) {
 			return ErrSelfApproval
 		}
 		r.DecidedBy = by
@@ -736,11 +742,12 @@ func (s *Store) full(agent, client string) string {
 		return fmt.Sprintf("%d calls are already waiting for approval, the most the gateway holds; this call was not held", s.maxLive)
 	}
 	perAgent, perClient := 0, 0
+	agent = norm.NFC.String(agent)
 	for _, r := range s.byID {
 		if r.Status != Pending && r.Status != Approved {
 			continue
 		}
-		if r.Agent == agent {
+		if norm.NFC.String(r.Agent) == agent {
 			if perAgent++; perAgent >= MaxPendingPerAgent {
 				return fmt.Sprintf("this agent already has %d calls waiting for approval, the most it may; this call was not held (it can be sent again once they are answered)", MaxPendingPerAgent)
 			}

@@ -156,7 +156,7 @@ func (rc *recommender) approve(ctx context.Context, id, by string) (recommend.Re
 	if by == "" {
 		return r, "", errors.New("a decision names who made it")
 	}
-	if r.Agent != "" && by == r.Agent {
+	if r.Agent != "" && approval.SameAgent(by, r.Agent) {
 		return r, "", fmt.Errorf("%s: %w", id, recommend.ErrSelfDecision)
 	}
 	src, err := os.ReadFile(rc.policyFile)
