@@ -618,7 +618,10 @@ func (a *aggregator) initialize(w http.ResponseWriter, r *http.Request, req rpcR
 	if slices.Contains(aggVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
-	s := &aggSession{id: newSessionID(), owner: owner(r), who: c.principal(), client: clientAddr(r), version: version, init: req.Params, inner: map[string]*innerSession{}}
+	// The params are kept as a sealed id carries them (sealableInit: past
+	// 4 KiB, the version, capabilities and client name), a copy: a slice
+	// of the request would hold its whole body for the session's life.
+	s := &aggSession{id: newSessionID(), owner: owner(r), who: c.principal(), client: clientAddr(r), version: version, init: bytes.Clone(sealableInit(req.Params)), inner: map[string]*innerSession{}}
 	s.last.Store(a.now())
 	a.mu.Lock()
 	a.reapLocked()

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -774,12 +775,14 @@ func (r *relay) track(msgs []*intercept.Message, swapped bool) {
 				// what its initialize declared (clientCapabilities), and
 				// an earlier request has none in its _meta
 				// (TestAttackCapabilitySetMetaOldEraConn).
-				r.listCaps[m.IDKey()] = c
+				r.listCaps[m.IDKey()] = bytes.Clone(c) // not the whole message
 				r.pendingBytes += len(c)
 			}
 			if m.Method == "initialize" {
 				r.elicitForm = formElicitation(intercept.Member(m.Params, "capabilities"))
-				r.clientCaps = initCapabilities(m)
+				// A copy, cut as a session's (forward): a slice would hold
+				// the whole message for the connection's life.
+				r.clientCaps = bytes.Clone(sealableCaps(initCapabilities(m)))
 				r.initialized = true
 			}
 		}

@@ -700,9 +700,17 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 
 	sess := x.sess
 	if sid := resp.Header.Get(hdrSession); sid != "" && sess == nil {
+		// Copies, not slices of the upstream's response head and the
+		// client's request, which the session would hold whole for its
+		// life (a client padding its initialize to max_body_bytes, every
+		// session it opens holding that much); capabilities long enough
+		// to matter are cut to what names their set, as an adopted
+		// session's are.
+		sid = strings.Clone(sid)
+		caps := bytes.Clone(sealableCaps(x.clientCapabilities()))
 		sess = &session{id: g.sessionID(sealedSession{Route: x.rt.up.Name, Upstream: sid, Header: x.owner.header, Agent: x.owner.agent,
-			Client: x.owner.client, Version: x.version, Elicit: x.initFormElicitation(), Caps: sealableCaps(x.clientCapabilities())}), route: x.rt.up.Name, upstreamID: sid, owner: x.owner, version: x.version,
-			elicitForm: x.initFormElicitation(), caps: x.clientCapabilities()}
+			Client: x.owner.client, Version: x.version, Elicit: x.initFormElicitation(), Caps: caps}), route: x.rt.up.Name, upstreamID: sid, owner: x.owner, version: x.version,
+			elicitForm: x.initFormElicitation(), caps: caps}
 		var err error
 		if sess.lease, err = g.takeLease(x); err == nil {
 			err = g.sessions.add(sess)
