@@ -1151,7 +1151,8 @@ func (g *Gateway) openBridge(x *exchange) (*session, error) {
 		return nil, err
 	}
 	sess := &session{id: g.sessionID(sealedSession{Route: x.rt.up.Name, Header: x.owner.header, Agent: x.owner.agent, Client: x.owner.client}),
-		route: x.rt.up.Name, owner: x.owner, version: x.version, elicitForm: x.initFormElicitation(), caps: x.clientCapabilities(), lease: l}
+		route: x.rt.up.Name, owner: x.owner, version: x.version, elicitForm: x.initFormElicitation(),
+		caps: bytes.Clone(sealableCaps(x.clientCapabilities())), lease: l} // not a slice holding the whole request (forward)
 	sess.bridge = &bridgeState{up: up, name: x.rt.up.Name, done: make(chan struct{}),
 		waiters: make(map[string]*stream), calls: make(map[string]bridgeCall), tasks: newTaskHold(g.ic, g.withheld)}
 	sess.bridge.sink = &bridgeSink{sess.bridge}
