@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 const (
@@ -19,6 +22,10 @@ const (
 	// restartReplayTimeout bounds the wait for a restarted upstream to
 	// answer the replayed initialize request.
 	restartReplayTimeout = 30 * time.Second
+	// maxRestartAsks bounds the upstreams' requests to the client that a
+	// Conn remembers unanswered; past it the oldest is forgotten, and an
+	// answer to it goes to the upstream as it is.
+	maxRestartAsks = 4096
 )
 
 // Restarting is a Dialer whose Conns survive the upstream failing, which
@@ -35,6 +42,17 @@ const (
 // notifications/initialized, and carries on. State the client built up on
 // the old upstream beyond initialization (subscriptions, for instance) is
 // not restored. A Write while the upstream is down waits for the restart.
+//
+// Requests the upstream sent the client (elicitation, sampling, roots) and
+// the client has not answered die with it too: each is cancelled at the
+// client (notifications/cancelled), and an answer to it that comes later
+// is dropped, not written to the new upstream, which numbers its own
+// requests afresh. So that such an answer cannot be taken for one to the
+// new upstream's request of the same id, a request whose id is still open
+// at the client (from an earlier upstream, or the same one) reaches the
+// client under an id of its own, the string "sluice-upstream-N:ID", which
+// the client's answer to it, and the upstream's cancellation of it, are
+// given back in.
 type Restarting struct {
 	// Dialer opens each upstream Conn.
 	Dialer Dialer
@@ -74,6 +92,8 @@ func (r *Restarting) Dial(ctx context.Context) (Conn, error) {
 		cur:        up,
 		ready:      make(chan struct{}),
 		pending:    make(map[string]restartPending),
+		asks:       make(map[string]restartAsk),
+		askKeys:    make(map[string]string),
 	}
 	if c.minBackoff <= 0 {
 		c.minBackoff = 100 * time.Millisecond
@@ -111,6 +131,17 @@ type restartingConn struct {
 	initialized []byte // the client's notifications/initialized
 	pending     map[string]restartPending
 	seq         uint64
+	gen         uint64                // counts the upstreams that failed
+	asks        map[string]restartAsk // the upstreams' open requests, by the id the client knows
+	askKeys     map[string]string     // the current upstream's asks: its id -> the client's
+}
+
+// A restartAsk is a request an upstream sent the client, not answered yet.
+type restartAsk struct {
+	gen uint64          // of the upstream that sent it
+	seq uint64          // orders the cancellations like the requests
+	id  json.RawMessage // the upstream's id for it
+	own bool            // the client knows it under an id of the gateway's
 }
 
 // A restartPending is a client request without a response yet.
@@ -141,8 +172,8 @@ func (c *restartingConn) Read(ctx context.Context) ([]byte, error) {
 // notifications or responses in it are lost with the upstream's state.
 func (c *restartingConn) Write(ctx context.Context, msg []byte) error {
 	info := restartInspect(msg)
-	up, added, err := c.acquire(ctx, info)
-	if err != nil {
+	up, added, msg, err := c.acquire(ctx, info, msg)
+	if err != nil || msg == nil {
 		return err
 	}
 	err = up.Write(ctx, msg)
@@ -172,26 +203,213 @@ func (c *restartingConn) Write(ctx context.Context, msg []byte) error {
 	return err
 }
 
-// acquire waits until an upstream is ready, then records what info means
-// for a restart. It returns the upstream and the pending keys it added.
-func (c *restartingConn) acquire(ctx context.Context, info restartInfo) (Conn, []string, error) {
+// acquire waits until an upstream is ready, then records what info, about
+// msg, means for a restart. It returns the upstream, the pending keys it
+// added and msg as it goes to that upstream: with the client's answers to
+// its requests under its own ids, and without answers to an earlier
+// upstream's; nil if nothing is left to send.
+func (c *restartingConn) acquire(ctx context.Context, info restartInfo, msg []byte) (Conn, []string, []byte, error) {
 	for {
 		c.mu.Lock()
 		if up := c.cur; up != nil {
+			msg = c.answers(info, msg)
 			added := c.track(info)
 			c.mu.Unlock()
-			return up, added, nil
+			return up, added, msg, nil
 		}
 		ready := c.ready
 		c.mu.Unlock()
 		select {
 		case <-ready:
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			return nil, nil, nil, ctx.Err()
 		case <-c.ctx.Done():
-			return nil, nil, ErrClosed
+			return nil, nil, nil, ErrClosed
 		}
 	}
+}
+
+// answers returns msg, from the client, as the current upstream is to
+// get it: an answer to one of its requests under its id for it, and no
+// answer to a request of an upstream that has failed since, or nil if
+// nothing is left. c.mu must be held.
+func (c *restartingConn) answers(info restartInfo, msg []byte) []byte {
+	if len(c.asks) == 0 {
+		return msg
+	}
+	var keep [][]byte
+	changed := false
+	for _, m := range info.msgs {
+		raw := m.raw
+		if m.isResponse() {
+			k := restartKey(m.ID)
+			if a, ok := c.asks[k]; ok {
+				delete(c.asks, k)
+				switch {
+				case a.gen != c.gen:
+					changed = true
+					continue // its upstream is gone; this one did not ask
+				case a.own:
+					raw, changed = restartSetID(raw, a.id), true
+				}
+				if uk := restartKey(a.id); c.askKeys[uk] == k {
+					delete(c.askKeys, uk)
+				}
+			}
+		}
+		keep = append(keep, raw)
+	}
+	switch {
+	case !changed:
+		return msg
+	case len(keep) == 0:
+		return nil
+	case !info.batch:
+		return keep[0]
+	}
+	b, _ := json.Marshal(restartRaws(keep))
+	return b
+}
+
+// fromUpstream records what msg, from the upstream of generation gen,
+// means for a restart and returns it as the client is to get it: a
+// request whose id is still open from an earlier upstream goes under an
+// id of the gateway's, and so does the upstream's cancellation of it.
+func (c *restartingConn) fromUpstream(gen uint64, msg []byte) []byte {
+	info := restartInspect(msg)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	changed := false
+	out := make([][]byte, 0, len(info.msgs))
+	for _, m := range info.msgs {
+		raw := m.raw
+		switch {
+		case m.isResponse():
+			delete(c.pending, restartKey(m.ID))
+		case m.isRequest():
+			if len(c.asks) >= maxRestartAsks {
+				c.forgetOldestAsk()
+			}
+			k := restartKey(m.ID)
+			if _, taken := c.asks[k]; !taken {
+				c.seq++
+				c.asks[k], c.askKeys[k] = restartAsk{gen: gen, seq: c.seq, id: m.ID}, k
+				break
+			}
+			// The client may still answer an earlier upstream's request
+			// of this id, or (a duplicate) this upstream's.
+			id := c.ownAskID(gen, k)
+			c.seq++
+			c.asks[restartKey(id)], c.askKeys[k] = restartAsk{gen: gen, seq: c.seq, id: m.ID, own: true}, restartKey(id)
+			raw, changed = restartSetID(raw, id), true
+		case m.Method == "notifications/cancelled" && len(m.Params.RequestID) > 0:
+			k := restartKey(m.Params.RequestID)
+			ck, ok := c.askKeys[k]
+			if !ok {
+				break
+			}
+			delete(c.askKeys, k)
+			delete(c.asks, ck)
+			if ck != k {
+				raw, changed = restartSetCancelled(raw, json.RawMessage(ck)), true
+			}
+		}
+		out = append(out, raw)
+	}
+	if !changed {
+		return msg
+	}
+	if !info.batch {
+		return out[0]
+	}
+	b, _ := json.Marshal(restartRaws(out))
+	return b
+}
+
+// forgetOldestAsk forgets the request to the client asked first. c.mu
+// must be held.
+func (c *restartingConn) forgetOldestAsk() {
+	first, ck := uint64(math.MaxUint64), ""
+	for k, a := range c.asks {
+		if a.seq < first {
+			first, ck = a.seq, k
+		}
+	}
+	a := c.asks[ck]
+	delete(c.asks, ck)
+	if a.gen == c.gen && c.askKeys[restartKey(a.id)] == ck {
+		delete(c.askKeys, restartKey(a.id))
+	}
+}
+
+// ownAskID returns an id not open at the client for the request of the
+// upstream of generation gen whose id has key k. c.mu must be held.
+func (c *restartingConn) ownAskID(gen uint64, k string) json.RawMessage {
+	for n := 0; ; n++ {
+		s := fmt.Sprintf("sluice-upstream-%d:%s", gen, k)
+		if n > 0 {
+			s += fmt.Sprintf("#%d", n)
+		}
+		id, _ := json.Marshal(s)
+		if _, taken := c.asks[restartKey(id)]; !taken {
+			return id
+		}
+	}
+}
+
+// restartRaws marshals as a JSON array of the messages in it.
+type restartRaws [][]byte
+
+func (r restartRaws) MarshalJSON() ([]byte, error) {
+	return append([]byte("["), append(bytes.Join(r, []byte(",")), ']')...), nil
+}
+
+// restartSetID returns the message raw with its id replaced by id, its
+// members otherwise as they were.
+func restartSetID(raw []byte, id json.RawMessage) []byte {
+	return restartSplice(raw, id, "id")
+}
+
+// restartSetCancelled returns the notifications/cancelled raw with
+// params.requestId replaced by id.
+func restartSetCancelled(raw []byte, id json.RawMessage) []byte {
+	return restartSplice(raw, id, "params", "requestId")
+}
+
+// restartSplice returns raw with the value at the path of member names
+// replaced by val, or raw itself if it has none there.
+func restartSplice(raw []byte, val json.RawMessage, path ...string) []byte {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	for _, name := range path {
+		if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+			return raw
+		}
+		for {
+			if dec.PeekKind() == '}' {
+				return raw
+			}
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return raw
+			}
+			if tok.String() == name {
+				break
+			}
+			if err := dec.SkipValue(); err != nil {
+				return raw
+			}
+		}
+	}
+	v, err := dec.ReadValue()
+	if err != nil {
+		return raw
+	}
+	endOff := dec.InputOffset()
+	startOff := endOff - int64(len(v))
+	out := make([]byte, 0, len(raw)+len(val))
+	out = append(out, raw[:startOff]...)
+	out = append(out, val...)
+	return append(out, raw[endOff:]...)
 }
 
 // track records a client message; c.mu must be held.
@@ -233,7 +451,10 @@ func (c *restartingConn) run(up Conn) {
 	backoff := c.minBackoff
 	for {
 		started := time.Now()
-		cause := c.relay(up)
+		c.mu.Lock()
+		gen := c.gen
+		c.mu.Unlock()
+		cause := c.relay(up, gen)
 		if c.ctx.Err() != nil {
 			up.Close()
 			return
@@ -259,30 +480,24 @@ func (c *restartingConn) run(up Conn) {
 	}
 }
 
-// relay passes messages from up to Read until reading fails.
-func (c *restartingConn) relay(up Conn) error {
+// relay passes messages from up, of generation gen, to Read until
+// reading fails.
+func (c *restartingConn) relay(up Conn, gen uint64) error {
 	for {
 		msg, err := up.Read(c.ctx)
 		if err != nil {
 			return err
 		}
-		info := restartInspect(msg)
-		c.mu.Lock()
-		for _, m := range info.msgs {
-			if m.isResponse() {
-				delete(c.pending, restartKey(m.ID))
-			}
-		}
-		c.mu.Unlock()
-		if !c.send(msg) {
+		if !c.send(c.fromUpstream(gen, msg)) {
 			return c.ctx.Err()
 		}
 	}
 }
 
 // fail takes the current upstream out of service. It returns the error
-// answers for the requests it left pending, and why it failed, which a
-// Write may know better than the failed Read did.
+// answers for the requests it left pending and the cancellations of the
+// requests it asked the client, and why it failed, which a Write may know
+// better than the failed Read did.
 func (c *restartingConn) fail(cause error) (failed [][]byte, why error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -297,11 +512,33 @@ func (c *restartingConn) fail(cause error) (failed [][]byte, why error) {
 	}
 	clear(c.pending)
 	slices.SortFunc(reqs, func(a, b restartPending) int { return cmp.Compare(a.seq, b.seq) })
-	failed = make([][]byte, len(reqs))
-	for i, p := range reqs {
-		failed[i] = restartFailure(p.id, cause)
+	failed = make([][]byte, 0, len(reqs)+len(c.askKeys))
+	for _, p := range reqs {
+		failed = append(failed, restartFailure(p.id, cause))
 	}
-	return failed, cause
+	return append(failed, c.dropAsks(cause)...), cause
+}
+
+// dropAsks cancels the requests the current upstream, which failed of
+// cause, asked the client, and starts the next generation. They stay in
+// asks, so that answers to them are dropped, not given to the next
+// upstream. c.mu must be held.
+func (c *restartingConn) dropAsks(cause error) [][]byte {
+	var failed [][]byte
+	asks := make([]restartAsk, 0, len(c.askKeys))
+	ids := make(map[uint64]json.RawMessage, len(c.askKeys))
+	for _, ck := range c.askKeys {
+		a := c.asks[ck]
+		asks = append(asks, a)
+		ids[a.seq] = json.RawMessage(ck)
+	}
+	clear(c.askKeys)
+	slices.SortFunc(asks, func(a, b restartAsk) int { return cmp.Compare(a.seq, b.seq) })
+	for _, a := range asks {
+		failed = append(failed, restartCancel(ids[a.seq], cause))
+	}
+	c.gen++
+	return failed
 }
 
 // restart redials until an upstream is up and initialized again, and
@@ -318,7 +555,10 @@ func (c *restartingConn) restart(backoff *time.Duration) Conn {
 		*backoff = min(*backoff*2, c.maxBackoff)
 		up, err := c.dialer.Dial(c.ctx)
 		if err == nil {
-			if err = c.replay(up); err == nil {
+			c.mu.Lock()
+			gen := c.gen
+			c.mu.Unlock()
+			if err = c.replay(up, gen); err == nil {
 				c.mu.Lock()
 				c.cur = up
 				close(c.ready)
@@ -326,6 +566,16 @@ func (c *restartingConn) restart(backoff *time.Duration) Conn {
 				return up
 			}
 			up.Close()
+			// What it asked the client while it was being replayed to
+			// goes with it.
+			c.mu.Lock()
+			cancels := c.dropAsks(err)
+			c.mu.Unlock()
+			for _, msg := range cancels {
+				if !c.send(msg) {
+					return nil
+				}
+			}
 		}
 		if c.ctx.Err() != nil {
 			return nil
@@ -339,7 +589,7 @@ func (c *restartingConn) restart(backoff *time.Duration) Conn {
 // replay brings a new upstream to where the client left the old one:
 // initialize (its response swallowed) and notifications/initialized.
 // Anything else the upstream sends meanwhile goes to Read.
-func (c *restartingConn) replay(up Conn) error {
+func (c *restartingConn) replay(up Conn, gen uint64) error {
 	c.mu.Lock()
 	init, initKey, initialized := c.init, c.initKey, c.initialized
 	c.mu.Unlock()
@@ -363,7 +613,7 @@ func (c *restartingConn) replay(up Conn) error {
 			}
 			break
 		}
-		if !c.send(msg) {
+		if !c.send(c.fromUpstream(gen, msg)) {
 			return c.ctx.Err()
 		}
 	}
@@ -459,6 +709,21 @@ func restartKey(id json.RawMessage) string {
 		return string(id)
 	}
 	return b.String()
+}
+
+// restartCancel cancels at the client the request it knows as id, which
+// the upstream that failed of cause had sent.
+func restartCancel(id json.RawMessage, cause error) []byte {
+	type params struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Reason    string          `json:"reason"`
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  params `json:"params"`
+	}{"2.0", "notifications/cancelled", params{id, fmt.Sprintf("upstream restarted: %v", cause)}})
+	return b
 }
 
 func restartFailure(id json.RawMessage, cause error) []byte {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -349,4 +350,150 @@ func TestRestartInspect(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A request the old upstream sent the client (an elicitation, a sampling
+// request) is still open at the client when the upstream restarts, and
+// the new upstream numbers its own requests from the start again. The
+// client's late answer to the old request must not reach the new upstream
+// as the answer to its request of the same id: that one is told apart,
+// the old one is cancelled and its answer dropped.
+func TestRestartingStaleAnswerNotForNewUpstream(t *testing.T) {
+	stdioNoLeaks(t)
+	d := newFakeDialer()
+	s1 := d.queue(t)
+	c := mustDial(t, &Restarting{Dialer: d, MinBackoff: time.Millisecond})
+
+	ask := `{"jsonrpc":"2.0","id":0,"method":"elicitation/create","params":{"message":"Delete every file?","requestedSchema":{"type":"object","properties":{}}}}`
+	mustWrite(t, s1, ask)
+	expectMessage(t, c, ask)
+
+	s2 := d.queue(t)
+	s1.crash()
+	mustWrite(t, s2, `{"jsonrpc":"2.0","id":0,"method":"roots/list"}`)
+	var newID json.RawMessage
+	cancelled := false
+	for newID == nil {
+		msg := mustRead(t, c)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(msg, &m); err != nil {
+			t.Fatalf("%s: %v", msg, err)
+		}
+		switch m.Method {
+		case "notifications/cancelled":
+			if string(m.Params.RequestID) != "0" {
+				t.Errorf("got %s, want the old upstream's request 0 cancelled", msg)
+			}
+			cancelled = true
+		case "roots/list":
+			newID = m.ID
+		default:
+			t.Fatalf("got %s, want roots/list", msg)
+		}
+	}
+	if !cancelled {
+		t.Error("the old upstream's open request was not cancelled at the client")
+	}
+	if string(newID) == "0" {
+		t.Errorf("the new upstream's request reached the client as id 0, the id of the old upstream's request still open")
+	}
+
+	// The client answers the old question late, then the new one.
+	// (The pipes take one line at a time, so the writes go on their own.)
+	written := make(chan error, 1)
+	go func() {
+		ctx := testContext(t)
+		err := c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":0,"result":{"action":"accept","content":{}}}`))
+		if err == nil {
+			err = c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":`+string(newID)+`,"result":{"roots":[]}}`))
+		}
+		written <- err
+	}()
+	expectMessage(t, s2, `{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`)
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+
+	// Once answered, ids are the upstream's own again.
+	mustWrite(t, s2, `{"jsonrpc":"2.0","id":1,"method":"roots/list"}`)
+	expectMessage(t, c, `{"jsonrpc":"2.0","id":1,"method":"roots/list"}`)
+	mustWrite(t, c, `{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}`)
+	expectMessage(t, s2, `{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}`)
+}
+
+// The new upstream's cancellation of a request that reached the client
+// under an id of the gateway's names that id.
+func TestRestartingCancelOfRenamedAsk(t *testing.T) {
+	stdioNoLeaks(t)
+	d := newFakeDialer()
+	s1 := d.queue(t)
+	c := mustDial(t, &Restarting{Dialer: d, MinBackoff: time.Millisecond})
+	mustWrite(t, s1, `{"jsonrpc":"2.0","id":"q","method":"sampling/createMessage","params":{}}`)
+	expectMessage(t, c, `{"jsonrpc":"2.0","id":"q","method":"sampling/createMessage","params":{}}`)
+	s2 := d.queue(t)
+	s1.crash()
+	msg := mustRead(t, c)
+	if !strings.Contains(string(msg), `"method":"notifications/cancelled","params":{"requestId":"q","reason":"upstream restarted: `) {
+		t.Errorf("got %s, want request q cancelled", msg)
+	}
+	mustWrite(t, s2, `{"jsonrpc":"2.0","id":"q","method":"sampling/createMessage","params":{"n":2}}`)
+	expectMessage(t, c, `{"jsonrpc":"2.0","id":"sluice-upstream-1:\"q\"","method":"sampling/createMessage","params":{"n":2}}`)
+	mustWrite(t, s2, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"q","reason":"timeout"}}`)
+	expectMessage(t, c, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sluice-upstream-1:\"q\"","reason":"timeout"}}`)
+}
+
+// An upstream asking the client without end is not remembered without
+// end: the oldest question is forgotten, and the newest still answered.
+func TestRestartingAsksBounded(t *testing.T) {
+	stdioNoLeaks(t)
+	d := newFakeDialer()
+	s1 := d.queue(t)
+	c := mustDial(t, &Restarting{Dialer: d, MinBackoff: time.Millisecond})
+	for i := range maxRestartAsks + 10 {
+		ask := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
+		mustWrite(t, s1, ask)
+		expectMessage(t, c, ask)
+	}
+	rc := c.(*restartingConn)
+	rc.mu.Lock()
+	n := len(rc.asks)
+	rc.mu.Unlock()
+	if n > maxRestartAsks {
+		t.Errorf("%d questions remembered, want at most %d", n, maxRestartAsks)
+	}
+	last := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, maxRestartAsks+9)
+	written := make(chan error, 1)
+	go func() { written <- c.Write(testContext(t), []byte(last)) }()
+	expectMessage(t, s1, last)
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An upstream that asks the client twice under one id (the first never
+// answered) has the second question told apart too, and its cancellation
+// of it names the id the client knows.
+func TestRestartingDuplicateAsk(t *testing.T) {
+	stdioNoLeaks(t)
+	d := newFakeDialer()
+	s1 := d.queue(t)
+	c := mustDial(t, &Restarting{Dialer: d, MinBackoff: time.Millisecond})
+	mustWrite(t, s1, `{"jsonrpc":"2.0","id":0,"method":"roots/list"}`)
+	expectMessage(t, c, `{"jsonrpc":"2.0","id":0,"method":"roots/list"}`)
+	mustWrite(t, s1, `{"jsonrpc":"2.0","id":0,"method":"roots/list","params":{}}`)
+	expectMessage(t, c, `{"jsonrpc":"2.0","id":"sluice-upstream-0:0","method":"roots/list","params":{}}`)
+	written := make(chan error, 1)
+	go func() { written <- c.Write(testContext(t), []byte(`{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`)) }()
+	expectMessage(t, s1, `{"jsonrpc":"2.0","id":0,"result":{"roots":[]}}`)
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s1, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}`)
+	expectMessage(t, c, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sluice-upstream-0:0"}}`)
 }
