@@ -23,23 +23,7 @@ import (
 // record named an agent that never made the call.
 func TestAttackTaskReadNamedByHeader(t *testing.T) {
 	task := `{"kind":"task","id":"t1","contextId":"c1","status":{"state":"completed","message":{"kind":"message","messageId":"a","role":"agent","parts":[{"kind":"text","text":"done"}]}}}`
-	var agent *httptest.Server
-	agent = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			io.WriteString(w, strings.ReplaceAll(goodCard, "BASE", agent.URL))
-			return
-		}
-		b, _ := io.ReadAll(r.Body)
-		m, _ := intercept.DecodeMessage(b)
-		if m != nil && m.Method == "tasks/resubscribe" {
-			w.Header().Set("Content-Type", "text/event-stream")
-			io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":"+task+"}\n\n")
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+task+`}`)
-	}))
-	t.Cleanup(agent.Close)
+	agent := taskAgent(t, task)
 	var mu sync.Mutex
 	var seen []string // method agent principal
 	ic := &intercept.Interceptor{Decider: allow, OnResult: func(d *intercept.ActionDescriptor, _ jsontext.Value) {
