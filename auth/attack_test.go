@@ -53,25 +53,15 @@ func TestCacheKeyReplacedUnderSameKid(t *testing.T) {
 // else CN) a certificate carrying no URI SAN and a common name spelled as
 // another agent's SPIFFE ID becomes that agent.
 func TestMTLSCommonNameMimicsURI(t *testing.T) {
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, _ := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
-	ca, _ := x509.ParseCertificate(caDER)
+	ca, sign := testCA(t)
 	leaf := func(cn string, uris ...string) *x509.Certificate {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tm := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: cn},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-		for _, u := range uris {
-			pu, _ := url.Parse(u)
-			tm.URIs = append(tm.URIs, pu)
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tm, ca, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := x509.ParseCertificate(der)
-		return c
+		return sign(func(tm *x509.Certificate) {
+			tm.Subject = pkix.Name{CommonName: cn}
+			for _, u := range uris {
+				pu, _ := url.Parse(u)
+				tm.URIs = append(tm.URIs, pu)
+			}
+		})
 	}
 	const alice = "spiffe://example.org/agent/alice"
 	real, _ := certPrincipal(&tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf("alice-workload", alice), ca}}}, "")
@@ -109,21 +99,9 @@ func TestJWTAgentNameNotChecked(t *testing.T) {
 // and manifests cannot tell from alice, with route memory, rate-limit
 // buckets and approvals of its own.
 func TestMTLSAgentNameNotChecked(t *testing.T) {
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, _ := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
-	ca, _ := x509.ParseCertificate(caDER)
+	ca, sign := testCA(t)
 	leaf := func(cn string) *x509.Certificate {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tm := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: cn},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-		der, err := x509.CreateCertificate(rand.Reader, tm, ca, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := x509.ParseCertificate(der)
-		return c
+		return sign(func(tm *x509.Certificate) { tm.Subject = pkix.Name{CommonName: cn} })
 	}
 	for _, identity := range []string{"", "cn"} {
 		if p, err := certPrincipal(&tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf("alice"), ca}}}, identity); err != nil || p.ID != "alice" {
@@ -192,5 +170,33 @@ func TestTokenRouteBinding(t *testing.T) {
 		if got := v.forRoute(p, requestRoute(r)); got != tc.want {
 			t.Errorf("aud %v on %s %s: got %v, want %v", tc.aud, tc.method, tc.path, got, tc.want)
 		}
+	}
+}
+
+// testCA makes a CA for client certificates and returns it with sign,
+// which signs a client-auth certificate (a fresh key, valid for the hour
+// around now) from the template edit leaves.
+func testCA(t *testing.T) (*x509.Certificate, func(edit func(*x509.Certificate)) *x509.Certificate) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, _ := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
+	ca, _ := x509.ParseCertificate(caDER)
+	return ca, func(edit func(*x509.Certificate)) *x509.Certificate {
+		t.Helper()
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tm := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "workload"},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+		edit(tm)
+		der, err := x509.CreateCertificate(rand.Reader, tm, ca, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
 }

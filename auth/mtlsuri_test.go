@@ -1,16 +1,11 @@
 package auth
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
-	"math/big"
 	"testing"
-	"time"
 )
 
 // TestMTLSURIReadsAsAnother (attacker review): a client certificate's
@@ -20,11 +15,7 @@ import (
 // requester put in a CSR, became the agent spiffe://example.org/agent/alice.
 // Now a URI SAN that does not read as it is written is refused.
 func TestMTLSURIReadsAsAnother(t *testing.T) {
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, _ := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
-	ca, _ := x509.ParseCertificate(caDER)
+	ca, sign := testCA(t)
 	// leaf is a certificate whose SAN extension holds uris as written
 	// (x509.CreateCertificate would write a URL's String()).
 	leaf := func(uris ...string) *x509.Certificate {
@@ -36,19 +27,9 @@ func TestMTLSURIReadsAsAnother(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tm := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "workload"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-			ExtraExtensions: []pkix.Extension{{Id: asn1.ObjectIdentifier{2, 5, 29, 17}, Value: san}}}
-		der, err := x509.CreateCertificate(rand.Reader, tm, ca, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := x509.ParseCertificate(der)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return sign(func(tm *x509.Certificate) {
+			tm.ExtraExtensions = []pkix.Extension{{Id: asn1.ObjectIdentifier{2, 5, 29, 17}, Value: san}}
+		})
 	}
 	const alice = "spiffe://example.org/agent/alice"
 	for _, identity := range []string{"", "uri"} {
@@ -76,25 +57,13 @@ func TestMTLSURIReadsAsAnother(t *testing.T) {
 // the agent alice. Now a certificate whose agent is its common name and
 // that has more than one is refused.
 func TestMTLSTwoCommonNames(t *testing.T) {
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caT := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, _ := x509.CreateCertificate(rand.Reader, caT, caT, &caKey.PublicKey, caKey)
-	ca, _ := x509.ParseCertificate(caDER)
+	ca, sign := testCA(t)
 	leaf := func(cns ...string) *x509.Certificate {
 		var subject pkix.Name
 		for _, cn := range cns {
 			subject.ExtraNames = append(subject.ExtraNames, pkix.AttributeTypeAndValue{Type: asn1.ObjectIdentifier{2, 5, 4, 3}, Value: cn})
 		}
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tm := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: subject,
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-		der, err := x509.CreateCertificate(rand.Reader, tm, ca, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, _ := x509.ParseCertificate(der)
-		return c
+		return sign(func(tm *x509.Certificate) { tm.Subject = subject })
 	}
 	for _, identity := range []string{"", "cn"} {
 		if p, err := certPrincipal(&tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf("mallory"), ca}}}, identity); err != nil || p.ID != "mallory" {
