@@ -49,6 +49,9 @@ type testIdP struct {
 	// stalled, while set, is closed to let the fetches it holds go: each
 	// gets its headers and the start of a set, and then nothing.
 	stalled atomic.Pointer[chan struct{}]
+	// gate, while set, holds each fetch until it is closed, then serves
+	// the set.
+	gate atomic.Pointer[chan struct{}]
 
 	mu   sync.Mutex
 	keys []jose.JSONWebKey // private keys of the published set
@@ -81,6 +84,12 @@ func newIdP(t testing.TB) *testIdP {
 			case <-r.Context().Done():
 			}
 			return
+		}
+		if gate := p.gate.Load(); gate != nil {
+			select {
+			case <-*gate:
+			case <-r.Context().Done():
+			}
 		}
 		p.mu.Lock()
 		var set jose.JSONWebKeySet

@@ -117,6 +117,54 @@ func (c *jwksCache) refetch(ctx context.Context, since time.Time) (fetched bool,
 	return !c.fetched.IsZero() && !c.began.Before(since), c.lastErr
 }
 
+// replaced returns the keys held, every one in the set's order, if a
+// fetch has replaced the set tried (a set lookup returned for the empty
+// kid) since it was looked up, fetching it again first unless one was
+// attempted within minRefresh or is under way (then its end is waited
+// for). Whether the keys are new is judged by the set, not by when a
+// fetch began: a fetch that ended after tried was looked up, or began
+// before, replaced it all the same.
+func (c *jwksCache) replaced(ctx context.Context, tried []jose.JSONWebKey) ([]jose.JSONWebKey, bool) {
+	c.mu.Lock()
+	if ks, ok := c.newer(tried); ok {
+		c.mu.Unlock()
+		return ks, true
+	}
+	wait := c.inflight
+	if wait == nil && !c.attempted.IsZero() && c.now().Sub(c.attempted) < c.minRefresh {
+		c.mu.Unlock()
+		return nil, false
+	}
+	if wait == nil {
+		wait = make(chan struct{})
+		c.inflight = wait
+		c.attempted = c.now()
+		go c.fetch(wait)
+	}
+	c.mu.Unlock()
+	select {
+	case <-wait:
+	case <-ctx.Done():
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.newer(tried)
+}
+
+// newer returns the keys held if they are fresh and another set than
+// tried: every fetch makes a new slice. Callers hold mu.
+func (c *jwksCache) newer(tried []jose.JSONWebKey) ([]jose.JSONWebKey, bool) {
+	all := c.keys.all
+	if len(all) == 0 || c.now().Sub(c.fetched) >= c.ttl {
+		return nil, false
+	}
+	if len(tried) > 0 && &all[0] == &tried[0] {
+		return nil, false
+	}
+	return all, true
+}
+
 // hasKey reports whether the key named kid is key itself, in a set
 // still fresh: the same material, not only the same name (an IdP may put
 // new material under an old kid after a compromise).

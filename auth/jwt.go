@@ -202,10 +202,9 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 		// unknown kid tells of for a token with one): the set is fetched
 		// again, at most once per jwks_min_refresh however many ask.
 		if h.KeyID == "" && !refetched {
-			if fetched, _ := v.keys.refetch(ctx, v.now()); fetched {
-				if keys, err = v.keys.lookup(ctx, ""); err == nil {
-					continue
-				}
+			if ks, ok := v.keys.replaced(ctx, keys); ok {
+				keys = ks
+				continue
 			}
 		}
 		if len(try) == 0 {

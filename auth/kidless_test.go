@@ -7,7 +7,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,5 +156,57 @@ func TestJWKSRotatedKeyWithoutKid(t *testing.T) {
 	}
 	if n := idp.fetches.Load() - fetches; n > 1 {
 		t.Errorf("5 forged tokens within jwks_min_refresh fetched the set %d times, want at most 1", n)
+	}
+}
+
+// TestJWKSRotatedKeyWithoutKidConcurrent: an issuer naming no kid
+// rotates its key, and two tokens signed with the new one come at once:
+// alice's has the set fetched again, and bob's, looked up while that
+// fetch is under way, fails against the old set held. Bob's token was
+// refused ('bad signature'): the fetch it waited for had begun before
+// it asked, and another was not allowed within jwks_min_refresh, so the
+// keys it brought were never tried. A token is now tried again against
+// a set that replaced the one it failed against.
+func TestJWKSRotatedKeyWithoutKidConcurrent(t *testing.T) {
+	idp, clock := newIdP(t), newClock()
+	old, rotated := ecKey(t, elliptic.P256(), "", "ES256"), ecKey(t, elliptic.P256(), "", "ES256")
+	idp.publish(old)
+	var hook atomic.Pointer[func()]
+	now := func() time.Time {
+		if h := hook.Swap(nil); h != nil {
+			(*h)()
+		}
+		return clock.Now()
+	}
+	v := NewJWTVerifier(idp.jwtConfig(), nil, now)
+	authOK(t, v, sign(t, withoutKID(old), clock.Now(), nil))
+	idp.publish(rotated)
+	clock.Advance(time.Minute) // past jwks_min_refresh
+	alice := sign(t, withoutKID(rotated), clock.Now(), map[string]any{"jti": "alice"})
+	bob := sign(t, withoutKID(rotated), clock.Now(), map[string]any{"jti": "bob"})
+
+	gate := make(chan struct{})
+	idp.gate.Store(&gate)
+	done := make(chan error, 1)
+	go func() {
+		_, err := v.Authenticate(context.Background(), alice)
+		done <- err
+	}()
+	for idp.fetches.Load() < 2 {
+		runtime.Gosched() // alice's fetch reaches the IdP and waits there
+	}
+	clock.Advance(time.Second) // bob comes after alice's fetch began
+	// The set is let go as bob looks it up (the first time his request
+	// reads the clock): he holds the old one.
+	release := func() { close(gate) }
+	hook.Store(&release)
+	if p, err := v.Authenticate(context.Background(), bob); err != nil || p.ID != "alice" {
+		t.Errorf("a token signed with the rotated key, looked up while another's fetch of the new set was under way: got %v, %v; want it accepted", p, err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("the token that had the set fetched: %v", err)
+	}
+	if n := idp.fetches.Load(); n != 2 {
+		t.Errorf("got %d fetches, want 2", n)
 	}
 }
