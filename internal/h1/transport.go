@@ -55,8 +55,9 @@ type Transport struct {
 	sweeping bool               // a sweep of expired idle connections is due
 	// closers are the host:ports that closed a pooled connection unasked
 	// soon after an answer: their connections are checked at every reuse,
-	// however short their idle time (checkAfter).
-	closers map[string]bool
+	// however short their idle time (checkAfter), until closerForgiven
+	// checks in a row find them open. The value counts those checks.
+	closers map[string]int
 }
 
 type conn struct {
@@ -275,12 +276,22 @@ func (t *Transport) get(ctx context.Context, addr string) (*conn, bool, error) {
 		c := list[len(list)-1]
 		list[len(list)-1] = nil
 		t.idle[addr] = list[:len(list)-1]
-		check := t.closers[addr]
+		_, check := t.closers[addr]
 		t.mu.Unlock()
 		idle := now.Sub(c.since)
-		if idle > t.idleTimeout() || c.br.Buffered() > 0 || (check || idle > checkAfter) && !idleOpen(c.nc) {
+		if idle > t.idleTimeout() || c.br.Buffered() > 0 {
 			c.nc.Close()
 			continue
+		}
+		if check || idle > checkAfter {
+			open := idleOpen(c.nc)
+			if check {
+				t.checkedCloser(addr, open)
+			}
+			if !open {
+				c.nc.Close()
+				continue
+			}
 		}
 		return c, true, nil
 	}
@@ -433,12 +444,37 @@ func (t *Transport) noteCloser(addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closers == nil {
-		t.closers = make(map[string]bool)
+		t.closers = make(map[string]int)
 	}
-	if len(t.closers) < maxClosers {
-		t.closers[addr] = true
+	if _, ok := t.closers[addr]; ok || len(t.closers) < maxClosers {
+		t.closers[addr] = 0
 	}
 }
+
+// checkedCloser counts a check of a connection to addr, noted as a
+// closer, that found it open; one that found it closed starts the count
+// again. After closerForgiven in a row addr is no longer checked at
+// every reuse: a server restarted once, or whose idle timeout met one
+// reuse, keeps its connections open after that, and checking each reuse
+// of a healthy upstream's is a syscall on every call.
+func (t *Transport) checkedCloser(addr string, open bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.closers[addr]
+	switch {
+	case !ok:
+	case !open:
+		t.closers[addr] = 0
+	case n+1 >= closerForgiven:
+		delete(t.closers, addr)
+	default:
+		t.closers[addr] = n + 1
+	}
+}
+
+// closerForgiven is how many checked reuses in a row must find a noted
+// closer's connections open for it to be checked as any other again.
+const closerForgiven = 64
 
 // closedByPeer reports whether err is the end a server's close makes.
 func closedByPeer(err error) bool {

@@ -674,3 +674,34 @@ func rawUpstream(t *testing.T, serve func(c net.Conn)) (string, *atomic.Int64) {
 	}()
 	return ln.Addr().String(), &accepted
 }
+
+// TestCloserForgiven: an upstream noted once as closing a pooled
+// connection unasked (a restart, or its idle timeout meeting a reuse)
+// had its connections checked (a syscall) at every reuse for as long as
+// the gateway ran, however long it kept them open after. Once enough
+// checked reuses in a row find the connection open, it is no longer
+// checked under checkAfter.
+func TestCloserForgiven(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	tr := &Transport{Fallback: http.DefaultTransport}
+	c := &http.Client{Transport: tr}
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	tr.noteCloser(addr)
+	for range 2 * closerForgiven {
+		resp, err := c.Post(srv.URL, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	tr.mu.Lock()
+	_, noted := tr.closers[addr]
+	tr.mu.Unlock()
+	if noted {
+		t.Errorf("after %d calls on connections the upstream kept open, it is still checked at every reuse", 2*closerForgiven)
+	}
+}
