@@ -542,7 +542,10 @@ func (b *statelessBridge) fail(up transport.Conn, cause error) {
 	err := upstreamError(b.rt.up.Name, cause)
 	for _, c := range calls {
 		c.uc.end(cause)
-		c.s.deliver(intercept.ErrorResponse(c.id, err))
+		// Offered, as route does: a client that does not read must not
+		// keep the others' errors, and the reader, waiting
+		// (TestAttackStatelessFailStalledClient).
+		c.s.offer(intercept.ErrorResponse(c.id, err), true)
 	}
 }
 
