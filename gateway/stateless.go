@@ -448,7 +448,31 @@ func (b *statelessBridge) readLoop(up transport.Conn) {
 			b.g.log.Warn("undecodable message from upstream", "upstream", b.rt.up.Name, "err", err)
 			continue
 		}
+		if m.Kind == intercept.KindRequest {
+			b.answerAsk(up, m)
+			continue
+		}
 		b.route(m)
+	}
+}
+
+// answerAsk answers a request of the upstream's (elicitation, sampling,
+// roots, ping) itself, as the gateway's own listing connection does: no
+// client of this connection can be asked (2026-07-28 clients are asked
+// with input_required results), and unanswered, the upstream's tool would
+// wait on it for good, and its client's call with it. The write is bounded
+// (cancelWriteTimeout): an upstream that stops reading holds its own
+// reader no longer.
+func (b *statelessBridge) answerAsk(up transport.Conn, m *intercept.Message) {
+	answer := []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`)
+	if m.Method != "ping" {
+		answer = intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeMethodNotFound,
+			Message: "the gateway relays no requests to clients without a session: " + m.Method + " cannot be asked of a 2026-07-28 client this way (use an input_required result)"})
+	}
+	ctx, stop := context.WithTimeout(b.g.ctx, cancelWriteTimeout)
+	defer stop()
+	if err := b.write(ctx, up, answer); err != nil {
+		b.g.log.Debug("answering an upstream's request failed", "upstream", b.rt.up.Name, "method", m.Method, "err", err)
 	}
 }
 
