@@ -91,11 +91,24 @@ func (c *jwksCache) lookup(ctx context.Context, kid string) ([]jose.JSONWebKey, 
 // last fetch failed.
 func (c *jwksCache) refetch(ctx context.Context, since time.Time) (fetched bool, err error) {
 	c.mu.Lock()
-	wait := c.inflight
-	if wait == nil && !c.fetched.IsZero() && !c.began.Before(since) {
+	if c.inflight == nil && !c.fetched.IsZero() && !c.began.Before(since) {
 		c.mu.Unlock()
 		return true, nil
 	}
+	if ended, err := c.awaitFetch(ctx); !ended {
+		return false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.fetched.IsZero() && !c.began.Before(since), c.lastErr
+}
+
+// awaitFetch waits for the fetch under way, or starts one and waits for
+// it, unless one was attempted within minRefresh; it reports whether a
+// fetch ended (else ctx's error, or nil when held back). c.mu is held on
+// entry and released.
+func (c *jwksCache) awaitFetch(ctx context.Context) (bool, error) {
+	wait := c.inflight
 	if wait == nil && !c.attempted.IsZero() && c.now().Sub(c.attempted) < c.minRefresh {
 		c.mu.Unlock()
 		return false, nil
@@ -109,12 +122,10 @@ func (c *jwksCache) refetch(ctx context.Context, since time.Time) (fetched bool,
 	c.mu.Unlock()
 	select {
 	case <-wait:
+		return true, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return !c.fetched.IsZero() && !c.began.Before(since), c.lastErr
 }
 
 // replaced returns the keys held, every one in the set's order, if a
@@ -130,21 +141,7 @@ func (c *jwksCache) replaced(ctx context.Context, tried []jose.JSONWebKey) ([]jo
 		c.mu.Unlock()
 		return ks, true
 	}
-	wait := c.inflight
-	if wait == nil && !c.attempted.IsZero() && c.now().Sub(c.attempted) < c.minRefresh {
-		c.mu.Unlock()
-		return nil, false
-	}
-	if wait == nil {
-		wait = make(chan struct{})
-		c.inflight = wait
-		c.attempted = c.now()
-		go c.fetch(wait)
-	}
-	c.mu.Unlock()
-	select {
-	case <-wait:
-	case <-ctx.Done():
+	if ended, _ := c.awaitFetch(ctx); !ended {
 		return nil, false
 	}
 	c.mu.Lock()
