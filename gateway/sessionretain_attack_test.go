@@ -10,7 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -76,7 +78,20 @@ func TestAttackSessionRetainsInitializeBody(t *testing.T) {
 			t.Fatalf("virtual initialize: %d %.200s", status, resp)
 		}
 	}
+	// /ws connections (a connection is a session), kept open.
+	for range sessions / 2 {
+		ws, _, err := websocket.DefaultDialer.DialContext(t.Context(), "ws"+strings.TrimPrefix(gw.URL, "http")+"/ws/demo", http.Header{"Sec-WebSocket-Protocol": {"mcp"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.Close() })
+		ws.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"experimental":{"pad":"`+pad+`"}},"clientInfo":{"name":"raw","version":"1"}}}`))
+		ws.SetReadDeadline(time.Now().Add(20 * time.Second))
+		if _, b, err := ws.ReadMessage(); err != nil || !strings.Contains(string(b), `"result"`) {
+			t.Fatalf("/ws initialize: %v %.200s", err, b)
+		}
+	}
 	if grew := int64(heap()) - int64(before); grew > sessions*32<<10 {
-		t.Errorf("%d sessions opened with 256 KiB initialize requests grew the heap by %d KiB, want under %d KiB: the sessions hold their requests", sessions, grew>>10, sessions*32)
+		t.Errorf("%d sessions and /ws connections opened with 256 KiB initialize requests grew the heap by %d KiB, want under %d KiB: they hold their requests", 2*sessions, grew>>10, sessions*32)
 	}
 }
