@@ -71,14 +71,7 @@ func TestAttackRenamedAgentsFillApprovals(t *testing.T) {
 					postFrom(t, attacker, url, h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 					_, body = postFrom(t, attacker, url, h, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":`+itoa(i)+`,"b":1}}}`)
 				}
-				switch {
-				case strings.Contains(body, "approval_required"):
-					held++
-				case strings.Contains(body, approval.ReasonTooMany):
-					limited++
-				default:
-					t.Fatalf("attacker's call %d: got %s, want it held or refused with %s", i, body, approval.ReasonTooMany)
-				}
+				tallyHeld(t, fmt.Sprintf("attacker's call %d", i), body, &held, &limited)
 			}
 			if held > 2 || limited == 0 {
 				t.Errorf("attacker, renaming itself at each call: got %d calls held and %d refused, want at most 2 held (a tenth of 20)", held, limited)
@@ -93,5 +86,19 @@ func TestAttackRenamedAgentsFillApprovals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// tallyHeld counts body, the answer to call, as held for approval or
+// refused for the approval store's bounds; anything else fails t.
+func tallyHeld(t *testing.T, call, body string, held, limited *int) {
+	t.Helper()
+	switch {
+	case strings.Contains(body, "approval_required"):
+		*held++
+	case strings.Contains(body, approval.ReasonTooMany):
+		*limited++
+	default:
+		t.Fatalf("%s: got %s, want it held or refused with %s", call, body, approval.ReasonTooMany)
 	}
 }
