@@ -66,6 +66,11 @@ func encode(e telemetry.Event, r telemetry.Record, now func() time.Time) (pendin
 	} else {
 		line, err = e.AppendJSON((*buf)[:0])
 	}
+	if err == nil && len(line) > 2*maxReadDepth && telemetry.Nesting(line) > maxReadDepth {
+		// Stored, no query could read it, nor the events beside it.
+		e.Attrs = map[string]any{AttrsDropped: fmt.Sprintf("the event's attrs nested deeper than the %d levels the store reads back", maxReadDepth)}
+		line, err = e.AppendJSON((*buf)[:0])
+	}
 	if err != nil {
 		linePool.Put(buf)
 		return pending{}, fmt.Errorf("audit: encoding %s event: %w", e.Type, err)
@@ -88,6 +93,16 @@ func encode(e telemetry.Event, r telemetry.Record, now func() time.Time) (pendin
 	}
 	return p, nil
 }
+
+// maxReadDepth is how deeply a stored event may nest: encoding/json,
+// which reads it back, stops at 10000 levels.
+const maxReadDepth = 10_000
+
+// AttrsDropped is the attr that stands, with the reason, for the attrs of
+// an event that nested deeper than the store reads back (an agent's
+// arguments kept as it nested them, say): the event is stored with its
+// header, not turned away, and the events beside it stay readable.
+const AttrsDropped = "attrs_dropped"
 
 // replacement is how the encoder writes a byte that is not valid UTF-8.
 var replacement = []byte(`\ufffd`)

@@ -254,9 +254,18 @@ type Arguments struct {
 	// be used to confirm a guessed secret. For arguments that are not
 	// valid JSON it is the hash of the raw bytes.
 	SHA256 string `json:"arguments_sha256,omitempty"`
-	// Value is the redacted arguments, only with KeepArguments.
+	// Value is the redacted arguments, only with KeepArguments, and only
+	// if they nest at most MaxKeptDepth levels.
 	Value any `json:"arguments,omitempty"`
 }
+
+// MaxKeptDepth is how deep kept arguments may nest. An event holds them
+// two levels down (its object, its attrs), an A2A message's other
+// members further down (extra.params), and an event nested deeper than
+// its readers decode (encoding/json stops at 10000 levels) could not be
+// read back: arguments nested deeper are kept as their hash only. No
+// tool's arguments need a thousand levels.
+const MaxKeptDepth = 1000
 
 // Arguments redacts and hashes raw, the JSON params.arguments of a
 // tools/call. Empty raw gives the zero Arguments.
@@ -265,7 +274,8 @@ func (r Redactor) Arguments(raw []byte) Arguments {
 	if len(raw) == 0 {
 		return Arguments{}
 	}
-	if !r.KeepArguments {
+	keep := r.KeepArguments && (len(raw) <= 2*MaxKeptDepth || Nesting(raw) <= MaxKeptDepth)
+	if !keep {
 		if sum, ok := hashArguments(raw, r.extraKeys()); ok {
 			return Arguments{SHA256: sum}
 		}
@@ -287,7 +297,7 @@ func (r Redactor) Arguments(raw []byte) Arguments {
 	}
 	sum := sha256.Sum256(canon)
 	a := Arguments{SHA256: hex.EncodeToString(sum[:])}
-	if r.KeepArguments {
+	if keep {
 		a.Value = red
 	}
 	return a
