@@ -208,11 +208,21 @@ func (l *Local) reorder(b *bucket) {
 	heap.Fix(&b.owner.buckets, b.idx[inOwner])
 }
 
+// maxWindow bounds a bucket's window (73 years) and maxInterval its
+// interval (18 years, longer than any process holding the bucket lives),
+// so that now + window + interval never overflows and a window holds at
+// least four intervals: a limit of one call a century (1/876000h) allows
+// its burst and nothing more, as Redis does, rather than no call at all.
+const (
+	maxWindow   = math.MaxInt64 / 4
+	maxInterval = maxWindow / 4
+)
+
 // reset makes b a full bucket of limit lim.
 func (b *bucket) reset(lim Limit, now int64) {
 	b.limit = lim
-	b.interval = max(int64(lim.Per)/int64(lim.Rate), 1)
-	b.window = math.MaxInt64 / 4 // a burst too large to count is no limit
+	b.interval = min(max(int64(lim.Per)/int64(lim.Rate), 1), maxInterval)
+	b.window = maxWindow // a burst too large to count is no limit
 	if int64(lim.Burst) < b.window/b.interval {
 		b.window = int64(lim.Burst) * b.interval
 	}

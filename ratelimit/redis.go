@@ -69,12 +69,19 @@ local interval = period / rate
 local t = redis.call("TIME")
 local now = (t[1] - 1483228800) + (t[2] / 1000000)
 
+-- A key's time to live, in whole seconds: at least 1 (EX 0 is an error,
+-- and a bucket's interval may be below a second's precision here) and at
+-- most 1e12 (Lua writes a larger number as 1e+12, which is no integer).
+local function ttl(s)
+  return math.min(math.max(math.ceil(s), 1), 1e12)
+end
+
 local tat = tonumber(redis.call("GET", key) or now)
 tat = math.max(tat, now)
 if cost < 0 then
   local back = math.max(tat - interval, now)
   if back > now then
-    redis.call("SET", key, back, "EX", math.ceil(back - now))
+    redis.call("SET", key, back, "EX", ttl(back - now))
     if redis.call("ZSCORE", owned, key) then
       redis.call("ZADD", owned, back, key)
     end
@@ -98,10 +105,10 @@ if not redis.call("ZSCORE", owned, key) then
     return {0, tostring(math.max(tonumber(first[2]) - now, 0.001)), 1}
   end
 end
-redis.call("SET", key, new_tat, "EX", math.ceil(new_tat - now))
+redis.call("SET", key, new_tat, "EX", ttl(new_tat - now))
 redis.call("ZADD", owned, new_tat, key)
 local live = redis.call("ZRANGE", owned, -1, -1, "WITHSCORES")
-redis.call("EXPIRE", owned, math.ceil(tonumber(live[2]) - now))
+redis.call("EXPIRE", owned, ttl(tonumber(live[2]) - now))
 return {1, "0", 0}
 `)
 
@@ -126,7 +133,11 @@ func (r *Redis) run(ctx context.Context, b Bucket, cost int) (Result, error) {
 	if allowed == 1 {
 		return Result{Allowed: true}, nil
 	}
-	return Result{RetryAfter: time.Duration(max(wait, 0) * float64(time.Second)), TableFull: full == 1}, nil
+	retry := time.Duration(math.MaxInt64) // a wait longer than a Duration holds
+	if ns := max(wait, 0) * float64(time.Second); ns < math.MaxInt64 {
+		retry = time.Duration(ns)
+	}
+	return Result{RetryAfter: retry, TableFull: full == 1}, nil
 }
 
 func (r *Redis) Take(ctx context.Context, b Bucket) (Result, error) {
