@@ -34,7 +34,27 @@ const (
 	// telemetry.MaxRecordedName. MCP names tools in at most 128
 	// characters.
 	MaxNameBytes = 4 << 10
+	// MaxPerType bounds a run's recommendations of each type, those
+	// with the most evidence kept: without authentication an agent is
+	// the name its client gives, and MaxAddToolPerAgent bounds one name
+	// only (a client naming itself anew every few calls had a proposal
+	// made for each name).
+	MaxPerType = 200
 )
+
+// keepStrongest keeps, of each type of recs, the MaxPerType with the most
+// evidence.
+func keepStrongest(recs []Recommendation) []Recommendation {
+	slices.SortStableFunc(recs, func(a, b Recommendation) int {
+		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(b.Evidence.Count, a.Evidence.Count),
+			cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.ID, b.ID))
+	})
+	kept := map[Type]int{}
+	return slices.DeleteFunc(recs, func(r Recommendation) bool {
+		kept[r.Type]++
+		return kept[r.Type] > MaxPerType
+	})
+}
 
 type counted interface{ count() int }
 

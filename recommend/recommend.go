@@ -356,6 +356,9 @@ func (e *Engine) Recommendations() []Recommendation {
 		r.PolicyVersion = e.doc.Version
 		r.Evidence.Window = e.opts.window().String()
 	}
+	// Bounded before the check below, which compiles the policy twice a
+	// proposal.
+	out = keepStrongest(out)
 	// A class added to tools must not let anyone do more (ErrWidens):
 	// such a proposal is not made, for approving it would be refused.
 	out = slices.DeleteFunc(out, func(r Recommendation) bool {

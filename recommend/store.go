@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,7 +95,10 @@ func (s *Store) save(m map[string]*Record) error {
 // Merge adds what the engine proposed: a new finding is pending; a pending
 // one gets the fresh evidence; an approved one is not proposed again; a
 // declined one is not proposed again until its suppression ends, then it
-// is pending anew. It returns the findings that are pending now.
+// is pending anew. A pending one the engine no longer proposes (its
+// evidence out of the window, or its agent a name made up for a while) is
+// dropped, so the store holds one run's proposals and the decisions made.
+// It returns the findings that are pending now.
 func (s *Store) Merge(recs []Recommendation, now time.Time) ([]Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,6 +106,7 @@ func (s *Store) Merge(recs []Recommendation, now time.Time) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	maps.DeleteFunc(m, func(_ string, r *Record) bool { return r.Status == StatusPending })
 	pending := []Record{}
 	for _, r := range recs {
 		old := m[r.ID]
