@@ -2,6 +2,8 @@ package govern
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"path"
@@ -109,9 +111,15 @@ func bucketOwner(ctx context.Context, d *intercept.ActionDescriptor, client stri
 	return "\x00client " + client
 }
 
+// maxKeyName is the longest value of a dimension a bucket's key holds as
+// it is; a longer one (a made-up tool's name can be as long as a request,
+// 4 MiB) is held as its SHA-256, or an agent's thousand buckets would hold
+// 4 GiB.
+const maxKeyName = 256
+
 // key is the bucket of d, sent from client, under r: the rule's id and
-// the values of its dimensions, length-prefixed so no agent name can
-// spell another's key.
+// the values of its dimensions, length-prefixed (or, past maxKeyName,
+// "#" and the value's SHA-256) so no agent name can spell another's key.
 func (r *RateRule) key(d *intercept.ActionDescriptor, client string) string {
 	var b strings.Builder
 	b.Grow(len(r.ID) + 64)
@@ -129,6 +137,12 @@ func (r *RateRule) key(d *intercept.ActionDescriptor, client string) string {
 			v = policy.ActionName(d)
 		}
 		b.WriteByte('|')
+		if len(v) > maxKeyName {
+			sum := sha256.Sum256([]byte(v))
+			b.WriteByte('#')
+			b.WriteString(hex.EncodeToString(sum[:]))
+			continue
+		}
 		b.WriteString(strconv.Itoa(len(v)))
 		b.WriteByte(':')
 		b.WriteString(v)
