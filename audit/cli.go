@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/internal/invisible"
 	"github.com/sluicehq/sluice/telemetry"
@@ -161,7 +159,7 @@ func writeJSONLine(w io.Writer, e telemetry.Event) error {
 	if err != nil {
 		return err
 	}
-	b = append(appendInertJSON(nil, b), '\n')
+	b = append(invisible.AppendJSON(nil, b), '\n')
 	_, err = w.Write(b)
 	return err
 }
@@ -196,37 +194,4 @@ func quote(s string) string {
 		return invisible.SpellOut(fmt.Sprintf("%q", s))
 	}
 	return s
-}
-
-// appendInertJSON appends the JSON document b to dst with every non-ASCII
-// character that is not printable, or shows as nothing (invisible.Is: a
-// variation selector), written as a \u escape: format
-// characters (bidi overrides and isolates, zero-width spaces, tag
-// characters), C1 controls and the like, which encoding/json leaves as
-// they are. An agent's name must not reorder or hide the rest of an
-// event's line on the operator's terminal. Outside its strings JSON holds
-// only ASCII, so only string contents change, to a spelling that decodes
-// to the same value.
-func appendInertJSON(dst, b []byte) []byte {
-	start := 0
-	for i := 0; i < len(b); {
-		if b[i] < utf8.RuneSelf {
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && size == 1 || unicode.IsPrint(r) && !invisible.Is(r) {
-			i += size
-			continue
-		}
-		dst = append(dst, b[start:i]...)
-		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
-			dst = fmt.Appendf(dst, `\u%04x\u%04x`, r1, r2)
-		} else {
-			dst = fmt.Appendf(dst, `\u%04x`, r)
-		}
-		i += size
-		start = i
-	}
-	return append(dst, b[start:]...)
 }

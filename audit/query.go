@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluicehq/sluice/internal/invisible"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -379,7 +380,7 @@ func tailErr(ctx context.Context, err error) error {
 // Export writes the events f selects to w as JSON Lines, one
 // [telemetry.Event] per line, in append order. Characters a terminal
 // would not show as themselves are written as \u escapes (see
-// appendInertJSON).
+// invisible.AppendJSON).
 func (s *Store) Export(ctx context.Context, w io.Writer, f Filter) error {
 	bw := bufio.NewWriter(w)
 	var buf bytes.Buffer
@@ -391,7 +392,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer, f Filter) error {
 		if err := enc.Encode(e); err != nil {
 			return err
 		}
-		line = appendInertJSON(line[:0], buf.Bytes())
+		line = invisible.AppendJSON(line[:0], buf.Bytes())
 		_, err := bw.Write(line)
 		return err
 	})

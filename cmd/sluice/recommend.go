@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/invisible"
 	"github.com/sluicehq/sluice/inventory"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/recommend"
@@ -486,9 +487,7 @@ func runRecommend(ctx context.Context, args []string, stdout io.Writer) error {
 		return usageErrorf("unknown recommend verb %q (run, list, show, approve, decline)", verb)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return writeInertJSON(stdout, out)
 	}
 	switch v := out.(type) {
 	case []recommend.Record:
@@ -572,4 +571,17 @@ func inertDiff(d string) string {
 		}
 	}
 	return strings.Join(lines, "")
+}
+
+// writeInertJSON writes v as indented JSON, with the characters a
+// terminal would not show as themselves (an agent's name with a
+// right-to-left override or a zero-width space) as \u escapes, as
+// `sluice events --json` writes them: the same value, shown as it is.
+func writeInertJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(invisible.AppendJSON(nil, b), '\n'))
+	return err
 }

@@ -162,9 +162,7 @@ func runReplay(ctx context.Context, args []string, out, progress io.Writer) erro
 	}
 	bar.done()
 	if *asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(sum)
+		return writeInertJSON(out, sum)
 	}
 	for _, c := range sum.Changes {
 		note := ""

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Is reports a character that shows as nothing, or as something else:
@@ -40,4 +42,37 @@ func SpellOut(q string) string {
 		}
 	}
 	return b.String()
+}
+
+// AppendJSON appends the JSON document b to dst with every non-ASCII
+// character that is not printable, or shows as nothing (Is: a
+// variation selector), written as a \u escape: format
+// characters (bidi overrides and isolates, zero-width spaces, tag
+// characters), C1 controls and the like, which encoding/json leaves as
+// they are. An agent's name must not reorder or hide the rest of an
+// event's line on the operator's terminal. Outside its strings JSON holds
+// only ASCII, so only string contents change, to a spelling that decodes
+// to the same value.
+func AppendJSON(dst, b []byte) []byte {
+	start := 0
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 || unicode.IsPrint(r) && !Is(r) {
+			i += size
+			continue
+		}
+		dst = append(dst, b[start:i]...)
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			dst = fmt.Appendf(dst, `\u%04x\u%04x`, r1, r2)
+		} else {
+			dst = fmt.Appendf(dst, `\u%04x`, r)
+		}
+		i += size
+		start = i
+	}
+	return append(dst, b[start:]...)
 }
