@@ -71,7 +71,8 @@ local now = (t[1] - 1483228800) + (t[2] / 1000000)
 
 -- A key's time to live, in whole seconds: at least 1 (EX 0 is an error,
 -- and a bucket's interval may be below a second's precision here) and at
--- most 1e12 (Lua writes a larger number as 1e+12, which is no integer).
+-- most 1e12, 31,700 years (from 1e14 on Lua writes a number as 1e+14,
+-- which Redis does not read as an integer).
 local function ttl(s)
   return math.min(math.max(math.ceil(s), 1), 1e12)
 end
