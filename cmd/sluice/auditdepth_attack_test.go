@@ -58,8 +58,8 @@ audit: {keep_arguments: true}
 	}
 	answer, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if g.stop() != nil {
-		t.Fatal(g.stop())
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
 	}
 
 	db := filepath.Join(g.dir, audit.FileName)
