@@ -56,8 +56,17 @@ type Transport struct {
 	// closers are the host:ports that closed a pooled connection unasked
 	// soon after an answer: their connections are checked at every reuse,
 	// however short their idle time (checkAfter), until closerForgiven
-	// checks in a row find them open. The value counts those checks.
-	closers map[string]int
+	// checks in a row find them open.
+	closers map[string]closer
+}
+
+// A closer is what is known of a host:port noted as closing unasked.
+type closer struct {
+	// after is the shortest idle time a connection was found closed at:
+	// a check of one reused sooner tells nothing of the upstream's idle
+	// timeout, and counts for nothing.
+	after time.Duration
+	open  int // checks at or past after in a row that found one open
 }
 
 type conn struct {
@@ -218,7 +227,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request, re
 				// after its last answer, or closed it as this request
 				// came: check its connections at every reuse from now on.
 				// This call is not sent again (the server may have read it).
-				t.noteCloser(c.addr)
+				t.noteCloser(c.addr, time.Since(c.since))
 			}
 			return nil, err, false
 		}
@@ -286,7 +295,7 @@ func (t *Transport) get(ctx context.Context, addr string) (*conn, bool, error) {
 		if check || idle > checkAfter {
 			open := idleOpen(c.nc)
 			if check {
-				t.checkedCloser(addr, open)
+				t.checkedCloser(addr, idle, open)
 			}
 			if !open {
 				c.nc.Close()
@@ -439,36 +448,45 @@ func (b *body) finish(eof bool) {
 // checked at every reuse after that (noteCloser).
 const checkAfter = 250 * time.Millisecond
 
-// noteCloser records that addr closed a pooled connection unasked.
-func (t *Transport) noteCloser(addr string) {
+// noteCloser records that addr closed a pooled connection idle for idle
+// unasked.
+func (t *Transport) noteCloser(addr string, idle time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closers == nil {
-		t.closers = make(map[string]int)
+		t.closers = make(map[string]closer)
 	}
-	if _, ok := t.closers[addr]; ok || len(t.closers) < maxClosers {
-		t.closers[addr] = 0
+	if c, ok := t.closers[addr]; ok {
+		t.closers[addr] = closer{after: min(c.after, idle)}
+	} else if len(t.closers) < maxClosers {
+		t.closers[addr] = closer{after: idle}
 	}
 }
 
-// checkedCloser counts a check of a connection to addr, noted as a
-// closer, that found it open; one that found it closed starts the count
-// again. After closerForgiven in a row addr is no longer checked at
-// every reuse: a server restarted once, or whose idle timeout met one
-// reuse, keeps its connections open after that, and checking each reuse
-// of a healthy upstream's is a syscall on every call.
-func (t *Transport) checkedCloser(addr string, open bool) {
+// checkedCloser counts a check of a connection to addr, idle for idle,
+// noted as a closer: one that found it closed starts the count again
+// (and lowers the idle time it closes at), one that found it open counts
+// if the connection was idle at least as long as one found closed. After
+// closerForgiven in a row addr is no longer checked at every reuse: a
+// server restarted once, or whose idle timeout met one reuse, keeps its
+// connections open after that, and checking each reuse of a healthy
+// upstream's is a syscall on every call. One whose idle timeout is under
+// checkAfter is never forgiven by reuses quicker than it
+// (TestCloserShortIdleNotForgiven).
+func (t *Transport) checkedCloser(addr string, idle time.Duration, open bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n, ok := t.closers[addr]
+	c, ok := t.closers[addr]
 	switch {
 	case !ok:
 	case !open:
-		t.closers[addr] = 0
-	case n+1 >= closerForgiven:
+		t.closers[addr] = closer{after: min(c.after, idle)}
+	case idle < c.after:
+	case c.open+1 >= closerForgiven:
 		delete(t.closers, addr)
 	default:
-		t.closers[addr] = n + 1
+		c.open++
+		t.closers[addr] = c
 	}
 }
 

@@ -689,7 +689,7 @@ func TestCloserForgiven(t *testing.T) {
 	tr := &Transport{Fallback: http.DefaultTransport}
 	c := &http.Client{Transport: tr}
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	tr.noteCloser(addr)
+	tr.noteCloser(addr, 0)
 	for range 2 * closerForgiven {
 		resp, err := c.Post(srv.URL, "application/json", strings.NewReader("{}"))
 		if err != nil {
@@ -703,5 +703,54 @@ func TestCloserForgiven(t *testing.T) {
 	tr.mu.Unlock()
 	if noted {
 		t.Errorf("after %d calls on connections the upstream kept open, it is still checked at every reuse", 2*closerForgiven)
+	}
+}
+
+// TestCloserShortIdleNotForgiven: an upstream that closes a connection
+// idle for 50 ms, without saying so (its keep-alive timeout under
+// checkAfter), was noted as a closer at the first call failing on one,
+// then forgiven after 64 quick reuses had found their connections open:
+// open because they were reused within 50 ms, which says nothing of a
+// reuse after longer. The next call after 50 ms idle failed again, one
+// in every burst of calls. A check counts towards forgiveness only at an
+// idle time a connection of the upstream was found closed at.
+func TestCloserShortIdleNotForgiven(t *testing.T) {
+	addr, _ := rawUpstream(t, func(nc net.Conn) {
+		br := bufio.NewReader(nc)
+		for {
+			nc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return // idle 50 ms: closed, unasked
+			}
+			nc.SetReadDeadline(time.Time{})
+			io.Copy(io.Discard, req.Body)
+			io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	c := &http.Client{Transport: &Transport{Fallback: http.DefaultTransport}}
+	call := func() error {
+		resp, err := c.Post("http://"+addr+"/mcp", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}
+	failed := 0
+	for round := range 3 {
+		for range 2 * closerForgiven {
+			if err := call(); err != nil {
+				failed++
+			}
+		}
+		time.Sleep(150 * time.Millisecond) // past the upstream's 50 ms, within checkAfter
+		if err := call(); err != nil {
+			failed++
+			t.Logf("round %d: the call after 150 ms idle failed: %v", round, err)
+		}
+	}
+	if failed > 1 {
+		t.Errorf("%d calls failed on connections the upstream had closed, want at most the first", failed)
 	}
 }
