@@ -239,9 +239,11 @@ func (t *sessionTable) reap(ctx context.Context, end func(*session)) {
 	})
 }
 
-// everyTick calls f every d until ctx ends.
+// everyTick calls f every d, at least a millisecond, until ctx ends
+// (half a session_idle_timeout of 1ns is zero, which NewTicker panics
+// on: TestTinySessionIdleTimeout).
 func everyTick(ctx context.Context, d time.Duration, f func()) {
-	tick := time.NewTicker(d)
+	tick := time.NewTicker(max(d, time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
