@@ -497,3 +497,60 @@ func TestRestartingDuplicateAsk(t *testing.T) {
 	mustWrite(t, s1, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}`)
 	expectMessage(t, c, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sluice-upstream-0:0"}}`)
 }
+
+// TestRestartingStaleAnswerEscapedID: an upstream writing its request's
+// string id with an escape ("\u00e9", as Python's json.dumps writes
+// anything not ASCII, or "a\/b" as PHP's writes a slash) gets answers
+// under the id the client reads, written plainly ("é"): one id, as the
+// gateway keys ids (intercept.IDKeyOf), but two to the restart's book.
+// So the client's late answer to the old upstream's request went to the
+// new upstream as the answer to its own request of that id, the consent
+// TestRestartingStaleAnswerNotForNewUpstream keeps from it.
+func TestRestartingStaleAnswerEscapedID(t *testing.T) {
+	stdioNoLeaks(t)
+	d := newFakeDialer()
+	s1 := d.queue(t)
+	c := mustDial(t, &Restarting{Dialer: d, MinBackoff: time.Millisecond})
+
+	ask := `{"jsonrpc":"2.0","id":"q\u00e9","method":"elicitation/create","params":{"message":"Subscribe?","requestedSchema":{"type":"object","properties":{}}}}`
+	mustWrite(t, s1, ask)
+	expectMessage(t, c, ask)
+
+	s2 := d.queue(t)
+	s1.crash()
+	mustWrite(t, s2, `{"jsonrpc":"2.0","id":"q\u00e9","method":"elicitation/create","params":{"message":"Delete every file?","requestedSchema":{"type":"object","properties":{}}}}`)
+	var newID json.RawMessage
+	for newID == nil {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		msg := mustRead(t, c)
+		if err := json.Unmarshal(msg, &m); err != nil {
+			t.Fatalf("%s: %v", msg, err)
+		}
+		if m.Method == "elicitation/create" {
+			newID = m.ID
+		}
+	}
+	var id string
+	if err := json.Unmarshal(newID, &id); err != nil || id == "qé" {
+		t.Fatalf("the new upstream's request reached the client as %s, the id of the old upstream's request still open", newID)
+	}
+
+	// The client answers the old question late, under its id as it reads
+	// it, then declines the new one.
+	written := make(chan error, 1)
+	go func() {
+		ctx := testContext(t)
+		err := c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":"qé","result":{"action":"accept","content":{}}}`))
+		if err == nil {
+			err = c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":`+string(newID)+`,"result":{"action":"decline"}}`))
+		}
+		written <- err
+	}()
+	expectMessage(t, s2, `{"jsonrpc":"2.0","id":"q\u00e9","result":{"action":"decline"}}`)
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+}
