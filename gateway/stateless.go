@@ -566,6 +566,11 @@ func (b *statelessBridge) fail(up transport.Conn, cause error) {
 	err := upstreamError(b.rt.up.Name, cause)
 	for _, c := range calls {
 		c.uc.end(cause)
+		// Answered, as forget has a pending call: what was noted of it
+		// (a requestState's binding) is let go, and what was held
+		// about its task (TestStatelessCrashForgetsCalls).
+		c.tasks.settle(1)
+		b.g.ic.Answered(c.cc, c.idKey)
 		// Offered, as route does: a client that does not read must not
 		// keep the others' errors, and the reader, waiting
 		// (TestAttackStatelessFailStalledClient).
