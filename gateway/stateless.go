@@ -53,6 +53,11 @@ func newStatelessPool(g *Gateway, rt *route) *statelessPool {
 
 // post serves a 2026-07-28 request on the connection of its principal.
 func (p *statelessPool) post(w http.ResponseWriter, r *http.Request, x *exchange) {
+	// Its answer has been passed on (route lets go of what the
+	// interceptor noted before then), or it failed, refused here or on
+	// its way up: none is left to issue a state, as in forward
+	// (TestStatelessRefusedForgetsCalls).
+	defer p.g.answered(x)
 	principal, ok := principalAgent(r.Context())
 	if !ok {
 		p.shared.post(w, r, x)
