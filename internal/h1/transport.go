@@ -63,8 +63,8 @@ type Transport struct {
 // A closer is what is known of a host:port noted as closing unasked.
 type closer struct {
 	// after is the shortest idle time a connection was found closed at:
-	// a check of one reused sooner tells nothing of the upstream's idle
-	// timeout, and counts for nothing.
+	// when it is under checkAfter, a check of one reused sooner tells
+	// nothing of the upstream's idle timeout, and counts for nothing.
 	after time.Duration
 	open  int // checks at or past after in a row that found one open
 }
@@ -466,7 +466,9 @@ func (t *Transport) noteCloser(addr string, idle time.Duration) {
 // checkedCloser counts a check of a connection to addr, idle for idle,
 // noted as a closer: one that found it closed starts the count again
 // (and lowers the idle time it closes at), one that found it open counts
-// if the connection was idle at least as long as one found closed. After
+// if the connection was idle at least as long as one found closed, or if
+// none was found closed sooner than checkAfter (its idle timeout met a
+// reuse checked anyway: Node's 5 s, say). After
 // closerForgiven in a row addr is no longer checked at every reuse: a
 // server restarted once, or whose idle timeout met one reuse, keeps its
 // connections open after that, and checking each reuse of a healthy
@@ -481,7 +483,9 @@ func (t *Transport) checkedCloser(addr string, idle time.Duration, open bool) {
 	case !ok:
 	case !open:
 		t.closers[addr] = closer{after: min(c.after, idle)}
-	case idle < c.after:
+	case idle < c.after && c.after < checkAfter:
+		// It closes connections sooner than they are checked anyway:
+		// one reused sooner than that says nothing.
 	case c.open+1 >= closerForgiven:
 		delete(t.closers, addr)
 	default:

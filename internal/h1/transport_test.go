@@ -686,23 +686,27 @@ func TestCloserForgiven(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer srv.Close()
-	tr := &Transport{Fallback: http.DefaultTransport}
-	c := &http.Client{Transport: tr}
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	tr.noteCloser(addr, 0)
-	for range 2 * closerForgiven {
-		resp, err := c.Post(srv.URL, "application/json", strings.NewReader("{}"))
-		if err != nil {
-			t.Fatal(err)
+	// Noted at a reuse at once (a restart), or at one past checkAfter (an
+	// idle timeout of 5 s met): quick reuses found open forgive either.
+	for _, idle := range []time.Duration{0, 5 * time.Second} {
+		tr := &Transport{Fallback: http.DefaultTransport}
+		c := &http.Client{Transport: tr}
+		tr.noteCloser(addr, idle)
+		for range 2 * closerForgiven {
+			resp, err := c.Post(srv.URL, "application/json", strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-	tr.mu.Lock()
-	_, noted := tr.closers[addr]
-	tr.mu.Unlock()
-	if noted {
-		t.Errorf("after %d calls on connections the upstream kept open, it is still checked at every reuse", 2*closerForgiven)
+		tr.mu.Lock()
+		_, noted := tr.closers[addr]
+		tr.mu.Unlock()
+		if noted {
+			t.Errorf("noted at a reuse after %v: after %d calls on connections the upstream kept open, it is still checked at every reuse", idle, 2*closerForgiven)
+		}
 	}
 }
 
