@@ -351,7 +351,9 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // safeNext keeps a post-login redirect on the console, as a path below
-// /console/ without any session's key.
+// /console/ without any session's key, and without ?done=: that reports
+// what the operator just did, and a link's words must not come out as
+// that on the session's page once the operator signed in through it.
 func safeNext(next string) string {
 	if !strings.HasPrefix(next, "/console/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
 		return "/console/feed"
@@ -362,6 +364,16 @@ func safeNext(next string) string {
 			return "/console/feed"
 		}
 		next = "/console/" + after
+	}
+	if path, query, ok := strings.Cut(next, "?"); ok {
+		v, err := url.ParseQuery(query)
+		if err != nil {
+			return path
+		}
+		v.Del("done")
+		if next = path; len(v) > 0 {
+			next += "?" + v.Encode()
+		}
 	}
 	return next
 }
