@@ -152,6 +152,13 @@ type session struct {
 	names   []string     // the sign-in credential's Names
 }
 
+// isAgent reports whether one of the names s's credential gives names
+// agent, in any normal form (approval.SameAgent), as the admin API reads
+// them.
+func (s *session) isAgent(agent string) bool {
+	return agent != "" && slices.ContainsFunc(s.names, func(n string) bool { return approval.SameAgent(n, agent) })
+}
+
 // base is the path under which s's pages are served.
 func (s *session) base() string { return "/console/k/" + s.key }
 
@@ -913,7 +920,7 @@ func (c *Console) decideApproval(w http.ResponseWriter, r *http.Request, s *sess
 	var err error
 	held, gerr := c.d.Approvals.Get(id)
 	switch {
-	case gerr == nil && held.Agent != "" && slices.Contains(s.names, held.Agent):
+	case gerr == nil && s.isAgent(held.Agent):
 		q, err = held, approval.ErrSelfApproval
 	case gerr != nil && !errors.Is(gerr, approval.ErrNotFound):
 		// Not decided unchecked: the store may answer the decision.
@@ -1048,7 +1055,7 @@ func (c *Console) decideRecommendation(w http.ResponseWriter, r *http.Request, s
 	}
 	id := r.PathValue("id")
 	var err error
-	if rec, _, _ := c.d.Recs.Preview(id); rec.Agent != "" && (rec.Agent == s.name || slices.Contains(s.names, rec.Agent)) {
+	if rec, _, _ := c.d.Recs.Preview(id); rec.Agent != "" && (approval.SameAgent(rec.Agent, s.name) || s.isAgent(rec.Agent)) {
 		// The agent it is about, by the name typed or any its admin JWT
 		// gives: never its own decider.
 		err = fmt.Errorf("%s: %w", id, recommend.ErrSelfDecision)
