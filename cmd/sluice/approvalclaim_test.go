@@ -136,6 +136,10 @@ func TestRecommendSelfApproval(t *testing.T) {
 		recs = append(recs, recommend.Recommendation{ID: fmt.Sprintf("rec_%d", i), Type: recommend.AddTool, Agent: "agent-a",
 			Change: recommend.Change{Path: []string{"manifests", "agent-a", "allowed_classes"}, Operation: "add", Value: []string{"sink:network"}}})
 	}
+	// An agent's name in any normal form is that agent (approval.SameAgent):
+	// café precomposed is cafe+U+0301 decomposed.
+	recs = append(recs, recommend.Recommendation{ID: "rec_4", Type: recommend.AddTool, Agent: "caf\u00e9",
+		Change: recommend.Change{Path: []string{"manifests", "caf\u00e9", "allowed_classes"}, Operation: "add", Value: []string{"sink:network"}}})
 	if _, err := rc.store.Merge(recs, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +157,9 @@ func TestRecommendSelfApproval(t *testing.T) {
 		{"rec_2", "approve", adminAs(map[string]any{"sub": "uuid-1", "preferred_username": "agent-a"}), `{}`},
 		{"rec_3", "approve", "t0k", `{"by":"agent-a"}`},
 		{"rec_0", "decline", adminAs(map[string]any{"sub": "agent-a"}), `{"reason":"NOT_NEEDED"}`},
+		{"rec_4", "approve", adminAs(map[string]any{"sub": "sa-2", "azp": "cafe\u0301"}), `{}`},
+		{"rec_4", "decline", adminAs(map[string]any{"sub": "sa-2", "azp": "cafe\u0301"}), `{"reason":"NOT_NEEDED"}`},
+		{"rec_4", "decline", "t0k", `{"by":"cafe\u0301","reason":"NOT_NEEDED"}`},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/admin/recommendations/"+tt.id+"/"+tt.action, strings.NewReader(tt.body))
 		req.Header.Set("Content-Type", "application/json")

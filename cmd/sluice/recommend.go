@@ -213,7 +213,7 @@ func (rc *recommender) approve(ctx context.Context, id, by string) (recommend.Re
 }
 
 func (rc *recommender) decline(ctx context.Context, id, by, reason string) (recommend.Record, error) {
-	if rec, err := rc.store.Get(id); err == nil && rec.Agent != "" && by == rec.Agent {
+	if rec, err := rc.store.Get(id); err == nil && rec.Agent != "" && approval.SameAgent(by, rec.Agent) {
 		return rec, fmt.Errorf("%s: %w", id, recommend.ErrSelfDecision)
 	}
 	rec, err := rc.store.Decline(id, by, reason, rc.now())
@@ -323,7 +323,7 @@ func (rc *recommender) handler() http.Handler {
 			body.By = p.ID // an admin JWT's subject: proven, not claimed
 			names = approval.Names(p, rc.agentClaims...)
 		}
-		if rec, err := rc.store.Get(r.PathValue("id")); err == nil && rec.Agent != "" && slices.Contains(names, rec.Agent) {
+		if rec, err := rc.store.Get(r.PathValue("id")); err == nil && rec.Agent != "" && slices.ContainsFunc(names, func(n string) bool { return approval.SameAgent(n, rec.Agent) }) {
 			// Whichever claim of the admin's token names it.
 			replyRecommend(w, map[string]any{"recommendation": rec}, fmt.Errorf("%s: %w", rec.ID, recommend.ErrSelfDecision))
 			return
