@@ -453,7 +453,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "ok": false, "client": throttle.Forwarded(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), c.d.TrustedProxies)}})
+		// Anyone may try, with a name as long as the form: recorded bounded.
+		c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": telemetry.BoundName(name), "ok": false, "client": throttle.Forwarded(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), c.d.TrustedProxies)}})
 		w.WriteHeader(http.StatusUnauthorized)
 		c.render(w, r, "login", nil, map[string]any{"Next": safeNext(r.PostForm.Get("next")), "Error": "wrong token, or no name given"})
 		return
