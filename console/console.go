@@ -179,6 +179,7 @@ func New(d Deps) (*Console, error) {
 		"short":     func(s string) string { return shorten(s, 16) },
 		"join":      strings.Join,
 		"arguments": argumentsText,
+		"name":      nameText,
 		"list":      func(a ...string) []string { return a },
 		"traceLink": func(id string) template.URL { return traceLink(d.TraceURL, id) },
 		"q": func(f map[string]string) string {
@@ -650,7 +651,7 @@ func (c *Console) feedStream(w http.ResponseWriter, r *http.Request, s *session)
 		var b strings.Builder
 		b.WriteString(`{"seq":`)
 		fmt.Fprintf(&b, "%d", row.Seq)
-		for _, kv := range [][2]string{{"time", row.Time.UTC().Format("2006-01-02 15:04:05")}, {"txn_id", row.TxnID}, {"agent", row.Agent},
+		for _, kv := range [][2]string{{"time", row.Time.UTC().Format("2006-01-02 15:04:05")}, {"txn_id", row.TxnID}, {"agent", nameText(row.Agent)},
 			{"upstream", row.Upstream}, {"tool", row.Tool}, {"decision", row.Decision}, {"reason", row.Reason}} {
 			fmt.Fprintf(&b, ",%q:%s", kv[0], jsonString(spellBidiString(kv[1])))
 		}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/sluicehq/sluice/internal/invisible"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -41,10 +43,29 @@ func isBidi(r rune) bool {
 
 // hidden reports a character a page spells out: a bidirectional control
 // or another invisible character, but for the line breaks and tabs of
-// the page itself.
+// the page itself; or a blank other than the ASCII space (a no-break
+// space, an ideographic space, a blank Braille pattern), which at the end
+// of a name is as good as invisible.
 func hidden(r rune) bool {
-	return isBidi(r) || invisible.Is(r) && r != '\n' && r != '\t' && r != '\r'
+	return isBidi(r) || invisible.Is(r) && r != '\n' && r != '\t' && r != '\r' ||
+		r > 0x7f && unicode.Is(unicode.Zs, r) || r == 0x2800
 }
+
+// nameText is how a page shows a name an agent chose: as it is, unless
+// it has white space HTML would not show as it is (at either end, where
+// a table cell drops it, two spaces in a row, which read as one, a tab or
+// a line break), and then quoted, so that "alice " cannot read as alice.
+// The page spells out its other blanks (hidden).
+func nameText(s string) string {
+	if s == "" || s != strings.TrimFunc(s, blank) || strings.Contains(s, "  ") ||
+		strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && blank(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// blank reports white space, or a character that shows as a blank.
+func blank(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Zs, r) || r == 0x2800 }
 
 // spellBidi writes the hidden characters in b as \u{XXXX}; b itself is
 // returned when it holds none. The text written is plain ASCII, safe in

@@ -1,0 +1,41 @@
+package console
+
+import (
+	"fmt"
+	"html"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/approval"
+)
+
+// TestConsoleBlankPaddedNames: without auth an agent's name is what its
+// client calls itself, and white space a page does not show is as good
+// as an invisible character: "alice " (or a tab or line break after it)
+// shows as alice in a table cell, which drops white space at its ends,
+// and so do "alice" with a no-break space, an ideographic space or a
+// blank Braille pattern, which show as a blank. Each one's held call read
+// as alice's on the Approvals page; a policy knows none of them as alice.
+// Such a name is quoted now, its other blanks spelt out.
+func TestConsoleBlankPaddedNames(t *testing.T) {
+	aliceCell := regexp.MustCompile(`<td>[\s\p{Zs}\x{2800}]*alice[\s\p{Zs}\x{2800}]*</td>`)
+	for _, agent := range []string{"alice ", " alice", "alice\t", "alice\n", "alice\u00a0", "alice\u3000", "alice\u2007", "alice\u2800", "al  ice"} {
+		st := approval.NewStore(approval.Options{})
+		holdCall(t, st, agent, "send_email", `{}`)
+		holdCall(t, st, "alice", "send_email", `{}`)
+		_, cl, base := reviewConsole(t, Deps{Approvals: st})
+		page := reviewGet(t, cl, base+"/approvals")
+		if n := len(aliceCell.FindAllString(page, -1)); n != 1 {
+			t.Errorf("agent %q: %d held calls read as alice's on the Approvals page, want only alice's own", agent, n)
+		}
+		if agent == "al  ice" && !strings.Contains(html.UnescapeString(page), `"al  ice"`) {
+			t.Errorf("agent %q is not shown quoted (HTML shows two spaces as one):\n%s", agent, page)
+		}
+		for _, r := range agent {
+			if r > 0x7f && strings.ContainsRune(page, r) {
+				t.Errorf("agent %q: U+%04X shown raw, want it spelt out (%s)", agent, r, fmt.Sprintf(`\u{%04X}`, r))
+			}
+		}
+	}
+}
