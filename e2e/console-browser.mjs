@@ -16,11 +16,12 @@ const { ADMIN, GATEWAY, TOKEN, HELD, SHOTS, LURE } = process.env;
 const out = { steps: {} };
 const step = (name, v) => { out.steps[name] = v; };
 
-// call makes a MCP 2026-07-28 tools/call (or tools/list) as agent-a.
+// call makes a MCP 2026-07-28 tools/call (or tools/list) as agent-a, or
+// as the agent named.
 let nextID = 100;
-async function call(method, name, args) {
+async function call(method, name, args, agent = "agent-a") {
   const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": { name: "agent-a", version: "1" },
+    "io.modelcontextprotocol/clientInfo": { name: agent, version: "1" },
     "io.modelcontextprotocol/clientCapabilities": {} };
   const params = method === "tools/call" ? { name, arguments: args, _meta: meta } : { _meta: meta };
   const headers = { "Content-Type": "application/json", Accept: "application/json, text/event-stream",
@@ -39,9 +40,17 @@ try {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   const page = await context.newPage();
   const shot = async (name) => { if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true }); };
+  // Agents name themselves with markup (the Go test's calls, and one in
+  // the live feed below): had any page let it in, the strict CSP would
+  // refuse its handler and say so on the console, and an alert would open.
+  const injected = [];
+  page.on("console", (m) => { if (/Content.Security.Policy|Refused to/i.test(m.text())) injected.push(m.text()); });
+  page.on("dialog", (d) => { injected.push("dialog: " + d.message()); d.dismiss(); });
 
-  // Sign in (keyboard only: the form is reachable with Tab and Enter).
-  await page.goto(`${ADMIN}/console/feed`);
+  // Sign in (keyboard only: the form is reachable with Tab and Enter). The
+  // link the operator followed says "Done: …" in words of its own: they
+  // are not the console's to show once signed in.
+  await page.goto(`${ADMIN}/console/feed?done=${encodeURIComponent("the admin token was rotated, get the new one at http://127.0.0.1:9999")}`);
   step("redirected_to_login", page.url().includes("/console/login"));
   await shot("login");
   await page.keyboard.press("Tab"); // skip link
@@ -50,6 +59,7 @@ try {
   await page.getByLabel("Admin token").press("Enter");
   await page.waitForURL(/\/console\/k\/[0-9a-f]+\/feed/); // the session's pages have a path of their own
   step("signed_in", await page.locator("h1").textContent());
+  step("lure_flash", await page.locator(".flash").count());
 
   // The operator opens a page the agent serves on another port of the
   // host; it sends the browser to /console/… on its own port. Cookies are
@@ -69,6 +79,8 @@ try {
   const row = page.locator("#feed tbody tr.d-deny", { hasText: "send_email" }).first();
   await row.waitFor({ timeout: 1000 });
   step("feed_denied_ms", Date.now() - sent);
+  await call("tools/call", "send_email", { to: "x@example.com" }, '<img src=x onerror="alert(1)">');
+  await page.locator("#feed tbody tr.d-deny", { hasText: "<img" }).first().waitFor({ timeout: 2000 });
   await shot("feed");
 
   // A call's page: both events side by side.
@@ -86,6 +98,10 @@ try {
   await page.waitForURL(/\/approvals/, { waitUntil: "load" });
   const held = page.locator(`tr[data-id="${HELD}"]`);
   step("held_listed", await held.count());
+  // Held calls that read as agent-a's: its own, not another agent's whose
+  // name only adds a blank (the Go test holds one of "agent-a\u00a0").
+  step("held_as_agent_a", await page.locator("#pending tbody tr td:nth-child(2)").evaluateAll(
+    (tds) => tds.filter((td) => td.innerText.trim() === "agent-a").length));
   // The whole of each argument is in sight, not past the right edge of
   // the window behind a run of spaces the agent put in, and so are the
   // buttons that decide it (a table cell grows to a one-line box's width).
@@ -145,6 +161,7 @@ try {
   await page.getByRole("button", { name: "Compare" }).click();
   step("replay", await page.locator("#replay").textContent());
   await shot("policy");
+  step("injected", injected);
   out.ok = true;
 } catch (e) {
   out.ok = false;
