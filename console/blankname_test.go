@@ -22,6 +22,7 @@ func TestConsoleBlankPaddedNames(t *testing.T) {
 	aliceCell := regexp.MustCompile(`<td>[\s\p{Zs}\x{2800}]*alice[\s\p{Zs}\x{2800}]*</td>`)
 	for _, agent := range []string{"alice ", " alice", "alice\t", "alice\n", "alice\u00a0", "alice\u3000", "alice\u2007", "alice\u2800", "al  ice"} {
 		st := approval.NewStore(approval.Options{})
+		holdCall(t, st, `"alice "`, "send_email", `{}`) // its quotes its own: not shown as "alice "'s
 		holdCall(t, st, agent, "send_email", `{}`)
 		holdCall(t, st, "alice", "send_email", `{}`)
 		_, cl, base := reviewConsole(t, Deps{Approvals: st})
@@ -31,6 +32,9 @@ func TestConsoleBlankPaddedNames(t *testing.T) {
 		}
 		if agent == "al  ice" && !strings.Contains(html.UnescapeString(page), `"al  ice"`) {
 			t.Errorf("agent %q is not shown quoted (HTML shows two spaces as one):\n%s", agent, page)
+		}
+		if agent == "alice " && strings.Count(html.UnescapeString(page), `<td>"alice "</td>`) != 1 {
+			t.Errorf("agent %q is not shown quoted, or another's name reads as it quoted:\n%s", agent, page)
 		}
 		for _, r := range agent {
 			if r > 0x7f && strings.ContainsRune(page, r) {

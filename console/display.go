@@ -54,10 +54,11 @@ func hidden(r rune) bool {
 // nameText is how a page shows a name an agent chose: as it is, unless
 // it has white space HTML would not show as it is (at either end, where
 // a table cell drops it, two spaces in a row, which read as one, a tab or
-// a line break), and then quoted, so that "alice " cannot read as alice.
-// The page spells out its other blanks (hidden).
+// a line break), and then quoted, so that "alice " cannot read as alice;
+// so is a name that starts with a quote, which could otherwise pass for
+// another's quoted. The page spells out its other blanks (hidden).
 func nameText(s string) string {
-	if s == "" || s != strings.TrimFunc(s, blank) || strings.Contains(s, "  ") ||
+	if s == "" || s != strings.TrimFunc(s, blank) || strings.Contains(s, "  ") || strings.HasPrefix(s, `"`) ||
 		strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && blank(r) }) {
 		return strconv.Quote(s)
 	}
