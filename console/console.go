@@ -565,11 +565,14 @@ func rowOf(e telemetry.Event) feedRow {
 	return feedRow{Seq: e.Seq, Time: e.Time, TxnID: e.TxnID, Agent: e.Agent, Upstream: e.Upstream, Tool: e.Tool, Decision: e.Decision, Reason: e.Reason}
 }
 
+// feedFilter reads the decisions' filter from r's query, each value as it
+// is: names are an agent's to choose, and "alice " is not alice (the
+// Agents page links each agent to its decisions by its exact name).
 func feedFilter(r *http.Request) (audit.Filter, map[string]string) {
 	q := r.URL.Query()
 	f := map[string]string{}
 	for _, k := range []string{"agent", "upstream", "tool", "decision", "reason"} {
-		f[k] = strings.TrimSpace(q.Get(k))
+		f[k] = q.Get(k)
 	}
 	return audit.Filter{Type: telemetry.TypePolicyEnforced, Agent: f["agent"], Upstream: f["upstream"], Tool: f["tool"], Decision: f["decision"]}, f
 }
