@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/sluicehq/sluice/internal/invisible"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -51,22 +50,11 @@ func hidden(r rune) bool {
 		r > 0x7f && unicode.Is(unicode.Zs, r) || r == 0x2800
 }
 
-// nameText is how a page shows a name an agent chose: as it is, unless
-// it has white space HTML would not show as it is (at either end, where
-// a table cell drops it, two spaces in a row, which read as one, a tab or
-// a line break), and then quoted, so that "alice " cannot read as alice;
-// so is a name that starts with a quote, which could otherwise pass for
-// another's quoted. The page spells out its other blanks (hidden).
-func nameText(s string) string {
-	if s == "" || s != strings.TrimFunc(s, blank) || strings.Contains(s, "  ") || strings.HasPrefix(s, `"`) ||
-		strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && blank(r) }) {
-		return strconv.Quote(s)
-	}
-	return s
-}
-
-// blank reports white space, or a character that shows as a blank.
-func blank(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Zs, r) || r == 0x2800 }
+// nameText is how a page shows a name an agent chose (invisible.Name):
+// quoted when it has white space HTML would not show as it is, so that
+// "alice " cannot read as alice. The page spells out its other blanks
+// (hidden).
+func nameText(s string) string { return invisible.Name(s) }
 
 // spellBidi writes the hidden characters in b as \u{XXXX}; b itself is
 // returned when it holds none. The text written is plain ASCII, safe in

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/invisible"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -442,7 +443,7 @@ func (e *Engine) addTool() []Recommendation {
 			}
 			r.CapabilityClass = missing[0]
 			r.Change = Change{Path: []string{"manifests", k.agent, "allowed_classes"}, Operation: "add", Value: missing}
-			r.Summary = fmt.Sprintf("let %s call %s: add %s to its manifest's allowed_classes (%d denials)", k.agent, k.tool, strings.Join(missing, ", "), t.n)
+			r.Summary = fmt.Sprintf("let %s call %s: add %s to its manifest's allowed_classes (%d denials)", invisible.Name(k.agent), k.tool, strings.Join(missing, ", "), t.n)
 		} else {
 			upstream, tool, _ := strings.Cut(k.tool, "/")
 			if tool == "" {
@@ -455,7 +456,7 @@ func (e *Engine) addTool() []Recommendation {
 			rule := map[string]any{"match": match, "when": fmt.Sprintf("agent == %q", k.agent), "decision": "allow",
 				"reason": fmt.Sprintf("%s may call %s (approved recommendation)", k.agent, k.tool)}
 			r.Change = Change{Path: []string{"rules"}, Operation: "add", Value: rule}
-			r.Summary = fmt.Sprintf("let %s call %s: a rule allowing it for this agent (%d default denials)", k.agent, k.tool, t.n)
+			r.Summary = fmt.Sprintf("let %s call %s: a rule allowing it for this agent (%d default denials)", invisible.Name(k.agent), k.tool, t.n)
 		}
 		out = append(out, r)
 	}
@@ -546,7 +547,7 @@ func (e *Engine) restrictBoundary() []Recommendation {
 			Note: fmt.Sprintf("every allowed call declared a boundary no wider than %s", boundaryNames[b.max])}
 		out = append(out, Recommendation{Type: RestrictBoundary, Agent: a, Confidence: e.confidence(b.n), Evidence: ev,
 			Change:  Change{Path: []string{"manifests", a, "boundary_ceiling"}, Operation: "set", Value: boundaryNames[b.max]},
-			Summary: fmt.Sprintf("lower %s's boundary ceiling to %s: none of its %d allowed calls went beyond", a, boundaryNames[b.max], b.n)})
+			Summary: fmt.Sprintf("lower %s's boundary ceiling to %s: none of its %d allowed calls went beyond", invisible.Name(a), boundaryNames[b.max], b.n)})
 	}
 	return out
 }

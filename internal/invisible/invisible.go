@@ -6,6 +6,7 @@ package invisible
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -76,3 +77,20 @@ func AppendJSON(dst, b []byte) []byte {
 	}
 	return append(dst, b[start:]...)
 }
+
+// Name returns an agent's name as a person should read it: as it is,
+// unless it has white space that text does not show as it is (at either
+// end, two spaces in a row, any blank but the space: a tab, a line break,
+// a no-break or ideographic space, a blank Braille pattern) or starts
+// with a quote, and then quoted (strconv.Quote), so that "alice " cannot
+// read as alice, nor a name with quotes of its own as another's quoted.
+func Name(s string) string {
+	if s == "" || s != strings.TrimFunc(s, Blank) || strings.Contains(s, "  ") || strings.HasPrefix(s, `"`) ||
+		strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && Blank(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// Blank reports white space, or a character that shows as a blank.
+func Blank(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Zs, r) || r == 0x2800 }
