@@ -5,7 +5,7 @@
 // checks the output.
 //
 //   ADMIN=http://127.0.0.1:P GATEWAY=http://127.0.0.1:Q/mcp/demo TOKEN=t0k \
-//   HELD=apr_… SHOTS=dir LURE=http://127.0.0.1:R/lure node console-browser.mjs
+//   HELD=apr_… SHOTS=dir LURE=http://127.0.0.1:R/lure HOSTILE=true node console-browser.mjs
 //
 // LURE is a page of the agent's on another port of the same host: the
 // signed-in operator opens it, and it sends the browser on to its own
@@ -79,8 +79,11 @@ try {
   const row = page.locator("#feed tbody tr.d-deny", { hasText: "send_email" }).first();
   await row.waitFor({ timeout: 1000 });
   step("feed_denied_ms", Date.now() - sent);
-  await call("tools/call", "send_email", { to: "x@example.com" }, '<img src=x onerror="alert(1)">');
-  await page.locator("#feed tbody tr.d-deny", { hasText: "<img" }).first().waitFor({ timeout: 2000 });
+  if (process.env.HOSTILE === "true") { // not in the README's pictures
+    await call("tools/call", "send_email", { to: "x@example.com" }, '<img src=x onerror="alert(1)">');
+    await page.locator("#feed tbody tr.d-deny", { hasText: "<img" }).first().waitFor({ timeout: 2000 });
+    step("hostile_live", true);
+  }
   await shot("feed");
 
   // A call's page: both events side by side.
