@@ -77,6 +77,23 @@ func spellBidi(b []byte) []byte {
 	return out
 }
 
+// maxLayoutGrowth is how much more than twice their size a call's
+// arguments may take laid out before they are shown compact.
+const maxLayoutGrowth = 64 << 10
+
+// laidOutSize is about how many bytes v, valid JSON, takes laid out one
+// value a line, each line indented by its depth.
+func laidOutSize(v jsontext.Value) int {
+	dec := jsontext.NewDecoder(bytes.NewReader(v))
+	n := len(v)
+	for {
+		if _, err := dec.ReadToken(); err != nil {
+			return n
+		}
+		n += 3 + 2*dec.StackDepth() // a line break, the indentation, ": "
+	}
+}
+
 func spellBidiString(s string) string {
 	if strings.IndexFunc(s, hidden) < 0 {
 		return s
@@ -88,9 +105,12 @@ func spellBidiString(s string) string {
 // JSON (jsontext.Value) or a recorded call's decoded, redacted value.
 // Members keep their order (raw) or are sorted (decoded); invisible
 // characters, which valid JSON holds only inside strings, become \u
-// escapes, so the text is still the same JSON.
+// escapes, so the text is still the same JSON. Arguments that would lay
+// out much larger than they are (nested deep: each line is indented by
+// its depth, which the agent chooses) are shown compact, as the page
+// wraps them.
 func argumentsText(v any) string {
-	var out []byte
+	var compact jsontext.Value
 	switch a := v.(type) {
 	case nil:
 		return ""
@@ -98,20 +118,25 @@ func argumentsText(v any) string {
 		if len(a) == 0 {
 			return ""
 		}
-		f := a.Clone()
-		if err := f.Indent(jsontext.WithIndent("  ")); err != nil {
+		compact = a.Clone()
+		if err := compact.Compact(); err != nil {
 			return spellBidiString(string(a)) // not JSON: as sent, but no direction changes
 		}
-		out = f
 	default:
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false) // the page escapes; "<" reads better than \u003c
-		enc.SetIndent("", "  ")
 		if err := enc.Encode(a); err != nil {
 			return fmt.Sprintf("(arguments not shown: %v)", err)
 		}
-		out = bytes.TrimRight(b.Bytes(), "\n")
+		compact = jsontext.Value(bytes.TrimRight(b.Bytes(), "\n"))
+	}
+	out := []byte(compact)
+	if laidOutSize(compact) <= 2*len(compact)+maxLayoutGrowth {
+		f := compact.Clone()
+		if err := f.Indent(jsontext.WithIndent("  ")); err == nil {
+			out = f
+		}
 	}
 	if !bytes.ContainsFunc(out, func(r rune) bool { return r != '\n' && invisible.Is(r) }) {
 		return string(out)
