@@ -853,6 +853,12 @@ func (c *Console) agents(w http.ResponseWriter, r *http.Request, s *session) {
 
 // --- approvals -----------------------------------------------------------
 
+// maxShownArguments bounds the held calls' arguments (and what else they
+// send) the Approvals page shows, by their size as held: an agent chooses
+// how many calls it has held (100 an agent, a tenth of the store's 10,000
+// a client address) and how large each is (max_body_bytes).
+const maxShownArguments = 8 << 20
+
 func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) {
 	data := map[string]any{}
 	if c.d.Approvals != nil {
@@ -873,7 +879,20 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) 
 			}
 			pending = append(pending, h)
 		}
+		// The oldest calls' arguments first (pending is newest first),
+		// while they fit in maxShownArguments: a flood of large calls
+		// does not hide those of the calls held before it.
+		shown := 0
+		for i := len(pending) - 1; i >= 0; i-- {
+			h := &pending[i]
+			if n := len(h.Arguments) + len(h.Extra); shown+n > maxShownArguments {
+				h.Unshown, h.Arguments, h.Extra = n, nil, nil
+			} else {
+				shown += n
+			}
+		}
 		data["Pending"], data["Done"] = pending, done
+		data["MaxShown"] = maxShownArguments >> 20
 	}
 	c.render(w, r, "approvals", s, data)
 }
@@ -886,6 +905,10 @@ type heldCall struct {
 	// They are shown even when the values are not (audit.keep_arguments
 	// off), so that an operator knows the call holds more than arguments.
 	ExtraNames []string
+	// Unshown is the size of the arguments and Extra not shown, past
+	// what the page shows (maxShownArguments); the call can then only
+	// be declined here: nobody approves arguments they were not shown.
+	Unshown int
 }
 
 // memberNames returns the names of the members of a JSON object, in order.
