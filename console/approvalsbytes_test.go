@@ -1,11 +1,16 @@
 package console
 
 import (
+	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/sluicehq/sluice/approval"
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // TestConsoleApprovalsPageBoundedByBytes: with audit.keep_arguments the
@@ -49,5 +54,53 @@ func TestConsoleApprovalsPageBoundedByBytes(t *testing.T) {
 	}
 	if unshown == 0 {
 		t.Errorf("every held call's arguments shown (%d MiB page)", len(page)>>20)
+	}
+}
+
+// Without audit.keep_arguments the page names what else a held call sends
+// the upstream (each member beside its arguments), and an agent chooses
+// how many members that is: 1 MiB of them made about 1.5 MiB of page a
+// call, 36 MiB for the 25 calls here, 6 GiB for a client address's 1,000
+// held calls of 4 MiB. They count against the same bound.
+func TestConsoleApprovalsPageBoundedByNames(t *testing.T) {
+	st := approval.NewStore(approval.Options{})
+	holdCall(t, st, "agent-a", "send_email", `{"to":"boss@corp.com"}`) // held first
+	var extra strings.Builder
+	extra.WriteString("{")
+	for i := 0; extra.Len() < 1<<20; i++ {
+		fmt.Fprintf(&extra, `"params.m%07d":0,`, i)
+	}
+	raw := strings.TrimSuffix(extra.String(), ",") + "}"
+	const calls = 25
+	g := &approval.Gate{Store: st, Next: intercept.DeciderFunc(func(context.Context, *intercept.ActionDescriptor) (intercept.Decision, error) {
+		return intercept.Decision{Verdict: intercept.RequireApproval, Reason: "rule", RuleID: "hold"}, nil
+	})}
+	for i := range calls {
+		dec, err := g.Decide(context.Background(), &intercept.ActionDescriptor{Upstream: "mail", ToolName: "send_email", Agent: "mallory",
+			TxnID: fmt.Sprint("t", i), Parameters: jsontext.Value(fmt.Sprintf(`{"n":%d}`, i)), CallExtra: jsontext.Value(raw)})
+		if err != nil || dec.ApprovalID == "" {
+			t.Fatalf("holding the call: %+v %v", dec, err)
+		}
+	}
+	_, cl, base := reviewConsole(t, Deps{Approvals: st})
+	page := reviewGet(t, cl, base+"/approvals")
+	if len(page) > 2*maxShownArguments {
+		t.Errorf("the Approvals page is %d MiB for %d held calls naming 1 MiB of members each, want at most about %d MiB", len(page)>>20, calls, 2*maxShownArguments>>20)
+	}
+	rows := regexp.MustCompile(`(?s)<tr data-id=.*?</tr>`).FindAllString(page, -1)
+	unshown := 0
+	for _, row := range rows {
+		if strings.Contains(row, "<td>agent-a</td>") && (!strings.Contains(row, `value="approve"`) || strings.Contains(row, "not shown")) {
+			t.Errorf("agent-a's call, held first, is not shown to approve:\n%.400s", row)
+		}
+		if strings.Contains(row, "not shown") {
+			unshown++
+			if strings.Contains(row, `value="approve"`) {
+				t.Errorf("a held call whose members are not shown can be approved:\n%.600s", row)
+			}
+		}
+	}
+	if unshown == 0 {
+		t.Errorf("every held call's members named (%d MiB page)", len(page)>>20)
 	}
 }

@@ -853,10 +853,11 @@ func (c *Console) agents(w http.ResponseWriter, r *http.Request, s *session) {
 
 // --- approvals -----------------------------------------------------------
 
-// maxShownArguments bounds the held calls' arguments (and what else they
-// send) the Approvals page shows, by their size as held: an agent chooses
-// how many calls it has held (100 an agent, a tenth of the store's 10,000
-// a client address) and how large each is (max_body_bytes).
+// maxShownArguments bounds the held calls' arguments and what else they
+// send (or its members' names) the Approvals page shows, by their size as
+// held: an agent chooses how many calls it has held (100 an agent, a
+// tenth of the store's 10,000 a client address) and how large each is
+// (max_body_bytes).
 const maxShownArguments = 8 << 20
 
 func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) {
@@ -885,8 +886,14 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) 
 		shown := 0
 		for i := len(pending) - 1; i >= 0; i-- {
 			h := &pending[i]
-			if n := len(h.Arguments) + len(h.Extra); shown+n > maxShownArguments {
-				h.Unshown, h.Arguments, h.Extra = n, nil, nil
+			n := len(h.Arguments) + len(h.Extra)
+			if h.Extra == nil { // the names of its members are shown instead
+				for _, name := range h.ExtraNames {
+					n += len(name) + 4
+				}
+			}
+			if shown+n > maxShownArguments {
+				h.Unshown, h.Arguments, h.Extra, h.ExtraNames = n, nil, nil, nil
 			} else {
 				shown += n
 			}
@@ -905,9 +912,10 @@ type heldCall struct {
 	// They are shown even when the values are not (audit.keep_arguments
 	// off), so that an operator knows the call holds more than arguments.
 	ExtraNames []string
-	// Unshown is the size of the arguments and Extra not shown, past
-	// what the page shows (maxShownArguments); the call can then only
-	// be declined here: nobody approves arguments they were not shown.
+	// Unshown is the size of the arguments and Extra (or its names) not
+	// shown, past what the page shows (maxShownArguments); the call can
+	// then only be declined here: nobody approves what they were not
+	// shown.
 	Unshown int
 }
 
