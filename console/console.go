@@ -874,29 +874,29 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) 
 				done = append(done, q)
 				continue
 			}
-			h := heldCall{Request: q, ExtraNames: memberNames(q.Extra)}
-			if !c.d.KeepArguments {
-				h.Arguments, h.Extra = nil, nil
-			}
-			pending = append(pending, h)
+			pending = append(pending, heldCall{Request: q})
 		}
-		// The oldest calls' arguments first (pending is newest first),
-		// while they fit in maxShownArguments: a flood of large calls
-		// does not hide those of the calls held before it.
+		// The oldest calls first (pending is newest first), while what
+		// they send fits in maxShownArguments: a flood of large calls
+		// does not hide the calls held before it.
 		shown := 0
 		for i := len(pending) - 1; i >= 0; i-- {
 			h := &pending[i]
+			extra, size := h.Extra, len(h.Arguments)+len(h.Extra)
+			if !c.d.KeepArguments {
+				h.Arguments, h.Extra = nil, nil
+			}
 			n := len(h.Arguments) + len(h.Extra)
+			names, namesSize, all := memberNames(extra, maxShownArguments-shown-n)
 			if h.Extra == nil { // the names of its members are shown instead
-				for _, name := range h.ExtraNames {
-					n += len(name) + 4
-				}
+				n += namesSize
 			}
-			if shown+n > maxShownArguments {
-				h.Unshown, h.Arguments, h.Extra, h.ExtraNames = n, nil, nil, nil
-			} else {
-				shown += n
+			if !all || shown+n > maxShownArguments {
+				h.Unshown, h.Arguments, h.Extra = size, nil, nil
+				continue
 			}
+			h.ExtraNames = names
+			shown += n
 		}
 		data["Pending"], data["Done"] = pending, done
 		data["MaxShown"] = maxShownArguments >> 20
@@ -919,27 +919,32 @@ type heldCall struct {
 	Unshown int
 }
 
-// memberNames returns the names of the members of a JSON object, in order.
-func memberNames(v jsontext.Value) []string {
-	var names []string
+// memberNames returns the names of the members of a JSON object, in
+// order, and the bytes they take shown, while that is at most limit; all
+// says whether they are every name.
+func memberNames(v jsontext.Value, limit int) (names []string, size int, all bool) {
 	if v.Kind() != '{' {
-		return nil
+		return nil, 0, true
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(v))
 	if _, err := dec.ReadToken(); err != nil {
-		return nil
+		return nil, 0, true
 	}
 	for dec.PeekKind() == '"' {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return names
+			return names, size, true
 		}
-		names = append(names, tok.String())
+		name := tok.String()
+		if size += len(name) + 4; size > limit { // "name",
+			return nil, size, false
+		}
+		names = append(names, name)
 		if err := dec.SkipValue(); err != nil {
-			return names
+			return names, size, true
 		}
 	}
-	return names
+	return names, size, true
 }
 
 func (c *Console) decideApproval(w http.ResponseWriter, r *http.Request, s *session) {
