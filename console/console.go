@@ -912,10 +912,10 @@ type heldCall struct {
 	// They are shown even when the values are not (audit.keep_arguments
 	// off), so that an operator knows the call holds more than arguments.
 	ExtraNames []string
-	// Unshown is the size of the arguments and Extra (or its names) not
-	// shown, past what the page shows (maxShownArguments); the call can
-	// then only be declined here: nobody approves what they were not
-	// shown.
+	// Unshown, when the page does not show what the call sends (past
+	// maxShownArguments), is its size as held: its arguments and Extra.
+	// The call can then only be declined here: nobody approves what they
+	// were not shown.
 	Unshown int
 }
 
