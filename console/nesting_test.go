@@ -24,7 +24,9 @@ import (
 // call's page. Arguments that would lay out much larger than they are
 // are shown compact now, wrapped as the rest.
 func TestConsoleNestedArgumentsBounded(t *testing.T) {
-	const depth = 5000
+	// Deeper than telemetry.MaxKeptDepth, recorded arguments keep their
+	// hash only; this is as deep as they are still recorded.
+	const depth = telemetry.MaxKeptDepth - 10
 	nested := `{"to":"boss@corp.com","a":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`
 	st := approval.NewStore(approval.Options{})
 	holdCall(t, st, "agent-a", "send_email", nested)
