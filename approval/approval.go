@@ -126,6 +126,12 @@ type Options struct {
 	// approval_limit. Unauthenticated calls from one client address may
 	// hold a tenth of it (at least 1). Zero means [MaxLive].
 	MaxLive int
+	// MaxLiveBytes bounds the bytes of the arguments (and what else the
+	// call sends) that live requests keep; an agent, and the
+	// unauthenticated calls of one client address, may keep a tenth of
+	// it. A call past one is denied with approval_limit. Zero means
+	// [MaxLiveBytes].
+	MaxLiveBytes int64
 	// OnChange, if set, is called after every change of a request.
 	OnChange func(Request)
 	// OnUnavailable, if set, is told of every error of a persistent
@@ -164,6 +170,7 @@ type Store struct {
 	// agentClaims are Options.AgentClaims.
 	agentClaims []string
 	maxLive     int
+	maxBytes    int64
 	state       cipher.AEAD
 	be          backend // where OpenStore and OpenRedisStore keep requests; nil keeps them in memory only
 
@@ -185,8 +192,9 @@ type Store struct {
 // not 32 bytes long.
 func NewStore(opts Options) *Store {
 	s := &Store{timeout: opts.Timeout, history: opts.History, now: opts.Now, onChange: opts.OnChange, onUnavailable: opts.OnUnavailable, onAvailable: opts.OnAvailable, agentClaims: opts.AgentClaims,
-		maxLive: cmp.Or(max(opts.MaxLive, 0), MaxLive),
-		byID:    make(map[string]*Request), byCall: make(map[string]*Request), changed: make(chan struct{})}
+		maxLive:  cmp.Or(max(opts.MaxLive, 0), MaxLive),
+		maxBytes: cmp.Or(max(opts.MaxLiveBytes, 0), MaxLiveBytes),
+		byID:     make(map[string]*Request), byCall: make(map[string]*Request), changed: make(chan struct{})}
 	if s.timeout <= 0 {
 		s.timeout = 15 * time.Minute
 	}
@@ -693,7 +701,7 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 	default:
 		// None, or one withdrawn (its client cancelled the call): a new
 		// request.
-		if why := s.full(d.Agent, client); why != "" {
+		if why := s.full(d.Agent, client, int64(len(d.Parameters)+len(d.CallExtra))); why != "" {
 			out.Verdict, out.Reason, out.ApprovalID = intercept.Deny, ReasonTooMany, ""
 			out.PublicReason = why
 			out.Evidence.ReasonCode = ReasonTooMany
@@ -729,6 +737,10 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 const (
 	MaxPendingPerAgent = 100
 	MaxLive            = 10_000
+	// MaxLiveBytes is the default bound on the bytes live requests keep
+	// (Options.MaxLiveBytes): counts alone let one client address keep
+	// 1,000 calls of max_body_bytes (4 GiB), the gateway 10,000.
+	MaxLiveBytes = 256 << 20
 )
 
 // maxPerClient is the live requests one client address's
@@ -736,30 +748,48 @@ const (
 func (s *Store) maxPerClient() int { return max(1, s.maxLive/10) }
 
 // full returns why no more calls of agent, sent from client ("" when it
-// is authenticated), may be held, or ""; s is locked.
-func (s *Store) full(agent, client string) string {
+// is authenticated), may be held, the new one keeping size bytes, or "";
+// s is locked.
+func (s *Store) full(agent, client string, size int64) string {
 	if s.live >= s.maxLive {
 		return fmt.Sprintf("%d calls are already waiting for approval, the most the gateway holds; this call was not held", s.maxLive)
 	}
 	perAgent, perClient := 0, 0
+	all, agentBytes, clientBytes := size, size, size
 	agent = norm.NFC.String(agent)
 	for _, r := range s.byID {
 		if r.Status != Pending && r.Status != Approved {
 			continue
 		}
+		n := r.size()
+		all += n
 		if norm.NFC.String(r.Agent) == agent {
 			if perAgent++; perAgent >= MaxPendingPerAgent {
 				return fmt.Sprintf("this agent already has %d calls waiting for approval, the most it may; this call was not held (it can be sent again once they are answered)", MaxPendingPerAgent)
 			}
+			agentBytes += n
 		}
 		if client != "" && r.Client == client {
 			if perClient++; perClient >= s.maxPerClient() {
 				return fmt.Sprintf("unauthenticated agents at this client's address (%s) already have %d calls waiting for approval, the most they may; this call was not held (it can be sent again once they are answered)", client, s.maxPerClient())
 			}
+			clientBytes += n
 		}
+	}
+	share := max(1, s.maxBytes/10)
+	switch {
+	case all > s.maxBytes:
+		return fmt.Sprintf("the calls waiting for approval would keep %d bytes of arguments with this one, more than the gateway holds (%d); this call was not held", all, s.maxBytes)
+	case agentBytes > share:
+		return fmt.Sprintf("this agent's calls waiting for approval would keep %d bytes of arguments with this one, more than it may (%d); this call was not held (it can be sent again once they are answered)", agentBytes, share)
+	case client != "" && clientBytes > share:
+		return fmt.Sprintf("unauthenticated agents at this client's address (%s) would keep %d bytes of arguments waiting for approval with this call, more than they may (%d); this call was not held (it can be sent again once they are answered)", client, clientBytes, share)
 	}
 	return ""
 }
+
+// size is what r keeps of its call: its arguments and what else it sends.
+func (r *Request) size() int64 { return int64(len(r.Arguments) + len(r.Extra)) }
 
 // Forwarded passes route-memory updates on to Next and then, for a call
 // allowed by an approval, uses the approval up: only a call that is
