@@ -81,8 +81,14 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		}
 		gv.closers = append(gv.closers, func(context.Context) { _ = rs.Close() })
 		mem, local = rs, nil
-	} else if cfg.routeMemoryFile && cfg.DataDir != "" {
-		fs, err := sqlitestore.Open(filepath.Join(cfg.DataDir, sqlitestore.FileName), rm.TTL)
+	} else if cfg.routeMemoryFile {
+		// The data directory, set or the default: wraps on the default
+		// one share their memory too.
+		dir, err := cfg.dataDir()
+		if err != nil {
+			return nil, err
+		}
+		fs, err := sqlitestore.Open(filepath.Join(dir, sqlitestore.FileName), rm.TTL)
 		if err != nil {
 			return nil, err
 		}

@@ -20,8 +20,27 @@ import (
 // every wrap on a data directory now shares data_dir/route-memory.db.
 func TestWrapRouteMemoryAcrossWraps(t *testing.T) {
 	dir := buildWrap(t)
+	wrapsShareRouteMemory(t, dir, "data_dir: "+filepath.Join(dir, "data")+"\n")
+}
+
+// TestWrapRouteMemoryDefaultDataDir: the same for a config that sets no
+// data_dir, as the Quickstart's wrap and a wrap without --config: the
+// wraps shared route memory only when data_dir was set, and with the
+// default ($XDG_STATE_HOME/sluice) each kept its own in memory.
+func TestWrapRouteMemoryDefaultDataDir(t *testing.T) {
+	dir := buildWrap(t)
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	wrapsShareRouteMemory(t, dir, "")
+	if _, err := os.Stat(filepath.Join(dir, "state", "sluice", "route-memory.db")); err != nil {
+		t.Errorf("route memory is not in the default data_dir: %v", err)
+	}
+}
+
+// wrapsShareRouteMemory runs two wraps under one config, which starts
+// with head, and checks that a read through one counts for the other.
+func wrapsShareRouteMemory(t *testing.T, dir, head string) {
 	cfg := filepath.Join(dir, "sluice.yaml")
-	os.WriteFile(cfg, []byte("data_dir: "+filepath.Join(dir, "data")+"\nclassifier: {provider: off}\n"+`policy:
+	os.WriteFile(cfg, []byte(head+"classifier: {provider: off}\n"+`policy:
   default: allow
   result_mode: tool_result
   tool_classes:
