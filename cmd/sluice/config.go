@@ -706,6 +706,9 @@ func parseConfig(path string, b []byte) (*config, error) {
 		c.Auth.APIKeys.File = expand(c.Auth.APIKeys.File)
 		c.Auth.JWT.JWKSURL = expand(c.Auth.JWT.JWKSURL)
 	}
+	for k, v := range c.Telemetry.Headers {
+		c.Telemetry.Headers[k] = expand(v) // the collector's API key
+	}
 	c.DataDir = expand(c.DataDir)
 	if err := expanded(); err != nil {
 		return nil, err
