@@ -607,11 +607,18 @@ func parseConfig(path string, b []byte) (*config, error) {
 	c.Approvals.RedisURL = expand(c.Approvals.RedisURL)
 	c.Inventory.RedisURL = expand(c.Inventory.RedisURL)
 	c.AgentTasks.RedisURL = expand(c.AgentTasks.RedisURL)
+	if err := expanded(); err != nil {
+		return nil, err
+	}
 	if err := c.Inventory.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for i, k := range c.SessionKeys {
-		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(expand(k)))
+		k = expand(k)
+		if err := expanded(); err != nil {
+			return nil, err
+		}
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(k))
 		if err != nil || len(raw) != 32 {
 			return nil, fmt.Errorf("%s: session_keys[%d]: want the base64 of 32 random bytes (openssl rand -base64 32)", path, i)
 		}
