@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -29,7 +30,7 @@ const eventsUsage = `usage:
 the store: --config sluice.yaml (its data_dir's events.db) or --db PATH; neither: the default data_dir's
 filters:
   --agent A  --session S  --upstream U  --tool T  --decision D  --type T  --txn ID
-  --since T  --until T  (RFC 3339, YYYY-MM-DD, or a duration such as 1h meaning that long ago)
+  --since T  --until T  (RFC 3339, YYYY-MM-DD, or a duration such as 1h or 7d meaning that long ago)
 `
 
 // RunEventsCLI runs `sluice events <command> [flags]`, writing to stdout.
@@ -136,8 +137,8 @@ func RunEventsCLI(ctx context.Context, args []string, stdout io.Writer) error {
 	})
 }
 
-// parseTime reads an RFC 3339 time, a date, or a duration meaning that
-// long before now.
+// parseTime reads an RFC 3339 time, a date, or a duration (or a number
+// of days, 7d) meaning that long before now.
 func parseTime(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
@@ -151,7 +152,13 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, fmt.Errorf("%q is not a time (2025-05-01T12:00:00Z, 2025-05-01) or a duration ago (1h30m)", s)
+	// Days, as sluice recommend --since takes them: 7d.
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		if days, err := strconv.Atoi(n); err == nil && days >= 0 && days <= 100*366 {
+			return now.Add(-time.Duration(days) * 24 * time.Hour), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time (2025-05-01T12:00:00Z, 2025-05-01) or a duration ago (1h30m, 7d)", s)
 }
 
 func writeJSONLine(w io.Writer, e telemetry.Event) error {

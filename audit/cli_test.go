@@ -131,11 +131,18 @@ func TestParseTime(t *testing.T) {
 		{"2025-04-30T10:00:00Z", time.Date(2025, 4, 30, 10, 0, 0, 0, time.UTC)},
 		{"1h30m", now.Add(-90 * time.Minute)},
 		{"2025-04-30", time.Date(2025, 4, 30, 0, 0, 0, 0, time.Local)},
+		// Days, as sluice recommend --since takes them.
+		{"7d", now.Add(-7 * 24 * time.Hour)},
 	}
 	for _, tt := range tests {
 		got, err := parseTime(tt.in, now)
 		if err != nil || !got.Equal(tt.want) {
 			t.Errorf("parseTime(%q): got %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"d", "-1d", "1.5d", "7dd", "99999999999d"} {
+		if got, err := parseTime(bad, now); err == nil {
+			t.Errorf("parseTime(%q): got %v, want an error", bad, got)
 		}
 	}
 }
