@@ -478,10 +478,21 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	c.sessions[id] = s
 	c.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: s.base() + "/", HttpOnly: true, Secure: r.TLS != nil,
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: s.base() + "/", HttpOnly: true, Secure: c.overTLS(r),
 		SameSite: http.SameSiteStrictMode, MaxAge: max(int(s.expires.Sub(now)/time.Second), 1)})
 	c.event(telemetry.Event{Type: "sluice.console_login", Attrs: map[string]any{"operator": name, "auth": method, "ok": true, "client": throttle.Forwarded(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), c.d.TrustedProxies)}})
 	http.Redirect(w, r, s.base()+strings.TrimPrefix(safeNext(r.PostForm.Get("next")), "/console"), http.StatusSeeOther)
+}
+
+// overTLS reports whether the browser reached the console over TLS: the
+// gateway's own, or that of a trusted proxy saying so in
+// X-Forwarded-Proto.
+func (c *Console) overTLS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && throttle.Trusted(c.d.TrustedProxies, ap.Addr()) && r.Header.Get("X-Forwarded-Proto") == "https"
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
@@ -490,7 +501,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
 		delete(c.sessions, ck.Value)
 		c.mu.Unlock()
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: s.base() + "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: s.base() + "/", MaxAge: -1, HttpOnly: true, Secure: c.overTLS(r), SameSite: http.SameSiteStrictMode})
 	c.action(s, "logout", "", nil)
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 }
