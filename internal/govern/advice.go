@@ -200,19 +200,33 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 		adv.SoleDenyViolation = true
 		final = base
 	}
-	if final.Verdict == intercept.Allow && base.Verdict != intercept.Allow {
-		// The allow rests only on classification.*, which the agent's own
-		// arguments shape: the classifier never allows alone. A human may
-		// let it through; where nobody can answer, the decision without
-		// classification stands.
+	answers := a.OperatorAnswers || d.ClientCanApprove
+	switch {
+	case final.Verdict == base.Verdict:
+	case base.Verdict == intercept.Deny:
+		// An allow, or a hold, rests only on classification.*, which the
+		// agent's own arguments shape: the classifier never allows alone.
+		// A human may let it through; where nobody can answer, the
+		// decision without classification stands.
 		adv.SoleAllow = true
-		if base.Verdict == intercept.Deny && (a.OperatorAnswers || d.ClientCanApprove) {
+		if answers {
 			final = flag(final, false, ReasonSoleAllow, "this call is allowed only on the classifier's judgement, which needs a human's confirmation")
 			adv.Escalated = true
 		} else {
 			final = base
 		}
-	} else if final.Verdict == intercept.Allow {
+	case final.Verdict == intercept.Allow:
+		// base holds the call: the classifier does not let it through.
+		adv.SoleAllow = true
+		final = base
+	case !answers:
+		// A hold resting only on classification.* is an escalation: held
+		// only where someone can answer, or it would wait for its
+		// approval timeout and fail, a deny of the classifier's.
+		adv.Unheld = UnheldNobodyAnswers
+		final = base
+	}
+	if final.Verdict == intercept.Allow {
 		final = a.escalate(final, d, adv)
 	}
 	adv.Decision, adv.Latency = final, time.Since(start)
