@@ -37,6 +37,13 @@ func cacheCanonical(d *intercept.ActionDescriptor, secretKeys []string) (jsontex
 	}
 	stable.Parameters = redactedParameters(d.Parameters, secretKeys)
 	stable.TargetEndpoint = withoutCredentials(d.TargetEndpoint)
+	if p := d.Principal; p != nil {
+		// The agent's credential's claims (a JWT's email, name, whatever
+		// its issuer adds) say nothing of what the call does, and the
+		// audit record keeps none of them: the provider gets the agent's
+		// id and how it signed in.
+		stable.Principal = &intercept.Principal{ID: p.ID, Method: p.Method, ClientName: p.ClientName}
+	}
 	b, err := json.Marshal(&stable)
 	if err != nil {
 		return nil, cacheKey{}, err
@@ -82,12 +89,10 @@ func cacheRaw(buf []byte, d *intercept.ActionDescriptor) []byte {
 	str(d.Method)
 	str(d.ClientName)
 	if p := d.Principal; p != nil {
-		// Its claims are left out of the memo (the canonical key has
-		// them): for one principal id and method they describe the same
-		// caller, and hashing a claims map per call would cost more than
-		// the memo saves.
+		// Its claims are not sent (cacheCanonical).
 		str(p.ID)
 		str(p.Method)
+		str(p.ClientName)
 	}
 	return buf
 }
