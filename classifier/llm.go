@@ -368,7 +368,7 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 	var vocab []string
 	text, err := l.breaker.Execute(func() (string, error) {
 		var system string
-		system, vocab = l.prompt(&snap)
+		system, vocab = l.prompt(&snap, d.Upstream)
 		text, err := l.complete(ctx, system, string(canon))
 		switch {
 		case err == nil:
@@ -403,10 +403,11 @@ func (l *LLM) snapshot() InventorySnapshot {
 	return l.inventory()
 }
 
-// prompt builds the system prompt from an inventory snapshot.
-func (l *LLM) prompt(s *InventorySnapshot) (string, []string) {
+// prompt builds the system prompt from an inventory snapshot for a call
+// to upstream.
+func (l *LLM) prompt(s *InventorySnapshot, upstream string) (string, []string) {
 	vocab := llmVocabulary(s)
-	return llmPrompt(l.promptStatic, l.promptReply, s, vocab), vocab
+	return llmPrompt(l.promptStatic, l.promptReply, s, vocab, upstream), vocab
 }
 
 // complete asks the provider and returns the model's text.

@@ -301,7 +301,7 @@ func (gv *governance) inventorySnapshot() classifier.InventorySnapshot {
 		}
 		hashes = append(hashes, s.Hash)
 		for _, t := range s.Tools {
-			snap.Tools = append(snap.Tools, classifier.InventoryTool{Name: t.Name, Description: t.Description})
+			snap.Tools = append(snap.Tools, classifier.InventoryTool{Upstream: u, Name: t.Name, Description: t.Description})
 		}
 	}
 	snap.Hash = strings.Join(hashes, ",")
