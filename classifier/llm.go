@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -144,7 +145,8 @@ var ErrInactive = errors.New("LLM classifier inactive: provider unreachable")
 //
 // It never blocks a call for longer than its timeout and never fails one:
 // when the provider is slow, down, behind an open breaker or answers with
-// anything but a valid verdict, Classify returns a verdict with every
+// anything but a valid verdict, or the call's agent has llmMaxPerAgent
+// calls at the provider already, Classify returns a verdict with every
 // active axis at its conservative default and composite confidence 0,
 // which routes the call to escalation, together with an error for the log.
 type LLM struct {
@@ -164,6 +166,9 @@ type LLM struct {
 	secretKeys   []string // LLMOptions.SecretKeys
 
 	inactive atomic.Bool // set by a failed Probe, cleared by a good one
+
+	mu       sync.Mutex
+	inflight map[string]int // requests at the provider, by agent (admit)
 }
 
 var _ Classifier = (*LLM)(nil)
@@ -362,6 +367,15 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: the call's descriptor is %d bytes, over the %d sent to a provider", l.name(), len(canon), llmMaxDescriptor)
 	}
 
+	if !l.admit(d.Agent) {
+		// Not sent: the provider's rate limit is the key's, every agent's,
+		// and one agent's flood of calls refused by it would open the
+		// breaker for all. Its calls past its share escalate as any
+		// unclassified call.
+		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: the agent has %d calls at the provider already", l.name(), llmMaxPerAgent)
+	}
+	defer l.done(d.Agent)
+
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
@@ -394,6 +408,33 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 // llmMaxDescriptor bounds the descriptor sent to a provider, in bytes
 // (about 16k tokens).
 const llmMaxDescriptor = 64 << 10
+
+// llmMaxPerAgent bounds the requests at the provider for one agent's
+// calls at a time.
+const llmMaxPerAgent = 8
+
+// admit counts a request of agent's at the provider, unless it has
+// llmMaxPerAgent there already; done uncounts it.
+func (l *LLM) admit(agent string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inflight[agent] >= llmMaxPerAgent {
+		return false
+	}
+	if l.inflight == nil {
+		l.inflight = make(map[string]int)
+	}
+	l.inflight[agent]++
+	return true
+}
+
+func (l *LLM) done(agent string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inflight[agent]--; l.inflight[agent] <= 0 {
+		delete(l.inflight, agent)
+	}
+}
 
 // snapshot is the current inventory snapshot.
 func (l *LLM) snapshot() InventorySnapshot {

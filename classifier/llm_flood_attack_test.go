@@ -1,0 +1,106 @@
+package classifier
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// busyProvider is a provider with room for capacity requests at a time:
+// beyond it, it answers as OpenAI does when a key's rate limit is hit (429,
+// Retry-After). Requests whose body holds hold wait until release closes.
+type busyProvider struct {
+	f        *fakeLLM
+	capacity int32
+	hold     []byte
+	release  chan struct{}
+	inflight atomic.Int32
+}
+
+func (p *busyProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		p.f.ServeHTTP(w, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if n := p.inflight.Add(1); n > p.capacity {
+		p.inflight.Add(-1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"error":{"message":"Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 500. Please try again in 120ms.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
+		return
+	}
+	defer p.inflight.Add(-1)
+	if bytes.Contains(body, p.hold) {
+		<-p.release
+	}
+	p.f.ServeHTTP(w, r)
+}
+
+// (Found by an attacker review.) TestAttackOneAgentFloodsProvider: the
+// provider's rate limit is the gateway's key's, shared by every agent. One
+// agent's 40 calls at once (distinct arguments: no cache hits) each sent a
+// request, the provider refused those past its limit, the refusals opened
+// the breaker, and every other agent's calls got the fallback verdict.
+// An agent now has at most llmMaxPerAgent classifications in flight; its
+// calls past them get the fallback verdict without a request.
+func TestAttackOneAgentFloodsProvider(t *testing.T) {
+	f := newFakeLLM(t, ProviderOpenAI)
+	p := &busyProvider{f: f, capacity: llmMaxPerAgent + 2, hold: []byte("mallory"), release: make(chan struct{})}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	l := mustLLM(t, LLMOptions{Provider: ProviderOpenAI, BaseURL: srv.URL, APIKey: f.key, HTTPClient: &http.Client{Transport: tr},
+		Timeout: time.Minute, CacheSize: -1})
+
+	const flood = 40
+	var returned atomic.Int32
+	var wg sync.WaitGroup
+	released := sync.OnceFunc(func() { close(p.release) })
+	t.Cleanup(func() { released(); wg.Wait() })
+	for i := range flood {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer returned.Add(1)
+			d := llmDescriptor("mallory-session")
+			d.Agent = "mallory"
+			d.Parameters = jsontext.Value(fmt.Sprintf(`{"invoice_id":"INV-%d"}`, i))
+			_, _ = l.Classify(context.Background(), d)
+		}()
+	}
+	// Every call of mallory's has either returned or is at the provider.
+	for deadline := time.Now().Add(10 * time.Second); returned.Load()+p.inflight.Load() < flood; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10s: %d returned, %d at the provider", returned.Load(), p.inflight.Load())
+		}
+	}
+	if n := p.inflight.Load(); n > llmMaxPerAgent {
+		t.Errorf("one agent has %d requests at the provider at once, want at most %d", n, llmMaxPerAgent)
+	}
+	d := llmDescriptor("alice-session")
+	v, err := l.Classify(context.Background(), d)
+	if err != nil || v.Axes.Get(AxisActionType).Source == SourceLLMFallback {
+		t.Errorf("alice's call: got the fallback verdict (breaker %v), err %v", l.BreakerState(), err)
+	}
+	released()
+	wg.Wait()
+	// Mallory's calls in flight answered; a call after them is sent.
+	d = llmDescriptor("mallory-session")
+	d.Agent = "mallory"
+	if v, err := l.Classify(context.Background(), d); err != nil || v.Axes.Get(AxisActionType).Source == SourceLLMFallback {
+		t.Errorf("mallory's call once the others are done: got the fallback verdict, err %v", err)
+	}
+}
