@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"slices"
@@ -367,14 +368,15 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: the call's descriptor is %d bytes, over the %d sent to a provider", l.name(), len(canon), llmMaxDescriptor)
 	}
 
-	if !l.admit(d.Agent) {
+	owner := llmOwner(ctx, d)
+	if !l.admit(owner) {
 		// Not sent: the provider's rate limit is the key's, every agent's,
 		// and one agent's flood of calls refused by it would open the
 		// breaker for all. Its calls past its share escalate as any
 		// unclassified call.
-		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: the agent has %d calls at the provider already", l.name(), llmMaxPerAgent)
+		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: the agent (unauthenticated: its client's address) has %d calls at the provider already", l.name(), llmMaxPerAgent)
 	}
-	defer l.done(d.Agent)
+	defer l.done(owner)
 
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
@@ -413,26 +415,44 @@ const llmMaxDescriptor = 64 << 10
 // calls at a time.
 const llmMaxPerAgent = 8
 
-// admit counts a request of agent's at the provider, unless it has
-// llmMaxPerAgent there already; done uncounts it.
-func (l *LLM) admit(agent string) bool {
+// llmOwner is whom d's request counts against: its agent when
+// authenticated; otherwise the address it came from
+// (intercept.ClientAddrFrom, every loopback address one), since an
+// unauthenticated agent is whatever name its client gives, a new one at
+// each call if it likes.
+func llmOwner(ctx context.Context, d *intercept.ActionDescriptor) string {
+	if d.Principal != nil || intercept.PrincipalFrom(ctx) != nil {
+		return d.Agent
+	}
+	addr := intercept.ClientAddrFrom(ctx)
+	if a, err := netip.ParseAddr(addr); err == nil && a.Unmap().IsLoopback() {
+		addr = "loopback"
+	} else if p, err := netip.ParsePrefix(addr); err == nil && p.Contains(netip.IPv6Loopback()) {
+		addr = "loopback"
+	}
+	return "\x00client " + addr
+}
+
+// admit counts a request of owner's (llmOwner) at the provider, unless it
+// has llmMaxPerAgent there already; done uncounts it.
+func (l *LLM) admit(owner string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.inflight[agent] >= llmMaxPerAgent {
+	if l.inflight[owner] >= llmMaxPerAgent {
 		return false
 	}
 	if l.inflight == nil {
 		l.inflight = make(map[string]int)
 	}
-	l.inflight[agent]++
+	l.inflight[owner]++
 	return true
 }
 
-func (l *LLM) done(agent string) {
+func (l *LLM) done(owner string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.inflight[agent]--; l.inflight[agent] <= 0 {
-		delete(l.inflight, agent)
+	if l.inflight[owner]--; l.inflight[owner] <= 0 {
+		delete(l.inflight, owner)
 	}
 }
 

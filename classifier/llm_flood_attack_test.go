@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // busyProvider is a provider with room for capacity requests at a time:
@@ -56,6 +58,29 @@ func (p *busyProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // An agent now has at most llmMaxPerAgent classifications in flight; its
 // calls past them get the fallback verdict without a request.
 func TestAttackOneAgentFloodsProvider(t *testing.T) {
+	t.Run("authenticated", func(t *testing.T) {
+		testFlood(t, func(i int) (context.Context, *intercept.ActionDescriptor) {
+			d := llmDescriptor("mallory-session")
+			d.Agent = "mallory"
+			d.Principal = &intercept.Principal{ID: "mallory", Method: "api_key"}
+			return context.Background(), d
+		})
+	})
+	// Without authentication an agent is the name its client gives, a new
+	// one at each call if it likes; its address it cannot change.
+	t.Run("unauthenticated, a new name at each call", func(t *testing.T) {
+		testFlood(t, func(i int) (context.Context, *intercept.ActionDescriptor) {
+			d := llmDescriptor("mallory-session")
+			d.Agent = fmt.Sprintf("mallory-%d", i)
+			return intercept.WithClientAddr(context.Background(), "203.0.113.7"), d
+		})
+	})
+}
+
+// testFlood sends 40 calls of mallory's at once, each made by call, then
+// one of alice's (another address) and, once mallory's are answered, one
+// more of mallory's.
+func testFlood(t *testing.T, call func(i int) (context.Context, *intercept.ActionDescriptor)) {
 	f := newFakeLLM(t, ProviderOpenAI)
 	p := &busyProvider{f: f, capacity: llmMaxPerAgent + 2, hold: []byte("mallory"), release: make(chan struct{})}
 	srv := httptest.NewServer(p)
@@ -75,10 +100,9 @@ func TestAttackOneAgentFloodsProvider(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer returned.Add(1)
-			d := llmDescriptor("mallory-session")
-			d.Agent = "mallory"
+			ctx, d := call(i)
 			d.Parameters = jsontext.Value(fmt.Sprintf(`{"invoice_id":"INV-%d"}`, i))
-			_, _ = l.Classify(context.Background(), d)
+			_, _ = l.Classify(ctx, d)
 		}()
 	}
 	// Every call of mallory's has either returned or is at the provider.
@@ -91,16 +115,15 @@ func TestAttackOneAgentFloodsProvider(t *testing.T) {
 		t.Errorf("one agent has %d requests at the provider at once, want at most %d", n, llmMaxPerAgent)
 	}
 	d := llmDescriptor("alice-session")
-	v, err := l.Classify(context.Background(), d)
+	v, err := l.Classify(intercept.WithClientAddr(context.Background(), "198.51.100.2"), d)
 	if err != nil || v.Axes.Get(AxisActionType).Source == SourceLLMFallback {
 		t.Errorf("alice's call: got the fallback verdict (breaker %v), err %v", l.BreakerState(), err)
 	}
 	released()
 	wg.Wait()
 	// Mallory's calls in flight answered; a call after them is sent.
-	d = llmDescriptor("mallory-session")
-	d.Agent = "mallory"
-	if v, err := l.Classify(context.Background(), d); err != nil || v.Axes.Get(AxisActionType).Source == SourceLLMFallback {
+	ctx, d := call(flood)
+	if v, err := l.Classify(ctx, d); err != nil || v.Axes.Get(AxisActionType).Source == SourceLLMFallback {
 		t.Errorf("mallory's call once the others are done: got the fallback verdict, err %v", err)
 	}
 }
