@@ -74,7 +74,8 @@ type LLMOptions struct {
 	// Nil means an empty snapshot.
 	Inventory func() InventorySnapshot
 	// BreakerFailures is how many consecutive provider failures open the
-	// circuit breaker. Zero means 5.
+	// circuit breaker. Zero means 5. A 400, 413 or 422 answer is about
+	// the request, not the provider, and is not counted.
 	BreakerFailures uint32
 	// BreakerTimeout is how long the breaker stays open before it lets one
 	// probe call through (half-open). Zero means 30s.
