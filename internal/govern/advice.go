@@ -130,10 +130,20 @@ type classified struct {
 // classify runs the classifier on d in a span of its own. A method, not
 // a closure in Decide: a closure that a goroutine may run is on the heap,
 // for every call, immediate classifiers' too.
-func (a *Advisor) classify(ctx context.Context, d *intercept.ActionDescriptor) classified {
+//
+// A classifier that panics gave no verdict: the call is an unclassified
+// one. Unrecovered, a panic on the goroutine Decide runs it on ended the
+// process, and one on Decide's own was a policy_error deny, the
+// classifier's alone.
+func (a *Advisor) classify(ctx context.Context, d *intercept.ActionDescriptor) (c classified) {
 	cctx, span := telemetry.StartStage(ctx, a.Tracer, telemetry.StageClassification)
+	defer func() {
+		if r := recover(); r != nil {
+			c = classified{err: fmt.Errorf("classifier panicked: %v", r)}
+		}
+		span.End(c.err)
+	}()
 	v, err := a.Classifier.Classify(cctx, d)
-	span.End(err)
 	return classified{v, err}
 }
 
