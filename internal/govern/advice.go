@@ -213,6 +213,9 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 	answers := a.OperatorAnswers || d.ClientCanApprove
 	switch {
 	case final.Verdict == base.Verdict:
+		// The decision stands without classification.*: the record
+		// names the rule it stands on, not one that reads the verdict.
+		final = base
 	case base.Verdict == intercept.Deny:
 		// An allow, or a hold, rests only on classification.*, which the
 		// agent's own arguments shape: the classifier never allows alone.
