@@ -54,6 +54,8 @@ func cacheCanonical(d *intercept.ActionDescriptor, secretKeys []string) (jsontex
 	if err := v.Canonicalize(jsontext.CanonicalizeRawInts(false), jsontext.CanonicalizeRawFloats(false)); err != nil {
 		return nil, cacheKey{}, err
 	}
+	// Canonical form has them as written: escaping is one to one.
+	v = llmEscapeMarkup(v)
 	return v, sha256.Sum256(v), nil
 }
 

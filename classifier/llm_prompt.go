@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -189,6 +190,7 @@ func llmPrompt(static, reply string, s *InventorySnapshot, vocab []string, upstr
 				if err != nil { // invalid UTF-8 in a name: leave the tool out
 					continue
 				}
+				line = llmEscapeMarkup(line)
 				if len(line) >= room {
 					room = 0
 					break
@@ -206,6 +208,36 @@ func llmPrompt(static, reply string, s *InventorySnapshot, vocab []string, upstr
 	}
 	b.WriteString(reply)
 	return b.String()
+}
+
+// llmEscapeMarkup writes the openers of chat templates' turn markers
+// ("<|im_start|>", "<start_of_turn>", "[INST]", "[/INST]") inside the
+// strings of the JSON text b as \u escapes: every "<", and a "[" before
+// "/" or a capital letter. To a model it is the same JSON; but a local
+// server's tokenizer reads such markers as control tokens wherever they
+// are, in a message's content too, so a string could open a system turn
+// of its own. b is returned as it is when it has none.
+func llmEscapeMarkup(b []byte) []byte {
+	if !bytes.ContainsAny(b, "<[") {
+		return b
+	}
+	out := make([]byte, 0, len(b)+64)
+	in, esc := false, false
+	for i, c := range b {
+		switch {
+		case esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case in && (c == '<' || c == '[' && i+1 < len(b) && (b[i+1] == '/' || 'A' <= b[i+1] && b[i+1] <= 'Z')):
+			out = fmt.Appendf(out, `\u%04x`, c)
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // llmTruncate cuts s to at most n bytes on a rune boundary.
