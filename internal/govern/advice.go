@@ -65,9 +65,10 @@ type Advice struct {
 	// SoleDenyViolation is set when a deny rested only on classification.*
 	// and was replaced by the decision without it.
 	SoleDenyViolation bool
-	// SoleAllow is set when an allow rested only on classification.*
-	// (the policy without it did not allow): the call was held, or the
-	// decision without classification stood.
+	// SoleAllow is set when an allow, or a hold over the policy's deny,
+	// rested only on classification.* (the policy without it did not
+	// allow): the call was held, or the decision without classification
+	// stood.
 	SoleAllow bool
 	// Escalated is set when the advice turned an allow into a hold (or,
 	// for injection with ActionDeny, a deny).
@@ -76,8 +77,9 @@ type Advice struct {
 	Decision  intercept.Decision
 
 	// Unheld says why an allowed call the advice flagged (uncertain, or
-	// injection suspected) was not held: UnheldNotConfigured or
-	// UnheldNobodyAnswers; empty when nothing was flagged or it was held.
+	// injection suspected, or held by a rule reading classification.*) was
+	// not held: UnheldNotConfigured or UnheldNobodyAnswers; empty when
+	// nothing was flagged or it was held.
 	Unheld string
 }
 
