@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -45,6 +46,8 @@ type governance struct {
 	// nil without an audit store.
 	recommend *recommender
 	closers   []func(context.Context)
+	// lastSnapshot is the inventory snapshot inventorySnapshot built last.
+	lastSnapshot atomic.Pointer[classifier.InventorySnapshot]
 }
 
 // buildGovernance builds the decision chain: audit gate ← approval hold ←
@@ -290,21 +293,35 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 }
 
 // inventorySnapshot is what an LLM classifier's prompt lists: every tool
-// last seen on every upstream.
+// last seen on every upstream. The classifier asks for it at every call:
+// while no upstream's tools change it is the one built last (lastSnapshot),
+// not a copy of every tool of every upstream each time.
 func (gv *governance) inventorySnapshot() classifier.InventorySnapshot {
-	var snap classifier.InventorySnapshot
-	var hashes []string
+	var hash strings.Builder
+	var snaps []*inventory.Snapshot
+	var names []string
 	for _, u := range gv.inv.Upstreams() {
 		s := gv.inv.Snapshot(u, inventory.Observed)
 		if s == nil {
 			continue
 		}
-		hashes = append(hashes, s.Hash)
+		if hash.Len() > 0 {
+			hash.WriteByte(',')
+		}
+		// The prompt names each tool's upstream: so does the hash.
+		hash.WriteString(u + ":" + s.Hash)
+		snaps, names = append(snaps, s), append(names, u)
+	}
+	if last := gv.lastSnapshot.Load(); last != nil && last.Hash == hash.String() {
+		return *last
+	}
+	snap := classifier.InventorySnapshot{Hash: hash.String()}
+	for i, s := range snaps {
 		for _, t := range s.Tools {
-			snap.Tools = append(snap.Tools, classifier.InventoryTool{Upstream: u, Name: t.Name, Description: t.Description})
+			snap.Tools = append(snap.Tools, classifier.InventoryTool{Upstream: names[i], Name: t.Name, Description: t.Description})
 		}
 	}
-	snap.Hash = strings.Join(hashes, ",")
+	gv.lastSnapshot.Store(&snap)
 	return snap
 }
 
