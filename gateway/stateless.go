@@ -410,6 +410,30 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 	b.forget(c, nil)
 }
 
+// methodListen opens a 2026-07-28 subscription: its acknowledgement,
+// the notifications it asked for and its result carry its request's id in
+// _meta[subscriptionKey].
+const (
+	methodListen    = "subscriptions/listen"
+	subscriptionKey = "io.modelcontextprotocol/subscriptionId"
+)
+
+// subscriptionOf returns the subscription id in obj's _meta (params or
+// result), nil if none.
+func subscriptionOf(obj jsontext.Value) jsontext.Value {
+	return intercept.Member(intercept.Member(obj, "_meta"), subscriptionKey)
+}
+
+// withSubscription returns obj with the subscription id in its _meta
+// replaced by id.
+func withSubscription(obj, id jsontext.Value) (jsontext.Value, error) {
+	meta, err := intercept.WithMember(intercept.Member(obj, "_meta"), subscriptionKey, id)
+	if err != nil {
+		return nil, err
+	}
+	return intercept.WithMember(obj, "_meta", meta)
+}
+
 // cancelWriteTimeout bounds the write of the cancellation of a call
 // whose client left.
 const cancelWriteTimeout = 2 * time.Second
@@ -492,14 +516,30 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		if c = b.calls[string(m.ID)]; c != nil {
 			delete(b.calls, c.upID)
 			out, err = intercept.WithMember(m.Raw, "id", c.id)
+			if err == nil && m.Kind == intercept.KindResponse && c.method == methodListen && string(subscriptionOf(m.Result)) == c.upID {
+				var result jsontext.Value
+				if result, err = withSubscription(m.Result, c.id); err == nil {
+					out, err = intercept.WithMember(out, "result", result)
+				}
+			}
 		}
 	case intercept.KindNotification:
-		tok := intercept.Member(m.Params, "progressToken")
-		if c = b.tokens[string(tok)]; c != nil && tok != nil {
-			var params jsontext.Value
-			if params, err = intercept.WithMember(m.Params, "progressToken", c.token); err == nil {
-				out, err = intercept.WithMember(m.Raw, "params", params)
+		var params jsontext.Value
+		if tok := intercept.Member(m.Params, "progressToken"); tok != nil {
+			if c = b.tokens[string(tok)]; c != nil {
+				params, err = intercept.WithMember(m.Params, "progressToken", c.token)
 			}
+		} else if sub := subscriptionOf(m.Params); sub != nil {
+			// A subscription's acknowledgement and changes name the
+			// listen request by the gateway's id for it.
+			if c = b.calls[string(sub)]; c != nil && c.method == methodListen {
+				params, err = withSubscription(m.Params, c.id)
+			} else {
+				c = nil
+			}
+		}
+		if c != nil && err == nil {
+			out, err = intercept.WithMember(m.Raw, "params", params)
 		}
 	}
 	b.mu.Unlock()
