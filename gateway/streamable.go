@@ -422,7 +422,12 @@ func (g *Gateway) classify(r *http.Request, x *exchange, requestsVersion string)
 		return nil
 	}
 	modern := isModern(x.version)
-	if modern && !hasMethod {
+	// SEP-2243 asks for Mcp-Method on notifications too, but the MCP
+	// TypeScript SDK v2 client sends notifications/cancelled without it and
+	// its server takes such a notification, checking only a header that is
+	// present: with nothing to disagree with the body, it is taken here too
+	// (TestModernNotificationWithoutMethodHeader).
+	if modern && !hasMethod && m.Kind == intercept.KindRequest {
 		return mismatch(fmt.Sprintf("%s header is required in protocol version %s", hdrMethod, x.version))
 	}
 	if hasMethod && hm != m.Method {

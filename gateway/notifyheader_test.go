@@ -1,0 +1,50 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestModernNotificationWithoutMethodHeader: the MCP TypeScript SDK v2
+// client (@modelcontextprotocol/client 2.4.0) sends a 2026-07-28
+// notification, notifications/cancelled when it closes a subscription,
+// without the Mcp-Method header; its server takes it (202), as it takes
+// any notification whose header is absent, and checks only one that is
+// present. The gateway refused it 400 (-32020), so the client reported
+// an error through Sluice that it does not report directly (found by
+// trial85). A notification without the header is now taken as that
+// server takes it; one whose header disagrees with its body is still
+// refused, as is a request without the header.
+func TestModernNotificationWithoutMethodHeader(t *testing.T) {
+	up := &scriptUpstream{handle: func([]byte) [][]byte { return nil }}
+	_, base := startScriptedGateway(t, up, Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a failure bound, not a speed goal
+	defer cancel()
+	note := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"listen:0","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	for _, tc := range []struct {
+		name   string
+		hdr    map[string]string
+		body   string
+		status int
+	}{
+		{"notification without Mcp-Method", map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, note, http.StatusAccepted},
+		{"notification with its Mcp-Method", modernHeaders("notifications/cancelled", ""), note, http.StatusAccepted},
+		{"notification with another Mcp-Method", modernHeaders("tools/call", ""), note, http.StatusBadRequest},
+		{"request without Mcp-Method", map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, modernRequest("tools/list", ""), http.StatusBadRequest},
+	} {
+		resp, err := sendPost(ctx, base+"/mcp/u", tc.hdr, tc.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: status %d (%s), want %d", tc.name, resp.StatusCode, strings.TrimSpace(string(b)), tc.status)
+		}
+	}
+}
