@@ -171,6 +171,15 @@ func startSluice(t *testing.T, bin, config string) string {
 // URL, read from its "sluice listening" log line.
 func startServeFile(t *testing.T, bin, path string) string {
 	t.Helper()
+	base, _ := startServeFileAdmin(t, bin, path)
+	return base
+}
+
+// startServeFileAdmin is startServeFile also returning the admin API's
+// base URL, read from its "admin API listening" log line, logged before
+// the other; "" if the config has no admin_listen.
+func startServeFileAdmin(t *testing.T, bin, path string) (base, admin string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "sluice"), "serve", "--config", path)
 	stderr, err := cmd.StderrPipe()
@@ -182,16 +191,21 @@ func startServeFile(t *testing.T, bin, path string) string {
 		cancel()
 		t.Fatal(err)
 	}
-	found := make(chan string, 1)
+	type addrs struct{ base, admin string }
+	found := make(chan addrs, 1)
 	read := make(chan []string, 1)
 	go func() {
 		var log []string
+		var admin string
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
 			log = append(log, line)
+			if addr, ok := loggedAddr(line, "admin API listening"); ok {
+				admin = "http://" + addr
+			}
 			if addr, ok := listeningAddr(line); ok {
-				found <- "http://" + addr
+				found <- addrs{"http://" + addr, admin}
 			}
 		}
 		close(found)
@@ -206,20 +220,25 @@ func startServeFile(t *testing.T, bin, path string) string {
 		}
 	})
 	select {
-	case u, ok := <-found:
+	case a, ok := <-found:
 		if !ok {
 			t.Fatal("sluice exited before it listened")
 		}
-		return u
+		return a.base, a.admin
 	case <-time.After(time.Minute):
 		t.Fatal("sluice did not listen within a minute")
-		return ""
+		return "", ""
 	}
 }
 
 // listeningAddr reads the address from serve's "sluice listening" line.
 func listeningAddr(line string) (string, bool) {
-	if !strings.Contains(line, `msg="sluice listening"`) {
+	return loggedAddr(line, "sluice listening")
+}
+
+// loggedAddr reads the address from serve's log line with message msg.
+func loggedAddr(line, msg string) (string, bool) {
+	if !strings.Contains(line, `msg="`+msg+`"`) {
 		return "", false
 	}
 	for _, f := range strings.Fields(line) {

@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestTSv2ThroughSluice runs a client of the MCP TypeScript SDK v2
+// (@modelcontextprotocol/client 2.4.0, v2-client.mjs) against a server of
+// it (@modelcontextprotocol/server 2.4.0, v2-server.mjs) in both eras —
+// 2026-07-28, negotiated with server/discover, and 2025, with initialize —
+// directly and through `sluice serve` whose policy is `{default: allow}`
+// (inventory drift only warned of, so that a tool the server adds is
+// called as directly): over Streamable HTTP to an HTTP and a stdio
+// upstream, and over /sse (v2 has an SSE client; it has no WebSocket one).
+// Every step — tools, a tool's error, an unknown tool, progress,
+// elicitation and sampling (input_required rounds on 2026-07-28, requests
+// to the client on 2025), resources, prompts, list_changed, a subscription
+// of the client's own, cancellation seen by the server, and the Mcp-Method
+// and Mcp-Name headers the client sends with none refused — must come out
+// as it does directly.
+func TestTSv2ThroughSluice(t *testing.T) {
+	requireV2(t)
+	bin := buildBinaries(t)
+	wd, _ := os.Getwd()
+	server := filepath.Join(wd, "v2-server.mjs")
+	httpURL := startAnnounced(t, "SLUICE_E2E_READY ", "node", server, "http")
+	gw := startSluice(t, bin, "policy: {default: allow}\ninventory: {on_drift: warn}\nupstreams:\n"+
+		"  - {name: v2http, url: '"+httpURL+"'}\n"+
+		"  - {name: v2stdio, command: node, args: ['"+server+"', stdio]}\n")
+
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			want := runV2Client(t, "--era", era, "--transport", "http", "--url", httpURL)
+			checkV2Direct(t, era, want)
+			if diff := cmp.Diff(dropHeaders(want), runV2Client(t, "--era", era, "--transport", "stdio", "--", "node", server, "stdio")); diff != "" {
+				t.Errorf("directly, stdio differs from HTTP (-http +stdio):\n%s", diff)
+			}
+			for _, tc := range []struct {
+				name, transport, path string
+			}{
+				{"http upstream via /mcp", "http", "/mcp/v2http"},
+				{"stdio upstream via /mcp", "http", "/mcp/v2stdio"},
+				{"http upstream via /sse", "sse", "/sse/v2http"},
+				{"stdio upstream via /sse", "sse", "/sse/v2stdio"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					got := runV2Client(t, "--era", era, "--transport", tc.transport, "--url", gw+tc.path)
+					want := want
+					if tc.transport == "sse" {
+						// Its POSTs are the legacy SSE transport's.
+						if bad := got["steps"].(map[string]any)["headers"].(map[string]any)["badStatus"]; len(bad.([]any)) > 0 {
+							t.Errorf("refused POSTs over /sse: %v", bad)
+						}
+						want, got = dropHeaders(want), dropHeaders(got)
+					}
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("through Sluice differs from direct (-direct +through):\n%s", diff)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestTSv2PolicyThroughSluice: a v2 client, in both eras, through `sluice
+// serve` to a v2 server over HTTP and over stdio, whose policy denies one
+// tool and holds another, soft (result_mode tool_result) and hard
+// (throw). The soft deny and hold reach the client as readable tool
+// results, the envelope in structuredContent; the hard ones as
+// ProtocolErrors with the envelope in their data. Once the operator
+// approves the held call, the same call sent again by the client runs.
+func TestTSv2PolicyThroughSluice(t *testing.T) {
+	requireV2(t)
+	bin := buildBinaries(t)
+	wd, _ := os.Getwd()
+	server := filepath.Join(wd, "v2-server.mjs")
+	httpURL := startAnnounced(t, "SLUICE_E2E_READY ", "node", server, "http")
+	const token = "v2-test-admin-token-0123456789abcdef"
+	for _, mode := range []string{"tool_result", "throw"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			config := filepath.Join(dir, "sluice.yaml")
+			if err := os.WriteFile(config, []byte("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nadmin_token: "+token+"\ndata_dir: "+filepath.Join(dir, "data")+"\n"+
+				"policy: {default: allow, result_mode: "+mode+", deny: [secret], require_approval: [held]}\nupstreams:\n"+
+				"  - {name: v2http, url: '"+httpURL+"'}\n"+
+				"  - {name: v2stdio, command: node, args: ['"+server+"', stdio]}\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			gw, admin := startServeFileAdmin(t, bin, config)
+			var first map[string]any
+			for _, era := range []string{"modern", "legacy"} {
+				for _, up := range []string{"v2http", "v2stdio"} {
+					out := runV2Client(t, "--era", era, "--transport", "http", "--url", gw+"/mcp/"+up, "--scenario", "policy", "--admin", admin, "--admin-token", token)
+					out = dropHeaders(out)
+					delete(out["steps"].(map[string]any), "connect")
+					b, _ := json.Marshal(out)
+					s := string(b)
+					wants := []string{
+						`"echo":{"isError":false,"ok":true,"text":["echo: hello"]}`,
+						`"again":{"isError":false,"text":["held ran"]}`,
+						`"approve":200`,
+					}
+					if mode == "tool_result" {
+						wants = append(wants,
+							`"secret":{"isError":true,"ok":true,"structuredContent":{"code":"rule_deny"`,
+							`"text":["this call is not allowed by policy (secret)"]`,
+							`"held":{"isError":true,"structuredContent":{"code":"approval_required"`)
+					} else {
+						wants = append(wants,
+							`"secret":{"error":{"code":-32001,"data":{"code":"rule_deny"`,
+							`"held":{"error":{"code":-32002,"data":{"code":"approval_required"`)
+					}
+					for _, want := range wants {
+						if !strings.Contains(s, want) {
+							t.Errorf("%s via %s: lacks %s: %s", era, up, want, s)
+						}
+					}
+					if first == nil {
+						first = out
+					} else if diff := cmp.Diff(first, out); diff != "" {
+						t.Errorf("%s via %s differs from modern via v2http (-first +this):\n%s", era, up, diff)
+					}
+				}
+			}
+		})
+	}
+}
+
+// checkV2Direct checks that the direct run itself did what the scenario
+// asks, so that a comparison with it means something.
+func checkV2Direct(t *testing.T, era string, out map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(out)
+	s := string(b)
+	for _, want := range []string{
+		`"era":"` + era + `"`,
+		`"badStatus":[]`,
+		`"echo":{"isError":false,"ok":true,"text":["echo: hello"]}`,
+		`"text":["fail: it always does"]`,
+		`"progress":["1/3 step 1","2/3 step 2","3/3 step 3"]`,
+		`"asked":["elicitation: Go ahead?","sampling: say hi"]`,
+		`"text":["ask: action=accept ok=true model=hi state=round-1"]`,
+		`"item":["item 7"]`,
+		`"got":["Hello, Ada"]`,
+		`"listed":true`,
+		`"cancelled":true`,
+		`"seen":true`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("direct %s run lacks %s: %s", era, want, s)
+		}
+	}
+}
+
+func dropHeaders(out map[string]any) map[string]any {
+	steps := map[string]any{}
+	for k, v := range out["steps"].(map[string]any) {
+		if k != "headers" {
+			steps[k] = v
+		}
+	}
+	return map[string]any{"ok": out["ok"], "steps": steps}
+}
+
+func requireV2(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("node_modules/@modelcontextprotocol/client"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("node_modules missing under CI: run npm ci in e2e/ (%v)", err)
+		}
+		t.Skip("node_modules missing: run `npm ci` in e2e/ to enable the end-to-end tests")
+	}
+}
+
+// runV2Client runs v2-client.mjs and returns its JSON output.
+func runV2Client(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{"v2-client.mjs"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var out map[string]any
+	if jerr := json.Unmarshal(stdout.Bytes(), &out); jerr != nil {
+		t.Fatalf("v2 client %v: %v; output %q; stderr:\n%s", args, err, stdout.String(), lastLines(stderr.String(), 30))
+	}
+	if err != nil {
+		t.Logf("v2 client %v exited with %v; stderr:\n%s", args, err, lastLines(stderr.String(), 30))
+	}
+	return out
+}
