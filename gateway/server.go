@@ -262,7 +262,16 @@ func (g *Gateway) newRoute(up Upstream) (*route, error) {
 			return nil, err
 		}
 		r.url = u
-		r.dialer = &transport.StreamableHTTPDialer{URL: up.URL, Header: hdr, Client: client, MaxMessageBytes: limit}
+		r.dialer = &transport.StreamableHTTPDialer{URL: up.URL, Header: hdr, Client: client, MaxMessageBytes: limit,
+			// A 2026-07-28 call from /sse or /ws (or the gateway's own)
+			// carries the arguments its tool marks, as one on /mcp does.
+			ParamHeaders: func(msg []byte) map[string]string {
+				m, err := intercept.DecodeMessage(msg)
+				if err != nil {
+					return nil
+				}
+				return g.ic.ParamHeaders(up.Name, m)
+			}}
 	case TransportSSE:
 		if _, err := parseHTTPURL(up.URL); err != nil {
 			return nil, err

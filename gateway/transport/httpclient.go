@@ -68,6 +68,11 @@ type StreamableHTTPDialer struct {
 	// and the requests it answers get an error; a longer event ends the
 	// stream as a broken one. Zero means [DefaultMaxMessageBytes].
 	MaxMessageBytes int64
+	// ParamHeaders, if set, returns the Mcp-Param-{Name} headers (SEP-2243)
+	// of msg, a tools/call sent under a stateless protocol version: the
+	// arguments its tool's inputSchema marks with x-mcp-header, which the
+	// server checks against the body. Nil sends none.
+	ParamHeaders func(msg []byte) map[string]string
 }
 
 var _ Dialer = (*StreamableHTTPDialer)(nil)
@@ -94,6 +99,7 @@ func (d *StreamableHTTPDialer) Dial(ctx context.Context) (Conn, error) {
 		header:     d.Header.Clone(),
 		client:     d.Client,
 		maxMessage: maxMessage(d.MaxMessageBytes),
+		params:     d.ParamHeaders,
 		incoming:   make(chan []byte),
 	}
 	if c.client == nil {
@@ -135,6 +141,7 @@ type httpStreamableConn struct {
 	client     *http.Client
 	ownClient  bool
 	maxMessage int64 // the most a JSON body or an event's data may have
+	params     func(msg []byte) map[string]string
 	incoming   chan []byte
 	ctx        context.Context // the Conn's lifetime; every request and goroutine is tied to it
 	cancel     context.CancelFunc
@@ -332,6 +339,11 @@ func (c *httpStreamableConn) Write(ctx context.Context, msg []byte) error {
 		req.Header.Set(httpHeaderMethod, p.method)
 		if name, ok := httpNameHeader(p.method, envs[0].Params); ok {
 			req.Header.Set(httpHeaderName, name)
+		}
+		if p.method == "tools/call" && c.params != nil {
+			for k, v := range c.params(msg) {
+				req.Header.Set(k, v)
+			}
 		}
 	}
 
