@@ -36,7 +36,8 @@ const recordingFetch = async (url, init = {}) => {
         for (const m of [JSON.parse(init.body)].flat()) {
             if (!m.method) continue;
             const name = (headers.get('mcp-name') ?? '-').replace(/^extra-.*/, 'extra-NAME');
-            const h = `Mcp-Method=${headers.get('mcp-method') ?? '-'} Mcp-Name=${name}`;
+            const params = [...headers].filter(([k]) => k.startsWith('mcp-param-')).map(([k, v]) => ` ${k}=${v}`);
+            const h = `Mcp-Method=${headers.get('mcp-method') ?? '-'} Mcp-Name=${name}${params.sort().join('')}`;
             (sent[m.method] ??= new Set()).add(h);
         }
     }
@@ -101,6 +102,7 @@ async function step(name, fn) {
 async function full() {
     await step('tools_list', async () => ({ names: toolNames((await client.listTools()).tools) }));
     await step('echo', async () => callResult(await client.callTool({ name: 'echo', arguments: { message: 'hello' } })));
+    await step('route', async () => callResult(await client.callTool({ name: 'route', arguments: { region: 'eu-west ü', n: 3 } })));
     await step('fail', async () => callResult(await client.callTool({ name: 'fail', arguments: {} })));
     await step('unknown', async () => callResult(await client.callTool({ name: 'nope', arguments: {} })));
     await step('progress', async () => {

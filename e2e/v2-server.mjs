@@ -84,6 +84,16 @@ function factory({ era }) {
     server.registerTool('was-cancelled', { description: 'whether slow call id saw its cancellation', inputSchema: obj({ id: { type: 'string' } }, ['id']) }, async ({ id }) =>
         text(String(cancelled.has(id)))
     );
+    // SEP-2243: a 2026-07-28 client over HTTP mirrors region and n into
+    // Mcp-Param-Region and Mcp-Param-N, which the server checks.
+    server.registerTool(
+        'route',
+        {
+            description: 'takes arguments mirrored into headers',
+            inputSchema: obj({ region: { type: 'string', 'x-mcp-header': 'Region' }, n: { type: 'integer', 'x-mcp-header': 'N' } }, ['region'])
+        },
+        async ({ region, n }) => text(`route: ${region} ${n}`)
+    );
     // Written once for both eras: input_required on 2026-07-28, the SDK's
     // legacy shim turns it into elicitation/create and sampling/createMessage
     // requests on a 2025 session.

@@ -22,7 +22,8 @@ import (
 // (inventory drift only warned of, so that a tool the server adds is
 // called as directly): over Streamable HTTP to an HTTP and a stdio
 // upstream, and over /sse (v2 has an SSE client; it has no WebSocket one).
-// Every step — tools, a tool's error, an unknown tool, progress,
+// Every step — tools, arguments mirrored into Mcp-Param-* headers
+// (SEP-2243), a tool's error, an unknown tool, progress,
 // elicitation and sampling (input_required rounds on 2026-07-28, requests
 // to the client on 2025), resources, prompts, list_changed, a subscription
 // of the client's own, cancellation seen by the server, and the Mcp-Method
@@ -145,6 +146,7 @@ func checkV2Direct(t *testing.T, era string, out map[string]any) {
 	for _, want := range []string{
 		`"era":"` + era + `"`,
 		`"badStatus":[]`,
+		`"text":["route: eu-west ü 3"]`,
 		`"echo":{"isError":false,"ok":true,"text":["echo: hello"]}`,
 		`"text":["fail: it always does"]`,
 		`"progress":["1/3 step 1","2/3 step 2","3/3 step 3"]`,
@@ -159,6 +161,9 @@ func checkV2Direct(t *testing.T, era string, out map[string]any) {
 		if !strings.Contains(s, want) {
 			t.Errorf("direct %s run lacks %s: %s", era, want, s)
 		}
+	}
+	if era == "modern" && !strings.Contains(s, `"Mcp-Method=tools/call Mcp-Name=route mcp-param-n=3 mcp-param-region==?base64?ZXUtd2VzdCDDvA==?="`) {
+		t.Errorf("the direct modern run's call of route did not carry its arguments as Mcp-Param headers: %s", s)
 	}
 }
 
