@@ -74,6 +74,11 @@ const client = new Client(
 );
 const asked = [];
 client.setRequestHandler('elicitation/create', async req => {
+    if (req.params.requestedSchema?.properties?.approve) {
+        // The gateway's approval question (approvals.client_may_answer).
+        asked.push(`approval: ${req.params.message.split('\n')[0].replace(/ on upstream "[^"]*"/, '')}`);
+        return { action: 'accept', content: { approve: true } };
+    }
     asked.push(`elicitation: ${req.params.message}`);
     return { action: 'accept', content: { ok: true } };
 });
@@ -171,26 +176,36 @@ async function policy() {
         if (r.error?.data?.txn_id) r.error.data.txn_id = '<txn>';
         return r;
     });
-    await step('held', async () => {
-        const held = await client.callTool({ name: 'held', arguments: {} }).then(callResult, e => errorOf(e));
-        // A soft deny's envelope is the result's structuredContent, a hard
-        // one's the error's data.
-        const envelope = held.structuredContent ?? held.error?.data;
-        const id = envelope?.data?.approval_id;
-        if (id) envelope.data.approval_id = '<id>';
-        if (envelope?.txn_id) envelope.txn_id = '<txn>';
-        const admin = opt('admin');
-        if (!admin || !id) return { held };
-        // The operator approves; the same call sent again goes through.
-        const res = await fetch(`${admin}/admin/approvals/${id}`, {
-            method: 'POST',
-            headers: { Authorization: `Bearer ${opt('admin-token')}`, 'Content-Type': 'application/json' },
-            body: JSON.stringify({ action: 'approve', by: 'operator' })
-        });
-        const again = await client.callTool({ name: 'held', arguments: {} }).then(callResult, e => errorOf(e));
-        return { held, approve: res.status, again };
-    });
+    await step('held', async () => held('held'));
+    // A held tool that, once it runs, asks the client for input.
+    await step('held_ask', async () => held('ask'));
     await step('echo', async () => callResult(await client.callTool({ name: 'echo', arguments: { message: 'hello' } })));
+}
+
+// held calls a tool the gateway holds; with --admin, the operator approves
+// and the same call is sent again.
+async function held(name) {
+    asked.length = 0;
+    const held = await client.callTool({ name, arguments: {} }).then(callResult, e => errorOf(e));
+    held.asked = [...asked];
+    // A soft deny's envelope is the result's structuredContent, a hard
+    // one's the error's data.
+    const envelope = held.structuredContent ?? held.error?.data;
+    const id = envelope?.data?.approval_id;
+    if (id) envelope.data.approval_id = '<id>';
+    if (envelope?.txn_id) envelope.txn_id = '<txn>';
+    const admin = opt('admin');
+    if (!admin || !id) return { held };
+    // The operator approves; the same call sent again goes through.
+    const res = await fetch(`${admin}/admin/approvals/${id}`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${opt('admin-token')}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ action: 'approve', by: 'operator' })
+    });
+    asked.length = 0;
+    const again = await client.callTool({ name, arguments: {} }).then(callResult, e => errorOf(e));
+    again.asked = [...asked];
+    return { held, approve: res.status, again };
 }
 
 const deadline = setTimeout(() => {

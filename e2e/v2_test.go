@@ -75,11 +75,15 @@ func TestTSv2ThroughSluice(t *testing.T) {
 
 // TestTSv2PolicyThroughSluice: a v2 client, in both eras, through `sluice
 // serve` to a v2 server over HTTP and over stdio, whose policy denies one
-// tool and holds another, soft (result_mode tool_result) and hard
-// (throw). The soft deny and hold reach the client as readable tool
-// results, the envelope in structuredContent; the hard ones as
-// ProtocolErrors with the envelope in their data. Once the operator
-// approves the held call, the same call sent again by the client runs.
+// tool and holds two, soft (result_mode tool_result), hard (throw), and
+// soft with approvals.client_may_answer. The soft deny and hold reach the
+// client as readable tool results, the envelope in structuredContent; the
+// hard ones as ProtocolErrors with the envelope in their data. Once the
+// operator approves a held call, the same call sent again by the client
+// runs, the held tool that asks the client for input (elicitation and
+// sampling) too. With client_may_answer the client is asked itself
+// (input_required on 2026-07-28, elicitation/create on 2025), answers yes,
+// and its call runs.
 func TestTSv2PolicyThroughSluice(t *testing.T) {
 	requireV2(t)
 	bin := buildBinaries(t)
@@ -87,40 +91,55 @@ func TestTSv2PolicyThroughSluice(t *testing.T) {
 	server := filepath.Join(wd, "v2-server.mjs")
 	httpURL := startAnnounced(t, "SLUICE_E2E_READY ", "node", server, "http")
 	const token = "v2-test-admin-token-0123456789abcdef"
-	for _, mode := range []string{"tool_result", "throw"} {
+	const asked = `["elicitation: Go ahead?","sampling: say hi"]`
+	for _, mode := range []string{"tool_result", "throw", "client_may_answer"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			config := filepath.Join(dir, "sluice.yaml")
-			if err := os.WriteFile(config, []byte("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nadmin_token: "+token+"\ndata_dir: "+filepath.Join(dir, "data")+"\n"+
-				"policy: {default: allow, result_mode: "+mode+", deny: [secret], require_approval: [held]}\nupstreams:\n"+
+			resultMode, extra := mode, "admin_listen: 127.0.0.1:0\nadmin_token: "+token+"\n"
+			if mode == "client_may_answer" {
+				resultMode, extra = "tool_result", "approvals: {client_may_answer: true}\n"
+			}
+			if err := os.WriteFile(config, []byte("listen: 127.0.0.1:0\ndata_dir: "+filepath.Join(dir, "data")+"\n"+extra+
+				"policy: {default: allow, result_mode: "+resultMode+", deny: [secret], require_approval: [held, ask]}\nupstreams:\n"+
 				"  - {name: v2http, url: '"+httpURL+"'}\n"+
 				"  - {name: v2stdio, command: node, args: ['"+server+"', stdio]}\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			gw, admin := startServeFileAdmin(t, bin, config)
+			wants := []string{`"echo":{"isError":false,"ok":true,"text":["echo: hello"]}`}
+			switch mode {
+			case "tool_result":
+				wants = append(wants,
+					`"secret":{"isError":true,"ok":true,"structuredContent":{"code":"rule_deny"`,
+					`"text":["this call is not allowed by policy (secret)"]`,
+					`"held":{"asked":[],"isError":true,"structuredContent":{"code":"approval_required"`)
+			case "throw":
+				wants = append(wants,
+					`"secret":{"error":{"code":-32001,"data":{"code":"rule_deny"`,
+					`"held":{"asked":[],"error":{"code":-32002,"data":{"code":"approval_required"`)
+			}
+			if mode == "client_may_answer" {
+				wants = append(wants,
+					`"held":{"held":{"asked":["approval: Sluice is holding a call to tool \"held\" until it is approved."],"isError":false,"text":["held ran"]}`,
+					`"held_ask":{"held":{"asked":["approval: Sluice is holding a call to tool \"ask\" until it is approved.","elicitation: Go ahead?","sampling: say hi"],"isError":false,"text":["ask: action=accept ok=true model=hi state=round-1"]}`)
+			} else {
+				wants = append(wants,
+					`"again":{"asked":[],"isError":false,"text":["held ran"]}`,
+					`"again":{"asked":`+asked+`,"isError":false,"text":["ask: action=accept ok=true model=hi state=round-1"]}`,
+					`"approve":200`)
+			}
 			var first map[string]any
 			for _, era := range []string{"modern", "legacy"} {
 				for _, up := range []string{"v2http", "v2stdio"} {
-					out := runV2Client(t, "--era", era, "--transport", "http", "--url", gw+"/mcp/"+up, "--scenario", "policy", "--admin", admin, "--admin-token", token)
-					out = dropHeaders(out)
+					args := []string{"--era", era, "--transport", "http", "--url", gw + "/mcp/" + up, "--scenario", "policy"}
+					if admin != "" {
+						args = append(args, "--admin", admin, "--admin-token", token)
+					}
+					out := dropHeaders(runV2Client(t, args...))
 					delete(out["steps"].(map[string]any), "connect")
 					b, _ := json.Marshal(out)
 					s := string(b)
-					wants := []string{
-						`"echo":{"isError":false,"ok":true,"text":["echo: hello"]}`,
-						`"again":{"isError":false,"text":["held ran"]}`,
-						`"approve":200`,
-					}
-					if mode == "tool_result" {
-						wants = append(wants,
-							`"secret":{"isError":true,"ok":true,"structuredContent":{"code":"rule_deny"`,
-							`"text":["this call is not allowed by policy (secret)"]`,
-							`"held":{"isError":true,"structuredContent":{"code":"approval_required"`)
-					} else {
-						wants = append(wants,
-							`"secret":{"error":{"code":-32001,"data":{"code":"rule_deny"`,
-							`"held":{"error":{"code":-32002,"data":{"code":"approval_required"`)
-					}
 					for _, want := range wants {
 						if !strings.Contains(s, want) {
 							t.Errorf("%s via %s: lacks %s: %s", era, up, want, s)
