@@ -68,10 +68,14 @@ const client = new Client(
     { name: 'v2-test-client', version: '1.0.0' },
     {
         capabilities: { elicitation: { form: {} }, sampling: {} },
-        versionNegotiation: { mode: era === 'modern' ? { pin: '2026-07-28' } : 'legacy' },
+        versionNegotiation: { mode: { modern: { pin: '2026-07-28' }, auto: 'auto', legacy: 'legacy' }[era] },
         listChanged: { tools: { onChanged: (err, tools) => onToolsChanged(err, tools) } }
     }
 );
+// What the SDK reported through onerror (a refused notification, an
+// unknown response), by message.
+const reported = new Set();
+client.onerror = e => reported.add(String(e?.message ?? e).replace(/127\.0\.0\.1:\d+/g, 'HOST'));
 const asked = [];
 client.setRequestHandler('elicitation/create', async req => {
     if (req.params.requestedSchema?.properties?.approve) {
@@ -231,12 +235,16 @@ try {
 }
 if (scenario === 'policy') {
     await policy();
+} else if (scenario === 'basic') {
+    // Any server with an echo tool (server-everything's).
+    await step('echo', async () => callResult(await client.callTool({ name: 'echo', arguments: { message: 'hello' } })));
 } else {
     await full();
 }
 if (transportName !== 'stdio') {
     steps.headers = { ok: true, sent: Object.fromEntries(Object.entries(sent).map(([m, s]) => [m, [...s].sort()]).sort()), badStatus };
 }
+steps.reported = { ok: reported.size === 0, errors: [...reported].sort() };
 await client.close().catch(() => {});
 clearTimeout(deadline);
 console.log(JSON.stringify({ ok: Object.values(steps).every(s => s.ok), steps }));

@@ -156,6 +156,46 @@ func TestTSv2PolicyThroughSluice(t *testing.T) {
 	}
 }
 
+// TestTSv2AutoNegotiation: a v2 client in its 'auto' mode probes with
+// server/discover and falls back to initialize when the server is of the
+// 2025 era. Through Sluice it settles on the same era as directly: the
+// 2026-07-28 one with a v2 server, the 2025 one with server-everything (on
+// the v1 SDK), over HTTP and stdio upstreams alike.
+func TestTSv2AutoNegotiation(t *testing.T) {
+	requireV2(t)
+	requireNode(t)
+	bin := buildBinaries(t)
+	wd, _ := os.Getwd()
+	v2 := filepath.Join(wd, "v2-server.mjs")
+	v2URL := startAnnounced(t, "SLUICE_E2E_READY ", "node", v2, "http")
+	v1URL := startServer(t, "streamableHttp")
+	gw := startSluice(t, bin, "policy: {default: allow}\nupstreams:\n"+
+		"  - {name: v2http, url: '"+v2URL+"'}\n"+
+		"  - {name: v2stdio, command: node, args: ['"+v2+"', stdio]}\n"+
+		"  - {name: v1http, url: '"+v1URL+"'}\n"+
+		"  - {name: v1stdio, command: node, args: ['"+filepath.Join(wd, "serve.mjs")+"', stdio]}\n")
+	for _, tc := range []struct {
+		name, direct, era string
+		through           []string
+	}{
+		{"v2 server", v2URL, "modern", []string{"/mcp/v2http", "/mcp/v2stdio"}},
+		{"v1 server", v1URL, "legacy", []string{"/mcp/v1http", "/mcp/v1stdio"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := dropHeaders(runV2Client(t, "--era", "auto", "--scenario", "basic", "--transport", "http", "--url", tc.direct))
+			if era := want["steps"].(map[string]any)["connect"].(map[string]any)["era"]; era != tc.era || want["ok"] != true {
+				t.Fatalf("directly: era %v, want %s: %v", era, tc.era, want)
+			}
+			for _, path := range tc.through {
+				got := dropHeaders(runV2Client(t, "--era", "auto", "--scenario", "basic", "--transport", "http", "--url", gw+path))
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s: through Sluice differs from direct (-direct +through):\n%s", path, diff)
+				}
+			}
+		})
+	}
+}
+
 // checkV2Direct checks that the direct run itself did what the scenario
 // asks, so that a comparison with it means something.
 func checkV2Direct(t *testing.T, era string, out map[string]any) {
@@ -165,6 +205,7 @@ func checkV2Direct(t *testing.T, era string, out map[string]any) {
 	for _, want := range []string{
 		`"era":"` + era + `"`,
 		`"badStatus":[]`,
+		`"reported":{"errors":[],"ok":true}`,
 		`"text":["route: eu-west ü 3"]`,
 		`"echo":{"isError":false,"ok":true,"text":["echo: hello"]}`,
 		`"text":["fail: it always does"]`,
