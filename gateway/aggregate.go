@@ -998,6 +998,9 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 	res := map[string]any{member: out}
 	if s.modern {
 		res["resultType"] = "complete"
+		if member != "tasks" {
+			cacheHints(res)
+		}
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -1828,13 +1831,25 @@ func (a *aggregator) discover() jsontext.Value {
 	if e := a.extensionsCapability(); e != nil {
 		caps["extensions"] = e
 	}
-	b, _ := json.Marshal(map[string]any{
+	res := map[string]any{
 		"supportedVersions": []string{modernVersion},
 		"capabilities":      caps,
 		"resultType":        "complete",
 		"_meta":             map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": name, "version": "1"}},
-	}, json.Deterministic(true))
+	}
+	cacheHints(res)
+	b, _ := json.Marshal(res, json.Deterministic(true))
 	return b
+}
+
+// cacheHints sets the members 2026-07-28 requires of a cacheable result
+// (SEP-2549: server/discover and the lists) that the virtual server makes
+// itself: ttlMs 0 and cacheScope private, immediately stale and never
+// shared, which is always true of an answer merged from upstreams (a
+// client refuses one without them: TestAggregateCacheHints2026).
+func cacheHints(res map[string]any) {
+	res["ttlMs"] = 0
+	res["cacheScope"] = "private"
 }
 
 // encodeHeaderValue writes v as MCP's =?base64?…?= form when it is not
