@@ -1361,6 +1361,15 @@ func (a *aggregator) roundTrip(r *http.Request, s *aggSession, upstream string, 
 		if name != "" {
 			req.Header.Set(hdrName, encodeHeaderValue(name))
 		}
+		if method == "tools/call" {
+			// The route checks them against the inner call's arguments
+			// (TestAggregateParamHeaders2026).
+			if m, err := intercept.DecodeMessage(body); err == nil {
+				for k, v := range a.g.ic.ParamHeaders(upstream, m) {
+					req.Header.Set(k, v)
+				}
+			}
+		}
 	}
 	a.g.handleMCP(rec, req)
 	if method == "initialize" {
