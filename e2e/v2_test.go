@@ -156,6 +156,53 @@ func TestTSv2PolicyThroughSluice(t *testing.T) {
 	}
 }
 
+// TestTSv2VirtualServer runs the v2 client against virtual servers of one
+// v2 upstream each (HTTP, stdio) in both eras, and compares with the run
+// direct to the server. Left out: the name the server gives (the virtual
+// server's own) and the message of the unknown tool's -32602 (the virtual
+// server's, no upstream having the tool); on 2026-07-28, list changes and
+// the client's own subscription, since a virtual server does not serve
+// subscriptions/listen (README, Virtual servers; the calls and headers of
+// the list_changed step go with them).
+func TestTSv2VirtualServer(t *testing.T) {
+	requireV2(t)
+	bin := buildBinaries(t)
+	wd, _ := os.Getwd()
+	server := filepath.Join(wd, "v2-server.mjs")
+	httpURL := startAnnounced(t, "SLUICE_E2E_READY ", "node", server, "http")
+	gw := startSluice(t, bin, "policy: {default: allow}\ninventory: {on_drift: warn}\nupstreams:\n"+
+		"  - {name: v2http, url: '"+httpURL+"'}\n"+
+		"  - {name: v2stdio, command: node, args: ['"+server+"', stdio]}\n"+
+		"virtual_servers:\n  - {name: vhttp, upstreams: [v2http]}\n  - {name: vstdio, upstreams: [v2stdio]}\n")
+	comparable := func(out map[string]any, era string) map[string]any {
+		steps := out["steps"].(map[string]any)
+		delete(steps["connect"].(map[string]any), "server")
+		if code := steps["unknown"].(map[string]any)["error"].(map[string]any)["code"]; code != -32602.0 {
+			t.Errorf("unknown tool: code %v, want -32602", code)
+		}
+		delete(steps, "unknown")
+		if era == "modern" {
+			delete(steps, "list_changed")
+			delete(steps, "listen")
+			delete(steps, "headers")
+		}
+		return map[string]any{"steps": steps}
+	}
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			want := runV2Client(t, "--era", era, "--transport", "http", "--url", httpURL)
+			checkV2Direct(t, era, want)
+			want = comparable(want, era)
+			for _, path := range []string{"/mcp/vhttp", "/mcp/vstdio"} {
+				got := comparable(runV2Client(t, "--era", era, "--transport", "http", "--url", gw+path), era)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s: through the virtual server differs from direct (-direct +through):\n%s", path, diff)
+				}
+			}
+		})
+	}
+}
+
 // TestTSv2AutoNegotiation: a v2 client in its 'auto' mode probes with
 // server/discover and falls back to initialize when the server is of the
 // 2025 era. Through Sluice it settles on the same era as directly: the
