@@ -154,6 +154,22 @@ async function full() {
         await sub.close();
         return { honored: sub.honoredFilter };
     });
+    await step('resource_updated', async () => {
+        const updated = new Promise((resolve, reject) => {
+            client.setNotificationHandler('notifications/resources/updated', n => resolve(n.params.uri));
+            setTimeout(() => reject(new Error('no notifications/resources/updated within 10s')), 10000);
+        });
+        let sub;
+        if (client.getProtocolEra() === 'modern') {
+            sub = await client.listen({ resourceSubscriptions: ['doc://static'] });
+        } else {
+            await client.subscribeResource({ uri: 'doc://static' });
+        }
+        await client.callTool({ name: 'touch', arguments: { uri: 'doc://static' } });
+        const uri = await updated;
+        await sub?.close();
+        return { uri };
+    });
     await step('cancel', async () => {
         const ac = new AbortController();
         const id = Math.random().toString(36).slice(2);

@@ -50,8 +50,22 @@ function registerExtras(server) {
 function factory({ era }) {
     const server = new McpServer(
         { name: 'v2-test-server', version: '1.0.0' },
-        { capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } } }
+        { capabilities: { tools: { listChanged: true }, resources: { listChanged: true, subscribe: true }, prompts: { listChanged: true } } }
     );
+    // 2025: resources/subscribe; 2026-07-28 subscribes in subscriptions/listen.
+    server.server.setRequestHandler('resources/subscribe', async req => {
+        server.subscribed = req.params.uri;
+        return {};
+    });
+    server.registerTool('touch', { description: 'announces that a resource changed', inputSchema: obj({ uri: { type: 'string' } }, ['uri']) }, async ({ uri }) => {
+        for (const s of live) {
+            if (s.isConnected() && (mode === 'stdio' || s.subscribed === uri)) {
+                s.server.sendResourceUpdated({ uri }).catch(() => {});
+            }
+        }
+        handler?.notify.resourceUpdated(uri);
+        return text('touched');
+    });
     server.registerTool('echo', { description: 'echoes its message', inputSchema: obj({ message: { type: 'string' } }, ['message']) }, async ({ message }) =>
         text(`echo: ${message}`)
     );

@@ -25,10 +25,12 @@ import (
 // Every step — tools, arguments mirrored into Mcp-Param-* headers
 // (SEP-2243), a tool's error, an unknown tool, progress,
 // elicitation and sampling (input_required rounds on 2026-07-28, requests
-// to the client on 2025), resources, prompts, list_changed, a subscription
-// of the client's own, cancellation seen by the server, and the Mcp-Method
-// and Mcp-Name headers the client sends with none refused — must come out
-// as it does directly.
+// to the client on 2025), resources, prompts, list_changed,
+// resources/updated after a subscription (resources/subscribe on 2025, in
+// subscriptions/listen on 2026-07-28), a subscription of the client's own,
+// cancellation seen by the server, what the SDK reported through onerror
+// (nothing), and the Mcp-Method and Mcp-Name headers the client sends with
+// none refused — must come out as it does directly.
 func TestTSv2ThroughSluice(t *testing.T) {
 	requireV2(t)
 	bin := buildBinaries(t)
@@ -159,11 +161,12 @@ func TestTSv2PolicyThroughSluice(t *testing.T) {
 // TestTSv2VirtualServer runs the v2 client against virtual servers of one
 // v2 upstream each (HTTP, stdio) in both eras, and compares with the run
 // direct to the server. Left out: the name the server gives (the virtual
-// server's own) and the message of the unknown tool's -32602 (the virtual
-// server's, no upstream having the tool); on 2026-07-28, list changes and
-// the client's own subscription, since a virtual server does not serve
-// subscriptions/listen (README, Virtual servers; the calls and headers of
-// the list_changed step go with them).
+// server's own), the message of the unknown tool's -32602 (the virtual
+// server's, no upstream having the tool) and resource updates, since a
+// virtual server offers no resource subscriptions (README, Virtual
+// servers); on 2026-07-28, list changes and the client's own subscription
+// too, since it does not serve subscriptions/listen (the calls and headers
+// of the list_changed step go with them).
 func TestTSv2VirtualServer(t *testing.T) {
 	requireV2(t)
 	bin := buildBinaries(t)
@@ -181,6 +184,7 @@ func TestTSv2VirtualServer(t *testing.T) {
 			t.Errorf("unknown tool: code %v, want -32602", code)
 		}
 		delete(steps, "unknown")
+		delete(steps, "resource_updated")
 		if era == "modern" {
 			delete(steps, "list_changed")
 			delete(steps, "listen")
@@ -262,6 +266,7 @@ func checkV2Direct(t *testing.T, era string, out map[string]any) {
 		`"item":["item 7"]`,
 		`"got":["Hello, Ada"]`,
 		`"listed":true`,
+		`"resource_updated":{"ok":true,"uri":"doc://static"}`,
 		`"cancelled":true`,
 		`"seen":true`,
 	} {
