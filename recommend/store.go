@@ -177,24 +177,49 @@ func (s *Store) Decline(id, by, reason string, now time.Time) (Record, error) {
 	if by == "" {
 		return Record{}, errors.New("a decision names who made it")
 	}
-	return s.decide(id, Decision{Decision: "DECLINE", DecidedBy: by, DecidedAt: now, ReasonCode: reason, SuppressedUntil: now.Add(Suppression)}, StatusDeclined)
+	return s.decide(id, Decision{Decision: "DECLINE", DecidedBy: by, DecidedAt: now, ReasonCode: reason, SuppressedUntil: now.Add(Suppression)}, StatusDeclined, nil)
 }
 
 // Approved records that a pending recommendation was approved and applied,
 // giving the policy version it produced.
 func (s *Store) Approved(id, by, version string, now time.Time) (Record, error) {
+	return s.approved(id, by, version, now, nil)
+}
+
+// Applied is Approved for rec, read pending before its change was
+// applied: if a Merge has dropped it since (a run no longer proposing
+// it), it is stored approved all the same, for the policy holds its
+// change.
+func (s *Store) Applied(rec Recommendation, by, version string, now time.Time) (Record, error) {
+	return s.approved(rec.ID, by, version, now, func(m map[string]*Record) {
+		if m[rec.ID] == nil {
+			m[rec.ID] = &Record{Recommendation: rec, Status: StatusPending}
+		}
+	})
+}
+
+func (s *Store) approved(id, by, version string, now time.Time, restore func(map[string]*Record)) (Record, error) {
 	if by == "" {
 		return Record{}, errors.New("a decision names who made it")
 	}
-	return s.decide(id, Decision{Decision: "APPROVE", DecidedBy: by, DecidedAt: now, ResultingPolicyVersion: version}, StatusApproved)
+	return s.decide(id, Decision{Decision: "APPROVE", DecidedBy: by, DecidedAt: now, ResultingPolicyVersion: version}, StatusApproved, restore)
 }
 
-func (s *Store) decide(id string, d Decision, status string) (Record, error) {
+// decide sets the status of pending recommendation id, after restore
+// (if any) has had its say on the store as read.
+func (s *Store) decide(id string, d Decision, status string, restore func(map[string]*Record)) (Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, r, err := s.loadOne(id)
+	m, err := s.load()
 	if err != nil {
 		return Record{}, err
+	}
+	if restore != nil {
+		restore(m)
+	}
+	r := m[id]
+	if r == nil {
+		return Record{}, fmt.Errorf("no recommendation %q", id)
 	}
 	if r.Status != StatusPending {
 		return *r, fmt.Errorf("%s is %s: %w", id, r.Status, ErrDecided)

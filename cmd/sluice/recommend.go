@@ -201,7 +201,7 @@ func (rc *recommender) approve(ctx context.Context, id, by string) (recommend.Re
 		return r, "", err
 	}
 	diff := recommend.Diff(src, out)
-	rec, err := rc.store.Approved(id, by, version, rc.now())
+	rec, err := rc.store.Applied(r.Recommendation, by, version, rc.now())
 	if err != nil {
 		// The policy has changed: the audit trail says so even if the
 		// store (a full disk) cannot.
