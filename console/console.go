@@ -898,6 +898,11 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) 
 				h.Arguments, h.Extra = nil, nil
 			}
 			n := len(h.Arguments) + len(h.Extra)
+			if shown+n <= maxShownArguments {
+				// As the page lays them out: nested deep, a few hundred
+				// bytes take up to 64 KiB (argumentsText).
+				n = shownSize(h.Arguments) + shownSize(h.Extra)
+			}
 			names, namesSize, all := memberNames(extra, maxShownArguments-shown-n)
 			if h.Extra == nil { // the names of its members are shown instead
 				n += namesSize

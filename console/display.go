@@ -94,6 +94,15 @@ func laidOutSize(v jsontext.Value) int {
 	}
 }
 
+// shownSize is about how many bytes argumentsText shows v, held JSON,
+// in: laid out, or compact when that would take much more.
+func shownSize(v jsontext.Value) int {
+	if n := laidOutSize(v); n <= 2*len(v)+maxLayoutGrowth {
+		return n
+	}
+	return len(v)
+}
+
 func spellBidiString(s string) string {
 	if strings.IndexFunc(s, hidden) < 0 {
 		return s
