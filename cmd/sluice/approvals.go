@@ -79,7 +79,7 @@ func runApprovals(ctx context.Context, args []string, out io.Writer) error {
 		// the operator approves it too.
 		fmt.Fprintln(tw, "ID\tSTATUS\tAGENT\tUPSTREAM/TOOL\tARGUMENTS\tALSO SENT\tEXPIRES")
 		for _, r := range reqs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", inert(r.ID), inert(string(r.Status)), inert(r.Agent), inert(r.Upstream), inert(r.Tool),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", inert(r.ID), inert(string(r.Status)), inertName(r.Agent), inert(r.Upstream), inert(r.Tool),
 				inert(heldJSON(r.Arguments)), inert(heldJSON(r.Extra)), r.Expires.Format(time.RFC3339))
 		}
 		return tw.Flush()
@@ -146,6 +146,16 @@ func inert(s string) string {
 		return s
 	}
 	return invisible.SpellOut(strconv.Quote(s))
+}
+
+// inertName is inert for an agent's name, which is quoted too when it
+// has white space a reader would not see as it is (invisible.Name), as
+// the console shows it: "alice " must not pass for alice.
+func inertName(s string) string {
+	if q := invisible.Name(s); q != s {
+		return invisible.SpellOut(q)
+	}
+	return inert(s)
 }
 
 // osUser is who runs the CLI: $USER, else the account's name.
