@@ -191,9 +191,11 @@ func writeText(w io.Writer, e telemetry.Event) error {
 	return err
 }
 
-// quote quotes values with spaces or quotes so a line stays parseable.
+// quote quotes values with spaces or quotes so a line stays parseable,
+// and those with a blank (invisible.Blank: U+2800, which Go calls
+// printable) so that alice+U+2800 cannot read as alice.
 func quote(s string) string {
-	if strings.ContainsAny(s, " \t\n\"=") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || invisible.Is(r) }) >= 0 {
+	if strings.ContainsAny(s, " \t\n\"=") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || invisible.Is(r) || invisible.Blank(r) }) >= 0 {
 		// %q escapes what is not printable: a name an agent chose must
 		// not reach the operator's terminal as control sequences. What
 		// Go calls printable but shows as nothing (a variation selector:
