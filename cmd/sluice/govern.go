@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/approval"
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/classifier"
+	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/inventory"
@@ -179,7 +181,10 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	// Approvals live in the data directory: a restarted gateway, or another
 	// process on the same directory (several `sluice wrap`), can answer
 	// them; or in Redis, where every replica can.
-	aopts := approval.Options{Timeout: cfg.Approvals.Timeout, AgentClaims: agentClaims(cfg), OnChange: func(r approval.Request) {
+	// An agent may keep a tenth of MaxLiveBytes held: at least one call
+	// of the largest size max_body_bytes lets in.
+	maxHeld := max(approval.MaxLiveBytes, 10*cmp.Or(cfg.MaxBodyBytes, gateway.DefaultMaxBodyBytes))
+	aopts := approval.Options{Timeout: cfg.Approvals.Timeout, AgentClaims: agentClaims(cfg), MaxLiveBytes: maxHeld, OnChange: func(r approval.Request) {
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", telemetry.ToolName(r.Tool), "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
 		rec.approval(r)
 	}}
