@@ -127,7 +127,8 @@ type Options struct {
 	// hold a tenth of it (at least 1). Zero means [MaxLive].
 	MaxLive int
 	// MaxLiveBytes bounds the bytes of the arguments (and what else the
-	// call sends) that live requests keep; an agent, and the
+	// call sends, and its tool's and agent's names) that live requests
+	// keep; an agent, and the
 	// unauthenticated calls of one client address, may keep a tenth of
 	// it. A call past one is denied with approval_limit. Zero means
 	// [MaxLiveBytes].
@@ -701,7 +702,8 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 	default:
 		// None, or one withdrawn (its client cancelled the call): a new
 		// request.
-		if why := s.full(d.Agent, client, int64(len(d.Parameters)+len(d.CallExtra))); why != "" {
+		size := (&Request{Arguments: d.Parameters, Extra: d.CallExtra, Upstream: d.Upstream, Tool: d.ToolName, Agent: d.Agent, Session: d.SessionID}).size()
+		if why := s.full(d.Agent, client, size); why != "" {
 			out.Verdict, out.Reason, out.ApprovalID = intercept.Deny, ReasonTooMany, ""
 			out.PublicReason = why
 			out.Evidence.ReasonCode = ReasonTooMany
@@ -788,8 +790,12 @@ func (s *Store) full(agent, client string, size int64) string {
 	return ""
 }
 
-// size is what r keeps of its call: its arguments and what else it sends.
-func (r *Request) size() int64 { return int64(len(r.Arguments) + len(r.Extra)) }
+// size is what r keeps of its call: its arguments and what else it
+// sends, and the names the client gave (a made-up tool's is as long as a
+// request).
+func (r *Request) size() int64 {
+	return int64(len(r.Arguments) + len(r.Extra) + len(r.Upstream) + len(r.Tool) + len(r.Agent) + len(r.Session))
+}
 
 // Forwarded passes route-memory updates on to Next and then, for a call
 // allowed by an approval, uses the approval up: only a call that is
