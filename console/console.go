@@ -882,6 +882,9 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) 
 		}
 		for _, q := range reqs {
 			if q.Status != approval.Pending {
+				// Names as the client gave them, as long as a request:
+				// shown cut, as events record them.
+				q.Upstream, q.Tool, q.Agent, q.DecidedBy = telemetry.BoundName(q.Upstream), telemetry.BoundName(q.Tool), telemetry.BoundName(q.Agent), telemetry.BoundName(q.DecidedBy)
 				done = append(done, q)
 				continue
 			}
@@ -897,18 +900,22 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) 
 			if !c.d.KeepArguments {
 				h.Arguments, h.Extra = nil, nil
 			}
-			n := len(h.Arguments) + len(h.Extra)
+			// Its names are shown whole too, and a made-up tool's is as
+			// long as a request.
+			idents := len(h.Upstream) + len(h.Tool) + len(h.Agent)
+			n := idents + len(h.Arguments) + len(h.Extra)
 			if shown+n <= maxShownArguments {
 				// As the page lays them out: nested deep, a few hundred
 				// bytes take up to 64 KiB (argumentsText).
-				n = shownSize(h.Arguments) + shownSize(h.Extra)
+				n = idents + shownSize(h.Arguments) + shownSize(h.Extra)
 			}
 			names, namesSize, all := memberNames(extra, maxShownArguments-shown-n)
 			if h.Extra == nil { // the names of its members are shown instead
 				n += namesSize
 			}
 			if !all || shown+n > maxShownArguments {
-				h.Unshown, h.Arguments, h.Extra = size, nil, nil
+				h.Unshown, h.Arguments, h.Extra = size+idents, nil, nil
+				h.Upstream, h.Tool, h.Agent = telemetry.BoundName(h.Upstream), telemetry.BoundName(h.Tool), telemetry.BoundName(h.Agent)
 				continue
 			}
 			h.ExtraNames = names
@@ -929,7 +936,8 @@ type heldCall struct {
 	// off), so that an operator knows the call holds more than arguments.
 	ExtraNames []string
 	// Unshown, when the page does not show what the call sends (past
-	// maxShownArguments), is its size as held: its arguments and Extra.
+	// maxShownArguments), is its size as held: its arguments, Extra and
+	// names (then shown cut).
 	// The call can then only be declined here: nobody approves what they
 	// were not shown.
 	Unshown int
