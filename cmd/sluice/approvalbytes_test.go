@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -28,5 +29,30 @@ func TestHeldCallOfMaxBodyBytes(t *testing.T) {
 		Agent: "alice", Principal: &intercept.Principal{ID: "alice"}, Parameters: args})
 	if dec.Verdict != intercept.RequireApproval {
 		t.Errorf("a call of 40 MiB under max_body_bytes 64 MiB: %s %s %q, want it held", dec.Verdict, dec.Reason, dec.PublicReason)
+	}
+}
+
+// TestApprovalLogBoundsAgentName: each decision that is not an allow,
+// and each change of a held call, is logged with its agent's name, which
+// without auth is what the client calls itself, as long as a request:
+// each wrote it whole into the log (the tool's name was cut,
+// telemetry.ToolName), 2 MiB for one held call of a 1 MiB name. It is
+// cut as events cut it.
+func TestApprovalLogBoundsAgentName(t *testing.T) {
+	g := governFor(t, "policy: {default: allow, require_approval: [echo]}\n", t.TempDir())
+	agent := "mallory" + strings.Repeat("x", 1<<20)
+	m, err := intercept.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, fwd := g.gv.ic.Check(context.Background(), m, intercept.CallContext{Upstream: "demo", Agent: agent, Target: "http://127.0.0.1:1/mcp"}); fwd {
+		t.Fatal("the call was forwarded, want it held")
+	}
+	logs := g.logs.String()
+	if !strings.Contains(logs, "msg=approval") {
+		t.Fatalf("no approval logged:\n%.500s", logs)
+	}
+	if len(logs) > 64<<10 {
+		t.Errorf("%d bytes logged for a held call of an agent with a 1 MiB name:\n%s", len(logs), regexp.MustCompile(`x{100,}`).ReplaceAllString(logs, "x…"))
 	}
 }

@@ -185,7 +185,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	// of the largest size max_body_bytes lets in.
 	maxHeld := max(approval.MaxLiveBytes, 10*cmp.Or(cfg.MaxBodyBytes, gateway.DefaultMaxBodyBytes))
 	aopts := approval.Options{Timeout: cfg.Approvals.Timeout, AgentClaims: agentClaims(cfg), MaxLiveBytes: maxHeld, OnChange: func(r approval.Request) {
-		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", telemetry.ToolName(r.Tool), "agent", r.Agent, "txn_id", r.TxnID, "by", r.DecidedBy)
+		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", telemetry.ToolName(r.Tool), "agent", telemetry.BoundName(r.Agent), "txn_id", r.TxnID, "by", telemetry.BoundName(r.DecidedBy))
 		rec.approval(r)
 	}}
 	const unavailable = "approvals: the approvals store cannot be read or written; calls that need approval are denied (policy_error) and decisions refused (503) until it can"
@@ -288,7 +288,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 				level = slog.LevelInfo
 			}
 			if logger.Enabled(context.Background(), level) { // the attributes cost allocations even unlogged
-				logger.Log(context.Background(), level, "decision", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", telemetry.ToolName(d.ToolName), "agent", d.Agent,
+				logger.Log(context.Background(), level, "decision", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", telemetry.ToolName(d.ToolName), "agent", telemetry.BoundName(d.Agent),
 					"session", d.SessionID, "decision", dc.Verdict, "reason", dc.Reason, "rule", dc.RuleID)
 			}
 			rec.decision(d, dc, 0)
