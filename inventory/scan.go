@@ -2,6 +2,8 @@ package inventory
 
 import (
 	"fmt"
+	"html"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -143,7 +145,7 @@ func need(s string) []string {
 var rules = []rule{
 	// <IMPORTANT>, <SYSTEM>, <instructions>, [SYSTEM], <|im_start|>:
 	// markup aimed at the model, not at a reader of the docs.
-	{"instruction_tag", SeverityHigh, need("<"), re(`<\s*/?\s*(important|system|instructions?|system[ _-]?prompt|hidden|secret|admin|override|critical|assistant|sys|developer|prompt)(\s[^<>]{0,40})?\s*/?>`), nil},
+	{"instruction_tag", SeverityHigh, need("<"), re(`<\s*/?\s*(important|system|instructions?|system[ _-]?prompt|hidden|secret|admin|override|critical|assistant|sys|developer|prompt|(important|system|hidden|secret|admin|critical|developer|assistant)[ _-]+(notes?|notices?|instructions?|messages?|prompts?|rules?|directives?|context|override|requirements?))(\s[^<>]{0,40})?\s*/?>`), nil},
 	{"instruction_tag", SeverityHigh, need("["), re(`\[\s*/?\s*(system|important|instructions?|admin|hidden|inst)\s*\]`), nil},
 	{"instruction_tag", SeverityHigh, need("<|"), re(`<\|\s*(im_start|im_end|system|user|assistant|endoftext)\s*\|>`), nil},
 
@@ -527,7 +529,8 @@ func (s *scanner) invisible(field field, raw string) {
 		case r == 0x200D && zwjInEmoji(raw, i):
 			// Joins an emoji sequence (👨‍👩‍👧); that is what it is for.
 		case r >= 0xE0100 && r <= 0xE01EF, r >= 0x200B && r <= 0x200F, r >= 0x2060 && r <= 0x2064,
-			r == 0xFEFF, r == 0x180E, r == 0x061C, r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0:
+			r == 0xFEFF, r == 0x180E, r == 0x061C, r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0,
+			r == 0x2800, r == 0x034F:
 			s.add("invisible_unicode", SeverityMedium, field, excerpt(raw, i, i+utf8.RuneLen(r)))
 		case r == 0x00AD:
 			s.add("invisible_unicode", SeverityLow, field, "soft hyphen")
@@ -558,20 +561,37 @@ func zwjInEmoji(s string, i int) bool {
 	return pict(prev) && pict(next)
 }
 
-// normalize prepares text for the rules: compatibility forms folded
-// (NFKC: a model reads "＜ＩＭＰＯＲＴＡＮＴ＞", "𝐈𝐌𝐏𝐎𝐑𝐓𝐀𝐍𝐓" and "﹤SYSTEM﹥" as
-// the ASCII they stand for), lower case, invisible and format characters
-// removed, whitespace runs collapsed to one space. A member name also has
-// its '_', '-' and camelCase boundaries turned into spaces.
+// normalize prepares text for the rules: HTML character references
+// decoded (&lt;IMPORTANT&gt;), compatibility forms folded (NFKC: a model
+// reads "＜ＩＭＰＯＲＴＡＮＴ＞", "𝐈𝐌𝐏𝐎𝐑𝐓𝐀𝐍𝐓" and "﹤SYSTEM﹥" as the ASCII they
+// stand for), letters and brackets that look like ASCII ones folded to
+// them (fold: Cyrillic о, Greek Ο, ï, ❮), combining marks on ASCII
+// letters dropped, lower case, invisible and format characters removed,
+// blanks and whitespace runs collapsed to one space. A member name also
+// has its '_', '-' and camelCase boundaries turned into spaces.
 func normalize(raw string, ident bool) string {
+	if strings.IndexByte(raw, '&') >= 0 {
+		raw = html.UnescapeString(raw)
+	}
 	raw = nfkc(raw)
 	var b strings.Builder
 	b.Grow(len(raw))
 	space := false
+	ascii := false // the last rune written was ASCII
 	var prev rune
 	for _, r := range raw {
 		if unicode.Is(unicode.Cf, r) || r >= 0xE0000 && r <= 0xE01EF {
 			continue
+		}
+		if r >= utf8.RuneSelf {
+			if ascii && (unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r)) {
+				continue // ï spelt i and U+0308, the joiner U+034F
+			}
+			if f, ok := fold[r]; ok {
+				r = f
+			} else if blank(r) {
+				r = ' '
+			}
 		}
 		if ident {
 			if r == '_' || r == '-' {
@@ -589,10 +609,68 @@ func normalize(raw string, ident bool) string {
 			b.WriteByte(' ')
 		}
 		space = false
-		b.WriteRune(unicode.ToLower(r))
+		r = unicode.ToLower(r)
+		ascii = r < utf8.RuneSelf
+		b.WriteRune(r)
 	}
 	return b.String()
 }
+
+// blank reports characters that show as a blank but are not white space
+// to unicode.IsSpace: the braille blank and the Hangul fillers.
+func blank(r rune) bool {
+	return r == 0x2800 || r == 0x115F || r == 0x1160 || r == 0x3164 || r == 0xFFA0
+}
+
+// lookalikes are characters that NFKC leaves alone and a model reads as
+// the ASCII character they look like: letters of other scripts (Cyrillic,
+// Greek, Armenian), Latin small capitals and dotless letters, and angle
+// brackets of other blocks. Guillemets (« », ‹ ›) are quotation marks in
+// French and Russian text and are left alone.
+var lookalikes = map[rune]rune{
+	// Cyrillic.
+	'А': 'A', 'В': 'B', 'С': 'C', 'Е': 'E', 'Н': 'H', 'І': 'I', 'Ј': 'J', 'К': 'K', 'М': 'M', 'О': 'O',
+	'Р': 'P', 'Ѕ': 'S', 'Т': 'T', 'Х': 'X', 'У': 'Y', 'Ү': 'Y', 'Ԁ': 'D', 'Ԛ': 'Q', 'Ԝ': 'W', 'Ӏ': 'I',
+	'а': 'a', 'е': 'e', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'ѕ': 's', 'і': 'i', 'ј': 'j',
+	'һ': 'h', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w', 'ӏ': 'l', 'ү': 'y', 'ѵ': 'v',
+	// Greek.
+	'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M', 'Ν': 'N', 'Ο': 'O',
+	'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X',
+	'α': 'a', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'ο': 'o', 'ρ': 'p', 'υ': 'u', 'χ': 'x',
+	// Armenian.
+	'օ': 'o', 'ս': 'u', 'հ': 'h', 'ո': 'n',
+	// Latin small capitals and dotless letters.
+	'ᴀ': 'a', 'ʙ': 'b', 'ᴄ': 'c', 'ᴅ': 'd', 'ᴇ': 'e', 'ɢ': 'g', 'ʜ': 'h', 'ɪ': 'i', 'ᴊ': 'j', 'ᴋ': 'k',
+	'ʟ': 'l', 'ᴍ': 'm', 'ɴ': 'n', 'ᴏ': 'o', 'ᴘ': 'p', 'ʀ': 'r', 'ꜱ': 's', 'ᴛ': 't', 'ᴜ': 'u', 'ᴠ': 'v',
+	'ᴡ': 'w', 'ʏ': 'y', 'ᴢ': 'z', 'ı': 'i', 'ȷ': 'j', 'ɑ': 'a', 'ɡ': 'g',
+	// Angle brackets (〈 〉 are also what NFKC makes of U+2329, U+232A).
+	'❬': '<', '❭': '>', '❮': '<', '❯': '>', '❰': '<', '❱': '>', '⟨': '<', '⟩': '>', '〈': '<', '〉': '>',
+	'˂': '<', '˃': '>', 'ᐸ': '<', 'ᐳ': '>', '⧼': '<', '⧽': '>',
+}
+
+// fold maps each character normalize folds to the ASCII one a model reads
+// it as: the lookalikes, and letters of the Latin, Greek and Cyrillic
+// blocks that are an ASCII letter or a lookalike with combining marks
+// (Í, ї, ό), which NFKC composes.
+var fold = func() map[rune]rune {
+	m := maps.Clone(lookalikes)
+	for _, span := range [][2]rune{{0xC0, 0x24F}, {0x370, 0x52F}, {0x1E00, 0x1FFF}} {
+		for r := span[0]; r <= span[1]; r++ {
+			d := []rune(norm.NFD.String(string(r)))
+			if len(d) < 2 || !slices.ContainsFunc(d[1:], func(c rune) bool { return unicode.Is(unicode.Mn, c) }) {
+				continue
+			}
+			base := d[0]
+			if f, ok := lookalikes[base]; ok {
+				base = f
+			}
+			if base < utf8.RuneSelf && unicode.IsLetter(base) {
+				m[r] = base
+			}
+		}
+	}
+	return m
+}()
 
 // nfkc returns s in Unicode normalization form KC. It does not allocate
 // for ASCII text, or other text already in NFKC.
@@ -636,7 +714,7 @@ func visible(s string) string {
 		case r == '\n' || r == '\r' || r == '\t':
 			b.WriteByte(' ')
 		case unicode.Is(unicode.Cf, r), unicode.IsControl(r), r >= 0xE0000 && r <= 0xE01EF,
-			r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0:
+			r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0, r == 0x2800, r == 0x034F:
 			fmt.Fprintf(&b, `\u{%04X}`, r)
 		default:
 			b.WriteRune(r)
