@@ -87,6 +87,8 @@ func (d *Diff) Empty() bool { return d.Pinned != nil && len(d.Changes) == 0 }
 
 // String renders the diff for a terminal, in the spirit of a unified diff:
 // "+" for added tools and text, "-" for removed, "~" for changed tools.
+// Observed hashes are written in full: they are what ApproveHash and
+// PinHash (sluice inventory approve|pin --hash) take.
 func (d *Diff) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "upstream %q\n", d.Upstream)
@@ -96,7 +98,7 @@ func (d *Diff) String() string {
 		b.WriteString("  pinned   none\n")
 	}
 	if d.Observed != nil {
-		fmt.Fprintf(&b, "  observed %s (%d tools, %s)\n", short(d.Observed.Hash), d.Observed.Tools, d.Observed.CreatedAt.Format(time.RFC3339))
+		fmt.Fprintf(&b, "  observed %s (%d tools, %s)\n", d.Observed.Hash, d.Observed.Tools, d.Observed.CreatedAt.Format(time.RFC3339))
 	} else {
 		b.WriteString("  observed none (no tools/list seen since the gateway started)\n")
 	}
@@ -114,7 +116,7 @@ func (d *Diff) String() string {
 func writeChange(b *strings.Builder, c ToolChange) {
 	switch c.Kind {
 	case ToolAdded:
-		fmt.Fprintf(b, "+ %s  added (%s)\n", visible(c.Tool), short(c.ObservedHash))
+		fmt.Fprintf(b, "+ %s  added (%s)\n", visible(c.Tool), c.ObservedHash)
 	case ToolRemoved:
 		fmt.Fprintf(b, "- %s  removed (was %s)\n", visible(c.Tool), short(c.PinnedHash))
 	case ToolChanged:
@@ -122,7 +124,7 @@ func writeChange(b *strings.Builder, c ToolChange) {
 		for i, f := range c.Fields {
 			names[i] = f.Field
 		}
-		fmt.Fprintf(b, "~ %s  changed: %s (%s -> %s)\n", visible(c.Tool), strings.Join(names, ", "), short(c.PinnedHash), short(c.ObservedHash))
+		fmt.Fprintf(b, "~ %s  changed: %s (%s -> %s)\n", visible(c.Tool), strings.Join(names, ", "), short(c.PinnedHash), c.ObservedHash)
 		for _, f := range c.Fields {
 			if f.Values == nil {
 				pre, oldMid, newMid, post := textDelta(f.Pinned, f.Observed)

@@ -1029,6 +1029,14 @@ func (inv *Inventory) Pin(upstream string) error {
 	return inv.approve(upstream, AllTools, nil, EventPinned)
 }
 
+// PinHash is Pin that only pins the observed list with the given snapshot
+// hash (the Diff's observed hash), so that a list that changed again after
+// an operator reviewed it is not pinned unseen. It returns ErrStale
+// otherwise.
+func (inv *Inventory) PinHash(upstream, hash string) error {
+	return inv.approve(upstream, AllTools, &hash, EventPinned)
+}
+
 // Approve pins the observed version of one drifted tool of upstream (or
 // of every tool, with AllTools): a changed or added tool's new definition
 // is pinned, a removed tool is dropped from the pin.

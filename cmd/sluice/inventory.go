@@ -109,8 +109,12 @@ func (c *inventoryConfig) backend(ctx context.Context) (*inventory.RedisBackend,
 //
 //	GET  /admin/inventory                      upstreams, hashes, collisions
 //	GET  /admin/inventory/{upstream}/diff      pinned vs observed
-//	POST /admin/inventory/{upstream}/pin       pin what was last observed
-//	POST /admin/inventory/{upstream}/approve   {"tool":"name"|"*"}
+//	POST /admin/inventory/{upstream}/pin       pin what was last observed [{"hash":"…"}]
+//	POST /admin/inventory/{upstream}/approve   {"tool":"name"|"*"[,"hash":"…"]}
+//
+// A hash (the diff's observed hash of the tool, or of the list for "*"
+// and pin) approves that version only: a tool changed again since the
+// operator reviewed it is refused 409 rather than approved unseen.
 func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any, err error) {
@@ -151,18 +155,41 @@ func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 		reply(w, map[string]any{"diff": d, "text": d.String()}, nil)
 	})
 	mux.HandleFunc("POST /admin/inventory/{upstream}/pin", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, map[string]string{"pinned": r.PathValue("upstream")}, inv.Pin(r.PathValue("upstream")))
+		var body struct {
+			Hash *string `json:"hash"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&body); err != nil && err != io.EOF {
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": `want no body or {"hash":"observed hash"}`})
+			return
+		}
+		upstream := r.PathValue("upstream")
+		var err error
+		if body.Hash != nil {
+			err = inv.PinHash(upstream, *body.Hash)
+		} else {
+			err = inv.Pin(upstream)
+		}
+		reply(w, map[string]string{"pinned": upstream}, err)
 	})
 	mux.HandleFunc("POST /admin/inventory/{upstream}/approve", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
-			Tool string `json:"tool"`
+			Tool string  `json:"tool"`
+			Hash *string `json:"hash"`
 		}
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&body); err != nil || body.Tool == "" {
 			w.WriteHeader(http.StatusBadRequest)
-			_ = json.NewEncoder(w).Encode(map[string]string{"error": `want {"tool":"name"} or {"tool":"*"}`})
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": `want {"tool":"name"} or {"tool":"*"}, with "hash" the version to approve`})
 			return
 		}
-		reply(w, map[string]string{"approved": body.Tool}, inv.Approve(r.PathValue("upstream"), body.Tool))
+		upstream := r.PathValue("upstream")
+		var err error
+		if body.Hash != nil {
+			err = inv.ApproveHash(upstream, body.Tool, *body.Hash)
+		} else {
+			err = inv.Approve(upstream, body.Tool)
+		}
+		reply(w, map[string]string{"approved": body.Tool}, err)
 	})
 	return mux
 }
@@ -172,6 +199,7 @@ func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 func runInventory(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlagSet("inventory")
 	ac := adminFlags(fs)
+	hash := fs.String("hash", "", "approve or pin: only the version with this hash, the observed one `inventory diff` shows (a tool changed again since is refused)")
 	if len(args) == 0 {
 		return usageErrorf("inventory: want list, diff UPSTREAM, pin UPSTREAM or approve UPSTREAM [TOOL|*]")
 	}
@@ -200,6 +228,19 @@ func runInventory(ctx context.Context, args []string, out io.Writer) error {
 	// demo's tools.
 	if most := map[string]int{"list": 0, "diff": 1, "pin": 1, "approve": 2}[verb]; len(pos) > most {
 		return usageErrorf("inventory %s: unexpected argument %q (want list, diff UPSTREAM, pin UPSTREAM or approve UPSTREAM [TOOL|*])", verb, pos[most])
+	}
+	hashSet := false
+	fs.Visit(func(f *flag.Flag) { hashSet = hashSet || f.Name == "hash" })
+	if hashSet && verb != "approve" && verb != "pin" {
+		return usageErrorf("inventory %s: --hash is for approve and pin", verb)
+	}
+	// withHash adds the hash given, if any, to an approval's body.
+	withHash := func(body map[string]string) []byte {
+		if hashSet {
+			body["hash"] = *hash
+		}
+		b, _ := json.Marshal(body)
+		return b
 	}
 	admin, token, err := ac.resolve()
 	if err != nil {
@@ -231,7 +272,7 @@ func runInventory(ctx context.Context, args []string, out io.Writer) error {
 		if err := need(1); err != nil {
 			return err
 		}
-		if err := adminCall(ctx, http.MethodPost, base+"/"+pos[0]+"/pin", token, nil, &res); err != nil {
+		if err := adminCall(ctx, http.MethodPost, base+"/"+pos[0]+"/pin", token, withHash(map[string]string{}), &res); err != nil {
 			return err
 		}
 	case "approve":
@@ -242,8 +283,7 @@ func runInventory(ctx context.Context, args []string, out io.Writer) error {
 		if len(pos) > 1 {
 			tool = pos[1]
 		}
-		body, _ := json.Marshal(map[string]string{"tool": tool})
-		if err := adminCall(ctx, http.MethodPost, base+"/"+pos[0]+"/approve", token, body, &res); err != nil {
+		if err := adminCall(ctx, http.MethodPost, base+"/"+pos[0]+"/approve", token, withHash(map[string]string{"tool": tool}), &res); err != nil {
 			return err
 		}
 	}
