@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"bytes"
+	"encoding/base64"
 	"fmt"
 	"html"
 	"maps"
@@ -249,6 +251,11 @@ var rules = []rule{
 //   - encoded_blob, model_directive ("you must"), tool_invocation
 //     ("call read_file"): (low)
 //
+// Text is read as a model reads it (see normalize); base64 in it that
+// decodes to text is scanned as well, at the field with "#base64"
+// appended, and words joined by '_' or '-' into one identifier are read
+// as words by the rules of high severity.
+//
 // Findings are sorted by severity, highest first; each rule is reported at
 // most once per field.
 func Scan(t Tool, opts ScanOptions) []Finding {
@@ -273,6 +280,7 @@ type scanner struct {
 	found       []Finding
 	perRule     map[string]int // findings of each rule
 	foreign     *foreignIndex  // of opts.ForeignTools, built on first use
+	decoding    bool           // scanning what base64 decoded to
 }
 
 func (s *scanner) tool(t Tool) {
@@ -413,6 +421,16 @@ func (s *scanner) text(field field, raw string, ident bool) {
 	if !s.foreignOnly {
 		s.invisible(field, raw)
 		s.patterns(field, norm)
+		if !ident {
+			// DO_NOT_TELL_THE_USER reads as the words it joins; but
+			// prose names tools so (figma_extract_tokens), so only the
+			// rules of high severity, attacks whatever the words name,
+			// read them so.
+			if split := splitJoined(norm); split != norm {
+				s.patternsOf(field, split, SeverityHigh)
+			}
+			s.encoded(field, raw)
+		}
 	}
 	if s.foreign == nil && len(s.opts.ForeignTools) > 0 {
 		s.foreign = newForeignIndex(s.opts.ForeignTools)
@@ -420,6 +438,91 @@ func (s *scanner) text(field field, raw string, ident bool) {
 	if i, n := s.foreign.find(norm); i >= 0 {
 		s.add("cross_server_reference", SeverityMedium, field, excerpt(norm, i, i+n))
 	}
+}
+
+// joined finds words joined by '_' or '-', three or more of them.
+var joined = regexp.MustCompile(`[a-z]+(?:[_-][a-z]+){2,}`)
+
+// splitJoined returns norm with the '_' and '-' that join three or more
+// words into one identifier turned into spaces, or norm itself if it has
+// none.
+func splitJoined(norm string) string {
+	if !strings.ContainsAny(norm, "_-") {
+		return norm
+	}
+	return joined.ReplaceAllStringFunc(norm, func(m string) string {
+		return strings.Map(func(r rune) rune {
+			if r == '_' || r == '-' {
+				return ' '
+			}
+			return r
+		}, m)
+	})
+}
+
+// Base64 that may hide an instruction: runs of at least minEncoded
+// characters of either alphabet (standard or URL-safe), at most
+// maxEncoded of them decoded in one text.
+const (
+	minEncoded = 16
+	maxEncoded = 16
+)
+
+func isBase64Byte(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
+}
+
+// encoded scans, as text of its own at field#base64, what base64 in raw
+// decodes to when that is text: a model decodes it when told to.
+func (s *scanner) encoded(f field, raw string) {
+	if s.decoding || len(raw) < minEncoded {
+		return
+	}
+	for i, n := 0, 0; i < len(raw) && n < maxEncoded; {
+		if !isBase64Byte(raw[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(raw) && isBase64Byte(raw[j]) {
+			j++
+		}
+		run := raw[i:j]
+		i = j
+		if len(run) < minEncoded {
+			continue
+		}
+		n++
+		text, ok := decodeText(run)
+		if !ok {
+			continue
+		}
+		s.decoding = true
+		at := f
+		at.suffix += "#base64"
+		s.text(at, text, false)
+		s.decoding = false
+	}
+}
+
+// decodeText decodes b64 in whichever base64 alphabet it is written,
+// padded or not, and reports whether it is text: valid UTF-8, printable,
+// with a space between words.
+func decodeText(b64 string) (string, bool) {
+	enc := base64.RawStdEncoding
+	if strings.ContainsAny(b64, "-_") {
+		enc = base64.RawURLEncoding
+	}
+	b, err := enc.DecodeString(strings.TrimRight(b64, "="))
+	if err != nil || !utf8.Valid(b) || !bytes.ContainsRune(b, ' ') {
+		return "", false
+	}
+	for _, r := range string(b) {
+		if !unicode.IsPrint(r) && r != '\n' && r != '\t' && r != '\r' {
+			return "", false
+		}
+	}
+	return string(b), true
 }
 
 // foreignIndex finds the first distinctive foreign tool name in a text
@@ -496,8 +599,14 @@ func (x *foreignIndex) find(s string) (at, n int) {
 }
 
 // patterns runs the pattern rules over normalized text.
-func (s *scanner) patterns(field field, norm string) {
+func (s *scanner) patterns(field field, norm string) { s.patternsOf(field, norm, SeverityLow) }
+
+// patternsOf runs the pattern rules of severity min or above.
+func (s *scanner) patternsOf(field field, norm string, min Severity) {
 	for _, r := range rules {
+		if r.severity < min {
+			continue
+		}
 		if r.need != nil && !slices.ContainsFunc(r.need, func(n string) bool { return strings.Contains(norm, n) }) {
 			continue
 		}
