@@ -81,8 +81,73 @@ type listing struct {
 	// session a poisoned listing and the next a clean one.
 	withheld  map[string]string
 	templates map[string]string
-	reported  map[string]bool // finding events already sent
+	// matchers are the templates as Withheld matches them, sorted; nil
+	// when templates changed since. Never modified once made: Withheld
+	// matches them without the lock.
+	matchers []templateMatcher
+	reported map[string]bool // finding events already sent
 }
+
+// templateMatcher is a withheld resource template split into its literal
+// text (see matchTemplate).
+type templateMatcher struct {
+	template, reason string
+	lits             []string // nil: no expression; the URI must be the template
+}
+
+func newTemplateMatcher(t, reason string) templateMatcher {
+	m := templateMatcher{template: t, reason: reason}
+	rest := t
+	for {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			break
+		}
+		m.lits = append(m.lits, rest[:i])
+		rest = rest[i+j+1:]
+	}
+	if m.lits != nil {
+		m.lits = append(m.lits, rest)
+	}
+	return m
+}
+
+// matches reports whether uri could be an expansion of the template: its
+// literal text in order, each {expression} standing for any text. It
+// matches more than the template could expand to, never less. searched
+// is whether it had to search uri for literals between expressions, which
+// costs up to its length.
+func (m *templateMatcher) matches(uri string) (ok, searched bool) {
+	if m.lits == nil {
+		return m.template == uri, false
+	}
+	first, last := m.lits[0], m.lits[len(m.lits)-1]
+	if !strings.HasPrefix(uri, first) || !strings.HasSuffix(uri[len(first):], last) {
+		return false, false
+	}
+	uri = uri[len(first) : len(uri)-len(last)]
+	for _, lit := range m.lits[1 : len(m.lits)-1] {
+		searched = true
+		i := strings.Index(uri, lit)
+		if i < 0 {
+			return false, true
+		}
+		uri = uri[i+len(lit):]
+	}
+	return true, searched
+}
+
+// maxTemplateSearch bounds the bytes of a URI that Withheld searches, all
+// templates together (each template with literals between its
+// expressions counts the URI's length): an upstream listing thousands of
+// poisoned templates and an agent reading a long URI of it would
+// otherwise have every read scan the URI thousands of times. A read past
+// it is refused.
+const maxTemplateSearch = 16 << 20
 
 // listKind describes the items of a list method.
 type listKind struct {
@@ -225,21 +290,39 @@ func (inv *Inventory) ScreenInstructions(upstream, method, instructions string) 
 // reason code is ReasonPoisoned.
 func (inv *Inventory) Withheld(upstream, action string) (reason string, withheld bool) {
 	inv.mu.Lock()
-	defer inv.mu.Unlock()
 	l := inv.lists[upstream]
 	if l == nil {
+		inv.mu.Unlock()
 		return "", false
 	}
 	if r, ok := l.withheld[action]; ok {
+		inv.mu.Unlock()
 		return r, true
 	}
+	if l.matchers == nil && len(l.templates) > 0 {
+		for _, t := range slices.Sorted(maps.Keys(l.templates)) {
+			l.matchers = append(l.matchers, newTemplateMatcher(t, l.templates[t]))
+		}
+	}
+	matchers := l.matchers
+	inv.mu.Unlock()
+
 	uri, ok := strings.CutPrefix(action, "resource:")
 	if !ok {
 		return "", false
 	}
-	for _, t := range slices.Sorted(maps.Keys(l.templates)) {
-		if matchTemplate(t, uri) {
-			return l.templates[t], true
+	budget := maxTemplateSearch
+	for i := range matchers {
+		if budget < 0 {
+			return fmt.Sprintf("the URI is too long to check against the %d resource templates withheld from upstream %q for looking like tool poisoning "+
+				"(%d bytes, each template searched; at most %d bytes in all)", len(matchers), upstream, len(uri), maxTemplateSearch), true
+		}
+		ok, searched := matchers[i].matches(uri)
+		if ok {
+			return matchers[i].reason, true
+		}
+		if searched {
+			budget -= len(uri)
 		}
 	}
 	return "", false
@@ -303,6 +386,9 @@ func (l *listing) remember(m *map[string]string, name, reason string) {
 	}
 	if _, had := (*m)[name]; had || len(*m) < maxListed {
 		(*m)[name] = reason
+		if m == &l.templates {
+			l.matchers = nil
+		}
 	}
 }
 
@@ -435,39 +521,9 @@ func unquote(v jsontext.Value) string {
 }
 
 // matchTemplate reports whether uri could be an expansion of the RFC 6570
-// URI template t: its literal text in order, each {expression} standing
-// for any text. It matches more than the template could expand to, never
-// less.
+// URI template t (see templateMatcher.matches).
 func matchTemplate(t, uri string) bool {
-	var lits []string
-	rest := t
-	for {
-		i := strings.IndexByte(rest, '{')
-		if i < 0 {
-			break
-		}
-		j := strings.IndexByte(rest[i:], '}')
-		if j < 0 {
-			break
-		}
-		lits = append(lits, rest[:i])
-		rest = rest[i+j+1:]
-	}
-	if lits == nil {
-		return t == uri
-	}
-	lits = append(lits, rest)
-	if !strings.HasPrefix(uri, lits[0]) {
-		return false
-	}
-	uri = uri[len(lits[0]):]
-	last := lits[len(lits)-1]
-	for _, lit := range lits[1 : len(lits)-1] {
-		i := strings.Index(uri, lit)
-		if i < 0 {
-			return false
-		}
-		uri = uri[i+len(lit):]
-	}
-	return strings.HasSuffix(uri, last)
+	m := newTemplateMatcher(t, "")
+	ok, _ := m.matches(uri)
+	return ok
 }
