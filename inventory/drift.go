@@ -108,12 +108,19 @@ func (d *Diff) String() string {
 	}
 	for _, c := range d.Changes {
 		b.WriteByte('\n')
-		writeChange(&b, c)
+		writeChange(&b, c, 0)
 	}
 	return b.String()
 }
 
-func writeChange(b *strings.Builder, c ToolChange) {
+// maxEventDelta bounds, in bytes, each changed text of a tool that a drift
+// event's diff quotes: the upstream chooses the texts, and each version
+// it lists is an event of the audit store.
+const maxEventDelta = 4 << 10
+
+// writeChange writes c as Diff.String does, each changed text quoted up
+// to limit bytes (0: whole).
+func writeChange(b *strings.Builder, c ToolChange, limit int) {
 	switch c.Kind {
 	case ToolAdded:
 		fmt.Fprintf(b, "+ %s  added (%s)\n", visible(c.Tool), c.ObservedHash)
@@ -129,8 +136,8 @@ func writeChange(b *strings.Builder, c ToolChange) {
 			if f.Values == nil {
 				pre, oldMid, newMid, post := textDelta(f.Pinned, f.Observed)
 				fmt.Fprintf(b, "    %s:\n", f.Field)
-				fmt.Fprintf(b, "      - %s\n", quoteDelta(pre, oldMid, post))
-				fmt.Fprintf(b, "      + %s\n", quoteDelta(pre, newMid, post))
+				fmt.Fprintf(b, "      - %s\n", quoteDelta(pre, oldMid, post, limit))
+				fmt.Fprintf(b, "      + %s\n", quoteDelta(pre, newMid, post, limit))
 				continue
 			}
 			const maxValues = 50
@@ -167,9 +174,16 @@ func short(h string) string {
 }
 
 // quoteDelta writes a text with its changed middle in [[ ]], eliding long
-// unchanged context.
-func quoteDelta(pre, mid, post string) string {
+// unchanged context, and the middle past limit bytes (0: none).
+func quoteDelta(pre, mid, post string, limit int) string {
 	const ctx = 40
+	if limit > 0 && len(mid) > limit {
+		n := limit
+		for n > 0 && !utf8.RuneStart(mid[n]) {
+			n--
+		}
+		mid = fmt.Sprintf("%s… (%d more characters)", mid[:n], utf8.RuneCountInString(mid[n:]))
+	}
 	if utf8.RuneCountInString(pre) > ctx {
 		r := []rune(pre)
 		pre = "…" + string(r[len(r)-ctx:])

@@ -1373,7 +1373,7 @@ func (inv *Inventory) refresh(changed string) []Event {
 					fields[i] = f.Field
 				}
 				var text strings.Builder
-				writeChange(&text, c)
+				writeChange(&text, c, maxEventDelta)
 				detail := map[string]any{
 					"change": string(c.Kind), "fields": fields,
 					"pinned_hash": c.PinnedHash, "observed_hash": c.ObservedHash,
