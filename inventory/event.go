@@ -22,7 +22,9 @@ const (
 	// severity, field, excerpt, tool_hash. For a listed prompt, resource
 	// or resource template (Tool prompt:NAME, resource:URI,
 	// resource_template:TEMPLATE) or server instructions (Tool empty),
-	// item_hash, method and withheld instead of tool_hash.
+	// item_hash, method and withheld instead of tool_hash. A listed answer
+	// records at most maxListingEvents of them; one more, with rule
+	// findings_not_recorded and not_recorded, counts the rest.
 	EventPoisoning EventType = "sluice.tool_poisoning"
 	// EventCollision: tools of one name are offered by more than one
 	// upstream. Tool is the name; Upstream is the upstream whose list

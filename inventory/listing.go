@@ -200,6 +200,7 @@ func (inv *Inventory) screenListed(upstream, method string, k listKind, items []
 	defer inv.mu.Unlock()
 	l := inv.listing(upstream)
 	var evs []Event
+	left, leftItems, leftSev := 0, 0, Severity(0) // findings not recorded one by one
 	for i, it := range items {
 		if it.Kind() != '{' {
 			continue
@@ -220,8 +221,19 @@ func (inv *Inventory) screenListed(upstream, method string, k listKind, items []
 				l.remember(&l.withheld, label, reason)
 			}
 		}
+		counted := false
 		for _, f := range fs {
 			key := string(digest[:]) + "\x00" + f.Rule + "\x00" + f.Field
+			if len(evs) >= maxListingEvents {
+				if !l.reported[key] {
+					left++
+					leftSev = max(leftSev, f.Severity)
+					if !counted {
+						leftItems, counted = leftItems+1, true
+					}
+				}
+				continue
+			}
 			if !l.report(key) {
 				continue
 			}
@@ -231,8 +243,23 @@ func (inv *Inventory) screenListed(upstream, method string, k listKind, items []
 			}})
 		}
 	}
+	if left > 0 {
+		// Recorded at later listings, maxListingEvents at a time.
+		evs = append(evs, Event{Type: EventPoisoning, Upstream: upstream, Detail: map[string]any{
+			"rule": "findings_not_recorded", "severity": leftSev.String(), "method": method, "not_recorded": left,
+			"excerpt": fmt.Sprintf("%d more findings in %d more items of this %s answer, not recorded one by one (at most %d a listing)",
+				left, leftItems, method, maxListingEvents),
+		}})
+	}
 	return evs
 }
+
+// maxListingEvents bounds the finding events one listed answer records:
+// the upstream chooses how many items it lists (hundreds of thousands in
+// one answer) and each may trip every rule, at every listing of any
+// client. The findings past it are counted in one more event, and
+// recorded at later listings.
+const maxListingEvents = 64
 
 // allowedHashes parses Options.AllowedListings.
 func allowedHashes(list []string) (map[[sha256.Size]byte]bool, error) {
