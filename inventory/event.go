@@ -16,6 +16,9 @@ const (
 	// EventDrift: a tool differs from its pinned version; one event per
 	// tool and new version. Detail: change (added, removed, changed),
 	// fields, pinned_hash, observed_hash, diff (human-readable), blocked.
+	// A listing records at most maxRefreshEvents drift and poisoning
+	// events of an upstream; one more of each type, with Tool empty and
+	// Detail not_recorded and reason, counts the rest.
 	EventDrift EventType = "sluice.inventory_drift"
 	// EventPoisoning: the scan found something in a tool's description or
 	// schemas; one event per finding and tool version. Detail: rule,

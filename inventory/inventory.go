@@ -1313,6 +1313,12 @@ func (inv *Inventory) collisionList() []Collision {
 	return out
 }
 
+// maxRefreshEvents bounds the drift and finding events one listing of an
+// upstream records: it chooses how many of its up to MaxTools tools
+// change, at every listing any client makes. One more event of each type
+// counts the rest.
+const maxRefreshEvents = 256
+
 // refresh recomputes drift, findings and collisions of every upstream and
 // returns the events not sent before. changed names the upstream whose
 // inventory just changed ("" at load, when nothing is sent). Callers hold
@@ -1340,11 +1346,18 @@ func (inv *Inventory) refresh(changed string) []Event {
 		u := inv.ups[name]
 		u.quiet = nil // a pin or list changed: evaluated again
 		reported := map[string]bool{}
+		sent, left := 0, map[EventType]int{}
 		report := func(key string, ev Event) {
-			reported[key] = true
-			if !u.reported[key] && !quiet {
+			switch {
+			case quiet || u.reported[key]:
+			case sent >= maxRefreshEvents:
+				left[ev.Type]++ // not marked: recorded at a later listing
+				return
+			default:
+				sent++
 				evs = append(evs, ev)
 			}
+			reported[key] = true
 		}
 
 		// Drift.
@@ -1445,6 +1458,13 @@ func (inv *Inventory) refresh(changed string) []Event {
 		u.base = base
 		u.cross = cross
 		u.reported = reported
+		for _, typ := range slices.Sorted(maps.Keys(left)) {
+			evs = append(evs, Event{Type: typ, Upstream: name, Detail: map[string]any{
+				"not_recorded": left[typ],
+				"reason": fmt.Sprintf("%d more %s events of this listing were not recorded one by one (at most %d a listing of an upstream); "+
+					"they are recorded at later listings while they hold, and sluice inventory diff shows every change", left[typ], typ, maxRefreshEvents),
+			}})
+		}
 	}
 
 	// Collisions.
