@@ -146,13 +146,15 @@ func writeChange(b *strings.Builder, c ToolChange, limit int) {
 					fmt.Fprintf(b, "    %s: %d more changes\n", f.Field, len(f.Values)-maxValues)
 					break
 				}
+				// JSON escapes control characters, not bidi controls or
+				// zero-width ones: spelt out, as in descriptions.
 				switch {
 				case v.Pinned == nil:
-					fmt.Fprintf(b, "    %s %s: + %s\n", f.Field, visible(pathOrRoot(v.Path)), clip(string(v.Observed), 200))
+					fmt.Fprintf(b, "    %s %s: + %s\n", f.Field, visible(pathOrRoot(v.Path)), visible(clip(string(v.Observed), 200)))
 				case v.Observed == nil:
-					fmt.Fprintf(b, "    %s %s: - %s\n", f.Field, visible(pathOrRoot(v.Path)), clip(string(v.Pinned), 200))
+					fmt.Fprintf(b, "    %s %s: - %s\n", f.Field, visible(pathOrRoot(v.Path)), visible(clip(string(v.Pinned), 200)))
 				default:
-					fmt.Fprintf(b, "    %s %s: %s -> %s\n", f.Field, visible(pathOrRoot(v.Path)), clip(string(v.Pinned), 200), clip(string(v.Observed), 200))
+					fmt.Fprintf(b, "    %s %s: %s -> %s\n", f.Field, visible(pathOrRoot(v.Path)), visible(clip(string(v.Pinned), 200)), visible(clip(string(v.Observed), 200)))
 				}
 			}
 		}
