@@ -150,15 +150,30 @@ func writeChange(b *strings.Builder, c ToolChange, limit int) {
 				// zero-width ones: spelt out, as in descriptions.
 				switch {
 				case v.Pinned == nil:
-					fmt.Fprintf(b, "    %s %s: + %s\n", f.Field, visible(pathOrRoot(v.Path)), visible(clip(string(v.Observed), 200)))
+					fmt.Fprintf(b, "    %s %s: + %s\n", f.Field, visible(pathOrRoot(v.Path)), visible(clipTo(string(v.Observed), limit)))
 				case v.Observed == nil:
-					fmt.Fprintf(b, "    %s %s: - %s\n", f.Field, visible(pathOrRoot(v.Path)), visible(clip(string(v.Pinned), 200)))
+					fmt.Fprintf(b, "    %s %s: - %s\n", f.Field, visible(pathOrRoot(v.Path)), visible(clipTo(string(v.Pinned), limit)))
+				case len(v.Pinned) <= 200 && len(v.Observed) <= 200:
+					fmt.Fprintf(b, "    %s %s: %s -> %s\n", f.Field, visible(pathOrRoot(v.Path)), visible(string(v.Pinned)), visible(string(v.Observed)))
 				default:
-					fmt.Fprintf(b, "    %s %s: %s -> %s\n", f.Field, visible(pathOrRoot(v.Path)), visible(clip(string(v.Pinned), 200)), visible(clip(string(v.Observed), 200)))
+					// Clipped alike, a change past the clip would not show:
+					// the changed middle is marked, as in a description.
+					pre, oldMid, newMid, post := textDelta(string(v.Pinned), string(v.Observed))
+					fmt.Fprintf(b, "    %s %s:\n", f.Field, visible(pathOrRoot(v.Path)))
+					fmt.Fprintf(b, "      - %s\n", quoteDelta(pre, oldMid, post, limit))
+					fmt.Fprintf(b, "      + %s\n", quoteDelta(pre, newMid, post, limit))
 				}
 			}
 		}
 	}
+}
+
+// clipTo is clip(s, limit), or s whole for limit 0.
+func clipTo(s string, limit int) string {
+	if limit == 0 {
+		return s
+	}
+	return clip(s, limit)
 }
 
 func pathOrRoot(p string) string {
