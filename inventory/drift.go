@@ -142,7 +142,7 @@ func writeChange(b *strings.Builder, c ToolChange, limit int) {
 			}
 			const maxValues = 50
 			for i, v := range f.Values {
-				if i == maxValues {
+				if limit > 0 && i == maxValues {
 					fmt.Fprintf(b, "    %s: %d more changes\n", f.Field, len(f.Values)-maxValues)
 					break
 				}
