@@ -215,6 +215,10 @@ var rules = []rule{
 
 	// Text hidden from a rendered view.
 	{"hidden_markup", SeverityMedium, need("<!--"), re(`<!--[\s\S]*?-->`), nil},
+	// Markdown's comments, link definitions no one links to.
+	{"hidden_markup", SeverityMedium, need("]:"), re(`\[[^\]]{0,40}\]:\s*(#|<>)\s*[("']`), nil},
+	// An element styled out of sight.
+	{"hidden_markup", SeverityMedium, need("style"), re(`<[a-z][a-z0-9]*\s[^<>]*\bstyle\s*=\s*["'][^"'<>]*\b(display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0|opacity\s*:\s*0)\b`), nil},
 	{"encoded_blob", SeverityLow, need(""), re(`[a-z0-9+/]{120,}={0,2}`), nil},
 
 	// Addressing the model directly, common in benign tools too.
@@ -245,7 +249,8 @@ var rules = []rule{
 //     (medium; see ScanOptions.ForeignTools)
 //   - data_exfiltration: "pass its content as", "post … https://…" (medium)
 //   - coercion: "VERY VERY important", "the application will crash" (medium)
-//   - shell_command, hidden_markup (HTML comments): (medium)
+//   - shell_command, hidden_markup (HTML and Markdown comments, elements
+//     styled out of sight): (medium)
 //   - long_description (low; see ScanOptions.MaxDescription)
 //   - precondition: "before using this tool", "you must first"… (low)
 //   - encoded_blob, model_directive ("you must"), tool_invocation
