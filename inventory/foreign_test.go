@@ -10,10 +10,23 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// naiveForeign is the search foreignIndex replaced: every name, one by one.
+// naiveForeign is the search foreignIndex replaced: every name, one by
+// one, in each spelling a model reads as it (snakeName, and that without
+// '_'), in the text with '-' and '.' joining words taken as '_'.
 func naiveForeign(norm string, names []string) bool {
+	folded := []byte(norm)
+	for i, c := range folded {
+		if (c == '-' || c == '.') && joins(norm, i) {
+			folded[i] = '_'
+		}
+	}
 	for _, name := range names {
-		if distinctive(name) && indexWord(norm, strings.ToLower(name)) >= 0 {
+		if !distinctive(name) {
+			continue
+		}
+		low, snake := strings.ToLower(name), snakeName(name)
+		if indexWord(norm, low) >= 0 || isIdentByte(low[0]) &&
+			(indexWord(string(folded), low) >= 0 || indexWord(string(folded), snake) >= 0 || indexWord(string(folded), strings.ReplaceAll(snake, "_", "")) >= 0) {
 			return true
 		}
 	}

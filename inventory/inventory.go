@@ -1401,17 +1401,18 @@ func (inv *Inventory) refresh(changed string) []Event {
 		}
 
 		// Poisoning scan of the current version of every tool. A name this
-		// upstream offers itself is not foreign: mentioning it refers to its
-		// own tool (two upstreams offering it is a collision).
+		// upstream offers itself, in any spelling the scan takes for it
+		// (get-lists for get_lists), is not foreign: mentioning it refers
+		// to its own tool (two upstreams offering it is a collision).
 		own := map[string]bool{}
 		if s := u.current(); s != nil {
 			for _, t := range s.Tools {
-				own[t.Name] = true
+				own[foldedName(t.Name)] = true
 			}
 		}
 		foreign := make([]string, 0, len(allNames))
 		for _, n := range allNames {
-			if !own[n] { // so offered by another upstream
+			if !own[foldedName(n)] { // so offered by another upstream
 				foreign = append(foreign, n)
 			}
 		}

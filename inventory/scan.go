@@ -558,42 +558,81 @@ func newForeignIndex(names []string) *foreignIndex {
 			x.odd = append(x.odd, low)
 			continue
 		}
-		j := 1
-		for j < len(low) && isIdentByte(low[j]) {
-			j++
+		// send_email as a model reads it: send-email, send.email,
+		// sendEmail, sendemail (find folds '-' and '.' in the text).
+		snake := snakeName(name)
+		spellings := []string{low, snake, strings.ReplaceAll(snake, "_", "")}
+		slices.Sort(spellings)
+		for _, sp := range slices.Compact(spellings) {
+			j := 1
+			for j < len(sp) && isIdentByte(sp[j]) {
+				j++
+			}
+			x.byRun[sp[:j]] = append(x.byRun[sp[:j]], sp)
 		}
-		x.byRun[low[:j]] = append(x.byRun[low[:j]], low)
 	}
 	return x
 }
 
+// snakeName is name in lower case with its words joined by '_': camelCase
+// boundaries, '-' and '.' between letters or digits made '_'.
+func snakeName(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			if i > 0 && (name[i-1] >= 'a' && name[i-1] <= 'z' || name[i-1] >= '0' && name[i-1] <= '9') {
+				b.WriteByte('_')
+			}
+			b.WriteByte(c + 'a' - 'A')
+		case (c == '-' || c == '.') && joins(name, i):
+			b.WriteByte('_')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// foldedName is name as the scan matches it whatever its spelling:
+// snakeName without its '_' (sendemail for send_email, send-email and
+// sendEmail).
+func foldedName(name string) string { return strings.ReplaceAll(snakeName(name), "_", "") }
+
+// joins reports whether s[i] stands between two letters or digits.
+func joins(s string, i int) bool {
+	alnum := func(c byte) bool { return isIdentByte(c) && c != '_' }
+	return i > 0 && i+1 < len(s) && alnum(s[i-1]) && alnum(s[i+1])
+}
+
 // find returns where the first foreign name in s begins, as a word (not
-// part of a longer identifier), and its length; -1 if none is there.
+// part of a longer identifier), and its length; -1 if none is there. A
+// '-' or '.' joining words in s is taken as '_'.
 func (x *foreignIndex) find(s string) (at, n int) {
 	if x == nil {
 		return -1, 0
 	}
-	at = -1
-	for i := 0; i < len(s); {
-		if !isIdentByte(s[i]) {
-			i++
-			continue
-		}
-		j := i + 1
-		for j < len(s) && isIdentByte(s[j]) {
-			j++
-		}
-		for _, name := range x.byRun[s[i:j]] {
-			end := i + len(name)
-			if strings.HasPrefix(s[i:], name) && (end == len(s) || !isIdentByte(s[end])) {
-				at, n = i, len(name)
-				break
+	at = x.findRuns(s)
+	if strings.ContainsAny(s, "-.") {
+		b := []byte(s)
+		for i, c := range b {
+			if (c == '-' || c == '.') && joins(s, i) {
+				b[i] = '_'
 			}
 		}
-		if at >= 0 {
-			break
+		if i := x.findRuns(string(b)); i >= 0 && (at < 0 || i < at) {
+			at = i
 		}
-		i = j
+	}
+	if at >= 0 {
+		// The name's length in s, whose spelling may differ from the
+		// name's (sendemail for send_email).
+		n = at + 1
+		for n < len(s) && (isIdentByte(s[n]) || (s[n] == '-' || s[n] == '.') && joins(s, n)) {
+			n++
+		}
+		n -= at
 	}
 	for _, name := range x.odd {
 		if i := indexWord(s, name); i >= 0 && (at < 0 || i < at) {
@@ -601,6 +640,29 @@ func (x *foreignIndex) find(s string) (at, n int) {
 		}
 	}
 	return at, n
+}
+
+// findRuns returns where the first name of byRun in t begins as a word,
+// or -1.
+func (x *foreignIndex) findRuns(t string) int {
+	for i := 0; i < len(t); {
+		if !isIdentByte(t[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(t) && isIdentByte(t[j]) {
+			j++
+		}
+		for _, name := range x.byRun[t[i:j]] {
+			end := i + len(name)
+			if strings.HasPrefix(t[i:], name) && (end == len(t) || !isIdentByte(t[end])) {
+				return i
+			}
+		}
+		i = j
+	}
+	return -1
 }
 
 // patterns runs the pattern rules over normalized text.
