@@ -1342,6 +1342,10 @@ func (inv *Inventory) refresh(changed string) []Event {
 	}
 	allNames := slices.Sorted(maps.Keys(offered))
 	inv.toolNames = allNames
+	folded := make([]string, len(allNames)) // foldedName of each
+	for i, n := range allNames {
+		folded[i] = foldedName(n)
+	}
 	for _, name := range slices.Sorted(maps.Keys(inv.ups)) {
 		u := inv.ups[name]
 		u.quiet = nil // a pin or list changed: evaluated again
@@ -1411,8 +1415,8 @@ func (inv *Inventory) refresh(changed string) []Event {
 			}
 		}
 		foreign := make([]string, 0, len(allNames))
-		for _, n := range allNames {
-			if !own[foldedName(n)] { // so offered by another upstream
+		for i, n := range allNames {
+			if !own[folded[i]] { // so offered by another upstream
 				foreign = append(foreign, n)
 			}
 		}
