@@ -465,13 +465,12 @@ func splitJoined(norm string) string {
 	})
 }
 
-// Base64 that may hide an instruction: runs of at least minEncoded
-// characters of either alphabet (standard or URL-safe), at most
-// maxEncoded of them decoded in one text.
-const (
-	minEncoded = 16
-	maxEncoded = 16
-)
+// minEncoded is the shortest run of base64 characters (of either
+// alphabet, standard or URL-safe) that may hide an instruction. Every run
+// is decoded, and scanned if it is text: runs are disjoint, so the work
+// is linear in the text, and a bound on their number would let decoys
+// come first.
+const minEncoded = 16
 
 func isBase64Byte(c byte) bool {
 	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
@@ -483,7 +482,7 @@ func (s *scanner) encoded(f field, raw string) {
 	if s.decoding || len(raw) < minEncoded {
 		return
 	}
-	for i, n := 0, 0; i < len(raw) && n < maxEncoded; {
+	for i := 0; i < len(raw); {
 		if !isBase64Byte(raw[i]) {
 			i++
 			continue
@@ -497,7 +496,6 @@ func (s *scanner) encoded(f field, raw string) {
 		if len(run) < minEncoded {
 			continue
 		}
-		n++
 		text, ok := decodeText(run)
 		if !ok {
 			continue
