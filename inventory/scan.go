@@ -675,13 +675,20 @@ func (s *scanner) patternsOf(field field, norm string, min Severity) {
 		if r.need != nil && !slices.ContainsFunc(r.need, func(n string) bool { return strings.Contains(norm, n) }) {
 			continue
 		}
-		for _, loc := range r.re.FindAllStringIndex(norm, 4) {
-			m := norm[loc[0]:loc[1]]
-			if r.skip != nil && r.skip(m) {
-				continue
+		if r.skip == nil {
+			if loc := r.re.FindStringIndex(norm); loc != nil {
+				s.add(r.name, r.severity, field, excerpt(norm, loc[0], loc[1]))
 			}
-			s.add(r.name, r.severity, field, excerpt(norm, loc[0], loc[1]))
-			break
+			continue
+		}
+		// Every match, until one the rule's skip keeps: a bound on them
+		// would let decoys (a public key, a negated statement) come
+		// first. Finding them all is one pass over the text.
+		for _, loc := range r.re.FindAllStringIndex(norm, -1) {
+			if !r.skip(norm[loc[0]:loc[1]]) {
+				s.add(r.name, r.severity, field, excerpt(norm, loc[0], loc[1]))
+				break
+			}
 		}
 	}
 }
