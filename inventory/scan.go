@@ -283,9 +283,9 @@ type scanner struct {
 	foreignOnly bool
 	seen        map[[2]string]bool // rule, field
 	found       []Finding
-	perRule     map[string]int // findings of each rule
-	foreign     *foreignIndex  // of opts.ForeignTools, built on first use
-	decoding    bool           // scanning what base64 decoded to
+	perRule     map[ruleSeverity]int // findings of each rule and severity
+	foreign     *foreignIndex        // of opts.ForeignTools, built on first use
+	decoding    bool                 // scanning what base64 decoded to
 }
 
 func (s *scanner) tool(t Tool) {
@@ -301,14 +301,22 @@ func (s *scanner) tool(t Tool) {
 	s.json("/annotations", t.Annotations)
 }
 
-// maxPerRule bounds the findings of one rule in one scan: the rule's
-// severity is what blocks a tool, and each finding is an event, so a list
-// whose every string trips a rule (hundreds of thousands in one answer)
-// must not make as many findings, each naming where it is.
+// maxPerRule bounds the findings of one rule of one severity in one
+// scan: the rule's severity is what blocks a tool, and each finding is an
+// event, so a list whose every string trips a rule (hundreds of thousands
+// in one answer) must not make as many findings, each naming where it
+// is. Bounded by severity, low findings first cannot use up a rule's
+// bound before its high one (TestAttackScanLowFindingsFirst).
 const maxPerRule = 16
 
+type ruleSeverity struct {
+	rule string
+	sev  Severity
+}
+
 func (s *scanner) add(rule string, sev Severity, f field, excerpt string) {
-	if s.perRule[rule] >= maxPerRule {
+	k2 := ruleSeverity{rule, sev}
+	if s.perRule[k2] >= maxPerRule {
 		return
 	}
 	name := f.String()
@@ -320,10 +328,10 @@ func (s *scanner) add(rule string, sev Severity, f field, excerpt string) {
 		s.seen = map[[2]string]bool{}
 	}
 	if s.perRule == nil {
-		s.perRule = map[string]int{}
+		s.perRule = map[ruleSeverity]int{}
 	}
 	s.seen[k] = true
-	s.perRule[rule]++
+	s.perRule[k2]++
 	s.found = append(s.found, Finding{Rule: rule, Severity: sev, Field: name, Excerpt: excerpt})
 }
 
