@@ -281,7 +281,7 @@ type scanner struct {
 	opts ScanOptions
 	// foreignOnly limits the scan to cross_server_reference.
 	foreignOnly bool
-	seen        map[[2]string]bool // rule, field
+	seen        map[[2]string]int // rule, field -> index in found
 	found       []Finding
 	perRule     map[ruleSeverity]int // findings of each rule and severity
 	foreign     *foreignIndex        // of opts.ForeignTools, built on first use
@@ -321,16 +321,24 @@ func (s *scanner) add(rule string, sev Severity, f field, excerpt string) {
 	}
 	name := f.String()
 	k := [2]string{rule, name}
-	if s.seen[k] {
+	if i, ok := s.seen[k]; ok {
+		// One finding a rule and field, the worst: a soft hyphen first
+		// must not hide a bidi override after it.
+		old := &s.found[i]
+		if sev > old.Severity {
+			s.perRule[ruleSeverity{rule, old.Severity}]--
+			s.perRule[k2]++
+			old.Severity, old.Excerpt = sev, excerpt
+		}
 		return
 	}
 	if s.seen == nil {
-		s.seen = map[[2]string]bool{}
+		s.seen = map[[2]string]int{}
 	}
 	if s.perRule == nil {
 		s.perRule = map[ruleSeverity]int{}
 	}
-	s.seen[k] = true
+	s.seen[k] = len(s.found)
 	s.perRule[k2]++
 	s.found = append(s.found, Finding{Rule: rule, Severity: sev, Field: name, Excerpt: excerpt})
 }
