@@ -214,7 +214,7 @@ var rules = []rule{
 	{"shell_command", SeverityMedium, need("chmod|rm |curl|wget|base64|/dev/tcp|nc "), re(`\bchmod\s+-r\b|\brm\s+-rf\b|\bcurl\b[^|]{0,80}\|\s*(ba|z)?sh\b|\bwget\b[^|]{0,80}\|\s*(ba|z)?sh\b|\bbase64\s+(-d|--decode)\b|/dev/tcp/|\bnc\s+-e\b`), nil},
 
 	// Text hidden from a rendered view.
-	{"hidden_markup", SeverityMedium, need("<!--"), re(`<!--[\s\S]*?-->`), nil},
+	{"hidden_markup", SeverityMedium, need("<!--"), re(`<!--[\s\S]*?(-->|$)`), nil},
 	// Markdown's comments, link definitions no one links to.
 	{"hidden_markup", SeverityMedium, need("]:"), re(`\[[^\]]{0,40}\]:\s*(#|<>)\s*[("']`), nil},
 	// An element styled out of sight.
