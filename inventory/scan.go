@@ -147,7 +147,7 @@ func need(s string) []string {
 var rules = []rule{
 	// <IMPORTANT>, <SYSTEM>, <instructions>, [SYSTEM], <|im_start|>:
 	// markup aimed at the model, not at a reader of the docs.
-	{"instruction_tag", SeverityHigh, need("<"), re(`<\s*/?\s*(important|system|instructions?|system[ _-]?prompt|hidden|secret|admin|override|critical|assistant|sys|developer|prompt|(important|system|hidden|secret|admin|critical|developer|assistant)[ _-]+(notes?|notices?|instructions?|messages?|prompts?|rules?|directives?|context|override|requirements?))(\s[^<>]{0,40})?\s*/?>`), nil},
+	{"instruction_tag", SeverityHigh, need("<"), re(`<\s*/?\s*(important|system|instructions?|system[ _-]?prompt|hidden|secret|admin|override|critical|assistant|sys|developer|prompt|(important|system|hidden|secret|admin|critical|developer|assistant)[ _-]+(notes?|notices?|instructions?|messages?|prompts?|rules?|directives?|context|override|requirements?))(\s[^<>]{0,200})?\s*/?>`), nil},
 	{"instruction_tag", SeverityHigh, need("["), re(`\[\s*/?\s*(system|important|instructions?|admin|hidden|inst)\s*\]`), nil},
 	{"instruction_tag", SeverityHigh, need("<|"), re(`<\|\s*(im_start|im_end|system|user|assistant|endoftext)\s*\|>`), nil},
 
