@@ -699,12 +699,23 @@ func (s *scanner) patternsOf(field field, norm string, min Severity) {
 		}
 		// Every match, until one the rule's skip keeps: a bound on them
 		// would let decoys (a public key, a negated statement) come
-		// first. Finding them all is one pass over the text.
-		for _, loc := range r.re.FindAllStringIndex(norm, -1) {
-			if !r.skip(norm[loc[0]:loc[1]]) {
-				s.add(r.name, r.severity, field, excerpt(norm, loc[0], loc[1]))
+		// first. Each search starts past the last match, so the work is
+		// one pass over the text, and in no word (where the text before
+		// it would have kept a \b from matching).
+		for off := 0; off < len(norm); {
+			for off > 0 && off < len(norm) && isIdentByte(norm[off-1]) && isIdentByte(norm[off]) {
+				off++
+			}
+			loc := r.re.FindStringIndex(norm[off:])
+			if loc == nil {
 				break
 			}
+			lo, hi := off+loc[0], off+loc[1]
+			if !r.skip(norm[lo:hi]) {
+				s.add(r.name, r.severity, field, excerpt(norm, lo, hi))
+				break
+			}
+			off = max(hi, lo+1)
 		}
 	}
 }
