@@ -175,12 +175,16 @@ type Store struct {
 	state       cipher.AEAD
 	be          backend // where OpenStore and OpenRedisStore keep requests; nil keeps them in memory only
 
-	mu        sync.Mutex        // guards the fields below
-	tx        backendTx         // the transaction between lock and unlock, with be
-	beErr     error             // the last failure of be, if the last operation failed
-	beFailed  time.Time         // when
-	failing   bool              // the last operation failed with ErrUnavailable: the next to succeed tells onAvailable
-	snap      map[string]string // with be: each request's row as lock read it
+	mu       sync.Mutex         // guards the fields below
+	tx       backendTx          // the transaction between lock and unlock, with be
+	beErr    error              // the last failure of be, if the last operation failed
+	beFailed time.Time          // when
+	failing  bool               // the last operation failed with ErrUnavailable: the next to succeed tells onAvailable
+	snap     map[string]snapRow // with be: each request's row as the backend holds it
+	// version is the backend's version (backendTx.version) when memory
+	// last matched it, "" when unknown: a lock finding it unchanged
+	// keeps what memory holds instead of reading every request.
+	version   string
 	byID      map[string]*Request
 	byCall    map[string]*Request // agent + call hash -> newest request
 	done      []string            // ids of finished requests in byID, oldest first

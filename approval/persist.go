@@ -60,7 +60,7 @@ func OpenStore(path string, opts Options) (*Store, error) {
 	opts.StateKey = key
 	s := NewStore(opts)
 	s.be = &sqliteBackend{db: db}
-	s.snap = map[string]string{}
+	s.snap = map[string]snapRow{}
 	return s, nil
 }
 
@@ -111,6 +111,11 @@ type backend interface {
 }
 
 type backendTx interface {
+	// version names the backend's state as the transaction began: the
+	// same version as at an earlier transaction means nobody else wrote
+	// in between, so what memory holds since is the backend's state. ""
+	// means it cannot say.
+	version() (string, error)
 	rows() ([]row, error)
 	remove(id string) error
 	// put writes a request; finished ones join the history (the order
@@ -153,14 +158,21 @@ func (s *Store) lock() error {
 	}
 	tx, err := s.be.begin()
 	if err != nil {
+		s.version = ""
 		s.beErr, s.beFailed = err, time.Now()
 		return fmt.Errorf("%w: reading it: %w", ErrUnavailable, err)
 	}
-	if err := s.load(tx); err != nil {
+	v, err := tx.version()
+	if err == nil && (v == "" || v != s.version) {
+		err = s.load(tx)
+	}
+	if err != nil {
 		tx.rollback()
+		s.version = ""
 		s.beErr, s.beFailed = err, time.Now()
 		return fmt.Errorf("%w: reading it: %w", ErrUnavailable, err)
 	}
+	s.version = v
 	s.beErr = nil
 	s.tx = tx
 	return nil
@@ -176,7 +188,7 @@ func (s *Store) load(tx backendTx) error {
 		return err
 	}
 	slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(a.seq, b.seq) })
-	byID, byCall, snap := map[string]*Request{}, map[string]*Request{}, map[string]string{}
+	byID, byCall, snap := map[string]*Request{}, map[string]*Request{}, map[string]snapRow{}
 	var done []string
 	live := 0
 	for _, rw := range rows {
@@ -188,7 +200,7 @@ func (s *Store) load(tx backendTx) error {
 			r.Arguments = nil // a finished request's, as in memory
 		}
 		byID[r.ID] = r
-		snap[r.ID] = rowKey(rw.data, rw.linked)
+		snap[r.ID] = snapRow{key: rowKey(rw.data, rw.linked), req: copyRequest(r)}
 		if rw.linked {
 			byCall[callKey(r.Agent, r.CallHash)] = r
 		}
@@ -237,63 +249,161 @@ func (s *Store) unlock(lockErr error) (err error) {
 	}
 	tx := s.tx
 	s.tx = nil
-	wrote, err = s.save(tx)
+	var rows map[string]snapRow
+	wrote, rows, err = s.save(tx)
 	if err != nil {
 		tx.rollback()
+		s.version = "" // memory is ahead of the backend: read it again
 		return fmt.Errorf("%w: writing it: %w", ErrUnavailable, err)
 	}
 	if err := tx.commit(); err != nil {
+		s.version = ""
 		return fmt.Errorf("%w: writing it: %w", ErrUnavailable, err)
+	}
+	for id, rw := range rows {
+		if rw.key == "" {
+			delete(s.snap, id)
+		} else {
+			s.snap[id] = rw
+		}
 	}
 	return nil
 }
 
+// snapRow is a request as the backend holds it: its row, and a copy of
+// the request it was encoded from.
+type snapRow struct {
+	key string // rowKey
+	req Request
+}
+
+// copyRequest is *r with what it shares that could change in place
+// copied: not its arguments and extra, which are never written to.
+func copyRequest(r *Request) Request {
+	c := *r
+	c.Asked = slices.Clone(r.Asked)
+	return c
+}
+
+// sameRequest reports whether a and b encode alike, without encoding
+// them: a request unchanged since it was written is not encoded again.
+func sameRequest(a, b *Request) bool {
+	return sameBytes(a.Arguments, b.Arguments) && sameBytes(a.Extra, b.Extra) && slices.Equal(a.Asked, b.Asked) &&
+		a.ID == b.ID && a.TxnID == b.TxnID && a.Status == b.Status && a.Upstream == b.Upstream && a.Tool == b.Tool &&
+		a.CallHash == b.CallHash && a.PolicyVersion == b.PolicyVersion && a.Agent == b.Agent && a.Session == b.Session &&
+		a.Client == b.Client && a.Reason == b.Reason && a.RuleID == b.RuleID && a.Created == b.Created &&
+		a.Expires == b.Expires && a.DecidedBy == b.DecidedBy && a.BaseHash == b.BaseHash
+	// TestSameRequestEveryField fails when a field is left out.
+}
+
+// sameBytes reports whether a and b are the same bytes in memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// marshalRequest encodes a request as its row holds it.
+var marshalRequest = func(r *Request) ([]byte, error) { return json.Marshal(r) }
+
 // save writes what changed since lock into tx; wrote says whether
-// anything did.
-func (s *Store) save(tx backendTx) (wrote bool, err error) {
+// anything did, rows what the backend holds once tx commits (a key of ""
+// for a row removed).
+func (s *Store) save(tx backendTx) (wrote bool, rows map[string]snapRow, err error) {
 	for id := range s.snap {
 		if _, ok := s.byID[id]; !ok {
 			if err := tx.remove(id); err != nil {
-				return wrote, err
+				return wrote, nil, err
 			}
 			wrote = true
+			rows = setRow(rows, id, snapRow{})
 		}
 	}
 	for id, r := range s.byID {
-		data, err := json.Marshal(r)
-		if err != nil {
-			return wrote, err
-		}
 		linked := s.byCall[callKey(r.Agent, r.CallHash)] == r
 		old, had := s.snap[id]
-		if had && old == rowKey(string(data), linked) {
+		if had && old.key[0] == rowKey("", linked)[0] && sameRequest(&old.req, r) {
+			continue
+		}
+		data, err := marshalRequest(r)
+		if err != nil {
+			return wrote, nil, err
+		}
+		key := rowKey(string(data), linked)
+		if had && old.key == key {
+			rows = setRow(rows, id, snapRow{key: key, req: copyRequest(r)}) // not to encode it again
 			continue
 		}
 		if err := tx.put(id, string(data), linked, r.Status != Pending && r.Status != Approved); err != nil {
-			return wrote, err
+			return wrote, nil, err
 		}
 		wrote = true
+		rows = setRow(rows, id, snapRow{key: key, req: copyRequest(r)})
 	}
-	return wrote, nil
+	return wrote, rows, nil
 }
 
-// sqliteBackend is OpenStore's.
-type sqliteBackend struct{ db *sql.DB }
+func setRow(rows map[string]snapRow, id string, rw snapRow) map[string]snapRow {
+	if rows == nil {
+		rows = map[string]snapRow{}
+	}
+	rows[id] = rw
+	return rows
+}
 
-func (b *sqliteBackend) close() error { return b.db.Close() }
+// sqliteBackend is OpenStore's. Its transactions go through one
+// connection, held for good, so that SQLite's data_version, which
+// changes when another connection commits, says whether another process
+// wrote the file since the last transaction.
+type sqliteBackend struct {
+	db   *sql.DB
+	conn *sql.Conn // nil until the first transaction, or after a failed one
+	// epoch counts the connections taken: a data_version read on one is
+	// not to be compared with one read on another.
+	epoch int
+}
+
+func (b *sqliteBackend) close() error {
+	if b.conn != nil {
+		b.conn.Close()
+	}
+	return b.db.Close()
+}
 
 func (b *sqliteBackend) begin() (backendTx, error) {
-	tx, err := b.db.BeginTx(context.Background(), nil)
+	ctx := context.Background()
+	if b.conn == nil {
+		c, err := b.db.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.conn, b.epoch = c, b.epoch+1
+	}
+	tx, err := b.conn.BeginTx(ctx, nil)
 	if err != nil {
+		b.conn.Close()
+		b.conn = nil
 		return nil, err
 	}
-	return sqliteTx{tx}, nil
+	return sqliteTx{tx, b.epoch}, nil
 }
 
-type sqliteTx struct{ tx *sql.Tx }
+type sqliteTx struct {
+	tx    *sql.Tx
+	epoch int
+}
 
 func (t sqliteTx) commit() error { return t.tx.Commit() }
 func (t sqliteTx) rollback()     { _ = t.tx.Rollback() }
+
+// version is the connection's epoch and the file's data_version, read
+// with the write lock held (transactions begin IMMEDIATE), so no commit
+// of another connection comes between it and what the transaction reads.
+func (t sqliteTx) version() (string, error) {
+	var v int64
+	if err := t.tx.QueryRow(`PRAGMA data_version`).Scan(&v); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d:%d", t.epoch, v), nil
+}
 
 func (t sqliteTx) rows() ([]row, error) {
 	rs, err := t.tx.Query(`SELECT id, data, linked, done_seq FROM requests`)

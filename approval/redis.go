@@ -43,7 +43,7 @@ func OpenRedisStore(ctx context.Context, client redis.UniversalClient, prefix st
 	}
 	s := NewStore(opts)
 	s.be = b
-	s.snap = map[string]string{}
+	s.snap = map[string]snapRow{}
 	return s, nil
 }
 
@@ -101,6 +101,10 @@ type redisTx struct {
 func (t *redisTx) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), t.b.wait)
 }
+
+// version is "": Redis keeps no version of the requests, so every
+// transaction reads them all.
+func (t *redisTx) version() (string, error) { return "", nil }
 
 func (t *redisTx) rows() ([]row, error) {
 	ctx, cancel := t.ctx()
