@@ -87,6 +87,7 @@ func (d *StdioDialer) Dial(ctx context.Context) (Conn, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = childIn, childOut, d.Stderr
 	// A grandchild holding stderr open must not keep Wait from returning.
 	cmd.WaitDelay = stdioStopGrace
+	ownGroup(cmd)
 	err = cmd.Start()
 	childIn.Close()
 	childOut.Close()
@@ -210,17 +211,20 @@ func (c *stdioProcConn) finish(err error) error {
 
 // stop ends the child the way the MCP stdio transport asks for: close its
 // stdin, then SIGTERM, then SIGKILL. It returns once the child is reaped.
+// The signals go to the child's process group (ownGroup): a launcher's
+// server that ignored its stdin closing would outlive a launcher that
+// dies of SIGTERM without passing it on.
 func (c *stdioProcConn) stop() {
 	c.stdin.Close()
 	if c.awaitExit(stdioStopGrace) {
 		return
 	}
 	c.signalled = true
-	c.cmd.Process.Signal(syscall.SIGTERM)
+	signalGroup(c.cmd.Process, syscall.SIGTERM)
 	if c.awaitExit(stdioStopGrace) {
 		return
 	}
-	c.cmd.Process.Kill()
+	signalGroup(c.cmd.Process, syscall.SIGKILL)
 	<-c.exited
 }
 

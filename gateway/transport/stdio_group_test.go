@@ -1,0 +1,56 @@
+//go:build linux
+
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestStdioCloseStopsProcessGroup: a server run through a launcher
+// (npx, uvx, a shell script) that keeps running after its stdin closes
+// is stopped with the launcher. Here the launcher is sh, waiting for
+// its child (sleep, which never reads stdin): the SIGTERM that Close
+// sends once stdin's closing is ignored ended sh alone, and the server
+// ran on, an orphan, after the gateway or `sluice wrap` was gone.
+func TestStdioCloseStopsProcessGroup(t *testing.T) {
+	stdioNoLeaks(t)
+	c := mustDial(t, &StdioDialer{Command: "/bin/sh", Args: []string{"-c",
+		`sleep 600 & echo "{\"jsonrpc\":\"2.0\",\"method\":\"ready\",\"params\":{\"pid\":$!}}"; wait`}})
+	var ready struct {
+		Params struct{ PID int }
+	}
+	if err := json.Unmarshal(mustRead(t, c), &ready); err != nil || ready.Params.PID == 0 {
+		t.Fatalf("the launcher's line: %v", err)
+	}
+	pid := ready.Params.PID
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	// The signal is sent before Close returns; the grandchild may take a
+	// moment to die, and is then a zombie until its new parent reaps it.
+	deadline := time.Now().Add(10 * time.Second)
+	for running(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the launcher's child (pid %d) still runs after Close", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// running reports whether process pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
