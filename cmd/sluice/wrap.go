@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/gateway"
@@ -151,12 +152,94 @@ func wrapIO(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 		ready(at)
 	}
 	// The client's lines are requests: bounded like a request body.
-	down := transport.NewStdioConn(stdin, stdout, &transport.StdioOptions{MaxMessageBytes: cmp.Or(opts.MaxBodyBytes, gateway.DefaultMaxBodyBytes)})
+	down := transport.NewStdioConn(stdin, withWriteDeadline(stdout), &transport.StdioOptions{MaxMessageBytes: cmp.Or(opts.MaxBodyBytes, gateway.DefaultMaxBodyBytes)})
 	err = g.ServeConn(ctx, up.Name, down)
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, transport.ErrClosed) {
 		return nil
 	}
 	return fmt.Errorf("wrap: %w", err)
+}
+
+// withWriteDeadline returns w if it takes write deadlines, else w behind a
+// stallWriter: os.Stdout on a blocking pipe takes none, and a client that
+// stops reading (hung, or done with the server but still running) would
+// hold a write to it, and with it the relay, for ever. wrap would then
+// ignore SIGTERM, its server running on.
+func withWriteDeadline(w io.Writer) io.Writer {
+	if d, ok := w.(interface{ SetWriteDeadline(time.Time) error }); ok && d.SetWriteDeadline(time.Time{}) == nil {
+		return w
+	}
+	return &stallWriter{w: w, changed: make(chan struct{})}
+}
+
+// errWriteGivenUp is what a stallWriter's writes return once one was given
+// up: part of it may yet be written, so no later line could be read.
+var errWriteGivenUp = errors.New("an earlier write was given up at its deadline (the reader stopped reading)")
+
+// A stallWriter gives w write deadlines: each write runs on a goroutine
+// of its own, and one still blocked when the deadline passes is given
+// up, its goroutine left blocked, and every later write fails.
+type stallWriter struct {
+	w io.Writer
+
+	mu       sync.Mutex // guards the fields below
+	deadline time.Time
+	changed  chan struct{} // closed, and replaced, when deadline changes
+	givenUp  bool
+}
+
+func (s *stallWriter) SetWriteDeadline(t time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deadline = t
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return nil
+}
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	givenUp := s.givenUp
+	s.mu.Unlock()
+	if givenUp {
+		return 0, errWriteGivenUp
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := s.w.Write(p)
+		done <- result{n, err}
+	}()
+	for {
+		s.mu.Lock()
+		deadline, changed := s.deadline, s.changed
+		s.mu.Unlock()
+		var expired <-chan time.Time
+		var t *time.Timer
+		if !deadline.IsZero() {
+			t = time.NewTimer(time.Until(deadline))
+			expired = t.C
+		}
+		select {
+		case r := <-done:
+			if t != nil {
+				t.Stop()
+			}
+			return r.n, r.err
+		case <-changed:
+			if t != nil {
+				t.Stop()
+			}
+		case <-expired:
+			s.mu.Lock()
+			s.givenUp = true
+			s.mu.Unlock()
+			return 0, os.ErrDeadlineExceeded
+		}
+	}
 }
 
 // upstreamName is what the gateway accepts as an upstream's name.
