@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sluicehq/sluice/gateway"
@@ -24,6 +26,13 @@ import (
 // runWrap makes Sluice a stdio MCP server in front of one upstream, so a
 // desktop client's config changes only its command.
 func runWrap(ctx context.Context, args []string) error {
+	// A client that goes away while wrap writes to it must end wrap as
+	// any client gone does, its server stopped. Go's default for a write
+	// to a broken stdout is to die of SIGPIPE, which skipped all that.
+	// Notify, not Ignore: an ignored signal stays ignored in the server.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
 	return wrapIO(ctx, args, os.Stdin, os.Stdout, nil)
 }
 
