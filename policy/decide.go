@@ -387,10 +387,7 @@ func (p *Policy) remembered(r *routeRule, st *state) (bool, error) {
 	// The agent as its manifest knows it (NFC): one agent, one memory,
 	// whichever spelling of its name the client sends
 	// (TestAttackRouteMemoryAgentNFD).
-	k := Key{Scope: r.scope, Agent: nfc(st.d.Agent)}
-	if r.scope == ScopeSession {
-		k.Session = st.d.SessionID
-	}
+	k := MemoryKey(r.scope, st.d.Agent, st.d.SessionID)
 	var since time.Time
 	if r.window > 0 {
 		since = st.clock(p).Add(-r.window)
@@ -486,7 +483,7 @@ func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, d
 	if p == nil || d == nil || dec.Verdict != intercept.Allow || len(p.after) == 0 {
 		return nil // nothing to remember: no route rule has an after side
 	}
-	return p.remember(ctx, d, "the call is denied", Key{Scope: ScopeSession, Agent: nfc(d.Agent), Session: d.SessionID}, Key{Scope: ScopeAgent, Agent: nfc(d.Agent)})
+	return p.remember(ctx, d, "the call is denied", MemoryKey(ScopeSession, d.Agent, d.SessionID), MemoryKey(ScopeAgent, d.Agent, ""))
 }
 
 // remember writes the labels of d a route rule's after side names under
@@ -540,7 +537,7 @@ func (p *Policy) LinkSession(ctx context.Context, d *intercept.ActionDescriptor,
 	if p == nil || d == nil || len(p.after) == 0 {
 		return nil
 	}
-	return p.remember(ctx, d, "the session is not taken up", Key{Scope: ScopeSession, Agent: nfc(d.Agent), Session: session})
+	return p.remember(ctx, d, "the session is not taken up", MemoryKey(ScopeSession, d.Agent, session))
 }
 
 // Classes returns the classes tool_classes gives a tool on an upstream

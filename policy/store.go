@@ -2,6 +2,8 @@ package policy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"hash/maphash"
 	"strconv"
@@ -34,16 +36,61 @@ type Key struct {
 	Scope   Scope
 	Agent   string
 	Session string // empty for ScopeAgent
+	// Digest says that Agent and Session are the SHA-256s (hex) of the
+	// names, one of which was too long to be a key (MemoryKey).
+	Digest bool
+}
+
+// Longest names a Key holds as they are (MemoryKey). No real agent's name
+// comes near MaxKeyAgent, nor a session id near MaxKeySession (a sealed
+// id another replica opens is at most 4 KiB).
+const (
+	MaxKeyAgent   = 1 << 10
+	MaxKeySession = 8 << 10
+)
+
+// MemoryKey is the key of the memory of agent (its name in NFC, as its
+// manifest reads it) in session under scope. An agent's name is the
+// client's to choose without auth, as long as a request (max_body_bytes),
+// and a memory is kept for the store's TTL: if the agent's name is
+// longer than MaxKeyAgent, or the session id longer than MaxKeySession,
+// both are named by their SHA-256 (Digest), so that a memory's key is
+// bounded whatever names a client gives and two names are still two
+// memories. Before, each source call of a client naming itself afresh
+// with 4 MiB wrote 8 MiB of keys into Redis for 30 days
+// (TestAttackLongNamesBoundRedisKeys).
+func MemoryKey(scope Scope, agent, session string) Key {
+	k := Key{Scope: scope, Agent: nfc(agent)}
+	if scope == ScopeSession {
+		k.Session = session
+	}
+	if len(k.Agent) > MaxKeyAgent || len(k.Session) > MaxKeySession {
+		k.Agent, k.Digest = nameDigest(k.Agent), true
+		if scope == ScopeSession {
+			k.Session = nameDigest(k.Session)
+		}
+	}
+	return k
+}
+
+func nameDigest(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }
 
 // String renders k for stores that need a flat key, e.g.
-// "session:5:alice/s-123" and "agent:alice". The agent's length prefix
-// keeps agent and session ids apart whatever characters they hold.
+// "session:5:alice/s-123" and "agent:alice"; a Digest key starts
+// "agent#:" or "session#:". The agent's length prefix keeps agent and
+// session ids apart whatever characters they hold.
 func (k Key) String() string {
-	if k.Scope == ScopeAgent {
-		return "agent:" + k.Agent
+	mark := ""
+	if k.Digest {
+		mark = "#"
 	}
-	return "session:" + strconv.Itoa(len(k.Agent)) + ":" + k.Agent + "/" + k.Session
+	if k.Scope == ScopeAgent {
+		return "agent" + mark + ":" + k.Agent
+	}
+	return "session" + mark + ":" + strconv.Itoa(len(k.Agent)) + ":" + k.Agent + "/" + k.Session
 }
 
 // Store is route memory: which labels (tool classes and tool names) were
@@ -211,6 +258,13 @@ func (s *MemoryStore) ForgetSession(id string) {
 	defer func() { s.forgetting = false }()
 	for k := range s.sessions[id] {
 		s.lru.Remove(k)
+	}
+	// Those of a long agent's, or of a long id, are under its digest
+	// (MemoryKey).
+	for k := range s.sessions[nameDigest(id)] {
+		if k.Digest {
+			s.lru.Remove(k)
+		}
 	}
 }
 
