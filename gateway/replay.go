@@ -34,6 +34,10 @@ type replayCall struct {
 	// id is the client's id of a request sent under the gateway's
 	// (ids.go), whose key the call is remembered by; nil for another.
 	id jsontext.Value
+	// large marks a call whose cursor and method passed maxKeptCall,
+	// kept without them: its id stays its own, and its answer on a
+	// resumed stream is withheld.
+	large bool
 }
 
 // The bounds of a session's memory of such requests: past maxReplays the
@@ -269,7 +273,7 @@ func (o *observer) replay(ctx context.Context, data []byte) *observer {
 				o.storeFailed = time.Now()
 			}
 		}
-		if !ok {
+		if !ok || c.large {
 			continue
 		}
 		if r == nil {
@@ -373,6 +377,9 @@ func (o *observer) keep(gone bool) {
 	now := o.g.sessions.now()
 	forgot := false
 	for id, c := range calls {
+		if len(c.cursor)+len(c.method) > maxKeptCall {
+			c = replayCall{cc: c.cc, id: c.id, large: true}
+		}
 		forgot = o.sess.replays.remember(id, c, now) || forgot
 	}
 	if forgot {

@@ -192,7 +192,27 @@ type sharedCall struct {
 	// prompts/get) whose result the interceptor's OnResult
 	// (classifier.scan_results) waits for, if it does.
 	Call *intercept.ActionDescriptor `json:"d,omitempty"`
+	// Large marks a call whose record passed maxKeptCall, kept as this
+	// mark alone: its id stays the broken-off request's (a request
+	// reusing it is refused) and its answer is withheld.
+	Large bool `json:"l,omitempty"`
 }
+
+// maxKeptCall bounds a call's record in the store, and a call's cursor
+// and method in process (replayCall.large). They are the client's, as
+// long as a request, and a call is kept for replayTTL, up to maxReplays
+// a session, a thousand sessions a client address: before, a tools/list
+// with a cursor of 1 MiB of '<' (written \u003c) left 6 MiB in Redis for
+// 30 minutes (TestAttackSharedReplayBytesBounded), and 1 MiB in process
+// (TestAttackReplayBytesBounded). A record of a real call is far
+// smaller (its arguments, tool description and schema are not kept), a
+// principal's JWT claims included.
+const maxKeptCall = 64 << 10
+
+// largeCall is the record of a call past maxKeptCall.
+var largeCall = []byte(`{"m":"","l":true}`)
+
+var errLargeCall = errors.New("the request was too large for its record to be kept (its answer is withheld)")
 
 // encodeCall encodes c, request id, for the store.
 func (g *Gateway) encodeCall(id string, c replayCall) []byte {
@@ -208,6 +228,9 @@ func (g *Gateway) encodeCall(id string, c replayCall) []byte {
 		}
 	}
 	b, _ := json.Marshal(s)
+	if len(b) > maxKeptCall {
+		return largeCall
+	}
 	return b
 }
 
@@ -219,6 +242,9 @@ func (g *Gateway) decodeCall(sess *session, id string, b []byte) (replayCall, er
 	var s sharedCall
 	if err := json.Unmarshal(b, &s); err != nil {
 		return replayCall{}, err
+	}
+	if s.Large {
+		return replayCall{}, errLargeCall
 	}
 	if s.Method == "" {
 		return replayCall{}, errors.New("no method")
