@@ -2,6 +2,8 @@ package intercept
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -30,8 +32,28 @@ type TaskStore interface {
 
 // sharedTaskKey is the key of an MCP task in the shared store: it starts
 // with a NUL, which no A2A agent's name (the start of an A2A task's key in
-// the same store) does.
-func sharedTaskKey(key string) string { return "\x00mcp\x00" + key }
+// the same store) does. A key longer than maxSharedTaskKey (a session id
+// carrying a client's long name scopes it) is its SHA-256: the store keeps
+// it for agent_tasks.ttl, a week (TestAttackLongNamesBoundTaskRecords).
+func sharedTaskKey(key string) string {
+	if len(key) > maxSharedTaskKey {
+		return "\x00mcp-h\x00" + digest(key)
+	}
+	return "\x00mcp\x00" + key
+}
+
+// Bounds of what a task's record holds as it is (sharedTaskKey,
+// taskOwner): no session id another replica opens (at most 4 KiB), nor a
+// real agent's name, comes near them.
+const (
+	maxSharedTaskKey = 8 << 10
+	maxOwnerName     = 1 << 10
+)
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
 
 // maxStoreLookups bounds how many owners one tasks/list answer may look
 // up in the shared store; tasks past it that this process has not seen
@@ -67,10 +89,16 @@ func (i *Interceptor) initTasks() {
 }
 
 // taskOwner is who a task created for, or asked about by, the client of
-// cc belongs to: the authenticated principal, else the agent.
+// cc belongs to: the authenticated principal, else the agent. An agent's
+// name is the client's, as long as a request: past maxOwnerName it is
+// its SHA-256 ("h"), which the shared store keeps for a week rather than
+// the name (TestAttackLongNamesBoundTaskRecords).
 func taskOwner(ctx context.Context, cc CallContext) string {
 	if p := principalOf(ctx, cc); p != nil {
 		return "p\x00" + p.ID
+	}
+	if len(cc.Agent) > maxOwnerName {
+		return "h\x00" + digest(cc.Agent)
 	}
 	return "a\x00" + cc.Agent
 }
