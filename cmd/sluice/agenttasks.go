@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/rediseviction"
 )
 
 // agentTasksConfig is the agent_tasks: section: where the owners of tasks
@@ -70,6 +72,20 @@ func newRedisTasks(ctx context.Context, cfg agentTasksConfig) (*redisTasks, erro
 	c, err := dialRedis(ctx, "agent_tasks.redis_url", cfg.RedisURL)
 	if err != nil {
 		return nil, err
+	}
+	// Refuse a server that may evict keys under memory pressure: an
+	// evicted hold of a sealed session's request id, or a broken-off
+	// request, would let a request reuse its id, and the upstream's
+	// answer to the one be screened as the other's
+	// (TestAgentTasksRefusesEvictingRedis).
+	policy, mm, evicts, err := rediseviction.Policy(ctx, c)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("agent_tasks.redis_url: the server did not say whether it may evict keys: %w", err)
+	}
+	if evicts {
+		c.Close()
+		return nil, fmt.Errorf("agent_tasks.redis_url: maxmemory-policy is %s with maxmemory %s, so Redis may evict the ids sealed sessions' requests hold, which would let a request take another's answer, and task owners; set maxmemory-policy noeviction (or maxmemory 0) on the server sluice uses", policy, mm)
 	}
 	s := &redisTasks{c: c, prefix: cfg.KeyPrefix, ttl: cfg.TTL, timeout: cfg.Timeout}
 	if s.prefix == "" {
