@@ -177,7 +177,10 @@ func (s *Store) checkEpoch(ctx context.Context, got *string) (time.Time, error) 
 	if ns, ok := strings.CutPrefix(*got, epochFresh); ok {
 		// Another process started the memory over after it was lost
 		// and before this one noticed: it was lost all the same, and
-		// is known from then.
+		// is known from then. That process (a replica started without
+		// an epoch file) took Redis as new: the key says it was lost,
+		// for it and for any started later
+		// (TestAttackReplicaStartedAfterLossSeesIt).
 		n, err := strconv.ParseInt(ns, 10, 64)
 		if err != nil {
 			n = time.Now().UnixNano()
@@ -187,6 +190,11 @@ func (s *Store) checkEpoch(ctx context.Context, got *string) (time.Time, error) 
 			s.lostAt = t
 		}
 		s.mu.Unlock()
+		v, err := markLost.Run(ctx, s.rdb, []string{s.epochKey()}, *got, epochLost+strconv.FormatInt(n, 10)).Text()
+		if err != nil {
+			return time.Time{}, err
+		}
+		got = &v
 	}
 	if err := s.adopt(*got); err != nil && s.onFileErr != nil {
 		s.onFileErr(err) // the file keeps an older epoch: see adopt
@@ -228,6 +236,16 @@ for i = 3, #ARGV do
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 0
+`)
+
+// markLost sets the epoch key to ARGV[2], a "lost:" value, if it holds
+// ARGV[1], the "fresh:" value of a process that took Redis as new after a
+// loss, or nothing; it returns the key's value.
+var markLost = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and v ~= ARGV[1] then return v end
+redis.call('SET', KEYS[1], ARGV[2])
+return ARGV[2]
 `)
 
 // New connects to the server at opts.URL and checks that it answers.
