@@ -1,12 +1,8 @@
 package main
 
 import (
-	"strings"
+	"context"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
-
-	"github.com/sluicehq/sluice/internal/redistest"
 )
 
 // TestAgentTasksRefusesEvictingRedis: agent_tasks' Redis holds, besides
@@ -19,35 +15,11 @@ import (
 // tools passed on). It was taken whatever its maxmemory-policy; it is
 // refused at start, as route memory's and rate limits' are.
 func TestAgentTasksRefusesEvictingRedis(t *testing.T) {
-	srv := redistest.Start(t)
-	ctx := t.Context()
-	opt, err := redis.ParseURL(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := redis.NewClient(opt)
-	defer admin.Close()
-	for _, tt := range []struct {
-		maxmemory, policy string
-		ok                bool
-	}{
-		{"0", "allkeys-lru", true},
-		{"100mb", "noeviction", true},
-		{"100mb", "allkeys-lru", false},
-		{"100mb", "volatile-lru", false},
-	} {
-		if err := admin.ConfigSet(ctx, "maxmemory", tt.maxmemory).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := admin.ConfigSet(ctx, "maxmemory-policy", tt.policy).Err(); err != nil {
-			t.Fatal(err)
-		}
-		rt, err := newRedisTasks(ctx, agentTasksConfig{RedisURL: srv.URL()})
+	refusesEvictingRedis(t, func(ctx context.Context, url string) error {
+		rt, err := newRedisTasks(ctx, agentTasksConfig{RedisURL: url})
 		if rt != nil {
 			rt.c.Close()
 		}
-		if tt.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "noeviction")) {
-			t.Errorf("maxmemory %s, policy %s: got %v, want ok=%v (an error naming noeviction)", tt.maxmemory, tt.policy, err, tt.ok)
-		}
-	}
+		return err
+	})
 }

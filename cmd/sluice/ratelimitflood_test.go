@@ -99,6 +99,21 @@ rate_limits:
 // full could drop a spent bucket, which would come back full; rate_limits
 // refuses it at start-up, as route memory does.
 func TestRateLimitsRefuseEvictingRedis(t *testing.T) {
+	refusesEvictingRedis(t, func(ctx context.Context, url string) error {
+		c := &rateLimitsConfig{RedisURL: url, Rules: []rateRuleConfig{{ID: "a", Rate: "1/s"}}}
+		_, closeLim, err := c.limiter(ctx)
+		if closeLim != nil {
+			closeLim()
+		}
+		return err
+	})
+}
+
+// refusesEvictingRedis checks that open, starting what keeps state in the
+// Redis at url, refuses a server that may evict keys (maxmemory set, a
+// policy other than noeviction), naming noeviction, and takes the others.
+func refusesEvictingRedis(t *testing.T, open func(ctx context.Context, url string) error) {
+	t.Helper()
 	srv := redistest.Start(t)
 	ctx := t.Context()
 	opt, err := redis.ParseURL(srv.URL())
@@ -122,12 +137,7 @@ func TestRateLimitsRefuseEvictingRedis(t *testing.T) {
 		if err := admin.ConfigSet(ctx, "maxmemory-policy", tt.policy).Err(); err != nil {
 			t.Fatal(err)
 		}
-		c := &rateLimitsConfig{RedisURL: srv.URL(), Rules: []rateRuleConfig{{ID: "a", Rate: "1/s"}}}
-		_, closeLim, err := c.limiter(ctx)
-		if closeLim != nil {
-			closeLim()
-		}
-		if tt.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "noeviction")) {
+		if err := open(ctx, srv.URL()); tt.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "noeviction")) {
 			t.Errorf("maxmemory %s, policy %s: got %v, want ok=%v (an error naming noeviction)", tt.maxmemory, tt.policy, err, tt.ok)
 		}
 	}
