@@ -547,6 +547,9 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		b, err = json.Marshal(rpcResponse{JSONRPC: "2.0", ID: req.ID, Result: result})
 	case isUp: // the upstream route's error (a policy denial among them), as it was
 		b, err = json.Marshal(rpcResponse{JSONRPC: "2.0", ID: req.ID, Error: ue.raw})
+	case isHeaderMismatch(derr): // refused as the route refuses it
+		writeJSONRPCError(w, http.StatusBadRequest, req.ID, derr)
+		return
 	default:
 		b = intercept.ErrorResponse(req.ID, derr)
 	}
@@ -1067,6 +1070,19 @@ func (a *aggregator) call(r *http.Request, s *aggSession, req rpcRequest, listMe
 	b, err := json.Marshal(params, json.Deterministic(true))
 	if err != nil {
 		return nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}
+	}
+	if s.modern && req.Method == "tools/call" {
+		// The client's Mcp-Param-* headers are checked against the
+		// arguments, as the route checks them (checkParamHeaders): what
+		// sits in front of the gateway acted on them, and the inner
+		// request carries its own, written from the body.
+		m, err := intercept.DecodeMessage(jsontext.Value(`{"jsonrpc":"2.0","id":0,"method":"tools/call","params":` + string(b) + `}`))
+		if err != nil {
+			return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: err.Error()}
+		}
+		if err := a.g.checkParamHeaders(r.Header, t.upstream, m); err != nil {
+			return nil, err
+		}
 	}
 	res, err := a.innerCall(r, s, t.upstream, req.Method, b)
 	if _, ok := errors.AsType[*routeError](err); ok {
@@ -1873,4 +1889,11 @@ func encodeHeaderValue(v string) string {
 		return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 	}
 	return v
+}
+
+// isHeaderMismatch reports whether err is a header mismatch (mismatch):
+// answered 400, as a route answers one (classify).
+func isHeaderMismatch(err error) bool {
+	we, ok := errors.AsType[*intercept.WireError](err)
+	return ok && we.Code == intercept.CodeHeaderMismatch
 }
