@@ -1700,7 +1700,9 @@ func checkModernHeaders(r *http.Request, req rpcRequest) error {
 	if hv, mv := r.Header.Get(hdrVersion), intercept.StringMember(intercept.Member(req.Params, "_meta"), "io.modelcontextprotocol/protocolVersion"); hv != "" && mv != "" && hv != mv {
 		return mismatch(fmt.Sprintf("%s header %q does not match _meta protocol version %q", hdrVersion, hv, mv))
 	}
-	if hm := r.Header.Get(hdrMethod); hm != req.Method {
+	// A notification without Mcp-Method has nothing to disagree with its
+	// body, and is taken as a route takes it (classify).
+	if hm := r.Header.Get(hdrMethod); hm != req.Method && (hm != "" || len(req.ID) > 0) {
 		return mismatch(fmt.Sprintf("%s header %q does not match body method %q", hdrMethod, hm, req.Method))
 	}
 	hn, hasName := r.Header.Get(hdrName), len(r.Header.Values(hdrName)) > 0

@@ -48,3 +48,39 @@ func TestModernNotificationWithoutMethodHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestVirtualModernNotificationWithoutMethodHeader: the same client
+// through a virtual server. The route takes a 2026-07-28 notification
+// without Mcp-Method (TestModernNotificationWithoutMethodHeader); the
+// virtual server still refused it 400 -32020, so the MCP TypeScript SDK
+// v2 client closing a subscription or cancelling a call through a
+// virtual server reported an error it does not report directly or
+// through a route (found by review91).
+func TestVirtualModernNotificationWithoutMethodHeader(t *testing.T) {
+	f := newFixture(t, allowEcho, Options{VirtualServers: []VirtualServer{{}}})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a failure bound, not a speed goal
+	defer cancel()
+	note := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	for _, tc := range []struct {
+		name   string
+		hdr    map[string]string
+		body   string
+		status int
+	}{
+		{"notification without Mcp-Method", map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, note, http.StatusAccepted},
+		{"notification with its Mcp-Method", modernHeaders("notifications/cancelled", ""), note, http.StatusAccepted},
+		{"notification with another Mcp-Method", modernHeaders("tools/call", ""), note, http.StatusBadRequest},
+		{"request without Mcp-Method", map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, modernRequest("tools/list", ""), http.StatusBadRequest},
+	} {
+		resp, err := sendPost(ctx, f.gw.URL+"/mcp", tc.hdr, tc.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: status %d (%s), want %d", tc.name, resp.StatusCode, strings.TrimSpace(string(b)), tc.status)
+		}
+	}
+}
