@@ -36,6 +36,10 @@ func TestModernNotificationWithoutMethodHeader(t *testing.T) {
 		{"notification with its Mcp-Method", modernHeaders("notifications/cancelled", ""), note, http.StatusAccepted},
 		{"notification with another Mcp-Method", modernHeaders("tools/call", ""), note, http.StatusBadRequest},
 		{"request without Mcp-Method", map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, modernRequest("tools/list", ""), http.StatusBadRequest},
+		// A call is no notification for an id of null, nor in a batch.
+		{"call of id null without Mcp-Method", map[string]string{"Mcp-Protocol-Version": "2026-07-28"},
+			strings.Replace(modernCall(1, "echo", `{"text":"x"}`), `"id":1`, `"id":null`, 1), http.StatusBadRequest},
+		{"batch of a call without Mcp-Method", map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, "[" + modernCall(1, "echo", `{"text":"x"}`) + "]", http.StatusOK},
 	} {
 		resp, err := sendPost(ctx, base+"/mcp/u", tc.hdr, tc.body)
 		if err != nil {
@@ -45,6 +49,9 @@ func TestModernNotificationWithoutMethodHeader(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != tc.status {
 			t.Errorf("%s: status %d (%s), want %d", tc.name, resp.StatusCode, strings.TrimSpace(string(b)), tc.status)
+		}
+		if tc.status != http.StatusAccepted && !strings.Contains(string(b), `"error"`) {
+			t.Errorf("%s: %s, want it refused", tc.name, b)
 		}
 	}
 }
@@ -72,6 +79,10 @@ func TestVirtualModernNotificationWithoutMethodHeader(t *testing.T) {
 		{"notification with its Mcp-Method", modernHeaders("notifications/cancelled", ""), note, http.StatusAccepted},
 		{"notification with another Mcp-Method", modernHeaders("tools/call", ""), note, http.StatusBadRequest},
 		{"request without Mcp-Method", map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, modernRequest("tools/list", ""), http.StatusBadRequest},
+		// A call is no notification for an id of null, nor in a batch.
+		{"call of id null without Mcp-Method", map[string]string{"Mcp-Protocol-Version": "2026-07-28"},
+			strings.Replace(modernCall(1, "echo", `{"text":"x"}`), `"id":1`, `"id":null`, 1), http.StatusBadRequest},
+		{"batch of a call without Mcp-Method", map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, "[" + modernCall(1, "echo", `{"text":"x"}`) + "]", http.StatusBadRequest},
 	} {
 		resp, err := sendPost(ctx, f.gw.URL+"/mcp", tc.hdr, tc.body)
 		if err != nil {
@@ -81,6 +92,9 @@ func TestVirtualModernNotificationWithoutMethodHeader(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != tc.status {
 			t.Errorf("%s: status %d (%s), want %d", tc.name, resp.StatusCode, strings.TrimSpace(string(b)), tc.status)
+		}
+		if tc.status != http.StatusAccepted && !strings.Contains(string(b), `"error"`) {
+			t.Errorf("%s: %s, want it refused", tc.name, b)
 		}
 	}
 }
