@@ -83,6 +83,30 @@ func screenToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.
 // request (so that its retry may carry it). changed reports whether it
 // differs from raw.
 func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, method, cursor string, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
+	if res, ok := privateCache(result); ok {
+		if out, err := intercept.WithMember(raw, "result", res); err == nil {
+			out, _ = screenAnswerOf(ctx, ic, cc, method, cursor, id, idKey, out, res)
+			return out, true
+		}
+	}
+	return screenAnswerOf(ctx, ic, cc, method, cursor, id, idKey, raw, result)
+}
+
+// privateCache returns result marked cacheScope "private" when it carries
+// SEP-2549's cache hints with another scope (or none, which clients take
+// for "public"): what the gateway passes on is decided, or screened, for
+// its caller, and a cache must not serve it to another. The TTL stands.
+func privateCache(result jsontext.Value) (jsontext.Value, bool) {
+	scope := intercept.Member(result, "cacheScope")
+	if string(scope) == `"private"` || scope == nil && intercept.Member(result, "ttlMs") == nil {
+		return nil, false
+	}
+	out, err := intercept.WithMember(result, "cacheScope", jsontext.Value(`"private"`))
+	return out, err == nil
+}
+
+// screenAnswerOf is screenAnswer but for the cache hints.
+func screenAnswerOf(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, method, cursor string, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
 	// A list's next cursor is this client's to send back (intercept's
 	// carry.go): recorded before the client has it.
 	ic.ObserveCursor(ctx, cc, method, result)
@@ -132,7 +156,13 @@ func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.C
 // method request, needs screenAnswer: a list it screens, or an answer
 // that may hold a task handle or a requestState.
 func screened(method string, b []byte) bool {
-	return listMethod(method) || (method != "" && recorded(b))
+	return listMethod(method) || (method != "" && (recorded(b) || cacheHinted(b)))
+}
+
+// cacheHinted reports whether b may hold SEP-2549's cache hints, which
+// screenAnswer marks private (privateCache).
+func cacheHinted(b []byte) bool {
+	return mayHoldMember(b, cacheScopeMember) || mayHoldMember(b, ttlMember)
 }
 
 // listMethod reports whether answers to method are screened as lists:
@@ -192,6 +222,8 @@ type holdFunc func(m *intercept.Message) (held, owned bool)
 var (
 	taskIDMember       = []byte(`"taskId"`)
 	requestStateMember = []byte(`"requestState"`)
+	cacheScopeMember   = []byte(`"cacheScope"`)
+	ttlMember          = []byte(`"ttlMs"`)
 	resultMember       = []byte(`"result"`)
 	idMember           = []byte(`"id"`)
 	errorMember        = []byte(`"error"`)
@@ -293,7 +325,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 // is passed on, and leaves out messages about another's task (nil: none
 // is left); lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
-	if !o.waitsForList() && !recorded(b) {
+	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) {
 		return b
 	}
 	var lists []string
@@ -382,7 +414,7 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 		}
 	}
 	r.mu.Unlock()
-	if len(lists) == 0 && !recorded(b) {
+	if len(lists) == 0 && !recorded(b) && !cacheHinted(b) {
 		return b
 	}
 	cc := r.callContext()
