@@ -127,3 +127,58 @@ func testFlood(t *testing.T, call func(i int) (context.Context, *intercept.Actio
 		t.Errorf("mallory's call once the others are done: got the fallback verdict, err %v", err)
 	}
 }
+
+// TestLLMAgentCapFreedWhenCallsGiveUp: an agent's requests at the provider
+// are uncounted however they end. Eight calls held at the provider that
+// their callers give up (a client gone), or that run past the timeout,
+// leave no count behind: the agent's next call is sent, not refused as
+// one past its llmMaxPerAgent (found sound by review91; a count left
+// behind would cap the agent for good).
+func TestLLMAgentCapFreedWhenCallsGiveUp(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		cancel  bool
+	}{
+		{"callers gone", time.Minute, true},
+		{"past the timeout", 2 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeLLM(t, ProviderOpenAI)
+			p := &busyProvider{f: f, capacity: 100, hold: []byte("INV-held"), release: make(chan struct{})}
+			srv := httptest.NewServer(p)
+			t.Cleanup(srv.Close)
+			t.Cleanup(sync.OnceFunc(func() { close(p.release) }))
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections)
+			l := mustLLM(t, LLMOptions{Provider: ProviderOpenAI, BaseURL: srv.URL, APIKey: f.key, HTTPClient: &http.Client{Transport: tr},
+				Timeout: tc.timeout, CacheSize: -1, BreakerFailures: 100})
+			call := func(ctx context.Context, args string) error {
+				d := llmDescriptor("mallory-session")
+				d.Agent = "mallory"
+				d.Principal = &intercept.Principal{ID: "mallory", Method: "api_key"}
+				d.Parameters = jsontext.Value(args)
+				_, err := l.Classify(ctx, d)
+				return err
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			var wg sync.WaitGroup
+			for i := range llmMaxPerAgent {
+				wg.Go(func() { _ = call(ctx, fmt.Sprintf(`{"invoice_id":"INV-held-%d"}`, i)) })
+			}
+			for deadline := time.Now().Add(10 * time.Second); tc.cancel && p.inflight.Load() < llmMaxPerAgent; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("after 10s: %d requests at the provider, want %d", p.inflight.Load(), llmMaxPerAgent)
+				}
+			}
+			if tc.cancel {
+				cancel()
+			}
+			wg.Wait()
+			cancel()
+			if err := call(t.Context(), `{"invoice_id":"INV-next"}`); err != nil {
+				t.Errorf("mallory's call after its %d gave up: %v, want it sent and answered", llmMaxPerAgent, err)
+			}
+		})
+	}
+}
