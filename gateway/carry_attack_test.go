@@ -61,7 +61,9 @@ func tapServer(t *testing.T) (*httptest.Server, *recorder) {
 			return mcp.NewToolResultText("results"), nil
 		})
 	}
+	rec := &recorder{waiting: make(chan struct{})}
 	s.AddTool(mcp.NewTool("wait", mcp.WithString("query")), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		rec.waitOnce.Do(func() { close(rec.waiting) })
 		<-ctx.Done()
 		return mcp.NewToolResultText("cancelled"), nil
 	})
@@ -85,7 +87,7 @@ func tapServer(t *testing.T) (*httptest.Server, *recorder) {
 	s.AddResourceTemplate(mcp.NewResourceTemplate("https://x.example/search/{q}", "search"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: "searched"}}, nil
 	})
-	rec := &recorder{next: server.NewStreamableHTTPServer(s)}
+	rec.next = server.NewStreamableHTTPServer(s)
 	up := httptest.NewServer(rec)
 	t.Cleanup(up.Close)
 	return up, rec

@@ -28,6 +28,9 @@ type recorder struct {
 	mu    sync.Mutex
 	posts [][]byte
 	n     atomic.Int64
+	// waiting, if set, is closed when tapServer's wait tool first runs.
+	waiting  chan struct{}
+	waitOnce sync.Once
 }
 
 // count is how many POSTs that reached the upstream contain s.
