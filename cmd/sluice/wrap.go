@@ -161,7 +161,8 @@ func wrapIO(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 		ready(at)
 	}
 	// The client's lines are requests: bounded like a request body.
-	down := transport.NewStdioConn(stdin, withWriteDeadline(stdout), &transport.StdioOptions{MaxMessageBytes: cmp.Or(opts.MaxBodyBytes, gateway.DefaultMaxBodyBytes)})
+	// One past the bound is answered and dropped, not the end of the session.
+	down := transport.NewStdioConn(stdin, withWriteDeadline(stdout), &transport.StdioOptions{MaxMessageBytes: cmp.Or(opts.MaxBodyBytes, gateway.DefaultMaxBodyBytes), AnswerTooLong: true})
 	err = g.ServeConn(ctx, up.Name, down)
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, transport.ErrClosed) {
 		return nil

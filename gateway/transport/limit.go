@@ -25,6 +25,9 @@ type TooLongError struct {
 	What string
 	// Limit is the most the reader takes of one message, in bytes.
 	Limit int64
+	// midLine: a stdio line's reader stopped inside it, before its
+	// newline.
+	midLine bool
 }
 
 func (e *TooLongError) Error() string {

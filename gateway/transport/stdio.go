@@ -21,6 +21,13 @@ type StdioOptions struct {
 	// [DefaultMaxMessageBytes]. The read buffer grows with the lines
 	// read, not to this size up front.
 	MaxMessageBytes int64
+	// AnswerTooLong makes a line longer than MaxMessageBytes a message
+	// refused, not the end of reading: it is read to its newline and
+	// dropped, unseen, and the peer is written a JSON-RPC error (id null,
+	// -32600, naming the limit). For a peer whose lines are requests to
+	// this side (`sluice wrap`'s client), so that one oversized call does
+	// not end the session.
+	AnswerTooLong bool
 }
 
 // NewStdioConn returns a Conn that reads newline-delimited messages from r
@@ -45,14 +52,28 @@ func NewStdioConn(r io.Reader, w io.Writer, opts *StdioOptions) Conn {
 		limit = opts.MaxMessageBytes
 	}
 	c := &stdioStreamConn{r: r, w: w, closed: make(chan struct{})}
+	c.out = newStdioWriter(w, "transport: stdio write")
+	var tooLong func(*TooLongError) error
+	if opts != nil && opts.AnswerTooLong {
+		tooLong = func(e *TooLongError) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return c.out.write(ctx, tooLongAnswer(e))
+		}
+	}
 	c.in = startStdioReader(r, maxMessage(limit), c.closed, func(err error) error {
 		if errors.Is(err, io.EOF) {
 			return io.EOF
 		}
 		return fmt.Errorf("transport: stdio read: %w", err)
-	})
-	c.out = newStdioWriter(w, "transport: stdio write")
+	}, tooLong)
 	return c
+}
+
+// tooLongAnswer is the error a peer is written for a line longer than the
+// limit e names: it was not read, so it has no id.
+func tooLongAnswer(e *TooLongError) []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: a message longer than %s (max_body_bytes) was dropped unread"}}`, sizeString(e.Limit))
 }
 
 var _ Conn = (*stdioStreamConn)(nil)
@@ -99,11 +120,13 @@ type stdioReader struct {
 }
 
 // startStdioReader reads r, lines of at most limit bytes, until it fails
-// or quit is closed. finish turns
+// or quit is closed; with tooLong set, a longer line is answered by it,
+// skipped to its newline, and reading goes on (unless tooLong fails).
+// finish turns
 // the error that ended reading (io.EOF for a clean end, ErrClosed after
 // quit) into the one Read reports; it runs on the reading goroutine before
 // lines is closed, so it may block, for instance to reap a process.
-func startStdioReader(r io.Reader, limit int64, quit <-chan struct{}, finish func(error) error) *stdioReader {
+func startStdioReader(r io.Reader, limit int64, quit <-chan struct{}, finish func(error) error, tooLong func(*TooLongError) error) *stdioReader {
 	sr := &stdioReader{lines: make(chan []byte), done: make(chan struct{})}
 	go func() {
 		defer close(sr.done)
@@ -113,7 +136,21 @@ func startStdioReader(r io.Reader, limit int64, quit <-chan struct{}, finish fun
 		for {
 			var line []byte
 			if line, err = stdioReadLine(br, limit); err != nil {
-				break
+				var tle *TooLongError
+				if tooLong == nil || !errors.As(err, &tle) {
+					break
+				}
+				err = nil
+				if tle.midLine {
+					err = skipLine(br) // io.EOF: the stream ended inside it
+				}
+				if aerr := tooLong(tle); aerr != nil {
+					err = aerr
+				}
+				if err != nil {
+					break
+				}
+				continue
 			}
 			select {
 			case sr.lines <- line:
@@ -156,7 +193,7 @@ func stdioReadLine(br *bufio.Reader, limit int64) ([]byte, error) {
 		for {
 			frag, err := br.ReadSlice('\n')
 			if int64(len(line)+len(frag)) > limit+int64(len("\r\n")) {
-				return nil, &TooLongError{What: "stdio message", Limit: limit}
+				return nil, &TooLongError{What: "stdio message", Limit: limit, midLine: err != nil}
 			}
 			line = append(line, frag...)
 			if err == nil || (err == io.EOF && len(line) > 0) {
@@ -173,6 +210,16 @@ func stdioReadLine(br *bufio.Reader, limit int64) ([]byte, error) {
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			return line, nil
+		}
+	}
+}
+
+// skipLine reads br past the next newline.
+func skipLine(br *bufio.Reader) error {
+	for {
+		_, err := br.ReadSlice('\n')
+		if err != bufio.ErrBufferFull {
+			return err
 		}
 	}
 }

@@ -106,7 +106,7 @@ func (d *StdioDialer) Dial(ctx context.Context) (Conn, error) {
 		closed:  make(chan struct{}),
 	}
 	go c.wait()
-	c.in = startStdioReader(stdioExitReader{stdout, c.exited}, maxMessage(d.MaxMessageBytes), c.closed, c.finish)
+	c.in = startStdioReader(stdioExitReader{stdout, c.exited}, maxMessage(d.MaxMessageBytes), c.closed, c.finish, nil)
 	return c, nil
 }
 
