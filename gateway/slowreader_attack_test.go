@@ -27,7 +27,10 @@ import (
 // Each part of a long write now has the timeout afresh, so a client
 // that reads keeps being written to.
 func TestAttackSlowReaderCutOff(t *testing.T) {
-	const stall = 500 * time.Millisecond
+	// Long enough that a loaded machine (a CI run under -race beside
+	// other work) does not pause a steady reader that long — it cut a
+	// /ws answer at 500ms — and short against the answer's seconds.
+	const stall = 2 * time.Second
 	const size = 24 << 20
 	up := httptest.NewServer(demoUnless(`"big"`, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
