@@ -736,6 +736,8 @@ func (s *scanner) invisible(field field, raw string) {
 			s.add("terminal_escape", SeverityHigh, field, excerpt(raw, i, i+1))
 		case r == 0x200D && zwjInEmoji(raw, i):
 			// Joins an emoji sequence (👨‍👩‍👧); that is what it is for.
+		case r == 0x2800 && nextToBraille(raw, i):
+			// The blank cell of Braille text: the space between its words.
 		case r >= 0xE0100 && r <= 0xE01EF, r >= 0x200B && r <= 0x200F, r >= 0x2060 && r <= 0x2064,
 			r == 0xFEFF, r == 0x180E, r == 0x061C, r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0,
 			r == 0x2800, r == 0x034F:
@@ -767,6 +769,15 @@ func zwjInEmoji(s string, i int) bool {
 	next, _ := utf8.DecodeRuneInString(s[i+3:])
 	pict := func(r rune) bool { return r >= 0x1F000 || r >= 0x2600 && r <= 0x27BF || r == 0x2640 || r == 0x2642 }
 	return pict(prev) && pict(next)
+}
+
+// nextToBraille reports whether the rune at byte i of s (U+2800, three
+// bytes) stands next to a Braille cell that is not blank.
+func nextToBraille(s string, i int) bool {
+	prev, _ := utf8.DecodeLastRuneInString(s[:i])
+	next, _ := utf8.DecodeRuneInString(s[i+3:])
+	cell := func(r rune) bool { return r > 0x2800 && r <= 0x28FF }
+	return cell(prev) || cell(next)
 }
 
 // normalize prepares text for the rules: HTML character references
