@@ -11,8 +11,7 @@ import (
 )
 
 // naiveForeign is the search foreignIndex replaced: every name, one by
-// one, in each spelling a model reads as it (snakeName, and that without
-// '_'), in the text with '-' and '.' joining words taken as '_'.
+// one, in each spelling a model reads as it (snakeName), in the text with '-' and '.' joining words taken as '_'.
 func naiveForeign(norm string, names []string) bool {
 	folded := []byte(norm)
 	for i, c := range folded {
@@ -26,7 +25,7 @@ func naiveForeign(norm string, names []string) bool {
 		}
 		low, snake := strings.ToLower(name), snakeName(name)
 		if indexWord(norm, low) >= 0 || isIdentByte(low[0]) &&
-			(indexWord(string(folded), low) >= 0 || indexWord(string(folded), snake) >= 0 || indexWord(string(folded), strings.ReplaceAll(snake, "_", "")) >= 0) {
+			(indexWord(string(folded), low) >= 0 || indexWord(string(folded), snake) >= 0) {
 			return true
 		}
 	}

@@ -458,7 +458,40 @@ func (s *scanner) text(field field, raw string, ident bool) {
 	}
 	if i, n := s.foreign.find(norm); i >= 0 {
 		s.add("cross_server_reference", SeverityMedium, field, excerpt(norm, i, i+n))
+	} else if s.foreign != nil && !ident {
+		// sendEmail: its words split as the name's are.
+		if split := camelSplit(raw); split != raw {
+			split = normalize(split, false)
+			if i, n := s.foreign.find(split); i >= 0 {
+				s.add("cross_server_reference", SeverityMedium, field, excerpt(split, i, i+n))
+			}
+		}
 	}
+}
+
+// camelSplit returns s with '_' between a lower-case letter or digit and
+// the upper-case letter after it (send_Email for sendEmail), or s itself
+// if it has none.
+func camelSplit(s string) string {
+	var b strings.Builder
+	var prev rune
+	for i, r := range s {
+		if unicode.IsUpper(r) && (unicode.IsLower(prev) || unicode.IsDigit(prev)) {
+			if b.Len() == 0 {
+				b.Grow(len(s) + 8)
+				b.WriteString(s[:i])
+			}
+			b.WriteByte('_')
+		}
+		if b.Len() > 0 {
+			b.WriteRune(r)
+		}
+		prev = r
+	}
+	if b.Len() == 0 {
+		return s
+	}
+	return b.String()
 }
 
 // joined finds words joined by '_' or '-', three or more of them.
@@ -572,10 +605,13 @@ func newForeignIndex(names []string) *foreignIndex {
 			x.odd = append(x.odd, low)
 			continue
 		}
-		// send_email as a model reads it: send-email, send.email,
-		// sendEmail, sendemail (find folds '-' and '.' in the text).
+		// send_email as a model reads it: send-email, send.email (find
+		// folds '-' and '.' in the text), sendEmail (text splits
+		// camelCase). Not sendemail: user_info, watch_list and check_out
+		// joined so are words of their own (userinfo, watchlist,
+		// checkout).
 		snake := snakeName(name)
-		spellings := []string{low, snake, strings.ReplaceAll(snake, "_", "")}
+		spellings := []string{low, snake}
 		slices.Sort(spellings)
 		for _, sp := range slices.Compact(spellings) {
 			j := 1
@@ -641,7 +677,7 @@ func (x *foreignIndex) find(s string) (at, n int) {
 	}
 	if at >= 0 {
 		// The name's length in s, whose spelling may differ from the
-		// name's (sendemail for send_email).
+		// name's (send-email for send_email).
 		n = at + 1
 		for n < len(s) && (isIdentByte(s[n]) || (s[n] == '-' || s[n] == '.') && joins(s, n)) {
 			n++
