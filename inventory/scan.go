@@ -772,6 +772,9 @@ func (s *scanner) invisible(field field, raw string) {
 			s.add("terminal_escape", SeverityHigh, field, excerpt(raw, i, i+1))
 		case r == 0x200D && zwjInEmoji(raw, i):
 			// Joins an emoji sequence (👨‍👩‍👧); that is what it is for.
+		case (r == 0x200C || r == 0x200D) && joinerInScript(raw, i):
+			// Spelling in Arabic and Indic scripts (Persian می‌کند, a
+			// Malayalam chillu): it splits no ASCII word.
 		case r == 0x2800 && nextToBraille(raw, i):
 			// The blank cell of Braille text: the space between its words.
 		case r >= 0xE0100 && r <= 0xE01EF, r >= 0x200B && r <= 0x200F, r >= 0x2060 && r <= 0x2064,
@@ -805,6 +808,18 @@ func zwjInEmoji(s string, i int) bool {
 	next, _ := utf8.DecodeRuneInString(s[i+3:])
 	pict := func(r rune) bool { return r >= 0x1F000 || r >= 0x2600 && r <= 0x27BF || r == 0x2640 || r == 0x2642 }
 	return pict(prev) && pict(next)
+}
+
+// joinerInScript reports whether the zero-width joiner or non-joiner at
+// byte i of s (three bytes) follows a letter or mark of a script that
+// writes them, Arabic or Indic, and comes before no ASCII letter.
+func joinerInScript(s string, i int) bool {
+	prev, _ := utf8.DecodeLastRuneInString(s[:i])
+	next, _ := utf8.DecodeRuneInString(s[i+3:])
+	script := prev >= 0x0600 && prev <= 0x08FF || prev >= 0x0900 && prev <= 0x0DFF ||
+		prev >= 0xFB50 && prev <= 0xFDFF || prev >= 0xFE70 && prev <= 0xFEFE
+	ascii := next < utf8.RuneSelf && unicode.IsLetter(next)
+	return script && (unicode.IsLetter(prev) || unicode.IsMark(prev)) && !ascii
 }
 
 // nextToBraille reports whether the rune at byte i of s (U+2800, three
