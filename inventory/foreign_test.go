@@ -44,7 +44,7 @@ func TestForeignIndexMatchesNaiveSearch(t *testing.T) {
 	names = append(names, "-odd-name", ".dotted.name", "foo-bar.baz", "GetThing")
 	slices.Sort(names)
 	names = slices.Compact(names)
-	x := newForeignIndex(names)
+	x := newForeignIndex(names, nil)
 	texts := []string{"call foo-bar.baz now", "x-foo-bar.baz", "foo-bar.bazz", "afoo-bar.baz", "use -odd-name", "gething", "the get_thing tool", "run .dotted.name!"}
 	for i, rt := range tools {
 		if i%7 == 0 { // a seventh of the corpus keeps the naive side quick
@@ -52,7 +52,7 @@ func TestForeignIndexMatchesNaiveSearch(t *testing.T) {
 		}
 	}
 	for _, s := range texts {
-		at, n := x.find(s)
+		at, n := x.find(s, false)
 		if got, want := at >= 0, naiveForeign(s, names); got != want {
 			t.Errorf("%q: index found %v (at %d), one-by-one search %v", s, got, at, want)
 		}

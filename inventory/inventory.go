@@ -215,6 +215,7 @@ type upstream struct {
 	// the other upstreams' tool names are foreign.
 	cross   map[string][]Finding
 	foreign []string
+	own     []string // its tool names in lower case, sorted, as the cross index has them
 }
 
 // current is the snapshot that describes what the upstream serves now.
@@ -1342,10 +1343,6 @@ func (inv *Inventory) refresh(changed string) []Event {
 	}
 	allNames := slices.Sorted(maps.Keys(offered))
 	inv.toolNames = allNames
-	folded := make([]string, len(allNames)) // foldedName of each
-	for i, n := range allNames {
-		folded[i] = foldedName(n)
-	}
 	for _, name := range slices.Sorted(maps.Keys(inv.ups)) {
 		u := inv.ups[name]
 		u.quiet = nil // a pin or list changed: evaluated again
@@ -1405,18 +1402,25 @@ func (inv *Inventory) refresh(changed string) []Event {
 		}
 
 		// Poisoning scan of the current version of every tool. A name this
-		// upstream offers itself, in any spelling the scan takes for it
-		// (get-lists for get_lists), is not foreign: mentioning it refers
-		// to its own tool (two upstreams offering it is a collision).
-		own := map[string]bool{}
+		// upstream offers itself is not foreign: mentioning it refers to
+		// its own tool (two upstreams offering it is a collision). Nor is
+		// a mention spelt as its own name where another's is spelt
+		// otherwise (its get-lists, another's get_lists); but its own
+		// send-email does not make another's send_email, spelt so, its
+		// own (TestAttackOwnSpellingHidesForeign).
+		isOwn := map[string]bool{}
+		var own []string
 		if s := u.current(); s != nil {
 			for _, t := range s.Tools {
-				own[foldedName(t.Name)] = true
+				isOwn[t.Name] = true
+				own = append(own, strings.ToLower(t.Name))
 			}
 		}
+		slices.Sort(own)
+		own = slices.Compact(own)
 		foreign := make([]string, 0, len(allNames))
-		for i, n := range allNames {
-			if !own[folded[i]] { // so offered by another upstream
+		for _, n := range allNames {
+			if !isOwn[n] { // so offered by another upstream
 				foreign = append(foreign, n)
 			}
 		}
@@ -1425,9 +1429,9 @@ func (inv *Inventory) refresh(changed string) []Event {
 		// Another upstream's new description changes no name: only when
 		// the foreign names change is every tool searched again.
 		var fx *foreignIndex
-		if !slices.Equal(foreign, u.foreign) || u.cross == nil {
-			fx = newForeignIndex(foreign)
-			u.cross, u.foreign = map[string][]Finding{}, foreign
+		if !slices.Equal(foreign, u.foreign) || !slices.Equal(own, u.own) || u.cross == nil {
+			fx = newForeignIndex(foreign, own)
+			u.cross, u.foreign, u.own = map[string][]Finding{}, foreign, own
 		}
 		cross := map[string][]Finding{}
 		if s := u.current(); s != nil {
@@ -1440,7 +1444,7 @@ func (inv *Inventory) refresh(changed string) []Event {
 				cr, ok := u.cross[t.Hash]
 				if !ok {
 					if fx == nil {
-						fx = newForeignIndex(foreign)
+						fx = newForeignIndex(foreign, own)
 					}
 					cr = crossReferences(t, fx)
 				}

@@ -72,6 +72,7 @@ type listing struct {
 	// foreign are the tool names of other upstreams that fx indexes, and
 	// scans were made with.
 	foreign []string
+	own     []string // the upstream's own names that fx knows
 	fx      *foreignIndex
 	scans   map[[sha256.Size]byte][]Finding // item digest -> findings
 	// withheld are the reads refused, by action name (prompt:NAME,
@@ -364,12 +365,12 @@ func (inv *Inventory) listing(upstream string) *listing {
 		inv.lists[upstream] = l
 	}
 	// Another upstream's tool mentioned is shadowing here as in a tool.
-	foreign := inv.toolNames
+	foreign, own := inv.toolNames, []string(nil)
 	if u := inv.ups[upstream]; u != nil {
-		foreign = u.foreign
+		foreign, own = u.foreign, u.own
 	}
-	if !slices.Equal(foreign, l.foreign) || l.fx == nil {
-		l.foreign, l.fx = foreign, newForeignIndex(foreign)
+	if !slices.Equal(foreign, l.foreign) || !slices.Equal(own, l.own) || l.fx == nil {
+		l.foreign, l.own, l.fx = foreign, own, newForeignIndex(foreign, own)
 		clear(l.scans)
 	}
 	return l

@@ -454,15 +454,15 @@ func (s *scanner) text(field field, raw string, ident bool) {
 		}
 	}
 	if s.foreign == nil && len(s.opts.ForeignTools) > 0 {
-		s.foreign = newForeignIndex(s.opts.ForeignTools)
+		s.foreign = newForeignIndex(s.opts.ForeignTools, nil)
 	}
-	if i, n := s.foreign.find(norm); i >= 0 {
+	if i, n := s.foreign.find(norm, false); i >= 0 {
 		s.add("cross_server_reference", SeverityMedium, field, excerpt(norm, i, i+n))
 	} else if s.foreign != nil && !ident {
 		// sendEmail: its words split as the name's are.
 		if split := camelSplit(raw); split != raw {
 			split = normalize(split, false)
-			if i, n := s.foreign.find(split); i >= 0 {
+			if i, n := s.foreign.find(split, true); i >= 0 {
 				s.add("cross_server_reference", SeverityMedium, field, excerpt(split, i, i+n))
 			}
 		}
@@ -588,14 +588,25 @@ type foreignIndex struct {
 	// odd names begin with a byte that is no identifier's: searched for
 	// one by one.
 	odd []string
+	// own are the names, in lower case, of the upstream whose text is
+	// searched: a mention spelt as one of them is of its own tool, even
+	// where it is another upstream's in another spelling (get-lists and
+	// get_lists).
+	own map[string]bool
 }
 
 func isIdentByte(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-func newForeignIndex(names []string) *foreignIndex {
+func newForeignIndex(names, own []string) *foreignIndex {
 	x := &foreignIndex{byRun: map[string][]string{}}
+	for _, name := range own {
+		if x.own == nil {
+			x.own = map[string]bool{}
+		}
+		x.own[strings.ToLower(name)] = true
+	}
 	for _, name := range names {
 		if !distinctive(name) {
 			continue
@@ -645,11 +656,6 @@ func snakeName(name string) string {
 	return b.String()
 }
 
-// foldedName is name as the scan matches it whatever its spelling:
-// snakeName without its '_' (sendemail for send_email, send-email and
-// sendEmail).
-func foldedName(name string) string { return strings.ReplaceAll(snakeName(name), "_", "") }
-
 // joins reports whether s[i] stands between two letters or digits.
 func joins(s string, i int) bool {
 	alnum := func(c byte) bool { return isIdentByte(c) && c != '_' }
@@ -658,12 +664,14 @@ func joins(s string, i int) bool {
 
 // find returns where the first foreign name in s begins, as a word (not
 // part of a longer identifier), and its length; -1 if none is there. A
-// '-' or '.' joining words in s is taken as '_'.
-func (x *foreignIndex) find(s string) (at, n int) {
+// '-' or '.' joining words in s is taken as '_'. A mention spelt as one of
+// the own names is passed over; camel says s had its camelCase split
+// (camelSplit), and then one spelt so once joined again is too.
+func (x *foreignIndex) find(s string, camel bool) (at, n int) {
 	if x == nil {
 		return -1, 0
 	}
-	at = x.findRuns(s)
+	t := s
 	if strings.ContainsAny(s, "-.") {
 		b := []byte(s)
 		for i, c := range b {
@@ -671,31 +679,64 @@ func (x *foreignIndex) find(s string) (at, n int) {
 				b[i] = '_'
 			}
 		}
-		if i := x.findRuns(string(b)); i >= 0 && (at < 0 || i < at) {
-			at = i
-		}
+		t = string(b)
 	}
-	if at >= 0 {
+	// The next match of each search at or past off, found once each:
+	// passing over own names, the work stays one pass over s.
+	const unknown = -2
+	nextS, nextT := unknown, unknown
+	var lenS, lenT int
+	odd := make([]int, len(x.odd))
+	for i := range odd {
+		odd[i] = unknown
+	}
+	for off := 0; off <= len(s); {
+		if nextS != -1 && nextS < off {
+			nextS, lenS = x.findRuns(s, off)
+		}
+		if t == s {
+			nextT = -1
+		} else if nextT != -1 && nextT < off {
+			nextT, lenT = x.findRuns(t, off)
+		}
+		at, m := nextS, lenS
+		if nextT >= 0 && (at < 0 || nextT < at) {
+			at, m = nextT, lenT
+		}
+		for i, name := range x.odd {
+			if odd[i] != -1 && odd[i] < off {
+				odd[i] = indexWordFrom(s, name, off)
+			}
+			if odd[i] >= 0 && (at < 0 || odd[i] < at) {
+				at, m = odd[i], len(name)
+			}
+		}
+		if at < 0 {
+			return -1, 0
+		}
+		if span := s[at : at+m]; x.own[span] || camel && x.own[strings.ReplaceAll(span, "_", "")] {
+			off = at + m
+			continue
+		}
 		// The name's length in s, whose spelling may differ from the
 		// name's (send-email for send_email).
 		n = at + 1
 		for n < len(s) && (isIdentByte(s[n]) || (s[n] == '-' || s[n] == '.') && joins(s, n)) {
 			n++
 		}
-		n -= at
+		return at, max(n-at, m)
 	}
-	for _, name := range x.odd {
-		if i := indexWord(s, name); i >= 0 && (at < 0 || i < at) {
-			at, n = i, len(name)
-		}
-	}
-	return at, n
+	return -1, 0
 }
 
-// findRuns returns where the first name of byRun in t begins as a word,
-// or -1.
-func (x *foreignIndex) findRuns(t string) int {
-	for i := 0; i < len(t); {
+// findRuns returns where the first name of byRun in t at or past off
+// begins as a word, and the name's length; -1 if none is there.
+func (x *foreignIndex) findRuns(t string, off int) (at, n int) {
+	i := off
+	for i > 0 && i < len(t) && isIdentByte(t[i-1]) && isIdentByte(t[i]) {
+		i++ // inside a word: from its end
+	}
+	for i < len(t) {
 		if !isIdentByte(t[i]) {
 			i++
 			continue
@@ -707,12 +748,12 @@ func (x *foreignIndex) findRuns(t string) int {
 		for _, name := range x.byRun[t[i:j]] {
 			end := i + len(name)
 			if strings.HasPrefix(t[i:], name) && (end == len(t) || !isIdentByte(t[end])) {
-				return i
+				return i, len(name)
 			}
 		}
 		i = j
 	}
-	return -1
+	return -1, 0
 }
 
 // patterns runs the pattern rules over normalized text.
@@ -1038,11 +1079,14 @@ func distinctive(name string) bool {
 }
 
 // indexWord finds word in s where it is not part of a longer identifier.
-func indexWord(s, word string) int {
+func indexWord(s, word string) int { return indexWordFrom(s, word, 0) }
+
+// indexWordFrom is indexWord at or past byte off of s.
+func indexWordFrom(s, word string, off int) int {
 	isIdent := func(c byte) bool {
 		return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 	}
-	for off := 0; ; {
+	for {
 		i := strings.Index(s[off:], word)
 		if i < 0 {
 			return -1
