@@ -216,6 +216,9 @@ type upstream struct {
 	cross   map[string][]Finding
 	foreign []string
 	own     []string // its tool names in lower case, sorted, as the cross index has them
+	// eventStart is where, among the events not recorded before, the
+	// next listing's bound of them starts (see refresh).
+	eventStart int
 }
 
 // current is the snapshot that describes what the upstream serves now.
@@ -1347,18 +1350,32 @@ func (inv *Inventory) refresh(changed string) []Event {
 		u := inv.ups[name]
 		u.quiet = nil // a pin or list changed: evaluated again
 		reported := map[string]bool{}
-		sent, left := 0, map[EventType]int{}
+		// The events to record this listing are maxRefreshEvents of those
+		// not recorded before, from where the last listing's stopped
+		// (u.eventStart) and round to the first: decoys changed at every
+		// listing, coming first, would otherwise take the bound every
+		// time (TestAttackEventsStarved).
+		sent, cand, start, left := 0, 0, u.eventStart, map[EventType]int{}
+		var early []Event // the first maxRefreshEvents before start
+		var earlyKeys []string
 		report := func(key string, ev Event) {
-			switch {
-			case quiet || u.reported[key]:
-			case sent >= maxRefreshEvents:
-				left[ev.Type]++ // not marked: recorded at a later listing
+			if quiet || u.reported[key] {
+				reported[key] = true
 				return
-			default:
+			}
+			c := cand
+			cand++
+			switch {
+			case c >= start && sent < maxRefreshEvents:
 				sent++
 				evs = append(evs, ev)
+				reported[key] = true
+			case c < start && len(early) < maxRefreshEvents:
+				early = append(early, ev)
+				earlyKeys = append(earlyKeys, key)
+			default:
+				left[ev.Type]++ // not marked: recorded at a later listing
 			}
-			reported[key] = true
 		}
 
 		// Drift.
@@ -1464,6 +1481,21 @@ func (inv *Inventory) refresh(changed string) []Event {
 				}
 			}
 		}
+		next := start + sent
+		for i, ev := range early {
+			if sent < maxRefreshEvents {
+				sent++
+				evs = append(evs, ev)
+				reported[earlyKeys[i]] = true
+				next = i + 1
+			} else {
+				left[ev.Type]++
+			}
+		}
+		if next >= cand {
+			next = 0
+		}
+		u.eventStart = next
 		u.base = base
 		u.cross = cross
 		u.reported = reported
