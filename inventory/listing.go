@@ -87,6 +87,9 @@ type listing struct {
 	// matches them without the lock.
 	matchers []templateMatcher
 	reported map[string]bool // finding events already sent
+	// eventStart is, by list method, where among the findings not
+	// recorded before the next answer's bound of them starts.
+	eventStart map[string]int
 }
 
 // templateMatcher is a withheld resource template split into its literal
@@ -202,6 +205,26 @@ func (inv *Inventory) screenListed(upstream, method string, k listKind, items []
 	l := inv.listing(upstream)
 	var evs []Event
 	left, leftItems, leftSev := 0, 0, Severity(0) // findings not recorded one by one
+	// The findings to record are maxListingEvents of those not recorded
+	// before, from where the last answer's stopped and round to the
+	// first: decoys new at every listing, coming first, would otherwise
+	// take the bound every time (TestAttackListedEventsStarved).
+	cand, start := 0, l.eventStart[method]
+	type held struct {
+		key  string
+		ev   Event
+		sev  Severity
+		item int
+	}
+	var early []held         // the first maxListingEvents before start
+	leftOf := map[int]bool{} // the items counted in leftItems
+	leave := func(sev Severity, item int) {
+		left++
+		leftSev = max(leftSev, sev)
+		if !leftOf[item] {
+			leftItems, leftOf[item] = leftItems+1, true
+		}
+	}
 	for i, it := range items {
 		if it.Kind() != '{' {
 			continue
@@ -222,28 +245,49 @@ func (inv *Inventory) screenListed(upstream, method string, k listKind, items []
 				l.remember(&l.withheld, label, reason)
 			}
 		}
-		counted := false
 		for _, f := range fs {
 			key := string(digest[:]) + "\x00" + f.Rule + "\x00" + f.Field
-			if len(evs) >= maxListingEvents {
-				if !l.reported[key] {
-					left++
-					leftSev = max(leftSev, f.Severity)
-					if !counted {
-						leftItems, counted = leftItems+1, true
-					}
-				}
+			if l.reported[key] {
 				continue
 			}
-			if !l.report(key) {
+			c := cand
+			cand++
+			switch {
+			case c >= start && len(evs) < maxListingEvents:
+			case c < start && len(early) < maxListingEvents:
+			default:
+				leave(f.Severity, i)
 				continue
 			}
-			evs = append(evs, Event{Type: EventPoisoning, Upstream: upstream, Tool: label, Detail: map[string]any{
+			ev := Event{Type: EventPoisoning, Upstream: upstream, Tool: label, Detail: map[string]any{
 				"rule": f.Rule, "severity": f.Severity.String(), "field": f.Field, "excerpt": f.Excerpt,
 				"method": method, "item_hash": hex.EncodeToString(digest[:]), "withheld": withhold, "allowed": allowed,
-			}})
+			}}
+			if c < start {
+				early = append(early, held{key, ev, f.Severity, i})
+				continue
+			}
+			l.report(key)
+			evs = append(evs, ev)
 		}
 	}
+	next := start + len(evs)
+	for i, h := range early {
+		if len(evs) < maxListingEvents {
+			l.report(h.key)
+			evs = append(evs, h.ev)
+			next = i + 1
+		} else {
+			leave(h.sev, h.item)
+		}
+	}
+	if next >= cand {
+		next = 0
+	}
+	if l.eventStart == nil {
+		l.eventStart = map[string]int{}
+	}
+	l.eventStart[method] = next
 	if left > 0 {
 		// Recorded at later listings, maxListingEvents at a time.
 		evs = append(evs, Event{Type: EventPoisoning, Upstream: upstream, Detail: map[string]any{
