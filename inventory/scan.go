@@ -526,10 +526,32 @@ func isBase64Byte(c byte) bool {
 }
 
 // encoded scans, as text of its own at field#base64, what base64 in raw
-// decodes to when that is text: a model decodes it when told to.
+// decodes to when that is text: a model decodes it when told to. Runs
+// wrapped into lines (MIME, PEM: each but the last a multiple of 4 and
+// at least minEncoded long, then white space, and '=' padding) are
+// decoded as one text, as a model reads them (TestAttackScanWrappedBase64);
+// failing that, each run on its own.
 func (s *scanner) encoded(f field, raw string) {
 	if s.decoding || len(raw) < minEncoded {
 		return
+	}
+	type span struct{ i, j int }
+	var group []span // runs wrapped into lines, one after another
+	flush := func() {
+		if len(group) > 1 {
+			var b strings.Builder
+			for _, r := range group {
+				b.WriteString(raw[r.i:r.j])
+			}
+			if s.scanEncoded(f, b.String()) {
+				group = group[:0]
+				return
+			}
+		}
+		for _, r := range group {
+			s.scanEncoded(f, raw[r.i:r.j])
+		}
+		group = group[:0]
 	}
 	for i := 0; i < len(raw); {
 		if !isBase64Byte(raw[i]) {
@@ -540,21 +562,42 @@ func (s *scanner) encoded(f field, raw string) {
 		for j < len(raw) && isBase64Byte(raw[j]) {
 			j++
 		}
-		run := raw[i:j]
+		// Wrapped on from the last run: that one a whole line, and only
+		// white space between them.
+		if n := len(group); n > 0 {
+			last := group[n-1]
+			if (last.j-last.i)%4 != 0 || last.j-last.i < minEncoded || strings.TrimSpace(raw[last.j:i]) != "" {
+				flush()
+			}
+		}
+		group = append(group, span{i, j})
 		i = j
-		if len(run) < minEncoded {
-			continue
+		for i < len(raw) && raw[i] == '=' {
+			i++
 		}
-		text, ok := decodeText(run)
-		if !ok {
-			continue
+		if i > j {
+			flush() // padding ends a text
 		}
-		s.decoding = true
-		at := f
-		at.suffix += "#base64"
-		s.text(at, text, false)
-		s.decoding = false
 	}
+	flush()
+}
+
+// scanEncoded scans what run decodes to, if it is text, and reports
+// whether it was.
+func (s *scanner) scanEncoded(f field, run string) bool {
+	if len(run) < minEncoded {
+		return false
+	}
+	text, ok := decodeText(run)
+	if !ok {
+		return false
+	}
+	s.decoding = true
+	at := f
+	at.suffix += "#base64"
+	s.text(at, text, false)
+	s.decoding = false
+	return true
 }
 
 // decodeText decodes b64 in whichever base64 alphabet it is written,
