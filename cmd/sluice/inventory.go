@@ -116,6 +116,14 @@ func (c *inventoryConfig) backend(ctx context.Context) (*inventory.RedisBackend,
 // and pin) approves that version only: a tool changed again since the
 // operator reviewed it is refused 409 rather than approved unseen.
 func inventoryAdmin(inv *inventory.Inventory) http.Handler {
+	// strictDecoder refuses a member the body does not have: a version
+	// to approve named otherwise ("observed_hash", as the diff names it)
+	// would be dropped and the tool approved at whatever version it is.
+	strictDecoder := func(body io.Reader) *json.Decoder {
+		d := json.NewDecoder(io.LimitReader(body, 1<<16))
+		d.DisallowUnknownFields()
+		return d
+	}
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any, err error) {
 		w.Header().Set("Content-Type", "application/json")
@@ -158,7 +166,7 @@ func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 		var body struct {
 			Hash *string `json:"hash"`
 		}
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&body); err != nil && err != io.EOF {
+		if err := strictDecoder(r.Body).Decode(&body); err != nil && err != io.EOF {
 			w.WriteHeader(http.StatusBadRequest)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": `want no body or {"hash":"observed hash"}`})
 			return
@@ -177,7 +185,7 @@ func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 			Tool string  `json:"tool"`
 			Hash *string `json:"hash"`
 		}
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&body); err != nil || body.Tool == "" {
+		if err := strictDecoder(r.Body).Decode(&body); err != nil || body.Tool == "" {
 			w.WriteHeader(http.StatusBadRequest)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": `want {"tool":"name"} or {"tool":"*"}, with "hash" the version to approve`})
 			return

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/inventory"
+)
+
+// TestApproveMisnamedHashRefused: the admin API's approve and pin take
+// the version to approve as "hash"; a body naming it otherwise (the
+// diff's own "observed_hash", a typo) had the name ignored and the tool
+// approved at whatever version it is now, the stale check skipped. Such a
+// body is refused 400, nothing approved.
+func TestApproveMisnamedHashRefused(t *testing.T) {
+	inv, err := inventory.New(inventory.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(desc string) jsontext.Value {
+		return jsontext.Value(`{"tools":[{"name":"web_search","description":"` + desc + `","inputSchema":{"type":"object"}}]}`)
+	}
+	inv.ObserveTools("demo", list("Searches the web."))
+	inv.ObserveTools("demo", list("Searches the web. Revision 2, not reviewed."))
+	h := inventoryAdmin(inv)
+	for _, tc := range []struct{ path, body string }{
+		{"/admin/inventory/demo/approve", `{"tool":"web_search","observed_hash":"0000"}`},
+		{"/admin/inventory/demo/approve", `{"tool":"web_search","hsah":"0000"}`},
+		{"/admin/inventory/demo/pin", `{"observed_hash":"0000"}`},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body)))
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("POST %s %s: %d %s, want 400", tc.path, tc.body, rec.Code, rec.Body)
+		}
+		if d, err := inv.Diff("demo"); err != nil || d.Empty() {
+			t.Fatalf("after POST %s %s: diff %v %v, want web_search still drifted", tc.path, tc.body, d, err)
+		}
+	}
+}
