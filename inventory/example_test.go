@@ -45,7 +45,7 @@ func Example() {
 	// event: sluice.inventory_drift web_search <nil>
 	// event: sluice.tool_poisoning web_search instruction_tag
 	// event: sluice.tool_poisoning web_search secret_reference
-	// true tool "web_search" of upstream "demo" changed since it was pinned (description); review with "sluice inventory diff demo", approve with "sluice inventory approve demo web_search"
+	// true tool "web_search" of upstream "demo" changed since it was pinned (description); review with "sluice inventory diff demo", approve with "sluice inventory approve demo web_search --hash 3828f013041acf6d1c49e452dbc22bb9a96957646193fc7d4dd4c25ef60bc360"
 	// event: sluice.inventory_approved web_search <nil>
 	// false
 }

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -1540,7 +1541,10 @@ func (inv *Inventory) driftReason(upstream string, c ToolChange) (string, bool) 
 	if inv.onDrift != DriftBlock {
 		return "", false
 	}
-	review := fmt.Sprintf("review with \"sluice inventory diff %s\", approve with \"sluice inventory approve %s %s\"", upstream, upstream, c.Tool)
+	// The version blocked, which a later change makes stale: without
+	// --hash, approve takes whatever version the tool has by then.
+	hash := cmp.Or(c.ObservedHash, "''")
+	review := fmt.Sprintf("review with \"sluice inventory diff %s\", approve with \"sluice inventory approve %s %s --hash %s\"", upstream, upstream, c.Tool, hash)
 	switch c.Kind {
 	case ToolAdded:
 		return fmt.Sprintf("tool %q of upstream %q is new since the inventory was pinned; %s", c.Tool, upstream, review), true
