@@ -100,6 +100,27 @@ type condition struct {
 	static bool
 	// reads are the member names the condition reads (see readNames).
 	reads *readSet
+	// numberTypes are the number types (int, uint, double) the condition
+	// names as values, as a type guard does: type(args.x) in [int, double].
+	numberTypes []string
+}
+
+// numberTypes returns the number types a condition names as types, in
+// the order int, uint, double.
+func numberTypes(a *ast.AST) []string {
+	named := map[string]bool{}
+	ast.PostOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() == ast.IdentKind {
+			named[e.AsIdent()] = true
+		}
+	}))
+	var ts []string
+	for _, t := range [...]string{"int", "uint", "double"} {
+		if named[t] {
+			ts = append(ts, t)
+		}
+	}
+	return ts
 }
 
 // readSet is the member names a condition reads: where in args (at: the
@@ -455,6 +476,7 @@ func compileCondition(env *cel.Env, src string, costLimit uint64) (*condition, e
 	}
 	c := &condition{src: src, prg: prg, static: true}
 	c.reads = readNames(checked.NativeRep())
+	c.numberTypes = numberTypes(checked.NativeRep())
 	for _, ref := range checked.NativeRep().ReferenceMap() {
 		switch ref.Name {
 		case "classification":

@@ -19,6 +19,12 @@ const (
 	// §12.3): when such a deny rests only on the classification, the
 	// gateway logs CLASSIFIER_SOLE_DENY_VIOLATION and decides without it.
 	WarnClassifierDeny = "classifier_sole_deny"
+	// WarnNumberGuard: a deny or require_approval rule whose condition
+	// names some number types but not all three, as a guard such as
+	// type(args.amount) in [int, double] does: a number of the type left
+	// out (an integer above int64 is a uint, 1e4 and 5000.5 doubles)
+	// fails the guard and the rule does not apply.
+	WarnNumberGuard = "number_guard_misses_type"
 )
 
 // A Warning is something legal in a policy that is probably a mistake.
@@ -49,8 +55,9 @@ func (w Warning) String() string {
 // covers every call they match with a stronger (or, earlier, the same)
 // decision; classes used by rules, route rules or manifests that no tool
 // has; tools named in rules that have no class while the policy uses
-// classes; route rules one of whose sides can never match; and configured
-// tool names that look alike.
+// classes; route rules one of whose sides can never match; deny and
+// approval rules whose conditions name some number types but not all
+// three; and configured tool names that look alike.
 func (p *Policy) Validate() []Warning {
 	var ws []Warning
 	warn := func(at pos, code, format string, args ...any) {
@@ -61,6 +68,18 @@ func (p *Policy) Validate() []Warning {
 		if r.slot == slotDeny && r.when != nil && r.when.classification {
 			warn(r.at, WarnClassifierDeny, "deny rule %s reads classification.*: the classifier may never deny alone; where the deny rests only on it the gateway logs CLASSIFIER_SOLE_DENY_VIOLATION and decides without it (use require_approval, or add a deterministic condition)", r.id)
 		}
+	}
+	for _, r := range p.rules {
+		if r.slot == slotAllow || r.when == nil || len(r.when.numberTypes) == 0 || len(r.when.numberTypes) == 3 {
+			continue
+		}
+		var missing []string
+		for _, t := range [...]string{"int", "uint", "double"} {
+			if !slices.Contains(r.when.numberTypes, t) {
+				missing = append(missing, t)
+			}
+		}
+		warn(r.at, WarnNumberGuard, "%s rule %s names the number types %s but not %s: JSON numbers arrive as any of int, uint (an integer above 9223372036854775807) and double (1e4, 5000.5), and a guard that skips one lets such a number through, which the upstream reads as a number all the same; write type(x) in [int, uint, double]", slotVerdict[r.slot], r.id, strings.Join(r.when.numberTypes, ", "), strings.Join(missing, ", "))
 	}
 	for j, r := range p.rules {
 		for i, d := range p.rules {
