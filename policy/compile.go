@@ -611,6 +611,12 @@ func (l *loader) toolRef(s str, what string) (toolKey, bool) {
 	var k toolKey
 	if isRead(name) {
 		k.tool = name
+	} else if up, tool, _ := strings.Cut(name, "/"); strings.Contains(up, "*") || strings.Contains(tool, "*") && !isRead(tool) {
+		// rate_limits' tool filters are globs; here a * would be part
+		// of one tool's name, and deny: ["fs/*"] would deny no tool of
+		// fs (TestAttackToolGlobIsNoGlob).
+		l.errorf(s.n, s.path, "%s %q holds a *: tool names match exactly, and * is no wildcard here (a read's prefix, resource:URI*, in tool_classes aside); to match every tool of an upstream write match: {upstream: NAME}, or name each tool", what, s.v)
+		return toolKey{}, false
 	} else {
 		up, tool, pinned := strings.Cut(name, "/")
 		if !pinned {
