@@ -67,7 +67,8 @@ import (
 
 // DefaultCostLimit is the CEL cost limit of a condition when
 // Options.CostLimit is zero. A condition that exceeds it (say by iterating
-// over a huge argument list) fails, which denies the call.
+// over a huge argument list) fails, which denies the call. A matches is
+// charged by its regex's program size, before it runs (regexcost.go).
 const DefaultCostLimit = 100_000
 
 func newCELEnv() (*cel.Env, error) {
@@ -470,6 +471,8 @@ func compileCondition(env *cel.Env, src string, costLimit uint64) (*condition, e
 		cel.InterruptCheckFrequency(100),
 		cel.EvalOptions(cel.OptOptimize),
 		cel.CustomDecoratorV2(strictEquality),
+		cel.CustomDecoratorV2(chargeRegexFirst),
+		cel.CostTrackerOptions(regexCostOptions...),
 	)
 	if err != nil {
 		return nil, err
