@@ -90,6 +90,7 @@ func (c *config) preflight() (*checked, error) {
 	default:
 		ck.warn("no policy: every tools/call is denied (policy_not_configured); add a policy: section or policy_file")
 	}
+	c.checkPolicyUpstreams(ck)
 	if err := c.Classifier.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.path, err)
 	}
@@ -215,4 +216,27 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// checkPolicyUpstreams warns about each upstream the policy names (in a
+// rule's upstream, a pinned tool or a tool_classes key) that the config
+// has not, as an upstream or an A2A agent (a2a:NAME): what names it never
+// applies, and a deny pinned to a misspelt upstream denies nothing. A
+// config without routes, or sluice wrap's, is not checked.
+func (c *config) checkPolicyUpstreams(ck *checked) {
+	if ck.Policy == nil || c.wrapped || len(c.Upstreams)+len(c.Agents) == 0 {
+		return
+	}
+	have := map[string]bool{}
+	for _, u := range c.Upstreams {
+		have[u.Name] = true
+	}
+	for _, a := range c.Agents {
+		have["a2a:"+a.Name] = true
+	}
+	for _, u := range ck.Policy.Upstreams() {
+		if !have[u] {
+			ck.warn("the policy names upstream %q, which sluice.yaml does not have: what names it never applies (write an upstream's name as upstreams: gives it, or a2a:NAME for an agent)", u)
+		}
+	}
 }

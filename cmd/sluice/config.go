@@ -173,6 +173,10 @@ type config struct {
 	// when no redis_url is set: `sluice wrap`, where each wrapped server is
 	// a process of its own and a desktop client runs several.
 	routeMemoryFile bool
+	// wrapped: the config is sluice wrap's, whose one upstream is the
+	// server it wraps; the policy may name the others its config's
+	// wraps run.
+	wrapped bool
 	// ownEnv names the environment variables the config's ${VAR}s
 	// outside upstreams read, upstreamEnv those the upstreams' read: no
 	// stdio upstream's inherit_env pattern passes them (withheldEnv).

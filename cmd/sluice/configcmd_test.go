@@ -110,6 +110,13 @@ func TestConfigValidate(t *testing.T) {
 			wantErr: []string{"classifier.provider", `"opnai"`}},
 		{name: "route memory URL", files: map[string]string{"sluice.yaml": up + "route_memory: {redis_url: 'http://x'}\n"},
 			wantErr: []string{"route_memory.redis_url"}},
+		// A rule pinned to an upstream the config does not have (a typo,
+		// a renamed upstream) never applies: deny: [file/delete] with the
+		// upstream named files let every delete through under default:
+		// allow, and validate said nothing.
+		{name: "policy names an unknown upstream", files: map[string]string{"sluice.yaml": "upstreams: [{name: files, url: 'http://127.0.0.1:9/mcp'}]\nagents: [{name: research, url: 'https://research.example'}]\n" +
+			"policy:\n  default: allow\n  deny: [file/delete, files/rm]\n  tool_classes: {fles/read: [source:x], a2a:research/send: [sink:y]}\n  rules:\n    - {id: r, match: {upstream: Files}, decision: deny}\n"},
+			wantOut: []string{`warning: the policy names upstream "file", which sluice.yaml does not have`, `"fles"`, `"Files"`, "3 warnings"}},
 		{name: "data_dir is a file", files: map[string]string{"sluice.yaml": up + "data_dir: afile\n", "afile": "x"},
 			wantErr: []string{"data_dir", "not a directory"}},
 	}

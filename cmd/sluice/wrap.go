@@ -97,7 +97,7 @@ func wrapIO(ctx context.Context, args []string, stdin io.Reader, stdout io.Write
 	// The wrapped server is the config's only upstream here: preflight
 	// checks it, and no listen address (stdio listens on none).
 	wcfg := *cfg
-	wcfg.Listen, wcfg.Upstreams = "127.0.0.1:0", []gateway.Upstream{up}
+	wcfg.Listen, wcfg.Upstreams, wcfg.wrapped = "127.0.0.1:0", []gateway.Upstream{up}, true
 	ck, err := wcfg.preflight()
 	if err != nil {
 		return err
