@@ -65,6 +65,9 @@ rules:
 		{`args.body.matches(args.re)`, `{"body":"abc","re":"("}`, intercept.Deny}, // not a regex: policy_error
 		{`args.body.matches(args.re)`, `{"body":"` + strings.Repeat("a", 64<<10) + `","re":"a{1,1000}b"}`, intercept.Deny},
 		{`matches(args.body, "b")`, `{"body":"abc"}`, intercept.Deny},
+		// Each match of a comprehension counts toward the one limit.
+		{`args.items.exists(i, i.matches("(?i)[a-z0-9+/]{1000,}"))`, `{"items":["` + strings.Repeat(strings.Repeat("A", 999)+`","`, 20) + `"]}`, intercept.Deny},
+		{`args.items.exists(i, i.matches("(?i)[a-z0-9+/]{1000,}"))`, `{"items":["` + strings.Repeat("A", 999) + `"]}`, intercept.Allow},
 		{`args.body.matches("b")`, `{"body":5}`, intercept.Deny}, // not a string: policy_error
 		{`args.a.matches("x") || args.b == 1`, `{"a":"y","b":1}`, intercept.Deny},
 	} {
