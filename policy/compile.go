@@ -600,7 +600,7 @@ func (l *loader) resultMode(s *str) intercept.ResultMode {
 // toolRef reads a tool name, NFC-normalised; upstream/tool pins it to an
 // upstream. The part before the first slash is the upstream, so a tool
 // whose own name holds a slash is written pinned: upstream/a/b. A read's
-// name (resource:URI, prompt:NAME) is never split, and its URI is put in
+// name (resource:URI, prompt:NAME) and a carry's (mcp:METHOD) are never split, and its URI is put in
 // normal form; a final * (a prefix) is kept.
 func (l *loader) toolRef(s str, what string) (toolKey, bool) {
 	name := nfc(s.v)
@@ -609,6 +609,12 @@ func (l *loader) toolRef(s str, what string) (toolKey, bool) {
 		return toolKey{}, false
 	}
 	var k toolKey
+	if strings.HasPrefix(name, intercept.CarryPrefix) && !strings.Contains(name, "*") {
+		// A carry's name holds its method's slash
+		// (mcp:completion/complete): never upstream/tool
+		// (TestAttackUnpinnedCarryName).
+		return toolKey{tool: name}, true
+	}
 	if isRead(name) {
 		k.tool = name
 	} else if up, tool, _ := strings.Cut(name, "/"); strings.Contains(up, "*") || strings.Contains(tool, "*") && !isRead(tool) {
