@@ -90,6 +90,13 @@ func (c *config) preflight() (*checked, error) {
 	default:
 		ck.warn("no policy: every tools/call is denied (policy_not_configured); add a policy: section or policy_file")
 	}
+	// The policy's lints, as policy validate gives them: serve logs them
+	// at start.
+	if ck.Policy != nil {
+		for _, w := range ck.Policy.Validate() {
+			ck.warn("%s", strings.Replace(w.String(), ": warning: ", ": ", 1))
+		}
+	}
 	c.checkPolicyUpstreams(ck)
 	if err := c.Classifier.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.path, err)

@@ -116,7 +116,12 @@ func TestConfigValidate(t *testing.T) {
 		// allow, and validate said nothing.
 		{name: "policy names an unknown upstream", files: map[string]string{"sluice.yaml": "upstreams: [{name: files, url: 'http://127.0.0.1:9/mcp'}]\nagents: [{name: research, url: 'https://research.example'}]\n" +
 			"policy:\n  default: allow\n  deny: [file/delete, files/rm]\n  tool_classes: {fles/read: [source:x], a2a:research/send: [sink:y]}\n  rules:\n    - {id: r, match: {upstream: Files}, decision: deny}\n"},
-			wantOut: []string{`warning: the policy names upstream "file", which sluice.yaml does not have`, `"fles"`, `"Files"`, "3 warnings"}},
+			wantOut: []string{`warning: the policy names upstream "file", which sluice.yaml does not have`, `"fles"`, `"Files"`, "5 warnings"}}, // and two unclassified_tool
+		// The policy's own warnings were only policy validate's: serve
+		// started with a deny rule whose type guard skips big integers
+		// and said nothing.
+		{name: "policy warnings", files: map[string]string{"sluice.yaml": up + "policy:\n  default: allow\n  rules:\n    - {id: big, match: {match_tool: pay}, when: 'type(args.amount) in [int, double] && args.amount > 1000', decision: deny}\n"},
+			wantOut: []string{"deny rule big names the number types int, double but not uint", "(number_guard_misses_type)", "1 warning"}},
 		{name: "data_dir is a file", files: map[string]string{"sluice.yaml": up + "data_dir: afile\n", "afile": "x"},
 			wantErr: []string{"data_dir", "not a directory"}},
 	}
