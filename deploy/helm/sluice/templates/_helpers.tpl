@@ -21,7 +21,9 @@ app.kubernetes.io/component: gateway
 {{- end -}}
 
 {{- define "sluice.redisURL" -}}
-{{- if .Values.redis.url -}}
+{{- if .Values.redis.existingSecret -}}
+${file:/etc/sluice/redis/url}
+{{- else if .Values.redis.url -}}
 {{- .Values.redis.url -}}
 {{- else if .Values.redis.enabled -}}
 {{- printf "redis://%s-redis:6379/0" (include "sluice.fullname" .) -}}
@@ -63,6 +65,11 @@ app.kubernetes.io/component: gateway
 {{- $_ := set $inv "key_file" "/etc/sluice/inventory/key.pem" -}}
 {{- $_ := set $c "inventory" $inv -}}
 {{- end -}}
+{{- if .Values.serviceMonitor.enabled -}}
+{{- $tel := get $c "telemetry" | default dict -}}
+{{- $_ := set $tel "prometheus" true -}}
+{{- $_ := set $c "telemetry" $tel -}}
+{{- end -}}
 {{- $redis := include "sluice.redisURL" . -}}
 {{- if $redis -}}
 {{- if .Values.inventoryKey.existingSecret -}}
@@ -92,4 +99,31 @@ app.kubernetes.io/component: gateway
 {{- end -}}
 {{- end -}}
 {{- toYaml $c -}}
+{{- end -}}
+
+
+{{/* sluice.check: values the chart refuses, each with what to set. */}}
+{{- define "sluice.check" -}}
+{{- $auth := .Values.config.auth | default dict -}}
+{{- if and (eq ($auth.mode | default "") "api_key") (not .Values.apiKeys.existingSecret) -}}
+{{- fail "apiKeys.existingSecret: config.auth.mode is api_key, so name the Secret holding agent_keys.json (made with `sluice keys create`), or choose another auth mode" -}}
+{{- end -}}
+{{- if regexMatch "^[A-Za-z0-9+.-]+://[^/@]*:[^/@]*@" (.Values.redis.url | default "") -}}
+{{- fail "redis.url holds a password, which would sit in the ConfigMap: put the URL in a Secret (key `url`) and name it in redis.existingSecret instead" -}}
+{{- end -}}
+{{- if and (gt (int .Values.replicaCount) 1) (not (include "sluice.redisURL" .)) -}}
+{{- fail (printf "replicaCount is %d without Redis: each replica would keep route memory, held approvals and rate limits alone (a sink denied on one pod is allowed through another; an approval reaches a pod that does not hold the call). Set redis.url, redis.existingSecret or redis.enabled, or replicaCount: 1" (int .Values.replicaCount)) -}}
+{{- end -}}
+{{- if and .Values.serviceMonitor.enabled (not .Values.admin.enabled) -}}
+{{- fail "serviceMonitor.enabled: /metrics is served on the admin listener, which admin.enabled: false turns off; enable admin or turn the ServiceMonitor off" -}}
+{{- end -}}
+{{- $min := .Values.podDisruptionBudget.minAvailable -}}
+{{- if and .Values.podDisruptionBudget.enabled (gt (int .Values.replicaCount) 1) (not (kindIs "string" $min)) (ge (int $min) (int .Values.replicaCount)) -}}
+{{- fail (printf "podDisruptionBudget.minAvailable %d with replicaCount %d allows no eviction: node drains would hang; set it below replicaCount" (int $min) (int .Values.replicaCount)) -}}
+{{- end -}}
+{{- range .Values.extraSecretMounts -}}
+{{- if not (and .name .secretName (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .name)) -}}
+{{- fail "extraSecretMounts: each needs name (lowercase letters, digits, '-') and secretName" -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -1,0 +1,186 @@
+package helm
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// valuesWith is ci/test-values.yaml with each "a.b.c" key set to its value
+// (nil deletes it).
+func valuesWith(t *testing.T, set map[string]any) map[string]any {
+	t.Helper()
+	vals := ciValues(t)
+	for path, v := range set {
+		m := vals
+		keys := strings.Split(path, ".")
+		for _, k := range keys[:len(keys)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[k] = next
+			}
+			m = next
+		}
+		if v == nil {
+			delete(m, keys[len(keys)-1])
+		} else {
+			m[keys[len(keys)-1]] = v
+		}
+	}
+	return vals
+}
+
+// sluiceYAML is the rendered sluice.yaml, decoded.
+func sluiceYAML(t *testing.T, docs map[string][]byte) (string, map[string]any) {
+	t.Helper()
+	cm := strict[corev1.ConfigMap](t, docs["ConfigMap/rel-sluice"])
+	src := cm.Data["sluice.yaml"]
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(src), &cfg); err != nil {
+		t.Fatalf("sluice.yaml: %v\n%s", err, src)
+	}
+	return src, cfg
+}
+
+// A ServiceMonitor scrapes /metrics on the admin port, which answers 404
+// unless telemetry.prometheus is on: the chart turns it on with the
+// ServiceMonitor rather than render one whose every scrape fails.
+func TestHelmServiceMonitorTurnsOnMetrics(t *testing.T) {
+	docs, err := render(t, ciValues(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if docs["ServiceMonitor/rel-sluice"] == nil {
+		t.Fatal("no ServiceMonitor rendered")
+	}
+	src, cfg := sluiceYAML(t, docs)
+	tel, _ := cfg["telemetry"].(map[string]any)
+	if tel["prometheus"] != true {
+		t.Errorf("ServiceMonitor rendered but telemetry.prometheus is not on, so /metrics answers 404:\n%s", src)
+	}
+
+	// Asked for with no admin listener to scrape, it is an error, not a
+	// ServiceMonitor silently left out.
+	_, err = render(t, valuesWith(t, map[string]any{"admin.enabled": false}))
+	if err == nil || !strings.Contains(err.Error(), "serviceMonitor.enabled") {
+		t.Errorf("serviceMonitor without admin: got %v, want an error naming serviceMonitor.enabled", err)
+	}
+}
+
+// With one replica a PodDisruptionBudget of minAvailable 1 forbids every
+// eviction: kubectl drain and node upgrades hang on the pod for ever. One
+// minAvailable at or above the replicas does the same with more.
+func TestHelmPodDisruptionBudgetLetsNodesDrain(t *testing.T) {
+	docs, err := render(t, valuesWith(t, map[string]any{"replicaCount": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pdb := docs["PodDisruptionBudget/rel-sluice"]; pdb != nil {
+		t.Errorf("one replica with a PodDisruptionBudget that no eviction satisfies:\n%s", pdb)
+	}
+	_, err = render(t, valuesWith(t, map[string]any{"replicaCount": 2, "podDisruptionBudget.minAvailable": 2}))
+	if err == nil || !strings.Contains(err.Error(), "podDisruptionBudget.minAvailable") {
+		t.Errorf("minAvailable 2 of 2 replicas: got %v, want an error naming podDisruptionBudget.minAvailable", err)
+	}
+	docs, err = render(t, valuesWith(t, map[string]any{"replicaCount": 3, "podDisruptionBudget.minAvailable": "50%"}))
+	if err != nil || docs["PodDisruptionBudget/rel-sluice"] == nil {
+		t.Errorf("minAvailable 50%% of 3: %v, PDB %q", err, docs["PodDisruptionBudget/rel-sluice"])
+	}
+}
+
+// Replicas without Redis each keep route memory, held approvals and rate
+// limits alone: a call that read private data on one pod goes to a sink
+// through another, an approval sent through the admin Service reaches a
+// pod that does not hold the call. The chart refuses that rather than
+// note it after the install.
+func TestHelmReplicasNeedRedis(t *testing.T) {
+	_, err := render(t, valuesWith(t, map[string]any{"redis.enabled": false}))
+	if err == nil || !strings.Contains(err.Error(), "redis.url") {
+		t.Errorf("3 replicas without Redis: got %v, want an error naming redis.url", err)
+	}
+	docs, err := render(t, valuesWith(t, map[string]any{"redis.enabled": false, "replicaCount": 1}))
+	if err != nil {
+		t.Fatalf("1 replica without Redis: %v", err)
+	}
+	if src, _ := sluiceYAML(t, docs); strings.Contains(src, "redis_url") {
+		t.Errorf("no Redis, yet:\n%s", src)
+	}
+}
+
+// A Redis password in redis.url would sit in the ConfigMap, readable by
+// whoever may read ConfigMaps: the chart refuses it and takes the URL from
+// a Secret instead; other secrets the config names (upstream tokens) come
+// from Secrets mounted as files for ${file:PATH}.
+func TestHelmSecretsStayOutOfTheConfigMap(t *testing.T) {
+	for _, url := range []string{"redis://:hunter2@redis:6379/0", "rediss://default:hunter2@redis:6380/0"} {
+		_, err := render(t, valuesWith(t, map[string]any{"redis.enabled": false, "redis.url": url}))
+		if err == nil || !strings.Contains(err.Error(), "redis.existingSecret") {
+			t.Errorf("redis.url %s: got %v, want an error naming redis.existingSecret", url, err)
+		}
+	}
+
+	docs, err := render(t, valuesWith(t, map[string]any{
+		"redis.enabled": false, "redis.existingSecret": "sluice-redis",
+		"extraSecretMounts": []any{map[string]any{"name": "github", "secretName": "gh-token"}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := sluiceYAML(t, docs)
+	if n := strings.Count(src, "redis_url: ${file:/etc/sluice/redis/url}"); n != 5 {
+		t.Errorf("sluice.yaml has %d redis_url from the Secret, want 5:\n%s", n, src)
+	}
+	d := strict[appsv1.Deployment](t, docs["Deployment/rel-sluice"])
+	pod := d.Spec.Template.Spec
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range pod.Containers[0].VolumeMounts {
+		mounts[m.Name] = m
+	}
+	secrets := map[string]string{}
+	for _, v := range pod.Volumes {
+		if v.Secret != nil {
+			secrets[v.Name] = v.Secret.SecretName
+		}
+	}
+	for vol, want := range map[string]struct{ secret, path string }{
+		"redis":         {"sluice-redis", "/etc/sluice/redis"},
+		"secret-github": {"gh-token", "/etc/sluice/secrets/github"},
+	} {
+		m := mounts[vol]
+		if secrets[vol] != want.secret || m.MountPath != want.path || !m.ReadOnly {
+			t.Errorf("volume %s: Secret %q mounted at %q (read-only %v), want %q at %q read-only", vol, secrets[vol], m.MountPath, m.ReadOnly, want.secret, want.path)
+		}
+	}
+}
+
+// Other combinations of values render manifests the published schemas
+// accept, as the CI values do (TestHelmTemplateSchemas).
+func TestHelmTemplateCombinationsSchemas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("downloads the Kubernetes OpenAPI document from the Go module proxy")
+	}
+	v := newSchemaValidator(t)
+	for name, set := range map[string]map[string]any{
+		"one replica without Redis":    {"replicaCount": 1, "redis.enabled": false},
+		"external Redis":               {"redis.enabled": false, "redis.url": "redis://redis.infra:6379/0"},
+		"Redis URL from a Secret":      {"redis.enabled": false, "redis.existingSecret": "sluice-redis", "extraSecretMounts": []any{map[string]any{"name": "github", "secretName": "gh-token"}}},
+		"admin token from a Secret":    {"admin.existingSecret": "ops-admin"},
+		"no admin, no monitor":         {"admin.enabled": false, "serviceMonitor.enabled": false, "podDisruptionBudget.enabled": false},
+		"no session or inventory keys": {"sessionKeys.existingSecret": "", "inventoryKey.existingSecret": ""},
+	} {
+		docs, err := render(t, valuesWith(t, set))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		for k, doc := range docs {
+			if err := v.validate(doc); err != nil {
+				t.Errorf("%s: %s: %v\n%s", name, k, err, doc)
+			}
+		}
+	}
+}
