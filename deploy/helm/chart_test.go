@@ -142,7 +142,7 @@ func TestHelmTemplate(t *testing.T) {
 	if c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem || *c.SecurityContext.AllowPrivilegeEscalation {
 		t.Error("container root filesystem writable or privilege escalation allowed")
 	}
-	if c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+	if c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Path != "/healthz" {
 		t.Errorf("probes on %s and %s", c.LivenessProbe.HTTPGet.Path, c.ReadinessProbe.HTTPGet.Path)
 	}
 	pdb := strict[policyv1.PodDisruptionBudget](t, docs["PodDisruptionBudget/rel-sluice"])

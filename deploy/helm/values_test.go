@@ -184,3 +184,22 @@ func TestHelmTemplateCombinationsSchemas(t *testing.T) {
 		}
 	}
 }
+
+// /readyz answers 503 while any one upstream cannot be dialled. As the
+// readiness probe it took every replica out of both Services when one
+// upstream went down: agents lost every other upstream too, and operators
+// the admin API (approvals) and /metrics, for as long as the outage
+// lasted. Readiness is the gateway's own (/healthz); /readyz stays for
+// people asking about upstreams.
+func TestHelmReadinessIsTheGatewaysOwn(t *testing.T) {
+	docs, err := render(t, ciValues(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := strict[appsv1.Deployment](t, docs["Deployment/rel-sluice"]).Spec.Template.Spec.Containers[0]
+	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "mcp" {
+			t.Errorf("%s probe %+v, want GET /healthz on port mcp", name, p)
+		}
+	}
+}
