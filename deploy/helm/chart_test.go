@@ -174,7 +174,7 @@ func TestHelmTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for f, content := range map[string]string{"admin/token": "tok", "keys/agent_keys.json": `{"keys":[]}`, "session/key": "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE=",
+	for f, content := range map[string]string{"admin/token": "tok", "keys/agent_keys.json": `{"keys":[]}`, "session/key": "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE=", "session-opening/key": "YmJiYmJiYmJiYmJiYmJiYmJiYmJiYmJiYmJiYmJiYmI=",
 		"inventory/key.pem": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))} {
 		os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o700)
 		os.WriteFile(filepath.Join(dir, f), []byte(content), 0o600)

@@ -170,7 +170,7 @@ func TestHelmTemplateCombinationsSchemas(t *testing.T) {
 		"Redis URL from a Secret":      {"redis.enabled": false, "redis.existingSecret": "sluice-redis", "extraSecretMounts": []any{map[string]any{"name": "github", "secretName": "gh-token"}}},
 		"admin token from a Secret":    {"admin.existingSecret": "ops-admin"},
 		"no admin, no monitor":         {"admin.enabled": false, "serviceMonitor.enabled": false, "podDisruptionBudget.enabled": false},
-		"no session or inventory keys": {"sessionKeys.existingSecret": "", "inventoryKey.existingSecret": ""},
+		"no session or inventory keys": {"sessionKeys.existingSecret": "", "sessionKeys.openingSecret": "", "inventoryKey.existingSecret": ""},
 	} {
 		docs, err := render(t, valuesWith(t, set))
 		if err != nil {
@@ -201,5 +201,38 @@ func TestHelmReadinessIsTheGatewaysOwn(t *testing.T) {
 		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "mcp" {
 			t.Errorf("%s probe %+v, want GET /healthz on port mcp", name, p)
 		}
+	}
+}
+
+// session_keys seal with the first key and open with all, so a key is
+// rotated without ending sessions by first adding the new key as one that
+// only opens, then making it the first. The chart mounted one key: a
+// rotation rolled out pods each opening only the ids its own key sealed,
+// and every 2025-era session broke (404) on half the replicas.
+func TestHelmSessionKeyRotation(t *testing.T) {
+	docs, err := render(t, valuesWith(t, map[string]any{"sessionKeys.openingSecret": "sluice-session-key-next"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, cfg := sluiceYAML(t, docs)
+	keys, _ := cfg["session_keys"].([]any)
+	if len(keys) != 2 || keys[0] != "${file:/etc/sluice/session/key}" || keys[1] != "${file:/etc/sluice/session-opening/key}" {
+		t.Errorf("session_keys %v, want the sealing key then the opening one:\n%s", keys, src)
+	}
+	pod := strict[appsv1.Deployment](t, docs["Deployment/rel-sluice"]).Spec.Template.Spec
+	var mounted, volume bool
+	for _, m := range pod.Containers[0].VolumeMounts {
+		mounted = mounted || (m.Name == "session-opening" && m.MountPath == "/etc/sluice/session-opening" && m.ReadOnly)
+	}
+	for _, v := range pod.Volumes {
+		volume = volume || (v.Name == "session-opening" && v.Secret != nil && v.Secret.SecretName == "sluice-session-key-next")
+	}
+	if !mounted || !volume {
+		t.Errorf("the opening key's Secret is not mounted read-only at /etc/sluice/session-opening (mount %v, volume %v)", mounted, volume)
+	}
+
+	_, err = render(t, valuesWith(t, map[string]any{"sessionKeys.existingSecret": "", "sessionKeys.openingSecret": "k"}))
+	if err == nil || !strings.Contains(err.Error(), "sessionKeys.existingSecret") {
+		t.Errorf("an opening key without a sealing one: got %v, want an error naming sessionKeys.existingSecret", err)
 	}
 }

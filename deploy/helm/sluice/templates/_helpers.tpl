@@ -58,7 +58,11 @@ ${file:/etc/sluice/redis/url}
 {{- end -}}
 {{- end -}}
 {{- if .Values.sessionKeys.existingSecret -}}
-{{- $_ := set $c "session_keys" (list "${file:/etc/sluice/session/key}") -}}
+{{- $keys := list "${file:/etc/sluice/session/key}" -}}
+{{- if .Values.sessionKeys.openingSecret -}}
+{{- $keys = append $keys "${file:/etc/sluice/session-opening/key}" -}}
+{{- end -}}
+{{- $_ := set $c "session_keys" $keys -}}
 {{- end -}}
 {{- if .Values.inventoryKey.existingSecret -}}
 {{- $inv := get $c "inventory" | default dict -}}
@@ -120,6 +124,9 @@ ${file:/etc/sluice/redis/url}
 {{- $min := .Values.podDisruptionBudget.minAvailable -}}
 {{- if and .Values.podDisruptionBudget.enabled (gt (int .Values.replicaCount) 1) (not (kindIs "string" $min)) (ge (int $min) (int .Values.replicaCount)) -}}
 {{- fail (printf "podDisruptionBudget.minAvailable %d with replicaCount %d allows no eviction: node drains would hang; set it below replicaCount" (int $min) (int .Values.replicaCount)) -}}
+{{- end -}}
+{{- if and .Values.sessionKeys.openingSecret (not .Values.sessionKeys.existingSecret) -}}
+{{- fail "sessionKeys.openingSecret opens sessions the key in sessionKeys.existingSecret seals: set that too" -}}
 {{- end -}}
 {{- range .Values.extraSecretMounts -}}
 {{- if not (and .name .secretName (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .name)) -}}
