@@ -29,6 +29,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -110,7 +111,7 @@ func TestHelmTemplate(t *testing.T) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	want := []string{"ConfigMap/rel-sluice", "Deployment/rel-sluice", "Deployment/rel-sluice-redis", "PodDisruptionBudget/rel-sluice",
+	want := []string{"ConfigMap/rel-sluice", "Deployment/rel-sluice", "Deployment/rel-sluice-redis", "NetworkPolicy/rel-sluice-redis", "PodDisruptionBudget/rel-sluice",
 		"Secret/rel-sluice-admin", "Service/rel-sluice", "Service/rel-sluice-admin", "Service/rel-sluice-redis", "ServiceMonitor/rel-sluice"}
 	if strings.Join(kinds, " ") != strings.Join(want, " ") {
 		t.Fatalf("rendered %v, want %v", kinds, want)
@@ -127,6 +128,8 @@ func TestHelmTemplate(t *testing.T) {
 			strict[corev1.Secret](t, doc)
 		case "PodDisruptionBudget":
 			strict[policyv1.PodDisruptionBudget](t, doc)
+		case "NetworkPolicy":
+			strict[networkingv1.NetworkPolicy](t, doc)
 		}
 	}
 

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -235,4 +236,54 @@ func TestHelmSessionKeyRotation(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sessionKeys.existingSecret") {
 		t.Errorf("an opening key without a sealing one: got %v, want an error naming sessionKeys.existingSecret", err)
 	}
+}
+
+// The trial Redis has no password: without a NetworkPolicy any pod in the
+// cluster could connect and write what the gateways trust there (held
+// calls' approvals, route memory, rate limits). Only the gateway's pods
+// may reach it.
+func TestHelmTrialRedisOnlyForTheGateway(t *testing.T) {
+	docs, err := render(t, ciValues(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := docs["NetworkPolicy/rel-sluice-redis"]
+	if doc == nil {
+		t.Fatal("trial Redis without a NetworkPolicy: any pod in the cluster may write approvals and route memory")
+	}
+	np := strict[networkingv1.NetworkPolicy](t, doc)
+	redisPod := strict[appsv1.Deployment](t, docs["Deployment/rel-sluice-redis"]).Spec.Template.Labels
+	gatewayPod := strict[appsv1.Deployment](t, docs["Deployment/rel-sluice"]).Spec.Template.Labels
+	if !selects(np.Spec.PodSelector.MatchLabels, redisPod) || selects(np.Spec.PodSelector.MatchLabels, gatewayPod) {
+		t.Errorf("NetworkPolicy selects %v: want the Redis pod (%v) only", np.Spec.PodSelector.MatchLabels, redisPod)
+	}
+	if len(np.Spec.PolicyTypes) != 1 || np.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress || len(np.Spec.Ingress) != 1 {
+		t.Fatalf("NetworkPolicy: %+v, want one ingress rule", np.Spec)
+	}
+	in := np.Spec.Ingress[0]
+	if len(in.From) != 1 || in.From[0].PodSelector == nil || in.From[0].NamespaceSelector != nil || in.From[0].IPBlock != nil ||
+		!selects(in.From[0].PodSelector.MatchLabels, gatewayPod) || selects(in.From[0].PodSelector.MatchLabels, redisPod) {
+		t.Errorf("NetworkPolicy lets in %+v, want the gateway's pods only", in.From)
+	}
+	if len(in.Ports) != 1 || in.Ports[0].Port.String() != "6379" {
+		t.Errorf("NetworkPolicy ports %+v, want 6379", in.Ports)
+	}
+
+	docs, err = render(t, valuesWith(t, map[string]any{"redis.enabled": false, "redis.url": "redis://redis.infra:6379/0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if docs["NetworkPolicy/rel-sluice-redis"] != nil {
+		t.Error("NetworkPolicy rendered for a Redis the chart does not run")
+	}
+}
+
+// selects reports whether a matchLabels selector selects a pod's labels.
+func selects(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(sel) > 0
 }
