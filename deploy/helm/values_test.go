@@ -287,3 +287,26 @@ func selects(sel, labels map[string]string) bool {
 	}
 	return len(sel) > 0
 }
+
+// image.digest pins the image: a tag (the chart's appVersion by default)
+// may be pushed again, and with pullPolicy IfNotPresent the replicas on
+// different nodes would then run different builds.
+func TestHelmImageDigest(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for tag, want := range map[string]string{
+		"":       "ghcr.io/sluicehq/sluice@" + digest,
+		"v0.3.0": "ghcr.io/sluicehq/sluice:v0.3.0@" + digest,
+	} {
+		docs, err := render(t, valuesWith(t, map[string]any{"image.tag": tag, "image.digest": digest}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strict[appsv1.Deployment](t, docs["Deployment/rel-sluice"]).Spec.Template.Spec.Containers[0].Image; got != want {
+			t.Errorf("tag %q: image %q, want %q", tag, got, want)
+		}
+	}
+	_, err := render(t, valuesWith(t, map[string]any{"image.digest": "latest"}))
+	if err == nil || !strings.Contains(err.Error(), "image.digest") {
+		t.Errorf("image.digest latest: got %v, want an error naming image.digest", err)
+	}
+}

@@ -30,6 +30,23 @@ ${file:/etc/sluice/redis/url}
 {{- end -}}
 {{- end -}}
 
+{{/* sluice.image: repository:tag, or pinned by image.digest. */}}
+{{- define "sluice.image" -}}
+{{- $img := .Values.image -}}
+{{- if $img.digest -}}
+{{- if not (regexMatch "^sha256:[a-f0-9]{64}$" $img.digest) -}}
+{{- fail (printf "image.digest %q: give the image's sha256:<64 hex digits> (docker buildx imagetools inspect IMAGE)" $img.digest) -}}
+{{- end -}}
+{{- if $img.tag -}}
+{{- printf "%s:%s@%s" $img.repository $img.tag $img.digest -}}
+{{- else -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- end -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository ($img.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "sluice.adminSecret" -}}
 {{- .Values.admin.existingSecret | default (printf "%s-admin" (include "sluice.fullname" .)) -}}
 {{- end -}}
