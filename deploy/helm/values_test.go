@@ -310,3 +310,35 @@ func TestHelmImageDigest(t *testing.T) {
 		t.Errorf("image.digest latest: got %v, want an error naming image.digest", err)
 	}
 }
+
+// On SIGTERM the gateway closes its listeners at once, while Services and
+// ingresses still send it new connections until they see the pod leave:
+// during every rollout those were refused. A preStop sleep (no shell in
+// the image: the kubelet's own) keeps the pod serving until then, within a
+// grace period that leaves shutdown_timeout (15s by default) to drain.
+func TestHelmRolloutDrainsBeforeSIGTERM(t *testing.T) {
+	docs, err := render(t, ciValues(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := strict[appsv1.Deployment](t, docs["Deployment/rel-sluice"]).Spec.Template.Spec
+	c := pod.Containers[0]
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil || c.Lifecycle.PreStop.Sleep.Seconds < 1 {
+		t.Fatalf("no preStop sleep: %+v", c.Lifecycle)
+	}
+	grace := int64(30) // the Kubernetes default
+	if pod.TerminationGracePeriodSeconds != nil {
+		grace = *pod.TerminationGracePeriodSeconds
+	}
+	if s := c.Lifecycle.PreStop.Sleep.Seconds; grace < s+15 {
+		t.Errorf("terminationGracePeriodSeconds %d leaves less than 15s to drain after a %ds preStop sleep", grace, s)
+	}
+
+	docs, err = render(t, valuesWith(t, map[string]any{"preStopSleepSeconds": 0}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := strict[appsv1.Deployment](t, docs["Deployment/rel-sluice"]).Spec.Template.Spec.Containers[0]; c.Lifecycle != nil {
+		t.Errorf("preStopSleepSeconds 0 (clusters before Kubernetes 1.30): lifecycle %+v", c.Lifecycle)
+	}
+}
