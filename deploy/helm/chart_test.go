@@ -62,13 +62,19 @@ func TestHelmLint(t *testing.T) {
 // render is `helm template rel sluice -n tools -f ci/test-values.yaml`.
 func render(t *testing.T, vals map[string]any) (map[string][]byte, error) {
 	t.Helper()
+	return renderAs(t, "rel", "tools", vals)
+}
+
+// renderAs is render as release name in namespace ns.
+func renderAs(t *testing.T, name, ns string, vals map[string]any) (map[string][]byte, error) {
+	t.Helper()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := action.NewInstall(&action.Configuration{})
 	in.DryRun, in.ClientOnly, in.Replace = true, true, true
-	in.ReleaseName, in.Namespace = "rel", "tools"
+	in.ReleaseName, in.Namespace = name, ns
 	rel, err := in.Run(ch, vals)
 	if err != nil {
 		return nil, err

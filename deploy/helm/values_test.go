@@ -38,7 +38,16 @@ func valuesWith(t *testing.T, set map[string]any) map[string]any {
 // sluiceYAML is the rendered sluice.yaml, decoded.
 func sluiceYAML(t *testing.T, docs map[string][]byte) (string, map[string]any) {
 	t.Helper()
-	cm := strict[corev1.ConfigMap](t, docs["ConfigMap/rel-sluice"])
+	var doc []byte
+	for k, d := range docs {
+		if strings.HasPrefix(k, "ConfigMap/") {
+			doc = d
+		}
+	}
+	if doc == nil {
+		t.Fatal("no ConfigMap rendered")
+	}
+	cm := strict[corev1.ConfigMap](t, doc)
 	src := cm.Data["sluice.yaml"]
 	var cfg map[string]any
 	if err := yaml.Unmarshal([]byte(src), &cfg); err != nil {
@@ -340,5 +349,50 @@ func TestHelmRolloutDrainsBeforeSIGTERM(t *testing.T) {
 	}
 	if c := strict[appsv1.Deployment](t, docs["Deployment/rel-sluice"]).Spec.Template.Spec.Containers[0]; c.Lifecycle != nil {
 		t.Errorf("preStopSleepSeconds 0 (clusters before Kubernetes 1.30): lifecycle %+v", c.Lifecycle)
+	}
+}
+
+// Two releases on one Redis (a shared redis.url: staging and production,
+// two teams) shared everything kept under the default key prefixes: one's
+// admin API listed and approved the other's held calls, its agents spent
+// the other's rate limits and added to its route memory. Each release's
+// keys are under its namespace and name.
+func TestHelmReleasesOnOneRedisKeepApart(t *testing.T) {
+	prefixes := func(name, ns string) map[string]string {
+		docs, err := renderAs(t, name, ns, valuesWith(t, map[string]any{"redis.enabled": false, "redis.url": "redis://redis.infra:6379/0"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, cfg := sluiceYAML(t, docs)
+		out := map[string]string{}
+		for _, sec := range []string{"route_memory", "approvals", "agent_tasks", "rate_limits", "inventory"} {
+			m, _ := cfg[sec].(map[string]any)
+			p, _ := m["key_prefix"].(string)
+			if p == "" {
+				t.Errorf("%s/%s: %s has no key_prefix, so it shares the default with every other release:\n%s", ns, name, sec, src)
+			}
+			out[sec] = p
+		}
+		return out
+	}
+	a, b, c := prefixes("sluice", "staging"), prefixes("sluice", "prod"), prefixes("gw", "prod")
+	for sec := range a {
+		if a[sec] == b[sec] || b[sec] == c[sec] || a[sec] == c[sec] {
+			t.Errorf("%s: key_prefix %q, %q, %q: releases share keys", sec, a[sec], b[sec], c[sec])
+		}
+	}
+	for _, sec := range []string{"approvals", "inventory"} {
+		if p := a[sec]; !strings.HasPrefix(p, "{") || !strings.Contains(p, "}") {
+			t.Errorf("%s key_prefix %q: its scripts touch every key, which must share a Redis Cluster hash slot ({…})", sec, p)
+		}
+	}
+
+	// A key_prefix given in config is kept.
+	docs, err := render(t, valuesWith(t, map[string]any{"config.approvals": map[string]any{"key_prefix": "{mine}:"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, cfg := sluiceYAML(t, docs); cfg["approvals"].(map[string]any)["key_prefix"] != "{mine}:" {
+		t.Errorf("approvals.key_prefix from config replaced: %v", cfg["approvals"])
 	}
 }

@@ -119,6 +119,16 @@ ${file:/etc/sluice/redis/url}
 {{- $_ := set $rl "redis_url" $redis -}}
 {{- end -}}
 {{- end -}}
+{{- /* Each release's keys under its namespace and name: two releases on one
+Redis would otherwise share held calls and their approval, rate limits,
+route memory and pins. approvals and inventory keep one hash slot. */ -}}
+{{- $id := printf "sluice:%s/%s" .Release.Namespace .Release.Name -}}
+{{- range $sec, $p := dict "route_memory" (printf "%s:mem:" $id) "approvals" (printf "{%s:approvals}:" $id) "agent_tasks" (printf "%s:a2a:task:" $id) "rate_limits" (printf "%s:ratelimit:" $id) "inventory" (printf "{%s:inventory}:" $id) -}}
+{{- $m := get $c $sec -}}
+{{- if and (kindIs "map" $m) (get $m "redis_url") (not (hasKey $m "key_prefix")) -}}
+{{- $_ := set $m "key_prefix" $p -}}
+{{- end -}}
+{{- end -}}
 {{- toYaml $c -}}
 {{- end -}}
 
