@@ -396,3 +396,31 @@ func TestHelmReleasesOnOneRedisKeepApart(t *testing.T) {
 		t.Errorf("approvals.key_prefix from config replaced: %v", cfg["approvals"])
 	}
 }
+
+// With tls: in the config the agents' listener speaks only HTTPS: probes
+// sent over HTTP failed the handshake and no replica ever became ready.
+func TestHelmProbesFollowTLS(t *testing.T) {
+	for _, tc := range []struct {
+		tls  any
+		want corev1.URIScheme
+	}{
+		{nil, corev1.URISchemeHTTP},
+		{map[string]any{"cert_file": "/etc/sluice/secrets/tls/tls.crt", "key_file": "/etc/sluice/secrets/tls/tls.key"}, corev1.URISchemeHTTPS},
+	} {
+		docs, err := render(t, valuesWith(t, map[string]any{"config.tls": tc.tls,
+			"extraSecretMounts": []any{map[string]any{"name": "tls", "secretName": "sluice-tls"}}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := strict[appsv1.Deployment](t, docs["Deployment/rel-sluice"]).Spec.Template.Spec.Containers[0]
+		for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+			got := p.HTTPGet.Scheme
+			if got == "" {
+				got = corev1.URISchemeHTTP
+			}
+			if got != tc.want {
+				t.Errorf("tls %v: %s probe scheme %s, want %s", tc.tls, name, got, tc.want)
+			}
+		}
+	}
+}
