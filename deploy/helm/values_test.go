@@ -424,3 +424,28 @@ func TestHelmProbesFollowTLS(t *testing.T) {
 		}
 	}
 }
+
+// The Go runtime does not read the container's memory limit: with the
+// heap free to grow to twice what is live (GOGC 100) a gateway whose live
+// heap passed half the limit was OOM-killed where a collection would have
+// kept it. GOMEMLIMIT is set to 90% of the limit, the rest for stacks and
+// what is not heap.
+func TestHelmGoMemoryLimit(t *testing.T) {
+	for limit, want := range map[any]string{"512Mi": "460MiB", "2Gi": "1843MiB", "1G": "858MiB", nil: ""} {
+		vals := valuesWith(t, map[string]any{"resources.limits.memory": "1"})
+		vals["resources"].(map[string]any)["limits"].(map[string]any)["memory"] = limit // nil: Helm's null, no limit
+		docs, err := render(t, vals)
+		if err != nil {
+			t.Fatalf("limit %v: %v", limit, err)
+		}
+		got := ""
+		for _, e := range strict[appsv1.Deployment](t, docs["Deployment/rel-sluice"]).Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "GOMEMLIMIT" {
+				got = e.Value
+			}
+		}
+		if got != want {
+			t.Errorf("limits.memory %v: GOMEMLIMIT %q, want %q", limit, got, want)
+		}
+	}
+}

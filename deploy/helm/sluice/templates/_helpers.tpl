@@ -47,6 +47,22 @@ ${file:/etc/sluice/redis/url}
 {{- end -}}
 {{- end -}}
 
+{{/* sluice.gomemlimit: 90% of resources.limits.memory in MiB, "" without one. */}}
+{{- define "sluice.gomemlimit" -}}
+{{- $lim := ((.Values.resources | default dict).limits | default dict).memory -}}
+{{- if $lim -}}
+{{- $q := toString $lim -}}
+{{- if not (regexMatch "^[0-9]+(Ki|Mi|Gi|Ti|K|M|G|T)?$" $q) -}}
+{{- fail (printf "resources.limits.memory %q: give a whole number with a unit (1536Mi, 2Gi) so that the chart can set GOMEMLIMIT below it" $q) -}}
+{{- end -}}
+{{- $units := dict "" 1 "K" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 -}}
+{{- $n := regexFind "^[0-9]+" $q | int64 -}}
+{{- $unit := trimPrefix (regexFind "^[0-9]+" $q) $q -}}
+{{- $bytes := mul $n (get $units $unit | int64) -}}
+{{- printf "%dMiB" (div (div (mul $bytes 9) 10) 1048576) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "sluice.adminSecret" -}}
 {{- .Values.admin.existingSecret | default (printf "%s-admin" (include "sluice.fullname" .)) -}}
 {{- end -}}
