@@ -2,14 +2,10 @@ package gateway
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/sluicehq/sluice/intercept"
 )
 
 // TestAttackVirtualParamHeaderDisagreesWithBody (found by review91): a
@@ -24,17 +20,7 @@ import (
 // header the client lied in was never checked.
 func TestAttackVirtualParamHeaderDisagreesWithBody(t *testing.T) {
 	var executed sync.Map
-	bank := regionBackend(t, "us", &executed)
-	g, err := New(Options{Upstreams: []Upstream{{Name: "bank", URL: bank.URL}}, VirtualServers: []VirtualServer{{}}},
-		&intercept.Interceptor{Decider: usOnlyPolicy(t)}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { closeServed(t, gw, g) })
-	if status, _, body := post(t, gw.URL+"/mcp", modernHeaders("tools/list", ""), modernRequest("tools/list", "")); status != 200 || !strings.Contains(body, `"transfer"`) {
-		t.Fatalf("tools/list: %d %s", status, body)
-	}
+	gw := regionVirtualServer(t, &executed)
 	call := func(id int, region []string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+"/mcp", strings.NewReader(modernCall(id, "transfer", `{"region":"us","amount":5}`)))

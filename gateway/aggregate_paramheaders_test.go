@@ -21,7 +21,21 @@ import (
 // carries them, written from the inner call's arguments.
 func TestAggregateParamHeaders2026(t *testing.T) {
 	var executed sync.Map
-	bank := regionBackend(t, "us", &executed)
+	gw := regionVirtualServer(t, &executed)
+	hdr := modernHeaders("tools/call", "transfer")
+	hdr["Mcp-Param-Region"] = "us"
+	_, _, body := post(t, gw.URL+"/mcp", hdr, modernCall(2, "transfer", `{"region":"us","amount":5}`))
+	if !strings.Contains(body, "executed in us") {
+		t.Errorf("a US transfer through the virtual server: %s, want it executed", body)
+	}
+}
+
+// regionVirtualServer serves a virtual server at /mcp over regionBackend's
+// bank (its transfer marks region with x-mcp-header) under usOnlyPolicy,
+// its tools listed once; executed records what the bank ran.
+func regionVirtualServer(t *testing.T, executed *sync.Map) *httptest.Server {
+	t.Helper()
+	bank := regionBackend(t, "us", executed)
 	g, err := New(Options{Upstreams: []Upstream{{Name: "bank", URL: bank.URL}}, VirtualServers: []VirtualServer{{}}},
 		&intercept.Interceptor{Decider: usOnlyPolicy(t)}, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -32,10 +46,5 @@ func TestAggregateParamHeaders2026(t *testing.T) {
 	if status, _, body := post(t, gw.URL+"/mcp", modernHeaders("tools/list", ""), modernRequest("tools/list", "")); status != 200 || !strings.Contains(body, `"transfer"`) {
 		t.Fatalf("tools/list: %d %s", status, body)
 	}
-	hdr := modernHeaders("tools/call", "transfer")
-	hdr["Mcp-Param-Region"] = "us"
-	_, _, body := post(t, gw.URL+"/mcp", hdr, modernCall(2, "transfer", `{"region":"us","amount":5}`))
-	if !strings.Contains(body, "executed in us") {
-		t.Errorf("a US transfer through the virtual server: %s, want it executed", body)
-	}
+	return gw
 }
