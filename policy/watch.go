@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,6 +168,7 @@ func (w *Watcher) Reload() error {
 }
 
 func (w *Watcher) reload(fi os.FileInfo) error {
+	old := w.cur.Load()
 	p, err := w.load(fi)
 	if err != nil {
 		w.reject(err)
@@ -175,6 +177,10 @@ func (w *Watcher) reload(fi os.FileInfo) error {
 	w.lastErr = nil
 	if p != nil {
 		w.opts.Logger.Info("policy: reloaded", "file", w.path, "version", p.Version())
+		if fresh := newlyRemembered(old, p); len(fresh) > 0 {
+			w.opts.Logger.Warn("policy: the reloaded route rules remember labels the previous policy did not; calls with them before this reload were not remembered, so these rules see only those made from now on",
+				"labels", fresh)
+		}
 		if w.opts.OnReload != nil {
 			w.opts.OnReload(p, nil)
 		}
@@ -211,4 +217,18 @@ func (w *Watcher) load(fi os.FileInfo) (*Policy, error) {
 	w.sum = sum
 	w.cur.Store(p)
 	return p, nil
+}
+
+// newlyRemembered lists, sorted, the labels p's route rules remember
+// (their after sides name) that old's did not: route memory holds only
+// those a rule names, so reads of these before p were not kept.
+func newlyRemembered(old, p *Policy) []string {
+	var fresh []string
+	for l := range p.after {
+		if old == nil || !old.after[l] {
+			fresh = append(fresh, l)
+		}
+	}
+	slices.Sort(fresh)
+	return fresh
 }
