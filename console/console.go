@@ -890,11 +890,12 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) 
 			}
 			pending = append(pending, heldCall{Request: q})
 		}
-		// The oldest calls first (pending is newest first), while what
-		// they send fits in maxShownArguments: a flood of large calls
-		// does not hide the calls held before it.
+		// Each owner's oldest call first, then each one's next, and so
+		// on, while what they send fits in maxShownArguments: a flood of
+		// large calls hides neither the calls held before it nor those
+		// of anyone else held after it.
 		shown := 0
-		for i := len(pending) - 1; i >= 0; i-- {
+		for _, i := range fairOrder(pending) {
 			h := &pending[i]
 			extra, size := h.Extra, len(h.Arguments)+len(h.Extra)
 			if !c.d.KeepArguments {
@@ -925,6 +926,38 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) 
 		data["MaxShown"] = maxShownArguments >> 20
 	}
 	c.render(w, r, "approvals", s, data)
+}
+
+// fairOrder returns the indexes of pending (newest first) round by
+// round: in each, the oldest call not yet taken of every owner that has
+// one — the client address of unauthenticated agents, whose names are
+// theirs to choose, else the agent — owners in the order of their oldest
+// call.
+func fairOrder(pending []heldCall) []int {
+	var owners []string
+	calls := map[string][]int{}
+	for i := len(pending) - 1; i >= 0; i-- {
+		o := "agent:" + pending[i].Agent
+		if pending[i].Client != "" {
+			o = "client:" + pending[i].Client
+		}
+		if _, ok := calls[o]; !ok {
+			owners = append(owners, o)
+		}
+		calls[o] = append(calls[o], i)
+	}
+	order := make([]int, 0, len(pending))
+	for round := 0; len(owners) > 0; round++ {
+		left := owners[:0]
+		for _, o := range owners {
+			order = append(order, calls[o][round])
+			if round+1 < len(calls[o]) {
+				left = append(left, o)
+			}
+		}
+		owners = left
+	}
+	return order
 }
 
 // heldCall is a held call as the Approvals page shows it.
