@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -83,8 +85,9 @@ sluice recommend show|approve|decline ID [--by NAME] [--reason CODE] [--config s
   level, injection findings). --text runs the injection detector on raw lines of text
   (--result: as tool results, what the model reads).`,
 			func(ctx context.Context, a []string, o, _ io.Writer) error { return runClassify(ctx, a, os.Stdin, o) }},
-		{"health", `sluice health [--url http://127.0.0.1:8080/healthz]
-  Exit 0 if the gateway answers its health check (the image's HEALTHCHECK; distroless has no curl).`,
+		{"health", `sluice health [--url http://127.0.0.1:8080/healthz] [--ca ca.pem]
+  Exit 0 if the gateway answers its health check (the image's HEALTHCHECK; distroless has no curl).
+  --ca checks a TLS gateway's certificate against that CA (or self-signed certificate).`,
 			func(ctx context.Context, a []string, o, _ io.Writer) error { return runHealth(ctx, a, o) }},
 		{"bench", `sluice bench [flags]
   Measure tools/call round trips direct, through a bare proxy and through Sluice.`,
@@ -283,11 +286,24 @@ func runHealth(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlagSet("health")
 	u := fs.String("url", "http://127.0.0.1:8080/healthz", "the gateway's /healthz (or /readyz) URL")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
+	caFile := fs.String("ca", "", "PEM file of the CA (or the self-signed certificate) the gateway's TLS certificate is checked against, instead of the system's")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 { // `sluice health URL` checked the default URL, maybe another gateway
 		return usageErrorf("health: unexpected argument %q (give the URL as --url)", fs.Arg(0))
+	}
+	client := http.DefaultClient
+	if *caFile != "" {
+		pemBytes, err := os.ReadFile(*caFile)
+		if err != nil {
+			return fmt.Errorf("health: --ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pemBytes) {
+			return fmt.Errorf("health: --ca: no PEM certificate in %s", *caFile)
+		}
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -295,7 +311,7 @@ func runHealth(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return usageErrorf("health: --url: %v", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("health: %w", err)
 	}
