@@ -666,7 +666,7 @@ func (c *Console) feedStream(w http.ResponseWriter, r *http.Request, s *session)
 		b.WriteString(`{"seq":`)
 		fmt.Fprintf(&b, "%d", row.Seq)
 		for _, kv := range [][2]string{{"time", row.Time.UTC().Format("2006-01-02 15:04:05")}, {"txn_id", row.TxnID}, {"agent", nameText(row.Agent)},
-			{"upstream", row.Upstream}, {"tool", row.Tool}, {"decision", row.Decision}, {"reason", row.Reason}} {
+			{"upstream", row.Upstream}, {"tool", nameText(row.Tool)}, {"decision", row.Decision}, {"reason", row.Reason}} {
 			fmt.Fprintf(&b, ",%q:%s", kv[0], jsonString(spellBidiString(kv[1])))
 		}
 		b.WriteString("}")
