@@ -26,6 +26,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -573,6 +574,10 @@ func (s *Store) expire(r *Request) bool {
 // s.mu.
 func (s *Store) finish(r *Request, status Status) {
 	r.Status, r.Arguments, r.Extra = status, nil, nil
+	// Its names as long as the client wrote them (a made-up tool's, up
+	// to max_body_bytes) stay no longer than the call: kept cut. Not the
+	// agent's, its call's key (callKey) while the history holds it.
+	r.Tool, r.Session = boundName(r.Tool), boundName(r.Session)
 	s.live--
 	s.done = append(s.done, r.ID)
 	for len(s.done) > s.history {
@@ -586,6 +591,22 @@ func (s *Store) finish(r *Request, status Status) {
 			delete(s.byCall, key)
 		}
 	}
+}
+
+// maxHistoryName is the most of a name a finished request keeps.
+const maxHistoryName = 256
+
+// boundName is s, or its first maxHistoryName bytes (whole characters)
+// and how long it was.
+func boundName(s string) string {
+	if len(s) <= maxHistoryName {
+		return s
+	}
+	cut := maxHistoryName
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
 }
 
 // use marks approved request id used. Callers do not hold s.mu.
