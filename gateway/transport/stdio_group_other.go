@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // ownGroup does nothing where there are no process groups.
@@ -19,3 +20,6 @@ func signalGroup(p *os.Process, sig syscall.Signal) {
 	}
 	p.Signal(sig)
 }
+
+// stopGroup does nothing where there are no process groups.
+func stopGroup(int, time.Duration) {}

@@ -54,3 +54,40 @@ func running(pid int) bool {
 	i := bytes.LastIndexByte(b, ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
+
+// TestStdioCloseStopsLauncherLeftovers: the launcher itself ends when
+// its stdin closes (or of its own accord), but what it started, ignoring
+// stdin, runs on in its group. The group got signals only while the
+// launcher still ran, so a launcher that exited in time left its server
+// an orphan, running after the gateway or `sluice wrap` was gone.
+func TestStdioCloseStopsLauncherLeftovers(t *testing.T) {
+	for name, script := range map[string]string{
+		// sh reads its stdin to the end, then exits.
+		"exits at stdin's end": `sleep 600 >/dev/null 2>&1 </dev/null & echo "{\"jsonrpc\":\"2.0\",\"method\":\"ready\",\"params\":{\"pid\":$!}}"; cat >/dev/null`,
+		// sh exits at once: the Conn's output ends and the child is reaped.
+		"exits of its own accord": `sleep 600 >/dev/null 2>&1 </dev/null & echo "{\"jsonrpc\":\"2.0\",\"method\":\"ready\",\"params\":{\"pid\":$!}}"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			stdioNoLeaks(t)
+			c := mustDial(t, &StdioDialer{Command: "/bin/sh", Args: []string{"-c", script}})
+			var ready struct {
+				Params struct{ PID int }
+			}
+			if err := json.Unmarshal(mustRead(t, c), &ready); err != nil || ready.Params.PID == 0 {
+				t.Fatalf("the launcher's line: %v", err)
+			}
+			pid := ready.Params.PID
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+			if err := c.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for running(pid) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the launcher's child (pid %d) still runs after Close", pid)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}

@@ -214,7 +214,12 @@ func (c *stdioProcConn) finish(err error) error {
 // The signals go to the child's process group (ownGroup): a launcher's
 // server that ignored its stdin closing would outlive a launcher that
 // dies of SIGTERM without passing it on.
+//
+// Whatever the child leaves in its group once it is reaped is stopped too
+// (stopGroup): a launcher that exits when its stdin closes, or of its own
+// accord, leaves its server running there.
 func (c *stdioProcConn) stop() {
+	defer stopGroup(c.cmd.Process.Pid, stdioStopGrace)
 	c.stdin.Close()
 	if c.awaitExit(stdioStopGrace) {
 		return
