@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -354,21 +355,35 @@ func setRow(rows map[string]snapRow, id string, rw snapRow) map[string]snapRow {
 // changes when another connection commits, says whether another process
 // wrote the file since the last transaction.
 type sqliteBackend struct {
-	db   *sql.DB
-	conn *sql.Conn // nil until the first transaction, or after a failed one
+	db *sql.DB
+
+	// mu guards the fields below: Close may come while an operation
+	// (a waiting call's poll, the sweeper) begins a transaction.
+	mu     sync.Mutex
+	conn   *sql.Conn // nil until the first transaction, or after a failed one
+	closed bool
 	// epoch counts the connections taken: a data_version read on one is
 	// not to be compared with one read on another.
 	epoch int
 }
 
 func (b *sqliteBackend) close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
 	if b.conn != nil {
-		b.conn.Close()
+		b.conn.Close() // waits for a transaction on it to end
+		b.conn = nil
 	}
 	return b.db.Close()
 }
 
 func (b *sqliteBackend) begin() (backendTx, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errors.New("the store is closed")
+	}
 	ctx := context.Background()
 	if b.conn == nil {
 		c, err := b.db.Conn(ctx)
