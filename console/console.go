@@ -492,7 +492,12 @@ func (c *Console) overTLS(r *http.Request) bool {
 		return true
 	}
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	return err == nil && throttle.Trusted(c.d.TrustedProxies, ap.Addr()) && r.Header.Get("X-Forwarded-Proto") == "https"
+	if err != nil || !throttle.Trusted(c.d.TrustedProxies, ap.Addr()) {
+		return false
+	}
+	// The browser's leg is the first a chain of proxies lists.
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {

@@ -23,6 +23,7 @@ func TestSessionCookieSecureBehindTLSProxy(t *testing.T) {
 		secure  bool
 	}{
 		{"trusted proxy, https", []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, "https", true},
+		{"trusted proxies, HTTPS first of a chain", []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, "HTTPS, http", true},
 		{"trusted proxy, http", []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, "http", false},
 		{"untrusted peer, https", nil, "https", false},
 	} {
