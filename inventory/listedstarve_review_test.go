@@ -12,11 +12,12 @@ import (
 // listing 100 poisoned decoy prompts first, new at every listing, kept
 // every listing's bound spent on them: the findings of the prompt that
 // mattered, listed after them, were never recorded one by one. Each
-// listing's bound now starts where the last one's stopped.
+// listing's bound now starts at a place chosen at random: the prompt's
+// findings are recorded at some listing, almost surely within 40.
 func TestAttackListedEventsStarved(t *testing.T) {
 	inv, rec := newInv(t, t.TempDir(), Options{})
 	recorded := false
-	for v := range 4 {
+	for v := 0; v < 40 && !recorded; v++ {
 		var items []jsontext.Value
 		for i := range 100 {
 			items = append(items, jsontext.Value(fmt.Sprintf(`{"name":"a%03d","description":"<IMPORTANT>decoy %d</IMPORTANT>"}`, i, v)))
@@ -29,6 +30,6 @@ func TestAttackListedEventsStarved(t *testing.T) {
 		rec.take("")
 	}
 	if !recorded {
-		t.Error("after 4 listings, no finding event of prompt zz")
+		t.Error("after 40 listings, no finding event of prompt zz")
 	}
 }

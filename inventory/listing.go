@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -87,9 +88,6 @@ type listing struct {
 	// matches them without the lock.
 	matchers []templateMatcher
 	reported map[string]bool // finding events already sent
-	// eventStart is, by list method, where among the findings not
-	// recorded before the next answer's bound of them starts.
-	eventStart map[string]int
 }
 
 // templateMatcher is a withheld resource template split into its literal
@@ -206,17 +204,20 @@ func (inv *Inventory) screenListed(upstream, method string, k listKind, items []
 	var evs []Event
 	left, leftItems, leftSev := 0, 0, Severity(0) // findings not recorded one by one
 	// The findings to record are maxListingEvents of those not recorded
-	// before, from where the last answer's stopped and round to the
-	// first: decoys new at every listing, coming first, would otherwise
-	// take the bound every time (TestAttackListedEventsStarved).
-	cand, start := 0, l.eventStart[method]
+	// before, from a place chosen at random and round to the first:
+	// decoys new at every listing, coming first, would otherwise take the
+	// bound every time (TestAttackListedEventsStarved), and an upstream
+	// that knew where the bound starts would list the item that matters
+	// just outside it, every time (TestAttackListedEventsAligned).
 	type held struct {
-		key  string
-		ev   Event
-		sev  Severity
-		item int
+		key               string
+		f                 Finding
+		digest            [sha256.Size]byte
+		label             string
+		withhold, allowed bool
+		item              int
 	}
-	var early []held         // the first maxListingEvents before start
+	var cands []held
 	leftOf := map[int]bool{} // the items counted in leftItems
 	leave := func(sev Severity, item int) {
 		left++
@@ -250,44 +251,25 @@ func (inv *Inventory) screenListed(upstream, method string, k listKind, items []
 			if l.reported[key] {
 				continue
 			}
-			c := cand
-			cand++
-			switch {
-			case c >= start && len(evs) < maxListingEvents:
-			case c < start && len(early) < maxListingEvents:
-			default:
-				leave(f.Severity, i)
-				continue
-			}
-			ev := Event{Type: EventPoisoning, Upstream: upstream, Tool: label, Detail: map[string]any{
-				"rule": f.Rule, "severity": f.Severity.String(), "field": f.Field, "excerpt": f.Excerpt,
-				"method": method, "item_hash": hex.EncodeToString(digest[:]), "withheld": withhold, "allowed": allowed,
-			}}
-			if c < start {
-				early = append(early, held{key, ev, f.Severity, i})
-				continue
-			}
-			l.report(key)
-			evs = append(evs, ev)
+			cands = append(cands, held{key, f, digest, label, withhold, allowed, i})
 		}
 	}
-	next := start + len(evs)
-	for i, h := range early {
-		if len(evs) < maxListingEvents {
-			l.report(h.key)
-			evs = append(evs, h.ev)
-			next = i + 1
-		} else {
-			leave(h.sev, h.item)
+	start := 0
+	if len(cands) > maxListingEvents {
+		start = rand.IntN(len(cands))
+	}
+	for i := range cands {
+		h := &cands[(start+i)%len(cands)]
+		if i >= maxListingEvents {
+			leave(h.f.Severity, h.item)
+			continue
 		}
+		l.report(h.key)
+		evs = append(evs, Event{Type: EventPoisoning, Upstream: upstream, Tool: h.label, Detail: map[string]any{
+			"rule": h.f.Rule, "severity": h.f.Severity.String(), "field": h.f.Field, "excerpt": h.f.Excerpt,
+			"method": method, "item_hash": hex.EncodeToString(h.digest[:]), "withheld": h.withhold, "allowed": h.allowed,
+		}})
 	}
-	if next >= cand {
-		next = 0
-	}
-	if l.eventStart == nil {
-		l.eventStart = map[string]int{}
-	}
-	l.eventStart[method] = next
 	if left > 0 {
 		// Recorded at later listings, maxListingEvents at a time.
 		evs = append(evs, Event{Type: EventPoisoning, Upstream: upstream, Detail: map[string]any{
