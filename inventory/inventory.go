@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -217,9 +218,6 @@ type upstream struct {
 	cross   map[string][]Finding
 	foreign []string
 	own     []string // its tool names in lower case, sorted, as the cross index has them
-	// eventStart is where, among the events not recorded before, the
-	// next listing's bound of them starts (see refresh).
-	eventStart int
 }
 
 // current is the snapshot that describes what the upstream serves now.
@@ -1352,31 +1350,22 @@ func (inv *Inventory) refresh(changed string) []Event {
 		u.quiet = nil // a pin or list changed: evaluated again
 		reported := map[string]bool{}
 		// The events to record this listing are maxRefreshEvents of those
-		// not recorded before, from where the last listing's stopped
-		// (u.eventStart) and round to the first: decoys changed at every
-		// listing, coming first, would otherwise take the bound every
-		// time (TestAttackEventsStarved).
-		sent, cand, start, left := 0, 0, u.eventStart, map[EventType]int{}
-		var early []Event // the first maxRefreshEvents before start
-		var earlyKeys []string
+		// not recorded before, from a place chosen at random and round to
+		// the first: decoys changed at every listing, coming first, would
+		// otherwise take the bound every time (TestAttackEventsStarved),
+		// and an upstream that knew where the bound starts would keep the
+		// tool that matters just outside it (TestAttackEventsAligned).
+		type cand struct {
+			key string
+			ev  Event
+		}
+		var cands []cand
 		report := func(key string, ev Event) {
 			if quiet || u.reported[key] {
 				reported[key] = true
 				return
 			}
-			c := cand
-			cand++
-			switch {
-			case c >= start && sent < maxRefreshEvents:
-				sent++
-				evs = append(evs, ev)
-				reported[key] = true
-			case c < start && len(early) < maxRefreshEvents:
-				early = append(early, ev)
-				earlyKeys = append(earlyKeys, key)
-			default:
-				left[ev.Type]++ // not marked: recorded at a later listing
-			}
+			cands = append(cands, cand{key, ev})
 		}
 
 		// Drift.
@@ -1482,21 +1471,19 @@ func (inv *Inventory) refresh(changed string) []Event {
 				}
 			}
 		}
-		next := start + sent
-		for i, ev := range early {
-			if sent < maxRefreshEvents {
-				sent++
-				evs = append(evs, ev)
-				reported[earlyKeys[i]] = true
-				next = i + 1
-			} else {
-				left[ev.Type]++
+		left, start := map[EventType]int{}, 0
+		if len(cands) > maxRefreshEvents {
+			start = rand.IntN(len(cands))
+		}
+		for i := range cands {
+			c := &cands[(start+i)%len(cands)]
+			if i >= maxRefreshEvents {
+				left[c.ev.Type]++ // not marked: recorded at a later listing
+				continue
 			}
+			evs = append(evs, c.ev)
+			reported[c.key] = true
 		}
-		if next >= cand {
-			next = 0
-		}
-		u.eventStart = next
 		u.base = base
 		u.cross = cross
 		u.reported = reported
