@@ -7,6 +7,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	appsv1 "k8s.io/api/apps/v1"
 )
 
 // notes renders NOTES.txt as helm install (upgrade false) or helm
@@ -59,5 +60,31 @@ func TestHelmUpgradeWarnsOfNewRedisPrefixes(t *testing.T) {
 	}
 	if none := notes(t, true, valuesWith(t, map[string]any{"redis.enabled": false, "replicaCount": 1})); strings.Contains(none, "sluice:mem:") {
 		t.Errorf("helm upgrade without Redis warns of its prefixes:\n%s", none)
+	}
+}
+
+// TestHelmGoMemoryLimitQuantities: a memory limit Kubernetes takes, in
+// bytes as a YAML number or with a decimal fraction (1.5Gi), made the
+// chart refuse to render, where before GOMEMLIMIT it rendered.
+func TestHelmGoMemoryLimitQuantities(t *testing.T) {
+	for _, tc := range []struct {
+		limit any
+		want  string
+	}{{"1.5Gi", "1382MiB"}, {"0.5Gi", "460MiB"}, {float64(536870912), "460MiB"}, {"536870912", "460MiB"}} {
+		vals := valuesWith(t, map[string]any{"resources.limits.memory": tc.limit})
+		docs, err := render(t, vals)
+		if err != nil {
+			t.Errorf("limits.memory %v: %v", tc.limit, err)
+			continue
+		}
+		got := ""
+		for _, e := range strict[appsv1.Deployment](t, docs["Deployment/rel-sluice"]).Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "GOMEMLIMIT" {
+				got = e.Value
+			}
+		}
+		if got != tc.want {
+			t.Errorf("limits.memory %v: GOMEMLIMIT %q, want %q", tc.limit, got, tc.want)
+		}
 	}
 }

@@ -51,14 +51,20 @@ ${file:/etc/sluice/redis/url}
 {{- define "sluice.gomemlimit" -}}
 {{- $lim := ((.Values.resources | default dict).limits | default dict).memory -}}
 {{- if $lim -}}
+{{- $bytes := 0 -}}
+{{- if or (kindIs "float64" $lim) (kindIs "int" $lim) (kindIs "int64" $lim) -}}
+{{- /* In bytes, a YAML number. */ -}}
+{{- $bytes = int64 $lim -}}
+{{- else -}}
 {{- $q := toString $lim -}}
-{{- if not (regexMatch "^[0-9]+(Ki|Mi|Gi|Ti|K|M|G|T)?$" $q) -}}
-{{- fail (printf "resources.limits.memory %q: give a whole number with a unit (1536Mi, 2Gi) so that the chart can set GOMEMLIMIT below it" $q) -}}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$" $q) -}}
+{{- fail (printf "resources.limits.memory %q: give a number with a unit (1536Mi, 1.5Gi, 2G) so that the chart can set GOMEMLIMIT below it" $q) -}}
 {{- end -}}
 {{- $units := dict "" 1 "K" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 -}}
-{{- $n := regexFind "^[0-9]+" $q | int64 -}}
-{{- $unit := trimPrefix (regexFind "^[0-9]+" $q) $q -}}
-{{- $bytes := mul $n (get $units $unit | int64) -}}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $q -}}
+{{- $unit := trimPrefix $num $q -}}
+{{- $bytes = int64 (mulf (float64 $num) (get $units $unit)) -}}
+{{- end -}}
 {{- printf "%dMiB" (div (div (mul $bytes 9) 10) 1048576) -}}
 {{- end -}}
 {{- end -}}
