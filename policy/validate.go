@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // Warning codes.
@@ -126,15 +128,18 @@ func (p *Policy) Validate() []Warning {
 			classified[k.tool] = true
 		}
 		reported := map[string]bool{}
+		// A carry (mcp:METHOD) is decided only by rules naming it:
+		// no class would make class rules see it.
+		carry := func(t string) bool { return strings.HasPrefix(t, intercept.CarryPrefix) }
 		check := func(at pos, m *matcher) {
 			for _, t := range m.tools {
-				if !classified[t] && !reported[t] {
+				if !classified[t] && !reported[t] && !carry(t) {
 					reported[t] = true
 					warn(at, WarnUnclassifiedTool, "tool %s has no class in tool_classes, so class rules, route rules and manifests cannot see it", t)
 				}
 			}
 			for _, k := range m.pinned {
-				if _, ok := p.lookup(k.upstream, k.tool); !ok && !reported[k.String()] {
+				if _, ok := p.lookup(k.upstream, k.tool); !ok && !reported[k.String()] && !carry(k.tool) {
 					reported[k.String()] = true
 					warn(at, WarnUnclassifiedTool, "tool %s has no class in tool_classes, so class rules, route rules and manifests cannot see it", k)
 				}
