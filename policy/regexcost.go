@@ -93,6 +93,12 @@ func chargeRegexFirst(i interpreter.InterpretableV2) (interpreter.InterpretableV
 	if c, ok := m.p.(interpreter.InterpretableConst); ok {
 		if p, ok := c.Value().(types.String); ok {
 			m.re, _ = regexp.Compile(string(p)) // an error is the call's, at run time
+			// The policy's own pattern, however long: its size is
+			// known once, not worked out at every call.
+			if _, ok := programSizes.Load(string(p)); !ok {
+				n, _ := types.RegexProgramSize(string(p))
+				programSizes.Store(string(p), n)
+			}
 		}
 	}
 	return m, nil
