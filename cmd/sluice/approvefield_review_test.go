@@ -31,6 +31,12 @@ func TestApproveMisnamedHashRefused(t *testing.T) {
 		{"/admin/inventory/demo/approve", `{"tool":"web_search","observed_hash":"0000"}`},
 		{"/admin/inventory/demo/approve", `{"tool":"web_search","hsah":"0000"}`},
 		{"/admin/inventory/demo/pin", `{"observed_hash":"0000"}`},
+		// The hash in a second value, or named twice with the last null:
+		// read as no hash, they approved the version unseen (review97).
+		{"/admin/inventory/demo/approve", `{"tool":"web_search"}{"hash":"0000"}`},
+		{"/admin/inventory/demo/approve", `{"tool":"web_search","hash":"0000","hash":null}`},
+		{"/admin/inventory/demo/pin", `{"hash":"0000","hash":null}`},
+		{"/admin/inventory/demo/approve", `{"Tool":"web_search","Hash":"0000"}`},
 	} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body)))

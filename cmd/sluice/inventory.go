@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/inventory"
 )
 
@@ -116,13 +119,20 @@ func (c *inventoryConfig) backend(ctx context.Context) (*inventory.RedisBackend,
 // and pin) approves that version only: a tool changed again since the
 // operator reviewed it is refused 409 rather than approved unseen.
 func inventoryAdmin(inv *inventory.Inventory) http.Handler {
-	// strictDecoder refuses a member the body does not have: a version
-	// to approve named otherwise ("observed_hash", as the diff names it)
-	// would be dropped and the tool approved at whatever version it is.
-	strictDecoder := func(body io.Reader) *json.Decoder {
-		d := json.NewDecoder(io.LimitReader(body, 1<<16))
-		d.DisallowUnknownFields()
-		return d
+	// decodeStrict reads the body as one JSON object of v's members and
+	// nothing else (io.EOF for none): a version to approve named
+	// otherwise ("observed_hash", as the diff names it, or "Hash"), in a
+	// second value, or named twice with the last null would be dropped
+	// and the tool approved at whatever version it is.
+	decodeStrict := func(body io.Reader, v any) error {
+		b, err := io.ReadAll(io.LimitReader(body, 1<<16))
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			return io.EOF
+		}
+		return jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true))
 	}
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any, err error) {
@@ -166,7 +176,7 @@ func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 		var body struct {
 			Hash *string `json:"hash"`
 		}
-		if err := strictDecoder(r.Body).Decode(&body); err != nil && err != io.EOF {
+		if err := decodeStrict(r.Body, &body); err != nil && err != io.EOF {
 			w.WriteHeader(http.StatusBadRequest)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": `want no body or {"hash":"observed hash"}`})
 			return
@@ -185,7 +195,7 @@ func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 			Tool string  `json:"tool"`
 			Hash *string `json:"hash"`
 		}
-		if err := strictDecoder(r.Body).Decode(&body); err != nil || body.Tool == "" {
+		if err := decodeStrict(r.Body, &body); err != nil || body.Tool == "" {
 			w.WriteHeader(http.StatusBadRequest)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": `want {"tool":"name"} or {"tool":"*"}, with "hash" the version to approve`})
 			return
