@@ -375,7 +375,11 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 		// and one agent's flood of calls refused by it would open the
 		// breaker for all. Its calls past its share escalate as any
 		// unclassified call.
-		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: the agent (unauthenticated: its client's address) has %d calls at the provider already", l.name(), llmMaxPerAgent)
+		who := fmt.Sprintf("the agent %q has", d.Agent)
+		if client, ok := strings.CutPrefix(owner, "\x00client "); ok {
+			who = "the unauthenticated agents at " + client + " have"
+		}
+		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: %s %d calls at the provider already", l.name(), who, llmMaxPerAgent)
 	}
 	defer l.done(owner)
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,7 +65,7 @@ func TestAttackOneAgentFloodsProvider(t *testing.T) {
 			d.Agent = "mallory"
 			d.Principal = &intercept.Principal{ID: "mallory", Method: "api_key"}
 			return context.Background(), d
-		})
+		}, `the agent "mallory" has`)
 	})
 	// Without authentication an agent is the name its client gives, a new
 	// one at each call if it likes; its address it cannot change.
@@ -73,14 +74,15 @@ func TestAttackOneAgentFloodsProvider(t *testing.T) {
 			d := llmDescriptor("mallory-session")
 			d.Agent = fmt.Sprintf("mallory-%d", i)
 			return intercept.WithClientAddr(context.Background(), "203.0.113.7"), d
-		})
+		}, "the unauthenticated agents at 203.0.113.7 have")
 	})
 }
 
 // testFlood sends 40 calls of mallory's at once, each made by call, then
 // one of alice's (another address) and, once mallory's are answered, one
-// more of mallory's.
-func testFlood(t *testing.T, call func(i int) (context.Context, *intercept.ActionDescriptor)) {
+// more of mallory's. The calls refused for the cap say whose it is:
+// refused.
+func testFlood(t *testing.T, call func(i int) (context.Context, *intercept.ActionDescriptor), refused string) {
 	f := newFakeLLM(t, ProviderOpenAI)
 	p := &busyProvider{f: f, capacity: llmMaxPerAgent + 2, hold: []byte("mallory"), release: make(chan struct{})}
 	srv := httptest.NewServer(p)
@@ -91,7 +93,7 @@ func testFlood(t *testing.T, call func(i int) (context.Context, *intercept.Actio
 		Timeout: time.Minute, CacheSize: -1})
 
 	const flood = 40
-	var returned atomic.Int32
+	var returned, capped atomic.Int32
 	var wg sync.WaitGroup
 	released := sync.OnceFunc(func() { close(p.release) })
 	t.Cleanup(func() { released(); wg.Wait() })
@@ -102,7 +104,12 @@ func testFlood(t *testing.T, call func(i int) (context.Context, *intercept.Actio
 			defer returned.Add(1)
 			ctx, d := call(i)
 			d.Parameters = jsontext.Value(fmt.Sprintf(`{"invoice_id":"INV-%d"}`, i))
-			_, _ = l.Classify(ctx, d)
+			if _, err := l.Classify(ctx, d); err != nil && strings.Contains(err.Error(), "calls at the provider") {
+				capped.Add(1)
+				if !strings.Contains(err.Error(), refused) {
+					t.Errorf("a call refused for the cap: %v, want it to say %q", err, refused)
+				}
+			}
 		}()
 	}
 	// Every call of mallory's has either returned or is at the provider.
@@ -113,6 +120,9 @@ func testFlood(t *testing.T, call func(i int) (context.Context, *intercept.Actio
 	}
 	if n := p.inflight.Load(); n > llmMaxPerAgent {
 		t.Errorf("one agent has %d requests at the provider at once, want at most %d", n, llmMaxPerAgent)
+	}
+	if capped.Load() == 0 {
+		t.Error("no call was refused for the cap")
 	}
 	d := llmDescriptor("alice-session")
 	v, err := l.Classify(intercept.WithClientAddr(context.Background(), "198.51.100.2"), d)
