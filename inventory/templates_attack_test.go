@@ -38,7 +38,9 @@ func TestAttackWithheldTemplatesFlood(t *testing.T) {
 	ratio, took, base := costratio.Of(func() { reason, withheld = inv.Withheld("evil", long) },
 		func() { inv.Withheld("evil", "resource:x") })
 	t.Logf("1 MiB URI against %d templates: %v; a short one: %v; ratio %.0f", maxListed, took, base, ratio)
-	if ratio > 100 {
+	// Around 50 here, up to 74 seen, and failed once at 100 in a loaded
+	// run; the flood it guards against was 5 s against ~0.2 ms, 25,000.
+	if ratio > 1000 {
 		t.Errorf("a read of a 1 MiB URI took %v, %.0f times one of a short URI (%v)", took, ratio, base)
 	}
 	if !withheld || !strings.Contains(reason, "too long") {
