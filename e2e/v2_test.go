@@ -33,13 +33,9 @@ import (
 // none refused — must come out as it does directly.
 func TestTSv2ThroughSluice(t *testing.T) {
 	requireV2(t)
-	bin := buildBinaries(t)
-	wd, _ := os.Getwd()
-	server := filepath.Join(wd, "v2-server.mjs")
-	httpURL := startAnnounced(t, "SLUICE_E2E_READY ", "node", server, "http")
+	bin, server, httpURL, ups := v2Upstreams(t)
 	gw := startSluice(t, bin, "policy: {default: allow}\ninventory: {on_drift: warn}\nupstreams:\n"+
-		"  - {name: v2http, url: '"+httpURL+"'}\n"+
-		"  - {name: v2stdio, command: node, args: ['"+server+"', stdio]}\n")
+		ups)
 
 	for _, era := range []string{"modern", "legacy"} {
 		t.Run(era, func(t *testing.T) {
@@ -88,10 +84,7 @@ func TestTSv2ThroughSluice(t *testing.T) {
 // and its call runs.
 func TestTSv2PolicyThroughSluice(t *testing.T) {
 	requireV2(t)
-	bin := buildBinaries(t)
-	wd, _ := os.Getwd()
-	server := filepath.Join(wd, "v2-server.mjs")
-	httpURL := startAnnounced(t, "SLUICE_E2E_READY ", "node", server, "http")
+	bin, _, _, ups := v2Upstreams(t)
 	const token = "v2-test-admin-token-0123456789abcdef"
 	const asked = `["elicitation: Go ahead?","sampling: say hi"]`
 	for _, mode := range []string{"tool_result", "throw", "client_may_answer"} {
@@ -104,8 +97,7 @@ func TestTSv2PolicyThroughSluice(t *testing.T) {
 			}
 			if err := os.WriteFile(config, []byte("listen: 127.0.0.1:0\ndata_dir: "+filepath.Join(dir, "data")+"\n"+extra+
 				"policy: {default: allow, result_mode: "+resultMode+", deny: [secret], require_approval: [held, ask]}\nupstreams:\n"+
-				"  - {name: v2http, url: '"+httpURL+"'}\n"+
-				"  - {name: v2stdio, command: node, args: ['"+server+"', stdio]}\n"), 0o600); err != nil {
+				ups), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			gw, admin := startServeFileAdmin(t, bin, config)
@@ -169,13 +161,9 @@ func TestTSv2PolicyThroughSluice(t *testing.T) {
 // of the list_changed step go with them).
 func TestTSv2VirtualServer(t *testing.T) {
 	requireV2(t)
-	bin := buildBinaries(t)
-	wd, _ := os.Getwd()
-	server := filepath.Join(wd, "v2-server.mjs")
-	httpURL := startAnnounced(t, "SLUICE_E2E_READY ", "node", server, "http")
+	bin, _, httpURL, ups := v2Upstreams(t)
 	gw := startSluice(t, bin, "policy: {default: allow}\ninventory: {on_drift: warn}\nupstreams:\n"+
-		"  - {name: v2http, url: '"+httpURL+"'}\n"+
-		"  - {name: v2stdio, command: node, args: ['"+server+"', stdio]}\n"+
+		ups+
 		"virtual_servers:\n  - {name: vhttp, upstreams: [v2http]}\n  - {name: vstdio, upstreams: [v2stdio]}\n")
 	comparable := func(out map[string]any, era string) map[string]any {
 		steps := out["steps"].(map[string]any)
@@ -215,14 +203,10 @@ func TestTSv2VirtualServer(t *testing.T) {
 func TestTSv2AutoNegotiation(t *testing.T) {
 	requireV2(t)
 	requireNode(t)
-	bin := buildBinaries(t)
+	bin, _, v2URL, ups := v2Upstreams(t)
 	wd, _ := os.Getwd()
-	v2 := filepath.Join(wd, "v2-server.mjs")
-	v2URL := startAnnounced(t, "SLUICE_E2E_READY ", "node", v2, "http")
 	v1URL := startServer(t, "streamableHttp")
-	gw := startSluice(t, bin, "policy: {default: allow}\nupstreams:\n"+
-		"  - {name: v2http, url: '"+v2URL+"'}\n"+
-		"  - {name: v2stdio, command: node, args: ['"+v2+"', stdio]}\n"+
+	gw := startSluice(t, bin, "policy: {default: allow}\nupstreams:\n"+ups+
 		"  - {name: v1http, url: '"+v1URL+"'}\n"+
 		"  - {name: v1stdio, command: node, args: ['"+filepath.Join(wd, "serve.mjs")+"', stdio]}\n")
 	for _, tc := range []struct {
@@ -287,6 +271,20 @@ func dropHeaders(out map[string]any) map[string]any {
 		}
 	}
 	return map[string]any{"ok": out["ok"], "steps": steps}
+}
+
+// v2Upstreams builds sluice (bin) and starts the v2 server over HTTP at
+// httpURL; ups are the upstreams entries of a config naming it v2http
+// and, over stdio, v2stdio (server is its script).
+func v2Upstreams(t *testing.T) (bin, server, httpURL, ups string) {
+	t.Helper()
+	bin = buildBinaries(t)
+	wd, _ := os.Getwd()
+	server = filepath.Join(wd, "v2-server.mjs")
+	httpURL = startAnnounced(t, "SLUICE_E2E_READY ", "node", server, "http")
+	ups = "  - {name: v2http, url: '" + httpURL + "'}\n" +
+		"  - {name: v2stdio, command: node, args: ['" + server + "', stdio]}\n"
+	return bin, server, httpURL, ups
 }
 
 func requireV2(t *testing.T) {

@@ -20,8 +20,15 @@ import (
 // ran on, an orphan, after the gateway or `sluice wrap` was gone.
 func TestStdioCloseStopsProcessGroup(t *testing.T) {
 	stdioNoLeaks(t)
-	c := mustDial(t, &StdioDialer{Command: "/bin/sh", Args: []string{"-c",
-		`sleep 600 & echo "{\"jsonrpc\":\"2.0\",\"method\":\"ready\",\"params\":{\"pid\":$!}}"; wait`}})
+	closeStopsChild(t, `sleep 600 & echo "{\"jsonrpc\":\"2.0\",\"method\":\"ready\",\"params\":{\"pid\":$!}}"; wait`)
+}
+
+// closeStopsChild runs script under /bin/sh as a stdio server; script
+// prints {"params":{"pid":N}} naming a child it started, which must be
+// gone (or a zombie) soon after the Conn's Close.
+func closeStopsChild(t *testing.T, script string) {
+	t.Helper()
+	c := mustDial(t, &StdioDialer{Command: "/bin/sh", Args: []string{"-c", script}})
 	var ready struct {
 		Params struct{ PID int }
 	}
@@ -69,25 +76,7 @@ func TestStdioCloseStopsLauncherLeftovers(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			stdioNoLeaks(t)
-			c := mustDial(t, &StdioDialer{Command: "/bin/sh", Args: []string{"-c", script}})
-			var ready struct {
-				Params struct{ PID int }
-			}
-			if err := json.Unmarshal(mustRead(t, c), &ready); err != nil || ready.Params.PID == 0 {
-				t.Fatalf("the launcher's line: %v", err)
-			}
-			pid := ready.Params.PID
-			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-			if err := c.Close(); err != nil {
-				t.Fatalf("Close: %v", err)
-			}
-			deadline := time.Now().Add(10 * time.Second)
-			for running(pid) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the launcher's child (pid %d) still runs after Close", pid)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			closeStopsChild(t, script)
 		})
 	}
 }
