@@ -118,11 +118,18 @@ type backendTx interface {
 	// means it cannot say.
 	version() (string, error)
 	rows() ([]row, error)
+	// changes returns the requests written since the backend was at
+	// version since, and the ids of those removed, when it can tell
+	// (ok); when it cannot, the caller reads every request.
+	changes(since string) (rows []row, gone []string, ok bool, err error)
 	remove(id string) error
 	// put writes a request; finished ones join the history (the order
 	// in which they finished) if they are not in it yet.
 	put(id, data string, linked, finished bool) error
-	commit() error
+	// commit makes the writes visible. next is the backend's version
+	// once they are, when the backend knows memory matches it (nobody
+	// else wrote since version); "" keeps the version read at begin.
+	commit() (next string, err error)
 	rollback()
 }
 
@@ -165,7 +172,7 @@ func (s *Store) lock() error {
 	}
 	v, err := tx.version()
 	if err == nil && (v == "" || v != s.version) {
-		err = s.load(tx)
+		err = s.catchUp(tx)
 	}
 	if err != nil {
 		tx.rollback()
@@ -183,6 +190,22 @@ func (s *Store) lock() error {
 // operations fail without asking it again.
 const backendRetry = time.Second
 
+// catchUp brings memory to the backend's state: the requests written
+// since s.version when the backend can tell them, otherwise all of them.
+func (s *Store) catchUp(tx backendTx) error {
+	if s.version == "" {
+		return s.load(tx)
+	}
+	rows, gone, ok, err := tx.changes(s.version)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return s.load(tx)
+	}
+	return s.apply(rows, gone)
+}
+
 func (s *Store) load(tx backendTx) error {
 	rows, err := tx.rows()
 	if err != nil {
@@ -193,12 +216,9 @@ func (s *Store) load(tx backendTx) error {
 	var done []string
 	live := 0
 	for _, rw := range rows {
-		r := new(Request)
-		if err := json.Unmarshal([]byte(rw.data), r); err != nil {
-			return fmt.Errorf("request %s: %w", rw.id, err)
-		}
-		if string(r.Arguments) == "null" {
-			r.Arguments = nil // a finished request's, as in memory
+		r, err := decodeRow(rw)
+		if err != nil {
+			return err
 		}
 		byID[r.ID] = r
 		snap[r.ID] = snapRow{key: rowKey(rw.data, rw.linked), req: copyRequest(r)}
@@ -212,6 +232,81 @@ func (s *Store) load(tx backendTx) error {
 		}
 	}
 	s.byID, s.byCall, s.snap, s.done, s.live = byID, byCall, snap, done, live
+	return nil
+}
+
+func decodeRow(rw row) (*Request, error) {
+	r := new(Request)
+	if err := json.Unmarshal([]byte(rw.data), r); err != nil {
+		return nil, fmt.Errorf("request %s: %w", rw.id, err)
+	}
+	if string(r.Arguments) == "null" {
+		r.Arguments = nil // a finished request's, as in memory
+	}
+	return r, nil
+}
+
+// apply brings memory up to the backend's state from what changed since
+// it last matched: rows written, and ids removed. Nothing changes if a
+// row cannot be decoded.
+func (s *Store) apply(rows []row, gone []string) error {
+	reqs := make([]*Request, len(rows))
+	for i, rw := range rows {
+		r, err := decodeRow(rw)
+		if err != nil {
+			return err
+		}
+		reqs[i] = r
+	}
+	inHistory := make(map[string]bool, len(s.done))
+	for _, id := range s.done {
+		inHistory[id] = true
+	}
+	leave := map[string]bool{} // ids to leave the history
+	remove := func(id string) {
+		old := s.byID[id]
+		if old == nil {
+			return
+		}
+		delete(s.byID, id)
+		delete(s.snap, id)
+		if key := callKey(old.Agent, old.CallHash); s.byCall[key] == old {
+			delete(s.byCall, key)
+		}
+		if inHistory[id] {
+			leave[id] = true
+		} else {
+			s.live--
+		}
+	}
+	for _, id := range gone {
+		remove(id)
+	}
+	var finished []row // rows new to the history
+	for i, rw := range rows {
+		remove(rw.id)
+		r := reqs[i]
+		s.byID[rw.id] = r
+		s.snap[rw.id] = snapRow{key: rowKey(rw.data, rw.linked), req: copyRequest(r)}
+		if rw.linked {
+			s.byCall[callKey(r.Agent, r.CallHash)] = r
+		}
+		switch {
+		case !rw.done:
+			s.live++
+		case leave[rw.id]:
+			delete(leave, rw.id) // in the history already, where it stays
+		default:
+			finished = append(finished, rw)
+		}
+	}
+	if len(leave) > 0 {
+		s.done = slices.DeleteFunc(s.done, func(id string) bool { return leave[id] })
+	}
+	slices.SortStableFunc(finished, func(a, b row) int { return cmp.Compare(a.seq, b.seq) })
+	for _, rw := range finished {
+		s.done = append(s.done, rw.id)
+	}
 	return nil
 }
 
@@ -257,9 +352,13 @@ func (s *Store) unlock(lockErr error) (err error) {
 		s.version = "" // memory is ahead of the backend: read it again
 		return fmt.Errorf("%w: writing it: %w", ErrUnavailable, err)
 	}
-	if err := tx.commit(); err != nil {
+	next, err := tx.commit()
+	if err != nil {
 		s.version = ""
 		return fmt.Errorf("%w: writing it: %w", ErrUnavailable, err)
+	}
+	if next != "" {
+		s.version = next
 	}
 	for id, rw := range rows {
 		if rw.key == "" {
@@ -406,8 +505,10 @@ type sqliteTx struct {
 	epoch int
 }
 
-func (t sqliteTx) commit() error { return t.tx.Commit() }
-func (t sqliteTx) rollback()     { _ = t.tx.Rollback() }
+// commit keeps the version read at begin: a connection's own commits
+// leave data_version as it was.
+func (t sqliteTx) commit() (string, error) { return "", t.tx.Commit() }
+func (t sqliteTx) rollback()               { _ = t.tx.Rollback() }
 
 // version is the connection's epoch and the file's data_version, read
 // with the write lock held (transactions begin IMMEDIATE), so no commit
@@ -419,6 +520,9 @@ func (t sqliteTx) version() (string, error) {
 	}
 	return fmt.Sprintf("%d:%d", t.epoch, v), nil
 }
+
+// changes cannot say: SQLite keeps no record of what changed.
+func (t sqliteTx) changes(string) ([]row, []string, bool, error) { return nil, nil, false, nil }
 
 func (t sqliteTx) rows() ([]row, error) {
 	rs, err := t.tx.Query(`SELECT id, data, linked, done_seq FROM requests`)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,8 +18,9 @@ import (
 // held calls: a call held on one replica is approved through another's
 // admin API and released where it waits, and a restart forgets nothing.
 // Each operation takes a lock key (SET NX with a lease), reads the
-// requests, and writes its changes in one script that checks it still
-// holds the lock. Unless opts.StateKey is set, the requestState key is
+// requests written since its last operation (all of them when it cannot
+// tell which: after a restart, or when Redis lost them), and writes its
+// changes in one script that checks it still holds the lock. Unless opts.StateKey is set, the requestState key is
 // kept in Redis too. Close closes client.
 func OpenRedisStore(ctx context.Context, client redis.UniversalClient, prefix string, opts Options) (*Store, error) {
 	if prefix == "" {
@@ -63,7 +65,36 @@ type redisBackend struct {
 func (b *redisBackend) close() error { return b.c.Close() }
 
 func (b *redisBackend) keys() []string {
-	return []string{b.prefix + "lock", b.prefix + "requests", b.prefix + "done", b.prefix + "seq", b.prefix + "state_key"}
+	return []string{b.prefix + "lock", b.prefix + "requests", b.prefix + "done", b.prefix + "seq", b.prefix + "state_key",
+		b.prefix + "version", b.prefix + "changes", b.prefix + "commits"}
+}
+
+// The requests' version in Redis is "n:floor:id": every commit that
+// writes adds one to n, puts the ids it wrote or removed in the changes
+// set with n as their score, and names itself with a random id, kept
+// in the commits set as "n:id". A store that last read at version v
+// reads only the ids scored above v's n, if v's commit is still there:
+// a Redis that lost its data, or only its last writes (a failover to a
+// replica behind, a restart from an older snapshot), has other commits
+// under the same numbers, or none, and the store then reads everything.
+// The sets keep the last changesKept versions at least; floor is the
+// newest version whose changes after it they no longer hold in full.
+var changesKept = 10_000
+
+type redisVersion struct {
+	n, floor int64
+	id       string
+}
+
+func parseRedisVersion(v string) (redisVersion, bool) {
+	n, rest, ok1 := strings.Cut(v, ":")
+	floor, id, ok2 := strings.Cut(rest, ":")
+	var rv redisVersion
+	var err1, err2 error
+	rv.n, err1 = strconv.ParseInt(n, 10, 64)
+	rv.floor, err2 = strconv.ParseInt(floor, 10, 64)
+	rv.id = id
+	return rv, ok1 && ok2 && id != "" && err1 == nil && err2 == nil
 }
 
 func (b *redisBackend) begin() (backendTx, error) {
@@ -95,6 +126,7 @@ func (b *redisBackend) begin() (backendTx, error) {
 type redisTx struct {
 	b     *redisBackend
 	token string
+	ver   string // the version as the transaction began ("" if none)
 	ops   []any
 }
 
@@ -102,9 +134,66 @@ func (t *redisTx) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), t.b.wait)
 }
 
-// version is "": Redis keeps no version of the requests, so every
-// transaction reads them all.
-func (t *redisTx) version() (string, error) { return "", nil }
+// version is the requests' version key, "" when Redis has none (no
+// commit since it started empty).
+func (t *redisTx) version() (string, error) {
+	ctx, cancel := t.ctx()
+	defer cancel()
+	v, err := t.b.c.Get(ctx, t.b.keys()[5]).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	t.ver = v
+	return v, err
+}
+
+// changes reads the requests written or removed after version since,
+// if Redis still has since's commit and the changes after it.
+func (t *redisTx) changes(since string) ([]row, []string, bool, error) {
+	from, ok1 := parseRedisVersion(since)
+	now, ok2 := parseRedisVersion(t.ver)
+	if !ok1 || !ok2 || from.n < now.floor || from.n > now.n {
+		return nil, nil, false, nil
+	}
+	ctx, cancel := t.ctx()
+	defer cancel()
+	k := t.b.keys()
+	pipe := t.b.c.Pipeline()
+	kept := pipe.ZScore(ctx, k[7], strconv.FormatInt(from.n, 10)+":"+from.id)
+	changed := pipe.ZRangeByScore(ctx, k[6], &redis.ZRangeBy{Min: "(" + strconv.FormatInt(from.n, 10), Max: "+inf"})
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, false, err
+	}
+	if kept.Err() != nil {
+		return nil, nil, false, nil // since's commit is lost: read everything
+	}
+	ids := changed.Val()
+	if len(ids) == 0 {
+		return nil, nil, true, nil
+	}
+	pipe = t.b.c.Pipeline()
+	data := pipe.HMGet(ctx, k[1], ids...)
+	done := pipe.HMGet(ctx, k[2], ids...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, nil, false, err
+	}
+	var rows []row
+	var gone []string
+	for i, id := range ids {
+		v, _ := data.Val()[i].(string)
+		if v == "" {
+			gone = append(gone, id)
+			continue
+		}
+		rw := row{id: id, linked: v[0] == '1', data: v[1:]}
+		if s, ok := done.Val()[i].(string); ok {
+			rw.done = true
+			rw.seq, _ = strconv.ParseInt(s, 10, 64)
+		}
+		rows = append(rows, rw)
+	}
+	return rows, gone, true, nil
+}
 
 func (t *redisTx) rows() ([]row, error) {
 	ctx, cancel := t.ctx()
@@ -145,9 +234,12 @@ func (t *redisTx) put(id, data string, linked, finished bool) error {
 	return nil
 }
 
-// commitScript applies a transaction's writes if its lock is still held,
-// puts back the requestState key (ARGV[2], unless empty) if it is gone,
-// then releases the lock.
+// commitScript applies a transaction's writes (from ARGV[6]) if its lock
+// is still held, puts back the requestState key (ARGV[2], unless empty)
+// if it is gone, moves the version on (ARGV[3]: the commit's id; ARGV[4]:
+// changesKept), then releases the lock. It
+// returns the new version if the version was ARGV[5] (the transaction's
+// reads are then all there is), otherwise "".
 var commitScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('the approvals lock expired before the write')
@@ -155,9 +247,26 @@ end
 if ARGV[2] ~= '' then
   redis.call('SET', KEYS[5], ARGV[2], 'NX')
 end
-local i = 3
+if #ARGV < 6 then
+  redis.call('DEL', KEYS[1])
+  return ''
+end
+local v = redis.call('GET', KEYS[6])
+local n, floor
+if v then
+  n, floor = string.match(v, '^(%d+):(%d+):')
+end
+if n then
+  n, floor = tonumber(n), tonumber(floor)
+else
+  n, floor = 0, 0
+  redis.call('DEL', KEYS[7], KEYS[8])
+end
+n = n + 1
+local i = 6
 while i <= #ARGV do
   local op, id = ARGV[i], ARGV[i+1]
+  redis.call('ZADD', KEYS[7], n, id)
   if op == 'del' then
     redis.call('HDEL', KEYS[2], id)
     redis.call('HDEL', KEYS[3], id)
@@ -170,8 +279,20 @@ while i <= #ARGV do
     i = i + 3
   end
 end
+local kept = tonumber(ARGV[4])
+if n - floor > 2 * kept then
+  floor = n - kept
+  redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', floor)
+  redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', floor)
+end
+redis.call('ZADD', KEYS[8], n, n .. ':' .. ARGV[3])
+local nv = n .. ':' .. floor .. ':' .. ARGV[3]
+redis.call('SET', KEYS[6], nv)
 redis.call('DEL', KEYS[1])
-return 1
+if v == ARGV[5] or (not v and ARGV[5] == '') then
+  return nv
+end
+return ''
 `)
 
 var releaseScript = redis.NewScript(`
@@ -179,16 +300,19 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `)
 
-func (t *redisTx) commit() error {
+func (t *redisTx) commit() (string, error) {
 	ctx, cancel := t.ctx()
 	defer cancel()
-	err := commitScript.Run(ctx, t.b.c, t.b.keys(), append([]any{t.token, t.b.stateKey}, t.ops...)...).Err()
+	id := make([]byte, 8)
+	_, _ = rand.Read(id)
+	args := append([]any{t.token, t.b.stateKey, hex.EncodeToString(id), changesKept, t.ver}, t.ops...)
+	next, err := commitScript.Run(ctx, t.b.c, t.b.keys(), args...).Text()
 	var rerr redis.Error
 	if err != nil && !errors.As(err, &rerr) {
 		// Unanswered: the lock may be held still, or taken later.
 		t.b.releaseLater(t.token)
 	}
-	return err
+	return next, err
 }
 
 func (t *redisTx) rollback() {

@@ -101,10 +101,10 @@ type failingTx struct {
 	b *commitFailsOnce
 }
 
-func (tx *failingTx) commit() error {
+func (tx *failingTx) commit() (string, error) {
 	if tx.b.fail.CompareAndSwap(true, false) {
 		tx.backendTx.rollback()
-		return errors.New("the store did not answer")
+		return "", errors.New("the store did not answer")
 	}
 	return tx.backendTx.commit()
 }
