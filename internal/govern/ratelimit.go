@@ -156,9 +156,11 @@ func (r *RateRule) key(d *intercept.ActionDescriptor, client string) string {
 // no room to make (its table for the agent is full of spent buckets:
 // forgetting one would hand it back full), and a bucket that cannot be
 // read (Redis down) denies with policy_error: the limit fails closed. A call
-// a rule refuses gives back the tokens of the rules before it, and a call
-// Next holds for approval gives its tokens back (if the Limiter can
-// refund): it is counted once, when it is released, not at every attempt.
+// a rule refuses gives back the tokens of the rules before it, a call
+// Next denies those of rules other agents share (not by principal or
+// client), and a call Next holds for approval gives its tokens back (if
+// the Limiter can refund): it is counted once, when it is released, not
+// at every attempt.
 // Safe for concurrent use.
 type RateGate struct {
 	Next    intercept.Decider
@@ -223,8 +225,12 @@ func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (i
 	case intercept.Deny:
 		// Not forwarded: a bucket other agents share gets its token back,
 		// or an agent allowed nothing would drain it with calls that
-		// never reach an upstream. Its own buckets count its attempts.
-		g.refund(ctx, d, slices.DeleteFunc(taken, func(i int) bool { return slices.Contains(g.Rules[i].By, "principal") }))
+		// never reach an upstream. Its own buckets, by principal or by
+		// the address it calls from (which an unauthenticated agent
+		// renaming itself cannot change), count its attempts.
+		g.refund(ctx, d, slices.DeleteFunc(taken, func(i int) bool {
+			return slices.Contains(g.Rules[i].By, "principal") || slices.Contains(g.Rules[i].By, "client")
+		}))
 	}
 	return dec, nil
 }

@@ -2,6 +2,7 @@ package govern
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,5 +42,33 @@ func TestAttackDeniedCallsDrainSharedLimit(t *testing.T) {
 	}
 	if dec := intercept.Decide(ctx, g, call("alice", "u", "send_slack")); dec.Reason != ReasonRateLimited {
 		t.Errorf("alice's 4th call: %s %s, want rate_limited (the shared limit counts forwarded calls)", dec.Verdict, dec.Reason)
+	}
+}
+
+// TestAttackDeniedCallsRefundedToClient (left open by attack84): a bucket
+// keyed by client is the address's own, as one keyed by principal is the
+// agent's, but a call the policy denied gave its token back as if to a
+// shared bucket: an unauthenticated client, renaming itself at each call,
+// was never limited by `by: [client]` as long as its calls were denied,
+// and each made its events in the audit store. Its denied calls now
+// count at its address; another address keeps its own bucket.
+func TestAttackDeniedCallsRefundedToClient(t *testing.T) {
+	hour := func(n int) ratelimit.Limit { return ratelimit.Limit{Rate: n, Per: time.Hour, Burst: n} }
+	next := &intercept.StaticDecider{Allow: []string{"send_slack"}, Deny: []string{"send_email"}}
+	g := &RateGate{Next: next, Limiter: ratelimit.NewLocal(ratelimit.LocalOptions{}), Rules: []RateRule{
+		{ID: "per-client", By: []string{"client"}, Limit: hour(3)},
+	}}
+	mallory := intercept.WithClientAddr(context.Background(), "203.0.113.5")
+	for i := range 3 {
+		if dec := intercept.Decide(mallory, g, call(fmt.Sprintf("m%d", i), "u", "send_email")); dec.Verdict != intercept.Deny || dec.Reason == ReasonRateLimited {
+			t.Fatalf("call %d: %s %s, want the policy's deny", i+1, dec.Verdict, dec.Reason)
+		}
+	}
+	if dec := intercept.Decide(mallory, g, call("m3", "u", "send_email")); dec.Reason != ReasonRateLimited {
+		t.Errorf("the address's 4th denied call, under a fourth name: %s %s, want rate_limited by per-client", dec.Verdict, dec.Reason)
+	}
+	alice := intercept.WithClientAddr(context.Background(), "198.51.100.7")
+	if dec := intercept.Decide(alice, g, call("alice", "u", "send_slack")); dec.Verdict != intercept.Allow {
+		t.Errorf("another address's call: %s %s, want allow", dec.Verdict, dec.Reason)
 	}
 }
