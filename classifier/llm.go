@@ -168,6 +168,9 @@ type LLM struct {
 	secretKeys   []string // LLMOptions.SecretKeys
 
 	inactive atomic.Bool // set by a failed Probe, cleared by a good one
+	// waitUntil is when (UnixNano, by now) the provider last asked, by
+	// Retry-After, to be called again: no request is sent before.
+	waitUntil atomic.Int64
 
 	mu       sync.Mutex
 	inflight map[string]int // requests at the provider, by agent (admit)
@@ -369,6 +372,12 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: the call's descriptor is %d bytes, over the %d sent to a provider", l.name(), len(canon), llmMaxDescriptor)
 	}
 
+	if until := l.waitUntil.Load(); until != 0 && l.now().UnixNano() < until {
+		// Not sent: a provider that asked to be left alone (a rate limit
+		// of the operator's account) and was called on would keep the
+		// account throttled, every call waiting out a refusal.
+		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: the provider asked to be called again after %s (Retry-After)", l.name(), time.Unix(0, until).UTC().Format(time.RFC3339))
+	}
 	owner := llmOwner(ctx, d)
 	if !l.admit(owner) {
 		// Not sent: the provider's rate limit is the key's, every agent's,
@@ -402,6 +411,7 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 		return "", err
 	})
 	if err != nil {
+		l.backOff(err)
 		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: %w", l.name(), err)
 	}
 	v, err := l.schema.verdict(text, d, vocab)
@@ -411,6 +421,27 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 	cache.add(key, raw, v)
 	return l.stamp(v, d), nil
 }
+
+// backOff keeps requests from the provider for as long as err, its
+// answer, asked (Retry-After), at most llmMaxWait.
+func (l *LLM) backOff(err error) {
+	var se *providerStatusError
+	if !errors.As(err, &se) || se.RetryAfter <= 0 {
+		return
+	}
+	until := l.now().Add(min(se.RetryAfter, llmMaxWait)).UnixNano()
+	for {
+		old := l.waitUntil.Load()
+		if old >= until || l.waitUntil.CompareAndSwap(old, until) {
+			return
+		}
+	}
+}
+
+// llmMaxWait bounds how long a provider's Retry-After keeps requests
+// from it: a provider (or a proxy before it) asking for days would turn
+// the classifier off for days.
+const llmMaxWait = 5 * time.Minute
 
 // llmMaxDescriptor bounds the descriptor sent to a provider, in bytes
 // (about 16k tokens).

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 )
@@ -337,6 +340,9 @@ func (w geminiWire) probe(ctx context.Context, c *providerConn) (*http.Request, 
 type providerStatusError struct {
 	Status  int
 	Snippet string
+	// RetryAfter is how long a 429 or 503 answer asked the client to
+	// wait (Retry-After, or OpenAI's retry-after-ms), 0 if it did not.
+	RetryAfter time.Duration
 }
 
 func (e *providerStatusError) Error() string {
@@ -358,12 +364,45 @@ func (c *providerConn) do(client *http.Client, req *http.Request) ([]byte, error
 		return nil, fmt.Errorf("reading provider reply: %w", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, &providerStatusError{Status: resp.StatusCode, Snippet: c.snippet(body)}
+		se := &providerStatusError{Status: resp.StatusCode, Snippet: c.snippet(body)}
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			se.RetryAfter = retryAfter(resp.Header, time.Now())
+		}
+		return nil, se
 	}
 	if len(body) > providerMaxReply {
 		return nil, fmt.Errorf("%w: reply larger than %d bytes", errProviderReply, providerMaxReply)
 	}
 	return body, nil
+}
+
+// retryAfter is how long h asks to wait: OpenAI's retry-after-ms (its
+// SDKs read it first), else Retry-After in seconds or as an HTTP date;
+// 0 if neither says.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		return seconds(ms / 1000)
+	}
+	v := h.Get("Retry-After")
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		return seconds(secs)
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// seconds is secs as a Duration: 0 if not positive, the longest one if
+// past it.
+func seconds(secs float64) time.Duration {
+	switch {
+	case !(secs > 0):
+		return 0
+	case secs >= float64(math.MaxInt64/time.Second):
+		return math.MaxInt64
+	}
+	return time.Duration(secs * float64(time.Second))
 }
 
 // snippet is the start of an error body, on one line, without the key.
