@@ -399,7 +399,7 @@ func (g *Gateway) check(ctx context.Context, x *exchange) (dec intercept.Decisio
 		g.traceStage(ctx, telemetry.StagePolicy, func(ctx context.Context) { dec, reply, ok = g.ic.CheckDecision(ctx, x.msgs[0], cc) })
 	}
 	decide()
-	if a := x.answer; a != nil && a.answered && !ok && g.opts.Approver != nil &&
+	if a := x.answer; a != nil && a.answered && !ok && g.opts.Approver != nil && !dec.OperatorOnly &&
 		dec.Verdict == intercept.RequireApproval && dec.ApprovalID != "" && dec.ApprovalID == a.sealed.ApprovalID {
 		if _, err := g.opts.Approver.Decide(dec.ApprovalID, a.approve, approvedBy(x.agent)); err != nil {
 			g.log.Debug("approval answer not applied", "approval", dec.ApprovalID, "err", err)
@@ -433,7 +433,7 @@ func markHeld(ctx context.Context) {
 // request itself. It reports false when the caller should answer with the
 // rendered hold (reply) as before.
 func (g *Gateway) askApproval(w http.ResponseWriter, r *http.Request, x *exchange, dec intercept.Decision, reply []byte) bool {
-	if g.opts.Approver == nil || x.batch || dec.Verdict != intercept.RequireApproval || dec.ApprovalID == "" {
+	if g.opts.Approver == nil || x.batch || dec.Verdict != intercept.RequireApproval || dec.ApprovalID == "" || dec.OperatorOnly {
 		return false
 	}
 	m := x.msgs[0]

@@ -504,7 +504,7 @@ func (r *relay) check(ctx context.Context, m *intercept.Message, cc intercept.Ca
 	cc.ClientCanApprove = canAsk(r.approver, m, cc.ProtocolVersion, r.elicitForm, true)
 	r.mu.Unlock()
 	dec, reply, ok := r.ic.CheckDecision(ctx, m, cc)
-	if a != nil && a.answered && !ok && r.approver != nil &&
+	if a != nil && a.answered && !ok && r.approver != nil && !dec.OperatorOnly &&
 		dec.Verdict == intercept.RequireApproval && dec.ApprovalID != "" && dec.ApprovalID == a.sealed.ApprovalID {
 		if _, err := r.approver.Decide(dec.ApprovalID, a.approve, approvedBy(cc.Agent)); err != nil {
 			r.log.Debug("approval answer not applied", "approval", dec.ApprovalID, "err", err)
@@ -522,7 +522,7 @@ func (r *relay) check(ctx context.Context, m *intercept.Message, cc intercept.Ca
 // otherwise, answered while other messages keep flowing. It reports false
 // when the caller should send the rendered hold instead.
 func (r *relay) ask(ctx context.Context, m *intercept.Message, raw []byte, dec intercept.Decision, held []byte) bool {
-	if r.approver == nil || dec.Verdict != intercept.RequireApproval || dec.ApprovalID == "" {
+	if r.approver == nil || dec.Verdict != intercept.RequireApproval || dec.ApprovalID == "" || dec.OperatorOnly {
 		return false
 	}
 	form := approvalForm(m, r.up.Name, dec)

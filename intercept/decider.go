@@ -48,6 +48,11 @@ type Decision struct {
 	// RetryAfter, on a denial that will pass later (rate_limited), is how
 	// long to wait; the envelope's data carries it as retry_after_ms.
 	RetryAfter time.Duration `json:"-"`
+	// OperatorOnly, on a hold, says only an operator may answer it, never
+	// the client's user (approvals.client_may_answer): the hold stands
+	// over the policy's deny on the classifier's verdict alone, which the
+	// agent's own arguments shape.
+	OperatorOnly bool `json:"-"`
 }
 
 // Evidence is ADR-027's evidence of a decision.

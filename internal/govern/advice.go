@@ -221,11 +221,14 @@ func (a *Advisor) Decide(ctx context.Context, d *intercept.ActionDescriptor) (in
 	case base.Verdict == intercept.Deny:
 		// An allow, or a hold, rests only on classification.*, which the
 		// agent's own arguments shape: the classifier never allows alone.
-		// A human may let it through; where nobody can answer, the
-		// decision without classification stands.
+		// An operator may let it through; where none can answer, the
+		// decision without classification stands. Not the client's user:
+		// where the client is the agent (client_may_answer), the agent
+		// would shape the verdict and answer the hold it made.
 		adv.SoleAllow = true
-		if answers {
-			final = flag(final, false, ReasonSoleAllow, "this call is allowed only on the classifier's judgement, which needs a human's confirmation")
+		if a.OperatorAnswers {
+			final = flag(final, false, ReasonSoleAllow, "this call is allowed only on the classifier's judgement, which needs an operator's confirmation")
+			final.OperatorOnly = true
 			adv.Escalated = true
 		} else {
 			final = base
