@@ -98,6 +98,13 @@ func (a *DriftAction) UnmarshalText(b []byte) error {
 // Options configures New. The zero value of every field but Dir is a
 // documented default.
 type Options struct {
+	// ReadName, if set, puts a read's name (resource:URI, prompt:NAME)
+	// in the form the gateway's policy compares reads in (the gateway
+	// gives policy.NormalName): a resource withheld from its listing is
+	// then refused under every spelling of its URI that form makes one
+	// (file:///srv/./x, FILE:///srv/x, file://localhost/srv/x), which a
+	// server reads as the same. Nil compares them as written.
+	ReadName func(string) string
 	// Dir is the gateway's data directory. Snapshots are kept in
 	// Dir/inventory (see Store) and, unless Key or KeyFile is set, the
 	// signing key in Dir/signing-key.pem, generated on first run.
@@ -159,6 +166,7 @@ type Inventory struct {
 	onDrift   DriftAction
 	maxDesc   int
 	onListing ListingAction
+	readName  func(string) string        // Options.ReadName
 	allowed   map[[sha256.Size]byte]bool // AllowedListings
 	events    EventSink
 	now       func() time.Time
@@ -277,6 +285,7 @@ func New(opts Options) (*Inventory, error) {
 		onDrift:    opts.OnDrift,
 		maxDesc:    opts.MaxDescription,
 		onListing:  opts.OnPoisonedListing,
+		readName:   opts.ReadName,
 		allowed:    allowed,
 		lists:      map[string]*listing{},
 		events:     opts.Events,

@@ -244,6 +244,9 @@ func (inv *Inventory) screenListed(upstream, method string, k listKind, items []
 				l.remember(&l.templates, name, reason)
 			} else {
 				l.remember(&l.withheld, label, reason)
+				if inv.readName != nil && inv.readName(label) != label {
+					l.remember(&l.withheld, inv.readName(label), reason)
+				}
 			}
 		}
 		for _, f := range fs {
@@ -353,6 +356,12 @@ func (inv *Inventory) Withheld(upstream, action string) (reason string, withheld
 		inv.mu.Unlock()
 		return r, true
 	}
+	if inv.readName != nil {
+		if r, ok := l.withheld[inv.readName(action)]; ok {
+			inv.mu.Unlock()
+			return r, true
+		}
+	}
 	if l.matchers == nil && len(l.templates) > 0 {
 		for _, t := range slices.Sorted(maps.Keys(l.templates)) {
 			l.matchers = append(l.matchers, newTemplateMatcher(t, l.templates[t]))
@@ -362,21 +371,29 @@ func (inv *Inventory) Withheld(upstream, action string) (reason string, withheld
 	inv.mu.Unlock()
 
 	uri, ok := strings.CutPrefix(action, "resource:")
-	if !ok {
+	if !ok || len(matchers) == 0 {
 		return "", false
 	}
+	uris := []string{uri}
+	if inv.readName != nil {
+		if n, _ := strings.CutPrefix(inv.readName(action), "resource:"); n != uri {
+			uris = append(uris, n) // another spelling of it, as a server reads it
+		}
+	}
 	budget := maxTemplateSearch
-	for i := range matchers {
-		if budget < 0 {
-			return fmt.Sprintf("the URI is too long to check against the %d resource templates withheld from upstream %q for looking like tool poisoning "+
-				"(%d bytes, each template searched; at most %d bytes in all)", len(matchers), upstream, len(uri), maxTemplateSearch), true
-		}
-		ok, searched := matchers[i].matches(uri)
-		if ok {
-			return matchers[i].reason, true
-		}
-		if searched {
-			budget -= len(uri)
+	for _, uri := range uris {
+		for i := range matchers {
+			if budget < 0 {
+				return fmt.Sprintf("the URI is too long to check against the %d resource templates withheld from upstream %q for looking like tool poisoning "+
+					"(%d bytes, each template searched; at most %d bytes in all)", len(matchers), upstream, len(uri), maxTemplateSearch), true
+			}
+			ok, searched := matchers[i].matches(uri)
+			if ok {
+				return matchers[i].reason, true
+			}
+			if searched {
+				budget -= len(uri)
+			}
 		}
 	}
 	return "", false

@@ -164,6 +164,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		Dir: dir, KeyFile: cfg.Inventory.KeyFile, Pinning: cfg.Inventory.Pinning, OnDrift: cfg.Inventory.OnDrift,
 		MaxDescription: cfg.Inventory.MaxDescription, OnPoisonedListing: cfg.Inventory.OnPoisonedListing,
 		AllowedListings: cfg.Inventory.AllowedListings,
+		ReadName:        policy.NormalName, // a withheld resource under any spelling policy reads as its URI
 		Events: inventory.EventFunc(func(e inventory.Event) {
 			logInventory(logger, e)
 			rec.inventory(e)

@@ -106,7 +106,9 @@ func checkListings(t *testing.T, ctx context.Context, c *client.Client, init *mc
 	if _, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "notes://clean"}}); err != nil {
 		t.Errorf("resources/read notes://clean: %v, want it served", err)
 	}
-	for _, uri := range []string{"notes://poisoned", "notes://by-id/7"} {
+	// Under other spellings of its URI too, which servers read as the
+	// same (TestAttackWithheldResourceOtherSpelling).
+	for _, uri := range []string{"notes://poisoned", "notes://by-id/7", "NOTES://Poisoned", "notes://by-id/x/../7"} {
 		_, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
 		if err == nil || !strings.Contains(err.Error(), "withheld") {
 			t.Errorf("resources/read %s: got %v, want a JSON-RPC error saying it was withheld", uri, err)
