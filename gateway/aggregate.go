@@ -526,6 +526,10 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	if s.modern && req.Method == methodListen && rerr == nil {
+		a.listen(w, r, s, req)
+		return
+	}
 	if namedMethod(req.Method) && !s.modern {
 		// Its inner call is registered under this id, for the client's
 		// notifications/cancelled.
@@ -1848,7 +1852,14 @@ func (a *aggregator) discover() jsontext.Value {
 	if a.vs.Name != "" {
 		name = "sluice/" + a.vs.Name
 	}
-	caps := map[string]any{"tools": map[string]any{}, "prompts": map[string]any{}, "resources": map[string]any{}}
+	// List changes and resource updates come on subscriptions/listen
+	// (aggregate_listen.go): resources to subscribe to if an upstream
+	// offers them.
+	resources := map[string]any{"listChanged": true}
+	if a.subscribes() {
+		resources["subscribe"] = true
+	}
+	caps := map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{"listChanged": true}, "resources": resources}
 	if t := a.tasksCapability(); t != nil {
 		caps["tasks"] = t
 	}

@@ -177,6 +177,8 @@ type upstreamCaps struct {
 	logging  bool           // it declares logging
 	answered bool           // it has answered initialize or server/discover
 	probed   time.Time      // when initialize last tried to learn it
+	// subscribe: it declares resource subscriptions
+	subscribe bool
 }
 
 // noteCaps records the capabilities upstream declared (in an initialize
@@ -192,7 +194,20 @@ func (a *aggregator) noteCaps(upstream string, caps jsontext.Value) {
 		tasks = nil
 	}
 	ext := intercept.Member(intercept.Member(caps, "extensions"), tasksExtension)
-	a.caps[upstream] = upstreamCaps{tasks: bytes.Clone(tasks), tasksExt: ext.Kind() == '{', logging: intercept.Member(caps, "logging").Kind() == '{', answered: true}
+	a.caps[upstream] = upstreamCaps{tasks: bytes.Clone(tasks), tasksExt: ext.Kind() == '{', logging: intercept.Member(caps, "logging").Kind() == '{', answered: true,
+		subscribe: string(intercept.Member(intercept.Member(caps, "resources"), "subscribe")) == "true"}
+}
+
+// subscribes reports whether an upstream declares resource subscriptions.
+func (a *aggregator) subscribes() bool {
+	a.capsMu.Lock()
+	defer a.capsMu.Unlock()
+	for _, c := range a.caps {
+		if c.subscribe {
+			return true
+		}
+	}
+	return false
 }
 
 // logs reports whether upstream declares logging.

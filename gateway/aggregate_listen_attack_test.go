@@ -1,0 +1,123 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+)
+
+// listeningUpstream answers a 2026-07-28 subscriptions/listen with its
+// acknowledgement and a tools/list_changed, and keeps the subscription
+// open (no result).
+func listeningUpstream() *scriptUpstream {
+	return &scriptUpstream{handle: func(msg []byte) [][]byte {
+		var r reqView
+		if json.Unmarshal(msg, &r) != nil || r.Method != "subscriptions/listen" {
+			return nil
+		}
+		meta := `{"io.modelcontextprotocol/subscriptionId":` + string(r.ID) + `}`
+		return [][]byte{
+			[]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` + meta + `,"notifications":{"toolsListChanged":true}}}`),
+			[]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":` + meta + `}}`),
+		}
+	}}
+}
+
+// TestVirtualListen: a virtual server serves 2026-07-28
+// subscriptions/listen: the client's stream gets the acknowledgement of
+// what its upstreams acknowledged first, then their list changes, named
+// by the client's request id; kinds it did not ask for, or no upstream
+// acknowledged, never come. Before, it answered "does not offer", and a
+// 2026-07-28 client of a virtual server never heard of a list change
+// (TestTSv2VirtualServer runs the TypeScript SDK v2 client through it).
+func TestVirtualListen(t *testing.T) {
+	_, base := startScriptedGateway(t, listeningUpstream(), Options{VirtualServers: []VirtualServer{{Name: "v", Upstreams: []string{"u"}}}})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a failure bound, not a speed goal
+	defer cancel()
+	body := strings.Replace(modernRequest("subscriptions/listen", `"notifications":{"toolsListChanged":true,"promptsListChanged":true},`), `"id":1`, `"id":"mine"`, 1)
+	resp, err := sendPost(ctx, base+"/mcp/v", modernHeaders("subscriptions/listen", ""), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := readEvents(resp, 2)
+	if len(events) < 2 {
+		t.Fatalf("the listen's stream: %q, want the acknowledgement and a list change", events)
+	}
+	if want := `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"mine"},"notifications":{"toolsListChanged":true}}}`; events[0] != want {
+		t.Errorf("first event: %s\nwant %s (prompts not acknowledged by the upstream)", events[0], want)
+	}
+	if want := `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"mine"}}}`; events[1] != want {
+		t.Errorf("second event: %s\nwant %s", events[1], want)
+	}
+}
+
+// TestAttackVirtualListenFlood: a subscription on a virtual server holds
+// one open on each of its upstreams for as long as the client keeps it,
+// at no cost to the client but a connection: a client opening them
+// without end held every upstream's. Each holds a place in the session
+// limits, as a session does (here max_sessions_per_client: 3), and the
+// place is free again when the client goes.
+func TestAttackVirtualListenFlood(t *testing.T) {
+	_, base := startScriptedGateway(t, listeningUpstream(), Options{MaxSessionsPerClient: 3, VirtualServers: []VirtualServer{{Name: "v", Upstreams: []string{"u"}}}})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	body := modernRequest("subscriptions/listen", `"notifications":{"toolsListChanged":true},`)
+	open := func() (*http.Response, context.CancelFunc) {
+		t.Helper()
+		c, stop := context.WithCancel(ctx)
+		resp, err := sendPost(c, base+"/mcp/v", modernHeaders("subscriptions/listen", ""), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, stop
+	}
+	var stops []context.CancelFunc
+	for i := range 3 {
+		resp, stop := open()
+		stops = append(stops, stop)
+		if got := readEvents(resp, 1); resp.StatusCode != http.StatusOK || len(got) == 0 || !strings.Contains(got[0], "acknowledged") {
+			t.Fatalf("subscription %d: %d %q, want it acknowledged", i+1, resp.StatusCode, got)
+		}
+	}
+	resp, stop := open()
+	resp.Body.Close()
+	stop()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a 4th subscription from the address: HTTP %d, want 429 (max_sessions_per_client)", resp.StatusCode)
+	}
+	stops[0]() // the client goes: its place is free
+	for i := 0; ; i++ {
+		resp, stop := open()
+		ok := resp.StatusCode == http.StatusOK
+		resp.Body.Close()
+		stop()
+		if ok {
+			break
+		}
+		if i == 100 {
+			t.Fatal("a subscription after one ended: still refused")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, s := range stops {
+		s()
+	}
+}
+
+// readEvents reads the data of up to n SSE events of resp.
+func readEvents(resp *http.Response, n int) []string {
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	for len(out) < n && sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
