@@ -84,7 +84,11 @@ type Request struct {
 	CallHash      string         `json:"call_hash"`
 	PolicyVersion string         `json:"policy_version,omitempty"`
 	Agent         string         `json:"agent,omitempty"`
-	Session       string         `json:"session,omitempty"`
+	// AgentHash is the SHA-256 (hex) of Agent when it is longer than a
+	// finished request keeps (maxHistoryName): the request is matched
+	// with its agent's calls by it once Agent is kept cut.
+	AgentHash string `json:"agent_hash,omitempty"`
+	Session   string `json:"session,omitempty"`
 	// Client is the address the call came from (an IP, an IPv6 /64)
 	// when its agent is not authenticated, so named by itself: a
 	// client renaming itself at each call counts against one bound.
@@ -574,10 +578,15 @@ func (s *Store) expire(r *Request) bool {
 // s.mu.
 func (s *Store) finish(r *Request, status Status) {
 	r.Status, r.Arguments, r.Extra = status, nil, nil
-	// Its names as long as the client wrote them (a made-up tool's, up
-	// to max_body_bytes) stay no longer than the call: kept cut. Not the
-	// agent's, its call's key (callKey) while the history holds it.
-	r.Tool, r.Session = boundName(r.Tool), boundName(r.Session)
+	// Its names as long as the client wrote them (a made-up tool's, or
+	// an unauthenticated agent's, up to max_body_bytes, and the agent's
+	// again in who withdrew it) stay no longer than the call: kept cut.
+	// The agent is still matched by its name's hash (AgentHash).
+	if len(r.Agent) > maxHistoryName {
+		r.AgentHash = cmp.Or(r.AgentHash, agentHash(r.Agent))
+		r.Agent = boundName(r.Agent)
+	}
+	r.Tool, r.Session, r.DecidedBy = boundName(r.Tool), boundName(r.Session), boundName(r.DecidedBy)
 	s.live--
 	s.done = append(s.done, r.ID)
 	for len(s.done) > s.history {
@@ -587,7 +596,7 @@ func (s *Store) finish(r *Request, status Status) {
 			continue
 		}
 		delete(s.byID, old.ID)
-		if key := callKey(old.Agent, old.CallHash); s.byCall[key] == old {
+		if key := old.callKey(); s.byCall[key] == old {
 			delete(s.byCall, key)
 		}
 	}
@@ -639,7 +648,37 @@ func (s *Store) use(id string) error {
 	return nil
 }
 
-func callKey(agent, hash string) string { return agent + "\x00" + hash }
+// callKey is the key in Store.byCall of the call hash of agent: a name
+// longer than maxHistoryName is in it by its hash, as the history keeps
+// it (Request.AgentHash).
+func callKey(agent, hash string) string {
+	if len(agent) > maxHistoryName {
+		return "#" + agentHash(agent) + "\x00" + hash
+	}
+	return "=" + agent + "\x00" + hash
+}
+
+// callKey is callKey of r's agent and call hash.
+func (r *Request) callKey() string {
+	if r.AgentHash != "" {
+		return "#" + r.AgentHash + "\x00" + r.CallHash
+	}
+	return callKey(r.Agent, r.CallHash)
+}
+
+// sentBy reports whether r is a call of agent, whose name r may keep cut
+// (AgentHash).
+func (r *Request) sentBy(agent string) bool {
+	if r.AgentHash != "" {
+		return len(agent) > maxHistoryName && agentHash(agent) == r.AgentHash
+	}
+	return r.Agent == agent
+}
+
+func agentHash(agent string) string {
+	h := sha256.Sum256([]byte(agent))
+	return hex.EncodeToString(h[:])
+}
 
 func (s *Store) notify(rs ...Request) {
 	if len(rs) == 0 {
@@ -739,6 +778,9 @@ func (g *Gate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (inter
 			Tool: d.ToolName, Arguments: d.Parameters, Extra: d.CallExtra, CallHash: hash, PolicyVersion: dec.PolicyVersion,
 			Agent: d.Agent, Session: d.SessionID, Client: client, Reason: dec.Reason, RuleID: dec.RuleID,
 			Created: now, Expires: now.Add(s.timeout)}
+		if len(d.Agent) > maxHistoryName {
+			r.AgentHash = agentHash(d.Agent)
+		}
 		if hasAnswers(d) || d.UpstreamState != "" {
 			r.BaseHash = baseHash(d, dec.PolicyVersion)
 		}

@@ -64,7 +64,7 @@ func (s *Store) goesOn(d *intercept.ActionDescriptor, policyVersion string) *Req
 	now := s.now()
 	for _, r := range s.byID {
 		i := slices.Index(r.Asked, sh)
-		if i < 0 || r.Agent != d.Agent || r.Status != Used || !now.Before(r.Expires) {
+		if i < 0 || !r.sentBy(d.Agent) || r.Status != Used || !now.Before(r.Expires) {
 			continue
 		}
 		if base == "" {

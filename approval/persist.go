@@ -223,7 +223,7 @@ func (s *Store) load(tx backendTx) error {
 		byID[r.ID] = r
 		snap[r.ID] = snapRow{key: rowKey(rw.data, rw.linked), req: copyRequest(r)}
 		if rw.linked {
-			byCall[callKey(r.Agent, r.CallHash)] = r
+			byCall[r.callKey()] = r
 		}
 		if rw.done {
 			done = append(done, r.ID)
@@ -391,7 +391,7 @@ func sameRequest(a, b *Request) bool {
 	return sameBytes(a.Arguments, b.Arguments) && sameBytes(a.Extra, b.Extra) && slices.Equal(a.Asked, b.Asked) &&
 		a.ID == b.ID && a.TxnID == b.TxnID && a.Status == b.Status && a.Upstream == b.Upstream && a.Tool == b.Tool &&
 		a.CallHash == b.CallHash && a.PolicyVersion == b.PolicyVersion && a.Agent == b.Agent && a.Session == b.Session &&
-		a.Client == b.Client && a.Reason == b.Reason && a.RuleID == b.RuleID && a.Created == b.Created &&
+		a.AgentHash == b.AgentHash && a.Client == b.Client && a.Reason == b.Reason && a.RuleID == b.RuleID && a.Created == b.Created &&
 		a.Expires == b.Expires && a.DecidedBy == b.DecidedBy && a.BaseHash == b.BaseHash
 	// TestSameRequestEveryField fails when a field is left out.
 }
@@ -418,7 +418,7 @@ func (s *Store) save(tx backendTx) (wrote bool, rows map[string]snapRow, err err
 		}
 	}
 	for id, r := range s.byID {
-		linked := s.byCall[callKey(r.Agent, r.CallHash)] == r
+		linked := s.byCall[r.callKey()] == r
 		old, had := s.snap[id]
 		if had && old.key[0] == rowKey("", linked)[0] && sameRequest(&old.req, r) {
 			continue
