@@ -101,6 +101,9 @@ type condition struct {
 	static bool
 	// reads are the member names the condition reads (see readNames).
 	reads *readSet
+	// costLimit is the condition's CEL cost limit, which the test of
+	// its arguments' keys before it runs is charged to as well.
+	costLimit uint64
 	// numberTypes are the number types (int, uint, double) the condition
 	// names as values, as a type guard does: type(args.x) in [int, double].
 	numberTypes []string
@@ -271,10 +274,13 @@ func (b *readBuilder) inner(at string) {
 // condition on args.path is not about an env map's PATH), and every
 // object for the names read through a comprehension's variable.
 func (c *condition) caseVariant(args any) error {
-	return c.reads.variant(args, "", true)
+	left := c.costLimit
+	return c.reads.variant(args, "", true, &left)
 }
 
-func (rs *readSet) variant(v any, at string, known bool) error {
+// variant is caseVariant below at; the tests of keys are charged to
+// left (keyTest.charge).
+func (rs *readSet) variant(v any, at string, known bool, left *uint64) error {
 	if !known && len(rs.anywhere) == 0 && len(rs.anyKeys) == 0 {
 		// Nothing read here or below: not walked (once per rule, on
 		// arguments the agent chooses).
@@ -289,11 +295,17 @@ func (rs *readSet) variant(v any, at string, known bool) error {
 		}
 		for k, x := range v {
 			for i := range keys {
+				if err := keys[i].charge(k, left); err != nil {
+					return err
+				}
 				if keys[i].passesOver(k) {
 					return keyVariantErr(k, &keys[i])
 				}
 			}
 			for i := range rs.anyKeys {
+				if err := rs.anyKeys[i].charge(k, left); err != nil {
+					return err
+				}
 				if rs.anyKeys[i].passesOver(k) {
 					return keyVariantErr(k, &rs.anyKeys[i])
 				}
@@ -319,13 +331,13 @@ func (rs *readSet) variant(v any, at string, known bool) error {
 				}
 				inner = rs.inner[p]
 			}
-			if err := rs.variant(x, p, inner); err != nil {
+			if err := rs.variant(x, p, inner, left); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for _, x := range v {
-			if err := rs.variant(x, at, false); err != nil {
+			if err := rs.variant(x, at, false, left); err != nil {
 				return err
 			}
 		}
@@ -477,7 +489,7 @@ func compileCondition(env *cel.Env, src string, costLimit uint64) (*condition, e
 	if err != nil {
 		return nil, err
 	}
-	c := &condition{src: src, prg: prg, static: true}
+	c := &condition{src: src, prg: prg, static: true, costLimit: costLimit}
 	c.reads = readNames(checked.NativeRep())
 	c.numberTypes = numberTypes(checked.NativeRep())
 	for _, ref := range checked.NativeRep().ReferenceMap() {

@@ -55,6 +55,10 @@ type keyTest struct {
 	op       keyOp
 	lit      string
 	re, fold *regexp.Regexp // keyMatches: the pattern, and it without regard to case
+	// sizes is what a keyMatches test of a key costs for each of its
+	// bytes: its two regexes' sizes (regexCost), charged to the
+	// condition's cost limit as CEL charges a match (see charge).
+	sizes [2]int
 	// keyContains, keyAnywhere: lit's runes as they are and folded
 	// (foldRune), each with its KMP table, so that a key is searched in
 	// one pass whatever its length (see litTables).
@@ -90,6 +94,24 @@ func (t *keyTest) passesOver(k string) bool {
 		return t.folded.count(k, true, false) > t.exact.count(k, false, false)
 	}
 	return false
+}
+
+// charge takes what testing k costs from left, the condition's cost
+// limit, or returns an error if it is more than is left. Only a regex is
+// charged: the other tests are linear in the key (runeSearch), a regex
+// takes up to its program's size for each byte, which a counted
+// repetition makes thousands of instructions ([a-z0-9+/]{1000,}), and a
+// 4 MiB key took 40 s against it (TestAttackKeyRegexChargedByProgram).
+func (t *keyTest) charge(k string, left *uint64) error {
+	if t.op != keyMatches {
+		return nil
+	}
+	c := matchCost(len(k), t.sizes[0]) + matchCost(len(k), t.sizes[1])
+	if c > *left {
+		return fmt.Errorf("the tool arguments cannot be read: testing member names (one of %d bytes) with %s passes the condition's cost limit", len(k), t)
+	}
+	*left -= c
+	return nil
 }
 
 // foldAt reports whether k[i:] (i a byte offset) begins with lit but for
@@ -411,7 +433,12 @@ func newKeyTest(fn, lit string) (keyTest, bool) {
 		if err != nil {
 			return keyTest{}, false
 		}
-		return keyTest{op: keyMatches, lit: lit, re: re, fold: fold}, true
+		t := keyTest{op: keyMatches, lit: lit, re: re, fold: fold}
+		for i, p := range [...]string{lit, "(?i)" + lit} {
+			n, _ := types.RegexProgramSize(p)
+			t.sizes[i] = max(len(p), n)
+		}
+		return t, true
 	}
 	return keyTest{}, false
 }

@@ -26,8 +26,12 @@ import (
 // regexCost is the cost of matching s against pattern: CEL's, with the
 // regex's program size for the pattern's length where it is larger.
 func regexCost(s, pattern string) uint64 {
-	size := max(len(pattern), programSize(pattern))
-	str := math.Ceil(float64(1+len(s)) * cost.StringTraversalCostFactor)
+	return matchCost(len(s), max(len(pattern), programSize(pattern)))
+}
+
+// matchCost is regexCost of a string of n bytes and a regex of size.
+func matchCost(n, size int) uint64 {
+	str := math.Ceil(float64(1+n) * cost.StringTraversalCostFactor)
 	re := math.Ceil(float64(size) * cost.RegexStringLengthCostFactor)
 	if c := str * re; c < math.MaxUint64 {
 		return uint64(c)
