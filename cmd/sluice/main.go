@@ -46,7 +46,11 @@ var _ intercept.ToolScreener = (*inventory.Inventory)(nil)
 var _ govern.Withholder = (*inventory.Inventory)(nil)
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A hangup (the terminal closed, the ssh session dropped) ends sluice
+	// as SIGTERM does, shutting down: its stdio servers are in process
+	// groups of their own, which the terminal's SIGHUP does not reach, so
+	// dying of it left them running (TestWrapHangupStopsServer).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	rc := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(rc)
