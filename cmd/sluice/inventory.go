@@ -13,6 +13,7 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/inventory"
@@ -134,6 +135,23 @@ func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 		}
 		return jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true))
 	}
+	// hashOf is the version a body's "hash" names: nil without one, and
+	// an error for one that is not a string: named as null it was read
+	// as none, and the tool approved at whatever version it is, unseen
+	// (TestApproveNullHashRefused).
+	hashOf := func(v jsontext.Value) (*string, error) {
+		if v == nil {
+			return nil, nil
+		}
+		var h string
+		if v.Kind() != '"' {
+			return nil, errors.New("hash is not a string")
+		}
+		if err := jsonv2.Unmarshal(v, &h); err != nil {
+			return nil, err
+		}
+		return &h, nil
+	}
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any, err error) {
 		w.Header().Set("Content-Type", "application/json")
@@ -174,17 +192,21 @@ func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 	})
 	mux.HandleFunc("POST /admin/inventory/{upstream}/pin", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
-			Hash *string `json:"hash"`
+			Hash jsontext.Value `json:"hash"`
 		}
-		if err := decodeStrict(r.Body, &body); err != nil && err != io.EOF {
+		err := decodeStrict(r.Body, &body)
+		var hash *string
+		if err == nil {
+			hash, err = hashOf(body.Hash)
+		}
+		if err != nil && err != io.EOF {
 			w.WriteHeader(http.StatusBadRequest)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": `want no body or {"hash":"observed hash"}`})
 			return
 		}
 		upstream := r.PathValue("upstream")
-		var err error
-		if body.Hash != nil {
-			err = inv.PinHash(upstream, *body.Hash)
+		if hash != nil {
+			err = inv.PinHash(upstream, *hash)
 		} else {
 			err = inv.Pin(upstream)
 		}
@@ -192,18 +214,22 @@ func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 	})
 	mux.HandleFunc("POST /admin/inventory/{upstream}/approve", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
-			Tool string  `json:"tool"`
-			Hash *string `json:"hash"`
+			Tool string         `json:"tool"`
+			Hash jsontext.Value `json:"hash"`
 		}
-		if err := decodeStrict(r.Body, &body); err != nil || body.Tool == "" {
+		err := decodeStrict(r.Body, &body)
+		var hash *string
+		if err == nil {
+			hash, err = hashOf(body.Hash)
+		}
+		if err != nil || body.Tool == "" {
 			w.WriteHeader(http.StatusBadRequest)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": `want {"tool":"name"} or {"tool":"*"}, with "hash" the version to approve`})
 			return
 		}
 		upstream := r.PathValue("upstream")
-		var err error
-		if body.Hash != nil {
-			err = inv.ApproveHash(upstream, body.Tool, *body.Hash)
+		if hash != nil {
+			err = inv.ApproveHash(upstream, body.Tool, *hash)
 		} else {
 			err = inv.Approve(upstream, body.Tool)
 		}
