@@ -153,7 +153,7 @@ func (w *Watcher) poll() {
 	}
 }
 
-// Reload reads and compiles the file now, as on SIGHUP, whether or not it
+// Reload reads and compiles the file now, whether or not it
 // looks changed. On error the current policy keeps serving.
 func (w *Watcher) Reload() error {
 	fi, err := os.Stat(w.path)
