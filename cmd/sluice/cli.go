@@ -85,9 +85,10 @@ sluice recommend show|approve|decline ID [--by NAME] [--reason CODE] [--config s
   level, injection findings). --text runs the injection detector on raw lines of text
   (--result: as tool results, what the model reads).`,
 			func(ctx context.Context, a []string, o, _ io.Writer) error { return runClassify(ctx, a, os.Stdin, o) }},
-		{"health", `sluice health [--url http://127.0.0.1:8080/healthz] [--ca ca.pem]
+		{"health", `sluice health [--url http://127.0.0.1:8080/healthz] [--ca ca.pem] [--server-name NAME]
   Exit 0 if the gateway answers its health check (the image's HEALTHCHECK; distroless has no curl).
-  --ca checks a TLS gateway's certificate against that CA (or self-signed certificate).`,
+  --ca checks a TLS gateway's certificate against that CA (or self-signed certificate), for
+  --server-name when the certificate names the gateway's host rather than --url's.`,
 			func(ctx context.Context, a []string, o, _ io.Writer) error { return runHealth(ctx, a, o) }},
 		{"bench", `sluice bench [flags]
   Measure tools/call round trips direct, through a bare proxy and through Sluice.`,
@@ -287,6 +288,7 @@ func runHealth(ctx context.Context, args []string, out io.Writer) error {
 	u := fs.String("url", "http://127.0.0.1:8080/healthz", "the gateway's /healthz (or /readyz) URL")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
 	caFile := fs.String("ca", "", "PEM file of the CA (or the self-signed certificate) the gateway's TLS certificate is checked against, instead of the system's")
+	serverName := fs.String("server-name", "", "the name the gateway's TLS certificate is checked for, when --url names another (https://127.0.0.1:8080/healthz of a certificate for gw.example.com)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -294,16 +296,22 @@ func runHealth(ctx context.Context, args []string, out io.Writer) error {
 		return usageErrorf("health: unexpected argument %q (give the URL as --url)", fs.Arg(0))
 	}
 	client := http.DefaultClient
-	if *caFile != "" {
-		pemBytes, err := os.ReadFile(*caFile)
-		if err != nil {
-			return fmt.Errorf("health: --ca: %w", err)
+	if *caFile != "" || *serverName != "" {
+		// The image's HEALTHCHECK reaches the gateway at 127.0.0.1, which
+		// its certificate rarely names: --server-name gives the name it
+		// is checked for (TestHealthTLSServerName).
+		conf := &tls.Config{ServerName: *serverName}
+		if *caFile != "" {
+			pemBytes, err := os.ReadFile(*caFile)
+			if err != nil {
+				return fmt.Errorf("health: --ca: %w", err)
+			}
+			conf.RootCAs = x509.NewCertPool()
+			if !conf.RootCAs.AppendCertsFromPEM(pemBytes) {
+				return fmt.Errorf("health: --ca: no PEM certificate in %s", *caFile)
+			}
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pemBytes) {
-			return fmt.Errorf("health: --ca: no PEM certificate in %s", *caFile)
-		}
-		client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: conf}}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -313,6 +321,9 @@ func runHealth(ctx context.Context, args []string, out io.Writer) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		if he := (x509.HostnameError{}); errors.As(err, &he) && he.Certificate != nil && len(he.Certificate.DNSNames) > 0 {
+			return fmt.Errorf("health: %w (the certificate names %s: give the one to check as --server-name)", err, strings.Join(he.Certificate.DNSNames, ", "))
+		}
 		return fmt.Errorf("health: %w", err)
 	}
 	defer resp.Body.Close()
