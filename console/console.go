@@ -21,6 +21,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -936,8 +937,11 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) 
 // fairOrder returns the indexes of pending (newest first) round by
 // round: in each, the oldest call not yet taken of every owner that has
 // one — the client address of unauthenticated agents, whose names are
-// theirs to choose, else the agent — owners in the order of their oldest
-// call.
+// theirs to choose, else the agent — the smaller calls first, and of
+// calls alike in size the owner's whose oldest call is older. Smaller
+// first: two owners whose first calls, held before anyone else's, filled
+// the page left every other agent's call decline-only
+// (TestConsoleApprovalsPageFairToOthersTwoOwners).
 func fairOrder(pending []heldCall) []int {
 	var owners []string
 	calls := map[string][]int{}
@@ -951,15 +955,20 @@ func fairOrder(pending []heldCall) []int {
 		}
 		calls[o] = append(calls[o], i)
 	}
+	size := func(i int) int {
+		h := &pending[i]
+		return len(h.Arguments) + len(h.Extra) + len(h.Upstream) + len(h.Tool) + len(h.Agent)
+	}
 	order := make([]int, 0, len(pending))
 	for round := 0; len(owners) > 0; round++ {
-		left := owners[:0]
+		left, start := owners[:0], len(order)
 		for _, o := range owners {
 			order = append(order, calls[o][round])
 			if round+1 < len(calls[o]) {
 				left = append(left, o)
 			}
 		}
+		slices.SortStableFunc(order[start:], func(a, b int) int { return cmp.Compare(size(a), size(b)) })
 		owners = left
 	}
 	return order
