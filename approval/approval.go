@@ -26,7 +26,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -35,6 +34,7 @@ import (
 
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/jcs"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // Status of an approval request.
@@ -602,21 +602,14 @@ func (s *Store) finish(r *Request, status Status) {
 	}
 }
 
-// maxHistoryName is the most of a name a finished request keeps.
-const maxHistoryName = 256
+// maxHistoryName is the most of a name a finished request keeps: as
+// events record names, so the record of its end names it as the record
+// of its hold and the decision events do (TestHistoryNamesCutAsEventsCutThem).
+const maxHistoryName = telemetry.MaxRecordedName
 
-// boundName is s, or its first maxHistoryName bytes (whole characters)
-// and how long it was.
-func boundName(s string) string {
-	if len(s) <= maxHistoryName {
-		return s
-	}
-	cut := maxHistoryName
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
-}
+// boundName is s, or as telemetry.BoundName cuts it: its first bytes, its
+// length and its SHA-256.
+func boundName(s string) string { return telemetry.BoundName(s) }
 
 // use marks approved request id used. Callers do not hold s.mu.
 func (s *Store) use(id string) error {
