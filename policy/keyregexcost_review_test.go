@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -56,6 +57,7 @@ rules:
 		{`args.exists(k, k.matches("^secret"))`, `{"secret_key":1}`, intercept.Deny, "rule_deny"},
 		{`args.exists(k, k.matches("^secret"))`, `{"SECRET_KEY":1}`, intercept.Deny, intercept.ReasonPolicyError}, // passes only by its case
 		{`args.exists(k, k.matches("^secret"))`, `{"token":1,"other":2}`, intercept.Allow, ""},
+		{`args.exists(k, k.matches("^secret"))`, manyKeys(2000), intercept.Allow, ""},
 	} {
 		p := atkCompile(t, "default: allow\nrules:\n  - {id: r, match: {match_tool: post}, when: '"+c.when+"', decision: deny}\n")
 		d := call("post")
@@ -65,4 +67,18 @@ rules:
 			t.Errorf("%s on %.60s: got %s/%s, want %s/%s", c.when, c.args, got.Verdict, got.Reason, c.want, c.reason)
 		}
 	}
+}
+
+// manyKeys is an object of n keys of 20 bytes.
+func manyKeys(n int) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"key_%015d":1`, i)
+	}
+	b.WriteString("}")
+	return b.String()
 }
