@@ -185,6 +185,7 @@ type Store struct {
 	beErr    error              // the last failure of be, if the last operation failed
 	beFailed time.Time          // when
 	failing  bool               // the last operation failed with ErrUnavailable: the next to succeed tells onAvailable
+	closed   bool               // Close was called
 	snap     map[string]snapRow // with be: each request's row as the backend holds it
 	// version is the backend's version (backendTx.version) when memory
 	// last matched it, "" when unknown: a lock finding it unchanged

@@ -141,14 +141,27 @@ type row struct {
 	seq      int64 // its place in the history
 }
 
-// Close releases the backend of a Store from OpenStore or OpenRedisStore;
-// for a memory Store it does nothing.
+// Close releases the backend of a Store from OpenStore or OpenRedisStore,
+// once an operation under way has ended; every operation after it fails.
+// For a memory Store it does nothing. An operation is not cut off: its
+// transaction holds Redis's lock, which every replica's operations share,
+// and a commit Close failed kept it taken for its lease, each operation
+// of the others failing meanwhile (TestRedisStoreCloseMidOperation).
 func (s *Store) Close() error {
 	if s.be == nil {
 		return nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
 	return s.be.close()
 }
+
+// errClosed is the error of an operation after Close.
+var errClosed = errors.New("it is closed")
 
 // lock takes s.mu and, for a persistent Store, begins a transaction and
 // replaces the memory state with the backend's. On error s.mu is held all
@@ -157,6 +170,9 @@ func (s *Store) lock() error {
 	s.mu.Lock()
 	if s.be == nil {
 		return nil
+	}
+	if s.closed {
+		return fmt.Errorf("%w: %w", ErrUnavailable, errClosed)
 	}
 	if s.beErr != nil && time.Since(s.beFailed) < backendRetry {
 		// The store just failed (Redis down or hung): the operations
@@ -328,6 +344,7 @@ func (s *Store) unlock(lockErr error) (err error) {
 	wrote := false
 	defer func() {
 		switch {
+		case errors.Is(err, errClosed): // shut down, not failing
 		case errors.Is(err, ErrUnavailable):
 			s.failing = true
 			if s.onUnavailable != nil {
