@@ -266,13 +266,17 @@ func (g *Gateway) interfaces(a *agent, card jsontext.Value) ([]iface, error) {
 	// encoding/json (a2a-go) takes "URL" or "additionalInterfaceſ" for
 	// them, and would call wherever those point, around the gateway (or
 	// read a skill's "Description" the inventory never scanned).
-	if why, bad := intercept.CaseVariant(card, cardFields); bad {
+	// So does one reading it as protobuf JSON (@a2a-js/sdk's
+	// AgentCard.fromJSON, a protobuf parser) or a pydantic model by field
+	// name: "supported_interfaces" and "additional_interfaces" for the
+	// lists.
+	if why, bad := spellingVariant(card, cardFields); bad {
 		return nil, fmt.Errorf("the card of agent %q: %s; refused", a.Name, why)
 	}
 	for list, fields := range map[string][]string{"supportedInterfaces": ifaceFields, "additionalInterfaces": ifaceFields, "skills": skillFields} {
 		if ifs := intercept.Member(card, list); ifs.Kind() == '[' {
 			err := intercept.EachElement(ifs, func(_ int, v jsontext.Value) error {
-				if why, bad := intercept.CaseVariant(v, fields); v.Kind() == '{' && bad {
+				if why, bad := spellingVariant(v, fields); v.Kind() == '{' && bad {
 					return fmt.Errorf("the card of agent %q: %s: %s; refused", a.Name, list, why)
 				}
 				return nil
@@ -334,6 +338,30 @@ var (
 	ifaceFields = []string{"url", "transport", "protocolBinding", "protocolVersion"}
 	skillFields = []string{"id", "name", "description", "tags", "examples"}
 )
+
+// spellingVariant is intercept.CaseVariant, and also reports a member
+// of obj that is one of known spelt in snake case ("supported_interfaces"
+// for "supportedInterfaces"): readers of protobuf JSON and pydantic
+// models take either spelling for the same field.
+func spellingVariant(obj jsontext.Value, known []string) (string, bool) {
+	if why, bad := intercept.CaseVariant(obj, known); bad {
+		return why, true
+	}
+	var why string
+	_ = intercept.EachMember(obj, func(key string, _ jsontext.Value) error {
+		if why != "" || !strings.Contains(key, "_") {
+			return nil
+		}
+		for _, k := range known {
+			if strings.EqualFold(strings.ReplaceAll(key, "_", ""), k) {
+				why = fmt.Sprintf("member %q is %q spelt otherwise", key, k)
+				break
+			}
+		}
+		return nil
+	})
+	return why, why != ""
+}
 
 func sameOrigin(u, base *url.URL) bool {
 	return strings.EqualFold(u.Scheme, base.Scheme) && strings.EqualFold(u.Host, base.Host)
