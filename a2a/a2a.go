@@ -536,7 +536,8 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if sent, _, decided, ok := g.followUp(w, r, a, m, v1, ownerOf(r.Context()), nil); ok {
-			g.relay(w, r, a, sent, v1, relayed{decided: decided})
+			// Whatever the agent answers is screened as a message's answer.
+			g.relay(w, r, a, sent, v1, relayed{decided: decided, action: g.readAction(r, a, m, v1, decided)})
 		}
 		return
 	}
@@ -674,24 +675,11 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		// A task read later (get, cancel, a resubscribe's events) carries
 		// the agent's answer as message/send's did: screened the same way
 		// (OnResult), under the method's name.
-		d := &intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: m.Method, TargetEndpoint: a.target,
-			Upstream: "a2a:" + a.Name, CallID: m.ID, ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1]}
-		if decided != nil {
-			d.TxnID = decided.TxnID // the result of the action decided
-		}
-		if g.opts.AgentHeader != "" {
-			d.Agent = r.Header.Get(g.opts.AgentHeader)
-		}
-		if p := intercept.PrincipalFrom(r.Context()); p != nil {
-			// Not decided (DecideAction would do this): the principal is
-			// the agent, the header's name only the client's, as for the
-			// message that made the task.
-			if d.Principal = p; d.Agent != p.ID {
-				d.ClientName, d.Agent = d.Agent, p.ID
-			}
-		}
-		rel.action = d
+		rel.action = g.readAction(r, a, m, v1, decided)
 	case list:
+		// So do the tasks listed (their status messages, history and
+		// artifacts): screened as the client gets them, the caller's.
+		rel.action = g.readAction(r, a, m, v1, decided)
 		rel.rewrite = func(result jsontext.Value) jsontext.Value {
 			return g.tasks.filterList(r.Context(), a.Name, owner, result)
 		}
@@ -710,6 +698,30 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	g.relay(w, r, a, sent, v1, rel)
+}
+
+// readAction is the action whose result the agent's answer to m, a
+// request that is not a message, is for the Interceptor's OnResult
+// (classifier.scan_results): named after m's method, the result of the
+// action decided (nil: none, a plain follow-up).
+func (g *Gateway) readAction(r *http.Request, a *agent, m *intercept.Message, v1 bool, decided *intercept.ActionDescriptor) *intercept.ActionDescriptor {
+	d := &intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: m.Method, TargetEndpoint: a.target,
+		Upstream: "a2a:" + a.Name, CallID: m.ID, ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1]}
+	if decided != nil {
+		d.TxnID = decided.TxnID // the result of the action decided
+	}
+	if g.opts.AgentHeader != "" {
+		d.Agent = r.Header.Get(g.opts.AgentHeader)
+	}
+	if p := intercept.PrincipalFrom(r.Context()); p != nil {
+		// Not decided (DecideAction would do this): the principal is
+		// the agent, the header's name only the client's, as for the
+		// message that made the task.
+		if d.Principal = p; d.Agent != p.ID {
+			d.ClientName, d.Agent = d.Agent, p.ID
+		}
+	}
+	return d
 }
 
 // checkAgentHeader refuses a request whose AgentHeader appears more than
@@ -1287,10 +1299,9 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		}
 		g.tasks.record(r.Context(), a.Name, owner, ans.Result, nil)
 		g.bindPush(r.Context(), rel.push, taskIDs(ans.Result))
-		g.observe(d, ans.Result)
+		res := ans.Result
 		if rewrite != nil {
-			res := rewrite(ans.Result)
-			if res == nil {
+			if res = rewrite(ans.Result); res == nil {
 				fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s could not be made safe to pass on", a.Name, m.Method))
 				return
 			}
@@ -1299,6 +1310,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 				return
 			}
 		}
+		g.observe(d, res) // what the client gets (a list: the caller's tasks)
 	} else if err != nil || ans.Kind != intercept.KindError {
 		// Unread, it must not pass: a client that reads it otherwise
 		// (fetch and Python skip a UTF-8 BOM Go refuses) would get what
