@@ -1319,9 +1319,11 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		fail(http.StatusBadGateway, unreadableAnswer(a.Name, resp.StatusCode))
 		return
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		w.Header().Set("Content-Type", ct)
-	}
+	// What the gateway read, as UTF-8 JSON: not the agent's media type,
+	// whose charset (UTF-7) a client decoding by it (Python's requests)
+	// would read another answer in, nor text/html from the gateway's
+	// origin.
+	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(resp.StatusCode)
 	w.Write(out)
 }
