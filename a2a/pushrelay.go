@@ -1027,16 +1027,19 @@ func (g *Gateway) deliver(ctx context.Context, rec *pushRecord, body []byte, con
 // agent's when it names one of A2A's JSON media types (application/json,
 // and application/a2a+json, which @a2a-js/sdk's sender gives a 1.0
 // StreamResponse, so that a webhook telling 1.0 from 0.3 by it still can),
-// with its charset; application/json for anything else, the relay passing
-// on nothing of the agent's it does not know.
+// with its charset only when that is UTF-8, which the relay read the push
+// as: a webhook decoding by another (express.json() takes any utf-*) would
+// read in UTF-7 quotes and braces where the relay read letters, another
+// push than the one checked and screened. application/json for anything
+// else, the relay passing on nothing of the agent's it does not know.
 func pushContentType(sent string) string {
 	mt, params, err := mime.ParseMediaType(sent)
 	if err != nil || (mt != "application/json" && mt != "application/a2a+json") {
 		return "application/json"
 	}
 	var keep map[string]string
-	if cs, ok := params["charset"]; ok {
-		keep = map[string]string{"charset": cs}
+	if cs, ok := params["charset"]; ok && strings.EqualFold(cs, "utf-8") {
+		keep = map[string]string{"charset": "utf-8"}
 	}
 	if out := mime.FormatMediaType(mt, keep); out != "" {
 		return out
