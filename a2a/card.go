@@ -134,8 +134,9 @@ func (g *Gateway) checkSignatures(ctx context.Context, a *agent, card jsontext.V
 }
 
 // skillTools turns a card's skills into a tools/list result, one tool per
-// skill plus "send" (a message naming no skill) described by the card's
-// description, and returns the skills' descriptions by id. Only fields
+// skill (described by its description, examples and tags: the text the
+// card serves with it) plus "send" (a message naming no skill) described
+// by the card's description, and returns the skills' descriptions by id. Only fields
 // both versions' cards share are kept, so that a 0.3 and a 1.0 fetch of
 // one card give the same list.
 func skillTools(card jsontext.Value) (jsontext.Value, map[string]string) {
@@ -170,6 +171,10 @@ func skillTools(card jsontext.Value) (jsontext.Value, map[string]string) {
 		d := s.Description
 		if len(s.Examples) > 0 {
 			d += "\nExamples: " + strings.Join(s.Examples, "; ")
+		}
+		if len(s.Tags) > 0 {
+			// Text the card serves with the skill too: pinned with it.
+			d += "\nTags: " + strings.Join(s.Tags, "; ")
 		}
 		tools = append(tools, tool{Name: s.ID, Title: s.Name, Description: d, InputSchema: schema})
 		skills[s.ID] = s.Description
@@ -627,6 +632,9 @@ func (g *Gateway) withholdDrifted(a *agent, c map[string]any) {
 			if _, blocked := inv.Blocked(up, id); blocked {
 				m["description"] = driftWithheld
 				delete(m, "examples")
+				if _, ok := m["tags"]; ok {
+					m["tags"] = []any{} // required by 0.3 readers (@a2a-js/sdk)
+				}
 			}
 		}
 	}
