@@ -24,13 +24,12 @@ import (
 //	{"text": …, "extra": {"message": {"metadata": …}, "parts": {"0": {"metadata": …}},
 //	 "params": {"configuration": …}, "envelope": {…}, "extensions": "…"}}
 //
-// Left out, as no content: the ids the gateway checks, a messageId of up
-// to 64 bytes (SDK clients make one up afresh for every message, a retry
-// too; a longer one is bound), a
-// standard kind or role, the skill the decision is named after, empty
-// members (null, "", {}, []: SDK clients send unset fields so) and the
-// JSON-RPC id. A message without any of the rest keeps its arguments as
-// they were.
+// Left out, as no content: the ids the gateway checks, a messageId and a
+// JSON-RPC id of up to 64 bytes (SDK clients make them up afresh for
+// every message, a retry too; a longer one is bound), a
+// standard kind or role, the skill the decision is named after and empty
+// members (null, "", {}, []: SDK clients send unset fields so). A message
+// without any of the rest keeps its arguments as they were.
 
 // messageRead are the members of a message the arguments hold or the
 // gateway checks (ids it owns, refused spellings).
@@ -41,6 +40,13 @@ var messageRead = map[string]bool{"parts": true, "taskId": true, "contextId": tr
 // SDK clients make a UUID or a counter. A longer one is the caller's data
 // to the agent, and bound like any.
 const maxFreshMessageID = 64
+
+// freshID reports whether a JSON-RPC id is of the kind clients make up
+// for every request (a number, a UUID, a counter): one left out of the
+// arguments. A longer string is data the agent gets, bound like any.
+func freshID(id jsontext.Value) bool {
+	return id.Kind() == '0' || id.Kind() == '"' && len(id) <= maxFreshMessageID+2
+}
 
 // withExtra adds to args what params (whose message is msg), the
 // envelope raw and the A2A-Extensions header ext hold beyond them.
@@ -83,8 +89,8 @@ func withExtra(args, params, msg jsontext.Value, raw jsontext.Value, ext string,
 	if rest := without(params, func(k string, _ jsontext.Value) bool { return k == "message" }); rest != nil {
 		extra["params"] = rest
 	}
-	if rest := without(raw, func(k string, _ jsontext.Value) bool {
-		return k == "jsonrpc" || k == "id" || k == "method" || k == "params"
+	if rest := without(raw, func(k string, v jsontext.Value) bool {
+		return k == "jsonrpc" || k == "id" && freshID(v) || k == "method" || k == "params"
 	}); rest != nil {
 		extra["envelope"] = rest
 	}

@@ -190,14 +190,21 @@ func (g *Gateway) followUp(w http.ResponseWriter, r *http.Request, a *agent, m *
 }
 
 // followUpArguments are a decided follow-up's arguments: its method, its
-// params, and the A2A-Extensions it asks for.
+// params, the A2A-Extensions it asks for, and its JSON-RPC id when that
+// is longer than clients make.
 func followUpArguments(r *http.Request, m *intercept.Message) (jsontext.Value, error) {
 	var args struct {
 		Method     string         `json:"method"`
 		Params     jsontext.Value `json:"params,omitempty"`
 		Extensions []string       `json:"extensions,omitempty"`
+		// ID is a JSON-RPC id longer than clients make (freshID): data
+		// the agent gets.
+		ID jsontext.Value `json:"id,omitempty"`
 	}
 	args.Method, args.Params = m.Method, m.Params
+	if !freshID(m.ID) {
+		args.ID = m.ID
+	}
 	for _, v := range r.Header.Values("A2A-Extensions") {
 		if v = strings.TrimSpace(v); v != "" {
 			args.Extensions = append(args.Extensions, v)
