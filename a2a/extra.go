@@ -27,9 +27,11 @@ import (
 // Left out, as no content: the ids the gateway checks, a messageId and a
 // JSON-RPC id of up to 64 bytes (SDK clients make them up afresh for
 // every message, a retry too; a longer one is bound), a
-// standard kind or role, the skill the decision is named after and empty
-// members (null, "", {}, []: SDK clients send unset fields so). A message
-// without any of the rest keeps its arguments as they were.
+// standard kind or role, the skill the decision is named after and the
+// A2A fields left empty (null, "", {}, []: SDK clients send unset fields
+// so; an empty member of another name is bound, its name the caller's
+// data). A message without any of the rest keeps its arguments as they
+// were.
 
 // messageRead are the members of a message the arguments hold or the
 // gateway checks (ids it owns, refused spellings).
@@ -40,6 +42,20 @@ var messageRead = map[string]bool{"parts": true, "taskId": true, "contextId": tr
 // SDK clients make a UUID or a counter. A longer one is the caller's data
 // to the agent, and bound like any.
 const maxFreshMessageID = 64
+
+// a2aMembers are the members A2A messages define (the request's, the
+// message's, a part's, a 0.3 file's, either version) and the envelope's:
+// an empty one is a field left unset, as SDK clients send them.
+var a2aMembers = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true,
+	"message": true, "configuration": true, "metadata": true, "tenant": true,
+	"kind": true, "messageId": true, "role": true, "parts": true, "extensions": true, "referenceTaskIds": true, "contextId": true, "taskId": true,
+	"text": true, "raw": true, "url": true, "data": true, "filename": true, "mediaType": true, "file": true,
+	"name": true, "mimeType": true, "uri": true, "bytes": true}
+
+// unset reports whether member k is an A2A field left unset (empty: null,
+// "", {}, []), which the arguments leave out. An empty member of another
+// name is not: its name is bytes of the caller's choosing the agent gets.
+func unset(k string, v jsontext.Value) bool { return a2aMembers[k] && intercept.EmptyValue(v) }
 
 // freshID reports whether a JSON-RPC id is of the kind clients make up
 // for every request (a number, a UUID, a counter): one left out of the
@@ -55,7 +71,7 @@ func withExtra(args, params, msg jsontext.Value, raw jsontext.Value, ext string,
 	m := map[string]jsontext.Value{}
 	err := intercept.EachMember(msg, func(k string, v jsontext.Value) error {
 		switch {
-		case messageRead[k], intercept.EmptyValue(v):
+		case messageRead[k], unset(k, v):
 		case k == "messageId" && v.Kind() == '"' && len(v) <= maxFreshMessageID+2:
 		case k == "kind" && stringIs(v, "message"):
 		case k == "role" && stringIs(v, "user", "agent", "ROLE_USER", "ROLE_AGENT"):
@@ -156,7 +172,7 @@ func partExtra(part jsontext.Value) jsontext.Value {
 	rest := map[string]jsontext.Value{}
 	_ = intercept.EachMember(part, func(k string, v jsontext.Value) error {
 		switch {
-		case read[k], intercept.EmptyValue(v):
+		case read[k], unset(k, v):
 		case k == "file" && fileRead != nil && v.Kind() == '{':
 			if fr := without(v, func(k string, _ jsontext.Value) bool { return fileRead[k] }); fr != nil {
 				rest[k] = fr
@@ -176,8 +192,9 @@ func partExtra(part jsontext.Value) jsontext.Value {
 	return v
 }
 
-// without is obj without the members drop names and the empty ones, or
-// nil when nothing is left. A value that is not an object is itself.
+// without is obj without the members drop names and the A2A fields left
+// unset, or nil when nothing is left. A value that is not an object is
+// itself.
 func without(obj jsontext.Value, drop func(k string, v jsontext.Value) bool) jsontext.Value {
 	if obj == nil || intercept.EmptyValue(obj) {
 		return nil
@@ -187,7 +204,7 @@ func without(obj jsontext.Value, drop func(k string, v jsontext.Value) bool) jso
 	}
 	rest := map[string]jsontext.Value{}
 	_ = intercept.EachMember(obj, func(k string, v jsontext.Value) error {
-		if !drop(k, v) && !intercept.EmptyValue(v) {
+		if !drop(k, v) && !unset(k, v) {
 			rest[k] = v.Clone()
 		}
 		return nil
