@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -165,9 +166,6 @@ func skillTools(card jsontext.Value) (jsontext.Value, map[string]string) {
 	tools := []tool{{Name: "send", Title: c.Name, Description: c.Description, InputSchema: schema}}
 	skills := map[string]string{"send": c.Description}
 	for _, s := range c.Skills {
-		if s.ID == "" || s.ID == "send" {
-			continue
-		}
 		d := s.Description
 		if len(s.Examples) > 0 {
 			d += "\nExamples: " + strings.Join(s.Examples, "; ")
@@ -175,6 +173,14 @@ func skillTools(card jsontext.Value) (jsontext.Value, map[string]string) {
 		if len(s.Tags) > 0 {
 			// Text the card serves with the skill too: pinned with it.
 			d += "\nTags: " + strings.Join(s.Tags, "; ")
+		}
+		if s.ID == "" || s.ID == "send" {
+			// No tool of its own (send is a message naming no skill; a
+			// skill without an id cannot be named), but the card serves
+			// its text all the same: pinned, and withheld when it
+			// drifts, with send's.
+			tools[0].Description += "\nSkill " + strconv.Quote(s.ID) + " (" + s.Name + "): " + d
+			continue
 		}
 		tools = append(tools, tool{Name: s.ID, Title: s.Name, Description: d, InputSchema: schema})
 		skills[s.ID] = s.Description
@@ -628,13 +634,15 @@ func (g *Gateway) withholdDrifted(a *agent, c map[string]any) {
 		if !ok {
 			continue
 		}
-		if id, _ := m["id"].(string); id != "" {
-			if _, blocked := inv.Blocked(up, id); blocked {
-				m["description"] = driftWithheld
-				delete(m, "examples")
-				if _, ok := m["tags"]; ok {
-					m["tags"] = []any{} // required by 0.3 readers (@a2a-js/sdk)
-				}
+		id, _ := m["id"].(string)
+		if id == "" {
+			id = "send" // its text is pinned with send's (skillTools)
+		}
+		if _, blocked := inv.Blocked(up, id); blocked {
+			m["description"] = driftWithheld
+			delete(m, "examples")
+			if _, ok := m["tags"]; ok {
+				m["tags"] = []any{} // required by 0.3 readers (@a2a-js/sdk)
 			}
 		}
 	}
