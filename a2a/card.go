@@ -141,19 +141,9 @@ func (g *Gateway) checkSignatures(ctx context.Context, a *agent, card jsontext.V
 // both versions' cards share are kept, so that a 0.3 and a 1.0 fetch of
 // one card give the same list.
 func skillTools(card jsontext.Value) (jsontext.Value, map[string]string) {
-	var c struct {
-		Name        string `json:"name"`
-		Description string `json:"description"`
-		Skills      []struct {
-			ID          string   `json:"id"`
-			Name        string   `json:"name"`
-			Description string   `json:"description"`
-			Tags        []string `json:"tags"`
-			Examples    []string `json:"examples"`
-		} `json:"skills"`
-	}
+	var c cardText
 	if json.Unmarshal(card, &c) != nil {
-		return nil, nil
+		return nil, nil // fetchCard refuses such a card (readSkills)
 	}
 	type tool struct {
 		Name        string         `json:"name"`
@@ -190,6 +180,29 @@ func skillTools(card jsontext.Value) (jsontext.Value, map[string]string) {
 		return nil, skills
 	}
 	return b, skills
+}
+
+// readSkills is nil when skillTools can read the card's name,
+// description and skills (each an object, its text members strings, its
+// tags and examples lists of strings). A card it cannot read would not
+// reach the inventory at all: its skills not pinned nor compared with the
+// pin, their text served unreviewed beside the member that spoilt it.
+func readSkills(card jsontext.Value) error {
+	var c cardText
+	return json.Unmarshal(card, &c)
+}
+
+// cardText is what of a card skillTools reads.
+type cardText struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Skills      []struct {
+		ID          string   `json:"id"`
+		Name        string   `json:"name"`
+		Description string   `json:"description"`
+		Tags        []string `json:"tags"`
+		Examples    []string `json:"examples"`
+	} `json:"skills"`
 }
 
 func (g *Gateway) fetchCard(ctx context.Context, a *agent, v1 bool) (jsontext.Value, error) {
@@ -237,6 +250,9 @@ func (g *Gateway) fetchCard(ctx context.Context, a *agent, v1 bool) (jsontext.Va
 		}
 		if _, err := g.interfaces(a, v); err != nil {
 			return nil, err
+		}
+		if err := readSkills(v); err != nil {
+			return nil, fmt.Errorf("the card of agent %q: its name, description or skills cannot be read (%v); refused", a.Name, err)
 		}
 		return v, nil
 	}
