@@ -626,10 +626,10 @@ func setAs(dst, src map[string]any, k string) {
 const driftWithheld = "This skill changed since it was approved; it is unavailable until an operator approves the change."
 
 // withholdDrifted keeps the text of skills the inventory blocks (changed
-// since the pin, not approved) out of the card clients get: messages
-// naming them are refused, and their new text, a server's to write, is
-// not shown to clients unreviewed either. The card's own description
-// stands for the skill "send".
+// since the pin, not approved: name, description, examples, tags) out of
+// the card clients get: messages naming them are refused, and their new
+// text, a server's to write, is not shown to clients unreviewed either.
+// The card's own name and description stand for the skill "send".
 func (g *Gateway) withholdDrifted(a *agent, c map[string]any) {
 	if g.ic == nil {
 		return
@@ -643,6 +643,9 @@ func (g *Gateway) withholdDrifted(a *agent, c map[string]any) {
 	up := "a2a:" + a.Name
 	if _, blocked := inv.Blocked(up, "send"); blocked {
 		c["description"] = driftWithheld
+		if _, ok := c["name"]; ok {
+			c["name"] = a.Name // its name is pinned text too (send's title)
+		}
 	}
 	skills, _ := c["skills"].([]any)
 	for _, x := range skills {
@@ -656,6 +659,9 @@ func (g *Gateway) withholdDrifted(a *agent, c map[string]any) {
 		}
 		if _, blocked := inv.Blocked(up, id); blocked {
 			m["description"] = driftWithheld
+			if _, ok := m["name"]; ok {
+				m["name"] = id // its name is pinned text too (the tool's title)
+			}
 			delete(m, "examples")
 			if _, ok := m["tags"]; ok {
 				m["tags"] = []any{} // required by 0.3 readers (@a2a-js/sdk)
