@@ -11,10 +11,17 @@ import (
 // CallExtra is ActionDescriptor.CallExtra for m: what of the action m
 // the client chose besides its name and arguments, or nil.
 func CallExtra(m *Message) jsontext.Value {
-	if !m.extra && !m.paramsExtra && !metaBeyondProtocol(m.Meta) {
+	longID := m.ID != nil && !freshToken(m.ID)
+	if !m.extra && !m.paramsExtra && !longID && !metaBeyondProtocol(m.Meta) {
 		return nil
 	}
 	out := map[string]jsontext.Value{}
+	if longID {
+		// SDKs make an id afresh per request (a number, a counter, a
+		// UUID); a longer one is the client's data, which the upstream
+		// gets as sent: part of the call, as a long progress token is.
+		out["id"] = m.ID.Clone()
+	}
 	_ = eachValidMember(m.Params, func(k string, v jsontext.Value) error {
 		switch k {
 		case "name", "uri", "arguments", "_meta", "requestState":
