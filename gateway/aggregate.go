@@ -1075,11 +1075,12 @@ func (a *aggregator) call(r *http.Request, s *aggSession, req rpcRequest, listMe
 	if err != nil {
 		return nil, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()}
 	}
-	if rt := a.g.routes[t.upstream]; s.modern && req.Method == "tools/call" && rt != nil && rt.url != nil {
+	if s.modern && req.Method == "tools/call" {
 		// The client's Mcp-Param-* headers are checked against the
-		// arguments, as the route to an HTTP upstream checks them
-		// (classify): what sits in front of the gateway acted on them,
-		// and the inner request carries its own, written from the body.
+		// arguments, as a route checks them (classify), whatever the
+		// upstream's transport: what sits in front of the gateway acted
+		// on them, and the inner request carries its own, written from
+		// the body (an HTTP upstream's) or none (a stdio one's).
 		m, err := intercept.DecodeMessage(jsontext.Value(`{"jsonrpc":"2.0","id":0,"method":"tools/call","params":` + string(b) + `}`))
 		if err != nil {
 			return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: err.Error()}

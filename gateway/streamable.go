@@ -465,21 +465,24 @@ func (g *Gateway) classify(r *http.Request, x *exchange, requestsVersion string)
 			return mismatch(fmt.Sprintf("%s header %q does not match body name %q", hdrName, name, m.Name))
 		}
 	}
-	if modern && m.Method == "tools/call" && x.rt.url != nil {
+	if modern && m.Method == "tools/call" {
 		return g.checkParamHeaders(r.Header, x.rt.up.Name, m)
 	}
 	return nil
 }
 
-// checkParamHeaders refuses a 2026-07-28 tools/call to an HTTP upstream
-// whose Mcp-Param-* headers disagree with its arguments (SEP-2243) — a
-// value that differs, is not valid base64, appears twice, or is missing
-// while the arguments hold it — as the server behind the gateway would
-// (go-sdk does; the conformance suite's http-custom-header-server-validation
-// asks it). The gateway writes those headers afresh from the arguments
-// policy decided on (upstreamCall), so the server never sees the client's
-// to refuse. A tool the gateway has not seen listed is not checked: it has
-// no schema to read the headers from, and the client's are dropped.
+// checkParamHeaders refuses a 2026-07-28 tools/call whose Mcp-Param-*
+// headers disagree with its arguments (SEP-2243) — a value that differs,
+// is not valid base64, appears twice, or is missing while the arguments
+// hold it — as the server behind the gateway would (go-sdk does; the
+// conformance suite's http-custom-header-server-validation asks it). The
+// gateway writes those headers afresh from the arguments policy decided on
+// (upstreamCall), so an HTTP server never sees the client's to refuse, and
+// a stdio one sees no headers at all: for what routes on them in front of
+// the gateway, the check is here or nowhere, whatever the upstream's
+// transport (TestAttackParamHeaderStdioUnchecked). A tool the gateway has
+// not seen listed is not checked: it has no schema to read the headers
+// from, and the client's are dropped.
 func (g *Gateway) checkParamHeaders(h http.Header, upstream string, m *intercept.Message) error {
 	want := g.ic.ParamHeaders(upstream, m)
 	if len(want) == 0 {

@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// regionServer is regionBackend's server: its transfer tool marks region
+// (and note.tag) with x-mcp-header, and answers "executed in NAME".
+func regionServer(name string) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	schema := map[string]any{"type": "object", "properties": map[string]any{
+		"region": map[string]any{"type": "string", "x-mcp-header": "Region"},
+		"amount": map[string]any{"type": "integer"},
+		"note":   map[string]any{"type": "object", "properties": map[string]any{"tag": map[string]any{"type": "string", "x-mcp-header": "Tag"}}},
+	}, "required": []string{"region", "amount"}}
+	mcp.AddTool(srv, &mcp.Tool{Name: "transfer", Description: "Moves money within a region", InputSchema: schema},
+		func(_ context.Context, _ *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "executed in " + name}}}, nil, nil
+		})
+	return srv
+}
+
+// TestHelperRegionStdio is regionServer on stdio when
+// SLUICE_TEST_REGION_STDIO is 1; on its own it does nothing.
+func TestHelperRegionStdio(t *testing.T) {
+	if os.Getenv("SLUICE_TEST_REGION_STDIO") != "1" {
+		return
+	}
+	_ = regionServer("stdio").Run(context.Background(), &mcp.StdioTransport{})
+	os.Exit(0)
+}
+
+// TestAttackParamHeaderStdioUnchecked (attacker review): the client's
+// Mcp-Param-* headers (SEP-2243) were checked against the arguments only
+// for a 2026-07-28 tools/call to an HTTP upstream, whose server would
+// check them too. Behind a stdio route the gateway is the only HTTP
+// server the client and whatever routes, rate-limits or filters on those
+// headers in front of it talk to, and nothing checked them: a call policy
+// allowed for region "us" went through with Mcp-Param-Region: eu, which
+// the router in front had acted on. They are checked on every route and
+// through the virtual server, whatever the upstream's transport.
+func TestAttackParamHeaderStdioUnchecked(t *testing.T) {
+	g, err := New(Options{
+		Upstreams: []Upstream{{Name: "bank", Command: os.Args[0], Args: []string{"-test.run=^TestHelperRegionStdio$"},
+			Env: map[string]string{"SLUICE_TEST_REGION_STDIO": "1"}}},
+		VirtualServers: []VirtualServer{{}},
+	}, &intercept.Interceptor{Decider: usOnlyPolicy(t)}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { closeServed(t, gw, g) })
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	if status, _, body := post(t, gw.URL+"/mcp/bank", modernHeaders("tools/list", ""), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`); status != 200 || !strings.Contains(body, "x-mcp-header") {
+		t.Fatalf("tools/list: %d %s", status, body)
+	}
+	call := func(path string, id int, params map[string]string) string {
+		t.Helper()
+		hdr := modernHeaders("tools/call", "transfer")
+		for k, v := range params {
+			hdr[k] = v
+		}
+		_, _, body := post(t, gw.URL+path, hdr, `{"jsonrpc":"2.0","id":`+itoa(id)+`,"method":"tools/call","params":{"name":"transfer","arguments":{"region":"us","amount":5},`+meta+`}}`)
+		return body
+	}
+	for _, path := range []string{"/mcp/bank", "/mcp"} {
+		if body := call(path, 2, map[string]string{"Mcp-Param-Region": "us"}); !strings.Contains(body, "executed in stdio") {
+			t.Fatalf("%s: a legitimate US transfer: %s", path, body)
+		}
+		for i, h := range []map[string]string{
+			{"Mcp-Param-Region": "eu"},
+			{"Mcp-Param-Region": "=?base64?ZXU=?="},
+			{}, // none, though the arguments hold the region
+		} {
+			if body := call(path, 10+i, h); !strings.Contains(body, "-32020") {
+				t.Errorf("%s: a US transfer with %v: %.200s, want the header mismatch (-32020)", path, h, body)
+			}
+		}
+	}
+}
