@@ -476,7 +476,7 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 	if meta := intercept.Member(req.Params, "_meta"); r.Header.Get("Mcp-Session-Id") == "" &&
 		(isModern(r.Header.Get(hdrVersion)) || isModern(intercept.StringMember(meta, "io.modelcontextprotocol/protocolVersion"))) {
 		// MCP 2026-07-28: every request stands alone.
-		if err := checkModernHeaders(r, req); err != nil {
+		if err := checkModernHeaders(r, req, true); err != nil {
 			writeJSONRPCError(w, http.StatusBadRequest, req.ID, err)
 			return
 		}
@@ -490,6 +490,13 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		}
 		s = &aggSession{owner: owner(r), version: modernVersion, modern: true, meta: meta, inner: map[string]*innerSession{}}
 	} else if s = a.session(w, r, msgs); s == nil {
+		return
+	} else if err := s.continues(r, req); err != nil {
+		// As a route's session (post, classify): before, a virtual
+		// session took a request saying 2026-07-28, or whose Mcp-Method
+		// and Mcp-Name said another method or tool than its body, as any
+		// other (TestAttackVirtualSessionMixedEra).
+		writeJSONRPCError(w, http.StatusBadRequest, req.ID, err)
 		return
 	}
 	if s.id != "" {
@@ -1690,13 +1697,26 @@ func sseData(body []byte) [][]byte {
 	return out
 }
 
-// checkModernHeaders checks a 2026-07-28 request's Mcp-Method, Mcp-Name
-// and Mcp-Protocol-Version headers against its body, as the upstream
-// routes do (classify): a request whose headers say something else than
-// its body, or say it twice (a filter in front may read the second), is
-// refused. The inner requests are written afresh, but what sits in front
-// of the gateway acts on the client's.
-func checkModernHeaders(r *http.Request, req rpcRequest) error {
+// continues returns why req, a request on session s, cannot go on in it,
+// or nil: as on a route's session (claim.continues, classify), its _meta
+// may declare no other protocol version than the session's, and its
+// Mcp-Method and Mcp-Name headers, where present, must agree with its
+// body.
+func (s *aggSession) continues(r *http.Request, req rpcRequest) error {
+	if v := intercept.StringMember(intercept.Member(req.Params, "_meta"), "io.modelcontextprotocol/protocolVersion"); v != "" && v != s.version {
+		return invalid(fmt.Sprintf("the protocol version of a session cannot change: this session uses %s, the request declares %s in _meta", orUnknown(s.version), v))
+	}
+	return checkModernHeaders(r, req, false)
+}
+
+// checkModernHeaders checks a request's Mcp-Method, Mcp-Name and
+// Mcp-Protocol-Version headers against its body, as the upstream routes do
+// (classify): a request whose headers say something else than its body,
+// or say it twice (a filter in front may read the second), is refused;
+// modern (a 2026-07-28 request) requires those its method has. The inner
+// requests are written afresh, but what sits in front of the gateway acts
+// on the client's.
+func checkModernHeaders(r *http.Request, req rpcRequest, modern bool) error {
 	for _, h := range [...]string{hdrVersion, hdrMethod, hdrName} {
 		if n := len(r.Header.Values(h)); n > 1 {
 			return mismatch(fmt.Sprintf("the %s header must appear once; it appears %d times", h, n))
@@ -1707,7 +1727,7 @@ func checkModernHeaders(r *http.Request, req rpcRequest) error {
 	}
 	// A notification without Mcp-Method has nothing to disagree with its
 	// body, and is taken as a route takes it (classify).
-	if hm := r.Header.Get(hdrMethod); hm != req.Method && (hm != "" || len(req.ID) > 0) {
+	if hm := r.Header.Get(hdrMethod); hm != req.Method && (hm != "" || modern && len(req.ID) > 0) {
 		return mismatch(fmt.Sprintf("%s header %q does not match body method %q", hdrMethod, hm, req.Method))
 	}
 	hn, hasName := r.Header.Get(hdrName), len(r.Header.Values(hdrName)) > 0
@@ -1729,6 +1749,9 @@ func checkModernHeaders(r *http.Request, req rpcRequest) error {
 	want := intercept.StringMember(req.Params, "name")
 	if req.Method == "resources/read" {
 		want = intercept.StringMember(req.Params, "uri")
+	}
+	if !hasName && !modern {
+		return nil
 	}
 	name, ok := decodeHeaderValue(hn)
 	if !hasName || !ok || name != want {
