@@ -6,11 +6,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/internal/govern"
+	"github.com/sluicehq/sluice/inventory"
 )
 
 // regionServer is regionBackend's server: its transfer tool marks region
@@ -85,5 +88,48 @@ func TestAttackParamHeaderStdioUnchecked(t *testing.T) {
 				t.Errorf("%s: a US transfer with %v: %.200s, want the header mismatch (-32020)", path, h, body)
 			}
 		}
+	}
+}
+
+// TestAttackParamHeaderUnlistedTool (attacker review): the Mcp-Param-*
+// headers of a call are read from the tool's inputSchema as the gateway
+// last saw it listed, and a tool not listed yet was not checked. With an
+// inventory, the gateway lists an upstream's tools itself before the call
+// of a client that has not (intercept's ensureListed), but only when
+// deciding, after the headers were let through: the first call after a
+// start (or on a fresh replica) of a client that cached its list went on
+// with Mcp-Param-Region: eu beside a body policy allowed for "us". The
+// listing is made before the headers are checked.
+func TestAttackParamHeaderUnlistedTool(t *testing.T) {
+	var executed sync.Map
+	up := regionBackend(t, "http", &executed)
+	for _, route := range []string{"http", "stdio"} {
+		t.Run(route, func(t *testing.T) {
+			inv, err := inventory.New(inventory.Options{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ic := &intercept.Interceptor{Decider: &govern.DriftGate{Next: usOnlyPolicy(t), Inventory: inv}, Observer: inv}
+			g, err := New(Options{Upstreams: []Upstream{
+				{Name: "http", URL: up.URL},
+				{Name: "stdio", Command: os.Args[0], Args: []string{"-test.run=^TestHelperRegionStdio$"}, Env: map[string]string{"SLUICE_TEST_REGION_STDIO": "1"}},
+			}}, ic, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := httptest.NewServer(g.Handler())
+			t.Cleanup(func() { closeServed(t, gw, g) })
+			meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"cached","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+			hdr := modernHeaders("tools/call", "transfer")
+			hdr["Mcp-Param-Region"] = "eu"
+			_, _, body := post(t, gw.URL+"/mcp/"+route, hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"transfer","arguments":{"region":"us","amount":5},`+meta+`}}`)
+			if !strings.Contains(body, "-32020") || strings.Contains(body, "executed") {
+				t.Errorf("a first call, never listed, with Mcp-Param-Region: eu beside region \"us\": %.300s, want the header mismatch (-32020)", body)
+			}
+			hdr["Mcp-Param-Region"] = "us"
+			if _, _, body := post(t, gw.URL+"/mcp/"+route, hdr, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"transfer","arguments":{"region":"us","amount":5},`+meta+`}}`); !strings.Contains(body, "executed in "+route) {
+				t.Errorf("the same call with its header right: %.300s", body)
+			}
+		})
 	}
 }

@@ -466,6 +466,10 @@ func (g *Gateway) classify(r *http.Request, x *exchange, requestsVersion string)
 		}
 	}
 	if modern && m.Method == "tools/call" {
+		// Against the tool as its upstream serves it: one not listed yet
+		// is listed now, as deciding the call would list it
+		// (TestAttackParamHeaderUnlistedTool).
+		g.ic.ListForParamHeaders(r.Context(), x.callContext(), m)
 		return g.checkParamHeaders(r.Header, x.rt.up.Name, m)
 	}
 	return nil
@@ -481,8 +485,9 @@ func (g *Gateway) classify(r *http.Request, x *exchange, requestsVersion string)
 // a stdio one sees no headers at all: for what routes on them in front of
 // the gateway, the check is here or nowhere, whatever the upstream's
 // transport (TestAttackParamHeaderStdioUnchecked). A tool the gateway has
-// not seen listed is not checked: it has no schema to read the headers
-// from, and the client's are dropped.
+// not seen listed, even after listing it for the call (classify), is not
+// checked: it has no schema to read the headers from, and the client's
+// are dropped.
 func (g *Gateway) checkParamHeaders(h http.Header, upstream string, m *intercept.Message) error {
 	want := g.ic.ParamHeaders(upstream, m)
 	if len(want) == 0 {

@@ -2,6 +2,7 @@ package intercept
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"math"
 	"net/http"
@@ -95,6 +96,29 @@ func (i *Interceptor) ParamHeaders(upstream string, m *Message) map[string]strin
 		out[http.CanonicalHeaderKey(ParamHeaderPrefix+b.header)] = val
 	}
 	return out
+}
+
+// ListForParamHeaders lists the tools of cc's upstream first, as deciding
+// call m would (ensureListed), when m is a tools/call of a tool that
+// upstream has not been seen listing: ParamHeaders reads the tool's
+// inputSchema as last listed, and a tool not listed yet has none, so the
+// client's Mcp-Param-* headers of the first call after a start (or on a
+// fresh replica) went on unchecked, the listing coming only with the
+// decision. A listing that fails is left for the decision, which denies
+// the call.
+func (i *Interceptor) ListForParamHeaders(ctx context.Context, cc CallContext, m *Message) {
+	if m == nil || !m.IsCall() {
+		return
+	}
+	if v, ok := i.catalog.Load(cc.Upstream); ok {
+		if _, ok := v.(*toolSet).tools[m.Name]; ok {
+			return
+		}
+	}
+	if cc.Principal == nil {
+		cc.Principal = PrincipalFrom(ctx)
+	}
+	_ = i.ensureListed(ctx, cc)
 }
 
 type paramBinding struct {
