@@ -1717,6 +1717,9 @@ func (s *aggSession) continues(r *http.Request, req rpcRequest) error {
 // requests are written afresh, but what sits in front of the gateway acts
 // on the client's.
 func checkModernHeaders(r *http.Request, req rpcRequest, modern bool) error {
+	if k := underscoredProtocolHeader(r.Header); k != "" {
+		return errUnderscored(k)
+	}
 	for _, h := range [...]string{hdrVersion, hdrMethod, hdrName} {
 		if n := len(r.Header.Values(h)); n > 1 {
 			return mismatch(fmt.Sprintf("the %s header must appear once; it appears %d times", h, n))

@@ -318,3 +318,35 @@ func (u *Upstream) CheckPassHeaders() error {
 	}
 	return nil
 }
+
+// underscoredProtocolHeader returns the first header of h spelt with
+// underscores for hyphens (in any case) that CGI, WSGI and nginx's $http_
+// variables read as one of the headers checked against the body
+// (Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*), or "".
+// Beside the checked header it is a second value that something in front
+// of the gateway may read instead (TestAttackHeaderUnderscoreTwin); alone,
+// a value nothing checked. A request with none costs a byte search per
+// header name.
+func underscoredProtocolHeader(h http.Header) string {
+	for k := range h {
+		if strings.IndexByte(k, '_') < 0 {
+			continue
+		}
+		n := strings.ReplaceAll(k, "_", "-")
+		for _, p := range [...]string{hdrVersion, hdrMethod, hdrName} {
+			if strings.EqualFold(n, p) {
+				return k
+			}
+		}
+		if intercept.IsParamHeader(k) {
+			return k
+		}
+	}
+	return ""
+}
+
+// errUnderscored is the error for a request with header k, which
+// underscoredProtocolHeader found.
+func errUnderscored(k string) error {
+	return mismatch(fmt.Sprintf("the %s header is spelt with underscores, which some read as %s; send it with hyphens, once", k, http.CanonicalHeaderKey(strings.ReplaceAll(k, "_", "-"))))
+}

@@ -133,3 +133,54 @@ func TestAttackParamHeaderUnlistedTool(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackHeaderUnderscoreTwin (attacker review): a header must appear
+// once, since what routes in front of the gateway may read another value
+// than the one checked; but Mcp_Param_Region (or Mcp_Method, Mcp_Name)
+// beside Mcp-Param-Region counted as another header, though CGI, WSGI and
+// nginx's $http_ variables (with underscores_in_headers) read both as one
+// and may take either. The check let a call through whose Mcp-Param-Region
+// said "us", as its body, while its Mcp_Param_Region said "eu" (and one
+// whose Mcp_Method said tools/list); such a twin counts as the header
+// appearing twice, on a route and through the virtual server.
+func TestAttackHeaderUnderscoreTwin(t *testing.T) {
+	var executed sync.Map
+	up := regionBackend(t, "us", &executed)
+	g, err := New(Options{Upstreams: []Upstream{{Name: "bank", URL: up.URL}}, VirtualServers: []VirtualServer{{}}},
+		&intercept.Interceptor{Decider: usOnlyPolicy(t)}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { closeServed(t, gw, g) })
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	if status, _, body := post(t, gw.URL+"/mcp/bank", modernHeaders("tools/list", ""), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`); status != 200 || !strings.Contains(body, "transfer") {
+		t.Fatalf("tools/list: %d %s", status, body)
+	}
+	for _, path := range []string{"/mcp/bank", "/mcp"} {
+		call := func(id int, extra map[string]string) string {
+			t.Helper()
+			hdr := modernHeaders("tools/call", "transfer")
+			hdr["Mcp-Param-Region"] = "us"
+			for k, v := range extra {
+				hdr[k] = v
+			}
+			_, _, body := post(t, gw.URL+path, hdr, `{"jsonrpc":"2.0","id":`+itoa(id)+`,"method":"tools/call","params":{"name":"transfer","arguments":{"region":"us","amount":5},`+meta+`}}`)
+			return body
+		}
+		if body := call(2, nil); !strings.Contains(body, "executed in us") {
+			t.Fatalf("%s: a legitimate transfer: %s", path, body)
+		}
+		for i, h := range []map[string]string{
+			{"Mcp_Param_Region": "eu"},
+			{"mcp_param_region": "eu"},
+			{"Mcp_Method": "tools/list"},
+			{"Mcp_Name": "other"},
+			{"Mcp_Protocol_Version": "2025-11-25"},
+		} {
+			if body := call(10+i, h); !strings.Contains(body, "-32020") {
+				t.Errorf("%s: a transfer with %v beside its checked headers: %.200s, want the header mismatch (-32020)", path, h, body)
+			}
+		}
+	}
+}

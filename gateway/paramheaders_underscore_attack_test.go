@@ -58,8 +58,16 @@ func TestAttackParamHeaderUnderscore(t *testing.T) {
 	hdr["Mcp_Param_Tag"] = "SMUGGLED"
 	hdr["mcp_param_region"] = "eu"
 	_, _, body := post(t, gw.URL+"/mcp/bank", hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"transfer","arguments":{"region":"us","amount":5},`+meta+`}}`)
-	if !strings.Contains(body, "executed in us") {
-		t.Fatalf("the US transfer: %s", body)
+	// Refused now (TestAttackHeaderUnderscoreTwin): mcp_param_region is a
+	// second Region to a CGI-style reader in front of the gateway too.
+	if !strings.Contains(body, "-32020") {
+		t.Fatalf("the US transfer with underscored twins: %s, want the header mismatch (-32020)", body)
+	}
+	// What no check refuses (a GET, a DELETE) still goes without them.
+	dst := http.Header{}
+	copyHeaders(dst, http.Header{"Mcp_param_tag": {"SMUGGLED"}, "Mcp-Param-Region": {"eu"}, "X-Ok": {"1"}}, intercept.IsParamHeader)
+	if len(dst) != 1 || dst.Get("X-Ok") != "1" {
+		t.Errorf("copied %v, want X-Ok alone", dst)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -375,6 +375,9 @@ var errNoSession = &intercept.WireError{Code: intercept.CodeInvalidRequest,
 // exchange's requests declare in _meta, as identify found it (it refuses
 // requests that disagree): their _meta is not read again (issue 13).
 func (g *Gateway) classify(r *http.Request, x *exchange, requestsVersion string) error {
+	if k := underscoredProtocolHeader(r.Header); k != "" {
+		return errUnderscored(k)
+	}
 	for _, h := range [...]string{hdrVersion, hdrMethod, hdrName} {
 		// Forwarded as sent: a second value, which something routing on
 		// the header may read instead of the first, would disagree with
