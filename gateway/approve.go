@@ -395,6 +395,9 @@ func withoutMembers(obj jsontext.Value, keys ...string) (jsontext.Value, error) 
 func (g *Gateway) check(ctx context.Context, x *exchange) (dec intercept.Decision, reply []byte, ok bool) {
 	cc := x.callContext()
 	cc.ClientCanApprove = !x.batch && canAsk(g.opts.Approver, x.msgs[0], x.version, x.sess != nil && x.sess.elicitForm, x.streams)
+	if x.listErr != nil {
+		ctx = intercept.WithListingFailed(ctx, x.listErr)
+	}
 	decide := func() {
 		g.traceStage(ctx, telemetry.StagePolicy, func(ctx context.Context) { dec, reply, ok = g.ic.CheckDecision(ctx, x.msgs[0], cc) })
 	}

@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -182,5 +185,40 @@ func TestAttackHeaderUnderscoreTwin(t *testing.T) {
 				t.Errorf("%s: a transfer with %v beside its checked headers: %.200s, want the header mismatch (-32020)", path, h, body)
 			}
 		}
+	}
+}
+
+// TestParamHeaderListingFailsOnce: the listing classify makes for a call
+// of a tool not listed yet (TestAttackParamHeaderUnlistedTool) is the one
+// the call is decided with: when it fails, the call is denied with
+// tools_not_listed, and the upstream is not listed a second time (a hung
+// one would hold the call twice the listing's bound).
+func TestParamHeaderListingFailsOnce(t *testing.T) {
+	var lists atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"initialize"`) || strings.Contains(string(body), `"tools/list"`) {
+			lists.Add(1) // a listing's first request: the gateway's initialize, or its 2026-07-28 tools/list
+		}
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(up.Close)
+	inv, err := inventory.New(inventory.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic := &intercept.Interceptor{Decider: &govern.DriftGate{Next: &intercept.StaticDecider{Default: intercept.Allow}, Inventory: inv}, Observer: inv}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "down", URL: up.URL}}}, ic, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { closeServed(t, gw, g) })
+	body := statelessAs(t, gw.URL+"/mcp/down", "fresh", "tools/call", "transfer", `{"name":"transfer","arguments":{"region":"us"}}`)
+	if !strings.Contains(body, intercept.ReasonToolsNotListed) {
+		t.Errorf("a call whose upstream could not be listed: %.300s, want it denied with %s", body, intercept.ReasonToolsNotListed)
+	}
+	if n := lists.Load(); n > 1 {
+		t.Errorf("the upstream was listed %d times for one call, want at most 1", n)
 	}
 }

@@ -100,6 +100,10 @@ type exchange struct {
 	// hold is the exchange's hold on its requests' ids on the session
 	// (replay.go); nil: none.
 	hold *hold
+	// listErr is why the listing classify made for its call failed
+	// (intercept.ListForParamHeaders): the call is denied, not listed for
+	// again.
+	listErr error
 }
 
 // listsTools reports whether x asks for a tools/list.
@@ -472,7 +476,7 @@ func (g *Gateway) classify(r *http.Request, x *exchange, requestsVersion string)
 		// Against the tool as its upstream serves it: one not listed yet
 		// is listed now, as deciding the call would list it
 		// (TestAttackParamHeaderUnlistedTool).
-		g.ic.ListForParamHeaders(r.Context(), x.callContext(), m)
+		x.listErr = g.ic.ListForParamHeaders(r.Context(), x.callContext(), m)
 		return g.checkParamHeaders(r.Header, x.rt.up.Name, m)
 	}
 	return nil

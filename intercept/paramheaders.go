@@ -104,21 +104,32 @@ func (i *Interceptor) ParamHeaders(upstream string, m *Message) map[string]strin
 // inputSchema as last listed, and a tool not listed yet has none, so the
 // client's Mcp-Param-* headers of the first call after a start (or on a
 // fresh replica) went on unchecked, the listing coming only with the
-// decision. A listing that fails is left for the decision, which denies
-// the call.
-func (i *Interceptor) ListForParamHeaders(ctx context.Context, cc CallContext, m *Message) {
+// decision. It returns why the listing failed, nil if it did not: the
+// call is then decided in a context WithListingFailed, which denies it
+// without listing again.
+func (i *Interceptor) ListForParamHeaders(ctx context.Context, cc CallContext, m *Message) error {
 	if m == nil || !m.IsCall() {
-		return
+		return nil
 	}
 	if v, ok := i.catalog.Load(cc.Upstream); ok {
 		if _, ok := v.(*toolSet).tools[m.Name]; ok {
-			return
+			return nil
 		}
 	}
 	if cc.Principal == nil {
 		cc.Principal = PrincipalFrom(ctx)
 	}
-	_ = i.ensureListed(ctx, cc)
+	return i.ensureListed(ctx, cc)
+}
+
+type listingFailedKey struct{}
+
+// WithListingFailed returns ctx noting that the listing made for the call
+// to be decided with it failed with err: ensureListed answers err rather
+// than list again (a hung upstream would hold the call twice the listing's
+// bound).
+func WithListingFailed(ctx context.Context, err error) context.Context {
+	return context.WithValue(ctx, listingFailedKey{}, err)
 }
 
 type paramBinding struct {

@@ -61,6 +61,9 @@ func (i *Interceptor) ensureListed(ctx context.Context, cc CallContext) (err err
 	if i.listedHas(key) {
 		return nil
 	}
+	if err, _ := ctx.Value(listingFailedKey{}).(error); err != nil {
+		return err // just now, for this call (ListForParamHeaders)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = errors.New("the listing failed")
