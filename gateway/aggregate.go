@@ -1699,12 +1699,16 @@ func sseData(body []byte) [][]byte {
 
 // continues returns why req, a request on session s, cannot go on in it,
 // or nil: as on a route's session (claim.continues, classify), its _meta
-// may declare no other protocol version than the session's, and its
+// may declare no other protocol version than the session's, nor its
+// Mcp-Protocol-Version header one of another era (otherEra), and its
 // Mcp-Method and Mcp-Name headers, where present, must agree with its
 // body.
 func (s *aggSession) continues(r *http.Request, req rpcRequest) error {
 	if v := intercept.StringMember(intercept.Member(req.Params, "_meta"), "io.modelcontextprotocol/protocolVersion"); v != "" && v != s.version {
 		return invalid(fmt.Sprintf("the protocol version of a session cannot change: this session uses %s, the request declares %s in _meta", orUnknown(s.version), v))
+	}
+	if hv := r.Header.Get(hdrVersion); otherEra(hv, s.version) {
+		return mismatch(fmt.Sprintf("%s header %q does not match the session's protocol version %q", hdrVersion, hv, s.version))
 	}
 	return checkModernHeaders(r, req, false)
 }

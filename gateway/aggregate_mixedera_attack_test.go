@@ -12,7 +12,9 @@ import (
 // a request declaring 2026-07-28 in its _meta and header on a session
 // that negotiated 2025-11-25, or whose Mcp-Method and Mcp-Name headers
 // said tools/list (or another tool) while its body called a tool, was
-// served as a plain session call. A filter in front that trusts those
+// served as a plain session call; so was, on a route too, one whose
+// Mcp-Protocol-Version header alone said 2026-07-28, though the session
+// then checks none of that era's headers. A filter in front that trusts those
 // headers, as SEP-2243 lets it since the server refuses any that disagree
 // with the body, saw a list where a tool was called. A virtual session's
 // requests are checked as a route's session's are.
@@ -49,6 +51,10 @@ func TestAttackVirtualSessionMixedEra(t *testing.T) {
 			{map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/list"}, "", "header mismatch"},
 			{map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/call", "Mcp-Name": "add"}, "", "header mismatch"},
 			{map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}`, "header mismatch"},
+			// The header alone says 2026-07-28, whose Mcp-Param-* and
+			// Mcp-Name rules a filter in front applies; the session,
+			// 2025-11-25, checks neither.
+			{map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}, "", "header mismatch"},
 		} {
 			status, body := call(10+i, c.hdr, c.meta)
 			if status != http.StatusBadRequest || !strings.Contains(body, c.want) {

@@ -33,6 +33,16 @@ const (
 
 func isModern(v string) bool { return v >= modernVersion }
 
+// otherEra reports whether header, a request's Mcp-Protocol-Version, names
+// a version MCP defines of another era than session's, its session's
+// version: a 2025-era session's request that says 2026-07-28, or the
+// reverse. A client that keeps the version it asked for after its server
+// chose an earlier one of the same era is left alone, as is a header
+// that names no version (a closed upstream is sent the session's).
+func otherEra(header, session string) bool {
+	return header != "" && session != "" && mcpVersions[header] && isModern(header) != isModern(session)
+}
+
 // handleMCP serves the Streamable HTTP endpoint /mcp/{name}.
 func (g *Gateway) handleMCP(w http.ResponseWriter, r *http.Request) {
 	if name := r.PathValue("name"); name != "" {
@@ -410,6 +420,13 @@ func (g *Gateway) classify(r *http.Request, x *exchange, requestsVersion string)
 	switch {
 	case x.sess != nil:
 		_, x.version = x.sess.info()
+		if otherEra(hv, x.version) {
+			// Another era's header on a session: what reads it in front
+			// of the gateway applies that era's rules (2026-07-28's
+			// Mcp-Name and Mcp-Param-*), which the session's never
+			// checks (TestAttackVirtualSessionMixedEra).
+			return mismatch(fmt.Sprintf("%s header %q does not match the session's protocol version %q", hdrVersion, hv, x.version))
+		}
 	case metaVersion != "":
 		x.version = metaVersion
 	default:
