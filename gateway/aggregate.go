@@ -158,6 +158,16 @@ type target struct{ upstream, name string }
 // the emitted names (in order) with where each leads, and what was left
 // out and why.
 func (v *VirtualServer) assignNames(items []offered) (names []string, to map[string]target, dropped []string) {
+	return v.assignHeld(items, nil)
+}
+
+// assignHeld is assignNames where held says which tool a bare name was
+// given to before (ok false: none): it stays that tool's while it is
+// offered, whatever upstream earlier in the order offers one of the same
+// name since, which gets its prefixed name (or, with naming never, none).
+// Otherwise an upstream adding a tool of another's name took the name,
+// and the calls clients made by it, from the tool they had listed.
+func (v *VirtualServer) assignHeld(items []offered, held func(bare string) (target, bool)) (names []string, to map[string]target, dropped []string) {
 	to = map[string]target{}
 	take := func(name string, it offered) bool {
 		if _, taken := to[name]; taken {
@@ -205,6 +215,17 @@ func (v *VirtualServer) assignNames(items []offered) (names []string, to map[str
 		}
 		return false
 	}
+	if held != nil && v.Naming != NamingPrefix {
+		kept := rest[:0:0]
+		for _, it := range rest {
+			bare := safeName(it.name)
+			if h, ok := held(bare); ok && it.name != "" && h == (target{it.upstream, it.name}) && !squats(bare, it.upstream) && take(bare, it) {
+				continue
+			}
+			kept = append(kept, it)
+		}
+		rest = kept
+	}
 	for _, it := range rest {
 		if it.raw == nil && it.name == "" {
 			unknown = cmp.Or(unknown, it.upstream)
@@ -248,6 +269,9 @@ type aggregator struct {
 	// and upstream (knownKey): the names an upstream that does not answer
 	// keeps (list).
 	known *lru.Cache[string, []string]
+	// held is the tool each bare name was last given to, by principal,
+	// method and name (assignHeld).
+	held *lru.Cache[string, target]
 
 	// eraMu guards the cached answer of legacyEra.
 	eraMu     sync.Mutex
@@ -301,6 +325,7 @@ type innerSession struct {
 func newAggregator(g *Gateway, vs VirtualServer) *aggregator {
 	a := &aggregator{g: g, vs: vs, sessions: map[string]*aggSession{}, listTimeout: 10 * time.Second}
 	a.known, _ = lru.New[string, []string](maxKnownLists)
+	a.held, _ = lru.New[string, target](maxHeldNames)
 	a.sse = a.sseServer()
 	return a
 }
@@ -854,6 +879,10 @@ func (a *aggregator) dispatch(r *http.Request, s *aggSession, req rpcRequest) (j
 // maxKnownLists bounds the lists an aggregator remembers (aggregator.known).
 const maxKnownLists = 10_000
 
+// maxHeldNames bounds the bare names an aggregator remembers the holder
+// of (aggregator.held); one forgotten goes by the upstreams' order again.
+const maxHeldNames = 100_000
+
 func knownKey(owner, method, upstream string) string {
 	return owner + "\x00" + method + "\x00" + upstream
 }
@@ -969,7 +998,13 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 	var out []jsontext.Value
 	switch member {
 	case "tools", "prompts":
-		names, to, dropped := a.vs.assignNames(items)
+		heldKey := func(bare string) string { return s.owner + "\x00" + method + "\x00" + bare }
+		names, to, dropped := a.vs.assignHeld(items, func(bare string) (target, bool) { return a.held.Get(heldKey(bare)) })
+		for _, n := range names {
+			if t := to[n]; n == safeName(t.name) {
+				a.held.Add(heldKey(n), t)
+			}
+		}
 		for _, d := range dropped {
 			a.g.log.Warn("virtual server: left out of "+method, "virtual_server", a.vs.Name, "why", d)
 			if a.g.opts.OnAggregateDropped != nil {
