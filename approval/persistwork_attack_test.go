@@ -63,18 +63,7 @@ func TestAttackPersistedStoreWorkPerOperation(t *testing.T) {
 	marshalRequest = func(r *Request) ([]byte, error) { encoded++; return orig(r) }
 
 	g := &Gate{Next: holdPay, Store: a}
-	pay := func(i int) *intercept.ActionDescriptor {
-		return &intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "pay", Upstream: "bank", Agent: "agent-a",
-			Parameters: jsontext.Value(fmt.Sprintf(`{"amount":%d,"memo":"%s"}`, i, strings.Repeat("x", 1000)))}
-	}
-	var ids []string
-	for i := range 50 {
-		d := intercept.Decide(ctx, g, pay(i))
-		if d.Verdict != intercept.RequireApproval {
-			t.Fatalf("call %d: %s %s, want it held", i, d.Verdict, d.Reason)
-		}
-		ids = append(ids, d.ApprovalID)
-	}
+	ids := holdFifty(t, g)
 	reads, encoded = 0, 0
 	for range 20 {
 		if d := intercept.Decide(ctx, g, pay(7)); d.Verdict != intercept.RequireApproval || d.ApprovalID != ids[7] {
@@ -114,6 +103,26 @@ func TestAttackPersistedStoreWorkPerOperation(t *testing.T) {
 	if d := intercept.Decide(ctx, g, pay(8)); d.Verdict != intercept.Deny || d.Reason != ReasonDeclined {
 		t.Errorf("after another process declined it: %s %s, want deny %s", d.Verdict, d.Reason, ReasonDeclined)
 	}
+}
+
+// pay is agent-a's call of pay for amount i, with a 1 KB memo.
+func pay(i int) *intercept.ActionDescriptor {
+	return &intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "pay", Upstream: "bank", Agent: "agent-a",
+		Parameters: jsontext.Value(fmt.Sprintf(`{"amount":%d,"memo":"%s"}`, i, strings.Repeat("x", 1000)))}
+}
+
+// holdFifty holds pay(0) to pay(49) through g, and returns their ids.
+func holdFifty(t *testing.T, g *Gate) []string {
+	t.Helper()
+	var ids []string
+	for i := range 50 {
+		d := intercept.Decide(context.Background(), g, pay(i))
+		if d.Verdict != intercept.RequireApproval {
+			t.Fatalf("call %d: %s %s, want it held", i, d.Verdict, d.Reason)
+		}
+		ids = append(ids, d.ApprovalID)
+	}
+	return ids
 }
 
 // TestSameRequestEveryField: sameRequest tells a request from one that

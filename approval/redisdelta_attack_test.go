@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -87,18 +86,7 @@ func TestAttackRedisStoreWorkPerOperation(t *testing.T) {
 	reads, changed := 0, 0
 	a.be = changedRows{a.be, &reads, &changed}
 	g := &Gate{Next: holdPay, Store: a}
-	pay := func(i int) *intercept.ActionDescriptor {
-		return &intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "pay", Upstream: "bank", Agent: "agent-a",
-			Parameters: jsontext.Value(fmt.Sprintf(`{"amount":%d,"memo":"%s"}`, i, strings.Repeat("x", 1000)))}
-	}
-	var ids []string
-	for i := range 50 {
-		d := intercept.Decide(ctx, g, pay(i))
-		if d.Verdict != intercept.RequireApproval {
-			t.Fatalf("call %d: %s %s, want it held", i, d.Verdict, d.Reason)
-		}
-		ids = append(ids, d.ApprovalID)
-	}
+	ids := holdFifty(t, g)
 	reads, changed = 0, 0
 	for range 20 {
 		if d := intercept.Decide(ctx, g, pay(7)); d.Verdict != intercept.RequireApproval || d.ApprovalID != ids[7] {

@@ -13,15 +13,7 @@ import (
 // most 64 bytes) is still the client's per request; a longer one is part
 // of the call as approved.
 func TestAttackApprovedCallIDChannel(t *testing.T) {
-	f, store := approvalFixture(t, Options{}, true)
-	url := f.gw.URL + "/mcp/demo"
-	hdr := initializeWith(t, url, `{}`)
-	if _, _, body := post(t, url, hdr, addCall); !strings.Contains(body, "approval_required") {
-		t.Fatalf("not held: %s", body)
-	}
-	if _, err := store.Decide(onlyRequest(t, store).ID, true, "operator"); err != nil {
-		t.Fatal(err)
-	}
+	f, url, hdr := approvedAdd(t)
 	long := `"SECRET-` + strings.Repeat("x", 100) + `"`
 	_, _, body := post(t, url, hdr, `{"jsonrpc":"2.0","id":`+long+`,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}`)
 	if f.upstreamSaw("SECRET-") {

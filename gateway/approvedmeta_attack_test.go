@@ -12,15 +12,7 @@ import (
 // there, under the approval. They are bound too (CallExtra); a fresh
 // progressToken, as SDK clients make one per request, is not.
 func TestAttackApprovedCallMeta(t *testing.T) {
-	f, store := approvalFixture(t, Options{}, true)
-	url := f.gw.URL + "/mcp/demo"
-	hdr := initializeWith(t, url, `{}`)
-	if _, _, body := post(t, url, hdr, addCall); !strings.Contains(body, "approval_required") {
-		t.Fatalf("not held: %s", body)
-	}
-	if _, err := store.Decide(onlyRequest(t, store).ID, true, "operator"); err != nil {
-		t.Fatal(err)
-	}
+	f, url, hdr := approvedAdd(t)
 	for _, swapped := range []string{
 		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"note":"SECRET-META"}}}`,
 		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"note":"SECRET-MEMBER"}}`,
@@ -39,4 +31,21 @@ func TestAttackApprovedCallMeta(t *testing.T) {
 	if !strings.Contains(body, `"text":"5"`) {
 		t.Errorf("the approved call with a progress token: %s", body)
 	}
+}
+
+// approvedAdd serves the demo upstream for approvals (no client may
+// answer), opens a session, has addCall held and an operator approve it,
+// and returns the fixture, the route's URL and the session's headers.
+func approvedAdd(t *testing.T) (*fixture, string, map[string]string) {
+	t.Helper()
+	f, store := approvalFixture(t, Options{}, true)
+	url := f.gw.URL + "/mcp/demo"
+	hdr := initializeWith(t, url, `{}`)
+	if _, _, body := post(t, url, hdr, addCall); !strings.Contains(body, "approval_required") {
+		t.Fatalf("not held: %s", body)
+	}
+	if _, err := store.Decide(onlyRequest(t, store).ID, true, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	return f, url, hdr
 }
