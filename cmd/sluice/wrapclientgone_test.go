@@ -24,54 +24,8 @@ import (
 // for fds 1 and 2), skipping all of that: a server that ignores its
 // stdin closing (here sh waiting for its child) ran on.
 func TestWrapClientGoneMidWrite(t *testing.T) {
-	bin := buildSluice(t)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "sluice.yaml")
-	if err := os.WriteFile(cfg, []byte("data_dir: "+filepath.Join(dir, "data")+"\nclassifier: {provider: off}\npolicy: {default: allow}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pidFile := filepath.Join(dir, "server.pid")
-	cmd := exec.Command(bin, "wrap", "--config", cfg, "--admin-listen", "off", "--log-level", "error", "--",
-		"/bin/sh", "-c", "sleep 600 & echo $! > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"; wait")
-	// A file: a pipe would keep Wait waiting while the server's child
-	// holds it.
-	stderr, err := os.Create(filepath.Join(dir, "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close()
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	var pid int
-	for deadline := time.Now().Add(20 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			if pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
-				t.Fatal(err)
-			}
-		} else if time.Now().After(deadline) {
-			t.Fatal("the wrapped server did not start")
-		}
-	}
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	w := startOrphanWrap(t, "")
+	cmd, stdin, stdout, exited, pid := w.cmd, w.stdin, w.stdout, w.exited, w.pid
 
 	// wrap handles SIGPIPE; its server must not inherit it ignored.
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -111,4 +65,66 @@ func procRunning(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// orphanWrap is `sluice wrap` over a shell whose child (sleep 600)
+// ignores its stdin closing, which the shell waits for.
+type orphanWrap struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	exited chan struct{} // closed once cmd is waited for
+	pid    int           // the shell's child's
+}
+
+// startOrphanWrap starts an orphanWrap with a permissive config and
+// cfgExtra, and waits for its server's child to start.
+func startOrphanWrap(t *testing.T, cfgExtra string) *orphanWrap {
+	t.Helper()
+	bin := buildSluice(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(cfg, []byte("data_dir: "+filepath.Join(dir, "data")+"\nclassifier: {provider: off}\npolicy: {default: allow}\n"+cfgExtra), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(dir, "server.pid")
+	w := &orphanWrap{exited: make(chan struct{})}
+	w.cmd = exec.Command(bin, "wrap", "--config", cfg, "--admin-listen", "off", "--log-level", "error", "--",
+		"/bin/sh", "-c", "sleep 600 & echo $! > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"; wait")
+	// A file: a pipe would keep Wait waiting while the server's child
+	// holds it.
+	stderr, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stderr.Close() })
+	w.cmd.Stderr = stderr
+	if w.stdin, err = w.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if w.stdout, err = w.cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w.cmd.Wait()
+		close(w.exited)
+	}()
+	t.Cleanup(func() {
+		w.cmd.Process.Kill()
+		<-w.exited
+	})
+	for deadline := time.Now().Add(20 * time.Second); w.pid == 0; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if w.pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
+				t.Fatal(err)
+			}
+		} else if time.Now().After(deadline) {
+			t.Fatal("the wrapped server did not start")
+		}
+	}
+	t.Cleanup(func() { syscall.Kill(w.pid, syscall.SIGKILL) })
+	return w
 }

@@ -1,11 +1,8 @@
+//go:build linux
+
 package main
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,49 +15,8 @@ import (
 // shutdown: a server behind a launcher that ignores its stdin closing ran
 // on as an orphan. A hangup is a shutdown like SIGTERM now.
 func TestWrapHangupStopsServer(t *testing.T) {
-	bin := buildSluice(t)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "sluice.yaml")
-	if err := os.WriteFile(cfg, []byte("data_dir: "+filepath.Join(dir, "data")+"\nclassifier: {provider: off}\nshutdown_timeout: 2s\npolicy: {default: allow}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pidFile := filepath.Join(dir, "server.pid")
-	cmd := exec.Command(bin, "wrap", "--config", cfg, "--admin-listen", "off", "--log-level", "error", "--",
-		"/bin/sh", "-c", "sleep 600 & echo $! > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"; wait")
-	stderr, err := os.Create(filepath.Join(dir, "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close()
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close() // kept open: wrap is not to end for its client going
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	var pid int
-	for deadline := time.Now().Add(20 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			if pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
-				t.Fatal(err)
-			}
-		} else if time.Now().After(deadline) {
-			t.Fatal("the wrapped server did not start")
-		}
-	}
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	w := startOrphanWrap(t, "shutdown_timeout: 2s\n") // its stdin kept open: wrap is not to end for its client going
+	cmd, exited, pid := w.cmd, w.exited, w.pid
 
 	cmd.Process.Signal(syscall.SIGHUP)
 	select {
