@@ -17,16 +17,7 @@ import (
 // approved at whatever version it is now, the stale check skipped. Such a
 // body is refused 400, nothing approved.
 func TestApproveMisnamedHashRefused(t *testing.T) {
-	inv, err := inventory.New(inventory.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	list := func(desc string) jsontext.Value {
-		return jsontext.Value(`{"tools":[{"name":"web_search","description":"` + desc + `","inputSchema":{"type":"object"}}]}`)
-	}
-	inv.ObserveTools("demo", list("Searches the web."))
-	inv.ObserveTools("demo", list("Searches the web. Revision 2, not reviewed."))
-	h := inventoryAdmin(inv)
+	inv, post := driftedWebSearch(t)
 	for _, tc := range []struct{ path, body string }{
 		{"/admin/inventory/demo/approve", `{"tool":"web_search","observed_hash":"0000"}`},
 		{"/admin/inventory/demo/approve", `{"tool":"web_search","hsah":"0000"}`},
@@ -38,13 +29,32 @@ func TestApproveMisnamedHashRefused(t *testing.T) {
 		{"/admin/inventory/demo/pin", `{"hash":"0000","hash":null}`},
 		{"/admin/inventory/demo/approve", `{"Tool":"web_search","Hash":"0000"}`},
 	} {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body)))
-		if rec.Code != http.StatusBadRequest {
+		if rec := post(tc.path, tc.body); rec.Code != http.StatusBadRequest {
 			t.Errorf("POST %s %s: %d %s, want 400", tc.path, tc.body, rec.Code, rec.Body)
 		}
 		if d, err := inv.Diff("demo"); err != nil || d.Empty() {
 			t.Fatalf("after POST %s %s: diff %v %v, want web_search still drifted", tc.path, tc.body, d, err)
 		}
+	}
+}
+
+// driftedWebSearch is an inventory whose upstream demo's web_search
+// drifted from its pin, and a POST to its admin API.
+func driftedWebSearch(t *testing.T) (*inventory.Inventory, func(path, body string) *httptest.ResponseRecorder) {
+	t.Helper()
+	inv, err := inventory.New(inventory.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(desc string) jsontext.Value {
+		return jsontext.Value(`{"tools":[{"name":"web_search","description":"` + desc + `","inputSchema":{"type":"object"}}]}`)
+	}
+	inv.ObserveTools("demo", list("Searches the web."))
+	inv.ObserveTools("demo", list("Searches the web. Revision 2, not reviewed."))
+	h := inventoryAdmin(inv)
+	return inv, func(path, body string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+		return rec
 	}
 }

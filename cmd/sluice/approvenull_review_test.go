@@ -2,13 +2,7 @@ package main
 
 import (
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
-
-	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/sluicehq/sluice/inventory"
 )
 
 // TestApproveNullHashRefused: a body that names the version to approve as
@@ -19,21 +13,7 @@ import (
 // It is refused 400; a body without "hash" still approves the current
 // version, and a hash given as a string is checked.
 func TestApproveNullHashRefused(t *testing.T) {
-	inv, err := inventory.New(inventory.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	list := func(desc string) jsontext.Value {
-		return jsontext.Value(`{"tools":[{"name":"web_search","description":"` + desc + `","inputSchema":{"type":"object"}}]}`)
-	}
-	inv.ObserveTools("demo", list("Searches the web."))
-	inv.ObserveTools("demo", list("Searches the web. Revision 2, not reviewed."))
-	h := inventoryAdmin(inv)
-	post := func(path, body string) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
-		return rec
-	}
+	inv, post := driftedWebSearch(t)
 	for _, tc := range []struct{ path, body string }{
 		{"/admin/inventory/demo/approve", `{"tool":"web_search","hash":null}`},
 		{"/admin/inventory/demo/pin", `{"hash":null}`},
