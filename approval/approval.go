@@ -25,6 +25,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/text/unicode/norm"
@@ -180,12 +181,13 @@ type Store struct {
 	state       cipher.AEAD
 	be          backend // where OpenStore and OpenRedisStore keep requests; nil keeps them in memory only
 
+	closed atomic.Bool // Close was called: operations fail
+
 	mu       sync.Mutex         // guards the fields below
 	tx       backendTx          // the transaction between lock and unlock, with be
 	beErr    error              // the last failure of be, if the last operation failed
 	beFailed time.Time          // when
 	failing  bool               // the last operation failed with ErrUnavailable: the next to succeed tells onAvailable
-	closed   bool               // Close was called
 	snap     map[string]snapRow // with be: each request's row as the backend holds it
 	// version is the backend's version (backendTx.version) when memory
 	// last matched it, "" when unknown: a lock finding it unchanged

@@ -142,23 +142,32 @@ type row struct {
 }
 
 // Close releases the backend of a Store from OpenStore or OpenRedisStore,
-// once an operation under way has ended; every operation after it fails.
-// For a memory Store it does nothing. An operation is not cut off: its
+// once an operation under way has ended, waiting for it at most
+// closeWait; every operation after it fails. For a memory Store it does
+// nothing. An operation is not cut off while it may still end: its
 // transaction holds Redis's lock, which every replica's operations share,
 // and a commit Close failed kept it taken for its lease, each operation
-// of the others failing meanwhile (TestRedisStoreCloseMidOperation).
+// of the others failing meanwhile (TestRedisStoreCloseMidOperation). One
+// stalled on its backend (Redis not answering) is, so that a shutdown is
+// not held up by it for the backend's own wait (TestServeRedisClientPause).
 func (s *Store) Close() error {
-	if s.be == nil {
+	if s.be == nil || s.closed.Swap(true) {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
+	for deadline := time.Now().Add(closeWait); ; time.Sleep(5 * time.Millisecond) {
+		if s.mu.TryLock() {
+			defer s.mu.Unlock()
+			break
+		}
+		if time.Now().After(deadline) {
+			break
+		}
 	}
-	s.closed = true
 	return s.be.close()
 }
+
+// closeWait is how long Close waits for an operation under way.
+const closeWait = time.Second
 
 // errClosed is the error of an operation after Close.
 var errClosed = errors.New("it is closed")
@@ -171,7 +180,7 @@ func (s *Store) lock() error {
 	if s.be == nil {
 		return nil
 	}
-	if s.closed {
+	if s.closed.Load() {
 		return fmt.Errorf("%w: %w", ErrUnavailable, errClosed)
 	}
 	if s.beErr != nil && time.Since(s.beFailed) < backendRetry {
