@@ -128,16 +128,16 @@ func (c *jwksCache) awaitFetch(ctx context.Context) (bool, error) {
 	}
 }
 
-// replaced returns the keys held, every one in the set's order, if a
-// fetch has replaced the set tried (a set lookup returned for the empty
-// kid) since it was looked up, fetching it again first unless one was
-// attempted within minRefresh or is under way (then its end is waited
-// for). Whether the keys are new is judged by the set, not by when a
-// fetch began: a fetch that ended after tried was looked up, or began
-// before, replaced it all the same.
-func (c *jwksCache) replaced(ctx context.Context, tried []jose.JSONWebKey) ([]jose.JSONWebKey, bool) {
+// replaced returns the keys held named kid (every one, in the set's
+// order, for ""), if a fetch has replaced the set tried was looked up in
+// (tried is what lookup returned for kid) since, fetching it again first
+// unless one was attempted within minRefresh or is under way (then its
+// end is waited for). Whether the keys are new is judged by the set, not
+// by when a fetch began: a fetch that ended after tried was looked up, or
+// began before, replaced it all the same.
+func (c *jwksCache) replaced(ctx context.Context, kid string, tried []jose.JSONWebKey) ([]jose.JSONWebKey, bool) {
 	c.mu.Lock()
-	if ks, ok := c.newer(tried); ok {
+	if ks, ok := c.newer(kid, tried); ok {
 		c.mu.Unlock()
 		return ks, true
 	}
@@ -146,20 +146,20 @@ func (c *jwksCache) replaced(ctx context.Context, tried []jose.JSONWebKey) ([]jo
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.newer(tried)
+	return c.newer(kid, tried)
 }
 
-// newer returns the keys held if they are fresh and another set than
-// tried: every fetch makes a new slice. Callers hold mu.
-func (c *jwksCache) newer(tried []jose.JSONWebKey) ([]jose.JSONWebKey, bool) {
-	all := c.keys.all
-	if len(all) == 0 || c.now().Sub(c.fetched) >= c.ttl {
+// newer returns the keys held named kid if they are fresh and from
+// another set than tried: every fetch makes new slices. Callers hold mu.
+func (c *jwksCache) newer(kid string, tried []jose.JSONWebKey) ([]jose.JSONWebKey, bool) {
+	ks := c.match(kid)
+	if len(ks) == 0 || c.now().Sub(c.fetched) >= c.ttl {
 		return nil, false
 	}
-	if len(tried) > 0 && &all[0] == &tried[0] {
+	if len(tried) > 0 && &ks[0] == &tried[0] {
 		return nil, false
 	}
-	return all, true
+	return ks, true
 }
 
 // hasKey reports whether the key named kid is key itself, in a set

@@ -197,12 +197,14 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (verifiedToken, 
 		if verified {
 			break
 		}
-		// A token without a kid that no key held verifies may be signed
-		// with a key the issuer published since (a rotation, which an
-		// unknown kid tells of for a token with one): the set is fetched
-		// again, at most once per jwks_min_refresh however many ask.
-		if h.KeyID == "" && !refetched {
-			if ks, ok := v.keys.replaced(ctx, keys); ok {
+		// A token that no key held verifies may be signed with a key the
+		// issuer published since: a rotation, to a new kid (which an
+		// unknown kid tells of), to none, or to new material under the
+		// kid it had. The set is fetched again, at most once per
+		// jwks_min_refresh however many ask, and the token tried against
+		// the keys it now holds for its kid.
+		if !refetched {
+			if ks, ok := v.keys.replaced(ctx, h.KeyID, keys); ok {
 				keys = ks
 				continue
 			}
