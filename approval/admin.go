@@ -165,18 +165,26 @@ var clientClaims = []string{"sub", "azp", "client_id", "appid", "cid"}
 // string values of the claims named in also — the claim agents are named
 // by (auth.jwt.agent_claim: preferred_username, email, …), so an
 // operator's token for the account an agent acts as names that agent
-// too. An agent never answers its own approval, whichever claim names it.
+// too — and the same claims of every actor its act claim names (RFC 8693
+// delegation: an operator's token exchanged for an agent names the agent
+// in act, and an earlier actor in act's own act). An agent never answers
+// its own approval, whichever claim names it, nor under another's token
+// delegated to it.
 func Names(p *intercept.Principal, also ...string) []string {
 	if p == nil {
 		return nil
 	}
 	names := []string{p.ID}
-	for _, claims := range [...][]string{clientClaims, also} {
-		for _, c := range claims {
-			if v, ok := p.Claims[c].(string); ok && v != "" && !slices.Contains(names, v) {
-				names = append(names, v)
+	// A chain parsed from a token ends: it is no longer than the token.
+	for claims := p.Claims; claims != nil; {
+		for _, list := range [...][]string{clientClaims, also} {
+			for _, c := range list {
+				if v, ok := claims[c].(string); ok && v != "" && !slices.Contains(names, v) {
+					names = append(names, v)
+				}
 			}
 		}
+		claims, _ = claims["act"].(map[string]any)
 	}
 	return names
 }
