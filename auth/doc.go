@@ -6,7 +6,7 @@
 // a client gives itself no longer decides which rules, memory and
 // approvals apply to it.
 //
-//	a, err := auth.New(auth.Config{Modes: auth.Modes{auth.ModeJWT}, JWT: auth.JWTConfig{
+//	a, err := auth.New(auth.Config{Mode: auth.Modes{auth.ModeJWT}, JWT: auth.JWTConfig{
 //		Issuer: "https://idp.example/realms/agents", Audience: []string{"https://sluice.example/mcp"},
 //		JWKSURL: "https://idp.example/realms/agents/protocol/openid-connect/certs"}}, auth.Deps{})
 //	if err != nil { ... }
