@@ -40,8 +40,8 @@ type Deps struct {
 	// OnFailure, if set, is told about every refused request (for an
 	// event and a log line); it must not block.
 	OnFailure func(r *http.Request, f *Failure)
-	// Routes, if not nil, are the route names protected resource
-	// metadata is served for; others get 404.
+	// Routes, if not nil, are the names of the routes and virtual
+	// servers protected resource metadata is served for; others get 404.
 	Routes []string
 }
 

@@ -422,8 +422,16 @@ func (c *config) authenticator(ctx context.Context, rec *recorder, logger *slog.
 		}
 		d.KeyFile = f
 	}
+	// Protected resource metadata is served for each route and each
+	// named virtual server, whose /mcp/{name}, /sse/{name} and /ws/{name}
+	// the challenge names it for as well.
 	for _, u := range c.Upstreams {
 		d.Routes = append(d.Routes, u.Name)
+	}
+	for _, v := range c.VirtualServers {
+		if v.Name != "" {
+			d.Routes = append(d.Routes, v.Name)
+		}
 	}
 	a, err := auth.New(*c.Auth, d)
 	if err != nil {
