@@ -635,6 +635,15 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 		// string of letters the gateway read is quotes and braces to it.
 		out.Header.Set("Content-Type", "application/json")
 	}
+	if h := g.opts.AgentHeader; h != "" {
+		if agent, ok := principalAgent(r.Context()); ok {
+			// Authenticated: the agent is who the credential says, not
+			// what the client wrote in the header; an upstream reading the
+			// agent from it gets the proven name
+			// (TestAttackAgentHeaderPassedOnOverPrincipal).
+			out.Header.Set(h, agent)
+		}
+	}
 	for k, v := range rt.up.Headers {
 		out.Header.Set(k, v)
 	}
