@@ -357,8 +357,24 @@ func (s *KeyStore) Authenticate(token string) (*intercept.Principal, error) {
 		// and manifests cannot tell from alice.
 		return nil, invalidToken(ModeAPIKey, "the key file names no valid agent for this key; create it again with sluice keys create", nil)
 	}
+	hash, agent := k.hash, k.Agent
 	return &intercept.Principal{ID: k.Agent, Method: ModeAPIKey, Claims: map[string]any{"key_id": k.ID},
-		Check: func() error { return s.stillGood(id) }}, nil
+		Check: func() error { return s.stillSame(id, hash, agent) }}, nil
+}
+
+// stillSame is stillGood for the key authenticated as holding hash and
+// naming agent: the key file may have its id with another secret or
+// agent since (edited by hand, restored, a rotation that kept the id),
+// and a connection opened with the old secret must not outlive it.
+func (s *KeyStore) stillSame(id string, hash [sha256.Size]byte, agent string) error {
+	if err := s.stillGood(id); err != nil {
+		return err
+	}
+	k := s.cur.Load().keys[id]
+	if k == nil || k.hash != hash || k.Agent != agent {
+		return errors.New("the API key was replaced in the key file (another secret or agent under its id)")
+	}
+	return nil
 }
 
 // stillGood reports why the key with id no longer holds, or nil: the

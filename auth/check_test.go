@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -122,5 +123,55 @@ func TestKeyCheckUnreadableFile(t *testing.T) {
 		if !errors.Is(err, intercept.ErrUncheckable) {
 			t.Errorf("%s with the key file unreadable: %v, want an error wrapping ErrUncheckable", name, err)
 		}
+	}
+}
+
+// TestKeyPrincipalCheckReplacedUnderSameID (left open by attack102): a
+// key file edited to hold another secret, or another agent, under a
+// key's id (by hand, restored from a backup, a rotation that kept the
+// id) left the connections opened with the old secret open: their check
+// asked only whether the id was still there, unrevoked. It asks whether
+// the key is the one they authenticated with.
+func TestKeyPrincipalCheckReplacedUnderSameID(t *testing.T) {
+	for _, change := range []string{"sha256", "agent"} {
+		t.Run(change, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "keys.json")
+			now := time.Now()
+			tok, _, err := CreateKey(path, "alice", time.Hour, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewKeyStore(path, func() time.Time { return now })
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := s.Authenticate(tok)
+			if err != nil || p.Check() != nil {
+				t.Fatalf("Authenticate: %v %+v", err, p)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f keyFile
+			if err := json.Unmarshal(b, &f); err != nil || len(f.Keys) != 1 {
+				t.Fatalf("key file: %v %s", err, b)
+			}
+			if change == "sha256" {
+				f.Keys[0].Hash = strings.Repeat("0", 64)
+			} else {
+				f.Keys[0].Agent = "mallory"
+			}
+			if b, err = json.Marshal(f); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			now = now.Add(2 * time.Second) // past the once-a-second reread
+			if err := p.Check(); err == nil || !strings.Contains(err.Error(), "replaced") {
+				t.Errorf("after the key file's %s under the key's id changed: %v, want the credential refused", change, err)
+			}
+		})
 	}
 }
