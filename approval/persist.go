@@ -295,7 +295,7 @@ func (s *Store) apply(rows []row, gone []string) error {
 		}
 		delete(s.byID, id)
 		delete(s.snap, id)
-		if key := callKey(old.Agent, old.CallHash); s.byCall[key] == old {
+		if key := old.callKey(); s.byCall[key] == old {
 			delete(s.byCall, key)
 		}
 		if inHistory[id] {
@@ -314,7 +314,7 @@ func (s *Store) apply(rows []row, gone []string) error {
 		s.byID[rw.id] = r
 		s.snap[rw.id] = snapRow{key: rowKey(rw.data, rw.linked), req: copyRequest(r)}
 		if rw.linked {
-			s.byCall[callKey(r.Agent, r.CallHash)] = r
+			s.byCall[r.callKey()] = r // a finished request's agent may be cut: linked by its hash, as load links it
 		}
 		switch {
 		case !rw.done:
