@@ -443,29 +443,59 @@ func (s *Store) save(tx backendTx) (wrote bool, rows map[string]snapRow, err err
 			rows = setRow(rows, id, snapRow{})
 		}
 	}
-	for id, r := range s.byID {
+	var joining []*Request // finished since the backend had them: they join its history
+	put := func(id string, r *Request) error {
 		linked := s.byCall[r.callKey()] == r
 		old, had := s.snap[id]
 		if had && old.key[0] == rowKey("", linked)[0] && sameRequest(&old.req, r) {
-			continue
+			return nil
 		}
 		data, err := marshalRequest(r)
 		if err != nil {
-			return wrote, nil, err
+			return err
 		}
 		key := rowKey(string(data), linked)
 		if had && old.key == key {
 			rows = setRow(rows, id, snapRow{key: key, req: copyRequest(r)}) // not to encode it again
-			continue
+			return nil
 		}
-		if err := tx.put(id, string(data), linked, r.Status != Pending && r.Status != Approved); err != nil {
-			return wrote, nil, err
+		if err := tx.put(id, string(data), linked, isFinished(r)); err != nil {
+			return err
 		}
 		wrote = true
 		rows = setRow(rows, id, snapRow{key: key, req: copyRequest(r)})
+		return nil
+	}
+	for id, r := range s.byID {
+		if old, had := s.snap[id]; isFinished(r) && (!had || !isFinished(&old.req)) {
+			joining = append(joining, r)
+			continue
+		}
+		if err := put(id, r); err != nil {
+			return wrote, nil, err
+		}
+	}
+	if len(joining) > 1 {
+		// In the order they finished (s.done), which the backend's
+		// history takes from the order they are written: a store
+		// following the backend's changes, or reading it whole, orders
+		// its history as this one does, and drops the same oldest.
+		at := make(map[string]int, len(s.done))
+		for i, id := range s.done {
+			at[id] = i
+		}
+		slices.SortFunc(joining, func(a, b *Request) int { return cmp.Compare(at[a.ID], at[b.ID]) })
+	}
+	for _, r := range joining {
+		if err := put(r.ID, r); err != nil {
+			return wrote, nil, err
+		}
 	}
 	return wrote, rows, nil
 }
+
+// isFinished reports whether r has ended: it is in the history.
+func isFinished(r *Request) bool { return r.Status != Pending && r.Status != Approved }
 
 func setRow(rows map[string]snapRow, id string, rw snapRow) map[string]snapRow {
 	if rows == nil {

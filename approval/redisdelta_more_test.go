@@ -1,0 +1,178 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// TestRedisStoreCatchUpMatchesFullReadEverywhere: as
+// TestRedisStoreCatchUpMatchesFullRead, with what that one leaves out:
+// requests expiring (sweeps), Abandon, continuations (UpstreamAsked), and
+// an agent whose name is longer than a finished request keeps (cut, and
+// matched by its hash). The state compared is every request as encoded
+// and the key each call is linked under, not only the linked ids.
+func TestRedisStoreCatchUpMatchesFullReadEverywhere(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { catchUpMatchesFullRead(t, seed) })
+	}
+}
+
+func catchUpMatchesFullRead(t *testing.T, seed uint64) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	open, _ := openRedisPair(t, Options{Timeout: time.Minute, History: 6, Now: clock})
+	stores := []*Store{open(), open(), open()}
+	check := open()
+	rng := rand.New(rand.NewPCG(seed, 4))
+	agents := []string{"agent-0", "agent-1", strings.Repeat("L", maxHistoryName+50)}
+	pay := func(agent string, n int) *intercept.ActionDescriptor {
+		return &intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "pay", Upstream: "bank", Agent: agent,
+			Parameters: jsontext.Value(fmt.Sprintf(`{"amount":%d}`, n))}
+	}
+	for step := range 600 {
+		s := stores[rng.IntN(len(stores))]
+		agent := agents[rng.IntN(len(agents))]
+		n := rng.IntN(4)
+		switch op := rng.IntN(7); op {
+		case 0, 1: // a call: held, or let through once approved
+			g := &Gate{Next: holdPay, Store: s}
+			if d := intercept.Decide(ctx, g, pay(agent, n)); d.Verdict == intercept.Allow {
+				if err := g.Forwarded(ctx, pay(agent, n), d); err != nil {
+					t.Fatal(err)
+				}
+				if rng.IntN(2) == 0 {
+					g.UpstreamAsked(ctx, d.ApprovalID, fmt.Sprintf("state-%d", step))
+				}
+			}
+		case 2, 3, 4: // an answer to a live one
+			live, err := s.Current()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(live) == 0 {
+				continue
+			}
+			r := live[rng.IntN(len(live))]
+			switch {
+			case op == 4:
+				_, err = s.Abandon(r.ID, "sluice")
+			case r.Status != Pending:
+			case op == 2:
+				_, err = s.Decide(r.ID, rng.IntN(2) == 0, "ops")
+			default:
+				_, err = s.Withdraw(r.ID, "mcp-cancel")
+			}
+			if err != nil && !errors.Is(err, ErrNotPending) { // expired meanwhile
+				t.Fatalf("step %d: %v", step, err)
+			}
+		case 5: // time passes: some expire
+			mu.Lock()
+			now = now.Add(time.Duration(rng.IntN(40)) * time.Second)
+			mu.Unlock()
+		case 6: // a sweep
+			err := s.lock()
+			s.sweep(true)
+			if err := s.unlock(err); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, s := range stores {
+			a := fullStateOf(t, s, false)
+			want := fullStateOf(t, check, true)
+			if !reflect.DeepEqual(a, want) {
+				t.Fatalf("step %d: store %d following changes differs from a full read:\n%s", step, i, stateDiff(a, want))
+			}
+		}
+	}
+}
+
+type fullState struct {
+	Requests map[string]string // id -> the request encoded
+	Linked   map[string]string // call key -> id
+	Done     []string
+	Live     int
+}
+
+func fullStateOf(t *testing.T, s *Store, full bool) fullState {
+	t.Helper()
+	if full {
+		s.mu.Lock()
+		s.version = ""
+		s.mu.Unlock()
+	}
+	err := s.lock()
+	defer s.unlock(err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fullState{Requests: map[string]string{}, Linked: map[string]string{}, Done: slices.Clone(s.done), Live: s.live}
+	for id, r := range s.byID {
+		b, err := json.Marshal(r, json.Deterministic(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Requests[id] = string(b)
+	}
+	for k, r := range s.byCall {
+		st.Linked[k] = r.ID
+		if s.byID[r.ID] != r {
+			st.Linked[k] += " (not the request in the store)"
+		}
+	}
+	return st
+}
+
+// stateDiff says where a differs from want, names cut short.
+func stateDiff(a, want fullState) string {
+	short := func(s string) string {
+		if len(s) > 300 {
+			return s[:150] + "..." + s[len(s)-150:]
+		}
+		return s
+	}
+	var b strings.Builder
+	for id, r := range a.Requests {
+		if w, ok := want.Requests[id]; !ok {
+			fmt.Fprintf(&b, "request %s held, not in a full read: %s\n", id, short(r))
+		} else if w != r {
+			fmt.Fprintf(&b, "request %s:\n  held %s\n  full %s\n", id, short(r), short(w))
+		}
+	}
+	for id, w := range want.Requests {
+		if _, ok := a.Requests[id]; !ok {
+			fmt.Fprintf(&b, "request %s missing: %s\n", id, short(w))
+		}
+	}
+	for k, id := range a.Linked {
+		if want.Linked[k] != id {
+			fmt.Fprintf(&b, "link %s -> %s, full read: %q\n", short(k), id, want.Linked[k])
+		}
+	}
+	for k, id := range want.Linked {
+		if _, ok := a.Linked[k]; !ok {
+			fmt.Fprintf(&b, "link %s -> %s missing\n", short(k), id)
+		}
+	}
+	if !slices.Equal(a.Done, want.Done) {
+		fmt.Fprintf(&b, "history %v, full read %v\n", a.Done, want.Done)
+	}
+	if a.Live != want.Live {
+		fmt.Fprintf(&b, "live %d, full read %d\n", a.Live, want.Live)
+	}
+	return b.String()
+}
