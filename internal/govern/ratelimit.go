@@ -105,10 +105,16 @@ func (r *RateRule) bucket(d *intercept.ActionDescriptor, client, owner string) r
 // without bound. As held approvals, cursors, states and tasks count an
 // unauthenticated client's records by its address.
 func bucketOwner(ctx context.Context, d *intercept.ActionDescriptor, client string) string {
-	if d.Principal != nil || intercept.PrincipalFrom(ctx) != nil {
+	if authenticated(ctx, d) {
 		return d.Agent
 	}
 	return "\x00client " + client
+}
+
+// authenticated reports whether d's agent is a principal's, not a name
+// its client gave.
+func authenticated(ctx context.Context, d *intercept.ActionDescriptor) bool {
+	return d.Principal != nil || intercept.PrincipalFrom(ctx) != nil
 }
 
 // maxKeyName is the longest value of a dimension a bucket's key holds as
@@ -225,11 +231,16 @@ func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (i
 	case intercept.Deny:
 		// Not forwarded: a bucket other agents share gets its token back,
 		// or an agent allowed nothing would drain it with calls that
-		// never reach an upstream. Its own buckets, by principal or by
-		// the address it calls from (which an unauthenticated agent
-		// renaming itself cannot change), count its attempts.
+		// never reach an upstream. Its own buckets count its attempts:
+		// by principal, and, for an unauthenticated agent, by the address
+		// it calls from (which renaming itself cannot change). For an
+		// authenticated one the address's bucket is shared with every
+		// other principal calling from it (all the gateway's host's are
+		// "loopback"): it gets its token back.
+		byClient := !authenticated(ctx, d)
 		g.refund(ctx, d, slices.DeleteFunc(taken, func(i int) bool {
-			return slices.Contains(g.Rules[i].By, "principal") || slices.Contains(g.Rules[i].By, "client")
+			by := g.Rules[i].By
+			return slices.Contains(by, "principal") || byClient && slices.Contains(by, "client")
 		}))
 	}
 	return dec, nil
