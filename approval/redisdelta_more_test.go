@@ -25,12 +25,18 @@ import (
 // matched by its hash). The state compared is every request as encoded
 // and the key each call is linked under, not only the linked ids.
 func TestRedisStoreCatchUpMatchesFullReadEverywhere(t *testing.T) {
+	continued := 0
 	for seed := range uint64(4) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { catchUpMatchesFullRead(t, seed) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { continued += catchUpMatchesFullRead(t, seed) })
+	}
+	if continued == 0 {
+		t.Error("no run had a continuation go on under its approval: want some")
 	}
 }
 
-func catchUpMatchesFullRead(t *testing.T, seed uint64) {
+// catchUpMatchesFullRead runs the test with seed and returns how many
+// continuations went on.
+func catchUpMatchesFullRead(t *testing.T, seed uint64) int {
 	ctx := context.Background()
 	var mu sync.Mutex
 	now := time.Unix(1_800_000_000, 0)
@@ -44,11 +50,19 @@ func catchUpMatchesFullRead(t *testing.T, seed uint64) {
 		return &intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "pay", Upstream: "bank", Agent: agent,
 			Parameters: jsontext.Value(fmt.Sprintf(`{"amount":%d}`, n))}
 	}
+	type continuation struct {
+		agent string
+		n     int
+		state string
+	}
+	var asked []continuation
+	continued := 0
+	seen := map[Status]bool{}
 	for step := range 600 {
 		s := stores[rng.IntN(len(stores))]
 		agent := agents[rng.IntN(len(agents))]
 		n := rng.IntN(4)
-		switch op := rng.IntN(7); op {
+		switch op := rng.IntN(8); op {
 		case 0, 1: // a call: held, or let through once approved
 			g := &Gate{Next: holdPay, Store: s}
 			if d := intercept.Decide(ctx, g, pay(agent, n)); d.Verdict == intercept.Allow {
@@ -56,7 +70,9 @@ func catchUpMatchesFullRead(t *testing.T, seed uint64) {
 					t.Fatal(err)
 				}
 				if rng.IntN(2) == 0 {
-					g.UpstreamAsked(ctx, d.ApprovalID, fmt.Sprintf("state-%d", step))
+					st := fmt.Sprintf("state-%d", step)
+					g.UpstreamAsked(ctx, d.ApprovalID, st)
+					asked = append(asked, continuation{agent, n, st})
 				}
 			}
 		case 2, 3, 4: // an answer to a live one
@@ -80,6 +96,22 @@ func catchUpMatchesFullRead(t *testing.T, seed uint64) {
 			if err != nil && !errors.Is(err, ErrNotPending) { // expired meanwhile
 				t.Fatalf("step %d: %v", step, err)
 			}
+		case 7: // a continuation: the call sent again with its upstream's state
+			if len(asked) == 0 {
+				continue
+			}
+			c := asked[rng.IntN(len(asked))]
+			d := pay(c.agent, c.n)
+			d.UpstreamState = c.state
+			g := &Gate{Next: holdPay, Store: s}
+			if dec := intercept.Decide(ctx, g, d); dec.Verdict == intercept.Allow {
+				if dec.Reason == ReasonContinued {
+					continued++
+				}
+				if err := g.Forwarded(ctx, d, dec); err != nil {
+					t.Fatal(err)
+				}
+			}
 		case 5: // time passes: some expire
 			mu.Lock()
 			now = now.Add(time.Duration(rng.IntN(40)) * time.Second)
@@ -91,6 +123,9 @@ func catchUpMatchesFullRead(t *testing.T, seed uint64) {
 				t.Fatal(err)
 			}
 		}
+		for _, r := range check.List() {
+			seen[r.Status] = true
+		}
 		for i, s := range stores {
 			a := fullStateOf(t, s, false)
 			want := fullStateOf(t, check, true)
@@ -99,6 +134,10 @@ func catchUpMatchesFullRead(t *testing.T, seed uint64) {
 			}
 		}
 	}
+	if !seen[Expired] || !seen[Withdrawn] || !seen[Declined] || !seen[Used] {
+		t.Errorf("the run had the statuses %v: want expiries, withdrawals, declines and uses", seen)
+	}
+	return continued
 }
 
 type fullState struct {
