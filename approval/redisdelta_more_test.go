@@ -215,3 +215,39 @@ func stateDiff(a, want fullState) string {
 	}
 	return b.String()
 }
+
+// TestRedisStoreSweepHistoryOrder: the requests one sweep expires join
+// the history in Redis in the order the sweeping store's memory has
+// them. They were written in map order, each taking its place in Redis's
+// history so: the sweeping store, which since c56dbb0 keeps its own
+// memory after a commit, ordered its history otherwise than every other
+// replica (which read Redis's), and dropped other oldest ones.
+func TestRedisStoreSweepHistoryOrder(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	open, _ := openRedisPair(t, Options{Timeout: time.Minute, History: 100, Now: clock})
+	a, check := open(), open()
+	g := &Gate{Next: holdPay, Store: a}
+	for round := range 3 { // each order equally likely: 1 in 720^3 to pass by chance
+		for i := range 6 {
+			if d := intercept.Decide(ctx, g, call(fmt.Sprintf(`{"amount":%d}`, round*10+i))); d.Verdict != intercept.RequireApproval {
+				t.Fatalf("call %d: %s %s, want it held", i, d.Verdict, d.Reason)
+			}
+		}
+		mu.Lock()
+		now = now.Add(2 * time.Minute)
+		mu.Unlock()
+		err := a.lock()
+		if n := len(a.sweep(true)); n != 6 {
+			t.Fatalf("the sweep expired %d requests, want 6", n)
+		}
+		if err := a.unlock(err); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := fullStateOf(t, a, false).Done, fullStateOf(t, check, true).Done; !slices.Equal(got, want) {
+		t.Errorf("the sweeping store's history:\n%v\nRedis's:\n%v", got, want)
+	}
+}
