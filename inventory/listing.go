@@ -242,6 +242,9 @@ func (inv *Inventory) screenListed(upstream, method string, k listKind, items []
 				k.what, name, upstream, method, fs[0].Rule, fs[0].Field)
 			if method == "resources/templates/list" {
 				l.remember(&l.templates, name, reason)
+				if t := inv.normalTemplate(name); t != name {
+					l.remember(&l.templates, t, reason)
+				}
 			} else {
 				l.remember(&l.withheld, label, reason)
 				if inv.readName != nil && inv.readName(label) != label {
@@ -338,6 +341,28 @@ func (inv *Inventory) ScreenInstructions(upstream, method, instructions string) 
 	inv.mu.Unlock()
 	inv.emit(evs)
 	return !withhold
+}
+
+// normalTemplate is URI template t with its literal text up to its first
+// expression in the form ReadName puts a read's URI in
+// (file://localhost/srv/{name} is file:///srv/{name}), so that a
+// withheld template spelled otherwise than a client spells its reads
+// still refuses them; t itself if there is no ReadName, or if that form
+// would change the text's last character (an empty query dropped), which
+// an expression may continue.
+func (inv *Inventory) normalTemplate(t string) string {
+	if inv.readName == nil {
+		return t
+	}
+	head, rest := t, ""
+	if i := strings.IndexByte(t, '{'); i >= 0 {
+		head, rest = t[:i], t[i:]
+	}
+	n, ok := strings.CutPrefix(inv.readName("resource:"+head), "resource:")
+	if !ok || n == "" || head == "" || n[len(n)-1] != head[len(head)-1] {
+		return t
+	}
+	return n + rest
 }
 
 // Withheld reports whether a read named as the decision point names it
