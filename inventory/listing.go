@@ -371,6 +371,12 @@ func (inv *Inventory) normalTemplate(t string) string {
 // resource template the URI may expand, from upstream; the decision's
 // reason code is ReasonPoisoned.
 func (inv *Inventory) Withheld(upstream, action string) (reason string, withheld bool) {
+	// Made before the lock is taken: a URI is as long as a request, and
+	// every read and listing takes the lock.
+	normal := action
+	if inv.readName != nil {
+		normal = inv.readName(action)
+	}
 	inv.mu.Lock()
 	l := inv.lists[upstream]
 	if l == nil {
@@ -381,11 +387,9 @@ func (inv *Inventory) Withheld(upstream, action string) (reason string, withheld
 		inv.mu.Unlock()
 		return r, true
 	}
-	if inv.readName != nil {
-		if r, ok := l.withheld[inv.readName(action)]; ok {
-			inv.mu.Unlock()
-			return r, true
-		}
+	if r, ok := l.withheld[normal]; ok && normal != action {
+		inv.mu.Unlock()
+		return r, true
 	}
 	if l.matchers == nil && len(l.templates) > 0 {
 		for _, t := range slices.Sorted(maps.Keys(l.templates)) {
@@ -400,10 +404,8 @@ func (inv *Inventory) Withheld(upstream, action string) (reason string, withheld
 		return "", false
 	}
 	uris := []string{uri}
-	if inv.readName != nil {
-		if n, _ := strings.CutPrefix(inv.readName(action), "resource:"); n != uri {
-			uris = append(uris, n) // another spelling of it, as a server reads it
-		}
+	if n, _ := strings.CutPrefix(normal, "resource:"); n != uri {
+		uris = append(uris, n) // another spelling of it, as a server reads it
 	}
 	budget := maxTemplateSearch
 	for _, uri := range uris {
