@@ -263,7 +263,7 @@ func (a *aggregator) listenTo(ctx context.Context, r *http.Request, s *aggSessio
 			on(m.Method, data)
 		}
 	}}
-	req := a.innerRequest(r.WithContext(ctx), http.MethodPost, upstream, in, body)
+	req := a.innerRequest(r.WithContext(context.WithValue(ctx, virtualListenKey{}, true)), http.MethodPost, upstream, in, body)
 	req.Header.Set(hdrMethod, methodListen)
 	a.g.handleMCP(rec, req)
 	if rec.sink == nil && ctx.Err() == nil {

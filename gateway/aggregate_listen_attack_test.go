@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +121,32 @@ func readEvents(resp *http.Response, n int) []string {
 		}
 	}
 	return out
+}
+
+// TestAttackRouteListenFlood: as TestAttackVirtualListenFlood, on a
+// route: each 2026-07-28 subscription held an upstream's open for as long
+// as the client kept it, and took no place in the session limits (left
+// open by review101). A virtual server's subscription holds one place
+// for all its upstreams' (TestAttackVirtualListenFlood passes with 3).
+func TestAttackRouteListenFlood(t *testing.T) {
+	_, base := startScriptedGateway(t, listeningUpstream(), Options{MaxSessionsPerClient: 3})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	body := modernRequest("subscriptions/listen", `"notifications":{"toolsListChanged":true},`)
+	var codes []int
+	for range 4 {
+		c, stop := context.WithCancel(ctx)
+		defer stop()
+		resp, err := sendPost(c, base+"/mcp/u", modernHeaders("subscriptions/listen", ""), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusOK {
+			readEvents(resp, 1) // acknowledged: open
+		}
+		codes = append(codes, resp.StatusCode)
+	}
+	if want := []int{200, 200, 200, 429}; !slices.Equal(codes, want) {
+		t.Errorf("four subscriptions from one address with max_sessions_per_client 3: HTTP %v, want %v", codes, want)
+	}
 }

@@ -371,12 +371,29 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 		}
 		defer func() { x.lease.release() }() // unless a session took it
 	}
+	if x.sess == nil && !batch && msgs[0].Method == methodListen && isModern(x.version) && r.Context().Value(virtualListenKey{}) == nil {
+		// A 2026-07-28 subscription lasts as a session does, and holds a
+		// place in the session limits while it is open (a virtual
+		// server's holds one for all its upstreams': listen).
+		l, err := g.limits.admit(string(TransportStreamableHTTP), x.agent, x.client)
+		if err != nil {
+			le, _ := asLimitError(err)
+			writeLimitError(w, firstID, le)
+			return
+		}
+		defer l.release()
+	}
 	if rt.url == nil {
 		g.bridgePost(w, r, x)
 		return
 	}
 	g.forward(w, r, x)
 }
+
+// virtualListenKey marks, in an inner request's context, a virtual
+// server's subscription to an upstream, whose place in the session limits
+// the virtual server's subscription holds.
+type virtualListenKey struct{}
 
 // errNoSession answers a request for a session that is not there for it.
 var errNoSession = &intercept.WireError{Code: intercept.CodeInvalidRequest,
