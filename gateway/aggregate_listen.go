@@ -209,7 +209,19 @@ wait:
 			}
 		case <-ended:
 			// Every upstream's subscription ended: so does the client's,
-			// with its result (a graceful end, not a dropped stream).
+			// with its result (a graceful end, not a dropped stream),
+			// after what they sent before they ended.
+			for drained := false; !drained; {
+				select {
+				case m := <-notes:
+					var n rpcRequest
+					if json.Unmarshal(m, &n) == nil && honoured.wants(n.Method, n.Params) && !write(m) {
+						return
+					}
+				default:
+					drained = true
+				}
+			}
 			res, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID,
 				"result": map[string]any{"resultType": "complete", "_meta": meta}}, json.Deterministic(true))
 			write(res)

@@ -150,3 +150,36 @@ func TestAttackRouteListenFlood(t *testing.T) {
 		t.Errorf("four subscriptions from one address with max_sessions_per_client 3: HTTP %v, want %v", codes, want)
 	}
 }
+
+// TestVirtualListenEndsAfterItsNotifications: an upstream that sends a
+// change and ends its subscription at once has the change reach the
+// client before the subscription's result, not lost to the end (left
+// open by review101: the end could be taken before what came first).
+func TestVirtualListenEndsAfterItsNotifications(t *testing.T) {
+	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
+		var r reqView
+		if json.Unmarshal(msg, &r) != nil || r.Method != "subscriptions/listen" {
+			return nil
+		}
+		meta := `{"io.modelcontextprotocol/subscriptionId":` + string(r.ID) + `}`
+		return [][]byte{
+			[]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` + meta + `,"notifications":{"toolsListChanged":true}}}`),
+			[]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":` + meta + `}}`),
+			[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"resultType":"complete","_meta":` + meta + `}}`),
+		}
+	}}
+	_, base := startScriptedGateway(t, up, Options{VirtualServers: []VirtualServer{{Name: "v", Upstreams: []string{"u"}}}})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for i := range 20 {
+		resp, err := sendPost(ctx, base+"/mcp/v", modernHeaders("subscriptions/listen", ""), modernRequest("subscriptions/listen", `"notifications":{"toolsListChanged":true},`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := readEvents(resp, 3)
+		resp.Body.Close()
+		if len(events) != 3 || !strings.Contains(events[1], "tools/list_changed") || !strings.Contains(events[2], `"resultType":"complete"`) {
+			t.Fatalf("subscription %d: %q, want the acknowledgement, the change, then the result", i, events)
+		}
+	}
+}
