@@ -42,13 +42,7 @@ func TestAttackAgentHeaderPassedOnOverPrincipal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	h := g.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.Header.Get("X-Principal"); p != "" {
-			r = r.WithContext(intercept.WithPrincipal(r.Context(), &intercept.Principal{ID: p, Method: "api_key"}))
-		}
-		h.ServeHTTP(w, r)
-	}))
+	srv := httptest.NewServer(principalHeader(g.Handler()))
 	defer srv.Close()
 	call := modernRequest("tools/call", `"name":"echo","arguments":{"message":"hi"},`)
 	for _, tc := range []struct{ path, principal, want string }{
@@ -74,4 +68,15 @@ func TestAttackAgentHeaderPassedOnOverPrincipal(t *testing.T) {
 			t.Errorf("%s, principal %q, X-Agent: admin from the client: the upstream got X-Agent %q, want %q", tc.path, tc.principal, got, tc.want)
 		}
 	}
+}
+
+// principalHeader is the tests' authentication in front of h: the
+// X-Principal header names the request's principal (an API key's agent).
+func principalHeader(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.Header.Get("X-Principal"); p != "" {
+			r = r.WithContext(intercept.WithPrincipal(r.Context(), &intercept.Principal{ID: p, Method: "api_key"}))
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -541,13 +541,7 @@ func TestAggregateSealedSessionOtherPrincipal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := g.Handler()
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if p := r.Header.Get("X-Principal"); p != "" {
-				r = r.WithContext(intercept.WithPrincipal(r.Context(), &intercept.Principal{ID: p, Method: "api_key"}))
-			}
-			h.ServeHTTP(w, r)
-		}))
+		srv := httptest.NewServer(principalHeader(g.Handler()))
 		t.Cleanup(func() { closeServed(t, srv, g) })
 		urls = append(urls, srv.URL)
 	}

@@ -34,14 +34,7 @@ func TestAggregateAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	// The test's authentication: X-Principal names the principal.
-	h := g.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.Header.Get("X-Principal"); p != "" {
-			r = r.WithContext(intercept.WithPrincipal(r.Context(), &intercept.Principal{ID: p, Method: "api_key"}))
-		}
-		h.ServeHTTP(w, r)
-	}))
+	srv := httptest.NewServer(principalHeader(g.Handler()))
 	defer srv.Close()
 	send := func(principal, session, body string) (int, http.Header, string) {
 		hdr := map[string]string{"X-Principal": principal}

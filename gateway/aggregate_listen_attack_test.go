@@ -15,17 +15,26 @@ import (
 // listeningUpstream answers a 2026-07-28 subscriptions/listen with its
 // acknowledgement and a tools/list_changed, and keeps the subscription
 // open (no result).
-func listeningUpstream() *scriptUpstream {
+func listeningUpstream() *scriptUpstream { return listenScript(false) }
+
+// listenScript answers a 2026-07-28 subscriptions/listen with its
+// acknowledgement (of toolsListChanged) and a tools/list_changed, both
+// named by the listen's id, and with end its result.
+func listenScript(end bool) *scriptUpstream {
 	return &scriptUpstream{handle: func(msg []byte) [][]byte {
 		var r reqView
 		if json.Unmarshal(msg, &r) != nil || r.Method != "subscriptions/listen" {
 			return nil
 		}
 		meta := `{"io.modelcontextprotocol/subscriptionId":` + string(r.ID) + `}`
-		return [][]byte{
+		out := [][]byte{
 			[]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` + meta + `,"notifications":{"toolsListChanged":true}}}`),
 			[]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":` + meta + `}}`),
 		}
+		if end {
+			out = append(out, []byte(`{"jsonrpc":"2.0","id":`+string(r.ID)+`,"result":{"resultType":"complete","_meta":`+meta+`}}`))
+		}
+		return out
 	}}
 }
 
@@ -156,18 +165,7 @@ func TestAttackRouteListenFlood(t *testing.T) {
 // client before the subscription's result, not lost to the end (left
 // open by review101: the end could be taken before what came first).
 func TestVirtualListenEndsAfterItsNotifications(t *testing.T) {
-	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
-		var r reqView
-		if json.Unmarshal(msg, &r) != nil || r.Method != "subscriptions/listen" {
-			return nil
-		}
-		meta := `{"io.modelcontextprotocol/subscriptionId":` + string(r.ID) + `}`
-		return [][]byte{
-			[]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` + meta + `,"notifications":{"toolsListChanged":true}}}`),
-			[]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":` + meta + `}}`),
-			[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"resultType":"complete","_meta":` + meta + `}}`),
-		}
-	}}
+	up := listenScript(true)
 	_, base := startScriptedGateway(t, up, Options{VirtualServers: []VirtualServer{{Name: "v", Upstreams: []string{"u"}}}})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

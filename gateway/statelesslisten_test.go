@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-json-experiment/json"
 )
 
 // TestStatelessListenBridged: a 2026-07-28 client's subscriptions/listen
@@ -22,18 +20,7 @@ import (
 // acknowledgement and never heard of a change (found by trial85 with
 // @modelcontextprotocol/client 2.4.0 against a v2 stdio server).
 func TestStatelessListenBridged(t *testing.T) {
-	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
-		var r reqView
-		if json.Unmarshal(msg, &r) != nil || r.Method != "subscriptions/listen" {
-			return nil
-		}
-		meta := `{"io.modelcontextprotocol/subscriptionId":` + string(r.ID) + `}`
-		return [][]byte{
-			[]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` + meta + `,"notifications":{"toolsListChanged":true}}}`),
-			[]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":` + meta + `}}`),
-			[]byte(`{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":{"_meta":` + meta + `}}`),
-		}
-	}}
+	up := listenScript(true)
 	_, base := startScriptedGateway(t, up, Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a failure bound, not a speed goal
 	defer cancel()
