@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"testing"
 	"time"
 
@@ -190,8 +189,8 @@ func TestRedisStoreCatchUpMatchesFullRead(t *testing.T) {
 				t.Fatalf("step %d: %v", step, err)
 			}
 		}
-		a := stateOf(t, stores[0], false)
-		want := stateOf(t, check, true)
+		a := fullStateOf(t, stores[0], false)
+		want := fullStateOf(t, check, true)
 		if !reflect.DeepEqual(a, want) {
 			t.Fatalf("step %d: the store following changes holds\n%+v\nwhile a full read gives\n%+v", step, a, want)
 		}
@@ -199,38 +198,6 @@ func TestRedisStoreCatchUpMatchesFullRead(t *testing.T) {
 	if reads != 0 || changed == 0 {
 		t.Errorf("the store following changes read every request %d times and %d changed ones; want it to follow the changes", reads, changed)
 	}
-}
-
-type storeState struct {
-	Requests map[string]string // id -> status
-	Linked   []string
-	Done     []string
-	Live     int
-}
-
-// stateOf brings s up to the backend's state (reading it whole if
-// full) and returns what it holds.
-func stateOf(t *testing.T, s *Store, full bool) storeState {
-	t.Helper()
-	if full {
-		s.mu.Lock()
-		s.version = ""
-		s.mu.Unlock()
-	}
-	err := s.lock()
-	defer s.unlock(err)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := storeState{Requests: map[string]string{}, Done: slices.Clone(s.done), Live: s.live}
-	for id, r := range s.byID {
-		st.Requests[id] = string(r.Status)
-	}
-	for _, r := range s.byCall {
-		st.Linked = append(st.Linked, r.ID)
-	}
-	slices.Sort(st.Linked)
-	return st
 }
 
 // TestRedisStoreChangesTrimmed: Redis keeps the changes of the last
@@ -255,7 +222,7 @@ func TestRedisStoreChangesTrimmed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := stateOf(t, a, false), stateOf(t, check, true); !reflect.DeepEqual(got, want) {
+	if got, want := fullStateOf(t, a, false), fullStateOf(t, check, true); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after 20 versions written elsewhere: the store holds\n%+v\nwhile a full read gives\n%+v", got, want)
 	}
 	if reads != 1 {
