@@ -325,6 +325,14 @@ func (l *LLM) Probe(ctx context.Context) error {
 	if err == nil {
 		_, err = l.conn.do(l.client, req)
 	}
+	var se *providerStatusError
+	if errors.As(err, &se) && se.RetryAfter > 0 {
+		// Up, but over the account's rate: not inactive, only not to be
+		// called before the time it names (Classify falls back until then).
+		l.backOff(err)
+		l.inactive.Store(false)
+		return fmt.Errorf("classifier %s: probe: %w; the provider asked to be called again after %v (Retry-After)", l.name(), err, min(se.RetryAfter, llmMaxWait).Round(time.Second))
+	}
 	if err != nil {
 		l.inactive.Store(true)
 		return fmt.Errorf("classifier %s: probe: %w; classifier inactive", l.name(), err)

@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -103,4 +104,43 @@ func TestRetryAfter(t *testing.T) {
 			t.Errorf("retryAfter(%v) = %v, want %v", tc.h, got, tc.want)
 		}
 	}
+}
+
+// TestLLMProbeHonoursRetryAfter (left open by review101): a probe the
+// provider answered 429 with Retry-After turned the classifier off until
+// a later probe passed, as for a provider down or a wrong key; it is up,
+// over the account's rate: the classifier stays on and keeps requests
+// from it until the time it names.
+func TestLLMProbeHonoursRetryAfter(t *testing.T) {
+	f := newFakeLLM(t, ProviderOpenAI)
+	h := &rateLimitedProbe{f: f}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	clock := time.Unix(1_800_000_000, 0)
+	l := mustLLM(t, LLMOptions{Provider: ProviderOpenAI, BaseURL: srv.URL, APIKey: f.key, HTTPClient: &http.Client{Transport: tr},
+		Now: func() time.Time { return clock }})
+	if err := l.Probe(context.Background()); err == nil || !strings.Contains(err.Error(), "Retry-After") {
+		t.Fatalf("probe answered 429: %v, want an error saying Retry-After", err)
+	}
+	if _, err := l.Classify(context.Background(), llmDescriptor("s1")); err == nil || errors.Is(err, ErrInactive) || !strings.Contains(err.Error(), "Retry-After") {
+		t.Errorf("a call during the wait: %v, want the fallback for Retry-After, not inactive", err)
+	}
+	clock = clock.Add(31 * time.Second)
+	if v, err := l.Classify(context.Background(), llmDescriptor("s2")); err != nil || v.Axes.Get(AxisActionType).Source == SourceLLMFallback {
+		t.Errorf("a call after the wait, with no probe since: %v, want it classified", err)
+	}
+}
+
+// rateLimitedProbe answers the probe 429 with Retry-After: 30.
+type rateLimitedProbe struct{ f *fakeLLM }
+
+func (h *rateLimitedProbe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	h.f.ServeHTTP(w, r)
 }
