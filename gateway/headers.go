@@ -322,11 +322,15 @@ func (u *Upstream) CheckPassHeaders() error {
 // underscoredProtocolHeader returns the first header of h spelt with
 // underscores for hyphens (in any case) that CGI, WSGI and nginx's $http_
 // variables read as one of the headers checked against the body
-// (Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*), or "".
-// Beside the checked header it is a second value that something in front
-// of the gateway may read instead (TestAttackHeaderUnderscoreTwin); alone,
-// a value nothing checked. A request with none costs a byte search per
-// header name.
+// (Mcp-Protocol-Version, Mcp-Method, Mcp-Name, the Mcp-Param- prefix), or
+// "". Beside the checked header it is a second value that something in
+// front of the gateway may read instead (TestAttackHeaderUnderscoreTwin);
+// alone, a value nothing checked. An underscore after the Mcp-Param-
+// prefix is not refused here: x-mcp-header names may hold one
+// (Mcp-Param-Tenant_Id), and checkParamHeaders refuses such a header when
+// it is another spelling of one the tool declares
+// (TestParamHeaderNameWithUnderscore). A request with none costs a byte
+// search per header name.
 func underscoredProtocolHeader(h http.Header) string {
 	for k := range h {
 		if strings.IndexByte(k, '_') < 0 {
@@ -338,11 +342,17 @@ func underscoredProtocolHeader(h http.Header) string {
 				return k
 			}
 		}
-		if intercept.IsParamHeader(k) {
+		if intercept.IsParamHeader(k) && strings.IndexByte(k[:len(intercept.ParamHeaderPrefix)], '_') >= 0 {
 			return k
 		}
 	}
 	return ""
+}
+
+// cgiName is header name k as CGI, WSGI and nginx's $http_ variables read
+// it: in lower case, with underscores for hyphens.
+func cgiName(k string) string {
+	return strings.ReplaceAll(strings.ToLower(k), "-", "_")
 }
 
 // errUnderscored is the error for a request with header k, which

@@ -534,6 +534,19 @@ func (g *Gateway) checkParamHeaders(h http.Header, upstream string, m *intercept
 	if len(want) == 0 {
 		return nil
 	}
+	// A header a CGI-style reader takes for a declared one, spelt
+	// otherwise (Mcp-Param-Tenant-Id beside the declared Tenant_Id): a
+	// second value, which such a reader may take instead of the checked
+	// one (TestParamHeaderNameWithUnderscore).
+	declared := make(map[string]string, len(want))
+	for k := range want {
+		declared[cgiName(k)] = k
+	}
+	for k := range h {
+		if d, ok := declared[cgiName(k)]; ok && !strings.EqualFold(k, d) {
+			return mismatch(fmt.Sprintf("the %s header is another spelling of %s, which some read as the same header; send it as declared, once", k, d))
+		}
+	}
 	for k, v := range want {
 		got := h.Values(k)
 		switch {
