@@ -269,9 +269,11 @@ type aggregator struct {
 	// and upstream (knownKey): the names an upstream that does not answer
 	// keeps (list).
 	known *lru.Cache[string, []string]
-	// held is the tool each bare name was last given to, by principal,
-	// method and name (assignHeld).
-	held *lru.Cache[string, target]
+	// held is the tool each bare name was last given to, by principal
+	// and method (heldKey), as the last listing gave them (assignHeld): a
+	// listing replaces its principal's names whole, so that no number of
+	// names an upstream lists pushes another's out.
+	held *lru.Cache[string, map[string]target]
 
 	// eraMu guards the cached answer of legacyEra.
 	eraMu     sync.Mutex
@@ -325,7 +327,7 @@ type innerSession struct {
 func newAggregator(g *Gateway, vs VirtualServer) *aggregator {
 	a := &aggregator{g: g, vs: vs, sessions: map[string]*aggSession{}, listTimeout: 10 * time.Second}
 	a.known, _ = lru.New[string, []string](maxKnownLists)
-	a.held, _ = lru.New[string, target](maxHeldNames)
+	a.held, _ = lru.New[string, map[string]target](maxKnownLists)
 	a.sse = a.sseServer()
 	return a
 }
@@ -879,10 +881,6 @@ func (a *aggregator) dispatch(r *http.Request, s *aggSession, req rpcRequest) (j
 // maxKnownLists bounds the lists an aggregator remembers (aggregator.known).
 const maxKnownLists = 10_000
 
-// maxHeldNames bounds the bare names an aggregator remembers the holder
-// of (aggregator.held); one forgotten goes by the upstreams' order again.
-const maxHeldNames = 100_000
-
 func knownKey(owner, method, upstream string) string {
 	return owner + "\x00" + method + "\x00" + upstream
 }
@@ -998,13 +996,33 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 	var out []jsontext.Value
 	switch member {
 	case "tools", "prompts":
-		heldKey := func(bare string) string { return s.owner + "\x00" + method + "\x00" + bare }
-		names, to, dropped := a.vs.assignHeld(items, func(bare string) (target, bool) { return a.held.Get(heldKey(bare)) })
+		// One entry per principal and method, replaced whole: kept
+		// name by name in one LRU, an upstream listing more names than
+		// it holds pushed the holder of the name it wanted out, and
+		// took the name at the next listing
+		// (TestAttackVirtualHeldNameFlushed).
+		heldKey := s.owner + "\x00" + method
+		prev, _ := a.held.Get(heldKey)
+		names, to, dropped := a.vs.assignHeld(items, func(bare string) (target, bool) { t, ok := prev[bare]; return t, ok })
+		now := make(map[string]target, len(names))
 		for _, n := range names {
 			if t := to[n]; n == safeName(t.name) {
-				a.held.Add(heldKey(n), t)
+				now[n] = t
 			}
 		}
+		// An upstream that did not answer, its names unknown, keeps
+		// what it held until it answers again.
+		for _, it := range items {
+			if it.raw != nil || it.name != "" {
+				continue
+			}
+			for n, t := range prev {
+				if _, taken := to[n]; !taken && t.upstream == it.upstream {
+					now[n] = t
+				}
+			}
+		}
+		a.held.Add(heldKey, now)
 		for _, d := range dropped {
 			a.g.log.Warn("virtual server: left out of "+method, "virtual_server", a.vs.Name, "why", d)
 			if a.g.opts.OnAggregateDropped != nil {
