@@ -28,7 +28,9 @@ func TestAttackVirtualNameTakenByEarlierUpstream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	text := func(s string) server.ToolHandlerFunc {
-		return func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText(s), nil }
+		return func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(s), nil
+		}
 	}
 	early := server.NewMCPServer("early", "1", server.WithToolCapabilities(true))
 	early.AddTool(mcp.NewTool("hello"), text("hello from early"))
