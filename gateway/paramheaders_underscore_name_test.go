@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -44,6 +45,24 @@ func TestParamHeaderNameWithUnderscore(t *testing.T) {
 	}
 	gw := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { closeServed(t, gw, g) })
+	// The go-sdk client mirrors the argument into Mcp-Param-Tenant_Id.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, path := range []string{"/mcp/crm", "/mcp"} {
+		c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL + path}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+		if err != nil {
+			t.Fatalf("%s: connect: %v", path, err)
+		}
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			t.Fatalf("%s: go-sdk tools/list: %v", path, err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"tenant": "acme"}})
+		if err != nil || res.IsError || len(res.Content) == 0 || res.Content[0].(*mcp.TextContent).Text != "looked up acme" {
+			t.Errorf("%s: go-sdk client's call: %+v, %v; want it served", path, res, err)
+		}
+		cs.Close()
+	}
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 	for _, path := range []string{"/mcp/crm", "/mcp"} {
 		if status, _, body := post(t, gw.URL+path, modernHeaders("tools/list", ""), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`); status != 200 || !strings.Contains(body, "lookup") {
