@@ -23,7 +23,10 @@ import (
 // at the next listing, and took the name by the order at the listing
 // after: clients' calls by it went to the other server again.
 func TestAttackVirtualHeldNameFlushed(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	if raceEnabled {
+		t.Skip("lists 100,001 tools, too slow under the race detector; TestAttackVirtualNameTakenByEarlierUpstream runs the same paths")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	text := func(s string) server.ToolHandlerFunc {
 		return func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
