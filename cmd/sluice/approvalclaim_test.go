@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,35 +24,13 @@ import (
 // were looked for in sub, azp, client_id, appid and cid only. The
 // admin's token names the agent by the very claim agents are named by.
 func TestSelfApprovalByAgentClaim(t *testing.T) {
-	as := newTestAS(t, nil)
-	agents, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + agents.Addr().String()
-	g := startServeOn(t, agents, fmt.Sprintf(`listen: %s
-policy: {default: allow, result_mode: tool_result, require_approval: [add]}
-auth:
-  mode: jwt
-  jwt: {issuer: %s, audience: [%s/mcp/demo], jwks_url: %s/jwks, agent_claim: preferred_username}
-admin_token: t0k
-admin_jwt: {issuer: %s, audience: [sluice-admin-api], jwks_url: %s/jwks, required_claims: {roles: sluice-admin}}
-`, agents.Addr(), as.srv.URL, base, as.srv.URL, as.srv.URL, as.srv.URL), nil)
+	j := newJWTApprovals(t, "preferred_username")
+	as, g, base := j.as, j.g, j.base
 	agentTok := as.sign(map[string]any{"sub": "8f0c-robot-uuid", "preferred_username": "robot", "aud": base + "/mcp/demo"})
 	adminOf := func(username string) string {
 		return as.sign(map[string]any{"sub": "8f0c-" + username + "-uuid", "preferred_username": username, "aud": "sluice-admin-api", "roles": []string{"sluice-admin"}})
 	}
-	n := 0
-	hold := func() string {
-		t.Helper()
-		n++
-		got := modernCallWithKey(t, base+"/mcp/demo", agentTok, "client", "add", fmt.Sprintf(`{"a":%d,"b":1}`, n))
-		id := approvalID.FindString(got)
-		if id == "" {
-			t.Fatalf("call not held: %s", got)
-		}
-		return id
-	}
+	hold := func() string { return j.hold(t, agentTok) }
 	status := func(id string) string {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, "http://"+g.admin+"/admin/approvals/"+id, nil)
@@ -66,18 +43,7 @@ admin_jwt: {issuer: %s, audience: [sluice-admin-api], jwks_url: %s/jwks, require
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	decide := func(id, bearer string) int {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, "http://"+g.admin+"/admin/approvals/"+id, strings.NewReader(`{"action":"approve"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+bearer)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	decide := func(id, bearer string) int { return j.decide(t, id, bearer) }
 
 	if id := hold(); decide(id, adminOf("ops-lead")) != http.StatusOK {
 		t.Fatalf("another operator's admin JWT: refused, want the approval (%s)", status(id))
