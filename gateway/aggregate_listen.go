@@ -103,8 +103,10 @@ func (a *aggregator) listen(w http.ResponseWriter, r *http.Request, s *aggSessio
 	acks := make(chan ack, len(a.vs.Upstreams))
 	// Notifications wait here until the client's acknowledgement is sent;
 	// a client too far behind misses some (a list change is a cue to list
-	// again, and the next one says as much).
+	// again, and the next one says as much), counted and logged
+	// (sluice_messages_withheld_total{reason="behind"}).
 	notes := make(chan []byte, 64)
+	var drops dropLog // of those missed
 	var wg sync.WaitGroup
 	for _, u := range a.vs.Upstreams {
 		f := listenFilter{Tools: asked.Tools, Prompts: asked.Prompts, Resources: asked.Resources, URIs: owned[u]}
@@ -141,6 +143,7 @@ func (a *aggregator) listen(w http.ResponseWriter, r *http.Request, s *aggSessio
 				select {
 				case notes <- out:
 				default:
+					a.g.withheld.behind(&drops, a.path())
 				}
 			})
 		})

@@ -3,13 +3,17 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // listeningUpstream answers a 2026-07-28 subscriptions/listen with its
@@ -178,6 +182,65 @@ func TestVirtualListenEndsAfterItsNotifications(t *testing.T) {
 		resp.Body.Close()
 		if len(events) != 3 || !strings.Contains(events[1], "tools/list_changed") || !strings.Contains(events[2], `"resultType":"complete"`) {
 			t.Fatalf("subscription %d: %q, want the acknowledgement, the change, then the result", i, events)
+		}
+	}
+}
+
+// withheldCounts counts MessageWithheld by reason, and records nothing
+// else.
+type withheldCounts struct {
+	telemetry.NopTelemetry
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (w *withheldCounts) MessageWithheld(reason string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	w.n[reason]++
+}
+
+func (w *withheldCounts) get(reason string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[reason]
+}
+
+// TestVirtualListenBehindCounted: a subscription's client that does not
+// read misses the notifications past those waiting for it; each missed
+// one is counted (sluice_messages_withheld_total{reason="behind"}), not
+// dropped unsaid.
+func TestVirtualListenBehindCounted(t *testing.T) {
+	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
+		var r reqView
+		if json.Unmarshal(msg, &r) != nil || r.Method != "subscriptions/listen" {
+			return nil
+		}
+		meta := `{"io.modelcontextprotocol/subscriptionId":` + string(r.ID) + `}`
+		out := [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` + meta + `,"notifications":{"toolsListChanged":true}}}`)}
+		change := []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":` + meta + `,"pad":"` + strings.Repeat("x", 1000) + `"}}`)
+		for range 20_000 {
+			out = append(out, change)
+		}
+		return out
+	}}
+	counts := &withheldCounts{}
+	_, base := startScriptedGateway(t, up, Options{Metrics: counts, VirtualServers: []VirtualServer{{Name: "v", Upstreams: []string{"u"}}}})
+	addr := strings.TrimPrefix(base, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4096)
+	body := modernRequest("subscriptions/listen", `"notifications":{"toolsListChanged":true},`)
+	fmt.Fprintf(conn, "POST /mcp/v HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+	for deadline := time.Now().Add(20 * time.Second); counts.get("behind") == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a client reading nothing of 20,000 changes (20 MB): none counted as missed")
 		}
 	}
 }

@@ -103,6 +103,16 @@ func (w *withheldTasks) stray(d *dropLog, upstream string) {
 	d.warn(w.log, "upstream sent a response for a request not asked on this stream; not delivered", "upstream", upstream)
 }
 
+// behind counts one notification of a subscription not passed on because
+// its client is too far behind reading it (a virtual server's listen),
+// and logs it through d.
+func (w *withheldTasks) behind(d *dropLog, virtual string) {
+	if w.metrics != nil {
+		w.metrics.MessageWithheld("behind")
+	}
+	d.warn(w.log, "a subscription's client is too far behind: notifications not passed on", "virtual_server", virtual)
+}
+
 // unreadableLogEvery is how often a dropLog logs.
 const unreadableLogEvery = 10 * time.Second
 
