@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,18 +60,31 @@ func (d *WSDialer) Dial(ctx context.Context) (Conn, error) {
 	}
 	ws, resp, err := dialer.DialContext(ctx, d.URL, d.Header)
 	if err != nil {
-		// The error goes downstream: name the server without the
-		// credentials or keys its URL may carry.
-		safe := "(unparseable URL)"
-		if u, perr := url.Parse(d.URL); perr == nil {
-			safe = httpRedactURL(u)
-		}
+		safe := wsSafeURL(d.URL)
 		if resp != nil {
 			return nil, fmt.Errorf("transport: websocket dial %s: %w (HTTP %s)", safe, err, resp.Status)
 		}
 		return nil, fmt.Errorf("transport: websocket dial %s: %w", safe, err)
 	}
+	// None is offered, so a server naming one fails the connection (RFC
+	// 6455 9.1). gorilla would take up permessage-deflate whenever the
+	// server names it, and its read limit counts compressed bytes: a
+	// hostile server's small frame could inflate to gigabytes in Read.
+	if ext := resp.Header.Values("Sec-WebSocket-Extensions"); len(ext) > 0 {
+		ws.Close()
+		return nil, fmt.Errorf("transport: websocket dial %s: the server chose extension %q, which was not offered", wsSafeURL(d.URL), strings.Join(ext, ", "))
+	}
 	return newWSConn(ws, maxMessage(d.MaxMessageBytes), 0), nil
+}
+
+// wsSafeURL names the server at rawURL without the credentials or keys
+// its URL may carry, for errors that go downstream.
+func wsSafeURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return httpRedactURL(u)
 }
 
 // WSAcceptOptions configures [AcceptWS]. The zero value (or nil) means
