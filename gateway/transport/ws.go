@@ -26,6 +26,9 @@ const (
 	wsPingInterval = 30 * time.Second
 	// wsControlWait bounds sending a ping or close frame.
 	wsControlWait = 5 * time.Second
+	// wsMaxHandshakeBytes bounds what WSDialer reads of the server's
+	// handshake answer, as net/http's Transport bounds a response header.
+	wsMaxHandshakeBytes = 1 << 20
 )
 
 // A WSDialer opens a WebSocket connection to an MCP server, offering the
@@ -54,11 +57,29 @@ var _ Dialer = (*WSDialer)(nil)
 // during the call, closes the Conn, because a WebSocket cannot resume
 // after an interrupted frame.
 func (d *WSDialer) Dial(ctx context.Context) (Conn, error) {
+	var hc *wsHandshakeConn
 	dialer := websocket.Dialer{
 		HandshakeTimeout: 45 * time.Second,
 		Subprotocols:     []string{wsSubprotocol},
+		// gorilla reads the server's answer with http.ReadResponse, which
+		// bounds its header by nothing: the handshake's reads are.
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			hc = &wsHandshakeConn{Conn: c}
+			hc.left.Store(wsMaxHandshakeBytes)
+			return hc, nil
+		},
 	}
 	ws, resp, err := dialer.DialContext(ctx, d.URL, d.Header)
+	if hc != nil {
+		hc.left.Store(-1) // the handshake is over: frames are bounded by the read limit
+		if err != nil && hc.over.Load() {
+			err = fmt.Errorf("the server's handshake answer is longer than %s", sizeString(wsMaxHandshakeBytes))
+		}
+	}
 	if err != nil {
 		safe := wsSafeURL(d.URL)
 		if resp != nil {
@@ -493,4 +514,26 @@ func (c *wsConn) keepalive() {
 			}
 		}
 	}
+}
+
+// wsHandshakeConn is a WSDialer's connection: its reads fail once the
+// handshake has read left bytes, until left is set to -1.
+type wsHandshakeConn struct {
+	net.Conn
+	left atomic.Int64
+	over atomic.Bool // a read failed for it
+}
+
+func (c *wsHandshakeConn) Read(p []byte) (int, error) {
+	left := c.left.Load()
+	if left < 0 {
+		return c.Conn.Read(p)
+	}
+	if left == 0 {
+		c.over.Store(true)
+		return 0, errors.New("transport: websocket handshake answer too long")
+	}
+	n, err := c.Conn.Read(p[:min(int64(len(p)), left)])
+	c.left.Add(-int64(n))
+	return n, err
 }

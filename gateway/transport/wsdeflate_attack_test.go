@@ -77,3 +77,59 @@ func TestAttackWSUpstreamDeflateBomb(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestAttackWSUpstreamEndlessHandshake: gorilla's client reads the
+// server's handshake answer with http.ReadResponse, whose header has no
+// bound (net/http's Transport stops at MaxResponseHeaderBytes; this
+// reader has none), for as long as HandshakeTimeout (45s). A hostile
+// upstream answering 101 with a header that never ends made the gateway
+// hold all of it: here 64 MiB before the header ends, gigabytes in 45s
+// over a fast link. The handshake now reads at most
+// wsMaxHandshakeBytes.
+func TestAttackWSUpstreamEndlessHandshake(t *testing.T) {
+	const sent = 64 << 20
+	wrote := make(chan int64, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		var n int64
+		defer func() { wrote <- n }()
+		h := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+			"Sec-WebSocket-Accept: " + base64.StdEncoding.EncodeToString(h[:]) + "\r\n")
+		line := "X-Pad: " + strings.Repeat("a", 4<<10) + "\r\n"
+		for n < sent {
+			m, err := brw.WriteString(line)
+			n += int64(m)
+			if err != nil {
+				return
+			}
+		}
+		if _, err := brw.WriteString("\r\n"); err != nil {
+			return
+		}
+		if brw.Flush() != nil {
+			return
+		}
+		n = sent + 1 // all of it went out
+		bufio.NewReader(conn).WriteTo(discard{})
+	}))
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := (&WSDialer{URL: "ws" + strings.TrimPrefix(srv.URL, "http")}).Dial(ctx)
+	if err == nil {
+		c.Close()
+	}
+	if n := <-wrote; n > sent {
+		t.Fatalf("Dial read a %d MiB handshake header whole (err %v); want it refused past %d bytes", sent>>20, err, wsMaxHandshakeBytes)
+	}
+	if err == nil {
+		t.Fatal("Dial succeeded on a handshake past the bound")
+	}
+}
