@@ -155,7 +155,8 @@ type Options struct {
 	// request is done and its session can go idle. A stream with nothing
 	// to write (an idle GET stream) is not cut for it: only a write that
 	// is stuck is. A /ws message is bounded the same way, and a write
-	// stalled on it closes the connection. Zero means
+	// stalled on it closes the connection, and so is a write to a
+	// websocket upstream, a stall of which ends its session. Zero means
 	// DefaultWriteStallTimeout.
 	WriteStallTimeout time.Duration
 	// SessionKeys, if set, seal the session ids of 2025-era sessions

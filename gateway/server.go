@@ -282,7 +282,7 @@ func (g *Gateway) newRoute(up Upstream) (*route, error) {
 		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") {
 			return nil, fmt.Errorf("url %q: a websocket upstream needs a ws:// or wss:// URL", up.URL)
 		}
-		r.dialer = &transport.WSDialer{URL: up.URL, Header: hdr, MaxMessageBytes: limit}
+		r.dialer = &transport.WSDialer{URL: up.URL, Header: hdr, MaxMessageBytes: limit, WriteStall: g.opts.writeStallTimeout()}
 	case TransportStdio:
 		if up.Command == "" {
 			return nil, errors.New("a stdio upstream needs a command")

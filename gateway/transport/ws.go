@@ -45,6 +45,13 @@ type WSDialer struct {
 	// with status 1009 (message too big). Zero means
 	// [DefaultMaxMessageBytes].
 	MaxMessageBytes int64
+	// WriteStall, if positive, bounds each write to the server as
+	// [WSAcceptOptions.WriteStall] bounds one to a client: a server that
+	// reads nothing of a message for WriteStall fails the Write and the
+	// connection closes. Without it, a Write whose ctx never ends (a
+	// relay's, for as long as its client stays) waits for such a server
+	// for good. Zero sets no bound.
+	WriteStall time.Duration
 }
 
 var _ Dialer = (*WSDialer)(nil)
@@ -95,7 +102,9 @@ func (d *WSDialer) Dial(ctx context.Context) (Conn, error) {
 		ws.Close()
 		return nil, fmt.Errorf("transport: websocket dial %s: the server chose extension %q, which was not offered", wsSafeURL(d.URL), strings.Join(ext, ", "))
 	}
-	return newWSConn(ws, maxMessage(d.MaxMessageBytes), 0), nil
+	c := newWSConn(ws, maxMessage(d.MaxMessageBytes), 0)
+	c.writeStall = d.WriteStall
+	return c, nil
 }
 
 // wsSafeURL names the server at rawURL without the credentials or keys
@@ -362,7 +371,7 @@ func (c *wsConn) Write(ctx context.Context, msg []byte) error {
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			// A frame cut off leaves nothing to resume from.
 			c.abort()
-			return fmt.Errorf("transport: websocket write: the client read nothing for %v: %w", c.writeStall, err)
+			return fmt.Errorf("transport: websocket write: the peer read nothing for %v: %w", c.writeStall, err)
 		}
 		return c.fail(ctx, "write", err)
 	}
