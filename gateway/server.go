@@ -276,7 +276,7 @@ func (g *Gateway) newRoute(up Upstream) (*route, error) {
 		if _, err := parseHTTPURL(up.URL); err != nil {
 			return nil, err
 		}
-		r.dialer = &transport.SSEDialer{URL: up.URL, Header: hdr, Client: client, MaxMessageBytes: limit}
+		r.dialer = &transport.SSEDialer{URL: up.URL, Header: hdr, Client: client, MaxMessageBytes: limit, WriteStall: g.opts.writeStallTimeout()}
 	case TransportWebSocket:
 		u, err := url.Parse(up.URL)
 		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") {

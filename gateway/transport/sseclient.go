@@ -3,12 +3,14 @@ package transport
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 )
 
 // An SSEDialer connects to an MCP server over the legacy HTTP+SSE
@@ -32,7 +34,18 @@ type SSEDialer struct {
 	// error wrapping a *[TooLongError]. Zero means
 	// [DefaultMaxMessageBytes].
 	MaxMessageBytes int64
+	// WriteStall, if positive, bounds each POST of a Write by progress:
+	// the server must take some of the body, and once it has all of it
+	// answer, within WriteStall each time, or Write fails with an error
+	// wrapping [ErrWriteStalled]. Without it, a Write whose ctx never
+	// ends (a relay's, for as long as its client stays) waits on a
+	// server that never answers for good. Zero sets no bound.
+	WriteStall time.Duration
 }
+
+// ErrWriteStalled is why a Write fails whose peer made no progress on it
+// for the Conn's WriteStall.
+var ErrWriteStalled = errors.New("transport: the upstream made no progress on a write")
 
 var _ Dialer = (*SSEDialer)(nil)
 
@@ -56,6 +69,7 @@ func (d *SSEDialer) Dial(ctx context.Context) (Conn, error) {
 		header:     d.Header.Clone(),
 		client:     d.Client,
 		maxMessage: d.MaxMessageBytes,
+		stall:      d.WriteStall,
 		incoming:   make(chan []byte),
 		ended:      make(chan struct{}),
 	}
@@ -79,9 +93,10 @@ type sseClientConn struct {
 	header     http.Header
 	client     *http.Client
 	ownClient  bool
-	maxMessage int64  // of one event's data; zero: the default
-	endpoint   string // where messages are POSTed; set by open
-	safeEP     string // endpoint as named in errors sent downstream
+	maxMessage int64         // of one event's data; zero: the default
+	stall      time.Duration // SSEDialer.WriteStall
+	endpoint   string        // where messages are POSTed; set by open
+	safeEP     string        // endpoint as named in errors sent downstream
 	incoming   chan []byte
 	ended      chan struct{} // closed when the event stream has ended
 	endErr     error         // why; written before ended is closed
@@ -232,14 +247,23 @@ func (c *sseClientConn) Write(ctx context.Context, msg []byte) error {
 	}
 	ids := httpRequestIDs(envs)
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.ctx, cancel)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(c.ctx, func() { cancel(nil) })
 	defer stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(msg))
+	var reqBody io.Reader = bytes.NewReader(msg)
+	if c.stall > 0 {
+		t := time.AfterFunc(c.stall, func() {
+			cancel(fmt.Errorf("%w: no progress on a POST to %s for %v", ErrWriteStalled, c.safeEP, c.stall))
+		})
+		defer t.Stop()
+		reqBody = &progressReader{r: reqBody, progress: func() { t.Reset(c.stall) }}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, reqBody)
 	if err != nil {
 		return fmt.Errorf("transport: %w", err)
 	}
+	req.ContentLength = int64(len(msg))
 	httpCopyHeader(req.Header, c.header)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.client.Do(req)
@@ -248,7 +272,7 @@ func (c *sseClientConn) Write(ctx context.Context, msg []byte) error {
 			return ErrClosed
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 		if len(ids) == 0 {
 			return fmt.Errorf("transport: POST %s: %w", c.safeEP, httpCause(err))
@@ -303,4 +327,18 @@ func (c *sseClientConn) Close() error {
 		c.client.CloseIdleConnections()
 	}
 	return nil
+}
+
+// progressReader calls progress after each read that returned bytes.
+type progressReader struct {
+	r        io.Reader
+	progress func()
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.progress()
+	}
+	return n, err
 }
