@@ -98,9 +98,9 @@ func (d *WSDialer) Dial(ctx context.Context) (Conn, error) {
 	// 6455 9.1). gorilla would take up permessage-deflate whenever the
 	// server names it, and its read limit counts compressed bytes: a
 	// hostile server's small frame could inflate to gigabytes in Read.
-	if ext := resp.Header.Values("Sec-WebSocket-Extensions"); len(ext) > 0 {
+	if ext := strings.TrimSpace(strings.Join(resp.Header.Values("Sec-WebSocket-Extensions"), ", ")); strings.Trim(ext, ", \t") != "" {
 		ws.Close()
-		return nil, fmt.Errorf("transport: websocket dial %s: the server chose extension %q, which was not offered", wsSafeURL(d.URL), strings.Join(ext, ", "))
+		return nil, fmt.Errorf("transport: websocket dial %s: the server chose extension %q, which was not offered", wsSafeURL(d.URL), ext)
 	}
 	c := newWSConn(ws, maxMessage(d.MaxMessageBytes), 0)
 	c.writeStall = d.WriteStall
