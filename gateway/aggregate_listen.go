@@ -149,7 +149,12 @@ func (a *aggregator) listen(w http.ResponseWriter, r *http.Request, s *aggSessio
 		})
 	}
 	ended := make(chan struct{})
-	go func() { wg.Wait(); close(ended) }()
+	go func() {
+		wg.Wait()
+		// No more can be missed: log those the rate limit held back.
+		a.g.withheld.behindDone(&drops, a.path())
+		close(ended)
+	}()
 
 	// The acknowledgement: what some upstream acknowledged of what the
 	// client asked.

@@ -110,8 +110,16 @@ func (w *withheldTasks) behind(d *dropLog, virtual string) {
 	if w.metrics != nil {
 		w.metrics.MessageWithheld("behind")
 	}
-	d.warn(w.log, "a subscription's client is too far behind: notifications not passed on", "virtual_server", virtual)
+	d.warn(w.log, behindMsg, "virtual_server", virtual)
 }
+
+// behindDone logs what behind counted through d and has not logged yet,
+// once nothing more is counted through it.
+func (w *withheldTasks) behindDone(d *dropLog, virtual string) {
+	d.flush(w.log, behindMsg, "virtual_server", virtual)
+}
+
+const behindMsg = "a subscription's client is too far behind: notifications not passed on"
 
 // unreadableLogEvery is how often a dropLog logs.
 const unreadableLogEvery = 10 * time.Second
@@ -136,4 +144,17 @@ func (d *dropLog) warn(log *slog.Logger, msg string, args ...any) {
 	d.since, d.last = 0, now
 	d.mu.Unlock()
 	log.Warn(msg, append(args, "count", n)...)
+}
+
+// flush logs, with msg and args, what d has counted since it last
+// logged, if anything: for the end of what d rate-limited, whose last
+// drops would otherwise go unsaid.
+func (d *dropLog) flush(log *slog.Logger, msg string, args ...any) {
+	d.mu.Lock()
+	n := d.since
+	d.since, d.last = 0, time.Now()
+	d.mu.Unlock()
+	if n > 0 {
+		log.Warn(msg, append(args, "count", n)...)
+	}
 }
