@@ -881,6 +881,22 @@ func (a *aggregator) dispatch(r *http.Request, s *aggSession, req rpcRequest) (j
 // maxKnownLists bounds the lists an aggregator remembers (aggregator.known).
 const maxKnownLists = 10_000
 
+// heldOwner is whom the bare names a listing gives out are held for: the
+// principal and, with an agent header, the agent it names, whose
+// listings hold the tools policy lets it see (hide_denied_tools). Keyed
+// by the principal alone, one agent's listing, a tool hidden from it,
+// gave the name to another upstream's tool for the principal's other
+// agents too (TestVirtualHeldNameAgentScoped). A client's own name, which
+// it chooses, does not split the principal's record.
+func (a *aggregator) heldOwner(r *http.Request, s *aggSession) string {
+	header := s.who.header
+	if s.modern {
+		c, _ := a.g.ident.identify(r, nil)
+		header = c.header
+	}
+	return s.owner + "\x00" + header
+}
+
 func knownKey(owner, method, upstream string) string {
 	return owner + "\x00" + method + "\x00" + upstream
 }
@@ -1001,7 +1017,7 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 		// it holds pushed the holder of the name it wanted out, and
 		// took the name at the next listing
 		// (TestAttackVirtualHeldNameFlushed).
-		heldKey := s.owner + "\x00" + method
+		heldKey := a.heldOwner(r, s) + "\x00" + method
 		prev, _ := a.held.Get(heldKey)
 		names, to, dropped := a.vs.assignHeld(items, func(bare string) (target, bool) { t, ok := prev[bare]; return t, ok })
 		now := make(map[string]target, len(names))
