@@ -269,8 +269,9 @@ type aggregator struct {
 	// and upstream (knownKey): the names an upstream that does not answer
 	// keeps (list).
 	known *lru.Cache[string, []string]
-	// held is the tool each bare name was last given to, by principal
-	// and method (heldKey), as the last listing gave them (assignHeld): a
+	// held is the tool each bare name was last given to, by principal,
+	// agent header (heldOwner) and method, as the last listing gave them
+	// (assignHeld): a
 	// listing replaces its principal's names whole, so that no number of
 	// names an upstream lists pushes another's out.
 	held *lru.Cache[string, map[string]target]
@@ -1012,7 +1013,7 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 	var out []jsontext.Value
 	switch member {
 	case "tools", "prompts":
-		// One entry per principal and method, replaced whole: kept
+		// One entry per principal, agent and method, replaced whole: kept
 		// name by name in one LRU, an upstream listing more names than
 		// it holds pushed the holder of the name it wanted out, and
 		// took the name at the next listing
