@@ -156,9 +156,8 @@ type Options struct {
 	// to write (an idle GET stream) is not cut for it: only a write that
 	// is stuck is. A /ws message is bounded the same way, and a write
 	// stalled on it closes the connection, and so is a write to a
-	// websocket upstream, a stall of which ends its session, to a
-	// stdio child, which is then restarted, and a POST to a legacy sse
-	// upstream. Zero means
+	// websocket upstream, a stall of which ends its session, and a POST
+	// to a legacy sse upstream. Zero means
 	// DefaultWriteStallTimeout.
 	WriteStallTimeout time.Duration
 	// SessionKeys, if set, seal the session ids of 2025-era sessions

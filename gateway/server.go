@@ -295,7 +295,7 @@ func (g *Gateway) newRoute(up Upstream) (*route, error) {
 		// initialize replayed; calls pending at the crash get an error.
 		r.dialer = &transport.Restarting{
 			Dialer: &transport.StdioDialer{Command: up.Command, Args: up.Args, Env: env, InheritEnv: up.inheritEnv(),
-				Stderr: os.Stderr, MaxMessageBytes: limit, WriteStall: g.opts.writeStallTimeout()},
+				Stderr: os.Stderr, MaxMessageBytes: limit},
 			OnRestart: func(err error) {
 				// A line too long is not passed on; the calls waiting
 				// get the restart's error, which names the limit.

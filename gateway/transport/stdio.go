@@ -233,9 +233,6 @@ type stdioWriter struct {
 	w        io.Writer
 	deadline interface{ SetWriteDeadline(time.Time) error } // nil if w has no working deadline
 	prefix   string                                         // starts error messages
-	// stall, if positive with deadline set, bounds each part of a line
-	// (stdioStallPart) the peer must take: see StdioDialer.WriteStall.
-	stall time.Duration
 
 	mu     sync.Mutex // guards the fields below
 	broken error
@@ -275,49 +272,17 @@ func (sw *stdioWriter) write(ctx context.Context, msg []byte) error {
 			}
 		}()
 	}
-	// msg is Compact's own copy.
-	n, err := sw.writeLine(ctx, append(msg, '\n'))
+	// One Write per line; msg is Compact's own copy.
+	n, err := sw.w.Write(append(msg, '\n'))
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		} else {
-			err = fmt.Errorf("the peer read nothing for %v: %w", sw.stall, err)
-		}
+	if ctx.Err() != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = ctx.Err()
 	}
 	err = fmt.Errorf("%s: %w", sw.prefix, err)
 	if n > 0 {
 		sw.broken = fmt.Errorf("%w (stream broken: a message was cut short)", err)
 	}
 	return err
-}
-
-// stdioStallPart is the most of a line that must go out within one
-// stall, as for a WebSocket (wsStallPart).
-const stdioStallPart = 32 << 10
-
-// writeLine writes line in one Write, or, with a stall bound, in parts
-// each given the bound afresh. A deadline ctx's AfterFunc set (the
-// caller's) is not lost to a part's: ctx is checked after each is set.
-func (sw *stdioWriter) writeLine(ctx context.Context, line []byte) (n int, err error) {
-	if sw.stall <= 0 || sw.deadline == nil {
-		return sw.w.Write(line)
-	}
-	for len(line) > 0 && err == nil {
-		part := line[:min(len(line), stdioStallPart)]
-		sw.deadline.SetWriteDeadline(time.Now().Add(sw.stall))
-		if ctx.Err() != nil {
-			sw.deadline.SetWriteDeadline(time.Unix(1, 0))
-		}
-		var m int
-		m, err = sw.w.Write(part)
-		n += m
-		line = line[len(part):]
-	}
-	if ctx.Err() == nil {
-		sw.deadline.SetWriteDeadline(time.Time{})
-	}
-	return n, err
 }

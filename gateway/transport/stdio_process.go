@@ -52,11 +52,6 @@ type StdioDialer struct {
 	// *[TooLongError], and the child is stopped. Zero means
 	// [DefaultMaxMessageBytes].
 	MaxMessageBytes int64
-	// WriteStall, if positive, bounds each write to the child: a line
-	// goes in parts of at most 32 KiB, each of which the child must take
-	// within WriteStall, or Write fails (a hung child; a Write whose ctx
-	// never ends would wait on it for good). Zero sets no bound.
-	WriteStall time.Duration
 }
 
 var _ Dialer = (*StdioDialer)(nil)
@@ -110,7 +105,6 @@ func (d *StdioDialer) Dial(ctx context.Context) (Conn, error) {
 		exited:  make(chan struct{}),
 		closed:  make(chan struct{}),
 	}
-	c.out.stall = d.WriteStall
 	go c.wait()
 	c.in = startStdioReader(stdioExitReader{stdout, c.exited}, maxMessage(d.MaxMessageBytes), c.closed, c.finish, nil)
 	return c, nil
