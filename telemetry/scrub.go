@@ -24,10 +24,13 @@ var scrubbers = []struct {
 	// fn, if set, replaces the matches of re itself.
 	fn func(s string, re *regexp.Regexp) string
 }{
-	// PEM private keys, also cut off ones.
-	{[]string{"private key-----"}, regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|$)`), "[REDACTED PRIVATE KEY]", nil},
+	// PEM private keys and armored PGP ones (PRIVATE KEY BLOCK), also cut
+	// off ones.
+	{[]string{"private key-----", "private key block-----"},
+		regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)`), "[REDACTED PRIVATE KEY]", nil},
 	// HTTP authorization schemes.
-	{[]string{"bearer"}, regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*`), "$1 " + Redacted, nil},
+	// The space may come percent-encoded (Bearer%20…), in a URL or form.
+	{[]string{"bearer"}, regexp.MustCompile(`(?i)\b(bearer)(?:\s+|%20)[A-Za-z0-9\-._~+/]{8,}=*`), "$1 " + Redacted, nil},
 	{[]string{"basic"}, regexp.MustCompile(`(?i)\b(basic)\s+[A-Za-z0-9+/]{12,}={0,2}`), "$1 " + Redacted, nil},
 	// Digest's response, a hash of the password, the nonce and the
 	// request: with the realm and nonce beside it, a password guessed
@@ -64,7 +67,7 @@ var scrubbers = []struct {
 	// hold spaces or commas ("correct horse battery staple").
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
 		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"},
-		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*["']?\s*[:=]\s*)(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')`), "${1}\"" + Redacted + "\"", nil},
+		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*["']?\s*` + separator + `\s*\[?\s*)(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')`), "${1}\"" + Redacted + "\"", nil},
 	// The same inside JSON text nested in a string, where the quotes are
 	// escaped (password\":\"…\"): the value runs to its escaped closing
 	// quote, spaces and punctuation included.
@@ -90,13 +93,19 @@ var scrubbers = []struct {
 		// Quotes may come escaped, as in JSON text inside a JSON string
 		// (password\":\"…\"); a backslash not before a quote is part of
 		// the value.
-		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?)((?:[^\s"'&,;}\\]|\\[^"'\\])+)`), "${1}" + Redacted, nil},
+		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*(?:\\*["'])?\s*` + separator + `\s*(?:\[\s*\\*["']|(?:\\*["'])?))((?:[^\s"'&,;}\\]|\\[^"'\\])+)`), "${1}" + Redacted, nil},
 	// Signatures and keys in a URL's query string (presigned and SAS
 	// URLs, ?key= API keys), whose names are too short to be secret
 	// words elsewhere.
 	{[]string{"sig=", "signature=", "key=", "auth=", "pwd=", "pass=", "otp=", "credential="},
 		regexp.MustCompile(`(?i)([?&;](?:sig|signature|key|auth|pwd|pass|otp|x-amz-signature|x-amz-credential|x-goog-signature|x-goog-credential)=)[^&#\s"']+`), "${1}" + Redacted, nil},
 }
+
+// separator is what the key=value scrubbers take between a secret-looking
+// key and its value: = and a colon, Ruby's hash arrow (password=>"…" in
+// an inspected hash), and = and a colon percent-encoded (access_token%3D…
+// in a URL carried inside another's query, as an OAuth redirect_uri is).
+const separator = `(?:=>|[:=]|%3[AaDd])`
 
 // escapedValue finds a secret-looking key in JSON text nested in a string,
 // where its quotes are escaped (password\":\"…): group 1 is the run of
