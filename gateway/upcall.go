@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -194,11 +196,30 @@ func responseError(m *intercept.Message) error {
 	if m.Kind != intercept.KindError {
 		return nil
 	}
-	e := &telemetry.CallError{Type: string(intercept.Member(m.Error, "code")), Message: "JSON-RPC error"}
+	e := &telemetry.CallError{Type: errorCodeType(intercept.Member(m.Error, "code")), Message: "JSON-RPC error"}
 	if msg := intercept.Member(m.Error, "message"); msg != nil {
 		_ = json.Unmarshal(msg, &e.Message)
 	}
 	return e
+}
+
+// errorCodeType is the error.type of an upstream's JSON-RPC error code:
+// the code in plain decimal if JSON-RPC defines it (-32700, -32600 to
+// -32603, the server errors -32000 to -32099), else
+// [telemetry.ErrorTypeOther]. The upstream writes the code, and
+// error.type is a span attribute and a metric label: a code as raw JSON
+// was any text of any size (credentials too), and a new one per error
+// filled the metric's series.
+func errorCodeType(code jsontext.Value) string {
+	var f float64
+	if code.Kind() != '0' || json.Unmarshal(code, &f) != nil || f != math.Trunc(f) || f < -32768 || f > -32000 {
+		return telemetry.ErrorTypeOther
+	}
+	switch c := int(f); {
+	case c == intercept.CodeParseError, -32603 <= c && c <= -32600, -32099 <= c && c <= -32000:
+		return strconv.Itoa(c)
+	}
+	return telemetry.ErrorTypeOther
 }
 
 // cancelledID returns the id of the request a notifications/cancelled
