@@ -75,8 +75,9 @@ func (o otelSpan) SetAttr(attrs ...Attr) {
 func (o otelSpan) End(err error) {
 	if err != nil {
 		o.s.SetAttributes(attribute.String(KeyErrorType, ErrorType(err)))
-		// The message may quote a token from an upstream's error text.
-		o.s.SetStatus(codes.Error, Scrub(err.Error()))
+		// The message may quote a token from an upstream's error text,
+		// and be as long as the upstream likes.
+		o.s.SetStatus(codes.Error, Scrub(Bound(err.Error(), MaxRecordedText)))
 	}
 	o.s.End()
 }
