@@ -24,6 +24,7 @@ var secretWords = []string{
 	"authorization", "cookie", "privatekey", "credential", "accesskey",
 	"sessionkey", "signingkey", "encryptionkey", "bearer", "jwt",
 	"authkey", "sshkey", "licensekey", "basicauth", "signature", "pincode", "accountkey",
+	"mnemonic", "seedphrase", "subscriptionkey", "privkey", "pgpkey", "gpgkey",
 }
 
 // secretFragments finds secretWords in a normalized key in one pass.

@@ -57,6 +57,14 @@ var scrubbers = []struct {
 	{[]string{"sg."}, regexp.MustCompile(`\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}`), Redacted, nil},
 	{[]string{"whsec_"}, regexp.MustCompile(`\bwhsec_[A-Za-z0-9]{20,}`), Redacted, nil},
 	{[]string{"hooks.slack.com/"}, regexp.MustCompile(`(?i)(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_\-]+`), "${1}" + Redacted, nil},
+	// DigitalOcean tokens and age secret keys.
+	{[]string{"dop_v1_", "doo_v1_", "dor_v1_"}, regexp.MustCompile(`\bdo[por]_v1_[a-f0-9]{64}\b`), Redacted, nil},
+	{[]string{"age-secret-key-"}, regexp.MustCompile(`\bAGE-SECRET-KEY-1[0-9A-Z]{20,}`), Redacted, nil},
+	// Passwords on a command line behind an option that is a password
+	// only for these commands: the MySQL clients' -pPASSWORD (glued to
+	// it; -p alone prompts, -P is the port) and sshpass -p PASSWORD.
+	{[]string{"mysql", "mariadb"}, regexp.MustCompile(`((?i:\b(?:mysql|mariadb)[a-z-]*)[^\n;|&]*?\s-p)([^\s"']+)`), "${1}" + Redacted, nil},
+	{[]string{"sshpass"}, regexp.MustCompile(`(\bsshpass\s+-p\s*)([^\s"']+)`), "${1}" + Redacted, nil},
 	// An Azure Storage connection string's AccountKey (the key=value
 	// scrubber below knows api, access and private keys).
 	{[]string{"accountkey", "account_key", "account-key", "account.key"},
