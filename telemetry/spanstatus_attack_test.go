@@ -29,3 +29,19 @@ func TestAttackSpanStatusBounded(t *testing.T) {
 		t.Errorf("status description starts %q, want the scrubbed message", d[:min(len(d), 64)])
 	}
 }
+
+// TestAttackSpanNameMethodBounded: the span name begins with the
+// JSON-RPC method, the client's text of any length (an unknown method is
+// refused after the call's span starts), and was not bounded as the
+// method's attribute and the tool in the name are.
+func TestAttackSpanNameMethodBounded(t *testing.T) {
+	long := strings.Repeat("m", 1<<20)
+	for _, c := range []Call{{Method: long}, {Method: long, Tool: "echo"}, {Method: long, Prompt: "p"}} {
+		if n := len(c.SpanName()); n > 2*MaxRecordedName+1 {
+			t.Errorf("span name of a %d-byte method: %d bytes, want at most %d", len(long), n, 2*MaxRecordedName+1)
+		}
+	}
+	if got := (Call{Method: "tools/call", Tool: "echo"}).SpanName(); got != "tools/call echo" {
+		t.Errorf("span name: got %q, want %q", got, "tools/call echo")
+	}
+}

@@ -89,14 +89,17 @@ type Call struct {
 
 // SpanName is the conventions' span name: "{mcp.method.name} {target}"
 // where target is the tool or prompt name, or just the method.
+// Each part is bounded by [BoundName]: the method is the client's text
+// as much as the tool is.
 func (c Call) SpanName() string {
+	m := BoundName(c.Method)
 	switch {
 	case c.Tool != "":
-		return c.Method + " " + BoundName(c.Tool)
+		return m + " " + BoundName(c.Tool)
 	case c.Prompt != "":
-		return c.Method + " " + BoundName(c.Prompt)
+		return m + " " + BoundName(c.Prompt)
 	}
-	return c.Method
+	return m
 }
 
 // Attrs returns the conventions' attributes for c, plus Sluice's own,
