@@ -99,9 +99,10 @@ var scrubbers = []struct {
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
 		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"},
 		// Quotes may come escaped, as in JSON text inside a JSON string
-		// (password\":\"…\"); a backslash not before a quote is part of
-		// the value.
-		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*(?:\\*["'])?\s*` + separator + `\s*(?:\[\s*\\*["']|(?:\\*["'])?))((?:[^\s"'&,;}\\]|\\[^"'\\])+)`), "${1}" + Redacted, nil},
+		// (password\":\"…\"), or percent-encoded, as in JSON in a URL's
+		// query (%22password%22%3A%22…); a backslash not before a quote
+		// is part of the value.
+		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*(?:\\*["']|%2[27])?\s*` + separator + `\s*(?:\[\s*\\*["']|(?:\\*["']|%2[27])?))((?:[^\s"'&,;}\\]|\\[^"'\\])+)`), "${1}" + Redacted, nil},
 	// Signatures and keys in a URL's query string (presigned and SAS
 	// URLs, ?key= API keys), whose names are too short to be secret
 	// words elsewhere.

@@ -43,3 +43,18 @@ func TestAttackScrubOtherShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackScrubEncodedJSON: JSON percent-encoded into a URL's query
+// (?q={"password":"…"}), its quotes %22, kept the value: the key=value
+// scrubber took a quote before the separator, not %22.
+func TestAttackScrubEncodedJSON(t *testing.T) {
+	for _, text := range []string{
+		"GET /search?filter=%7B%22password%22%3A%22hunter2hunter2%22%7D",
+		"GET /search?filter=%7B%22api_key%22:%22hunter2hunter2%22%7D",
+		"q=%7B%27token%27%3A%20%27hunter2hunter2%27%7D",
+	} {
+		if got := Scrub(text); strings.Contains(got, "hunter2hunter2") || !strings.HasPrefix(got, text[:10]) {
+			t.Errorf("Scrub(%q) = %q: the credential is kept", text, got)
+		}
+	}
+}
