@@ -214,7 +214,22 @@ func (w *withheldCounts) get(reason string) int {
 // one is counted (sluice_messages_withheld_total{reason="behind"}), not
 // dropped unsaid.
 func TestVirtualListenBehindCounted(t *testing.T) {
-	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
+	up := floodingListen(20_000)
+	counts := &withheldCounts{}
+	_, base := startScriptedGateway(t, up, Options{Metrics: counts, VirtualServers: []VirtualServer{{Name: "v", Upstreams: []string{"u"}}}})
+	listenUnread(t, base+"/mcp/v")
+	for deadline := time.Now().Add(20 * time.Second); counts.get("behind") == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a client reading nothing of 20,000 changes (20 MB): none counted as missed")
+		}
+	}
+}
+
+// floodingListen answers a 2026-07-28 subscriptions/listen with its
+// acknowledgement and n tools/list_changed of 1 KB each, and keeps it
+// open.
+func floodingListen(n int) *scriptUpstream {
+	return &scriptUpstream{handle: func(msg []byte) [][]byte {
 		var r reqView
 		if json.Unmarshal(msg, &r) != nil || r.Method != "subscriptions/listen" {
 			return nil
@@ -222,25 +237,27 @@ func TestVirtualListenBehindCounted(t *testing.T) {
 		meta := `{"io.modelcontextprotocol/subscriptionId":` + string(r.ID) + `}`
 		out := [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` + meta + `,"notifications":{"toolsListChanged":true}}}`)}
 		change := []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":` + meta + `,"pad":"` + strings.Repeat("x", 1000) + `"}}`)
-		for range 20_000 {
+		for range n {
 			out = append(out, change)
 		}
 		return out
 	}}
-	counts := &withheldCounts{}
-	_, base := startScriptedGateway(t, up, Options{Metrics: counts, VirtualServers: []VirtualServer{{Name: "v", Upstreams: []string{"u"}}}})
-	addr := strings.TrimPrefix(base, "http://")
+}
+
+// listenUnread opens a subscription (tools list changes) at url, an
+// http:// URL, on a connection with a small receive buffer, never to read
+// its answer, and returns the connection.
+func listenUnread(t *testing.T, url string) net.Conn {
+	t.Helper()
+	hostPath := strings.TrimPrefix(url, "http://")
+	addr, path, _ := strings.Cut(hostPath, "/")
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	conn.(*net.TCPConn).SetReadBuffer(4096)
 	body := modernRequest("subscriptions/listen", `"notifications":{"toolsListChanged":true},`)
-	fmt.Fprintf(conn, "POST /mcp/v HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
-	for deadline := time.Now().Add(20 * time.Second); counts.get("behind") == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a client reading nothing of 20,000 changes (20 MB): none counted as missed")
-		}
-	}
+	fmt.Fprintf(conn, "POST /%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: %d\r\n\r\n%s", path, addr, len(body), body)
+	return conn
 }

@@ -2,16 +2,12 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"net"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/go-json-experiment/json"
 
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -53,19 +49,7 @@ func (h *behindLog) total() int64 {
 // interval, never, since nothing logged what was left when the
 // subscription ended.
 func TestVirtualListenBehindLogged(t *testing.T) {
-	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
-		var r reqView
-		if json.Unmarshal(msg, &r) != nil || r.Method != "subscriptions/listen" {
-			return nil
-		}
-		meta := `{"io.modelcontextprotocol/subscriptionId":` + string(r.ID) + `}`
-		out := [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` + meta + `,"notifications":{"toolsListChanged":true}}}`)}
-		change := []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":` + meta + `,"pad":"` + strings.Repeat("x", 1000) + `"}}`)
-		for range 5_000 {
-			out = append(out, change)
-		}
-		return out
-	}}
+	up := floodingListen(5_000)
 	counts := &withheldCounts{}
 	logged := &behindLog{}
 	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}, Metrics: counts, VirtualServers: []VirtualServer{{Name: "v", Upstreams: []string{"u"}}}},
@@ -76,15 +60,7 @@ func TestVirtualListenBehindLogged(t *testing.T) {
 	g.routes["u"].dialer = up
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { closeServed(t, srv, g) })
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.(*net.TCPConn).SetReadBuffer(4096)
-	body := modernRequest("subscriptions/listen", `"notifications":{"toolsListChanged":true},`)
-	fmt.Fprintf(conn, "POST /mcp/v HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+	conn := listenUnread(t, srv.URL+"/mcp/v")
 	for deadline := time.Now().Add(20 * time.Second); counts.get("behind") < 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("a client reading nothing of 5,000 changes: fewer than 2 counted as missed")
