@@ -63,8 +63,8 @@ var scrubbers = []struct {
 	// Passwords on a command line behind an option that is a password
 	// only for these commands: the MySQL clients' -pPASSWORD (glued to
 	// it; -p alone prompts, -P is the port) and sshpass -p PASSWORD.
-	{[]string{"mysql", "mariadb"}, regexp.MustCompile(`((?i:\b(?:mysql|mariadb)[a-z-]*)[^\n;|&]*?\s-p)([^\s"']+)`), "${1}" + Redacted, nil},
-	{[]string{"sshpass"}, regexp.MustCompile(`(\bsshpass\s+-p\s*)([^\s"']+)`), "${1}" + Redacted, nil},
+	{[]string{"mysql", "mariadb"}, regexp.MustCompile(`((?i:\b(?:mysql|mariadb)[a-z-]*)[^\n;|&]*?\s-p)` + cmdValue), "${1}" + Redacted, nil},
+	{[]string{"sshpass"}, regexp.MustCompile(`(\bsshpass\s+-p\s*)` + cmdValue), "${1}" + Redacted, nil},
 	// An Azure Storage connection string's AccountKey (the key=value
 	// scrubber below knows api, access and private keys).
 	{[]string{"accountkey", "account_key", "account-key", "account.key"},
@@ -109,6 +109,14 @@ var scrubbers = []struct {
 	{[]string{"sig=", "signature=", "key=", "auth=", "pwd=", "pass=", "otp=", "credential="},
 		regexp.MustCompile(`(?i)([?&;](?:sig|signature|key|auth|pwd|pass|otp|x-amz-signature|x-amz-credential|x-goog-signature|x-goog-credential)=)[^&#\s"']+`), "${1}" + Redacted, nil},
 }
+
+// cmdValue is an option's value on a command line: a word and its quoted
+// parts, as the shell takes them (-p'correct horse', -p”x); a
+// single-quoted part cut off runs to the line's end or a double quote. A
+// double quote may end the JSON string the command line is in
+// ({"cmd":"mysql -p","db":"shop"}): a double-quoted part is taken only if
+// it closes before JSON's punctuation.
+const cmdValue = `(?:'[^'\n"]*'?|"[^"\n,:{}\[\]]+"|[^\s"']+)+`
 
 // separator is what the key=value scrubbers take between a secret-looking
 // key and its value: = and a colon, Ruby's hash arrow (password=>"…" in
