@@ -29,8 +29,9 @@ var scrubbers = []struct {
 	{[]string{"private key-----", "private key block-----"},
 		regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)`), "[REDACTED PRIVATE KEY]", nil},
 	// HTTP authorization schemes.
-	// The space may come percent-encoded (Bearer%20…), in a URL or form.
-	{[]string{"bearer"}, regexp.MustCompile(`(?i)\b(bearer)(?:\s+|%20)[A-Za-z0-9\-._~+/]{8,}=*`), "$1 " + Redacted, nil},
+	// The space may come percent-encoded (Bearer%20…), in a URL or form,
+	// and then the token's + / = too.
+	{[]string{"bearer"}, regexp.MustCompile(`(?i)\b(bearer)(?:\s+|%20)(?:[A-Za-z0-9\-._~+/]|%[0-9A-Fa-f]{2}){8,}=*`), "$1 " + Redacted, nil},
 	{[]string{"basic"}, regexp.MustCompile(`(?i)\b(basic)\s+[A-Za-z0-9+/]{12,}={0,2}`), "$1 " + Redacted, nil},
 	// Digest's response, a hash of the password, the nonce and the
 	// request: with the realm and nonce beside it, a password guessed
