@@ -2,17 +2,14 @@ package gateway
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/sluicehq/sluice/gateway/transport"
-	"github.com/sluicehq/sluice/intercept"
 )
 
 // TestAttackStalledSSEUpstreamHoldsSession is
@@ -57,25 +54,7 @@ func TestAttackStalledSSEUpstreamHoldsSession(t *testing.T) {
 	}))
 	defer up.Close()
 	defer close(stopUp)
-	ended := make(chan string, 8)
-	g, err := New(Options{Upstreams: []Upstream{{Name: "demo", URL: up.URL + "/sse", Transport: TransportSSE}},
-		WriteStallTimeout: 300 * time.Millisecond, OnSessionEnd: func(id string) { tell(t, ended, id) }},
-		&intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	defer closeServed(t, gw, g)
-	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(gw.URL, "http")+"/ws/demo", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	ws.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
-	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, b, err := ws.ReadMessage(); err != nil {
-		t.Fatalf("initialize: %v %s", err, b)
-	}
+	ws, ended := wsSessionOn(t, Upstream{Name: "demo", URL: up.URL + "/sse", Transport: TransportSSE})
 	// The POST of this ping is never answered; the client leaves.
 	ws.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	ws.Close()

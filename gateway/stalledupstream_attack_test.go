@@ -40,25 +40,7 @@ func TestAttackStalledWSUpstreamHoldsSession(t *testing.T) {
 	}))
 	defer up.Close()
 	defer close(stopUp)
-	ended := make(chan string, 8)
-	g, err := New(Options{Upstreams: []Upstream{{Name: "demo", URL: "ws" + strings.TrimPrefix(up.URL, "http"), Transport: TransportWebSocket}},
-		WriteStallTimeout: 300 * time.Millisecond, OnSessionEnd: func(id string) { tell(t, ended, id) }},
-		&intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	defer closeServed(t, gw, g)
-	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(gw.URL, "http")+"/ws/demo", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	ws.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
-	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, b, err := ws.ReadMessage(); err != nil {
-		t.Fatalf("initialize: %v %s", err, b)
-	}
+	ws, ended := wsSessionOn(t, Upstream{Name: "demo", URL: "ws" + strings.TrimPrefix(up.URL, "http"), Transport: TransportWebSocket})
 	ws.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	// Pings of 512 KiB each, until the sockets to the upstream are full
 	// and the gateway stops reading this client; then the client leaves.
@@ -75,4 +57,31 @@ func TestAttackStalledWSUpstreamHoldsSession(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("session still open 10s after its upstream stopped reading and its client left; want it ended once a write stalled for write_stall_timeout")
 	}
+}
+
+// wsSessionOn serves up as route demo with a write stall timeout of
+// 300 ms, and opens a /ws session on it, initialized; ended hears of the
+// session's end.
+func wsSessionOn(t *testing.T, up Upstream) (ws *websocket.Conn, ended chan string) {
+	t.Helper()
+	ended = make(chan string, 8)
+	g, err := New(Options{Upstreams: []Upstream{up},
+		WriteStallTimeout: 300 * time.Millisecond, OnSessionEnd: func(id string) { tell(t, ended, id) }},
+		&intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { closeServed(t, gw, g) })
+	ws, _, err = websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(gw.URL, "http")+"/ws/demo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	ws.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, b, err := ws.ReadMessage(); err != nil {
+		t.Fatalf("initialize: %v %s", err, b)
+	}
+	return ws, ended
 }
