@@ -218,7 +218,8 @@ type KeyStore struct {
 const keyFileWait = 2 * time.Second
 
 type keySet struct {
-	keys map[string]*storedKey
+	keys   map[string]*storedKey
+	agents map[string]bool // every key's agent, revoked and expired keys' too
 	err  error // the file could not be read: every key fails
 }
 
@@ -310,7 +311,7 @@ func (s *KeyStore) read() (ks *keySet, fi os.FileInfo, changed bool) {
 	if err != nil {
 		return &keySet{err: err}, nil, true
 	}
-	ks = &keySet{keys: make(map[string]*storedKey, len(f.Keys))}
+	ks = &keySet{keys: make(map[string]*storedKey, len(f.Keys)), agents: make(map[string]bool, len(f.Keys))}
 	for _, k := range f.Keys {
 		sk := &storedKey{Key: k}
 		if h, err := hex.DecodeString(k.Hash); err != nil || len(h) != sha256.Size {
@@ -324,8 +325,21 @@ func (s *KeyStore) read() (ks *keySet, fi os.FileInfo, changed bool) {
 			break
 		}
 		ks.keys[k.ID] = sk
+		ks.agents[k.Agent] = true
 	}
 	return ks, fi, true
+}
+
+// namesAgent reports whether a key in the file, whatever its status, is
+// issued for agent. The file is read again at most once a second, as by
+// Authenticate; one that cannot be read is an error (it cannot tell).
+func (s *KeyStore) namesAgent(agent string) (bool, error) {
+	s.refresh()
+	ks := s.cur.Load()
+	if ks.err != nil {
+		return false, fmt.Errorf("the key file cannot be read: %w", intercept.ErrUncheckable)
+	}
+	return ks.agents[agent], nil
 }
 
 // Authenticate returns the principal of an API key, or a *Failure.

@@ -68,6 +68,13 @@ type Config struct {
 	// MTLS configures mode mtls; the listener's tls: section must name a
 	// client_ca_file.
 	MTLS MTLSConfig `yaml:"mtls"`
+	// SharedAgentNames lets a token or certificate act as an agent an API
+	// key is issued for (api_key beside jwt or mtls). Off, an API key's
+	// agent name, revoked and expired keys' too, is the API key method's
+	// own: a token whose agent claim names it is refused, since whoever
+	// can choose that claim (an IdP user, a client they registered) would
+	// otherwise become the agent, its manifest, memory and approvals.
+	SharedAgentNames bool `yaml:"shared_agent_names"`
 }
 
 // JWTConfig configures JWT bearer tokens.

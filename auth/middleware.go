@@ -213,8 +213,11 @@ func (a *Authenticator) Authenticate(r *http.Request) (*intercept.Principal, err
 	case len(vals) == 0:
 		if a.cfg.Mode.Has(ModeMTLS) {
 			p, err := certPrincipal(r.TLS, a.cfg.MTLS.Identity)
-			if p != nil || err != nil {
-				return p, err
+			if err != nil {
+				return nil, err
+			}
+			if p != nil {
+				return a.notKeyAgent(p)
 			}
 		}
 		return nil, &Failure{Status: http.StatusUnauthorized, Desc: "no credentials", Err: ErrNoCredentials}
@@ -236,12 +239,49 @@ func (a *Authenticator) Authenticate(r *http.Request) (*intercept.Principal, err
 		return a.keys.Authenticate(tok)
 	case a.jwt != nil:
 		p, err := a.jwt.Authenticate(r.Context(), tok)
-		if err == nil && !a.jwt.forRoute(p, requestRoute(r)) {
+		if err != nil {
+			return nil, err
+		}
+		if !a.jwt.forRoute(p, requestRoute(r)) {
 			return nil, invalidToken(ModeJWT, "the token was issued for another route of this gateway (its audience); get a token for this route's resource", nil)
 		}
-		return p, err
+		return a.notKeyAgent(p)
 	}
 	return nil, invalidRequest("this gateway authenticates agents by client certificate, not bearer token")
+}
+
+// notKeyAgent refuses p, authenticated by token or certificate, when its
+// agent is one an API key is issued for (see Config.SharedAgentNames),
+// and returns a copy whose Check also ends a connection once a key is
+// issued for its name. p may be shared (the verified token cache).
+func (a *Authenticator) notKeyAgent(p *intercept.Principal) (*intercept.Principal, error) {
+	if a.keys == nil || a.cfg.SharedAgentNames {
+		return p, nil
+	}
+	taken := func() error {
+		named, err := a.keys.namesAgent(p.ID)
+		switch {
+		case err != nil:
+			return fmt.Errorf("whether agent %q is an API key's cannot be told: %w", p.ID, err)
+		case named:
+			return fmt.Errorf("agent %q is an API key's (auth.api_keys); a %s credential cannot act as it (auth.shared_agent_names)", p.ID, p.Method)
+		}
+		return nil
+	}
+	if err := taken(); err != nil {
+		return nil, invalidToken(p.Method, err.Error(), nil)
+	}
+	q := *p
+	check := p.Check
+	q.Check = func() error {
+		if check != nil {
+			if err := check(); err != nil {
+				return err
+			}
+		}
+		return taken()
+	}
+	return &q, nil
 }
 
 // token68 reports whether s is an RFC 9110 token68, the syntax of a
