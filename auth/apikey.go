@@ -220,7 +220,7 @@ const keyFileWait = 2 * time.Second
 type keySet struct {
 	keys   map[string]*storedKey
 	agents map[string]bool // every key's agent, revoked and expired keys' too
-	err  error // the file could not be read: every key fails
+	err    error           // the file could not be read: every key fails
 }
 
 type storedKey struct {
