@@ -339,7 +339,7 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 		if call.method == "tools/list" && m.Kind == intercept.KindResponse {
 			ic.ObserveToolsPageWith(call.cc.Upstream, m.Result, call.cursor, call.cc.ClientCapabilities)
 		}
-		if m.Kind == intercept.KindResponse && screened(call.method, msg) {
+		if m.Kind == intercept.KindResponse && screened(ic, call.method, msg) {
 			if out, changed := screenAnswer(ctx, ic, call.cc, call.method, call.cursor, m.ID, m.IDKey(), m.Raw, m.Result); changed {
 				msg = out
 			}

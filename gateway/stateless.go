@@ -567,7 +567,7 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		// against what was recorded (a drifted tool shown as pinned).
 		b.g.ic.ObserveToolsPageWith(b.rt.up.Name, m.Result, c.cursor, c.cc.ClientCapabilities)
 	}
-	if m.Kind == intercept.KindResponse && screened(c.method, out) {
+	if m.Kind == intercept.KindResponse && screened(b.g.ic, c.method, out) {
 		out, _ = screenAnswer(b.g.ctx, b.g.ic, c.cc, c.method, c.cursor, c.id, c.idKey, out, m.Result)
 	}
 	if m.Kind != intercept.KindNotification {

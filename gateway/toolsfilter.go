@@ -83,6 +83,11 @@ func screenToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.
 // request (so that its retry may carry it). changed reports whether it
 // differs from raw.
 func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, method, cursor string, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
+	if out, withheld := ic.ScreenResult(cc, method, id, idKey, raw, result); withheld {
+		// What an action returned that the model must not read
+		// (classifier.on_result_injection: withhold).
+		return out, true
+	}
 	if res, ok := privateCache(result); ok {
 		if out, err := intercept.WithMember(raw, "result", res); err == nil {
 			out, _ = screenAnswerOf(ctx, ic, cc, method, cursor, id, idKey, out, res)
@@ -153,10 +158,11 @@ func screenAnswerOf(ctx context.Context, ic *intercept.Interceptor, cc intercept
 }
 
 // screened reports whether b, a message of an upstream's answer to a
-// method request, needs screenAnswer: a list it screens, or an answer
-// that may hold a task handle or a requestState.
-func screened(method string, b []byte) bool {
-	return listMethod(method) || (method != "" && (recorded(b) || cacheHinted(b)))
+// method request, needs screenAnswer: a list it screens, an action's
+// result ic may withhold, or an answer that may hold a task handle or a
+// requestState.
+func screened(ic *intercept.Interceptor, method string, b []byte) bool {
+	return listMethod(method) || ic.WithholdsResults(method) || (method != "" && (recorded(b) || cacheHinted(b)))
 }
 
 // cacheHinted reports whether b may hold SEP-2549's cache hints, which
@@ -325,7 +331,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 // is passed on, and leaves out messages about another's task (nil: none
 // is left); lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
-	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) {
+	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) && !o.screensResults() {
 		return b
 	}
 	var lists []string
@@ -402,19 +408,32 @@ func (o *observer) waitsForList() bool {
 	return false
 }
 
+// screensResults reports whether a request of o waits for an action's
+// result the interceptor may withhold.
+func (o *observer) screensResults() bool {
+	for _, m := range o.pending {
+		if o.g.ic.WithholdsResults(m) {
+			return true
+		}
+	}
+	return false
+}
+
 // hideTools hides tools in b, a message from the upstream, before it is
 // written to the client, and leaves out messages about another's task
 // (nil: none is left); observe then sees the unfiltered b.
 func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 	r.mu.Lock()
 	var lists []string
+	results := false // an action's result the interceptor may withhold
 	for id, m := range r.pending {
 		if listMethod(m) {
 			lists = append(lists, id)
 		}
+		results = results || r.ic.WithholdsResults(m)
 	}
 	r.mu.Unlock()
-	if len(lists) == 0 && !recorded(b) && !cacheHinted(b) {
+	if len(lists) == 0 && !results && !recorded(b) && !cacheHinted(b) {
 		return b
 	}
 	cc := r.callContext()

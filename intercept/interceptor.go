@@ -110,6 +110,13 @@ type Interceptor struct {
 	// the upstream answered it (after the client got it), with the
 	// call's descriptor. Set it before first use; it must not block.
 	OnResult func(d *ActionDescriptor, result jsontext.Value)
+	// WithholdResult, if not nil, is asked about the final result of
+	// every allowed action before the client has it (ScreenResult), and
+	// returns why the client must not have it, or "" to pass it on. A
+	// result withheld is answered as a soft deny (tools/call) or an
+	// error (reads); OnResult still gets the upstream's result. It must
+	// not block.
+	WithholdResult func(cc CallContext, method string, result jsontext.Value) string
 	// OnDecision, if not nil, is called after every decision.
 	OnDecision func(*ActionDescriptor, Decision)
 	// HideDeniedTools removes from tools/list results the tools the
@@ -748,6 +755,52 @@ func principalOf(ctx context.Context, cc CallContext) *Principal {
 		return cc.Principal
 	}
 	return PrincipalFrom(ctx)
+}
+
+// ReasonResultWithheld is the reason code of a result ScreenResult
+// withheld.
+const ReasonResultWithheld = "result_withheld"
+
+// WithholdsResults reports whether answers to method must be passed to
+// ScreenResult before the client has them.
+func (i *Interceptor) WithholdsResults(method string) bool {
+	return i.WithholdResult != nil && ActionMethod(method)
+}
+
+// ScreenResult returns raw, an upstream's answer to request id (idKey,
+// of the client of cc) of action method whose result is result, as the
+// client may have it: when WithholdResult gives a reason, a soft deny
+// saying it for a tools/call (the model reads why) and an error for a
+// read, and true. A result that is not final (input_required, a task's
+// handle) is passed on: what the model reads comes later.
+func (i *Interceptor) ScreenResult(cc CallContext, method string, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
+	if !i.WithholdsResults(method) || !FinalResult(result) {
+		return raw, false
+	}
+	why := i.WithholdResult(cc, method, result)
+	if why == "" {
+		return raw, false
+	}
+	var txn string
+	if d, ok := i.pendingCalls().Peek(resultKey(cc, idKey)); ok {
+		txn = d.TxnID
+	}
+	d := Decision{Verdict: Deny, Reason: ReasonResultWithheld, PublicReason: why, Mode: ModeThrow}
+	if method == "tools/call" {
+		d.Mode = ModeToolResult
+	}
+	return renderDecision(id, d, txn, cc.ProtocolVersion, false), true
+}
+
+// FinalResult reports whether result, an action's, is what the model
+// reads: not an input_required result (MCP 2026-07-28) nor a task's
+// handle, whose result comes later.
+func FinalResult(result jsontext.Value) bool {
+	if result.Kind() != '{' || Member(result, "task") != nil {
+		return false
+	}
+	rt := Member(result, "resultType")
+	return rt == nil || string(rt) == `"complete"`
 }
 
 // WantsResults reports whether tools/call results should be handed to

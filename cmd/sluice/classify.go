@@ -46,9 +46,27 @@ type classifierConfig struct {
 	// prompts/get for prompt injection (after the client got them): a finding is logged and recorded as a
 	// sluice.injection_in_result event with the call's txn_id.
 	ScanResults bool `yaml:"scan_results"`
+	// OnResultInjection is what happens to an action's result that looks
+	// like a prompt injection: log (the default; with scan_results) or
+	// withhold (scanned before the client has it, whatever scan_results
+	// says: the client gets a soft deny saying why, or an error for a
+	// read, and the event is recorded with withheld: true).
+	OnResultInjection string `yaml:"on_result_injection"`
 	// Options: profile, weights, thresholds, declared tools, trust zones,
 	// sensitivity catalog.
 	classifier.Options `yaml:",inline"`
+}
+
+// The values of classifier.on_result_injection.
+const (
+	resultLog      = "log"
+	resultWithhold = "withhold"
+)
+
+// scansResults reports whether actions' results are scanned for prompt
+// injection: scan_results, or on_result_injection: withhold.
+func (cc *classifierConfig) scansResults() bool {
+	return cc.ScanResults || cc.OnResultInjection == resultWithhold
 }
 
 // advisor builds the classifier stage around the policy decider.
@@ -216,6 +234,11 @@ func (cc *classifierConfig) validate() error {
 		default:
 			return fmt.Errorf("classifier.%s: %q is not approve, log or deny", a.name, a.v)
 		}
+	}
+	switch cc.OnResultInjection {
+	case "", resultLog, resultWithhold:
+	default:
+		return fmt.Errorf("classifier.on_result_injection: %q is not log or withhold", cc.OnResultInjection)
 	}
 	switch cc.Provider {
 	case "", "off", "builtin", "openai", "anthropic", "gemini":

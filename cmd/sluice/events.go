@@ -308,13 +308,30 @@ func (r *recorder) breaker(provider, from, to string) {
 }
 
 // resultInjection records a tool result that looks like a prompt injection.
-func (r *recorder) resultInjection(d *intercept.ActionDescriptor, fs []classifier.InjectionFinding) {
+func (r *recorder) resultInjection(d *intercept.ActionDescriptor, fs []classifier.InjectionFinding, withheld bool) {
 	kinds := make([]any, 0, len(fs))
 	for _, f := range fs {
 		kinds = append(kinds, f.Kind)
 	}
 	r.append(telemetry.Event{Type: "sluice.injection_in_result", Time: time.Now(), TxnID: d.TxnID, Agent: d.Agent,
-		Session: d.SessionID, Upstream: d.Upstream, Tool: d.ToolName, Attrs: map[string]any{"findings": kinds}})
+		Session: d.SessionID, Upstream: d.Upstream, Tool: d.ToolName, Attrs: map[string]any{"findings": kinds, "withheld": withheld}})
+}
+
+// withheldBecause is what the client of a result with findings fs (an
+// answer to method) is told instead of it, "" when there are none. It
+// names the kinds, never the evidence: that is the text the model must
+// not read.
+func withheldBecause(method string, fs []classifier.InjectionFinding) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	kinds := make([]string, len(fs))
+	for i, f := range fs {
+		kinds[i] = f.Kind
+	}
+	what := map[string]string{"tools/call": "this tool's result", "resources/read": "this resource", "prompts/get": "this prompt"}[method]
+	return "Sluice withheld " + what + ": it looks like a prompt injection (" + strings.Join(kinds, ", ") +
+		"). Its text was not passed on."
 }
 
 func (r *recorder) approval(req approval.Request) {

@@ -253,11 +253,20 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		rec.advice(a, provider, cfg.Classifier.Profile)
 	}
 	var onResult func(*intercept.ActionDescriptor, jsontext.Value)
-	if cfg.Classifier.ScanResults {
+	var withholdResult func(intercept.CallContext, string, jsontext.Value) string
+	if cfg.Classifier.scansResults() {
+		withhold := cfg.Classifier.OnResultInjection == resultWithhold
 		onResult = func(d *intercept.ActionDescriptor, result jsontext.Value) {
 			if fs := classifier.DetectInjectionFrom(result, classifier.InResult); len(fs) > 0 {
-				logger.Warn("a result looks like a prompt injection", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", telemetry.ToolName(d.ToolName), "findings", len(fs))
-				rec.resultInjection(d, fs)
+				withheld := withhold && intercept.FinalResult(result)
+				logger.Warn("a result looks like a prompt injection", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", telemetry.ToolName(d.ToolName),
+					"findings", len(fs), "withheld", withheld)
+				rec.resultInjection(d, fs, withheld)
+			}
+		}
+		if withhold {
+			withholdResult = func(_ intercept.CallContext, method string, result jsontext.Value) string {
+				return withheldBecause(method, classifier.DetectInjectionFrom(result, classifier.InResult))
 			}
 		}
 	}
@@ -279,6 +288,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	}
 	gv.ic = &intercept.Interceptor{
 		OnResult:        onResult,
+		WithholdResult:  withholdResult,
 		Decider:         decider,
 		Declared:        cfg.declared(),
 		Observer:        gv.inv,

@@ -70,10 +70,17 @@ func logSummary(logger *slog.Logger, cfg *config, ck *checked, ups []gateway.Ups
 	if onInjection == "" {
 		onInjection = string(govern.ActionLog)
 	}
+	results := "not scanned"
+	switch {
+	case cc.OnResultInjection == resultWithhold:
+		results = "scanned, withheld when they look like an injection (on_result_injection: withhold)"
+	case cc.ScanResults:
+		results = "scanned, recorded after the client has them (scan_results; on_result_injection: log)"
+	}
 	if provider == "off" {
-		logger.Info("classifier: off")
+		logger.Info("classifier: off", "results", results)
 	} else {
-		logger.Info("classifier", "provider", provider, "on_escalate", onEscalate, "on_injection", onInjection)
+		logger.Info("classifier", "provider", provider, "on_escalate", onEscalate, "on_injection", onInjection, "results", results)
 	}
 	logger.Info(escalationSummary(cfg, at.Admin))
 	if cfg.Audit.Off {
