@@ -7,8 +7,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/gateway/transport"
+	"github.com/sluicehq/sluice/intercept"
 )
 
 // TestWithheldResultOnEveryPath: with the interceptor's WithholdResult,
@@ -114,4 +114,3 @@ func mustQuote(s string) jsontext.Value {
 	}
 	return v
 }
-
