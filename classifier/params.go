@@ -30,6 +30,9 @@ type jsonWalker struct {
 	visit func(w *jsonWalker, ev walkEvent)
 	names bool
 	buf   []byte
+	// maxDepth and maxValues bound the walk: maxWalkDepth and
+	// maxWalkValues, or what walkJSONWhole sets.
+	maxDepth, maxValues int
 }
 
 type walkFrame struct {
@@ -55,11 +58,24 @@ var walkerPool = sync.Pool{New: func() any { return new(jsonWalker) }}
 // set. It stops quietly at malformed input, past maxWalkDepth or after
 // maxWalkValues; what it visited before stays visited.
 func walkJSON(v jsontext.Value, names bool, visit func(w *jsonWalker, ev walkEvent)) {
+	walkJSONWithin(v, names, maxWalkDepth, maxWalkValues, visit)
+}
+
+// walkJSONWhole is walkJSON without its bounds on values and depth but
+// JSON's own (jsontext's 10,000 levels, which a message the gateway
+// decoded is within): for a tool's result, which the model reads whole,
+// and an injection placed past a bound would go unseen.
+func walkJSONWhole(v jsontext.Value, names bool, visit func(w *jsonWalker, ev walkEvent)) {
+	walkJSONWithin(v, names, 10000, len(v), visit)
+}
+
+func walkJSONWithin(v jsontext.Value, names bool, maxDepth, maxValues int, visit func(w *jsonWalker, ev walkEvent)) {
 	if len(v) == 0 {
 		return
 	}
 	w := walkerPool.Get().(*jsonWalker)
 	w.s, w.i, w.seen, w.visit, w.names = string(v), 0, 0, visit, names
+	w.maxDepth, w.maxValues = maxDepth, maxValues
 	w.value("")
 	w.s, w.visit, w.stack = "", nil, w.stack[:0]
 	walkerPool.Put(w)
@@ -69,7 +85,7 @@ func walkJSON(v jsontext.Value, names bool, visit func(w *jsonWalker, ev walkEve
 // false to stop the walk.
 func (w *jsonWalker) value(key string) bool {
 	w.space()
-	if w.i >= len(w.s) || w.seen >= maxWalkValues {
+	if w.i >= len(w.s) || w.seen >= w.maxValues {
 		return false
 	}
 	w.seen++
@@ -114,7 +130,7 @@ func (w *jsonWalker) value(key string) bool {
 }
 
 func (w *jsonWalker) object(key string) bool {
-	if len(w.stack) >= maxWalkDepth {
+	if len(w.stack) >= w.maxDepth {
 		return false
 	}
 	w.i++ // {
@@ -163,7 +179,7 @@ func (w *jsonWalker) object(key string) bool {
 }
 
 func (w *jsonWalker) array(key string) bool {
-	if len(w.stack) >= maxWalkDepth {
+	if len(w.stack) >= w.maxDepth {
 		return false
 	}
 	w.i++ // [

@@ -257,7 +257,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	if cfg.Classifier.scansResults() {
 		withhold := cfg.Classifier.OnResultInjection == resultWithhold
 		onResult = func(d *intercept.ActionDescriptor, result jsontext.Value) {
-			if fs := classifier.DetectInjectionFrom(result, classifier.InResult); len(fs) > 0 {
+			if fs := classifier.DetectInjectionInResult(result); len(fs) > 0 {
 				withheld := withhold && intercept.FinalResult(result)
 				logger.Warn("a result looks like a prompt injection", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", telemetry.ToolName(d.ToolName),
 					"findings", len(fs), "withheld", withheld)
@@ -266,7 +266,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		}
 		if withhold {
 			withholdResult = func(_ intercept.CallContext, method string, result jsontext.Value) string {
-				return withheldBecause(method, classifier.DetectInjectionFrom(result, classifier.InResult))
+				return withheldBecause(method, classifier.DetectInjectionInResult(result))
 			}
 		}
 	}
