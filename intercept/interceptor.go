@@ -111,7 +111,8 @@ type Interceptor struct {
 	// call's descriptor. Set it before first use; it must not block.
 	OnResult func(d *ActionDescriptor, result jsontext.Value)
 	// WithholdResult, if not nil, is asked about the final result of
-	// every allowed action before the client has it (ScreenResult), and
+	// every allowed action, and every tasks/result, before the client has
+	// it (ScreenResult), and
 	// returns why the client must not have it, or "" to pass it on. A
 	// result withheld is answered as a soft deny (tools/call) or an
 	// error (reads); OnResult still gets the upstream's result. It must
@@ -762,9 +763,10 @@ func principalOf(ctx context.Context, cc CallContext) *Principal {
 const ReasonResultWithheld = "result_withheld"
 
 // WithholdsResults reports whether answers to method must be passed to
-// ScreenResult before the client has them.
+// ScreenResult before the client has them: an action's, and tasks/result,
+// which brings a tools/call made a task its result.
 func (i *Interceptor) WithholdsResults(method string) bool {
-	return i.WithholdResult != nil && ActionMethod(method)
+	return i.WithholdResult != nil && (ActionMethod(method) || method == "tasks/result")
 }
 
 // ScreenResult returns raw, an upstream's answer to request id (idKey,
@@ -786,7 +788,7 @@ func (i *Interceptor) ScreenResult(cc CallContext, method string, id jsontext.Va
 		txn = d.TxnID
 	}
 	d := Decision{Verdict: Deny, Reason: ReasonResultWithheld, PublicReason: why, Mode: ModeThrow}
-	if method == "tools/call" {
+	if method == "tools/call" || method == "tasks/result" {
 		d.Mode = ModeToolResult
 	}
 	return renderDecision(id, d, txn, cc.ProtocolVersion, false), true

@@ -329,7 +329,7 @@ func withheldBecause(method string, fs []classifier.InjectionFinding) string {
 	for i, f := range fs {
 		kinds[i] = f.Kind
 	}
-	what := map[string]string{"tools/call": "this tool's result", "resources/read": "this resource", "prompts/get": "this prompt"}[method]
+	what := map[string]string{"tools/call": "this tool's result", "tasks/result": "this task's result", "resources/read": "this resource", "prompts/get": "this prompt"}[method]
 	return "Sluice withheld " + what + ": it looks like a prompt injection (" + strings.Join(kinds, ", ") +
 		"). Its text was not passed on."
 }

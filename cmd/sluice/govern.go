@@ -265,8 +265,15 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 			}
 		}
 		if withhold {
-			withholdResult = func(_ intercept.CallContext, method string, result jsontext.Value) string {
-				return withheldBecause(method, classifier.DetectInjectionInResult(result))
+			withholdResult = func(cc intercept.CallContext, method string, result jsontext.Value) string {
+				fs := classifier.DetectInjectionInResult(result)
+				if len(fs) > 0 && method == "tasks/result" {
+					// OnResult is for actions' answers: a task's result
+					// is recorded here.
+					logger.Warn("a result looks like a prompt injection", "upstream", cc.Upstream, "tool", method, "findings", len(fs), "withheld", true)
+					rec.resultInjection(&intercept.ActionDescriptor{Agent: cc.Agent, SessionID: cc.SessionID, Upstream: cc.Upstream, ToolName: method}, fs, true)
+				}
+				return withheldBecause(method, fs)
 			}
 		}
 	}
