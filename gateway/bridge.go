@@ -344,6 +344,11 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 				msg = out
 			}
 		}
+		if m.Kind == intercept.KindError {
+			if out, changed := ic.ScreenError(call.cc, call.method, m.ID, m.IDKey(), m.Raw, m.Error); changed {
+				msg = out
+			}
+		}
 	}
 	// What was handed on before (handPump) goes first: delivered now, msg
 	// would take the first room a stream it waits for makes, or reach

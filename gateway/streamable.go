@@ -864,11 +864,17 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 	shown := b
-	if resp.StatusCode/100 == 2 {
+	switch {
+	case resp.StatusCode/100 == 2:
 		// Recorded before it is screened (a tool is shown as the
 		// inventory, having seen this list, lets it) and before the
 		// client has it.
 		ob.lists(b)
+		shown = ob.filter(r.Context(), b)
+	case ob.screensResults():
+		// An error sent with a failing status is read by the client's
+		// model as one sent with 200: the interceptor may withhold it
+		// (TestAttackInjectionInFailedAnswer).
 		shown = ob.filter(r.Context(), b)
 	}
 	if shown == nil {

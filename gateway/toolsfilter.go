@@ -292,9 +292,15 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 	changed := false
 	for i, m := range msgs {
 		out[i] = m.Raw
-		if m.Kind == intercept.KindResponse {
+		switch m.Kind {
+		case intercept.KindResponse:
 			method, cursor := methodOf(m.IDKey())
 			if raw, ok := screenAnswer(ctx, ic, cc, method, cursor, m.ID, m.IDKey(), m.Raw, m.Result); ok {
+				out[i], changed = raw, true
+			}
+		case intercept.KindError:
+			method, _ := methodOf(m.IDKey())
+			if raw, ok := ic.ScreenError(cc, method, m.ID, m.IDKey(), m.Raw, m.Error); ok {
 				out[i], changed = raw, true
 			}
 		}

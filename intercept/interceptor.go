@@ -108,16 +108,21 @@ type Interceptor struct {
 	// OnResult, if not nil, gets the result of every allowed action
 	// (tools/call, resources/read, prompts/get: what the model reads) once
 	// the upstream answered it (after the client got it), with the
-	// call's descriptor. Set it before first use; it must not block.
+	// call's descriptor, but for a final result WithholdResult was asked
+	// about. Set it before first use; it must not block.
 	OnResult func(d *ActionDescriptor, result jsontext.Value)
-	// WithholdResult, if not nil, is asked about the final result of
-	// every allowed action, and every tasks/result, before the client has
-	// it (ScreenResult), and
-	// returns why the client must not have it, or "" to pass it on. A
-	// result withheld is answered as a soft deny (tools/call) or an
-	// error (reads); OnResult still gets the upstream's result. It must
-	// not block.
-	WithholdResult func(cc CallContext, method string, result jsontext.Value) string
+	// WithholdResult, if not nil, is asked about every answer the client
+	// would read of an allowed action (its final result, or its error),
+	// and of every tasks/result, before the client has it (ScreenResult,
+	// ScreenError), with the call's descriptor (one naming only the
+	// upstream, agent and session, and method for its tool, when the
+	// call is not known: a task's result, a call forgotten). It returns
+	// why the client must not have it, or "" to pass it on. A result
+	// withheld is answered as a soft deny (a tool's) or an error (a
+	// read's), an error with another error. A final result it is asked
+	// about is not given to OnResult too: it is expected to record what
+	// it finds. It must not block.
+	WithholdResult func(d *ActionDescriptor, method string, answer jsontext.Value) string
 	// OnDecision, if not nil, is called after every decision.
 	OnDecision func(*ActionDescriptor, Decision)
 	// HideDeniedTools removes from tools/list results the tools the
@@ -772,26 +777,56 @@ func (i *Interceptor) WithholdsResults(method string) bool {
 // ScreenResult returns raw, an upstream's answer to request id (idKey,
 // of the client of cc) of action method whose result is result, as the
 // client may have it: when WithholdResult gives a reason, a soft deny
-// saying it for a tools/call (the model reads why) and an error for a
-// read, and true. A result that is not final (input_required, a task's
-// handle) is passed on: what the model reads comes later.
+// saying it for a tools/call or tasks/result (the model reads why) and
+// an error for a read, and true. A result that is not final
+// (input_required, a task's handle) is passed on: what the model reads
+// comes later.
 func (i *Interceptor) ScreenResult(cc CallContext, method string, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
 	if !i.WithholdsResults(method) || !FinalResult(result) {
 		return raw, false
 	}
-	why := i.WithholdResult(cc, method, result)
+	// Screened here, it is not OnResult's (ObserveResult finds no call):
+	// WithholdResult has read it, and recorded what it found.
+	d := i.answered(cc, method, idKey, true)
+	why := i.WithholdResult(d, method, result)
 	if why == "" {
 		return raw, false
 	}
-	var txn string
-	if d, ok := i.pendingCalls().Peek(resultKey(cc, idKey)); ok {
-		txn = d.TxnID
-	}
-	d := Decision{Verdict: Deny, Reason: ReasonResultWithheld, PublicReason: why, Mode: ModeThrow}
+	dc := Decision{Verdict: Deny, Reason: ReasonResultWithheld, PublicReason: why, Mode: ModeThrow}
 	if method == "tools/call" || method == "tasks/result" {
-		d.Mode = ModeToolResult
+		dc.Mode = ModeToolResult
 	}
-	return renderDecision(id, d, txn, cc.ProtocolVersion, false), true
+	return renderDecision(id, dc, d.TxnID, cc.ProtocolVersion, false), true
+}
+
+// ScreenError is ScreenResult for an error answer whose error object is
+// errObj: a client shows a tool's error to its model as it shows a
+// result, so an injection the gateway would withhold from a result must
+// not come in the error's message or data. One withheld is answered with
+// an error saying why.
+func (i *Interceptor) ScreenError(cc CallContext, method string, id jsontext.Value, idKey string, raw, errObj jsontext.Value) (jsontext.Value, bool) {
+	if !i.WithholdsResults(method) {
+		return raw, false
+	}
+	why := i.WithholdResult(i.answered(cc, method, idKey, false), method, errObj)
+	if why == "" {
+		return raw, false
+	}
+	return ErrorResponse(id, &WireError{Code: CodeUpstreamError, Message: why}), true
+}
+
+// answered is the descriptor of the call of cc with idKey whose answer is
+// screened, or one naming what is known of it; take removes it from the
+// calls waiting for OnResult.
+func (i *Interceptor) answered(cc CallContext, method, idKey string, take bool) *ActionDescriptor {
+	key := resultKey(cc, idKey)
+	if d, ok := i.pendingCalls().Peek(key); ok {
+		if take {
+			i.calls.Remove(key)
+		}
+		return d
+	}
+	return &ActionDescriptor{Upstream: cc.Upstream, Agent: cc.Agent, SessionID: cc.SessionID, ToolName: method}
 }
 
 // FinalResult reports whether result, an action's, is what the model

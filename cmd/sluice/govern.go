@@ -253,25 +253,26 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		rec.advice(a, provider, cfg.Classifier.Profile)
 	}
 	var onResult func(*intercept.ActionDescriptor, jsontext.Value)
-	var withholdResult func(intercept.CallContext, string, jsontext.Value) string
+	var withholdResult func(*intercept.ActionDescriptor, string, jsontext.Value) string
 	if cfg.Classifier.scansResults() {
 		withhold := cfg.Classifier.OnResultInjection == resultWithhold
+		found := func(d *intercept.ActionDescriptor, fs []classifier.InjectionFinding, withheld bool) {
+			logger.Warn("a result looks like a prompt injection", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", telemetry.ToolName(d.ToolName),
+				"findings", len(fs), "withheld", withheld)
+			rec.resultInjection(d, fs, withheld)
+		}
 		onResult = func(d *intercept.ActionDescriptor, result jsontext.Value) {
+			// With withhold, what gets here was not screened before the
+			// client had it (an A2A answer, an input_required result).
 			if fs := classifier.DetectInjectionInResult(result); len(fs) > 0 {
-				withheld := withhold && intercept.FinalResult(result)
-				logger.Warn("a result looks like a prompt injection", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", telemetry.ToolName(d.ToolName),
-					"findings", len(fs), "withheld", withheld)
-				rec.resultInjection(d, fs, withheld)
+				found(d, fs, false)
 			}
 		}
 		if withhold {
-			withholdResult = func(cc intercept.CallContext, method string, result jsontext.Value) string {
-				fs := classifier.DetectInjectionInResult(result)
-				if len(fs) > 0 && method == "tasks/result" {
-					// OnResult is for actions' answers: a task's result
-					// is recorded here.
-					logger.Warn("a result looks like a prompt injection", "upstream", cc.Upstream, "tool", method, "findings", len(fs), "withheld", true)
-					rec.resultInjection(&intercept.ActionDescriptor{Agent: cc.Agent, SessionID: cc.SessionID, Upstream: cc.Upstream, ToolName: method}, fs, true)
+			withholdResult = func(d *intercept.ActionDescriptor, method string, answer jsontext.Value) string {
+				fs := classifier.DetectInjectionInResult(answer)
+				if len(fs) > 0 {
+					found(d, fs, true)
 				}
 				return withheldBecause(method, fs)
 			}
