@@ -182,6 +182,14 @@ type Options struct {
 	// key set cannot be fetched now. Without it the pushes of a relay
 	// registered with a JWT through another replica are refused (410).
 	RecheckJWTKey func(ref string) error
+	// RecheckAgent, if set, reports why a token or certificate may no
+	// longer act as agent (an API key is now issued for the name:
+	// auth.Authenticator.AgentNameHolds), or nil; an error wrapping
+	// intercept.ErrUncheckable if that cannot be told now. A replica asks
+	// it of a relay registered with a JWT or a certificate through
+	// another, as the Principal's Check asks it on that one. Unset, the
+	// name is not asked (no API keys to take it).
+	RecheckAgent func(agent string) error
 	// AllowPrivatePushURLs lets push notification URLs name loopback,
 	// private and link-local addresses (refused by default: an agent must
 	// not make an upstream call into the gateway's network).

@@ -729,7 +729,7 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	gone := func() bool {
 		err := lapsed(rec.principal)
 		if rec.principal == nil {
-			err = g.storedLapsed(rec.cred) // registered through another replica, or before a restart
+			err = g.storedLapsed(rec.cred, rec.owner) // registered through another replica, or before a restart
 		}
 		if err == nil {
 			return false

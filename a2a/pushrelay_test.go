@@ -41,13 +41,18 @@ type relayEnv struct {
 	// a replica's RecheckKey of them, cannot tell)
 	unreadable bool
 	checked    func(name string) // if set, told of each credential check
-	refused    []string          // OnPushRefused: "principal: reason"
-	results    []string          // the Interceptor's OnResult: "tool agent result"
+	// jwt: the principals are JWTs' (no key id, an exp), not API keys';
+	// keyAgents are the names API keys are issued for, which such a
+	// principal's Check refuses (auth.shared_agent_names off).
+	jwt       bool
+	keyAgents map[string]bool
+	refused   []string // OnPushRefused: "principal: reason"
+	results   []string // the Interceptor's OnResult: "tool agent result"
 }
 
 func newRelayEnv(t *testing.T, agent Agent, opts Options) *relayEnv {
 	t.Helper()
-	e := &relayEnv{revoked: map[string]bool{}}
+	e := &relayEnv{revoked: map[string]bool{}, keyAgents: map[string]bool{}}
 	srv := httptest.NewUnstartedServer(nil)
 	e.url = "http://" + srv.Listener.Addr().String()
 	agent.Name = "stub"
@@ -73,7 +78,20 @@ func newRelayEnv(t *testing.T, agent Agent, opts Options) *relayEnv {
 		if key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer key-of-"); ok && name == "" {
 			name = key // a caller's key, as a push config's authentication may carry it
 		}
-		if name != "" {
+		e.mu.Lock()
+		jwt := e.jwt
+		e.mu.Unlock()
+		if name != "" && jwt {
+			p := &intercept.Principal{ID: name, Method: "jwt", Claims: map[string]any{"sub": name}, Expires: time.Now().Add(time.Hour), Check: func() error {
+				e.mu.Lock()
+				defer e.mu.Unlock()
+				if e.keyAgents[name] {
+					return fmt.Errorf("agent %q is an API key's (auth.api_keys); a jwt credential cannot act as it", name)
+				}
+				return nil
+			}}
+			r = r.WithContext(intercept.WithPrincipal(r.Context(), p))
+		} else if name != "" {
 			p := &intercept.Principal{ID: name, Method: "api_key", Claims: map[string]any{"key_id": name}, Check: func() error {
 				e.mu.Lock()
 				defer e.mu.Unlock()

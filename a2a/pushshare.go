@@ -485,14 +485,21 @@ var errRegisterShared = &intercept.WireError{Code: intercept.CodeInternalError,
 // NotAfter) is checked here; an API key is looked up again in the key
 // file every replica loads (Options.RecheckKey; an error wrapping
 // intercept.ErrUncheckable: it cannot tell now), a JWT's signing key in
-// the issuer's key set (Options.RecheckJWTKey); a credential that can
-// lapse in a way the record cannot tell is taken as lapsed (fail closed).
-func (g *Gateway) storedLapsed(c *relayCredential) error {
+// the issuer's key set (Options.RecheckJWTKey), and a token's or a
+// certificate's agent, owner, among the names API keys are issued for
+// (Options.RecheckAgent); a credential that can lapse in a way the record
+// cannot tell is taken as lapsed (fail closed).
+func (g *Gateway) storedLapsed(c *relayCredential, owner string) error {
 	if c == nil {
 		return nil
 	}
 	if !c.Expires.IsZero() && !time.Now().Before(c.Expires) {
 		return errExpired
+	}
+	if c.Method != "api_key" && g.opts.RecheckAgent != nil {
+		if err := g.opts.RecheckAgent(owner); err != nil {
+			return err
+		}
 	}
 	switch {
 	case c.KeyID != "" && g.opts.RecheckKey != nil:

@@ -97,6 +97,16 @@ func sharedRelayEnvs(t *testing.T, agent Agent) (a, b *relayEnv, rs *redistest.S
 			return errors.New("the API key was revoked")
 		}
 		return nil
+	}, RecheckAgent: func(agent string) error {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.unreadable {
+			return errKeyFileUnreadable
+		}
+		if a.keyAgents[agent] {
+			return fmt.Errorf("agent %q is an API key's (auth.api_keys); a jwt credential cannot act as it", agent)
+		}
+		return nil
 	}})
 	return a, b, rs, c
 }
@@ -280,7 +290,7 @@ func TestPushRelayStoredCredential(t *testing.T) {
 			}
 			g := &Gateway{opts: Options{RecheckKey: c.recheck, RecheckJWTKey: published}}
 			got := ""
-			if err := g.storedLapsed(c.cred); err != nil {
+			if err := g.storedLapsed(c.cred, "alice"); err != nil {
 				got = err.Error()
 			}
 			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {

@@ -250,6 +250,27 @@ func (a *Authenticator) Authenticate(r *http.Request) (*intercept.Principal, err
 	return nil, invalidRequest("this gateway authenticates agents by client certificate, not bearer token")
 }
 
+// AgentNameHolds reports why a token or certificate may no longer act as
+// agent: an API key is issued for the name (see Config.SharedAgentNames);
+// an error wrapping intercept.ErrUncheckable when the key file cannot be
+// read. It is what a token's or certificate's Principal.Check asks of its
+// name, for a process that has only the name (another replica's A2A push
+// relay). Without api_key mode, or with shared_agent_names, every name
+// holds.
+func (a *Authenticator) AgentNameHolds(agent string) error {
+	if a == nil || a.keys == nil || a.cfg.SharedAgentNames {
+		return nil
+	}
+	named, err := a.keys.namesAgent(agent)
+	switch {
+	case err != nil:
+		return fmt.Errorf("whether agent %q is an API key's cannot be told: %w", agent, err)
+	case named:
+		return fmt.Errorf("agent %q is an API key's (auth.api_keys); a token or certificate cannot act as it (auth.shared_agent_names)", agent)
+	}
+	return nil
+}
+
 // notKeyAgent refuses p, authenticated by token or certificate, when its
 // agent is one an API key is issued for (see Config.SharedAgentNames),
 // and returns a copy whose Check also ends a connection once a key is
@@ -258,16 +279,7 @@ func (a *Authenticator) notKeyAgent(p *intercept.Principal) (*intercept.Principa
 	if a.keys == nil || a.cfg.SharedAgentNames {
 		return p, nil
 	}
-	taken := func() error {
-		named, err := a.keys.namesAgent(p.ID)
-		switch {
-		case err != nil:
-			return fmt.Errorf("whether agent %q is an API key's cannot be told: %w", p.ID, err)
-		case named:
-			return fmt.Errorf("agent %q is an API key's (auth.api_keys); a %s credential cannot act as it (auth.shared_agent_names)", p.ID, p.Method)
-		}
-		return nil
-	}
+	taken := func() error { return a.AgentNameHolds(p.ID) }
 	if err := taken(); err != nil {
 		return nil, invalidToken(p.Method, err.Error(), nil)
 	}

@@ -144,8 +144,9 @@ func (s *redisRelays) Delete(ctx context.Context, key string) error {
 
 // withSharedRelays keeps o's relays in the agent_tasks Redis, sealed with
 // the session_keys, when both are set; authn (made after the gateway,
-// asked when a push comes) checks an API key or a JWT's signing key again
-// for a replica that did not take the relay's registration. It returns a warning when Redis is set without keys:
+// asked when a push comes) checks an API key, or a JWT's signing key and a
+// token's or certificate's agent name, again for a replica that did not
+// take the relay's registration. It returns a warning when Redis is set without keys:
 // relays then stay in each replica rather than sit in Redis in clear.
 func (c *config) withSharedRelays(o *a2a.Options, tasks *redisTasks, authn func() *auth.Authenticator) string {
 	if !o.PushRelay || tasks == nil {
@@ -158,5 +159,6 @@ func (c *config) withSharedRelays(o *a2a.Options, tasks *redisTasks, authn func(
 	o.RelayKeys = c.sessionKeys
 	o.RecheckKey = func(id string) error { return authn().KeyHolds(id) }
 	o.RecheckJWTKey = func(ref string) error { return authn().JWTKeyPublished(ref) }
+	o.RecheckAgent = func(agent string) error { return authn().AgentNameHolds(agent) }
 	return ""
 }
