@@ -507,6 +507,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, intercept.ErrorResponse(m.ID, err))
 		return
 	}
+	r = g.withNamedAgent(r)
 	if m.Kind != intercept.KindRequest {
 		writeJSON(w, http.StatusBadRequest, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: intercept.CodeInvalidRequest,
 			Message: "an A2A endpoint takes JSON-RPC requests only"}))
@@ -1772,13 +1773,67 @@ func requestTaskIDs(params jsontext.Value, pushConfig bool) []string {
 	return ids
 }
 
-// ownerOf is who owns the tasks a request creates: the authenticated
-// principal, or "" (every unauthenticated caller is one owner).
+// ownerOf is who owns the tasks and conversations a request creates or
+// names: the authenticated principal; without one, the agent its agent
+// header names (withNamedAgent), marked apart from every principal's id
+// and, past maxOwnerName, as its SHA-256, as an MCP task's owner is: a
+// conversation is decided with its owner's name, so one going on under
+// another name would be decided in that name's route memory, empty,
+// while the agent keeps the conversation's history. "" for an unnamed
+// caller (every one of them is one owner).
 func ownerOf(ctx context.Context) string {
 	if p := intercept.PrincipalFrom(ctx); p != nil {
 		return p.ID
 	}
-	return ""
+	name, _ := ctx.Value(namedAgentKey{}).(string)
+	switch {
+	case name == "":
+		return ""
+	case len(name) > maxOwnerName:
+		sum := sha256.Sum256([]byte(name))
+		return namedDigestOwner + hex.EncodeToString(sum[:])
+	}
+	return namedOwner + name
+}
+
+// Owners an agent header names (no principal's id holds a NUL).
+const (
+	namedOwner       = "a\x00"
+	namedDigestOwner = "h\x00"
+	maxOwnerName     = 1 << 10
+)
+
+type namedAgentKey struct{}
+
+// withNamedAgent is r with the agent its AgentHeader names, if it has no
+// authenticated principal (which is the agent whatever a header says).
+func (g *Gateway) withNamedAgent(r *http.Request) *http.Request {
+	if g.opts.AgentHeader == "" || intercept.PrincipalFrom(r.Context()) != nil {
+		return r
+	}
+	name := r.Header.Get(g.opts.AgentHeader)
+	if name == "" {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), namedAgentKey{}, name))
+}
+
+// ownerAgent is the agent an owner is: its principal, or the name an
+// agent header gave ("" past maxOwnerName, or for none).
+func ownerAgent(owner string) string {
+	if name, ok := strings.CutPrefix(owner, namedOwner); ok {
+		return name
+	}
+	return principalOf(owner)
+}
+
+// principalOf is the principal an owner is, "" for one an agent header
+// named: what logs and OnPushRefused call the principal.
+func principalOf(owner string) string {
+	if strings.HasPrefix(owner, namedOwner) || strings.HasPrefix(owner, namedDigestOwner) {
+		return ""
+	}
+	return owner
 }
 
 // unreadableCard is why an agent's card could not be had from its HTTP

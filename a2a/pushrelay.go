@@ -228,7 +228,7 @@ func (g *Gateway) endRelay(ctx context.Context, r *pushRecord) {
 		return
 	}
 	if err := g.shared.forget(context.WithoutCancel(ctx), []string{r.id}); err != nil {
-		g.log.Warn("a2a: push relay: an ended relay could not be removed from the shared store: other replicas hold it until the removal, retried, succeeds", "agent", r.agent, "principal", r.owner, "err", err)
+		g.log.Warn("a2a: push relay: an ended relay could not be removed from the shared store: other replicas hold it until the removal, retried, succeeds", "agent", r.agent, "principal", principalOf(r.owner), "err", err)
 	}
 }
 
@@ -721,8 +721,8 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sum := sha256.Sum256([]byte(r.Header.Get(tokenHeader))); subtle.ConstantTimeCompare(sum[:], rec.tokenHash[:]) != 1 {
-		g.log.Warn("a2a: push relay: a push without the relay's token refused", "agent", rec.agent, "principal", rec.owner, "remote", remoteAddr(r))
-		g.pushRefused(rec.agent, rec.owner, "wrong or missing token")
+		g.log.Warn("a2a: push relay: a push without the relay's token refused", "agent", rec.agent, "principal", principalOf(rec.owner), "remote", remoteAddr(r))
+		g.pushRefused(rec.agent, principalOf(rec.owner), "wrong or missing token")
 		answer(http.StatusUnauthorized, "the push does not carry the token the gateway gave this push config")
 		return
 	}
@@ -738,14 +738,14 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, intercept.ErrUncheckable) {
 			// Cannot tell now (the key file unreadable): the agent may
 			// try again; ending the relay could not be undone.
-			g.log.Warn("a2a: push relay: push refused: the caller's credential cannot be checked now", "agent", rec.agent, "principal", rec.owner, "why", why)
-			g.pushRefused(rec.agent, rec.owner, "the caller's credential cannot be checked now: "+why)
+			g.log.Warn("a2a: push relay: push refused: the caller's credential cannot be checked now", "agent", rec.agent, "principal", principalOf(rec.owner), "why", why)
+			g.pushRefused(rec.agent, principalOf(rec.owner), "the caller's credential cannot be checked now: "+why)
 			answer(http.StatusServiceUnavailable, "the gateway cannot check the credential of the caller that registered this push config now: not delivered; try again")
 			return true
 		}
 		g.endRelay(r.Context(), rec)
-		g.log.Info("a2a: push relay: push dropped and the relay ended: the caller's credential no longer holds", "agent", rec.agent, "principal", rec.owner, "why", why)
-		g.pushRefused(rec.agent, rec.owner, "the caller's credential no longer holds: "+why)
+		g.log.Info("a2a: push relay: push dropped and the relay ended: the caller's credential no longer holds", "agent", rec.agent, "principal", principalOf(rec.owner), "why", why)
+		g.pushRefused(rec.agent, principalOf(rec.owner), "the caller's credential no longer holds: "+why)
 		answer(http.StatusGone, "the caller that registered this push config is no longer authenticated: not delivered, and the relay is ended")
 		return true
 	}
@@ -754,7 +754,7 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBody))
 	if err != nil {
-		g.pushRefused(rec.agent, rec.owner, "body too large or unreadable")
+		g.pushRefused(rec.agent, principalOf(rec.owner), "body too large or unreadable")
 		answer(http.StatusRequestEntityTooLarge, fmt.Sprintf("a push larger than %d bytes, or unreadable: not delivered", g.opts.MaxBody))
 		return
 	}
@@ -769,8 +769,8 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	unbound := rec.task == ""
 	g.pushes.mu.Unlock()
 	if why := g.pushNamesTask(r.Context(), rec, b); why != "" {
-		g.log.Warn("a2a: push relay: push refused", "agent", rec.agent, "principal", rec.owner, "why", why)
-		g.pushRefused(rec.agent, rec.owner, why)
+		g.log.Warn("a2a: push relay: push refused", "agent", rec.agent, "principal", principalOf(rec.owner), "why", why)
+		g.pushRefused(rec.agent, principalOf(rec.owner), why)
 		answer(http.StatusForbidden, why+": not delivered")
 		return
 	}
@@ -782,7 +782,7 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 		case err != nil:
 			// Bound here only: another replica would bind the relay to
 			// whichever task the next push named.
-			g.pushRefused(rec.agent, rec.owner, "the shared relay store did not answer")
+			g.pushRefused(rec.agent, principalOf(rec.owner), "the shared relay store did not answer")
 			answer(http.StatusServiceUnavailable, "the gateway cannot record its push relay's task now (its shared store does not answer): not delivered; try again")
 			return
 		}
@@ -790,7 +790,7 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	switch live, err := g.liveRelay(r.Context(), rec); {
 	case err != nil:
 		g.log.Warn("a2a: push relay: push refused: the shared relay store did not answer", "remote", remoteAddr(r), "err", err)
-		g.pushRefused(rec.agent, rec.owner, "the shared relay store did not answer")
+		g.pushRefused(rec.agent, principalOf(rec.owner), "the shared relay store did not answer")
 		answer(http.StatusServiceUnavailable, "the gateway cannot read its push relays now (its shared store does not answer): not delivered; try again")
 		return
 	case !live:
@@ -813,12 +813,12 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	// is bounded as their deliveries are.
 	a := g.agents[rec.agent]
 	g.observe(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.target,
-		Upstream: "a2a:" + a.Name, Agent: rec.owner}, b)
+		Upstream: "a2a:" + a.Name, Agent: ownerAgent(rec.owner)}, b)
 	status, err := g.deliver(r.Context(), rec, body, r.Header.Get("Content-Type"))
 	if err != nil {
 		// The caller's URL is not the agent's to know (its path or query
 		// may hold the webhook's secret), nor the log's beyond its host.
-		g.log.Warn("a2a: push relay: delivery failed", "agent", rec.agent, "principal", rec.owner, "err", redactURL(err))
+		g.log.Warn("a2a: push relay: delivery failed", "agent", rec.agent, "principal", principalOf(rec.owner), "err", redactURL(err))
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 			answer(http.StatusGatewayTimeout, "delivering the push to the caller timed out")

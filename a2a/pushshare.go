@@ -442,7 +442,7 @@ func (g *Gateway) removeSharedConfig(ctx context.Context, agent, owner, task, co
 		return
 	}
 	if err := g.shared.removeConfig(context.WithoutCancel(ctx), agent, owner, task, configID); err != nil {
-		g.log.Warn("a2a: push relay: a deleted config's relay could not be removed from the shared store: other replicas deliver its pushes until the removal, retried, succeeds", "agent", agent, "principal", owner, "err", err)
+		g.log.Warn("a2a: push relay: a deleted config's relay could not be removed from the shared store: other replicas deliver its pushes until the removal, retried, succeeds", "agent", agent, "principal", principalOf(owner), "err", err)
 	}
 }
 
@@ -455,7 +455,7 @@ func (g *Gateway) storeRelay(ctx context.Context, r *pushRecord, again bool) err
 	case errors.Is(err, errRelayGone):
 		g.pushes.drop(r)
 	case err != nil:
-		g.log.Warn("a2a: push relay: the relay's record could not be stored: other replicas will not deliver its pushes", "agent", r.agent, "principal", r.owner, "err", err)
+		g.log.Warn("a2a: push relay: the relay's record could not be stored: other replicas will not deliver its pushes", "agent", r.agent, "principal", principalOf(r.owner), "err", err)
 	}
 	return err
 }

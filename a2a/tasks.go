@@ -120,7 +120,7 @@ func (o *owners) add(ctx context.Context, agentName, task, owner, share string) 
 	// their caller's share: the unnamed owner has none of its own, and
 	// one unauthenticated client starting tasks without end would push
 	// out every other's.
-	if owner != "" {
+	if principalOf(owner) != "" {
 		share = owner
 	}
 	o.table(task).ContainsOrAddIn(key, owner, share)
@@ -258,7 +258,7 @@ func (o *owners) addInContext(ctx context.Context, agentName, task, contextID, o
 		}
 		contextID = first
 	}
-	if owner != "" {
+	if principalOf(owner) != "" {
 		share = owner
 	}
 	o.inContext.ContainsOrAddIn(key, contextID, share)

@@ -40,6 +40,11 @@ func TestA2ATasksAcrossReplicas(t *testing.T) {
 	if got := call(b, "alice", get); strings.Contains(got, "not found") || !strings.Contains(got, "TASK_STATE_COMPLETED") {
 		t.Errorf("alice's task through B: %s", got)
 	}
+	// Without authentication the task is the agent's the header named
+	// (TestAttackConversationChangesAgent), on every replica.
+	if got := call(b, "bob", get); !strings.Contains(got, "task not found") {
+		t.Errorf("alice's task read as bob through B: %s", got)
+	}
 	if got := call(lone, "alice", get); !strings.Contains(got, "task not found") {
 		t.Errorf("a replica without agent_tasks: %s", got)
 	}
