@@ -294,7 +294,7 @@ func (g *Gateway) newRoute(up Upstream) (*route, error) {
 		// initialize replayed; calls pending at the crash get an error.
 		r.dialer = &transport.Restarting{
 			Dialer: &transport.StdioDialer{Command: up.Command, Args: up.Args, Env: env, InheritEnv: up.inheritEnv(),
-				Stderr: stderrLog{g.log, up.Name}, MaxMessageBytes: limit},
+				Stderr: newStderrLog(g.log, up.Name), MaxMessageBytes: limit},
 			OnRestart: func(err error) {
 				// A line too long is not passed on; the calls waiting
 				// get the restart's error, which names the limit.

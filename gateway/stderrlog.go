@@ -6,11 +6,35 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/telemetry"
 )
 
-// stderrLineMax bounds a line of a stdio upstream's stderr held before it
-// is logged: a longer one is logged in pieces of this size.
-const stderrLineMax = 4 << 10
+const (
+	// stderrLineMax bounds a line of a stdio upstream's stderr that is
+	// logged: the rest of a longer one is read and not logged, the
+	// record saying how many bytes it cut.
+	stderrLineMax = 4 << 10
+	// stderrBurst and stderrPerSecond bound the rate of an upstream's
+	// stderr lines logged, over its children: a burst of stderrBurst,
+	// then stderrPerSecond lines a second. The lines over it are counted
+	// and the count logged.
+	stderrBurst     = 100
+	stderrPerSecond = 10
+	// stderrQueue bounds the lines read and not yet logged: a log's sink
+	// slower than the child's stderr does not hold up the child, which
+	// would block on its full pipe and stop answering; the lines that do
+	// not fit are counted as dropped.
+	stderrQueue = 64
+	// stderrReportEvery is how often a count of the lines dropped since
+	// the last is logged; the rest is logged as the child's stderr ends.
+	stderrReportEvery = 10 * time.Second
+	// stderrFlushWait bounds how long the end of a child's stderr waits
+	// for its last lines to be logged.
+	stderrFlushWait = time.Second
+)
 
 // stderrLog is a stdio upstream's stderr: each line it writes becomes a
 // record of the gateway's log, attributed to the upstream. Passed to the
@@ -18,32 +42,141 @@ const stderrLineMax = 4 << 10
 // own log records (an "approval granted" it never logged) and reached
 // the operator's terminal with their control sequences; as a value of a
 // record the log's handler quotes and escapes them.
+//
+// A line is scrubbed (telemetry.Scrub) as other recorded text is, its
+// length bounded, and lines are logged at a bounded rate: a server that
+// logs the requests it makes, or one an agent steers to print its
+// arguments, does not put credentials into the gateway's log nor flood
+// it. The child's stderr is read whatever the log does, and a line not
+// logged is counted: a record "stdio upstream stderr lines dropped"
+// gives the count.
 type stderrLog struct {
 	log      *slog.Logger
 	upstream string
+
+	mu       sync.Mutex
+	tokens   float64
+	refilled time.Time
+	dropped  int64 // lines not logged since the last count logged
 }
 
-func (s stderrLog) line(l []byte) {
-	l = bytes.TrimSuffix(bytes.TrimSuffix(l, []byte{'\n'}), []byte{'\r'})
-	s.log.Info("stdio upstream stderr", "upstream", s.upstream, "line", string(l))
+func newStderrLog(log *slog.Logger, upstream string) *stderrLog {
+	return &stderrLog{log: log, upstream: upstream, tokens: stderrBurst, refilled: time.Now()}
+}
+
+// stderrLine is a line to log and the bytes cut from its end.
+type stderrLine struct {
+	text string
+	cut  int64
+}
+
+// allow reports whether the rate allows one more line to be logged, and
+// counts it dropped if not.
+func (s *stderrLog) allow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	s.tokens = min(stderrBurst, s.tokens+now.Sub(s.refilled).Seconds()*stderrPerSecond)
+	s.refilled = now
+	if s.tokens < 1 {
+		s.dropped++
+		return false
+	}
+	s.tokens--
+	return true
+}
+
+func (s *stderrLog) drop() {
+	s.mu.Lock()
+	s.dropped++
+	s.mu.Unlock()
+}
+
+// report logs the count of lines dropped since the last, if any.
+func (s *stderrLog) report() {
+	s.mu.Lock()
+	n := s.dropped
+	s.dropped = 0
+	s.mu.Unlock()
+	if n > 0 {
+		s.log.Warn("stdio upstream stderr lines dropped", "upstream", s.upstream, "dropped", n)
+	}
+}
+
+func (s *stderrLog) line(l stderrLine) {
+	args := []any{"upstream", s.upstream, "line", telemetry.Scrub(l.text)}
+	if l.cut > 0 {
+		args = append(args, "cut_bytes", l.cut)
+	}
+	s.log.Info("stdio upstream stderr", args...)
+}
+
+// logLines logs the lines of q until it is closed, and the counts of
+// lines dropped every stderrReportEvery and at the end.
+func (s *stderrLog) logLines(q <-chan stderrLine) {
+	tick := time.NewTicker(stderrReportEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case l, ok := <-q:
+			if !ok {
+				s.report()
+				return
+			}
+			s.line(l)
+		case <-tick.C:
+			s.report()
+		}
+	}
 }
 
 // ReadFrom logs the lines of r, the child's stderr, to its end: os/exec
 // copies the child's stderr with io.Copy, which hands it to ReadFrom. A
 // line is logged once its newline comes, however many writes the child
 // made it in (an unbuffered stderr writes a line in pieces), and the
-// last one at the end of r even if the child did not end it.
-func (s stderrLog) ReadFrom(r io.Reader) (int64, error) {
+// last one at the end of r even if the child did not end it. Lines are
+// logged from another goroutine, so that reading r never waits for the
+// log.
+func (s *stderrLog) ReadFrom(r io.Reader) (int64, error) {
+	q := make(chan stderrLine, stderrQueue)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.logLines(q)
+	}()
+	defer func() {
+		close(q)
+		t := time.NewTimer(stderrFlushWait)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+		}
+	}()
 	br := bufio.NewReaderSize(r, stderrLineMax)
 	var n int64
 	for {
 		l, err := br.ReadSlice('\n')
 		n += int64(len(l))
-		if len(l) > 0 {
-			s.line(l)
+		var line stderrLine
+		if errors.Is(err, bufio.ErrBufferFull) {
+			line.text = string(cutLastWord(l))
+			var skipped int64
+			skipped, err = skipLine(br)
+			n += skipped
+			line.cut = int64(len(l)-len(line.text)) + skipped
+		} else {
+			line.text = string(bytes.TrimSuffix(bytes.TrimSuffix(l, []byte{'\n'}), []byte{'\r'}))
+		}
+		if len(l) > 0 && s.allow() {
+			select {
+			case q <- line:
+			default:
+				s.drop()
+			}
 		}
 		switch {
-		case err == nil, errors.Is(err, bufio.ErrBufferFull):
+		case err == nil:
 		case err == io.EOF:
 			return n, nil
 		default:
@@ -52,17 +185,33 @@ func (s stderrLog) ReadFrom(r io.Reader) (int64, error) {
 	}
 }
 
+// cutLastWord returns the start of a line cut at its bound, up to its
+// last space or tab: the word the bound cut through (a token whose end
+// is not read) is not logged, where the scrubber would not know it for
+// one.
+func cutLastWord(l []byte) []byte {
+	if i := bytes.LastIndexAny(l, " \t"); i >= 0 {
+		return l[:i]
+	}
+	return l
+}
+
+// skipLine reads br to the end of the line, returning the bytes read and
+// nil, or the error that ended it first.
+func skipLine(br *bufio.Reader) (int64, error) {
+	var n int64
+	for {
+		l, err := br.ReadSlice('\n')
+		n += int64(len(l))
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return n, err
+		}
+	}
+}
+
 // Write logs the lines of p, for a writer that does not copy with
 // io.Copy; one not ending in a newline is logged as a line too.
-func (s stderrLog) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n') + 1
-		if i == 0 {
-			i = len(p)
-		}
-		s.line(p[:i])
-		p = p[i:]
-	}
-	return n, nil
+func (s *stderrLog) Write(p []byte) (int, error) {
+	_, err := s.ReadFrom(bytes.NewReader(p))
+	return len(p), err
 }

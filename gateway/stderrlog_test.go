@@ -31,7 +31,7 @@ func stderrLines(t *testing.T, writes ...string) []string {
 	t.Helper()
 	var logs lockedBuffer
 	r := chunks(writes)
-	if _, err := io.Copy(stderrLog{slog.New(slog.NewJSONHandler(&logs, nil)), "kid"}, &r); err != nil {
+	if _, err := io.Copy(newStderrLog(slog.New(slog.NewJSONHandler(&logs, nil)), "kid"), &r); err != nil {
 		t.Fatal(err)
 	}
 	var lines []string
@@ -55,17 +55,34 @@ func TestStderrLogLineInPieces(t *testing.T) {
 	}
 }
 
-// TestStderrLogLongLineBounded: a line longer than the buffer is logged
-// in pieces of the buffer's size, not held whole: memory stays bounded.
+// TestStderrLogLongLineBounded: of a line longer than the bound the
+// start is logged, to its last space, and the rest read and counted, not
+// held whole nor logged in pieces: memory and the record stay bounded.
 func TestStderrLogLongLineBounded(t *testing.T) {
-	long := strings.Repeat("x", 3*stderrLineMax+10)
+	long := strings.Repeat("word ", stderrLineMax) // 5 bounds' worth
 	got := stderrLines(t, long, "\nnext\n")
-	if len(got) != 5 || got[4] != "next" {
-		t.Fatalf("logged %d lines, last %q; want 4 pieces and next", len(got), got[len(got)-1])
+	if len(got) != 2 || got[1] != "next" {
+		t.Fatalf("logged %d lines, last %q; want the long one cut and next", len(got), got[len(got)-1])
 	}
-	for i, l := range got[:3] {
-		if len(l) != stderrLineMax {
-			t.Errorf("piece %d: %d bytes, want %d", i, len(l), stderrLineMax)
+	if want := long[:strings.LastIndex(long[:stderrLineMax], " ")]; got[0] != want {
+		t.Errorf("long line logged as %d bytes, want its first %d to its last space", len(got[0]), len(want))
+	}
+}
+
+// TestAttackStderrLogTokenAcrossBound: a line longer than the bound was
+// logged in pieces, each scrubbed on its own: a key the bound cut
+// through had its end logged as the start of the next piece, where
+// nothing marks it as one, and its start, too short for the scrubber to
+// know it, at the end of the first. The word the bound cuts is not
+// logged, nor the rest of the line.
+func TestAttackStderrLogTokenAcrossBound(t *testing.T) {
+	const key = "sk-proj-Qm7vX2pLr9TzK4wYb8NcJd3FhGs6"
+	line := strings.Repeat("x", stderrLineMax-12-1) + " " + key + " done\n" // cut after "sk-proj-Qm7v"
+	for _, l := range stderrLines(t, line) {
+		for _, part := range []string{"Qm7v", key[len(key)-8:]} {
+			if strings.Contains(l, part) {
+				t.Errorf("logged %q, which holds %q of the key", l[max(0, len(l)-80):], part)
+			}
 		}
 	}
 }
