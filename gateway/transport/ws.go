@@ -267,13 +267,16 @@ func (c *wsConn) Read(ctx context.Context) ([]byte, error) {
 	var msg []byte
 	var err error
 	if c.budget == nil {
-		_, msg, err = c.ws.ReadMessage()
+		var r io.Reader
+		if r, err = c.nextText(); err == nil {
+			msg, err = io.ReadAll(r)
+		}
 	} else {
 		msg, err = c.readWithin(ctx)
 	}
 	if err != nil {
 		var be *BudgetError
-		if errors.As(err, &be) {
+		if errors.As(err, &be) || errors.Is(err, ErrBinaryMessage) {
 			return nil, err
 		}
 		if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived) {
@@ -284,10 +287,30 @@ func (c *wsConn) Read(ctx context.Context) ([]byte, error) {
 	return msg, nil
 }
 
+// ErrBinaryMessage fails a Read of a binary message: MCP over WebSocket
+// sends each JSON-RPC message as a text message. Read as text, bytes the
+// peer did not send as a message went on as one; the peer is told why,
+// close 1003 (unsupported data), and the connection closed.
+var ErrBinaryMessage = errors.New("transport: websocket binary message refused: MCP sends each JSON-RPC message as a text message")
+
+// nextText returns the reader of the next message, a text message; a
+// binary one closes c and gives ErrBinaryMessage, unread.
+func (c *wsConn) nextText() (io.Reader, error) {
+	typ, r, err := c.ws.NextReader()
+	if err != nil {
+		return nil, err
+	}
+	if typ != websocket.TextMessage {
+		c.shutdownWith(websocket.CloseUnsupportedData, "binary message: send each JSON-RPC message as a text message")
+		return nil, ErrBinaryMessage
+	}
+	return r, nil
+}
+
 // readWithin reads one message as ReadMessage does, taking room for it
 // in c.budget as its bytes arrive and holding it to c's pace.
 func (c *wsConn) readWithin(ctx context.Context) ([]byte, error) {
-	_, r, err := c.ws.NextReader()
+	r, err := c.nextText()
 	if err != nil {
 		return nil, err
 	}
