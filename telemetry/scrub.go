@@ -57,6 +57,9 @@ var scrubbers = []struct {
 	{[]string{"ya29."}, regexp.MustCompile(`\bya29\.[A-Za-z0-9_\-]{20,}`), Redacted, nil},
 	{[]string{"sg."}, regexp.MustCompile(`\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}`), Redacted, nil},
 	{[]string{"whsec_"}, regexp.MustCompile(`\bwhsec_[A-Za-z0-9]{20,}`), Redacted, nil},
+	// Telegram's bot API and Discord's webhooks, whose path is the token.
+	{[]string{"api.telegram.org/"}, regexp.MustCompile(`(?i)(api\.telegram\.org/(?:file/)?bot)[0-9]+:[A-Za-z0-9_\-]+`), "${1}" + Redacted, nil},
+	{[]string{"/api/webhooks/"}, regexp.MustCompile(`(?i)(\bdiscord(?:app)?\.com/api/webhooks/[0-9]+/)[A-Za-z0-9_\-]+`), "${1}" + Redacted, nil},
 	{[]string{"hooks.slack.com/"}, regexp.MustCompile(`(?i)(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_\-]+`), "${1}" + Redacted, nil},
 	// DigitalOcean tokens and age secret keys.
 	{[]string{"dop_v1_", "doo_v1_", "dor_v1_"}, regexp.MustCompile(`\bdo[por]_v1_[a-f0-9]{64}\b`), Redacted, nil},
@@ -72,6 +75,11 @@ var scrubbers = []struct {
 		regexp.MustCompile(`(?i)(account[_\-.]?key(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?)([^\s"';&,\\]+)`), "${1}" + Redacted, nil},
 	// Passwords in URLs: scheme://user:password@host.
 	{[]string{"://"}, regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*):[^@\s/]+@`), "$1:" + Redacted + "@", nil},
+	// A JSON array (or a Python list) under a secret-looking key: each
+	// string in it, not only the first, which the scrubbers below take.
+	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
+		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"},
+		secretArray, "", scrubArrays},
 	// The same with a quoted value, to its closing quote: a password may
 	// hold spaces or commas ("correct horse battery staple").
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
@@ -129,6 +137,99 @@ const separator = `(?:=>|[:=]|%3[AaDd])`
 // where its quotes are escaped (password\":\"…): group 1 is the run of
 // backslashes before the value's opening quote.
 var escapedValue = regexp.MustCompile(`(?i)(?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*\\+["']\s*[:=]\s*(\\+)["']`)
+
+// secretArray finds a secret-looking key and the opening bracket of its
+// array: group 1 is the run of backslashes before the key's closing
+// quote, how deep the JSON is escaped ("tokens":[…] none,
+// \"tokens\":[…] one).
+var secretArray = regexp.MustCompile(`(?i)(?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*(?:(\\*)["'])?\s*` + separator + `\s*\[`)
+
+// scrubArrays replaces each string in the arrays re (secretArray) finds
+// with Redacted, to the array's closing bracket and in arrays and objects
+// nested in it; an object's keys are kept. A string is delimited by
+// quotes escaped as deep as the key's, and the array ends at a line's
+// end if not before.
+func scrubArrays(s string, re *regexp.Regexp) string {
+	ms := re.FindAllStringSubmatchIndex(s, -1)
+	if ms == nil {
+		return s
+	}
+	var b strings.Builder
+	last, scanned := 0, 0
+	for _, m := range ms {
+		if m[0] < scanned {
+			continue // inside an array already scrubbed: each text once
+		}
+		n := 0 // backslashes before each quote
+		if m[2] >= 0 {
+			n = m[3] - m[2]
+		}
+		depth := 1
+		i := m[1]
+		for i < len(s) && depth > 0 && s[i] != '\n' {
+			k := 0
+			for i+k < len(s) && s[i+k] == '\\' {
+				k++
+			}
+			if k == n && i+k < len(s) && (s[i+k] == '"' || s[i+k] == '\'') {
+				start := i + k + 1
+				end := quotedEnd(s, start, n, s[i+k])
+				if end > start && !isKey(s, end+n+1) {
+					b.WriteString(s[last:start])
+					b.WriteString(Redacted)
+					last = end
+				}
+				if end == len(s) || s[end] == '\n' {
+					i = end
+					break // not closed: scrubbed to its end
+				}
+				i = end + n + 1
+				continue
+			}
+			if k > 0 {
+				i += k
+				continue
+			}
+			switch s[i] {
+			case '[', '{':
+				depth++
+			case ']', '}':
+				depth--
+			}
+			i++
+		}
+		scanned = i
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// quotedEnd returns where the string from start, opened by quote behind n
+// backslashes, ends: where the same quote behind n backslashes starts
+// (with none, a quote behind an even run); len(s) or a line's end if it
+// is not closed.
+func quotedEnd(s string, start, n int, quote byte) int {
+	for i := start; i < len(s) && s[i] != '\n'; {
+		k := 0
+		for i+k < len(s) && s[i+k] == '\\' {
+			k++
+		}
+		if i+k < len(s) && s[i+k] == quote && (k == n || n == 0 && k%2 == 0) {
+			return i + k - n
+		}
+		i += k + 1
+	}
+	return len(s)
+}
+
+// isKey reports whether a colon follows s[i:] past spaces: the string
+// before i is an object's key.
+func isKey(s string, i int) bool {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i < len(s) && s[i] == ':'
+}
 
 // scrubEscaped replaces the value after each match of re (escapedValue)
 // with Redacted. The value runs to the quote that closes it at its own

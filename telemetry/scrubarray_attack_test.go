@@ -1,0 +1,94 @@
+package telemetry
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/costratio"
+)
+
+// TestAttackScrubSecretArray: of a secret key's JSON array only the first
+// element was scrubbed: {"tokens":["a","SECRET2"]} kept SECRET2, and every
+// element after it, in JSON, in JSON escaped inside a string and in a
+// Python repr. Each string of the array is scrubbed, an object's keys in
+// it kept, and the array's end ends it.
+func TestAttackScrubSecretArray(t *testing.T) {
+	for _, tt := range []struct{ text, kept string }{
+		{`{"tokens":["a","SECRET2"]}`, `"]}`},
+		{`{"tokens":["a","SECRET2 cut off`, `{"tokens":["`},
+		{`{"tokens":["a\\","SECRET2"],"n":1}`, `"n":1`},
+		{`{"api_keys": ["k1-first", "SECRET2", "SECRET3"], "user": "alice"}`, `"user": "alice"`},
+		{`{"passwords":[["x","SECRET2"],"SECRET3"],"n":1}`, `"n":1`},
+		{`{"secrets":[{"name":"db","value":"SECRET2"}],"ok":true}`, `"name":`},
+		{`{"msg":"{\"tokens\":[\"a\",\"SECRET2\"],\"next\":\"kept\"}"}`, `\"next\":\"kept\"`},
+		{`{'credentials': ['a', 'SECRET2'], 'region': 'eu'}`, `'region': 'eu'`},
+		{`tokens=["a","SEC\"RET2"] after`, ` after`},
+	} {
+		once := Scrub(tt.text)
+		if strings.Contains(once, "SECRET") || strings.Contains(once, "RET2") || !strings.Contains(once, tt.kept) {
+			t.Errorf("Scrub(%q) = %q: want every element gone and %q kept", tt.text, once, tt.kept)
+		}
+		if twice := Scrub(once); twice != once {
+			t.Errorf("Scrub not stable: %q, then %q", once, twice)
+		}
+	}
+}
+
+// TestScrubArrayNotSecret: an array under a key that is not secret, and
+// one whose strings are secret words, not a key's, are kept.
+func TestScrubArrayNotSecret(t *testing.T) {
+	for _, text := range []string{
+		`{"labels":["bug","p1"],"assignees":["alice","bob"]}`,
+		`["password", "token", "secret"]`,
+		`{"args":["git","push"]}`,
+	} {
+		if got := Scrub(text); got != text {
+			t.Errorf("Scrub(%q) = %q, want it unchanged", text, got)
+		}
+	}
+}
+
+// TestAttackScrubTokenInURLPath: a bot or webhook token that is a URL's
+// path, not its query, was kept: Telegram's bot API and Discord's
+// webhooks (Slack's webhooks were scrubbed already).
+func TestAttackScrubTokenInURLPath(t *testing.T) {
+	for _, tt := range []struct{ text, secret, kept string }{
+		{`POST https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage: 401`, "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "/sendMessage: 401"},
+		{`GET https://api.telegram.org/file/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/photos/a.jpg`, "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "/photos/a.jpg"},
+		{`{"url":"https://discord.com/api/webhooks/123456789012345678/abcDEFghiJKLmnoPQRstuVWXyz0123456789-_abcdefghijklmnopq"}`, "abcDEFghiJKL", `"}`},
+		{`https://discordapp.com/api/webhooks/123456789012345678/abcDEFghiJKLmnoPQRstuVWXyz0123456789 failed`, "abcDEFghiJKL", " failed"},
+		{`https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX sent`, "XXXXXXXX", " sent"},
+	} {
+		once := Scrub(tt.text)
+		if strings.Contains(once, tt.secret) || !strings.Contains(once, tt.kept) {
+			t.Errorf("Scrub(%q) = %q: want %q gone and %q kept", tt.text, once, tt.secret, tt.kept)
+		}
+		if twice := Scrub(once); twice != once {
+			t.Errorf("Scrub not stable: %q, then %q", once, twice)
+		}
+	}
+	for _, text := range []string{
+		"https://core.telegram.org/bots/api#sendmessage",
+		"https://discord.com/developers/docs/resources/webhook",
+	} {
+		if got := Scrub(text); got != text {
+			t.Errorf("Scrub(%q) = %q, want it unchanged", text, got)
+		}
+	}
+}
+
+// TestAttackScrubNestedSecretArrays: secret keys' arrays nested in each
+// other are each scanned to their end; scanned one by one, text of
+// {"tokens":[{"tokens":[… 8,000 deep cost the square of its length. An
+// array inside one already scrubbed is not scanned again.
+func TestAttackScrubNestedSecretArrays(t *testing.T) {
+	const depth = 8000
+	deep := strings.Repeat(`{"tokens":[`, depth) + "1" + strings.Repeat("]}", depth)
+	flat := `{"tokens":["` + strings.Repeat("x", len(deep)-16) + `"]}`
+	scrub := func(s string) func() { return func() { Scrub(s) } }
+	ratio, d, f := costratio.Of(scrub(deep), scrub(flat))
+	t.Logf("%d deep: %v; flat: %v; ratio %.1f", depth, d, f, ratio)
+	if ratio > 20 {
+		t.Errorf("scrubbing arrays %d deep took %v, %.0f times the %v of a flat one as long (want a bounded multiple of its size)", depth, d, ratio, f)
+	}
+}
