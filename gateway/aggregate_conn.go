@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -141,7 +143,9 @@ func (a *aggregator) serveConn(ctx context.Context, c transport.Conn, opened *ht
 		}
 		id, _ := sid.Load().(string)
 		req := a.connRequest(msgCtx, opened, http.MethodPost, id, msg)
-		if id == "" {
+		// A 2026-07-28 request stands alone, and is served as those of a
+		// session are: a subscription lasts until the client goes.
+		if id == "" && req.Header.Get(hdrVersion) == "" {
 			w := &connWriter{h: http.Header{}, write: write}
 			a.ServeHTTP(w, req)
 			w.finish()
@@ -218,7 +222,33 @@ func (a *aggregator) connRequest(ctx context.Context, opened *http.Request, meth
 	if session != "" {
 		req.Header.Set("Mcp-Session-Id", session)
 	}
+	modernConnHeaders(req.Header, body)
 	return req
+}
+
+// modernConnHeaders sets in h the headers a 2026-07-28 request requires
+// (checkModernHeaders), as body, a message a connection carried, says
+// them, if body is such a request: a connection's messages have none of
+// their own, and every 2026-07-28 one was refused as a header mismatch.
+func modernConnHeaders(h http.Header, body []byte) {
+	var req rpcRequest
+	if json.Unmarshal(body, &req) != nil || req.Method == "" {
+		return
+	}
+	v := intercept.StringMember(intercept.Member(req.Params, "_meta"), "io.modelcontextprotocol/protocolVersion")
+	if !isModern(v) {
+		return
+	}
+	h.Set(hdrVersion, v)
+	h.Set(hdrMethod, req.Method)
+	switch {
+	case intercept.TaskMethod(req.Method) && req.Method != "tasks/result":
+		h.Set(hdrName, encodeHeaderValue(intercept.StringMember(req.Params, "taskId")))
+	case req.Method == "resources/read":
+		h.Set(hdrName, encodeHeaderValue(intercept.StringMember(req.Params, "uri")))
+	case namedMethod(req.Method):
+		h.Set(hdrName, encodeHeaderValue(intercept.StringMember(req.Params, "name")))
+	}
 }
 
 // connWriter writes what the virtual server answers onto a connection: a
