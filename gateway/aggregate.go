@@ -562,7 +562,7 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.modern && req.Method == methodListen && rerr == nil {
-		a.listen(w, r, s, req)
+		a.listen(w, r, s, req, msgs)
 		return
 	}
 	if namedMethod(req.Method) && !s.modern {

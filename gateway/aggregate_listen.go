@@ -52,7 +52,7 @@ func (f *listenFilter) wants(method string, params jsontext.Value) bool {
 // request as the subscription (its _meta). The stream lasts until the
 // client goes, or every upstream's subscription ended, when it ends with
 // the request's result.
-func (a *aggregator) listen(w http.ResponseWriter, r *http.Request, s *aggSession, req rpcRequest) {
+func (a *aggregator) listen(w http.ResponseWriter, r *http.Request, s *aggSession, req rpcRequest, msgs []*intercept.Message) {
 	var p struct {
 		Notifications listenFilter `json:"notifications"`
 	}
@@ -77,21 +77,26 @@ func (a *aggregator) listen(w http.ResponseWriter, r *http.Request, s *aggSessio
 	}
 	defer l.release()
 	// A URI a list names goes to the upstream that listed it; one no list
-	// names (a template's) to each, as a read tries each.
+	// names (a template's) to each, as a read tries each. One the client
+	// may never read there is left out, as its read would be refused:
+	// not sent, not acknowledged.
 	owned := map[string][]string{}
 	if len(asked.URIs) > 0 {
 		_, _ = a.list(r, s, "resources/list", "resources")
 		s.mu.Lock()
+		listed := s.resources
+		s.mu.Unlock()
 		for _, uri := range asked.URIs {
-			if u, ok := s.resources[uri]; ok {
-				owned[u] = append(owned[u], uri)
-				continue
+			to := a.vs.Upstreams
+			if u, ok := listed[uri]; ok {
+				to = []string{u}
 			}
-			for _, u := range a.vs.Upstreams {
-				owned[u] = append(owned[u], uri)
+			for _, u := range to {
+				if a.readable(r, u, uri, msgs) {
+					owned[u] = append(owned[u], uri)
+				}
 			}
 		}
-		s.mu.Unlock()
 	}
 
 	ctx, cancel := context.WithCancel(r.Context())
@@ -134,6 +139,13 @@ func (a *aggregator) listen(w http.ResponseWriter, r *http.Request, s *aggSessio
 					return
 				}
 				if !f.wants(method, params) {
+					return
+				}
+				if method == "notifications/resources/updated" && !a.readable(r, u, intercept.StringMember(params, "uri"), msgs) {
+					// Readable when subscribed, not now (withheld from
+					// its listing since, or the policy changed): a cue
+					// to read what would be refused.
+					a.g.withheld.denied(a.path(), u)
 					return
 				}
 				out, err := notificationOut(method, params, req.ID)
@@ -236,6 +248,25 @@ wait:
 			return
 		}
 	}
+}
+
+// readable reports whether the client of r could be allowed to read uri
+// on upstream, as that upstream's route would decide the read
+// (intercept.Interceptor.Readable): with the principal, agent and client
+// name the route gives a 2026-07-28 request of the client's (msgs are
+// its messages).
+func (a *aggregator) readable(r *http.Request, upstream, uri string, msgs []*intercept.Message) bool {
+	rt := a.g.routes[upstream]
+	if rt == nil {
+		return false
+	}
+	c, err := a.g.ident.identify(r, msgs)
+	if err != nil {
+		return false
+	}
+	x := &exchange{rt: rt, principal: intercept.PrincipalFrom(r.Context()), owner: c.principal(), version: modernVersion}
+	x.agent, x.clientName = x.owner.agent, x.owner.clientName()
+	return a.g.ic.Readable(r.Context(), x.callContext(), uri)
 }
 
 // notificationOut is a notification as the client's subscription id

@@ -113,6 +113,16 @@ func (w *withheldTasks) behind(d *dropLog, virtual string) {
 	d.warn(w.log, behindMsg, "virtual_server", virtual)
 }
 
+// denied counts one update of a resource not passed on to a virtual
+// server's subscriber because the client may no longer read it there
+// (listen), and logs it.
+func (w *withheldTasks) denied(virtual, upstream string) {
+	if w.metrics != nil {
+		w.metrics.MessageWithheld("denied")
+	}
+	w.log.Debug("an update of a resource the client may not read was not delivered", "virtual_server", virtual, "upstream", upstream)
+}
+
 // behindDone logs what behind counted through d and has not logged yet,
 // once nothing more is counted through it.
 func (w *withheldTasks) behindDone(d *dropLog, virtual string) {

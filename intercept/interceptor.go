@@ -756,6 +756,47 @@ func visible(ctx context.Context, tf ToolFilter, tool jsontext.Value, cc CallCon
 	return tf.Visible(ctx, d)
 }
 
+// Readable reports whether a resources/read of uri by the client of cc
+// could be allowed: false when there is no Decider, or the Decider (a
+// ToolFilter) says every such read is denied, whatever else happens (a
+// rule that denies it outright, a resource its upstream's listing was
+// withheld for). Like Visible it decides and records nothing, and when in
+// doubt it reports true. A subscription to the resource is screened with
+// it, as its read would be decided.
+func (i *Interceptor) Readable(ctx context.Context, cc CallContext, uri string) (ok bool) {
+	if i.Decider == nil {
+		return false
+	}
+	tf, isFilter := i.Decider.(ToolFilter)
+	if !isFilter {
+		return true
+	}
+	defer func() {
+		if recover() != nil {
+			ok = true
+		}
+	}()
+	d := &ActionDescriptor{
+		Method:          "resources/read",
+		ToolName:        ResourcePrefix + uri,
+		Parameters:      jsontext.Value("{}"),
+		TargetEndpoint:  cc.Target,
+		SessionID:       cc.SessionID,
+		Upstream:        cc.Upstream,
+		Agent:           cc.Agent,
+		ProtocolVersion: cc.ProtocolVersion,
+		Principal:       principalOf(ctx, cc),
+		ClientName:      cc.ClientName,
+	}
+	if p := d.Principal; p != nil && p.ID != d.Agent {
+		if d.ClientName == "" {
+			d.ClientName = d.Agent
+		}
+		d.Agent = p.ID
+	}
+	return tf.Visible(ctx, d)
+}
+
 func principalOf(ctx context.Context, cc CallContext) *Principal {
 	if cc.Principal != nil {
 		return cc.Principal

@@ -74,8 +74,15 @@ func (g *DriftGate) Forwarded(ctx context.Context, d *intercept.ActionDescriptor
 
 // Visible implements intercept.ToolFilter by asking Next: drift blocks are
 // temporary, so they hide nothing here (the inventory, a ToolScreener,
-// shows a drifted tool as pinned and leaves out one outside the pin).
+// shows a drifted tool as pinned and leaves out one outside the pin). A
+// read of a prompt or resource withheld from its listing is never allowed
+// while it is withheld (Decide), and is not visible.
 func (g *DriftGate) Visible(ctx context.Context, d *intercept.ActionDescriptor) bool {
+	if w, ok := g.Inventory.(Withholder); ok && !d.IsTool() {
+		if _, withheld := w.Withheld(d.Upstream, d.ToolName); withheld {
+			return false
+		}
+	}
 	return visibleTo(g.Next, ctx, d)
 }
 
