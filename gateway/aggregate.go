@@ -22,6 +22,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
@@ -308,8 +309,9 @@ type aggSession struct {
 	inner     map[string]*innerSession
 	tools     map[string]target // nil until listed
 	prompts   map[string]target
-	resources map[string]string // uri -> upstream
-	notify    chan []byte       // to the GET stream, if one is open
+	resources map[string]string           // uri -> upstream
+	templates map[string][]*regexp.Regexp // upstream -> the URIs of the resource templates it listed; nil until listed
+	notify    chan []byte                 // to the GET stream, if one is open
 	closed    bool
 	asks      map[string]pendingAsk // relayed requests awaiting the client's answer
 	asked     uint64
@@ -912,6 +914,7 @@ func knownKey(owner, method, upstream string) string {
 func (a *aggregator) list(r *http.Request, s *aggSession, method, member string) (jsontext.Value, error) {
 	var items []offered
 	uris := map[string]string{}
+	templates := map[string][]*regexp.Regexp{}
 	for _, u := range a.vs.Upstreams {
 		ctx, cancel := context.WithTimeout(r.Context(), a.listTimeout)
 		r := r.WithContext(ctx)
@@ -948,8 +951,9 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 			_ = json.Unmarshal(pageRes[member], &list)
 			for _, it := range list {
 				var head struct {
-					Name string `json:"name"`
-					URI  string `json:"uri"`
+					Name        string `json:"name"`
+					URI         string `json:"uri"`
+					URITemplate string `json:"uriTemplate"`
 				}
 				_ = json.Unmarshal(it, &head)
 				switch member {
@@ -966,6 +970,11 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 					}
 				case "tasks": // the route kept only the caller's
 					items = append(items, offered{u, "", withTaskID(u, it)})
+				case "resourceTemplates":
+					if re := templateRegexp(head.URITemplate); re != nil {
+						templates[u] = append(templates[u], re)
+					}
+					items = append(items, offered{u, head.Name, it})
 				default:
 					items = append(items, offered{u, head.Name, it})
 				}
@@ -1070,6 +1079,13 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 		}
 		s.mu.Lock()
 		s.resources = uris
+		s.mu.Unlock()
+	case "resourceTemplates":
+		for _, it := range items {
+			out = append(out, it.raw)
+		}
+		s.mu.Lock()
+		s.templates = templates
 		s.mu.Unlock()
 	default:
 		for _, it := range items {
@@ -1183,23 +1199,16 @@ func (a *aggregator) read(r *http.Request, s *aggSession, req rpcRequest) (jsont
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.URI == "" {
 		return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "params.uri is required"}
 	}
-	s.mu.Lock()
-	m := s.resources
-	s.mu.Unlock()
-	if m == nil {
-		if _, err := a.list(r, s, "resources/list", "resources"); err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		m = s.resources
-		s.mu.Unlock()
+	order, err := a.holders(r, s, p.URI)
+	if err != nil {
+		return nil, err
 	}
-	order := a.vs.Upstreams
-	if u, ok := m[p.URI]; ok {
-		order = []string{u}
+	if len(order) == 0 {
+		return nil, &intercept.WireError{Code: intercept.CodeInvalidParams,
+			Message: fmt.Sprintf("no upstream of %s lists resource %q or a resource template it fits", a.path(), p.URI)}
 	}
-	// A URI no list named (one made from a template) goes to each upstream
-	// in turn until one has it.
+	// A URI made from templates goes to each upstream whose template it
+	// fits in turn until one has it.
 	var last error
 	for _, u := range order {
 		res, err := a.innerCall(r, s, u, req.Method, req.Params)
@@ -1218,6 +1227,61 @@ func (a *aggregator) read(r *http.Request, s *aggSession, req rpcRequest) (jsont
 		return nil, last
 	}
 	return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf("no upstream of %s has resource %q: %v", a.path(), p.URI, last)}
+}
+
+// holders returns the upstreams a read of uri, or a subscription to it,
+// goes to: the one that listed it; else, in their order, those that list
+// a resource template it fits. None when no upstream lists it or a
+// template for it: it is sent to no upstream rather than to each, which
+// told every upstream what its client asked for.
+func (a *aggregator) holders(r *http.Request, s *aggSession, uri string) ([]string, error) {
+	s.mu.Lock()
+	listed := s.resources
+	s.mu.Unlock()
+	if listed == nil {
+		if _, err := a.list(r, s, "resources/list", "resources"); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		listed = s.resources
+		s.mu.Unlock()
+	}
+	if u, ok := listed[uri]; ok {
+		return []string{u}, nil
+	}
+	s.mu.Lock()
+	templates := s.templates
+	s.mu.Unlock()
+	if templates == nil {
+		if _, err := a.list(r, s, "resources/templates/list", "resourceTemplates"); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		templates = s.templates
+		s.mu.Unlock()
+	}
+	var out []string
+	for _, u := range a.vs.Upstreams {
+		if slices.ContainsFunc(templates[u], func(re *regexp.Regexp) bool { return re.MatchString(uri) }) {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// templateRegexp is the pattern of the URIs that t, an RFC 6570 URI
+// template, makes; nil when t is not one.
+func templateRegexp(t string) (re *regexp.Regexp) {
+	defer func() {
+		if recover() != nil {
+			re = nil
+		}
+	}()
+	tmpl, err := uritemplate.New(t)
+	if err != nil {
+		return nil
+	}
+	return tmpl.Regexp()
 }
 
 // innerCall sends one request to an upstream's route in this gateway, in
@@ -1523,7 +1587,7 @@ func (a *aggregator) notified(s *aggSession, method string, msg []byte) {
 	case "notifications/prompts/list_changed":
 		s.prompts = nil
 	case "notifications/resources/list_changed":
-		s.resources = nil
+		s.resources, s.templates = nil, nil
 	}
 	name, err := json.Marshal(method) // as JSON: an upstream names it
 	if err != nil {

@@ -76,21 +76,15 @@ func (a *aggregator) listen(w http.ResponseWriter, r *http.Request, s *aggSessio
 		return
 	}
 	defer l.release()
-	// A URI a list names goes to the upstream that listed it; one no list
-	// names (a template's) to each, as a read tries each. One the client
-	// may never read there is left out, as its read would be refused:
-	// not sent, not acknowledged.
+	// A URI goes where its read would (holders): to the upstream that
+	// lists it, else to those listing a template it fits, else nowhere.
+	// One the client may never read there is left out, as its read would
+	// be refused: not sent, not acknowledged.
 	owned := map[string][]string{}
 	if len(asked.URIs) > 0 {
 		_, _ = a.list(r, s, "resources/list", "resources")
-		s.mu.Lock()
-		listed := s.resources
-		s.mu.Unlock()
 		for _, uri := range asked.URIs {
-			to := a.vs.Upstreams
-			if u, ok := listed[uri]; ok {
-				to = []string{u}
-			}
+			to, _ := a.holders(r, s, uri)
 			for _, u := range to {
 				if a.readable(r, u, uri, msgs) {
 					owned[u] = append(owned[u], uri)

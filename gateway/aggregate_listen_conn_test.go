@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,10 +25,11 @@ import (
 // resources, and templ (if not "") as a resource template, serves
 // resource subscriptions, and records the URIs it was asked to watch.
 type docsUpstream struct {
-	srv  *gosdk.Server
-	url  string
-	mu   sync.Mutex
-	subs []string
+	srv    *gosdk.Server
+	url    string
+	mu     sync.Mutex
+	subs   []string
+	bodies []string // every request it was sent
 }
 
 func newDocsUpstream(t *testing.T, name string, uris []string, templ string) *docsUpstream {
@@ -49,7 +53,15 @@ func newDocsUpstream(t *testing.T, name string, uris []string, templ string) *do
 	if templ != "" {
 		d.srv.AddResourceTemplate(&gosdk.ResourceTemplate{URITemplate: templ, Name: "t"}, read)
 	}
-	hs := httptest.NewServer(gosdk.NewStreamableHTTPHandler(func(*http.Request) *gosdk.Server { return d.srv }, &gosdk.StreamableHTTPOptions{Stateless: true}))
+	h := gosdk.NewStreamableHTTPHandler(func(*http.Request) *gosdk.Server { return d.srv }, &gosdk.StreamableHTTPOptions{Stateless: true})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		d.mu.Lock()
+		d.bodies = append(d.bodies, string(b))
+		d.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(hs.Close)
 	d.url = hs.URL
 	return d
@@ -60,6 +72,13 @@ func (d *docsUpstream) asked() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return append([]string(nil), d.subs...)
+}
+
+// sent reports whether a request the upstream was sent holds s.
+func (d *docsUpstream) sent(s string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.ContainsFunc(d.bodies, func(b string) bool { return strings.Contains(b, s) })
 }
 
 // updateUntil tells the upstream's subscribers that uri changed, again

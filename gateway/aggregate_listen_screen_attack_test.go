@@ -165,3 +165,49 @@ func TestAttackVirtualListenWithheldSince(t *testing.T) {
 		t.Errorf("passed on after docs://notes was withheld: %q", before)
 	}
 }
+
+// TestAttackVirtualUnlistedURIToEveryUpstream: a virtual server sent a
+// resource URI that no upstream lists to each of its upstreams: a
+// subscription to it to all at once, a read to one after another until
+// one had it. So the client's "secret://merger-plans" (or a URI made from
+// docs' template) reached web, an upstream that serves neither, and
+// whoever runs it. Now a URI goes to the upstream that lists it, else to
+// those listing a resource template it fits; one that fits none goes
+// nowhere: the read is refused, the subscription leaves it out.
+func TestAttackVirtualUnlistedURIToEveryUpstream(t *testing.T) {
+	web := newDocsUpstream(t, "web", []string{"web://home"}, "")
+	docs := newDocsUpstream(t, "docs", []string{"docs://readme"}, "docs://notes/{id}")
+	base := startDocsGateway(t, nil, map[string]*docsUpstream{"web": web, "docs": docs}, "web", "docs")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+
+	events := listenOn(t, ctx, base+"/mcp/v", "docs://notes/42", "secret://merger-plans")
+	if ack := nextEvent(t, ctx, events, "acknowledgement"); !strings.Contains(ack, `"resourceSubscriptions":["docs://notes/42"]`) {
+		t.Errorf("acknowledgement: %s, want docs://notes/42 alone", ack)
+	}
+	read := func(uri string) string {
+		t.Helper()
+		params := `"uri":"` + uri + `",`
+		resp, err := sendPost(ctx, base+"/mcp/v", modernHeaders("resources/read", uri), modernRequest("resources/read", params))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := read("docs://notes/7"); !strings.Contains(got, "docs has docs://notes/7") {
+		t.Errorf("read of a URI docs' template makes: %s", got)
+	}
+	if got := read("secret://merger-plans"); !strings.Contains(got, `"error"`) || !strings.Contains(got, "secret://merger-plans") {
+		t.Errorf("read of a URI no upstream lists or templates: %s, want an error naming it", got)
+	}
+	for _, uri := range []string{"docs://notes/42", "docs://notes/7", "secret://merger-plans"} {
+		if web.sent(uri) {
+			t.Errorf("web, which neither lists %s nor has a template it fits, was sent it", uri)
+		}
+	}
+	if docs.sent("secret://merger-plans") {
+		t.Error("docs, which neither lists secret://merger-plans nor has a template it fits, was sent it")
+	}
+}
