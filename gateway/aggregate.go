@@ -1260,6 +1260,14 @@ func (a *aggregator) holders(r *http.Request, s *aggSession, uri string) ([]stri
 		templates = s.templates
 		s.mu.Unlock()
 	}
+	n := 0
+	for _, ts := range templates {
+		n += len(ts)
+	}
+	if n > 0 && len(uri) > maxTemplateMatch/n {
+		return nil, &intercept.WireError{Code: intercept.CodeInvalidParams, Message: fmt.Sprintf(
+			"resource URI of %d bytes is too long to match against the %d resource templates of %s's upstreams (at most %d bytes in all)", len(uri), n, a.path(), maxTemplateMatch)}
+	}
 	var out []string
 	for _, u := range a.vs.Upstreams {
 		if slices.ContainsFunc(templates[u], func(re *regexp.Regexp) bool { return re.MatchString(uri) }) {
@@ -1268,6 +1276,12 @@ func (a *aggregator) holders(r *http.Request, s *aggSession, uri string) ([]stri
 	}
 	return out, nil
 }
+
+// maxTemplateMatch bounds the bytes of a URI holders matches, all
+// templates together: upstreams listing thousands of templates and a
+// client sending a long URI would otherwise have it matched thousands of
+// times.
+const maxTemplateMatch = 16 << 20
 
 // templateRegexp is the pattern of the URIs that t, an RFC 6570 URI
 // template, makes; nil when t is not one.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -209,5 +210,35 @@ func TestAttackVirtualUnlistedURIToEveryUpstream(t *testing.T) {
 	}
 	if docs.sent("secret://merger-plans") {
 		t.Error("docs, which neither lists secret://merger-plans nor has a template it fits, was sent it")
+	}
+}
+
+// TestVirtualUnlistedURITooLongToMatch: a URI no upstream lists is
+// matched against every upstream's resource templates; a client sending
+// a long one to upstreams that list many would have it matched as many
+// times. Past 16 MiB searched in all it is refused, naming why.
+func TestVirtualUnlistedURITooLongToMatch(t *testing.T) {
+	docs := newDocsUpstream(t, "docs", nil, "")
+	for i := range 1000 {
+		docs.srv.AddResourceTemplate(&gosdk.ResourceTemplate{URITemplate: "docs://t" + strconv.Itoa(i) + "/{id}", Name: "t"},
+			func(context.Context, *gosdk.ReadResourceRequest) (*gosdk.ReadResourceResult, error) {
+				return &gosdk.ReadResourceResult{}, nil
+			})
+	}
+	base := startDocsGateway(t, nil, map[string]*docsUpstream{"docs": docs}, "docs")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	uri := "docs://t999/" + strings.Repeat("x", 20_000)
+	resp, err := sendPost(ctx, base+"/mcp/v", modernHeaders("resources/read", uri), modernRequest("resources/read", `"uri":"`+uri+`",`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), "too long to match against the 1000 resource templates") {
+		t.Errorf("read of a 20 KB URI against 1000 templates: %.300s, want it refused as too long to match", b)
+	}
+	if docs.sent(uri) {
+		t.Error("the URI was sent to the upstream")
 	}
 }
