@@ -34,12 +34,12 @@ func (p *Policy) Visible(ctx context.Context, d *intercept.ActionDescriptor) (ok
 			ok = true
 		}
 	}()
-	name, _, reserved := actionName(d)
+	name, read, reserved := actionName(d)
 	if reserved {
 		return false
 	}
 	classes, known := p.lookup(d.Upstream, name)
-	if !known && !p.names[name] && len(p.looks) > 0 {
+	if !read && !known && !p.names[name] && len(p.looks) > 0 {
 		if _, like := p.looks[skeleton(name)]; like {
 			return false
 		}
@@ -59,7 +59,11 @@ func (p *Policy) Visible(ctx context.Context, d *intercept.ActionDescriptor) (ok
 	if p.anyRule(ctx, slotDeny, srcs, act, true) {
 		return false
 	}
-	if p.def == intercept.Allow {
+	def := p.def
+	if read {
+		def = p.defRead // as Decide: reads no rule decides follow default_read
+	}
+	if def == intercept.Allow {
 		return true
 	}
 	return p.anyRule(ctx, slotApproval, srcs, act, false) ||
