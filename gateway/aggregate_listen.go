@@ -135,12 +135,23 @@ func (a *aggregator) listen(w http.ResponseWriter, r *http.Request, s *aggSessio
 				if !f.wants(method, params) {
 					return
 				}
-				if method == "notifications/resources/updated" && !a.readable(r, u, intercept.StringMember(params, "uri"), msgs) {
-					// Readable when subscribed, not now (withheld from
-					// its listing since, or the policy changed): a cue
-					// to read what would be refused.
-					a.g.withheld.denied(a.path(), u)
-					return
+				if method == "notifications/resources/updated" {
+					uri := intercept.StringMember(params, "uri")
+					if !a.readable(r, u, uri, msgs) {
+						// Readable when subscribed, not now (withheld
+						// from its listing since, or the policy
+						// changed): a cue to read what would be refused.
+						a.g.withheld.denied(a.path(), u)
+						return
+					}
+					// The URI, which the client named, and nothing
+					// else the upstream put beside it (the protocol
+					// defines nothing else): text there would reach
+					// the model with no screen reading it.
+					var err error
+					if params, err = json.Marshal(map[string]string{"uri": uri}); err != nil {
+						return
+					}
 				}
 				out, err := notificationOut(method, params, req.ID)
 				if err != nil {
