@@ -25,6 +25,12 @@ var secretWords = []string{
 	"sessionkey", "signingkey", "encryptionkey", "bearer", "jwt",
 	"authkey", "sshkey", "licensekey", "basicauth", "signature", "pincode", "accountkey",
 	"mnemonic", "seedphrase", "subscriptionkey", "privkey", "pgpkey", "gpgkey",
+	// "password" in other languages, as keys are named in forms and
+	// configs written in them (Passwort, mot_de_passe, contraseña, senha,
+	// пароль, 密码 …); "secret" in German.
+	"passwort", "kennwort", "motdepasse", "contrasena", "contraseña", "senha", "wachtwoord",
+	"salasana", "losenord", "lösenord", "adgangskode", "passord", "jelszo", "jelszó", "hasło",
+	"şifre", "пароль", "密码", "密碼", "パスワード", "비밀번호", "geheimnis",
 }
 
 // secretFragments finds secretWords in a normalized key in one pass.
@@ -36,7 +42,8 @@ var secretSuffixes = []string{"pwd", "pass", "otp"}
 
 // secretKeys are normalized keys that are secret only when they are the
 // whole key: as fragments they would catch too much ("author", "keyword").
-var secretKeys = []string{"pwd", "pass", "auth", "key", "sig", "signature", "otp", "pin", "cvv", "ssn", "xapikey", "xauthtoken"}
+var secretKeys = []string{"pwd", "pass", "auth", "key", "sig", "signature", "otp", "pin", "cvv", "ssn", "xapikey", "xauthtoken",
+	"parola", "clave", "heslo", "haslo", "sifre", "geheim"}
 
 // notSecret are normalized keys that contain a secret word but name counts
 // or limits, not credentials.

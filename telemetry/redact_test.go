@@ -223,3 +223,23 @@ func BenchmarkArguments(b *testing.B) {
 		})
 	}
 }
+
+// TestSecretKeysOtherLanguages (attack review): a key naming a password
+// in another language was kept: {"Passwort": …}, {"mot_de_passe": …},
+// {"contraseña": …}, {"senha": …}, {"пароль": …}, {"密码": …}. Words that
+// are ordinary as parts of longer keys ("parola", "clave") count only
+// as the whole key.
+func TestSecretKeysOtherLanguages(t *testing.T) {
+	for _, k := range []string{"Passwort", "db_kennwort", "mot_de_passe", "contraseña", "Contrasena", "senha", "user_senha", "wachtwoord",
+		"salasana", "lösenord", "adgangskode", "passord", "jelszó", "hasło", "haslo", "şifre", "sifre", "пароль", "密码", "パスワード", "비밀번호",
+		"parola", "clave", "heslo", "geheim", "Geheimnis"} {
+		if !IsSecretKey(k) {
+			t.Errorf("%q: not taken for a secret key", k)
+		}
+	}
+	for _, k := range []string{"parola_chiave_ricerca", "autoclave", "enclave", "heslop", "geheimtipp_title", "sifreleme_yontemi"} {
+		if IsSecretKey(k) {
+			t.Errorf("%q: taken for a secret key", k)
+		}
+	}
+}
