@@ -536,15 +536,21 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// Not a method the gateway knows: never plain, always decided
-		// (followup.go), and, for a caller whose credential can stop
-		// holding, never a push config's registration (push.go).
+		// (followup.go), never naming another's task or conversation,
+		// and, for a caller whose credential can stop holding, never a
+		// push config's registration (push.go).
+		tasks, conversation, err := g.unknownNames(r.Context(), a, m.Params, ownerOf(r.Context()))
+		if err != nil {
+			reply(err)
+			return
+		}
 		if unknownRegistersPush(m.Params) {
 			if err := g.pushAllowed(r.Context(), a, m.Params, true, true); err != nil {
 				reply(err)
 				return
 			}
 		}
-		if sent, _, decided, ok := g.followUp(w, r, a, m, v1, ownerOf(r.Context()), nil); ok {
+		if sent, _, decided, ok := g.followUp(w, r, a, m, v1, ownerOf(r.Context()), tasks, conversation); ok {
 			// Whatever the agent answers is screened as a message's answer.
 			g.relay(w, r, a, sent, v1, relayed{decided: decided, action: g.readAction(r, a, m, v1, decided)})
 		}
@@ -633,7 +639,7 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 	// A follow-up goes undecided only when it carries no data of the
 	// caller's; otherwise it is decided as the message it amounts to
 	// (followup.go).
-	sent, clientID, decided, ok := g.followUp(w, r, a, m, v1, owner, ids)
+	sent, clientID, decided, ok := g.followUp(w, r, a, m, v1, owner, ids, "")
 	if !ok {
 		return
 	}

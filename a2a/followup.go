@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -136,11 +137,13 @@ func plainRequest(r *http.Request, m *intercept.Message) (*intercept.Message, []
 // tasks are the tasks m names (each the caller's): decided, m is decided
 // in their conversation (its session), as a message going on with them
 // is; one whose conversation the gateway does not know is refused.
-func (g *Gateway) followUp(w http.ResponseWriter, r *http.Request, a *agent, m *intercept.Message, v1 bool, owner string, tasks []string) (sent *intercept.Message, clientID jsontext.Value, d *intercept.ActionDescriptor, ok bool) {
+// conversation, if not "", is the conversation m names (the caller's):
+// m is decided in it, and its tasks must be in it.
+func (g *Gateway) followUp(w http.ResponseWriter, r *http.Request, a *agent, m *intercept.Message, v1 bool, owner string, tasks []string, conversation string) (sent *intercept.Message, clientID jsontext.Value, d *intercept.ActionDescriptor, ok bool) {
 	if plain, _ := plainRequest(r, m); plain != nil {
 		return plain, m.ID, nil, true
 	}
-	session := ""
+	session := conversation
 	for i, task := range tasks {
 		c, err := g.tasks.conversationOf(r.Context(), a.Name, task)
 		var why string
@@ -151,8 +154,8 @@ func (g *Gateway) followUp(w http.ResponseWriter, r *http.Request, a *agent, m *
 			code, why = codeTaskNotFound, "task not found (the gateway's shared task store, agent_tasks.redis_url, did not answer: try again)"
 		case c == "":
 			why = "invalid params: the gateway does not know which conversation task " + task + " is in: " + m.Method + " with more than the task's id is not forwarded"
-		case i > 0 && c != session:
-			why = "invalid params: the tasks " + m.Method + " names are in different conversations"
+		case (i > 0 || conversation != "") && c != session:
+			why = "invalid params: the tasks and conversations " + m.Method + " names are in different conversations"
 		}
 		if why != "" {
 			writeJSON(w, http.StatusOK, intercept.ErrorResponse(m.ID, &intercept.WireError{Code: code, Message: why}))
@@ -234,4 +237,97 @@ func withID(out []byte, id jsontext.Value) ([]byte, error) {
 		return nil, errors.New("its answer is not a JSON-RPC response")
 	}
 	return intercept.WithMember(ans.Raw, "id", id)
+}
+
+// unknownNames checks the tasks and conversations params of a method the
+// gateway does not know (AllowUnknownMethods) name, in the members the
+// A2A methods name them with, in either version and case style: the
+// params' id, taskId, task_id and a 1.0 resource name "tasks/{id}", their
+// message's taskId, task_id, referenceTaskIds and reference_task_ids, and
+// contextId and context_id in both. Each must be the caller's, as in the
+// methods the gateway knows (an id that is not a task's is "not found",
+// whatever the method means by it), and the conversations one; it
+// returns the tasks and that conversation ("" for none). params must be
+// an object or absent: positional params would name a task the gateway
+// cannot tell.
+func (g *Gateway) unknownNames(ctx context.Context, a *agent, params jsontext.Value, owner string) (tasks []string, conversation string, err error) {
+	if params == nil || params.Kind() == 'n' {
+		return nil, "", nil
+	}
+	invalid := func(why string) error {
+		return &intercept.WireError{Code: intercept.CodeInvalidParams, Message: "invalid params: " + why}
+	}
+	if params.Kind() != '{' {
+		return nil, "", invalid("a method the gateway does not know takes a params object (the gateway checks the tasks it names)")
+	}
+	objs := []jsontext.Value{params}
+	if msg := intercept.Member(params, "message"); msg != nil && msg.Kind() != 'n' {
+		if msg.Kind() != '{' {
+			return nil, "", invalid("message must be an object")
+		}
+		objs = append(objs, msg)
+	}
+	known := append([]string{"task_id", "context_id", "reference_task_ids"}, a2aFields...)
+	for i, obj := range objs {
+		at := map[bool]string{true: "message.", false: ""}[i == 1]
+		if why, bad := intercept.CaseVariant(obj, known); bad {
+			return nil, "", invalid(at + why)
+		}
+		if k := notString(obj); k != "" {
+			return nil, "", invalid(at + k + " must be a string")
+		}
+	}
+	tasks = requestTaskIDs(params, false)
+	add := func(id string) {
+		if id != "" && !slices.Contains(tasks, id) {
+			tasks = append(tasks, id)
+		}
+	}
+	if len(objs) > 1 {
+		msg := objs[1]
+		add(intercept.StringMember(msg, "taskId"))
+		add(intercept.StringMember(msg, "task_id"))
+		for _, k := range []string{"referenceTaskIds", "reference_task_ids"} {
+			refs := intercept.Member(msg, k)
+			if refs == nil || refs.Kind() == 'n' {
+				continue
+			}
+			bad := refs.Kind() != '['
+			_ = intercept.EachElement(refs, func(_ int, v jsontext.Value) error {
+				var id string
+				if v.Kind() != '"' || json.Unmarshal(v, &id) != nil {
+					bad = true
+				}
+				add(id)
+				return nil
+			})
+			if bad {
+				return nil, "", invalid("message." + k + " must be an array of task ids")
+			}
+		}
+	}
+	for _, id := range tasks {
+		if err := g.tasks.notOwned(ctx, a.Name, id, owner, "task not found"); err != nil {
+			return nil, "", err
+		}
+		if g.tasks.rejectedOnly(a.Name, id) {
+			return nil, "", &intercept.WireError{Code: codeTaskNotFound, Message: "task not found: the gateway rejected it, the agent never saw it"}
+		}
+	}
+	for _, obj := range objs {
+		for _, k := range []string{"contextId", "context_id"} {
+			cid := intercept.StringMember(obj, k)
+			if cid == "" {
+				continue
+			}
+			if err := g.tasks.notOwned(ctx, a.Name, contextKey(cid), owner, "context not found"); err != nil {
+				return nil, "", err
+			}
+			if conversation != "" && cid != conversation {
+				return nil, "", invalid("the conversations it names differ")
+			}
+			conversation = cid
+		}
+	}
+	return tasks, conversation, nil
 }

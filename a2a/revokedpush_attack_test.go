@@ -244,6 +244,10 @@ func TestAttackUnknownMethodRegistersPush(t *testing.T) {
 func TestAttackUnknownMethodPrivatePushURL(t *testing.T) {
 	agent, posts := stubAgent(t, goodCard)
 	gw := serveAs(t, allow, agent.URL, Options{AllowUnknownMethods: true})
+	// Her task: an unknown method naming another's, or none, is refused.
+	if got := do(t, "POST", gw.URL+"/a2a/stub", "alice", "", sendHi); !strings.Contains(got, `"t1"`) {
+		t.Fatalf("alice's task: %s", got)
+	}
 	set := func(url string) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"SetTaskPushNotificationConfig","params":{"taskId":"t1","pushNotificationConfig":{"url":"` + url + `"}}}`
 	}
