@@ -1333,6 +1333,10 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		// task never recorded as the caller's.
 		fail(http.StatusBadGateway, unreadableAnswer(a.Name, resp.StatusCode))
 		return
+	} else if out, err = agentError(a.Name, ans.Raw, ans.Error); err != nil {
+		// Never the gateway's denial or hold (agenterror.go).
+		fail(http.StatusBadGateway, fmt.Errorf("agent %q: %v", a.Name, err))
+		return
 	}
 	// What the gateway read, as UTF-8 JSON: not the agent's media type,
 	// whose charset (UTF-7) a client decoding by it (Python's requests)
@@ -1444,6 +1448,17 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 						// reach the client unscreened.
 						unread("an event of its stream is not a JSON-RPC response the gateway can read")
 						return
+					}
+					if ans.Kind == intercept.KindError {
+						// Never the gateway's denial or hold (agenterror.go).
+						out, err := agentError(agentName, ans.Raw, ans.Error)
+						if err != nil {
+							unread("an error event of its stream cannot be passed on: " + err.Error())
+							return
+						}
+						data = append(data[:0], out...)
+						event.Reset()
+						fmt.Fprintf(&event, "data: %s\n\n", data)
 					}
 					if ans.Kind == intercept.KindResponse {
 						if err := g.linkContexts(resp.Request.Context(), decided, ans.Result, linked); err != nil {

@@ -298,7 +298,11 @@ func (t *restWriter) finish() {
 	}
 	if ans.Error != nil {
 		status, code, reason := restStatus(ans.Error.Code)
-		restError(t.w, status, code, reason, ans.Error.Message, ans.Error.Data)
+		data := ans.Error.Data
+		if ans.Error.Code != codePolicyDenied && ans.Error.Code != codeApprovalRequired {
+			data = nil // only a denial's or a hold's is the gateway's envelope
+		}
+		restError(t.w, status, code, reason, ans.Error.Message, data)
 		return
 	}
 	t.w.Header().Set("Content-Type", "application/json")
