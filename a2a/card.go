@@ -126,8 +126,11 @@ func (g *Gateway) checkSignatures(ctx context.Context, a *agent, card jsontext.V
 	if err1 != nil {
 		return nil, false, fmt.Errorf("%v; and the 1.0 card: %w", err, err1)
 	}
-	got, _ := skillTools(card)
-	want, _ := skillTools(signed)
+	// Their skills' text (the rest the pin covers may differ: what a 0.3
+	// client is served of it with require_signed_card is the 1.0 card's,
+	// signedView).
+	got, _ := toolList(card, false)
+	want, _ := toolList(signed, false)
 	if string(got) != string(want) {
 		return nil, false, fmt.Errorf("%v; and its skills differ from the verified 1.0 card's", err)
 	}
@@ -141,6 +144,12 @@ func (g *Gateway) checkSignatures(ctx context.Context, a *agent, card jsontext.V
 // both versions' cards share are kept, so that a 0.3 and a 1.0 fetch of
 // one card give the same list.
 func skillTools(card jsontext.Value) (jsontext.Value, map[string]string) {
+	return toolList(card, true)
+}
+
+// toolList is skillTools, the card's other members that clients act on
+// pinned too if pin (cardpin.go).
+func toolList(card jsontext.Value, pin bool) (jsontext.Value, map[string]string) {
 	var c cardText
 	if json.Unmarshal(card, &c) != nil {
 		return nil, nil // fetchCard refuses such a card (readSkills)
@@ -155,7 +164,21 @@ func skillTools(card jsontext.Value) (jsontext.Value, map[string]string) {
 		"text": map[string]any{"type": "string"}, "data": map[string]any{"type": "array"}, "files": map[string]any{"type": "array"}}}
 	tools := []tool{{Name: "send", Title: c.Name, Description: c.Description, InputSchema: schema}}
 	skills := map[string]string{"send": c.Description}
-	for _, s := range c.Skills {
+	// What else the card serves that clients act on (where to send
+	// credentials, extensions, modes: cardpin.go) is pinned with it, a
+	// skill's with the skill.
+	var raw struct {
+		Card   map[string]any
+		Skills []map[string]any `json:"skills"`
+	}
+	if pin {
+		_ = json.Unmarshal(card, &raw.Card)
+		_ = json.Unmarshal(card, &raw)
+	}
+	if p := cardPin(raw.Card); p != "" {
+		tools[0].Description += "\nCard: " + p
+	}
+	for i, s := range c.Skills {
 		d := s.Description
 		if len(s.Examples) > 0 {
 			d += "\nExamples: " + strings.Join(s.Examples, "; ")
@@ -163,6 +186,11 @@ func skillTools(card jsontext.Value) (jsontext.Value, map[string]string) {
 		if len(s.Tags) > 0 {
 			// Text the card serves with the skill too: pinned with it.
 			d += "\nTags: " + strings.Join(s.Tags, "; ")
+		}
+		if i < len(raw.Skills) {
+			if p := skillPin(raw.Skills[i]); p != "" {
+				d += "\nServed with: " + p
+			}
 		}
 		if s.ID == "" || s.ID == "send" {
 			// No tool of its own (send is a message naming no skill; a
@@ -300,6 +328,9 @@ func (g *Gateway) interfaces(a *agent, card jsontext.Value) ([]iface, error) {
 	if why, bad := spellingVariant(card, cardFields); bad {
 		return nil, fmt.Errorf("the card of agent %q: %s; refused", a.Name, why)
 	}
+	if why, bad := pinnedVariant(card); bad {
+		return nil, fmt.Errorf("the card of agent %q: %s; refused", a.Name, why)
+	}
 	for list, fields := range map[string][]string{"supportedInterfaces": ifaceFields, "additionalInterfaces": ifaceFields, "skills": skillFields} {
 		if ifs := intercept.Member(card, list); ifs.Kind() == '[' {
 			err := intercept.EachElement(ifs, func(_ int, v jsontext.Value) error {
@@ -361,9 +392,10 @@ func (g *Gateway) interfaces(a *agent, card jsontext.Value) ([]iface, error) {
 // ifaceFields those of one of its interfaces and skillFields those of a
 // skill: a case variant of one is refused.
 var (
-	cardFields  = []string{"url", "preferredTransport", "protocolVersion", "supportedInterfaces", "additionalInterfaces", "signatures", "skills", "name", "description"}
+	cardFields = []string{"url", "preferredTransport", "protocolVersion", "supportedInterfaces", "additionalInterfaces", "signatures", "skills", "name", "description",
+		"provider", "documentationUrl", "iconUrl", "capabilities", "securitySchemes", "security", "securityRequirements", "defaultInputModes", "defaultOutputModes"}
 	ifaceFields = []string{"url", "transport", "protocolBinding", "protocolVersion"}
-	skillFields = []string{"id", "name", "description", "tags", "examples"}
+	skillFields = []string{"id", "name", "description", "tags", "examples", "inputModes", "outputModes", "security", "securityRequirements"}
 )
 
 // spellingVariant is intercept.CaseVariant, and also reports a member
@@ -547,7 +579,10 @@ func (g *Gateway) rewriteCard(r *http.Request, a *agent, card jsontext.Value) (j
 // calling agent unreviewed (and signed by the gateway). Its signatures
 // are checked as a fetched card's are.
 func (g *Gateway) reviewedExtendedCard(ctx context.Context, a *agent, v1 bool, extended jsontext.Value) (jsontext.Value, error) {
-	public, err := g.card(ctx, a, v1)
+	public, signed, err := g.signedCard(ctx, a, v1)
+	if err == nil && a.RequireSignedCard {
+		public, err = vouched(public, signed, v1) // as serveCard serves it
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -587,8 +622,17 @@ func (g *Gateway) reviewedExtendedCard(ctx context.Context, a *agent, v1 bool, e
 			}
 		}
 	}
-	for _, k := range []string{"name", "description"} {
+	for _, k := range append([]string{"name", "description"}, cardPinned...) {
 		setAs(ext, pub, k)
+	}
+	// The extensions, as the rest the public card's pin covers
+	// (cardpin.go).
+	if caps, ok := ext["capabilities"].(map[string]any); ok {
+		pubCaps, _ := pub["capabilities"].(map[string]any)
+		if pubCaps == nil {
+			pubCaps = map[string]any{}
+		}
+		setAs(caps, pubCaps, "extensions")
 	}
 	if skills, ok := ext["skills"].([]any); ok {
 		keep := []any{}
@@ -602,7 +646,7 @@ func (g *Gateway) reviewedExtendedCard(ctx context.Context, a *agent, v1 bool, e
 			if !declared {
 				continue
 			}
-			for _, k := range []string{"name", "description", "tags", "examples"} {
+			for _, k := range append([]string{"name", "description", "tags", "examples"}, skillPinned...) {
 				setAs(s, p, k)
 			}
 			keep = append(keep, s)
@@ -646,6 +690,10 @@ func (g *Gateway) withholdDrifted(a *agent, c map[string]any) {
 		if _, ok := c["name"]; ok {
 			c["name"] = a.Name // its name is pinned text too (send's title)
 		}
+		withholdPinned(c, cardPinned, []string{"defaultInputModes", "defaultOutputModes"})
+		if caps, ok := c["capabilities"].(map[string]any); ok {
+			delete(caps, "extensions")
+		}
 	}
 	skills, _ := c["skills"].([]any)
 	for _, x := range skills {
@@ -666,6 +714,7 @@ func (g *Gateway) withholdDrifted(a *agent, c map[string]any) {
 			if _, ok := m["tags"]; ok {
 				m["tags"] = []any{} // required by 0.3 readers (@a2a-js/sdk)
 			}
+			withholdPinned(m, skillPinned, nil)
 		}
 	}
 }

@@ -36,6 +36,21 @@ const card = {
   signatures: [],
 };
 
+// CARD_SECURITY=1: the card names a provider, an extension, an OAuth
+// (authorization code, PKCE) and an OpenID Connect scheme, and requires
+// the OAuth one, of the card and of its skill.
+if (process.env.CARD_SECURITY === '1') {
+  card.provider = { url: 'https://acme.example', organization: 'Acme' };
+  card.capabilities.extensions = [{ uri: 'https://acme.example/ext/trace', description: 'Traces calls.', required: false, params: undefined }];
+  card.securitySchemes = {
+    corp: { scheme: { $case: 'oauth2SecurityScheme', value: { description: 'Acme sign-in.', oauth2MetadataUrl: '', flows: { flow: { $case: 'authorizationCode', value: {
+      authorizationUrl: 'https://acme.example/authorize', tokenUrl: 'https://acme.example/token', refreshUrl: '', scopes: { read: 'Read.' }, pkceRequired: true } } } } } },
+    oidc: { scheme: { $case: 'openIdConnectSecurityScheme', value: { description: '', openIdConnectUrl: 'https://acme.example/.well-known/openid-configuration' } } },
+  };
+  card.securityRequirements = [{ schemes: { corp: { list: ['read'] } } }];
+  card.skills[0].securityRequirements = [{ schemes: { corp: { list: ['read'] } } }];
+}
+
 // REST_ONLY=1: the agent offers (and serves) only the HTTP+JSON binding.
 if (process.env.REST_ONLY === '1') card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolBinding === 'HTTP+JSON');
 
