@@ -515,8 +515,19 @@ func (o *owners) filterList(ctx context.Context, agentName, owner string, result
 		return nil
 	}
 	r["tasks"] = b
-	if _, ok := r["totalSize"]; ok {
-		r["totalSize"], _ = json.Marshal(len(kept))
+	// The count is the caller's tasks', under every spelling a reader
+	// takes for totalSize (total_size: protobuf JSON, pydantic;
+	// TotalSize: Go's encoding/json); another spelling of tasks, which
+	// such a reader may take for the list, is left out: it was not cut.
+	for k := range r {
+		switch strings.ToLower(strings.ReplaceAll(k, "_", "")) {
+		case "totalsize":
+			r[k], _ = json.Marshal(len(kept))
+		case "tasks":
+			if k != "tasks" {
+				delete(r, k)
+			}
+		}
 	}
 	out, err := json.Marshal(r, json.Deterministic(true))
 	if err != nil {
