@@ -168,7 +168,7 @@ func toolList(card jsontext.Value, pin bool) (jsontext.Value, map[string]string)
 	// credentials, extensions, modes: cardpin.go) is pinned with it, a
 	// skill's with the skill.
 	var raw struct {
-		Card   map[string]any
+		Card   map[string]any   `json:"-"`
 		Skills []map[string]any `json:"skills"`
 	}
 	if pin {
