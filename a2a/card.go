@@ -633,6 +633,8 @@ func (g *Gateway) reviewedExtendedCard(ctx context.Context, a *agent, v1 bool, e
 			pubCaps = map[string]any{}
 		}
 		setAs(caps, pubCaps, "extensions")
+	} else if _, ok := ext["capabilities"]; ok {
+		setAs(ext, pub, "capabilities") // not read as capabilities: the public card's
 	}
 	if skills, ok := ext["skills"].([]any); ok {
 		keep := []any{}
