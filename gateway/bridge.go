@@ -349,6 +349,12 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 				msg = out
 			}
 		}
+	} else if m.Kind == intercept.KindError {
+		// Answering no call, it goes to the GET stream, where a client
+		// takes it by its id (a call held for approval's).
+		if out, changed := ic.ScreenError(cc, "", m.ID, m.IDKey(), m.Raw, m.Error); changed {
+			msg = out
+		}
 	}
 	// What was handed on before (handPump) goes first: delivered now, msg
 	// would take the first room a stream it waits for makes, or reach

@@ -337,7 +337,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 // is passed on, and leaves out messages about another's task (nil: none
 // is left); lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
-	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) && !o.screensResults() {
+	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) && !o.screensResults() && !screensError(o.g.ic, b) {
 		return b
 	}
 	var lists []string
@@ -425,6 +425,13 @@ func (o *observer) screensResults() bool {
 	return false
 }
 
+// screensError reports whether b, an upstream's message, may hold an
+// error ic screens whatever request it answers (intercept's ScreenError):
+// one for an id no request waits on is taken by clients for their call's.
+func screensError(ic *intercept.Interceptor, b []byte) bool {
+	return ic.ScreensErrors() && mayHoldMemberFold(b, errorMember)
+}
+
 // hideTools hides tools in b, a message from the upstream, before it is
 // written to the client, and leaves out messages about another's task
 // (nil: none is left); observe then sees the unfiltered b.
@@ -439,7 +446,7 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 		results = results || r.ic.WithholdsResults(m)
 	}
 	r.mu.Unlock()
-	if len(lists) == 0 && !results && !recorded(b) && !cacheHinted(b) {
+	if len(lists) == 0 && !results && !recorded(b) && !cacheHinted(b) && !screensError(r.ic, b) {
 		return b
 	}
 	cc := r.callContext()

@@ -815,6 +815,9 @@ func (i *Interceptor) WithholdsResults(method string) bool {
 	return i.WithholdResult != nil && (ActionMethod(method) || method == "tasks/result")
 }
 
+// ScreensErrors reports whether ScreenError may withhold an error.
+func (i *Interceptor) ScreensErrors() bool { return i.WithholdResult != nil }
+
 // ScreenResult returns raw, an upstream's answer to request id (idKey,
 // of the client of cc) of action method whose result is result, as the
 // client may have it: when WithholdResult gives a reason, a soft deny
@@ -844,9 +847,12 @@ func (i *Interceptor) ScreenResult(cc CallContext, method string, id jsontext.Va
 // errObj: a client shows a tool's error to its model as it shows a
 // result, so an injection the gateway would withhold from a result must
 // not come in the error's message or data. One withheld is answered with
-// an error saying why.
+// an error saying why. An error answering no request known (method "":
+// its id not asked, or null) is screened too: mcp-go's client takes its
+// POST's answer whatever its id says, and the TypeScript SDK takes one on
+// the GET stream by its id, for its call's.
 func (i *Interceptor) ScreenError(cc CallContext, method string, id jsontext.Value, idKey string, raw, errObj jsontext.Value) (jsontext.Value, bool) {
-	if !i.WithholdsResults(method) {
+	if !i.ScreensErrors() || method != "" && !i.WithholdsResults(method) {
 		return raw, false
 	}
 	why := i.WithholdResult(i.answered(cc, method, idKey, false), method, errObj)

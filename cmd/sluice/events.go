@@ -330,6 +330,9 @@ func withheldBecause(method string, fs []classifier.InjectionFinding) string {
 		kinds[i] = f.Kind
 	}
 	what := map[string]string{"tools/call": "this tool's result", "tasks/result": "this task's result", "resources/read": "this resource", "prompts/get": "this prompt"}[method]
+	if what == "" {
+		what = "this answer" // an error answering no request known
+	}
 	return "Sluice withheld " + what + ": it looks like a prompt injection (" + strings.Join(kinds, ", ") +
 		"). Its text was not passed on."
 }
