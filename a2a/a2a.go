@@ -1325,8 +1325,18 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 				return
 			}
 		}
-		g.observe(d, res) // what the client gets (a list: the caller's tasks)
-	} else if err != nil || ans.Kind != intercept.KindError {
+		// What the client gets (a list: the caller's tasks).
+		if why := g.screen(d, res, false); why != "" {
+			writeJSON(w, http.StatusOK, withheldAnswer(id, d, why))
+			return
+		}
+	} else if err == nil && ans.Kind == intercept.KindError {
+		// A client shows an agent's error to its model as its answer.
+		if why := g.screen(d, ans.Error, true); why != "" {
+			writeJSON(w, http.StatusOK, withheldAnswer(id, d, why))
+			return
+		}
+	} else {
 		// Unread, it must not pass: a client that reads it otherwise
 		// (fetch and Python skip a UTF-8 BOM Go refuses) would get what
 		// the rewrite keeps from it, a result the screen never saw and a
@@ -1469,7 +1479,17 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 						}
 						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result, recorded)
 						g.bindPush(resp.Request.Context(), push, taskIDs(ans.Result))
-						g.observe(d, ans.Result)
+					}
+					answer := ans.Result
+					if ans.Kind == intercept.KindError {
+						answer = ans.Error
+					}
+					if why := g.screen(d, answer, ans.Kind == intercept.KindError); why != "" {
+						// The stream ends here: its events go on from
+						// what the client was not given.
+						fmt.Fprintf(w, "data: %s\n\n", withheldAnswer(id, d, why))
+						_ = rc.Flush()
+						return
 					}
 				}
 				if _, werr := w.Write(event.Bytes()); werr != nil {
@@ -1528,12 +1548,33 @@ func (g *Gateway) linkContexts(ctx context.Context, decided *intercept.ActionDes
 	return nil
 }
 
-// observe hands the result of the action d (nil: none) to the
-// Interceptor's OnResult, as an MCP tool call's result is.
-func (g *Gateway) observe(d *intercept.ActionDescriptor, result jsontext.Value) {
-	if d != nil && g.ic != nil && g.ic.OnResult != nil {
-		g.ic.OnResult(d, result)
+// screen hands answer, the agent's result (or, isErr, its error object)
+// for the action d (nil: none), to the Interceptor before the client has
+// it, as an MCP tool call's is: its WithholdResult
+// (classifier.on_result_injection: withhold), which records what it
+// finds and returns why the client must not have it, else OnResult for a
+// result. "" passes it on.
+func (g *Gateway) screen(d *intercept.ActionDescriptor, answer jsontext.Value, isErr bool) string {
+	switch {
+	case d == nil || g.ic == nil:
+	case g.ic.WithholdResult != nil:
+		return g.ic.WithholdResult(d, d.ToolName, answer)
+	case !isErr && g.ic.OnResult != nil:
+		g.ic.OnResult(d, answer)
 	}
+	return ""
+}
+
+// withheldAnswer is the answer to request id of action d whose answer the
+// Interceptor withheld, why: an error, as a denial in throw mode is.
+func withheldAnswer(id jsontext.Value, d *intercept.ActionDescriptor, why string) []byte {
+	dec := intercept.Decision{Verdict: intercept.Deny, Reason: intercept.ReasonResultWithheld, PublicReason: why, Mode: intercept.ModeThrow}
+	resp, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
+		"code": codePolicyDenied, "message": why, "data": envelope(dec, d.TxnID)}}, json.Deterministic(true))
+	if err != nil {
+		return intercept.RenderDecision(id, dec, d.TxnID, "")
+	}
+	return resp
 }
 
 // pushAllowed is nil when the push config in params may reach the agent:

@@ -810,10 +810,16 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	// (the Interceptor's OnResult: classifier.scan_results), once it is
 	// to be delivered: a push turned away is not screened, nor recorded
 	// as an injection its caller never got, and the screening of pushes
-	// is bounded as their deliveries are.
+	// is bounded as their deliveries are. With
+	// classifier.on_result_injection: withhold, one that looks like a
+	// prompt injection is not delivered (the agent is told why).
 	a := g.agents[rec.agent]
-	g.observe(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.target,
-		Upstream: "a2a:" + a.Name, Agent: ownerAgent(rec.owner)}, b)
+	if why := g.screen(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.target,
+		Upstream: "a2a:" + a.Name, Agent: ownerAgent(rec.owner)}, b, false); why != "" {
+		g.log.Warn("a2a: push relay: push withheld", "agent", rec.agent, "principal", principalOf(rec.owner))
+		answer(http.StatusUnprocessableEntity, why+": not delivered")
+		return
+	}
 	status, err := g.deliver(r.Context(), rec, body, r.Header.Get("Content-Type"))
 	if err != nil {
 		// The caller's URL is not the agent's to know (its path or query

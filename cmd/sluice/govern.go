@@ -263,7 +263,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 		}
 		onResult = func(d *intercept.ActionDescriptor, result jsontext.Value) {
 			// With withhold, what gets here was not screened before the
-			// client had it (an A2A answer, an input_required result).
+			// client had it (an input_required result).
 			if fs := classifier.DetectInjectionInResult(result); len(fs) > 0 {
 				found(d, fs, false)
 			}
