@@ -108,20 +108,20 @@ type Interceptor struct {
 	// OnResult, if not nil, gets the result of every allowed action
 	// (tools/call, resources/read, prompts/get: what the model reads) once
 	// the upstream answered it (after the client got it), with the
-	// call's descriptor, but for a final result WithholdResult was asked
+	// call's descriptor, but for a result WithholdResult was asked
 	// about. Set it before first use; it must not block.
 	OnResult func(d *ActionDescriptor, result jsontext.Value)
 	// WithholdResult, if not nil, is asked about every answer the client
-	// would read of an allowed action (its final result, or its error),
+	// would read of an allowed action (its result, or its error),
 	// and of every tasks/result, before the client has it (ScreenResult,
 	// ScreenError), with the call's descriptor (one naming only the
 	// upstream, agent and session, and method for its tool, when the
 	// call is not known: a task's result, a call forgotten). It returns
 	// why the client must not have it, or "" to pass it on. A result
 	// withheld is answered as a soft deny (a tool's) or an error (a
-	// read's), an error with another error. A final result it is asked
-	// about is not given to OnResult too: it is expected to record what
-	// it finds. It must not block.
+	// read's), an error with another error. A result it is asked about
+	// is not given to OnResult too: it is expected to record what it
+	// finds. It must not block.
 	WithholdResult func(d *ActionDescriptor, method string, answer jsontext.Value) string
 	// OnDecision, if not nil, is called after every decision.
 	OnDecision func(*ActionDescriptor, Decision)
@@ -822,11 +822,14 @@ func (i *Interceptor) ScreensErrors() bool { return i.WithholdResult != nil }
 // of the client of cc) of action method whose result is result, as the
 // client may have it: when WithholdResult gives a reason, a soft deny
 // saying it for a tools/call or tasks/result (the model reads why) and
-// an error for a read, and true. A result that is not final
-// (input_required, a task's handle) is passed on: what the model reads
-// comes later.
+// an error for a read, and true. A result marked as not final (an
+// input_required result, a task's handle) is screened too: a 2025 client
+// reads a tool result's content whatever else it holds (mcp-go ignores
+// resultType, and a task member it did not ask for), and what an
+// input_required result asks (a sampling request's messages) is read by
+// the client's model too.
 func (i *Interceptor) ScreenResult(cc CallContext, method string, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
-	if !i.WithholdsResults(method) || !FinalResult(result) {
+	if !i.WithholdsResults(method) {
 		return raw, false
 	}
 	// Screened here, it is not OnResult's (ObserveResult finds no call):
@@ -874,17 +877,6 @@ func (i *Interceptor) answered(cc CallContext, method, idKey string, take bool) 
 		return d
 	}
 	return &ActionDescriptor{Upstream: cc.Upstream, Agent: cc.Agent, SessionID: cc.SessionID, ToolName: method}
-}
-
-// FinalResult reports whether result, an action's, is what the model
-// reads: not an input_required result (MCP 2026-07-28) nor a task's
-// handle, whose result comes later.
-func FinalResult(result jsontext.Value) bool {
-	if result.Kind() != '{' || Member(result, "task") != nil {
-		return false
-	}
-	rt := Member(result, "resultType")
-	return rt == nil || string(rt) == `"complete"`
 }
 
 // WantsResults reports whether tools/call results should be handed to

@@ -262,8 +262,8 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 			rec.resultInjection(d, fs, withheld)
 		}
 		onResult = func(d *intercept.ActionDescriptor, result jsontext.Value) {
-			// With withhold, what gets here was not screened before the
-			// client had it (an input_required result).
+			// With withhold, an action's answer is screened before the
+			// client has it, by withholdResult, and does not get here.
 			if fs := classifier.DetectInjectionInResult(result); len(fs) > 0 {
 				found(d, fs, false)
 			}
