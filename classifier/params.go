@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,7 +121,9 @@ func (w *jsonWalker) value(key string) bool {
 			w.i++
 		}
 		f, err := strconv.ParseFloat(w.s[start:w.i], 64)
-		if err != nil {
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			// (A number past float64's range, 1e999, is valid JSON,
+			// read as ±Inf: the walk goes on past it.)
 			return false
 		}
 		w.visit(w, walkEvent{kind: '0', key: key, num: f})
