@@ -874,8 +874,18 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	case ob.screensResults():
 		// An error sent with a failing status is read by the client's
 		// model as one sent with 200: the interceptor may withhold it
-		// (TestAttackInjectionInFailedAnswer).
-		shown = ob.filter(r.Context(), b)
+		// (TestAttackInjectionInFailedAnswer). So is an answer the
+		// gateway does not read as JSON-RPC (an error page): clients
+		// put it in the error they return, or read it as JSON-RPC their
+		// own way (TestAttackInjectionInFailedAnswerNotJSONRPC).
+		if _, err := ob.decode(b); err != nil {
+			if out := ob.screenUnread(b); out != nil {
+				shown = out
+				w.Header().Set("Content-Type", "application/json")
+			}
+		} else {
+			shown = ob.filter(r.Context(), b)
+		}
 	}
 	if shown == nil {
 		// Nothing but messages about another's task: no answer is owed.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -423,6 +424,35 @@ func (o *observer) screensResults() bool {
 		}
 	}
 	return false
+}
+
+// screenUnread returns the answer to o's requests when b, the upstream's
+// answer to them with a failing status, is not JSON-RPC the gateway reads
+// and the interceptor withholds it, read whole as text, as an action's
+// error: each request gets the error saying why. Nil passes b on.
+func (o *observer) screenUnread(b []byte) []byte {
+	text, _ := jsontext.AppendQuote(nil, b) // invalid UTF-8 replaced
+	ids := slices.Sorted(maps.Keys(o.pending))
+	var withheld jsontext.Value
+	for _, id := range ids {
+		if out, ok := o.g.ic.ScreenError(o.cc, o.pending[id], jsontext.Value(id), id, b, text); ok {
+			withheld = out
+			break
+		}
+	}
+	if withheld == nil {
+		return nil
+	}
+	out := make([]jsontext.Value, 0, len(ids))
+	for _, id := range ids {
+		if m, err := intercept.WithMember(withheld, "id", jsontext.Value(id)); err == nil {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 1 {
+		return out[0]
+	}
+	return marshalArray(out)
 }
 
 // screensError reports whether b, an upstream's message, may hold an
