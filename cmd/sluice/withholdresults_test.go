@@ -172,3 +172,24 @@ func TestAttackInjectionAfterHugeNumber(t *testing.T) {
 		t.Errorf("an injection after 1e999: got %s, want it withheld", got)
 	}
 }
+
+// TestResultScanOffByDefault: without scan_results or withhold, the
+// interceptor has no result hooks, so no answer is run through the
+// injection detector (nor, with withhold off, screened before the
+// client has it); each setting turns on its own.
+func TestResultScanOffByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		yaml              string
+		onResult, screens bool
+	}{
+		{"policy: {default: allow}\n", false, false},
+		{"policy: {default: allow}\nclassifier: {on_result_injection: log}\n", false, false},
+		{"policy: {default: allow}\nclassifier: {scan_results: true}\n", true, false},
+		{"policy: {default: allow}\nclassifier: {on_result_injection: withhold}\n", true, true},
+	} {
+		ic := governFor(t, tc.yaml, t.TempDir()).gv.ic
+		if (ic.OnResult != nil) != tc.onResult || (ic.WithholdResult != nil) != tc.screens || ic.ScreensErrors() != tc.screens || ic.WithholdsResults("tools/call") != tc.screens {
+			t.Errorf("%q: OnResult %v, WithholdResult %v; want %v, %v", tc.yaml, ic.OnResult != nil, ic.WithholdResult != nil, tc.onResult, tc.screens)
+		}
+	}
+}
