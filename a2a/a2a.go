@@ -1330,23 +1330,24 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 			writeJSON(w, http.StatusOK, withheldAnswer(id, d, why))
 			return
 		}
-	} else if err == nil && ans.Kind == intercept.KindError {
-		// A client shows an agent's error to its model as its answer.
-		if why := g.screen(d, ans.Error, true); why != "" {
-			writeJSON(w, http.StatusOK, withheldAnswer(id, d, why))
-			return
-		}
-	} else {
+	} else if err != nil || ans.Kind != intercept.KindError {
 		// Unread, it must not pass: a client that reads it otherwise
 		// (fetch and Python skip a UTF-8 BOM Go refuses) would get what
 		// the rewrite keeps from it, a result the screen never saw and a
 		// task never recorded as the caller's.
 		fail(http.StatusBadGateway, unreadableAnswer(a.Name, resp.StatusCode))
 		return
-	} else if out, err = agentError(a.Name, ans.Raw, ans.Error); err != nil {
-		// Never the gateway's denial or hold (agenterror.go).
-		fail(http.StatusBadGateway, fmt.Errorf("agent %q: %v", a.Name, err))
-		return
+	} else {
+		// A client shows an agent's error to its model as its answer.
+		if why := g.screen(d, ans.Error, true); why != "" {
+			writeJSON(w, http.StatusOK, withheldAnswer(id, d, why))
+			return
+		}
+		if out, err = agentError(a.Name, ans.Raw, ans.Error); err != nil {
+			// Never the gateway's denial or hold (agenterror.go).
+			fail(http.StatusBadGateway, fmt.Errorf("agent %q: %v", a.Name, err))
+			return
+		}
 	}
 	// What the gateway read, as UTF-8 JSON: not the agent's media type,
 	// whose charset (UTF-7) a client decoding by it (Python's requests)
