@@ -150,9 +150,16 @@ var secretArray = regexp.MustCompile(`(?i)(?:password|passwd|passphrase|secret|t
 // quotes escaped as deep as the key's, and the array ends at a line's
 // end if not before.
 func scrubArrays(s string, re *regexp.Regexp) string {
+	out, _ := scanArrays(s, re)
+	return out
+}
+
+// scanArrays is scrubArrays, and says how many bytes it stepped over in
+// all: each at most once, arrays nested in one scanned with it.
+func scanArrays(s string, re *regexp.Regexp) (out string, stepped int) {
 	ms := re.FindAllStringSubmatchIndex(s, -1)
 	if ms == nil {
-		return s
+		return s, 0
 	}
 	var b strings.Builder
 	last, scanned := 0, 0
@@ -198,10 +205,11 @@ func scrubArrays(s string, re *regexp.Regexp) string {
 			}
 			i++
 		}
+		stepped += i - m[1]
 		scanned = i
 	}
 	b.WriteString(s[last:])
-	return b.String()
+	return b.String(), stepped
 }
 
 // quotedEnd returns where the string from start, opened by quote behind n
