@@ -22,7 +22,6 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	lru "github.com/hashicorp/golang-lru/v2"
-	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
@@ -1283,19 +1282,42 @@ func (a *aggregator) holders(r *http.Request, s *aggSession, uri string) ([]stri
 // times.
 const maxTemplateMatch = 16 << 20
 
-// templateRegexp is the pattern of the URIs that t, an RFC 6570 URI
-// template, makes; nil when t is not one.
-func templateRegexp(t string) (re *regexp.Regexp) {
-	defer func() {
-		if recover() != nil {
-			re = nil
+// templateRegexp is the pattern of the URIs that t, a resource
+// template, may make, matched as the SDKs that serve templates match
+// them: its literal text as written; a simple expression ({id}) any run
+// without a slash; any other ({+path}, {/seg}, {?q}, {path*}, or one RFC
+// 6570 does not allow) any run at all. Nil when a brace is not closed.
+// Fitted to RFC 6570's character classes, doc://item/alice@example.com,
+// which the TypeScript and Python SDKs serve for doc://item/{id}, fitted
+// nothing, and its read was refused.
+func templateRegexp(t string) *regexp.Regexp {
+	var b strings.Builder
+	b.WriteString(`^(?s:`)
+	for t != "" {
+		i := strings.IndexByte(t, '{')
+		if i < 0 {
+			b.WriteString(regexp.QuoteMeta(t))
+			break
 		}
-	}()
-	tmpl, err := uritemplate.New(t)
+		b.WriteString(regexp.QuoteMeta(t[:i]))
+		j := strings.IndexByte(t[i:], '}')
+		if j < 0 {
+			return nil
+		}
+		expr := t[i+1 : i+j]
+		if expr != "" && (strings.ContainsAny(expr[:1], "+#./;?&=,!@|") || strings.HasSuffix(expr, "*")) {
+			b.WriteString(`.*`)
+		} else {
+			b.WriteString(`[^/]*`)
+		}
+		t = t[i+j+1:]
+	}
+	b.WriteString(`)$`)
+	re, err := regexp.Compile(b.String())
 	if err != nil {
 		return nil
 	}
-	return tmpl.Regexp()
+	return re
 }
 
 // innerCall sends one request to an upstream's route in this gateway, in
