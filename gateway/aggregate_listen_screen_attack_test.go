@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"log/slog"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,5 +288,68 @@ func TestAttackVirtualListenUpdateCarriesText(t *testing.T) {
 	want := `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"docs://readme","_meta":{"io.modelcontextprotocol/subscriptionId":"sub"}}}`
 	if got := nextEvent(t, ctx, events, "update"); got != want {
 		t.Errorf("update: %s\nwant %s", got, want)
+	}
+}
+
+// TestAttackVirtualTemplateFlood: a virtual server compiled a pattern
+// for every resource template its upstreams listed, for each session and
+// each 2026-07-28 request that read or subscribed to a URI no upstream
+// lists: an upstream listing 100,000 templates cost about 2.5 s of CPU
+// and 380 MiB held per such request. The first maxTemplates are matched;
+// the rest are left out, with an event, and a URI only they fit is
+// refused, naming why, and sent to no upstream.
+func TestAttackVirtualTemplateFlood(t *testing.T) {
+	docs := newDocsUpstream(t, "docs", nil, "")
+	for i := range maxTemplates + 50 {
+		docs.srv.AddResourceTemplate(&gosdk.ResourceTemplate{URITemplate: "docs://t" + strconv.Itoa(i) + "/{id}", Name: "t"},
+			func(_ context.Context, r *gosdk.ReadResourceRequest) (*gosdk.ReadResourceResult, error) {
+				return &gosdk.ReadResourceResult{Contents: []*gosdk.ResourceContents{{URI: r.Params.URI, Text: "served"}}}, nil
+			})
+	}
+	var mu sync.Mutex
+	var dropped []string
+	o := Options{
+		Upstreams:      []Upstream{{Name: "docs", URL: docs.url}},
+		VirtualServers: []VirtualServer{{Name: "v", Upstreams: []string{"docs"}}},
+		OnAggregateDropped: func(_, upstream, why string) {
+			mu.Lock()
+			dropped = append(dropped, upstream+": "+why)
+			mu.Unlock()
+		},
+	}
+	g, err := New(o, &intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { closeServed(t, gw, g) })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	read := func(uri string) string {
+		t.Helper()
+		resp, err := sendPost(ctx, gw.URL+"/mcp/v", modernHeaders("resources/read", uri), modernRequest("resources/read", `"uri":"`+uri+`",`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	// go-sdk lists its templates sorted: docs://t0/{id} first,
+	// docs://t999/{id} last.
+	if got := read("docs://t0/a"); !strings.Contains(got, "served") {
+		t.Errorf("read of a URI the first template fits: %.300s", got)
+	}
+	late := "docs://t999/a"
+	if got := read(late); !strings.Contains(got, `"error"`) || !strings.Contains(got, "resource templates are matched") {
+		t.Errorf("read of a URI only a template past the first %d fits: %.300s, want it refused naming the bound", maxTemplates, got)
+	}
+	if docs.sent(late) {
+		t.Errorf("%s was sent to the upstream", late)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.ContainsFunc(dropped, func(d string) bool { return strings.Contains(d, "resource templates") }) {
+		t.Errorf("no event told of the templates left out: %q", dropped)
 	}
 }
