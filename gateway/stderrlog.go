@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -186,14 +187,22 @@ func (s *stderrLog) ReadFrom(r io.Reader) (int64, error) {
 }
 
 // cutLastWord returns the start of a line cut at its bound, up to its
-// last space or tab: the word the bound cut through (a token whose end
-// is not read) is not logged, where the scrubber would not know it for
-// one.
+// last byte that cannot be in a token (a space, a quote, a comma, an
+// ampersand): the word the bound cut through (a token whose end is not
+// read) is not logged, where the scrubber would not know it for one. Cut
+// at the last space alone, a line with none (compact JSON, a query
+// string) was logged to the bound, the start of a token with it.
 func cutLastWord(l []byte) []byte {
-	if i := bytes.LastIndexAny(l, " \t"); i >= 0 {
+	if i := bytes.LastIndexFunc(l, func(r rune) bool { return !tokenRune(r) }); i >= 0 {
 		return l[:i]
 	}
 	return l
+}
+
+// tokenRune reports whether r may be in a credential: base64, base64url,
+// hex, a JWT's dots, percent-encoding, a bot token's colon.
+func tokenRune(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-_.~+/=:%", r)
 }
 
 // skipLine reads br to the end of the line, returning the bytes read and

@@ -86,3 +86,25 @@ func TestAttackStderrLogTokenAcrossBound(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackStderrLogTokenAcrossBoundNoSpace: a line over the bound was
+// cut at its last space or tab, and one with none (compact JSON, a
+// query string) was logged to the bound whole, so a key the bound cut
+// through was logged up to it, too short for the scrubber to know. The
+// cut comes at the last byte that cannot be in a token.
+func TestAttackStderrLogTokenAcrossBoundNoSpace(t *testing.T) {
+	const key = "sk-proj-Qm7vX2pLr9TzK4wYb8NcJd3FhGs6"
+	for _, head := range []string{`{"pad":"`, `/v1?pad=`} {
+		pad := strings.Repeat("x", stderrLineMax-len(head)-len(`","v":"`)-12)
+		line := head + pad + `","v":"` + key + `"}` + "\n" // cut after "sk-proj-Qm7v"
+		logged := stderrLines(t, line)
+		if len(logged) == 0 || !strings.Contains(logged[0], pad) {
+			t.Errorf("the line before the key was not logged: %q", logged)
+		}
+		for _, l := range logged {
+			if strings.Contains(l, "Qm7v") {
+				t.Errorf("logged %q, which holds the start of the key", l[max(0, len(l)-80):])
+			}
+		}
+	}
+}
