@@ -760,9 +760,11 @@ func visible(ctx context.Context, tf ToolFilter, tool jsontext.Value, cc CallCon
 // could be allowed: false when there is no Decider, or the Decider (a
 // ToolFilter) says every such read is denied, whatever else happens (a
 // rule that denies it outright, a resource its upstream's listing was
-// withheld for). Like Visible it decides and records nothing, and when in
-// doubt it reports true. A subscription to the resource is screened with
-// it, as its read would be decided.
+// withheld for). Like Visible it decides and records nothing; a Decider
+// that is no ToolFilter cannot say, and every read is reported possible.
+// A subscription to the resource is screened with it, as its read would
+// be decided, and its updates are decided by nothing else: a Visible that
+// panics reports false, where a listing's filter keeps the tool.
 func (i *Interceptor) Readable(ctx context.Context, cc CallContext, uri string) (ok bool) {
 	if i.Decider == nil {
 		return false
@@ -773,7 +775,7 @@ func (i *Interceptor) Readable(ctx context.Context, cc CallContext, uri string) 
 	}
 	defer func() {
 		if recover() != nil {
-			ok = true
+			ok = false
 		}
 	}()
 	d := &ActionDescriptor{
