@@ -313,10 +313,13 @@ type aggSession struct {
 	prompts   map[string]target
 	resources map[string]string           // uri -> upstream
 	templates map[string][]*regexp.Regexp // upstream -> the URIs of the resource templates it listed; nil until listed
-	notify    chan []byte                 // to the GET stream, if one is open
-	closed    bool
-	asks      map[string]pendingAsk // relayed requests awaiting the client's answer
-	asked     uint64
+	// templatesFailed: an upstream's listing of templates failed (its
+	// last are kept, if any): a URI no template fits asks again.
+	templatesFailed bool
+	notify          chan []byte // to the GET stream, if one is open
+	closed          bool
+	asks            map[string]pendingAsk // relayed requests awaiting the client's answer
+	asked           uint64
 	// gone are the latest relayed requests whose exchange ended before
 	// the client answered, at most maxGoneAsks, oldest first: a late
 	// answer to one is taken and dropped (the question was withdrawn, or
@@ -919,6 +922,7 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 	uris := map[string]string{}
 	templates := map[string][]*regexp.Regexp{}
 	nt := 0 // templates matched, of every upstream
+	templatesFailed := false
 	for _, u := range a.vs.Upstreams {
 		ctx, cancel := context.WithTimeout(r.Context(), a.listTimeout)
 		r := r.WithContext(ctx)
@@ -934,6 +938,7 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 		var cursor string
 		var listed []string // the names (URIs) u listed
 		failed := false
+		notFound := false // u answered that it serves no such method
 		for page := 0; ; page++ {
 			params := jsontext.Value(`{}`)
 			if cursor != "" {
@@ -942,7 +947,7 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 			res, err := a.innerCall(r, s, u, method, params)
 			if err != nil {
 				a.dropped(u, method, err)
-				failed = true
+				failed, notFound = true, methodNotFound(err)
 				break
 			}
 			var pageRes map[string]jsontext.Value
@@ -997,6 +1002,16 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 			}
 		}
 		cancel()
+		if member == "resourceTemplates" && failed && !notFound {
+			// What it listed before stands; a URI no template fits
+			// asks again (holders), as a read tried each before.
+			s.mu.Lock()
+			if prev, ok := s.templates[u]; ok {
+				templates[u] = prev
+			}
+			s.mu.Unlock()
+			templatesFailed = true
+		}
 		if member == "resourceTemplates" || member == "tasks" {
 			continue
 		}
@@ -1094,7 +1109,7 @@ func (a *aggregator) list(r *http.Request, s *aggSession, method, member string)
 			out = append(out, it.raw)
 		}
 		s.mu.Lock()
-		s.templates = templates
+		s.templates, s.templatesFailed = templates, templatesFailed
 		s.mu.Unlock()
 	default:
 		for _, it := range items {
@@ -1242,7 +1257,9 @@ func (a *aggregator) read(r *http.Request, s *aggSession, req rpcRequest) (jsont
 // goes to: the one that listed it; else, in their order, those that list
 // a resource template it fits. None when no upstream lists it or a
 // template for it: it is sent to no upstream rather than to each, which
-// told every upstream what its client asked for.
+// told every upstream what its client asked for. When an upstream's
+// listing of templates failed, a URI that fits none asks the upstreams
+// again before it is refused (TestVirtualTemplateListFailureNotKept).
 func (a *aggregator) holders(r *http.Request, s *aggSession, uri string) ([]string, error) {
 	s.mu.Lock()
 	listed := s.resources
@@ -1259,16 +1276,37 @@ func (a *aggregator) holders(r *http.Request, s *aggSession, uri string) ([]stri
 		return []string{u}, nil
 	}
 	s.mu.Lock()
-	templates := s.templates
+	templates, failed := s.templates, s.templatesFailed
 	s.mu.Unlock()
-	if templates == nil {
+	relist := func() error {
 		if _, err := a.list(r, s, "resources/templates/list", "resourceTemplates"); err != nil {
-			return nil, err
+			return err
 		}
 		s.mu.Lock()
 		templates = s.templates
 		s.mu.Unlock()
+		return nil
 	}
+	if templates == nil {
+		if err := relist(); err != nil {
+			return nil, err
+		}
+	} else if failed {
+		// An upstream's listing failed last time: before a URI fits
+		// none, it is asked again.
+		if out, err := a.fitting(templates, uri); err != nil || len(out) > 0 {
+			return out, err
+		}
+		if err := relist(); err != nil {
+			return nil, err
+		}
+	}
+	return a.fitting(templates, uri)
+}
+
+// fitting returns the upstreams, in their order, with a template of
+// templates that uri fits.
+func (a *aggregator) fitting(templates map[string][]*regexp.Regexp, uri string) ([]string, error) {
 	n := 0
 	for _, ts := range templates {
 		n += len(ts)
@@ -1768,6 +1806,19 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 // routeError is the JSON-RPC error object an upstream's route
 // answered, passed to the client as it is.
 type routeError struct{ raw jsontext.Value }
+
+// methodNotFound reports whether err is an upstream's answer that it
+// serves no such method.
+func methodNotFound(err error) bool {
+	var re *routeError
+	if !errors.As(err, &re) {
+		return false
+	}
+	var o struct {
+		Code int `json:"code"`
+	}
+	return json.Unmarshal(re.raw, &o) == nil && o.Code == intercept.CodeMethodNotFound
+}
 
 func (e *routeError) Error() string {
 	var o struct {
