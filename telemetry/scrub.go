@@ -147,8 +147,10 @@ var secretArray = regexp.MustCompile(`(?i)(?:password|passwd|passphrase|secret|t
 // scrubArrays replaces each string in the arrays re (secretArray) finds
 // with Redacted, to the array's closing bracket and in arrays and objects
 // nested in it; an object's keys are kept. A string is delimited by
-// quotes escaped as deep as the key's, and the array ends at a line's
-// end if not before.
+// quotes escaped as deep as the key's. An array in JSON escaped inside a
+// string ends at a line's end if not before (escaped JSON has none in
+// it); one not escaped runs across lines to its closing bracket, as
+// indented JSON puts one element a line.
 func scrubArrays(s string, re *regexp.Regexp) string {
 	out, _ := scanArrays(s, re)
 	return out
@@ -173,7 +175,7 @@ func scanArrays(s string, re *regexp.Regexp) (out string, stepped int) {
 		}
 		depth := 1
 		i := m[1]
-		for i < len(s) && depth > 0 && s[i] != '\n' {
+		for i < len(s) && depth > 0 && (n == 0 || s[i] != '\n') {
 			k := 0
 			for i+k < len(s) && s[i+k] == '\\' {
 				k++

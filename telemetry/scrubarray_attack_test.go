@@ -94,3 +94,24 @@ func TestAttackScrubNestedSecretArrays(t *testing.T) {
 		t.Errorf("Scrub kept the string %d arrays deep", depth)
 	}
 }
+
+// TestAttackScrubSecretArrayIndented: a secret key's array was scrubbed
+// to its line's end, so in indented JSON (JSON.stringify(v, null, 2),
+// json.dumps(v, indent=2), MarshalIndent), one element a line, every
+// element after the first was kept. An array runs to its closing bracket
+// across lines; escaped JSON inside a string has no line ends in it.
+func TestAttackScrubSecretArrayIndented(t *testing.T) {
+	for _, tt := range []struct{ text, kept string }{
+		{"{\n  \"tokens\": [\n    \"SECRET1abc\",\n    \"SECRET2abc\"\n  ],\n  \"user\": \"alice\"\n}", "\"user\": \"alice\""},
+		{"{\n  \"api_keys\": [\"SECRET1abc\",\n    \"SECRET2abc\"],\n  \"n\": \"1\"\n}", "\"n\": \"1\""},
+		{"{\n\t\"passwords\": [\n\t\t[\n\t\t\t\"SECRET1abc\",\n\t\t\t\"SECRET2abc\"\n\t\t]\n\t],\n\t\"next\": \"kept\"\n}", "\"next\": \"kept\""},
+	} {
+		once := Scrub(tt.text)
+		if strings.Contains(once, "SECRET") || !strings.Contains(once, tt.kept) {
+			t.Errorf("Scrub(%q) = %q: want every element gone and %q kept", tt.text, once, tt.kept)
+		}
+		if twice := Scrub(once); twice != once {
+			t.Errorf("Scrub not stable: %q, then %q", once, twice)
+		}
+	}
+}
