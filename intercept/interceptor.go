@@ -731,12 +731,17 @@ func visible(ctx context.Context, tf ToolFilter, tool jsontext.Value, cc CallCon
 			ok = true
 		}
 	}()
+	d := askedDescriptor(ctx, cc, "tools/call", t.Name)
+	d.ToolDescription, d.Annotations, d.InputSchema = t.Description, t.Annotations, t.InputSchema
+	return tf.Visible(ctx, d)
+}
+
+// askedDescriptor is the descriptor a ToolFilter is asked about for a call
+// of method naming name by the client of cc, with no arguments.
+func askedDescriptor(ctx context.Context, cc CallContext, method, name string) *ActionDescriptor {
 	d := &ActionDescriptor{
-		Method:          "tools/call",
-		ToolName:        t.Name,
-		ToolDescription: t.Description,
-		Annotations:     t.Annotations,
-		InputSchema:     t.InputSchema,
+		Method:          method,
+		ToolName:        name,
 		Parameters:      jsontext.Value("{}"),
 		TargetEndpoint:  cc.Target,
 		SessionID:       cc.SessionID,
@@ -753,7 +758,7 @@ func visible(ctx context.Context, tf ToolFilter, tool jsontext.Value, cc CallCon
 		}
 		d.Agent = p.ID
 	}
-	return tf.Visible(ctx, d)
+	return d
 }
 
 // Readable reports whether a resources/read of uri by the client of cc
@@ -778,25 +783,7 @@ func (i *Interceptor) Readable(ctx context.Context, cc CallContext, uri string) 
 			ok = false
 		}
 	}()
-	d := &ActionDescriptor{
-		Method:          "resources/read",
-		ToolName:        ResourcePrefix + uri,
-		Parameters:      jsontext.Value("{}"),
-		TargetEndpoint:  cc.Target,
-		SessionID:       cc.SessionID,
-		Upstream:        cc.Upstream,
-		Agent:           cc.Agent,
-		ProtocolVersion: cc.ProtocolVersion,
-		Principal:       principalOf(ctx, cc),
-		ClientName:      cc.ClientName,
-	}
-	if p := d.Principal; p != nil && p.ID != d.Agent {
-		if d.ClientName == "" {
-			d.ClientName = d.Agent
-		}
-		d.Agent = p.ID
-	}
-	return tf.Visible(ctx, d)
+	return tf.Visible(ctx, askedDescriptor(ctx, cc, "resources/read", ResourcePrefix+uri))
 }
 
 func principalOf(ctx context.Context, cc CallContext) *Principal {
