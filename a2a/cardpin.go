@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/go-json-experiment/json"
@@ -99,19 +100,42 @@ func pinRead(v any, t string) any {
 	out := map[string]any{}
 	if alts, ok := cardOneofs[t]; ok {
 		for _, alt := range alts {
-			if x, ok := member(m, alt[0]); ok {
-				out[alt[0]] = pinRead(x, alt[1])
+			// Every reading of the kind is pinned: a reader by member
+			// name reads the member, one of ts-proto's in-memory form
+			// (which @a2a-js/sdk's server serves as the 1.0 card:
+			// {"scheme": {"$case": kind, "value": …}}) reads the $case
+			// one, so a copy of the pinned value in one form must not
+			// stand for a changed one in the other.
+			reads := map[string]any{}
+			read := func(v any) {
+				r := pinRead(v, alt[1])
+				reads[pinText(map[string]any{"r": r})] = r
 			}
-			// ts-proto's in-memory form, which @a2a-js/sdk's server
-			// serves as the 1.0 card: {"scheme": {"$case": kind,
-			// "value": …}} (readers that take the JSON as that object
-			// read it so).
+			if x, ok := member(m, alt[0]); ok {
+				read(x)
+			}
 			for _, x := range m {
 				if o, ok := x.(map[string]any); ok && o["$case"] == alt[0] {
 					if v, ok := o["value"]; ok {
-						out[alt[0]] = pinRead(v, alt[1])
+						read(v)
 					}
 				}
+			}
+			switch len(reads) {
+			case 0:
+			case 1:
+				for _, r := range reads {
+					out[alt[0]] = r
+				}
+			default:
+				// Sorted by their text: pinned alike whatever order
+				// the card's members come in.
+				keys := slices.Sorted(maps.Keys(reads))
+				all := make([]any, 0, len(keys))
+				for _, k := range keys {
+					all = append(all, reads[k])
+				}
+				out[alt[0]] = all
 			}
 		}
 		return out

@@ -38,6 +38,9 @@ const (
 "skills":[{"id":"echo","name":"Echo","description":"Echo.","tags":[],"inputModes":["text/csv"],"outputModes":["text/plain"]}]}`
 )
 
+// oauthFlows10 opens pinnedCard10's OAuth scheme, up to its scopes.
+const oauthFlows10 = `{"description":"Sign in with Acme.","flows":{"authorizationCode":{"authorizationUrl":"https://acme.example/authorize","tokenUrl":"https://acme.example/token"`
+
 // pinnedAgent serves pinnedCard03 to 0.3 readers and pinnedCard10 to
 // 1.0 ones, each with edit applied, and answers messages with a task;
 // sent counts them.
@@ -103,6 +106,15 @@ func TestAttackCardMembersUnpinned(t *testing.T) {
 		{"provider beside a copy of the pinned one", `"provider":{"organization":"Acme","url":"https://acme.example"}`,
 			`"Card":{"provider":{"organization":"Acme","url":"https://acme.example"}},"provider":{"organization":"Acme","url":"https://evil.example"}`, sendHi},
 		{"skill input modes", `"inputModes":["text/csv"]`, `"inputModes":["application/x-evil"]`, msgEcho},
+		// 1.0's shape: the scheme's member changed, the pinned one kept
+		// beside it in the $case form, which a reader by member name
+		// never reads.
+		{"1.0 scheme beside a $case copy of the pinned one", `"oauth":{"oauth2SecurityScheme":` + oauthFlows10,
+			`"oauth":{"decoy":{"$case":"oauth2SecurityScheme","value":` + oauthFlows10 + `,"scopes":{"read":"Read."}}}}},"oauth2SecurityScheme":` +
+				strings.Replace(oauthFlows10, "acme.example/token", "evil.example/token", 1), sendHi},
+		{"1.0 flow beside a $case copy of the pinned one", `"flows":{"authorizationCode":{"authorizationUrl":"https://acme.example/authorize"`,
+			`"flows":{"decoy":{"$case":"authorizationCode","value":{"authorizationUrl":"https://acme.example/authorize","tokenUrl":"https://acme.example/token","scopes":{"read":"Read."}}},` +
+				`"authorizationCode":{"authorizationUrl":"https://evil.example/authorize"`, sendHi},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var mu sync.Mutex
