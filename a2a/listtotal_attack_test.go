@@ -18,7 +18,9 @@ import (
 // count of every principal's tasks went on under total_size (which
 // Python agents write and pydantic and protobuf readers take for
 // totalSize), TotalSize (Go's encoding/json reads it so) and the tasks
-// themselves under "Tasks". Alice's list tells her of her task only.
+// themselves under "Tasks" (and "taſks", with a long s, which Go's
+// encoding/json folds to "Tasks" too). Alice's list tells her of her
+// task only.
 func TestAttackListTasksTotalOfAll(t *testing.T) {
 	var n atomic.Int32
 	var srv *httptest.Server
@@ -35,7 +37,7 @@ func TestAttackListTasksTotalOfAll(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		if req.Method == "ListTasks" {
 			all := `[{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}},{"id":"t-2","contextId":"c-2","status":{"state":"TASK_STATE_COMPLETED"}}]`
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tasks":%s,"Tasks":%s,"totalSize":2,"total_size":2,"TotalSize":2,"pageSize":50}}`, req.ID, all, all)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tasks":%s,"Tasks":%s,"taſks":%s,"totalSize":2,"total_size":2,"TotalSize":2,"totalſize":2,"pageSize":50}}`, req.ID, all, all, all)
 			return
 		}
 		id := n.Add(1)

@@ -519,14 +519,14 @@ func (o *owners) filterList(ctx context.Context, agentName, owner string, result
 	// takes for totalSize (total_size: protobuf JSON, pydantic;
 	// TotalSize: Go's encoding/json); another spelling of tasks, which
 	// such a reader may take for the list, is left out: it was not cut.
+	// Matched as encoding/json matches names, by Unicode case folding:
+	// it reads "ta\u017fks" (a long s) as Tasks.
 	for k := range r {
-		switch strings.ToLower(strings.ReplaceAll(k, "_", "")) {
-		case "totalsize":
+		switch folded := strings.ReplaceAll(k, "_", ""); {
+		case strings.EqualFold(folded, "totalSize"):
 			r[k], _ = json.Marshal(len(kept))
-		case "tasks":
-			if k != "tasks" {
-				delete(r, k)
-			}
+		case strings.EqualFold(folded, "tasks") && k != "tasks":
+			delete(r, k)
 		}
 	}
 	out, err := json.Marshal(r, json.Deterministic(true))
