@@ -433,14 +433,17 @@ func (o *observer) screensResults() bool {
 func (o *observer) screenUnread(b []byte) []byte {
 	text, _ := jsontext.AppendQuote(nil, b) // invalid UTF-8 replaced
 	ids := slices.Sorted(maps.Keys(o.pending))
-	var withheld jsontext.Value
-	for _, id := range ids {
-		if out, ok := o.g.ic.ScreenError(o.cc, o.pending[id], jsontext.Value(id), id, b, text); ok {
-			withheld = out
-			break
-		}
+	// One text, screened once (the first request whose answer is
+	// screened names the action), not once per request of a batch.
+	i := slices.IndexFunc(ids, func(id string) bool {
+		m := o.pending[id]
+		return o.g.ic.ScreensErrors() && (m == "" || o.g.ic.WithholdsResults(m))
+	})
+	if i < 0 {
+		return nil
 	}
-	if withheld == nil {
+	withheld, ok := o.g.ic.ScreenError(o.cc, o.pending[ids[i]], jsontext.Value(ids[i]), ids[i], b, text)
+	if !ok {
 		return nil
 	}
 	out := make([]jsontext.Value, 0, len(ids))

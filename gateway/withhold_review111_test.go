@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -285,5 +286,41 @@ func TestWithheldResultThroughVirtualServer(t *testing.T) {
 		if strings.Contains(got, "IGNORE PREVIOUS") || !isErr || !strings.Contains(got, "withheld: it looks like a prompt injection") {
 			t.Errorf("%s: got %q (isError %v), want the soft deny", tool, got, isErr)
 		}
+	}
+}
+
+// TestFailedAnswerNotJSONRPCScreenedOnce (review): an error page
+// answering a batch is one text, screened once, not once per call in the
+// batch: a client's batch of n calls had an upstream's error page of m
+// bytes scanned n times, work n×m for one request.
+func TestFailedAnswerNotJSONRPCScreenedOnce(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, "<h1>503 Service Temporarily Unavailable</h1>"+strings.Repeat("<p>nginx</p>", 100))
+	}))
+	t.Cleanup(up.Close)
+	var screened atomic.Int32
+	withhold := func(d *intercept.ActionDescriptor, method string, answer jsontext.Value) string {
+		screened.Add(1)
+		return withholdInjected(d, method, answer)
+	}
+	ic := &intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"fetch_page"}}, WithholdResult: withhold}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "failing", URL: up.URL + "/mcp"}}}, ic, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	defer closeServed(t, gw, g)
+	var batch []string
+	for i := range 20 {
+		batch = append(batch, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fetch_page","arguments":{}}}`, i+1))
+	}
+	status, _, body := post(t, gw.URL+"/mcp/failing", map[string]string{hdrVersion: "2025-03-26"}, "["+strings.Join(batch, ",")+"]")
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "Temporarily Unavailable") {
+		t.Fatalf("got %d %s, want the upstream's error page", status, body)
+	}
+	if n := screened.Load(); n != 1 {
+		t.Errorf("the error page was screened %d times, want once", n)
 	}
 }
