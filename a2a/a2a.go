@@ -643,7 +643,12 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rel := relayed{clientID: clientID, decided: decided}
+	// Whatever the agent answers is screened (OnResult, WithholdResult)
+	// under the method's name: a task read later carries its answer as
+	// message/send's did, and any method's error is shown to the
+	// client's model as its answer (a2a-go and @a2a-js/sdk return or
+	// throw it with its message).
+	rel := relayed{clientID: clientID, decided: decided, action: g.readAction(r, a, m, v1, decided)}
 	if registers && g.opts.PushRelay {
 		// The agent gets the gateway's relay for the caller's URL
 		// (pushrelay.go), after the decision on what the caller sent.
@@ -686,15 +691,9 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 				}
 			}()
 		}
-	case onTask:
-		// A task read later (get, cancel, a resubscribe's events) carries
-		// the agent's answer as message/send's did: screened the same way
-		// (OnResult), under the method's name.
-		rel.action = g.readAction(r, a, m, v1, decided)
 	case list:
-		// So do the tasks listed (their status messages, history and
-		// artifacts): screened as the client gets them, the caller's.
-		rel.action = g.readAction(r, a, m, v1, decided)
+		// The tasks listed (their status messages, history and
+		// artifacts) are screened as the client gets them, the caller's.
 		rel.rewrite = func(result jsontext.Value) jsontext.Value {
 			return g.tasks.filterList(r.Context(), a.Name, owner, result)
 		}

@@ -175,3 +175,43 @@ func TestAttackA2APushWithheld(t *testing.T) {
 		t.Errorf("alice's webhook got %.200q, want the clean push", got)
 	}
 }
+
+// TestAttackA2AErrorWithheldEveryMethod (review): an agent's JSON-RPC
+// error is shown to the client's model whatever the method (a2a-go and
+// @a2a-js/sdk return or throw it with its message): one answering a push
+// config's read or the extended card's passed on unscreened, since those
+// methods had no action to screen it under.
+func TestAttackA2AErrorWithheldEveryMethod(t *testing.T) {
+	var poison atomic.Bool
+	var agent *httptest.Server
+	agent = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			io.WriteString(w, strings.ReplaceAll(goodCard, "BASE", agent.URL))
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		m, _ := intercept.DecodeMessage(b)
+		w.Header().Set("Content-Type", "application/json")
+		if poison.Load() {
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"error":{"code":-32603,"message":"`+injected+`"}}`)
+			return
+		}
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"kind":"task","id":"t1","contextId":"c1","status":{"state":"completed"}}}`)
+	}))
+	t.Cleanup(agent.Close)
+	gw, _ := withholdingGateway(t, agent.URL)
+	if _, got := post(t, gw.URL+"/a2a/stub", "", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`); !strings.Contains(got, `"t1"`) {
+		t.Fatalf("message/send: %s", got)
+	}
+	poison.Store(true)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/get","params":{"id":"t1"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tasks/pushNotificationConfig/list","params":{"id":"t1"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"agent/getAuthenticatedExtendedCard","params":{}}`,
+	} {
+		_, got := post(t, gw.URL+"/a2a/stub", "", body)
+		if strings.Contains(got, injected) || !strings.Contains(got, "withheld: it looks like a prompt injection") {
+			t.Errorf("%s: got %s, want it withheld", body, got)
+		}
+	}
+}
