@@ -242,7 +242,8 @@ func withID(out []byte, id jsontext.Value) ([]byte, error) {
 // unknownNames checks the tasks and conversations params of a method the
 // gateway does not know (AllowUnknownMethods) name, in the members the
 // A2A methods name them with, in either version and case style: the
-// params' id, taskId, task_id and a 1.0 resource name "tasks/{id}", their
+// params' id, taskId, task_id and a 1.0 resource name or parent
+// "tasks/{id}", their
 // message's taskId, task_id, referenceTaskIds and reference_task_ids, and
 // contextId and context_id in both. Each must be the caller's, as in the
 // methods the gateway knows (an id that is not a task's is "not found",
@@ -267,7 +268,7 @@ func (g *Gateway) unknownNames(ctx context.Context, a *agent, params jsontext.Va
 		}
 		objs = append(objs, msg)
 	}
-	known := append([]string{"task_id", "context_id", "reference_task_ids"}, a2aFields...)
+	known := append([]string{"task_id", "context_id", "reference_task_ids", "parent"}, a2aFields...)
 	for i, obj := range objs {
 		at := map[bool]string{true: "message.", false: ""}[i == 1]
 		if why, bad := intercept.CaseVariant(obj, known); bad {
@@ -282,6 +283,13 @@ func (g *Gateway) unknownNames(ctx context.Context, a *agent, params jsontext.Va
 		if id != "" && !slices.Contains(tasks, id) {
 			tasks = append(tasks, id)
 		}
+	}
+	// A resource's parent names its task as a name does (the protobuf
+	// methods' "parent": "tasks/{id}", as the drafts' push config
+	// requests took it).
+	if p, ok := strings.CutPrefix(intercept.StringMember(params, "parent"), "tasks/"); ok {
+		id, _, _ := strings.Cut(p, "/")
+		add(id)
 	}
 	if len(objs) > 1 {
 		msg := objs[1]

@@ -32,6 +32,8 @@ func TestAttackUnknownMethodOthersTask(t *testing.T) {
 		{"task_id", "", `{"task_id":"t-1"}`, "task not found"},
 		{"own id, other's taskId", "", `{"id":"t-2","taskId":"t-1"}`, "task not found"},
 		{"1.0 resource name", "1.0", `{"name":"tasks/t-1"}`, "task not found"},
+		{"resource parent", "1.0", `{"parent":"tasks/t-1/pushNotificationConfigs"}`, "task not found"},
+		{"parent case variant", "1.0", `{"Parent":"tasks/t-1"}`, "only in case"},
 		{"message.taskId", "", `{"message":{"taskId":"t-1"}}`, "task not found"},
 		{"message.task_id", "1.0", `{"message":{"task_id":"t-1"}}`, "task not found"},
 		{"referenceTaskIds", "", `{"message":{"referenceTaskIds":["t-2","t-1"]}}`, "task not found"},
