@@ -316,24 +316,39 @@ var pinnedFields = func() []string {
 // pinnedVariant reports a member spelt otherwise (spellingVariant) of
 // pinnedFields in any object inside the card's pinned members and its
 // skills'.
+//
+// The names of some objects there are not members but of another's
+// choosing (named, below): the schemes' (securitySchemes, a
+// requirement's), an OAuth flow's scopes. An extension's params are its
+// own, whose names no reader takes for the card's. Neither is refused
+// for a name that looks like a member's ("token_url", "Password"): a
+// card serving them is pinned, not refused.
 func pinnedVariant(card jsontext.Value) (string, bool) {
 	var why string
-	var walk func(v jsontext.Value)
-	walk = func(v jsontext.Value) {
+	var walk func(v jsontext.Value, named bool)
+	walk = func(v jsontext.Value, named bool) {
 		switch v.Kind() {
 		case '{':
-			if w, bad := spellingVariant(v, pinnedFields); bad && why == "" {
+			if w, bad := spellingVariant(v, pinnedFields); bad && why == "" && !named {
 				why = w
 			}
-			eachMember(v, func(_ string, x jsontext.Value) { walk(x) })
+			eachMember(v, func(k string, x jsontext.Value) {
+				switch {
+				case named:
+					walk(x, false)
+				case k == "params":
+				default:
+					walk(x, k == "scopes" || k == "schemes")
+				}
+			})
 		case '[':
-			eachElement(v, walk)
+			eachElement(v, func(x jsontext.Value) { walk(x, named) })
 		}
 	}
 	check := func(obj jsontext.Value, names []string) {
 		eachMember(obj, func(k string, x jsontext.Value) {
 			if slices.Contains(names, k) {
-				walk(x)
+				walk(x, k == "securitySchemes" || k == "security")
 			}
 		})
 	}

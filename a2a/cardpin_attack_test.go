@@ -231,3 +231,28 @@ func TestAttackExtendedCardPinnedMemberSpeltOtherwise(t *testing.T) {
 		}
 	}
 }
+
+// TestCardFreeFormNamesNotRefused (review): an extension's params and an
+// OAuth flow's scopes are named by the extension and the authorization
+// server, not by A2A: no reader takes a param "protocol_version" or a
+// scope "Password" for a card member, so a card holding them is served
+// (and pinned), not refused as one whose members are spelt otherwise.
+func TestCardFreeFormNamesNotRefused(t *testing.T) {
+	for _, c := range []struct{ from, to string }{
+		{`"description":"Traces calls."`, `"description":"Traces calls.","params":{"protocol_version":"2","Description":"Sampling.","token_url":"https://acme.example/trace/token"}`},
+		{`"scopes":{"read":"Read."}`, `"scopes":{"read":"Read.","Password":"Change the password.","Type":"Any type."}`},
+	} {
+		var mu sync.Mutex
+		edit := func(s string) string { return strings.ReplaceAll(s, c.from, c.to) }
+		agent, sent := pinnedAgent(t, &edit, &mu)
+		gw := serve(t, allow, agent.URL, Options{})
+		for _, h := range []map[string]string{nil, {"A2A-Version": "1.0"}} {
+			if b := cardAs(t, gw.URL+"/a2a/stub", h); strings.Contains(b, "refused") || !strings.Contains(b, "acme.example/token") {
+				t.Errorf("%s (%v): card refused: %s", c.to, h, b)
+			}
+		}
+		if _, body := post(t, gw.URL+"/a2a/stub", "", sendHi); sent.Load() != 1 {
+			t.Errorf("%s: the message did not reach the agent: %s", c.to, body)
+		}
+	}
+}
