@@ -16,7 +16,8 @@ import (
 // (error data with a status, publicReason or txn_id member) are how a
 // client tells its denials, holds and approval ids. An agent's error with
 // one of the codes becomes an internal error saying so, its data dropped;
-// envelope-shaped data under another code is dropped. The error keeps
+// one whose code is not a number, an internal error; envelope-shaped data
+// under another code is dropped. The error keeps
 // only the members JSON-RPC defines, under their exact names, so a client
 // matching names in another case (Go's encoding/json) reads no other
 // code or data than the gateway did.
@@ -29,11 +30,14 @@ func agentError(agentName string, raw, errObj jsontext.Value) (jsontext.Value, e
 			agentName, int(n), intercept.StringMember(errObj, "message")))
 		data = nil
 	}
+	if code.Kind() != '0' {
+		// Not a JSON-RPC code (a string, null, missing): the agent's
+		// internal error. A reader that coerces (pydantic) would take
+		// "-32091" for the gateway's code.
+		code = jsontext.Value(fmt.Sprint(intercept.CodeInternalError))
+	}
 	if envelopeShaped(data) {
 		data = nil
-	}
-	if code == nil {
-		code = jsontext.Value(fmt.Sprint(intercept.CodeInternalError))
 	}
 	if msg == nil {
 		msg = jsontext.Value(`""`)
