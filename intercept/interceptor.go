@@ -889,6 +889,18 @@ func (i *Interceptor) ObserveResult(cc CallContext, id string, result jsontext.V
 	i.OnResult(d, result)
 }
 
+// ObserveTaskResult hands the answer to a tasks/result of the client of
+// cc (the result of a tools/call made a task, which the model reads) to
+// OnResult, with a descriptor naming what is known of it: the upstream,
+// agent and session, and tasks/result for its tool. Not when
+// WithholdResult is set: it read the answer before the client had it.
+func (i *Interceptor) ObserveTaskResult(cc CallContext, result jsontext.Value) {
+	if i.OnResult == nil || i.WithholdResult != nil {
+		return
+	}
+	i.OnResult(&ActionDescriptor{Method: "tasks/result", ToolName: "tasks/result", Upstream: cc.Upstream, Agent: cc.Agent, SessionID: cc.SessionID}, result)
+}
+
 // PendingResult returns the descriptor of the allowed call of cc with id
 // whose result OnResult waits for, and leaves it waiting; nil when none
 // does (or OnResult is nil). A replica hands it to another that may see
