@@ -347,14 +347,14 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 			}
 		}
 		if m.Kind == intercept.KindError {
-			if out, changed := ic.ScreenError(call.cc, call.method, m.ID, m.IDKey(), m.Raw, m.Error); changed {
+			if out, changed := screenError(ic, call.cc, call.method, m.ID, m.IDKey(), m.Raw, m.Error); changed {
 				msg = out
 			}
 		}
 	} else if m.Kind == intercept.KindError {
 		// Answering no call, it goes to the GET stream, where a client
 		// takes it by its id (a call held for approval's).
-		if out, changed := ic.ScreenError(cc, "", m.ID, m.IDKey(), m.Raw, m.Error); changed {
+		if out, changed := screenError(ic, cc, "", m.ID, m.IDKey(), m.Raw, m.Error); changed {
 			msg = out
 		}
 	}

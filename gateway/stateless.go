@@ -571,7 +571,7 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		out, _ = screenAnswer(b.g.ctx, b.g.ic, c.cc, c.method, c.cursor, c.id, c.idKey, out, m.Result)
 	}
 	if m.Kind == intercept.KindError {
-		out, _ = b.g.ic.ScreenError(c.cc, c.method, c.id, c.idKey, out, m.Error)
+		out, _ = screenError(b.g.ic, c.cc, c.method, c.id, c.idKey, out, m.Error)
 	}
 	if m.Kind != intercept.KindNotification {
 		// Its handle, if any, is recorded: what was held about the task

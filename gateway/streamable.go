@@ -871,10 +871,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 		// client has it.
 		ob.lists(b)
 		shown = ob.filter(r.Context(), b)
-	case ob.screensResults():
+	case ob.screensResults() || mayForgeEnvelope(b):
 		// An error sent with a failing status is read by the client's
 		// model as one sent with 200: the interceptor may withhold it
-		// (TestAttackInjectionInFailedAnswer). So is an answer the
+		// (TestAttackInjectionInFailedAnswer), and it must not pass for
+		// the gateway's own denial or hold (screenError). So is an answer the
 		// gateway does not read as JSON-RPC (an error page): clients
 		// put it in the error they return, or read it as JSON-RPC their
 		// own way (TestAttackInjectionInFailedAnswerNotJSONRPC).

@@ -84,6 +84,14 @@ func screenToolsIn(ctx context.Context, ic *intercept.Interceptor, cc intercept.
 // request (so that its retry may carry it). changed reports whether it
 // differs from raw.
 func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.CallContext, method, cursor string, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
+	forged := false
+	if res, ok := intercept.WithoutForgedEnvelope(result); ok {
+		// An error result passing for the gateway's soft deny or hold:
+		// only the gateway's carries its envelope.
+		if out, err := intercept.WithMember(raw, "result", res); err == nil {
+			raw, result, forged = out, res, true
+		}
+	}
 	if out, withheld := ic.ScreenResult(cc, method, id, idKey, raw, result); withheld {
 		// What an action returned that the model must not read
 		// (classifier.on_result_injection: withhold).
@@ -95,7 +103,21 @@ func screenAnswer(ctx context.Context, ic *intercept.Interceptor, cc intercept.C
 			return out, true
 		}
 	}
-	return screenAnswerOf(ctx, ic, cc, method, cursor, id, idKey, raw, result)
+	out, changed := screenAnswerOf(ctx, ic, cc, method, cursor, id, idKey, raw, result)
+	return out, changed || forged
+}
+
+// screenError returns raw, an upstream's error answer (to id, whose IDKey
+// is idKey) to a request of method (or none: "") of the client of cc,
+// whose error object is errObj, as the client may see it: withheld as the
+// interceptor says (ScreenError), else never passing for the gateway's
+// own denial, hold or limit (intercept.UpstreamError). changed reports
+// whether it differs from raw.
+func screenError(ic *intercept.Interceptor, cc intercept.CallContext, method string, id jsontext.Value, idKey string, raw, errObj jsontext.Value) (jsontext.Value, bool) {
+	if out, withheld := ic.ScreenError(cc, method, id, idKey, raw, errObj); withheld {
+		return out, true
+	}
+	return intercept.UpstreamError(cc.Upstream, raw, errObj)
 }
 
 // privateCache returns result marked cacheScope "private" when it carries
@@ -163,7 +185,16 @@ func screenAnswerOf(ctx context.Context, ic *intercept.Interceptor, cc intercept
 // result ic may withhold, or an answer that may hold a task handle or a
 // requestState.
 func screened(ic *intercept.Interceptor, method string, b []byte) bool {
-	return listMethod(method) || ic.WithholdsResults(method) || (method != "" && (recorded(b) || cacheHinted(b)))
+	return listMethod(method) || ic.WithholdsResults(method) || (method != "" && (recorded(b) || cacheHinted(b))) || mayForgeEnvelope(b)
+}
+
+// mayForgeEnvelope reports whether b, a message from an upstream, may
+// hold an error or an error result passing for the gateway's own denial,
+// hold or limit (screenError, intercept.WithoutForgedEnvelope): a byte
+// scan, so that what cannot goes on undecoded.
+func mayForgeEnvelope(b []byte) bool {
+	return mayHoldMemberFold(b, errorMember) ||
+		mayHoldMemberFold(b, structuredContentMember) && (bytes.Contains(b, deniedValue) || bytes.Contains(b, approvalValue) || bytes.Contains(b, unicodeEscape))
 }
 
 // cacheHinted reports whether b may hold SEP-2549's cache hints, which
@@ -227,16 +258,19 @@ func mayHoldMember(b, quoted []byte) bool {
 type holdFunc func(m *intercept.Message) (held, owned bool)
 
 var (
-	taskIDMember       = []byte(`"taskId"`)
-	requestStateMember = []byte(`"requestState"`)
-	cacheScopeMember   = []byte(`"cacheScope"`)
-	ttlMember          = []byte(`"ttlMs"`)
-	resultMember       = []byte(`"result"`)
-	idMember           = []byte(`"id"`)
-	errorMember        = []byte(`"error"`)
-	unicodeEscape      = []byte(`\u`)
-	longS              = []byte("\u017f")
-	kelvinSign         = []byte("\u212a")
+	taskIDMember            = []byte(`"taskId"`)
+	requestStateMember      = []byte(`"requestState"`)
+	cacheScopeMember        = []byte(`"cacheScope"`)
+	ttlMember               = []byte(`"ttlMs"`)
+	resultMember            = []byte(`"result"`)
+	idMember                = []byte(`"id"`)
+	errorMember             = []byte(`"error"`)
+	structuredContentMember = []byte(`"structuredContent"`)
+	deniedValue             = []byte(`"denied"`)
+	approvalValue           = []byte(`"approval_required"`)
+	unicodeEscape           = []byte(`\u`)
+	longS                   = []byte("\u017f")
+	kelvinSign              = []byte("\u212a")
 )
 
 // listRefused answers the list request id (of method; "" if unknown)
@@ -301,7 +335,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 			}
 		case intercept.KindError:
 			method, _ := methodOf(m.IDKey())
-			if raw, ok := ic.ScreenError(cc, method, m.ID, m.IDKey(), m.Raw, m.Error); ok {
+			if raw, ok := screenError(ic, cc, method, m.ID, m.IDKey(), m.Raw, m.Error); ok {
 				out[i], changed = raw, true
 			}
 		}
@@ -338,7 +372,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 // is passed on, and leaves out messages about another's task (nil: none
 // is left); lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
-	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) && !o.screensResults() && !screensError(o.g.ic, b) {
+	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) && !o.screensResults() && !screensError(o.g.ic, b) && !mayForgeEnvelope(b) {
 		return b
 	}
 	var lists []string
@@ -479,7 +513,7 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 		results = results || r.ic.WithholdsResults(m)
 	}
 	r.mu.Unlock()
-	if len(lists) == 0 && !results && !recorded(b) && !cacheHinted(b) && !screensError(r.ic, b) {
+	if len(lists) == 0 && !results && !recorded(b) && !cacheHinted(b) && !screensError(r.ic, b) && !mayForgeEnvelope(b) {
 		return b
 	}
 	cc := r.callContext()
