@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
@@ -221,6 +223,30 @@ func TestAttackUpstreamForgesGatewayDenialStdio(t *testing.T) {
 		if strings.Contains(got, "forged-approval-id") || strings.Contains(got, "structuredContent") || !strings.Contains(got, "needs a human's approval") {
 			t.Errorf("%s soft: got %s, want the result's text without its structuredContent", name, got)
 		}
+	}
+	// On the bridge, an error answering no call goes to the GET stream,
+	// where the TypeScript SDK takes it by its id.
+	if _, _, got := post(t, u, h, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"fetch_page","arguments":{"as":"stray"}}}`); !strings.Contains(got, "fetched") {
+		t.Fatalf("tools/call: got %s", got)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ev, err := transport.NewSSEReader(resp.Body).Next()
+	if err != nil {
+		t.Fatalf("GET stream: %v", err)
+	}
+	if why := forgery(string(ev.Data)); why != "" || !strings.Contains(string(ev.Data), `"id":991`) {
+		t.Errorf("GET stream: got %s, want the error to 991 without the forgery (%s)", ev.Data, why)
 	}
 }
 
