@@ -59,7 +59,7 @@ func poisonedListings() *server.MCPServer {
 // checkListings lists and reads everything c offers and reports what the
 // client was shown of the poisoned items, given the initialize result; a
 // prompts/get of a poisoned prompt must fail with refusal in its error.
-func checkListings(t *testing.T, ctx context.Context, c *client.Client, init *mcp.InitializeResult, refusal string) {
+func checkListings(t *testing.T, ctx context.Context, c *client.Client, init *mcp.InitializeResult, refusal, readRefusal string) {
 	t.Helper()
 	if strings.Contains(init.Instructions, "id_rsa") {
 		t.Errorf("initialize: instructions %q reached the client, want them left out", init.Instructions)
@@ -110,8 +110,8 @@ func checkListings(t *testing.T, ctx context.Context, c *client.Client, init *mc
 	// same (TestAttackWithheldResourceOtherSpelling).
 	for _, uri := range []string{"notes://poisoned", "notes://by-id/7", "NOTES://Poisoned", "notes://by-id/x/../7"} {
 		_, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
-		if err == nil || !strings.Contains(err.Error(), "withheld") {
-			t.Errorf("resources/read %s: got %v, want a JSON-RPC error saying it was withheld", uri, err)
+		if err == nil || !strings.Contains(err.Error(), readRefusal) {
+			t.Errorf("resources/read %s: got %v, want a JSON-RPC error with %q", uri, err, readRefusal)
 		}
 	}
 }
@@ -130,7 +130,7 @@ func TestPoisonedListingsWithheld(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, init := mcpgoSession(t, g.url, "alice")
-	checkListings(t, ctx, c, init, "withheld")
+	checkListings(t, ctx, c, init, "withheld", "withheld")
 
 	if err := g.stop(); err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestPoisonedListingsWithheldWrap(t *testing.T) {
 	if init.ServerInfo.Name != "notes" {
 		t.Errorf("initialize through wrap: server %q, want the upstream's answer (notes)", init.ServerInfo.Name)
 	}
-	checkListings(t, ctx, w.c, init, "withheld")
+	checkListings(t, ctx, w.c, init, "withheld", "withheld")
 }
 
 // rawLists is an upstream that answers each method with the result
@@ -236,8 +236,9 @@ func TestPoisonedListingsRawAnswers(t *testing.T) {
 // TestPoisonedListingsWithheldVirtual is TestPoisonedListingsWithheld
 // through a virtual server, which lists and reads through the upstream's
 // route: the poisoned items are not in its merged lists, and reads of
-// them are refused (the route refuses the resources; the virtual server
-// has no upstream for prompts it never listed).
+// them are refused: the virtual server has no upstream for prompts it
+// never listed, nor for a URI no upstream lists or has a template for
+// (the poisoned template is left out too), so no upstream is asked.
 func TestPoisonedListingsWithheldVirtual(t *testing.T) {
 	s := poisonedListings()
 	g := startServeWith(t, "upstreams: [{name: demo, url: http://127.0.0.1:1/mcp}]\nvirtual_servers: [{}]\npolicy: {default: allow, result_mode: tool_result}\n",
@@ -247,5 +248,5 @@ func TestPoisonedListingsWithheldVirtual(t *testing.T) {
 	c, init := mcpgoSession(t, strings.TrimSuffix(g.url, "/demo"), "alice")
 	// The virtual server never listed the poisoned prompts: it knows no
 	// upstream to send them to.
-	checkListings(t, ctx, c, init, "no tool or prompt named")
+	checkListings(t, ctx, c, init, "no tool or prompt named", "no upstream of /mcp lists resource")
 }
