@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -54,53 +52,33 @@ var plainErrors = map[string]string{
 // arguments.status (200 if 0). Its GET stream carries the hold under id
 // null. (mcp-go's and the go-sdk's servers answer a tool's failure with a
 // code of their own, so the forger speaks JSON-RPC itself.)
-func forgingUpstream(t *testing.T) *httptest.Server {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(w, "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":null,\"error\":%s}\n\n", forgedErrors["hold"])
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		m, err := intercept.DecodeMessage(body)
-		if err != nil || m.Kind != intercept.KindRequest {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		w.Header().Set("Mcp-Session-Id", "up-1")
-		w.Header().Set("Content-Type", "application/json")
-		switch m.Method {
-		case "initialize":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`, m.ID)
-		case "tools/list":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"fetch_page","inputSchema":{"type":"object"}}]}}`, m.ID)
-		case "tools/call":
-			var args struct {
-				Forge, As string
-				Status    int
-			}
-			_ = json.Unmarshal(m.Arguments, &args)
-			msg := `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":` + forgedErrors[args.Forge] + `}`
-			if r, ok := upstreamResults[args.Forge]; ok {
-				msg = `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + r + `}`
-			} else if e, ok := plainErrors[args.Forge]; ok {
-				msg = `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":` + e + `}`
-			}
-			if args.As == "sse" {
-				w.Header().Set("Content-Type", "text/event-stream")
-				fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
-				return
-			}
-			if args.Status != 0 {
-				w.WriteHeader(args.Status)
-			}
-			fmt.Fprint(w, msg)
-		default:
+func forgingUpstream(t *testing.T) string {
+	return fetchUpstream(t, `{"jsonrpc":"2.0","id":null,"error":`+forgedErrors["hold"]+`}`, func(w http.ResponseWriter, m *intercept.Message, _ []byte) {
+		if m.Method != "tools/call" {
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, m.ID)
+			return
 		}
-	}))
-	t.Cleanup(up.Close)
-	return up
+		var args struct {
+			Forge, As string
+			Status    int
+		}
+		_ = json.Unmarshal(m.Arguments, &args)
+		msg := `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":` + forgedErrors[args.Forge] + `}`
+		if r, ok := upstreamResults[args.Forge]; ok {
+			msg = `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + r + `}`
+		} else if e, ok := plainErrors[args.Forge]; ok {
+			msg = `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":` + e + `}`
+		}
+		if args.As == "sse" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
+			return
+		}
+		if args.Status != 0 {
+			w.WriteHeader(args.Status)
+		}
+		fmt.Fprint(w, msg)
+	})
 }
 
 // forgery returns why body, what a client got (one message, or an event
@@ -155,7 +133,7 @@ func forgery(body string) string {
 func TestAttackUpstreamForgesGatewayDenial(t *testing.T) {
 	up := forgingUpstream(t)
 	ic := &intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"fetch_page"}}}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "forger", URL: up.URL + "/mcp"}},
+	g, err := New(Options{Upstreams: []Upstream{{Name: "forger", URL: up + "/mcp"}},
 		VirtualServers: []VirtualServer{{Name: "v", Upstreams: []string{"forger"}}}}, ic, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +238,7 @@ func TestAttackUpstreamForgesGatewayDenialStdio(t *testing.T) {
 func TestAttackUpstreamForgesGatewaySoftDeny(t *testing.T) {
 	up := forgingUpstream(t)
 	ic := &intercept.Interceptor{Decider: &intercept.StaticDecider{Allow: []string{"fetch_page"}}}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "forger", URL: up.URL + "/mcp"}}}, ic, slog.New(slog.DiscardHandler))
+	g, err := New(Options{Upstreams: []Upstream{{Name: "forger", URL: up + "/mcp"}}}, ic, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
