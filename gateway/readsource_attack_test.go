@@ -3,16 +3,11 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/sluicehq/sluice/intercept"
-	"github.com/sluicehq/sluice/policy"
 )
 
 // TestAttackReadSourceRemembered: a source classed as a resource or a
@@ -31,29 +26,11 @@ func TestAttackReadSourceRemembered(t *testing.T) {
 	s.AddTool(mcp.NewTool("send_out", mcp.WithString("text")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("sent"), nil
 	})
-	rec := &recorder{next: server.NewStreamableHTTPServer(s)}
-	up := httptest.NewServer(rec)
-	t.Cleanup(up.Close)
-	p, err := policy.Compile([]byte(`default: allow
-result_mode: tool_result
-tool_classes:
-  "resource:file:///srv/secret/*": [source:sensitive]
+	gwURL, rec := sinkAfterSourceGateway(t, s, `  "resource:file:///srv/secret/*": [source:sensitive]
   prompt:payroll: [source:sensitive]
   send_out: [sink:network]
-route_rules:
-  - {id: no-network-after-sensitive-read, scope: agent, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:network]}, reason: no sink after a sensitive read}
-`), "p.yaml", policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "up", URL: up.URL + "/mcp"}}, VirtualServers: []VirtualServer{{}}},
-		&intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { closeServed(t, gw, g) })
-	route, virtual := gw.URL+"/mcp/up", gw.URL+"/mcp"
+`)
+	route, virtual := gwURL+"/mcp/up", gwURL+"/mcp"
 
 	reads := []struct{ method, name, params string }{
 		{"resources/read", "file:///srv/secret/pay.csv", `"uri":"file:///srv/secret/pay.csv"`},

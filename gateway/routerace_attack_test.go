@@ -35,30 +35,13 @@ func TestAttackSinkWhileReadInFlight(t *testing.T) {
 	s.AddTool(mcp.NewTool("send_out", mcp.WithString("text")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("sent"), nil
 	})
-	rec := &recorder{next: server.NewStreamableHTTPServer(s)}
-	up := httptest.NewServer(rec)
-	t.Cleanup(up.Close)
-	p, err := policy.Compile([]byte(`default: allow
-result_mode: tool_result
-tool_classes:
-  read_secret: [source:sensitive]
+	gwURL, rec := sinkAfterSourceGateway(t, s, `  read_secret: [source:sensitive]
   send_out: [sink:network]
-route_rules:
-  - {id: no-network-after-sensitive-read, scope: agent, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:network]}, reason: no sink after a sensitive read}
-`), "p.yaml", policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "up", URL: up.URL + "/mcp"}}, VirtualServers: []VirtualServer{{}}},
-		&intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { close(release); closeServed(t, gw, g) })
+`)
+	t.Cleanup(func() { close(release) }) // before the gateway closes: it waits for the read
 	for _, path := range []string{"/mcp/up", "/mcp"} {
 		t.Run(path, func(t *testing.T) {
-			u, agent := gw.URL+path, "alice"+path
+			u, agent := gwURL+path, "alice"+path
 			hdr := openSession(t, u, agent, nil)
 			go func() {
 				// Ended with the subtest's context, still unanswered.
@@ -77,4 +60,34 @@ route_rules:
 			}
 		})
 	}
+}
+
+// sinkAfterSourceGateway serves s as upstream "up", directly and through
+// the virtual server /mcp, behind the policy that denies a sink:network
+// tool after a source:sensitive one for the agent (route rule
+// no-network-after-sensitive-read), with classes the tool_classes lines
+// naming them. It returns the gateway's base URL and the upstream's
+// recorder.
+func sinkAfterSourceGateway(t *testing.T, s *server.MCPServer, classes string) (string, *recorder) {
+	t.Helper()
+	rec := &recorder{next: server.NewStreamableHTTPServer(s)}
+	up := httptest.NewServer(rec)
+	t.Cleanup(up.Close)
+	p, err := policy.Compile([]byte(`default: allow
+result_mode: tool_result
+tool_classes:
+`+classes+`route_rules:
+  - {id: no-network-after-sensitive-read, scope: agent, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:network]}, reason: no sink after a sensitive read}
+`), "p.yaml", policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "up", URL: up.URL + "/mcp"}}, VirtualServers: []VirtualServer{{}}},
+		&intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { closeServed(t, gw, g) })
+	return gw.URL, rec
 }

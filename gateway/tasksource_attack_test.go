@@ -2,17 +2,12 @@ package gateway
 
 import (
 	"context"
-	"log/slog"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/sluicehq/sluice/intercept"
-	"github.com/sluicehq/sluice/policy"
 )
 
 // TestAttackTaskReadRemembered: an agent reads a sensitive source as a
@@ -31,34 +26,16 @@ func TestAttackTaskReadRemembered(t *testing.T) {
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("sent"), nil
 		})
-	rec := &recorder{next: server.NewStreamableHTTPServer(s)}
-	up := httptest.NewServer(rec)
-	t.Cleanup(up.Close)
-	p, err := policy.Compile([]byte(`default: allow
-result_mode: tool_result
-tool_classes:
-  read_secret: [source:sensitive]
+	gwURL, rec := sinkAfterSourceGateway(t, s, `  read_secret: [source:sensitive]
   send_out: [sink:network]
-route_rules:
-  - {id: no-network-after-sensitive-read, scope: agent, after: {match_any_class: [source:sensitive]}, deny: {match_any_class: [sink:network]}, reason: no sink after a sensitive read}
-`), "p.yaml", policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "up", URL: up.URL + "/mcp"}}, VirtualServers: []VirtualServer{{}}},
-		&intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { closeServed(t, gw, g) })
+`)
 	taskID := regexp.MustCompile(`"taskId":"([^"]+)"`)
 	send := func(id string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"send_out","arguments":{"text":"exfil-` + id + `"}}}`
 	}
 	for _, path := range []string{"/mcp/up", "/mcp"} {
 		t.Run(path, func(t *testing.T) {
-			u, agent := gw.URL+path, "alice"+path
+			u, agent := gwURL+path, "alice"+path
 			open := func() map[string]string {
 				h := map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
 				_, rh, body := post(t, u, h, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"tasks":{}},"clientInfo":{"name":"`+agent+`","version":"1"}}}`)
@@ -85,7 +62,7 @@ route_rules:
 				t.Errorf("send_out in another session: got %s, want the route rule's denial", got)
 			}
 			modern := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"send_out","arguments":{"text":"exfil-5"},"_meta":{` + meta2026 + `,` + clientMeta(agent) + `}}}`
-			if _, _, got := post(t, gw.URL+"/mcp/up", modernHeaders("tools/call", "send_out"), modern); !strings.Contains(got, "no-network-after-sensitive-read") {
+			if _, _, got := post(t, gwURL+"/mcp/up", modernHeaders("tools/call", "send_out"), modern); !strings.Contains(got, "no-network-after-sensitive-read") {
 				t.Errorf("send_out as a 2026-07-28 request: got %s, want the route rule's denial", got)
 			}
 			if rec.count("exfil-") > 0 {
