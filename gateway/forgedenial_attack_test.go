@@ -7,9 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
@@ -281,6 +286,39 @@ func TestAttackUpstreamForgesGatewaySoftDeny(t *testing.T) {
 			if !strings.Contains(got, `"error":`+want) {
 				t.Errorf("%s, %s: got %s, want the upstream's error unchanged", name, path, got)
 			}
+		}
+	}
+}
+
+// TestUpstreamResourceNotFoundPasses: -32002 is MCP's "resource not
+// found" (mcp-go answers a 2025-era resources/read of a URI it does not
+// serve with it) and -32001 the TypeScript SDK's request timeout: an
+// upstream's error with either code and no envelope of the gateway's in
+// its data is its own, passed on as it is; only one carrying the
+// envelope passes for the gateway's denial or hold.
+func TestUpstreamResourceNotFoundPasses(t *testing.T) {
+	s := server.NewMCPServer("notes", "1", server.WithResourceCapabilities(false, false))
+	s.AddResource(mcp.NewResource("notes://a", "a"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: "a"}}, nil
+	})
+	up := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(up.Close)
+	g, err := New(Options{Upstreams: []Upstream{{Name: "notes", URL: up.URL + "/mcp"}}},
+		&intercept.Interceptor{Decider: &intercept.StaticDecider{Default: intercept.Allow}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := principalGateway(t, g).URL + "/mcp/notes"
+	sid := initialize(t, u)
+	_, _, got := post(t, u, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"},
+		`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"notes://missing"}}`)
+	if !strings.Contains(got, `"code":-32002`) || strings.Contains(got, "reserved for the gateway") {
+		t.Errorf("resources/read of a missing resource: got %s, want the upstream's -32002 as it sent it", got)
+	}
+	for _, e := range []string{`{"code":-32002,"message":"Resource not found","data":{"uri":"notes://x"}}`, `{"code":-32001,"message":"Request timed out"}`} {
+		raw := jsontext.Value(`{"jsonrpc":"2.0","id":1,"error":` + e + `}`)
+		if out, changed := intercept.UpstreamError("notes", raw, jsontext.Value(e)); changed {
+			t.Errorf("UpstreamError(%s): changed to %s, want it passed on", e, out)
 		}
 	}
 }

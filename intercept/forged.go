@@ -19,10 +19,19 @@ import (
 // the transports answer for an upstream with it, and it says no more than
 // that the upstream failed.)
 
-// reservedCode reports whether n, an error's code, is one only the
-// gateway answers with.
+// reservedCode reports whether n, an error's code, is one the gateway
+// answers with.
 func reservedCode(n float64) bool {
 	return n == CodePolicyDenied || n == CodeApprovalRequired || n == CodeLimitExceeded
+}
+
+// sharedCode reports whether n, a code the gateway answers with, is one
+// MCP and its SDKs use too: -32002 is MCP's "resource not found" (mcp-go
+// answers a 2025-era resources/read of a URI it does not serve with it),
+// -32001 the TypeScript SDK's request timeout. An upstream's error with
+// one is its own unless its data is the gateway's envelope.
+func sharedCode(n float64) bool {
+	return n == CodePolicyDenied || n == CodeApprovalRequired
 }
 
 // codeNumber is the number v, an error's code, stands for: a JSON number,
@@ -74,6 +83,9 @@ func UpstreamError(upstream string, raw, errObj jsontext.Value) (jsontext.Value,
 	if err != nil {
 		// Decode validated it: not reached.
 		return ErrorResponse(Member(raw, "id"), &WireError{Code: CodeInternalError, Message: fmt.Sprintf("upstream %q answered with an error the gateway cannot read", upstream)}), true
+	}
+	if reserved != 0 && sharedCode(reserved) && !EnvelopeShaped(data) {
+		reserved = 0 // MCP's own meaning of the code (sharedCode)
 	}
 	if reserved != 0 {
 		code = jsontext.Value(fmt.Sprint(CodeInternalError))
