@@ -51,7 +51,7 @@ func TestAttackStdioStderrSecretsLogged(t *testing.T) {
 echo 'login db --password hunter2-stderr-secret' >&2
 echo '{"client_secret":"s3cr3t-from-stderr-json"}' >&2
 exec "$0" -transport stdio`
-	var logs lockedBuffer
+	var logs logBuffer
 	g, err := New(Options{Upstreams: []Upstream{{Name: "kid", Command: "sh", Args: []string{"-c", script, bin}}}},
 		&intercept.Interceptor{Decider: allowEcho}, slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
@@ -82,7 +82,7 @@ exec "$0" -transport stdio`
 // stderr until open is closed, as a slow terminal or a stalled log
 // shipper does; the gateway's other records go through.
 type gatedLog struct {
-	lockedBuffer
+	logBuffer
 	open chan struct{}
 	once sync.Once
 }
@@ -91,7 +91,7 @@ func (g *gatedLog) Write(p []byte) (int, error) {
 	if strings.Contains(string(p), `"msg":"stdio upstream stderr"`) {
 		<-g.open
 	}
-	return g.lockedBuffer.Write(p)
+	return g.logBuffer.Write(p)
 }
 
 func (g *gatedLog) release() { g.once.Do(func() { close(g.open) }) }

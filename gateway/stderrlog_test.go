@@ -29,7 +29,7 @@ func (c *chunks) Read(p []byte) (int, error) {
 // as os/exec does, and returns the lines logged.
 func stderrLines(t *testing.T, writes ...string) []string {
 	t.Helper()
-	var logs lockedBuffer
+	var logs logBuffer
 	r := chunks(writes)
 	if _, err := io.Copy(newStderrLog(slog.New(slog.NewJSONHandler(&logs, nil)), "kid"), &r); err != nil {
 		t.Fatal(err)

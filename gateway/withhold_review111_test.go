@@ -151,13 +151,13 @@ func readGetStream(t *testing.T, url string, hdr map[string]string) (int, string
 // stdio upstream (the bridge), where an error answering no call goes to
 // the GET stream, on which the TypeScript SDK takes it by its id.
 func TestAttackInjectionInStrayStdioError(t *testing.T) {
-	cmd, args := lineFramedServer(t, "python3", "stray_error_server.py")
+	cmd, args := lineFramedServer(t, "python3", "forged_denial_server.py")
 	f := newFixture(t, &intercept.StaticDecider{Allow: []string{"fetch_page"}}, Options{Upstreams: []Upstream{{Name: "stdio", Command: cmd, Args: args}}})
 	f.g.ic.WithholdResult = withholdInjected
 	u := f.gw.URL + "/mcp/stdio"
 	sid := initialize(t, u)
 	h := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
-	if _, _, got := post(t, u, h, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fetch_page","arguments":{}}}`); !strings.Contains(got, "fetched") {
+	if _, _, got := post(t, u, h, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fetch_page","arguments":{"as":"stray-injection"}}}`); !strings.Contains(got, "fetched") {
 		t.Fatalf("tools/call: got %s", got)
 	}
 	// The stray error waits in the backlog for the GET stream.
