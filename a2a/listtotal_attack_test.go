@@ -2,9 +2,7 @@ package a2a
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,27 +21,16 @@ import (
 // task only.
 func TestAttackListTasksTotalOfAll(t *testing.T) {
 	var n atomic.Int32
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			io.WriteString(w, strings.ReplaceAll(goodCard, "BASE", srv.URL))
-			return
-		}
-		var req struct {
-			ID     jsontext.Value `json:"id"`
-			Method string         `json:"method"`
-		}
-		_ = json.Unmarshal(readAll(r), &req)
+	srv := jsonRPCAgent(t, func(w http.ResponseWriter, method string, id jsontext.Value) {
 		w.Header().Set("Content-Type", "application/json")
-		if req.Method == "ListTasks" {
+		if method == "ListTasks" {
 			all := `[{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}},{"id":"t-2","contextId":"c-2","status":{"state":"TASK_STATE_COMPLETED"}}]`
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tasks":%s,"Tasks":%s,"taſks":%s,"totalSize":2,"total_size":2,"TotalSize":2,"totalſize":2,"pageSize":50}}`, req.ID, all, all, all)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tasks":%s,"Tasks":%s,"taſks":%s,"totalSize":2,"total_size":2,"TotalSize":2,"totalſize":2,"pageSize":50}}`, id, all, all, all)
 			return
 		}
-		id := n.Add(1)
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"task":{"id":"t-%d","contextId":"c-%d","status":{"state":"TASK_STATE_COMPLETED"}}}}`, req.ID, id, id)
-	}))
-	t.Cleanup(srv.Close)
+		n := n.Add(1)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"task":{"id":"t-%d","contextId":"c-%d","status":{"state":"TASK_STATE_COMPLETED"}}}}`, id, n, n)
+	})
 	gw := serveAs(t, allow, srv.URL, Options{})
 	send := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
 	if got := do(t, "POST", gw.URL+"/a2a/stub", "alice", "1.0", send); !strings.Contains(got, `"t-1"`) {
