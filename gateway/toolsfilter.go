@@ -189,9 +189,11 @@ func screened(ic *intercept.Interceptor, method string, b []byte) bool {
 }
 
 // mayForgeEnvelope reports whether b, a message from an upstream, may
-// hold an error or an error result passing for the gateway's own denial,
-// hold or limit (screenError, intercept.WithoutForgedEnvelope): a byte
-// scan, so that what cannot goes on undecoded.
+// hold an error (which screenError screens: passing for the gateway's own
+// denial, hold or limit, or, whatever request it answers, one the
+// interceptor withholds) or an error result passing for the gateway's
+// soft deny or hold (intercept.WithoutForgedEnvelope): a byte scan, so
+// that what cannot goes on undecoded.
 func mayForgeEnvelope(b []byte) bool {
 	return mayHoldMemberFold(b, errorMember) ||
 		mayHoldMemberFold(b, structuredContentMember) && (bytes.Contains(b, deniedValue) || bytes.Contains(b, approvalValue) || bytes.Contains(b, unicodeEscape))
@@ -372,7 +374,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 // is passed on, and leaves out messages about another's task (nil: none
 // is left); lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
-	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) && !o.screensResults() && !screensError(o.g.ic, b) && !mayForgeEnvelope(b) {
+	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) && !o.screensResults() && !mayForgeEnvelope(b) {
 		return b
 	}
 	var lists []string
@@ -492,13 +494,6 @@ func (o *observer) screenUnread(b []byte) []byte {
 	return marshalArray(out)
 }
 
-// screensError reports whether b, an upstream's message, may hold an
-// error ic screens whatever request it answers (intercept's ScreenError):
-// one for an id no request waits on is taken by clients for their call's.
-func screensError(ic *intercept.Interceptor, b []byte) bool {
-	return ic.ScreensErrors() && mayHoldMemberFold(b, errorMember)
-}
-
 // hideTools hides tools in b, a message from the upstream, before it is
 // written to the client, and leaves out messages about another's task
 // (nil: none is left); observe then sees the unfiltered b.
@@ -513,7 +508,7 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 		results = results || r.ic.WithholdsResults(m)
 	}
 	r.mu.Unlock()
-	if len(lists) == 0 && !results && !recorded(b) && !cacheHinted(b) && !screensError(r.ic, b) && !mayForgeEnvelope(b) {
+	if len(lists) == 0 && !results && !recorded(b) && !cacheHinted(b) && !mayForgeEnvelope(b) {
 		return b
 	}
 	cc := r.callContext()
