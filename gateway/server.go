@@ -292,9 +292,10 @@ func (g *Gateway) newRoute(up Upstream) (*route, error) {
 		}
 		// A crashed child is restarted with backoff and the session's
 		// initialize replayed; calls pending at the crash get an error.
+		stderrMetrics, _ := g.opts.Metrics.(stderrMetrics)
 		r.dialer = &transport.Restarting{
 			Dialer: &transport.StdioDialer{Command: up.Command, Args: up.Args, Env: env, InheritEnv: up.inheritEnv(),
-				Stderr: newStderrLog(g.log, up.Name), MaxMessageBytes: limit},
+				Stderr: newStderrLog(g.log, up.Name, stderrMetrics), MaxMessageBytes: limit},
 			OnRestart: func(err error) {
 				// A line too long is not passed on; the calls waiting
 				// get the restart's error, which names the limit.

@@ -50,47 +50,75 @@ const (
 // arguments, does not put credentials into the gateway's log nor flood
 // it. The child's stderr is read whatever the log does, and a line not
 // logged is counted: a record "stdio upstream stderr lines dropped"
-// gives the count.
+// gives the count, and so does the metric sluice.stdio.stderr_dropped.
+//
+// One stderrLog serves every child of an upstream (a crashed child is
+// restarted): their lines go through one queue, logged by at most one
+// goroutine at a time, which ends when no child's stderr is being read
+// and the queue is empty. A log sink that stalls holds that one
+// goroutine and the queue's lines, however often the child restarts.
 type stderrLog struct {
 	log      *slog.Logger
 	upstream string
+	metrics  stderrMetrics   // nil: none
+	q        chan stderrLine // lines read and not yet logged
+	wake     chan struct{}   // tells the logger a reader ended
 
 	mu       sync.Mutex
 	tokens   float64
 	refilled time.Time
 	dropped  int64 // lines not logged since the last count logged
+	readers  int   // ReadFroms running
+	logging  bool  // a logger goroutine is running
 }
 
-func newStderrLog(log *slog.Logger, upstream string) *stderrLog {
-	return &stderrLog{log: log, upstream: upstream, tokens: stderrBurst, refilled: time.Now()}
+// stderrMetrics is what a telemetry.Metrics may also record about
+// stdio upstreams' stderr.
+type stderrMetrics interface {
+	StderrDropped(upstream string, n int)
 }
 
-// stderrLine is a line to log and the bytes cut from its end.
+func newStderrLog(log *slog.Logger, upstream string, metrics stderrMetrics) *stderrLog {
+	return &stderrLog{log: log, upstream: upstream, metrics: metrics,
+		q: make(chan stderrLine, stderrQueue), wake: make(chan struct{}, 1),
+		tokens: stderrBurst, refilled: time.Now()}
+}
+
+// stderrLine is a line to log and the bytes cut from its end; or, with
+// flushed set, a mark the logger closes flushed at, once the lines
+// queued before it are logged.
 type stderrLine struct {
-	text string
-	cut  int64
+	text    string
+	cut     int64
+	flushed chan struct{}
 }
 
 // allow reports whether the rate allows one more line to be logged, and
 // counts it dropped if not.
 func (s *stderrLog) allow() bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := time.Now()
 	s.tokens = min(stderrBurst, s.tokens+now.Sub(s.refilled).Seconds()*stderrPerSecond)
 	s.refilled = now
-	if s.tokens < 1 {
-		s.dropped++
-		return false
+	ok := s.tokens >= 1
+	if ok {
+		s.tokens--
 	}
-	s.tokens--
-	return true
+	s.mu.Unlock()
+	if !ok {
+		s.drop()
+	}
+	return ok
 }
 
+// drop counts one line not logged.
 func (s *stderrLog) drop() {
 	s.mu.Lock()
 	s.dropped++
 	s.mu.Unlock()
+	if s.metrics != nil {
+		s.metrics.StderrDropped(s.upstream, 1)
+	}
 }
 
 // report logs the count of lines dropped since the last, if any.
@@ -112,22 +140,33 @@ func (s *stderrLog) line(l stderrLine) {
 	s.log.Info("stdio upstream stderr", args...)
 }
 
-// logLines logs the lines of q until it is closed, and the counts of
-// lines dropped every stderrReportEvery and at the end.
-func (s *stderrLog) logLines(q <-chan stderrLine) {
+// logLines logs the queued lines, and the counts of lines dropped every
+// stderrReportEvery and as a child's stderr ends, until no reader is left
+// and the queue is empty.
+func (s *stderrLog) logLines() {
 	tick := time.NewTicker(stderrReportEvery)
 	defer tick.Stop()
 	for {
 		select {
-		case l, ok := <-q:
-			if !ok {
+		case l := <-s.q:
+			if l.flushed != nil {
 				s.report()
-				return
+				close(l.flushed)
+			} else {
+				s.line(l)
 			}
-			s.line(l)
 		case <-tick.C:
 			s.report()
+		case <-s.wake:
 		}
+		s.mu.Lock()
+		if s.readers == 0 && len(s.q) == 0 {
+			s.logging = false
+			s.mu.Unlock()
+			s.report()
+			return
+		}
+		s.mu.Unlock()
 	}
 }
 
@@ -137,23 +176,17 @@ func (s *stderrLog) logLines(q <-chan stderrLine) {
 // made it in (an unbuffered stderr writes a line in pieces), and the
 // last one at the end of r even if the child did not end it. Lines are
 // logged from another goroutine, so that reading r never waits for the
-// log.
+// log; at the end of r, ReadFrom waits up to stderrFlushWait for its
+// lines to be logged.
 func (s *stderrLog) ReadFrom(r io.Reader) (int64, error) {
-	q := make(chan stderrLine, stderrQueue)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.logLines(q)
-	}()
-	defer func() {
-		close(q)
-		t := time.NewTimer(stderrFlushWait)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-		}
-	}()
+	s.mu.Lock()
+	s.readers++
+	if !s.logging {
+		s.logging = true
+		go s.logLines()
+	}
+	s.mu.Unlock()
+	defer s.flush()
 	br := bufio.NewReaderSize(r, stderrLineMax)
 	var n int64
 	for {
@@ -171,7 +204,7 @@ func (s *stderrLog) ReadFrom(r io.Reader) (int64, error) {
 		}
 		if len(l) > 0 && s.allow() {
 			select {
-			case q <- line:
+			case s.q <- line:
 			default:
 				s.drop()
 			}
@@ -183,6 +216,30 @@ func (s *stderrLog) ReadFrom(r io.Reader) (int64, error) {
 		default:
 			return n, err
 		}
+	}
+}
+
+// flush ends a ReadFrom: it waits up to stderrFlushWait for the lines
+// queued so far to be logged, then lets the logger end if it was the
+// last reader.
+func (s *stderrLog) flush() {
+	t := time.NewTimer(stderrFlushWait)
+	defer t.Stop()
+	mark := make(chan struct{})
+	select {
+	case s.q <- stderrLine{flushed: mark}:
+		select {
+		case <-mark:
+		case <-t.C:
+		}
+	case <-t.C:
+	}
+	s.mu.Lock()
+	s.readers--
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // chunks is a reader that returns its strings one per Read, as a pipe
@@ -31,7 +34,7 @@ func stderrLines(t *testing.T, writes ...string) []string {
 	t.Helper()
 	var logs logBuffer
 	r := chunks(writes)
-	if _, err := io.Copy(newStderrLog(slog.New(slog.NewJSONHandler(&logs, nil)), "kid"), &r); err != nil {
+	if _, err := io.Copy(newStderrLog(slog.New(slog.NewJSONHandler(&logs, nil)), "kid", nil), &r); err != nil {
 		t.Fatal(err)
 	}
 	var lines []string
@@ -106,5 +109,118 @@ func TestAttackStderrLogTokenAcrossBoundNoSpace(t *testing.T) {
 				t.Errorf("logged %q, which holds the start of the key", l[max(0, len(l)-80):])
 			}
 		}
+	}
+}
+
+// stalledHandler is a log sink that stalls: each record waits in Handle
+// until release is closed. It counts the records handled and the most
+// goroutines that waited in it at once.
+type stalledHandler struct {
+	release chan struct{}
+
+	mu                    sync.Mutex
+	waiting, most, logged int
+}
+
+func (h *stalledHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *stalledHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *stalledHandler) WithGroup(string) slog.Handler            { return h }
+
+func (h *stalledHandler) Handle(context.Context, slog.Record) error {
+	h.mu.Lock()
+	h.waiting++
+	h.most = max(h.most, h.waiting)
+	h.mu.Unlock()
+	<-h.release
+	h.mu.Lock()
+	h.waiting--
+	h.logged++
+	h.mu.Unlock()
+	return nil
+}
+
+// TestAttackStderrStalledSinkOneLogger: each child's stderr was logged by
+// a goroutine of its own, which a stalled log sink held after the child
+// ended: a child that crashed and was restarted again and again left a
+// goroutine, and up to 64 lines, per restart. An upstream's children
+// share one logger, and it ends once their stderrs are read and its
+// lines logged.
+func TestAttackStderrStalledSinkOneLogger(t *testing.T) {
+	h := &stalledHandler{release: make(chan struct{})}
+	s := newStderrLog(slog.New(h), "kid", nil)
+	for range 3 { // a child, restarted twice
+		if _, err := io.Copy(s, strings.NewReader("starting\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.mu.Lock()
+	most := h.most
+	h.mu.Unlock()
+	if most != 1 {
+		t.Errorf("%d goroutines waited on the stalled log sink at once, want 1", most)
+	}
+	close(h.release)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h.mu.Lock()
+		logged := h.logged
+		h.mu.Unlock()
+		s.mu.Lock()
+		logging := s.logging
+		s.mu.Unlock()
+		if logged == 3 && !logging {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the sink recovered: %d lines logged (want 3), logger running %v (want ended)", logged, logging)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// countedDrops is a stderrMetrics summing the lines it is told of.
+type countedDrops struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *countedDrops) StderrDropped(upstream string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[upstream] += n
+}
+
+// TestStderrDroppedMetric: lines over the rate bound were counted only in
+// a log record; the metric sluice.stdio.stderr_dropped counts them too,
+// by upstream, as many as the record says.
+func TestStderrDroppedMetric(t *testing.T) {
+	var logs logBuffer
+	m := &countedDrops{n: map[string]int{}}
+	s := newStderrLog(slog.New(slog.NewJSONHandler(&logs, nil)), "kid", m)
+	const lines = 3 * stderrBurst
+	if _, err := io.Copy(s, strings.NewReader(strings.Repeat("noise\n", lines))); err != nil {
+		t.Fatal(err)
+	}
+	var logged, reported int
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec struct {
+			Msg     string
+			Dropped int
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("record %q: %v", l, err)
+		}
+		switch rec.Msg {
+		case "stdio upstream stderr":
+			logged++
+		case "stdio upstream stderr lines dropped":
+			reported += rec.Dropped
+		}
+	}
+	m.mu.Lock()
+	counted := m.n["kid"]
+	m.mu.Unlock()
+	if reported == 0 || counted != reported || logged+counted != lines {
+		t.Fatalf("%d lines: %d logged, %d reported dropped in the log, %d counted by the metric; want the metric to count every line not logged", lines, logged, reported, counted)
 	}
 }

@@ -31,6 +31,10 @@ const (
 	// MetricHeadersWithheld counts client HTTP headers not sent to an
 	// upstream a route rule closes to the client, by upstream.
 	MetricHeadersWithheld = "sluice.headers.withheld"
+	// MetricStderrDropped counts lines a stdio upstream wrote to its
+	// stderr that were not logged (over the rate bound, or the log's
+	// sink too slow), by upstream.
+	MetricStderrDropped = "sluice.stdio.stderr_dropped"
 )
 
 // TODO(approvals): a gauge of pending approvals belongs beside these,
@@ -43,6 +47,7 @@ type limitInstruments struct {
 	refusals  metric.Int64Counter
 	withheld  metric.Int64Counter
 	headers   metric.Int64Counter
+	stderr    metric.Int64Counter
 	bodyBytes atomic.Int64
 
 	mu       sync.Mutex // guards sessions
@@ -66,6 +71,9 @@ func (l *limitInstruments) init(m metric.Meter) error {
 	errs = append(errs, err)
 	l.headers, err = m.Int64Counter(MetricHeadersWithheld, metric.WithUnit("{header}"),
 		metric.WithDescription("Client HTTP headers not sent to an upstream a route rule closes to the client, by upstream."))
+	errs = append(errs, err)
+	l.stderr, err = m.Int64Counter(MetricStderrDropped, metric.WithUnit("{line}"),
+		metric.WithDescription("Lines of a stdio upstream's stderr not logged (rate bound, slow log sink), by upstream."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("telemetry: creating limit instruments: %w", err)
@@ -110,4 +118,9 @@ func (l *limitInstruments) HeadersWithheld(upstream string, n int) {
 // for reason.
 func (l *limitInstruments) MessageWithheld(reason string) {
 	l.withheld.Add(bg, 1, metric.WithAttributes(attribute.String("reason", reason)))
+}
+
+// StderrDropped counts n lines of a stdio upstream's stderr not logged.
+func (l *limitInstruments) StderrDropped(upstream string, n int) {
+	l.stderr.Add(bg, int64(n), metric.WithAttributes(attribute.String("upstream", upstream)))
 }

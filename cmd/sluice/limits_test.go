@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLimitsConfig checks that the resource limits reach the gateway's
@@ -78,4 +81,54 @@ func TestLimitMetricsServed(t *testing.T) {
 			t.Errorf("/metrics has no line matching %s:\n%.3000s", want, b)
 		}
 	}
+}
+
+// TestStderrDroppedMetricServed: /metrics counts the lines of a stdio
+// upstream's stderr that were not logged, by upstream: 300 lines written
+// at once, 100 logged (the burst), 200 counted.
+func TestStderrDroppedMetricServed(t *testing.T) {
+	cfg, err := parseConfig("test", []byte(`policy: {default: allow}
+telemetry: {prometheus: true}
+upstreams:
+  - {name: kid, command: sh, args: [-c, 'i=0; while [ $i -lt 300 ]; do echo noise >&2; i=$((i+1)); done; sleep 30']}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen, cfg.AdminListen, cfg.DataDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan bound, 1)
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(at bound) { addrc <- at }) }()
+	t.Cleanup(func() { cancel(); <-served })
+	var at bound
+	select {
+	case at = <-addrc:
+	case err := <-served:
+		t.Fatalf("serve: %v", err)
+	}
+	// The child never answers: the initialize only starts it.
+	initialize := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"m","version":"1"}}}`
+	reqCtx, stop := context.WithTimeout(ctx, time.Second)
+	defer stop()
+	if resp, err := openPost(reqCtx, "http://"+at.Listen+"/mcp/kid", nil, initialize); err == nil {
+		resp.Body.Close()
+	}
+	want := regexp.MustCompile(`(?m)^sluice_stdio_stderr_dropped_total\{[^}]*upstream="kid"[^}]*\} (\d+)$`)
+	var last string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get("http://" + at.Admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		last = "none"
+		if m := want.FindSubmatch(b); m != nil {
+			if last = string(m[1]); last == "200" {
+				return
+			}
+		}
+	}
+	t.Fatalf("/metrics: sluice_stdio_stderr_dropped_total{upstream=\"kid\"} is %s, want 200", last)
 }
