@@ -112,6 +112,13 @@ var scrubbers = []struct {
 		// query (%22password%22%3A%22…); a backslash not before a quote
 		// is part of the value.
 		regexp.MustCompile(`(?i)((?:password|passwd|passphrase|secret|token|api[_\-.]?key|access[_\-.]?key|private[_\-.]?key|authorization|cookie|credential)[A-Za-z0-9_\-.]*(?:\\*["']|%2[27])?\s*` + separator + `\s*(?:\[\s*\\*["']|(?:\\*["']|%2[27])?))((?:[^\s"'&,;}\\]|\\[^"'\\])+)`), "${1}" + Redacted, nil},
+	// key=value, key: value and "key": "value" where the key is
+	// "password" in another language (Passwort=…, mot de passe : …,
+	// contraseña: "…", пароль=…, 密码：…), as JSON arguments' keys are
+	// (secretWords): a quoted value to its closing quote, else to the
+	// first space or punctuation.
+	{foreignPasswordHints, regexp.MustCompile(`(?i)(` + foreignPasswordKey + `["']?\s*` + foreignSeparator + `\s*)(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')`), "${1}\"" + Redacted + "\"", nil},
+	{foreignPasswordHints, regexp.MustCompile(`(?i)(` + foreignPasswordKey + `(?:\\*["'])?\s*` + foreignSeparator + `\s*(?:\\*["'])?)((?:[^\s"'&,;}\\，。、]|\\[^"'\\])+)`), "${1}" + Redacted, nil},
 	// Signatures and keys in a URL's query string (presigned and SAS
 	// URLs, ?key= API keys), whose names are too short to be secret
 	// words elsewhere.
@@ -132,6 +139,19 @@ const cmdValue = `(?:'[^'\n"]*'?|"[^"\n,:{}\[\]]+"|[^\s"']+)+`
 // an inspected hash), and = and a colon percent-encoded (access_token%3D…
 // in a URL carried inside another's query, as an OAuth redirect_uri is).
 const separator = `(?:=>|[:=]|%3[AaDd])`
+
+// foreignPasswordKey is "password" in the languages secretWords names it
+// in, and what may follow it in a key (db_passwort_2); "senha" not after
+// a letter (resenha is a review).
+const foreignPasswordKey = `(?:passwort|kennwort|mot[_\-. ]?de[_\-. ]?passe|contrase(?:ñ|n)a|(?:^|[^\pL])senha|wachtwoord|salasana|l(?:ö|o)senord|adgangskode|passord|jelsz(?:ó|o)|has(?:ł|l)o|(?:ş|s)ifre|пароль|密码|密碼|パスワード|비밀번호|geheimnis)[\pL\pN_\-.]*`
+
+// foreignSeparator is separator and the full-width colon and equals sign
+// Chinese and Japanese text writes (密码：…).
+const foreignSeparator = `(?:=>|[:=：＝]|%3[AaDd])`
+
+// foreignPasswordHints are the scrubbers' hints for foreignPasswordKey.
+var foreignPasswordHints = []string{"passwort", "kennwort", "passe", "contrase", "senha", "wachtwoord", "salasana", "senord",
+	"adgangskode", "passord", "jelsz", "hasło", "haslo", "şifre", "sifre", "пароль", "密码", "密碼", "パスワード", "비밀번호", "geheimnis"}
 
 // escapedValue finds a secret-looking key in JSON text nested in a string,
 // where its quotes are escaped (password\":\"…): group 1 is the run of
