@@ -61,6 +61,10 @@ var scrubbers = []struct {
 	{[]string{"api.telegram.org/"}, regexp.MustCompile(`(?i)(api\.telegram\.org/(?:file/)?bot)[0-9]+:[A-Za-z0-9_\-]+`), "${1}" + Redacted, nil},
 	{[]string{"/api/webhooks/"}, regexp.MustCompile(`(?i)(\bdiscord(?:app)?\.com/api/webhooks/[0-9]+/)[A-Za-z0-9_\-]+`), "${1}" + Redacted, nil},
 	{[]string{"hooks.slack.com/"}, regexp.MustCompile(`(?i)(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_\-]+`), "${1}" + Redacted, nil},
+	// Microsoft Teams' incoming webhooks (Office 365 connectors), whose
+	// path is the key; their successors, Power Automate workflow URLs,
+	// carry theirs in ?sig=, which the query scrubber below takes.
+	{[]string{"webhook.office.com/"}, regexp.MustCompile(`(?i)(\.webhook\.office\.com/webhookb2/)[A-Za-z0-9@/_\-]+`), "${1}" + Redacted, nil},
 	// DigitalOcean tokens and age secret keys.
 	{[]string{"dop_v1_", "doo_v1_", "dor_v1_"}, regexp.MustCompile(`\bdo[por]_v1_[a-f0-9]{64}\b`), Redacted, nil},
 	{[]string{"age-secret-key-"}, regexp.MustCompile(`\bAGE-SECRET-KEY-1[0-9A-Z]{20,}`), Redacted, nil},

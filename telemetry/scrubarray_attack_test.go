@@ -56,6 +56,9 @@ func TestAttackScrubTokenInURLPath(t *testing.T) {
 		{`{"url":"https://discord.com/api/webhooks/123456789012345678/abcDEFghiJKLmnoPQRstuVWXyz0123456789-_abcdefghijklmnopq"}`, "abcDEFghiJKL", `"}`},
 		{`https://discordapp.com/api/webhooks/123456789012345678/abcDEFghiJKLmnoPQRstuVWXyz0123456789 failed`, "abcDEFghiJKL", " failed"},
 		{`https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX sent`, "XXXXXXXX", " sent"},
+		// Teams' incoming webhooks: the path after webhookb2/ is the key.
+		{`POST https://acme.webhook.office.com/webhookb2/3f1c2a9e-1b2c-4d5e-8f90-a1b2c3d4e5f6@72f988bf-86f1-41af-91ab-2d7cd011db47/IncomingWebhook/9a8b7c6d5e4f40312a1b2c3d4e5f6a7b/0d1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6 410 Gone`, "9a8b7c6d5e4f4031", " 410 Gone"},
+		{`https://prod-12.westus.logic.azure.com:443/workflows/abc123/triggers/manual/paths/invoke?api-version=2016-06-01&sp=%2Ftriggers%2Fmanual%2Frun&sv=1.0&sig=Qm7vX2pLr9TzK4wYb8NcJd3FhGs6 ok`, "Qm7vX2pLr9TzK4wYb8Nc", " ok"},
 	} {
 		once := Scrub(tt.text)
 		if strings.Contains(once, tt.secret) || !strings.Contains(once, tt.kept) {
@@ -68,6 +71,7 @@ func TestAttackScrubTokenInURLPath(t *testing.T) {
 	for _, text := range []string{
 		"https://core.telegram.org/bots/api#sendmessage",
 		"https://discord.com/developers/docs/resources/webhook",
+		"https://learn.microsoft.com/microsoftteams/platform/webhooks-and-connectors/how-to/add-incoming-webhook",
 	} {
 		if got := Scrub(text); got != text {
 			t.Errorf("Scrub(%q) = %q, want it unchanged", text, got)
