@@ -16,7 +16,8 @@
 //	  "command": ["npx", "-y", "@modelcontextprotocol/server-github@2025.4.8"],
 //	  "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "placeholder"},
 //	  "service": "GitHub",                  // what it fronts, for the labeller
-//	  "kind": "official"                    // official, vendor or community
+//	  "kind": "official",                   // official, vendor or community
+//	  "batch": "2026-11-29"                 // optional: added together, scored once
 //	}}
 //
 // Servers run over stdio in a fresh temporary directory with HOME set to it,
@@ -51,6 +52,7 @@ type spec struct {
 	Service string            `json:"service,omitempty"`
 	Kind    string            `json:"kind,omitempty"`
 	Notes   string            `json:"notes,omitempty"`
+	Batch   string            `json:"batch,omitempty"`
 }
 
 type recorded struct {
