@@ -13,10 +13,7 @@ import (
 // TestFittedConfidence fits the confidence of every rule path claiming
 // the high band on the corpus's dev split, as fittedConfidence says, and
 // fails when the table differs from the fit or when the table changes a
-// verdict. The held-out split is not read, nor a batch of servers added
-// to the corpus after the table was fitted (a spec's "batch"): the batch
-// was scored once, with the table as it stood, and joins the fit only
-// when the table is fitted again (a change to the classifier).
+// verdict. The held-out split is not read.
 func TestFittedConfidence(t *testing.T) {
 	if os.Getenv("SLUICE_CORPUS_KB") == "strict" {
 		t.Skip("fitted on the shipped knowledge base, not the strict one")
@@ -29,7 +26,7 @@ func TestFittedConfidence(t *testing.T) {
 	}
 	paths := map[rulePath]*stats{}
 	for _, r := range raw {
-		if r.heldOut || r.batch != "" {
+		if r.heldOut {
 			continue
 		}
 		for ax, axis := range []string{AxisActionType, AxisBoundary} {
