@@ -52,9 +52,11 @@ var fittedConfidence = map[rulePath]float64{
 	{AxisActionType, SourceAnnotations, Read, 1}: 0.97,
 	// A SQL statement's own verb, for a write (4 calls, 3 servers).
 	{AxisActionType, SourceParameters, Write, 0.9}: 0.8,
-	// Name and description agree on a remote model's run (1 call) or on
-	// handing work to an agent (2 calls, 1 server): too few to vouch for.
-	{AxisActionType, SourceToolDescription, Execute, 0.95}: 0.66,
+	// Name and description agree on a remote model's run (2 calls, 2
+	// servers, right 1.000: 0.75 since the corpus's 2026-11-29 batch
+	// joined the dev split) or on handing work to an agent (2 calls, 1
+	// server): too few to vouch for.
+	{AxisActionType, SourceToolDescription, Execute, 0.95}: 0.75,
 	{AxisActionType, SourceToolName, Orchestrate, 0.95}:    0.66,
 	// A loopback URL on the server's command line (5 calls, 2 servers).
 	{AxisBoundary, SourceEndpointInference, Local, 0.9}: 0.75,
