@@ -34,6 +34,17 @@ type Options struct {
 	// Logger receives what cannot be returned: route memory that could not
 	// be written in Forwarded, rejected reloads. Nil means slog.Default().
 	Logger *slog.Logger
+	// OneUnauthenticatedAgent makes every call without an authenticated
+	// principal (ActionDescriptor.Principal nil) one agent to route
+	// memory: such calls are remembered, and decided, in one agent memory
+	// and, outside a session, one session memory, whatever name they
+	// give. Without authentication a name is the client's claim, made
+	// anew with each session and each 2026-07-28 request, and a memory per
+	// claimed name let an agent read a source as one name and call a sink
+	// as another. Manifests and everything else still go by the name.
+	// False keeps memory per Agent, as `sluice policy test` cases name
+	// agents.
+	OneUnauthenticatedAgent bool
 }
 
 // Policy is a compiled policy. It is immutable apart from its route
@@ -63,6 +74,8 @@ type Policy struct {
 	store Store
 	now   func() time.Time
 	log   *slog.Logger
+	// oneUnauthenticated is Options.OneUnauthenticatedAgent.
+	oneUnauthenticated bool
 	// memFailures throttle the log of what route memory could not do:
 	// [0] reads, [1] writes.
 	memFailures *[2]memoryFailures
@@ -244,6 +257,7 @@ func Compile(src []byte, filename string, opts Options) (*Policy, error) {
 		opts.Logger = slog.Default()
 	}
 	p.store, p.now, p.log = opts.Store, opts.Now, opts.Logger
+	p.oneUnauthenticated = opts.OneUnauthenticatedAgent
 	p.memFailures = &[2]memoryFailures{}
 	return p, nil
 }

@@ -387,7 +387,7 @@ func (p *Policy) remembered(r *routeRule, st *state) (bool, error) {
 	// The agent as its manifest knows it (NFC): one agent, one memory,
 	// whichever spelling of its name the client sends
 	// (TestAttackRouteMemoryAgentNFD).
-	k := MemoryKey(r.scope, st.d.Agent, st.d.SessionID)
+	k := MemoryKey(r.scope, p.memoryAgent(st.d), st.d.SessionID)
 	var since time.Time
 	if r.window > 0 {
 		since = st.clock(p).Add(-r.window)
@@ -483,7 +483,20 @@ func (p *Policy) Forwarded(ctx context.Context, d *intercept.ActionDescriptor, d
 	if p == nil || d == nil || dec.Verdict != intercept.Allow || len(p.after) == 0 {
 		return nil // nothing to remember: no route rule has an after side
 	}
-	return p.remember(ctx, d, "the call is denied", MemoryKey(ScopeSession, d.Agent, d.SessionID), MemoryKey(ScopeAgent, d.Agent, ""))
+	a := p.memoryAgent(d)
+	return p.remember(ctx, d, "the call is denied", MemoryKey(ScopeSession, a, d.SessionID), MemoryKey(ScopeAgent, a, ""))
+}
+
+// memoryAgent is the agent whose route memory d is remembered in and
+// decided by: d.Agent or, with Options.OneUnauthenticatedAgent, "" for a
+// call without an authenticated principal, whatever name it gives (no
+// principal's ID is empty: package auth refuses one). A session is still
+// its own: its id is the session's, which only its agent may use.
+func (p *Policy) memoryAgent(d *intercept.ActionDescriptor) string {
+	if p.oneUnauthenticated && d.Principal == nil {
+		return ""
+	}
+	return d.Agent
 }
 
 // remember writes the labels of d a route rule's after side names under
@@ -537,7 +550,7 @@ func (p *Policy) LinkSession(ctx context.Context, d *intercept.ActionDescriptor,
 	if p == nil || d == nil || len(p.after) == 0 {
 		return nil
 	}
-	return p.remember(ctx, d, "the session is not taken up", MemoryKey(ScopeSession, d.Agent, session))
+	return p.remember(ctx, d, "the session is not taken up", MemoryKey(ScopeSession, p.memoryAgent(d), session))
 }
 
 // Classes returns the classes tool_classes gives a tool on an upstream

@@ -157,10 +157,12 @@ func denied(got string) bool {
 
 // The route-rule evasion of issue 10: an agent reads a sensitive
 // document, then opens another session under another clientInfo.name and
-// searches the web. Without auth: the rename works (the rule is keyed by
-// a self-declared name); with API keys the principal is the agent, the
-// rename changes nothing and the search is denied, on every transport and
-// era. An agent cannot frame another by taking its name either.
+// searches the web. Without auth the name is a claim, and every
+// unauthenticated caller is one agent to route memory: the rename changes
+// nothing (before, it walked out of the rule, keyed by the claimed name:
+// TestAttackUnauthenticatedRenameEscapesMemory); with API keys the
+// principal is the agent, the rename changes nothing either, on every
+// transport and era. An agent cannot frame another by taking its name.
 func TestRenameEvasion(t *testing.T) {
 	keyFile, aliceKey, malloryKey := aliceAndMallory(t)
 	now := time.Now()
@@ -173,10 +175,10 @@ func TestRenameEvasion(t *testing.T) {
 			// Each subtest uses agent names of its own: route memory is
 			// shared by the gateway's sessions.
 			suffix := strings.NewReplacer(" ", "-", ".", "").Replace(name)
-			t.Run("without auth the rename evades", func(t *testing.T) {
+			t.Run("without auth the rename is denied", func(t *testing.T) {
 				conn(t, base(open), "", "alice-"+suffix)("read_document", readSalaries)
-				if got := conn(t, base(open), "", "renamed-"+suffix)("web_search", search); denied(got) {
-					t.Errorf("got %s; the self-declared rename was caught, want it to evade (the hole auth closes)", got)
+				if got := conn(t, base(open), "", "renamed-"+suffix)("web_search", search); !denied(got) {
+					t.Errorf("web_search after renaming: got %s, want a deny by no-exfil", got)
 				}
 			})
 			t.Run("with auth the rename is denied", func(t *testing.T) {

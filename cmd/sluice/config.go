@@ -358,7 +358,10 @@ func (c *config) withheldEnv() []string {
 // mem as its route memory. With neither, every call is denied with
 // policy_not_configured.
 func (c *config) decider(logger *slog.Logger, mem policy.Store) (d intercept.Decider, run func(context.Context), err error) {
-	opts := policy.Options{Logger: logger, Store: mem}
+	// Whoever authenticates has a route memory of their own; whoever
+	// does not is one agent to it, whatever name they give (README,
+	// Identity): serve and wrap alike.
+	opts := policy.Options{Logger: logger, Store: mem, OneUnauthenticatedAgent: true}
 	switch {
 	case c.PolicyFile != "":
 		// The watcher logs reloads and rejections itself, once.

@@ -387,7 +387,8 @@ func checkIdentity(cfg *config, logger *slog.Logger) error {
 	}
 	switch {
 	case cfg.Auth == nil || cfg.Auth.Mode.Has(auth.ModeNone):
-		logger.Info("agent identity is self-declared (clientInfo, _meta or agent_header): no authentication configured", "listen", cfg.Listen)
+		logger.Info("agent identity is self-declared (clientInfo, _meta or agent_header): no authentication configured", "listen", cfg.Listen,
+			"route_memory", "one agent for every unauthenticated caller, whatever name it gives")
 	default:
 		logger.Info("agents authenticate", "modes", []string(cfg.Auth.Mode))
 	}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// goSDKCall opens the official Go SDK client named name on url, in era
+// ("2026-07-28": requests outside any session, the client's name in each
+// one's _meta; "2025-11-25": a session it initializes), and returns a
+// function making one tools/call and returning its text (or error).
+func goSDKCall(t *testing.T, url, era, name string) func(tool, args string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	t.Cleanup(cancel)
+	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatalf("%s as %q: connect: %v", era, name, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if got := cs.InitializeResult().ProtocolVersion; got != era {
+		t.Fatalf("%s as %q: the client speaks %s", era, name, got)
+	}
+	return func(tool, args string) string {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: jsonArgs(t, args)})
+		if err != nil {
+			return err.Error()
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String()
+	}
+}
+
+// TestAttackUnauthenticatedRenameEscapesMemory: without authentication an
+// agent's name is a claim, made again with each 2026-07-28 request. An
+// agent reads a sensitive document under one name, then calls the network
+// sink under another: in the next 2026-07-28 request, or by switching era
+// (a 2025 session read, a 2026-07-28 sink, and back), or by opening
+// another session under another name. Before, route memory was kept per
+// claimed name, so every one of these walked out of the agent-scoped
+// rule, and a 2026-07-28 rename out of a session-scoped one too (requests
+// outside a session share the memory of their name's "" session). Now
+// every unauthenticated caller is one subject to route memory: the sink
+// is denied whatever name and era it comes under (the official Go SDK
+// client, `sluice serve` on 127.0.0.1:0).
+func TestAttackUnauthenticatedRenameEscapesMemory(t *testing.T) {
+	const (
+		modern = "2026-07-28"
+		legacy = "2025-11-25"
+	)
+	for _, scope := range []string{"agent", "session"} {
+		for _, c := range []struct{ read, sink string }{
+			{modern, modern},
+			{legacy, modern},
+			{modern, legacy},
+			{legacy, legacy},
+		} {
+			if scope == "session" && (c.read == legacy || c.sink == legacy) {
+				// A session's memory is that session's: a sink in another
+				// session (or outside any) is not the rule's business.
+				continue
+			}
+			t.Run(fmt.Sprintf("%s scope/read %s/sink %s", scope, c.read, c.sink), func(t *testing.T) {
+				open := startServe(t, strings.Replace(evasionPolicy, "scope: agent", "scope: "+scope, 1))
+				sink := goSDKCall(t, open.url, c.sink, "renamed")
+				if got := sink("web_search", search); denied(got) || !strings.Contains(got, "Top results") {
+					t.Fatalf("web_search before any read: got %s, want the search result", got)
+				}
+				if got := goSDKCall(t, open.url, c.read, "reader")("read_document", readSalaries); !strings.Contains(got, "salary") {
+					t.Fatalf("read_document: got %s", got)
+				}
+				if got := sink("web_search", search); !denied(got) {
+					t.Errorf("web_search under another name after the read: got %s, want a deny by no-exfil", got)
+				}
+			})
+		}
+	}
+}
+
+// Start-up says, without authentication, that route memory takes every
+// unauthenticated caller for one agent; with it, nothing of the kind.
+func TestStartupSaysUnauthenticatedMemory(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want bool
+	}{{"", true}, {"auth: {mode: none}\n", true}, {"auth: {mode: api_key}\n", false}} {
+		cfg, err := parseConfig("c.yaml", []byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Listen = "127.0.0.1:0"
+		var b strings.Builder
+		if err := checkIdentity(cfg, slog.New(slog.NewTextHandler(&b, nil))); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), `route_memory="one agent for every unauthenticated caller`); got != tt.want {
+			t.Errorf("%q: start-up logged %q; saying route memory has one unauthenticated agent: got %v, want %v", tt.yaml, b.String(), got, tt.want)
+		}
+	}
+}
