@@ -69,11 +69,17 @@ type Config struct {
 	// client_ca_file.
 	MTLS MTLSConfig `yaml:"mtls"`
 	// SharedAgentNames lets a token or certificate act as an agent an API
-	// key is issued for (api_key beside jwt or mtls). Off, an API key's
-	// agent name, revoked and expired keys' too, is the API key method's
-	// own: a token whose agent claim names it is refused, since whoever
-	// can choose that claim (an IdP user, a client they registered) would
-	// otherwise become the agent, its manifest, memory and approvals.
+	// key is issued for (api_key beside jwt or mtls), and a token as a
+	// certificate's agent (jwt beside mtls). Off, an API key's agent name,
+	// revoked and expired keys' too, is the API key method's own: a token
+	// whose agent claim names it is refused, since whoever can choose that
+	// claim (an IdP user, a client they registered) would otherwise become
+	// the agent, its manifest, memory and approvals. So is a certificate's
+	// agent the mtls method's when tokens are named by a claim other than
+	// sub: with mtls.identity uri a token whose agent has a ':' (a URI, as
+	// every certificate's agent then is) is refused, and without it such a
+	// config is refused at load (no list of certificates' names exists to
+	// refuse a token by).
 	SharedAgentNames bool `yaml:"shared_agent_names"`
 }
 
@@ -182,7 +188,22 @@ func (c *Config) Validate() error {
 	if m := c.MTLS.Identity; m != "" && m != "uri" && m != "cn" {
 		return fmt.Errorf("auth.mtls.identity: %q: use uri, cn, or leave it empty for the URI SAN else the CN", m)
 	}
+	if c.tokensMayNameCerts() && c.MTLS.Identity != "uri" {
+		return fmt.Errorf("auth.jwt.agent_claim: %s beside mtls, whose agents may be common names: a token whose %s named a certificate's agent would act as it (its manifest, route memory and approvals), "+
+			"and an IdP's users, or the clients they register, may choose that claim; set auth.mtls.identity: uri (certificates named by their URI SAN, which a token may then not name), "+
+			"agent_claim: sub, or auth.shared_agent_names: true if a token and a certificate naming the same agent are one agent", c.JWT.AgentClaim, c.JWT.AgentClaim)
+	}
 	return nil
+}
+
+// tokensMayNameCerts reports whether a JWT's agent claim could name a
+// certificate's agent against the operator's intent: jwt and mtls are both
+// modes, shared_agent_names is off, and agents' tokens are named by a
+// claim other than sub, one the IdP's users or the clients they register
+// may choose (preferred_username, email, azp, …). A sub is the issuer's
+// to assign, as a certificate's name is the CA's.
+func (c *Config) tokensMayNameCerts() bool {
+	return c.Mode.Has(ModeJWT) && c.Mode.Has(ModeMTLS) && !c.SharedAgentNames && c.JWT.AgentClaim != "" && c.JWT.AgentClaim != "sub"
 }
 
 func (j *JWTConfig) isZero() bool {

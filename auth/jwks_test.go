@@ -275,6 +275,16 @@ func TestConfigValidate(t *testing.T) {
 		{"HS256", Config{Mode: Modes{"jwt"}, JWT: JWTConfig{Issuer: ok.Issuer, Audience: ok.Audience, JWKSURL: ok.JWKSURL, Algorithms: []string{"RS256", "HS256"}}}, "auth.jwt.algorithms[1]"},
 		{"jwt without mode", Config{Mode: Modes{"api_key"}, JWT: ok}, "auth.jwt"},
 		{"bad identity", Config{Mode: Modes{"mtls"}, MTLS: MTLSConfig{Identity: "email"}}, "auth.mtls.identity"},
+		// A token named by a claim its holder may choose, beside
+		// certificates that may be named by common name
+		// (TestAttackJWTTakesCertificateAgentName).
+		{"chosen claim beside common names", Config{Mode: Modes{"jwt", "mtls"}, JWT: withClaim(ok, "preferred_username")}, "auth.jwt.agent_claim"},
+		{"chosen claim beside cn", Config{Mode: Modes{"mtls", "jwt"}, JWT: withClaim(ok, "azp"), MTLS: MTLSConfig{Identity: "cn"}}, "auth.jwt.agent_claim"},
+		{"chosen claim beside URI SANs", Config{Mode: Modes{"jwt", "mtls"}, JWT: withClaim(ok, "preferred_username"), MTLS: MTLSConfig{Identity: "uri"}}, ""},
+		{"chosen claim, shared names", Config{Mode: Modes{"jwt", "mtls"}, JWT: withClaim(ok, "preferred_username"), SharedAgentNames: true}, ""},
+		{"sub beside common names", Config{Mode: Modes{"jwt", "mtls"}, JWT: withClaim(ok, "sub")}, ""},
+		{"default claim beside common names", Config{Mode: Modes{"jwt", "mtls"}, JWT: ok}, ""},
+		{"chosen claim without mtls", Config{Mode: Modes{"jwt", "api_key"}, JWT: withClaim(ok, "preferred_username")}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
@@ -289,6 +299,11 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func withClaim(j JWTConfig, claim string) JWTConfig {
+	j.AgentClaim = claim
+	return j
+}
 
 // A token verified before is remembered, but not past its exp, nor once
 // its key has left the JWKS.

@@ -245,6 +245,9 @@ func (a *Authenticator) Authenticate(r *http.Request) (*intercept.Principal, err
 		if !a.jwt.forRoute(p, requestRoute(r)) {
 			return nil, invalidToken(ModeJWT, "the token was issued for another route of this gateway (its audience); get a token for this route's resource", nil)
 		}
+		if err := a.notCertAgent(p.ID); err != nil {
+			return nil, invalidToken(ModeJWT, err.Error(), nil)
+		}
 		return a.notKeyAgent(p)
 	}
 	return nil, invalidRequest("this gateway authenticates agents by client certificate, not bearer token")
@@ -267,6 +270,18 @@ func (a *Authenticator) AgentNameHolds(agent string) error {
 		return fmt.Errorf("whether agent %q is an API key's cannot be told: %w", agent, err)
 	case named:
 		return fmt.Errorf("agent %q is an API key's (auth.api_keys); a token or certificate cannot act as it (auth.shared_agent_names)", agent)
+	}
+	return nil
+}
+
+// notCertAgent returns why a token may not act as agent, or nil: with
+// tokens named by a claim their holders may choose beside certificates
+// named by URI SAN (Config.tokensMayNameCerts; Validate refuses it with
+// common names), a name with a ':' is shaped as a certificate's, every
+// one of which is a URI, and belongs to the mtls method.
+func (a *Authenticator) notCertAgent(agent string) error {
+	if a.cfg.tokensMayNameCerts() && strings.Contains(agent, ":") {
+		return fmt.Errorf("the token's %s %q is shaped as a client certificate's agent (a URI, auth.mtls.identity: uri); a token cannot act as a certificate's agent (auth.shared_agent_names)", a.cfg.JWT.AgentClaim, agent)
 	}
 	return nil
 }
