@@ -4,23 +4,32 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluicehq/sluice/auth"
 )
 
 // goSDKCall opens the official Go SDK client named name on url, in era
 // ("2026-07-28": requests outside any session, the client's name in each
-// one's _meta; "2025-11-25": a session it initializes), and returns a
-// function making one tools/call and returning its text (or error).
-func goSDKCall(t *testing.T, url, era, name string) func(tool, args string) string {
+// one's _meta; "2025-11-25": a session it initializes), with key as its
+// bearer token ("" for none), and returns a function making one
+// tools/call and returning its text (or error).
+func goSDKCall(t *testing.T, url, era, key, name string) func(tool, args string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	t.Cleanup(cancel)
+	hc := http.DefaultClient
+	if key != "" {
+		hc = &http.Client{Transport: bearer{key, http.DefaultTransport}}
+	}
 	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: era})
 	if err != nil {
 		t.Fatalf("%s as %q: connect: %v", era, name, err)
 	}
@@ -74,11 +83,11 @@ func TestAttackUnauthenticatedRenameEscapesMemory(t *testing.T) {
 			}
 			t.Run(fmt.Sprintf("%s scope/read %s/sink %s", scope, c.read, c.sink), func(t *testing.T) {
 				open := startServe(t, strings.Replace(evasionPolicy, "scope: agent", "scope: "+scope, 1))
-				sink := goSDKCall(t, open.url, c.sink, "renamed")
+				sink := goSDKCall(t, open.url, c.sink, "", "renamed")
 				if got := sink("web_search", search); denied(got) || !strings.Contains(got, "Top results") {
 					t.Fatalf("web_search before any read: got %s, want the search result", got)
 				}
-				if got := goSDKCall(t, open.url, c.read, "reader")("read_document", readSalaries); !strings.Contains(got, "salary") {
+				if got := goSDKCall(t, open.url, c.read, "", "reader")("read_document", readSalaries); !strings.Contains(got, "salary") {
 					t.Fatalf("read_document: got %s", got)
 				}
 				if got := sink("web_search", search); !denied(got) {
@@ -108,5 +117,54 @@ func TestStartupSaysUnauthenticatedMemory(t *testing.T) {
 		if got := strings.Contains(b.String(), `route_memory="one agent for every unauthenticated caller`); got != tt.want {
 			t.Errorf("%q: start-up logged %q; saying route memory has one unauthenticated agent: got %v, want %v", tt.yaml, b.String(), got, tt.want)
 		}
+	}
+}
+
+// An authenticated agent's memory is its principal's on every path: a
+// read made through any transport, era or the virtual server denies the
+// sink its key then calls as a 2026-07-28 request, and not another
+// agent's. (A path whose calls lost their principal would put the read in
+// the unauthenticated agent's memory, and the sink would pass.)
+func TestAuthenticatedMemoryOnEveryPath(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "agent_keys.json")
+	authed := startServe(t, evasionPolicy+"virtual_servers: [{}]\nauth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n")
+	base := strings.TrimSuffix(authed.url, "/mcp/demo")
+	key := func(agent string) string {
+		k, _, err := auth.CreateKey(keyFile, agent, 0, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForKey(t, base, k)
+		return k
+	}
+	reads := map[string]func(t *testing.T, key, name string) func(tool, args string) string{
+		"virtual server 2026-07-28": func(t *testing.T, key, name string) func(tool, args string) string {
+			return goSDKCall(t, base+"/mcp", "2026-07-28", key, name)
+		},
+		"virtual server 2025-11-25": func(t *testing.T, key, name string) func(tool, args string) string {
+			return goSDKCall(t, base+"/mcp", "2025-11-25", key, name)
+		},
+	}
+	for name, conn := range transports {
+		reads[name] = func(t *testing.T, key, client string) func(tool, args string) string {
+			return conn(t, base, key, client)
+		}
+	}
+	n := 0
+	for name, read := range reads {
+		n++
+		agent := fmt.Sprintf("agent-%d", n)
+		t.Run(name, func(t *testing.T) {
+			k := key(agent)
+			if got := read(t, k, "client")("read_document", readSalaries); !strings.Contains(got, "salary") {
+				t.Fatalf("read_document: got %s", got)
+			}
+			if got := modernCallWithKey(t, authed.url, k, "client", "web_search", search); !denied(got) {
+				t.Errorf("%s's web_search after its read: got %s, want a deny by no-exfil", agent, got)
+			}
+			if got := modernCallWithKey(t, authed.url, key("other-"+agent), "client", "web_search", search); denied(got) {
+				t.Errorf("another agent's web_search: got %s, want it allowed", got)
+			}
+		})
 	}
 }
