@@ -333,6 +333,17 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 			return m, call
 		}
 	}
+	if (m.Kind == intercept.KindRequest || m.Kind == intercept.KindNotification) && withholdUpstreamMessage(ic, cc, m, func(reply []byte) {
+		// Not on this goroutine, the upstream's reader: an upstream
+		// blocked writing to it would not read this.
+		go func() {
+			ctx, stop := context.WithTimeout(ctx, cancelWriteTimeout)
+			defer stop()
+			_ = b.write(ctx, reply)
+		}()
+	}) {
+		return m, call
+	}
 	if answered || late {
 		call.up.end(responseError(m))
 		if call.method == "initialize" && m.Kind == intercept.KindResponse {

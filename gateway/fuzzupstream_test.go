@@ -57,7 +57,7 @@ func FuzzUpstreamMessage(f *testing.F) {
 				lists = append(lists, id)
 			}
 		}
-		out := hideTools(ctx, ic, w, cc, msg, func(id string) (string, string) { return methods[id], "" }, lists, nil)
+		out := hideTools(ctx, ic, w, cc, msg, func(id string) (string, string) { return methods[id], "" }, lists, nil, nil)
 		if out != nil && string(out) != string(msg) && !json.Valid(out) {
 			t.Errorf("hideTools(%q) = %q: neither the message nor valid JSON", msg, out)
 		}

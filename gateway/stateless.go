@@ -561,6 +561,9 @@ func (b *statelessBridge) route(m *intercept.Message) {
 			return
 		}
 	}
+	if m.Kind == intercept.KindNotification && withholdUpstreamMessage(b.g.ic, c.cc, m, nil) {
+		return
+	}
 	if m.Kind == intercept.KindResponse && c.method == "tools/list" {
 		// Recorded before the client has it: a call it makes on seeing
 		// the list is decided with the list, and the list is screened

@@ -165,7 +165,7 @@ func TestTaskMessagesWithheld(t *testing.T) {
 		{"server's tasks/get names the client's task", bob, `{"jsonrpc":"2.0","id":6,"method":"tasks/get","params":{"taskId":"c1"}}`, `{"jsonrpc":"2.0","id":6,"method":"tasks/get","params":{"taskId":"c1"}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := string(hideTools(context.Background(), ic, w, c.cc, []byte(c.in), methodOf, nil, nil)); got != c.want {
+			if got := string(hideTools(context.Background(), ic, w, c.cc, []byte(c.in), methodOf, nil, nil, nil)); got != c.want {
 				t.Errorf("got %s, want %s", got, c.want)
 			}
 		})

@@ -299,8 +299,10 @@ func listRefused(id jsontext.Value, method string, err error) []byte {
 // saw; those requests are answered with an error instead. A message
 // about a task the client does not own is first offered to hold (nil:
 // none), which may keep it for when its task is the client's (taskhold.go)
-// or find it is the client's already.
-func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, cc intercept.CallContext, b []byte, methodOf func(id string) (method, cursor string), lists []string, hold holdFunc) []byte {
+// or find it is the client's already. A request or notification the
+// interceptor withholds (withholdUpstreamMessage) is left out too, a
+// request answered to the upstream through refuse.
+func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, cc intercept.CallContext, b []byte, methodOf func(id string) (method, cursor string), lists []string, hold holdFunc, refuse func([]byte)) []byte {
 	msgs, batch, err := intercept.Decode(b)
 	if err != nil {
 		if len(lists) == 0 {
@@ -330,6 +332,10 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 	for i, m := range msgs {
 		out[i] = m.Raw
 		switch m.Kind {
+		case intercept.KindRequest, intercept.KindNotification:
+			if withholdUpstreamMessage(ic, cc, m, refuse) {
+				out[i], changed = nil, true
+			}
 		case intercept.KindResponse:
 			method, cursor := methodOf(m.IDKey())
 			if raw, ok := screenAnswer(ctx, ic, cc, method, cursor, m.ID, m.IDKey(), m.Raw, m.Result); ok {
@@ -344,6 +350,9 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 	}
 	kept := out[:0]
 	for i, m := range msgs {
+		if out[i] == nil {
+			continue // withheld
+		}
 		if ic.ForeignTask(ctx, cc, m) {
 			held, owned := false, false
 			if hold != nil {
@@ -374,7 +383,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 // is passed on, and leaves out messages about another's task (nil: none
 // is left); lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
-	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) && !o.screensResults() && !mayForgeEnvelope(b) {
+	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) && !o.screensResults() && !mayForgeEnvelope(b) && !mayShowUpstream(o.g.ic, b) {
 		return b
 	}
 	var lists []string
@@ -400,7 +409,7 @@ func (o *observer) filter(ctx context.Context, b []byte) []byte {
 		}
 		return marshalArray(out)
 	}
-	return hideTools(ctx, o.g.ic, o.g.withheld, o.cc, b, func(id string) (string, string) { return o.pending[id], o.cursors[id] }, lists, o.holdTask(ctx))
+	return hideTools(ctx, o.g.ic, o.g.withheld, o.cc, b, func(id string) (string, string) { return o.pending[id], o.cursors[id] }, lists, o.holdTask(ctx), o.refuse)
 }
 
 // stray reports whether b, a message of an upstream's answer, holds a
@@ -508,7 +517,7 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 		results = results || r.ic.WithholdsResults(m)
 	}
 	r.mu.Unlock()
-	if len(lists) == 0 && !results && !recorded(b) && !cacheHinted(b) && !mayForgeEnvelope(b) {
+	if len(lists) == 0 && !results && !recorded(b) && !cacheHinted(b) && !mayForgeEnvelope(b) && !mayShowUpstream(r.ic, b) {
 		return b
 	}
 	cc := r.callContext()
@@ -518,7 +527,20 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 		return r.pending[id], r.cursors[id]
 	}, lists, func(m *intercept.Message) (held, owned bool) {
 		return r.tasks.hold(ctx, cc, m, m.Raw, r.sink)
+	}, func(reply []byte) {
+		// Not on this goroutine, the upstream's reader: an upstream
+		// blocked writing to it would not read this.
+		go func() { _ = r.toUpstream(ctx, reply) }()
 	})
+}
+
+// refuse answers a request of the upstream's that filter withheld from
+// the client: on its own, as the client's answer would go.
+func (o *observer) refuse(reply []byte) {
+	if o.rt.url == nil {
+		return // a bridged upstream's messages are not filtered here
+	}
+	go o.g.answerUpstream(o.rt, o.sess, reply)
 }
 
 // listCursors maps the ids of the tools/list requests among msgs asked

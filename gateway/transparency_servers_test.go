@@ -337,6 +337,8 @@ func runTransparencyServer(name string) int {
 		err = goSDKServer().Run(context.Background(), &mcp.StdioTransport{})
 	case "mcpgo":
 		err = mgoserver.ServeStdio(mcpGoServer())
+	case "upcalls":
+		err = mgoserver.ServeStdio(upcallServer())
 	default:
 		err = fmt.Errorf("no server %q", name)
 	}

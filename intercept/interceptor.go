@@ -933,3 +933,60 @@ func (i *Interceptor) pendingCalls() *lru.Cache[string, *ActionDescriptor] {
 func resultKey(cc CallContext, id string) string {
 	return cc.Upstream + "\x00" + cc.SessionID + "\x00" + cc.Exchange + "\x00" + cc.Agent + "\x00" + id
 }
+
+// ShownUpstreamMethod reports whether method, of a request or
+// notification an upstream sends its client, carries text the client puts
+// before its model or its user: a sampling request's messages and system
+// prompt go into the client's model, an elicitation's message is shown to
+// the user, and progress, log and task status messages are shown (or
+// handed to the model) as they come.
+func ShownUpstreamMethod(method string) bool {
+	switch method {
+	case "sampling/createMessage", "elicitation/create",
+		"notifications/progress", "notifications/message", "notifications/tasks/status":
+		return true
+	}
+	return false
+}
+
+// ScreensUpstreamMessages reports whether ScreenUpstreamMessage reads
+// anything: whether results are screened (WithholdResult) or recorded
+// (OnResult).
+func (i *Interceptor) ScreensUpstreamMessages() bool {
+	return i.WithholdResult != nil || i.OnResult != nil
+}
+
+// ScreenUpstreamMessage returns why m, a request or notification the
+// upstream of cc sends its client, must not reach it, or "" to pass it
+// on. One of a method the client shows its model or user
+// (ShownUpstreamMethod) is read whole, its params, as an action's result
+// is: with WithholdResult, before the client has it (a reason withholds
+// it); else, with OnResult, handed to it, to record what it finds, and
+// passed on. The descriptor names the method for its tool.
+func (i *Interceptor) ScreenUpstreamMessage(cc CallContext, m *Message) string {
+	if m.Kind != KindRequest && m.Kind != KindNotification || !ShownUpstreamMethod(m.Method) {
+		return ""
+	}
+	d := &ActionDescriptor{Method: m.Method, ToolName: m.Method, Upstream: cc.Upstream, Agent: cc.Agent, SessionID: cc.SessionID}
+	switch {
+	case i.WithholdResult != nil:
+		return i.WithholdResult(d, m.Method, m.Params)
+	case i.OnResult != nil:
+		i.OnResult(d, m.Params)
+	}
+	return ""
+}
+
+// CodeUpstreamAskWithheld is the code of the error the gateway answers an
+// upstream's request with when ScreenUpstreamMessage withheld it from the
+// client: -1, the code MCP's sampling section has a client answer a
+// request its user rejected with. The client's side declined it, which
+// servers handle (a tool reports it); answering the upstream keeps it
+// from waiting for an answer that cannot come.
+const CodeUpstreamAskWithheld = -1
+
+// WithheldAskResponse is the answer to an upstream's request id that
+// ScreenUpstreamMessage withheld for why.
+func WithheldAskResponse(id jsontext.Value, why string) []byte {
+	return ErrorResponse(id, &WireError{Code: CodeUpstreamAskWithheld, Message: why})
+}

@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// An upstream puts text before its client's model not only in what it
+// answers but in what it sends unasked: a sampling request's messages and
+// system prompt go into the client's model, an elicitation's message to
+// its user, and progress, log and task status messages are shown as they
+// come. With classifier.on_result_injection: withhold those are screened
+// as results are (intercept.Interceptor.ScreenUpstreamMessage) before the
+// client has them: one withheld is not passed on, and a request withheld
+// is answered to the upstream by the gateway, so that it does not wait
+// for an answer that cannot come.
+
+// withholdUpstreamMessage reports whether m, a message the upstream of cc
+// sends its client, is withheld from it; a request withheld is answered
+// through refuse (nil: it cannot be).
+func withholdUpstreamMessage(ic *intercept.Interceptor, cc intercept.CallContext, m *intercept.Message, refuse func([]byte)) bool {
+	why := ic.ScreenUpstreamMessage(cc, m)
+	if why == "" {
+		return false
+	}
+	if m.Kind == intercept.KindRequest && refuse != nil {
+		refuse(intercept.WithheldAskResponse(m.ID, why))
+	}
+	return true
+}
+
+// mayShowUpstream reports whether b, a message from an upstream, may hold
+// a request or notification ic screens: a byte scan, so that what cannot
+// goes on undecoded.
+func mayShowUpstream(ic *intercept.Interceptor, b []byte) bool {
+	return ic.ScreensUpstreamMessages() && mayHoldMemberFold(b, methodMember)
+}
+
+var methodMember = []byte(`"method"`)
+
+// answerUpstream posts msg, the gateway's answer to a request the HTTP
+// upstream of rt sent the client of session sess (nil: none), to the
+// upstream, as the client's answer would go. It is bounded, and the
+// upstream's reply is read by no one.
+func (g *Gateway) answerUpstream(rt *route, sess *session, msg []byte) {
+	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rt.url.String(), bytes.NewReader(msg))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range rt.up.Headers {
+		req.Header.Set(k, v)
+	}
+	if sess != nil && sess.upstreamID != "" {
+		req.Header.Set(hdrSession, sess.upstreamID)
+		if _, v := sess.info(); v != "" {
+			req.Header.Set(hdrVersion, v)
+		}
+	}
+	resp, err := g.do(rt, req)
+	if err != nil {
+		g.log.Debug("answering an upstream's request failed", "upstream", rt.up.Name, "err", err)
+		return
+	}
+	resp.Body.Close()
+}
