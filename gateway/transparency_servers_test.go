@@ -339,6 +339,8 @@ func runTransparencyServer(name string) int {
 		err = mgoserver.ServeStdio(mcpGoServer())
 	case "upcalls":
 		err = mgoserver.ServeStdio(upcallServer())
+	case "progress":
+		err = serveProgress(os.Stdin, os.Stdout)
 	default:
 		err = fmt.Errorf("no server %q", name)
 	}

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -101,10 +103,15 @@ func (u *upcallClient) Elicit(_ context.Context, req mcp.ElicitationRequest) (*m
 	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"ok": true}}}, nil
 }
 
-// start starts c, a client of trans, and initializes it.
-func (u *upcallClient) start(t *testing.T, ctx context.Context, trans mcptransport.Interface) *client.Client {
+// start starts c, a client of trans (2025-11-25 unless a version is
+// given), and initializes it.
+func (u *upcallClient) start(t *testing.T, ctx context.Context, trans mcptransport.Interface, version ...string) *client.Client {
 	t.Helper()
-	c := client.NewClient(trans, client.WithSamplingHandler(u), client.WithElicitationHandler(u), client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	v := mcp.ProtocolVersion20251125
+	if len(version) > 0 {
+		v = version[0]
+	}
+	c := client.NewClient(trans, client.WithSamplingHandler(u), client.WithElicitationHandler(u), client.WithProtocolVersion(v))
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		b, _ := json.Marshal(n.Params)
 		u.saw(n.Method + " " + string(b))
@@ -272,5 +279,102 @@ func TestUpstreamAskRecordedNotWithheld(t *testing.T) {
 	defer mu.Unlock()
 	if all := strings.Join(seen, "\n"); !strings.Contains(all, "sampling/createMessage ") || !strings.Contains(all, "IGNORE PREVIOUS") {
 		t.Errorf("OnResult was not given the sampling request: %v", seen)
+	}
+}
+
+// serveProgress is a stdio MCP server (2026-07-28) whose tool ask sends
+// a progress message of its text, then its answer.
+func serveProgress(r io.Reader, w io.Writer) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	write := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "%s\n", b)
+	}
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Meta      map[string]any    `json:"_meta"`
+				Arguments map[string]string `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
+			continue
+		}
+		result := map[string]any{"resultType": "complete"}
+		switch m.Method {
+		case "server/discover", "initialize":
+			result["supportedVersions"] = []string{"2026-07-28"}
+			result["protocolVersion"] = "2026-07-28"
+			result["capabilities"] = map[string]any{"tools": map[string]any{}}
+			result["serverInfo"] = map[string]any{"name": "progress", "version": "1"}
+		case "tools/list":
+			result["tools"] = []any{map[string]any{"name": "ask", "inputSchema": map[string]any{"type": "object"}}}
+		case "tools/call":
+			if tok, ok := m.Params.Meta["progressToken"]; ok {
+				write(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+					"params": map[string]any{"progressToken": tok, "progress": 1, "message": m.Params.Arguments["text"]}})
+			}
+			result["content"] = []any{map[string]any{"type": "text", "text": "notified"}}
+		}
+		write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result})
+	}
+	return sc.Err()
+}
+
+// TestAttackInjectionInModernProgress: a 2026-07-28 call's progress
+// messages (on its own answer's stream: through the shared connection to
+// a stdio upstream, and an HTTP upstream's answer) are screened as a
+// session's are: one withheld is dropped, a benign one passes.
+func TestAttackInjectionInModernProgress(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	ic := &intercept.Interceptor{Decider: permissive, WithholdResult: func(d *intercept.ActionDescriptor, method string, answer jsontext.Value) string {
+		mu.Lock()
+		asked = append(asked, method)
+		mu.Unlock()
+		return withholdInjected(d, method, answer)
+	}}
+	for _, up := range []string{"http", "stdio"} {
+		t.Run(up, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			// mcp-go's stdio server writes a call's progress after its
+			// answer (from another goroutine), when nothing waits for
+			// it: serveProgress writes it before.
+			upstream := Upstream{Name: "up", Command: os.Args[0], Env: map[string]string{transparencyServerEnv: "progress"}}
+			if up == "http" {
+				srv := httptest.NewServer(server.NewStreamableHTTPServer(upcallServer()))
+				t.Cleanup(srv.Close)
+				upstream = Upstream{Name: "up", URL: srv.URL + "/mcp"}
+			}
+			g, err := New(Options{Upstreams: []Upstream{upstream}}, ic, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(g.Handler())
+			t.Cleanup(func() { closeServed(t, srv, g) })
+			trans, err := mcptransport.NewStreamableHTTP(srv.URL + "/mcp/up")
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &upcallClient{}
+			c := u.start(t, ctx, trans, mcp.ProtocolVersion20260728)
+			askUp(t, ctx, c, "ask", "notify", upcallAttack)
+			askUp(t, ctx, c, "ask", "notify", "half way")
+			if !u.waitFor(`"message":"half way"`) {
+				t.Errorf("a benign progress message did not come: %s", u.seen())
+			}
+			if strings.Contains(u.seen(), "IGNORE PREVIOUS") {
+				t.Errorf("the client was shown the injection:\n%s", u.seen())
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(strings.Join(asked, " "), "notifications/progress"); n < 4 {
+		t.Errorf("WithholdResult was asked about %d progress messages, want 4: %v", n, asked)
 	}
 }
