@@ -329,7 +329,12 @@ func withheldBecause(method string, fs []classifier.InjectionFinding) string {
 	for i, f := range fs {
 		kinds[i] = f.Kind
 	}
-	what := map[string]string{"tools/call": "this tool's result", "tasks/result": "this task's result", "resources/read": "this resource", "prompts/get": "this prompt"}[method]
+	what := map[string]string{"tools/call": "this tool's result", "tasks/result": "this task's result", "resources/read": "this resource", "prompts/get": "this prompt",
+		// What an upstream sends its client (gateway/upstreamasks.go):
+		// a request's reason goes to the upstream, a notification's to
+		// the log and the event only.
+		"sampling/createMessage": "this sampling request", "elicitation/create": "this elicitation request",
+		"notifications/progress": "this progress message", "notifications/message": "this log message", "notifications/tasks/status": "this task status"}[method]
 	if what == "" {
 		what = "this answer" // an error answering no request known
 	}
