@@ -798,10 +798,16 @@ func principalOf(ctx context.Context, cc CallContext) *Principal {
 const ReasonResultWithheld = "result_withheld"
 
 // WithholdsResults reports whether answers to method must be passed to
-// ScreenResult before the client has them: an action's, and tasks/result,
-// which brings a tools/call made a task its result.
+// ScreenResult before the client has them: an action's, tasks/result,
+// which brings a tools/call made a task its result, and tasks/get and
+// tasks/cancel, whose task's statusMessage (a failed task's error) the
+// client shows as it shows the result.
 func (i *Interceptor) WithholdsResults(method string) bool {
-	return i.WithholdResult != nil && (ActionMethod(method) || method == "tasks/result")
+	switch method {
+	case "tasks/result", "tasks/get", "tasks/cancel":
+		return i.WithholdResult != nil
+	}
+	return i.WithholdResult != nil && ActionMethod(method)
 }
 
 // ScreensErrors reports whether ScreenError may withhold an error.

@@ -334,7 +334,8 @@ func withheldBecause(method string, fs []classifier.InjectionFinding) string {
 		// a request's reason goes to the upstream, a notification's to
 		// the log and the event only.
 		"sampling/createMessage": "this sampling request", "elicitation/create": "this elicitation request",
-		"notifications/progress": "this progress message", "notifications/message": "this log message", "notifications/tasks/status": "this task status"}[method]
+		"notifications/progress": "this progress message", "notifications/message": "this log message", "notifications/tasks/status": "this task status",
+		"tasks/get": "this task status", "tasks/cancel": "this task status"}[method]
 	if what == "" {
 		what = "this answer" // an error answering no request known
 	}
