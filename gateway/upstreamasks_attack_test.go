@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
@@ -283,46 +284,76 @@ func TestUpstreamAskRecordedNotWithheld(t *testing.T) {
 	}
 }
 
-// serveProgress is a stdio MCP server (2026-07-28) whose tool ask sends
-// a progress message of its text, then its answer.
+// serveProgress is a stdio MCP server (2026-07-28) answering as
+// progressAnswers does.
 func serveProgress(r io.Reader, w io.Writer) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
-	write := func(v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "%s\n", b)
-	}
 	for sc.Scan() {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Meta      map[string]any    `json:"_meta"`
-				Arguments map[string]string `json:"arguments"`
-			} `json:"params"`
+		for _, msg := range progressAnswers(sc.Bytes()) {
+			fmt.Fprintf(w, "%s\n", msg)
 		}
-		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
-			continue
-		}
-		result := map[string]any{"resultType": "complete"}
-		switch m.Method {
-		case "server/discover", "initialize":
-			result["supportedVersions"] = []string{"2026-07-28"}
-			result["protocolVersion"] = "2026-07-28"
-			result["capabilities"] = map[string]any{"tools": map[string]any{}}
-			result["serverInfo"] = map[string]any{"name": "progress", "version": "1"}
-		case "tools/list":
-			result["tools"] = []any{map[string]any{"name": "ask", "inputSchema": map[string]any{"type": "object"}}}
-		case "tools/call":
-			if tok, ok := m.Params.Meta["progressToken"]; ok {
-				write(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
-					"params": map[string]any{"progressToken": tok, "progress": 1, "message": m.Params.Arguments["text"]}})
-			}
-			result["content"] = []any{map[string]any{"type": "text", "text": "notified"}}
-		}
-		write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result})
 	}
 	return sc.Err()
+}
+
+// progressHandler is serveProgress over Streamable HTTP: a call's
+// messages are an event stream.
+func progressHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		msgs := progressAnswers(body)
+		if r.Method != http.MethodPost || len(msgs) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, msg := range msgs {
+			fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
+		}
+	})
+}
+
+// progressAnswers are the messages a 2026-07-28 server whose tool ask
+// sends a progress message of its text, then its answer, writes for
+// line, a request: the progress before the answer, which mcp-go's
+// servers do not keep to (its stdio server writes the progress after the
+// answer, its HTTP server now and then drops it).
+func progressAnswers(line []byte) [][]byte {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Meta      map[string]any    `json:"_meta"`
+			Arguments map[string]string `json:"arguments"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.ID == nil {
+		return nil
+	}
+	var out [][]byte
+	write := func(v any) {
+		b, _ := json.Marshal(v)
+		out = append(out, b)
+	}
+	result := map[string]any{"resultType": "complete"}
+	switch m.Method {
+	case "server/discover", "initialize":
+		result["supportedVersions"] = []string{"2026-07-28"}
+		result["protocolVersion"] = "2026-07-28"
+		result["capabilities"] = map[string]any{"tools": map[string]any{}}
+		result["serverInfo"] = map[string]any{"name": "progress", "version": "1"}
+	case "tools/list":
+		result["tools"] = []any{map[string]any{"name": "ask", "inputSchema": map[string]any{"type": "object"}}}
+	case "tools/call":
+		if tok, ok := m.Params.Meta["progressToken"]; ok {
+			write(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+				"params": map[string]any{"progressToken": tok, "progress": 1, "message": m.Params.Arguments["text"]}})
+		}
+		result["content"] = []any{map[string]any{"type": "text", "text": "notified"}}
+	}
+	write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result})
+	return out
 }
 
 // TestAttackInjectionInModernProgress: a 2026-07-28 call's progress
@@ -342,12 +373,9 @@ func TestAttackInjectionInModernProgress(t *testing.T) {
 		t.Run(up, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
-			// mcp-go's stdio server writes a call's progress after its
-			// answer (from another goroutine), when nothing waits for
-			// it: serveProgress writes it before.
 			upstream := Upstream{Name: "up", Command: os.Args[0], Env: map[string]string{transparencyServerEnv: "progress"}}
 			if up == "http" {
-				srv := httptest.NewServer(server.NewStreamableHTTPServer(upcallServer()))
+				srv := httptest.NewServer(progressHandler())
 				t.Cleanup(srv.Close)
 				upstream = Upstream{Name: "up", URL: srv.URL + "/mcp"}
 			}
