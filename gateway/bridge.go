@@ -324,15 +324,8 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 	}
 	answered, cc := target != nil, b.cc
 	b.mu.Unlock()
-	if target == nil && ic.ForeignTask(ctx, cc, m) {
-		held, owned := b.tasks.hold(ctx, cc, m, msg, b.sink)
-		if !owned {
-			if !held {
-				w.drop(cc, m)
-			}
-			return m, call
-		}
-	}
+	// Before a message about a task not yet the client's is held: it
+	// would be released unscreened.
 	if (m.Kind == intercept.KindRequest || m.Kind == intercept.KindNotification) && withholdUpstreamMessage(ic, cc, m, func(reply []byte) {
 		// Not on this goroutine, the upstream's reader: an upstream
 		// blocked writing to it would not read this.
@@ -343,6 +336,15 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 		}()
 	}) {
 		return m, call
+	}
+	if target == nil && ic.ForeignTask(ctx, cc, m) {
+		held, owned := b.tasks.hold(ctx, cc, m, msg, b.sink)
+		if !owned {
+			if !held {
+				w.drop(cc, m)
+			}
+			return m, call
+		}
 	}
 	if answered || late {
 		call.up.end(responseError(m))

@@ -552,6 +552,11 @@ func (b *statelessBridge) route(m *intercept.Message) {
 		b.g.log.Debug("uncorrelated message from upstream not delivered", "upstream", b.rt.up.Name, "method", m.Method, "err", err)
 		return
 	}
+	// Before a message about a task not yet the client's is held: it
+	// would be released unscreened.
+	if m.Kind == intercept.KindNotification && withholdUpstreamMessage(b.g.ic, c.cc, m, nil) {
+		return
+	}
 	if m.Kind == intercept.KindNotification && b.g.ic.ForeignTask(b.g.ctx, c.cc, m) {
 		held, owned := c.tasks.hold(b.g.ctx, c.cc, m, out, c)
 		if !owned {
@@ -560,9 +565,6 @@ func (b *statelessBridge) route(m *intercept.Message) {
 			}
 			return
 		}
-	}
-	if m.Kind == intercept.KindNotification && withholdUpstreamMessage(b.g.ic, c.cc, m, nil) {
-		return
 	}
 	if m.Kind == intercept.KindResponse && c.method == "tools/list" {
 		// Recorded before the client has it: a call it makes on seeing

@@ -312,6 +312,7 @@ func progressHandler() http.Handler {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
+		w.Header().Set("Mcp-Session-Id", "up-1")
 		w.Header().Set("Content-Type", "text/event-stream")
 		for _, msg := range msgs {
 			fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
@@ -331,6 +332,7 @@ func progressAnswers(line []byte) [][]byte {
 		Params struct {
 			Meta      map[string]any    `json:"_meta"`
 			Arguments map[string]string `json:"arguments"`
+			Task      json.RawMessage   `json:"task"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(line, &m) != nil || m.ID == nil {
@@ -346,11 +348,22 @@ func progressAnswers(line []byte) [][]byte {
 	case "server/discover", "initialize":
 		result["supportedVersions"] = []string{"2026-07-28"}
 		result["protocolVersion"] = "2026-07-28"
+		if m.Method == "initialize" {
+			result["protocolVersion"] = "2025-11-25"
+		}
 		result["capabilities"] = map[string]any{"tools": map[string]any{}}
 		result["serverInfo"] = map[string]any{"name": "progress", "version": "1"}
 	case "tools/list":
 		result["tools"] = []any{map[string]any{"name": "ask", "inputSchema": map[string]any{"type": "object"}}}
 	case "tools/call":
+		if m.Params.Task != nil {
+			// The task's status before its handle: the gateway holds it
+			// until the handle makes the task the client's.
+			write(map[string]any{"jsonrpc": "2.0", "method": "notifications/tasks/status",
+				"params": map[string]any{"taskId": "t" + string(m.ID), "status": "working", "statusMessage": m.Params.Arguments["text"]}})
+			result["task"] = map[string]any{"taskId": "t" + string(m.ID), "status": "working"}
+			break
+		}
 		if tok, ok := m.Params.Meta["progressToken"]; ok {
 			write(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
 				"params": map[string]any{"progressToken": tok, "progress": 1, "message": m.Params.Arguments["text"]}})
@@ -495,5 +508,45 @@ func TestUpstreamMessagesWithheldInBatch(t *testing.T) {
 		if all := strings.Join(refused, "\n"); c.refused == "" && all != "" || !strings.Contains(all, c.refused) || strings.Contains(all, "IGNORE") {
 			t.Errorf("%s: the upstream was answered %q, want %q", c.in, all, c.refused)
 		}
+	}
+}
+
+// TestAttackInjectionInHeldTaskStatus: a task's status the upstream sends
+// before the handle that makes the task the client's is held until then
+// (taskhold.go) and released after; it is screened before it is held, not
+// released unscreened (a stdio upstream's bridge, an HTTP upstream's
+// answer). A benign one is released.
+func TestAttackInjectionInHeldTaskStatus(t *testing.T) {
+	for _, up := range []string{"http", "stdio"} {
+		t.Run(up, func(t *testing.T) {
+			upstream := Upstream{Name: "up", Command: os.Args[0], Env: map[string]string{transparencyServerEnv: "progress"}}
+			if up == "http" {
+				srv := httptest.NewServer(progressHandler())
+				t.Cleanup(srv.Close)
+				upstream = Upstream{Name: "up", URL: srv.URL + "/mcp"}
+			}
+			ic := &intercept.Interceptor{Decider: permissive, WithholdResult: withholdInjected}
+			g, err := New(Options{Upstreams: []Upstream{upstream}}, ic, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(g.Handler())
+			t.Cleanup(func() { closeServed(t, srv, g) })
+			u := srv.URL + "/mcp/up"
+			sid := initialize(t, u)
+			h := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25", "Accept": "application/json, text/event-stream"}
+			for i, text := range []string{"half way", upcallAttack} {
+				_, _, got := post(t, u, h, `{"jsonrpc":"2.0","id":`+itoa(10+i)+`,"method":"tools/call","params":{"name":"ask","arguments":{"text":`+string(mustQuote(text))+`},"task":{}}}`)
+				if !strings.Contains(got, `"taskId":"t`+itoa(10+i)+`"`) {
+					t.Fatalf("no task handle: %s", got)
+				}
+				if text == "half way" && !strings.Contains(got, `"statusMessage":"half way"`) {
+					t.Errorf("a benign status held for its task: got %s, want it released", got)
+				}
+				if strings.Contains(got, "IGNORE PREVIOUS") {
+					t.Errorf("an injected status held for its task: got %s, want it withheld", got)
+				}
+			}
+		})
 	}
 }
