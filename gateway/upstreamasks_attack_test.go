@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 )
 
@@ -546,6 +547,68 @@ func TestAttackInjectionInHeldTaskStatus(t *testing.T) {
 				if strings.Contains(got, "IGNORE PREVIOUS") {
 					t.Errorf("an injected status held for its task: got %s, want it withheld", got)
 				}
+			}
+		})
+	}
+}
+
+// TestAttackInjectionInUpstreamAskOverConn: /ws and /sse (the relay
+// `wrap` shares, TestAttackInjectionInUpstreamAsk) with a client that
+// answers the server's requests itself: an injected sampling request
+// never reaches it, and the upstream's tool gets the gateway's refusal;
+// a benign one reaches it and its answer the tool.
+func TestAttackInjectionInUpstreamAskOverConn(t *testing.T) {
+	up := httptest.NewServer(server.NewStreamableHTTPServer(upcallServer()))
+	t.Cleanup(up.Close)
+	ic := &intercept.Interceptor{Decider: permissive, WithholdResult: withholdInjected}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "up", URL: up.URL + "/mcp"}}}, ic, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { closeServed(t, srv, g) })
+	for name, d := range map[string]transport.Dialer{
+		"ws":  &transport.WSDialer{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws/up"},
+		"sse": &transport.SSEDialer{URL: srv.URL + "/sse/up"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := dialWith(t, d)
+			startConn(t, c, "alice")
+			// call calls ask to sample text, answering each request the
+			// server sends meanwhile, and returns the requests and the
+			// tool's result.
+			call := func(id int, text string) (asked, result string) {
+				req := `{"jsonrpc":"2.0","id":` + itoa(id) + `,"method":"tools/call","params":{"name":"ask","arguments":{"what":"sample","text":` + string(mustQuote(text)) + `}}}`
+				if err := c.Write(t.Context(), []byte(req)); err != nil {
+					t.Fatal(err)
+				}
+				for {
+					b, err := c.Read(t.Context())
+					if err != nil {
+						t.Fatal(err)
+					}
+					m, err := intercept.DecodeMessage(b)
+					if err != nil {
+						t.Fatalf("%s: %v", b, err)
+					}
+					switch {
+					case m.Kind == intercept.KindRequest:
+						asked += string(b)
+						answer := `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"conn-model"}}`
+						if err := c.Write(t.Context(), []byte(answer)); err != nil {
+							t.Fatal(err)
+						}
+					case m.IDKey() == itoa(id):
+						return asked, string(b)
+					}
+				}
+			}
+			if asked, got := call(5, "say hi"); !strings.Contains(asked, "say hi") || !strings.Contains(got, "sampled by conn-model") {
+				t.Errorf("benign: asked %s, got %s; want the request passed and its answer", asked, got)
+			}
+			asked, got := call(6, upcallAttack)
+			if asked != "" || !strings.Contains(got, "sampling failed") || !strings.Contains(got, "withheld: it looks like a prompt injection") {
+				t.Errorf("injected: asked %q, got %s; want nothing asked and the gateway's refusal", asked, got)
 			}
 		})
 	}
