@@ -245,8 +245,8 @@ func (b *bridgeState) readLoop(g *Gateway, rt *route, sess *session) {
 			case m.Kind != intercept.KindResponse:
 			case intercept.ActionMethod(method):
 				g.ic.ObserveResult(call.cc, m.IDKey(), m.Result)
-			case method == "tasks/result":
-				g.ic.ObserveTaskResult(call.cc, m.Result)
+			case intercept.ShowsTask(method):
+				g.ic.ObserveTaskResult(call.cc, method, m.Result)
 			}
 		}
 	}

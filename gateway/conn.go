@@ -976,8 +976,8 @@ func (r *relay) observe(answers []*intercept.Message) {
 		case !ok || m.Kind != intercept.KindResponse:
 		case intercept.ActionMethod(method):
 			r.ic.ObserveResult(r.callContext(), m.IDKey(), m.Result)
-		case method == "tasks/result":
-			r.ic.ObserveTaskResult(r.callContext(), m.Result)
+		case intercept.ShowsTask(method):
+			r.ic.ObserveTaskResult(r.callContext(), method, m.Result)
 		}
 	}
 }

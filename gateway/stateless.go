@@ -603,8 +603,8 @@ func (b *statelessBridge) route(m *intercept.Message) {
 	if m.Kind == intercept.KindResponse && intercept.ActionMethod(c.method) {
 		b.g.ic.ObserveResult(c.cc, c.idKey, m.Result)
 	}
-	if m.Kind == intercept.KindResponse && c.method == "tasks/result" {
-		b.g.ic.ObserveTaskResult(c.cc, m.Result)
+	if m.Kind == intercept.KindResponse && intercept.ShowsTask(c.method) {
+		b.g.ic.ObserveTaskResult(c.cc, c.method, m.Result)
 	}
 }
 

@@ -1291,8 +1291,8 @@ func (o *observer) message(b []byte) {
 		switch method := o.pending[m.IDKey()]; {
 		case intercept.ActionMethod(method):
 			o.g.ic.ObserveResult(o.cc, m.IDKey(), m.Result)
-		case method == "tasks/result":
-			o.g.ic.ObserveTaskResult(o.cc, m.Result)
+		case intercept.ShowsTask(method):
+			o.g.ic.ObserveTaskResult(o.cc, method, m.Result)
 		case method == "initialize":
 			if o.sess != nil {
 				o.sess.setVersion(protocolVersionFromResult(m.Result))

@@ -427,12 +427,13 @@ func TestAttackInjectionInModernProgress(t *testing.T) {
 	}
 }
 
-// TestAttackInjectionInTaskStatus (attacker review): a task's status
-// message (a failed task's is its error) is shown to the client's model
-// or user as its result is: through tasks/get it came unscreened, and so
-// did notifications/tasks/status. Now a tasks/get answer the interceptor
-// withholds is an error saying why; a clean one passes.
-func TestAttackInjectionInTaskStatus(t *testing.T) {
+// taskStatuses runs a task-augmented call of fetch_page of an mcp-go
+// task server (its task fails with an error naming url, which becomes
+// its statusMessage) for each of urls through the gateway base gw makes
+// of the server's URL, and returns each task's tasks/get answer once it
+// stopped working.
+func taskStatuses(t *testing.T, gw func(url string) string, urls ...string) []string {
+	t.Helper()
 	s := server.NewMCPServer("taskserver", "1.0.0", server.WithToolCapabilities(true), server.WithTaskCapabilities(true, true, true))
 	s.AddTool(mcp.NewTool("fetch_page", mcp.WithString("url", mcp.Required()), mcp.WithTaskSupport(mcp.TaskSupportOptional)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -443,7 +444,7 @@ func TestAttackInjectionInTaskStatus(t *testing.T) {
 		})
 	up := httptest.NewServer(server.NewStreamableHTTPServer(s))
 	t.Cleanup(up.Close)
-	u := withholdGateway(t, "tasks", up.URL) + "/mcp/tasks"
+	u := gw(up.URL) + "/mcp/tasks"
 	h := map[string]string{"Mcp-Protocol-Version": "2025-11-25", "X-Test-Principal": "alice", "Accept": "application/json, text/event-stream"}
 	_, rh, body := post(t, u, h, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"tasks":{}},"clientInfo":{"name":"c","version":"1"}}}`)
 	if rh.Get("Mcp-Session-Id") == "" {
@@ -451,7 +452,8 @@ func TestAttackInjectionInTaskStatus(t *testing.T) {
 	}
 	h["Mcp-Session-Id"] = rh.Get("Mcp-Session-Id")
 	post(t, u, h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	for i, url := range []string{"clean", "evil"} {
+	var out []string
+	for i, url := range urls {
 		_, _, body = post(t, u, h, `{"jsonrpc":"2.0","id":1`+itoa(i)+`,"method":"tools/call","params":{"name":"fetch_page","arguments":{"url":"`+url+`"},"task":{}}}`)
 		task := regexp.MustCompile(`"taskId":"([^"]+)"`).FindStringSubmatch(body)
 		if task == nil {
@@ -465,16 +467,51 @@ func TestAttackInjectionInTaskStatus(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		switch url {
-		case "clean":
-			if !strings.Contains(got, `"statusMessage":"page gone"`) {
-				t.Errorf("a clean task status: got %s, want it as it was", got)
-			}
-		case "evil":
-			if strings.Contains(got, "IGNORE PREVIOUS") || !strings.Contains(got, "withheld: it looks like a prompt injection") || !strings.Contains(got, `"error"`) {
-				t.Errorf("an injected task status: got %s, want an error saying it was withheld", got)
-			}
+		out = append(out, got)
+	}
+	return out
+}
+
+// TestAttackInjectionInTaskStatus (attacker review): a task's status
+// message (a failed task's is its error) is shown to the client's model
+// or user as its result is: through tasks/get it came unscreened, and so
+// did notifications/tasks/status. Now a tasks/get answer the interceptor
+// withholds is an error saying why; a clean one passes.
+func TestAttackInjectionInTaskStatus(t *testing.T) {
+	got := taskStatuses(t, func(url string) string { return withholdGateway(t, "tasks", url) }, "clean", "evil")
+	if !strings.Contains(got[0], `"statusMessage":"page gone"`) {
+		t.Errorf("a clean task status: got %s, want it as it was", got[0])
+	}
+	if strings.Contains(got[1], "IGNORE PREVIOUS") || !strings.Contains(got[1], "withheld: it looks like a prompt injection") || !strings.Contains(got[1], `"error"`) {
+		t.Errorf("an injected task status: got %s, want an error saying it was withheld", got[1])
+	}
+}
+
+// TestTaskStatusRecordedNotWithheld: with OnResult only (scan_results),
+// a tasks/get answer is handed to it, as a tasks/result answer is, and
+// passed on.
+func TestTaskStatusRecordedNotWithheld(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	got := taskStatuses(t, func(url string) string {
+		ic := &intercept.Interceptor{Decider: permissive, OnResult: func(d *intercept.ActionDescriptor, result jsontext.Value) {
+			mu.Lock()
+			seen = append(seen, d.ToolName+" "+string(result))
+			mu.Unlock()
+		}}
+		g, err := New(Options{Upstreams: []Upstream{{Name: "tasks", URL: url + "/mcp"}}}, ic, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
 		}
+		return principalGateway(t, g).URL
+	}, "evil")
+	if !strings.Contains(got[0], "IGNORE PREVIOUS") {
+		t.Errorf("tasks/get: got %s, want it passed on", got[0])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if all := strings.Join(seen, "\n"); !strings.Contains(all, "tasks/get ") || !strings.Contains(all, "IGNORE PREVIOUS") {
+		t.Errorf("OnResult was not given the tasks/get answer: %v", seen)
 	}
 }
 

@@ -803,11 +803,18 @@ const ReasonResultWithheld = "result_withheld"
 // tasks/cancel, whose task's statusMessage (a failed task's error) the
 // client shows as it shows the result.
 func (i *Interceptor) WithholdsResults(method string) bool {
+	return i.WithholdResult != nil && (ActionMethod(method) || ShowsTask(method))
+}
+
+// ShowsTask reports whether answers to method bring a task's result
+// (tasks/result) or its status (tasks/get, tasks/cancel), which a client
+// shows its model or user as it shows a result.
+func ShowsTask(method string) bool {
 	switch method {
 	case "tasks/result", "tasks/get", "tasks/cancel":
-		return i.WithholdResult != nil
+		return true
 	}
-	return i.WithholdResult != nil && ActionMethod(method)
+	return false
 }
 
 // ScreensErrors reports whether ScreenError may withhold an error.
@@ -895,16 +902,17 @@ func (i *Interceptor) ObserveResult(cc CallContext, id string, result jsontext.V
 	i.OnResult(d, result)
 }
 
-// ObserveTaskResult hands the answer to a tasks/result of the client of
-// cc (the result of a tools/call made a task, which the model reads) to
-// OnResult, with a descriptor naming what is known of it: the upstream,
-// agent and session, and tasks/result for its tool. Not when
-// WithholdResult is set: it read the answer before the client had it.
-func (i *Interceptor) ObserveTaskResult(cc CallContext, result jsontext.Value) {
-	if i.OnResult == nil || i.WithholdResult != nil {
+// ObserveTaskResult hands the answer to a request of method (ShowsTask)
+// of the client of cc (the result of a tools/call made a task, which the
+// model reads, or the task's status) to OnResult, with a descriptor
+// naming what is known of it: the upstream, agent and session, and method
+// for its tool. Not when WithholdResult is set: it read the answer before
+// the client had it.
+func (i *Interceptor) ObserveTaskResult(cc CallContext, method string, result jsontext.Value) {
+	if i.OnResult == nil || i.WithholdResult != nil || !ShowsTask(method) {
 		return
 	}
-	i.OnResult(&ActionDescriptor{Method: "tasks/result", ToolName: "tasks/result", Upstream: cc.Upstream, Agent: cc.Agent, SessionID: cc.SessionID}, result)
+	i.OnResult(&ActionDescriptor{Method: method, ToolName: method, Upstream: cc.Upstream, Agent: cc.Agent, SessionID: cc.SessionID}, result)
 }
 
 // PendingResult returns the descriptor of the allowed call of cc with id
