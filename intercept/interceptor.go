@@ -109,7 +109,8 @@ type Interceptor struct {
 	// (tools/call, resources/read, prompts/get: what the model reads) once
 	// the upstream answered it (after the client got it), with the
 	// call's descriptor, but for a result WithholdResult was asked
-	// about. Set it before first use; it must not block.
+	// about; and, without WithholdResult, what ScreenUpstreamMessage
+	// reads. Set it before first use; it must not block.
 	OnResult func(d *ActionDescriptor, result jsontext.Value)
 	// WithholdResult, if not nil, is asked about every answer the client
 	// would read of an allowed action (its result, or its error),
@@ -121,7 +122,11 @@ type Interceptor struct {
 	// withheld is answered as a soft deny (a tool's) or an error (a
 	// read's), an error with another error. A result it is asked about
 	// is not given to OnResult too: it is expected to record what it
-	// finds. It must not block.
+	// finds. It is asked too about the params of what an upstream sends
+	// its client that the client shows its model or user (a sampling or
+	// elicitation request, a progress, log or task status notification:
+	// ScreenUpstreamMessage), with method and its tool naming the method.
+	// It must not block.
 	WithholdResult func(d *ActionDescriptor, method string, answer jsontext.Value) string
 	// OnDecision, if not nil, is called after every decision.
 	OnDecision func(*ActionDescriptor, Decision)
