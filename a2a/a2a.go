@@ -551,8 +551,11 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if sent, _, decided, ok := g.followUp(w, r, a, m, v1, ownerOf(r.Context()), tasks, conversation); ok {
-			// Whatever the agent answers is screened as a message's answer.
-			g.relay(w, r, a, sent, v1, relayed{decided: decided, action: g.readAction(r, a, m, v1, decided)})
+			// Whatever the agent answers is screened as a message's
+			// answer, and cut to the caller's tasks (extension.go).
+			owner := ownerOf(r.Context())
+			g.relay(w, r, a, sent, v1, relayed{decided: decided, action: g.readAction(r, a, m, v1, decided),
+				check: func(res jsontext.Value) jsontext.Value { return g.unknownAnswer(r.Context(), a.Name, owner, res) }})
 		}
 		return
 	}
@@ -1175,6 +1178,10 @@ type relayed struct {
 	// each conversation the answer names is linked to its route memory
 	// (linkContexts).
 	decided *intercept.ActionDescriptor
+	// check, if set, is what the caller may have of each result, streamed
+	// or not (nil: none of it): an unknown method's answer cut to the
+	// caller's tasks (unknownAnswer).
+	check func(jsontext.Value) jsontext.Value
 }
 
 // relay sends m, re-encoded as policy saw it, to the agent's JSON-RPC
@@ -1280,7 +1287,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 			fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s is an event stream, not one JSON-RPC response", a.Name, m.Method))
 			return
 		}
-		g.relayStream(w, resp, id, rel.clientID != nil, a.Name, owner, d, rel.decided, rel.push)
+		g.relayStream(w, resp, id, rel.clientID != nil, a.Name, owner, d, rel.decided, rel.push, rel.check)
 		return
 	}
 	limit := 8 * g.opts.MaxBody
@@ -1314,8 +1321,18 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		g.tasks.record(r.Context(), a.Name, owner, ans.Result, nil)
 		g.bindPush(r.Context(), rel.push, taskIDs(ans.Result))
 		res := ans.Result
+		if rel.check != nil {
+			if res = rel.check(res); res == nil {
+				fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s names another's task or conversation: not passed on", a.Name, m.Method))
+				return
+			}
+			if out, err = intercept.WithMember(ans.Raw, "result", res); err != nil {
+				fail(http.StatusBadGateway, err)
+				return
+			}
+		}
 		if rewrite != nil {
-			if res = rewrite(ans.Result); res == nil {
+			if res = rewrite(res); res == nil {
 				fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s could not be made safe to pass on", a.Name, m.Method))
 				return
 			}
@@ -1369,7 +1386,10 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 //
 // push, if set, is the relay the request registers, bound to the first
 // task an event names.
-func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jsontext.Value, ownID bool, agentName, owner string, d, decided *intercept.ActionDescriptor, push *pushRecord) {
+//
+// check, if set, is what the caller may have of each event's result
+// (relayed.check).
+func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jsontext.Value, ownID bool, agentName, owner string, d, decided *intercept.ActionDescriptor, push *pushRecord, check func(jsontext.Value) jsontext.Value) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(resp.StatusCode)
@@ -1479,6 +1499,22 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 						}
 						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result, recorded)
 						g.bindPush(resp.Request.Context(), push, taskIDs(ans.Result))
+						if check != nil {
+							res := check(ans.Result)
+							var out []byte
+							var err error = errUnsafe
+							if res != nil {
+								out, err = intercept.WithMember(ans.Raw, "result", res)
+							}
+							if err != nil {
+								unread("an event of its stream names another's task or conversation: not passed on")
+								return
+							}
+							ans.Result = res
+							data = append(data[:0], out...)
+							event.Reset()
+							fmt.Fprintf(&event, "data: %s\n\n", data)
+						}
 					}
 					answer := ans.Result
 					if ans.Kind == intercept.KindError {

@@ -239,18 +239,15 @@ func withID(out []byte, id jsontext.Value) ([]byte, error) {
 	return intercept.WithMember(ans.Raw, "id", id)
 }
 
-// unknownNames checks the tasks and conversations params of a method the
-// gateway does not know (AllowUnknownMethods) name, in the members the
-// A2A methods name them with, in either version and case style: the
-// params' id, taskId, task_id and a 1.0 resource name or parent
-// "tasks/{id}", their
-// message's taskId, task_id, referenceTaskIds and reference_task_ids, and
-// contextId and context_id in both. Each must be the caller's, as in the
-// methods the gateway knows (an id that is not a task's is "not found",
-// whatever the method means by it), and the conversations one; it
-// returns the tasks and that conversation ("" for none). params must be
-// an object or absent: positional params would name a task the gateway
-// cannot tell.
+// unknownNames checks the tasks and conversations the params of a method
+// the gateway does not know (AllowUnknownMethods) name, at any depth
+// (namedIDs): each named as a task or a conversation must be the
+// caller's, as in the methods the gateway knows, and the conversations
+// one; an "id" named otherwise must not be another's task (one the
+// gateway knows as no one's is left to the method: a skill's, an
+// extension's own). It returns the caller's tasks named and that
+// conversation ("" for none). params must be an object or absent:
+// positional params would name a task the gateway cannot tell.
 func (g *Gateway) unknownNames(ctx context.Context, a *agent, params jsontext.Value, owner string) (tasks []string, conversation string, err error) {
 	if params == nil || params.Kind() == 'n' {
 		return nil, "", nil
@@ -278,63 +275,37 @@ func (g *Gateway) unknownNames(ctx context.Context, a *agent, params jsontext.Va
 			return nil, "", invalid(at + k + " must be a string")
 		}
 	}
-	tasks = requestTaskIDs(params, false)
-	add := func(id string) {
-		if id != "" && !slices.Contains(tasks, id) {
-			tasks = append(tasks, id)
-		}
+	refs, err := namedIDs(params)
+	if err != nil {
+		return nil, "", invalid(err.Error())
 	}
-	// A resource's parent names its task as a name does (the protobuf
-	// methods' "parent": "tasks/{id}", as the drafts' push config
-	// requests took it).
-	if p, ok := strings.CutPrefix(intercept.StringMember(params, "parent"), "tasks/"); ok {
-		id, _, _ := strings.Cut(p, "/")
-		add(id)
-	}
-	if len(objs) > 1 {
-		msg := objs[1]
-		add(intercept.StringMember(msg, "taskId"))
-		add(intercept.StringMember(msg, "task_id"))
-		for _, k := range []string{"referenceTaskIds", "reference_task_ids"} {
-			refs := intercept.Member(msg, k)
-			if refs == nil || refs.Kind() == 'n' {
-				continue
-			}
-			bad := refs.Kind() != '['
-			_ = intercept.EachElement(refs, func(_ int, v jsontext.Value) error {
-				var id string
-				if v.Kind() != '"' || json.Unmarshal(v, &id) != nil {
-					bad = true
-				}
-				add(id)
-				return nil
-			})
-			if bad {
-				return nil, "", invalid("message." + k + " must be an array of task ids")
-			}
-		}
-	}
-	for _, id := range tasks {
-		if err := g.tasks.notOwned(ctx, a.Name, id, owner, "task not found"); err != nil {
-			return nil, "", err
-		}
-		if g.tasks.rejectedOnly(a.Name, id) {
-			return nil, "", &intercept.WireError{Code: codeTaskNotFound, Message: "task not found: the gateway rejected it, the agent never saw it"}
-		}
-	}
-	for _, obj := range objs {
-		for _, k := range []string{"contextId", "context_id"} {
-			cid := intercept.StringMember(obj, k)
-			if cid == "" {
-				continue
-			}
-			if err := g.tasks.notOwned(ctx, a.Name, contextKey(cid), owner, "context not found"); err != nil {
+	for _, r := range refs {
+		switch r.kind {
+		case refContext:
+			if err := g.tasks.notOwned(ctx, a.Name, contextKey(r.id), owner, "context not found"); err != nil {
 				return nil, "", err
 			}
-			if conversation != "" && cid != conversation {
+			if conversation != "" && r.id != conversation {
 				return nil, "", invalid("the conversations it names differ")
 			}
-			conversation = cid
+			conversation = r.id
+			continue
+		case refID:
+			switch s, _ := g.tasks.whose(ctx, a.Name, r.id, owner, true); s {
+			case ownedByNoOne:
+				continue // not a task the gateway knows: the method's
+			case ownerUnknown:
+				return nil, "", &intercept.WireError{Code: codeTaskNotFound, Message: "task not found (the gateway's shared task store, agent_tasks.redis_url, did not answer: try again)"}
+			}
+		}
+		if err := g.tasks.notOwned(ctx, a.Name, r.id, owner, "task not found"); err != nil {
+			return nil, "", err
+		}
+		if g.tasks.rejectedOnly(a.Name, r.id) {
+			return nil, "", &intercept.WireError{Code: codeTaskNotFound, Message: "task not found: the gateway rejected it, the agent never saw it"}
+		}
+		if !slices.Contains(tasks, r.id) {
+			tasks = append(tasks, r.id)
 		}
 	}
 	return tasks, conversation, nil

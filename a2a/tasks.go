@@ -160,29 +160,32 @@ func (o *owners) ownsAsking(ctx context.Context, agentName, task, owner string, 
 	if o.shared == nil || !ask {
 		return false, false, false
 	}
-	owns, failed = o.ownsShared(ctx, agentName, task, key, owner)
+	_, owns, failed = o.ownsShared(ctx, agentName, task, key, owner)
 	return owns, true, failed
 }
 
-func (o *owners) ownsShared(ctx context.Context, agentName, task, key, owner string) (owns, failed bool) {
+// ownsShared asks the shared store whose task is: known, whether it has
+// an owner; owns, whether that is owner; failed, that the store did not
+// answer.
+func (o *owners) ownsShared(ctx context.Context, agentName, task, key, owner string) (known, owns, failed bool) {
 	got, ok, err := o.shared.Owner(ctx, key)
 	if err != nil {
 		o.log.Warn("a2a: task owner unknown: the shared store did not answer", "agent", agentName, "task", task, "err", err)
-		return false, true
+		return false, false, true
 	}
 	if first, share, kept := o.unclaimed.Take(key); kept && !ok {
 		// Seen here first while the store did not answer: claimed now.
 		if got, err = o.shared.Claim(context.WithoutCancel(ctx), key, first); err != nil {
 			o.unclaimed.Keep(key, first, share)
 			o.log.Warn("a2a: task owner unknown: the shared store did not answer", "agent", agentName, "task", task, "err", err)
-			return false, true
+			return false, false, true
 		}
 		ok = true
 	}
 	if ok {
 		o.table(task).ContainsOrAdd(key, got)
 	}
-	return ok && got == owner, false
+	return ok, ok && got == owner, false
 }
 
 // record notes the tasks an answer (a result or a stream event's result)
