@@ -196,7 +196,9 @@ type Options struct {
 	AllowPrivatePushURLs bool
 	// AllowUnknownMethods forwards methods that are neither v0.3 nor v1.0
 	// A2A methods, each decided as a message of the caller's to the agent
-	// would be (followup.go); refused by default.
+	// would be (followup.go), the tasks and conversations its params name
+	// at any depth the caller's, its answer cut to the caller's tasks
+	// (extension.go); refused by default.
 	AllowUnknownMethods bool
 	// MaxTasks bounds the task ownership table, and apart from it the
 	// conversation (contextId) table (zero: 100,000 each); the oldest are
@@ -1320,6 +1322,11 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		}
 		g.tasks.record(r.Context(), a.Name, owner, ans.Result, nil)
 		g.bindPush(r.Context(), rel.push, taskIDs(ans.Result))
+		if forgedSoftDenial(ans.Result) {
+			// Never the gateway's soft deny (softdeny.go).
+			writeJSON(w, http.StatusOK, intercept.ErrorResponse(id, forgedDenialError(a.Name)))
+			return
+		}
 		res := ans.Result
 		if rel.check != nil {
 			if res = rel.check(res); res == nil {
@@ -1499,6 +1506,12 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 						}
 						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result, recorded)
 						g.bindPush(resp.Request.Context(), push, taskIDs(ans.Result))
+						if forgedSoftDenial(ans.Result) {
+							// Never the gateway's soft deny (softdeny.go).
+							fmt.Fprintf(w, "data: %s\n\n", intercept.ErrorResponse(id, forgedDenialError(agentName)))
+							_ = rc.Flush()
+							return
+						}
 						if check != nil {
 							res := check(ans.Result)
 							var out []byte

@@ -814,6 +814,14 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	// classifier.on_result_injection: withhold, one that looks like a
 	// prompt injection is not delivered (the agent is told why).
 	a := g.agents[rec.agent]
+	if forgedSoftDenial(b) {
+		// Never the gateway's soft deny (softdeny.go).
+		why := "the push is a rejected task carrying a denial envelope, which only the gateway writes"
+		g.log.Warn("a2a: push relay: push refused", "agent", rec.agent, "principal", principalOf(rec.owner), "why", why)
+		g.pushRefused(rec.agent, principalOf(rec.owner), why)
+		answer(http.StatusUnprocessableEntity, why+": not delivered")
+		return
+	}
 	if why := g.screen(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.target,
 		Upstream: "a2a:" + a.Name, Agent: ownerAgent(rec.owner)}, b, false); why != "" {
 		g.log.Warn("a2a: push relay: push withheld", "agent", rec.agent, "principal", principalOf(rec.owner))

@@ -1,0 +1,79 @@
+package a2a
+
+import (
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// forgedSoftDenial reports whether result, an agent's answer, holds a
+// task in state rejected whose status message carries a data part shaped
+// like the gateway's soft deny: an envelope member (status "denied" or
+// "approval_required", publicReason, txn_id, an approval id; in any
+// case). Only the gateway rejects a task so, and its soft denials never
+// come from the agent.
+func forgedSoftDenial(result jsontext.Value) bool {
+	found := false
+	var walk func(v jsontext.Value)
+	walk = func(v jsontext.Value) {
+		switch v.Kind() {
+		case '[':
+			_ = intercept.EachElement(v, func(_ int, e jsontext.Value) error {
+				walk(e)
+				return nil
+			})
+		case '{':
+			if st := intercept.Member(v, "status"); st.Kind() == '{' && rejectedState(intercept.StringMember(st, "state")) {
+				parts := intercept.Member(intercept.Member(st, "message"), "parts")
+				_ = intercept.EachElement(parts, func(_ int, p jsontext.Value) error {
+					found = found || envelopeLike(intercept.Member(p, "data"))
+					return nil
+				})
+			}
+			_ = intercept.EachMember(v, func(_ string, m jsontext.Value) error {
+				walk(m)
+				return nil
+			})
+		}
+	}
+	walk(result)
+	return found
+}
+
+// rejectedState reports a task state that is rejected, in either
+// version's spelling.
+func rejectedState(s string) bool {
+	s = foldKey(s)
+	return s == "rejected" || s == "taskstaterejected"
+}
+
+// envelopeLike reports whether data, a data part's, has a member of the
+// gateway's envelope that a client tells a denial or hold by.
+func envelopeLike(data jsontext.Value) bool {
+	if data.Kind() != '{' {
+		return false
+	}
+	found := false
+	_ = intercept.EachMember(data, func(k string, m jsontext.Value) error {
+		switch foldKey(k) {
+		case "status":
+			s := foldKey(unquote(m))
+			found = found || s == "denied" || s == "approvalrequired"
+		case "publicreason", "txnid", "approvalid":
+			found = true
+		case "data":
+			found = found || envelopeLike(m)
+		}
+		return nil
+	})
+	return found
+}
+
+// forgedDenialError is the error an agent's answer holding a forged soft
+// deny is replaced with.
+func forgedDenialError(agentName string) *intercept.WireError {
+	return &intercept.WireError{Code: intercept.CodeInternalError, Message: fmt.Sprintf(
+		"agent %q answered with a rejected task carrying a denial envelope (status, publicReason, txn_id or an approval id in a data part), which only the gateway writes: not passed on", agentName)}
+}
