@@ -26,7 +26,7 @@ type refKind int
 const (
 	refTask    refKind = iota // named as a task: must be the caller's
 	refContext                // named as a conversation: must be the caller's
-	refID                     // an "id" the method may mean otherwise: must not be another's
+	refID                     // an id the method may mean otherwise: must not be another's task or conversation
 )
 
 type idRef struct {
@@ -68,7 +68,9 @@ var (
 // in any case, snake or kebab case), one id or a list; the id of a task
 // object (one of kind "task", or under a member "task" or "tasks") or of
 // a context object ("context", "contexts"); a resource name or parent
-// "tasks/{id}"; and any other "id" (refID). A member naming tasks or
+// "tasks/{id}"; and, as ids the method may mean otherwise (refID), any
+// other "id" and a string (or list of them) under a member "task",
+// "tasks", "context" or "contexts" (a description, maybe). A member naming tasks or
 // conversations that is neither a string nor a list of strings is
 // refused: an agent may read 7 as "7".
 func namedIDs(v jsontext.Value) ([]idRef, error) {
@@ -93,6 +95,12 @@ func namedIDs(v jsontext.Value) ([]idRef, error) {
 			return intercept.EachElement(v, func(i int, e jsontext.Value) error {
 				return walk(e, parent, fmt.Sprintf("%s[%d]", at, i))
 			})
+		case '"':
+			switch parent {
+			case "task", "tasks", "context", "contexts":
+				return add(unquote(v), refID)
+			}
+			return nil
 		case '{':
 		default:
 			return nil
@@ -197,14 +205,15 @@ func (o *owners) whose(ctx context.Context, agentName, task, owner string, ask b
 }
 
 // unknownAnswer is result, an agent's answer to a method the gateway does
-// not know (each event of a stream), as the caller may have it: every
-// array's tasks (objects with an id and a status, or of kind "task") that
-// are not the caller's left out, and the count beside the one array cut
-// (totalSize, total, count, in any case) made the number kept, as
-// ListTasks' is; and items of an array naming another's task or
-// conversation (taskId, contextId) left out too. nil if what is left
-// still names another's (or, the shared store not answering, anyone's):
-// a task of another's, or a taskId or contextId member, at any depth.
+// not know (each event of a stream), as the caller may have it. Of every
+// array, the tasks (objects of kind "task", or with a status object's
+// state) that are not the caller's are left out, as ListTasks' are, and
+// so are objects with an id under a member "task" or "tasks" that are
+// another's task and items naming another's task or conversation
+// (taskId, contextId); a count beside the one array cut (totalSize,
+// total, count, in any case) is made the number kept. nil if what is
+// left still names another's task or conversation (or, the shared store
+// not answering, anyone's) at any depth.
 func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, result jsontext.Value) jsontext.Value {
 	lookups := 0
 	whose := func(id string) ownState {
@@ -217,16 +226,22 @@ func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, re
 		}
 		return s
 	}
-	// task is the id of v if v is task-shaped.
-	task := func(v jsontext.Value) string {
+	// task is the id of v, an object under the member parent (folded),
+	// if v is a task: surely one (of kind "task", or with a status
+	// object's state), or, under a member "task" or "tasks", maybe.
+	task := func(v jsontext.Value, parent string) (id string, surely bool) {
 		if v.Kind() != '{' {
-			return ""
+			return "", false
 		}
-		id := intercept.StringMember(v, "id")
-		if strings.EqualFold(intercept.StringMember(v, "kind"), "task") || intercept.Member(v, "status") != nil {
-			return id
+		id = intercept.StringMember(v, "id")
+		st := intercept.Member(v, "status")
+		switch {
+		case strings.EqualFold(intercept.StringMember(v, "kind"), "task") || (st.Kind() == '{' && intercept.Member(st, "state") != nil):
+			return id, true
+		case parent == "task" || parent == "tasks":
+			return id, false
 		}
-		return ""
+		return "", false
 	}
 	// names reports whether v, an object, names a task or a conversation
 	// (by a member naming one, directly) that is not the caller's to read.
@@ -257,18 +272,25 @@ func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, re
 		cut     bool
 		kept    int
 	}
-	var walk func(v jsontext.Value) (walked, bool)
-	walk = func(v jsontext.Value) (walked, bool) {
+	var walk func(v jsontext.Value, parent string) (walked, bool)
+	walk = func(v jsontext.Value, parent string) (walked, bool) {
 		switch v.Kind() {
 		case '[':
 			var elems []jsontext.Value
 			w := walked{v: v}
 			err := intercept.EachElement(v, func(_ int, e jsontext.Value) error {
-				if id := task(e); (id != "" && whose(id) != ownedByCaller) || (e.Kind() == '{' && names(e)) {
+				// A list's tasks are the caller's, as ListTasks' are; one
+				// that may not be a task, unless another's.
+				leave := false
+				if id, surely := task(e, parent); id != "" {
+					s := whose(id)
+					leave = s == ownedByOther || s == ownerUnknown || (surely && s != ownedByCaller)
+				}
+				if leave || (e.Kind() == '{' && names(e)) {
 					w.changed, w.cut = true, true
 					return nil
 				}
-				out, ok := walk(e)
+				out, ok := walk(e, parent)
 				if !ok {
 					return errUnsafe
 				}
@@ -289,7 +311,7 @@ func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, re
 			w.v = b
 			return w, err == nil
 		case '{':
-			if id := task(v); id != "" {
+			if id, _ := task(v, parent); id != "" {
 				if s := whose(id); s == ownedByOther || s == ownerUnknown {
 					return walked{}, false
 				}
@@ -300,7 +322,7 @@ func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, re
 			changed := map[string]jsontext.Value{}
 			cuts, kept := 0, 0
 			err := intercept.EachMember(v, func(k string, m jsontext.Value) error {
-				out, ok := walk(m)
+				out, ok := walk(m, foldKey(k))
 				if !ok {
 					return errUnsafe
 				}
@@ -344,7 +366,7 @@ func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, re
 	if len(result) == 0 {
 		return result
 	}
-	out, ok := walk(result)
+	out, ok := walk(result, "")
 	if !ok {
 		return nil
 	}

@@ -140,6 +140,10 @@ func newExtensionAgent(t *testing.T) *extensionAgent {
 			result = all
 		case "x/tasks/latest":
 			result = all[len(all)-1]
+		case "x/tasks/latestBare": // a task object without its status
+			result = map[string]any{"task": map[string]any{"id": all[len(all)-1].ID, "history": all[len(all)-1].History}}
+		case "x/jobs": // an extension's own items, with ids and statuses
+			result = map[string]any{"items": []any{map[string]any{"id": "job-1", "status": "ok"}}, "count": 1}
 		case "x/skills/describe":
 			result = map[string]any{"id": req.Params.ID, "description": "Echo."}
 		default:
@@ -218,6 +222,8 @@ func TestAttackExtensionMethodNamesOthersTask(t *testing.T) {
 			{"task-shaped object", "x/tasks/peek", `{"items":[{"kind":"task","id":"` + A + `"}]}`, "task not found"},
 			{"nested id of another's task", "x/tasks/peek", `{"ref":{"id":"` + A + `"}}`, "task not found"},
 			{"params.id of another's task", "x/tasks/annotate", `{"id":"` + A + `"}`, "task not found"},
+			{"an id of another's conversation", "x/contexts/tasks", `{"id":"` + CA + `"}`, "context not found"},
+			{"a list of tasks' ids", "x/tasks/batchGet", `{"tasks":["` + A + `"]}`, "task not found"},
 			{"taskIds not strings", "x/tasks/batchGet", `{"taskIds":[7]}`, "task id"},
 		} {
 			if got := call(version, c.method, c.params); !strings.Contains(got, c.want) || strings.Contains(got, "alice-secret") {
@@ -230,6 +236,7 @@ func TestAttackExtensionMethodNamesOthersTask(t *testing.T) {
 			{"own task object", "x/tasks/peek", `{"task":{"id":"` + B + `"}}`, "bob-note"},
 			{"own context", "x/contexts/tasks", `{"filter":{"contextId":"` + CB + `"}}`, "bob-note"},
 			{"a skill's id", "x/skills/describe", `{"id":"echo"}`, `"description":"Echo."`},
+			{"tasks that are descriptions", "x/skills/describe", `{"id":"echo","tasks":["write the report"]}`, `"description":"Echo."`},
 		} {
 			if got := call(version, c.method, c.params); !strings.Contains(got, c.want) {
 				t.Errorf("%q %s: answered %s, want %q", version, c.name, got, c.want)
@@ -282,8 +289,18 @@ func TestAttackExtensionListLeaksOthersTasks(t *testing.T) {
 		if strings.Contains(got, "alice-secret") || !strings.Contains(got, `"error"`) {
 			t.Errorf("%q: bob read alice's task as an extension's answer: %s", version, got)
 		}
-		if got := do(t, "POST", rpc, "alice", version, `{"jsonrpc":"2.0","id":1,"method":"x/tasks/latest","params":{}}`); !strings.Contains(got, "alice-secret") {
-			t.Errorf("%q: alice's own latest task: %s", version, got)
+		got = do(t, "POST", rpc, "bob", version, `{"jsonrpc":"2.0","id":1,"method":"x/tasks/latestBare","params":{}}`)
+		if strings.Contains(got, "alice-secret") || !strings.Contains(got, `"error"`) {
+			t.Errorf("%q: bob read alice's task, without its status, as an extension's answer: %s", version, got)
+		}
+		for _, method := range []string{"x/tasks/latest", "x/tasks/latestBare"} {
+			if got := do(t, "POST", rpc, "alice", version, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{}}`); !strings.Contains(got, "alice-secret") {
+				t.Errorf("%q %s: alice's own latest task: %s", version, method, got)
+			}
+		}
+		// An extension's own items pass whole.
+		if got := do(t, "POST", rpc, "bob", version, `{"jsonrpc":"2.0","id":1,"method":"x/jobs","params":{}}`); !strings.Contains(got, `{"count":1,"items":[{"id":"job-1","status":"ok"}]}`) {
+			t.Errorf("%q: an extension's own items: %s", version, got)
 		}
 	}
 }

@@ -243,10 +243,12 @@ func withID(out []byte, id jsontext.Value) ([]byte, error) {
 // the gateway does not know (AllowUnknownMethods) name, at any depth
 // (namedIDs): each named as a task or a conversation must be the
 // caller's, as in the methods the gateway knows, and the conversations
-// one; an "id" named otherwise must not be another's task (one the
-// gateway knows as no one's is left to the method: a skill's, an
-// extension's own). It returns the caller's tasks named and that
-// conversation ("" for none). params must be an object or absent:
+// one; an id the method may mean otherwise (an "id", a string under
+// "tasks") must not be another's task or conversation, and is the
+// caller's task or conversation if the gateway knows it as one (one it
+// knows as no one's is left to the method: a skill's, an extension's
+// own). It returns the caller's tasks named and that conversation (""
+// for none). params must be an object or absent:
 // positional params would name a task the gateway cannot tell.
 func (g *Gateway) unknownNames(ctx context.Context, a *agent, params jsontext.Value, owner string) (tasks []string, conversation string, err error) {
 	if params == nil || params.Kind() == 'n' {
@@ -279,23 +281,44 @@ func (g *Gateway) unknownNames(ctx context.Context, a *agent, params jsontext.Va
 	if err != nil {
 		return nil, "", invalid(err.Error())
 	}
+	inConversation := func(id string) error {
+		if conversation != "" && id != conversation {
+			return invalid("the conversations it names differ")
+		}
+		conversation = id
+		return nil
+	}
 	for _, r := range refs {
 		switch r.kind {
 		case refContext:
 			if err := g.tasks.notOwned(ctx, a.Name, contextKey(r.id), owner, "context not found"); err != nil {
 				return nil, "", err
 			}
-			if conversation != "" && r.id != conversation {
-				return nil, "", invalid("the conversations it names differ")
+			if err := inConversation(r.id); err != nil {
+				return nil, "", err
 			}
-			conversation = r.id
 			continue
 		case refID:
-			switch s, _ := g.tasks.whose(ctx, a.Name, r.id, owner, true); s {
-			case ownedByNoOne:
-				continue // not a task the gateway knows: the method's
-			case ownerUnknown:
+			// Another's task or conversation is not found, as when named
+			// as one; the caller's is named as one; an id the gateway
+			// knows as no one's is the method's.
+			task, _ := g.tasks.whose(ctx, a.Name, r.id, owner, true)
+			conv, _ := g.tasks.whose(ctx, a.Name, contextKey(r.id), owner, true)
+			switch {
+			case task == ownerUnknown || conv == ownerUnknown:
 				return nil, "", &intercept.WireError{Code: codeTaskNotFound, Message: "task not found (the gateway's shared task store, agent_tasks.redis_url, did not answer: try again)"}
+			case task == ownedByOther:
+				return nil, "", &intercept.WireError{Code: codeTaskNotFound, Message: "task not found"}
+			case conv == ownedByOther:
+				return nil, "", &intercept.WireError{Code: codeTaskNotFound, Message: "context not found"}
+			}
+			if conv == ownedByCaller {
+				if err := inConversation(r.id); err != nil {
+					return nil, "", err
+				}
+			}
+			if task != ownedByCaller {
+				continue
 			}
 		}
 		if err := g.tasks.notOwned(ctx, a.Name, r.id, owner, "task not found"); err != nil {
