@@ -304,3 +304,47 @@ func TestAttackExtensionListLeaksOthersTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestExtensionOwnersAcrossReplicas: with agent_tasks.redis_url, the
+// replica bob calls through knows alice's task only from the shared
+// store: an extension method naming it, or listing it, is refused and cut
+// there too; and with the store down, an id the replica does not know is
+// refused (fail closed, "try again"), and a list keeps only the tasks it
+// knows as the caller's.
+func TestExtensionOwnersAcrossReplicas(t *testing.T) {
+	agent := newExtensionAgent(t)
+	store := &mapTasks{m: map[string]string{}}
+	gw1 := serveAs(t, allow, agent.srv.URL, Options{AllowUnknownMethods: true, Tasks: store})
+	gw2 := serveAs(t, allow, agent.srv.URL, Options{AllowUnknownMethods: true, Tasks: store})
+	alice, _, err := say(t, a2aGoClient(t, gw1.URL, "alice"), "", "alice-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := say(t, a2aGoClient(t, gw2.URL, "bob"), "", "bob-note"); err != nil {
+		t.Fatal(err)
+	}
+	call := func(method, params string) string {
+		return do(t, "POST", gw2.URL+"/a2a/stub", "bob", "", `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`)
+	}
+	if got := call("x/tasks/batchGet", `{"taskIds":["`+string(alice.ID)+`"]}`); !strings.Contains(got, "task not found") {
+		t.Errorf("alice's task named through the other replica: %s", got)
+	}
+	if got := call("x/contexts/tasks", `{"filter":{"contextId":"`+alice.ContextID+`"}}`); !strings.Contains(got, "context not found") {
+		t.Errorf("alice's conversation named through the other replica: %s", got)
+	}
+	if got := call("x/tasks/all", `{}`); strings.Contains(got, "alice-secret") || !strings.Contains(got, "bob-note") {
+		t.Errorf("a list through the other replica: %s", got)
+	}
+	if got := call("x/skills/describe", `{"id":"echo"}`); !strings.Contains(got, "Echo.") {
+		t.Errorf("a skill's id: %s", got)
+	}
+	store.mu.Lock()
+	store.down = true
+	store.mu.Unlock()
+	if got := call("x/skills/describe", `{"id":"echo"}`); !strings.Contains(got, "did not answer") {
+		t.Errorf("an id no one is known to own, the store down: %s", got)
+	}
+	if got := call("x/tasks/all", `{}`); strings.Contains(got, "alice-secret") || !strings.Contains(got, "bob-note") {
+		t.Errorf("a list, the store down: %s", got)
+	}
+}
