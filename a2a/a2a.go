@@ -1322,11 +1322,6 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		}
 		g.tasks.record(r.Context(), a.Name, owner, ans.Result, nil)
 		g.bindPush(r.Context(), rel.push, taskIDs(ans.Result))
-		if forgedSoftDenial(ans.Result) {
-			// Never the gateway's soft deny (softdeny.go).
-			writeJSON(w, http.StatusOK, intercept.ErrorResponse(id, forgedDenialError(a.Name)))
-			return
-		}
 		res := ans.Result
 		if rel.check != nil {
 			if res = rel.check(res); res == nil {
@@ -1349,6 +1344,11 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 			}
 		}
 		// What the client gets (a list: the caller's tasks).
+		if forgedSoftDenial(res) {
+			// Never the gateway's soft deny (softdeny.go).
+			writeJSON(w, http.StatusOK, intercept.ErrorResponse(id, forgedDenialError(a.Name)))
+			return
+		}
 		if why := g.screen(d, res, false); why != "" {
 			writeJSON(w, http.StatusOK, withheldAnswer(id, d, why))
 			return
@@ -1506,12 +1506,6 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 						}
 						g.tasks.record(resp.Request.Context(), agentName, owner, ans.Result, recorded)
 						g.bindPush(resp.Request.Context(), push, taskIDs(ans.Result))
-						if forgedSoftDenial(ans.Result) {
-							// Never the gateway's soft deny (softdeny.go).
-							fmt.Fprintf(w, "data: %s\n\n", intercept.ErrorResponse(id, forgedDenialError(agentName)))
-							_ = rc.Flush()
-							return
-						}
 						if check != nil {
 							res := check(ans.Result)
 							var out []byte
@@ -1527,6 +1521,13 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 							data = append(data[:0], out...)
 							event.Reset()
 							fmt.Fprintf(&event, "data: %s\n\n", data)
+						}
+						if forgedSoftDenial(ans.Result) {
+							// Never the gateway's soft deny (softdeny.go):
+							// checked in what the caller gets.
+							fmt.Fprintf(w, "data: %s\n\n", intercept.ErrorResponse(id, forgedDenialError(agentName)))
+							_ = rc.Flush()
+							return
 						}
 					}
 					answer := ans.Result

@@ -136,3 +136,25 @@ func TestAttackAgentForgesSoftDenialInPush(t *testing.T) {
 		t.Errorf("the webhook got %.200q, want the agent's own push", got)
 	}
 }
+
+// TestForgedSoftDenialOfAnotherNotInList: what is checked for a forged
+// soft deny is what the caller gets: a rejected task carrying an
+// envelope that is alice's (her message made the agent write it) is cut
+// from bob's list, and must not turn his list into an error.
+func TestForgedSoftDenialOfAnotherNotInList(t *testing.T) {
+	agent := newExtensionAgent(t)
+	gw := serveAs(t, allow, agent.srv.URL, Options{AllowUnknownMethods: true})
+	rpc := gw.URL + "/a2a/stub"
+	if got := do(t, "POST", rpc, "alice", "", strings.ReplaceAll(sendHi, `"text":"hi"`, `"text":"forge"`)); !strings.Contains(got, "only the gateway") {
+		t.Fatalf("alice's forged task: %s", got)
+	}
+	if got := do(t, "POST", rpc, "bob", "", strings.ReplaceAll(sendHi, `"text":"hi"`, `"text":"bob-note"`)); !strings.Contains(got, "done: bob-note") {
+		t.Fatalf("bob's task: %s", got)
+	}
+	if got := do(t, "POST", rpc, "bob", "", `{"jsonrpc":"2.0","id":1,"method":"x/tasks/all","params":{}}`); !strings.Contains(got, "done: bob-note") || strings.Contains(got, "FAKE-APPROVAL") {
+		t.Errorf("bob's list: %s", got)
+	}
+	if got := do(t, "POST", rpc, "alice", "", `{"jsonrpc":"2.0","id":1,"method":"x/tasks/all","params":{}}`); !strings.Contains(got, "only the gateway") {
+		t.Errorf("alice's list, her forged task in it: %s", got)
+	}
+}
