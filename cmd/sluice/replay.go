@@ -77,7 +77,10 @@ func runReplay(ctx context.Context, args []string, out, progress io.Writer) erro
 		return err
 	}
 	var now time.Time
-	p, err := policy.Compile(src, *policyFile, policy.Options{Now: func() time.Time { return now }})
+	// Route memory as the gateway keeps it (config.decider): one per
+	// principal, and one for every unauthenticated caller whatever name
+	// it gave.
+	p, err := policy.Compile(src, *policyFile, policy.Options{Now: func() time.Time { return now }, OneUnauthenticatedAgent: true})
 	if err != nil {
 		return err
 	}
@@ -133,6 +136,10 @@ func runReplay(ctx context.Context, args []string, out, progress io.Writer) erro
 		d := &intercept.ActionDescriptor{TxnID: pe.TxnID, ToolName: pe.Tool, Upstream: pe.Upstream, Agent: pe.Agent,
 			SessionID: pe.Session, Parameters: params, TargetEndpoint: pe.TargetEndpoint, ProtocolVersion: pe.ProtocolVersion,
 			ToolInventoryHash: pe.ToolInventoryHash}
+		if pe.AuthMethod != "" {
+			// The agent was a principal's: its name is its own.
+			d.Principal = &intercept.Principal{ID: pe.Agent, Method: pe.AuthMethod}
+		}
 		dec := intercept.Decide(ctx, p, d)
 		if dec.Verdict == intercept.Allow {
 			p.Forwarded(ctx, d, dec)

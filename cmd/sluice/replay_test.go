@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/auth"
 )
 
 // TestReplay records real traffic under a permissive policy, then replays
@@ -143,4 +145,72 @@ func TestReplayTextDefaultDecision(t *testing.T) {
 	if !strings.Contains(line, "-> deny (default_deny)") || strings.Contains(line, "rule ") {
 		t.Errorf("got %q, want the change to deny (default_deny) without a rule", line)
 	}
+}
+
+// TestReplayRouteMemoryAsServed: replayed under the policy that decided
+// them, recorded calls change nothing, route memory included. The gateway
+// keeps one route memory for every unauthenticated caller, whatever name
+// it gives, and one per principal; replay kept one per recorded name, so
+// an unauthenticated client's sink under a new name, denied as it was
+// served, read as newly allowed, and a policy change judged by replay
+// looked as if it opened the rename escape again.
+func TestReplayRouteMemoryAsServed(t *testing.T) {
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte(evasionPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	replay := func(t *testing.T, g *running) replaySummary {
+		t.Helper()
+		if err := g.stop(); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := runReplay(context.Background(), []string{"--events", filepath.Join(g.dir, audit.FileName), "--policy", policyFile, "--json"}, &out, &bytes.Buffer{}); err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+		var sum replaySummary
+		if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+			t.Fatalf("output: %v\n%s", err, &out)
+		}
+		return sum
+	}
+	t.Run("unauthenticated, renamed", func(t *testing.T) {
+		g := startServe(t, evasionPolicy)
+		if got := modernCallWithKey(t, g.url, "", "reader", "read_document", readSalaries); !strings.Contains(got, "salary") {
+			t.Fatalf("read_document: got %s", got)
+		}
+		if got := modernCallWithKey(t, g.url, "", "renamed", "web_search", search); !denied(got) {
+			t.Fatalf("web_search under another name: got %s, want a deny by no-exfil", got)
+		}
+		if sum := replay(t, g); sum.Calls != 2 || sum.Changed != 0 {
+			t.Errorf("replayed under the same policy: %d calls, %d changed %+v; want 2, none changed", sum.Calls, sum.Changed, sum.Changes)
+		}
+	})
+	t.Run("principals", func(t *testing.T) {
+		keyFile := filepath.Join(t.TempDir(), "agent_keys.json")
+		g := startServe(t, evasionPolicy+"auth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n")
+		base := strings.TrimSuffix(g.url, "/mcp/demo")
+		key := func(agent string) string {
+			k, _, err := auth.CreateKey(keyFile, agent, 0, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitForKey(t, base, k)
+			return k
+		}
+		alice, bob := key("alice"), key("bob")
+		if got := modernCallWithKey(t, g.url, alice, "client", "read_document", readSalaries); !strings.Contains(got, "salary") {
+			t.Fatalf("alice's read_document: got %s", got)
+		}
+		if got := modernCallWithKey(t, g.url, bob, "client", "web_search", search); denied(got) {
+			t.Fatalf("bob's web_search: got %s, want it allowed", got)
+		}
+		if got := modernCallWithKey(t, g.url, alice, "client", "web_search", search); !denied(got) {
+			t.Fatalf("alice's web_search: got %s, want a deny by no-exfil", got)
+		}
+		// Five calls: each key's echo when the gateway first took it.
+		if sum := replay(t, g); sum.Calls != 5 || sum.Changed != 0 {
+			t.Errorf("replayed under the same policy: %d calls, %d changed %+v; want 5, none changed", sum.Calls, sum.Changed, sum.Changes)
+		}
+	})
 }
