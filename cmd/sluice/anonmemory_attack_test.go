@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/auth"
+	"github.com/sluicehq/sluice/internal/bench"
 )
 
 // goSDKCall opens the official Go SDK client named name on url, in era
@@ -166,5 +169,65 @@ func TestAuthenticatedMemoryOnEveryPath(t *testing.T) {
 				t.Errorf("another agent's web_search: got %s, want it allowed", got)
 			}
 		})
+	}
+}
+
+// TestAgentHeaderNamesShareMemory: names an agent_header gives are claims
+// too, and every caller they name is the one unauthenticated agent to
+// route memory (README, Identity), across protocols: a sensitive answer
+// got by an A2A message under one header value denies the MCP network
+// sink under another, and a tools/call read does as much for an A2A
+// sink.
+func TestAgentHeaderNamesShareMemory(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	agent := &http.Server{Handler: bench.A2AAgent(base)}
+	go agent.Serve(ln)
+	t.Cleanup(func() { agent.Close() })
+	r := startServe(t, `agent_header: X-Agent
+policy:
+  default: allow
+  result_mode: tool_result
+  tool_classes: {"a2a:reader/send": ["source:sensitive"], read_document: ["source:sensitive"], web_search: ["sink:network"], "a2a:mailer/send": ["sink:network"]}
+  route_rules:
+    - {id: no-exfil, scope: agent, after: {match_any_class: ["source:sensitive"]}, deny: {match_any_class: ["sink:network"]}, reason: no network after a sensitive read}
+agents: [{name: reader, url: `+base+`}, {name: mailer, url: `+base+`}]
+`)
+	root := strings.TrimSuffix(r.url, "/mcp/demo")
+	send := func(to, who string) string {
+		return a2aPost(t, root+"/a2a/"+to, who, `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`)
+	}
+	call := func(who, tool, args string) string {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`, tool, args)
+		req, _ := http.NewRequest(http.MethodPost, r.url, strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool, "X-Agent": who} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := call("bob", "web_search", search); denied(got) {
+		t.Fatalf("web_search before any read: got %s, want it allowed", got)
+	}
+	if got := send("mailer", "bob"); !strings.Contains(got, "TASK_STATE_COMPLETED") {
+		t.Fatalf("A2A sink before any read: got %s, want it sent", got)
+	}
+	if got := send("reader", "alice"); !strings.Contains(got, "TASK_STATE_COMPLETED") {
+		t.Fatalf("A2A read as alice: got %s, want it sent", got)
+	}
+	if got := call("bob", "web_search", search); !denied(got) {
+		t.Errorf("bob's web_search after alice's A2A read: got %s, want a deny by no-exfil", got)
+	}
+	if got := send("mailer", "carol"); !strings.Contains(got, "no-exfil") {
+		t.Errorf("carol's A2A sink after alice's A2A read: got %s, want a deny by no-exfil", got)
 	}
 }
