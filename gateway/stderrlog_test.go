@@ -224,3 +224,55 @@ func TestStderrDroppedMetric(t *testing.T) {
 		t.Fatalf("%d lines: %d logged, %d reported dropped in the log, %d counted by the metric; want the metric to count every line not logged", lines, logged, reported, counted)
 	}
 }
+
+// TestStderrLogOverlappingChildren: a restarted child's stderr may be
+// read while the old child's is still draining (a grandchild holding the
+// pipe open). The shared logger must neither end when the first of them
+// ends, losing the other's later lines, nor outlive both.
+func TestStderrLogOverlappingChildren(t *testing.T) {
+	var logs logBuffer
+	s := newStderrLog(slog.New(slog.NewJSONHandler(&logs, nil)), "kid", nil)
+	oldR, oldW := io.Pipe()
+	newR, newW := io.Pipe()
+	done := make(chan error, 2)
+	for _, r := range []io.Reader{oldR, newR} {
+		go func() {
+			_, err := io.Copy(s, r)
+			done <- err
+		}()
+	}
+	write := func(w *io.PipeWriter, line string) {
+		t.Helper()
+		if _, err := io.WriteString(w, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(oldW, "old 1")
+	write(newW, "new 1")
+	oldW.Close() // the old child's stderr ends; the new one's goes on
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	write(newW, "new 2")
+	newW.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		s.mu.Lock()
+		logging, readers := s.logging, s.readers
+		s.mu.Unlock()
+		if !logging && readers == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("both children's stderr ended: logger running %v, %d readers (want ended, 0)", logging, readers)
+		}
+	}
+	got := logs.String()
+	for _, l := range []string{"old 1", "new 1", "new 2"} {
+		if !strings.Contains(got, `"line":"`+l+`"`) {
+			t.Errorf("line %q not logged; the log:\n%s", l, got)
+		}
+	}
+}
