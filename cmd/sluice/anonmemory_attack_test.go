@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/auth"
@@ -146,6 +148,14 @@ func TestAuthenticatedMemoryOnEveryPath(t *testing.T) {
 		},
 		"virtual server 2025-11-25": func(t *testing.T, key, name string) func(tool, args string) string {
 			return goSDKCall(t, base+"/mcp", "2025-11-25", key, name)
+		},
+		"virtual server sse": func(t *testing.T, key, name string) func(tool, args string) string {
+			return mcpGoConn(func(base string, h map[string]string) (*client.Client, error) {
+				return client.NewSSEMCPClient(base+"/sse", mcptransport.WithHeaders(h))
+			}, "2025-06-18")(t, base, key, name)
+		},
+		"virtual server ws": func(t *testing.T, key, name string) func(tool, args string) string {
+			return wsConn("/ws")(t, base, key, name)
 		},
 	}
 	for name, conn := range transports {

@@ -84,12 +84,18 @@ var transports = map[string]agentConn{
 	"sse": mcpGoConn(func(base string, h map[string]string) (*client.Client, error) {
 		return client.NewSSEMCPClient(base+"/sse/demo", mcptransport.WithHeaders(h))
 	}, mcp.ProtocolVersion20250618),
-	"ws": func(t *testing.T, base, key, name string) func(tool, args string) string {
+	"ws": wsConn("/ws/demo"),
+}
+
+// wsConn is the agentConn of a WebSocket connection to path (the
+// route's, /ws/demo, or the virtual server's, /ws).
+func wsConn(path string) agentConn {
+	return func(t *testing.T, base, key, name string) func(tool, args string) string {
 		h := http.Header{}
 		if key != "" {
 			h.Set("Authorization", "Bearer "+key)
 		}
-		ws, _, err := (&websocket.Dialer{Subprotocols: []string{"mcp"}}).Dial("ws"+strings.TrimPrefix(base, "http")+"/ws/demo", h)
+		ws, _, err := (&websocket.Dialer{Subprotocols: []string{"mcp"}}).Dial("ws"+strings.TrimPrefix(base, "http")+path, h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +125,7 @@ var transports = map[string]agentConn{
 		return func(tool, args string) string {
 			return rpc("tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, tool, args))
 		}
-	},
+	}
 }
 
 // modernCallWithKey makes one 2026-07-28 tools/call from a client named
