@@ -241,3 +241,65 @@ agents: [{name: reader, url: `+base+`}, {name: mailer, url: `+base+`}]
 		t.Errorf("carol's A2A sink after alice's A2A read: got %s, want a deny by no-exfil", got)
 	}
 }
+
+// TestAuthenticatedMemoryA2A: an A2A message (JSON-RPC binding; the demo
+// agent offers no HTTP+JSON one) is in its principal's route memory, as a tools/call is:
+// its sensitive answer denies the principal's MCP network sink, not
+// another principal's. (Had the A2A routes lost the principal, the read
+// would be in the unauthenticated agent's memory, and the sink would
+// pass.)
+func TestAuthenticatedMemoryA2A(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentURL := "http://" + ln.Addr().String()
+	agent := &http.Server{Handler: bench.A2AAgent(agentURL)}
+	go agent.Serve(ln)
+	t.Cleanup(func() { agent.Close() })
+	keyFile := filepath.Join(t.TempDir(), "agent_keys.json")
+	g := startServe(t, `policy:
+  default: allow
+  result_mode: tool_result
+  tool_classes: {"a2a:reader/send": ["source:sensitive"], web_search: ["sink:network"]}
+  route_rules:
+    - {id: no-exfil, scope: agent, after: {match_any_class: ["source:sensitive"]}, deny: {match_any_class: ["sink:network"]}, reason: no network after a sensitive read}
+agents: [{name: reader, url: `+agentURL+`}]
+auth: {mode: api_key, api_keys: {file: `+keyFile+`}}
+`)
+	base := strings.TrimSuffix(g.url, "/mcp/demo")
+	key := func(agent string) string {
+		k, _, err := auth.CreateKey(keyFile, agent, 0, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForKey(t, base, k)
+		return k
+	}
+	post := func(path, key, body string) string {
+		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("A2A-Version", "1.0")
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	send := func(key string) string {
+		return post("/a2a/reader", key, `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`)
+	}
+	reader, other := key("reader"), key("other")
+	if got := send(reader); !strings.Contains(got, "TASK_STATE_COMPLETED") {
+		t.Fatalf("A2A message: got %s, want it sent", got)
+	}
+	if got := modernCallWithKey(t, g.url, reader, "client", "web_search", search); !denied(got) {
+		t.Errorf("the reader's web_search after its A2A read: got %s, want a deny by no-exfil", got)
+	}
+	if got := modernCallWithKey(t, g.url, other, "client", "web_search", search); denied(got) {
+		t.Errorf("another agent's web_search: got %s, want it allowed", got)
+	}
+}
