@@ -250,6 +250,9 @@ func (i *Interceptor) CheckDecision(ctx context.Context, m *Message, cc CallCont
 	if reply := refuseUngoverned(m); reply != nil {
 		return Decision{}, reply, false
 	}
+	if reply := i.checkSubscription(ctx, m, cc); reply != nil {
+		return Decision{}, reply, false
+	}
 	if m.Kind == KindRequest && TaskMethod(m.Method) {
 		if reply := i.checkTask(ctx, m, cc); reply != nil {
 			return Decision{}, reply, false
@@ -451,6 +454,10 @@ func (i *Interceptor) CheckBatch(ctx context.Context, msgs []*Message, cc CallCo
 	denied := false
 	for n, m := range msgs {
 		if r := refuseUngoverned(m); r != nil {
+			replies[n], denied = r, true
+			continue
+		}
+		if r := i.checkSubscription(ctx, m, cc); r != nil {
 			replies[n], denied = r, true
 			continue
 		}
