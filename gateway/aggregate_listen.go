@@ -36,8 +36,10 @@ func (f *listenFilter) wants(method string, params jsontext.Value) bool {
 		return f.Prompts
 	case "notifications/resources/list_changed":
 		return f.Resources
-	case "notifications/resources/updated":
-		return slices.Contains(f.URIs, intercept.StringMember(params, "uri"))
+	case methodResourceUpdated:
+		// Of a resource it names, or a sub-resource of one.
+		uri := intercept.StringMember(params, "uri")
+		return slices.ContainsFunc(f.URIs, func(of string) bool { return subResource(uri, of) })
 	}
 	return false
 }
@@ -135,21 +137,15 @@ func (a *aggregator) listen(w http.ResponseWriter, r *http.Request, s *aggSessio
 				if !f.wants(method, params) {
 					return
 				}
-				if method == "notifications/resources/updated" {
-					uri := intercept.StringMember(params, "uri")
-					if !a.readable(r, u, uri, msgs) {
-						// Readable when subscribed, not now (withheld
-						// from its listing since, or the policy
-						// changed): a cue to read what would be refused.
-						a.g.withheld.denied(a.path(), u)
-						return
-					}
-					// The URI, which the client named, and nothing
-					// else the upstream put beside it (the protocol
-					// defines nothing else): text there would reach
-					// the model with no screen reading it.
-					var err error
-					if params, err = json.Marshal(map[string]string{"uri": uri}); err != nil {
+				if method == methodResourceUpdated {
+					// Readable when subscribed, perhaps not now
+					// (withheld from its listing since, or the policy
+					// changed): a cue to read what would be refused.
+					// Passed on with its URI alone (resourceUpdate).
+					var uri string
+					var ok bool
+					if params, uri, ok = resourceUpdate(params, func(uri string) bool { return a.readable(r, u, uri, msgs) }); !ok {
+						a.g.withheld.denied(u, a.path(), uri)
 						return
 					}
 				}

@@ -337,6 +337,12 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 	}) {
 		return m, call
 	}
+	if out, changed := screenUpdate(ctx, ic, w, cc, m, msg); changed {
+		if out == nil {
+			return m, call
+		}
+		msg = out
+	}
 	if target == nil && ic.ForeignTask(ctx, cc, m) {
 		held, owned := b.tasks.hold(ctx, cc, m, msg, b.sink)
 		if !owned {

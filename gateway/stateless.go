@@ -557,6 +557,12 @@ func (b *statelessBridge) route(m *intercept.Message) {
 	if m.Kind == intercept.KindNotification && withholdUpstreamMessage(b.g.ic, c.cc, m, nil) {
 		return
 	}
+	if shown, changed := screenUpdate(b.g.ctx, b.g.ic, b.g.withheld, c.cc, m, out); changed {
+		if shown == nil {
+			return
+		}
+		out = shown
+	}
 	if m.Kind == intercept.KindNotification && b.g.ic.ForeignTask(b.g.ctx, c.cc, m) {
 		held, owned := c.tasks.hold(b.g.ctx, c.cc, m, out, c)
 		if !owned {

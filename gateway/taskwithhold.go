@@ -113,14 +113,19 @@ func (w *withheldTasks) behind(d *dropLog, virtual string) {
 	d.warn(w.log, behindMsg, "virtual_server", virtual)
 }
 
-// denied counts one update of a resource not passed on to a virtual
-// server's subscriber because the client may no longer read it there
-// (listen), and logs it.
-func (w *withheldTasks) denied(virtual, upstream string) {
+// denied counts one update of uri from upstream not passed on because
+// the client may not read the resource (resourceUpdate), and logs it;
+// virtual names the virtual server whose subscription it came on, if
+// any.
+func (w *withheldTasks) denied(upstream, virtual, uri string) {
 	if w.metrics != nil {
 		w.metrics.MessageWithheld("denied")
 	}
-	w.log.Debug("an update of a resource the client may not read was not delivered", "virtual_server", virtual, "upstream", upstream)
+	args := []any{"upstream", upstream, "uri", boundURI(uri)}
+	if virtual != "" {
+		args = append(args, "virtual_server", virtual)
+	}
+	w.log.Debug("an update of a resource the client may not read was not delivered", args...)
 }
 
 // behindDone logs what behind counted through d and has not logged yet,

@@ -288,7 +288,8 @@ func listRefused(id jsontext.Value, method string, err error) []byte {
 // hideTools applies screenAnswer to b, one JSON-RPC message or a batch
 // from an upstream, for every response, with the method of the request
 // methodOf says its id answers ("" for none), asked with the cursor it
-// says (intercept.ListCursor; "" for none), and then leaves out every
+// says (intercept.ListCursor; "" for none), and screenUpdate to every
+// notification, and then leaves out every
 // message about a task the client of cc does not own (w.withhold): the
 // responses go first, so that a task a response creates is the client's
 // before a message of the same batch about it is looked at. It returns b
@@ -315,6 +316,13 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 					"upstream", cc.Upstream, "agent", cc.Agent, "error", err)
 				return nil
 			}
+			if mayUpdate(b) {
+				// It may be a resource's update, which screenUpdate
+				// could not read: not passed on unscreened.
+				w.log.Warn("withheld an upstream message that may be a resource update and could not be decoded",
+					"upstream", cc.Upstream, "agent", cc.Agent, "error", err)
+				return nil
+			}
 			return b // not ours to judge: the client gets the bytes unchanged
 		}
 		out := make([]jsontext.Value, len(lists))
@@ -332,7 +340,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 	for i, m := range msgs {
 		out[i] = m.Raw
 		switch m.Kind {
-		case intercept.KindRequest, intercept.KindNotification:
+		case intercept.KindRequest:
 			if withholdUpstreamMessage(ic, cc, m, refuse) {
 				out[i], changed = nil, true
 			}
@@ -346,12 +354,18 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 			if raw, ok := screenError(ic, cc, method, m.ID, m.IDKey(), m.Raw, m.Error); ok {
 				out[i], changed = raw, true
 			}
+		case intercept.KindNotification:
+			if withholdUpstreamMessage(ic, cc, m, refuse) {
+				out[i], changed = nil, true
+			} else if raw, ok := screenUpdate(ctx, ic, w, cc, m, m.Raw); ok {
+				out[i], changed = raw, true
+			}
 		}
 	}
 	kept := out[:0]
 	for i, m := range msgs {
 		if out[i] == nil {
-			continue // withheld
+			continue // withheld, or an update of a resource the client may not read
 		}
 		if ic.ForeignTask(ctx, cc, m) {
 			held, owned := false, false
@@ -383,7 +397,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 // is passed on, and leaves out messages about another's task (nil: none
 // is left); lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
-	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) && !o.screensResults() && !mayForgeEnvelope(b) && !mayShowUpstream(o.g.ic, b) {
+	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) && !o.screensResults() && !mayForgeEnvelope(b) && !mayShowUpstream(o.g.ic, b) && !mayUpdate(b) {
 		return b
 	}
 	var lists []string
@@ -517,7 +531,7 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 		results = results || r.ic.WithholdsResults(m)
 	}
 	r.mu.Unlock()
-	if len(lists) == 0 && !results && !recorded(b) && !cacheHinted(b) && !mayForgeEnvelope(b) && !mayShowUpstream(r.ic, b) {
+	if len(lists) == 0 && !results && !recorded(b) && !cacheHinted(b) && !mayForgeEnvelope(b) && !mayShowUpstream(r.ic, b) && !mayUpdate(b) {
 		return b
 	}
 	cc := r.callContext()
