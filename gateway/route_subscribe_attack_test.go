@@ -467,3 +467,45 @@ func TestResourceUpdateParams(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackRouteListenStdioUpdate is TestAttackRouteListenDeniedResource
+// over a route to a stdio upstream, whose 2026-07-28 requests share one
+// connection (the stateless bridge): an update of secret://payroll,
+// which policy denies every read of, came to the subscriber with the
+// payroll beside its URI, and one of docs://readme with text beside it.
+func TestAttackRouteListenStdioUpdate(t *testing.T) {
+	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
+		var r reqView
+		if json.Unmarshal(msg, &r) != nil || len(r.ID) == 0 || r.Method != "subscriptions/listen" {
+			return nil
+		}
+		meta := `{"io.modelcontextprotocol/subscriptionId":` + string(r.ID) + `}`
+		return [][]byte{
+			[]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` + meta + `,"notifications":{"resourceSubscriptions":["docs://readme"]}}}`),
+			[]byte(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":` + meta + `,"uri":"secret://payroll","text":"` + payrollText + `"}}`),
+			[]byte(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":` + meta + `,"uri":"docs://readme","title":"` + updateInjection + `"}}`),
+		}
+	}}
+	p, err := policy.Compile([]byte("policy:\n  default: allow\n  default_read: allow\n  deny: [\"resource:secret://payroll\"]\n"), "p.yaml", policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Command: "true"}}}, &intercept.Interceptor{Decider: p}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.routes["u"].dialer = up
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { closeServed(t, srv, g) })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a failure bound, not a speed goal
+	defer cancel()
+
+	events := listenOn(t, ctx, srv.URL+"/mcp/u", "docs://readme")
+	if ack := nextEvent(t, ctx, events, "acknowledgement"); !strings.Contains(ack, `"resourceSubscriptions":["docs://readme"]`) {
+		t.Fatalf("acknowledgement: %s", ack)
+	}
+	want := `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"docs://readme","_meta":{"io.modelcontextprotocol/subscriptionId":"sub"}}}`
+	if got := nextEvent(t, ctx, events, "update"); got != want {
+		t.Errorf("update: %s\nwant %s", got, want)
+	}
+}
