@@ -78,20 +78,46 @@ func TestHelperSubscribeStdio(t *testing.T) {
 }
 
 // rpcClient sends a 2025-11-25 client's requests on one session and
-// returns each one's answer; updates returns the updates of resources
-// the session was sent, up to the one of docs://end (which subscribeServer's
-// touch sends last), in the order they came.
+// returns each one's answer; updates returns the notifications the
+// session was sent once they settle (updatesSettled) for want, less
+// docs://end's update (which subscribeServer's touch sends last).
+// mcp-go's Streamable HTTP server hands a session's notifications to
+// whichever of its open streams takes them first, so they may come in
+// another order than it sent them.
 type rpcClient struct {
 	rpc     func(t *testing.T, msg, id string) string
-	updates func(t *testing.T) []string
+	updates func(t *testing.T, want []string) []string
 }
 
 // endUpdate is the update subscribeServer's touch sends last.
 const endUpdate = `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"docs://end"}}`
 
+// updatesSettled reports whether got holds a message that is neither endUpdate
+// nor one of want, or every one of them.
+func updatesSettled(got, want []string) bool {
+	for _, g := range got {
+		if g != endUpdate && !slices.Contains(want, g) {
+			return true
+		}
+	}
+	for _, w := range append([]string{endUpdate}, want...) {
+		if !slices.Contains(got, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutEnd is got less endUpdate, sorted.
+func withoutEnd(got []string) []string {
+	out := slices.DeleteFunc(slices.Clone(got), func(s string) bool { return s == endUpdate })
+	slices.Sort(out)
+	return out
+}
+
 // sessionClient is an rpcClient of a Streamable HTTP session at url:
-// updates are those a POST's stream carried, and then, if docs://end's
-// was not among them, those of a GET stream opened after.
+// updates are those its POSTs' streams carried, and then, until they
+// settle, those of a GET stream opened after.
 func sessionClient(t *testing.T, url string) rpcClient {
 	h := initializeWith(t, url, `{}`)
 	var notes []string
@@ -118,10 +144,10 @@ func sessionClient(t *testing.T, url string) rpcClient {
 			}
 			return answer
 		},
-		updates: func(t *testing.T) []string {
+		updates: func(t *testing.T, want []string) []string {
 			t.Helper()
-			if i := slices.Index(notes, endUpdate); i >= 0 {
-				return notes[:i]
+			if updatesSettled(notes, want) {
+				return withoutEnd(notes)
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a failure bound, not a speed goal
 			defer cancel()
@@ -139,18 +165,16 @@ func sessionClient(t *testing.T, url string) rpcClient {
 			}
 			defer resp.Body.Close()
 			rd := transport.NewSSEReader(resp.Body)
-			for {
+			for !updatesSettled(notes, want) {
 				ev, err := rd.Next()
 				if err != nil {
-					t.Fatalf("GET stream ended before docs://end's update (%v); had %q", err, notes)
-				}
-				if string(ev.Data) == endUpdate {
-					return notes
+					t.Fatalf("GET stream ended (%v); had %q", err, notes)
 				}
 				if len(ev.Data) > 0 {
 					notes = append(notes, string(ev.Data))
 				}
 			}
+			return withoutEnd(notes)
 		},
 	}
 }
@@ -169,10 +193,13 @@ func connRPC(t *testing.T, d transport.Dialer) rpcClient {
 				t.Fatalf("connection read: %v; had %q", err, notes)
 			}
 			m, err := intercept.DecodeMessage(b)
-			if err == nil && done(b, m) {
+			if err == nil && (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) && done(b, m) {
 				return
 			}
 			notes = append(notes, string(b))
+			if done(nil, nil) {
+				return
+			}
 		}
 	}
 	return rpcClient{
@@ -183,7 +210,7 @@ func connRPC(t *testing.T, d transport.Dialer) rpcClient {
 			}
 			var answer string
 			read(t, func(b []byte, m *intercept.Message) bool {
-				if (m.Kind == intercept.KindResponse || m.Kind == intercept.KindError) && m.IDKey() == id {
+				if m != nil && m.IDKey() == id {
 					answer = string(b)
 					return true
 				}
@@ -191,13 +218,12 @@ func connRPC(t *testing.T, d transport.Dialer) rpcClient {
 			})
 			return answer
 		},
-		updates: func(t *testing.T) []string {
+		updates: func(t *testing.T, want []string) []string {
 			t.Helper()
-			if i := slices.Index(notes, endUpdate); i >= 0 {
-				return notes[:i]
+			if !updatesSettled(notes, want) {
+				read(t, func(_ []byte, m *intercept.Message) bool { return m == nil && updatesSettled(notes, want) })
 			}
-			read(t, func(b []byte, _ *intercept.Message) bool { return string(b) == endUpdate })
-			return notes
+			return withoutEnd(notes)
 		},
 	}
 }
@@ -215,11 +241,14 @@ func connRPC(t *testing.T, d transport.Dialer) rpcClient {
 func TestAttackRouteSubscribeDeniedResource(t *testing.T) {
 	var mu sync.Mutex
 	var subscribed []string
+	// With an event store: without one, mcp-go's server drops a
+	// notification its forwarder took off the session's queue as the
+	// call's answer was being written.
 	up := httptest.NewServer(server.NewStreamableHTTPServer(subscribeServer(func(uri string) {
 		mu.Lock()
 		subscribed = append(subscribed, uri)
 		mu.Unlock()
-	})))
+	}), server.WithEventStore(server.NewInMemoryEventStore())))
 	t.Cleanup(up.Close)
 	p, err := policy.Compile([]byte("policy:\n  default: allow\n  default_read: allow\n  deny: [\"resource:secret://payroll\"]\n"), "p.yaml", policy.Options{})
 	if err != nil {
@@ -262,7 +291,7 @@ func TestAttackRouteSubscribeDeniedResource(t *testing.T) {
 				`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"docs://readme"}}`,
 				`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"docs://readme/part-2"}}`,
 			}
-			if got := c.updates(t); !slices.Equal(got, want) {
+			if got := c.updates(t, want); !slices.Equal(got, want) {
 				t.Errorf("updates: %q\nwant %q", got, want)
 			}
 		})
