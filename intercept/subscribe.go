@@ -34,9 +34,13 @@ func (i *Interceptor) checkSubscription(ctx context.Context, m *Message, cc Call
 		return ErrorResponse(m.ID, &WireError{Code: CodeInvalidParams, Message: "invalid params: " + m.Method + ": " + err.Error()})
 	}
 	var refused []string
+	first := ""
 	for _, uri := range uris {
 		if !i.Readable(ctx, cc, uri) {
 			refused = append(refused, fmt.Sprintf("%q", uri))
+			if first == "" {
+				first = uri
+			}
 		}
 	}
 	if len(refused) == 0 {
@@ -46,9 +50,15 @@ func (i *Interceptor) checkSubscription(ctx context.Context, m *Message, cc Call
 	if len(refused) > 1 {
 		what = "resources " + strings.Join(refused, ", ")
 	}
-	return renderDecision(m.ID, Decision{Verdict: Deny, Reason: ReasonNotReadable,
-		PublicReason: m.Method + " refused: no read of " + what + " is allowed to this client, and so no subscription to its updates"},
-		NewTxnID(), cc.ProtocolVersion, false)
+	dec := Decision{Verdict: Deny, Reason: ReasonNotReadable,
+		PublicReason: m.Method + " refused: no read of " + what + " is allowed to this client, and so no subscription to its updates"}
+	// On record as a denied read of the (first) resource would be.
+	d := askedDescriptor(ctx, cc, m.Method, ResourcePrefix+first)
+	d.TxnID, d.Parameters = NewTxnID(), m.Params
+	if i.OnDecision != nil {
+		i.OnDecision(d, dec)
+	}
+	return renderDecision(m.ID, dec, d.TxnID, cc.ProtocolVersion, false)
 }
 
 // subscribedURIs returns the resources m, a resources/subscribe or a

@@ -2,6 +2,7 @@ package intercept
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,7 +20,12 @@ func (hidesSecrets) Visible(_ context.Context, d *ActionDescriptor) bool {
 // spelt so that a Go upstream (encoding/json matches names in any case)
 // would read other resources than the gateway did is refused as invalid.
 func TestCheckSubscription(t *testing.T) {
-	i := &Interceptor{Decider: hidesSecrets{&StaticDecider{Default: Allow}}}
+	var recorded []string
+	i := &Interceptor{Decider: hidesSecrets{&StaticDecider{Default: Allow}}, OnDecision: func(d *ActionDescriptor, dec Decision) {
+		if dec.Reason == ReasonNotReadable {
+			recorded = append(recorded, d.Method+" "+d.ToolName+" "+string(dec.Verdict))
+		}
+	}}
 	listen := func(params string) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":` + params + `}`
 	}
@@ -50,5 +56,10 @@ func TestCheckSubscription(t *testing.T) {
 		case tc.want != "" && (ok || !strings.Contains(string(reply), tc.want)):
 			t.Errorf("%s: forwarded %v, answer %s, want %s", tc.msg, ok, reply, tc.want)
 		}
+	}
+	// Each refusal on record, once for Check and once for CheckBatch.
+	want := []string{"resources/subscribe resource:secret://a deny", "subscriptions/listen resource:secret://a deny"}
+	if got := slices.Compact(recorded); !slices.Equal(got, want) || len(recorded) != 4 {
+		t.Errorf("recorded %q, want each of %q twice", recorded, want)
 	}
 }
