@@ -124,7 +124,7 @@ func (a *aggregator) listen(w http.ResponseWriter, r *http.Request, s *aggSessio
 			}()
 			a.listenTo(ctx, r, s, u, f, func(method string, m []byte) {
 				params := intercept.Member(m, "params")
-				if method == "notifications/subscriptions/acknowledged" {
+				if method == methodAcknowledged {
 					if !acked {
 						var got listenFilter
 						acked = json.Unmarshal(intercept.Member(params, "notifications"), &got) == nil
@@ -197,7 +197,7 @@ wait:
 	}
 	meta := map[string]jsontext.Value{subscriptionKey: req.ID}
 	var ackMsg []byte
-	ackMsg, err = json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+	ackMsg, err = json.Marshal(map[string]any{"jsonrpc": "2.0", "method": methodAcknowledged,
 		"params": map[string]any{"_meta": meta, "notifications": honoured}}, json.Deterministic(true))
 	if err != nil {
 		writeJSONRPCError(w, http.StatusInternalServerError, req.ID, &intercept.WireError{Code: intercept.CodeInternalError, Message: err.Error()})

@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"strings"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sluicehq/sluice/intercept"
@@ -66,25 +69,56 @@ func subResource(uri, of string) bool {
 // as that client may have it: raw itself (changed false) unless m is a
 // notifications/resources/updated, which is passed on as resourceUpdate
 // leaves it, or withheld (nil), counted and logged, when it names no
-// resource the client may read.
+// resource the client may read; or a 2026-07-28 subscription's
+// acknowledgement, passed on as acknowledgement leaves it.
 func screenUpdate(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, cc intercept.CallContext, m *intercept.Message, raw jsontext.Value) (out jsontext.Value, changed bool) {
-	if m.Kind != intercept.KindNotification || m.Method != methodResourceUpdated {
+	if m.Kind != intercept.KindNotification || (m.Method != methodResourceUpdated && m.Method != methodAcknowledged) {
 		return raw, false
 	}
-	params, uri, ok := resourceUpdate(intercept.Member(raw, "params"), func(uri string) bool { return ic.Readable(ctx, cc, uri) })
-	if !ok {
-		w.denied(cc.Upstream, "", uri)
-		return nil, true
+	readable := func(uri string) bool { return ic.Readable(ctx, cc, uri) }
+	var params jsontext.Value
+	if m.Method == methodAcknowledged {
+		params = acknowledgement(intercept.Member(raw, "params"), readable)
+	} else {
+		var uri string
+		var ok bool
+		if params, uri, ok = resourceUpdate(intercept.Member(raw, "params"), readable); !ok {
+			w.denied(cc.Upstream, "", uri)
+			return nil, true
+		}
 	}
-	return jsontext.Value(`{"jsonrpc":"2.0","method":"` + methodResourceUpdated + `","params":` + string(params) + `}`), true
+	return jsontext.Value(`{"jsonrpc":"2.0","method":"` + m.Method + `","params":` + string(params) + `}`), true
+}
+
+const methodAcknowledged = "notifications/subscriptions/acknowledged"
+
+// acknowledgement returns params, those of an upstream's
+// notifications/subscriptions/acknowledged, as a client is passed them:
+// the notifications it says it honours (of the resources, those readable
+// says the client may read) and the subscription it names, nothing else
+// (as a virtual server acknowledges: listen).
+func acknowledgement(params jsontext.Value, readable func(uri string) bool) jsontext.Value {
+	var f listenFilter
+	_ = json.Unmarshal(intercept.Member(params, "notifications"), &f)
+	f.URIs = slices.DeleteFunc(f.URIs, func(uri string) bool { return !readable(uri) })
+	out := map[string]any{"notifications": f}
+	if sub := subscriptionOf(params); sub.Kind() == '"' || sub.Kind() == '0' {
+		out["_meta"] = map[string]jsontext.Value{subscriptionKey: sub}
+	}
+	b, err := json.Marshal(out, json.Deterministic(true))
+	if err != nil {
+		return jsontext.Value(`{"notifications":{}}`)
+	}
+	return b
 }
 
 // mayUpdate reports whether b, a message from an upstream, may be a
-// notifications/resources/updated (screenUpdate): a byte scan, so that
-// what cannot goes on undecoded. "updated" has no other spelling in
-// JSON text but one with a \u escape.
+// notifications/resources/updated or a subscription's acknowledgement
+// (screenUpdate): a byte scan, so that what cannot goes on undecoded.
+// "updated" and "acknowledged" have no other spelling in JSON text but
+// one with a \u escape.
 func mayUpdate(b []byte) bool {
-	return mayHoldMember(b, []byte("updated"))
+	return mayHoldMember(b, []byte("updated")) || bytes.Contains(b, []byte("acknowledged"))
 }
 
 // boundURI is uri as an event records it.

@@ -501,7 +501,9 @@ func TestResourceUpdateParams(t *testing.T) {
 // over a route to a stdio upstream, whose 2026-07-28 requests share one
 // connection (the stateless bridge): an update of secret://payroll,
 // which policy denies every read of, came to the subscriber with the
-// payroll beside its URI, and one of docs://readme with text beside it.
+// payroll beside its URI, and one of docs://readme with text beside it;
+// its acknowledgement came with text, and a resource the client may not
+// read, beside what it honours.
 func TestAttackRouteListenStdioUpdate(t *testing.T) {
 	up := &scriptUpstream{handle: func(msg []byte) [][]byte {
 		var r reqView
@@ -510,7 +512,7 @@ func TestAttackRouteListenStdioUpdate(t *testing.T) {
 		}
 		meta := `{"io.modelcontextprotocol/subscriptionId":` + string(r.ID) + `}`
 		return [][]byte{
-			[]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` + meta + `,"notifications":{"resourceSubscriptions":["docs://readme"]}}}`),
+			[]byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":` + meta + `,"notifications":{"resourceSubscriptions":["docs://readme","secret://payroll"]},"note":"` + updateInjection + `"}}`),
 			[]byte(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":` + meta + `,"uri":"secret://payroll","text":"` + payrollText + `"}}`),
 			[]byte(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":` + meta + `,"uri":"docs://readme","title":"` + updateInjection + `"}}`),
 		}
@@ -530,8 +532,9 @@ func TestAttackRouteListenStdioUpdate(t *testing.T) {
 	defer cancel()
 
 	events := listenOn(t, ctx, srv.URL+"/mcp/u", "docs://readme")
-	if ack := nextEvent(t, ctx, events, "acknowledgement"); !strings.Contains(ack, `"resourceSubscriptions":["docs://readme"]`) {
-		t.Fatalf("acknowledgement: %s", ack)
+	ack := `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub"},"notifications":{"resourceSubscriptions":["docs://readme"]}}}`
+	if got := nextEvent(t, ctx, events, "acknowledgement"); got != ack {
+		t.Errorf("acknowledgement: %s\nwant %s", got, ack)
 	}
 	want := `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"docs://readme","_meta":{"io.modelcontextprotocol/subscriptionId":"sub"}}}`
 	if got := nextEvent(t, ctx, events, "update"); got != want {
