@@ -247,6 +247,54 @@ func mayHoldMemberFold(b, quoted []byte) bool {
 	}
 }
 
+// mayNeedScreen reports recorded(b) || cacheHinted(b) ||
+// mayForgeEnvelope(b), whether an upstream's message may hold anything
+// screenAnswer looks at, in one pass over b's quotes rather than a search
+// of b for each name (and a pass over its quotes for each name read
+// without regard to case): every answer an upstream sends takes this
+// test before it is passed on.
+func mayNeedScreen(b []byte) bool {
+	if bytes.Contains(b, unicodeEscape) || bytes.Contains(b, longS) || bytes.Contains(b, kelvinSign) {
+		return true
+	}
+	structured := false
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 || i+j+1 >= len(b) {
+			break
+		}
+		i += j
+		at := b[i:]
+		switch at[1] | 0x20 { // the name's first letter, in lower case
+		case 't':
+			if hasPrefixFold(at, taskIDMember) || bytes.HasPrefix(at, ttlMember) {
+				return true
+			}
+		case 'r':
+			if bytes.HasPrefix(at, requestStateMember) {
+				return true
+			}
+		case 'c':
+			if bytes.HasPrefix(at, cacheScopeMember) {
+				return true
+			}
+		case 'e':
+			if hasPrefixFold(at, errorMember) {
+				return true
+			}
+		case 's':
+			structured = structured || hasPrefixFold(at, structuredContentMember)
+		}
+	}
+	return structured && (bytes.Contains(b, deniedValue) || bytes.Contains(b, approvalValue))
+}
+
+// hasPrefixFold reports whether b begins with quoted, an ASCII name in
+// quotes, as bytes.EqualFold reads it.
+func hasPrefixFold(b, quoted []byte) bool {
+	return len(b) >= len(quoted) && bytes.EqualFold(b[:len(quoted)], quoted)
+}
+
 // mayHoldMember reports whether b, JSON text, may hold a member named
 // quoted: written so, or with an escape in the text, which may spell it
 // otherwise ("task\u0049d" is taskId to every reader, not to
@@ -397,7 +445,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 // is passed on, and leaves out messages about another's task (nil: none
 // is left); lists has recorded the unfiltered b already.
 func (o *observer) filter(ctx context.Context, b []byte) []byte {
-	if !o.waitsForList() && !recorded(b) && !cacheHinted(b) && !o.screensResults() && !mayForgeEnvelope(b) && !mayShowUpstream(o.g.ic, b) && !mayUpdate(b) {
+	if !o.waitsForList() && !o.screensResults() && !mayNeedScreen(b) && !mayShowUpstream(o.g.ic, b) && !mayUpdate(b) {
 		return b
 	}
 	var lists []string
@@ -531,7 +579,7 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 		results = results || r.ic.WithholdsResults(m)
 	}
 	r.mu.Unlock()
-	if len(lists) == 0 && !results && !recorded(b) && !cacheHinted(b) && !mayForgeEnvelope(b) && !mayShowUpstream(r.ic, b) && !mayUpdate(b) {
+	if len(lists) == 0 && !results && !mayNeedScreen(b) && !mayShowUpstream(r.ic, b) && !mayUpdate(b) {
 		return b
 	}
 	cc := r.callContext()
