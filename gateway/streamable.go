@@ -591,26 +591,32 @@ func decodeHeaderValue(v string) (string, bool) {
 	return string(b), true
 }
 
-// hopHeaders are not forwarded in either direction (RFC 9110 §7.6.1), nor
-// are the headers the gateway rewrites. Nor is Authorization, ever: an
-// agent's credential is for the gateway (with auth: configured) or for no
-// one, and passing it through would hand an upstream a token whose
-// audience is not that upstream (MCP's "token passthrough"); an upstream's
-// own credentials go in upstreams[].headers.
-var hopHeaders = map[string]bool{
-	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
-	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Content-Length": true, "Host": true, hdrSession: true, "Accept-Encoding": true, "Authorization": true,
-	// Nor is a content coding: the gateway reads and forwards bodies
-	// with none (coding.go).
-	"Content-Encoding": true,
-	// An upstream's challenge is about Sluice's credentials, not the
-	// agent's: passed on, it would send the agent's client off to get a
-	// token from the upstream's authorization server.
-	"Www-Authenticate": true,
+// hopHeader reports whether k, a canonical header name, is forwarded in
+// neither direction: a hop-by-hop header (RFC 9110 §7.6.1), or one the
+// gateway rewrites. Nor is Authorization, ever: an agent's credential is
+// for the gateway (with auth: configured) or for no one, and passing it
+// through would hand an upstream a token whose audience is not that
+// upstream (MCP's "token passthrough"); an upstream's own credentials go
+// in upstreams[].headers. A switch, not a map: every header of every
+// request and answer is asked about, and a map hashes each name.
+func hopHeader(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+		"Content-Length", "Host", hdrSession, "Accept-Encoding", "Authorization",
+		// Nor is a content coding: the gateway reads and forwards
+		// bodies with none (coding.go).
+		"Content-Encoding",
+		// An upstream's challenge is about Sluice's credentials, not the
+		// agent's: passed on, it would send the agent's client off to get
+		// a token from the upstream's authorization server.
+		"Www-Authenticate":
+		return true
+	}
+	return false
 }
 
-// copyHeaders copies to dst the headers of src but hopHeaders and those
+// copyHeaders copies to dst the headers of src but hop headers and those
 // skip reports (nil: none), in one pass over src.
 func copyHeaders(dst, src http.Header, skip func(name string) bool) {
 	// One backing array for the values, as http.Header.Clone has: a slice
@@ -620,7 +626,7 @@ func copyHeaders(dst, src http.Header, skip func(name string) bool) {
 	// capped at its own values).
 	all := make([]string, 0, len(src))
 	for k, vv := range src {
-		if hopHeaders[k] || skip != nil && skip(k) {
+		if hopHeader(k) || skip != nil && skip(k) {
 			continue
 		}
 		i := len(all)
