@@ -49,6 +49,30 @@ func benchmarkBuiltin(b *testing.B, opts Options) {
 	})
 }
 
+// echoDescriptor is sluice bench's call: the demo server's echo tool on a
+// loopback URL.
+var echoDescriptor = &intercept.ActionDescriptor{
+	TxnID:           "0123456789abcdef0123456789abcdef",
+	ToolName:        "echo",
+	ToolDescription: `Echo a message back, prefixed with "Echo: ".`,
+	Parameters:      jsontext.Value(`{"message":"hi"}`),
+	TargetEndpoint:  "http://127.0.0.1:40000/mcp",
+	SessionID:       "018f4e1d-7e5d",
+	Upstream:        "bench",
+	Annotations:     jsontext.Value(`{"title":"Echo","readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":true}`),
+}
+
+// BenchmarkBuiltinEcho classifies sluice bench's call.
+func BenchmarkBuiltinEcho(b *testing.B) {
+	c := mustBuiltin(b, Options{})
+	ctx := context.Background()
+	cpuLoop(b, func() {
+		if _, err := c.Classify(ctx, echoDescriptor); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
 // BenchmarkBuiltin: the budget is 5 µs per call.
 func BenchmarkBuiltin(b *testing.B) { benchmarkBuiltin(b, Options{}) }
 

@@ -14,6 +14,11 @@ type target struct {
 	zone    string // for a remote endpoint
 	conf    float64
 	parsed  bool
+	// For a local upstream, what its command line says of where its
+	// tools reach: commandZone and serverZone of command, worked out
+	// once per tool version (toolFacts) rather than at every call.
+	cmdZone, idZone string
+	cmdConf, idConf float64
 }
 
 // parseTarget reads a descriptor's TargetEndpoint: "stdio:cmd args", a
@@ -24,9 +29,9 @@ func (c *compiled) parseTarget(s string) target {
 	case s == "":
 		return target{}
 	case strings.HasPrefix(s, "stdio:"):
-		return target{local: true, command: s[len("stdio:"):], parsed: true}
+		return c.localTarget(s[len("stdio:"):])
 	case strings.HasPrefix(s, "unix:"), strings.HasPrefix(s, "http+unix:"), strings.HasPrefix(s, "https+unix:"):
-		return target{local: true, parsed: true}
+		return c.localTarget("")
 	}
 	_, host, ok := splitURL(s)
 	if !ok || host == "" {
@@ -34,9 +39,18 @@ func (c *compiled) parseTarget(s string) target {
 	}
 	zone, conf := c.hostZone(host)
 	if zone == Local {
-		return target{local: true, parsed: true}
+		return c.localTarget("")
 	}
 	return target{zone: zone, conf: conf, parsed: true}
+}
+
+// localTarget is the target of an upstream on this host run by command
+// ("" for none).
+func (c *compiled) localTarget(command string) target {
+	t := target{local: true, command: command, parsed: true}
+	t.cmdZone, t.cmdConf = c.commandZone(command)
+	t.idZone, t.idConf = c.serverZone(command)
+	return t
 }
 
 // hostZone places a host name or address in a trust zone, with how sure
@@ -132,7 +146,7 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 			// was in it for none of five calls: 0.7, not 0.85.
 			return AxisVerdict{Classified: z, Confidence: 0.7, Source: SourceConfig}
 		}
-		if k.args.urlZone == "" && (mayStayOnHost(k) || describesLocal(k.desc)) {
+		if k.args.urlZone == "" && (mayStayOnHost(k) || k.descLocal) {
 			// The zone is where the upstream's service lives; a tool
 			// that may answer on this host (a computation over its
 			// arguments, guidance it ships, the client's own
@@ -149,8 +163,8 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 		return AxisVerdict{Classified: t.zone, Confidence: t.conf, Source: SourceEndpoint}
 	}
 	// A local server: where do its tools reach?
-	if zone, conf := c.commandZone(t.command); zone != "" {
-		return AxisVerdict{Classified: zone, Confidence: conf, Source: SourceEndpointInference}
+	if t.cmdZone != "" {
+		return AxisVerdict{Classified: t.cmdZone, Confidence: t.cmdConf, Source: SourceEndpointInference}
 	}
 	if k.args.urlZone == "" && k.selfLocal {
 		// A tool about the server itself (its cache, health, tools,
@@ -170,7 +184,7 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 	}
 	// A client of a named service calls that service, whatever its
 	// annotations say and whichever local file it uploads.
-	idZone, idConf := c.serverZone(t.command)
+	idZone, idConf := t.idZone, t.idConf
 	if idZone == External {
 		if idConf >= 0.9 && mayStayOnHost(k) {
 			// A service's server may answer this one from what it
@@ -181,7 +195,7 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 			// a guess here, not a certainty.
 			idConf = 0.85
 		}
-		if idConf >= 0.9 && describesLocal(k.desc) {
+		if idConf >= 0.9 && k.descLocal {
 			// The tool's own words place its data on this host ("from
 			// the local cache"): the server and the tool disagree.
 			// External stays, the conservative side, below the high
@@ -219,7 +233,7 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 		// such a call went for 20 calls in 35.
 		return AxisVerdict{Classified: Local, Confidence: 0.65, Source: SourceParameters}
 	}
-	if idZone == Local && (describesRemote(k.desc) || k.namesHost) {
+	if idZone == Local && (k.descRemote || k.namesHost) {
 		// A local tool's server whose tool names the web, a service
 		// or a public host ("search the internet", "Google docs", "a
 		// shareable excalidraw.com link", "the cloud provider").
@@ -256,10 +270,10 @@ func (c *compiled) upstreamBoundary(k *call, t target) AxisVerdict {
 			return AxisVerdict{Classified: External, Confidence: 0.55, Source: SourceEndpointInference}
 		}
 	}
-	if describesExternal(k.desc) {
+	if k.descExternal {
 		return AxisVerdict{Classified: External, Confidence: 0.75, Source: SourceToolDescription}
 	}
-	if describesLocal(k.desc) {
+	if k.descLocal {
 		return AxisVerdict{Classified: Local, Confidence: 0.7, Source: SourceToolDescription}
 	}
 	if t.command == "" {

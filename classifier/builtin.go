@@ -76,6 +76,10 @@ type call struct {
 	lex     lexical
 
 	selfLocal, browserMgmt, namesHost bool
+	// What the description's first sentence says of where the tool
+	// reaches: describesLocal, describesExternal, describesRemote of
+	// desc (toolFacts).
+	descLocal, descExternal, descRemote bool
 	// reads: the action type's verdict is Read (set before the
 	// boundary is worked out).
 	reads bool
@@ -99,6 +103,9 @@ type toolFacts struct {
 	selfLocal       bool // the tool is about the server itself (selfTool, saysLocal)
 	browserMgmt     bool // browser management (browserManagement)
 	namesHost       bool // the first sentence names a public host (namesPublicHost)
+	// describesLocal, describesExternal and describesRemote of desc,
+	// which the boundary asks of every call.
+	descLocal, descExternal, descRemote bool
 }
 
 type toolKey struct{ upstream, tool string }
@@ -160,6 +167,7 @@ func (c *compiled) toolFacts(d *intercept.ActionDescriptor) *toolFacts {
 	tf.selfLocal = saysLocal(d.ToolDescription) && !moves(tf.name) || selfTool(tf.name, tf.desc)
 	tf.browserMgmt = browserManagement(tf.name, tf.cmd)
 	tf.namesHost = namesPublicHost(first)
+	tf.descLocal, tf.descExternal, tf.descRemote = describesLocal(tf.desc), describesExternal(tf.desc), describesRemote(tf.desc)
 	if cacheable {
 		c.facts.Add(toolKey{strings.Clone(d.Upstream), name}, tf)
 	}
@@ -177,6 +185,7 @@ func (b *Builtin) classify(d *intercept.ActionDescriptor) Verdict {
 	tf := c.toolFacts(d)
 	k.tc, k.hasTC, k.hints, k.name, k.desc, k.cmd, k.lex = tf.tc, tf.hasTC, tf.hints, tf.name, tf.desc, tf.cmd, tf.lex
 	k.selfLocal, k.browserMgmt, k.namesHost = tf.selfLocal, tf.browserMgmt, tf.namesHost
+	k.descLocal, k.descExternal, k.descRemote = tf.descLocal, tf.descExternal, tf.descRemote
 	k.classes = k.tc.Classes
 	if c.classes != nil {
 		if more := c.classes(d.Upstream, d.ToolName); len(more) > 0 {
