@@ -116,3 +116,19 @@ func BenchmarkNewIntentRecordRiskOnly(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLifecycleClassify classifies sluice bench's call through the
+// session lifecycle, as the gateway does: the session provisioned and its
+// inventory known after the first call.
+func BenchmarkLifecycleClassify(b *testing.B) {
+	l := &Lifecycle{}
+	c := l.Wrap(mustBuiltin(b, Options{}))
+	ctx := context.Background()
+	d := *echoDescriptor
+	d.ToolInventoryHash = "sha256:0123"
+	cpuLoop(b, func() {
+		if _, err := c.Classify(ctx, &d); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

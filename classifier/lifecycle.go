@@ -143,6 +143,20 @@ func (l *Lifecycle) ObserveInventory(session, hash string) (LifecycleEvent, bool
 	return ev, true
 }
 
+// steady returns the classifier id of session when it is provisioned and
+// its inventory is hash (or hash is ""): when Provision and
+// ObserveInventory would do nothing, found under one lock and without
+// reading the clock for an event nobody gets.
+func (l *Lifecycle) steady(session, hash string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.sessions[session]
+	if !ok || hash != "" && s.inventory != hash {
+		return "", false
+	}
+	return s.id, true
+}
+
 // Wrap returns a classifier that stamps every verdict of c with the
 // session's classifier id, provisioning sessions it has not seen (so no
 // verdict goes out without an identity) and re-initialising on inventory
@@ -159,8 +173,11 @@ type sessionClassifier struct {
 func (s *sessionClassifier) immediate() bool { return Immediate(s.c) }
 
 func (s *sessionClassifier) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verdict, error) {
-	id, _ := s.l.Provision(d.SessionID)
-	s.l.ObserveInventory(d.SessionID, d.ToolInventoryHash)
+	id, ok := s.l.steady(d.SessionID, d.ToolInventoryHash)
+	if !ok {
+		id, _ = s.l.Provision(d.SessionID)
+		s.l.ObserveInventory(d.SessionID, d.ToolInventoryHash)
+	}
 	v, err := s.c.Classify(ctx, d)
 	v.ClassifierID = id
 	s.l.mu.Lock()
