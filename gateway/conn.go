@@ -1218,16 +1218,3 @@ func protocolVersionFromResult(result jsontext.Value) string {
 	_ = json.Unmarshal(result, &p)
 	return p.ProtocolVersion
 }
-
-// versionFromMeta reads the 2026-07-28 per-request protocol version and
-// client name from params._meta.
-func versionFromMeta(meta jsontext.Value) (version, client string) {
-	if meta == nil {
-		return "", ""
-	}
-	v, info := intercept.ValidMembers(meta, "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo")
-	if info != nil {
-		client = intercept.ValidStringMember(info, "name")
-	}
-	return intercept.ValidString(v), client
-}

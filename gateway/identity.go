@@ -99,7 +99,7 @@ func (id identifier) identify(r *http.Request, msgs []*intercept.Message) (claim
 			continue
 		}
 		c.requests = true
-		version, name := versionFromMeta(m.Meta)
+		version, name := m.MetaVersion()
 		if m.Method == "initialize" {
 			c.initialize = true
 			if err := c.claimClient(clientNameFromInitialize(m.Params)); err != nil {

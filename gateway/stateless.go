@@ -321,7 +321,7 @@ func (b *statelessBridge) post(w http.ResponseWriter, r *http.Request, x *exchan
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if v, _ := versionFromMeta(m.Meta); v == "" {
+	if v, _ := m.MetaVersion(); v == "" {
 		// The upstream sees no HTTP headers: a request whose era only the
 		// Mcp-Protocol-Version header gives would be served as a request
 		// of the 2025-era session the connection is to it, one every

@@ -423,7 +423,7 @@ func (g *Gateway) classify(r *http.Request, x *exchange, requestsVersion string)
 		if m.Kind == intercept.KindRequest {
 			continue // in requestsVersion
 		}
-		if v, _ := versionFromMeta(m.Meta); v != "" {
+		if v, _ := m.MetaVersion(); v != "" {
 			if metaVersion != "" && v != metaVersion {
 				return mismatch("requests in one batch declare different protocol versions")
 			}

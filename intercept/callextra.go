@@ -12,7 +12,7 @@ import (
 // the client chose besides its name and arguments, or nil.
 func CallExtra(m *Message) jsontext.Value {
 	longID := m.ID != nil && !freshToken(m.ID)
-	if !m.extra && !m.paramsExtra && !longID && !metaBeyondProtocol(m.Meta) {
+	if !m.extra && !m.paramsExtra && !longID && !m.metaFacts().beyond {
 		return nil
 	}
 	out := map[string]jsontext.Value{}
@@ -109,6 +109,60 @@ func protocolMeta(k string, v jsontext.Value) bool {
 
 // errBeyond stops a walk of _meta at its first member not the protocol's.
 var errBeyond = errors.New("beyond the protocol's")
+
+// metaFacts is what a request's _meta says that the gateway asks of
+// every request, from one walk of it.
+type metaFacts struct {
+	// version and info are the values of the 2026-07-28 per-request
+	// protocol version and client info (nil: absent), read by
+	// MetaVersion.
+	version, info jsontext.Value
+	// beyond: metaBeyondProtocol.
+	beyond bool
+}
+
+// readMeta reads meta, a request's _meta (nil: none), as
+// metaBeyondProtocol and MetaVersion each would, in one walk of it.
+func readMeta(meta jsontext.Value) metaFacts {
+	var f metaFacts
+	switch {
+	case meta == nil:
+		return f
+	case meta.Kind() != '{':
+		f.beyond = string(meta) != "null"
+		return f
+	}
+	_ = eachValidMember(meta, func(k string, v jsontext.Value) error {
+		switch {
+		case f.version == nil && k == "io.modelcontextprotocol/protocolVersion":
+			f.version = v
+		case f.info == nil && k == "io.modelcontextprotocol/clientInfo":
+			f.info = v
+		}
+		f.beyond = f.beyond || !protocolMeta(k, v)
+		return nil
+	})
+	return f
+}
+
+// metaFacts returns what m's _meta says, as Decode read it.
+func (m *Message) metaFacts() metaFacts {
+	if m.metaRead {
+		return m.meta
+	}
+	return readMeta(m.Meta)
+}
+
+// MetaVersion returns the 2026-07-28 per-request protocol version and
+// client name of m, a request, from params._meta ("" for none, or for a
+// value that is not a string).
+func (m *Message) MetaVersion() (version, client string) {
+	f := m.metaFacts()
+	if f.info != nil {
+		client = ValidStringMember(f.info, "name")
+	}
+	return ValidString(f.version), client
+}
 
 // metaBeyondProtocol reports whether meta, a request's _meta, holds
 // anything but the protocol's members: a quick look before CallExtra

@@ -72,6 +72,10 @@ type Message struct {
 	Arguments jsontext.Value
 	// Meta is params._meta, nil when absent.
 	Meta jsontext.Value
+	// meta is what Meta says that every request is asked (MetaVersion,
+	// CallExtra), read by Decode in one walk of it; metaRead: it was.
+	meta     metaFacts
+	metaRead bool
 
 	idKey string // the id as IDKey gives it, when it differs from ID
 	// extra: Raw has a top-level member JSON-RPC does not define.
@@ -475,6 +479,7 @@ func (m *Message) decodeParams() error {
 			m.Arguments = val
 		case "_meta":
 			m.Meta = val
+			m.meta, m.metaRead = readMeta(val), true
 		default:
 			if k := foldedMatch(key, callKeys); k != "" && k != key {
 				return &WireError{Code: CodeInvalidParams, Message: fmt.Sprintf("invalid params: member %q differs from %q only in case", key, k)}
