@@ -2,12 +2,10 @@ package main
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/bench"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
@@ -18,14 +16,7 @@ import (
 // replica that never saw the task answers "not found".
 func TestA2ATasksAcrossReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	agent := &http.Server{Handler: bench.A2AAgent(base)}
-	go agent.Serve(ln)
-	t.Cleanup(func() { agent.Close() })
+	base := serveBenchAgent(t)
 
 	cfg := "agent_header: X-Agent\npolicy: {default: allow}\nagents: [{name: helper, url: " + base + "}]\n"
 	shared := cfg + "agent_tasks: {redis_url: \"" + srv.URL() + "\"}\n"

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluicehq/sluice/auth"
-	"github.com/sluicehq/sluice/internal/bench"
 )
 
 // goSDKCall opens the official Go SDK client named name on url, in era
@@ -189,14 +187,7 @@ func TestAuthenticatedMemoryOnEveryPath(t *testing.T) {
 // sink under another, and a tools/call read does as much for an A2A
 // sink.
 func TestAgentHeaderNamesShareMemory(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	agent := &http.Server{Handler: bench.A2AAgent(base)}
-	go agent.Serve(ln)
-	t.Cleanup(func() { agent.Close() })
+	base := serveBenchAgent(t)
 	r := startServe(t, `agent_header: X-Agent
 policy:
   default: allow
@@ -249,14 +240,7 @@ agents: [{name: reader, url: `+base+`}, {name: mailer, url: `+base+`}]
 // would be in the unauthenticated agent's memory, and the sink would
 // pass.)
 func TestAuthenticatedMemoryA2A(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	agentURL := "http://" + ln.Addr().String()
-	agent := &http.Server{Handler: bench.A2AAgent(agentURL)}
-	go agent.Serve(ln)
-	t.Cleanup(func() { agent.Close() })
+	agentURL := serveBenchAgent(t)
 	keyFile := filepath.Join(t.TempDir(), "agent_keys.json")
 	g := startServe(t, `policy:
   default: allow

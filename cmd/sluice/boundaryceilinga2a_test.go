@@ -1,12 +1,8 @@
 package main
 
 import (
-	"net"
-	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/sluicehq/sluice/internal/bench"
 )
 
 // TestManifestBoundaryCeilingA2A: a manifest's boundary_ceiling is
@@ -16,14 +12,7 @@ import (
 // the declarations, so a capped agent was denied every message, those to
 // an agent its operator declared inside the ceiling included.
 func TestManifestBoundaryCeilingA2A(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	agent := &http.Server{Handler: bench.A2AAgent(base)}
-	go agent.Serve(ln)
-	t.Cleanup(func() { agent.Close() })
+	base := serveBenchAgent(t)
 	r := startServe(t, `agent_header: X-Agent
 policy:
   default: allow

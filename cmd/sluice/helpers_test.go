@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/bench"
 )
 
 // running is a gateway started by serve() in front of the demo server.
@@ -212,4 +213,19 @@ func heldOn(t *testing.T, ctx context.Context, admin string) (apr, listing strin
 		t.Fatalf("approvals list on %s: %s, want the held call's request", admin, &out)
 	}
 	return apr, out.String()
+}
+
+// serveBenchAgent serves sluice bench's minimal A2A agent on 127.0.0.1:0
+// until the test ends and returns its base URL.
+func serveBenchAgent(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	agent := &http.Server{Handler: bench.A2AAgent(base)}
+	go agent.Serve(ln)
+	t.Cleanup(func() { agent.Close() })
+	return base
 }
