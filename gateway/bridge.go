@@ -28,6 +28,9 @@ type bridgeState struct {
 	wmu  writeLock // one writer at a time on up: POSTs arrive concurrently
 	name string
 	done chan struct{} // closed when the upstream reader ends
+	// refusals sends up the gateway's answers to its withheld requests
+	// (upstreamasks.go).
+	refusals askRefusals
 	// tasks holds the messages about tasks not yet known while the
 	// session's task-augmented requests wait (taskhold.go), released
 	// through sink.
@@ -327,13 +330,11 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 	// Before a message about a task not yet the client's is held: it
 	// would be released unscreened.
 	if (m.Kind == intercept.KindRequest || m.Kind == intercept.KindNotification) && withholdUpstreamMessage(ic, cc, m, func(reply []byte) {
-		// Not on this goroutine, the upstream's reader: an upstream
-		// blocked writing to it would not read this.
-		go func() {
+		b.refusals.send(w.log, b.name, func() {
 			ctx, stop := context.WithTimeout(ctx, cancelWriteTimeout)
 			defer stop()
 			_ = b.write(ctx, reply)
-		}()
+		})
 	}) {
 		return m, call
 	}

@@ -60,6 +60,9 @@ type relay struct {
 	// Writes to either side come from more than one goroutine (the two
 	// pumps, approval questions); a Conn takes one writer at a time.
 	downMu, upMu sync.Mutex
+	// refusals sends up the gateway's answers to its withheld requests
+	// (upstreamasks.go).
+	refusals askRefusals
 
 	// ids are the requests sent under the gateway's ids while the
 	// upstream was closed to the client, asked the upstream's requests

@@ -81,6 +81,9 @@ type route struct {
 	// passHeaders are the client headers a closed upstream still gets
 	// (upstreams[].pass_headers, canonical); nil for none (headers.go).
 	passHeaders map[string]bool
+	// refusals sends an HTTP upstream the gateway's answers to its
+	// withheld requests (upstreamasks.go).
+	refusals askRefusals
 }
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)

@@ -590,9 +590,7 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 	}, lists, func(m *intercept.Message) (held, owned bool) {
 		return r.tasks.hold(ctx, cc, m, m.Raw, r.sink)
 	}, func(reply []byte) {
-		// Not on this goroutine, the upstream's reader: an upstream
-		// blocked writing to it would not read this.
-		go func() { _ = r.toUpstream(ctx, reply) }()
+		r.refusals.send(r.log, r.up.Name, func() { _ = r.toUpstream(ctx, reply) })
 	})
 }
 
@@ -602,7 +600,7 @@ func (o *observer) refuse(reply []byte) {
 	if o.rt.url == nil {
 		return // a bridged upstream's messages are not filtered here
 	}
-	go o.g.answerUpstream(o.rt, o.sess, reply)
+	o.rt.refusals.send(o.g.log, o.rt.up.Name, func() { o.g.answerUpstream(o.rt, o.sess, reply) })
 }
 
 // listCursors maps the ids of the tools/list requests among msgs asked

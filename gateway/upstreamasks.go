@@ -3,7 +3,9 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/intercept"
@@ -70,4 +72,39 @@ func (g *Gateway) answerUpstream(rt *route, sess *session, msg []byte) {
 		return
 	}
 	resp.Body.Close()
+}
+
+// maxRefusing bounds the answers to withheld requests being sent to an
+// upstream at once (refusals).
+const maxRefusing = 8
+
+// askRefusals sends the gateway's answers to an upstream's withheld
+// requests, each on a goroutine of its own (not the upstream's reader's:
+// an upstream blocked writing to it would not read the answer), at most
+// maxRefusing at once: an upstream that keeps them waiting while it sends
+// more would otherwise have the gateway hold a goroutine, and on HTTP a
+// connection, for every one it sent. One past that is not sent, and
+// logged: the upstream that floods waits for it. The zero value is
+// ready to use.
+type askRefusals struct {
+	once  sync.Once
+	slots chan struct{}
+	drops dropLog
+}
+
+// send runs answer on a goroutine of its own, or logs that the answer of
+// the upstream named upstream is not sent.
+func (r *askRefusals) send(log *slog.Logger, upstream string, answer func()) {
+	r.once.Do(func() { r.slots = make(chan struct{}, maxRefusing) })
+	select {
+	case r.slots <- struct{}{}:
+	default:
+		r.drops.warn(log, "an upstream's request withheld from its client not answered: too many answers to it are being sent already",
+			"upstream", upstream, "max", maxRefusing)
+		return
+	}
+	go func() {
+		defer func() { <-r.slots }()
+		answer()
+	}()
 }
