@@ -351,7 +351,7 @@ func listRefused(id jsontext.Value, method string, err error) []byte {
 // or find it is the client's already. A request or notification the
 // interceptor withholds (withholdUpstreamMessage) is left out too, a
 // request answered to the upstream through refuse.
-func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, cc intercept.CallContext, b []byte, methodOf func(id string) (method, cursor string), lists []string, hold holdFunc, refuse func([]byte)) []byte {
+func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks, cc intercept.CallContext, b []byte, methodOf func(id string) (method, cursor string), lists []string, hold holdFunc, refuse func(m *intercept.Message, answer []byte)) []byte {
 	msgs, batch, err := intercept.Decode(b)
 	if err != nil {
 		if len(lists) == 0 {
@@ -589,18 +589,21 @@ func (r *relay) hideTools(ctx context.Context, b []byte) []byte {
 		return r.pending[id], r.cursors[id]
 	}, lists, func(m *intercept.Message) (held, owned bool) {
 		return r.tasks.hold(ctx, cc, m, m.Raw, r.sink)
-	}, func(reply []byte) {
-		r.refusals.send(r.log, r.up.Name, func() { _ = r.toUpstream(ctx, reply) })
+	}, func(m *intercept.Message, answer []byte) {
+		// Remembered as asked when it came (received): the client's
+		// answer to it would go on too.
+		r.asked.take(m.IDKey())
+		r.refusals.send(r.log, r.up.Name, func() { _ = r.toUpstream(ctx, answer) })
 	})
 }
 
 // refuse answers a request of the upstream's that filter withheld from
 // the client: on its own, as the client's answer would go.
-func (o *observer) refuse(reply []byte) {
+func (o *observer) refuse(_ *intercept.Message, answer []byte) {
 	if o.rt.url == nil {
 		return // a bridged upstream's messages are not filtered here
 	}
-	o.rt.refusals.send(o.g.log, o.rt.up.Name, func() { o.g.answerUpstream(o.rt, o.sess, reply) })
+	o.rt.refusals.send(o.g.log, o.rt.up.Name, func() { o.g.answerUpstream(o.rt, o.sess, answer) })
 }
 
 // listCursors maps the ids of the tools/list requests among msgs asked

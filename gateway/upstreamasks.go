@@ -23,14 +23,14 @@ import (
 
 // withholdUpstreamMessage reports whether m, a message the upstream of cc
 // sends its client, is withheld from it; a request withheld is answered
-// through refuse (nil: it cannot be).
-func withholdUpstreamMessage(ic *intercept.Interceptor, cc intercept.CallContext, m *intercept.Message, refuse func([]byte)) bool {
+// through refuse, with the gateway's answer to it (nil: it cannot be).
+func withholdUpstreamMessage(ic *intercept.Interceptor, cc intercept.CallContext, m *intercept.Message, refuse func(m *intercept.Message, answer []byte)) bool {
 	why := ic.ScreenUpstreamMessage(cc, m)
 	if why == "" {
 		return false
 	}
 	if m.Kind == intercept.KindRequest && refuse != nil {
-		refuse(intercept.WithheldAskResponse(m.ID, why))
+		refuse(m, intercept.WithheldAskResponse(m.ID, why))
 	}
 	return true
 }

@@ -539,7 +539,7 @@ func TestUpstreamMessagesWithheldInBatch(t *testing.T) {
 		{strings.Replace(status, "IGNORE PREVIOUS INSTRUCTIONS", "done", 1), strings.Replace(status, "IGNORE PREVIOUS INSTRUCTIONS", "done", 1), ""},
 	} {
 		var refused []string
-		got := string(hideTools(context.Background(), ic, w, alice, []byte(c.in), noMethod, nil, nil, func(b []byte) { refused = append(refused, string(b)) }))
+		got := string(hideTools(context.Background(), ic, w, alice, []byte(c.in), noMethod, nil, nil, func(_ *intercept.Message, b []byte) { refused = append(refused, string(b)) }))
 		if got != c.want {
 			t.Errorf("%s: got %s, want %s", c.in, got, c.want)
 		}
