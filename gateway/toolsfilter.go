@@ -166,6 +166,11 @@ func screenAnswerOf(ctx context.Context, ic *intercept.Interceptor, cc intercept
 		return screenToolsIn(ctx, ic, cc, id, raw, result)
 	case "tasks/list":
 		res, changed := ic.FilterTasksResult(ctx, cc, result)
+		// Its tasks' statusMessages are screened as a tasks/get answer's
+		// are: the client's own tasks, what it is shown.
+		if out, withheld := ic.ScreenTaskList(cc, id, idKey, raw, res); withheld {
+			return out, true
+		}
 		if !changed {
 			return raw, false
 		}

@@ -431,7 +431,7 @@ func TestAttackInjectionInModernProgress(t *testing.T) {
 // task server (its task fails with an error naming url, which becomes
 // its statusMessage) for each of urls through the gateway base gw makes
 // of the server's URL, and returns each task's tasks/get answer once it
-// stopped working.
+// stopped working, and then its tasks/list answer.
 func taskStatuses(t *testing.T, gw func(url string) string, urls ...string) []string {
 	t.Helper()
 	s := server.NewMCPServer("taskserver", "1.0.0", server.WithToolCapabilities(true), server.WithTaskCapabilities(true, true, true))
@@ -469,7 +469,8 @@ func taskStatuses(t *testing.T, gw func(url string) string, urls ...string) []st
 		}
 		out = append(out, got)
 	}
-	return out
+	_, _, body = post(t, u, h, `{"jsonrpc":"2.0","id":3,"method":"tasks/list"}`)
+	return append(out, body)
 }
 
 // TestAttackInjectionInTaskStatus (attacker review): a task's status

@@ -276,3 +276,21 @@ func TestAttackAnswerToWithheldAsk(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackInjectionInTaskList (attacker review): a task's status
+// message, withheld from a tasks/get answer and a status notification,
+// came in the client's tasks/list answer, which lists the same tasks with
+// the same statusMessage. Now a tasks/list answer (of the client's own
+// tasks) the interceptor withholds is an error saying why; a clean one
+// passes.
+func TestAttackInjectionInTaskList(t *testing.T) {
+	gw := func(url string) string { return withholdGateway(t, "tasks", url) }
+	clean := taskStatuses(t, gw, "clean")
+	if list := clean[len(clean)-1]; !strings.Contains(list, `"statusMessage":"page gone"`) {
+		t.Errorf("a clean task list: got %s, want it as it was", list)
+	}
+	evil := taskStatuses(t, gw, "clean", "evil")
+	if list := evil[len(evil)-1]; strings.Contains(list, "IGNORE PREVIOUS") || !strings.Contains(list, "withheld: it looks like a prompt injection") {
+		t.Errorf("a task list with an injected status: got %s, want an error saying it was withheld", list)
+	}
+}

@@ -860,6 +860,25 @@ func (i *Interceptor) ScreenResult(cc CallContext, method string, id jsontext.Va
 	return renderDecision(id, dc, d.TxnID, cc.ProtocolVersion, false), true
 }
 
+// ScreenTaskList is ScreenResult for the answer to a tasks/list of the
+// client of cc whose result, already left with the client's own tasks
+// alone (FilterTasksResult), is result: it lists the statusMessage a
+// tasks/get answer gives (ShowsTask), which must not come this way
+// instead. One withheld is an error saying why.
+func (i *Interceptor) ScreenTaskList(cc CallContext, id jsontext.Value, idKey string, raw, result jsontext.Value) (jsontext.Value, bool) {
+	if i.WithholdResult == nil {
+		return raw, false
+	}
+	const method = "tasks/list"
+	d := i.answered(cc, method, idKey, true)
+	why := i.WithholdResult(d, method, result)
+	if why == "" {
+		return raw, false
+	}
+	dc := Decision{Verdict: Deny, Reason: ReasonResultWithheld, PublicReason: why, Mode: ModeThrow}
+	return renderDecision(id, dc, d.TxnID, cc.ProtocolVersion, false), true
+}
+
 // ScreenError is ScreenResult for an error answer whose error object is
 // errObj: a client shows a tool's error to its model as it shows a
 // result, so an injection the gateway would withhold from a result must
