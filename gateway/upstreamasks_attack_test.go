@@ -51,6 +51,14 @@ func upcallServer() *server.MCPServer {
 				return mcp.NewToolResultText("elicitation failed: " + err.Error()), nil
 			}
 			return mcp.NewToolResultText("elicited " + string(r.Action)), nil
+		case "mrtr":
+			// Asked as a 2026-07-28 server asks: an input_required
+			// result (mcp-go sends a 2025 client the sampling request).
+			if r := server.SamplingResponse(req.Params.InputResponses, "s"); r != nil {
+				return mcp.NewToolResultText("sampled by " + r.Model), nil
+			}
+			return server.NewInputRequestBuilder("st").Sample("s", mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.TextContent{Type: "text", Text: text}}}}).ToolResult(), nil
 		case "notify":
 			if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 				_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/progress",

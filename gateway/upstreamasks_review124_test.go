@@ -7,12 +7,16 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sluicehq/sluice/classifier"
 	"github.com/sluicehq/sluice/gateway/transport"
@@ -292,5 +296,52 @@ func TestAttackInjectionInTaskList(t *testing.T) {
 	evil := taskStatuses(t, gw, "clean", "evil")
 	if list := evil[len(evil)-1]; strings.Contains(list, "IGNORE PREVIOUS") || !strings.Contains(list, "withheld: it looks like a prompt injection") {
 		t.Errorf("a task list with an injected status: got %s, want an error saying it was withheld", list)
+	}
+}
+
+// TestInjectionInInputRequired (review): a sampling request a tool asks
+// for in its input_required result (2026-07-28), which the client's model
+// reads, is withheld with the result on an HTTP and a stdio upstream, to
+// a 2026-07-28 client and (sent by mcp-go's server as a request of its
+// own) a 2025 one; a benign one is answered.
+func TestInjectionInInputRequired(t *testing.T) {
+	ic := &intercept.Interceptor{Decider: permissive, WithholdResult: withholdInjected}
+	for _, up := range []string{"http", "stdio"} {
+		for _, version := range []string{mcp.ProtocolVersion20260728, mcp.ProtocolVersion20251125} {
+			t.Run(up+"/"+version, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+				defer cancel()
+				upstream := Upstream{Name: "up", Command: os.Args[0], Env: map[string]string{transparencyServerEnv: "upcalls"}}
+				if up == "http" {
+					srv := httptest.NewServer(server.NewStreamableHTTPServer(upcallServer()))
+					t.Cleanup(srv.Close)
+					upstream = Upstream{Name: "up", URL: srv.URL + "/mcp"}
+				}
+				g, err := New(Options{Upstreams: []Upstream{upstream}}, ic, slog.New(slog.DiscardHandler))
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv := httptest.NewServer(g.Handler())
+				t.Cleanup(func() { closeServed(t, srv, g) })
+				// (mcp-go's HTTP server sends a 2025 client its request on
+				// the GET stream.)
+				trans, err := mcptransport.NewStreamableHTTP(srv.URL+"/mcp/up", mcptransport.WithContinuousListening())
+				if err != nil {
+					t.Fatal(err)
+				}
+				u := &upcallClient{}
+				c := u.start(t, ctx, trans, version)
+				if got := askUp(t, ctx, c, "ask", "mrtr", "say hi"); !strings.Contains(got, "sampled by the-model") {
+					t.Errorf("benign: got %q, want it sampled", got)
+				}
+				res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"what": "mrtr", "text": upcallAttack}}})
+				if err == nil && !strings.Contains(text(res), "withheld") && !strings.Contains(text(res), "failed") {
+					t.Errorf("injected: got %q, want it withheld", text(res))
+				}
+				if strings.Contains(u.seen(), "IGNORE PREVIOUS") || !strings.Contains(u.seen(), "say hi") {
+					t.Errorf("the client's model was shown:\n%s\nwant the benign request only", u.seen())
+				}
+			})
+		}
 	}
 }
