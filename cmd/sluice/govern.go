@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -256,9 +257,12 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	var withholdResult func(*intercept.ActionDescriptor, string, jsontext.Value) string
 	if cfg.Classifier.scansResults() {
 		withhold := cfg.Classifier.OnResultInjection == resultWithhold
+		warns := &perUpstreamWarnings{}
 		found := func(d *intercept.ActionDescriptor, fs []classifier.InjectionFinding, withheld bool) {
-			logger.Warn("a result looks like a prompt injection", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", telemetry.ToolName(d.ToolName),
-				"findings", len(fs), "withheld", withheld)
+			if log, suppressed := warns.allow(d.Upstream, time.Now()); log {
+				logger.Warn("a result looks like a prompt injection", "txn_id", d.TxnID, "upstream", d.Upstream, "tool", telemetry.ToolName(d.ToolName),
+					"findings", len(fs), "withheld", withheld, "not_logged_since", suppressed)
+			}
 			rec.resultInjection(d, fs, withheld)
 		}
 		onResult = func(d *intercept.ActionDescriptor, result jsontext.Value) {
@@ -449,4 +453,36 @@ func (c *config) declared() func(upstream, tool string) (string, string, string)
 		return o.Declared
 	}
 	return nil
+}
+
+// perUpstreamWarnings bounds a warning logged about what upstreams send:
+// one a second per upstream, the next saying how many were not logged
+// since. An upstream that floods flagged progress notifications, each
+// withheld and recorded as an event, does not flood the log too.
+type perUpstreamWarnings struct {
+	mu   sync.Mutex
+	last map[string]upstreamWarning
+}
+
+type upstreamWarning struct {
+	at         time.Time
+	suppressed int
+}
+
+// allow reports whether a warning about upstream may be logged at now,
+// and how many were not since the last one logged.
+func (w *perUpstreamWarnings) allow(upstream string, now time.Time) (bool, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[string]upstreamWarning{}
+	}
+	l := w.last[upstream]
+	if !l.at.IsZero() && now.Sub(l.at) < time.Second {
+		l.suppressed++
+		w.last[upstream] = l
+		return false, 0
+	}
+	w.last[upstream] = upstreamWarning{at: now}
+	return true, l.suppressed
 }
