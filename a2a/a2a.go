@@ -1325,7 +1325,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 		res := ans.Result
 		if rel.check != nil {
 			if res = rel.check(res); res == nil {
-				fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s names another's task or conversation: not passed on", a.Name, m.Method))
+				fail(http.StatusBadGateway, fmt.Errorf("agent %q: its answer to %s names another's task or conversation, or nests deeper than the %d levels the gateway reads: not passed on", a.Name, m.Method, maxWalkDepth))
 				return
 			}
 			if out, err = intercept.WithMember(ans.Raw, "result", res); err != nil {
@@ -1514,7 +1514,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 								out, err = intercept.WithMember(ans.Raw, "result", res)
 							}
 							if err != nil {
-								unread("an event of its stream names another's task or conversation: not passed on")
+								unread(fmt.Sprintf("an event of its stream names another's task or conversation, or nests deeper than the %d levels the gateway reads: not passed on", maxWalkDepth))
 								return
 							}
 							ans.Result = res

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -37,6 +38,12 @@ type idRef struct {
 // maxNamedIDs bounds the task and conversation ids one unknown method's
 // params may name: each is looked up, in the shared store too.
 const maxNamedIDs = 256
+
+// maxWalkDepth bounds how deep the gateway reads an unknown method's
+// params and answer, and an answer for a forged soft deny: each level
+// re-reads all that is under it, so a value nested thousands deep cost
+// as many readings of the whole.
+const maxWalkDepth = 64
 
 // foldKey is k as a reader matching member names loosely takes it: in
 // any case (Go's encoding/json folds "ſ" to "s" and "K", the Kelvin sign,
@@ -88,12 +95,15 @@ func namedIDs(v jsontext.Value) ([]idRef, error) {
 		refs = append(refs, r)
 		return nil
 	}
-	var walk func(v jsontext.Value, parent, at string) error
-	walk = func(v jsontext.Value, parent, at string) error {
+	var walk func(v jsontext.Value, parent string, at *jsonPath, depth int) error
+	walk = func(v jsontext.Value, parent string, at *jsonPath, depth int) error {
+		if k := v.Kind(); (k == '[' || k == '{') && depth == maxWalkDepth {
+			return fmt.Errorf("params nest deeper than %d levels (at %s), past what the gateway reads for the tasks they name", maxWalkDepth, at)
+		}
 		switch v.Kind() {
 		case '[':
 			return intercept.EachElement(v, func(i int, e jsontext.Value) error {
-				return walk(e, parent, fmt.Sprintf("%s[%d]", at, i))
+				return walk(e, parent, &jsonPath{up: at, index: i}, depth+1)
 			})
 		case '"':
 			switch parent {
@@ -113,7 +123,7 @@ func namedIDs(v jsontext.Value) ([]idRef, error) {
 			idKind = refContext
 		}
 		return intercept.EachMember(v, func(k string, m jsontext.Value) error {
-			fk, path := foldKey(k), strings.TrimPrefix(at+"."+k, ".")
+			fk, path := foldKey(k), &jsonPath{up: at, key: k, member: true}
 			var err error
 			switch {
 			case taskKeys[fk] || contextKeys[fk]:
@@ -153,13 +163,47 @@ func namedIDs(v jsontext.Value) ([]idRef, error) {
 			if err != nil {
 				return err
 			}
-			return walk(m, fk, path)
+			return walk(m, fk, path, depth+1)
 		})
 	}
-	if err := walk(v, "", ""); err != nil {
+	if err := walk(v, "", nil, 0); err != nil {
 		return nil, err
 	}
 	return refs, nil
+}
+
+// jsonPath is where in params a value is (nil: params itself), spelt
+// only for an error: built for every member, a path as long as the keys
+// above it cost the gateway, for each of an object's members under a long
+// key, that key again.
+type jsonPath struct {
+	up     *jsonPath
+	key    string // a member's name, if member
+	index  int    // an element's index, if not member
+	member bool
+}
+
+// maxPathText bounds a path as an error spells it.
+const maxPathText = 256
+
+func (p *jsonPath) String() string {
+	if p == nil {
+		return "params"
+	}
+	var parts []string
+	for ; p != nil; p = p.up {
+		if p.member {
+			parts = append(parts, "."+p.key)
+		} else {
+			parts = append(parts, fmt.Sprintf("[%d]", p.index))
+		}
+	}
+	slices.Reverse(parts)
+	s := strings.TrimPrefix(strings.Join(parts, ""), ".")
+	if len(s) > maxPathText {
+		s = strings.ToValidUTF8(s[:maxPathText], "") + "…"
+	}
+	return s
 }
 
 // ownState is whose the gateway knows a task (or conversation) to be.
@@ -213,7 +257,8 @@ func (o *owners) whose(ctx context.Context, agentName, task, owner string, ask b
 // (taskId, contextId); a count beside the one array cut (totalSize,
 // total, count, in any case) is made the number kept. nil if what is
 // left still names another's task or conversation (or, the shared store
-// not answering, anyone's) at any depth.
+// not answering, anyone's) at any depth, or nests deeper than
+// maxWalkDepth.
 func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, result jsontext.Value) jsontext.Value {
 	lookups := 0
 	whose := func(id string) ownState {
@@ -272,8 +317,11 @@ func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, re
 		cut     bool
 		kept    int
 	}
-	var walk func(v jsontext.Value, parent string) (walked, bool)
-	walk = func(v jsontext.Value, parent string) (walked, bool) {
+	var walk func(v jsontext.Value, parent string, depth int) (walked, bool)
+	walk = func(v jsontext.Value, parent string, depth int) (walked, bool) {
+		if k := v.Kind(); (k == '[' || k == '{') && depth == maxWalkDepth {
+			return walked{}, false // deeper than the gateway reads
+		}
 		switch v.Kind() {
 		case '[':
 			var elems []jsontext.Value
@@ -290,7 +338,7 @@ func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, re
 					w.changed, w.cut = true, true
 					return nil
 				}
-				out, ok := walk(e, parent)
+				out, ok := walk(e, parent, depth+1)
 				if !ok {
 					return errUnsafe
 				}
@@ -322,7 +370,7 @@ func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, re
 			changed := map[string]jsontext.Value{}
 			cuts, kept := 0, 0
 			err := intercept.EachMember(v, func(k string, m jsontext.Value) error {
-				out, ok := walk(m, foldKey(k))
+				out, ok := walk(m, foldKey(k), depth+1)
 				if !ok {
 					return errUnsafe
 				}
@@ -366,7 +414,7 @@ func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, re
 	if len(result) == 0 {
 		return result
 	}
-	out, ok := walk(result, "")
+	out, ok := walk(result, "", 0)
 	if !ok {
 		return nil
 	}

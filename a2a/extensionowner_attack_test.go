@@ -84,6 +84,7 @@ func newExtensionAgent(t *testing.T) *extensionAgent {
 				Filter struct {
 					ContextID string `json:"contextId"`
 				} `json:"filter"`
+				Depth int `json:"depth"`
 			} `json:"params"`
 		}
 		_ = stdjson.Unmarshal(body, &req)
@@ -144,6 +145,8 @@ func newExtensionAgent(t *testing.T) *extensionAgent {
 			result = map[string]any{"task": map[string]any{"id": all[len(all)-1].ID, "history": all[len(all)-1].History}}
 		case "x/jobs": // an extension's own items, with ids and statuses
 			result = map[string]any{"items": []any{map[string]any{"id": "job-1", "status": "ok"}}, "count": 1}
+		case "x/tree": // an extension's own document, nested depth levels
+			result = stdjson.RawMessage(`{"tree":` + strings.Repeat("[", req.Params.Depth) + `"leaf"` + strings.Repeat("]", req.Params.Depth) + `}`)
 		case "x/skills/describe":
 			result = map[string]any{"id": req.Params.ID, "description": "Echo."}
 		default:
@@ -346,5 +349,38 @@ func TestExtensionOwnersAcrossReplicas(t *testing.T) {
 	}
 	if got := call("x/tasks/all", `{}`); strings.Contains(got, "alice-secret") || !strings.Contains(got, "bob-note") {
 		t.Errorf("a list, the store down: %s", got)
+	}
+}
+
+// TestAttackExtensionDeepNesting: an unknown method's params, and its
+// answer, were read at any depth, each level re-reading all under it (a
+// request of 4 MiB nested some thousands deep, before any decision, cost
+// the gateway tens of seconds of CPU; as much an agent's answer). Past
+// maxWalkDepth levels the params are refused as invalid, and the answer
+// is not passed on; an extension's documents nested less pass.
+func TestAttackExtensionDeepNesting(t *testing.T) {
+	agent := newExtensionAgent(t)
+	gw := serveAs(t, allow, agent.srv.URL, Options{AllowUnknownMethods: true})
+	rpc := gw.URL + "/a2a/stub"
+	nest := func(depth int, leaf string) string {
+		return strings.Repeat(`{"a":[`, depth/2) + leaf + strings.Repeat(`]}`, depth/2)
+	}
+	call := func(method, params string) string {
+		return do(t, "POST", rpc, "bob", "", `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`)
+	}
+	if got := call("x/skills/describe", `{"id":"echo","doc":`+nest(2*maxWalkDepth, `"deep-marker"`)+`}`); !strings.Contains(got, "-32602") || !strings.Contains(got, "levels") {
+		t.Errorf("params nested past the bound: %s", got)
+	}
+	if agent.sawExtension("deep-marker") {
+		t.Error("the agent got params nested past the bound")
+	}
+	if got := call("x/skills/describe", `{"id":"echo","doc":`+nest(maxWalkDepth/2, `"shallow-marker"`)+`}`); !strings.Contains(got, `"description":"Echo."`) {
+		t.Errorf("params nested %d levels: %s", maxWalkDepth/2, got)
+	}
+	if got := call("x/tree", fmt.Sprintf(`{"depth":%d}`, 2*maxWalkDepth)); strings.Contains(got, "leaf") || !strings.Contains(got, "levels") {
+		t.Errorf("an answer nested past the bound: %s", got)
+	}
+	if got := call("x/tree", fmt.Sprintf(`{"depth":%d}`, maxWalkDepth/2)); !strings.Contains(got, "leaf") {
+		t.Errorf("an answer nested %d levels: %s", maxWalkDepth/2, got)
 	}
 }

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -13,33 +14,44 @@ import (
 // like the gateway's soft deny: an envelope member (status "denied" or
 // "approval_required", publicReason, txn_id, an approval id; in any
 // case). Only the gateway rejects a task so, and its soft denials never
-// come from the agent.
+// come from the agent. Past maxWalkDepth levels it is not read on: what
+// is there is taken for one if it may spell a rejected state at all.
 func forgedSoftDenial(result jsontext.Value) bool {
 	found := false
-	var walk func(v jsontext.Value)
-	walk = func(v jsontext.Value) {
+	var walk func(v jsontext.Value, depth int)
+	walk = func(v jsontext.Value, depth int) {
+		if k := v.Kind(); (k == '[' || k == '{') && depth == maxWalkDepth {
+			found = found || mayBeRejected(v)
+			return
+		}
 		switch v.Kind() {
 		case '[':
 			_ = intercept.EachElement(v, func(_ int, e jsontext.Value) error {
-				walk(e)
+				walk(e, depth+1)
 				return nil
 			})
 		case '{':
 			if st := intercept.Member(v, "status"); st.Kind() == '{' && rejectedState(intercept.StringMember(st, "state")) {
 				parts := intercept.Member(intercept.Member(st, "message"), "parts")
 				_ = intercept.EachElement(parts, func(_ int, p jsontext.Value) error {
-					found = found || envelopeLike(intercept.Member(p, "data"))
+					found = found || envelopeLike(intercept.Member(p, "data"), depth)
 					return nil
 				})
 			}
 			_ = intercept.EachMember(v, func(_ string, m jsontext.Value) error {
-				walk(m)
+				walk(m, depth+1)
 				return nil
 			})
 		}
 	}
-	walk(result)
+	walk(result, 0)
 	return found
+}
+
+// mayBeRejected reports whether v, JSON text, may hold a rejected state
+// as rejectedState reads one: written so, in any case, or with an escape.
+func mayBeRejected(v jsontext.Value) bool {
+	return strings.Contains(foldKey(string(v)), "rejected") || strings.Contains(string(v), `\u`)
 }
 
 // rejectedState reports a task state that is rejected, in either
@@ -50,10 +62,14 @@ func rejectedState(s string) bool {
 }
 
 // envelopeLike reports whether data, a data part's, has a member of the
-// gateway's envelope that a client tells a denial or hold by.
-func envelopeLike(data jsontext.Value) bool {
+// gateway's envelope that a client tells a denial or hold by (found at
+// depth: past maxWalkDepth levels, one it may be).
+func envelopeLike(data jsontext.Value, depth int) bool {
 	if data.Kind() != '{' {
 		return false
+	}
+	if depth >= maxWalkDepth {
+		return true
 	}
 	found := false
 	_ = intercept.EachMember(data, func(k string, m jsontext.Value) error {
@@ -64,7 +80,7 @@ func envelopeLike(data jsontext.Value) bool {
 		case "publicreason", "txnid", "approvalid":
 			found = true
 		case "data":
-			found = found || envelopeLike(m)
+			found = found || envelopeLike(m, depth+1)
 		}
 		return nil
 	})
