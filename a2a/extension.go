@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -77,7 +79,9 @@ var (
 // a context object ("context", "contexts"); a resource name or parent
 // "tasks/{id}"; and, as ids the method may mean otherwise (refID), any
 // other "id" and a string (or list of them) under a member "task",
-// "tasks", "context" or "contexts" (a description, maybe). A member naming tasks or
+// "tasks", "context" or "contexts" (a description, maybe); an integer
+// there is the id it spells to a reader coercing it (7 is "7"), taken
+// as one the method may mean otherwise. A member naming tasks or
 // conversations that is neither a string nor a list of strings is
 // refused: an agent may read 7 as "7".
 func namedIDs(v jsontext.Value) ([]idRef, error) {
@@ -105,10 +109,13 @@ func namedIDs(v jsontext.Value) ([]idRef, error) {
 			return intercept.EachElement(v, func(i int, e jsontext.Value) error {
 				return walk(e, parent, &jsonPath{up: at, index: i}, depth+1)
 			})
-		case '"':
+		case '"', '0':
+			id, ok := idText(v)
 			switch parent {
 			case "task", "tasks", "context", "contexts":
-				return add(unquote(v), refID)
+				if ok {
+					return add(id, refID)
+				}
 			}
 			return nil
 		case '{':
@@ -152,8 +159,14 @@ func namedIDs(v jsontext.Value) ([]idRef, error) {
 					return fmt.Errorf("%s must be a %s id or an array of %s ids", path, what, what)
 				}
 				return err
-			case fk == "id" && m.Kind() == '"':
-				err = add(unquote(m), idKind)
+			case fk == "id":
+				// A number is no A2A id: one a reader coerces must not be
+				// another's, and may be the method's own.
+				if id, ok := idText(m); ok && m.Kind() == '0' {
+					err = add(id, refID)
+				} else if ok {
+					err = add(id, idKind)
+				}
 			case (fk == "name" || fk == "parent") && m.Kind() == '"':
 				if p, ok := strings.CutPrefix(unquote(m), "tasks/"); ok {
 					id, _, _ := strings.Cut(p, "/")
@@ -170,6 +183,23 @@ func namedIDs(v jsontext.Value) ([]idRef, error) {
 		return nil, err
 	}
 	return refs, nil
+}
+
+// idText is v as an id: a string, or an integer, as a reader coercing
+// one to a string spells it (7, 7.0 and 7e0 are "7" to JavaScript);
+// false for anything else.
+func idText(v jsontext.Value) (string, bool) {
+	switch v.Kind() {
+	case '"':
+		return unquote(v), true
+	case '0':
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return "", false
+		}
+		return strconv.FormatInt(int64(f), 10), true
+	}
+	return "", false
 }
 
 // jsonPath is where in params a value is (nil: params itself), spelt
@@ -278,7 +308,7 @@ func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, re
 		if v.Kind() != '{' {
 			return "", false
 		}
-		id = intercept.StringMember(v, "id")
+		id, _ = idText(intercept.Member(v, "id"))
 		st := intercept.Member(v, "status")
 		switch {
 		case strings.EqualFold(intercept.StringMember(v, "kind"), "task") || (st.Kind() == '{' && intercept.Member(st, "state") != nil):
@@ -294,10 +324,10 @@ func (g *Gateway) unknownAnswer(ctx context.Context, agentName, owner string, re
 		found := false
 		_ = intercept.EachMember(v, func(k string, m jsontext.Value) error {
 			fk := foldKey(k)
-			if m.Kind() != '"' || !(taskKeys[fk] || contextKeys[fk]) {
+			id, ok := idText(m)
+			if !ok || !(taskKeys[fk] || contextKeys[fk]) {
 				return nil
 			}
-			id := unquote(m)
 			if contextKeys[fk] {
 				id = contextKey(id)
 			}

@@ -11,11 +11,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	a2ago "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // extensionExec is an a2a-go agent that answers each message with a
@@ -382,5 +384,53 @@ func TestAttackExtensionDeepNesting(t *testing.T) {
 	}
 	if got := call("x/tree", fmt.Sprintf(`{"depth":%d}`, maxWalkDepth/2)); !strings.Contains(got, "leaf") {
 		t.Errorf("an answer nested %d levels: %s", maxWalkDepth/2, got)
+	}
+}
+
+// TestAttackExtensionNumericTaskID: an agent whose task ids are numbers
+// spelt as strings ("7") read a task object's id 7 as "7", as JSON-RPC
+// readers coerce (JavaScript's keys, Python's str); namedIDs took only a
+// string for an id, so bob named alice's task 7 as {"task": {"id": 7}}.
+// An integer where an id is read is that id spelt so, in params and in
+// the answer; an extension's own numeric ids pass.
+func TestAttackExtensionNumericTaskID(t *testing.T) {
+	var peeked atomic.Int32
+	agent := jsonRPCAgent(t, func(w http.ResponseWriter, method string, id jsontext.Value) {
+		w.Header().Set("Content-Type", "application/json")
+		if method == "message/send" {
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"kind":"task","id":"7","contextId":"c-7","status":{"state":"completed"}}}`)
+			return
+		}
+		if method == "x/tasks/list" { // alice's task, its id a number
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"items":[{"kind":"task","id":7,"note":"alice-secret"},{"taskId":7,"note":"alice-secret"}]}}`)
+			return
+		}
+		peeked.Add(1)
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"title":"alice-secret"}}`)
+	})
+	gw := serveAs(t, allow, agent.URL, Options{AllowUnknownMethods: true})
+	rpc := gw.URL + "/a2a/stub"
+	if got := do(t, "POST", rpc, "alice", "", sendHi); !strings.Contains(got, `"id":"7"`) {
+		t.Fatalf("alice's task: %s", got)
+	}
+	for _, params := range []string{`{"task":{"id":7}}`, `{"items":[{"kind":"task","id":7}]}`, `{"tasks":[7]}`, `{"ref":{"id":7}}`} {
+		if got := do(t, "POST", rpc, "bob", "", `{"jsonrpc":"2.0","id":1,"method":"x/tasks/peek","params":`+params+`}`); !strings.Contains(got, "task not found") {
+			t.Errorf("bob naming alice's task 7 as %s: %s", params, got)
+		}
+	}
+	if n := peeked.Load(); n != 0 {
+		t.Errorf("the agent was asked %d times for alice's task by bob", n)
+	}
+	list := `{"jsonrpc":"2.0","id":1,"method":"x/tasks/list","params":{}}`
+	if got := do(t, "POST", rpc, "bob", "", list); strings.Contains(got, "alice-secret") {
+		t.Errorf("bob listed alice's task 7: %s", got)
+	}
+	if got := do(t, "POST", rpc, "alice", "", list); strings.Count(got, "alice-secret") != 2 {
+		t.Errorf("alice's own list: %s", got)
+	}
+	for _, params := range []string{`{"task":{"id":8}}`, `{"ref":{"id":7.5}}`, `{"tasks":3}`} {
+		if got := do(t, "POST", rpc, "bob", "", `{"jsonrpc":"2.0","id":1,"method":"x/todo/get","params":`+params+`}`); !strings.Contains(got, "alice-secret") {
+			t.Errorf("an extension's own numeric id %s: %s", params, got)
+		}
 	}
 }
