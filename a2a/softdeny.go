@@ -1,7 +1,9 @@
 package a2a
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -49,9 +51,19 @@ func forgedSoftDenial(result jsontext.Value) bool {
 }
 
 // mayBeRejected reports whether v, JSON text, may hold a rejected state
-// as rejectedState reads one: written so, in any case, or with an escape.
+// as rejectedState reads one: a string (or name) that folds to hold
+// "rejected", read in one pass; v unreadable may.
 func mayBeRejected(v jsontext.Value) bool {
-	return strings.Contains(foldKey(string(v)), "rejected") || strings.Contains(string(v), `\u`)
+	dec := jsontext.NewDecoder(bytes.NewReader(v))
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err != io.EOF
+		}
+		if tok.Kind() == '"' && strings.Contains(foldKey(tok.String()), "rejected") {
+			return true
+		}
+	}
 }
 
 // rejectedState reports a task state that is rejected, in either

@@ -62,6 +62,7 @@ func TestForgedSoftDenialPastDepth(t *testing.T) {
 		{"a rejected state spelt with an escape past the depth", nest(`{"state":"re\u006aected"}`), true},
 		{"a rejected state spelt with an underscore past the depth", nest(`{"state":"TASK_STATE_RE_JECTED"}`), true},
 		{"a document past the depth", nest(`{"state":"done","data":{"status":"denied"}}`), false},
+		{"a document with escapes past the depth", nest(`{"text":"a \u003cb\u003e \u00e9"}`), false},
 		{"a forged soft deny at the top", jsontext.Value(forged), true},
 	} {
 		if got := forgedSoftDenial(c.answer); got != c.want {
