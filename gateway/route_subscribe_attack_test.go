@@ -541,3 +541,40 @@ func TestAttackRouteListenStdioUpdate(t *testing.T) {
 		t.Errorf("update: %s\nwant %s", got, want)
 	}
 }
+
+// TestSubscribeRefusedInEverySpelling: the subscription screen and the
+// update screen read a URI as policy reads a resources/read of it (in
+// its normal form: scheme and host in lower case, percent-encoding
+// decoded, dot segments removed), so a spelling of a denied file that a
+// server reads as that file is refused and withheld as that URI is.
+func TestSubscribeRefusedInEverySpelling(t *testing.T) {
+	p, err := policy.Compile([]byte("policy:\n  default: allow\n  default_read: allow\n  deny: [\"resource:file:///srv/secret/pay\"]\n"), "p.yaml", policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic := &intercept.Interceptor{Decider: p}
+	cc := intercept.CallContext{Upstream: "u"}
+	for _, uri := range []string{"file:///srv/secret/pay", "FILE:///srv/secret/pay", "file:///srv/%73ecret/pay", "file:///srv/public/../secret/pay", "file://localhost/srv/secret/pay", `file:\/\/\/srv\/secret\/pay`} {
+		for _, msg := range []string{
+			`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"` + uri + `"}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["docs://a","` + uri + `"]}}}`,
+		} {
+			m, err := intercept.DecodeMessage([]byte(msg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reply, ok := ic.Check(context.Background(), m, cc); ok || !strings.Contains(string(reply), intercept.ReasonNotReadable) {
+				t.Errorf("%s: forwarded %v, answer %s", msg, ok, reply)
+			}
+		}
+		upd := jsontext.Value(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"` + uri + `"}}`)
+		m, err := intercept.DecodeMessage(upd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &withheldTasks{log: slog.New(slog.DiscardHandler)}
+		if out, changed := screenUpdate(context.Background(), ic, w, cc, m, upd); !changed || out != nil {
+			t.Errorf("an update of %s: passed as %s", uri, out)
+		}
+	}
+}
