@@ -80,8 +80,9 @@ var (
 // "tasks/{id}"; and, as ids the method may mean otherwise (refID), any
 // other "id" and a string (or list of them) under a member "task",
 // "tasks", "context" or "contexts" (a description, maybe); an integer
-// there is the id it spells to a reader coercing it (7 is "7"), taken
-// as one the method may mean otherwise. A member naming tasks or
+// there, or as a task or context object's id, is the id it spells to a
+// reader coercing it (7 is "7"), taken as one the method may mean
+// otherwise. A member naming tasks or
 // conversations that is neither a string nor a list of strings is
 // refused: an agent may read 7 as "7".
 func namedIDs(v jsontext.Value) ([]idRef, error) {
@@ -159,13 +160,15 @@ func namedIDs(v jsontext.Value) ([]idRef, error) {
 					return fmt.Errorf("%s must be a %s id or an array of %s ids", path, what, what)
 				}
 				return err
-			case fk == "id":
-				// A number is no A2A id: one a reader coerces must not be
-				// another's, and may be the method's own.
-				if id, ok := idText(m); ok && m.Kind() == '0' {
+			case fk == "id" && m.Kind() == '"':
+				err = add(unquote(m), idKind)
+			case fk == "id" && idKind != refID:
+				// A task's or a conversation's id spelt as a number, which
+				// a reader coerces: not another's, and maybe the method's
+				// own (an extension's own numbered items; any other
+				// object's number is the method's).
+				if id, ok := idText(m); ok {
 					err = add(id, refID)
-				} else if ok {
-					err = add(id, idKind)
 				}
 			case (fk == "name" || fk == "parent") && m.Kind() == '"':
 				if p, ok := strings.CutPrefix(unquote(m), "tasks/"); ok {

@@ -413,7 +413,7 @@ func TestAttackExtensionNumericTaskID(t *testing.T) {
 	if got := do(t, "POST", rpc, "alice", "", sendHi); !strings.Contains(got, `"id":"7"`) {
 		t.Fatalf("alice's task: %s", got)
 	}
-	for _, params := range []string{`{"task":{"id":7}}`, `{"items":[{"kind":"task","id":7}]}`, `{"tasks":[7]}`, `{"ref":{"id":7}}`} {
+	for _, params := range []string{`{"task":{"id":7}}`, `{"items":[{"kind":"task","id":7}]}`, `{"tasks":[7]}`, `{"contexts":[{"id":7}]}`} {
 		if got := do(t, "POST", rpc, "bob", "", `{"jsonrpc":"2.0","id":1,"method":"x/tasks/peek","params":`+params+`}`); !strings.Contains(got, "task not found") {
 			t.Errorf("bob naming alice's task 7 as %s: %s", params, got)
 		}
@@ -428,7 +428,11 @@ func TestAttackExtensionNumericTaskID(t *testing.T) {
 	if got := do(t, "POST", rpc, "alice", "", list); strings.Count(got, "alice-secret") != 2 {
 		t.Errorf("alice's own list: %s", got)
 	}
-	for _, params := range []string{`{"task":{"id":8}}`, `{"ref":{"id":7.5}}`, `{"tasks":3}`} {
+	var rows []string
+	for i := range 2 * maxNamedIDs {
+		rows = append(rows, fmt.Sprintf(`{"id":%d}`, i))
+	}
+	for _, params := range []string{`{"task":{"id":8}}`, `{"task":{"id":7.5}}`, `{"tasks":3}`, `{"rows":[` + strings.Join(rows, ",") + `]}`} {
 		if got := do(t, "POST", rpc, "bob", "", `{"jsonrpc":"2.0","id":1,"method":"x/todo/get","params":`+params+`}`); !strings.Contains(got, "alice-secret") {
 			t.Errorf("an extension's own numeric id %s: %s", params, got)
 		}
