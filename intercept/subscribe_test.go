@@ -35,6 +35,11 @@ func TestCheckSubscription(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"docs://a"}}`, ""},
 		{`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"secret://a"}}`, `"code":-32001`},
 		{`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":7}}`, `"code":-32602`},
+		// Names no resource: the upstream's to answer (a 2026-07-28 server
+		// has no resources/subscribe: the conformance suite expects its
+		// 404 and -32601, not the gateway's -32602).
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"_meta":{}}}`, ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe"}`, ""},
 		{listen(`{"notifications":{"toolsListChanged":true}}`), ""},
 		{listen(`{"notifications":{"resourceSubscriptions":["docs://a"]}}`), ""},
 		{listen(`{"notifications":{"resourceSubscriptions":["docs://a","secret://a","secret://b"]}}`), `secret://a\", \"secret://b`},
