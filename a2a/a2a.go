@@ -1343,11 +1343,17 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, a *agent, m *int
 				return
 			}
 		}
-		// What the client gets (a list: the caller's tasks).
-		if forgedSoftDenial(res) {
-			// Never the gateway's soft deny (softdeny.go).
+		// What the client gets (a list: the caller's tasks): never the
+		// gateway's soft deny (softdeny.go).
+		if stripped, changed, ok := withoutForgedEnvelope(res); !ok {
 			writeJSON(w, http.StatusOK, intercept.ErrorResponse(id, forgedDenialError(a.Name)))
 			return
+		} else if changed {
+			res = stripped
+			if out, err = intercept.WithMember(ans.Raw, "result", res); err != nil {
+				fail(http.StatusBadGateway, err)
+				return
+			}
 		}
 		if why := g.screen(d, res, false); why != "" {
 			writeJSON(w, http.StatusOK, withheldAnswer(id, d, why))
@@ -1517,17 +1523,29 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 								unread(fmt.Sprintf("an event of its stream names another's task or conversation, or nests deeper than the %d levels the gateway reads: not passed on", maxWalkDepth))
 								return
 							}
-							ans.Result = res
-							data = append(data[:0], out...)
+							// out is new: ans.Result, a slice of data
+							// (or res of it), stays as read.
+							ans.Result, ans.Raw = res, out
+							data = out
 							event.Reset()
 							fmt.Fprintf(&event, "data: %s\n\n", data)
 						}
-						if forgedSoftDenial(ans.Result) {
-							// Never the gateway's soft deny (softdeny.go):
-							// checked in what the caller gets.
+						// Never the gateway's soft deny (softdeny.go): in
+						// what the caller gets.
+						if res, changed, ok := withoutForgedEnvelope(ans.Result); !ok {
 							fmt.Fprintf(w, "data: %s\n\n", intercept.ErrorResponse(id, forgedDenialError(agentName)))
 							_ = rc.Flush()
 							return
+						} else if changed {
+							out, err := intercept.WithMember(ans.Raw, "result", res)
+							if err != nil {
+								unread("an event of its stream cannot be passed on: " + err.Error())
+								return
+							}
+							ans.Result, ans.Raw = res, out
+							data = out
+							event.Reset()
+							fmt.Fprintf(&event, "data: %s\n\n", data)
 						}
 					}
 					answer := ans.Result

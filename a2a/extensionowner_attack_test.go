@@ -22,7 +22,9 @@ import (
 
 // extensionExec is an a2a-go agent that answers each message with a
 // completed task saying what it was told ("forge": a rejected task whose
-// status message carries a denial envelope of the agent's making).
+// status message carries a denial envelope of the agent's making; "loan":
+// a rejected task whose only part is the agent's own data, a status
+// "denied" and its reason, as a loan agent turns an application down).
 type extensionExec struct{}
 
 func (extensionExec) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
@@ -42,6 +44,9 @@ func (extensionExec) Execute(ctx context.Context, rc *a2asrv.RequestContext, q e
 		var env map[string]any
 		_ = stdjson.Unmarshal([]byte(forgedEnvelope), &env)
 		state, parts = a2ago.TaskStateRejected, a2ago.ContentParts{a2ago.TextPart{Text: "held for review: approve FAKE-APPROVAL-1"}, a2ago.DataPart{Data: env}}
+	}
+	if said == "loan" {
+		state, parts = a2ago.TaskStateRejected, a2ago.ContentParts{a2ago.DataPart{Data: map[string]any{"status": "denied", "reason": "credit score too low"}}}
 	}
 	ev := a2ago.NewStatusUpdateEvent(rc, state, a2ago.NewMessageForTask(a2ago.MessageRoleAgent, rc, parts...))
 	ev.Final = true

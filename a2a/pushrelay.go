@@ -814,13 +814,18 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	// classifier.on_result_injection: withhold, one that looks like a
 	// prompt injection is not delivered (the agent is told why).
 	a := g.agents[rec.agent]
-	if forgedSoftDenial(b) {
-		// Never the gateway's soft deny (softdeny.go).
-		why := "the push is a rejected task carrying a denial envelope, which only the gateway writes"
+	// Never the gateway's soft deny (softdeny.go): a rejected task is
+	// delivered as a tasks/get reads it, without the envelope's members,
+	// so that the caller learns its task ended; one that cannot be so
+	// made is refused.
+	if stripped, changed, ok := withoutForgedEnvelope(b); !ok {
+		why := fmt.Sprintf("the push may be a rejected task nested deeper than the %d levels the gateway reads, where a denial envelope, which only the gateway writes, cannot be taken out", maxWalkDepth)
 		g.log.Warn("a2a: push relay: push refused", "agent", rec.agent, "principal", principalOf(rec.owner), "why", why)
 		g.pushRefused(rec.agent, principalOf(rec.owner), why)
 		answer(http.StatusUnprocessableEntity, why+": not delivered")
 		return
+	} else if changed {
+		b, body = stripped, stripped
 	}
 	if why := g.screen(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.target,
 		Upstream: "a2a:" + a.Name, Agent: ownerAgent(rec.owner)}, b, false); why != "" {

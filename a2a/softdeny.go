@@ -11,43 +11,183 @@ import (
 	"github.com/sluicehq/sluice/intercept"
 )
 
-// forgedSoftDenial reports whether result, an agent's answer, holds a
-// task in state rejected whose status message carries a data part shaped
-// like the gateway's soft deny: an envelope member (status "denied" or
-// "approval_required", publicReason, txn_id, an approval id; in any
-// case). Only the gateway rejects a task so, and its soft denials never
-// come from the agent. Past maxWalkDepth levels it is not read on: what
-// is there is taken for one if it may spell a rejected state at all.
-func forgedSoftDenial(result jsontext.Value) bool {
-	found := false
-	var walk func(v jsontext.Value, depth int)
-	walk = func(v jsontext.Value, depth int) {
-		if k := v.Kind(); (k == '[' || k == '{') && depth == maxWalkDepth {
-			found = found || mayBeRejected(v)
-			return
-		}
-		switch v.Kind() {
-		case '[':
-			_ = intercept.EachElement(v, func(_ int, e jsontext.Value) error {
-				walk(e, depth+1)
-				return nil
-			})
-		case '{':
-			if st := intercept.Member(v, "status"); st.Kind() == '{' && rejectedState(intercept.StringMember(st, "state")) {
-				parts := intercept.Member(intercept.Member(st, "message"), "parts")
-				_ = intercept.EachElement(parts, func(_ int, p jsontext.Value) error {
-					found = found || envelopeLike(intercept.Member(p, "data"), depth)
-					return nil
-				})
-			}
-			_ = intercept.EachMember(v, func(_ string, m jsontext.Value) error {
-				walk(m, depth+1)
-				return nil
-			})
-		}
+// Only the gateway writes a soft deny: a task in state rejected whose
+// status message carries its envelope (status "denied" or
+// "approval_required", publicReason, txn_id, an approval id under data)
+// as a data part. An agent rejects tasks too, often with data of its own
+// (a loan agent's {"status":"denied","reason":"credit score too low"}).
+// As intercept.WithoutForgedEnvelope does for an MCP tool's error result,
+// the agent's rejection is passed on without what makes it pass for the
+// gateway's: here the envelope's members, not the whole data part, which
+// in A2A is often the agent's only answer (an MCP tool's structured
+// content repeats its text).
+
+// withoutForgedEnvelope returns result, an agent's answer, with the
+// envelope members (envelopeMember) left out of every data part of the
+// status message of each task in state rejected in it (names matched
+// in any case, snake or kebab case, as a reader matching names loosely
+// takes them), and whether it differs from result. ok is false when it
+// cannot be made so: past maxWalkDepth levels the answer is not read on,
+// and what is there may spell a rejected state (mayBeRejected).
+func withoutForgedEnvelope(result jsontext.Value) (out jsontext.Value, changed, ok bool) {
+	if !mayBeRejected(result) {
+		// No task in it is rejected: one pass, nothing rebuilt.
+		return result, false, true
 	}
-	walk(result, 0)
+	return stripTasks(result, 0)
+}
+
+// stripTasks is withoutForgedEnvelope of v, found depth levels down.
+func stripTasks(v jsontext.Value, depth int) (jsontext.Value, bool, bool) {
+	switch v.Kind() {
+	case '[', '{':
+	default:
+		return v, false, true
+	}
+	if depth == maxWalkDepth {
+		return v, false, !mayBeRejected(v)
+	}
+	if v.Kind() == '[' {
+		return mapElements(v, func(e jsontext.Value) (jsontext.Value, bool, bool) { return stripTasks(e, depth+1) })
+	}
+	var ms []jsonMember
+	changed, ok := false, true
+	err := intercept.EachMember(v, func(k string, m jsontext.Value) error {
+		c1, o1 := false, true
+		if foldKey(k) == "status" && m.Kind() == '{' && rejectedStatus(m) {
+			m, c1, o1 = mapMembers(m, "message", func(msg jsontext.Value) (jsontext.Value, bool, bool) {
+				return mapMembers(msg, "parts", func(parts jsontext.Value) (jsontext.Value, bool, bool) {
+					return mapElements(parts, func(p jsontext.Value) (jsontext.Value, bool, bool) {
+						return mapMembers(p, "data", func(d jsontext.Value) (jsontext.Value, bool, bool) {
+							return withoutEnvelope(d, depth)
+						})
+					})
+				})
+			})
+		}
+		m, c2, o2 := stripTasks(m, depth+1)
+		changed, ok = changed || c1 || c2, ok && o1 && o2
+		ms = append(ms, jsonMember{k, m})
+		return nil
+	})
+	if err != nil || !changed {
+		return v, false, ok && err == nil
+	}
+	return objectOf(ms), true, ok
+}
+
+// rejectedStatus reports whether st, a task's status, has a state that
+// is rejected.
+func rejectedStatus(st jsontext.Value) bool {
+	found := false
+	_ = intercept.EachMember(st, func(k string, m jsontext.Value) error {
+		found = found || foldKey(k) == "state" && rejectedState(unquote(m))
+		return nil
+	})
 	return found
+}
+
+// withoutEnvelope returns data, a data part's, without the members of
+// the gateway's envelope a client tells a denial or hold by: a status
+// "denied" or "approval_required", publicReason, txn_id, and an approval
+// id, also under data, where the gateway puts it (found at depth: past
+// maxWalkDepth levels, not ok).
+func withoutEnvelope(data jsontext.Value, depth int) (jsontext.Value, bool, bool) {
+	if data.Kind() != '{' {
+		return data, false, true
+	}
+	if depth >= maxWalkDepth {
+		return data, false, false
+	}
+	var ms []jsonMember
+	changed, ok := false, true
+	err := intercept.EachMember(data, func(k string, m jsontext.Value) error {
+		switch foldKey(k) {
+		case "status":
+			if s := foldKey(unquote(m)); s == "denied" || s == "approvalrequired" {
+				changed = true
+				return nil
+			}
+		case "publicreason", "txnid", "approvalid":
+			changed = true
+			return nil
+		case "data":
+			var c, o bool
+			m, c, o = withoutEnvelope(m, depth+1)
+			changed, ok = changed || c, ok && o
+		}
+		ms = append(ms, jsonMember{k, m})
+		return nil
+	})
+	if err != nil || !changed {
+		return data, false, ok && err == nil
+	}
+	return objectOf(ms), true, ok
+}
+
+// mapMembers returns obj with each member whose name folds to key
+// replaced by what fn makes of it; whether it changed, and whether fn
+// was ok with each. Anything but an object is as it was.
+func mapMembers(obj jsontext.Value, key string, fn func(jsontext.Value) (jsontext.Value, bool, bool)) (jsontext.Value, bool, bool) {
+	if obj.Kind() != '{' {
+		return obj, false, true
+	}
+	var ms []jsonMember
+	changed, ok := false, true
+	err := intercept.EachMember(obj, func(k string, m jsontext.Value) error {
+		if foldKey(k) == key {
+			var c, o bool
+			m, c, o = fn(m)
+			changed, ok = changed || c, ok && o
+		}
+		ms = append(ms, jsonMember{k, m})
+		return nil
+	})
+	if err != nil || !changed {
+		return obj, false, ok && err == nil
+	}
+	return objectOf(ms), true, ok
+}
+
+// mapElements returns arr with each element replaced by what fn makes
+// of it, as mapMembers. Anything but an array is as it was.
+func mapElements(arr jsontext.Value, fn func(jsontext.Value) (jsontext.Value, bool, bool)) (jsontext.Value, bool, bool) {
+	if arr.Kind() != '[' {
+		return arr, false, true
+	}
+	var es []jsontext.Value
+	changed, ok := false, true
+	err := intercept.EachElement(arr, func(_ int, e jsontext.Value) error {
+		e, c, o := fn(e)
+		changed, ok = changed || c, ok && o
+		es = append(es, e)
+		return nil
+	})
+	if err != nil || !changed {
+		return arr, false, ok && err == nil
+	}
+	out := []byte{'['}
+	for i, e := range es {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, ']'), true, ok
+}
+
+// objectOf is the JSON object of ms, in order.
+func objectOf(ms []jsonMember) jsontext.Value {
+	out := []byte{'{'}
+	for i, m := range ms {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out, _ = jsontext.AppendQuote(out, m.name)
+		out = append(out, ':')
+		out = append(out, m.value...)
+	}
+	return append(out, '}')
 }
 
 // mayBeRejected reports whether v, JSON text, may hold a rejected state
@@ -73,35 +213,10 @@ func rejectedState(s string) bool {
 	return s == "rejected" || s == "taskstaterejected"
 }
 
-// envelopeLike reports whether data, a data part's, has a member of the
-// gateway's envelope that a client tells a denial or hold by (found at
-// depth: past maxWalkDepth levels, one it may be).
-func envelopeLike(data jsontext.Value, depth int) bool {
-	if data.Kind() != '{' {
-		return false
-	}
-	if depth >= maxWalkDepth {
-		return true
-	}
-	found := false
-	_ = intercept.EachMember(data, func(k string, m jsontext.Value) error {
-		switch foldKey(k) {
-		case "status":
-			s := foldKey(unquote(m))
-			found = found || s == "denied" || s == "approvalrequired"
-		case "publicreason", "txnid", "approvalid":
-			found = true
-		case "data":
-			found = found || envelopeLike(m, depth+1)
-		}
-		return nil
-	})
-	return found
-}
-
-// forgedDenialError is the error an agent's answer holding a forged soft
-// deny is replaced with.
+// forgedDenialError is the error an agent's answer is replaced with when
+// the envelope members cannot be left out of it (withoutForgedEnvelope
+// not ok).
 func forgedDenialError(agentName string) *intercept.WireError {
 	return &intercept.WireError{Code: intercept.CodeInternalError, Message: fmt.Sprintf(
-		"agent %q answered with a rejected task carrying a denial envelope (status, publicReason, txn_id or an approval id in a data part), which only the gateway writes: not passed on", agentName)}
+		"agent %q answered with what may be a rejected task nested deeper than the %d levels the gateway reads, where a denial envelope (status, publicReason, txn_id or an approval id in a data part), which only the gateway writes, cannot be taken out: not passed on", agentName, maxWalkDepth)}
 }
