@@ -1499,7 +1499,9 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 							unread("an error event of its stream cannot be passed on: " + err.Error())
 							return
 						}
-						data = append(data[:0], out...)
+						// out is new: ans.Error, a slice of data, stays
+						// as read for the screen below.
+						data = out
 						event.Reset()
 						fmt.Fprintf(&event, "data: %s\n\n", data)
 					}
