@@ -689,8 +689,28 @@ func TestAttackInjectionInUpstreamAskOnGETStream(t *testing.T) {
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`, m.ID)
 	}))
 	t.Cleanup(up.Close)
+	got := withholdGETStream(t, up.URL)
+	if strings.Contains(string(got), "IGNORE PREVIOUS") || !strings.Contains(string(got), "say hi") {
+		t.Errorf("the GET stream: got %s, want the benign request only", got)
+	}
+	select {
+	case a := <-answers:
+		if !strings.HasPrefix(a, "up-1 ") || !strings.Contains(a, `"id":"s9"`) || !strings.Contains(a, `"code":-1`) || strings.Contains(a, "IGNORE") {
+			t.Errorf("the upstream was answered %s, want -1 to s9 in its session", a)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream's withheld request was never answered")
+	}
+}
+
+// withholdGETStream serves the HTTP upstream at upURL (its endpoint
+// upURL/mcp) through a gateway withholding injected results and upstream
+// messages, opens a 2025-11-25 session, and returns what its GET stream
+// carried until the upstream ended it.
+func withholdGETStream(t *testing.T, upURL string) []byte {
+	t.Helper()
 	ic := &intercept.Interceptor{Decider: permissive, WithholdResult: withholdInjected}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "up", URL: up.URL + "/mcp"}}}, ic, slog.New(slog.DiscardHandler))
+	g, err := New(Options{Upstreams: []Upstream{{Name: "up", URL: upURL + "/mcp"}}}, ic, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -705,17 +725,7 @@ func TestAttackInjectionInUpstreamAskOnGETStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if strings.Contains(string(got), "IGNORE PREVIOUS") || !strings.Contains(string(got), "say hi") {
-		t.Errorf("the GET stream: got %s, want the benign request only", got)
-	}
-	select {
-	case a := <-answers:
-		if !strings.HasPrefix(a, "up-1 ") || !strings.Contains(a, `"id":"s9"`) || !strings.Contains(a, `"code":-1`) || strings.Contains(a, "IGNORE") {
-			t.Errorf("the upstream was answered %s, want -1 to s9 in its session", a)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the upstream's withheld request was never answered")
-	}
+	return got
 }

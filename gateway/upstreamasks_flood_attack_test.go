@@ -3,7 +3,6 @@ package gateway
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -59,24 +58,7 @@ func TestAttackWithheldAskFloodBounded(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	t.Cleanup(func() { close(release) })
-	ic := &intercept.Interceptor{Decider: permissive, WithholdResult: withholdInjected}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "up", URL: up.URL + "/mcp"}}}, ic, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { closeServed(t, srv, g) })
-	sid := initialize(t, srv.URL+"/mcp/up")
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/mcp/up", nil)
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(resp.Body) // every message screened, each answer started or not
-	resp.Body.Close()
+	got := withholdGETStream(t, up.URL) // every message screened, each answer started or not
 	if strings.Contains(string(got), "IGNORE PREVIOUS") || !strings.Contains(string(got), "the end") {
 		t.Fatalf("the GET stream: got %s, want the log message only", got)
 	}

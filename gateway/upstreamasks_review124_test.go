@@ -143,24 +143,7 @@ func TestAttackUpstreamAskMisspelled(t *testing.T) {
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`, m.ID)
 	}))
 	t.Cleanup(up.Close)
-	ic := &intercept.Interceptor{Decider: permissive, WithholdResult: withholdInjected}
-	g, err := New(Options{Upstreams: []Upstream{{Name: "up", URL: up.URL + "/mcp"}}}, ic, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(func() { closeServed(t, srv, g) })
-	sid := initialize(t, srv.URL+"/mcp/up")
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/mcp/up", nil)
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	got := withholdGETStream(t, up.URL)
 	if strings.Contains(string(got), "IGNORE PREVIOUS") || !strings.Contains(string(got), "say hi") {
 		t.Errorf("the GET stream: got %s, want the benign request only", got)
 	}
