@@ -14,8 +14,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/sluicehq/sluice/auth"
 )
 
 // goSDKCall opens the official Go SDK client named name on url, in era
@@ -132,14 +130,7 @@ func TestAuthenticatedMemoryOnEveryPath(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "agent_keys.json")
 	authed := startServe(t, evasionPolicy+"virtual_servers: [{}]\nauth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n")
 	base := strings.TrimSuffix(authed.url, "/mcp/demo")
-	key := func(agent string) string {
-		k, _, err := auth.CreateKey(keyFile, agent, 0, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitForKey(t, base, k)
-		return k
-	}
+	key := func(agent string) string { return liveKey(t, keyFile, base, agent) }
 	reads := map[string]func(t *testing.T, key, name string) func(tool, args string) string{
 		"virtual server 2026-07-28": func(t *testing.T, key, name string) func(tool, args string) string {
 			return goSDKCall(t, base+"/mcp", "2026-07-28", key, name)
@@ -252,14 +243,7 @@ agents: [{name: reader, url: `+agentURL+`}]
 auth: {mode: api_key, api_keys: {file: `+keyFile+`}}
 `)
 	base := strings.TrimSuffix(g.url, "/mcp/demo")
-	key := func(agent string) string {
-		k, _, err := auth.CreateKey(keyFile, agent, 0, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitForKey(t, base, k)
-		return k
-	}
+	key := func(agent string) string { return liveKey(t, keyFile, base, agent) }
 	post := func(path, key, body string) string {
 		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

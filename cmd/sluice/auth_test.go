@@ -216,6 +216,18 @@ func TestRenameEvasion(t *testing.T) {
 
 // waitForKey polls until the running gateway has reread the key file
 // and accepts key.
+// liveKey issues agent an API key in keyFile and waits until the
+// gateway at base takes it.
+func liveKey(t *testing.T, keyFile, base, agent string) string {
+	t.Helper()
+	k, _, err := auth.CreateKey(keyFile, agent, 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, base, k)
+	return k
+}
+
 func waitForKey(t *testing.T, base, key string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {

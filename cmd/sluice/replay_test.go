@@ -8,10 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/audit"
-	"github.com/sluicehq/sluice/auth"
 )
 
 // TestReplay records real traffic under a permissive policy, then replays
@@ -190,14 +188,7 @@ func TestReplayRouteMemoryAsServed(t *testing.T) {
 		keyFile := filepath.Join(t.TempDir(), "agent_keys.json")
 		g := startServe(t, evasionPolicy+"auth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n")
 		base := strings.TrimSuffix(g.url, "/mcp/demo")
-		key := func(agent string) string {
-			k, _, err := auth.CreateKey(keyFile, agent, 0, time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitForKey(t, base, k)
-			return k
-		}
+		key := func(agent string) string { return liveKey(t, keyFile, base, agent) }
 		alice, bob := key("alice"), key("bob")
 		if got := modernCallWithKey(t, g.url, alice, "client", "read_document", readSalaries); !strings.Contains(got, "salary") {
 			t.Fatalf("alice's read_document: got %s", got)
