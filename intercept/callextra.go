@@ -132,7 +132,7 @@ func readMeta(meta jsontext.Value) metaFacts {
 		f.beyond = string(meta) != "null"
 		return f
 	}
-	_ = eachValidMember(meta, func(k string, v jsontext.Value) error {
+	err := eachValidMember(meta, func(k string, v jsontext.Value) error {
 		switch {
 		case f.version == nil && k == "io.modelcontextprotocol/protocolVersion":
 			f.version = v
@@ -142,6 +142,9 @@ func readMeta(meta jsontext.Value) metaFacts {
 		f.beyond = f.beyond || !protocolMeta(k, v)
 		return nil
 	})
+	// What cannot be read to its end is beyond the protocol's, as
+	// metaBeyondProtocol takes it: carried, not dropped unread.
+	f.beyond = f.beyond || err != nil
 	return f
 }
 
