@@ -145,9 +145,13 @@ const cmdValue = `(?:'[^'\n"]*'?|"[^"\n,:{}\[\]]+"|[^\s"']+)+`
 const separator = `(?:=>|[:=]|%3[AaDd])`
 
 // foreignPasswordKey is "password" in the languages secretWords names it
-// in, and what may follow it in a key (db_passwort_2); "senha" not after
-// a letter (resenha is a review).
-const foreignPasswordKey = `(?:passwort|kennwort|mot[_\-. ]?de[_\-. ]?passe|contrase(?:ñ|n)a|(?:^|[^\pL])senha|wachtwoord|salasana|l(?:ö|o)senord|adgangskode|passord|jelsz(?:ó|o)|has(?:ł|l)o|(?:ş|s)ifre|пароль|密码|密碼|パスワード|비밀번호|geheimnis)[\pL\pN_\-.]*`
+// in, and what may follow it in a key (db_passwort_2, hasłem); "senha"
+// not after a letter (resenha is a review). The ASCII spellings of
+// hasło and passord begin camelCase names (hasLoaded, passOrderId): a
+// letter may not follow them (passordet aside), only what a key appends
+// after a digit or separator (haslo_db, passord2). Turkish writes ŞİFRE
+// in upper case, with a dotted İ that (?i) does not fold to i.
+const foreignPasswordKey = `(?:(?:passwort|kennwort|mot[_\-. ]?de[_\-. ]?passe|contrase(?:ñ|n)a|(?:^|[^\pL])senha|wachtwoord|salasana|l(?:ö|o)senord|adgangskode|jelsz(?:ó|o)|hasł|(?:ş|s)[iİ]fre|пароль|密码|密碼|パスワード|비밀번호|geheimnis)[\pL\pN_\-.]*|(?:haslo|passord(?:et)?)(?:[\pN_\-.][\pL\pN_\-.]*)?)`
 
 // foreignSeparator is separator and the full-width colon and equals sign
 // Chinese and Japanese text writes (密码：…).
@@ -155,7 +159,7 @@ const foreignSeparator = `(?:=>|[:=：＝]|%3[AaDd])`
 
 // foreignPasswordHints are the scrubbers' hints for foreignPasswordKey.
 var foreignPasswordHints = []string{"passwort", "kennwort", "passe", "contrase", "senha", "wachtwoord", "salasana", "senord",
-	"adgangskode", "passord", "jelsz", "hasło", "haslo", "şifre", "sifre", "пароль", "密码", "密碼", "パスワード", "비밀번호", "geheimnis"}
+	"adgangskode", "passord", "jelsz", "hasł", "haslo", "şifre", "sifre", "пароль", "密码", "密碼", "パスワード", "비밀번호", "geheimnis"}
 
 // escapedValue finds a secret-looking key in JSON text nested in a string,
 // where its quotes are escaped (password\":\"…): group 1 is the run of
