@@ -22,6 +22,19 @@ var mayNeedScreenSeeds = []string{
 	`{"jsonrpc":"2.0","id":1,"result":{"text":"\u0065rror"}}`,
 	`{"jsonrpc":"2.0","id":1,"result":{"text":"K"}}`,
 	`"`, `""`, `"t`, `"e`, `"errö`, ``,
+	// Spellings an upstream may hide a name in: escaped, as a value, in
+	// another case, folded through the Kelvin sign, in a batch, past a
+	// quote that ends the text.
+	`{"jsonrpc":"2.0","id":1,"result":{"\u0074askId":"t1"}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"taskId"}],"note":"taskId"}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{"x":"taskId"}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{"tasKId":"t1"}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{"TaskID":"t1","Error":null}}`,
+	`[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{"task":{"taskId":"t"}}}]`,
+	`[{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[]}},{"jsonrpc":"2.0","id":2,"result":{"STRUCTUREDCONTENT":{"status":"denied"}}}]`,
+	`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"status":"Denied"}}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{"ttlms":5,"CacheScope":"public","requeststate":"x"}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{"x":""taskId"}}`,
 }
 
 // TestMayNeedScreenAgrees: the one-pass test says what the three tests it
