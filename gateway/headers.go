@@ -78,7 +78,7 @@ func closedHeaders(dst http.Header, r *http.Request, rt *route, sess *session) (
 	post := r.Method == http.MethodPost
 	for k, vv := range r.Header {
 		switch {
-		case hopHeader(k) || intercept.IsParamHeader(k) || k == "Content-Type":
+		case neverForwarded(k) || intercept.IsParamHeader(k) || k == "Content-Type" || connectionListed(r.Header["Connection"], k):
 			continue // the gateway's to write, or no one's
 		case rt.passHeaders[k]:
 			dst[k] = append([]string(nil), vv...)
@@ -309,7 +309,7 @@ func (u *Upstream) CheckPassHeaders() error {
 			err = fmt.Errorf("%q is not a header name", h)
 		case k == "Authorization":
 			err = errors.New("Authorization is never passed on: the agent's credential is not the upstream's (its own goes in headers or oauth); remove it")
-		case hopHeader(k) || intercept.IsParamHeader(k) || k == "Content-Type":
+		case neverForwarded(k) || intercept.IsParamHeader(k) || k == "Content-Type":
 			err = fmt.Errorf("%s is the gateway's to write, never the client's; remove it", k)
 		}
 		if err != nil {

@@ -616,9 +616,33 @@ func hopHeader(k string) bool {
 	return false
 }
 
-// copyHeaders copies to dst the headers of src but hop headers and those
-// skip reports (nil: none), in one pass over src.
+// neverForwarded reports whether k, a header name as net/http keys it,
+// is a hop header (hopHeader), written so or with underscores for its
+// hyphens: CGI, WSGI and nginx's $http_ variables read Mcp_session_id as
+// Mcp-Session-Id, and net/http keys it apart.
+func neverForwarded(k string) bool {
+	return hopHeader(k) || strings.IndexByte(k, '_') >= 0 && hopHeader(http.CanonicalHeaderKey(strings.ReplaceAll(k, "_", "-")))
+}
+
+// connectionListed reports whether conn, the values of a message's
+// Connection header, lists k: a header for the next hop alone, which a
+// proxy removes (RFC 9110 §7.6.1).
+func connectionListed(conn []string, k string) bool {
+	for _, v := range conn {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.Trim(tok, " \t"), k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// copyHeaders copies to dst the headers of src but hop headers, those
+// src's Connection header lists and those skip reports (nil: none), in
+// one pass over src.
 func copyHeaders(dst, src http.Header, skip func(name string) bool) {
+	conn := src["Connection"]
 	// One backing array for the values, as http.Header.Clone has: a slice
 	// per header would be an allocation per header per call. Sized for a
 	// value a header, as most have; one with more may move the array on,
@@ -626,7 +650,7 @@ func copyHeaders(dst, src http.Header, skip func(name string) bool) {
 	// capped at its own values).
 	all := make([]string, 0, len(src))
 	for k, vv := range src {
-		if hopHeader(k) || skip != nil && skip(k) {
+		if neverForwarded(k) || skip != nil && skip(k) || conn != nil && connectionListed(conn, k) {
 			continue
 		}
 		i := len(all)
