@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/sluicehq/sluice/intercept"
 )
@@ -80,6 +81,13 @@ func (id identifier) identify(r *http.Request, msgs []*intercept.Message) (claim
 			// Authenticated: the principal is who the request is from,
 			// whatever a header or the client says.
 			c.header, c.authenticated = p, true
+		}
+	}
+	if id.header != "" && r != nil {
+		if k := otherSpelling(r.Header, id.header); k != "" {
+			// Authenticated or not: the gateway writes the header it
+			// names the agent in, not this one, which goes on as sent.
+			return c, invalid(fmt.Sprintf("the %s header is another spelling of %s, which names the agent and some read it as (CGI, WSGI, nginx); send %s alone", k, id.header, id.header))
 		}
 	}
 	if id.header != "" && r != nil && !c.authenticated {
@@ -201,4 +209,15 @@ func (g *Gateway) session(id string, rt *route, c claim, client string) (*sessio
 		return nil, nil
 	}
 	return s, nil
+}
+
+// otherSpelling returns a name in h spelt with underscores that CGI,
+// WSGI and nginx's $http_ variables read as header name k ("" for none).
+func otherSpelling(h http.Header, k string) string {
+	for n := range h {
+		if strings.IndexByte(n, '_') >= 0 && cgiName(n) == cgiName(k) {
+			return n
+		}
+	}
+	return ""
 }
