@@ -192,7 +192,7 @@ func (c *canonWriter) value(dec *jsontext.Decoder, b []byte) ([]byte, bool) {
 			n := normalizeKey(m.name)
 			pairNamed = pairNamed || pairName(n)
 			pairValued = pairValued || pairValue(n)
-			if isSecretNormalized(n, c.extra) {
+			if isSecret(m.name, n, c.extra) {
 				if err := dec.SkipValue(); err != nil {
 					return nil, false
 				}
@@ -290,7 +290,7 @@ func hashFlat(raw []byte, extra []string) (sum string, ok bool) {
 		n := normalizeKey(members[k].name)
 		pairNamed = pairNamed || pairName(n)
 		pairValued = pairValued || pairValue(n)
-		members[k].secret = isSecretNormalized(n, extra)
+		members[k].secret = isSecret(members[k].name, n, extra)
 	}
 	if pairNamed && pairValued {
 		return "", false // perhaps a credential's name/value pair: the decoding path redacts those

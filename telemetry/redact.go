@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -27,9 +28,11 @@ var secretWords = []string{
 	"mnemonic", "seedphrase", "subscriptionkey", "privkey", "pgpkey", "gpgkey",
 	// "password" in other languages, as keys are named in forms and
 	// configs written in them (Passwort, mot_de_passe, contraseña, senha,
-	// пароль, 密码 …); "secret" in German.
-	"passwort", "kennwort", "motdepasse", "contrasena", "contraseña", "senha", "wachtwoord",
-	"salasana", "losenord", "lösenord", "adgangskode", "passord", "jelszo", "jelszó", "hasło",
+	// пароль, 密码 …); "secret" in German. Those that are parts of
+	// ordinary names once separators are gone are foreignAfter's and
+	// foreignBefore's.
+	"passwort", "kennwort", "motdepasse", "contrasena", "contraseña", "wachtwoord",
+	"salasana", "lösenord", "adgangskode", "jelszo", "jelszó", "hasło",
 	"şifre", "пароль", "密码", "密碼", "パスワード", "비밀번호", "geheimnis",
 }
 
@@ -43,7 +46,47 @@ var secretSuffixes = []string{"pwd", "pass", "otp"}
 // secretKeys are normalized keys that are secret only when they are the
 // whole key: as fragments they would catch too much ("author", "keyword").
 var secretKeys = []string{"pwd", "pass", "auth", "key", "sig", "signature", "otp", "pin", "cvv", "ssn", "xapikey", "xauthtoken",
-	"parola", "clave", "heslo", "haslo", "sifre", "geheim"}
+	"parola", "clave", "heslo", "sifre", "geheim"}
+
+// foreignAfter and foreignBefore are ASCII spellings of "password" (Norwegian
+// passord, Polish hasło, Portuguese senha, Swedish lösenord) that are
+// parts of ordinary names once a key's separators are gone (passOrderId,
+// bypassOrder, hasLoaded, chosenHash, closeNordic). They are looked for
+// in the key as written, as Scrub does (foreignPasswordKey): no letter
+// may follow foreignAfter's (passord2, db_haslo, haslo_db), and no letter
+// may come before foreignBefore's, unless they start a camelCase word
+// (user_senha, userSenha; not resenha).
+var (
+	foreignAfter  = []string{"passordet", "passord", "haslo"}
+	foreignBefore = []string{"senha", "losenord"}
+)
+
+// foreignPassword reports whether k, a key as written, names a password
+// in one of foreignAfter's or foreignBefore's words; n is k normalized.
+func foreignPassword(k, n string) bool {
+	if !strings.Contains(n, "passord") && !strings.Contains(n, "haslo") &&
+		!strings.Contains(n, "senha") && !strings.Contains(n, "losenord") {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		for _, w := range foreignAfter {
+			if j := i + len(w); j <= len(k) && strings.EqualFold(k[i:j], w) {
+				if r, _ := utf8.DecodeRuneInString(k[j:]); j == len(k) || !unicode.IsLetter(r) {
+					return true
+				}
+			}
+		}
+		for _, w := range foreignBefore {
+			if j := i + len(w); j <= len(k) && strings.EqualFold(k[i:j], w) {
+				r, _ := utf8.DecodeLastRuneInString(k[:i])
+				if i == 0 || !unicode.IsLetter(r) || (unicode.IsLower(r) && k[i] >= 'A' && k[i] <= 'Z') {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
 
 // notSecret are normalized keys that contain a secret word but name counts
 // or limits, not credentials.
@@ -76,12 +119,12 @@ func tokenCount(n string) bool {
 	return true
 }
 
-// normalizeKey lowers k and drops the separators people put between the
+// normalizeKey lowers k (ПАРОЛЬ and ŞİFRE too) and drops the separators people put between the
 // words of a key, so API-Key, api_key, apiKey and x.api.key compare equal.
 func normalizeKey(k string) string {
 	clean := true
 	for i := 0; i < len(k); i++ {
-		if c := k[i]; c == '_' || c == '-' || c == '.' || c == ' ' || (c >= 'A' && c <= 'Z') {
+		if c := k[i]; c == '_' || c == '-' || c == '.' || c == ' ' || (c >= 'A' && c <= 'Z') || c >= utf8.RuneSelf {
 			clean = false
 			break
 		}
@@ -97,7 +140,7 @@ func normalizeKey(k string) string {
 		case r >= 'A' && r <= 'Z':
 			b.WriteRune(r + ('a' - 'A'))
 		default:
-			b.WriteRune(r)
+			b.WriteRune(unicode.ToLower(r))
 		}
 	}
 	return b.String()
@@ -107,9 +150,11 @@ func normalizeKey(k string) string {
 // credential: k contains password, token, secret, api key, authorization,
 // cookie, private key, credential and the like, in any case and with any
 // separators.
-func IsSecretKey(k string) bool { return isSecretNormalized(normalizeKey(k), nil) }
+func IsSecretKey(k string) bool { return isSecret(k, normalizeKey(k), nil) }
 
-func isSecretNormalized(n string, extra []string) bool {
+// isSecret is IsSecretKey with the operator's words, extra; n is k
+// normalized.
+func isSecret(k, n string, extra []string) bool {
 	if slices.Contains(notSecret, n) {
 		return false
 	}
@@ -125,7 +170,7 @@ func isSecretNormalized(n string, extra []string) bool {
 	if slices.Contains(secretKeys, n) {
 		return true
 	}
-	if secretFragments.in(n) {
+	if secretFragments.in(n) || foreignPassword(k, n) {
 		return true
 	}
 	for _, w := range secretSuffixes {
@@ -164,7 +209,7 @@ func pairValue(n string) bool {
 // prose (more than three words).
 func secretName(s string, extra []string) bool {
 	s = strings.TrimSpace(s)
-	return len(strings.Fields(s)) <= 3 && isSecretNormalized(normalizeKey(s), extra)
+	return len(strings.Fields(s)) <= 3 && isSecret(s, normalizeKey(s), extra)
 }
 
 // secretOption reports whether s, an element of an array, is a
@@ -184,8 +229,9 @@ func secretOption(s string, extra []string) bool {
 // --secret-name (an identifier, a path, a variable's name) are what an
 // audit record is read for, and --password-stdin takes none.
 func credentialOption(opt string, extra []string) bool {
-	n := normalizeKey(strings.TrimLeft(opt, "-"))
-	if n == "" || !isSecretNormalized(n, extra) {
+	k := strings.TrimLeft(opt, "-")
+	n := normalizeKey(k)
+	if n == "" || !isSecret(k, n, extra) {
 		return false
 	}
 	for _, w := range locatorSuffixes {
@@ -335,7 +381,7 @@ func redact(v any, extra []string) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, x := range v {
-			if isSecretNormalized(normalizeKey(k), extra) {
+			if isSecret(k, normalizeKey(k), extra) {
 				out[k] = Redacted
 			} else {
 				out[k] = redact(x, extra)
