@@ -78,7 +78,7 @@ func closedHeaders(dst http.Header, r *http.Request, rt *route, sess *session) (
 	post := r.Method == http.MethodPost
 	for k, vv := range r.Header {
 		switch {
-		case neverForwarded(k) || intercept.IsParamHeader(k) || k == "Content-Type" || connectionListed(r.Header["Connection"], k):
+		case neverForwarded(k) || intercept.IsParamHeader(k) || k == "Content-Type" || connectionListed(r.Header["Connection"], k) || rt.gatewaySets(k):
 			continue // the gateway's to write, or no one's
 		case rt.passHeaders[k]:
 			dst[k] = append([]string(nil), vv...)
@@ -353,6 +353,48 @@ func underscoredProtocolHeader(h http.Header) string {
 // it: in lower case, with underscores for hyphens.
 func cgiName(k string) string {
 	return strings.ReplaceAll(strings.ToLower(k), "-", "_")
+}
+
+// gatewaySets reports whether k, a client's header name, is one the
+// gateway sets on rt's requests (upstreams[].headers) as CGI, WSGI and
+// nginx's $http_ variables read it: X_api_key beside the gateway's
+// X-Api-Key is a second value to such an upstream, which may take the
+// client's (TestAttackConfiguredHeaderSpelling). Authorization, the one
+// oauth sets, is a hop header (neverForwarded) in every spelling.
+func (rt *route) gatewaySets(k string) bool {
+	for _, h := range rt.setHeaders {
+		if sameCGIName(k, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameCGIName reports whether cgiName(a) == cgiName(b), without building
+// either.
+func sameCGIName(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x == '-' {
+			x = '_'
+		}
+		if y == '-' {
+			y = '_'
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // errUnderscored is the error for a request with header k, which

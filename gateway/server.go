@@ -81,6 +81,10 @@ type route struct {
 	// passHeaders are the client headers a closed upstream still gets
 	// (upstreams[].pass_headers, canonical); nil for none (headers.go).
 	passHeaders map[string]bool
+	// setHeaders are the names of the headers the gateway sets on the
+	// upstream's requests (upstreams[].headers); nil for none. A client
+	// header spelt as one of them is not forwarded (gatewaySets).
+	setHeaders []string
 	// refusals sends an HTTP upstream the gateway's answers to its
 	// withheld requests (upstreamasks.go).
 	refusals askRefusals
@@ -248,6 +252,9 @@ func (g *Gateway) newRoute(up Upstream) (*route, error) {
 	}
 	up.described = up.describe() // parsed once, not on every call
 	r := &route{up: up, client: client}
+	for k := range up.Headers {
+		r.setHeaders = append(r.setHeaders, k)
+	}
 	if err := up.CheckPassHeaders(); err != nil {
 		return nil, err
 	}

@@ -686,7 +686,12 @@ func (g *Gateway) upstreamRequest(ctx context.Context, r *http.Request, rt *rout
 		// they say what an argument is to whatever routes on them in
 		// front of the server, and policy decided on the body.
 		// upstreamCall writes them from the body.
-		copyHeaders(out.Header, r.Header, intercept.IsParamHeader)
+		// Nor those spelt as one the gateway sets (gatewaySets).
+		skip := intercept.IsParamHeader
+		if rt.setHeaders != nil {
+			skip = func(k string) bool { return intercept.IsParamHeader(k) || rt.gatewaySets(k) }
+		}
+		copyHeaders(out.Header, r.Header, skip)
 	}
 	if body != nil {
 		// What policy decided on is UTF-8 JSON (intercept.Decode). The
