@@ -56,8 +56,8 @@ type rateRuleConfig struct {
 	// By: principal, client (the caller's address: an IP, an IPv6 /64,
 	// every loopback address one; one bucket over stdio), upstream and/or tool, each distinct value
 	// getting its own bucket; empty: one bucket for all matching calls.
-	// Without auth: the principal is the name the client gives, which it
-	// may change at each call; client holds against that.
+	// Without auth every caller is one principal, whatever name it gives
+	// (as to route memory); client gives each address its own bucket.
 	By []string `yaml:"by"`
 	// Upstream and Tool restrict the rule to matching calls (glob
 	// patterns; reads are resource:URI and prompt:NAME).

@@ -30,9 +30,9 @@ type RateRule struct {
 	// intercept.ClientAddrFrom its context gives it: an IP, an IPv6 /64,
 	// every loopback address one client (rateClient); "" over stdio),
 	// "upstream", "tool"; empty is one bucket for every
-	// call the rule matches (a global limit). Without authentication the
-	// principal is the name the client gives, which it may change at each
-	// call; its address it cannot.
+	// call the rule matches (a global limit). Every call without an
+	// authenticated principal is one principal (rateAgent), whatever name
+	// it gives, as it is to route memory.
 	By []string
 	// Upstream and Tool, if not empty, are path.Match patterns the call's
 	// upstream and tool must match, except that * also matches "/" ("*"
@@ -92,8 +92,23 @@ func rateClient(addr string) string {
 // bucket is the bucket of d under r, charged to owner (bucketOwner): the
 // limiter bounds each owner's buckets, so names an agent makes up (tools,
 // upstreams) fill its own share only.
-func (r *RateRule) bucket(d *intercept.ActionDescriptor, client, owner string) ratelimit.Bucket {
-	return ratelimit.Bucket{Key: r.key(d, client), Owner: owner, Limit: r.Limit}
+func (r *RateRule) bucket(ctx context.Context, d *intercept.ActionDescriptor, client, owner string) ratelimit.Bucket {
+	return ratelimit.Bucket{Key: r.key(d, rateAgent(ctx, d), client), Owner: owner, Limit: r.Limit}
+}
+
+// rateAgent is the principal d counts as under a rule by principal: its
+// agent when authenticated; otherwise "", one for every unauthenticated
+// caller (no principal's ID is empty: package auth refuses one), since
+// such a name is the client's claim, made afresh at every 2026-07-28
+// request: a client renaming itself at each call had a full bucket for
+// each name (TestAttackRenamedAgentEscapesPrincipalLimit). As
+// policy.Options.OneUnauthenticatedAgent makes them one agent to route
+// memory.
+func rateAgent(ctx context.Context, d *intercept.ActionDescriptor) string {
+	if authenticated(ctx, d) {
+		return d.Agent
+	}
+	return ""
 }
 
 // bucketOwner is whom d's buckets are charged to: its agent when
@@ -123,10 +138,11 @@ func authenticated(ctx context.Context, d *intercept.ActionDescriptor) bool {
 // 4 GiB.
 const maxKeyName = 256
 
-// key is the bucket of d, sent from client, under r: the rule's id and
-// the values of its dimensions, length-prefixed (or, past maxKeyName,
-// "#" and the value's SHA-256) so no agent name can spell another's key.
-func (r *RateRule) key(d *intercept.ActionDescriptor, client string) string {
+// key is the bucket of d, from agent (rateAgent) and sent from client,
+// under r: the rule's id and the values of its dimensions, length-prefixed
+// (or, past maxKeyName, "#" and the value's SHA-256) so no agent name can
+// spell another's key.
+func (r *RateRule) key(d *intercept.ActionDescriptor, agent, client string) string {
 	var b strings.Builder
 	b.Grow(len(r.ID) + 64)
 	b.WriteString(r.ID)
@@ -134,7 +150,7 @@ func (r *RateRule) key(d *intercept.ActionDescriptor, client string) string {
 		var v string
 		switch dim {
 		case "principal":
-			v = d.Agent
+			v = agent
 		case "client":
 			v = client
 		case "upstream":
@@ -189,7 +205,7 @@ func (g *RateGate) Decide(ctx context.Context, d *intercept.ActionDescriptor) (i
 		if !r.matches(d) {
 			continue
 		}
-		res, err := g.Limiter.Take(ctx, r.bucket(d, client, owner))
+		res, err := g.Limiter.Take(ctx, r.bucket(ctx, d, client, owner))
 		if err != nil || !res.Allowed {
 			// Refused: the rules before keep no token, so an agent over
 			// its own limit cannot drain a shared (global) one.
@@ -257,7 +273,7 @@ func (g *RateGate) refund(ctx context.Context, d *intercept.ActionDescriptor, ta
 	owner := bucketOwner(ctx, d, client)
 	for _, i := range taken {
 		r := &g.Rules[i]
-		_ = rf.Refund(ctx, r.bucket(d, client, owner))
+		_ = rf.Refund(ctx, r.bucket(ctx, d, client, owner))
 	}
 }
 
