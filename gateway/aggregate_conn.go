@@ -41,7 +41,10 @@ func (a *aggregator) sseServer() *transport.SSEServer {
 		MaxMessageBytes: a.g.opts.maxBody(),
 		// A POST must come from whoever opened the stream.
 		Owner: func(r *http.Request) string {
-			c, _ := a.g.ident.identify(r, nil)
+			c, err := a.g.ident.identify(r, nil)
+			if err != nil {
+				return refusedOwner
+			}
 			return owner(r) + "\x00" + c.header
 		},
 	}

@@ -220,7 +220,13 @@ func New(opts Options, ic *intercept.Interceptor, log *slog.Logger) (*Gateway, e
 			MaxMessageBytes: opts.maxBody(),
 			// A POST must come from the principal whose GET opened the
 			// session: the header's value is all there is to compare.
-			Owner: func(r *http.Request) string { c, _ := g.ident.identify(r, nil); return c.header },
+			Owner: func(r *http.Request) string {
+				c, err := g.ident.identify(r, nil)
+				if err != nil {
+					return refusedOwner
+				}
+				return c.header
+			},
 			OnOwnerMismatch: func(r *http.Request, session, owner string) {
 				c, _ := g.ident.identify(r, nil)
 				g.refusals().refused("sse", name, session, principal{header: owner, agent: owner}, c, errors.New("session of another agent"))
@@ -336,7 +342,14 @@ func (g *Gateway) Handler() http.Handler {
 	if a := g.virtual[""]; a != nil {
 		mux.Handle("/mcp", g.limitBodies(a))
 		mux.HandleFunc("GET /sse", func(w http.ResponseWriter, r *http.Request) { g.serveVirtualConn(w, r, a, TransportSSE) })
-		mux.Handle("POST /sse/message", g.limitBodies(a.sse))
+		// Identified first, as every other route is: the SSE server's
+		// Owner cannot answer with identify's error, and a POST identify
+		// refused went on as owner "" (TestAttackSSEPostIdentifyRefused).
+		mux.Handle("POST /sse/message", g.limitBodies(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if g.identified(w, r) {
+				a.sse.HandleMessage(w, r)
+			}
+		})))
 		mux.HandleFunc("GET /ws", func(w http.ResponseWriter, r *http.Request) { g.serveVirtualConn(w, r, a, TransportWebSocket) })
 	} else {
 		mux.HandleFunc("/mcp", g.handleMCPRoot)
@@ -543,6 +556,13 @@ func failAll(ctx context.Context, c transport.Conn, err error) {
 		}
 	}
 }
+
+// refusedOwner is the SSE owner of a request identify refuses: no
+// session's (a header's value holds no NUL; a virtual server's owner is
+// one NUL between principal and header), so such a request is never
+// taken for the owner of a session opened naming no agent, "". Handlers
+// refuse it with identify's error (Gateway.identified) before.
+const refusedOwner = "\x00\x00refused"
 
 // openedKey carries the GET that opens an SSE session to its OnSession.
 type openedKey struct{}
