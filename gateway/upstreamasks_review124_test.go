@@ -124,26 +124,7 @@ func TestAttackUpstreamAskMisspelled(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"m5","method":"sampling/createMessage","params":{"maxTokens":5,"messages":[]},"params":` + params + `}`,
 		`{"jsonrpc":"2.0","id":"ok","method":"sampling/createMessage","params":{"maxTokens":5,"messages":[{"role":"user","content":{"type":"text","text":"say hi"}}]}}`,
 	}
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			w.Header().Set("Content-Type", "text/event-stream")
-			for i, e := range events {
-				fmt.Fprintf(w, "id: %d\ndata: %s\n\n", i, e)
-			}
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		m, err := intercept.DecodeMessage(body)
-		w.Header().Set("Mcp-Session-Id", "up-1")
-		if err != nil || m.Kind != intercept.KindRequest {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`, m.ID)
-	}))
-	t.Cleanup(up.Close)
-	got := withholdGETStream(t, up.URL)
+	got := withholdGETStream(t, getStreamUpstream(t, events, nil))
 	if strings.Contains(string(got), "IGNORE PREVIOUS") || !strings.Contains(string(got), "say hi") {
 		t.Errorf("the GET stream: got %s, want the benign request only", got)
 	}
