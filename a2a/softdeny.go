@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -77,11 +78,11 @@ func stripTasks(v jsontext.Value, depth int) (jsontext.Value, bool, bool) {
 }
 
 // rejectedStatus reports whether st, a task's status, has a state that
-// is rejected.
+// may be read as rejected (rejectedState).
 func rejectedStatus(st jsontext.Value) bool {
 	found := false
 	_ = intercept.EachMember(st, func(k string, m jsontext.Value) error {
-		found = found || foldKey(k) == "state" && rejectedState(unquote(m))
+		found = found || foldKey(k) == "state" && rejectedState(m)
 		return nil
 	})
 	return found
@@ -192,25 +193,47 @@ func objectOf(ms []jsonMember) jsontext.Value {
 
 // mayBeRejected reports whether v, JSON text, may hold a rejected state
 // as rejectedState reads one: a string (or name) that folds to hold
-// "rejected", read in one pass; v unreadable may.
+// "rejected", or a number or a string with a digit in it as the value of
+// a member whose name folds to "state", read in one pass; v unreadable
+// may.
 func mayBeRejected(v jsontext.Value) bool {
 	dec := jsontext.NewDecoder(bytes.NewReader(v))
+	state := false // the token before is a member's name folding to "state"
 	for {
 		tok, err := dec.ReadToken()
 		if err != nil {
 			return err != io.EOF
 		}
-		if tok.Kind() == '"' && strings.Contains(foldKey(tok.String()), "rejected") {
+		k := tok.Kind()
+		if state && (k == '0' || k == '"' && strings.IndexFunc(tok.String(), unicode.IsDigit) >= 0) {
+			return true
+		}
+		in, n := dec.StackIndex(dec.StackDepth())
+		state = k == '"' && in == '{' && n%2 == 1 && foldKey(tok.String()) == "state"
+		if k == '"' && strings.Contains(foldKey(tok.String()), "rejected") {
 			return true
 		}
 	}
 }
 
-// rejectedState reports a task state that is rejected, in either
-// version's spelling.
-func rejectedState(s string) bool {
-	s = foldKey(s)
-	return s == "rejected" || s == "taskstaterejected"
+// rejectedState reports whether v, a task's state, may be read as
+// rejected: a name that folds to "rejected" or "taskstaterejected", or
+// a number, or a string with a digit in it. A 1.0 client reads ProtoJSON,
+// whose readers take an enum's number for its name (protojson: 7, 7.0 and
+// 70e-1 are TASK_STATE_REJECTED; Python's json_format: "7", "٧" and 7.5
+// too, by int()): before, only names were read, and an agent's task in
+// state 7 passed its envelope on as the gateway's
+// (TestAttackAgentForgesSoftDenialStateNumber).
+func rejectedState(v jsontext.Value) bool {
+	switch v.Kind() {
+	case '0':
+		return true
+	case '"':
+		s := unquote(v)
+		f := foldKey(s)
+		return f == "rejected" || f == "taskstaterejected" || strings.IndexFunc(s, unicode.IsDigit) >= 0
+	}
+	return false
 }
 
 // forgedDenialError is the error an agent's answer is replaced with when
