@@ -90,6 +90,7 @@ func newStderrLog(log *slog.Logger, upstream string, metrics stderrMetrics) *std
 type stderrLine struct {
 	text    string
 	cut     int64
+	open    int // how deep in a secret key's array it starts (telemetry.SecretArrayDepth)
 	flushed chan struct{}
 }
 
@@ -133,7 +134,7 @@ func (s *stderrLog) report() {
 }
 
 func (s *stderrLog) line(l stderrLine) {
-	args := []any{"upstream", s.upstream, "line", telemetry.Scrub(l.text)}
+	args := []any{"upstream", s.upstream, "line", telemetry.ScrubLine(l.text, l.open)}
 	if l.cut > 0 {
 		args = append(args, "cut_bytes", l.cut)
 	}
@@ -189,6 +190,11 @@ func (s *stderrLog) ReadFrom(r io.Reader) (int64, error) {
 	defer s.flush()
 	br := bufio.NewReaderSize(r, stderrLineMax)
 	var n int64
+	// How deep in a secret key's JSON array the next line starts: a
+	// server logging indented JSON writes its elements a line each,
+	// after the key's (TestAttackStderrSecretArrayAcrossLines). Followed
+	// over every line, those the rate drops too.
+	open := 0
 	for {
 		l, err := br.ReadSlice('\n')
 		n += int64(len(l))
@@ -202,6 +208,8 @@ func (s *stderrLog) ReadFrom(r io.Reader) (int64, error) {
 		} else {
 			line.text = string(bytes.TrimSuffix(bytes.TrimSuffix(l, []byte{'\n'}), []byte{'\r'}))
 		}
+		line.open = open
+		open = telemetry.SecretArrayDepth(line.text, open)
 		if len(l) > 0 && s.allow() {
 			select {
 			case s.q <- line:

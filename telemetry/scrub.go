@@ -81,9 +81,7 @@ var scrubbers = []struct {
 	{[]string{"://"}, regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*):[^@\s/]+@`), "$1:" + Redacted + "@", nil},
 	// A JSON array (or a Python list) under a secret-looking key: each
 	// string in it, not only the first, which the scrubbers below take.
-	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
-		"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"},
-		secretArray, "", scrubArrays},
+	{secretArrayHints, secretArray, "", scrubArrays},
 	// The same with a quoted value, to its closing quote: a password may
 	// hold spaces or commas ("correct horse battery staple").
 	{[]string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
@@ -180,16 +178,22 @@ var secretArray = regexp.MustCompile(`(?i)(?:password|passwd|passphrase|secret|t
 // it); one not escaped runs across lines to its closing bracket, as
 // indented JSON puts one element a line.
 func scrubArrays(s string, re *regexp.Regexp) string {
-	out, _ := scanArrays(s, re)
+	out, _, _ := scanArrays(s, re)
 	return out
 }
 
+// secretArrayHints are secretArray's scrubber's hints.
+var secretArrayHints = []string{"password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key", "api.key", "accesskey", "access_key",
+	"access-key", "access.key", "privatekey", "private_key", "private-key", "private.key", "authorization", "cookie", "credential"}
+
 // scanArrays is scrubArrays, and says how many bytes it stepped over in
-// all: each at most once, arrays nested in one scanned with it.
-func scanArrays(s string, re *regexp.Regexp) (out string, stepped int) {
+// all (each at most once, arrays nested in one scanned with it) and how
+// many brackets deep in an unescaped array the last one found is at the
+// end of s (0: closed).
+func scanArrays(s string, re *regexp.Regexp) (out string, stepped, open int) {
 	ms := re.FindAllStringSubmatchIndex(s, -1)
 	if ms == nil {
-		return s, 0
+		return s, 0, 0
 	}
 	var b strings.Builder
 	last, scanned := 0, 0
@@ -237,9 +241,61 @@ func scanArrays(s string, re *regexp.Regexp) (out string, stepped int) {
 		}
 		stepped += i - m[1]
 		scanned = i
+		open = 0
+		if n == 0 && depth > 0 && i >= len(s) {
+			open = depth
+		}
 	}
 	b.WriteString(s[last:])
-	return b.String(), stepped
+	return b.String(), stepped, open
+}
+
+// maxOpenArray bounds the depth SecretArrayDepth reports: text nested
+// deeper is taken as that deep, still in the array.
+const maxOpenArray = 64
+
+// SecretArrayDepth returns how many brackets deep in a secret key's JSON
+// array (as Scrub finds one) line ends, given open, how deep it starts
+// (SecretArrayDepth of the line before; 0 for the first). ScrubLine
+// scrubs a line with it.
+func SecretArrayDepth(line string, open int) int {
+	if open == 0 {
+		if strings.IndexByte(line, '[') < 0 {
+			return 0
+		}
+		lower := strings.ToLower(line)
+		if !slices.ContainsFunc(secretArrayHints, func(h string) bool { return strings.Contains(lower, h) }) {
+			return 0
+		}
+	}
+	p := openArray(open)
+	_, _, d := scanArrays(p+line, secretArray)
+	return min(d, maxOpenArray)
+}
+
+// ScrubLine is Scrub of line, one line of text that comes a line at a
+// time (a stdio server's stderr), which starts open brackets deep in a
+// secret key's JSON array (SecretArrayDepth of the line before): Scrub
+// scrubs the strings of such an array across lines, as indented JSON
+// writes it an element a line, and so does ScrubLine the lines after the
+// key's, which Scrub of each line alone kept
+// (TestAttackStderrSecretArrayAcrossLines).
+func ScrubLine(line string, open int) string {
+	if open > 0 {
+		p := openArray(open)
+		out, _, _ := scanArrays(p+line, secretArray)
+		line = out[len(p):]
+	}
+	return Scrub(line)
+}
+
+// openArray is text that opens a secret key's array open brackets deep,
+// for secretArray to find, or "" for none.
+func openArray(open int) string {
+	if open <= 0 {
+		return ""
+	}
+	return `"token":` + strings.Repeat("[", min(open, maxOpenArray))
 }
 
 // quotedEnd returns where the string from start, opened by quote behind n

@@ -87,7 +87,7 @@ func TestAttackScrubTokenInURLPath(t *testing.T) {
 func TestAttackScrubNestedSecretArrays(t *testing.T) {
 	const depth = 8000
 	deep := strings.Repeat(`{"tokens":[`, depth) + `"SECRET"` + strings.Repeat("]}", depth)
-	out, stepped := scanArrays(deep, secretArray)
+	out, stepped, _ := scanArrays(deep, secretArray)
 	if strings.Contains(out, "SECRET") {
 		t.Errorf("the string %d arrays deep was kept", depth)
 	}
