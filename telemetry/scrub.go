@@ -2,11 +2,13 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -148,15 +150,51 @@ const separator = `(?:=>|[:=]|%3[AaDd])`
 // hasło and passord begin camelCase names (hasLoaded, passOrderId): a
 // letter may not follow them (passordet aside), only what a key appends
 // after a digit or separator (haslo_db, passord2). Turkish writes ŞİFRE
-// in upper case, with a dotted İ that (?i) does not fold to i.
-const foreignPasswordKey = `(?:(?:passwort|kennwort|mot[_\-. ]?de[_\-. ]?passe|contrase(?:ñ|n)a|(?:^|[^\pL])senha|wachtwoord|salasana|l(?:ö|o)senord|adgangskode|jelsz(?:ó|o)|hasł|(?:ş|s)[iİ]fre|пароль|密码|密碼|パスワード|비밀번호|geheimnis)[\pL\pN_\-.]*|(?:haslo|passord(?:et)?)(?:[\pN_\-.][\pL\pN_\-.]*)?)`
+// in upper case, with a dotted İ that (?i) does not fold to i. A letter
+// outside ASCII may be a \u escape (jsonEscapable): Python's json.dumps
+// writes {"hasło": …} as {"has\u0142o": …}, and before, such a key's
+// value was kept (TestAttackScrubForeignPasswordKeyEscaped).
+var foreignPasswordKey = jsonEscapable(`(?:(?:passwort|kennwort|mot[_\-. ]?de[_\-. ]?passe|contrase(?:ñ|n)a|(?:^|[^\pL])senha|wachtwoord|salasana|l(?:ö|o)senord|adgangskode|jelsz(?:ó|o)|hasł|(?:ş|s)(?:i|İ)fre|пароль|密码|密碼|パスワード|비밀번호|geheimnis)` + keyRest + `*|(?:haslo|passord(?:et)?)(?:[\pN_\-.]` + keyRest + `*)?)`)
+
+// keyRest is a character of the rest of a key: a letter, a digit, a
+// separator, or a letter's \u escape.
+const keyRest = `(?:[\pL\pN_\-.]|\\+u[0-9a-fA-F]{4})`
+
+// jsonEscapable returns re, a regular expression's source in which every
+// character outside ASCII stands for itself (none in a class), with each
+// such character matching its \u escapes too, in either case, behind
+// one or more backslashes (JSON text in a JSON string), as JSON writers
+// that escape all but ASCII spell it.
+func jsonEscapable(re string) string {
+	var b strings.Builder
+	for _, r := range re {
+		if r < utf8.RuneSelf {
+			b.WriteRune(r)
+			continue
+		}
+		var hex []string
+		for f := r; ; {
+			if f >= utf8.RuneSelf && f <= 0xFFFF {
+				hex = append(hex, fmt.Sprintf("%04x", f))
+			}
+			if f = unicode.SimpleFold(f); f == r {
+				break
+			}
+		}
+		if u := unicode.ToUpper(r); u != r && u >= utf8.RuneSelf && !slices.Contains(hex, fmt.Sprintf("%04x", u)) {
+			hex = append(hex, fmt.Sprintf("%04x", u))
+		}
+		fmt.Fprintf(&b, `(?:%c|\\+u(?:%s))`, r, strings.Join(hex, "|"))
+	}
+	return b.String()
+}
 
 // foreignSeparator is separator and the full-width colon and equals sign
 // Chinese and Japanese text writes (密码：…).
 const foreignSeparator = `(?:=>|[:=：＝]|%3[AaDd])`
 
 // foreignPasswordHints are the scrubbers' hints for foreignPasswordKey.
-var foreignPasswordHints = []string{"passwort", "kennwort", "passe", "contrase", "senha", "wachtwoord", "salasana", "senord",
+var foreignPasswordHints = []string{`\u`, "passwort", "kennwort", "passe", "contrase", "senha", "wachtwoord", "salasana", "senord",
 	"adgangskode", "passord", "jelsz", "hasł", "haslo", "şifre", "sifre", "пароль", "密码", "密碼", "パスワード", "비밀번호", "geheimnis"}
 
 // escapedValue finds a secret-looking key in JSON text nested in a string,

@@ -1,0 +1,44 @@
+package telemetry
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestAttackScrubForeignPasswordKeyEscaped: Python's json.dumps (and the
+// JSON log formatters built on it, python-json-logger among them) writes
+// every non-ASCII letter as a \u escape, so a stdio server logging
+// {"hasło": …} wrote {"has\u0142o": …}: the foreign password keys, each
+// with a letter outside ASCII (but haslo, passord, senha), were not
+// found, and their values were logged as written. Each line below is
+// json.dumps's. Other escaped keys keep their values.
+func TestAttackScrubForeignPasswordKeyEscaped(t *testing.T) {
+	for _, line := range []string{
+		`{"user": "jan", "has\u0142o": "SECRET-1"}`,
+		`{"has\u0142em": "SECRET-1"}`,
+		`{"contrase\u00f1a": "SECRET-1"}`,
+		`{"CONTRASE\u00d1A": "SECRET-1"}`,
+		`{"\u043f\u0430\u0440\u043e\u043b\u044c": "SECRET-1"}`,
+		`{"\u041f\u0430\u0440\u043e\u043b\u044c": "SECRET-1"}`,
+		`{"\u041f\u0410\u0420\u041e\u041b\u042c": "SECRET-1"}`,
+		`{"\u043f\u0430\u0440\u043e\u043b\u044c_\u0431\u0434": "SECRET-1"}`,
+		`{"l\u00f6senord": "SECRET-1"}`,
+		`{"\u015fifre": "SECRET-1"}`,
+		`{"\u015e\u0130FRE": "SECRET-1"}`,
+		`{"\u5bc6\u7801": "SECRET-1"}`,
+		`{"\u5bc6\u78bc": "SECRET-1"}`,
+		`{"\u30d1\u30b9\u30ef\u30fc\u30c9": "SECRET-1"}`,
+		`{"\ube44\ubc00\ubc88\ud638": "SECRET-1"}`,
+		`{"jelsz\u00f3": "SECRET-1"}`,
+		`"{\"has\u0142o\": \"SECRET-1\"}"`,
+	} {
+		if got := Scrub(line); strings.Contains(got, "SECRET-1") {
+			t.Errorf("Scrub(%s) = %s, want the value redacted", line, got)
+		}
+	}
+	for _, line := range []string{`{"ma\u0142o": "kept-1"}`, `{"caf\u00e9": "kept-1"}`, `{"\u043f\u0430\u0440\u043a": "kept-1"}`} {
+		if got := Scrub(line); got != line {
+			t.Errorf("Scrub(%s) = %s, want it as it was", line, got)
+		}
+	}
+}
