@@ -271,3 +271,31 @@ auth: {mode: api_key, api_keys: {file: `+keyFile+`}}
 		t.Errorf("another agent's web_search: got %s, want it allowed", got)
 	}
 }
+
+// Start-up says, without authentication, which rate limits by principal
+// are one bucket for every caller (231eacc made them so): a config
+// written for agents naming themselves (agent_header) and limited by
+// principal turned silently from a bucket per agent into one for all,
+// so that one busy agent's calls were every agent's limit. With
+// authentication, nothing of the kind.
+func TestStartupSaysPrincipalRateLimitOneBucket(t *testing.T) {
+	const limits = "rate_limits:\n  rules:\n    - {id: per-agent, by: [principal], rate: 60/m}\n    - {id: per-address, by: [client], rate: 60/m}\n"
+	for _, tt := range []struct {
+		yaml string
+		want bool
+	}{{limits, true}, {"auth: {mode: none}\n" + limits, true}, {"auth: {mode: api_key}\n" + limits, false}, {"", false}} {
+		cfg, err := parseConfig("c.yaml", []byte(tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Listen = "127.0.0.1:0"
+		var b strings.Builder
+		if err := checkIdentity(cfg, slog.New(slog.NewTextHandler(&b, nil))); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(b.String(), `rate_limits_by_principal="one bucket for every unauthenticated caller`) && strings.Contains(b.String(), "per-agent")
+		if got != tt.want || strings.Contains(b.String(), "per-address") {
+			t.Errorf("%q: start-up logged %q; naming per-agent (alone) as one bucket for all: got %v, want %v", tt.yaml, b.String(), got, tt.want)
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -387,8 +388,20 @@ func checkIdentity(cfg *config, logger *slog.Logger) error {
 	}
 	switch {
 	case cfg.Auth == nil || cfg.Auth.Mode.Has(auth.ModeNone):
-		logger.Info("agent identity is self-declared (clientInfo, _meta or agent_header): no authentication configured", "listen", cfg.Listen,
-			"route_memory", "one agent for every unauthenticated caller, whatever name it gives")
+		args := []any{"listen", cfg.Listen, "route_memory", "one agent for every unauthenticated caller, whatever name it gives"}
+		var byPrincipal []string
+		for _, r := range cfg.RateLimits.Rules {
+			if slices.Contains(r.By, "principal") {
+				byPrincipal = append(byPrincipal, r.ID)
+			}
+		}
+		if byPrincipal != nil {
+			// A config written for agents naming themselves gets one
+			// bucket where it may expect one per agent
+			// (TestStartupSaysPrincipalRateLimitOneBucket).
+			args = append(args, "rate_limits_by_principal", "one bucket for every unauthenticated caller, whatever name it gives (by: [client] is one per address): "+strings.Join(byPrincipal, ", "))
+		}
+		logger.Info("agent identity is self-declared (clientInfo, _meta or agent_header): no authentication configured", args...)
 	default:
 		logger.Info("agents authenticate", "modes", []string(cfg.Auth.Mode))
 	}
