@@ -42,3 +42,23 @@ func TestAttackScrubForeignPasswordKeyEscaped(t *testing.T) {
 		}
 	}
 }
+
+// TestForeignPasswordFreeTextAsKeys: a JSON pair in free text (a log
+// line) is redacted where its key is secret as an argument's key is
+// (IsSecretKey): senha and losenord not after a letter, unless they start
+// a camelCase word. Free text took losenord after any letter and senha
+// after none: closeNordic's value ("north-7", a region) was redacted,
+// userSenha's (a password) logged.
+func TestForeignPasswordFreeTextAsKeys(t *testing.T) {
+	for _, k := range []string{"passOrderId", "bypassOrder", "compassOrder", "passOrdinal", "resenha", "chosenHash",
+		"chosenHandler", "loosenHandle", "closeNordic", "closeNord", "hasLoaded", "hasLogin", "passord", "Passordet", "passord2",
+		"dbPassord", "db_passord", "PASSORD_2", "haslo", "HASLO", "haslo_db", "db_haslo", "db_haslo_2", "hasło", "HASŁO",
+		"senha", "userSenha", "USER_SENHA", "user.senha", "senhaAntiga", "losenord", "db_losenord", "dbLosenord", "dbLösenord",
+		"Lösenord", "Пароль", "ПАРОЛЬ", "ŞİFRE", "Şifre", "CONTRASEÑA"} {
+		line := `{"` + k + `": "v4lue-1", "region": "north-7"}`
+		got := Scrub(line)
+		if redacted := !strings.Contains(got, "v4lue-1"); redacted != IsSecretKey(k) || !strings.Contains(got, "north-7") {
+			t.Errorf("Scrub(%s) = %s; as an argument's key %q is secret: %v", line, got, k, IsSecretKey(k))
+		}
+	}
+}
