@@ -62,3 +62,25 @@ func TestForeignPasswordFreeTextAsKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestForeignPasswordCamelCaseContinued: haslo and passord, written in
+// lower case (or capitalized), begin camelCase keys that go on with
+// another word (passordHash, hasloDb, passordBekreftelse): such a key is
+// a password's, as passord_hash is, in an argument's keys and in free
+// text. Only a letter in lower case after them was a word of its own
+// (passordet aside); an upper-case one inside them (hasLoaded,
+// passOrderId) is still another name.
+func TestForeignPasswordCamelCaseContinued(t *testing.T) {
+	for _, k := range []string{"passordHash", "hasloDb", "HasloDB", "passordBekreftelse", "nyttPassordHash", "passordetNytt", "dbHasloAdmin"} {
+		line := `{"` + k + `": "v4lue-1", "region": "north-7"}`
+		if got := Scrub(line); strings.Contains(got, "v4lue-1") || !IsSecretKey(k) {
+			t.Errorf("%q: IsSecretKey %v, Scrub(%s) = %s; want a password's key", k, IsSecretKey(k), line, got)
+		}
+	}
+	for _, k := range []string{"hasLoaded", "hasLocation", "passOrderId", "bypassOrder", "passOrdinal", "HasLoaded", "hasLOADED"} {
+		line := `{"` + k + `": "v4lue-1", "region": "north-7"}`
+		if got := Scrub(line); !strings.Contains(got, "v4lue-1") || IsSecretKey(k) {
+			t.Errorf("%q: IsSecretKey %v, Scrub(%s) = %s; want another name's", k, IsSecretKey(k), line, got)
+		}
+	}
+}

@@ -53,7 +53,9 @@ var secretKeys = []string{"pwd", "pass", "auth", "key", "sig", "signature", "otp
 // parts of ordinary names once a key's separators are gone (passOrderId,
 // bypassOrder, hasLoaded, chosenHash, closeNordic). They are looked for
 // in the key as written, as Scrub does (foreignPasswordKey): no letter
-// may follow foreignAfter's (passord2, db_haslo, haslo_db), and no letter
+// may follow foreignAfter's (passord2, db_haslo, haslo_db) but one
+// starting a camelCase word after one written without capitals inside
+// (passordHash, hasloDb; not hasLoaded), and no letter
 // may come before foreignBefore's, unless they start a camelCase word
 // (user_senha, userSenha; not resenha).
 var (
@@ -71,7 +73,10 @@ func foreignPassword(k, n string) bool {
 	for i := 0; i < len(k); i++ {
 		for _, w := range foreignAfter {
 			if j := i + len(w); j <= len(k) && strings.EqualFold(k[i:j], w) {
-				if r, _ := utf8.DecodeRuneInString(k[j:]); j == len(k) || !unicode.IsLetter(r) {
+				r, _ := utf8.DecodeRuneInString(k[j:])
+				if j == len(k) || !unicode.IsLetter(r) || unicode.IsUpper(r) && !hasUpper(k[i+1:j]) {
+					// Its end, or a camelCase word after it (passordHash,
+					// hasloDb), not inside it (hasLoaded, passOrderId).
 					return true
 				}
 			}
@@ -87,6 +92,9 @@ func foreignPassword(k, n string) bool {
 	}
 	return false
 }
+
+// hasUpper reports whether s has an upper-case letter.
+func hasUpper(s string) bool { return strings.IndexFunc(s, unicode.IsUpper) >= 0 }
 
 // notSecret are normalized keys that contain a secret word but name counts
 // or limits, not credentials.

@@ -151,12 +151,13 @@ const separator = `(?:=>|[:=]|%3[AaDd])`
 // an argument's key is secret (foreignBefore; TestForeignPasswordFreeTextAsKeys). The ASCII spellings of
 // hasło and passord begin camelCase names (hasLoaded, passOrderId): a
 // letter may not follow them (passordet aside), only what a key appends
-// after a digit or separator (haslo_db, passord2). Turkish writes ŞİFRE
+// after a digit or separator (haslo_db, passord2), or written in lower
+// case (or capitalized) a camelCase word (passordHash, hasloDb). Turkish writes ŞİFRE
 // in upper case, with a dotted İ that (?i) does not fold to i. A letter
 // outside ASCII may be a \u escape (jsonEscapable): Python's json.dumps
 // writes {"hasło": …} as {"has\u0142o": …}, and before, such a key's
 // value was kept (TestAttackScrubForeignPasswordKeyEscaped).
-var foreignPasswordKey = jsonEscapable(`(?:(?:passwort|kennwort|mot[_\-. ]?de[_\-. ]?passe|contrase(?:ñ|n)a|(?:(?:^|[^\pL])s|(?-i:\p{Ll}S))enha|wachtwoord|salasana|(?:(?:^|[^\pL])l|(?-i:\p{Ll}L))(?:ö|o)senord|adgangskode|jelsz(?:ó|o)|hasł|(?:ş|s)(?:i|İ)fre|пароль|密码|密碼|パスワード|비밀번호|geheimnis)` + keyRest + `*|(?:haslo|passord(?:et)?)(?:[\pN_\-.]` + keyRest + `*)?)`)
+var foreignPasswordKey = jsonEscapable(`(?:(?:passwort|kennwort|mot[_\-. ]?de[_\-. ]?passe|contrase(?:ñ|n)a|(?:(?:^|[^\pL])s|(?-i:\p{Ll}S))enha|wachtwoord|salasana|(?:(?:^|[^\pL])l|(?-i:\p{Ll}L))(?:ö|o)senord|adgangskode|jelsz(?:ó|o)|hasł|(?:ş|s)(?:i|İ)fre|пароль|密码|密碼|パスワード|비밀번호|geheimnis)` + keyRest + `*|(?:haslo|passord(?:et)?)(?:[\pN_\-.]` + keyRest + `*)?|(?-i:[hH]aslo|[pP]assord(?:et)?)(?-i:\p{Lu})` + keyRest + `*)`)
 
 // keyRest is a character of the rest of a key: a letter, a digit, a
 // separator, or a letter's \u escape.
