@@ -361,6 +361,13 @@ func (a *aggregator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeJSONRPCError(w, http.StatusServiceUnavailable, nil, errEndUnshared)
 				return
 			}
+			// Its id must not bring it back, on any replica
+			// (sessionends.go).
+			if err := a.g.recordEnd(r.Context(), s.id, true); err != nil {
+				a.g.log.Warn("session end refused: the shared store did not record it for the other replicas", "err", err)
+				writeJSONRPCError(w, http.StatusServiceUnavailable, nil, errEndUnrecorded)
+				return
+			}
 			a.end(r, s)
 			w.WriteHeader(http.StatusNoContent)
 		}
@@ -417,14 +424,41 @@ func (a *aggregator) session(w http.ResponseWriter, r *http.Request, msgs []*int
 		s.last.Store(a.now())
 	}
 	a.mu.Unlock()
+	adopted := false
 	if s == nil {
-		s = a.adopt(r, id) // sealed by another replica
+		s, err = a.adopt(r, id) // sealed by another replica
+		adopted = true
+	}
+	if s != nil && !adopted && s.owner == own && s.who.admits(c) && a.g.sealer != nil {
+		// Its client may have ended it through another replica
+		// (sessionends.go).
+		var ended bool
+		if ended, err = a.g.ended(r.Context(), id, true); ended {
+			a.drop(s)
+		}
+		if ended || err != nil {
+			s = nil
+		}
+	}
+	if err != nil {
+		writeSessionError(w, nil, err)
+		return nil
 	}
 	if s == nil || s.owner != own || !s.who.admits(c) {
 		writeSessionGone(w, errors.New("unknown or expired session: start a new session with initialize"))
 		return nil
 	}
 	return s
+}
+
+// drop lets go of s, ended through another replica, if it is here.
+func (a *aggregator) drop(s *aggSession) {
+	a.mu.Lock()
+	if a.sessions[s.id] == s {
+		delete(a.sessions, s.id)
+	}
+	a.mu.Unlock()
+	s.close()
 }
 
 // now is the sessions' clock, in unix nanoseconds.

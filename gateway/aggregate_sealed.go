@@ -108,14 +108,18 @@ func (a *aggregator) sealSession(r *http.Request, s *aggSession) string {
 }
 
 // adopt serves a sealed session this replica has not seen, if id is one
-// of this virtual server's and the caller is its owner.
-func (a *aggregator) adopt(r *http.Request, id string) *aggSession {
+// of this virtual server's, the caller is its owner, and its client has
+// not ended it (sessionends.go: err says that could not be checked).
+func (a *aggregator) adopt(r *http.Request, id string) (*aggSession, error) {
 	if a.g.sealer == nil {
-		return nil
+		return nil, nil
 	}
 	var st sealedVirtual
 	if a.g.sealer.isEnded(id) || !a.g.sealer.openIssued(virtualPrefix, virtualAD, id, &st) || st.Virtual != a.vs.Name || st.Owner != owner(r) {
-		return nil
+		return nil, nil
+	}
+	if ended, err := a.g.ended(r.Context(), id, true); ended || err != nil {
+		return nil, err
 	}
 	s := &aggSession{id: id, owner: st.Owner, who: principal{header: st.Header, agent: st.Agent, client: st.Client}, client: clientAddr(r), version: st.Version, init: st.Init, inner: map[string]*innerSession{}}
 	for u, in := range st.Inner {
@@ -125,13 +129,13 @@ func (a *aggregator) adopt(r *http.Request, id string) *aggSession {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if old := a.sessions[id]; old != nil {
-		return old
+		return old, nil
 	}
 	if status, _ := a.fullLocked(s); status != 0 {
-		return nil // counted like a new session: past a limit, not served here
+		return nil, nil // counted like a new session: past a limit, not served here
 	}
 	a.sessions[id] = s
-	return s
+	return s, nil
 }
 
 // askPrefix starts a sealed relayed-request id.

@@ -341,7 +341,7 @@ func TestCancelHeldOtherReplicaStoreDown(t *testing.T) {
 	// B, on a Redis that stalled.
 	stalled := redis.NewClient(&redis.Options{Addr: stalledRedis(t), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { stalled.Close() })
-	b := h.start(t, redisstore.New(stalled, redisstore.Options{Timeout: 300 * time.Millisecond}), h.approvals[1])
+	b := h.start(t, noEnds(redisstore.New(stalled, redisstore.Options{Timeout: 300 * time.Millisecond})), h.approvals[1])
 	start := time.Now()
 	status, _, body := post(t, b, hdr, cancelAdd)
 	if status != http.StatusServiceUnavailable || !strings.Contains(body, "not taken") {

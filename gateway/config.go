@@ -181,7 +181,10 @@ type Options struct {
 	// A store that does not answer refuses the request, or withholds the
 	// result. Nil: both are kept by each replica (replay.go), and a
 	// resumed stream through another replica has its results withheld.
-	// See replayshare.go.
+	// See replayshare.go. One that is also a SessionEnds records the
+	// sealed sessions their clients ended (DELETE), which no replica then
+	// serves again (sessionends.go); without it only the replica that
+	// took the DELETE refuses the id.
 	Exchanges ExchangeStore
 	// MaxSessions bounds the open downstream sessions: Streamable HTTP
 	// sessions and /sse and /ws connections. Zero means 10000. A new

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -188,7 +189,7 @@ func invalid(msg string) error {
 // A sealed id this replica has not seen (sealed.go) is adopted; err is
 // what to answer when it cannot be (limits, or a session bound to another
 // replica).
-func (g *Gateway) session(id string, rt *route, c claim, client string) (*session, error) {
+func (g *Gateway) session(ctx context.Context, id string, rt *route, c claim, client string) (*session, error) {
 	if g.sealer != nil && g.sealer.expired(id) {
 		return nil, g.expire(id)
 	}
@@ -200,13 +201,23 @@ func (g *Gateway) session(id string, rt *route, c claim, client string) (*sessio
 			return nil, nil
 		}
 		if g.sealer != nil {
-			return g.adopt(id, rt, c, client)
+			return g.adopt(ctx, id, rt, c, client)
 		}
 		return nil, nil
 	}
 	if !s.owner.admits(c) {
 		g.refusals().refused("streamable-http", rt.up.Name, s.id, s.owner, c, errors.New("session of another agent"))
 		return nil, nil
+	}
+	if g.shares(s) {
+		// Its client may have ended it through another replica
+		// (sessionends.go).
+		if ended, err := g.ended(ctx, id, true); ended || err != nil {
+			if ended && g.sessions.remove(id) != nil {
+				g.endSession(s)
+			}
+			return nil, err
+		}
 	}
 	return s, nil
 }

@@ -195,7 +195,7 @@ func TestSharedStoreDownFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lists atomic.Int64
-	urls, _ := sharingReplicas(t, up, tp.Metrics(), &lists, store)
+	urls, _ := sharingReplicas(t, up, tp.Metrics(), &lists, noEnds(store))
 	hdr := openSession(t, urls[0], "alice", nil)
 	if status, _, body := post(t, urls[0], hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); status != 200 {
 		t.Fatalf("tools/list through A: %d %q", status, body)

@@ -47,7 +47,8 @@ import (
 // prefix), which its sealing binds: every replica refuses it past
 // Options.SessionMaxAge, with 404, without opening it or keeping
 // anything per session. A copy of the id (a log, a proxy, a stolen
-// header) is otherwise good until its key is rotated out.
+// header) is otherwise good until its key is rotated out, or its client
+// ends the session (sessionends.go).
 
 // sealedPrefix marks a sealed id, and its version: s2 ids carry their
 // issue time (s1 ids, which did not, are unknown sessions).
@@ -74,8 +75,8 @@ type sealer struct {
 	// ended are the ids of sealed sessions a client ended here with
 	// DELETE (their SHA-256), which no request may bring back: the id
 	// itself stays valid under the keys. Bounded: past maxEnded, the
-	// oldest are forgotten. Another replica does not know them; there a
-	// replayed id reaches an upstream that was told the session ended.
+	// oldest are forgotten. Other replicas, and this one restarted, know
+	// them through the shared store (sessionends.go), where there is one.
 	ended *lru.Cache[[32]byte, struct{}]
 	// maxAge is how long after its issue time a sealed session id is
 	// served (0: no bound); now is the clock.
@@ -308,7 +309,7 @@ func sealableCaps(caps jsontext.Value) jsontext.Value {
 // adopt serves a sealed session this replica has not seen: it checks the
 // route and the caller as for a known session and enters it in the table
 // (counted against the session limits like a new one).
-func (g *Gateway) adopt(id string, rt *route, c claim, client string) (*session, error) {
+func (g *Gateway) adopt(ctx context.Context, id string, rt *route, c claim, client string) (*session, error) {
 	st, ok := g.sealer.open(id)
 	if !ok || g.sealer.isEnded(id) {
 		return nil, nil
@@ -328,6 +329,11 @@ func (g *Gateway) adopt(id string, rt *route, c claim, client string) (*session,
 				"session not found: it belongs to another replica of the gateway, where upstream %q runs as a local process or connection that cannot move; send this session's requests to that replica (session affinity on %s) or start a new session", rt.up.Name, hdrSession)}
 		}
 		return nil, nil
+	}
+	// Ended through another replica, or before this one restarted
+	// (sessionends.go)?
+	if ended, err := g.ended(ctx, id, true); ended || err != nil {
+		return nil, err
 	}
 	l, err := g.limits.admit(string(TransportStreamableHTTP), owner.agent, client)
 	if err != nil {
@@ -361,6 +367,10 @@ func (t *sessionTable) addOnce(s *session) (*session, error) {
 // (writeSessionGone), with err's message when there is one (a session that
 // cannot move here, one expired), a limit's answer for a limit.
 func writeSessionError(w http.ResponseWriter, id jsontext.Value, err error) {
+	if _, ok := errors.AsType[errEndsUnchecked](err); ok {
+		writeJSONRPCError(w, http.StatusServiceUnavailable, id, errEndUnchecked)
+		return
+	}
 	if le, ok := asLimitError(err); ok {
 		writeLimitError(w, id, le)
 		return

@@ -233,7 +233,7 @@ func (g *Gateway) post(w http.ResponseWriter, r *http.Request, rt *route) {
 	}
 	if sid := r.Header.Get(hdrSession); sid != "" {
 		var err error
-		if x.sess, err = g.session(sid, rt, c, x.client); x.sess == nil {
+		if x.sess, err = g.session(r.Context(), sid, rt, c, x.client); x.sess == nil {
 			writeSessionError(w, firstID, err)
 			return
 		}
@@ -1474,7 +1474,7 @@ func (g *Gateway) requireSession(w http.ResponseWriter, r *http.Request, rt *rou
 	if sid == "" {
 		return nil, c.principal().agent, true
 	}
-	sess, err = g.session(sid, rt, c, clientAddr(r))
+	sess, err = g.session(r.Context(), sid, rt, c, clientAddr(r))
 	if sess == nil {
 		writeSessionError(w, nil, err)
 		return nil, "", false
@@ -1508,10 +1508,10 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 		}
 	}
 	sess.held.cancelAll(g.opts.Approver, sess.owner.agent)
-	if g.sealer != nil {
-		g.sealer.end(sess.id) // its id must not bring it back (adopt)
-	}
 	if rt.url == nil {
+		if g.sealer != nil {
+			g.sealer.end(sess.id) // its id must not bring it back (adopt): it is this replica's alone
+		}
 		g.sessions.remove(sess.id)
 		g.endSession(sess)
 		w.WriteHeader(http.StatusNoContent)
@@ -1531,6 +1531,14 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
+		// Its id must not bring it back, on any replica (sessionends.go);
+		// a virtual session's inner one is only ever named by its
+		// aggregator, whose session's end was recorded so.
+		if err := g.recordEnd(r.Context(), sess.id, g.shares(sess) && !inner); err != nil {
+			g.log.Warn("session end refused: the shared store did not record it for the other replicas", "err", err)
+			writeJSONRPCError(w, http.StatusServiceUnavailable, nil, errEndUnrecorded)
+			return
+		}
 		g.sessions.remove(sess.id)
 		if g.opts.OnSessionEnd != nil {
 			g.opts.OnSessionEnd(sess.id)

@@ -4,7 +4,8 @@
 // requests wait on, the requests whose answer stream broke off, which a
 // resumed stream may answer through any replica, and the calls held for
 // approval on one replica, which the client may cancel through any
-// (gateway.CallHolds).
+// (gateway.CallHolds), and which sessions their clients ended
+// (gateway.SessionEnds).
 //
 // A session's keys share a hash tag, the SHA-256 of its id (the sealed id
 // itself, which lets a caller use the session, is not written):
@@ -17,6 +18,8 @@
 //	prefix{h}h      set: the ids held for approval (their a:id keys may
 //	                have lapsed), for the session's end to cancel (PX)
 //	prefix{h}x      string: the session was ended (PX CancelMarkTTL)
+//	prefix{h}e      string: the client ended the session, which no
+//	                replica serves again (PX: until its id expires)
 //
 // Each method is one Lua script (one round trip, atomic among replicas);
 // each is bounded by Options.Timeout, and its error returned: the gateway
@@ -441,4 +444,43 @@ func (s *Store) CancelSession(ctx context.Context, session string) ([]string, er
 		return nil, fmt.Errorf("redis: %w", err)
 	}
 	return out, nil
+}
+
+// endSession: KEYS the session's ended key; ARGV its TTL in ms ("0":
+// none).
+var endSession = redis.NewScript(`
+if ARGV[1] ~= '0' then
+  redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+else
+  redis.call('SET', KEYS[1], '1')
+end
+return 0`)
+
+// sessionEnded: KEYS the session's ended key.
+var sessionEnded = redis.NewScript(`return redis.call('EXISTS', KEYS[1])`)
+
+// EndSession records that the client ended session, for ttl (0: until
+// the key is removed): SessionEnded reports it, to every replica.
+func (s *Store) EndSession(ctx context.Context, session string, ttl time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	exp := "0"
+	if ttl > 0 {
+		exp = ms(ttl)
+	}
+	if err := endSession.Run(ctx, s.c, []string{s.base(session) + "e"}, exp).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+// SessionEnded reports whether EndSession recorded session.
+func (s *Store) SessionEnded(ctx context.Context, session string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	n, err := sessionEnded.Run(ctx, s.c, []string{s.base(session) + "e"}).Int()
+	if err != nil {
+		return false, fmt.Errorf("redis: %w", err)
+	}
+	return n == 1, nil
 }

@@ -258,3 +258,35 @@ func TestCancelSession(t *testing.T) {
 		t.Errorf("another session's call: %v %v, want it held", cancelled, err)
 	}
 }
+
+// TestSessionEnds: against a real redis-server, a session ended is
+// reported ended, to any Store on the server, its key expiring when the
+// id does; a session never ended is not; the key names the session by
+// its hash, not its id.
+func TestSessionEnds(t *testing.T) {
+	s, c := newTestStore(t)
+	ctx := t.Context()
+	other := New(c, Options{KeyPrefix: "test:"})
+	if err := s.EndSession(ctx, "s2.sealed", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if ended, err := other.SessionEnded(ctx, "s2.sealed"); !ended || err != nil {
+		t.Errorf("the ended session through another store: %v %v, want ended", ended, err)
+	}
+	if ended, err := other.SessionEnded(ctx, "s2.other"); ended || err != nil {
+		t.Errorf("a session never ended: %v %v, want not", ended, err)
+	}
+	keys, err := c.Keys(ctx, "*").Result()
+	if err != nil || len(keys) != 1 || strings.Contains(keys[0], "sealed") {
+		t.Fatalf("keys: %q %v, want one, not naming the id", keys, err)
+	}
+	if ttl := c.PTTL(ctx, keys[0]).Val(); ttl <= 0 || ttl > time.Hour {
+		t.Errorf("the end's TTL: %v, want at most the id's lifetime", ttl)
+	}
+	if err := s.EndSession(ctx, "s2.forever", 0); err != nil {
+		t.Fatal(err)
+	}
+	if ended, _ := s.SessionEnded(ctx, "s2.forever"); !ended {
+		t.Error("a session ended with no TTL (no maximum age): not ended")
+	}
+}
