@@ -20,6 +20,9 @@ import (
 //	GET  /admin/approvals/{id}       one request
 //	POST /admin/approvals/{id}       body {"action":"approve"|"decline","by":"alice"}
 //
+// A request's arguments and what else its call sends are shown with
+// their secrets redacted (Shown).
+//
 // Who decides is proven where it can be: when the request's context
 // carries a principal (intercept.WithPrincipal: the caller authenticated
 // with an admin JWT), its ID is recorded and "by" is ignored; otherwise
@@ -36,6 +39,9 @@ func (s *Store) Handler(token string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/approvals", func(w http.ResponseWriter, r *http.Request) {
 		reqs, err := s.Current()
+		for i := range reqs {
+			reqs[i] = s.Shown(reqs[i])
+		}
 		if err != nil {
 			// Not shown as the list: another replica may have decided
 			// or held calls since this process last read the store.
@@ -50,7 +56,7 @@ func (s *Store) Handler(token string) http.Handler {
 			writeError(w, errorStatus(err), err)
 			return
 		}
-		writeJSON(w, http.StatusOK, req)
+		writeJSON(w, http.StatusOK, s.Shown(req))
 	})
 	mux.HandleFunc("POST /admin/approvals/{id}", func(w http.ResponseWriter, r *http.Request) {
 		if !IsJSON(r) {
@@ -100,11 +106,11 @@ func (s *Store) Handler(token string) http.Handler {
 		case errors.Is(err, ErrNotFound):
 			writeError(w, http.StatusNotFound, err)
 		case errors.Is(err, ErrNotPending):
-			writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "request": req})
+			writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "request": s.Shown(req)})
 		case err != nil:
 			writeError(w, errorStatus(err), err)
 		default:
-			writeJSON(w, http.StatusOK, req)
+			writeJSON(w, http.StatusOK, s.Shown(req))
 		}
 	})
 	if token == "" {

@@ -157,6 +157,9 @@ type Options struct {
 	// whose such claim names the held call's agent cannot answer it
 	// (Handler). Nil: only those five and the principal's ID.
 	AgentClaims []string
+	// SecretKeys are more key fragments whose values Shown redacts, as
+	// the audit log does (telemetry.Redactor.SecretKeys: audit.secret_keys).
+	SecretKeys []string
 }
 
 const defaultHistory = 100
@@ -176,10 +179,12 @@ type Store struct {
 	onAvailable func()
 	// agentClaims are Options.AgentClaims.
 	agentClaims []string
-	maxLive     int
-	maxBytes    int64
-	state       cipher.AEAD
-	be          backend // where OpenStore and OpenRedisStore keep requests; nil keeps them in memory only
+	// redact is how Shown redacts what a held call sends.
+	redact   telemetry.Redactor
+	maxLive  int
+	maxBytes int64
+	state    cipher.AEAD
+	be       backend // where OpenStore and OpenRedisStore keep requests; nil keeps them in memory only
 
 	closed atomic.Bool // Close was called: operations fail
 
@@ -205,6 +210,7 @@ type Store struct {
 // not 32 bytes long.
 func NewStore(opts Options) *Store {
 	s := &Store{timeout: opts.Timeout, history: opts.History, now: opts.Now, onChange: opts.OnChange, onUnavailable: opts.OnUnavailable, onAvailable: opts.OnAvailable, agentClaims: opts.AgentClaims,
+		redact:   telemetry.Redactor{SecretKeys: opts.SecretKeys},
 		maxLive:  cmp.Or(max(opts.MaxLive, 0), MaxLive),
 		maxBytes: cmp.Or(max(opts.MaxLiveBytes, 0), MaxLiveBytes),
 		byID:     make(map[string]*Request), byCall: make(map[string]*Request), changed: make(chan struct{})}

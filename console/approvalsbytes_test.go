@@ -28,7 +28,7 @@ func TestConsoleApprovalsPageBoundedByBytes(t *testing.T) {
 	holdCall(t, st, "agent-a", "send_email", `{"to":"boss@corp.com"}`) // held first
 	const calls, size = 12, 1 << 20
 	for i := range calls {
-		holdCall(t, st, "mallory", "send_email", `{"n":`+string(rune('a'+i))+`0,"note":"`+strings.Repeat("x", size)+`"}`)
+		holdCall(t, st, "mallory", "send_email", `{"n":"`+string(rune('a'+i))+`0","note":"`+strings.Repeat("x", size)+`"}`)
 	}
 	_, cl, base := reviewConsole(t, Deps{Approvals: st, KeepArguments: true})
 	page := reviewGet(t, cl, base+"/approvals")

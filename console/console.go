@@ -894,7 +894,8 @@ func (c *Console) approvals(w http.ResponseWriter, r *http.Request, s *session) 
 				done = append(done, q)
 				continue
 			}
-			pending = append(pending, heldCall{Request: q})
+			// Its secrets redacted, as the audit log keeps them.
+			pending = append(pending, heldCall{Request: c.d.Approvals.Shown(q)})
 		}
 		// Each owner's oldest call first, then each one's next, and so
 		// on, while what they send fits in maxShownArguments: a flood of

@@ -186,7 +186,7 @@ func buildGovernance(ctx context.Context, cfg *config, logger *slog.Logger) (gv 
 	// An agent may keep a tenth of MaxLiveBytes held: at least one call
 	// of the largest size max_body_bytes lets in.
 	maxHeld := max(approval.MaxLiveBytes, 10*cmp.Or(cfg.MaxBodyBytes, gateway.DefaultMaxBodyBytes))
-	aopts := approval.Options{Timeout: cfg.Approvals.Timeout, AgentClaims: agentClaims(cfg), MaxLiveBytes: maxHeld, OnChange: func(r approval.Request) {
+	aopts := approval.Options{Timeout: cfg.Approvals.Timeout, AgentClaims: agentClaims(cfg), MaxLiveBytes: maxHeld, SecretKeys: cfg.Audit.SecretKeys, OnChange: func(r approval.Request) {
 		logger.Info("approval", "id", r.ID, "status", r.Status, "tool", telemetry.ToolName(r.Tool), "agent", telemetry.BoundName(r.Agent), "txn_id", r.TxnID, "by", telemetry.BoundName(r.DecidedBy))
 		rec.approval(r)
 	}}
