@@ -612,9 +612,21 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 		_ = send([]byte(cancel))
 	}
 
+	// A session past its maximum age is served by no replica (sealed.go):
+	// its held call goes nowhere, even approved.
+	var expiry <-chan time.Time
+	if left, ok := g.heldLeft(x); ok {
+		t := time.NewTimer(max(left, 0))
+		defer t.Stop()
+		expiry = t.C
+	}
+
 	var ans *intercept.Message
 	for waiting, elsewhere := true, (<-chan struct{})(decided); waiting; {
 		select {
+		case <-expiry:
+			g.endExpiredHold(x, dec.ApprovalID, send)
+			return
 		case <-renew:
 			if cancelled, err := shared.check(ctx); holdLost(err) {
 				// Written again, it would hide a cancellation that found
@@ -685,6 +697,10 @@ func (g *Gateway) elicitApproval(w http.ResponseWriter, r *http.Request, x *exch
 		if _, err := g.opts.Approver.Decide(dec.ApprovalID, approve, approvedBy(x.agent)); err != nil {
 			g.log.Debug("approval answer not applied", "approval", dec.ApprovalID, "err", err)
 		}
+	}
+	if left, ok := g.heldLeft(x); ok && left <= 0 {
+		g.endExpiredHold(x, dec.ApprovalID, send)
+		return
 	}
 	if !x.sess.held.release(key, hold) {
 		return // cancelled meanwhile: it goes nowhere, and gets no answer
@@ -812,4 +828,26 @@ func (g *Gateway) relayInto(w http.ResponseWriter, r *http.Request, x *exchange,
 		g.log.Warn("upstream answer not passed on", "upstream", x.rt.up.Name, "err", err)
 	}
 	_ = send(intercept.ErrorResponse(id, upstreamError(x.rt.up.Name, err)))
+}
+
+// heldLeft is how long the session of x, holding a call, has before it
+// expires (sealer.left): the virtual session's when x is an inner call
+// of one, which expires first; false if it does not.
+func (g *Gateway) heldLeft(x *exchange) (time.Duration, bool) {
+	left, ok := g.sealer.left(x.sess.id)
+	if vl, vok := g.sealer.left(x.virtual); vok && (!ok || vl < left) {
+		left, ok = vl, true
+	}
+	return left, ok
+}
+
+// endExpiredHold ends the hold of x's call under approval id: its
+// session reached its maximum age. The request is ended, approved or
+// not, and the call answered with the session's expiry: an approval
+// given for it must not send the same call in another session.
+func (g *Gateway) endExpiredHold(x *exchange, id string, send func([]byte) error) {
+	if a, ok := g.opts.Approver.(abandoner); ok {
+		_, _ = a.Abandon(id, "session-expired:"+cmp.Or(x.agent, "client"))
+	}
+	_ = send(intercept.ErrorResponse(x.msgs[0].ID, &intercept.WireError{Code: intercept.CodeInvalidRequest, Message: g.sealer.errSessionExpired().Error()}))
 }
