@@ -433,7 +433,7 @@ func (a *aggregator) session(w http.ResponseWriter, r *http.Request, msgs []*int
 		// Its client may have ended it through another replica
 		// (sessionends.go).
 		var ended bool
-		if ended, err = a.g.ended(r.Context(), id, true); ended {
+		if ended, err = a.g.ended(r.Context(), id, a.g.othersServe()); ended {
 			a.drop(s)
 		}
 		if ended || err != nil {

@@ -186,6 +186,12 @@ type Options struct {
 	// serves again (sessionends.go); without it only the replica that
 	// took the DELETE refuses the id.
 	Exchanges ExchangeStore
+	// SessionEnds, if set, records the sealed sessions their clients
+	// ended where it outlives this process (a file in the data
+	// directory), so that a restart with the same SessionKeys does not
+	// serve them again; nil: Exchanges's, if it is one. See
+	// sessionends.go.
+	SessionEnds SessionEnds
 	// MaxSessions bounds the open downstream sessions: Streamable HTTP
 	// sessions and /sse and /ws connections. Zero means 10000. A new
 	// session beyond it gets 503 with Retry-After.

@@ -14,12 +14,13 @@ import (
 // another replica, or the same one restarted, would serve it again. A
 // virtual session adopted there even opens new inner sessions in place
 // of the ended ones, so a copy of the id (a log, a proxy, a stolen
-// header) outlived the user's logout. So where the replicas share a store
-// that records ended sessions (SessionEnds, Options.Exchanges), the
-// DELETE records the id's end there, under its SHA-256, until the id
-// expires (Options.SessionMaxAge); and every request naming a sealed id
-// that another replica may serve looks the record up, whether or not
-// the session is in this replica's table. Fail closed: a DELETE whose
+// header) outlived the user's logout. So where a store records ended
+// sessions (SessionEnds: Options.SessionEnds, a file for one gateway
+// that restarts, or Options.Exchanges, the replicas' Redis), the DELETE
+// records the id's end there, under its SHA-256, until the id expires
+// (Options.SessionMaxAge); a replica adopting a sealed id looks the
+// record up, and, where other replicas serve the same sessions, so does
+// every request of a session already in its table. Fail closed: a DELETE whose
 // end the store cannot record is refused (503) and ends nothing here,
 // and a request whose session the store cannot check is refused (503).
 
@@ -51,14 +52,23 @@ func (g *Gateway) sessionEndsStore() SessionEnds {
 	if g.sealer == nil {
 		return nil
 	}
+	if g.opts.SessionEnds != nil {
+		return g.opts.SessionEnds
+	}
 	se, _ := g.opts.Exchanges.(SessionEnds)
 	return se
 }
 
+// othersServe reports whether other replicas may serve this one's
+// sealed sessions while it does (they share Exchanges): a session in its
+// table may have been ended through one of them. Without, only a restart
+// serves them elsewhere, and what is in the table was ended here.
+func (g *Gateway) othersServe() bool { return g.opts.Exchanges != nil }
+
 // recordEnd records that the client ended sealed session id here and,
-// when shared is set (another replica may serve it), for every replica:
-// in the shared store, until id expires. Nothing is recorded if err is
-// not nil.
+// when shared is set (another replica, or this one restarted, may serve
+// it), in the store, until id expires. Nothing is recorded if err is not
+// nil.
 func (g *Gateway) recordEnd(ctx context.Context, id string, shared bool) error {
 	if g.sealer == nil {
 		return nil
@@ -81,8 +91,8 @@ func (g *Gateway) recordEnd(ctx context.Context, id string, shared bool) error {
 }
 
 // ended reports whether sealed session id was ended, here or, when
-// shared is set (another replica may serve it), through any replica; err
-// says the shared store could not be asked.
+// shared is set, as the store recorded it (through another replica, or
+// before a restart); err says the store could not be asked.
 func (g *Gateway) ended(ctx context.Context, id string, shared bool) (bool, error) {
 	if g.sealer == nil {
 		return false, nil

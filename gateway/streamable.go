@@ -1534,7 +1534,7 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 		// Its id must not bring it back, on any replica (sessionends.go);
 		// a virtual session's inner one is only ever named by its
 		// aggregator, whose session's end was recorded so.
-		if err := g.recordEnd(r.Context(), sess.id, g.shares(sess) && !inner); err != nil {
+		if err := g.recordEnd(r.Context(), sess.id, sess.upstreamID != "" && sess.bridge == nil && !inner); err != nil {
 			g.log.Warn("session end refused: the shared store did not record it for the other replicas", "err", err)
 			writeJSONRPCError(w, http.StatusServiceUnavailable, nil, errEndUnrecorded)
 			return

@@ -71,3 +71,42 @@ func TestAttackDeletedSessionIDOnOtherReplica(t *testing.T) {
 		t.Errorf("the ended session's id through A restarted: %d %s, want 404", status, body)
 	}
 }
+
+// TestAttackDeletedSessionIDAfterRestart: one `sluice serve` with session
+// keys and no Redis, so that its sessions outlive a restart. A client
+// ends its session with DELETE; the gateway restarts on the same
+// data_dir. The id, replayed, must be refused (404). Before, the ended
+// id was remembered in memory only, and the restarted gateway served it.
+func TestAttackDeletedSessionIDAfterRestart(t *testing.T) {
+	cfg := "policy: {default: allow, result_mode: tool_result}\nvirtual_servers: [{}]\n" +
+		"session_keys: [\"" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32))) + "\"]\n" +
+		"data_dir: " + t.TempDir() + "\n"
+	a := startServe(t, cfg)
+	url := strings.TrimSuffix(a.url, "/demo")
+	hdr := session2025(t, url, "user", `{}`)
+	call := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}`
+	if status, _, body := rawPost(t, url, hdr, call); status != http.StatusOK || !strings.Contains(body, `"result"`) {
+		t.Fatalf("the user's call: %d %s", status, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	del, _ := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
+	for k, v := range hdr {
+		del.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("DELETE: %d, want the session ended", resp.StatusCode)
+	}
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	b := startServe(t, cfg)
+	if status, _, body := rawPost(t, strings.TrimSuffix(b.url, "/demo"), hdr, call); status != http.StatusNotFound {
+		t.Errorf("the ended session's id after a restart: %d %s, want 404", status, body)
+	}
+}

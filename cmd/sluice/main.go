@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -31,6 +32,7 @@ import (
 	"github.com/sluicehq/sluice/a2a"
 	"github.com/sluicehq/sluice/auth"
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/gateway/endfile"
 	"github.com/sluicehq/sluice/gateway/redisstore"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/gcfloor"
@@ -210,6 +212,20 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger, ready func(bou
 		// for one another (a resumed stream's requests, waiting ids); the
 		// gateway asks it only for sealed sessions (session_keys).
 		opts.Exchanges = redisstore.New(rt.c, redisstore.Options{KeyPrefix: rt.prefix + sessionKeyInfix, Timeout: rt.timeout})
+	}
+	if len(opts.SessionKeys) > 0 && opts.Exchanges == nil {
+		// Sealed sessions outlive a restart: so must their ends, or a
+		// restarted gateway serves an ended session's id again.
+		dir, err := cfg.dataDir()
+		if err != nil {
+			return err
+		}
+		ends, err := endfile.Open(filepath.Join(dir, endfile.FileName))
+		if err != nil {
+			return err
+		}
+		defer ends.Close()
+		opts.SessionEnds = ends
 	}
 	opts.Tracer = gv.tp.Tracer()
 	opts.Metrics = gv.tp.Metrics()
