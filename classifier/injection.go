@@ -86,43 +86,58 @@ func DetectInjectionFrom(v jsontext.Value, src TextSource) []InjectionFinding {
 // injection after 64 KiB of a fetched page, 4096 other values or 32
 // levels down is found. Its work grows with v: about 12 ms a MiB of text
 // (BenchmarkDetectInjectionInResult1MiB), under half a second for 32 MiB,
-// the most an upstream's answer may be.
+// the most an upstream's answer may be. A message's text blocks are read
+// joined too, as the model reads them, and a text blob decoded whole
+// (textruns.go): text in many blocks is read up to three times.
 func DetectInjectionInResult(v jsontext.Value) []InjectionFinding {
 	var out []InjectionFinding
+	var runs textRuns
 	walkJSONWhole(v, true, func(w *jsonWalker, ev walkEvent) {
-		if ev.kind != '"' || len(ev.str) < 4 {
+		if ev.kind != '"' {
 			return
 		}
-		var fs []InjectionFinding // each kind once, as for a string read at once
-		for s := ev.str; ; {
-			n := min(len(s), 64<<10)
-			for n < len(s) && !utf8.RuneStart(s[n]) {
-				n--
-			}
-			for _, f := range DetectInjectionTextFrom(s[:n], InResult) {
-				if !slices.ContainsFunc(fs, func(g InjectionFinding) bool { return g.Kind == f.Kind }) {
-					fs = append(fs, f)
-				}
-			}
-			if n == len(s) {
-				break
-			}
-			next := n - 4<<10
-			for !utf8.RuneStart(s[next]) {
-				next--
-			}
-			s = s[next:]
-		}
-		if len(fs) == 0 {
+		runs.note(w, ev)
+		if len(ev.str) < 4 {
 			return
 		}
-		p := w.path()
-		for i := range fs {
-			fs[i].Path = p
+		if fs := detectWhole(ev.str); len(fs) > 0 {
+			out = appendAt(out, fs, w.path())
 		}
-		out = append(out, fs...)
 	})
-	return out
+	return runs.detect(out)
+}
+
+// appendAt appends fs, found in the string at path, to out.
+func appendAt(out, fs []InjectionFinding, path string) []InjectionFinding {
+	for i := range fs {
+		fs[i].Path = path
+	}
+	return append(out, fs...)
+}
+
+// detectWhole scans s, result text, to its end, in windows of 64 KiB
+// that overlap by 4 KiB. Each kind is reported once.
+func detectWhole(s string) []InjectionFinding {
+	var fs []InjectionFinding
+	for {
+		n := min(len(s), 64<<10)
+		for n < len(s) && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		for _, f := range DetectInjectionTextFrom(s[:n], InResult) {
+			if !slices.ContainsFunc(fs, func(g InjectionFinding) bool { return g.Kind == f.Kind }) {
+				fs = append(fs, f)
+			}
+		}
+		if n == len(s) {
+			return fs
+		}
+		next := n - 4<<10
+		for !utf8.RuneStart(s[next]) {
+			next--
+		}
+		s = s[next:]
+	}
 }
 
 // DetectInjectionText scans one string of arguments. Each kind is

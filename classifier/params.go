@@ -40,6 +40,7 @@ type walkFrame struct {
 	key   string // object member name; for arrays, the array's own key
 	index int    // next element index, arrays only
 	array bool
+	start int // where the value starts in the text walked
 }
 
 // walkEvent is one visited value.
@@ -136,8 +137,8 @@ func (w *jsonWalker) object(key string) bool {
 	if len(w.stack) >= w.maxDepth {
 		return false
 	}
+	w.stack = append(w.stack, walkFrame{key: key, start: w.i})
 	w.i++ // {
-	w.stack = append(w.stack, walkFrame{key: key})
 	top := len(w.stack) - 1
 	n := 0
 	for {
@@ -185,8 +186,8 @@ func (w *jsonWalker) array(key string) bool {
 	if len(w.stack) >= w.maxDepth {
 		return false
 	}
+	w.stack = append(w.stack, walkFrame{key: key, array: true, start: w.i})
 	w.i++ // [
-	w.stack = append(w.stack, walkFrame{key: key, array: true})
 	top := len(w.stack) - 1
 	n := 0
 	for {
@@ -319,9 +320,12 @@ func (w *jsonWalker) hex4() (rune, bool) {
 
 // path renders where the walker is, such as "items[2].text". Only reports
 // need it, so it is built on demand.
-func (w *jsonWalker) path() string {
+func (w *jsonWalker) path() string { return stackPath(w.stack) }
+
+// stackPath is the path of the value at the top of stack.
+func stackPath(stack []walkFrame) string {
 	var b strings.Builder
-	for i, f := range w.stack {
+	for i, f := range stack {
 		if f.array {
 			if i == 0 {
 				b.WriteString("$")
