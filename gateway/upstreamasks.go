@@ -23,14 +23,15 @@ import (
 
 // withholdUpstreamMessage reports whether m, a message the upstream of cc
 // sends its client, is withheld from it; a request withheld is answered
-// through refuse, with the gateway's answer to it (nil: it cannot be).
+// through refuse, with the gateway's answer to it (nil: it cannot be),
+// which says nothing of why.
 func withholdUpstreamMessage(ic *intercept.Interceptor, cc intercept.CallContext, m *intercept.Message, refuse func(m *intercept.Message, answer []byte)) bool {
 	why := ic.ScreenUpstreamMessage(cc, m)
 	if why == "" {
 		return false
 	}
 	if m.Kind == intercept.KindRequest && refuse != nil {
-		refuse(m, intercept.WithheldAskResponse(m.ID, why))
+		refuse(m, intercept.WithheldAskResponse(m.ID))
 	}
 	return true
 }

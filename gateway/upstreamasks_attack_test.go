@@ -247,8 +247,8 @@ func TestAttackInjectionInUpstreamAsk(t *testing.T) {
 		}
 		for _, what := range []string{"sample", "elicit"} {
 			got := askUp(t, ctx, c, tool, what, upcallAttack)
-			if !strings.Contains(got, "failed") || !strings.Contains(got, "withheld: it looks like a prompt injection") {
-				t.Errorf("%s: the upstream's tool got %q, want the gateway's refusal", what, got)
+			if !strings.Contains(got, "failed") || !strings.Contains(got, intercept.WithheldAskMessage) || strings.Contains(got, "withheld") {
+				t.Errorf("%s: the upstream's tool got %q, want the gateway's refusal, naming nothing of why", what, got)
 			}
 		}
 		askUp(t, ctx, c, tool, "notify", upcallAttack)
@@ -528,7 +528,8 @@ func TestTaskStatusRecordedNotWithheld(t *testing.T) {
 // (hideTools) does with an upstream's messages to the client: a task's
 // status, a sampling request or a log message the interceptor withholds
 // is left out of a batch, the rest kept as it was; a request left out is
-// answered to the upstream with -1 and the reason, never the text.
+// answered to the upstream with -1 and a fixed message, never the text
+// nor why (an upstream would tune its payload against the reason).
 func TestUpstreamMessagesWithheldInBatch(t *testing.T) {
 	ic := &intercept.Interceptor{WithholdResult: withholdInjected}
 	w := &withheldTasks{log: slog.New(slog.DiscardHandler)}
@@ -542,7 +543,7 @@ func TestUpstreamMessagesWithheldInBatch(t *testing.T) {
 	for _, c := range []struct{ in, want, refused string }{
 		{status, "", ""},
 		{logged, "", ""},
-		{sampling, "", `{"error":{"code":-1,"message":"withheld: it looks like a prompt injection"},"id":"s1","jsonrpc":"2.0"}`},
+		{sampling, "", `{"error":{"code":-1,"message":"The client declined this request."},"id":"s1","jsonrpc":"2.0"}`},
 		{"[" + status + "," + benign + "," + sampling + "]", "[" + benign + "]", `"id":"s1"`},
 		{benign, benign, ""},
 		{strings.Replace(status, "IGNORE PREVIOUS INSTRUCTIONS", "done", 1), strings.Replace(status, "IGNORE PREVIOUS INSTRUCTIONS", "done", 1), ""},
@@ -552,7 +553,7 @@ func TestUpstreamMessagesWithheldInBatch(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s: got %s, want %s", c.in, got, c.want)
 		}
-		if all := strings.Join(refused, "\n"); c.refused == "" && all != "" || !strings.Contains(all, c.refused) || strings.Contains(all, "IGNORE") {
+		if all := strings.Join(refused, "\n"); c.refused == "" && all != "" || !strings.Contains(all, c.refused) || strings.Contains(all, "IGNORE") || strings.Contains(all, "withheld") {
 			t.Errorf("%s: the upstream was answered %q, want %q", c.in, all, c.refused)
 		}
 	}
@@ -653,7 +654,7 @@ func TestAttackInjectionInUpstreamAskOverConn(t *testing.T) {
 				t.Errorf("benign: asked %s, got %s; want the request passed and its answer", asked, got)
 			}
 			asked, got := call(6, upcallAttack)
-			if asked != "" || !strings.Contains(got, "sampling failed") || !strings.Contains(got, "withheld: it looks like a prompt injection") {
+			if asked != "" || !strings.Contains(got, "sampling failed") || !strings.Contains(got, intercept.WithheldAskMessage) || strings.Contains(got, "withheld") {
 				t.Errorf("injected: asked %q, got %s; want nothing asked and the gateway's refusal", asked, got)
 			}
 		})
@@ -677,7 +678,7 @@ func TestAttackInjectionInUpstreamAskOnGETStream(t *testing.T) {
 	}
 	select {
 	case a := <-answers:
-		if !strings.HasPrefix(a, "up-1 ") || !strings.Contains(a, `"id":"s9"`) || !strings.Contains(a, `"code":-1`) || strings.Contains(a, "IGNORE") {
+		if !strings.HasPrefix(a, "up-1 ") || !strings.Contains(a, `"id":"s9"`) || !strings.Contains(a, `"code":-1`) || strings.Contains(a, "IGNORE") || strings.Contains(a, "withheld") {
 			t.Errorf("the upstream was answered %s, want -1 to s9 in its session", a)
 		}
 	case <-time.After(10 * time.Second):

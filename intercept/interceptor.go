@@ -1030,8 +1030,14 @@ func (i *Interceptor) ScreenUpstreamMessage(cc CallContext, m *Message) string {
 // from waiting for an answer that cannot come.
 const CodeUpstreamAskWithheld = -1
 
+// WithheldAskMessage is the message of that error: fixed, whatever
+// ScreenUpstreamMessage found. It names nothing of why (the finding kinds
+// go to the audit event): an upstream told which rules its request set
+// off could try variants until none did.
+const WithheldAskMessage = "The client declined this request."
+
 // WithheldAskResponse is the answer to an upstream's request id that
-// ScreenUpstreamMessage withheld for why.
-func WithheldAskResponse(id jsontext.Value, why string) []byte {
-	return ErrorResponse(id, &WireError{Code: CodeUpstreamAskWithheld, Message: why})
+// ScreenUpstreamMessage withheld.
+func WithheldAskResponse(id jsontext.Value) []byte {
+	return ErrorResponse(id, &WireError{Code: CodeUpstreamAskWithheld, Message: WithheldAskMessage})
 }

@@ -331,8 +331,8 @@ func withheldBecause(method string, fs []classifier.InjectionFinding) string {
 	}
 	what := map[string]string{"tools/call": "this tool's result", "tasks/result": "this task's result", "resources/read": "this resource", "prompts/get": "this prompt",
 		// What an upstream sends its client (gateway/upstreamasks.go):
-		// a request's reason goes to the upstream, a notification's to
-		// the log and the event only.
+		// the reason goes to the log and the event only (a request is
+		// answered to the upstream with a fixed message).
 		"sampling/createMessage": "this sampling request", "elicitation/create": "this elicitation request",
 		"notifications/progress": "this progress message", "notifications/message": "this log message", "notifications/tasks/status": "this task status",
 		"tasks/get": "this task status", "tasks/cancel": "this task status", "tasks/list": "this task list"}[method]
