@@ -984,11 +984,13 @@ func resultKey(cc CallContext, id string) string {
 // before its model or its user: a sampling request's messages and system
 // prompt go into the client's model, an elicitation's message is shown to
 // the user, and progress, log and task status messages are shown (or
-// handed to the model) as they come.
+// handed to the model) as they come, as are a cancellation's reason and
+// the URI of a resource's update (the only member of one passed on).
 func ShownUpstreamMethod(method string) bool {
 	switch method {
 	case "sampling/createMessage", "elicitation/create",
-		"notifications/progress", "notifications/message", "notifications/tasks/status":
+		"notifications/progress", "notifications/message", "notifications/tasks/status",
+		"notifications/cancelled", "notifications/resources/updated":
 		return true
 	}
 	return false

@@ -335,6 +335,7 @@ func withheldBecause(method string, fs []classifier.InjectionFinding) string {
 		// answered to the upstream with a fixed message).
 		"sampling/createMessage": "this sampling request", "elicitation/create": "this elicitation request",
 		"notifications/progress": "this progress message", "notifications/message": "this log message", "notifications/tasks/status": "this task status",
+		"notifications/cancelled": "this cancellation", "notifications/resources/updated": "this resource update",
 		"tasks/get": "this task status", "tasks/cancel": "this task status", "tasks/list": "this task list"}[method]
 	if what == "" {
 		what = "this answer" // an error answering no request known

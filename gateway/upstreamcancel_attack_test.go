@@ -1,0 +1,125 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// TestAttackInjectionInCancelAndUpdate (attacker review): with results
+// withheld, an upstream's notifications/cancelled carried its injection
+// in its reason, and a notifications/resources/updated in its URI, which
+// clients show or log: neither was screened. Now each is screened as the
+// other notifications are, on every path (Streamable HTTP to an HTTP and
+// a stdio upstream, `wrap`, the virtual server): one withheld is not passed on; a benign one
+// passes; the virtual server's updates likewise.
+func TestAttackInjectionInCancelAndUpdate(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	ic := func() *intercept.Interceptor {
+		return &intercept.Interceptor{Decider: permissive, WithholdResult: func(d *intercept.ActionDescriptor, method string, answer jsontext.Value) string {
+			mu.Lock()
+			asked = append(asked, d.ToolName+" "+method)
+			mu.Unlock()
+			return withholdInjected(d, method, answer)
+		}}
+	}
+	const benign = "the user closed the dialog"
+	check := func(whats ...string) func(t *testing.T, ctx context.Context, c *client.Client, tool string, u *upcallClient) {
+		return func(t *testing.T, ctx context.Context, c *client.Client, tool string, u *upcallClient) {
+			want := map[string]string{"cancel": `"reason":"` + benign, "update": `"uri":"notes://` + benign}
+			// mcp-go's HTTP server now and then drops a notification
+			// sent just before its answer: a benign one is sent again
+			// until it comes.
+			for i := 0; i < 5; i++ {
+				missing := false
+				for _, what := range whats {
+					if !strings.Contains(u.seen(), want[what]) {
+						askUp(t, ctx, c, tool, what, benign)
+						missing = true
+					}
+				}
+				if !missing {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			for _, what := range whats {
+				if !u.waitFor(want[what]) {
+					t.Errorf("benign %s: the client was not shown %s; it saw:\n%s", what, want[what], u.seen())
+				}
+			}
+			for _, what := range whats {
+				askUp(t, ctx, c, tool, what, upcallAttack)
+			}
+			// What is sent after the notifications comes after them.
+			askUp(t, ctx, c, tool, "notify", "done")
+			u.waitFor(`"data":"done"`)
+			if strings.Contains(u.seen(), "IGNORE PREVIOUS") {
+				t.Errorf("the client was shown the injection:\n%s", u.seen())
+			}
+		}
+	}
+	upcallPathsDown(t, []string{"route", "wrap"}, ic, check("cancel", "update"))
+	// The virtual server passes on no cancellation of a request it did
+	// not relay.
+	upcallPathsDown(t, []string{"virtual"}, ic, check("update"))
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(asked, "\n")
+	for _, m := range []string{"notifications/cancelled", "notifications/resources/updated"} {
+		if !strings.Contains(all, m+" "+m) {
+			t.Errorf("WithholdResult was never asked about %s (with it for the tool)", m)
+		}
+	}
+}
+
+// TestAttackInjectionInModernCancel: a 2026-07-28 call's answer from an
+// HTTP upstream carries a cancellation whose reason is screened as a
+// session's is: one withheld is dropped, a benign one passes. (The
+// shared connection to a stdio upstream passes on no notification it
+// cannot tie to a call by its progress token or subscription, a
+// cancellation included.)
+func TestAttackInjectionInModernCancel(t *testing.T) {
+	ic := &intercept.Interceptor{Decider: permissive, WithholdResult: withholdInjected}
+	for _, up := range []string{"http"} {
+		t.Run(up, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			upSrv := httptest.NewServer(progressHandler())
+			t.Cleanup(upSrv.Close)
+			upstream := Upstream{Name: "up", URL: upSrv.URL + "/mcp"}
+			g, err := New(Options{Upstreams: []Upstream{upstream}}, ic, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(g.Handler())
+			t.Cleanup(func() { closeServed(t, srv, g) })
+			trans, err := mcptransport.NewStreamableHTTP(srv.URL + "/mcp/up")
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &upcallClient{}
+			c := u.start(t, ctx, trans, mcp.ProtocolVersion20260728)
+			askUp(t, ctx, c, "ask", "cancel", upcallAttack)
+			askUp(t, ctx, c, "ask", "cancel", "the user closed the dialog")
+			if !u.waitFor(`"reason":"the user closed the dialog"`) {
+				t.Errorf("a benign cancellation did not come: %s", u.seen())
+			}
+			if strings.Contains(u.seen(), "IGNORE PREVIOUS") {
+				t.Errorf("the client was shown the injection:\n%s", u.seen())
+			}
+		})
+	}
+}
