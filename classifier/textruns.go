@@ -9,24 +9,25 @@ import (
 
 // A client hands its model a message's text blocks one after another: a
 // tool result's content, a resource's contents, a sampling request's or
-// a prompt's messages (and the system prompt before them). An upstream
-// that cuts its injection into blocks of a few characters each ("Ign",
-// "ore all prev", ...) has no block say anything, and the model read it
-// whole. So DetectInjectionInResult reads each such run of blocks also
-// joined, as a model is given it: with nothing between the blocks (the
-// Anthropic API puts adjacent text blocks side by side, and clients that
-// concatenate do), and with a space where a client puts a line break
-// between them (mcp-go's and most hosts' "\n"; a space, not the line
-// break, so that a rule reading one line, such as the exfiltration
-// rule's, reads across the edge as the model does). Only blocks of one
-// message or list of messages are joined: strings of other members
-// (structuredContent, an elicitation's form, another result of a batch)
-// are not, a model not reading them as one text.
+// a prompt's messages (and the system prompt before them), an A2A
+// message's or artifact's parts. An upstream that cuts its injection
+// into blocks of a few characters each ("Ign", "ore all prev", ...) has
+// no block say anything, while the model reads the whole. So
+// DetectInjectionInResult reads each such run of blocks also joined, as
+// a model is given it: with nothing between the blocks (an LLM API given
+// adjacent text blocks reads them side by side, and hosts that
+// concatenate do too), and, where two blocks meet with no space, with a
+// space for the line break other hosts put between them (a space, not a
+// line break, so that a rule reading one line, such as the
+// exfiltration rule's, reads across the edge as the model does). Only
+// blocks of one message or list of messages are joined: strings of
+// other members (structuredContent, an elicitation's form, another
+// result of a batch) are not, no model reading them as one text.
 //
-// A resource's blob (base64; a text resource a client decodes whole,
-// skipping line breaks as every client's decoder does) that decodes to
-// text is read whole too, as a block of its run: the encoded-payload rule
-// reads only its first 8 KiB, and only in unbroken lines.
+// A blob (base64) is decoded as clients decode it, skipping line breaks
+// and padding, and read whole, as a block of its run, when its mimeType
+// is text's (text/*, JSON, XML, ...) or it is mostly printable: the
+// encoded-payload rule reads only its first 8 KiB, in unbroken lines.
 
 // textRuns gathers the runs of text blocks of a value as it is walked.
 type textRuns struct {
@@ -171,8 +172,8 @@ func isSpace(r rune) bool { return r == ' ' || r == '\n' || r == '\t' || r == '\
 // names it: the list of messages the string is in (a sampling request's,
 // a prompt's; the system prompt of the object holding them is read
 // first), or else the content (a tool result's) or contents (a
-// resource's) array it is a block of, as the block's text or blob, or
-// its embedded resource's. ok is false for a string of no run.
+// resource's) or parts (an A2A message's or artifact's) array it is a
+// block of, as the block's text or blob, or its embedded resource's. ok is false for a string of no run.
 func runAt(st []walkFrame, key string) (at int, named []walkFrame, ok bool) {
 	n := len(st)
 	if key == "systemPrompt" {
@@ -187,7 +188,7 @@ func runAt(st []walkFrame, key string) (at int, named []walkFrame, ok bool) {
 	}
 	parent := st[j-1]
 	switch {
-	case parent.array && (parent.key == "content" || parent.key == "contents"):
+	case parent.array && (parent.key == "content" || parent.key == "contents" || parent.key == "parts"):
 	case !parent.array && parent.key == "content":
 	default:
 		return 0, nil, false
