@@ -235,17 +235,21 @@ func decodeBlob(s string, text bool) (string, bool) {
 		b = b[:len(b)-1]
 	}
 	enc := base64.RawStdEncoding
+	out := make([]byte, enc.DecodedLen(len(b)))
 	if !text && len(b) > 4096 {
-		head, err := enc.DecodeString(string(b[:4096]))
-		if err != nil || !mostlyText(validPrefix(string(head))) {
+		n, err := enc.Decode(out, b[:4096])
+		if err != nil || !mostlyText(validPrefix(string(out[:n]))) {
 			return "", false
 		}
 	}
-	out, err := enc.DecodeString(string(b))
-	if err != nil || !text && !mostlyText(validPrefix(string(out))) {
+	n, err := enc.Decode(out, b)
+	if err != nil || !text && !mostlyText(validPrefix(string(out[:min(n, 3072)]))) {
 		return "", false
 	}
-	return strings.ToValidUTF8(string(out), "\uFFFD"), true
+	if !utf8.Valid(out[:n]) {
+		return strings.ToValidUTF8(string(out[:n]), "\uFFFD"), true
+	}
+	return string(out[:n]), true
 }
 
 // validPrefix is s up to where a rune cut at its end starts.
