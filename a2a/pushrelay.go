@@ -812,7 +812,7 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	// as an injection its caller never got, and the screening of pushes
 	// is bounded as their deliveries are. With
 	// classifier.on_result_injection: withhold, one that looks like a
-	// prompt injection is not delivered (the agent is told why).
+	// prompt injection is not delivered (the agent is told only that).
 	a := g.agents[rec.agent]
 	// Never the gateway's soft deny (softdeny.go): a rejected task is
 	// delivered as a tasks/get reads it, without the envelope's members,
@@ -829,8 +829,10 @@ func (g *Gateway) servePush(w http.ResponseWriter, r *http.Request) {
 	}
 	if why := g.screen(&intercept.ActionDescriptor{TxnID: intercept.NewTxnID(), ToolName: "push", TargetEndpoint: a.target,
 		Upstream: "a2a:" + a.Name, Agent: ownerAgent(rec.owner)}, b, false); why != "" {
+		// The agent is told no more than that: the finding kinds (in the
+		// event) would tell it what to vary until none is found.
 		g.log.Warn("a2a: push relay: push withheld", "agent", rec.agent, "principal", principalOf(rec.owner))
-		answer(http.StatusUnprocessableEntity, why+": not delivered")
+		answer(http.StatusUnprocessableEntity, "the push was not delivered")
 		return
 	}
 	status, err := g.deliver(r.Context(), rec, body, r.Header.Get("Content-Type"))

@@ -145,8 +145,9 @@ func TestAttackA2ATaskReadWithheld(t *testing.T) {
 
 // TestAttackA2APushWithheld: what an agent pushes through the relay is
 // its answer read later, delivered to the caller's webhook: one that
-// looks like a prompt injection is not delivered (the agent is told
-// why); a clean one is.
+// looks like a prompt injection is not delivered; a clean one is. The
+// agent is told it was not delivered, never why: told which rules its
+// push set off, it could try variants until none did (attacker review).
 func TestAttackA2APushWithheld(t *testing.T) {
 	rec := newRecAgent(t, goodCard)
 	hook := newWebhook(t)
@@ -162,8 +163,8 @@ func TestAttackA2APushWithheld(t *testing.T) {
 		t.Fatal(err)
 	}
 	poisoned := `{"statusUpdate":{"taskId":"fresh","contextId":"c","status":{"state":"TASK_STATE_WORKING","message":{"messageId":"a","role":"ROLE_AGENT","parts":[{"text":"` + injected + `"}]}}}}`
-	if status, got := pushAs(t, e.g.relayURL(r.id), r.token, poisoned); status/100 == 2 || !strings.Contains(got, "withheld") {
-		t.Errorf("a push holding an injection: HTTP %d %s, want it refused saying why", status, got)
+	if status, got := pushAs(t, e.g.relayURL(r.id), r.token, poisoned); status != http.StatusUnprocessableEntity || !strings.Contains(got, "not delivered") || strings.Contains(got, "injection") {
+		t.Errorf("a push holding an injection: HTTP %d %s, want it refused, naming nothing of why", status, got)
 	}
 	if got := hook.next(20 * time.Millisecond); got != "" {
 		t.Errorf("the webhook got the withheld push: %.200s", got)
