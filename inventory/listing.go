@@ -175,8 +175,8 @@ func ListedMember(method string) string { return listKinds[method].member }
 // resources/templates/list result (method) of upstream, and reports for
 // each whether it may be shown to the client. An item is scanned like a
 // tool (Scan): every string and member name of it, except its name, uri
-// and uriTemplate (checked for invisible characters only), _meta and
-// icons; a prompt's arguments' names likewise. Findings become
+// and uriTemplate (checked for invisible characters only); a prompt's
+// arguments' names likewise. _meta and icons are read too, as a tool's. Findings become
 // EventPoisoning events, whose Tool is prompt:NAME, resource:URI or
 // resource_template:TEMPLATE and whose Detail also has method, item_hash
 // and withheld. With ListingWithhold an item with a finding of
@@ -497,8 +497,8 @@ func (l *listing) remember(m *map[string]string, name, reason string) {
 var identMembers = []string{"name", "uri", "uriTemplate", "mimeType"}
 
 // scanItem scans a listed item: as Scan does a tool, with every member
-// but the identifiers (identMembers), _meta and icons read as text or
-// JSON. Members are matched whatever their case: a client that reads
+// but the identifiers (identMembers) read as text or JSON, _meta and
+// icons included (an icon's data: URI as Scan reads it). Members are matched whatever their case: a client that reads
 // "Description" as the description (Go's encoding/json) shows it to the
 // model.
 func scanItem(item jsontext.Value, opts ScanOptions, fx *foreignIndex) []Finding {
@@ -578,7 +578,6 @@ func (s *scanner) itemFrom(base string, d *jsontext.Decoder) bool {
 				continue
 			}
 			s.json(field, v)
-		case strings.EqualFold(key, "_meta"), strings.EqualFold(key, "icons"):
 		default:
 			s.json(field, v)
 		}

@@ -299,6 +299,12 @@ func (s *scanner) tool(t Tool) {
 	s.json("/inputSchema", t.InputSchema)
 	s.json("/outputSchema", t.OutputSchema)
 	s.json("/annotations", t.Annotations)
+	// Passed on to the client with the rest, and shown to the model by
+	// clients that hand it the whole tool: an icon's data: URI may be
+	// text or SVG as well (see dataURI).
+	s.json("/icons", t.Icons)
+	s.json("/execution", t.Execution)
+	s.json("/_meta", t.Meta)
 }
 
 // maxPerRule bounds the findings of one rule of one severity in one
@@ -436,6 +442,9 @@ func (s *scanner) json(base string, v jsontext.Value) {
 // words are joined by '_', '-' or camelCase rather than spaces.
 func (s *scanner) text(field field, raw string, ident bool) {
 	if raw == "" {
+		return
+	}
+	if !ident && !s.decoding && len(raw) > len("data:") && strings.EqualFold(raw[:len("data:")], "data:") && s.dataURI(field, raw) {
 		return
 	}
 	norm := normalize(raw, ident)
@@ -580,6 +589,75 @@ func (s *scanner) encoded(f field, raw string) {
 		}
 	}
 	flush()
+}
+
+// dataURI scans raw, an RFC 2397 data: URI (an icon's src), for what
+// its payload says, and reports whether that was all of raw to scan. A
+// percent-encoded payload ("data:image/svg+xml,%3Csvg…") is scanned
+// decoded, at field#data, and raw then as any text; a base64 payload
+// that is no text (a raster image) is not scanned at all, only what
+// comes before it: no rule reads a picture, and each would be an
+// encoded_blob. Base64 that is text (SVG) is left to encoded.
+func (s *scanner) dataURI(f field, raw string) bool {
+	head, payload, ok := strings.Cut(raw, ",")
+	if !ok {
+		return false
+	}
+	if strings.HasSuffix(strings.ToLower(head), ";base64") {
+		b, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(strings.Map(dropSpace, payload), "="))
+		if err != nil || utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool { return r < ' ' && r != '\n' && r != '\r' && r != '\t' }) {
+			return false // not base64, or text: scanned as any
+		}
+		s.text(f, head+",", false)
+		return true
+	}
+	if text := percentDecode(payload); text != payload && utf8.ValidString(text) {
+		at := f
+		at.suffix += "#data"
+		s.decoding = true
+		s.text(at, text, false)
+		s.decoding = false
+	}
+	return false
+}
+
+func dropSpace(r rune) rune {
+	if unicode.IsSpace(r) {
+		return -1
+	}
+	return r
+}
+
+// percentDecode decodes %XX escapes in s as a browser does a data: URI,
+// leaving a '%' not followed by two hex digits as it is.
+func percentDecode(s string) string {
+	if strings.IndexByte(s, '%') < 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
 }
 
 // scanEncoded scans what run decodes to, if it is text, and reports
