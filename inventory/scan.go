@@ -228,8 +228,8 @@ var rules = []rule{
 
 // Scan checks a tool for signs of poisoning: instructions hidden in its
 // description, title, schemas (every string and member name, so property
-// descriptions, defaults, enums and parameter names count) and
-// annotations. Rules, by name:
+// descriptions, defaults, enums and parameter names count), annotations,
+// icons (a data: URI's text or SVG), execution and _meta. Rules, by name:
 //
 //   - instruction_tag: <IMPORTANT>, <SYSTEM>, <instructions>, [SYSTEM]… (high)
 //   - concealment: "do not tell the user", "silently send"… (high)
