@@ -99,6 +99,14 @@ type LLMOptions struct {
 	// telemetry.Redactor's: sluice serve passes audit.secret_keys, so that
 	// a value the record keeps out does not go to the provider either.
 	SecretKeys []string
+	// Budget bounds the requests sent to the provider a minute, per agent
+	// and in all; zero fields mean their defaults (see LLMBudget).
+	Budget LLMBudget
+	// Fallback classifies a call over the budget in the provider's place:
+	// the built-in rules (NewBuiltin, with the same Options), whose verdict
+	// then reports low confidence. Nil means the fallback verdict of a
+	// call the provider did not answer (composite 0).
+	Fallback Classifier
 }
 
 // String describes the options without the API key.
@@ -151,6 +159,12 @@ var ErrInactive = errors.New("LLM classifier inactive: provider unreachable")
 // calls at the provider already, Classify returns a verdict with every
 // active axis at its conservative default and composite confidence 0,
 // which routes the call to escalation, together with an error for the log.
+// A call over the budget (LLMOptions.Budget), its agent's or everyone's,
+// is not sent either: LLMOptions.Fallback's verdict is returned, each axis
+// with source SourceLLMOverBudget and the composite confidence at most
+// llmBudgetConfidence, so it escalates too, with an *OverBudgetError.
+// The classifier never decides a call: what is done with an escalation
+// is the policy's and the operator's (classifier.on_escalate).
 type LLM struct {
 	provider     Provider
 	wire         providerWire
@@ -166,6 +180,8 @@ type LLM struct {
 	now          func() time.Time
 	classifierID func(sessionID string) string
 	secretKeys   []string // LLMOptions.SecretKeys
+	budget       *budget
+	overflow     Classifier // LLMOptions.Fallback
 
 	inactive atomic.Bool // set by a failed Probe, cleared by a good one
 	// waitUntil is when (UnixNano, by now) the provider last asked, by
@@ -205,6 +221,10 @@ func NewLLM(opts LLMOptions) (*LLM, error) {
 		now:          opts.Now,
 		classifierID: opts.ClassifierID,
 		secretKeys:   slices.Clone(opts.SecretKeys),
+		overflow:     opts.Fallback,
+	}
+	if l.budget, err = newBudget(opts.Budget); err != nil {
+		return nil, fmt.Errorf("classifier: LLM %s: budget: %w", opts.Provider, err)
 	}
 	if l.conn.model == "" {
 		l.conn.model = providerDefaults[opts.Provider].model
@@ -392,13 +412,18 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 		// and one agent's flood of calls refused by it would open the
 		// breaker for all. Its calls past its share escalate as any
 		// unclassified call.
-		who := fmt.Sprintf("the agent %q has", d.Agent)
-		if client, ok := strings.CutPrefix(owner, "\x00client "); ok {
-			who = "the unauthenticated agents at " + client + " have"
-		}
-		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: %s %d calls at the provider already", l.name(), who, llmMaxPerAgent)
+		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: %s %d calls at the provider already", l.name(), ownerHas(owner, d), llmMaxPerAgent)
 	}
 	defer l.done(owner)
+	if scope, ok := l.budget.take(owner, l.now()); !ok {
+		// Not sent: every request is paid for, and an agent calling tools
+		// in a loop would otherwise spend without bound.
+		e := &OverBudgetError{Scope: scope, Who: ownerHas(owner, d), Limit: l.budget.perAgent}
+		if scope == BudgetTotal {
+			e.Limit = l.budget.total
+		}
+		return l.stamp(l.overBudget(ctx, d), d), fmt.Errorf("classifier %s: %w", l.name(), e)
+	}
 
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
@@ -444,6 +469,34 @@ func (l *LLM) backOff(err error) {
 			return
 		}
 	}
+}
+
+// ownerHas names owner (llmOwner) of d's call, with its verb: `the agent
+// "x" has`, or the unauthenticated agents at an address have.
+func ownerHas(owner string, d *intercept.ActionDescriptor) string {
+	if client, ok := strings.CutPrefix(owner, "\x00client "); ok {
+		return "the unauthenticated agents at " + client + " have"
+	}
+	return fmt.Sprintf("the agent %q has", d.Agent)
+}
+
+// overBudget is the verdict of a call over the budget: the overflow
+// classifier's, each axis marked SourceLLMOverBudget and the composite at
+// most llmBudgetConfidence; never cached.
+func (l *LLM) overBudget(ctx context.Context, d *intercept.ActionDescriptor) Verdict {
+	if l.overflow == nil {
+		return l.schema.fallback(d)
+	}
+	v, err := l.overflow.Classify(ctx, d)
+	if err != nil {
+		return l.schema.fallback(d)
+	}
+	for axis, av := range v.Axes.All() {
+		av.Source = SourceLLMOverBudget
+		v.Axes.Set(axis, av)
+	}
+	v.CompositeConfidence = min(unitClamp(v.CompositeConfidence), llmBudgetConfidence)
+	return v
 }
 
 // llmMaxWait bounds how long a provider's Retry-After keeps requests

@@ -1,0 +1,198 @@
+package classifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sluicehq/sluice/intercept"
+)
+
+// budgetClock is a clock the test moves.
+type budgetClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *budgetClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *budgetClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// budgetLLM is an LLM classifier at a fake OpenAI provider (its real wire
+// format, over HTTP) with budget b and the built-in rules as overflow.
+func budgetLLM(t *testing.T, b LLMBudget) (*LLM, *fakeLLM, *budgetClock) {
+	t.Helper()
+	f := newFakeLLM(t, ProviderOpenAI)
+	_, o := f.serve()
+	clock := &budgetClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	o.Now, o.CacheSize, o.Budget, o.BreakerFailures = clock.now, -1, b, 1000
+	bi, err := NewBuiltin(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Fallback = bi
+	return mustLLM(t, o), f, clock
+}
+
+// agentCall is a call of agent (authenticated) with arguments of its own
+// (no cache hit).
+func agentCall(agent string, i int) *intercept.ActionDescriptor {
+	d := llmDescriptor(agent + "-session")
+	d.Agent = agent
+	d.Principal = &intercept.Principal{ID: agent, Method: "api_key"}
+	d.Parameters = jsontext.Value(fmt.Sprintf(`{"invoice_id":"INV-%d"}`, i))
+	return d
+}
+
+// wantOverBudget checks a verdict made over budget: the built-in rules'
+// (read_invoice is a Read), marked so on every axis, low confidence, so
+// it escalates; never a deny, which a verdict cannot make.
+func wantOverBudget(t *testing.T, v Verdict, err error, scope string) {
+	t.Helper()
+	var obe *OverBudgetError
+	if !errors.As(err, &obe) || !errors.Is(err, ErrOverBudget) || obe.Scope != scope {
+		t.Fatalf("err %v, want an OverBudgetError of scope %q", err, scope)
+	}
+	for axis, av := range v.Axes.All() {
+		if av.Source != SourceLLMOverBudget {
+			t.Errorf("axis %s source %q, want %q", axis, av.Source, SourceLLMOverBudget)
+		}
+	}
+	if got := v.Axes.Get(AxisActionType).Classified; got != Read {
+		t.Errorf("action_type %q, want the built-in rules' Read", got)
+	}
+	if a := Assess(v, Options{}); a.Composite > llmBudgetConfidence || a.Disposition > Escalate {
+		t.Errorf("assessment %+v, want a composite of at most %v that escalates", a, llmBudgetConfidence)
+	}
+}
+
+// (Found by an attacker review.) TestAttackAgentFloodSpendsProvider: an
+// agent calling tools in a loop, each call's arguments new, made the
+// gateway send the paid provider a request per call, without bound (the
+// cap of llmMaxPerAgent is on requests at once, and sequential calls
+// never reach it). Past its budget a minute its calls are classified by
+// the built-in rules, with low confidence; other agents' are still sent,
+// and a minute later its own are again.
+func TestAttackAgentFloodSpendsProvider(t *testing.T) {
+	l, f, clock := budgetLLM(t, LLMBudget{PerAgent: 5})
+	ctx := context.Background()
+	for i := range 30 {
+		v, err := l.Classify(ctx, agentCall("mallory", i))
+		if i < 5 {
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+			continue
+		}
+		wantOverBudget(t, v, err, BudgetAgent)
+	}
+	if n := f.calls.Load(); n != 5 {
+		t.Fatalf("30 calls of one agent made %d requests at the provider, want its budget of 5", n)
+	}
+	if v, err := l.Classify(ctx, agentCall("alice", 0)); err != nil || v.Axes.Get(AxisActionType).Source != "llm_inference" {
+		t.Errorf("alice's call: %v, %v; want the provider's verdict", v.Axes, err)
+	}
+	clock.advance(12 * time.Second) // a fifth of a minute: one more request
+	if _, err := l.Classify(ctx, agentCall("mallory", 100)); err != nil {
+		t.Errorf("mallory's call 12s on: %v, want it sent", err)
+	}
+	v, err := l.Classify(ctx, agentCall("mallory", 101))
+	wantOverBudget(t, v, err, BudgetAgent)
+	if n := f.calls.Load(); n != 7 {
+		t.Errorf("%d requests at the provider, want 7", n)
+	}
+}
+
+// TestAttackManyAgentsSpendProvider: agents each within their budget
+// together are bounded by the total.
+func TestAttackManyAgentsSpendProvider(t *testing.T) {
+	l, f, _ := budgetLLM(t, LLMBudget{PerAgent: 100, Total: 8})
+	over := 0
+	for i := range 20 {
+		v, err := l.Classify(context.Background(), agentCall(fmt.Sprintf("agent-%d", i), i))
+		if err != nil {
+			wantOverBudget(t, v, err, BudgetTotal)
+			over++
+		}
+	}
+	if n := f.calls.Load(); n != 8 || over != 12 {
+		t.Errorf("20 agents' calls: %d requests, %d over budget; want 8 and 12", n, over)
+	}
+}
+
+// TestLLMBudgetDefaults: a zero budget is 60 requests a minute per agent;
+// a negative one no bound. Unauthenticated agents share their address's.
+func TestLLMBudgetDefaults(t *testing.T) {
+	l, f, _ := budgetLLM(t, LLMBudget{})
+	ctx := intercept.WithClientAddr(context.Background(), "203.0.113.7")
+	for i := range DefaultLLMBudgetPerAgent + 1 {
+		d := llmDescriptor("s")
+		d.Agent = fmt.Sprintf("mallory-%d", i) // a new name each call
+		d.Parameters = jsontext.Value(fmt.Sprintf(`{"invoice_id":"INV-%d"}`, i))
+		v, err := l.Classify(ctx, d)
+		if i == DefaultLLMBudgetPerAgent {
+			wantOverBudget(t, v, err, BudgetAgent)
+		}
+	}
+	if n := f.calls.Load(); n != DefaultLLMBudgetPerAgent {
+		t.Errorf("%d requests, want the default budget of %d", n, DefaultLLMBudgetPerAgent)
+	}
+
+	l, f, _ = budgetLLM(t, LLMBudget{PerAgent: -1, Total: -1})
+	for i := range 100 {
+		if _, err := l.Classify(context.Background(), agentCall("mallory", i)); err != nil {
+			t.Fatalf("no budget: call %d: %v", i, err)
+		}
+	}
+	if n := f.calls.Load(); n != 100 {
+		t.Errorf("no budget: %d requests, want 100", n)
+	}
+}
+
+// TestLLMBudgetCacheHitsFree: a verdict served from the cache costs
+// nothing and spends no budget.
+func TestLLMBudgetCacheHitsFree(t *testing.T) {
+	f := newFakeLLM(t, ProviderOpenAI)
+	_, o := f.serve()
+	o.Budget = LLMBudget{PerAgent: 2}
+	l := mustLLM(t, o)
+	for range 10 {
+		if _, err := l.Classify(context.Background(), agentCall("alice", 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Classify(context.Background(), agentCall("alice", 2)); err != nil {
+		t.Errorf("a second distinct call after 10 cached: %v, want it sent", err)
+	}
+	if n := f.calls.Load(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
+}
+
+// TestLLMOverBudgetNoFallback: without a Fallback classifier a call over
+// budget gets the unclassified verdict (composite 0), as one the provider
+// did not answer.
+func TestLLMOverBudgetNoFallback(t *testing.T) {
+	f := newFakeLLM(t, ProviderOpenAI)
+	_, o := f.serve()
+	o.Budget, o.CacheSize = LLMBudget{PerAgent: 1}, -1
+	l := mustLLM(t, o)
+	_, _ = l.Classify(context.Background(), agentCall("mallory", 1))
+	v, err := l.Classify(context.Background(), agentCall("mallory", 2))
+	if !errors.Is(err, ErrOverBudget) || v.Axes.Get(AxisActionType).Source != SourceLLMFallback || Assess(v, Options{}).Composite != 0 {
+		t.Errorf("verdict %v, err %v; want the unclassified fallback and ErrOverBudget", v.Axes, err)
+	}
+}
