@@ -35,6 +35,11 @@ const (
 	// stderr that were not logged (over the rate bound, or the log's
 	// sink too slow), by upstream.
 	MetricStderrDropped = "sluice.stdio.stderr_dropped"
+	// MetricClassifierOverBudget counts calls the LLM classifier did not
+	// send its provider for being over its budget (classifier.budget),
+	// classified by the built-in rules instead, by the budget's scope
+	// (agent, total).
+	MetricClassifierOverBudget = "sluice.classifier.over_budget"
 )
 
 // TODO(approvals): a gauge of pending approvals belongs beside these,
@@ -48,6 +53,7 @@ type limitInstruments struct {
 	withheld  metric.Int64Counter
 	headers   metric.Int64Counter
 	stderr    metric.Int64Counter
+	budget    metric.Int64Counter
 	bodyBytes atomic.Int64
 
 	mu       sync.Mutex // guards sessions
@@ -74,6 +80,9 @@ func (l *limitInstruments) init(m metric.Meter) error {
 	errs = append(errs, err)
 	l.stderr, err = m.Int64Counter(MetricStderrDropped, metric.WithUnit("{line}"),
 		metric.WithDescription("Lines of a stdio upstream's stderr not logged (rate bound, slow log sink), by upstream."))
+	errs = append(errs, err)
+	l.budget, err = m.Int64Counter(MetricClassifierOverBudget, metric.WithUnit("{call}"),
+		metric.WithDescription("Calls the LLM classifier did not send its provider, over its budget, by the budget's scope."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("telemetry: creating limit instruments: %w", err)
@@ -123,4 +132,10 @@ func (l *limitInstruments) MessageWithheld(reason string) {
 // StderrDropped counts n lines of a stdio upstream's stderr not logged.
 func (l *limitInstruments) StderrDropped(upstream string, n int) {
 	l.stderr.Add(bg, int64(n), metric.WithAttributes(attribute.String("upstream", upstream)))
+}
+
+// ClassifierOverBudget counts one call the LLM classifier did not send
+// its provider for being over the budget of scope (agent, total).
+func (l *limitInstruments) ClassifierOverBudget(scope string) {
+	l.budget.Add(bg, 1, metric.WithAttributes(attribute.String("scope", scope)))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -244,6 +245,12 @@ const authEventsPerSecond = 50
 func (r *recorder) advice(a *govern.Advice, provider string, profile classifier.Profile) {
 	d, v := a.Descriptor, a.Verdict
 	r.metrics.Classification(a.Latency)
+	var obe *classifier.OverBudgetError
+	if a.Err != nil && errors.As(a.Err, &obe) {
+		if m, ok := r.metrics.(interface{ ClassifierOverBudget(scope string) }); ok {
+			m.ClassifierOverBudget(obe.Scope)
+		}
+	}
 	if r.store == nil {
 		return
 	}

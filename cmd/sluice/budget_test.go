@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluicehq/sluice/audit"
+)
+
+// openAIVerdict is a provider speaking OpenAI's chat completions format,
+// answering every classification with a confident Read verdict, and
+// counting the requests it is sent.
+func openAIVerdict(t *testing.T, sent *atomic.Int32) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet { // the probe: list models
+			io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o-mini"}]}`)
+			return
+		}
+		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer sk-test-not-a-real-key" {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		sent.Add(1)
+		verdict := `{"tool_name":"echo","axes":{"action_type":{"classified":"Read","confidence":0.95,"source":"llm_inference","conservative_default_applied":false},` +
+			`"boundary":{"classified":"Intra-org","confidence":0.9,"source":"llm_inference","conservative_default_applied":false}},` +
+			`"capability_class_verdict":"","capability_class_confidence":0.6,"composite_confidence":0.9,"consistent_with_declaration":true}`
+		json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-mini",
+			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": verdict}, "finish_reason": "stop"}}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestClassifierBudgetRecorded: an agent's calls past classifier.budget
+// are not sent to the provider; the built-in rules classify them, which
+// the intent_classified events record (source builtin_over_budget) and
+// sluice_classifier_over_budget_total counts; the policy's allow stands
+// (on_escalate: log), nothing is blocked.
+func TestClassifierBudgetRecorded(t *testing.T) {
+	var sent atomic.Int32
+	provider := openAIVerdict(t, &sent)
+	t.Setenv("SLUICE_TEST_KEY", "sk-test-not-a-real-key")
+	g := startServe(t, "policy: {default: allow, result_mode: tool_result}\ntelemetry: {prometheus: true}\n"+
+		"classifier: {provider: openai, base_url: '"+provider.URL+"', api_key_env: SLUICE_TEST_KEY, budget: {per_agent_per_minute: 2}}\n")
+	for i := range 5 {
+		got := modernCall(t, g.url, "tools/call", "echo", `{"name":"echo","arguments":{"message":"m`+string(rune('a'+i))+`"}}`)
+		if !strings.Contains(got, `m`+string(rune('a'+i))) || strings.Contains(got, `"isError":true`) {
+			t.Fatalf("call %d: got %s, want the echo", i, got)
+		}
+	}
+	if n := sent.Load(); n != 2 {
+		t.Errorf("5 calls of one agent sent %d classifications to the provider, want its budget of 2", n)
+	}
+	resp, err := http.Get("http://" + g.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`(?m)^sluice_classifier_over_budget_total\{[^}]*scope="agent"[^}]*\} 3$`).Match(metrics) {
+		t.Errorf("/metrics: no sluice_classifier_over_budget_total of 3 for scope agent:\n%s", regexp.MustCompile(`(?m)^sluice_classifier.*$`).FindAll(metrics, -1))
+	}
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runEvents(context.Background(), []string{"export", "--db", filepath.Join(g.dir, audit.FileName), "--type", "sluice.intent_classified"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	over := 0
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.Contains(line, `"source":"builtin_over_budget"`) {
+			over++
+			if !strings.Contains(line, "over the LLM classifier's budget") {
+				t.Errorf("an over-budget event does not say why: %s", line)
+			}
+		}
+	}
+	if over != 3 {
+		t.Errorf("%d intent_classified events with source builtin_over_budget, want 3:\n%s", over, &out)
+	}
+}
