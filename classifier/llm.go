@@ -415,7 +415,8 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 		return l.stamp(l.schema.fallback(d), d), fmt.Errorf("classifier %s: %s %d calls at the provider already", l.name(), ownerHas(owner, d), llmMaxPerAgent)
 	}
 	defer l.done(owner)
-	if scope, ok := l.budget.take(owner, l.now()); !ok {
+	// A call the open breaker refuses is sent nowhere and spends nothing.
+	if scope, ok := l.spend(owner); !ok {
 		// Not sent: every request is paid for, and an agent calling tools
 		// in a loop would otherwise spend without bound.
 		e := &OverBudgetError{Scope: scope, Who: ownerHas(owner, d), Limit: l.budget.perAgent}
@@ -469,6 +470,15 @@ func (l *LLM) backOff(err error) {
 			return
 		}
 	}
+}
+
+// spend takes one request of owner's from the budget, unless the breaker
+// is open (see budget.take).
+func (l *LLM) spend(owner string) (scope string, ok bool) {
+	if l.breaker.State() == gobreaker.StateOpen {
+		return "", true
+	}
+	return l.budget.take(owner, l.now())
 }
 
 // ownerHas names owner (llmOwner) of d's call, with its verb: `the agent

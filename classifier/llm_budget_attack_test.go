@@ -196,3 +196,25 @@ func TestLLMOverBudgetNoFallback(t *testing.T) {
 		t.Errorf("verdict %v, err %v; want the unclassified fallback and ErrOverBudget", v.Axes, err)
 	}
 }
+
+// TestLLMBudgetNotSpentBreakerOpen: calls the open breaker refuses send
+// nothing and spend none of the budget, which is whole when the provider
+// is back.
+func TestLLMBudgetNotSpentBreakerOpen(t *testing.T) {
+	f := newFakeLLM(t, ProviderOpenAI)
+	_, o := f.serve()
+	o.Budget, o.CacheSize, o.BreakerFailures = LLMBudget{PerAgent: 3}, -1, 1
+	l := mustLLM(t, o)
+	f.setMode(llm5xx)
+	if _, err := l.Classify(context.Background(), agentCall("alice", 0)); err == nil {
+		t.Fatal("no error from a failing provider")
+	}
+	for i := range 10 {
+		if _, err := l.Classify(context.Background(), agentCall("alice", 1+i)); errors.Is(err, ErrOverBudget) {
+			t.Fatalf("call %d with the breaker open: %v, want the breaker's refusal", i, err)
+		}
+	}
+	if n := f.calls.Load(); n != 1 {
+		t.Errorf("%d requests with the breaker open, want 1", n)
+	}
+}
