@@ -57,6 +57,8 @@ func TestAttackPoisoningOutsideDescription(t *testing.T) {
 		{"icon src percent-encoded", `"icons":[{"src":` + quoted("data:text/plain;charset=utf-8,"+percentAll(poison)) + `}]`, "/icons/0/src"},
 		{"icon svg base64", `"icons":[{"src":` + quoted("data:image/svg+xml;base64,"+base64.StdEncoding.EncodeToString([]byte(svg))) + `,"mimeType":"image/svg+xml"}]`, "/icons/0/src"},
 		{"icon svg percent-encoded", `"icons":[{"src":` + quoted("data:image/svg+xml,"+percentAll(svg)) + `}]`, "/icons/0/src"},
+		{"icon text base64, a NUL after", `"icons":[{"src":` + quoted("data:text/plain;base64,"+base64.StdEncoding.EncodeToString([]byte(poison+"\x00"))) + `}]`, "/icons/0/src"},
+		{"icon text base64, no space", `"icons":[{"src":` + quoted("data:;base64,"+base64.RawStdEncoding.EncodeToString([]byte(strings.ReplaceAll(poison, " ", "\u00a0")))) + `}]`, "/icons/0/src"},
 		{"icon svg utf8", `"icons":[{"src":` + quoted("data:image/svg+xml;utf8,"+svg) + `}]`, "/icons/0/src"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -85,7 +87,7 @@ func TestScanIconImagesQuiet(t *testing.T) {
 	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x18\x00\x00\x00\x18\x08\x06\x00\x00\x00" + strings.Repeat("\x00\xff\x10\x80", 64)))
 	page, err := ParsePage(jsontext.Value(`{"tools":[{"name":"get_me","description":"Gets the user.","icons":[` +
 		`{"src":"data:image/png;base64,` + png + `","mimeType":"image/png","theme":"light"},` +
-		`{"src":"https://example.com/icon.svg","sizes":["any"]}],` +
+		`{"src":"https://example.com/icon.svg","sizes":["any"]},{"src":"data:image/png;base64,"},{"src":"data:,"}],` +
 		`"_meta":{"ui":{"resourceUri":"ui://desktop-commander/file-preview"},"openai/widgetAccessible":true,"anthropic/alwaysLoad":true}}]}`))
 	if err != nil {
 		t.Fatal(err)

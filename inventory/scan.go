@@ -594,31 +594,43 @@ func (s *scanner) encoded(f field, raw string) {
 // dataURI scans raw, an RFC 2397 data: URI (an icon's src), for what
 // its payload says, and reports whether that was all of raw to scan. A
 // percent-encoded payload ("data:image/svg+xml,%3Csvg…") is scanned
-// decoded, at field#data, and raw then as any text; a base64 payload
-// that is no text (a raster image) is not scanned at all, only what
+// decoded, at field#data, and raw then as any text. A base64 payload is
+// scanned decoded, at field#base64, when it is of a text type (text/*,
+// SVG, XML, JSON, or none named) or reads as text, and raw no further;
+// one that is neither (a raster image) is not scanned at all, only what
 // comes before it: no rule reads a picture, and each would be an
-// encoded_blob. Base64 that is text (SVG) is left to encoded.
+// encoded_blob.
 func (s *scanner) dataURI(f field, raw string) bool {
 	head, payload, ok := strings.Cut(raw, ",")
 	if !ok {
 		return false
 	}
-	if strings.HasSuffix(strings.ToLower(head), ";base64") {
-		b, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(strings.Map(dropSpace, payload), "="))
-		if err != nil || utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool { return r < ' ' && r != '\n' && r != '\r' && r != '\t' }) {
-			return false // not base64, or text: scanned as any
+	lower := strings.ToLower(head)
+	if !strings.HasSuffix(lower, ";base64") {
+		if text := percentDecode(payload); text != payload {
+			s.decoded(f, "#data", text)
 		}
-		s.text(f, head+",", false)
-		return true
+		return false
 	}
-	if text := percentDecode(payload); text != payload && utf8.ValidString(text) {
-		at := f
-		at.suffix += "#data"
-		s.decoding = true
-		s.text(at, text, false)
-		s.decoding = false
+	b, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(strings.Map(dropSpace, payload), "="))
+	if err != nil {
+		return false // not base64: scanned as any text
 	}
-	return false
+	s.text(f, head, false) // no comma: not read as a data: URI again
+	mt, _, _ := strings.Cut(strings.TrimSpace(lower[len("data:"):]), ";")
+	textual := mt == "" || strings.HasPrefix(mt, "text/") || strings.Contains(mt, "svg") || strings.Contains(mt, "xml") || strings.Contains(mt, "json")
+	if textual || utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool { return r < ' ' && r != '\n' && r != '\r' && r != '\t' }) {
+		s.decoded(f, "#base64", string(b))
+	}
+	return true
+}
+
+// decoded scans text, what the string at f decodes to, at f with suffix.
+func (s *scanner) decoded(f field, suffix, text string) {
+	f.suffix += suffix
+	s.decoding = true
+	s.text(f, text, false)
+	s.decoding = false
 }
 
 func dropSpace(r rune) rune {
