@@ -10,7 +10,7 @@ import (
 // toolFields are the members of a tools/list entry that say what a tool
 // is: what the inventory pins, the poisoning scan reads and the model is
 // shown.
-var toolFields = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "_meta"}
+var toolFields = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "execution", "_meta"}
 
 // CheckToolsResult refuses a tools/list result that different readers
 // could read differently, so that what the gateway records (the
