@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -538,5 +539,18 @@ func TestCloseDoesNotLinger(t *testing.T) {
 				t.Errorf("after Close: %d events, %v; want 1", len(got), err)
 			}
 		})
+	}
+}
+
+// TestBloomHashIsFNV1a holds bloomHash to hash/fnv's FNV-1a: the filters
+// already stored were made with it.
+func TestBloomHashIsFNV1a(t *testing.T) {
+	for _, id := range []string{"", "a", "0c5f9e0b8d3a4f1e9a7b6c5d4e3f2a1b", "caf\xe9", strings.Repeat("x", 1000)} {
+		h := fnv.New64a()
+		h.Write([]byte(id))
+		s := h.Sum64()
+		if h1, h2 := bloomHash(id); h1 != uint32(s) || h2 != uint32(s>>32)|1 {
+			t.Errorf("bloomHash(%q) = %#x, %#x; want %#x, %#x", id, h1, h2, uint32(s), uint32(s>>32)|1)
+		}
 	}
 }
