@@ -329,14 +329,20 @@ func (b *bridgeState) route(ctx context.Context, ic *intercept.Interceptor, w *w
 	b.mu.Unlock()
 	// Before a message about a task not yet the client's is held: it
 	// would be released unscreened.
-	if (m.Kind == intercept.KindRequest || m.Kind == intercept.KindNotification) && withholdUpstreamMessage(ic, cc, m, func(_ *intercept.Message, answer []byte) {
-		b.refusals.send(w.log, b.name, func() {
-			ctx, stop := context.WithTimeout(ctx, cancelWriteTimeout)
-			defer stop()
-			_ = b.write(ctx, answer)
+	if m.Kind == intercept.KindRequest || m.Kind == intercept.KindNotification {
+		withheld, instead := withholdUpstreamMessage(ic, cc, m, func(_ *intercept.Message, answer []byte) {
+			b.refusals.send(w.log, b.name, func() {
+				ctx, stop := context.WithTimeout(ctx, cancelWriteTimeout)
+				defer stop()
+				_ = b.write(ctx, answer)
+			})
 		})
-	}) {
-		return m, call
+		if withheld && instead == nil {
+			return m, call
+		}
+		if withheld {
+			msg = instead
+		}
 	}
 	if out, changed := screenUpdate(ctx, ic, w, cc, m, msg); changed {
 		if out == nil {

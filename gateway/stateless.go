@@ -554,8 +554,13 @@ func (b *statelessBridge) route(m *intercept.Message) {
 	}
 	// Before a message about a task not yet the client's is held: it
 	// would be released unscreened.
-	if m.Kind == intercept.KindNotification && withholdUpstreamMessage(b.g.ic, c.cc, m, nil) {
-		return
+	if m.Kind == intercept.KindNotification {
+		if withheld, instead := withholdUpstreamMessage(b.g.ic, c.cc, m, nil); withheld {
+			if instead == nil {
+				return
+			}
+			out = instead
+		}
 	}
 	if shown, changed := screenUpdate(b.g.ctx, b.g.ic, b.g.withheld, c.cc, m, out); changed {
 		if shown == nil {

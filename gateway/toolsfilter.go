@@ -394,7 +394,7 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 		out[i] = m.Raw
 		switch m.Kind {
 		case intercept.KindRequest:
-			if withholdUpstreamMessage(ic, cc, m, refuse) {
+			if withheld, _ := withholdUpstreamMessage(ic, cc, m, refuse); withheld {
 				out[i], changed = nil, true
 			}
 		case intercept.KindResponse:
@@ -408,8 +408,8 @@ func hideTools(ctx context.Context, ic *intercept.Interceptor, w *withheldTasks,
 				out[i], changed = raw, true
 			}
 		case intercept.KindNotification:
-			if withholdUpstreamMessage(ic, cc, m, refuse) {
-				out[i], changed = nil, true
+			if withheld, instead := withholdUpstreamMessage(ic, cc, m, refuse); withheld {
+				out[i], changed = instead, true
 			} else if raw, ok := screenUpdate(ctx, ic, w, cc, m, m.Raw); ok {
 				out[i], changed = raw, true
 			}

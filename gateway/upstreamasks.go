@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -22,18 +23,36 @@ import (
 // for an answer that cannot come.
 
 // withholdUpstreamMessage reports whether m, a message the upstream of cc
-// sends its client, is withheld from it; a request withheld is answered
-// through refuse, with the gateway's answer to it (nil: it cannot be),
-// which says nothing of why.
-func withholdUpstreamMessage(ic *intercept.Interceptor, cc intercept.CallContext, m *intercept.Message, refuse func(m *intercept.Message, answer []byte)) bool {
+// sends its client, is withheld from it, and what the client gets in its
+// place (nil: nothing); a request withheld is answered through refuse,
+// with the gateway's answer to it (nil: it cannot be), which says nothing
+// of why. A cancellation withheld still withdraws its request: the client
+// gets it without its reason (withoutReason), or it would go on with a
+// request the upstream gave up (a sampling request its model answers, an
+// elicitation its user is shown).
+func withholdUpstreamMessage(ic *intercept.Interceptor, cc intercept.CallContext, m *intercept.Message, refuse func(m *intercept.Message, answer []byte)) (withheld bool, instead []byte) {
 	why := ic.ScreenUpstreamMessage(cc, m)
 	if why == "" {
-		return false
+		return false, nil
 	}
 	if m.Kind == intercept.KindRequest && refuse != nil {
 		refuse(m, intercept.WithheldAskResponse(m.ID))
 	}
-	return true
+	return true, withoutReason(m)
+}
+
+// withoutReason returns m, a cancellation, as its request's id alone
+// (what the client acts on), or nil: m is no cancellation, or its id is
+// neither a string nor a number.
+func withoutReason(m *intercept.Message) []byte {
+	if m.Kind != intercept.KindNotification || m.Method != "notifications/cancelled" {
+		return nil
+	}
+	id := intercept.Member(m.Params, "requestId")
+	if id == nil || id.Kind() != '"' && id.Kind() != '0' {
+		return nil
+	}
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s}}`, id)
 }
 
 // mayShowUpstream reports whether b, a message from an upstream, may hold

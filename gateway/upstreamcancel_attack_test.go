@@ -181,3 +181,41 @@ func TestAttackInjectionInVirtualListenUpdate(t *testing.T) {
 		t.Errorf("update: %s, want the benign one only", got)
 	}
 }
+
+// TestAttackWithheldCancelStillCancels (review): a cancellation whose
+// reason was withheld was dropped whole, so the client went on with the
+// request the upstream had withdrawn (a sampling request its model
+// answers, an elicitation its user is shown) and was never told. Now
+// the cancellation reaches the client without its reason, on every
+// path that passes cancellations on (the virtual server passes none of
+// a request it did not relay); the reason does not.
+func TestAttackWithheldCancelStillCancels(t *testing.T) {
+	ic := func() *intercept.Interceptor {
+		return &intercept.Interceptor{Decider: permissive, WithholdResult: withholdInjected}
+	}
+	upcallPathsDown(t, []string{"route", "wrap"}, ic, func(t *testing.T, ctx context.Context, c *client.Client, tool string, u *upcallClient) {
+		const want = `"requestId":99`
+		cancelled := func() bool {
+			for _, l := range strings.Split(u.seen(), "\n") {
+				if strings.HasPrefix(l, "notifications/cancelled ") && strings.Contains(l, want) && !strings.Contains(l, `"reason"`) {
+					return true
+				}
+			}
+			return false
+		}
+		// mcp-go's HTTP server now and then drops a notification sent
+		// just before its answer: the call is made again until it comes.
+		for i := 0; i < 5 && !cancelled(); i++ {
+			askUp(t, ctx, c, tool, "cancel", upcallAttack)
+			for j := 0; j < 20 && !cancelled(); j++ {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		if !cancelled() {
+			t.Errorf("the cancellation did not reach the client without its reason; it saw:\n%s", u.seen())
+		}
+		if strings.Contains(u.seen(), "IGNORE PREVIOUS") {
+			t.Errorf("the client was shown the injection:\n%s", u.seen())
+		}
+	})
+}
