@@ -178,7 +178,7 @@ func isSecret(k, n string, extra []string) bool {
 	if slices.Contains(secretKeys, n) {
 		return true
 	}
-	if secretFragments.in(n) || foreignPassword(k, n) {
+	if (secretFragments.in(n) || foreignPassword(k, n)) && !locator(n) {
 		return true
 	}
 	for _, w := range secretSuffixes {
@@ -254,6 +254,24 @@ func credentialOption(opt string, extra []string) bool {
 // credential rather than hold it (credentialOption).
 var locatorSuffixes = []string{"file", "path", "stdin", "id", "name", "arn", "dir", "env", "url", "ref"}
 
+// keyLocatorSuffixes are those of keys (locator): not an id (an AWS
+// access key id is kept secret) nor a URL (one may carry the token).
+var keyLocatorSuffixes = []string{"file", "path", "name", "arn", "dir", "env"}
+
+// locator reports whether n, a normalized key, names or locates a
+// credential rather than holds it, as credentialOption's options do:
+// secretName, ssh_key_path, password_file. Its value (a name, a path) is
+// what an audit record is read for, and what an approver must see to
+// know which secret a held call reads, changes or deletes.
+func locator(n string) bool {
+	for _, w := range keyLocatorSuffixes {
+		if strings.HasSuffix(n, w) && n != w {
+			return true
+		}
+	}
+	return false
+}
+
 // userOption reports whether s, an element of an array, is curl's -u or
 // --user, whose value, the next element, may be USER:PASSWORD
 // (userValue).
@@ -275,17 +293,21 @@ func userValue(v any) any {
 	return user + ":" + Redacted
 }
 
+// isPair reports whether obj may be a name/value pair: it has a value
+// member (pairValue).
+func isPair(obj map[string]any) bool {
+	for k := range obj {
+		if pairValue(normalizeKey(k)) {
+			return true
+		}
+	}
+	return false
+}
+
 // secretPair reports whether obj is a name/value pair whose name is a
 // secret-looking key.
 func secretPair(obj map[string]any, extra []string) bool {
-	hasValue := false
-	for k := range obj {
-		if pairValue(normalizeKey(k)) {
-			hasValue = true
-			break
-		}
-	}
-	if !hasValue {
+	if !isPair(obj) {
 		return false
 	}
 	for k, x := range obj {
@@ -388,8 +410,15 @@ func redact(v any, extra []string) any {
 	switch v := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
+		pair := isPair(v)
 		for k, x := range v {
-			if isSecret(k, normalizeKey(k), extra) {
+			if name, ok := x.(string); ok && pair && normalizeKey(k) == "key" {
+				// A name/value pair's name ({"key": "LD_PRELOAD",
+				// "value": …}): which variable it sets, not a
+				// credential; its value is redacted below if the name
+				// is a credential's.
+				out[k] = Scrub(name)
+			} else if isSecret(k, normalizeKey(k), extra) {
 				out[k] = Redacted
 			} else {
 				out[k] = redact(x, extra)
