@@ -58,3 +58,34 @@ func TestFile(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneReadsOnlyExpired (review): pruning deleted the expired rows
+// by reading every row, every pruneEvery writes: a flood of DELETEs (an
+// open and a DELETE in a loop, each row kept for session_max_age) made
+// every hundredth DELETE read the whole file, millions of rows, holding
+// its write lock. Now the rows are indexed by expiry, and pruning reads
+// only those that expired.
+func TestPruneReadsOnlyExpired(t *testing.T) {
+	f, err := Open(filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := f.db.Query(`EXPLAIN QUERY PLAN `+pruneQuery, time.Now().UnixNano())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if p := strings.Join(plan, "; "); !strings.Contains(p, "INDEX") || strings.Contains(p, "SCAN") {
+		t.Errorf("pruning's plan: %s, want a search of an index on the expiry, not a scan of every row", p)
+	}
+}
