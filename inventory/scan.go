@@ -286,6 +286,10 @@ type scanner struct {
 	perRule     map[ruleSeverity]int // findings of each rule and severity
 	foreign     *foreignIndex        // of opts.ForeignTools, built on first use
 	decoding    bool                 // scanning what base64 decoded to
+	// image: reading an icon's src, a data: URI of an image type, SVG's
+	// markup as editors write it: hidden_markup is not looked for (see
+	// dataURI).
+	image bool
 }
 
 func (s *scanner) tool(t Tool) {
@@ -444,8 +448,12 @@ func (s *scanner) text(field field, raw string, ident bool) {
 	if raw == "" {
 		return
 	}
-	if !ident && !s.decoding && len(raw) > len("data:") && strings.EqualFold(raw[:len("data:")], "data:") && s.dataURI(field, raw) {
-		return
+	if !ident && !s.decoding && len(raw) > len("data:") && strings.EqualFold(raw[:len("data:")], "data:") {
+		defer func(was bool) { s.image = was }(s.image)
+		s.image = iconSrc(field) && strings.HasPrefix(dataMediaType(raw), "image/")
+		if s.dataURI(field, raw) {
+			return
+		}
 	}
 	norm := normalize(raw, ident)
 	if !s.foreignOnly {
@@ -594,20 +602,27 @@ func (s *scanner) encoded(f field, raw string) {
 // dataURI scans raw, an RFC 2397 data: URI (an icon's src), for what
 // its payload says, and reports whether that was all of raw to scan. A
 // percent-encoded payload ("data:image/svg+xml,%3Csvg…") is scanned
-// decoded, at field#data, and raw then as any text. A base64 payload is
-// scanned decoded, at field#base64, when it is of a text type (text/*,
-// SVG, XML, JSON, or none named) or reads as text, and raw no further;
-// one that is neither (a raster image) is not scanned at all, only what
-// comes before it: no rule reads a picture, and each would be an
-// encoded_blob.
+// decoded, at field#data, unless it is a picture, and raw then as any
+// text. A base64 payload is scanned decoded, at field#base64, when it is
+// of a text type (text/*, SVG, XML, JSON, or none named) or no picture,
+// and raw no further; a picture (a raster image: binary from its first
+// bytes) is not scanned at all, only what comes before it: no rule reads
+// a picture, and each would be an encoded_blob. Whatever reads as text
+// is scanned, whatever type it claims: a payload typed image/png with a
+// NUL after it is no picture (TestAttackPoisoningInRasterTypedIcon).
+//
+// In an icon's src of an image type (s.image) hidden_markup is not
+// looked for: SVG's comments and layers styled display:none are what editors
+// write (Illustrator, Inkscape), and an image's markup is not shown as
+// text anyway; what a comment says is read by the other rules
+// (TestScanSVGIconMarkupQuiet).
 func (s *scanner) dataURI(f field, raw string) bool {
 	head, payload, ok := strings.Cut(raw, ",")
 	if !ok {
 		return false
 	}
-	lower := strings.ToLower(head)
-	if !strings.HasSuffix(lower, ";base64") {
-		if text := percentDecode(payload); text != payload {
+	if !strings.HasSuffix(strings.ToLower(head), ";base64") {
+		if text := percentDecode(payload); text != payload && !(s.image && picture(text)) {
 			s.decoded(f, "#data", text)
 		}
 		return false
@@ -617,12 +632,58 @@ func (s *scanner) dataURI(f field, raw string) bool {
 		return false // not base64: scanned as any text
 	}
 	s.text(f, head, false) // no comma: not read as a data: URI again
-	mt, _, _ := strings.Cut(strings.TrimSpace(lower[len("data:"):]), ";")
+	mt := dataMediaType(raw)
 	textual := mt == "" || strings.HasPrefix(mt, "text/") || strings.Contains(mt, "svg") || strings.Contains(mt, "xml") || strings.Contains(mt, "json")
-	if textual || utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool { return r < ' ' && r != '\n' && r != '\r' && r != '\t' }) {
+	if textual || !picture(string(b[:min(len(b), pictureSniff)])) {
 		s.decoded(f, "#base64", string(b))
 	}
 	return true
+}
+
+// iconSrc reports whether f is an icon's src (icons/N/src of a tool or
+// listed item), the one place an image's markup is read as an image's
+// (TestAttackImageTypedDescriptionHidesMarkup).
+func iconSrc(f field) bool {
+	if f.js == nil || f.js.dec.StackDepth() != 2 || !strings.EqualFold(f.js.names[1], "src") {
+		return false
+	}
+	if kind, _ := f.js.dec.StackIndex(1); kind != '[' {
+		return false
+	}
+	return strings.EqualFold(f.path[strings.LastIndexByte(f.path, '/')+1:], "icons")
+}
+
+// dataMediaType is the media type a data: URI names, in lower case
+// without parameters: "" if none.
+func dataMediaType(raw string) string {
+	head, _, _ := strings.Cut(raw[len("data:"):], ",")
+	mt, _, _ := strings.Cut(head, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// pictureSniff is how much of a payload picture reads.
+const pictureSniff = 3072
+
+// picture reports whether b, a data: URI's payload decoded, is binary
+// from its first bytes: fewer than 90 % of its first 512 characters
+// printable (invalid UTF-8 is not), or empty. A PNG, JPEG or GIF is at
+// once; text with a NUL or a control character in it is not.
+func picture(b string) bool {
+	b = b[:min(len(b), pictureSniff)]
+	n, printable := 0, 0
+	for i, r := range b {
+		if r == utf8.RuneError && i+utf8.UTFMax > len(b) && !utf8.FullRuneInString(b[i:]) {
+			break // a character cut at the end of what is read
+		}
+		n++
+		if unicode.IsPrint(r) || r == '\n' || r == '\t' || r == '\r' {
+			printable++
+		}
+		if n == 512 {
+			break
+		}
+	}
+	return printable*100 < n*90 || n == 0
 }
 
 // decoded scans text, what the string at f decodes to, at f with suffix.
@@ -895,7 +956,7 @@ func (s *scanner) patterns(field field, norm string) { s.patternsOf(field, norm,
 // patternsOf runs the pattern rules of severity min or above.
 func (s *scanner) patternsOf(field field, norm string, min Severity) {
 	for _, r := range rules {
-		if r.severity < min {
+		if r.severity < min || s.image && r.name == "hidden_markup" {
 			continue
 		}
 		if r.need != nil && !slices.ContainsFunc(r.need, func(n string) bool { return strings.Contains(norm, n) }) {
