@@ -90,3 +90,28 @@ func TestClassifierBudgetRecorded(t *testing.T) {
 		t.Errorf("%d intent_classified events with source builtin_over_budget, want 3:\n%s", over, &out)
 	}
 }
+
+// (Found by a review.) TestClassifierBudgetInSummary: the start-up
+// summary's classifier line says an LLM provider's budget, what happens
+// past it and the metric that counts it; before, a deployment whose
+// traffic was over it learnt only from each call's event, if it looked.
+func TestClassifierBudgetInSummary(t *testing.T) {
+	var sent atomic.Int32
+	provider := openAIVerdict(t, &sent)
+	t.Setenv("SLUICE_TEST_KEY", "sk-test-not-a-real-key")
+	for _, c := range []struct{ budget, want string }{
+		{"", "60 calls a minute per agent, 600 in all"},
+		{"budget: {per_agent_per_minute: 5, total_per_minute: -1}, ", "5 calls a minute per agent, no bound in all"},
+	} {
+		lines := serveLogged(t, "policy: {default: allow}\nclassifier: {provider: openai, base_url: '"+provider.URL+"', "+c.budget+"api_key_env: SLUICE_TEST_KEY}\n", "", func(string) {})
+		l := find(lines, "classifier", map[string]any{"provider": "openai"})
+		b, _ := l["llm_budget"].(string)
+		if !strings.HasPrefix(b, c.want) || !strings.Contains(b, "built-in rules") || !strings.Contains(b, "sluice_classifier_over_budget_total") {
+			t.Errorf("classifier line %v: llm_budget %q, want it to start %q and say what happens past it", l, b, c.want)
+		}
+	}
+	lines := serveLogged(t, "policy: {default: allow}\n", "", func(string) {})
+	if l := find(lines, "classifier", map[string]any{"provider": "builtin"}); l == nil || l["llm_budget"] != nil {
+		t.Errorf("builtin classifier line %v: want no llm_budget", l)
+	}
+}

@@ -4,10 +4,12 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/sluicehq/sluice/a2a"
 	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/classifier"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/govern"
 	"github.com/sluicehq/sluice/telemetry"
@@ -77,10 +79,17 @@ func logSummary(logger *slog.Logger, cfg *config, ck *checked, ups []gateway.Ups
 	case cc.ScanResults:
 		results = "scanned, recorded after the client has them (scan_results; on_result_injection: log)"
 	}
-	if provider == "off" {
+	switch provider {
+	case "off":
 		logger.Info("classifier: off", "results", results)
-	} else {
+	case "builtin":
 		logger.Info("classifier", "provider", provider, "on_escalate", onEscalate, "on_injection", onInjection, "results", results)
+	default:
+		// Said at start-up: traffic over it is classified by the rules,
+		// every such call escalating, which an operator should not learn
+		// of from the events alone.
+		logger.Info("classifier", "provider", provider, "on_escalate", onEscalate, "on_injection", onInjection, "results", results,
+			"llm_budget", budgetSummary(cc.Budget))
 	}
 	logger.Info(escalationSummary(cfg, at.Admin))
 	if cfg.Audit.Off {
@@ -148,4 +157,23 @@ func withoutCredentials(raw string) string {
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	return u.String()
+}
+
+// budgetSummary says an LLM provider's budget (classifier.budget) and
+// what happens past it.
+func budgetSummary(b classifier.LLMBudget) string {
+	per := func(n, def int) string {
+		switch {
+		case n < 0:
+			return "no bound"
+		case n == 0:
+			n = def
+		}
+		return strconv.Itoa(n)
+	}
+	agent, total := per(b.PerAgent, classifier.DefaultLLMBudgetPerAgent), per(b.Total, classifier.DefaultLLMBudgetTotal)
+	if agent != "no bound" {
+		agent += " calls a minute"
+	}
+	return agent + " per agent, " + total + " in all (classifier.budget); calls past it are classified by the built-in rules with low confidence, so they escalate, counted in sluice_classifier_over_budget_total"
 }
