@@ -15,6 +15,12 @@ import (
 // call. A call over the budget is classified by LLMOptions.Fallback, the
 // built-in rules, with low confidence (see LLM); verdicts served from the
 // cache cost nothing and are not counted.
+//
+// Each bound is a token bucket, not a fixed minute: a minute's worth may
+// be sent at once, and then one every 60/N seconds, so the first minute
+// of a flood sends up to 2N-1 and every minute after it N
+// (TestLLMBudgetWindow). The total is shared: agents that together spend
+// it leave every agent's calls to the fallback until it refills.
 type LLMBudget struct {
 	// PerAgent is how many requests one agent's calls may make a minute
 	// (an authenticated agent; unauthenticated ones by their address, as

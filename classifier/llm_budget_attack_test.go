@@ -218,3 +218,60 @@ func TestLLMBudgetNotSpentBreakerOpen(t *testing.T) {
 		t.Errorf("%d requests with the breaker open, want 1", n)
 	}
 }
+
+// TestLLMBudgetConcurrent: agents calling at once spend the budget
+// exactly, each call sent or classified over budget (run with -race).
+func TestLLMBudgetConcurrent(t *testing.T) {
+	l, f, _ := budgetLLM(t, LLMBudget{PerAgent: 3, Total: 40})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	sent, over := 0, 0
+	for a := range 30 {
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := l.Classify(context.Background(), agentCall(fmt.Sprintf("agent-%d", a), a*10+i))
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					sent++
+				case errors.Is(err, ErrOverBudget):
+					over++
+				default:
+					t.Errorf("agent %d call %d: %v", a, i, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if n := f.calls.Load(); n != 40 || sent != 40 || over != 80 {
+		t.Errorf("120 calls of 30 agents at once: %d requests, %d sent, %d over budget; want 40, 40, 80", n, sent, over)
+	}
+}
+
+// TestLLMBudgetWindow: the budget is a token bucket, not a fixed minute:
+// an agent flooding calls has a minute's worth at once and then one every
+// 60/N seconds, so its first minute sends up to 2N-1 and every minute
+// after N, never a fresh N at a minute's boundary.
+func TestLLMBudgetWindow(t *testing.T) {
+	const n = 60
+	l, f, clock := budgetLLM(t, LLMBudget{PerAgent: n, Total: -1})
+	minute := func(i int) int32 {
+		before := f.calls.Load()
+		for j := range 600 { // a call every 100 ms
+			_, _ = l.Classify(context.Background(), agentCall("mallory", i*1000+j))
+			clock.advance(100 * time.Millisecond)
+		}
+		return f.calls.Load() - before
+	}
+	if got := minute(0); got < 2*n-2 || got > 2*n-1 {
+		t.Errorf("first minute of a flood: %d requests, want %d or %d (a minute's worth at once, then one a second)", got, 2*n-2, 2*n-1)
+	}
+	for i := 1; i < 5; i++ {
+		if got := minute(i); got < n-1 || got > n+1 {
+			t.Errorf("minute %d of a flood: %d requests, want about %d", i, got, n)
+		}
+	}
+}
