@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -113,5 +114,46 @@ func TestClassifierBudgetInSummary(t *testing.T) {
 	lines := serveLogged(t, "policy: {default: allow}\n", "", func(string) {})
 	if l := find(lines, "classifier", map[string]any{"provider": "builtin"}); l == nil || l["llm_budget"] != nil {
 		t.Errorf("builtin classifier line %v: want no llm_budget", l)
+	}
+}
+
+// TestAttackRenameFreshLLMBudget: an agent renaming itself at each call
+// (clientInfo.name, a spoofed X-Forwarded-For) gets no fresh budget: with
+// API keys its key's principal is the agent; without, its address is
+// (loopback one). Another principal's budget is its own. Found sound.
+func TestAttackRenameFreshLLMBudget(t *testing.T) {
+	var sent atomic.Int32
+	provider := openAIVerdict(t, &sent)
+	t.Setenv("SLUICE_TEST_KEY", "sk-test-not-a-real-key")
+	const cfg = "policy: {default: allow, result_mode: tool_result}\n" +
+		"classifier: {provider: openai, api_key_env: SLUICE_TEST_KEY, budget: {per_agent_per_minute: 2}, base_url: '"
+	keyFile, alice, mallory := aliceAndMallory(t)
+	authed := startServe(t, cfg+provider.URL+"'}\nauth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n")
+	open := startServe(t, cfg+provider.URL+"'}\n")
+	call := func(g *running, c *http.Client, name string, i int) {
+		t.Helper()
+		got := modernCallFrom(t, c, g.url, name, "tools/call", "echo", `{"name":"echo","arguments":{"message":"m`+strconv.Itoa(i)+`"}}`)
+		if !strings.Contains(got, "m"+strconv.Itoa(i)) {
+			t.Fatalf("call %d as %s: got %s, want the echo", i, name, got)
+		}
+	}
+	as := func(key string) *http.Client { return &http.Client{Transport: bearer{key, http.DefaultTransport}} }
+	for i := range 6 {
+		call(authed, as(mallory), "mallory-"+strconv.Itoa(i), i)
+	}
+	if n := sent.Load(); n != 2 {
+		t.Errorf("6 calls under one key, each named anew: %d sent to the provider, want the key's budget of 2", n)
+	}
+	call(authed, as(alice), "alice", 100)
+	if n := sent.Load(); n != 3 {
+		t.Errorf("alice's call after mallory's: %d sent in all, want 3", n)
+	}
+	sent.Store(0)
+	for i := range 6 {
+		c := forwardingFor("127.0.0.1", func(int) string { return "198.51.100." + strconv.Itoa(i) })
+		call(open, c, "anon-"+strconv.Itoa(i), 200+i)
+	}
+	if n := sent.Load(); n != 2 {
+		t.Errorf("6 unauthenticated calls from one address, each named anew: %d sent, want the address's budget of 2", n)
 	}
 }
