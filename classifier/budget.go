@@ -12,9 +12,10 @@ import (
 // LLMBudget bounds the requests an LLM classifier sends its provider,
 // which the operator pays for: without it one agent calling tools in a
 // loop (each call's arguments new, so no cache hit) made a request per
-// call. A call over the budget is classified by LLMOptions.Fallback, the
-// built-in rules, with low confidence (see LLM); verdicts served from the
-// cache cost nothing and are not counted.
+// call. A call over the budget gets the verdict of a call the provider
+// did not answer (see LLM): the agent spending its own budget must not buy
+// its next call a weaker verdict than an outage gives. Verdicts served
+// from the cache cost nothing and are not counted.
 //
 // Each bound is a token bucket, not a fixed minute: a minute's worth may
 // be sent at once, and then one every 60/N seconds, so the first minute
@@ -44,15 +45,9 @@ const (
 	BudgetTotal = "total"
 )
 
-// SourceLLMOverBudget marks each axis of a verdict the built-in rules made
-// for a call over the LLM classifier's budget (LLMBudget).
-const SourceLLMOverBudget = "builtin_over_budget"
-
-// llmBudgetConfidence is the most composite confidence a verdict made over
-// budget reports: below the default escalate threshold (0.5), so such a
-// call is escalated as one the provider did not classify is, whatever the
-// rules made of it.
-const llmBudgetConfidence = 0.3
+// SourceLLMOverBudget marks each axis of the verdict of a call over the
+// LLM classifier's budget (LLMBudget): its conservative default.
+const SourceLLMOverBudget = "over_budget"
 
 // ErrOverBudget is wrapped by the error of a classification made over the
 // LLM classifier's budget (an *OverBudgetError).
@@ -68,9 +63,9 @@ type OverBudgetError struct {
 
 func (e *OverBudgetError) Error() string {
 	if e.Scope == BudgetTotal {
-		return fmt.Sprintf("%v: every agent's calls together have had %d classified by the provider in the last minute; the built-in rules classified this one, with low confidence", ErrOverBudget, e.Limit)
+		return fmt.Sprintf("%v: every agent's calls together have had %d classified by the provider in the last minute; this one was not sent, and has every axis at its conservative default", ErrOverBudget, e.Limit)
 	}
-	return fmt.Sprintf("%v: %s had %d calls classified by the provider in the last minute; the built-in rules classified this one, with low confidence", ErrOverBudget, e.Who, e.Limit)
+	return fmt.Sprintf("%v: %s had %d calls classified by the provider in the last minute; this one was not sent, and has every axis at its conservative default", ErrOverBudget, e.Who, e.Limit)
 }
 
 func (e *OverBudgetError) Unwrap() error { return ErrOverBudget }

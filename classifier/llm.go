@@ -102,11 +102,6 @@ type LLMOptions struct {
 	// Budget bounds the requests sent to the provider a minute, per agent
 	// and in all; zero fields mean their defaults (see LLMBudget).
 	Budget LLMBudget
-	// Fallback classifies a call over the budget in the provider's place:
-	// the built-in rules (NewBuiltin, with the same Options), whose verdict
-	// then reports low confidence. Nil means the fallback verdict of a
-	// call the provider did not answer (composite 0).
-	Fallback Classifier
 }
 
 // String describes the options without the API key.
@@ -160,9 +155,10 @@ var ErrInactive = errors.New("LLM classifier inactive: provider unreachable")
 // active axis at its conservative default and composite confidence 0,
 // which routes the call to escalation, together with an error for the log.
 // A call over the budget (LLMOptions.Budget), its agent's or everyone's,
-// is not sent either: LLMOptions.Fallback's verdict is returned, each axis
-// with source SourceLLMOverBudget and the composite confidence at most
-// llmBudgetConfidence, so it escalates too, with an *OverBudgetError.
+// is not sent either: it gets the same verdict, each axis with source
+// SourceLLMOverBudget, and an *OverBudgetError. (The built-in rules'
+// verdict would be no better: the agent that spent its own budget would
+// choose a weaker verdict for its next call than an outage gives it.)
 // The classifier never decides a call: what is done with an escalation
 // is the policy's and the operator's (classifier.on_escalate).
 type LLM struct {
@@ -181,7 +177,6 @@ type LLM struct {
 	classifierID func(sessionID string) string
 	secretKeys   []string // LLMOptions.SecretKeys
 	budget       *budget
-	overflow     Classifier // LLMOptions.Fallback
 
 	inactive atomic.Bool // set by a failed Probe, cleared by a good one
 	// waitUntil is when (UnixNano, by now) the provider last asked, by
@@ -221,7 +216,6 @@ func NewLLM(opts LLMOptions) (*LLM, error) {
 		now:          opts.Now,
 		classifierID: opts.ClassifierID,
 		secretKeys:   slices.Clone(opts.SecretKeys),
-		overflow:     opts.Fallback,
 	}
 	if l.budget, err = newBudget(opts.Budget); err != nil {
 		return nil, fmt.Errorf("classifier: LLM %s: budget: %w", opts.Provider, err)
@@ -423,7 +417,7 @@ func (l *LLM) Classify(ctx context.Context, d *intercept.ActionDescriptor) (Verd
 		if scope == BudgetTotal {
 			e.Limit = l.budget.total
 		}
-		return l.stamp(l.overBudget(ctx, d), d), fmt.Errorf("classifier %s: %w", l.name(), e)
+		return l.stamp(l.overBudget(d), d), fmt.Errorf("classifier %s: %w", l.name(), e)
 	}
 
 	parent := ctx
@@ -490,22 +484,15 @@ func ownerHas(owner string, d *intercept.ActionDescriptor) string {
 	return fmt.Sprintf("the agent %q has", d.Agent)
 }
 
-// overBudget is the verdict of a call over the budget: the overflow
-// classifier's, each axis marked SourceLLMOverBudget and the composite at
-// most llmBudgetConfidence; never cached.
-func (l *LLM) overBudget(ctx context.Context, d *intercept.ActionDescriptor) Verdict {
-	if l.overflow == nil {
-		return l.schema.fallback(d)
-	}
-	v, err := l.overflow.Classify(ctx, d)
-	if err != nil {
-		return l.schema.fallback(d)
-	}
+// overBudget is the verdict of a call over the budget: the conservative
+// default on every axis, as for a call the provider did not answer,
+// marked SourceLLMOverBudget.
+func (l *LLM) overBudget(d *intercept.ActionDescriptor) Verdict {
+	v := l.schema.fallback(d)
 	for axis, av := range v.Axes.All() {
 		av.Source = SourceLLMOverBudget
 		v.Axes.Set(axis, av)
 	}
-	v.CompositeConfidence = min(unitClamp(v.CompositeConfidence), llmBudgetConfidence)
 	return v
 }
 

@@ -32,18 +32,13 @@ func (c *budgetClock) advance(d time.Duration) {
 }
 
 // budgetLLM is an LLM classifier at a fake OpenAI provider (its real wire
-// format, over HTTP) with budget b and the built-in rules as overflow.
+// format, over HTTP) with budget b.
 func budgetLLM(t *testing.T, b LLMBudget) (*LLM, *fakeLLM, *budgetClock) {
 	t.Helper()
 	f := newFakeLLM(t, ProviderOpenAI)
 	_, o := f.serve()
 	clock := &budgetClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	o.Now, o.CacheSize, o.Budget, o.BreakerFailures = clock.now, -1, b, 1000
-	bi, err := NewBuiltin(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Fallback = bi
 	return mustLLM(t, o), f, clock
 }
 
@@ -57,9 +52,9 @@ func agentCall(agent string, i int) *intercept.ActionDescriptor {
 	return d
 }
 
-// wantOverBudget checks a verdict made over budget: the built-in rules'
-// (read_invoice is a Read), marked so on every axis, low confidence, so
-// it escalates; never a deny, which a verdict cannot make.
+// wantOverBudget checks a verdict made over budget: every axis at its
+// conservative default, marked so, composite 0, so it escalates; never a
+// deny, which a verdict cannot make.
 func wantOverBudget(t *testing.T, v Verdict, err error, scope string) {
 	t.Helper()
 	var obe *OverBudgetError
@@ -71,11 +66,13 @@ func wantOverBudget(t *testing.T, v Verdict, err error, scope string) {
 			t.Errorf("axis %s source %q, want %q", axis, av.Source, SourceLLMOverBudget)
 		}
 	}
-	if got := v.Axes.Get(AxisActionType).Classified; got != Read {
-		t.Errorf("action_type %q, want the built-in rules' Read", got)
+	for axis, av := range v.Axes.All() {
+		if av.Classified != ConservativeDefault(axis) || !av.ConservativeDefaultApplied {
+			t.Errorf("axis %s %q, want its conservative default %q", axis, av.Classified, ConservativeDefault(axis))
+		}
 	}
-	if a := Assess(v, Options{}); a.Composite > llmBudgetConfidence || a.Disposition > Escalate {
-		t.Errorf("assessment %+v, want a composite of at most %v that escalates", a, llmBudgetConfidence)
+	if a := Assess(v, Options{}); a.Composite != 0 || a.Disposition > Escalate {
+		t.Errorf("assessment %+v, want a composite of 0 that escalates", a)
 	}
 }
 
@@ -84,7 +81,7 @@ func wantOverBudget(t *testing.T, v Verdict, err error, scope string) {
 // gateway send the paid provider a request per call, without bound (the
 // cap of llmMaxPerAgent is on requests at once, and sequential calls
 // never reach it). Past its budget a minute its calls are classified by
-// the built-in rules, with low confidence; other agents' are still sent,
+// the conservative defaults, as if the provider had not answered; other agents' are still sent,
 // and a minute later its own are again.
 func TestAttackAgentFloodSpendsProvider(t *testing.T) {
 	l, f, clock := budgetLLM(t, LLMBudget{PerAgent: 5})
@@ -182,18 +179,32 @@ func TestLLMBudgetCacheHitsFree(t *testing.T) {
 	}
 }
 
-// TestLLMOverBudgetNoFallback: without a Fallback classifier a call over
-// budget gets the unclassified verdict (composite 0), as one the provider
-// did not answer.
-func TestLLMOverBudgetNoFallback(t *testing.T) {
-	f := newFakeLLM(t, ProviderOpenAI)
-	_, o := f.serve()
-	o.Budget, o.CacheSize = LLMBudget{PerAgent: 1}, -1
-	l := mustLLM(t, o)
-	_, _ = l.Classify(context.Background(), agentCall("mallory", 1))
-	v, err := l.Classify(context.Background(), agentCall("mallory", 2))
-	if !errors.Is(err, ErrOverBudget) || v.Axes.Get(AxisActionType).Source != SourceLLMFallback || Assess(v, Options{}).Composite != 0 {
-		t.Errorf("verdict %v, err %v; want the unclassified fallback and ErrOverBudget", v.Axes, err)
+// (Found by a review.) TestAttackOverBudgetNoWeakerVerdict: a call over
+// budget was classified by the built-in rules, so an agent that spent its
+// own budget first chose the rules' verdict for its next call (Read, for
+// read_invoice) over the conservative one a provider outage gives, and a
+// rule on classification.action_type did not fire. Now a call over budget
+// gets what a call the provider did not answer gets, on every axis.
+func TestAttackOverBudgetNoWeakerVerdict(t *testing.T) {
+	l, _, _ := budgetLLM(t, LLMBudget{PerAgent: 1})
+	ctx := context.Background()
+	_, _ = l.Classify(ctx, agentCall("mallory", 1))
+	over, err := l.Classify(ctx, agentCall("mallory", 2))
+	wantOverBudget(t, over, err, BudgetAgent)
+
+	down, f, _ := budgetLLM(t, LLMBudget{})
+	f.setMode(llm5xx)
+	out, err := down.Classify(ctx, agentCall("mallory", 2))
+	if err == nil {
+		t.Fatal("no error from a failing provider")
+	}
+	for axis, av := range out.Axes.All() {
+		if got := over.Axes.Get(axis).Classified; got != av.Classified {
+			t.Errorf("axis %s over budget %q, in an outage %q: want the same", axis, got, av.Classified)
+		}
+	}
+	if got := over.Axes.Get(AxisActionType).Classified; got == Read {
+		t.Errorf("action_type over budget %q: the built-in rules' verdict, which the agent chose by spending its budget", got)
 	}
 }
 

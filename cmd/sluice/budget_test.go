@@ -43,8 +43,8 @@ func openAIVerdict(t *testing.T, sent *atomic.Int32) *httptest.Server {
 }
 
 // TestClassifierBudgetRecorded: an agent's calls past classifier.budget
-// are not sent to the provider; the built-in rules classify them, which
-// the intent_classified events record (source builtin_over_budget) and
+// are not sent to the provider; they get every axis at its conservative default, which
+// the intent_classified events record (source over_budget) and
 // sluice_classifier_over_budget_total counts; the policy's allow stands
 // (on_escalate: log), nothing is blocked.
 func TestClassifierBudgetRecorded(t *testing.T) {
@@ -80,7 +80,7 @@ func TestClassifierBudgetRecorded(t *testing.T) {
 	}
 	over := 0
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		if strings.Contains(line, `"source":"builtin_over_budget"`) {
+		if strings.Contains(line, `"source":"over_budget"`) {
 			over++
 			if !strings.Contains(line, "over the LLM classifier's budget") {
 				t.Errorf("an over-budget event does not say why: %s", line)
@@ -88,7 +88,7 @@ func TestClassifierBudgetRecorded(t *testing.T) {
 		}
 	}
 	if over != 3 {
-		t.Errorf("%d intent_classified events with source builtin_over_budget, want 3:\n%s", over, &out)
+		t.Errorf("%d intent_classified events with source over_budget, want 3:\n%s", over, &out)
 	}
 }
 
@@ -107,7 +107,7 @@ func TestClassifierBudgetInSummary(t *testing.T) {
 		lines := serveLogged(t, "policy: {default: allow}\nclassifier: {provider: openai, base_url: '"+provider.URL+"', "+c.budget+"api_key_env: SLUICE_TEST_KEY}\n", "", func(string) {})
 		l := find(lines, "classifier", map[string]any{"provider": "openai"})
 		b, _ := l["llm_budget"].(string)
-		if !strings.HasPrefix(b, c.want) || !strings.Contains(b, "built-in rules") || !strings.Contains(b, "sluice_classifier_over_budget_total") {
+		if !strings.HasPrefix(b, c.want) || !strings.Contains(b, "conservative default") || !strings.Contains(b, "sluice_classifier_over_budget_total") {
 			t.Errorf("classifier line %v: llm_budget %q, want it to start %q and say what happens past it", l, b, c.want)
 		}
 	}

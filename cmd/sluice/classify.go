@@ -54,10 +54,10 @@ type classifierConfig struct {
 	OnResultInjection string `yaml:"on_result_injection"`
 	// Budget bounds the requests an LLM provider is sent a minute, per
 	// agent (per_agent_per_minute, 60) and in all (total_per_minute,
-	// 600); negative is no bound. A call past it is classified by the
-	// built-in rules with low confidence (it escalates, as one the
-	// provider did not answer), recorded with source builtin_over_budget
-	// on its intent_classified event and counted in
+	// 600); negative is no bound. A call past it is not sent and gets the
+	// verdict of one the provider did not answer (every axis at its
+	// conservative default; it escalates), recorded with source
+	// over_budget on its intent_classified event and counted in
 	// sluice_classifier_over_budget_total.
 	Budget classifier.LLMBudget `yaml:"budget"`
 	// Options: profile, weights, thresholds, declared tools, trust zones,
@@ -105,16 +105,11 @@ func (c *config) advisor(ctx context.Context, logger *slog.Logger, inventory fun
 		if err != nil {
 			return nil, fmt.Errorf("classifier: %w", err)
 		}
-		// Calls over the budget are classified by the rules instead.
-		rules, err := classifier.NewBuiltin(cc.Options)
-		if err != nil {
-			return nil, fmt.Errorf("classifier: %w", err)
-		}
 		llm, err := classifier.NewLLM(classifier.LLMOptions{
 			Provider: classifier.Provider(cc.Provider), Model: cc.Model, BaseURL: cc.BaseURL, APIKey: key,
 			Timeout: cc.Timeout, Profile: cc.Profile, Weights: cc.Weights, Floors: cc.Floors, Inventory: inventory,
 			SecretKeys: c.Audit.SecretKeys, // what the record keeps out does not go to the provider either
-			Budget:     cc.Budget, Fallback: rules,
+			Budget:     cc.Budget,
 			OnBreakerStateChange: func(from, to gobreaker.State) {
 				// gobreaker holds its lock here: report, never call back in.
 				logger.Warn("classifier circuit breaker", "provider", cc.Provider, "from", from.String(), "to", to.String())

@@ -175,5 +175,5 @@ func budgetSummary(b classifier.LLMBudget) string {
 	if agent != "no bound" {
 		agent += " calls a minute"
 	}
-	return agent + " per agent, " + total + " in all (classifier.budget); calls past it are classified by the built-in rules with low confidence, so they escalate, counted in sluice_classifier_over_budget_total"
+	return agent + " per agent, " + total + " in all (classifier.budget); calls past it are not sent and get every axis at its conservative default (as when the provider does not answer), so they escalate, counted in sluice_classifier_over_budget_total"
 }
