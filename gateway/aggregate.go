@@ -25,6 +25,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // A VirtualServer is one MCP endpoint in front of several upstreams: it
@@ -409,7 +410,7 @@ func (a *aggregator) session(w http.ResponseWriter, r *http.Request, msgs []*int
 		if s != nil {
 			s.close()
 			if a.g.opts.OnSessionEnd != nil {
-				a.g.opts.OnSessionEnd(id) // what policy kept under it: no DELETE can come now
+				a.g.opts.OnSessionEnd(telemetry.SessionRef(id)) // what policy kept under it: no DELETE can come now
 			}
 		}
 		writeSessionGone(w, a.g.sealer.errSessionExpired())
@@ -772,7 +773,7 @@ func (a *aggregator) reapLocked() {
 	if len(ended) > 0 && a.g.sealer == nil && a.g.opts.OnSessionEnd != nil {
 		go func() {
 			for _, id := range ended {
-				a.g.opts.OnSessionEnd(id)
+				a.g.opts.OnSessionEnd(telemetry.SessionRef(id))
 			}
 		}()
 	}
@@ -836,7 +837,7 @@ func (a *aggregator) end(r *http.Request, s *aggSession) {
 		a.g.handleMCP(&discard{h: http.Header{}}, req)
 	}
 	if a.g.opts.OnSessionEnd != nil {
-		a.g.opts.OnSessionEnd(s.id) // what policy kept under it (callContext)
+		a.g.opts.OnSessionEnd(telemetry.SessionRef(s.id)) // what policy kept under it (callContext)
 	}
 }
 

@@ -239,7 +239,10 @@ type Options struct {
 	// Streamable HTTP session (DELETE, idle timeout, upstream gone,
 	// shutdown) or a /ws, /sse or stdio connection (either side closed),
 	// e.g. to revoke the session's classifier identity and drop its
-	// session-scoped route memory. It must not block.
+	// session-scoped route memory. It must not block. It is told the
+	// session's reference (telemetry.SessionRef), as the interceptor
+	// is (CallContext.SessionID): a session id is a credential, and is
+	// recorded nowhere else than the gateway's own table.
 	OnSessionEnd func(sessionID string)
 	// AgentHeader, if set, names a request header whose value identifies
 	// the agent, taking precedence over the client's self-reported name,

@@ -165,7 +165,7 @@ func (r *relay) toUpstream(ctx context.Context, b []byte) error {
 func (r *relay) callContext() intercept.CallContext {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cc := intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: r.session, TaskScope: r.session, Agent: r.owner.agent, ClientName: r.owner.clientName(), ProtocolVersion: r.version,
+	cc := intercept.CallContext{Upstream: r.up.Name, Target: r.up.target(), SessionID: telemetry.SessionRef(r.session), TaskScope: telemetry.SessionRef(r.session), Agent: r.owner.agent, ClientName: r.owner.clientName(), ProtocolVersion: r.version,
 		ClientCapabilities: r.clientCaps}
 	if r.lister != nil {
 		cc.Lister = r.lister
@@ -231,7 +231,7 @@ func (r *relay) endWhenIdle(ctx context.Context) {
 			continue
 		}
 		if time.Since(time.Unix(0, r.lastActive.Load())) >= r.idle {
-			r.log.Debug("idle connection ended", "upstream", r.up.Name, "session", r.session, "idle", r.idle)
+			r.log.Debug("idle connection ended", "upstream", r.up.Name, "session", telemetry.SessionRef(r.session), "idle", r.idle)
 			_ = r.down.Close()
 			return
 		}
@@ -443,7 +443,7 @@ func (r *relay) forward(ctx, parent context.Context, msgs []*intercept.Message, 
 			// notification (mcp-go's 400 to a 2026-07-28 client's
 			// notifications/roots/list_changed) ended the connection.
 			// 404 is the session gone.
-			r.log.Warn("upstream refused a message", "upstream", r.up.Name, "session", r.session, "err", redactURLs(err))
+			r.log.Warn("upstream refused a message", "upstream", r.up.Name, "session", telemetry.SessionRef(r.session), "err", redactURLs(err))
 			r.refuse(ctx, msgs, err)
 			return nil
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluicehq/sluice/examples/demo-server/demo"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // recorder counts what reaches an upstream.
@@ -338,7 +339,7 @@ func TestToolsListObserved(t *testing.T) {
 	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
 	post(t, f.gw.URL+"/mcp/demo", hdr, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	post(t, f.gw.URL+"/mcp/demo", hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"d"}}}`)
-	if got == nil || got.ToolDescription == "" || got.ToolInventoryHash == "" || got.Agent != "raw" || got.SessionID != sid || got.Upstream != "demo" || got.ProtocolVersion != "2025-11-25" {
+	if got == nil || got.ToolDescription == "" || got.ToolInventoryHash == "" || got.Agent != "raw" || got.SessionID != telemetry.SessionRef(sid) || got.Upstream != "demo" || got.ProtocolVersion != "2025-11-25" {
 		t.Errorf("descriptor: got %+v", got)
 	}
 }

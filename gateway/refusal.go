@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"log/slog"
+
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // IdentityRefusal describes a request refused because of who it claims
@@ -12,7 +14,8 @@ type IdentityRefusal struct {
 	// Transport is the downstream transport: streamable-http, sse,
 	// websocket or stdio.
 	Transport string
-	// Session is the session or connection id the request presented.
+	// Session is the reference (telemetry.SessionRef) of the session or
+	// connection id the request presented: the id is a credential.
 	Session string
 	// Route is the upstream's name.
 	Route string
@@ -39,6 +42,7 @@ type refusals struct {
 // kind, on route) that p owns, because of why: a client that does this
 // is either broken or trying to walk out of its rules.
 func (rf refusals) refused(kind, route, session string, p principal, c claim, why error) {
+	session = telemetry.SessionRef(session)
 	claimed := c.client
 	if c.header != p.header {
 		claimed = c.header

@@ -3,6 +3,8 @@ package gateway
 import (
 	"sync"
 	"testing"
+
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // Options.OnIdentityRefused hears of each request refused for who it
@@ -26,8 +28,8 @@ func TestIdentityRefusalHook(t *testing.T) {
 		t.Fatalf("session presented as another client: got %d %s, want 404", status, body)
 	}
 	want := []IdentityRefusal{
-		{Transport: "streamable-http", Session: sid, Route: "other", Agent: "raw", Reason: "session opened on route demo"},
-		{Transport: "streamable-http", Session: sid, Route: "demo", Agent: "raw", Claimed: "mallory", Reason: "session of another agent"},
+		{Transport: "streamable-http", Session: telemetry.SessionRef(sid), Route: "other", Agent: "raw", Reason: "session opened on route demo"},
+		{Transport: "streamable-http", Session: telemetry.SessionRef(sid), Route: "demo", Agent: "raw", Claimed: "mallory", Reason: "session of another agent"},
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // Replay memory and waiting ids across replicas. A sealed session
@@ -249,11 +250,11 @@ func (g *Gateway) decodeCall(sess *session, id string, b []byte) (replayCall, er
 	if s.Method == "" {
 		return replayCall{}, errors.New("no method")
 	}
-	c := replayCall{method: s.Method, cursor: s.Cursor, cc: intercept.CallContext{Upstream: s.Upstream, Target: s.Target, SessionID: sess.id,
+	c := replayCall{method: s.Method, cursor: s.Cursor, cc: intercept.CallContext{Upstream: s.Upstream, Target: s.Target, SessionID: telemetry.SessionRef(sess.id),
 		Agent: s.Agent, ProtocolVersion: s.Version, ClientName: s.ClientName, TaskScope: s.TaskScope,
 		ClientCanApprove: s.Approve, Principal: s.Principal}}
 	if s.Call != nil && intercept.ActionMethod(s.Method) {
-		s.Call.SessionID, s.Call.Principal = sess.id, s.Principal
+		s.Call.SessionID, s.Call.Principal = c.cc.SessionID, s.Principal
 		g.ic.ExpectResult(c.cc, id, s.Call)
 	}
 	return c, nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/aead"
+	"github.com/sluicehq/sluice/telemetry"
 
 	"github.com/go-json-experiment/json/jsontext"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -237,7 +238,7 @@ func (g *Gateway) expire(id string) error {
 	if s := g.sessions.remove(id); s != nil {
 		g.endSession(s)
 		if g.opts.OnSessionEnd != nil && s.upstreamID != "" {
-			g.opts.OnSessionEnd(s.id) // endSession leaves it to a DELETE, which cannot come now
+			g.opts.OnSessionEnd(telemetry.SessionRef(s.id)) // endSession leaves it to a DELETE, which cannot come now
 		}
 	}
 	return g.sealer.errSessionExpired()

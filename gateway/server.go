@@ -445,7 +445,7 @@ func (g *Gateway) endSession(s *session) {
 	// classifier's lifecycle) stays until the client's DELETE.
 	adoptable := g.sealer != nil && s.upstreamID != ""
 	if g.opts.OnSessionEnd != nil && !adoptable {
-		g.opts.OnSessionEnd(s.id)
+		g.opts.OnSessionEnd(telemetry.SessionRef(s.id))
 	}
 	if s.bridge != nil {
 		s.bridge.close()
@@ -529,9 +529,9 @@ func (g *Gateway) serveConn(ctx context.Context, rt *route, down transport.Conn,
 		rl.idle = g.opts.idleTimeout() // sluice wrap's one client ends it itself
 	}
 	err = rl.run(ctx)
-	g.log.Debug("session ended", "upstream", rt.up.Name, "session", id, "err", err)
+	g.log.Debug("session ended", "upstream", rt.up.Name, "session", telemetry.SessionRef(id), "err", err)
 	if g.opts.OnSessionEnd != nil {
-		g.opts.OnSessionEnd(id) // a connection is a session too: /ws, /sse, stdio
+		g.opts.OnSessionEnd(telemetry.SessionRef(id)) // a connection is a session too: /ws, /sse, stdio
 	}
 	return err
 }

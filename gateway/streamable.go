@@ -143,15 +143,15 @@ func (x *exchange) callContext() intercept.CallContext {
 	case x.virtual != "":
 		// The client's one session, whichever upstream's inner session
 		// carries the call: a route rule's session scope is the client's.
-		cc.SessionID = x.virtual
+		cc.SessionID = telemetry.SessionRef(x.virtual)
 	case x.sess != nil:
-		cc.SessionID = x.sess.id
+		cc.SessionID = telemetry.SessionRef(x.sess.id)
 	default:
 		cc.Exchange = x.seq
 	}
 	switch {
 	case x.sess != nil && x.sess.bridge != nil:
-		cc.TaskScope = x.sess.id // its own upstream process
+		cc.TaskScope = telemetry.SessionRef(x.sess.id) // its own upstream process
 	case x.sess == nil && x.rt.url == nil && x.principal != nil:
 		// A principal's 2026-07-28 request to a bridged upstream: its
 		// connection (statelessPool) is its own, whose task ids another
@@ -1396,7 +1396,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 		cc.Agent = owner.agent
 	}
 	if sess != nil {
-		cc.SessionID = sess.id
+		cc.SessionID = telemetry.SessionRef(sess.id)
 		cc.Agent, cc.ProtocolVersion = sess.info()
 	}
 	cc.SessionID = policySession(r, cc.SessionID)
@@ -1449,15 +1449,16 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 
 // policySession is the session policy sees for a GET or DELETE of r on
 // session id ("" for none): the client's, a virtual session's id when r is
-// an inner request of one, as for its POSTs (callContext). In the inner
+// an inner request of one, as for its POSTs (callContext), as
+// telemetry.SessionRef records it. In the inner
 // session, which had read nothing, the closed test let the client's
 // headers through to an upstream the client's session had closed
 // (TestAttackVirtualGETOutsideSession).
 func policySession(r *http.Request, id string) string {
 	if v, _ := r.Context().Value(virtualSessionKey{}).(string); v != "" {
-		return v
+		return telemetry.SessionRef(v)
 	}
-	return id
+	return telemetry.SessionRef(id)
 }
 
 // requireSession resolves the request's session. A missing header is
@@ -1541,7 +1542,7 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 		}
 		g.sessions.remove(sess.id)
 		if g.opts.OnSessionEnd != nil {
-			g.opts.OnSessionEnd(sess.id)
+			g.opts.OnSessionEnd(telemetry.SessionRef(sess.id))
 		}
 	} else if !inner {
 		// The session goes on: its calls from now on may be held. Not a

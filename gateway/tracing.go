@@ -89,8 +89,13 @@ func (g *Gateway) callInfo(x *exchange) telemetry.Call {
 	if len(m.ID) > 0 && m.ID[0] == '"' {
 		_ = json.Unmarshal(m.ID, &c.RequestID)
 	}
-	if x.sess != nil {
-		c.SessionID = x.sess.id
+	// As the policy sees it (callContext): a virtual session's, not
+	// the inner one carrying the call.
+	switch {
+	case x.virtual != "":
+		c.SessionID = telemetry.SessionRef(x.virtual)
+	case x.sess != nil:
+		c.SessionID = telemetry.SessionRef(x.sess.id)
 	}
 	switch m.Method {
 	case "tools/call":

@@ -329,7 +329,7 @@ func TestUpstreamSpansOverMessageUpstreams(t *testing.T) {
 			if _, ok := got["network.protocol.name"]; ok {
 				t.Errorf("client span network.protocol.name: got %q, want none for a pipe", got["network.protocol.name"])
 			}
-			if sid := attrsOf(server)["mcp.session.id"]; got["mcp.session.id"] != sid || (sid == "") != (path == "stateless") || (c.session() != "" && sid != c.session()) {
+			if sid := attrsOf(server)["mcp.session.id"]; got["mcp.session.id"] != sid || (sid == "") != (path == "stateless") || (c.session() != "" && sid != telemetry.SessionRef(c.session())) {
 				t.Errorf("client span mcp.session.id: got %q, server span's %q, client's session %q", got["mcp.session.id"], sid, c.session())
 			}
 			checkForwarded(t, rec.sentWith(t, `"traced"`), sent, upstream, path == "stateless")

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // Issue 10's bad input "a session id replayed by another principal" and
@@ -103,10 +104,10 @@ func TestIdentityRefusedEvents(t *testing.T) {
 		got = append(got, e.Attrs)
 	}
 	want := []struct{ transport, session, agent, principal, reason string }{
-		{"streamable-http", sid, "alice", "mallory", "another"},
-		{"streamable-http", sid, "alice", "mallory", "another"},
-		{"streamable-http", sid, "alice", "mallory", "another"},
-		{"sse", sseID, "alice", "mallory", "another"},
+		{"streamable-http", telemetry.SessionRef(sid), "alice", "mallory", "another"},
+		{"streamable-http", telemetry.SessionRef(sid), "alice", "mallory", "another"},
+		{"streamable-http", telemetry.SessionRef(sid), "alice", "mallory", "another"},
+		{"sse", telemetry.SessionRef(sseID), "alice", "mallory", "another"},
 		{"websocket", "", "alice", "alice", "already initialized"},
 	}
 	if len(got) != len(want) {
