@@ -24,6 +24,9 @@ const maxBlockBytes = 4 << 20
 // keyNames are the fields block_keys indexes, in pending.keys order.
 var keyNames = [...]string{"agent", "session", "upstream", "tool", "decision", "type"}
 
+// sessionKey is the session's index in keyNames.
+const sessionKey = 1
+
 // pending is an event encoded for its block by the caller, so that the
 // writer does nothing but write.
 type pending struct {

@@ -29,7 +29,7 @@ const eventsUsage = `usage:
   --limit 0: no limit; a negative one is refused
 the store: --config sluice.yaml (its data_dir's events.db) or --db PATH; neither: the default data_dir's
 filters:
-  --agent A  --session S  --upstream U  --tool T  --decision D  --type T  --txn ID
+  --agent A  --session S (the session's id, or its sha256:… reference)  --upstream U  --tool T  --decision D  --type T  --txn ID
   --since T  --until T  (RFC 3339, YYYY-MM-DD, or a duration such as 1h or 7d meaning that long ago)
 `
 
@@ -56,7 +56,7 @@ func RunEventsCLI(ctx context.Context, args []string, stdout io.Writer) error {
 	db := fs.String("db", DefaultDBPath, "event database")
 	var f Filter
 	fs.StringVar(&f.Agent, "agent", "", "only events of this agent")
-	fs.StringVar(&f.Session, "session", "", "only events of this session")
+	session := fs.String("session", "", "only events of this session (its id or its reference, as recorded)")
 	fs.StringVar(&f.Upstream, "upstream", "", "only events about this upstream")
 	fs.StringVar(&f.Tool, "tool", "", "only events about this tool")
 	fs.StringVar(&f.Decision, "decision", "", "only events with this decision (allow, deny, require_approval)")
@@ -75,6 +75,9 @@ func RunEventsCLI(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("events %s: unexpected argument %q\n%s", cmd, fs.Arg(0), eventsUsage)
+	}
+	if *session != "" {
+		f.ForSession(*session)
 	}
 	// A decision is one of three verdicts: another word (held, approved,
 	// denied) matched nothing and printed nothing, as if no call had been.

@@ -46,6 +46,22 @@ type Filter struct {
 	// newest events says how many bytes, not only how many. Zero means no
 	// cap.
 	MaxBytes int
+
+	// sessionID, set by ForSession, is a session id whose events may
+	// also be recorded under it rather than Session, its reference.
+	sessionID string
+}
+
+// ForSession sets f to select the events of session s, a session id or
+// its reference (telemetry.SessionRef). The gateway records a session by
+// its reference, the id being a credential for it: given an id, f
+// selects the events recorded with its reference and, recorded before
+// the gateway recorded references, with the id itself.
+func (f *Filter) ForSession(s string) {
+	f.Session, f.sessionID = telemetry.SessionRef(s), ""
+	if f.Session != s {
+		f.sessionID = s
+	}
 }
 
 // blockWhere is the condition on blocks that may hold events f selects,
@@ -56,7 +72,12 @@ func (f Filter) blockWhere(cmp string, cursor int64) (string, []any) {
 	conds := []string{"first_seq " + cmp + " ?"}
 	args := []any{cursor}
 	for i, v := range f.keys() {
-		if v != "" {
+		switch {
+		case v == "":
+		case i == sessionKey && f.sessionID != "":
+			conds = append(conds, "first_seq IN (SELECT first_seq FROM block_keys WHERE key IN (?, ?) AND first_seq "+cmp+" ?)")
+			args = append(args, blockKey(keyNames[i], v), blockKey(keyNames[i], f.sessionID), cursor)
+		default:
 			conds = append(conds, "first_seq IN (SELECT first_seq FROM block_keys WHERE key = ? AND first_seq "+cmp+" ?)")
 			args = append(args, blockKey(keyNames[i], v), cursor)
 		}
@@ -79,7 +100,7 @@ func (f Filter) blockWhere(cmp string, cursor int64) (string, []any) {
 // stored returns f with its values as stored events hold them (invalid
 // UTF-8 replaced), so that they match what was appended.
 func (f Filter) stored() Filter {
-	for _, v := range []*string{&f.Agent, &f.Session, &f.Upstream, &f.Tool, &f.Decision, &f.Type, &f.TxnID} {
+	for _, v := range []*string{&f.Agent, &f.Session, &f.Upstream, &f.Tool, &f.Decision, &f.Type, &f.TxnID, &f.sessionID} {
 		*v = telemetry.ValidUTF8(*v)
 	}
 	return f
@@ -98,7 +119,7 @@ func (f Filter) match(seq int64, e *storedEvent) bool {
 	k := f.keys()
 	have := [...]string{e.Agent, e.Session, e.Upstream, e.Tool, e.Decision, e.Type}
 	for i := range k {
-		if k[i] != "" && k[i] != have[i] {
+		if k[i] != "" && k[i] != have[i] && (i != sessionKey || f.sessionID == "" || f.sessionID != have[i]) {
 			return false
 		}
 	}
@@ -209,6 +230,9 @@ func (f Filter) needles() [][]byte {
 		}
 	}
 	for i, v := range f.keys() {
+		if i == sessionKey && f.sessionID != "" {
+			continue // either of two: match decides
+		}
 		add(keyNames[i], v)
 	}
 	add("txn_id", f.TxnID)
