@@ -1752,7 +1752,7 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
-	r, stop := a.g.untilExpiry(r, s.id)
+	r, stop, live := a.g.untilExpiry(r, s.id)
 	defer stop()
 	ch := make(chan []byte, 8)
 	s.mu.Lock()
@@ -1826,6 +1826,9 @@ func (a *aggregator) get(w http.ResponseWriter, r *http.Request) {
 			return
 		case m, ok := <-ch:
 			if !ok {
+				return
+			}
+			if live != nil && live() != nil {
 				return
 			}
 			if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", m); err != nil {

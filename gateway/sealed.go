@@ -192,15 +192,32 @@ func (s *sealer) left(id string) (time.Duration, bool) {
 // untilExpiry returns r with a context that ends when session id
 // expires (sealer.left), so that a stream opened before its expiry (a
 // GET stream) is not served past it: its client's next request gets the
-// 404 of an expired session and starts a new one. stop releases the
-// timer.
-func (g *Gateway) untilExpiry(r *http.Request, id string) (_ *http.Request, stop func()) {
+// 404 of an expired session and starts a new one. Where other replicas
+// serve the session (SessionEnds), the context also ends when it was
+// ended through one of them (endedElsewhere), and live, not nil then, is
+// to be called before each message the stream delivers: an error means
+// the session ended, or the store could not say, and the message must
+// not go. stop releases the timer.
+func (g *Gateway) untilExpiry(r *http.Request, id string) (_ *http.Request, stop func(), live func() error) {
 	left, ok := g.sealer.left(id)
 	if !ok {
-		return r, func() {}
+		return r, func() {}, nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), max(left, 0))
-	return r.WithContext(ctx), cancel
+	if g.othersServe() && g.sessionEndsStore() != nil {
+		live = func() error {
+			ended, err := g.ended(ctx, id, true)
+			if err == nil && ended {
+				err = errEndedElsewhere
+			}
+			if err != nil {
+				cancel()
+			}
+			return err
+		}
+		go g.endedElsewhere(ctx, live)
+	}
+	return r.WithContext(ctx), cancel, live
 }
 
 // sessionExpired is the error of a request whose sealed session id is

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -113,6 +114,38 @@ func (g *Gateway) ended(ctx context.Context, id string, shared bool) (bool, erro
 		g.sealer.end(id) // no need to ask again here
 	}
 	return ended, nil
+}
+
+// errEndedElsewhere ends a stream of a session ended through another
+// replica.
+var errEndedElsewhere = errors.New("the session was ended")
+
+// endPoll is how often an open stream of a session that other replicas
+// serve asks the store whether the session was ended (endedElsewhere).
+var endPoll = 5 * time.Second
+
+// endedElsewhere ends a stream of a sealed session, whose context is ctx,
+// once live says the session was ended through another replica, or that
+// the store cannot tell, asking every endPoll until ctx ends. A stream
+// that delivers asks before each message too (untilExpiry): this ends
+// one that carries nothing, so that its client learns the session ended.
+// Before, a GET stream open on replica B went on delivering the
+// session's notifications, and upstream requests to its client, to
+// whoever held it after the client ended the session through replica A
+// (TestAttackEndedSessionGETStreamOtherReplica).
+func (g *Gateway) endedElsewhere(ctx context.Context, live func() error) {
+	t := time.NewTicker(endPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if live() != nil {
+			return
+		}
+	}
 }
 
 // errEndsUnchecked is ended's error: the store did not answer.

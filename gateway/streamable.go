@@ -1041,6 +1041,7 @@ func isEventStream(h http.Header) bool {
 // [errCancelled] when the client could no longer be written to.
 func (g *Gateway) pipeEvents(ctx context.Context, w http.ResponseWriter, body io.Reader, ob *observer) error {
 	ob.sink = newEventSink(w)
+	ob.sink.live = ob.live
 	defer ob.endSink()
 	_ = http.NewResponseController(w).Flush()
 	rd := transport.NewSSEReader(body)
@@ -1238,6 +1239,9 @@ type observer struct {
 	// getStream: the stream is the session's GET stream, on which an
 	// upstream may send the progress of any open request (restoreTokens).
 	getStream bool
+	// live, if set, says whether the stream may deliver a message: its
+	// session was not ended through another replica (untilExpiry).
+	live func() error
 	// resumed: the stream replays one broken off (Last-Event-ID), whose
 	// results answer requests of earlier exchanges; took holds those it
 	// took from the session's memory (replay.go), answered those of them
@@ -1374,9 +1378,10 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 	if !ok {
 		return
 	}
+	var live func() error
 	if sess != nil {
 		var stop func()
-		r, stop = g.untilExpiry(r, sess.id)
+		r, stop, live = g.untilExpiry(r, sess.id)
 		defer stop()
 	}
 	if rt.url == nil {
@@ -1435,7 +1440,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	if isEventStream(resp.Header) {
-		ob := &observer{g: g, rt: rt, sess: sess, stream: true, getStream: true, cc: cc, resumed: r.Header.Get(hdrLastEvID) != ""}
+		ob := &observer{g: g, rt: rt, sess: sess, stream: true, getStream: true, cc: cc, resumed: r.Header.Get(hdrLastEvID) != "", live: live}
 		err := g.pipeEvents(ctx, w, resp.Body, ob)
 		if err != nil && err != errCancelled {
 			g.log.Warn("upstream event stream broke", "upstream", rt.up.Name, "err", err)

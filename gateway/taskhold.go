@@ -224,6 +224,9 @@ type eventSink struct {
 	w      http.ResponseWriter
 	rc     *http.ResponseController
 	closed bool
+	// live, if set, is asked before each event: an error ends the
+	// stream, the event unwritten (untilExpiry).
+	live func() error
 }
 
 func newEventSink(w http.ResponseWriter) *eventSink {
@@ -238,6 +241,12 @@ func (s *eventSink) event(ev transport.SSEEvent) error {
 	defer s.mu.Unlock()
 	if s.closed {
 		return errStreamDone
+	}
+	if s.live != nil {
+		if err := s.live(); err != nil {
+			s.closed = true
+			return err
+		}
 	}
 	if err := transport.WriteSSEEvent(s.w, ev); err != nil {
 		return err
