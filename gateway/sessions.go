@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sluicehq/sluice/intercept"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // session is one downstream MCP session. The gateway mints its id; the
@@ -18,6 +19,8 @@ import (
 // meaningful on the route that issued it.
 type session struct {
 	id    string
+	refs  sync.Once
+	refv  string // telemetry.SessionRef(id), made once (ref)
 	route string // upstream name the session belongs to
 
 	upstreamID string       // upstream's Mcp-Session-Id (HTTP relay)
@@ -64,6 +67,13 @@ type session struct {
 	// upstream is sent only a Last-Event-ID among them (headers.go).
 	events    *[maxEventIDs]string // made at the first event with an id: most sessions never have one
 	nextEvent int
+}
+
+// ref is telemetry.SessionRef(s.id), how the session is recorded, hashed
+// once rather than at each of its calls.
+func (s *session) ref() string {
+	s.refs.Do(func() { s.refv = telemetry.SessionRef(s.id) })
+	return s.refv
 }
 
 // taskHold returns the session's taskHold, made on first use.

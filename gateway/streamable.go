@@ -145,13 +145,13 @@ func (x *exchange) callContext() intercept.CallContext {
 		// carries the call: a route rule's session scope is the client's.
 		cc.SessionID = telemetry.SessionRef(x.virtual)
 	case x.sess != nil:
-		cc.SessionID = telemetry.SessionRef(x.sess.id)
+		cc.SessionID = x.sess.ref()
 	default:
 		cc.Exchange = x.seq
 	}
 	switch {
 	case x.sess != nil && x.sess.bridge != nil:
-		cc.TaskScope = telemetry.SessionRef(x.sess.id) // its own upstream process
+		cc.TaskScope = x.sess.ref() // its own upstream process
 	case x.sess == nil && x.rt.url == nil && x.principal != nil:
 		// A principal's 2026-07-28 request to a bridged upstream: its
 		// connection (statelessPool) is its own, whose task ids another
@@ -1401,7 +1401,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rt *route) {
 		cc.Agent = owner.agent
 	}
 	if sess != nil {
-		cc.SessionID = telemetry.SessionRef(sess.id)
+		cc.SessionID = sess.ref()
 		cc.Agent, cc.ProtocolVersion = sess.info()
 	}
 	cc.SessionID = policySession(r, cc.SessionID)
@@ -1547,7 +1547,7 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 		}
 		g.sessions.remove(sess.id)
 		if g.opts.OnSessionEnd != nil {
-			g.opts.OnSessionEnd(telemetry.SessionRef(sess.id))
+			g.opts.OnSessionEnd(sess.ref())
 		}
 	} else if !inner {
 		// The session goes on: its calls from now on may be held. Not a

@@ -95,7 +95,7 @@ func (g *Gateway) callInfo(x *exchange) telemetry.Call {
 	case x.virtual != "":
 		c.SessionID = telemetry.SessionRef(x.virtual)
 	case x.sess != nil:
-		c.SessionID = telemetry.SessionRef(x.sess.id)
+		c.SessionID = x.sess.ref()
 	}
 	switch m.Method {
 	case "tools/call":
