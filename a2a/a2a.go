@@ -68,6 +68,7 @@ import (
 	"github.com/sluicehq/sluice/gateway/transport"
 	"github.com/sluicehq/sluice/intercept"
 	"github.com/sluicehq/sluice/internal/h1"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // Agent is one A2A upstream.
@@ -899,7 +900,7 @@ func (g *Gateway) send(w http.ResponseWriter, r *http.Request, a *agent, m *inte
 	d := &intercept.ActionDescriptor{
 		Method: "", ToolName: skill, Parameters: args, TargetEndpoint: a.target,
 		Upstream: "a2a:" + a.Name, CallID: m.ID, ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1],
-		SessionID: session,
+		SessionID: policySession(session),
 	}
 	d.ToolDescription = desc
 	if g.opts.AgentHeader != "" {
@@ -1605,10 +1606,10 @@ func (g *Gateway) linkContexts(ctx context.Context, decided *intercept.ActionDes
 		return nil
 	}
 	for _, c := range contextIDs(result) {
-		if c == decided.SessionID || linked[c] {
+		if policySession(c) == decided.SessionID || linked[c] {
 			continue
 		}
-		if err := g.ic.LinkSession(ctx, decided, c); err != nil {
+		if err := g.ic.LinkSession(ctx, decided, policySession(c)); err != nil {
 			return fmt.Errorf("the answer names a conversation whose route memory could not be written (%v); it is withheld", err)
 		}
 		if linked != nil && len(linked) < maxSeenPerStream {
@@ -1616,6 +1617,21 @@ func (g *Gateway) linkContexts(ctx context.Context, decided *intercept.ActionDes
 		}
 	}
 	return nil
+}
+
+// policySession is the session policy decides a message of conversation
+// contextID in: the contextId itself, as the agent named it, or, for one
+// of the form of an MCP session's reference (telemetry.SessionRef), which
+// events, spans, logs and approval records show, that with "a2a:"
+// before it: an agent naming its conversation after a session's
+// reference shared that session's route memory, and a sensitive answer
+// in it closed the sink in another client's MCP session
+// (TestAttackA2AContextNamedAsSessionRef).
+func policySession(contextID string) string {
+	if telemetry.IsSessionRef(contextID) {
+		return "a2a:" + contextID
+	}
+	return contextID
 }
 
 // screen hands answer, the agent's result (or, isErr, its error object)

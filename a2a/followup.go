@@ -170,7 +170,7 @@ func (g *Gateway) followUp(w http.ResponseWriter, r *http.Request, a *agent, m *
 		return nil, nil, nil, false
 	}
 	d = &intercept.ActionDescriptor{ToolName: "send", TargetEndpoint: a.target, Upstream: "a2a:" + a.Name, CallID: m.ID,
-		ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1], SessionID: session}
+		ProtocolVersion: "a2a/" + map[bool]string{true: "1.0", false: "0.3"}[v1], SessionID: policySession(session)}
 	d.ToolDescription, _ = a.cards.skill("send")
 	if g.opts.AgentHeader != "" {
 		d.Agent = r.Header.Get(g.opts.AgentHeader)
