@@ -37,8 +37,8 @@ const (
 	MetricStderrDropped = "sluice.stdio.stderr_dropped"
 	// MetricClassifierOverBudget counts calls the LLM classifier did not
 	// send its provider for being over its budget (classifier.budget),
-	// classified by the built-in rules instead, by the budget's scope
-	// (agent, total).
+	// which got every axis at its conservative default instead, by the
+	// budget's scope (agent, total).
 	MetricClassifierOverBudget = "sluice.classifier.over_budget"
 )
 
