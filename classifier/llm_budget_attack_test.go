@@ -286,3 +286,34 @@ func TestLLMBudgetWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestLLMOverBudgetNotCached (review138): the verdict of a call over
+// budget is not cached: once the budget refills, the same call is sent to
+// the provider and gets its verdict, not the conservative one served
+// again from the cache.
+func TestLLMOverBudgetNotCached(t *testing.T) {
+	f := newFakeLLM(t, ProviderOpenAI)
+	_, o := f.serve()
+	clock := &budgetClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	o.Now, o.Budget, o.BreakerFailures = clock.now, LLMBudget{PerAgent: 1}, 1000 // the cache at its default size
+	l := mustLLM(t, o)
+	ctx := context.Background()
+	if _, err := l.Classify(ctx, agentCall("alice", 1)); err != nil {
+		t.Fatal(err)
+	}
+	over, err := l.Classify(ctx, agentCall("alice", 2))
+	wantOverBudget(t, over, err, BudgetAgent)
+	clock.advance(time.Minute)
+	v, err := l.Classify(ctx, agentCall("alice", 2))
+	if err != nil {
+		t.Fatalf("the call again once the budget refilled: %v, want it sent", err)
+	}
+	for axis, av := range v.Axes.All() {
+		if av.Source == SourceLLMOverBudget {
+			t.Errorf("axis %s: source %q once the budget refilled: the over-budget verdict was served again", axis, av.Source)
+		}
+	}
+	if n := f.calls.Load(); n != 2 {
+		t.Errorf("%d requests to the provider, want 2 (the call sent once the budget refilled)", n)
+	}
+}
