@@ -88,8 +88,12 @@ func DetectInjectionFrom(v jsontext.Value, src TextSource) []InjectionFinding {
 // (BenchmarkDetectInjectionInResult1MiB), under half a second for 32 MiB,
 // the most an upstream's answer may be. A message's text blocks are read
 // joined too, as the model reads them, and a text blob decoded whole
-// (textruns.go): text in many blocks is read up to three times.
+// (textruns.go): text in many blocks is read up to three times. Results
+// read at once hold at most MaxScreeningBytes between them; a call waits
+// for room, and reads its result whole.
 func DetectInjectionInResult(v jsontext.Value) []InjectionFinding {
+	n := screening.acquire(int64(len(v)))
+	defer screening.release(n)
 	var out []InjectionFinding
 	var runs textRuns
 	walkJSONWhole(v, true, func(w *jsonWalker, ev walkEvent) {

@@ -218,38 +218,52 @@ func withKey(st []walkFrame, key string) []walkFrame {
 // does), else when it is mostly printable (mostlyText), told from its
 // first 3 KiB without decoding the rest of a binary (an image). It
 // decodes as clients do, skipping what is not of the alphabet (line
-// breaks, padding) and taking either alphabet.
+// breaks, padding) and taking either alphabet. It decodes 4 KiB of base64
+// at a time into the one string it returns, allocating little more than
+// the decoded size (TestBlobDecodeAllocatesOnce).
 func decodeBlob(s string, text bool) (string, bool) {
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '-':
-			b = append(b, '+')
-		case c == '_':
-			b = append(b, '/')
-		case base64Bytes[c]:
-			b = append(b, c)
-		}
-	}
-	if len(b)%4 == 1 {
-		b = b[:len(b)-1]
-	}
 	enc := base64.RawStdEncoding
-	out := make([]byte, enc.DecodedLen(len(b)))
-	if !text && len(b) > 4096 {
-		n, err := enc.Decode(out, b[:4096])
-		if err != nil || !mostlyText(validPrefix(string(out[:n]))) {
+	var in [4096]byte
+	var dec [3072]byte
+	var out strings.Builder
+	for i, first := 0, true; ; first = false {
+		n := 0
+		for ; i < len(s) && n < len(in); i++ {
+			switch c := s[i]; {
+			case c == '-':
+				in[n] = '+'
+				n++
+			case c == '_':
+				in[n] = '/'
+				n++
+			case base64Bytes[c]:
+				in[n] = c
+				n++
+			}
+		}
+		last := n < len(in) // s ended: a full chunk reads on
+		if last && n%4 == 1 {
+			n--
+		}
+		m, err := enc.Decode(dec[:], in[:n])
+		if err != nil {
 			return "", false
 		}
+		if first {
+			if !text && !mostlyText(validPrefix(string(dec[:m]))) {
+				return "", false
+			}
+			out.Grow(enc.DecodedLen(len(s)))
+		}
+		out.Write(dec[:m])
+		if last {
+			break
+		}
 	}
-	n, err := enc.Decode(out, b)
-	if err != nil || !text && !mostlyText(validPrefix(string(out[:min(n, 3072)]))) {
-		return "", false
+	if t := out.String(); !utf8.ValidString(t) {
+		return strings.ToValidUTF8(t, "\uFFFD"), true
 	}
-	if !utf8.Valid(out[:n]) {
-		return strings.ToValidUTF8(string(out[:n]), "\uFFFD"), true
-	}
-	return string(out[:n]), true
+	return out.String(), true
 }
 
 // validPrefix is s up to where a rune cut at its end starts.

@@ -1,0 +1,66 @@
+package classifier
+
+import (
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestAttackConcurrentScreeningBounded: many large results screened at
+// once (a malicious upstream's, or many agents asking for large results
+// together) each cost several times their size while read; the bytes
+// being screened at once are bounded (screenBudget), a result over the
+// bound screened alone, and every result is still screened whole.
+func TestAttackConcurrentScreeningBounded(t *testing.T) {
+	const limit = 3 << 20
+	old := screening
+	screening = newScreenBudget(limit)
+	t.Cleanup(func() { screening = old })
+	clean := bigBlobResult(t, 1<<20)
+	bad := resultJSON(t, map[string]any{"content": []any{map[string]any{"type": "text",
+		"text": strings.Repeat("Lorem ipsum dolor sit amet. ", 40000) + resultAttack}}})
+	big := bigBlobResult(t, 4<<20) // over the bound: screened alone
+	var wg sync.WaitGroup
+	found := make([]int, 12)
+	for i := range found {
+		wg.Go(func() {
+			v := clean
+			switch i % 4 {
+			case 0:
+				v = bad
+			case 1:
+				v = big
+			}
+			found[i] = len(DetectInjectionInResult(v))
+		})
+	}
+	wg.Wait()
+	if peak := screening.peakHeld(); peak > limit {
+		t.Errorf("%d bytes screened at once, over the bound of %d", peak, limit)
+	}
+	for i, n := range found {
+		if want := i%4 == 0; (n > 0) != want {
+			t.Errorf("result %d: %d findings, want findings %v", i, n, want)
+		}
+	}
+}
+
+// TestBlobDecodeAllocatesOnce: a text blob is decoded into one buffer of
+// its decoded size, not copied three times (the base64 cleaned, decoded,
+// then made a string: ~3.3 times the decoded size).
+func TestBlobDecodeAllocatesOnce(t *testing.T) {
+	raw := string(bigBlobResult(t, 8<<20))
+	raw = raw[strings.Index(raw, `"blob":"`)+8:]
+	raw = raw[:strings.IndexByte(raw, '"')]
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	text, ok := decodeBlob(raw, true)
+	runtime.ReadMemStats(&after)
+	if !ok || len(text) != 8<<20 {
+		t.Fatalf("decoded %d bytes, ok %v", len(text), ok)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 9<<20 {
+		t.Errorf("decoding an 8 MiB blob allocated %d bytes, want at most 9 MiB", got)
+	}
+}
