@@ -1426,6 +1426,10 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 	}
 	recorded := map[string]bool{} // the tasks and contexts its events named (owners.record)
 	linked := map[string]bool{}   // the contexts linked to decided's route memory (linkContexts)
+	var tails artifactTails       // the end of each artifact's text, for a chunk appended to it (artifacttail.go)
+	if d != nil && g.ic != nil && g.ic.ScreensUpstreamMessages() {
+		tails = artifactTails{}
+	}
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -1555,7 +1559,18 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 					if ans.Kind == intercept.KindError {
 						answer = ans.Error
 					}
-					if why := g.screen(d, answer, ans.Kind == intercept.KindError); why != "" {
+					why := g.screen(d, answer, ans.Kind == intercept.KindError)
+					if why == "" && tails != nil && ans.Kind == intercept.KindResponse {
+						joined, err := tails.next(ans.Result, g.ic.WithholdResult != nil)
+						if err != nil {
+							unread(err.Error())
+							return
+						}
+						if joined != nil {
+							why = g.screen(d, joined, false)
+						}
+					}
+					if why != "" {
 						// The stream ends here: its events go on from
 						// what the client was not given.
 						fmt.Fprintf(w, "data: %s\n\n", withheldAnswer(id, d, why))

@@ -1,0 +1,120 @@
+package a2a
+
+import (
+	"errors"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// A streaming agent may send an artifact in chunks, each appended by the
+// client to what came before (artifact-update events with append: true),
+// as it streams a model's tokens; the client hands its model the artifact
+// whole. Each event is screened alone, so an injection cut across two
+// chunks ("IGNORE PREVIOUS IN", "STRUCTIONS and ...") was in none of them.
+// So a chunk appended to an artifact is screened also with the end of
+// the artifact's text before it: appendTail bytes, enough for any phrase
+// the detector reads (an injection longer than that is read in the
+// chunks themselves), held for at most maxTailedArtifacts artifacts of a
+// stream at once (one is let go at its last chunk). Other things an
+// upstream sends one after another (MCP progress and log notifications, A2A
+// status updates) are not joined: clients show each as it comes, replacing
+// the last, not one text.
+
+// appendTail is how much of an artifact's text a chunk appended to it is
+// screened with.
+const appendTail = 512
+
+// maxTailedArtifacts bounds the artifacts of one stream whose tail is
+// held (appendTail bytes each).
+const maxTailedArtifacts = 256
+
+// errTooManyArtifacts ends a stream, when answers are withheld, that has
+// more artifacts open at once than the gateway holds the tails of: a
+// chunk of one more could not be screened joined to what came before.
+var errTooManyArtifacts = errors.New("the agent's stream has more artifacts open at once than the gateway screens (256)")
+
+// artifactTails holds the tail of each artifact of a stream, by task and
+// artifact id.
+type artifactTails map[string]string
+
+type artifactUpdate struct {
+	TaskID    string `json:"taskId"`
+	Append    bool   `json:"append"`
+	LastChunk bool   `json:"lastChunk"`
+	Artifact  struct {
+		ArtifactID string `json:"artifactId"`
+		Parts      []struct {
+			Text string `json:"text"`
+		} `json:"parts"`
+	} `json:"artifact"`
+}
+
+// next notes result, an event of the stream, and returns what is to be
+// screened besides it: when it appends to an artifact the stream sent
+// text of before, that text's tail and the chunk's text parts, as an
+// artifact's parts (read joined, as the client's model reads them); nil
+// when there is none. With hold (answers withheld), an artifact past
+// maxTailedArtifacts is an error.
+func (t artifactTails) next(result jsontext.Value, hold bool) (jsontext.Value, error) {
+	var ev struct {
+		artifactUpdate `json:",inline"`
+		Kind           string          `json:"kind"`
+		Update         *artifactUpdate `json:"artifactUpdate"` // the 1.0 stream's
+	}
+	// As a client decoding with encoding/json reads it: names in any
+	// case, the last of a name given twice.
+	if json.Unmarshal(result, &ev, json.MatchCaseInsensitiveNames(true), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil {
+		return nil, nil // not an artifact's chunk the gateway reads: screened alone, as every event is
+	}
+	u := ev.Update
+	if u == nil {
+		if ev.Kind != "artifact-update" {
+			return nil, nil
+		}
+		u = &ev.artifactUpdate
+	}
+	key := u.TaskID + "\x00" + u.Artifact.ArtifactID
+	tail, seen := t[key]
+	if !u.Append {
+		tail = "" // a new artifact, or one sent anew
+	}
+	var text []string
+	whole := tail
+	for _, p := range u.Artifact.Parts {
+		if p.Text != "" {
+			text = append(text, p.Text)
+			whole += p.Text
+		}
+	}
+	switch {
+	case u.LastChunk:
+		delete(t, key)
+	case seen || len(t) < maxTailedArtifacts:
+		t[key] = lastBytes(whole, appendTail)
+	case hold:
+		return nil, errTooManyArtifacts
+	}
+	if tail == "" || len(text) == 0 {
+		return nil, nil
+	}
+	parts := []map[string]string{{"kind": "text", "text": tail}}
+	for _, s := range text {
+		parts = append(parts, map[string]string{"kind": "text", "text": s})
+	}
+	v, err := json.Marshal(map[string]any{"artifact": map[string]any{"parts": parts}})
+	return v, err
+}
+
+// lastBytes is the end of s, at most n bytes, from a rune's start.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
+}
