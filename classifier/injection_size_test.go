@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestAttackConcurrentScreeningBounded: many large results screened at
@@ -36,13 +37,35 @@ func TestAttackConcurrentScreeningBounded(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if peak := screening.peakHeld(); peak > limit {
+	if peak := screening.peakHeld(); peak > limit+smallResult {
 		t.Errorf("%d bytes screened at once, over the bound of %d", peak, limit)
 	}
 	for i, n := range found {
 		if want := i%4 == 0; (n > 0) != want {
 			t.Errorf("result %d: %d findings, want findings %v", i, n, want)
 		}
+	}
+}
+
+// TestSmallResultNotHeldUp: a small result is read at once, even when
+// large ones fill the bound (an upstream flooding them), not after them.
+func TestSmallResultNotHeldUp(t *testing.T) {
+	old := screening
+	screening = newScreenBudget(3 << 20)
+	t.Cleanup(func() { screening = old })
+	n := screening.acquire(3 << 20) // the bound, full
+	defer screening.release(n)
+	done := make(chan int)
+	go func() {
+		done <- len(DetectInjectionInResult(resultJSON(t, map[string]any{"content": []any{map[string]any{"type": "text", "text": resultAttack}}})))
+	}()
+	select {
+	case got := <-done:
+		if got == 0 {
+			t.Error("the injection in a small result was not found")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a small result waited for room the large ones hold")
 	}
 }
 

@@ -9,10 +9,16 @@ import "sync"
 // more), so many large results screened together (a malicious upstream's,
 // or many agents asking for large results at once) would hold that many
 // times over. A result that does not fit waits for others to be read,
-// never passed on unread; one larger than the bound is read alone. The
-// memory screening holds beyond the results themselves is so about 3.5 ×
-// 64 MiB (~225 MiB).
+// never passed on unread; one larger than the bound is read alone. A
+// result of at most smallResult bytes (most are) does not wait: counted,
+// so that large ones wait for it, it is not held up behind an upstream's
+// flood of large ones. The memory screening holds beyond the results
+// themselves is so about 3.5 × 64 MiB (~225 MiB), and 3.5 × 256 KiB more
+// for each small result read at the time.
 const MaxScreeningBytes = 64 << 20
+
+// smallResult is the size of a result read without waiting for room.
+const smallResult = 256 << 10
 
 // screening is the budget every DetectInjectionInResult takes from.
 var screening = newScreenBudget(MaxScreeningBytes)
@@ -35,12 +41,13 @@ func newScreenBudget(max int64) *screenBudget {
 }
 
 // acquire takes n bytes (at most the whole budget), waiting until they
-// are free, and returns what it took, for release.
+// are free unless n is at most smallResult, and returns what it took, for
+// release.
 func (b *screenBudget) acquire(n int64) int64 {
 	n = min(n, b.max)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.held+n > b.max {
+	for n > smallResult && b.held+n > b.max {
 		b.cond.Wait()
 	}
 	b.held += n
