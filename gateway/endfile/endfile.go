@@ -16,15 +16,11 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
-	"net/url"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
-
-	"github.com/sluicehq/sluice/internal/privatefile"
+	"github.com/sluicehq/sluice/internal/sqlitefile"
 )
 
 // FileName is the file in a data directory.
@@ -43,22 +39,7 @@ type File struct {
 
 // Open opens or creates the file at path.
 func Open(path string) (*File, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("ended sessions: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("ended sessions: %w", err)
-	}
-	if err := privatefile.Prepare(abs); err != nil {
-		return nil, fmt.Errorf("ended sessions: %w", err)
-	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: abs}).String()+"?"+q.Encode())
+	db, abs, err := sqlitefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("ended sessions: %w", err)
 	}

@@ -18,16 +18,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
-
-	"github.com/sluicehq/sluice/internal/privatefile"
+	"github.com/sluicehq/sluice/internal/sqlitefile"
 	"github.com/sluicehq/sluice/policy"
 )
 
@@ -60,22 +56,7 @@ func Open(path string, ttl time.Duration) (*Store, error) {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("route memory: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("route memory: %w", err)
-	}
-	if err := privatefile.Prepare(abs); err != nil {
-		return nil, fmt.Errorf("route memory: %w", err)
-	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: abs}).String()+"?"+q.Encode())
+	db, abs, err := sqlitefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("route memory: %w", err)
 	}
