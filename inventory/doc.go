@@ -6,7 +6,8 @@
 // upstream's tools before a call from a client that listed none (see
 // intercept.ToolsLister), so calls are screened against what the upstream
 // serves now. The tools (name, title, description, input and
-// output schema, annotations, icons, execution, _meta) become a Snapshot, hashed with SHA-256 over
+// output schema, annotations, icons, execution, _meta, and the members
+// MCP does not define, kept together as Tool.Unknown) become a Snapshot, hashed with SHA-256 over
 // RFC 8785 canonical JSON per tool and per snapshot; the snapshot hash is
 // the tool_inventory_hash that action descriptors carry (Inventory.Hash).
 // Pages of a paginated list are merged until the page without nextCursor.
@@ -27,10 +28,16 @@
 // drift and a missing one removed, while a tool of the pin that differs is
 // drift whatever the set (see capsets.go).
 //
+// Pins made before unknown members were kept have none: the first
+// complete list after an upgrade pins those its tools have, as listed,
+// where a tool is otherwise as pinned (no drift); from then on a change
+// of them is drift.
+//
 // Every tool version is also scanned for tool poisoning (Scan): hidden
 // instruction blocks, concealment, instruction overrides, references to
 // secrets and to other servers' tools, invisible Unicode, very long
-// descriptions. Findings become EventPoisoning events and are available as
+// descriptions; the strings of its unknown members are read as its
+// description is. Findings become EventPoisoning events and are available as
 // risk factors (RiskFactors). Tools of one name on several upstreams are
 // reported as EventCollision and listed by Collisions; the inventory never
 // hides one behind the other.

@@ -38,8 +38,9 @@ type ToolChange struct {
 }
 
 // FieldChange is a changed member of a tool: "title" or "description",
-// with both texts, or "inputSchema", "outputSchema" or "annotations", with
-// the changed values inside them.
+// with both texts, or "inputSchema", "outputSchema", "annotations",
+// "icons", "execution", "_meta" or "unknown" (the members MCP does not
+// define, one object), with the changed values inside them.
 type FieldChange struct {
 	Field    string        `json:"field"`
 	Pinned   string        `json:"pinned,omitempty"`
@@ -266,7 +267,7 @@ func diffSnapshots(pinned, observed *Snapshot) []ToolChange {
 		default:
 			p, o := pinnedTools[i], observed.Tools[j]
 			switch {
-			case p.Hash != o.Hash:
+			case !matches(p, o):
 				out = append(out, ToolChange{Tool: p.Name, Kind: ToolChanged, PinnedHash: p.Hash, ObservedHash: o.Hash, Fields: diffTool(p, o)})
 			case pinned.Sets != nil && pinned.setPinned(observed.ListedWith) && !pinned.setHolds(observed.ListedWith, o.Name) &&
 				!pinned.setHolds(approvedSet, o.Name):
@@ -304,6 +305,7 @@ func diffTool(p, o Tool) []FieldChange {
 		{"icons", p.Icons, o.Icons},
 		{"execution", p.Execution, o.Execution},
 		{"_meta", p.Meta, o.Meta},
+		{"unknown", p.unknown(), o.unknown()},
 	} {
 		if !bytes.Equal(m.p, m.o) {
 			var vs []ValueChange

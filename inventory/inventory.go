@@ -575,6 +575,7 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 		return append(evs, invalidList(upstream, err))
 	}
 	snap.ListedWith = set
+	evs = append(evs, inv.adoptUnknown(u, snap)...)
 	if u.partial {
 		// The first complete list after a pin of an unfinished one: its
 		// tools on the pages no one had read join the pin.
@@ -623,6 +624,58 @@ func (inv *Inventory) observe(upstream string, page Page, digest [sha256.Size]by
 	evs = append(evs, inv.refresh(upstream)...)
 	inv.publish()
 	return evs
+}
+
+// adoptUnknown pins the unknown members (Tool.Unknown) of the tools of a
+// pin made before they were kept, as snap, a complete listing, has them:
+// each tool of the pin that has none (nil) and that snap lists as pinned
+// otherwise takes snap's version. So an upgrade raises no drift for the
+// tools pinned before, and from then on a change of such a member is
+// drift. A tool that differs otherwise stays as pinned, drift as ever.
+// Callers hold mu.
+func (inv *Inventory) adoptUnknown(u *upstream, snap *Snapshot) []Event {
+	if u.pinned == nil || u.pinErr != nil {
+		return nil
+	}
+	var tools []Tool
+	var adopted []string
+	for i, p := range u.pinned.Tools {
+		if p.Unknown != nil {
+			continue
+		}
+		o, ok := snap.Tool(p.Name)
+		if !ok || !matches(p, o) {
+			continue
+		}
+		if tools == nil {
+			tools = slices.Clone(u.pinned.Tools)
+		}
+		tools[i] = o
+		adopted = append(adopted, p.Name)
+	}
+	if tools == nil {
+		return nil
+	}
+	pin, err := newSnapshot(u.name, tools, inv.now())
+	if err != nil {
+		return []Event{invalidList(u.name, err)}
+	}
+	pin.Sets = cloneSets(u.pinned.Sets)
+	if err := inv.store.Save(Pinned, pin); err != nil {
+		// Held in memory all the same: saved with the next pin or approval.
+		u.pinned = pin
+		return []Event{storeError(u.name, Pinned, err)}
+	}
+	u.pinned = pin
+	var changed []string // those whose hash now covers unknown members
+	for _, t := range tools {
+		if slices.Contains(adopted, t.Name) && t.unknown() != nil {
+			changed = append(changed, t.Name)
+		}
+	}
+	return []Event{{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
+		"hash": pin.Hash, "tools": len(pin.Tools), "unknown_members_adopted": len(adopted), "with_unknown_members": changed,
+	}}}
 }
 
 // pinAbandoned pins, under PinFirstSeen, the tools collected from a
@@ -702,7 +755,7 @@ func (inv *Inventory) pageDrift(u *upstream, page Page, set string) []Event {
 	changed, dropped := false, 0
 	for _, t := range page.Tools {
 		p, ok := u.pinned.Tool(t.Name)
-		if ok && p.Hash == t.Hash {
+		if ok && matches(p, t) {
 			continue
 		}
 		if !ok && inv.mayPinSet(u, set) {
@@ -850,7 +903,7 @@ func (inv *Inventory) pinSet(u *upstream, snap *Snapshot) []Event {
 		case !ok:
 			tools = append(tools, t)
 			added = append(added, t.Name)
-		case p.Hash != t.Hash:
+		case !matches(p, t):
 			drifted = true
 			fallthrough
 		default:

@@ -309,6 +309,9 @@ func (s *scanner) tool(t Tool) {
 	s.json("/icons", t.Icons)
 	s.json("/execution", t.Execution)
 	s.json("/_meta", t.Meta)
+	// Members MCP does not define ("x-notes", "examples") reach the
+	// client as well: their strings are read as the description's.
+	s.json("", t.Unknown)
 }
 
 // maxPerRule bounds the findings of one rule of one severity in one

@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -10,7 +9,7 @@ import (
 // what the operator approved. With DriftBlock, on a pinned upstream a tool
 // identical to its pinned version is shown as sent, a tool that differs
 // from it (description, title, schemas, annotations, icons, execution,
-// _meta) is shown as pinned, and a tool outside the pin, or one that
+// _meta, members MCP does not define) is shown as pinned, and a tool outside the pin, or one that
 // cannot be read, is left out; on an upstream whose calls are all blocked
 // (a pin that failed verification, or manual pinning before the pin)
 // every tool is left out. Calls of such tools are blocked (Blocked) until
@@ -41,10 +40,10 @@ func (inv *Inventory) ScreenTools(upstream string, tools []jsontext.Value) []jso
 		pinned, ok := u.pinned.Tool(t.Name)
 		switch {
 		case !ok:
-		case pinned.Hash == t.Hash:
+		case matches(pinned, t):
 			out[i] = it
 		default:
-			if b, err := json.Marshal(pinned.body()); err == nil {
+			if b, err := pinned.wire(); err == nil {
 				out[i] = b
 			}
 		}

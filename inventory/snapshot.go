@@ -23,7 +23,7 @@ const MaxListBytes = 32 << 20
 
 func (t *Tool) size() int {
 	return len(t.Name) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.OutputSchema) + len(t.Annotations) +
-		len(t.Icons) + len(t.Execution) + len(t.Meta) + len(t.Hash)
+		len(t.Icons) + len(t.Execution) + len(t.Meta) + len(t.Unknown) + len(t.Hash) + len(t.known)
 }
 
 // Tool is one tool of a snapshot: the parts of a tools/list entry that the
@@ -42,9 +42,19 @@ type Tool struct {
 	Icons     jsontext.Value `json:"icons,omitzero"`
 	Execution jsontext.Value `json:"execution,omitzero"`
 	Meta      jsontext.Value `json:"_meta,omitzero"`
+	// Unknown holds, as one object, the members of the tool that MCP does
+	// not define (x-notes, examples…): the client is passed them too,
+	// and some hand the model the whole tool. {} when there are none;
+	// nil in a tool pinned before they were kept, whose hash is over the
+	// other members only (see adoptUnknown).
+	Unknown jsontext.Value `json:"unknown,omitzero"`
 	// Hash is the lowercase hex SHA-256 of the RFC 8785 form of the tool
-	// object above (every member except hash itself).
+	// object above (every member except hash itself, and unknown only
+	// when it has members: a tool without unknown members has the hash
+	// it had before they were kept).
 	Hash string `json:"hash"`
+
+	known string // the hash of the tool without its unknown members, once worked out
 }
 
 // toolBody is Tool without its hash: what the hash is taken over.
@@ -58,10 +68,64 @@ type toolBody struct {
 	Icons        jsontext.Value `json:"icons,omitzero"`
 	Execution    jsontext.Value `json:"execution,omitzero"`
 	Meta         jsontext.Value `json:"_meta,omitzero"`
+	Unknown      jsontext.Value `json:"unknown,omitzero"`
 }
 
 func (t *Tool) body() toolBody {
-	return toolBody{t.Name, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations, t.Icons, t.Execution, t.Meta}
+	return toolBody{t.Name, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations, t.Icons, t.Execution, t.Meta, t.unknown()}
+}
+
+// unknown returns t.Unknown, nil when it has no members.
+func (t *Tool) unknown() jsontext.Value {
+	if string(t.Unknown) == "{}" {
+		return nil
+	}
+	return t.Unknown
+}
+
+// knownHash returns the hash of t without its unknown members: the hash
+// a pin made before they were kept has for it.
+func (t *Tool) knownHash() string {
+	if t.unknown() == nil {
+		return t.Hash
+	}
+	if t.known != "" {
+		return t.known
+	}
+	b := t.body()
+	b.Unknown = nil
+	j, err := json.Marshal(b)
+	if err != nil {
+		return ""
+	}
+	c, err := canonical(j)
+	if err != nil {
+		return ""
+	}
+	return sum(c)
+}
+
+// matches reports whether o, an observed tool, is the version p of the
+// pin holds it to. A tool pinned before unknown members were kept
+// (Unknown nil) is held to its other members only, until adoptUnknown
+// pins them.
+func matches(p, o Tool) bool {
+	return p.Hash == o.Hash || p.Unknown == nil && p.Hash == o.knownHash()
+}
+
+// wire returns the tool as a tools/list result lists it: its members,
+// unknown ones included, without its hash.
+func (t *Tool) wire() (jsontext.Value, error) {
+	b := t.body()
+	b.Unknown = nil
+	j, err := json.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	if u := t.unknown(); len(u) > 2 && u.Kind() == '{' {
+		j = append(append(j[:len(j)-1], ','), u[1:]...)
+	}
+	return j, nil
 }
 
 // canonicalBody returns the RFC 8785 form of the tool without its hash.
@@ -75,8 +139,8 @@ func (t *Tool) canonicalBody() (jsontext.Value, error) {
 
 // seal canonicalizes the tool's JSON members and sets its hash.
 func (t *Tool) seal() error {
-	for _, v := range []*jsontext.Value{&t.InputSchema, &t.OutputSchema, &t.Annotations, &t.Icons, &t.Execution, &t.Meta} {
-		if len(*v) == 0 || v.Kind() == 'n' {
+	for _, v := range []*jsontext.Value{&t.InputSchema, &t.OutputSchema, &t.Annotations, &t.Icons, &t.Execution, &t.Meta, &t.Unknown} {
+		if len(*v) == 0 || v.Kind() == 'n' && v != &t.Unknown {
 			*v = nil
 			continue
 		}
@@ -91,6 +155,8 @@ func (t *Tool) seal() error {
 		return fmt.Errorf("tool %q: %w", t.Name, err)
 	}
 	t.Hash = sum(b)
+	t.known = ""
+	t.known = t.knownHash()
 	return nil
 }
 
@@ -204,8 +270,8 @@ type Page struct {
 var ErrInvalidList = errors.New("inventory: invalid tools/list result")
 
 // ParsePage decodes a tools/list result (the JSON-RPC result member, not
-// the whole response) and seals its tools. Members other than those a Tool
-// keeps are ignored. It fails on a result that is not JSON, has a tool
+// the whole response) and seals its tools. A tool's members that MCP does
+// not define are kept together in its Unknown. It fails on a result that is not JSON, has a tool
 // without a name, or lists one name twice.
 func ParsePage(result jsontext.Value) (Page, error) {
 	p, err := parsePage(result)
@@ -230,6 +296,7 @@ func parsePage(result jsontext.Value) (Page, error) {
 			Icons        jsontext.Value `json:"icons"`
 			Execution    jsontext.Value `json:"execution"`
 			Meta         jsontext.Value `json:"_meta"`
+			Unknown      jsontext.Value `json:",embed"` // the members not above
 		} `json:"tools"`
 		NextCursor string `json:"nextCursor"`
 	}
@@ -256,6 +323,10 @@ func parsePage(result jsontext.Value) (Page, error) {
 			Icons:        r.Icons,
 			Execution:    r.Execution,
 			Meta:         r.Meta,
+			Unknown:      r.Unknown,
+		}
+		if len(t.Unknown) == 0 {
+			t.Unknown = jsontext.Value("{}")
 		}
 		if err := t.seal(); err != nil {
 			return Page{}, fmt.Errorf("%w: %v", ErrInvalidList, err)
