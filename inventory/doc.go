@@ -42,10 +42,12 @@
 // reported as EventCollision and listed by Collisions; the inventory never
 // hides one behind the other.
 //
-// What else an upstream shows the model is scanned with the same rules,
-// not pinned: the items of prompts/list, resources/list and
-// resources/templates/list (ScreenListed) and the instructions of
-// initialize and server/discover (ScreenInstructions). With
+// What else an upstream shows the model is scanned with the same rules:
+// the items of prompts/list, resources/list and resources/templates/list
+// (ScreenListed), not pinned, and the instructions of initialize and
+// server/discover (ScreenInstructions), pinned with the tools on first
+// sight (a pin without them adopts the next seen), their change drift,
+// not shown with DriftBlock until the upstream's changes are approved. With
 // ListingWithhold, the default, what looks poisoned is not shown, and
 // Withheld refuses a later prompts/get or resources/read of it.
 //

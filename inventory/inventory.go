@@ -226,6 +226,9 @@ type upstream struct {
 	cross   map[string][]Finding
 	foreign []string
 	own     []string // its tool names in lower case, sorted, as the cross index has them
+	// instr are the instructions last listed, by method, that differ
+	// from the pin's (pinInstructions): what Approve of AllTools pins.
+	instr map[string]string
 }
 
 // current is the snapshot that describes what the upstream serves now.
@@ -660,7 +663,7 @@ func (inv *Inventory) adoptUnknown(u *upstream, snap *Snapshot) []Event {
 	if err != nil {
 		return []Event{invalidList(u.name, err)}
 	}
-	pin.Sets = cloneSets(u.pinned.Sets)
+	pin.Sets, pin.Instructions = cloneSets(u.pinned.Sets), u.pinned.Instructions
 	if err := inv.store.Save(Pinned, pin); err != nil {
 		// Held in memory all the same: saved with the next pin or approval.
 		u.pinned = pin
@@ -734,6 +737,7 @@ func (inv *Inventory) completePin(u *upstream, snap *Snapshot) []Event {
 		sets[snap.ListedWith] = addNames(sets[snap.ListedWith], snap.toolNames()...)
 		pin.Sets = sets
 	}
+	pin.Instructions = u.pinned.Instructions
 	if err := inv.store.Save(Pinned, pin); err != nil {
 		return []Event{storeError(u.name, Pinned, err)}
 	}
@@ -930,7 +934,7 @@ func (inv *Inventory) pinSet(u *upstream, snap *Snapshot) []Event {
 	if err != nil {
 		return []Event{invalidList(u.name, err)}
 	}
-	pin.Sets = cloneSets(u.pinned.Sets)
+	pin.Sets, pin.Instructions = cloneSets(u.pinned.Sets), u.pinned.Instructions
 	pin.Sets[snap.ListedWith] = names
 	ev := Event{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
 		"hash": pin.Hash, "tools": len(pin.Tools), "first_seen": true,
@@ -1081,7 +1085,8 @@ func (inv *Inventory) reload(kind Kind, upstream string) []Event {
 // samePin reports whether two pins hold the same tools under the same
 // capability sets.
 func samePin(a, b *Snapshot) bool {
-	return a.Hash == b.Hash && (a.Sets == nil) == (b.Sets == nil) && maps.EqualFunc(a.Sets, b.Sets, slices.Equal)
+	return a.Hash == b.Hash && (a.Sets == nil) == (b.Sets == nil) && maps.EqualFunc(a.Sets, b.Sets, slices.Equal) &&
+		maps.Equal(a.Instructions, b.Instructions)
 }
 
 func storeError(upstream string, kind Kind, err error) Event {
@@ -1175,13 +1180,27 @@ func (inv *Inventory) approveLocked(upstream, tool string, want *string, evType 
 		ev.Tool = tool
 		ev.Detail = map[string]any{"change": string(c.Kind), "tool_hash": c.ObservedHash, "pinned_hash": snap.Hash}
 	}
+	// The instructions stay as pinned; approving every change approves
+	// theirs too (pinInstructions).
+	if u.pinned != nil {
+		snap.Instructions = u.pinned.Instructions
+	}
+	if tool == AllTools && len(u.instr) > 0 {
+		instr := maps.Clone(snap.Instructions)
+		if instr == nil {
+			instr = map[string]string{}
+		}
+		maps.Copy(instr, u.instr)
+		snap.Instructions = instr
+		ev.Detail["instructions"] = slices.Sorted(maps.Keys(u.instr))
+	}
 	if err := inv.store.Save(Pinned, snap); err != nil {
 		return nil, err
 	}
 	u.pinned, u.pinErr = snap, nil
 	u.unsaved = false
 	if tool == AllTools {
-		u.seen = nil
+		u.seen, u.instr = nil, nil
 	} else {
 		delete(u.seen, tool)
 	}

@@ -313,7 +313,8 @@ func allowedHashes(list []string) (map[[sha256.Size]byte]bool, error) {
 // ScreenInstructions scans the instructions of an initialize or
 // server/discover result (method) of upstream as it scans a tool's
 // description, and reports whether they may be shown to the client: not
-// with ListingWithhold when a finding is of SeverityMedium or above.
+// with ListingWithhold when a finding is of SeverityMedium or above, nor
+// with DriftBlock when they differ from those pinned (pinInstructions).
 // Findings become EventPoisoning events with an empty Tool, field
 // "/instructions", and Detail method, item_hash and withheld.
 func (inv *Inventory) ScreenInstructions(upstream, method, instructions string) (show bool) {
@@ -338,9 +339,67 @@ func (inv *Inventory) ScreenInstructions(upstream, method, instructions string) 
 			"method": method, "item_hash": hex.EncodeToString(digest[:]), "withheld": withhold, "allowed": allowed,
 		}})
 	}
+	drift, pinEvs := inv.pinInstructions(inv.upstream(upstream), method, instructions, Suspicious(fs) && !allowed)
+	evs = append(evs, pinEvs...)
 	inv.mu.Unlock()
 	inv.emit(evs)
-	return !withhold
+	return !withhold && !(drift && inv.onDrift == DriftBlock)
+}
+
+// pinInstructions compares text, the instructions of u's result of
+// method, with those u's pin holds for method. The first seen once u is
+// pinned are pinned, unless poisoned (those are not shown, nor pinned):
+// so are those of an upstream pinned before instructions were. Later
+// instructions that differ are drift, reported once for each text; with
+// DriftBlock ScreenInstructions does not show them, until Approve of
+// AllTools (or Pin) pins them. A server that told the model one thing
+// when approved can otherwise tell it another, in its system prompt,
+// while every tool stays as pinned. Callers hold mu.
+func (inv *Inventory) pinInstructions(u *upstream, method, text string, poisoned bool) (drift bool, evs []Event) {
+	if u.pinned == nil || u.pinErr != nil {
+		return false, nil
+	}
+	pinned, ok := u.pinned.Instructions[method]
+	switch {
+	case ok && pinned == text:
+		delete(u.instr, method)
+		return false, nil
+	case ok:
+		if had, seen := u.instr[method]; seen && had == text {
+			return true, nil // reported
+		}
+		if u.instr == nil {
+			u.instr = map[string]string{}
+		}
+		u.instr[method] = text
+		pre, oldMid, newMid, post := textDelta(pinned, text)
+		detail := map[string]any{
+			"change": string(ToolChanged), "fields": []string{"instructions"}, "field": "/instructions", "method": method,
+			"pinned_hash": sum([]byte(pinned)), "observed_hash": sum([]byte(text)),
+			"diff":    "instructions of " + method + ":\n  - " + quoteDelta(pre, oldMid, post, maxEventDelta) + "\n  + " + quoteDelta(pre, newMid, post, maxEventDelta) + "\n",
+			"blocked": inv.onDrift == DriftBlock,
+		}
+		if inv.onDrift == DriftBlock {
+			detail["reason"] = fmt.Sprintf("the instructions of upstream %q (%s) changed since they were pinned; they are withheld until approved with \"sluice inventory approve %s\" (every change of the upstream)", u.name, method, u.name)
+		}
+		return true, []Event{{Type: EventDrift, Upstream: u.name, Detail: detail}}
+	case poisoned:
+		return false, nil
+	}
+	pin := *u.pinned
+	pin.Instructions = maps.Clone(u.pinned.Instructions)
+	if pin.Instructions == nil {
+		pin.Instructions = map[string]string{}
+	}
+	pin.Instructions[method] = text
+	if err := inv.store.Save(Pinned, &pin); err != nil {
+		// Not pinned: tried again at the next.
+		return false, []Event{storeError(u.name, Pinned, err)}
+	}
+	u.pinned = &pin
+	return false, []Event{{Type: EventPinned, Upstream: u.name, Detail: map[string]any{
+		"hash": pin.Hash, "tools": len(pin.Tools), "instructions": method,
+	}}}
 }
 
 // normalTemplate is URI template t with its literal text up to its first

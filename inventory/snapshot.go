@@ -180,6 +180,11 @@ type Snapshot struct {
 	// all the pin's tools. The key approvedSet, "(approved)", is no set:
 	// it holds the names of the tools an operator approved.
 	Sets map[string][]string `json:"capability_sets,omitzero"`
+	// Instructions, in a pinned snapshot, are the instructions of the
+	// upstream's initialize and server/discover results, by method,
+	// pinned on first sight after the tools (see ScreenInstructions).
+	// Not part of Hash, the tools' hash.
+	Instructions map[string]string `json:"instructions,omitzero"`
 }
 
 // newSnapshot sorts tools (already sealed) and computes the snapshot hash.
