@@ -67,6 +67,17 @@ type Diff struct {
 	// (and none was stored); then nothing is known to have changed.
 	Observed *SnapshotInfo `json:"observed"`
 	Changes  []ToolChange  `json:"changes"` // sorted by tool name
+	// Instructions are the server's instructions listed since the pin
+	// that differ from those pinned, by method (see ScreenInstructions).
+	Instructions []InstructionsChange `json:"instructions,omitempty"`
+}
+
+// InstructionsChange is the drift of a server's instructions in the
+// result of Method (initialize or server/discover).
+type InstructionsChange struct {
+	Method   string `json:"method"`
+	Pinned   string `json:"pinned"`
+	Observed string `json:"observed"`
 }
 
 // SnapshotInfo summarizes a snapshot.
@@ -84,7 +95,9 @@ func infoOf(s *Snapshot) *SnapshotInfo {
 }
 
 // Empty reports whether the observed inventory matches the pinned one.
-func (d *Diff) Empty() bool { return d.Pinned != nil && len(d.Changes) == 0 }
+func (d *Diff) Empty() bool {
+	return d.Pinned != nil && len(d.Changes) == 0 && len(d.Instructions) == 0
+}
 
 // String renders the diff for a terminal, in the spirit of a unified diff:
 // "+" for added tools and text, "-" for removed, "~" for changed tools.
@@ -110,6 +123,12 @@ func (d *Diff) String() string {
 	for _, c := range d.Changes {
 		b.WriteByte('\n')
 		writeChange(&b, c, 0)
+	}
+	for _, c := range d.Instructions {
+		pre, oldMid, newMid, post := textDelta(c.Pinned, c.Observed)
+		fmt.Fprintf(&b, "\n~ instructions of %s changed\n", c.Method)
+		fmt.Fprintf(&b, "      - %s\n", quoteDelta(pre, oldMid, post, 0))
+		fmt.Fprintf(&b, "      + %s\n", quoteDelta(pre, newMid, post, 0))
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -39,6 +40,13 @@ func TestAttackInstructionsRugPull(t *testing.T) {
 		if !inv.ScreenInstructions("notes", method, benign) {
 			t.Errorf("%s: pinned instructions withheld", method)
 		}
+	}
+	// The operator sees the change.
+	if inv.ScreenInstructions("notes", "initialize", pulled) {
+		t.Errorf("changed instructions shown")
+	}
+	if d, err := inv.Diff("notes"); err != nil || d.Empty() || len(d.Instructions) != 1 || !strings.Contains(d.String(), "whole conversation") {
+		t.Errorf("Diff = %+v, %v; want the instructions of initialize changed", d, err)
 	}
 	// Kept with the pin.
 	inv2, _ := newInv(t, dir, Options{})

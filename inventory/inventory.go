@@ -1339,6 +1339,11 @@ func (inv *Inventory) Diff(upstream string) (*Diff, error) {
 	if d.Changes == nil {
 		d.Changes = []ToolChange{}
 	}
+	if u.pinned != nil {
+		for _, m := range slices.Sorted(maps.Keys(u.instr)) {
+			d.Instructions = append(d.Instructions, InstructionsChange{Method: m, Pinned: u.pinned.Instructions[m], Observed: u.instr[m]})
+		}
+	}
 	return d, nil
 }
 
