@@ -1083,10 +1083,14 @@ func (inv *Inventory) reload(kind Kind, upstream string) []Event {
 }
 
 // samePin reports whether two pins hold the same tools under the same
-// capability sets.
+// capability sets, with the same instructions. A tool whose unknown
+// members were adopted as none ({}) has the hash it had in the pin before
+// (nil): the pins differ all the same, or a replica that did not adopt
+// would adopt, without drift, members added since.
 func samePin(a, b *Snapshot) bool {
 	return a.Hash == b.Hash && (a.Sets == nil) == (b.Sets == nil) && maps.EqualFunc(a.Sets, b.Sets, slices.Equal) &&
-		maps.Equal(a.Instructions, b.Instructions)
+		maps.Equal(a.Instructions, b.Instructions) &&
+		slices.EqualFunc(a.Tools, b.Tools, func(x, y Tool) bool { return (x.Unknown == nil) == (y.Unknown == nil) })
 }
 
 func storeError(upstream string, kind Kind, err error) Event {
