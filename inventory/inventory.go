@@ -1077,6 +1077,13 @@ func (inv *Inventory) reload(kind Kind, upstream string) []Event {
 			u.unsaved = false
 		}
 	}
+	if u.pinned != nil {
+		// Instructions another replica's approval pinned are no change.
+		maps.DeleteFunc(u.instr, func(m, text string) bool {
+			pinned, ok := u.pinned.Instructions[m]
+			return ok && pinned == text
+		})
+	}
 	evs = append(evs, inv.refresh(upstream)...)
 	inv.publish()
 	return evs
