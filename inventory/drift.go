@@ -70,6 +70,10 @@ type Diff struct {
 	// Instructions are the server's instructions listed since the pin
 	// that differ from those pinned, by method (see ScreenInstructions).
 	Instructions []InstructionsChange `json:"instructions,omitempty"`
+	// ApprovalHash is what approving every change with a hash takes
+	// (ApproveHash of AllTools, PinHash): Observed's hash, or, with
+	// Instructions, one over it and them.
+	ApprovalHash string `json:"approval_hash,omitempty"`
 }
 
 // InstructionsChange is the drift of a server's instructions in the
@@ -129,6 +133,10 @@ func (d *Diff) String() string {
 		fmt.Fprintf(&b, "\n~ instructions of %s changed\n", c.Method)
 		fmt.Fprintf(&b, "      - %s\n", quoteDelta(pre, oldMid, post, 0))
 		fmt.Fprintf(&b, "      + %s\n", quoteDelta(pre, newMid, post, 0))
+	}
+	if len(d.Instructions) > 0 && d.ApprovalHash != "" {
+		// The observed hash does not cover the instructions.
+		fmt.Fprintf(&b, "\napproval hash %s (the observed list and these instructions)\n", d.ApprovalHash)
 	}
 	return b.String()
 }

@@ -1157,7 +1157,10 @@ func (inv *Inventory) approveLocked(upstream, tool string, want *string, evType 
 		ev   = Event{Type: evType, Upstream: upstream}
 	)
 	if tool == AllTools {
-		if want != nil && *want != u.observed.Hash {
+		if want != nil && *want != u.approvalHash() {
+			if len(u.instr) > 0 {
+				return nil, fmt.Errorf("%w: %q is at %s with its instructions changed, not %s (the approval hash sluice inventory diff shows)", ErrStale, upstream, u.approvalHash(), *want)
+			}
 			return nil, fmt.Errorf("%w: %q is at %s, not %s", ErrStale, upstream, u.observed.Hash, *want)
 		}
 		if evType == EventPinned || u.pinned == nil || u.pinned.Sets == nil {
@@ -1355,7 +1358,27 @@ func (inv *Inventory) Diff(upstream string) (*Diff, error) {
 			d.Instructions = append(d.Instructions, InstructionsChange{Method: m, Pinned: u.pinned.Instructions[m], Observed: u.instr[m]})
 		}
 	}
+	if u.observed != nil {
+		d.ApprovalHash = u.approvalHash()
+	}
 	return d, nil
+}
+
+// approvalHash is the hash that approves every change of u (Approve of
+// AllTools, Pin) as seen now: its observed list's hash, or, while
+// instructions differ from the pin's, a hash over it and them, so that
+// instructions changed again after an operator reviewed them are not
+// pinned unseen. Callers hold mu; u.observed is not nil.
+func (u *upstream) approvalHash() string {
+	if len(u.instr) == 0 {
+		return u.observed.Hash
+	}
+	var b strings.Builder
+	b.WriteString(u.observed.Hash)
+	for _, m := range slices.Sorted(maps.Keys(u.instr)) {
+		fmt.Fprintf(&b, "\n%s %s", m, sum([]byte(u.instr[m])))
+	}
+	return sum([]byte(b.String()))
 }
 
 // Upstreams returns the names of the upstreams the inventory knows, sorted.

@@ -116,8 +116,9 @@ func (c *inventoryConfig) backend(ctx context.Context) (*inventory.RedisBackend,
 //	POST /admin/inventory/{upstream}/pin       pin what was last observed [{"hash":"…"}]
 //	POST /admin/inventory/{upstream}/approve   {"tool":"name"|"*"[,"hash":"…"]}
 //
-// A hash (the diff's observed hash of the tool, or of the list for "*"
-// and pin) approves that version only: a tool changed again since the
+// A hash (the diff's observed hash of the tool, or its approval_hash, of
+// the list and any changed instructions, for "*" and pin) approves that
+// version only: a tool changed again since the
 // operator reviewed it is refused 409 rather than approved unseen.
 func inventoryAdmin(inv *inventory.Inventory) http.Handler {
 	// decodeStrict reads the body as one JSON object of v's members and
