@@ -386,6 +386,15 @@ func (inv *Inventory) pinInstructions(u *upstream, method, text string, poisoned
 	case poisoned:
 		return false, nil
 	}
+	if stored, err := inv.store.Load(Pinned, u.name); err == nil && !samePin(u.pinned, stored) {
+		// A newer pin (another replica's approval, its notice still to
+		// come): the instructions join that one, not undo it.
+		u.pinned, u.unsaved = stored, false
+		evs = append(evs, inv.refresh(u.name)...)
+		inv.publish()
+		drift, more := inv.pinInstructions(u, method, text, poisoned)
+		return drift, append(evs, more...)
+	}
 	pin := *u.pinned
 	pin.Instructions = maps.Clone(u.pinned.Instructions)
 	if pin.Instructions == nil {
