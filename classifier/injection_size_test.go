@@ -87,3 +87,51 @@ func TestBlobDecodeAllocatesOnce(t *testing.T) {
 		t.Errorf("decoding an 8 MiB blob allocated %d bytes, want at most 9 MiB", got)
 	}
 }
+
+// TestAttackLargeResultNotStarved: a result as large as the bound waits
+// for the large ones screened before it, not for every small one: small
+// results keep arriving (one is always being read) and the large one
+// still gets its turn, where it waited for none to be read at all.
+func TestAttackLargeResultNotStarved(t *testing.T) {
+	b := newScreenBudget(3 << 20)
+	small := b.acquire(smallResult) // one always being read
+	defer b.release(small)
+	done := make(chan int64)
+	go func() { done <- b.acquire(8 << 20) }()
+	select {
+	case n := <-done:
+		b.release(n)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a large result waited for small ones, which never stop arriving")
+	}
+}
+
+// TestAttackLargeResultKeepsItsTurn: results that fit in the room left
+// do not pass one waiting for more room (a stream of 1 MiB results
+// would keep a 3 MiB one waiting for ever): they wait behind it.
+func TestAttackLargeResultKeepsItsTurn(t *testing.T) {
+	b := newScreenBudget(3 << 20)
+	first := b.acquire(2 << 20)
+	order := make(chan string, 2)
+	big := make(chan int64)
+	go func() { n := b.acquire(3 << 20); order <- "large"; big <- n }()
+	for b.waiting() == 0 { // the large one is waiting its turn
+		runtime.Gosched()
+	}
+	mid := make(chan int64)
+	go func() { n := b.acquire(1 << 20); order <- "1 MiB"; mid <- n }()
+	for b.waiting() < 2 {
+		select {
+		case <-order:
+			t.Fatal("a 1 MiB result passed the large one waiting before it")
+		default:
+			runtime.Gosched()
+		}
+	}
+	b.release(first)
+	if got := <-order; got != "large" {
+		t.Fatalf("%s read first, want the large result waiting longer", got)
+	}
+	b.release(<-big)
+	b.release(<-mid)
+}
