@@ -1426,9 +1426,9 @@ func (g *Gateway) relayStream(w http.ResponseWriter, resp *http.Response, id jso
 	}
 	recorded := map[string]bool{} // the tasks and contexts its events named (owners.record)
 	linked := map[string]bool{}   // the contexts linked to decided's route memory (linkContexts)
-	var tails artifactTails       // the end of each artifact's text, for a chunk appended to it (artifacttail.go)
+	var tails *artifactTails      // the end of each artifact's text, for a chunk appended to it (artifacttail.go)
 	if d != nil && g.ic != nil && g.ic.ScreensUpstreamMessages() {
-		tails = artifactTails{}
+		tails = newArtifactTails()
 	}
 	for {
 		line, err := br.ReadSlice('\n')

@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"crypto/sha256"
 	"errors"
 	"unicode/utf8"
 
@@ -17,7 +18,8 @@ import (
 // the artifact's text before it: appendTail bytes, enough for any phrase
 // the detector reads (an injection longer than that is read in the
 // chunks themselves), held for at most maxTailedArtifacts artifacts of a
-// stream at once (one is let go at its last chunk). Other things an
+// stream at once (one is let go at its last chunk, and a chunk appended
+// to it after that ends a withholding stream). Other things an
 // upstream sends one after another (MCP progress and log notifications, A2A
 // status updates) are not joined: clients show each as it comes, replacing
 // the last, not one text.
@@ -35,9 +37,35 @@ const maxTailedArtifacts = 256
 // chunk of one more could not be screened joined to what came before.
 var errTooManyArtifacts = errors.New("the agent's stream has more artifacts open at once than the gateway screens (256)")
 
-// artifactTails holds the tail of each artifact of a stream, by task and
-// artifact id.
-type artifactTails map[string]string
+// errAppendAfterLast ends a stream, when answers are withheld, that
+// appends to an artifact after its last chunk: a client joins the chunk
+// to it all the same (lastChunk is not read: a2a-go's task manager joins
+// by artifact id), and the gateway no longer holds its tail.
+var errAppendAfterLast = errors.New("the agent appended to an artifact after its last chunk")
+
+// artifactTails holds the tail of each open artifact of a stream, by a
+// hash of task and artifact id (ids may be as long as an event: held as
+// spelled, 256 of them were), and notes the artifacts it let go at their
+// last chunk in a fixed bitset (closed, 8 KiB), so that a chunk appended
+// to one after it is not screened as if nothing came before. An
+// artifact's bit may be another's: then a chunk appended to an artifact
+// the stream never opened, which no agent sends (a2a-go's task manager
+// refuses it), ends the stream too.
+type artifactTails struct {
+	open   map[[sha256.Size]byte]string
+	closed []uint64
+}
+
+func newArtifactTails() *artifactTails {
+	return &artifactTails{open: map[[sha256.Size]byte]string{}}
+}
+
+const closedBits = 1 << 16
+
+func closedBit(key [sha256.Size]byte) (word int, bit uint64) {
+	i := int(key[0])<<8 | int(key[1])
+	return i / 64, 1 << (i % 64)
+}
 
 type artifactUpdate struct {
 	TaskID    string `json:"taskId"`
@@ -57,7 +85,7 @@ type artifactUpdate struct {
 // artifact's parts (read joined, as the client's model reads them); nil
 // when there is none. With hold (answers withheld), an artifact past
 // maxTailedArtifacts is an error.
-func (t artifactTails) next(result jsontext.Value, hold bool) (jsontext.Value, error) {
+func (t *artifactTails) next(result jsontext.Value, hold bool) (jsontext.Value, error) {
 	var ev struct {
 		artifactUpdate `json:",inline"`
 		Kind           string          `json:"kind"`
@@ -75,10 +103,14 @@ func (t artifactTails) next(result jsontext.Value, hold bool) (jsontext.Value, e
 		}
 		u = &ev.artifactUpdate
 	}
-	key := u.TaskID + "\x00" + u.Artifact.ArtifactID
-	tail, seen := t[key]
+	key := sha256.Sum256([]byte(u.TaskID + "\x00" + u.Artifact.ArtifactID))
+	tail, seen := t.open[key]
 	if !u.Append {
 		tail = "" // a new artifact, or one sent anew
+	} else if !seen && hold && t.closed != nil {
+		if w, b := closedBit(key); t.closed[w]&b != 0 {
+			return nil, errAppendAfterLast
+		}
 	}
 	var text []string
 	whole := tail
@@ -90,9 +122,14 @@ func (t artifactTails) next(result jsontext.Value, hold bool) (jsontext.Value, e
 	}
 	switch {
 	case u.LastChunk:
-		delete(t, key)
-	case seen || len(t) < maxTailedArtifacts:
-		t[key] = lastBytes(whole, appendTail)
+		delete(t.open, key)
+		if t.closed == nil {
+			t.closed = make([]uint64, closedBits/64)
+		}
+		w, b := closedBit(key)
+		t.closed[w] |= b
+	case seen || len(t.open) < maxTailedArtifacts:
+		t.open[key] = lastBytes(whole, appendTail)
 	case hold:
 		return nil, errTooManyArtifacts
 	}
@@ -117,4 +154,13 @@ func lastBytes(s string, n int) string {
 		i++
 	}
 	return s[i:]
+}
+
+// heldBytes is what t holds, keys and tails, for tests.
+func (t *artifactTails) heldBytes() int {
+	n := 8 * len(t.closed)
+	for k, v := range t.open {
+		n += len(k) + len(v)
+	}
+	return n
 }
