@@ -14,7 +14,11 @@ import "sync"
 // result of at most smallResult bytes (most are) does not wait, nor take
 // room: it is not held up behind an upstream's flood of large ones, nor
 // does a large one wait for none to be read. Large ones take their turns
-// in the order they came. The memory screening holds beyond the results
+// in the order they came, whichever upstream sent them: one upstream's
+// flood of large results delays other upstreams' large ones (each read
+// of 32 MiB takes ~0.5 s), not their small ones. A call waits with no
+// regard to its request's context (DetectInjectionInResult takes none):
+// a cancelled one still takes its turn. The memory screening holds beyond the results
 // themselves is so about 3.5 × 64 MiB (~225 MiB), and 3.5 × 256 KiB more
 // for each small result read at the time.
 const MaxScreeningBytes = 64 << 20
