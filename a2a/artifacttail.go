@@ -18,8 +18,9 @@ import (
 // the artifact's text before it: appendTail bytes, enough for any phrase
 // the detector reads (an injection longer than that is read in the
 // chunks themselves), held for at most maxTailedArtifacts artifacts of a
-// stream at once (one is let go at its last chunk, and a chunk appended
-// to it after that ends a withholding stream). Other things an
+// stream at once (one is let go at its last chunk, or for one more past
+// the bound, and a chunk appended to it after that ends a withholding
+// stream). Other things an
 // upstream sends one after another (MCP progress and log notifications, A2A
 // status updates) are not joined: clients show each as it comes, replacing
 // the last, not one text.
@@ -29,19 +30,15 @@ import (
 const appendTail = 512
 
 // maxTailedArtifacts bounds the artifacts of one stream whose tail is
-// held (appendTail bytes each).
+// held (appendTail bytes each); past it, one is let go for each more.
 const maxTailedArtifacts = 256
 
-// errTooManyArtifacts ends a stream, when answers are withheld, that has
-// more artifacts open at once than the gateway holds the tails of: a
-// chunk of one more could not be screened joined to what came before.
-var errTooManyArtifacts = errors.New("the agent's stream has more artifacts open at once than the gateway screens (256)")
-
 // errAppendAfterLast ends a stream, when answers are withheld, that
-// appends to an artifact after its last chunk: a client joins the chunk
-// to it all the same (lastChunk is not read: a2a-go's task manager joins
-// by artifact id), and the gateway no longer holds its tail.
-var errAppendAfterLast = errors.New("the agent appended to an artifact after its last chunk")
+// appends to an artifact the gateway let the tail of go: after its last
+// chunk (a client joins the chunk to it all the same: lastChunk is not
+// read, a2a-go's task manager joins by artifact id), or when more than
+// maxTailedArtifacts were open at once (one let go for each more).
+var errAppendAfterLast = errors.New("the agent appended to an artifact after its last chunk, or to one of more than 256 open at once, which the gateway does not screen")
 
 // artifactTails holds the tail of each open artifact of a stream, by a
 // hash of task and artifact id (ids may be as long as an event: held as
@@ -83,8 +80,9 @@ type artifactUpdate struct {
 // screened besides it: when it appends to an artifact the stream sent
 // text of before, that text's tail and the chunk's text parts, as an
 // artifact's parts (read joined, as the client's model reads them); nil
-// when there is none. With hold (answers withheld), an artifact past
-// maxTailedArtifacts is an error.
+// when there is none. With hold (answers withheld), a chunk appended to
+// an artifact let go (at its last chunk, or for one more past
+// maxTailedArtifacts) is an error.
 func (t *artifactTails) next(result jsontext.Value, hold bool) (jsontext.Value, error) {
 	var ev struct {
 		artifactUpdate `json:",inline"`
@@ -120,18 +118,16 @@ func (t *artifactTails) next(result jsontext.Value, hold bool) (jsontext.Value, 
 			whole += p.Text
 		}
 	}
-	switch {
-	case u.LastChunk:
-		delete(t.open, key)
-		if t.closed == nil {
-			t.closed = make([]uint64, closedBits/64)
+	if u.LastChunk {
+		t.letGo(key)
+	} else {
+		if !seen && len(t.open) >= maxTailedArtifacts {
+			for k := range t.open { // any one: a chunk appended to it ends the stream
+				t.letGo(k)
+				break
+			}
 		}
-		w, b := closedBit(key)
-		t.closed[w] |= b
-	case seen || len(t.open) < maxTailedArtifacts:
 		t.open[key] = lastBytes(whole, appendTail)
-	case hold:
-		return nil, errTooManyArtifacts
 	}
 	if tail == "" || len(text) == 0 {
 		return nil, nil
@@ -142,6 +138,16 @@ func (t *artifactTails) next(result jsontext.Value, hold bool) (jsontext.Value, 
 	}
 	v, err := json.Marshal(map[string]any{"artifact": map[string]any{"parts": parts}})
 	return v, err
+}
+
+// letGo forgets the tail of the artifact key, noting it let go.
+func (t *artifactTails) letGo(key [sha256.Size]byte) {
+	delete(t.open, key)
+	if t.closed == nil {
+		t.closed = make([]uint64, closedBits/64)
+	}
+	w, b := closedBit(key)
+	t.closed[w] |= b
 }
 
 // lastBytes is the end of s, at most n bytes, from a rune's start.

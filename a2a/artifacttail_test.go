@@ -270,11 +270,11 @@ func TestArtifactTailsNext(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := tails.next(jsontext.Value(ev("one more", "x", false)), true); err == nil {
-		t.Error("an artifact past the bound: no error")
+	if _, err := tails.next(jsontext.Value(ev("one more", "x", false)), true); err != nil {
+		t.Errorf("an artifact past the bound: %v", err)
 	}
-	if _, err := tails.next(jsontext.Value(ev("one more", "x", false)), false); err != nil {
-		t.Errorf("an artifact past the bound, answers only recorded: %v", err)
+	if len(tails.open) != maxTailedArtifacts {
+		t.Errorf("%d tails held, want %d", len(tails.open), maxTailedArtifacts)
 	}
 }
 
@@ -295,5 +295,32 @@ func TestAttackArtifactIDsMemoryBounded(t *testing.T) {
 	}
 	if n := tails.heldBytes(); n > maxTailedArtifacts*(appendTail+64) {
 		t.Errorf("%d bytes held for %d artifacts, want at most %d", n, maxTailedArtifacts, maxTailedArtifacts*(appendTail+64))
+	}
+}
+
+// TestManyArtifactsOneStream (user review): an agent sending 10,000
+// artifacts on one stream, each whole in one event (a2a-go's
+// NewArtifactEvent: no lastChunk), had its withheld stream ended at the
+// 257th. Past the bound the gateway lets an artifact's tail go, as at
+// its last chunk: what it holds stays bounded, and only a chunk appended
+// to an artifact let go ends the stream.
+func TestManyArtifactsOneStream(t *testing.T) {
+	tails := newArtifactTails()
+	ev := func(i int, appendTo bool) jsontext.Value {
+		return jsontext.Value(fmt.Sprintf(`{"kind":"artifact-update","taskId":"t","append":%v,"artifact":{"artifactId":"a%d","parts":[{"kind":"text","text":"%s"}]}}`, appendTo, i, strings.Repeat("x", appendTail)))
+	}
+	for i := range 10000 {
+		if _, err := tails.next(ev(i, false), true); err != nil {
+			t.Fatalf("artifact %d: %v", i, err)
+		}
+	}
+	if n := tails.heldBytes(); n > maxTailedArtifacts*(appendTail+64)+closedBits/8 {
+		t.Errorf("%d bytes held", n)
+	}
+	if j, err := tails.next(ev(9999, true), true); err != nil || j == nil {
+		t.Errorf("a chunk appended to the last artifact: %v, joined %v", err, j != nil)
+	}
+	if _, err := tails.next(ev(0, true), true); err == nil {
+		t.Error("a chunk appended to an artifact whose tail was let go: no error")
 	}
 }
