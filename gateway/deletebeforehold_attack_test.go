@@ -115,11 +115,12 @@ func TestAttackDeleteBeforeHeld(t *testing.T) {
 	}
 }
 
-// TestDeleteRefusedSessionHolds: a session whose upstream refuses its
-// DELETE (405, as the specification lets it) goes on, and a call of it
-// sent after is held and its user asked as before: the DELETE's refusal
-// of later holds (TestAttackDeleteBeforeHeld) ends with the refusal.
-func TestDeleteRefusedSessionHolds(t *testing.T) {
+// TestDeleteRefusedSessionEnds: a session whose upstream refuses its
+// DELETE (405, as the specification lets it) ends at the gateway all the
+// same (TestAttackDeleteRefusedUpstreamEndsSession): a call sent after on
+// its id is refused as of an unknown session, neither held nor its user
+// asked, and never reaches the upstream.
+func TestDeleteRefusedSessionEnds(t *testing.T) {
 	store := approval.NewStore(approval.Options{})
 	dec := &approval.Gate{Next: &intercept.StaticDecider{Default: intercept.Allow, Approval: []string{"add"}, Mode: intercept.ModeToolResult}, Store: store}
 	f := newFixture(t, dec, Options{Approver: store})
@@ -133,19 +134,17 @@ func TestDeleteRefusedSessionHolds(t *testing.T) {
 	})
 	url := f.gw.URL + "/mcp/demo"
 	hdr := initializeWith(t, url, `{"elicitation":{"form":{}}}`)
-	if status := deleteSession(t, url, hdr); status != http.StatusMethodNotAllowed {
-		t.Fatalf("DELETE: got %d, want the upstream's 405", status)
+	if status := deleteSession(t, url, hdr); status != http.StatusNoContent {
+		t.Fatalf("DELETE: got %d, want 204, the gateway's session ended", status)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := sendPost(ctx, url, hdr, addCall)
-	if err != nil {
-		t.Fatal(err)
+	if status, _, body := post(t, url, hdr, addCall); status != http.StatusNotFound {
+		t.Errorf("a call of the ended session: got %d %s, want 404", status, body)
 	}
-	defer resp.Body.Close()
-	ev, err := transport.NewSSEReader(resp.Body).Next()
-	if err != nil || !strings.Contains(string(ev.Data), "elicitation/create") {
-		t.Fatalf("a call of the session that goes on: got %v %v, want its user asked", ev, err)
+	if n := len(store.List()); n != 0 {
+		t.Errorf("a call of the ended session was held: %d approval requests", n)
+	}
+	if f.upstreamSaw(`"name":"add"`) {
+		t.Errorf("a call of the ended session reached the upstream")
 	}
 }
 

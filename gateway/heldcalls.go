@@ -255,14 +255,6 @@ func (hc *heldCalls) cancelAll(ap Approver, agent string) {
 	}
 }
 
-// reopen lets calls be held again after cancelAll: the session goes on
-// (its upstream refused to end it).
-func (hc *heldCalls) reopen() {
-	hc.mu.Lock()
-	hc.ended = false
-	hc.mu.Unlock()
-}
-
 func cancelledBy(agent string) string {
 	if agent == "" {
 		agent = "client"

@@ -1526,35 +1526,47 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 	cc := intercept.CallContext{Upstream: rt.up.Name, Target: rt.up.target(), SessionID: policySession(r, sess.id), Principal: intercept.PrincipalFrom(r.Context())}
 	cc.Agent, cc.ProtocolVersion = sess.info()
 	out, err := g.upstreamRequest(r.Context(), r, rt, sess, g.ic.Closed(r.Context(), cc), nil)
-	if err != nil {
-		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
+	var resp *http.Response
+	if err == nil {
+		resp, err = g.do(rt, out)
+	}
+	if err == nil {
+		defer resp.Body.Close()
+	}
+	// The gateway's session is the gateway's to end, whatever the
+	// upstream does with its own: one that refuses the DELETE (405, as
+	// the specification lets it) or cannot be reached keeps its session
+	// until it idles out there, but the gateway's id, which its client
+	// holds as a credential, ends here and, on any replica
+	// (sessionends.go), is refused from now on. Before, a 405 kept the
+	// gateway's session too: the client's logout left its id working
+	// (TestAttackDeleteRefusedUpstreamEndsSession). A virtual session's
+	// inner one is only ever named by its aggregator, whose session's end
+	// was recorded so.
+	if err := g.recordEnd(r.Context(), sess.id, sess.upstreamID != "" && sess.bridge == nil && !inner); err != nil {
+		g.log.Warn("session end refused: the shared store did not record it for the other replicas", "err", err)
+		writeJSONRPCError(w, http.StatusServiceUnavailable, nil, errEndUnrecorded)
 		return
 	}
-	resp, err := g.do(rt, out)
-	if err != nil {
-		writeJSONRPCError(w, http.StatusBadGateway, nil, upstreamError(rt.up.Name, err))
-		return
+	g.sessions.remove(sess.id)
+	if g.opts.OnSessionEnd != nil {
+		g.opts.OnSessionEnd(sess.ref())
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		// Its id must not bring it back, on any replica (sessionends.go);
-		// a virtual session's inner one is only ever named by its
-		// aggregator, whose session's end was recorded so.
-		if err := g.recordEnd(r.Context(), sess.id, sess.upstreamID != "" && sess.bridge == nil && !inner); err != nil {
-			g.log.Warn("session end refused: the shared store did not record it for the other replicas", "err", err)
-			writeJSONRPCError(w, http.StatusServiceUnavailable, nil, errEndUnrecorded)
-			return
+	switch {
+	case err != nil:
+		g.log.Warn("session ended; its upstream session was not: the DELETE did not reach the upstream", "upstream", rt.up.Name, "err", err)
+		if sess.upstreamID != "" {
+			g.ends.add(rt, sess.upstreamID) // asked again, paced
 		}
-		g.sessions.remove(sess.id)
-		if g.opts.OnSessionEnd != nil {
-			g.opts.OnSessionEnd(sess.ref())
-		}
-	} else if !inner {
-		// The session goes on: its calls from now on may be held. Not a
-		// virtual session's inner one: that session has ended.
-		sess.held.reopen()
+		w.WriteHeader(http.StatusNoContent)
+	case resp.StatusCode == http.StatusMethodNotAllowed:
+		// The refusal is the upstream's, of its own session; the
+		// client's session, with the gateway, has ended.
+		g.log.Debug("session ended; its upstream refused to end its own", "upstream", rt.up.Name)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		copyHeaders(w.Header(), resp.Header, nil)
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
 	}
-	copyHeaders(w.Header(), resp.Header, nil)
-	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
 }
