@@ -616,7 +616,15 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 	var out *outStream
 	if namedMethod(req.Method) && strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		out = &outStream{w: w}
-		r = r.WithContext(context.WithValue(r.Context(), relayKey{}, out.send))
+		ctx := r.Context()
+		if s.id != "" {
+			// Ended through another replica, the stream carries nothing
+			// more, and the call is cancelled (untilEnded).
+			var stop func()
+			ctx, stop, out.live = a.g.untilEnded(ctx, s.id)
+			defer stop()
+		}
+		r = r.WithContext(context.WithValue(ctx, relayKey{}, out.send))
 	}
 	var result jsontext.Value
 	derr := rerr
@@ -641,6 +649,10 @@ func (a *aggregator) post(w http.ResponseWriter, r *http.Request) {
 	}
 	if out != nil && out.started { // notifications went first: the answer ends the stream
 		out.send(b)
+		return
+	}
+	if out != nil && out.cut() {
+		writeSessionGone(w, errEndedElsewhere)
 		return
 	}
 	writeJSON(w, http.StatusOK, b)
@@ -671,11 +683,29 @@ type outStream struct {
 	mu      sync.Mutex
 	w       http.ResponseWriter
 	started bool
+	// live, if set, is asked before each message: an error ends the
+	// stream (ended), the message unwritten (untilEnded).
+	live  func() error
+	ended bool
+}
+
+// cut reports whether o ended for its session's end.
+func (o *outStream) cut() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ended
 }
 
 func (o *outStream) send(data []byte) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.ended {
+		return
+	}
+	if o.live != nil && o.live() != nil {
+		o.ended = true
+		return
+	}
 	if !o.started {
 		o.w.Header().Set("Content-Type", "text/event-stream")
 		o.w.Header().Set("Cache-Control", "no-cache")

@@ -199,25 +199,42 @@ func (s *sealer) left(id string) (time.Duration, bool) {
 // the session ended, or the store could not say, and the message must
 // not go. stop releases the timer.
 func (g *Gateway) untilExpiry(r *http.Request, id string) (_ *http.Request, stop func(), live func() error) {
-	left, ok := g.sealer.left(id)
-	if !ok {
-		return r, func() {}, nil
+	ctx, cancel := context.WithCancel(r.Context())
+	if left, ok := g.sealer.left(id); ok {
+		ctx, cancel = context.WithTimeout(r.Context(), max(left, 0))
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), max(left, 0))
-	if g.othersServe() && g.sessionEndsStore() != nil {
-		live = func() error {
-			ended, err := g.ended(ctx, id, true)
-			if err == nil && ended {
-				err = errEndedElsewhere
-			}
-			if err != nil {
-				cancel()
-			}
-			return err
+	return r.WithContext(ctx), cancel, g.whileLive(ctx, cancel, id)
+}
+
+// untilEnded is untilExpiry's ending through another replica alone, for
+// the event stream answering a call: one asked before the session ended
+// there carried, after, what the upstream sent about the call, its
+// requests to the user among them (elicitation/create), to whoever held
+// the stream (TestAttackEndedSessionPOSTStreamOtherReplica).
+func (g *Gateway) untilEnded(ctx context.Context, id string) (_ context.Context, stop func(), live func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	return ctx, cancel, g.whileLive(ctx, cancel, id)
+}
+
+// whileLive returns what says whether session id, whose stream's context
+// is ctx, goes on, cancelling ctx when not, and ends ctx once it does
+// not (endedElsewhere); nil where no other replica may end it.
+func (g *Gateway) whileLive(ctx context.Context, cancel context.CancelFunc, id string) func() error {
+	if !g.othersServe() || g.sessionEndsStore() == nil {
+		return nil
+	}
+	live := func() error {
+		ended, err := g.ended(ctx, id, true)
+		if err == nil && ended {
+			err = errEndedElsewhere
 		}
-		go g.endedElsewhere(ctx, live)
+		if err != nil {
+			cancel()
+		}
+		return err
 	}
-	return r.WithContext(ctx), cancel, live
+	go g.endedElsewhere(ctx, live)
+	return live
 }
 
 // sessionExpired is the error of a request whose sealed session id is

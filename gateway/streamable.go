@@ -851,8 +851,17 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, x *exchange) {
 	ob.creating, ob.tasks = creating, tasks
 	if isEventStream(resp.Header) {
 		ob.stream = true
+		ctx := r.Context()
+		if sess != nil {
+			// Ended through another replica, the stream ends (untilEnded),
+			// also while the upstream sends nothing: its body is closed.
+			var stop func()
+			ctx, stop, ob.live = g.untilEnded(ctx, sess.id)
+			defer stop()
+			defer context.AfterFunc(ctx, func() { resp.Body.Close() })()
+		}
 		w.WriteHeader(resp.StatusCode)
-		err := g.pipeEvents(r.Context(), w, resp.Body, ob)
+		err := g.pipeEvents(ctx, w, resp.Body, ob)
 		if upErr == nil {
 			upErr = err
 		}
