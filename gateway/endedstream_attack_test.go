@@ -36,11 +36,16 @@ func TestAttackEndedSessionGETStreamOtherReplica(t *testing.T) {
 		name, path string
 		virtual    []VirtualServer
 		idle       bool // the upstream sends nothing after the end
+		maxAge     time.Duration
 	}{
-		{"route", "/mcp/up", nil, false},
-		{"virtual server", "/mcp", []VirtualServer{{}}, false},
-		{"route idle", "/mcp/up", nil, true},
-		{"virtual server idle", "/mcp", []VirtualServer{{}}, true},
+		{"route", "/mcp/up", nil, false, 0},
+		{"virtual server", "/mcp", []VirtualServer{{}}, false, 0},
+		{"route idle", "/mcp/up", nil, true, 0},
+		{"virtual server idle", "/mcp", []VirtualServer{{}}, true, 0},
+		// Sessions without a maximum age (SessionMaxAge < 0): before,
+		// their streams were not cut at all.
+		{"route, no maximum age", "/mcp/up", nil, false, -1},
+		{"virtual server idle, no maximum age", "/mcp", []VirtualServer{{}}, true, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mgoserver.NewMCPServer("announcer", "1", mgoserver.WithToolCapabilities(true), mgoserver.WithLogging())
@@ -62,7 +67,7 @@ func TestAttackEndedSessionGETStreamOtherReplica(t *testing.T) {
 			store := sharedStore(t, redistest.Start(t))
 			replica := func() string {
 				g, err := New(Options{Upstreams: []Upstream{{Name: "up", URL: up.URL + "/mcp"}}, VirtualServers: tc.virtual,
-					SessionKeys: [][]byte{key(1)}, Exchanges: store}, &intercept.Interceptor{Decider: permissive}, slog.New(slog.DiscardHandler))
+					SessionKeys: [][]byte{key(1)}, SessionMaxAge: tc.maxAge, Exchanges: store}, &intercept.Interceptor{Decider: permissive}, slog.New(slog.DiscardHandler))
 				if err != nil {
 					t.Fatal(err)
 				}
