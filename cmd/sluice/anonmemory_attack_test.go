@@ -131,27 +131,7 @@ func TestAuthenticatedMemoryOnEveryPath(t *testing.T) {
 	authed := startServe(t, evasionPolicy+"virtual_servers: [{}]\nauth: {mode: api_key, api_keys: {file: "+keyFile+"}}\n")
 	base := strings.TrimSuffix(authed.url, "/mcp/demo")
 	key := func(agent string) string { return liveKey(t, keyFile, base, agent) }
-	reads := map[string]func(t *testing.T, key, name string) func(tool, args string) string{
-		"virtual server 2026-07-28": func(t *testing.T, key, name string) func(tool, args string) string {
-			return goSDKCall(t, base+"/mcp", "2026-07-28", key, name)
-		},
-		"virtual server 2025-11-25": func(t *testing.T, key, name string) func(tool, args string) string {
-			return goSDKCall(t, base+"/mcp", "2025-11-25", key, name)
-		},
-		"virtual server sse": func(t *testing.T, key, name string) func(tool, args string) string {
-			return mcpGoConn(func(base string, h map[string]string) (*client.Client, error) {
-				return client.NewSSEMCPClient(base+"/sse", mcptransport.WithHeaders(h))
-			}, "2025-06-18")(t, base, key, name)
-		},
-		"virtual server ws": func(t *testing.T, key, name string) func(tool, args string) string {
-			return wsConn("/ws")(t, base, key, name)
-		},
-	}
-	for name, conn := range transports {
-		reads[name] = func(t *testing.T, key, client string) func(tool, args string) string {
-			return conn(t, base, key, client)
-		}
-	}
+	reads := authedPaths(base)
 	n := 0
 	for name, read := range reads {
 		n++
@@ -298,4 +278,33 @@ func TestStartupSaysPrincipalRateLimitOneBucket(t *testing.T) {
 			t.Errorf("%q: start-up logged %q; naming per-agent (alone) as one bucket for all: got %v, want %v", tt.yaml, b.String(), got, tt.want)
 		}
 	}
+}
+
+// authedPaths are the ways a client with an API key calls sluice serve at
+// base: every transport and era of the route (transports), and the
+// virtual server's /mcp in both eras, /sse and /ws. Each opens a
+// connection for key under a client name and returns its caller.
+func authedPaths(base string) map[string]func(t *testing.T, key, name string) func(tool, args string) string {
+	reads := map[string]func(t *testing.T, key, name string) func(tool, args string) string{
+		"virtual server 2026-07-28": func(t *testing.T, key, name string) func(tool, args string) string {
+			return goSDKCall(t, base+"/mcp", "2026-07-28", key, name)
+		},
+		"virtual server 2025-11-25": func(t *testing.T, key, name string) func(tool, args string) string {
+			return goSDKCall(t, base+"/mcp", "2025-11-25", key, name)
+		},
+		"virtual server sse": func(t *testing.T, key, name string) func(tool, args string) string {
+			return mcpGoConn(func(base string, h map[string]string) (*client.Client, error) {
+				return client.NewSSEMCPClient(base+"/sse", mcptransport.WithHeaders(h))
+			}, "2025-06-18")(t, base, key, name)
+		},
+		"virtual server ws": func(t *testing.T, key, name string) func(tool, args string) string {
+			return wsConn("/ws")(t, base, key, name)
+		},
+	}
+	for name, conn := range transports {
+		reads[name] = func(t *testing.T, key, client string) func(tool, args string) string {
+			return conn(t, base, key, client)
+		}
+	}
+	return reads
 }

@@ -7,9 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/mark3labs/mcp-go/client"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 )
 
 // TestAuthenticatedRateLimitOnEveryPath: with every unauthenticated
@@ -30,27 +27,7 @@ auth: {mode: api_key, api_keys: {file: `+keyFile+`}}
 `)
 	base := strings.TrimSuffix(authed.url, "/mcp/demo")
 	key := func(agent string) string { return liveKey(t, keyFile, base, agent) }
-	reads := map[string]func(t *testing.T, key, name string) func(tool, args string) string{
-		"virtual server 2026-07-28": func(t *testing.T, key, name string) func(tool, args string) string {
-			return goSDKCall(t, base+"/mcp", "2026-07-28", key, name)
-		},
-		"virtual server 2025-11-25": func(t *testing.T, key, name string) func(tool, args string) string {
-			return goSDKCall(t, base+"/mcp", "2025-11-25", key, name)
-		},
-		"virtual server sse": func(t *testing.T, key, name string) func(tool, args string) string {
-			return mcpGoConn(func(base string, h map[string]string) (*client.Client, error) {
-				return client.NewSSEMCPClient(base+"/sse", mcptransport.WithHeaders(h))
-			}, "2025-06-18")(t, base, key, name)
-		},
-		"virtual server ws": func(t *testing.T, key, name string) func(tool, args string) string {
-			return wsConn("/ws")(t, base, key, name)
-		},
-	}
-	for name, conn := range transports {
-		reads[name] = func(t *testing.T, key, client string) func(tool, args string) string {
-			return conn(t, base, key, client)
-		}
-	}
+	reads := authedPaths(base)
 	n := 0
 	for name, read := range reads {
 		n++
