@@ -1574,6 +1574,13 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rt *route) {
 		g.log.Debug("session ended; its upstream refused to end its own", "upstream", rt.up.Name)
 		w.WriteHeader(http.StatusNoContent)
 	default:
+		if resp.StatusCode >= 500 && sess.upstreamID != "" {
+			// The upstream could not take it just then (a proxy in
+			// front of a down server): asked again, as when the DELETE
+			// did not reach it (TestAttackDeleteUpstreamUnavailableRetried).
+			g.log.Warn("session ended; its upstream session was not: the upstream failed the DELETE", "upstream", rt.up.Name, "status", resp.StatusCode)
+			g.ends.add(rt, sess.upstreamID)
+		}
 		copyHeaders(w.Header(), resp.Header, nil)
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.Copy(w, resp.Body)
