@@ -105,7 +105,10 @@ func (g *Gateway) ended(ctx context.Context, id string, shared bool) (bool, erro
 	if !shared || se == nil {
 		return false, nil
 	}
-	ended, err := se.SessionEnded(ctx, id)
+	// Asked whether or not the request's client is still there: one that
+	// sends a request and hangs up, to resume its answer later, is served
+	// (TestEndedCheckOutlivesClient). The store bounds the wait.
+	ended, err := se.SessionEnded(context.WithoutCancel(ctx), id)
 	if err != nil {
 		g.log.Warn("session refused: the shared store did not say whether it was ended through another replica", "err", err)
 		return false, errEndsUnchecked{err}
