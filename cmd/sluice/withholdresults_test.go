@@ -84,14 +84,8 @@ func TestWithholdInjectedResults(t *testing.T) {
 	if r, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "triage"}}); err == nil || !strings.Contains(err.Error(), "Sluice withheld this prompt") {
 		t.Errorf("a prompt with an injection: got %+v, %v; want an error saying it was withheld", r, err)
 	}
-	if err := g.stop(); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := runEvents(context.Background(), []string{"export", "--db", filepath.Join(g.dir, audit.FileName), "--type", "sluice.injection_in_result"}, &out); err != nil {
-		t.Fatal(err)
-	}
-	got := out.String()
+	events := injectionEvents(t, g)
+	got := events
 	for _, want := range []string{`"tool":"fetch_page"`, `"tool":"resource:notes://inbox"`, `"tool":"prompt:triage"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("injection_in_result events: no %s in\n%s", want, got)
@@ -276,14 +270,8 @@ func TestAttackInjectedSamplingWithheld(t *testing.T) {
 	if !strings.Contains(given, "meeting notes") || strings.Contains(given, "id_rsa") {
 		t.Errorf("the client's model was given:\n%s\nwant the benign request only", given)
 	}
-	if err := g.stop(); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := runEvents(context.Background(), []string{"export", "--db", filepath.Join(g.dir, audit.FileName), "--type", "sluice.injection_in_result"}, &out); err != nil {
-		t.Fatal(err)
-	}
-	if ev := out.String(); strings.Count(ev, "\n") != 1 || !strings.Contains(ev, `"tool":"sampling/createMessage"`) || !strings.Contains(ev, `"withheld":true`) {
+	events := injectionEvents(t, g)
+	if ev := events; strings.Count(ev, "\n") != 1 || !strings.Contains(ev, `"tool":"sampling/createMessage"`) || !strings.Contains(ev, `"withheld":true`) {
 		t.Errorf("injection_in_result events: got\n%s\nwant one, withheld, for sampling/createMessage", ev)
 	}
 }
@@ -329,6 +317,18 @@ func TestAttackFlaggedNotificationFloodLog(t *testing.T) {
 	if _, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "work"}}); err != nil {
 		t.Fatalf("tools/call: %v", err)
 	}
+	events := injectionEvents(t, g)
+	n := strings.Count(events, "\n")
+	warnings := strings.Count(logged.String(), "a result looks like a prompt injection")
+	if n < flood/2 || warnings < 1 || warnings > 3 {
+		t.Errorf("%d flagged notifications: %d events, %d warning lines in the log; want an event for each that arrived and a warning or two", flood, n, warnings)
+	}
+}
+
+// injectionEvents stops g and returns its sluice.injection_in_result
+// events as JSON Lines.
+func injectionEvents(t *testing.T, g *running) string {
+	t.Helper()
 	if err := g.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -336,9 +336,5 @@ func TestAttackFlaggedNotificationFloodLog(t *testing.T) {
 	if err := runEvents(context.Background(), []string{"export", "--db", filepath.Join(g.dir, audit.FileName), "--type", "sluice.injection_in_result"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	events := strings.Count(out.String(), "\n")
-	warnings := strings.Count(logged.String(), "a result looks like a prompt injection")
-	if events < flood/2 || warnings < 1 || warnings > 3 {
-		t.Errorf("%d flagged notifications: %d events, %d warning lines in the log; want an event for each that arrived and a warning or two", flood, events, warnings)
-	}
+	return out.String()
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +12,6 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/sluicehq/sluice/audit"
 )
 
 // TestAttackSplitInjectionWithheld (attacker review): with withhold on,
@@ -112,14 +108,8 @@ func TestAttackSplitInjectionWithheld(t *testing.T) {
 	if r, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "notes://report"}}); err == nil || !strings.Contains(err.Error(), "Sluice withheld this resource") {
 		t.Errorf("a text blob with an injection past 8 KiB: got %+v, %v; want it withheld", r, err)
 	}
-	if err := g.stop(); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := runEvents(context.Background(), []string{"export", "--db", filepath.Join(g.dir, audit.FileName), "--type", "sluice.injection_in_result"}, &out); err != nil {
-		t.Fatal(err)
-	}
-	got := out.String()
+	events := injectionEvents(t, g)
+	got := events
 	for _, want := range []string{`"tool":"fetch_page"`, `"tool":"sampling/createMessage"`, `"tool":"resource:notes://report"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("injection_in_result events: no %s in\n%s", want, got)
